@@ -1,0 +1,70 @@
+"""Sans-IO NATS wire protocol: parse and encode every op and header block, both directions."""
+
+from pyjetstream.protocol.encoder import (
+    encode_connect,
+    encode_err,
+    encode_info,
+    encode_msg,
+    encode_pub,
+    encode_sub,
+    encode_unsub,
+)
+from pyjetstream.protocol.events import (
+    Connect,
+    Err,
+    Info,
+    Msg,
+    Ok,
+    Ping,
+    Pong,
+    ProtocolViolation,
+    Pub,
+    Sub,
+    Unsub,
+)
+from pyjetstream.protocol.headers import (
+    HeaderBlock,
+    HeaderError,
+    append_headers,
+    encode_headers,
+    get_header,
+    parse_headers,
+    remove_header,
+)
+from pyjetstream.protocol.limits import MAX_CONTROL_LINE, MAX_PAYLOAD, OK, PING, PONG
+from pyjetstream.protocol.parser import ClientSideParser, ServerSideParser
+
+__all__ = [
+    "MAX_CONTROL_LINE",
+    "MAX_PAYLOAD",
+    "OK",
+    "PING",
+    "PONG",
+    "ClientSideParser",
+    "Connect",
+    "Err",
+    "HeaderBlock",
+    "HeaderError",
+    "Info",
+    "Msg",
+    "Ok",
+    "Ping",
+    "Pong",
+    "ProtocolViolation",
+    "Pub",
+    "ServerSideParser",
+    "Sub",
+    "Unsub",
+    "append_headers",
+    "encode_connect",
+    "encode_err",
+    "encode_headers",
+    "encode_info",
+    "encode_msg",
+    "encode_pub",
+    "encode_sub",
+    "encode_unsub",
+    "get_header",
+    "parse_headers",
+    "remove_header",
+]

@@ -1,0 +1,98 @@
+"""Events produced by the parsers: one class per protocol operation.
+
+Client→server ops (what the server parses): Connect, Pub, Sub, Unsub, Ping, Pong.
+Server→client ops (what a client parses): Info, Msg, Ping, Pong, Ok, Err.
+A ``ProtocolViolation`` ends a stream of events: the parser accepts nothing after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class Connect:
+    options: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Pub:
+    """PUB or HPUB. ``hdr`` is the raw header block (``None`` for PUB)."""
+
+    subject: str
+    reply: str
+    hdr: bytes | None
+    payload: bytes
+
+
+@dataclass(slots=True)
+class Sub:
+    subject: str
+    queue: str
+    sid: str
+
+
+@dataclass(slots=True)
+class Unsub:
+    sid: str
+    max_msgs: int  # 0 means unsubscribe now
+
+
+@dataclass(slots=True)
+class Info:
+    info: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Msg:
+    """MSG or HMSG as a client receives it. ``sid`` is the subscription id the client chose."""
+
+    subject: str
+    sid: int
+    reply: str
+    hdr: bytes | None
+    payload: bytes
+
+
+@dataclass(slots=True)
+class Err:
+    """``-ERR '<text>'``; ``text`` is without the quotes."""
+
+    text: str
+
+
+class _Singleton:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return type(self).__name__
+
+
+class Ping(_Singleton):
+    pass
+
+
+class Pong(_Singleton):
+    pass
+
+
+class Ok(_Singleton):
+    pass
+
+
+PING_EVENT = Ping()
+PONG_EVENT = Pong()
+OK_EVENT = Ok()
+
+
+@dataclass(slots=True)
+class ProtocolViolation:
+    """The peer broke the protocol. ``err`` is the ``-ERR`` text nats-server sends (``None``: close silently)."""
+
+    err: str | None
+    detail: str = ""
+
+
+ClientOp = Connect | Pub | Sub | Unsub | Ping | Pong | ProtocolViolation
+ServerOp = Info | Msg | Ping | Pong | Ok | Err | ProtocolViolation

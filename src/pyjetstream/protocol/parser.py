@@ -1,0 +1,301 @@
+"""Incremental, sans-IO parsers for the NATS wire protocol.
+
+Two verbs, as in h11: ``feed(bytes) -> list[event]``. Bytes may arrive split at any boundary; the
+parser keeps what it has not consumed. ``ServerSideParser`` reads what clients send (ops are
+case-insensitive, as nats-server matches them); ``ClientSideParser`` reads what servers send.
+
+Framing facts (nats-server ``parser.go``): a control line ends at LF, a CR before it is dropped;
+arguments are split on *runs* of spaces/tabs (nats.py sends ``PUB subj  5``); a payload is exactly
+the announced size followed by a mandatory CRLF.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyjetstream.protocol.events import (
+    OK_EVENT,
+    PING_EVENT,
+    PONG_EVENT,
+    ClientOp,
+    Connect,
+    Err,
+    Info,
+    Msg,
+    ProtocolViolation,
+    Pub,
+    ServerOp,
+    Sub,
+    Unsub,
+)
+from pyjetstream.protocol.limits import MAX_CONTROL_LINE, MAX_PAYLOAD, MAX_SIZE_DIGITS
+
+ERR_UNKNOWN_OP = "Unknown Protocol Operation"
+ERR_MAX_PAYLOAD = "Maximum Payload Violation"
+ERR_MAX_CONTROL_LINE = "maximum control line exceeded"
+
+
+def _parse_size(token: bytes) -> int:
+    """A decimal size as nats-server's ``parseSize``: digits only, at most 10 of them, else -1."""
+    if not token or len(token) > MAX_SIZE_DIGITS or not token.isdigit():
+        return -1
+    return int(token)
+
+
+class _FrameParser:
+    """Shared framing: control lines, then (for message ops) a payload of a known size."""
+
+    def __init__(self, max_control_line: int, max_payload: int) -> None:
+        self.max_control_line = max_control_line
+        self.max_payload = max_payload
+        self._buf = bytearray()
+        self._broken = False
+        # When not None: the op waiting for its payload, and the payload size (without CRLF).
+        self._awaiting: tuple[Any, ...] | None = None
+        self._need = 0
+
+    def feed(self, data: bytes) -> list[Any]:
+        if self._broken:
+            return []
+        buf = self._buf
+        buf += data
+        events: list[Any] = []
+        pos = 0
+        size = len(buf)
+        while pos < size:
+            if self._awaiting is not None:
+                end = pos + self._need
+                if end + 2 > size:
+                    break
+                if buf[end] != 13 or buf[end + 1] != 10:
+                    events.append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
+                    break
+                event = self._complete(self._awaiting, bytes(buf[pos:end]))
+                self._awaiting = None
+                pos = end + 2
+                if event is not None:
+                    events.append(event)
+                continue
+            nl = buf.find(b"\n", pos)
+            if nl < 0:
+                if size - pos > self.max_control_line and self._limits_line(buf, pos):
+                    events.append(self._violation(ERR_MAX_CONTROL_LINE))
+                break
+            line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
+            line = bytes(buf[pos:line_end])
+            pos = nl + 1
+            event = self._control_line(line)
+            if event is not None:
+                events.append(event)
+                if isinstance(event, ProtocolViolation):
+                    break
+        if self._broken:
+            buf.clear()
+        else:
+            del buf[:pos]
+        return events
+
+    def _limits_line(self, buf: bytearray, pos: int) -> bool:
+        """Whether the line starting at ``pos`` is subject to the control line limit."""
+        return True
+
+    def _violation(self, err: str | None, detail: str = "") -> ProtocolViolation:
+        self._broken = True
+        return ProtocolViolation(err, detail)
+
+    def _expect_payload(self, op: tuple[Any, ...], need: int) -> None:
+        self._awaiting = op
+        self._need = need
+
+    def _control_line(self, line: bytes) -> Any:
+        raise NotImplementedError
+
+    def _complete(self, op: tuple[Any, ...], body: bytes) -> Any:
+        raise NotImplementedError
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet turned into events."""
+        return len(self._buf)
+
+
+class ServerSideParser(_FrameParser):
+    """Parses the client→server ops: CONNECT PUB HPUB SUB UNSUB PING PONG."""
+
+    def __init__(
+        self,
+        max_control_line: int = MAX_CONTROL_LINE,
+        max_payload: int = MAX_PAYLOAD,
+    ) -> None:
+        super().__init__(max_control_line, max_payload)
+
+    def feed(self, data: bytes) -> list[ClientOp]:
+        return super().feed(data)
+
+    def _limits_line(self, buf: bytearray, pos: int) -> bool:
+        # nats-server applies the limit to op arguments, not to CONNECT (which may carry a long JWT).
+        return buf[pos : pos + 7].upper() != b"CONNECT"
+
+    def _control_line(self, line: bytes) -> ClientOp | None:
+        args = line.split()
+        if not args:
+            # nats-server tolerates empty lines between ops.
+            return None
+        op = args[0].upper()
+        if len(line) > self.max_control_line and op != b"CONNECT":
+            return self._violation(ERR_MAX_CONTROL_LINE)
+        if op == b"PUB":
+            return self._pub(args)
+        if op == b"HPUB":
+            return self._hpub(args)
+        if op == b"PING":
+            return PING_EVENT
+        if op == b"PONG":
+            return PONG_EVENT
+        if op == b"SUB":
+            return self._sub(args)
+        if op == b"UNSUB":
+            return self._unsub(args)
+        if op == b"CONNECT":
+            return self._connect(line)
+        return self._violation(ERR_UNKNOWN_OP, f"unknown op {op[:16]!r}")
+
+    def _pub(self, args: list[bytes]) -> ClientOp | None:
+        if len(args) == 3:
+            subject, reply, size_tok = args[1], b"", args[2]
+        elif len(args) == 4:
+            subject, reply, size_tok = args[1], args[2], args[3]
+        else:
+            return self._violation(None, "processPub Parse Error")
+        size = _parse_size(size_tok)
+        if size < 0:
+            return self._violation(None, "processPub Bad or Missing Size")
+        if size > self.max_payload:
+            return self._violation(ERR_MAX_PAYLOAD)
+        self._expect_payload((subject.decode(), reply.decode(), 0), size)
+        return None
+
+    def _hpub(self, args: list[bytes]) -> ClientOp | None:
+        if len(args) == 4:
+            subject, reply, hdr_tok, tot_tok = args[1], b"", args[2], args[3]
+        elif len(args) == 5:
+            subject, reply, hdr_tok, tot_tok = args[1], args[2], args[3], args[4]
+        else:
+            return self._violation(None, "processHeaderPub Parse Error")
+        hdr = _parse_size(hdr_tok)
+        total = _parse_size(tot_tok)
+        if hdr < 0 or total < 0 or hdr > total:
+            return self._violation(None, "processHeaderPub Bad or Missing Size")
+        if total > self.max_payload:
+            return self._violation(ERR_MAX_PAYLOAD)
+        self._expect_payload((subject.decode(), reply.decode(), hdr or -1), total)
+        return None
+
+    def _complete(self, op: tuple[Any, ...], body: bytes) -> Pub:
+        subject, reply, hdr_len = op
+        if hdr_len == 0:
+            return Pub(subject, reply, None, body)
+        if hdr_len < 0:  # HPUB announcing an empty header block
+            return Pub(subject, reply, b"", body)
+        return Pub(subject, reply, body[:hdr_len], body[hdr_len:])
+
+    def _sub(self, args: list[bytes]) -> ClientOp:
+        if len(args) == 3:
+            return Sub(args[1].decode(), "", args[2].decode())
+        if len(args) == 4:
+            return Sub(args[1].decode(), args[2].decode(), args[3].decode())
+        return self._violation(None, "processSub Parse Error")
+
+    def _unsub(self, args: list[bytes]) -> ClientOp:
+        if len(args) == 2:
+            return Unsub(args[1].decode(), 0)
+        if len(args) == 3:
+            max_msgs = _parse_size(args[2])
+            if max_msgs < 0:
+                return self._violation(None, "processUnsub Bad or Missing Size")
+            return Unsub(args[1].decode(), max_msgs)
+        return self._violation(None, "processUnsub Parse Error")
+
+    def _connect(self, line: bytes) -> ClientOp:
+        body = line[7:].strip()
+        try:
+            options = json.loads(body)
+        except ValueError:
+            return self._violation(None, "CONNECT with invalid JSON")
+        if not isinstance(options, dict):
+            return self._violation(None, "CONNECT with invalid JSON")
+        return Connect(options)
+
+
+class ClientSideParser(_FrameParser):
+    """Parses the server→client ops: INFO MSG HMSG PING PONG +OK -ERR."""
+
+    def __init__(self, max_control_line: int = 64 * 1024, max_payload: int = 64 * 1024 * 1024) -> None:
+        # A client trusts its server: the limits only guard against runaway buffers.
+        super().__init__(max_control_line, max_payload)
+
+    def feed(self, data: bytes) -> list[ServerOp]:
+        return super().feed(data)
+
+    def _control_line(self, line: bytes) -> ServerOp | None:
+        head = line[:4]
+        if head == b"MSG " or head == b"MSG\t":
+            return self._msg(line.split())
+        if head == b"HMSG":
+            return self._hmsg(line.split())
+        if head == b"PING":
+            return PING_EVENT
+        if head == b"PONG":
+            return PONG_EVENT
+        if head == b"+OK":
+            return OK_EVENT
+        if head == b"-ERR":
+            text = line[4:].strip()
+            if len(text) >= 2 and text[:1] == b"'" and text[-1:] == b"'":
+                text = text[1:-1]
+            return Err(text.decode("utf-8", "replace"))
+        if head == b"INFO":
+            try:
+                info = json.loads(line[4:].strip())
+            except ValueError:
+                return self._violation(None, "INFO with invalid JSON")
+            return Info(info)
+        if not line.strip():
+            return None
+        return self._violation(ERR_UNKNOWN_OP, f"unknown op {line[:16]!r}")
+
+    def _msg(self, args: list[bytes]) -> ServerOp | None:
+        if len(args) == 4:
+            subject, sid, reply, size_tok = args[1], args[2], b"", args[3]
+        elif len(args) == 5:
+            subject, sid, reply, size_tok = args[1], args[2], args[3], args[4]
+        else:
+            return self._violation(None, "MSG Parse Error")
+        size = _parse_size(size_tok)
+        if size < 0 or not sid.isdigit():
+            return self._violation(None, "MSG Bad Size or Sid")
+        self._expect_payload((subject.decode(), int(sid), reply.decode(), 0), size)
+        return None
+
+    def _hmsg(self, args: list[bytes]) -> ServerOp | None:
+        if len(args) == 5:
+            subject, sid, reply, hdr_tok, tot_tok = args[1], args[2], b"", args[3], args[4]
+        elif len(args) == 6:
+            subject, sid, reply, hdr_tok, tot_tok = args[1], args[2], args[3], args[4], args[5]
+        else:
+            return self._violation(None, "HMSG Parse Error")
+        hdr = _parse_size(hdr_tok)
+        total = _parse_size(tot_tok)
+        if hdr < 0 or total < 0 or hdr > total or not sid.isdigit():
+            return self._violation(None, "HMSG Bad Size or Sid")
+        self._expect_payload((subject.decode(), int(sid), reply.decode(), hdr or -1), total)
+        return None
+
+    def _complete(self, op: tuple[Any, ...], body: bytes) -> Msg:
+        subject, sid, reply, hdr_len = op
+        if hdr_len == 0:
+            return Msg(subject, sid, reply, None, body)
+        if hdr_len < 0:
+            return Msg(subject, sid, reply, b"", body)
+        return Msg(subject, sid, reply, body[:hdr_len], body[hdr_len:])
