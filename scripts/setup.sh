@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything pyjetstream needs on a fresh Debian machine, idempotently:
+# system packages (python venv, nats-server for compatibility tests, Java for Spark),
+# a virtualenv in .venv with the package and its dev + spark extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v nats-server >/dev/null 2>&1 || need_apt+=(nats-server)
+command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
+python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing Debian packages: ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.pyjetstream-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing Python packages into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev,spark]'
+  touch "$stamp"
+fi

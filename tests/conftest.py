@@ -1,0 +1,41 @@
+"""Shared fixtures: every behaviour test runs against both targets (our server and nats-server)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.targets import KINDS, Target, make_target
+
+_counter = itertools.count()
+
+
+@pytest.fixture(params=KINDS)
+def server_kind(request: pytest.FixtureRequest) -> str:
+    """Parametrizes a test over the embedded server and the real nats-server."""
+    return request.param
+
+
+@pytest.fixture
+def start_server(server_kind: str, tmp_path: Path) -> Iterator[Callable[..., Target]]:
+    """Start a server of the test's kind with NATS config-file settings (``jetstream=False`` to disable)."""
+    started: list[Target] = []
+
+    def start(**settings: Any) -> Target:
+        target = make_target(server_kind, tmp_path / f"srv{next(_counter)}", **settings)
+        started.append(target)
+        return target
+
+    yield start
+    for target in started:
+        target.stop()
+
+
+@pytest.fixture
+def server(start_server: Callable[..., Target]) -> Target:
+    """A fresh server with JetStream enabled, of each kind."""
+    return start_server()

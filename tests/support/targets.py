@@ -1,0 +1,143 @@
+"""Start a NATS server target for tests: our embedded server or the real nats-server.
+
+Both are started the same way, as a subprocess given a NATS config file, a random port and a
+ports-file directory, so the embedded server is exercised exactly as a drop-in for nats-server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+EMBEDDED = "embedded"
+NATS_SERVER = "nats-server"
+KINDS = (EMBEDDED, NATS_SERVER)
+
+START_TIMEOUT = 20.0
+
+
+def nats_server_binary() -> str:
+    found = shutil.which("nats-server")
+    if not found:
+        raise RuntimeError("nats-server is not installed: run scripts/setup.sh (it installs the Debian package)")
+    return found
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict):
+        inner = "\n".join(f"  {k}: {_conf_value(v)}" for k, v in value.items())
+        return "{\n" + inner + "\n}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_conf_value(v) for v in value) + "]"
+    return json.dumps(str(value))
+
+
+def render_config(settings: dict[str, Any]) -> str:
+    """Render a dict as a NATS config file (the format both servers read)."""
+    return "\n".join(f"{key}: {_conf_value(value)}" for key, value in settings.items()) + "\n"
+
+
+@dataclass
+class Target:
+    """A running server: ``url`` for clients, ``restart()`` keeps the store, ``kill()`` is ``kill -9``."""
+
+    kind: str
+    workdir: Path
+    settings: dict[str, Any]
+    proc: subprocess.Popen[bytes] | None = None
+    port: int = 0
+    http_port: int = 0
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    @property
+    def store_dir(self) -> Path:
+        return self.workdir / "store"
+
+    def command(self, conf: Path, ports_dir: Path) -> list[str]:
+        if self.kind == NATS_SERVER:
+            exe = [nats_server_binary()]
+        else:
+            exe = [sys.executable, "-m", "pyjetstream", "serve"]
+        return [*exe, "-c", str(conf), "-a", "127.0.0.1", "--ports_file_dir", str(ports_dir)]
+
+    def start(self) -> Target:
+        settings = dict(self.settings)
+        settings.setdefault("port", self.port or -1)
+        if settings.pop("jetstream", True):
+            js = settings.pop("jetstream_settings", {})
+            settings["jetstream"] = {"store_dir": str(self.store_dir), **js}
+        else:
+            settings.pop("jetstream_settings", None)
+        conf = self.workdir / "server.conf"
+        conf.write_text(render_config(settings))
+        ports_dir = self.workdir / "ports"
+        shutil.rmtree(ports_dir, ignore_errors=True)
+        ports_dir.mkdir(parents=True)
+        logfile = (self.workdir / "server.log").open("ab")
+        env = dict(os.environ)
+        self.proc = subprocess.Popen(
+            self.command(conf, ports_dir), stdout=logfile, stderr=subprocess.STDOUT, env=env
+        )
+        logfile.close()
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            files = list(ports_dir.glob("*.ports"))
+            if files:
+                with contextlib.suppress(ValueError):
+                    ports = json.loads(files[0].read_text())
+                    self.port = int(ports["nats"][0].rsplit(":", 1)[1])
+                    if ports.get("monitoring"):
+                        self.http_port = int(ports["monitoring"][0].rsplit(":", 1)[1])
+                    return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"{self.kind} did not start:\n{self.read_log()}")
+
+    def read_log(self) -> str:
+        path = self.workdir / "server.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def kill(self) -> None:
+        """``kill -9``: no chance to flush or clean up."""
+        self.stop(signal.SIGKILL)
+
+    def restart(self) -> Target:
+        """Stop gracefully and start again on the same port with the same store."""
+        self.stop()
+        return self.start()
+
+
+def make_target(kind: str, workdir: Path, **settings: Any) -> Target:
+    workdir.mkdir(parents=True, exist_ok=True)
+    return Target(kind=kind, workdir=workdir, settings=settings).start()
