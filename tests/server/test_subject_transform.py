@@ -18,7 +18,7 @@ from pyjetstream.server.subject_transform import SubjectTransform, TransformErro
         ("a.*", "{{sliceFromLeft(1,2)}}", "a.abcde", "ab.cd.e"),
         ("a.*", "{{sliceFromRight(1,2)}}", "a.abcde", "a.bc.de"),
         ("a.*", "{{split(1,-)}}", "a.x-y--z", "x.y.z"),
-        ("a.*", "lit.{{ Wildcard( 1 ) }}", "a.k", "lit.k"),
+        ("a.*", "lit.{{Wildcard(1)}}", "a.k", "lit.k"),
         ("a.b", "c.d", "a.b", "c.d"),
     ],
 )
