@@ -1,0 +1,304 @@
+"""The subscription index: which subscriptions match a published subject (nats-server ``sublist.go``).
+
+A trie with one node per token; each node has literal children plus the ``*`` and ``>`` children
+kept apart, so a publish to the literal subject ``foo.*`` is matched by ``foo.*``/``foo.>``/``>``
+subscriptions but not by ``foo.bar`` (as nats-server does).
+
+Every publish asks :meth:`Sublist.match`, so results are cached per subject. A result is an
+immutable ``(plain_subs, queue_groups)`` pair of tuples; the router may hold on to one while
+subscriptions come and go. Inserting or removing a subscription drops the cached results it
+affects: just its own subject when it is literal, every matching cached subject when it has
+wildcards (or the whole cache when that is large, refilling is cheaper than scanning in Python).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyjetstream.server.subjects import FWC, PWC, SEP, has_wildcard, is_valid_subject, subject_matches
+
+__all__ = ["EMPTY_RESULT", "MatchResult", "Sublist", "SublistError", "Subscription"]
+
+# Cached results kept at most; beyond this the oldest half is dropped (nats-server slCacheMax 1024).
+CACHE_MAX = 4096
+# A wildcard insert/remove scans at most this many cached subjects, else clears the cache.
+CACHE_SCAN_MAX = 512
+
+
+class SublistError(ValueError):
+    """A subscription subject that cannot be indexed (``Invalid Subject``)."""
+
+
+class Subscription:
+    """One subscription: a client's (``client`` set) or the server's own (``callback`` set).
+
+    ``msg_prefix``/``hmsg_prefix`` cache ``b"MSG <subject> <sid> "`` for literal subscriptions, whose
+    delivered subject is always their own; the router fills them lazily.
+    """
+
+    __slots__ = (
+        "callback",
+        "client",
+        "closed",
+        "delivered",
+        "hmsg_prefix",
+        "literal",
+        "max_msgs",
+        "msg_prefix",
+        "queue",
+        "sid",
+        "sid_b",
+        "subject",
+    )
+
+    def __init__(
+        self,
+        subject: str,
+        sid: str,
+        queue: str = "",
+        client: Any = None,
+        callback: Any = None,
+    ) -> None:
+        self.subject = subject
+        self.sid = sid
+        self.sid_b = sid.encode()
+        self.queue = queue
+        self.client = client
+        self.callback = callback
+        self.max_msgs = 0
+        self.delivered = 0
+        self.closed = False
+        self.literal = not has_wildcard(subject)
+        self.msg_prefix: bytes | None = None
+        self.hmsg_prefix: bytes | None = None
+
+    def __repr__(self) -> str:
+        queue = f" queue={self.queue!r}" if self.queue else ""
+        return f"<Subscription {self.subject!r} sid={self.sid!r}{queue}>"
+
+
+# (plain subscriptions, queue groups: one tuple of member subscriptions per group name)
+MatchResult = tuple[tuple[Subscription, ...], tuple[tuple[Subscription, ...], ...]]
+EMPTY_RESULT: MatchResult = ((), ())
+
+
+class _Node:
+    __slots__ = ("fwc", "literal", "psubs", "pwc", "qsubs")
+
+    def __init__(self) -> None:
+        self.literal: dict[str, _Node] = {}
+        self.pwc: _Node | None = None
+        self.fwc: _Node | None = None
+        self.psubs: list[Subscription] = []
+        self.qsubs: dict[str, list[Subscription]] = {}
+
+    def child(self, token: str) -> _Node | None:
+        if token == PWC:
+            return self.pwc
+        if token == FWC:
+            return self.fwc
+        return self.literal.get(token)
+
+    def is_empty(self) -> bool:
+        return not (self.literal or self.pwc or self.fwc or self.psubs or self.qsubs)
+
+
+class Sublist:
+    """Subscriptions indexed by subject, with a per-subject match cache."""
+
+    def __init__(self) -> None:
+        self._root = _Node()
+        # Public so the router's hot path can do ``cache.get(subject)`` without a method call.
+        self.cache: dict[str, MatchResult] = {}
+        self.count = 0
+        self.inserts = 0
+        self.removes = 0
+        self.matches = 0
+        self.cache_misses = 0
+
+    # ------------------------------------------------------------------ changes
+
+    def insert(self, sub: Subscription) -> None:
+        subject = sub.subject
+        if not is_valid_subject(subject):
+            raise SublistError("Invalid Subject")
+        node = self._root
+        for token in subject.split(SEP):
+            if token == PWC:
+                if node.pwc is None:
+                    node.pwc = _Node()
+                node = node.pwc
+            elif token == FWC:
+                if node.fwc is None:
+                    node.fwc = _Node()
+                node = node.fwc
+            else:
+                nxt = node.literal.get(token)
+                if nxt is None:
+                    nxt = node.literal[token] = _Node()
+                node = nxt
+        if sub.queue:
+            node.qsubs.setdefault(sub.queue, []).append(sub)
+        else:
+            node.psubs.append(sub)
+        self.count += 1
+        self.inserts += 1
+        self._invalidate(sub)
+
+    def remove(self, sub: Subscription) -> bool:
+        """Remove ``sub``; False when it was not in the index."""
+        path: list[tuple[_Node, str]] = []
+        node: _Node | None = self._root
+        for token in sub.subject.split(SEP):
+            assert node is not None
+            nxt = node.child(token)
+            if nxt is None:
+                return False
+            path.append((node, token))
+            node = nxt
+        assert node is not None
+        if sub.queue:
+            members = node.qsubs.get(sub.queue)
+            if members is None or not _remove_identity(members, sub):
+                return False
+            if not members:
+                del node.qsubs[sub.queue]
+        elif not _remove_identity(node.psubs, sub):
+            return False
+        self.count -= 1
+        self.removes += 1
+        self._prune(path, node)
+        self._invalidate(sub)
+        return True
+
+    def _prune(self, path: list[tuple[_Node, str]], leaf: _Node) -> None:
+        """Drop nodes left empty, so churn of unique subjects (inboxes) does not grow the trie."""
+        node = leaf
+        for parent, token in reversed(path):
+            if not node.is_empty():
+                return
+            if token == PWC:
+                parent.pwc = None
+            elif token == FWC:
+                parent.fwc = None
+            else:
+                del parent.literal[token]
+            node = parent
+
+    def _invalidate(self, sub: Subscription) -> None:
+        cache = self.cache
+        if not cache:
+            return
+        if sub.literal:
+            cache.pop(sub.subject, None)
+        elif len(cache) > CACHE_SCAN_MAX:
+            cache.clear()
+        else:
+            subject = sub.subject
+            for key in [k for k in cache if subject_matches(subject, k)]:
+                del cache[key]
+
+    # ------------------------------------------------------------------ lookups
+
+    def match(self, subject: str) -> MatchResult:
+        """Subscriptions matching a published subject (cached)."""
+        self.matches += 1
+        result = self.cache.get(subject)
+        if result is not None:
+            return result
+        self.cache_misses += 1
+        tokens = subject.split(SEP)
+        if "" in tokens:
+            # nats-server: a subject with an empty token matches nothing (and is not cached).
+            return EMPTY_RESULT
+        psubs: list[Subscription] = []
+        qgroups: dict[str, list[Subscription]] = {}
+        _collect(self._root, tokens, 0, psubs, qgroups)
+        if psubs or qgroups:
+            result = (tuple(psubs), tuple(tuple(members) for members in qgroups.values()))
+        else:
+            result = EMPTY_RESULT
+        cache = self.cache
+        if len(cache) >= CACHE_MAX:
+            for key in list(cache)[: CACHE_MAX // 2]:
+                del cache[key]
+        cache[subject] = result
+        return result
+
+    def has_interest(self, subject: str) -> bool:
+        psubs, qsubs = self.match(subject)
+        return bool(psubs or qsubs)
+
+    def all_subscriptions(self) -> list[Subscription]:
+        out: list[Subscription] = []
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            out.extend(node.psubs)
+            for members in node.qsubs.values():
+                out.extend(members)
+            stack.extend(node.literal.values())
+            if node.pwc is not None:
+                stack.append(node.pwc)
+            if node.fwc is not None:
+                stack.append(node.fwc)
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """The numbers nats-server reports in ``/subsz``."""
+        fanouts = [len(p) + len(q) for p, q in self.cache.values()]
+        hits = self.matches - self.cache_misses
+        return {
+            "num_subscriptions": self.count,
+            "num_cache": len(self.cache),
+            "num_inserts": self.inserts,
+            "num_removes": self.removes,
+            "num_matches": self.matches,
+            "cache_hit_rate": (hits / self.matches) if self.matches else 0,
+            "max_fanout": max(fanouts) if fanouts else 0,
+            "avg_fanout": (sum(fanouts) / len(fanouts)) if fanouts else 0,
+        }
+
+
+def _remove_identity(items: list[Subscription], sub: Subscription) -> bool:
+    for i, item in enumerate(items):
+        if item is sub:
+            del items[i]
+            return True
+    return False
+
+
+def _add_node(node: _Node, psubs: list[Subscription], qgroups: dict[str, list[Subscription]]) -> None:
+    if node.psubs:
+        psubs.extend(node.psubs)
+    if node.qsubs:
+        for name, members in node.qsubs.items():
+            # Members of one group under different filters form one group (nats-server merges them).
+            group = qgroups.get(name)
+            if group is None:
+                qgroups[name] = list(members)
+            else:
+                group.extend(members)
+
+
+def _collect(
+    node: _Node,
+    tokens: list[str],
+    i: int,
+    psubs: list[Subscription],
+    qgroups: dict[str, list[Subscription]],
+) -> None:
+    n = len(tokens)
+    while True:
+        if i == n:
+            _add_node(node, psubs, qgroups)
+            return
+        if node.fwc is not None:
+            _add_node(node.fwc, psubs, qgroups)
+        if node.pwc is not None:
+            _collect(node.pwc, tokens, i + 1, psubs, qgroups)
+        nxt = node.literal.get(tokens[i])
+        if nxt is None:
+            return
+        node = nxt
+        i += 1
