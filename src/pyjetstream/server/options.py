@@ -1,0 +1,431 @@
+"""Options of the embedded server, with nats-server's defaults.
+
+One dataclass, :class:`ServerOptions`, is what the server runs on. It is filled
+programmatically, from a NATS configuration file (:mod:`pyjetstream.server.conf`)
+or from nats-server-compatible command-line flags
+(:mod:`pyjetstream.cli.serve_args`). Field names follow the configuration-file
+keys; durations are seconds as ``float`` (nats-server uses ``time.Duration``).
+
+Defaults are nats-server 2.9.10's (``server/const.go``, ``setBaselineOptions``),
+with the 2.10 JetStream sync policy (``sync_interval: 2m`` / ``"always"``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hmac
+import os
+import re
+import ssl
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_HTTP_PORT",
+    "DEFAULT_PORT",
+    "RANDOM_PORT",
+    "Account",
+    "AccountJetStreamLimits",
+    "AccountLimits",
+    "JetStreamLimits",
+    "NkeyUser",
+    "OptionsError",
+    "Permissions",
+    "ResponsePermission",
+    "ServerOptions",
+    "SubjectPermission",
+    "TLSOptions",
+    "User",
+    "is_bcrypt_hash",
+    "password_matches",
+]
+
+DEFAULT_HOST = "0.0.0.0"
+DEFAULT_PORT = 4222
+#: ``-p -1`` / ``port: -1``: bind an ephemeral port (nats-server's RANDOM_PORT).
+RANDOM_PORT = -1
+#: The conventional monitoring port (monitoring is off unless a port is given).
+DEFAULT_HTTP_PORT = 8222
+
+MAX_PAYLOAD_SIZE = 1024 * 1024  # MAX_PAYLOAD_SIZE, 1 MiB
+MAX_CONTROL_LINE_SIZE = 4096
+MAX_PENDING_SIZE = 64 * 1024 * 1024
+DEFAULT_MAX_CONNECTIONS = 64 * 1024
+DEFAULT_PING_INTERVAL = 120.0
+DEFAULT_PING_MAX_OUT = 2
+DEFAULT_WRITE_DEADLINE = 10.0  # DEFAULT_FLUSH_DEADLINE
+AUTH_TIMEOUT = 2.0
+TLS_TIMEOUT = 2.0
+DEFAULT_LAME_DUCK_DURATION = 120.0
+DEFAULT_LAME_DUCK_GRACE_PERIOD = 10.0
+#: nats-server 2.10 ``defaultSyncInterval``: file-store data is fsynced this often.
+DEFAULT_SYNC_INTERVAL = 120.0
+#: ``allow_responses: true`` means one reply within two minutes (DEFAULT_ALLOW_RESPONSE_*).
+DEFAULT_ALLOW_RESPONSE_MAX_MSGS = 1
+DEFAULT_ALLOW_RESPONSE_EXPIRATION = 120.0
+#: Connection types a user may be restricted to (``allowed_connection_types``).
+CONNECTION_TYPES = frozenset({"STANDARD", "WEBSOCKET", "LEAFNODE", "MQTT", "IN_PROCESS"})
+
+
+class OptionsError(ValueError):
+    """Options that the server cannot run with (raised by :meth:`ServerOptions.validate`)."""
+
+
+# --------------------------------------------------------------------------- auth
+
+
+@dataclass(kw_only=True)
+class SubjectPermission:
+    """Allow/deny subject lists; ``None`` means "not restricted by this list"."""
+
+    allow: list[str] | None = None
+    deny: list[str] | None = None
+
+
+@dataclass(kw_only=True)
+class ResponsePermission:
+    """``allow_responses``: may publish to reply subjects of requests received."""
+
+    max_msgs: int = DEFAULT_ALLOW_RESPONSE_MAX_MSGS  # negative = unlimited
+    expires: float = DEFAULT_ALLOW_RESPONSE_EXPIRATION  # seconds; negative = never
+
+
+@dataclass(kw_only=True)
+class Permissions:
+    publish: SubjectPermission | None = None
+    subscribe: SubjectPermission | None = None
+    response: ResponsePermission | None = None
+
+
+@dataclass(kw_only=True)
+class User:
+    """A user/password identity. ``password`` may be a bcrypt hash (``$2a$...``)."""
+
+    username: str
+    password: str = ""
+    permissions: Permissions | None = None
+    #: Account the user belongs to; "" is the global account ``$G``.
+    account: str = ""
+    #: Upper-case connection types (see CONNECTION_TYPES); ``None`` = any.
+    allowed_connection_types: list[str] | None = None
+
+    def password_matches(self, given: str) -> bool:
+        return password_matches(self.password, given)
+
+
+@dataclass(kw_only=True)
+class NkeyUser:
+    """An NKey identity (public user key ``U...``); authenticated by nonce signature."""
+
+    nkey: str
+    permissions: Permissions | None = None
+    account: str = ""
+    allowed_connection_types: list[str] | None = None
+
+
+_BCRYPT_RE = re.compile(r"^\$2[abxy]?\$\d{2}\$.+")
+
+
+def is_bcrypt_hash(secret: str) -> bool:
+    """True for bcrypt-hashed passwords/tokens, as nats-server recognises them."""
+    return bool(_BCRYPT_RE.match(secret))
+
+
+def password_matches(stored: str, given: str) -> bool:
+    """Compare a configured password or token with what a client sent.
+
+    Bcrypt hashes are verified with bcrypt; plain secrets in constant time.
+    """
+    if is_bcrypt_hash(stored):
+        import bcrypt  # a declared dependency; imported lazily because it is slow to load
+
+        try:
+            return bcrypt.checkpw(given.encode(), stored.encode())
+        except ValueError:
+            return False
+    return hmac.compare_digest(stored.encode(), given.encode())
+
+
+# ---------------------------------------------------------------------- accounts
+
+
+@dataclass(kw_only=True)
+class AccountJetStreamLimits:
+    """Per-account JetStream limits (``accounts { A { jetstream { ... } } }``); -1 = unlimited."""
+
+    max_memory: int = -1
+    max_store: int = -1
+    max_streams: int = -1
+    max_consumers: int = -1
+    max_ack_pending: int = -1
+    max_bytes_required: bool = False
+
+
+@dataclass(kw_only=True)
+class AccountLimits:
+    """Per-account connection limits (``limits {}``); 0 = server default, -1 = unlimited."""
+
+    max_connections: int = 0
+    max_subscriptions: int = 0
+    max_payload: int = 0
+    max_leafnodes: int = 0
+
+
+@dataclass(kw_only=True)
+class Account:
+    """An account from the ``accounts {}`` block; its users are also in ServerOptions.users."""
+
+    name: str
+    nkey: str = ""
+    users: list[User] = field(default_factory=list)
+    nkeys: list[NkeyUser] = field(default_factory=list)
+    jetstream: bool = False
+    jetstream_limits: AccountJetStreamLimits | None = None
+    default_permissions: Permissions | None = None
+    limits: AccountLimits = field(default_factory=AccountLimits)
+    #: Account features pyjetstream does not implement (imports, exports, mappings), raw.
+    unsupported: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- TLS
+
+
+@dataclass(kw_only=True)
+class TLSOptions:
+    """The ``tls {}`` block (or ``--tls*`` flags): TLS on the client port."""
+
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    #: Require and verify client certificates.
+    verify: bool = False
+    #: verify, and map the certificate's subject to a user.
+    verify_and_map: bool = False
+    insecure: bool = False
+    timeout: float = TLS_TIMEOUT
+    #: Go cipher-suite names as written in the file (informational for OpenSSL).
+    cipher_suites: list[str] = field(default_factory=list)
+    curve_preferences: list[str] = field(default_factory=list)
+    #: Lower-case hex SHA-256 of accepted client certificates' SubjectPublicKeyInfo.
+    pinned_certs: list[str] = field(default_factory=list)
+    #: 2.10: TLS handshake before the INFO line.
+    handshake_first: bool = False
+    connection_rate_limit: int = 0
+
+    def server_context(self) -> ssl.SSLContext:
+        """An SSLContext for the listening side (raises OSError/ssl.SSLError on bad files)."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2  # as nats-server
+        ctx.load_cert_chain(self.cert_file, self.key_file)
+        if self.ca_file:
+            ctx.load_verify_locations(cafile=self.ca_file)
+        if self.verify or self.verify_and_map:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+        return ctx
+
+
+# --------------------------------------------------------------------- JetStream
+
+
+@dataclass(kw_only=True)
+class JetStreamLimits:
+    """Server-wide JetStream limits (2.10 ``jetstream { limits {} }``); 0 = not limited."""
+
+    max_ack_pending: int = 0
+    max_ha_assets: int = 0
+    max_request_batch: int = 0
+    duplicate_window: float = 0.0  # seconds
+
+
+# ------------------------------------------------------------------ the options
+
+
+@dataclass(kw_only=True)
+class ServerOptions:
+    """Everything the embedded server runs with. Defaults are nats-server's."""
+
+    # Where these options came from (``-c``); "" when built in code.
+    config_file: str = ""
+
+    # --- identity and listeners
+    #: "" = the server generates one (its server id), like nats-server.
+    server_name: str = ""
+    host: str = DEFAULT_HOST
+    #: Client port. RANDOM_PORT (-1) or 0 bind an ephemeral port (see bind_port). The
+    #: config-file and flag parsers map nats-server's "0 means 4222" before storing.
+    port: int = DEFAULT_PORT
+    client_advertise: str = ""
+    #: Monitoring bind host; "" = same as ``host``.
+    http_host: str = ""
+    #: Monitoring port: 0 = off, -1 = ephemeral.
+    http_port: int = 0
+    #: HTTPS monitoring port (accepted; the server decides whether it serves it).
+    https_port: int = 0
+    http_base_path: str = ""
+
+    # --- JetStream
+    jetstream: bool = False
+    #: "" = ``<tmp>/nats`` like nats-server; data lives in ``<store_dir>/jetstream``
+    #: (see jetstream_dir).
+    store_dir: str = ""
+    #: Bytes; -1 = automatic (nats-server: 75% of RAM / of free disk, 1 TB cap).
+    max_memory_store: int = -1
+    max_file_store: int = -1
+    jetstream_domain: str = ""
+    #: Seconds between fsyncs of file-store data (2.10 default 2 min).
+    sync_interval: float = DEFAULT_SYNC_INTERVAL
+    #: ``sync_interval: always``: fsync every write before acknowledging it.
+    sync_always: bool = False
+    #: 2.11 ingest queue limits per stream; 0 = unlimited (2.9/2.10 behaviour).
+    jetstream_max_buffered_size: int = 0
+    jetstream_max_buffered_msgs: int = 0
+    jetstream_limits: JetStreamLimits = field(default_factory=JetStreamLimits)
+
+    # --- protocol limits
+    max_payload: int = MAX_PAYLOAD_SIZE
+    max_control_line: int = MAX_CONTROL_LINE_SIZE
+    max_pending: int = MAX_PENDING_SIZE
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_subscriptions: int = 0  # per connection; 0 = unlimited
+    max_sub_tokens: int = 0  # 0 = unlimited
+
+    # --- timers (seconds)
+    ping_interval: float = DEFAULT_PING_INTERVAL
+    ping_max: int = DEFAULT_PING_MAX_OUT
+    write_deadline: float = DEFAULT_WRITE_DEADLINE
+    #: Skip the short (~2 s) first PING after CONNECT used to measure RTT.
+    disable_short_first_ping: bool = False
+    lame_duck_duration: float = DEFAULT_LAME_DUCK_DURATION
+    lame_duck_grace_period: float = DEFAULT_LAME_DUCK_GRACE_PERIOD
+
+    # --- authentication / authorization
+    username: str = ""
+    #: Plain text or a bcrypt hash (``$2a$...``).
+    password: str = ""
+    #: ``authorization { token }`` / ``--auth``; plain or bcrypt.
+    token: str = ""
+    users: list[User] = field(default_factory=list)
+    nkeys: list[NkeyUser] = field(default_factory=list)
+    #: ``authorization { default_permissions }`` (already applied to users without any).
+    default_permissions: Permissions | None = None
+    #: Identity used for clients that send no credentials; must name a user or nkey.
+    no_auth_user: str = ""
+    auth_timeout: float = AUTH_TIMEOUT
+    accounts: list[Account] = field(default_factory=list)
+    system_account: str = ""
+    no_system_account: bool = False
+
+    # --- TLS
+    tls: TLSOptions | None = None
+    allow_non_tls: bool = False
+
+    # --- logging
+    debug: bool = False
+    trace: bool = False
+    trace_verbose: bool = False
+    logtime: bool = True
+    logtime_utc: bool = False
+    #: "" = log to stderr.
+    logfile: str = ""
+    log_size_limit: int = 0
+    log_max_num: int = 0
+    max_traced_msg_len: int = 0  # 0 = unlimited
+
+    # --- process files
+    pid_file: str = ""
+    #: Write ``<dir>/<executable>_<pid>.ports`` with the bound URLs.
+    ports_file_dir: str = ""
+
+    # --- misc
+    server_tags: list[str] = field(default_factory=list)
+    no_header_support: bool = False
+    #: ``-t``: check the configuration and exit.
+    check_config: bool = False
+    #: Non-fatal findings from the config file/flags (deprecated forms, ignored keys).
+    warnings: list[str] = field(default_factory=list)
+    #: nats-server settings pyjetstream does not implement (cluster, leafnodes, ...), raw.
+    unsupported: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------- derived values
+
+    @property
+    def bind_port(self) -> int:
+        """The port to bind the client listener to (0 = let the OS choose)."""
+        return 0 if self.port in (RANDOM_PORT, 0) else self.port
+
+    @property
+    def monitor_host(self) -> str:
+        return self.http_host or self.host
+
+    @property
+    def monitor_bind_port(self) -> int | None:
+        """Port for the HTTP monitor listener, 0 = ephemeral, None = monitoring off."""
+        if self.http_port == 0:
+            return None
+        return 0 if self.http_port == RANDOM_PORT else self.http_port
+
+    @property
+    def jetstream_dir(self) -> str:
+        """Directory holding JetStream data: ``<store_dir or <tmp>/nats>/jetstream``."""
+        base = self.store_dir or os.path.join(tempfile.gettempdir(), "nats")
+        return os.path.join(base, "jetstream")
+
+    @property
+    def auth_required(self) -> bool:
+        return bool(self.username or self.token or self.users or self.nkeys)
+
+    def copy(self) -> ServerOptions:
+        return copy.deepcopy(self)
+
+    # ----------------------------------------------------------------- checking
+
+    def validate(self) -> None:
+        """Raise OptionsError for options nats-server refuses at start-up."""
+        problems = self.problems()
+        if problems:
+            raise OptionsError("; ".join(problems))
+
+    def problems(self) -> list[str]:
+        """Every reason these options cannot be used (empty when they can)."""
+        out: list[str] = []
+        for name in ("port", "http_port", "https_port"):
+            value = getattr(self, name)
+            if not RANDOM_PORT <= value <= 65535:
+                out.append(f"{name} {value} is out of range (-1 for a random port, 0-65535)")
+        if self.max_payload <= 0:
+            out.append(f"max_payload ({self.max_payload}) must be positive")
+        if self.max_pending > 0 and self.max_payload > self.max_pending:
+            out.append(
+                f"max_payload ({self.max_payload}) cannot be higher than max_pending ({self.max_pending})"
+            )
+        if self.max_control_line <= 0:
+            out.append(f"max_control_line ({self.max_control_line}) must be positive")
+        if self.ping_interval <= 0:
+            out.append("ping_interval must be positive")
+        if self.ping_max <= 0:
+            out.append("ping_max must be positive")
+        if self.write_deadline <= 0:
+            out.append("write_deadline must be positive")
+        if self.sync_interval <= 0:
+            out.append("sync_interval must be positive")
+        if self.token and (self.username or self.password):
+            out.append("Cannot have a user/pass and token")
+        if self.jetstream_domain:
+            if any(c in self.jetstream_domain for c in ".*> \t\r\n"):
+                out.append(
+                    f"invalid domain name: {self.jetstream_domain!r} may not contain ., *, > or whitespace"
+                )
+        if self.no_auth_user:
+            known = {u.username for u in self.users} | {n.nkey for n in self.nkeys}
+            if not known:
+                out.append(f'no_auth_user: "{self.no_auth_user}" present, but users/nkeys are not defined')
+            elif self.no_auth_user not in known:
+                out.append(
+                    f'no_auth_user: "{self.no_auth_user}" not present as user or nkey in '
+                    "authorization block or account configuration"
+                )
+        if self.tls is not None and not (self.tls.cert_file and self.tls.key_file):
+            out.append("TLS requires both a certificate (cert_file) and a private key (key_file)")
+        return out
