@@ -7,9 +7,9 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from tests.support.targets import Target
 
 from pyjetstream.client import Client, connect
-from tests.support.targets import Target
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:

@@ -6,6 +6,8 @@ import asyncio
 
 import nats
 import pytest
+from tests.client.conftest import wait_until
+from tests.support.targets import Target
 
 from pyjetstream.client import (
     Client,
@@ -15,8 +17,6 @@ from pyjetstream.client import (
     Msg,
     connect,
 )
-from tests.client.conftest import wait_until
-from tests.support.targets import Target
 
 ITERATIONS = 150
 

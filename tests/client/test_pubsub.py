@@ -6,6 +6,8 @@ import asyncio
 from collections import Counter
 
 import pytest
+from tests.client.conftest import wait_until
+from tests.support.targets import Target
 
 from pyjetstream.client import (
     BadSubjectError,
@@ -20,8 +22,6 @@ from pyjetstream.client import (
     TimeoutError,
     connect,
 )
-from tests.client.conftest import wait_until
-from tests.support.targets import Target
 
 
 async def test_iterator_subscription_receives_in_order(nc: Client) -> None:

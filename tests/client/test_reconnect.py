@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from tests.client.conftest import wait_until
+from tests.support.targets import Target
 
 from pyjetstream.client import (
     ConnectionClosedError,
@@ -12,8 +14,6 @@ from pyjetstream.client import (
     OutboundBufferLimitError,
     connect,
 )
-from tests.client.conftest import wait_until
-from tests.support.targets import Target
 
 
 async def test_reconnect_restores_subscriptions_and_delivers_buffered_publishes(server: Target) -> None:

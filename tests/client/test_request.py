@@ -47,8 +47,12 @@ async def test_concurrent_requests_are_matched_to_their_replies(nc: Client, nc2:
         await asyncio.sleep(0.001 * (200 - int(msg.data)) / 20)
         await msg.respond(msg.data)
 
+    tasks: set[asyncio.Future[None]] = set()
+
     async def dispatch(msg: Msg) -> None:
-        asyncio.ensure_future(slow_echo(msg))
+        task = asyncio.ensure_future(slow_echo(msg))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     await nc2.subscribe("conc", cb=dispatch)
     await nc2.flush()
