@@ -1,0 +1,163 @@
+"""The one JSON codec for API models: msgspec plus the Go details that matter on the wire.
+
+- :class:`~pyjetstream.api.timefmt.NanoTime` fields go through hooks (RFC3339Nano strings).
+- :func:`encode` writes like Go's ``json.Marshal``: compact, struct field order, map keys
+  sorted, and ``<`` ``>`` ``&`` U+2028 U+2029 escaped as ``\\u003c`` … (HTML-safe escaping).
+- Decoding ignores unknown fields (clients send fields newer than the server knows).
+  Go matches keys case-insensitively; msgspec does not — accepted deviation, no client
+  relies on it.
+- PubAcks are hand-formatted by nats-server (with spaces); :func:`encode_pub_ack` reproduces
+  those bytes exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any, TypeVar
+
+import msgspec
+
+from .errors import JetStreamApiError
+from .models_common import ApiError
+from .models_consumer import PullRequest
+from .models_msg import PubAckResponse
+from .responses import ApiResponse
+from .timefmt import ZERO_TIME, NanoTime
+
+__all__ = [
+    "DecodeError",
+    "decode",
+    "decode_pub_ack",
+    "decode_pull_request",
+    "decode_request",
+    "decode_response",
+    "encode",
+    "encode_pub_ack",
+    "encode_pub_ack_error",
+    "raise_for_error",
+    "to_builtins",
+]
+
+T = TypeVar("T")
+
+DecodeError = msgspec.DecodeError
+"""Raised for invalid JSON *and* for well-formed JSON of the wrong shape (msgspec.ValidationError
+is a subclass). The server answers both with 10025 ``invalid JSON``, as Go's Unmarshal fails on both."""
+
+
+def _enc_hook(obj: Any) -> Any:
+    if isinstance(obj, NanoTime):
+        return obj.isoformat()
+    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+
+
+def _dec_hook(tp: type, obj: Any) -> Any:
+    if isinstance(tp, type) and issubclass(tp, NanoTime):
+        if obj is None:  # Go: a JSON null leaves a time.Time at its zero value
+            return tp(ZERO_TIME)
+        if isinstance(obj, str):
+            return tp.parse(obj)
+        raise ValueError(f"expected an RFC3339 time string, got {type(obj).__name__}")
+    raise NotImplementedError(f"cannot decode {tp}")
+
+
+# Go's encoding/json HTML-escapes these inside strings; they never occur outside strings.
+_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"))
+_LINE_SEPS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
+
+_encoder = msgspec.json.Encoder(enc_hook=_enc_hook, order="deterministic")
+
+
+def encode(obj: Any, *, go_escape: bool = True) -> bytes:
+    """Encode a model (or any msgspec-encodable value) as nats-server would marshal it."""
+    out = _encoder.encode(obj)
+    if go_escape:
+        for raw, esc in _GO_ESCAPES:
+            if raw in out:
+                out = out.replace(raw, esc)
+        if b"\xe2\x80" in out:
+            for raw, esc in _LINE_SEPS:
+                out = out.replace(raw, esc)
+    return out
+
+
+def to_builtins(obj: Any) -> Any:
+    """Model → plain dicts/lists/str (times as RFC3339 strings), e.g. for display."""
+    return msgspec.to_builtins(obj, enc_hook=_enc_hook, order="deterministic")
+
+
+@functools.cache
+def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(tp, dec_hook=_dec_hook)
+
+
+def decode(data: bytes | str, tp: type[T]) -> T:
+    """Decode JSON into ``tp``; unknown fields are ignored. Raises :data:`DecodeError`."""
+    return _decoder(tp).decode(data)
+
+
+def decode_request(data: bytes | str, tp: type[T]) -> T:
+    """Decode an API request body; an empty (or whitespace, or ``null``) body is the zero request."""
+    if not data.strip() or data.strip() in (b"null", "null"):
+        return tp()
+    return _decoder(tp).decode(data)
+
+
+def decode_response(data: bytes | str, tp: type[T]) -> T:
+    """Decode an API response into its wrapper class (check ``.error``, or :func:`raise_for_error`)."""
+    return _decoder(tp).decode(data)
+
+
+def raise_for_error(response: ApiResponse | PubAckResponse) -> None:
+    """Raise :class:`~pyjetstream.api.errors.JetStreamApiError` if the response carries an error."""
+    if response.error is not None:
+        raise JetStreamApiError(response.error)
+
+
+# --- pull requests ----------------------------------------------------------------------------
+
+
+def decode_pull_request(data: bytes) -> PullRequest:
+    """A ``CONSUMER.MSG.NEXT`` body: empty ⇒ batch 1, bare integer ⇒ batch N, else JSON.
+
+    ``batch`` 0 is normalised to 1 as nats-server does. Raises ``ValueError`` (including
+    :data:`DecodeError`) for anything else; the server answers ``400 Bad Request - …``.
+    """
+    body = data.strip()
+    if not body:
+        return PullRequest(batch=1)
+    if body[:1] == b"{":
+        req = _decoder(PullRequest).decode(body)
+    else:
+        try:
+            req = PullRequest(batch=int(body))
+        except ValueError:
+            raise ValueError(f"invalid pull request {body[:64]!r}") from None
+    if req.batch == 0:
+        req.batch = 1
+    return req
+
+
+# --- PubAck ---------------------------------------------------------------------------------
+
+
+def encode_pub_ack(stream: str, seq: int, duplicate: bool = False, domain: str | None = None) -> bytes:
+    """nats-server's hand-formatted PubAck bytes (stream.go ``pubAck`` template), e.g.
+    ``{"stream":"ORDERS", "seq":22}``, ``{"stream":"S", "domain":"D", "seq":1}``,
+    ``{"stream":"S", "seq":2,"duplicate": true}``."""
+    name = json.dumps(stream, ensure_ascii=False)
+    if domain:
+        head = f'{{"stream":{name}, "domain":{json.dumps(domain, ensure_ascii=False)}, "seq":{seq}'
+    else:
+        head = f'{{"stream":{name}, "seq":{seq}'
+    return (head + (',"duplicate": true}' if duplicate else "}")).encode()
+
+
+def encode_pub_ack_error(stream: str, error: ApiError) -> bytes:
+    """PubAck error reply: ``{"error":{…},"stream":"S","seq":0}`` (Go marshal of JSPubAckResponse)."""
+    return encode(PubAckResponse(error=error, stream=stream))
+
+
+def decode_pub_ack(data: bytes | str) -> PubAckResponse:
+    return _decoder(PubAckResponse).decode(data)

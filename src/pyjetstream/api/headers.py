@@ -1,0 +1,142 @@
+"""JetStream header names, their special values, and the inline status messages.
+
+nats-server looks headers up case-sensitively at line start, so these exact spellings
+matter. Status messages are header-only messages whose first line is
+``NATS/1.0 <code> <description>``; :func:`status_block` builds them byte-exact, with extra
+headers appended the way the server writes them (``Name: value\\r\\n``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .timefmt import format_go_duration
+
+__all__ = [
+    "CONSUMER_STALLED",
+    "DESCRIPTION",
+    "EXPECTED_LAST_MSG_ID",
+    "EXPECTED_LAST_SEQUENCE",
+    "EXPECTED_LAST_SUBJECT_SEQUENCE",
+    "EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT",
+    "EXPECTED_STREAM",
+    "KV_OPERATION",
+    "LAST_CONSUMER",
+    "LAST_SEQUENCE",
+    "LAST_STREAM",
+    "MARKER_REASON",
+    "MSG_ID",
+    "MSG_SIZE",
+    "NUM_PENDING",
+    "PENDING_BYTES",
+    "PENDING_MESSAGES",
+    "PIN_ID",
+    "REQUEST_INFO",
+    "ROLLUP",
+    "ROLLUP_ALL",
+    "ROLLUP_SUBJECT",
+    "SEQUENCE",
+    "STATUS",
+    "STREAM",
+    "STREAM_SOURCE",
+    "SUBJECT",
+    "TIME_STAMP",
+    "TTL",
+    "UP_TO_SEQUENCE",
+    "Status",
+    "status_block",
+]
+
+# Publishing into a stream.
+MSG_ID = "Nats-Msg-Id"
+EXPECTED_STREAM = "Nats-Expected-Stream"
+EXPECTED_LAST_SEQUENCE = "Nats-Expected-Last-Sequence"
+EXPECTED_LAST_SUBJECT_SEQUENCE = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"  # ⟨2.11+⟩
+EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+ROLLUP = "Nats-Rollup"
+ROLLUP_SUBJECT = "sub"  # purge the subject, keep this message
+ROLLUP_ALL = "all"  # purge the stream, keep this message
+TTL = "Nats-TTL"  # ⟨2.11+⟩ per-message TTL ("10s", "1h", seconds, or "never")
+REQUEST_INFO = "Nats-Request-Info"  # server-internal; stripped from stored messages
+
+# Added by the server: direct get / republish / sourcing.
+STREAM = "Nats-Stream"
+SUBJECT = "Nats-Subject"
+SEQUENCE = "Nats-Sequence"
+TIME_STAMP = "Nats-Time-Stamp"  # RFC3339Nano UTC
+LAST_SEQUENCE = "Nats-Last-Sequence"
+MSG_SIZE = "Nats-Msg-Size"  # headers_only deliveries / republish
+STREAM_SOURCE = "Nats-Stream-Source"
+NUM_PENDING = "Nats-Num-Pending"  # ⟨2.11+⟩ batched direct get
+UP_TO_SEQUENCE = "Nats-UpTo-Sequence"  # ⟨2.11+⟩
+MARKER_REASON = "Nats-Marker-Reason"  # ⟨2.11+⟩ "MaxAge" | "Purge" | "Remove"
+
+# Consumer statuses.
+PENDING_MESSAGES = "Nats-Pending-Messages"
+PENDING_BYTES = "Nats-Pending-Bytes"
+LAST_CONSUMER = "Nats-Last-Consumer"
+LAST_STREAM = "Nats-Last-Stream"
+CONSUMER_STALLED = "Nats-Consumer-Stalled"
+PIN_ID = "Nats-Pin-Id"  # ⟨2.11+⟩
+
+# KV.
+KV_OPERATION = "KV-Operation"  # "DEL" | "PURGE" (absent = put)
+
+# Pseudo-headers clients (nats.go, nats.py) derive from the status line.
+STATUS = "Status"
+DESCRIPTION = "Description"
+
+
+class Status:
+    """Status codes and the exact descriptions nats-server sends with them."""
+
+    IDLE_HEARTBEAT = (100, "Idle Heartbeat")
+    FLOW_CONTROL = (100, "FlowControl Request")
+    EOB = (204, "EOB")  # ⟨2.11+⟩ end of a batched direct get
+    BAD_REQUEST = (400, "Bad Request")
+    NO_MESSAGES = (404, "No Messages")
+    MESSAGE_NOT_FOUND = (404, "Message Not Found")  # direct get miss
+    REQUEST_TIMEOUT = (408, "Request Timeout")
+    REQUESTS_PENDING = (408, "Requests Pending")
+    INTEREST_EXPIRED = (408, "Interest Expired")
+    EMPTY_REQUEST = (408, "Empty Request")  # direct get
+    MALFORMED_REQUEST = (408, "Malformed Request")  # direct get
+    DIRECT_BAD_REQUEST = (408, "Bad Request")  # direct get
+    MAX_BYTES_EXCEEDED = (409, "Message Size Exceeds MaxBytes")
+    MAX_WAITING_EXCEEDED = (409, "Exceeded MaxWaiting")
+    PUSH_BASED = (409, "Consumer is push based")
+    CONSUMER_DELETED = (409, "Consumer Deleted")
+    LEADERSHIP_CHANGE = (409, "Leadership Change")
+    SERVER_SHUTDOWN = (409, "Server Shutdown")
+    BATCH_COMPLETED = (409, "Batch Completed")  # ⟨2.10+⟩
+    PIN_ID_MISMATCH = (423, "Nats-Pin-Id mismatch")  # ⟨2.11+⟩
+    NO_RESPONDERS = (503, "")  # sent without a description
+
+    @staticmethod
+    def bad_request(reason: str) -> tuple[int, str]:
+        """``400 Bad Request - <reason>`` for an unparsable pull request."""
+        return (400, f"Bad Request - {reason}")
+
+    @staticmethod
+    def max_request_batch(limit: int) -> tuple[int, str]:
+        return (409, f"Exceeded MaxRequestBatch of {limit}")
+
+    @staticmethod
+    def max_request_expires(limit_ns: int) -> tuple[int, str]:
+        """The limit is printed as a Go duration, e.g. ``Exceeded MaxRequestExpires of 1m0s``."""
+        return (409, f"Exceeded MaxRequestExpires of {format_go_duration(limit_ns)}")
+
+    @staticmethod
+    def max_request_max_bytes(limit: int) -> tuple[int, str]:
+        return (409, f"Exceeded MaxRequestMaxBytes of {limit}")
+
+
+def status_block(status: tuple[int, str], headers: Iterable[tuple[str, str | int]] = ()) -> bytes:
+    """The header block of a status message, e.g.
+    ``NATS/1.0 408 Request Timeout\\r\\nNats-Pending-Messages: 4\\r\\nNats-Pending-Bytes: 0\\r\\n\\r\\n``.
+    """
+    code, description = status
+    line = f"NATS/1.0 {code} {description}" if description else f"NATS/1.0 {code}"
+    parts = [line, *(f"{name}: {value}" for name, value in headers)]
+    return ("\r\n".join(parts) + "\r\n\r\n").encode()
