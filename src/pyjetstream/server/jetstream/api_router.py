@@ -1,0 +1,117 @@
+"""Dispatch of ``$JS.API`` requests to their handlers, and the replies (nats-server ``jetstream_api.go``).
+
+The router subscribes to exactly the subjects nats-server subscribes to, so a request to an
+unknown API subject gets the same 503 no-responders answer. Requests without a reply subject are
+ignored. Handlers return a response model (with ``error`` set on failure); the router encodes it
+with Go's HTML escaping (``<`` ``>`` ``&`` as ``\\u003c`` …) and counts API totals and errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from pyjetstream.api.codec import encode
+from pyjetstream.api.responses import ApiResponse
+from pyjetstream.api.subjects import ApiEndpoint, ApiMatch, domain_api_to_local, match_api_subject
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.engine import JetStreamEngine
+
+Handler = Callable[["JetStreamEngine", ApiMatch, bytes, str], ApiResponse | None]
+
+# What nats-server subscribes to (jetstream_api.go ``jsAllAPI`` and friends), minus
+# cluster-only endpoints, which a single node does not answer.
+API_SUBSCRIPTIONS = (
+    "$JS.API.INFO",
+    "$JS.API.STREAM.CREATE.*",
+    "$JS.API.STREAM.UPDATE.*",
+    "$JS.API.STREAM.NAMES",
+    "$JS.API.STREAM.LIST",
+    "$JS.API.STREAM.INFO.*",
+    "$JS.API.STREAM.DELETE.*",
+    "$JS.API.STREAM.PURGE.*",
+    "$JS.API.STREAM.MSG.DELETE.*",
+    "$JS.API.STREAM.MSG.GET.*",
+    "$JS.API.CONSUMER.CREATE.*",
+    "$JS.API.CONSUMER.CREATE.*.>",
+    "$JS.API.CONSUMER.DURABLE.CREATE.*.*",
+    "$JS.API.CONSUMER.NAMES.*",
+    "$JS.API.CONSUMER.LIST.*",
+    "$JS.API.CONSUMER.INFO.*.*",
+    "$JS.API.CONSUMER.DELETE.*.*",
+)
+
+def encode_response(response: msgspec.Struct) -> bytes:
+    """JSON as Go's encoder writes it: compact, with ``<``, ``>`` and ``&`` escaped."""
+    return encode(response)
+
+
+def _handlers() -> dict[ApiEndpoint, Handler]:
+    from pyjetstream.server.jetstream import api_account, api_stream
+
+    table: dict[ApiEndpoint, Handler] = {}
+    table.update(api_account.HANDLERS)
+    table.update(api_stream.HANDLERS)
+    try:
+        from pyjetstream.server.jetstream import api_consumer
+    except ModuleNotFoundError:
+        pass
+    else:
+        table.update(api_consumer.HANDLERS)
+    return table
+
+
+class ApiRouter:
+    def __init__(self, engine: JetStreamEngine) -> None:
+        self.engine = engine
+        self.handlers = _handlers()
+        self._subs: list[Any] = []
+
+    def subscribe(self) -> None:
+        server = self.engine.server
+        for subject in API_SUBSCRIPTIONS:
+            self._subs.append(server.subscribe_internal(subject, self.on_request))
+        if self.engine.domain:
+            prefix = f"$JS.{self.engine.domain}.API.>"
+            self._subs.append(server.subscribe_internal(prefix, self.on_domain_request))
+
+    def shutdown(self) -> None:
+        for sub in self._subs:
+            sub.unsubscribe()
+        self._subs.clear()
+
+    def on_domain_request(
+        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    ) -> None:
+        local = domain_api_to_local(subject, self.engine.domain)
+        if local is not None:
+            if local.startswith("$JS.API.CONSUMER.MSG.NEXT.") or local.startswith("$JS.API.DIRECT.GET."):
+                # Answered by consumers/streams themselves: forward on the local subject.
+                self.engine.server.publish_internal(local, payload, reply=reply, hdr=hdr)
+                return
+            self.on_request(local, reply, hdr, payload, client)
+
+    def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        if not reply:
+            return
+        match = match_api_subject(subject)
+        if match is None:
+            return
+        handler = self.handlers.get(match.endpoint)
+        if handler is None:
+            return
+        self.engine.api_total += 1
+        try:
+            response = handler(self.engine, match, payload, reply)
+        except Exception:
+            self.engine.server.logger.exception("JetStream API handler for %s failed", subject)
+            self.engine.api_errors += 1
+            return
+        if response is None:
+            return
+        if response.error is not None:
+            self.engine.api_errors += 1
+        self.engine.server.publish_internal(reply, encode_response(response))

@@ -1,0 +1,297 @@
+"""Stream API handlers: create, update, info, delete, names, list, purge, msg get, msg delete."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyjetstream.api import errors as E
+from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.models_common import ApiError
+from pyjetstream.api.models_msg import MsgDeleteRequest, MsgGetRequest, StoredMsg
+from pyjetstream.api.models_stream import StreamConfig, StreamInfo
+from pyjetstream.api.requests import StreamInfoRequest, StreamNamesRequest, StreamPurgeRequest
+from pyjetstream.api.responses import (
+    ApiResponse,
+    MsgDeleteResponse,
+    MsgGetResponse,
+    StreamCreateResponse,
+    StreamDeleteResponse,
+    StreamInfoResponse,
+    StreamListResponse,
+    StreamNamesResponse,
+    StreamPurgeResponse,
+    StreamUpdateResponse,
+)
+from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
+from pyjetstream.api.timefmt import NanoTime
+from pyjetstream.server.jetstream import advisories
+from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
+from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound
+from pyjetstream.server.jetstream.stream import Stream
+from pyjetstream.server.jetstream.stream_config import (
+    check_stream_config,
+    check_stream_update,
+    invalid,
+)
+from pyjetstream.server.subjects import subjects_overlap
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.engine import JetStreamEngine
+
+NAMES_LIMIT = 1024  # JSApiNamesLimit
+LIST_LIMIT = 256  # JSApiListLimit
+SUBJECTS_LIMIT = 100_000  # JSMaxSubjectDetails
+
+MIRROR_DEDUPE_ERROR = "stream mirrors do not make use of a de-duplication window"
+REPLICAS_ERROR = (
+    "replicas > 1 not supported in non-clustered mode "
+    "(pyjetstream is a single node: to replicate a stream, run it on a NATS cluster)"
+)
+
+
+def replicas_error() -> ApiError:
+    """nats-server's 10074, with a pointer to where replication lives."""
+    base = E.JSStreamReplicasNotSupportedErr()
+    return ApiError(code=base.code, err_code=base.err_code, description=REPLICAS_ERROR)
+
+
+def _error(response: ApiResponse, exc: JetStreamApiError) -> ApiResponse:
+    response.error = exc.error
+    return response
+
+
+def _lookup(engine: JetStreamEngine, name: str) -> Stream:
+    stream = engine.streams.get(name)
+    if stream is None:
+        raise JetStreamApiError(E.JSStreamNotFoundErr())
+    return stream
+
+
+def _info_response(cls: type, stream: Stream, **extra: object) -> ApiResponse:
+    info = stream.info()
+    return cls.from_payload(info, **extra)
+
+
+def _check_overlap(engine: JetStreamEngine, cfg: StreamConfig) -> None:
+    for other in engine.streams.values():
+        if other.name == cfg.name:
+            continue
+        if any(subjects_overlap(a, b) for a in cfg.subjects for b in other.cfg.subjects):
+            raise JetStreamApiError(E.JSStreamSubjectOverlapErr())
+
+
+def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = StreamCreateResponse()
+    try:
+        cfg = decode_request(payload, StreamConfig)
+        if match.stream != cfg.name:
+            raise JetStreamApiError(E.JSStreamMismatchErr())
+        if "/" in cfg.name or "\\" in cfg.name:
+            raise JetStreamApiError(E.JSStreamNameContainsPathSeparatorsErr())
+        if cfg.mirror is not None and cfg.duplicate_window:
+            raise JetStreamApiError(ApiError(code=400, description=MIRROR_DEDUPE_ERROR))
+        cfg = check_stream_config(cfg)
+        if cfg.sealed:
+            raise invalid("stream configuration for create can not be sealed")
+        existing = engine.streams.get(cfg.name)
+        if existing is not None:
+            if existing.cfg != cfg:
+                raise JetStreamApiError(E.JSStreamNameExistErr())
+            return _info_response(StreamCreateResponse, existing, did_create=True)
+        if cfg.num_replicas > 1:
+            raise JetStreamApiError(replicas_error())
+        _check_overlap(engine, cfg)
+        if cfg.mirror is not None or cfg.sources:
+            raise JetStreamApiError(
+                E.JSStreamCreateErrF(err="stream sources and mirrors are not supported yet")
+            )
+        reservation = engine.check_reservation(cfg)
+        if reservation is not None:
+            raise JetStreamApiError(reservation)
+        stream = engine.add_stream(cfg)
+    except JetStreamApiError as exc:
+        return _error(response, exc)
+    advisories.stream_action(engine, stream.name, "create")
+    return _info_response(StreamCreateResponse, stream, did_create=True)
+
+
+def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = StreamUpdateResponse()
+    try:
+        cfg = decode_request(payload, StreamConfig)
+        cfg = check_stream_config(cfg)
+        if match.stream != cfg.name:
+            raise JetStreamApiError(E.JSStreamMismatchErr())
+        stream = _lookup(engine, match.stream)
+        cfg = check_stream_update(stream.cfg, cfg)
+        if cfg.num_replicas > 1:
+            raise JetStreamApiError(replicas_error())
+        reservation = engine.check_reservation(cfg, stream.cfg)
+        if reservation is not None:
+            raise JetStreamApiError(reservation)
+        _check_overlap(engine, cfg)
+        stream.update(cfg)
+    except JetStreamApiError as exc:
+        return _error(response, exc)
+    engine.account_usage_changed()
+    advisories.stream_action(engine, stream.name, "modify")
+    return _info_response(StreamUpdateResponse, stream)
+
+
+def stream_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = StreamInfoResponse()
+    try:
+        stream = _lookup(engine, match.stream)
+        req = StreamInfoRequest() if is_empty_request(payload) else decode_request(payload, StreamInfoRequest)
+    except JetStreamApiError as exc:
+        return _error(response, exc)
+    info: StreamInfo = stream.info(req.subjects_filter, req.deleted_details)
+    total = offset = limit = 0
+    if req.subjects_filter:
+        subjects = info.state.subjects
+        total = len(subjects)
+        offset = min(max(req.offset, 0), total)
+        limit = SUBJECTS_LIMIT
+        if offset or total > limit:
+            keys = sorted(subjects)[offset : offset + limit]
+            info.state.subjects = {k: subjects[k] for k in keys}
+    return StreamInfoResponse.from_payload(info, total=total, offset=offset, limit=limit)
+
+
+def stream_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = StreamDeleteResponse()
+    try:
+        if not is_empty_request(payload):
+            raise JetStreamApiError(E.JSNotEmptyRequestErr())
+        _lookup(engine, match.stream)
+    except JetStreamApiError as exc:
+        return _error(response, exc)
+    engine.delete_stream(match.stream)
+    advisories.stream_action(engine, match.stream, "delete")
+    response.success = True
+    return response
+
+
+def _filtered(engine: JetStreamEngine, filter_subject: str) -> list[Stream]:
+    streams = sorted(engine.streams.values(), key=lambda s: s.name)
+    if filter_subject:
+        streams = [s for s in streams if s.matches(filter_subject)]
+    return streams
+
+
+def stream_names(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = StreamNamesResponse()
+    try:
+        req = (
+            StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest)
+        )
+    except JetStreamApiError as exc:
+        return _error(response, exc)
+    streams = _filtered(engine, req.subject)
+    offset = min(max(req.offset, 0), len(streams))
+    names = [s.name for s in streams[offset : offset + NAMES_LIMIT]]
+    response.streams = names or None
+    response.total, response.offset, response.limit = len(streams), offset, NAMES_LIMIT
+    return response
+
+
+def stream_list(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = StreamListResponse(streams=[])
+    try:
+        req = (
+            StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest)
+        )
+    except JetStreamApiError as exc:
+        return _error(response, exc)
+    streams = _filtered(engine, req.subject)
+    offset = min(max(req.offset, 0), len(streams))
+    response.streams = [s.info() for s in streams[offset : offset + LIST_LIMIT]]
+    response.total, response.offset, response.limit = len(streams), offset, LIST_LIMIT
+    return response
+
+
+def stream_purge(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = StreamPurgeResponse()
+    try:
+        stream = _lookup(engine, match.stream)
+        req = (
+            StreamPurgeRequest() if is_empty_request(payload) else decode_request(payload, StreamPurgeRequest)
+        )
+        if req.seq and req.keep:
+            raise JetStreamApiError(E.JSBadRequestErr())
+        if stream.cfg.sealed:
+            raise JetStreamApiError(E.JSStreamSealedErr())
+        if stream.cfg.deny_purge:
+            raise JetStreamApiError(E.JSStreamPurgeFailedF(err="stream purge not permitted"))
+    except JetStreamApiError as exc:
+        return _error(response, exc)
+    response.purged = stream.purge(req.filter, req.seq, req.keep)
+    response.success = True
+    return response
+
+
+def stream_msg_get(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = MsgGetResponse()
+    try:
+        stream = _lookup(engine, match.stream)
+        if is_empty_request(payload):
+            raise JetStreamApiError(E.JSBadRequestErr())
+        req = decode_request(payload, MsgGetRequest)
+        if (req.seq > 0 and req.last_by_subj) or (
+            req.seq == 0 and not req.last_by_subj and not req.next_by_subj
+        ):
+            raise JetStreamApiError(E.JSBadRequestErr())
+        msg = load_for_get(stream, req)
+        if msg is None:
+            raise JetStreamApiError(E.JSNoMessageFoundErr())
+    except JetStreamApiError as exc:
+        return _error(response, exc)
+    response.message = StoredMsg(
+        subject=msg.subject, seq=msg.seq, hdrs=msg.hdr, data=msg.data, time=NanoTime(msg.ts)
+    )
+    return response
+
+
+def load_for_get(stream: Stream, req: MsgGetRequest):  # type: ignore[no-untyped-def]
+    """The message a MSG.GET / DIRECT.GET request names, or None."""
+    store = stream.store
+    try:
+        if req.next_by_subj:
+            return store.load_next_msg(req.next_by_subj, max(req.seq, 1))[0]
+        if req.seq > 0:
+            return store.load_msg(req.seq)
+        return store.load_last_msg(req.last_by_subj)
+    except (ErrStoreMsgNotFound, ErrStoreEOF):
+        return None
+
+
+def stream_msg_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = MsgDeleteResponse()
+    try:
+        stream = _lookup(engine, match.stream)
+        if is_empty_request(payload):
+            raise JetStreamApiError(E.JSBadRequestErr())
+        req = decode_request(payload, MsgDeleteRequest)
+        if stream.cfg.sealed:
+            raise JetStreamApiError(E.JSStreamSealedErr())
+        if stream.cfg.deny_delete:
+            raise JetStreamApiError(E.JSStreamMsgDeleteFailedF(err="message delete not permitted"))
+        if not stream.delete_msg(req.seq, erase=not req.no_erase):
+            raise JetStreamApiError(E.JSSequenceNotFoundErrF(seq=req.seq))
+    except JetStreamApiError as exc:
+        return _error(response, exc)
+    response.success = True
+    return response
+
+
+HANDLERS = {
+    ApiEndpoint.STREAM_CREATE: stream_create,
+    ApiEndpoint.STREAM_UPDATE: stream_update,
+    ApiEndpoint.STREAM_INFO: stream_info,
+    ApiEndpoint.STREAM_DELETE: stream_delete,
+    ApiEndpoint.STREAM_NAMES: stream_names,
+    ApiEndpoint.STREAM_LIST: stream_list,
+    ApiEndpoint.STREAM_PURGE: stream_purge,
+    ApiEndpoint.STREAM_MSG_GET: stream_msg_get,
+    ApiEndpoint.STREAM_MSG_DELETE: stream_msg_delete,
+}

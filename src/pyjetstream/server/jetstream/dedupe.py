@@ -1,0 +1,48 @@
+"""The ``Nats-Msg-Id`` de-duplication window of a stream (nats-server ``ddmap``/``ddarr``).
+
+Ids are remembered with the sequence they were stored at and the time they arrived; an id is a
+duplicate while it is younger than the stream's ``duplicate_window``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+
+class DedupeWindow:
+    def __init__(self, window_ns: int) -> None:
+        self.window_ns = window_ns
+        # Insertion order is arrival order, so expiry only ever looks at the front.
+        self._ids: OrderedDict[str, tuple[int, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def lookup(self, msg_id: str, now: int | None = None) -> int | None:
+        """The sequence ``msg_id`` was stored at, if it is still inside the window."""
+        entry = self._ids.get(msg_id)
+        if entry is None:
+            return None
+        seq, ts = entry
+        if (now or time.time_ns()) - ts >= self.window_ns:
+            return None
+        return seq
+
+    def record(self, msg_id: str, seq: int, ts: int) -> None:
+        self._ids[msg_id] = (seq, ts)
+        self._ids.move_to_end(msg_id)
+
+    def expire(self, now: int | None = None) -> int | None:
+        """Forget ids older than the window; return when the next one expires (unix ns)."""
+        now = now or time.time_ns()
+        ids = self._ids
+        while ids:
+            first = next(iter(ids.values()))
+            if now - first[1] < self.window_ns:
+                return first[1] + self.window_ns
+            ids.popitem(last=False)
+        return None
+
+    def clear(self) -> None:
+        self._ids.clear()

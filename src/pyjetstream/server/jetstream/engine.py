@@ -1,0 +1,220 @@
+"""The JetStream engine of the embedded server: streams, the API, account usage and limits.
+
+One account (nats-server's global account ``$G``). File streams live under
+``<store_dir>/jetstream/$G/streams/<name>/`` (nats-server's layout); on start every stream found
+there is recovered with its messages and consumers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pyjetstream.api import errors as E
+from pyjetstream.api.enums import StorageType
+from pyjetstream.api.models_common import ApiError
+from pyjetstream.api.models_stream import StreamConfig
+from pyjetstream.server.jetstream.store.base import MessageStore
+from pyjetstream.server.jetstream.store.filestore import FileStore
+from pyjetstream.server.jetstream.store.memstore import MemoryStore
+from pyjetstream.server.jetstream.stream import (
+    Stream,
+    decode_stream_meta,
+    encode_stream_meta,
+    store_config_for,
+)
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.api_router import ApiRouter
+
+GLOBAL_ACCOUNT = "$G"
+# nats-server's defaults when no limit is configured: 75% of RAM, 75% of the disk's free space.
+DEFAULT_MEMORY_FRACTION = 0.75
+DEFAULT_STORAGE_FRACTION = 0.75
+FALLBACK_MAX_MEMORY = 256 * 1024 * 1024
+FALLBACK_MAX_STORAGE = 1024**4
+DEFAULT_SYNC_INTERVAL = 120.0
+
+
+def _system_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+class JetStreamEngine:
+    def __init__(self, server: Any) -> None:
+        from pyjetstream.server.jetstream.api_router import ApiRouter
+
+        self.server = server
+        opts = server.options
+        self.domain: str = getattr(opts, "jetstream_domain", "") or ""
+        base = getattr(opts, "store_dir", "") or os.path.join(tempfile.gettempdir(), "nats")
+        self.store_dir = Path(base) / "jetstream"
+        self.streams_dir = self.store_dir / GLOBAL_ACCOUNT / "streams"
+        self.sync_always: bool = bool(getattr(opts, "sync_always", False))
+        self.sync_interval: float = float(getattr(opts, "sync_interval", 0) or DEFAULT_SYNC_INTERVAL)
+        self.max_memory = self._limit(getattr(opts, "max_memory_store", -1), self._default_memory())
+        self.max_storage = self._limit(getattr(opts, "max_file_store", -1), self._default_storage())
+        self.streams: dict[str, Stream] = {}
+        self.api_total = 0
+        self.api_errors = 0
+        self.router: ApiRouter = ApiRouter(self)
+        self._sync_timer: asyncio.TimerHandle | None = None
+        self._usage_cache: tuple[int, int] | None = None
+        self.started = False
+
+    # --- limits ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _limit(configured: int | None, default: int) -> int:
+        return configured if configured and configured > 0 else default
+
+    def _default_memory(self) -> int:
+        total = _system_memory()
+        return int(total * DEFAULT_MEMORY_FRACTION) if total else FALLBACK_MAX_MEMORY
+
+    def _default_storage(self) -> int:
+        try:
+            path = self.store_dir if self.store_dir.exists() else Path(tempfile.gettempdir())
+            free = shutil.disk_usage(path).free
+            return int(free * DEFAULT_STORAGE_FRACTION)
+        except OSError:
+            return FALLBACK_MAX_STORAGE
+
+    def usage(self) -> tuple[int, int]:
+        """``(memory bytes, storage bytes)`` used by all streams."""
+        if self._usage_cache is None:
+            memory = storage = 0
+            for stream in self.streams.values():
+                used = stream.store.fast_state().bytes
+                if stream.cfg.storage == StorageType.MEMORY:
+                    memory += used
+                else:
+                    storage += used
+            self._usage_cache = (memory, storage)
+        return self._usage_cache
+
+    def account_usage_changed(self) -> None:
+        self._usage_cache = None
+
+    def check_account_limits(self, storage: StorageType, add: int) -> ApiError | None:
+        """Refuse a write that would take the server past max_memory_store / max_file_store."""
+        memory, file = self.usage()
+        if storage == StorageType.MEMORY:
+            if memory + add > self.max_memory:
+                return E.JSInsufficientResourcesErr()
+        elif file + add > self.max_storage:
+            return E.JSInsufficientResourcesErr()
+        return None
+
+    def check_reservation(self, cfg: StreamConfig, old: StreamConfig | None = None) -> ApiError | None:
+        """A stream's max_bytes must fit in what the server allows (nats-server checkAllLimits)."""
+        if cfg.max_bytes <= 0:
+            return None
+        reserved = sum(
+            s.cfg.max_bytes
+            for s in self.streams.values()
+            if s.cfg.storage == cfg.storage
+            and s.cfg.max_bytes > 0
+            and (old is None or s.cfg.name != old.name)
+        )
+        if cfg.storage == StorageType.MEMORY:
+            if reserved + cfg.max_bytes > self.max_memory:
+                return E.JSMemoryResourcesExceededErr()
+        elif reserved + cfg.max_bytes > self.max_storage:
+            return E.JSStorageResourcesExceededErr()
+        return None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.streams_dir.mkdir(parents=True, exist_ok=True)
+        self._recover()
+        self.router.subscribe()
+        self._schedule_sync()
+        self.started = True
+        self.server.logger.info("JetStream started, store directory %s", self.store_dir)
+
+    async def stop(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        self.router.shutdown()
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+        for stream in list(self.streams.values()):
+            stream.stop()
+        self.streams.clear()
+
+    def _schedule_sync(self) -> None:
+        if self.sync_always:
+            return
+        self._sync_timer = self.server.loop.call_later(self.sync_interval, self._sync)
+
+    def _sync(self) -> None:
+        for stream in list(self.streams.values()):
+            if stream.cfg.storage == StorageType.FILE and not stream.closed:
+                try:
+                    stream.store.sync()
+                except OSError as exc:
+                    self.server.logger.error("JetStream sync of stream '%s' failed: %s", stream.name, exc)
+        self._schedule_sync()
+
+    # --- streams -----------------------------------------------------------------------------
+
+    def new_store(self, cfg: StreamConfig) -> MessageStore:
+        if cfg.storage == StorageType.MEMORY:
+            return MemoryStore(store_config_for(cfg))
+        return FileStore(self.streams_dir / cfg.name, store_config_for(cfg), sync_always=self.sync_always)
+
+    def add_stream(self, cfg: StreamConfig) -> Stream:
+        created = time.time_ns()
+        store = self.new_store(cfg)
+        store.write_meta(encode_stream_meta(cfg, created))
+        stream = Stream(self, cfg, store, created)
+        self.streams[cfg.name] = stream
+        stream.start()
+        self.account_usage_changed()
+        return stream
+
+    def delete_stream(self, name: str) -> None:
+        stream = self.streams.pop(name)
+        stream.stop(delete=True)
+        self.account_usage_changed()
+
+    def _recover(self) -> None:
+        from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
+
+        for directory in sorted(self.streams_dir.iterdir()):
+            if not directory.is_dir():
+                continue
+            try:
+                store = FileStore.open(directory, sync_always=self.sync_always)
+                meta = store.read_meta()
+                if meta is None:
+                    store.stop()
+                    continue
+                cfg, created = decode_stream_meta(meta)
+                store.update_config(store_config_for(cfg))
+            except Exception as exc:  # a damaged stream must not keep the others from starting
+                self.server.logger.error("JetStream could not recover stream in %s: %s", directory, exc)
+                continue
+            stream = Stream(self, cfg, store, created)
+            self.streams[cfg.name] = stream
+            stream.start()
+            recover_consumers(stream)
+            state = store.fast_state()
+            self.server.logger.info(
+                "  Restored %d messages for stream '%s > %s'", state.msgs, GLOBAL_ACCOUNT, cfg.name
+            )
+        self.account_usage_changed()
+
+    def num_consumers(self) -> int:
+        return sum(len(s.consumers) for s in self.streams.values())

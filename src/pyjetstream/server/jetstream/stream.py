@@ -1,0 +1,519 @@
+"""A stream: captures messages published on its subjects into its store (nats-server ``stream.go``).
+
+Inbound publishes arrive synchronously from the router (an internal subscription per subject) and
+go through ``process_inbound`` in nats-server's order: sealed, expected stream, duplicate id,
+expected last subject sequence, expected last sequence, expected last msg id, rollup, size
+limits, account limits, interest, store, dedupe record, rollup purge, republish, PubAck, signal
+consumers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from pyjetstream.api import errors as E
+from pyjetstream.api.codec import encode_pub_ack, encode_pub_ack_error
+from pyjetstream.api.enums import RetentionPolicy, StorageType
+from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.models_common import ApiError, LostStreamData
+from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
+from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time
+from pyjetstream.protocol.headers import get_header, remove_header
+from pyjetstream.server.jetstream.dedupe import DedupeWindow
+from pyjetstream.server.jetstream.store.base import (
+    ErrMaxBytes,
+    ErrMaxMsgs,
+    ErrMaxMsgsPerSubject,
+    ErrMsgTooLarge,
+    ErrStoreEOF,
+    ErrStoreMsgNotFound,
+    MessageStore,
+    StoreConfig,
+    StoreError,
+)
+from pyjetstream.server.subject_transform import SubjectTransform
+from pyjetstream.server.subjects import is_subset, subject_matches
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.engine import JetStreamEngine
+
+HDR_MSG_ID = b"Nats-Msg-Id"
+HDR_EXPECTED_STREAM = b"Nats-Expected-Stream"
+HDR_EXPECTED_LAST_SEQ = b"Nats-Expected-Last-Sequence"
+HDR_EXPECTED_LAST_SUBJ_SEQ = b"Nats-Expected-Last-Subject-Sequence"
+HDR_EXPECTED_LAST_MSG_ID = b"Nats-Expected-Last-Msg-Id"
+HDR_ROLLUP = b"Nats-Rollup"
+HDR_REQUEST_INFO = b"Nats-Request-Info"
+MAX_HEADER_SIZE = 65535
+
+
+def _parse_uint(value: bytes | None) -> int | None:
+    """Header numbers as nats-server's ``parseInt64``: digits only, else treated as absent (-1)."""
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else None
+
+
+def store_config_for(cfg: StreamConfig) -> StoreConfig:
+    return StoreConfig(
+        name=cfg.name,
+        max_msgs=cfg.max_msgs,
+        max_bytes=cfg.max_bytes,
+        max_age=cfg.max_age,
+        max_msgs_per_subject=cfg.max_msgs_per_subject,
+        max_msg_size=cfg.max_msg_size,
+        discard=str(cfg.discard),
+        discard_new_per_subject=cfg.discard_new_per_subject,
+        first_seq=cfg.first_seq,
+        compression=str(cfg.compression or "none"),
+    )
+
+
+class Stream:
+    def __init__(self, engine: JetStreamEngine, cfg: StreamConfig, store: MessageStore, created: int) -> None:
+        self.engine = engine
+        self.server = engine.server
+        self.cfg = cfg
+        self.store = store
+        self.created = created
+        self.consumers: dict[str, Any] = {}
+        self.closed = False
+        self._subs: list[Any] = []
+        self._direct_subs: list[Any] = []
+        self._dedupe = DedupeWindow(cfg.duplicate_window or 1)
+        self._last_msg_id = ""
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._transform: SubjectTransform | None = None
+        self._republish: SubjectTransform | None = None
+        self._signal_pending: list[tuple[int, str]] = []
+        self._signal_scheduled = False
+        self._configure_transforms()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    def start(self) -> None:
+        for subject in self.cfg.subjects:
+            self._subs.append(self.server.subscribe_internal(subject, self._on_inbound))
+        if self.cfg.allow_direct or self.cfg.mirror_direct:
+            self._subscribe_direct()
+        self._rebuild_dedupe()
+        self._schedule_expiry()
+
+    def _subscribe_direct(self) -> None:
+        from pyjetstream.server.jetstream.direct_get import DirectGet
+
+        direct = DirectGet(self)
+        prefix = f"$JS.API.DIRECT.GET.{self.name}"
+        self._direct_subs = [
+            self.server.subscribe_internal(prefix, direct.on_request, queue="_sys_"),
+            self.server.subscribe_internal(prefix + ".>", direct.on_last_by_subject, queue="_sys_"),
+        ]
+
+    def _unsubscribe(self, subs: list[Any]) -> None:
+        for sub in subs:
+            sub.unsubscribe()
+        subs.clear()
+
+    def stop(self, delete: bool = False) -> None:
+        """Stop capturing and (with ``delete``) remove the store. Consumers are stopped first."""
+        if self.closed:
+            return
+        self.closed = True
+        for consumer in list(self.consumers.values()):
+            consumer.stop(delete=delete, advisory=delete)
+        self.consumers.clear()
+        self._unsubscribe(self._subs)
+        self._unsubscribe(self._direct_subs)
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        if delete:
+            self.store.delete()
+        else:
+            self.store.stop()
+
+    def _configure_transforms(self) -> None:
+        st = self.cfg.subject_transform
+        self._transform = SubjectTransform.compile(st.src, st.dest) if st and st.dest else None
+        rp = self.cfg.republish
+        self._republish = SubjectTransform.compile(rp.src or ">", rp.dest) if rp else None
+
+    def update(self, cfg: StreamConfig) -> None:
+        """Apply an already validated config."""
+        old = self.cfg
+        self.cfg = cfg
+        if old.subjects != cfg.subjects:
+            self._unsubscribe(self._subs)
+            for subject in cfg.subjects:
+                self._subs.append(self.server.subscribe_internal(subject, self._on_inbound))
+        if bool(old.allow_direct or old.mirror_direct) != bool(cfg.allow_direct or cfg.mirror_direct):
+            if cfg.allow_direct or cfg.mirror_direct:
+                self._subscribe_direct()
+            else:
+                self._unsubscribe(self._direct_subs)
+        self._dedupe.window_ns = cfg.duplicate_window or 1
+        self._configure_transforms()
+        self.store.update_config(store_config_for(cfg))
+        self.persist_meta()
+        self._schedule_expiry()
+        self._signal_all_consumers()
+
+    def persist_meta(self) -> None:
+        self.store.write_meta(encode_stream_meta(self.cfg, self.created))
+
+    # --- inbound publishes -------------------------------------------------------------------
+
+    def _on_inbound(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        if self.closed:
+            return
+        response = self.process_inbound(subject, reply, hdr, payload)
+        if response is not None and reply:
+            self.server.publish_internal(reply, response)
+
+    def _error(self, error: ApiError) -> bytes:
+        return encode_pub_ack_error(self.name, error)
+
+    def process_inbound(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> bytes | None:
+        """Store one published message; return the PubAck bytes (``None``: nothing to answer)."""
+        cfg = self.cfg
+        can_respond = bool(reply) and not cfg.no_ack
+        if cfg.sealed:
+            return self._error(E.JSStreamSealedErr()) if can_respond else None
+        if hdr:
+            hdr = remove_header(hdr, HDR_REQUEST_INFO)
+        msg_id = ""
+        rollup = b""
+        store = self.store
+        if hdr:
+            expected = get_header(hdr, HDR_EXPECTED_STREAM)
+            if expected and expected.decode() != self.name:
+                return self._error(E.JSStreamNotMatchErr()) if can_respond else None
+            raw_id = get_header(hdr, HDR_MSG_ID)
+            if raw_id:
+                msg_id = raw_id.decode()
+                seq = self._dedupe.lookup(msg_id)
+                if seq is not None:
+                    return (
+                        encode_pub_ack(self.name, seq, duplicate=True, domain=self.engine.domain)
+                        if can_respond
+                        else None
+                    )
+            want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
+            if want is not None:
+                last = self._last_seq_on_subject(subject)
+                if last != want:
+                    return self._error(E.JSStreamWrongLastSequenceErrF(seq=last)) if can_respond else None
+            want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SEQ))
+            if want is not None:
+                last = store.fast_state().last_seq
+                if last != want:
+                    return self._error(E.JSStreamWrongLastSequenceErrF(seq=last)) if can_respond else None
+            want_id = get_header(hdr, HDR_EXPECTED_LAST_MSG_ID)
+            if want_id and want_id.decode() != self._last_msg_id:
+                return (
+                    self._error(E.JSStreamWrongLastMsgIDErrF(id=self._last_msg_id)) if can_respond else None
+                )
+            rollup = (get_header(hdr, HDR_ROLLUP) or b"").lower()
+            if rollup:
+                if not cfg.allow_rollup_hdrs or cfg.deny_purge:
+                    err = E.JSStreamRollupFailedF(err="rollup not permitted")
+                    return self._error(err) if can_respond else None
+                if rollup not in (b"sub", b"all"):
+                    return None  # nats-server drops an invalid rollup value without an answer
+        size = len(hdr or b"") + len(payload)
+        if 0 <= cfg.max_msg_size < size:
+            return self._error(E.JSStreamMessageExceedsMaximumErr()) if can_respond else None
+        if hdr and len(hdr) > MAX_HEADER_SIZE:
+            return self._error(E.JSStreamHeaderExceedsMaximumErr()) if can_respond else None
+        limit_error = self.engine.check_account_limits(cfg.storage, size + len(subject))
+        if limit_error is not None:
+            return self._error(limit_error) if can_respond else None
+
+        if self._transform is not None:
+            transformed = self._transform.match_and_apply(subject)
+            if transformed is not None:
+                subject = transformed
+
+        if cfg.retention == RetentionPolicy.INTEREST and not self._has_interest_for(subject):
+            seq = store.skip_msg()
+            self._last_msg_id = msg_id
+            if msg_id:
+                self._dedupe.record(msg_id, seq, time.time_ns())
+            return encode_pub_ack(self.name, seq, domain=self.engine.domain) if can_respond else None
+
+        republish_to = self._republish.match_and_apply(subject) if self._republish is not None else None
+        last_on_subject = self._last_seq_on_subject(subject) if republish_to is not None else 0
+        try:
+            seq, ts = store.store_msg(subject, hdr or b"", payload)
+        except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
+            return self._error(E.JSStreamStoreFailedF(err=str(exc))) if can_respond else None
+        except StoreError as exc:
+            self.server.logger.error("JetStream failed to store a msg on stream '%s': %s", self.name, exc)
+            return self._error(E.JSStreamStoreFailedF(err=str(exc))) if can_respond else None
+        self.engine.account_usage_changed()
+        self._last_msg_id = msg_id
+        if msg_id:
+            self._dedupe.record(msg_id, seq, ts)
+            self._schedule_dedupe_expiry()
+        if rollup == b"sub":
+            self.purge(subject=subject, keep=1)
+        elif rollup == b"all":
+            self.purge(keep=1)
+        if republish_to is not None:
+            self._republish_msg(republish_to, subject, seq, last_on_subject, hdr, payload)
+        if cfg.max_age and "expiry" not in self._timers:
+            self._schedule_expiry()
+        self._signal_consumers(seq, subject)
+        return encode_pub_ack(self.name, seq, domain=self.engine.domain) if can_respond else None
+
+    def _last_seq_on_subject(self, subject: str) -> int:
+        try:
+            return self.store.load_last_msg(subject).seq
+        except (ErrStoreMsgNotFound, ErrStoreEOF):
+            return 0
+
+    def _has_interest_for(self, subject: str) -> bool:
+        return any(c.matches_subject(subject) for c in self.consumers.values())
+
+    def _republish_msg(
+        self, dest: str, subject: str, seq: int, last: int, hdr: bytes | None, payload: bytes
+    ) -> None:
+        rp = self.cfg.republish
+        assert rp is not None
+        lines = [
+            f"Nats-Stream: {self.name}",
+            f"Nats-Subject: {subject}",
+            f"Nats-Sequence: {seq}",
+            f"Nats-Last-Sequence: {last}",
+        ]
+        if rp.headers_only:
+            lines.append(f"Nats-Msg-Size: {len(payload)}")
+        base = hdr if hdr else b"NATS/1.0\r\n\r\n"
+        new_hdr = base[:-2] + "".join(line + "\r\n" for line in lines).encode() + b"\r\n"
+        self.server.publish_internal(dest, b"" if rp.headers_only else payload, hdr=new_hdr)
+
+    # --- consumers ---------------------------------------------------------------------------
+
+    def _signal_consumers(self, seq: int, subject: str) -> None:
+        if not self.consumers:
+            return
+        for consumer in list(self.consumers.values()):
+            consumer.signal_new(seq, subject)
+
+    def _signal_all_consumers(self) -> None:
+        for consumer in list(self.consumers.values()):
+            consumer.signal_new(0, "")
+
+    def add_consumer(self, consumer: Any) -> None:
+        self.consumers[consumer.name] = consumer
+
+    def remove_consumer(self, name: str) -> None:
+        self.consumers.pop(name, None)
+        if self.cfg.retention != RetentionPolicy.LIMITS:
+            self.check_interest_state()
+
+    def ack_msg(self, seq: int) -> None:
+        """A consumer acknowledged ``seq``: remove it when the retention policy says so."""
+        retention = self.cfg.retention
+        if retention == RetentionPolicy.LIMITS or self.closed:
+            return
+        if retention == RetentionPolicy.INTEREST:
+            try:
+                subject = self.store.subject_for_seq(seq)
+            except (ErrStoreMsgNotFound, ErrStoreEOF):
+                return
+            for consumer in self.consumers.values():
+                if consumer.needs_ack(seq, subject):
+                    return
+        if self.store.remove_msg(seq):
+            self.engine.account_usage_changed()
+
+    def check_interest_state(self) -> None:
+        """After consumers went away: drop messages no remaining consumer needs (interest/workqueue)."""
+        if self.cfg.retention == RetentionPolicy.LIMITS or self.closed:
+            return
+        state = self.store.fast_state()
+        if not state.msgs:
+            return
+        if not self.consumers and self.cfg.retention == RetentionPolicy.INTEREST:
+            self.store.purge()
+            self.engine.account_usage_changed()
+            return
+        if self.cfg.retention == RetentionPolicy.WORKQUEUE:
+            return
+        seq = state.first_seq
+        removed = False
+        while seq <= state.last_seq:
+            try:
+                msg, seq = self.store.load_next_msg(">", seq)
+            except ErrStoreEOF:
+                break
+            if not any(c.needs_ack(seq, msg.subject) for c in self.consumers.values()):
+                removed = self.store.remove_msg(seq) or removed
+            seq += 1
+        if removed:
+            self.engine.account_usage_changed()
+
+    # --- purge, get, delete ------------------------------------------------------------------
+
+    def purge(self, subject: str = "", seq: int = 0, keep: int = 0) -> int:
+        if subject or seq or keep:
+            purged = self.store.purge_ex(subject, seq, keep)
+        else:
+            purged = self.store.purge()
+        state = self.store.fast_state()
+        first = state.first_seq
+        if subject:
+            first = self.store.filtered_state(state.first_seq, subject).first or first
+        for consumer in list(self.consumers.values()):
+            cfilter = consumer.cfg.filter_subject
+            if not subject or subject == cfilter or (cfilter and is_subset(cfilter, subject)):
+                consumer.on_stream_purged(first)
+        self.engine.account_usage_changed()
+        return purged
+
+    def delete_msg(self, seq: int, erase: bool) -> bool:
+        removed = self.store.erase_msg(seq) if erase else self.store.remove_msg(seq)
+        if removed:
+            self.engine.account_usage_changed()
+        return removed
+
+    # --- info --------------------------------------------------------------------------------
+
+    def state(self, subjects_filter: str = "", deleted_details: bool = False) -> StreamState:
+        st = self.store.state(deleted_details=deleted_details)
+        result = StreamState(
+            messages=st.msgs,
+            bytes=st.bytes,
+            first_seq=st.first_seq,
+            first_ts=NanoTime(st.first_ts) if st.first_ts else ZERO_TIME,
+            last_seq=st.last_seq,
+            last_ts=NanoTime(st.last_ts) if st.last_ts else ZERO_TIME,
+            num_subjects=st.num_subjects,
+            num_deleted=st.num_deleted,
+            deleted=list(st.deleted or []) if deleted_details else [],
+            consumer_count=len(self.consumers),
+        )
+        if st.lost is not None and st.lost.msgs:
+            result.lost = LostStreamData(msgs=list(st.lost.msgs), bytes=st.lost.bytes)
+        if subjects_filter:
+            result.subjects = self.store.subjects_totals(subjects_filter)
+        return result
+
+    def info(self, subjects_filter: str = "", deleted_details: bool = False) -> StreamInfo:
+        return StreamInfo(
+            config=self.cfg,
+            created=NanoTime(self.created),
+            state=self.state(subjects_filter, deleted_details),
+            domain=self.engine.domain,
+            ts=NanoTime(time.time_ns()),
+        )
+
+    def matches(self, subject_filter: str) -> bool:
+        """Whether any of the stream's subjects overlaps the filter (STREAM.NAMES ``subject``)."""
+        from pyjetstream.server.subjects import subjects_overlap
+
+        return any(subjects_overlap(subject_filter, s) for s in self.cfg.subjects)
+
+    # --- timers ------------------------------------------------------------------------------
+
+    def _schedule(self, name: str, when_ns: int | None, callback: Callable[[], None]) -> None:
+        old = self._timers.pop(name, None)
+        if old is not None:
+            old.cancel()
+        if when_ns is None or self.closed:
+            return
+        delay = max(0.0, (when_ns - time.time_ns()) / 1e9)
+        self._timers[name] = self.server.loop.call_later(delay, callback)
+
+    def _schedule_expiry(self) -> None:
+        if not self.cfg.max_age:
+            self._schedule("expiry", None, self._expire)
+            return
+        self._schedule("expiry", self.store.next_expiry(), self._expire)
+
+    def _expire(self) -> None:
+        self._timers.pop("expiry", None)
+        if self.closed:
+            return
+        if self.store.expire_msgs():
+            self.engine.account_usage_changed()
+            for consumer in list(self.consumers.values()):
+                consumer.on_stream_purged(self.store.fast_state().first_seq)
+        self._schedule_expiry()
+
+    def _schedule_dedupe_expiry(self) -> None:
+        if "dedupe" not in self._timers:
+            self._schedule("dedupe", time.time_ns() + self._dedupe.window_ns, self._expire_dedupe)
+
+    def _expire_dedupe(self) -> None:
+        self._timers.pop("dedupe", None)
+        self._schedule("dedupe", self._dedupe.expire(), self._expire_dedupe)
+
+    def _rebuild_dedupe(self) -> None:
+        """After a restart: rebuild the window from the stored messages that are still inside it."""
+        state = self.store.fast_state()
+        if not state.msgs or not self.cfg.duplicate_window:
+            return
+        since = time.time_ns() - self.cfg.duplicate_window
+        seq = self.store.get_seq_from_time(since)
+        while seq <= state.last_seq:
+            try:
+                msg, seq = self.store.load_next_msg(">", seq)
+            except ErrStoreEOF:
+                break
+            if msg.hdr:
+                msg_id = get_header(msg.hdr, HDR_MSG_ID)
+                if msg_id:
+                    self._dedupe.record(msg_id.decode(), seq, msg.ts)
+            seq += 1
+        try:
+            last = self.store.load_msg(state.last_seq)
+            raw = get_header(last.hdr, HDR_MSG_ID) if last.hdr else None
+            self._last_msg_id = raw.decode() if raw else ""
+        except (ErrStoreMsgNotFound, ErrStoreEOF):
+            pass
+        if len(self._dedupe):
+            self._schedule_dedupe_expiry()
+
+
+class StreamMeta(msgspec.Struct):
+    """What a file store persists about its stream (``meta.inf``): the config and creation time."""
+
+    config: StreamConfig
+    created: str
+
+
+_meta_encoder = msgspec.json.Encoder()
+_meta_decoder = msgspec.json.Decoder(StreamMeta)
+
+
+def encode_stream_meta(cfg: StreamConfig, created: int) -> bytes:
+    return _meta_encoder.encode(StreamMeta(config=cfg, created=format_time(created)))
+
+
+def decode_stream_meta(data: bytes) -> tuple[StreamConfig, int]:
+    from pyjetstream.api.timefmt import parse_time
+
+    meta = _meta_decoder.decode(data)
+    return meta.config, parse_time(meta.created)
+
+
+def is_file_storage(cfg: StreamConfig) -> bool:
+    return cfg.storage == StorageType.FILE
+
+
+def matches_filter(filter_subject: str, subject: str) -> bool:
+    return not filter_subject or filter_subject == ">" or subject_matches(filter_subject, subject)
+
+
+__all__ = ["JetStreamApiError", "Stream", "decode_stream_meta", "encode_stream_meta", "store_config_for"]

@@ -1,0 +1,205 @@
+"""Stream configuration: defaults, validation and update rules, as nats-server's ``checkStreamCfg``.
+
+Every failure raises :class:`JetStreamApiError` carrying nats-server's code and text, so the API
+layer answers exactly what nats-server answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from pyjetstream.api import errors as E
+from pyjetstream.api.enums import DiscardPolicy, StorageType, StoreCompression
+from pyjetstream.api.errors import ErrorDef, JetStreamApiError
+from pyjetstream.api.models_stream import StreamConfig
+from pyjetstream.server.subject_transform import SubjectTransform, TransformError
+from pyjetstream.server.subjects import is_subset, is_valid_subject, subjects_overlap
+
+NS = 1_000_000_000
+DEFAULT_DUPLICATE_WINDOW = 120 * NS
+MIN_WINDOW = NS // 10  # 100ms: the smallest max_age / duplicate_window nats-server accepts
+MAX_NAME_LEN = 255
+MAX_DESCRIPTION_LEN = 4096
+MAX_REPLICAS = 5
+JS_API_SUBJECTS = "$JS.API.>"
+
+
+def fail(definition: ErrorDef, **values: object) -> JetStreamApiError:
+    return JetStreamApiError(definition(**values))
+
+
+def invalid(text: str) -> JetStreamApiError:
+    return fail(E.JSStreamInvalidConfigF, err=text)
+
+
+def is_valid_name(name: str) -> bool:
+    """nats-server ``isValidName``: non-empty and none of whitespace, ``.``, ``*``, ``>``."""
+    return bool(name) and not any(c in name for c in " \t\r\n\f.*>")
+
+
+def check_stream_config(cfg: StreamConfig) -> StreamConfig:
+    """Apply defaults and validate a config on its own (no other streams involved)."""
+    if not is_valid_name(cfg.name):
+        raise invalid("stream name is required and can not contain '.', '*', '>'")
+    if len(cfg.name) > MAX_NAME_LEN:
+        raise invalid(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
+    if len(cfg.description) > MAX_DESCRIPTION_LEN:
+        raise invalid(f"stream description is too long, maximum allowed is {MAX_DESCRIPTION_LEN}")
+
+    changes: dict[str, object] = {}
+    if cfg.num_replicas == 0:
+        changes["num_replicas"] = 1
+    elif cfg.num_replicas > MAX_REPLICAS:
+        raise invalid(f"maximum replicas is {MAX_REPLICAS}")
+    elif cfg.num_replicas < 0:
+        raise fail(E.JSReplicasCountCannotBeNegative)
+    for field in ("max_msgs", "max_msgs_per_subject", "max_bytes", "max_msg_size", "max_consumers"):
+        if getattr(cfg, field) == 0:
+            changes[field] = -1
+    if cfg.compression is None:
+        changes["compression"] = StoreCompression.NONE
+    duplicates = cfg.duplicate_window
+    if duplicates == 0 and cfg.mirror is None:
+        duplicates = cfg.max_age if 0 < cfg.max_age < DEFAULT_DUPLICATE_WINDOW else DEFAULT_DUPLICATE_WINDOW
+        changes["duplicate_window"] = duplicates
+    if 0 < cfg.max_age < MIN_WINDOW:
+        raise invalid("max age needs to be >= 100ms")
+    if duplicates < 0:
+        raise invalid("duplicates window can not be negative")
+    if cfg.max_age != 0 and duplicates > cfg.max_age:
+        raise invalid("duplicates window can not be larger then max age")
+    if 0 < duplicates < MIN_WINDOW:
+        raise invalid("duplicates window needs to be >= 100ms")
+    if cfg.deny_purge and cfg.allow_rollup_hdrs:
+        raise invalid("roll-ups require the purge permission")
+    max_per = changes.get("max_msgs_per_subject", cfg.max_msgs_per_subject)
+    if cfg.discard_new_per_subject:
+        if cfg.discard != DiscardPolicy.NEW:
+            raise invalid("discard new per subject requires discard new policy to be set")
+        if not isinstance(max_per, int) or max_per <= 0:
+            raise invalid("discard new per subject requires max msgs per subject > 0")
+    if cfg.mirror is not None:
+        _check_mirror(cfg)
+    if cfg.mirror_direct and cfg.mirror is None:
+        raise invalid("stream has no mirror but does have mirror direct")
+
+    subjects = list(cfg.subjects)
+    if not subjects:
+        if cfg.mirror is None and not cfg.sources:
+            subjects = [cfg.name]
+            changes["subjects"] = subjects
+    else:
+        _check_subjects(subjects)
+    if len(subjects) > 1:
+        for a in subjects:
+            for b in subjects:
+                if a != b and subjects_overlap(a, b):
+                    raise invalid(f'subject "{a}" overlaps with "{b}"')
+    if cfg.subject_transform is not None and (cfg.subject_transform.src or cfg.subject_transform.dest):
+        _check_transform(cfg.subject_transform.src, cfg.subject_transform.dest, subjects)
+    if cfg.republish is not None:
+        changes["republish"] = _check_republish(cfg, subjects)
+    if cfg.first_seq < 0:
+        raise invalid("first sequence can not be negative")
+    return msgspec.structs.replace(cfg, **changes) if changes else cfg
+
+
+def _check_mirror(cfg: StreamConfig) -> None:
+    mirror = cfg.mirror
+    assert mirror is not None
+    if cfg.subjects:
+        raise fail(E.JSMirrorWithSubjectsErr)
+    if cfg.sources:
+        raise fail(E.JSMirrorWithSourcesErr)
+    if cfg.first_seq:
+        raise fail(E.JSMirrorWithFirstSeqErr)
+    if mirror.opt_start_seq > 0 and mirror.opt_start_time is not None:
+        raise fail(E.JSMirrorWithStartSeqAndTimeErr)
+    if not is_valid_name(mirror.name):
+        raise fail(E.JSMirrorInvalidStreamName)
+
+
+def _check_subjects(subjects: list[str]) -> None:
+    seen: set[str] = set()
+    for subject in subjects:
+        if subject in seen:
+            raise invalid("duplicate subjects detected")
+        if is_subset(subject, JS_API_SUBJECTS):
+            raise invalid("subjects overlap with jetstream api")
+        if not is_valid_subject(subject):
+            raise invalid("invalid subject")
+        seen.add(subject)
+
+
+def _check_transform(src: str, dest: str, subjects: Iterable[str]) -> None:
+    if src and not is_valid_subject(src):
+        raise fail(E.JSStreamTransformInvalidSource, err="invalid subject")
+    try:
+        SubjectTransform.compile(src, dest)
+    except TransformError as exc:
+        raise fail(E.JSStreamTransformInvalidDestination, err=str(exc)) from exc
+
+
+def _check_republish(cfg: StreamConfig, subjects: list[str]) -> object:
+    republish = cfg.republish
+    assert republish is not None
+    src = republish.src or ">"
+    if not any(subjects_overlap(src, s) for s in subjects):
+        raise invalid("stream configuration for republish source is not valid subset of subjects")
+    if any(subjects_overlap(republish.dest, s) for s in subjects):
+        raise invalid("stream configuration for republish destination forms a cycle")
+    try:
+        SubjectTransform.compile(src, republish.dest)
+    except TransformError as exc:
+        raise invalid("stream configuration for republish not valid") from exc
+    return msgspec.structs.replace(republish, src=src)
+
+
+def check_stream_update(old: StreamConfig, new: StreamConfig) -> StreamConfig:
+    """Validate an update of ``old`` to ``new`` (already defaulted); return the config to apply."""
+    if new.name != old.name:
+        raise invalid("stream configuration name must match original")
+    if new.max_consumers != old.max_consumers:
+        raise invalid("stream configuration update can not change MaxConsumers")
+    if new.storage != old.storage:
+        raise invalid("stream configuration update can not change storage type")
+    if new.retention != old.retention:
+        raise invalid("stream configuration update can not change retention policy")
+    if old.template_owner:
+        raise invalid("stream configuration update not allowed on template owned stream")
+    if new.template_owner:
+        raise invalid("stream configuration update can not be owned by a template")
+    if old.sealed and not new.sealed:
+        raise invalid("stream configuration update can not unseal a sealed stream")
+    if old.deny_delete and not new.deny_delete:
+        raise invalid("stream configuration update can not cancel deny message deletes")
+    if old.deny_purge and not new.deny_purge:
+        raise invalid("stream configuration update can not cancel deny purge")
+    if new.mirror != old.mirror:
+        raise fail(E.JSStreamMirrorNotUpdatableErr)
+    if new.republish != old.republish:
+        raise invalid("stream configuration update can not change RePublish")
+    if (new.first_seq or 0) != (old.first_seq or 0):
+        raise invalid("stream configuration update can not change first sequence")
+    if new.sealed:
+        # A sealed stream keeps everything forever and refuses every change to its contents.
+        new = msgspec.structs.replace(
+            new,
+            max_age=0,
+            discard=DiscardPolicy.NEW,
+            deny_delete=True,
+            deny_purge=True,
+            allow_rollup_hdrs=False,
+        )
+    return new
+
+
+def check_replicas_standalone(cfg: StreamConfig) -> None:
+    if cfg.num_replicas > 1:
+        raise fail(E.JSStreamReplicasNotSupportedErr)
+
+
+def is_memory(cfg: StreamConfig) -> bool:
+    return cfg.storage == StorageType.MEMORY
