@@ -878,7 +878,9 @@ class Client:
                 if 0 <= opts.max_reconnect_attempts <= server.reconnects:
                     self._pool.remove(server)
                     continue
-                wait = opts.reconnect_time_wait + random.uniform(0, opts.jitter(server.tls))
+                wait = opts.reconnect_time_wait + random.uniform(
+                    0, opts.jitter(server.tls or opts.tls is not None)
+                )
                 elapsed = time.monotonic() - server.last_attempt
                 if elapsed < wait:
                     await asyncio.sleep(wait - elapsed)
