@@ -603,7 +603,7 @@ class _Parser:
                 self.i += 1
             path = self.s[start : self.i]
         base = os.path.dirname(self.file) if self.file and not self.file.startswith("$") else ""
-        full = os.path.join(base, path)  # absolute paths stay absolute
+        full = os.path.normpath(os.path.join(base, path))  # absolute paths stay absolute
         real = os.path.realpath(full)
         if real in self.includes or len(self.includes) >= _MAX_INCLUDE_DEPTH:
             raise self.fail(f"include cycle: '{path}' includes itself", index)
@@ -952,14 +952,20 @@ class _Mapper:
         else:
             self.warn(node, f'unknown field "{key}" ignored')
 
-    def each(self, entries: dict[str, _Node], spec: Mapping[str, _Handler], target: Any = None) -> None:
+    def each(
+        self,
+        entries: dict[str, _Node],
+        spec: Mapping[str, _Handler],
+        target: Any = None,
+        unknown: Callable[[str, _Node], None] | None = None,
+    ) -> None:
         """Dispatch every entry of a block (keys are case-insensitive, as in nats-server)."""
         table = {alias: h for names, h in spec.items() for alias in names.split("|")}
         for key, node in entries.items():
             handler = table.get(key.lower())
             try:
                 if handler is None:
-                    self.unknown(key, node)
+                    (unknown or self.unknown)(key, node)
                 elif isinstance(handler, tuple):
                     attr, convert = handler
                     setattr(self.o if target is None else target, attr, convert(node, key))
@@ -1328,7 +1334,7 @@ class _Mapper:
     def tls(self, key: str, node: _Node) -> None:
         tls = TLSOptions()
         errors_before = len(self.errors)
-        self.each(_map(node, key), _TLS_FIELDS, tls)
+        self.each(_map(node, key), _TLS_FIELDS, tls, unknown=_tls_unknown)
         if len(self.errors) > errors_before:
             return
         tls.verify = tls.verify or tls.verify_and_map
@@ -1508,6 +1514,10 @@ def _tls_handshake_first(node: _Node, key: str) -> bool:
     if isinstance(value, str):  # 2.10: "auto" or a fallback delay also enable it
         return value.lower() in ("auto", "auto_fallback") or _go_duration(node, key) >= 0
     return _bool(node, key)
+
+
+def _tls_unknown(key: str, node: _Node) -> None:
+    raise _Invalid(node, f'error parsing tls config, unknown field ["{key}"]')
 
 
 def _tls_known_urls(node: _Node, key: str) -> bool:

@@ -341,8 +341,6 @@ class ServerOptions:
     # --- misc
     server_tags: list[str] = field(default_factory=list)
     no_header_support: bool = False
-    #: ``-t``: check the configuration and exit.
-    check_config: bool = False
     #: Non-fatal findings from the config file/flags (deprecated forms, ignored keys).
     warnings: list[str] = field(default_factory=list)
     #: nats-server settings pyjetstream does not implement (cluster, leafnodes, ...), raw.
