@@ -1,0 +1,80 @@
+"""JetStream storage engine: the MessageStore interface, MemoryStore and FileStore.
+
+Plain synchronous classes (no asyncio); the stream layer owns timers and calls
+``expire_msgs`` / ``sync`` when due. See ``base`` for the contract and ``filestore`` for the
+on-disk format and durability guarantees.
+"""
+
+from .base import (
+    ACK_ALL,
+    ACK_EXPLICIT,
+    ACK_NONE,
+    COMPRESSION_NONE,
+    COMPRESSION_S2,
+    DISCARD_NEW,
+    DISCARD_OLD,
+    ConsumerState,
+    ConsumerStoreBase,
+    ErrBadConsumerState,
+    ErrCorruptRecord,
+    ErrInvalidSequence,
+    ErrMaxBytes,
+    ErrMaxMsgs,
+    ErrMaxMsgsPerSubject,
+    ErrMsgTooLarge,
+    ErrNoAckPolicy,
+    ErrSequenceMismatch,
+    ErrStoreClosed,
+    ErrStoreEOF,
+    ErrStoreMsgNotFound,
+    LostData,
+    MessageStore,
+    SequencePair,
+    SimpleState,
+    StoreConfig,
+    StoredMsg,
+    StoreError,
+    StreamState,
+)
+from .consumer_store import FileConsumerStore, MemoryConsumerStore
+from .filestore import SYNC_ALWAYS, SYNC_INTERVAL, FileStore, FileStoreConfig
+from .memstore import MemoryStore
+
+__all__ = [
+    "ACK_ALL",
+    "ACK_EXPLICIT",
+    "ACK_NONE",
+    "COMPRESSION_NONE",
+    "COMPRESSION_S2",
+    "DISCARD_NEW",
+    "DISCARD_OLD",
+    "SYNC_ALWAYS",
+    "SYNC_INTERVAL",
+    "ConsumerState",
+    "ConsumerStoreBase",
+    "ErrBadConsumerState",
+    "ErrCorruptRecord",
+    "ErrInvalidSequence",
+    "ErrMaxBytes",
+    "ErrMaxMsgs",
+    "ErrMaxMsgsPerSubject",
+    "ErrMsgTooLarge",
+    "ErrNoAckPolicy",
+    "ErrSequenceMismatch",
+    "ErrStoreClosed",
+    "ErrStoreEOF",
+    "ErrStoreMsgNotFound",
+    "FileConsumerStore",
+    "FileStore",
+    "FileStoreConfig",
+    "LostData",
+    "MemoryConsumerStore",
+    "MemoryStore",
+    "MessageStore",
+    "SequencePair",
+    "SimpleState",
+    "StoreConfig",
+    "StoreError",
+    "StoredMsg",
+    "StreamState",
+]

@@ -1,0 +1,74 @@
+"""Small durable-file helpers: atomic replace, directory fsync, checksummed metadata files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import zlib
+
+from .base import ErrCorruptRecord
+
+
+def fsync_dir(path: str) -> None:
+    """Make a directory's entries (creates, renames, unlinks) durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_file(path: str, data: bytes, fsync: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str, data: bytes, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data`` so a crash leaves either the old or the new content."""
+    tmp = path + ".tmp"
+    write_file(tmp, data, fsync)
+    os.replace(tmp, path)
+    if fsync:
+        fsync_dir(os.path.dirname(path) or ".")
+
+
+def _sum(data: bytes) -> bytes:
+    return b"%08x" % zlib.crc32(data)
+
+
+def write_meta_file(directory: str, data: bytes, name: str = "meta") -> None:
+    """Write ``<name>.inf`` (the bytes) and ``<name>.sum`` (their checksum), crash-safely.
+
+    Both temp files are written and fsynced before either rename; the data file is renamed
+    first, so after a crash between the renames the pending ``.sum.tmp`` still vouches for it.
+    """
+    inf = os.path.join(directory, name + ".inf")
+    sumf = os.path.join(directory, name + ".sum")
+    write_file(sumf + ".tmp", _sum(data), True)
+    write_file(inf + ".tmp", data, True)
+    os.replace(inf + ".tmp", inf)
+    os.replace(sumf + ".tmp", sumf)
+    fsync_dir(directory)
+
+
+def read_meta_file(directory: str, name: str = "meta") -> bytes | None:
+    inf = os.path.join(directory, name + ".inf")
+    try:
+        with open(inf, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    expected = _sum(data)
+    for candidate in (name + ".sum", name + ".sum.tmp"):
+        with contextlib.suppress(FileNotFoundError), open(os.path.join(directory, candidate), "rb") as f:
+            if f.read().strip() == expected:
+                return data
+    raise ErrCorruptRecord(f"{inf}: checksum mismatch")

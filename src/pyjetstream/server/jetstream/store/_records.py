@@ -1,0 +1,190 @@
+"""On-disk format of message block files (``msgs/<n>.blk``) and the record scanner.
+
+Block file::
+
+    header  magic "PJSB" | version u8 | 3 pad | first_seq u64 | crc32 u32      (20 bytes)
+    record* total_len u32 | kind u8 | seq u64 | ts i64 | subj_len u16 | hdr_len u32
+            | subject | body | crc32 u32                                     (31 + body)
+
+All integers little-endian; the crc32 covers the record from ``total_len`` to the end of the
+body, so a torn or flipped record is detected. ``kind`` is a record kind in the low nibble
+plus flags:
+
+* ``MSG``     body = headers + payload (``hdr_len`` = header length). With ``COMPRESSED``
+  the body is one Snappy block of headers + payload (see ``_compress``).
+  With ``ERASED`` the record was overwritten in place with random bytes (secure delete).
+* ``DELETE``  a tombstone for ``seq`` (body empty) or for ``[seq, seq + n)`` (body = n u64).
+  Tombstones live in the block that owns the sequence, so a block is self-contained and can
+  be dropped or rewritten without touching others; a skipped sequence is a tombstone in the
+  block that was active when it was skipped.
+* ``FLOOR``   every sequence below ``seq`` is gone (purge, compact, expiry, limits, removal of
+  the first message). Always written to the active block; the newest floor wins.
+
+The first sequence a block can hold is in its header, so an empty block still records where
+the stream's sequence stands (last_seq = first_seq - 1) after a purge.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import NamedTuple
+
+BLOCK_MAGIC = b"PJSB"
+BLOCK_VERSION = 1
+BLOCK_HDR = struct.Struct("<4sB3xQ")
+BLOCK_HDR_LEN = BLOCK_HDR.size + 4
+
+REC_HDR = struct.Struct("<IBQqHI")
+REC_HDR_LEN = REC_HDR.size  # 27
+CRC_LEN = 4
+REC_OVERHEAD = REC_HDR_LEN + CRC_LEN  # 31
+# Records larger than this are refused (and lengths above it are treated as corruption).
+MAX_RECORD = 1 << 30
+
+KIND_MSG = 0
+KIND_DELETE = 1
+KIND_FLOOR = 2
+KIND_MASK = 0x0F
+FLAG_COMPRESSED = 0x10
+FLAG_ERASED = 0x20
+
+_U64 = struct.Struct("<Q")
+_pack_rec = REC_HDR.pack
+_crc32 = zlib.crc32
+
+
+def encode_block_header(first_seq: int) -> bytes:
+    head = BLOCK_HDR.pack(BLOCK_MAGIC, BLOCK_VERSION, first_seq)
+    return head + _crc32(head).to_bytes(4, "little")
+
+
+def decode_block_header(buf: bytes) -> int | None:
+    """The block's first sequence, or None if the header is missing or damaged."""
+    if len(buf) < BLOCK_HDR_LEN:
+        return None
+    head = buf[: BLOCK_HDR.size]
+    if _crc32(head) != int.from_bytes(buf[BLOCK_HDR.size : BLOCK_HDR_LEN], "little"):
+        return None
+    magic, version, first_seq = BLOCK_HDR.unpack(head)
+    if magic != BLOCK_MAGIC or version != BLOCK_VERSION:
+        return None
+    return int(first_seq)
+
+
+def append_record(
+    out: bytearray, kind: int, seq: int, ts: int, subject: bytes, hdr_len: int, body: bytes
+) -> int:
+    """Append one record to ``out``; return its length. ``body`` excludes the subject."""
+    total = REC_OVERHEAD + len(subject) + len(body)
+    head = _pack_rec(total, kind, seq, ts, len(subject), hdr_len)
+    crc = _crc32(body, _crc32(subject, _crc32(head)))
+    out += head
+    out += subject
+    out += body
+    out += crc.to_bytes(4, "little")
+    return total
+
+
+def append_msg(out: bytearray, kind: int, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> int:
+    """Append an uncompressed message record without joining hdr and data first."""
+    hl = len(hdr)
+    total = REC_OVERHEAD + len(subject) + hl + len(data)
+    head = _pack_rec(total, kind, seq, ts, len(subject), hl)
+    crc = _crc32(data, _crc32(hdr, _crc32(subject, _crc32(head))))
+    out += head
+    out += subject
+    if hl:
+        out += hdr
+    out += data
+    out += crc.to_bytes(4, "little")
+    return total
+
+
+def tombstone(seq: int, num: int, ts: int) -> bytes:
+    out = bytearray()
+    append_record(out, KIND_DELETE, seq, ts, b"", 0, b"" if num == 1 else _U64.pack(num))
+    return bytes(out)
+
+
+def floor_record(seq: int, ts: int) -> bytes:
+    out = bytearray()
+    append_record(out, KIND_FLOOR, seq, ts, b"", 0, b"")
+    return bytes(out)
+
+
+def erased_record(seq: int, length: int) -> bytes:
+    """A record of exactly ``length`` bytes marking ``seq`` erased, body random."""
+    out = bytearray()
+    append_record(out, KIND_MSG | FLAG_ERASED, seq, 0, b"", 0, os.urandom(length - REC_OVERHEAD))
+    return bytes(out)
+
+
+def delete_count(buf: bytes | memoryview, off: int, total: int) -> int:
+    return 1 if total == REC_OVERHEAD else int(_U64.unpack_from(buf, off + REC_HDR_LEN)[0])
+
+
+class Rec(NamedTuple):
+    off: int
+    total: int
+    kind: int
+    seq: int
+    ts: int
+    slen: int
+    hlen: int
+
+
+class ScanEnd(NamedTuple):
+    """How a scan ended: ``good_end`` is where valid data stops (truncate there)."""
+
+    good_end: int
+    skipped: list[tuple[int, int]]  # (offset, length) of damaged records stepped over
+
+
+def _valid_at(buf: bytes, off: int, n: int) -> int:
+    """Length of a valid record at ``off``, or 0."""
+    if n - off < REC_OVERHEAD:
+        return 0
+    total = int.from_bytes(buf[off : off + 4], "little")
+    if total < REC_OVERHEAD or total > MAX_RECORD or off + total > n:
+        return 0
+    end = off + total - CRC_LEN
+    if _crc32(buf[off:end]) != int.from_bytes(buf[end : end + CRC_LEN], "little"):
+        return 0
+    return total
+
+
+def scan_records(buf: bytes, start: int, end_info: list[ScanEnd]) -> Iterator[Rec]:
+    """Yield the valid records of a block body; append a ScanEnd to ``end_info`` at the end.
+
+    A damaged record is stepped over when its length field leads to a valid record (a torn
+    in-place erase or a flipped payload byte in the middle of a block); otherwise the block
+    is cut there — a torn tail from a crash mid-write.
+    """
+    n = len(buf)
+    off = start
+    skipped: list[tuple[int, int]] = []
+    unpack = REC_HDR.unpack_from
+    mv = memoryview(buf)
+    while off < n:
+        if n - off < REC_OVERHEAD:
+            break
+        total, kind, seq, ts, slen, hlen = unpack(buf, off)
+        end = off + total - CRC_LEN
+        if (
+            total < REC_OVERHEAD
+            or total > MAX_RECORD
+            or end + CRC_LEN > n
+            or _crc32(mv[off:end]) != int.from_bytes(buf[end : end + CRC_LEN], "little")
+        ):
+            nxt = off + total
+            if REC_OVERHEAD <= total <= MAX_RECORD and nxt < n and _valid_at(buf, nxt, n):
+                skipped.append((off, total))
+                off = nxt
+                continue
+            break
+        yield Rec(off, total, kind, seq, ts, slen, hlen)
+        off += total
+    end_info.append(ScanEnd(off, skipped))

@@ -1,0 +1,427 @@
+"""The message store interface shared by the memory and file stores, its value types and errors.
+
+Modelled on nats-server's ``server/store.go``: one ``StreamStore`` contract with two
+implementations (``memstore.go``, ``filestore.go``). Sequences are 1-based ``int``s,
+timestamps are unix nanoseconds. Stores are synchronous and single-threaded: the stream
+layer calls them from its event loop and owns any timers (expiry, fsync interval).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+# ---------------------------------------------------------------------------------------------
+# Errors. Texts are nats-server's (store.go ⟨2.9.10⟩): the stream layer sends them verbatim in
+# PubAck error 10077 ("ErrMsgTooLarge" keeps 2.9.10's "to large" spelling).
+# ---------------------------------------------------------------------------------------------
+
+
+class StoreError(Exception):
+    """Base class of every store error; ``str(err)`` is the nats-server text."""
+
+    text = "store error"
+
+    def __init__(self, text: str | None = None) -> None:
+        super().__init__(text or self.text)
+
+
+class ErrStoreClosed(StoreError):
+    text = "store is closed"
+
+
+class ErrStoreMsgNotFound(StoreError):
+    text = "no message found"
+
+
+class ErrStoreEOF(StoreError):
+    text = "stream store EOF"
+
+
+class ErrMaxMsgs(StoreError):
+    text = "maximum messages exceeded"
+
+
+class ErrMaxBytes(StoreError):
+    text = "maximum bytes exceeded"
+
+
+class ErrMaxMsgsPerSubject(StoreError):
+    text = "maximum messages per subject exceeded"
+
+
+class ErrMsgTooLarge(StoreError):
+    text = "message to large"
+
+
+class ErrInvalidSequence(StoreError):
+    text = "invalid sequence"
+
+
+class ErrSequenceMismatch(StoreError):
+    text = "expected sequence does not match store"
+
+
+class ErrNoAckPolicy(StoreError):
+    text = "ack policy is none"
+
+
+class ErrCorruptRecord(StoreError):
+    text = "message record is corrupt"
+
+
+class ErrBadConsumerState(StoreError):
+    text = "bad consumer state"
+
+
+# ---------------------------------------------------------------------------------------------
+# Value types
+# ---------------------------------------------------------------------------------------------
+
+
+class StoredMsg(NamedTuple):
+    """One stored message. ``hdr`` is the raw NATS header block (b"" when none)."""
+
+    subject: str
+    seq: int
+    ts: int
+    hdr: bytes
+    data: bytes
+
+
+class SimpleState(NamedTuple):
+    """Per-subject / filtered state: message count and first/last sequence (0 when none)."""
+
+    msgs: int = 0
+    first: int = 0
+    last: int = 0
+
+
+@dataclass(slots=True)
+class LostData:
+    """Messages found damaged during recovery (``StreamState.lost`` on the wire)."""
+
+    msgs: list[int] = field(default_factory=list)
+    bytes: int = 0
+
+
+@dataclass(slots=True)
+class StreamState:
+    """A stream's state as reported in StreamInfo.state (consumer_count is the caller's)."""
+
+    msgs: int = 0
+    bytes: int = 0
+    first_seq: int = 0
+    first_ts: int = 0
+    last_seq: int = 0
+    last_ts: int = 0
+    num_subjects: int = 0
+    num_deleted: int = 0
+    deleted: list[int] | None = None
+    lost: LostData | None = None
+    consumer_count: int = 0
+
+
+DISCARD_OLD = "old"
+DISCARD_NEW = "new"
+COMPRESSION_NONE = "none"
+COMPRESSION_S2 = "s2"
+
+
+@dataclass(slots=True)
+class StoreConfig:
+    """The stream limits a store enforces. -1 (or 0 for max_age) means unlimited, as on the wire.
+
+    ``first_seq`` only applies when a store is created empty; ``compression`` is honoured by the
+    file store for records written from then on and ignored by the memory store.
+    """
+
+    name: str = ""
+    max_msgs: int = -1
+    max_bytes: int = -1
+    max_age: int = 0  # nanoseconds
+    max_msgs_per_subject: int = -1
+    max_msg_size: int = -1
+    discard: str = DISCARD_OLD
+    discard_new_per_subject: bool = False
+    first_seq: int = 0
+    compression: str = COMPRESSION_NONE
+
+    def __post_init__(self) -> None:
+        if self.discard not in (DISCARD_OLD, DISCARD_NEW):
+            raise ValueError(f"discard policy must be 'old' or 'new', not {self.discard!r}")
+        if self.compression not in (COMPRESSION_NONE, COMPRESSION_S2):
+            raise ValueError(f"compression must be 'none' or 's2', not {self.compression!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Interfaces
+# ---------------------------------------------------------------------------------------------
+
+
+class MessageStore(ABC):
+    """A stream's message store (nats-server ``StreamStore``).
+
+    Not thread-safe: call from one thread (the event loop). Mutations are "written to the OS"
+    (file store) before they return, unless made inside ``with store.batch():`` in which case
+    they are written when the outermost batch exits — acknowledge publishes after that.
+    """
+
+    storage_type: str  # "memory" | "file"
+
+    # --- writing -------------------------------------------------------------------------
+    @abstractmethod
+    def store_msg(self, subject: str, hdr: bytes, data: bytes, ts: int | None = None) -> tuple[int, int]:
+        """Append a message; return ``(seq, ts)``. Enforces limits (see StoreConfig)."""
+
+    @abstractmethod
+    def skip_msg(self) -> int:
+        """Consume the next sequence without storing anything; return it."""
+
+    @abstractmethod
+    def skip_msgs(self, seq: int, num: int) -> None:
+        """Consume ``num`` sequences starting at ``seq`` (must be last_seq + 1)."""
+
+    @abstractmethod
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        """Group mutations: writes (and an ``always`` fsync) happen once when the batch exits."""
+
+    # --- reading -------------------------------------------------------------------------
+    @abstractmethod
+    def load_msg(self, seq: int) -> StoredMsg:
+        """The message at ``seq``. ErrStoreEOF past the end, ErrStoreMsgNotFound if deleted."""
+
+    @abstractmethod
+    def load_next_msg(self, filter_subject: str, start_seq: int) -> tuple[StoredMsg, int]:
+        """First message with seq >= start_seq matching the filter (``""``/``">"`` = all).
+
+        Returns ``(msg, msg.seq)``; raises ErrStoreEOF when there is none.
+        """
+
+    @abstractmethod
+    def load_last_msg(self, subject: str) -> StoredMsg:
+        """Last message on a subject (wildcards allowed; ``""``/``">"`` = stream's last)."""
+
+    @abstractmethod
+    def load_prev_msg(self, start_seq: int, filter_subject: str = ">") -> StoredMsg:
+        """Last message with seq <= start_seq matching the filter; ErrStoreMsgNotFound if none."""
+
+    @abstractmethod
+    def subject_for_seq(self, seq: int) -> str:
+        """The subject of the message at ``seq`` (no payload read)."""
+
+    @abstractmethod
+    def get_seq_from_time(self, ts: int) -> int:
+        """First sequence whose timestamp is >= ts (last_seq + 1 when none)."""
+
+    # --- per-subject and filtered state -------------------------------------------------
+    @abstractmethod
+    def subjects_state(self, filter_subject: str = ">") -> dict[str, SimpleState]:
+        """``{subject: SimpleState}`` for every stored subject matching the filter."""
+
+    @abstractmethod
+    def subjects_totals(self, filter_subject: str = ">") -> dict[str, int]:
+        """``{subject: message count}`` for every stored subject matching the filter."""
+
+    @abstractmethod
+    def num_pending(
+        self, start_seq: int, filter_subject: str = ">", last_per_subject: bool = False
+    ) -> tuple[int, int]:
+        """``(pending, valid_through)``: matching messages with seq >= start_seq (or, with
+        last_per_subject, matching subjects whose last message is >= start_seq), and the
+        last sequence the answer covers."""
+
+    @abstractmethod
+    def filtered_state(self, start_seq: int, filter_subject: str = ">") -> SimpleState:
+        """Count, first and last of matching messages with seq >= start_seq."""
+
+    # --- removing -----------------------------------------------------------------------
+    @abstractmethod
+    def remove_msg(self, seq: int) -> bool:
+        """Delete one message (tombstone); False when it was not there."""
+
+    @abstractmethod
+    def erase_msg(self, seq: int) -> bool:
+        """Delete one message and overwrite its stored bytes with random data."""
+
+    @abstractmethod
+    def purge(self) -> int:
+        """Remove every message; first_seq becomes last_seq + 1. Returns the count removed."""
+
+    @abstractmethod
+    def purge_ex(self, subject: str = "", seq: int = 0, keep: int = 0) -> int:
+        """nats-server PurgeEx: by subject filter, up to (not including) ``seq``, keeping the
+        newest ``keep``. Without a subject: seq > 1 ⇒ compact(seq); keep ⇒ keep the last N."""
+
+    @abstractmethod
+    def compact(self, seq: int) -> int:
+        """Remove every message below ``seq``; seq past the end purges and sets first_seq=seq."""
+
+    @abstractmethod
+    def truncate(self, seq: int) -> None:
+        """Remove every message above ``seq`` (0 resets the store). ErrInvalidSequence if
+        ``seq`` is not a stored message."""
+
+    @abstractmethod
+    def expire_msgs(self, now: int | None = None) -> int:
+        """Remove messages older than max_age at ``now`` (unix ns); return how many."""
+
+    @abstractmethod
+    def next_expiry(self) -> int | None:
+        """Unix ns when the oldest message reaches max_age (None: nothing will expire)."""
+
+    # --- state and lifecycle ------------------------------------------------------------
+    @abstractmethod
+    def state(self, deleted_details: bool = False) -> StreamState:
+        """Full state; ``deleted`` is filled only when deleted_details is true."""
+
+    @abstractmethod
+    def fast_state(self) -> StreamState:
+        """State without the deleted list (cheap)."""
+
+    @abstractmethod
+    def update_config(self, cfg: StoreConfig) -> None:
+        """Apply new limits (enforcing them on what is stored now)."""
+
+    @property
+    @abstractmethod
+    def config(self) -> StoreConfig:
+        """The current limits."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Write anything buffered to the OS."""
+
+    @abstractmethod
+    def sync(self) -> None:
+        """Flush and fsync (the caller's sync_interval timer calls this)."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Flush, persist what speeds up the next start, and close. Idempotent."""
+
+    def close(self) -> None:
+        self.stop()
+
+    @abstractmethod
+    def delete(self) -> None:
+        """Stop and remove everything this store persisted."""
+
+    # --- metadata for the stream layer -------------------------------------------------
+    @abstractmethod
+    def write_meta(self, data: bytes) -> None:
+        """Persist the stream definition (atomically for the file store)."""
+
+    @abstractmethod
+    def read_meta(self) -> bytes | None:
+        """The stream definition last written, or None."""
+
+    @abstractmethod
+    def consumer_store(self, name: str) -> ConsumerStoreBase:
+        """Open (or create) the state store of a consumer of this stream."""
+
+    @abstractmethod
+    def consumer_names(self) -> list[str]:
+        """Names of consumers with persisted state (what a restart must bring back)."""
+
+    def __enter__(self) -> MessageStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# Consumer state ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SequencePair:
+    consumer_seq: int = 0
+    stream_seq: int = 0
+
+
+@dataclass(slots=True)
+class ConsumerState:
+    """A consumer's durable state (nats-server ``ConsumerState``).
+
+    ``pending`` maps stream seq -> (consumer seq of the delivery, delivery ts in unix ns);
+    ``redelivered`` maps stream seq -> number of redeliveries (delivery count - 1).
+    """
+
+    delivered: SequencePair = field(default_factory=SequencePair)
+    ack_floor: SequencePair = field(default_factory=SequencePair)
+    pending: dict[int, tuple[int, int]] = field(default_factory=dict)
+    redelivered: dict[int, int] = field(default_factory=dict)
+
+    def copy(self) -> ConsumerState:
+        return ConsumerState(
+            SequencePair(self.delivered.consumer_seq, self.delivered.stream_seq),
+            SequencePair(self.ack_floor.consumer_seq, self.ack_floor.stream_seq),
+            dict(self.pending),
+            dict(self.redelivered),
+        )
+
+
+ACK_NONE = "none"
+ACK_ALL = "all"
+ACK_EXPLICIT = "explicit"
+
+
+class ConsumerStoreBase(ABC):
+    """Durable state of one consumer (nats-server ``ConsumerStore``)."""
+
+    name: str
+
+    @abstractmethod
+    def state(self) -> ConsumerState:
+        """A copy of the current state."""
+
+    @abstractmethod
+    def has_state(self) -> bool:
+        """True when state was recovered from a previous run."""
+
+    @abstractmethod
+    def update(self, state: ConsumerState) -> None:
+        """Replace the whole state (validated)."""
+
+    @abstractmethod
+    def set_starting(self, sseq: int) -> None:
+        """Set the delivered stream sequence a new consumer starts after."""
+
+    @abstractmethod
+    def update_delivered(self, dseq: int, sseq: int, dc: int, ts: int) -> None:
+        """Record delivery ``dseq`` of stream message ``sseq`` (delivery count dc, time ts)."""
+
+    @abstractmethod
+    def update_acks(self, dseq: int, sseq: int) -> None:
+        """Record an ack of delivery ``dseq`` / stream message ``sseq``."""
+
+    @abstractmethod
+    def update_config(self, ack_policy: str, max_deliver: int = -1) -> None:
+        """Ack policy ("none"|"all"|"explicit") and max_deliver the updates follow."""
+
+    @abstractmethod
+    def write_meta(self, data: bytes) -> None:
+        """Persist the consumer definition."""
+
+    @abstractmethod
+    def read_meta(self) -> bytes | None:
+        """The consumer definition last written, or None."""
+
+    @abstractmethod
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        """Group updates; state is persisted once when the batch exits."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Persist pending state now."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Persist and close."""
+
+    @abstractmethod
+    def delete(self) -> None:
+        """Remove the consumer's persisted state."""

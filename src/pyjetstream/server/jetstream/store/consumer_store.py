@@ -1,0 +1,342 @@
+"""Consumer state stores (nats-server ``consumerMemStore`` / ``consumerFileStore``).
+
+The state machine (delivered, ack floor, pending, redelivered) follows nats-server's
+``UpdateDelivered`` / ``UpdateAcks``; the file variant persists it to ``o.dat`` as one
+atomic replace per update (or per ``batch()``), fsynced when the sync policy is ``always``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import struct
+import zlib
+from array import array
+from collections.abc import Callable, Iterator
+
+from ._fileutil import atomic_write, fsync_dir, read_meta_file, write_meta_file
+from .base import (
+    ACK_ALL,
+    ACK_EXPLICIT,
+    ACK_NONE,
+    ConsumerState,
+    ConsumerStoreBase,
+    ErrBadConsumerState,
+    ErrNoAckPolicy,
+    ErrStoreClosed,
+    ErrStoreMsgNotFound,
+    SequencePair,
+)
+
+_STATE_MAGIC = b"PJSC"
+_STATE_VERSION = 1
+# magic, version, pad, ack floor (consumer, stream), delivered (consumer, stream), #pending, #redelivered
+_STATE_HDR = struct.Struct("<4sB3xQQQQQQ")
+
+
+class _ConsumerStateMachine(ConsumerStoreBase):
+    def __init__(self, name: str, ack_policy: str = ACK_EXPLICIT, max_deliver: int = -1) -> None:
+        self.name = name
+        self._ack_policy = ack_policy
+        self._max_deliver = max_deliver
+        self._st = ConsumerState()
+        self._batch_depth = 0
+        self._dirty = False
+        self.closed = False
+
+    # --- persistence hooks -------------------------------------------------------------
+    def _persist(self) -> None:
+        """Write the state (file variant)."""
+
+    def _changed(self) -> None:
+        self._dirty = True
+        if not self._batch_depth:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._dirty and not self.closed:
+            self._persist()
+            self._dirty = False
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        self._batch_depth += 1
+        try:
+            yield
+        finally:
+            self._batch_depth -= 1
+            if not self._batch_depth:
+                self.flush()
+
+    def _check(self) -> None:
+        if self.closed:
+            raise ErrStoreClosed()
+
+    # --- state -------------------------------------------------------------------------
+    def state(self) -> ConsumerState:
+        return self._st.copy()
+
+    def update_config(self, ack_policy: str, max_deliver: int = -1) -> None:
+        if ack_policy not in (ACK_NONE, ACK_ALL, ACK_EXPLICIT):
+            raise ValueError(f"unknown ack policy {ack_policy!r}")
+        self._ack_policy = ack_policy
+        self._max_deliver = max_deliver
+
+    def set_starting(self, sseq: int) -> None:
+        self._check()
+        self._st.delivered.stream_seq = sseq
+        if self._ack_policy == ACK_NONE:
+            self._st.ack_floor.stream_seq = sseq
+        self._changed()
+
+    def update(self, state: ConsumerState) -> None:
+        self._check()
+        if state.ack_floor.consumer_seq > state.delivered.consumer_seq:
+            raise ErrBadConsumerState("bad ack floor for consumer")
+        if state.ack_floor.stream_seq > state.delivered.stream_seq:
+            raise ErrBadConsumerState("bad ack floor for stream")
+        for seq in state.pending:
+            if seq <= state.ack_floor.stream_seq or seq > state.delivered.stream_seq:
+                raise ErrBadConsumerState(f"bad pending entry, sequence [{seq}] out of range")
+        cur = self._st
+        if (
+            state.delivered.consumer_seq < cur.delivered.consumer_seq
+            or state.ack_floor.stream_seq < cur.ack_floor.stream_seq
+        ):
+            raise ErrBadConsumerState("old update ignored")
+        self._st = state.copy()
+        self._changed()
+
+    def update_delivered(self, dseq: int, sseq: int, dc: int, ts: int) -> None:
+        self._check()
+        st = self._st
+        if dc != 1 and self._ack_policy == ACK_NONE:
+            raise ErrNoAckPolicy()
+        if dseq <= st.ack_floor.consumer_seq:
+            return
+        if self._ack_policy != ACK_NONE:
+            if sseq <= st.delivered.stream_seq:
+                p = st.pending.get(sseq)
+                if p is not None:
+                    # Keep the original delivery sequence, refresh the delivery time.
+                    st.pending[sseq] = (p[0], ts)
+            else:
+                st.pending[sseq] = (dseq, ts)
+            if dseq > st.delivered.consumer_seq:
+                st.delivered.consumer_seq = dseq
+            if sseq > st.delivered.stream_seq:
+                st.delivered.stream_seq = sseq
+            if dc > 1:
+                if 0 < self._max_deliver < dc:
+                    st.pending.pop(sseq, None)
+                if st.redelivered.get(sseq, 0) < dc - 1:
+                    st.redelivered[sseq] = dc - 1
+        else:
+            if dseq > st.delivered.consumer_seq:
+                st.delivered.consumer_seq = dseq
+                st.ack_floor.consumer_seq = dseq
+            if sseq > st.delivered.stream_seq:
+                st.delivered.stream_seq = sseq
+                st.ack_floor.stream_seq = sseq
+        self._changed()
+
+    def update_acks(self, dseq: int, sseq: int) -> None:
+        self._check()
+        st = self._st
+        if self._ack_policy == ACK_NONE:
+            raise ErrNoAckPolicy()
+        if dseq <= st.ack_floor.consumer_seq:
+            return
+        if sseq not in st.pending:
+            if st.redelivered.pop(sseq, None) is not None:
+                self._changed()
+            raise ErrStoreMsgNotFound()
+        if self._ack_policy == ACK_ALL:
+            st.ack_floor.consumer_seq = dseq
+            st.ack_floor.stream_seq = sseq
+            for seq in [s for s in st.pending if s <= sseq]:
+                del st.pending[seq]
+                st.redelivered.pop(seq, None)
+            for seq in [s for s in st.redelivered if s <= sseq]:
+                del st.redelivered[seq]
+            self._changed()
+            return
+        # Explicit ack.
+        orig_dseq = st.pending.pop(sseq)[0]
+        if dseq > orig_dseq > 0:
+            dseq = orig_dseq
+        if not st.pending:
+            st.ack_floor.consumer_seq = st.delivered.consumer_seq
+            st.ack_floor.stream_seq = st.delivered.stream_seq
+        elif dseq == st.ack_floor.consumer_seq + 1:
+            st.ack_floor.consumer_seq = dseq
+            st.ack_floor.stream_seq = sseq
+            if st.delivered.consumer_seq > dseq:
+                # The floor moves up to just below the oldest still-pending message.
+                nxt = min(st.pending)
+                p_dseq = st.pending[nxt][0]
+                if p_dseq > 0:
+                    st.ack_floor.consumer_seq = p_dseq - 1
+                    st.ack_floor.stream_seq = nxt - 1
+        st.redelivered.pop(sseq, None)
+        self._changed()
+
+    # --- metadata / lifecycle defaults (memory) ---------------------------------------------
+    def has_state(self) -> bool:
+        return False
+
+
+class MemoryConsumerStore(_ConsumerStateMachine):
+    """Consumer state in RAM (streams with memory storage)."""
+
+    def __init__(
+        self,
+        name: str,
+        ack_policy: str = ACK_EXPLICIT,
+        max_deliver: int = -1,
+        on_delete: Callable[[str], object] | None = None,
+    ) -> None:
+        super().__init__(name, ack_policy, max_deliver)
+        self._meta: bytes | None = None
+        self._on_delete = on_delete
+
+    def write_meta(self, data: bytes) -> None:
+        self._meta = bytes(data)
+
+    def read_meta(self) -> bytes | None:
+        return self._meta
+
+    def stop(self) -> None:
+        self.closed = True
+
+    def delete(self) -> None:
+        self.closed = True
+        self._meta = None
+        if self._on_delete is not None:
+            self._on_delete(self.name)
+
+
+def encode_consumer_state(st: ConsumerState) -> bytes:
+    pend_seqs = sorted(st.pending)
+    red_seqs = sorted(st.redelivered)
+    parts = [
+        _STATE_HDR.pack(
+            _STATE_MAGIC,
+            _STATE_VERSION,
+            st.ack_floor.consumer_seq,
+            st.ack_floor.stream_seq,
+            st.delivered.consumer_seq,
+            st.delivered.stream_seq,
+            len(pend_seqs),
+            len(red_seqs),
+        ),
+        array("Q", pend_seqs).tobytes(),
+        array("Q", [st.pending[s][0] for s in pend_seqs]).tobytes(),
+        array("q", [st.pending[s][1] for s in pend_seqs]).tobytes(),
+        array("Q", red_seqs).tobytes(),
+        array("Q", [st.redelivered[s] for s in red_seqs]).tobytes(),
+    ]
+    body = b"".join(parts)
+    return body + zlib.crc32(body).to_bytes(4, "little")
+
+
+def decode_consumer_state(buf: bytes) -> ConsumerState:
+    if len(buf) < _STATE_HDR.size + 4 or zlib.crc32(buf[:-4]) != int.from_bytes(buf[-4:], "little"):
+        raise ErrBadConsumerState("consumer state file is corrupt")
+    magic, version, afc, afs, dc, ds, npend, nred = _STATE_HDR.unpack_from(buf, 0)
+    if magic != _STATE_MAGIC or version != _STATE_VERSION:
+        raise ErrBadConsumerState("consumer state file has an unknown format")
+    expected = _STATE_HDR.size + 8 * (3 * npend + 2 * nred) + 4
+    if len(buf) != expected:
+        raise ErrBadConsumerState("consumer state file is corrupt")
+
+    def arr(code: str, n: int, off: int) -> tuple[array[int], int]:
+        a = array(code)
+        a.frombytes(buf[off : off + 8 * n])
+        return a, off + 8 * n
+
+    off = _STATE_HDR.size
+    ps, off = arr("Q", npend, off)
+    pd, off = arr("Q", npend, off)
+    pt, off = arr("q", npend, off)
+    rs, off = arr("Q", nred, off)
+    rc, off = arr("Q", nred, off)
+    return ConsumerState(
+        SequencePair(dc, ds),
+        SequencePair(afc, afs),
+        {s: (d, t) for s, d, t in zip(ps, pd, pt, strict=True)},
+        dict(zip(rs, rc, strict=True)),
+    )
+
+
+class FileConsumerStore(_ConsumerStateMachine):
+    """Consumer state persisted under ``<stream dir>/obs/<name>/`` (meta.inf, meta.sum, o.dat)."""
+
+    STATE_FILE = "o.dat"
+
+    def __init__(
+        self,
+        directory: str,
+        name: str,
+        sync_always: bool = False,
+        ack_policy: str = ACK_EXPLICIT,
+        max_deliver: int = -1,
+    ) -> None:
+        super().__init__(name, ack_policy, max_deliver)
+        self.directory = directory
+        self._sync_always = sync_always
+        created = not os.path.isdir(directory)
+        os.makedirs(directory, exist_ok=True)
+        if created:
+            fsync_dir(os.path.dirname(directory))
+        self._has_state = False
+        path = os.path.join(directory, self.STATE_FILE)
+        try:
+            with open(path, "rb") as f:
+                buf = f.read()
+        except FileNotFoundError:
+            return
+        self._st = decode_consumer_state(buf)
+        self._has_state = True
+
+    def has_state(self) -> bool:
+        return self._has_state
+
+    def _persist(self) -> None:
+        atomic_write(
+            os.path.join(self.directory, self.STATE_FILE),
+            encode_consumer_state(self._st),
+            fsync=self._sync_always,
+        )
+
+    def sync(self) -> None:
+        """Flush and fsync the state file (for the interval sync policy)."""
+        self.flush()
+        path = os.path.join(self.directory, self.STATE_FILE)
+        with contextlib.suppress(FileNotFoundError):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            fsync_dir(self.directory)
+
+    def write_meta(self, data: bytes) -> None:
+        self._check()
+        write_meta_file(self.directory, data)
+
+    def read_meta(self) -> bytes | None:
+        return read_meta_file(self.directory)
+
+    def stop(self) -> None:
+        if self.closed:
+            return
+        self.flush()
+        self.closed = True
+
+    def delete(self) -> None:
+        self.closed = True
+        shutil.rmtree(self.directory, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            fsync_dir(os.path.dirname(self.directory))
