@@ -94,6 +94,8 @@ class NanoTime(int):
         seconds, ns = divmod(int(self), NS_PER_S)
         return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds, microseconds=ns // NS_PER_US)
 
+    __str__ = int.__repr__  # str()/f-strings give the integer (safe in ack subjects)
+
     def __repr__(self) -> str:
         try:
             return f"NanoTime({format_time(self)!r})"
