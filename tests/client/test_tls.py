@@ -92,3 +92,20 @@ async def test_tls_reconnect(tls_server: Target, certs: tuple[Path, Path]) -> No
         assert (await sub.next_msg(timeout=5)).data == b"back"
     finally:
         await nc.close()
+
+
+def test_tls_on_uvloop(tls_server: Target, certs: tuple[Path, Path]) -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def scenario() -> None:
+        nc = await connect(tls_server.url, tls=client_context(certs[0]))
+        try:
+            sub = await nc.subscribe("uv.tls")
+            await nc.flush()
+            await nc.publish("uv.tls", b"over tls")
+            assert (await sub.next_msg(timeout=5)).data == b"over tls"
+        finally:
+            await nc.close()
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(scenario())

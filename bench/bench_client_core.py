@@ -1,0 +1,191 @@
+"""Core client benchmark: pyjetstream.client vs nats-py against one real nats-server, in one run.
+
+    .venv/bin/python bench/bench_client_core.py [--msgs 200000] [--size 128] [--requests 5000] [--no-uvloop]
+
+Measures, for each client on the same event loop and the same server:
+- publish throughput (``await publish`` in a loop, then flush), no subscribers;
+- pub→sub throughput (publisher and subscriber on separate connections, async callback);
+- request/reply latency (sequential requests to a responder of the same library).
+Prints each figure and the ratio ours / nats-py (> 1 means we are faster; for latency, lower is better
+and the ratio shown is nats-py / ours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import nats
+
+from pyjetstream.client import connect
+
+
+def start_nats_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    exe = shutil.which("nats-server")
+    if exe is None:
+        raise SystemExit("nats-server is not installed")
+    ports = workdir / "ports"
+    ports.mkdir()
+    proc = subprocess.Popen(
+        [exe, "-a", "127.0.0.1", "-p", "-1", "--ports_file_dir", str(ports)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        files = list(ports.glob("*.ports"))
+        if files and files[0].read_text().strip():
+            import json
+
+            return proc, json.loads(files[0].read_text())["nats"][0]
+        time.sleep(0.02)
+    proc.kill()
+    raise SystemExit("nats-server did not start")
+
+
+# --- the two clients behind one tiny interface -------------------------------------------------
+
+
+async def ours_connect(url: str) -> Any:
+    return await connect(url, pending_size=64 * 1024 * 1024)
+
+
+async def natspy_connect(url: str) -> Any:
+    return await nats.connect(url, pending_size=64 * 1024 * 1024)
+
+
+async def bench_publish(conn: Callable[[str], Awaitable[Any]], url: str, n: int, payload: bytes) -> float:
+    nc = await conn(url)
+    try:
+        await nc.flush()
+        start = time.perf_counter()
+        for _ in range(n):
+            await nc.publish("bench.pub", payload)
+        await nc.flush()
+        return n / (time.perf_counter() - start)
+    finally:
+        await nc.close()
+
+
+async def bench_pubsub(
+    conn: Callable[[str], Awaitable[Any]], url: str, n: int, payload: bytes, sync_cb: bool = False
+) -> float:
+    pub, sub_nc = await conn(url), await conn(url)
+    done = asyncio.get_running_loop().create_future()
+    count = 0
+
+    def on_msg_sync(msg: Any) -> None:
+        nonlocal count
+        count += 1
+        if count == n and not done.done():
+            done.set_result(None)
+
+    async def on_msg(msg: Any) -> None:
+        on_msg_sync(msg)
+
+    try:
+        kwargs: dict[str, Any] = {"cb": on_msg_sync if sync_cb else on_msg}
+        kwargs["pending_msgs_limit"] = n + 1
+        kwargs["pending_bytes_limit"] = (n + 1) * (len(payload) + 64)
+        await sub_nc.subscribe("bench.ps", **kwargs)
+        await sub_nc.flush()
+        start = time.perf_counter()
+        for _ in range(n):
+            await pub.publish("bench.ps", payload)
+        await pub.flush()
+        await asyncio.wait_for(done, 60)
+        return n / (time.perf_counter() - start)
+    finally:
+        await pub.close()
+        await sub_nc.close()
+
+
+async def bench_request(conn: Callable[[str], Awaitable[Any]], url: str, n: int, payload: bytes) -> float:
+    """Median request/reply round trip in microseconds."""
+    requester, responder = await conn(url), await conn(url)
+
+    async def respond(msg: Any) -> None:
+        await msg.respond(msg.data)
+
+    try:
+        await responder.subscribe("bench.req", cb=respond)
+        await responder.flush()
+        for _ in range(200):  # warm up (inbox subscription, caches)
+            await requester.request("bench.req", payload, timeout=5)
+        samples = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await requester.request("bench.req", payload, timeout=5)
+            samples.append(time.perf_counter() - t0)
+        return statistics.median(samples) * 1e6
+    finally:
+        await requester.close()
+        await responder.close()
+
+
+async def run(args: argparse.Namespace, url: str) -> None:
+    payload = b"x" * args.size
+    rows: list[tuple[str, float, float, str]] = []
+
+    ours = await bench_publish(ours_connect, url, args.msgs, payload)
+    theirs = await bench_publish(natspy_connect, url, args.msgs, payload)
+    rows.append(("publish (msgs/s)", ours, theirs, "ours/nats-py"))
+
+    ours = await bench_pubsub(ours_connect, url, args.msgs, payload)
+    theirs = await bench_pubsub(natspy_connect, url, args.msgs, payload)
+    rows.append(("pub->sub, async cb (msgs/s)", ours, theirs, "ours/nats-py"))
+    ours_sync = await bench_pubsub(ours_connect, url, args.msgs, payload, sync_cb=True)
+    rows.append(("pub->sub, ours plain-function cb (msgs/s)", ours_sync, theirs, "ours/nats-py"))
+
+    ours = await bench_request(ours_connect, url, args.requests, payload)
+    theirs = await bench_request(natspy_connect, url, args.requests, payload)
+    rows.append(("request/reply median latency (us)", ours, theirs, "nats-py/ours"))
+
+    print(f"\n{'benchmark':44} {'pyjetstream':>14} {'nats-py':>14} {'ratio':>8}")
+    for name, a, b, how in rows:
+        ratio = a / b if how == "ours/nats-py" else b / a
+        print(f"{name:44} {a:14,.0f} {b:14,.0f} {ratio:7.2f}x  ({how})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--msgs", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=128)
+    parser.add_argument("--requests", type=int, default=5_000)
+    parser.add_argument("--no-uvloop", action="store_true")
+    args = parser.parse_args()
+    loop_name = "asyncio"
+    if not args.no_uvloop:
+        try:
+            import uvloop
+
+            uvloop.install()
+            loop_name = "uvloop"
+        except ImportError:
+            pass
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start_nats_server(Path(tmp))
+        try:
+            print(
+                f"nats-server at {url}; loop={loop_name}; {args.msgs} msgs of {args.size} B; {args.requests} requests"
+            )
+            started = time.perf_counter()
+            asyncio.run(run(args, url))
+            print(f"\ntotal {time.perf_counter() - started:.1f}s")
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    main()
