@@ -496,10 +496,10 @@ def parse_serve_args(
         opts = load_config(config_file, environ=environ) if config_file else ServerOptions()
     except ConfigError as exc:
         raise UsageError("\n".join(f"{prog}: {issue}" for issue in exc.issues)) from None
+    if check:  # like nats-server, -t judges the file alone
+        raise ConfigChecked(f"{prog}: configuration file {config_file} is valid", opts)
     _apply_flags(opts, given)
     problems = opts.problems()
     if problems:
         raise UsageError("\n".join(f"{prog}: {p}" for p in problems))
-    if check:
-        raise ConfigChecked(f"{prog}: configuration file {config_file} is valid", opts)
     return opts
