@@ -356,3 +356,17 @@ async def test_publish_burst_is_coalesced(nc: Client, nc2: Client) -> None:
     assert len(writes) < 40  # ~64 KiB chunks, not 10k small writes
     got = [(await sub.next_msg(timeout=5)).data for _ in range(10_000)]
     assert got == [b"%05d" % i for i in range(10_000)]
+
+
+async def test_payload_types(nc: Client) -> None:
+    sub = await nc.subscribe("types")
+    await nc.flush()
+    await nc.publish("types", bytearray(b"ba"))
+    await nc.publish("types", memoryview(b"mv"))
+    with pytest.raises(TypeError):
+        await nc.publish("types", "not bytes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        await nc.publish("types", 5)  # type: ignore[arg-type]
+    await nc.publish("types", b"ok")
+    assert [(await sub.next_msg()).data for _ in range(3)] == [b"ba", b"mv", b"ok"]
+    assert nc.is_connected

@@ -14,6 +14,7 @@ from pyjetstream.client import (
     PermissionsViolationError,
     ProtocolError,
     StaleConnectionError,
+    TimeoutError,
     connect,
 )
 
@@ -152,6 +153,25 @@ async def test_async_info_updates_and_discovers() -> None:
         await asyncio.wait_for(discovered.wait(), 5)
         assert nc.max_payload == 2048
         assert sorted(nc.discovered_servers) == ["nats://10.0.0.2:4222", "nats://127.0.0.1:1"]
+    finally:
+        await nc.close()
+        await server.stop()
+
+
+async def test_timed_out_flush_does_not_release_a_later_one() -> None:
+    """Each PONG answers exactly one PING: a flush that timed out still consumes its own PONG."""
+    server = await ScriptedServer(answer_pings=False).start()
+    nc = await connect(server.url, ping_interval=0)
+    try:
+        with pytest.raises(TimeoutError):
+            await nc.flush(timeout=0.05)
+        later = asyncio.ensure_future(nc.flush(timeout=5))
+        await wait_until(lambda: server.lines.count(b"PING\r\n") == 3, what="both flush PINGs")
+        server.send_all(b"PONG\r\n")  # answers the timed-out flush's PING
+        await wait_until(lambda: len(nc._pongs) == 1, what="first PONG processed")
+        assert not later.done()
+        server.send_all(b"PONG\r\n")
+        await later
     finally:
         await nc.close()
         await server.stop()

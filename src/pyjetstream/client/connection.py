@@ -319,9 +319,12 @@ class Client:
                 raise ConnectionClosedError("connection closed")
             raise ConnectionDrainingError("connection is draining: publishing is over")
         if subject not in self._valid_subjects:
-            self._remember_subject(subject, wildcards=False)
-        if reply and reply not in self._valid_subjects:
-            self._remember_subject(reply, wildcards=False)
+            self._remember_subject(subject)
+        if reply and _WHITESPACE.search(reply):
+            raise BadSubjectError(f"invalid reply subject {reply!r}")
+        if type(payload) is not bytes:
+            # Before anything is buffered: a failure halfway through would corrupt the stream.
+            payload = memoryview(payload).tobytes()
         size = len(payload)
         if headers is None:
             if size > self._max_payload:
@@ -385,12 +388,11 @@ class Client:
                 self._writable = self._loop.create_future()  # type: ignore[union-attr]
             await asyncio.shield(self._writable)
 
-    def _remember_subject(self, subject: str, *, wildcards: bool) -> None:
-        _check_subject(subject, wildcards=wildcards)
-        if not wildcards:
-            if len(self._valid_subjects) >= _SUBJECT_CACHE_MAX:
-                self._valid_subjects.clear()
-            self._valid_subjects.add(subject)
+    def _remember_subject(self, subject: str) -> None:
+        _check_subject(subject, wildcards=False)
+        if len(self._valid_subjects) >= _SUBJECT_CACHE_MAX:
+            self._valid_subjects.clear()
+        self._valid_subjects.add(subject)
 
     # ===================================================================== subscribe
 
@@ -627,13 +629,13 @@ class Client:
             self._wbuf += PONG
             self._flush_writes()
         elif kind is Pong:
+            # Exactly one entry per PONG: the server answers PINGs in order, and an entry whose
+            # flush timed out must still absorb its own PONG (else a later flush returns early).
             self._pings_outstanding = 0
-            while self._pongs:
+            if self._pongs:
                 fut = self._pongs.popleft()
-                if fut is None or not fut.done():
-                    if fut is not None:
-                        fut.set_result(None)
-                    break
+                if fut is not None and not fut.done():
+                    fut.set_result(None)
         elif kind is Info:
             self._process_info(event.info, initial=False)  # type: ignore[attr-defined]
         elif kind is Err:
