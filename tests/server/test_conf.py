@@ -1213,3 +1213,41 @@ def fetch_varz(conf: Path, ports_dir: Path) -> dict[str, Any]:
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1.-$:=;,{}[]()\"'\\#/ \t\nkmx²٣")), max_size=40))
+def test_any_text_parses_or_raises_config_error(text: str) -> None:
+    try:
+        result = parse(text, filename="fuzz.conf", environ={})
+    except ConfigError as exc:
+        assert exc.issues and all(i.file == "fuzz.conf" and i.line >= 1 for i in exc.issues)
+    else:
+        assert isinstance(result, dict)
+
+
+_KNOWN_KEYS = (
+    "port listen host server_name http https http_port jetstream store_dir max_mem max_file domain "
+    "sync_interval limits authorization user password token users timeout permissions publish "
+    "subscribe allow deny allow_responses max expires nkey accounts tls cert_file verify timeout "
+    "max_payload ping_interval lame_duck_duration no_auth_user server_tags cluster operator "
+    "default_permissions allowed_connection_types max_streams enabled max_sub_tokens exports"
+).split()
+_shapes = st.recursive(
+    st.one_of(
+        st.integers(-5, 2**40), st.booleans(), st.sampled_from(["", "x", "1G", "10s", "always", "a.>"])
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(_KNOWN_KEYS), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(_KNOWN_KEYS), _shapes, max_size=5))
+def test_any_shape_of_known_keys_maps_or_raises_config_error(config: dict[str, Any]) -> None:
+    try:
+        config_to_options(config)
+    except ConfigError as exc:
+        assert exc.issues

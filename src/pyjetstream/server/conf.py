@@ -146,11 +146,15 @@ class _SyntaxError(Exception):
 
 
 def _is_ws(c: str) -> bool:
-    return c in " \t"
+    return c == " " or c == "\t"
 
 
 def _is_nl(c: str) -> bool:
-    return c in "\r\n"
+    return c == "\n" or c == "\r"
+
+
+def _is_digit(c: str) -> bool:
+    return "0" <= c <= "9" and len(c) == 1  # ASCII only: str.isdigit() accepts '²'
 
 
 def _show(c: str) -> str:
@@ -312,7 +316,7 @@ class _Parser:
             return self.parse_block()
         if c == "-":
             return self.parse_negative_number()
-        if c.isdigit():
+        if _is_digit(c):
             return self.parse_number()
         if c == ".":
             raise self.fail("Floats must start with a digit")
@@ -392,7 +396,7 @@ class _Parser:
 
     def parse_number(self) -> _Node:
         start = self.i
-        while self.peek().isdigit():
+        while _is_digit(self.peek()):
             self.i += 1
         c = self.peek()
         if c == "-":
@@ -417,11 +421,11 @@ class _Parser:
     def parse_negative_number(self) -> _Node:
         start = self.i
         self.i += 1
-        if not self.peek().isdigit():
+        if not _is_digit(self.peek()):
             if self.peek() == ".":
                 raise self.fail("Floats must start with a digit, not '.'.")
             raise self.fail(f"Expected a digit but got '{_show(self.peek())}'.")
-        while self.peek().isdigit():
+        while _is_digit(self.peek()):
             self.i += 1
         c = self.peek()
         if c == ".":
@@ -434,7 +438,7 @@ class _Parser:
 
     def integer(self, start: int) -> _Node:
         raw = self.s[start : self.i]
-        m = re.fullmatch(r"(-?\d+)([a-zA-Z]*)", raw)
+        m = re.fullmatch(r"(-?[0-9]+)([a-zA-Z]*)", raw)
         assert m is not None
         multiplier = _SIZE_SUFFIXES.get(m.group(2).lower())
         if multiplier is None:
@@ -446,14 +450,14 @@ class _Parser:
 
     def parse_float_or_ip(self, start: int) -> _Node:
         self.i += 1  # the '.'
-        if not self.peek().isdigit():
+        if not _is_digit(self.peek()):
             raise self.fail(
                 f"Floats must have a digit after the '.', but got '{_show(self.peek())}' instead."
             )
-        while self.peek().isdigit():
+        while _is_digit(self.peek()):
             self.i += 1
         if self.peek() == ".":  # a second dot: an IP address, maybe with a port
-            while self.peek() and (self.peek().isdigit() or self.peek() in ".:-"):
+            while self.peek() and (_is_digit(self.peek()) or self.peek() in ".:-"):
                 self.i += 1
             return self.node(self.s[start : self.i], start)
         raw = self.s[start : self.i]
@@ -465,7 +469,7 @@ class _Parser:
         for want in pattern:
             got = self.peek()
             if want == "0":
-                if not got.isdigit():
+                if not _is_digit(got):
                     raise self.fail(f"Expected digit in ISO8601 datetime, but found '{_show(got)}' instead.")
             elif got != want:
                 raise self.fail(f"Expected '{want}' in ISO8601 datetime, but found '{_show(got)}' instead.")
@@ -595,7 +599,7 @@ class _Parser:
                 "\r": "new line",
                 "": "EOF",
             }
-            if c in refused or c.isdigit() or c == "-":
+            if c in refused or _is_digit(c) or c == "-":
                 what = refused.get(c, "start of a number")
                 raise self.fail(f"Expected include value but found {what}")
             start = self.i
@@ -673,7 +677,7 @@ _DURATION_UNITS = {
     "m": 60.0,
     "h": 3600.0,
 }
-_DURATION_PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]*)")
+_DURATION_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
 
 
 def parse_duration(text: str) -> float:
@@ -713,6 +717,8 @@ def parse_duration(text: str) -> float:
 
 
 def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "boolean"
     return {
@@ -739,7 +745,7 @@ def _describe(value: Any) -> str:
         return f'string "{value}"'
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
-    if isinstance(value, dict | list):
+    if isinstance(value, dict | list) or value is None:
         return _type_name(value)
     return f"{_type_name(value)} {value}"
 
@@ -807,7 +813,7 @@ def _storage_size(node: _Node, key: str) -> int:
         raise _Invalid(node, f"{key} must be int64 or string")
     if value == "":
         return 0
-    m = re.fullmatch(r"\s*(-?\d+)\s*([KMGT])(?:i?B)?\s*", value, re.IGNORECASE)
+    m = re.fullmatch(r"\s*(-?[0-9]+)\s*([KMGT])(?:i?B)?\s*", value, re.IGNORECASE)
     if not m:
         raise _Invalid(node, f"{key} sizes defined as strings must end in K, M, G, T")
     return int(m.group(1)) << (10 * ("KMGT".index(m.group(2).upper()) + 1))
@@ -837,7 +843,7 @@ def _listen(node: _Node, key: str) -> tuple[str | None, int]:
         host, port = _split_host_port(value)
     except ValueError:
         raise _Invalid(node, f'could not parse address string "{value}"') from None
-    if not re.fullmatch(r"[+-]?\d+", port):
+    if not re.fullmatch(r"[+-]?[0-9]+", port):
         raise _Invalid(node, f'could not parse port "{port}"')
     return host, int(port)
 
@@ -1090,7 +1096,7 @@ class _Mapper:
         def sync(k: str, n: _Node) -> None:
             o.sync_always = isinstance(n.value, str) and n.value.lower() == "always"
             if not o.sync_always:
-                o.sync_interval = _go_duration(n, k)
+                o.sync_interval = self.legacy_duration(n, k)
 
         def encryption(k: str, n: _Node) -> None:
             self.error(n, f'"{k}": JetStream encryption at rest is not supported by pyjetstream')
@@ -1485,10 +1491,15 @@ def _tls_names(node: _Node, key: str) -> list[str]:
 
 
 def _tls_timeout(node: _Node, key: str) -> float:
-    try:
-        return _seconds(node, key)
-    except _Invalid as exc:
-        raise _Invalid(node, f"error parsing tls config, 'timeout' {exc.message}") from None
+    value = node.value
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise _Invalid(node, f"error parsing tls config, 'timeout' {exc}") from None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise _Invalid(node, "error parsing tls config, 'timeout' wrong type")
 
 
 def _tls_rate_limit(node: _Node, key: str) -> int:
