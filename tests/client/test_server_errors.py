@@ -175,3 +175,40 @@ async def test_timed_out_flush_does_not_release_a_later_one() -> None:
     finally:
         await nc.close()
         await server.stop()
+
+
+async def test_auth_expired_after_connect_closes_the_client() -> None:
+    server = await ScriptedServer().start()
+    errors: list[Exception] = []
+    closed = asyncio.Event()
+    nc = await connect(server.url, error_cb=errors.append, closed_cb=closed.set, reconnect_time_wait=0.01)
+    try:
+        server.send_all(b"-ERR 'User Authentication Expired'\r\n")
+        server.drop_all()
+        await asyncio.wait_for(closed.wait(), 10)
+        assert [type(e) for e in errors] == [AuthorizationError]
+        assert server.connections == 1
+    finally:
+        await nc.close()
+        await server.stop()
+
+
+async def test_auth_refused_on_reconnect_gives_up() -> None:
+    server = await ScriptedServer().start()
+    errors: list[Exception] = []
+    closed = asyncio.Event()
+    nc = await connect(server.url, error_cb=errors.append, closed_cb=closed.set, reconnect_time_wait=0.01)
+    try:
+        server.handshake_error = "Authorization Violation"
+        server.drop_all()
+        await asyncio.wait_for(closed.wait(), 10)
+        # The same auth error twice in a row from a server removes it from the pool (nats.go rule).
+        assert [type(e).__name__ for e in errors] == [
+            "AuthorizationError",
+            "AuthorizationError",
+            "NoServersError",
+        ]
+        assert server.connections == 3
+    finally:
+        await nc.close()
+        await server.stop()

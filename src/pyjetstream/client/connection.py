@@ -863,7 +863,8 @@ class Client:
         if self._status is Status.CLOSED or not was_connected:
             return
         if self._fatal_error is not None:
-            self._track(asyncio.ensure_future(self._close(self._fatal_error)))
+            # Already reported when the -ERR arrived.
+            self._track(asyncio.ensure_future(self._close(None)))
         elif self._opts.reconnect and not self.is_draining:
             self._status = Status.RECONNECTING
             self._fire(self._opts.disconnected_cb)
