@@ -170,6 +170,20 @@ def test_enum_decoding_follows_go() -> None:
         codec.decode(b'{"ack_policy":"sometimes"}', api.ConsumerConfig)
 
 
+def test_null_means_zero_value_like_go() -> None:
+    cfg = codec.decode(
+        b'{"name":"S","description":null,"subjects":null,"placement":null,"max_age":null}', api.StreamConfig
+    )
+    assert cfg == api.StreamConfig(name="S")
+    req = codec.decode_request(
+        b'{"stream_name":"S","config":{"durable_name":null,"backoff":[1,2]}}', api.CreateConsumerRequest
+    )
+    assert req.config.backoff == [1, 2] and req.config.durable_name == ""
+    # a null list element stays an error (Go would read 0 there; no client sends it)
+    with pytest.raises(codec.DecodeError):
+        codec.decode(b'{"backoff":[1,null]}', api.ConsumerConfig)
+
+
 def test_types_are_strict_like_go() -> None:
     for bad in (
         b'{"max_age":"5s"}',

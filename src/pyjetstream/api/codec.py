@@ -3,9 +3,10 @@
 - :class:`~pyjetstream.api.timefmt.NanoTime` fields go through hooks (RFC3339Nano strings).
 - :func:`encode` writes like Go's ``json.Marshal``: compact, struct field order, map keys
   sorted, and ``<`` ``>`` ``&`` U+2028 U+2029 escaped as ``\\u003c`` … (HTML-safe escaping).
-- Decoding ignores unknown fields (clients send fields newer than the server knows).
-  Go matches keys case-insensitively; msgspec does not — accepted deviation, no client
-  relies on it.
+- Decoding ignores unknown fields (clients send fields newer than the server knows), and
+  like Go treats ``"field": null`` as "leave the zero value" (msgspec rejects null for a
+  non-optional field; :func:`decode` then retries with the nulls removed). Go also matches
+  keys case-insensitively; msgspec does not — accepted deviation, no client relies on it.
 - PubAcks are hand-formatted by nats-server (with spaces); :func:`encode_pub_ack` reproduces
   those bytes exactly.
 """
@@ -93,20 +94,37 @@ def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
 
 
 def decode(data: bytes | str, tp: type[T]) -> T:
-    """Decode JSON into ``tp``; unknown fields are ignored. Raises :data:`DecodeError`."""
-    return _decoder(tp).decode(data)
+    """Decode JSON into ``tp``; unknown fields are ignored, ``null`` means "zero value" as in Go.
+
+    Raises :data:`DecodeError`.
+    """
+    try:
+        return _decoder(tp).decode(data)
+    except msgspec.ValidationError as exc:
+        if "got `null`" not in str(exc):
+            raise
+    # Slow path, only for payloads with nulls where we model a non-optional field.
+    return _decoder(tp).decode(msgspec.json.encode(_drop_nulls(msgspec.json.decode(data))))
+
+
+def _drop_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
 
 
 def decode_request(data: bytes | str, tp: type[T]) -> T:
     """Decode an API request body; an empty (or whitespace, or ``null``) body is the zero request."""
     if not data.strip() or data.strip() in (b"null", "null"):
         return tp()
-    return _decoder(tp).decode(data)
+    return decode(data, tp)
 
 
 def decode_response(data: bytes | str, tp: type[T]) -> T:
     """Decode an API response into its wrapper class (check ``.error``, or :func:`raise_for_error`)."""
-    return _decoder(tp).decode(data)
+    return decode(data, tp)
 
 
 def raise_for_error(response: ApiResponse | PubAckResponse) -> None:
@@ -128,7 +146,7 @@ def decode_pull_request(data: bytes) -> PullRequest:
     if not body:
         return PullRequest(batch=1)
     if body[:1] == b"{":
-        req = _decoder(PullRequest).decode(body)
+        req = decode(body, PullRequest)
     else:
         try:
             req = PullRequest(batch=int(body))
@@ -160,4 +178,4 @@ def encode_pub_ack_error(stream: str, error: ApiError) -> bytes:
 
 
 def decode_pub_ack(data: bytes | str) -> PubAckResponse:
-    return _decoder(PubAckResponse).decode(data)
+    return decode(data, PubAckResponse)
