@@ -5,7 +5,8 @@
 Measures, for each client on the same event loop and the same server:
 - publish throughput (``await publish`` in a loop, then flush), no subscribers;
 - pub→sub throughput (publisher and subscriber on separate connections, async callback);
-- request/reply latency (sequential requests to a responder of the same library).
+- request/reply latency (sequential requests to a responder of the same library);
+- and, for correctness, how often subscribe → flush → publish (from another connection) loses the message.
 Prints each figure and the ratio ours / nats-py (> 1 means we are faster; for latency, lower is better
 and the ratio shown is nats-py / ours).
 """
@@ -131,6 +132,27 @@ async def bench_request(conn: Callable[[str], Awaitable[Any]], url: str, n: int,
         await responder.close()
 
 
+async def flush_order_misses(conn: Callable[[str], Awaitable[Any]], url: str, n: int) -> int:
+    """Rounds of subscribe → flush → publish (other connection) in which the message never arrived."""
+    nc, pub = await conn(url), await conn(url)
+    missed = 0
+    try:
+        for i in range(n):
+            sub = await nc.subscribe(f"bench.order.{i}")
+            await nc.flush()
+            await pub.publish(f"bench.order.{i}", b"x")
+            await pub.flush()
+            try:
+                await sub.next_msg(timeout=0.2)
+            except Exception:
+                missed += 1
+            await sub.unsubscribe()
+    finally:
+        await nc.close()
+        await pub.close()
+    return missed
+
+
 async def run(args: argparse.Namespace, url: str) -> None:
     payload = b"x" * args.size
     rows: list[tuple[str, float, float, str]] = []
@@ -149,10 +171,17 @@ async def run(args: argparse.Namespace, url: str) -> None:
     theirs = await bench_request(natspy_connect, url, args.requests, payload)
     rows.append(("request/reply median latency (us)", ours, theirs, "nats-py/ours"))
 
+    ours_missed = await flush_order_misses(ours_connect, url, args.order_rounds)
+    theirs_missed = await flush_order_misses(natspy_connect, url, args.order_rounds)
+
     print(f"\n{'benchmark':44} {'pyjetstream':>14} {'nats-py':>14} {'ratio':>8}")
     for name, a, b, how in rows:
         ratio = a / b if how == "ours/nats-py" else b / a
         print(f"{name:44} {a:14,.0f} {b:14,.0f} {ratio:7.2f}x  ({how})")
+    print(
+        f"{'subscribe->flush->publish: missed messages':44} {ours_missed:14} {theirs_missed:14}"
+        f"   (of {args.order_rounds} rounds; correctness, not speed)"
+    )
 
 
 def main() -> None:
@@ -162,6 +191,7 @@ def main() -> None:
     parser.add_argument("--msgs", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--requests", type=int, default=5_000)
+    parser.add_argument("--order-rounds", type=int, default=300)
     parser.add_argument("--no-uvloop", action="store_true")
     args = parser.parse_args()
     loop_name = "asyncio"
