@@ -44,6 +44,7 @@ API_SUBSCRIPTIONS = (
     "$JS.API.CONSUMER.DELETE.*.*",
 )
 
+
 def encode_response(response: msgspec.Struct) -> bytes:
     """JSON as Go's encoder writes it: compact, with ``<``, ``>`` and ``&`` escaped."""
     return encode(response)
@@ -57,7 +58,7 @@ def _handlers() -> dict[ApiEndpoint, Handler]:
     table.update(api_stream.HANDLERS)
     try:
         from pyjetstream.server.jetstream import api_consumer
-    except ModuleNotFoundError:
+    except ImportError:  # the consumer API is optional while it is being built
         pass
     else:
         table.update(api_consumer.HANDLERS)

@@ -19,8 +19,14 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_stream import StreamConfig
+from pyjetstream.server.jetstream.store._fileutil import read_meta_file
 from pyjetstream.server.jetstream.store.base import MessageStore
-from pyjetstream.server.jetstream.store.filestore import FileStore
+from pyjetstream.server.jetstream.store.filestore import (
+    SYNC_ALWAYS,
+    SYNC_INTERVAL,
+    FileStore,
+    FileStoreConfig,
+)
 from pyjetstream.server.jetstream.store.memstore import MemoryStore
 from pyjetstream.server.jetstream.stream import (
     Stream,
@@ -172,7 +178,14 @@ class JetStreamEngine:
     def new_store(self, cfg: StreamConfig) -> MessageStore:
         if cfg.storage == StorageType.MEMORY:
             return MemoryStore(store_config_for(cfg))
-        return FileStore(self.streams_dir / cfg.name, store_config_for(cfg), sync_always=self.sync_always)
+        return FileStore(self._file_config(self.streams_dir / cfg.name), store_config_for(cfg))
+
+    def _file_config(self, directory: Path) -> FileStoreConfig:
+        return FileStoreConfig(
+            directory=str(directory),
+            sync=SYNC_ALWAYS if self.sync_always else SYNC_INTERVAL,
+            sync_interval=self.sync_interval,
+        )
 
     def add_stream(self, cfg: StreamConfig) -> Stream:
         created = time.time_ns()
@@ -190,26 +203,28 @@ class JetStreamEngine:
         self.account_usage_changed()
 
     def _recover(self) -> None:
-        from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
+        try:
+            from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
+        except ImportError:  # consumers not built yet: streams recover on their own
+            recover_consumers = None
 
         for directory in sorted(self.streams_dir.iterdir()):
             if not directory.is_dir():
                 continue
             try:
-                store = FileStore.open(directory, sync_always=self.sync_always)
-                meta = store.read_meta()
+                meta = read_meta_file(str(directory))
                 if meta is None:
-                    store.stop()
                     continue
                 cfg, created = decode_stream_meta(meta)
-                store.update_config(store_config_for(cfg))
+                store = FileStore(self._file_config(directory), store_config_for(cfg))
             except Exception as exc:  # a damaged stream must not keep the others from starting
                 self.server.logger.error("JetStream could not recover stream in %s: %s", directory, exc)
                 continue
             stream = Stream(self, cfg, store, created)
             self.streams[cfg.name] = stream
             stream.start()
-            recover_consumers(stream)
+            if recover_consumers is not None:
+                recover_consumers(stream)
             state = store.fast_state()
             self.server.logger.info(
                 "  Restored %d messages for stream '%s > %s'", state.msgs, GLOBAL_ACCOUNT, cfg.name
