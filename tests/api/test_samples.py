@@ -120,6 +120,9 @@ def test_pub_acks_byte_exact() -> None:
             expected = codec.encode_pub_ack_error(resp.stream, resp.error)
         assert expected == raw.encode(), name
     assert codec.decode_pub_ack(acks["pub2"]).duplicate is True
+    prefix = codec.pub_ack_prefix("ORDERS")
+    assert codec.finish_pub_ack(prefix, 2, duplicate=True) == acks["pub2"].encode()
+    assert codec.finish_pub_ack(prefix, 1) == acks["pub0"].encode()
     assert codec.decode_pub_ack(acks["pub3"]).error == errors.JSStreamWrongLastSequenceErrF(seq=2)
 
 

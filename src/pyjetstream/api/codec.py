@@ -36,6 +36,8 @@ __all__ = [
     "encode",
     "encode_pub_ack",
     "encode_pub_ack_error",
+    "finish_pub_ack",
+    "pub_ack_prefix",
     "raise_for_error",
     "to_builtins",
 ]
@@ -160,16 +162,24 @@ def decode_pull_request(data: bytes) -> PullRequest:
 # --- PubAck ---------------------------------------------------------------------------------
 
 
+def pub_ack_prefix(stream: str, domain: str | None = None) -> bytes:
+    """The constant head of a stream's PubAcks, up to and including ``"seq":`` (nats-server
+    precomputes the same template per stream); finish with :func:`finish_pub_ack`."""
+    name = json.dumps(stream, ensure_ascii=False)
+    if domain:
+        return f'{{"stream":{name}, "domain":{json.dumps(domain, ensure_ascii=False)}, "seq":'.encode()
+    return f'{{"stream":{name}, "seq":'.encode()
+
+
+def finish_pub_ack(prefix: bytes, seq: int, duplicate: bool = False) -> bytes:
+    return b"%s%d%s" % (prefix, seq, b',"duplicate": true}' if duplicate else b"}")
+
+
 def encode_pub_ack(stream: str, seq: int, duplicate: bool = False, domain: str | None = None) -> bytes:
     """nats-server's hand-formatted PubAck bytes (stream.go ``pubAck`` template), e.g.
     ``{"stream":"ORDERS", "seq":22}``, ``{"stream":"S", "domain":"D", "seq":1}``,
     ``{"stream":"S", "seq":2,"duplicate": true}``."""
-    name = json.dumps(stream, ensure_ascii=False)
-    if domain:
-        head = f'{{"stream":{name}, "domain":{json.dumps(domain, ensure_ascii=False)}, "seq":{seq}'
-    else:
-        head = f'{{"stream":{name}, "seq":{seq}'
-    return (head + (',"duplicate": true}' if duplicate else "}")).encode()
+    return finish_pub_ack(pub_ack_prefix(stream, domain), seq, duplicate)
 
 
 def encode_pub_ack_error(stream: str, error: ApiError) -> bytes:
