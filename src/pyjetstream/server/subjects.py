@@ -135,7 +135,8 @@ def subjects_overlap(a: str, b: str) -> bool:
     fwc_a = ta[-1] == FWC
     fwc_b = tb[-1] == FWC
     la, lb = len(ta), len(tb)
-    if (fwc_a and lb < la) or (fwc_b and la < lb):
+    # A ``>`` needs at least as many tokens on the other side (the other's own ``>`` counts).
+    if (fwc_a and not fwc_b and lb < la) or (fwc_b and not fwc_a and la < lb):
         return False
     if not fwc_a and not fwc_b and la != lb:
         return False
