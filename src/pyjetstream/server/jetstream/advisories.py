@@ -38,7 +38,9 @@ def publish(engine: JetStreamEngine, subject: str, event: TypedEvent) -> None:
     event.timestamp = NanoTime(time.time_ns())
     if engine.domain and hasattr(event, "domain"):
         event.domain = engine.domain  # type: ignore[attr-defined]
-    server.publish_internal(subject, encode_response(event))
+    # After the API reply, as nats-server's send queue does: a stream capturing advisories
+    # must not see one before the client sees the answer that caused it.
+    server.loop.call_soon(server.publish_internal, subject, encode_response(event))
 
 
 def stream_action(engine: JetStreamEngine, stream: str, action: str) -> None:

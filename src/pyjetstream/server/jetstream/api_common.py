@@ -27,6 +27,17 @@ def is_empty_request(payload: bytes) -> bool:
     return isinstance(value, dict) and not value
 
 
+def decode_config(payload: bytes, kind: type[T]) -> T:
+    """Decode a create/update body as Go's ``json.Unmarshal``: an empty body is invalid JSON."""
+    body = payload.strip()
+    if body == b"null":
+        return kind()
+    try:
+        return codec.decode(body, kind)
+    except (msgspec.DecodeError, ValueError) as exc:
+        raise JetStreamApiError(E.JSInvalidJSONErr()) from exc
+
+
 def decode_request(payload: bytes, kind: type[T]) -> T:
     """Decode a request body; an empty body is the type's zero value; bad JSON is error 10025."""
     try:

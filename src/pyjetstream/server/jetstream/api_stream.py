@@ -25,7 +25,7 @@ from pyjetstream.api.responses import (
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.server.jetstream import advisories
-from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
+from pyjetstream.server.jetstream.api_common import decode_config, decode_request, is_empty_request
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound
 from pyjetstream.server.jetstream.stream import Stream
 from pyjetstream.server.jetstream.stream_config import (
@@ -83,7 +83,7 @@ def _check_overlap(engine: JetStreamEngine, cfg: StreamConfig) -> None:
 def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = StreamCreateResponse()
     try:
-        cfg = decode_request(payload, StreamConfig)
+        cfg = decode_config(payload, StreamConfig)
         if match.stream != cfg.name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         if "/" in cfg.name or "\\" in cfg.name:
@@ -118,7 +118,7 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
 def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = StreamUpdateResponse()
     try:
-        cfg = decode_request(payload, StreamConfig)
+        cfg = decode_config(payload, StreamConfig)
         cfg = check_stream_config(cfg)
         if match.stream != cfg.name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
@@ -147,7 +147,8 @@ def stream_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply:
         return _error(response, exc)
     info: StreamInfo = stream.info(req.subjects_filter, req.deleted_details)
     total = offset = limit = 0
-    if req.subjects_filter:
+    if req.subjects_filter and info.state.subjects:
+        # nats-server fills the paging fields only when some subject matched.
         subjects = info.state.subjects
         total = len(subjects)
         offset = min(max(req.offset, 0), total)

@@ -62,7 +62,12 @@ def check_stream_config(cfg: StreamConfig) -> StreamConfig:
         changes["compression"] = StoreCompression.NONE
     duplicates = cfg.duplicate_window
     if duplicates == 0 and cfg.mirror is None:
-        duplicates = cfg.max_age if 0 < cfg.max_age < DEFAULT_DUPLICATE_WINDOW else DEFAULT_DUPLICATE_WINDOW
+        # nats-server: "MaxAge != 0 && MaxAge < window", so a negative max_age gives a negative window.
+        duplicates = (
+            cfg.max_age
+            if cfg.max_age != 0 and cfg.max_age < DEFAULT_DUPLICATE_WINDOW
+            else DEFAULT_DUPLICATE_WINDOW
+        )
         changes["duplicate_window"] = duplicates
     if 0 < cfg.max_age < MIN_WINDOW:
         raise invalid("max age needs to be >= 100ms")

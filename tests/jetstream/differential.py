@@ -1,0 +1,235 @@
+"""Differential testing: send the same steps to our server and to nats-server, compare answers.
+
+A case is a list of steps. Each step produces a JSON-able observation (the API reply, the PubAck
+bytes, a direct-get status and header block); volatile values (times, ids) are normalised, then
+the two targets' observation lists must be equal. Adding a case is one entry in a table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.jetstream.rawnats import RawMsg, RawNats, headers
+
+ZERO_TIME = "0001-01-01T00:00:00Z"
+TIME_KEYS = {"created", "first_ts", "last_ts", "time", "timestamp", "ts"}
+# Fields nats-server 2.9.10 does not know and our server (2.10 wire) emits: compared only when
+# both sides have them (tests of these features run on the embedded target alone).
+NEWER_CONFIG_KEYS = {"compression", "consumer_limits", "first_seq", "metadata", "subject_transform"}
+_TIME_RE = re.compile(rb"Nats-Time-Stamp: [^\r]*")
+
+
+@dataclass
+class Step:
+    """One action. ``kind``: req | pub | direct | sleep | wait_msgs | sub | next | flush."""
+
+    kind: str
+    subject: str = ""
+    body: Any = b""
+    hdrs: tuple[tuple[str, str], ...] = ()
+    reply: bool = True
+    seconds: float = 0.0
+    mask: tuple[str, ...] = ()  # dotted paths whose values are replaced by "<masked>"
+    note: str = ""
+
+
+def req(subject: str, body: Any = b"", mask: tuple[str, ...] = (), note: str = "") -> Step:
+    """An API request; ``subject`` may omit the ``$JS.API.`` prefix."""
+    if not subject.startswith("$JS."):
+        subject = "$JS.API." + subject
+    return Step("req", subject, body, mask=mask, note=note)
+
+
+def pub(subject: str, data: bytes | str = b"", *hdrs: tuple[str, str], reply: bool = True) -> Step:
+    return Step("pub", subject, data.encode() if isinstance(data, str) else data, tuple(hdrs), reply)
+
+
+def direct(subject: str, body: Any = b"") -> Step:
+    return Step("direct", "$JS.API.DIRECT.GET." + subject, body)
+
+
+def sleep(seconds: float) -> Step:
+    """Only where time itself is under test (max_age, duplicate windows)."""
+    return Step("sleep", seconds=seconds)
+
+
+def wait_msgs(stream: str, count: int) -> Step:
+    """Poll STREAM.INFO until the stream holds ``count`` messages (generous timeout)."""
+    return Step("wait_msgs", stream, count)
+
+
+def sub(subject: str) -> Step:
+    return Step("sub", subject)
+
+
+def next_msg() -> Step:
+    """The next message on the ``sub`` subscriptions (republish checks)."""
+    return Step("next")
+
+
+def _encode_body(body: Any) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body).encode()
+
+
+def normalise(value: Any, path: str = "", drop_newer: bool = True) -> Any:
+    """Replace times by ``<time>`` (zero time kept) and drop 2.10-only config keys."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            sub_path = f"{path}.{key}" if path else key
+            if drop_newer and key in NEWER_CONFIG_KEYS and path.endswith("config"):
+                continue
+            if drop_newer and key == "ts" and "state" not in path:
+                continue
+            if key in TIME_KEYS and isinstance(item, str):
+                out[key] = item if item == ZERO_TIME else "<time>"
+            else:
+                out[key] = normalise(item, sub_path, drop_newer)
+        return out
+    if isinstance(value, list):
+        return [normalise(v, path, drop_newer) for v in value]
+    return value
+
+
+def _mask(value: Any, dotted: str) -> None:
+    head, _, rest = dotted.partition(".")
+    if isinstance(value, dict) and head in value:
+        if rest:
+            _mask(value[head], rest)
+        else:
+            value[head] = "<masked>"
+
+
+def _describe_msg(msg: RawMsg) -> dict[str, Any]:
+    hdr = msg.hdr
+    out: dict[str, Any] = {}
+    if hdr is not None:
+        out["hdr"] = _TIME_RE.sub(b"Nats-Time-Stamp: <time>", hdr).decode()
+    try:
+        out["json"] = json.loads(msg.data) if msg.data and hdr is None else None
+    except ValueError:
+        out["json"] = None
+    if out.get("json") is None:
+        out.pop("json", None)
+        out["data"] = msg.data.decode(errors="replace")
+    return out
+
+
+@dataclass
+class Runner:
+    """Runs steps on one target and records observations."""
+
+    client: RawNats
+    observations: list[Any] = field(default_factory=list)
+    sid: int = 100
+
+    async def run(self, steps: list[Step]) -> list[Any]:
+        for step in steps:
+            obs = await self._step(step)
+            if obs is not None:
+                obs = normalise(obs)
+                for path in step.mask:
+                    _mask(obs, path)
+                self.observations.append({"step": _label(step), "got": obs})
+        return self.observations
+
+    async def _step(self, step: Step) -> Any:
+        c = self.client
+        if step.kind == "req":
+            msg = await c.request(step.subject, _encode_body(step.body), timeout=10)
+            if msg.hdr is not None:
+                return _describe_msg(msg)
+            return json.loads(msg.data)
+        if step.kind == "pub":
+            hdr = headers(*step.hdrs) if step.hdrs else None
+            if not step.reply:
+                c.publish(step.subject, step.body, hdr=hdr)
+                await c.flush()
+                return None
+            try:
+                msg = await c.request(step.subject, step.body, hdr=hdr, timeout=1.5)
+            except TimeoutError:
+                return {"pub": "no reply"}
+            if msg.hdr is not None:
+                return _describe_msg(msg)
+            return {"puback": msg.data.decode()}
+        if step.kind == "direct":
+            msg = await c.request(step.subject, _encode_body(step.body), timeout=10)
+            return _describe_msg(msg)
+        if step.kind == "sleep":
+            await asyncio.sleep(step.seconds)
+            return None
+        if step.kind == "wait_msgs":
+            deadline = time.monotonic() + 10
+            while True:
+                info = (await c.request(f"$JS.API.STREAM.INFO.{step.subject}", b"", timeout=10)).json()
+                got = info.get("state", {}).get("messages")
+                if got == step.body or time.monotonic() > deadline:
+                    return {"messages": got}
+                await asyncio.sleep(0.02)
+        if step.kind == "sub":
+            self.sid += 1
+            c.subscribe(step.subject, self.sid)
+            await c.flush()
+            return None
+        if step.kind == "next":
+            try:
+                msg = await c.next_msg(timeout=3)
+            except TimeoutError:
+                return {"next": "nothing"}
+            return {"subject": msg.subject, **_describe_msg(msg)}
+        raise ValueError(step.kind)
+
+
+def _label(step: Step) -> str:
+    body = step.body if isinstance(step.body, str | dict | list) else step.body.decode(errors="replace")
+    text = f"{step.kind} {step.subject} {body if body else ''}".strip()
+    if step.hdrs:
+        text += f" {dict(step.hdrs)}"
+    return text[:200]
+
+
+async def reset(client: RawNats) -> None:
+    """Delete every stream so each case starts from an empty account."""
+    names = (await client.request("$JS.API.STREAM.NAMES", b"", timeout=10)).json().get("streams") or []
+    for name in names:
+        await client.request(f"$JS.API.STREAM.DELETE.{name}", b"", timeout=10)
+
+
+async def run_case(url: str, steps: list[Step]) -> list[Any]:
+    client = await RawNats.connect(url)
+    try:
+        await reset(client)
+        return await Runner(client).run(steps)
+    finally:
+        await reset(client)
+        await client.close()
+
+
+def b64(data: bytes | str) -> str:
+    return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+
+
+def first_difference(ours: list[Any], theirs: list[Any]) -> str:
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=False)):
+        if a != b:
+            return (
+                f"step {i}: {a['step']}\n  ours:        {json.dumps(a['got'], sort_keys=True)}\n"
+                f"  nats-server: {json.dumps(b['got'], sort_keys=True)}"
+            )
+    return f"different number of observations: {len(ours)} vs {len(theirs)}"
+
+
+Case = tuple[str, list[Step]]
+CaseBuilder = Callable[[], list[Step]]
