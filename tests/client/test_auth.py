@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nkeys
 import pytest
+from tests.client.conftest import read_info, require_embedded_support
 from tests.client.jwt_util import Identity, operator_setup
 from tests.support.targets import NATS_SERVER, Target, make_target
 
@@ -55,6 +56,7 @@ async def test_url_credentials_win_over_options(start_server: StartServer) -> No
 async def test_nkey(start_server: StartServer, tmp_path: Path) -> None:
     user = Identity.new(nkeys.PREFIX_BYTE_USER)
     server = start_server(authorization={"users": [{"nkey": user.public}]})
+    require_embedded_support(server, "nkey authentication", "nonce" in read_info(server))
     await _roundtrip(await connect(server.url, nkeys_seed=user.seed.decode()))
     seed_file = tmp_path / "user.nk"
     seed_file.write_bytes(user.seed + b"\n")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.client.conftest import wait_until
+from tests.client.conftest import read_info, require_embedded_support, wait_until
 from tests.support.targets import Target
 
 from pyjetstream.client import NoRespondersError, NoServersError, connect
@@ -40,7 +40,9 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture
 def tls_server(start_server: StartServer, certs: tuple[Path, Path]) -> Target:
     cert, key = certs
-    return start_server(tls={"cert_file": str(cert), "key_file": str(key)})
+    target = start_server(tls={"cert_file": str(cert), "key_file": str(key)})
+    require_embedded_support(target, "TLS", bool(read_info(target).get("tls_required")))
+    return target
 
 
 def client_context(cert: Path) -> ssl.SSLContext:
