@@ -784,6 +784,7 @@ class FileStore(IndexedStore):
         hdr_last = 0
         floor = floor_ts = 0
         lost_msgs: list[int] = []
+        maybe_lost: list[int] = []  # sequence fields of damaged records (may be damaged too)
         lost_bytes = 0
         blocks: list[_Block] = []
         decompressed_len = cramjam.snappy.decompress_raw_len
@@ -867,10 +868,8 @@ class FileStore(IndexedStore):
             end = ends[0]
             for off, total in end.skipped:
                 lost_bytes += total
-                if total >= REC_OVERHEAD:
-                    kind, seq = buf[off + 4], int.from_bytes(buf[off + 5 : off + 13], "little")
-                    if kind & KIND_MASK == KIND_MSG and seq > max_seq:
-                        lost_msgs.append(seq)
+                if buf[off + 4] & KIND_MASK == KIND_MSG:
+                    maybe_lost.append(int.from_bytes(buf[off + 5 : off + 13], "little"))
             if end.good_end < len(buf):
                 torn = buf[end.good_end :]
                 lost_bytes += len(torn)
@@ -904,8 +903,13 @@ class FileStore(IndexedStore):
             self._first_seq = base + j
             self._first_ts = tss[j]
         else:
-            self._first_seq = 0 if last_seq == 0 else last_seq + 1
+            # A store nothing was ever written to reports 0/0, as nats-server does.
+            self._first_seq = 0 if last_seq == 0 and floor == 0 else last_seq + 1
             self._first_ts = 0
+        for seq in maybe_lost:
+            i = seq - base
+            if 0 <= i < len(sids) and not sids[i]:
+                lost_msgs.append(seq)
         if lost_bytes or lost_msgs:
             self._lost = LostData(sorted(set(lost_msgs)), lost_bytes)
         for blk in blocks[:-1]:
@@ -976,5 +980,3 @@ def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> N
         n = os.pwrite(fd, view, offset)
         offset += n
         view = view[n:]
-
-

@@ -733,15 +733,15 @@ class IndexedStore(MessageStore):
         sids = self._sids
         match_all = is_match_all(filt)
         if match_all and not last_per_subject:
+            # "last" is the last stored message (last_seq itself may be a skip or a delete).
+            last = base + prev_nonzero(sids, 0, len(sids))
             if sseq <= self._first_seq:
-                return SimpleState(self._msgs, self._first_seq, self._last_seq)
+                return SimpleState(self._msgs, self._first_seq, last)
             lo = sseq - base
             j = next_nonzero(sids, lo, len(sids))
             if j < 0:
                 return SimpleState()
-            count = len(sids) - lo - sids[lo:].count(0)
-            last = base + prev_nonzero(sids, lo, len(sids))
-            return SimpleState(count, base + j, last)
+            return SimpleState(len(sids) - lo - sids[lo:].count(0), base + j, last)
         matched = table.ids.values() if match_all else table.matching(filt)
         total = first = last = 0
         partial: list[int] = []
