@@ -161,3 +161,18 @@ async def test_drain_timeout(server: Target) -> None:
     with pytest.raises(DrainTimeoutError):
         await nc.drain()
     assert nc.is_closed
+
+
+async def test_subscription_drain_timeout(server: Target) -> None:
+    nc = await connect(server.url, drain_timeout=0.2)
+    try:
+        sub = await nc.subscribe("never.read.either")
+        await nc.flush()
+        await nc.publish("never.read.either", b"x")
+        await nc.flush()
+        await wait_until(lambda: sub.pending_msgs == 1)
+        with pytest.raises(DrainTimeoutError):
+            await sub.drain()
+        assert sub.is_closed and nc.is_connected
+    finally:
+        await nc.close()

@@ -460,9 +460,14 @@ class Client:
     async def _drain_subscription(self, sub: Subscription) -> None:
         if self._status is Status.CLOSED:
             raise ConnectionClosedError("connection closed")
-        if self._subs.get(sub.sid) is sub:
-            await self._drain_subs([sub], self._opts.drain_timeout)
-        await sub._wait_drained()
+        timeout = self._opts.drain_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                if self._subs.get(sub.sid) is sub:
+                    await self._drain_subs([sub], timeout)
+                await sub._wait_drained()
+        except builtins.TimeoutError as exc:
+            raise DrainTimeoutError(f"subscription drain did not finish within {timeout}s") from exc
 
     async def _drain_subs(self, subs: list[Subscription], timeout: float) -> None:
         """UNSUB each, PING/PONG so nothing more is in flight for them, then let their queues empty."""
