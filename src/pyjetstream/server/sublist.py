@@ -32,8 +32,8 @@ class SublistError(ValueError):
 class Subscription:
     """One subscription: a client's (``client`` set) or the server's own (``callback`` set).
 
-    ``msg_prefix``/``hmsg_prefix`` cache ``b"MSG <subject> <sid> "`` for literal subscriptions, whose
-    delivered subject is always their own; the router fills them lazily.
+    ``msg_prefix``/``hmsg_prefix`` hold ``b"MSG <subject> <sid> "``/``b"HMSG …"`` for literal
+    subscriptions, whose delivered subject is always their own.
     """
 
     __slots__ = (
@@ -69,8 +69,12 @@ class Subscription:
         self.delivered = 0
         self.closed = False
         self.literal = not has_wildcard(subject)
-        self.msg_prefix: bytes | None = None
-        self.hmsg_prefix: bytes | None = None
+        # A literal subscription is only ever delivered its own subject: pre-encode the MSG line start.
+        if self.literal:
+            self.msg_prefix = b"MSG %b %b " % (subject.encode(), self.sid_b)
+            self.hmsg_prefix = b"H" + self.msg_prefix
+        else:
+            self.msg_prefix = self.hmsg_prefix = b""
 
     def __repr__(self) -> str:
         queue = f" queue={self.queue!r}" if self.queue else ""

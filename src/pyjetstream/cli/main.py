@@ -1,0 +1,50 @@
+"""The ``pyjetstream`` command: ``pyjetstream <subcommand> [args...]``.
+
+Each subcommand is a module with ``main(argv: list[str]) -> int``; add one by adding it to
+:data:`SUBCOMMANDS` (name → (module path, one-line help)). Modules are imported only when run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["SUBCOMMANDS", "main"]
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("pyjetstream.cli.serve", "run the embedded NATS/JetStream server (nats-server flags)"),
+}
+
+
+def _usage() -> str:
+    width = max(len(name) for name in SUBCOMMANDS)
+    lines = ["usage: pyjetstream <command> [options]", "", "commands:"]
+    lines += [f"  {name.ljust(width)}  {text}" for name, (_, text) in sorted(SUBCOMMANDS.items())]
+    lines += ["", "Run 'pyjetstream <command> --help' for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0 if args else 2
+    if args[0] in ("-v", "--version", "version"):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"pyjetstream {version('pyjetstream')}")
+        except PackageNotFoundError:
+            print("pyjetstream (not installed)")
+        return 0
+    entry = SUBCOMMANDS.get(args[0])
+    if entry is None:
+        print(f"pyjetstream: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(entry[0])
+    return int(module.main(args[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,671 @@
+"""One client connection: an asyncio Protocol that parses ops and hands publishes to the router.
+
+Speed notes (this is the per-message path):
+
+- bytes are parsed by the sans-IO :class:`ServerSideParser` into a list of events per read;
+- outbound frames are appended to ``out`` (a list of bytes) and the connection is marked dirty;
+  the server flushes every dirty connection once per event-loop turn with one ``transport.write``;
+- ``pending_limit`` caches "max_pending minus what the transport still holds" so the slow-consumer
+  check on each delivery is one comparison.
+
+Behaviour follows nats-server 2.9 ``client.go``: CONNECT defaults (verbose and pedantic are on until
+a CONNECT turns them off), the exact ``-ERR`` texts and which of them close the connection, server
+PINGs and stale connections, auth timeout, slow consumers (closed without a flush or ``-ERR``) and
+the producer stall that precedes that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from pyjetstream.protocol.events import Connect, ProtocolViolation, Pub, Sub, Unsub
+from pyjetstream.protocol.limits import OK, PING, PONG
+from pyjetstream.protocol.parser import ERR_UNKNOWN_OP, ServerSideParser
+from pyjetstream.server.auth import AuthDecision, PendingCheck
+from pyjetstream.server.log import TRACE
+from pyjetstream.server.subjects import is_valid_publish_subject
+from pyjetstream.server.sublist import SublistError, Subscription
+
+if TYPE_CHECKING:
+    from pyjetstream.server.server import Server
+
+__all__ = ["ClientConnection", "ClosedReason"]
+
+# First server PING goes out this soon after the connection (nats-server firstPingInterval), to
+# measure the RTT, unless ping_interval is shorter.
+FIRST_PING_INTERVAL = 2.0
+# A producer publishing to a consumer that is past its stall threshold stops being read for at
+# most this long (nats-server stallClientMaxDuration); the consumer draining ends it sooner.
+STALL_MAX = 1.0
+
+
+class ClosedReason:
+    """Why a connection ended: nats-server's ``ClosedState`` strings (``/connz`` ``reason``)."""
+
+    CLIENT_CLOSED = "Client Closed"
+    AUTH_TIMEOUT = "Authentication Timeout"
+    AUTH_VIOLATION = "Authentication Failure"
+    SLOW_CONSUMER_PENDING = "Slow Consumer (Pending Bytes)"
+    SLOW_CONSUMER_DEADLINE = "Slow Consumer (Write Deadline)"
+    READ_ERROR = "Read Error"
+    PARSE_ERROR = "Parse Error"
+    STALE = "Stale Connection"
+    PROTOCOL_VIOLATION = "Protocol Violation"
+    BAD_PROTOCOL = "Bad Client Protocol Version"
+    MAX_CONNECTIONS = "Maximum Connections Exceeded"
+    MAX_PAYLOAD = "Maximum Message Payload Exceeded"
+    MAX_CONTROL_LINE = "Maximum Control Line Exceeded"
+    SHUTDOWN = "Server Shutdown"
+    HEADER_VIOLATION = "Message Header Violation"
+    NO_RESPONDERS_HEADERS = "No Responders Requires Headers"
+
+
+_ERR_CLOSE_REASONS = {
+    "Unknown Protocol Operation": ClosedReason.PARSE_ERROR,
+    "Maximum Payload Violation": ClosedReason.MAX_PAYLOAD,
+    "maximum control line exceeded": ClosedReason.MAX_CONTROL_LINE,
+}
+
+# CONNECT fields and the JSON types nats-server's ClientOpts accepts (a mismatch fails
+# json.Unmarshal, and the connection is closed without an -ERR).
+_CONNECT_TYPES: dict[str, type | tuple[type, ...]] = {
+    "verbose": bool,
+    "pedantic": bool,
+    "tls_required": bool,
+    "echo": bool,
+    "headers": bool,
+    "no_responders": bool,
+    "new_account": bool,
+    "auth_token": str,
+    "user": str,
+    "pass": str,
+    "name": str,
+    "lang": str,
+    "version": str,
+    "nkey": str,
+    "sig": str,
+    "jwt": str,
+    "account": str,
+    "protocol": int,
+}
+
+
+def _err(text: str) -> bytes:
+    return f"-ERR '{text}'\r\n".encode()
+
+
+ERR_AUTH_VIOLATION = _err("Authorization Violation")
+ERR_AUTH_TIMEOUT = _err("Authentication Timeout")
+ERR_STALE = _err("Stale Connection")
+ERR_INVALID_SUBJECT = _err("Invalid Subject")
+ERR_INVALID_PUB_SUBJECT = _err("Invalid Publish Subject")
+ERR_BAD_PROTOCOL = _err("invalid client protocol")
+ERR_NO_RESPONDERS_HEADERS = _err("no responders requires headers support")
+ERR_MAX_SUBS = _err("maximum subscriptions exceeded")
+ERR_MAX_CONNECTIONS = _err("maximum connections exceeded")
+
+
+_OPS_WITH_ARGS = (b"PUB", b"SUB", b"UNSUB", b"HPUB")
+
+
+class _ClientParser(ServerSideParser):
+    """nats-server's parser is a byte state machine; a few malformed lines it answers differently
+    from a line splitter: an empty or whitespace-led line and a bare ``PUB``/``SUB``/``UNSUB``/
+    ``HPUB`` are ``Unknown Protocol Operation``, and an unparsable ``UNSUB`` max means "now"."""
+
+    def _control_line(self, line: bytes) -> Any:
+        if not line or line[0] in b" \t":
+            return self._violation(ERR_UNKNOWN_OP, "empty or indented line")
+        if len(line) < 6 and line.upper() in _OPS_WITH_ARGS:
+            return self._violation(ERR_UNKNOWN_OP, "op without arguments")
+        return super()._control_line(line)
+
+    def _unsub(self, args: list[bytes]) -> Any:
+        if len(args) == 3 and not args[2].isdigit():
+            return Unsub(args[1].decode(), 0)
+        return super()._unsub(args)
+
+
+class ClientConnection(asyncio.Protocol):
+    """A client's TCP connection (``kind`` Client, ``type`` nats in ``/connz``)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        opts = server.options
+        self.cid = server.next_cid()
+        self.transport: asyncio.Transport | None = None
+        self.parser = _ClientParser(opts.max_control_line, opts.max_payload)
+        self.ip = ""
+        self.port = 0
+        # --- CONNECT state; nats-server's defaults before (and under) a CONNECT.
+        self.connected = False
+        self.authenticating = False
+        self.verbose = True
+        self.pedantic = True
+        self.echo = True
+        self.headers = False
+        self.no_responders = False
+        self.protocol = 0
+        self.name = ""
+        self.lang = ""
+        self.version = ""
+        self.user = ""
+        self.connect_opts: dict[str, Any] = {"verbose": True, "pedantic": True, "echo": True}
+        # Publishes that need per-message checks (before CONNECT, verbose, pedantic) take the slow path.
+        self.checked_pubs = True
+        self.auth_required = server.authenticator.info_auth_required
+        self._held: list[Any] | None = None  # events received while a bcrypt check runs
+        # --- subscriptions by sid
+        self.subs: dict[str, Subscription] = {}
+        # --- output
+        self.out: list[bytes] = []
+        self.out_size = 0
+        self.dirty = False
+        self.closed = False
+        self.lost = False  # connection_lost() has run: the socket is gone
+        self.close_reason = ""
+        self.max_pending = opts.max_pending
+        self.pending_limit = opts.max_pending
+        self.write_paused = False
+        self._write_deadline_timer: asyncio.TimerHandle | None = None
+        self.stalled_producers: list[ClientConnection] = []
+        self._stalled = False
+        self._stall_timer: asyncio.TimerHandle | None = None
+        # --- stats (nats-server counts message bytes: headers + payload)
+        self.in_msgs = 0
+        self.in_bytes = 0
+        self.out_msgs = 0
+        self.out_bytes = 0
+        self.start_wall_ns = time.time_ns()
+        self.start = time.monotonic()
+        self.last_activity = self.start
+        self.stop_wall_ns = 0  # set when the connection ends
+        self.stop = 0.0
+        # --- ping / timers
+        self.pings_out = 0
+        self.rtt = 0.0
+        self._ping_sent_at = 0.0
+        self._last_in = self.start
+        self._ping_timer: asyncio.TimerHandle | None = None
+        self._auth_timer: asyncio.TimerHandle | None = None
+        self.trace = server.trace
+
+    # ----------------------------------------------------------------- identity
+
+    def __repr__(self) -> str:
+        return f"<ClientConnection cid={self.cid} {self.ip}:{self.port}>"
+
+    @property
+    def log_prefix(self) -> str:
+        """nats-server's ``127.0.0.1:4321 - cid:5 - "v2.16.0:python3:name"`` prefix."""
+        prefix = f"{self.ip}:{self.port} - cid:{self.cid}"
+        if self.connected and (self.version or self.lang or self.name):
+            desc = f"v{self.version}:{self.lang}"
+            if self.name:
+                desc += f":{self.name}"
+            prefix += f' - "{desc}"'
+        return prefix
+
+    def log(self, level: int, message: str) -> None:
+        logger = self.server.logger
+        if logger.isEnabledFor(level):
+            logger.log(level, "%s - %s", self.log_prefix, message)
+
+    # ------------------------------------------------------------ asyncio hooks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is not an asyncio.Transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.ip, self.port = peer[0], peer[1]
+        server = self.server
+        opts = server.options
+        # Above this the transport calls pause_writing(): the consumer is falling behind and
+        # producers publishing to it are stalled (nats-server: 3/4 of max_pending).
+        high = max(opts.max_pending * 3 // 4, 64 * 1024)
+        transport.set_write_buffer_limits(high=high, low=high // 2)
+        self.log(logging.DEBUG, "Client connection created")
+        transport.write(server.info_for(self))
+        if not server.register_client(self):
+            self.log(logging.ERROR, "maximum connections exceeded")
+            self.send_err_and_close(ERR_MAX_CONNECTIONS, ClosedReason.MAX_CONNECTIONS)
+            return
+        loop = server.loop
+        if self.auth_required:
+            self._auth_timer = loop.call_later(opts.auth_timeout, self._auth_timeout)
+        first = opts.ping_interval
+        if not opts.disable_short_first_ping:
+            first = min(first, FIRST_PING_INTERVAL)
+        self._ping_timer = loop.call_later(first, self._ping_timer_fired)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        if not self.closed:
+            self.closed = True
+            self.close_reason = ClosedReason.READ_ERROR if exc else ClosedReason.CLIENT_CLOSED
+        self._cleanup()
+        self.server.connection_gone(self)
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        self._write_deadline_timer = self.server.loop.call_later(
+            self.server.options.write_deadline, self._write_deadline_exceeded
+        )
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self._write_deadline_timer is not None:
+            self._write_deadline_timer.cancel()
+            self._write_deadline_timer = None
+        self._release_producers()
+
+    def eof_received(self) -> bool:
+        return False
+
+    # ----------------------------------------------------------------- reading
+
+    def data_received(self, data: bytes) -> None:
+        self._last_in = self.last_activity = time.monotonic()
+        events = self.parser.feed(data)
+        if self._held is not None:
+            self._held.extend(events)
+            return
+        self._process(events)
+
+    def _process(self, events: list[Any]) -> None:
+        server = self.server
+        route = server.route
+        trace = self.trace
+        for ev in events:
+            if self.closed:
+                return
+            cls = ev.__class__
+            if cls is Pub:
+                if trace:
+                    self._trace_pub(ev)
+                if ev.hdr is not None:
+                    if not self.headers:
+                        self.log(logging.ERROR, "message headers not supported")
+                        self.close(ClosedReason.HEADER_VIOLATION)
+                        return
+                    self.in_bytes += len(ev.hdr) + len(ev.payload)
+                else:
+                    self.in_bytes += len(ev.payload)
+                if self.checked_pubs and not self._check_pub(ev):
+                    continue
+                self.in_msgs += 1
+                route(ev.subject, ev.reply, ev.hdr, ev.payload, self)
+            elif cls is Sub:
+                if trace:
+                    self.log(TRACE, f"<<- [SUB {ev.subject} {ev.queue} {ev.sid}]")
+                if self._before_connect_denied():
+                    return
+                self._process_sub(ev)
+            elif cls is Unsub:
+                if trace:
+                    self.log(TRACE, f"<<- [UNSUB {ev.sid} {ev.max_msgs or ''}]")
+                if self._before_connect_denied():
+                    return
+                self._process_unsub(ev)
+            elif cls is Connect:
+                if trace:
+                    self.log(TRACE, f"<<- [CONNECT {_redact(ev.options)}]")
+                if self._process_connect(ev) and not self.closed:
+                    # A bcrypt check is running: hold the rest until it is decided.
+                    rest = events[next(i for i, e in enumerate(events) if e is ev) + 1 :]
+                    self._held = rest
+                    if self.transport is not None:
+                        self.transport.pause_reading()
+                    return
+            elif cls is ProtocolViolation:
+                self._protocol_violation(ev)
+                return
+            else:  # Ping / Pong
+                name = cls.__name__
+                if trace:
+                    self.log(TRACE, f"<<- [{name.upper()}]")
+                if self._before_connect_denied():
+                    return
+                if name == "Ping":
+                    self.enqueue(PONG)
+                    if trace:
+                        self.log(TRACE, "->> [PONG]")
+                else:
+                    self.pings_out = 0
+                    if self._ping_sent_at:
+                        self.rtt = time.monotonic() - self._ping_sent_at
+                        self._ping_sent_at = 0.0
+
+    def _before_connect_denied(self) -> bool:
+        """nats-server: with auth required, anything before CONNECT is an authorization violation."""
+        if self.connected or not self.auth_required:
+            return False
+        self.auth_violation()
+        return True
+
+    def _check_pub(self, ev: Pub) -> bool:
+        """The slow path for PUB: before CONNECT, pedantic subject check, verbose +OK."""
+        if self._before_connect_denied():
+            return False
+        if self.pedantic and not is_valid_publish_subject(ev.subject):
+            self.enqueue(ERR_INVALID_PUB_SUBJECT)
+        if self.verbose:
+            self.enqueue(OK)
+        return True
+
+    def _trace_pub(self, ev: Pub) -> None:
+        if ev.hdr is None:
+            self.log(TRACE, f"<<- [PUB {ev.subject} {ev.reply} {len(ev.payload)}]")
+        else:
+            total = len(ev.hdr) + len(ev.payload)
+            self.log(TRACE, f"<<- [HPUB {ev.subject} {ev.reply} {len(ev.hdr)} {total}]")
+        limit = self.server.options.max_traced_msg_len
+        body = (ev.hdr or b"") + ev.payload
+        if limit and len(body) > limit:
+            body = body[:limit]
+        self.log(TRACE, f"<<- MSG_PAYLOAD: [{body!r}]")
+
+    # ------------------------------------------------------------- CONNECT
+
+    def _process_connect(self, ev: Connect) -> bool:
+        """Apply a CONNECT; True when it waits for a bcrypt check (see _held)."""
+        options = ev.options
+        for key, kind in _CONNECT_TYPES.items():
+            value = options.get(key)
+            if value is None:
+                continue
+            bad = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+            if bad:
+                self.log(logging.ERROR, f"CONNECT with a bad {key!r} value")
+                self.close(ClosedReason.PARSE_ERROR)
+                return False
+        # Like json.Unmarshal onto the previous options: present keys override.
+        merged = self.connect_opts
+        merged.update({k: v for k, v in options.items() if v is not None})
+        if self.server.authenticator.required and not self.connected:
+            decision = self.server.authenticator.check(merged)
+            if isinstance(decision, PendingCheck):
+                self.authenticating = True
+                self.server.loop.run_in_executor(None, decision.run).add_done_callback(self._bcrypt_done)
+                return True
+            if not decision.ok:
+                self.auth_violation(decision.user)
+                return False
+            self.user = decision.user
+        self._finish_connect()
+        return False
+
+    def _bcrypt_done(self, fut: asyncio.Future[AuthDecision]) -> None:
+        self.authenticating = False
+        if self.closed:
+            return
+        try:
+            decision = fut.result()
+        except Exception:  # a failed check is a failed authentication
+            decision = AuthDecision(False, str(self.connect_opts.get("user") or ""))
+        if not decision.ok:
+            self.auth_violation(decision.user)
+            return
+        self.user = decision.user
+        self._finish_connect()
+        held, self._held = self._held or [], None
+        if not self.closed:
+            self._process(held)
+        if not self.closed and self._held is None and self.transport is not None:
+            self.transport.resume_reading()
+
+    def _finish_connect(self) -> None:
+        o = self.connect_opts
+        if o.get("account") or o.get("new_account"):
+            # nats-server: naming an account in CONNECT is an authorization error.
+            self.auth_violation(str(o.get("user") or ""))
+            return
+        protocol = o.get("protocol", 0)
+        if protocol < 0 or protocol > 1:
+            self.send_err_and_close(ERR_BAD_PROTOCOL, ClosedReason.BAD_PROTOCOL)
+            return
+        self.protocol = protocol
+        self.verbose = bool(o.get("verbose", True))
+        self.pedantic = bool(o.get("pedantic", True))
+        self.echo = bool(o.get("echo", True))
+        self.headers = bool(o.get("headers", False)) and not self.server.options.no_header_support
+        self.no_responders = bool(o.get("no_responders", False))
+        self.name = str(o.get("name", ""))
+        self.lang = str(o.get("lang", ""))
+        self.version = str(o.get("version", ""))
+        if self.no_responders and not self.headers:
+            self.send_err_and_close(ERR_NO_RESPONDERS_HEADERS, ClosedReason.NO_RESPONDERS_HEADERS)
+            return
+        self.connected = True
+        self.checked_pubs = self.verbose or self.pedantic
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
+        if self.verbose:
+            self.enqueue(OK)
+
+    def auth_violation(self, user: str = "") -> None:
+        self.log(logging.ERROR, f'authentication error - User "{user}"')
+        self.send_err_and_close(ERR_AUTH_VIOLATION, ClosedReason.AUTH_VIOLATION)
+
+    def _auth_timeout(self) -> None:
+        self._auth_timer = None
+        if self.closed or self.connected:
+            return
+        self.log(logging.ERROR, "Authentication Timeout")
+        self.send_err_and_close(ERR_AUTH_TIMEOUT, ClosedReason.AUTH_TIMEOUT)
+
+    # --------------------------------------------------------------- SUB/UNSUB
+
+    def _process_sub(self, ev: Sub) -> None:
+        sid = ev.sid
+        if sid in self.subs:  # nats-server: re-using a sid is a no-op
+            if self.verbose:
+                self.enqueue(OK)
+            return
+        max_subs = self.server.options.max_subscriptions
+        if max_subs and len(self.subs) >= max_subs:
+            self.log(logging.ERROR, "maximum subscriptions exceeded")
+            self.enqueue(ERR_MAX_SUBS)
+            return
+        sub = Subscription(ev.subject, sid, ev.queue, client=self)
+        try:
+            self.server.add_subscription(sub)
+        except SublistError:
+            self.enqueue(ERR_INVALID_SUBJECT)
+            return
+        self.subs[sid] = sub
+        if self.verbose:
+            self.enqueue(OK)
+
+    def _process_unsub(self, ev: Unsub) -> None:
+        sub = self.subs.get(ev.sid)
+        if sub is not None:
+            if ev.max_msgs and sub.delivered < ev.max_msgs:
+                sub.max_msgs = ev.max_msgs
+            else:
+                self.remove_sub(sub)
+        if self.verbose:
+            self.enqueue(OK)
+
+    def remove_sub(self, sub: Subscription) -> None:
+        if sub.closed:
+            return
+        sub.closed = True
+        if self.subs.get(sub.sid) is sub:
+            del self.subs[sub.sid]
+        self.server.remove_subscription(sub)
+        if self.trace:
+            self.log(TRACE, f"<-> [DELSUB {sub.sid}]")
+
+    # ------------------------------------------------------------------ writing
+
+    def enqueue(self, data: bytes) -> None:
+        """Queue bytes for this connection; they go out at the end of this loop turn."""
+        if self.closed:
+            return
+        self.out.append(data)
+        self.out_size += len(data)
+        if not self.dirty:
+            self.dirty = True
+            self.server.mark_dirty(self)
+        if self.out_size > self.pending_limit:
+            self.check_slow_consumer()
+
+    def flush_out(self) -> None:
+        self.dirty = False
+        out = self.out
+        transport = self.transport
+        if not out or self.closed or transport is None:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        self.out = []
+        self.out_size = 0
+        transport.write(data)
+        self.last_activity = time.monotonic()
+        self.pending_limit = self.max_pending - transport.get_write_buffer_size()
+
+    def pending_bytes(self) -> int:
+        buffered = self.transport.get_write_buffer_size() if self.transport and not self.closed else 0
+        return self.out_size + buffered
+
+    def check_slow_consumer(self) -> bool:
+        """Close the connection when more than max_pending bytes wait for it (True if closed)."""
+        if self.closed:
+            return True
+        buffered = self.transport.get_write_buffer_size() if self.transport is not None else 0
+        self.pending_limit = self.max_pending - buffered
+        if self.out_size <= self.pending_limit:
+            return False
+        self.server.slow_consumers += 1
+        self.log(logging.INFO, f"Slow Consumer Detected: MaxPending of {self.max_pending} Exceeded")
+        # nats-server marks a slow consumer closed without flushing pending data or an -ERR.
+        self.abort(ClosedReason.SLOW_CONSUMER_PENDING)
+        return True
+
+    def _write_deadline_exceeded(self) -> None:
+        self._write_deadline_timer = None
+        if self.closed or not self.write_paused:
+            return
+        self.server.slow_consumers += 1
+        deadline = self.server.options.write_deadline
+        self.log(logging.INFO, f"Slow Consumer Detected: WriteDeadline of {deadline}s exceeded")
+        self.abort(ClosedReason.SLOW_CONSUMER_DEADLINE)
+
+    def stall(self, consumer: ClientConnection) -> None:
+        """Stop reading from this producer until ``consumer`` drains (or STALL_MAX passes)."""
+        if self._stalled or self.closed or consumer is self or self.transport is None:
+            return
+        self._stalled = True
+        consumer.stalled_producers.append(self)
+        self.transport.pause_reading()
+        self._stall_timer = self.server.loop.call_later(STALL_MAX, self.unstall)
+
+    def unstall(self) -> None:
+        if not self._stalled:
+            return
+        self._stalled = False
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+        if not self.closed and self._held is None and self.transport is not None:
+            self.transport.resume_reading()
+
+    def _release_producers(self) -> None:
+        producers, self.stalled_producers = self.stalled_producers, []
+        for producer in producers:
+            producer.unstall()
+
+    # ------------------------------------------------------------------- errors
+
+    def _protocol_violation(self, ev: ProtocolViolation) -> None:
+        if ev.err:
+            self.log(logging.ERROR, f"{ev.err}{': ' + ev.detail if ev.detail else ''}")
+            self.send_err_and_close(_err(ev.err), _ERR_CLOSE_REASONS.get(ev.err, ClosedReason.PARSE_ERROR))
+        else:
+            self.log(logging.ERROR, f"Client parser ERROR: {ev.detail}")
+            self.close(ClosedReason.PROTOCOL_VIOLATION)
+
+    def send_err_and_close(self, err: bytes, reason: str) -> None:
+        self.enqueue(err)
+        self.close(reason)
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self, reason: str, flush: bool = True) -> None:
+        """Close after writing what is queued (``flush=False``: drop it, like nats-server does
+        for slow consumers)."""
+        if self.closed:
+            return
+        if flush:
+            self.flush_out()
+        self.closed = True
+        self.close_reason = reason
+        if self.transport is not None:
+            if flush:
+                self.transport.close()
+            else:
+                self.transport.abort()
+        self._cleanup()
+
+    def abort(self, reason: str) -> None:
+        self.close(reason, flush=False)
+
+    def _cleanup(self) -> None:
+        """Release subscriptions and timers once (connection_lost may follow close)."""
+        if self.stop_wall_ns:
+            return
+        self.stop_wall_ns = time.time_ns()
+        self.stop = time.monotonic()
+        for timer in (self._ping_timer, self._auth_timer, self._write_deadline_timer, self._stall_timer):
+            if timer is not None:
+                timer.cancel()
+        self._ping_timer = self._auth_timer = self._write_deadline_timer = self._stall_timer = None
+        self.out = []
+        self.out_size = 0
+        self._release_producers()
+        for sub in list(self.subs.values()):
+            self.remove_sub(sub)
+        self.server.unregister_client(self)
+        self.log(logging.DEBUG, f"Client connection closed: {self.close_reason}")
+
+    # -------------------------------------------------------------------- PINGs
+
+    def _ping_timer_fired(self) -> None:
+        self._ping_timer = None
+        if self.closed:
+            return
+        opts = self.server.options
+        now = time.monotonic()
+        # nats-server skips its PING when the client was active within the interval, once the
+        # RTT is known (the first PING measures it).
+        if self.rtt and now - self._last_in < opts.ping_interval:
+            self.log(logging.DEBUG, "Delaying PING due to client activity")
+        elif self.pings_out + 1 > opts.ping_max:
+            self.log(logging.DEBUG, "Stale Client Connection - Closing")
+            self.send_err_and_close(ERR_STALE, ClosedReason.STALE)
+            return
+        else:
+            self.pings_out += 1
+            self._ping_sent_at = now
+            self.enqueue(PING)
+            if self.trace:
+                self.log(TRACE, "->> [PING]")
+        self._ping_timer = self.server.loop.call_later(opts.ping_interval, self._ping_timer_fired)
+
+
+def _redact(options: dict[str, Any]) -> str:
+    import json
+
+    shown = {k: ("[REDACTED]" if k in ("pass", "auth_token", "sig") else v) for k, v in options.items()}
+    return json.dumps(shown)

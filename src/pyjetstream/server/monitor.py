@@ -1,0 +1,566 @@
+"""HTTP monitoring (``http_port`` / ``-m``): ``/varz``, ``/connz``, ``/subsz``, ``/healthz``.
+
+JSON field names, defaults and error texts are nats-server 2.9's (``server/monitor.go``); bodies
+are indented with two spaces as nats-server's ``json.MarshalIndent`` does. The HTTP side is a
+small asyncio HTTP/1.1 server (GET/HEAD, keep-alive, no request bodies) — monitoring is not a hot
+path and needs no dependency.
+
+Endpoints are looked up in ``server.monitor_handlers`` (path → ``async handler(query) -> dict``),
+so the JetStream engine adds ``/jsz`` with ``server.monitor_handlers["/jsz"] = handler``. A
+handler raises :class:`MonitorError` for an HTTP error with a plain-text body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
+
+from pyjetstream.api.timefmt import format_go_duration, format_time
+
+if TYPE_CHECKING:
+    from pyjetstream.server.client import ClientConnection
+    from pyjetstream.server.server import Server
+
+__all__ = [
+    "JSONResponse",
+    "MonitorError",
+    "MonitorServer",
+    "closed_record",
+    "connection_info",
+    "uptime_string",
+]
+
+DEFAULT_CONNZ_LIMIT = 1024
+DEFAULT_SUBSZ_LIMIT = 1024
+_MAX_REQUEST_HEAD = 64 * 1024
+
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    503: "Service Unavailable",
+}
+
+
+class MonitorError(Exception):
+    """An HTTP error answer: ``status`` with ``text`` as a text/plain body."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+class JSONResponse:
+    """A JSON body with a status other than 200 (e.g. ``/healthz`` 503)."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        self.status = status
+        self.body = body
+
+
+# ------------------------------------------------------------------------ formatting
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
+
+
+def _time(wall_ns: int) -> str:
+    return format_time(wall_ns)
+
+
+def _mono_to_wall_ns(conn: ClientConnection, mono: float) -> int:
+    return conn.start_wall_ns + int((mono - conn.start) * 1_000_000_000)
+
+
+def uptime_string(seconds: float) -> str:
+    """nats-server's ``myUptime``: ``5s``, ``1m2s``, ``3h1m2s``, ``2d3h1m2s``, ``1y2d3h1m2s``."""
+    secs = int(seconds)
+    mins, hrs, days = secs // 60, secs // 3600, secs // 86400
+    years = days // 365
+    if years:
+        return f"{years}y{days % 365}d{hrs % 24}h{mins % 60}m{secs % 60}s"
+    if days:
+        return f"{days}d{hrs % 24}h{mins % 60}m{secs % 60}s"
+    if hrs:
+        return f"{hrs}h{mins % 60}m{secs % 60}s"
+    if mins:
+        return f"{mins}m{secs % 60}s"
+    return f"{secs}s"
+
+
+def _seconds(value: float) -> float | int:
+    """Seconds as Go marshals a float64: ``2`` rather than ``2.0``."""
+    return int(value) if float(value).is_integer() else value
+
+
+def _query_int(query: dict[str, str], key: str, default: int) -> int:
+    text = query.get(key, "")
+    if text == "":
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise MonitorError(
+            400, f"Error decoding int for '{key}': strconv.Atoi: parsing \"{text}\": invalid syntax"
+        ) from None
+
+
+def _query_bool(query: dict[str, str], key: str) -> bool:
+    return query.get(key, "").lower() in ("1", "true", "t", "yes", "y")
+
+
+# ----------------------------------------------------------------------------- /connz
+
+
+def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False) -> dict[str, Any]:
+    """One ``/connz`` connection (``ConnInfo``), as of now (or of its close)."""
+    end_mono = conn.stop or time.monotonic()
+    info: dict[str, Any] = {
+        "cid": conn.cid,
+        "kind": "Client",
+        "type": "nats",
+        "ip": conn.ip,
+        "port": conn.port,
+        "start": _time(conn.start_wall_ns),
+        "last_activity": _time(_mono_to_wall_ns(conn, conn.last_activity)),
+    }
+    if conn.stop_wall_ns:
+        info["stop"] = _time(conn.stop_wall_ns)
+        info["reason"] = conn.close_reason
+    info["rtt"] = format_go_duration(_ns(_rtt(conn)))
+    info["uptime"] = uptime_string(max(0.0, end_mono - conn.start))
+    info["idle"] = uptime_string(max(0.0, end_mono - conn.last_activity))
+    info["pending_bytes"] = conn.pending_bytes()
+    info["in_msgs"] = conn.in_msgs
+    info["out_msgs"] = conn.out_msgs
+    info["in_bytes"] = conn.in_bytes
+    info["out_bytes"] = conn.out_bytes
+    info["subscriptions"] = len(conn.subs)
+    if conn.name:
+        info["name"] = conn.name
+    if conn.lang:
+        info["lang"] = conn.lang
+    if conn.version:
+        info["version"] = conn.version
+    if auth and conn.user:
+        info["authorized_user"] = conn.user
+    if subs and conn.subs:
+        if subs == "detail":
+            info["subscriptions_list_detail"] = [_sub_detail(s, conn.cid) for s in conn.subs.values()]
+        else:
+            info["subscriptions_list"] = [s.subject for s in conn.subs.values()]
+    return info
+
+
+def _sub_detail(sub: Any, cid: int, account: bool = False) -> dict[str, Any]:
+    detail: dict[str, Any] = {}
+    if account:
+        detail["account"] = "$G"
+    detail["subject"] = sub.subject
+    if sub.queue:
+        detail["qgroup"] = sub.queue
+    detail["sid"] = sub.sid
+    detail["msgs"] = sub.delivered
+    if sub.max_msgs:
+        detail["max"] = sub.max_msgs
+    detail["cid"] = cid
+    return detail
+
+
+# Sort key and direction per nats-server SortOpt: cid and start ascending, the rest descending.
+_SORTS: dict[str, tuple[str, bool]] = {
+    "cid": ("cid", False),
+    "start": ("start", False),
+    "subs": ("subs", True),
+    "pending": ("pending", True),
+    "msgs_to": ("msgs_to", True),
+    "msgs_from": ("msgs_from", True),
+    "bytes_to": ("bytes_to", True),
+    "bytes_from": ("bytes_from", True),
+    "last": ("last", True),
+    "idle": ("idle", True),
+    "uptime": ("uptime", True),
+    "stop": ("stop", True),
+    "reason": ("reason", False),
+    "rtt": ("rtt", True),
+}
+
+
+def _rtt(conn: ClientConnection) -> float:
+    """The measured RTT; until a server PING was answered, nats-server shows the time from
+    connecting to the client's last activity."""
+    return conn.rtt or max(0.0, conn.last_activity - conn.start)
+
+
+def _sort_keys(conn: ClientConnection, now: float) -> dict[str, Any]:
+    end = conn.stop or now
+    return {
+        "cid": conn.cid,
+        "start": conn.start,
+        "subs": len(conn.subs),
+        "pending": conn.pending_bytes(),
+        "msgs_to": conn.out_msgs,
+        "msgs_from": conn.in_msgs,
+        "bytes_to": conn.out_bytes,
+        "bytes_from": conn.in_bytes,
+        "last": conn.last_activity,
+        "idle": end - conn.last_activity,
+        "uptime": end - conn.start,
+        "stop": conn.stop_wall_ns,
+        "reason": conn.close_reason,
+        "rtt": _rtt(conn),
+    }
+
+
+def closed_record(conn: ClientConnection) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What ``/connz?state=closed`` keeps of a connection once it is gone."""
+    return _sort_keys(conn, time.monotonic()), connection_info(conn, "1", auth=True)
+
+
+def _connz(server: Server, query: dict[str, str]) -> dict[str, Any]:
+    sort = query.get("sort", "") or "cid"
+    if sort not in _SORTS:
+        raise MonitorError(400, f"invalid sorting option: {sort}")
+    state = query.get("state", "") or "open"
+    if state not in ("open", "closed", "any", "all"):
+        raise MonitorError(400, f"Error decoding state for {state}")
+    if sort in ("stop", "reason") and state == "open":
+        raise MonitorError(400, f"sort by {sort} only valid on closed connections")
+    subs_arg = query.get("subs", "").lower()
+    subs = "detail" if subs_arg == "detail" else ("1" if _query_bool(query, "subs") else "")
+    auth = _query_bool(query, "auth")
+    offset = max(0, _query_int(query, "offset", 0))
+    limit = _query_int(query, "limit", DEFAULT_CONNZ_LIMIT)
+    if limit <= 0:
+        limit = DEFAULT_CONNZ_LIMIT
+    cid = _query_int(query, "cid", 0)
+
+    rows: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (sort keys, info)
+    if state in ("open", "any", "all"):
+        now = time.monotonic()
+        for conn in server.clients.values():
+            if not cid or conn.cid == cid:
+                rows.append((_sort_keys(conn, now), connection_info(conn, subs, auth)))
+    if state in ("closed", "any", "all"):
+        for keys, closed in server.closed_clients:
+            if cid and closed["cid"] != cid:
+                continue
+            info = dict(closed)
+            if subs != "1":
+                info.pop("subscriptions_list", None)
+            if not auth:
+                info.pop("authorized_user", None)
+            rows.append((keys, info))
+    key_name, descending = _SORTS[sort]
+
+    def sort_key(row: tuple[dict[str, Any], dict[str, Any]]) -> Any:
+        return row[0][key_name]
+
+    rows.sort(key=sort_key, reverse=descending)
+    if cid:
+        limit = 1
+    total = len(rows)
+    page = [info for _, info in rows[offset : offset + limit]]
+    return {
+        "server_id": server.server_id,
+        "now": _time(time.time_ns()),
+        "num_connections": len(page),
+        "total": total,
+        "offset": offset,
+        "limit": limit,
+        "connections": page,
+    }
+
+
+# ------------------------------------------------------------------------ /varz etc.
+
+
+_last_cpu = [time.monotonic(), sum(os.times()[:2])]
+
+
+def _cpu_percent() -> float:
+    now = time.monotonic()
+    used = sum(os.times()[:2])
+    elapsed = now - _last_cpu[0]
+    pct = 100.0 * (used - _last_cpu[1]) / elapsed if elapsed > 0 else 0.0
+    _last_cpu[0], _last_cpu[1] = now, used
+    return round(pct, 2)
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _varz(server: Server, query: dict[str, str]) -> dict[str, Any]:
+    opts = server.options
+    now = time.time_ns()
+    cores = os.cpu_count() or 1
+    in_msgs, in_bytes, out_msgs, out_bytes = server.message_totals()
+    varz: dict[str, Any] = {
+        "server_id": server.server_id,
+        "server_name": server.server_name,
+        "version": _version(),
+        "proto": 1,
+        "go": _go(),
+        "host": opts.host,
+        "port": server.port,
+        "max_connections": opts.max_connections,
+        "ping_interval": _ns(opts.ping_interval),
+        "ping_max": opts.ping_max,
+        "http_host": opts.monitor_host,
+        "http_port": server.http_port,
+        "http_base_path": opts.http_base_path,
+        "https_port": opts.https_port,
+        "auth_timeout": _seconds(opts.auth_timeout),
+        "max_control_line": opts.max_control_line,
+        "max_payload": opts.max_payload,
+        "max_pending": opts.max_pending,
+        "cluster": {},
+        "gateway": {},
+        "leaf": {},
+        "mqtt": {},
+        "websocket": {},
+        "jetstream": _jetstream_varz(server),
+        "tls_timeout": _seconds(opts.tls.timeout if opts.tls is not None else 2.0),
+        "write_deadline": _ns(opts.write_deadline),
+        "start": _time(server.start_wall_ns),
+        "now": _time(now),
+        "uptime": uptime_string((now - server.start_wall_ns) / 1e9),
+        "mem": _rss_bytes(),
+        "cores": cores,
+        "gomaxprocs": cores,
+        "cpu": _cpu_percent(),
+        "connections": len(server.clients),
+        "total_connections": server.total_connections,
+        "routes": 0,
+        "remotes": 0,
+        "leafnodes": 0,
+        "in_msgs": in_msgs,
+        "out_msgs": out_msgs,
+        "in_bytes": in_bytes,
+        "out_bytes": out_bytes,
+        "slow_consumers": server.slow_consumers,
+        "subscriptions": server.sublist.count,
+        "http_req_stats": dict(server.http_req_stats),
+        "config_load_time": _time(server.config_load_time_ns),
+    }
+    if opts.server_tags:
+        varz["tags"] = list(opts.server_tags)
+    return varz
+
+
+def _jetstream_varz(server: Server) -> dict[str, Any]:
+    engine = server.jetstream
+    provider = getattr(engine, "varz", None) if engine is not None else None
+    if provider is None:
+        return {}
+    try:
+        return dict(provider())
+    except Exception:
+        server.logger.exception("JetStream varz failed")
+        return {}
+
+
+def _version() -> str:
+    from pyjetstream.server.server import SERVER_VERSION
+
+    return SERVER_VERSION
+
+
+def _go() -> str:
+    import platform
+
+    return f"python{platform.python_version()}"
+
+
+def _subsz(server: Server, query: dict[str, str]) -> dict[str, Any]:
+    stats = server.sublist.stats()
+    if not _query_bool(query, "subs") and query.get("subs", "").lower() != "detail":
+        return stats
+    offset = max(0, _query_int(query, "offset", 0))
+    limit = _query_int(query, "limit", DEFAULT_SUBSZ_LIMIT)
+    if limit <= 0:
+        limit = DEFAULT_SUBSZ_LIMIT
+    test = query.get("test", "")
+    subs = server.sublist.all_subscriptions()
+    if test:
+        from pyjetstream.server.subjects import subject_matches
+
+        subs = [s for s in subs if subject_matches(s.subject, test)]
+    subs.sort(key=lambda s: (s.subject, s.sid))
+    details = [
+        _sub_detail(s, s.client.cid if s.client is not None else 0, account=True)
+        for s in subs[offset : offset + limit]
+    ]
+    out: dict[str, Any] = {"server_id": server.server_id, "now": _time(time.time_ns())}
+    out.update(stats)
+    out.update({"total": len(subs), "offset": offset, "limit": limit, "subscriptions_list": details})
+    return out
+
+
+def _healthz(server: Server, query: dict[str, str]) -> dict[str, Any] | JSONResponse:
+    engine = server.jetstream
+    checker = getattr(engine, "healthz", None) if engine is not None else None
+    if checker is not None:
+        problem = checker(query)
+        if problem:
+            return JSONResponse(503, {"status": "unavailable", "error": str(problem)})
+    return {"status": "ok"}
+
+
+# ---------------------------------------------------------------------- HTTP server
+
+
+class MonitorServer:
+    """The monitoring listener; ``server.monitor_handlers`` decides what each path returns."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self._listener: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        handlers = server.monitor_handlers
+        handlers.setdefault("/varz", self._sync(_varz))
+        handlers.setdefault("/connz", self._sync(_connz))
+        handlers.setdefault("/subsz", self._sync(_subsz))
+        handlers.setdefault("/subscriptionsz", handlers["/subsz"])
+        handlers.setdefault("/healthz", self._sync(_healthz))
+
+    def _sync(self, fn: Any) -> Any:
+        server = self.server
+
+        async def handler(query: dict[str, str]) -> Any:
+            return fn(server, query)
+
+        return handler
+
+    async def start(self, host: str, port: int) -> int:
+        self._listener = await asyncio.start_server(self._serve, host or None, port, reuse_address=True)
+        return self._listener.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            for task in list(self._tasks):
+                task.cancel()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._listener = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                keep_alive = await self._answer(head, writer)
+                await writer.drain()
+                if not keep_alive:
+                    return
+        except (ConnectionError, asyncio.CancelledError):
+            return
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _answer(self, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split()
+        if len(parts) != 3:
+            self._write(writer, 400, "text/plain; charset=utf-8", b"400 Bad Request", False)
+            return False
+        method, target, version = parts
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name:
+                headers[name.strip().lower()] = value.strip()
+        connection = headers.get("connection", "").lower()
+        keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
+        url = urlsplit(target)
+        path = url.path
+        base = self.server.options.http_base_path.rstrip("/")
+        if base and path.startswith(base):
+            path = path[len(base) :] or "/"
+        if path != "/" and path.endswith("/"):
+            path = path.rstrip("/")
+        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        handler = self.server.monitor_handlers.get(path)
+        if path == "/":
+            body = _root_page(self.server).encode()
+            self._write(writer, 200, "text/html; charset=utf-8", body, keep_alive, method == "HEAD")
+            return keep_alive
+        if handler is None:
+            self._write(writer, 404, "text/plain; charset=utf-8", b"404 page not found\n", keep_alive)
+            return keep_alive
+        if method not in ("GET", "HEAD"):
+            self._write(writer, 405, "text/plain; charset=utf-8", b"Method Not Allowed\n", keep_alive)
+            return keep_alive
+        stats = self.server.http_req_stats
+        stats[path] = stats.get(path, 0) + 1
+        status = 200
+        try:
+            result = await handler(query)
+        except MonitorError as exc:
+            self._write(writer, exc.status, "text/plain; charset=utf-8", exc.text.encode(), keep_alive)
+            return keep_alive
+        except Exception:
+            self.server.logger.exception("monitoring handler for %s failed", path)
+            self._write(writer, 500, "text/plain; charset=utf-8", b"internal error", keep_alive)
+            return keep_alive
+        if isinstance(result, JSONResponse):
+            status, result = result.status, result.body
+        if path == "/healthz":
+            body = json.dumps(result, separators=(",", ":")).encode()
+        else:
+            body = json.dumps(result, indent=2, ensure_ascii=False).encode()
+        callback = query.get("callback")
+        if callback:  # nats-server supports JSONP
+            body = callback.encode() + b"(" + body + b")"
+        self._write(writer, status, "application/json", body, keep_alive, method == "HEAD")
+        return keep_alive
+
+    @staticmethod
+    def _write(
+        writer: asyncio.StreamWriter,
+        status: int,
+        content_type: str,
+        body: bytes,
+        keep_alive: bool,
+        head_only: bool = False,
+    ) -> None:
+        reason = _REASONS.get(status, "Error")
+        stamp = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())
+        headers = [
+            f"HTTP/1.1 {status} {reason}",
+            f"Content-Type: {content_type}",
+            f"Date: {stamp}",
+            f"Content-Length: {len(body)}",
+        ]
+        if not keep_alive:
+            headers.append("Connection: close")
+        writer.write(("\r\n".join(headers) + "\r\n\r\n").encode() + (b"" if head_only else body))
+
+
+def _root_page(server: Server) -> str:
+    links = "".join(f'<a href=".{p}">{p.lstrip("/")}</a>\n' for p in sorted(server.monitor_handlers))
+    return (
+        '<html lang="en"><head><title>pyjetstream monitoring</title></head><body>\n'
+        f"<h3>pyjetstream (nats-server {_version()} compatible)</h3>\n{links}</body></html>\n"
+    )

@@ -1,0 +1,603 @@
+"""The embedded NATS server: listener, routing, lifecycle and the internal API JetStream builds on.
+
+Usage::
+
+    async with Server(jetstream=True, store_dir="/tmp/js") as srv:   # any ServerOptions field
+        nc = await nats.connect(srv.client_url)
+
+Internal API (for the JetStream engine in ``pyjetstream.server.jetstream``; all of it must be
+called on the server's event loop):
+
+``server.subscribe_internal(subject, callback, queue="") -> InternalSub``
+    ``callback(subject, reply, hdr, payload, client)`` runs synchronously in the routing path for
+    every matching publish: ``subject``/``reply`` are ``str``, ``hdr`` is the raw header block
+    (``bytes``) or ``None``, ``payload`` is ``bytes`` and ``client`` is the publishing
+    :class:`ClientConnection` (``None`` for :meth:`publish_internal`). Internal subscriptions are
+    interest like client ones (no-responders does not fire) and join queue groups.
+    ``InternalSub.unsubscribe()`` removes it. An exception in a callback is logged, not raised.
+
+``server.publish_internal(subject, payload, reply="", hdr=None, show_subject=None) -> bool``
+    Routes a message from the server itself to every matching subscription, client and internal.
+    With ``show_subject`` the MSG/HMSG line names that subject instead of the routed one (the sid
+    is still that of the subscription that matched ``subject``): this is how a stored message is
+    delivered to a deliver subject/pull inbox under its original subject. Internal callbacks get
+    the routed ``subject``. Returns whether any subscription received it.
+
+``server.has_interest(subject, clients_only=False) -> bool`` /
+``server.interest_count(subject, clients_only=False) -> int``
+    Whether / how many subscriptions (queue members included) match a literal subject.
+
+``server.on_interest_change(callback) -> Callable[[], None]``
+    ``callback(sub: Subscription, added: bool)`` after any subscription is added or removed;
+    returns a function that unregisters it.
+
+Also exposed: ``options``, ``server_id``, ``server_name``, ``loop``, ``logger``, ``clients``
+(cid → ClientConnection, each with in/out msgs/bytes), ``monitor_handlers`` (path → async
+``handler(query: dict[str, str]) -> dict``; add ``/jsz`` there), ``jetstream`` (the engine or
+``None``) and ``jetstream_enabled``.
+
+When ``options.jetstream`` is set, :meth:`start` runs ``JetStreamEngine(self).start()`` from
+``pyjetstream.server.jetstream.engine`` before accepting clients, and :meth:`shutdown` awaits its
+``stop()`` after the clients are drained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import platform
+import random
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pyjetstream.server.auth import Authenticator
+from pyjetstream.server.client import ClientConnection, ClosedReason
+from pyjetstream.server.ids import new_server_id
+from pyjetstream.server.log import get_logger
+from pyjetstream.server.monitor import closed_record
+from pyjetstream.server.options import RANDOM_PORT, ServerOptions
+from pyjetstream.server.sublist import Sublist, Subscription
+
+__all__ = ["SERVER_VERSION", "InternalCallback", "InternalSub", "Server"]
+
+#: The nats-server version we report in INFO and /varz: clients gate features on it.
+SERVER_VERSION = "2.9.10"
+#: nats-server keeps this many closed connections for ``/connz?state=closed``.
+MAX_CLOSED_CLIENTS = 10_000
+#: On shutdown, wait this long for clients to take their pending data before cutting them.
+SHUTDOWN_DRAIN_TIMEOUT = 2.0
+
+InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | None], None]
+
+_NO_RESPONDERS_TAIL = b" 16 16\r\nNATS/1.0 503\r\n\r\n\r\n"
+_CRLF = b"\r\n"
+
+
+class InternalSub(Subscription):
+    """A subscription owned by the server itself (see ``Server.subscribe_internal``)."""
+
+    __slots__ = ("server",)
+
+    def __init__(
+        self, server: Server, subject: str, sid: str, queue: str, callback: InternalCallback
+    ) -> None:
+        super().__init__(subject, sid, queue, client=None, callback=callback)
+        self.server = server
+
+    def unsubscribe(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.server.remove_subscription(self)
+
+
+class Server:
+    """A single-node NATS server on asyncio. ``Server(options, **overrides)``.
+
+    Without ``options`` the server listens on 127.0.0.1 on a random port (it is meant to be
+    embedded); pass ServerOptions or ``port=4222`` for a fixed one. Overrides are ServerOptions
+    field names.
+    """
+
+    def __init__(self, options: ServerOptions | None = None, **overrides: Any) -> None:
+        if options is None:
+            opts = ServerOptions(host="127.0.0.1", port=RANDOM_PORT)
+        else:
+            opts = options.copy()
+        for key, value in overrides.items():
+            if not hasattr(opts, key):
+                raise TypeError(f"unknown server option {key!r}")
+            setattr(opts, key, value)
+        self.options = opts
+        self.server_id = new_server_id()
+        self.server_name = opts.server_name or self.server_id
+        self.logger = get_logger()
+        self.trace = opts.trace or opts.trace_verbose
+        self.authenticator = Authenticator(opts)
+        self.sublist = Sublist()
+        self.clients: dict[int, ClientConnection] = {}
+        self.closed_clients: collections.deque[tuple[dict[str, Any], dict[str, Any]]] = collections.deque(
+            maxlen=MAX_CLOSED_CLIENTS
+        )
+        self.monitor_handlers: dict[str, Callable[[dict[str, str]], Any]] = {}
+        self.jetstream: Any = None
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by start()
+        # --- stats
+        self.start_wall_ns = time.time_ns()
+        self.config_load_time_ns = self.start_wall_ns
+        self.total_connections = 0
+        # Message counts of connections that are gone; live ones count on the connection.
+        self._closed_in_msgs = 0
+        self._closed_in_bytes = 0
+        self._closed_out_msgs = 0
+        self._closed_out_bytes = 0
+        self.slow_consumers = 0
+        self.http_req_stats: dict[str, int] = {}
+        # --- internals
+        self._cid = 0
+        self._isid = 0
+        self._dirty: list[ClientConnection] = []
+        self._flush_scheduled = False
+        self._interest_callbacks: list[Callable[[Subscription, bool], None]] = []
+        self._listener: asyncio.Server | None = None
+        self._monitor: Any = None
+        self._info_prefix = b""
+        self._ports_file = ""
+        self._running = False
+        self._shutdown_started = False
+        self._done: asyncio.Event | None = None
+        self._draining: set[ClientConnection] = set()
+        self._drained = asyncio.Event()
+        self.port = 0
+        self.http_port = 0
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def _connect_host(self) -> str:
+        host = self.options.host
+        if host in ("", "0.0.0.0"):
+            return "127.0.0.1"
+        if host == "::":
+            return "[::1]"
+        return f"[{host}]" if ":" in host else host
+
+    @property
+    def client_url(self) -> str:
+        """``nats://host:port`` for clients (a wildcard bind address becomes loopback)."""
+        return f"nats://{self._connect_host}:{self.port}"
+
+    url = client_url
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://{self._connect_host}:{self.http_port}" if self.http_port else ""
+
+    @property
+    def jetstream_enabled(self) -> bool:
+        return self.jetstream is not None
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Server:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def start(self) -> None:
+        """Start everything and return once clients can connect (nats-server's "Server is ready")."""
+        if self._running:
+            return
+        self.loop = asyncio.get_running_loop()
+        self._done = asyncio.Event()
+        opts = self.options
+        log = self.logger
+        log.info("Starting nats-server")
+        log.info("  Version:  %s (pyjetstream)", SERVER_VERSION)
+        log.info("  Name:     %s", self.server_name)
+        log.info("  ID:       %s", self.server_id)
+        if opts.config_file:
+            log.info("Using configuration file: %s", opts.config_file)
+        for warning in opts.warnings:
+            log.warning("%s", warning)
+        try:
+            if opts.monitor_bind_port is not None:
+                from pyjetstream.server.monitor import MonitorServer
+
+                self._monitor = MonitorServer(self)
+                self.http_port = await self._monitor.start(opts.monitor_host, opts.monitor_bind_port)
+                log.info("Starting http monitor on %s:%d", opts.monitor_host, self.http_port)
+            if opts.jetstream:
+                await self._start_jetstream()
+            self._listener = await self.loop.create_server(
+                lambda: ClientConnection(self),
+                host=opts.host or None,
+                port=opts.bind_port,
+                reuse_address=True,
+                backlog=1024,
+            )
+        except BaseException:
+            await self._stop_services()
+            raise
+        sock = self._listener.sockets[0]
+        self.port = sock.getsockname()[1]
+        self._build_info()
+        log.info("Listening for client connections on %s:%d", opts.host, self.port)
+        self._write_process_files()
+        self._running = True
+        log.info("Server is ready")
+
+    async def _start_jetstream(self) -> None:
+        try:
+            from pyjetstream.server.jetstream.engine import JetStreamEngine
+        except ModuleNotFoundError as exc:
+            self.logger.error("JetStream not available: %s", exc)
+            return
+        engine = JetStreamEngine(self)
+        await engine.start()
+        self.jetstream = engine
+
+    async def shutdown(self) -> None:
+        """Stop accepting, drain clients (flush their pending data, then close), stop JetStream."""
+        if self._shutdown_started:
+            if self._done is not None:
+                await self._done.wait()
+            return
+        self._shutdown_started = True
+        self.logger.info("Initiating Shutdown...")
+        if self._listener is not None:
+            self._listener.close()
+        clients = list(self.clients.values())
+        for conn in clients:
+            conn.close(ClosedReason.SHUTDOWN)
+        await self._wait_transports_closed(clients)
+        if self._listener is not None:
+            try:
+                await asyncio.wait_for(self._listener.wait_closed(), SHUTDOWN_DRAIN_TIMEOUT)
+            except TimeoutError:
+                pass
+        await self._stop_services()
+        self._remove_ports_file()
+        self._running = False
+        self.logger.info("Server Exiting..")
+        if self._done is not None:
+            self._done.set()
+
+    stop = shutdown
+
+    async def _wait_transports_closed(self, clients: list[ClientConnection]) -> None:
+        """Give closing connections time to write what they still hold, then cut the rest."""
+        self._draining = {c for c in clients if not c.lost}
+        self._drained = asyncio.Event()
+        if self._draining:
+            try:
+                await asyncio.wait_for(self._drained.wait(), SHUTDOWN_DRAIN_TIMEOUT)
+            except TimeoutError:
+                pass
+        for conn in clients:
+            if not conn.lost and conn.transport is not None:
+                conn.transport.abort()
+
+    def connection_gone(self, conn: ClientConnection) -> None:
+        """Called by a connection once its socket is closed (connection_lost)."""
+        if conn in self._draining:
+            self._draining.discard(conn)
+            if not self._draining:
+                self._drained.set()
+
+    async def _stop_services(self) -> None:
+        if self.jetstream is not None:
+            try:
+                await self.jetstream.stop()
+            except Exception:
+                self.logger.exception("JetStream stop failed")
+        if self._monitor is not None:
+            await self._monitor.stop()
+            self._monitor = None
+
+    async def wait_closed(self) -> None:
+        """Return once :meth:`shutdown` has finished."""
+        assert self._done is not None, "server not started"
+        await self._done.wait()
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        await self.wait_closed()
+
+    # ------------------------------------------------------------- process files
+
+    def _write_process_files(self) -> None:
+        opts = self.options
+        if opts.pid_file:
+            with open(opts.pid_file, "w", encoding="utf-8") as fh:
+                fh.write(str(os.getpid()))
+        if opts.ports_file_dir:
+            exe = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "pyjetstream"
+            if exe in ("", "-c", "__main__.py", "-m") or exe.endswith(".py"):
+                exe = "pyjetstream"
+            ports: dict[str, list[str]] = {"nats": [f"nats://{self._connect_host}:{self.port}"]}
+            if self.http_port:
+                ports["monitoring"] = [self.monitor_url]
+            path = os.path.join(opts.ports_file_dir, f"{exe}_{os.getpid()}.ports")
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(ports, fh, separators=(",", ":"))
+            os.replace(tmp, path)  # readers poll for the file: it must appear complete
+            self._ports_file = path
+
+    def _remove_ports_file(self) -> None:
+        if self._ports_file:
+            try:
+                os.remove(self._ports_file)
+            except OSError:
+                pass
+            self._ports_file = ""
+
+    # ------------------------------------------------------------------- clients
+
+    def next_cid(self) -> int:
+        self._cid += 1
+        return self._cid
+
+    def register_client(self, conn: ClientConnection) -> bool:
+        """Add a new connection; False when max_connections is reached."""
+        if self._shutdown_started or len(self.clients) >= self.options.max_connections:
+            return False
+        self.clients[conn.cid] = conn
+        self.total_connections += 1
+        return True
+
+    def unregister_client(self, conn: ClientConnection) -> None:
+        if self.clients.pop(conn.cid, None) is not None:
+            self._closed_in_msgs += conn.in_msgs
+            self._closed_in_bytes += conn.in_bytes
+            self._closed_out_msgs += conn.out_msgs
+            self._closed_out_bytes += conn.out_bytes
+            self.closed_clients.append(closed_record(conn))
+
+    def message_totals(self) -> tuple[int, int, int, int]:
+        """Server-wide ``(in_msgs, in_bytes, out_msgs, out_bytes)`` of client connections."""
+        in_msgs, in_bytes = self._closed_in_msgs, self._closed_in_bytes
+        out_msgs, out_bytes = self._closed_out_msgs, self._closed_out_bytes
+        for conn in self.clients.values():
+            in_msgs += conn.in_msgs
+            in_bytes += conn.in_bytes
+            out_msgs += conn.out_msgs
+            out_bytes += conn.out_bytes
+        return in_msgs, in_bytes, out_msgs, out_bytes
+
+    def _build_info(self) -> None:
+        opts = self.options
+        info: dict[str, Any] = {
+            "server_id": self.server_id,
+            "server_name": self.server_name,
+            "version": SERVER_VERSION,
+            "proto": 1,
+            "go": f"python{platform.python_version()}",
+            "host": opts.host,
+            "port": self.port,
+            "headers": not opts.no_header_support,
+        }
+        if self.authenticator.info_auth_required:
+            info["auth_required"] = True
+        info["max_payload"] = opts.max_payload
+        if self.jetstream is not None:
+            info["jetstream"] = True
+        text = json.dumps(info, separators=(",", ":"))
+        self._info_prefix = ("INFO " + text[:-1] + ',"client_id":').encode()
+
+    def info_for(self, conn: ClientConnection) -> bytes:
+        """The INFO line for one client (nats-server ends it with ``} \\r\\n``)."""
+        return self._info_prefix + f'{conn.cid},"client_ip":{json.dumps(conn.ip)}}} \r\n'.encode()
+
+    # ------------------------------------------------------------- output batching
+
+    def mark_dirty(self, conn: ClientConnection) -> None:
+        self._dirty.append(conn)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush_dirty)
+
+    def _flush_dirty(self) -> None:
+        self._flush_scheduled = False
+        dirty, self._dirty = self._dirty, []
+        for conn in dirty:
+            conn.flush_out()
+
+    # ------------------------------------------------------------- subscriptions
+
+    def add_subscription(self, sub: Subscription) -> None:
+        """Index a subscription (raises SublistError for an invalid subject)."""
+        self.sublist.insert(sub)
+        if self._interest_callbacks:
+            self._notify_interest(sub, True)
+
+    def remove_subscription(self, sub: Subscription) -> None:
+        sub.closed = True
+        if self.sublist.remove(sub) and self._interest_callbacks:
+            self._notify_interest(sub, False)
+
+    def _notify_interest(self, sub: Subscription, added: bool) -> None:
+        for callback in list(self._interest_callbacks):
+            try:
+                callback(sub, added)
+            except Exception:
+                self.logger.exception("interest-change callback failed")
+
+    def on_interest_change(self, callback: Callable[[Subscription, bool], None]) -> Callable[[], None]:
+        self._interest_callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._interest_callbacks:
+                self._interest_callbacks.remove(callback)
+
+        return remove
+
+    # -------------------------------------------------------------- internal API
+
+    def subscribe_internal(self, subject: str, callback: InternalCallback, queue: str = "") -> InternalSub:
+        self._isid += 1
+        sub = InternalSub(self, subject, str(self._isid), queue, callback)
+        self.add_subscription(sub)
+        return sub
+
+    def publish_internal(
+        self,
+        subject: str,
+        payload: bytes,
+        reply: str = "",
+        hdr: bytes | None = None,
+        show_subject: str | None = None,
+    ) -> bool:
+        return self.route(subject, reply, hdr, payload, None, show_subject)
+
+    def has_interest(self, subject: str, clients_only: bool = False) -> bool:
+        psubs, qsubs = self.sublist.match(subject)
+        if not clients_only:
+            return bool(psubs or qsubs)
+        return any(s.client is not None for s in psubs) or any(
+            s.client is not None for group in qsubs for s in group
+        )
+
+    def interest_count(self, subject: str, clients_only: bool = False) -> int:
+        psubs, qsubs = self.sublist.match(subject)
+        subs = [*psubs, *(s for group in qsubs for s in group)]
+        if clients_only:
+            return sum(1 for s in subs if s.client is not None)
+        return len(subs)
+
+    # ------------------------------------------------------------------- routing
+
+    def route(
+        self,
+        subject: str,
+        reply: str,
+        hdr: bytes | None,
+        payload: bytes,
+        client: ClientConnection | None,
+        show_subject: str | None = None,
+    ) -> bool:
+        """Deliver one message to every matching subscription; True if anyone received it.
+
+        This is the per-message hot path: one cache lookup, then for each receiving client two
+        list appends (a ``MSG <subject> <sid> `` prefix, cached on literal subscriptions, and the
+        rest of the frame, built once per message and shared by all receivers).
+        """
+        sl = self.sublist
+        result = sl.cache.get(subject)
+        if result is None:
+            result = sl.match(subject)
+        else:
+            sl.matches += 1
+        psubs, qsubs = result
+        if qsubs:
+            psubs = psubs + self._pick_queue_members(qsubs, client)
+        delivered = False
+        msg_body: bytes | None = None
+        hmsg_body: bytes | None = None
+        shown: bytes | None = None
+        for sub in psubs:
+            conn = sub.client
+            if sub.closed:
+                continue
+            if conn is None:
+                delivered = True
+                sub.delivered += 1
+                try:
+                    sub.callback(subject, reply, hdr, payload, client)
+                except Exception:
+                    self.logger.exception("internal subscription callback for %r failed", sub.subject)
+                continue
+            if conn.closed or (conn is client and not conn.echo):
+                continue
+            delivered = True
+            sub.delivered += 1
+            if sub.max_msgs and sub.delivered >= sub.max_msgs:
+                conn.remove_sub(sub)  # auto-unsubscribe: this is the last message it gets
+            if hdr is None or not conn.headers:
+                if msg_body is None:
+                    if reply:
+                        msg_body = b"%b %d\r\n%b\r\n" % (reply.encode(), len(payload), payload)
+                    else:
+                        msg_body = b"%d\r\n%b\r\n" % (len(payload), payload)
+                body = msg_body
+                if show_subject is None and sub.literal:
+                    prefix = sub.msg_prefix
+                else:
+                    if shown is None:
+                        shown = (show_subject or subject).encode()
+                    prefix = b"MSG %b %b " % (shown, sub.sid_b)
+                size = len(payload)
+            else:
+                if hmsg_body is None:
+                    hmsg_body = _hmsg_body(reply, hdr, payload)
+                body = hmsg_body
+                if show_subject is None and sub.literal:
+                    prefix = sub.hmsg_prefix
+                else:
+                    if shown is None:
+                        shown = (show_subject or subject).encode()
+                    prefix = b"HMSG %b %b " % (shown, sub.sid_b)
+                size = len(hdr) + len(payload)
+            out = conn.out
+            out.append(prefix)
+            out.append(body)
+            conn.out_size += len(prefix) + len(body)
+            conn.out_msgs += 1
+            conn.out_bytes += size
+            if not conn.dirty:
+                conn.dirty = True
+                self._dirty.append(conn)
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    self.loop.call_soon(self._flush_dirty)
+            if conn.out_size > conn.pending_limit:
+                conn.check_slow_consumer()
+            elif conn.write_paused and client is not None:
+                client.stall(conn)
+        if not delivered and reply and client is not None and client.no_responders:
+            self._no_responders(client, reply)
+        return delivered
+
+    @staticmethod
+    def _pick_queue_members(
+        qsubs: tuple[tuple[Subscription, ...], ...], client: ClientConnection | None
+    ) -> tuple[Subscription, ...]:
+        """One member per queue group, at random, skipping ones that cannot take the message."""
+        picked = []
+        for group in qsubs:
+            n = len(group)
+            start = random.randrange(n) if n > 1 else 0
+            for k in range(n):
+                sub = group[(start + k) % n]
+                conn = sub.client
+                if sub.closed or (conn is not None and (conn.closed or (conn is client and not conn.echo))):
+                    continue
+                picked.append(sub)
+                break
+        return tuple(picked)
+
+    def _no_responders(self, client: ClientConnection, reply: str) -> None:
+        """Tell a requester nobody listens: ``HMSG <reply> <sid> 16 16`` + ``NATS/1.0 503``."""
+        psubs, _ = self.sublist.match(reply)
+        for sub in psubs:
+            if sub.client is client:
+                client.enqueue(b"HMSG " + reply.encode() + b" " + sub.sid_b + _NO_RESPONDERS_TAIL)
+                return
+
+
+def _hmsg_body(reply: str, hdr: bytes, payload: bytes) -> bytes:
+    """Everything of an HMSG after ``HMSG <subject> <sid> ``."""
+    sizes = f"{len(hdr)} {len(hdr) + len(payload)}".encode()
+    if reply:
+        return b"".join((reply.encode(), b" ", sizes, _CRLF, hdr, payload, _CRLF))
+    return b"".join((sizes, _CRLF, hdr, payload, _CRLF))
