@@ -605,11 +605,12 @@ class Client:
                 return
             subs = self._subs
             resp_sid = self._resp_sub.sid if self._resp_sub is not None else -1
+            in_msgs = in_bytes = 0
             for event in events:
                 if type(event) is WireMsg:
                     sid = event.sid
-                    self.in_msgs += 1
-                    self.in_bytes += len(event.payload)
+                    in_msgs += 1
+                    in_bytes += len(event.payload)
                     if sid == resp_sid:
                         self._on_response(event)
                         continue
@@ -624,6 +625,8 @@ class Client:
                         sub._finish()
                 else:
                     self._control_event(proto, event)
+            self.in_msgs += in_msgs
+            self.in_bytes += in_bytes
         except Exception as exc:  # never let an exception reach the transport (it would drop the socket)
             logger.exception("error while processing data from the server")
             self._report_error(exc)
