@@ -102,6 +102,21 @@ def normalise(value: Any, path: str = "", drop_newer: bool = True) -> Any:
     return value
 
 
+def _unspecified_first_ts(value: Any) -> None:
+    """An empty stream's ``first_ts`` is a store artefact in nats-server 2.9.10 (zero time, the
+    last message's time or even the Unix epoch, depending on store and on how it emptied):
+    nothing depends on it, so it is not compared."""
+    if isinstance(value, dict):
+        state = value.get("state")
+        if isinstance(state, dict) and state.get("messages") == 0 and "first_ts" in state:
+            state["first_ts"] = "<unspecified>"
+        for item in value.values():
+            _unspecified_first_ts(item)
+    elif isinstance(value, list):
+        for item in value:
+            _unspecified_first_ts(item)
+
+
 def _mask(value: Any, dotted: str) -> None:
     head, _, rest = dotted.partition(".")
     if isinstance(value, dict) and head in value:
@@ -139,6 +154,7 @@ class Runner:
             obs = await self._step(step)
             if obs is not None:
                 obs = normalise(obs)
+                _unspecified_first_ts(obs)
                 for path in step.mask:
                     _mask(obs, path)
                 self.observations.append({"step": _label(step), "got": obs})
@@ -165,7 +181,10 @@ class Runner:
                 return _describe_msg(msg)
             return {"puback": msg.data.decode()}
         if step.kind == "direct":
-            msg = await c.request(step.subject, _encode_body(step.body), timeout=10)
+            try:
+                msg = await c.request(step.subject, _encode_body(step.body), timeout=1)
+            except TimeoutError:
+                return {"direct": "no reply"}
             return _describe_msg(msg)
         if step.kind == "sleep":
             await asyncio.sleep(step.seconds)
@@ -193,7 +212,7 @@ class Runner:
 
 
 def _label(step: Step) -> str:
-    body = step.body if isinstance(step.body, str | dict | list) else step.body.decode(errors="replace")
+    body = step.body.decode(errors="replace") if isinstance(step.body, bytes) else step.body
     text = f"{step.kind} {step.subject} {body if body else ''}".strip()
     if step.hdrs:
         text += f" {dict(step.hdrs)}"

@@ -1,4 +1,7 @@
-"""Fixtures for the JetStream stream tests: a long-lived pair of targets for differential cases."""
+"""Fixtures for the stream tests: long-lived pairs of targets (ours, nats-server) for differential cases.
+
+Imported by the test modules that use them (not a conftest: other suites share tests/jetstream/).
+"""
 
 from __future__ import annotations
 

@@ -8,7 +8,10 @@ difference: our text also points at NATS clusters, so its description is masked.
 from __future__ import annotations
 
 import pytest
+from tests.jetstream import pair_fixtures
 from tests.jetstream.differential import first_difference, pub, req, run_case
+
+target_pair = pair_fixtures.target_pair
 
 NS = 1_000_000_000
 

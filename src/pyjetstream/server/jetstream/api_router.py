@@ -22,27 +22,10 @@ if TYPE_CHECKING:
 
 Handler = Callable[["JetStreamEngine", ApiMatch, bytes, str], ApiResponse | None]
 
-# What nats-server subscribes to (jetstream_api.go ``jsAllAPI`` and friends), minus
-# cluster-only endpoints, which a single node does not answer.
-API_SUBSCRIPTIONS = (
-    "$JS.API.INFO",
-    "$JS.API.STREAM.CREATE.*",
-    "$JS.API.STREAM.UPDATE.*",
-    "$JS.API.STREAM.NAMES",
-    "$JS.API.STREAM.LIST",
-    "$JS.API.STREAM.INFO.*",
-    "$JS.API.STREAM.DELETE.*",
-    "$JS.API.STREAM.PURGE.*",
-    "$JS.API.STREAM.MSG.DELETE.*",
-    "$JS.API.STREAM.MSG.GET.*",
-    "$JS.API.CONSUMER.CREATE.*",
-    "$JS.API.CONSUMER.CREATE.*.>",
-    "$JS.API.CONSUMER.DURABLE.CREATE.*.*",
-    "$JS.API.CONSUMER.NAMES.*",
-    "$JS.API.CONSUMER.LIST.*",
-    "$JS.API.CONSUMER.INFO.*.*",
-    "$JS.API.CONSUMER.DELETE.*.*",
-)
+# nats-server 2.9/2.10 subscribes to the whole API namespace once and dispatches inside, so a
+# request to an endpoint it does not serve (or to DIRECT.GET of a stream without allow_direct)
+# gets no reply at all rather than a 503 no-responders: clients see a timeout, as with nats-server.
+API_SUBSCRIPTION = "$JS.API.>"
 
 
 def encode_response(response: msgspec.Struct) -> bytes:
@@ -51,11 +34,12 @@ def encode_response(response: msgspec.Struct) -> bytes:
 
 
 def _handlers() -> dict[ApiEndpoint, Handler]:
-    from pyjetstream.server.jetstream import api_account, api_stream
+    from pyjetstream.server.jetstream import api_account, api_cluster, api_stream
 
     table: dict[ApiEndpoint, Handler] = {}
     table.update(api_account.HANDLERS)
     table.update(api_stream.HANDLERS)
+    table.update(api_cluster.HANDLERS)
     try:
         from pyjetstream.server.jetstream import api_consumer
     except ImportError:  # the consumer API is optional while it is being built
@@ -73,8 +57,7 @@ class ApiRouter:
 
     def subscribe(self) -> None:
         server = self.engine.server
-        for subject in API_SUBSCRIPTIONS:
-            self._subs.append(server.subscribe_internal(subject, self.on_request))
+        self._subs.append(server.subscribe_internal(API_SUBSCRIPTION, self.on_request))
         if self.engine.domain:
             prefix = f"$JS.{self.engine.domain}.API.>"
             self._subs.append(server.subscribe_internal(prefix, self.on_domain_request))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import errors as E
+from pyjetstream.api.enums import StorageType
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_msg import MsgDeleteRequest, MsgGetRequest, StoredMsg
@@ -72,6 +73,13 @@ def _info_response(cls: type, stream: Stream, **extra: object) -> ApiResponse:
     return cls.from_payload(info, **extra)
 
 
+def _create_response(stream: Stream) -> ApiResponse:
+    # nats-server leaves the domain out of create replies only (info, update and list carry it).
+    info = stream.info()
+    info.domain = ""
+    return StreamCreateResponse.from_payload(info, did_create=True)
+
+
 def _check_overlap(engine: JetStreamEngine, cfg: StreamConfig) -> None:
     for other in engine.streams.values():
         if other.name == cfg.name:
@@ -97,7 +105,7 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
         if existing is not None:
             if existing.cfg != cfg:
                 raise JetStreamApiError(E.JSStreamNameExistErr())
-            return _info_response(StreamCreateResponse, existing, did_create=True)
+            return _create_response(existing)
         if cfg.num_replicas > 1:
             raise JetStreamApiError(replicas_error())
         _check_overlap(engine, cfg)
@@ -112,7 +120,7 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
     except JetStreamApiError as exc:
         return _error(response, exc)
     advisories.stream_action(engine, stream.name, "create")
-    return _info_response(StreamCreateResponse, stream, did_create=True)
+    return _create_response(stream)
 
 
 def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
@@ -218,6 +226,8 @@ def stream_purge(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply
         req = (
             StreamPurgeRequest() if is_empty_request(payload) else decode_request(payload, StreamPurgeRequest)
         )
+        if req.seq < 0 or req.keep < 0:
+            raise JetStreamApiError(E.JSInvalidJSONErr())
         if req.seq and req.keep:
             raise JetStreamApiError(E.JSBadRequestErr())
         if stream.cfg.sealed:
@@ -238,8 +248,12 @@ def stream_msg_get(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
         if is_empty_request(payload):
             raise JetStreamApiError(E.JSBadRequestErr())
         req = decode_request(payload, MsgGetRequest)
-        if (req.seq > 0 and req.last_by_subj) or (
-            req.seq == 0 and not req.last_by_subj and not req.next_by_subj
+        if req.seq < 0:  # a Go uint64: a negative number does not unmarshal
+            raise JetStreamApiError(E.JSInvalidJSONErr())
+        if (
+            (req.seq > 0 and req.last_by_subj)
+            or (req.seq == 0 and not req.last_by_subj and not req.next_by_subj)
+            or (req.next_by_subj and req.last_by_subj)
         ):
             raise JetStreamApiError(E.JSBadRequestErr())
         msg = load_for_get(stream, req)
@@ -273,16 +287,31 @@ def stream_msg_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, 
         if is_empty_request(payload):
             raise JetStreamApiError(E.JSBadRequestErr())
         req = decode_request(payload, MsgDeleteRequest)
+        if req.seq < 0:
+            raise JetStreamApiError(E.JSInvalidJSONErr())
         if stream.cfg.sealed:
             raise JetStreamApiError(E.JSStreamSealedErr())
         if stream.cfg.deny_delete:
             raise JetStreamApiError(E.JSStreamMsgDeleteFailedF(err="message delete not permitted"))
         if not stream.delete_msg(req.seq, erase=not req.no_erase):
-            raise JetStreamApiError(E.JSSequenceNotFoundErrF(seq=req.seq))
+            raise JetStreamApiError(_delete_miss(stream, req.seq))
     except JetStreamApiError as exc:
         return _error(response, exc)
     response.success = True
     return response
+
+
+def _delete_miss(stream: Stream, seq: int) -> ApiError:
+    """nats-server's answer for deleting a message that is not there depends on the store:
+    the file store fails (10057 with the store's text) outside [first, last] and reports an
+    interior gap as not found (10043); the memory store always says 10043."""
+    if stream.cfg.storage == StorageType.FILE:
+        state = stream.store.fast_state()
+        if seq > state.last_seq:
+            return E.JSStreamMsgDeleteFailedF(err="stream store EOF")
+        if seq < state.first_seq or seq == 0:
+            return E.JSStreamMsgDeleteFailedF(err="no message found")
+    return E.JSSequenceNotFoundErrF(seq=seq)
 
 
 HANDLERS = {

@@ -53,10 +53,11 @@ MAX_HEADER_SIZE = 65535
 
 
 def _parse_uint(value: bytes | None) -> int | None:
-    """Header numbers as nats-server's ``parseInt64``: digits only, else treated as absent (-1)."""
-    if value is None:
+    """An expected-sequence header: None when absent or empty; a value that is not a number is
+    nats-server's ``parseInt64`` -1, which never equals a sequence (so the check fails)."""
+    if not value:
         return None
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isdigit() else -1
 
 
 def store_config_for(cfg: StreamConfig) -> StoreConfig:
