@@ -14,6 +14,12 @@ __all__ = ["SUBCOMMANDS", "main"]
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("pyjetstream.cli.serve", "run the embedded NATS/JetStream server (nats-server flags)"),
+    "pub": ("pyjetstream.cli.pub_cmd", "publish messages (core NATS or JetStream)"),
+    "sub": ("pyjetstream.cli.sub_cmd", "subscribe to subjects and print what arrives"),
+    "req": ("pyjetstream.cli.req_cmd", "send a request and print the reply"),
+    "request": ("pyjetstream.cli.req_cmd", "alias of req"),
+    "reply": ("pyjetstream.cli.reply_cmd", "answer requests on a subject"),
+    "server": ("pyjetstream.cli.server_cmds", "server info and ping"),
 }
 
 

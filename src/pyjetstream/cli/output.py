@@ -1,0 +1,168 @@
+"""Output: JSON for scripts (``--json``), readable tables and sections for people.
+
+JSON of API models is the server's wire JSON (through the shared codec), pretty-printed, so
+``pyjetstream stream info X --json`` prints what ``nats stream info X --json`` prints. Tables
+and progress bars are rich's; colours only when stdout is a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "console",
+    "err_console",
+    "human_bytes",
+    "human_count",
+    "human_duration",
+    "human_time",
+    "print_json",
+    "print_sections",
+    "print_table",
+    "to_jsonable",
+]
+
+_console: Console | None = None
+_err_console: Console | None = None
+
+
+def console() -> Console:
+    global _console
+    if _console is None:
+        from rich.console import Console
+
+        _console = Console(highlight=False, soft_wrap=True, emoji=False)
+    return _console
+
+
+def err_console() -> Console:
+    global _err_console
+    if _err_console is None:
+        from rich.console import Console
+
+        _err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    return _err_console
+
+
+def to_jsonable(value: Any) -> Any:
+    """API models (msgspec Structs) as their wire JSON values; everything else unchanged."""
+    import msgspec
+
+    if isinstance(value, msgspec.Struct):
+        from pyjetstream.api import encode
+
+        return json.loads(encode(value))
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def print_json_line(value: Any) -> None:
+    """One compact JSON document per line (for streams of messages)."""
+    sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    justify: Sequence[str] | None = None,
+    caption: str | None = None,
+) -> None:
+    """A boxed table; numeric-looking columns are right aligned unless ``justify`` says otherwise."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.ROUNDED, caption=caption, title_justify="left")
+    for i, name in enumerate(columns):
+        table.add_column(name, justify=(justify[i] if justify else "left"))  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*("" if cell is None else str(cell) for cell in row))
+    console().print(table)
+
+
+def print_sections(title: str | None, sections: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> None:
+    """nats-CLI style info output: a heading per section, then right-aligned ``label: value`` lines."""
+    out = console()
+    if title:
+        out.print(title)
+        out.print()
+    for heading, pairs in sections:
+        pairs = [(k, v) for k, v in pairs if v is not None]
+        if not pairs:
+            continue
+        out.print(f"{heading}:")
+        out.print()
+        width = max(len(k) for k, _ in pairs)
+        for key, value in pairs:
+            out.print(f"  {key.rjust(width)}: {value}", markup=False)
+        out.print()
+
+
+def human_bytes(n: int | float) -> str:
+    """1024-based, as the nats CLI: ``1.5 KiB``, ``12 MiB``; ``-1`` is ``unlimited``."""
+    if n < 0:
+        return "unlimited"
+    if n < 1024:
+        return f"{int(n)} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        n /= 1024
+        if n < 1024 or unit == "PiB":
+            return f"{n:.1f} {unit}".replace(".0 ", " ")
+    raise AssertionError("unreachable")
+
+
+def human_count(n: int) -> str:
+    return f"{n:,}"
+
+
+def human_duration(ns: int, *, zero: str = "0s") -> str:
+    """``1d2h3m4s`` style; sub-second values as ``250ms`` / ``15µs``."""
+    if ns <= 0:
+        return zero
+    if ns < 1_000:
+        return f"{ns}ns"
+    if ns < 1_000_000:
+        return f"{ns / 1_000:.3g}µs"
+    if ns < 1_000_000_000:
+        return f"{ns / 1_000_000:.3g}ms"
+    seconds = ns / 1e9
+    parts = []
+    for unit, size in (("y", 365 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            count = int(seconds // size)
+            parts.append(f"{count}{unit}")
+            seconds -= count * size
+    if seconds >= 0.001 or not parts:
+        parts.append(f"{seconds:.2f}".rstrip("0").rstrip(".") + "s")
+    return "".join(parts)
+
+
+def human_time(value: Any) -> str:
+    """A NanoTime / ns / datetime as local-independent UTC text, or ``never``."""
+    ns = int(value) if value is not None else 0
+    if ns <= 0:
+        return "never"
+    dt = datetime.fromtimestamp(ns / 1e9, UTC)
+    return dt.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def limit(n: int, fmt: Any = human_count) -> str:
+    """A limit value: ``unlimited`` for 0/-1 (the server's "no limit"), formatted otherwise."""
+    return "unlimited" if n <= 0 else fmt(n)
