@@ -38,6 +38,9 @@ __all__ = ["ClientConnection", "ClosedReason"]
 # First server PING goes out this soon after the connection (nats-server firstPingInterval), to
 # measure the RTT, unless ping_interval is shorter.
 FIRST_PING_INTERVAL = 2.0
+# Output queued in one loop turn is written as soon as it reaches this size (bounds memory and
+# lets the slow-consumer check see what the socket really accepts).
+EARLY_FLUSH_BYTES = 256 * 1024
 # A producer publishing to a consumer that is past its stall threshold stops being read for at
 # most this long (nats-server stallClientMaxDuration); the consumer draining ends it sooner.
 STALL_MAX = 1.0
@@ -169,7 +172,7 @@ class ClientConnection(asyncio.Protocol):
         self.lost = False  # connection_lost() has run: the socket is gone
         self.close_reason = ""
         self.max_pending = opts.max_pending
-        self.pending_limit = opts.max_pending
+        self.pending_limit = min(opts.max_pending, EARLY_FLUSH_BYTES)
         self.write_paused = False
         self._write_deadline_timer: asyncio.TimerHandle | None = None
         self.stalled_producers: list[ClientConnection] = []
@@ -520,7 +523,7 @@ class ClientConnection(asyncio.Protocol):
             self.dirty = True
             self.server.mark_dirty(self)
         if self.out_size > self.pending_limit:
-            self.check_slow_consumer()
+            self.overflow()
 
     def flush_out(self) -> None:
         self.dirty = False
@@ -533,25 +536,28 @@ class ClientConnection(asyncio.Protocol):
         self.out_size = 0
         transport.write(data)
         self.last_activity = time.monotonic()
-        self.pending_limit = self.max_pending - transport.get_write_buffer_size()
+        buffered = transport.get_write_buffer_size()
+        self.pending_limit = min(self.max_pending - buffered, EARLY_FLUSH_BYTES)
 
     def pending_bytes(self) -> int:
         buffered = self.transport.get_write_buffer_size() if self.transport and not self.closed else 0
         return self.out_size + buffered
 
-    def check_slow_consumer(self) -> bool:
-        """Close the connection when more than max_pending bytes wait for it (True if closed)."""
-        if self.closed:
-            return True
-        buffered = self.transport.get_write_buffer_size() if self.transport is not None else 0
-        self.pending_limit = self.max_pending - buffered
-        if self.out_size <= self.pending_limit:
-            return False
+    def overflow(self) -> None:
+        """``out_size`` passed ``pending_limit``: write now, and cut a slow consumer.
+
+        Writing early keeps one loop turn's output bounded; what the socket does not take stays
+        in the transport, and when that passes max_pending the client is a slow consumer.
+        """
+        if self.closed or self.transport is None:
+            return
+        self.flush_out()
+        if self.transport.get_write_buffer_size() <= self.max_pending:
+            return
         self.server.slow_consumers += 1
         self.log(logging.INFO, f"Slow Consumer Detected: MaxPending of {self.max_pending} Exceeded")
         # nats-server marks a slow consumer closed without flushing pending data or an -ERR.
         self.abort(ClosedReason.SLOW_CONSUMER_PENDING)
-        return True
 
     def _write_deadline_exceeded(self) -> None:
         self._write_deadline_timer = None

@@ -561,7 +561,7 @@ class Server:
                     self._flush_scheduled = True
                     self.loop.call_soon(self._flush_dirty)
             if conn.out_size > conn.pending_limit:
-                conn.check_slow_consumer()
+                conn.overflow()
             elif conn.write_paused and client is not None:
                 client.stall(conn)
         if not delivered and reply and client is not None and client.no_responders:

@@ -1,0 +1,252 @@
+"""Core messaging with a real client (nats-py) against both targets."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import nats
+import nats.errors
+import pytest
+from tests.server.rawclient import QUIET_CONNECT, RawClient
+from tests.support.targets import Target
+
+TIMEOUT = 10.0
+
+
+async def _connect(target: Target, **kwargs: object) -> nats.NATS:
+    return await nats.connect(target.url, allow_reconnect=False, **kwargs)
+
+
+async def _ready(*clients: nats.NATS) -> None:
+    # nats-py's flush can return before a just-sent SUB is processed: flush twice.
+    for nc in clients:
+        await nc.flush()
+        await nc.flush()
+
+
+async def _collect(sub: nats.aio.subscription.Subscription, count: int) -> list[nats.aio.msg.Msg]:
+    return [await sub.next_msg(timeout=TIMEOUT) for _ in range(count)]
+
+
+async def test_publish_subscribe_in_order(core_server: Target) -> None:
+    nc = await _connect(core_server)
+    try:
+        sub = await nc.subscribe("orders.new")
+        await _ready(nc)
+        for i in range(50):
+            await nc.publish("orders.new", f"m{i}".encode())
+        msgs = await _collect(sub, 50)
+        assert [m.data for m in msgs] == [f"m{i}".encode() for i in range(50)]
+        assert all(m.subject == "orders.new" for m in msgs)
+    finally:
+        await nc.close()
+
+
+async def test_wildcards(core_server: Target) -> None:
+    nc = await _connect(core_server)
+    try:
+        filters = ["time.*.east", "time.us.>", "*.*.east.>", ">"]
+        subs = {f: await nc.subscribe(f) for f in filters}
+        await _ready(nc)
+        subjects = ["time.us.east", "time.eu.east", "time.us.east.atlanta", "time.us", "other"]
+        for subject in subjects:
+            await nc.publish(subject, subject.encode())
+        await nc.publish("done", b"")
+        expected = {
+            "time.*.east": ["time.us.east", "time.eu.east"],
+            "time.us.>": ["time.us.east", "time.us.east.atlanta"],
+            "*.*.east.>": ["time.us.east.atlanta"],
+            ">": [*subjects, "done"],
+        }
+        # ">" sees everything, so once it has "done" the others have had their messages too.
+        everything = await _collect(subs[">"], len(subjects) + 1)
+        assert [m.subject for m in everything] == expected[">"]
+        for f in filters[:-1]:
+            got = await _collect(subs[f], len(expected[f]))
+            assert [m.subject for m in got] == expected[f]
+            assert subs[f].pending_msgs == 0
+    finally:
+        await nc.close()
+
+
+async def test_queue_groups(core_server: Target) -> None:
+    nc = await _connect(core_server)
+    workers = [await _connect(core_server) for _ in range(3)]
+    try:
+        counts: Counter[str] = Counter()
+        seen: list[bytes] = []
+        done = asyncio.Event()
+        total = 300
+
+        def handler(name: str):  # type: ignore[no-untyped-def]
+            async def cb(msg: nats.aio.msg.Msg) -> None:
+                counts[name] += 1
+                seen.append(msg.data)
+                if len(seen) == total:
+                    done.set()
+
+            return cb
+
+        for i, w in enumerate(workers):
+            await w.subscribe("jobs", queue="workers", cb=handler(f"w{i}"))
+        other_group = await nc.subscribe("jobs", queue="auditors")
+        plain = await nc.subscribe("jobs")
+        await _ready(nc, *workers)
+        for i in range(total):
+            await nc.publish("jobs", str(i).encode())
+        await asyncio.wait_for(done.wait(), TIMEOUT)
+        # Every message went to exactly one worker, and every worker got some (random choice).
+        assert sorted(seen, key=int) == [str(i).encode() for i in range(total)]
+        assert set(counts) == {"w0", "w1", "w2"}
+        # A plain subscriber and a second group each get every message.
+        assert len(await _collect(plain, total)) == total
+        assert len(await _collect(other_group, total)) == total
+    finally:
+        for w in workers:
+            await w.close()
+        await nc.close()
+
+
+async def test_request_reply(core_server: Target) -> None:
+    requester = await _connect(core_server)
+    responder = await _connect(core_server)
+    try:
+
+        async def echo(msg: nats.aio.msg.Msg) -> None:
+            await msg.respond(b"re:" + msg.data)
+
+        await responder.subscribe("svc.echo", cb=echo)
+        await _ready(responder)
+        reply = await requester.request("svc.echo", b"one", timeout=TIMEOUT)
+        assert reply.data == b"re:one"
+        replies = await asyncio.gather(
+            *(requester.request("svc.echo", str(i).encode(), timeout=TIMEOUT) for i in range(20))
+        )
+        assert [r.data for r in replies] == [f"re:{i}".encode() for i in range(20)]
+    finally:
+        await requester.close()
+        await responder.close()
+
+
+async def test_no_responders(core_server: Target) -> None:
+    nc = await _connect(core_server)
+    try:
+        with pytest.raises(nats.errors.NoRespondersError):
+            await nc.request("nobody.home", b"?", timeout=TIMEOUT)
+    finally:
+        await nc.close()
+
+
+async def test_headers_round_trip(core_server: Target) -> None:
+    nc = await _connect(core_server)
+    try:
+        sub = await nc.subscribe("h")
+        await _ready(nc)
+        await nc.publish("h", b"body", headers={"Nats-Msg-Id": "abc", "X-Multi": "1"})
+        msg = await sub.next_msg(timeout=TIMEOUT)
+        assert msg.data == b"body"
+        assert msg.headers == {"Nats-Msg-Id": "abc", "X-Multi": "1"}
+    finally:
+        await nc.close()
+
+
+def test_headers_stripped_for_clients_without_headers(core_server: Target) -> None:
+    no_headers = b'CONNECT {"verbose":false,"pedantic":false,"headers":false}\r\n'
+    with (
+        RawClient.connected(core_server.port, no_headers) as old,
+        RawClient.connected(core_server.port) as new,
+    ):
+        out, _ = old.exchange(b"SUB h 7\r\n")
+        assert out == b"PONG\r\n"
+        out, _ = new.exchange(b"HPUB h r 18 20\r\nNATS/1.0\r\nA: B\r\n\r\nhi\r\n")
+        assert out == b"PONG\r\n"
+        out, _ = old.exchange(b"")
+        assert out == b"MSG h 7 r 2\r\nhi\r\nPONG\r\n"
+
+
+async def test_auto_unsubscribe(core_server: Target) -> None:
+    nc = await _connect(core_server)
+    try:
+        sub = await nc.subscribe("limited")
+        await sub.unsubscribe(limit=3)
+        probe = await nc.subscribe("limited")
+        await _ready(nc)
+        for i in range(6):
+            await nc.publish("limited", str(i).encode())
+        # The probe sees all six, so the server has routed them all by then.
+        assert len(await _collect(probe, 6)) == 6
+        await _ready(nc)
+        got = [m.data for m in await _collect(sub, 3)]
+        assert got == [b"0", b"1", b"2"]
+        with pytest.raises(nats.errors.TimeoutError):
+            await sub.next_msg(timeout=0.2)
+    finally:
+        await nc.close()
+
+
+async def test_echo_off(core_server: Target) -> None:
+    quiet = await _connect(core_server, no_echo=True)
+    other = await _connect(core_server)
+    try:
+        own = await quiet.subscribe("chat")
+        theirs = await other.subscribe("chat")
+        await _ready(quiet, other)
+        await quiet.publish("chat", b"from-quiet")
+        await other.publish("chat", b"from-other")
+        # Two publishers: no order between them.
+        assert sorted(m.data for m in await _collect(theirs, 2)) == [b"from-other", b"from-quiet"]
+        # The no-echo connection gets only the other connection's message.
+        assert (await own.next_msg(timeout=TIMEOUT)).data == b"from-other"
+        await _ready(quiet)
+        assert own.pending_msgs == 0
+    finally:
+        await quiet.close()
+        await other.close()
+
+
+@pytest.mark.parametrize("size", [0, 1, 64 * 1024, 1024 * 1024 - 64, 1024 * 1024])
+async def test_large_payloads(core_server: Target, size: int) -> None:
+    nc = await _connect(core_server)
+    try:
+        payload = bytes(i % 251 for i in range(size))
+        sub = await nc.subscribe("big")
+        await _ready(nc)
+        await nc.publish("big", payload)
+        assert (await sub.next_msg(timeout=TIMEOUT)).data == payload
+    finally:
+        await nc.close()
+
+
+async def test_large_payload_with_headers(core_server: Target) -> None:
+    nc = await _connect(core_server)
+    try:
+        payload = b"z" * (1024 * 1024 - 200)
+        sub = await nc.subscribe("bigh")
+        await _ready(nc)
+        await nc.publish("bigh", payload, headers={"K": "v" * 50})
+        msg = await sub.next_msg(timeout=TIMEOUT)
+        assert msg.data == payload and msg.headers == {"K": "v" * 50}
+    finally:
+        await nc.close()
+
+
+def test_payload_one_byte_over_limit_closes(core_server: Target) -> None:
+    with RawClient.connected(core_server.port, QUIET_CONNECT) as client:
+        out, closed = client.exchange(b"PUB big 1048577\r\n")
+    assert closed and out == b"-ERR 'Maximum Payload Violation'\r\n"
+
+
+async def test_fanout(core_server: Target) -> None:
+    pub = await _connect(core_server)
+    subs_conns = [await _connect(core_server) for _ in range(4)]
+    try:
+        subs = [await c.subscribe("fan") for c in subs_conns]
+        await _ready(*subs_conns)
+        for i in range(100):
+            await pub.publish("fan", str(i).encode())
+        for sub in subs:
+            assert [m.data for m in await _collect(sub, 100)] == [str(i).encode() for i in range(100)]
+    finally:
+        for c in [pub, *subs_conns]:
+            await c.close()

@@ -1,0 +1,94 @@
+"""Server PINGs, stale connections and slow consumers, on both targets."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections.abc import Callable
+
+from tests.server.rawclient import QUIET_CONNECT, RawClient
+from tests.support.targets import Target
+
+StartServer = Callable[..., Target]
+
+
+def test_stale_connection(start_server: StartServer) -> None:
+    target = start_server(jetstream=False, ping_interval="100ms", ping_max=2)
+    with RawClient(target.port) as client:
+        client.send(QUIET_CONNECT)
+        # Two unanswered PINGs, then the third interval finds the client stale.
+        out = client.read_until_closed(timeout=10)
+    assert out == b"PING\r\nPING\r\n-ERR 'Stale Connection'\r\n"
+
+
+def test_answered_pings_keep_connection_open(start_server: StartServer) -> None:
+    target = start_server(jetstream=False, ping_interval="100ms", ping_max=1)
+    with RawClient(target.port) as client:
+        client.send(QUIET_CONNECT)
+        for _ in range(4):
+            assert client.read_line(timeout=10) == b"PING\r\n"
+            client.send(b"PONG\r\n")
+        # Still connected: a PING of ours gets its PONG (server PINGs may come first).
+        client.send(b"PING\r\n")
+        out = client.read_until(b"PONG\r\n", timeout=10)
+        assert out.replace(b"PING\r\n", b"") == b"PONG\r\n"
+
+
+def _varz(target: Target) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{target.http_port}/varz", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def test_slow_consumer_is_cut_and_others_are_not(start_server: StartServer) -> None:
+    # nats-server stalls the producer while a consumer is behind, so the cut comes from the write
+    # deadline there (from max_pending here): keep it short for both.
+    target = start_server(
+        jetstream=False, max_pending=256 * 1024, max_payload=64 * 1024, write_deadline="300ms", http_port=-1
+    )
+    payload = b"x" * 8192
+    count = 1500  # 12 MB: far beyond max_pending plus what the kernel buffers
+    frame = b"MSG data 1 8192\r\n" + payload + b"\r\n"
+
+    # A consumer that never reads, with a tiny receive window.
+    slow = RawClient(target.port, rcvbuf=4096)
+    slow.send(QUIET_CONNECT + b"SUB data 1\r\nPING\r\n")
+    assert slow.read_until(b"PONG\r\n") == b"PONG\r\n"
+
+    # A consumer that keeps up, reading on a thread.
+    fast = RawClient.connected(target.port)
+    out, _ = fast.exchange(b"SUB data 1\r\n")
+    assert out == b"PONG\r\n"
+    received = bytearray()
+    fast_done = threading.Event()
+
+    def read_fast() -> None:
+        expected = len(frame) * count
+        while len(received) < expected:
+            try:
+                data = fast.sock.recv(1 << 20)
+            except OSError:
+                break
+            if not data:
+                break
+            received.extend(data)
+        fast_done.set()
+
+    reader = threading.Thread(target=read_fast, daemon=True)
+    reader.start()
+
+    pub = RawClient.connected(target.port)
+    pub.send((b"PUB data 8192\r\n" + payload + b"\r\n") * count)
+    out, closed = pub.exchange(b"")
+    assert (out, closed) == (b"PONG\r\n", False)  # the publisher is not affected
+
+    assert fast_done.wait(30)
+    assert bytes(received) == frame * count  # every message, in order, for the fast consumer
+
+    # The slow consumer was disconnected: reading it drains what was in flight, then ends.
+    rest = slow.read_until_closed(timeout=30)
+    assert len(rest) < len(frame) * count
+    assert b"-ERR" not in rest  # nats-server cuts a slow consumer without an -ERR
+    assert _varz(target)["slow_consumers"] >= 1
+    for client in (slow, fast, pub):
+        client.close()
