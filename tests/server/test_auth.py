@@ -135,7 +135,7 @@ async def test_nats_py_credentials(start_server: StartServer) -> None:
         assert (await sub.next_msg(timeout=5)).data == b"ok"
     finally:
         await nc.close()
-    with pytest.raises(Exception, match="(?i)authorization violation"):
+    with pytest.raises(Exception, match=r"(?i)authorization violation"):
         await nats.connect(
             target.url, user="bob", password="bad", allow_reconnect=False, max_reconnect_attempts=0
         )
