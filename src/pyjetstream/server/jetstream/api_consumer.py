@@ -1,0 +1,168 @@
+"""Consumer API handlers: create (all subject forms), info, names, list, delete (``jetstream_api.go``).
+
+``CONSUMER.MSG.NEXT`` is not here: each pull consumer subscribes its own next-message subject, as
+nats-server does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from pyjetstream.api import errors as E
+from pyjetstream.api.constants import JS_API_LIST_LIMIT, JS_API_NAMES_LIMIT
+from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.models_consumer import CreateConsumerRequest
+from pyjetstream.api.requests import ConsumerListRequest, ConsumerNamesRequest
+from pyjetstream.api.responses import (
+    ApiResponse,
+    ConsumerCreateResponse,
+    ConsumerDeleteResponse,
+    ConsumerInfoResponse,
+    ConsumerListResponse,
+    ConsumerNamesResponse,
+)
+from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
+from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
+from pyjetstream.server.jetstream.consumer_config import apply_defaults
+from pyjetstream.server.jetstream.consumer_create import add_consumer
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.engine import JetStreamEngine
+    from pyjetstream.server.jetstream.stream import Stream
+
+__all__ = ["HANDLERS"]
+
+
+def _lookup_stream(engine: JetStreamEngine, name: str) -> Stream:
+    stream = engine.streams.get(name)
+    if stream is None:
+        raise JetStreamApiError(E.JSStreamNotFoundErr())
+    return stream
+
+
+def _check_subject_form(match: ApiMatch, req: CreateConsumerRequest) -> CreateConsumerRequest:
+    """The rules tying the request subject to the config (durable/ephemeral/named/filtered)."""
+    cfg = req.config
+    if match.endpoint == ApiEndpoint.CONSUMER_DURABLE_CREATE:
+        if not cfg.durable_name:
+            raise JetStreamApiError(E.JSConsumerDurableNameNotSetErr())
+        if cfg.durable_name != match.consumer:
+            raise JetStreamApiError(E.JSConsumerDurableNameNotMatchSubjectErr())
+        return req
+    if match.legacy:
+        if cfg.durable_name:
+            raise JetStreamApiError(E.JSConsumerEphemeralWithDurableNameErr())
+        return req
+    name = match.consumer
+    if "/" in name or "\\" in name:
+        raise JetStreamApiError(E.JSConsumerNameContainsPathSeparatorsErr())
+    if match.filter_subject:
+        if cfg.filter_subjects:
+            raise JetStreamApiError(E.JSConsumerMultipleFiltersNotAllowed())
+        if cfg.filter_subject != match.filter_subject:
+            raise JetStreamApiError(E.JSConsumerCreateFilterSubjectMismatchErr())
+    if cfg.durable_name and cfg.durable_name != name:
+        raise JetStreamApiError(E.JSConsumerDurableNameNotMatchSubjectErr())
+    req.config = msgspec.structs.replace(cfg, name=name)
+    return req
+
+
+def consumer_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = ConsumerCreateResponse()
+    try:
+        if not payload.strip():
+            raise JetStreamApiError(E.JSInvalidJSONErr())
+        req = decode_request(payload, CreateConsumerRequest)
+        req.config = apply_defaults(req.config)
+        if req.config.backoff and req.config.max_deliver <= len(req.config.backoff):
+            raise JetStreamApiError(E.JSConsumerMaxDeliverBackoffErr())
+        if match.stream != req.stream_name:
+            raise JetStreamApiError(E.JSStreamMismatchErr())
+        req = _check_subject_form(match, req)
+        if req.config.num_replicas > 1:
+            raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
+        stream = _lookup_stream(engine, req.stream_name)
+        consumer = add_consumer(stream, req.config, req.action)
+    except JetStreamApiError as exc:
+        response.error = exc.error
+        return response
+    return ConsumerCreateResponse.from_payload(consumer.info())
+
+
+def consumer_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = ConsumerInfoResponse()
+    try:
+        if not is_empty_request(payload):
+            raise JetStreamApiError(E.JSNotEmptyRequestErr())
+        stream = _lookup_stream(engine, match.stream)
+        consumer = stream.consumers.get(match.consumer)
+        if consumer is None:
+            raise JetStreamApiError(E.JSConsumerNotFoundErr())
+    except JetStreamApiError as exc:
+        response.error = exc.error
+        return response
+    return ConsumerInfoResponse.from_payload(consumer.info())
+
+
+def consumer_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = ConsumerDeleteResponse()
+    try:
+        if not is_empty_request(payload):
+            raise JetStreamApiError(E.JSNotEmptyRequestErr())
+        stream = _lookup_stream(engine, match.stream)
+        consumer = stream.consumers.get(match.consumer)
+        if consumer is None:
+            raise JetStreamApiError(E.JSConsumerNotFoundErr())
+    except JetStreamApiError as exc:
+        response.error = exc.error
+        return response
+    consumer.delete()
+    response.success = True
+    return response
+
+
+def _paged_consumers(
+    engine: JetStreamEngine, match: ApiMatch, payload: bytes, kind: type
+) -> tuple[list, int, int]:  # type: ignore[type-arg]
+    req = kind() if is_empty_request(payload) else decode_request(payload, kind)
+    stream = _lookup_stream(engine, match.stream)
+    # Direct consumers (used by sources and mirrors) are not listed (``getPublicConsumers``).
+    consumers = sorted((c for c in stream.consumers.values() if not c.cfg.direct), key=lambda c: c.name)
+    offset = min(max(req.offset, 0), len(consumers))
+    return consumers, offset, len(consumers)
+
+
+def consumer_names(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = ConsumerNamesResponse(consumers=[])
+    try:
+        consumers, offset, total = _paged_consumers(engine, match, payload, ConsumerNamesRequest)
+    except JetStreamApiError as exc:
+        response.error = exc.error
+        return response
+    response.consumers = [c.name for c in consumers[offset : offset + JS_API_NAMES_LIMIT]]
+    response.total, response.offset, response.limit = total, offset, JS_API_NAMES_LIMIT
+    return response
+
+
+def consumer_list(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = ConsumerListResponse(consumers=[])
+    try:
+        consumers, offset, total = _paged_consumers(engine, match, payload, ConsumerListRequest)
+    except JetStreamApiError as exc:
+        response.error = exc.error
+        return response
+    response.consumers = [c.info() for c in consumers[offset : offset + JS_API_LIST_LIMIT]]
+    response.total, response.offset, response.limit = total, offset, JS_API_LIST_LIMIT
+    return response
+
+
+HANDLERS = {
+    ApiEndpoint.CONSUMER_CREATE: consumer_create,
+    ApiEndpoint.CONSUMER_DURABLE_CREATE: consumer_create,
+    ApiEndpoint.CONSUMER_INFO: consumer_info,
+    ApiEndpoint.CONSUMER_DELETE: consumer_delete,
+    ApiEndpoint.CONSUMER_NAMES: consumer_names,
+    ApiEndpoint.CONSUMER_LIST: consumer_list,
+}

@@ -1,0 +1,317 @@
+"""Consumer configuration: defaults, validation and update rules (nats-server ``consumer.go``).
+
+``apply_defaults`` is ``setConsumerConfigDefaults``, ``check_config`` is ``checkConsumerCfg``
+and ``check_update`` is ``checkNewConsumerConfig``; error codes and texts are nats-server's, as
+the reference 2.9.10 binary answers them. Where 2.10 extended the config (``filter_subjects``,
+``metadata``) the 2.10 rules apply, because the embedded server speaks the 2.10 API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from pyjetstream.api import errors as E
+from pyjetstream.api.constants import (
+    DEFAULT_ACK_WAIT_NS,
+    DEFAULT_EPHEMERAL_INACTIVE_THRESHOLD_NS,
+    DEFAULT_MAX_ACK_PENDING,
+    DEFAULT_MAX_WAITING,
+    EPHEMERAL_NAME_LEN,
+    JS_MAX_DESCRIPTION_LEN,
+    JS_MAX_METADATA_LEN,
+    JS_MAX_NAME_LEN,
+    MIN_IDLE_HEARTBEAT_NS,
+    MIN_MAX_REQUEST_EXPIRES_NS,
+)
+from pyjetstream.api.enums import AckPolicy, DeliverPolicy, RetentionPolicy
+from pyjetstream.api.models_common import ApiError
+from pyjetstream.api.models_consumer import ConsumerConfig
+from pyjetstream.api.models_stream import StreamConfig
+from pyjetstream.api.names import has_invalid_name_chars
+from pyjetstream.server.subjects import has_wildcard, is_subset, is_valid_subject, subjects_overlap
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "apply_defaults",
+    "check_config",
+    "check_update",
+    "filters_of",
+    "new_ephemeral_name",
+    "sample_frequency",
+    "stamp_inactive_threshold",
+]
+
+# nats-server getHash: sha256 of a nuid mapped onto these 62 digits, 8 characters.
+_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def new_ephemeral_name() -> str:
+    """A server-generated consumer name (``createConsumerName``: 8 base-62 characters)."""
+    digest = hashlib.sha256(secrets.token_bytes(16)).digest()
+    return "".join(_DIGITS[b % 62] for b in digest[:EPHEMERAL_NAME_LEN])
+
+
+def filters_of(cfg: ConsumerConfig) -> list[str]:
+    """The consumer's subject filters (``gatherSubjectFilters``); empty means every subject."""
+    if cfg.filter_subjects:
+        return list(cfg.filter_subjects)
+    if cfg.filter_subject:
+        return [cfg.filter_subject]
+    return []
+
+
+def sample_frequency(cfg: ConsumerConfig) -> int:
+    """``sample_freq`` ("N" or "N%") as a percentage; the config was validated already."""
+    if not cfg.sample_freq:
+        return 0
+    return int(cfg.sample_freq.removesuffix("%"))
+
+
+def apply_defaults(cfg: ConsumerConfig) -> ConsumerConfig:
+    """``setConsumerConfigDefaults`` (no server or account limits are configured here)."""
+    changes: dict[str, object] = {}
+    pull = not cfg.deliver_subject
+    if pull and cfg.max_waiting == 0:
+        changes["max_waiting"] = DEFAULT_MAX_WAITING
+    ack_wait = cfg.ack_wait
+    if ack_wait == 0 and cfg.ack_policy in (AckPolicy.EXPLICIT, AckPolicy.ALL):
+        ack_wait = DEFAULT_ACK_WAIT_NS
+    if cfg.max_deliver == 0:
+        changes["max_deliver"] = -1
+    if cfg.backoff:
+        ack_wait = cfg.backoff[0]
+    if ack_wait != cfg.ack_wait:
+        changes["ack_wait"] = ack_wait
+    if cfg.ack_policy in (AckPolicy.EXPLICIT, AckPolicy.ALL) and cfg.max_ack_pending == 0:
+        changes["max_ack_pending"] = DEFAULT_MAX_ACK_PENDING
+    return msgspec.structs.replace(cfg, **changes) if changes else cfg
+
+
+def stamp_inactive_threshold(cfg: ConsumerConfig) -> ConsumerConfig:
+    """Ephemerals always get an inactivity threshold (5 s unless set), as nats-server stamps it."""
+    if not cfg.durable_name and cfg.inactive_threshold <= 0:
+        return msgspec.structs.replace(cfg, inactive_threshold=DEFAULT_EPHEMERAL_INACTIVE_THRESHOLD_NS)
+    return cfg
+
+
+def _invalid_policy(text: str) -> ApiError:
+    return E.JSConsumerInvalidPolicyErrF(err=text)
+
+
+def _bad_start(policy: str, start: str) -> ApiError:
+    return _invalid_policy(
+        f"consumer delivery policy is deliver {policy}, but optional start {start} is also set"
+    )
+
+
+def _not_set(policy: str, what: str) -> ApiError:
+    return _invalid_policy(f"consumer delivery policy is deliver {policy}, but optional {what} is not set")
+
+
+def _check_deliver_policy(cfg: ConsumerConfig) -> ApiError | None:
+    policy = cfg.deliver_policy
+    has_seq = cfg.opt_start_seq > 0
+    has_time = cfg.opt_start_time is not None
+    if policy in (DeliverPolicy.ALL, DeliverPolicy.LAST, DeliverPolicy.NEW, DeliverPolicy.LAST_PER_SUBJECT):
+        name = {
+            DeliverPolicy.ALL: "all",
+            DeliverPolicy.LAST: "last",
+            DeliverPolicy.NEW: "new",
+            DeliverPolicy.LAST_PER_SUBJECT: "last per subject",
+        }[policy]
+        if has_seq:
+            return _bad_start(name, "sequence")
+        if has_time:
+            return _bad_start(name, "time")
+        if policy == DeliverPolicy.LAST_PER_SUBJECT and not filters_of(cfg):
+            return _not_set(name, "filter subject")
+    elif policy == DeliverPolicy.BY_START_SEQUENCE:
+        if not has_seq:
+            return _not_set("by start sequence", "start sequence")
+        if has_time:
+            return _bad_start("by start sequence", "time")
+    elif policy == DeliverPolicy.BY_START_TIME:
+        if not has_time:
+            return _not_set("by start time", "start time")
+        if cfg.opt_start_seq != 0:
+            return _bad_start("by start time", "start sequence")
+    return None
+
+
+def _go_atoi_error(text: str) -> str:
+    return f'strconv.Atoi: parsing "{text}": invalid syntax'
+
+
+def _check_sample_freq(freq: str) -> ApiError | None:
+    if not freq:
+        return None
+    text = freq.removesuffix("%")
+    stripped = text[1:] if text[:1] in ("+", "-") else text
+    if not stripped.isdigit() or not stripped.isascii():
+        return E.JSConsumerInvalidSamplingErrF(err=_go_atoi_error(text))
+    if int(text) < 0:
+        # Go reports a nil error for a negative number, printed as "<nil>".
+        return E.JSConsumerInvalidSamplingErrF(err="<nil>")
+    return None
+
+
+def _valid_filtered_subject(filter_subject: str, stream_subjects: list[str]) -> bool:
+    """``validFilteredSubject``: the filter selects something the stream captures."""
+    if not is_valid_subject(filter_subject):
+        return False
+    wildcard = has_wildcard(filter_subject)
+    for subject in stream_subjects:
+        if is_subset(filter_subject, subject):
+            return True
+        if wildcard and is_subset(subject, filter_subject):
+            return True
+    return False
+
+
+def _check_filters(cfg: ConsumerConfig, stream: StreamConfig, recovering: bool) -> ApiError | None:
+    if cfg.filter_subject and cfg.filter_subjects:
+        return E.JSConsumerDuplicateFilterSubjects()
+    if any(not f for f in cfg.filter_subjects):
+        return E.JSConsumerEmptyFilter()
+    filters = filters_of(cfg)
+    for i, outer in enumerate(filters):
+        if not is_valid_subject(outer):
+            return E.JSConsumerFilterNotSubsetErr()
+        for j, inner in enumerate(filters):
+            if i != j and subjects_overlap(outer, inner):
+                return E.JSConsumerOverlappingSubjectFilters()
+    if recovering or not stream.subjects:
+        return None  # mirrors/sources capture subjects we cannot know here
+    for subject in filters:
+        if not _valid_filtered_subject(subject, list(stream.subjects)):
+            return E.JSConsumerFilterNotSubsetErr()
+    return None
+
+
+def _delivery_forms_cycle(stream: StreamConfig, deliver_subject: str) -> bool:
+    return any(is_subset(deliver_subject, subject) for subject in stream.subjects)
+
+
+def _check_push(cfg: ConsumerConfig, stream: StreamConfig) -> ApiError | None:
+    if has_wildcard(cfg.deliver_subject):
+        return E.JSConsumerDeliverToWildcardsErr()
+    if not is_valid_subject(cfg.deliver_subject):
+        return E.JSConsumerInvalidDeliverSubject()
+    if _delivery_forms_cycle(stream, cfg.deliver_subject):
+        return E.JSConsumerDeliverCycleErr()
+    if cfg.max_waiting != 0:
+        return E.JSConsumerPushMaxWaitingErr()
+    if cfg.max_ack_pending > 0 and cfg.ack_policy == AckPolicy.NONE:
+        return E.JSConsumerMaxPendingAckPolicyRequiredErr()
+    if 0 < cfg.idle_heartbeat < MIN_IDLE_HEARTBEAT_NS:
+        return E.JSConsumerSmallHeartbeatErr()
+    return None
+
+
+def _check_pull(cfg: ConsumerConfig, stream: StreamConfig) -> ApiError | None:
+    if cfg.ack_policy == AckPolicy.NONE and stream.retention == RetentionPolicy.WORKQUEUE:
+        return E.JSConsumerPullRequiresAckErr()
+    if cfg.rate_limit_bps > 0:
+        return E.JSConsumerPullWithRateLimitErr()
+    if cfg.max_waiting < 0:
+        return E.JSConsumerMaxWaitingNegativeErr()
+    if cfg.idle_heartbeat > 0:
+        return E.JSConsumerHBRequiresPushErr()
+    if cfg.flow_control:
+        return E.JSConsumerFCRequiresPushErr()
+    if cfg.max_batch < 0:
+        return E.JSConsumerMaxRequestBatchNegativeErr()
+    if cfg.max_expires != 0 and cfg.max_expires < MIN_MAX_REQUEST_EXPIRES_NS:
+        return E.JSConsumerMaxRequestExpiresTooSmall()
+    return None
+
+
+def check_config(cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = False) -> ApiError | None:
+    """``checkConsumerCfg`` on a defaulted config; ``None`` when it is acceptable."""
+    if cfg.num_replicas < 0:
+        return E.JSReplicasCountCannotBeNegative()
+    if cfg.num_replicas > max(stream.num_replicas, 1):
+        return E.JSConsumerReplicasExceedsStream()
+    if cfg.backoff and cfg.max_deliver <= len(cfg.backoff):
+        return E.JSConsumerMaxDeliverBackoffErr()
+    if len(cfg.description) > JS_MAX_DESCRIPTION_LEN:
+        return E.JSConsumerDescriptionTooLongErrF(max=JS_MAX_DESCRIPTION_LEN)
+    if cfg.metadata and sum(len(k) + len(v) for k, v in cfg.metadata.items()) > JS_MAX_METADATA_LEN:
+        return E.JSConsumerMetadataLengthErrF(limit=JS_MAX_METADATA_LEN)
+    error = _check_push(cfg, stream) if cfg.deliver_subject else _check_pull(cfg, stream)
+    if error is not None:
+        return error
+    if cfg.direct:
+        if not cfg.deliver_subject:
+            return E.JSConsumerDirectRequiresPushErr()
+        if cfg.durable_name:
+            return E.JSConsumerDirectRequiresEphemeralErr()
+    error = _check_filters(cfg, stream, recovering)
+    if error is not None:
+        return error
+    error = _check_deliver_policy(cfg)
+    if error is not None:
+        return error
+    error = _check_sample_freq(cfg.sample_freq)
+    if error is not None:
+        return error
+    if cfg.flow_control and cfg.idle_heartbeat == 0:
+        return E.JSConsumerWithFlowControlNeedsHeartbeats()
+    if cfg.durable_name and cfg.name and cfg.name != cfg.durable_name:
+        return E.JSConsumerCreateDurableAndNameMismatch()
+    return None
+
+
+def check_name(name: str) -> ApiError | None:
+    """The name checks ``addConsumer`` makes once the name is known."""
+    if len(name) > JS_MAX_NAME_LEN:
+        return E.JSConsumerNameTooLongErrF(max=JS_MAX_NAME_LEN)
+    if not name or has_invalid_name_chars(name):
+        return E.JSConsumerBadDurableNameErr()
+    if "/" in name or "\\" in name:
+        return E.JSConsumerNameContainsPathSeparatorsErr()
+    return None
+
+
+def _update_error(text: str) -> ApiError:
+    return E.JSConsumerCreateErrF(err=text)
+
+
+# (field, message) pairs that may not change on update, in nats-server's order of checks.
+_FIXED_FIELDS: tuple[tuple[str, str], ...] = (
+    ("deliver_policy", "deliver policy can not be updated"),
+    ("opt_start_seq", "start sequence can not be updated"),
+    ("opt_start_time", "start time can not be updated"),
+    ("ack_policy", "ack policy can not be updated"),
+    ("replay_policy", "replay policy can not be updated"),
+    ("idle_heartbeat", "heart beats can not be updated"),
+    ("flow_control", "flow control can not be updated"),
+    ("max_waiting", "max waiting can not be updated"),
+)
+
+
+def check_update(
+    old: ConsumerConfig, new: ConsumerConfig, deliver_has_interest: Callable[[str], bool]
+) -> ApiError | None:
+    """``checkNewConsumerConfig``: what an update (a create of an existing consumer) may change."""
+    if old == new:
+        return None
+    for field, message in _FIXED_FIELDS:
+        if getattr(old, field) != getattr(new, field):
+            return _update_error(message)
+    if old.deliver_subject != new.deliver_subject:
+        if not old.deliver_subject:
+            return _update_error("can not update pull consumer to push based")
+        if not new.deliver_subject:
+            return _update_error("can not update push consumer to pull based")
+        if deliver_has_interest(old.deliver_subject):
+            return E.JSConsumerNameExistErr()
+    if new.backoff and new.max_deliver <= len(new.backoff):
+        return E.JSConsumerMaxDeliverBackoffErr()
+    return None

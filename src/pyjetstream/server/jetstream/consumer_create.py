@@ -1,0 +1,126 @@
+"""Adding a consumer to a stream: create, update and the ``action`` rules (``addConsumerWithAssignment``).
+
+``add_consumer`` is what ``CONSUMER.CREATE`` ends in once the request itself was checked; it
+raises :class:`~pyjetstream.api.errors.JetStreamApiError` with nats-server's error for anything
+it refuses. Creating a consumer that exists is an update (⟨2.10+⟩ unless ``action`` says
+``create`` with a different config, or ``update`` for a missing one).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from pyjetstream.api import errors as E
+from pyjetstream.api.enums import AckPolicy, ConsumerAction, DeliverPolicy, RetentionPolicy, StorageType
+from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.models_consumer import ConsumerConfig
+from pyjetstream.server.jetstream import advisories
+from pyjetstream.server.jetstream.consumer import Consumer, encode_consumer_meta
+from pyjetstream.server.jetstream.consumer_config import (
+    check_config,
+    check_name,
+    check_update,
+    filters_of,
+    new_ephemeral_name,
+    stamp_inactive_threshold,
+)
+from pyjetstream.server.jetstream.store.base import ConsumerStoreBase, StoreError
+from pyjetstream.server.subjects import subjects_overlap
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.stream import Stream
+
+__all__ = ["add_consumer", "open_consumer_store"]
+
+
+def _raise(error: object) -> None:
+    if error is not None:
+        raise JetStreamApiError(error)  # type: ignore[arg-type]
+
+
+def _partition_unique(stream: Stream, name: str, filters: list[str]) -> bool:
+    """Workqueue streams: no two consumers may select the same subjects."""
+    for other in stream.consumers.values():
+        if other.name == name:
+            continue
+        theirs = filters_of(other.cfg)
+        if not theirs or not filters:
+            return False
+        if any(subjects_overlap(a, b) for a in filters for b in theirs):
+            return False
+    return True
+
+
+def open_consumer_store(stream: Stream, name: str, cfg: ConsumerConfig) -> ConsumerStoreBase | None:
+    """The persisted state of a file stream's consumer (``None``: in memory only)."""
+    if stream.cfg.storage != StorageType.FILE or cfg.mem_storage:
+        return None
+    store = stream.store.consumer_store(name)
+    store.update_config(str(cfg.ack_policy), cfg.max_deliver)
+    return store
+
+
+def add_consumer(
+    stream: Stream,
+    cfg: ConsumerConfig,
+    action: ConsumerAction = ConsumerAction.CREATE_OR_UPDATE,
+) -> Consumer:
+    """Create (or update) a consumer from a defaulted config; raises JetStreamApiError."""
+    _raise(check_config(cfg, stream.cfg))
+    name = cfg.durable_name or cfg.name
+    existing = stream.consumers.get(name) if name else None
+    if existing is not None:
+        new_cfg = stamp_inactive_threshold(cfg)
+        if action == ConsumerAction.CREATE and new_cfg != existing.cfg:
+            raise JetStreamApiError(E.JSConsumerAlreadyExists())
+        if stream.cfg.retention == RetentionPolicy.WORKQUEUE and not _partition_unique(
+            stream, name, filters_of(new_cfg)
+        ):
+            raise JetStreamApiError(E.JSConsumerWQConsumerNotUniqueErr())
+        server = stream.server
+        _raise(check_update(existing.cfg, new_cfg, server.has_interest))
+        if new_cfg != existing.cfg:
+            existing.update_config(new_cfg)
+        return existing
+    if action == ConsumerAction.UPDATE:
+        raise JetStreamApiError(E.JSConsumerDoesNotExist())
+    max_consumers = stream.cfg.max_consumers
+    public = sum(1 for c in stream.consumers.values() if not c.cfg.direct)
+    if max_consumers > 0 and public >= max_consumers:
+        raise JetStreamApiError(E.JSMaximumConsumersLimitErr())
+    if stream.cfg.retention == RetentionPolicy.WORKQUEUE and not cfg.direct:
+        if cfg.ack_policy != AckPolicy.EXPLICIT:
+            raise JetStreamApiError(E.JSConsumerWQRequiresExplicitAckErr())
+        if stream.consumers:
+            if not filters_of(cfg):
+                raise JetStreamApiError(E.JSConsumerWQMultipleUnfilteredErr())
+            if not _partition_unique(stream, name, filters_of(cfg)):
+                raise JetStreamApiError(E.JSConsumerWQConsumerNotUniqueErr())
+        if cfg.deliver_policy != DeliverPolicy.ALL:
+            raise JetStreamApiError(E.JSConsumerWQConsumerNotDeliverAllErr())
+    if not name:
+        name = new_ephemeral_name()
+        while name in stream.consumers:
+            name = new_ephemeral_name()
+        cfg = _with_name(cfg, name)
+    _raise(check_name(name))
+    cfg = stamp_inactive_threshold(cfg)
+    created = time.time_ns()
+    try:
+        store = open_consumer_store(stream, name, cfg)
+        if store is not None:
+            store.write_meta(encode_consumer_meta(name, cfg, created))
+    except (StoreError, OSError) as exc:
+        raise JetStreamApiError(E.JSConsumerStoreFailedErrF(err=str(exc))) from exc
+    consumer = Consumer(stream, cfg, name, created, store)
+    stream.add_consumer(consumer)
+    consumer.start(recovered=False)
+    advisories.consumer_action(stream.engine, stream.name, name, "create")
+    return consumer
+
+
+def _with_name(cfg: ConsumerConfig, name: str) -> ConsumerConfig:
+    import msgspec
+
+    return msgspec.structs.replace(cfg, name=name)

@@ -1,0 +1,44 @@
+"""Bringing a file stream's consumers back after a restart.
+
+Every consumer directory of the stream's store (``obs/<name>/``) holds the consumer's definition
+(``meta.inf``) and its state (``o.dat``: delivered, ack floor, pending acks, redelivery counts).
+Like nats-server, ephemerals come back too and are then removed by their inactivity timer if
+nobody resumes them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyjetstream.server.jetstream.consumer import Consumer, decode_consumer_meta
+from pyjetstream.server.jetstream.consumer_config import stamp_inactive_threshold
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.stream import Stream
+
+__all__ = ["recover_consumers"]
+
+
+def recover_consumers(stream: Stream) -> list[Consumer]:
+    """Recreate the stream's persisted consumers with their state; returns them."""
+    recovered: list[Consumer] = []
+    logger = stream.server.logger
+    for name in stream.store.consumer_names():
+        try:
+            store = stream.store.consumer_store(name)
+            meta = store.read_meta()
+            if meta is None:
+                # A directory without a definition cannot be resumed: drop it.
+                store.delete()
+                continue
+            meta_name, cfg, created = decode_consumer_meta(meta)
+            cfg = stamp_inactive_threshold(cfg)
+            store.update_config(str(cfg.ack_policy), cfg.max_deliver)
+            consumer = Consumer(stream, cfg, meta_name or name, created, store)
+            stream.add_consumer(consumer)
+            consumer.start(recovered=True)
+        except Exception as exc:  # one damaged consumer must not stop the others
+            logger.error("JetStream could not recover consumer '%s > %s': %s", stream.name, name, exc)
+            continue
+        recovered.append(consumer)
+    return recovered
