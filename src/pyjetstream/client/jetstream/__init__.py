@@ -1,0 +1,114 @@
+"""The simplified JetStream client API (nats.go ``jetstream`` in asyncio Python).
+
+    nc = await pyjetstream.client.connect("nats://127.0.0.1:4222")
+    js = jetstream(nc)
+    stream = await js.create_stream(StreamConfig(name="ORDERS", subjects=["ORDERS.*"]))
+    ack = await js.publish("ORDERS.new", b"hello", msg_id="id-1")
+    consumer = await stream.create_or_update_consumer(ConsumerConfig(durable="CONS", ack_policy=AckPolicy.EXPLICIT))
+    async for msg in await consumer.fetch(10):
+        await msg.ack()
+
+Modules: :mod:`.context` (JetStream), :mod:`.stream`, :mod:`.consumer` / :mod:`.pull` / :mod:`.consume`
+(receiving), :mod:`.ordered`, :mod:`.msg`, :mod:`.publish`, :mod:`.errors`, :mod:`.kv`,
+:mod:`.object_store`, :mod:`.sync` (blocking facade), :mod:`.config` (model constructors).
+"""
+
+from pyjetstream.api.ack import MsgMetadata
+from pyjetstream.api.enums import (
+    AckPolicy,
+    DeliverPolicy,
+    DiscardPolicy,
+    ReplayPolicy,
+    RetentionPolicy,
+    StorageType,
+)
+from pyjetstream.api.kv import KvOperation
+from pyjetstream.api.models_account import AccountInfo
+from pyjetstream.api.models_consumer import ConsumerInfo
+from pyjetstream.api.models_msg import PubAck
+from pyjetstream.api.models_stream import StreamInfo
+from pyjetstream.api.objstore import ObjectInfo, ObjectLink
+from pyjetstream.client.jetstream import errors
+from pyjetstream.client.jetstream.config import ConsumerConfig, StreamConfig
+from pyjetstream.client.jetstream.consume import ConsumeContext, MessagesContext
+from pyjetstream.client.jetstream.consumer import PullConsumer
+from pyjetstream.client.jetstream.context import JetStream, jetstream, new
+from pyjetstream.client.jetstream.errors import *  # noqa: F403
+from pyjetstream.client.jetstream.kv import (
+    KeyValue,
+    KeyValueConfig,
+    KeyValueEntry,
+    KeyValueStatus,
+    KeyWatcher,
+)
+from pyjetstream.client.jetstream.msg import JetStreamMsg
+from pyjetstream.client.jetstream.object_store import (
+    ObjectMeta,
+    ObjectResult,
+    ObjectStore,
+    ObjectStoreConfig,
+    ObjectStoreStatus,
+    ObjectWatcher,
+)
+from pyjetstream.client.jetstream.ordered import (
+    OrderedConsumeContext,
+    OrderedConsumer,
+    OrderedConsumerConfig,
+    OrderedMessagesContext,
+)
+from pyjetstream.client.jetstream.publish import PubAckFuture, PublishedMsg
+from pyjetstream.client.jetstream.pull import MessageBatch
+from pyjetstream.client.jetstream.stream import RawStreamMsg, Stream
+
+Consumer = PullConsumer
+Msg = JetStreamMsg
+
+__all__ = [
+    "AccountInfo",
+    "AckPolicy",
+    "ConsumeContext",
+    "Consumer",
+    "ConsumerConfig",
+    "ConsumerInfo",
+    "DeliverPolicy",
+    "DiscardPolicy",
+    "JetStream",
+    "JetStreamMsg",
+    "KeyValue",
+    "KeyValueConfig",
+    "KeyValueEntry",
+    "KeyValueStatus",
+    "KeyWatcher",
+    "KvOperation",
+    "MessageBatch",
+    "MessagesContext",
+    "Msg",
+    "MsgMetadata",
+    "ObjectInfo",
+    "ObjectLink",
+    "ObjectMeta",
+    "ObjectResult",
+    "ObjectStore",
+    "ObjectStoreConfig",
+    "ObjectStoreStatus",
+    "ObjectWatcher",
+    "OrderedConsumeContext",
+    "OrderedConsumer",
+    "OrderedConsumerConfig",
+    "OrderedMessagesContext",
+    "PubAck",
+    "PubAckFuture",
+    "PublishedMsg",
+    "PullConsumer",
+    "RawStreamMsg",
+    "ReplayPolicy",
+    "RetentionPolicy",
+    "StorageType",
+    "Stream",
+    "StreamConfig",
+    "StreamInfo",
+    "errors",
+    "jetstream",
+    "new",
+    *errors.__all__,
+]

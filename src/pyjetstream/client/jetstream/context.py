@@ -1,0 +1,515 @@
+"""The JetStream context: ``js = jetstream(nc)`` — streams, consumers, publishing, KV and object stores.
+
+Every management call is a request to the JetStream API (``$JS.API.…``, or ``$JS.<domain>.API.…`` /
+a custom prefix) whose JSON answer is decoded with the shared API models; an error in the answer is
+raised as the matching :mod:`~pyjetstream.client.jetstream.errors` class. No responders on the API
+means JetStream is not enabled (:class:`JetStreamNotEnabled`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import re
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+
+from pyjetstream.api import codec, names
+from pyjetstream.api.enums import ConsumerAction
+from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, CreateConsumerRequest
+from pyjetstream.api.models_msg import PubAck
+from pyjetstream.api.models_stream import StreamConfig, StreamInfo
+from pyjetstream.api.requests import (
+    ConsumerListRequest,
+    ConsumerNamesRequest,
+    StreamListRequest,
+    StreamNamesRequest,
+)
+from pyjetstream.api.responses import (
+    AccountInfoResponse,
+    ApiResponse,
+    ConsumerCreateResponse,
+    ConsumerDeleteResponse,
+    ConsumerInfoResponse,
+    ConsumerListResponse,
+    ConsumerNamesResponse,
+    StreamCreateResponse,
+    StreamDeleteResponse,
+    StreamInfoResponse,
+    StreamListResponse,
+    StreamNamesResponse,
+    StreamUpdateResponse,
+)
+from pyjetstream.api.subjects import JSApi
+from pyjetstream.client.errors import NoRespondersError
+from pyjetstream.client.inbox import DIGITS, next_nuid
+from pyjetstream.client.jetstream.consumer import PullConsumer
+from pyjetstream.client.jetstream.errors import (
+    AsyncPublishReplySubjectSet,
+    ConsumerDoesNotExist,
+    ConsumerExists,
+    ConsumerMultipleFilterSubjectsNotSupported,
+    ConsumerNameRequired,
+    ConsumerNotFound,
+    InvalidConsumerName,
+    InvalidStreamName,
+    InvalidSubject,
+    JetStreamError,
+    JetStreamNotEnabled,
+    NoStreamResponse,
+    StreamNameRequired,
+    StreamNotFound,
+    api_exception,
+)
+from pyjetstream.client.jetstream.kv import KeyValueManager
+from pyjetstream.client.jetstream.object_store import ObjectStoreManager
+from pyjetstream.client.jetstream.ordered import OrderedConsumer, OrderedConsumerConfig
+from pyjetstream.client.jetstream.publish import (
+    DEFAULT_ACK_TIMEOUT,
+    DEFAULT_MAX_PENDING,
+    DEFAULT_RETRY_ATTEMPTS,
+    DEFAULT_RETRY_WAIT,
+    AsyncErrorHandler,
+    AsyncPublisher,
+    PubAckFuture,
+    headers_of,
+    pub_ack_from_reply,
+    publish_headers,
+)
+from pyjetstream.client.jetstream.stream import Stream
+from pyjetstream.protocol import HeaderBlock
+
+if TYPE_CHECKING:
+    from pyjetstream.api.models_account import AccountInfo
+    from pyjetstream.client.connection import Client
+    from pyjetstream.client.msg import Msg
+
+R = TypeVar("R", bound=ApiResponse)
+
+DEFAULT_API_TIMEOUT = 5.0
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_NO_ACTION_BEFORE = (2, 10, 0)  # servers before 2.10 ignore the consumer-create "action"
+_DEFAULT_CONSUMER = ConsumerConfig()
+
+HeadersArg = Mapping[str, str | Iterable[str]] | HeaderBlock
+
+
+def validate_stream_name(name: str) -> None:
+    if not name:
+        raise StreamNameRequired()
+    if names.has_invalid_name_chars(name) or names.has_path_separators(name):
+        raise InvalidStreamName(f"invalid stream name {name!r}")
+
+
+def validate_consumer_name(name: str) -> None:
+    if not name:
+        raise ConsumerNameRequired()
+    if names.has_invalid_name_chars(name) or names.has_path_separators(name):
+        raise InvalidConsumerName(f"invalid consumer name {name!r}")
+
+
+def generate_consumer_name() -> str:
+    """An 8-character name for an ephemeral consumer (nats.go: hash of a NUID, base-62 digits)."""
+    digest = hashlib.sha256(next_nuid().encode()).digest()
+    return "".join(DIGITS[b % len(DIGITS)] for b in digest[:8])
+
+
+def _same_consumer_config(requested: ConsumerConfig, existing: ConsumerConfig) -> bool:
+    """Every field the request sets (not at its zero value) matches the existing config."""
+    for field in requested.__struct_fields__:
+        value = getattr(requested, field)
+        if value != getattr(_DEFAULT_CONSUMER, field) and value != getattr(existing, field):
+            return False
+    return True
+
+
+class JetStream(KeyValueManager, ObjectStoreManager):
+    """JetStream on one core connection (nats.go ``jetstream.JetStream``); create with :func:`jetstream`."""
+
+    def __init__(
+        self,
+        nc: Client,
+        *,
+        domain: str | None = None,
+        api_prefix: str | None = None,
+        timeout: float = DEFAULT_API_TIMEOUT,
+        publish_async_max_pending: int = DEFAULT_MAX_PENDING,
+        publish_async_backpressure: bool = True,
+        publish_async_stall_wait: float | None = None,
+        publish_async_timeout: float = DEFAULT_ACK_TIMEOUT,
+        publish_async_error_handler: AsyncErrorHandler | None = None,
+        retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
+        retry_wait: float = DEFAULT_RETRY_WAIT,
+    ) -> None:
+        self.nc = nc
+        self.domain = domain or ""
+        self.api = JSApi.for_domain(domain, api_prefix)
+        # A custom prefix (an account import) also prefixes KV/object-store subjects (nats.go useJSPfx).
+        self.custom_prefix = bool(api_prefix)
+        self.timeout = timeout
+        self.retry_attempts = retry_attempts
+        self.retry_wait = retry_wait
+        self._publisher = AsyncPublisher(
+            self,
+            nc,
+            max_pending=publish_async_max_pending,
+            backpressure=publish_async_backpressure,
+            stall_wait=publish_async_stall_wait,
+            ack_timeout=publish_async_timeout,
+            retry_attempts=retry_attempts,
+            retry_wait=retry_wait,
+            error_handler=publish_async_error_handler,
+        )
+
+    @property
+    def api_prefix(self) -> str:
+        return self.api.prefix
+
+    @property
+    def conn(self) -> Client:
+        return self.nc
+
+    def server_version(self) -> tuple[int, int, int]:
+        """The connected server's version from INFO (``(0, 0, 0)`` when unknown)."""
+        match = _VERSION.match(str(self.nc.server_info.get("version", "")))
+        return (int(match[1]), int(match[2]), int(match[3])) if match else (0, 0, 0)
+
+    # --- API plumbing ------------------------------------------------------------------------------
+
+    async def _request(
+        self, subject: str, body: Any, response_type: type[R], timeout: float | None = None
+    ) -> R:
+        """One API call: encode ``body`` (a model, bytes or None), decode the answer, raise its error."""
+        payload = b"" if body is None else body if isinstance(body, bytes) else codec.encode(body)
+        try:
+            msg = await self.nc.request(subject, payload, timeout=timeout or self.timeout)
+        except NoRespondersError:
+            raise JetStreamNotEnabled() from None
+        try:
+            resp = codec.decode_response(msg.data, response_type)
+        except msgspec.DecodeError as exc:
+            raise JetStreamError(f"invalid response from {subject}: {exc}") from None
+        if resp.error is not None:
+            raise api_exception(resp.error)
+        return resp
+
+    async def account_info(self) -> AccountInfo:
+        """Usage and limits of this account's JetStream."""
+        resp = await self._request(self.api.info(), None, AccountInfoResponse)
+        return resp.payload()
+
+    # --- streams -------------------------------------------------------------------------------------
+
+    async def create_stream(self, config: StreamConfig) -> Stream:
+        """Create a stream (idempotent for an identical config; else :class:`StreamNameAlreadyInUse`)."""
+        validate_stream_name(config.name)
+        resp = await self._request(self.api.stream_create(config.name), config, StreamCreateResponse)
+        return Stream(self, resp.payload())
+
+    async def update_stream(self, config: StreamConfig) -> Stream:
+        """Update an existing stream (:class:`StreamNotFound` if there is none)."""
+        validate_stream_name(config.name)
+        resp = await self._request(self.api.stream_update(config.name), config, StreamUpdateResponse)
+        return Stream(self, resp.payload())
+
+    async def create_or_update_stream(self, config: StreamConfig) -> Stream:
+        try:
+            return await self.update_stream(config)
+        except StreamNotFound:
+            return await self.create_stream(config)
+
+    async def stream(self, name: str) -> Stream:
+        """A handle on an existing stream (its info is fetched)."""
+        return Stream(self, await self._stream_info(name))
+
+    async def _stream_info(self, name: str, body: Any = None) -> StreamInfo:
+        validate_stream_name(name)
+        resp = await self._request(self.api.stream_info(name), body, StreamInfoResponse)
+        return resp.payload()
+
+    async def delete_stream(self, name: str) -> None:
+        validate_stream_name(name)
+        resp = await self._request(self.api.stream_delete(name), None, StreamDeleteResponse)
+        if not resp.success:
+            raise JetStreamError(f"stream {name!r} was not deleted")
+
+    async def list_streams(self, *, subject: str | None = None) -> AsyncIterator[StreamInfo]:
+        """Every stream's info (all pages); ``subject`` keeps streams that listen on it."""
+        offset = 0
+        while True:
+            req = StreamListRequest(offset=offset, subject=subject or "")
+            resp = await self._request(self.api.stream_list(), req, StreamListResponse)
+            page = resp.streams or []
+            for info in page:
+                yield info
+            offset += len(page)
+            if not page or offset >= resp.total:
+                return
+
+    async def stream_names(self, *, subject: str | None = None) -> AsyncIterator[str]:
+        """Every stream name (all pages); ``subject`` keeps streams that listen on it."""
+        offset = 0
+        while True:
+            req = StreamNamesRequest(offset=offset, subject=subject or "")
+            resp = await self._request(self.api.stream_names(), req, StreamNamesResponse)
+            page = resp.streams or []
+            for name in page:
+                yield name
+            offset += len(page)
+            if not page or offset >= resp.total:
+                return
+
+    async def stream_name_by_subject(self, subject: str) -> str:
+        """The name of the stream that stores ``subject`` (:class:`StreamNotFound` if none)."""
+        if not subject or any(c.isspace() for c in subject):
+            raise InvalidSubject(f"invalid subject {subject!r}")
+        req = StreamNamesRequest(subject=subject)
+        resp = await self._request(self.api.stream_names(), req, StreamNamesResponse)
+        if not resp.streams:
+            raise StreamNotFound(f"no stream matches subject {subject!r}")
+        return resp.streams[0]
+
+    # --- consumers -------------------------------------------------------------------------------------
+
+    async def create_consumer(self, stream: str, config: ConsumerConfig) -> PullConsumer:
+        """Create a consumer; an existing one with a different config raises :class:`ConsumerExists`.
+        Without ``durable_name``/``name`` it is an ephemeral consumer with a generated name."""
+        return await self._upsert_consumer(stream, config, ConsumerAction.CREATE)
+
+    async def update_consumer(self, stream: str, config: ConsumerConfig) -> PullConsumer:
+        """Update an existing consumer (:class:`ConsumerDoesNotExist` if missing)."""
+        return await self._upsert_consumer(stream, config, ConsumerAction.UPDATE)
+
+    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig) -> PullConsumer:
+        return await self._upsert_consumer(stream, config, ConsumerAction.CREATE_OR_UPDATE)
+
+    async def _upsert_consumer(
+        self, stream: str, config: ConsumerConfig, action: ConsumerAction
+    ) -> PullConsumer:
+        validate_stream_name(stream)
+        name = config.name or config.durable_name
+        if not name:
+            if action is ConsumerAction.UPDATE:
+                raise ConsumerNameRequired()
+            name = generate_consumer_name()
+        validate_consumer_name(name)
+        legacy = self.server_version() < _NO_ACTION_BEFORE
+        if legacy and len(config.filter_subjects) == 1 and not config.filter_subject:
+            # 2.9 servers only know filter_subject (nats.go does the same translation).
+            config = msgspec.structs.replace(
+                config, filter_subject=config.filter_subjects[0], filter_subjects=[]
+            )
+        if legacy and action is not ConsumerAction.CREATE_OR_UPDATE:
+            await self._emulate_action(stream, name, config, action)
+        filter_subject = config.filter_subject if not config.filter_subjects else None
+        subject = self.api.consumer_create(stream, name, filter_subject)
+        request = CreateConsumerRequest(stream_name=stream, config=config, action=action)
+        resp = await self._request(subject, request, ConsumerCreateResponse)
+        info = resp.payload()
+        if len(config.filter_subjects) > 1 and not info.config.filter_subjects:
+            raise ConsumerMultipleFilterSubjectsNotSupported()
+        return PullConsumer(self, stream, info)
+
+    async def _emulate_action(
+        self, stream: str, name: str, config: ConsumerConfig, action: ConsumerAction
+    ) -> None:
+        """Before 2.10 the server treats every create as create-or-update: check first."""
+        try:
+            existing: ConsumerInfo | None = await self._consumer_info(stream, name)
+        except ConsumerNotFound:
+            existing = None
+        if action is ConsumerAction.UPDATE and existing is None:
+            raise ConsumerDoesNotExist()
+        if action is ConsumerAction.CREATE and existing is not None:
+            if not _same_consumer_config(config, existing.config):
+                raise ConsumerExists()
+
+    async def consumer(self, stream: str, name: str) -> PullConsumer:
+        """A handle on an existing consumer (:class:`ConsumerNotFound` if missing)."""
+        return PullConsumer(self, stream, await self._consumer_info(stream, name))
+
+    async def _consumer_info(self, stream: str, name: str) -> ConsumerInfo:
+        validate_stream_name(stream)
+        validate_consumer_name(name)
+        resp = await self._request(self.api.consumer_info(stream, name), None, ConsumerInfoResponse)
+        return resp.payload()
+
+    async def delete_consumer(self, stream: str, name: str) -> None:
+        validate_stream_name(stream)
+        validate_consumer_name(name)
+        resp = await self._request(self.api.consumer_delete(stream, name), None, ConsumerDeleteResponse)
+        if not resp.success:
+            raise JetStreamError(f"consumer {name!r} was not deleted")
+
+    async def ordered_consumer(
+        self, stream: str, config: OrderedConsumerConfig | None = None
+    ) -> OrderedConsumer:
+        """An ordered consumer: in-order delivery that recreates its server consumer as needed."""
+        validate_stream_name(stream)
+        return OrderedConsumer(self, stream, config or OrderedConsumerConfig())
+
+    async def list_consumers(self, stream: str) -> AsyncIterator[ConsumerInfo]:
+        """Every consumer's info on ``stream`` (all pages)."""
+        validate_stream_name(stream)
+        offset = 0
+        while True:
+            req = ConsumerListRequest(offset=offset)
+            resp = await self._request(self.api.consumer_list(stream), req, ConsumerListResponse)
+            page = resp.consumers or []
+            for info in page:
+                yield info
+            offset += len(page)
+            if not page or offset >= resp.total:
+                return
+
+    async def consumer_names(self, stream: str) -> AsyncIterator[str]:
+        validate_stream_name(stream)
+        offset = 0
+        while True:
+            req = ConsumerNamesRequest(offset=offset)
+            resp = await self._request(self.api.consumer_names(stream), req, ConsumerNamesResponse)
+            page = resp.consumers or []
+            for name in page:
+                yield name
+            offset += len(page)
+            if not page or offset >= resp.total:
+                return
+
+    # --- publishing ------------------------------------------------------------------------------------
+
+    async def publish(
+        self,
+        subject: str,
+        data: bytes = b"",
+        *,
+        headers: HeadersArg | None = None,
+        msg_id: str | None = None,
+        expect_stream: str | None = None,
+        expect_last_sequence: int | None = None,
+        expect_last_sequence_per_subject: int | None = None,
+        expect_last_msg_id: str | None = None,
+        retry_attempts: int | None = None,
+        retry_wait: float | None = None,
+        timeout: float | None = None,
+    ) -> PubAck:
+        """Publish into a stream and wait for its :class:`PubAck`.
+
+        ``msg_id`` deduplicates within the stream's window; the ``expect_*`` options make the stream
+        refuse the message unless they hold (:class:`WrongLastSequence` …). No responders (no stream,
+        or a leader change) is retried ``retry_attempts`` times (``-1``: forever) every ``retry_wait``
+        seconds, then :class:`NoStreamResponse`.
+        """
+        hdrs = publish_headers(
+            headers,
+            msg_id=msg_id,
+            expect_stream=expect_stream,
+            expect_last_sequence=expect_last_sequence,
+            expect_last_sequence_per_subject=expect_last_sequence_per_subject,
+            expect_last_msg_id=expect_last_msg_id,
+        )
+        attempts = self.retry_attempts if retry_attempts is None else retry_attempts
+        wait = self.retry_wait if retry_wait is None else retry_wait
+        for attempt in itertools.count():
+            try:
+                reply = await self.nc.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
+            except NoRespondersError:
+                if 0 <= attempts <= attempt:
+                    raise NoStreamResponse() from None
+                await asyncio.sleep(wait)
+                continue
+            return pub_ack_from_reply(reply)
+        raise AssertionError("unreachable")
+
+    async def publish_msg(self, msg: Msg, **options: Any) -> PubAck:
+        """``publish`` of a core message (its subject, data and headers), with the same options."""
+        headers = options.pop("headers", None) or headers_of(msg)
+        return await self.publish(msg.subject, msg.data, headers=headers, **options)
+
+    async def publish_async(
+        self,
+        subject: str,
+        data: bytes = b"",
+        *,
+        headers: HeadersArg | None = None,
+        msg_id: str | None = None,
+        expect_stream: str | None = None,
+        expect_last_sequence: int | None = None,
+        expect_last_sequence_per_subject: int | None = None,
+        expect_last_msg_id: str | None = None,
+        stall_wait: float | None = None,
+    ) -> PubAckFuture:
+        """Publish without waiting for the ack: returns a future of the :class:`PubAck`.
+
+        Many publishes are in flight at once over one reply subscription. When
+        ``publish_async_max_pending`` are outstanding this waits for room (at most ``stall_wait``
+        seconds if given) or, without backpressure, raises :class:`TooManyStalledMsgs` at once.
+        """
+        hdrs = publish_headers(
+            headers,
+            msg_id=msg_id,
+            expect_stream=expect_stream,
+            expect_last_sequence=expect_last_sequence,
+            expect_last_sequence_per_subject=expect_last_sequence_per_subject,
+            expect_last_msg_id=expect_last_msg_id,
+        )
+        return await self._publisher.publish(subject, data, hdrs, stall_wait)
+
+    async def publish_msg_async(self, msg: Msg, **options: Any) -> PubAckFuture:
+        if msg.reply:
+            raise AsyncPublishReplySubjectSet()
+        headers = options.pop("headers", None) or headers_of(msg)
+        return await self.publish_async(msg.subject, msg.data, headers=headers, **options)
+
+    def publish_async_pending(self) -> int:
+        """Async publishes still waiting for their ack."""
+        return self._publisher.pending
+
+    async def publish_async_complete(self, timeout: float | None = None) -> None:
+        """Until every async publish so far is acknowledged (or failed); ``TimeoutError`` after ``timeout``."""
+        await self._publisher.complete(timeout)
+
+    def __repr__(self) -> str:
+        return f"<JetStream prefix={self.api.prefix!r}>"
+
+
+def jetstream(
+    nc: Client,
+    *,
+    domain: str | None = None,
+    api_prefix: str | None = None,
+    timeout: float = DEFAULT_API_TIMEOUT,
+    publish_async_max_pending: int = DEFAULT_MAX_PENDING,
+    publish_async_backpressure: bool = True,
+    publish_async_stall_wait: float | None = None,
+    publish_async_timeout: float = DEFAULT_ACK_TIMEOUT,
+    publish_async_error_handler: AsyncErrorHandler | None = None,
+    retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
+    retry_wait: float = DEFAULT_RETRY_WAIT,
+) -> JetStream:
+    """A JetStream context on ``nc`` (nats.go ``jetstream.New`` / ``NewWithDomain`` / ``NewWithAPIPrefix``).
+
+    ``timeout``: API calls and synchronous publishes (seconds). Async publishing:
+    ``publish_async_max_pending`` in flight at most; when full, wait (``publish_async_backpressure``,
+    at most ``publish_async_stall_wait`` s if set) or fail at once; an ack not received within
+    ``publish_async_timeout`` fails its future; ``publish_async_error_handler(js, msg, exc)`` hears
+    about every failed async publish.
+    """
+    return JetStream(
+        nc,
+        domain=domain,
+        api_prefix=api_prefix,
+        timeout=timeout,
+        publish_async_max_pending=publish_async_max_pending,
+        publish_async_backpressure=publish_async_backpressure,
+        publish_async_stall_wait=publish_async_stall_wait,
+        publish_async_timeout=publish_async_timeout,
+        publish_async_error_handler=publish_async_error_handler,
+        retry_attempts=retry_attempts,
+        retry_wait=retry_wait,
+    )
+
+
+new = jetstream

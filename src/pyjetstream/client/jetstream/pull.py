@@ -1,0 +1,501 @@
+"""Pull requests and what answers them (ADR-37, nats.go ``jetstream/pull.go``).
+
+A pull request is a publish to ``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`` whose reply subject
+(an inbox we subscribe to) receives the messages and, with an empty payload, statuses:
+``100`` heartbeat, ``404``/``408`` the request ended (``Nats-Pending-Messages``/``-Bytes`` tell what it
+did not deliver), ``409`` various (``Consumer Deleted`` and ``Consumer is push based`` are terminal),
+``400`` bad request, ``503`` nobody answered (the consumer does not exist).
+
+- :class:`MessageBatch` (``fetch``): one request, one inbox; ends on the batch count/bytes, on the
+  first end status, on missed heartbeats or on a client-side guard timer.
+- :class:`PullSession` (``consume``/``messages``): one inbox for the session's lifetime; keeps up to
+  ``max_messages``/``max_bytes`` requested ("pending") and re-pulls when what is pending drops below
+  the thresholds. A message stops being pending once handed to the application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyjetstream.api.codec import encode
+from pyjetstream.api.headers import PENDING_BYTES, PENDING_MESSAGES
+from pyjetstream.api.models_consumer import PullRequest
+from pyjetstream.api.timefmt import seconds_to_ns
+from pyjetstream.client.errors import NatsError
+from pyjetstream.client.jetstream.errors import (
+    BadRequest,
+    ConsumerDeleted,
+    ConsumerIsPushBased,
+    ConsumerLeadershipChanged,
+    ConsumerNotFound,
+    InvalidOption,
+    MaxBytesExceeded,
+    NoHeartbeat,
+    PullStatusError,
+)
+from pyjetstream.client.jetstream.msg import JetStreamMsg
+
+if TYPE_CHECKING:
+    from pyjetstream.client.connection import Client
+    from pyjetstream.client.msg import Msg
+    from pyjetstream.client.subscription import Subscription
+
+DEFAULT_FETCH_MAX_WAIT = 30.0
+FETCH_HEARTBEAT = 5.0  # fetches of at least FETCH_HEARTBEAT_MIN_WAIT get heartbeats (nats.go)
+FETCH_HEARTBEAT_MIN_WAIT = 10.0
+FETCH_GUARD = 1.0  # client-side wait beyond the server's expiry before giving up on a fetch
+DEFAULT_NO_WAIT_GUARD = 5.0
+DEFAULT_MAX_MESSAGES = 500
+DEFAULT_EXPIRES = 30.0
+MAX_BYTES_BATCH = 1_000_000  # batch size when only max_bytes limits a consume (nats.go)
+ORDERED_HEARTBEAT = 5.0
+MAX_HEARTBEAT = 30.0
+TICK = 1.0  # how often a session checks heartbeats and reconnects (at most)
+
+
+class StatusKind(enum.Enum):
+    HEARTBEAT = "heartbeat"  # 100: nothing to do but note the activity
+    END = "end"  # the request ended without error (404, 408, 409 max bytes / batch completed)
+    ERROR = "error"  # something to report; the session goes on
+    TERMINAL = "terminal"  # the consumer cannot serve pulls any more
+    NO_RESPONDERS = "no_responders"  # 503: nobody listens on MSG.NEXT (consumer gone)
+
+
+def classify_status(status: int, description: str) -> tuple[StatusKind, Exception | None]:
+    """What a pull status means (nats.go ``checkMsg`` / ``handleStatusMsg``)."""
+    if status == 100:
+        return StatusKind.HEARTBEAT, None
+    if status in (404, 408):
+        return StatusKind.END, None
+    if status == 409:
+        low = description.lower()
+        if "message size exceeds maxbytes" in low:
+            return StatusKind.END, MaxBytesExceeded(description)
+        if "batch completed" in low:
+            return StatusKind.END, None
+        if "consumer deleted" in low:
+            return StatusKind.TERMINAL, ConsumerDeleted(description)
+        if "push based" in low:
+            return StatusKind.TERMINAL, ConsumerIsPushBased(description)
+        if "leadership change" in low:
+            return StatusKind.ERROR, ConsumerLeadershipChanged(description)
+        return StatusKind.ERROR, PullStatusError(description, code=409)
+    if status == 400:
+        return StatusKind.TERMINAL, BadRequest(description or "bad request", code=400)
+    if status == 503:
+        return StatusKind.NO_RESPONDERS, ConsumerNotFound("no responders: consumer not found", code=503)
+    return StatusKind.ERROR, PullStatusError(description or f"status {status}", code=status)
+
+
+def pending_from_status(raw: Msg) -> tuple[int, int]:
+    """``Nats-Pending-Messages`` / ``Nats-Pending-Bytes`` of an end status (0 when absent)."""
+    block = raw.header_block
+    if block is None:
+        return 0, 0
+    try:
+        msgs = int(block.get(PENDING_MESSAGES) or 0)
+        nbytes = int(block.get(PENDING_BYTES) or 0)
+    except ValueError:
+        return 0, 0
+    return msgs, nbytes
+
+
+def status_of(raw: Msg) -> int:
+    """The status of a status message, 0 for a user message (which always has a payload or no status)."""
+    if raw.raw_headers is None or raw.data:
+        return 0
+    return raw.status
+
+
+def unsubscribe_soon(sub: Subscription | None) -> None:
+    """Unsubscribe from synchronous code (a message callback, ``stop()``)."""
+    if sub is None or sub.is_closed:
+        return
+
+    async def unsub() -> None:
+        with contextlib.suppress(NatsError):
+            await sub.unsubscribe()
+
+    asyncio.get_running_loop().create_task(unsub())
+
+
+def _encode_request(
+    batch: int, *, expires: float = 0.0, max_bytes: int = 0, no_wait: bool = False, heartbeat: float = 0.0
+) -> bytes:
+    return encode(
+        PullRequest(
+            batch=batch,
+            expires=seconds_to_ns(expires) if expires else 0,
+            max_bytes=max_bytes,
+            no_wait=no_wait,
+            idle_heartbeat=seconds_to_ns(heartbeat) if heartbeat else 0,
+        )
+    )
+
+
+# --- fetch ------------------------------------------------------------------------------------------
+
+
+class MessageBatch:
+    """The result of one ``fetch``: ``async for msg in batch``; ``batch.error`` once it is done.
+
+    Messages are yielded as they arrive; iteration ends when the batch is complete, the request
+    expired (no error), or failed (``error`` set, e.g. :class:`ConsumerDeleted`, :class:`NoHeartbeat`).
+    """
+
+    def __init__(
+        self,
+        nc: Client,
+        subject: str,
+        *,
+        batch: int,
+        max_bytes: int = 0,
+        expires: float = 0.0,
+        heartbeat: float = 0.0,
+        no_wait: bool = False,
+        guard: float = DEFAULT_NO_WAIT_GUARD,
+    ) -> None:
+        self._nc = nc
+        self._subject = subject
+        self._batch = batch
+        self._max_bytes = max_bytes
+        self._expires = expires
+        self._heartbeat = heartbeat
+        self._no_wait = no_wait
+        self._guard = guard
+        self._buf: deque[JetStreamMsg] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._sub: Subscription | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._hb_timer: asyncio.TimerHandle | None = None
+        self._last_activity = 0.0
+        self._received = 0
+        self._received_bytes = 0
+        self._done = False
+        self.error: Exception | None = None
+
+    async def _start(self) -> MessageBatch:
+        loop = asyncio.get_running_loop()
+        nc = self._nc
+        inbox = nc.new_inbox()
+        self._sub = await nc.subscribe(inbox, cb=self._on_msg)
+        request = _encode_request(
+            self._batch,
+            expires=0.0 if self._no_wait else self._expires,
+            max_bytes=self._max_bytes,
+            no_wait=self._no_wait,
+            heartbeat=self._heartbeat,
+        )
+        nc.publish_nowait(self._subject, request, reply=inbox)
+        self._last_activity = loop.time()
+        wait = self._guard if self._no_wait else self._expires + FETCH_GUARD
+        self._timer = loop.call_later(wait, self._finish, None)
+        if self._heartbeat:
+            self._hb_timer = loop.call_later(self._heartbeat, self._check_heartbeat)
+        return self
+
+    @property
+    def done(self) -> bool:
+        """No more messages will arrive (some may still be waiting to be iterated)."""
+        return self._done
+
+    def _on_msg(self, raw: Msg) -> None:
+        if self._done:
+            return
+        self._last_activity = asyncio.get_running_loop().time()
+        status = status_of(raw)
+        if status:
+            kind, exc = classify_status(status, raw.description)
+            if kind is StatusKind.HEARTBEAT:
+                return
+            self._finish(None if kind is StatusKind.END else exc)
+            return
+        msg = JetStreamMsg(raw, self._nc)
+        self._buf.append(msg)
+        self._received += 1
+        self._wake()
+        if self._max_bytes:
+            self._received_bytes += msg.size
+        if self._received >= self._batch or (self._max_bytes and self._received_bytes >= self._max_bytes):
+            self._finish(None)
+
+    def _check_heartbeat(self) -> None:
+        self._hb_timer = None
+        if self._done:
+            return
+        loop = asyncio.get_running_loop()
+        idle = loop.time() - self._last_activity
+        if idle > 2 * self._heartbeat:
+            self._finish(NoHeartbeat())
+        else:
+            self._hb_timer = loop.call_later(self._heartbeat, self._check_heartbeat)
+
+    def _finish(self, error: Exception | None) -> None:
+        if self._done:
+            return
+        self._done = True
+        self.error = error
+        for timer in (self._timer, self._hb_timer):
+            if timer is not None:
+                timer.cancel()
+        unsubscribe_soon(self._sub)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def __aiter__(self) -> MessageBatch:
+        return self
+
+    async def __anext__(self) -> JetStreamMsg:
+        while not self._buf:
+            if self._done:
+                raise StopAsyncIteration
+            waiter = self._waiter
+            if waiter is None or waiter.done():
+                waiter = self._waiter = asyncio.get_running_loop().create_future()
+            await waiter
+        return self._buf.popleft()
+
+    def messages(self) -> MessageBatch:
+        """nats.go's ``Messages()``: the batch itself is the async iterator."""
+        return self
+
+    async def collect(self) -> list[JetStreamMsg]:
+        """Every message of the batch, as a list (check ``error`` afterwards)."""
+        return [msg async for msg in self]
+
+
+# --- continuous pulling -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PullOptions:
+    """Options of ``consume``/``messages`` after defaulting (seconds for times)."""
+
+    max_messages: int
+    max_bytes: int
+    expires: float
+    heartbeat: float
+    threshold_messages: int
+    threshold_bytes: int
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        expiry: float = DEFAULT_EXPIRES,
+        threshold_messages: int | None = None,
+        threshold_bytes: int | None = None,
+        heartbeat: float | None = None,
+        ordered: bool = False,
+    ) -> PullOptions:
+        """Defaults as nats.go: 500 messages; with only ``max_bytes`` a 1,000,000 batch limited by
+        bytes; thresholds half the limits; heartbeat half the expiry capped at 30 s (ordered: 5 s)."""
+        if max_messages is not None and max_messages <= 0:
+            raise InvalidOption("max_messages must be positive")
+        if max_bytes is not None and max_bytes <= 0:
+            raise InvalidOption("max_bytes must be positive")
+        if expiry <= 0:
+            raise InvalidOption("expiry must be positive")
+        if max_messages is None:
+            max_messages = MAX_BYTES_BATCH if max_bytes else DEFAULT_MAX_MESSAGES
+        max_bytes = max_bytes or 0
+        if heartbeat is None:
+            if ordered:
+                heartbeat = ORDERED_HEARTBEAT if expiry >= 2 * ORDERED_HEARTBEAT else expiry / 2
+            else:
+                heartbeat = min(expiry / 2, MAX_HEARTBEAT)
+        if heartbeat < 0 or heartbeat > expiry / 2:
+            raise InvalidOption("heartbeat must be at most half of the expiry")
+        if threshold_messages is None:
+            threshold_messages = math.ceil(max_messages / 2)
+        if threshold_bytes is None:
+            threshold_bytes = math.ceil(max_bytes / 2)
+        if threshold_messages > max_messages or (max_bytes and threshold_bytes > max_bytes):
+            raise InvalidOption("thresholds cannot exceed the limits")
+        return cls(max_messages, max_bytes, expiry, heartbeat, threshold_messages, threshold_bytes)
+
+
+class PullSession:
+    """Continuous pulling for one consumer over one inbox (the engine of ``consume``/``messages``).
+
+    ``on_msg(msg)`` receives each user message; the owner calls :meth:`msg_done` once the application
+    has it (that is when it stops being "pending" and a re-pull may follow). ``on_error(exc, terminal)``
+    receives status errors and missed heartbeats; after a terminal error the session is closed.
+    """
+
+    def __init__(
+        self,
+        nc: Client,
+        subject: str,
+        opts: PullOptions,
+        on_msg: Callable[[JetStreamMsg], None],
+        on_error: Callable[[Exception, bool], None],
+    ) -> None:
+        self._nc = nc
+        self._subject = subject
+        self.opts = opts
+        self._on_msg = on_msg
+        self._on_error = on_error
+        self._inbox = ""
+        self._sub: Subscription | None = None
+        self._tick_handle: asyncio.TimerHandle | None = None
+        self._last_activity = 0.0
+        self._reconnects = 0
+        self.pending_msgs = 0
+        self.pending_bytes = 0
+        self.delivered = 0
+        self.closed = False
+        self.draining = False
+
+    async def start(self) -> None:
+        nc = self._nc
+        self._inbox = nc.new_inbox()
+        self._sub = await nc.subscribe(self._inbox, cb=self._on_raw)
+        self._reconnects = nc.reconnects
+        loop = asyncio.get_running_loop()
+        self._last_activity = loop.time()
+        self._pull(self.opts.max_messages, self.opts.max_bytes)
+        self._schedule_tick()
+
+    # --- pulling -----------------------------------------------------------------------------------
+
+    def _pull(self, batch: int, max_bytes: int) -> None:
+        opts = self.opts
+        request = _encode_request(batch, expires=opts.expires, max_bytes=max_bytes, heartbeat=opts.heartbeat)
+        try:
+            self._nc.publish_nowait(self._subject, request, reply=self._inbox)
+        except NatsError as exc:
+            self._on_error(exc, False)
+            return
+        self.pending_msgs += batch
+        self.pending_bytes += max_bytes
+
+    def check_pending(self) -> None:
+        """Re-pull when what is pending fell below a threshold (nats.go ``checkPending``)."""
+        if self.closed or self.draining:
+            return
+        opts = self.opts
+        if self.pending_msgs >= opts.threshold_messages and (
+            not opts.max_bytes or self.pending_bytes >= opts.threshold_bytes
+        ):
+            return
+        batch = opts.max_messages - self.pending_msgs
+        max_bytes = opts.max_bytes - self.pending_bytes if opts.max_bytes else 0
+        if batch <= 0 or (opts.max_bytes and max_bytes <= 0):
+            return
+        self._pull(batch, max_bytes)
+
+    def msg_done(self, msg: JetStreamMsg) -> None:
+        """The application has ``msg``: it is no longer pending."""
+        self.pending_msgs -= 1
+        self.delivered += 1
+        if self.opts.max_bytes:
+            self.pending_bytes -= msg.size
+        if self.pending_msgs < self.opts.threshold_messages or self.opts.max_bytes:
+            self.check_pending()
+
+    def reset_pending(self) -> None:
+        self.pending_msgs = 0
+        self.pending_bytes = 0
+
+    # --- receiving ---------------------------------------------------------------------------------
+
+    def _on_raw(self, raw: Msg) -> None:
+        if self.closed:
+            return
+        self._last_activity = asyncio.get_running_loop().time()
+        if raw.raw_headers is not None and not raw.data:
+            status = raw.status
+            if status:
+                self._on_status(raw, status)
+                return
+        self._on_msg(JetStreamMsg(raw, self._nc))
+
+    def _on_status(self, raw: Msg, status: int) -> None:
+        kind, exc = classify_status(status, raw.description)
+        if kind is StatusKind.HEARTBEAT:
+            return
+        left_msgs, left_bytes = pending_from_status(raw)
+        if left_msgs or left_bytes:
+            self.pending_msgs = max(0, self.pending_msgs - left_msgs)
+            if self.opts.max_bytes:
+                self.pending_bytes = max(0, self.pending_bytes - left_bytes)
+        if kind is StatusKind.END:
+            self.check_pending()
+            return
+        assert exc is not None
+        if kind is StatusKind.TERMINAL:
+            self.stop()
+            self._on_error(exc, True)
+            return
+        if kind is StatusKind.NO_RESPONDERS or isinstance(exc, ConsumerLeadershipChanged):
+            # Nothing of what we asked for will come: the heartbeat check re-pulls (no busy loop on 503).
+            self.reset_pending()
+        self._on_error(exc, False)
+        if isinstance(exc, ConsumerLeadershipChanged):
+            self.check_pending()
+
+    # --- heartbeats and reconnects --------------------------------------------------------------------
+
+    def _schedule_tick(self) -> None:
+        interval = min(TICK, self.opts.heartbeat / 2) if self.opts.heartbeat else TICK
+        self._tick_handle = asyncio.get_running_loop().call_later(interval, self._tick)
+
+    def _tick(self) -> None:
+        self._tick_handle = None
+        if self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        hb = self.opts.heartbeat
+        if self._nc.reconnects != self._reconnects:
+            # Pull requests do not survive a reconnect reliably: start over (nats.go does the same).
+            self._reconnects = self._nc.reconnects
+            self._last_activity = now
+            self.reset_pending()
+            self.check_pending()
+        elif hb and now - self._last_activity > 2 * hb:
+            self._last_activity = now
+            self.reset_pending()
+            self._on_error(NoHeartbeat(), False)
+            self.check_pending()
+        if not self.closed:
+            self._schedule_tick()
+
+    # --- ending ----------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop now: unsubscribe; nothing more is delivered."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None
+        unsubscribe_soon(self._sub)
+
+    async def drain(self) -> None:
+        """Stop pulling, let messages already sent to us arrive, then stop."""
+        if self.closed:
+            return
+        self.draining = True
+        sub = self._sub
+        if sub is not None and not sub.is_closed:
+            with contextlib.suppress(NatsError):
+                await sub.drain()
+        self.stop()
