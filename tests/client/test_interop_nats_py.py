@@ -31,9 +31,24 @@ async def test_nats_py_publishes_to_us(nc: Client, peer: NatsPyClient) -> None:
     assert second.data == b"with headers" and second.headers == {"A": "1", "B": "two words"}
 
 
-async def test_we_publish_to_nats_py(nc: Client, peer: NatsPyClient) -> None:
-    sub = await peer.subscribe("interop.out")
+async def _nats_py_subscribe(peer: NatsPyClient, subject: str, nc: Client, cb=None):  # type: ignore[no-untyped-def]
+    """nats-py's flush() can return before its SUB reached the server: probe until it is live."""
+    sub = await peer.subscribe(subject, cb=cb)
+    probe = await peer.subscribe(subject + ".probe")
     await peer.flush()
+    while True:
+        await nc.publish(subject + ".probe", b"")
+        try:
+            await probe.next_msg(timeout=0.05)
+            break
+        except nats.errors.TimeoutError:
+            continue
+    await probe.unsubscribe()
+    return sub
+
+
+async def test_we_publish_to_nats_py(nc: Client, peer: NatsPyClient) -> None:
+    sub = await _nats_py_subscribe(peer, "interop.out", nc)
     await nc.publish("interop.out", b"hello", headers={"X": "y"}, reply="interop.reply")
     msg = await sub.next_msg(timeout=2)
     assert msg.data == b"hello" and msg.headers == {"X": "y"} and msg.reply == "interop.reply"
@@ -43,8 +58,7 @@ async def test_we_request_nats_py_responds(nc: Client, peer: NatsPyClient) -> No
     async def handler(msg):  # type: ignore[no-untyped-def]
         await msg.respond(msg.data.upper())
 
-    await peer.subscribe("interop.svc", cb=handler)
-    await peer.flush()
+    await _nats_py_subscribe(peer, "interop.svc", nc, cb=handler)
     assert (await nc.request("interop.svc", b"shout")).data == b"SHOUT"
 
 

@@ -6,9 +6,11 @@ PING is on the wire after every SUB and PUB issued before it, and its PONG (the 
 in order) proves the server processed them all. (nats-py writes its flush PING ahead of still-buffered
 SUBs; a subscriber could then miss messages published right after ``subscribe(); flush()``.)
 
-Write coalescing: writes append to ``_wbuf``; one ``call_soon`` callback hands the whole buffer to the
-transport per event-loop turn, and a burst larger than ``WRITE_CHUNK`` is handed over at once. When
-the transport's own buffer passes its high-water mark, ``await publish()`` waits for it to drain.
+Write coalescing: writes append to ``_wbuf``. The first publish of an event-loop turn goes to the
+socket at once (request/reply latency); what follows in the same turn accumulates and one ``call_soon``
+callback hands it over at the end of the turn, or as soon as it reaches ``WRITE_CHUNK`` — so a burst of
+publishes becomes a few large writes. When the transport's own buffer passes its high-water mark,
+``await publish()`` waits for it to drain.
 
 While disconnected, publishes stay in ``_wbuf`` (up to ``pending_size``); SUB/UNSUB are not buffered
 but rebuilt from the subscription table on reconnect: CONNECT, then every SUB (with the remaining
@@ -362,7 +364,12 @@ class Client:
             if len(buf) >= WRITE_CHUNK:
                 self._flush_writes()
             elif not self._flush_scheduled:
+                # First write of this loop turn goes out now (latency); later ones coalesce until
+                # the end of the turn (throughput).
                 self._flush_scheduled = True
+                buf = self._wbuf
+                self._wbuf = bytearray()
+                self._transport.write(buf)
                 self._loop.call_soon(self._flush_writes)  # type: ignore[union-attr]
 
     async def publish(
