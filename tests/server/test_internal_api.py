@@ -311,7 +311,7 @@ async def test_write_deadline_cuts_a_stuck_consumer() -> None:
 async def test_pending_bytes_limit_cuts_consumer() -> None:
     async with Server(max_pending=10_000, max_payload=1000) as srv:
         stuck, stuck_transport = _fake_client(srv, stuck=True)
-        fine, fine_transport = _fake_client(srv)
+        fine, _ = _fake_client(srv)
         for conn in (stuck, fine):
             conn.data_received(b"SUB s 1\r\n")
         for _ in range(200):  # 200 x ~115 bytes over many loop turns
