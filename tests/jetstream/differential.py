@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.jetstream.rawnats import RawMsg, RawNats, headers
+from tests.support.targets import Target
 
 ZERO_TIME = "0001-01-01T00:00:00Z"
 TIME_KEYS = {"created", "first_ts", "last_ts", "time", "timestamp", "ts"}
@@ -24,6 +25,7 @@ TIME_KEYS = {"created", "first_ts", "last_ts", "time", "timestamp", "ts"}
 # both sides have them (tests of these features run on the embedded target alone).
 NEWER_CONFIG_KEYS = {"compression", "consumer_limits", "first_seq", "metadata", "subject_transform"}
 _TIME_RE = re.compile(rb"Nats-Time-Stamp: [^\r]*")
+_TIME_LINE_RE = re.compile(rb"Nats-Time-Stamp: [^\r]*\r\n")
 
 
 @dataclass
@@ -63,6 +65,16 @@ def sleep(seconds: float) -> Step:
 def wait_msgs(stream: str, count: int) -> Step:
     """Poll STREAM.INFO until the stream holds ``count`` messages (generous timeout)."""
     return Step("wait_msgs", stream, count)
+
+
+def restart() -> Step:
+    """Stop the server gracefully and start it again on the same store."""
+    return Step("restart")
+
+
+def kill_restart() -> Step:
+    """``kill -9`` the server and start it again on the same store."""
+    return Step("kill")
 
 
 def sub(subject: str) -> Step:
@@ -146,6 +158,7 @@ class Runner:
     """Runs steps on one target and records observations."""
 
     client: RawNats
+    target: Target | None = None
     observations: list[Any] = field(default_factory=list)
     sid: int = 100
 
@@ -197,6 +210,16 @@ class Runner:
                 if got == step.body or time.monotonic() > deadline:
                     return {"messages": got}
                 await asyncio.sleep(0.02)
+        if step.kind in ("restart", "kill"):
+            assert self.target is not None
+            await self.client.close()
+            if step.kind == "kill":
+                self.target.kill()
+                self.target.start()
+            else:
+                self.target.restart()
+            self.client = await RawNats.connect(self.target.url)
+            return None
         if step.kind == "sub":
             self.sid += 1
             c.subscribe(step.subject, self.sid)
@@ -207,6 +230,9 @@ class Runner:
                 msg = await c.next_msg(timeout=3)
             except TimeoutError:
                 return {"next": "nothing"}
+            # Republished copies: nats-server 2.10 adds Nats-Time-Stamp, 2.9.10 does not.
+            if msg.hdr is not None:
+                msg.hdr = _TIME_LINE_RE.sub(b"", msg.hdr)
             return {"subject": msg.subject, **_describe_msg(msg)}
         raise ValueError(step.kind)
 
@@ -226,14 +252,15 @@ async def reset(client: RawNats) -> None:
         await client.request(f"$JS.API.STREAM.DELETE.{name}", b"", timeout=10)
 
 
-async def run_case(url: str, steps: list[Step]) -> list[Any]:
-    client = await RawNats.connect(url)
+async def run_case(target: Target, steps: list[Step]) -> list[Any]:
+    client = await RawNats.connect(target.url)
+    runner = Runner(client, target)
     try:
         await reset(client)
-        return await Runner(client).run(steps)
+        return await runner.run(steps)
     finally:
-        await reset(client)
-        await client.close()
+        await reset(runner.client)
+        await runner.client.close()
 
 
 def b64(data: bytes | str) -> str:

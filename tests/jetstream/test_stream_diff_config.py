@@ -261,6 +261,6 @@ CASES: dict[str, list] = {
 @pytest.mark.parametrize("name", sorted(CASES))
 async def test_stream_config_matches_nats_server(name: str, target_pair: dict) -> None:
     steps = CASES[name]
-    theirs = await run_case(target_pair["nats-server"].url, steps)
-    ours = await run_case(target_pair["embedded"].url, steps)
+    theirs = await run_case(target_pair["nats-server"], steps)
+    ours = await run_case(target_pair["embedded"], steps)
     assert ours == theirs, first_difference(ours, theirs)

@@ -22,6 +22,7 @@ from tests.jetstream.differential import (
 
 target_pair = pair_fixtures.target_pair
 domain_pair = pair_fixtures.domain_pair
+limits_pair = pair_fixtures.limits_pair
 
 NS = 1_000_000_000
 
@@ -389,6 +390,38 @@ CASES: dict[str, list] = {
     ],
 }
 
+KB100 = "x" * 100_000
+
+# Server limits max_file_store 1 MiB / max_memory_store 512 KiB (see pair_fixtures.LIMITS).
+LIMIT_CASES: dict[str, list] = {
+    "reservations": [
+        create("A", max_bytes=2_000_000),
+        create("A", max_bytes=1 << 19),
+        create("B", max_bytes=1 << 19),
+        create("C", max_bytes=1),
+        create("D"),
+        update("A", max_bytes=(1 << 19) + 1),
+        update("A", max_bytes=-1),
+        create("D"),
+        create("M", storage="memory", max_bytes=600_000),
+        create("M", storage="memory", max_bytes=1 << 19),
+        create("M2", storage="memory"),
+    ],
+    "file-usage-limit": [
+        create("C"),
+        *[pub("C", KB100) for _ in range(12)],
+        info("C"),
+        req("INFO", mask=("api",)),
+        purge("C", {"keep": 1}),
+        pub("C", KB100),
+    ],
+    "memory-usage-limit": [
+        create("M", storage="memory"),
+        *[pub("M", KB100) for _ in range(7)],
+        info("M"),
+    ],
+}
+
 DOMAIN_CASES: dict[str, list] = {
     "domain-api-and-puback": [
         req("$JS.hub.API.STREAM.CREATE.S", {"name": "S"}),
@@ -408,14 +441,22 @@ DOMAIN_CASES: dict[str, list] = {
 @pytest.mark.parametrize("name", sorted(CASES))
 async def test_stream_data_matches_nats_server(name: str, target_pair: dict) -> None:
     steps = CASES[name]
-    theirs = await run_case(target_pair["nats-server"].url, steps)
-    ours = await run_case(target_pair["embedded"].url, steps)
+    theirs = await run_case(target_pair["nats-server"], steps)
+    ours = await run_case(target_pair["embedded"], steps)
+    assert ours == theirs, first_difference(ours, theirs)
+
+
+@pytest.mark.parametrize("name", sorted(LIMIT_CASES))
+async def test_limits_match_nats_server(name: str, limits_pair: dict) -> None:
+    steps = LIMIT_CASES[name]
+    theirs = await run_case(limits_pair["nats-server"], steps)
+    ours = await run_case(limits_pair["embedded"], steps)
     assert ours == theirs, first_difference(ours, theirs)
 
 
 @pytest.mark.parametrize("name", sorted(DOMAIN_CASES))
 async def test_domain_matches_nats_server(name: str, domain_pair: dict) -> None:
     steps = DOMAIN_CASES[name]
-    theirs = await run_case(domain_pair["nats-server"].url, steps)
-    ours = await run_case(domain_pair["embedded"].url, steps)
+    theirs = await run_case(domain_pair["nats-server"], steps)
+    ours = await run_case(domain_pair["embedded"], steps)
     assert ours == theirs, first_difference(ours, theirs)

@@ -110,20 +110,27 @@ class JetStreamEngine:
     def account_usage_changed(self) -> None:
         self._usage_cache = None
 
-    def check_account_limits(self, storage: StorageType, add: int) -> ApiError | None:
-        """Refuse a write that would take the server past max_memory_store / max_file_store."""
+    def check_account_limits(self, storage: StorageType) -> ApiError | None:
+        """Refuse a write once the server is past max_memory_store / max_file_store.
+
+        As nats-server's ``limitsExceeded``: the check is on what is stored *before* this
+        message (usage > limit), so the last message that crosses the limit still goes in.
+        """
         memory, file = self.usage()
         if storage == StorageType.MEMORY:
-            if memory + add > self.max_memory:
+            if memory > self.max_memory:
                 return E.JSInsufficientResourcesErr()
-        elif file + add > self.max_storage:
+        elif file > self.max_storage:
             return E.JSInsufficientResourcesErr()
         return None
 
     def check_reservation(self, cfg: StreamConfig, old: StreamConfig | None = None) -> ApiError | None:
-        """A stream's max_bytes must fit in what the server allows (nats-server checkAllLimits)."""
-        if cfg.max_bytes <= 0:
-            return None
+        """A stream's max_bytes must fit next to the other streams' (nats-server checkBytesLimits).
+
+        Streams reserve their max_bytes; an unlimited stream counts as 1 byte, so once the
+        reservations fill the server limit no further stream can be created.
+        """
+        add = cfg.max_bytes if cfg.max_bytes > 0 else 1
         reserved = sum(
             s.cfg.max_bytes
             for s in self.streams.values()
@@ -132,9 +139,9 @@ class JetStreamEngine:
             and (old is None or s.cfg.name != old.name)
         )
         if cfg.storage == StorageType.MEMORY:
-            if reserved + cfg.max_bytes > self.max_memory:
+            if reserved + add > self.max_memory:
                 return E.JSMemoryResourcesExceededErr()
-        elif reserved + cfg.max_bytes > self.max_storage:
+        elif reserved + add > self.max_storage:
             return E.JSStorageResourcesExceededErr()
         return None
 

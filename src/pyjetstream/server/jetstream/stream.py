@@ -235,7 +235,7 @@ class Stream:
             return self._error(E.JSStreamMessageExceedsMaximumErr()) if can_respond else None
         if hdr and len(hdr) > MAX_HEADER_SIZE:
             return self._error(E.JSStreamHeaderExceedsMaximumErr()) if can_respond else None
-        limit_error = self.engine.check_account_limits(cfg.storage, size + len(subject))
+        limit_error = self.engine.check_account_limits(cfg.storage)
         if limit_error is not None:
             return self._error(limit_error) if can_respond else None
 
@@ -270,7 +270,7 @@ class Stream:
         elif rollup == b"all":
             self.purge(keep=1)
         if republish_to is not None:
-            self._republish_msg(republish_to, subject, seq, last_on_subject, hdr, payload)
+            self._republish_msg(republish_to, subject, seq, ts, last_on_subject, hdr, payload)
         if cfg.max_age and "expiry" not in self._timers:
             self._schedule_expiry()
         self._signal_consumers(seq, subject)
@@ -286,14 +286,17 @@ class Stream:
         return any(c.matches_subject(subject) for c in self.consumers.values())
 
     def _republish_msg(
-        self, dest: str, subject: str, seq: int, last: int, hdr: bytes | None, payload: bytes
+        self, dest: str, subject: str, seq: int, ts: int, last: int, hdr: bytes | None, payload: bytes
     ) -> None:
+        """At-most-once copy to the republish destination with nats-server 2.10's headers
+        (``Nats-Time-Stamp`` is 2.10's addition; 2.9 sends the other four)."""
         rp = self.cfg.republish
         assert rp is not None
         lines = [
             f"Nats-Stream: {self.name}",
             f"Nats-Subject: {subject}",
             f"Nats-Sequence: {seq}",
+            f"Nats-Time-Stamp: {format_time(ts)}",
             f"Nats-Last-Sequence: {last}",
         ]
         if rp.headers_only:

@@ -1,0 +1,245 @@
+"""Stream behaviour on both targets where the two deliberately differ, or where only ours applies.
+
+- Deliberate differences: replicas > 1 is refused on update too, with a text that points at NATS
+  clusters; the file store honours discard-new for max_bytes; a no_erase delete survives kill -9
+  (nats-server 2.9.10 falls short on the last two).
+- 2.10 stream features (first_seq, subject_transform, metadata, compression, the republish
+  time stamp, ``ts``) are ours alone: nats-server 2.9.10 does not know them. The tests branch on
+  the version the target advertises in INFO where they touch both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import nats
+import pytest
+from tests.jetstream.rawnats import RawNats, headers
+from tests.support.targets import EMBEDDED, NATS_SERVER, Target
+
+NS = 1_000_000_000
+
+
+@pytest.fixture
+async def raw(server: Target) -> AsyncIterator[RawNats]:
+    client = await RawNats.connect(server.url)
+    yield client
+    await client.close()
+
+
+async def api(client: RawNats, subject: str, body: Any = b"") -> dict[str, Any]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    msg = await client.request(f"$JS.API.{subject}", data, timeout=10)
+    return msg.json()
+
+
+def version_at_least(client: RawNats, major: int, minor: int) -> bool:
+    parts = client.info["version"].split(".")
+    return (int(parts[0]), int(parts[1])) >= (major, minor)
+
+
+# --- replicas ----------------------------------------------------------------------------------
+
+
+async def test_replicas_refused_with_cluster_hint(raw: RawNats, server_kind: str) -> None:
+    resp = await api(raw, "STREAM.CREATE.R", {"name": "R", "num_replicas": 3})
+    assert resp["error"]["code"] == 500 and resp["error"]["err_code"] == 10074
+    text = resp["error"]["description"]
+    assert text.startswith("replicas > 1 not supported in non-clustered mode")
+    if server_kind == EMBEDDED:
+        assert "NATS cluster" in text
+
+    await api(raw, "STREAM.CREATE.R", {"name": "R"})
+    resp = await api(raw, "STREAM.UPDATE.R", {"name": "R", "num_replicas": 3})
+    if server_kind == EMBEDDED:
+        assert resp["error"]["err_code"] == 10074 and "NATS cluster" in resp["error"]["description"]
+    else:  # nats-server 2.9.10 standalone takes the update and reports 3 replicas it does not have
+        assert resp["config"]["num_replicas"] == 3
+
+
+# --- discard new on a file store ------------------------------------------------------------------
+
+
+async def test_file_discard_new_max_bytes(raw: RawNats, server_kind: str) -> None:
+    await api(raw, "STREAM.CREATE.D", {"name": "D", "max_bytes": 200, "discard": "new"})
+    acks = [(await raw.request("D", b"x" * 40)).json() for _ in range(5)]
+    if server_kind == NATS_SERVER:
+        # nats-server 2.9.10's file store drops old messages instead (fixed in 2.10).
+        assert all("error" not in a for a in acks)
+        return
+    # As nats-server's memory store: refuse once stored bytes + this payload reach max_bytes
+    # (71-byte records: 142 + 40 < 200 still goes in, 213 + 40 does not).
+    assert [a.get("seq") for a in acks[:3]] == [1, 2, 3]
+    assert acks[3]["error"] == {"code": 503, "err_code": 10077, "description": "maximum bytes exceeded"}
+    info = await api(raw, "STREAM.INFO.D")
+    assert (info["state"]["messages"], info["state"]["first_seq"]) == (3, 1)
+
+
+# --- durability of deletes ----------------------------------------------------------------------
+
+
+async def test_no_erase_delete_survives_kill(server: Target, server_kind: str) -> None:
+    client = await RawNats.connect(server.url)
+    await api(client, "STREAM.CREATE.S", {"name": "S"})
+    for i in range(5):
+        await client.request("S", str(i).encode())
+    assert (await api(client, "STREAM.MSG.DELETE.S", {"seq": 2, "no_erase": True}))["success"]
+    await client.close()
+    server.kill()
+    server.start()
+    client = await RawNats.connect(server.url)
+    info = await api(client, "STREAM.INFO.S", {"deleted_details": True})
+    await client.close()
+    if server_kind == NATS_SERVER:
+        return  # 2.9.10 brings seq 2 back (its delete map was not yet written)
+    assert info["state"]["messages"] == 4 and info["state"]["deleted"] == [2]
+
+
+# --- JetStream disabled ----------------------------------------------------------------------------
+
+
+async def test_no_jetstream_means_no_responders(start_server: Callable[..., Target]) -> None:
+    target = start_server(jetstream=False)
+    nc = await nats.connect(target.url)
+    try:
+        with pytest.raises(nats.errors.NoRespondersError):
+            await nc.request("$JS.API.INFO", b"", timeout=5)
+    finally:
+        await nc.close()
+
+
+# --- large headers -------------------------------------------------------------------------------------
+
+
+async def test_header_over_64k_refused(raw: RawNats) -> None:
+    await api(raw, "STREAM.CREATE.H", {"name": "H"})
+    ack = (await raw.request("H", b"x", hdr=headers(("Big", "v" * 70_000)))).json()
+    assert ack["error"] == {
+        "code": 400,
+        "err_code": 10097,
+        "description": "header size exceeds maximum allowed of 64k",
+    }
+
+
+# --- 2.10 features (ours) ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def raw210(raw: RawNats, server_kind: str) -> RawNats:
+    if server_kind != EMBEDDED:
+        pytest.skip("2.10 stream feature: nats-server 2.9.10 does not know it")
+    return raw
+
+
+async def test_first_seq(raw210: RawNats) -> None:
+    resp = await api(raw210, "STREAM.CREATE.F", {"name": "F", "first_seq": 1000})
+    assert resp["config"]["first_seq"] == 1000
+    assert (resp["state"]["first_seq"], resp["state"]["last_seq"]) == (1000, 999)
+    ack = (await raw210.request("F", b"x")).json()
+    assert ack == {"stream": "F", "seq": 1000}
+    resp = await api(raw210, "STREAM.UPDATE.F", {"name": "F", "first_seq": 5})
+    assert resp["error"]["err_code"] == 10052
+
+
+async def test_subject_transform(raw210: RawNats) -> None:
+    cfg = {
+        "name": "T",
+        "subjects": ["in.>"],
+        "subject_transform": {"src": "in.*.*", "dest": "out.{{wildcard(2)}}.{{wildcard(1)}}"},
+    }
+    resp = await api(raw210, "STREAM.CREATE.T", cfg)
+    assert resp["config"]["subject_transform"] == cfg["subject_transform"]
+    await raw210.request("in.a.b", b"1")
+    await raw210.request("in.x", b"2")  # does not match the transform's source: kept as is
+    msg = await api(raw210, "STREAM.MSG.GET.T", {"seq": 1})
+    assert msg["message"]["subject"] == "out.b.a"
+    msg = await api(raw210, "STREAM.MSG.GET.T", {"seq": 2})
+    assert msg["message"]["subject"] == "in.x"
+    bad = await api(
+        raw210,
+        "STREAM.CREATE.B",
+        {"name": "B", "subject_transform": {"src": "a.*", "dest": "b.{{wildcard(5)}}"}},
+    )
+    assert bad["error"]["err_code"] == 10156  # stream transform: <reason>
+
+
+async def test_metadata_description_placement_echoed(raw210: RawNats) -> None:
+    cfg = {
+        "name": "MD",
+        "metadata": {"team": "a", "tier": "gold"},
+        "description": "d",
+        "placement": {"cluster": "c1", "tags": ["x"]},
+    }
+    resp = await api(raw210, "STREAM.CREATE.MD", cfg)
+    assert resp["config"]["metadata"] == {"team": "a", "tier": "gold"}
+    assert resp["config"]["placement"] == {"cluster": "c1", "tags": ["x"]}
+    resp = await api(raw210, "STREAM.UPDATE.MD", {**cfg, "metadata": {"team": "b"}})
+    assert resp["config"]["metadata"] == {"team": "b"}
+    assert "ts" in resp and resp["config"]["compression"] == "none"
+
+
+async def test_compression_s2_is_used_by_the_store(server: Target, raw210: RawNats) -> None:
+    resp = await api(raw210, "STREAM.CREATE.Z", {"name": "Z", "compression": "s2"})
+    assert resp["config"]["compression"] == "s2"
+    await api(raw210, "STREAM.CREATE.N", {"name": "N"})
+    payload = b"all work and no play makes jack a dull boy " * 200
+    for _ in range(20):
+        await raw210.request("Z", payload)
+        await raw210.request("N", payload)
+    msg = await api(raw210, "STREAM.MSG.GET.Z", {"seq": 20})
+    assert msg["message"]["data"] == __import__("base64").b64encode(payload).decode()
+
+    def size(name: str) -> int:
+        root = server.store_dir / "jetstream" / "$G" / "streams" / name / "msgs"
+        return sum(f.stat().st_size for f in root.iterdir() if f.is_file())
+
+    assert size("Z") * 5 < size("N")
+    bad = await api(raw210, "STREAM.CREATE.Y", {"name": "Y", "compression": "zstd"})
+    assert bad["error"]["err_code"] == 10025
+
+
+async def test_republish_time_stamp_header(raw210: RawNats) -> None:
+    await api(
+        raw210, "STREAM.CREATE.RP", {"name": "RP", "subjects": ["rp.>"], "republish": {"dest": "out.>"}}
+    )
+    raw210.subscribe("out.>", 7)
+    await raw210.flush()
+    await raw210.request("rp.a", b"hello", hdr=headers(("X", "1")))
+    msg = await raw210.next_msg()
+    assert msg.subject == "out.rp.a" and msg.data == b"hello"
+    assert msg.hdr is not None
+    lines = msg.hdr.decode().split("\r\n")
+    assert lines[:5] == ["NATS/1.0", "X: 1", "Nats-Stream: RP", "Nats-Subject: rp.a", "Nats-Sequence: 1"]
+    assert lines[5].startswith("Nats-Time-Stamp: 20") and lines[5].endswith("Z")
+    assert lines[6:] == ["Nats-Last-Sequence: 0", "", ""]
+
+
+# --- stream names, list and info paging at scale ----------------------------------------------------
+
+
+async def test_list_pages_of_256(raw: RawNats) -> None:
+    for i in range(300):
+        await api(raw, f"STREAM.CREATE.S{i:03d}", {"name": f"S{i:03d}", "storage": "memory"})
+    page = await api(raw, "STREAM.LIST")
+    assert (page["total"], page["offset"], page["limit"], len(page["streams"])) == (300, 0, 256, 256)
+    assert page["streams"][0]["config"]["name"] == "S000"
+    page = await api(raw, "STREAM.LIST", {"offset": 256})
+    assert [s["config"]["name"] for s in page["streams"]] == [f"S{i:03d}" for i in range(256, 300)]
+    names = await api(raw, "STREAM.NAMES", {"offset": 290})
+    assert names["streams"] == [f"S{i:03d}" for i in range(290, 300)]
+
+
+async def test_subjects_filter_pages(raw: RawNats) -> None:
+    await api(raw, "STREAM.CREATE.K", {"name": "K", "subjects": ["k.>"], "storage": "memory"})
+    for i in range(30):
+        raw.publish(f"k.{i:02d}", b"v")
+    await raw.flush()
+    for _ in range(200):
+        info = await api(raw, "STREAM.INFO.K", {"subjects_filter": "k.*"})
+        if info["state"]["messages"] == 30:
+            break
+    assert info["total"] == 30 and len(info["state"]["subjects"]) == 30
+    info = await api(raw, "STREAM.INFO.K", {"subjects_filter": "k.*", "offset": 25})
+    assert info["offset"] == 25 and info["total"] == 30
