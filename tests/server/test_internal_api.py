@@ -248,6 +248,7 @@ class _FakeTransport:
         self.aborted = False
         self.buffered = 0
         self.stuck = stuck  # a socket that takes nothing: everything stays buffered
+        self.protocol: ClientConnection
 
     def write(self, data: bytes) -> None:
         self.written += data
@@ -270,15 +271,17 @@ class _FakeTransport:
         self.reading = True
 
     def close(self) -> None:
-        pass
+        asyncio.get_running_loop().call_soon(self.protocol.connection_lost, None)
 
     def abort(self) -> None:
         self.aborted = True
+        self.close()
 
 
 def _fake_client(srv: Server, stuck: bool = False) -> tuple[ClientConnection, _FakeTransport]:
     conn = ClientConnection(srv)
     transport = _FakeTransport(stuck)
+    transport.protocol = conn
     conn.connection_made(transport)  # type: ignore[arg-type]
     conn.data_received(b'CONNECT {"verbose":false,"pedantic":false}\r\n')
     return conn, transport
