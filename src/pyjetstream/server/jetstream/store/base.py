@@ -319,8 +319,11 @@ class MessageStore(ABC):
         """The stream definition last written, or None."""
 
     @abstractmethod
-    def consumer_store(self, name: str) -> ConsumerStoreBase:
-        """Open (or create) the state store of a consumer of this stream."""
+    def consumer_store(
+        self, name: str, ack_policy: str = "explicit", max_deliver: int = -1
+    ) -> ConsumerStoreBase:
+        """Open (or create) the state store of a consumer of this stream; the ack policy and
+        max_deliver drive how deliveries and acks update it (see ConsumerStoreBase)."""
 
     @abstractmethod
     def consumer_names(self) -> list[str]:

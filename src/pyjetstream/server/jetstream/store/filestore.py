@@ -32,6 +32,7 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import struct
 import zlib
 from array import array
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from ._index import SubjectTable, next_nonzero, zero_fill, zeros
 from ._records import (
     BLOCK_HDR_LEN,
     CRC_LEN,
+    CRC_RESIDUE,
     FLAG_COMPRESSED,
     FLAG_ERASED,
     KIND_DELETE,
@@ -55,8 +57,6 @@ from ._records import (
     REC_HDR_LEN,
     REC_OVERHEAD,
     ScanEnd,
-    append_msg,
-    append_record,
     decode_block_header,
     delete_count,
     encode_block_header,
@@ -66,6 +66,7 @@ from ._records import (
     tombstone,
 )
 from .base import (
+    ACK_EXPLICIT,
     COMPRESSION_S2,
     ConsumerStoreBase,
     ErrCorruptRecord,
@@ -93,6 +94,8 @@ MSGS_DIR = "msgs"
 OBS_DIR = "obs"
 SNAPSHOT_FILE = "index.snap"
 _unpack_rec = REC_HDR.unpack_from
+_pack_rec = REC_HDR.pack
+_pack_crc = struct.Struct("<I").pack
 _crc32 = zlib.crc32
 
 
@@ -212,10 +215,7 @@ class FileStore(IndexedStore):
     def _close_fd(self, blk: _Block) -> None:
         self._open_fds.pop(blk, None)
         if blk.fd is not None:
-            if blk in self._fsync_pending:
-                os.fsync(blk.fd)
-                self._fsync_pending.discard(blk)
-            os.close(blk.fd)
+            os.close(blk.fd)  # still in _fsync_pending if unsynced: sync() reopens it
             blk.fd = None
 
     def _block_for(self, seq: int) -> _Block:
@@ -282,12 +282,10 @@ class FileStore(IndexedStore):
     # ------------------------------------------------------------------------------------
     # Writing
     # ------------------------------------------------------------------------------------
-    def _record_size(self, subject_len: int, hdr_len: int, data_len: int) -> int:
-        # fileStoreMsgSize: len(4) + seq(8) + ts(8) + subj_len(2) + subject + [hdr_len(4) +
-        # headers] + payload + hash(8) — what nats-server reports as stream bytes.
-        if hdr_len:
-            return 22 + subject_len + 4 + hdr_len + data_len + 8
-        return 22 + subject_len + data_len + 8
+    # fileStoreMsgSize: len(4) + seq(8) + ts(8) + subj_len(2) + subject + [hdr_len(4) +
+    # headers] + payload + hash(8) — what nats-server reports as stream bytes.
+    _SIZE_BASE = 22 + 8
+    _SIZE_HDR = 4
 
     def _p_append(self, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> None:
         blob = None
@@ -302,9 +300,14 @@ class FileStore(IndexedStore):
             act = self._blocks[-1]
         off = act.size
         if blob is None:
-            append_msg(self._mirror, KIND_MSG, seq, ts, subject, hdr, data)
+            rec = _pack_rec(plen, KIND_MSG, seq, ts, len(subject), len(hdr)) + subject + hdr + data
         else:
-            append_record(self._mirror, KIND_MSG | FLAG_COMPRESSED, seq, ts, subject, len(hdr), blob)
+            rec = (
+                _pack_rec(plen, KIND_MSG | FLAG_COMPRESSED, seq, ts, len(subject), len(hdr)) + subject + blob
+            )
+        mirror = self._mirror
+        mirror += rec
+        mirror += _pack_crc(_crc32(rec))
         act.size = off + plen
         act.live_msgs += 1
         act.live_bytes += plen
@@ -349,12 +352,31 @@ class FileStore(IndexedStore):
         for blk in self._fsync_pending:
             if blk.fd is not None:
                 os.fdatasync(blk.fd)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    fd = os.open(blk.path, os.O_RDONLY)
+                    try:
+                        os.fdatasync(fd)
+                    finally:
+                        os.close(fd)
         self._fsync_pending.clear()
         if self._dir_dirty:
             fsync_dir(self._msgs_dir)
             self._dir_dirty = False
 
     def _p_commit(self) -> None:
+        act = self._blocks[-1]
+        if not (self._floor_dirty or self._tombs or self._maint or self._sync_always):
+            # Fast path of a plain append: one pwrite of the new bytes.
+            if act.written < act.size:
+                pending = self._mirror[act.written :]
+                fd = act.fd if act.fd is not None else self._fd(act)
+                n = os.pwrite(fd, pending, act.written)
+                if n != len(pending):
+                    _pwrite_all(fd, pending[n:], act.written + n)
+                act.written = act.size
+                self._fsync_pending.add(act)
+            return
         self._flush_writes()
         if self._maint:
             self._maintain()
@@ -364,15 +386,17 @@ class FileStore(IndexedStore):
     def _maintain(self) -> None:
         """Unlink sealed blocks with no message left; rewrite mostly-dead ones."""
         maint, self._maint = self._maint, set()
+        compact_min = self._compact_min
         for blk in sorted(maint, key=lambda b: b.index):
+            dead = blk.size - BLOCK_HDR_LEN - blk.live_bytes
+            if blk.live_msgs and (dead < compact_min or dead < blk.live_bytes):
+                continue  # the common case, decided without looking the block up
             if blk is self._blocks[-1] or blk not in self._blocks:
                 continue
             if blk.live_msgs == 0:
                 self._unlink_block(blk)
             else:
-                dead = blk.size - BLOCK_HDR_LEN - blk.live_bytes
-                if dead >= self._compact_min and dead >= blk.live_bytes:
-                    self._rewrite_block(blk)
+                self._rewrite_block(blk)
         self._flush_writes()
 
     def _slot_range(self, blk: _Block) -> tuple[int, int]:
@@ -549,35 +573,33 @@ class FileStore(IndexedStore):
     def _p_read(self, idx: int, seq: int) -> tuple[bytes, bytes]:
         off = self._offs[idx]
         plen = self._plens[idx]
-        blk = self._block_for(seq)
-        if blk is self._blocks[-1]:
-            rec: bytes | bytearray = self._mirror
-            base = off
+        if seq >= self._firsts[-1]:
+            rec = bytes(self._mirror[off : off + plen])
         else:
-            rec, base = self._read_sealed(blk, off, plen)
-        total, kind, rseq, _ts, slen, hlen = _unpack_rec(rec, base)
-        end = base + plen - CRC_LEN
+            rec = self._read_sealed(self._block_for(seq), off, plen)
+        total, kind, rseq, _ts, slen, hlen = _unpack_rec(rec, 0)
         if total != plen or rseq != seq or kind & FLAG_ERASED:
             raise ErrCorruptRecord(f"record for sequence {seq} does not match the index")
-        with memoryview(rec) as mv:
-            if _crc32(mv[base:end]) != int.from_bytes(mv[end : end + CRC_LEN], "little"):
-                raise ErrCorruptRecord(f"record for sequence {seq} failed its checksum")
-            body_at = base + REC_HDR_LEN + slen
-            if kind & FLAG_COMPRESSED:
-                body = _compress.decompress(mv[body_at:end])
-                return body[:hlen], body[hlen:]
-            return bytes(mv[body_at : body_at + hlen]), bytes(mv[body_at + hlen : end])
+        if _crc32(rec) != CRC_RESIDUE:
+            raise ErrCorruptRecord(f"record for sequence {seq} failed its checksum")
+        body_at = REC_HDR_LEN + slen
+        if kind & FLAG_COMPRESSED:
+            body = _compress.decompress(rec[body_at:-CRC_LEN])
+            return body[:hlen], body[hlen:]
+        return rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
 
-    def _read_sealed(self, blk: _Block, off: int, plen: int) -> tuple[bytes, int]:
+    def _read_sealed(self, blk: _Block, off: int, plen: int) -> bytes:
         ra = self._ra
-        if ra is not None and ra[0] is blk and ra[1] <= off and off + plen <= ra[1] + len(ra[2]):
-            return ra[2], off - ra[1]
+        if ra is not None and ra[0] is blk:
+            start = off - ra[1]
+            if start >= 0 and start + plen <= len(ra[2]):
+                return ra[2][start : start + plen]
         want = max(plen, min(READ_AHEAD, blk.written - off))
         data = os.pread(self._fd(blk), want, off)
         if len(data) < plen:
             raise ErrCorruptRecord(f"short read in block {blk.index}")
         self._ra = (blk, off, data)
-        return data, 0
+        return data[:plen]
 
     # ------------------------------------------------------------------------------------
     # Lifecycle
@@ -638,15 +660,25 @@ class FileStore(IndexedStore):
     def read_meta(self) -> bytes | None:
         return read_meta_file(self._dir)
 
-    def consumer_store(self, name: str) -> ConsumerStoreBase:
+    def consumer_store(
+        self, name: str, ack_policy: str = ACK_EXPLICIT, max_deliver: int = -1
+    ) -> ConsumerStoreBase:
         self._check_open()
         if not name or "/" in name or "\\" in name or name in (".", ".."):
             raise StoreError(f"invalid consumer name {name!r}")
         cs = self._consumers.get(name)
         if cs is None or cs.closed:
-            cs = FileConsumerStore(os.path.join(self._obs_dir, name), name, sync_always=self._sync_always)
+            cs = FileConsumerStore(
+                os.path.join(self._obs_dir, name), name, self._sync_always, ack_policy, max_deliver
+            )
             self._consumers[name] = cs
+        else:
+            cs.update_config(ack_policy, max_deliver)
         return cs
+
+    def needs_sync(self) -> bool:
+        """Whether anything was written since the last fsync (lets a sync timer skip work)."""
+        return bool(self._fsync_pending or self._dir_dirty)
 
     def consumer_names(self) -> list[str]:
         try:
@@ -788,6 +820,7 @@ class FileStore(IndexedStore):
         lost_bytes = 0
         blocks: list[_Block] = []
         decompressed_len = cramjam.snappy.decompress_raw_len
+        size_base, size_hdr = self._SIZE_BASE, self._SIZE_HDR
 
         for index, name in files:
             path = os.path.join(self._msgs_dir, name)
@@ -835,7 +868,7 @@ class FileStore(IndexedStore):
                         dlen = total - REC_OVERHEAD - slen - hlen
                     sids.append(sid)
                     tss.append(ts)
-                    sizes.append(self._record_size(slen, hlen, dlen))
+                    sizes.append(size_base + slen + dlen + (size_hdr + hlen if hlen else 0))
                     nxt.append(0)
                     offs.append(off)
                     plens.append(total)

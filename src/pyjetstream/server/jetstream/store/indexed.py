@@ -71,8 +71,13 @@ _PER_SUBJECT_MAX = 16
 class IndexedStore(MessageStore):
     """Shared implementation of :class:`MessageStore` over the slot index."""
 
+    # Accounted size = _SIZE_BASE + subject + payload (+ _SIZE_HDR + headers when present).
+    _SIZE_BASE = 0
+    _SIZE_HDR = 0
+
     def __init__(self, cfg: StoreConfig) -> None:
         self._cfg = dataclasses.replace(cfg)
+        self._limits_active = self._has_limits(cfg)
         self._closed = False
         self._batch_depth = 0
         self._msgs = 0
@@ -93,7 +98,15 @@ class IndexedStore(MessageStore):
     # Physical hooks (subclasses)
     # ------------------------------------------------------------------------------------
     def _record_size(self, subject_len: int, hdr_len: int, data_len: int) -> int:
-        raise NotImplementedError
+        if hdr_len:
+            return self._SIZE_BASE + subject_len + self._SIZE_HDR + hdr_len + data_len
+        return self._SIZE_BASE + subject_len + data_len
+
+    @staticmethod
+    def _has_limits(cfg: StoreConfig) -> bool:
+        return cfg.max_msgs_per_subject > 0 or (
+            cfg.discard == DISCARD_OLD and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
+        )
 
     def _p_append(self, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> None:
         """Persist a message and append its per-slot physical data."""
@@ -159,7 +172,7 @@ class IndexedStore(MessageStore):
         sb = subject.encode()
         table = self._subjects
         sid = table.ids.get(subject, 0)
-        size = self._record_size(len(sb), hl, dl)
+        size = self._SIZE_BASE + len(sb) + dl + (self._SIZE_HDR + hl if hl else 0)
         if cfg.discard == DISCARD_NEW:
             self._check_discard_new(sid, hl + dl, size)
         seq = self._last_seq + 1
@@ -188,9 +201,7 @@ class IndexedStore(MessageStore):
         self._bytes += size
         self._last_seq = seq
         self._last_ts = ts
-        if cfg.max_msgs_per_subject > 0 or (
-            cfg.discard == DISCARD_OLD and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
-        ):
+        if self._limits_active:
             self._enforce_limits(sid)
         if not self._batch_depth:
             self._p_commit()
@@ -845,6 +856,7 @@ class IndexedStore(MessageStore):
             raise ErrStoreClosed()
         old = self._cfg
         self._cfg = dataclasses.replace(cfg)
+        self._limits_active = self._has_limits(cfg)
         self._p_config_changed(old)
         maxp = cfg.max_msgs_per_subject
         if maxp > 0 and (old.max_msgs_per_subject <= 0 or maxp < old.max_msgs_per_subject):

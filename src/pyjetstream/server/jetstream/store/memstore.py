@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import ConsumerStoreBase, StoreConfig
+from .base import ACK_EXPLICIT, ConsumerStoreBase, StoreConfig
 from .consumer_store import MemoryConsumerStore
 from .indexed import IndexedStore
 
@@ -21,10 +21,11 @@ class MemoryStore(IndexedStore):
         if cfg.first_seq > 1:
             self._purge(cfg.first_seq)
 
+    # memStoreMsgSize: subject + headers + payload + 16 (seq and timestamp).
+    _SIZE_BASE = 16
+    _SIZE_HDR = 0
+
     # --- physical hooks ----------------------------------------------------------------
-    def _record_size(self, subject_len: int, hdr_len: int, data_len: int) -> int:
-        # memStoreMsgSize: subject + headers + payload + 16 (seq and timestamp).
-        return subject_len + hdr_len + data_len + 16
 
     def _p_append(self, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> None:
         self._payloads.append((bytes(hdr), bytes(data)))
@@ -91,11 +92,16 @@ class MemoryStore(IndexedStore):
     def read_meta(self) -> bytes | None:
         return self._meta
 
-    def consumer_store(self, name: str) -> ConsumerStoreBase:
+    def consumer_store(
+        self, name: str, ack_policy: str = ACK_EXPLICIT, max_deliver: int = -1
+    ) -> ConsumerStoreBase:
+        self._check_open()
         cs = self._consumers.get(name)
         if cs is None or cs.closed:
-            cs = MemoryConsumerStore(name, on_delete=self._consumers.pop)
+            cs = MemoryConsumerStore(name, ack_policy, max_deliver, on_delete=self._consumers.pop)
             self._consumers[name] = cs
+        else:
+            cs.update_config(ack_policy, max_deliver)
         return cs
 
     def consumer_names(self) -> list[str]:
