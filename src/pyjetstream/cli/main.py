@@ -20,6 +20,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "request": ("pyjetstream.cli.req_cmd", "alias of req"),
     "reply": ("pyjetstream.cli.reply_cmd", "answer requests on a subject"),
     "server": ("pyjetstream.cli.server_cmds", "server info and ping"),
+    "stream": ("pyjetstream.cli.stream_cmds", "manage and inspect JetStream streams"),
+    "consumer": ("pyjetstream.cli.consumer_cmds", "manage, inspect and read from JetStream consumers"),
+    "kv": ("pyjetstream.cli.kv_cmds", "key-value buckets: add, put, get, watch, history …"),
+    "obj": ("pyjetstream.cli.obj_cmds", "object store buckets: add, put, get, ls, seal …"),
+    "object": ("pyjetstream.cli.obj_cmds", "alias of obj"),
+    "account": ("pyjetstream.cli.account_cmds", "JetStream account info (usage and limits)"),
 }
 
 

@@ -143,11 +143,24 @@ def _write_bytes(data: bytes) -> None:
         buffer.flush()
 
 
-def headers_of(msg: Any) -> dict[str, list[str]] | None:
-    """All header values of a core or JetStream message (status lines excluded)."""
+# Headers a direct get adds to describe the stored message (not part of the message itself).
+DIRECT_GET_HEADERS = frozenset(
+    {
+        "nats-stream",
+        "nats-subject",
+        "nats-sequence",
+        "nats-time-stamp",
+        "nats-num-pending",
+        "nats-last-sequence",
+    }
+)
+
+
+def headers_of(msg: Any, *, drop: frozenset[str] = frozenset()) -> dict[str, list[str]] | None:
+    """All header values of a core or JetStream message (status lines and ``drop`` names excluded)."""
     block = getattr(msg, "header_block", None)
     if block is not None:
-        return {k: list(v) for k, v in block.headers.items()} or None
+        return {k: list(v) for k, v in block.headers.items() if k.lower() not in drop} or None
     headers = getattr(msg, "headers", None)
     if not headers:
         return None

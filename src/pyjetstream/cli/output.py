@@ -38,7 +38,7 @@ def console() -> Console:
     if _console is None:
         from rich.console import Console
 
-        _console = Console(highlight=False, soft_wrap=True, emoji=False)
+        _console = Console(highlight=False, soft_wrap=True, emoji=False, width=_width(sys.stdout))
     return _console
 
 
@@ -47,8 +47,21 @@ def err_console() -> Console:
     if _err_console is None:
         from rich.console import Console
 
-        _err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+        _err_console = Console(
+            stderr=True, highlight=False, soft_wrap=True, emoji=False, width=_width(sys.stderr)
+        )
     return _err_console
+
+
+def _width(stream: Any) -> int | None:
+    """Let tables be as wide as they need when output goes to a pipe or file (rich assumes 80)."""
+    import os
+
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return None if tty or os.environ.get("COLUMNS") else 250
 
 
 def to_jsonable(value: Any) -> Any:
