@@ -1,0 +1,56 @@
+"""``spark.read.format("jetstream")``: a batch read of a sequence range, split into partitions.
+
+Planning (driver): the stream must exist (checked when the reader is created), pushed
+filters and the ``start*``/``end*`` options narrow the range, which is then split evenly by
+sequence into ``partitions`` ranges. Each task reads exactly its range (:mod:`.range_reader`).
+The range is fixed at planning time: messages published while the query runs are not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from pyjetstream.spark.filters import push_filters
+from pyjetstream.spark.options import JetStreamOptions
+from pyjetstream.spark.partitioning import SeqRange, default_partition_count, split_range
+from pyjetstream.spark.planning import bounds_from_options, require_stream, resolve_range, stream_state
+from pyjetstream.spark.range_reader import read_range
+from pyjetstream.spark.schema import arrow_schema
+
+__all__ = ["JetStreamBatchReader"]
+
+
+class JetStreamBatchReader(DataSourceReader):
+    def __init__(self, opts: JetStreamOptions, schema: StructType) -> None:
+        self.opts = opts
+        self.stream = require_stream(opts)
+        self.arrow_schema = arrow_schema(schema)
+        self.bounds = bounds_from_options(opts)
+        self.bounds.subjects = opts.filter_subjects or None
+        stream_state(opts)  # a missing stream fails the query now, with its name in the message
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        yield from push_filters(filters, self.stream, self.opts.filter_subjects, self.bounds)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        first, last = resolve_range(self.opts, self.bounds)
+        span = last - first + 1
+        if span <= 0:
+            return [SeqRange(1, 0)]  # Spark wants at least one partition; this one reads nothing
+        count = self.opts.partitions or default_partition_count(span, self.opts.min_partition_size)
+        return split_range(first, last, count)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, SeqRange)
+        yield from read_range(
+            self.opts,
+            self.stream,
+            partition.first,
+            partition.last,
+            self.bounds.subjects or (),
+            self.arrow_schema,
+        )

@@ -1,0 +1,52 @@
+"""The ``jetstream`` Python data source: options in, readers and writers out."""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import StructType
+
+from pyjetstream.spark.options import parse_options
+from pyjetstream.spark.schema import message_schema
+
+__all__ = ["JetStreamDataSource"]
+
+
+class JetStreamDataSource(DataSource):
+    """``format("jetstream")``: read a stream (batch or streaming) or write messages to one."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.opts = parse_options(options)
+
+    @classmethod
+    def name(cls) -> str:
+        return "jetstream"
+
+    def schema(self) -> StructType:
+        return message_schema(self.opts)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from pyjetstream.spark.batch_reader import JetStreamBatchReader
+
+        return JetStreamBatchReader(self.opts, schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from pyjetstream.spark.stream_reader import JetStreamStreamReader
+
+        return JetStreamStreamReader(self.opts, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from pyjetstream.spark.writer import JetStreamWriter
+
+        return JetStreamWriter(self.opts, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from pyjetstream.spark.writer import JetStreamStreamWriter
+
+        return JetStreamStreamWriter(self.opts, schema)  # type: ignore[return-value]
