@@ -370,6 +370,8 @@ class Stream:
     # --- purge, get, delete ------------------------------------------------------------------
 
     def purge(self, subject: str = "", seq: int = 0, keep: int = 0) -> int:
+        from pyjetstream.server.jetstream.consumer_config import filters_of
+
         if subject or seq or keep:
             purged = self.store.purge_ex(subject, seq, keep)
         else:
@@ -379,8 +381,9 @@ class Stream:
         if subject:
             first = self.store.filtered_state(state.first_seq, subject).first or first
         for consumer in list(self.consumers.values()):
-            cfilter = consumer.cfg.filter_subject
-            if not subject or subject == cfilter or (cfilter and is_subset(cfilter, subject)):
+            # nats-server: a subject purge moves only consumers whose filter lies inside it.
+            filters = filters_of(consumer.cfg)
+            if not subject or (filters and all(is_subset(f, subject) for f in filters)):
                 consumer.on_stream_purged(first)
         self.engine.account_usage_changed()
         return purged
