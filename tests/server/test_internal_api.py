@@ -295,7 +295,8 @@ async def test_producer_stalls_while_consumer_is_behind() -> None:
         consumer.pause_writing()  # the transport is above its high-water mark
         producer.data_received(b"PUB s 1\r\na\r\n")
         assert not ptransport.reading
-        consumer.resume_writing()
+        consumer.resume_writing()  # producers are released on the next loop pass
+        await asyncio.sleep(0)
         assert ptransport.reading
 
 

@@ -3,7 +3,9 @@ nats-server in the same test) and their paging/sorting/filtering basics work on 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -153,8 +155,13 @@ async def test_connz_paging_sorting_and_closed(monitored: Target) -> None:
         assert [c["cid"] for c in one["connections"]] == [cids[0]]
     finally:
         await conns[0].close()
-    # Closed connections are kept with their reason.
-    _, closed = _get(monitored, "/connz?state=closed")
+    # Closed connections are kept with their reason (once the server has seen the close).
+    deadline = time.monotonic() + 10
+    while True:
+        _, closed = _get(monitored, "/connz?state=closed")
+        if closed["connections"] or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.02)
     assert [c["name"] for c in closed["connections"]] == ["c0"]
     assert closed["connections"][0]["reason"] == "Client Closed"
     assert "stop" in closed["connections"][0]

@@ -22,7 +22,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.protocol.events import Connect, ProtocolViolation, Pub, Sub, Unsub
+from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, Sub, Unsub
 from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import ERR_UNKNOWN_OP, ServerSideParser
 from pyjetstream.server.auth import AuthDecision, PendingCheck
@@ -38,12 +38,16 @@ __all__ = ["ClientConnection", "ClosedReason"]
 # First server PING goes out this soon after the connection (nats-server firstPingInterval), to
 # measure the RTT, unless ping_interval is shorter.
 FIRST_PING_INTERVAL = 2.0
-# Output queued in one loop turn is written as soon as it reaches this size (bounds memory and
-# lets the slow-consumer check see what the socket really accepts).
-EARLY_FLUSH_BYTES = 256 * 1024
-# A producer publishing to a consumer that is past its stall threshold stops being read for at
-# most this long (nats-server stallClientMaxDuration); the consumer draining ends it sooner.
-STALL_MAX = 1.0
+# Output queued in one loop turn is written as soon as it reaches this size (an eighth of
+# max_pending, within these bounds): it bounds memory and lets the slow-consumer check and the
+# producer stall see what the socket really accepts.
+EARLY_FLUSH_MAX = 256 * 1024
+EARLY_FLUSH_MIN = 16 * 1024
+# A producer publishing to a consumer whose transport is above its high-water mark (3/4 of
+# max_pending) stops being processed and read until that consumer drains, for at most this long
+# per stall (nats-server's fast-producer stall; 2.10+ keeps it short so one slow consumer does not
+# hold a producer's other consumers back for long).
+STALL_MAX = 0.1
 
 
 class ClosedReason:
@@ -113,6 +117,8 @@ ERR_MAX_CONNECTIONS = _err("maximum connections exceeded")
 
 
 _OPS_WITH_ARGS = (b"PUB", b"SUB", b"UNSUB", b"HPUB")
+_BLANKS = b" \t"
+_base_control_line = ServerSideParser._control_line
 
 
 class _ClientParser(ServerSideParser):
@@ -121,11 +127,14 @@ class _ClientParser(ServerSideParser):
     ``HPUB`` are ``Unknown Protocol Operation``, and an unparsable ``UNSUB`` max means "now"."""
 
     def _control_line(self, line: bytes) -> Any:
-        if not line or line[0] in b" \t":
+        # Hot path: every real op line is longer than 5 bytes or is PING/PONG.
+        if len(line) > 5 and line[0] not in _BLANKS:
+            return _base_control_line(self, line)
+        if not line or line[0] in _BLANKS:
             return self._violation(ERR_UNKNOWN_OP, "empty or indented line")
-        if len(line) < 6 and line.upper() in _OPS_WITH_ARGS:
+        if line.upper() in _OPS_WITH_ARGS:
             return self._violation(ERR_UNKNOWN_OP, "op without arguments")
-        return super()._control_line(line)
+        return _base_control_line(self, line)
 
     def _unsub(self, args: list[bytes]) -> Any:
         if len(args) == 3 and not args[2].isdigit():
@@ -172,11 +181,12 @@ class ClientConnection(asyncio.Protocol):
         self.lost = False  # connection_lost() has run: the socket is gone
         self.close_reason = ""
         self.max_pending = opts.max_pending
-        self.pending_limit = min(opts.max_pending, EARLY_FLUSH_BYTES)
+        self.early_flush = max(EARLY_FLUSH_MIN, min(EARLY_FLUSH_MAX, opts.max_pending // 8))
+        self.pending_limit = min(opts.max_pending, self.early_flush)
         self.write_paused = False
         self._write_deadline_timer: asyncio.TimerHandle | None = None
         self.stalled_producers: list[ClientConnection] = []
-        self._stalled = False
+        self.stalled = False
         self._stall_timer: asyncio.TimerHandle | None = None
         # --- stats (nats-server counts message bytes: headers + payload)
         self.in_msgs = 0
@@ -286,68 +296,93 @@ class ClientConnection(asyncio.Protocol):
         self._process(events)
 
     def _process(self, events: list[Any]) -> None:
-        server = self.server
-        route = server.route
-        trace = self.trace
-        for ev in events:
-            if self.closed:
-                return
-            cls = ev.__class__
-            if cls is Pub:
-                if trace:
-                    self._trace_pub(ev)
-                if ev.hdr is not None:
-                    if not self.headers:
-                        self.log(logging.ERROR, "message headers not supported")
-                        self.close(ClosedReason.HEADER_VIOLATION)
+        route = self.server.route
+        # Publishes needing per-message checks (trace, before CONNECT, verbose, pedantic) take
+        # _slow_pub; the common case is two length reads and the route call.
+        slow = self.trace or self.checked_pubs
+        n_msgs = n_bytes = 0
+        try:
+            for ev in events:
+                if self.closed:
+                    return
+                cls = ev.__class__
+                if cls is Pub:
+                    hdr = ev.hdr
+                    if slow or (hdr is not None and not self.headers):
+                        if not self._slow_pub(ev):
+                            if self.closed:
+                                return
+                            continue
+                    payload = ev.payload
+                    n_msgs += 1
+                    n_bytes += len(payload) if hdr is None else len(hdr) + len(payload)
+                    route(ev.subject, ev.reply, hdr, payload, self)
+                    if self.stalled:
+                        self._hold_after(events, ev)
                         return
-                    self.in_bytes += len(ev.hdr) + len(ev.payload)
-                else:
-                    self.in_bytes += len(ev.payload)
-                if self.checked_pubs and not self._check_pub(ev):
                     continue
-                self.in_msgs += 1
-                route(ev.subject, ev.reply, ev.hdr, ev.payload, self)
-            elif cls is Sub:
-                if trace:
-                    self.log(TRACE, f"<<- [SUB {ev.subject} {ev.queue} {ev.sid}]")
-                if self._before_connect_denied():
+                if cls is Connect:
+                    if self.trace:
+                        self.log(TRACE, f"<<- [CONNECT {_redact(ev.options)}]")
+                    if self._process_connect(ev) and not self.closed:
+                        # A bcrypt check is running: hold the rest until it is decided.
+                        self._hold_after(events, ev)
+                        if self.transport is not None:
+                            self.transport.pause_reading()
+                        return
+                    slow = self.trace or self.checked_pubs
+                    continue
+                if not self._process_other(ev, cls):
                     return
-                self._process_sub(ev)
-            elif cls is Unsub:
-                if trace:
-                    self.log(TRACE, f"<<- [UNSUB {ev.sid} {ev.max_msgs or ''}]")
-                if self._before_connect_denied():
-                    return
-                self._process_unsub(ev)
-            elif cls is Connect:
-                if trace:
-                    self.log(TRACE, f"<<- [CONNECT {_redact(ev.options)}]")
-                if self._process_connect(ev) and not self.closed:
-                    # A bcrypt check is running: hold the rest until it is decided.
-                    rest = events[next(i for i, e in enumerate(events) if e is ev) + 1 :]
-                    self._held = rest
-                    if self.transport is not None:
-                        self.transport.pause_reading()
-                    return
-            elif cls is ProtocolViolation:
-                self._protocol_violation(ev)
-                return
-            else:  # Ping / Pong
-                name = cls.__name__
-                if trace:
-                    self.log(TRACE, f"<<- [{name.upper()}]")
-                if self._before_connect_denied():
-                    return
-                if name == "Ping":
-                    self.enqueue(PONG)
-                    if trace:
-                        self.log(TRACE, "->> [PONG]")
-                else:
-                    self.pings_out = 0
-                    if self._ping_sent_at:
-                        self.rtt = time.monotonic() - self._ping_sent_at
-                        self._ping_sent_at = 0.0
+        finally:
+            self.in_msgs += n_msgs
+            self.in_bytes += n_bytes
+
+    def _hold_after(self, events: list[Any], ev: Any) -> None:
+        """Keep the events after ``ev`` for later (``data_received`` appends to them meanwhile)."""
+        index = next(i for i, e in enumerate(events) if e is ev)
+        self._held = events[index + 1 :]
+
+    def _slow_pub(self, ev: Pub) -> bool:
+        """PUB checks off the fast path; False when the message must not be routed."""
+        if self.trace:
+            self._trace_pub(ev)
+        if ev.hdr is not None and not self.headers:
+            self.log(logging.ERROR, "message headers not supported")
+            self.close(ClosedReason.HEADER_VIOLATION)
+            return False
+        return not self.checked_pubs or self._check_pub(ev)
+
+    def _process_other(self, ev: Any, cls: type) -> bool:
+        """SUB, UNSUB, PING, PONG and protocol violations; False when processing must stop."""
+        trace = self.trace
+        if cls is ProtocolViolation:
+            self._protocol_violation(ev)
+            return False
+        if self._before_connect_denied():
+            return False
+        if cls is Sub:
+            if trace:
+                self.log(TRACE, f"<<- [SUB {ev.subject} {ev.queue} {ev.sid}]")
+            self._process_sub(ev)
+        elif cls is Unsub:
+            if trace:
+                self.log(TRACE, f"<<- [UNSUB {ev.sid} {ev.max_msgs or ''}]")
+            self._process_unsub(ev)
+        elif cls is Ping:
+            if trace:
+                self.log(TRACE, "<<- [PING]")
+            self.enqueue(PONG)
+            if trace:
+                self.log(TRACE, "->> [PONG]")
+        else:  # Pong
+            if trace:
+                self.log(TRACE, "<<- [PONG]")
+            self.pings_out = 0
+            if self._ping_sent_at:
+                self.rtt = time.monotonic() - self._ping_sent_at
+                self._ping_sent_at = 0.0
+        return True
 
     def _before_connect_denied(self) -> bool:
         """nats-server: with auth required, anything before CONNECT is an authorization violation."""
@@ -421,11 +456,7 @@ class ClientConnection(asyncio.Protocol):
             return
         self.user = decision.user
         self._finish_connect()
-        held, self._held = self._held or [], None
-        if not self.closed:
-            self._process(held)
-        if not self.closed and self._held is None and self.transport is not None:
-            self.transport.resume_reading()
+        self._resume_held()
 
     def _finish_connect(self) -> None:
         o = self.connect_opts
@@ -537,7 +568,7 @@ class ClientConnection(asyncio.Protocol):
         transport.write(data)
         self.last_activity = time.monotonic()
         buffered = transport.get_write_buffer_size()
-        self.pending_limit = min(self.max_pending - buffered, EARLY_FLUSH_BYTES)
+        self.pending_limit = min(self.max_pending - buffered, self.early_flush)
 
     def pending_bytes(self) -> int:
         buffered = self.transport.get_write_buffer_size() if self.transport and not self.closed else 0
@@ -569,28 +600,42 @@ class ClientConnection(asyncio.Protocol):
         self.abort(ClosedReason.SLOW_CONSUMER_DEADLINE)
 
     def stall(self, consumer: ClientConnection) -> None:
-        """Stop reading from this producer until ``consumer`` drains (or STALL_MAX passes)."""
-        if self._stalled or self.closed or consumer is self or self.transport is None:
+        """Stop processing and reading this producer until ``consumer`` drains (or STALL_MAX).
+
+        ``_process`` notices ``stalled`` after the route call and holds the rest of the batch.
+        """
+        if self.stalled or self.closed or consumer is self or self.transport is None:
             return
-        self._stalled = True
+        self.stalled = True
         consumer.stalled_producers.append(self)
         self.transport.pause_reading()
         self._stall_timer = self.server.loop.call_later(STALL_MAX, self.unstall)
 
     def unstall(self) -> None:
-        if not self._stalled:
+        if not self.stalled:
             return
-        self._stalled = False
+        self.stalled = False
         if self._stall_timer is not None:
             self._stall_timer.cancel()
             self._stall_timer = None
-        if not self.closed and self._held is None and self.transport is not None:
+        self._resume_held()
+
+    def _resume_held(self) -> None:
+        """Process events held back (by a stall or a bcrypt check), then read again."""
+        if self.closed or self.authenticating:
+            return
+        held, self._held = self._held, None
+        if held:
+            self._process(held)
+        if not self.closed and self._held is None and not self.stalled and self.transport is not None:
             self.transport.resume_reading()
 
     def _release_producers(self) -> None:
         producers, self.stalled_producers = self.stalled_producers, []
+        loop = self.server.loop
         for producer in producers:
-            producer.unstall()
+            # Not from inside the transport's resume_writing(): on the next loop pass.
+            loop.call_soon(producer.unstall)
 
     # ------------------------------------------------------------------- errors
 

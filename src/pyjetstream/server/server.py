@@ -506,9 +506,10 @@ class Server:
         hmsg_body: bytes | None = None
         shown: bytes | None = None
         for sub in psubs:
-            conn = sub.client
+            # A closed connection has closed all its subscriptions, so sub.closed covers both.
             if sub.closed:
                 continue
+            conn = sub.client
             if conn is None:
                 delivered = True
                 sub.delivered += 1
@@ -517,7 +518,7 @@ class Server:
                 except Exception:
                     self.logger.exception("internal subscription callback for %r failed", sub.subject)
                 continue
-            if conn.closed or (conn is client and not conn.echo):
+            if conn is client and not conn.echo:
                 continue
             delivered = True
             sub.delivered += 1
@@ -562,7 +563,7 @@ class Server:
                     self.loop.call_soon(self._flush_dirty)
             if conn.out_size > conn.pending_limit:
                 conn.overflow()
-            elif conn.write_paused and client is not None:
+            if conn.write_paused and client is not None:
                 client.stall(conn)
         if not delivered and reply and client is not None and client.no_responders:
             self._no_responders(client, reply)
