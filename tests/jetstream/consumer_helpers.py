@@ -276,3 +276,13 @@ async def wait_for(
 
 def headers(*pairs: tuple[str, str]) -> bytes:
     return b"NATS/1.0\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in pairs) + b"\r\n"
+
+
+def speaks_210(client: RawClient, kind: str) -> bool:
+    """Whether the target answers with 2.10 semantics (``+TERM <reason>``, ``filter_subjects``,
+    ``action``, ``ts``, ``409 Batch Completed``, one-token filters checked in CREATE subjects).
+
+    nats-server tells by its INFO ``version``; the embedded server implements the 2.10 API
+    whatever version it advertises.
+    """
+    return client.version >= (2, 10, 0) or kind == "embedded"

@@ -101,6 +101,9 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         self.lss_resume = 0
         self.npc = 0  # num pending (matching msgs at/after sseq)
         self.npf = 0  # the stream seq npc is valid through
+        # last_per_subject counts subjects, not messages: recount lazily after new messages.
+        self._lps = cfg.deliver_policy == DeliverPolicy.LAST_PER_SUBJECT
+        self._npc_dirty = False
         self.ldt = 0  # last delivery (ns)
         self.lat = 0  # last ack (ns)
         self.filter = SubjectFilter(filters_of(cfg))
@@ -140,6 +143,9 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
             self._select_starting_seq()
             if self.store is not None:
                 self.store.set_starting(self.sseq - 1)
+            # As nats-server reports it: the ack floor stays 0 until the first ack (or, for
+            # AckNone, the first delivery), whatever the starting position.
+            self.asflr = 0
         self._stream_num_pending()
         if self._replay:
             self._replay_lseq = self.stream.store.fast_state().last_seq
@@ -226,7 +232,10 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         if not self.filter.matches(subject):
             return
         if seq > self.npf:
-            self.npc += 1
+            if self._lps:
+                self._npc_dirty = True
+            else:
+                self.npc += 1
         if seq < self.sseq:
             return
         if (self.active if self.cfg.deliver_subject else self.waiting) and not self._kick_scheduled:
@@ -339,6 +348,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
             total += n
             through = max(through, valid)
         state = store.fast_state()
+        self._npc_dirty = False
         self.npc = total
         self.npf = max(through, state.last_seq)
         self._np_msgs = state.msgs
@@ -351,6 +361,9 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         In a limits stream every new sequence is a stored message, so any shortfall between the
         messages we saw arrive and what the store holds means something was removed.
         """
+        if self._npc_dirty:
+            self._stream_num_pending()
+            return
         if self.retention != RetentionPolicy.LIMITS:
             return
         state = self.stream.store.fast_state()
@@ -358,15 +371,13 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
             self._stream_num_pending()
 
     def num_pending(self) -> int:
+        if self._npc_dirty:
+            self._stream_num_pending()
         return self.npc if self.npc > 0 else 0
 
     def _check_num_pending(self) -> int:
-        """``checkNumPending``: sanity-check the running count before reporting it."""
-        state = self.stream.store.fast_state()
-        if (self.sseq > state.last_seq and self.npc != 0) or self.npc > state.msgs:
-            self._stream_num_pending()
-        else:
-            self._check_removed()
+        """The count reported in info: recounted from the store, so it is always exact."""
+        self._stream_num_pending()
         return self.num_pending()
 
     # --- delivery loop -----------------------------------------------------------------------

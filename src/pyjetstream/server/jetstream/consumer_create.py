@@ -100,10 +100,10 @@ def add_consumer(
         if cfg.deliver_policy != DeliverPolicy.ALL:
             raise JetStreamApiError(E.JSConsumerWQConsumerNotDeliverAllErr())
     if not name:
+        # Legacy ephemeral: a server-chosen name, which (as in nats-server) stays out of the config.
         name = new_ephemeral_name()
         while name in stream.consumers:
             name = new_ephemeral_name()
-        cfg = _with_name(cfg, name)
     _raise(check_name(name))
     cfg = stamp_inactive_threshold(cfg)
     created = time.time_ns()
@@ -118,9 +118,3 @@ def add_consumer(
     consumer.start(recovered=False)
     advisories.consumer_action(stream.engine, stream.name, name, "create")
     return consumer
-
-
-def _with_name(cfg: ConsumerConfig, name: str) -> ConsumerConfig:
-    import msgspec
-
-    return msgspec.structs.replace(cfg, name=name)
