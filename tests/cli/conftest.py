@@ -114,6 +114,7 @@ class Cli:
     def __init__(self, url: str, home: Path) -> None:
         self.url = url
         self.home = home
+        home.mkdir(parents=True, exist_ok=True)
         self._spawned: list[Spawned] = []
 
     def env(self, **extra: str) -> dict[str, str]:

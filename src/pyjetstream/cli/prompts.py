@@ -30,7 +30,7 @@ def ask(question: str, *, flag: str, default: str | None = None, required: bool 
     suffix = f" [{default}]" if default else ""
     while True:
         try:
-            answer = input(f"? {question}{suffix}: ").strip()
+            answer = _input(f"? {question}{suffix}: ").strip()
         except EOFError:
             raise UsageError(f"{flag} is required") from None
         if answer:
@@ -49,8 +49,15 @@ def confirm(question: str, *, force: bool) -> None:
     if not interactive():
         raise UsageError(f"{question.rstrip('?')}: refusing without confirmation (use --force)")
     try:
-        answer = input(f"? {question} (y/N) ").strip().lower()
+        answer = _input(f"? {question} (y/N) ").strip().lower()
     except EOFError:
         answer = ""
     if answer not in ("y", "yes"):
         raise UsageError("cancelled")
+
+
+def _input(prompt: str) -> str:
+    """Questions go to stderr, so stdout stays clean for --json."""
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return input()

@@ -429,6 +429,7 @@ async def cmd_view(session: Session, args: argparse.Namespace) -> int:
         raise UsageError("--id and --since cannot be combined")
     if args.count < 0:
         raise UsageError("--count must not be negative")
+    from pyjetstream.api import NanoTime
     from pyjetstream.client.jetstream.ordered import OrderedConsumerConfig
 
     # A short inactive threshold: the server forgets the consumer soon after we exit.
@@ -440,7 +441,7 @@ async def cmd_view(session: Session, args: argparse.Namespace) -> int:
         cfg.deliver_policy, cfg.opt_start_seq = policy, seq or 0  # type: ignore[assignment]
     elif args.since:
         policy, seq, start = parse_start(args.since, what="--since")
-        cfg.deliver_policy, cfg.opt_start_time = policy, start  # type: ignore[assignment]
+        cfg.deliver_policy, cfg.opt_start_time = policy, NanoTime(start or 0)  # type: ignore[assignment]
     js = await session.jetstream()
     await js.stream(name)  # a clear "stream not found" before consuming
     consumer = await js.ordered_consumer(name, cfg)
