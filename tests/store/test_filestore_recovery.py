@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -365,6 +366,24 @@ def test_interval_sync_leaves_fsync_to_caller(tmp_path: Path) -> None:
     assert s._fsync_pending  # written to the OS, not yet fsynced
     s.sync()
     assert not s._fsync_pending
+    s.stop()
+
+
+def test_sync_later_runs_off_thread(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    s = FileStore(FileStoreConfig(str(d), block_size=1024), StoreConfig())
+    for i in range(40):
+        s.store_msg("a", b"", b"%d" % i * 30)
+    s.consumer_store("c").update_delivered(1, 1, 1, 1)
+    job = s.sync_later()
+    assert not s._fsync_pending and not s.needs_sync()
+    s.store_msg("a", b"", b"later")  # the store stays usable while the job runs elsewhere
+    worker = threading.Thread(target=job)
+    worker.start()
+    worker.join()
+    assert s.needs_sync()  # what came after sync_later() waits for the next sync
+    s.sync()
+    assert not s.needs_sync()
     s.stop()
 
 

@@ -53,6 +53,20 @@ class Model:
     def _settle(self) -> None:
         self.first = min(self.msgs) if self.msgs else self.last + 1
 
+    def set_limits(self, max_msgs: int, max_per_subject: int) -> None:
+        self.max_msgs, self.max_per_subject, self.max_age = max_msgs, max_per_subject, 0
+        n = len(self.msgs)
+        if max_per_subject > 0:
+            for subject in {m[0] for m in self.msgs.values()}:
+                mine = sorted(q for q, m in self.msgs.items() if m[0] == subject)
+                for q in mine[: max(0, len(mine) - max_per_subject)]:
+                    del self.msgs[q]
+        if max_msgs > 0:
+            while len(self.msgs) > max_msgs:
+                del self.msgs[min(self.msgs)]
+        if len(self.msgs) != n:
+            self._settle()
+
     def store(self, subject: str, data: bytes, ts: int) -> int:
         self.last += 1
         self.msgs[self.last] = (subject, data, ts)
@@ -188,16 +202,15 @@ def check_equal(store: MessageStore, model: Model, data: st.DataObject) -> None:
 OPS = st.sampled_from(
     ["store"] * 12
     + ["remove", "remove", "erase", "skip", "purge", "purge_ex", "purge_ex", "compact", "truncate", "expire"]
-    + ["reopen", "crash"]
+    + ["reopen", "crash", "batch", "limits"]
 )
+LIMITS = [{}, {"max_msgs": 7}, {"max_msgs_per_subject": 2}, {"max_msgs": 5, "max_msgs_per_subject": 1}]
 
 
 def run_ops(kind: str, data: st.DataObject) -> None:
-    limits = data.draw(
-        st.sampled_from([{}, {"max_msgs": 7}, {"max_msgs_per_subject": 2}, {"max_age": 50}]),
-        label="limits",
-    )
-    cfg = StoreConfig(compression="s2" if kind == "file-s2" else "none", **limits)  # type: ignore[arg-type]
+    limits = data.draw(st.sampled_from([*LIMITS, {"max_age": 50}]), label="limits")
+    compression = "s2" if kind == "file-s2" else "none"
+    cfg = StoreConfig(compression=compression, **limits)  # type: ignore[arg-type]
     model = Model(
         limits.get("max_msgs", -1), limits.get("max_msgs_per_subject", -1), limits.get("max_age", 0)
     )
@@ -212,7 +225,22 @@ def run_ops(kind: str, data: st.DataObject) -> None:
     try:
         for _ in range(data.draw(st.integers(1, 50), label="n_ops")):
             op = data.draw(OPS, label="op")
-            if op == "store":
+            if op == "batch":
+                with store.batch():
+                    for _ in range(data.draw(st.integers(1, 6))):
+                        clock += 1
+                        subject = data.draw(st.sampled_from(SUBJECTS))
+                        assert store.store_msg(subject, b"h", b"b", ts=clock)[0] == model.store(
+                            subject, b"b", clock
+                        )
+                    seq = data.draw(st.integers(0, model.last))
+                    assert store.remove_msg(seq) == model.remove(seq)
+            elif op == "limits":
+                new = data.draw(st.sampled_from(LIMITS))
+                cfg = StoreConfig(compression=compression, **new)  # type: ignore[arg-type]
+                store.update_config(cfg)
+                model.set_limits(new.get("max_msgs", -1), new.get("max_msgs_per_subject", -1))
+            elif op == "store":
                 subject = data.draw(st.sampled_from(SUBJECTS))
                 payload = data.draw(st.sampled_from([b"", b"x", b"y" * 40, b"zz" * 300]))
                 clock += data.draw(st.integers(0, 20))

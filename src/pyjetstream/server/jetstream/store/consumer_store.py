@@ -291,6 +291,7 @@ class FileConsumerStore(_ConsumerStateMachine):
         if created:
             fsync_dir(os.path.dirname(directory))
         self._has_state = False
+        self._unsynced = False
         path = os.path.join(directory, self.STATE_FILE)
         try:
             with open(path, "rb") as f:
@@ -309,18 +310,30 @@ class FileConsumerStore(_ConsumerStateMachine):
             encode_consumer_state(self._st),
             fsync=self._sync_always,
         )
+        self._unsynced = not self._sync_always
+
+    def collect_sync(self, fds: list[int], dirs: list[str]) -> None:
+        """Flush, and add what an fsync must cover (see FileStore.sync_later)."""
+        self.flush()
+        if not self._unsynced:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            fds.append(os.open(os.path.join(self.directory, self.STATE_FILE), os.O_RDONLY))
+            dirs.append(self.directory)
+        self._unsynced = False
 
     def sync(self) -> None:
         """Flush and fsync the state file (for the interval sync policy)."""
-        self.flush()
-        path = os.path.join(self.directory, self.STATE_FILE)
-        with contextlib.suppress(FileNotFoundError):
-            fd = os.open(path, os.O_RDONLY)
+        fds: list[int] = []
+        dirs: list[str] = []
+        self.collect_sync(fds, dirs)
+        for fd in fds:
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            fsync_dir(self.directory)
+        for d in dirs:
+            fsync_dir(d)
 
     def write_meta(self, data: bytes) -> None:
         self._check()

@@ -35,6 +35,7 @@ import shutil
 import struct
 import zlib
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cramjam
@@ -613,13 +614,46 @@ class FileStore(IndexedStore):
 
     def sync(self) -> None:
         """Flush and fsync everything written since the last sync (interval policy timer)."""
+        self.sync_later()()
+
+    def sync_later(self) -> Callable[[], None]:
+        """Flush now and return a function that fsyncs everything flushed so far.
+
+        The function works on duplicated descriptors only, so an event loop can run it in a
+        worker thread (``loop.run_in_executor(None, store.sync_later())``) and keep using the
+        store meanwhile; what is written after this call is left for the next sync.
+        """
         if self._closed:
-            return
+            return _nothing
         self.flush()
-        self._fsync_all()
+        fds: list[int] = []
+        dirs: list[str] = []
+        for blk in self._fsync_pending:
+            if blk.fd is not None:
+                fds.append(os.dup(blk.fd))
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    fds.append(os.open(blk.path, os.O_RDONLY))
+        self._fsync_pending.clear()
+        if self._dir_dirty:
+            dirs.append(self._msgs_dir)
+            self._dir_dirty = False
         for cs in self._consumers.values():
             if not cs.closed:
-                cs.sync()
+                cs.collect_sync(fds, dirs)
+
+        def run() -> None:
+            try:
+                for fd in fds:
+                    os.fdatasync(fd)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            for d in dirs:
+                with contextlib.suppress(FileNotFoundError):
+                    fsync_dir(d)
+
+        return run
 
     def stop(self) -> None:
         if self._closed:
@@ -1005,6 +1039,10 @@ def _extend(
     nxt.extend(zeros("Q", n))
     offs.extend(zeros("I", n))
     plens.extend(zeros("I", n))
+
+
+def _nothing() -> None:
+    pass
 
 
 def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> None:
