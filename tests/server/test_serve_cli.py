@@ -63,6 +63,7 @@ def test_serve_files_log_and_graceful_signal(tmp_path: Path, sig: signal.Signals
         "Client connection created",
         "[TRC] 127.0.0.1:",
         "<<- [SUB foo  1]",
+        "->> [MSG foo 1 2]",
         "[INF] Server Exiting..",
     ):
         assert line in text, line

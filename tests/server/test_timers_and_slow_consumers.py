@@ -92,3 +92,14 @@ def test_slow_consumer_is_cut_and_others_are_not(start_server: StartServer) -> N
     assert _varz(target)["slow_consumers"] >= 1
     for client in (slow, fast, pub):
         client.close()
+
+
+def test_connection_and_subscription_limits(start_server: StartServer) -> None:
+    target = start_server(jetstream=False, max_connections=1, max_subscriptions=2)
+    with RawClient.connected(target.port) as first:
+        out, closed = first.exchange(b"SUB a 1\r\nSUB b 2\r\nSUB c 3\r\n")
+        assert (out, closed) == (b"-ERR 'maximum subscriptions exceeded'\r\nPONG\r\n", False)
+        with RawClient(target.port) as second:  # INFO first, then the refusal
+            assert second.read_until_closed() == b"-ERR 'maximum connections exceeded'\r\n"
+        out, closed = first.exchange(b"PUB a 1\r\nx\r\n")
+        assert (out, closed) == (b"MSG a 1 1\r\nx\r\nPONG\r\n", False)

@@ -41,7 +41,7 @@ FIRST_PING_INTERVAL = 2.0
 # Output queued in one loop turn is written as soon as it reaches this size (an eighth of
 # max_pending, within these bounds): it bounds memory and lets the slow-consumer check and the
 # producer stall see what the socket really accepts.
-EARLY_FLUSH_MAX = 256 * 1024
+EARLY_FLUSH_MAX = 32 * 1024
 EARLY_FLUSH_MIN = 16 * 1024
 # A producer publishing to a consumer whose transport is above its high-water mark (3/4 of
 # max_pending) stops being processed and read until that consumer drains, for at most this long

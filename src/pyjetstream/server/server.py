@@ -57,7 +57,7 @@ from typing import Any
 from pyjetstream.server.auth import Authenticator
 from pyjetstream.server.client import ClientConnection, ClosedReason
 from pyjetstream.server.ids import new_server_id
-from pyjetstream.server.log import get_logger
+from pyjetstream.server.log import TRACE, get_logger
 from pyjetstream.server.monitor import closed_record
 from pyjetstream.server.options import RANDOM_PORT, ServerOptions
 from pyjetstream.server.sublist import Sublist, Subscription
@@ -502,6 +502,7 @@ class Server:
         if qsubs:
             psubs = psubs + self._pick_queue_members(qsubs, client)
         delivered = False
+        trace = self.trace
         msg_body: bytes | None = None
         hmsg_body: bytes | None = None
         shown: bytes | None = None
@@ -549,6 +550,8 @@ class Server:
                         shown = (show_subject or subject).encode()
                     prefix = b"HMSG %b %b " % (shown, sub.sid_b)
                 size = len(hdr) + len(payload)
+            if trace:
+                conn.log(TRACE, f"->> [{_control_line_of(prefix, body)}]")
             out = conn.out
             out.append(prefix)
             out.append(body)
@@ -594,6 +597,11 @@ class Server:
             if sub.client is client:
                 client.enqueue(b"HMSG " + reply.encode() + b" " + sub.sid_b + _NO_RESPONDERS_TAIL)
                 return
+
+
+def _control_line_of(prefix: bytes, body: bytes) -> str:
+    """The MSG/HMSG control line of a frame, for the protocol trace."""
+    return (prefix + body[: body.find(_CRLF)]).decode(errors="replace")
 
 
 def _hmsg_body(reply: str, hdr: bytes, payload: bytes) -> bytes:
