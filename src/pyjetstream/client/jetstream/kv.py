@@ -481,7 +481,7 @@ def _stream_config(config: KeyValueConfig) -> StreamConfig:
     _check_bucket(config.bucket)
     if config.history > KV_MAX_HISTORY:
         raise HistoryTooLarge()
-    return kv_stream_config(
+    stream_config = kv_stream_config(
         config.bucket,
         description=config.description,
         history=config.history or 1,
@@ -497,6 +497,10 @@ def _stream_config(config: KeyValueConfig) -> StreamConfig:
         compression=config.compression,
         metadata=config.metadata,
     )
+    if stream_config.mirror is not None:
+        # Mirrors do not deduplicate; nats-server refuses a mirror with a duplicate window.
+        stream_config.duplicate_window = 0
+    return stream_config
 
 
 __all__ = [
