@@ -529,3 +529,15 @@ def test_meta_and_consumer_names(make_store: StoreFactory) -> None:
     assert s.consumer_names() == ["c1", "c2"]
     s.consumer_store("c2").delete()
     assert s.consumer_names() == ["c1"]
+
+
+def test_accepts_buffer_views(make_store: StoreFactory) -> None:
+    # The server hands over slices of its read buffer; the store must copy what it keeps.
+    s = make_store()
+    buf = bytearray(b"NATS/1.0\r\n\r\n" + b"p" * 300)
+    view = memoryview(buf)
+    s.store_msg("a", view[:12], view[12:])
+    buf[20] = ord("X")
+    msg = s.load_msg(1)
+    assert (msg.hdr, msg.data) == (b"NATS/1.0\r\n\r\n", b"p" * 300)
+    assert type(msg.hdr) is bytes and type(msg.data) is bytes

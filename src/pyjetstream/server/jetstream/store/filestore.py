@@ -291,7 +291,7 @@ class FileStore(IndexedStore):
     def _p_append(self, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> None:
         blob = None
         if self._compress:
-            blob = _compress.compress(hdr + data)
+            blob = _compress.compress(b"".join((hdr, data)))
         plen = REC_OVERHEAD + len(subject) + (len(blob) if blob is not None else len(hdr) + len(data))
         if plen > MAX_RECORD:
             raise ErrMsgTooLarge()
