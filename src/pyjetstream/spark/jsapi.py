@@ -1,74 +1,49 @@
-"""The few JetStream API calls the data source makes, over a core connection.
+"""The JetStream calls the data source makes, on the client API (:mod:`pyjetstream.client.jetstream`).
 
-Stream info, and ephemeral "range" consumers: pull, ``AckNone``, in memory, one replica,
-removed by the server after ``inactive_threshold`` if a task dies before deleting it
-(the shape of nats.go's ordered consumer). Kept to raw ``$JS.API`` requests with the shared
-api models so the data source depends only on the wire vocabulary.
+Control plane only: stream info, and ephemeral "range" consumers — pull, ``AckNone``, in
+memory, one replica, removed by the server after ``inactive_threshold`` if a task dies
+before deleting it (the shape of nats.go's ordered consumer). The data plane (pulling
+messages into Arrow columns) is in :mod:`.range_reader`, on the core connection.
 """
 
 from __future__ import annotations
 
-from pyjetstream.api import (
-    AckPolicy,
-    ConsumerConfig,
-    ConsumerCreateResponse,
-    ConsumerDeleteResponse,
-    ConsumerInfo,
-    ConsumerInfoResponse,
-    CreateConsumerRequest,
-    DeliverPolicy,
-    JetStreamApiError,
-    StreamInfo,
-    StreamInfoResponse,
-    decode_response,
-    encode,
-    raise_for_error,
-)
-from pyjetstream.api.subjects import JSApi
+from pyjetstream.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, StreamInfo
 from pyjetstream.api.timefmt import NS_PER_S, NanoTime
-from pyjetstream.client import Client, NoRespondersError
+from pyjetstream.client import Client
+from pyjetstream.client.jetstream import JetStream, jetstream
+from pyjetstream.client.jetstream.errors import JetStreamNotEnabled, StreamNotFound
 from pyjetstream.spark.errors import JetStreamSparkError, StreamNotFoundError
 
-__all__ = ["STREAM_NOT_FOUND", "JetStreamApi"]
+__all__ = ["READER_INACTIVE_THRESHOLD_NS", "JetStreamApi"]
 
-STREAM_NOT_FOUND = 10059
-# A reader consumer the server forgets on its own when its task vanished.
-READER_INACTIVE_THRESHOLD_NS = 30 * NS_PER_S
+# A reader consumer the server forgets on its own when its task vanished. Generous, because
+# a task's consumer idles while Spark processes the batch it was just handed.
+READER_INACTIVE_THRESHOLD_NS = 120 * NS_PER_S
 
 
 class JetStreamApi:
-    """Typed requests to ``$JS.API`` on one connection."""
+    """The source's view of one connection's JetStream."""
 
-    def __init__(self, nc: Client, timeout: float = 5.0, api: JSApi | None = None) -> None:
+    def __init__(self, nc: Client, timeout: float = 5.0) -> None:
         self.nc = nc
-        self.timeout = timeout
-        self.api = api or JSApi()
+        self.js: JetStream = jetstream(nc, timeout=timeout)
+        self.api = self.js.api
 
-    async def _request(self, subject: str, body: bytes = b"") -> bytes:
-        try:
-            msg = await self.nc.request(subject, body, timeout=self.timeout)
-        except NoRespondersError:
-            raise JetStreamSparkError(
-                f"JetStream is not enabled on {self.nc.connected_url} (no responders on {subject})"
-            ) from None
-        return msg.data
+    def _where(self) -> str:
+        return str(self.nc.connected_url or "the server")
 
     async def stream_info(self, stream: str) -> StreamInfo:
-        data = await self._request(self.api.stream_info(stream))
-        resp = decode_response(data, StreamInfoResponse)
-        if resp.error is not None and resp.error.err_code == STREAM_NOT_FOUND:
-            raise StreamNotFoundError(stream, str(self.nc.connected_url))
-        raise_for_error(resp)
-        return resp.payload()
+        try:
+            return (await self.js.stream(stream)).cached_info()
+        except StreamNotFound:
+            raise StreamNotFoundError(stream, self._where()) from None
+        except JetStreamNotEnabled:
+            raise JetStreamSparkError(f"JetStream is not enabled on {self._where()}") from None
 
     def supports_multi_filter(self) -> bool:
         """``filter_subjects`` arrived in nats-server 2.10."""
-        version = str(self.nc.server_info.get("version", "0"))
-        try:
-            major, minor = (int(p) for p in version.split("-")[0].split(".")[:2])
-        except ValueError:
-            return False
-        return (major, minor) >= (2, 10)
+        return self.js.server_version() >= (2, 10, 0)
 
     async def create_reader(
         self,
@@ -96,24 +71,17 @@ class JetStreamApi:
             config.filter_subject = filter_subjects[0]
         elif filter_subjects:
             config.filter_subjects = list(filter_subjects)
-        body = encode(CreateConsumerRequest(stream_name=stream, config=config))
-        data = await self._request(self.api.consumer_create(stream), body)
-        resp = decode_response(data, ConsumerCreateResponse)
-        if resp.error is not None and resp.error.err_code == STREAM_NOT_FOUND:
-            raise StreamNotFoundError(stream, str(self.nc.connected_url))
-        raise_for_error(resp)
-        return resp.payload()
+        try:
+            consumer = await self.js.create_or_update_consumer(stream, config)
+        except StreamNotFound:
+            raise StreamNotFoundError(stream, self._where()) from None
+        return consumer.cached_info()
 
     async def consumer_info(self, stream: str, consumer: str) -> ConsumerInfo:
-        data = await self._request(self.api.consumer_info(stream, consumer))
-        resp = decode_response(data, ConsumerInfoResponse)
-        raise_for_error(resp)
-        return resp.payload()
+        return (await self.js.consumer(stream, consumer)).cached_info()
 
     async def delete_consumer(self, stream: str, consumer: str) -> None:
-        data = await self._request(self.api.consumer_delete(stream, consumer))
-        resp = decode_response(data, ConsumerDeleteResponse)
-        raise_for_error(resp)
+        await self.js.delete_consumer(stream, consumer)
 
     async def first_seq_at(self, stream: str, time_ns: int) -> int:
         """The sequence of the first message stored at or after ``time_ns`` (last seq + 1 if none).
@@ -127,5 +95,5 @@ class JetStreamApi:
         finally:
             try:
                 await self.delete_consumer(stream, info.name)
-            except JetStreamApiError:
+            except Exception:
                 pass  # it expires on its own
