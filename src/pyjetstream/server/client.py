@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ class ClosedReason:
     MAX_PAYLOAD = "Maximum Message Payload Exceeded"
     MAX_CONTROL_LINE = "Maximum Control Line Exceeded"
     SHUTDOWN = "Server Shutdown"
+    TLS_HANDSHAKE = "TLS Handshake Failure"
     HEADER_VIOLATION = "Message Header Violation"
     NO_RESPONDERS_HEADERS = "No Responders Requires Headers"
 
@@ -177,6 +179,8 @@ class ClientConnection(asyncio.Protocol):
         self.out: list[bytes] = []
         self.out_size = 0
         self.dirty = False
+        self.tls_pending = False  # INFO sent, TLS handshake not finished: hold output
+        self._tls_task: asyncio.Task[None] | None = None
         self.closed = False
         self.lost = False  # connection_lost() has run: the socket is gone
         self.close_reason = ""
@@ -243,23 +247,54 @@ class ClientConnection(asyncio.Protocol):
             self.ip, self.port = peer[0], peer[1]
         server = self.server
         opts = server.options
-        # Above this the transport calls pause_writing(): the consumer is falling behind and
-        # producers publishing to it are stalled (nats-server: 3/4 of max_pending).
-        high = max(opts.max_pending * 3 // 4, 64 * 1024)
-        transport.set_write_buffer_limits(high=high, low=high // 2)
+        self._set_write_limits()
         self.log(logging.DEBUG, "Client connection created")
+        ssl_context = server.ssl_context
+        if ssl_context is not None:
+            # Nothing may be read before the handshake takes over the transport.
+            transport.pause_reading()
         transport.write(server.info_for(self))
         if not server.register_client(self):
             self.log(logging.ERROR, "maximum connections exceeded")
             self.send_err_and_close(ERR_MAX_CONNECTIONS, ClosedReason.MAX_CONNECTIONS)
             return
         loop = server.loop
+        if ssl_context is not None:
+            self.tls_pending = True
+            self._tls_task = loop.create_task(self._start_tls(ssl_context))
         if self.auth_required:
             self._auth_timer = loop.call_later(opts.auth_timeout, self._auth_timeout)
         first = opts.ping_interval
         if not opts.disable_short_first_ping:
             first = min(first, FIRST_PING_INTERVAL)
         self._ping_timer = loop.call_later(first, self._ping_timer_fired)
+
+    async def _start_tls(self, ssl_context: ssl.SSLContext) -> None:
+        """nats-style TLS: INFO goes out in the clear, then the client starts the handshake."""
+        tls = self.server.options.tls
+        timeout = tls.timeout if tls is not None else 2.0
+        try:
+            upgraded = await self.server.loop.start_tls(
+                self.transport,  # type: ignore[arg-type]
+                self,
+                ssl_context,
+                server_side=True,
+                ssl_handshake_timeout=timeout,
+            )
+        except Exception as exc:  # handshake failure or timeout: nats-server closes without -ERR
+            if not self.closed:
+                self.log(logging.ERROR, f"TLS handshake error: {exc or type(exc).__name__}")
+                self.abort(ClosedReason.TLS_HANDSHAKE)
+            return
+        if self.closed or upgraded is None:
+            if upgraded is not None:
+                upgraded.abort()
+            return
+        self.transport = upgraded  # type: ignore[assignment]
+        self.tls_pending = False
+        self._set_write_limits()
+        if self.out:
+            self.flush_out()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -268,6 +303,13 @@ class ClientConnection(asyncio.Protocol):
             self.close_reason = ClosedReason.READ_ERROR if exc else ClosedReason.CLIENT_CLOSED
         self._cleanup()
         self.server.connection_gone(self)
+
+    def _set_write_limits(self) -> None:
+        # Above this the transport calls pause_writing(): the consumer is falling behind and
+        # producers publishing to it are stalled (nats-server: 3/4 of max_pending).
+        high = max(self.max_pending * 3 // 4, 64 * 1024)
+        if self.transport is not None:
+            self.transport.set_write_buffer_limits(high=high, low=high // 2)
 
     def pause_writing(self) -> None:
         self.write_paused = True
@@ -289,11 +331,16 @@ class ClientConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_in = self.last_activity = time.monotonic()
-        events = self.parser.feed(data)
-        if self._held is not None:
-            self._held.extend(events)
-            return
-        self._process(events)
+        try:
+            events = self.parser.feed(data)
+            if self._held is not None:
+                self._held.extend(events)
+                return
+            self._process(events)
+        except Exception:
+            # A bug must cost one connection, not the server.
+            self.server.logger.exception("%s - internal error processing client data", self.log_prefix)
+            self.close(ClosedReason.PROTOCOL_VIOLATION)
 
     def _process(self, events: list[Any]) -> None:
         route = self.server.route
@@ -560,7 +607,7 @@ class ClientConnection(asyncio.Protocol):
         self.dirty = False
         out = self.out
         transport = self.transport
-        if not out or self.closed or transport is None:
+        if not out or self.closed or transport is None or self.tls_pending:
             return
         data = out[0] if len(out) == 1 else b"".join(out)
         self.out = []

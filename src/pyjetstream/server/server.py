@@ -49,6 +49,7 @@ import json
 import os
 import platform
 import random
+import ssl
 import sys
 import time
 from collections.abc import Callable
@@ -153,6 +154,8 @@ class Server:
         self._drained = asyncio.Event()
         self.port = 0
         self.http_port = 0
+        #: The TLS context for client connections (from options.tls), set by start().
+        self.ssl_context: ssl.SSLContext | None = None
 
     # ------------------------------------------------------------------ addresses
 
@@ -216,6 +219,8 @@ class Server:
                 self._monitor = MonitorServer(self)
                 self.http_port = await self._monitor.start(opts.monitor_host, opts.monitor_bind_port)
                 log.info("Starting http monitor on %s:%d", opts.monitor_host, self.http_port)
+            if opts.tls is not None:
+                self.ssl_context = self._tls_context()
             if opts.jetstream:
                 await self._start_jetstream()
             self._listener = await self.loop.create_server(
@@ -232,9 +237,21 @@ class Server:
         self.port = sock.getsockname()[1]
         self._build_info()
         log.info("Listening for client connections on %s:%d", opts.host, self.port)
+        if self.ssl_context is not None:
+            log.info("TLS required for client connections")
         self._write_process_files()
         self._running = True
         log.info("Server is ready")
+
+    def _tls_context(self) -> ssl.SSLContext:
+        tls = self.options.tls
+        assert tls is not None
+        if tls.verify_and_map or tls.pinned_certs or self.options.allow_non_tls or tls.handshake_first:
+            self.logger.warning(
+                "TLS: verify_and_map, pinned_certs, allow_non_tls and handshake_first are not supported "
+                "(TLS is required of every client, after INFO)"
+            )
+        return tls.server_context()
 
     async def _start_jetstream(self) -> None:
         try:
@@ -389,6 +406,10 @@ class Server:
         }
         if self.authenticator.info_auth_required:
             info["auth_required"] = True
+        if self.ssl_context is not None:
+            info["tls_required"] = True
+            if opts.tls is not None and opts.tls.verify:
+                info["tls_verify"] = True
         info["max_payload"] = opts.max_payload
         if self.jetstream is not None:
             info["jetstream"] = True
