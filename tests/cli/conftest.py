@@ -129,11 +129,13 @@ class Cli:
         *args: str,
         input: bytes | None = None,
         env: dict[str, str] | None = None,
+        cwd: Path | None = None,
         timeout: float = RUN_TIMEOUT,
     ) -> Result:
         proc = subprocess.run(
             [sys.executable, "-m", "pyjetstream", *args],
             input=input,
+            cwd=cwd,
             stdin=None if input is not None else subprocess.DEVNULL,
             capture_output=True,
             env=env or self.env(),
