@@ -1,8 +1,17 @@
 """JetStream storage engine: the MessageStore interface, MemoryStore and FileStore.
 
-Plain synchronous classes (no asyncio); the stream layer owns timers and calls
-``expire_msgs`` / ``sync`` when due. See ``base`` for the contract and ``filestore`` for the
-on-disk format and durability guarantees.
+Plain synchronous, single-threaded classes (no asyncio). How the stream layer drives them:
+
+* publishes handled in one event-loop turn go inside ``with store.batch():`` and are
+  acknowledged after the block exits (that is when they are written to the OS — and fsynced
+  with ``sync="always"``); a lone ``store_msg`` call writes before it returns;
+* a timer at ``next_expiry()`` calls ``expire_msgs()``;
+* with ``sync="interval"`` a timer every ``FileStoreConfig.sync_interval`` seconds calls
+  ``sync()`` — or runs ``store.sync_later()`` in a worker thread to keep fsync off the loop;
+* stream and consumer definitions go through ``write_meta`` / ``consumer_store(...).write_meta``
+  and come back after a restart with ``read_meta`` / ``consumer_names``.
+
+See ``base`` for the contract and ``filestore`` for the on-disk format and guarantees.
 """
 
 from .base import (

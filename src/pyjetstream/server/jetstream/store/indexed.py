@@ -209,7 +209,8 @@ class IndexedStore(MessageStore):
 
     def _check_discard_new(self, sid: int, payload: int, size: int) -> None:
         # nats-server storeRawMsg: a subject at its per-subject limit will drop its oldest
-        # message, so the stream-wide limits do not reject it ("asl").
+        # message, so the stream-wide limits do not reject it ("asl"). As there, the bytes
+        # check adds the new headers + payload (not the accounted record size) and uses >=.
         cfg = self._cfg
         table = self._subjects
         maxp = cfg.max_msgs_per_subject
