@@ -230,8 +230,10 @@ class RawClient:
         return resp
 
     async def add_consumer(self, stream: str, name: str | None = None, **cfg: Any) -> Any:
-        """``CONSUMER.CREATE.<S>.<name>`` (durable when ``durable_name`` given) or legacy ephemeral."""
+        """``CONSUMER.CREATE.<S>.<name>`` (named after ``durable_name`` when only that is given),
+        or the legacy ephemeral ``CONSUMER.CREATE.<S>`` without either."""
         cfg.setdefault("ack_policy", "explicit")
+        name = name or cfg.get("durable_name")
         subject = f"$JS.API.CONSUMER.CREATE.{stream}" + (f".{name}" if name else "")
         return await self.api(subject, {"stream_name": stream, "config": cfg})
 

@@ -1,0 +1,190 @@
+"""Push consumers on both targets: delivery with nats-py subscriptions, when a consumer counts as
+bound (exact-subject interest, queue groups), idle heartbeats, flow control round trips, the rate
+limit, redelivery to a push subscriber and nats-py's ordered consumer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import nats
+import pytest
+from nats.js.api import ConsumerConfig
+from tests.jetstream.consumer_helpers import RawClient, wait_for
+from tests.support.targets import Target
+
+API = "$JS.API.CONSUMER."
+MS = 1_000_000
+
+
+@pytest.fixture
+async def client(server: Target) -> AsyncIterator[RawClient]:
+    c = await RawClient.connect(server.url)
+    yield c
+    await c.close()
+
+
+async def bound(client: RawClient, name: str) -> bool:
+    return bool((await client.consumer_info("S", name)).get("push_bound", False))
+
+
+async def test_bound_only_with_exact_interest(client: RawClient) -> None:
+    await client.add_stream("S", ["s.>"])
+    await client.publish_many("s.a", 3)
+    await client.add_consumer("S", "P", deliver_subject="d.p", ack_policy="none")
+    assert not await bound(client, "P")
+    wildcard = client.subscribe("d.*")  # wildcards do not bind a push consumer
+    await client.flush()
+    assert not await bound(client, "P")
+    await wildcard.expect_none(0.2)
+    queue = client.subscribe("d.p", queue="G")  # nor does a queue sub without a deliver_group
+    await client.flush()
+    assert not await bound(client, "P")
+    exact = client.subscribe("d.p")
+    await client.flush()
+    await wait_for(lambda: bound(client, "P"))
+    msgs = await exact.collect(3)
+    assert [(m.subject, m.data) for m in msgs] == [("s.a", b"m0"), ("s.a", b"m1"), ("s.a", b"m2")]
+    assert msgs[0].reply.startswith("$JS.ACK.S.P.1.1.1.")
+    assert len(await wildcard.collect(3)) == 3  # it still hears what is delivered
+    for sub in (exact, wildcard, queue):
+        sub.unsubscribe()
+    await client.flush()
+    await wait_for(lambda: _not(bound(client, "P")))
+
+    await client.add_consumer("S", "G", deliver_subject="d.g", deliver_group="G", ack_policy="none")
+    plain = client.subscribe("d.g")
+    other = client.subscribe("d.g", queue="H")
+    await client.flush()
+    assert not await bound(client, "G")
+    member_a = client.subscribe("d.g", queue="G")
+    member_b = client.subscribe("d.g", queue="G")
+    await client.flush()
+    await wait_for(lambda: bound(client, "G"))
+    await client.publish_many("s.b", 6, "x")
+    await asyncio.sleep(0.2)
+    to_group = member_a.drain() + member_b.drain()
+    assert sorted(m.data for m in to_group if m.subject == "s.b") == [f"x{i}".encode() for i in range(6)]
+    assert len(plain.drain()) == 9 and len(other.drain()) == 9
+
+
+async def _not(value: object) -> bool:
+    return not await value  # type: ignore[misc]
+
+
+async def test_idle_heartbeats(client: RawClient) -> None:
+    await client.add_stream("S", ["s.>"])
+    sub = client.subscribe("d.h")
+    await client.add_consumer("S", "H", deliver_subject="d.h", idle_heartbeat=300 * MS)
+    await client.publish_many("s.a", 2)
+    msgs = await sub.collect(2)
+    assert [m.data for m in msgs] == [b"m0", b"m1"]
+    start = time.monotonic()
+    beat = await sub.next(1)
+    assert time.monotonic() - start > 0.15
+    assert beat.hdr == b"NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 2\r\nNats-Last-Stream: 2\r\n\r\n"
+    assert beat.reply == "" and beat.data == b""
+    assert (await sub.next(1)).status == "100"
+
+
+async def test_flow_control(client: RawClient) -> None:
+    await client.add_stream("S", ["s.>"])
+    payload = b"x" * 8000
+    for _ in range(400):
+        client.publish("s.a", payload)
+    await client.flush()
+    sub = client.subscribe("d.f")
+    await client.add_consumer(
+        "S", "F", deliver_subject="d.f", flow_control=True, idle_heartbeat=300 * MS, ack_policy="none"
+    )
+    delivered = 0
+    events: list[tuple[int, str]] = []
+    unanswered = ""
+    while delivered < 400:
+        msg = await sub.next(3)
+        if not msg.status:
+            delivered += 1
+            continue
+        events.append((delivered, msg.description))
+        if msg.description == "FlowControl Request":
+            assert (
+                msg.reply.startswith("$JS.FC.S.F.") and msg.hdr == b"NATS/1.0 100 FlowControl Request\r\n\r\n"
+            )
+            if not unanswered:
+                unanswered = msg.reply  # leave the first one unanswered: delivery must stall
+            else:
+                client.publish(msg.reply, b"")
+        else:
+            # a heartbeat while stalled names the request to answer
+            assert msg.header("Nats-Consumer-Stalled") == unanswered
+            client.publish(unanswered, b"")
+    # The window starts at 2 MiB: the first request goes out past 1 MiB, delivery stalls at 2 MiB.
+    first_request, stalled_beat = events[0], events[1]
+    assert first_request == (131, "FlowControl Request")
+    assert stalled_beat == (261, "Idle Heartbeat")
+
+
+async def test_rate_limit(client: RawClient) -> None:
+    # The burst is max_msg_size (here 200 bytes); after it 8000 bits/s = 1000 bytes/s.
+    await client.add_stream("S", ["s.>"], max_msg_size=200)
+    for _ in range(8):
+        client.publish("s.a", b"y" * 100)
+    await client.flush()
+    sub = client.subscribe("d.r")
+    start = time.monotonic()
+    await client.add_consumer("S", "R", deliver_subject="d.r", rate_limit_bps=8000, ack_policy="none")
+    await sub.collect(8, timeout=5)
+    # about 8 x 160 bytes = 1280 bytes, 200 of them at once: roughly a second.
+    assert time.monotonic() - start > 0.7
+
+
+async def test_nats_py_push_subscriptions(server: Target) -> None:
+    nc = await nats.connect(server.url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="S", subjects=["s.>"])
+        for i in range(10):
+            await js.publish(f"s.{i % 2}", f"{i}".encode())
+        sub = await js.subscribe("s.1", durable="odd", config=ConsumerConfig(ack_wait=0.5))
+        got = []
+        for _ in range(5):
+            msg = await sub.next_msg(2)
+            got.append(msg.data)
+            if msg.data != b"3":
+                await msg.ack()
+        assert got == [b"1", b"3", b"5", b"7", b"9"]
+        again = await sub.next_msg(3)  # the unacked one comes back after ack_wait
+        assert again.data == b"3" and again.metadata.num_delivered == 2
+        await again.ack_sync()
+        info = await js.consumer_info("S", "odd")
+        assert info.num_ack_pending == 0 and info.num_redelivered == 0 and info.push_bound
+
+        # Queue subscribers share one durable push consumer with a deliver group.
+        seen: list[bytes] = []
+
+        async def handler(msg: nats.aio.msg.Msg) -> None:
+            seen.append(msg.data)
+            await msg.ack()
+
+        q1 = await js.subscribe("s.0", queue="workers", cb=handler)
+        q2 = await js.subscribe("s.0", queue="workers", cb=handler)
+        await wait_for(_async(lambda: len(seen) >= 5))
+        assert sorted(seen) == [b"0", b"2", b"4", b"6", b"8"]
+        await q1.unsubscribe()
+        await q2.unsubscribe()
+
+        # The ordered consumer (flow control + heartbeats, ack none, ephemeral).
+        ordered = await js.subscribe("s.>", ordered_consumer=True)
+        data = [(await ordered.next_msg(2)).data for _ in range(10)]
+        assert data == [f"{i}".encode() for i in range(10)]
+        await ordered.unsubscribe()
+    finally:
+        await nc.close()
+
+
+def _async(predicate):  # type: ignore[no-untyped-def]
+    async def check() -> bool:
+        return bool(predicate())
+
+    return check
