@@ -1,0 +1,239 @@
+"""``pyjetstream bench pub|sub|js-pub|js-consume|kv``: throughput and latency, as ``nats bench``.
+
+Each benchmark runs against the server (``-s``/``NATS_URL``) and, with ``--compare URL``, the same
+way against a second server right after, printing both and the ratio of their message rates
+(first ÷ second) — how this project states speed: a ratio against nats-server in one run.
+Progress bars go to stderr on a terminal; the results table (msgs/s, MB/s, latency p50/p90/p99/max)
+to stdout, or JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pyjetstream.cli.app import Command, Group, Session
+from pyjetstream.cli.errors import UsageError
+
+__all__ = ["GROUP", "main"]
+
+DEFAULT_SUBJECT = "pyjetstream.bench"
+
+
+def main(argv: Sequence[str]) -> int:
+    return GROUP.main(argv)
+
+
+def _arguments(kind: str) -> Any:
+    def configure(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "subject", nargs="?", default=DEFAULT_SUBJECT, help=f"subject to use (default {DEFAULT_SUBJECT})"
+        )
+        p.add_argument("--msgs", type=int, default=100_000, help="number of messages (default 100000)")
+        p.add_argument("--size", default="128", metavar="SIZE", help="message size in bytes (default 128)")
+        p.add_argument("--compare", metavar="URL", help="run the same benchmark against this server too")
+        p.add_argument("--no-progress", action="store_true", help="no progress bars")
+        if kind in ("pub", "sub", "kv"):
+            p.add_argument(
+                "--clients", type=int, default=1, help="concurrent publishers/subscribers (default 1)"
+            )
+        if kind in ("js-pub", "js-consume", "kv"):
+            p.add_argument(
+                "--storage", choices=["file", "memory"], default="memory", help="storage (default memory)"
+            )
+            p.add_argument("--keep", action="store_true", help="keep the stream/bucket the benchmark created")
+        if kind in ("js-pub", "js-consume"):
+            p.add_argument("--stream", default="benchstream", help="stream to use (default benchstream)")
+        if kind == "js-pub":
+            p.add_argument(
+                "--window", type=int, default=256, help="acks in flight when pipelining (default 256)"
+            )
+            p.add_argument("--sync", action="store_true", help="wait for each ack before the next publish")
+        if kind == "js-consume":
+            p.add_argument("--batch", type=int, default=500, help="messages per fetch (default 500)")
+            p.add_argument(
+                "--ack", action=argparse.BooleanOptionalAction, default=True, help="acknowledge (default)"
+            )
+        if kind == "kv":
+            p.add_argument("--bucket", default="benchbucket", help="bucket to use (default benchbucket)")
+            p.add_argument("--keys", type=int, default=100, help="distinct keys (default 100)")
+
+    return configure
+
+
+def _options(session: Session, args: argparse.Namespace) -> Any:
+    from pyjetstream.cli.bench_work import BenchOptions
+    from pyjetstream.cli.values import parse_size
+
+    size = parse_size(args.size, what="--size")
+    checks = [
+        (args.msgs >= 1, "--msgs must be at least 1"),
+        (size >= 0, "--size must not be negative"),
+        (getattr(args, "clients", 1) >= 1, "--clients must be at least 1"),
+        (getattr(args, "window", 1) >= 1, "--window must be at least 1"),
+        (getattr(args, "batch", 1) >= 1, "--batch must be at least 1"),
+        (getattr(args, "keys", 1) >= 1, "--keys must be at least 1"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise UsageError(message)
+    return BenchOptions(
+        subject=args.subject,
+        msgs=args.msgs,
+        size=size,
+        clients=getattr(args, "clients", 1),
+        stream=getattr(args, "stream", "benchstream"),
+        bucket=getattr(args, "bucket", "benchbucket"),
+        storage=getattr(args, "storage", "memory"),
+        window=getattr(args, "window", 256),
+        batch=getattr(args, "batch", 500),
+        keys=getattr(args, "keys", 100),
+        sync=getattr(args, "sync", False),
+        ack=getattr(args, "ack", True),
+        keep=getattr(args, "keep", False),
+        timeout=session.timeout,
+    )
+
+
+def _handler(kind: str) -> Any:
+    async def handler(session: Session, args: argparse.Namespace) -> int:
+        return await run_bench(kind, session, args)
+
+    return handler
+
+
+async def run_bench(kind: str, session: Session, args: argparse.Namespace) -> int:
+    from pyjetstream.cli.bench_work import run_workload, total_work
+
+    options = _options(session, args)
+    targets = [session.url] + ([args.compare] if args.compare else [])
+    results: list[Any] = []
+    progress = _progress(session, args)
+    try:
+        for url in targets:
+            advance = _advance(progress, f"{kind} {url}", total_work(kind, options))
+            results += await run_workload(kind, lambda u: session.connect(u), url, options, advance)
+    finally:
+        if progress is not None:
+            progress.stop()
+    ratios = _ratios(results, targets) if args.compare else []
+    if session.json:
+        from pyjetstream.cli.output import print_json
+
+        print_json(
+            {
+                "benchmark": kind,
+                "msgs": options.msgs,
+                "size": options.size,
+                "results": [r.to_json() for r in results],
+                "ratios": ratios,
+            }
+        )
+    else:
+        _print_results(kind, options, results, ratios, targets)
+    return 0
+
+
+def _progress(session: Session, args: argparse.Namespace) -> Any:
+    if args.no_progress or session.json or not sys.stderr.isatty():
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from pyjetstream.cli.output import err_console
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console(),
+    )
+    bar.start()
+    return bar
+
+
+def _advance(progress: Any, label: str, total: int) -> Any:
+    if progress is None:
+        return lambda _n: None
+    task = progress.add_task(label, total=total)
+    return lambda n: progress.advance(task, n)
+
+
+def _ratios(results: list[Any], targets: list[str]) -> list[dict[str, Any]]:
+    """For each benchmark row name: first target's msgs/s ÷ second's (summed over clients)."""
+    rates: dict[tuple[str, str], float] = {}
+    for r in results:
+        rates[(r.name, r.target)] = rates.get((r.name, r.target), 0.0) + r.msgs_per_sec
+    out = []
+    for name in dict.fromkeys(r.name for r in results):
+        a, b = rates.get((name, targets[0]), 0.0), rates.get((name, targets[1]), 0.0)
+        out.append(
+            {"name": name, "ratio": round(a / b, 3) if b else None, "first": targets[0], "second": targets[1]}
+        )
+    return out
+
+
+def _print_results(
+    kind: str, o: Any, results: list[Any], ratios: list[dict[str, Any]], targets: list[str]
+) -> None:
+    from pyjetstream.cli.output import human_bytes, print_table
+
+    def us(value: float | None) -> str:
+        if value is None:
+            return "-"
+        return f"{value:,.0f}µs" if value < 10_000 else f"{value / 1000:,.1f}ms"
+
+    rows = []
+    for r in results:
+        name = r.name + (f" ({r.note})" if r.note else "")
+        rows.append(
+            (
+                name,
+                r.target,
+                f"{r.msgs:,}",
+                f"{r.seconds:.3f}s",
+                f"{r.msgs_per_sec:,.0f}",
+                f"{r.mb_per_sec:,.2f}",
+                us(r.percentile_us(50)),
+                us(r.percentile_us(90)),
+                us(r.percentile_us(99)),
+                us(max(r.latencies_ns) / 1000 if r.latencies_ns else None),
+            )
+        )
+    columns = ("Benchmark", "Server", "Msgs", "Time", "Msgs/s", "MB/s", "p50", "p90", "p99", "max")
+    justify = ("left", "left", "right", "right", "right", "right", "right", "right", "right", "right")
+    title = f"bench {kind}: {o.msgs:,} messages of {human_bytes(o.size)}"
+    print_table(title, columns, rows, justify=justify)
+    for ratio in ratios:
+        value = f"{ratio['ratio']:.2f}x" if ratio["ratio"] is not None else "n/a"
+        print(f"{ratio['name']}: msgs/s of {targets[0]} ÷ {targets[1]} = {value}")
+
+
+GROUP = Group(
+    "pyjetstream bench",
+    "benchmark core NATS, JetStream and KV (optionally side by side with a second server)",
+    [
+        Command("pub", "core NATS publish throughput", _handler("pub"), _arguments("pub")),
+        Command(
+            "sub",
+            "core NATS publish → subscribers: throughput and latency",
+            _handler("sub"),
+            _arguments("sub"),
+        ),
+        Command(
+            "js-pub",
+            "JetStream publish: throughput and ack latency",
+            _handler("js-pub"),
+            _arguments("js-pub"),
+        ),
+        Command(
+            "js-consume",
+            "JetStream pull consumer: throughput and fetch latency",
+            _handler("js-consume"),
+            _arguments("js-consume"),
+        ),
+        Command("kv", "key-value put and get: throughput and latency", _handler("kv"), _arguments("kv")),
+    ],
+)
