@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pyjetstream.client.errors import TimeoutError
-from pyjetstream.client.jetstream.errors import MsgIteratorClosed, NoHeartbeat
+from pyjetstream.client.jetstream.errors import ConsumerNotFound, MsgIteratorClosed, NoHeartbeat
 from pyjetstream.client.jetstream.msg import JetStreamMsg
 from pyjetstream.client.jetstream.pull import PullSession
 
@@ -213,7 +213,12 @@ class MessagesContext:
         self._wake()
 
     def _on_error(self, exc: Exception, terminal: bool) -> None:
-        if isinstance(exc, NoHeartbeat) and not self._err_on_missing_heartbeat:
+        # Like nats.go's Next: only what the iterator cannot recover from by itself is raised
+        # (terminal statuses, a missing consumer, missed heartbeats unless turned off).
+        if isinstance(exc, NoHeartbeat):
+            if not self._err_on_missing_heartbeat:
+                return
+        elif not terminal and not isinstance(exc, ConsumerNotFound):
             return
         self._errors.append(exc)
         if terminal:

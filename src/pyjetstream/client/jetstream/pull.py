@@ -115,9 +115,23 @@ def status_of(raw: Msg) -> int:
 
 
 def unsubscribe_soon(sub: Subscription | None) -> None:
-    """Unsubscribe from synchronous code (a message callback, ``stop()``)."""
+    """Unsubscribe from synchronous code (a message callback, ``stop()``), right away.
+
+    The UNSUB must be queued before anything the caller publishes next: a publish that overtook it
+    would be delivered to a pull request we no longer listen to (and wait for its ack timeout).
+    ``Subscription.unsubscribe`` does its work without suspending, so it is driven here in place.
+    """
     if sub is None or sub.is_closed:
         return
+    coro = sub.unsubscribe()
+    try:
+        coro.send(None)
+    except StopIteration:
+        return
+    except NatsError:
+        return
+    # It suspended after all (a future core client): let it finish on its own.
+    coro.close()
 
     async def unsub() -> None:
         with contextlib.suppress(NatsError):
