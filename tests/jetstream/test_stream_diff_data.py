@@ -435,6 +435,17 @@ DOMAIN_CASES: dict[str, list] = {
         req("$JS.hub.API.STREAM.MSG.GET.S", {"seq": 1}),
         req("$JS.hub.API.STREAM.DELETE.S"),
     ],
+    "domain-direct-get": [
+        req("$JS.hub.API.STREAM.CREATE.D", {"name": "D", "subjects": ["d.*"], "allow_direct": True}),
+        pub("d.a", "1"),
+        req("$JS.hub.API.DIRECT.GET.D", {"seq": 1}),
+        req("$JS.hub.API.DIRECT.GET.D.d.a"),
+        req("$JS.hub.API.STREAM.UPDATE.D", {"name": "D", "subjects": ["d.*"], "allow_direct": True}),
+        pub("d.a", "2"),
+        req("$JS.hub.API.STREAM.PURGE.D", {"filter": "d.a", "keep": 1}),
+        req("$JS.hub.API.STREAM.MSG.DELETE.D", {"seq": 2}),
+        req("$JS.hub.API.STREAM.LIST"),
+    ],
 }
 
 

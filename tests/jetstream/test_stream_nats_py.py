@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import nats
@@ -150,3 +151,48 @@ async def test_api_counts_requests_and_errors(nc: nats.NATS) -> None:
     await nc.request("$JS.API.STREAM.INFO.NOPE", b"")
     await nc.request("$JS.API.STREAM.NAMES", b"")
     assert await stats() == (total + 3, errors + 1)
+
+
+async def _wait_messages(js: object, stream: str, count: int) -> int:
+    deadline = asyncio.get_running_loop().time() + 10
+    while True:
+        got = (await js.stream_info(stream)).state.messages  # type: ignore[attr-defined]
+        if got == count or asyncio.get_running_loop().time() > deadline:
+            return got
+        await asyncio.sleep(0.02)
+
+
+async def test_workqueue_removes_acked_messages(nc: nats.NATS) -> None:
+    js = nc.jetstream()
+    await js.add_stream(name="WQ", subjects=["wq.*"], retention=api.RetentionPolicy.WORK_QUEUE)
+    for i in range(4):
+        await js.publish(f"wq.{i}", b"job")
+    sub = await js.pull_subscribe("wq.*", durable="workers", stream="WQ")
+    msgs = await sub.fetch(3, timeout=5)
+    for msg in msgs[:2]:
+        await msg.ack_sync()
+    assert await _wait_messages(js, "WQ", 2) == 2
+    info = await js.stream_info("WQ")
+    assert info.state.first_seq == 3
+
+
+async def test_interest_keeps_until_every_consumer_acked(nc: nats.NATS) -> None:
+    js = nc.jetstream()
+    await js.add_stream(name="IN", subjects=["in.>"], retention=api.RetentionPolicy.INTEREST)
+    ack = await js.publish("in.x", b"nobody listens")  # no consumer yet: not kept
+    assert ack.seq == 1
+    assert await _wait_messages(js, "IN", 0) == 0
+    a = await js.pull_subscribe("in.>", durable="a", stream="IN")
+    b = await js.pull_subscribe("in.>", durable="b", stream="IN")
+    await js.publish("in.y", b"for both")
+    assert await _wait_messages(js, "IN", 1) == 1
+    (msg,) = await a.fetch(1, timeout=5)
+    await msg.ack_sync()
+    assert await _wait_messages(js, "IN", 1) == 1  # b still needs it
+    (msg,) = await b.fetch(1, timeout=5)
+    await msg.ack_sync()
+    assert await _wait_messages(js, "IN", 0) == 0
+    await js.publish("in.z", b"pending for both")
+    await js.delete_consumer("IN", "a")
+    await js.delete_consumer("IN", "b")
+    assert await _wait_messages(js, "IN", 0) == 0  # no interest left

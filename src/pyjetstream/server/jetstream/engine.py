@@ -45,6 +45,8 @@ DEFAULT_STORAGE_FRACTION = 0.75
 FALLBACK_MAX_MEMORY = 256 * 1024 * 1024
 FALLBACK_MAX_STORAGE = 1024**4
 DEFAULT_SYNC_INTERVAL = 120.0
+# Most a store adds to subject + headers + payload for one message (file store: 30 + 4 with headers).
+RECORD_OVERHEAD_BOUND = 34
 
 
 def _system_memory() -> int:
@@ -74,6 +76,7 @@ class JetStreamEngine:
         self.router: ApiRouter = ApiRouter(self)
         self._sync_timer: asyncio.TimerHandle | None = None
         self._usage_cache: tuple[int, int] | None = None
+        self._usage_estimated = False
         self.started = False
 
     # --- limits ------------------------------------------------------------------------------
@@ -94,8 +97,11 @@ class JetStreamEngine:
         except OSError:
             return FALLBACK_MAX_STORAGE
 
-    def usage(self) -> tuple[int, int]:
-        """``(memory bytes, storage bytes)`` used by all streams."""
+    def usage(self, exact: bool = True) -> tuple[int, int]:
+        """``(memory bytes, storage bytes)`` used by all streams (``exact=False``: an upper bound
+        that is cheap on the publish path, see :meth:`note_write`)."""
+        if exact and self._usage_estimated:
+            self.account_usage_changed()
         if self._usage_cache is None:
             memory = storage = 0
             for stream in self.streams.values():
@@ -109,6 +115,20 @@ class JetStreamEngine:
 
     def account_usage_changed(self) -> None:
         self._usage_cache = None
+        self._usage_estimated = False
+
+    def note_write(self, storage: StorageType, size: int) -> None:
+        """A message of about ``size`` bytes was stored: keep the cached usage as an upper bound
+        (a stream's own limits may have removed older messages meanwhile) instead of summing
+        every stream's state on each publish."""
+        cached = self._usage_cache
+        if cached is not None:
+            size += RECORD_OVERHEAD_BOUND
+            if storage == StorageType.MEMORY:
+                self._usage_cache = (cached[0] + size, cached[1])
+            else:
+                self._usage_cache = (cached[0], cached[1] + size)
+            self._usage_estimated = True
 
     def check_account_limits(self, storage: StorageType) -> ApiError | None:
         """Refuse a write once the server is past max_memory_store / max_file_store.
@@ -116,13 +136,12 @@ class JetStreamEngine:
         As nats-server's ``limitsExceeded``: the check is on what is stored *before* this
         message (usage > limit), so the last message that crosses the limit still goes in.
         """
-        memory, file = self.usage()
-        if storage == StorageType.MEMORY:
-            if memory > self.max_memory:
-                return E.JSInsufficientResourcesErr()
-        elif file > self.max_storage:
-            return E.JSInsufficientResourcesErr()
-        return None
+        memory, file = self.usage(exact=False)
+        over = memory > self.max_memory if storage == StorageType.MEMORY else file > self.max_storage
+        if over and self._usage_estimated:  # the estimate may be high: count exactly
+            memory, file = self.usage()
+            over = memory > self.max_memory if storage == StorageType.MEMORY else file > self.max_storage
+        return E.JSInsufficientResourcesErr() if over else None
 
     def check_reservation(self, cfg: StreamConfig, old: StreamConfig | None = None) -> ApiError | None:
         """A stream's max_bytes must fit next to the other streams' (nats-server checkBytesLimits).
@@ -172,13 +191,28 @@ class JetStreamEngine:
         self._sync_timer = self.server.loop.call_later(self.sync_interval, self._sync)
 
     def _sync(self) -> None:
+        """The sync_interval timer: fsync what file stores wrote since the last pass, in a
+        worker thread (the stores hand over duplicated descriptors), so publishing goes on."""
+        loop = self.server.loop
         for stream in list(self.streams.values()):
-            if stream.cfg.storage == StorageType.FILE and not stream.closed:
-                try:
-                    stream.store.sync()
-                except OSError as exc:
-                    self.server.logger.error("JetStream sync of stream '%s' failed: %s", stream.name, exc)
+            store = stream.store
+            if stream.closed or stream.cfg.storage != StorageType.FILE:
+                continue
+            try:
+                if not store.needs_sync():
+                    continue
+                fsync = store.sync_later()
+            except OSError as exc:
+                self.server.logger.error("JetStream sync of stream '%s' failed: %s", stream.name, exc)
+                continue
+            loop.run_in_executor(None, self._run_sync, stream.name, fsync)
         self._schedule_sync()
+
+    def _run_sync(self, name: str, fsync: Any) -> None:
+        try:
+            fsync()
+        except OSError as exc:
+            self.server.logger.error("JetStream sync of stream '%s' failed: %s", name, exc)
 
     # --- streams -----------------------------------------------------------------------------
 
