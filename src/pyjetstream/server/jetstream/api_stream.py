@@ -43,7 +43,6 @@ NAMES_LIMIT = 1024  # JSApiNamesLimit
 LIST_LIMIT = 256  # JSApiListLimit
 SUBJECTS_LIMIT = 100_000  # JSMaxSubjectDetails
 
-MIRROR_DEDUPE_ERROR = "stream mirrors do not make use of a de-duplication window"
 REPLICAS_ERROR = (
     "replicas > 1 not supported in non-clustered mode "
     "(pyjetstream is a single node: to replicate a stream, run it on a NATS cluster)"
@@ -96,9 +95,9 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
             raise JetStreamApiError(E.JSStreamMismatchErr())
         if "/" in cfg.name or "\\" in cfg.name:
             raise JetStreamApiError(E.JSStreamNameContainsPathSeparatorsErr())
-        if cfg.mirror is not None and cfg.duplicate_window:
-            raise JetStreamApiError(ApiError(code=400, description=MIRROR_DEDUPE_ERROR))
         cfg = check_stream_config(cfg)
+        if cfg.template_owner:  # only the (deprecated) template machinery may set it
+            raise JetStreamApiError(E.JSStreamCreateErrF(err="stream not owned by template"))
         if cfg.sealed:
             raise invalid("stream configuration for create can not be sealed")
         existing = engine.streams.get(cfg.name)

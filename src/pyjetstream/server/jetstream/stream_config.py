@@ -43,9 +43,10 @@ def check_stream_config(cfg: StreamConfig) -> StreamConfig:
     """Apply defaults and validate a config on its own (no other streams involved)."""
     if not is_valid_name(cfg.name):
         raise invalid("stream name is required and can not contain '.', '*', '>'")
-    if len(cfg.name) > MAX_NAME_LEN:
+    # Go's len() of a string counts bytes.
+    if len(cfg.name.encode()) > MAX_NAME_LEN:
         raise invalid(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
-    if len(cfg.description) > MAX_DESCRIPTION_LEN:
+    if len(cfg.description.encode()) > MAX_DESCRIPTION_LEN:
         raise invalid(f"stream description is too long, maximum allowed is {MAX_DESCRIPTION_LEN}")
 
     changes: dict[str, object] = {}
