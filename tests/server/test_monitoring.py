@@ -125,6 +125,29 @@ def test_healthz_and_errors_match(both: dict[str, Target]) -> None:
         assert ours == theirs, path
 
 
+async def test_closed_connection_record_matches_nats_server(both: dict[str, Target]) -> None:
+    records = {}
+    for kind, target in both.items():
+        nc = await nats.connect(target.url, name="closer", allow_reconnect=False)
+        await nc.subscribe("a")
+        await nc.subscribe("b")
+        await nc.flush()
+        await nc.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            _, closed = _get(target, "/connz?state=closed&subs=1")
+            found = [c for c in closed["connections"] if c.get("name") == "closer"]
+            if found:
+                records[kind] = found[0]
+                break
+            await asyncio.sleep(0.02)
+    ours, theirs = records[EMBEDDED], records[NATS_SERVER]
+    assert _keys(ours) == _keys(theirs)
+    for key in ("subscriptions", "reason"):
+        assert ours[key] == theirs[key], key
+    assert sorted(ours["subscriptions_list"]) == sorted(theirs["subscriptions_list"]) == ["a", "b"]
+
+
 @pytest.fixture(params=[EMBEDDED, NATS_SERVER])
 def monitored(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     target = make_target(request.param, tmp_path / "srv", jetstream=False, http_port=-1)

@@ -729,12 +729,15 @@ class ClientConnection(asyncio.Protocol):
             if timer is not None:
                 timer.cancel()
         self._ping_timer = self._auth_timer = self._write_deadline_timer = self._stall_timer = None
+        if self._tls_task is not None and not self._tls_task.done():
+            self._tls_task.cancel()
         self.out = []
         self.out_size = 0
         self._release_producers()
+        # Recorded for /connz?state=closed while the subscriptions are still listed.
+        self.server.unregister_client(self)
         for sub in list(self.subs.values()):
             self.remove_sub(sub)
-        self.server.unregister_client(self)
         self.log(logging.DEBUG, f"Client connection closed: {self.close_reason}")
 
     # -------------------------------------------------------------------- PINGs
