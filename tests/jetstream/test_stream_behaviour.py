@@ -243,3 +243,22 @@ async def test_subjects_filter_pages(raw: RawNats) -> None:
     assert info["total"] == 30 and len(info["state"]["subjects"]) == 30
     info = await api(raw, "STREAM.INFO.K", {"subjects_filter": "k.*", "offset": 25})
     assert info["offset"] == 25 and info["total"] == 30
+
+
+# --- secure delete --------------------------------------------------------------------------------------
+
+
+async def test_erase_overwrites_the_stored_bytes(server: Target, raw: RawNats) -> None:
+    await api(raw, "STREAM.CREATE.SEC", {"name": "SEC"})
+    secrets = [f"secret-{i}-{'s' * 40}".encode() for i in range(3)]
+    for secret in secrets:
+        await raw.request("SEC", secret)
+    assert (await api(raw, "STREAM.MSG.DELETE.SEC", {"seq": 2}))["success"]  # erase (the default)
+    assert (await api(raw, "STREAM.MSG.DELETE.SEC", {"seq": 3, "no_erase": True}))["success"]
+    await api(raw, "STREAM.INFO.SEC")  # both targets have written the deletes by now
+
+    msgs = server.store_dir / "jetstream" / "$G" / "streams" / "SEC" / "msgs"
+    on_disk = b"".join(f.read_bytes() for f in msgs.iterdir() if f.suffix == ".blk")
+    assert secrets[0] in on_disk
+    assert secrets[1] not in on_disk  # overwritten in place
+    # (a no_erase delete only marks the message deleted; its bytes may stay until compaction)

@@ -10,6 +10,7 @@ consumers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from pyjetstream.api import errors as E
-from pyjetstream.api.codec import encode_pub_ack, encode_pub_ack_error
+from pyjetstream.api.codec import encode_pub_ack_error, finish_pub_ack, pub_ack_prefix
 from pyjetstream.api.enums import RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError, LostStreamData
@@ -91,8 +92,13 @@ class Stream:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._transform: SubjectTransform | None = None
         self._republish: SubjectTransform | None = None
-        self._signal_pending: list[tuple[int, str]] = []
-        self._signal_scheduled = False
+        # One store batch per event-loop turn: every publish that arrives in the turn is written
+        # to the OS together at the end of it, and only then acknowledged (and shown to consumers).
+        self._batch: contextlib.AbstractContextManager[None] | None = None
+        self._acks: list[tuple[str, bytes]] = []
+        self._signals: list[tuple[int, str]] = []
+        self._ack_prefix = pub_ack_prefix(cfg.name, engine.domain)
+        self._memory = cfg.storage == StorageType.MEMORY
         self._configure_transforms()
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -106,7 +112,9 @@ class Stream:
             self._subs.append(self.server.subscribe_internal(subject, self._on_inbound))
         if self.cfg.allow_direct or self.cfg.mirror_direct:
             self._subscribe_direct()
-        self._rebuild_dedupe()
+        # A recovered stream rebuilds its de-duplication window on first need (nats-server's
+        # ``ddloaded``): scanning every message inside the window would slow every restart.
+        self._dedupe_loaded = not self.store.fast_state().msgs
         self._schedule_expiry()
 
     def _subscribe_direct(self) -> None:
@@ -128,6 +136,7 @@ class Stream:
         """Stop capturing and (with ``delete``) remove the store. Consumers are stopped first."""
         if self.closed:
             return
+        self._end_batch()
         self.closed = True
         for consumer in list(self.consumers.values()):
             consumer.stop(delete=delete, advisory=delete)
@@ -176,38 +185,76 @@ class Stream:
     def _on_inbound(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if self.closed:
             return
+        if self._memory:  # nothing to write: acknowledge at once
+            response = self.process_inbound(subject, reply, hdr, payload)
+            if response is not None and reply:
+                self.server.publish_internal(reply, response)
+            return
+        if self._batch is None:
+            self._batch = self.store.batch()
+            self._batch.__enter__()
+            self.server.loop.call_soon(self._end_batch)
         response = self.process_inbound(subject, reply, hdr, payload)
         if response is not None and reply:
-            self.server.publish_internal(reply, response)
+            self._acks.append((reply, response))
+
+    def _end_batch(self) -> None:
+        """Commit the turn's writes (to the OS; fsync with ``sync: always``), then acknowledge."""
+        batch, self._batch = self._batch, None
+        if batch is not None:
+            try:
+                batch.__exit__(None, None, None)
+            except (StoreError, OSError) as exc:
+                # Nothing of this batch is acknowledged: the publishers retry (same msg ids).
+                self.server.logger.error("JetStream failed to write stream '%s': %s", self.name, exc)
+                self._acks.clear()
+                self._signals.clear()
+                return
+        acks, self._acks = self._acks, []
+        publish = self.server.publish_internal
+        for reply, response in acks:
+            publish(reply, response)
+        if self._signals:
+            signals, self._signals = self._signals, []
+            for consumer in list(self.consumers.values()):
+                for seq, subject in signals:
+                    consumer.signal_new(seq, subject)
 
     def _error(self, error: ApiError) -> bytes:
         return encode_pub_ack_error(self.name, error)
 
+    def _pub_ack(self, seq: int, duplicate: bool = False) -> bytes:
+        return finish_pub_ack(self._ack_prefix, seq, duplicate)
+
     def process_inbound(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> bytes | None:
-        """Store one published message; return the PubAck bytes (``None``: nothing to answer)."""
+        """Store one published message; return the PubAck bytes (``None``: nothing to answer).
+
+        The checks run in nats-server's order (``processJetStreamMsg``).
+        """
         cfg = self.cfg
         can_respond = bool(reply) and not cfg.no_ack
         if cfg.sealed:
             return self._error(E.JSStreamSealedErr()) if can_respond else None
-        if hdr:
-            hdr = remove_header(hdr, HDR_REQUEST_INFO)
+        if self._transform is not None:  # 2.10: the input transform applies before anything else
+            transformed = self._transform.match_and_apply(subject)
+            if transformed is not None:
+                subject = transformed
         msg_id = ""
         rollup = b""
         store = self.store
         if hdr:
+            hdr = remove_header(hdr, HDR_REQUEST_INFO)
             expected = get_header(hdr, HDR_EXPECTED_STREAM)
             if expected and expected.decode() != self.name:
                 return self._error(E.JSStreamNotMatchErr()) if can_respond else None
             raw_id = get_header(hdr, HDR_MSG_ID)
             if raw_id:
                 msg_id = raw_id.decode()
+                if not self._dedupe_loaded:
+                    self._rebuild_dedupe()
                 seq = self._dedupe.lookup(msg_id)
                 if seq is not None:
-                    return (
-                        encode_pub_ack(self.name, seq, duplicate=True, domain=self.engine.domain)
-                        if can_respond
-                        else None
-                    )
+                    return self._pub_ack(seq, duplicate=True) if can_respond else None
             want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
             if want is not None:
                 last = self._last_seq_on_subject(subject)
@@ -219,6 +266,8 @@ class Stream:
                 if last != want:
                     return self._error(E.JSStreamWrongLastSequenceErrF(seq=last)) if can_respond else None
             want_id = get_header(hdr, HDR_EXPECTED_LAST_MSG_ID)
+            if want_id and not self._dedupe_loaded:
+                self._rebuild_dedupe()
             if want_id and want_id.decode() != self._last_msg_id:
                 return (
                     self._error(E.JSStreamWrongLastMsgIDErrF(id=self._last_msg_id)) if can_respond else None
@@ -229,52 +278,58 @@ class Stream:
                     err = E.JSStreamRollupFailedF(err="rollup not permitted")
                     return self._error(err) if can_respond else None
                 if rollup not in (b"sub", b"all"):
-                    return None  # nats-server drops an invalid rollup value without an answer
-        size = len(hdr or b"") + len(payload)
+                    return None  # nats-server 2.9/2.10 drop an invalid rollup value without an answer
+            size = len(hdr) + len(payload)
+            # (max_msg_size is checked first, below, as nats-server does.)
+            if len(hdr) > MAX_HEADER_SIZE and not 0 <= cfg.max_msg_size < size:
+                return self._error(E.JSStreamHeaderExceedsMaximumErr()) if can_respond else None
+        else:
+            hdr = b""
+            size = len(payload)
         if 0 <= cfg.max_msg_size < size:
             return self._error(E.JSStreamMessageExceedsMaximumErr()) if can_respond else None
-        if hdr and len(hdr) > MAX_HEADER_SIZE:
-            return self._error(E.JSStreamHeaderExceedsMaximumErr()) if can_respond else None
-        limit_error = self.engine.check_account_limits(cfg.storage)
+        engine = self.engine
+        storage = cfg.storage
+        limit_error = engine.check_account_limits(storage)
         if limit_error is not None:
             return self._error(limit_error) if can_respond else None
-
-        if self._transform is not None:
-            transformed = self._transform.match_and_apply(subject)
-            if transformed is not None:
-                subject = transformed
 
         if cfg.retention == RetentionPolicy.INTEREST and not self._has_interest_for(subject):
             seq = store.skip_msg()
             self._last_msg_id = msg_id
             if msg_id:
                 self._dedupe.record(msg_id, seq, time.time_ns())
-            return encode_pub_ack(self.name, seq, domain=self.engine.domain) if can_respond else None
+                self._schedule_dedupe_expiry()
+            return self._pub_ack(seq) if can_respond else None
 
         republish_to = self._republish.match_and_apply(subject) if self._republish is not None else None
         last_on_subject = self._last_seq_on_subject(subject) if republish_to is not None else 0
         try:
-            seq, ts = store.store_msg(subject, hdr or b"", payload)
+            seq, ts = store.store_msg(subject, hdr, payload)
         except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
             return self._error(E.JSStreamStoreFailedF(err=str(exc))) if can_respond else None
         except StoreError as exc:
             self.server.logger.error("JetStream failed to store a msg on stream '%s': %s", self.name, exc)
             return self._error(E.JSStreamStoreFailedF(err=str(exc))) if can_respond else None
-        self.engine.account_usage_changed()
+        engine.note_write(storage, size + len(subject))
         self._last_msg_id = msg_id
         if msg_id:
             self._dedupe.record(msg_id, seq, ts)
             self._schedule_dedupe_expiry()
         if rollup == b"sub":
             self.purge(subject=subject, keep=1)
-        elif rollup == b"all":
+        elif rollup:
             self.purge(keep=1)
         if republish_to is not None:
             self._republish_msg(republish_to, subject, seq, ts, last_on_subject, hdr, payload)
         if cfg.max_age and "expiry" not in self._timers:
             self._schedule_expiry()
-        self._signal_consumers(seq, subject)
-        return encode_pub_ack(self.name, seq, domain=self.engine.domain) if can_respond else None
+        if self.consumers:
+            if self._batch is not None:
+                self._signals.append((seq, subject))
+            else:
+                self._signal_consumers(seq, subject)
+        return self._pub_ack(seq) if can_respond else None
 
     def _last_seq_on_subject(self, subject: str) -> int:
         try:
@@ -468,6 +523,7 @@ class Stream:
 
     def _rebuild_dedupe(self) -> None:
         """After a restart: rebuild the window from the stored messages that are still inside it."""
+        self._dedupe_loaded = True
         state = self.store.fast_state()
         if not state.msgs or not self.cfg.duplicate_window:
             return
