@@ -352,6 +352,10 @@ CASES: dict[str, list] = {
         direct("S", {"seq": 1, "last_by_subj": "s.a"}),
         direct("S", {"last_by_subj": "s.a", "next_by_subj": "s.a"}),
         direct("S.s.a", {"seq": 1}),
+        direct("S", {"seq": -1}),
+        direct("S", {"seq": None, "next_by_subj": "s.b"}),
+        direct("S", {"seq": 2, "next_by_subj": "s.a"}),
+        direct("S", b"[1]"),
     ],
     "direct-enabled-by-update": [
         *seeded(),
@@ -406,6 +410,22 @@ LIMIT_CASES: dict[str, list] = {
         create("M", storage="memory", max_bytes=600_000),
         create("M", storage="memory", max_bytes=1 << 19),
         create("M2", storage="memory"),
+    ],
+    "check-order": [
+        create("A", subjects=["a"], max_bytes=1 << 20),
+        create("A", subjects=["a"], max_bytes=1 << 20),
+        create("B", subjects=["a"], max_bytes=5_000_000),
+        create("A", subjects=["a"], max_bytes=5),
+        req(
+            "STREAM.CREATE.A",
+            {"name": "A", "subjects": ["a"], "num_replicas": 3},
+            mask=("error.description",),
+        ),
+        update("A", subjects=["a"], max_bytes=2_000_000),
+        update("A", subjects=["a"], max_bytes=2_000_000, num_replicas=3),
+        create("C", subjects=["c"]),
+        update("C", subjects=["a"], max_bytes=200),
+        update("C", subjects=["a"], max_consumers=5, max_bytes=2_000_000),
     ],
     "file-usage-limit": [
         create("C"),

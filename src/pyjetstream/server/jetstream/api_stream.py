@@ -100,21 +100,22 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
             raise JetStreamApiError(E.JSStreamCreateErrF(err="stream not owned by template"))
         if cfg.sealed:
             raise invalid("stream configuration for create can not be sealed")
+        # nats-server's order: replicas, an existing stream, storage reservation, overlap.
+        if cfg.num_replicas > 1:
+            raise JetStreamApiError(replicas_error())
         existing = engine.streams.get(cfg.name)
         if existing is not None:
             if existing.cfg != cfg:
                 raise JetStreamApiError(E.JSStreamNameExistErr())
             return _create_response(existing)
-        if cfg.num_replicas > 1:
-            raise JetStreamApiError(replicas_error())
+        reservation = engine.check_reservation(cfg)
+        if reservation is not None:
+            raise JetStreamApiError(reservation)
         _check_overlap(engine, cfg)
         if cfg.mirror is not None or cfg.sources:
             raise JetStreamApiError(
                 E.JSStreamCreateErrF(err="stream sources and mirrors are not supported yet")
             )
-        reservation = engine.check_reservation(cfg)
-        if reservation is not None:
-            raise JetStreamApiError(reservation)
         stream = engine.add_stream(cfg)
     except JetStreamApiError as exc:
         return _error(response, exc)
@@ -126,17 +127,18 @@ def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
     response = StreamUpdateResponse()
     try:
         cfg = decode_config(payload, StreamConfig)
-        cfg = check_stream_config(cfg)
+        cfg = check_stream_config(cfg)  # nats-server checks the config before the name
         if match.stream != cfg.name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         stream = _lookup(engine, match.stream)
         cfg = check_stream_update(stream.cfg, cfg)
-        if cfg.num_replicas > 1:
-            raise JetStreamApiError(replicas_error())
         reservation = engine.check_reservation(cfg, stream.cfg)
         if reservation is not None:
             raise JetStreamApiError(reservation)
         _check_overlap(engine, cfg)
+        # Ours alone (a standalone nats-server takes the update): after every nats-server check.
+        if cfg.num_replicas > 1:
+            raise JetStreamApiError(replicas_error())
         stream.update(cfg)
     except JetStreamApiError as exc:
         return _error(response, exc)

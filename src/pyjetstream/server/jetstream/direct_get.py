@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from pyjetstream.api import codec
 from pyjetstream.api.models_msg import MsgGetRequest
 from pyjetstream.api.timefmt import format_time
 from pyjetstream.protocol.headers import EMPTY_HEADER
@@ -37,8 +38,10 @@ class DirectGet:
         if not payload:
             return self._status(reply, EMPTY_REQUEST)
         try:
-            req = msgspec.json.decode(payload, type=MsgGetRequest)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+            req = codec.decode(payload, MsgGetRequest)  # Go semantics: null is the zero value
+        except (msgspec.DecodeError, ValueError):
+            return self._status(reply, MALFORMED_REQUEST)
+        if req.seq < 0:  # a Go uint64 does not take a negative number
             return self._status(reply, MALFORMED_REQUEST)
         if req.seq == 0 and not req.last_by_subj and not req.next_by_subj:
             return self._status(reply, EMPTY_REQUEST)
