@@ -262,3 +262,29 @@ async def test_erase_overwrites_the_stored_bytes(server: Target, raw: RawNats) -
     assert secrets[0] in on_disk
     assert secrets[1] not in on_disk  # overwritten in place
     # (a no_erase delete only marks the message deleted; its bytes may stay until compaction)
+
+
+# --- recovery ---------------------------------------------------------------------------------------
+
+
+async def test_damaged_stream_does_not_stop_the_others(server: Target, server_kind: str) -> None:
+    if server_kind != EMBEDDED:
+        pytest.skip("what a damaged definition does is implementation-specific")
+    client = await RawNats.connect(server.url)
+    for name in ("GOOD", "BAD"):
+        await api(client, f"STREAM.CREATE.{name}", {"name": name})
+        await client.request(name, b"x")
+    await client.close()
+    server.stop()
+    meta = server.store_dir / "jetstream" / "$G" / "streams" / "BAD" / "meta.inf"
+    meta.write_bytes(meta.read_bytes().replace(b'"BAD"', b'"BAX"'))  # checksum no longer matches
+    server.start()
+    client = await RawNats.connect(server.url)
+    try:
+        names = await api(client, "STREAM.NAMES")
+        assert names["streams"] == ["GOOD"]
+        info = await api(client, "STREAM.INFO.GOOD")
+        assert info["state"]["messages"] == 1
+    finally:
+        await client.close()
+    assert "BAD" in server.read_log()
