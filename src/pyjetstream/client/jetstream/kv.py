@@ -55,6 +55,7 @@ from pyjetstream.client.jetstream.ordered import (
     OrderedConsumer,
     OrderedConsumerConfig,
     OrderedMessagesContext,
+    next_or_caught_up,
 )
 
 if TYPE_CHECKING:
@@ -387,7 +388,14 @@ class KeyWatcher:
             remaining = None
             if deadline is not None:
                 remaining = max(0.0, deadline - asyncio.get_running_loop().time())
-            msg = await self._messages.next(remaining)
+            if self.init_done:
+                msg = await self._messages.next(remaining)
+            else:
+                found = await next_or_caught_up(self._consumer, self._messages, remaining)
+                if found is None:
+                    self._init_finished()
+                    continue
+                msg = found
             entry = self._kv._entry_from_msg(msg)
             if not (self._ignore_deletes and entry.operation is not KvOperation.PUT):
                 self._out.append(entry)

@@ -62,7 +62,12 @@ from pyjetstream.client.jetstream.errors import (
     StreamNotFound,
     UpdateMetaDeleted,
 )
-from pyjetstream.client.jetstream.ordered import OrderedConsumerConfig, OrderedMessagesContext
+from pyjetstream.client.jetstream.ordered import (
+    OrderedConsumer,
+    OrderedConsumerConfig,
+    OrderedMessagesContext,
+    next_or_caught_up,
+)
 
 if TYPE_CHECKING:
     from pyjetstream.client.jetstream.context import JetStream
@@ -179,6 +184,7 @@ class ObjectResult:
         self._messages = messages
         self._hash = hashlib.sha256()
         self._size = 0
+        self._chunks = 0
         self._done = messages is None
         if self._done:
             self._verify()
@@ -197,7 +203,9 @@ class ObjectResult:
         chunk = msg.data
         self._hash.update(chunk)
         self._size += len(chunk)
-        if msg.metadata().num_pending == 0:
+        self._chunks += 1
+        # The meta says how many chunks there are (the server's pending count is not always exact).
+        if self._chunks >= self.info.chunks or self._size >= self.info.size:
             self._done = True
             self._messages.stop()
             self._verify()
@@ -459,7 +467,7 @@ class ObjectStore:
         messages = await consumer.messages()
         info = consumer.cached_info()
         initial_empty = updates_only or info.num_pending == 0
-        return ObjectWatcher(messages, ignore_deletes=ignore_deletes, init_done=initial_empty)
+        return ObjectWatcher(consumer, messages, ignore_deletes=ignore_deletes, init_done=initial_empty)
 
     async def list(self, *, show_deleted: bool = False) -> list[ObjectInfo]:
         """Every object's info; :class:`NoObjectsFound` if there is none."""
@@ -509,7 +517,15 @@ def _status(bucket: str, info: StreamInfo) -> ObjectStoreStatus:
 class ObjectWatcher:
     """``async for info in watcher`` (``None`` once after the initial infos); ``stop()`` ends it."""
 
-    def __init__(self, messages: OrderedMessagesContext, *, ignore_deletes: bool, init_done: bool) -> None:
+    def __init__(
+        self,
+        consumer: OrderedConsumer,
+        messages: OrderedMessagesContext,
+        *,
+        ignore_deletes: bool,
+        init_done: bool,
+    ) -> None:
+        self._consumer = consumer
         self._messages = messages
         self._ignore_deletes = ignore_deletes
         self._out: deque[ObjectInfo | None] = deque()
@@ -519,7 +535,15 @@ class ObjectWatcher:
 
     async def next(self, timeout: float | None = None) -> ObjectInfo | None:
         while not self._out:
-            msg = await self._messages.next(timeout)
+            if self.init_done:
+                msg = await self._messages.next(timeout)
+            else:
+                found = await next_or_caught_up(self._consumer, self._messages, timeout)
+                if found is None:
+                    self.init_done = True
+                    self._out.append(None)
+                    continue
+                msg = found
             info = self._info_from(msg)
             if info is not None and not (self._ignore_deletes and info.deleted):
                 self._out.append(info)

@@ -57,6 +57,7 @@ DEFAULT_EXPIRES = 30.0
 MAX_BYTES_BATCH = 1_000_000  # batch size when only max_bytes limits a consume (nats.go)
 ORDERED_HEARTBEAT = 5.0
 MAX_HEARTBEAT = 30.0
+YIELD_EVERY = 64  # messages handed out back to back before giving the loop a turn
 TICK = 1.0  # how often a session checks heartbeats and reconnects (at most)
 
 
@@ -140,6 +141,19 @@ def unsubscribe_soon(sub: Subscription | None) -> None:
     asyncio.get_running_loop().create_task(unsub())
 
 
+def send_now(nc: Client) -> None:
+    """Hand what the client buffered to the socket now, not at the end of this loop turn.
+
+    A re-pull is issued while a large read is being processed; waiting for the end of that read
+    (hundreds of messages) before sending it empties the pre-buffer and stalls the stream (measured:
+    ~45k -> ~75k msgs/s consumed with acks). The core client only flushes per loop turn, so this uses
+    its write step directly when it has one.
+    """
+    flush = getattr(nc, "_flush_writes", None)
+    if flush is not None:
+        flush()
+
+
 def _encode_request(
     batch: int, *, expires: float = 0.0, max_bytes: int = 0, no_wait: bool = False, heartbeat: float = 0.0
 ) -> bytes:
@@ -193,6 +207,7 @@ class MessageBatch:
         self._received = 0
         self._received_bytes = 0
         self._done = False
+        self._handed = 0
         self.error: Exception | None = None
 
     async def _start(self) -> MessageBatch:
@@ -280,6 +295,9 @@ class MessageBatch:
             if waiter is None or waiter.done():
                 waiter = self._waiter = asyncio.get_running_loop().create_future()
             await waiter
+        self._handed += 1
+        if self._handed % YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # let acks written meanwhile go out (see consume.YIELD_EVERY)
         return self._buf.popleft()
 
     def messages(self) -> MessageBatch:
@@ -396,6 +414,7 @@ class PullSession:
         except NatsError as exc:
             self._on_error(exc, False)
             return
+        send_now(self._nc)
         self.pending_msgs += batch
         self.pending_bytes += max_bytes
 
