@@ -57,3 +57,10 @@ __all__ = [
     "new_inbox",
     "next_nuid",
 ]
+
+# JetStream (simplified API, nats.go ``jetstream`` package): the subpackage ``pyjetstream.client.jetstream``.
+# Not re-exported as ``jetstream`` here: that name is the subpackage itself.
+from pyjetstream.client.jetstream import JetStream, JetStreamMsg
+from pyjetstream.client.jetstream import jetstream as new_jetstream
+
+__all__ += ["JetStream", "JetStreamMsg", "new_jetstream"]
