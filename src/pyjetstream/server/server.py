@@ -38,7 +38,13 @@ Also exposed: ``options``, ``server_id``, ``server_name``, ``loop``, ``logger``,
 
 When ``options.jetstream`` is set, :meth:`start` runs ``JetStreamEngine(self).start()`` from
 ``pyjetstream.server.jetstream.engine`` before accepting clients, and :meth:`shutdown` awaits its
-``stop()`` after the clients are drained.
+``stop()`` after the clients are drained (a missing engine module is logged as "JetStream not
+available" and the server runs without it). Optional engine hooks used by monitoring:
+``engine.varz() -> dict`` (the ``jetstream`` object of ``/varz``) and
+``engine.healthz(query) -> str | None`` (a problem makes ``/healthz`` answer 503).
+
+Client TLS (``options.tls``) works as in nats-server: INFO in the clear with ``tls_required``,
+then the client's handshake (``tls.timeout``); a failed handshake closes without an ``-ERR``.
 """
 
 from __future__ import annotations
