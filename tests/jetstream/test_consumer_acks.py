@@ -63,7 +63,7 @@ async def test_ack_kinds_and_counters(client: RawClient) -> None:
         got.append((msg.data, msg.num_delivered, time.monotonic() - start))
     assert [g[:2] for g in got[:2]] == [(b"m1", 2), (b"m4", 2)]
     assert got[0][2] < 0.2 and 0.2 <= got[1][2] < 0.6 and got[2][2] >= 0.6
-    assert (got[2][0], got[2][1]) in ((b"m5", 2), (b"m1", 3))
+    assert (got[2][0], got[2][1]) in ((b"m5", 2), (b"m1", 3), (b"m3", 2))  # all due about then
     info = await client.consumer_info("S", "A")
     assert info["num_ack_pending"] == 4 and info["num_redelivered"] >= 3
     assert info["delivered"]["stream_seq"] == 6

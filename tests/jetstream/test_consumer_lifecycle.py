@@ -66,7 +66,11 @@ async def test_inactive_consumers_are_deleted(server: Target) -> None:
         await client.close()
 
 
-async def test_durable_state_survives_restart_and_kill(server: Target) -> None:
+async def test_durable_state_survives_restart_and_kill(server: Target, server_kind: str) -> None:
+    # nats-server 2.9.10 writes consumer state from a background flusher and does not always write
+    # the latest state on shutdown (measured: acks from the last ~second are sometimes lost), so
+    # give it a second; ours writes within 0.1 s and again on a graceful stop.
+    settle = 1.2 if server_kind == "nats-server" else 0.3
     client = await RawClient.connect(server.url)
     await client.add_stream("S", ["s.>"])
     await client.publish_many("s.a", 6)
@@ -81,7 +85,7 @@ async def test_durable_state_survives_restart_and_kill(server: Target) -> None:
     assert (again.stream_seq, again.num_delivered) == (4, 2)
     before = await client.consumer_info("S", "D")
     await client.close()
-    await asyncio.sleep(0.2)  # let the state be written (it is coalesced, like nats-server's)
+    await asyncio.sleep(settle)
 
     server.restart()
     client = await RawClient.connect(server.url)
@@ -104,7 +108,7 @@ async def test_durable_state_survives_restart_and_kill(server: Target) -> None:
         await client.request(m.reply, b"")
     done = await client.consumer_info("S", "D")
     assert done["num_ack_pending"] == 0 and done["ack_floor"]["stream_seq"] == 6
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(settle)  # a kill -9 loses what was not written yet
     await client.close()
 
     server.kill()

@@ -25,11 +25,9 @@ from pyjetstream.api.advisories import (
 from pyjetstream.api.enums import AckPolicy, RetentionPolicy
 from pyjetstream.api.timefmt import parse_go_duration
 from pyjetstream.server.jetstream import advisories
-from pyjetstream.server.jetstream.store.base import StoreError
 
 if TYPE_CHECKING:
     from pyjetstream.api.models_consumer import ConsumerConfig
-    from pyjetstream.server.jetstream.store.base import ConsumerStoreBase
     from pyjetstream.server.jetstream.stream import Stream
 
 __all__ = ["AckProcessing"]
@@ -44,10 +42,6 @@ TERM = b"+TERM"
 ACK_WAIT_DELAY = 0.001
 
 
-def _ack_num(token: str) -> int:
-    return int(token) if token.isdigit() else 0
-
-
 class AckProcessing:
     """Acks, NAKs, TERMs, progress, redelivery timing. Mixed into Consumer."""
 
@@ -57,7 +51,6 @@ class AckProcessing:
     engine: Any
     server: Any
     loop: Any
-    store: ConsumerStoreBase | None
     name: str
     closed: bool
     sseq: int
@@ -75,13 +68,13 @@ class AckProcessing:
     if TYPE_CHECKING:
 
         def _kick(self) -> None: ...
-        def _begin_store_batch(self) -> None: ...
-        def _write_store_state(self) -> None: ...
+        def _dirty(self) -> None: ...
         def _process_next_request(self, reply: str, body: bytes) -> None: ...
         def _suppress_deletion(self) -> None: ...
 
     def _init_acks(self) -> None:
         self._ptmr: Any = None
+        self._pending_dels = 0
         self._ack_prefix_len = len(self._ack_prefix)
 
     def _stop_acks(self) -> None:
@@ -96,12 +89,13 @@ class AckProcessing:
         if self.closed:
             return
         parts = subject[self._ack_prefix_len :].split(".")
-        if len(parts) == 5:
-            dc, sseq, dseq = _ack_num(parts[0]), _ack_num(parts[1]), _ack_num(parts[2])
-        else:
+        try:
+            if len(parts) != 5:
+                raise ValueError
+            dc, sseq, dseq = int(parts[0]), int(parts[1]), int(parts[2])
+        except ValueError:  # not a reply we made: nats-server reads it as sequence 0
             dc = sseq = dseq = 0
         skip_reply = sseq == 0
-        self._begin_store_batch()
         if not payload or payload == ACK or payload == ACK_OK:
             self._process_ack_msg(sseq, dseq, dc, True)
         elif payload.startswith(NEXT):
@@ -130,26 +124,28 @@ class AckProcessing:
         need_signal = False
         acked: list[int] | None = None
         if policy == AckPolicy.EXPLICIT:
-            p = pending.get(sseq)
+            p = pending.pop(sseq, None)
             if p is not None:
                 if sample and self.sfreq:
                     self._sample_ack(sseq, dseq, dc, p)
-                if maxp > 0 and len(pending) >= maxp:
+                if maxp > 0 and len(pending) + 1 >= maxp:
                     need_signal = True
-                del pending[sseq]
                 dseq = p[0]
+                self._pending_deleted()
             if not pending:
                 self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             elif dseq == self.adflr + 1:
                 self.adflr, self.asflr = dseq, sseq
                 # The floor moves up to just below the oldest message still pending.
-                for ss, (pd, _ts) in pending.items():
-                    if ss > sseq:
-                        if pd > 0:
-                            self.adflr, self.asflr = pd - 1, ss - 1
-                        break
-            self.rdc.pop(sseq, None)
-            self.rdq.pop(sseq, None)
+                nxt = self._first_pending_after(sseq)
+                if nxt:
+                    pd = self.pending[nxt][0]
+                    if pd > 0:
+                        self.adflr, self.asflr = pd - 1, nxt - 1
+            if self.rdc:
+                self.rdc.pop(sseq, None)
+            if self.rdq:
+                self.rdq.pop(sseq, None)
         elif policy == AckPolicy.ALL:
             if dseq <= self.adflr or sseq <= self.asflr:
                 return
@@ -160,6 +156,7 @@ class AckProcessing:
             gone = [s for s in pending if s <= sseq]
             for s in gone:
                 del pending[s]
+            self._pending_deleted(len(gone))
             for s in [s for s in self.rdc if s <= sseq]:
                 del self.rdc[s]
             for s in [s for s in self.rdq if s <= sseq]:
@@ -168,11 +165,7 @@ class AckProcessing:
                 acked = list(range(max(floor + 1, 1), sseq + 1))
         else:
             return
-        if self.store is not None:
-            try:
-                self.store.update_acks(dseq, sseq)
-            except StoreError:
-                pass
+        self._dirty()
         self.lat = time.time_ns()
         if self.retention != RetentionPolicy.LIMITS:
             if acked is not None:
@@ -202,11 +195,7 @@ class AckProcessing:
             self.rdq.pop(sseq, None)
             ts = time.time_ns() - self.cfg.ack_wait + delay
             self.pending[sseq] = (p[0], ts)
-            if self.store is not None:
-                try:
-                    self.store.update_delivered(p[0], sseq, dc, ts)
-                except StoreError:
-                    pass
+            self._dirty()
             if self._ptmr is not None:
                 self._arm_pending_timer(0.01)
             return
@@ -234,13 +223,34 @@ class AckProcessing:
         p = self.pending.get(sseq)
         if p is None:
             return
-        now = time.time_ns()
-        self.pending[sseq] = (p[0], now)
-        if self.store is not None:
-            try:
-                self.store.update_delivered(p[0], sseq, 1, now)
-            except StoreError:
-                pass
+        self.pending[sseq] = (p[0], time.time_ns())
+        self._dirty()
+
+    def _first_pending_after(self, sseq: int) -> int:
+        """The smallest pending stream sequence above ``sseq`` (0: none).
+
+        Probes the next sequences first (acks mostly come in order, so it is usually the very
+        next one), then scans: nats-server loops over the sequences.
+        """
+        pending = self.pending
+        limit = min(self.sseq, sseq + 65)
+        for ss in range(sseq + 1, limit):
+            if ss in pending:
+                return ss
+        if limit >= self.sseq:
+            return 0
+        return min((ss for ss in pending if ss > sseq), default=0)
+
+    def _pending_deleted(self, n: int = 1) -> None:
+        """Rebuild the pending dict once deletions dominate it.
+
+        A dict keeps deleted slots until it is resized, and iterating it walks them: acking
+        thousands of messages in order would make every scan of ``pending`` slower and slower.
+        """
+        self._pending_dels += n
+        if self._pending_dels > 4096 and self._pending_dels > 2 * len(self.pending):
+            self.pending = dict(self.pending)
+            self._pending_dels = 0
 
     # --- redelivery ------------------------------------------------------------------------------
 
@@ -311,7 +321,7 @@ class AckProcessing:
         else:
             rdq.clear()
         if dirty:
-            self._write_store_state()
+            self._dirty()
 
     def _max_deliveries_exceeded(self, seq: int, dc: int) -> None:
         """A redelivery would pass ``max_deliver``: stop tracking it, advise once."""
@@ -323,12 +333,8 @@ class AckProcessing:
                     stream=self.stream.name, consumer=self.name, stream_seq=seq, deliveries=dc - 1
                 ),
             )
-        p = self.pending.pop(seq, None)
-        if p is not None and self.store is not None:
-            try:
-                self.store.update_delivered(p[0], seq, dc, p[1])
-            except StoreError:
-                pass
+        self.pending.pop(seq, None)
+        self._dirty()
 
     # --- advisories ------------------------------------------------------------------------------
 

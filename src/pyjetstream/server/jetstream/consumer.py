@@ -14,7 +14,9 @@ f-string and one ``publish_internal``. Acks, pull requests and push specifics li
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import functools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +32,14 @@ from pyjetstream.server.jetstream.consumer_config import filters_of, sample_freq
 from pyjetstream.server.jetstream.pull_delivery import PullDelivery
 from pyjetstream.server.jetstream.push_delivery import PushDelivery
 from pyjetstream.server.jetstream.store.base import (
+    ConsumerState,
     ConsumerStoreBase,
     ErrStoreEOF,
     ErrStoreMsgNotFound,
     StoredMsg,
     StoreError,
 )
+from pyjetstream.server.jetstream.store.base import SequencePair as StoreSequencePair
 from pyjetstream.server.jetstream.subject_filter import SubjectFilter
 
 if TYPE_CHECKING:
@@ -46,7 +50,8 @@ __all__ = ["Consumer", "ConsumerMeta", "decode_consumer_meta", "encode_consumer_
 # Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
 DELIVER_BATCH = 512
 # How soon changed consumer state is written to its file (coalesces many acks into one write).
-STATE_FLUSH_DELAY = 0.02
+# A write is a file replace, which costs milliseconds on ext4: a few per second at most.
+STATE_FLUSH_DELAY = 0.1
 # Why a delivery pass stopped.
 _STOP_IDLE, _STOP_EOF, _STOP_MAX_PENDING = 0, 1, 2
 
@@ -112,7 +117,8 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         self._kick_scheduled = False
         self._delay_handle: Any = None
         self._undo: tuple[int, int, int] = (0, 0, 0)  # (source, seq, previous sseq) of the last fetch
-        self._store_cm: Any = None
+        self._flush_handle: Any = None
+        self._write_future: concurrent.futures.Future[None] | None = None
         self._subs: list[Any] = []
         # removal detection for num pending (limits streams: every new seq is a stored msg)
         self._np_msgs = 0
@@ -141,8 +147,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
             self._apply_stored_state()
         else:
             self._select_starting_seq()
-            if self.store is not None:
-                self.store.set_starting(self.sseq - 1)
+            self._dirty()
             # As nats-server reports it: the ack floor stays 0 until the first ack (or, for
             # AckNone, the first delivery), whatever the starting position.
             self.asflr = 0
@@ -179,7 +184,12 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         if self._delay_handle is not None:
             self._delay_handle.cancel()
             self._delay_handle = None
-        self._flush_store()
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._wait_for_writer()
+        if self.store is not None and not delete:
+            self._flush_store()
         if self.store is not None:
             with contextlib.suppress(StoreError, OSError):
                 if delete:
@@ -196,8 +206,6 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
     def update_config(self, cfg: ConsumerConfig) -> None:
         """Apply an already validated update (``updateConfig``)."""
         old = self.cfg
-        if self.store is not None:
-            self.store.update_config(str(cfg.ack_policy), cfg.max_deliver)
         if cfg.deliver_subject != old.deliver_subject:
             self._update_deliver_subject(cfg.deliver_subject)
         if cfg.ack_wait != old.ack_wait and self._ptmr is not None:
@@ -274,7 +282,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
             self.lss = [s for s in self.lss if s >= first_seq]
             if not self.lss:
                 self.sseq = max(self.sseq, self.lss_resume)
-        self._write_store_state()
+        self._dirty()
         self._stream_num_pending()
         self._kick()
 
@@ -435,9 +443,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
             else:
                 msg, seq = self._load_next_multi()
         except ErrStoreEOF:
-            last = store.fast_state().last_seq
-            if last >= self.sseq:
-                self.sseq = last + 1
+            self._at_eof()
             return None, 0, _STOP_EOF
         self.sseq = seq + 1
         self._undo = (3, seq, prev)
@@ -476,52 +482,74 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         self._undo = (0, 0, 0)
 
     def _run(self) -> None:
-        """One delivery pass: hand out what can go now, then wait for a kick."""
+        """One delivery pass: hand out what can go now, then wait for a kick.
+
+        The loop is the hot path: locals instead of attributes, one clock read per pass (a pass
+        lasts milliseconds), and new messages fetched inline; redeliveries, last-per-subject
+        lists and several filters go through ``_next_msg``.
+        """
         self._kick_scheduled = False
         if self.closed or self._delay_handle is not None:
             return
         self._check_removed()
-        push = bool(self.cfg.deliver_subject)
-        ack_policy = self.cfg.ack_policy
-        track = ack_policy != AckPolicy.NONE
+        cfg = self.cfg
+        push = bool(cfg.deliver_subject)
+        track = cfg.ack_policy != AckPolicy.NONE
         ack_none_interest = not track and self.retention != RetentionPolicy.LIMITS
-        headers_only = self.cfg.headers_only
+        headers_only = cfg.headers_only
+        maxp = cfg.max_ack_pending if track else 0
         publish = self.server.publish_internal
         prefix = self._ack_prefix
-        store = self.store
+        load_next = self.stream.store.load_next_msg
+        single = self.filter.single
+        now = time.time_ns()
         stop = _STOP_IDLE
         budget = DELIVER_BATCH
-        self._begin_store_batch()
+        delivered = 0
         while True:
             if budget <= 0:
-                self._kick()
-                return
+                break
             if push:
                 if not self.active or (self.maxpb and self.pbytes > self.maxpb):
                     break
             elif not self.waiting:
                 break
-            msg, dc, stop = self._next_msg()
-            if msg is None:
-                break
+            if self.rdq or self.lss or single is None or (maxp > 0 and len(self.pending) >= maxp):
+                msg, dc, stop = self._next_msg()
+                if msg is None:
+                    break
+            else:
+                prev = self.sseq
+                try:
+                    msg, _ = load_next(single, prev)
+                except ErrStoreEOF:
+                    self._at_eof()
+                    stop = _STOP_EOF
+                    break
+                self.sseq = msg.seq + 1
+                self._undo = (3, msg.seq, prev)
+                dc = 1
             if self._replay and self._replay_delay(msg):
-                return
+                budget = 0
+                break
             seq = msg.seq
+            dseq = self.dseq
             if dc == 1:
                 self.npc -= 1
-            ack = f"{prefix}{dc}.{seq}.{self.dseq}.{msg.ts}.{self.npc if self.npc > 0 else 0}"
+            npc = self.npc
+            ack = f"{prefix}{dc}.{seq}.{dseq}.{msg.ts}.{npc if npc > 0 else 0}"
             hdr: bytes | None = msg.hdr or None
             payload = msg.data
             if headers_only:
                 hdr = _headers_only(hdr, len(payload))
                 payload = b""
-            wrn = wrb = 0
             if push:
                 dest = self.dsubj
                 size = len(dest) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
                 if self.rate is not None and self._rate_delay(size):
                     self._unget_counted(dc)
-                    return
+                    budget = 0
+                    break
             else:
                 size = len(msg.subject) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
                 wr = self._next_waiting(size)
@@ -530,44 +558,38 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
                     stop = _STOP_IDLE
                     break
                 dest = wr.reply
-                wrn, wrb = wr.n, wr.max_bytes
                 if wr.n > 0 and wr.hb:
                     wr.hbt = time.monotonic() + wr.hb
-            dseq = self.dseq
             self.dseq = dseq + 1
-            now = time.time_ns()
-            delivered = publish(dest, payload, ack, hdr, msg.subject)
+            ok = publish(dest, payload, ack, hdr, msg.subject)
             if track:
-                p = self.pending.get(seq)
-                if p is None:
-                    self.pending[seq] = (dseq, now)
-                    if self._ptmr is None:
-                        self._arm_pending_timer(self._ack_wait_s(0))
-                else:
-                    self.pending[seq] = (dseq, now)
+                self.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
+                if self._ptmr is None:
+                    self._arm_pending_timer(self._ack_wait_s(0))
             else:
                 self.adflr = dseq
                 self.asflr = seq
             if push:
                 if self.maxpb:
                     self._after_push_delivery(size)
-                self._last_delivery = time.monotonic()
-            else:
-                if self.dthresh:
-                    self.waiting.last = time.monotonic()
-                if wrn <= 0 and wrb > 0:
-                    self._send_batch_completed(dest, wrb)
-            if store is not None:
-                try:
-                    store.update_delivered(dseq, seq, dc, now)
-                except StoreError:
-                    pass
-            self.ldt = now
+            elif wr.n <= 0 and wr.max_bytes > 0:
+                self._send_batch_completed(dest, wr.max_bytes)
             if ack_none_interest:
                 self.stream.ack_msg(seq)
-            if not delivered:
+            if not ok:
                 self._did_not_deliver(seq)
+            delivered += 1
             budget -= 1
+        if delivered:
+            self.ldt = now
+            self._last_delivery = time.monotonic()
+            if self.dthresh and not push:
+                self.waiting.last = self._last_delivery
+            self._dirty()
+        if budget <= 0:
+            if self._delay_handle is None:
+                self._kick()  # more may be waiting: continue after other work had a turn
+            return
         # Idle: nothing more can go now.
         if stop == _STOP_EOF:
             self._check_num_pending_on_eof()
@@ -575,6 +597,12 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
             self._replay = False
         if not push:
             self._process_waiting(eos=stop != _STOP_MAX_PENDING)
+
+    def _at_eof(self) -> None:
+        """Nothing matches after sseq: the consumer has looked at the whole stream."""
+        last = self.stream.store.fast_state().last_seq
+        if last >= self.sseq:
+            self.sseq = last + 1
 
     def _unget_counted(self, dc: int) -> None:
         if dc == 1:
@@ -621,44 +649,53 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
 
     # --- persistence ---------------------------------------------------------------------------
 
-    def _begin_store_batch(self) -> None:
-        """Group store updates until shortly after this loop turn (one state write)."""
-        if self._store_cm is not None or self.store is None:
-            return
-        cm = self.store.batch()
-        cm.__enter__()
-        self._store_cm = cm
-        delay = 0.0 if self.engine.sync_always else STATE_FLUSH_DELAY
-        self.loop.call_later(delay, self._flush_store)
+    def _dirty(self) -> None:
+        """The state changed: write it to the consumer's store shortly (coalescing many changes).
+
+        The consumer's memory is the truth; the store gets a snapshot per flush, like nats-server's
+        consumer file store, which writes its state from a background flusher. A crash loses at
+        most ``STATE_FLUSH_DELAY`` of acks, which then come back as redeliveries.
+        """
+        if self._flush_handle is None and self.store is not None and not self.closed:
+            delay = 0.0 if self.engine.sync_always else STATE_FLUSH_DELAY
+            self._flush_handle = self.loop.call_later(delay, self._flush_store)
 
     def _flush_store(self) -> None:
-        cm, self._store_cm = self._store_cm, None
-        if cm is not None:
-            try:
-                cm.__exit__(None, None, None)
-            except (StoreError, OSError) as exc:
-                self.server.logger.error(
-                    "JetStream consumer '%s > %s' could not write its state: %s",
-                    self.stream.name,
-                    self.name,
-                    exc,
-                )
-
-    def _write_store_state(self) -> None:
-        """Replace the persisted state with ours (after purges and pending clean-ups)."""
+        """Snapshot the state and hand it to the writer (in the loop when ``sync: always``)."""
+        self._flush_handle = None
         if self.store is None:
             return
-        from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
-
+        pending = self._write_future
+        if pending is not None and not pending.done():
+            self._dirty()  # one write at a time: try again after this one
+            return
         state = ConsumerState(
-            SequencePair(self.dseq - 1, self.sseq - 1),
-            SequencePair(self.adflr, self.asflr),
+            StoreSequencePair(self.dseq - 1, self.sseq - 1),
+            StoreSequencePair(self.adflr, self.asflr),
             dict(self.pending),
             dict(self.rdc),
         )
-        self._begin_store_batch()
-        with contextlib.suppress(StoreError):
+        if self.engine.sync_always or self.closed:
+            self._write_state(state)
+        else:
+            # A state write is a file replace (milliseconds on ext4): keep it off the event loop.
+            self._write_future = _state_writer().submit(self._write_state, state)
+
+    def _wait_for_writer(self) -> None:
+        pending, self._write_future = self._write_future, None
+        if pending is not None:
+            with contextlib.suppress(Exception):
+                pending.result(timeout=10)
+
+    def _write_state(self, state: ConsumerState) -> None:
+        """Runs in the state writer thread (or in the loop); only this touches the store then."""
+        assert self.store is not None
+        try:
             self.store.update(state)
+        except (StoreError, OSError) as exc:
+            self.server.logger.error(
+                "JetStream consumer '%s > %s' could not write its state: %s", self.stream.name, self.name, exc
+            )
 
     # --- info --------------------------------------------------------------------------------
 
@@ -690,6 +727,12 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
             push_bound=bool(self.cfg.deliver_subject) and self.active,
             ts=NanoTime(time.time_ns()),
         )
+
+
+@functools.cache
+def _state_writer() -> concurrent.futures.ThreadPoolExecutor:
+    """One thread writing consumer state files for every consumer, in order."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="consumer-state")
 
 
 def _headers_only(hdr: bytes | None, size: int) -> bytes:
