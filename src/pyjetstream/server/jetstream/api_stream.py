@@ -27,7 +27,7 @@ from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.api_common import decode_config, decode_request, is_empty_request
-from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound
+from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 from pyjetstream.server.jetstream.stream import Stream
 from pyjetstream.server.jetstream.stream_config import (
     check_stream_config,
@@ -116,7 +116,10 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
             raise JetStreamApiError(
                 E.JSStreamCreateErrF(err="stream sources and mirrors are not supported yet")
             )
-        stream = engine.add_stream(cfg)
+        try:
+            stream = engine.add_stream(cfg)
+        except (StoreError, OSError) as exc:
+            raise JetStreamApiError(E.JSStreamCreateErrF(err=str(exc))) from exc
     except JetStreamApiError as exc:
         return _error(response, exc)
     advisories.stream_action(engine, stream.name, "create")
@@ -139,7 +142,10 @@ def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
         # Ours alone (a standalone nats-server takes the update): after every nats-server check.
         if cfg.num_replicas > 1:
             raise JetStreamApiError(replicas_error())
-        stream.update(cfg)
+        try:
+            stream.update(cfg)
+        except (StoreError, OSError) as exc:
+            raise JetStreamApiError(E.JSStreamUpdateErrF(err=str(exc))) from exc
     except JetStreamApiError as exc:
         return _error(response, exc)
     engine.account_usage_changed()
@@ -176,7 +182,10 @@ def stream_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
         _lookup(engine, match.stream)
     except JetStreamApiError as exc:
         return _error(response, exc)
-    engine.delete_stream(match.stream)
+    try:
+        engine.delete_stream(match.stream)
+    except (StoreError, OSError) as exc:
+        return _error(response, JetStreamApiError(E.JSStreamDeleteErrF(err=str(exc))))
     advisories.stream_action(engine, match.stream, "delete")
     response.success = True
     return response
@@ -235,9 +244,12 @@ def stream_purge(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply
             raise JetStreamApiError(E.JSStreamSealedErr())
         if stream.cfg.deny_purge:
             raise JetStreamApiError(E.JSStreamPurgeFailedF(err="stream purge not permitted"))
+        try:
+            response.purged = stream.purge(req.filter, req.seq, req.keep)
+        except (StoreError, OSError) as exc:
+            raise JetStreamApiError(E.JSStreamPurgeFailedF(err=str(exc))) from exc
     except JetStreamApiError as exc:
         return _error(response, exc)
-    response.purged = stream.purge(req.filter, req.seq, req.keep)
     response.success = True
     return response
 
@@ -279,6 +291,9 @@ def load_for_get(stream: Stream, req: MsgGetRequest):  # type: ignore[no-untyped
         return store.load_last_msg(req.last_by_subj)
     except (ErrStoreMsgNotFound, ErrStoreEOF):
         return None
+    except (StoreError, OSError) as exc:  # nats-server answers any load failure as not found
+        stream.server.logger.error("JetStream failed to load a message of stream '%s': %s", stream.name, exc)
+        return None
 
 
 def stream_msg_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
@@ -294,7 +309,11 @@ def stream_msg_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, 
             raise JetStreamApiError(E.JSStreamSealedErr())
         if stream.cfg.deny_delete:
             raise JetStreamApiError(E.JSStreamMsgDeleteFailedF(err="message delete not permitted"))
-        if not stream.delete_msg(req.seq, erase=not req.no_erase):
+        try:
+            deleted = stream.delete_msg(req.seq, erase=not req.no_erase)
+        except (StoreError, OSError) as exc:
+            raise JetStreamApiError(E.JSStreamMsgDeleteFailedF(err=str(exc))) from exc
+        if not deleted:
             raise JetStreamApiError(_delete_miss(stream, req.seq))
     except JetStreamApiError as exc:
         return _error(response, exc)
