@@ -288,3 +288,40 @@ async def test_damaged_stream_does_not_stop_the_others(server: Target, server_ki
     finally:
         await client.close()
     assert "BAD" in server.read_log()
+
+
+# --- batching: one write per loop turn, still read-your-writes ------------------------------------------
+
+
+async def test_publish_then_get_in_one_write(raw: RawNats) -> None:
+    await api(raw, "STREAM.CREATE.B", {"name": "B", "subjects": ["b.*"]})
+    # Many publishes and a MSG.GET of the last one, sent as one burst: the server handles them in
+    # one read, so the get runs before the turn's batch is written, and must still see it.
+    for i in range(200):
+        raw.publish(f"b.{i % 3}", str(i).encode(), reply=f"{raw._inbox}.ack.{i}")
+    reply = await raw.request("$JS.API.STREAM.MSG.GET.B", json.dumps({"last_by_subj": "b.1"}).encode())
+    assert reply.json()["message"]["seq"] == 200
+    acks = []
+    while len(acks) < 200:
+        acks.append((await raw.next_msg()).json()["seq"])
+    assert sorted(acks) == list(range(1, 201))
+
+
+async def test_sync_always(start_server: Callable[..., Target], server_kind: str) -> None:
+    if server_kind != EMBEDDED:
+        pytest.skip("sync_interval is a 2.10 setting")
+    target = start_server(jetstream_settings={"sync_interval": "always"})
+    client = await RawNats.connect(target.url)
+    try:
+        await api(client, "STREAM.CREATE.A", {"name": "A"})
+        acks = [(await client.request("A", b"x")).json()["seq"] for _ in range(20)]
+        assert acks == list(range(1, 21))
+    finally:
+        await client.close()
+    target.kill()
+    target.start()
+    client = await RawNats.connect(target.url)
+    try:
+        assert (await api(client, "STREAM.INFO.A"))["state"]["messages"] == 20
+    finally:
+        await client.close()

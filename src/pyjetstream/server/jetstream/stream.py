@@ -217,8 +217,11 @@ class Stream:
         if self._signals:
             signals, self._signals = self._signals, []
             for consumer in list(self.consumers.values()):
-                for seq, subject in signals:
-                    consumer.signal_new(seq, subject)
+                try:
+                    for seq, subject in signals:
+                        consumer.signal_new(seq, subject)
+                except Exception:  # one consumer's failure must not starve the others
+                    self.server.logger.exception("consumer '%s' failed on new messages", consumer.name)
 
     def _error(self, error: ApiError) -> bytes:
         return encode_pub_ack_error(self.name, error)
