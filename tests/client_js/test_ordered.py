@@ -127,3 +127,20 @@ async def test_ordered_next_and_deliver_policies(js: JetStream) -> None:
     headers_only = await js.ordered_consumer("O", OrderedConsumerConfig(headers_only=True))
     first = await headers_only.next(max_wait=2)
     assert first.data == b"" and first.headers == {"Nats-Msg-Size": "1"}
+
+
+async def test_sequence_gap_recreates_and_redelivers(js: JetStream) -> None:
+    await _stream(js, 30)
+    oc = await js.ordered_consumer("O")
+    it = await oc.messages(max_messages=30)
+    first = await it.next(timeout=5)
+    assert first.metadata().stream_seq == 1
+    await wait_until(lambda: it.pending >= 5, what="buffered messages")
+    # Lose a message in transit (as a slow-consumer drop would): the next one shows a gap.
+    assert it._inner is not None
+    it._inner._buf.popleft()
+    serial = oc.serial
+    seqs = [(await it.next(timeout=5)).metadata().stream_seq for _ in range(29)]
+    assert seqs == list(range(2, 31))  # the lost message came again, nothing twice
+    assert oc.serial == serial + 1
+    it.stop()
