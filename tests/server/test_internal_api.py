@@ -15,6 +15,7 @@ from tests.server.rawclient import RawClient
 
 from pyjetstream import Server, ServerThread
 from pyjetstream.server.client import ClientConnection
+from pyjetstream.server.options import OptionsError
 from pyjetstream.server.sublist import Subscription
 
 TIMEOUT = 10.0
@@ -50,9 +51,11 @@ async def test_server_context_manager_defaults() -> None:
     assert not srv.running
 
 
-def test_unknown_option_rejected() -> None:
+async def test_bad_options_rejected() -> None:
     with pytest.raises(TypeError, match="no_such_option"):
         Server(no_such_option=1)
+    with pytest.raises(OptionsError, match="max_payload"):
+        await Server(max_payload=2048, max_pending=1024).start()
 
 
 def test_server_thread_for_sync_code() -> None:

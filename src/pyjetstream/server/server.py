@@ -106,7 +106,7 @@ class Server:
 
     Without ``options`` the server listens on 127.0.0.1 on a random port (it is meant to be
     embedded); pass ServerOptions or ``port=4222`` for a fixed one. Overrides are ServerOptions
-    field names.
+    field names; ``options`` is copied, and checked (OptionsError) when the server starts.
     """
 
     def __init__(self, options: ServerOptions | None = None, **overrides: Any) -> None:
@@ -206,6 +206,7 @@ class Server:
         """Start everything and return once clients can connect (nats-server's "Server is ready")."""
         if self._running:
             return
+        self.options.validate()
         self.loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
         opts = self.options
