@@ -291,7 +291,7 @@ def run_ops(kind: str, data: st.DataObject) -> None:
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=120,
+    max_examples=80,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
