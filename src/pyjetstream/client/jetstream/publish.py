@@ -233,7 +233,7 @@ class AsyncPublisher:
             not msg.data
             and msg.raw_headers is not None
             and msg.status == 503
-            and fut.retries < self.retry_attempts
+            and (self.retry_attempts < 0 or fut.retries < self.retry_attempts)
         ):
             # No stream (yet): publish again after a pause, like the synchronous publish.
             fut.retries += 1
