@@ -49,7 +49,9 @@ class _FrameParser:
     def __init__(self, max_control_line: int, max_payload: int) -> None:
         self.max_control_line = max_control_line
         self.max_payload = max_payload
-        self._buf = bytearray()
+        # Unconsumed bytes from earlier feeds. ``bytes`` (not bytearray): slicing a payload out of
+        # it is then a single copy.
+        self._rest = b""
         self._broken = False
         # When not None: the op waiting for its payload, and the payload size (without CRLF).
         self._awaiting: tuple[Any, ...] | None = None
@@ -58,45 +60,69 @@ class _FrameParser:
     def feed(self, data: bytes) -> list[Any]:
         if self._broken:
             return []
-        buf = self._buf
-        buf += data
+        buf = self._rest + data if self._rest else bytes(data)
         events: list[Any] = []
+        append = events.append
         pos = 0
         size = len(buf)
+        fast = self._fast_op
         while pos < size:
             if self._awaiting is not None:
                 end = pos + self._need
                 if end + 2 > size:
                     break
                 if buf[end] != 13 or buf[end + 1] != 10:
-                    events.append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
+                    append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                     break
-                event = self._complete(self._awaiting, bytes(buf[pos:end]))
+                event = self._complete(self._awaiting, buf[pos:end])
                 self._awaiting = None
                 pos = end + 2
                 if event is not None:
-                    events.append(event)
+                    append(event)
                 continue
             nl = buf.find(b"\n", pos)
             if nl < 0:
                 if size - pos > self.max_control_line and self._limits_line(buf, pos):
-                    events.append(self._violation(ERR_MAX_CONTROL_LINE))
+                    append(self._violation(ERR_MAX_CONTROL_LINE))
                 break
             line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
-            line = bytes(buf[pos:line_end])
+            if buf.startswith(fast, pos) and line_end - pos <= self.max_control_line:
+                # Hot path (PUB on the server side, MSG on the client side): parse the line and,
+                # when the whole frame is here, slice the payload straight out.
+                parsed = self._fast_line(buf[pos + 4 : line_end].split())
+                if parsed is not None:
+                    op, need = parsed
+                    start = nl + 1
+                    end = start + need
+                    if end + 2 <= size:
+                        if buf[end] != 13 or buf[end + 1] != 10:
+                            append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
+                            break
+                        append(self._complete(op, buf[start:end]))
+                        pos = end + 2
+                    else:
+                        self._awaiting = op
+                        self._need = need
+                        pos = start
+                    continue
+            line = buf[pos:line_end]
             pos = nl + 1
             event = self._control_line(line)
             if event is not None:
-                events.append(event)
+                append(event)
                 if isinstance(event, ProtocolViolation):
                     break
-        if self._broken:
-            buf.clear()
-        else:
-            del buf[:pos]
+        self._rest = b"" if self._broken else buf[pos:]
         return events
 
-    def _limits_line(self, buf: bytearray, pos: int) -> bool:
+    # The hot op: its 4-byte prefix, and a parser of its split arguments returning the pending
+    # op with its payload size, or None to take the general path (which reports any error).
+    _fast_op = b"\x00"
+
+    def _fast_line(self, args: list[bytes]) -> tuple[tuple[Any, ...], int] | None:
+        return None
+
+    def _limits_line(self, buf: bytes, pos: int) -> bool:
         """Whether the line starting at ``pos`` is subject to the control line limit."""
         return True
 
@@ -117,7 +143,7 @@ class _FrameParser:
     @property
     def buffered(self) -> int:
         """Bytes received but not yet turned into events."""
-        return len(self._buf)
+        return len(self._rest)
 
 
 class ServerSideParser(_FrameParser):
@@ -133,7 +159,24 @@ class ServerSideParser(_FrameParser):
     def feed(self, data: bytes) -> list[ClientOp]:
         return super().feed(data)
 
-    def _limits_line(self, buf: bytearray, pos: int) -> bool:
+    _fast_op = b"PUB "
+
+    def _fast_line(self, args: list[bytes]) -> tuple[tuple[Any, ...], int] | None:
+        n = len(args)
+        if n == 2:
+            subject, reply, size_tok = args[0], "", args[1]
+        elif n == 3:
+            subject, reply, size_tok = args[0], args[1].decode(), args[2]
+        else:
+            return None
+        if not size_tok.isdigit() or len(size_tok) > MAX_SIZE_DIGITS:
+            return None
+        size = int(size_tok)
+        if size > self.max_payload:
+            return None
+        return (subject.decode(), reply, 0), size
+
+    def _limits_line(self, buf: bytes, pos: int) -> bool:
         # nats-server applies the limit to op arguments, not to CONNECT (which may carry a long JWT).
         return buf[pos : pos + 7].upper() != b"CONNECT"
 
@@ -237,6 +280,20 @@ class ClientSideParser(_FrameParser):
 
     def feed(self, data: bytes) -> list[ServerOp]:
         return super().feed(data)
+
+    _fast_op = b"MSG "
+
+    def _fast_line(self, args: list[bytes]) -> tuple[tuple[Any, ...], int] | None:
+        n = len(args)
+        if n == 3:
+            subject, sid, reply, size_tok = args[0], args[1], "", args[2]
+        elif n == 4:
+            subject, sid, reply, size_tok = args[0], args[1], args[2].decode(), args[3]
+        else:
+            return None
+        if not size_tok.isdigit() or not sid.isdigit():
+            return None
+        return (subject.decode(), int(sid), reply, 0), int(size_tok)
 
     def _control_line(self, line: bytes) -> ServerOp | None:
         head = line[:4]
