@@ -38,6 +38,7 @@ NAK = b"-NAK"
 PROGRESS = b"+WPI"
 NEXT = b"+NXT"
 TERM = b"+TERM"
+_NO_RESPONDERS = b"NATS/1.0 503\r\n\r\n"
 # Added to timer delays so bursts that expire together are handled together (``ackWaitDelay``).
 ACK_WAIT_DELAY = 0.001
 
@@ -89,9 +90,12 @@ class AckProcessing:
         if self.closed:
             return
         parts = subject[self._ack_prefix_len :].split(".")
+        if len(parts) != 5:
+            # nats-server's subscription only takes five tokens here: as if nobody listened.
+            if reply and client is not None and client.no_responders:
+                self.server.publish_internal(reply, b"", hdr=_NO_RESPONDERS)
+            return
         try:
-            if len(parts) != 5:
-                raise ValueError
             dc, sseq, dseq = int(parts[0]), int(parts[1]), int(parts[2])
         except ValueError:  # not a reply we made: nats-server reads it as sequence 0
             dc = sseq = dseq = 0
@@ -131,13 +135,15 @@ class AckProcessing:
                 if maxp > 0 and len(pending) + 1 >= maxp:
                     need_signal = True
                 dseq = p[0]
-                self._pending_deleted()
+                self._pending_dels += 1
+                if self._pending_dels > 4096:
+                    self._pending_deleted(0)
             if not pending:
                 self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             elif dseq == self.adflr + 1:
                 self.adflr, self.asflr = dseq, sseq
                 # The floor moves up to just below the oldest message still pending.
-                nxt = self._first_pending_after(sseq)
+                nxt = sseq + 1 if sseq + 1 in pending else self._first_pending_after(sseq)
                 if nxt:
                     pd = self.pending[nxt][0]
                     if pd > 0:

@@ -48,6 +48,7 @@ class PullDelivery:
     dseq: int
     rdq: dict[int, None]
     active: bool
+    _pass: int
 
     if TYPE_CHECKING:
 
@@ -139,6 +140,7 @@ class PullDelivery:
         """``nextWaiting``: the request the next message (of ``size`` bytes) goes to."""
         waiting = self.waiting
         has_interest = self.server.has_interest
+        current = self._pass
         while waiting:
             wr = waiting.peek()
             assert wr is not None
@@ -154,7 +156,10 @@ class PullDelivery:
                     waiting.remove_head()
                     continue
             if not wr.expires or time.monotonic() < wr.expires:
+                if wr.checked == current:
+                    return waiting.pop()
                 if has_interest(wr.reply):
+                    wr.checked = current
                     return waiting.pop()
             else:
                 self._send_status(wr.reply, wr.timeout_status())

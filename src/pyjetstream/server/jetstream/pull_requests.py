@@ -144,7 +144,18 @@ def max_expires_status(limit_ns: int) -> bytes:
 class WaitingRequest:
     """One pull request waiting for messages (``waitingRequest``)."""
 
-    __slots__ = ("delivered", "expires", "hb", "hbt", "max_bytes", "n", "no_wait", "received", "reply")
+    __slots__ = (
+        "checked",
+        "delivered",
+        "expires",
+        "hb",
+        "hbt",
+        "max_bytes",
+        "n",
+        "no_wait",
+        "received",
+        "reply",
+    )
 
     def __init__(
         self, reply: str, batch: int, max_bytes: int, expires: float, no_wait: bool, hb: float
@@ -159,6 +170,7 @@ class WaitingRequest:
         self.hb = hb  # heartbeat interval in seconds (0 = none)
         self.hbt = now + hb if hb else 0.0  # next heartbeat due
         self.received = now
+        self.checked = -1  # the delivery pass that last saw interest in ``reply``
 
     def timeout_status(self) -> bytes:
         return pending_status(408, "Request Timeout", self.n, self.max_bytes)
