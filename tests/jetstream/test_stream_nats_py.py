@@ -196,3 +196,13 @@ async def test_interest_keeps_until_every_consumer_acked(nc: nats.NATS) -> None:
     await js.delete_consumer("IN", "a")
     await js.delete_consumer("IN", "b")
     assert await _wait_messages(js, "IN", 0) == 0  # no interest left
+
+
+async def test_interest_only_keeps_what_a_consumer_filters(nc: nats.NATS) -> None:
+    js = nc.jetstream()
+    await js.add_stream(name="IF", subjects=["if.*"], retention=api.RetentionPolicy.INTEREST)
+    await js.pull_subscribe("if.a", durable="only-a", stream="IF")
+    assert (await js.publish("if.a", b"kept")).seq == 1
+    assert (await js.publish("if.b", b"nobody wants it")).seq == 2  # sequence used, nothing stored
+    info = await js.stream_info("IF")
+    assert (info.state.messages, info.state.last_seq) == (1, 2)
