@@ -186,6 +186,15 @@ async def test_ack_all_and_ack_floor(client: RawClient) -> None:
     info = await client.consumer_info("S", "E")
     assert info["ack_floor"]["stream_seq"] == 5 and info["num_ack_pending"] == 1
 
+    # +NXT may carry a pull request: a batch size or a JSON request.
+    await client.publish_many("s.c", 4, "c")
+    for body, want in ((b'+NXT {"batch": 2}', [b"c0", b"c1"]), (b"+NXT 2", [b"c2", b"c3"])):
+        inbox = client.new_inbox()
+        sub = client.subscribe(inbox)
+        client.publish(nxt.reply, body, inbox)
+        assert [m.data for m in await sub.collect(2)] == want
+        await sub.expect_none(0.1)
+
     # AckNone: delivered is acked; acks are ignored but still answered.
     await client.add_consumer("S", "N", ack_policy="none")
     msgs = await fetch(client, "N", 3)

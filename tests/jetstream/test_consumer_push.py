@@ -73,6 +73,24 @@ async def _not(value: object) -> bool:
     return not await value  # type: ignore[misc]
 
 
+async def test_durable_rebinds_to_new_deliver_subject(client: RawClient) -> None:
+    await client.add_stream("S", ["s.>"])
+    await client.publish_many("s.a", 3)
+    old = client.subscribe("d.old")
+    await client.add_consumer("S", None, durable_name="P", deliver_subject="d.old", ack_wait=30_000 * MS)
+    assert [m.data for m in await old.collect(3)] == [b"m0", b"m1", b"m2"]
+    old.unsubscribe()
+    new = client.subscribe("d.new")
+    await client.flush()
+    resp = await client.add_consumer(
+        "S", None, durable_name="P", deliver_subject="d.new", ack_wait=30_000 * MS
+    )
+    assert resp["config"]["deliver_subject"] == "d.new"
+    # What was pending goes out again at once to the new subject, as redeliveries.
+    again = await new.collect(3, timeout=2)
+    assert [(m.data, m.num_delivered) for m in again] == [(b"m0", 2), (b"m1", 2), (b"m2", 2)]
+
+
 async def test_idle_heartbeats(client: RawClient) -> None:
     await client.add_stream("S", ["s.>"])
     sub = client.subscribe("d.h")
