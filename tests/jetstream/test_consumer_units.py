@@ -13,7 +13,6 @@ from pyjetstream.api.enums import AckPolicy, DeliverPolicy, RetentionPolicy
 from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.api.timefmt import NanoTime
-from pyjetstream.server.jetstream.consumer import decode_consumer_meta, encode_consumer_meta
 from pyjetstream.server.jetstream.consumer_config import (
     apply_defaults,
     check_config,
@@ -22,6 +21,7 @@ from pyjetstream.server.jetstream.consumer_config import (
     new_ephemeral_name,
     stamp_inactive_threshold,
 )
+from pyjetstream.server.jetstream.consumer_persistence import decode_consumer_meta, encode_consumer_meta
 from pyjetstream.server.jetstream.pull_requests import (
     PullRequestError,
     WaitingRequest,

@@ -14,67 +14,42 @@ f-string and one ``publish_internal``. Acks, pull requests and push specifics li
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import functools
 import time
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from pyjetstream.api.codec import decode, encode
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy, ReplayPolicy, RetentionPolicy
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, SequenceInfo
-from pyjetstream.api.timefmt import NanoTime, format_time, parse_time
+from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.acks import AckProcessing
 from pyjetstream.server.jetstream.consumer_config import filters_of, sample_frequency
+from pyjetstream.server.jetstream.consumer_persistence import StatePersistence, encode_consumer_meta
 from pyjetstream.server.jetstream.pull_delivery import PullDelivery
 from pyjetstream.server.jetstream.push_delivery import PushDelivery
 from pyjetstream.server.jetstream.store.base import (
-    ConsumerState,
     ConsumerStoreBase,
     ErrStoreEOF,
     ErrStoreMsgNotFound,
     StoredMsg,
     StoreError,
 )
-from pyjetstream.server.jetstream.store.base import SequencePair as StoreSequencePair
 from pyjetstream.server.jetstream.subject_filter import SubjectFilter
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream import Stream
 
-__all__ = ["Consumer", "ConsumerMeta", "decode_consumer_meta", "encode_consumer_meta"]
+__all__ = ["Consumer"]
 
 # Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
 DELIVER_BATCH = 512
-# How soon changed consumer state is written to its file (coalesces many acks into one write).
-# A write is a file replace, which costs milliseconds on ext4: a few per second at most.
-STATE_FLUSH_DELAY = 0.1
 # Why a delivery pass stopped.
 _STOP_IDLE, _STOP_EOF, _STOP_MAX_PENDING = 0, 1, 2
 
 
-class ConsumerMeta(msgspec.Struct):
-    """What a file consumer store persists about its consumer (``meta.inf``)."""
-
-    name: str
-    created: str
-    config: ConsumerConfig
-
-
-def encode_consumer_meta(name: str, cfg: ConsumerConfig, created: int) -> bytes:
-    return encode(ConsumerMeta(name=name, created=format_time(created), config=cfg), go_escape=False)
-
-
-def decode_consumer_meta(data: bytes) -> tuple[str, ConsumerConfig, int]:
-    meta = decode(data, ConsumerMeta)
-    return meta.name, meta.config, parse_time(meta.created)
-
-
-class Consumer(AckProcessing, PullDelivery, PushDelivery):
-    """One consumer of a stream. Create with :meth:`create` (new) or :meth:`recover` (restart)."""
+class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
+    """One consumer of a stream; made by ``consumer_create.add_consumer`` or at a restart by
+    ``consumer_recovery.recover_consumers``, then ``start()``-ed."""
 
     def __init__(
         self,
@@ -118,8 +93,6 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         self._pass = 0
         self._delay_handle: Any = None
         self._undo: tuple[int, int, int] = (0, 0, 0)  # (source, seq, previous sseq) of the last fetch
-        self._flush_handle: Any = None
-        self._write_future: concurrent.futures.Future[None] | None = None
         self._subs: list[Any] = []
         # removal detection for num pending (limits streams: every new seq is a stored msg)
         self._np_msgs = 0
@@ -128,6 +101,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         self._replay = cfg.replay_policy == ReplayPolicy.ORIGINAL
         self._replay_lseq = 0
         self._lts = 0
+        self._init_persistence()
         self._init_acks()
         self._init_pull()
         self._init_push()
@@ -142,7 +116,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
     def is_durable(self) -> bool:
         return bool(self.cfg.durable_name)
 
-    def start(self, recovered: bool) -> None:
+    def start(self) -> None:
         """Restore or select the starting position, subscribe, and start delivering."""
         if self.store is not None and self.store.has_state():
             self._apply_stored_state()
@@ -188,18 +162,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         if self._delay_handle is not None:
             self._delay_handle.cancel()
             self._delay_handle = None
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
-        self._wait_for_writer()
-        if self.store is not None and not delete:
-            self._flush_store()
-        if self.store is not None:
-            with contextlib.suppress(StoreError, OSError):
-                if delete:
-                    self.store.delete()
-                else:
-                    self.store.stop()
+        self._close_store(delete)
         if delete:
             self.stream.remove_consumer(self.name)
 
@@ -331,21 +294,6 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
         self.dseq = 1
         self.adflr = 0
         self.asflr = sseq - 1
-
-    def _apply_stored_state(self) -> None:
-        """``readStoredState``: continue where the consumer was before the restart."""
-        assert self.store is not None
-        st = self.store.state()
-        self.sseq = max(self.sseq, st.delivered.stream_seq + 1)
-        self.dseq = st.delivered.consumer_seq + 1
-        self.adflr = st.ack_floor.consumer_seq
-        self.asflr = st.ack_floor.stream_seq
-        self.pending = {seq: st.pending[seq] for seq in sorted(st.pending)}
-        self.rdc = {seq: n for seq, n in st.redelivered.items() if seq > self.asflr}
-        if self.pending:
-            # Check pending soon after a restart: whatever was due while down is due now.
-            delay = min(0.5, self._ack_wait_s(0))
-            self._arm_pending_timer(delay)
 
     # --- num pending -------------------------------------------------------------------------
 
@@ -654,54 +602,6 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
 
     # --- persistence ---------------------------------------------------------------------------
 
-    def _dirty(self) -> None:
-        """The state changed: write it to the consumer's store shortly (coalescing many changes).
-
-        The consumer's memory is the truth; the store gets a snapshot per flush, like nats-server's
-        consumer file store, which writes its state from a background flusher. A crash loses at
-        most ``STATE_FLUSH_DELAY`` of acks, which then come back as redeliveries.
-        """
-        if self._flush_handle is None and self.store is not None and not self.closed:
-            delay = 0.0 if self.engine.sync_always else STATE_FLUSH_DELAY
-            self._flush_handle = self.loop.call_later(delay, self._flush_store)
-
-    def _flush_store(self) -> None:
-        """Snapshot the state and hand it to the writer (in the loop when ``sync: always``)."""
-        self._flush_handle = None
-        if self.store is None:
-            return
-        pending = self._write_future
-        if pending is not None and not pending.done():
-            self._dirty()  # one write at a time: try again after this one
-            return
-        state = ConsumerState(
-            StoreSequencePair(self.dseq - 1, self.sseq - 1),
-            StoreSequencePair(self.adflr, self.asflr),
-            dict(self.pending),
-            dict(self.rdc),
-        )
-        if self.engine.sync_always or self.closed:
-            self._write_state(state)
-        else:
-            # A state write is a file replace (milliseconds on ext4): keep it off the event loop.
-            self._write_future = _state_writer().submit(self._write_state, state)
-
-    def _wait_for_writer(self) -> None:
-        pending, self._write_future = self._write_future, None
-        if pending is not None:
-            with contextlib.suppress(Exception):
-                pending.result(timeout=10)
-
-    def _write_state(self, state: ConsumerState) -> None:
-        """Runs in the state writer thread (or in the loop); only this touches the store then."""
-        assert self.store is not None
-        try:
-            self.store.update(state)
-        except (StoreError, OSError) as exc:
-            self.server.logger.error(
-                "JetStream consumer '%s > %s' could not write its state: %s", self.stream.name, self.name, exc
-            )
-
     # --- info --------------------------------------------------------------------------------
 
     def info(self) -> ConsumerInfo:
@@ -732,12 +632,6 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery):
             push_bound=bool(self.cfg.deliver_subject) and self.active,
             ts=NanoTime(time.time_ns()),
         )
-
-
-@functools.cache
-def _state_writer() -> concurrent.futures.ThreadPoolExecutor:
-    """One thread writing consumer state files for every consumer, in order."""
-    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="consumer-state")
 
 
 def _headers_only(hdr: bytes | None, size: int) -> bytes:

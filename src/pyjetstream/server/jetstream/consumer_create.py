@@ -16,7 +16,7 @@ from pyjetstream.api.enums import AckPolicy, ConsumerAction, DeliverPolicy, Rete
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.server.jetstream import advisories
-from pyjetstream.server.jetstream.consumer import Consumer, encode_consumer_meta
+from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.consumer_config import (
     check_config,
     check_name,
@@ -25,6 +25,7 @@ from pyjetstream.server.jetstream.consumer_config import (
     new_ephemeral_name,
     stamp_inactive_threshold,
 )
+from pyjetstream.server.jetstream.consumer_persistence import encode_consumer_meta
 from pyjetstream.server.jetstream.store.base import ConsumerStoreBase, StoreError
 from pyjetstream.server.subjects import subjects_overlap
 
@@ -115,6 +116,6 @@ def add_consumer(
         raise JetStreamApiError(E.JSConsumerStoreFailedErrF(err=str(exc))) from exc
     consumer = Consumer(stream, cfg, name, created, store)
     stream.add_consumer(consumer)
-    consumer.start(recovered=False)
+    consumer.start()
     advisories.consumer_action(stream.engine, stream.name, name, "create")
     return consumer

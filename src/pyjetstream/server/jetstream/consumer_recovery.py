@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyjetstream.server.jetstream.consumer import Consumer, decode_consumer_meta
+from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.consumer_config import stamp_inactive_threshold
+from pyjetstream.server.jetstream.consumer_persistence import decode_consumer_meta
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream import Stream
@@ -36,7 +37,7 @@ def recover_consumers(stream: Stream) -> list[Consumer]:
             store.update_config(str(cfg.ack_policy), cfg.max_deliver)
             consumer = Consumer(stream, cfg, meta_name or name, created, store)
             stream.add_consumer(consumer)
-            consumer.start(recovered=True)
+            consumer.start()
         except Exception as exc:  # one damaged consumer must not stop the others
             logger.error("JetStream could not recover consumer '%s > %s': %s", stream.name, name, exc)
             continue
