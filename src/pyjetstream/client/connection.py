@@ -575,6 +575,10 @@ class Client:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_writes)  # type: ignore[union-attr]
 
+    def send_buffered(self) -> None:
+        """Hand everything buffered to the socket now instead of at the end of this loop turn."""
+        self._flush_writes()
+
     def _flush_writes(self) -> None:
         self._flush_scheduled = False
         transport = self._transport

@@ -110,6 +110,10 @@ class Subscription:
         """Stop now (``limit=0``), or after ``limit`` messages in total have been received."""
         self._client._unsubscribe(self, limit)
 
+    def unsubscribe_nowait(self, limit: int = 0) -> None:
+        """``unsubscribe`` for synchronous code: the UNSUB is queued before anything sent after it."""
+        self._client._unsubscribe(self, limit)
+
     async def drain(self) -> None:
         """Unsubscribe, but first process every message the server already sent."""
         await self._client._drain_subscription(self)

@@ -120,25 +120,11 @@ def unsubscribe_soon(sub: Subscription | None) -> None:
 
     The UNSUB must be queued before anything the caller publishes next: a publish that overtook it
     would be delivered to a pull request we no longer listen to (and wait for its ack timeout).
-    ``Subscription.unsubscribe`` does its work without suspending, so it is driven here in place.
     """
     if sub is None or sub.is_closed:
         return
-    coro = sub.unsubscribe()
-    try:
-        coro.send(None)
-    except StopIteration:
-        return
-    except NatsError:
-        return
-    # It suspended after all (a future core client): let it finish on its own.
-    coro.close()
-
-    async def unsub() -> None:
-        with contextlib.suppress(NatsError):
-            await sub.unsubscribe()
-
-    asyncio.get_running_loop().create_task(unsub())
+    with contextlib.suppress(NatsError):
+        sub.unsubscribe_nowait()
 
 
 def send_now(nc: Client) -> None:
@@ -147,11 +133,9 @@ def send_now(nc: Client) -> None:
     A re-pull is issued while a large read is being processed; waiting for the end of that read
     (hundreds of messages) before sending it empties the pre-buffer and stalls the stream (measured:
     ~45k -> ~75k msgs/s consumed with acks). The core client only flushes per loop turn, so this uses
-    its write step directly when it has one.
+    ``send_buffered`` for that.
     """
-    flush = getattr(nc, "_flush_writes", None)
-    if flush is not None:
-        flush()
+    nc.send_buffered()
 
 
 def _encode_request(
