@@ -1,23 +1,110 @@
-"""pyjetstream: NATS JetStream in Python — an embedded server, a simplified client, a CLI.
+"""pyjetstream: NATS JetStream in Python — an embedded server, a simplified client, a Spark source, a CLI.
 
-``pyjetstream.Server`` / ``pyjetstream.ServerThread`` are loaded on first use, so importing the
-package stays fast.
+    import pyjetstream as pjs
+    nc = await pjs.connect("nats://127.0.0.1:4222")
+    js = pjs.jetstream(nc)
+    stream = await js.create_stream(pjs.StreamConfig(name="ORDERS", subjects=["ORDERS.*"]))
+
+Names are loaded on first use, so ``import pyjetstream`` (and the CLI's start-up) stays fast.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pyjetstream.client import Client, Msg, NatsError, Subscription, connect
+    from pyjetstream.client.jetstream import (
+        AckPolicy,
+        ConsumerConfig,
+        DeliverPolicy,
+        DiscardPolicy,
+        JetStream,
+        KeyValueConfig,
+        ObjectMeta,
+        ObjectStoreConfig,
+        OrderedConsumerConfig,
+        PubAck,
+        ReplayPolicy,
+        RetentionPolicy,
+        StorageType,
+        StreamConfig,
+        errors,
+        jetstream,
+        sync,
+    )
     from pyjetstream.server.server import Server
     from pyjetstream.server.thread import ServerThread
 
-__all__ = ["Server", "ServerThread"]
+# name -> module it comes from
+_EXPORTS = {
+    "Server": "pyjetstream.server",
+    "ServerThread": "pyjetstream.server",
+    "connect": "pyjetstream.client",
+    "Client": "pyjetstream.client",
+    "Msg": "pyjetstream.client",
+    "Subscription": "pyjetstream.client",
+    "NatsError": "pyjetstream.client",
+    **{
+        name: "pyjetstream.client.jetstream"
+        for name in (
+            "jetstream",
+            "JetStream",
+            "StreamConfig",
+            "ConsumerConfig",
+            "AckPolicy",
+            "DeliverPolicy",
+            "ReplayPolicy",
+            "RetentionPolicy",
+            "DiscardPolicy",
+            "StorageType",
+            "OrderedConsumerConfig",
+            "KeyValueConfig",
+            "ObjectStoreConfig",
+            "ObjectMeta",
+            "PubAck",
+            "errors",
+            "sync",
+        )
+    },
+}
+
+__all__ = [
+    "AckPolicy",
+    "Client",
+    "ConsumerConfig",
+    "DeliverPolicy",
+    "DiscardPolicy",
+    "JetStream",
+    "KeyValueConfig",
+    "Msg",
+    "NatsError",
+    "ObjectMeta",
+    "ObjectStoreConfig",
+    "OrderedConsumerConfig",
+    "PubAck",
+    "ReplayPolicy",
+    "RetentionPolicy",
+    "Server",
+    "ServerThread",
+    "StorageType",
+    "StreamConfig",
+    "Subscription",
+    "connect",
+    "errors",
+    "jetstream",
+    "sync",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Server", "ServerThread"):
-        import pyjetstream.server as server
-
-        return getattr(server, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(module), name)
+    except AttributeError:  # a submodule (``sync``) is imported on demand
+        value = importlib.import_module(f"{module}.{name}")
+    globals()[name] = value
+    return value
