@@ -296,8 +296,6 @@ CASES: dict[str, list] = {
 
 # Differences that are bugs outside the stream layer, reported to their owners.
 KNOWN_BUGS = {
-    "update-discard-and-dupes": "store: update_config does not trim to new max_msgs/max_bytes under discard new",
-    "create-placement": "api model: Placement.cluster must be omitempty",
 }
 
 

@@ -30,7 +30,7 @@ class ApiError(WireStruct):
 
 
 class Placement(WireStruct):
-    cluster: str = always("")
+    cluster: str = ""
     tags: list[str] = []
 
 

@@ -234,12 +234,17 @@ class IndexedStore(MessageStore):
             while table.msgs[sid] > maxp:
                 self._remove_at(table.first[sid], False)
         if cfg.discard == DISCARD_OLD:
-            if cfg.max_msgs > 0:
-                while self._msgs > cfg.max_msgs:
-                    self._remove_at(self._first_seq, False)
-            if cfg.max_bytes > 0:
-                while self._bytes > cfg.max_bytes and self._msgs:
-                    self._remove_at(self._first_seq, False)
+            self._trim_to_limits()
+
+    def _trim_to_limits(self) -> None:
+        """Drop the oldest messages until max_msgs and max_bytes hold."""
+        cfg = self._cfg
+        if cfg.max_msgs > 0:
+            while self._msgs > cfg.max_msgs:
+                self._remove_at(self._first_seq, False)
+        if cfg.max_bytes > 0:
+            while self._bytes > cfg.max_bytes and self._msgs:
+                self._remove_at(self._first_seq, False)
 
     def skip_msg(self) -> int:
         if self._closed:
@@ -865,8 +870,8 @@ class IndexedStore(MessageStore):
             for sid in [sid for sid in table.ids.values() if table.msgs[sid] > maxp]:
                 while table.msgs[sid] > maxp:
                     self._remove_at(table.first[sid], False)
-        if cfg.discard == DISCARD_OLD:
-            self._enforce_limits(0)
+        # Lowered limits apply to what is stored whatever the discard policy (nats-server does the same).
+        self._trim_to_limits()
         if cfg.max_age > 0:
             self.expire_msgs()
         self._commit()
