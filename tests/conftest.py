@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.support.targets import KINDS, Target, make_target
 
 _counter = itertools.count()
