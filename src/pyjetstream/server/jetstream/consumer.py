@@ -8,8 +8,8 @@ redelivery counts and ``rdq`` the redelivery queue (an ordered dict used as an o
 Delivery runs on the event loop: ``_kick`` schedules one ``_run`` pass, which hands out up to
 ``DELIVER_BATCH`` messages and schedules itself again if more could go. Everything a message needs
 on the way out is pre-built (ack reply prefix, filter matcher), so a delivery is one store read, one
-f-string and one ``publish_internal``. Acks, pull requests and push specifics live in the mixins
-(``acks.py``, ``pull_delivery.py``, ``push_delivery.py``).
+f-string and one ``publish_internal``. Acks, pull requests, push specifics and persistence live in
+the mixins (``acks.py``, ``pull_delivery.py``, ``push_delivery.py``, ``consumer_persistence.py``).
 """
 
 from __future__ import annotations
