@@ -1,0 +1,204 @@
+"""The data source's pure parts, without Spark or a server: options, schema DDL, pushdown,
+partitioning, subject matching, message ids."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pyspark.sql.datasource import (
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    LessThan,
+    LessThanOrEqual,
+    StringStartsWith,
+)
+from pyspark.sql.types import ArrayType, DecimalType, LongType, MapType, StringType, StructType
+
+from pyjetstream.spark.ddl import DdlError, parse_struct
+from pyjetstream.spark.filters import ReadBounds, push_filters
+from pyjetstream.spark.msgid import MsgIdGenerator, scope_of
+from pyjetstream.spark.options import OptionError, parse_options, parse_time_option
+from pyjetstream.spark.partitioning import split_range
+from pyjetstream.spark.subjects import subject_matches, subjects_overlap
+
+# --- options -----------------------------------------------------------------------------------
+
+
+def test_options_defaults_and_parsing() -> None:
+    opts = parse_options({"Stream": "S", "SUBJECTS": "a.*, b.>", "startSequence": "5", "partitions": "3"})
+    assert opts.stream == "S"
+    assert opts.subjects == ("a.*", "b.>")
+    assert opts.start_sequence == 5 and opts.partitions == 3
+    assert opts.connect.servers == ("nats://127.0.0.1:4222",)
+    assert opts.pushdown and opts.derive_msg_id
+    opts = parse_options(
+        {"servers": "nats://a:1,nats://b:2", "user": "u", "password": "p", "pushdown": "false"}
+    )
+    assert opts.connect.servers == ("nats://a:1", "nats://b:2")
+    assert (opts.connect.user, opts.connect.password) == ("u", "p")
+    assert not opts.pushdown
+    assert parse_options({"subject": "x.y"}).filter_subjects == ("x.y",)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"decode": "xml"}, "decode='xml' must be one of"),
+        ({"decode": "json"}, "needs dataSchema"),
+        ({"partitions": "zero"}, "not an integer"),
+        ({"partitions": "0"}, "at least 1"),
+        ({"startSequence": "1", "startTime": "2024-01-01T00:00:00Z"}, "exclusive"),
+        ({"endSequence": "1", "endTime": "2024-01-01T00:00:00Z"}, "exclusive"),
+        ({"startTime": "yesterday"}, "is not a time"),
+        ({"ackTimeout": "-1"}, "must be positive"),
+        ({"tlsInsecure": "maybe"}, "not a boolean"),
+    ],
+)
+def test_bad_options(options: dict[str, str], message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        parse_options(options)
+
+
+def test_time_options() -> None:
+    ns = parse_time_option("t", "2024-05-01T12:00:00.123456789Z")
+    assert ns == 1714564800_123456789
+    assert parse_time_option("t", "2024-05-01T12:00:00") == 1714564800_000000000  # naive = UTC
+    assert parse_time_option("t", "2024-05-01T14:00:00+02:00") == 1714564800_000000000
+    assert parse_time_option("t", "1714564800.5") == 1714564800_500000000
+
+
+# --- schema DDL --------------------------------------------------------------------------------
+
+
+def test_ddl_parsing() -> None:
+    schema = parse_struct(
+        "id long, name STRING not null, tags array<string>, m map<string, int>, "
+        "s struct<a: double, `b c`: boolean>, d decimal(10,2)"
+    )
+    assert [f.name for f in schema.fields] == ["id", "name", "tags", "m", "s", "d"]
+    assert schema["id"].dataType == LongType()
+    assert not schema["name"].nullable
+    assert schema["tags"].dataType == ArrayType(StringType())
+    assert isinstance(schema["m"].dataType, MapType)
+    assert isinstance(schema["s"].dataType, StructType) and schema["s"].dataType.names == ["a", "b c"]
+    assert schema["d"].dataType == DecimalType(10, 2)
+    assert parse_struct(schema.json()) == schema
+    with pytest.raises(DdlError, match="unknown type"):
+        parse_struct("a widget")
+    with pytest.raises(DdlError):
+        parse_struct("a array<string")
+
+
+# --- pushdown ----------------------------------------------------------------------------------
+
+
+def _push(filters: list, option_subjects: tuple[str, ...] = ()) -> tuple[ReadBounds, list]:
+    bounds = ReadBounds()
+    remaining = push_filters(filters, "S", option_subjects, bounds)
+    return bounds, remaining
+
+
+def test_pushdown_subjects_and_sequences() -> None:
+    bounds, rest = _push(
+        [EqualTo(("subject",), "a.b"), GreaterThan(("sequence",), 10), LessThanOrEqual(("sequence",), 20)]
+    )
+    assert rest == []
+    assert bounds.subjects == ("a.b",) and (bounds.first_seq, bounds.last_seq) == (11, 20)
+    bounds, rest = _push(
+        [In(("subject",), ("x", "y")), GreaterThanOrEqual(("sequence",), 5), LessThan(("sequence",), 9)]
+    )
+    assert rest == [] and bounds.subjects == ("x", "y") and (bounds.first_seq, bounds.last_seq) == (5, 8)
+    in_seq = In(("sequence",), (3, 70))
+    bounds, rest = _push([in_seq])
+    assert rest == [in_seq] and (bounds.first_seq, bounds.last_seq) == (3, 70)  # bounded, Spark re-checks
+    bounds, rest = _push([StringStartsWith(("subject",), "orders.")])
+    assert rest == [] and bounds.subjects == ("orders.>",)
+    partial = StringStartsWith(("subject",), "ord")
+    bounds, rest = _push([partial])
+    assert rest == [partial] and bounds.subjects is None
+
+
+def test_pushdown_intersects_with_option_subjects() -> None:
+    bounds, _ = _push([EqualTo(("subject",), "a.1")], option_subjects=("a.*",))
+    assert bounds.subjects == ("a.1",) and not bounds.empty
+    bounds, _ = _push([EqualTo(("subject",), "b.1")], option_subjects=("a.*",))
+    assert bounds.empty
+    bounds, _ = _push([EqualTo(("subject",), "a"), EqualTo(("subject",), "b")])
+    assert bounds.empty
+    prefix = StringStartsWith(("subject",), "a.")
+    bounds, rest = _push([prefix], option_subjects=("a.*",))
+    assert rest == [prefix] and bounds.subjects == ("a.*",)
+
+
+def test_pushdown_time_stream_and_others() -> None:
+    t = datetime(2024, 5, 1, 12, 0, 0, 5, tzinfo=UTC)
+    gt, lte = GreaterThan(("timestamp",), t), LessThanOrEqual(("timestamp",), t)
+    bounds, rest = _push([gt, lte])
+    assert rest == [gt, lte]  # Spark re-checks times (µs in Spark, ns in the stream)
+    assert bounds.start_time_ns == 1714564800_000006000
+    assert bounds.end_time_ns == 1714564800_000006000
+    bounds, rest = _push([EqualTo(("stream",), "OTHER")])
+    assert bounds.empty and rest == []
+    bounds, rest = _push([EqualTo(("stream",), "S")])
+    assert not bounds.empty and rest == []
+    other = EqualTo(("data",), b"x")
+    assert _push([other])[1] == [other]
+
+
+# --- partitioning --------------------------------------------------------------------------------
+
+
+@given(st.integers(1, 10**6), st.integers(0, 10**5), st.integers(1, 64))
+def test_split_range_covers_exactly(first: int, length: int, count: int) -> None:
+    last = first + length - 1
+    parts = split_range(first, last, count)
+    if length == 0:
+        assert parts == []
+        return
+    assert parts[0].first == first and parts[-1].last == last
+    assert all(a.last + 1 == b.first for a, b in itertools.pairwise(parts))
+    sizes = [len(p) for p in parts]
+    assert len(parts) == min(count, length) and max(sizes) - min(sizes) <= 1
+
+
+# --- subjects ------------------------------------------------------------------------------------
+
+
+def test_subject_matching() -> None:
+    assert subject_matches("a.b.c", "a.*.c") and subject_matches("a.b.c", "a.>") and subject_matches("a", ">")
+    assert (
+        not subject_matches("a", "a.>")
+        and not subject_matches("a.b", "a.*.c")
+        and not subject_matches("a.b", "a")
+    )
+    assert subjects_overlap("a.*", "a.b") and subjects_overlap("a.>", "a.b.c") and subjects_overlap(">", "x")
+    assert (
+        not subjects_overlap("a.*", "b.*")
+        and not subjects_overlap("a.*", "a.b.c")
+        and not subjects_overlap("a", "a.>")
+    )
+
+
+# --- message ids ---------------------------------------------------------------------------------
+
+
+def test_msg_ids_are_deterministic_and_order_independent() -> None:
+    rows = [("s.a", b"1"), ("s.b", b"2"), ("s.a", b"1"), ("s.c", b"")]
+    first = MsgIdGenerator(scope_of("query-1"), 7, 3)
+    ids = [first.next_id(s, d) for s, d in rows]
+    assert len(set(ids)) == 4  # identical rows still get distinct ids
+    assert all(i.startswith(f"{scope_of('query-1')}.7.3.") for i in ids)
+    again = MsgIdGenerator(scope_of("query-1"), 7, 3)
+    shuffled = [rows[i] for i in (3, 2, 1, 0)]
+    assert sorted(again.next_id(s, d) for s, d in shuffled) == sorted(ids)  # same set, any order
+    other_batch = MsgIdGenerator(scope_of("query-1"), 8, 3)
+    assert not set(ids) & {other_batch.next_id(s, d) for s, d in rows}
+    assert MsgIdGenerator("x", 0, 0).next_id("s", b"d", b"h1") != MsgIdGenerator("x", 0, 0).next_id(
+        "s", b"d", b"h2"
+    )
