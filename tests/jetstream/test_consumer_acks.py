@@ -215,3 +215,13 @@ async def test_sampled_ack_metric(client: RawClient) -> None:
     assert [e["stream_seq"] for e in events] == [1, 2]
     assert all(e["type"] == "io.nats.jetstream.metric.v1.consumer_ack" and e["ack_time"] > 0 for e in events)
     assert events[0]["deliveries"] == 1 and events[0]["consumer"] == "M"
+
+
+async def test_malformed_ack_subjects(client: RawClient) -> None:
+    """Only five tokens after ``$JS.ACK.<S>.<C>`` reach the consumer; odd numbers ack nothing."""
+    await client.add_stream("S", ["s.>"])
+    await client.add_consumer("S", "C")
+    for subject in ("$JS.ACK.S.C.1.2", "$JS.ACK.S.C.1.2.3.4.5.6"):
+        assert (await client.request(subject, b"")).status == "503"  # no responders
+    assert (await client.request("$JS.ACK.S.C.a.b.c.d.e", b"")).data == b""
+    assert (await client.consumer_info("S", "C"))["num_ack_pending"] == 0

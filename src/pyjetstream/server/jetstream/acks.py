@@ -97,8 +97,8 @@ class AckProcessing:
             return
         try:
             dc, sseq, dseq = int(parts[0]), int(parts[1]), int(parts[2])
-        except ValueError:  # not a reply we made: nats-server reads it as sequence 0
-            dc = sseq = dseq = 0
+        except ValueError:  # not numbers we wrote: nats-server reads those as -1 (matching nothing)
+            dc, sseq, dseq = (int(t) if t.isdigit() else -1 for t in parts[:3])
         skip_reply = sseq == 0
         if not payload or payload == ACK or payload == ACK_OK:
             self._process_ack_msg(sseq, dseq, dc, True)
