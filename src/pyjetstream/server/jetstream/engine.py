@@ -19,6 +19,7 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_stream import StreamConfig
+from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jetstream.store._fileutil import read_meta_file
 from pyjetstream.server.jetstream.store.base import MessageStore
 from pyjetstream.server.jetstream.store.filestore import (
@@ -170,6 +171,7 @@ class JetStreamEngine:
         self.streams_dir.mkdir(parents=True, exist_ok=True)
         self._recover()
         self.router.subscribe()
+        self.server.monitor_handlers["/jsz"] = self._jsz_handler
         self._schedule_sync()
         self.started = True
         self.server.logger.info("JetStream started, store directory %s", self.store_dir)
@@ -271,6 +273,17 @@ class JetStreamEngine:
                 "  Restored %d messages for stream '%s > %s'", state.msgs, GLOBAL_ACCOUNT, cfg.name
             )
         self.account_usage_changed()
+
+    # --- monitoring hooks (the core server's /varz and /healthz call these) --------------------
+
+    def varz(self) -> dict[str, Any]:
+        return monitoring.varz(self)
+
+    def healthz(self, query: dict[str, str]) -> str | None:
+        return monitoring.healthz(self, query)
+
+    async def _jsz_handler(self, query: dict[str, str]) -> dict[str, Any]:
+        return monitoring.jsz(self, query)
 
     def num_consumers(self) -> int:
         return sum(len(s.consumers) for s in self.streams.values())

@@ -1,0 +1,119 @@
+"""JetStream in the HTTP monitoring endpoints: ``/jsz``, the ``jetstream`` part of ``/varz``, ``/healthz``.
+
+Field names and shapes are nats-server's (``server/monitor.go`` ``JSInfo``/``AccountDetail``);
+models are encoded with the shared codec so times and omitted fields look the same.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from pyjetstream.api.codec import to_builtins
+from pyjetstream.api.enums import StorageType
+from pyjetstream.api.timefmt import format_time
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.engine import JetStreamEngine
+
+GLOBAL_ACCOUNT = "$G"
+# nats-server reports an unreserved account as the uint64 max.
+UNRESERVED = 18446744073709551615
+
+
+def _config(engine: JetStreamEngine) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "max_memory": engine.max_memory,
+        "max_storage": engine.max_storage,
+        "store_dir": str(engine.store_dir),
+    }
+    if engine.domain:
+        config["domain"] = engine.domain
+    return config
+
+
+def _stats(engine: JetStreamEngine) -> dict[str, Any]:
+    memory, storage = engine.usage()
+    reserved = {StorageType.MEMORY: 0, StorageType.FILE: 0}
+    for stream in engine.streams.values():
+        if stream.cfg.max_bytes > 0:
+            reserved[stream.cfg.storage] += stream.cfg.max_bytes
+    return {
+        "memory": memory,
+        "storage": storage,
+        "reserved_memory": reserved[StorageType.MEMORY],
+        "reserved_storage": reserved[StorageType.FILE],
+        "accounts": 1,
+        "ha_assets": 0,
+        "api": {"total": engine.api_total, "errors": engine.api_errors},
+    }
+
+
+def varz(engine: JetStreamEngine) -> dict[str, Any]:
+    return {"config": _config(engine), "stats": _stats(engine)}
+
+
+def _truthy(query: dict[str, str], key: str) -> bool:
+    return query.get(key, "").lower() in ("1", "true", "yes", "on")
+
+
+def jsz(engine: JetStreamEngine, query: dict[str, str]) -> dict[str, Any]:
+    streams = list(engine.streams.values())
+    out: dict[str, Any] = {
+        "server_id": engine.server.server_id,
+        "now": format_time(time.time_ns()),
+        "config": _config(engine),
+        **_stats(engine),
+        "streams": len(streams),
+        "consumers": engine.num_consumers(),
+        "messages": sum(s.store.fast_state().msgs for s in streams),
+        "bytes": sum(s.store.fast_state().bytes for s in streams),
+    }
+    want_streams = _truthy(query, "streams") or _truthy(query, "consumers")
+    if _truthy(query, "accounts") or want_streams or query.get("acc"):
+        if query.get("acc") not in (None, "", GLOBAL_ACCOUNT):
+            return out
+        stats = _stats(engine)
+        detail: dict[str, Any] = {
+            "name": GLOBAL_ACCOUNT,
+            "id": GLOBAL_ACCOUNT,
+            **stats,
+            "reserved_memory": UNRESERVED,
+            "reserved_storage": UNRESERVED,
+            "accounts": 0,
+        }
+        if want_streams:
+            detail["stream_detail"] = [
+                _stream_detail(engine, s, query) for s in sorted(streams, key=lambda s: s.name)
+            ]
+        out["account_details"] = [detail]
+    return out
+
+
+def _stream_detail(engine: JetStreamEngine, stream: Any, query: dict[str, str]) -> dict[str, Any]:
+    info = stream.info()
+    detail: dict[str, Any] = {
+        "name": stream.name,
+        "created": format_time(stream.created),
+        "cluster": {"leader": engine.server.server_id},
+    }
+    if _truthy(query, "config"):
+        detail["config"] = to_builtins(info.config)
+    detail["state"] = to_builtins(info.state)
+    if _truthy(query, "consumers"):
+        consumers = []
+        for consumer in sorted(stream.consumers.values(), key=lambda c: c.name):
+            cinfo = to_builtins(consumer.info())
+            cinfo.pop("ts", None)
+            if not _truthy(query, "config"):
+                cinfo.pop("config", None)
+            consumers.append(cinfo)
+        detail["consumer_detail"] = consumers
+    return detail
+
+
+def healthz(engine: JetStreamEngine, query: dict[str, str]) -> str | None:
+    """A problem text when JetStream is not healthy (nats-server answers 503 with it), else None."""
+    if not engine.started:
+        return "JetStream not enabled"
+    return None
