@@ -71,8 +71,10 @@ from pyjetstream.server.sublist import Sublist, Subscription
 
 __all__ = ["SERVER_VERSION", "InternalCallback", "InternalSub", "Server"]
 
-#: The nats-server version we report in INFO and /varz: clients gate features on it.
-SERVER_VERSION = "2.9.10"
+#: The nats-server version we report in INFO and /varz: clients gate features on it. The engine
+#: implements the 2.10 stream and consumer features (compression, first_seq, subject transforms,
+#: metadata, filter_subjects, create ``action``, ``+TERM <reason>``), so clients may turn them on.
+SERVER_VERSION = "2.10.22"
 #: nats-server keeps this many closed connections for ``/connz?state=closed``.
 MAX_CLOSED_CLIENTS = 10_000
 #: On shutdown, wait this long for clients to take their pending data before cutting them.
