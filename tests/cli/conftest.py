@@ -118,7 +118,8 @@ class Cli:
         self._spawned: list[Spawned] = []
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_") and k != "PYJETSTREAM_TRACE"}
+        drop = ("PYJETSTREAM_TRACE", "COLUMNS", "LINES")  # tables are as wide as they need when piped
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_") and k not in drop}
         env["NATS_URL"] = self.url
         env["XDG_CONFIG_HOME"] = str(self.home)  # no stray nats contexts from the machine
         env.update(extra)

@@ -144,3 +144,22 @@ def test_contexts_supply_the_server(cli: Cli) -> None:
     cli("server", "ping", "--count", "1", env=env).ok()
     # a flag beats the context
     cli("server", "ping", "--count", "1", "-s", "nats://127.0.0.1:1", env=env).fails("could not connect")
+
+
+def test_credentials_flags_and_environment(cli: Cli, start_server) -> None:  # type: ignore[no-untyped-def]
+    secured = start_server(authorization={"user": "alice", "password": "s3cret"})
+    env = {**cli.env(), "NATS_URL": secured.url}
+    cli("server", "ping", "--count", "1", env=env).fails("authorization", rc=1)
+    cli("server", "ping", "--count", "1", "--user", "alice", "--password", "nope", env=env).fails(
+        "authorization"
+    )
+    cli("server", "ping", "--count", "1", "--user", "alice", "--password", "s3cret", env=env).ok()
+    cli("server", "ping", "--count", "1", env={**env, "NATS_USER": "alice", "NATS_PASSWORD": "s3cret"}).ok()
+    in_url = secured.url.replace("nats://", "nats://alice:s3cret@")
+    cli("server", "ping", "--count", "1", "-s", in_url, env=env).ok()
+
+    tokened = start_server(authorization={"token": "t0ken"})
+    env = {**cli.env(), "NATS_URL": tokened.url}
+    cli("server", "ping", "--count", "1", "--token", "t0ken", env=env).ok()
+    cli("server", "ping", "--count", "1", "--user", "t0ken", env=env).ok()  # a lone --user is a token
+    cli("server", "ping", "--count", "1", "--token", "wrong", env=env).fails("authorization")

@@ -67,7 +67,7 @@ async def cmd_add(session: Session, args: argparse.Namespace) -> int:
     if args.output:
         from pyjetstream.cli.stream_cmds import _write_config
 
-        return _write_config(args.output, config)
+        return _write_config(session, args.output, config)
     js = await session.jetstream()
     info = (await js.create_consumer(stream, config)).cached_info()
     if session.json:
@@ -89,7 +89,7 @@ async def cmd_edit(session: Session, args: argparse.Namespace) -> int:
     if args.output:
         from pyjetstream.cli.stream_cmds import _write_config
 
-        return _write_config(args.output, config)
+        return _write_config(session, args.output, config)
     changes = config_changes(current, config)
     if not changes:
         raise UsageError(f"no changes to consumer {name}: give the flags of the fields to change")
@@ -267,7 +267,7 @@ async def cmd_report(session: Session, args: argparse.Namespace) -> int:
             i.name,
             "Pull" if i.config.is_pull else "Push",
             str(i.config.ack_policy).capitalize(),
-            human_duration(i.config.ack_wait),
+            human_duration(i.config.ack_wait) if str(i.config.ack_policy) != "none" else "-",
             human_count(i.num_ack_pending),
             human_count(i.num_redelivered),
             human_count(i.num_pending),

@@ -59,7 +59,7 @@ def describe(exc: BaseException) -> str:
     if api is not None:
         return api
     if isinstance(exc, core.NoRespondersError):
-        return f"no responders available for request ({exc})"
+        return str(exc) or "no responders available for request"
     if isinstance(exc, core.NoServersError):
         return f"could not connect: {exc}"
     if isinstance(exc, core.AuthorizationError):

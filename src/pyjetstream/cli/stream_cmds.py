@@ -54,7 +54,7 @@ async def cmd_add(session: Session, args: argparse.Namespace) -> int:
     ask = interactive() and not args.defaults
     config = stream_config_from_args(args, name, ask=ask)
     if args.output:
-        return _write_config(args.output, config)
+        return _write_config(session, args.output, config)
     js = await session.jetstream()
     stream = await js.create_stream(config)
     info = stream.cached_info()
@@ -76,7 +76,7 @@ async def cmd_edit(session: Session, args: argparse.Namespace) -> int:
     config = stream_config_from_args(args, name, current)
     changes = config_changes(current, config)
     if args.output:
-        return _write_config(args.output, config)
+        return _write_config(session, args.output, config)
     if not changes:
         raise UsageError(f"no changes to stream {name}: give the flags of the fields to change")
     if not session.json:
@@ -94,7 +94,8 @@ async def cmd_edit(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_config(path: str, config: Any) -> int:
+def _write_config(session: Session, path: str, config: Any) -> int:
+    """``--output``: save the configuration (wire JSON) instead of applying it."""
     import json
 
     from pyjetstream.cli.output import to_jsonable
@@ -102,7 +103,10 @@ def _write_config(path: str, config: Any) -> int:
     with open(path, "w") as f:
         json.dump(to_jsonable(config), f, indent=2)
         f.write("\n")
-    print(f"Configuration written to {path}")
+    if session.json:
+        _print_json({"config": config, "written": path})
+    else:
+        print(f"Configuration written to {path}")
     return 0
 
 
