@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 from pyspark.sql import SparkSession
 
@@ -13,6 +14,26 @@ __all__ = ["local_session"]
 # minutes whose work is in Python workers that is the better trade.
 FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
+# Spark's console logging from the first line on (its default profile announces itself at INFO).
+_LOG4J2 = """\
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex
+logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
+logger.hadoop.level = error
+"""
+
+
+def _log_config(level: str) -> str:
+    path = os.path.join(tempfile.gettempdir(), f"pyjetstream-log4j2-{level.lower()}.properties")
+    with open(path, "w") as f:
+        f.write(_LOG4J2.format(level=level.lower()))
+    return path
+
 
 def local_session(
     app_name: str = "pyjetstream",
@@ -21,12 +42,14 @@ def local_session(
     shuffle_partitions: int = 2,
     fast_start: bool = True,
     max_task_failures: int = 1,
+    log_level: str = "WARN",
     extra_conf: dict[str, str] | None = None,
 ) -> SparkSession:
     """Spark in local mode (``local[cores]``), UI off, WARN logs, ``jetstream`` registered.
 
     ``max_task_failures`` > 1 retries failed tasks as a cluster would (``local[n,f]``).
-    Python workers run this interpreter, so they see the same packages.
+    Python workers run this interpreter, so they see the same packages. ``log_level``: Spark's
+    console log level from JVM start (``ERROR`` hides Spark's routine warnings).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -43,12 +66,14 @@ def local_session(
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
     )
+    java_options = f"-Dlog4j2.configurationFile=file:{_log_config(log_level)}"
     if fast_start:
-        builder = builder.config("spark.driver.extraJavaOptions", FAST_START_JAVA_OPTIONS)
+        java_options = f"{FAST_START_JAVA_OPTIONS} {java_options}"
+    builder = builder.config("spark.driver.extraJavaOptions", java_options)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(log_level.upper())
     from pyjetstream.spark import register
 
     register(spark)
