@@ -74,6 +74,8 @@ def test_add_errors(cli: Cli) -> None:
         "filter subject", rc=1
     )
     cli("consumer", "add", "ORDERS", "--defaults").fails("a consumer name is required", rc=2)
+    cli("consumer", "add", "ORDERS", "C", "--pause-until", "soon", "--defaults").fails("RFC3339", rc=2)
+    cli("consumer", "add", "ORDERS", "C", "--sample", "150", "--defaults").fails("percentage", rc=2)
 
 
 def test_next_acks_and_reports_state(cli: Cli) -> None:

@@ -122,6 +122,8 @@ def test_edit_shows_changes_and_needs_force(cli: Cli) -> None:
         "stream configuration update can not change storage"
     )
     cli("stream", "edit", "NOPE", "--max-msgs", "1", "-f").fails("stream not found")
+    assert cli("stream", "edit", "ORDERS", "--seal", "-f", "--json").json()["config"]["sealed"] is True
+    cli("pub", "-J", "orders.new", "late").fails("sealed", rc=1)
 
 
 def test_config_files_in_and_out(cli: Cli) -> None:

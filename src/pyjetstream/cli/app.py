@@ -113,6 +113,12 @@ class Command:
         )
         if self.configure is not None:
             self.configure(p)
+        # A short usage line: the full flag list is in --help, grouped.
+        positionals = [a for a in p._actions if not a.option_strings]
+        shown = " ".join(
+            f"[{a.metavar or a.dest}]" if a.nargs == "?" else str(a.metavar or a.dest) for a in positionals
+        )
+        p.usage = f"%(prog)s [options] {shown}".rstrip()
         return p
 
 

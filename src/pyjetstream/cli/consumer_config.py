@@ -47,6 +47,14 @@ def add_consumer_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
     g.add_argument("--heartbeat", metavar="DUR", help="push: idle heartbeat interval")
     g.add_argument("--flow-control", action=_BOOL, help="push: enable flow control")
     g.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="metadata (repeatable, 2.10+)")
+    g.add_argument("--pause-until", metavar="TIME", help="pause delivery until this RFC3339 time (2.11+)")
+    g.add_argument(
+        "--priority-groups", metavar="GROUPS", help="pull priority groups, comma separated (2.11+)"
+    )
+    g.add_argument(
+        "--priority-policy", choices=["none", "overflow", "pinned_client"], help="priority policy (2.11+)"
+    )
+    g.add_argument("--pinned-ttl", metavar="DUR", help="how long a pinned client stays pinned (2.11+)")
     if not edit:
         g.add_argument(
             "--deliver", metavar="POLICY", help="all, last, new, subject, a sequence, a duration ago"
@@ -76,6 +84,21 @@ def _int(value: str | None, flag: str) -> int | None:
 
 def _dur(value: str | None, flag: str) -> int | None:
     return None if value is None else parse_duration(value, what=flag)
+
+
+def _time(value: str | None, flag: str) -> str | None:
+    """An RFC3339 time, checked here so a typo is a usage error rather than a server one."""
+    if value is None:
+        return None
+    from pyjetstream.api import parse_time
+
+    try:
+        parse_time(value)
+    except ValueError:
+        raise UsageError(
+            f"invalid {flag} {value!r}: use an RFC3339 time such as 2030-01-02T15:04:05Z"
+        ) from None
+    return value
 
 
 def _sample(value: str) -> str:
@@ -126,6 +149,12 @@ def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
         "backoff": [parse_duration(d, what="--backoff") for d in args.backoff.split(",")]
         if args.backoff
         else None,
+        "pause_until": _time(args.pause_until, "--pause-until"),
+        "priority_groups": [g.strip() for g in args.priority_groups.split(",") if g.strip()]
+        if args.priority_groups
+        else None,
+        "priority_policy": args.priority_policy,
+        "priority_timeout": _dur(args.pinned_ttl, "--pinned-ttl"),
     }
     if hasattr(args, "replay"):
         simple.update(

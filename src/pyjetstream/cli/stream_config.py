@@ -52,6 +52,7 @@ def add_stream_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
     g.add_argument("--allow-mirror-direct", action=_BOOL, help="let a mirror answer direct gets")
     g.add_argument("--ack", action=_BOOL, help="acknowledge publishes (default on)")
     g.add_argument("--allow-msg-ttl", action=_BOOL, help="allow per-message TTLs (2.11+)")
+    g.add_argument("--subject-delete-marker-ttl", metavar="DUR", help="keep delete markers this long (2.11+)")
     g.add_argument("--republish-source", metavar="SUBJECT", help="republish messages matching this subject")
     g.add_argument("--republish-destination", metavar="SUBJECT", help="republish to this subject")
     g.add_argument("--republish-headers", action=_BOOL, help="republish headers only")
@@ -63,7 +64,9 @@ def add_stream_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
     g.add_argument("--limit-consumer-inactive", metavar="DUR", help="default consumer inactive threshold")
     g.add_argument("--limit-consumer-max-pending", metavar="N", help="default consumer max ack pending")
     g.add_argument("--source", action="append", metavar="STREAM", help="source messages from a stream")
-    if not edit:
+    if edit:
+        g.add_argument("--seal", action="store_true", help="seal the stream: no more changes, ever")
+    else:
         g.add_argument("--mirror", metavar="STREAM", help="mirror another stream")
         g.add_argument(
             "--first-sequence", type=int, metavar="SEQ", help="first sequence of the stream (2.10+)"
@@ -152,6 +155,7 @@ def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
         "no_ack": None if args.ack is None else not args.ack,
         "allow_msg_ttl": args.allow_msg_ttl,
         "first_seq": getattr(args, "first_sequence", None),
+        "sealed": True if getattr(args, "seal", False) else None,
         "subjects": _subjects(args.subjects),
     }
     c.update({k: v for k, v in simple.items() if v is not None})
@@ -161,6 +165,10 @@ def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
         c["max_msg_size"] = parse_size(args.max_msg_size, what="--max-msg-size")
     if args.max_age is not None:
         c["max_age"] = parse_duration(args.max_age, what="--max-age", unlimited_ok=True)
+    if args.subject_delete_marker_ttl is not None:
+        c["subject_delete_marker_ttl"] = parse_duration(
+            args.subject_delete_marker_ttl, what="--subject-delete-marker-ttl"
+        )
     if args.dupe_window is not None:
         c["duplicate_window"] = parse_duration(args.dupe_window, what="--dupe-window")
     if args.metadata:
