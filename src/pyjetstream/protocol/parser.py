@@ -12,6 +12,8 @@ the announced size followed by a mandatory CRLF.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from pyjetstream.protocol.events import (
@@ -43,6 +45,15 @@ def _parse_size(token: bytes) -> int:
     return int(token)
 
 
+# Parsed fast-path control lines kept per parser (cleared when full). A publisher repeats the same
+# ``PUB <subject> <size>`` line for every message of a given size, so the split/decode/int work is
+# done once; lines with unique reply subjects are parsed each time and not kept.
+FAST_LINE_CACHE_MAX = 1024
+
+# A fast-path parse: the function turning the payload bytes into the event, and the payload size.
+FastLine = tuple[Callable[[bytes], Any], int]
+
+
 class _FrameParser:
     """Shared framing: control lines, then (for message ops) a payload of a known size."""
 
@@ -53,9 +64,12 @@ class _FrameParser:
         # it is then a single copy.
         self._rest = b""
         self._broken = False
-        # When not None: the op waiting for its payload, and the payload size (without CRLF).
-        self._awaiting: tuple[Any, ...] | None = None
+        # When not None: makes the event of the op waiting for its payload of ``_need`` bytes
+        # (without CRLF).
+        self._awaiting: Callable[[bytes], Any] | None = None
         self._need = 0
+        # control line (without CR LF) -> its FastLine, for the hot ops (see _fast_line).
+        self._fast_cache: dict[bytes, FastLine] = {}
 
     def feed(self, data: bytes) -> list[Any]:
         if self._broken:
@@ -65,7 +79,10 @@ class _FrameParser:
         append = events.append
         pos = 0
         size = len(buf)
-        fast = self._fast_op
+        find = buf.find
+        max_line = self.max_control_line
+        cached = self._fast_cache.get
+        fast_line = self._fast_line
         while pos < size:
             if self._awaiting is not None:
                 end = pos + self._need
@@ -74,38 +91,39 @@ class _FrameParser:
                 if buf[end] != 13 or buf[end + 1] != 10:
                     append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                     break
-                event = self._complete(self._awaiting, buf[pos:end])
+                event = self._awaiting(buf[pos:end])
                 self._awaiting = None
                 pos = end + 2
                 if event is not None:
                     append(event)
                 continue
-            nl = buf.find(b"\n", pos)
+            nl = find(b"\n", pos)
             if nl < 0:
-                if size - pos > self.max_control_line and self._limits_line(buf, pos):
+                if size - pos > max_line and self._limits_line(buf, pos):
                     append(self._violation(ERR_MAX_CONTROL_LINE))
                 break
             line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
-            if buf.startswith(fast, pos) and line_end - pos <= self.max_control_line:
-                # Hot path (PUB on the server side, MSG on the client side): parse the line and,
-                # when the whole frame is here, slice the payload straight out.
-                parsed = self._fast_line(buf[pos + 4 : line_end].split())
-                if parsed is not None:
-                    op, need = parsed
-                    start = nl + 1
-                    end = start + need
-                    if end + 2 <= size:
-                        if buf[end] != 13 or buf[end + 1] != 10:
-                            append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
-                            break
-                        append(self._complete(op, buf[start:end]))
-                        pos = end + 2
-                    else:
-                        self._awaiting = op
-                        self._need = need
-                        pos = start
-                    continue
             line = buf[pos:line_end]
+            # Hot path (PUB/HPUB on the server side, MSG on the client side): a known line, or one
+            # the fast parser accepts, and the payload sliced straight out when it is all here.
+            hit = cached(line)
+            if hit is None and line_end - pos <= max_line:
+                hit = fast_line(line)
+            if hit is not None:
+                make, need = hit
+                start = nl + 1
+                end = start + need
+                if end + 2 <= size:
+                    if buf[end] != 13 or buf[end + 1] != 10:
+                        append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
+                        break
+                    append(make(buf[start:end]))
+                    pos = end + 2
+                else:
+                    self._awaiting = make
+                    self._need = need
+                    pos = start
+                continue
             pos = nl + 1
             event = self._control_line(line)
             if event is not None:
@@ -115,12 +133,17 @@ class _FrameParser:
         self._rest = b"" if self._broken else buf[pos:]
         return events
 
-    # The hot op: its 4-byte prefix, and a parser of its split arguments returning the pending
-    # op with its payload size, or None to take the general path (which reports any error).
-    _fast_op = b"\x00"
-
-    def _fast_line(self, args: list[bytes]) -> tuple[tuple[Any, ...], int] | None:
+    def _fast_line(self, line: bytes) -> FastLine | None:
+        """Parse a hot op's control line, or None to take the general path (which reports any
+        error). A line without per-message parts goes to ``_remember`` so it is parsed once."""
         return None
+
+    def _remember(self, line: bytes, hit: FastLine) -> FastLine:
+        cache = self._fast_cache
+        if len(cache) >= FAST_LINE_CACHE_MAX:
+            cache.clear()
+        cache[line] = hit
+        return hit
 
     def _limits_line(self, buf: bytes, pos: int) -> bool:
         """Whether the line starting at ``pos`` is subject to the control line limit."""
@@ -131,7 +154,7 @@ class _FrameParser:
         return ProtocolViolation(err, detail)
 
     def _expect_payload(self, op: tuple[Any, ...], need: int) -> None:
-        self._awaiting = op
+        self._awaiting = partial(self._complete, op)
         self._need = need
 
     def _control_line(self, line: bytes) -> Any:
@@ -144,6 +167,25 @@ class _FrameParser:
     def buffered(self) -> int:
         """Bytes received but not yet turned into events."""
         return len(self._rest)
+
+
+def _split_hpub(subject: str, reply: str, hdr_len: int, body: bytes) -> Pub:
+    if hdr_len == 0:  # HPUB announcing an empty header block
+        return Pub(subject, reply, b"", body)
+    return Pub(subject, reply, body[:hdr_len], body[hdr_len:])
+
+
+def _split_hmsg(subject: str, sid: int, reply: str, hdr_len: int, body: bytes) -> Msg:
+    if hdr_len == 0:
+        return Msg(subject, sid, reply, b"", body)
+    return Msg(subject, sid, reply, body[:hdr_len], body[hdr_len:])
+
+
+def _fast_size(token: bytes) -> int:
+    """A size token the fast path accepts (-1: let the general path judge it)."""
+    if len(token) > MAX_SIZE_DIGITS or not token.isdigit():
+        return -1
+    return int(token)
 
 
 class ServerSideParser(_FrameParser):
@@ -159,22 +201,30 @@ class ServerSideParser(_FrameParser):
     def feed(self, data: bytes) -> list[ClientOp]:
         return super().feed(data)
 
-    _fast_op = b"PUB "
-
-    def _fast_line(self, args: list[bytes]) -> tuple[tuple[Any, ...], int] | None:
-        n = len(args)
-        if n == 2:
-            subject, reply, size_tok = args[0], "", args[1]
-        elif n == 3:
-            subject, reply, size_tok = args[0], args[1].decode(), args[2]
-        else:
-            return None
-        if not size_tok.isdigit() or len(size_tok) > MAX_SIZE_DIGITS:
-            return None
-        size = int(size_tok)
-        if size > self.max_payload:
-            return None
-        return (subject.decode(), reply, 0), size
+    def _fast_line(self, line: bytes) -> FastLine | None:
+        head = line[:4]
+        if head == b"PUB ":
+            args = line[4:].split()
+            n = len(args)
+            if n == 2:
+                size = _fast_size(args[1])
+                if 0 <= size <= self.max_payload:
+                    return self._remember(line, (partial(Pub, args[0].decode(), "", None), size))
+            elif n == 3:
+                size = _fast_size(args[2])
+                if 0 <= size <= self.max_payload:  # a reply is usually unique: not remembered
+                    return partial(Pub, args[0].decode(), args[1].decode(), None), size
+        elif head == b"HPUB" and line[4:5] == b" ":
+            args = line[5:].split()
+            n = len(args)
+            if n == 3 or n == 4:
+                hdr = _fast_size(args[-2])
+                total = _fast_size(args[-1])
+                if 0 <= hdr <= total <= self.max_payload:
+                    reply = args[1].decode() if n == 4 else ""
+                    hit = partial(_split_hpub, args[0].decode(), reply, hdr), total
+                    return hit if n == 4 else self._remember(line, hit)
+        return None
 
     def _limits_line(self, buf: bytes, pos: int) -> bool:
         # nats-server applies the limit to op arguments, not to CONNECT (which may carry a long JWT).
@@ -281,19 +331,31 @@ class ClientSideParser(_FrameParser):
     def feed(self, data: bytes) -> list[ServerOp]:
         return super().feed(data)
 
-    _fast_op = b"MSG "
-
-    def _fast_line(self, args: list[bytes]) -> tuple[tuple[Any, ...], int] | None:
-        n = len(args)
-        if n == 3:
-            subject, sid, reply, size_tok = args[0], args[1], "", args[2]
-        elif n == 4:
-            subject, sid, reply, size_tok = args[0], args[1], args[2].decode(), args[3]
-        else:
-            return None
-        if not size_tok.isdigit() or not sid.isdigit():
-            return None
-        return (subject.decode(), int(sid), reply, 0), int(size_tok)
+    def _fast_line(self, line: bytes) -> FastLine | None:
+        head = line[:4]
+        if head == b"MSG ":
+            args = line[4:].split()
+            n = len(args)
+            if n == 3 or n == 4:
+                sid = args[1]
+                size = _fast_size(args[-1])
+                if size >= 0 and sid.isdigit():
+                    if n == 3:
+                        make = partial(Msg, args[0].decode(), int(sid), "", None)
+                        return self._remember(line, (make, size))
+                    return partial(Msg, args[0].decode(), int(sid), args[2].decode(), None), size
+        elif head == b"HMSG" and line[4:5] == b" ":
+            args = line[5:].split()
+            n = len(args)
+            if n == 4 or n == 5:
+                sid = args[1]
+                hdr = _fast_size(args[-2])
+                total = _fast_size(args[-1])
+                if 0 <= hdr <= total and sid.isdigit():
+                    reply = args[2].decode() if n == 5 else ""
+                    hit = partial(_split_hmsg, args[0].decode(), int(sid), reply, hdr), total
+                    return hit if n == 5 else self._remember(line, hit)
+        return None
 
     def _control_line(self, line: bytes) -> ServerOp | None:
         head = line[:4]
