@@ -1,0 +1,341 @@
+"""Spark data source benchmark: the ``jetstream`` source and sink next to Parquet, in one run.
+
+    .venv/bin/python bench/bench_spark.py [--rows 200000] [--size 100] [--targets embedded,nats-server]
+                                          [--rounds 2] [--cores 2]
+
+For each server target (our embedded server and nats-server, both subprocesses started the
+same way) with one local SparkSession (default JIT, so Parquet is not handicapped):
+
+- write rows/s: ``df.write.format("jetstream")`` of ``--rows`` rows (2 partitions, derived
+  ``Nats-Msg-Id``), and the same with ``deriveMsgId=false``;
+- batch read rows/s with 1, 2 and 4 partitions (every column materialised: a sum over the
+  payload lengths);
+- streaming read rows/s: Trigger.AvailableNow over the same stream into the ``noop`` sink,
+  10 micro-batches;
+- streaming end-to-end latency: messages published at a steady rate, read by a running query
+  (100 ms trigger) and written to a second stream; latency = publish → delivered from the
+  second stream to a subscriber;
+
+and, as the limit, the same rows written to and read from Parquet (local files) in the same
+run. Prints rows/s and the ratio to Parquet (Parquet = 1.00). Best of ``--rounds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.support.targets
+
+from tests.support.targets import EMBEDDED, NATS_SERVER, Target, make_target
+
+from pyjetstream.client import connect
+from pyjetstream.client.jetstream import StreamConfig, jetstream
+from pyjetstream.spark import local_session
+
+SRC = "BENCH_SRC"
+OUT = "BENCH_OUT"
+
+
+def best(rounds: int, run: Callable[[], float]) -> float:
+    """Best (highest) rows/s of ``rounds`` runs."""
+    return max(run() for _ in range(rounds))
+
+
+def timed(rows: int, action: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    action()
+    return rows / (time.perf_counter() - start)
+
+
+async def _reset_streams(url: str) -> None:
+    nc = await connect(url)
+    try:
+        js = jetstream(nc)
+        for _ in range(100):  # JetStream may come up just after the port opens
+            try:
+                await js.account_info()
+                break
+            except Exception:
+                await asyncio.sleep(0.1)
+        for name, subject in ((SRC, "bsrc.>"), (OUT, "bout.>")):
+            try:
+                await js.delete_stream(name)
+            except Exception:
+                pass
+            await js.create_stream(StreamConfig(name=name, subjects=[subject]))
+    finally:
+        await nc.close()
+
+
+def reset_streams(url: str) -> None:
+    asyncio.run(_reset_streams(url))
+
+
+def source_frame(spark: Any, rows: int, size: int) -> Any:
+    from pyspark.sql import functions as F
+
+    pad = "x" * max(0, size - 8)
+    return spark.range(rows, numPartitions=2).select(
+        F.concat(F.lit("bsrc."), (F.col("id") % 16).cast("string")).alias("subject"),
+        F.concat(F.lpad(F.col("id").cast("string"), 8, "0"), F.lit(pad)).cast("binary").alias("data"),
+    )
+
+
+def warm_up(spark: Any, url: str, tmp: Path) -> None:
+    """A small write, read and streaming run first: Python workers and the JIT get going."""
+    reset_streams(url)
+    bench_writes(spark, url, 2_000, 16, 1)
+    bench_reads(spark, url, 2_000, 1)
+    bench_stream_read(spark, url, 2_000, 1, tmp)
+
+
+def bench_writes(spark: Any, url: str, rows: int, size: int, rounds: int) -> dict[str, float]:
+    df = source_frame(spark, rows, size).cache()
+    df.count()
+
+    def write(**options: str) -> float:
+        reset_streams(url)
+        writer = df.write.format("jetstream").mode("append").option("servers", url).option("stream", SRC)
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        return timed(rows, writer.save)
+
+    out = {
+        "write, no msg ids": best(rounds, lambda: write(deriveMsgId="false")),
+        "write, derived Nats-Msg-Id": best(rounds, write),  # leaves the stream filled for the reads
+    }
+    df.unpersist()
+    return out
+
+
+def bench_reads(spark: Any, url: str, rows: int, rounds: int) -> dict[str, float]:
+    from pyspark.sql import functions as F
+
+    out = {}
+    for partitions in (1, 2, 4):
+
+        def read(p: int = partitions) -> float:
+            df = (
+                spark.read.format("jetstream")
+                .option("servers", url)
+                .option("stream", SRC)
+                .option("partitions", p)
+                .load()
+            )
+            agg = df.agg(
+                F.count("*").alias("n"), F.sum(F.length("data")), F.max("timestamp"), F.count("subject")
+            )
+            start = time.perf_counter()
+            n = agg.collect()[0].n
+            assert n == rows, f"read {n} rows of {rows}"
+            return rows / (time.perf_counter() - start)
+
+        out[f"batch read, {partitions} partition{'s' if partitions > 1 else ''}"] = best(rounds, read)
+    return out
+
+
+def bench_stream_read(spark: Any, url: str, rows: int, rounds: int, tmp: Path) -> float:
+    def run() -> float:
+        ck = tmp / f"ck-{time.monotonic_ns()}"
+        df = (
+            spark.readStream.format("jetstream")
+            .option("servers", url)
+            .option("stream", SRC)
+            .option("partitions", 2)
+            .option("maxMessagesPerTrigger", max(1, rows // 10))
+            .load()
+        )
+        start = time.perf_counter()
+        q = (
+            df.writeStream.format("noop")
+            .option("checkpointLocation", str(ck))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        elapsed = time.perf_counter() - start
+        total = sum(p["numInputRows"] for p in q.recentProgress)
+        assert total == rows, f"streamed {total} of {rows}"
+        return rows / elapsed
+
+    return best(rounds, run)
+
+
+def bench_latency(
+    spark: Any, url: str, tmp: Path, rate: int = 200, seconds: float = 8.0
+) -> tuple[float, float, int]:
+    """p50/p95 (ms) of publish → (Spark) → second stream → subscriber, at ``rate`` msgs/s."""
+    from pyspark.sql import functions as F
+
+    reset_streams(url)
+    df = spark.readStream.format("jetstream").option("servers", url).option("stream", SRC).load()
+    query = (
+        df.select(F.concat(F.lit("bout."), F.col("subject")).alias("subject"), "data")
+        .writeStream.format("jetstream")
+        .option("servers", url)
+        .option("stream", OUT)
+        .option("checkpointLocation", str(tmp / "ck-latency"))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+    latencies: list[float] = []
+
+    async def run() -> None:
+        nc = await connect(url)
+        all_in = asyncio.Event()
+        n = int(rate * seconds)
+        try:
+
+            def on_msg(msg: Any) -> None:
+                if msg.subject == "bout.bsrc.lat":
+                    latencies.append(time.time() - float(msg.data))
+                    if len(latencies) >= n:
+                        all_in.set()
+
+            await nc.subscribe("bout.>", cb=on_msg)
+            await nc.flush()
+            js = jetstream(nc)
+            # Warm-up: let the query run a few batches before measuring.
+            for _ in range(20):
+                await js.publish("bsrc.warm", str(time.time()).encode())
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(2)
+            start = time.monotonic()
+            for i in range(n):
+                await asyncio.sleep(max(0.0, start + i / rate - time.monotonic()))
+                await js.publish("bsrc.lat", str(time.time()).encode())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(all_in.wait(), 30)
+        finally:
+            await nc.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        query.stop()
+    ms = sorted(v * 1000 for v in latencies)
+    if len(ms) < 2:
+        return float("nan"), float("nan"), len(ms)
+    q = statistics.quantiles(ms, n=100, method="inclusive")
+    return q[49], q[94], len(ms)
+
+
+def bench_parquet(spark: Any, url: str, rows: int, size: int, rounds: int, tmp: Path) -> dict[str, float]:
+    """Parquet with the same rows and the source's schema: write, then read (1, 2, 4 files)."""
+    from pyspark.sql import functions as F
+
+    src = spark.read.format("jetstream").option("servers", url).option("stream", SRC).load().cache()
+    src.count()
+    path = str(tmp / "parquet")
+
+    def write() -> float:
+        shutil.rmtree(path, ignore_errors=True)
+        return timed(rows, lambda: src.repartition(2).write.parquet(path))
+
+    out = {"Parquet write": best(rounds, write)}
+    src.unpersist()
+    for files in (1, 2, 4):
+        files_path = f"{path}-{files}"
+        shutil.rmtree(files_path, ignore_errors=True)
+        spark.read.parquet(path).repartition(files).write.parquet(files_path)
+
+        def read(p: str = files_path) -> float:
+            agg = spark.read.parquet(p).agg(
+                F.count("*").alias("n"), F.sum(F.length("data")), F.max("timestamp"), F.count("subject")
+            )
+            start = time.perf_counter()
+            assert agg.collect()[0].n == rows
+            return rows / (time.perf_counter() - start)
+
+        out[f"Parquet read, {files} file{'s' if files > 1 else ''}"] = best(rounds, read)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=100, help="payload bytes")
+    parser.add_argument("--targets", default=f"{EMBEDDED},{NATS_SERVER}")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args()
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+
+    spark = local_session("bench-spark", cores=args.cores, fast_start=False, log_level="ERROR")
+    results: dict[str, dict[str, Any]] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="bench-spark-"))
+    try:
+        for kind in targets:
+            target: Target = make_target(kind, tmp / kind)
+            try:
+                warm_up(spark, target.url, tmp)
+                print(f"[{kind}] writes ...", flush=True)
+                r = bench_writes(spark, target.url, args.rows, args.size, args.rounds)
+                print(f"[{kind}] batch reads ...", flush=True)
+                r.update(bench_reads(spark, target.url, args.rows, args.rounds))
+                print(f"[{kind}] streaming read ...", flush=True)
+                r["streaming read (AvailableNow, noop sink)"] = bench_stream_read(
+                    spark, target.url, args.rows, args.rounds, tmp
+                )
+                if "Parquet read, 1 file" not in results.get("parquet", {}):
+                    print("[parquet] write and reads ...", flush=True)
+                    results["parquet"] = bench_parquet(
+                        spark, target.url, args.rows, args.size, args.rounds, tmp
+                    )
+                print(f"[{kind}] streaming latency ...", flush=True)
+                r["latency"] = bench_latency(spark, target.url, tmp)
+                results[kind] = r
+            finally:
+                target.stop()
+    finally:
+        spark.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    report(results, targets, args)
+
+
+def report(results: dict[str, dict[str, Any]], targets: list[str], args: argparse.Namespace) -> None:
+    pq = results["parquet"]
+    print()
+    print(
+        f"Spark {args.cores} local cores, {args.rows} rows x {args.size} B payload; rows/s (best of {args.rounds});"
+        " ratio = ours / Parquet"
+    )
+    header = f"{'':<42}" + "".join(f"{t:>14} {'ratio':>7}" for t in targets)
+    print(header)
+    limits = {
+        "write, no msg ids": pq["Parquet write"],
+        "write, derived Nats-Msg-Id": pq["Parquet write"],
+        "batch read, 1 partition": pq["Parquet read, 1 file"],
+        "batch read, 2 partitions": pq["Parquet read, 2 files"],
+        "batch read, 4 partitions": pq["Parquet read, 4 files"],
+        "streaming read (AvailableNow, noop sink)": pq["Parquet read, 2 files"],
+    }
+    for name, limit in limits.items():
+        line = f"{name:<42}"
+        for t in targets:
+            value = results[t][name]
+            line += f"{value:>14,.0f} {value / limit:>7.2f}"
+        print(line)
+    for name, value in pq.items():
+        print(f"{name + ' (the limit)':<42}{value:>14,.0f}")
+    line = f"{'streaming end-to-end latency p50/p95 ms':<42}"
+    for t in targets:
+        p50, p95, n = results[t]["latency"]
+        line += f"{f'{p50:.0f} / {p95:.0f}':>14} {f'n={n}':>7}"
+    print(line)
+
+
+if __name__ == "__main__":
+    main()
