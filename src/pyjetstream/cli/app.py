@@ -1,11 +1,12 @@
 """What every CLI command shares: the nats CLI's connection flags, the run loop and the session.
 
-Each verb group (``stream``, ``kv`` …) builds an argparse parser whose leaf commands take the
-common flags (``--server/-s``, ``--user``, ``--creds``, ``--timeout``, ``--context``, ``--json``
-…) after the verb, as ``nats`` does, and sets ``handler`` to an ``async def (session, args)``.
-:func:`run` parses, runs the handler on an event loop and turns any failure into a clean
-message and exit code (:mod:`.errors`). Heavy modules (the client, rich, msgspec) are imported
-only once a command runs, so ``--help`` stays instant.
+Each verb group (``stream``, ``kv`` …) is a :class:`Group` of :class:`Command` s; a command adds
+its own arguments to a parser that already has the common flags (``--server/-s``, ``--user``,
+``--creds``, ``--timeout``, ``--context``, ``--json`` …), taken after the verb as ``nats`` does,
+and its handler is an ``async def (session, args)``. :func:`run_command` parses, runs the handler
+on an event loop and turns any failure into a clean message and exit code (:mod:`.errors`).
+Heavy modules (the client, rich, msgspec) are imported only once a command runs, so ``--help``
+stays instant.
 
 Where settings come from, strongest first: a flag, its environment variable (``NATS_URL``,
 ``NATS_USER`` …, as the nats CLI), the selected nats context (:mod:`.contexts`), the default.
@@ -21,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.cli.errors import EXIT_USAGE, CliError, report
+from pyjetstream.cli.errors import EXIT_USAGE, report
 
 if TYPE_CHECKING:
     from pyjetstream.client import Client
@@ -290,9 +291,3 @@ def run_command(command: Command, prog: str, argv: Sequence[str]) -> int:
             sys.stdout.flush()
         except (BrokenPipeError, ValueError):
             pass
-
-
-def require(value: Any, message: str) -> Any:
-    if value in (None, "", []):
-        raise CliError(message)
-    return value
