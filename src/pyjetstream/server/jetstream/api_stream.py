@@ -30,6 +30,7 @@ from pyjetstream.server.jetstream.api_common import decode_config, decode_reques
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 from pyjetstream.server.jetstream.stream import Stream
 from pyjetstream.server.jetstream.stream_config import (
+    StreamLookup,
     check_stream_config,
     check_stream_update,
     invalid,
@@ -73,10 +74,21 @@ def _info_response(cls: type, stream: Stream, **extra: object) -> ApiResponse:
 
 
 def _create_response(stream: Stream) -> ApiResponse:
-    # nats-server leaves the domain out of create replies only (info, update and list carry it).
+    # nats-server leaves the domain, mirror and sources out of create replies only (info, update
+    # and list carry them).
     info = stream.info()
     info.domain = ""
+    info.mirror = None
+    info.sources = []
     return StreamCreateResponse.from_payload(info, did_create=True)
+
+
+def _lookup_config(engine: JetStreamEngine) -> StreamLookup:
+    def lookup(name: str) -> StreamConfig | None:
+        stream = engine.streams.get(name)
+        return stream.cfg if stream is not None else None
+
+    return lookup
 
 
 def _check_overlap(engine: JetStreamEngine, cfg: StreamConfig) -> None:
@@ -95,7 +107,7 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
             raise JetStreamApiError(E.JSStreamMismatchErr())
         if "/" in cfg.name or "\\" in cfg.name:
             raise JetStreamApiError(E.JSStreamNameContainsPathSeparatorsErr())
-        cfg = check_stream_config(cfg)
+        cfg = check_stream_config(cfg, _lookup_config(engine))
         if cfg.template_owner:  # only the (deprecated) template machinery may set it
             raise JetStreamApiError(E.JSStreamCreateErrF(err="stream not owned by template"))
         if cfg.sealed:
@@ -112,10 +124,6 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
         if reservation is not None:
             raise JetStreamApiError(reservation)
         _check_overlap(engine, cfg)
-        if cfg.mirror is not None or cfg.sources:
-            raise JetStreamApiError(
-                E.JSStreamCreateErrF(err="stream sources and mirrors are not supported yet")
-            )
         try:
             stream = engine.add_stream(cfg)
         except (StoreError, OSError) as exc:
@@ -130,7 +138,8 @@ def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
     response = StreamUpdateResponse()
     try:
         cfg = decode_config(payload, StreamConfig)
-        cfg = check_stream_config(cfg)  # nats-server checks the config before the name
+        # nats-server checks the config before the name
+        cfg = check_stream_config(cfg, _lookup_config(engine))
         if match.stream != cfg.name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         stream = _lookup(engine, match.stream)

@@ -4,7 +4,8 @@ Inbound publishes arrive synchronously from the router (an internal subscription
 go through ``process_inbound`` in nats-server's order: sealed, expected stream, duplicate id,
 expected last subject sequence, expected last sequence, expected last msg id, rollup, size
 limits, account limits, interest, store, dedupe record, rollup purge, republish, PubAck, signal
-consumers.
+consumers. Messages copied in by a mirror or a source (``sourcing.py``) take
+``process_sourced`` instead: the same path without the publisher's preconditions or a PubAck.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from pyjetstream.api import codec
 from pyjetstream.api import errors as E
 from pyjetstream.api.codec import encode_pub_ack_error, finish_pub_ack, pub_ack_prefix
 from pyjetstream.api.enums import RetentionPolicy, StorageType
@@ -26,6 +28,7 @@ from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time
 from pyjetstream.protocol.headers import get_header, remove_header
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
+from pyjetstream.server.jetstream.sourcing import StreamSourcing
 from pyjetstream.server.jetstream.store.base import (
     ErrMaxBytes,
     ErrMaxMsgs,
@@ -100,6 +103,7 @@ class Stream:
         self._ack_prefix = pub_ack_prefix(cfg.name, engine.domain)
         self._memory = cfg.storage == StorageType.MEMORY
         self._configure_transforms()
+        self.sourcing = StreamSourcing(self)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -110,12 +114,14 @@ class Stream:
     def start(self) -> None:
         for subject in self.cfg.subjects:
             self._subs.append(self.server.subscribe_internal(subject, self._on_inbound))
-        if self.cfg.allow_direct or self.cfg.mirror_direct:
+        # ``mirror_direct`` answers for the origin's name, once caught up (sourcing.py), not ours.
+        if self.cfg.allow_direct:
             self._subscribe_direct()
         # A recovered stream rebuilds its de-duplication window on first need (nats-server's
         # ``ddloaded``): scanning every message inside the window would slow every restart.
         self._dedupe_loaded = not self.store.fast_state().msgs
         self._schedule_expiry()
+        self.sourcing.start()
 
     def _subscribe_direct(self) -> None:
         from pyjetstream.server.jetstream.direct_get import DirectGet
@@ -138,6 +144,7 @@ class Stream:
             return
         self._end_batch()
         self.closed = True
+        self.sourcing.stop()
         for consumer in list(self.consumers.values()):
             consumer.stop(delete=delete, advisory=delete)
         self.consumers.clear()
@@ -165,8 +172,8 @@ class Stream:
             self._unsubscribe(self._subs)
             for subject in cfg.subjects:
                 self._subs.append(self.server.subscribe_internal(subject, self._on_inbound))
-        if bool(old.allow_direct or old.mirror_direct) != bool(cfg.allow_direct or cfg.mirror_direct):
-            if cfg.allow_direct or cfg.mirror_direct:
+        if old.allow_direct != cfg.allow_direct:
+            if cfg.allow_direct:
                 self._subscribe_direct()
             else:
                 self._unsubscribe(self._direct_subs)
@@ -175,6 +182,7 @@ class Stream:
         self.store.update_config(store_config_for(cfg))
         self.persist_meta()
         self._schedule_expiry()
+        self.sourcing.update(old, cfg)
         self._signal_all_consumers()
 
     def persist_meta(self) -> None:
@@ -291,11 +299,81 @@ class Stream:
             size = len(payload)
         if 0 <= cfg.max_msg_size < size:
             return self._error(E.JSStreamMessageExceedsMaximumErr()) if can_respond else None
+        result = self._commit(subject, hdr, payload, size, msg_id, rollup)
+        if not can_respond:
+            return None
+        return self._pub_ack(result) if type(result) is int else self._error(result)  # type: ignore[arg-type]
+
+    def process_sourced(
+        self, subject: str, hdr: bytes | None, payload: bytes, seq: int = 0, ts: int = 0
+    ) -> ApiError | None:
+        """Store a message a mirror or a source copied from another stream (``sourcing.py``).
+
+        As nats-server does since 2.10.14 (sources) and 2.11 (mirrors), the publisher's
+        preconditions are not checked again (the origin did) and there is no PubAck. A mirror
+        passes the origin's ``seq`` and ``ts``, which the copy keeps: this stream must end at
+        ``seq - 1`` and does not de-duplicate. A source's copy takes the next sequence and is
+        dropped when its ``Nats-Msg-Id`` is inside the duplicate window. Roll-up headers purge only
+        where this stream allows roll-ups. Returns the error that kept the message out (``None``:
+        stored, or dropped as a duplicate).
+        """
+        cfg = self.cfg
+        if self.closed or cfg.sealed:
+            return E.JSStreamSealedErr()
+        if seq and self.store.fast_state().last_seq != seq - 1:
+            return E.JSStreamSequenceNotMatchErr()
+        if not seq and self._transform is not None:
+            transformed = self._transform.match_and_apply(subject)
+            if transformed is not None:
+                subject = transformed
+        msg_id = ""
+        rollup = b""
+        if hdr:
+            raw_id = get_header(hdr, HDR_MSG_ID)
+            if raw_id:
+                msg_id = raw_id.decode()
+                if not seq:
+                    if not self._dedupe_loaded:
+                        self._rebuild_dedupe()
+                    if self._dedupe.lookup(msg_id) is not None:
+                        return None
+            if cfg.allow_rollup_hdrs and not cfg.deny_purge:
+                rollup = (get_header(hdr, HDR_ROLLUP) or b"").lower()
+                if rollup not in (b"sub", b"all"):
+                    rollup = b""
+            if len(hdr) > MAX_HEADER_SIZE:
+                return E.JSStreamHeaderExceedsMaximumErr()
+            size = len(hdr) + len(payload)
+        else:
+            hdr = b""
+            size = len(payload)
+        if 0 <= cfg.max_msg_size < size:
+            return E.JSStreamMessageExceedsMaximumErr()
+        if not self._memory and self._batch is None:
+            self._batch = self.store.batch()
+            self._batch.__enter__()
+            self.server.loop.call_soon(self._end_batch)
+        result = self._commit(subject, hdr, payload, size, msg_id, rollup, ts or None)
+        return None if type(result) is int else result  # type: ignore[return-value]
+
+    def _commit(
+        self,
+        subject: str,
+        hdr: bytes,
+        payload: bytes,
+        size: int,
+        msg_id: str,
+        rollup: bytes,
+        ts: int | None = None,
+    ) -> int | ApiError:
+        """Account limits, interest, store, then what follows a store; the sequence or the error."""
+        cfg = self.cfg
+        store = self.store
         engine = self.engine
         storage = cfg.storage
         limit_error = engine.check_account_limits(storage)
         if limit_error is not None:
-            return self._error(limit_error) if can_respond else None
+            return limit_error
 
         if cfg.retention == RetentionPolicy.INTEREST and not self._has_interest_for(subject):
             seq = store.skip_msg()
@@ -303,17 +381,17 @@ class Stream:
             if msg_id:
                 self._dedupe.record(msg_id, seq, time.time_ns())
                 self._schedule_dedupe_expiry()
-            return self._pub_ack(seq) if can_respond else None
+            return seq
 
         republish_to = self._republish.match_and_apply(subject) if self._republish is not None else None
         last_on_subject = self._last_seq_on_subject(subject) if republish_to is not None else 0
         try:
-            seq, ts = store.store_msg(subject, hdr, payload)
+            seq, ts = store.store_msg(subject, hdr, payload, ts)
         except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
-            return self._error(E.JSStreamStoreFailedF(err=str(exc))) if can_respond else None
+            return E.JSStreamStoreFailedF(err=str(exc))
         except StoreError as exc:
             self.server.logger.error("JetStream failed to store a msg on stream '%s': %s", self.name, exc)
-            return self._error(E.JSStreamStoreFailedF(err=str(exc))) if can_respond else None
+            return E.JSStreamStoreFailedF(err=str(exc))
         engine.note_write(storage, size + len(subject))
         self._last_msg_id = msg_id
         if msg_id:
@@ -332,7 +410,7 @@ class Stream:
                 self._signals.append((seq, subject))
             else:
                 self._signal_consumers(seq, subject)
-        return self._pub_ack(seq) if can_respond else None
+        return seq
 
     def _last_seq_on_subject(self, subject: str) -> int:
         try:
@@ -466,7 +544,8 @@ class Stream:
             num_subjects=st.num_subjects,
             num_deleted=st.num_deleted,
             deleted=list(st.deleted or []) if deleted_details else [],
-            consumer_count=len(self.consumers),
+            # Direct consumers (a mirror's or a source's, on its origin) are not counted.
+            consumer_count=sum(1 for c in self.consumers.values() if not c.cfg.direct),
         )
         if st.lost is not None and st.lost.msgs:
             result.lost = LostStreamData(msgs=list(st.lost.msgs), bytes=st.lost.bytes)
@@ -480,6 +559,8 @@ class Stream:
             created=NanoTime(self.created),
             state=self.state(subjects_filter, deleted_details),
             domain=self.engine.domain,
+            mirror=self.sourcing.mirror_info(),
+            sources=self.sourcing.sources_info(),
             ts=NanoTime(time.time_ns()),
         )
 
@@ -559,18 +640,15 @@ class StreamMeta(msgspec.Struct):
     created: str
 
 
-_meta_encoder = msgspec.json.Encoder()
-_meta_decoder = msgspec.json.Decoder(StreamMeta)
-
-
 def encode_stream_meta(cfg: StreamConfig, created: int) -> bytes:
-    return _meta_encoder.encode(StreamMeta(config=cfg, created=format_time(created)))
+    # The API codec: it knows the config's times (a mirror's or source's opt_start_time).
+    return codec.encode(StreamMeta(config=cfg, created=format_time(created)), go_escape=False)
 
 
 def decode_stream_meta(data: bytes) -> tuple[StreamConfig, int]:
     from pyjetstream.api.timefmt import parse_time
 
-    meta = _meta_decoder.decode(data)
+    meta = codec.decode(data, StreamMeta)
     return meta.config, parse_time(meta.created)
 
 

@@ -6,16 +6,22 @@ layer answers exactly what nats-server answers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
 from pyjetstream.api import errors as E
 from pyjetstream.api.enums import DiscardPolicy, StorageType, StoreCompression
 from pyjetstream.api.errors import ErrorDef, JetStreamApiError
-from pyjetstream.api.models_stream import StreamConfig
+from pyjetstream.api.models_stream import StreamConfig, StreamSource
+from pyjetstream.server.jetstream.sourcing import index_name
 from pyjetstream.server.subject_transform import SubjectTransform, TransformError
-from pyjetstream.server.subjects import is_subset, is_valid_subject, subjects_overlap
+from pyjetstream.server.subjects import (
+    is_subset,
+    is_valid_publish_subject,
+    is_valid_subject,
+    subjects_overlap,
+)
 
 NS = 1_000_000_000
 DEFAULT_DUPLICATE_WINDOW = 120 * NS
@@ -24,6 +30,14 @@ MAX_NAME_LEN = 255
 MAX_DESCRIPTION_LEN = 4096
 MAX_REPLICAS = 5
 JS_API_SUBJECTS = "$JS.API.>"
+JS_API_PREFIX = "$JS.API"
+
+#: Another stream's config by name (None when there is no such stream).
+StreamLookup = Callable[[str], StreamConfig | None]
+
+
+def _no_streams(name: str) -> StreamConfig | None:
+    return None
 
 
 def fail(definition: ErrorDef, **values: object) -> JetStreamApiError:
@@ -39,8 +53,9 @@ def is_valid_name(name: str) -> bool:
     return bool(name) and not any(c in name for c in " \t\r\n\f.*>")
 
 
-def check_stream_config(cfg: StreamConfig) -> StreamConfig:
-    """Apply defaults and validate a config on its own (no other streams involved)."""
+def check_stream_config(cfg: StreamConfig, streams: StreamLookup = _no_streams) -> StreamConfig:
+    """Apply defaults and validate a config; ``streams`` finds the other streams, which the
+    mirror and source checks look at (nats-server ``checkStreamCfg``)."""
     if not is_valid_name(cfg.name):
         raise invalid("stream name is required and can not contain '.', '*', '>'")
     # Go's len() of a string counts bytes.
@@ -86,8 +101,8 @@ def check_stream_config(cfg: StreamConfig) -> StreamConfig:
             raise invalid("discard new per subject requires discard new policy to be set")
         if not isinstance(max_per, int) or max_per <= 0:
             raise invalid("discard new per subject requires max msgs per subject > 0")
-    if cfg.mirror is not None:
-        _check_mirror(cfg)
+    if cfg.mirror is not None or cfg.sources:
+        changes.update(check_sourcing(cfg, streams))
     if cfg.mirror_direct and cfg.mirror is None:
         raise invalid("stream has no mirror but does have mirror direct")
 
@@ -112,19 +127,154 @@ def check_stream_config(cfg: StreamConfig) -> StreamConfig:
     return msgspec.structs.replace(cfg, **changes) if changes else cfg
 
 
-def _check_mirror(cfg: StreamConfig) -> None:
+def check_sourcing(cfg: StreamConfig, streams: StreamLookup) -> dict[str, object]:
+    """The mirror and source checks of ``checkStreamCfg``, in its order; returns the config
+    changes (a mirror of a visible stream inherits its ``allow_direct`` as ``mirror_direct``).
+
+    nats-server 2.9.10's checks, plus 2.10's for names, duplicate sources, ``first_seq`` and
+    subject transforms. Since 2.9 a mirror may have a filter, start sequence *and* time, and a
+    duplicate window (the old 10032/10033 and "do not make use of a de-duplication window"
+    refusals are gone), and the origin need not exist yet. As in 2.9.10 an origin named with an
+    ``external`` API prefix is looked up among our streams too (2.10 skips that, as the name may
+    be another domain's; on a single node every origin reachable is one of ours).
+    """
+    changes: dict[str, object] = {}
+    origin_subjects: list[str] = []
+    deliver_prefixes: list[str] = []
+    api_prefixes: list[str] = []
     mirror = cfg.mirror
-    assert mirror is not None
-    if cfg.subjects:
-        raise fail(E.JSMirrorWithSubjectsErr)
-    if cfg.sources:
-        raise fail(E.JSMirrorWithSourcesErr)
-    if cfg.first_seq:
-        raise fail(E.JSMirrorWithFirstSeqErr)
-    if mirror.opt_start_seq > 0 and mirror.opt_start_time is not None:
-        raise fail(E.JSMirrorWithStartSeqAndTimeErr)
-    if not is_valid_name(mirror.name):
-        raise fail(E.JSMirrorInvalidStreamName)
+    if mirror is not None:
+        if cfg.first_seq:
+            raise fail(E.JSMirrorWithFirstSeqErr)
+        if cfg.subjects:
+            raise fail(E.JSMirrorWithSubjectsErr)
+        if cfg.sources:
+            raise fail(E.JSMirrorWithSourcesErr)
+        if mirror.filter_subject and mirror.subject_transforms:
+            raise fail(E.JSMirrorMultipleFiltersNotAllowed)
+        _check_source_transforms(mirror, is_mirror=True)
+        if mirror.external is None and not is_valid_name(mirror.name):
+            raise fail(E.JSMirrorInvalidStreamName)
+        origin = streams(mirror.name)
+        if origin is not None:
+            origin_subjects.extend(origin.subjects)
+            if 0 < cfg.max_msg_size < origin.max_msg_size:
+                raise fail(E.JSMirrorMaxMessageSizeTooBigErr)
+            if not _filter_overlaps(mirror.filter_subject, origin.subjects):
+                raise invalid(
+                    f"mirror '{mirror.name}' filter subject '{mirror.filter_subject}' "
+                    "does not overlap with any origin stream subject"
+                )
+            changes["mirror_direct"] = origin.allow_direct
+        if mirror.external is not None:
+            _gather_prefixes(mirror, deliver_prefixes, api_prefixes)
+    inames: set[str] = set()
+    for src in cfg.sources:
+        if not is_valid_name(src.name):
+            raise fail(E.JSSourceInvalidStreamName)
+        iname = index_name(src)
+        if iname in inames:
+            raise fail(E.JSSourceDuplicateDetected)
+        inames.add(iname)
+        origin = streams(src.name)
+        if origin is not None:
+            origin_subjects.extend(origin.subjects)
+            if 0 < cfg.max_msg_size < origin.max_msg_size:
+                raise fail(E.JSSourceMaxMessageSizeTooBigErr)
+            # As 2.9.10: against the subjects of every origin seen so far.
+            if not _filter_overlaps(src.filter_subject, origin_subjects):
+                raise invalid(
+                    f"source '{src.name}' filter subject '{src.filter_subject}' "
+                    "does not overlap with any origin stream subject"
+                )
+        if src.filter_subject and src.subject_transforms:
+            raise fail(E.JSSourceMultipleFiltersNotAllowed)
+        _check_source_transforms(src, is_mirror=False)
+        if src.external is not None:
+            _gather_prefixes(src, deliver_prefixes, api_prefixes)
+    for prefix in deliver_prefixes:
+        if not is_valid_publish_subject(prefix):
+            raise fail(E.JSStreamInvalidExternalDeliverySubjErrF, prefix=prefix)
+        for subject in origin_subjects:
+            if subjects_overlap(subject, f"{prefix}.{subject}"):
+                raise fail(E.JSStreamExternalDelPrefixOverlapsErrF, prefix=prefix, subject=subject)
+    for prefix in api_prefixes:
+        if not is_valid_publish_subject(prefix):
+            raise invalid(f'stream external api prefix "{prefix}" must be a valid subject without wildcards')
+        if subjects_overlap(prefix, JS_API_PREFIX):
+            raise fail(E.JSStreamExternalApiOverlapErrF, prefix=prefix, subject=JS_API_PREFIX)
+    _check_cycles(cfg, streams)
+    return changes
+
+
+def _filter_overlaps(filter_subject: str, subjects: list[str]) -> bool:
+    return not filter_subject or not subjects or any(subjects_overlap(s, filter_subject) for s in subjects)
+
+
+def _gather_prefixes(src: StreamSource, deliver: list[str], api: list[str]) -> None:
+    assert src.external is not None
+    if src.external.deliver:
+        deliver.append(src.external.deliver)
+    if src.external.api:
+        api.append(src.external.api)
+
+
+def _check_source_transforms(src: StreamSource, is_mirror: bool) -> None:
+    """⟨2.10⟩ A mirror's or source's subject transforms: valid, and filters that do not overlap."""
+    transforms = src.subject_transforms
+    for t in transforms:
+        if t.src and not is_valid_subject(t.src):
+            bad = E.JSMirrorInvalidSubjectFilter if is_mirror else E.JSSourceInvalidSubjectFilter
+            raise fail(bad, err=f"invalid subject {t.src}")
+        if t.dest:
+            try:
+                SubjectTransform.compile(t.src, t.dest)
+            except TransformError as exc:
+                bad = (
+                    E.JSMirrorInvalidTransformDestination
+                    if is_mirror
+                    else E.JSSourceInvalidTransformDestination
+                )
+                raise fail(bad, err=str(exc)) from exc
+    for i, a in enumerate(transforms):
+        for j, b in enumerate(transforms):
+            if i == j:
+                continue
+            # nats-server: SubjectsCollide for a mirror's filters, subset match for a source's.
+            if is_mirror and subjects_overlap(a.src or ">", b.src or ">"):
+                raise fail(E.JSMirrorOverlappingSubjectFilters)
+            if not is_mirror and is_subset(a.src or ">", b.src or ">"):
+                raise fail(E.JSSourceOverlappingSubjectFilters)
+
+
+def _check_cycles(cfg: StreamConfig, streams: StreamLookup) -> None:
+    """nats-server's cycle check: follow sources and mirrors (not external ones) from ``cfg``; a
+    source back to a visited stream is a cycle when its filter overlaps that stream's subjects, a
+    mirror of a visited stream always is."""
+    to_visit = [cfg]
+    visited: set[str] = set()
+    while to_visit:
+        current = to_visit.pop(0)
+        visited.add(current.name)
+        for src in current.sources:
+            if src.external is not None:
+                continue
+            if src.name in visited:
+                if not src.filter_subject or any(
+                    subjects_overlap(s, src.filter_subject) for s in current.subjects
+                ):
+                    raise invalid("detected cycle")
+            else:
+                other = streams(src.name)
+                if other is not None:
+                    to_visit.append(other)
+        mirror = current.mirror
+        if mirror is not None and mirror.external is None:
+            if mirror.name in visited:
+                raise invalid("detected cycle")
+            other = streams(mirror.name)
+            if other is not None:
+                to_visit.append(other)
 
 
 def _check_subjects(subjects: list[str]) -> None:

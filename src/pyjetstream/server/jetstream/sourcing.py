@@ -1,0 +1,711 @@
+"""Stream mirrors and sources (nats-server ``stream.go``: ``setupMirrorConsumer``,
+``processInboundMirrorMsg``, ``setSourceConsumer``, ``processInboundSourceMsg``,
+``startingSequenceForSources``, ``sourceInfo``).
+
+A mirror or a source reads its origin through an internal push consumer on the origin stream:
+ephemeral, ``direct`` (not listed by CONSUMER.NAMES/LIST, not in ``consumer_count``), ack none,
+flow control and a 1 s idle heartbeat, delivering to a private ``$JS.M.<id>`` / ``$JS.S.<id>``
+subject. It is created with an ordinary ``CONSUMER.CREATE`` request (through ``external.api`` when
+set), exactly as nats-server does, so a local origin and one behind a domain's API prefix take the
+same path. Each delivery's ack reply carries the origin sequence, the delivery sequence, the
+timestamp and the pending count, which is all the tracking needs:
+
+- a **mirror** stores each message at the origin's sequence with the origin's timestamp; sequences
+  the origin no longer has (deleted, expired, filtered out) are skipped, so sequences stay aligned.
+- a **source** stores each message as if it were published here (next sequence, this stream's
+  limits and de-duplication) with ``Nats-Stream-Source: <index name> <origin seq>`` added; after a
+  restart each source's position is found by scanning back for the latest such header.
+
+A gap in delivery sequences, a heartbeat announcing deliveries we did not get, or 3 heartbeats of
+silence make the feed recreate its consumer from the last origin sequence it stored + 1. Creation
+is retried at most every 2 s (``sourceConsumerRetryThreshold``) while the origin is missing, so an
+origin created (or re-created) later is picked up.
+
+Index names and the header are nats-server 2.10's: ``"<name>[:<api hash>] <filter> <dest>"`` and
+``"<name>[:<api hash>] <seq> <filter> <dest>"`` (filter and destination ``>`` when unset), which
+lets one origin be sourced several times with different filters. 2.9's two-field header
+(``"<name> <seq>"``) is read too. Like nats-server 2.10.14+, a sourced copy loses the publisher's
+``Nats-Expected-*`` headers (the origin checked them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import secrets
+import time
+from asyncio import Handle, TimerHandle
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+
+import msgspec
+
+from pyjetstream.api import errors as E
+from pyjetstream.api.codec import decode_response, encode
+from pyjetstream.api.enums import AckPolicy, DeliverPolicy
+from pyjetstream.api.models_common import ApiError, ExternalStream
+from pyjetstream.api.models_consumer import ConsumerConfig, CreateConsumerRequest
+from pyjetstream.api.models_stream import StreamConfig, StreamSource, StreamSourceInfo
+from pyjetstream.api.responses import ConsumerCreateResponse
+from pyjetstream.api.timefmt import NanoTime
+from pyjetstream.protocol.headers import append_headers, get_header, remove_header
+from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
+from pyjetstream.server.subject_transform import SubjectTransform, TransformError
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.stream import Stream
+
+__all__ = [
+    "MirrorFeed",
+    "SourceFeed",
+    "StreamSourcing",
+    "api_hash",
+    "index_name",
+    "parse_ack_reply",
+    "parse_source_header",
+    "source_header",
+]
+
+NS = 1_000_000_000
+HEALTH_CHECK_INTERVAL = 1.0  # sourceHealthCheckInterval: also the consumer's idle heartbeat
+STALLED_AFTER = 3 * HEALTH_CHECK_INTERVAL  # silence that makes a feed recreate its consumer
+RETRY_THRESHOLD = 2.0  # sourceConsumerRetryThreshold: least time between two consumer requests
+CREATE_TIMEOUT = 5.0  # no reply to CONSUMER.CREATE after this: try again
+ACK_WAIT_NS = 22 * 3600 * NS  # what nats-server puts in the request (ack none: never used)
+CAUGHT_UP = 10  # dgetCaughtUpThresh: a mirror_direct mirror answers direct gets once this close
+API_PREFIX = "$JS.API"
+DIRECT_GET_QUEUE = "_sys_"
+WARN_EVERY = 60.0  # the same storing error is logged once a minute (nats-server RateLimitWarnf)
+
+HDR_STREAM_SOURCE = b"Nats-Stream-Source"
+HDR_LAST_CONSUMER = b"Nats-Last-Consumer"
+HDR_CONSUMER_STALLED = b"Nats-Consumer-Stalled"
+_EXPECTED_PREFIX = b"\r\nNats-Expected-"
+_CONTROL_PREFIX = b"NATS/1.0 100 "
+_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_SEQ_MISMATCH = E.JSStreamSequenceNotMatchErr().err_code
+
+
+# --- names and headers ------------------------------------------------------------------------
+
+
+def api_hash(value: str) -> str:
+    """nats-server ``getHash``: 8 base-62 characters of the SHA-256 of ``value``."""
+    digest = hashlib.sha256(value.encode()).digest()
+    return "".join(_DIGITS[b % 62] for b in digest[:8])
+
+
+def _token() -> str:
+    """8 random base-62 characters (the ``$JS.M.<id>`` / ``$JSC.R.<id>`` / consumer name suffix)."""
+    return "".join(secrets.choice(_DIGITS) for _ in range(8))
+
+
+def index_name(src: StreamSource) -> str:
+    """nats-server 2.10 ``composeIName``: name (``:<hash of the api prefix>`` when external),
+    filter(s) and destination(s), space separated; several transforms are joined with ``\\f``."""
+    name = src.name
+    if src.external is not None:
+        name = f"{name}:{api_hash(src.external.api)}"
+    if not src.subject_transforms:
+        return f"{name} {src.filter_subject or '>'} >"
+    sources = "\f".join(t.src or ">" for t in src.subject_transforms)
+    destinations = "\f".join(t.dest or ">" for t in src.subject_transforms)
+    return f"{name} {sources} {destinations}"
+
+
+def source_header(iname: str, seq: int) -> str:
+    """The ``Nats-Stream-Source`` value for origin sequence ``seq`` (``genSourceHeader``)."""
+    name, _, rest = iname.partition(" ")
+    return f"{name} {seq} {rest}"
+
+
+def parse_source_header(value: str) -> tuple[str, str, int]:
+    """``(origin name, index name, origin seq)`` from a ``Nats-Stream-Source`` value
+    (``streamAndSeq``). The index name is ``""`` for the headers of servers before 2.10
+    (``"<name> <seq>"`` or, before 2.2.1, the origin ack reply); ``("", "", 0)`` if unreadable."""
+    if value.startswith("$JS.ACK."):
+        tokens = value.split(".")
+        if len(tokens) != 9 or not tokens[5].isdigit():
+            return "", "", 0
+        return tokens[2], "", int(tokens[5])
+    fields = value.split(" ")
+    if len(fields) < 2 or len(fields) == 3 or not fields[1].isdigit():
+        return "", "", 0
+    if len(fields) == 2:
+        return fields[0], "", int(fields[1])
+    return fields[0], f"{fields[0]} {fields[2]} {fields[3]}", int(fields[1])
+
+
+class Delivery(NamedTuple):
+    """What an origin consumer's ack reply says about a delivered message."""
+
+    consumer: str
+    delivered: int  # delivery count
+    sseq: int  # origin stream sequence
+    dseq: int  # consumer (delivery) sequence
+    ts: int  # origin timestamp, ns
+    pending: int
+
+
+def parse_ack_reply(reply: str) -> Delivery | None:
+    """``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>`` (2.9), or the 2.10 form
+    with ``<domain>.<account hash>`` after ``ACK`` (and a random token at the end)."""
+    tokens = reply.split(".")
+    n = len(tokens)
+    if n < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+        return None
+    base = 3 if n == 9 else 5 if n in (11, 12) else 0
+    if not base:
+        return None
+    try:
+        nums = [int(t) for t in tokens[base + 1 : base + 6]]
+    except ValueError:
+        return None
+    return Delivery(tokens[base], *nums)
+
+
+def _strip_for_source(hdr: bytes) -> bytes:
+    """Drop the origin's own ``Nats-Stream-Source`` (daisy chains) and the publisher's
+    ``Nats-Expected-*`` preconditions, which the origin already checked."""
+    hdr = remove_header(hdr, HDR_STREAM_SOURCE)
+    while True:
+        idx = hdr.find(_EXPECTED_PREFIX)
+        if idx < 0:
+            return hdr
+        end = hdr.find(b"\r\n", idx + 2)
+        hdr = hdr[:idx] + hdr[end:]
+
+
+def _compile_transforms(src: StreamSource) -> list[SubjectTransform]:
+    """The subject transforms of a mirror/source that rename (a transform without destination
+    only filters, which the consumer already did)."""
+    out = []
+    for t in src.subject_transforms:
+        if t.dest:
+            try:
+                out.append(SubjectTransform.compile(t.src, t.dest))
+            except TransformError:  # refused at create; recovered configs are trusted
+                continue
+    return out
+
+
+def _int_header(hdr: bytes, name: bytes) -> int:
+    raw = get_header(hdr, name)
+    return int(raw) if raw and raw.isdigit() else 0
+
+
+# --- one origin -------------------------------------------------------------------------------
+
+
+class _Feed:
+    """One origin being read, a mirror or one source (nats-server ``sourceInfo``)."""
+
+    kind: ClassVar[str] = ""  # "M" (mirror) or "S" (source): the deliver subject's second token
+    consumer_prefix: ClassVar[str] = ""  # the name of a filtered consumer: "<prefix>-<id>"
+
+    def __init__(self, stream: Stream, cfg: StreamSource) -> None:
+        self.stream = stream
+        self.server = stream.server
+        self.loop = stream.server.loop
+        self.cfg = cfg
+        self.name = cfg.name
+        self.iname = index_name(cfg)
+        self.cname = ""  # the current origin consumer ("" while none is established)
+        self.sseq = 0  # last origin sequence taken
+        self.dseq = 0  # last delivery sequence seen from the current consumer
+        self.lag = 0
+        self.err: ApiError | None = None
+        self.last = 0.0  # monotonic time of the last contact (0: never)
+        self.lreq = float("-inf")  # monotonic time of the last consumer request
+        self.sip = False  # setup in progress: waiting for the CONSUMER.CREATE reply
+        self.closed = False
+        self._transforms = _compile_transforms(cfg)
+        self._deliver_sub: Any = None
+        self._reply_sub: Any = None
+        self._reply_subject = ""
+        self._early: list[tuple[str, str, bytes | None, bytes]] = []
+        self._timeout: TimerHandle | None = None
+        self._retry: Handle | None = None
+        self._health: TimerHandle | None = None
+        self._warned: tuple[str, float] = ("", 0.0)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Request the consumer on the next loop turn (after the API reply that created us, and
+        once every recovered stream is up) and start the health check."""
+        self._retry = self.loop.call_soon(self._setup)
+        self._health = self.loop.call_later(HEALTH_CHECK_INTERVAL, self._check_health)
+
+    def stop(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._cancel()
+        for handle in (self._retry, self._health):
+            if handle is not None:
+                handle.cancel()
+        self._retry = self._health = None
+
+    def _cancel(self) -> None:
+        """Drop the current consumer (nats-server ``cancelSourceInfo``): it is no longer read, so
+        the origin removes it after its inactivity threshold."""
+        for sub in (self._deliver_sub, self._reply_sub):
+            if sub is not None:
+                sub.unsubscribe()
+        self._deliver_sub = self._reply_sub = None
+        self._reply_subject = ""
+        self._early.clear()
+        if self._timeout is not None:
+            self._timeout.cancel()
+            self._timeout = None
+        self.cname = ""
+        self.sip = False
+
+    def _restart(self) -> None:
+        """Something was missed or went wrong: drop the consumer and ask for a new one."""
+        self._cancel()
+        self._schedule_setup()
+
+    def _schedule_setup(self) -> None:
+        """``scheduleSetupMirrorConsumerRetryAsap``: as soon as the retry threshold allows."""
+        if self.closed or self._retry is not None:
+            return
+        wait = RETRY_THRESHOLD - (time.monotonic() - self.lreq)
+        delay = wait + random.uniform(0.01, 0.06) if wait > 0 else 0.0
+        self._retry = self.loop.call_later(delay, self._setup)
+
+    def _check_health(self) -> None:
+        self._health = self.loop.call_later(HEALTH_CHECK_INTERVAL, self._check_health)
+        if self.cname and not self.sip and time.monotonic() - self.last > STALLED_AFTER:
+            self._restart()
+
+    # --- the consumer request ----------------------------------------------------------------
+
+    def _setup(self) -> None:
+        self._retry = None
+        if self.closed or self.stream.closed:
+            return
+        self._cancel()
+        if time.monotonic() - self.lreq < RETRY_THRESHOLD:
+            self._schedule_setup()
+            return
+        self.lreq = time.monotonic()
+        ext = self.cfg.external
+        if ext is not None and ext.deliver:
+            deliver = f"{ext.deliver}.{self.kind}.{_token()}".replace("..", ".")
+        else:
+            deliver = f"$JS.{self.kind}.{_token()}"
+        config = self._start_position(self._base_config(deliver))
+        subject = f"{API_PREFIX}.CONSUMER.CREATE.{self.name}"
+        filters = [t.src or ">" for t in self.cfg.subject_transforms]
+        if self.cfg.filter_subject or len(filters) == 1:
+            config.name = f"{self.consumer_prefix}-{_token()}"
+            config.filter_subject = self.cfg.filter_subject or filters[0]
+            subject = f"{subject}.{config.name}.{config.filter_subject}"
+        elif filters:
+            config.filter_subjects = filters
+        if ext is not None:
+            subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
+        request = encode(CreateConsumerRequest(stream_name=self.name, config=config))
+        self._reply_subject = f"$JSC.R.{_token()}"
+        self._reply_sub = self.server.subscribe_internal(self._reply_subject, self._on_create_reply)
+        self._deliver_sub = self.server.subscribe_internal(deliver, self._on_delivery)
+        self.sip = True
+        self._timeout = self.loop.call_later(CREATE_TIMEOUT, self._on_create_timeout)
+        self.server.publish_internal(subject, request, reply=self._reply_subject)
+
+    def _base_config(self, deliver: str) -> ConsumerConfig:
+        return ConsumerConfig(
+            deliver_subject=deliver,
+            ack_policy=AckPolicy.NONE,
+            ack_wait=ACK_WAIT_NS,
+            max_deliver=1,
+            idle_heartbeat=int(HEALTH_CHECK_INTERVAL * NS),
+            flow_control=True,
+            direct=True,
+        )
+
+    def _start_position(self, config: ConsumerConfig) -> ConsumerConfig:
+        raise NotImplementedError
+
+    def _on_create_timeout(self) -> None:
+        self._timeout = None
+        if not self.closed and self.sip:
+            self._restart()
+
+    def _on_create_reply(
+        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    ) -> None:
+        if self.closed or subject != self._reply_subject:
+            return
+        self._reply_sub.unsubscribe()
+        self._reply_sub = None
+        self._reply_subject = ""
+        if self._timeout is not None:
+            self._timeout.cancel()
+            self._timeout = None
+        self.sip = False
+        try:
+            response = decode_response(payload, ConsumerCreateResponse)
+        except (msgspec.DecodeError, ValueError):
+            self.server.logger.warning("JetStream bad %s consumer create response: %r", self.role, payload)
+            response = ConsumerCreateResponse(error=E.JSInvalidJSONErr())
+        if response.error is not None or not response.name:
+            self.server.logger.warning(
+                "JetStream error response for create %s consumer: %s", self.role, response.error
+            )
+            self.err = response.error
+            self._restart()
+            return
+        self.err = None
+        delivered = response.delivered.stream_seq if response.delivered is not None else 0
+        self._established(response.name, delivered)
+        self.last = time.monotonic()
+        early, self._early = self._early, []
+        for args in early:
+            self._on_delivery(*args, None)
+
+    def _established(self, cname: str, delivered: int) -> None:
+        self.cname = cname
+        self.dseq = 0
+
+    @property
+    def role(self) -> str:
+        return "mirror" if self.kind == "M" else "source"
+
+    # --- deliveries --------------------------------------------------------------------------
+
+    def _on_delivery(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        if self.closed:
+            return
+        if self.sip:  # delivered before the create reply arrived: hold until it does
+            self._early.append((subject, reply, hdr, payload))
+            return
+        if not payload and hdr and hdr.startswith(_CONTROL_PREFIX):
+            self._on_control(reply, hdr)
+            return
+        d = parse_ack_reply(reply)
+        if d is None or not self.cname or d.consumer != self.cname:
+            return  # from a consumer we no longer read
+        self.last = time.monotonic()
+        if d.delivered > 1:
+            return
+        original = self._original_subject(d.sseq)
+        if original is None:
+            self._restart()
+            return
+        self._process(original, hdr, payload, d)
+
+    def _original_subject(self, sseq: int) -> str | None:
+        """The subject the message was stored under at the origin.
+
+        An internal subscription is handed the routed subject (our deliver subject), not the one
+        the consumer shows on the MSG line, so it is read back from the origin's store: every
+        origin this single-node server reaches, through an external API prefix too, is one of
+        its streams, and the consumer loaded this message from there a moment ago, in this very
+        call chain.
+        """
+        origin = self.stream.engine.streams.get(self.name)
+        if origin is None:
+            return None
+        try:
+            return origin.store.subject_for_seq(sseq)
+        except (ErrStoreMsgNotFound, ErrStoreEOF, StoreError):
+            return None
+
+    def _on_control(self, reply: str, hdr: bytes) -> None:
+        if not self.cname:
+            return
+        self.last = time.monotonic()
+        if reply:  # flow control: answer once this turn's deliveries are in
+            self.loop.call_soon(self.server.publish_internal, reply, b"")
+            return
+        last_delivered = _int_header(hdr, HDR_LAST_CONSUMER)
+        if last_delivered and last_delivered != self.dseq:
+            self._restart()  # the consumer sent something we did not get
+            return
+        stalled = get_header(hdr, HDR_CONSUMER_STALLED)
+        if stalled:
+            self.server.publish_internal(stalled.decode(), b"")
+
+    def _process(self, subject: str, hdr: bytes | None, payload: bytes, d: Delivery) -> None:
+        raise NotImplementedError
+
+    def _transform(self, subject: str) -> str:
+        for transform in self._transforms:
+            out = transform.match_and_apply(subject)
+            if out is not None:
+                return out
+        return subject
+
+    def _warn(self, error: ApiError) -> None:
+        text = str(error.description)
+        now = time.monotonic()
+        if text != self._warned[0] or now - self._warned[1] > WARN_EVERY:
+            self._warned = (text, now)
+            self.server.logger.warning(
+                "Error processing inbound %s %r for '%s': %s", self.role, self.iname, self.stream.name, text
+            )
+
+    # --- info --------------------------------------------------------------------------------
+
+    def info(self) -> StreamSourceInfo:
+        """``sourceInfo``: ``active`` is the time since the last contact, -1 if there was none."""
+        ext = self.cfg.external
+        return StreamSourceInfo(
+            name=self.name,
+            external=ExternalStream(api=ext.api, deliver=ext.deliver) if ext is not None else None,
+            lag=self.lag,
+            active=int((time.monotonic() - self.last) * NS) if self.last else -1,
+            error=self.err,
+            filter_subject=self.cfg.filter_subject,
+            subject_transforms=list(self.cfg.subject_transforms),
+        )
+
+
+class MirrorFeed(_Feed):
+    """The origin of a mirror: copies keep the origin's sequences and timestamps."""
+
+    kind = "M"
+    consumer_prefix = "mirror"
+
+    def __init__(self, stream: Stream, cfg: StreamSource) -> None:
+        super().__init__(stream, cfg)
+        self._direct_subs: list[Any] = []
+
+    def stop(self) -> None:
+        super().stop()
+        self.drop_direct()
+
+    def _setup(self) -> None:
+        self.sseq = self.stream.store.fast_state().last_seq
+        super()._setup()
+
+    def _start_position(self, config: ConsumerConfig) -> ConsumerConfig:
+        """From our last sequence + 1; the configured start only while the mirror never held
+        anything."""
+        state = self.stream.store.fast_state()
+        config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+        config.opt_start_seq = state.last_seq + 1
+        if state.msgs == 0 and state.first_seq == 0:
+            config.opt_start_seq = self.cfg.opt_start_seq
+            if not self.cfg.opt_start_seq and self.cfg.opt_start_time is not None:
+                config.opt_start_time = self.cfg.opt_start_time
+                config.deliver_policy = DeliverPolicy.BY_START_TIME
+        if not config.opt_start_seq and config.opt_start_time is None:
+            config.deliver_policy = DeliverPolicy.ALL
+        return config
+
+    def _established(self, cname: str, delivered: int) -> None:
+        # Whatever the origin no longer has up to where its consumer starts is skipped here.
+        self._skip_to(delivered)
+        super()._established(cname, delivered)
+        self.sseq = delivered
+
+    def _skip_to(self, seq: int) -> None:
+        """Skip our sequences up to ``seq`` (nats-server ``skipMsgs``)."""
+        store = self.stream.store
+        last = store.fast_state().last_seq
+        if seq > last:
+            try:
+                store.skip_msgs(last + 1, seq - last)
+            except StoreError as exc:
+                self.server.logger.error("JetStream mirror '%s' could not skip: %s", self.stream.name, exc)
+
+    def _process(self, subject: str, hdr: bytes | None, payload: bytes, d: Delivery) -> None:
+        """``processInboundMirrorMsg``."""
+        previous = (self.lag, self.sseq, self.dseq)
+        if d.sseq == self.sseq + 1:
+            self.dseq = d.dseq
+            self.sseq = d.sseq
+        elif d.sseq <= self.sseq:
+            return  # already have it
+        elif d.dseq == self.dseq + 1:
+            # Consecutive deliveries with a hole in origin sequences: gone upstream (or filtered).
+            self._skip_to(d.sseq - 1)
+            self.dseq += 1
+            self.sseq = d.sseq
+        else:
+            self._restart()
+            return
+        self.lag = d.pending - 1 if d.pending else 0
+        if self.stream.cfg.mirror_direct and not self._direct_subs and d.pending < CAUGHT_UP:
+            self._subscribe_direct()
+        error = self.stream.process_sourced(self._transform(subject), hdr, payload, seq=d.sseq, ts=d.ts)
+        if error is None:
+            return
+        if error.err_code == _SEQ_MISMATCH and d.sseq <= self.stream.store.fast_state().last_seq:
+            # Older than what we hold (the origin was re-created): wait for it to catch up.
+            self.lag, self.sseq, self.dseq = previous
+            return
+        if error.err_code != _SEQ_MISMATCH:
+            self._warn(error)
+        _, self.sseq, self.dseq = previous
+        self._restart()
+
+    # --- mirror direct -----------------------------------------------------------------------
+
+    def _subscribe_direct(self) -> None:
+        """``subscribeToMirrorDirect``: answer direct gets for the origin's name, in the same
+        queue group as the origin, once caught up."""
+        from pyjetstream.server.jetstream.direct_get import DirectGet
+
+        direct = DirectGet(self.stream)
+        prefix = f"$JS.API.DIRECT.GET.{self.name}"
+        server = self.server
+        self._direct_subs = [
+            server.subscribe_internal(prefix, direct.on_request, queue=DIRECT_GET_QUEUE),
+            server.subscribe_internal(prefix + ".>", direct.on_last_by_subject, queue=DIRECT_GET_QUEUE),
+        ]
+
+    def drop_direct(self) -> None:
+        for sub in self._direct_subs:
+            sub.unsubscribe()
+        self._direct_subs = []
+
+
+class SourceFeed(_Feed):
+    """One of a stream's sources: copies are new messages of this stream, stamped with their origin."""
+
+    kind = "S"
+    consumer_prefix = "src"
+
+    def __init__(self, stream: Stream, cfg: StreamSource) -> None:
+        super().__init__(stream, cfg)
+        self.start_ts = 0  # after a restart: this stream's last message time (see _start_position)
+
+    def _start_position(self, config: ConsumerConfig) -> ConsumerConfig:
+        """From the last origin sequence taken + 1. Before any, the configured start; after a
+        restart that found none of ours (purged, expired), this stream's last message time, as
+        nats-server does, rather than everything again."""
+        seq = self.sseq + 1
+        cfg = self.cfg
+        if seq > 1:
+            config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+            config.opt_start_seq = seq
+        elif cfg.opt_start_seq > 0:
+            config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+            config.opt_start_seq = cfg.opt_start_seq
+        elif cfg.opt_start_time is not None:
+            start = int(cfg.opt_start_time)
+            config.deliver_policy = DeliverPolicy.BY_START_TIME
+            config.opt_start_time = NanoTime(max(start, self.start_ts))
+        elif self.start_ts:
+            config.deliver_policy = DeliverPolicy.BY_START_TIME
+            config.opt_start_time = NanoTime(self.start_ts)
+        return config
+
+    def _established(self, cname: str, delivered: int) -> None:
+        super()._established(cname, delivered)
+        self.sseq = delivered
+
+    def _process(self, subject: str, hdr: bytes | None, payload: bytes, d: Delivery) -> None:
+        """``processInboundSourceMsg``."""
+        previous = (self.sseq, self.dseq)
+        if d.dseq == self.dseq + 1:
+            self.dseq = d.dseq
+            self.sseq = d.sseq
+        elif d.dseq > self.dseq:
+            self._restart()  # missed a delivery: start again after the last one taken
+            return
+        else:
+            return
+        self.lag = d.pending - 1 if d.pending else 0
+        stamp = (HDR_STREAM_SOURCE.decode(), source_header(self.iname, d.sseq))
+        new_hdr = append_headers(_strip_for_source(hdr) if hdr else None, [stamp])
+        error = self.stream.process_sourced(self._transform(subject), new_hdr, payload)
+        if error is not None:
+            self._warn(error)
+            self.sseq, self.dseq = previous
+            self._restart()
+
+
+# --- a stream's feeds -------------------------------------------------------------------------
+
+
+class StreamSourcing:
+    """The mirror or the sources of one stream; the stream calls start/stop/update/info."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.mirror: MirrorFeed | None = None
+        self.sources: dict[str, SourceFeed] = {}
+
+    def start(self) -> None:
+        cfg = self.stream.cfg
+        if cfg.mirror is not None:
+            self.mirror = MirrorFeed(self.stream, cfg.mirror)
+            self.mirror.start()
+        elif cfg.sources:
+            feeds = [SourceFeed(self.stream, src) for src in cfg.sources]
+            self.sources = {feed.iname: feed for feed in feeds}
+            self._find_positions(feeds, after_restart=True)
+            for feed in feeds:
+                feed.start()
+
+    def stop(self) -> None:
+        if self.mirror is not None:
+            self.mirror.stop()
+            self.mirror = None
+        for feed in self.sources.values():
+            feed.stop()
+        self.sources.clear()
+
+    def update(self, old: StreamConfig, new: StreamConfig) -> None:
+        """Sources added are started, removed ones stopped (the mirror itself cannot change)."""
+        if self.mirror is not None and new.mirror is not None:
+            self.mirror.cfg = new.mirror
+            if not new.mirror_direct:
+                self.mirror.drop_direct()
+        wanted = {index_name(src): src for src in new.sources}
+        for iname in [i for i in self.sources if i not in wanted]:
+            self.sources.pop(iname).stop()
+        added = []
+        for iname, src in wanted.items():
+            feed = self.sources.get(iname)
+            if feed is not None:
+                feed.cfg = src  # same origin and filters; other fields apply from the next request
+                continue
+            feed = SourceFeed(self.stream, src)
+            self.sources[iname] = feed
+            added.append(feed)
+        if added:
+            self._find_positions(added, after_restart=False)
+            for feed in added:
+                feed.start()
+
+    def _find_positions(self, feeds: list[SourceFeed], after_restart: bool) -> None:
+        """``startingSequenceForSources``: scan back for each source's latest copied message."""
+        store = self.stream.store
+        state = store.fast_state()
+        if after_restart and state.last_ts:
+            for feed in feeds:
+                feed.start_ts = state.last_ts
+        if not state.msgs:
+            return
+        wanted = {feed.iname: feed for feed in feeds}
+        seq = state.last_seq
+        while wanted and seq >= state.first_seq:
+            try:
+                msg = store.load_prev_msg(seq)
+            except (ErrStoreMsgNotFound, ErrStoreEOF, StoreError):
+                return
+            seq = msg.seq - 1
+            value = get_header(msg.hdr, HDR_STREAM_SOURCE) if msg.hdr else None
+            if not value:
+                continue
+            name, iname, sseq = parse_source_header(value.decode(errors="replace"))
+            if iname:
+                feed = wanted.pop(iname, None)
+                if feed is not None:
+                    feed.sseq = sseq
+            elif name:  # a 2.9 header: it is ours if the origin's name matches
+                for feed in [f for f in wanted.values() if f.iname.split(" ", 1)[0] == name]:
+                    del wanted[feed.iname]
+                    feed.sseq = sseq
+
+    def mirror_info(self) -> StreamSourceInfo | None:
+        return self.mirror.info() if self.mirror is not None else None
+
+    def sources_info(self) -> list[StreamSourceInfo]:
+        return [feed.info() for feed in self.sources.values()]
