@@ -45,13 +45,10 @@ def _parse_size(token: bytes) -> int:
     return int(token)
 
 
-# Parsed fast-path control lines kept per parser (cleared when full). A publisher repeats the same
-# ``PUB <subject> <size>`` line for every message of a given size, so the split/decode/int work is
-# done once; lines with unique reply subjects are parsed each time and not kept.
-FAST_LINE_CACHE_MAX = 1024
-
-# A fast-path parse: the function turning the payload bytes into the event, and the payload size.
-FastLine = tuple[Callable[[bytes], Any], int]
+# A fast-path parse ``(make, op, need)``: the event is ``make(payload)`` when ``op`` is None (a
+# remembered line: ``make`` is a partial over its parsed parts), else ``_complete(op, payload)``;
+# ``need`` is the payload size.
+FastLine = tuple[Callable[[bytes], Any] | None, tuple[Any, ...] | None, int]
 
 
 class _FrameParser:
@@ -68,8 +65,9 @@ class _FrameParser:
         # (without CRLF).
         self._awaiting: Callable[[bytes], Any] | None = None
         self._need = 0
-        # control line (without CR LF) -> its FastLine, for the hot ops (see _fast_line).
-        self._fast_cache: dict[bytes, FastLine] = {}
+        # The last remembered fast-path control line (without CR LF) and its parse.
+        self._last_line = b""
+        self._last_hit: FastLine | None = None
 
     def feed(self, data: bytes) -> list[Any]:
         if self._broken:
@@ -81,8 +79,8 @@ class _FrameParser:
         size = len(buf)
         find = buf.find
         max_line = self.max_control_line
-        cached = self._fast_cache.get
         fast_line = self._fast_line
+        complete = self._complete
         while pos < size:
             if self._awaiting is not None:
                 end = pos + self._need
@@ -106,21 +104,24 @@ class _FrameParser:
             line = buf[pos:line_end]
             # Hot path (PUB/HPUB on the server side, MSG on the client side): a known line, or one
             # the fast parser accepts, and the payload sliced straight out when it is all here.
-            hit = cached(line)
-            if hit is None and line_end - pos <= max_line:
+            if line == self._last_line:
+                hit = self._last_hit
+            elif line_end - pos <= max_line:
                 hit = fast_line(line)
+            else:
+                hit = None
             if hit is not None:
-                make, need = hit
+                make, op, need = hit
                 start = nl + 1
                 end = start + need
                 if end + 2 <= size:
                     if buf[end] != 13 or buf[end + 1] != 10:
                         append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                         break
-                    append(make(buf[start:end]))
+                    append(make(buf[start:end]) if op is None else complete(op, buf[start:end]))
                     pos = end + 2
                 else:
-                    self._awaiting = make
+                    self._awaiting = make if op is None else partial(complete, op)
                     self._need = need
                     pos = start
                 continue
@@ -135,14 +136,14 @@ class _FrameParser:
 
     def _fast_line(self, line: bytes) -> FastLine | None:
         """Parse a hot op's control line, or None to take the general path (which reports any
-        error). A line without per-message parts goes to ``_remember`` so it is parsed once."""
+        error). A line without a reply goes to ``_remember``: a publisher repeats the same
+        ``PUB <subject> <size>`` line, and the split/decode/int work is then done once for all of
+        them (a reply is usually unique to its message: not worth remembering)."""
         return None
 
     def _remember(self, line: bytes, hit: FastLine) -> FastLine:
-        cache = self._fast_cache
-        if len(cache) >= FAST_LINE_CACHE_MAX:
-            cache.clear()
-        cache[line] = hit
+        self._last_line = line
+        self._last_hit = hit
         return hit
 
     def _limits_line(self, buf: bytes, pos: int) -> bool:
@@ -169,18 +170,6 @@ class _FrameParser:
         return len(self._rest)
 
 
-def _split_hpub(subject: str, reply: str, hdr_len: int, body: bytes) -> Pub:
-    if hdr_len == 0:  # HPUB announcing an empty header block
-        return Pub(subject, reply, b"", body)
-    return Pub(subject, reply, body[:hdr_len], body[hdr_len:])
-
-
-def _split_hmsg(subject: str, sid: int, reply: str, hdr_len: int, body: bytes) -> Msg:
-    if hdr_len == 0:
-        return Msg(subject, sid, reply, b"", body)
-    return Msg(subject, sid, reply, body[:hdr_len], body[hdr_len:])
-
-
 def _fast_size(token: bytes) -> int:
     """A size token the fast path accepts (-1: let the general path judge it)."""
     if len(token) > MAX_SIZE_DIGITS or not token.isdigit():
@@ -202,28 +191,29 @@ class ServerSideParser(_FrameParser):
         return super().feed(data)
 
     def _fast_line(self, line: bytes) -> FastLine | None:
-        head = line[:4]
-        if head == b"PUB ":
-            args = line[4:].split()
+        if line.startswith(b"PUB "):  # the hottest op: its size check inlined
+            args = line.split()
             n = len(args)
-            if n == 2:
-                size = _fast_size(args[1])
-                if 0 <= size <= self.max_payload:
-                    return self._remember(line, (partial(Pub, args[0].decode(), "", None), size))
-            elif n == 3:
-                size = _fast_size(args[2])
-                if 0 <= size <= self.max_payload:  # a reply is usually unique: not remembered
-                    return partial(Pub, args[0].decode(), args[1].decode(), None), size
-        elif head == b"HPUB" and line[4:5] == b" ":
-            args = line[5:].split()
+            tok = args[-1]
+            if (n == 3 or n == 4) and tok.isdigit() and len(tok) <= MAX_SIZE_DIGITS:
+                size = int(tok)
+                if size <= self.max_payload:
+                    if n == 4:
+                        return None, (args[1].decode(), args[2].decode(), 0), size
+                    # Remembered (``_remember``, inlined for the hot path).
+                    hit = self._last_hit = None, (args[1].decode(), "", 0), size
+                    self._last_line = line
+                    return hit
+        elif line.startswith(b"HPUB "):
+            args = line.split()
             n = len(args)
-            if n == 3 or n == 4:
+            if n == 4 or n == 5:
                 hdr = _fast_size(args[-2])
                 total = _fast_size(args[-1])
                 if 0 <= hdr <= total <= self.max_payload:
-                    reply = args[1].decode() if n == 4 else ""
-                    hit = partial(_split_hpub, args[0].decode(), reply, hdr), total
-                    return hit if n == 4 else self._remember(line, hit)
+                    reply = args[2].decode() if n == 5 else ""
+                    hit = None, (args[1].decode(), reply, hdr or -1), total
+                    return hit if n == 5 else self._remember(line, hit)
         return None
 
     def _limits_line(self, buf: bytes, pos: int) -> bool:
@@ -332,29 +322,28 @@ class ClientSideParser(_FrameParser):
         return super().feed(data)
 
     def _fast_line(self, line: bytes) -> FastLine | None:
-        head = line[:4]
-        if head == b"MSG ":
-            args = line[4:].split()
-            n = len(args)
-            if n == 3 or n == 4:
-                sid = args[1]
-                size = _fast_size(args[-1])
-                if size >= 0 and sid.isdigit():
-                    if n == 3:
-                        make = partial(Msg, args[0].decode(), int(sid), "", None)
-                        return self._remember(line, (make, size))
-                    return partial(Msg, args[0].decode(), int(sid), args[2].decode(), None), size
-        elif head == b"HMSG" and line[4:5] == b" ":
-            args = line[5:].split()
+        if line.startswith(b"MSG "):
+            args = line.split()
             n = len(args)
             if n == 4 or n == 5:
-                sid = args[1]
+                sid = args[2]
+                size = _fast_size(args[-1])
+                if size >= 0 and sid.isdigit():
+                    if n == 5:
+                        return None, (args[1].decode(), int(sid), args[3].decode(), 0), size
+                    make = partial(Msg, args[1].decode(), int(sid), "", None)
+                    return self._remember(line, (make, None, size))
+        elif line.startswith(b"HMSG "):
+            args = line.split()
+            n = len(args)
+            if n == 5 or n == 6:
+                sid = args[2]
                 hdr = _fast_size(args[-2])
                 total = _fast_size(args[-1])
                 if 0 <= hdr <= total and sid.isdigit():
-                    reply = args[2].decode() if n == 5 else ""
-                    hit = partial(_split_hmsg, args[0].decode(), int(sid), reply, hdr), total
-                    return hit if n == 5 else self._remember(line, hit)
+                    reply = args[3].decode() if n == 6 else ""
+                    hit = None, (args[1].decode(), int(sid), reply, hdr or -1), total
+                    return hit if n == 6 else self._remember(line, hit)
         return None
 
     def _control_line(self, line: bytes) -> ServerOp | None:
