@@ -36,6 +36,8 @@ __all__ = ["RangeReader", "read_range"]
 # A pull request that brings nothing for this long is re-checked against the consumer's state
 # (messages may have been removed after the consumer counted them as pending).
 PULL_EXPIRES_S = 2.0
+# How long past its expiry a pull may stay silent before it is taken as over.
+PULL_GRACE_S = 1.0
 
 
 class RangeReader:
@@ -143,9 +145,11 @@ class RangeReader:
             wake.clear()
             before = self.cursor
             try:
-                await asyncio.wait_for(wake.wait(), PULL_EXPIRES_S + self.opts.connect.request_timeout)
+                await asyncio.wait_for(wake.wait(), PULL_EXPIRES_S + PULL_GRACE_S)
             except TimeoutError:
-                pass
+                # Past its expiry and no status came back: that pull is over (a consumer that
+                # vanished answers nothing; nats-server's API subscription swallows the request).
+                self._outstanding = 0
             if self._error is not None:
                 raise self._error
             if self._outstanding <= 0 and self.cursor == before and not self.done:
