@@ -40,7 +40,9 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture
 def tls_server(start_server: StartServer, certs: tuple[Path, Path]) -> Target:
     cert, key = certs
-    target = start_server(tls={"cert_file": str(cert), "key_file": str(key)})
+    # A generous handshake timeout: on a loaded 2-core machine a 2 s TLS handshake can time out,
+    # which is not what these tests are about.
+    target = start_server(tls={"cert_file": str(cert), "key_file": str(key), "timeout": 10})
     require_embedded_support(target, "TLS", bool(read_info(target).get("tls_required")))
     return target
 
@@ -50,7 +52,7 @@ def client_context(cert: Path) -> ssl.SSLContext:
 
 
 async def test_tls_with_context(tls_server: Target, certs: tuple[Path, Path]) -> None:
-    nc = await connect(tls_server.url, tls=client_context(certs[0]))
+    nc = await connect(tls_server.url, tls=client_context(certs[0]), connect_timeout=10)
     try:
         assert nc.server_info.get("tls_required") is True
         sub = await nc.subscribe("secure")
@@ -67,7 +69,7 @@ async def test_tls_with_context(tls_server: Target, certs: tuple[Path, Path]) ->
 
 async def test_tls_url_scheme_and_hostname(tls_server: Target, certs: tuple[Path, Path]) -> None:
     url = f"tls://localhost:{tls_server.port}"
-    nc = await connect(url, tls=client_context(certs[0]))
+    nc = await connect(url, tls=client_context(certs[0]), connect_timeout=10)
     try:
         await nc.flush()
         assert nc.connected_url == url
@@ -75,7 +77,9 @@ async def test_tls_url_scheme_and_hostname(tls_server: Target, certs: tuple[Path
         await nc.close()
     # The certificate names 127.0.0.1 and localhost only.
     with pytest.raises(NoServersError):
-        await connect(tls_server.url, tls=client_context(certs[0]), tls_hostname="example.com")
+        await connect(
+            tls_server.url, tls=client_context(certs[0]), connect_timeout=10, tls_hostname="example.com"
+        )
 
 
 async def test_untrusted_certificate_is_refused(tls_server: Target) -> None:
@@ -84,7 +88,9 @@ async def test_untrusted_certificate_is_refused(tls_server: Target) -> None:
 
 
 async def test_tls_reconnect(tls_server: Target, certs: tuple[Path, Path]) -> None:
-    nc = await connect(tls_server.url, tls=client_context(certs[0]), reconnect_time_wait=0.05)
+    nc = await connect(
+        tls_server.url, tls=client_context(certs[0]), connect_timeout=10, reconnect_time_wait=0.05
+    )
     try:
         sub = await nc.subscribe("tls.re")
         await nc.flush()
@@ -100,7 +106,7 @@ def test_tls_on_uvloop(tls_server: Target, certs: tuple[Path, Path]) -> None:
     uvloop = pytest.importorskip("uvloop")
 
     async def scenario() -> None:
-        nc = await connect(tls_server.url, tls=client_context(certs[0]))
+        nc = await connect(tls_server.url, tls=client_context(certs[0]), connect_timeout=10)
         try:
             sub = await nc.subscribe("uv.tls")
             await nc.flush()
