@@ -9,6 +9,11 @@ immutable ``(plain_subs, queue_groups)`` pair of tuples; the router may hold on 
 subscriptions come and go. Inserting or removing a subscription drops the cached results it
 affects: just its own subject when it is literal, every matching cached subject when it has
 wildcards (or the whole cache when that is large, refilling is cheaper than scanning in Python).
+
+JetStream ack subjects (``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>``) are
+unique per message, so they would all miss the cache (and evict what it holds). A consumer listens
+on ``$JS.ACK.<stream>.<consumer>.>``: while every subscription that could match under ``$JS.ACK.``
+has that form, an ack subject is matched by one dict lookup on its ``$JS.ACK.<s>.<c>.`` prefix.
 """
 
 from __future__ import annotations
@@ -114,6 +119,10 @@ class Sublist:
         self._root = _Node()
         # Public so the router's hot path can do ``cache.get(subject)`` without a method call.
         self.cache: dict[str, MatchResult] = {}
+        # ``$JS.ACK.<s>.<c>.`` -> the match result of its ``$JS.ACK.<s>.<c>.>`` subscriptions, and
+        # how many other subscriptions could match an ack subject (the index is used only at 0).
+        self._acks: dict[str, MatchResult] = {}
+        self._ack_overlaps = 0
         self.count = 0
         self.inserts = 0
         self.removes = 0
@@ -148,6 +157,7 @@ class Sublist:
         self.count += 1
         self.inserts += 1
         self._invalidate(sub)
+        self._index_ack(sub, True)
 
     def remove(self, sub: Subscription) -> bool:
         """Remove ``sub``; False when it was not in the index."""
@@ -173,7 +183,40 @@ class Sublist:
         self.removes += 1
         self._prune(path, node)
         self._invalidate(sub)
+        self._index_ack(sub, False)
         return True
+
+    def _index_ack(self, sub: Subscription, added: bool) -> None:
+        """Keep the ack index (see the module docstring) in step with an insert or remove."""
+        tokens = sub.subject.split(SEP)
+        first = tokens[0]
+        if first != FWC and not (first in _ACK_FIRST and len(tokens) > 1 and tokens[1] in _ACK_SECOND):
+            return  # cannot match an ack subject
+        if sub.queue or len(tokens) != 5 or tokens[4] != FWC or first != "$JS" or tokens[1] != "ACK":
+            self._ack_overlaps += 1 if added else -1
+            return
+        if tokens[2] in _WILDCARDS or tokens[3] in _WILDCARDS:
+            self._ack_overlaps += 1 if added else -1
+            return
+        prefix = sub.subject[:-1]
+        psubs = self._acks.get(prefix, EMPTY_RESULT)[0]
+        psubs = (*psubs, sub) if added else tuple(s for s in psubs if s is not sub)
+        if psubs:
+            self._acks[prefix] = (psubs, ())
+        else:
+            self._acks.pop(prefix, None)
+
+    def _match_ack(self, subject: str) -> MatchResult:
+        """An ack subject's subscriptions from the ack index (only valid without overlaps)."""
+        # The ``$JS.ACK.<s>.<c>.`` prefix: the dots after the stream and the consumer tokens.
+        dot = subject.find(SEP, _ACK_PREFIX_LEN)
+        dot = subject.find(SEP, dot + 1) if dot > _ACK_PREFIX_LEN else -1
+        if dot < 0 or subject[dot - 1] == SEP:
+            return EMPTY_RESULT  # fewer tokens than the ``>`` needs, or an empty one
+        tail = subject[dot + 1 :]
+        if not tail or tail[0] == SEP or tail[-1] == SEP or _EMPTY_TOKEN in tail:
+            return EMPTY_RESULT  # nats-server: a subject with an empty token matches nothing
+        return self._acks.get(subject[: dot + 1], EMPTY_RESULT)
 
     def _prune(self, path: list[tuple[_Node, str]], leaf: _Node) -> None:
         """Drop nodes left empty, so churn of unique subjects (inboxes) does not grow the trie."""
@@ -210,6 +253,8 @@ class Sublist:
         result = self.cache.get(subject)
         if result is not None:
             return result
+        if subject.startswith(_ACK_PREFIX) and not self._ack_overlaps:
+            return self._match_ack(subject)
         self.cache_misses += 1
         tokens = subject.split(SEP)
         if "" in tokens:
@@ -262,6 +307,15 @@ class Sublist:
             "max_fanout": max(fanouts) if fanouts else 0,
             "avg_fanout": (sum(fanouts) / len(fanouts)) if fanouts else 0,
         }
+
+
+_ACK_PREFIX = "$JS.ACK."
+_ACK_PREFIX_LEN = len(_ACK_PREFIX)
+_EMPTY_TOKEN = SEP + SEP
+_WILDCARDS = (PWC, FWC)
+# A subscription whose first two tokens are among these may match some ack subject.
+_ACK_FIRST = ("$JS", PWC, FWC)
+_ACK_SECOND = ("ACK", PWC, FWC)
 
 
 def _remove_identity(items: list[Subscription], sub: Subscription) -> bool:
