@@ -173,8 +173,9 @@ class _ConsumerStateMachine(ConsumerStoreBase):
             st.ack_floor.consumer_seq = dseq
             st.ack_floor.stream_seq = sseq
             if st.delivered.consumer_seq > dseq:
-                # The floor moves up to just below the oldest still-pending message.
-                nxt = min(st.pending)
+                # The floor moves up to just below the oldest still-pending message: acks mostly
+                # come in order, so probe the next sequence before scanning them all.
+                nxt = sseq + 1 if sseq + 1 in st.pending else min(st.pending)
                 p_dseq = st.pending[nxt][0]
                 if p_dseq > 0:
                     st.ack_floor.consumer_seq = p_dseq - 1
