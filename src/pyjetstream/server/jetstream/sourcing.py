@@ -323,6 +323,9 @@ class _Feed:
             idle_heartbeat=int(HEALTH_CHECK_INTERVAL * NS),
             flow_control=True,
             direct=True,
+            # nats-server keeps no store for a direct consumer; ours would persist its state on
+            # every delivery and bring it back, orphaned, after a restart.
+            mem_storage=True,
         )
 
     def _start_position(self, config: ConsumerConfig) -> ConsumerConfig:
