@@ -14,9 +14,9 @@ from tests.support.targets import Target
     [
         ("pub", ["--clients", "2"], ["pub"]),
         ("sub", ["--clients", "2"], ["sub", "sub"]),
-        ("js-pub", ["--storage", "file"], ["js-pub (window 256)"]),
-        ("js-pub", ["--sync"], ["js-pub (sync)"]),
-        ("js-consume", ["--batch", "50"], ["js-consume (batch 50, ack)"]),
+        ("js-pub", ["--storage", "file"], ["js-pub"]),
+        ("js-pub", ["--sync"], ["js-pub"]),
+        ("js-consume", ["--batch", "50"], ["js-consume"]),
         ("kv", ["--keys", "10"], ["kv put", "kv get"]),
     ],
 )
@@ -40,9 +40,13 @@ def test_each_benchmark_reports_rates_and_latencies(
 def test_results_table_and_comparison(cli: Cli, start_server: Callable[..., Target]) -> None:
     other = start_server()
     out = cli("bench", "js-pub", "--msgs", "200", "--compare", other.url).ok().out
-    assert "bench js-pub: 200 messages of 128 B" in out
-    assert "Msgs/s" in out and "p99" in out and cli.url in out and other.url in out
-    assert f"msgs/s of {cli.url} ÷ {other.url} = " in out
+    assert "bench js-pub: 200 msgs of 128 B, window 256, memory storage" in out
+    assert "Msgs/s" in out and "p50/p90/p99/max" in out
+    assert f"A = {cli.url}" in out and f"B = {other.url}" in out
+    assert "js-pub: msgs/s A ÷ B = " in out
+    single = cli("bench", "sub", "--msgs", "100", "--clients", "2").ok().out
+    assert f"bench sub on {cli.url}: 100 msgs of 128 B, 2 subscribers" in single
+    assert "sub #1" in single and "sub #2" in single
 
     report = cli("bench", "pub", "--msgs", "200", "--compare", other.url, "--json").json()
     assert [r["target"] for r in report["results"]] == [cli.url, other.url]

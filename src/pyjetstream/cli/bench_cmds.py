@@ -178,37 +178,47 @@ def _ratios(results: list[Any], targets: list[str]) -> list[dict[str, Any]]:
 def _print_results(
     kind: str, o: Any, results: list[Any], ratios: list[dict[str, Any]], targets: list[str]
 ) -> None:
-    from pyjetstream.cli.output import human_bytes, print_table
+    """A table narrow enough for an 80-column terminal: servers as A/B with a legend when comparing,
+    the run's settings in the title, latency percentiles in one column."""
+    from pyjetstream.cli.bench_work import describe_options
+    from pyjetstream.cli.output import print_table
 
-    def us(value: float | None) -> str:
-        if value is None:
+    compare = len(targets) > 1
+    label = {url: "AB"[i] for i, url in enumerate(targets)}
+
+    def latency(r: Any) -> str:
+        if not r.latencies_ns:
             return "-"
-        return f"{value:,.0f}µs" if value < 10_000 else f"{value / 1000:,.1f}ms"
+        values = [r.percentile_us(p) for p in (50, 90, 99)] + [max(r.latencies_ns) / 1000]
+        if max(values) >= 10_000:
+            return " / ".join(f"{v / 1000:.1f}" for v in values) + " ms"
+        return " / ".join(f"{v:.0f}" for v in values) + " µs"
 
     rows = []
     for r in results:
-        name = r.name + (f" ({r.note})" if r.note else "")
-        rows.append(
-            (
-                name,
-                r.target,
-                f"{r.msgs:,}",
-                f"{r.seconds:.3f}s",
-                f"{r.msgs_per_sec:,.0f}",
-                f"{r.mb_per_sec:,.2f}",
-                us(r.percentile_us(50)),
-                us(r.percentile_us(90)),
-                us(r.percentile_us(99)),
-                us(max(r.latencies_ns) / 1000 if r.latencies_ns else None),
-            )
-        )
-    columns = ("Benchmark", "Server", "Msgs", "Time", "Msgs/s", "MB/s", "p50", "p90", "p99", "max")
-    justify = ("left", "left", "right", "right", "right", "right", "right", "right", "right", "right")
-    title = f"bench {kind}: {o.msgs:,} messages of {human_bytes(o.size)}"
-    print_table(title, columns, rows, justify=justify)
+        name = r.name + (f" #{r.client}" if r.client and o.clients > 1 else "")
+        row = [name + (f" ({r.note})" if r.note else "")]
+        if compare:
+            row.append(label[r.target])
+        row += [f"{r.msgs:,}", f"{r.msgs_per_sec:,.0f}", f"{r.mb_per_sec:,.2f}", latency(r)]
+        rows.append(row)
+    columns = [
+        "Benchmark",
+        *(["Server"] if compare else []),
+        "Msgs",
+        "Msgs/s",
+        "MB/s",
+        "Latency p50/p90/p99/max",
+    ]
+    justify = ["left", *(["center"] if compare else []), "right", "right", "right", "right"]
+    where = "" if compare else f" on {targets[0]}"
+    print_table(f"bench {kind}{where}: {describe_options(kind, o)}", columns, rows, justify=justify)
+    if compare:
+        for url in targets:
+            print(f"  {label[url]} = {url}")
     for ratio in ratios:
         value = f"{ratio['ratio']:.2f}x" if ratio["ratio"] is not None else "n/a"
-        print(f"{ratio['name']}: msgs/s of {targets[0]} ÷ {targets[1]} = {value}")
+        print(f"{ratio['name']}: msgs/s A ÷ B = {value}")
 
 
 GROUP = Group(

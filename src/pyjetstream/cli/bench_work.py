@@ -57,6 +57,7 @@ class BenchResult:
     seconds: float = 0.0
     latencies_ns: array = field(default_factory=lambda: array("q"))
     note: str = ""
+    client: int = 0  # which subscriber, when each has its own row
 
     @property
     def msgs_per_sec(self) -> float:
@@ -91,6 +92,8 @@ class BenchResult:
                 "max": max(self.latencies_ns) / 1000,
                 "samples": len(self.latencies_ns),
             }
+        if self.client:
+            out["client"] = self.client
         if self.note:
             out["note"] = self.note
         return out
@@ -132,7 +135,7 @@ async def bench_pub(connect: Any, url: str, o: BenchOptions, advance: Advance) -
 async def bench_sub(connect: Any, url: str, o: BenchOptions, advance: Advance) -> list[BenchResult]:
     """One publisher, ``clients`` subscribers; each subscriber should get every message."""
     size = max(o.size, _STAMP.size)
-    results = [BenchResult("sub", url) for _ in range(o.clients)]
+    results = [BenchResult("sub", url, client=i + 1) for i in range(o.clients)]
     done = [asyncio.Event() for _ in range(o.clients)]
     subscribers = [await connect(url) for _ in range(o.clients)]
     first = [0.0] * o.clients
@@ -231,7 +234,7 @@ async def bench_js_pub(connect: Any, url: str, o: BenchOptions, advance: Advance
     client = await connect(url)
     js = _js(client, o)
     created = await _ensure_stream(js, o)
-    result = BenchResult("js-pub (sync)" if o.sync else f"js-pub (window {o.window})", url)
+    result = BenchResult("js-pub", url)
     try:
         start = time.perf_counter()
         await _publish_into_stream(js, o, o.msgs, result.latencies_ns, advance)
@@ -250,7 +253,7 @@ async def bench_js_consume(connect: Any, url: str, o: BenchOptions, advance: Adv
     client = await connect(url)
     js = _js(client, o)
     created = await _ensure_stream(js, o)
-    result = BenchResult(f"js-consume (batch {o.batch}{', ack' if o.ack else ''})", url)
+    result = BenchResult("js-consume", url)
     try:
         stored = (await js.stream(o.stream)).cached_info().state.messages
         if stored < o.msgs:
@@ -348,6 +351,20 @@ WORKLOADS = {
     "js-consume": bench_js_consume,
     "kv": bench_kv,
 }
+
+
+def describe_options(kind: str, o: BenchOptions) -> str:
+    """The settings that shape a run, for the results' title."""
+    parts = [f"{o.msgs:,} msgs of {o.size:,} B"]
+    if kind in ("pub", "sub", "kv") and o.clients > 1:
+        parts.append(f"{o.clients} {'subscribers' if kind == 'sub' else 'clients'}")
+    if kind == "js-pub":
+        parts.append("sync" if o.sync else f"window {o.window}")
+    if kind == "js-consume":
+        parts.append(f"batch {o.batch}" + (", acked" if o.ack else ""))
+    if kind in ("js-pub", "js-consume", "kv"):
+        parts.append(f"{o.storage} storage")
+    return ", ".join(parts)
 
 
 def total_work(kind: str, o: BenchOptions) -> int:
