@@ -304,7 +304,7 @@ class _Feed:
             subject = f"{subject}.{config.name}.{config.filter_subject}"
         elif filters:
             config.filter_subjects = filters
-        if ext is not None:
+        if ext is not None and ext.api:
             subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
         request = encode(CreateConsumerRequest(stream_name=self.name, config=config))
         self._reply_subject = f"$JSC.R.{_token()}"
