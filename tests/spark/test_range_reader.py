@@ -9,9 +9,10 @@ from tests.support.targets import Target
 
 from pyjetstream.client import connect
 from pyjetstream.client.jetstream import StreamConfig, jetstream
+from pyjetstream.spark.arrow_batch import arrow_schema
 from pyjetstream.spark.options import parse_options
 from pyjetstream.spark.range_reader import RangeReader
-from pyjetstream.spark.schema import arrow_schema, message_schema
+from pyjetstream.spark.schema import message_schema
 
 
 async def _fill(url: str, n: int) -> None:

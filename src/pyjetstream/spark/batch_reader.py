@@ -16,8 +16,8 @@ itself; always correct, reads the whole range).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
@@ -25,8 +25,9 @@ from pyjetstream.spark.filters import push_filters
 from pyjetstream.spark.options import JetStreamOptions
 from pyjetstream.spark.partitioning import SeqRange, default_partition_count, split_range
 from pyjetstream.spark.planning import bounds_from_options, require_stream, resolve_range, stream_state
-from pyjetstream.spark.range_reader import read_range
-from pyjetstream.spark.schema import arrow_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["JetStreamBatchReader"]
 
@@ -35,7 +36,7 @@ class JetStreamBatchReader(DataSourceReader):
     def __init__(self, opts: JetStreamOptions, schema: StructType) -> None:
         self.opts = opts
         self.stream = require_stream(opts)
-        self.arrow_schema = arrow_schema(schema)
+        self.schema = schema  # the Arrow schema is derived on the executors (no pyarrow here)
         self.bounds = bounds_from_options(opts)
         self.bounds.subjects = opts.filter_subjects or None
         stream_state(opts)  # a missing stream fails the query now, with its name in the message
@@ -55,6 +56,9 @@ class JetStreamBatchReader(DataSourceReader):
         return split_range(first, last, count)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyjetstream.spark.arrow_batch import arrow_schema
+        from pyjetstream.spark.range_reader import read_range
+
         assert isinstance(partition, SeqRange)
         yield from read_range(
             self.opts,
@@ -62,5 +66,5 @@ class JetStreamBatchReader(DataSourceReader):
             partition.first,
             partition.last,
             self.bounds.subjects or (),
-            self.arrow_schema,
+            arrow_schema(self.schema),
         )

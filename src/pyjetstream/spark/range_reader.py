@@ -24,11 +24,11 @@ import pyarrow as pa
 from pyjetstream.api import PullRequest, encode, parse_ack_reply
 from pyjetstream.api.timefmt import NS_PER_S
 from pyjetstream.client import Client, Msg, Subscription
+from pyjetstream.spark.arrow_batch import MessageColumns
 from pyjetstream.spark.connection import TaskLoop, open_client
 from pyjetstream.spark.errors import JetStreamSparkError
 from pyjetstream.spark.jsapi import JetStreamApi
 from pyjetstream.spark.options import JetStreamOptions
-from pyjetstream.spark.schema import MessageColumns
 from pyjetstream.spark.subjects import subject_matches, subjects_overlap
 
 __all__ = ["RangeReader", "read_range"]

@@ -16,8 +16,8 @@ a stream that went backwards (deleted and recreated) fails the query with a clea
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -32,8 +32,9 @@ from pyjetstream.spark.errors import JetStreamSparkError
 from pyjetstream.spark.options import JetStreamOptions
 from pyjetstream.spark.partitioning import default_partition_count, split_range
 from pyjetstream.spark.planning import DriverConnection, first_seq_at, require_stream, stream_state
-from pyjetstream.spark.range_reader import read_range
-from pyjetstream.spark.schema import arrow_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["JetStreamStreamReader"]
 
@@ -42,7 +43,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def __init__(self, opts: JetStreamOptions, schema: StructType) -> None:
         self.opts = opts
         self.stream = require_stream(opts)
-        self.arrow_schema = arrow_schema(schema)
+        self.schema = schema  # the Arrow schema is derived on the executors (no pyarrow here)
         self.subjects = opts.filter_subjects
         self.conn = DriverConnection(opts)
         self.target: int | None = None  # Trigger.AvailableNow: the last sequence to read
@@ -118,13 +119,16 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return split_range(first, last, count)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyjetstream.spark.arrow_batch import arrow_schema
+        from pyjetstream.spark.range_reader import read_range
+
         yield from read_range(
             self.opts,
             self.stream,
             partition.first,  # type: ignore[attr-defined]
             partition.last,  # type: ignore[attr-defined]
             self.subjects,
-            self.arrow_schema,
+            arrow_schema(self.schema),
         )
 
     def commit(self, end: dict[str, object]) -> None:
