@@ -224,12 +224,7 @@ async def test_ttl_and_value_size(js: JetStream) -> None:
 async def test_mirror_bucket(js: JetStream) -> None:
     origin = await _bucket(js)
     await origin.put("k", b"v1")
-    try:
-        mirror = await js.create_key_value(KeyValueConfig(bucket="M", mirror=StreamSource(name="B")))
-    except errors.JetStreamAPIError as exc:
-        if "not supported" in exc.description:
-            pytest.skip(f"this server has no mirrors yet: {exc.description}")
-        raise
+    mirror = await js.create_key_value(KeyValueConfig(bucket="M", mirror=StreamSource(name="B")))
     assert (await mirror.status()).stream_info.config.mirror is not None
 
     async def mirrored() -> bool:
