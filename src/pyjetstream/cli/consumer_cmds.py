@@ -202,7 +202,7 @@ def _ls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
-    from pyjetstream.cli.output import human_count, human_time, print_table
+    from pyjetstream.cli.output import human_age, human_count, print_table, short_time
 
     stream = _stream(args)
     js = await session.jetstream()
@@ -224,10 +224,10 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
         (
             i.name,
             i.config.description,
-            human_time(i.created),
+            short_time(i.created),
             human_count(i.num_ack_pending),
             human_count(i.num_pending),
-            human_time(i.delivered.last_active) if i.delivered.last_active else "never",
+            human_age(i.delivered.last_active),
         )
         for i in infos
     ]

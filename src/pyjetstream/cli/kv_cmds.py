@@ -175,7 +175,7 @@ def _ls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
-    from pyjetstream.cli.output import human_bytes, human_count, human_time, print_table
+    from pyjetstream.cli.output import human_age, human_bytes, human_count, print_table, short_time
 
     js = await session.jetstream()
     if args.bucket:
@@ -214,10 +214,10 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
         (
             s.bucket,
             s.stream_info.config.description,
-            human_time(s.stream_info.created),
+            short_time(s.stream_info.created),
             human_bytes(s.bytes),
             human_count(s.values),
-            human_time(s.stream_info.state.last_ts) if s.stream_info.state.last_seq else "never",
+            human_age(s.stream_info.state.last_ts) if s.stream_info.state.last_seq else "never",
         )
         for s in stores
     ]
@@ -336,7 +336,7 @@ def _done(session: Session, args: argparse.Namespace, what: str) -> None:
 
 
 async def cmd_history(session: Session, args: argparse.Namespace) -> int:
-    from pyjetstream.cli.output import human_bytes, human_time, print_table
+    from pyjetstream.cli.output import human_bytes, print_table, short_time
 
     kv = await _bucket(session, args.bucket)
     entries = await kv.history(args.key)
@@ -351,7 +351,7 @@ async def cmd_history(session: Session, args: argparse.Namespace) -> int:
                 e.key,
                 e.revision,
                 str(e.operation),
-                human_time(e.created),
+                short_time(e.created),
                 human_bytes(len(e.value)),
                 value[:40] + ("…" if len(value) > 40 else ""),
             )

@@ -273,7 +273,7 @@ def _ls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
-    from pyjetstream.cli.output import human_bytes, human_time, print_table
+    from pyjetstream.cli.output import human_bytes, print_table, short_time
     from pyjetstream.client.jetstream.errors import NoObjectsFound
 
     js = await session.jetstream()
@@ -297,7 +297,7 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
                 (
                     s.bucket,
                     s.description,
-                    human_time(s.stream_info.created),
+                    short_time(s.stream_info.created),
                     human_bytes(s.size),
                     "yes" if s.sealed else "no",
                 )
@@ -317,7 +317,7 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
     elif not objects:
         print(f"No objects in bucket {args.bucket}")
     else:
-        rows = [(o.name, human_bytes(o.size), human_time(o.mtime)) for o in objects]
+        rows = [(o.name, human_bytes(o.size), short_time(o.mtime)) for o in objects]
         print_table(
             f"Bucket Contents for {args.bucket}",
             ("Name", "Size", "Time"),

@@ -98,15 +98,18 @@ def print_table(
     justify: Sequence[str] | None = None,
     caption: str | None = None,
 ) -> None:
-    """A boxed table; numeric-looking columns are right aligned unless ``justify`` says otherwise."""
+    """A boxed table (``justify`` per column, default left). Columns empty in every row (an unused
+    Description) are left out, and the first column never wraps: names stay whole on narrow terminals."""
     from rich import box
     from rich.table import Table
 
+    cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    keep = [i for i in range(len(columns)) if not cells or any(row[i] for row in cells)]
     table = Table(title=title, box=box.ROUNDED, caption=caption, title_justify="left")
-    for i, name in enumerate(columns):
-        table.add_column(name, justify=(justify[i] if justify else "left"))  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(*("" if cell is None else str(cell) for cell in row))
+    for i in keep:
+        table.add_column(columns[i], justify=(justify[i] if justify else "left"), no_wrap=i == 0)  # type: ignore[arg-type]
+    for row in cells:
+        table.add_row(*(row[i] for i in keep))
     console().print(table)
 
 
@@ -174,6 +177,30 @@ def human_time(value: Any) -> str:
         return "never"
     dt = datetime.fromtimestamp(ns / 1e9, UTC)
     return dt.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def human_age(value: Any) -> str:
+    """How long ago a NanoTime / ns was, compactly (``4s ago``, ``3d2h ago``), or ``never``."""
+    import time
+
+    ns = int(value) if value is not None else 0
+    if ns <= 0:
+        return "never"
+    age = time.time_ns() - ns
+    if age < 1_000_000_000:
+        return "now"
+    text = human_duration(age - age % 1_000_000_000)
+    # Two units are plenty for a table cell.
+    units = [u for u in ("y", "d", "h", "m", "s") if u in text]
+    if len(units) > 2:
+        text = text[: text.index(units[1]) + 1]
+    return f"{text} ago"
+
+
+def short_time(value: Any) -> str:
+    """A table cell's timestamp: ``2024-05-01 12:00:00`` (UTC)."""
+    text = human_time(value)
+    return text.removesuffix(" UTC")
 
 
 def limit(n: int, fmt: Any = human_count) -> str:

@@ -220,7 +220,7 @@ def _ls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
-    from pyjetstream.cli.output import human_bytes, human_count, human_time, print_table
+    from pyjetstream.cli.output import human_age, human_bytes, human_count, print_table, short_time
 
     js = await session.jetstream()
     if args.names:
@@ -241,10 +241,10 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
         (
             i.config.name,
             i.config.description,
-            human_time(i.created),
+            short_time(i.created),
             human_count(i.state.messages),
             human_bytes(i.state.bytes),
-            human_time(i.state.last_ts) if i.state.last_seq else "never",
+            human_age(i.state.last_ts) if i.state.last_seq else "never",
         )
         for i in infos
     ]
