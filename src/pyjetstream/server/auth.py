@@ -1,4 +1,4 @@
-"""Client authentication on CONNECT: token, user/password (plain or bcrypt), users list, no_auth_user.
+"""Client authentication on CONNECT: token, user/password (plain or bcrypt), users list, nkeys, no_auth_user.
 
 Mirrors nats-server's ``processClientOrLeafAuthentication`` for the non-JWT cases:
 
@@ -6,6 +6,9 @@ Mirrors nats-server's ``processClientOrLeafAuthentication`` for the non-JWT case
   client that sends no credentials at all gets the ``no_auth_user`` identity when one is set;
 - otherwise a configured ``token`` must equal ``auth_token``, or the single configured
   ``user``/``password`` must match.
+
+NKey users prove their identity by signing the per-connection ``nonce`` the server put in INFO
+(ed25519, the signature in base64url); nats-server's ``nonceLen`` is 11 random bytes.
 
 Bcrypt verification takes tens of milliseconds by design, so :meth:`Authenticator.check` returns
 either a decision or a :class:`PendingCheck` that the connection runs in a worker thread.
@@ -15,17 +18,66 @@ storm does not pay for them again.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import os
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from pyjetstream.server.options import ServerOptions, User, is_bcrypt_hash
 
-__all__ = ["AuthDecision", "Authenticator", "PendingCheck"]
+__all__ = ["AuthDecision", "Authenticator", "PendingCheck", "new_nonce", "verify_nkey_signature"]
 
 _BCRYPT_CACHE_MAX = 1024
+_NONCE_BYTES = 11
+_PREFIX_BYTE_USER = 20 << 3  # nkeys: public user keys start with "U"
+
+
+def new_nonce() -> str:
+    return base64.urlsafe_b64encode(secrets.token_bytes(_NONCE_BYTES)).rstrip(b"=").decode()
+
+
+def _crc16(data: bytes) -> int:
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def _b64decode(text: str) -> bytes:
+    """nats-server accepts a raw base64url signature and falls back to standard base64."""
+    padded = text + "=" * (-len(text) % 4)
+    try:
+        return base64.urlsafe_b64decode(padded)
+    except (binascii.Error, ValueError):
+        return base64.b64decode(padded)
+
+
+def verify_nkey_signature(public_key: str, nonce: str, signature: str) -> bool:
+    """Whether ``signature`` is the user key's ed25519 signature of ``nonce``."""
+    from nacl.exceptions import BadSignatureError
+    from nacl.signing import VerifyKey
+
+    try:
+        raw = base64.b32decode(public_key + "=" * (-len(public_key) % 8))
+        sig = _b64decode(signature)
+    except (binascii.Error, ValueError):
+        return False
+    if len(raw) != 35 or raw[0] != _PREFIX_BYTE_USER:
+        return False
+    if int.from_bytes(raw[-2:], "little") != _crc16(raw[:-2]):
+        return False
+    try:
+        VerifyKey(raw[1:33]).verify(nonce.encode(), sig)
+    except (BadSignatureError, ValueError):
+        return False
+    return True
 
 
 @dataclass(slots=True)
@@ -51,14 +103,18 @@ class Authenticator:
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
         self.users: dict[str, User] = {u.username: u for u in options.users}
+        self.nkeys = {n.nkey for n in options.nkeys}
+        # INFO carries a nonce (to be signed) only when someone can authenticate with an nkey.
+        self.uses_nonce = bool(self.nkeys)
         self.required = options.auth_required
         # INFO advertises auth_required only when a client without credentials cannot get in.
         self.info_auth_required = self.required and not options.no_auth_user
         self._cache_key = os.urandom(16)
         self._verified: set[bytes] = set()
 
-    def check(self, connect: dict[str, Any]) -> AuthDecision | PendingCheck:
-        """Decide on a CONNECT's credentials (``connect`` is the CONNECT JSON object)."""
+    def check(self, connect: dict[str, Any], nonce: str = "") -> AuthDecision | PendingCheck:
+        """Decide on a CONNECT's credentials (``connect`` is the CONNECT JSON object, ``nonce`` the
+        one this connection's INFO carried)."""
         if not self.required:
             return AuthDecision(True, str(connect.get("user") or ""))
         opts = self.options
@@ -66,8 +122,13 @@ class Authenticator:
         password = str(connect.get("pass") or "")
         token = str(connect.get("auth_token") or "")
         if self.users or opts.nkeys:
-            if connect.get("nkey") or connect.get("jwt"):
-                return AuthDecision(False, user_name)  # nkey/JWT authentication is not supported
+            if connect.get("jwt"):
+                return AuthDecision(False, user_name)  # JWT (operator mode) is not supported
+            nkey = str(connect.get("nkey") or "")
+            if nkey:
+                ok = bool(nonce) and nkey in self.nkeys
+                ok = ok and verify_nkey_signature(nkey, nonce, str(connect.get("sig") or ""))
+                return AuthDecision(ok, nkey)
             if user_name:
                 user = self.users.get(user_name)
                 if user is None:

@@ -172,6 +172,7 @@ class ClientConnection(asyncio.Protocol):
         # Publishes that need per-message checks (before CONNECT, verbose, pedantic) take the slow path.
         self.checked_pubs = True
         self.auth_required = server.authenticator.info_auth_required
+        self.nonce = ""  # set when INFO carries one (nkey users sign it)
         self._held: list[Any] | None = None  # events received while a bcrypt check runs
         # --- subscriptions by sid
         self.subs: dict[str, Subscription] = {}
@@ -478,7 +479,7 @@ class ClientConnection(asyncio.Protocol):
         merged = self.connect_opts
         merged.update({k: v for k, v in options.items() if v is not None})
         if self.server.authenticator.required and not self.connected:
-            decision = self.server.authenticator.check(merged)
+            decision = self.server.authenticator.check(merged, self.nonce)
             if isinstance(decision, PendingCheck):
                 self.authenticating = True
                 self.server.loop.run_in_executor(None, decision.run).add_done_callback(self._bcrypt_done)

@@ -61,7 +61,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pyjetstream.server.auth import Authenticator
+from pyjetstream.server.auth import Authenticator, new_nonce
 from pyjetstream.server.client import ClientConnection, ClosedReason
 from pyjetstream.server.ids import new_server_id
 from pyjetstream.server.log import TRACE, get_logger
@@ -427,7 +427,11 @@ class Server:
 
     def info_for(self, conn: ClientConnection) -> bytes:
         """The INFO line for one client (nats-server ends it with ``} \\r\\n``)."""
-        return self._info_prefix + f'{conn.cid},"client_ip":{json.dumps(conn.ip)}}} \r\n'.encode()
+        tail = f'{conn.cid},"client_ip":{json.dumps(conn.ip)}'
+        if self.authenticator.uses_nonce:
+            conn.nonce = new_nonce()
+            tail += f',"nonce":"{conn.nonce}"'
+        return self._info_prefix + (tail + "} \r\n").encode()
 
     # ------------------------------------------------------------- output batching
 
