@@ -59,8 +59,22 @@ __all__ = [
 ]
 
 # JetStream (simplified API, nats.go ``jetstream`` package): the subpackage ``pyjetstream.client.jetstream``.
-# Not re-exported as ``jetstream`` here: that name is the subpackage itself.
-from pyjetstream.client.jetstream import JetStream, JetStreamMsg
-from pyjetstream.client.jetstream import jetstream as new_jetstream
-
+# Not re-exported as ``jetstream`` here: that name is the subpackage itself. Loaded on first use, so
+# core-only users (and the CLI's ``pub``/``sub``) do not pay for importing it.
 __all__ += ["JetStream", "JetStreamMsg", "new_jetstream"]
+
+_JETSTREAM_NAMES = {"JetStream": "JetStream", "JetStreamMsg": "JetStreamMsg", "new_jetstream": "jetstream"}
+
+
+def __getattr__(name: str) -> object:
+    if name == "jetstream":
+        import importlib
+
+        return importlib.import_module("pyjetstream.client.jetstream")
+    if name in _JETSTREAM_NAMES:
+        from pyjetstream.client import jetstream as js_package
+
+        value = getattr(js_package, _JETSTREAM_NAMES[name])
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
