@@ -184,7 +184,7 @@ def bench_latency(
         .writeStream.format("jetstream")
         .option("servers", url)
         .option("stream", OUT)
-        .option("checkpointLocation", str(tmp / "ck-latency"))
+        .option("checkpointLocation", str(tmp / f"ck-latency-{time.monotonic_ns()}"))
         .trigger(processingTime="100 milliseconds")
         .start()
     )
