@@ -1,0 +1,124 @@
+"""The ``accounts {}`` block: accounts with their users, JetStream limits and connection limits."""
+
+from __future__ import annotations
+
+import nkeys
+
+from pyjetstream.server.conf.converters import Invalid, as_enabled, as_int, as_map, as_str
+from pyjetstream.server.conf.mapping_auth import AuthKeys, apply_default_permissions, valid_public_nkey
+from pyjetstream.server.conf.mapping_base import Handler
+from pyjetstream.server.conf.nodes import Node, plain
+from pyjetstream.server.options import Account, AccountJetStreamLimits
+
+
+def _account_nkey(node: Node, key: str) -> str:
+    value = node.value
+    if not isinstance(value, str) or not valid_public_nkey(value, nkeys.PREFIX_BYTE_ACCOUNT):
+        raise Invalid(node, f'Not a valid public nkey for an account: "{value}"')
+    return value
+
+
+def _js_limit(node: Node, key: str) -> int:
+    if not isinstance(node.value, int) or isinstance(node.value, bool):
+        raise Invalid(node, f'Expected a parseable size for "{key}", got {node.value}')
+    return node.value
+
+
+def _js_flag(node: Node, key: str) -> bool:
+    if not isinstance(node.value, bool):
+        raise Invalid(node, f'Expected a parseable bool for "{key}", got {node.value}')
+    return node.value
+
+
+_ACCOUNT_JS_LIMITS: dict[str, Handler] = {
+    "max_memory|max_mem|mem|memory": ("max_memory", _js_limit),
+    "max_store|max_file|max_disk|store|disk": ("max_store", _js_limit),
+    "max_streams|streams": ("max_streams", _js_limit),
+    "max_consumers|consumers": ("max_consumers", _js_limit),
+    "max_ack_pending": ("max_ack_pending", _js_limit),
+    "max_bytes_required|max_stream_bytes|max_bytes": ("max_bytes_required", _js_flag),
+}
+_ACCOUNT_LIMITS: dict[str, Handler] = {
+    "max_connections|max_conn": ("max_connections", as_int),
+    "max_subscriptions|max_subs": ("max_subscriptions", as_int),
+    "max_payload|max_pay": ("max_payload", as_int),
+    "max_leafnodes|max_leafs": ("max_leafnodes", as_int),
+}
+
+
+class AccountKeys(AuthKeys):
+    """``accounts``: a list of names, or a map of accounts with users, limits and JetStream."""
+
+    def accounts(self, key: str, node: Node) -> None:
+        o = self.o
+        if isinstance(node.value, list):
+            for item in node.value:
+                name = as_str(item, key)
+                if name == "$G":
+                    self.error(item, '"$G" is a Reserved Account')
+                elif any(a.name == name for a in o.accounts):
+                    self.error(item, f"Duplicate Account Entry: {name}")
+                else:
+                    o.accounts.append(Account(name=name))
+            return
+        seen: set[str] = {u.username for u in o.users} | {n.nkey for n in o.nkeys}
+        for name, acc_node in as_map(node, key).items():
+            if acc_node.used:  # a variable defined in the accounts block
+                continue
+            if not isinstance(acc_node.value, dict):
+                self.error(acc_node, "Expected map entries for accounts")
+                continue
+            if name == "$G":
+                self.error(acc_node, '"$G" is a Reserved Account')
+                continue
+            try:
+                account = self.account(name, acc_node.value)
+            except Invalid as exc:
+                self.errors.append(self.issue(exc.node, exc.message))
+                continue
+            o.accounts.append(account)
+            for user in account.users:
+                if user.username in seen:
+                    self.error(acc_node, f'Duplicate user "{user.username}" detected')
+                else:
+                    seen.add(user.username)
+                    o.users.append(user)
+            for nk in account.nkeys:
+                if nk.nkey in seen:
+                    self.error(acc_node, f'Duplicate nkey "{nk.nkey}" detected')
+                else:
+                    seen.add(nk.nkey)
+                    o.nkeys.append(nk)
+
+    def account(self, name: str, entries: dict[str, Node]) -> Account:
+        acc = Account(name=name)
+
+        def users(k: str, n: Node) -> None:
+            acc.users, acc.nkeys = self.users(n, k, account=name)
+
+        def jetstream(k: str, n: Node) -> None:
+            acc.jetstream = as_enabled(n, k) if not isinstance(n.value, dict) else True
+            if acc.jetstream:
+                acc.jetstream_limits = AccountJetStreamLimits()
+            if isinstance(n.value, dict):
+                self.each(n.value, _ACCOUNT_JS_LIMITS, acc.jetstream_limits)
+
+        def limits(k: str, n: Node) -> None:
+            self.each(as_map(n, k), _ACCOUNT_LIMITS, acc.limits)
+
+        def unsupported(k: str, n: Node) -> None:
+            acc.unsupported[k] = plain(n)
+            self.warn(n, f'"{k}" of account "{name}" ignored: not supported by pyjetstream')
+
+        spec: dict[str, Handler] = {
+            "nkey": ("nkey", _account_nkey),
+            "users": users,
+            "jetstream": jetstream,
+            "default_permissions": ("default_permissions", self.permissions),
+            "limits": limits,
+            "imports|exports|mappings|maps": unsupported,
+        }
+        self.each(entries, spec, acc)
+        if acc.default_permissions is not None:
+            apply_default_permissions(acc.users, acc.nkeys, acc.default_permissions)
+        return acc

@@ -1,0 +1,90 @@
+"""Walking one block of the tree: handler tables, error collection, warnings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyjetstream.server.conf.converters import Invalid, as_duration
+from pyjetstream.server.conf.errors import ConfigIssue
+from pyjetstream.server.conf.nodes import Node
+from pyjetstream.server.options import ServerOptions
+
+# A block's handlers: "key|alias" -> handler(key, node), or (attribute, converter) to
+# set ``target.attribute = converter(node, key)``.
+Handler = Callable[[str, Node], None] | tuple[str, Callable[[Node, str], Any]]
+
+
+class BlockMapper:
+    """Applies blocks of a parsed tree to a ServerOptions, collecting all errors and warnings.
+
+    The mixins in ``mapping_*.py`` add one handler method per block they understand;
+    :class:`~pyjetstream.server.conf.mapping.Mapper` combines them.
+    """
+
+    def __init__(self, opts: ServerOptions, strict: bool, filename: str) -> None:
+        self.o = opts
+        self.strict = strict
+        self.filename = filename
+        self.errors: list[ConfigIssue] = []
+
+    # ------------------------------------------------------------- reporting
+
+    def issue(self, node: Node, message: str) -> ConfigIssue:
+        return ConfigIssue(message, node.file or self.filename, node.line, node.col)
+
+    def error(self, node: Node, message: str) -> None:
+        self.errors.append(self.issue(node, message))
+
+    def warn(self, node: Node, message: str) -> None:
+        self.o.warnings.append(str(self.issue(node, message)))
+
+    def unknown(self, key: str, node: Node) -> None:
+        if node.used:  # a variable definition that was referenced
+            return
+        if self.strict:
+            self.error(node, f'unknown field "{key}"')
+        else:
+            self.warn(node, f'unknown field "{key}" ignored')
+
+    def each(
+        self,
+        entries: dict[str, Node],
+        spec: Mapping[str, Handler],
+        target: Any = None,
+        unknown: Callable[[str, Node], None] | None = None,
+    ) -> None:
+        """Dispatch every entry of a block (keys are case-insensitive, as in nats-server)."""
+        table = {alias: h for names, h in spec.items() for alias in names.split("|")}
+        for key, node in entries.items():
+            handler = table.get(key.lower())
+            try:
+                if handler is None:
+                    (unknown or self.unknown)(key, node)
+                elif isinstance(handler, tuple):
+                    attr, convert = handler
+                    setattr(self.o if target is None else target, attr, convert(node, key))
+                else:
+                    handler(key, node)
+            except Invalid as exc:
+                self.errors.append(self.issue(exc.node, exc.message))
+
+    def legacy_duration(self, node: Node, key: str) -> float:
+        """A duration string; a bare number is seconds, with nats-server's warning."""
+        if isinstance(node.value, int | float) and not isinstance(node.value, bool):
+            hint = ""
+            if node.raw and node.raw[-1:].lower() == "m":
+                hint = f' (the unquoted {node.raw} is the number {node.value}; write "{node.raw}")'
+            self.warn(node, f"{key} should be converted to a duration{hint}")
+            return float(node.value)
+        return as_duration(node, key)
+
+
+class Fields:
+    """A scratch record for a block's fields before they are checked together."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+    def __getattr__(self, name: str) -> Any:  # pragma: no cover - typing aid only
+        raise AttributeError(name)
