@@ -46,11 +46,11 @@ from pyjetstream.client.errors import (
     NoRespondersError,
     NoServersError,
     OutboundBufferLimitError,
-    PermissionsViolationError,
     ProtocolError,
     StaleConnectionError,
     TimeoutError,
 )
+from pyjetstream.client.handshake import Handshake, connect_fields, wants_tls
 from pyjetstream.client.inbox import NUID
 from pyjetstream.client.msg import HeadersArg, Msg, encode_user_headers
 from pyjetstream.client.options import (
@@ -65,6 +65,7 @@ from pyjetstream.client.options import (
     ServerPool,
     split_servers,
 )
+from pyjetstream.client.server_errors import error_from_server, server_keeps_connection
 from pyjetstream.client.subscription import MsgCallback, Subscription
 from pyjetstream.client.transport import WireProtocol
 from pyjetstream.protocol import (
@@ -86,35 +87,11 @@ from pyjetstream.protocol import Msg as WireMsg
 
 logger = logging.getLogger("pyjetstream.client")
 
-try:
-    from importlib.metadata import version as _pkg_version
-
-    CLIENT_VERSION = _pkg_version("pyjetstream")
-except Exception:  # pragma: no cover - running from a source tree without metadata
-    CLIENT_VERSION = "0.0.0"
-CLIENT_LANG = "python-pyjetstream"
-
 # Hand the buffer to the transport right away once a burst reaches this size (else once per loop turn).
 WRITE_CHUNK = 64 * 1024
 # Subjects already validated; bounded so that unique subjects (inboxes) cannot grow it forever.
 _SUBJECT_CACHE_MAX = 4096
 _WHITESPACE = re.compile(r"\s")
-
-# -ERR texts (lowercased) that mean "your credentials are not accepted" (nats.go's set).
-_AUTH_ERRORS = (
-    "authorization violation",
-    "authentication timeout",
-    "user authentication expired",
-    "user authentication revoked",
-    "account authentication expired",
-)
-# -ERR texts after which the server keeps the connection open.
-_NON_FATAL_ERRORS = (
-    "permissions violation",
-    "invalid subject",
-    "invalid publish subject",
-    "maximum subscriptions",
-)
 
 
 class Status(enum.IntEnum):
@@ -125,34 +102,6 @@ class Status(enum.IntEnum):
     DRAINING_SUBS = 4
     DRAINING_PUBS = 5
     CLOSED = 6
-
-
-class _Handshake:
-    """Futures the handshake waits on: the server's first INFO, then the PONG answering CONNECT+PING."""
-
-    __slots__ = ("info", "pong")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.info: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self.pong: asyncio.Future[None] = loop.create_future()
-
-    def fail(self, exc: BaseException) -> None:
-        # Fail only the future being awaited, so no exception is left unretrieved.
-        for fut in (self.info, self.pong):
-            if not fut.done():
-                fut.set_exception(exc)
-                return
-
-
-def _err_exception(text: str) -> NatsError:
-    low = text.lower()
-    if any(s in low for s in _AUTH_ERRORS):
-        return AuthorizationError(text)
-    if "permissions violation" in low:
-        return PermissionsViolationError(text)
-    if "stale connection" in low:
-        return StaleConnectionError(text)
-    return ProtocolError(text)
 
 
 def _check_subject(subject: str, *, wildcards: bool) -> None:
@@ -182,7 +131,7 @@ class Client:
         # The transport user writes go to: set only once the handshake completed (None while reconnecting).
         self._transport: asyncio.Transport | None = None
         self._parser = ClientSideParser()
-        self._hs: _Handshake | None = None
+        self._hs: Handshake | None = None
         self._server_info: dict[str, Any] = {}
         self._max_payload = MAX_PAYLOAD
         self._wbuf = bytearray()
@@ -667,12 +616,11 @@ class Client:
 
     def _process_err(self, proto: WireProtocol, text: str) -> None:
         self.errors_received += 1
-        exc = _err_exception(text)
-        low = text.lower()
+        exc = error_from_server(text)
         if isinstance(exc, StaleConnectionError):
             self._abort(proto)
             return
-        if not any(s in low for s in _NON_FATAL_ERRORS):
+        if not server_keeps_connection(text):
             # The server closes the connection after these: close the client rather than reconnect
             # and repeat the offence (nats.go closes on them too).
             self._fatal_error = exc
@@ -704,7 +652,7 @@ class Client:
                 proto.transport.write(PONG)
         elif kind is Err:
             self.errors_received += 1
-            hs.fail(_err_exception(event.text))  # type: ignore[attr-defined]
+            hs.fail(error_from_server(event.text))  # type: ignore[attr-defined]
         elif kind is ProtocolViolation:
             hs.fail(ProtocolError(f"unparsable data from the server: {event.detail}"))  # type: ignore[attr-defined]
 
@@ -757,7 +705,7 @@ class Client:
         loop = self._loop
         assert loop is not None
         self._parser = ClientSideParser()
-        hs = self._hs = _Handshake(loop)
+        hs = self._hs = Handshake(loop)
         proto = WireProtocol(self)
         self._proto = proto
         await loop.create_connection(lambda: proto, server.host, server.port)
@@ -765,7 +713,7 @@ class Client:
         self._pool.current = server
         self._process_info(info, initial=True)
         opts = self._opts
-        if server.tls or opts.tls is not None or info.get("tls_required"):
+        if wants_tls(opts, server, info):
             ctx = opts.tls or ssl.create_default_context()
             assert proto.transport is not None
             transport = await loop.start_tls(
@@ -779,27 +727,8 @@ class Client:
                 raise ConnectionClosedError("TLS upgrade failed")
             proto.connection_made(transport)
         assert proto.transport is not None
-        proto.transport.write(encode_connect(self._connect_options(server, info)) + PING)
+        proto.transport.write(encode_connect(connect_fields(opts, server, info)) + PING)
         await hs.pong
-
-    def _connect_options(self, server: ServerAddress, info: dict[str, Any]) -> dict[str, Any]:
-        opts = self._opts
-        headers = bool(info.get("headers"))
-        connect: dict[str, Any] = {
-            "verbose": opts.verbose,
-            "pedantic": opts.pedantic,
-            "tls_required": bool(server.tls or opts.tls is not None or info.get("tls_required")),
-            "lang": CLIENT_LANG,
-            "version": CLIENT_VERSION,
-            "protocol": 1,
-            "echo": not opts.no_echo,
-            "headers": headers,
-            "no_responders": headers,
-        }
-        if opts.name:
-            connect["name"] = opts.name
-        connect.update(opts.credentials_for(server).connect_fields(info.get("nonce")))
-        return connect
 
     def _on_connected(self, server: ServerAddress) -> None:
         """Handshake done: replay subscriptions, buffered publishes and waiting flushes, in that order."""
