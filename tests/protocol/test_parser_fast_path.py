@@ -73,3 +73,14 @@ def test_client_fast_path_msg_and_hmsg(cuts: list[int]) -> None:
         Msg("a", 2, "", b"NATS/1.0\r\n\r\n", b"hi"),
         Msg("a", 2, "", b"NATS/1.0\r\n\r\n", b"ho"),
     ]
+
+
+@given(frames, st.lists(st.integers(min_value=0), max_size=6))
+def test_pub_tuples_subclass_gets_the_same_fields(chosen: list[tuple[bytes, Pub]], cuts: list[int]) -> None:
+    """The embedded server's parser (``pub_tuples``): each PUB/HPUB as a plain tuple of the very
+    fields a Pub event has, whatever the chunking."""
+    from pyjetstream.server.client import _ClientParser
+
+    data = b"".join(raw for raw, _ in chosen)
+    expected = [(ev.subject, ev.reply, ev.hdr, ev.payload) for _, ev in chosen]
+    assert _feed_in(_ClientParser(), data, cuts) == expected

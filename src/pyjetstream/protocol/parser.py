@@ -45,10 +45,12 @@ def _parse_size(token: bytes) -> int:
     return int(token)
 
 
-# A fast-path parse ``(make, op, need)``: the event is ``make(payload)`` when ``op`` is None (a
-# remembered line: ``make`` is a partial over its parsed parts), else ``_complete(op, payload)``;
-# ``need`` is the payload size.
-FastLine = tuple[Callable[[bytes], Any] | None, tuple[Any, ...] | None, int]
+# A fast-path parse ``(kind, x, need)``; ``need`` is the payload size and the event is
+# ``_complete(x, payload)`` for COMPLETE, ``x(payload)`` for MAKE (``x`` a partial over the parsed
+# parts) and ``x + (payload,)`` for TUPLE (``x`` the event's leading fields, for a subclass that
+# takes plain tuples: see ``ServerSideParser.pub_tuples``).
+COMPLETE, MAKE, TUPLE = 0, 1, 2
+FastLine = tuple[int, Any, int]
 
 
 class _FrameParser:
@@ -111,17 +113,22 @@ class _FrameParser:
             else:
                 hit = None
             if hit is not None:
-                make, op, need = hit
+                kind, x, need = hit
                 start = nl + 1
                 end = start + need
                 if end + 2 <= size:
                     if buf[end] != 13 or buf[end + 1] != 10:
                         append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                         break
-                    append(make(buf[start:end]) if op is None else complete(op, buf[start:end]))
+                    if kind == TUPLE:
+                        append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
+                    elif kind == COMPLETE:
+                        append(complete(x, buf[start:end]))
+                    else:
+                        append(x(buf[start:end]))
                     pos = end + 2
                 else:
-                    self._awaiting = make if op is None else partial(complete, op)
+                    self._awaiting = _awaiting_maker(kind, x, complete)
                     self._need = need
                     pos = start
                 continue
@@ -170,6 +177,19 @@ class _FrameParser:
         return len(self._rest)
 
 
+def _awaiting_maker(kind: int, x: Any, complete: Callable[[Any, bytes], Any]) -> Callable[[bytes], Any]:
+    """The event maker of a fast-path line whose payload has not all arrived yet."""
+    if kind == TUPLE:
+        return partial(_tuple_event, x)
+    if kind == COMPLETE:
+        return partial(complete, x)
+    return x  # type: ignore[no-any-return]
+
+
+def _tuple_event(head: tuple[Any, ...], body: bytes) -> tuple[Any, ...]:
+    return (*head, body)
+
+
 def _fast_size(token: bytes) -> int:
     """A size token the fast path accepts (-1: let the general path judge it)."""
     if len(token) > MAX_SIZE_DIGITS or not token.isdigit():
@@ -178,7 +198,14 @@ def _fast_size(token: bytes) -> int:
 
 
 class ServerSideParser(_FrameParser):
-    """Parses the client→server ops: CONNECT PUB HPUB SUB UNSUB PING PONG."""
+    """Parses the client→server ops: CONNECT PUB HPUB SUB UNSUB PING PONG.
+
+    A subclass that sets ``pub_tuples`` (and overrides ``_complete`` to match) gets each PUB/HPUB
+    as a plain ``(subject, reply, hdr, payload)`` tuple instead of a :class:`Pub`: the embedded
+    server does, a tuple costs a fraction of an event object on its hottest path.
+    """
+
+    pub_tuples = False
 
     def __init__(
         self,
@@ -198,10 +225,14 @@ class ServerSideParser(_FrameParser):
             if (n == 3 or n == 4) and tok.isdigit() and len(tok) <= MAX_SIZE_DIGITS:
                 size = int(tok)
                 if size <= self.max_payload:
+                    if self.pub_tuples:
+                        kind, head = TUPLE, (args[1].decode(), args[2].decode() if n == 4 else "", None)
+                    else:
+                        kind, head = COMPLETE, (args[1].decode(), args[2].decode() if n == 4 else "", 0)
                     if n == 4:
-                        return None, (args[1].decode(), args[2].decode(), 0), size
+                        return kind, head, size
                     # Remembered (``_remember``, inlined for the hot path).
-                    hit = self._last_hit = None, (args[1].decode(), "", 0), size
+                    hit = self._last_hit = kind, head, size
                     self._last_line = line
                     return hit
         elif line.startswith(b"HPUB "):
@@ -212,7 +243,7 @@ class ServerSideParser(_FrameParser):
                 total = _fast_size(args[-1])
                 if 0 <= hdr <= total <= self.max_payload:
                     reply = args[2].decode() if n == 5 else ""
-                    hit = None, (args[1].decode(), reply, hdr or -1), total
+                    hit = COMPLETE, (args[1].decode(), reply, hdr or -1), total
                     return hit if n == 5 else self._remember(line, hit)
         return None
 
@@ -330,9 +361,9 @@ class ClientSideParser(_FrameParser):
                 size = _fast_size(args[-1])
                 if size >= 0 and sid.isdigit():
                     if n == 5:
-                        return None, (args[1].decode(), int(sid), args[3].decode(), 0), size
+                        return COMPLETE, (args[1].decode(), int(sid), args[3].decode(), 0), size
                     make = partial(Msg, args[1].decode(), int(sid), "", None)
-                    return self._remember(line, (make, None, size))
+                    return self._remember(line, (MAKE, make, size))
         elif line.startswith(b"HMSG "):
             args = line.split()
             n = len(args)
@@ -342,7 +373,7 @@ class ClientSideParser(_FrameParser):
                 total = _fast_size(args[-1])
                 if 0 <= hdr <= total and sid.isdigit():
                     reply = args[3].decode() if n == 6 else ""
-                    hit = None, (args[1].decode(), int(sid), reply, hdr or -1), total
+                    hit = COMPLETE, (args[1].decode(), int(sid), reply, hdr or -1), total
                     return hit if n == 6 else self._remember(line, hit)
         return None
 
