@@ -533,6 +533,62 @@ class Server:
         else:
             sl.matches += 1
         psubs, qsubs = result
+        if len(psubs) == 1 and not qsubs and show_subject is None and not self.trace:
+            # Direct path: one plain subscription, a client's literal one without auto-unsubscribe
+            # (the common case: a subscriber, a reply inbox, a pull inbox). The frame goes out as
+            # its parts (joined once per flush); a repeated reply-less MSG line is cached.
+            sub = psubs[0]
+            conn = sub.client
+            if (
+                conn is not None
+                and sub.literal
+                and not sub.max_msgs
+                and not sub.closed
+                and (conn is not client or conn.echo)
+            ):
+                sub.delivered += 1
+                out = conn.out
+                size = len(payload)
+                if hdr is not None and conn.headers:
+                    hsize = len(hdr)
+                    size += hsize
+                    if reply:
+                        tail = b"%b %d %d\r\n" % (reply.encode(), hsize, size)
+                    else:
+                        tail = b"%d %d\r\n" % (hsize, size)
+                    out.append(sub.hmsg_prefix)
+                    out.append(tail)
+                    out.append(hdr)
+                    frame_size = len(sub.hmsg_prefix) + len(tail) + size + 2
+                elif reply:
+                    tail = b"%b %d\r\n" % (reply.encode(), size)
+                    out.append(sub.msg_prefix)
+                    out.append(tail)
+                    frame_size = len(sub.msg_prefix) + len(tail) + size + 2
+                else:
+                    if size == sub.msg_line_size:
+                        line = sub.msg_line
+                    else:
+                        line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix, size)
+                        sub.msg_line_size = size
+                    out.append(line)
+                    frame_size = len(line) + size + 2
+                out.append(payload)
+                out.append(_CRLF)
+                conn.out_size += frame_size
+                conn.out_msgs += 1
+                conn.out_bytes += size
+                if not conn.dirty:
+                    conn.dirty = True
+                    self._dirty.append(conn)
+                    if not self._flush_scheduled:
+                        self._flush_scheduled = True
+                        self.loop.call_soon(self._flush_dirty)
+                if conn.out_size > conn.pending_limit:
+                    conn.overflow()
+                if conn.write_paused and client is not None:
+                    client.stall(conn)
+                return True
         if qsubs:
             psubs = psubs + self._pick_queue_members(qsubs, client)
         delivered = False

@@ -49,6 +49,8 @@ class Subscription:
         "hmsg_prefix",
         "literal",
         "max_msgs",
+        "msg_line",
+        "msg_line_size",
         "msg_prefix",
         "queue",
         "sid",
@@ -80,6 +82,10 @@ class Subscription:
             self.hmsg_prefix = b"H" + self.msg_prefix
         else:
             self.msg_prefix = self.hmsg_prefix = b""
+        # The whole ``MSG <subject> <sid> <size>\r\n`` line of the last size delivered without a
+        # reply (the router's direct path: a publisher usually repeats one size).
+        self.msg_line = b""
+        self.msg_line_size = -1
 
     def __repr__(self) -> str:
         queue = f" queue={self.queue!r}" if self.queue else ""
