@@ -149,6 +149,15 @@ async def test_publish_internal_show_subject_and_result() -> None:
         )
 
 
+async def test_internal_callback_gets_the_shown_subject() -> None:
+    async with Server() as srv:
+        got: list[tuple[str, str]] = []
+        srv.subscribe_internal("deliver.abc", lambda subject, reply, *rest: got.append((subject, reply)))
+        assert srv.publish_internal("deliver.abc", b"data", reply="r.1", show_subject="orders.1")
+        assert srv.publish_internal("deliver.abc", b"plain")
+        assert got == [("orders.1", "r.1"), ("deliver.abc", "")]
+
+
 async def test_interest_queries_and_change_hook() -> None:
     async with Server() as srv:
         events: list[tuple[str, bool]] = []

@@ -21,7 +21,8 @@ called on the server's event loop):
     With ``show_subject`` the MSG/HMSG line names that subject instead of the routed one (the sid
     is still that of the subscription that matched ``subject``): this is how a stored message is
     delivered to a deliver subject/pull inbox under its original subject. Internal callbacks get
-    the routed ``subject``. Returns whether any subscription received it.
+    the shown subject too (what a client would see on the MSG line). Returns whether any
+    subscription received it.
 
 ``server.has_interest(subject, clients_only=False) -> bool`` /
 ``server.interest_count(subject, clients_only=False) -> int``
@@ -605,7 +606,9 @@ class Server:
                 delivered = True
                 sub.delivered += 1
                 try:
-                    sub.callback(subject, reply, hdr, payload, client)
+                    sub.callback(
+                        subject if show_subject is None else show_subject, reply, hdr, payload, client
+                    )
                 except Exception:
                     self.logger.exception("internal subscription callback for %r failed", sub.subject)
                 continue

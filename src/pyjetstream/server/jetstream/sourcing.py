@@ -393,28 +393,8 @@ class _Feed:
         self.last = time.monotonic()
         if d.delivered > 1:
             return
-        original = self._original_subject(d.sseq)
-        if original is None:
-            self._restart()
-            return
-        self._process(original, hdr, payload, d)
-
-    def _original_subject(self, sseq: int) -> str | None:
-        """The subject the message was stored under at the origin.
-
-        An internal subscription is handed the routed subject (our deliver subject), not the one
-        the consumer shows on the MSG line, so it is read back from the origin's store: every
-        origin this single-node server reaches, through an external API prefix too, is one of
-        its streams, and the consumer loaded this message from there a moment ago, in this very
-        call chain.
-        """
-        origin = self.stream.engine.streams.get(self.name)
-        if origin is None:
-            return None
-        try:
-            return origin.store.subject_for_seq(sseq)
-        except (ErrStoreMsgNotFound, ErrStoreEOF, StoreError):
-            return None
+        # ``subject`` is the message's own (the consumer's shown subject, not our deliver subject).
+        self._process(subject, hdr, payload, d)
 
     def _on_control(self, reply: str, hdr: bytes) -> None:
         if not self.cname:
