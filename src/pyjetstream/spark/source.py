@@ -1,4 +1,24 @@
-"""The ``jetstream`` Python data source: options in, readers and writers out."""
+"""The ``jetstream`` Python data source: options in, readers and writers out.
+
+Options (names are case-insensitive):
+
+connection (read and write)
+    ``servers`` (comma-separated URLs, default ``nats://127.0.0.1:4222``), ``user``/``password``,
+    ``token``, ``creds`` (a .creds file), ``nkeySeed``, ``tlsCaFile``, ``tlsCertFile``/``tlsKeyFile``,
+    ``tlsHostname``, ``tlsInsecure``, ``connectTimeout``, ``requestTimeout`` (seconds).
+read (``spark.read`` / ``spark.readStream``)
+    ``stream`` (required); ``subjects`` (comma-separated filter subjects); ``startSequence`` |
+    ``startTime``; ``endSequence`` | ``endTime`` (times: RFC3339, ISO 8601 or epoch seconds);
+    ``partitions`` (default: by range size, at most the core count); ``minPartitionSize``;
+    ``batchSize`` (rows per Arrow batch); ``decode`` = ``binary`` | ``utf8`` | ``json`` with
+    ``dataSchema`` (DDL or schema JSON); ``maxMessagesPerTrigger`` (streaming);
+    ``pushdown`` (default true).
+write (``df.write`` / ``df.writeStream``)
+    columns ``subject``, ``data``, optional ``headers`` and ``msg_id``; ``subject`` (a constant
+    subject); ``stream`` (sets ``Nats-Expected-Stream``); ``bucket`` (KV puts: ``key``/``value``);
+    ``publishWindow``, ``publishRetries``, ``ackTimeout``; ``writeId`` (scope of derived message
+    ids); ``deriveMsgId`` (default true).
+"""
 
 from __future__ import annotations
 
