@@ -535,21 +535,17 @@ class Server:
             sl.matches += 1
         psubs, qsubs = result
         if len(psubs) == 1 and not qsubs and show_subject is None and not self.trace:
-            # Direct path: one plain subscription, a client's literal one without auto-unsubscribe
-            # (the common case: a subscriber, a reply inbox, a pull inbox). The frame goes out as
-            # its parts (joined once per flush); a repeated reply-less MSG line is cached.
+            # Direct path: one plain subscription, a client's, without auto-unsubscribe (the common
+            # case: a subscriber, a reply inbox, a pull inbox, a ``_INBOX.<id>.*`` for PubAcks). The
+            # frame goes out as its parts (joined once per flush); a literal subscription's
+            # repeated reply-less MSG line is cached.
             sub = psubs[0]
             conn = sub.client
-            if (
-                conn is not None
-                and sub.literal
-                and not sub.max_msgs
-                and not sub.closed
-                and (conn is not client or conn.echo)
-            ):
+            if conn is not None and not sub.max_msgs and not sub.closed and (conn is not client or conn.echo):
                 sub.delivered += 1
                 out = conn.out
                 size = len(payload)
+                literal = sub.literal
                 if hdr is not None and conn.headers:
                     hsize = len(hdr)
                     size += hsize
@@ -557,15 +553,17 @@ class Server:
                         tail = b"%b %d %d\r\n" % (reply.encode(), hsize, size)
                     else:
                         tail = b"%d %d\r\n" % (hsize, size)
-                    out.append(sub.hmsg_prefix)
+                    head = sub.hmsg_prefix if literal else b"HMSG %b %b " % (subject.encode(), sub.sid_b)
+                    out.append(head)
                     out.append(tail)
                     out.append(hdr)
-                    frame_size = len(sub.hmsg_prefix) + len(tail) + size + 2
-                elif reply:
-                    tail = b"%b %d\r\n" % (reply.encode(), size)
-                    out.append(sub.msg_prefix)
+                    frame_size = len(head) + len(tail) + size + 2
+                elif reply or not literal:
+                    head = sub.msg_prefix if literal else b"MSG %b %b " % (subject.encode(), sub.sid_b)
+                    tail = b"%b %d\r\n" % (reply.encode(), size) if reply else b"%d\r\n" % size
+                    out.append(head)
                     out.append(tail)
-                    frame_size = len(sub.msg_prefix) + len(tail) + size + 2
+                    frame_size = len(head) + len(tail) + size + 2
                 else:
                     if size == sub.msg_line_size:
                         line = sub.msg_line
