@@ -73,20 +73,41 @@ def test_rewrite_and_retried_task_add_no_duplicates(
 
     # A task that fails after part of its partition was published, then succeeds on retry.
     marker = str(tmp_path / "failed-once")
+    retry_subject = f"{stream_name}.retry"
 
     def fail_first_attempt(i: int) -> str:
+        import time as t
+
         from pyspark import TaskContext
+
+        from pyjetstream.client.jetstream import sync as blocking
 
         ctx = TaskContext.get()
         if i == 850 and ctx is not None and ctx.attemptNumber() == 0:
+            # Fail only once the writer has published some of rows 600-849 (they left this UDF
+            # worker earlier: its output is flushed per 100 large rows).
+            nc = blocking.connect(url)
+            try:
+                stream = nc.jetstream().stream(stream_name)
+                deadline = t.monotonic() + 30
+                while t.monotonic() < deadline:
+                    counts = stream.info(subject_filter=retry_subject).state.subjects
+                    if counts.get(retry_subject, 0) >= 100:
+                        break
+                    t.sleep(0.05)
+            finally:
+                nc.close()
             open(marker, "w").close()
             raise RuntimeError("injected failure after 250 rows")
-        # Large rows: the UDF worker's buffered output reaches the writer before the failure.
         return f"{i}." + "." * 4000
 
     flaky = F.udf(fail_first_attempt, "string")
+    # Partition 1 (900-1199) writes elsewhere, so the count above sees partition 0 only.
     df2 = spark.range(600, 1200, numPartitions=2).select(
-        F.lit(f"{stream_name}.retry").alias("subject"), flaky("id").alias("data")
+        F.when(F.col("id") < 900, F.lit(retry_subject))
+        .otherwise(F.lit(f"{stream_name}.other"))
+        .alias("subject"),
+        flaky("id").alias("data"),
     )
     old = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")  # publish in small slices
@@ -101,7 +122,7 @@ def test_rewrite_and_retried_task_add_no_duplicates(
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", old)
         watcher.close()
     assert Path(marker).exists()
-    assert sent > 600  # the retried task published part of its rows a second time ...
+    assert sent >= 300 + 100  # partition 0 published part of its rows twice ...
     stored = jsutil.stored(url, stream_name)
     assert len(stored) == 1200  # ... and the stream kept each once
     assert sorted(int(m.data.split(b".")[0]) for m in stored) == list(range(1200))
