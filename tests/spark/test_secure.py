@@ -39,14 +39,21 @@ def test_user_password_and_tls(
 ) -> None:
     cert, key = certs
     server = start_server(
-        tls={"cert_file": str(cert), "key_file": str(key)},
+        # A generous handshake timeout: a loaded CI machine can take more than the default 2 s.
+        tls={"cert_file": str(cert), "key_file": str(key), "timeout": 10},
         authorization={"user": "spark", "password": "s3cret"},
     )
-    secure = {"servers": server.url, "user": "spark", "password": "s3cret", "tlsCaFile": str(cert)}
+    secure = {
+        "servers": server.url,
+        "user": "spark",
+        "password": "s3cret",
+        "tlsCaFile": str(cert),
+        "connectTimeout": "10",
+    }
 
     from pyjetstream.client.jetstream import StreamConfig, sync
 
-    nc = sync.connect(server.url, user="spark", password="s3cret", tls=_context(cert))
+    nc = sync.connect(server.url, user="spark", password="s3cret", tls=_context(cert), connect_timeout=10)
     try:
         nc.jetstream().create_stream(StreamConfig(name=stream_name, subjects=[f"{stream_name}.>"]))
     finally:
