@@ -29,6 +29,7 @@ from pyjetstream.server.jetstream.consumer_config import apply_defaults
 from pyjetstream.server.jetstream.consumer_create import add_consumer
 
 if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.engine import JetStreamEngine
     from pyjetstream.server.jetstream.stream import Stream
 
@@ -91,15 +92,20 @@ def consumer_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, re
     return ConsumerCreateResponse.from_payload(consumer.info())
 
 
+def _named_consumer(engine: JetStreamEngine, match: ApiMatch, payload: bytes) -> Consumer:
+    """The consumer an INFO/DELETE subject names (these requests take no body)."""
+    if not is_empty_request(payload):
+        raise JetStreamApiError(E.JSNotEmptyRequestErr())
+    consumer = _lookup_stream(engine, match.stream).consumers.get(match.consumer)
+    if consumer is None:
+        raise JetStreamApiError(E.JSConsumerNotFoundErr())
+    return consumer
+
+
 def consumer_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = ConsumerInfoResponse()
     try:
-        if not is_empty_request(payload):
-            raise JetStreamApiError(E.JSNotEmptyRequestErr())
-        stream = _lookup_stream(engine, match.stream)
-        consumer = stream.consumers.get(match.consumer)
-        if consumer is None:
-            raise JetStreamApiError(E.JSConsumerNotFoundErr())
+        consumer = _named_consumer(engine, match, payload)
     except JetStreamApiError as exc:
         response.error = exc.error
         return response
@@ -109,12 +115,7 @@ def consumer_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
 def consumer_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = ConsumerDeleteResponse()
     try:
-        if not is_empty_request(payload):
-            raise JetStreamApiError(E.JSNotEmptyRequestErr())
-        stream = _lookup_stream(engine, match.stream)
-        consumer = stream.consumers.get(match.consumer)
-        if consumer is None:
-            raise JetStreamApiError(E.JSConsumerNotFoundErr())
+        consumer = _named_consumer(engine, match, payload)
     except JetStreamApiError as exc:
         response.error = exc.error
         return response
