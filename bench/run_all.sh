@@ -10,6 +10,6 @@ out=bench/results/latest.txt
   for b in bench_core bench_client_core bench_js_publish bench_consume bench_client_js bench_store bench_spark; do
     echo
     echo "## $b"
-    .venv/bin/python "bench/$b.py" "$@" 2>&1 | grep -v -E "WARN|WARNING|Setting default log level|setLogLevel"
+    .venv/bin/python "bench/$b.py" "$@" 2>&1 | grep -v -E "WARN|WARNING|Setting default log level|setLogLevel|^\s+at |^[0-9:]+ ERROR |^org\.apache\.spark"
   done
 } | tee "$out"
