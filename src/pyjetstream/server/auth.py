@@ -27,7 +27,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from pyjetstream.server.options import ServerOptions, User, is_bcrypt_hash
+from pyjetstream.server.options import Permissions, ServerOptions, User, is_bcrypt_hash
 
 __all__ = ["AuthDecision", "Authenticator", "PendingCheck", "new_nonce", "verify_nkey_signature"]
 
@@ -104,6 +104,13 @@ class Authenticator:
         self.options = options
         self.users: dict[str, User] = {u.username: u for u in options.users}
         self.nkeys = {n.nkey for n in options.nkeys}
+        # Users and nkeys with permissions (default_permissions already applied by the config).
+        self.permissions: dict[str, Permissions] = {
+            n.nkey: n.permissions for n in options.nkeys if n.permissions is not None
+        }
+        self.permissions.update(
+            (u.username, u.permissions) for u in options.users if u.permissions is not None
+        )
         # INFO carries a nonce (to be signed) only when someone can authenticate with an nkey.
         self.uses_nonce = bool(self.nkeys)
         self.required = options.auth_required
@@ -144,6 +151,12 @@ class Authenticator:
                 return AuthDecision(False, user_name)
             return self._compare(opts.password, password, user_name)
         return AuthDecision(False, user_name)
+
+    def permissions_for(self, decision: AuthDecision) -> Permissions | None:
+        """The permissions of an authenticated identity (a user or nkey of the users list)."""
+        if not self.required or not self.permissions or not (self.users or self.nkeys):
+            return None
+        return self.permissions.get(decision.user)
 
     def _compare(self, stored: str, given: str, user: str) -> AuthDecision | PendingCheck:
         if is_bcrypt_hash(stored):

@@ -28,6 +28,7 @@ from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import ERR_UNKNOWN_OP, ServerSideParser
 from pyjetstream.server.auth import AuthDecision, PendingCheck
 from pyjetstream.server.log import TRACE
+from pyjetstream.server.permissions import ConnectionPermissions, pub_violation, sub_violation
 from pyjetstream.server.subjects import is_valid_publish_subject
 from pyjetstream.server.sublist import SublistError, Subscription
 
@@ -182,6 +183,10 @@ class ClientConnection(asyncio.Protocol):
         self.version = ""
         self.user = ""
         self.connect_opts: dict[str, Any] = {"verbose": True, "pedantic": True, "echo": True}
+        # The authenticated user's permissions; None (no checks at all) for most connections.
+        self.perms: ConnectionPermissions | None = None
+        # Set when messages delivered here must pass perms.deliver_allowed (read by Server.route).
+        self.deliver_filter: ConnectionPermissions | None = None
         # Publishes that need per-message checks (before CONNECT, verbose, pedantic) take the slow path.
         self.checked_pubs = True
         self.auth_required = server.authenticator.info_auth_required
@@ -457,6 +462,12 @@ class ClientConnection(asyncio.Protocol):
             return False
         if self.pedantic and not is_valid_publish_subject(ev.subject):
             self.enqueue(ERR_INVALID_PUB_SUBJECT)
+        perms = self.perms
+        if perms is not None and perms.restricts_publish and not perms.can_publish(ev.subject):
+            # nats-server: -ERR (instead of +OK), the message is dropped, the connection stays.
+            self.enqueue(pub_violation(ev.subject))
+            self.log(logging.ERROR, f'Publish Violation - User "{self.user}", Subject "{ev.subject}"')
+            return False
         if self.verbose:
             self.enqueue(OK)
         return True
@@ -499,7 +510,7 @@ class ClientConnection(asyncio.Protocol):
             if not decision.ok:
                 self.auth_violation(decision.user)
                 return False
-            self.user = decision.user
+            self._authenticated(decision)
         self._finish_connect()
         return False
 
@@ -514,9 +525,20 @@ class ClientConnection(asyncio.Protocol):
         if not decision.ok:
             self.auth_violation(decision.user)
             return
-        self.user = decision.user
+        self._authenticated(decision)
         self._finish_connect()
         self._resume_held()
+
+    def _authenticated(self, decision: AuthDecision) -> None:
+        self.user = decision.user
+        perms = self.server.authenticator.permissions_for(decision)
+        if perms is not None:
+            self.perms = ConnectionPermissions(perms)
+            self._update_deliver_filter()
+
+    def _update_deliver_filter(self) -> None:
+        perms = self.perms
+        self.deliver_filter = perms if perms is not None and perms.filters_delivery else None
 
     def _finish_connect(self) -> None:
         o = self.connect_opts
@@ -541,7 +563,8 @@ class ClientConnection(asyncio.Protocol):
             self.send_err_and_close(ERR_NO_RESPONDERS_HEADERS, ClosedReason.NO_RESPONDERS_HEADERS)
             return
         self.connected = True
-        self.checked_pubs = self.verbose or self.pedantic
+        perms = self.perms
+        self.checked_pubs = self.verbose or self.pedantic or (perms is not None and perms.restricts_publish)
         if self._auth_timer is not None:
             self._auth_timer.cancel()
             self._auth_timer = None
@@ -563,6 +586,13 @@ class ClientConnection(asyncio.Protocol):
 
     def _process_sub(self, ev: Sub) -> None:
         sid = ev.sid
+        perms = self.perms
+        if perms is not None:
+            if not perms.can_subscribe(ev.subject, ev.queue):
+                self._sub_violation(ev)
+                return
+            if perms.deny_filter and self.deliver_filter is None:
+                self._update_deliver_filter()
         if sid in self.subs:  # nats-server: re-using a sid is a no-op
             if self.verbose:
                 self.enqueue(OK)
@@ -581,6 +611,14 @@ class ClientConnection(asyncio.Protocol):
         self.subs[sid] = sub
         if self.verbose:
             self.enqueue(OK)
+
+    def _sub_violation(self, ev: Sub) -> None:
+        self.enqueue(sub_violation(ev.subject, ev.queue))
+        queue = f', Queue: "{ev.queue}"' if ev.queue else ""
+        self.log(
+            logging.ERROR,
+            f'Subscription Violation - User "{self.user}", Subject "{ev.subject}"{queue}, SID {ev.sid}',
+        )
 
     def _process_unsub(self, ev: Unsub) -> None:
         sub = self.subs.get(ev.sid)

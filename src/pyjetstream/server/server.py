@@ -541,7 +541,13 @@ class Server:
             # repeated reply-less MSG line is cached.
             sub = psubs[0]
             conn = sub.client
-            if conn is not None and not sub.max_msgs and not sub.closed and (conn is not client or conn.echo):
+            if (
+                conn is not None
+                and not sub.max_msgs
+                and not sub.closed
+                and (conn is not client or conn.echo)
+                and conn.deliver_filter is None  # permissions filtering: the general path below
+            ):
                 sub.delivered += 1
                 out = conn.out
                 size = len(payload)
@@ -611,6 +617,11 @@ class Server:
                     self.logger.exception("internal subscription callback for %r failed", sub.subject)
                 continue
             if conn is client and not conn.echo:
+                continue
+            deliver_filter = conn.deliver_filter
+            if deliver_filter is not None and not deliver_filter.deliver_allowed(
+                show_subject or subject, reply
+            ):
                 continue
             delivered = True
             sub.delivered += 1
