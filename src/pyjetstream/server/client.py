@@ -269,18 +269,21 @@ class ClientConnection(asyncio.Protocol):
         self._set_write_limits()
         self.log(logging.DEBUG, "Client connection created")
         ssl_context = server.ssl_context
-        if ssl_context is not None:
-            # Nothing may be read before the handshake takes over the transport.
-            transport.pause_reading()
-        transport.write(server.info_for(self))
+        info = server.info_for(self)
         if not server.register_client(self):
+            transport.write(info)
             self.log(logging.ERROR, "maximum connections exceeded")
             self.send_err_and_close(ERR_MAX_CONNECTIONS, ClosedReason.MAX_CONNECTIONS)
             return
         loop = server.loop
-        if ssl_context is not None:
+        if ssl_context is None:
+            transport.write(info)
+        else:
+            # INFO is written by the TLS task once reading is paused: uvloop starts reading after
+            # connection_made() returns (a pause_reading() in here does not hold), and the client's
+            # ClientHello, answering INFO, must reach the TLS layer, not the NATS parser.
             self.tls_pending = True
-            self._tls_task = loop.create_task(self._start_tls(ssl_context))
+            self._tls_task = loop.create_task(self._start_tls(ssl_context, info))
         if self.auth_required:
             self._auth_timer = loop.call_later(opts.auth_timeout, self._auth_timeout)
         first = opts.ping_interval
@@ -288,10 +291,15 @@ class ClientConnection(asyncio.Protocol):
             first = min(first, FIRST_PING_INTERVAL)
         self._ping_timer = loop.call_later(first, self._ping_timer_fired)
 
-    async def _start_tls(self, ssl_context: ssl.SSLContext) -> None:
+    async def _start_tls(self, ssl_context: ssl.SSLContext, info: bytes) -> None:
         """nats-style TLS: INFO goes out in the clear, then the client starts the handshake."""
         tls = self.server.options.tls
         timeout = tls.timeout if tls is not None else 2.0
+        transport = self.transport
+        if transport is None or self.closed:
+            return
+        transport.pause_reading()
+        transport.write(info)
         try:
             upgraded = await self.server.loop.start_tls(
                 self.transport,  # type: ignore[arg-type]
