@@ -84,7 +84,11 @@ def test_sigkill_loses_no_acknowledged_write(tmp_path: Path, seed: int) -> None:
     store = FileStore(FileStoreConfig(directory, block_size=4096))
     try:
         st = store.state()
-        assert st.lost is None  # a process crash tears nothing: every write was complete
+        # Linux may cut a write() short at a page boundary when SIGKILL arrives mid-call, so the
+        # write in flight can be torn; recovery drops that tail. It was never acknowledged:
+        # nothing the writer acknowledged may be among what recovery reports as lost.
+        if st.lost is not None:
+            assert not set(st.lost.msgs) & set(acked)
         assert st.last_seq >= max(acked)
         maybe = tried - deleted  # removal started, not acknowledged: either outcome is fine
         for seq, i in acked.items():
