@@ -41,7 +41,7 @@ from pyjetstream.server.jetstream.store.base import (
     StoreError,
 )
 from pyjetstream.server.subject_transform import SubjectTransform
-from pyjetstream.server.subjects import is_subset, subject_matches
+from pyjetstream.server.subjects import is_subset
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
@@ -650,14 +650,6 @@ def decode_stream_meta(data: bytes) -> tuple[StreamConfig, int]:
 
     meta = codec.decode(data, StreamMeta)
     return meta.config, parse_time(meta.created)
-
-
-def is_file_storage(cfg: StreamConfig) -> bool:
-    return cfg.storage == StorageType.FILE
-
-
-def matches_filter(filter_subject: str, subject: str) -> bool:
-    return not filter_subject or filter_subject == ">" or subject_matches(filter_subject, subject)
 
 
 __all__ = ["JetStreamApiError", "Stream", "decode_stream_meta", "encode_stream_meta", "store_config_for"]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 
 from pyjetstream.api import errors as E
-from pyjetstream.api.enums import DiscardPolicy, StorageType, StoreCompression
+from pyjetstream.api.enums import DiscardPolicy, StoreCompression
 from pyjetstream.api.errors import ErrorDef, JetStreamApiError
 from pyjetstream.api.models_stream import StreamConfig, StreamSource
 from pyjetstream.server.jetstream.sourcing import index_name
@@ -350,12 +350,3 @@ def check_stream_update(old: StreamConfig, new: StreamConfig) -> StreamConfig:
             allow_rollup_hdrs=False,
         )
     return new
-
-
-def check_replicas_standalone(cfg: StreamConfig) -> None:
-    if cfg.num_replicas > 1:
-        raise fail(E.JSStreamReplicasNotSupportedErr)
-
-
-def is_memory(cfg: StreamConfig) -> bool:
-    return cfg.storage == StorageType.MEMORY
