@@ -91,21 +91,6 @@ def append_record(
     return total
 
 
-def append_msg(out: bytearray, kind: int, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> int:
-    """Append an uncompressed message record without joining hdr and data first."""
-    hl = len(hdr)
-    total = REC_OVERHEAD + len(subject) + hl + len(data)
-    head = _pack_rec(total, kind, seq, ts, len(subject), hl)
-    crc = _crc32(data, _crc32(hdr, _crc32(subject, _crc32(head))))
-    out += head
-    out += subject
-    if hl:
-        out += hdr
-    out += data
-    out += crc.to_bytes(4, "little")
-    return total
-
-
 def tombstone(seq: int, num: int, ts: int) -> bytes:
     out = bytearray()
     append_record(out, KIND_DELETE, seq, ts, b"", 0, b"" if num == 1 else _U64.pack(num))
