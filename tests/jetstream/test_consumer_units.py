@@ -274,7 +274,7 @@ def test_subject_filter() -> None:
     st.lists(st.sampled_from(["a", "b"]), min_size=1, max_size=3),
 )
 def test_subject_filter_matches_like_subject_matches(ftoks: list[str], stoks: list[str]) -> None:
-    from pyjetstream.server.subjects import subject_matches
+    from pyjetstream.protocol.subjects import subject_matches
 
     f = ".".join(ftoks)
     s = ".".join(stoks)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyjetstream.server.subjects import (
+from pyjetstream.protocol.subjects import (
     has_wildcard,
     is_subset,
     is_valid_literal_subject,

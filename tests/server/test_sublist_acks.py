@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyjetstream.server.subjects import subject_matches
+from pyjetstream.protocol.subjects import subject_matches
 from pyjetstream.server.sublist import EMPTY_RESULT, Sublist, Subscription
 
 ACK_SUBS = ["$JS.ACK.S.C.>", "$JS.ACK.S.D.>", "$JS.ACK.T.C.>"]

@@ -20,12 +20,12 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import ArrayType, DecimalType, LongType, MapType, StringType, StructType
 
+from pyjetstream.protocol.subjects import subject_matches, subjects_overlap
 from pyjetstream.spark.ddl import DdlError, parse_struct
 from pyjetstream.spark.filters import ReadBounds, push_filters
 from pyjetstream.spark.msgid import MsgIdGenerator, scope_of
 from pyjetstream.spark.options import OptionError, parse_options, parse_time_option
 from pyjetstream.spark.partitioning import split_range
-from pyjetstream.spark.subjects import subject_matches, subjects_overlap
 
 # --- options -----------------------------------------------------------------------------------
 
@@ -171,11 +171,12 @@ def test_split_range_covers_exactly(first: int, length: int, count: int) -> None
 
 
 def test_subject_matching() -> None:
-    assert subject_matches("a.b.c", "a.*.c") and subject_matches("a.b.c", "a.>") and subject_matches("a", ">")
+    # Spark filters with the one matcher (filter first, as everywhere).
+    assert subject_matches("a.*.c", "a.b.c") and subject_matches("a.>", "a.b.c") and subject_matches(">", "a")
     assert (
-        not subject_matches("a", "a.>")
-        and not subject_matches("a.b", "a.*.c")
-        and not subject_matches("a.b", "a")
+        not subject_matches("a.>", "a")
+        and not subject_matches("a.*.c", "a.b")
+        and not subject_matches("a", "a.b")
     )
     assert subjects_overlap("a.*", "a.b") and subjects_overlap("a.>", "a.b.c") and subjects_overlap(">", "x")
     assert (

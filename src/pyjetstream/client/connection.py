@@ -84,6 +84,7 @@ from pyjetstream.protocol import (
     encode_unsub,
 )
 from pyjetstream.protocol import Msg as WireMsg
+from pyjetstream.protocol.subjects import is_valid_subject
 
 logger = logging.getLogger("pyjetstream.client")
 
@@ -107,11 +108,8 @@ class Status(enum.IntEnum):
 def _check_subject(subject: str, *, wildcards: bool) -> None:
     if not subject or _WHITESPACE.search(subject):
         raise BadSubjectError(f"invalid subject {subject!r}")
-    if wildcards:
-        tokens = subject.split(".")
-        for i, token in enumerate(tokens):
-            if not token or (token == ">" and i != len(tokens) - 1):
-                raise BadSubjectError(f"invalid subject {subject!r}")
+    if wildcards and not is_valid_subject(subject):
+        raise BadSubjectError(f"invalid subject {subject!r}")
 
 
 def _expire(fut: asyncio.Future[Any], what: str) -> None:

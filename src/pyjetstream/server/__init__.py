@@ -1,7 +1,7 @@
 """The embedded NATS server (core routing; JetStream lives in ``pyjetstream.server.jetstream``).
 
 ``Server`` (asyncio) and ``ServerThread`` (a background thread for synchronous code) are imported
-lazily so that ``import pyjetstream.server.subjects`` stays cheap.
+lazily so that importing a submodule (``pyjetstream.server.options``…) stays cheap.
 """
 
 from __future__ import annotations

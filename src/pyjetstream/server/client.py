@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, Sub, Unsub
 from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import ERR_UNKNOWN_OP, ServerSideParser
+from pyjetstream.protocol.subjects import is_valid_publish_subject
 from pyjetstream.server.auth import AuthDecision, PendingCheck
 from pyjetstream.server.log import TRACE
 from pyjetstream.server.permissions import ConnectionPermissions, pub_violation, sub_violation
-from pyjetstream.server.subjects import is_valid_publish_subject
 from pyjetstream.server.sublist import SublistError, Subscription
 
 if TYPE_CHECKING:

@@ -397,7 +397,7 @@ def _subsz(server: Server, query: dict[str, str]) -> dict[str, Any]:
     test = query.get("test", "")
     subs = server.sublist.all_subscriptions()
     if test:
-        from pyjetstream.server.subjects import subject_matches
+        from pyjetstream.protocol.subjects import subject_matches
 
         subs = [s for s in subs if subject_matches(s.subject, test)]
     subs.sort(key=lambda s: (s.subject, s.sid))

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import time
 
+from pyjetstream.protocol.subjects import has_wildcard, is_subset, subject_matches
 from pyjetstream.server.options import Permissions, ResponsePermission, SubjectPermission
-from pyjetstream.server.subjects import has_wildcard, is_subset, subject_matches
 
 __all__ = ["ConnectionPermissions", "pub_violation", "sub_violation"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyjetstream.server.subjects import FWC, PWC, SEP, has_wildcard, is_valid_subject, subject_matches
+from pyjetstream.protocol.subjects import FWC, PWC, SEP, has_wildcard, is_valid_subject, subject_matches
 
 __all__ = ["EMPTY_RESULT", "MatchResult", "Sublist", "SublistError", "Subscription"]
 

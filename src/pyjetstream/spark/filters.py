@@ -29,8 +29,8 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
+from pyjetstream.protocol.subjects import subject_matches
 from pyjetstream.spark.options import datetime_to_ns
-from pyjetstream.spark.subjects import subject_matches
 
 __all__ = ["ReadBounds", "push_filters"]
 
@@ -63,7 +63,7 @@ class ReadBounds:
     def only_subjects(self, subjects: Iterable[str]) -> None:
         wanted = tuple(dict.fromkeys(subjects))
         if self.subjects is not None:
-            wanted = tuple(s for s in wanted if any(subject_matches(s, p) for p in self.subjects))
+            wanted = tuple(s for s in wanted if any(subject_matches(p, s) for p in self.subjects))
         self.subjects = wanted
         if not wanted:
             self.empty = True

@@ -22,14 +22,15 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from pyjetstream.api import PullRequest, encode, parse_ack_reply
+from pyjetstream.api.pull_status import PullStatus, classify_pull_status
 from pyjetstream.api.timefmt import NS_PER_S
 from pyjetstream.client import Client, Msg, Subscription
+from pyjetstream.protocol.subjects import subject_matches, subjects_overlap
 from pyjetstream.spark.arrow_batch import MessageColumns
 from pyjetstream.spark.connection import TaskLoop, open_client
 from pyjetstream.spark.errors import JetStreamSparkError
 from pyjetstream.spark.jsapi import JetStreamApi
 from pyjetstream.spark.options import JetStreamOptions
-from pyjetstream.spark.subjects import subject_matches, subjects_overlap
 
 __all__ = ["RangeReader", "read_range"]
 
@@ -206,7 +207,7 @@ class RangeReader:
             self.done = True
         else:
             self.cursor = seq
-            if not self._local_filter or any(subject_matches(msg.subject, f) for f in self._local_filter):
+            if not self._local_filter or any(subject_matches(f, msg.subject) for f in self._local_filter):
                 self._cols.append(msg.subject, seq, ts, msg.raw_headers, msg.data)
             if seq >= self.last or pending == 0:
                 self.done = True
@@ -215,11 +216,12 @@ class RangeReader:
 
     def _on_status(self, msg: Msg) -> None:
         status = msg.status
-        if status == 100:  # idle heartbeat
+        kind = classify_pull_status(status, msg.description)
+        if kind is PullStatus.HEARTBEAT:
             return
-        if status in (404, 408):  # no messages / request expired: this pull is over
+        if kind is PullStatus.END:  # no messages / request expired: this pull is over
             self._outstanding = 0
-        elif status == 503 or (status == 409 and "Consumer Deleted" in msg.description):
+        elif kind is PullStatus.NO_RESPONDERS or kind is PullStatus.CONSUMER_DELETED:
             self._lost = True  # removed under us (inactive threshold, restart): recreate at the cursor
             self._outstanding = 0
         elif status == 409:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from pyjetstream.api.codec import encode
 from pyjetstream.api.headers import PENDING_BYTES, PENDING_MESSAGES
 from pyjetstream.api.models_consumer import PullRequest
+from pyjetstream.api.pull_status import PullStatus, classify_pull_status
 from pyjetstream.api.timefmt import seconds_to_ns
 from pyjetstream.client.errors import NatsError
 from pyjetstream.client.jetstream.errors import (
@@ -70,27 +71,25 @@ class StatusKind(enum.Enum):
 
 
 def classify_status(status: int, description: str) -> tuple[StatusKind, Exception | None]:
-    """What a pull status means (nats.go ``checkMsg`` / ``handleStatusMsg``)."""
-    if status == 100:
+    """What a pull status means to the client (the kind from :func:`api.pull_status.classify_pull_status`)."""
+    kind = classify_pull_status(status, description)
+    if kind is PullStatus.HEARTBEAT:
         return StatusKind.HEARTBEAT, None
-    if status in (404, 408):
+    if kind is PullStatus.END or kind is PullStatus.BATCH_COMPLETED:
         return StatusKind.END, None
-    if status == 409:
-        low = description.lower()
-        if "message size exceeds maxbytes" in low:
-            return StatusKind.END, MaxBytesExceeded(description)
-        if "batch completed" in low:
-            return StatusKind.END, None
-        if "consumer deleted" in low:
-            return StatusKind.TERMINAL, ConsumerDeleted(description)
-        if "push based" in low:
-            return StatusKind.TERMINAL, ConsumerIsPushBased(description)
-        if "leadership change" in low:
-            return StatusKind.ERROR, ConsumerLeadershipChanged(description)
+    if kind is PullStatus.MAX_BYTES:
+        return StatusKind.END, MaxBytesExceeded(description)
+    if kind is PullStatus.CONSUMER_DELETED:
+        return StatusKind.TERMINAL, ConsumerDeleted(description)
+    if kind is PullStatus.PUSH_BASED:
+        return StatusKind.TERMINAL, ConsumerIsPushBased(description)
+    if kind is PullStatus.LEADERSHIP_CHANGE:
+        return StatusKind.ERROR, ConsumerLeadershipChanged(description)
+    if kind is PullStatus.CONFLICT:
         return StatusKind.ERROR, PullStatusError(description, code=409)
-    if status == 400:
+    if kind is PullStatus.BAD_REQUEST:
         return StatusKind.TERMINAL, BadRequest(description or "bad request", code=400)
-    if status == 503:
+    if kind is PullStatus.NO_RESPONDERS:
         return StatusKind.NO_RESPONDERS, ConsumerNotFound("no responders: consumer not found", code=503)
     return StatusKind.ERROR, PullStatusError(description or f"status {status}", code=status)
 

@@ -25,6 +25,7 @@ from pyjetstream.api.responses import (
 )
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import NanoTime
+from pyjetstream.protocol.subjects import subjects_overlap
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.api_common import decode_config, decode_request, is_empty_request
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
@@ -35,7 +36,6 @@ from pyjetstream.server.jetstream.stream_config import (
     check_stream_update,
     invalid,
 )
-from pyjetstream.server.subjects import subjects_overlap
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine

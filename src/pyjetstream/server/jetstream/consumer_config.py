@@ -32,7 +32,7 @@ from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.api.names import has_invalid_name_chars
-from pyjetstream.server.subjects import has_wildcard, is_subset, is_valid_subject, subjects_overlap
+from pyjetstream.protocol.subjects import has_wildcard, is_subset, is_valid_subject, subjects_overlap
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -15,6 +15,7 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.enums import AckPolicy, ConsumerAction, DeliverPolicy, RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_consumer import ConsumerConfig
+from pyjetstream.protocol.subjects import subjects_overlap
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.consumer_config import (
@@ -27,7 +28,6 @@ from pyjetstream.server.jetstream.consumer_config import (
 )
 from pyjetstream.server.jetstream.consumer_persistence import encode_consumer_meta
 from pyjetstream.server.jetstream.store.base import ConsumerStoreBase, StoreError
-from pyjetstream.server.subjects import subjects_overlap
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream import Stream

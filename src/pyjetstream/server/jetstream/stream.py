@@ -27,6 +27,7 @@ from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time
 from pyjetstream.protocol.headers import get_header, remove_header
+from pyjetstream.protocol.subjects import is_subset
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
 from pyjetstream.server.jetstream.sourcing import StreamSourcing
 from pyjetstream.server.jetstream.store.base import (
@@ -41,7 +42,6 @@ from pyjetstream.server.jetstream.store.base import (
     StoreError,
 )
 from pyjetstream.server.subject_transform import SubjectTransform
-from pyjetstream.server.subjects import is_subset
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
@@ -566,7 +566,7 @@ class Stream:
 
     def matches(self, subject_filter: str) -> bool:
         """Whether any of the stream's subjects overlaps the filter (STREAM.NAMES ``subject``)."""
-        from pyjetstream.server.subjects import subjects_overlap
+        from pyjetstream.protocol.subjects import subjects_overlap
 
         return any(subjects_overlap(subject_filter, s) for s in self.cfg.subjects)
 

@@ -14,14 +14,14 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.enums import DiscardPolicy, StoreCompression
 from pyjetstream.api.errors import ErrorDef, JetStreamApiError
 from pyjetstream.api.models_stream import StreamConfig, StreamSource
-from pyjetstream.server.jetstream.sourcing import index_name
-from pyjetstream.server.subject_transform import SubjectTransform, TransformError
-from pyjetstream.server.subjects import (
+from pyjetstream.protocol.subjects import (
     is_subset,
     is_valid_publish_subject,
     is_valid_subject,
     subjects_overlap,
 )
+from pyjetstream.server.jetstream.sourcing import index_name
+from pyjetstream.server.subject_transform import SubjectTransform, TransformError
 
 NS = 1_000_000_000
 DEFAULT_DUPLICATE_WINDOW = 120 * NS

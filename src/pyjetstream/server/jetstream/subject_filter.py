@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyjetstream.server.subjects import has_wildcard, subject_matches
+from pyjetstream.protocol.subjects import has_wildcard, subject_matches
 
 __all__ = ["SubjectFilter"]
 

@@ -12,7 +12,7 @@ import re
 from array import array
 from functools import lru_cache
 
-from ._subject_match import compile_filter, has_wildcard, is_match_all
+from pyjetstream.protocol.subjects import compile_filter, has_wildcard, is_match_all
 
 # Wildcard filter -> matching subject-id set, kept up to date incrementally; bounded.
 _FILTER_CACHE_MAX = 32

@@ -31,6 +31,8 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator
 
+from pyjetstream.protocol.subjects import compile_filter, has_wildcard, is_match_all
+
 from ._index import (
     SubjectTable,
     find_value,
@@ -40,7 +42,6 @@ from ._index import (
     zero_fill,
     zeros,
 )
-from ._subject_match import compile_filter, has_wildcard, is_match_all
 from .base import (
     DISCARD_NEW,
     DISCARD_OLD,

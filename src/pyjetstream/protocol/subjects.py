@@ -1,0 +1,220 @@
+"""Subjects: validation, tokens and wildcard matching (nats-server ``sublist.go`` semantics).
+
+The one home of the subject grammar: the server (router, sublist, permissions, JetStream), the
+stores, the client and Spark all use these functions; none has its own copy.
+
+A subject is ``.``-separated tokens. In a *filter* (a subscription, a stream's subjects, a
+consumer's filter) a token that is exactly ``*`` matches any one token and a final token that is
+exactly ``>`` matches one or more tokens; ``foo*`` or ``a>b`` are ordinary tokens.
+
+The vocabulary:
+
+- :func:`is_valid_subject` / :func:`is_valid_literal_subject` / :func:`is_valid_queue_name`
+- :func:`subject_matches` — does a filter match a subject
+- :func:`subjects_overlap` — can one subject match both filters (nats-server ``SubjectsCollide``)
+- :func:`is_subset` — is every subject matched by one filter also matched by another
+  (nats-server ``subjectIsSubsetMatch``)
+- :func:`compile_filter` — the same match as a cached predicate, for scanning many stored
+  subjects against one filter (nats-server's store ``isMatch`` loops); :func:`is_match_all`
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+
+__all__ = [
+    "FWC",
+    "PWC",
+    "SEP",
+    "Matcher",
+    "compile_filter",
+    "has_wildcard",
+    "is_match_all",
+    "is_subset",
+    "is_valid_literal_subject",
+    "is_valid_publish_subject",
+    "is_valid_queue_name",
+    "is_valid_subject",
+    "num_tokens",
+    "subject_matches",
+    "subjects_overlap",
+    "token_at",
+    "tokenize",
+]
+
+SEP = "."
+PWC = "*"  # partial wildcard: exactly one token
+FWC = ">"  # full wildcard: one or more trailing tokens
+
+# nats-server IsValidSubject rejects these inside tokens (" \t\n\r\f").
+_WHITESPACE = frozenset(" \t\n\r\f")
+
+
+def tokenize(subject: str) -> list[str]:
+    return subject.split(SEP)
+
+
+def num_tokens(subject: str) -> int:
+    return subject.count(SEP) + 1 if subject else 0
+
+
+def token_at(subject: str, index: int) -> str:
+    """The ``index``-th token, 1-based as in nats-server's ``tokenAt`` ("" when out of range)."""
+    tokens = subject.split(SEP)
+    return tokens[index - 1] if 0 < index <= len(tokens) else ""
+
+
+def _has_whitespace(text: str) -> bool:
+    # Fast path: almost every subject is free of whitespace.
+    if " " not in text and "\t" not in text and "\n" not in text and "\r" not in text and "\f" not in text:
+        return False
+    return True
+
+
+def is_valid_subject(subject: str) -> bool:
+    """A subject or filter: non-empty tokens, ``>`` only last, no whitespace (``IsValidSubject``)."""
+    if not subject or _has_whitespace(subject):
+        return False
+    tokens = subject.split(SEP)
+    last = len(tokens) - 1
+    for i, token in enumerate(tokens):
+        if not token or (token == FWC and i != last):
+            return False
+    return True
+
+
+def is_valid_literal_subject(subject: str) -> bool:
+    """A valid subject without wildcard tokens (``IsValidLiteralSubject``)."""
+    if not subject or _has_whitespace(subject):
+        return False
+    for token in subject.split(SEP):
+        if not token or token == PWC or token == FWC:
+            return False
+    return True
+
+
+# What pedantic mode requires of a publish subject.
+is_valid_publish_subject = is_valid_literal_subject
+
+
+def is_valid_queue_name(queue: str) -> bool:
+    """A queue group name: non-empty and no whitespace (it may contain dots)."""
+    return bool(queue) and not _has_whitespace(queue)
+
+
+def has_wildcard(subject: str) -> bool:
+    """Whether any token is exactly ``*`` or ``>``."""
+    if PWC not in subject and FWC not in subject:
+        return False
+    return any(token == PWC or token == FWC for token in subject.split(SEP))
+
+
+def subject_matches(filter: str, subject: str) -> bool:
+    """Whether ``filter`` (which may hold wildcards) matches ``subject``.
+
+    ``subject`` is taken literally: a ``*`` token in it is matched only by a ``*`` or ``>`` in the
+    filter, as nats-server routes a publish to ``foo.*``.
+    """
+    if filter == subject:
+        return True
+    ftoks = filter.split(SEP)
+    stoks = subject.split(SEP)
+    n = len(stoks)
+    for i, ftok in enumerate(ftoks):
+        if i >= n:
+            return False
+        if ftok == FWC:
+            return True
+        stok = stoks[i]
+        if ftok == PWC:
+            if not stok:
+                return False
+            continue
+        if ftok != stok:
+            return False
+    return len(ftoks) == n
+
+
+def subjects_overlap(a: str, b: str) -> bool:
+    """Whether some literal subject matches both ``a`` and ``b`` (nats-server ``SubjectsCollide``)."""
+    if a == b:
+        return True
+    ta = a.split(SEP)
+    tb = b.split(SEP)
+    fwc_a = ta[-1] == FWC
+    fwc_b = tb[-1] == FWC
+    la, lb = len(ta), len(tb)
+    # A ``>`` needs at least as many tokens on the other side (the other's own ``>`` counts).
+    if (fwc_a and not fwc_b and lb < la) or (fwc_b and not fwc_a and la < lb):
+        return False
+    if not fwc_a and not fwc_b and la != lb:
+        return False
+    for x, y in zip(ta, tb, strict=False):
+        if x == y or x == PWC or y == PWC or x == FWC or y == FWC:
+            continue
+        return False
+    return True
+
+
+def is_subset(sub: str, of: str) -> bool:
+    """Whether every subject matched by ``sub`` is also matched by ``of``.
+
+    ``foo.bar`` ⊂ ``foo.*`` ⊂ ``foo.>`` ⊂ ``>``; ``foo.*`` is not a subset of ``foo.bar``.
+    """
+    stoks = sub.split(SEP)
+    otoks = of.split(SEP)
+    n = len(stoks)
+    for i, otok in enumerate(otoks):
+        if i >= n or not otok:
+            return False
+        if otok == FWC:
+            return True
+        stok = stoks[i]
+        if not stok or stok == FWC:
+            return False
+        if stok == PWC:
+            if otok != PWC:
+                return False
+            continue
+        if otok != PWC and otok != stok:
+            return False
+    return n == len(otoks)
+
+
+Matcher = Callable[[str], bool]
+
+
+def is_match_all(filter_subject: str) -> bool:
+    """An empty filter or ``>``: every subject (a stream's or consumer's "no filter")."""
+    return filter_subject == "" or filter_subject == FWC
+
+
+@lru_cache(maxsize=4096)
+def compile_filter(filter_subject: str) -> Matcher:
+    """A fast predicate ``subject -> bool`` for one filter (literal or with wildcards).
+
+    Same answers as :func:`subject_matches` for valid literal subjects (what a store holds), with
+    an empty filter matching everything; a regular expression is several times faster than the
+    token loop when one filter is tested against many stored subjects.
+    """
+    if is_match_all(filter_subject):
+        return _match_all
+    if not has_wildcard(filter_subject):
+        return filter_subject.__eq__
+    parts: list[str] = []
+    tokens = filter_subject.split(SEP)
+    for i, tok in enumerate(tokens):
+        if tok == PWC:
+            parts.append(r"[^.]+")
+        elif tok == FWC and i == len(tokens) - 1:
+            parts.append(r"[^.]+(?:\.[^.]+)*")
+        else:
+            parts.append(re.escape(tok))
+    fullmatch = re.compile(r"\.".join(parts), re.DOTALL).fullmatch
+    return lambda subject: fullmatch(subject) is not None
+
+
+def _match_all(subject: str) -> bool:
+    return True
