@@ -74,7 +74,7 @@ async def test_request_timeout(nc: Client, nc2: Client) -> None:
     with pytest.raises(TimeoutError) as info:
         await nc.request("silent", b"", timeout=0.1)
     assert isinstance(info.value, builtins.TimeoutError) and isinstance(info.value, NatsError)
-    assert not nc._resp_map  # nothing left behind
+    assert not nc._requests.pending  # nothing left behind
     # A late reply after the timeout is ignored; the next request still works.
     await _echo_service(nc2, "svc2")
     assert (await nc.request("svc2", b"x")).data == b"re:x"

@@ -25,7 +25,6 @@ import contextlib
 import enum
 import inspect
 import logging
-import random
 import re
 import ssl
 import time
@@ -43,7 +42,6 @@ from pyjetstream.client.errors import (
     DrainTimeoutError,
     MaxPayloadError,
     NatsError,
-    NoRespondersError,
     NoServersError,
     OutboundBufferLimitError,
     ProtocolError,
@@ -65,7 +63,10 @@ from pyjetstream.client.options import (
     ServerPool,
     split_servers,
 )
+from pyjetstream.client.reconnect import ReconnectPolicy
+from pyjetstream.client.request_mux import RequestMux, expire
 from pyjetstream.client.server_errors import error_from_server, server_keeps_connection
+from pyjetstream.client.sub_table import SubscriptionTable
 from pyjetstream.client.subscription import MsgCallback, Subscription
 from pyjetstream.client.transport import WireProtocol
 from pyjetstream.protocol import (
@@ -112,11 +113,6 @@ def _check_subject(subject: str, *, wildcards: bool) -> None:
         raise BadSubjectError(f"invalid subject {subject!r}")
 
 
-def _expire(fut: asyncio.Future[Any], what: str) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError(what))
-
-
 class Client:
     """A NATS connection. Create it with ``await pyjetstream.client.connect(...)``."""
 
@@ -139,15 +135,11 @@ class Client:
         self._pongs: deque[asyncio.Future[None] | None] = deque()
         self._pings_outstanding = 0
         self._ping_timer: asyncio.TimerHandle | None = None
-        self._subs: dict[int, Subscription] = {}
-        self._next_sid = 1
+        self._subs = SubscriptionTable()
         self._valid_subjects: set[str] = set()
         self._nuid = NUID()
-        self._resp_sub: Subscription | None = None
-        self._resp_prefix = ""
-        self._resp_prefix_len = 0
-        self._resp_map: dict[str, asyncio.Future[Msg]] = {}
-        self._resp_token = 0
+        self._requests = RequestMux(self)
+        self._reconnect_policy = ReconnectPolicy(options, self._pool)
         self._fatal_error: NatsError | None = None
         self._reconnect_task: asyncio.Task[None] | None = None
         self._closing: asyncio.Future[None] | None = None
@@ -387,10 +379,9 @@ class Client:
         pending_msgs_limit: int,
         pending_bytes_limit: int,
     ) -> Subscription:
-        sid = self._next_sid
-        self._next_sid += 1
+        sid = self._subs.next_sid()
         sub = Subscription(self, sid, subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit)
-        self._subs[sid] = sub
+        self._subs.add(sub)
         self._send_proto(encode_sub(subject, sid, queue))
         if max_msgs > 0:
             self._send_proto(encode_unsub(sid, max_msgs))
@@ -399,12 +390,12 @@ class Client:
     def _unsubscribe(self, sub: Subscription, limit: int) -> None:
         if self._status is Status.CLOSED:
             raise ConnectionClosedError("connection closed")
-        if self._subs.get(sub.sid) is not sub:
+        if not self._subs.holds(sub):
             if sub.is_closed:
                 return
             raise BadSubscriptionError("unknown subscription")
         if limit <= 0 or sub._received >= limit:
-            del self._subs[sub.sid]
+            self._subs.discard(sub)
             self._send_proto(encode_unsub(sub.sid))
             sub._abort()
         else:
@@ -417,7 +408,7 @@ class Client:
         timeout = self._opts.drain_timeout
         try:
             async with asyncio.timeout(timeout):
-                if self._subs.get(sub.sid) is sub:
+                if self._subs.holds(sub):
                     await self._drain_subs([sub], timeout)
                 await sub._wait_drained()
         except builtins.TimeoutError as exc:
@@ -432,8 +423,7 @@ class Client:
             await self.flush(timeout)
         finally:
             for sub in subs:
-                if self._subs.get(sub.sid) is sub:
-                    del self._subs[sub.sid]
+                self._subs.discard(sub)
                 sub._finish()
         await asyncio.gather(*(sub._wait_drained() for sub in subs))
 
@@ -451,38 +441,7 @@ class Client:
         Raises ``NoRespondersError`` when nobody subscribes to ``subject``, ``TimeoutError`` when no
         reply comes within ``timeout`` seconds.
         """
-        if self._resp_sub is None:
-            self._check_can_subscribe()
-            self._setup_response_mux()
-        self._resp_token += 1
-        token = str(self._resp_token)
-        fut: asyncio.Future[Msg] = self._loop.create_future()  # type: ignore[union-attr]
-        self._resp_map[token] = fut
-        timer = self._loop.call_later(  # type: ignore[union-attr]
-            timeout, _expire, fut, f"no reply to request on {subject!r} within {timeout}s"
-        )
-        try:
-            self.publish_nowait(subject, payload, reply=self._resp_prefix + token, headers=headers)
-            if self._write_paused:
-                await self.wait_writable()
-            msg = await fut
-        finally:
-            timer.cancel()
-            self._resp_map.pop(token, None)
-        if msg.raw_headers is not None and not msg.data and msg.status == 503:
-            raise NoRespondersError(f"no responders on {subject!r}")
-        return msg
-
-    def _setup_response_mux(self) -> None:
-        prefix = f"{self._opts.inbox_prefix}.{self._nuid.next()}."
-        self._resp_prefix = prefix
-        self._resp_prefix_len = len(prefix)
-        self._resp_sub = self._add_subscription(prefix + "*", "", None, 0, 0, 0)
-
-    def _on_response(self, wmsg: WireMsg) -> None:
-        fut = self._resp_map.pop(wmsg.subject[self._resp_prefix_len :], None)
-        if fut is not None and not fut.done():
-            fut.set_result(Msg(wmsg.subject, wmsg.payload, wmsg.reply, wmsg.hdr, wmsg.sid, self, None))
+        return await self._requests.request(subject, payload, timeout, headers)
 
     # ===================================================================== flush / rtt
 
@@ -499,7 +458,7 @@ class Client:
         if self._transport is not None:
             self._wbuf += PING
             self._flush_writes()
-        timer = self._loop.call_later(timeout, _expire, fut, f"flush timed out after {timeout}s")  # type: ignore[union-attr]
+        timer = self._loop.call_later(timeout, expire, fut, f"flush timed out after {timeout}s")  # type: ignore[union-attr]
         try:
             await fut
         finally:
@@ -561,8 +520,8 @@ class Client:
                 for event in events:
                     self._handshake_event(proto, event)
                 return
-            subs = self._subs
-            resp_sid = self._resp_sub.sid if self._resp_sub is not None else -1
+            subs = self._subs.by_sid
+            resp_sid = self._requests.sid
             in_msgs = in_bytes = 0
             for event in events:
                 if type(event) is WireMsg:
@@ -570,7 +529,7 @@ class Client:
                     in_msgs += 1
                     in_bytes += len(event.payload)
                     if sid == resp_sid:
-                        self._on_response(event)
+                        self._requests.deliver(event)
                         continue
                     sub = subs.get(sid)
                     if sub is None:
@@ -742,18 +701,7 @@ class Client:
         server.reconnects = 0
         server.last_auth_error = ""
         self._pool.current = server
-        out = bytearray()
-        for sid, sub in list(self._subs.items()):
-            if sub._draining:
-                continue
-            out += encode_sub(sub.subject, sid, sub.queue)
-            if sub._max:
-                remaining = sub._max - sub._received
-                if remaining <= 0:
-                    del self._subs[sid]
-                    sub._finish()
-                    continue
-                out += encode_unsub(sid, remaining)
+        out = self._subs.replay()
         out += self._wbuf
         # Keepalive PINGs of the old connection are moot; flushes still waiting get a fresh PING.
         waiting = deque(f for f in self._pongs if f is not None and not f.done())
@@ -819,32 +767,17 @@ class Client:
             self._track(asyncio.ensure_future(self._close(None)))
 
     async def _reconnect_loop(self) -> None:
-        opts = self._opts
+        """Try servers as the reconnect policy hands them out until one completes the handshake."""
+        policy = self._reconnect_policy
         last_error: Exception | None = None
-        while self._status is Status.RECONNECTING:
-            candidates = self._pool.next_candidates()
-            for server in candidates:
-                if 0 <= opts.max_reconnect_attempts <= server.reconnects:
-                    self._pool.remove(server)
-                    continue
-                wait = opts.reconnect_time_wait + random.uniform(
-                    0, opts.jitter(server.tls or opts.tls is not None)
-                )
-                elapsed = time.monotonic() - server.last_attempt
-                if elapsed < wait:
-                    await asyncio.sleep(wait - elapsed)
-                if self._status is not Status.RECONNECTING:
-                    return
-                server.reconnects += 1
+        async with contextlib.aclosing(policy.attempts(lambda: self._status is Status.RECONNECTING)) as servers:
+            async for server in servers:
                 try:
                     await self._attempt(server)
                 except AuthorizationError as exc:
                     last_error = exc
                     self._report_error(exc)
-                    # nats.go: the same auth error twice in a row from one server removes it.
-                    if server.last_auth_error == str(exc):
-                        self._pool.remove(server)
-                    server.last_auth_error = str(exc)
+                    policy.auth_failed(server, exc)
                     continue
                 except (OSError, NatsError, builtins.TimeoutError, ssl.SSLError) as exc:
                     last_error = exc
@@ -855,10 +788,8 @@ class Client:
                 self.reconnects += 1
                 self._on_connected(server)
                 self._reconnect_task = None
-                self._fire(opts.reconnected_cb)
+                self._fire(self._opts.reconnected_cb)
                 return
-            if not len(self._pool):
-                break
         if self._status is Status.RECONNECTING:
             self._reconnect_task = None
             err = NoServersError(f"no server reachable after reconnect attempts (last error: {last_error!r})")
@@ -886,7 +817,7 @@ class Client:
         error: NatsError | None = None
         self._status = Status.DRAINING_SUBS
         try:
-            subs = [s for s in self._subs.values() if s is not self._resp_sub]
+            subs = [s for s in self._subs.values() if s is not self._requests.subscription]
             async with asyncio.timeout(timeout):
                 await self._drain_subs(subs, timeout)
                 self._status = Status.DRAINING_PUBS
@@ -938,13 +869,8 @@ class Client:
             if fut is not None and not fut.done():
                 fut.set_exception(closed)
         self._pongs.clear()
-        for rfut in self._resp_map.values():
-            if not rfut.done():
-                rfut.set_exception(closed)
-        self._resp_map.clear()
-        for sub in list(self._subs.values()):
-            sub._abort(closed)
-        self._subs.clear()
+        self._requests.fail_all(closed)
+        self._subs.abort_all(closed)
         if error is not None:
             self._report_error(error)
         if was_connected:

@@ -64,8 +64,13 @@ from pyjetstream.client.jetstream.errors import (
     StreamNotFound,
     api_exception,
 )
-from pyjetstream.client.jetstream.kv import KeyValueManager
-from pyjetstream.client.jetstream.object_store import ObjectStoreManager
+from pyjetstream.client.jetstream.kv import KeyValue, KeyValueConfig, KeyValueManager, KeyValueStatus
+from pyjetstream.client.jetstream.object_store import (
+    ObjectStore,
+    ObjectStoreConfig,
+    ObjectStoreManager,
+    ObjectStoreStatus,
+)
 from pyjetstream.client.jetstream.ordered import OrderedConsumer, OrderedConsumerConfig
 from pyjetstream.client.jetstream.publish import (
     DEFAULT_ACK_TIMEOUT,
@@ -126,7 +131,7 @@ def _same_consumer_config(requested: ConsumerConfig, existing: ConsumerConfig) -
     return True
 
 
-class JetStream(KeyValueManager, ObjectStoreManager):
+class JetStream:
     """JetStream on one core connection (nats.go ``jetstream.JetStream``); create with :func:`jetstream`."""
 
     def __init__(
@@ -163,6 +168,8 @@ class JetStream(KeyValueManager, ObjectStoreManager):
             retry_wait=retry_wait,
             error_handler=publish_async_error_handler,
         )
+        self._kv = KeyValueManager(self)
+        self._obj = ObjectStoreManager(self)
 
     @property
     def api_prefix(self) -> str:
@@ -470,6 +477,58 @@ class JetStream(KeyValueManager, ObjectStoreManager):
     async def publish_async_complete(self, timeout: float | None = None) -> None:
         """Until every async publish so far is acknowledged (or failed); ``TimeoutError`` after ``timeout``."""
         await self._publisher.complete(timeout)
+
+    # --- key-value buckets (kv.KeyValueManager) --------------------------------------------------------
+
+    async def key_value(self, bucket: str) -> KeyValue:
+        """Bind to an existing bucket (:class:`BucketNotFound` if there is none)."""
+        return await self._kv.key_value(bucket)
+
+    async def create_key_value(self, config: KeyValueConfig) -> KeyValue:
+        """Create a bucket (idempotent for an identical config; else :class:`BucketExists`)."""
+        return await self._kv.create_key_value(config)
+
+    async def update_key_value(self, config: KeyValueConfig) -> KeyValue:
+        """Change an existing bucket's configuration (:class:`BucketNotFound` if there is none)."""
+        return await self._kv.update_key_value(config)
+
+    async def create_or_update_key_value(self, config: KeyValueConfig) -> KeyValue:
+        return await self._kv.create_or_update_key_value(config)
+
+    async def delete_key_value(self, bucket: str) -> None:
+        await self._kv.delete_key_value(bucket)
+
+    def key_value_store_names(self) -> AsyncIterator[str]:
+        """The names of every bucket."""
+        return self._kv.key_value_store_names()
+
+    def key_value_stores(self) -> AsyncIterator[KeyValueStatus]:
+        """The status of every bucket."""
+        return self._kv.key_value_stores()
+
+    # --- object stores (object_store.ObjectStoreManager) -----------------------------------------------
+
+    async def object_store(self, bucket: str) -> ObjectStore:
+        """Bind to an existing bucket (:class:`BucketNotFound` if there is none)."""
+        return await self._obj.object_store(bucket)
+
+    async def create_object_store(self, config: ObjectStoreConfig) -> ObjectStore:
+        return await self._obj.create_object_store(config)
+
+    async def update_object_store(self, config: ObjectStoreConfig) -> ObjectStore:
+        return await self._obj.update_object_store(config)
+
+    async def create_or_update_object_store(self, config: ObjectStoreConfig) -> ObjectStore:
+        return await self._obj.create_or_update_object_store(config)
+
+    async def delete_object_store(self, bucket: str) -> None:
+        await self._obj.delete_object_store(bucket)
+
+    def object_store_names(self) -> AsyncIterator[str]:
+        return self._obj.object_store_names()
+
+    def object_stores(self) -> AsyncIterator[ObjectStoreStatus]:
+        return self._obj.object_stores()
 
     def __repr__(self) -> str:
         return f"<JetStream prefix={self.api.prefix!r}>"

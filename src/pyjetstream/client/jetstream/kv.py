@@ -424,60 +424,63 @@ class KeyWatcher:
 
 
 class KeyValueManager:
-    """Bucket management on the JetStream context (mixed into :class:`JetStream`)."""
+    """Bucket management on the JetStream context (held by :class:`JetStream`, which delegates to it)."""
 
-    async def key_value(self: JetStream, bucket: str) -> KeyValue:  # type: ignore[misc]
+    def __init__(self, js: JetStream) -> None:
+        self._js = js
+
+    async def key_value(self, bucket: str) -> KeyValue:
         """Bind to an existing bucket (:class:`BucketNotFound` if there is none)."""
         _check_bucket(bucket)
         try:
-            stream = await self.stream(kv_stream_name(bucket))
+            stream = await self._js.stream(kv_stream_name(bucket))
         except StreamNotFound:
             raise BucketNotFound() from None
         if stream.cached_info().config.max_msgs_per_subject < 1:
             raise JetStreamError(f"bucket {bucket!r} is malformed")
-        return KeyValue(self, bucket, stream)
+        return KeyValue(self._js, bucket, stream)
 
-    async def create_key_value(self: JetStream, config: KeyValueConfig) -> KeyValue:  # type: ignore[misc]
+    async def create_key_value(self, config: KeyValueConfig) -> KeyValue:
         """Create a bucket (idempotent for an identical config; else :class:`BucketExists`)."""
         stream_config = _stream_config(config)
         try:
-            stream = await self.create_stream(stream_config)
+            stream = await self._js.create_stream(stream_config)
         except StreamNameAlreadyInUse as exc:
             raise BucketExists(
                 f"bucket {config.bucket!r} already exists", code=exc.code, err_code=exc.err_code
             ) from None
-        return KeyValue(self, config.bucket, stream)
+        return KeyValue(self._js, config.bucket, stream)
 
-    async def update_key_value(self: JetStream, config: KeyValueConfig) -> KeyValue:  # type: ignore[misc]
+    async def update_key_value(self, config: KeyValueConfig) -> KeyValue:
         """Change an existing bucket's configuration (:class:`BucketNotFound` if there is none)."""
         stream_config = _stream_config(config)
         try:
-            stream = await self.update_stream(stream_config)
+            stream = await self._js.update_stream(stream_config)
         except StreamNotFound:
             raise BucketNotFound() from None
-        return KeyValue(self, config.bucket, stream)
+        return KeyValue(self._js, config.bucket, stream)
 
-    async def create_or_update_key_value(self: JetStream, config: KeyValueConfig) -> KeyValue:  # type: ignore[misc]
-        stream = await self.create_or_update_stream(_stream_config(config))
-        return KeyValue(self, config.bucket, stream)
+    async def create_or_update_key_value(self, config: KeyValueConfig) -> KeyValue:
+        stream = await self._js.create_or_update_stream(_stream_config(config))
+        return KeyValue(self._js, config.bucket, stream)
 
-    async def delete_key_value(self: JetStream, bucket: str) -> None:  # type: ignore[misc]
+    async def delete_key_value(self, bucket: str) -> None:
         _check_bucket(bucket)
         try:
-            await self.delete_stream(kv_stream_name(bucket))
+            await self._js.delete_stream(kv_stream_name(bucket))
         except StreamNotFound:
             raise BucketNotFound() from None
 
-    async def key_value_store_names(self: JetStream) -> AsyncIterator[str]:  # type: ignore[misc]
+    async def key_value_store_names(self) -> AsyncIterator[str]:
         """The names of every bucket."""
-        async for name in self.stream_names(subject=KV_BUCKETS_FILTER):
+        async for name in self._js.stream_names(subject=KV_BUCKETS_FILTER):
             bucket = kv_bucket_from_stream(name)
             if bucket is not None:
                 yield bucket
 
-    async def key_value_stores(self: JetStream) -> AsyncIterator[KeyValueStatus]:  # type: ignore[misc]
+    async def key_value_stores(self) -> AsyncIterator[KeyValueStatus]:
         """The status of every bucket."""
-        async for info in self.list_streams(subject=KV_BUCKETS_FILTER):
+        async for info in self._js.list_streams(subject=KV_BUCKETS_FILTER):
             bucket = kv_bucket_from_stream(info.config.name)
             if bucket is not None:
                 yield _status(bucket, info)

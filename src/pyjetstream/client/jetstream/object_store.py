@@ -581,52 +581,55 @@ class ObjectWatcher:
 
 
 class ObjectStoreManager:
-    """Bucket management on the JetStream context (mixed into :class:`JetStream`)."""
+    """Bucket management on the JetStream context (held by :class:`JetStream`, which delegates to it)."""
 
-    async def object_store(self: JetStream, bucket: str) -> ObjectStore:  # type: ignore[misc]
+    def __init__(self, js: JetStream) -> None:
+        self._js = js
+
+    async def object_store(self, bucket: str) -> ObjectStore:
         """Bind to an existing bucket (:class:`BucketNotFound` if there is none)."""
         _check_bucket(bucket)
         try:
-            stream = await self.stream(obj_stream_name(bucket))
+            stream = await self._js.stream(obj_stream_name(bucket))
         except StreamNotFound:
             raise BucketNotFound() from None
-        return ObjectStore(self, bucket, stream)
+        return ObjectStore(self._js, bucket, stream)
 
-    async def create_object_store(self: JetStream, config: ObjectStoreConfig) -> ObjectStore:  # type: ignore[misc]
+    async def create_object_store(self, config: ObjectStoreConfig) -> ObjectStore:
         try:
-            stream = await self.create_stream(_stream_config(config))
+            stream = await self._js.create_stream(_stream_config(config))
         except StreamNameAlreadyInUse as exc:
             raise BucketExists(
                 f"bucket {config.bucket!r} already exists", code=exc.code, err_code=exc.err_code
             ) from None
-        return ObjectStore(self, config.bucket, stream)
+        return ObjectStore(self._js, config.bucket, stream)
 
-    async def update_object_store(self: JetStream, config: ObjectStoreConfig) -> ObjectStore:  # type: ignore[misc]
+    async def update_object_store(self, config: ObjectStoreConfig) -> ObjectStore:
         try:
-            stream = await self.update_stream(_stream_config(config))
+            stream = await self._js.update_stream(_stream_config(config))
         except StreamNotFound:
             raise BucketNotFound() from None
-        return ObjectStore(self, config.bucket, stream)
+        return ObjectStore(self._js, config.bucket, stream)
 
-    async def create_or_update_object_store(self: JetStream, config: ObjectStoreConfig) -> ObjectStore:  # type: ignore[misc]
-        stream = await self.create_or_update_stream(_stream_config(config))
-        return ObjectStore(self, config.bucket, stream)
+    async def create_or_update_object_store(self, config: ObjectStoreConfig) -> ObjectStore:
+        stream = await self._js.create_or_update_stream(_stream_config(config))
+        return ObjectStore(self._js, config.bucket, stream)
 
-    async def delete_object_store(self: JetStream, bucket: str) -> None:  # type: ignore[misc]
+    async def delete_object_store(self, bucket: str) -> None:
         _check_bucket(bucket)
         try:
-            await self.delete_stream(obj_stream_name(bucket))
+            await self._js.delete_stream(obj_stream_name(bucket))
         except StreamNotFound:
             raise BucketNotFound() from None
 
-    async def object_store_names(self: JetStream) -> AsyncIterator[str]:  # type: ignore[misc]
-        async for name in self.stream_names(subject=OBJ_BUCKETS_FILTER):
+    async def object_store_names(self) -> AsyncIterator[str]:
+        async for name in self._js.stream_names(subject=OBJ_BUCKETS_FILTER):
             bucket = obj_bucket_from_stream(name)
             if bucket is not None:
                 yield bucket
 
-    async def object_stores(self: JetStream) -> AsyncIterator[ObjectStoreStatus]:  # type: ignore[misc]
-        async for info in self.list_streams(subject=OBJ_BUCKETS_FILTER):
+    async def object_stores(self) -> AsyncIterator[ObjectStoreStatus]:
+        async for info in self._js.list_streams(subject=OBJ_BUCKETS_FILTER):
             bucket = obj_bucket_from_stream(info.config.name)
             if bucket is not None:
                 yield _status(bucket, info)
