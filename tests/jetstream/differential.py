@@ -57,6 +57,11 @@ def direct(subject: str, body: Any = b"") -> Step:
     return Step("direct", "$JS.API.DIRECT.GET." + subject, body)
 
 
+def direct_batch(subject: str, body: Any = b"") -> Step:
+    """A direct get answered by several messages: all of them up to the EOB or error status."""
+    return Step("direct_batch", "$JS.API.DIRECT.GET." + subject, body)
+
+
 def sleep(seconds: float) -> Step:
     """Only where time itself is under test (max_age, duplicate windows)."""
     return Step("sleep", seconds=seconds)
@@ -199,6 +204,12 @@ class Runner:
             except TimeoutError:
                 return {"direct": "no reply"}
             return _describe_msg(msg)
+        if step.kind == "direct_batch":
+            try:
+                msgs = await c.request_many(step.subject, _encode_body(step.body), timeout=3)
+            except TimeoutError:
+                return {"direct": "no end of batch"}
+            return [_describe_msg(m) for m in msgs]
         if step.kind == "sleep":
             await asyncio.sleep(step.seconds)
             return None

@@ -44,6 +44,7 @@ class RawNats:
         self._inbox = f"_RAW.{id(self)}"
         self._waiters: dict[str, asyncio.Future[RawMsg]] = {}
         self._queue: asyncio.Queue[RawMsg] = asyncio.Queue()
+        self._streams: dict[str, asyncio.Queue[RawMsg]] = {}
         self._task: asyncio.Task[None] | None = None
         self._pong: asyncio.Future[None] | None = None
 
@@ -103,8 +104,11 @@ class RawNats:
                 msg = RawMsg(subject, reply, body[:hsize], body[hsize:total])
             else:
                 continue
+            stream = self._streams.get(subject)
             waiter = self._waiters.pop(subject, None)
-            if waiter is not None and not waiter.done():
+            if stream is not None:
+                stream.put_nowait(msg)
+            elif waiter is not None and not waiter.done():
                 waiter.set_result(msg)
             else:
                 self._queue.put_nowait(msg)
@@ -129,6 +133,25 @@ class RawNats:
             return await asyncio.wait_for(fut, timeout)
         finally:
             self._waiters.pop(reply, None)
+
+    async def request_many(
+        self, subject: str, data: bytes = b"", hdr: bytes | None = None, timeout: float = 5.0
+    ) -> list[RawMsg]:
+        """Every reply up to and including the first status message (a batched direct get's
+        ``204 EOB`` or an error status); waits ``timeout`` for each."""
+        reply = f"{self._inbox}.{next(self._ids)}"
+        queue: asyncio.Queue[RawMsg] = asyncio.Queue()
+        self._streams[reply] = queue
+        self.publish(subject, data, reply, hdr)
+        out: list[RawMsg] = []
+        try:
+            while True:
+                msg = await asyncio.wait_for(queue.get(), timeout)
+                out.append(msg)
+                if msg.status:
+                    return out
+        finally:
+            self._streams.pop(reply, None)
 
     def subscribe(self, subject: str, sid: int) -> None:
         self.writer.write(f"SUB {subject} {sid}\r\n".encode())

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.targets import nats_server_binary
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support.targets import nats_server_binary
 
 from pyjetstream.server.conf import (
     ConfigError,

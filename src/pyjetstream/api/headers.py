@@ -97,6 +97,7 @@ class Status:
     BAD_REQUEST = (400, "Bad Request")
     NO_MESSAGES = (404, "No Messages")
     MESSAGE_NOT_FOUND = (404, "Message Not Found")  # direct get miss
+    NO_RESULTS = (404, "No Results")  # ⟨2.11+⟩ multi-last direct get that matched nothing
     REQUEST_TIMEOUT = (408, "Request Timeout")
     REQUESTS_PENDING = (408, "Requests Pending")
     INTEREST_EXPIRED = (408, "Interest Expired")
@@ -110,6 +111,9 @@ class Status:
     LEADERSHIP_CHANGE = (409, "Leadership Change")
     SERVER_SHUTDOWN = (409, "Server Shutdown")
     BATCH_COMPLETED = (409, "Batch Completed")  # ⟨2.10+⟩
+    REQUIRED_API_LEVEL = (412, "Required Api Level")  # ⟨2.11+⟩ direct get with Nats-Required-Api-Level too high
+    TOO_MANY_RESULTS = (413, "Too Many Results")  # ⟨2.11+⟩ multi-last direct get over 1024 subjects
+    TOO_MANY_REQUESTS = (429, "Too Many Requests")  # ⟨2.11+⟩ a stream's ingest queue is full
     PIN_ID_MISMATCH = (423, "Nats-Pin-Id mismatch")  # ⟨2.11+⟩
     NO_RESPONDERS = (503, "")  # sent without a description
 

@@ -32,6 +32,7 @@ class MsgGetRequest(WireStruct):
     multi_last: list[str] = []
     up_to_seq: int = 0
     up_to_time: NanoTime | None = None
+    no_hdr: bool = False  # ⟨2.12+⟩ the message without its headers (not for multi_last)
 
 
 class MsgDeleteRequest(WireStruct):
