@@ -10,6 +10,10 @@ from typing import Any
 import pytest
 from tests.support.targets import KINDS, Target, make_target
 
+# pytester runs user test files for the pytest plugin's tests; the plugin itself gives the
+# nats_server / nats_url / nc / js fixtures (a no-op when its entry point is installed).
+pytest_plugins = ["pytester", "pyjetstream.testing.plugin"]
+
 _counter = itertools.count()
 
 

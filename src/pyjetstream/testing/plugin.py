@@ -1,0 +1,226 @@
+"""The pytest plugin: a NATS JetStream server for your tests, with no binary and no Docker.
+
+Installed with the package (the ``pytest11`` entry point ``pyjetstream.testing.plugin``), so the
+fixtures are simply there::
+
+    import pyjetstream as pjs
+
+    async def test_orders(js):
+        await js.create_stream(pjs.StreamConfig(name="ORDERS", subjects=["ORDERS.*"]))
+        ack = await js.publish("ORDERS.new", b"hello")
+        assert ack.seq == 1
+
+    def test_orders_sync(js):                       # a plain test gets the blocking client
+        js.create_stream(pjs.StreamConfig(name="ORDERS", subjects=["ORDERS.*"]))
+        assert js.publish("ORDERS.new", b"hello").seq == 1
+
+Fixtures:
+
+- ``nats_server`` — the server (a :class:`~pyjetstream.testing.TestServer`): the embedded
+  server on its own thread, started once per session and per configuration, JetStream on, its
+  store in a temporary directory. ``nats_servers`` is the session-scoped pool behind it.
+- ``nats_url`` — its ``nats://`` URL, after a clean slate: every stream, KV bucket and object
+  bucket is deleted before each test (one request when there is nothing to delete; no restart).
+- ``nc`` and ``js`` — a client connection and its JetStream context, connected for the test and
+  closed after it: the asyncio client in ``async def`` tests (through pytest-asyncio), the
+  blocking client (:mod:`pyjetstream.sync`, on its own thread) in plain ``def`` tests.
+
+Configuration, per test or module, by marker (tests with the same arguments share one server)::
+
+    @pytest.mark.nats_server(jetstream=False)
+    @pytest.mark.nats_server(config={"max_payload": 65536})       # or NATS config-file text
+    @pytest.mark.nats_server(auth={"token": "s3cret"})           # nc/js connect with it
+
+and for the whole suite in ``pytest.ini`` / ``pyproject.toml`` (``nats_server_config``: a NATS
+config file, relative to the rootdir, applied to every server).
+
+The same tests against another server: ``--nats-server-binary=nats-server`` (or a path; also the
+ini option ``nats_server_binary``) starts that executable with the same configuration, and
+``--nats-server-url=nats://host:4222`` uses a server you run (tests whose marker asks for another
+configuration are skipped there, since the plugin cannot configure it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyjetstream.testing.servers import (
+    EXTERNAL,
+    ExternalTestServer,
+    ServerSpec,
+    TestServer,
+    start_test_server,
+)
+
+try:  # async fixtures need pytest-asyncio; plain (sync) tests work without it
+    import pytest_asyncio
+
+    _async_fixture: Any = pytest_asyncio.fixture
+except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
+    pytest_asyncio = None
+    _async_fixture = pytest.fixture
+
+MARKER = "nats_server"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pyjetstream", "NATS server for tests (pyjetstream)")
+    group.addoption(
+        "--nats-server-url",
+        default=None,
+        help="run the NATS fixtures against this running server instead of the embedded one",
+    )
+    group.addoption(
+        "--nats-server-binary",
+        default=None,
+        help="start this nats-server executable (a path or a name on PATH) instead of the embedded server",
+    )
+    group.addoption(
+        "--nats-server-no-clean",
+        action="store_true",
+        default=None,
+        help="do not delete every stream before each test",
+    )
+    parser.addini("nats_server_url", "a running NATS server for the NATS fixtures", default="")
+    parser.addini("nats_server_binary", "a nats-server executable to start instead of the embedded one", default="")
+    parser.addini("nats_server_config", "a NATS config file applied to every test server", default="")
+    parser.addini("nats_server_clean", "delete every stream before each test", type="bool", default=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "nats_server(jetstream=True, config=None, auth=None): the NATS test server this test needs "
+        "(config: NATS config text or a dict; auth: the authorization block)",
+    )
+
+
+class ServerPool:
+    """The session's servers, one per configuration, started on first use and stopped at the end."""
+
+    def __init__(self, config: pytest.Config, tmp_root: Path) -> None:
+        self.url = config.getoption("nats_server_url") or config.getini("nats_server_url") or None
+        self.binary = config.getoption("nats_server_binary") or config.getini("nats_server_binary") or None
+        no_clean = config.getoption("nats_server_no_clean")
+        self.clean = not no_clean and bool(config.getini("nats_server_clean"))
+        conf_file = config.getini("nats_server_config")
+        self.base_config: dict[str, Any] = {}
+        if conf_file:
+            from pyjetstream.server.conf import parse_file
+
+            self.base_config = parse_file(str(Path(config.rootpath, conf_file)))
+        self.tmp_root = tmp_root
+        self._servers: dict[str, TestServer] = {}
+
+    @property
+    def mode(self) -> str:
+        """``external``, ``nats-server`` or ``embedded``: what this session tests against."""
+        return EXTERNAL if self.url else "nats-server" if self.binary else "embedded"
+
+    def spec_for(self, marker: pytest.Mark | None) -> ServerSpec:
+        kwargs = dict(marker.kwargs) if marker is not None else {}
+        config = kwargs.get("config")
+        if self.base_config:
+            if isinstance(config, str):
+                from pyjetstream.server.conf import parse
+
+                config = parse(config)
+            config = {**self.base_config, **(config or {})}
+        return ServerSpec(jetstream=kwargs.get("jetstream", True), config=config, auth=kwargs.get("auth"))
+
+    def get(self, spec: ServerSpec | None = None) -> TestServer:
+        """The server for ``spec`` (the default configuration when omitted), started if needed."""
+        spec = spec or self.spec_for(None)
+        key = spec.key()
+        srv = self._servers.get(key)
+        if srv is None:
+            if self.url:
+                if not spec.jetstream or spec.config != (self.base_config or None) or spec.auth:
+                    pytest.skip(f"needs a server configured as {spec} (--nats-server-url is a fixed server)")
+                srv = ExternalTestServer(kind=EXTERNAL, url=self.url, spec=spec)
+            else:
+                workdir = self.tmp_root / f"server{len(self._servers)}"
+                srv = start_test_server(spec, workdir, binary=self.binary)
+            self._servers[key] = srv
+        return srv
+
+    def stop(self) -> None:
+        for srv in self._servers.values():
+            with contextlib.suppress(Exception):
+                srv.stop()
+        self._servers.clear()
+
+
+@pytest.fixture(scope="session")
+def nats_servers(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPool]:
+    """The session's servers (``nats_servers.get(ServerSpec(...))``); usable from session fixtures."""
+    pool = ServerPool(pytestconfig, tmp_path_factory.mktemp("nats"))
+    yield pool
+    pool.stop()
+
+
+@pytest.fixture
+def nats_server(request: pytest.FixtureRequest, nats_servers: ServerPool) -> TestServer:
+    """The server for this test's ``nats_server`` marker; it lives for the whole session."""
+    return nats_servers.get(nats_servers.spec_for(request.node.get_closest_marker(MARKER)))
+
+
+@pytest.fixture
+def nats_url(nats_server: TestServer, nats_servers: ServerPool) -> str:
+    """The server's URL, after a clean slate (every stream, KV and object bucket deleted)."""
+    if nats_servers.clean:
+        nats_server.clean()
+    return nats_server.url
+
+
+def _is_async_test(request: pytest.FixtureRequest) -> bool:
+    function = getattr(request.node, "function", None)
+    return function is not None and inspect.iscoroutinefunction(function)
+
+
+@_async_fixture
+async def nats_async_client(nats_url: str, nats_server: TestServer) -> AsyncIterator[Any]:
+    """An asyncio client connection (``pjs.connect``) for one test."""
+    from pyjetstream.client import connect
+
+    nc = await connect(nats_url, name="pytest", **nats_server.connect_options)
+    yield nc
+    await nc.close()
+
+
+@pytest.fixture
+def nats_sync_client(nats_url: str, nats_server: TestServer) -> Iterator[Any]:
+    """A blocking client connection (``pjs.sync.connect``, its own loop thread) for one test."""
+    nc = nats_server.connect_sync(name="pytest")
+    yield nc
+    nc.close()
+
+
+@pytest.fixture
+def nc(request: pytest.FixtureRequest) -> Any:
+    """A client for this test: asyncio in ``async def`` tests, blocking in plain tests."""
+    if _is_async_test(request):
+        if pytest_asyncio is None:  # pragma: no cover
+            pytest.fail("async tests with the nc/js fixtures need pytest-asyncio")
+        return request.getfixturevalue("nats_async_client")
+    return request.getfixturevalue("nats_sync_client")
+
+
+@pytest.fixture
+def js(nc: Any, nats_server: TestServer) -> Any:
+    """The JetStream context of ``nc`` (asyncio or blocking, as ``nc`` is)."""
+    if not nats_server.jetstream:
+        pytest.fail("the js fixture needs JetStream: this test's nats_server marker turned it off")
+    from pyjetstream.client.jetstream import jetstream
+    from pyjetstream.client.jetstream.sync import SyncClient
+
+    if isinstance(nc, SyncClient):
+        return nc.jetstream()
+
+    return jetstream(nc)
