@@ -29,6 +29,7 @@ from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time
 from pyjetstream.protocol.headers import get_header, remove_header
 from pyjetstream.protocol.subjects import is_subset
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
+from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
 from pyjetstream.server.jetstream.sourcing import StreamSourcing
 from pyjetstream.server.jetstream.store.base import (
     ErrMaxBytes,
@@ -102,6 +103,7 @@ class Stream:
         self._signals: list[tuple[int, str]] = []
         self._ack_prefix = pub_ack_prefix(cfg.name, engine.domain)
         self._memory = cfg.storage == StorageType.MEMORY
+        self._ingest = IngestLimits(self.server.options)
         self._configure_transforms()
         self.sourcing = StreamSourcing(self)
 
@@ -192,6 +194,11 @@ class Stream:
 
     def _on_inbound(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if self.closed:
+            return
+        if self._ingest.refuses(subject, reply, hdr, payload):
+            if reply:
+                too_many, body = too_many_requests(self.name)
+                self.server.publish_internal(reply, body, hdr=too_many)
             return
         if self._memory:  # nothing to write: acknowledge at once
             response = self.process_inbound(subject, reply, hdr, payload)
