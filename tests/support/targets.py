@@ -84,6 +84,7 @@ class Target:
     port: int = 0
     http_port: int = 0
     log: list[str] = field(default_factory=list)
+    binary: str | None = None  # an older nats-server (old_target) instead of the kind's own
 
     @property
     def url(self) -> str:
@@ -94,7 +95,9 @@ class Target:
         return self.workdir / "store"
 
     def command(self, conf: Path, ports_dir: Path) -> list[str]:
-        if self.kind == NATS_SERVER:
+        if self.binary is not None:
+            exe = [self.binary]
+        elif self.kind == NATS_SERVER:
             exe = [nats_server_binary()]
         else:
             exe = [sys.executable, "-m", "pyjetstream", "serve"]
@@ -164,3 +167,12 @@ class Target:
 def make_target(kind: str, workdir: Path, **settings: Any) -> Target:
     workdir.mkdir(parents=True, exist_ok=True)
     return Target(kind=kind, workdir=workdir, settings=settings).start()
+
+
+def old_target(version: str, workdir: Path, **settings: Any) -> Target | None:
+    """An older nats-server ("2.14.0" | "2.9.10") started like ``make_target``; ``None`` when not installed."""
+    binary = old_nats_server_binary(version)
+    if binary is None:
+        return None
+    workdir.mkdir(parents=True, exist_ok=True)
+    return Target(kind=f"nats-server-{version}", workdir=workdir, settings=settings, binary=binary).start()

@@ -13,13 +13,20 @@ from collections.abc import Iterable
 from .timefmt import format_go_duration
 
 __all__ = [
+    "BATCH_COMMIT",
+    "BATCH_COMMIT_ALL",
+    "BATCH_COMMIT_EOB",
+    "BATCH_ID",
+    "BATCH_SEQUENCE",
     "CONSUMER_STALLED",
+    "COUNTER_SOURCES",
     "DESCRIPTION",
     "EXPECTED_LAST_MSG_ID",
     "EXPECTED_LAST_SEQUENCE",
     "EXPECTED_LAST_SUBJECT_SEQUENCE",
     "EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT",
     "EXPECTED_STREAM",
+    "INCR",
     "KV_OPERATION",
     "LAST_CONSUMER",
     "LAST_SEQUENCE",
@@ -32,9 +39,17 @@ __all__ = [
     "PENDING_MESSAGES",
     "PIN_ID",
     "REQUEST_INFO",
+    "REQUIRED_API_LEVEL",
     "ROLLUP",
     "ROLLUP_ALL",
     "ROLLUP_SUBJECT",
+    "SCHEDULE",
+    "SCHEDULER",
+    "SCHEDULE_NEXT",
+    "SCHEDULE_SOURCE",
+    "SCHEDULE_TARGET",
+    "SCHEDULE_TIME_ZONE",
+    "SCHEDULE_TTL",
     "SEQUENCE",
     "STATUS",
     "STREAM",
@@ -59,6 +74,28 @@ ROLLUP_SUBJECT = "sub"  # purge the subject, keep this message
 ROLLUP_ALL = "all"  # purge the stream, keep this message
 TTL = "Nats-TTL"  # ⟨2.11+⟩ per-message TTL ("10s", "1h", seconds, or "never")
 REQUEST_INFO = "Nats-Request-Info"  # server-internal; stripped from stored messages
+REQUIRED_API_LEVEL = "Nats-Required-Api-Level"  # ⟨2.11+⟩ refuse the request below this API level
+
+# ⟨2.12+⟩ atomic batch publish (ADR-50): every message carries the id and its 1-based sequence,
+# the last also the commit ("1"; ⟨2.14⟩ "eob" commits without storing the message carrying it).
+BATCH_ID = "Nats-Batch-Id"
+BATCH_SEQUENCE = "Nats-Batch-Sequence"
+BATCH_COMMIT = "Nats-Batch-Commit"
+BATCH_COMMIT_ALL = "1"
+BATCH_COMMIT_EOB = "eob"
+
+# ⟨2.12+⟩ counters (ADR-49): "+N" / "-N" on an empty body; sourced counters carry their origins.
+INCR = "Nats-Incr"
+COUNTER_SOURCES = "Nats-Counter-Sources"
+
+# ⟨2.12+⟩ message schedules (ADR-51): "@at <RFC 3339>", ⟨2.14⟩ "@every <dur>", cron, "@hourly" ...
+SCHEDULE = "Nats-Schedule"
+SCHEDULE_TARGET = "Nats-Schedule-Target"
+SCHEDULE_SOURCE = "Nats-Schedule-Source"  # ⟨2.14⟩ publish the last message of this subject
+SCHEDULE_TTL = "Nats-Schedule-TTL"
+SCHEDULE_TIME_ZONE = "Nats-Schedule-Time-Zone"  # ⟨2.14⟩ IANA zone, cron only
+SCHEDULER = "Nats-Scheduler"  # on a produced message: the schedule subject
+SCHEDULE_NEXT = "Nats-Schedule-Next"  # on a produced message: the next run
 
 # Added by the server: direct get / republish / sourcing.
 STREAM = "Nats-Stream"

@@ -48,6 +48,9 @@ class PubAck(WireStruct):
     seq: int = always(0)
     domain: str = ""
     duplicate: bool = False
+    val: str = ""  # ⟨2.12+⟩ a counter's total after this increment
+    batch: str = ""  # ⟨2.12+⟩ the committed atomic batch's id
+    count: int = 0  # ⟨2.12+⟩ how many messages that batch stored
 
 
 class PubAckResponse(WireStruct):
@@ -58,6 +61,9 @@ class PubAckResponse(WireStruct):
     seq: int = always(0)
     domain: str = ""
     duplicate: bool = False
+    val: str = ""  # ⟨2.12+⟩ a counter's total after this increment
+    batch: str = ""  # ⟨2.12+⟩ the committed atomic batch's id
+    count: int = 0  # ⟨2.12+⟩ how many messages that batch stored
 
     @property
     def ack(self) -> PubAck:

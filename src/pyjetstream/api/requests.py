@@ -16,6 +16,7 @@ __all__ = [
     "ConsumerListRequest",
     "ConsumerNamesRequest",
     "ConsumerPauseRequest",
+    "ConsumerResetRequest",
     "ConsumerUnpinRequest",
     "LeaderStepdownRequest",
     "MetaServerRemoveRequest",
@@ -104,3 +105,9 @@ class ConsumerUnpinRequest(WireStruct):
     """⟨2.11+⟩ ``CONSUMER.UNPIN``."""
 
     group: str = always("")
+
+
+class ConsumerResetRequest(WireStruct):
+    """⟨2.14+⟩ ``CONSUMER.RESET``: deliver again from stream sequence ``seq`` (0: the consumer's start)."""
+
+    seq: int = 0

@@ -52,6 +52,7 @@ CONSUMER_LIST_RESPONSE_TYPE = _PRE + "consumer_list_response"
 CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE = _PRE + "consumer_leader_stepdown_response"
 CONSUMER_PAUSE_RESPONSE_TYPE = _PRE + "consumer_pause_response"  # ⟨2.11+⟩
 CONSUMER_UNPIN_RESPONSE_TYPE = _PRE + "consumer_unpin_response"  # ⟨2.11+⟩
+CONSUMER_RESET_RESPONSE_TYPE = _PRE + "consumer_reset_response"  # ⟨2.14+⟩
 META_LEADER_STEPDOWN_RESPONSE_TYPE = _PRE + "meta_leader_stepdown_response"
 META_SERVER_REMOVE_RESPONSE_TYPE = _PRE + "meta_server_remove_response"
 SYSTEM_OVERLOADED_TYPE = _PRE + "system_overloaded"  # ApiResponse carrying 10023 when API queue is full
@@ -321,6 +322,13 @@ class ConsumerUnpinResponse(ApiResponse):
     TYPE = CONSUMER_UNPIN_RESPONSE_TYPE
 
 
+class ConsumerResetResponse(_ConsumerInfoBody):
+    """⟨2.14+⟩ the consumer's info after the reset, and the sequence it restarts from."""
+
+    TYPE = CONSUMER_RESET_RESPONSE_TYPE
+    reset_seq: int = 0
+
+
 # --- meta (system account) -----------------------------------------------------------------
 
 
@@ -364,6 +372,7 @@ RESPONSE_CLASSES: dict[str, type[ApiResponse]] = {
         ConsumerLeaderStepDownResponse,
         ConsumerPauseResponse,
         ConsumerUnpinResponse,
+        ConsumerResetResponse,
         MetaLeaderStepDownResponse,
         MetaServerRemoveResponse,
     )

@@ -181,6 +181,10 @@ class JSApi:
         """⟨2.11+⟩"""
         return self._s(f"CONSUMER.UNPIN.{stream}.{consumer}")
 
+    def consumer_reset(self, stream: str, consumer: str) -> str:
+        """⟨2.14+⟩"""
+        return self._s(f"CONSUMER.RESET.{stream}.{consumer}")
+
     # templates (deprecated)
     def template_create(self, template: str) -> str:
         return self._s(f"STREAM.TEMPLATE.CREATE.{template}")

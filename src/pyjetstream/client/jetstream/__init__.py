@@ -32,7 +32,7 @@ from pyjetstream.client.jetstream import errors
 from pyjetstream.client.jetstream.config import ConsumerConfig, StreamConfig
 from pyjetstream.client.jetstream.consume import ConsumeContext, MessagesContext
 from pyjetstream.client.jetstream.consumer import PullConsumer
-from pyjetstream.client.jetstream.context import JetStream, jetstream, new
+from pyjetstream.client.jetstream.context import ConsumerResetResult, JetStream, jetstream, new
 from pyjetstream.client.jetstream.errors import *  # noqa: F403
 from pyjetstream.client.jetstream.kv import (
     KeyValue,
@@ -56,7 +56,17 @@ from pyjetstream.client.jetstream.ordered import (
     OrderedConsumerConfig,
     OrderedMessagesContext,
 )
-from pyjetstream.client.jetstream.publish import PubAckFuture, PublishedMsg
+from pyjetstream.client.jetstream.publish import (
+    SCHEDULE_DAILY,
+    SCHEDULE_HOURLY,
+    SCHEDULE_MONTHLY,
+    SCHEDULE_WEEKLY,
+    SCHEDULE_YEARLY,
+    TTL_NEVER,
+    MsgSchedule,
+    PubAckFuture,
+    PublishedMsg,
+)
 from pyjetstream.client.jetstream.pull import MessageBatch
 from pyjetstream.client.jetstream.stream import RawStreamMsg, Stream
 
@@ -70,6 +80,7 @@ __all__ = [
     "Consumer",
     "ConsumerConfig",
     "ConsumerInfo",
+    "ConsumerResetResult",
     "DeliverPolicy",
     "DiscardPolicy",
     "JetStream",
@@ -84,6 +95,7 @@ __all__ = [
     "MessagesContext",
     "Msg",
     "MsgMetadata",
+    "MsgSchedule",
     "ObjectInfo",
     "ObjectLink",
     "ObjectMeta",
@@ -102,11 +114,17 @@ __all__ = [
     "PullConsumer",
     "RawStreamMsg",
     "ReplayPolicy",
+    "SCHEDULE_DAILY",
+    "SCHEDULE_HOURLY",
+    "SCHEDULE_MONTHLY",
+    "SCHEDULE_WEEKLY",
+    "SCHEDULE_YEARLY",
     "RetentionPolicy",
     "StorageType",
     "Stream",
     "StreamConfig",
     "StreamInfo",
+    "TTL_NEVER",
     "errors",
     "jetstream",
     "new",

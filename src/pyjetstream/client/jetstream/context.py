@@ -13,11 +13,13 @@ import hashlib
 import itertools
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
 from pyjetstream.api import codec, names
+from pyjetstream.api.api_levels import Feature, api_level_from_info
 from pyjetstream.api.enums import ConsumerAction
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, CreateConsumerRequest
 from pyjetstream.api.models_msg import PubAck
@@ -25,6 +27,9 @@ from pyjetstream.api.models_stream import StreamConfig, StreamInfo
 from pyjetstream.api.requests import (
     ConsumerListRequest,
     ConsumerNamesRequest,
+    ConsumerPauseRequest,
+    ConsumerResetRequest,
+    ConsumerUnpinRequest,
     StreamListRequest,
     StreamNamesRequest,
 )
@@ -36,6 +41,9 @@ from pyjetstream.api.responses import (
     ConsumerInfoResponse,
     ConsumerListResponse,
     ConsumerNamesResponse,
+    ConsumerPauseResponse,
+    ConsumerResetResponse,
+    ConsumerUnpinResponse,
     StreamCreateResponse,
     StreamDeleteResponse,
     StreamInfoResponse,
@@ -44,6 +52,7 @@ from pyjetstream.api.responses import (
     StreamUpdateResponse,
 )
 from pyjetstream.api.subjects import JSApi
+from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.client.errors import NoRespondersError
 from pyjetstream.client.inbox import DIGITS, next_nuid
 from pyjetstream.client.jetstream.consumer import PullConsumer
@@ -54,6 +63,7 @@ from pyjetstream.client.jetstream.errors import (
     ConsumerMultipleFilterSubjectsNotSupported,
     ConsumerNameRequired,
     ConsumerNotFound,
+    FeatureNotSupported,
     InvalidConsumerName,
     InvalidStreamName,
     InvalidSubject,
@@ -79,9 +89,12 @@ from pyjetstream.client.jetstream.publish import (
     DEFAULT_RETRY_WAIT,
     AsyncErrorHandler,
     AsyncPublisher,
+    Duration,
+    MsgSchedule,
     PubAckFuture,
     headers_of,
     pub_ack_from_reply,
+    publish_features,
     publish_headers,
 )
 from pyjetstream.client.jetstream.stream import Stream
@@ -100,6 +113,22 @@ _NO_ACTION_BEFORE = (2, 10, 0)  # servers before 2.10 ignore the consumer-create
 _DEFAULT_CONSUMER = ConsumerConfig()
 
 HeadersArg = Mapping[str, str | Iterable[str]] | HeaderBlock
+
+
+class ConsumerResetResult(NamedTuple):
+    """What ``reset_consumer`` returns (nats.go ``ConsumerResetResponse``): the consumer's info after
+    the reset and the stream sequence delivery restarts from."""
+
+    info: ConsumerInfo
+    reset_seq: int
+
+
+def _pause_time(until: datetime | None) -> NanoTime:
+    if until is None:
+        return NanoTime(ZERO_TIME)
+    if until.tzinfo is None:
+        until = until.replace(tzinfo=UTC)
+    return NanoTime.from_datetime(until)
 
 
 def validate_stream_name(name: str) -> None:
@@ -170,6 +199,7 @@ class JetStream:
         )
         self._kv = KeyValueManager(self)
         self._obj = ObjectStoreManager(self)
+        self._api_level: tuple[object, int] | None = None  # (server_id, level) from $JS.API.INFO
 
     @property
     def api_prefix(self) -> str:
@@ -183,6 +213,30 @@ class JetStream:
         """The connected server's version from INFO (``(0, 0, 0)`` when unknown)."""
         match = _VERSION.match(str(self.nc.server_info.get("version", "")))
         return (int(match[1]), int(match[2]), int(match[3])) if match else (0, 0, 0)
+
+    # --- API level (ADR-44) ---------------------------------------------------------------------------
+
+    async def api_level(self) -> int:
+        """The server's JetStream API level: INFO's ``api_lvl`` (2.12+), else ``$JS.API.INFO``'s
+        ``api.level`` (2.11, asked once per server), else 0 (2.10 and older)."""
+        info = self.nc.server_info
+        level = api_level_from_info(info)
+        if level is not None:
+            return level
+        server_id = info.get("server_id")
+        cached = self._api_level
+        if cached is not None and cached[0] == server_id:
+            return cached[1]
+        account = await self.account_info()
+        level = account.api.level if account.api is not None else 0
+        self._api_level = (server_id, level)
+        return level
+
+    async def require(self, feature: Feature) -> None:
+        """Raise :class:`FeatureNotSupported` unless the server's API level has ``feature``."""
+        level = await self.api_level()
+        if level < feature.level:
+            raise FeatureNotSupported(feature, level, str(self.nc.server_info.get("version", "")))
 
     # --- API plumbing ------------------------------------------------------------------------------
 
@@ -351,6 +405,40 @@ class JetStream:
         if not resp.success:
             raise JetStreamError(f"consumer {name!r} was not deleted")
 
+    async def pause_consumer(self, stream: str, name: str, until: datetime) -> ConsumerPauseResponse:
+        """Deliver nothing until ``until`` (2.11+; heartbeats go on). The answer has ``paused``,
+        ``pause_until`` and ``pause_remaining`` (ns)."""
+        return await self._pause(stream, name, until)
+
+    async def resume_consumer(self, stream: str, name: str) -> ConsumerPauseResponse:
+        """End a pause now (2.11+)."""
+        return await self._pause(stream, name, None)
+
+    async def _pause(self, stream: str, name: str, until: datetime | None) -> ConsumerPauseResponse:
+        validate_stream_name(stream)
+        validate_consumer_name(name)
+        await self.require(Feature.CONSUMER_PAUSE)
+        body = ConsumerPauseRequest(pause_until=_pause_time(until)) if until is not None else None
+        return await self._request(self.api.consumer_pause(stream, name), body, ConsumerPauseResponse)
+
+    async def unpin_consumer(self, stream: str, name: str, group: str) -> None:
+        """Drop the pinned client of priority group ``group`` (2.11+): the next pull gets the pin."""
+        validate_stream_name(stream)
+        validate_consumer_name(name)
+        await self.require(Feature.PRIORITY_GROUPS)
+        body = ConsumerUnpinRequest(group=group)
+        await self._request(self.api.consumer_unpin(stream, name), body, ConsumerUnpinResponse)
+
+    async def reset_consumer(self, stream: str, name: str, seq: int | None = None) -> ConsumerResetResult:
+        """Deliver again from stream sequence ``seq`` (default: the consumer's own start), dropping
+        pending acks and redeliveries (2.14+; nats.go ``ResetConsumer`` / ``ResetConsumerToSequence``)."""
+        validate_stream_name(stream)
+        validate_consumer_name(name)
+        await self.require(Feature.CONSUMER_RESET)
+        body = ConsumerResetRequest(seq=seq) if seq else None
+        resp = await self._request(self.api.consumer_reset(stream, name), body, ConsumerResetResponse)
+        return ConsumerResetResult(resp.payload(), resp.reset_seq)
+
     async def ordered_consumer(
         self, stream: str, config: OrderedConsumerConfig | None = None
     ) -> OrderedConsumer:
@@ -398,6 +486,9 @@ class JetStream:
         expect_last_sequence: int | None = None,
         expect_last_sequence_per_subject: int | None = None,
         expect_last_msg_id: str | None = None,
+        expect_last_subject: str | None = None,
+        ttl: Duration | str | None = None,
+        schedule: MsgSchedule | None = None,
         retry_attempts: int | None = None,
         retry_wait: float | None = None,
         timeout: float | None = None,
@@ -405,9 +496,14 @@ class JetStream:
         """Publish into a stream and wait for its :class:`PubAck`.
 
         ``msg_id`` deduplicates within the stream's window; the ``expect_*`` options make the stream
-        refuse the message unless they hold (:class:`WrongLastSequence` …). No responders (no stream,
-        or a leader change) is retried ``retry_attempts`` times (``-1``: forever) every ``retry_wait``
-        seconds, then :class:`NoStreamResponse`.
+        refuse the message unless they hold (:class:`WrongLastSequence` …); with
+        ``expect_last_subject`` (2.11+), ``expect_last_sequence_per_subject`` is checked against the
+        last message on that subject filter. ``ttl`` (seconds, a timedelta or ``"never"``; 2.11+,
+        the stream needs ``allow_msg_ttl``) expires this message; ``schedule`` (a
+        :class:`MsgSchedule`; 2.12+) makes it a schedule the server publishes from. No responders
+        (no stream, or a leader change) is retried ``retry_attempts`` times (``-1``: forever) every
+        ``retry_wait`` seconds, then :class:`NoStreamResponse`. An option the server's API level
+        lacks raises :class:`FeatureNotSupported` before anything is sent.
         """
         hdrs = publish_headers(
             headers,
@@ -416,7 +512,13 @@ class JetStream:
             expect_last_sequence=expect_last_sequence,
             expect_last_sequence_per_subject=expect_last_sequence_per_subject,
             expect_last_msg_id=expect_last_msg_id,
+            expect_last_subject=expect_last_subject,
+            ttl=ttl,
+            schedule=schedule,
         )
+        if ttl is not None or schedule is not None or expect_last_subject is not None:
+            for feature in publish_features(ttl, schedule, expect_last_subject):
+                await self.require(feature)
         attempts = self.retry_attempts if retry_attempts is None else retry_attempts
         wait = self.retry_wait if retry_wait is None else retry_wait
         for attempt in itertools.count():
@@ -446,6 +548,9 @@ class JetStream:
         expect_last_sequence: int | None = None,
         expect_last_sequence_per_subject: int | None = None,
         expect_last_msg_id: str | None = None,
+        expect_last_subject: str | None = None,
+        ttl: Duration | str | None = None,
+        schedule: MsgSchedule | None = None,
         stall_wait: float | None = None,
     ) -> PubAckFuture:
         """Publish without waiting for the ack: returns a future of the :class:`PubAck`.
@@ -453,6 +558,7 @@ class JetStream:
         Many publishes are in flight at once over one reply subscription. When
         ``publish_async_max_pending`` are outstanding this waits for room (at most ``stall_wait``
         seconds if given) or, without backpressure, raises :class:`TooManyStalledMsgs` at once.
+        The options are ``publish``'s.
         """
         hdrs = publish_headers(
             headers,
@@ -461,7 +567,13 @@ class JetStream:
             expect_last_sequence=expect_last_sequence,
             expect_last_sequence_per_subject=expect_last_sequence_per_subject,
             expect_last_msg_id=expect_last_msg_id,
+            expect_last_subject=expect_last_subject,
+            ttl=ttl,
+            schedule=schedule,
         )
+        if ttl is not None or schedule is not None or expect_last_subject is not None:
+            for feature in publish_features(ttl, schedule, expect_last_subject):
+                await self.require(feature)
         return await self._publisher.publish(subject, data, hdrs, stall_wait)
 
     async def publish_msg_async(self, msg: Msg, **options: Any) -> PubAckFuture:

@@ -311,6 +311,32 @@ class JetStreamClosed(JetStreamError):
     pass
 
 
+class FeatureNotSupported(JetStreamError):
+    """The server's JetStream API level is below what a feature needs (ADR-44); raised before the
+    request is sent, since an older server would misread it silently. ``feature`` (an
+    :class:`pyjetstream.api.api_levels.Feature`), ``required_level``, ``required_version``,
+    ``server_level`` and ``server_version`` say what is missing."""
+
+    def __init__(self, feature: Any, server_level: int, server_version: str) -> None:
+        self.feature = feature
+        self.required_level = feature.level
+        self.required_version = feature.version
+        self.server_level = server_level
+        self.server_version = server_version
+        super().__init__(
+            f"{feature.description} needs nats-server {feature.version} or newer (JetStream API level "
+            f"{feature.level}); the server is {server_version or 'unknown'} (API level {server_level})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.feature, self.server_level, self.server_version))
+
+
+@_client("batch publish failed")
+class BatchPublishError(JetStreamError):
+    """An atomic batch was not committed (the server refused a message, or the batch was abandoned)."""
+
+
 @_client("consumer does not support multiple filter subjects (needs nats-server 2.10+)")
 class ConsumerMultipleFilterSubjectsNotSupported(JetStreamError):
     pass
@@ -323,6 +349,12 @@ class PullStatusError(JetStreamError):
     """A pull request ended with a status the client treats as an error (``code`` = status)."""
 
     default_description = "pull request failed"
+
+
+@_client("pin id mismatch", 423)
+class PinIdMismatch(PullStatusError):
+    """A pinned-client pull carried a pin id the server no longer accepts (status 423); the pin is
+    dropped and the next pull asks for a new one."""
 
 
 @_client("no messages", 404)

@@ -17,24 +17,36 @@ import builtins
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
+from pyjetstream.api.api_levels import Feature
 from pyjetstream.api.codec import decode_pub_ack
 from pyjetstream.api.headers import (
     EXPECTED_LAST_MSG_ID,
     EXPECTED_LAST_SEQUENCE,
     EXPECTED_LAST_SUBJECT_SEQUENCE,
+    EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT,
     EXPECTED_STREAM,
     MSG_ID,
+    SCHEDULE,
+    SCHEDULE_SOURCE,
+    SCHEDULE_TARGET,
+    SCHEDULE_TIME_ZONE,
+    SCHEDULE_TTL,
+    TTL,
 )
 from pyjetstream.api.models_msg import PubAck
+from pyjetstream.api.timefmt import format_go_duration
 from pyjetstream.client.errors import ConnectionClosedError, NatsError, TimeoutError
 from pyjetstream.client.jetstream.consume import run_callback
 from pyjetstream.client.jetstream.errors import (
     AsyncPublishTimeout,
     InvalidJSAck,
+    InvalidOption,
     NoStreamResponse,
     TooManyStalledMsgs,
     api_exception,
@@ -57,6 +69,103 @@ Headers = dict[str, str | list[str]]
 AsyncErrorHandler = Callable[[Any, "PublishedMsg", Exception], Awaitable[None] | None]
 
 
+Duration = float | timedelta  # seconds, or a timedelta
+TTL_NEVER = "never"
+
+# nats.go's predefined schedules (for ``MsgSchedule(cron=...)``).
+SCHEDULE_YEARLY = "@yearly"
+SCHEDULE_MONTHLY = "@monthly"
+SCHEDULE_WEEKLY = "@weekly"
+SCHEDULE_DAILY = "@daily"
+SCHEDULE_HOURLY = "@hourly"
+
+
+def go_duration(value: Duration | str, what: str = "duration") -> str:
+    """A duration as nats-server parses it in headers: a Go duration string (``"1m30s"``)."""
+    if isinstance(value, str):
+        return value
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds <= 0:
+        raise InvalidOption(f"{what} must be positive")
+    return format_go_duration(round(seconds * 1_000_000_000))
+
+
+def _seconds(value: Duration) -> float:
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class MsgSchedule:
+    """A message schedule (ADR-51; nats.go ``WithSchedule*``): publish to a schedule subject of a
+    stream with ``allow_msg_schedules`` and the server publishes the body to ``target`` — once
+    ``at`` a time, ``every`` interval (≥ 1 s) or on a ``cron`` expression (6 fields or
+    ``SCHEDULE_HOURLY`` …, optionally in ``time_zone``). ``source`` publishes the last message of
+    that subject instead of the body; ``ttl`` (a duration or ``"never"``) is the produced messages'
+    TTL."""
+
+    target: str
+    at: datetime | None = None
+    every: Duration | None = None
+    cron: str | None = None
+    time_zone: str | None = None
+    source: str | None = None
+    ttl: Duration | str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.target:
+            raise InvalidOption("schedule target subject cannot be empty")
+        if sum(x is not None for x in (self.at, self.every, self.cron)) != 1:
+            raise InvalidOption("a schedule needs exactly one of at, every and cron")
+        if self.every is not None and _seconds(self.every) < 1:
+            raise InvalidOption("schedule interval must be at least 1s")
+        if self.cron is not None and not self.cron:
+            raise InvalidOption("cron expression cannot be empty")
+        if self.time_zone is not None and self.cron is None:
+            raise InvalidOption("a schedule time zone needs a cron expression")
+
+    @property
+    def expression(self) -> str:
+        """The ``Nats-Schedule`` value."""
+        if self.at is not None:
+            at = self.at if self.at.tzinfo is not None else self.at.replace(tzinfo=UTC)
+            return "@at " + at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if self.every is not None:
+            return "@every " + go_duration(self.every)
+        assert self.cron is not None
+        return self.cron
+
+    @property
+    def feature(self) -> Feature:
+        """``@at`` is 2.12's; intervals, cron, time zones and sources came with 2.14."""
+        if self.at is not None and self.time_zone is None and self.source is None:
+            return Feature.SCHEDULES
+        return Feature.SCHEDULE_CRON
+
+    def headers(self) -> list[tuple[str, str]]:
+        out = [(SCHEDULE, self.expression), (SCHEDULE_TARGET, self.target)]
+        if self.source is not None:
+            out.append((SCHEDULE_SOURCE, self.source))
+        if self.ttl is not None:
+            out.append((SCHEDULE_TTL, go_duration(self.ttl, "schedule TTL")))
+        if self.time_zone is not None:
+            out.append((SCHEDULE_TIME_ZONE, self.time_zone))
+        return out
+
+
+def publish_features(
+    ttl: object, schedule: MsgSchedule | None, expect_last_subject: str | None
+) -> list[Feature]:
+    """The API-level features a publish with these options needs (none for a plain publish)."""
+    out: list[Feature] = []
+    if ttl is not None:
+        out.append(Feature.MSG_TTL)
+    if schedule is not None:
+        out.append(schedule.feature)
+    if expect_last_subject is not None:
+        out.append(Feature.EXPECTED_LAST_SUBJECT_FILTER)
+    return out
+
+
 class PublishedMsg(NamedTuple):
     """What an async publish sent (given to the error handler, e.g. to publish it again)."""
 
@@ -73,8 +182,14 @@ def publish_headers(
     expect_last_sequence: int | None = None,
     expect_last_sequence_per_subject: int | None = None,
     expect_last_msg_id: str | None = None,
+    expect_last_subject: str | None = None,
+    ttl: Duration | str | None = None,
+    schedule: MsgSchedule | None = None,
 ) -> Headers | None:
-    """User headers plus the JetStream publish expectations (``None`` when there are none)."""
+    """User headers plus the JetStream publish options (``None`` when there are none).
+
+    ``expect_last_subject`` makes ``expect_last_sequence_per_subject`` apply to the last message on
+    that subject filter (2.11+) instead of the published subject."""
     out: Headers | None = None
     if headers is not None:
         if isinstance(headers, HeaderBlock):
@@ -92,6 +207,16 @@ def publish_headers(
         extra.append((EXPECTED_LAST_SUBJECT_SEQUENCE, str(expect_last_sequence_per_subject)))
     if expect_last_msg_id is not None:
         extra.append((EXPECTED_LAST_MSG_ID, expect_last_msg_id))
+    if expect_last_subject is not None:
+        if not expect_last_subject:
+            raise InvalidOption("subject cannot be empty")
+        if expect_last_sequence_per_subject is None:
+            raise InvalidOption("expect_last_subject needs expect_last_sequence_per_subject")
+        extra.append((EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT, expect_last_subject))
+    if ttl is not None:
+        extra.append((TTL, go_duration(ttl, "ttl")))
+    if schedule is not None:
+        extra.extend(schedule.headers())
     if extra:
         if out is None:
             out = {}
@@ -119,7 +244,15 @@ def pub_ack_from_reply(msg: Msg) -> PubAck:
         raise api_exception(resp.error)
     if not resp.stream:
         raise InvalidJSAck()
-    return PubAck(stream=resp.stream, seq=resp.seq, domain=resp.domain, duplicate=resp.duplicate)
+    return PubAck(
+        stream=resp.stream,
+        seq=resp.seq,
+        domain=resp.domain,
+        duplicate=resp.duplicate,
+        val=resp.val,
+        batch=resp.batch,
+        count=resp.count,
+    )
 
 
 class PubAckFuture(asyncio.Future[PubAck]):

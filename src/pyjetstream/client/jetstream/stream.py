@@ -34,10 +34,13 @@ from pyjetstream.client.jetstream.errors import (
 from pyjetstream.protocol import HeaderBlock, parse_headers
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo
     from pyjetstream.api.models_stream import StreamInfo
+    from pyjetstream.api.responses import ConsumerPauseResponse
     from pyjetstream.client.jetstream.consumer import PullConsumer
-    from pyjetstream.client.jetstream.context import JetStream
+    from pyjetstream.client.jetstream.context import ConsumerResetResult, JetStream
     from pyjetstream.client.jetstream.ordered import OrderedConsumer, OrderedConsumerConfig
     from pyjetstream.client.msg import Msg
 
@@ -212,6 +215,21 @@ class Stream:
 
     async def ordered_consumer(self, config: OrderedConsumerConfig | None = None) -> OrderedConsumer:
         return await self._js.ordered_consumer(self._name, config)
+
+    async def pause_consumer(self, name: str, until: datetime) -> ConsumerPauseResponse:
+        """Deliver nothing until ``until`` (2.11+)."""
+        return await self._js.pause_consumer(self._name, name, until)
+
+    async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
+        return await self._js.resume_consumer(self._name, name)
+
+    async def unpin_consumer(self, name: str, group: str) -> None:
+        """Drop the pinned client of priority group ``group`` (2.11+)."""
+        await self._js.unpin_consumer(self._name, name, group)
+
+    async def reset_consumer(self, name: str, seq: int | None = None) -> ConsumerResetResult:
+        """Deliver again from ``seq`` (default: the consumer's start); 2.14+."""
+        return await self._js.reset_consumer(self._name, name, seq)
 
     def list_consumers(self) -> AsyncIterator[ConsumerInfo]:
         """Every consumer's info (``async for``)."""
