@@ -27,6 +27,7 @@ class PullStatus(enum.Enum):
     CONFLICT = "conflict"  # any other 409 (Exceeded MaxWaiting, MaxRequestBatch …): this pull failed
     BAD_REQUEST = "bad_request"  # 400: the request itself is wrong
     NO_RESPONDERS = "no_responders"  # 503: nobody listens on MSG.NEXT (the consumer does not exist)
+    PIN_ID_MISMATCH = "pin_id_mismatch"  # ⟨2.11+⟩ 423: the pull's pin id is not the group's pinned one
     OTHER = "other"  # any other code
 
 
@@ -54,4 +55,6 @@ def classify_pull_status(status: int, description: str) -> PullStatus:
         return PullStatus.BAD_REQUEST
     if status == 503:
         return PullStatus.NO_RESPONDERS
+    if status == 423:
+        return PullStatus.PIN_ID_MISMATCH
     return PullStatus.OTHER

@@ -6,6 +6,10 @@ Receiving follows nats.go's simplified API (ADR-37):
 - ``next()``: a single message;
 - ``consume(handler)``: continuous, pre-buffered pulling into a handler (:class:`ConsumeContext`);
 - ``messages()``: the same as an async iterator (:class:`MessagesContext`).
+
+Each of them takes the priority-group options of a pull (ADR-42, 2.11+): ``group``, and
+``min_pending`` / ``min_ack_pending`` (overflow) or ``priority`` (prioritized, 2.12+). On a
+pinned-client consumer the handle keeps the pin id it was given (``pin_id``) for its next pulls.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from pyjetstream.client.jetstream.pull import (
     FETCH_HEARTBEAT_MIN_WAIT,
     MAX_BYTES_BATCH,
     MessageBatch,
+    PinState,
+    PriorityOptions,
     PullOptions,
     PullSession,
 )
@@ -49,6 +55,12 @@ class PullConsumer:
         self._name = info.name
         self._info = info
         self._next_subject = js.api.consumer_msg_next(stream, info.name)
+        self._pin = PinState()
+
+    @property
+    def pin_id(self) -> str:
+        """The pin id of this handle's pinned priority group ("" when not pinned)."""
+        return self._pin.id
 
     @property
     def name(self) -> str:
@@ -70,7 +82,15 @@ class PullConsumer:
     # --- one-shot pulls --------------------------------------------------------------------------
 
     async def fetch(
-        self, batch: int, *, max_wait: float = DEFAULT_FETCH_MAX_WAIT, heartbeat: float | None = None
+        self,
+        batch: int,
+        *,
+        max_wait: float = DEFAULT_FETCH_MAX_WAIT,
+        heartbeat: float | None = None,
+        group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
     ) -> MessageBatch:
         """Up to ``batch`` messages in one request, waiting at most ``max_wait`` seconds for them.
 
@@ -79,27 +99,72 @@ class PullConsumer:
         """
         if batch <= 0:
             raise InvalidOption("batch must be positive")
-        return await self._fetch(batch, 0, max_wait, heartbeat)
+        prio = await self._priority(group, min_pending, min_ack_pending, priority)
+        return await self._fetch(batch, 0, max_wait, heartbeat, prio)
 
     async def fetch_bytes(
-        self, max_bytes: int, *, max_wait: float = DEFAULT_FETCH_MAX_WAIT, heartbeat: float | None = None
+        self,
+        max_bytes: int,
+        *,
+        max_wait: float = DEFAULT_FETCH_MAX_WAIT,
+        heartbeat: float | None = None,
+        group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
     ) -> MessageBatch:
         """Messages up to ``max_bytes`` in total (as the server counts them) in one request."""
         if max_bytes <= 0:
             raise InvalidOption("max_bytes must be positive")
-        return await self._fetch(MAX_BYTES_BATCH, max_bytes, max_wait, heartbeat)
+        prio = await self._priority(group, min_pending, min_ack_pending, priority)
+        return await self._fetch(MAX_BYTES_BATCH, max_bytes, max_wait, heartbeat, prio)
 
-    async def fetch_no_wait(self, batch: int, *, max_wait: float = DEFAULT_NO_WAIT_GUARD) -> MessageBatch:
+    async def fetch_no_wait(
+        self,
+        batch: int,
+        *,
+        max_wait: float = DEFAULT_NO_WAIT_GUARD,
+        group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
+    ) -> MessageBatch:
         """Up to ``batch`` of the messages available right now (``no_wait``); ``max_wait`` only guards
         against a server that never answers."""
         if batch <= 0:
             raise InvalidOption("batch must be positive")
+        prio = await self._priority(group, min_pending, min_ack_pending, priority)
         return await MessageBatch(
-            self._js.nc, self._next_subject, batch=batch, no_wait=True, guard=max_wait
+            self._js.nc,
+            self._next_subject,
+            batch=batch,
+            no_wait=True,
+            guard=max_wait,
+            priority=prio,
+            pin=self._pin,
         )._start()
 
+    async def _priority(
+        self,
+        group: str | None,
+        min_pending: int | None,
+        min_ack_pending: int | None,
+        priority: int | None,
+    ) -> PriorityOptions | None:
+        """The pull's priority-group options, checked against the server's API level."""
+        prio = PriorityOptions.build(group, min_pending, min_ack_pending, priority)
+        if prio is not None:
+            for feature in prio.features:
+                await self._js.require(feature)
+        return prio
+
     async def _fetch(
-        self, batch: int, max_bytes: int, max_wait: float, heartbeat: float | None
+        self,
+        batch: int,
+        max_bytes: int,
+        max_wait: float,
+        heartbeat: float | None,
+        prio: PriorityOptions | None,
     ) -> MessageBatch:
         if max_wait <= 0:
             raise InvalidOption("max_wait must be positive")
@@ -114,13 +179,30 @@ class PullConsumer:
             max_bytes=max_bytes,
             expires=max_wait,
             heartbeat=heartbeat,
+            priority=prio,
+            pin=self._pin,
         )._start()
 
     async def next(
-        self, *, max_wait: float = DEFAULT_FETCH_MAX_WAIT, heartbeat: float | None = None
+        self,
+        *,
+        max_wait: float = DEFAULT_FETCH_MAX_WAIT,
+        heartbeat: float | None = None,
+        group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
     ) -> JetStreamMsg:
         """The next message; ``TimeoutError`` if none arrives within ``max_wait`` seconds."""
-        batch = await self.fetch(1, max_wait=max_wait, heartbeat=heartbeat)
+        batch = await self.fetch(
+            1,
+            max_wait=max_wait,
+            heartbeat=heartbeat,
+            group=group,
+            min_pending=min_pending,
+            min_ack_pending=min_ack_pending,
+            priority=priority,
+        )
         async for msg in batch:
             return msg
         if batch.error is not None:
@@ -130,12 +212,12 @@ class PullConsumer:
     # --- continuous pulling --------------------------------------------------------------------------
 
     def _session_factory(
-        self, opts: PullOptions
+        self, opts: PullOptions, prio: PriorityOptions | None = None
     ) -> Callable[[Callable[[JetStreamMsg], None], Callable[[Exception, bool], None]], PullSession]:
         def make(
             on_msg: Callable[[JetStreamMsg], None], on_error: Callable[[Exception, bool], None]
         ) -> PullSession:
-            return PullSession(self._js.nc, self._next_subject, opts, on_msg, on_error)
+            return PullSession(self._js.nc, self._next_subject, opts, on_msg, on_error, prio, self._pin)
 
         return make
 
@@ -150,6 +232,10 @@ class PullConsumer:
         threshold_bytes: int | None = None,
         heartbeat: float | None = None,
         error_handler: ConsumeErrorHandler | None = None,
+        group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
     ) -> ConsumeContext:
         """Receive messages continuously into ``handler`` (a plain or ``async`` function).
 
@@ -157,10 +243,12 @@ class PullConsumer:
         ``threshold_messages``/``threshold_bytes`` (default half) is pending; each pull request expires
         after ``expiry`` seconds and asks for heartbeats every ``heartbeat`` seconds (default half the
         expiry, at most 30 s). ``error_handler(consume_context, exc)`` hears about missed heartbeats
-        and status errors; a deleted consumer stops the context.
+        and status errors; a deleted consumer stops the context. ``group`` … ``priority``: the
+        priority-group options of every pull.
         """
         if handler is None:
             raise HandlerRequired()
+        prio = await self._priority(group, min_pending, min_ack_pending, priority)
         opts = PullOptions.build(
             max_messages=max_messages,
             max_bytes=max_bytes,
@@ -169,7 +257,7 @@ class PullConsumer:
             threshold_bytes=threshold_bytes,
             heartbeat=heartbeat,
         )
-        return await ConsumeContext(self._session_factory(opts), handler, error_handler)._start()
+        return await ConsumeContext(self._session_factory(opts, prio), handler, error_handler)._start()
 
     async def messages(
         self,
@@ -181,11 +269,16 @@ class PullConsumer:
         threshold_bytes: int | None = None,
         heartbeat: float | None = None,
         err_on_missing_heartbeat: bool = True,
+        group: str | None = None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
     ) -> MessagesContext:
         """Continuous, pre-buffered pulling as an iterator: ``await it.next()`` / ``async for msg in it``.
 
         Same options as :meth:`consume`; ``max_messages=1`` fetches one by one (work queues).
         """
+        prio = await self._priority(group, min_pending, min_ack_pending, priority)
         opts = PullOptions.build(
             max_messages=max_messages,
             max_bytes=max_bytes,
@@ -194,7 +287,7 @@ class PullConsumer:
             threshold_bytes=threshold_bytes,
             heartbeat=heartbeat,
         )
-        return await MessagesContext(self._session_factory(opts), err_on_missing_heartbeat)._start()
+        return await MessagesContext(self._session_factory(opts, prio), err_on_missing_heartbeat)._start()
 
     def __repr__(self) -> str:
         return f"<PullConsumer stream={self._stream!r} name={self._name!r}>"

@@ -4,7 +4,13 @@ A pull request is a publish to ``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>``
 (an inbox we subscribe to) receives the messages and, with an empty payload, statuses:
 ``100`` heartbeat, ``404``/``408`` the request ended (``Nats-Pending-Messages``/``-Bytes`` tell what it
 did not deliver), ``409`` various (``Consumer Deleted`` and ``Consumer is push based`` are terminal),
-``400`` bad request, ``503`` nobody answered (the consumer does not exist).
+``400`` bad request, ``503`` nobody answered (the consumer does not exist), ⟨2.11+⟩ ``423`` the pull's
+pin id is not the priority group's pinned client.
+
+Priority groups (ADR-42): a pull names its ``group`` (and ``min_pending`` / ``min_ack_pending`` for
+overflow, ``priority`` for prioritized); on a pinned-client consumer the messages carry
+``Nats-Pin-Id``, which the consumer handle keeps (:class:`PinState`) and sends with its next pulls.
+A 423 drops the kept id: the next pull competes for the pin again (nats.go does the same).
 
 - :class:`MessageBatch` (``fetch``): one request, one inbox; ends on the batch count/bytes, on the
   first end status, on missed heartbeats or on a client-side guard timer.
@@ -24,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pyjetstream.api.api_levels import Feature
 from pyjetstream.api.codec import encode
-from pyjetstream.api.headers import PENDING_BYTES, PENDING_MESSAGES
+from pyjetstream.api.headers import PENDING_BYTES, PENDING_MESSAGES, PIN_ID
 from pyjetstream.api.models_consumer import PullRequest
 from pyjetstream.api.pull_status import PullStatus, classify_pull_status
 from pyjetstream.api.timefmt import seconds_to_ns
@@ -39,6 +46,7 @@ from pyjetstream.client.jetstream.errors import (
     InvalidOption,
     MaxBytesExceeded,
     NoHeartbeat,
+    PinIdMismatch,
     PullStatusError,
 )
 from pyjetstream.client.jetstream.msg import JetStreamMsg
@@ -91,6 +99,8 @@ def classify_status(status: int, description: str) -> tuple[StatusKind, Exceptio
         return StatusKind.TERMINAL, BadRequest(description or "bad request", code=400)
     if kind is PullStatus.NO_RESPONDERS:
         return StatusKind.NO_RESPONDERS, ConsumerNotFound("no responders: consumer not found", code=503)
+    if kind is PullStatus.PIN_ID_MISMATCH:
+        return StatusKind.ERROR, PinIdMismatch(description or None)
     return StatusKind.ERROR, PullStatusError(description or f"status {status}", code=status)
 
 
@@ -137,18 +147,83 @@ def send_now(nc: Client) -> None:
     nc.send_buffered()
 
 
+@dataclass(frozen=True, slots=True)
+class PriorityOptions:
+    """A pull's priority-group fields (ADR-42; nats.go ``PullPriorityGroup`` / ``PullMinPending`` /
+    ``PullMinAckPending`` / ``PullPrioritized``)."""
+
+    group: str
+    min_pending: int = 0
+    min_ack_pending: int = 0
+    priority: int = 0
+
+    @classmethod
+    def build(
+        cls,
+        group: str | None,
+        min_pending: int | None = None,
+        min_ack_pending: int | None = None,
+        priority: int | None = None,
+    ) -> PriorityOptions | None:
+        if group is None:
+            if min_pending is not None or min_ack_pending is not None or priority is not None:
+                raise InvalidOption("min_pending, min_ack_pending and priority need a priority group")
+            return None
+        if not group:
+            raise InvalidOption("priority group cannot be empty")
+        if (min_pending or 0) < 0 or (min_ack_pending or 0) < 0:
+            raise InvalidOption("min_pending and min_ack_pending cannot be negative")
+        if priority is not None and not 0 <= priority <= 9:
+            raise InvalidOption("priority must be between 0 and 9")
+        return cls(group, min_pending or 0, min_ack_pending or 0, priority or 0)
+
+    @property
+    def features(self) -> tuple[Feature, ...]:
+        return (Feature.PRIORITY_GROUPS, Feature.PRIORITIZED) if self.priority else (Feature.PRIORITY_GROUPS,)
+
+
+class PinState:
+    """The pin id a consumer handle holds for its pinned priority group (empty: not pinned)."""
+
+    __slots__ = ("id",)
+
+    def __init__(self) -> None:
+        self.id = ""
+
+    def note(self, raw: Msg) -> None:
+        """Keep the ``Nats-Pin-Id`` a delivered message carries."""
+        block = raw.header_block
+        if block is not None:
+            pin = block.get(PIN_ID)
+            if pin:
+                self.id = pin
+
+
 def _encode_request(
-    batch: int, *, expires: float = 0.0, max_bytes: int = 0, no_wait: bool = False, heartbeat: float = 0.0
+    batch: int,
+    *,
+    expires: float = 0.0,
+    max_bytes: int = 0,
+    no_wait: bool = False,
+    heartbeat: float = 0.0,
+    priority: PriorityOptions | None = None,
+    pin: PinState | None = None,
 ) -> bytes:
-    return encode(
-        PullRequest(
-            batch=batch,
-            expires=seconds_to_ns(expires) if expires else 0,
-            max_bytes=max_bytes,
-            no_wait=no_wait,
-            idle_heartbeat=seconds_to_ns(heartbeat) if heartbeat else 0,
-        )
+    request = PullRequest(
+        batch=batch,
+        expires=seconds_to_ns(expires) if expires else 0,
+        max_bytes=max_bytes,
+        no_wait=no_wait,
+        idle_heartbeat=seconds_to_ns(heartbeat) if heartbeat else 0,
     )
+    if priority is not None:
+        request.group = priority.group
+        request.min_pending = priority.min_pending
+        request.min_ack_pending = priority.min_ack_pending
+        request.priority = priority.priority
+        if pin is not None:
+            request.id = pin.id
+    return encode(request)
 
 
 # --- fetch ------------------------------------------------------------------------------------------
@@ -172,8 +247,12 @@ class MessageBatch:
         heartbeat: float = 0.0,
         no_wait: bool = False,
         guard: float = DEFAULT_NO_WAIT_GUARD,
+        priority: PriorityOptions | None = None,
+        pin: PinState | None = None,
     ) -> None:
         self._nc = nc
+        self._priority = priority
+        self._pin = pin if priority is not None else None
         self._subject = subject
         self._batch = batch
         self._max_bytes = max_bytes
@@ -206,6 +285,8 @@ class MessageBatch:
             max_bytes=self._max_bytes,
             no_wait=self._no_wait,
             heartbeat=self._heartbeat,
+            priority=self._priority,
+            pin=self._pin,
         )
         nc.publish_nowait(self._subject, request, reply=inbox)
         self._last_activity = loop.time()
@@ -229,8 +310,12 @@ class MessageBatch:
             kind, exc = classify_status(status, raw.description)
             if kind is StatusKind.HEARTBEAT:
                 return
+            if isinstance(exc, PinIdMismatch) and self._pin is not None:
+                self._pin.id = ""
             self._finish(None if kind is StatusKind.END else exc)
             return
+        if self._pin is not None:
+            self._pin.note(raw)
         msg = JetStreamMsg(raw, self._nc)
         self._buf.append(msg)
         self._received += 1
@@ -365,10 +450,14 @@ class PullSession:
         opts: PullOptions,
         on_msg: Callable[[JetStreamMsg], None],
         on_error: Callable[[Exception, bool], None],
+        priority: PriorityOptions | None = None,
+        pin: PinState | None = None,
     ) -> None:
         self._nc = nc
         self._subject = subject
         self.opts = opts
+        self._priority = priority
+        self._pin = pin if priority is not None else None
         self._on_msg = on_msg
         self._on_error = on_error
         self._inbox = ""
@@ -398,7 +487,14 @@ class PullSession:
 
     def _pull(self, batch: int, max_bytes: int) -> None:
         opts = self.opts
-        request = _encode_request(batch, expires=opts.expires, max_bytes=max_bytes, heartbeat=opts.heartbeat)
+        request = _encode_request(
+            batch,
+            expires=opts.expires,
+            max_bytes=max_bytes,
+            heartbeat=opts.heartbeat,
+            priority=self._priority,
+            pin=self._pin,
+        )
         try:
             self._nc.publish_nowait(self._subject, request, reply=self._inbox)
         except NatsError as exc:
@@ -447,6 +543,8 @@ class PullSession:
             if status:
                 self._on_status(raw, status)
                 return
+        if self._pin is not None:
+            self._pin.note(raw)
         self._on_msg(JetStreamMsg(raw, self._nc))
 
     def _on_status(self, raw: Msg, status: int) -> None:
@@ -466,11 +564,13 @@ class PullSession:
             self.stop()
             self._on_error(exc, True)
             return
-        if kind is StatusKind.NO_RESPONDERS or isinstance(exc, ConsumerLeadershipChanged):
+        if kind is StatusKind.NO_RESPONDERS or isinstance(exc, ConsumerLeadershipChanged | PinIdMismatch):
             # Nothing of what we asked for will come: the heartbeat check re-pulls (no busy loop on 503).
             self.reset_pending()
+        if isinstance(exc, PinIdMismatch) and self._pin is not None:
+            self._pin.id = ""  # compete for the pin again with the next pull
         self._on_error(exc, False)
-        if isinstance(exc, ConsumerLeadershipChanged):
+        if isinstance(exc, ConsumerLeadershipChanged | PinIdMismatch):
             self.check_pending()
 
     # --- heartbeats and reconnects --------------------------------------------------------------------
