@@ -220,14 +220,16 @@ def test_decode_request_empty_is_zero_request() -> None:
     [
         (b"", api.PullRequest(batch=1)),
         (b" 10 ", api.PullRequest(batch=10)),
+        (b"abc", api.PullRequest(batch=1)),  # nats-server: anything else is one message
+        (b"1.5", api.PullRequest(batch=1)),
         (b'{"batch":0}', api.PullRequest(batch=1)),
         (
             b'{"batch":5,"expires":1000000000,"no_wait":true}',
             api.PullRequest(batch=5, expires=10**9, no_wait=True),
         ),
         (
-            b'{"batch":2,"max_bytes":100,"idle_heartbeat":5,"group":"g","min_pending":3,"future":1}',
-            api.PullRequest(batch=2, max_bytes=100, idle_heartbeat=5, group="g", min_pending=3),
+            b'{"batch":2,"expires":10,"max_bytes":100,"idle_heartbeat":5,"group":"g","min_pending":3,"future":1}',
+            api.PullRequest(batch=2, expires=10, max_bytes=100, idle_heartbeat=5, group="g", min_pending=3),
         ),
     ],
 )
@@ -235,7 +237,7 @@ def test_decode_pull_request(body: bytes, expected: api.PullRequest) -> None:
     assert codec.decode_pull_request(body) == expected
 
 
-@pytest.mark.parametrize("body", [b"abc", b"1.5", b'{"batch":"x"}', b"{"])
+@pytest.mark.parametrize("body", [b'{"batch":"x"}', b"{", b'{"idle_heartbeat":5}'])
 def test_decode_pull_request_rejects(body: bytes) -> None:
     with pytest.raises(ValueError):
         codec.decode_pull_request(body)

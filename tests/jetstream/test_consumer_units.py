@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pyjetstream.api.codec import PullRequestError, decode_pull_request
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy, RetentionPolicy
+from pyjetstream.api.headers import Status, heartbeat_block, pending_status_block
 from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.api.timefmt import NanoTime
@@ -22,14 +24,7 @@ from pyjetstream.server.jetstream.consumer_config import (
     stamp_inactive_threshold,
 )
 from pyjetstream.server.jetstream.consumer_persistence import decode_consumer_meta, encode_consumer_meta
-from pyjetstream.server.jetstream.pull_requests import (
-    PullRequestError,
-    WaitingRequest,
-    WaitQueue,
-    heartbeat_status,
-    parse_pull_request,
-    pending_status,
-)
+from pyjetstream.server.jetstream.pull_delivery import WaitingRequest, WaitQueue
 from pyjetstream.server.jetstream.push_delivery import RateLimiter
 from pyjetstream.server.jetstream.subject_filter import SubjectFilter
 
@@ -194,18 +189,18 @@ def test_meta_round_trip() -> None:
 # --- pull requests -----------------------------------------------------------------------------
 
 
-def test_parse_pull_request_forms() -> None:
-    assert parse_pull_request(b"").batch == 1
-    assert parse_pull_request(b"  7 ").batch == 7
-    assert parse_pull_request(b"garbage").batch == 1  # nats-server falls back to one message
-    req = parse_pull_request(
+def test_decode_pull_request_forms() -> None:
+    assert decode_pull_request(b"").batch == 1
+    assert decode_pull_request(b"  7 ").batch == 7
+    assert decode_pull_request(b"garbage").batch == 1  # nats-server falls back to one message
+    req = decode_pull_request(
         json.dumps(
             {"batch": 5, "expires": 10**9, "max_bytes": 100, "no_wait": True, "idle_heartbeat": 10**8}
         ).encode()
     )
-    assert (req.batch, req.expires, req.max_bytes, req.no_wait, req.heartbeat) == (5, 10**9, 100, True, 10**8)
-    assert parse_pull_request(b'{"BATCH": 3}').batch == 3  # Go matches keys case-insensitively
-    assert parse_pull_request(b'{"batch": 0}').batch == 1
+    assert (req.batch, req.expires, req.max_bytes, req.no_wait, req.idle_heartbeat) == (5, 10**9, 100, True, 10**8)
+    assert decode_pull_request(b'{"BATCH": 3}').batch == 3  # Go matches keys case-insensitively
+    assert decode_pull_request(b'{"batch": 0}').batch == 1
 
 
 @pytest.mark.parametrize(
@@ -218,26 +213,26 @@ def test_parse_pull_request_forms() -> None:
         (b'{"batch": 1} x', "invalid character 'x' after top-level value"),
     ],
 )
-def test_parse_pull_request_errors(body: bytes, reason: str) -> None:
+def test_decode_pull_request_errors(body: bytes, reason: str) -> None:
     with pytest.raises(PullRequestError) as info:
-        parse_pull_request(body)
+        decode_pull_request(body)
     assert str(info.value) == reason
 
 
 @given(st.integers(min_value=-5, max_value=10**6))
 def test_parse_integer_body(n: int) -> None:
-    assert parse_pull_request(str(n).encode()).batch == max(n, 1)
+    assert decode_pull_request(str(n).encode()).batch == max(n, 1)
 
 
 def test_status_bytes() -> None:
-    assert pending_status(408, "Request Timeout", 3, 0) == (
+    assert pending_status_block(Status.REQUEST_TIMEOUT, 3, 0) == (
         b"NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 3\r\nNats-Pending-Bytes: 0\r\n\r\n"
     )
     assert (
-        heartbeat_status(4, 9)
+        heartbeat_block(4, 9)
         == b"NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 4\r\nNats-Last-Stream: 9\r\n\r\n"
     )
-    assert heartbeat_status(1, 2, "$JS.FC.S.C.abcd").endswith(
+    assert heartbeat_block(1, 2, "$JS.FC.S.C.abcd").endswith(
         b"Nats-Consumer-Stalled: $JS.FC.S.C.abcd\r\n\r\n"
     )
 

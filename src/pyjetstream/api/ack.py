@@ -197,30 +197,44 @@ class AckAction:
     request: bytes = b""
 
 
+# The argument-less actions, shared: parsing the common acks allocates nothing (the server
+# classifies every ack with this function).
+_ACK_ACTION = AckAction(AckKind.ACK)
+_NAK_ACTION = AckAction(AckKind.NAK)
+_PROGRESS_ACTION = AckAction(AckKind.PROGRESS)
+_NEXT_ACTION = AckAction(AckKind.NEXT)
+_TERM_ACTION = AckAction(AckKind.TERM)
+
+
 def parse_ack_payload(payload: bytes) -> AckAction | None:
     """Classify an ack payload like nats-server's ``processAck``; ``None`` if it is none of them."""
     if not payload or payload == ACK or payload == ACK_OK:
-        return AckAction(AckKind.ACK)
+        return _ACK_ACTION
     if payload.startswith(NEXT):
-        return AckAction(AckKind.NEXT, request=payload[len(NEXT) :].strip())
+        request = payload[len(NEXT) :].strip()
+        return AckAction(AckKind.NEXT, request=request) if request else _NEXT_ACTION
     if payload.startswith(NAK):
-        return AckAction(AckKind.NAK, delay_ns=_nak_delay(payload[len(NAK) :].strip()))
+        delay = _nak_delay(payload[len(NAK) :].strip())
+        return _NAK_ACTION if delay is None else AckAction(AckKind.NAK, delay_ns=delay)
     if payload == PROGRESS:
-        return AckAction(AckKind.PROGRESS)
+        return _PROGRESS_ACTION
     if payload == TERM:
-        return AckAction(AckKind.TERM)
+        return _TERM_ACTION
     if payload.startswith(TERM + b" "):
         return AckAction(AckKind.TERM, reason=payload[len(TERM) :].strip().decode("utf-8", "replace"))
     return None
 
 
 def _nak_delay(arg: bytes) -> int | None:
+    """``-NAK {"delay": ns}`` (keys matched case-insensitively, as Go does) or ``-NAK 5s``."""
     if not arg:
         return None
     try:
         if arg[:1] == b"{":
             doc = json.loads(arg)
-            delay = doc.get("delay", 0) if isinstance(doc, dict) else None
+            if not isinstance(doc, dict):
+                return None
+            delay = {str(k).lower(): v for k, v in doc.items()}.get("delay", 0)
             return delay if isinstance(delay, int) and not isinstance(delay, bool) else None
         return parse_go_duration(arg.decode())
     except (ValueError, UnicodeDecodeError):

@@ -28,6 +28,7 @@ from .timefmt import ZERO_TIME, NanoTime
 
 __all__ = [
     "DecodeError",
+    "PullRequestError",
     "decode",
     "decode_pub_ack",
     "decode_pull_request",
@@ -37,6 +38,7 @@ __all__ = [
     "encode_pub_ack",
     "encode_pub_ack_error",
     "finish_pub_ack",
+    "go_json_error",
     "pub_ack_prefix",
     "raise_for_error",
     "to_builtins",
@@ -138,25 +140,87 @@ def raise_for_error(response: ApiResponse | PubAckResponse) -> None:
 # --- pull requests ----------------------------------------------------------------------------
 
 
-def decode_pull_request(data: bytes) -> PullRequest:
-    """A ``CONSUMER.MSG.NEXT`` body: empty ⇒ batch 1, bare integer ⇒ batch N, else JSON.
+class PullRequestError(ValueError):
+    """An unusable pull request; ``str()`` is Go's reason, sent as ``400 Bad Request - <reason>``."""
 
-    ``batch`` 0 is normalised to 1 as nats-server does. Raises ``ValueError`` (including
-    :data:`DecodeError`) for anything else; the server answers ``400 Bad Request - …``.
+
+def decode_pull_request(data: bytes) -> PullRequest:
+    """A ``CONSUMER.MSG.NEXT`` body, read as nats-server's ``nextReqFromMsg`` reads it.
+
+    Empty ⇒ batch 1; a JSON object (keys matched case-insensitively, as Go's decoder does); a
+    bare integer ⇒ batch N; anything else ⇒ batch 1. ``batch`` below 1 becomes 1. Raises
+    :class:`PullRequestError` with Go's text for bad JSON, a wrongly typed field, or an
+    ``idle_heartbeat`` more than half of ``expires`` (``heartbeat value too large``).
     """
-    body = data.strip()
-    if not body:
+    req = data.strip()
+    if not req:
         return PullRequest(batch=1)
-    if body[:1] == b"{":
-        req = decode(body, PullRequest)
-    else:
+    if req[:1] != b"{":
         try:
-            req = PullRequest(batch=int(body))
+            return PullRequest(batch=max(int(req), 1))
         except ValueError:
-            raise ValueError(f"invalid pull request {body[:64]!r}") from None
-    if req.batch == 0:
-        req.batch = 1
-    return req
+            return PullRequest(batch=1)
+    try:
+        doc = json.loads(req)
+    except json.JSONDecodeError as exc:
+        raise PullRequestError(go_json_error(exc)) from None
+    except ValueError:
+        raise PullRequestError("invalid JSON") from None
+    if not isinstance(doc, dict):
+        raise PullRequestError("json: cannot unmarshal request")
+    doc = {str(k).lower(): v for k, v in doc.items()}
+    out = PullRequest(
+        batch=max(_int_field(doc, "batch"), 1),
+        expires=_int_field(doc, "expires"),
+        max_bytes=_int_field(doc, "max_bytes"),
+        no_wait=doc.get("no_wait") is True,
+        idle_heartbeat=_int_field(doc, "idle_heartbeat"),
+        group=_str_field(doc, "group"),
+        min_pending=_int_field(doc, "min_pending"),
+        min_ack_pending=_int_field(doc, "min_ack_pending"),
+        id=_str_field(doc, "id"),
+        priority=_int_field(doc, "priority"),
+    )
+    if out.idle_heartbeat > 0 and out.idle_heartbeat * 2 > out.expires:
+        raise PullRequestError("heartbeat value too large")
+    return out
+
+
+def _int_field(doc: dict[str, Any], key: str) -> int:
+    value = doc.get(key, 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PullRequestError(f"json: cannot unmarshal {type(value).__name__} into Go struct field")
+    return value
+
+
+def _str_field(doc: dict[str, Any], key: str) -> str:
+    value = doc.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise PullRequestError(f"json: cannot unmarshal {type(value).__name__} into Go struct field")
+    return value
+
+
+_GO_JSON_CONTEXT = {
+    "Expecting property name enclosed in double quotes": "looking for beginning of object key string",
+    "Expecting value": "looking for beginning of value",
+    "Expecting ':' delimiter": "after object key",
+    "Expecting ',' delimiter": "after object key:value pair",
+    "Extra data": "after top-level value",
+}
+
+
+def go_json_error(exc: json.JSONDecodeError) -> str:
+    """The text Go's ``encoding/json`` gives for the same syntax error (common cases)."""
+    if exc.pos >= len(exc.doc):
+        return "unexpected end of JSON input"
+    context = _GO_JSON_CONTEXT.get(exc.msg)
+    if context is None:
+        return exc.msg
+    return f"invalid character {exc.doc[exc.pos]!r} {context}"
 
 
 # --- PubAck ---------------------------------------------------------------------------------

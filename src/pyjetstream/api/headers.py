@@ -59,6 +59,8 @@ __all__ = [
     "TTL",
     "UP_TO_SEQUENCE",
     "Status",
+    "heartbeat_block",
+    "pending_status_block",
     "status_block",
 ]
 
@@ -181,3 +183,18 @@ def status_block(status: tuple[int, str], headers: Iterable[tuple[str, str | int
     line = f"NATS/1.0 {code} {description}" if description else f"NATS/1.0 {code}"
     parts = [line, *(f"{name}: {value}" for name, value in headers)]
     return ("\r\n".join(parts) + "\r\n\r\n").encode()
+
+
+def pending_status_block(status: tuple[int, str], msgs: int, nbytes: int) -> bytes:
+    """A terminal pull status carrying what the request still wanted (``Nats-Pending-Messages`` /
+    ``Nats-Pending-Bytes``), in nats-server's exact layout."""
+    return status_block(status, ((PENDING_MESSAGES, msgs), (PENDING_BYTES, nbytes)))
+
+
+def heartbeat_block(last_consumer_seq: int, last_stream_seq: int, stalled: str = "") -> bytes:
+    """``100 Idle Heartbeat`` with the last delivered consumer/stream sequences and, while flow
+    control is stalled, the flow-control reply subject (``Nats-Consumer-Stalled``)."""
+    extra: list[tuple[str, str | int]] = [(LAST_CONSUMER, last_consumer_seq), (LAST_STREAM, last_stream_seq)]
+    if stalled:
+        extra.append((CONSUMER_STALLED, stalled))
+    return status_block(Status.IDLE_HEARTBEAT, extra)

@@ -1,30 +1,41 @@
-"""A JetStream consumer: its delivery state, the delivery loop and its info (nats-server ``consumer.go``).
+"""A JetStream consumer: the delivery loop, its lifecycle and its info (nats-server ``consumer.go``).
 
-State follows nats-server's names: ``sseq`` is the next stream sequence to consider, ``dseq`` the
-next delivery sequence, ``adflr``/``asflr`` the ack floor (delivery/stream), ``pending`` the
-delivered-but-unacked messages (stream seq → (delivery seq, delivery time ns)), ``rdc`` the
-redelivery counts and ``rdq`` the redelivery queue (an ordered dict used as an ordered set).
+A ``Consumer`` is composed of one object per concept, each in its own file:
 
-Delivery runs on the event loop: ``_kick`` schedules one ``_run`` pass, which hands out up to
-``DELIVER_BATCH`` messages and schedules itself again if more could go. Everything a message needs
-on the way out is pre-built (ack reply prefix, filter matcher), so a delivery is one store read, one
-f-string and one ``publish_internal``. Acks, pull requests, push specifics and persistence live in
-the mixins (``acks.py``, ``pull_delivery.py``, ``push_delivery.py``, ``consumer_persistence.py``).
+- ``state`` — :class:`~pyjetstream.server.jetstream.delivery_state.DeliveryState`: sequences,
+  ack floors, pending acks, redelivery counts and queue (ack, nak, redeliver, purge, ...).
+- ``acks`` — :class:`~pyjetstream.server.jetstream.acks.AckProcessor`: the ack subscriber, the
+  ack-wait / backoff timer and the ack advisories.
+- ``pull`` — :class:`~pyjetstream.server.jetstream.pull_delivery.PullDelivery`: pull requests,
+  the waiting queue and their statuses.
+- ``push`` — :class:`~pyjetstream.server.jetstream.push_delivery.PushDelivery`: deliver-subject
+  interest, idle heartbeats, flow control and the rate limit.
+- ``writer`` — :class:`~pyjetstream.server.jetstream.consumer_persistence.StateWriter`: the
+  persisted state.
+
+The consumer itself picks the starting position, counts pending messages, runs the delivery
+loop, deletes itself when inactive, and reports its info. Delivery runs on the event loop:
+``kick`` schedules one ``_run`` pass, which hands out up to ``DELIVER_BATCH`` messages and
+schedules itself again if more could go. Everything a message needs on the way out is pre-built
+(ack reply prefix, filter matcher), so a delivery is one store read, one f-string and one
+``publish_internal``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy, ReplayPolicy, RetentionPolicy
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, SequenceInfo
 from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.server.jetstream import advisories
-from pyjetstream.server.jetstream.acks import AckProcessing
+from pyjetstream.server.jetstream.acks import AckProcessor
 from pyjetstream.server.jetstream.consumer_config import filters_of, sample_frequency
-from pyjetstream.server.jetstream.consumer_persistence import StatePersistence, encode_consumer_meta
+from pyjetstream.server.jetstream.consumer_persistence import StateWriter
+from pyjetstream.server.jetstream.delivery_state import DeliveryState
 from pyjetstream.server.jetstream.pull_delivery import PullDelivery
 from pyjetstream.server.jetstream.push_delivery import PushDelivery
 from pyjetstream.server.jetstream.store.base import (
@@ -32,12 +43,12 @@ from pyjetstream.server.jetstream.store.base import (
     ErrStoreEOF,
     ErrStoreMsgNotFound,
     StoredMsg,
-    StoreError,
 )
 from pyjetstream.server.jetstream.subject_filter import SubjectFilter
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream import Stream
+    from pyjetstream.server.server import InternalSub
 
 __all__ = ["Consumer"]
 
@@ -45,9 +56,11 @@ __all__ = ["Consumer"]
 DELIVER_BATCH = 512
 # Why a delivery pass stopped.
 _STOP_IDLE, _STOP_EOF, _STOP_MAX_PENDING = 0, 1, 2
+# nats-server adds up to a second of jitter to the inactivity threshold of pull consumers.
+_JITTER_MIN, _JITTER_MAX = 0.1, 1.0
 
 
-class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
+class Consumer:
     """One consumer of a stream; made by ``consumer_create.add_consumer`` or at a restart by
     ``consumer_recovery.recover_consumers``, then ``start()``-ed."""
 
@@ -66,45 +79,38 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         self.name = name
         self.cfg = cfg
         self.created = created
-        self.store = store
         self.closed = False
         self.retention = stream.cfg.retention
-        # --- delivery state
-        self.sseq = 1
-        self.dseq = 1
-        self.adflr = 0
-        self.asflr = 0
-        self.pending: dict[int, tuple[int, int]] = {}
-        self.rdc: dict[int, int] = {}
-        self.rdq: dict[int, None] = {}
-        self.lss: list[int] = []  # deliver last per subject: the sequences still to send
-        self.lss_resume = 0
-        self.npc = 0  # num pending (matching msgs at/after sseq)
-        self.npf = 0  # the stream seq npc is valid through
+        self.state = DeliveryState()
+        # num pending: matching messages at/after sseq, valid through stream seq npf
+        self.npc = 0
+        self.npf = 0
         # last_per_subject counts subjects, not messages: recount lazily after new messages.
         self._lps = cfg.deliver_policy == DeliverPolicy.LAST_PER_SUBJECT
         self._npc_dirty = False
-        self.ldt = 0  # last delivery (ns)
-        self.lat = 0  # last ack (ns)
-        self.filter = SubjectFilter(filters_of(cfg))
-        self.sfreq = sample_frequency(cfg)
-        self._ack_prefix = f"$JS.ACK.{stream.name}.{name}."
-        self._kick_scheduled = False
-        self._pass = 0
-        self._delay_handle: Any = None
-        self._undo: tuple[int, int, int] = (0, 0, 0)  # (source, seq, previous sseq) of the last fetch
-        self._subs: list[Any] = []
         # removal detection for num pending (limits streams: every new seq is a stored msg)
         self._np_msgs = 0
         self._np_last = 0
+        self.filter = SubjectFilter(filters_of(cfg))
+        self.sfreq = sample_frequency(cfg)
+        self.ack_prefix = f"$JS.ACK.{stream.name}.{name}."
+        self._kick_scheduled = False
+        self._pass = 0
+        self._delay_handle: asyncio.TimerHandle | None = None
+        self._undo: tuple[int, int, int] = (0, 0, 0)  # (source, seq, previous sseq) of the last fetch
+        self._subs: list[InternalSub] = []
         # replay original
         self._replay = cfg.replay_policy == ReplayPolicy.ORIGINAL
         self._replay_lseq = 0
         self._lts = 0
-        self._init_persistence()
-        self._init_acks()
-        self._init_pull()
-        self._init_push()
+        # inactivity: the delete timer and its period (seconds, 0 = never)
+        self._dtmr: asyncio.TimerHandle | None = None
+        self.dthresh = 0.0
+        self.writer = StateWriter(self, store)
+        self.acks = AckProcessor(self)
+        self.pull = PullDelivery(self)
+        self.push = PushDelivery(self)
+        self.update_inactive_threshold(start=False)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -118,14 +124,18 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
 
     def start(self) -> None:
         """Restore or select the starting position, subscribe, and start delivering."""
-        if self.store is not None and self.store.has_state():
-            self._apply_stored_state()
+        stored = self.writer.stored_state()
+        if stored is not None:
+            self.state.restore(stored)
+            if self.state.pending:
+                # Check pending soon after a restart: whatever was due while down is due now.
+                self.acks.arm(min(0.5, self.acks.ack_wait_s(0)))
         else:
             self._select_starting_seq()
-            self._dirty()
+            self.dirty()
             # As nats-server reports it: the ack floor stays 0 until the first ack (or, for
             # AckNone, the first delivery), whatever the starting position.
-            self.asflr = 0
+            self.state.asflr = 0
         self._stream_num_pending()
         if self._replay:
             self._replay_lseq = self.stream.store.fast_state().last_seq
@@ -133,16 +143,17 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         stream, name = self.stream.name, self.name
         # nats-server subscribes ``$JS.ACK.<S>.<C>.*.*.*.*.*``; ``>`` matches the same acks with one
         # trie step instead of five (every ack subject is unique, so none is a cache hit) and
-        # _on_ack answers the other shapes as no subscription would.
-        self._subs.append(server.subscribe_internal(f"$JS.ACK.{stream}.{name}.>", self._on_ack))
+        # on_ack answers the other shapes as no subscription would.
+        self._subs.append(server.subscribe_internal(f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack))
         self._subs.append(
-            server.subscribe_internal(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}", self._on_pull_request)
+            server.subscribe_internal(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}", self.pull.on_request)
         )
         if self.is_pull:
-            self._start_pull()
+            if self.dthresh:
+                self.start_inactivity_timer(self.dthresh)
         else:
-            self._start_push()
-        self._kick()
+            self.push.start()
+        self.kick()
 
     def stop(self, delete: bool = False, advisory: bool = False) -> None:
         """Stop delivering; with ``delete`` also drop the persisted state (and tell pull waiters)."""
@@ -151,18 +162,19 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         if delete and advisory:
             advisories.consumer_action(self.engine, self.stream.name, self.name, "delete")
         if delete and self.is_pull:
-            self._release_waiting()
+            self.pull.release_all()
         self.closed = True
         for sub in self._subs:
             sub.unsubscribe()
         self._subs.clear()
-        self._stop_acks()
-        self._stop_pull()
-        self._stop_push()
+        self.acks.stop()
+        self.pull.stop()
+        self.stop_inactivity_timer()
+        self.push.stop()
         if self._delay_handle is not None:
             self._delay_handle.cancel()
             self._delay_handle = None
-        self._close_store(delete)
+        self.writer.close(delete)
         if delete:
             self.stream.remove_consumer(self.name)
 
@@ -174,22 +186,24 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         """Apply an already validated update (``updateConfig``)."""
         old = self.cfg
         if cfg.deliver_subject != old.deliver_subject:
-            self._update_deliver_subject(cfg.deliver_subject)
-        if cfg.ack_wait != old.ack_wait and self._ptmr is not None:
-            self._arm_pending_timer(0.1)
+            self.push.update_deliver_subject(cfg.deliver_subject)
+        if cfg.ack_wait != old.ack_wait and self.acks.ptmr is not None:
+            self.acks.arm(0.1)
         if cfg.rate_limit_bps != old.rate_limit_bps:
-            self._set_rate_limit(cfg.rate_limit_bps)
+            self.push.set_rate_limit(cfg.rate_limit_bps)
         self.cfg = cfg
         self.sfreq = sample_frequency(cfg)
         if filters_of(cfg) != filters_of(old):
             self.filter = SubjectFilter(filters_of(cfg))
         if cfg.inactive_threshold != old.inactive_threshold:
-            self._update_inactive_threshold()
-        if self.store is not None:
-            with contextlib.suppress(StoreError, OSError):
-                self.store.write_meta(encode_consumer_meta(self.name, cfg, self.created))
+            self.update_inactive_threshold()
+        self.writer.write_meta()
         self._stream_num_pending()
-        self._kick()
+        self.kick()
+
+    def dirty(self) -> None:
+        """The delivery state changed: persist it soon."""
+        self.writer.dirty()
 
     # --- the Stream contract -----------------------------------------------------------------
 
@@ -202,7 +216,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
             return
         if seq == 0:
             self._stream_num_pending()
-            self._kick()
+            self.kick()
             return
         if not self.filter.matches(subject):
             return
@@ -211,47 +225,25 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
                 self._npc_dirty = True
             else:
                 self.npc += 1
-        if seq < self.sseq:
+        if seq < self.state.sseq:
             return
-        if (self.active if self.cfg.deliver_subject else self.waiting) and not self._kick_scheduled:
-            self._kick()
+        if (self.push.active if self.cfg.deliver_subject else self.pull.waiting) and not self._kick_scheduled:
+            self.kick()
 
     def needs_ack(self, seq: int, subject: str) -> bool:
         """Interest retention: does this consumer still need ``seq``? (``needAck``)."""
         if not self.filter.match_all and not self.filter.matches(subject):
             return False
-        if seq <= self.asflr:
-            return False
-        if self.cfg.ack_policy == AckPolicy.EXPLICIT and seq < self.sseq:
-            return seq in self.pending
-        return True
+        return self.state.needs(seq, self.cfg.ack_policy == AckPolicy.EXPLICIT)
 
     def on_stream_purged(self, first_seq: int) -> None:
         """Messages below ``first_seq`` are gone (purge, expiry): skip them (``purge``)."""
         if self.closed:
             return
-        if self.sseq < first_seq:
-            self.sseq = first_seq
-        if self.asflr < first_seq:
-            self.asflr = first_seq - 1
-            for seq in [s for s in self.pending if s <= self.asflr]:
-                dseq = self.pending.pop(seq)[0]
-                if dseq > self.adflr:
-                    self.adflr = dseq
-                    if self.adflr > self.dseq:
-                        self.dseq = self.adflr
-                self.rdc.pop(seq, None)
-        if not self.pending:
-            self.rdc.clear()
-        for seq in [s for s in self.rdq if s < self.sseq and s not in self.pending]:
-            del self.rdq[seq]
-        if self.lss:
-            self.lss = [s for s in self.lss if s >= first_seq]
-            if not self.lss:
-                self.sseq = max(self.sseq, self.lss_resume)
-        self._dirty()
+        self.state.purge(first_seq)
+        self.dirty()
         self._stream_num_pending()
-        self._kick()
+        self.kick()
 
     # --- starting position -------------------------------------------------------------------
 
@@ -261,6 +253,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         store = self.stream.store
         state = store.fast_state()
         policy = cfg.deliver_policy
+        st = self.state
         if cfg.opt_start_seq == 0:
             if policy == DeliverPolicy.ALL:
                 sseq = state.first_seq
@@ -273,9 +266,9 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
                 for f in self.filter.store_filters():
                     lasts.update(ss.last for ss in store.subjects_state(f).values())
                 if lasts:
-                    self.lss = sorted(lasts)
-                    self.lss_resume = state.last_seq
-                    sseq = self.lss[0]
+                    st.lss = sorted(lasts)
+                    st.lss_resume = state.last_seq
+                    sseq = st.lss[0]
                 else:
                     sseq = state.last_seq
             elif cfg.opt_start_time is not None:
@@ -290,10 +283,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
             sseq = state.first_seq
         elif sseq > state.last_seq:
             sseq = state.last_seq + 1
-        self.sseq = sseq
-        self.dseq = 1
-        self.adflr = 0
-        self.asflr = sseq - 1
+        st.start_at(sseq)
 
     # --- num pending -------------------------------------------------------------------------
 
@@ -303,8 +293,9 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         lps = self.cfg.deliver_policy == DeliverPolicy.LAST_PER_SUBJECT
         total = 0
         through = 0
+        sseq = self.state.sseq
         for f in self.filter.store_filters():
-            n, valid = store.num_pending(self.sseq, f, lps)
+            n, valid = store.num_pending(sseq, f, lps)
             total += n
             through = max(through, valid)
         state = store.fast_state()
@@ -342,7 +333,8 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
 
     # --- delivery loop -----------------------------------------------------------------------
 
-    def _kick(self) -> None:
+    def kick(self) -> None:
+        """Something may be deliverable: run a delivery pass soon (once)."""
         if not self._kick_scheduled and not self.closed:
             self._kick_scheduled = True
             self.loop.call_soon(self._run)
@@ -354,50 +346,49 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         Redeliveries come first, then the last-per-subject list, then new messages.
         """
         store = self.stream.store
-        rdq = self.rdq
-        while rdq:
-            seq = next(iter(rdq))
-            del rdq[seq]
-            dc = self.rdc.get(seq, 0) + 2
-            self.rdc[seq] = dc - 1
+        st = self.state
+        while st.rdq:
+            nxt = st.next_redelivery()
+            assert nxt is not None
+            seq, dc = nxt
             maxdc = self.cfg.max_deliver
             if 0 < maxdc < dc:
-                self._max_deliveries_exceeded(seq, dc)
+                self.acks.max_deliveries_exceeded(seq, dc)
                 continue
             try:
                 msg = store.load_msg(seq)
             except (ErrStoreMsgNotFound, ErrStoreEOF):
                 # Gone from the stream (limits, delete): nothing left to redeliver.
-                self._drop_pending(seq)
+                st.drop(seq)
                 continue
             self._undo = (1, seq, 0)
             return msg, dc, _STOP_IDLE
         maxp = self.cfg.max_ack_pending
-        if maxp > 0 and len(self.pending) >= maxp:
+        if maxp > 0 and len(st.pending) >= maxp:
             return None, 0, _STOP_MAX_PENDING
-        prev = self.sseq
-        if self.lss:
-            seq = self.lss.pop(0)
-            if not self.lss:
-                self.sseq = self.lss_resume
+        prev = st.sseq
+        if st.lss:
+            seq = st.lss.pop(0)
+            if not st.lss:
+                st.sseq = st.lss_resume
             try:
                 msg = store.load_msg(seq)
             except (ErrStoreMsgNotFound, ErrStoreEOF):
                 return self._next_msg()
-            if seq >= self.sseq:
-                self.sseq = seq + 1
+            if seq >= st.sseq:
+                st.sseq = seq + 1
             self._undo = (2, seq, prev)
             return msg, 1, _STOP_IDLE
         single = self.filter.single
         try:
             if single is not None:
-                msg, seq = store.load_next_msg(single, self.sseq)
+                msg, seq = store.load_next_msg(single, st.sseq)
             else:
                 msg, seq = self._load_next_multi()
         except ErrStoreEOF:
             self._at_eof()
             return None, 0, _STOP_EOF
-        self.sseq = seq + 1
+        st.sseq = seq + 1
         self._undo = (3, seq, prev)
         return msg, 1, _STOP_IDLE
 
@@ -405,9 +396,10 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         """The first message at/after sseq matching any of several filters."""
         store = self.stream.store
         best: tuple[StoredMsg, int] | None = None
+        sseq = self.state.sseq
         for f in self.filter.filters:
             try:
-                found = store.load_next_msg(f, self.sseq)
+                found = store.load_next_msg(f, sseq)
             except ErrStoreEOF:
                 continue
             if best is None or found[1] < best[1]:
@@ -419,18 +411,14 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
     def _unget(self) -> None:
         """Put the last fetched message back (no destination, or a replay/rate delay)."""
         source, seq, prev = self._undo
+        st = self.state
         if source == 1:
-            n = self.rdc.get(seq, 0) - 1
-            if n > 0:
-                self.rdc[seq] = n
-            else:
-                self.rdc.pop(seq, None)
-            self.rdq = {seq: None, **self.rdq}
+            st.unget_redelivery(seq)
         elif source == 2:
-            self.lss.insert(0, seq)
-            self.sseq = prev
+            st.lss.insert(0, seq)
+            st.sseq = prev
         elif source == 3:
-            self.sseq = prev
+            st.sseq = prev
         self._undo = (0, 0, 0)
 
     def _run(self) -> None:
@@ -438,24 +426,31 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
 
         The loop is the hot path: locals instead of attributes, one clock read per pass (a pass
         lasts milliseconds), and new messages fetched inline; redeliveries, last-per-subject
-        lists and several filters go through ``_next_msg``.
+        lists and several filters go through ``_next_msg``. It is the one place outside
+        ``DeliveryState`` that writes the state's fields (next sequence, delivery sequence, the
+        new pending entry), inline because it runs once per message.
         """
         self._kick_scheduled = False
         if self.closed or self._delay_handle is not None:
             return
         self._check_removed()
         cfg = self.cfg
+        st = self.state
         push = bool(cfg.deliver_subject)
+        ps = self.push
+        pull = self.pull
+        waiting = pull.waiting
         track = cfg.ack_policy != AckPolicy.NONE
         ack_none_interest = not track and self.retention != RetentionPolicy.LIMITS
         headers_only = cfg.headers_only
         maxp = cfg.max_ack_pending if track else 0
         publish = self.server.publish_internal
-        prefix = self._ack_prefix
+        prefix = self.ack_prefix
         load_next = self.stream.store.load_next_msg
         single = self.filter.single
         now = time.time_ns()
         self._pass += 1  # requests' interest is checked once per pass (it cannot change within one)
+        current_pass = self._pass
         stop = _STOP_IDLE
         budget = DELIVER_BATCH
         delivered = 0
@@ -463,30 +458,30 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
             if budget <= 0:
                 break
             if push:
-                if not self.active or (self.maxpb and self.pbytes > self.maxpb):
+                if not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb):
                     break
-            elif not self.waiting:
+            elif not waiting:
                 break
-            if self.rdq or self.lss or single is None or (maxp > 0 and len(self.pending) >= maxp):
+            if st.rdq or st.lss or single is None or (maxp > 0 and len(st.pending) >= maxp):
                 msg, dc, stop = self._next_msg()
                 if msg is None:
                     break
             else:
-                prev = self.sseq
+                prev = st.sseq
                 try:
                     msg, _ = load_next(single, prev)
                 except ErrStoreEOF:
                     self._at_eof()
                     stop = _STOP_EOF
                     break
-                self.sseq = msg.seq + 1
+                st.sseq = msg.seq + 1
                 self._undo = (3, msg.seq, prev)
                 dc = 1
             if self._replay and self._replay_delay(msg):
                 budget = 0
                 break
             seq = msg.seq
-            dseq = self.dseq
+            dseq = st.dseq
             if dc == 1:
                 self.npc -= 1
             npc = self.npc
@@ -497,15 +492,15 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
                 hdr = _headers_only(hdr, len(payload))
                 payload = b""
             if push:
-                dest = self.dsubj
+                dest = ps.dsubj
                 size = len(dest) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
-                if self.rate is not None and self._rate_delay(size):
+                if ps.rate is not None and ps.rate_delay(size):
                     self._unget_counted(dc)
                     budget = 0
                     break
             else:
                 size = len(msg.subject) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
-                wr = self._next_waiting(size)
+                wr = pull.next_waiting(size, current_pass)
                 if wr is None:
                     self._unget_counted(dc)
                     stop = _STOP_IDLE
@@ -513,20 +508,19 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
                 dest = wr.reply
                 if wr.n > 0 and wr.hb:
                     wr.hbt = time.monotonic() + wr.hb
-            self.dseq = dseq + 1
+            st.dseq = dseq + 1
             ok = publish(dest, payload, ack, hdr, msg.subject)
             if track:
-                self.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
-                if self._ptmr is None:
-                    self._arm_pending_timer(self._ack_wait_s(0))
+                st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
+                if self.acks.ptmr is None:
+                    self.acks.arm_if_idle()
             else:
-                self.adflr = dseq
-                self.asflr = seq
+                st.delivered_none(seq, dseq)
             if push:
-                if self.maxpb:
-                    self._after_push_delivery(size)
+                if ps.maxpb:
+                    ps.after_delivery(size)
             elif wr.n <= 0 and wr.max_bytes > 0:
-                self._send_batch_completed(dest, wr.max_bytes)
+                pull.batch_completed(dest, wr.max_bytes)
             if ack_none_interest:
                 self.stream.ack_msg(seq)
             if not ok:
@@ -534,28 +528,28 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
             delivered += 1
             budget -= 1
         if delivered:
-            self.ldt = now
-            self._last_delivery = time.monotonic()
+            st.ldt = now
+            ps.last_delivery = time.monotonic()
             if self.dthresh and not push:
-                self.waiting.last = self._last_delivery
-            self._dirty()
+                waiting.last = ps.last_delivery
+            self.dirty()
         if budget <= 0:
             if self._delay_handle is None:
-                self._kick()  # more may be waiting: continue after other work had a turn
+                self.kick()  # more may be waiting: continue after other work had a turn
             return
         # Idle: nothing more can go now.
         if stop == _STOP_EOF:
             self._check_num_pending_on_eof()
-        if self._replay and self.sseq > self._replay_lseq:
+        if self._replay and st.sseq > self._replay_lseq:
             self._replay = False
         if not push:
-            self._process_waiting(eos=stop != _STOP_MAX_PENDING)
+            pull.process_waiting(eos=stop != _STOP_MAX_PENDING)
 
     def _at_eof(self) -> None:
         """Nothing matches after sseq: the consumer has looked at the whole stream."""
         last = self.stream.store.fast_state().last_seq
-        if last >= self.sseq:
-            self.sseq = last + 1
+        if last >= self.state.sseq:
+            self.state.sseq = last + 1
 
     def _unget_counted(self, dc: int) -> None:
         if dc == 1:
@@ -564,7 +558,7 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
 
     def _check_num_pending_on_eof(self) -> None:
         state = self.stream.store.fast_state()
-        if self.sseq > state.last_seq and self.npc != 0:
+        if self.state.sseq > state.last_seq and self.npc != 0:
             self.npc = 0
             self.npf = state.last_seq
 
@@ -574,11 +568,13 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         self._lts = msg.ts
         if lts and msg.ts - lts > 1_000_000:
             self._unget()
-            self._delay((msg.ts - lts) / 1e9)
+            self.delay((msg.ts - lts) / 1e9)
             return True
         return False
 
-    def _delay(self, seconds: float) -> None:
+    def delay(self, seconds: float) -> None:
+        """Pause delivery for ``seconds`` (replay original, rate limit), then run a pass."""
+
         def resume() -> None:
             self._delay_handle = None
             self._run()
@@ -588,19 +584,67 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
     def _did_not_deliver(self, seq: int) -> None:
         """Nobody received a delivery (``didNotDeliver``)."""
         if self.cfg.deliver_subject:
-            self._update_delivery_interest(self._has_delivery_interest())
-        elif seq in self.pending and seq not in self.rdq:
-            self.rdq[seq] = None
-            self._kick()
+            self.push.update_interest(self.push.has_interest())
+        elif self.state.redeliver_if_pending(seq):
+            self.kick()
 
-    def _drop_pending(self, seq: int) -> None:
-        """A pending message disappeared from the stream: stop tracking it."""
-        p = self.pending.pop(seq, None)
-        self.rdc.pop(seq, None)
-        if p is not None and not self.pending:
-            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+    # --- inactivity ----------------------------------------------------------------------------
 
-    # --- persistence ---------------------------------------------------------------------------
+    def update_inactive_threshold(self, start: bool = True) -> None:
+        """``updateInactiveThreshold``: the delete timer's period (with nats-server's jitter)."""
+        threshold = self.cfg.inactive_threshold / 1e9
+        if threshold > 0:
+            if not self.cfg.deliver_subject:
+                threshold += random.uniform(_JITTER_MIN, _JITTER_MAX)
+            self.dthresh = threshold
+        else:
+            self.dthresh = 0.0
+        if start:
+            self.stop_inactivity_timer()
+            if self.dthresh and (not self.cfg.deliver_subject or not self.push.active):
+                self.start_inactivity_timer(self.dthresh)
+
+    def start_inactivity_timer(self, delay: float) -> None:
+        self.stop_inactivity_timer()
+        self._dtmr = self.loop.call_later(max(delay, 0.001), self._delete_not_active)
+
+    def stop_inactivity_timer(self) -> None:
+        if self._dtmr is not None:
+            self._dtmr.cancel()
+            self._dtmr = None
+
+    def inactivity_timer_running(self) -> bool:
+        return self._dtmr is not None
+
+    def suppress_deletion(self) -> None:
+        """Ack activity keeps the consumer alive."""
+        if self.closed:
+            return
+        if self.cfg.deliver_subject:
+            if self._dtmr is not None:
+                self.start_inactivity_timer(self.dthresh)
+        else:
+            self.pull.waiting.last = time.monotonic()
+
+    def _delete_not_active(self) -> None:
+        """``deleteNotActive``: delete unless interest or activity came back meanwhile."""
+        self._dtmr = None
+        if self.closed:
+            return
+        if self.cfg.deliver_subject:
+            if self.push.active:
+                return
+        else:
+            waiting = self.pull.waiting
+            elapsed = time.monotonic() - waiting.last
+            if elapsed <= self.cfg.inactive_threshold / 1e9:
+                self.start_inactivity_timer(self.dthresh - elapsed)
+                return
+            self.pull.process_waiting(eos=True)
+            if waiting:
+                self.start_inactivity_timer(self.dthresh)
+                return
+        self.delete()
 
     # --- info --------------------------------------------------------------------------------
 
@@ -608,28 +652,29 @@ class Consumer(AckProcessing, PullDelivery, PushDelivery, StatePersistence):
         """``ConsumerInfo`` as nats-server reports it (``infoWithSnap``)."""
         num_waiting = 0
         if self.is_pull:
-            self._process_waiting(eos=False)
-            num_waiting = len(self.waiting)
+            self.pull.process_waiting(eos=False)
+            num_waiting = len(self.pull.waiting)
+        st = self.state
         return ConsumerInfo(
             stream_name=self.stream.name,
             name=self.name,
             created=NanoTime(self.created),
             config=self.cfg,
             delivered=SequenceInfo(
-                consumer_seq=self.dseq - 1,
-                stream_seq=self.sseq - 1,
-                last_active=NanoTime(self.ldt) if self.ldt else None,
+                consumer_seq=st.dseq - 1,
+                stream_seq=st.sseq - 1,
+                last_active=NanoTime(st.ldt) if st.ldt else None,
             ),
             ack_floor=SequenceInfo(
-                consumer_seq=self.adflr,
-                stream_seq=self.asflr,
-                last_active=NanoTime(self.lat) if self.lat else None,
+                consumer_seq=st.adflr,
+                stream_seq=st.asflr,
+                last_active=NanoTime(st.lat) if st.lat else None,
             ),
-            num_ack_pending=len(self.pending),
-            num_redelivered=len(self.rdc),
+            num_ack_pending=len(st.pending),
+            num_redelivered=len(st.rdc),
             num_waiting=num_waiting,
             num_pending=self._check_num_pending(),
-            push_bound=bool(self.cfg.deliver_subject) and self.active,
+            push_bound=bool(self.cfg.deliver_subject) and self.push.active,
             ts=NanoTime(time.time_ns()),
         )
 

@@ -1,7 +1,8 @@
 """Persisting a consumer: its definition (``meta.inf``) and its state (``o.dat``) in the file store.
 
-A mixin of :class:`~pyjetstream.server.jetstream.consumer.Consumer`. The consumer's memory is the
-truth; the store gets a snapshot shortly after changes (coalescing many acks into one write),
+:class:`StateWriter` belongs to one :class:`~pyjetstream.server.jetstream.consumer.Consumer`.
+The consumer's memory (its :class:`~pyjetstream.server.jetstream.delivery_state.DeliveryState`) is
+the truth; the store gets a snapshot shortly after changes (coalescing many acks into one write),
 like nats-server's consumer file store, which writes its state from a background flusher. The
 write (a file replace: milliseconds on ext4) happens in one writer thread, off the event loop,
 except with ``sync: always``. A crash loses at most ``STATE_FLUSH_DELAY`` of acks, which then come
@@ -10,10 +11,11 @@ back as redeliveries; a graceful stop writes the final state.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -23,14 +25,13 @@ from pyjetstream.api.timefmt import format_time, parse_time
 from pyjetstream.server.jetstream.store.base import (
     ConsumerState,
     ConsumerStoreBase,
-    SequencePair,
     StoreError,
 )
 
 if TYPE_CHECKING:
-    from pyjetstream.server.jetstream.stream import Stream
+    from pyjetstream.server.jetstream.consumer import Consumer
 
-__all__ = ["ConsumerMeta", "StatePersistence", "decode_consumer_meta", "encode_consumer_meta"]
+__all__ = ["ConsumerMeta", "StateWriter", "decode_consumer_meta", "encode_consumer_meta"]
 
 # How soon changed state is written (at most this many writes per second per consumer: 1/delay).
 STATE_FLUSH_DELAY = 0.1
@@ -59,74 +60,53 @@ def _state_writer() -> concurrent.futures.ThreadPoolExecutor:
     return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="consumer-state")
 
 
-class StatePersistence:
-    """Writing and reading back the consumer's state. Mixed into Consumer."""
+class StateWriter:
+    """Writes a consumer's state to its store shortly after changes, and reads it back."""
 
-    # Provided by Consumer.
-    stream: Stream
-    engine: Any
-    server: Any
-    loop: Any
-    name: str
-    closed: bool
-    store: ConsumerStoreBase | None
-    sseq: int
-    dseq: int
-    adflr: int
-    asflr: int
-    pending: dict[int, tuple[int, int]]
-    rdc: dict[int, int]
+    __slots__ = ("_flush_handle", "_write_future", "consumer", "store")
 
-    if TYPE_CHECKING:
-
-        def _ack_wait_s(self, next_ns: int) -> float: ...
-        def _arm_pending_timer(self, delay: float) -> None: ...
-
-    def _init_persistence(self) -> None:
-        self._flush_handle: Any = None
+    def __init__(self, consumer: Consumer, store: ConsumerStoreBase | None) -> None:
+        self.consumer = consumer
+        self.store = store
+        self._flush_handle: asyncio.TimerHandle | None = None
         self._write_future: concurrent.futures.Future[None] | None = None
 
-    def _apply_stored_state(self) -> None:
-        """``readStoredState``: continue where the consumer was before the restart."""
-        assert self.store is not None
-        st = self.store.state()
-        self.sseq = max(self.sseq, st.delivered.stream_seq + 1)
-        self.dseq = st.delivered.consumer_seq + 1
-        self.adflr = st.ack_floor.consumer_seq
-        self.asflr = st.ack_floor.stream_seq
-        self.pending = {seq: st.pending[seq] for seq in sorted(st.pending)}
-        self.rdc = {seq: n for seq, n in st.redelivered.items() if seq > self.asflr}
-        if self.pending:
-            # Check pending soon after a restart: whatever was due while down is due now.
-            delay = min(0.5, self._ack_wait_s(0))
-            self._arm_pending_timer(delay)
+    def stored_state(self) -> ConsumerState | None:
+        """What the store holds from before a restart (None: a new consumer)."""
+        if self.store is None or not self.store.has_state():
+            return None
+        return self.store.state()
 
-    def _dirty(self) -> None:
+    def write_meta(self) -> None:
+        """The definition changed (an update): rewrite ``meta.inf``."""
+        consumer = self.consumer
+        if self.store is not None:
+            with contextlib.suppress(StoreError, OSError):
+                self.store.write_meta(encode_consumer_meta(consumer.name, consumer.cfg, consumer.created))
+
+    def dirty(self) -> None:
         """The state changed: write it to the consumer's store shortly."""
-        if self._flush_handle is None and self.store is not None and not self.closed:
-            delay = 0.0 if self.engine.sync_always else STATE_FLUSH_DELAY
-            self._flush_handle = self.loop.call_later(delay, self._flush_store)
+        consumer = self.consumer
+        if self._flush_handle is None and self.store is not None and not consumer.closed:
+            delay = 0.0 if consumer.engine.sync_always else STATE_FLUSH_DELAY
+            self._flush_handle = consumer.loop.call_later(delay, self._flush)
 
-    def _flush_store(self) -> None:
+    def _flush(self) -> None:
         """Snapshot the state and hand it to the writer (in the loop when ``sync: always``)."""
         self._flush_handle = None
         if self.store is None:
             return
         pending = self._write_future
         if pending is not None and not pending.done():
-            self._dirty()  # one write at a time: try again after this one
+            self.dirty()  # one write at a time: try again after this one
             return
-        state = ConsumerState(
-            SequencePair(self.dseq - 1, self.sseq - 1),
-            SequencePair(self.adflr, self.asflr),
-            dict(self.pending),
-            dict(self.rdc),
-        )
-        if self.engine.sync_always or self.closed:
-            self._write_state(state)
+        consumer = self.consumer
+        state = consumer.state.snapshot()
+        if consumer.engine.sync_always or consumer.closed:
+            self._write(state)
         else:
             # A state write is a file replace (milliseconds on ext4): keep it off the event loop.
-            self._write_future = _state_writer().submit(self._write_state, state)
+            self._write_future = _state_writer().submit(self._write, state)
 
     def _wait_for_writer(self) -> None:
         pending, self._write_future = self._write_future, None
@@ -134,17 +114,21 @@ class StatePersistence:
             with contextlib.suppress(Exception):
                 pending.result(timeout=10)
 
-    def _write_state(self, state: ConsumerState) -> None:
+    def _write(self, state: ConsumerState) -> None:
         """Runs in the state writer thread (or in the loop); only this touches the store then."""
         assert self.store is not None
         try:
             self.store.update(state)
         except (StoreError, OSError) as exc:
-            self.server.logger.error(
-                "JetStream consumer '%s > %s' could not write its state: %s", self.stream.name, self.name, exc
+            consumer = self.consumer
+            consumer.server.logger.error(
+                "JetStream consumer '%s > %s' could not write its state: %s",
+                consumer.stream.name,
+                consumer.name,
+                exc,
             )
 
-    def _close_store(self, delete: bool) -> None:
+    def close(self, delete: bool) -> None:
         """Stop: write the final state (or drop everything with ``delete``) and close the store."""
         if self._flush_handle is not None:
             self._flush_handle.cancel()
@@ -153,7 +137,7 @@ class StatePersistence:
         if self.store is None:
             return
         if not delete:
-            self._flush_store()
+            self._flush()
         with contextlib.suppress(StoreError, OSError):
             if delete:
                 self.store.delete()

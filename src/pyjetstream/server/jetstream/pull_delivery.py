@@ -1,146 +1,224 @@
-"""Pull consumers: ``CONSUMER.MSG.NEXT`` requests, the waiting queue, statuses, inactivity.
+"""Pull consumers: ``CONSUMER.MSG.NEXT`` requests, the waiting queue and the statuses requesters get.
 
-A mixin of :class:`~pyjetstream.server.jetstream.consumer.Consumer` (nats-server ``consumer.go``
-``processNextMsgRequest``, ``nextWaiting``, ``processWaiting``, ``deleteNotActive``). The status
-messages and their headers are nats-server's, byte for byte; ``409 Batch Completed`` is ⟨2.10+⟩.
+:class:`PullDelivery` mirrors nats-server ``consumer.go`` ``processNextMsgRequest``,
+``nextWaiting``, ``processWaiting`` and ``releaseAnyPendingRequests``; :class:`WaitQueue` and
+:class:`WaitingRequest` are its ``waitQueue`` and ``waitingRequest``. A request asks for ``batch``
+messages (optionally capped by ``max_bytes``) to be sent to its reply subject until ``expires``.
+Requests are served round robin: one that still wants more moves to the back of the queue after
+each message. The request body is decoded by :func:`pyjetstream.api.codec.decode_pull_request`
+and every status line comes from :mod:`pyjetstream.api.headers`, byte for byte nats-server's
+(``409 Batch Completed`` is ⟨2.10+⟩).
 """
 
 from __future__ import annotations
 
-import random
+import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from pyjetstream.server.jetstream.pull_requests import (
-    CONSUMER_DELETED,
-    MAX_WAITING_EXCEEDED,
-    NO_MESSAGES,
-    PUSH_BASED,
-    REQUESTS_PENDING,
-    PullRequestError,
-    WaitingRequest,
-    WaitQueue,
-    heartbeat_status,
-    max_expires_status,
-    parse_pull_request,
-    pending_status,
-    simple_status,
+from pyjetstream.api.codec import PullRequestError, decode_pull_request
+from pyjetstream.api.headers import (
+    Status,
+    heartbeat_block,
+    pending_status_block,
+    status_block,
 )
 
 if TYPE_CHECKING:
-    from pyjetstream.api.models_consumer import ConsumerConfig
+    from pyjetstream.server.client import ClientConnection
+    from pyjetstream.server.jetstream.consumer import Consumer
 
-__all__ = ["PullDelivery"]
+__all__ = ["PullDelivery", "WaitQueue", "WaitingRequest"]
 
-# nats-server adds up to a second of jitter to the inactivity threshold of pull consumers.
-_JITTER_MIN, _JITTER_MAX = 0.1, 1.0
+NO_MESSAGES = status_block(Status.NO_MESSAGES)
+REQUESTS_PENDING = status_block(Status.REQUESTS_PENDING)
+MAX_WAITING_EXCEEDED = status_block(Status.MAX_WAITING_EXCEEDED)
+PUSH_BASED = status_block(Status.PUSH_BASED)
+CONSUMER_DELETED = status_block(Status.CONSUMER_DELETED)
+
+
+class WaitingRequest:
+    """One pull request waiting for messages (``waitingRequest``)."""
+
+    __slots__ = (
+        "checked",
+        "delivered",
+        "expires",
+        "hb",
+        "hbt",
+        "max_bytes",
+        "n",
+        "no_wait",
+        "received",
+        "reply",
+    )
+
+    def __init__(
+        self, reply: str, batch: int, max_bytes: int, expires: float, no_wait: bool, hb: float
+    ) -> None:
+        now = time.monotonic()
+        self.reply = reply
+        self.n = batch  # messages still wanted
+        self.delivered = 0
+        self.max_bytes = max_bytes  # bytes still allowed (0 = no limit)
+        self.expires = expires  # monotonic deadline, 0 = none
+        self.no_wait = no_wait
+        self.hb = hb  # heartbeat interval in seconds (0 = none)
+        self.hbt = now + hb if hb else 0.0  # next heartbeat due
+        self.received = now
+        self.checked = -1  # the delivery pass that last saw interest in ``reply``
+
+    def timeout_status(self) -> bytes:
+        return pending_status_block(Status.REQUEST_TIMEOUT, self.n, self.max_bytes)
+
+
+class WaitQueue:
+    """The bounded FIFO of waiting requests (``waitQueue``), capacity ``max_waiting``."""
+
+    __slots__ = ("_q", "capacity", "last")
+
+    def __init__(self, capacity: int) -> None:
+        self._q: deque[WaitingRequest] = deque()
+        self.capacity = capacity
+        self.last = time.monotonic()  # last request received (inactivity tracking)
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def __bool__(self) -> bool:
+        return bool(self._q)
+
+    def __iter__(self) -> Iterator[WaitingRequest]:
+        return iter(self._q)
+
+    def is_full(self) -> bool:
+        return len(self._q) >= self.capacity
+
+    def add(self, wr: WaitingRequest) -> bool:
+        if len(self._q) >= self.capacity:
+            return False
+        self._q.append(wr)
+        self.last = wr.received
+        return True
+
+    def peek(self) -> WaitingRequest | None:
+        return self._q[0] if self._q else None
+
+    def pop(self) -> WaitingRequest:
+        """Account one delivery to the head request; it moves to the back if it wants more."""
+        q = self._q
+        wr = q[0]
+        wr.delivered += 1
+        wr.n -= 1
+        if wr.n <= 0:
+            q.popleft()
+        elif len(q) > 1:
+            q.popleft()
+            q.append(wr)
+        return wr
+
+    def remove_head(self) -> None:
+        self._q.popleft()
+
+    def retain(self, keep: list[WaitingRequest]) -> None:
+        self._q = deque(keep)
+
+    def clear(self) -> list[WaitingRequest]:
+        items = list(self._q)
+        self._q.clear()
+        return items
 
 
 class PullDelivery:
-    """Pull request handling and consumer inactivity. Mixed into Consumer."""
+    """The pull side of a consumer: requests in, the waiting queue, its timer, statuses out."""
 
-    # Provided by Consumer.
-    cfg: ConsumerConfig
-    server: Any
-    loop: Any
-    closed: bool
-    sseq: int
-    dseq: int
-    rdq: dict[int, None]
-    active: bool
-    _pass: int
+    __slots__ = ("_wtmr", "_wtmr_at", "consumer", "waiting")
 
-    if TYPE_CHECKING:
-
-        def _kick(self) -> None: ...
-        def num_pending(self) -> int: ...
-        def delete(self) -> None: ...
-
-    def _init_pull(self) -> None:
-        self.waiting = WaitQueue(self.cfg.max_waiting if not self.cfg.deliver_subject else 0)
-        self._wtmr: Any = None
+    def __init__(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+        cfg = consumer.cfg
+        self.waiting = WaitQueue(cfg.max_waiting if not cfg.deliver_subject else 0)
+        self._wtmr: asyncio.TimerHandle | None = None
         self._wtmr_at = 0.0
-        self._dtmr: Any = None
-        self.dthresh = 0.0
-        self._update_inactive_threshold(start=False)
 
-    def _start_pull(self) -> None:
-        if self.dthresh:
-            self._start_inactivity_timer(self.dthresh)
-
-    def _stop_pull(self) -> None:
+    def stop(self) -> None:
         if self._wtmr is not None:
             self._wtmr.cancel()
             self._wtmr = None
-        self._stop_inactivity_timer()
 
     # --- requests ------------------------------------------------------------------------------
 
-    def _on_pull_request(
-        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    def on_request(
+        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: ClientConnection | None
     ) -> None:
-        if not reply or self.closed:
+        """The ``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`` subscriber."""
+        if not reply or self.consumer.closed:
             return
-        if self.cfg.deliver_subject:
-            self.server.publish_internal(reply, b"", hdr=PUSH_BASED)
+        if self.consumer.cfg.deliver_subject:
+            self.send_status(reply, PUSH_BASED)
             return
-        self._process_next_request(reply, payload)
+        self.process_request(reply, payload)
 
-    def _send_status(self, reply: str, hdr: bytes) -> None:
-        self.server.publish_internal(reply, b"", hdr=hdr)
+    def send_status(self, reply: str, hdr: bytes) -> None:
+        self.consumer.server.publish_internal(reply, b"", hdr=hdr)
 
-    def _process_next_request(self, reply: str, body: bytes) -> None:
+    def process_request(self, reply: str, body: bytes) -> None:
         """``processNextMsgRequest``: validate a pull request and queue it."""
-        if self.closed:
+        consumer = self.consumer
+        if consumer.closed:
             return
-        if self.cfg.deliver_subject:
-            self._send_status(reply, PUSH_BASED)
+        cfg = consumer.cfg
+        if cfg.deliver_subject:
+            self.send_status(reply, PUSH_BASED)
             return
         try:
-            req = parse_pull_request(body)
+            req = decode_pull_request(body)
         except PullRequestError as exc:
-            self._send_status(reply, simple_status(400, f"Bad Request - {exc}"))
+            self.send_status(reply, status_block(Status.bad_request(str(exc))))
             return
-        cfg = self.cfg
         if cfg.max_batch > 0 and req.batch > cfg.max_batch:
-            self._send_status(reply, simple_status(409, f"Exceeded MaxRequestBatch of {cfg.max_batch}"))
+            self.send_status(reply, status_block(Status.max_request_batch(cfg.max_batch)))
             return
         if req.expires and cfg.max_expires > 0 and req.expires > cfg.max_expires:
-            self._send_status(reply, max_expires_status(cfg.max_expires))
+            self.send_status(reply, status_block(Status.max_request_expires(cfg.max_expires)))
             return
         if req.max_bytes > 0 and cfg.max_bytes > 0 and req.max_bytes > cfg.max_bytes:
-            self._send_status(reply, simple_status(409, f"Exceeded MaxRequestMaxBytes of {cfg.max_bytes}"))
+            self.send_status(reply, status_block(Status.max_request_max_bytes(cfg.max_bytes)))
             return
         waiting = self.waiting
         if waiting.is_full():
-            self._process_waiting(eos=False)
+            self.process_waiting(eos=False)
         if req.no_wait:
-            msgs_pending = self.num_pending() + len(self.rdq)
+            msgs_pending = consumer.num_pending() + len(consumer.state.rdq)
             if msgs_pending == 0 and not req.expires:
                 waiting.last = time.monotonic()
-                self._send_status(reply, NO_MESSAGES)
+                self.send_status(reply, NO_MESSAGES)
                 return
-            if msgs_pending > 0 and msgs_pending < self._process_waiting(eos=False):
+            if msgs_pending > 0 and msgs_pending < self.process_waiting(eos=False):
                 waiting.last = time.monotonic()
-                self._send_status(reply, REQUESTS_PENDING)
+                self.send_status(reply, REQUESTS_PENDING)
                 return
         now = time.monotonic()
         expires = now + req.expires / 1e9 if req.expires else 0.0
-        wr = WaitingRequest(reply, req.batch, req.max_bytes, expires, req.no_wait, req.heartbeat / 1e9)
+        wr = WaitingRequest(reply, req.batch, req.max_bytes, expires, req.no_wait, req.idle_heartbeat / 1e9)
         if not waiting.add(wr):
-            self._send_status(reply, MAX_WAITING_EXCEEDED)
+            self.send_status(reply, MAX_WAITING_EXCEEDED)
             return
         if expires and (not self._wtmr or expires < self._wtmr_at):
-            self._arm_waiting_timer(expires)
+            self._arm(expires)
         if wr.hbt and (not self._wtmr or wr.hbt < self._wtmr_at):
-            self._arm_waiting_timer(wr.hbt)
-        self._kick()
+            self._arm(wr.hbt)
+        consumer.kick()
 
-    def _next_waiting(self, size: int) -> WaitingRequest | None:
-        """``nextWaiting``: the request the next message (of ``size`` bytes) goes to."""
+    def next_waiting(self, size: int, current_pass: int) -> WaitingRequest | None:
+        """``nextWaiting``: the request the next message (of ``size`` bytes) goes to.
+
+        Interest in a reply subject is looked up once per delivery pass (``current_pass``).
+        """
         waiting = self.waiting
-        has_interest = self.server.has_interest
-        current = self._pass
+        has_interest = self.consumer.server.has_interest
         while waiting:
             wr = waiting.peek()
             assert wr is not None
@@ -150,27 +228,27 @@ class PullDelivery:
                     if wr.max_bytes == 0:
                         wr.n = 1  # deliver this one, then the request is done
                 else:
-                    self._send_status(
-                        wr.reply, pending_status(409, "Message Size Exceeds MaxBytes", wr.n, wr.max_bytes)
+                    self.send_status(
+                        wr.reply, pending_status_block(Status.MAX_BYTES_EXCEEDED, wr.n, wr.max_bytes)
                     )
                     waiting.remove_head()
                     continue
             if not wr.expires or time.monotonic() < wr.expires:
-                if wr.checked == current:
+                if wr.checked == current_pass:
                     return waiting.pop()
                 if has_interest(wr.reply):
-                    wr.checked = current
+                    wr.checked = current_pass
                     return waiting.pop()
             else:
-                self._send_status(wr.reply, wr.timeout_status())
+                self.send_status(wr.reply, wr.timeout_status())
             waiting.remove_head()
         return None
 
-    def _send_batch_completed(self, reply: str, remaining_bytes: int) -> None:
+    def batch_completed(self, reply: str, remaining_bytes: int) -> None:
         """⟨2.10+⟩ the batch is full but the request still allowed bytes."""
-        self._send_status(reply, pending_status(409, "Batch Completed", 0, remaining_bytes))
+        self.send_status(reply, pending_status_block(Status.BATCH_COMPLETED, 0, remaining_bytes))
 
-    def _process_waiting(self, eos: bool) -> int:
+    def process_waiting(self, eos: bool) -> int:
         """``processWaiting``: expire, drop the uninterested, heartbeat; returns batches wanted.
 
         ``eos`` (end of stream) also ends ``no_wait`` requests that already got something.
@@ -179,14 +257,15 @@ class PullDelivery:
         if not waiting:
             return 0
         now = time.monotonic()
-        has_interest = self.server.has_interest
+        has_interest = self.consumer.server.has_interest
+        st = self.consumer.state
         keep: list[WaitingRequest] = []
         wanted = 0
         fexp = 0.0
         changed = False
         for wr in waiting:
             if (eos and wr.no_wait and wr.delivered > 0) or (wr.expires and now >= wr.expires):
-                self._send_status(wr.reply, wr.timeout_status())
+                self.send_status(wr.reply, wr.timeout_status())
                 changed = True
                 continue
             if not has_interest(wr.reply):
@@ -195,7 +274,7 @@ class PullDelivery:
             wanted += wr.n
             if wr.hbt:
                 if now >= wr.hbt:
-                    self._send_status(wr.reply, heartbeat_status(self.dseq - 1, self.sseq - 1))
+                    self.send_status(wr.reply, heartbeat_block(st.dseq - 1, st.sseq - 1))
                     wr.hbt = now + wr.hb
                 if not fexp or wr.hbt < fexp:
                     fexp = wr.hbt
@@ -205,83 +284,31 @@ class PullDelivery:
         if changed:
             waiting.retain(keep)
         if fexp:
-            self._arm_waiting_timer(fexp)
+            self._arm(fexp)
         elif self._wtmr is not None:
             self._wtmr.cancel()
             self._wtmr = None
         return wanted
 
-    def _arm_waiting_timer(self, when: float) -> None:
+    def release_all(self) -> None:
+        """The consumer is being deleted: tell every waiting request (``releaseAnyPendingRequests``)."""
+        for wr in self.waiting.clear():
+            self.send_status(wr.reply, CONSUMER_DELETED)
+
+    # --- the waiting timer ---------------------------------------------------------------------
+
+    def _arm(self, when: float) -> None:
         if self._wtmr is not None:
             if self._wtmr_at == when:
                 return
             self._wtmr.cancel()
         self._wtmr_at = when
-        self._wtmr = self.loop.call_later(max(when - time.monotonic(), 0.001), self._waiting_timer)
+        self._wtmr = self.consumer.loop.call_later(max(when - time.monotonic(), 0.001), self._on_timer)
 
-    def _waiting_timer(self) -> None:
+    def _on_timer(self) -> None:
         self._wtmr = None
-        if self.closed:
+        if self.consumer.closed:
             return
-        self._process_waiting(eos=True)
+        self.process_waiting(eos=True)
         if self.waiting:
-            self._kick()
-
-    def _release_waiting(self) -> None:
-        """The consumer is being deleted: tell every waiting request (``releaseAnyPendingRequests``)."""
-        for wr in self.waiting.clear():
-            self._send_status(wr.reply, CONSUMER_DELETED)
-
-    # --- inactivity ----------------------------------------------------------------------------
-
-    def _update_inactive_threshold(self, start: bool = True) -> None:
-        """``updateInactiveThreshold``: the delete timer's period (with nats-server's jitter)."""
-        threshold = self.cfg.inactive_threshold / 1e9
-        if threshold > 0:
-            if not self.cfg.deliver_subject:
-                threshold += random.uniform(_JITTER_MIN, _JITTER_MAX)
-            self.dthresh = threshold
-        else:
-            self.dthresh = 0.0
-        if start:
-            self._stop_inactivity_timer()
-            if self.dthresh and (not self.cfg.deliver_subject or not self.active):
-                self._start_inactivity_timer(self.dthresh)
-
-    def _start_inactivity_timer(self, delay: float) -> None:
-        self._stop_inactivity_timer()
-        self._dtmr = self.loop.call_later(max(delay, 0.001), self._delete_not_active)
-
-    def _stop_inactivity_timer(self) -> None:
-        if self._dtmr is not None:
-            self._dtmr.cancel()
-            self._dtmr = None
-
-    def _suppress_deletion(self) -> None:
-        """Ack activity keeps the consumer alive."""
-        if self.closed:
-            return
-        if self.cfg.deliver_subject:
-            if self._dtmr is not None:
-                self._start_inactivity_timer(self.dthresh)
-        else:
-            self.waiting.last = time.monotonic()
-
-    def _delete_not_active(self) -> None:
-        """``deleteNotActive``: delete unless interest or activity came back meanwhile."""
-        self._dtmr = None
-        if self.closed:
-            return
-        if self.cfg.deliver_subject:
-            if self.active:
-                return
-        else:
-            elapsed = time.monotonic() - self.waiting.last
-            if elapsed <= self.cfg.inactive_threshold / 1e9:
-                self._start_inactivity_timer(self.dthresh - elapsed)
-                return
-            self._process_waiting(eos=True)
-            if self.waiting:
-                self._start_inactivity_timer(self.dthresh)
-                return
-        self.delete()
+            self.consumer.kick()

@@ -1,6 +1,8 @@
 """Push consumers: delivery interest, idle heartbeats, flow control and the rate limit.
 
-A mixin of :class:`~pyjetstream.server.jetstream.consumer.Consumer` (nats-server ``consumer.go``):
+:class:`PushDelivery` is the push side of a
+:class:`~pyjetstream.server.jetstream.consumer.Consumer` (nats-server ``consumer.go``
+``updateDeliveryInterest``, ``sendIdleHeartbeat``, ``sendFlowControl``, ``processFlowControl``):
 
 - A push consumer delivers only while its deliver subject has *exact* interest: a plain
   subscription on exactly that subject, or, with ``deliver_group``, a queue subscription on it in
@@ -15,21 +17,24 @@ A mixin of :class:`~pyjetstream.server.jetstream.consumer.Consumer` (nats-server
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyjetstream.api.constants import FLOW_CONTROL_INITIAL_WINDOW, FLOW_CONTROL_MAX_WINDOW
-from pyjetstream.server.jetstream.pull_requests import heartbeat_status
+from pyjetstream.api.headers import Status, heartbeat_block, status_block
 
 if TYPE_CHECKING:
-    from pyjetstream.api.models_consumer import ConsumerConfig
-    from pyjetstream.server.jetstream.stream import Stream
+    from pyjetstream.server.client import ClientConnection
+    from pyjetstream.server.jetstream.consumer import Consumer
+    from pyjetstream.server.server import InternalSub, Server
+    from pyjetstream.server.sublist import Subscription
 
 __all__ = ["DeliverInterest", "PushDelivery", "RateLimiter"]
 
-_FC_REQUEST = b"NATS/1.0 100 FlowControl Request\r\n\r\n"
+_FC_REQUEST = status_block(Status.FLOW_CONTROL)
 _FC_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 DEFAULT_MAX_PAYLOAD = 1024 * 1024
 
@@ -41,14 +46,14 @@ class DeliverInterest:
     instead of every consumer inspecting every SUB/UNSUB.
     """
 
-    _registries: weakref.WeakKeyDictionary[Any, DeliverInterest] = weakref.WeakKeyDictionary()
+    _registries: weakref.WeakKeyDictionary[Server, DeliverInterest] = weakref.WeakKeyDictionary()
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Server) -> None:
         self.by_subject: dict[str, set[PushDelivery]] = {}
         self._remove = server.on_interest_change(self._changed)
 
     @classmethod
-    def of(cls, server: Any) -> DeliverInterest:
+    def of(cls, server: Server) -> DeliverInterest:
         reg = cls._registries.get(server)
         if reg is None:
             reg = cls._registries[server] = cls(server)
@@ -64,11 +69,11 @@ class DeliverInterest:
             if not watchers:
                 del self.by_subject[subject]
 
-    def _changed(self, sub: Any, added: bool) -> None:
+    def _changed(self, sub: Subscription, added: bool) -> None:
         watchers = self.by_subject.get(sub.subject)
         if watchers:
             for consumer in list(watchers):
-                consumer._interest_changed()
+                consumer.interest_changed()
 
 
 class RateLimiter:
@@ -94,68 +99,59 @@ class RateLimiter:
 
 
 class PushDelivery:
-    """Interest, heartbeats, flow control, rate limit and inactivity. Mixed into Consumer."""
+    """Interest, heartbeats, flow control and the rate limit of a push consumer."""
 
-    # Provided by Consumer.
-    cfg: ConsumerConfig
-    stream: Stream
-    server: Any
-    loop: Any
-    name: str
-    closed: bool
-    sseq: int
-    dseq: int
-    pending: dict[int, tuple[int, int]]
-    rdq: dict[int, None]
-    _delay_handle: Any
+    __slots__ = (
+        "_fc_sub",
+        "_hb_timer",
+        "active",
+        "consumer",
+        "dsubj",
+        "fcid",
+        "fcsz",
+        "last_delivery",
+        "maxpb",
+        "pblimit",
+        "pbytes",
+        "rate",
+    )
 
-    if TYPE_CHECKING:
-
-        def _kick(self) -> None: ...
-        def _delay(self, seconds: float) -> None: ...
-        def _arm_pending_timer(self, delay: float) -> None: ...
-        def delete(self) -> None: ...
-        def _update_inactive_threshold(self) -> None: ...
-        def _start_inactivity_timer(self, delay: float) -> None: ...
-        def _stop_inactivity_timer(self) -> None: ...
-
-    _dtmr: Any
-    dthresh: float
-
-    def _init_push(self) -> None:
-        self.dsubj = self.cfg.deliver_subject
-        self.active = False
-        self.pblimit = 0
-        self.maxpb = 0
-        self.pbytes = 0
+    def __init__(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+        self.dsubj = consumer.cfg.deliver_subject
+        self.active = False  # the deliver subject has interest (``push_bound``)
+        self.pblimit = 0  # flow control: the largest window
+        self.maxpb = 0  # flow control: the current window (0: no flow control)
+        self.pbytes = 0  # bytes delivered and not yet answered by a flow-control response
         self.fcsz = 0
-        self.fcid = ""
+        self.fcid = ""  # the outstanding flow-control request's reply subject
         self.rate: RateLimiter | None = None
-        self._hb_timer: Any = None
-        self._last_delivery = 0.0
-        self._fc_sub: Any = None
+        self._hb_timer: asyncio.TimerHandle | None = None
+        self.last_delivery = 0.0  # monotonic
+        self._fc_sub: InternalSub | None = None
 
-    def _start_push(self) -> None:
-        cfg = self.cfg
-        DeliverInterest.of(self.server).add(self.dsubj, self)
+    def start(self) -> None:
+        consumer = self.consumer
+        cfg = consumer.cfg
+        DeliverInterest.of(consumer.server).add(self.dsubj, self)
         if cfg.flow_control:
             self.pblimit = FLOW_CONTROL_MAX_WINDOW
             self.maxpb = FLOW_CONTROL_INITIAL_WINDOW
-            self._fc_sub = self.server.subscribe_internal(
-                f"$JS.FC.{self.stream.name}.{self.name}.*", self._on_flow_control
+            self._fc_sub = consumer.server.subscribe_internal(
+                f"$JS.FC.{consumer.stream.name}.{consumer.name}.*", self._on_flow_control
             )
         if cfg.rate_limit_bps:
-            self._set_rate_limit(cfg.rate_limit_bps)
-        self.active = self._has_delivery_interest()
-        if self.dthresh and not self.active:
-            self._start_inactivity_timer(self.dthresh)
+            self.set_rate_limit(cfg.rate_limit_bps)
+        self.active = self.has_interest()
+        if consumer.dthresh and not self.active:
+            consumer.start_inactivity_timer(consumer.dthresh)
         if cfg.idle_heartbeat:
-            self._last_delivery = time.monotonic()
-            self._hb_timer = self.loop.call_later(cfg.idle_heartbeat / 1e9, self._heartbeat)
+            self.last_delivery = time.monotonic()
+            self._hb_timer = consumer.loop.call_later(cfg.idle_heartbeat / 1e9, self._heartbeat)
 
-    def _stop_push(self) -> None:
-        if self.cfg.deliver_subject:
-            DeliverInterest.of(self.server).discard(self.dsubj, self)
+    def stop(self) -> None:
+        if self.consumer.cfg.deliver_subject:
+            DeliverInterest.of(self.consumer.server).discard(self.dsubj, self)
         if self._fc_sub is not None:
             self._fc_sub.unsubscribe()
             self._fc_sub = None
@@ -166,69 +162,68 @@ class PushDelivery:
 
     # --- interest ------------------------------------------------------------------------------
 
-    def _has_delivery_interest(self) -> bool:
+    def has_interest(self) -> bool:
         subject = self.dsubj
-        psubs, qsubs = self.server.sublist.match(subject)
-        group = self.cfg.deliver_group
+        psubs, qsubs = self.consumer.server.sublist.match(subject)
+        group = self.consumer.cfg.deliver_group
         if not group:
             return any(s.subject == subject for s in psubs)
         return any(s.subject == subject and s.queue == group for members in qsubs for s in members)
 
-    def _interest_changed(self) -> None:
-        if not self.closed:
-            self._update_delivery_interest(self._has_delivery_interest())
+    def interest_changed(self) -> None:
+        if not self.consumer.closed:
+            self.update_interest(self.has_interest())
 
-    def _update_delivery_interest(self, interest: bool) -> None:
+    def update_interest(self, interest: bool) -> None:
         """``updateDeliveryInterest``: (un)bind, and run the inactivity timer while unbound."""
+        consumer = self.consumer
         if interest and not self.active:
-            self._kick()
+            consumer.kick()
         self.active = interest
         if not interest:
-            if self._dtmr is None and self.dthresh:
-                self._start_inactivity_timer(self.dthresh)
+            if not consumer.inactivity_timer_running() and consumer.dthresh:
+                consumer.start_inactivity_timer(consumer.dthresh)
         else:
-            self._stop_inactivity_timer()
+            consumer.stop_inactivity_timer()
 
-    def _update_deliver_subject(self, subject: str) -> None:
+    def update_deliver_subject(self, subject: str) -> None:
         """A durable push consumer moved to a new deliver subject: resend what is pending."""
-        if self.closed or not self.cfg.deliver_subject or subject == self.dsubj:
+        consumer = self.consumer
+        if consumer.closed or not consumer.cfg.deliver_subject or subject == self.dsubj:
             return
-        if self.pending:
-            now = time.time_ns()
-            for seq in sorted(self.pending):
-                self.rdq.setdefault(seq, None)
-                pd, _ = self.pending[seq]
-                self.pending[seq] = (pd, now)
-            self._arm_pending_timer(self.cfg.ack_wait / 1e9)
-        registry = DeliverInterest.of(self.server)
+        if consumer.state.pending:
+            consumer.state.redeliver_all(time.time_ns())
+            consumer.acks.arm(consumer.cfg.ack_wait / 1e9)
+        registry = DeliverInterest.of(consumer.server)
         registry.discard(self.dsubj, self)
         self.dsubj = subject
         registry.add(subject, self)
-        self._update_delivery_interest(self._has_delivery_interest())
+        self.update_interest(self.has_interest())
 
     # --- heartbeats ----------------------------------------------------------------------------
 
     def _heartbeat(self) -> None:
         self._hb_timer = None
-        if self.closed:
+        consumer = self.consumer
+        if consumer.closed:
             return
-        interval = self.cfg.idle_heartbeat / 1e9
-        due = self._last_delivery + interval
+        interval = consumer.cfg.idle_heartbeat / 1e9
+        due = self.last_delivery + interval
         now = time.monotonic()
         if now >= due - 0.001:
             if self.active:
-                self._send_idle_heartbeat(self.dsubj)
-            self._last_delivery = now
+                self.send_idle_heartbeat(self.dsubj)
+            self.last_delivery = now
             due = now + interval
-        self._hb_timer = self.loop.call_later(max(due - now, 0.001), self._heartbeat)
+        self._hb_timer = consumer.loop.call_later(max(due - now, 0.001), self._heartbeat)
 
-    def _send_idle_heartbeat(self, subject: str) -> None:
-        hdr = heartbeat_status(self.dseq - 1, self.sseq - 1, self.fcid)
-        self.server.publish_internal(subject, b"", hdr=hdr)
+    def send_idle_heartbeat(self, subject: str) -> None:
+        st = self.consumer.state
+        self.consumer.server.publish_internal(subject, b"", hdr=heartbeat_block(st.dseq - 1, st.sseq - 1, self.fcid))
 
     # --- flow control --------------------------------------------------------------------------
 
-    def _after_push_delivery(self, size: int) -> None:
+    def after_delivery(self, size: int) -> None:
         """Account a delivered message against the window; ask for a response when due."""
         self.pbytes += size
         if not self.fcid:
@@ -238,39 +233,41 @@ class PushDelivery:
             self.fcsz += size
 
     def _send_flow_control(self) -> None:
+        consumer = self.consumer
         token = "".join(random.choice(_FC_DIGITS) for _ in range(4))
-        reply = f"$JS.FC.{self.stream.name}.{self.name}.{token}"
+        reply = f"$JS.FC.{consumer.stream.name}.{consumer.name}.{token}"
         self.fcsz, self.fcid = self.pbytes, reply
-        self.server.publish_internal(self.dsubj, b"", reply=reply, hdr=_FC_REQUEST)
+        consumer.server.publish_internal(self.dsubj, b"", reply=reply, hdr=_FC_REQUEST)
 
     def _on_flow_control(
-        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
+        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: ClientConnection | None
     ) -> None:
         """``processFlowControl``: only the latest request counts; widen the window and resume."""
-        if self.closed or subject != self.fcid:
+        if self.consumer.closed or subject != self.fcid:
             return
         if self.maxpb < self.pblimit:
             self.maxpb = min(self.maxpb * 2, self.pblimit)
         self.pbytes = max(self.pbytes - self.fcsz, 0)
         self.fcid, self.fcsz = "", 0
-        self._kick()
+        self.consumer.kick()
 
     # --- rate limit ----------------------------------------------------------------------------
 
-    def _set_rate_limit(self, bps: int) -> None:
+    def set_rate_limit(self, bps: int) -> None:
         if not bps:
             self.rate = None
             return
-        max_size = self.stream.cfg.max_msg_size
+        consumer = self.consumer
+        max_size = consumer.stream.cfg.max_msg_size
         if max_size <= 0:
-            max_size = int(getattr(self.server.options, "max_payload", 0) or DEFAULT_MAX_PAYLOAD)
+            max_size = int(getattr(consumer.server.options, "max_payload", 0) or DEFAULT_MAX_PAYLOAD)
         self.rate = RateLimiter(bps / 8, max_size)
 
-    def _rate_delay(self, size: int) -> bool:
+    def rate_delay(self, size: int) -> bool:
         """True when ``size`` bytes must wait; the delivery pass resumes after the wait."""
         assert self.rate is not None
         wait = self.rate.delay_for(size)
         if wait <= 0:
             return False
-        self._delay(wait)
+        self.consumer.delay(wait)
         return True

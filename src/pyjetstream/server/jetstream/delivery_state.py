@@ -1,0 +1,344 @@
+"""A consumer's delivery state: where it is in the stream and what is delivered but not acked.
+
+One object, one owner (nats-server ``consumer.go`` keeps these fields on ``consumer`` under its
+lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats-server's:
+
+- ``sseq``: the next stream sequence to consider; ``dseq``: the next delivery (consumer) sequence.
+- ``adflr`` / ``asflr``: the ack floor (delivery / stream sequence): everything at or below is done.
+- ``pending``: delivered but not acked, stream seq → (delivery seq, delivery time ns), in
+  delivery order.
+- ``rdc``: redelivery counts (stream seq → times redelivered); ``rdq``: the redelivery queue (an
+  ordered dict used as an ordered set).
+- ``lss`` / ``lss_resume``: ``deliver_policy: last_per_subject``: the sequences still to send, and
+  where to continue after them.
+- ``ldt`` / ``lat``: the last delivery / ack (Unix ns) reported in ConsumerInfo.
+
+Every change of these goes through a method here (ack, nak, progress, redeliver, purge, ...),
+except the few field updates of the delivery loop's fast path in ``Consumer._run`` (the next
+sequence, the delivery sequence and the new ``pending`` entry), which stay inline there because
+they run once per message.
+"""
+
+from __future__ import annotations
+
+from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
+
+__all__ = ["DeliveryState"]
+
+# The pending dict is rebuilt once this many deletions have accumulated in it (see ``_deleted``).
+_REBUILD_AFTER = 4096
+
+
+class DeliveryState:
+    """Sequences, ack floors, pending acks and redeliveries of one consumer."""
+
+    __slots__ = (
+        "_pending_dels",
+        "adflr",
+        "asflr",
+        "dseq",
+        "lat",
+        "ldt",
+        "lss",
+        "lss_resume",
+        "pending",
+        "rdc",
+        "rdq",
+        "sseq",
+    )
+
+    def __init__(self) -> None:
+        self.sseq = 1
+        self.dseq = 1
+        self.adflr = 0
+        self.asflr = 0
+        self.pending: dict[int, tuple[int, int]] = {}
+        self.rdc: dict[int, int] = {}
+        self.rdq: dict[int, None] = {}
+        self.lss: list[int] = []
+        self.lss_resume = 0
+        self.ldt = 0
+        self.lat = 0
+        self._pending_dels = 0
+
+    # --- starting point, persistence ------------------------------------------------------------
+
+    def start_at(self, sseq: int) -> None:
+        """A fresh consumer starts at ``sseq`` (``selectStartingSeqNo``)."""
+        self.sseq = sseq
+        self.dseq = 1
+        self.adflr = 0
+        self.asflr = sseq - 1
+
+    def restore(self, st: ConsumerState) -> None:
+        """``readStoredState``: continue where the consumer was before the restart."""
+        self.sseq = max(self.sseq, st.delivered.stream_seq + 1)
+        self.dseq = st.delivered.consumer_seq + 1
+        self.adflr = st.ack_floor.consumer_seq
+        self.asflr = st.ack_floor.stream_seq
+        self.pending = {seq: st.pending[seq] for seq in sorted(st.pending)}
+        self.rdc = {seq: n for seq, n in st.redelivered.items() if seq > self.asflr}
+
+    def snapshot(self) -> ConsumerState:
+        """A copy to persist (``writeState``)."""
+        return ConsumerState(
+            SequencePair(self.dseq - 1, self.sseq - 1),
+            SequencePair(self.adflr, self.asflr),
+            dict(self.pending),
+            dict(self.rdc),
+        )
+
+    def reset_to(self, sseq: int) -> None:
+        """⟨2.14+⟩ ``CONSUMER.RESET``: forget everything delivered and continue at ``sseq``
+        (``resetStartingSeq``); the delivery sequence keeps counting up."""
+        self.pending = {}
+        self.rdc = {}
+        self.rdq = {}
+        self.lss = []
+        self._pending_dels = 0
+        self.sseq = sseq
+        self.adflr = self.dseq - 1
+        self.asflr = sseq - 1
+
+    # --- acks -----------------------------------------------------------------------------------
+
+    def ack(self, sseq: int, dseq: int) -> tuple[int, int] | None:
+        """AckExplicit: retire ``sseq``; returns its pending entry (None if it was not pending).
+
+        The ack floor moves up to just below the oldest message still pending (``processAckMsg``).
+        """
+        pending = self.pending
+        p = pending.pop(sseq, None)
+        if p is not None:
+            dseq = p[0]
+            self._pending_dels += 1
+            if self._pending_dels > _REBUILD_AFTER:
+                self._deleted(0)
+        if not pending:
+            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+        elif dseq == self.adflr + 1:
+            self.adflr, self.asflr = dseq, sseq
+            nxt = sseq + 1 if sseq + 1 in pending else self._first_pending_after(sseq)
+            if nxt:
+                pd = self.pending[nxt][0]
+                if pd > 0:
+                    self.adflr, self.asflr = pd - 1, nxt - 1
+        if self.rdc:
+            self.rdc.pop(sseq, None)
+        if self.rdq:
+            self.rdq.pop(sseq, None)
+        return p
+
+    def ack_all(self, sseq: int, dseq: int) -> int | None:
+        """AckAll: retire everything up to ``sseq``; returns the previous stream ack floor
+        (None: the ack was at or below the floor and changed nothing)."""
+        if dseq <= self.adflr or sseq <= self.asflr:
+            return None
+        floor = self.asflr
+        self.adflr, self.asflr = dseq, sseq
+        gone = [s for s in self.pending if s <= sseq]
+        for s in gone:
+            del self.pending[s]
+        self._deleted(len(gone))
+        for s in [s for s in self.rdc if s <= sseq]:
+            del self.rdc[s]
+        for s in [s for s in self.rdq if s <= sseq]:
+            del self.rdq[s]
+        return floor
+
+    def delivered_none(self, sseq: int, dseq: int) -> None:
+        """AckNone: a delivery is done as it goes out (the floor follows the deliveries)."""
+        self.adflr = dseq
+        self.asflr = sseq
+
+    def nak(self, sseq: int, dseq: int) -> tuple[int, int] | None:
+        """The pending entry a NAK applies to (None: not pending, or outside the delivered range)."""
+        if dseq <= self.adflr or dseq > self.dseq:
+            return None
+        return self.pending.get(sseq)
+
+    def nak_later(self, sseq: int, delivered_ns: int) -> None:
+        """``-NAK <delay>``: take it off the redelivery queue and restamp its delivery time so
+        the ack wait expires after the delay."""
+        p = self.pending[sseq]
+        self.rdq.pop(sseq, None)
+        self.pending[sseq] = (p[0], delivered_ns)
+
+    def progress(self, sseq: int, now_ns: int) -> bool:
+        """``+WPI``: restart the ack wait of ``sseq``; False if it is not pending."""
+        p = self.pending.get(sseq)
+        if p is None:
+            return False
+        self.pending[sseq] = (p[0], now_ns)
+        return True
+
+    # --- redelivery -----------------------------------------------------------------------------
+
+    def redeliver(self, sseq: int) -> bool:
+        """Queue ``sseq`` for redelivery; False if it is already queued."""
+        if sseq in self.rdq:
+            return False
+        self.rdq[sseq] = None
+        return True
+
+    def redeliver_if_pending(self, sseq: int) -> bool:
+        """A delivery reached nobody (``didNotDeliver``): send it again if still pending."""
+        if sseq in self.pending and sseq not in self.rdq:
+            self.rdq[sseq] = None
+            return True
+        return False
+
+    def next_redelivery(self) -> tuple[int, int] | None:
+        """Take the head of the redelivery queue and count the redelivery (``getNextMsg``):
+        (stream seq, delivery count)."""
+        rdq = self.rdq
+        if not rdq:
+            return None
+        seq = next(iter(rdq))
+        del rdq[seq]
+        dc = self.rdc.get(seq, 0) + 2
+        self.rdc[seq] = dc - 1
+        return seq, dc
+
+    def unget_redelivery(self, seq: int) -> None:
+        """Put a redelivery back at the head of the queue and uncount it."""
+        n = self.rdc.get(seq, 0) - 1
+        if n > 0:
+            self.rdc[seq] = n
+        else:
+            self.rdc.pop(seq, None)
+        self.rdq = {seq: None, **self.rdq}
+
+    def redeliver_all(self, now_ns: int) -> None:
+        """Queue every pending message for redelivery now (a new deliver subject)."""
+        for seq in sorted(self.pending):
+            self.rdq.setdefault(seq, None)
+            pd, _ = self.pending[seq]
+            self.pending[seq] = (pd, now_ns)
+
+    def stop_tracking(self, seq: int) -> None:
+        """``max_deliver`` reached: no more redeliveries of ``seq``."""
+        self.pending.pop(seq, None)
+
+    def drop(self, seq: int) -> None:
+        """A pending message disappeared from the stream: stop tracking it."""
+        p = self.pending.pop(seq, None)
+        self.rdc.pop(seq, None)
+        if p is not None and not self.pending:
+            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+
+    def expired(
+        self, now: int, ack_wait: int, backoff: list[int], first_seq: int
+    ) -> tuple[list[int], int, bool]:
+        """``checkPending``: queue every delivery whose ack wait (or backoff step) has passed.
+
+        Messages gone from the stream (below ``first_seq``) or below the ack floor are dropped.
+        Returns (the newly queued sequences, ns until the next one is due, whether anything
+        was dropped).
+        """
+        pending = self.pending
+        nbo = len(backoff)
+        nxt = backoff[-1] if nbo else ack_wait
+        expired: list[int] = []
+        dropped = False
+        rdq = self.rdq
+        rdc = self.rdc
+        for seq, (pd, ts) in list(pending.items()):
+            if seq < first_seq or seq <= self.asflr:
+                del pending[seq]
+                rdc.pop(seq, None)
+                rdq.pop(seq, None)
+                dropped = True
+                if seq > self.asflr:
+                    self.asflr = seq
+                if pd > self.adflr:
+                    self.adflr = pd
+                continue
+            elapsed = now - ts
+            deadline = ack_wait
+            if nbo:
+                dc = rdc.get(seq, 0)
+                nbi = dc + 1
+                if dc + 1 >= nbo:
+                    dc = nbo - 1
+                    nbi = dc
+                deadline = backoff[dc]
+                if backoff[nbi] < nxt:
+                    nxt = backoff[nbi]
+            if elapsed >= deadline:
+                if seq not in rdq:
+                    expired.append(seq)
+            elif deadline - elapsed < nxt:
+                nxt = deadline - elapsed
+        if expired:
+            expired.sort()
+            for seq in expired:
+                rdq[seq] = None
+            # Re-stamp so they keep their relative order but count as delivered "now".
+            off = now - pending[expired[0]][1]
+            for seq in expired:
+                pd, ts = pending[seq]
+                pending[seq] = (pd, ts + off)
+        if not pending:
+            rdq.clear()
+        return expired, nxt, dropped
+
+    # --- stream changes -------------------------------------------------------------------------
+
+    def purge(self, first_seq: int) -> None:
+        """Messages below ``first_seq`` are gone (purge, expiry): skip them (``purge``)."""
+        if self.sseq < first_seq:
+            self.sseq = first_seq
+        if self.asflr < first_seq:
+            self.asflr = first_seq - 1
+            for seq in [s for s in self.pending if s <= self.asflr]:
+                dseq = self.pending.pop(seq)[0]
+                if dseq > self.adflr:
+                    self.adflr = dseq
+                    if self.adflr > self.dseq:
+                        self.dseq = self.adflr
+                self.rdc.pop(seq, None)
+        if not self.pending:
+            self.rdc.clear()
+        for seq in [s for s in self.rdq if s < self.sseq and s not in self.pending]:
+            del self.rdq[seq]
+        if self.lss:
+            self.lss = [s for s in self.lss if s >= first_seq]
+            if not self.lss:
+                self.sseq = max(self.sseq, self.lss_resume)
+
+    def needs(self, seq: int, explicit: bool) -> bool:
+        """Interest retention: is ``seq`` (a matching message) still needed (``needAck``)?"""
+        if seq <= self.asflr:
+            return False
+        if explicit and seq < self.sseq:
+            return seq in self.pending
+        return True
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _first_pending_after(self, sseq: int) -> int:
+        """The smallest pending stream sequence above ``sseq`` (0: none).
+
+        Probes the next sequences first (acks mostly come in order, so it is usually the very
+        next one), then scans: nats-server loops over the sequences.
+        """
+        pending = self.pending
+        limit = min(self.sseq, sseq + 65)
+        for ss in range(sseq + 1, limit):
+            if ss in pending:
+                return ss
+        if limit >= self.sseq:
+            return 0
+        return min((ss for ss in pending if ss > sseq), default=0)
+
+    def _deleted(self, n: int = 1) -> None:
+        """Rebuild the pending dict once deletions dominate it.
+
+        A dict keeps deleted slots until it is resized, and iterating it walks them: acking
+        thousands of messages in order would make every scan of ``pending`` slower and slower.
+        """
+        self._pending_dels += n
+        if self._pending_dels > _REBUILD_AFTER and self._pending_dels > 2 * len(self.pending):
+            self.pending = dict(self.pending)
+            self._pending_dels = 0
