@@ -9,6 +9,7 @@ means JetStream is not enabled (:class:`JetStreamNotEnabled`).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hashlib
 import itertools
 import re
@@ -108,6 +109,8 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound=ApiResponse)
 
 DEFAULT_API_TIMEOUT = 5.0
+# JSClusterNotAvailErr: no meta leader at the moment (an election is under way)
+_CLUSTER_NOT_AVAILABLE = 10008
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 _NO_ACTION_BEFORE = (2, 10, 0)  # servers before 2.10 ignore the consumer-create "action"
 _DEFAULT_CONSUMER = ConsumerConfig()
@@ -243,19 +246,38 @@ class JetStream:
     async def _request(
         self, subject: str, body: Any, response_type: type[R], timeout: float | None = None
     ) -> R:
-        """One API call: encode ``body`` (a model, bytes or None), decode the answer, raise its error."""
+        """One API call: encode ``body`` (a model, bytes or None), decode the answer, raise its error.
+
+        In a cluster an API request can go unanswered while the meta or stream leader is being
+        elected (the node that held it was killed), or be answered "JetStream system temporarily
+        unavailable" (10008). Both are retried ``retry_attempts`` times (``-1``: until answered)
+        after ``retry_wait``, as publishes are; every API request is safe to repeat (creates are
+        idempotent for an identical config, and a repeated delete at worst reports "not found").
+        """
         payload = b"" if body is None else body if isinstance(body, bytes) else codec.encode(body)
-        try:
-            msg = await self.nc.request(subject, payload, timeout=timeout or self.timeout)
-        except NoRespondersError:
-            raise JetStreamNotEnabled() from None
-        try:
-            resp = codec.decode_response(msg.data, response_type)
-        except msgspec.DecodeError as exc:
-            raise JetStreamError(f"invalid response from {subject}: {exc}") from None
-        if resp.error is not None:
-            raise api_exception(resp.error)
-        return resp
+        attempt = 0
+        while True:
+            retry = self.retry_attempts < 0 or attempt < self.retry_attempts
+            attempt += 1
+            try:
+                msg = await self.nc.request(subject, payload, timeout=timeout or self.timeout)
+            except NoRespondersError:
+                raise JetStreamNotEnabled() from None
+            except builtins.TimeoutError:
+                if not retry:
+                    raise
+                await asyncio.sleep(self.retry_wait)
+                continue
+            try:
+                resp = codec.decode_response(msg.data, response_type)
+            except msgspec.DecodeError as exc:
+                raise JetStreamError(f"invalid response from {subject}: {exc}") from None
+            if resp.error is not None:
+                if resp.error.err_code == _CLUSTER_NOT_AVAILABLE and retry:
+                    await asyncio.sleep(self.retry_wait)
+                    continue
+                raise api_exception(resp.error)
+            return resp
 
     async def account_info(self) -> AccountInfo:
         """Usage and limits of this account's JetStream."""
