@@ -34,6 +34,7 @@ from pyjetstream.client.jetstream.config import ConsumerConfig, StreamConfig
 from pyjetstream.client.jetstream.consume import ConsumeContext, MessagesContext
 from pyjetstream.client.jetstream.consumer import PullConsumer
 from pyjetstream.client.jetstream.context import ConsumerResetResult, JetStream, jetstream, new
+from pyjetstream.client.jetstream.counter import Counter, CounterEntry
 from pyjetstream.client.jetstream.errors import *  # noqa: F403
 from pyjetstream.client.jetstream.kv import (
     KeyValue,
@@ -82,6 +83,8 @@ __all__ = [
     "ConsumerConfig",
     "ConsumerInfo",
     "ConsumerResetResult",
+    "Counter",
+    "CounterEntry",
     "DeliverPolicy",
     "DiscardPolicy",
     "JetStream",

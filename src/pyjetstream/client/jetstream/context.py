@@ -57,6 +57,8 @@ from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.client.errors import NoRespondersError
 from pyjetstream.client.inbox import DIGITS, next_nuid
 from pyjetstream.client.jetstream.consumer import PullConsumer
+from pyjetstream.client.jetstream.counter import Counter
+from pyjetstream.client.jetstream.counter import counter as counter_for
 from pyjetstream.client.jetstream.errors import (
     AsyncPublishReplySubjectSet,
     ConsumerDoesNotExist,
@@ -611,6 +613,13 @@ class JetStream:
     async def publish_async_complete(self, timeout: float | None = None) -> None:
         """Until every async publish so far is acknowledged (or failed); ``TimeoutError`` after ``timeout``."""
         await self._publisher.complete(timeout)
+
+    # --- counters (counter.Counter) ---------------------------------------------------------------------
+
+    async def counter(self, stream_name: str) -> Counter:
+        """The counters of stream ``stream_name`` (2.12+, ``allow_msg_counter``): ``add`` / ``load`` /
+        ``get`` / ``get_many``."""
+        return await counter_for(self, stream_name)
 
     # --- key-value buckets (kv.KeyValueManager) --------------------------------------------------------
 

@@ -3,16 +3,22 @@
 Getting a stored message uses ``DIRECT.GET`` when the stream allows it (``allow_direct``; any replica
 answers, the reply is the raw message with ``Nats-Stream``/``-Sequence``/``-Subject``/``-Time-Stamp``
 headers) and ``STREAM.MSG.GET`` otherwise (JSON with base64 headers and data).
+
+⟨2.11+⟩ ``get_batch`` and ``get_last_msgs_for`` are one batched ``DIRECT.GET`` each (ADR-31): the
+replies come to one inbox, each a raw message, then an empty ``204 EOB`` status; both are async
+iterators and need ``allow_direct``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import msgspec
 
+from pyjetstream.api.api_levels import Feature
 from pyjetstream.api.codec import encode
 from pyjetstream.api.headers import SEQUENCE, STREAM, SUBJECT, TIME_STAMP
 from pyjetstream.api.models_msg import MsgDeleteRequest, MsgGetRequest
@@ -25,6 +31,7 @@ from pyjetstream.api.responses import (
 )
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.client.errors import NoRespondersError
+from pyjetstream.client.errors import TimeoutError as NatsTimeoutError
 from pyjetstream.client.jetstream.errors import (
     InvalidOption,
     JetStreamError,
@@ -34,7 +41,6 @@ from pyjetstream.client.jetstream.errors import (
 from pyjetstream.protocol import HeaderBlock, parse_headers
 
 if TYPE_CHECKING:
-    from datetime import datetime
 
     from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo
     from pyjetstream.api.models_stream import StreamInfo
@@ -182,6 +188,80 @@ class Stream:
             raise JetStreamError(f"no responders for direct get on stream {self._name!r}", code=503) from None
         return raw_msg_from_direct(reply, self._name)
 
+    async def get_batch(
+        self,
+        batch: int,
+        *,
+        seq: int | None = None,
+        subject: str | None = None,
+        start_time: datetime | None = None,
+        max_bytes: int | None = None,
+    ) -> AsyncIterator[RawStreamMsg]:
+        """Up to ``batch`` stored messages in one request (2.11+, ``allow_direct``): from sequence
+        ``seq`` (default 1) or the first at/after ``start_time``, only ``subject``'s (wildcards
+        allowed) if given, at most ``max_bytes`` in total. ``async for msg in stream.get_batch(10)``."""
+        if batch <= 0:
+            raise InvalidOption("batch must be positive")
+        if seq is not None and start_time is not None:
+            raise InvalidOption("seq and start_time cannot be combined")
+        request = MsgGetRequest(
+            seq=seq or (0 if start_time is not None else 1),
+            next_by_subj=subject or "",
+            batch=batch,
+            max_bytes=max_bytes or 0,
+            start_time=_nano(start_time),
+        )
+        async for msg in self._direct_batch(request):
+            yield msg
+
+    async def get_last_msgs_for(
+        self,
+        subjects: Iterable[str],
+        *,
+        up_to_seq: int | None = None,
+        up_to_time: datetime | None = None,
+        batch: int | None = None,
+    ) -> AsyncIterator[RawStreamMsg]:
+        """The last message of every subject matching ``subjects`` (filters, wildcards allowed) in one
+        request (2.11+, ``allow_direct``), as the stream was at ``up_to_seq`` / ``up_to_time``; in
+        sequence order. ``batch`` caps how many come back."""
+        filters = list(subjects)
+        if not filters:
+            raise InvalidOption("at least one subject is required")
+        if up_to_seq is not None and up_to_time is not None:
+            raise InvalidOption("up_to_seq and up_to_time cannot be combined")
+        request = MsgGetRequest(
+            multi_last=filters, up_to_seq=up_to_seq or 0, up_to_time=_nano(up_to_time), batch=batch or 0
+        )
+        async for msg in self._direct_batch(request):
+            yield msg
+
+    async def _direct_batch(self, request: MsgGetRequest) -> AsyncIterator[RawStreamMsg]:
+        """One batched DIRECT.GET: the replies until ``204 EOB`` (a 404 means nothing matched)."""
+        js = self._js
+        await js.require(Feature.BATCH_GET)
+        nc = js.nc
+        inbox = nc.new_inbox()
+        sub = await nc.subscribe(inbox)
+        try:
+            nc.publish_nowait(js.api.direct_get(self._name), encode(request), reply=inbox)
+            while True:
+                try:
+                    reply = await sub.next_msg(timeout=js.timeout)
+                except NatsTimeoutError:
+                    raise JetStreamError(f"batch get on stream {self._name!r} timed out") from None
+                status = reply.status if reply.raw_headers is not None and not reply.data else 0
+                if status == 204 or status == 404:
+                    return
+                if status == 503:
+                    raise JetStreamError(f"no responders for direct get on stream {self._name!r}", code=503)
+                if status:
+                    raise JetStreamError(reply.description or "batch get failed", code=status)
+                yield raw_msg_from_direct(reply, self._name)
+        finally:
+            if not sub.is_closed:
+                sub.unsubscribe_nowait()
+
     async def delete_msg(self, seq: int) -> None:
         """Delete the message at ``seq`` (marked deleted, not overwritten)."""
         await self._delete(seq, no_erase=True)
@@ -240,6 +320,12 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<Stream name={self._name!r}>"
+
+
+def _nano(when: datetime | None) -> NanoTime | None:
+    if when is None:
+        return None
+    return NanoTime.from_datetime(when if when.tzinfo is not None else when.replace(tzinfo=UTC))
 
 
 def _without_subjects(info: StreamInfo) -> StreamInfo:
