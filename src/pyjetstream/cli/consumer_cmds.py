@@ -1,7 +1,8 @@
 """``pyjetstream consumer …``: manage, inspect and read from consumers, as ``nats consumer``.
 
 ``add`` / ``edit`` (every config field as a flag, see :mod:`.consumer_config`), ``info``, ``ls``,
-``rm``, ``next`` (pull and acknowledge messages) and ``report`` (all consumers of a stream).
+``rm``, ``next`` (pull and acknowledge messages), ``report`` (all consumers of a stream), and the
+2.11+ operations ``pause`` / ``resume`` / ``unpin`` / ``reset``.
 """
 
 from __future__ import annotations
@@ -165,6 +166,10 @@ def show_consumer_info(info: Any) -> None:
         ("Rate Limit", f"{cfg.rate_limit_bps} bps" if cfg.rate_limit_bps else None),
         ("Replicas", cfg.num_replicas or None),
         ("Memory Storage", "yes" if cfg.mem_storage else None),
+        ("Priority Groups", ", ".join(cfg.priority_groups) or None),
+        ("Priority Policy", str(cfg.priority_policy) if cfg.priority_groups else None),
+        ("Pinned Client TTL", human_duration(cfg.priority_timeout) if cfg.priority_timeout else None),
+        ("Paused Until", human_time(cfg.pause_until) if info.paused and cfg.pause_until else None),
     ]
     for key, value in sorted(cfg.metadata.items()):
         config.append((f"Metadata {key}", value))
@@ -185,7 +190,11 @@ def show_consumer_info(info: Any) -> None:
         ("Unprocessed Messages", human_count(info.num_pending)),
         ("Waiting Pulls", f"{info.num_waiting} of maximum {cfg.max_waiting}" if cfg.is_pull else None),
         ("Active Interest", ("Active" if info.push_bound else "No interest") if not cfg.is_pull else None),
+        ("Paused", f"{human_duration(info.pause_remaining)} remaining" if info.paused else None),
     ]
+    for group in info.priority_groups:
+        if group.pinned_client_id:
+            state.append((f"Pinned Client {group.group}", group.pinned_client_id))
     print_sections(
         f"Information for Consumer {info.stream_name} > {info.name} created {human_time(info.created)}",
         [("Configuration", config), ("State", state)],
@@ -378,6 +387,111 @@ async def cmd_next(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- pause / resume / unpin / reset
+
+
+def _pause_arguments(p: argparse.ArgumentParser) -> None:
+    _names(p)
+    p.add_argument("until", nargs="?", help="a duration (1h) or a time (2030-01-02 15:04, RFC3339)")
+    p.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
+
+
+def _remaining(ns: int) -> str:
+    from pyjetstream.cli.output import human_duration
+
+    return human_duration(ns)
+
+
+async def cmd_pause(session: Session, args: argparse.Namespace) -> int:
+    from pyjetstream.cli.output import human_time
+    from pyjetstream.cli.prompts import ask, confirm
+    from pyjetstream.cli.values import parse_until
+
+    stream, name = _stream(args), _consumer(args)
+    until = parse_until(args.until or ask("Pause until (1h, 2030-01-02 15:04)", flag="an until time"))
+    confirm(f"Pause Consumer {stream} > {name} until {until.isoformat()}?", force=args.force)
+    resp = await (await session.jetstream()).pause_consumer(stream, name, until)
+    if session.json:
+        _print_json(resp)
+    else:
+        print(
+            f"Paused {stream} > {name} until {human_time(resp.pause_until)} "
+            f"({_remaining(resp.pause_remaining)})"
+        )
+    return 0
+
+
+def _resume_arguments(p: argparse.ArgumentParser) -> None:
+    _names(p)
+    p.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
+
+
+async def cmd_resume(session: Session, args: argparse.Namespace) -> int:
+    from pyjetstream.cli.prompts import confirm
+
+    stream, name = _stream(args), _consumer(args)
+    js = await session.jetstream()
+    info = await (await js.consumer(stream, name)).info()
+    if not info.paused:
+        raise CliError(f"consumer {stream} > {name} is not paused")
+    confirm(f"Resume Consumer {stream} > {name}?", force=args.force)
+    resp = await js.resume_consumer(stream, name)
+    if session.json:
+        _print_json(resp)
+    else:
+        print(f"Consumer {stream} > {name} was resumed")
+    return 0
+
+
+def _unpin_arguments(p: argparse.ArgumentParser) -> None:
+    _names(p)
+    p.add_argument("group", nargs="?", help="the priority group to unpin")
+    p.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
+
+
+async def cmd_unpin(session: Session, args: argparse.Namespace) -> int:
+    from pyjetstream.cli.prompts import ask, confirm
+
+    stream, name = _stream(args), _consumer(args)
+    js = await session.jetstream()
+    info = await (await js.consumer(stream, name)).info()
+    groups = list(info.config.priority_groups)
+    if str(info.config.priority_policy) != "pinned_client" or not groups:
+        raise CliError(f"consumer {stream} > {name} is not a pinned client priority consumer")
+    group = args.group or (groups[0] if len(groups) == 1 else ask("Priority group", flag="a group"))
+    if group not in groups:
+        raise CliError(f"consumer {stream} > {name} has no priority group {group!r} (groups: {', '.join(groups)})")
+    confirm(f"Unpin the client of group {group} on {stream} > {name}?", force=args.force)
+    await js.unpin_consumer(stream, name, group)
+    if session.json:
+        _print_json({"stream": stream, "consumer": name, "group": group, "unpinned": True})
+    else:
+        print(f"Unpinned client of group {group} on {stream} > {name}")
+    return 0
+
+
+def _reset_arguments(p: argparse.ArgumentParser) -> None:
+    _names(p)
+    p.add_argument("seq", nargs="?", type=int, help="the stream sequence to deliver from (default: just after the ack floor)")
+    p.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
+
+
+async def cmd_reset(session: Session, args: argparse.Namespace) -> int:
+    from pyjetstream.cli.prompts import confirm
+
+    stream, name = _stream(args), _consumer(args)
+    if args.seq is not None and args.seq < 1:
+        raise UsageError("the sequence to reset to must be at least 1")
+    where = f"sequence {args.seq}" if args.seq else "its ack floor"
+    confirm(f"Reset Consumer {stream} > {name} to {where}?", force=args.force)
+    result = await (await session.jetstream()).reset_consumer(stream, name, args.seq)
+    if session.json:
+        _print_json({"reset_seq": result.reset_seq, "info": result.info})
+    else:
+        print(f"Consumer {stream} > {name} was reset: delivery restarts at stream sequence {result.reset_seq}")
+    return 0
+
+
 GROUP = Group(
     "pyjetstream consumer",
     "manage, inspect and read from JetStream consumers",
@@ -389,5 +503,9 @@ GROUP = Group(
         Command("rm", "delete a consumer", cmd_rm, _rm_arguments, aliases=("delete", "del")),
         Command("next", "retrieve (and acknowledge) the next messages", cmd_next, _next_arguments),
         Command("report", "report on the consumers of a stream", cmd_report, _stream_arg),
+        Command("pause", "pause a consumer until a time (2.11+)", cmd_pause, _pause_arguments),
+        Command("resume", "resume a paused consumer (2.11+)", cmd_resume, _resume_arguments, aliases=("unpause",)),
+        Command("unpin", "unpin the pinned client of a priority group (2.11+)", cmd_unpin, _unpin_arguments),
+        Command("reset", "deliver again from a stream sequence (2.14+)", cmd_reset, _reset_arguments),
     ],
 )

@@ -49,10 +49,20 @@ def add_consumer_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
     g.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="metadata (repeatable, 2.10+)")
     g.add_argument("--pause-until", metavar="TIME", help="pause delivery until this RFC3339 time (2.11+)")
     g.add_argument(
+        "--pause", metavar="UNTIL", help="pause for a duration (1h) or until a time (2030-01-02 15:04) (2.11+)"
+    )
+    g.add_argument(
         "--priority-groups", metavar="GROUPS", help="pull priority groups, comma separated (2.11+)"
     )
     g.add_argument(
-        "--priority-policy", choices=["none", "overflow", "pinned_client"], help="priority policy (2.11+)"
+        "--priority-policy",
+        choices=["none", "overflow", "pinned_client", "prioritized"],
+        help="priority policy (2.11+; prioritized 2.12+)",
+    )
+    g.add_argument("--pinned-groups", metavar="GROUPS", help="a pinned client consumer on these groups (2.11+)")
+    g.add_argument("--overflow-groups", metavar="GROUPS", help="an overflow consumer on these groups (2.11+)")
+    g.add_argument(
+        "--prioritized-groups", metavar="GROUPS", help="a prioritized consumer on these groups (2.12+)"
     )
     g.add_argument("--pinned-ttl", metavar="DUR", help="how long a pinned client stays pinned (2.11+)")
     if not edit:
@@ -149,10 +159,8 @@ def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
         "backoff": [parse_duration(d, what="--backoff") for d in args.backoff.split(",")]
         if args.backoff
         else None,
-        "pause_until": _time(args.pause_until, "--pause-until"),
-        "priority_groups": [g.strip() for g in args.priority_groups.split(",") if g.strip()]
-        if args.priority_groups
-        else None,
+        "pause_until": _time(args.pause_until, "--pause-until") or _pause(args.pause),
+        "priority_groups": _groups(args.priority_groups),
         "priority_policy": args.priority_policy,
         "priority_timeout": _dur(args.pinned_ttl, "--pinned-ttl"),
     }
@@ -169,7 +177,41 @@ def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
         if args.pull and args.target:
             raise UsageError("--pull and --target exclude each other")
     c.update({k: v for k, v in simple.items() if v is not None})
+    c.update(_priority_shortcuts(args))
     return c
+
+
+def _groups(value: str | None) -> list[str] | None:
+    return [g.strip() for g in value.split(",") if g.strip()] if value else None
+
+
+def _pause(value: str | None) -> str | None:
+    if value is None:
+        return None
+    from pyjetstream.api import format_time
+    from pyjetstream.cli.values import parse_until
+
+    return format_time(int(parse_until(value, what="--pause").timestamp() * 1e9))
+
+
+def _priority_shortcuts(args: argparse.Namespace) -> dict[str, Any]:
+    """The nats CLI's ``--pinned-groups`` / ``--overflow-groups`` / ``--prioritized-groups``: the groups
+    and their policy in one flag."""
+    chosen = [
+        (policy, groups)
+        for policy, groups in (
+            ("pinned_client", _groups(args.pinned_groups)),
+            ("overflow", _groups(args.overflow_groups)),
+            ("prioritized", _groups(args.prioritized_groups)),
+        )
+        if groups
+    ]
+    if not chosen:
+        return {}
+    if len(chosen) > 1 or args.priority_groups or args.priority_policy:
+        raise UsageError("give one of --pinned-groups, --overflow-groups, --prioritized-groups, --priority-groups")
+    policy, groups = chosen[0]
+    return {"priority_policy": policy, "priority_groups": groups}
 
 
 # (field, question, default answer, parser) for what `consumer add` asks at a terminal.

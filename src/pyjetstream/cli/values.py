@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from pyjetstream.cli.errors import UsageError
 
@@ -161,3 +162,27 @@ def parse_start(text: str, *, what: str = "--deliver") -> tuple[str, int | None,
                 f"invalid {what} {text!r}: use all, last, new, subject, a sequence, a duration or an RFC3339 time"
             ) from None
     return "by_start_time", None, time.time_ns() - ago
+
+
+def parse_until(text: str, *, what: str = "until") -> datetime:
+    """A pause end, as the nats CLI takes it: a duration from now (``1h``), an RFC3339 time, or
+    ``YYYY-MM-DD HH:MM[:SS]`` in UTC."""
+    from datetime import timedelta
+
+    s = text.strip()
+    try:
+        return datetime.now(UTC) + timedelta(microseconds=parse_duration(s, what=what) / 1000)
+    except UsageError:
+        pass
+    from pyjetstream.api import parse_time
+
+    try:
+        return datetime.fromtimestamp(parse_time(s) / 1e9, UTC)
+    except ValueError:
+        pass
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(s, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise UsageError(f"invalid {what} {text!r}: use a duration (1h) or a time (2030-01-02 15:04 or RFC3339)")
