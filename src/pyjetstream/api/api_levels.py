@@ -29,6 +29,7 @@ class Feature(enum.Enum):
     SCHEDULES = ("message schedules", 2, "2.12")
     PRIORITIZED = ("prioritized pulls", 2, "2.12")
     FAST_BATCH = ("fast-ingest batch publish", 4, "2.14")
+    BATCH_EOB = ("committing an atomic batch without a final message (eob)", 4, "2.14")
     CONSUMER_RESET = ("consumer reset", 4, "2.14")
     SCHEDULE_CRON = ("interval, cron and sourced schedules", 4, "2.14")
 

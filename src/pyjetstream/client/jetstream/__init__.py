@@ -30,6 +30,7 @@ from pyjetstream.api.models_msg import PubAck
 from pyjetstream.api.models_stream import StreamInfo
 from pyjetstream.api.objstore import ObjectInfo, ObjectLink
 from pyjetstream.client.jetstream import errors
+from pyjetstream.client.jetstream.batch import BatchGap, BatchPublisher, FastPubAck, FastPublisher
 from pyjetstream.client.jetstream.config import ConsumerConfig, StreamConfig
 from pyjetstream.client.jetstream.consume import ConsumeContext, MessagesContext
 from pyjetstream.client.jetstream.consumer import PullConsumer
@@ -78,6 +79,8 @@ Msg = JetStreamMsg
 __all__ = [
     "AccountInfo",
     "AckPolicy",
+    "BatchGap",
+    "BatchPublisher",
     "ConsumeContext",
     "Consumer",
     "ConsumerConfig",
@@ -87,6 +90,8 @@ __all__ = [
     "CounterEntry",
     "DeliverPolicy",
     "DiscardPolicy",
+    "FastPubAck",
+    "FastPublisher",
     "JetStream",
     "JetStreamMsg",
     "KeyValue",

@@ -56,6 +56,12 @@ from pyjetstream.api.subjects import JSApi
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.client.errors import NoRespondersError
 from pyjetstream.client.inbox import DIGITS, next_nuid
+from pyjetstream.client.jetstream.batch import (
+    DEFAULT_FLOW,
+    DEFAULT_MAX_OUTSTANDING_ACKS,
+    BatchPublisher,
+    FastPublisher,
+)
 from pyjetstream.client.jetstream.consumer import PullConsumer
 from pyjetstream.client.jetstream.counter import Counter
 from pyjetstream.client.jetstream.counter import counter as counter_for
@@ -613,6 +619,27 @@ class JetStream:
     async def publish_async_complete(self, timeout: float | None = None) -> None:
         """Until every async publish so far is acknowledged (or failed); ``TimeoutError`` after ``timeout``."""
         await self._publisher.complete(timeout)
+
+    # --- batch publishing (batch.py) --------------------------------------------------------------------
+
+    def batch_publisher(self, *, ack_every: int = 0, timeout: float | None = None) -> BatchPublisher:
+        """An atomic batch (2.12+, stream ``allow_atomic``), to use in ``async with``: ``add`` messages,
+        then ``commit``; all are stored or none. Leaving the block uncommitted discards the batch."""
+        return BatchPublisher(self, ack_every=ack_every, timeout=timeout)
+
+    def fast_publisher(
+        self,
+        *,
+        gap: str = "fail",
+        flow: int = DEFAULT_FLOW,
+        max_outstanding_acks: int = DEFAULT_MAX_OUTSTANDING_ACKS,
+        ack_timeout: float | None = None,
+    ) -> FastPublisher:
+        """A fast-ingest batch (2.14+, stream ``allow_batched``), to use in ``async with``: flow-controlled
+        by the server, the fastest way to load a stream; the block's end commits it."""
+        return FastPublisher(
+            self, gap=gap, flow=flow, max_outstanding_acks=max_outstanding_acks, ack_timeout=ack_timeout
+        )
 
     # --- counters (counter.Counter) ---------------------------------------------------------------------
 

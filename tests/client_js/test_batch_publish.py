@@ -1,0 +1,108 @@
+"""Atomic and fast-ingest batch publishing (ADR-50), against both targets."""
+
+from __future__ import annotations
+
+import pytest
+from tests.client_js.features import create_stream_raw, needs
+from tests.support.targets import Target
+
+from pyjetstream.api.api_levels import Feature
+from pyjetstream.client.jetstream import JetStream, StreamConfig, errors
+
+
+async def _atomic_stream(js: JetStream) -> None:
+    await create_stream_raw(js, {"name": "A", "subjects": ["a.>"], "allow_atomic": True})
+
+
+async def test_atomic_batch_commits_all_at_once(js: JetStream, server: Target) -> None:
+    await needs(js, server, Feature.ATOMIC_BATCH)
+    await _atomic_stream(js)
+    stream = await js.stream("A")
+    async with js.batch_publisher() as batch:
+        await batch.add("a.1", b"one")
+        await batch.add("a.2", b"two", headers={"k": "v"})
+        assert (await stream.info()).state.messages == 0  # nothing stored before the commit
+        ack = await batch.commit("a.3", b"three")
+    assert (ack.stream, ack.seq, ack.batch, ack.count) == ("A", 3, batch.batch_id, 3)
+    assert [(await stream.get_msg(i)).data for i in (1, 2, 3)] == [b"one", b"two", b"three"]
+    assert (await stream.get_msg(2)).headers == {
+        "k": "v",
+        "Nats-Batch-Id": batch.batch_id,
+        "Nats-Batch-Sequence": "2",
+    }
+
+
+async def test_atomic_batch_left_uncommitted_is_discarded(js: JetStream, server: Target) -> None:
+    await needs(js, server, Feature.ATOMIC_BATCH)
+    await _atomic_stream(js)
+    stream = await js.stream("A")
+    with pytest.raises(RuntimeError, match="boom"):
+        async with js.batch_publisher(ack_every=2) as batch:
+            for i in range(5):
+                await batch.add(f"a.{i}", b"x")
+            raise RuntimeError("boom")
+    assert batch.is_closed
+    with pytest.raises(errors.BatchPublishError, match="not committed"):
+        async with js.batch_publisher() as other:
+            await other.add("a.x", b"x")
+    # Nothing stored, and a new batch goes through right away.
+    async with js.batch_publisher() as batch:
+        await batch.add("a.1", b"1")
+        ack = await batch.commit("a.2", b"2")
+    assert ack.count == 2 and (await stream.info()).state.messages == 2
+
+
+async def test_atomic_batch_errors(js: JetStream, server: Target) -> None:
+    await needs(js, server, Feature.ATOMIC_BATCH)
+    await js.create_stream(StreamConfig(name="N", subjects=["n.>"]))
+    with pytest.raises(errors.JetStreamAPIError) as exc_info:
+        async with js.batch_publisher() as batch:
+            await batch.add("n.1", b"x")
+    assert exc_info.value.err_code == 10174  # atomic publish is disabled
+    await _atomic_stream(js)
+    async with js.batch_publisher() as batch:
+        await batch.add("a.1", b"x")
+        await batch.commit("a.2", b"y")
+        with pytest.raises(errors.BatchPublishError):
+            await batch.add("a.3", b"z")
+
+
+async def test_atomic_batch_commit_without_a_final_message(js: JetStream, server: Target) -> None:
+    await needs(js, server, Feature.BATCH_EOB)
+    await _atomic_stream(js)
+    async with js.batch_publisher() as batch:
+        await batch.add("a.1", b"1")
+        await batch.add("a.2", b"2")
+        ack = await batch.commit()
+    assert (ack.seq, ack.count) == (2, 2)
+
+
+async def test_fast_publisher_loads_a_stream(js: JetStream, server: Target) -> None:
+    await needs(js, server, Feature.FAST_BATCH)
+    await create_stream_raw(js, {"name": "F", "subjects": ["f.>"], "allow_batched": True})
+    async with js.fast_publisher(flow=10, max_outstanding_acks=2) as pub:
+        for i in range(500):
+            result = await pub.add(f"f.{i % 7}", str(i).encode())
+            assert result.batch_sequence == i + 1
+            assert result.ack_sequence + 10 * 2 > i + 1  # backpressure: never too far ahead
+    assert pub.ack is not None and (pub.ack.count, pub.ack.batch) == (500, pub.batch_id)
+    assert not pub.gaps and not pub.errors
+    stream = await js.stream("F")
+    assert (await stream.info()).state.messages == 500
+    assert (await stream.get_msg(500)).data == b"499"
+
+
+async def test_fast_publisher_commit_with_a_last_message_and_errors(js: JetStream, server: Target) -> None:
+    await needs(js, server, Feature.FAST_BATCH)
+    await create_stream_raw(js, {"name": "F", "subjects": ["f.>"], "allow_batched": True})
+    async with js.fast_publisher() as pub:
+        await pub.add("f.1", b"1")
+        ack = await pub.commit("f.2", b"2")
+    assert (ack.seq, ack.count) == (2, 2)
+    await js.create_stream(StreamConfig(name="N", subjects=["n.>"]))
+    with pytest.raises(errors.JetStreamAPIError) as exc_info:
+        async with js.fast_publisher() as pub:
+            await pub.add("n.1", b"x")
+    assert exc_info.value.err_code == 10205  # batch publish is disabled
+    with pytest.raises(errors.InvalidOption):
+        js.fast_publisher(gap="maybe")
