@@ -45,11 +45,7 @@ def block_bytes(directory: str) -> bytes:
 
 def crash(store: FileStore) -> None:
     """Abandon a file store like kill -9 (fds closed, no snapshot)."""
-    for blk in store._blocks:
-        if blk.fd is not None:
-            os.close(blk.fd)
-            blk.fd = None
-    store._closed = True
+    store.abandon()
 
 
 class Report:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -36,11 +35,7 @@ def crash(store: MessageStore) -> None:
     survives a process crash.
     """
     assert isinstance(store, FileStore)
-    for blk in store._blocks:
-        if blk.fd is not None:
-            os.close(blk.fd)
-            blk.fd = None
-    store._closed = True
+    store.abandon()
 
 
 @pytest.fixture(params=STORE_KINDS)

@@ -352,7 +352,7 @@ def test_sync_always(tmp_path: Path) -> None:
     s.remove_msg(3)
     s.purge_ex("a", seq=10)
     before = everything(s)
-    assert not s._fsync_pending  # nothing is left un-fsynced after a call returns
+    assert not s.needs_sync()  # nothing is left un-fsynced after a call returns
     crash(s)
     s2 = FileStore(FileStoreConfig(str(d), sync="always", block_size=1024), StoreConfig())
     assert everything(s2) == before
@@ -363,9 +363,9 @@ def test_interval_sync_leaves_fsync_to_caller(tmp_path: Path) -> None:
     d = tmp_path / "s"
     s = FileStore(FileStoreConfig(str(d)), StoreConfig())
     s.store_msg("a", b"", b"x")
-    assert s._fsync_pending  # written to the OS, not yet fsynced
+    assert s.needs_sync()  # written to the OS, not yet fsynced
     s.sync()
-    assert not s._fsync_pending
+    assert not s.needs_sync()
     s.stop()
 
 
@@ -376,7 +376,7 @@ def test_sync_later_runs_off_thread(tmp_path: Path) -> None:
         s.store_msg("a", b"", b"%d" % i * 30)
     s.consumer_store("c").update_delivered(1, 1, 1, 1)
     job = s.sync_later()
-    assert not s._fsync_pending and not s.needs_sync()
+    assert not s.needs_sync() and not s.needs_sync()
     s.store_msg("a", b"", b"later")  # the store stays usable while the job runs elsewhere
     worker = threading.Thread(target=job)
     worker.start()

@@ -16,7 +16,7 @@ from array import array
 from typing import Any
 
 MAGIC = b"PJSI"
-VERSION = 1
+VERSION = 2  # 2: one locator array in the index instead of offsets and lengths
 _LEN = struct.Struct("<I")
 TAIL_CHECK = 64
 

@@ -1,0 +1,140 @@
+"""The payload side of a store: where message bodies live, behind a small interface.
+
+A store (``indexed.IndexedStore``) composes a :class:`~.seqindex.SeqIndex` (sequences,
+subjects, counters) with one backend (payloads): the memory backend here, the block files
+in ``blockfiles.py`` (nats-server's ``memstore.go`` / ``filestore.go`` split the same way
+between their indexes and ``msgBlock``). The store always tells the backend first — while
+the index still shows what is being removed — and then updates the index.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from .base import StoreConfig
+from .seqindex import SeqIndex
+
+
+class PayloadBackend(ABC):
+    """Payload storage for the messages a :class:`SeqIndex` indexes.
+
+    ``loc`` is the backend's own 64-bit locator of a payload, kept by the index per slot.
+    """
+
+    # Accounted size = size_base + subject + payload (+ size_hdr + headers when present):
+    # the stream ``bytes`` formula of the nats-server store this backend stands for.
+    size_base = 0
+    size_hdr = 0
+
+    def __init__(self, index: SeqIndex) -> None:
+        self.index = index
+
+    @abstractmethod
+    def append(self, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> int:
+        """Keep the payload of message ``seq``; return its locator."""
+
+    @abstractmethod
+    def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
+        """``(headers, payload)`` of a live message."""
+
+    @abstractmethod
+    def remove(self, seq: int, loc: int, erase: bool) -> None:
+        """Message ``seq`` is being removed (``erase``: overwrite its bytes)."""
+
+    @abstractmethod
+    def remove_range(self, lo: int, hi: int) -> None:
+        """The live messages in index slots [lo, hi) are being removed."""
+
+    def first_changed(self) -> None:
+        """The first sequence advanced past removed messages (the floor moved)."""
+        return None
+
+    def skip(self, seq: int, num: int, ts: int) -> None:
+        """Sequences [seq, seq + num) are consumed without a message (index not updated yet)."""
+        return None
+
+    @abstractmethod
+    def purge(self, new_first: int) -> None:
+        """Everything is gone; the next message will be ``new_first`` or later."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Back to an empty, never-written store (truncate(0))."""
+
+    @abstractmethod
+    def truncate(self, seq: int) -> None:
+        """Every message above ``seq`` is being removed (index not updated yet)."""
+
+    def commit(self) -> None:
+        """End of a mutation outside any batch: make it durable per the sync policy."""
+        return None
+
+    def config_changed(self, cfg: StoreConfig) -> None:
+        """The stream's limits or compression changed."""
+        return None
+
+
+class MemoryPayloads(PayloadBackend):
+    """Payloads in a list by sequence (nats-server ``memstore.go``'s ``msgs`` map).
+
+    ``payloads[seq - base]``, None where there is no message; ``base + len(payloads)`` is
+    always the next sequence, so an append is a plain list append. The leading dead part is
+    cut as the first sequence advances, like the index's slots.
+    """
+
+    # memStoreMsgSize: subject + headers + payload + 16 (seq and timestamp).
+    size_base = 16
+    size_hdr = 0
+    _TRIM_MIN = 4096
+
+    def __init__(self, index: SeqIndex) -> None:
+        super().__init__(index)
+        self.payloads: list[tuple[bytes, bytes] | None] = []
+        self.base = 1
+
+    def append(self, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> int:
+        self.payloads.append((bytes(hdr), bytes(data)))
+        return 0
+
+    def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
+        payload = self.payloads[seq - self.base]
+        assert payload is not None
+        return payload
+
+    def remove(self, seq: int, loc: int, erase: bool) -> None:
+        # Erase: nothing else references the bytes once dropped (Python bytes are immutable,
+        # so there is no buffer to scribble over as memstore.go does).
+        self.payloads[seq - self.base] = None
+
+    def remove_range(self, lo: int, hi: int) -> None:
+        index = self.index
+        a = max(index.base + lo - self.base, 0)
+        b = min(index.base + hi - self.base, len(self.payloads))
+        if b > a:
+            self.payloads[a:b] = [None] * (b - a)
+
+    def first_changed(self) -> None:
+        index = self.index
+        k = index.first_seq - self.base
+        if k < self._TRIM_MIN or 2 * k < len(self.payloads):
+            return
+        del self.payloads[:k]
+        self.base += k
+
+    def skip(self, seq: int, num: int, ts: int) -> None:
+        if self.index.msgs:
+            self.payloads.extend([None] * num)
+        else:
+            self.payloads.clear()
+            self.base = seq + num
+
+    def purge(self, new_first: int) -> None:
+        self.payloads.clear()
+        self.base = new_first
+
+    def reset(self) -> None:
+        self.payloads.clear()
+        self.base = 1
+
+    def truncate(self, seq: int) -> None:
+        del self.payloads[seq + 1 - self.base :]

@@ -1,0 +1,677 @@
+"""The sequence/subject index both stores compose (nats-server keeps the same facts in
+``memstore.go``'s ``fss``/``msgs`` maps and ``filestore.go``'s per-block ``fss`` and cache).
+
+One *slot* per sequence in ``[base, last_seq]``, held in parallel arrays:
+
+* ``sids``  array("I"): interned subject id, 0 when the sequence holds no message
+  (deleted, skipped, purged, lost);
+* ``tss``   array("q"): timestamp (kept after deletion so the array stays sorted for bisect);
+* ``sizes`` array("I"): accounted size (the formula of the store's backend), 0 when deleted;
+* ``locs``  array("Q"): where the backend keeps the payload, opaque here (the file backend
+  packs ``offset << 32 | record length``; the memory backend does not use it);
+* ``nxt``   array("Q"): the next sequence stored on the same subject (a singly linked list
+  per subject threaded through the slots), so "the subject's next message" after removing its
+  first is O(1) instead of a scan — what per-subject limits (KV history) do on every publish.
+
+Per-subject ``msgs/first/last`` live in a :class:`SubjectTable`. Leading dead slots are
+trimmed in amortised O(1) as the first sequence advances. The index knows nothing about
+payloads: the store (``indexed.py``) tells its backend first, then the index.
+
+Recovery: a backend yields records (:data:`REC_BLOCK`, :data:`REC_MSG`, :data:`REC_GAP`,
+:data:`REC_DELETE`, :data:`REC_FLOOR`) in the order it finds them and :meth:`SeqIndex.rebuild`
+turns them into the index; :meth:`SeqIndex.snapshot` / :meth:`SeqIndex.restore` are the fast
+path after a clean stop.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from pyjetstream.protocol.subjects import has_wildcard, is_match_all
+
+from ._index import (
+    SubjectTable,
+    find_value,
+    next_nonzero,
+    prev_nonzero,
+    rfind_value,
+    zero_fill,
+    zeros,
+)
+from .base import SimpleState
+
+# Trim leading dead slots once at least this many accumulate and they are half the arrays.
+_TRIM_MIN = 4096
+# A wildcard filter matching at most this many subjects is resolved per subject (C scans);
+# more subjects are handled by one Python pass over the slots.
+_PER_SUBJECT_MAX = 16
+
+# Record kinds a backend yields to :meth:`SeqIndex.rebuild`, as tuples
+# ``(kind, seq, ts, subject: bytes, size, loc)``:
+REC_BLOCK = 0  # a block starts at ``seq`` (so last_seq >= seq - 1 even when it is empty)
+REC_MSG = 1  # a message
+REC_GAP = 2  # ``seq`` was used but holds nothing (an erased record)
+REC_DELETE = 3  # sequences [seq, seq + size) are deleted (size = count), ts = when
+REC_FLOOR = 4  # every sequence below ``seq`` is gone (ts = the stream's last ts then)
+
+Record = tuple[int, int, int, bytes, int, int]
+
+
+class SeqIndex:
+    """The slot arrays, the subject table and the stream's counters (one owner for all)."""
+
+    __slots__ = (
+        "base",
+        "bytes",
+        "first_seq",
+        "first_ts",
+        "last_seq",
+        "last_ts",
+        "locs",
+        "msgs",
+        "nxt",
+        "sids",
+        "sizes",
+        "subjects",
+        "tss",
+    )
+
+    def __init__(self) -> None:
+        self.msgs = 0
+        self.bytes = 0
+        self.first_seq = 0
+        self.first_ts = 0
+        self.last_seq = 0
+        self.last_ts = 0
+        self.subjects = SubjectTable()
+        self.base = 1
+        self.sids: array[int] = array("I")
+        self.tss: array[int] = array("q")
+        self.sizes: array[int] = array("I")
+        self.locs: array[int] = array("Q")
+        self.nxt: array[int] = array("Q")
+
+    # ------------------------------------------------------------------------------------
+    # Appending and skipping
+    # ------------------------------------------------------------------------------------
+    def append(self, seq: int, subject: str, ts: int, size: int, loc: int) -> int:
+        """Index message ``seq`` (= last_seq + 1); return its subject id."""
+        table = self.subjects
+        sid = table.ids.get(subject, 0)
+        if not sid:
+            sid = table.intern(subject)
+        self.sids.append(sid)
+        self.tss.append(ts)
+        self.sizes.append(size)
+        self.locs.append(loc)
+        self.nxt.append(0)
+        smsgs = table.msgs[sid]
+        if smsgs:
+            self.nxt[table.last[sid] - self.base] = seq
+            table.msgs[sid] = smsgs + 1
+        else:
+            table.msgs[sid] = 1
+            table.first[sid] = seq
+        table.last[sid] = seq
+        if not self.msgs:
+            self.first_seq = seq
+            self.first_ts = ts
+        self.msgs += 1
+        self.bytes += size
+        self.last_seq = seq
+        self.last_ts = ts
+        return sid
+
+    def skip(self, seq: int, num: int, ts: int) -> None:
+        """Sequences [seq, seq + num) were consumed without a message."""
+        last = seq + num - 1
+        if self.msgs:
+            self._extend_dead(num, ts)
+        self.last_seq = last
+        self.last_ts = ts
+        if not self.msgs:
+            self.first_seq = last + 1
+            self.first_ts = 0
+            self.clear_slots()
+
+    def _extend_dead(self, n: int, ts: int) -> None:
+        self.sids.extend(zeros("I", n))
+        self.tss.extend(array("q", [ts]) * n)
+        self.sizes.extend(zeros("I", n))
+        self.locs.extend(zeros("Q", n))
+        self.nxt.extend(zeros("Q", n))
+
+    def clear_slots(self) -> None:
+        """No message left: drop every slot; the next stored seq is last_seq + 1."""
+        if self.sids:
+            del self.sids[:], self.tss[:], self.sizes[:], self.locs[:], self.nxt[:]
+        self.base = self.last_seq + 1
+
+    def _maybe_trim(self) -> None:
+        k = self.first_seq - self.base
+        if k >= _TRIM_MIN and 2 * k >= len(self.sids):
+            del self.sids[:k], self.tss[:k], self.sizes[:k], self.locs[:k], self.nxt[:k]
+            self.base += k
+
+    # ------------------------------------------------------------------------------------
+    # Removing
+    # ------------------------------------------------------------------------------------
+    def live_slot(self, seq: int) -> int:
+        """Slot of the message at ``seq``, or -1 when there is none."""
+        i = seq - self.base
+        if i < 0 or i >= len(self.sids) or not self.sids[i]:
+            return -1
+        return i
+
+    def remove_slot(self, i: int) -> None:
+        """Remove the live message in slot ``i`` (the first sequence advances past it)."""
+        sids = self.sids
+        sid = sids[i]
+        seq = self.base + i
+        sids[i] = 0
+        self.locs[i] = 0
+        self.msgs -= 1
+        self.bytes -= self.sizes[i]
+        self.sizes[i] = 0
+        self._subject_drop_one(sid, seq)
+        if seq == self.first_seq:
+            self._advance_first_from(i + 1)
+
+    def _subject_drop_one(self, sid: int, seq: int) -> None:
+        table = self.subjects
+        m = table.msgs[sid] - 1
+        if not m:
+            table.release(sid)
+            return
+        table.msgs[sid] = m
+        if seq == table.first[sid]:
+            table.first[sid] = table.last[sid] if m == 1 else self._subj_next(seq)
+        elif seq == table.last[sid]:
+            if m == 1:
+                table.last[sid] = table.first[sid]
+            else:
+                base = self.base
+                table.last[sid] = base + rfind_value(self.sids, sid, table.first[sid] - base, seq - base)
+
+    def _subj_next(self, seq: int) -> int:
+        """Next live sequence on the same subject as (the possibly dead) slot ``seq``."""
+        base = self.base
+        nxt = self.nxt
+        sids = self.sids
+        n = nxt[seq - base]
+        while n and not sids[n - base]:
+            n = nxt[n - base]
+        nxt[seq - base] = n  # path compression over dead links
+        return n
+
+    def _advance_first_from(self, i: int) -> None:
+        j = next_nonzero(self.sids, i, len(self.sids)) if self.msgs else -1
+        if j < 0:
+            self.first_seq = self.last_seq + 1
+            self.first_ts = 0
+            self.clear_slots()
+        else:
+            self.first_seq = self.base + j
+            self.first_ts = self.tss[j]
+            self._maybe_trim()
+
+    def prefix_range(self, hi: int) -> tuple[int, int]:
+        """Slots [lo, hi) :meth:`remove_prefix` would clear (lo >= hi: nothing)."""
+        return self.first_seq - self.base, min(hi, len(self.sids))
+
+    def remove_prefix(self, hi: int) -> int:
+        """Remove every live message in slots below ``hi``; return how many."""
+        sids = self.sids
+        lo, hi = self.prefix_range(hi)
+        if not self.msgs or hi <= lo:
+            return 0
+        counts = Counter(sids[lo:hi])
+        counts.pop(0, None)
+        purged = sum(counts.values())
+        if not purged:
+            return 0
+        removed_bytes = sum(self.sizes[lo:hi])
+        zero_fill(sids, lo, hi)
+        zero_fill(self.sizes, lo, hi)
+        zero_fill(self.locs, lo, hi)
+        self.msgs -= purged
+        self.bytes -= removed_bytes
+        table = self.subjects
+        for sid, c in counts.items():
+            m = table.msgs[sid] - c
+            if m <= 0:
+                table.release(sid)
+                continue
+            table.msgs[sid] = m
+            table.first[sid] = table.last[sid] if m == 1 else self._subj_next(table.first[sid])
+        self._advance_first_from(hi)
+        return purged
+
+    def purge(self, new_first: int) -> None:
+        """Everything is gone; the next message will be ``new_first`` or later."""
+        self.subjects.clear()
+        self.msgs = 0
+        self.bytes = 0
+        self.first_seq = new_first
+        self.first_ts = 0
+        self.last_seq = max(self.last_seq, new_first - 1)
+        self.clear_slots()
+
+    def reset(self) -> None:
+        """Back to an empty, never-written index (truncate(0))."""
+        self.subjects.clear()
+        self.msgs = self.bytes = 0
+        self.first_seq = self.first_ts = self.last_seq = self.last_ts = 0
+        self.clear_slots()
+        self.base = 1
+
+    def truncate(self, seq: int) -> None:
+        """Remove every message above ``seq`` (a live message)."""
+        base = self.base
+        i = seq - base
+        sids = self.sids
+        lo, hi = i + 1, len(sids)
+        if hi > lo:
+            counts = Counter(sids[lo:hi])
+            counts.pop(0, None)
+            self.msgs -= sum(counts.values())
+            self.bytes -= sum(self.sizes[lo:hi])
+            table = self.subjects
+            zero_fill(sids, lo, hi)
+            for sid, c in counts.items():
+                m = table.msgs[sid] - c
+                if m <= 0:
+                    table.release(sid)
+                    continue
+                table.msgs[sid] = m
+                first = table.first[sid]
+                table.last[sid] = first if m == 1 else base + rfind_value(sids, sid, first - base, lo)
+            del sids[lo:], self.tss[lo:], self.sizes[lo:], self.locs[lo:], self.nxt[lo:]
+            nxt = self.nxt
+            for k in range(len(nxt)):
+                if nxt[k] > seq:
+                    nxt[k] = 0
+        self.last_seq = seq
+        self.last_ts = self.tss[i]
+
+    # ------------------------------------------------------------------------------------
+    # Queries (slot indexes; -1 when there is none)
+    # ------------------------------------------------------------------------------------
+    def subject_at(self, i: int) -> str:
+        name = self.subjects.names[self.sids[i]]
+        assert name is not None
+        return name
+
+    def next_match(self, filter_subject: str, start_seq: int) -> int:
+        """Slot of the first message >= start_seq matching the filter."""
+        if start_seq < self.first_seq:
+            start_seq = self.first_seq
+        if start_seq > self.last_seq or not self.msgs:
+            return -1
+        base = self.base
+        sids = self.sids
+        lo = start_seq - base
+        if is_match_all(filter_subject):
+            return next_nonzero(sids, lo, len(sids))
+        table = self.subjects
+        if not has_wildcard(filter_subject):
+            sid = table.ids.get(filter_subject)
+            return self._next_of_subject(sid, start_seq) if sid else -1
+        matched = table.matching(filter_subject)
+        if len(matched) <= _PER_SUBJECT_MAX:
+            best = -1
+            for sid in matched:
+                j = self._next_of_subject(sid, start_seq)
+                if j >= 0 and (best < 0 or j < best):
+                    best = j
+            return best
+        hi = max((table.last[sid] for sid in matched), default=0) - base + 1
+        step = 64
+        while lo < hi:
+            end = min(hi, lo + step)
+            for k, sid in enumerate(sids[lo:end]):
+                if sid and sid in matched:
+                    return lo + k
+            lo, step = end, min(step * 4, 65536)
+        return -1
+
+    def _next_of_subject(self, sid: int, start_seq: int) -> int:
+        table = self.subjects
+        last = table.last[sid]
+        if last < start_seq:
+            return -1
+        base = self.base
+        first = table.first[sid]
+        if first >= start_seq:
+            return first - base
+        prev = start_seq - 1 - base
+        if prev >= 0 and self.sids[prev] == sid:
+            # A consumer walking the subject: follow the link from what it just got.
+            return self._subj_next(start_seq - 1) - base
+        return find_value(self.sids, sid, start_seq - base, last - base + 1)
+
+    def last_match(self, subject: str) -> int:
+        """Slot of the last message on a subject (wildcards allowed; ""/">" = any)."""
+        if not self.msgs:
+            return -1
+        base = self.base
+        if is_match_all(subject):
+            return prev_nonzero(self.sids, self.first_seq - base, len(self.sids))
+        table = self.subjects
+        if not has_wildcard(subject):
+            sid = table.ids.get(subject)
+            return table.last[sid] - base if sid else -1
+        seq = max((table.last[sid] for sid in table.matching(subject)), default=0)
+        return seq - base if seq else -1
+
+    def prev_match(self, start_seq: int, filter_subject: str) -> int:
+        """Slot of the last message with seq <= start_seq matching the filter."""
+        if start_seq > self.last_seq:
+            start_seq = self.last_seq
+        if not self.msgs or start_seq < self.first_seq:
+            return -1
+        base = self.base
+        sids = self.sids
+        lo, hi = self.first_seq - base, start_seq - base + 1
+        if is_match_all(filter_subject):
+            return prev_nonzero(sids, lo, hi)
+        table = self.subjects
+        if not has_wildcard(filter_subject):
+            sid = table.ids.get(filter_subject)
+            if sid:
+                if table.last[sid] <= start_seq:
+                    return table.last[sid] - base
+                if table.first[sid] <= start_seq:
+                    return rfind_value(sids, sid, table.first[sid] - base, hi)
+            return -1
+        matched = table.matching(filter_subject)
+        for k in range(hi - 1, lo - 1, -1):
+            if sids[k] and sids[k] in matched:
+                return k
+        return -1
+
+    def seq_from_time(self, ts: int) -> int:
+        """First sequence whose timestamp is >= ts (last_seq + 1 when none)."""
+        if not self.msgs:
+            return self.last_seq + 1
+        base = self.base
+        lo = self.first_seq - base
+        tss = self.tss
+        if ts <= tss[lo]:
+            return self.first_seq
+        j = bisect.bisect_left(tss, ts, lo, len(tss))
+        j = next_nonzero(self.sids, j, len(self.sids))
+        return self.last_seq + 1 if j < 0 else base + j
+
+    def expired_bound(self, cutoff: int) -> int:
+        """Slot bound such that every live slot below it is at or older than ``cutoff`` (ns),
+        or -1 when the first message is newer."""
+        tss = self.tss
+        lo = self.first_seq - self.base
+        if tss[lo] > cutoff:
+            return -1
+        return max(bisect.bisect_right(tss, cutoff, lo, len(tss)), lo + 1)
+
+    def deleted(self) -> list[int]:
+        base = self.base
+        lo = self.first_seq - base
+        return [base + lo + k for k, sid in enumerate(self.sids[lo:]) if not sid]
+
+    def num_deleted(self) -> int:
+        if self.msgs and self.last_seq > self.first_seq:
+            return self.last_seq - self.first_seq + 1 - self.msgs
+        return 0
+
+    # ------------------------------------------------------------------------------------
+    # Per-subject and filtered state
+    # ------------------------------------------------------------------------------------
+    def subjects_state(self, filter_subject: str = ">") -> dict[str, SimpleState]:
+        table = self.subjects
+        names = table.names
+        out: dict[str, SimpleState] = {}
+        for sid in table.matching(filter_subject):
+            name = names[sid]
+            assert name is not None
+            out[name] = SimpleState(table.msgs[sid], table.first[sid], table.last[sid])
+        return out
+
+    def subjects_totals(self, filter_subject: str = ">") -> dict[str, int]:
+        table = self.subjects
+        names = table.names
+        return {names[sid]: table.msgs[sid] for sid in table.matching(filter_subject)}  # type: ignore[misc]
+
+    def filtered(self, sseq: int, filt: str, last_per_subject: bool) -> SimpleState:
+        if sseq < self.first_seq:
+            sseq = self.first_seq
+        if sseq > self.last_seq or not self.msgs:
+            return SimpleState()
+        table = self.subjects
+        base = self.base
+        sids = self.sids
+        match_all = is_match_all(filt)
+        if match_all and not last_per_subject:
+            # "last" is the last stored message (last_seq itself may be a skip or a delete).
+            last = base + prev_nonzero(sids, 0, len(sids))
+            if sseq <= self.first_seq:
+                return SimpleState(self.msgs, self.first_seq, last)
+            lo = sseq - base
+            j = next_nonzero(sids, lo, len(sids))
+            if j < 0:
+                return SimpleState()
+            return SimpleState(len(sids) - lo - sids[lo:].count(0), base + j, last)
+        matched = table.ids.values() if match_all else table.matching(filt)
+        total = first = last = 0
+        partial: list[int] = []
+        for sid in matched:
+            s_last = table.last[sid]
+            if s_last < sseq:
+                continue
+            if last_per_subject:
+                total += 1
+                if not first or s_last < first:
+                    first = s_last
+            else:
+                s_first = table.first[sid]
+                if s_first >= sseq:
+                    total += table.msgs[sid]
+                    if not first or s_first < first:
+                        first = s_first
+                else:
+                    partial.append(sid)
+            if s_last > last:
+                last = s_last
+        if partial:
+            total += self._count_from(partial, sseq)
+            j = -1
+            for sid in partial[:_PER_SUBJECT_MAX]:
+                k = self._next_of_subject(sid, sseq)
+                if k >= 0 and (j < 0 or k < j):
+                    j = k
+            if len(partial) > _PER_SUBJECT_MAX:
+                pset = set(partial)
+                stop = j if j >= 0 else len(sids)
+                for k in range(sseq - base, stop):
+                    if sids[k] in pset:
+                        j = k
+                        break
+            if j >= 0 and (not first or base + j < first):
+                first = base + j
+        return SimpleState(total, first, last)
+
+    def _count_from(self, sids_wanted: list[int], sseq: int) -> int:
+        """Messages with seq >= sseq on each of the (partially covered) subjects."""
+        table = self.subjects
+        base = self.base
+        sids = self.sids
+        lo = sseq - base
+        if len(sids_wanted) == 1:
+            sid = sids_wanted[0]
+            f, last = table.first[sid] - base, table.last[sid] - base + 1
+            # Count whichever side of sseq is shorter.
+            if last - lo <= lo - f:
+                return sids[lo:last].count(sid)
+            return table.msgs[sid] - sids[f:lo].count(sid)
+        first = min(table.first[sid] for sid in sids_wanted) - base
+        last = max(table.last[sid] for sid in sids_wanted) - base + 1
+        if last - lo <= lo - first:
+            counts = Counter(sids[lo:last])
+            return sum(counts[sid] for sid in sids_wanted)
+        counts = Counter(sids[first:lo])
+        return sum(table.msgs[sid] - counts[sid] for sid in sids_wanted)
+
+    # ------------------------------------------------------------------------------------
+    # Rebuild from records, snapshot
+    # ------------------------------------------------------------------------------------
+    def rebuild(self, records: Iterable[Record]) -> None:
+        """Build the index from a backend's records (recovery after a crash).
+
+        Messages must come in ascending sequence order (a backend drops any that do not);
+        deletes and floors may refer to any sequence. A store nothing was ever written to
+        reports first_seq 0, as nats-server does.
+        """
+        sids, tss, sizes, locs, nxt = self.sids, self.tss, self.sizes, self.locs, self.nxt
+        bsid: dict[bytes, int] = {}
+        names: list[str | None] = [None]
+        last_idx: list[int] = [-1]
+        base = -1
+        max_seq = max_ts = 0
+        hdr_last = 0
+        floor = floor_ts = 0
+
+        def extend(n: int, ts: int) -> None:
+            sids.extend(zeros("I", n))
+            tss.extend(array("q", [ts]) * n)
+            sizes.extend(zeros("I", n))
+            locs.extend(zeros("Q", n))
+            nxt.extend(zeros("Q", n))
+
+        for kind, seq, ts, subj, size, loc in records:
+            if kind == REC_MSG:
+                idx = seq - base
+                gap = idx - len(sids)
+                if gap > 0:
+                    extend(gap, max_ts)
+                max_seq = seq
+                sid = bsid.get(subj)
+                if sid is None:
+                    sid = bsid[subj] = len(names)
+                    names.append(subj.decode())
+                    last_idx.append(-1)
+                sids.append(sid)
+                tss.append(ts)
+                sizes.append(size)
+                locs.append(loc)
+                nxt.append(0)
+                li = last_idx[sid]
+                if li >= 0:
+                    nxt[li] = seq
+                last_idx[sid] = idx
+                max_ts = ts
+            elif kind == REC_DELETE:
+                for i in range(max(seq - base, 0), min(seq + size - base, len(sids))):
+                    if sids[i]:
+                        sids[i] = 0
+                        sizes[i] = 0
+                        locs[i] = 0
+                end_seq = seq + size - 1
+                if end_seq > max_seq:
+                    gap = end_seq - base + 1 - len(sids)
+                    if gap > 0:
+                        extend(gap, ts)
+                    max_seq = end_seq
+                    max_ts = ts
+            elif kind == REC_GAP:
+                gap = seq - base + 1 - len(sids)
+                if gap > 0:
+                    extend(gap, max_ts)
+                max_seq = seq
+            elif kind == REC_BLOCK:
+                hdr_last = max(hdr_last, seq - 1)
+                if base < 0:
+                    base = seq
+            elif kind == REC_FLOOR and seq > floor:
+                floor, floor_ts = seq, ts
+
+        last_seq = max(max_seq, hdr_last, floor - 1)
+        if base < 0:
+            base = last_seq + 1
+        gap = last_seq - base + 1 - len(sids)
+        if gap > 0:
+            extend(gap, max(max_ts, floor_ts))
+        self.base = base
+        self.last_seq = last_seq
+        self.last_ts = max_ts if max_seq >= max(hdr_last, floor - 1) else floor_ts
+        # Apply the floor: everything below it is gone.
+        hi = min(floor - base, len(sids))
+        if hi > 0:
+            zero_fill(sids, 0, hi)
+            zero_fill(sizes, 0, hi)
+            zero_fill(locs, 0, hi)
+        self._build_subjects(names)
+        self.msgs = len(sids) - sids.count(0)
+        self.bytes = sum(sizes)
+        j = next_nonzero(sids, 0, len(sids)) if self.msgs else -1
+        if j >= 0:
+            self.first_seq = base + j
+            self.first_ts = tss[j]
+        else:
+            self.first_seq = 0 if last_seq == 0 and floor == 0 else last_seq + 1
+            self.first_ts = 0
+        if self.msgs == 0 and sids:
+            self.clear_slots()
+        else:
+            self._maybe_trim()
+
+    def _build_subjects(self, names: list[str | None]) -> None:
+        n = len(names)
+        t = SubjectTable()
+        msgs = zeros("Q", n)
+        first = zeros("Q", n)
+        last = zeros("Q", n)
+        base = self.base
+        for i, sid in enumerate(self.sids):
+            if sid:
+                if not msgs[sid]:
+                    first[sid] = base + i
+                msgs[sid] += 1
+                last[sid] = base + i
+        for sid in range(1, n):
+            if not msgs[sid]:
+                names[sid] = None
+        t.names = names
+        t.msgs, t.first, t.last = msgs, first, last
+        t.ids = {name: sid for sid, name in enumerate(names) if name is not None}
+        t.free = [sid for sid in range(1, n) if names[sid] is None]
+        self.subjects = t
+
+    _SCALARS = ("base", "msgs", "bytes", "first_seq", "first_ts", "last_seq", "last_ts")
+    _ARRAYS = ("sids", "tss", "sizes", "locs", "nxt")
+
+    def snapshot(self) -> tuple[dict[str, int], dict[str, array[int]], list[str | None]]:
+        """``(scalars, arrays, subject names)`` for :meth:`restore` (``_snapshot`` encodes them)."""
+        t = self.subjects
+        scalars = {k: getattr(self, k) for k in self._SCALARS}
+        arrays = {k: getattr(self, k) for k in self._ARRAYS}
+        arrays.update(s_msgs=t.msgs, s_first=t.first, s_last=t.last)
+        return scalars, arrays, t.names
+
+    def restore(self, scalars: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None]) -> bool:
+        """Load what :meth:`snapshot` gave; False (and nothing changed) when it does not fit."""
+        n = len(arrays["sids"])
+        if any(len(arrays[k]) != n for k in self._ARRAYS):
+            return False
+        t = SubjectTable()
+        t.names = names
+        t.msgs, t.first, t.last = arrays["s_msgs"], arrays["s_first"], arrays["s_last"]
+        t.ids = {name: sid for sid, name in enumerate(names) if name is not None}
+        t.free = [sid for sid, name in enumerate(names) if name is None and sid]
+        for k in self._ARRAYS:
+            setattr(self, k, arrays[k])
+        for k in self._SCALARS:
+            setattr(self, k, int(scalars[k]))
+        self.subjects = t
+        return True
