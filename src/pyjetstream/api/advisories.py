@@ -22,7 +22,10 @@ __all__ = [
     "ConsumerDeliveryExceededAdvisory",
     "ConsumerDeliveryNakAdvisory",
     "ConsumerDeliveryTerminatedAdvisory",
+    "ConsumerGroupPinnedAdvisory",
+    "ConsumerGroupUnpinnedAdvisory",
     "ConsumerLeaderElectedAdvisory",
+    "ConsumerPauseAdvisory",
     "ConsumerQuorumLostAdvisory",
     "RestoreCompleteAdvisory",
     "RestoreCreateAdvisory",
@@ -77,6 +80,42 @@ class ConsumerActionAdvisory(TypedEvent):
     consumer: str = always("")
     action: AdvisoryAction = always(AdvisoryAction.CREATE)
     domain: str = ""
+
+
+class ConsumerPauseAdvisory(TypedEvent):
+    """⟨2.11+⟩ ``$JS.EVENT.ADVISORY.CONSUMER.PAUSE.<S>.<C>``; a resume has the zero time (or the
+    past deadline) as ``pause_until`` (Go never omits a time.Time)."""
+
+    TYPE = _ADV + "consumer_pause"
+    stream: str = always("")
+    consumer: str = always("")
+    paused: bool = always(False)
+    pause_until: NanoTime = always(ZERO_TIME)
+    domain: str = ""
+
+
+class ConsumerGroupPinnedAdvisory(TypedEvent):
+    """⟨2.11+⟩ ``$JS.EVENT.ADVISORY.CONSUMER.PINNED.<S>.<C>``."""
+
+    TYPE = _ADV + "consumer_group_pinned"
+    account: str = ""
+    stream: str = always("")
+    consumer: str = always("")
+    domain: str = ""
+    group: str = always("")
+    pinned_id: str = always("")
+
+
+class ConsumerGroupUnpinnedAdvisory(TypedEvent):
+    """⟨2.11+⟩ ``$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.<S>.<C>``; ``reason`` is ``admin`` or ``timeout``."""
+
+    TYPE = _ADV + "consumer_group_unpinned"
+    account: str = ""
+    stream: str = always("")
+    consumer: str = always("")
+    domain: str = ""
+    group: str = always("")
+    reason: str = always("")
 
 
 class ConsumerAckMetric(TypedEvent):
@@ -215,6 +254,9 @@ ADVISORY_TYPES: dict[str, type[TypedEvent]] = {
         ApiAuditAdvisory,
         StreamActionAdvisory,
         ConsumerActionAdvisory,
+        ConsumerPauseAdvisory,
+        ConsumerGroupPinnedAdvisory,
+        ConsumerGroupUnpinnedAdvisory,
         ConsumerAckMetric,
         ConsumerDeliveryExceededAdvisory,
         ConsumerDeliveryNakAdvisory,

@@ -24,7 +24,10 @@ __all__ = [
     "advisory_consumer_created",
     "advisory_consumer_deleted",
     "advisory_consumer_leader_elected",
+    "advisory_consumer_pause",
+    "advisory_consumer_pinned",
     "advisory_consumer_quorum_lost",
+    "advisory_consumer_unpinned",
     "advisory_max_deliveries",
     "advisory_msg_naked",
     "advisory_msg_terminated",
@@ -247,6 +250,7 @@ class ApiEndpoint(StrEnum):
     CONSUMER_LEADER_STEPDOWN = "CONSUMER.LEADER.STEPDOWN"
     CONSUMER_PAUSE = "CONSUMER.PAUSE"  # ⟨2.11+⟩
     CONSUMER_UNPIN = "CONSUMER.UNPIN"  # ⟨2.11+⟩
+    CONSUMER_RESET = "CONSUMER.RESET"  # ⟨2.14+⟩
     TEMPLATE_CREATE = "STREAM.TEMPLATE.CREATE"
     TEMPLATE_NAMES = "STREAM.TEMPLATE.NAMES"
     TEMPLATE_INFO = "STREAM.TEMPLATE.INFO"
@@ -305,6 +309,7 @@ _EXACT: dict[tuple[str, ...], tuple[ApiEndpoint, int]] = {
     ("CONSUMER", "LEADER", "STEPDOWN"): (ApiEndpoint.CONSUMER_LEADER_STEPDOWN, 2),
     ("CONSUMER", "PAUSE"): (ApiEndpoint.CONSUMER_PAUSE, 2),
     ("CONSUMER", "UNPIN"): (ApiEndpoint.CONSUMER_UNPIN, 2),
+    ("CONSUMER", "RESET"): (ApiEndpoint.CONSUMER_RESET, 2),
     ("META", "LEADER", "STEPDOWN"): (ApiEndpoint.META_LEADER_STEPDOWN, 0),
     ("SERVER", "REMOVE"): (ApiEndpoint.SERVER_REMOVE, 0),
     ("ACCOUNT", "PURGE"): (ApiEndpoint.ACCOUNT_PURGE, 1),
@@ -407,6 +412,21 @@ def advisory_consumer_created(stream: str, consumer: str) -> str:
 
 def advisory_consumer_deleted(stream: str, consumer: str) -> str:
     return f"{ADVISORY_PREFIX}.CONSUMER.DELETED.{stream}.{consumer}"
+
+
+def advisory_consumer_pause(stream: str, consumer: str) -> str:
+    """⟨2.11+⟩ a consumer was paused or resumed."""
+    return f"{ADVISORY_PREFIX}.CONSUMER.PAUSE.{stream}.{consumer}"
+
+
+def advisory_consumer_pinned(stream: str, consumer: str) -> str:
+    """⟨2.11+⟩ a priority group pinned a client."""
+    return f"{ADVISORY_PREFIX}.CONSUMER.PINNED.{stream}.{consumer}"
+
+
+def advisory_consumer_unpinned(stream: str, consumer: str) -> str:
+    """⟨2.11+⟩ a priority group lost its pinned client (``admin`` or ``timeout``)."""
+    return f"{ADVISORY_PREFIX}.CONSUMER.UNPINNED.{stream}.{consumer}"
 
 
 def advisory_max_deliveries(stream: str, consumer: str) -> str:

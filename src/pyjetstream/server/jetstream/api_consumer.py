@@ -6,6 +6,7 @@ nats-server does.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -14,7 +15,7 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.constants import JS_API_LIST_LIMIT, JS_API_NAMES_LIMIT
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_consumer import CreateConsumerRequest
-from pyjetstream.api.requests import ConsumerListRequest, ConsumerNamesRequest
+from pyjetstream.api.requests import ConsumerListRequest, ConsumerNamesRequest, ConsumerPauseRequest
 from pyjetstream.api.responses import (
     ApiResponse,
     ConsumerCreateResponse,
@@ -22,8 +23,10 @@ from pyjetstream.api.responses import (
     ConsumerInfoResponse,
     ConsumerListResponse,
     ConsumerNamesResponse,
+    ConsumerPauseResponse,
 )
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
+from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
 from pyjetstream.server.jetstream.consumer_config import apply_defaults
 from pyjetstream.server.jetstream.consumer_create import add_consumer
@@ -89,6 +92,8 @@ def consumer_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, re
     except JetStreamApiError as exc:
         response.error = exc.error
         return response
+    if consumer.paused_for() > 0:
+        consumer.send_pause_advisory()  # (published after this reply, as nats-server does)
     return ConsumerCreateResponse.from_payload(consumer.info())
 
 
@@ -121,6 +126,33 @@ def consumer_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, re
         return response
     consumer.delete()
     response.success = True
+    return response
+
+
+def consumer_pause(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    """⟨2.11+⟩ ``CONSUMER.PAUSE.<S>.<C>`` (``jsConsumerPauseRequest``): ``{"pause_until": T}``
+    pauses until T, anything else that is not a JSON object (an empty body) resumes."""
+    response = ConsumerPauseResponse()
+    try:
+        body = payload.strip()
+        req = ConsumerPauseRequest()
+        if body[:1] in (b"{", b"["):
+            req = decode_request(body, ConsumerPauseRequest)
+        stream = _lookup_stream(engine, match.stream)
+        consumer = stream.consumers.get(match.consumer)
+        if consumer is None:
+            raise JetStreamApiError(E.JSConsumerNotFoundErr())
+    except JetStreamApiError as exc:
+        response.error = exc.error
+        return response
+    until = req.pause_until
+    zero = until == ZERO_TIME
+    consumer.update_config(msgspec.structs.replace(consumer.cfg, pause_until=None if zero else NanoTime(until)))
+    response.pause_until = NanoTime(until)
+    remaining = until - time.time_ns()
+    if not zero and remaining > 0:
+        response.paused = True
+        response.pause_remaining = remaining
     return response
 
 
@@ -166,4 +198,5 @@ HANDLERS = {
     ApiEndpoint.CONSUMER_DELETE: consumer_delete,
     ApiEndpoint.CONSUMER_NAMES: consumer_names,
     ApiEndpoint.CONSUMER_LIST: consumer_list,
+    ApiEndpoint.CONSUMER_PAUSE: consumer_pause,
 }

@@ -28,9 +28,11 @@ import random
 import time
 from typing import TYPE_CHECKING
 
+from pyjetstream.api import subjects as S
+from pyjetstream.api.advisories import ConsumerPauseAdvisory
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy, ReplayPolicy, RetentionPolicy
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, SequenceInfo
-from pyjetstream.api.timefmt import NanoTime
+from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.acks import AckProcessor
 from pyjetstream.server.jetstream.consumer_config import filters_of, sample_frequency
@@ -106,6 +108,8 @@ class Consumer:
         # inactivity: the delete timer and its period (seconds, 0 = never)
         self._dtmr: asyncio.TimerHandle | None = None
         self.dthresh = 0.0
+        # ⟨2.11+⟩ pause: the timer that resumes delivery at ``cfg.pause_until``
+        self._uptmr: asyncio.TimerHandle | None = None
         self.writer = StateWriter(self, store)
         self.acks = AckProcessor(self)
         self.pull = PullDelivery(self)
@@ -153,6 +157,7 @@ class Consumer:
                 self.start_inactivity_timer(self.dthresh)
         else:
             self.push.start()
+        self._update_pause_state()
         self.kick()
 
     def stop(self, delete: bool = False, advisory: bool = False) -> None:
@@ -171,6 +176,9 @@ class Consumer:
         self.pull.stop()
         self.stop_inactivity_timer()
         self.push.stop()
+        if self._uptmr is not None:
+            self._uptmr.cancel()
+            self._uptmr = None
         if self._delay_handle is not None:
             self._delay_handle.cancel()
             self._delay_handle = None
@@ -197,6 +205,9 @@ class Consumer:
             self.filter = SubjectFilter(filters_of(cfg))
         if cfg.inactive_threshold != old.inactive_threshold:
             self.update_inactive_threshold()
+        if (cfg.pause_until or ZERO_TIME) != (old.pause_until or ZERO_TIME):
+            self._update_pause_state()
+            self.send_pause_advisory()
         self.writer.write_meta()
         self._stream_num_pending()
         self.kick()
@@ -433,6 +444,11 @@ class Consumer:
         self._kick_scheduled = False
         if self.closed or self._delay_handle is not None:
             return
+        if self._uptmr is not None and self.paused_for() > 0:
+            # Paused: nothing goes out, but pull requests still expire and get heartbeats.
+            if self.is_pull:
+                self.pull.process_waiting(eos=True)
+            return
         self._check_removed()
         cfg = self.cfg
         st = self.state
@@ -588,6 +604,50 @@ class Consumer:
         elif self.state.redeliver_if_pending(seq):
             self.kick()
 
+    # --- pause ⟨2.11+⟩ ----------------------------------------------------------------------------
+
+    def paused_for(self) -> int:
+        """Nanoseconds until ``pause_until`` (0: not paused)."""
+        until = self.cfg.pause_until
+        if until is None or until == ZERO_TIME:
+            return 0
+        return max(until - time.time_ns(), 0)
+
+    def _update_pause_state(self) -> None:
+        """``updatePauseState``: while ``pause_until`` is ahead, a timer resumes delivery then."""
+        if self._uptmr is not None:
+            self._uptmr.cancel()
+            self._uptmr = None
+        remaining = self.paused_for()
+        if remaining <= 0 or self.closed:
+            return
+        self._uptmr = self.loop.call_later(remaining / 1e9, self._resume)
+
+    def _resume(self) -> None:
+        """The pause deadline passed: advise and deliver again."""
+        if self.paused_for() > 0:  # the clock ran behind the timer: wait the rest
+            self._update_pause_state()
+            return
+        self._uptmr = None
+        if self.closed:
+            return
+        self.send_pause_advisory()
+        self.kick()
+
+    def send_pause_advisory(self) -> None:
+        """``sendPauseAdvisoryLocked``: ``$JS.EVENT.ADVISORY.CONSUMER.PAUSE.<S>.<C>``."""
+        until = self.cfg.pause_until
+        advisories.publish(
+            self.engine,
+            S.advisory_consumer_pause(self.stream.name, self.name),
+            ConsumerPauseAdvisory(
+                stream=self.stream.name,
+                consumer=self.name,
+                paused=self.paused_for() > 0,
+                pause_until=NanoTime(until) if until is not None else ZERO_TIME,
+            ),
+        )
+
     # --- inactivity ----------------------------------------------------------------------------
 
     def update_inactive_threshold(self, start: bool = True) -> None:
@@ -655,6 +715,7 @@ class Consumer:
             self.pull.process_waiting(eos=False)
             num_waiting = len(self.pull.waiting)
         st = self.state
+        pause_remaining = self.paused_for()
         return ConsumerInfo(
             stream_name=self.stream.name,
             name=self.name,
@@ -675,6 +736,8 @@ class Consumer:
             num_waiting=num_waiting,
             num_pending=self._check_num_pending(),
             push_bound=bool(self.cfg.deliver_subject) and self.push.active,
+            paused=pause_remaining > 0,
+            pause_remaining=pause_remaining,
             ts=NanoTime(time.time_ns()),
         )
 

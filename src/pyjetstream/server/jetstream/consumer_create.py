@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from pyjetstream.api import errors as E
 from pyjetstream.api.enums import AckPolicy, ConsumerAction, DeliverPolicy, RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
@@ -72,6 +74,8 @@ def add_consumer(
     name = cfg.durable_name or cfg.name
     existing = stream.consumers.get(name) if name else None
     if existing is not None:
+        # ⟨2.11+⟩ only CONSUMER.PAUSE changes a pause: an update keeps the current one.
+        cfg = msgspec.structs.replace(cfg, pause_until=existing.cfg.pause_until)
         new_cfg = stamp_inactive_threshold(cfg)
         if action == ConsumerAction.CREATE and new_cfg != existing.cfg:
             raise JetStreamApiError(E.JSConsumerAlreadyExists())
