@@ -217,14 +217,15 @@ async def test_shutdown_flushes_pending_messages() -> None:
 class _FakeEngine:
     events: list[str] = []
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
+    def __init__(self, account: Any) -> None:
+        self.server = account  # an engine talks to its account, which knows the server
+        assert account.name == "$G"
 
     async def start(self) -> None:
-        _FakeEngine.events.append(f"start listening={self.server.port != 0}")
+        _FakeEngine.events.append(f"start listening={self.server.server.port != 0}")
 
     async def stop(self) -> None:
-        _FakeEngine.events.append(f"stop clients={len(self.server.clients)}")
+        _FakeEngine.events.append(f"stop clients={len(self.server.server.clients)}")
 
 
 async def test_jetstream_engine_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -84,6 +84,8 @@ def verify_nkey_signature(public_key: str, nonce: str, signature: str) -> bool:
 class AuthDecision:
     ok: bool
     user: str = ""
+    #: The account the identity belongs to ("" for the global account).
+    account: str = ""
 
 
 @dataclass(slots=True)
@@ -95,8 +97,11 @@ class PendingCheck:
     given: str
     user: str
 
+    account: str = ""
+
     def run(self) -> AuthDecision:
-        return AuthDecision(self.authenticator.verify_bcrypt(self.stored, self.given), self.user)
+        ok = self.authenticator.verify_bcrypt(self.stored, self.given)
+        return AuthDecision(ok, self.user, self.account)
 
 
 class Authenticator:
@@ -104,6 +109,7 @@ class Authenticator:
         self.options = options
         self.users: dict[str, User] = {u.username: u for u in options.users}
         self.nkeys = {n.nkey for n in options.nkeys}
+        self.nkey_accounts = {n.nkey: n.account for n in options.nkeys}
         # Users and nkeys with permissions (default_permissions already applied by the config).
         self.permissions: dict[str, Permissions] = {
             n.nkey: n.permissions for n in options.nkeys if n.permissions is not None
@@ -135,14 +141,18 @@ class Authenticator:
             if nkey:
                 ok = bool(nonce) and nkey in self.nkeys
                 ok = ok and verify_nkey_signature(nkey, nonce, str(connect.get("sig") or ""))
-                return AuthDecision(ok, nkey)
+                return AuthDecision(ok, nkey, self.nkey_accounts.get(nkey, ""))
             if user_name:
                 user = self.users.get(user_name)
                 if user is None:
                     return AuthDecision(False, user_name)
-                return self._compare(user.password, password, user_name)
+                return self._compare(user.password, password, user_name, user.account)
             if opts.no_auth_user and not password and not token:
-                return AuthDecision(opts.no_auth_user in self.users, opts.no_auth_user)
+                user = self.users.get(opts.no_auth_user)
+                if user is not None:
+                    return AuthDecision(True, opts.no_auth_user, user.account)
+                account = self.nkey_accounts.get(opts.no_auth_user)
+                return AuthDecision(account is not None, opts.no_auth_user, account or "")
             return AuthDecision(False, user_name)
         if opts.token:
             return self._compare(opts.token, token, "")
@@ -158,12 +168,12 @@ class Authenticator:
             return None
         return self.permissions.get(decision.user)
 
-    def _compare(self, stored: str, given: str, user: str) -> AuthDecision | PendingCheck:
+    def _compare(self, stored: str, given: str, user: str, account: str = "") -> AuthDecision | PendingCheck:
         if is_bcrypt_hash(stored):
             if self._digest(stored, given) in self._verified:
-                return AuthDecision(True, user)
-            return PendingCheck(self, stored, given, user)
-        return AuthDecision(hmac.compare_digest(stored.encode(), given.encode()), user)
+                return AuthDecision(True, user, account)
+            return PendingCheck(self, stored, given, user, account)
+        return AuthDecision(hmac.compare_digest(stored.encode(), given.encode()), user, account)
 
     def _digest(self, stored: str, given: str) -> bytes:
         return hmac.new(self._cache_key, f"{stored}\0{given}".encode(), hashlib.sha256).digest()

@@ -33,6 +33,7 @@ from pyjetstream.server.permissions import ConnectionPermissions, pub_violation,
 from pyjetstream.server.sublist import SublistError, Subscription
 
 if TYPE_CHECKING:
+    from pyjetstream.server.accounts import Account
     from pyjetstream.server.server import Server
 
 __all__ = ["ClientConnection", "ClosedReason"]
@@ -182,6 +183,8 @@ class ClientConnection(asyncio.Protocol):
         self.lang = ""
         self.version = ""
         self.user = ""
+        # The account this connection's subscriptions and publishes live in (set on CONNECT).
+        self.account: Account = server.global_account
         self.connect_opts: dict[str, Any] = {"verbose": True, "pedantic": True, "echo": True}
         # The authenticated user's permissions; None (no checks at all) for most connections.
         self.perms: ConnectionPermissions | None = None
@@ -539,6 +542,7 @@ class ClientConnection(asyncio.Protocol):
 
     def _authenticated(self, decision: AuthDecision) -> None:
         self.user = decision.user
+        self.account = self.server.lookup_account(decision.account)
         perms = self.server.authenticator.permissions_for(decision)
         if perms is not None:
             self.perms = ConnectionPermissions(perms)
@@ -612,7 +616,7 @@ class ClientConnection(asyncio.Protocol):
             return
         sub = Subscription(ev.subject, sid, ev.queue, client=self)
         try:
-            self.server.add_subscription(sub)
+            self.account.add_subscription(sub)
         except SublistError:
             self.enqueue(ERR_INVALID_SUBJECT)
             return
@@ -644,7 +648,7 @@ class ClientConnection(asyncio.Protocol):
         sub.closed = True
         if self.subs.get(sub.sid) is sub:
             del self.subs[sub.sid]
-        self.server.remove_subscription(sub)
+        self.account.remove_subscription(sub)
         if self.trace:
             self.log(TRACE, f"<-> [DELSUB {sub.sid}]")
 

@@ -162,7 +162,8 @@ def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False) 
 def _sub_detail(sub: Any, cid: int, account: bool = False) -> dict[str, Any]:
     detail: dict[str, Any] = {}
     if account:
-        detail["account"] = "$G"
+        owner = sub.client.account if sub.client is not None else getattr(sub, "account", None)
+        detail["account"] = owner.name if owner is not None else "$G"
     detail["subject"] = sub.subject
     if sub.queue:
         detail["qgroup"] = sub.queue
@@ -353,7 +354,7 @@ def _varz(server: Server, query: dict[str, str]) -> dict[str, Any]:
         "in_bytes": in_bytes,
         "out_bytes": out_bytes,
         "slow_consumers": server.slow_consumers,
-        "subscriptions": server.sublist.count,
+        "subscriptions": sum(a.sublist.count for a in server.accounts.values()),
         "http_req_stats": dict(server.http_req_stats),
         "config_load_time": _time(server.config_load_time_ns),
     }
@@ -421,6 +422,42 @@ def _healthz(server: Server, query: dict[str, str]) -> dict[str, Any] | JSONResp
     return {"status": "ok"}
 
 
+def _accountz(server: Server, query: dict[str, str]) -> dict[str, Any]:
+    """``/accountz``: the account names, or one account's detail with ``?acc=`` (nats-server
+    ``Accountz``; the imports nats-server adds to every account for its system services are not
+    listed, pyjetstream has no such services)."""
+    out: dict[str, Any] = {"server_id": server.server_id, "now": _time(time.time_ns())}
+    system = server.system_account
+    if system is not None:
+        out["system_account"] = system.name
+    name = query.get("acc", "")
+    if not name:
+        out["accounts"] = list(server.accounts)
+        return out
+    account = server.accounts.get(name)
+    if account is None:
+        raise MonitorError(400, f"Account {name} does not exist")
+    clients = sum(1 for c in server.clients.values() if c.account is account)
+    detail: dict[str, Any] = {
+        "account_name": account.name,
+        "update_time": _time(account.updated_ns),
+        "expired": False,
+        "complete": True,
+        "jetstream_enabled": account.jetstream_enabled,
+        "leafnode_connections": 0,
+        "client_connections": clients,
+        "subscriptions": account.sublist.count,
+    }
+    if account.exports:
+        detail["exports"] = [e.monitor_info() for e in account.exports]
+    if account.imports:
+        detail["imports"] = [i.monitor_info() for i in account.imports]
+    detail["name_tag"] = account.name
+    detail["sublist_stats"] = account.sublist.stats()
+    out["account_detail"] = detail
+    return out
+
+
 # ---------------------------------------------------------------------- HTTP server
 
 
@@ -437,6 +474,7 @@ class MonitorServer:
         handlers.setdefault("/subsz", self._sync(_subsz))
         handlers.setdefault("/subscriptionsz", handlers["/subsz"])
         handlers.setdefault("/healthz", self._sync(_healthz))
+        handlers.setdefault("/accountz", self._sync(_accountz))
 
     def _sync(self, fn: Any) -> Any:
         server = self.server

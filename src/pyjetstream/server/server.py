@@ -62,6 +62,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pyjetstream.server.accounts import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from pyjetstream.server.auth import Authenticator, new_nonce
 from pyjetstream.server.client import ClientConnection, ClosedReason
 from pyjetstream.server.ids import new_server_id
@@ -90,18 +91,18 @@ _CRLF = b"\r\n"
 class InternalSub(Subscription):
     """A subscription owned by the server itself (see ``Server.subscribe_internal``)."""
 
-    __slots__ = ("server",)
+    __slots__ = ("account",)
 
     def __init__(
-        self, server: Server, subject: str, sid: str, queue: str, callback: InternalCallback
+        self, account: Account, subject: str, sid: str, queue: str, callback: InternalCallback
     ) -> None:
         super().__init__(subject, sid, queue, client=None, callback=callback)
-        self.server = server
+        self.account = account
 
     def unsubscribe(self) -> None:
         if not self.closed:
             self.closed = True
-            self.server.remove_subscription(self)
+            self.account.remove_subscription(self)
 
 
 class Server:
@@ -127,13 +128,16 @@ class Server:
         self.logger = get_logger()
         self.trace = opts.trace or opts.trace_verbose
         self.authenticator = Authenticator(opts)
-        self.sublist = Sublist()
+        #: Accounts by name: ``$G`` (users without an account), ``$SYS`` and the configured ones.
+        self.accounts: dict[str, Account] = {}
+        self.global_account = self._add_account(GLOBAL_ACCOUNT)
+        self.system_account: Account | None = None
+        self._configure_accounts()
         self.clients: dict[int, ClientConnection] = {}
         self.closed_clients: collections.deque[tuple[dict[str, Any], dict[str, Any]]] = collections.deque(
             maxlen=MAX_CLOSED_CLIENTS
         )
         self.monitor_handlers: dict[str, Callable[[dict[str, str]], Any]] = {}
-        self.jetstream: Any = None
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by start()
         # --- stats
         self.start_wall_ns = time.time_ns()
@@ -151,7 +155,6 @@ class Server:
         self._isid = 0
         self._dirty: list[ClientConnection] = []
         self._flush_scheduled = False
-        self._interest_callbacks: list[Callable[[Subscription, bool], None]] = []
         self._listener: asyncio.Server | None = None
         self._monitor: Any = None
         self._info_prefix = b""
@@ -189,8 +192,52 @@ class Server:
         return f"http://{self._connect_host}:{self.http_port}" if self.http_port else ""
 
     @property
+    def sublist(self) -> Sublist:
+        """The global account's sublist (the whole server's when no accounts are configured)."""
+        return self.global_account.sublist
+
+    @property
+    def jetstream(self) -> Any:
+        """A JetStream engine for server-wide questions: the global account's, else the first
+        account's that has one; ``None`` when JetStream is off."""
+        if self.global_account.jetstream is not None:
+            return self.global_account.jetstream
+        engines = self.jetstream_engines()
+        return engines[0] if engines else None
+
+    @property
     def jetstream_enabled(self) -> bool:
         return self.jetstream is not None
+
+    def jetstream_engines(self) -> list[Any]:
+        """Every account's engine, in account order."""
+        return [a.jetstream for a in self.accounts.values() if a.jetstream is not None]
+
+    # ------------------------------------------------------------------- accounts
+
+    def _add_account(self, name: str, config: Any = None) -> Account:
+        account = Account(self, name, config)
+        self.accounts[name] = account
+        return account
+
+    def _configure_accounts(self) -> None:
+        """Accounts of the config, and the system account (nats-server ``configureAccounts``)."""
+        opts = self.options
+        for config in opts.accounts:
+            if config.name not in self.accounts:
+                self._add_account(config.name, config)
+        if not opts.no_system_account:
+            name = opts.system_account or SYSTEM_ACCOUNT
+            self.system_account = self.accounts.get(name) or self._add_account(name)
+            self.system_account.is_system = True
+
+    def lookup_account(self, name: str) -> Account:
+        """The account a user belongs to (``""``: the global account)."""
+        return self.accounts.get(name or GLOBAL_ACCOUNT) or self.global_account
+
+    def _global_account_only(self) -> bool:
+        """nats-server's ``globalAccountOnly``: no account but ``$G`` and the system account."""
+        return all(a is self.global_account or a is self.system_account for a in self.accounts.values())
 
     @property
     def running(self) -> bool:
@@ -264,14 +311,35 @@ class Server:
         return tls.server_context()
 
     async def _start_jetstream(self) -> None:
+        """JetStream for the accounts that have it (nats-server ``configAllJetStreamAccounts``):
+        the global account alone when no accounts are configured, else each account with a
+        ``jetstream`` block; every other account answers the API with 10039."""
+        from pyjetstream.server.options import AccountJetStreamLimits
+
         try:
-            from pyjetstream.server.jetstream.engine import JetStreamEngine
+            import pyjetstream.server.jetstream.engine  # noqa: F401
         except ModuleNotFoundError as exc:
             self.logger.error("JetStream not available: %s", exc)
             return
-        engine = JetStreamEngine(self)
-        await engine.start()
-        self.jetstream = engine
+        for account in self.accounts.values():
+            config = account.config
+            if self._global_account_only():
+                enabled = account is self.global_account
+                limits = AccountJetStreamLimits()
+            else:
+                enabled = config is not None and config.jetstream and not account.is_system
+                limits = (config.jetstream_limits if config is not None else None) or AccountJetStreamLimits()
+            if enabled:
+                await account.enable_jetstream(limits)
+            else:
+                account.answer_jetstream_disabled()
+        if self.jetstream_engines():
+            from pyjetstream.server.jetstream import monitoring
+
+            async def jsz(query: dict[str, str]) -> dict[str, Any]:
+                return monitoring.jsz_server(self, query)
+
+            self.monitor_handlers["/jsz"] = jsz
 
     async def shutdown(self) -> None:
         """Stop accepting, drain clients (flush their pending data, then close), stop JetStream."""
@@ -322,11 +390,8 @@ class Server:
                 self._drained.set()
 
     async def _stop_services(self) -> None:
-        if self.jetstream is not None:
-            try:
-                await self.jetstream.stop()
-            except Exception:
-                self.logger.exception("JetStream stop failed")
+        for account in self.accounts.values():
+            await account.stop_jetstream()
         if self._monitor is not None:
             await self._monitor.stop()
             self._monitor = None
@@ -451,38 +516,25 @@ class Server:
     # ------------------------------------------------------------- subscriptions
 
     def add_subscription(self, sub: Subscription) -> None:
-        """Index a subscription (raises SublistError for an invalid subject)."""
-        self.sublist.insert(sub)
-        if self._interest_callbacks:
-            self._notify_interest(sub, True)
+        """Index a subscription in the global account (raises SublistError for an invalid subject)."""
+        self.global_account.add_subscription(sub)
 
     def remove_subscription(self, sub: Subscription) -> None:
-        sub.closed = True
-        if self.sublist.remove(sub) and self._interest_callbacks:
-            self._notify_interest(sub, False)
-
-    def _notify_interest(self, sub: Subscription, added: bool) -> None:
-        for callback in list(self._interest_callbacks):
-            try:
-                callback(sub, added)
-            except Exception:
-                self.logger.exception("interest-change callback failed")
+        self.global_account.remove_subscription(sub)
 
     def on_interest_change(self, callback: Callable[[Subscription, bool], None]) -> Callable[[], None]:
-        self._interest_callbacks.append(callback)
-
-        def remove() -> None:
-            if callback in self._interest_callbacks:
-                self._interest_callbacks.remove(callback)
-
-        return remove
+        return self.global_account.on_interest_change(callback)
 
     # -------------------------------------------------------------- internal API
 
-    def subscribe_internal(self, subject: str, callback: InternalCallback, queue: str = "") -> InternalSub:
+    def subscribe_internal(
+        self, subject: str, callback: InternalCallback, queue: str = "", account: Account | None = None
+    ) -> InternalSub:
+        """An internal subscription in ``account`` (default: the global account)."""
         self._isid += 1
-        sub = InternalSub(self, subject, str(self._isid), queue, callback)
-        self.add_subscription(sub)
+        acc = account or self.global_account
+        sub = InternalSub(acc, subject, str(self._isid), queue, callback)
+        acc.add_subscription(sub)
         return sub
 
     def publish_internal(
@@ -496,19 +548,10 @@ class Server:
         return self.route(subject, reply, hdr, payload, None, show_subject)
 
     def has_interest(self, subject: str, clients_only: bool = False) -> bool:
-        psubs, qsubs = self.sublist.match(subject)
-        if not clients_only:
-            return bool(psubs or qsubs)
-        return any(s.client is not None for s in psubs) or any(
-            s.client is not None for group in qsubs for s in group
-        )
+        return self.global_account.has_interest(subject, clients_only)
 
     def interest_count(self, subject: str, clients_only: bool = False) -> int:
-        psubs, qsubs = self.sublist.match(subject)
-        subs = [*psubs, *(s for group in qsubs for s in group)]
-        if clients_only:
-            return sum(1 for s in subs if s.client is not None)
-        return len(subs)
+        return self.global_account.interest_count(subject, clients_only)
 
     # ------------------------------------------------------------------- routing
 
@@ -520,14 +563,20 @@ class Server:
         payload: bytes,
         client: ClientConnection | None,
         show_subject: str | None = None,
+        account: Account | None = None,
     ) -> bool:
         """Deliver one message to every matching subscription; True if anyone received it.
+
+        The subscriptions are those of ``account``, by default the publishing client's account
+        (the global account for the server's own publishes).
 
         This is the per-message hot path: one cache lookup, then for each receiving client two
         list appends (a ``MSG <subject> <sid> `` prefix, cached on literal subscriptions, and the
         rest of the frame, built once per message and shared by all receivers).
         """
-        sl = self.sublist
+        if account is None:
+            account = client.account if client is not None else self.global_account
+        sl = account.sublist
         result = sl.cache.get(subject)
         if result is None:
             result = sl.match(subject)
@@ -694,7 +743,7 @@ class Server:
 
     def _no_responders(self, client: ClientConnection, reply: str) -> None:
         """Tell a requester nobody listens: ``HMSG <reply> <sid> 16 16`` + ``NATS/1.0 503``."""
-        psubs, _ = self.sublist.match(reply)
+        psubs, _ = client.account.sublist.match(reply)
         for sub in psubs:
             if sub.client is client:
                 client.enqueue(b"HMSG " + reply.encode() + b" " + sub.sid_b + _NO_RESPONDERS_TAIL)

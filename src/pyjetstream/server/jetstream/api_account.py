@@ -19,11 +19,24 @@ def account_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply
         storage=storage,
         streams=len(engine.streams),
         consumers=engine.num_consumers(),
-        limits=AccountLimits.unlimited(),
+        limits=_limits(engine),
         domain=engine.domain,
         # The request being answered is counted already, as nats-server does.
         api=ApiStats(total=engine.api_total, errors=engine.api_errors),
     )
+
+
+def _limits(engine: JetStreamEngine) -> AccountLimits:
+    """The account's JetStream limits as nats-server reports them (-1: not limited)."""
+    own = engine.limits
+    limits = AccountLimits.unlimited()
+    limits.max_memory = own.max_memory
+    limits.max_storage = own.max_store
+    limits.max_streams = own.max_streams
+    limits.max_consumers = own.max_consumers
+    limits.max_ack_pending = own.max_ack_pending
+    limits.max_bytes_required = own.max_bytes_required
+    return limits
 
 
 HANDLERS = {ApiEndpoint.INFO: account_info}

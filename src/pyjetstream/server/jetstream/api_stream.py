@@ -120,6 +120,9 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
             if existing.cfg != cfg:
                 raise JetStreamApiError(E.JSStreamNameExistErr())
             return _create_response(existing)
+        too_many = engine.check_stream_limit()
+        if too_many is not None:
+            raise JetStreamApiError(too_many)
         reservation = engine.check_reservation(cfg)
         if reservation is not None:
             raise JetStreamApiError(reservation)

@@ -94,6 +94,8 @@ def add_consumer(
     public = sum(1 for c in stream.consumers.values() if not c.cfg.direct)
     if max_consumers > 0 and public >= max_consumers:
         raise JetStreamApiError(E.JSMaximumConsumersLimitErr())
+    if not cfg.direct:
+        _raise(stream.engine.check_consumer_limit(public))
     if stream.cfg.retention == RetentionPolicy.WORKQUEUE and not cfg.direct:
         if cfg.ack_policy != AckPolicy.EXPLICIT:
             raise JetStreamApiError(E.JSConsumerWQRequiresExplicitAckErr())

@@ -1,8 +1,13 @@
-"""The JetStream engine of the embedded server: streams, the API, account usage and limits.
+"""The JetStream engine of one account: streams, the API, account usage and limits.
 
-One account (nats-server's global account ``$G``). File streams live under
-``<store_dir>/jetstream/$G/streams/<name>/`` (nats-server's layout); on start every stream found
-there is recovered with its messages and consumers.
+Each JetStream-enabled account (:class:`pyjetstream.server.accounts.Account`) has its own engine;
+the engine's ``server`` is that account, which offers the server's internal API scoped to the
+account, so the engine's subscriptions, deliveries and interest checks never leave it. File
+streams live under ``<store_dir>/jetstream/<account>/streams/<name>/`` (nats-server's layout, the
+global account being ``$G``); on start every stream found there is recovered with its messages
+and consumers. Limits are the account's (``max_mem``, ``max_file``, ``max_streams``,
+``max_consumers``) within the server-wide ``max_memory_store``/``max_file_store``, which all
+accounts share.
 """
 
 from __future__ import annotations
@@ -59,14 +64,18 @@ def _system_memory() -> int:
 
 class JetStreamEngine:
     def __init__(self, server: Any) -> None:
+        """``server`` is the account (or anything offering the server's internal API)."""
         from pyjetstream.server.jetstream.api_router import ApiRouter
+        from pyjetstream.server.options import AccountJetStreamLimits
 
         self.server = server
         opts = server.options
+        self.account_name: str = getattr(server, "name", GLOBAL_ACCOUNT)
+        self.limits: AccountJetStreamLimits = getattr(server, "js_limits", None) or AccountJetStreamLimits()
         self.domain: str = getattr(opts, "jetstream_domain", "") or ""
         base = getattr(opts, "store_dir", "") or os.path.join(tempfile.gettempdir(), "nats")
         self.store_dir = Path(base) / "jetstream"
-        self.streams_dir = self.store_dir / GLOBAL_ACCOUNT / "streams"
+        self.streams_dir = self.store_dir / self.account_name / "streams"
         self.sync_always: bool = bool(getattr(opts, "sync_always", False))
         self.sync_interval: float = float(getattr(opts, "sync_interval", 0) or DEFAULT_SYNC_INTERVAL)
         self.max_memory = self._limit(getattr(opts, "max_memory_store", -1), self._default_memory())
@@ -131,18 +140,52 @@ class JetStreamEngine:
                 self._usage_cache = (cached[0], cached[1] + size)
             self._usage_estimated = True
 
-    def check_account_limits(self, storage: StorageType) -> ApiError | None:
-        """Refuse a write once the server is past max_memory_store / max_file_store.
+    def check_account_limits(self, storage: StorageType, record: int = 0) -> ApiError | None:
+        """Refuse a write that would take the account past its limit, or the server past its.
 
-        As nats-server's ``limitsExceeded``: the check is on what is stored *before* this
-        message (usage > limit), so the last message that crosses the limit still goes in.
+        As nats-server: the account's ``max_mem``/``max_file`` is checked with this message
+        (``wouldExceedLimits``: usage + record > limit, 10002); the server-wide
+        max_memory_store / max_file_store on what is stored *before* this message
+        (``limitsExceeded``: usage > limit, so the message that crosses it still goes in; 10023).
         """
-        memory, file = self.usage(exact=False)
-        over = memory > self.max_memory if storage == StorageType.MEMORY else file > self.max_storage
-        if over and self._usage_estimated:  # the estimate may be high: count exactly
-            memory, file = self.usage()
-            over = memory > self.max_memory if storage == StorageType.MEMORY else file > self.max_storage
-        return E.JSInsufficientResourcesErr() if over else None
+        error = self._over_limits(storage, record, exact=False)
+        if error is not None and self._usage_estimated:  # the estimate may be high: count exactly
+            error = self._over_limits(storage, record, exact=True)
+        return error
+
+    def _over_limits(self, storage: StorageType, record: int, exact: bool) -> ApiError | None:
+        memory, file = self.usage(exact=exact)
+        limits = self.limits
+        if storage == StorageType.MEMORY:
+            own, limit, index, server_limit = memory, limits.max_memory, 0, self.max_memory
+        else:
+            own, limit, index, server_limit = file, limits.max_store, 1, self.max_storage
+        if 0 <= limit < own + record:
+            return E.JSAccountResourcesExceededErr()
+        if self._server_usage(index, own, exact) > server_limit:
+            return E.JSInsufficientResourcesErr()
+        return None
+
+    def _server_usage(self, index: int, own: int, exact: bool) -> int:
+        """What all accounts store of one kind (0 memory, 1 file); the server limits are shared."""
+        engines = getattr(getattr(self.server, "server", None), "jetstream_engines", None)
+        if engines is None:
+            return own
+        return own + sum(e.usage(exact=exact)[index] for e in engines() if e is not self)
+
+    def check_stream_limit(self) -> ApiError | None:
+        """The account's ``max_streams`` (nats-server: 10027 "maximum number of streams reached")."""
+        limit = self.limits.max_streams
+        if 0 <= limit <= len(self.streams):
+            return E.JSMaximumStreamsLimitErr()
+        return None
+
+    def check_consumer_limit(self, public_consumers: int) -> ApiError | None:
+        """The account's ``max_consumers``, which nats-server applies to each stream (10026)."""
+        limit = self.limits.max_consumers
+        if 0 <= limit <= public_consumers:
+            return E.JSMaximumConsumersLimitErr()
+        return None
 
     def check_reservation(self, cfg: StreamConfig, old: StreamConfig | None = None) -> ApiError | None:
         """A stream's max_bytes must fit next to the other streams' (nats-server checkBytesLimits).
@@ -159,10 +202,13 @@ class JetStreamEngine:
             and (old is None or s.cfg.name != old.name)
         )
         if cfg.storage == StorageType.MEMORY:
-            if reserved + add > self.max_memory:
+            limit = self.limits.max_memory
+            if 0 <= limit < reserved + add or reserved + add > self.max_memory:
                 return E.JSMemoryResourcesExceededErr()
-        elif reserved + add > self.max_storage:
-            return E.JSStorageResourcesExceededErr()
+        else:
+            limit = self.limits.max_store
+            if 0 <= limit < reserved + add or reserved + add > self.max_storage:
+                return E.JSStorageResourcesExceededErr()
         return None
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -171,7 +217,6 @@ class JetStreamEngine:
         self.streams_dir.mkdir(parents=True, exist_ok=True)
         self._recover()
         self.router.subscribe()
-        self.server.monitor_handlers["/jsz"] = self._jsz_handler
         self._schedule_sync()
         self.started = True
         self.server.logger.info("JetStream started, store directory %s", self.store_dir)
@@ -270,7 +315,7 @@ class JetStreamEngine:
                 recover_consumers(stream)
             state = store.fast_state()
             self.server.logger.info(
-                "  Restored %d messages for stream '%s > %s'", state.msgs, GLOBAL_ACCOUNT, cfg.name
+                "  Restored %d messages for stream '%s > %s'", state.msgs, self.account_name, cfg.name
             )
         self.account_usage_changed()
 
@@ -281,9 +326,6 @@ class JetStreamEngine:
 
     def healthz(self, query: dict[str, str]) -> str | None:
         return monitoring.healthz(self, query)
-
-    async def _jsz_handler(self, query: dict[str, str]) -> dict[str, Any]:
-        return monitoring.jsz(self, query)
 
     def num_consumers(self) -> int:
         return sum(len(s.consumers) for s in self.streams.values())

@@ -32,61 +32,91 @@ def _config(engine: JetStreamEngine) -> dict[str, Any]:
     return config
 
 
-def _stats(engine: JetStreamEngine) -> dict[str, Any]:
-    memory, storage = engine.usage()
+def _stats(engines: list[JetStreamEngine]) -> dict[str, Any]:
+    memory = storage = 0
     reserved = {StorageType.MEMORY: 0, StorageType.FILE: 0}
-    for stream in engine.streams.values():
-        if stream.cfg.max_bytes > 0:
-            reserved[stream.cfg.storage] += stream.cfg.max_bytes
+    for engine in engines:
+        used = engine.usage()
+        memory += used[0]
+        storage += used[1]
+        for stream in engine.streams.values():
+            if stream.cfg.max_bytes > 0:
+                reserved[stream.cfg.storage] += stream.cfg.max_bytes
     return {
         "memory": memory,
         "storage": storage,
         "reserved_memory": reserved[StorageType.MEMORY],
         "reserved_storage": reserved[StorageType.FILE],
-        "accounts": 1,
+        "accounts": len(engines),
         "ha_assets": 0,
-        "api": {"total": engine.api_total, "errors": engine.api_errors},
+        "api": {
+            "total": sum(e.api_total for e in engines),
+            "errors": sum(e.api_errors for e in engines),
+        },
     }
 
 
 def varz(engine: JetStreamEngine) -> dict[str, Any]:
-    return {"config": _config(engine), "stats": _stats(engine)}
+    engines = _all_engines(engine)
+    return {"config": _config(engine), "stats": _stats(engines)}
+
+
+def _all_engines(engine: JetStreamEngine) -> list[JetStreamEngine]:
+    """Every account's engine, found through the account's server (just this one otherwise)."""
+    server = getattr(engine.server, "server", None)
+    return server.jetstream_engines() if server is not None else [engine]
 
 
 def _truthy(query: dict[str, str], key: str) -> bool:
     return query.get(key, "").lower() in ("1", "true", "yes", "on")
 
 
-def jsz(engine: JetStreamEngine, query: dict[str, str]) -> dict[str, Any]:
-    streams = list(engine.streams.values())
+def jsz_server(server: Any, query: dict[str, str]) -> dict[str, Any]:
+    """``/jsz`` over every JetStream account of the server."""
+    return jsz(server.jetstream_engines(), query)
+
+
+def _reserved(limit: int) -> int:
+    return limit if limit >= 0 else UNRESERVED
+
+
+def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str]) -> dict[str, Any]:
+    if not isinstance(engines, list):
+        engines = [engines]
+    first = engines[0]
+    streams = [s for e in engines for s in e.streams.values()]
     out: dict[str, Any] = {
-        "server_id": engine.server.server_id,
+        "server_id": first.server.server_id,
         "now": format_time(time.time_ns()),
-        "config": _config(engine),
-        **_stats(engine),
+        "config": _config(first),
+        **_stats(engines),
         "streams": len(streams),
-        "consumers": engine.num_consumers(),
+        "consumers": sum(e.num_consumers() for e in engines),
         "messages": sum(s.store.fast_state().msgs for s in streams),
         "bytes": sum(s.store.fast_state().bytes for s in streams),
     }
     want_streams = _truthy(query, "streams") or _truthy(query, "consumers")
     if _truthy(query, "accounts") or want_streams or query.get("acc"):
-        if query.get("acc") not in (None, "", GLOBAL_ACCOUNT):
-            return out
-        stats = _stats(engine)
-        detail: dict[str, Any] = {
-            "name": GLOBAL_ACCOUNT,
-            "id": GLOBAL_ACCOUNT,
-            **stats,
-            "reserved_memory": UNRESERVED,
-            "reserved_storage": UNRESERVED,
-            "accounts": 0,
-        }
-        if want_streams:
-            detail["stream_detail"] = [
-                _stream_detail(engine, s, query) for s in sorted(streams, key=lambda s: s.name)
-            ]
-        out["account_details"] = [detail]
+        details = []
+        for engine in engines:
+            name = engine.account_name
+            if query.get("acc") not in (None, "", name):
+                continue
+            detail: dict[str, Any] = {
+                "name": name,
+                "id": name,
+                **_stats([engine]),
+                "reserved_memory": _reserved(engine.limits.max_memory),
+                "reserved_storage": _reserved(engine.limits.max_store),
+                "accounts": 0,
+            }
+            if want_streams:
+                detail["stream_detail"] = [
+                    _stream_detail(engine, s, query) for s in sorted(engine.streams.values(), key=lambda s: s.name)
+                ]
+            details.append(detail)
+        if details:
+            out["account_details"] = details
     return out
 
 

@@ -378,7 +378,9 @@ class Stream:
         store = self.store
         engine = self.engine
         storage = cfg.storage
-        limit_error = engine.check_account_limits(storage)
+        limit_error = engine.check_account_limits(
+            storage, store._record_size(len(subject), len(hdr) if hdr else 0, len(payload))
+        )
         if limit_error is not None:
             return limit_error
 

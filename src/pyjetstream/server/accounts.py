@@ -1,0 +1,171 @@
+"""Accounts: isolated subject spaces, each with its own JetStream (nats-server ``accounts.go``).
+
+Every connection is bound to one :class:`Account` when it authenticates (the global account ``$G``
+when the user names none); its subscriptions live in that account's sublist and its publishes are
+routed there only, so two accounts never see each other's messages unless one exports a subject
+and the other imports it (:mod:`pyjetstream.server.imports`).
+
+An account also offers the server's internal API (``subscribe_internal``, ``publish_internal``,
+``has_interest``, ``interest_count``, ``on_interest_change``) scoped to itself: the JetStream
+engine of an account talks to its account exactly as it would to the server, and its API
+subscriptions, deliveries and interest checks stay inside the account. The store directory of an
+account's streams is ``<store_dir>/jetstream/<account>/streams/`` (nats-server's layout).
+
+JetStream per account follows nats-server's ``configAllJetStreamAccounts``: with no accounts
+configured, the global account has JetStream (with the server-wide limits); otherwise only the
+accounts with a ``jetstream`` block (``enabled`` or limits) have it, and every other account —
+the global one and the system account included — answers ``$JS.API`` requests with 10039
+"JetStream not enabled for account".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pyjetstream.server.options import Account as AccountConfig
+from pyjetstream.server.options import AccountJetStreamLimits
+from pyjetstream.server.sublist import Sublist, Subscription
+
+if TYPE_CHECKING:
+    from pyjetstream.server.server import InternalCallback, InternalSub, Server
+
+__all__ = ["GLOBAL_ACCOUNT", "SYSTEM_ACCOUNT", "Account"]
+
+GLOBAL_ACCOUNT = "$G"
+SYSTEM_ACCOUNT = "$SYS"
+
+
+class Account:
+    """One account at run time: its sublist, its connections, JetStream, imports and exports."""
+
+    def __init__(self, server: Server, name: str, config: AccountConfig | None = None) -> None:
+        self.server = server
+        self.name = name
+        self.config = config
+        self.sublist = Sublist()
+        #: The account's JetStream engine, or None (JetStream not enabled for this account).
+        self.jetstream: Any = None
+        #: JetStream limits when the account may use JetStream (nats-server's ``jsLimits``).
+        self.js_limits: AccountJetStreamLimits | None = None
+        self.num_clients = 0
+        self.updated_ns = time.time_ns()
+        self.is_system = False
+        #: Exports and imports (``pyjetstream.server.imports``), wired by the server at start.
+        self.exports: list[Any] = []
+        self.imports: list[Any] = []
+        self._interest_callbacks: list[Callable[[Subscription, bool], None]] = []
+
+    def __repr__(self) -> str:
+        return f"<Account {self.name}>"
+
+    # ---------------------------------------------------------------- what the engine reads
+
+    @property
+    def loop(self) -> Any:
+        return self.server.loop
+
+    @property
+    def logger(self) -> Any:
+        return self.server.logger
+
+    @property
+    def options(self) -> Any:
+        return self.server.options
+
+    @property
+    def server_id(self) -> str:
+        return self.server.server_id
+
+    @property
+    def limits(self) -> Any:
+        """Connection limits of the config (``limits {}``), if any."""
+        return self.config.limits if self.config is not None else None
+
+    # ------------------------------------------------------------------ subscriptions
+
+    def add_subscription(self, sub: Subscription) -> None:
+        """Index a subscription (raises SublistError for an invalid subject)."""
+        self.sublist.insert(sub)
+        if self._interest_callbacks:
+            self._notify_interest(sub, True)
+
+    def remove_subscription(self, sub: Subscription) -> None:
+        sub.closed = True
+        if self.sublist.remove(sub) and self._interest_callbacks:
+            self._notify_interest(sub, False)
+
+    def _notify_interest(self, sub: Subscription, added: bool) -> None:
+        for callback in list(self._interest_callbacks):
+            try:
+                callback(sub, added)
+            except Exception:
+                self.server.logger.exception("interest-change callback failed")
+
+    def on_interest_change(self, callback: Callable[[Subscription, bool], None]) -> Callable[[], None]:
+        self._interest_callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._interest_callbacks:
+                self._interest_callbacks.remove(callback)
+
+        return remove
+
+    # -------------------------------------------------------------- internal API, scoped
+
+    def subscribe_internal(self, subject: str, callback: InternalCallback, queue: str = "") -> InternalSub:
+        return self.server.subscribe_internal(subject, callback, queue, account=self)
+
+    def publish_internal(
+        self,
+        subject: str,
+        payload: bytes,
+        reply: str = "",
+        hdr: bytes | None = None,
+        show_subject: str | None = None,
+    ) -> bool:
+        return self.server.route(subject, reply, hdr, payload, None, show_subject, self)
+
+    def has_interest(self, subject: str, clients_only: bool = False) -> bool:
+        psubs, qsubs = self.sublist.match(subject)
+        if not clients_only:
+            return bool(psubs or qsubs)
+        return any(s.client is not None for s in psubs) or any(
+            s.client is not None for group in qsubs for s in group
+        )
+
+    def interest_count(self, subject: str, clients_only: bool = False) -> int:
+        psubs, qsubs = self.sublist.match(subject)
+        subs = [*psubs, *(s for group in qsubs for s in group)]
+        if clients_only:
+            return sum(1 for s in subs if s.client is not None)
+        return len(subs)
+
+    # ------------------------------------------------------------------------ JetStream
+
+    @property
+    def jetstream_enabled(self) -> bool:
+        return self.jetstream is not None
+
+    async def enable_jetstream(self, limits: AccountJetStreamLimits) -> None:
+        """Start this account's engine (store under ``<store_dir>/jetstream/<name>``)."""
+        from pyjetstream.server.jetstream.engine import JetStreamEngine
+
+        self.js_limits = limits
+        engine = JetStreamEngine(self)
+        await engine.start()
+        self.jetstream = engine
+
+    def answer_jetstream_disabled(self) -> None:
+        """Answer ``$JS.API`` requests with 10039, as nats-server does for such accounts."""
+        from pyjetstream.server.jetstream.api_disabled import DisabledApi
+
+        DisabledApi(self).subscribe()
+
+    async def stop_jetstream(self) -> None:
+        if self.jetstream is not None:
+            try:
+                await self.jetstream.stop()
+            except Exception:
+                self.server.logger.exception("JetStream stop of account %s failed", self.name)

@@ -1,0 +1,376 @@
+"""Accounts from the config file on both targets: isolation, JetStream per account, limits, monitoring.
+
+The isolation suite tries, for each ordered pair of accounts, every way a client of one account
+could reach the other's data — core subjects, ``$JS.API``, KV, object store, direct get, pull
+requests — and expects each to be refused exactly as nats-server refuses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import nats
+import nats.errors
+import pytest
+from nats.aio.client import Client
+from nats.js.api import StorageType, StreamConfig
+from tests.support.targets import Target
+
+StartServer = Callable[..., Target]
+TIMEOUT = 5.0
+SHORT = 0.5  # a reply that must not come: how long to wait for it
+
+ACCOUNTS = {
+    "A": {
+        "jetstream": {"max_mem": 1048576, "max_file": 10485760, "max_streams": 3, "max_consumers": 4},
+        "users": [{"user": "a", "password": "a"}],
+    },
+    "B": {"jetstream": "enabled", "users": [{"user": "b", "password": "b"}]},
+    "C": {"users": [{"user": "c", "password": "c"}]},
+}
+USERS = {"a": "A", "b": "B", "c": "C"}
+
+
+@pytest.fixture
+def target(start_server: StartServer) -> Target:
+    return start_server(accounts=ACCOUNTS, authorization={"users": [{"user": "g", "password": "g"}]}, http_port=-1)
+
+
+@asynccontextmanager
+async def _connect(target: Target, user: str | None) -> AsyncIterator[Client]:
+    creds = {"user": user, "password": user} if user else {}
+    nc = await nats.connect(target.url, allow_reconnect=False, **creds)
+    try:
+        yield nc
+    finally:
+        await nc.close()
+
+
+async def _api(nc: Client, subject: str, body: Any = None) -> dict[str, Any]:
+    payload = b"" if body is None else json.dumps(body).encode()
+    msg = await nc.request(subject, payload, timeout=TIMEOUT)
+    return json.loads(msg.data)
+
+
+async def _no_answer(nc: Client, subject: str, payload: bytes = b"") -> str:
+    """A request nobody in the requester's account answers: ``no-responders`` or ``timeout``."""
+    try:
+        msg = await nc.request(subject, payload, timeout=SHORT)
+    except nats.errors.NoRespondersError:
+        return "no-responders"
+    except nats.errors.TimeoutError:
+        return "timeout"
+    raise AssertionError(f"{subject} was answered: {msg.data!r}")
+
+
+def _monitor(target: Target, path: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{target.http_port}{path}", timeout=TIMEOUT) as resp:
+        return json.loads(resp.read())
+
+
+# ----------------------------------------------------------------------------- core subjects
+
+
+async def test_core_subjects_are_isolated(target: Target) -> None:
+    async with (
+        _connect(target, "a") as a,
+        _connect(target, "b") as b,
+        _connect(target, "c") as c,
+        _connect(target, "g") as g,
+    ):
+        clients = {"a": a, "b": b, "c": c, "g": g}
+        inboxes: dict[str, list[tuple[str, bytes]]] = {u: [] for u in clients}
+        all_got = asyncio.Event()
+        for user, nc in clients.items():
+
+            async def handler(msg: Any, user: str = user) -> None:
+                inboxes[user].append((msg.subject, msg.data))
+                if all(inboxes.values()):
+                    all_got.set()
+
+            await nc.subscribe(">", cb=handler)
+            await nc.flush()
+        for user, nc in clients.items():
+            await nc.publish(f"from.{user}", user.encode())
+            await nc.flush()
+        # Each account's subscriber sees its own publish and nothing else.
+        await asyncio.wait_for(all_got.wait(), TIMEOUT)
+        for nc in clients.values():
+            await nc.flush()
+        await asyncio.sleep(SHORT)
+        for user, got in inboxes.items():
+            assert got == [(f"from.{user}", user.encode())], (user, got)
+
+
+async def test_requests_do_not_cross_accounts(target: Target) -> None:
+    async with _connect(target, "a") as a, _connect(target, "b") as b:
+
+        async def responder(msg: Any) -> None:
+            await msg.respond(b"from A")
+
+        await a.subscribe("svc", cb=responder)
+        await a.flush()
+        assert (await a.request("svc", b"", timeout=TIMEOUT)).data == b"from A"
+        assert await _no_answer(b, "svc") == "no-responders"
+
+
+# ------------------------------------------------------------------------- JetStream per account
+
+
+async def test_account_info_per_account(target: Target) -> None:
+    async with _connect(target, "a") as a, _connect(target, "b") as b:
+        info_a = await _api(a, "$JS.API.INFO")
+        assert info_a["type"] == "io.nats.jetstream.api.v1.account_info_response"
+        assert info_a["limits"]["max_memory"] == 1024 * 1024
+        assert info_a["limits"]["max_storage"] == 10 * 1024 * 1024
+        assert info_a["limits"]["max_streams"] == 3
+        assert info_a["limits"]["max_consumers"] == 4
+        info_b = await _api(b, "$JS.API.INFO")
+        assert info_b["limits"]["max_memory"] == -1 and info_b["limits"]["max_streams"] == -1
+    disabled = {"code": 503, "err_code": 10039, "description": "JetStream not enabled for account"}
+    for user in ("c", "g"):  # an account without a jetstream block, and the global account
+        async with _connect(target, user) as nc:
+            info = await _api(nc, "$JS.API.INFO")
+            assert info == {"type": "io.nats.jetstream.api.v1.account_info_response", "error": disabled}
+            names = await _api(nc, "$JS.API.STREAM.NAMES")
+            assert names["type"] == "io.nats.jetstream.api.v1.stream_names_response"
+            assert names["error"] == disabled
+            created = await _api(nc, "$JS.API.STREAM.CREATE.X", {"name": "X"})
+            assert created == {"type": "io.nats.jetstream.api.v1.stream_create_response", "error": disabled}
+            assert await _no_answer(nc, "$JS.API.CONSUMER.MSG.NEXT.X.Y", b"1") == "no-responders"
+
+
+async def test_account_stream_and_consumer_limits(target: Target) -> None:
+    async with _connect(target, "a") as a:
+        for i in range(3):
+            resp = await _api(a, f"$JS.API.STREAM.CREATE.S{i}", {"name": f"S{i}", "storage": "memory"})
+            assert "error" not in resp, resp
+        resp = await _api(a, "$JS.API.STREAM.CREATE.S3", {"name": "S3", "storage": "memory"})
+        assert resp["error"] == {"code": 400, "err_code": 10027, "description": "maximum number of streams reached"}
+        for i in range(4):
+            body = {"stream_name": "S0", "config": {"durable_name": f"C{i}", "ack_policy": "explicit"}}
+            resp = await _api(a, f"$JS.API.CONSUMER.CREATE.S0.C{i}", body)
+            assert "error" not in resp, resp
+        body = {"stream_name": "S1", "config": {"durable_name": "C9", "ack_policy": "explicit"}}
+        resp = await _api(a, "$JS.API.CONSUMER.CREATE.S1.C9", body)
+        assert "error" not in resp, resp  # the limit is per stream
+        body = {"stream_name": "S0", "config": {"durable_name": "C9", "ack_policy": "explicit"}}
+        resp = await _api(a, "$JS.API.CONSUMER.CREATE.S0.C9", body)
+        assert resp["error"] == {"code": 400, "err_code": 10026, "description": "maximum consumers limit reached"}
+    async with _connect(target, "b") as b:  # B is not limited by A's limits
+        for i in range(5):
+            resp = await _api(b, f"$JS.API.STREAM.CREATE.S{i}", {"name": f"S{i}", "storage": "memory"})
+            assert "error" not in resp, resp
+
+
+async def test_account_memory_limit(target: Target) -> None:
+    async with _connect(target, "a") as a:
+        js = a.jetstream()
+        await js.add_stream(StreamConfig(name="M", subjects=["m"], storage=StorageType.MEMORY))
+        payload = b"x" * 100_000
+        errors = []
+        for _ in range(15):
+            try:
+                await js.publish("m", payload, timeout=TIMEOUT)
+            except nats.js.errors.APIError as exc:
+                errors.append(exc.err_code)
+        # "resource limits exceeded for account" once the next message would pass 1 MiB
+        assert errors == [10002] * 5, errors  # ten 100 kB messages fit
+
+
+async def test_store_directory_per_account(target: Target) -> None:
+    async with _connect(target, "a") as a, _connect(target, "b") as b:
+        await a.jetstream().add_stream(StreamConfig(name="FA", subjects=["fa"]))
+        await b.jetstream().add_stream(StreamConfig(name="FB", subjects=["fb"]))
+        await a.jetstream().publish("fa", b"1")
+        await b.jetstream().publish("fb", b"1")
+    root = target.store_dir / "jetstream"
+    assert (root / "A" / "streams" / "FA").is_dir()
+    assert (root / "B" / "streams" / "FB").is_dir()
+    assert not (root / "A" / "streams" / "FB").exists()
+    assert not (root / "$G" / "streams" / "FA").exists()
+
+
+async def test_streams_survive_restart_in_their_account(target: Target) -> None:
+    async with _connect(target, "a") as a:
+        await a.jetstream().add_stream(StreamConfig(name="P", subjects=["p"]))
+        await a.jetstream().publish("p", b"kept")
+    target.restart()
+    async with _connect(target, "a") as a, _connect(target, "b") as b:
+        msg = await a.jetstream().get_msg("P", 1)
+        assert msg.data == b"kept"
+        resp = await _api(b, "$JS.API.STREAM.INFO.P")
+        assert resp["error"]["err_code"] == 10059
+
+
+# --------------------------------------------------------------------- the isolation suite
+
+
+async def _populate(nc: Client, account: str) -> None:
+    """A stream with a message, a durable pull consumer, a KV bucket and an object store."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name=f"ST{account}", subjects=[f"st.{account}.>"], allow_direct=True))
+    await js.publish(f"st.{account}.x", b"secret-" + account.encode())
+    await js.add_consumer(f"ST{account}", durable_name="D", ack_policy="explicit")
+    kv = await js.create_key_value(bucket=f"KV{account}")
+    await kv.put("k", b"kv-secret-" + account.encode())
+    obj = await js.create_object_store(bucket=f"OB{account}")
+    await obj.put("o", b"obj-secret-" + account.encode())
+
+
+async def _attack(nc: Client, victim: str) -> list[str]:
+    """Every way to reach the victim account's data; returns what leaked (must stay empty)."""
+    leaks: list[str] = []
+    stream, kv, ob = f"ST{victim}", f"KV{victim}", f"OB{victim}"
+    seen: list[Any] = []
+
+    async def spy(msg: Any) -> None:
+        seen.append(msg)
+
+    sub = await nc.subscribe(">", cb=spy)
+    await nc.flush()
+    js = nc.jetstream(timeout=SHORT)
+    # Stream and consumer API: "stream not found" (10059), no names listed.
+    for subject, body in (
+        (f"$JS.API.STREAM.INFO.{stream}", None),
+        (f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": 1}),
+        (f"$JS.API.STREAM.PURGE.{stream}", None),
+        (f"$JS.API.STREAM.DELETE.{stream}", None),
+        (f"$JS.API.CONSUMER.INFO.{stream}.D", None),
+        (f"$JS.API.CONSUMER.CREATE.{stream}.X", {"stream_name": stream, "config": {"name": "X"}}),
+        (f"$JS.API.CONSUMER.NAMES.{stream}", None),
+        (f"$JS.API.STREAM.INFO.KV_{kv}", None),
+        (f"$JS.API.STREAM.INFO.OBJ_{ob}", None),
+    ):
+        resp = await _api(nc, subject, body)
+        if resp.get("error", {}).get("err_code") != 10059:
+            leaks.append(f"{subject}: {resp}")
+    names = await _api(nc, "$JS.API.STREAM.NAMES")
+    if any(n in (names.get("streams") or []) for n in (stream, f"KV_{kv}", f"OBJ_{ob}")):
+        leaks.append(f"STREAM.NAMES lists {names['streams']}")
+    # Requests a stream or consumer answers itself: nobody in this account answers them.
+    for subject, payload in (
+        (f"$JS.API.DIRECT.GET.{stream}", b'{"seq":1}'),
+        (f"$JS.API.DIRECT.GET.KV_{kv}.$KV.{kv}.k", b""),
+        (f"$JS.API.CONSUMER.MSG.NEXT.{stream}.D", b'{"batch":1}'),
+    ):
+        try:
+            msg = await nc.request(subject, payload, timeout=SHORT)
+        except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
+            continue
+        leaks.append(f"{subject}: {msg.headers} {msg.data!r}")
+    # Publishing into the victim's stream subjects stores nothing there (no PubAck here).
+    try:
+        ack = await js.publish(f"st.{victim}.x", b"intruder")
+        leaks.append(f"publish stored in {ack.stream}")
+    except (nats.errors.NoRespondersError, nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError):
+        pass
+    # KV and object store through the client libraries.
+    try:
+        bucket = await js.key_value(kv)
+        entry = await bucket.get("k")
+        leaks.append(f"kv get: {entry.value!r}")
+    except Exception:
+        pass
+    try:
+        store = await js.object_store(ob)
+        obj = await store.get("o")
+        leaks.append(f"object get: {obj.data!r}")
+    except Exception:
+        pass
+    await nc.flush()
+    await asyncio.sleep(SHORT)
+    await sub.unsubscribe()
+    for msg in seen:
+        if b"secret" in msg.data:
+            leaks.append(f"saw {msg.subject}: {msg.data!r}")
+    return leaks
+
+
+async def test_isolation_suite(target: Target) -> None:
+    async with _connect(target, "a") as a, _connect(target, "b") as b:
+        await _populate(a, "A")
+        await _populate(b, "B")
+    for attacker, victim in (("a", "B"), ("b", "A"), ("c", "A"), ("c", "B"), ("g", "A"), ("g", "B")):
+        async with _connect(target, attacker) as nc:
+            if attacker in ("c", "g"):
+                # Without JetStream every API request is refused before any lookup.
+                resp = await _api(nc, f"$JS.API.STREAM.INFO.ST{victim}")
+                assert resp["error"]["err_code"] == 10039
+                continue
+            leaks = await _attack(nc, victim)
+            assert leaks == [], (attacker, victim, leaks)
+    # The owners still see their own data, unchanged.
+    for user, account in (("a", "A"), ("b", "B")):
+        async with _connect(target, user) as nc:
+            js = nc.jetstream()
+            msg = await js.get_msg(f"ST{account}", 1)
+            assert msg.data == b"secret-" + account.encode()
+            info = await js.stream_info(f"ST{account}")
+            assert info.state.messages == 1
+            kv = await js.key_value(f"KV{account}")
+            assert (await kv.get("k")).value == b"kv-secret-" + account.encode()
+
+
+# ------------------------------------------------------------------------ no_auth_user, $SYS
+
+
+async def test_no_auth_user_lands_in_its_account(start_server: StartServer) -> None:
+    target = start_server(accounts=ACCOUNTS, no_auth_user="b")
+    async with _connect(target, None) as anon, _connect(target, "b") as b, _connect(target, "a") as a:
+        got: list[bytes] = []
+        received = asyncio.Event()
+
+        async def handler(msg: Any) -> None:
+            got.append(msg.data)
+            received.set()
+
+        await b.subscribe("hello", cb=handler)
+        await b.flush()
+        await a.publish("hello", b"from A")
+        await anon.publish("hello", b"from anonymous")
+        await a.flush()
+        await anon.flush()
+        await asyncio.wait_for(received.wait(), TIMEOUT)
+        await asyncio.sleep(SHORT)  # and nothing from account A follows
+        assert got == [b"from anonymous"]
+        info = await _api(anon, "$JS.API.INFO")
+        assert "error" not in info and info["limits"]["max_streams"] == -1
+
+
+async def test_system_account_has_no_jetstream(start_server: StartServer) -> None:
+    accounts = {**ACCOUNTS, "SYS": {"users": [{"user": "sys", "password": "sys"}]}}
+    target = start_server(accounts=accounts, system_account="SYS")
+    async with _connect(target, "sys") as nc:
+        info = await _api(nc, "$JS.API.INFO")
+        assert info["error"]["err_code"] == 10039
+
+
+# ---------------------------------------------------------------------------- monitoring
+
+
+async def test_accountz_and_jsz_accounts(target: Target) -> None:
+    async with _connect(target, "a") as a:
+        await a.jetstream().add_stream(StreamConfig(name="Z", subjects=["z"], storage=StorageType.MEMORY))
+        await a.jetstream().publish("z", b"1")
+    accountz = _monitor(target, "/accountz")
+    assert accountz["system_account"] == "$SYS"
+    assert set(accountz["accounts"]) == {"$SYS", "$G", "A", "B", "C"}
+    detail = _monitor(target, "/accountz?acc=A")["account_detail"]
+    assert detail["account_name"] == "A"
+    assert detail["jetstream_enabled"] is True
+    assert _monitor(target, "/accountz?acc=C")["account_detail"]["jetstream_enabled"] is False
+    jsz = _monitor(target, "/jsz?accounts=true")
+    assert jsz["accounts"] == 2
+    details = {d["name"]: d for d in jsz["account_details"]}
+    assert set(details) == {"A", "B"}
+    assert details["A"]["reserved_memory"] == 1024 * 1024
+    assert details["B"]["reserved_memory"] == 18446744073709551615
+    assert details["A"]["memory"] > 0 and details["B"]["memory"] == 0
+    only_b = _monitor(target, "/jsz?acc=B")
+    assert [d["name"] for d in only_b["account_details"]] == ["B"]
