@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyjetstream.cli.app import Command, Group, Session
+from pyjetstream.cli.backup_cmds import BACKUP, RESTORE
 from pyjetstream.cli.errors import UsageError
 from pyjetstream.cli.stream_config import add_stream_arguments
 
@@ -497,5 +498,7 @@ GROUP = Group(
         Command("rmm", "remove one message from a stream", cmd_rmm, _rmm_arguments),
         Command("view", "print the messages in a stream", cmd_view, _view_arguments),
         Command("report", "report on all streams", cmd_report, _report_arguments),
+        BACKUP,
+        RESTORE,
     ],
 )

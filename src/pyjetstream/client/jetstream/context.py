@@ -15,6 +15,7 @@ import itertools
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
@@ -56,6 +57,12 @@ from pyjetstream.api.subjects import JSApi
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.client.errors import NoRespondersError
 from pyjetstream.client.inbox import DIGITS, next_nuid
+from pyjetstream.client.jetstream.backup import (
+    BackupProgress,
+    ProgressCallback,
+    backup_stream,
+    restore_stream,
+)
 from pyjetstream.client.jetstream.batch import (
     DEFAULT_FLOW,
     DEFAULT_MAX_OUTSTANDING_ACKS,
@@ -647,6 +654,23 @@ class JetStream:
         """The counters of stream ``stream_name`` (2.12+, ``allow_msg_counter``): ``add`` / ``load`` /
         ``get`` / ``get_many``."""
         return await counter_for(self, stream_name)
+
+    async def backup_stream(
+        self, stream: str, directory: str | Path, *, consumers: bool = True, check: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> BackupProgress:
+        """Back ``stream`` up into ``directory`` as the nats CLI does (``backup.json`` + ``stream.tar.s2``);
+        see :mod:`.backup`."""
+        validate_stream_name(stream)
+        return await backup_stream(self, stream, directory, consumers=consumers, check=check, progress=progress)
+
+    async def restore_stream(
+        self, directory: str | Path, *, config: dict[str, Any] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Stream:
+        """Restore a backup directory (made here or by ``nats stream backup``) into a new stream."""
+        info = await restore_stream(self, directory, config=config, progress=progress)
+        return Stream(self, info)
 
     # --- key-value buckets (kv.KeyValueManager) --------------------------------------------------------
 
