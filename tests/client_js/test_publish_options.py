@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from tests.client_js.conftest import wait_for
-from tests.client_js.features import needs
+from tests.client_js.features import create_stream_raw, needs
 from tests.support.targets import Target
 
 from pyjetstream.api.api_levels import Feature
@@ -129,3 +129,39 @@ async def test_unpin_and_reset_consumer(js: JetStream, server: Target) -> None:
     with pytest.raises(errors.JetStreamAPIError) as exc_info:
         await stream.unpin_consumer("C", "nogroup")
     assert exc_info.value.err_code == 10160  # the consumer has no such priority group
+
+
+async def test_schedules(js: JetStream, server: Target) -> None:
+    await needs(js, server, Feature.SCHEDULES, Feature.SCHEDULE_CRON)
+    await create_stream_raw(
+        js,
+        {
+            "name": "SCH",
+            "subjects": ["sched.>", "out.>", "src.>"],
+            "allow_msg_schedules": True,
+            "allow_msg_ttl": True,
+            "allow_direct": True,
+        },
+    )
+    stream = await js.stream("SCH")
+    at = datetime.now(UTC) + timedelta(seconds=1)
+    await js.publish("sched.once", b"hello", schedule=MsgSchedule(target="out.once", at=at))
+    await js.publish("src.latest", b"sampled")
+    await js.publish(
+        "sched.every", b"", schedule=MsgSchedule(target="out.every", every=1, source="src.latest", ttl=60)
+    )
+
+    async def produced() -> bool:
+        try:
+            once = await stream.get_last_msg_for_subject("out.once")
+            every = await stream.get_last_msg_for_subject("out.every")
+        except errors.MsgNotFound:
+            return False
+        assert once.data == b"hello" and every.data == b"sampled"
+        assert once.headers is not None and once.headers["Nats-Scheduler"] == "sched.once"
+        assert every.headers is not None and every.headers["Nats-TTL"] == "1m0s"
+        return True
+
+    await wait_for(produced, timeout=20, what="the scheduled messages")
+    with pytest.raises(errors.JetStreamAPIError):  # a cron expression the server cannot parse
+        await js.publish("sched.bad", b"", schedule=MsgSchedule(target="out.bad", cron="not cron"))

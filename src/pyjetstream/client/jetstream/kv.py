@@ -5,6 +5,11 @@ the stream's messages on that subject (``history`` of them kept). Puts are publi
 stream sequence); ``create``/``update`` are publishes with an expected last subject sequence; deletes
 and purges are empty messages marked ``KV-Operation: DEL|PURGE``. Reads use direct get; watching uses
 an ordered consumer (last value per key first, then live updates).
+
+⟨2.11+⟩ TTLs (ADR-48): ``limit_marker_ttl`` on the bucket makes the server leave a marker (with that
+TTL) where ``ttl`` (max age) removed a key's last value, so watchers see the removal; ``create`` and
+``purge`` take a per-key ``ttl`` (``Nats-TTL``). A marker the server wrote (``Nats-Marker-Reason``)
+reads as a purge (``MaxAge``, ``Purge``) or a delete (``Remove``), as in nats.go.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import names
+from pyjetstream.api.api_levels import Feature
 from pyjetstream.api.enums import DeliverPolicy, StorageType
-from pyjetstream.api.headers import EXPECTED_LAST_SUBJECT_SEQUENCE, KV_OPERATION
+from pyjetstream.api.headers import EXPECTED_LAST_SUBJECT_SEQUENCE, KV_OPERATION, MARKER_REASON
 from pyjetstream.api.kv import (
     KV_BUCKETS_FILTER,
     KV_MAX_HISTORY,
@@ -57,6 +63,7 @@ from pyjetstream.client.jetstream.ordered import (
     OrderedMessagesContext,
     next_or_caught_up,
 )
+from pyjetstream.protocol import HeaderBlock
 
 if TYPE_CHECKING:
     from pyjetstream.client.jetstream.context import JetStream
@@ -84,6 +91,7 @@ class KeyValueConfig:
     sources: list[StreamSource] = field(default_factory=list)
     compression: bool = False
     metadata: dict[str, str] = field(default_factory=dict)
+    limit_marker_ttl: float = 0.0  # ⟨2.11+⟩ seconds a marker lives where max age removed a key (0: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,14 +117,22 @@ class KeyValueStatus:
     is_compressed: bool
     stream_info: StreamInfo
     backing_store: str = "JetStream"
+    limit_marker_ttl: float = 0.0
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
-def _operation(block_get: str | None) -> KvOperation:
+def _operation(block_get: str | None, marker_reason: str | None = None) -> KvOperation:
     if block_get == KvOperation.DELETE.value:
         return KvOperation.DELETE
     if block_get == KvOperation.PURGE.value:
         return KvOperation.PURGE
+    if marker_reason:  # a marker the server wrote (nats.go: Remove is a delete, MaxAge/Purge a purge)
+        return KvOperation.DELETE if marker_reason == "Remove" else KvOperation.PURGE
     return KvOperation.PUT
+
+
+def _block_operation(block: HeaderBlock) -> KvOperation:
+    return _operation(block.get(KV_OPERATION), block.get(MARKER_REASON))
 
 
 def _check_bucket(bucket: str) -> None:
@@ -178,7 +194,7 @@ class KeyValue:
 
     def _entry_from_raw(self, key: str, raw: RawStreamMsg) -> KeyValueEntry:
         block = raw.header_block
-        op = _operation(block.get(KV_OPERATION)) if block is not None else KvOperation.PUT
+        op = _block_operation(block) if block is not None else KvOperation.PUT
         return KeyValueEntry(self._bucket, key, raw.data, raw.sequence, raw.time, 0, op)
 
     def _entry_from_msg(self, msg: JetStreamMsg) -> KeyValueEntry:
@@ -188,7 +204,7 @@ class KeyValue:
         if raw.raw_headers:
             block = raw.header_block
             if block is not None:
-                op = _operation(block.get(KV_OPERATION))
+                op = _block_operation(block)
         key = raw.subject[len(self._read_prefix) :]
         return KeyValueEntry(
             self._bucket, key, raw.data, meta.stream_seq, meta.timestamp, meta.num_pending, op
@@ -202,24 +218,30 @@ class KeyValue:
         ack = await self._js.publish(self._put_prefix + key, value)
         return ack.seq
 
-    async def create(self, key: str, value: bytes) -> int:
-        """Set ``key`` only if it has no value (or was deleted/purged); else :class:`KeyExists`."""
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> int:
+        """Set ``key`` only if it has no value (or was deleted/purged); else :class:`KeyExists`.
+        ``ttl`` (seconds, 2.11+, the bucket needs ``limit_marker_ttl``) removes it after that long."""
         try:
-            return await self.update(key, value, 0)
+            return await self._update(key, value, 0, ttl)
         except KeyExists as exists:
             try:
                 await self.get(key)
             except KeyDeleted as deleted:
-                return await self.update(key, value, deleted.entry.revision)
+                return await self._update(key, value, deleted.entry.revision, ttl)
             except KeyNotFound:
                 pass
             raise exists
 
     async def update(self, key: str, value: bytes, last: int) -> int:
         """Set ``key`` only if its latest revision is ``last``; else :class:`KeyExists`."""
+        return await self._update(key, value, last, None)
+
+    async def _update(self, key: str, value: bytes, last: int, ttl: float | None) -> int:
         _check_key(key)
         try:
-            ack = await self._js.publish(self._put_prefix + key, value, expect_last_sequence_per_subject=last)
+            ack = await self._js.publish(
+                self._put_prefix + key, value, expect_last_sequence_per_subject=last, ttl=ttl
+            )
         except WrongLastSequence as exc:
             raise KeyExists(exc.description, code=exc.code, err_code=exc.err_code) from None
         return ack.seq
@@ -228,16 +250,19 @@ class KeyValue:
         """Mark ``key`` deleted (its history is kept); ``last_revision`` makes it conditional."""
         await self._marker(key, kv_delete_headers(), last_revision)
 
-    async def purge(self, key: str, *, last_revision: int | None = None) -> None:
-        """Remove every revision of ``key``, leaving one purge marker."""
-        await self._marker(key, kv_purge_headers(), last_revision)
+    async def purge(self, key: str, *, last_revision: int | None = None, ttl: float | None = None) -> None:
+        """Remove every revision of ``key``, leaving one purge marker; with ``ttl`` (seconds, 2.11+)
+        the marker itself goes after that long."""
+        await self._marker(key, kv_purge_headers(), last_revision, ttl)
 
-    async def _marker(self, key: str, headers: dict[str, str], last_revision: int | None) -> None:
+    async def _marker(
+        self, key: str, headers: dict[str, str], last_revision: int | None, ttl: float | None = None
+    ) -> None:
         _check_key(key)
         if last_revision is not None:
             headers[EXPECTED_LAST_SUBJECT_SEQUENCE] = str(last_revision)
         try:
-            await self._js.publish(self._put_prefix + key, b"", headers=headers)
+            await self._js.publish(self._put_prefix + key, b"", headers=headers, ttl=ttl)
         except WrongLastSequence as exc:
             raise KeyExists(exc.description, code=exc.code, err_code=exc.err_code) from None
 
@@ -298,12 +323,18 @@ class KeyValue:
         await watcher._start()
         return watcher
 
+    async def watch_filtered(self, keys: list[str], **options: bool | int) -> KeyWatcher:
+        """:meth:`watch` on several key filters at once (nats.go ``WatchFiltered``): one consumer,
+        the filtering done by the server."""
+        return await self.watch(list(keys), **options)  # type: ignore[arg-type]
+
     async def watch_all(self, **options: bool | int) -> KeyWatcher:
         """:meth:`watch` on every key."""
         return await self.watch(ALL_KEYS, **options)  # type: ignore[arg-type]
 
     async def list_keys(self, *filters: str) -> AsyncIterator[str]:
-        """The keys that have a value (optionally only those matching ``filters``)."""
+        """The keys that have a value (optionally only those matching ``filters``, filtered by the
+        server; nats.go ``ListKeysFiltered``)."""
         watcher = await self.watch(list(filters) or ALL_KEYS, ignore_deletes=True, meta_only=True)
         try:
             async for entry in watcher:
@@ -353,6 +384,8 @@ def _status(bucket: str, info: StreamInfo) -> KeyValueStatus:
         bytes=info.state.bytes,
         is_compressed=cfg.compression is not None and cfg.compression.value == "s2",
         stream_info=info,
+        limit_marker_ttl=ns_to_seconds(cfg.subject_delete_marker_ttl),
+        metadata=dict(cfg.metadata),
     )
 
 
@@ -442,7 +475,7 @@ class KeyValueManager:
 
     async def create_key_value(self, config: KeyValueConfig) -> KeyValue:
         """Create a bucket (idempotent for an identical config; else :class:`BucketExists`)."""
-        stream_config = _stream_config(config)
+        stream_config = await self._stream_config(config)
         try:
             stream = await self._js.create_stream(stream_config)
         except StreamNameAlreadyInUse as exc:
@@ -453,7 +486,7 @@ class KeyValueManager:
 
     async def update_key_value(self, config: KeyValueConfig) -> KeyValue:
         """Change an existing bucket's configuration (:class:`BucketNotFound` if there is none)."""
-        stream_config = _stream_config(config)
+        stream_config = await self._stream_config(config)
         try:
             stream = await self._js.update_stream(stream_config)
         except StreamNotFound:
@@ -461,8 +494,14 @@ class KeyValueManager:
         return KeyValue(self._js, config.bucket, stream)
 
     async def create_or_update_key_value(self, config: KeyValueConfig) -> KeyValue:
-        stream = await self._js.create_or_update_stream(_stream_config(config))
+        stream = await self._js.create_or_update_stream(await self._stream_config(config))
         return KeyValue(self._js, config.bucket, stream)
+
+    async def _stream_config(self, config: KeyValueConfig) -> StreamConfig:
+        stream_config = _stream_config(config)
+        if config is not None and config.limit_marker_ttl:
+            await self._js.require(Feature.SUBJECT_DELETE_MARKERS)
+        return stream_config
 
     async def delete_key_value(self, bucket: str) -> None:
         _check_bucket(bucket)
@@ -507,6 +546,7 @@ def _stream_config(config: KeyValueConfig) -> StreamConfig:
         sources=list(config.sources) or None,
         compression=config.compression,
         metadata=config.metadata,
+        limit_marker_ttl_ns=seconds_to_ns(config.limit_marker_ttl) if config.limit_marker_ttl else 0,
     )
     if stream_config.mirror is not None:
         # Mirrors do not deduplicate; nats-server refuses a mirror with a duplicate window.
