@@ -34,6 +34,7 @@ __all__ = [
     "SnapshotCompleteAdvisory",
     "SnapshotCreateAdvisory",
     "StreamActionAdvisory",
+    "StreamBatchAbandonedAdvisory",
     "StreamLeaderElectedAdvisory",
     "StreamQuorumLostAdvisory",
     "TypedEvent",
@@ -72,6 +73,18 @@ class StreamActionAdvisory(TypedEvent):
     action: AdvisoryAction = always(AdvisoryAction.CREATE)
     template: str = ""
     domain: str = ""
+
+
+class StreamBatchAbandonedAdvisory(TypedEvent):
+    """⟨2.12+⟩ ``$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.<stream>``: an atomic batch was dropped;
+    ``reason`` is ``timeout`` | ``large`` | ``incomplete`` | ``unsupported``."""
+
+    TYPE = _ADV + "stream_batch_abandoned"
+    account: str = ""
+    stream: str = always("")
+    domain: str = ""
+    batch: str = always("")
+    reason: str = always("")
 
 
 class ConsumerActionAdvisory(TypedEvent):
@@ -253,6 +266,7 @@ ADVISORY_TYPES: dict[str, type[TypedEvent]] = {
     for cls in (
         ApiAuditAdvisory,
         StreamActionAdvisory,
+        StreamBatchAbandonedAdvisory,
         ConsumerActionAdvisory,
         ConsumerPauseAdvisory,
         ConsumerGroupPinnedAdvisory,

@@ -37,6 +37,7 @@ __all__ = [
     "encode",
     "encode_pub_ack",
     "encode_pub_ack_error",
+    "finish_batch_pub_ack",
     "finish_pub_ack",
     "go_json_error",
     "pub_ack_prefix",
@@ -237,6 +238,14 @@ def pub_ack_prefix(stream: str, domain: str | None = None) -> bytes:
 
 def finish_pub_ack(prefix: bytes, seq: int, duplicate: bool = False) -> bytes:
     return b"%s%d%s" % (prefix, seq, b',"duplicate": true}' if duplicate else b"}")
+
+
+def finish_batch_pub_ack(prefix: bytes, seq: int, batch_id: str, count: int) -> bytes:
+    """⟨2.12+⟩ the PubAck of a committed batch: the stream's PubAck with ``"batch"`` and ``"count"``
+    appended, e.g. ``{"stream":"S","seq":3,"batch":"A","count":3}`` (nats-server appends
+    ``,"batch":%q,"count":%d}`` to its template)."""
+    quoted = json.dumps(batch_id, ensure_ascii=False)
+    return b"%s%d,\"batch\":%s,\"count\":%d}" % (prefix, seq, quoted.encode(), count)
 
 
 def encode_pub_ack(stream: str, seq: int, duplicate: bool = False, domain: str | None = None) -> bytes:

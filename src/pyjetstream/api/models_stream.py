@@ -96,6 +96,8 @@ class StreamConfig(WireStruct):
     consumer_limits: StreamConsumerLimits | None = None  # ⟨2.10+⟩
     allow_msg_ttl: bool = False  # ⟨2.11+⟩
     subject_delete_marker_ttl: int = 0  # ⟨2.11+⟩ ns
+    allow_atomic: bool = False  # ⟨2.12+⟩
+    allow_batched: bool = False  # ⟨2.14+⟩
     metadata: dict[str, str] = {}  # ⟨2.10+⟩
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "advisory_restore_create",
     "advisory_snapshot_complete",
     "advisory_snapshot_create",
+    "advisory_stream_batch_abandoned",
     "advisory_stream_created",
     "advisory_stream_deleted",
     "advisory_stream_leader_elected",
@@ -372,6 +373,11 @@ SERVER_REMOVED_ADVISORY = "$JS.EVENT.ADVISORY.SERVER.REMOVED"
 
 def advisory_stream_created(stream: str) -> str:
     return f"{ADVISORY_PREFIX}.STREAM.CREATED.{stream}"
+
+
+def advisory_stream_batch_abandoned(stream: str) -> str:
+    """⟨2.12+⟩ an atomic batch publish was abandoned."""
+    return f"{ADVISORY_PREFIX}.STREAM.BATCH_ABANDONED.{stream}"
 
 
 def advisory_stream_deleted(stream: str) -> str:

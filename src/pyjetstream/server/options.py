@@ -237,6 +237,11 @@ class JetStreamLimits:
     max_ha_assets: int = 0
     max_request_batch: int = 0
     duplicate_window: float = 0.0  # seconds
+    # ⟨2.12+⟩ limits { batch { max_msgs, max_inflight_per_stream, max_inflight_total, timeout } }
+    batch_max_msgs: int = 0
+    batch_max_inflight_per_stream: int = 0
+    batch_max_inflight_total: int = 0
+    batch_timeout: float = 0.0  # seconds
 
 
 # ------------------------------------------------------------------ the options

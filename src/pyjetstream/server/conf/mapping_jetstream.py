@@ -87,5 +87,16 @@ class JetStreamKeys(BlockMapper):
             "max_ha_assets": ("max_ha_assets", as_int),
             "max_request_batch": ("max_request_batch", as_int),
             "duplicate_window": ("duplicate_window", as_duration),
+            "batch": self.jetstream_batch_limits,
+        }
+        self.each(as_map(node, key), spec, self.o.jetstream_limits)
+
+    def jetstream_batch_limits(self, key: str, node: Node) -> None:
+        """⟨2.12+⟩ ``limits { batch { … } }``: atomic / fast batch publish limits."""
+        spec: dict[str, Handler] = {
+            "max_msgs": ("batch_max_msgs", as_int),
+            "max_inflight_per_stream": ("batch_max_inflight_per_stream", as_int),
+            "max_inflight_total": ("batch_max_inflight_total", as_int),
+            "timeout": ("batch_timeout", as_duration),
         }
         self.each(as_map(node, key), spec, self.o.jetstream_limits)

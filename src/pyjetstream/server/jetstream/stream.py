@@ -28,6 +28,8 @@ from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time
 from pyjetstream.protocol.headers import get_header, remove_header
 from pyjetstream.protocol.subjects import is_subset
+from pyjetstream.server.jetstream.batch_atomic import BATCH_ID as HDR_BATCH_ID
+from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
 from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
 from pyjetstream.server.jetstream.sourcing import StreamSourcing
@@ -104,6 +106,7 @@ class Stream:
         self._ack_prefix = pub_ack_prefix(cfg.name, engine.domain)
         self._memory = cfg.storage == StorageType.MEMORY
         self._ingest = IngestLimits(self.server.options)
+        self.atomic = AtomicBatches(self)
         self._configure_transforms()
         self.sourcing = StreamSourcing(self)
 
@@ -119,6 +122,7 @@ class Stream:
         # ``mirror_direct`` answers for the origin's name, once caught up (sourcing.py), not ours.
         if self.cfg.allow_direct:
             self._subscribe_direct()
+        recover_partial_batch(self)
         # A recovered stream rebuilds its de-duplication window on first need (nats-server's
         # ``ddloaded``): scanning every message inside the window would slow every restart.
         self._dedupe_loaded = not self.store.fast_state().msgs
@@ -155,6 +159,7 @@ class Stream:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        self.atomic.clear()
         if delete:
             self.store.delete()
         else:
@@ -180,6 +185,8 @@ class Stream:
             else:
                 self._unsubscribe(self._direct_subs)
         self._dedupe.window_ns = cfg.duplicate_window or 1
+        if not cfg.allow_atomic:
+            self.atomic.clear()
         self._configure_transforms()
         self.store.update_config(store_config_for(cfg))
         self.persist_meta()
@@ -249,6 +256,10 @@ class Stream:
 
         The checks run in nats-server's order (``processJetStreamMsg``).
         """
+        if hdr and HDR_BATCH_ID in hdr:
+            batch_id = get_header(hdr, HDR_BATCH_ID)
+            if batch_id:  # an atomic batch (batch_atomic.py) stages and checks on its own
+                return self.atomic.process(batch_id.decode(), subject, reply, hdr, payload)
         cfg = self.cfg
         can_respond = bool(reply) and not cfg.no_ack
         if cfg.sealed:
@@ -613,6 +624,12 @@ class Stream:
     def _expire_dedupe(self) -> None:
         self._timers.pop("dedupe", None)
         self._schedule("dedupe", self._dedupe.expire(), self._expire_dedupe)
+
+    def duplicate_of(self, msg_id: str) -> int | None:
+        """The sequence a ``Nats-Msg-Id`` inside the duplicate window was stored at, if any."""
+        if not self._dedupe_loaded:
+            self._rebuild_dedupe()
+        return self._dedupe.lookup(msg_id)
 
     def _rebuild_dedupe(self) -> None:
         """After a restart: rebuild the window from the stored messages that are still inside it."""

@@ -1,0 +1,421 @@
+"""Atomic batch publish (ADR-50, 2.12+): ``Nats-Batch-Id`` / ``Nats-Batch-Sequence`` / ``Nats-Batch-Commit``.
+
+A stream with ``allow_atomic`` stages the messages of a batch (sequence 1, 2, … with no gap) and
+stores nothing until the message carrying ``Nats-Batch-Commit: 1`` (store it too) or ``eob``
+(commit what was staged, not this message). The commit first runs every message's checks against
+the stream as it will be (expected sequences, duplicate ids, roll-ups, discard-new limits); if
+any fails, nothing is stored. Then every message is stored in one store batch and one PubAck
+answers, with ``"batch"`` and ``"count"``. A staged message with a reply subject gets an empty
+reply. Mirrors nats-server's ``processJetStreamAtomicBatchMsg`` (stream.go) and
+``checkMsgHeadersPreClusteredProposal`` (jetstream_batching.go) on a single server.
+
+Limits (``jetstream { limits { batch { max_msgs, max_inflight_per_stream, max_inflight_total,
+timeout } } }``): 1000 messages a batch, 50 open batches a stream, 1000 a server, 10 s without a
+message abandons a batch (advisory ``$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.<stream>``).
+
+Crash safety: staged messages live in memory until the commit (nats-server also drops staged,
+uncommitted batches when it restarts). The commit is written in one store batch and acknowledged
+only after it reached the OS; if a ``kill -9`` cuts that write, the stream's tail ends inside a
+batch (a message with ``Nats-Batch-Sequence`` but no ``Nats-Batch-Commit``), and recovery removes
+that partial batch (:func:`recover_partial_batch`) — nothing half-committed, nothing acknowledged
+lost. (nats-server, which also kept the staged copy on disk, completes such a batch instead.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pyjetstream.api import errors as E
+from pyjetstream.api import headers as H
+from pyjetstream.api import subjects as S
+from pyjetstream.api.advisories import StreamBatchAbandonedAdvisory
+from pyjetstream.api.codec import finish_batch_pub_ack
+from pyjetstream.api.constants import MAX_HEADER_SIZE
+from pyjetstream.api.enums import DiscardPolicy, StorageType
+from pyjetstream.api.models_common import ApiError
+from pyjetstream.protocol.headers import get_header, remove_header
+from pyjetstream.server.jetstream import advisories
+from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.engine import JetStreamEngine
+    from pyjetstream.server.jetstream.stream import Stream
+
+BATCH_ID = H.BATCH_ID.encode()
+BATCH_SEQUENCE = H.BATCH_SEQUENCE.encode()
+BATCH_COMMIT = H.BATCH_COMMIT.encode()
+MAX_BATCH_ID_LEN = 64
+REQUIRED_API_LEVEL = b"Nats-Required-Api-Level"
+SERVER_API_LEVEL = 5  # nats-server 2.15's JSApiLevel
+
+# nats-server's defaults (stream.go streamDefaultMaxAtomicBatch…, streamDefaultMaxBatchTimeout).
+DEFAULT_MAX_MSGS = 1000
+DEFAULT_MAX_INFLIGHT_PER_STREAM = 50
+DEFAULT_MAX_INFLIGHT_TOTAL = 1000
+DEFAULT_TIMEOUT = 10.0
+
+# Abandon reasons (jetstream_events.go BatchAbandonReason).
+TIMEOUT, LARGE, INCOMPLETE, UNSUPPORTED = "timeout", "large", "incomplete", "unsupported"
+
+
+@dataclass
+class BatchLimits:
+    max_msgs: int = DEFAULT_MAX_MSGS
+    max_inflight_per_stream: int = DEFAULT_MAX_INFLIGHT_PER_STREAM
+    max_inflight_total: int = DEFAULT_MAX_INFLIGHT_TOTAL
+    timeout: float = DEFAULT_TIMEOUT
+
+    @classmethod
+    def from_options(cls, options: object) -> BatchLimits:
+        limits = getattr(options, "jetstream_limits", None)
+
+        def pick(name: str, default: float) -> float:
+            value = getattr(limits, name, 0) or 0
+            return value if value > 0 else default
+
+        return cls(
+            max_msgs=int(pick("batch_max_msgs", DEFAULT_MAX_MSGS)),
+            max_inflight_per_stream=int(pick("batch_max_inflight_per_stream", DEFAULT_MAX_INFLIGHT_PER_STREAM)),
+            max_inflight_total=int(pick("batch_max_inflight_total", DEFAULT_MAX_INFLIGHT_TOTAL)),
+            timeout=float(pick("batch_timeout", DEFAULT_TIMEOUT)),
+        )
+
+
+class BatchInflight:
+    """The server-wide count of open atomic batches (nats-server's globalInflightAtomicBatches)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def server_inflight(engine: JetStreamEngine) -> BatchInflight:
+    inflight = getattr(engine, "atomic_batches_inflight", None)
+    if inflight is None:
+        inflight = BatchInflight()
+        engine.atomic_batches_inflight = inflight  # type: ignore[attr-defined]
+    return inflight
+
+
+@dataclass
+class _Staged:
+    subject: str
+    hdr: bytes
+    payload: bytes
+
+
+@dataclass
+class _Batch:
+    lseq: int = 0
+    msgs: list[_Staged] = field(default_factory=list)
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class _Inflight:
+    ops: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class _Diff:
+    """What the batch would change, for the checks of its later messages (batchStagedDiff)."""
+
+    msg_ids: set[str] = field(default_factory=set)
+    inflight: dict[str, _Inflight] = field(default_factory=dict)
+    expected_per_subject: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Checked:
+    subject: str
+    hdr: bytes
+    payload: bytes
+    msg_id: str
+    rollup: bytes
+
+
+class _Refused(Exception):
+    def __init__(self, error: ApiError) -> None:
+        super().__init__(error.description)
+        self.error = error
+
+
+def _parse_uint(value: bytes | None) -> int | None:
+    """Go's parseUint64 of a header value: digits only, else absent."""
+    if not value or not value.isdigit():
+        return None
+    return int(value)
+
+
+def _go_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class AtomicBatches:
+    """The open atomic batches of one stream (the ``atomic`` half of nats-server's ``batching``)."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.batches: dict[str, _Batch] = {}
+        self.limits = BatchLimits.from_options(stream.server.options)
+        self.inflight = server_inflight(stream.engine)
+
+    # --- lifecycle ----------------------------------------------------------------------
+    def _cleanup(self, batch_id: str) -> None:
+        batch = self.batches.pop(batch_id, None)
+        if batch is None:
+            return
+        self.inflight.count -= 1
+        if batch.timer is not None:
+            batch.timer.cancel()
+
+    def clear(self) -> None:
+        """Drop every open batch (stream deleted or stopped, or ``allow_atomic`` turned off)."""
+        for batch_id in list(self.batches):
+            self._cleanup(batch_id)
+
+    def _arm(self, batch_id: str, batch: _Batch) -> None:
+        if batch.timer is not None:
+            batch.timer.cancel()
+        batch.timer = self.stream.server.loop.call_later(self.limits.timeout, self._expire, batch_id)
+
+    def _expire(self, batch_id: str) -> None:
+        if batch_id in self.batches:
+            self._cleanup(batch_id)
+            self._abandoned(batch_id, TIMEOUT)
+
+    def _abandoned(self, batch_id: str, reason: str) -> None:
+        stream = self.stream
+        advisories.publish(
+            stream.engine,
+            S.advisory_stream_batch_abandoned(stream.name),
+            StreamBatchAbandonedAdvisory(stream=stream.name, batch=batch_id, reason=reason),
+        )
+
+    # --- one message ----------------------------------------------------------------------
+    def process(self, batch_id: str, subject: str, reply: str, hdr: bytes, payload: bytes) -> bytes | None:
+        """Handle one message of a batch; the reply to send (``None``: nothing; ``b""``: staged)."""
+        stream = self.stream
+        cfg = stream.cfg
+        can_respond = bool(reply) and not cfg.no_ack
+
+        def refuse(error: ApiError) -> bytes | None:
+            return stream._error(error) if can_respond else None
+
+        if cfg.sealed:
+            return refuse(E.JSStreamSealedErr())
+        limit_error = stream.engine.check_account_limits(cfg.storage)
+        if limit_error is not None:
+            return refuse(limit_error)
+        if cfg.max_msg_size >= 0 and (len(hdr) > cfg.max_msg_size or len(payload) > cfg.max_msg_size - len(hdr)):
+            return refuse(E.JSStreamMessageExceedsMaximumErr())
+        if not cfg.allow_atomic:
+            return refuse(E.JSAtomicPublishDisabledErr())
+        if len(batch_id) > MAX_BATCH_ID_LEN:
+            return refuse(E.JSAtomicPublishInvalidBatchIDErr())
+        batch_seq = _parse_uint(get_header(hdr, BATCH_SEQUENCE))
+        if batch_seq is None:
+            return refuse(E.JSAtomicPublishMissingSeqErr())
+        commit_value = get_header(hdr, BATCH_COMMIT)
+        commit = commit_value is not None
+        commit_eob = commit_value == b"eob"
+        commit_invalid = commit and not commit_eob and commit_value != b"1"
+        limits = self.limits
+
+        batch = self.batches.get(batch_id)
+        if batch is None:
+            if batch_seq != 1:
+                size = batch_seq - 1 if commit_eob else batch_seq
+                if size > limits.max_msgs:
+                    return refuse(E.JSAtomicPublishTooLargeBatchErrF(size=limits.max_msgs))
+                return refuse(E.JSAtomicPublishIncompleteBatchErr())
+            if len(self.batches) + 1 > limits.max_inflight_per_stream:
+                return refuse(E.JSAtomicPublishTooManyInflight())
+            if self.inflight.count + 1 > limits.max_inflight_total:
+                return refuse(E.JSAtomicPublishTooManyInflight())
+            self.inflight.count += 1
+            batch = self.batches[batch_id] = _Batch()
+        if commit_invalid:
+            self._cleanup(batch_id)
+            return refuse(E.JSAtomicPublishInvalidBatchCommitErr())
+        level = get_header(hdr, REQUIRED_API_LEVEL)
+        if level is not None:
+            if not level.isdigit() or int(level) > SERVER_API_LEVEL:
+                self._cleanup(batch_id)
+                self._abandoned(batch_id, UNSUPPORTED)
+                return refuse(E.JSRequiredApiLevelErr())
+            hdr = remove_header(hdr, REQUIRED_API_LEVEL)
+        batch.lseq += 1
+        if batch.lseq != batch_seq or (batch_seq == 1 and commit_eob):
+            self._cleanup(batch_id)
+            self._abandoned(batch_id, INCOMPLETE)
+            return refuse(E.JSAtomicPublishIncompleteBatchErr())
+        size = batch_seq - 1 if commit_eob else batch_seq
+        if size > limits.max_msgs:
+            self._cleanup(batch_id)
+            self._abandoned(batch_id, LARGE)
+            return refuse(E.JSAtomicPublishTooLargeBatchErrF(size=limits.max_msgs))
+        if not commit_eob:
+            batch.msgs.append(_Staged(subject, hdr, payload))
+        if not commit:
+            self._arm(batch_id, batch)
+            return b"" if can_respond else None  # "persisted, waiting for the commit"
+
+        # The commit: check every message against the stream as it will be, then store them all.
+        self._cleanup(batch_id)
+        try:
+            checked = self._check_all(batch.msgs)
+        except _Refused as refused:
+            return refuse(refused.error)
+        if commit_eob:  # the last stored message carries the normal commit header
+            last = checked[-1]
+            last.hdr = last.hdr[:-2] + b"Nats-Batch-Commit: 1\r\n\r\n"
+        seq = 0
+        for msg in checked:
+            size = len(msg.hdr) + len(msg.payload)
+            result = stream._commit(msg.subject, msg.hdr, msg.payload, size, msg.msg_id, msg.rollup)
+            if isinstance(result, ApiError):
+                return refuse(result)
+            seq = result
+        if not can_respond:
+            return None
+        return finish_batch_pub_ack(stream._ack_prefix, seq, batch_id, len(checked))
+
+    # --- the commit's checks ----------------------------------------------------------------
+    def _check_all(self, msgs: list[_Staged]) -> list[_Checked]:
+        stream = self.stream
+        diff = _Diff()
+        base_last = stream.store.fast_state().last_seq
+        out = []
+        for index, msg in enumerate(msgs):
+            subject = msg.subject
+            transform = stream._transform
+            if transform is not None:
+                transformed = transform.match_and_apply(subject)
+                if transformed is not None:
+                    subject = transformed
+            if get_header(msg.hdr, H.EXPECTED_LAST_MSG_ID.encode()):
+                raise _Refused(E.JSAtomicPublishUnsupportedHeaderBatchErr(header=H.EXPECTED_LAST_MSG_ID))
+            out.append(self._check(diff, subject, msg.hdr, msg.payload, base_last + index))
+        return out
+
+    def _check(self, diff: _Diff, subject: str, hdr: bytes, payload: bytes, clseq: int) -> _Checked:
+        """One message's checks (nats-server's checkMsgHeadersPreClusteredProposal, in its order)."""
+        stream = self.stream
+        cfg = stream.cfg
+        msg_id = ""
+        rollup = b""
+        if len(hdr) > MAX_HEADER_SIZE:
+            raise _Refused(E.JSStreamHeaderExceedsMaximumErr())
+        expected_stream = get_header(hdr, H.EXPECTED_STREAM.encode())
+        if expected_stream and expected_stream.decode() != stream.name:
+            raise _Refused(E.JSStreamNotMatchErr())
+        if get_header(hdr, H.TTL.encode()) is not None and not cfg.allow_msg_ttl:
+            raise _Refused(E.JSMessageTTLDisabledErr())
+        raw_id = get_header(hdr, H.MSG_ID.encode())
+        if raw_id:
+            msg_id = raw_id.decode()
+            if msg_id in diff.msg_ids or stream.duplicate_of(msg_id) is not None:
+                raise _Refused(E.JSAtomicPublishContainsDuplicateMessageErr())
+            diff.msg_ids.add(msg_id)
+        source_error = getattr(E, "JSMessageSourceHdrNotAllowedErr", None)
+        if source_error is not None and get_header(hdr, H.STREAM_SOURCE.encode()) is not None:
+            raise _Refused(source_error())
+
+        expected = _parse_uint(get_header(hdr, H.EXPECTED_LAST_SEQUENCE.encode()))
+        if expected is not None and expected != clseq:
+            raise _Refused(E.JSStreamWrongLastSequenceErrF(seq=clseq))
+        if expected is not None and diff.inflight:
+            raise _Refused(E.JSStreamWrongLastSequenceConstantErr())
+        per_subject = _parse_uint(get_header(hdr, H.EXPECTED_LAST_SUBJECT_SEQUENCE.encode()))
+        override = get_header(hdr, H.EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT.encode())
+        if per_subject is not None:
+            seq_subject = override.decode() if override else subject
+            if seq_subject in diff.inflight:
+                raise _Refused(E.JSStreamWrongLastSequenceConstantErr())
+            known = diff.expected_per_subject.get(seq_subject)
+            if known is not None:
+                if known != per_subject:
+                    raise _Refused(E.JSStreamWrongLastSequenceErrF(seq=known))
+            else:
+                try:
+                    last = stream.store.load_last_msg(seq_subject).seq
+                except (ErrStoreMsgNotFound, ErrStoreEOF):
+                    last = 0
+                except (StoreError, OSError):
+                    raise _Refused(E.JSStreamWrongLastSequenceErrF(seq=0)) from None
+                if last != per_subject:
+                    raise _Refused(E.JSStreamWrongLastSequenceErrF(seq=last))
+                diff.expected_per_subject[seq_subject] = last
+        elif override:
+            raise _Refused(E.JSStreamExpectedLastSeqPerSubjectInvalid())
+
+        raw_rollup = get_header(hdr, H.ROLLUP.encode())
+        if raw_rollup:
+            rollup = raw_rollup.lower()
+            if not cfg.allow_rollup_hdrs or cfg.deny_purge:
+                raise _Refused(E.JSStreamRollupFailedF(err="rollup not permitted"))
+            if rollup == b"sub":
+                if subject in diff.inflight:
+                    raise _Refused(E.JSStreamRollupFailedF(err="batch rollup sub invalid"))
+            elif rollup == b"all":
+                if diff.inflight:
+                    raise _Refused(E.JSStreamRollupFailedF(err="batch rollup all invalid"))
+            else:
+                text = _go_quote(rollup.decode(errors="replace"))
+                raise _Refused(E.JSStreamRollupFailedF(err=f"rollup value invalid: {text}"))
+
+        if cfg.storage == StorageType.MEMORY:  # memStoreMsgSizeRaw / fileStoreMsgSizeRaw
+            overhead = 16
+        else:
+            overhead = 34 if hdr else 30
+        entry = diff.inflight.setdefault(subject, _Inflight())
+        entry.ops += 1
+        entry.bytes += len(subject) + len(hdr) + len(payload) + overhead
+        if cfg.discard == DiscardPolicy.NEW:
+            if cfg.max_msgs > 0 or cfg.max_bytes > 0:
+                state = stream.store.fast_state()
+                msgs = state.msgs + sum(i.ops for i in diff.inflight.values())
+                size = state.bytes + sum(i.bytes for i in diff.inflight.values())
+                if cfg.max_msgs > 0 and msgs > cfg.max_msgs:
+                    raise _Refused(E.JSStreamStoreFailedF(err="maximum messages exceeded"))
+                if cfg.max_bytes > 0 and size > cfg.max_bytes:
+                    raise _Refused(E.JSStreamStoreFailedF(err="maximum bytes exceeded"))
+            if cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0 and not raw_rollup:
+                total = stream.store.subjects_totals(subject).get(subject, 0) + entry.ops
+                if total > cfg.max_msgs_per_subject:
+                    raise _Refused(E.JSStreamStoreFailedF(err="maximum messages per subject exceeded"))
+        return _Checked(subject, hdr, payload, msg_id, rollup)
+
+
+def recover_partial_batch(stream: Stream) -> int:
+    """After a restart: remove an atomic batch whose commit a crash cut short (its last stored
+    message has a batch sequence but no commit header). Returns how many messages went."""
+    if not stream.cfg.allow_atomic:
+        return 0
+    store = stream.store
+    try:
+        last = store.load_last_msg(">")
+    except (StoreError, OSError):
+        return 0
+    hdr = last.hdr or b""
+    if not hdr or get_header(hdr, BATCH_ID) is None or get_header(hdr, BATCH_COMMIT) is not None:
+        return 0
+    batch_seq = _parse_uint(get_header(hdr, BATCH_SEQUENCE))
+    if not batch_seq:
+        return 0
+    first = last.seq - batch_seq + 1
+    keep = first - 1
+    try:
+        store.truncate(keep)
+    except (StoreError, OSError) as exc:
+        stream.server.logger.error(
+            "JetStream could not remove the partial batch of stream '%s': %s", stream.name, exc
+        )
+        return 0
+    stream.server.logger.warning(
+        "JetStream removed a partial batch write of stream '%s' (seq %d to %d)", stream.name, first, last.seq
+    )
+    return batch_seq
