@@ -71,6 +71,7 @@ from pyjetstream.client.jetstream.publish import (
     PublishedMsg,
 )
 from pyjetstream.client.jetstream.pull import MessageBatch
+from pyjetstream.client.jetstream.push import PushConsumeContext, PushConsumer
 from pyjetstream.client.jetstream.stream import RawStreamMsg, Stream
 
 Consumer = PullConsumer
@@ -122,6 +123,8 @@ __all__ = [
     "PubAckFuture",
     "PublishedMsg",
     "PullConsumer",
+    "PushConsumeContext",
+    "PushConsumer",
     "RawStreamMsg",
     "ReplayPolicy",
     "SCHEDULE_DAILY",

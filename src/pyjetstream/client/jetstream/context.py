@@ -86,6 +86,7 @@ from pyjetstream.client.jetstream.errors import (
     JetStreamError,
     JetStreamNotEnabled,
     NoStreamResponse,
+    NotPushConsumer,
     StreamNameRequired,
     StreamNotFound,
     api_exception,
@@ -113,6 +114,7 @@ from pyjetstream.client.jetstream.publish import (
     publish_features,
     publish_headers,
 )
+from pyjetstream.client.jetstream.push import PushConsumer
 from pyjetstream.client.jetstream.stream import Stream
 from pyjetstream.protocol import HeaderBlock
 
@@ -383,6 +385,31 @@ class JetStream:
 
     async def create_or_update_consumer(self, stream: str, config: ConsumerConfig) -> PullConsumer:
         return await self._upsert_consumer(stream, config, ConsumerAction.CREATE_OR_UPDATE)
+
+    async def create_push_consumer(self, stream: str, config: ConsumerConfig) -> PushConsumer:
+        """Create a push consumer (``deliver_subject`` required; nats.go ``CreatePushConsumer``)."""
+        return await self._upsert_push_consumer(stream, config, ConsumerAction.CREATE)
+
+    async def update_push_consumer(self, stream: str, config: ConsumerConfig) -> PushConsumer:
+        return await self._upsert_push_consumer(stream, config, ConsumerAction.UPDATE)
+
+    async def create_or_update_push_consumer(self, stream: str, config: ConsumerConfig) -> PushConsumer:
+        return await self._upsert_push_consumer(stream, config, ConsumerAction.CREATE_OR_UPDATE)
+
+    async def push_consumer(self, stream: str, name: str) -> PushConsumer:
+        """A handle on an existing push consumer (:class:`NotPushConsumer` for a pull consumer)."""
+        info = await self._consumer_info(stream, name)
+        if not info.config.deliver_subject:
+            raise NotPushConsumer()
+        return PushConsumer(self, stream, info)
+
+    async def _upsert_push_consumer(
+        self, stream: str, config: ConsumerConfig, action: ConsumerAction
+    ) -> PushConsumer:
+        if not config.deliver_subject:
+            raise NotPushConsumer()
+        pull = await self._upsert_consumer(stream, config, action)
+        return PushConsumer(self, stream, pull.cached_info())
 
     async def _upsert_consumer(
         self, stream: str, config: ConsumerConfig, action: ConsumerAction

@@ -351,6 +351,16 @@ class PullStatusError(JetStreamError):
     default_description = "pull request failed"
 
 
+@_client("consumer is not a push consumer")
+class NotPushConsumer(JetStreamError, ValueError):
+    """A push consumer needs a ``deliver_subject`` (nats.go ``ErrNotPushConsumer``)."""
+
+
+@_client("consumer is already consuming")
+class ConsumerAlreadyConsuming(JetStreamError):
+    """``consume`` on a push consumer handle that is already consuming."""
+
+
 @_client("pin id mismatch", 423)
 class PinIdMismatch(PullStatusError):
     """A pinned-client pull carried a pin id the server no longer accepts (status 423); the pin is

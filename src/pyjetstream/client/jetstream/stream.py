@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from pyjetstream.client.jetstream.consumer import PullConsumer
     from pyjetstream.client.jetstream.context import ConsumerResetResult, JetStream
     from pyjetstream.client.jetstream.ordered import OrderedConsumer, OrderedConsumerConfig
+    from pyjetstream.client.jetstream.push import PushConsumer
     from pyjetstream.client.msg import Msg
 
 
@@ -295,6 +296,18 @@ class Stream:
 
     async def ordered_consumer(self, config: OrderedConsumerConfig | None = None) -> OrderedConsumer:
         return await self._js.ordered_consumer(self._name, config)
+
+    async def create_push_consumer(self, config: ConsumerConfig) -> PushConsumer:
+        return await self._js.create_push_consumer(self._name, config)
+
+    async def update_push_consumer(self, config: ConsumerConfig) -> PushConsumer:
+        return await self._js.update_push_consumer(self._name, config)
+
+    async def create_or_update_push_consumer(self, config: ConsumerConfig) -> PushConsumer:
+        return await self._js.create_or_update_push_consumer(self._name, config)
+
+    async def push_consumer(self, name: str) -> PushConsumer:
+        return await self._js.push_consumer(self._name, name)
 
     async def pause_consumer(self, name: str, until: datetime) -> ConsumerPauseResponse:
         """Deliver nothing until ``until`` (2.11+)."""
