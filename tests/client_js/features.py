@@ -20,11 +20,3 @@ async def needs(js: JetStream, server: Target, *features: Feature) -> None:
         names = ", ".join(f"{f.description} (API level {f.level})" for f in missing)
         pytest.skip(f"embedded server lacks {names}; it reports API level {level}")
 
-
-async def create_stream_raw(js: JetStream, config: dict[str, object]) -> None:
-    """Create a stream from a raw config (for 2.12+ fields the shared model may not carry yet)."""
-    import json
-
-    reply = await js.nc.request(js.api.stream_create(str(config["name"])), json.dumps(config).encode(), timeout=10)
-    answer = json.loads(reply.data)
-    assert "error" not in answer, answer

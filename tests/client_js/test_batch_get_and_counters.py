@@ -4,7 +4,7 @@ both targets."""
 from __future__ import annotations
 
 import pytest
-from tests.client_js.features import create_stream_raw, needs
+from tests.client_js.features import needs
 from tests.support.targets import Target
 
 from pyjetstream.api.api_levels import Feature
@@ -42,8 +42,8 @@ async def test_get_last_msgs_for(js: JetStream, server: Target) -> None:
 
 async def test_counters(js: JetStream, server: Target) -> None:
     await needs(js, server, Feature.COUNTERS, Feature.BATCH_GET)
-    await create_stream_raw(
-        js, {"name": "HITS", "subjects": ["hits.>"], "allow_msg_counter": True, "allow_direct": True}
+    await js.create_stream(
+        StreamConfig(name="HITS", subjects=["hits.>"], allow_msg_counter=True, allow_direct=True)
     )
     hits = await js.counter("HITS")
     assert await hits.add("hits.home", 5) == 5

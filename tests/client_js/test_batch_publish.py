@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.client_js.features import create_stream_raw, needs
+from tests.client_js.features import needs
 from tests.support.targets import Target
 
 from pyjetstream.api.api_levels import Feature
@@ -11,7 +11,7 @@ from pyjetstream.client.jetstream import JetStream, StreamConfig, errors
 
 
 async def _atomic_stream(js: JetStream) -> None:
-    await create_stream_raw(js, {"name": "A", "subjects": ["a.>"], "allow_atomic": True})
+    await js.create_stream(StreamConfig(name="A", subjects=["a.>"], allow_atomic=True))
 
 
 async def test_atomic_batch_commits_all_at_once(js: JetStream, server: Target) -> None:
@@ -79,7 +79,7 @@ async def test_atomic_batch_commit_without_a_final_message(js: JetStream, server
 
 async def test_fast_publisher_loads_a_stream(js: JetStream, server: Target) -> None:
     await needs(js, server, Feature.FAST_BATCH)
-    await create_stream_raw(js, {"name": "F", "subjects": ["f.>"], "allow_batched": True})
+    await js.create_stream(StreamConfig(name="F", subjects=["f.>"], allow_batched=True))
     async with js.fast_publisher(flow=10, max_outstanding_acks=2) as pub:
         for i in range(500):
             result = await pub.add(f"f.{i % 7}", str(i).encode())
@@ -94,7 +94,7 @@ async def test_fast_publisher_loads_a_stream(js: JetStream, server: Target) -> N
 
 async def test_fast_publisher_commit_with_a_last_message_and_errors(js: JetStream, server: Target) -> None:
     await needs(js, server, Feature.FAST_BATCH)
-    await create_stream_raw(js, {"name": "F", "subjects": ["f.>"], "allow_batched": True})
+    await js.create_stream(StreamConfig(name="F", subjects=["f.>"], allow_batched=True))
     async with js.fast_publisher() as pub:
         await pub.add("f.1", b"1")
         ack = await pub.commit("f.2", b"2")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from tests.client_js.conftest import wait_for
-from tests.client_js.features import create_stream_raw, needs
+from tests.client_js.features import needs
 from tests.support.targets import Target
 
 from pyjetstream.api.api_levels import Feature
@@ -133,15 +133,14 @@ async def test_unpin_and_reset_consumer(js: JetStream, server: Target) -> None:
 
 async def test_schedules(js: JetStream, server: Target) -> None:
     await needs(js, server, Feature.SCHEDULES, Feature.SCHEDULE_CRON)
-    await create_stream_raw(
-        js,
-        {
-            "name": "SCH",
-            "subjects": ["sched.>", "out.>", "src.>"],
-            "allow_msg_schedules": True,
-            "allow_msg_ttl": True,
-            "allow_direct": True,
-        },
+    await js.create_stream(
+        StreamConfig(
+            name="SCH",
+            subjects=["sched.>", "out.>", "src.>"],
+            allow_msg_schedules=True,
+            allow_msg_ttl=True,
+            allow_direct=True,
+        )
     )
     stream = await js.stream("SCH")
     at = datetime.now(UTC) + timedelta(seconds=1)

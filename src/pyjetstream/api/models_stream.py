@@ -96,7 +96,9 @@ class StreamConfig(WireStruct):
     consumer_limits: StreamConsumerLimits | None = None  # ⟨2.10+⟩
     allow_msg_ttl: bool = False  # ⟨2.11+⟩
     subject_delete_marker_ttl: int = 0  # ⟨2.11+⟩ ns
+    allow_msg_counter: bool = False  # ⟨2.12+⟩ counters (ADR-49)
     allow_atomic: bool = False  # ⟨2.12+⟩
+    allow_msg_schedules: bool = False  # ⟨2.12+⟩ message schedules (ADR-51)
     allow_batched: bool = False  # ⟨2.14+⟩
     metadata: dict[str, str] = {}  # ⟨2.10+⟩
 
