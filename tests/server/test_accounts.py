@@ -374,3 +374,140 @@ async def test_accountz_and_jsz_accounts(target: Target) -> None:
     assert details["A"]["memory"] > 0 and details["B"]["memory"] == 0
     only_b = _monitor(target, "/jsz?acc=B")
     assert [d["name"] for d in only_b["account_details"]] == ["B"]
+
+
+# ------------------------------------------------------------------------ exports and imports
+
+SHARING = {
+    "E": {
+        "users": [{"user": "e", "password": "e"}],
+        "exports": [
+            {"stream": "ev.>"},
+            {"stream": "mapped.*"},
+            {"service": "svc.*"},
+            {"service": "multi", "response_type": "stream", "response_threshold": "2s"},
+            {"stream": "private.>", "accounts": ["X"]},
+        ],
+    },
+    "I": {
+        "users": [{"user": "i", "password": "i"}],
+        "imports": [
+            {"stream": {"account": "E", "subject": "ev.>"}, "prefix": "fromE"},
+            {"stream": {"account": "E", "subject": "mapped.*"}, "to": "here.*"},
+            {"service": {"account": "E", "subject": "svc.*"}, "to": "local.*"},
+            {"service": {"account": "E", "subject": "multi"}},
+        ],
+    },
+    "X": {"users": [{"user": "x", "password": "x"}]},
+}
+
+
+@pytest.fixture
+def sharing(start_server: StartServer) -> Target:
+    return start_server(jetstream=False, accounts=SHARING, http_port=-1)
+
+
+class _Inbox:
+    """Collects messages; ``wait(n)`` returns once ``n`` have arrived."""
+
+    def __init__(self) -> None:
+        self.msgs: list[Any] = []
+        self._event = asyncio.Event()
+        self._want = 1
+
+    async def handle(self, msg: Any) -> None:
+        self.msgs.append(msg)
+        if len(self.msgs) >= self._want:
+            self._event.set()
+
+    async def wait(self, n: int) -> list[Any]:
+        self._want = n
+        if len(self.msgs) < n:
+            self._event.clear()
+            await asyncio.wait_for(self._event.wait(), TIMEOUT)
+        return self.msgs
+
+
+async def test_stream_import_with_prefix_and_mapping(sharing: Target) -> None:
+    async with _connect(sharing, "e") as e, _connect(sharing, "i") as i, _connect(sharing, "x") as x:
+        into_i, into_x = _Inbox(), _Inbox()
+        await i.subscribe(">", cb=into_i.handle)
+        await x.subscribe(">", cb=into_x.handle)
+        await i.flush()
+        await x.flush()
+        await e.publish("ev.a", b"1", reply="r1")
+        await e.publish("mapped.k", b"2")
+        await e.publish("other", b"3")
+        await e.flush()
+        got = await into_i.wait(2)
+        await asyncio.sleep(SHORT)
+        assert [(m.subject, m.reply, m.data) for m in got] == [("fromE.ev.a", "r1", b"1"), ("here.k", "", b"2")]
+        assert into_x.msgs == []  # X imports nothing
+
+
+async def test_service_import_request_reply(sharing: Target) -> None:
+    async with _connect(sharing, "e") as e, _connect(sharing, "i") as i:
+        seen: list[tuple[str, str]] = []
+
+        async def service(msg: Any) -> None:
+            seen.append((msg.subject, msg.reply))
+            await msg.respond(b"answer to " + msg.subject.encode())
+
+        await e.subscribe("svc.*", cb=service)
+        await e.flush()
+        resp = await i.request("local.x", b"q", timeout=TIMEOUT)
+        assert resp.data == b"answer to svc.x"
+        assert seen[0][0] == "svc.x" and seen[0][1].startswith("_R_.")
+        # Not imported under its exported name, and not reachable from an account that did not import it.
+        async with _connect(sharing, "x") as x:
+            assert await _no_answer(x, "svc.x") == "no-responders"
+            assert await _no_answer(x, "local.x") == "no-responders"
+
+
+async def test_service_import_response_types(sharing: Target) -> None:
+    async with _connect(sharing, "e") as e, _connect(sharing, "i") as i:
+
+        async def twice(msg: Any) -> None:
+            await e.publish(msg.reply, b"one")
+            await e.publish(msg.reply, b"two")
+
+        await e.subscribe("svc.twice", cb=twice)
+        await e.subscribe("multi", cb=twice)
+        await e.flush()
+        for subject, expected in (("local.twice", [b"one"]), ("multi", [b"one", b"two"])):
+            inbox = _Inbox()
+            reply = i.new_inbox()
+            await i.subscribe(reply, cb=inbox.handle)
+            await i.flush()
+            await i.publish(subject, b"", reply=reply)
+            await i.flush()
+            got = await inbox.wait(len(expected))
+            await asyncio.sleep(SHORT)  # a singleton service gets no second response through
+            assert [m.data for m in got] == expected, subject
+
+
+async def test_service_import_without_responder(sharing: Target) -> None:
+    async with _connect(sharing, "i") as i:
+        assert await _no_answer(i, "local.nobody") == "no-responders"
+
+
+def test_unauthorized_import_refused_at_start(start_server: StartServer, server_kind: str) -> None:
+    accounts = {
+        "E": {"users": [{"user": "e", "password": "e"}], "exports": [{"stream": "p.>", "accounts": ["X"]}]},
+        "I": {"users": [{"user": "i", "password": "i"}], "imports": [{"stream": {"account": "E", "subject": "p.>"}}]},
+        "X": {"users": [{"user": "x", "password": "x"}]},
+    }
+    with pytest.raises(RuntimeError) as excinfo:
+        start_server(jetstream=False, accounts=accounts)
+    assert 'Error adding stream import "p.>": stream import not authorized' in str(excinfo.value)
+
+
+async def test_accountz_lists_imports(sharing: Target) -> None:
+    detail = _monitor(sharing, "/accountz?acc=I")["account_detail"]
+    ours = [imp for imp in detail["imports"] if imp["account"] == "E"]
+    assert {(imp["subject"], imp["type"]) for imp in ours} == {
+        ("ev.>", "stream"),
+        ("mapped.*", "stream"),
+        ("svc.*", "service"),
+        ("multi", "service"),
+    }

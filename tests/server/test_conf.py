@@ -31,6 +31,7 @@ from pyjetstream.server.conf import (
     parse_file,
 )
 from pyjetstream.server.options import (
+    AccountExport,
     AccountJetStreamLimits,
     Permissions,
     ResponsePermission,
@@ -865,8 +866,8 @@ def test_accounts(tmp_path: Path) -> None:
     assert (c.jetstream, c.jetstream_limits) == (False, None)
     assert [(u.username, u.account) for u in o.users] == [("a", "A"), ("b", "B")]
     assert o.users[1].permissions == Permissions(publish=SubjectPermission(allow=["b.>"]))
-    assert b.unsupported == {"exports": [{"stream": "x.>"}]}
-    assert len(o.warnings) == 1 and '"exports" of account "B" ignored' in o.warnings[0]
+    assert b.exports == [AccountExport(kind="stream", subject="x.>")]
+    assert b.unsupported == {} and o.warnings == []
 
 
 def test_accounts_as_a_list(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ __all__ = [
     "DEFAULT_PORT",
     "RANDOM_PORT",
     "Account",
+    "AccountExport",
+    "AccountImport",
     "AccountJetStreamLimits",
     "AccountLimits",
     "JetStreamLimits",
@@ -174,6 +176,33 @@ class AccountLimits:
 
 
 @dataclass(kw_only=True)
+class AccountExport:
+    """One entry of an account's ``exports``: a stream or a service subject others may import."""
+
+    kind: str  # "stream" | "service"
+    subject: str
+    #: Accounts allowed to import it; empty = public.
+    accounts: list[str] = field(default_factory=list)
+    #: Services: "singleton" (one reply), "stream" or "chunked" (any number of replies).
+    response_type: str = "singleton"
+    #: Services: how long a requester's reply mapping stays for streamed responses (seconds).
+    response_threshold: float = 120.0
+
+
+@dataclass(kw_only=True)
+class AccountImport:
+    """One entry of an account's ``imports``: ``subject`` of ``account`` seen here as ``to``."""
+
+    kind: str  # "stream" | "service"
+    account: str
+    subject: str
+    #: Local subject (service: what clients here publish to; stream: what they receive on).
+    to: str = ""
+    #: Streams: a prefix put before the exported subject (``prefix.subject``).
+    prefix: str = ""
+
+
+@dataclass(kw_only=True)
 class Account:
     """An account from the ``accounts {}`` block; its users are also in ServerOptions.users."""
 
@@ -185,7 +214,9 @@ class Account:
     jetstream_limits: AccountJetStreamLimits | None = None
     default_permissions: Permissions | None = None
     limits: AccountLimits = field(default_factory=AccountLimits)
-    #: Account features pyjetstream does not implement (imports, exports, mappings), raw.
+    exports: list[AccountExport] = field(default_factory=list)
+    imports: list[AccountImport] = field(default_factory=list)
+    #: Account features pyjetstream does not implement (mappings), raw.
     unsupported: dict[str, Any] = field(default_factory=dict)
 
 

@@ -280,6 +280,9 @@ class Server:
                 self.ssl_context = self._tls_context()
             if opts.jetstream:
                 await self._start_jetstream()
+            from pyjetstream.server.imports import link_imports
+
+            link_imports(self.accounts)
             self._listener = await self.loop.create_server(
                 lambda: ClientConnection(self),
                 host=opts.host or None,
@@ -720,7 +723,7 @@ class Server:
             if conn.write_paused and client is not None:
                 client.stall(conn)
         if not delivered and reply and client is not None and client.no_responders:
-            self._no_responders(client, reply)
+            self.no_responders(client, reply)
         return delivered
 
     @staticmethod
@@ -741,7 +744,7 @@ class Server:
                 break
         return tuple(picked)
 
-    def _no_responders(self, client: ClientConnection, reply: str) -> None:
+    def no_responders(self, client: ClientConnection, reply: str) -> None:
         """Tell a requester nobody listens: ``HMSG <reply> <sid> 16 16`` + ``NATS/1.0 503``."""
         psubs, _ = client.account.sublist.match(reply)
         for sub in psubs:

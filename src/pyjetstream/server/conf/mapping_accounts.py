@@ -4,11 +4,89 @@ from __future__ import annotations
 
 import nkeys
 
-from pyjetstream.server.conf.converters import Invalid, as_enabled, as_int, as_map, as_str
+from pyjetstream.protocol.subjects import is_subset, is_valid_subject
+from pyjetstream.server.conf.converters import (
+    Invalid,
+    as_duration,
+    as_enabled,
+    as_int,
+    as_list,
+    as_map,
+    as_str,
+    as_strings,
+)
 from pyjetstream.server.conf.mapping_auth import AuthKeys, apply_default_permissions, valid_public_nkey
 from pyjetstream.server.conf.mapping_base import Handler
 from pyjetstream.server.conf.nodes import Node, plain
-from pyjetstream.server.options import Account, AccountJetStreamLimits
+from pyjetstream.server.options import Account, AccountExport, AccountImport, AccountJetStreamLimits
+
+_RESPONSE_TYPES = ("singleton", "stream", "chunked")
+
+
+def _export(item: Node) -> AccountExport:
+    """``{stream: subj}`` or ``{service: subj, response_type, response_threshold}``, + ``accounts``."""
+    entries = as_map(item, "exports")
+    kind = "stream" if "stream" in entries else "service" if "service" in entries else ""
+    if not kind:
+        raise Invalid(item, "Expected a stream or service export")
+    subject = as_str(entries[kind], kind)
+    if not is_valid_subject(subject):
+        raise Invalid(entries[kind], f'Invalid subject "{subject}" for {kind} export')
+    export = AccountExport(kind=kind, subject=subject)
+    if "accounts" in entries:
+        export.accounts = as_strings(entries["accounts"], "accounts")
+    if "response_type" in entries or "response" in entries:
+        node = entries.get("response_type") or entries["response"]
+        rt = as_str(node, "response_type").lower()
+        if kind != "service" or rt not in _RESPONSE_TYPES:
+            raise Invalid(node, f'Unknown response type: "{rt}"')
+        export.response_type = rt
+    if "response_threshold" in entries:
+        export.response_threshold = as_duration(entries["response_threshold"], "response_threshold")
+    return export
+
+
+def _import(item: Node) -> AccountImport:
+    """``{stream|service: {account, subject}, to|prefix}``."""
+    entries = as_map(item, "imports")
+    kind = "stream" if "stream" in entries else "service" if "service" in entries else ""
+    if not kind:
+        raise Invalid(item, "Expected a stream or service import")
+    source = as_map(entries[kind], kind)
+    if "account" not in source or "subject" not in source:
+        raise Invalid(entries[kind], f"Expect an account name and a subject for {kind} import")
+    imp = AccountImport(
+        kind=kind, account=as_str(source["account"], "account"), subject=as_str(source["subject"], "subject")
+    )
+    if "to" in entries:
+        imp.to = as_str(entries["to"], "to")
+    if "prefix" in entries:
+        imp.prefix = as_str(entries["prefix"], "prefix")
+    return imp
+
+
+def check_imports(accounts: list[Account]) -> list[tuple[Account, AccountImport, str]]:
+    """Imports naming an unknown account or a subject not exported to the importer
+    (nats-server refuses to start: ``Error adding stream import "x": stream import not authorized``)."""
+    by_name = {a.name: a for a in accounts}
+    problems = []
+    for account in accounts:
+        for imp in account.imports:
+            exporter = by_name.get(imp.account)
+            if exporter is None:
+                problems.append((account, imp, f'"{imp.account}" account not defined for {imp.kind} import'))
+                continue
+            allowed = any(
+                e.kind == imp.kind
+                and is_subset(imp.subject, e.subject)
+                and (not e.accounts or account.name in e.accounts)
+                for e in exporter.exports
+            )
+            if not allowed:
+                problems.append(
+                    (account, imp, f'Error adding {imp.kind} import "{imp.subject}": {imp.kind} import not authorized')
+                )
+    return problems
 
 
 def _account_nkey(node: Node, key: str) -> str:
@@ -89,6 +167,8 @@ class AccountKeys(AuthKeys):
                 else:
                     seen.add(nk.nkey)
                     o.nkeys.append(nk)
+        for _account, _imp, message in check_imports(o.accounts):
+            self.error(node, message)
 
     def account(self, name: str, entries: dict[str, Node]) -> Account:
         acc = Account(name=name)
@@ -106,6 +186,14 @@ class AccountKeys(AuthKeys):
         def limits(k: str, n: Node) -> None:
             self.each(as_map(n, k), _ACCOUNT_LIMITS, acc.limits)
 
+        def exports(k: str, n: Node) -> None:
+            for item in as_list(n, k):
+                acc.exports.append(_export(item))
+
+        def imports(k: str, n: Node) -> None:
+            for item in as_list(n, k):
+                acc.imports.append(_import(item))
+
         def unsupported(k: str, n: Node) -> None:
             acc.unsupported[k] = plain(n)
             self.warn(n, f'"{k}" of account "{name}" ignored: not supported by pyjetstream')
@@ -116,7 +204,9 @@ class AccountKeys(AuthKeys):
             "jetstream": jetstream,
             "default_permissions": ("default_permissions", self.permissions),
             "limits": limits,
-            "imports|exports|mappings|maps": unsupported,
+            "exports": exports,
+            "imports": imports,
+            "mappings|maps": unsupported,
         }
         self.each(entries, spec, acc)
         if acc.default_permissions is not None:

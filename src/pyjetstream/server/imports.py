@@ -1,0 +1,212 @@
+"""Stream and service imports between accounts (nats-server ``accounts.go``: ``AddStreamImport``,
+``AddServiceImport``, response service imports).
+
+- A **stream import** brings what the exporting account publishes on ``subject`` into the importing
+  account, under the same subject, ``to`` (wildcards mapped in order) or ``prefix.subject``. It is an
+  internal subscription in the exporter that routes each message again in the importer.
+- A **service import** lets clients of the importer send requests to the exporter: an internal
+  subscription in the importer on the local subject (``to``, else the exported subject) routes the
+  request in the exporter under the exported subject. A reply subject is replaced by a fresh
+  ``_R_.<account tag>.<id>`` of the exporter; the exporter's single ``_R_.<tag>.>`` subscription
+  routes responses back to the requester's reply in the importer — one response for
+  ``singleton`` services, any number for ``stream``/``chunked`` ones until the response
+  threshold passes. A request nobody in the exporter listens to gets no-responders, as from a
+  local subject.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyjetstream.protocol.subjects import has_wildcard
+from pyjetstream.server.options import AccountExport, AccountImport
+
+if TYPE_CHECKING:
+    from pyjetstream.server.accounts import Account
+
+__all__ = ["ServiceExport", "link_imports", "map_subject"]
+
+_ALPHABET = string.ascii_letters + string.digits
+REPLY_PREFIX = "_R_"
+
+
+def _token(n: int) -> str:
+    return "".join(secrets.choice(_ALPHABET) for _ in range(n))
+
+
+def map_subject(subject: str, src: str, dest: str) -> str:
+    """Map ``subject`` (matching ``src``) onto ``dest``: the tokens ``src``'s wildcards matched
+    fill ``dest``'s wildcards in order (``>`` takes the rest)."""
+    if src == dest or not dest:
+        return subject
+    stoks, tokens = src.split("."), subject.split(".")
+    captured: list[str] = []
+    for i, tok in enumerate(stoks):
+        if tok == "*":
+            captured.append(tokens[i])
+        elif tok == ">":
+            captured.append(".".join(tokens[i:]))
+            break
+    out, k = [], 0
+    for tok in dest.split("."):
+        if tok in ("*", ">") and k < len(captured):
+            out.append(captured[k])
+            k += 1
+        else:
+            out.append(tok)
+    return ".".join(out)
+
+
+@dataclass
+class _Pending:
+    """A requester's reply waiting for the exporter's response(s)."""
+
+    importer: Account
+    reply: str
+    singleton: bool
+    timer: Any = None
+
+
+@dataclass
+class ServiceExport:
+    """An exporter's response routing: the ``_R_.<tag>.>`` subscription and pending replies."""
+
+    account: Account
+    tag: str = field(default_factory=lambda: _token(6))
+    pending: dict[str, _Pending] = field(default_factory=dict)
+    sub: Any = None
+
+    def start(self) -> None:
+        self.sub = self.account.subscribe_internal(f"{REPLY_PREFIX}.{self.tag}.>", self.on_response)
+
+    def new_reply(self, importer: Account, reply: str, export: AccountExport) -> str:
+        mapped = f"{REPLY_PREFIX}.{self.tag}.{_token(6)}"
+        entry = _Pending(importer, reply, export.response_type == "singleton")
+        self.pending[mapped] = entry
+        loop = self.account.loop
+        entry.timer = loop.call_later(export.response_threshold, self.pending.pop, mapped, None)
+        return mapped
+
+    def forget(self, mapped: str) -> None:
+        entry = self.pending.pop(mapped, None)
+        if entry is not None and entry.timer is not None:
+            entry.timer.cancel()
+
+    def on_response(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        entry = self.pending.get(subject)
+        if entry is None:
+            return
+        if entry.singleton:
+            del self.pending[subject]
+            if entry.timer is not None:
+                entry.timer.cancel()
+        server = self.account.server
+        server.route(entry.reply, reply, hdr, payload, None, None, entry.importer)
+
+
+def _find_export(exporter: Account, imp: AccountImport) -> AccountExport | None:
+    from pyjetstream.protocol.subjects import is_subset
+
+    for export in exporter.config.exports if exporter.config is not None else []:
+        if export.kind == imp.kind and is_subset(imp.subject, export.subject):
+            return export
+    return None
+
+
+def link_imports(accounts: dict[str, Account]) -> None:
+    """Wire every configured import (the config has checked that each one is authorized)."""
+    services: dict[str, ServiceExport] = {}
+    for importer in accounts.values():
+        config = importer.config
+        if config is None:
+            continue
+        for imp in config.imports:
+            exporter = accounts.get(imp.account)
+            if exporter is None:
+                continue
+            export = _find_export(exporter, imp)
+            if export is None:
+                continue
+            importer.imports.append(_ImportInfo(imp, exporter.name))
+            if imp.kind == "stream":
+                _link_stream(importer, exporter, imp)
+            else:
+                service = services.get(exporter.name)
+                if service is None:
+                    service = services[exporter.name] = ServiceExport(exporter)
+                    service.start()
+                _link_service(importer, exporter, imp, export, service)
+    for account in accounts.values():
+        if account.config is not None:
+            account.exports = [_ExportInfo(e) for e in account.config.exports]
+
+
+def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> None:
+    if imp.prefix:
+        def local(subject: str) -> str:
+            return f"{imp.prefix}.{subject}"
+    else:
+        def local(subject: str) -> str:
+            return map_subject(subject, imp.subject, imp.to) if imp.to else subject
+
+    server = importer.server
+
+    def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        server.route(local(subject), reply, hdr, payload, None, None, importer)
+
+    exporter.subscribe_internal(imp.subject, forward)
+
+
+def _link_service(
+    importer: Account, exporter: Account, imp: AccountImport, export: AccountExport, service: ServiceExport
+) -> None:
+    local_subject = imp.to or imp.subject
+    server = importer.server
+
+    def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        remote = map_subject(subject, local_subject, imp.subject) if has_wildcard(local_subject) else imp.subject
+        mapped_reply = service.new_reply(importer, reply, export) if reply else ""
+        delivered = server.route(remote, mapped_reply, hdr, payload, None, None, exporter)
+        if not delivered and reply and client is not None and client.no_responders:
+            service.forget(mapped_reply)
+            server.no_responders(client, reply)
+
+    importer.subscribe_internal(local_subject, forward)
+
+
+@dataclass
+class _ImportInfo:
+    config: AccountImport
+    account: str
+
+    def monitor_info(self) -> dict[str, Any]:
+        """As in nats-server's ``/accountz`` ``ExtImport``."""
+        imp = self.config
+        local = imp.to or (f"{imp.prefix}.{imp.subject}" if imp.prefix else imp.subject)
+        return {
+            "subject": imp.subject,
+            "account": self.account,
+            "to": local,
+            "local_subject": local,
+            "type": imp.kind,
+            "invalid": False,
+            "share": False,
+            "tracking": False,
+        }
+
+
+@dataclass
+class _ExportInfo:
+    config: AccountExport
+
+    def monitor_info(self) -> dict[str, Any]:
+        export = self.config
+        info: dict[str, Any] = {"subject": export.subject, "type": export.kind}
+        if export.accounts:
+            info["approved_accounts"] = list(export.accounts)
+        if export.kind == "service":
+            info["response_type"] = export.response_type.capitalize()
+        return info
