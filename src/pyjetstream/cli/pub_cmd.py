@@ -43,6 +43,15 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--expect-last-seq", type=int, metavar="SEQ", help="JetStream: expected last stream sequence"
     )
+    p.add_argument(
+        "--send-on",
+        choices=["eof", "newline"],
+        default="eof",
+        help="stdin: send one message at EOF (default) or one per line",
+    )
+    p.add_argument(
+        "--atomic", action="store_true", help="JetStream: publish every message as one atomic batch (2.12+)"
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
 
 
@@ -58,10 +67,18 @@ async def cmd_pub(session: Session, args: argparse.Namespace) -> int:
         raise UsageError("--count must be at least 1")
     if (args.msg_id or args.expect_stream or args.expect_last_seq) and not args.jetstream:
         raise UsageError("--msg-id, --expect-stream and --expect-last-seq need -J/--jetstream")
+    if args.atomic:
+        args.jetstream = True
     templates = not args.no_templates
-    body = Template(
-        read_body(args.body, args.force_stdin).decode("utf-8", "surrogateescape"), enabled=templates
-    )
+    raw = read_body(args.body, args.force_stdin)
+    if args.send_on == "newline" and (args.body is None or args.force_stdin):
+        lines = [line for line in raw.decode("utf-8", "surrogateescape").splitlines() if line]
+        if not lines:
+            raise UsageError("no lines to publish on standard input")
+        bodies = [Template(line, enabled=templates) for line in lines]
+        args.count = len(bodies)
+    else:
+        bodies = [Template(raw.decode("utf-8", "surrogateescape"), enabled=templates)]
     headers = dict(parse_headers(args.header))
     if args.msg_id:
         headers["Nats-Msg-Id"] = [args.msg_id]
@@ -78,8 +95,12 @@ async def cmd_pub(session: Session, args: argparse.Namespace) -> int:
     acks: list[Any] = []
     total_bytes = 0
     start = time.perf_counter()
+    if args.atomic:
+        assert js is not None
+        return await _publish_atomic(session, args, js, bodies, hdr_templates)
     try:
         for n in range(1, args.count + 1):
+            body = bodies[(n - 1) % len(bodies)]
             data = body.render(n).encode("utf-8", "surrogateescape")
             hdrs = render_headers(hdr_templates, n)
             total_bytes += len(data)
@@ -111,6 +132,30 @@ async def cmd_pub(session: Session, args: argparse.Namespace) -> int:
         print_json(out)
     elif progress is not None and not args.quiet:
         print(f'Published {args.count} messages ({total_bytes} bytes) to "{args.subject}" in {elapsed:.2f}s')
+    return 0
+
+
+async def _publish_atomic(
+    session: Session, args: argparse.Namespace, js: Any, bodies: list[Any], hdr_templates: Any
+) -> int:
+    """Every message in one atomic batch (ADR-50): all are stored, or none; one PubAck for the batch."""
+    from pyjetstream.cli.msgfmt import render_headers
+
+    messages = [
+        (bodies[(n - 1) % len(bodies)].render(n).encode("utf-8", "surrogateescape"), render_headers(hdr_templates, n))
+        for n in range(1, args.count + 1)
+    ]
+    async with js.batch_publisher(timeout=session.timeout) as batch:
+        for data, hdrs in messages[:-1]:
+            await batch.add(args.subject, data, headers=hdrs)
+        data, hdrs = messages[-1]
+        ack = await batch.commit(args.subject, data, headers=hdrs)
+    if session.json:
+        from pyjetstream.cli.output import print_json
+
+        print_json({"subject": args.subject, "published": len(messages), "ack": ack})
+    elif not args.quiet:
+        print(f">>> Stream: {ack.stream} Sequence: {ack.seq} Batch: {ack.batch} Messages: {ack.count}")
     return 0
 
 
