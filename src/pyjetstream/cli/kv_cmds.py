@@ -66,6 +66,15 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--republish-source", metavar="SUBJECT", help="republish keys matching this subject")
     p.add_argument("--republish-destination", metavar="SUBJECT", help="republish to this subject")
     p.add_argument("--republish-headers", action="store_true", help="republish headers only")
+    p.add_argument(
+        "--marker-ttl", metavar="DUR", help="enable per-key TTLs and limit markers that live this long (2.11+)"
+    )
+
+
+def _ttl_seconds(value: str | None, flag: str) -> float | None:
+    from pyjetstream.cli.values import parse_duration
+
+    return None if value is None else parse_duration(value, what=flag) / 1e9
 
 
 async def cmd_add(session: Session, args: argparse.Namespace) -> int:
@@ -86,8 +95,13 @@ async def cmd_add(session: Session, args: argparse.Namespace) -> int:
             headers_only=args.republish_headers,
         )
     max_value = parse_size(args.max_value_size, what="--max-value-size") if args.max_value_size else 0
+    marker_ttl = _ttl_seconds(args.marker_ttl, "--marker-ttl") or 0.0
     config = KeyValueConfig(
-        history=args.history, max_value_size=max_value, republish=republish, **bucket_settings(args)
+        history=args.history,
+        max_value_size=max_value,
+        republish=republish,
+        limit_marker_ttl=marker_ttl,
+        **bucket_settings(args),
     )
     kv = await (await session.jetstream()).create_key_value(config)
     await _show_status(session, await kv.status())
@@ -119,6 +133,7 @@ async def _show_status(session: Session, status: Any) -> None:
                 "values": status.values,
                 "history": status.history,
                 "ttl": int(status.ttl * 1e9),
+                "limit_marker_ttl": int(status.limit_marker_ttl * 1e9),
                 "bytes": status.bytes,
                 "is_compressed": status.is_compressed,
                 "backing_store": status.backing_store,
@@ -138,6 +153,7 @@ async def _show_status(session: Session, status: Any) -> None:
         ("Maximum Bucket Size", limit(cfg.max_bytes, human_bytes)),
         ("Maximum Value Size", limit(cfg.max_msg_size, human_bytes)),
         ("Maximum Age", human_duration(cfg.max_age, zero="unlimited")),
+        ("Limit Marker TTL", human_duration(int(status.limit_marker_ttl * 1e9)) if status.limit_marker_ttl else None),
         ("JetStream Stream", cfg.name),
         ("Storage", str(cfg.storage).capitalize()),
         ("Replicas", cfg.num_replicas),
@@ -171,6 +187,7 @@ async def cmd_rm(session: Session, args: argparse.Namespace) -> int:
 
 def _ls_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("bucket", nargs="?", help="list this bucket's keys (default: list buckets)")
+    p.add_argument("filters", nargs="*", metavar="KEY", help="only keys matching these filters (2.10+)")
     p.add_argument("-n", "--names", action="store_true", help="print only names")
 
 
@@ -180,7 +197,7 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
     js = await session.jetstream()
     if args.bucket:
         kv = await js.key_value(args.bucket)
-        keys = sorted([k async for k in kv.list_keys()])
+        keys = sorted([k async for k in kv.list_keys(*args.filters)])
         if session.json:
             _print_json(keys)
         elif keys:
@@ -239,10 +256,15 @@ async def cmd_put(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
+def _create_arguments(p: argparse.ArgumentParser) -> None:
+    _bucket_key_value(p)
+    p.add_argument("--ttl", metavar="DUR", help="remove the key after this long (2.11+, bucket --marker-ttl)")
+
+
 async def cmd_create(session: Session, args: argparse.Namespace) -> int:
     kv = await _bucket(session, args.bucket)
     value = read_value(args.value)
-    revision = await kv.create(args.key, value)
+    revision = await kv.create(args.key, value, ttl=_ttl_seconds(args.ttl, "--ttl"))
     _written(session, args, revision, value)
     return 0
 
@@ -316,6 +338,7 @@ async def cmd_del(session: Session, args: argparse.Namespace) -> int:
 def _purge_arguments(p: argparse.ArgumentParser) -> None:
     _bucket_key(p)
     p.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--ttl", metavar="DUR", help="remove the purge marker after this long (2.11+)")
 
 
 async def cmd_purge(session: Session, args: argparse.Namespace) -> int:
@@ -323,7 +346,7 @@ async def cmd_purge(session: Session, args: argparse.Namespace) -> int:
 
     confirm(f"Really purge key {args.bucket} > {args.key} and its history?", force=args.force)
     kv = await _bucket(session, args.bucket)
-    await kv.purge(args.key)
+    await kv.purge(args.key, ttl=_ttl_seconds(args.ttl, "--ttl"))
     _done(session, args, "purged")
     return 0
 
@@ -368,7 +391,7 @@ async def cmd_history(session: Session, args: argparse.Namespace) -> int:
 
 def _watch_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("bucket", help="bucket name")
-    p.add_argument("key", nargs="?", default=">", help="key or filter to watch (default: all keys)")
+    p.add_argument("keys", nargs="*", metavar="KEY", help="keys or filters to watch (default: all keys)")
     p.add_argument(
         "--history", action="store_true", help="start with every kept revision, not only the latest"
     )
@@ -383,13 +406,14 @@ async def cmd_watch(session: Session, args: argparse.Namespace) -> int:
     if args.history and args.updates_only:
         raise UsageError("--history and --updates-only exclude each other")
     kv = await _bucket(session, args.bucket)
+    keys = args.keys or [">"]
     watcher = await kv.watch(
-        args.key,
+        keys if len(keys) > 1 else keys[0],
         include_history=args.history,
         updates_only=args.updates_only,
         ignore_deletes=args.ignore_deletes,
     )
-    print(f"Watching bucket {args.bucket} key {args.key}", file=sys.stderr, flush=True)
+    print(f"Watching bucket {args.bucket} key {' '.join(keys)}", file=sys.stderr, flush=True)
     shown = 0
     try:
         async for entry in watcher:
@@ -420,7 +444,7 @@ GROUP = Group(
         Command("add", "create a bucket", cmd_add, _add_arguments, aliases=("new",)),
         Command("put", "set a key's value", cmd_put, _bucket_key_value),
         Command("get", "print a key's value", cmd_get, _get_arguments),
-        Command("create", "set a key only if it has no value", cmd_create, _bucket_key_value),
+        Command("create", "set a key only if it has no value", cmd_create, _create_arguments),
         Command("update", "set a key only if it is at the given revision", cmd_update, _update_arguments),
         Command(
             "del",
