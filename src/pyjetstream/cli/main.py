@@ -26,6 +26,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "obj": ("pyjetstream.cli.obj_cmds", "object store buckets: add, put, get, ls, seal …"),
     "object": ("pyjetstream.cli.obj_cmds", "alias of obj"),
     "account": ("pyjetstream.cli.account_cmds", "JetStream account info (usage and limits)"),
+    "counter": ("pyjetstream.cli.counter_cmds", "distributed counters: incr, get, view, ls (2.12+)"),
+    "ctr": ("pyjetstream.cli.counter_cmds", "alias of counter"),
     "context": ("pyjetstream.cli.context_cmds", "manage nats CLI contexts (shared with the nats command)"),
     "bench": ("pyjetstream.cli.bench_cmds", "benchmark core NATS, JetStream and KV, optionally vs a second server"),
 }
