@@ -26,6 +26,11 @@ _RETENTION["workqueue"] = "workqueue"
 _BOOL = argparse.BooleanOptionalAction
 
 
+def _persist_mode(value: str | None) -> str | None:
+    """``default`` is the wire's absent field (nats-server's omit-empty), ``async`` is sent as is."""
+    return None if value in (None, "default") else value
+
+
 def add_stream_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
     g = p.add_argument_group("stream configuration")
     g.add_argument(
@@ -52,7 +57,19 @@ def add_stream_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
     g.add_argument("--allow-mirror-direct", action=_BOOL, help="let a mirror answer direct gets")
     g.add_argument("--ack", action=_BOOL, help="acknowledge publishes (default on)")
     g.add_argument("--allow-msg-ttl", action=_BOOL, help="allow per-message TTLs (2.11+)")
-    g.add_argument("--subject-delete-marker-ttl", metavar="DUR", help="keep delete markers this long (2.11+)")
+    g.add_argument(
+        "--subject-delete-marker-ttl",
+        "--subject-del-markers-ttl",
+        dest="subject_delete_marker_ttl",
+        metavar="DUR",
+        help="keep delete markers this long (2.11+)",
+    )
+    g.add_argument("--allow-counter", action=_BOOL, help="a distributed counter stream (2.12+)")
+    g.add_argument("--allow-batch", action=_BOOL, help="allow atomic batch publishing (2.12+)")
+    g.add_argument("--allow-fast", action=_BOOL, help="allow fast batch publishing (2.14+)")
+    g.add_argument("--allow-schedules", action=_BOOL, help="allow message schedules (2.12+)")
+    if not edit:
+        g.add_argument("--persist-mode", choices=["default", "async"], help="persistence mode (2.12+)")
     g.add_argument("--republish-source", metavar="SUBJECT", help="republish messages matching this subject")
     g.add_argument("--republish-destination", metavar="SUBJECT", help="republish to this subject")
     g.add_argument("--republish-headers", action=_BOOL, help="republish headers only")
@@ -154,6 +171,11 @@ def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
         "mirror_direct": args.allow_mirror_direct,
         "no_ack": None if args.ack is None else not args.ack,
         "allow_msg_ttl": args.allow_msg_ttl,
+        "allow_msg_counter": args.allow_counter,
+        "allow_atomic": args.allow_batch,
+        "allow_batched": args.allow_fast,
+        "allow_msg_schedules": args.allow_schedules,
+        "persist_mode": _persist_mode(getattr(args, "persist_mode", None)),
         "first_seq": getattr(args, "first_sequence", None),
         "sealed": True if getattr(args, "seal", False) else None,
         "subjects": _subjects(args.subjects),

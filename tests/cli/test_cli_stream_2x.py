@@ -1,0 +1,28 @@
+"""The 2.11+ stream fields in ``stream add`` / ``edit`` / ``info`` (the nats CLI's flags), on both targets."""
+
+from __future__ import annotations
+
+from tests.cli.conftest import Cli
+from tests.cli.test_cli_consumer_ops import require_level
+from tests.support.targets import Target
+
+
+def test_stream_add_with_2x_flags(cli: Cli, server: Target) -> None:
+    require_level(server, 4, "counters, batches, schedules and markers")
+    cfg = cli(
+        "stream", "add", "X", "--subjects", "x.>", "--defaults", "--json",
+        "--allow-msg-ttl", "--subject-del-markers-ttl", "10s",
+        "--allow-batch", "--allow-schedules",
+    ).json()["config"]  # fmt: skip
+    assert cfg["allow_msg_ttl"] is True and cfg["subject_delete_marker_ttl"] == 10 * 10**9
+    assert cfg["allow_atomic"] is True and cfg["allow_msg_schedules"] is True
+    info = cli("stream", "info", "X").ok().out
+    assert "Allows Atomic Batches: yes" in info and "Allows Schedules: yes" in info
+    assert "Subject Delete Markers TTL: 10s" in info
+
+    cfg = cli("stream", "add", "C", "--subjects", "c.>", "--defaults", "--allow-counter", "--json").json()["config"]
+    assert cfg["allow_msg_counter"] is True
+    assert "Allows Counters: yes" in cli("stream", "info", "C").ok().out
+
+    edited = cli("stream", "edit", "X", "--allow-fast", "-f", "--json").json()["config"]
+    assert edited["allow_batched"] is True
