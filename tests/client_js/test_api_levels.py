@@ -46,6 +46,26 @@ async def vjs(versioned: Target) -> AsyncIterator[JetStream]:
     await nc.close()
 
 
+async def _fetch_group(js: JetStream) -> None:
+    consumer = await js.consumer("S", "C")
+    await consumer.fetch(1, max_wait=1, group="g")
+
+
+async def _first(it: AsyncIterator[object]) -> None:
+    async for _ in it:
+        return
+
+
+async def _atomic(js: JetStream) -> None:
+    async with js.batch_publisher() as batch:
+        await batch.add("s.a", b"x")
+
+
+async def _fast(js: JetStream) -> None:
+    async with js.fast_publisher() as pub:
+        await pub.add("s.a", b"x")
+
+
 EXPECTED_LEVEL = {"2.9.10": 0, "2.14.0": 4, "2.15.1": 5}
 
 
@@ -70,6 +90,11 @@ async def test_features_are_refused_before_sending_on_an_old_server(vjs: JetStre
         ),
         Feature.CONSUMER_PAUSE: lambda: vjs.pause_consumer("S", "C", datetime.now(UTC) + timedelta(hours=1)),
         Feature.CONSUMER_RESET: lambda: vjs.reset_consumer("S", "C"),
+        Feature.PRIORITY_GROUPS: lambda: _fetch_group(vjs),
+        Feature.BATCH_GET: lambda: _first(stream.get_batch(5)),
+        Feature.COUNTERS: lambda: vjs.counter("S"),
+        Feature.ATOMIC_BATCH: lambda: _atomic(vjs),
+        Feature.FAST_BATCH: lambda: _fast(vjs),
     }
     for feature, call in calls.items():
         if level >= feature.level:
