@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import pytest
+from tests.client_js.conftest import wait_for
 
 from pyjetstream.api import AckPolicy
 from pyjetstream.client import TimeoutError
@@ -16,6 +17,10 @@ from pyjetstream.client.jetstream import (
     StreamConfig,
     errors,
 )
+
+
+async def _waiting(consumer: PullConsumer) -> bool:
+    return (await consumer.info()).num_waiting == 1
 
 
 async def _setup(js: JetStream, n: int, payload: bytes = b"x") -> PullConsumer:
@@ -88,6 +93,8 @@ async def test_fetch_errors(js: JetStream) -> None:
         await consumer.fetch(1, max_wait=1, heartbeat=1)
     # A waiting fetch learns that its consumer was deleted.
     batch = await consumer.fetch(5, max_wait=10)
+    # Delete only once the server holds the pull request (nats-server queues requests to the consumer).
+    await wait_for(lambda: _waiting(consumer), what="the pull request to be waiting")
     await js.delete_consumer("F", "C")
     assert await batch.collect() == []
     assert isinstance(batch.error, errors.ConsumerDeleted)
