@@ -125,9 +125,35 @@ class Authenticator:
         self._cache_key = os.urandom(16)
         self._verified: set[bytes] = set()
 
-    def check(self, connect: dict[str, Any], nonce: str = "") -> AuthDecision | PendingCheck:
+    @property
+    def maps_certificates(self) -> bool:
+        """``tls { verify_and_map: true }``: a client's certificate names its user."""
+        tls = self.options.tls
+        return tls is not None and tls.verify_and_map
+
+    def check_certificate(self, peercert: dict[str, Any]) -> AuthDecision:
+        """The user a verified client certificate maps to (nats-server ``checkClientTLSCertSubject``):
+        an e-mail, DNS or URI SAN naming a user, else a user whose name is the subject DN."""
+        from pyjetstream.server.tls import cert_identities, dn_pairs, subject_pairs
+
+        for name in cert_identities(peercert):
+            user = self.users.get(name)
+            if user is not None:
+                return AuthDecision(True, name, user.account)
+        subject = subject_pairs(peercert)
+        for name, user in self.users.items():
+            if dn_pairs(name) == subject:
+                return AuthDecision(True, name, user.account)
+        cn = next((v for k, v in subject if k == "CN"), "")
+        return AuthDecision(False, cn)
+
+    def check(
+        self, connect: dict[str, Any], nonce: str = "", peercert: dict[str, Any] | None = None
+    ) -> AuthDecision | PendingCheck:
         """Decide on a CONNECT's credentials (``connect`` is the CONNECT JSON object, ``nonce`` the
-        one this connection's INFO carried)."""
+        one this connection's INFO carried, ``peercert`` the verified TLS client certificate)."""
+        if peercert and self.maps_certificates:
+            return self.check_certificate(peercert)
         if not self.required:
             return AuthDecision(True, str(connect.get("user") or ""))
         opts = self.options

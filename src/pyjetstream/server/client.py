@@ -202,6 +202,7 @@ class ClientConnection(asyncio.Protocol):
         self.out_size = 0
         self.dirty = False
         self.tls_pending = False  # INFO sent, TLS handshake not finished: hold output
+        self.peercert: dict[str, Any] | None = None  # the verified client certificate (mTLS)
         self._tls_task: asyncio.Task[None] | None = None
         self.closed = False
         self.lost = False  # connection_lost() has run: the socket is gone
@@ -295,16 +296,28 @@ class ClientConnection(asyncio.Protocol):
         self._ping_timer = loop.call_later(first, self._ping_timer_fired)
 
     async def _start_tls(self, ssl_context: ssl.SSLContext, info: bytes) -> None:
-        """nats-style TLS: INFO goes out in the clear, then the client starts the handshake."""
-        tls = self.server.options.tls
+        """TLS as nats-server does it: INFO in the clear, then the client's handshake; with
+        ``handshake_first`` the handshake comes first and INFO after it, over TLS; with
+        ``allow_non_tls`` a client that does not start a handshake stays in the clear."""
+        server = self.server
+        tls = server.options.tls
         timeout = tls.timeout if tls is not None else 2.0
         transport = self.transport
         if transport is None or self.closed:
             return
         transport.pause_reading()
-        transport.write(info)
+        handshake_first = tls is not None and tls.handshake_first
+        if not handshake_first:
+            transport.write(info)
+            if server.options.allow_non_tls and not await self._client_starts_tls(timeout):
+                if not self.closed:
+                    self.tls_pending = False
+                    transport.resume_reading()
+                    if self.out:
+                        self.flush_out()
+                return
         try:
-            upgraded = await self.server.loop.start_tls(
+            upgraded = await server.loop.start_tls(
                 self.transport,  # type: ignore[arg-type]
                 self,
                 ssl_context,
@@ -321,10 +334,55 @@ class ClientConnection(asyncio.Protocol):
                 upgraded.abort()
             return
         self.transport = upgraded  # type: ignore[assignment]
+        if not self._check_peer_certificate(upgraded):
+            return
         self.tls_pending = False
         self._set_write_limits()
+        if handshake_first:
+            self.out.insert(0, info)
+            self.out_size += len(info)
         if self.out:
             self.flush_out()
+
+    async def _client_starts_tls(self, timeout: float) -> bool:
+        """``allow_non_tls``: whether the client's first byte opens a TLS record (0x16), peeked
+        on a duplicate of the socket so the TLS layer or the parser still reads it."""
+        import os
+
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is None:
+            return False
+        loop = self.server.loop
+        dup = socket.socket(fileno=os.dup(sock.fileno()))
+        dup.setblocking(False)
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(dup.fileno(), lambda: ready.done() or ready.set_result(None))
+        try:
+            await asyncio.wait_for(ready, timeout)
+            first = dup.recv(1, socket.MSG_PEEK)
+        except (TimeoutError, OSError):
+            return False
+        finally:
+            loop.remove_reader(dup.fileno())
+            dup.close()
+        return first == b"\x16"
+
+    def _check_peer_certificate(self, transport: Any) -> bool:
+        """Keep the verified client certificate (``verify_and_map``) and enforce pinned_certs."""
+        tls = self.server.options.tls
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is None or tls is None:
+            return True
+        self.peercert = ssl_object.getpeercert() or None
+        if tls.pinned_certs:
+            from pyjetstream.server.tls import spki_sha256
+
+            der = ssl_object.getpeercert(binary_form=True)
+            if der is None or spki_sha256(der) not in tls.pinned_certs:
+                self.log(logging.ERROR, "TLS handshake error: peer certificate does not match a pinned cert")
+                self.abort(ClosedReason.TLS_HANDSHAKE)
+                return False
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -513,7 +571,7 @@ class ClientConnection(asyncio.Protocol):
         merged = self.connect_opts
         merged.update({k: v for k, v in options.items() if v is not None})
         if self.server.authenticator.required and not self.connected:
-            decision = self.server.authenticator.check(merged, self.nonce)
+            decision = self.server.authenticator.check(merged, self.nonce, self.peercert)
             if isinstance(decision, PendingCheck):
                 self.authenticating = True
                 self.server.loop.run_in_executor(None, decision.run).add_done_callback(self._bcrypt_done)

@@ -46,6 +46,10 @@ available" and the server runs without it). Optional engine hooks used by monito
 
 Client TLS (``options.tls``) works as in nats-server: INFO in the clear with ``tls_required``,
 then the client's handshake (``tls.timeout``); a failed handshake closes without an ``-ERR``.
+``handshake_first`` puts the handshake before INFO; ``allow_non_tls`` advertises ``tls_available``
+and lets clients that do not start a handshake stay in the clear; ``verify`` asks for a client
+certificate, ``verify_and_map`` maps it to a user, ``pinned_certs`` restricts which ones
+(:mod:`pyjetstream.server.tls`).
 """
 
 from __future__ import annotations
@@ -306,11 +310,6 @@ class Server:
     def _tls_context(self) -> ssl.SSLContext:
         tls = self.options.tls
         assert tls is not None
-        if tls.verify_and_map or tls.pinned_certs or self.options.allow_non_tls or tls.handshake_first:
-            self.logger.warning(
-                "TLS: verify_and_map, pinned_certs, allow_non_tls and handshake_first are not supported "
-                "(TLS is required of every client, after INFO)"
-            )
         return tls.server_context()
 
     async def _start_jetstream(self) -> None:
@@ -485,7 +484,10 @@ class Server:
         if self.authenticator.info_auth_required:
             info["auth_required"] = True
         if self.ssl_context is not None:
-            info["tls_required"] = True
+            if opts.allow_non_tls:
+                info["tls_available"] = True
+            else:
+                info["tls_required"] = True
             if opts.tls is not None and opts.tls.verify:
                 info["tls_verify"] = True
         info["max_payload"] = opts.max_payload
