@@ -1,4 +1,7 @@
-"""``python -m pyjetstream.pipeline [--servers URL] [--events N] [--out DIR]``: the end-to-end job.
+"""``python -m pyjetstream.pipeline [--servers URL] [--spark-master URL] [--events N] [--out DIR]``.
+
+The end-to-end job. ``--spark-master spark://host:7077`` runs it on a Spark cluster (executors in
+the workers' JVMs) instead of ``local[--cores]``.
 
 Without ``--servers`` it starts the embedded JetStream server itself; with a URL (a
 nats-server or a NATS cluster, comma-separated URLs) the same job runs unchanged there.
@@ -40,6 +43,9 @@ def parse_args(argv: list[str] | None = None) -> PipelineConfig:
         "--partitions", type=int, default=defaults.partitions, help="read partitions per batch"
     )
     parser.add_argument("--cores", type=int, default=defaults.cores, help="Spark local cores (%(default)s)")
+    parser.add_argument(
+        "--spark-master", help="a Spark cluster (spark://host:7077) instead of local[--cores]"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     args = parser.parse_args(argv)
     if args.events < 1 or args.rate <= 0:
@@ -53,6 +59,7 @@ def parse_args(argv: list[str] | None = None) -> PipelineConfig:
         trigger_seconds=args.trigger,
         partitions=args.partitions,
         cores=args.cores,
+        spark_master=args.spark_master,
         quiet=args.quiet,
     )
 

@@ -18,6 +18,7 @@ class PipelineConfig:
     trigger_seconds: float = 1.0
     partitions: int = 2
     cores: int = 2
+    spark_master: str | None = None  # None: local[cores]; else e.g. spark://host:7077
     events_stream: str = "PIPELINE_EVENTS"
     results_stream: str = "PIPELINE_RESULTS"
     bucket: str = "pipeline_totals"

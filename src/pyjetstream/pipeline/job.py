@@ -87,7 +87,8 @@ def run_pipeline(config: PipelineConfig, out: TextIO = sys.stdout, spark: Any = 
             f"pyjetstream pipeline: {config.events} events at {config.rate:.0f}/s -> stream {config.events_stream}"
         )
         say(
-            f"  -> Spark Structured Streaming (local[{config.cores}]): {config.window_seconds} s totals per region"
+            f"  -> Spark Structured Streaming ({config.spark_master or f'local[{config.cores}]'}):"
+            f" {config.window_seconds} s totals per region"
         )
         say(
             f"  -> stream {config.results_stream} + KV bucket {config.bucket}   [server {url}"
@@ -102,6 +103,7 @@ def run_pipeline(config: PipelineConfig, out: TextIO = sys.stdout, spark: Any = 
             spark = local_session(
                 "pyjetstream-pipeline",
                 cores=config.cores,
+                master=config.spark_master,
                 shuffle_partitions=2,
                 log_level="ERROR",
                 extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000"},

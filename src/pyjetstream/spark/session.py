@@ -44,17 +44,24 @@ def local_session(
     max_task_failures: int = 1,
     log_level: str = "WARN",
     extra_conf: dict[str, str] | None = None,
+    master: str | None = None,
 ) -> SparkSession:
     """Spark in local mode (``local[cores]``), UI off, WARN logs, ``jetstream`` registered.
 
     ``max_task_failures`` > 1 retries failed tasks as a cluster would (``local[n,f]``).
     Python workers run this interpreter, so they see the same packages. ``log_level``: Spark's
     console log level from JVM start (``ERROR`` hides Spark's routine warnings).
+
+    ``master``: a cluster instead (``spark://host:7077`` for a standalone cluster): executors run
+    in the workers' JVMs, their Python workers with this interpreter and this ``PYTHONPATH``
+    (a cluster whose machines have pyjetstream installed elsewhere sets ``spark.pyspark.python``
+    in ``extra_conf``).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    master = f"local[{cores}]" if max_task_failures <= 1 else f"local[{cores},{max_task_failures}]"
+    if master is None:
+        master = f"local[{cores}]" if max_task_failures <= 1 else f"local[{cores},{max_task_failures}]"
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -70,6 +77,10 @@ def local_session(
     if fast_start:
         java_options = f"{FAST_START_JAVA_OPTIONS} {java_options}"
     builder = builder.config("spark.driver.extraJavaOptions", java_options)
+    if not master.startswith("local"):
+        builder = builder.config("spark.pyspark.python", sys.executable).config("spark.task.maxFailures", "4")
+        if os.environ.get("PYTHONPATH"):
+            builder = builder.config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
