@@ -106,3 +106,20 @@ async def test_fast_publisher_commit_with_a_last_message_and_errors(js: JetStrea
     assert exc_info.value.err_code == 10205  # batch publish is disabled
     with pytest.raises(errors.InvalidOption):
         js.fast_publisher(gap="maybe")
+
+
+def test_batch_publishers_in_the_blocking_facade(server: Target) -> None:
+    from pyjetstream.client.jetstream import sync
+
+    with sync.connect(server.url) as nc:
+        js = nc.jetstream()
+        if js.api_level() < Feature.ATOMIC_BATCH.level:
+            pytest.skip(f"embedded server lacks {Feature.ATOMIC_BATCH.description} (its API level is lower)")
+        js.create_stream(StreamConfig(name="A", subjects=["a.>"], allow_atomic=True))
+        with js.batch_publisher() as batch:
+            batch.add("a.1", b"1")
+            ack = batch.commit("a.2", b"2")
+        assert ack.count == 2
+        with pytest.raises(errors.BatchPublishError), js.batch_publisher() as batch:
+            batch.add("a.3", b"3")  # left uncommitted: discarded
+        assert js.stream("A").info().state.messages == 2

@@ -172,9 +172,20 @@ class SyncProxy:
         return iter(SyncIterator(iterator, self._rt))
 
     def __enter__(self) -> SyncProxy:
+        # ``with`` means what ``async with`` means on the asyncio object (batch publishers check the
+        # server and subscribe in ``__aenter__``, commit or discard in ``__aexit__``).
+        aenter = getattr(self._obj, "__aenter__", None)
+        if aenter is not None:
+            result = self._rt.call(aenter)
+            if result is not self._obj:
+                return wrap(result, self._rt)  # type: ignore[no-any-return]
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        aexit = getattr(self._obj, "__aexit__", None)
+        if aexit is not None:
+            self._rt.call(aexit, exc_type, exc, tb)
+            return
         stop = getattr(self._obj, "stop", None)
         if stop is not None:
             self._rt.call(stop)
