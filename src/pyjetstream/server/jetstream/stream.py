@@ -26,7 +26,8 @@ from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time
-from pyjetstream.protocol.headers import get_header, remove_header
+from pyjetstream.api.ttl import marker_ttl, parse_message_ttl
+from pyjetstream.protocol.headers import append_headers, get_header, remove_header
 from pyjetstream.protocol.subjects import is_subset
 from pyjetstream.server.jetstream.batch_atomic import BATCH_ID as HDR_BATCH_ID
 from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
@@ -56,6 +57,10 @@ HDR_EXPECTED_LAST_SUBJ_SEQ = b"Nats-Expected-Last-Subject-Sequence"
 HDR_EXPECTED_LAST_MSG_ID = b"Nats-Expected-Last-Msg-Id"
 HDR_ROLLUP = b"Nats-Rollup"
 HDR_REQUEST_INFO = b"Nats-Request-Info"
+HDR_TTL = b"Nats-TTL"
+HDR_MARKER_REASON = b"Nats-Marker-Reason"
+HDR_KV_OPERATION = b"KV-Operation"
+NS_PER_S = 1_000_000_000
 MAX_HEADER_SIZE = 65535
 
 
@@ -65,6 +70,23 @@ def _parse_uint(value: bytes | None) -> int | None:
     if not value:
         return None
     return int(value) if value.isdigit() else -1
+
+
+def _message_ttl(hdr: bytes) -> int | None:
+    """The ``Nats-TTL`` of a header block in seconds (0: none, -1: never); None when invalid
+    (nats-server ``getMessageTTL``)."""
+    raw = get_header(hdr, HDR_TTL)
+    if not raw:
+        return 0
+    try:
+        return parse_message_ttl(raw.decode())
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def is_subject_delete_marker(hdr: bytes) -> bool:
+    """nats-server ``isSubjectDeleteMarker``: a marker the server wrote, or a KV purge."""
+    return bool(get_header(hdr, HDR_MARKER_REASON)) or get_header(hdr, HDR_KV_OPERATION) == b"PURGE"
 
 
 def store_config_for(cfg: StreamConfig) -> StoreConfig:
@@ -96,6 +118,7 @@ class Stream:
         self._dedupe = DedupeWindow(cfg.duplicate_window or 1)
         self._last_msg_id = ""
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._expiry_at: int | None = None  # unix ns the expiry timer is set for
         self._transform: SubjectTransform | None = None
         self._republish: SubjectTransform | None = None
         # One store batch per event-loop turn: every publish that arrives in the turn is written
@@ -270,12 +293,18 @@ class Stream:
                 subject = transformed
         msg_id = ""
         rollup = b""
+        ttl: int | None = 0
         store = self.store
         if hdr:
             hdr = remove_header(hdr, HDR_REQUEST_INFO)
             expected = get_header(hdr, HDR_EXPECTED_STREAM)
             if expected and expected.decode() != self.name:
                 return self._error(E.JSStreamNotMatchErr()) if can_respond else None
+            # TTL'd messages are refused entirely where TTLs are off (an invalid TTL is not
+            # a TTL here: it gets 10165 later, after the account limits, as in nats-server).
+            ttl = _message_ttl(hdr) if HDR_TTL in hdr else 0
+            if ttl and not cfg.allow_msg_ttl:
+                return self._error(E.JSMessageTTLDisabledErr()) if can_respond else None
             raw_id = get_header(hdr, HDR_MSG_ID)
             if raw_id:
                 msg_id = raw_id.decode()
@@ -317,7 +346,7 @@ class Stream:
             size = len(payload)
         if 0 <= cfg.max_msg_size < size:
             return self._error(E.JSStreamMessageExceedsMaximumErr()) if can_respond else None
-        result = self._commit(subject, hdr, payload, size, msg_id, rollup)
+        result = self._commit(subject, hdr, payload, size, msg_id, rollup, ttl=ttl)
         if not can_respond:
             return None
         return self._pub_ack(result) if type(result) is int else self._error(result)  # type: ignore[arg-type]
@@ -346,6 +375,7 @@ class Stream:
                 subject = transformed
         msg_id = ""
         rollup = b""
+        ttl: int | None = 0
         if hdr:
             raw_id = get_header(hdr, HDR_MSG_ID)
             if raw_id:
@@ -361,6 +391,7 @@ class Stream:
                     rollup = b""
             if len(hdr) > MAX_HEADER_SIZE:
                 return E.JSStreamHeaderExceedsMaximumErr()
+            ttl = _message_ttl(hdr) if HDR_TTL in hdr else 0
             size = len(hdr) + len(payload)
         else:
             hdr = b""
@@ -371,7 +402,7 @@ class Stream:
             self._batch = self.store.batch()
             self._batch.__enter__()
             self.server.loop.call_soon(self._end_batch)
-        result = self._commit(subject, hdr, payload, size, msg_id, rollup, ts or None)
+        result = self._commit(subject, hdr, payload, size, msg_id, rollup, ts or None, ttl)
         return None if type(result) is int else result  # type: ignore[return-value]
 
     def _commit(
@@ -383,8 +414,11 @@ class Stream:
         msg_id: str,
         rollup: bytes,
         ts: int | None = None,
+        ttl: int | None = 0,
     ) -> int | ApiError:
-        """Account limits, interest, store, then what follows a store; the sequence or the error."""
+        """Account limits, interest, store, then what follows a store; the sequence or the error.
+
+        ``ttl`` is the message's ``Nats-TTL`` in seconds (None: invalid, refused with 10165)."""
         cfg = self.cfg
         store = self.store
         engine = self.engine
@@ -394,6 +428,13 @@ class Stream:
         )
         if limit_error is not None:
             return limit_error
+        if ttl is None:
+            return E.JSMessageTTLInvalidErr()
+        sdm_ttl = cfg.subject_delete_marker_ttl // NS_PER_S
+        if 0 < ttl < sdm_ttl and cfg.max_msgs_per_subject != 1:
+            # A TTL shorter than the markers' could expire a marker's subject unseen.
+            ttl = sdm_ttl
+            hdr = append_headers(remove_header(hdr, HDR_TTL), [("Nats-TTL", str(ttl))])
 
         if cfg.retention == RetentionPolicy.INTEREST and not self._has_interest_for(subject):
             seq = store.skip_msg()
@@ -406,7 +447,7 @@ class Stream:
         republish_to = self._republish.match_and_apply(subject) if self._republish is not None else None
         last_on_subject = self._last_seq_on_subject(subject) if republish_to is not None else 0
         try:
-            seq, ts = store.store_msg(subject, hdr, payload, ts)
+            seq, ts = store.store_msg(subject, hdr, payload, ts, ttl)
         except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
             return E.JSStreamStoreFailedF(err=str(exc))
         except StoreError as exc:
@@ -423,7 +464,10 @@ class Stream:
             self.purge(keep=1)
         if republish_to is not None:
             self._republish_msg(republish_to, subject, seq, ts, last_on_subject, hdr, payload)
-        if cfg.max_age and "expiry" not in self._timers:
+        if ttl and ttl > 0:
+            if self._expiry_at is None or ts + ttl * NS_PER_S < self._expiry_at:
+                self._schedule_expiry()
+        elif cfg.max_age and "expiry" not in self._timers:
             self._schedule_expiry()
         if self.consumers:
             if self._batch is not None:
@@ -602,20 +646,41 @@ class Stream:
         self._timers[name] = self.server.loop.call_later(delay, callback)
 
     def _schedule_expiry(self) -> None:
-        if not self.cfg.max_age:
-            self._schedule("expiry", None, self._expire)
-            return
-        self._schedule("expiry", self.store.next_expiry(), self._expire)
+        """Wake up when the next message reaches max_age or its TTL."""
+        self._expiry_at = self.store.next_expiry()
+        self._schedule("expiry", self._expiry_at, self._expire)
 
     def _expire(self) -> None:
         self._timers.pop("expiry", None)
+        self._expiry_at = None
         if self.closed:
             return
-        if self.store.expire_msgs():
+        handler = self._expire_with_marker if self.cfg.subject_delete_marker_ttl > 0 else None
+        if self.store.expire_msgs(expire=handler):
             self.engine.account_usage_changed()
             for consumer in list(self.consumers.values()):
                 consumer.on_stream_purged(self.store.fast_state().first_seq)
         self._schedule_expiry()
+
+    def _expire_with_marker(self, seq: int, subject: str, last: bool) -> None:
+        """An expired message that is the last on its subject leaves a subject delete marker
+        (ADR-43, nats-server ``handleRemovalOrSdm``): a new message with ``Nats-Marker-Reason:
+        MaxAge``, the configured marker TTL, and a subject roll-up that removes the expired one.
+        A marker that expires in turn is only removed."""
+        if not last:
+            return
+        try:
+            hdr = self.store.load_msg(seq).hdr
+        except StoreError:
+            return
+        if hdr and is_subject_delete_marker(hdr):
+            return
+        sdm_ttl = self.cfg.subject_delete_marker_ttl // NS_PER_S
+        marker = (
+            b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: %s\r\nNats-Rollup: sub\r\n\r\n"
+            % marker_ttl(sdm_ttl).encode()
+        )
+        self._commit(subject, marker, b"", len(marker), "", b"sub", ttl=sdm_ttl)
 
     def _schedule_dedupe_expiry(self) -> None:
         if "dedupe" not in self._timers:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 
 from pyjetstream.api import errors as E
-from pyjetstream.api.enums import DiscardPolicy, StoreCompression
+from pyjetstream.api.enums import DiscardPolicy, RetentionPolicy, StoreCompression
 from pyjetstream.api.errors import ErrorDef, JetStreamApiError
 from pyjetstream.api.models_stream import StreamConfig, StreamSource
 from pyjetstream.protocol.subjects import (
@@ -96,11 +96,32 @@ def check_stream_config(cfg: StreamConfig, streams: StreamLookup = _no_streams) 
     if cfg.deny_purge and cfg.allow_rollup_hdrs:
         raise invalid("roll-ups require the purge permission")
     max_per = changes.get("max_msgs_per_subject", cfg.max_msgs_per_subject)
+    if getattr(cfg, "allow_msg_counter", False):
+        if cfg.discard == DiscardPolicy.NEW:
+            raise invalid("counter stream cannot use discard new")
+        if cfg.allow_msg_ttl:
+            raise invalid("counter stream cannot use message TTLs")
+        if getattr(cfg, "allow_msg_schedules", False):
+            raise invalid("counter stream cannot use message schedules")
+        if cfg.retention != RetentionPolicy.LIMITS:
+            raise invalid("counter stream can only use limits retention")
     if cfg.discard_new_per_subject:
         if cfg.discard != DiscardPolicy.NEW:
             raise invalid("discard new per subject requires discard new policy to be set")
         if not isinstance(max_per, int) or max_per <= 0:
             raise invalid("discard new per subject requires max msgs per subject > 0")
+    sdm_ttl = cfg.subject_delete_marker_ttl
+    if sdm_ttl > 0:
+        if sdm_ttl < NS:
+            raise invalid("subject delete marker TTL must be at least 1 second")
+        # nats-server turns on what markers need (refused only in pedantic mode).
+        if not cfg.allow_msg_ttl:
+            changes["allow_msg_ttl"] = True
+        if not cfg.allow_rollup_hdrs:
+            changes["allow_rollup_hdrs"] = True
+            changes["deny_purge"] = False
+    elif sdm_ttl < 0:
+        raise invalid("subject delete marker TTL must not be negative")
     if cfg.mirror is not None or cfg.sources:
         changes.update(check_sourcing(cfg, streams))
     if cfg.mirror_direct and cfg.mirror is None:
@@ -150,8 +171,15 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup) -> dict[str, object
             raise fail(E.JSMirrorWithSubjectsErr)
         if cfg.sources:
             raise fail(E.JSMirrorWithSourcesErr)
+        if getattr(cfg, "allow_msg_counter", False):
+            raise fail(E.JSMirrorWithCountersErr)
+        if getattr(cfg, "allow_msg_schedules", False):
+            raise fail(E.JSMirrorWithMsgSchedulesErr)
         if mirror.filter_subject and mirror.subject_transforms:
             raise fail(E.JSMirrorMultipleFiltersNotAllowed)
+        if cfg.subject_delete_marker_ttl > 0:
+            # Markers would take sequences of their own and diverge from the origin.
+            raise invalid("subject delete markers forbidden on mirrors")
         _check_source_transforms(mirror, is_mirror=True)
         if mirror.external is None and not is_valid_name(mirror.name):
             raise fail(E.JSMirrorInvalidStreamName)
@@ -339,6 +367,12 @@ def check_stream_update(old: StreamConfig, new: StreamConfig) -> StreamConfig:
         raise invalid("stream configuration update can not change RePublish")
     if (new.first_seq or 0) != (old.first_seq or 0):
         raise invalid("stream configuration update can not change first sequence")
+    if old.allow_msg_ttl and not new.allow_msg_ttl:
+        raise invalid("message TTL status can not be disabled")
+    if getattr(new, "allow_msg_counter", False) != getattr(old, "allow_msg_counter", False):
+        raise invalid("stream configuration update can not change message counter setting")
+    if getattr(old, "allow_msg_schedules", False) and not getattr(new, "allow_msg_schedules", False):
+        raise invalid("message schedules can not be disabled")
     if new.sealed:
         # A sealed stream keeps everything forever and refuses every change to its contents.
         new = msgspec.structs.replace(

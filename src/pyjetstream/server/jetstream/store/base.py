@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -173,8 +174,12 @@ class MessageStore(ABC):
 
     # --- writing -------------------------------------------------------------------------
     @abstractmethod
-    def store_msg(self, subject: str, hdr: bytes, data: bytes, ts: int | None = None) -> tuple[int, int]:
-        """Append a message; return ``(seq, ts)``. Enforces limits (see StoreConfig)."""
+    def store_msg(
+        self, subject: str, hdr: bytes, data: bytes, ts: int | None = None, ttl: int = 0
+    ) -> tuple[int, int]:
+        """Append a message; return ``(seq, ts)``. Enforces limits (see StoreConfig).
+
+        ``ttl`` is the message's ``Nats-TTL`` in seconds (-1: never expires, 0: none)."""
 
     @abstractmethod
     def skip_msg(self) -> int:
@@ -265,12 +270,13 @@ class MessageStore(ABC):
         ``seq`` is not a stored message."""
 
     @abstractmethod
-    def expire_msgs(self, now: int | None = None) -> int:
-        """Remove messages older than max_age at ``now`` (unix ns); return how many."""
+    def expire_msgs(self, now: int | None = None, expire: Callable[[int, str, bool], None] | None = None) -> int:
+        """Remove messages older than max_age, or past their TTL, at ``now`` (unix ns); return
+        how many. ``expire(seq, subject, last)`` sees each one first (subject delete markers)."""
 
     @abstractmethod
     def next_expiry(self) -> int | None:
-        """Unix ns when the oldest message reaches max_age (None: nothing will expire)."""
+        """Unix ns when the next message reaches max_age or its TTL (None: nothing will expire)."""
 
     # --- state and lifecycle ------------------------------------------------------------
     @abstractmethod

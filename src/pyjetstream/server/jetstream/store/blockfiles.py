@@ -27,6 +27,9 @@ from typing import Any
 
 import cramjam
 
+from pyjetstream.api.ttl import parse_message_ttl
+from pyjetstream.protocol.headers import get_header
+
 from . import _compress, _snapshot
 from ._fileutil import fsync_dir, write_file
 from ._records import (
@@ -66,6 +69,7 @@ _pack_rec = REC_HDR.pack
 _pack_crc = struct.Struct("<I").pack
 _crc32 = zlib.crc32
 _LEN_MASK = 0xFFFFFFFF
+_TTL_KEY = b"\r\nNats-TTL:"
 
 
 class _Block:
@@ -123,6 +127,8 @@ class BlockFiles(PayloadBackend):
         self._lost_bytes = 0
         self._lost_seqs: list[int] = []
         self._maybe_lost: list[int] = []
+        #: ``{seq: ttl}`` of the messages the scan found with a valid ``Nats-TTL`` header.
+        self.found_ttls: dict[int, int] = {}
 
     # ------------------------------------------------------------------------------------
     # Blocks and descriptors
@@ -645,6 +651,8 @@ class BlockFiles(PayloadBackend):
                     else:
                         dlen = total - REC_OVERHEAD - slen - hlen
                     size = size_base + slen + dlen + (size_hdr + hlen if hlen else 0)
+                    if hlen:
+                        self._note_ttl(buf, at + slen, hlen, kind, off + total, seq)
                     yield REC_MSG, seq, ts, buf[at : at + slen], size, off << 32 | total
                 elif k == KIND_DELETE:
                     num = delete_count(buf, off, total)
@@ -668,6 +676,21 @@ class BlockFiles(PayloadBackend):
                         self._lost_seqs.append(seq)
                 os.truncate(path, end.good_end)
                 blk.size = blk.written = end.good_end
+
+    def _note_ttl(self, buf: bytes, at: int, hlen: int, kind: int, end: int, seq: int) -> None:
+        """Keep the TTL of a message whose headers carry ``Nats-TTL`` (restored after a crash)."""
+        if kind & FLAG_COMPRESSED:
+            hdr = _compress.decompress(buf[at : end - CRC_LEN])[:hlen]
+        else:
+            hdr = buf[at : at + hlen]
+        if _TTL_KEY not in hdr:
+            return
+        raw = get_header(hdr, b"Nats-TTL")
+        if raw:
+            with contextlib.suppress(ValueError, UnicodeDecodeError):
+                ttl = parse_message_ttl(raw.decode())
+                if ttl:
+                    self.found_ttls[seq] = ttl
 
     def account(self) -> None:
         """After the index was rebuilt: each block's live counts, from the index."""

@@ -238,6 +238,7 @@ class FileStore(IndexedStore):
             **scalars,
             **self._backend.snapshot(),
             "lost": None if self._lost is None else [self._lost.msgs, self._lost.bytes],
+            "ttls": [[seq, ttl] for seq, ttl in self.msg_ttls().items()],
         }
         path = os.path.join(self._msgs_dir, SNAPSHOT_FILE)
         write_file(path + ".tmp", _snapshot.encode(header, arrays, names), fsync=True)
@@ -263,6 +264,7 @@ class FileStore(IndexedStore):
                 return False
             if header["lost"] is not None:
                 self._lost = LostData(list(header["lost"][0]), header["lost"][1])
+            self.restore_ttls({int(seq): int(ttl) for seq, ttl in header.get("ttls", [])})
             return True
         except (KeyError, ValueError, TypeError, OSError):
             return False
@@ -282,6 +284,8 @@ class FileStore(IndexedStore):
         self._index.rebuild(blocks.records(files))
         blocks.account()
         self._lost = blocks.lost()
+        self.restore_ttls(blocks.found_ttls)
+        blocks.found_ttls = {}
         return True
 
 

@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import heapq
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
 
@@ -40,6 +40,13 @@ from .base import (
 )
 from .seqindex import SeqIndex
 
+NS_PER_S = 1_000_000_000
+
+#: ``expire(seq, subject, last)``: a message's age or TTL is up; ``last`` says it is the only
+#: message left on its subject. The stream writes a subject delete marker (which rolls the
+#: message up) or removes it; the store removes it afterwards if it is still there.
+ExpireHandler = Callable[[int, str, bool], None]
+
 
 class IndexedStore(MessageStore):
     """:class:`MessageStore` over an index and a payload backend (see the module docstring)."""
@@ -58,6 +65,11 @@ class IndexedStore(MessageStore):
         self._append_payload = backend.append
         self._append_index = index.append
         self._read_payload = backend.read
+        # Per-message TTLs (nats-server's timed hash wheel): seq -> TTL in seconds (> 0, or -1
+        # for "never expires"), and a heap of (expires_ns, seq) for the positive ones.
+        self._ttls: dict[int, int] = {}
+        self._ttl_heap: list[tuple[int, int]] = []
+        self._nevers = 0
 
     @staticmethod
     def _has_limits(cfg: StoreConfig) -> bool:
@@ -73,7 +85,9 @@ class IndexedStore(MessageStore):
     # ------------------------------------------------------------------------------------
     # Writing
     # ------------------------------------------------------------------------------------
-    def store_msg(self, subject: str, hdr: bytes, data: bytes, ts: int | None = None) -> tuple[int, int]:
+    def store_msg(
+        self, subject: str, hdr: bytes, data: bytes, ts: int | None = None, ttl: int = 0
+    ) -> tuple[int, int]:
         if self._closed:
             raise ErrStoreClosed()
         cfg = self._cfg
@@ -90,6 +104,8 @@ class IndexedStore(MessageStore):
         if ts is None:
             ts = time.time_ns()
         sid = self._append_index(seq, subject, ts, size, self._append_payload(seq, ts, sb, hdr, data))
+        if ttl:
+            self._track_ttl(seq, ts, ttl)
         if self._limits_active:
             self._enforce_limits(sid)
         if not self._batch_depth:
@@ -229,8 +245,14 @@ class IndexedStore(MessageStore):
         new_first = max(index.last_seq + 1, fseq)
         self._backend.purge(new_first)
         index.purge(new_first)
+        self._clear_ttls()
         self._commit()
         return purged
+
+    def _clear_ttls(self) -> None:
+        self._ttls.clear()
+        self._ttl_heap.clear()
+        self._nevers = 0
 
     def compact(self, seq: int) -> int:
         if self._closed:
@@ -293,39 +315,142 @@ class IndexedStore(MessageStore):
         if seq == 0:
             self._backend.reset()
             index.reset()
+            self._clear_ttls()
             self._commit()
             return
         if seq > index.last_seq or index.live_slot(seq) < 0:
             raise ErrInvalidSequence()
         self._backend.truncate(seq)
         index.truncate(seq)
+        if self._ttls:  # a later message may take these sequences again
+            self._ttls = {k: v for k, v in self._ttls.items() if k <= seq}
+            self._ttl_heap = [e for e in self._ttl_heap if e[1] <= seq]
+            heapq.heapify(self._ttl_heap)
+            self._nevers = sum(1 for ttl in self._ttls.values() if ttl < 0)
         self._commit()
 
     # ------------------------------------------------------------------------------------
-    # Expiry
+    # Expiry: max_age and per-message TTLs
     # ------------------------------------------------------------------------------------
-    def expire_msgs(self, now: int | None = None) -> int:
+    def _track_ttl(self, seq: int, ts: int, ttl: int) -> None:
+        self._ttls[seq] = ttl
+        if ttl > 0:
+            heapq.heappush(self._ttl_heap, (ts + ttl * NS_PER_S, seq))
+        else:
+            self._nevers += 1
+
+    def msg_ttls(self) -> dict[int, int]:
+        """``{seq: ttl}`` of the stored messages that have one (what a restart must restore)."""
+        index = self._index
+        return {seq: ttl for seq, ttl in self._ttls.items() if index.live_slot(seq) >= 0}
+
+    def restore_ttls(self, ttls: dict[int, int]) -> None:
+        """After recovery: TTLs of stored messages, as :meth:`msg_ttls` gave them."""
+        index = self._index
+        for seq, ttl in ttls.items():
+            i = index.live_slot(seq)
+            if i >= 0 and ttl:
+                self._track_ttl(seq, index.tss[i], ttl)
+
+    def _never_expires(self, seq: int) -> bool:
+        return self._nevers > 0 and self._ttls.get(seq, 0) < 0
+
+    def expire_msgs(self, now: int | None = None, expire: ExpireHandler | None = None) -> int:
+        """Remove what max_age or a TTL expired at ``now`` (nats-server ``expireMsgs``).
+
+        Messages whose TTL is "never" are kept whatever their age. With ``expire`` each
+        expired message goes through it, oldest first (subject delete markers).
+        """
         if self._closed:
             raise ErrStoreClosed()
-        max_age = self._cfg.max_age
         index = self._index
-        if max_age <= 0 or not index.msgs:
+        if not index.msgs:
             return 0
-        cutoff = (time.time_ns() if now is None else now) - max_age
-        total = 0
-        while index.msgs:
-            hi = index.expired_bound(cutoff)
-            if hi < 0:
-                break
-            total += self._remove_prefix(hi)
-        if total:
-            self._commit()
-        return total
+        if now is None:
+            now = time.time_ns()
+        before = index.msgs
+        max_age = self._cfg.max_age
+        if max_age > 0:
+            cutoff = now - max_age
+            if not self._nevers and expire is None:
+                while index.msgs:
+                    hi = index.expired_bound(cutoff)
+                    if hi < 0:
+                        break
+                    self._remove_prefix(hi)
+            else:
+                self._expire_each(self._aged_out(cutoff), expire)
+        heap = self._ttl_heap
+        if heap and heap[0][0] <= now:
+            due: list[int] = []
+            while heap and heap[0][0] <= now:
+                due.append(heapq.heappop(heap)[1])
+            due.sort()
+            self._expire_each(due, expire)
+        if len(self._ttls) > 2 * index.msgs + 64:
+            self._ttls = self.msg_ttls()
+            self._nevers = sum(1 for ttl in self._ttls.values() if ttl < 0)
+        removed = before - index.msgs
+        self._commit()
+        return max(removed, 0)
+
+    def _aged_out(self, cutoff: int) -> list[int]:
+        """Sequences older than the cutoff, except those that never expire."""
+        index = self._index
+        out: list[int] = []
+        seq = index.first_seq
+        while True:
+            j = index.next_match(">", seq)
+            if j < 0 or index.tss[j] > cutoff:
+                return out
+            seq = index.base + j
+            if not self._never_expires(seq):
+                out.append(seq)
+            seq += 1
+
+    def _expire_each(self, seqs: list[int], expire: ExpireHandler | None) -> None:
+        index = self._index
+        for seq in seqs:
+            i = index.live_slot(seq)
+            if i < 0:
+                self._ttls.pop(seq, None)
+                continue
+            if expire is not None:
+                table = index.subjects
+                expire(seq, index.subject_at(i), table.msgs[index.sids[i]] == 1)
+                if index.live_slot(seq) < 0:
+                    self._ttls.pop(seq, None)
+                    continue
+            self._remove_at(seq, False)
+            self._ttls.pop(seq, None)
 
     def next_expiry(self) -> int | None:
-        if self._cfg.max_age <= 0 or not self._index.msgs:
+        """Unix ns when the next message reaches max_age or its TTL (None: nothing will)."""
+        index = self._index
+        if not index.msgs:
             return None
-        return self._index.first_ts + self._cfg.max_age
+        best: int | None = None
+        max_age = self._cfg.max_age
+        if max_age > 0:
+            if not self._nevers:
+                best = index.first_ts + max_age
+            else:
+                seq = index.first_seq
+                while True:
+                    j = index.next_match(">", seq)
+                    if j < 0:
+                        break
+                    seq = index.base + j
+                    if not self._never_expires(seq):
+                        best = index.tss[j] + max_age
+                        break
+                    seq += 1
+        heap = self._ttl_heap
+        while heap and index.live_slot(heap[0][1]) < 0:
+            self._ttls.pop(heapq.heappop(heap)[1], None)
+        if heap and (best is None or heap[0][0] < best):
+            best = heap[0][0]
+        return best
 
     # ------------------------------------------------------------------------------------
     # Reading

@@ -1,0 +1,38 @@
+"""Per-message TTL (``Nats-TTL``, ADR-43): the header's value grammar, as nats-server's
+``parseMessageTTL`` (server/stream.go) reads it.
+
+``never`` (any case) is -1: the message never expires, not even by the stream's max_age. A Go
+duration (``"90s"``, ``"1h30m"``) must be at least one second and is truncated to whole
+seconds; otherwise the value must be a plain number of seconds. Anything else is invalid
+(nats-server error 10165). 0 means no TTL.
+"""
+
+from __future__ import annotations
+
+from pyjetstream.api.timefmt import format_go_duration, parse_go_duration
+
+NS_PER_S = 1_000_000_000
+NEVER = -1
+
+
+def parse_message_ttl(value: str) -> int:
+    """Seconds (> 0), :data:`NEVER`, or 0 for an empty value; ValueError when invalid."""
+    if not value:
+        return 0
+    if value.lower() == "never":
+        return NEVER
+    try:
+        ns = parse_go_duration(value)
+    except ValueError:
+        # Go's parseInt64: decimal digits only, anything else is a parse failure (-1).
+        if not value.isascii() or not value.isdigit():
+            raise ValueError(f"invalid per-message TTL {value!r}") from None
+        return int(value)
+    if ns < NS_PER_S:
+        raise ValueError(f"invalid per-message TTL {value!r}")
+    return ns // NS_PER_S
+
+
+def marker_ttl(seconds: int) -> str:
+    """The ``Nats-TTL`` a subject delete marker carries: Go's ``time.Duration`` text (``"5m0s"``)."""
+    return format_go_duration(seconds * NS_PER_S)
