@@ -103,12 +103,14 @@ async def test_create_pull_consumer_reports_defaults_and_counters(client: RawCli
 CREATE_ERRORS: list[tuple[str, Any, int]] = [
     ("CREATE.S.C1", create_body(durable_name="X"), 10017),
     ("CREATE.S.C1.s.b", create_body(filter_subject="s.a"), 10131),
-    ("CREATE.S.C2", create_body(backoff=[1_000_000_000]), 10116),
+    ("CREATE.S.C2", create_body(backoff=[1_000_000_000, 2_000_000_000], max_deliver=1), 10116),
+    ("CREATE.S.C2", create_body(backoff=[-1]), 10184),
+    ("CREATE.S.C2", create_body(ack_wait=-1), 10183),
     ("CREATE.S", create_body(durable_name="D"), 10020),
-    ("CREATE.S", create_body(name="a.b"), 10103),
+    ("CREATE.S", create_body(name="a.b"), 10052),
     ("DURABLE.CREATE.S.D", create_body(), 10018),
     ("DURABLE.CREATE.S.D", create_body(durable_name="E"), 10017),
-    ("CREATE.S.W", create_body(filter_subject="t.x"), 10093),
+    ("CREATE.S.W", create_body(filter_subject="t..x"), 10052),
     ("CREATE.S.W", create_body(deliver_subject="s.x"), 10081),
     ("CREATE.S.W", create_body(deliver_subject="x.*"), 10079),
     ("CREATE.S.W", create_body(deliver_subject="x.y", max_waiting=3), 10080),
@@ -125,12 +127,12 @@ CREATE_ERRORS: list[tuple[str, Any, int]] = [
     ("CREATE.S.W", create_body(deliver_subject="x.y", flow_control=True), 10108),
     ("CREATE.S.W", create_body(idle_heartbeat=1000), 10088),
     ("CREATE.S.W", create_body(rate_limit_bps=100), 10086),
-    ("CREATE.S.W", create_body(max_batch=-1), 10114),
+    ("CREATE.S.W", {"stream_name": "S", "config": {"max_batch": -1}, "pedantic": True}, 10157),
     ("CREATE.S.W", create_body(max_expires=10), 10115),
     ("CREATE.S.W", create_body(description="x" * 5000), 10107),
     ("CREATE.S", create_body(direct=True), 10090),
     ("CREATE.S.W", b"{bad", 10025),
-    ("CREATE.S.W", b"", 10025),
+    ("CREATE.S.W", b"", 10056),  # ⟨2.11+⟩ an empty body is the zero request
     ("CREATE.NOPE.W", create_body("NOPE"), 10059),
     ("CREATE.S.W", create_body("T"), 10056),
     ("INFO.S.W", b"x", 10038),
@@ -155,6 +157,12 @@ async def test_create_errors(client: RawClient, v210: bool) -> None:
     # The consumer name in the subject wins over the one in the body.
     resp = await client.api(API + "CREATE.S.W", create_body(name="Z"))
     assert resp["name"] == "W" and resp["config"]["name"] == "W"
+    # ⟨2.10+⟩ a filter need not be a subset of the stream's subjects (10093 is gone).
+    resp = await client.api(API + "CREATE.S.OUT", create_body(filter_subject="t.x"))
+    assert resp["config"]["filter_subject"] == "t.x" and resp["num_pending"] == 0
+    # ⟨2.11+⟩ values below their minimum are corrected, or refused with pedantic.
+    resp = await client.api(API + "CREATE.S.NEG", create_body(max_batch=-1, max_deliver=-5))
+    assert "max_batch" not in resp["config"] and resp["config"]["max_deliver"] == -1
     # A one-token filter in the subject is checked since 2.10 (2.9.10 only checked longer ones).
     resp = await client.api(API + "CREATE.S.F.s", create_body(filter_subject="s.a"))
     assert (error_code(resp) == 10131) == v210
@@ -191,8 +199,8 @@ async def test_update_rules(client: RawClient) -> None:
     moved = await client.api(API + "CREATE.S.P", create_body(deliver_subject="d.new"))
     assert moved["config"]["deliver_subject"] == "d.new"
     resp = await client.api(API + "CREATE.S.P", create_body(max_waiting=0))
-    # (a pull config gets max_waiting 512, so that difference is reported first)
-    assert resp["error"]["description"] == "max waiting can not be updated"
+    # (2.11+ checks the deliver subject before max_waiting)
+    assert resp["error"]["description"] == "can not update push consumer to pull based"
 
 
 async def test_actions_and_multiple_filters(client: RawClient, v210: bool) -> None:

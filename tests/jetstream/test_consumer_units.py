@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjetstream.api.codec import PullRequestError, decode_pull_request
-from pyjetstream.api.enums import AckPolicy, DeliverPolicy, RetentionPolicy
+from pyjetstream.api.enums import AckPolicy, DeliverPolicy, PriorityPolicy, RetentionPolicy
 from pyjetstream.api.headers import Status, heartbeat_block, pending_status_block
 from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.api.models_stream import StreamConfig
@@ -68,8 +68,11 @@ def test_ephemerals_get_an_inactive_threshold() -> None:
 @pytest.mark.parametrize(
     ("cfg", "code"),
     [
-        (ConsumerConfig(backoff=[1]), 10116),
-        (ConsumerConfig(backoff=[1, 2], max_deliver=2), 10116),
+        (ConsumerConfig(backoff=[1]), None),  # ⟨2.11+⟩ max_deliver -1 (unlimited) takes any backoff
+        (ConsumerConfig(backoff=[1, 2], max_deliver=2), None),
+        (ConsumerConfig(backoff=[1, 2, 3], max_deliver=2), 10116),
+        (ConsumerConfig(backoff=[-1]), 10184),
+        (ConsumerConfig(ack_wait=-1), 10183),
         (ConsumerConfig(description="x" * 4097), 10107),
         (ConsumerConfig(deliver_subject="a.*"), 10079),
         (ConsumerConfig(deliver_subject="a..b"), 10112),
@@ -78,14 +81,26 @@ def test_ephemerals_get_an_inactive_threshold() -> None:
         (ConsumerConfig(deliver_subject="d", max_ack_pending=1), 10082),
         (ConsumerConfig(deliver_subject="d", idle_heartbeat=1000), 10083),
         (ConsumerConfig(rate_limit_bps=1), 10086),
-        (ConsumerConfig(max_waiting=-1), 10087),
+        (ConsumerConfig(max_waiting=-1), None),  # ⟨2.11+⟩ corrected to the default
         (ConsumerConfig(idle_heartbeat=100_000_000), 10088),
         (ConsumerConfig(flow_control=True), 10089),
-        (ConsumerConfig(max_batch=-1), 10114),
+        (ConsumerConfig(max_batch=-1), None),
         (ConsumerConfig(max_expires=999_999), 10115),
         (ConsumerConfig(direct=True), 10090),
         (ConsumerConfig(deliver_subject="d", direct=True, durable_name="D"), 10091),
-        (ConsumerConfig(filter_subject="t.x"), 10093),
+        (ConsumerConfig(filter_subject="t.x"), None),  # ⟨2.10+⟩ 10093 is gone
+        (ConsumerConfig(filter_subject="t..x"), 10052),
+        (ConsumerConfig(priority_policy=PriorityPolicy.OVERFLOW), 10159),
+        (ConsumerConfig(priority_policy=PriorityPolicy.OVERFLOW, priority_groups=[""]), 10161),
+        (ConsumerConfig(priority_policy=PriorityPolicy.OVERFLOW, priority_groups=["a.b"]), 10162),
+        (ConsumerConfig(priority_policy=PriorityPolicy.OVERFLOW, priority_groups=["x" * 17]), 10162),
+        (ConsumerConfig(priority_policy=PriorityPolicy.PINNED_CLIENT, priority_groups=["A-z/0_9="]), None),
+        (ConsumerConfig(priority_groups=["A"]), 10196),
+        (ConsumerConfig(priority_timeout=1), 10197),
+        (
+            ConsumerConfig(deliver_subject="d", priority_policy=PriorityPolicy.OVERFLOW, priority_groups=["A"]),
+            10178,
+        ),
         (ConsumerConfig(filter_subject="s.a", filter_subjects=["s.b"]), 10136),
         (ConsumerConfig(filter_subjects=["s.a", ""]), 10139),
         (ConsumerConfig(filter_subjects=["s.a", "s.*"]), 10138),

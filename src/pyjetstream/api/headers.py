@@ -60,6 +60,7 @@ __all__ = [
     "UP_TO_SEQUENCE",
     "Status",
     "heartbeat_block",
+    "no_responders_block",
     "pending_status_block",
     "status_block",
 ]
@@ -198,3 +199,9 @@ def heartbeat_block(last_consumer_seq: int, last_stream_seq: int, stalled: str =
     if stalled:
         extra.append((CONSUMER_STALLED, stalled))
     return status_block(Status.IDLE_HEARTBEAT, extra)
+
+
+def no_responders_block(subject: str) -> bytes:
+    """``503`` no responders as nats-server 2.11+ writes it, naming the request's subject
+    (``Nats-Subject``)."""
+    return status_block(Status.NO_RESPONDERS, ((SUBJECT, subject),))

@@ -28,7 +28,7 @@ from pyjetstream.api.advisories import (
     TypedEvent,
 )
 from pyjetstream.api.enums import AckPolicy, RetentionPolicy
-from pyjetstream.api.headers import Status, status_block
+from pyjetstream.api.headers import no_responders_block
 from pyjetstream.server.jetstream import advisories
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ACK_WAIT_DELAY", "AckProcessor"]
 
-_NO_RESPONDERS = status_block(Status.NO_RESPONDERS)
 # Added to timer delays so bursts that expire together are handled together (``ackWaitDelay``).
 ACK_WAIT_DELAY = 0.001
 
@@ -71,7 +70,7 @@ class AckProcessor:
         if len(parts) != 5:
             # nats-server's subscription only takes five tokens here: as if nobody listened.
             if reply and client is not None and client.no_responders:
-                consumer.server.publish_internal(reply, b"", hdr=_NO_RESPONDERS)
+                consumer.server.publish_internal(reply, b"", hdr=no_responders_block(subject))
             return
         try:
             dc, sseq, dseq = int(parts[0]), int(parts[1]), int(parts[2])

@@ -28,7 +28,6 @@ from pyjetstream.api.responses import (
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
-from pyjetstream.server.jetstream.consumer_config import apply_defaults
 from pyjetstream.server.jetstream.consumer_create import add_consumer
 
 if TYPE_CHECKING:
@@ -76,19 +75,14 @@ def _check_subject_form(match: ApiMatch, req: CreateConsumerRequest) -> CreateCo
 def consumer_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = ConsumerCreateResponse()
     try:
-        if not payload.strip():
-            raise JetStreamApiError(E.JSInvalidJSONErr())
         req = decode_request(payload, CreateConsumerRequest)
-        req.config = apply_defaults(req.config)
-        if req.config.backoff and req.config.max_deliver <= len(req.config.backoff):
-            raise JetStreamApiError(E.JSConsumerMaxDeliverBackoffErr())
         if match.stream != req.stream_name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         req = _check_subject_form(match, req)
         if req.config.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         stream = _lookup_stream(engine, req.stream_name)
-        consumer = add_consumer(stream, req.config, req.action)
+        consumer = add_consumer(stream, req.config, req.action, req.pedantic)
     except JetStreamApiError as exc:
         response.error = exc.error
         return response

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from pyjetstream.api.codec import encode
+from pyjetstream.api.headers import no_responders_block
 from pyjetstream.api.responses import ApiResponse
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch, domain_api_to_local, match_api_subject
 
@@ -83,6 +84,15 @@ class ApiRouter:
             return
         match = match_api_subject(subject)
         if match is None:
+            return
+        if match.endpoint is ApiEndpoint.CONSUMER_MSG_NEXT:
+            # Each pull consumer subscribes its own MSG.NEXT subject and answers there. For a
+            # consumer that does not exist nats-server has no subscription: a requester that
+            # asked for it gets the core 503 no-responders status (clients rely on it, 2.11+).
+            stream = self.engine.streams.get(match.stream)
+            if (stream is None or match.consumer not in stream.consumers) and client is not None:
+                if client.no_responders:
+                    self.engine.server.publish_internal(reply, b"", hdr=no_responders_block(subject))
             return
         handler = self.handlers.get(match.endpoint)
         if handler is None:

@@ -148,7 +148,10 @@ class Consumer:
         # nats-server subscribes ``$JS.ACK.<S>.<C>.*.*.*.*.*``; ``>`` matches the same acks with one
         # trie step instead of five (every ack subject is unique, so none is a cache hit) and
         # on_ack answers the other shapes as no subscription would.
-        self._subs.append(server.subscribe_internal(f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack))
+        # An AckNone consumer has no ack subscription at all: an ack with a reply gets the core
+        # 503 no-responders answer, as from nats-server.
+        if self.cfg.ack_policy != AckPolicy.NONE:
+            self._subs.append(server.subscribe_internal(f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack))
         self._subs.append(
             server.subscribe_internal(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}", self.pull.on_request)
         )

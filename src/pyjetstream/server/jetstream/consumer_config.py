@@ -9,6 +9,7 @@ the reference 2.9.10 binary answers them. Where 2.10 extended the config (``filt
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from typing import TYPE_CHECKING
 
@@ -27,15 +28,22 @@ from pyjetstream.api.constants import (
     MIN_IDLE_HEARTBEAT_NS,
     MIN_MAX_REQUEST_EXPIRES_NS,
 )
-from pyjetstream.api.enums import AckPolicy, DeliverPolicy, RetentionPolicy
+from pyjetstream.api.enums import AckPolicy, DeliverPolicy, PriorityPolicy, RetentionPolicy
+from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.api.models_stream import StreamConfig
-from pyjetstream.api.names import has_invalid_name_chars
+from pyjetstream.api.names import has_invalid_name_chars, has_path_separators
+from pyjetstream.api.timefmt import format_go_duration
 from pyjetstream.protocol.subjects import has_wildcard, is_subset, is_valid_subject, subjects_overlap
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+# ``JsDefaultPinnedTTL``: how long a pinned client may go without a pull request (2 minutes).
+DEFAULT_PINNED_TTL_NS = 120 * 1_000_000_000
+# A priority group name (``validGroupName``).
+_GROUP_NAME = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
 
 __all__ = [
     "apply_defaults",
@@ -73,24 +81,77 @@ def sample_frequency(cfg: ConsumerConfig) -> int:
     return int(cfg.sample_freq.removesuffix("%"))
 
 
-def apply_defaults(cfg: ConsumerConfig) -> ConsumerConfig:
-    """``setConsumerConfigDefaults`` (no server or account limits are configured here)."""
+def apply_defaults(
+    cfg: ConsumerConfig, stream: StreamConfig | None = None, pedantic: bool = False
+) -> ConsumerConfig:
+    """``setConsumerConfigDefaults`` (no server or account limits are configured here).
+
+    ``stream`` brings its ``consumer_limits`` (``max_ack_pending``, ``inactive_threshold``) as
+    defaults. With ``pedantic`` (⟨2.11+⟩) every change nats-server would make to the config is
+    refused instead, with error 10157: raises :class:`JetStreamApiError`.
+    """
     changes: dict[str, object] = {}
-    pull = not cfg.deliver_subject
-    if pull and cfg.max_waiting == 0:
+
+    def fix(field: str, value: object, message: str, refuse: bool = True) -> None:
+        if pedantic and refuse:
+            raise JetStreamApiError(E.JSPedanticErrF(err=message))
+        changes[field] = value
+
+    if cfg.max_deliver == 0 or cfg.max_deliver < -1:
+        fix("max_deliver", -1, "max_deliver must be set to -1", cfg.max_deliver < -1)
+    for field, floor, text in _NON_NEGATIVE:
+        if getattr(cfg, field) < floor:
+            fix(field, floor if floor < 0 else 0, text)
+    max_waiting = changes.get("max_waiting", cfg.max_waiting)
+    if not cfg.deliver_subject and max_waiting == 0:
         changes["max_waiting"] = DEFAULT_MAX_WAITING
     ack_wait = cfg.ack_wait
     if ack_wait == 0 and cfg.ack_policy in (AckPolicy.EXPLICIT, AckPolicy.ALL):
         ack_wait = DEFAULT_ACK_WAIT_NS
-    if cfg.max_deliver == 0:
-        changes["max_deliver"] = -1
     if cfg.backoff:
+        if pedantic and ack_wait != cfg.backoff[0]:
+            raise JetStreamApiError(E.JSPedanticErrF(err="first backoff value has to equal batch AckWait"))
         ack_wait = cfg.backoff[0]
     if ack_wait != cfg.ack_wait:
         changes["ack_wait"] = ack_wait
-    if cfg.ack_policy in (AckPolicy.EXPLICIT, AckPolicy.ALL) and cfg.max_ack_pending == 0:
-        changes["max_ack_pending"] = DEFAULT_MAX_ACK_PENDING
+    limits = stream.consumer_limits if stream is not None else None
+    max_ack_pending = int(changes.get("max_ack_pending", cfg.max_ack_pending))  # type: ignore[call-overload]
+    if max_ack_pending == 0 and limits is not None:
+        if pedantic and limits.max_ack_pending > 0:
+            raise JetStreamApiError(
+                E.JSPedanticErrF(err="max_ack_pending must be set if it's configured in stream limits")
+            )
+        max_ack_pending = limits.max_ack_pending
+    inactive = int(changes.get("inactive_threshold", cfg.inactive_threshold))  # type: ignore[call-overload]
+    if inactive == 0 and limits is not None:
+        if pedantic and limits.inactive_threshold > 0:
+            raise JetStreamApiError(
+                E.JSPedanticErrF(err="inactive_threshold must be set if it's configured in stream limits")
+            )
+        if limits.inactive_threshold:
+            changes["inactive_threshold"] = limits.inactive_threshold
+    if max_ack_pending == 0 and cfg.ack_policy != AckPolicy.NONE:
+        max_ack_pending = DEFAULT_MAX_ACK_PENDING
+    if max_ack_pending != cfg.max_ack_pending:
+        changes["max_ack_pending"] = max_ack_pending
+    priority_timeout = int(changes.get("priority_timeout", cfg.priority_timeout))  # type: ignore[call-overload]
+    if cfg.priority_policy == PriorityPolicy.PINNED_CLIENT and priority_timeout == 0:
+        changes["priority_timeout"] = DEFAULT_PINNED_TTL_NS
     return msgspec.structs.replace(cfg, **changes) if changes else cfg
+
+
+# (field, smallest allowed value, pedantic text) in setConsumerConfigDefaults' order; a smaller
+# value becomes 0 (-1 for max_ack_pending).
+_NON_NEGATIVE: tuple[tuple[str, int, str], ...] = (
+    ("max_waiting", 0, "max_waiting must not be negative"),
+    ("max_ack_pending", -1, "max_ack_pending must be set to -1"),
+    ("max_batch", 0, "max_batch must not be negative"),
+    ("max_expires", 0, "max_expires must not be negative"),
+    ("max_bytes", 0, "max_bytes must not be negative"),
+    ("idle_heartbeat", 0, "idle_heartbeat must not be negative"),
+    ("inactive_threshold", 0, "inactive_threshold must not be negative"),
+    ("priority_timeout", 0, "priority_timeout must not be negative"),
+)
 
 
 def stamp_inactive_threshold(cfg: ConsumerConfig) -> ConsumerConfig:
@@ -161,36 +222,22 @@ def _check_sample_freq(freq: str) -> ApiError | None:
     return None
 
 
-def _valid_filtered_subject(filter_subject: str, stream_subjects: list[str]) -> bool:
-    """``validFilteredSubject``: the filter selects something the stream captures."""
-    if not is_valid_subject(filter_subject):
-        return False
-    wildcard = has_wildcard(filter_subject)
-    for subject in stream_subjects:
-        if is_subset(filter_subject, subject):
-            return True
-        if wildcard and is_subset(subject, filter_subject):
-            return True
-    return False
-
-
-def _check_filters(cfg: ConsumerConfig, stream: StreamConfig, recovering: bool) -> ApiError | None:
+def _check_filters(cfg: ConsumerConfig) -> ApiError | None:
+    """The filters: one form only, no empty or invalid ones, no overlaps. ⟨2.10+⟩ A filter need
+    not be a subset of the stream's subjects any more (10093 is gone: transforms make it wrong)."""
     if cfg.filter_subject and cfg.filter_subjects:
         return E.JSConsumerDuplicateFilterSubjects()
+    if cfg.filter_subject and not is_valid_subject(cfg.filter_subject):
+        return E.JSStreamInvalidConfigF(err="invalid subject")
     if any(not f for f in cfg.filter_subjects):
         return E.JSConsumerEmptyFilter()
     filters = filters_of(cfg)
     for i, outer in enumerate(filters):
         if not is_valid_subject(outer):
-            return E.JSConsumerFilterNotSubsetErr()
+            return E.JSStreamInvalidConfigF(err="invalid subject")
         for j, inner in enumerate(filters):
             if i != j and subjects_overlap(outer, inner):
                 return E.JSConsumerOverlappingSubjectFilters()
-    if recovering or not stream.subjects:
-        return None  # mirrors/sources capture subjects we cannot know here
-    for subject in filters:
-        if not _valid_filtered_subject(subject, list(stream.subjects)):
-            return E.JSConsumerFilterNotSubsetErr()
     return None
 
 
@@ -233,26 +280,46 @@ def _check_pull(cfg: ConsumerConfig, stream: StreamConfig) -> ApiError | None:
 
 
 def check_config(cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = False) -> ApiError | None:
-    """``checkConsumerCfg`` on a defaulted config; ``None`` when it is acceptable."""
+    """``checkConsumerCfg`` on a defaulted config, in nats-server 2.15's order; ``None`` when
+    it is acceptable."""
+    if cfg.name and not _valid_asset_name(cfg.name):
+        return E.JSStreamInvalidConfigF(err="consumer name can not contain '.', '*', '>', '\\', '/'")
+    if cfg.durable_name and not _valid_asset_name(cfg.durable_name):
+        return E.JSStreamInvalidConfigF(err="consumer durable name can not contain '.', '*', '>', '\\', '/'")
+    if cfg.num_replicas > 0 and cfg.num_replicas > stream.num_replicas:
+        return E.JSConsumerReplicasExceedsStream()
     if cfg.num_replicas < 0:
         return E.JSReplicasCountCannotBeNegative()
-    if cfg.num_replicas > max(stream.num_replicas, 1):
-        return E.JSConsumerReplicasExceedsStream()
-    if cfg.backoff and cfg.max_deliver <= len(cfg.backoff):
+    if (
+        stream.retention != RetentionPolicy.LIMITS
+        and not recovering
+        and cfg.num_replicas != 0
+        and cfg.num_replicas != stream.num_replicas
+    ):
+        return E.JSConsumerReplicasShouldMatchStream()
+    if any(b < 0 for b in cfg.backoff):
+        return E.JSConsumerBackOffNegativeErr()
+    if cfg.ack_wait < 0:
+        return E.JSConsumerAckWaitNegativeErr()
+    if cfg.backoff and cfg.max_deliver != -1 and len(cfg.backoff) > cfg.max_deliver:
         return E.JSConsumerMaxDeliverBackoffErr()
     if len(cfg.description) > JS_MAX_DESCRIPTION_LEN:
         return E.JSConsumerDescriptionTooLongErrF(max=JS_MAX_DESCRIPTION_LEN)
-    if cfg.metadata and sum(len(k) + len(v) for k, v in cfg.metadata.items()) > JS_MAX_METADATA_LEN:
-        return E.JSConsumerMetadataLengthErrF(limit=JS_MAX_METADATA_LEN)
     error = _check_push(cfg, stream) if cfg.deliver_subject else _check_pull(cfg, stream)
     if error is not None:
         return error
+    limits = stream.consumer_limits
+    if limits is not None:
+        if limits.max_ack_pending > 0 and cfg.max_ack_pending > limits.max_ack_pending:
+            return E.JSConsumerMaxPendingAckExcessErrF(limit=limits.max_ack_pending)
+        if limits.inactive_threshold > 0 and cfg.inactive_threshold > limits.inactive_threshold:
+            return E.JSConsumerInactiveThresholdExcess(limit=format_go_duration(limits.inactive_threshold))
     if cfg.direct:
         if not cfg.deliver_subject:
             return E.JSConsumerDirectRequiresPushErr()
         if cfg.durable_name:
             return E.JSConsumerDirectRequiresEphemeralErr()
-    error = _check_filters(cfg, stream, recovering)
+    error = _check_filters(cfg)
     if error is not None:
         return error
     error = _check_deliver_policy(cfg)
@@ -265,6 +332,33 @@ def check_config(cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = F
         return E.JSConsumerWithFlowControlNeedsHeartbeats()
     if cfg.durable_name and cfg.name and cfg.name != cfg.durable_name:
         return E.JSConsumerCreateDurableAndNameMismatch()
+    if cfg.metadata and sum(len(k) + len(v) for k, v in cfg.metadata.items()) > JS_MAX_METADATA_LEN:
+        return E.JSConsumerMetadataLengthErrF(limit=JS_MAX_METADATA_LEN)
+    return _check_priority(cfg)
+
+
+def _valid_asset_name(name: str) -> bool:
+    """``isValidAssetName``: no whitespace, ``.``, ``*``, ``>`` or path separators."""
+    return not has_invalid_name_chars(name) and not has_path_separators(name)
+
+
+def _check_priority(cfg: ConsumerConfig) -> ApiError | None:
+    """⟨2.11+⟩ priority groups (ADR-42) need a policy, a pull consumer and valid group names."""
+    if cfg.priority_policy != PriorityPolicy.NONE:
+        if cfg.deliver_subject:
+            return E.JSConsumerPushWithPriorityGroupErr()
+        if not cfg.priority_groups:
+            return E.JSConsumerPriorityPolicyWithoutGroup()
+        for group in cfg.priority_groups:
+            if not group:
+                return E.JSConsumerEmptyGroupName()
+            if not _GROUP_NAME.fullmatch(group):
+                return E.JSConsumerInvalidGroupNameErr()
+        return None
+    if cfg.priority_groups:
+        return E.JSConsumerPriorityGroupWithPolicyNone()
+    if cfg.priority_timeout > 0:
+        return E.JSConsumerPinnedTTLWithoutPriorityPolicyNone()
     return None
 
 
@@ -286,13 +380,14 @@ def _update_error(text: str) -> ApiError:
 # (field, message) pairs that may not change on update, in nats-server's order of checks.
 _FIXED_FIELDS: tuple[tuple[str, str], ...] = (
     ("deliver_policy", "deliver policy can not be updated"),
+    ("mem_storage", "storage type can not be updated"),
+    ("direct", "direct can not be updated"),
     ("opt_start_seq", "start sequence can not be updated"),
     ("opt_start_time", "start time can not be updated"),
     ("ack_policy", "ack policy can not be updated"),
     ("replay_policy", "replay policy can not be updated"),
     ("idle_heartbeat", "heart beats can not be updated"),
     ("flow_control", "flow control can not be updated"),
-    ("max_waiting", "max waiting can not be updated"),
 )
 
 
@@ -312,6 +407,8 @@ def check_update(
             return _update_error("can not update push consumer to pull based")
         if deliver_has_interest(old.deliver_subject):
             return E.JSConsumerNameExistErr()
-    if new.backoff and new.max_deliver <= len(new.backoff):
+    if old.max_waiting != new.max_waiting:
+        return _update_error("max waiting can not be updated")
+    if new.backoff and new.max_deliver != -1 and len(new.backoff) > new.max_deliver:
         return E.JSConsumerMaxDeliverBackoffErr()
     return None

@@ -21,6 +21,7 @@ from pyjetstream.protocol.subjects import subjects_overlap
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.consumer_config import (
+    apply_defaults,
     check_config,
     check_name,
     check_update,
@@ -68,8 +69,12 @@ def add_consumer(
     stream: Stream,
     cfg: ConsumerConfig,
     action: ConsumerAction = ConsumerAction.CREATE_OR_UPDATE,
+    pedantic: bool = False,
 ) -> Consumer:
-    """Create (or update) a consumer from a defaulted config; raises JetStreamApiError."""
+    """Create (or update) a consumer from a request's config (``addConsumerWithAssignment``):
+    defaults (refused with ``pedantic`` where they would change it), checks, then the create or
+    update rules; raises JetStreamApiError."""
+    cfg = apply_defaults(cfg, stream.cfg, pedantic)
     _raise(check_config(cfg, stream.cfg))
     name = cfg.durable_name or cfg.name
     existing = stream.consumers.get(name) if name else None
