@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.jetstream.consumer_helpers import RawClient, wait_for
+from tests.jetstream.consumer_helpers import Msg, RawClient, wait_for
 from tests.support.targets import Target
 
 MS = 1_000_000
@@ -139,7 +139,13 @@ async def test_paused_consumers_deliver_nothing_until_resumed(server: Target) ->
                 msgs.append(m)
         assert time.monotonic() - start >= 2.5
         assert [m.stream_seq for m in msgs] == [1, 2, 3, 4, 5]
-        await wait_for(lambda: _has_data(push, 2), timeout=5)
+        got: list[Msg] = []
+
+        async def push_resumed() -> bool:
+            got.extend(m for m in push.drain() if not m.status)
+            return len(got) >= 2
+
+        await wait_for(push_resumed, timeout=8)
         await asyncio.sleep(0.2)
         resumed = [json.loads(m.data) for m in advisories.drain()]
         assert [(a["consumer"], a["paused"]) for a in resumed][-2:] in (
@@ -150,14 +156,6 @@ async def test_paused_consumers_deliver_nothing_until_resumed(server: Target) ->
         assert "paused" not in info
     finally:
         await client.close()
-
-
-_seen: dict[int, int] = {}
-
-
-async def _has_data(sub: Any, n: int) -> bool:
-    _seen[id(sub)] = _seen.get(id(sub), 0) + sum(1 for m in sub.drain() if not m.status)
-    return _seen[id(sub)] >= n
 
 
 async def test_pause_survives_restart_and_kill(server: Target) -> None:
