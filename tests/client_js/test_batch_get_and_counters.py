@@ -67,3 +67,10 @@ async def test_counter_on_a_plain_stream_is_the_servers_error(js: JetStream, ser
     with pytest.raises(errors.JetStreamAPIError) as exc_info:
         await counter.add("p.x", 1)
     assert exc_info.value.err_code == 10168
+
+
+async def test_batch_get_needs_allow_direct(js: JetStream, server: Target) -> None:
+    await needs(js, server, Feature.BATCH_GET)
+    stream = await js.create_stream(StreamConfig(name="ND", subjects=["nd.>"]))
+    with pytest.raises(errors.InvalidOption, match="allow_direct"):
+        [m async for m in stream.get_batch(5)]

@@ -171,3 +171,20 @@ async def test_large_object_digest_matches_hashlib(js: JetStream) -> None:
 
     assert info.digest == "SHA-256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode()
     assert await store.get_bytes("big") == data
+
+
+async def test_bucket_and_object_metadata(js: JetStream) -> None:
+    store = await js.create_object_store(ObjectStoreConfig(bucket="META", metadata={"owner": "team-a"}))
+    status = await store.status()
+    assert status.metadata["owner"] == "team-a"
+    updated = await js.update_object_store(
+        ObjectStoreConfig(bucket="META", metadata={"owner": "team-b", "tier": "gold"})
+    )
+    assert {k: v for k, v in (await updated.status()).metadata.items() if not k.startswith("_nats.")} == {
+        "owner": "team-b",
+        "tier": "gold",
+    }
+    await store.put(ObjectMeta(name="doc", metadata={"lang": "en"}, headers={"X-Kind": ["report"]}), b"text")
+    await store.update_meta("doc", ObjectMeta(name="doc", metadata={"lang": "fr"}))
+    info = await store.get_info("doc")
+    assert info.metadata == {"lang": "fr"} and await store.get_bytes("doc") == b"text"

@@ -241,6 +241,8 @@ class Stream:
         """One batched DIRECT.GET: the replies until ``204 EOB`` (a 404 means nothing matched)."""
         js = self._js
         await js.require(Feature.BATCH_GET)
+        if not self._info.config.allow_direct and not self._info.config.mirror_direct:
+            raise InvalidOption(f"batch get needs allow_direct on stream {self._name!r}")
         nc = js.nc
         inbox = nc.new_inbox()
         sub = await nc.subscribe(inbox)
