@@ -18,7 +18,7 @@ import msgspec
 
 from pyjetstream.api.api_levels import Feature
 from pyjetstream.api.headers import COUNTER_SOURCES, INCR
-from pyjetstream.client.jetstream.errors import InvalidOption, JetStreamError
+from pyjetstream.client.jetstream.errors import CounterNotEnabled, InvalidOption, JetStreamError
 
 if TYPE_CHECKING:
     from pyjetstream.client.jetstream.context import JetStream
@@ -101,4 +101,7 @@ class Counter:
 
 async def counter(js: JetStream, stream_name: str) -> Counter:
     await js.require(Feature.COUNTERS)
-    return Counter(js, await js.stream(stream_name))
+    stream = await js.stream(stream_name)
+    if not stream.cached_info().config.allow_msg_counter:
+        raise CounterNotEnabled(f"stream {stream_name!r} is not a counter stream (allow_msg_counter)")
+    return Counter(js, stream)

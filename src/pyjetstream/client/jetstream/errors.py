@@ -351,6 +351,11 @@ class PullStatusError(JetStreamError):
     default_description = "pull request failed"
 
 
+@_client("stream is not a counter stream (allow_msg_counter)")
+class CounterNotEnabled(JetStreamError):
+    """``js.counter`` on a stream without ``allow_msg_counter`` (orbit.go ``ErrCounterNotEnabled``)."""
+
+
 @_client("consumer is not a push consumer")
 class NotPushConsumer(JetStreamError, ValueError):
     """A push consumer needs a ``deliver_subject`` (nats.go ``ErrNotPushConsumer``)."""
