@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -100,6 +101,7 @@ class PushConsumeContext:
         self._async = is_async_callable(handler)
         self._queue: deque[JetStreamMsg] = deque()
         self._wakeup = asyncio.Event()
+        self._tasks: set[asyncio.Future[object]] = set()
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
         self._hb_handle: asyncio.TimerHandle | None = None
@@ -134,8 +136,19 @@ class PushConsumeContext:
             self._wakeup.set()
             return
         try:
-            self._handler(msg)
+            result = self._handler(msg)
         except Exception as exc:
+            self._report(exc)
+            return
+        if inspect.isawaitable(result):  # a plain function that returned a coroutine
+            task = asyncio.ensure_future(result)
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Future[object]) -> None:
+        self._tasks.discard(task)
+        exc = None if task.cancelled() else task.exception()
+        if isinstance(exc, Exception):
             self._report(exc)
 
     def _on_status(self, raw: Msg) -> None:
