@@ -5,19 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from tests.cli.conftest import Cli
-from tests.support.targets import EMBEDDED, Target
-
-
-def needs_snapshots(server: Target) -> None:
-    # TEMPORARY (lead): removed once the embedded server's STREAM.SNAPSHOT/RESTORE lands on main.
-    if server.kind == EMBEDDED:
-        pytest.skip("the embedded server's stream snapshot/restore is not on main yet")
+from tests.support.targets import Target
 
 
 def test_backup_and_restore_with_consumers(cli: Cli, server: Target, tmp_path: Path) -> None:
-    needs_snapshots(server)
     cli("stream", "add", "ORDERS", "--subjects", "orders.*", "--defaults").ok()
     cli("pub", "-J", "orders.new", "o{{Count}}", "--count", "50", "-q").ok()
     cli("consumer", "add", "ORDERS", "C", "--pull", "--defaults").ok()
@@ -42,7 +34,6 @@ def test_backup_and_restore_with_consumers(cli: Cli, server: Target, tmp_path: P
 
 
 def test_backup_errors(cli: Cli, server: Target, tmp_path: Path) -> None:
-    needs_snapshots(server)
     cli("stream", "backup", "NOPE", str(tmp_path / "b")).fails("stream not found")
     cli("stream", "restore", str(tmp_path / "missing")).fails("not a stream backup")
     (tmp_path / "bad").mkdir()

@@ -74,6 +74,7 @@ class StreamSnapshotRequest(WireStruct):
     deliver_subject: str = always("")
     no_consumers: bool = False
     chunk_size: int = 0
+    window_size: int = 0  # ⟨2.12+⟩ unacknowledged bytes in flight (1 KiB – 32 MiB, default 8 MiB)
     jsck: bool = False  # check message checksums first
 
 

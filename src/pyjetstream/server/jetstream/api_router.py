@@ -35,11 +35,12 @@ def encode_response(response: msgspec.Struct) -> bytes:
 
 
 def _handlers() -> dict[ApiEndpoint, Handler]:
-    from pyjetstream.server.jetstream import api_account, api_cluster, api_stream
+    from pyjetstream.server.jetstream import api_account, api_cluster, api_stream, snapshot
 
     table: dict[ApiEndpoint, Handler] = {}
     table.update(api_account.HANDLERS)
     table.update(api_stream.HANDLERS)
+    table.update(snapshot.HANDLERS)
     table.update(api_cluster.HANDLERS)
     try:
         from pyjetstream.server.jetstream import api_consumer

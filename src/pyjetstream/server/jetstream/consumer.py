@@ -41,6 +41,7 @@ from pyjetstream.server.jetstream.delivery_state import DeliveryState
 from pyjetstream.server.jetstream.pull_delivery import PullDelivery
 from pyjetstream.server.jetstream.push_delivery import PushDelivery
 from pyjetstream.server.jetstream.store.base import (
+    ConsumerState,
     ConsumerStoreBase,
     ErrStoreEOF,
     ErrStoreMsgNotFound,
@@ -126,9 +127,10 @@ class Consumer:
     def is_durable(self) -> bool:
         return bool(self.cfg.durable_name)
 
-    def start(self) -> None:
-        """Restore or select the starting position, subscribe, and start delivering."""
-        stored = self.writer.stored_state()
+    def start(self, restored: ConsumerState | None = None) -> None:
+        """Restore or select the starting position, subscribe, and start delivering
+        (``restored``: the state a stream restore brings)."""
+        stored = restored if restored is not None else self.writer.stored_state()
         if stored is not None:
             self.state.restore(stored)
             if self.state.pending:

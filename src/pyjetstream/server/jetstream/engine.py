@@ -81,6 +81,7 @@ class JetStreamEngine:
         self.max_memory = self._limit(getattr(opts, "max_memory_store", -1), self._default_memory())
         self.max_storage = self._limit(getattr(opts, "max_file_store", -1), self._default_storage())
         self.streams: dict[str, Stream] = {}
+        self.restoring: set[str] = set()  # names of streams a STREAM.RESTORE is uploading
         self.api_total = 0
         self.api_errors = 0
         self.router: ApiRouter = ApiRouter(self)
@@ -275,9 +276,11 @@ class JetStreamEngine:
             sync_interval=self.sync_interval,
         )
 
-    def add_stream(self, cfg: StreamConfig) -> Stream:
+    def add_stream(self, cfg: StreamConfig, store: MessageStore | None = None) -> Stream:
+        """Create a stream; ``store``: one already filled (a restore)."""
         created = time.time_ns()
-        store = self.new_store(cfg)
+        if store is None:
+            store = self.new_store(cfg)
         store.write_meta(encode_stream_meta(cfg, created))
         stream = Stream(self, cfg, store, created)
         self.streams[cfg.name] = stream

@@ -1,0 +1,483 @@
+"""``$JS.API.STREAM.SNAPSHOT.<stream>`` and ``$JS.API.STREAM.RESTORE.<stream>`` (2.15: the v2 archive).
+
+Snapshot (nats-server ``jsStreamSnapshotRequest``, ``streamSnapshot``, ``CreateStreamSnapshotV2``):
+the reply carries the stream's config and state, then the S2-compressed ``NATSARC1`` archive
+(:mod:`pyjetstream.api.snapshot`) goes to ``deliver_subject`` in chunks of ``chunk_size`` (1 KiB –
+1 MiB, default 128 KiB). A full chunk has a reply subject ``$JS.SNAPSHOT.ACK.<s>.<id>.<len>.<n>``;
+at most ``window_size / chunk_size`` chunks are unacknowledged (window 1 KiB – 32 MiB, default
+8 MiB), and 5 s without an ack ends the snapshot with ``408 No Flow Response``. The last, shorter
+chunk has no reply subject; then an empty message ends the snapshot (``204`` status once a full
+chunk was sent, no header otherwise — as nats-server).
+
+Restore (``jsStreamRestoreRequest``, ``processStreamRestore``, ``RestoreStreamV2`` /
+``RestoreStream``): the request holds ``{config, state}``; the reply names the subject to send the
+chunks to, each answered with an empty message; an empty chunk ends the upload and is answered with
+a ``stream_create_response`` once the stream exists. Both the v2 archive and the older tar of
+nats-server's file store (:mod:`pyjetstream.server.jetstream.snapshot_tar`) restore; the archive is
+told apart by its magic bytes. 5 s without a chunk abandons the restore.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pyjetstream.api import codec
+from pyjetstream.api import errors as E
+from pyjetstream.api import subjects as S
+from pyjetstream.api.advisories import (
+    RestoreCompleteAdvisory,
+    RestoreCreateAdvisory,
+    SnapshotCompleteAdvisory,
+    SnapshotCreateAdvisory,
+)
+from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.headers import status_block
+from pyjetstream.api.models_consumer import ConsumerConfig
+from pyjetstream.api.models_stream import StreamConfig, StreamState
+from pyjetstream.api.requests import StreamRestoreRequest, StreamSnapshotRequest
+from pyjetstream.api.responses import (
+    ApiResponse,
+    StreamCreateResponse,
+    StreamRestoreResponse,
+    StreamSnapshotResponse,
+)
+from pyjetstream.api.snapshot import (
+    ARCHIVE_MAGIC,
+    CONSUMER_PREFIX,
+    STATE_ENTRY,
+    ArchiveError,
+    SnapshotConsumerState,
+    SnapshotPending,
+    SnapshotSequencePair,
+    SnapshotState,
+    encode_entry,
+    iter_entries,
+)
+from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
+from pyjetstream.api.timefmt import NanoTime
+from pyjetstream.protocol.subjects import is_valid_literal_subject
+from pyjetstream.server.jetstream import advisories
+from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
+from pyjetstream.server.jetstream.s2 import S2Error, compress_stream, decompress_stream
+from pyjetstream.server.jetstream.store.base import (
+    ConsumerState,
+    ErrStoreEOF,
+    SequencePair,
+    StoreError,
+)
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.engine import JetStreamEngine
+    from pyjetstream.server.jetstream.stream import Stream
+
+DEFAULT_CHUNK = 128 * 1024
+DEFAULT_WINDOW = 8 * 1024 * 1024
+ACK_TIMEOUT = 5.0  # defaultSnapshotAckTimeout
+INTEREST_WAIT = 2.0
+RESTORE_IDLE = 5.0  # processStreamRestore's activityInterval
+END_OF_SNAPSHOT = status_block((204, ""))
+NO_FLOW_RESPONSE = status_block((408, "No Flow Response"))
+
+
+def _new_id() -> str:
+    return advisories.new_event_id()
+
+
+# --- the archive ------------------------------------------------------------------------------
+
+
+def consumer_entry_state(state: ConsumerState, last_seq: int) -> SnapshotState:
+    """A consumer's state as the archive keeps it, bounded to the snapshot's last sequence."""
+    return SnapshotState(
+        delivered=SnapshotSequencePair(
+            consumer_seq=state.delivered.consumer_seq, stream_seq=min(state.delivered.stream_seq, last_seq)
+        ),
+        ack_floor=SnapshotSequencePair(
+            consumer_seq=state.ack_floor.consumer_seq, stream_seq=min(state.ack_floor.stream_seq, last_seq)
+        ),
+        pending={
+            str(seq): SnapshotPending(Sequence=dseq, Timestamp=ts)
+            for seq, (dseq, ts) in sorted(state.pending.items())
+            if seq <= last_seq
+        },
+        redelivered={str(seq): n for seq, n in sorted(state.redelivered.items()) if seq <= last_seq},
+    )
+
+
+def build_archive(stream: Stream, include_consumers: bool) -> tuple[StreamState, bytes]:
+    """The stream's state (for the reply) and its v2 archive (``streamSnapshotV2``)."""
+    state = stream.state()
+    consumers = [c for c in stream.consumers.values() if not c.cfg.direct] if include_consumers else []
+    archived = StreamState(**{f: getattr(state, f) for f in state.__struct_fields__})
+    archived.consumer_count = len(consumers)
+    now = time.time_ns()
+    parts = [ARCHIVE_MAGIC, encode_entry(STATE_ENTRY, now, 0, b"", codec.encode(archived))]
+    for consumer in consumers:
+        entry = SnapshotConsumerState(
+            config=consumer.cfg, state=consumer_entry_state(consumer.state.snapshot(), state.last_seq)
+        )
+        parts.append(encode_entry(CONSUMER_PREFIX + consumer.name, now, 0, b"", codec.encode(entry)))
+    store = stream.store
+    seq = state.first_seq
+    while state.messages and seq <= state.last_seq:
+        try:
+            msg, seq = store.load_next_msg(">", seq)
+        except ErrStoreEOF:
+            break
+        if msg.seq > state.last_seq:
+            break
+        parts.append(encode_entry(msg.subject, msg.ts, msg.seq, msg.hdr or b"", msg.data))
+        seq += 1
+    parts.append(encode_entry("", 0, 0, b"", b""))  # end-of-backup sentinel
+    return state, b"".join(parts)
+
+
+# --- STREAM.SNAPSHOT --------------------------------------------------------------------------
+
+
+def stream_snapshot(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = StreamSnapshotResponse()
+    try:
+        if is_empty_request(payload):
+            raise JetStreamApiError(E.JSBadRequestErr())
+        stream = engine.streams.get(match.stream)
+        if stream is None:
+            raise JetStreamApiError(E.JSStreamNotFoundErr())
+        req = decode_request(payload, StreamSnapshotRequest)
+        if not is_valid_literal_subject(req.deliver_subject):
+            raise JetStreamApiError(E.JSSnapshotDeliverSubjectInvalidErr())
+        try:
+            state, archive = build_archive(stream, not req.no_consumers)
+            data = compress_stream(archive)
+        except (StoreError, OSError) as exc:
+            raise JetStreamApiError(E.JSStreamSnapshotErrF(err=str(exc))) from exc
+    except JetStreamApiError as exc:
+        response.error = exc.error
+        return response
+    response.config = stream.cfg
+    response.state = state
+    start = NanoTime(time.time_ns())
+    advisories.publish(
+        engine, S.advisory_snapshot_create(stream.name), SnapshotCreateAdvisory(stream=stream.name, state=state)
+    )
+    sender = _ChunkSender(engine, stream.name, req, data, start)
+    engine.server.loop.call_soon(sender.start)
+    return response
+
+
+class _ChunkSender:
+    """Streams one snapshot's bytes with nats-server's window and ack flow control."""
+
+    def __init__(
+        self, engine: JetStreamEngine, stream: str, req: StreamSnapshotRequest, data: bytes, start: int
+    ) -> None:
+        self.engine = engine
+        self.stream = stream
+        self.deliver = req.deliver_subject
+        chunk = req.chunk_size or DEFAULT_CHUNK
+        window = getattr(req, "window_size", 0) or DEFAULT_WINDOW
+        self.chunk = min(max(1024, chunk), 1024 * 1024)
+        window = max(min(max(1024, window), 32 * 1024 * 1024), self.chunk)
+        self.slots = window // self.chunk
+        self.data = data
+        self.start_ns = start
+        self.acked = asyncio.Event()
+
+    def start(self) -> None:
+        self.engine.server.loop.create_task(self.run())
+
+    def _on_ack(self, *_: Any) -> None:
+        self.slots += 1
+        self.acked.set()
+
+    async def run(self) -> None:
+        server = self.engine.server
+        ack_base = S.snapshot_ack_subject(self.stream, _new_id())
+        sub = server.subscribe_internal(ack_base + ".>", self._on_ack)
+        error = ""
+        try:
+            deadline = time.monotonic() + INTEREST_WAIT
+            while not server.has_interest(self.deliver) and time.monotonic() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)  # nats-server waits up to 2 s for the receiver's interest
+            hdr: bytes | None = None
+            pos, index, data, size = 0, 1, self.data, self.chunk
+            while True:
+                while self.slots <= 0:
+                    self.acked.clear()
+                    try:
+                        await asyncio.wait_for(self.acked.wait(), ACK_TIMEOUT)
+                    except TimeoutError:
+                        error = "no flow response"
+                        hdr = NO_FLOW_RESPONSE
+                        break
+                if error:
+                    break
+                piece = data[pos : pos + size]
+                if len(piece) < size:
+                    if piece:
+                        server.publish_internal(self.deliver, piece)
+                    break
+                self.slots -= 1
+                server.publish_internal(self.deliver, piece, reply=f"{ack_base}.{len(piece)}.{index}")
+                hdr = END_OF_SNAPSHOT
+                pos += size
+                index += 1
+                await asyncio.sleep(0)  # let acks and other clients in
+            server.publish_internal(self.deliver, b"", hdr=hdr)
+        finally:
+            sub.unsubscribe()
+            advisories.publish(
+                self.engine,
+                S.advisory_snapshot_complete(self.stream),
+                SnapshotCompleteAdvisory(
+                    stream=self.stream, start=NanoTime(self.start_ns), end=NanoTime(time.time_ns())
+                ),
+            )
+            if error:
+                server.logger.warning("Snapshot for stream '$G > %s' failed: %s", self.stream, error)
+
+
+# --- STREAM.RESTORE ---------------------------------------------------------------------------
+
+
+def stream_restore(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    response = StreamRestoreResponse()
+    try:
+        if is_empty_request(payload):
+            raise JetStreamApiError(E.JSBadRequestErr())
+        req = decode_request(payload, StreamRestoreRequest)
+        name = match.stream
+        if not req.config.name:
+            req.config.name = name
+        if req.config.name != name:
+            raise JetStreamApiError(E.JSStreamMismatchErr())
+        if "/" in name or "\\" in name:
+            raise JetStreamApiError(E.JSStreamNameContainsPathSeparatorsErr())
+        cfg = check_restore_config(engine, req.config)
+        if name in engine.streams or name in engine.restoring:
+            raise JetStreamApiError(E.JSStreamNameExistRestoreFailedErr())
+    except JetStreamApiError as exc:
+        response.error = exc.error
+        return response
+    upload = _Upload(engine, cfg)
+    response.deliver_subject = upload.subject
+    return response
+
+
+class _Upload:
+    """One restore in progress: collects the chunks, then restores when the empty one arrives."""
+
+    def __init__(self, engine: JetStreamEngine, cfg: StreamConfig) -> None:
+        self.engine = engine
+        self.cfg = cfg
+        self.subject = S.snapshot_restore_subject(cfg.name, _new_id())
+        self.buffer = bytearray()
+        self.start_ns = time.time_ns()
+        self.done = False
+        server = engine.server
+        engine.restoring.add(cfg.name)
+        self.sub = server.subscribe_internal(self.subject, self.on_chunk)
+        self.timer = server.loop.call_later(RESTORE_IDLE, self._stalled)
+        advisories.publish(engine, S.advisory_restore_create(cfg.name), RestoreCreateAdvisory(stream=cfg.name))
+
+    def _finish(self) -> None:
+        self.done = True
+        self.timer.cancel()
+        self.sub.unsubscribe()
+        self.engine.restoring.discard(self.cfg.name)
+
+    def _stalled(self) -> None:
+        if not self.done:
+            self._finish()
+            self.engine.server.logger.warning("restore for stream '$G > %s' is stalled", self.cfg.name)
+
+    def on_chunk(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        if self.done:
+            return
+        server = self.engine.server
+        if not reply:
+            self._finish()
+            server.logger.warning(
+                "restore for stream '$G > %s' requires reply subject for each chunk", self.cfg.name
+            )
+            return
+        if payload:
+            self.buffer += payload
+            self.timer.cancel()
+            self.timer = server.loop.call_later(RESTORE_IDLE, self._stalled)
+            server.publish_internal(reply, b"")
+            return
+        self._finish()
+        response = StreamCreateResponse()
+        try:
+            stream = restore_stream(self.engine, self.cfg, bytes(self.buffer))
+        except JetStreamApiError as exc:
+            response.error = exc.error
+        else:
+            response = StreamCreateResponse.from_payload(stream.info())
+        advisories.publish(
+            self.engine,
+            S.advisory_restore_complete(self.cfg.name),
+            RestoreCompleteAdvisory(
+                stream=self.cfg.name,
+                start=NanoTime(self.start_ns),
+                end=NanoTime(time.time_ns()),
+                bytes=len(self.buffer),
+            ),
+        )
+        self.buffer = bytearray()
+        server.publish_internal(reply, codec.encode(response))
+
+
+def _restore_error(text: str) -> JetStreamApiError:
+    return JetStreamApiError(E.JSStreamRestoreErrF(err=text))
+
+
+def restore_stream(engine: JetStreamEngine, cfg: StreamConfig, data: bytes) -> Stream:
+    """Create ``cfg``'s stream from a snapshot (v2 archive or the older tar)."""
+    try:
+        raw = decompress_stream(data)
+    except S2Error as exc:
+        raise _restore_error(str(exc)) from None
+    if raw.startswith(ARCHIVE_MAGIC):
+        return _restore_v2(engine, cfg, raw)
+    from pyjetstream.server.jetstream.snapshot_tar import restore_tar
+
+    return restore_tar(engine, cfg, raw)
+
+
+def _restore_v2(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> Stream:
+    """``RestoreStreamV2``: state.json, the consumers, the messages (gaps kept), the sentinel."""
+    entries = iter_entries(raw)
+    try:
+        first = next(entries)
+    except (StopIteration, ArchiveError):
+        raise _restore_error("archive: invalid archive stream") from None
+    if first.name != STATE_ENTRY:
+        raise _restore_error("expected state.json first")
+    try:
+        state = codec.decode(first.data, StreamState)
+    except Exception as exc:
+        raise _restore_error(f"error in state.json: {exc}") from None
+    consumers: list[tuple[str, SnapshotConsumerState]] = []
+    try:
+        for _ in range(state.consumer_count):
+            entry = next(entries)
+            if not entry.name.startswith(CONSUMER_PREFIX):
+                raise _restore_error(f'expected consumer, found "{entry.name}"')
+            name = entry.name[len(CONSUMER_PREFIX) :]
+            try:
+                consumer = codec.decode(entry.data, SnapshotConsumerState)
+            except Exception as exc:
+                raise _restore_error(f'failed to decode consumer "{name}" state: {exc}') from None
+            if consumer.config is None:
+                raise _restore_error(f'consumer "{name}" is missing config')
+            if consumer.state is None:
+                raise _restore_error(f'consumer "{name}" is missing state')
+            consumers.append((name, consumer))
+    except StopIteration:
+        raise _restore_error("archive: invalid archive stream") from None
+    except ArchiveError as exc:
+        raise _restore_error(str(exc)) from None
+
+    def fill(store: Any) -> None:
+        if state.first_seq > 1:
+            store.compact(state.first_seq)
+        lseq = max(state.first_seq, 1) - 1
+        eob = False
+        for entry in entries:
+            if entry.sequence == 0:
+                if entry.is_sentinel:
+                    eob = True
+                    break
+                raise _restore_error("expected message sequence")
+            seq = entry.sequence
+            if seq <= lseq:
+                raise _restore_error(f"message sequence {seq} out of order")
+            if seq - lseq - 1 > 0:
+                store.skip_msgs(lseq + 1, seq - lseq - 1)
+            hdr = entry.data[: entry.header_size]
+            body = entry.data[entry.header_size :]
+            store.store_msg(entry.name, hdr, body, entry.timestamp)
+            lseq = seq
+        if not eob:
+            raise _restore_error("backup was truncated")
+        if lseq < state.last_seq:
+            store.skip_msgs(lseq + 1, state.last_seq - lseq)
+
+    return _create(engine, cfg, fill, [(n, c.config, _consumer_state(c.state)) for n, c in consumers])
+
+
+def _consumer_state(snap: SnapshotState | None) -> ConsumerState:
+    assert snap is not None
+    return ConsumerState(
+        SequencePair(snap.delivered.consumer_seq, snap.delivered.stream_seq),
+        SequencePair(snap.ack_floor.consumer_seq, snap.ack_floor.stream_seq),
+        {int(seq): (p.Sequence, p.Timestamp) for seq, p in snap.pending.items()},
+        {int(seq): n for seq, n in snap.redelivered.items()},
+    )
+
+
+def _create(
+    engine: JetStreamEngine,
+    cfg: StreamConfig,
+    fill: Callable[[Any], None],
+    consumers: list[tuple[str, ConsumerConfig | None, ConsumerState]],
+) -> Stream:
+    """Fill a new store, then bring the stream and its consumers up as a recovery would."""
+    from pyjetstream.server.jetstream.consumer import Consumer
+    from pyjetstream.server.jetstream.consumer_persistence import encode_consumer_meta
+
+    if cfg.name in engine.streams:
+        raise JetStreamApiError(E.JSStreamNameExistRestoreFailedErr())
+    store = engine.new_store(cfg)
+    try:
+        fill(store)
+    except JetStreamApiError:
+        store.delete()
+        raise
+    except (StoreError, OSError, ValueError) as exc:
+        store.delete()
+        raise _restore_error(str(exc)) from None
+    stream = engine.add_stream(cfg, store=store)
+    now = time.time_ns()
+    for name, ccfg, cstate in consumers:
+        assert ccfg is not None
+        if not ccfg.durable_name and not ccfg.name:
+            ccfg.name = name
+        try:
+            cstore = store.consumer_store(name, str(ccfg.ack_policy), ccfg.max_deliver)
+            cstore.write_meta(encode_consumer_meta(name, ccfg, now))
+            consumer = Consumer(stream, ccfg, name, now, cstore)
+            stream.add_consumer(consumer)
+            consumer.start(restored=cstate)
+            consumer.dirty()
+        except (StoreError, OSError, ValueError) as exc:
+            engine.server.logger.error("JetStream could not restore consumer '%s > %s': %s", cfg.name, name, exc)
+    return stream
+
+
+def check_restore_config(engine: JetStreamEngine, cfg: StreamConfig) -> StreamConfig:
+    """The config checks a restore makes before accepting chunks (as a create would)."""
+    from pyjetstream.server.jetstream.api_stream import _lookup_config, replicas_error
+    from pyjetstream.server.jetstream.stream_config import check_stream_config
+
+    cfg = check_stream_config(cfg, _lookup_config(engine))
+    if cfg.num_replicas > 1:
+        raise JetStreamApiError(replicas_error())
+    too_many = engine.check_stream_limit()
+    if too_many is not None:
+        raise JetStreamApiError(too_many)
+    reservation = engine.check_reservation(cfg)
+    if reservation is not None:
+        raise JetStreamApiError(reservation)
+    return cfg
+
+
+HANDLERS = {
+    ApiEndpoint.STREAM_SNAPSHOT: stream_snapshot,
+    ApiEndpoint.STREAM_RESTORE: stream_restore,
+}

@@ -1,0 +1,197 @@
+"""Stream snapshot / restore (2.15 v2 archive), ours and nats-server 2.15.1, and backups across them.
+
+A backup made by one server restores on the other with its messages (sequences, times, headers,
+deleted gaps) and its consumers (ack floor, pending acks, redeliveries). Raw requests check the
+snapshot protocol (the chunk flow control and the end-of-snapshot message) and every error reply.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.jetstream.rawnats import RawNats, headers
+from tests.support.targets import EMBEDDED, KINDS, NATS_SERVER, Target, make_target
+
+from pyjetstream.api.snapshot import ARCHIVE_MAGIC, iter_entries
+from pyjetstream.client import connect
+from pyjetstream.client.jetstream import jetstream
+from pyjetstream.server.jetstream.s2 import decompress_stream
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    base = tmp_path_factory.mktemp("snap")
+    started = {kind: make_target(kind, base / kind) for kind in KINDS}
+    yield started
+    for target in started.values():
+        target.stop()
+
+
+async def _api(c: RawNats, subject: str, body: Any = b"") -> Any:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return (await c.request("$JS.API." + subject, data, timeout=10)).json()
+
+
+async def _reset(c: RawNats) -> None:
+    for name in (await _api(c, "STREAM.NAMES")).get("streams") or []:
+        await _api(c, f"STREAM.DELETE.{name}")
+
+
+async def _seed(target: Target, storage: str = "file") -> None:
+    """Stream S: 20 messages (one with headers), seq 4 deleted, the last two deleted (a tail gap);
+    consumer C acked up to 5 with 6..8 delivered and unacked (8 delivered twice)."""
+    c = await RawNats.connect(target.url)
+    try:
+        await _reset(c)
+        cfg = {"name": "S", "subjects": ["s.>"], "storage": storage, "allow_direct": True}
+        assert "error" not in await _api(c, "STREAM.CREATE.S", cfg)
+        for i in range(1, 21):
+            hdr = headers(("X-Seq", str(i))) if i == 3 else None
+            await c.request(f"s.{i % 3}", f"m{i}".encode(), hdr=hdr)
+        for seq in (4, 19, 20):
+            assert (await _api(c, "STREAM.MSG.DELETE.S", {"seq": seq}))["success"]
+        consumer = {"durable_name": "C", "ack_policy": "explicit", "ack_wait": 30_000_000_000}
+        assert "error" not in await _api(c, "CONSUMER.CREATE.S.C", {"stream_name": "S", "config": consumer})
+        c.subscribe("PULL.>", 501)
+        await c.flush()
+        c.publish("$JS.API.CONSUMER.MSG.NEXT.S.C", b'{"batch": 7}', reply="PULL.1")
+        msgs = [await c.next_msg(5) for _ in range(7)]
+        for msg in msgs[:4]:
+            await c.request(msg.reply, b"+ACK")  # acks 1,2,3,5 (4 was deleted)
+        await c.request(msgs[-1].reply, b"-NAK")  # 8 back to the front
+        c.publish("$JS.API.CONSUMER.MSG.NEXT.S.C", b'{"batch": 1}', reply="PULL.2")
+        redelivered = await c.next_msg(5)
+        assert redelivered.reply.split(".")[4:6] == ["2", "8"]  # seq 8, delivery count 2
+    finally:
+        await c.close()
+
+
+async def _observe(target: Target) -> dict[str, Any]:
+    """What a restored stream should keep: state, every message, the consumer's position."""
+    c = await RawNats.connect(target.url)
+    try:
+        info = await _api(c, "STREAM.INFO.S")
+        state = {k: v for k, v in info["state"].items() if k not in ("first_ts", "last_ts")}
+        msgs = []
+        for seq in range(1, 21):
+            got = await _api(c, "STREAM.MSG.GET.S", {"seq": seq})
+            message = got.get("message")
+            msgs.append(
+                (seq, message["subject"], message.get("hdrs"), base64.b64decode(message["data"]), message["time"])
+                if message
+                else (seq, got["error"]["err_code"])
+            )
+        ci = await _api(c, "CONSUMER.INFO.S.C")
+        consumer = {k: ci[k] for k in ("delivered", "ack_floor", "num_ack_pending", "num_redelivered", "num_pending")}
+        for pair in (consumer["delivered"], consumer["ack_floor"]):
+            pair.pop("last_active", None)
+        return {"state": state, "msgs": msgs, "consumer": consumer}
+    finally:
+        await c.close()
+
+
+async def _backup(target: Target, directory: Path) -> None:
+    nc = await connect(target.url)
+    try:
+        await jetstream(nc).backup_stream("S", directory)
+    finally:
+        await nc.close()
+
+
+async def _restore(target: Target, directory: Path) -> dict[str, Any]:
+    nc = await connect(target.url)
+    try:
+        js = jetstream(nc)
+        await js.delete_stream("S") if "S" in [s async for s in js.stream_names()] else None
+        info = await (await js.restore_stream(directory)).info()
+        return {"name": info.config.name, "messages": info.state.messages}
+    finally:
+        await nc.close()
+
+
+@pytest.mark.parametrize("source", KINDS)
+@pytest.mark.parametrize("dest", KINDS)
+async def test_backup_restores_on_either_server(source: str, dest: str, pair: dict[str, Target], tmp_path: Path) -> None:
+    await _seed(pair[source])
+    before = await _observe(pair[source])
+    await _backup(pair[source], tmp_path / "b")
+    raw = decompress_stream((tmp_path / "b" / "stream.tar.s2").read_bytes())
+    assert raw.startswith(ARCHIVE_MAGIC)
+    names = [e.name for e in iter_entries(raw)]
+    assert names[:2] == ["state.json", "consumers/C"] and names[-1] == ""
+    restored = await _restore(pair[dest], tmp_path / "b")
+    assert restored == {"name": "S", "messages": 17}
+    after = await _observe(pair[dest])
+    assert after["msgs"] == before["msgs"]
+    assert after["state"] == before["state"]
+    assert after["consumer"] == before["consumer"]
+
+
+async def test_memory_stream_snapshot_matches(pair: dict[str, Target], tmp_path: Path) -> None:
+    results = {}
+    for kind in KINDS:
+        await _seed(pair[kind], storage="memory")
+        await _backup(pair[kind], tmp_path / kind)
+        raw = decompress_stream((tmp_path / kind / "stream.tar.s2").read_bytes())
+        results[kind] = [(e.name, e.sequence, e.header_size, e.payload_size) for e in iter_entries(raw)][2:]
+    assert results[EMBEDDED] == results[NATS_SERVER]
+
+
+async def _snapshot_protocol(target: Target) -> list[Any]:
+    """Raw chunks: sizes, which carry a reply, the end-of-snapshot message, and the errors."""
+    c = await RawNats.connect(target.url)
+    seen: list[Any] = []
+    try:
+        await _reset(c)
+        await _api(c, "STREAM.CREATE.P", {"name": "P", "subjects": ["p.>"]})
+        for i in range(40):
+            await c.request("p.x", bytes([i % 251]) * 300 + str(i).encode())
+        c.subscribe("SNAP.>", 601)
+        await c.flush()
+        for chunk, window in ((1024, 0), (1024, 2048), (1 << 20, 0), (100, 0)):
+            body = {"deliver_subject": f"SNAP.{chunk}.{window}", "chunk_size": chunk}
+            if window:
+                body["window_size"] = window
+            reply = await _api(c, "STREAM.SNAPSHOT.P", body)
+            seen.append(("reply", sorted(reply), reply["state"]["messages"]))
+            total = 0
+            while True:
+                msg = await c.next_msg(10)
+                if msg.reply:
+                    tokens = msg.reply.split(".")
+                    seen.append(("ack subject", tokens[:4], int(tokens[-2]) == len(msg.data)))
+                    c.publish(msg.reply, b"")
+                if not msg.data:
+                    seen.append(("end", msg.hdr))
+                    break
+                total += len(msg.data)
+                seen.append(("chunk", "full" if msg.reply else "last", len(msg.data) <= max(chunk, 1024)))
+            seen.append(("bytes > 0", total > 0))
+        # (Go's decoder texts after "invalid JSON: " are the API decoding's own tests.)
+        for body in (b"", b"{}", {"deliver_subject": "a.*"}, {"deliver_subject": ""}):
+            seen.append(await _api(c, "STREAM.SNAPSHOT.P", body))
+        seen.append(await _api(c, "STREAM.SNAPSHOT.NOPE", {"deliver_subject": "x"}))
+        for body in (b"", {"config": {"name": "X"}}, {"config": {"name": "P", "subjects": ["q.>"]}}):
+            seen.append(await _api(c, "STREAM.RESTORE.R", body))
+        seen.append(await _api(c, "STREAM.RESTORE.P", {"config": {"name": "P", "subjects": ["q.>"]}}))
+        ok = await _api(c, "STREAM.RESTORE.R", {"config": {"name": "R", "subjects": ["r.>"]}})
+        seen.append(("restore reply", sorted(ok), ok["deliver_subject"].split(".")[:4]))
+        garbage = await c.request(ok["deliver_subject"], b"not a snapshot")
+        seen.append(("chunk answer", garbage.data))
+        final = (await c.request(ok["deliver_subject"], b"")).json()
+        seen.append(("final", final["type"], final["error"]["code"], final["error"]["err_code"]))
+        seen.append(await _api(c, "STREAM.INFO.R"))
+    finally:
+        await c.close()
+    return seen
+
+
+async def test_snapshot_protocol_and_errors_match(pair: dict[str, Target]) -> None:
+    theirs = await _snapshot_protocol(pair[NATS_SERVER])
+    ours = await _snapshot_protocol(pair[EMBEDDED])
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        assert a == b, f"step {i}: ours {a} / nats-server {b}"
