@@ -28,3 +28,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e '.[dev,spark]'
   touch "$stamp"
 fi
+
+# The JS WebSocket client for tests/server/test_websocket.py (nats.js from npm, pinned by the lock file);
+# without Node.js those tests skip with that reason.
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -d tests/ws/node_modules ] || [ tests/ws/package-lock.json -nt tests/ws/node_modules ]; then
+    echo "setup: installing the JS WebSocket test client (npm ci in tests/ws)"
+    (cd tests/ws && npm ci --no-audit --no-fund --loglevel=error) || echo "setup: npm ci failed; the JS WebSocket tests will skip"
+  fi
+fi

@@ -83,6 +83,7 @@ class Target:
     proc: subprocess.Popen[bytes] | None = None
     port: int = 0
     http_port: int = 0
+    ws_url: str = ""  # the websocket listener's ws:// URL, when configured
     log: list[str] = field(default_factory=list)
     binary: str | None = None  # an older nats-server (old_target) instead of the kind's own
 
@@ -131,6 +132,8 @@ class Target:
                     self.port = int(ports["nats"][0].rsplit(":", 1)[1])
                     if ports.get("monitoring"):
                         self.http_port = int(ports["monitoring"][0].rsplit(":", 1)[1])
+                    if ports.get("websocket"):
+                        self.ws_url = ports["websocket"][0]
                     return self
             if self.proc.poll() is not None:
                 break

@@ -162,6 +162,10 @@ class _ClientParser(ServerSideParser):
 class ClientConnection(asyncio.Protocol):
     """A client's TCP connection (``kind`` Client, ``type`` nats in ``/connz``)."""
 
+    #: set by :mod:`pyjetstream.server.websocket` for a client inside WebSocket frames (its TLS, if
+    #: any, is the WebSocket listener's: no NATS-level TLS upgrade)
+    websocket = False
+
     def __init__(self, server: Server) -> None:
         self.server = server
         opts = server.options
@@ -272,7 +276,7 @@ class ClientConnection(asyncio.Protocol):
         opts = server.options
         self._set_write_limits()
         self.log(logging.DEBUG, "Client connection created")
-        ssl_context = server.ssl_context
+        ssl_context = None if self.websocket else server.ssl_context
         info = server.info_for(self)
         if not server.register_client(self):
             transport.write(info)

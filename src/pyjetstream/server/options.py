@@ -257,6 +257,22 @@ class TLSOptions:
         return ctx
 
 
+@dataclass(kw_only=True)
+class WebSocketOptions:
+    """The ``websocket {}`` block (nats-server ``WebsocketOpts``): a listener for browser and Node
+    clients (nats.ws, nats.js's WebSocket transport) speaking NATS inside WebSocket frames."""
+
+    host: str = DEFAULT_HOST
+    port: int = 0  # 0: no listener; -1: a random port
+    advertise: str = ""
+    no_tls: bool = False  # nats-server refuses a plain-text listener unless this says so
+    tls: TLSOptions | None = None
+    same_origin: bool = False  # the Origin header must match the request's Host
+    allowed_origins: list[str] = field(default_factory=list)  # else only these origins
+    compression: bool = False  # permessage-deflate, when the client offers it
+    handshake_timeout: float = 2.0  # seconds for the HTTP upgrade
+
+
 # --------------------------------------------------------------------- JetStream
 
 
@@ -356,6 +372,7 @@ class ServerOptions:
     # --- TLS
     tls: TLSOptions | None = None
     allow_non_tls: bool = False
+    websocket: WebSocketOptions | None = None
 
     # --- logging
     debug: bool = False
@@ -462,4 +479,13 @@ class ServerOptions:
                 )
         if self.tls is not None and not (self.tls.cert_file and self.tls.key_file):
             out.append("TLS requires both a certificate (cert_file) and a private key (key_file)")
+        ws = self.websocket
+        if ws is not None and ws.port != 0:
+            if not RANDOM_PORT <= ws.port <= 65535:
+                out.append(f"websocket port {ws.port} is out of range (-1 for a random port, 0-65535)")
+            if ws.tls is None and not ws.no_tls:
+                out.append("websocket requires TLS configuration")
+            for origin in ws.allowed_origins:
+                if "://" not in origin:
+                    out.append(f"unable to parse allowed origin: {origin!r}")
         return out

@@ -160,6 +160,8 @@ class Server:
         self._dirty: list[ClientConnection] = []
         self._flush_scheduled = False
         self._listener: asyncio.Server | None = None
+        self._ws_listener: asyncio.Server | None = None
+        self.ws_port = 0
         self._monitor: Any = None
         self._info_prefix = b""
         self._ports_file = ""
@@ -300,12 +302,39 @@ class Server:
         sock = self._listener.sockets[0]
         self.port = sock.getsockname()[1]
         self._build_info()
+        if opts.websocket is not None and opts.websocket.port != 0:
+            await self._start_websocket()
         log.info("Listening for client connections on %s:%d", opts.host, self.port)
         if self.ssl_context is not None:
             log.info("TLS required for client connections")
         self._write_process_files()
         self._running = True
         log.info("Server is ready")
+
+    async def _start_websocket(self) -> None:
+        """The ``websocket {}`` listener (nats-server ``startWebsocketServer``)."""
+        from pyjetstream.server.websocket import start_websocket_listener
+
+        ws = self.options.websocket
+        assert ws is not None
+        try:
+            self._ws_listener = await start_websocket_listener(self, ws)
+        except BaseException:
+            await self._stop_services()
+            raise
+        self.ws_port = self._ws_listener.sockets[0].getsockname()[1]
+        scheme = "wss" if ws.tls is not None else "ws"
+        self.logger.info("Listening for websocket clients on %s://%s:%d", scheme, ws.host, self.ws_port)
+        if ws.tls is None:
+            self.logger.warning("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!")
+
+    @property
+    def websocket_url(self) -> str:
+        """``ws://host:port`` of the websocket listener ("" without one)."""
+        ws = self.options.websocket
+        if not self.ws_port or ws is None:
+            return ""
+        return f"{'wss' if ws.tls is not None else 'ws'}://{self._connect_host}:{self.ws_port}"
 
     def _tls_context(self) -> ssl.SSLContext:
         tls = self.options.tls
@@ -353,6 +382,8 @@ class Server:
         self.logger.info("Initiating Shutdown...")
         if self._listener is not None:
             self._listener.close()
+        if self._ws_listener is not None:
+            self._ws_listener.close()
         clients = list(self.clients.values())
         for conn in clients:
             conn.close(ClosedReason.SHUTDOWN)
@@ -421,6 +452,8 @@ class Server:
             ports: dict[str, list[str]] = {"nats": [f"nats://{self._connect_host}:{self.port}"]}
             if self.http_port:
                 ports["monitoring"] = [self.monitor_url]
+            if self.ws_port:
+                ports["websocket"] = [self.websocket_url]
             path = os.path.join(opts.ports_file_dir, f"{exe}_{os.getpid()}.ports")
             tmp = path + ".tmp"
             with open(tmp, "w", encoding="utf-8") as fh:

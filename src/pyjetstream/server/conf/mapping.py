@@ -21,6 +21,7 @@ from pyjetstream.server.conf.mapping_accounts import AccountKeys
 from pyjetstream.server.conf.mapping_base import Handler
 from pyjetstream.server.conf.mapping_jetstream import JetStreamKeys
 from pyjetstream.server.conf.mapping_tls import TLSKeys
+from pyjetstream.server.conf.mapping_websocket import WebSocketKeys
 from pyjetstream.server.conf.nodes import Node, plain, wrap_plain
 from pyjetstream.server.conf.parser import parse_tree, read_config_file
 from pyjetstream.server.options import DEFAULT_HOST, DEFAULT_PORT, ServerOptions
@@ -33,8 +34,6 @@ _IGNORED_TOP_LEVEL = {
     "gateway": "gateways",
     "leaf": "leaf nodes",
     "leafnodes": "leaf nodes",
-    "websocket": "websocket",
-    "ws": "websocket",
     "mqtt": "MQTT",
     "mappings": "subject mappings",
     "maps": "subject mappings",
@@ -111,7 +110,7 @@ def _grace_period(node: Node, key: str) -> float:
     return value
 
 
-class Mapper(AccountKeys, JetStreamKeys, TLSKeys):
+class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys):
     """The whole configuration: the top-level keys, with each block handed to its mixin."""
 
     def apply(self, tree: dict[str, Node]) -> None:
@@ -160,6 +159,7 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys):
             "server_tags": ("server_tags", as_strings),
             "tls": self.tls,
             "allow_non_tls": ("allow_non_tls", as_bool),
+            "websocket|ws": self.websocket,
             "|".join(_IGNORED_TOP_LEVEL): self.ignored,
             "|".join(_REFUSED_TOP_LEVEL): self.refused,
         }

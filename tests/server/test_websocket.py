@@ -1,0 +1,126 @@
+"""The websocket listener, against both targets: a real JS client (nats.js over WebSocket, from npm) and
+the HTTP upgrade's origin checks, compared with nats-server 2.15.1's websocket."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.support.targets import Target
+
+WS_DIR = Path(__file__).parents[1] / "ws"
+
+# What tests/ws/client.mjs sees: the same on both servers.
+EXPECTED = {
+    "connected": True,
+    "core": {"subject": "greet.js", "data": "hello", "header": "yes"},
+    "bigEcho": True,
+    "stream": {"name": "WS", "subjects": ["ws.>"]},
+    "acks": [
+        {"stream": "WS", "seq": 1, "duplicate": False},
+        {"stream": "WS", "seq": 2, "duplicate": False},
+        {"stream": "WS", "seq": 2, "duplicate": True},
+    ],
+    "fetched": [{"subject": "ws.a", "data": "msg-1", "seq": 1}, {"subject": "ws.b", "data": "msg-2", "seq": 2}],
+    "consumer": {"delivered": 2, "pending": 0},
+}
+
+
+def _ws(**extra: object) -> dict[str, object]:
+    return {"websocket": {"host": "127.0.0.1", "port": -1, "no_tls": True, **extra}}
+
+
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the JS WebSocket client tests need Node.js 20+")
+    if not (WS_DIR / "node_modules" / "@nats-io" / "nats-core").exists():
+        pytest.skip("tests/ws/node_modules is missing: scripts/setup.sh installs it with npm ci")
+    return node
+
+
+@pytest.mark.parametrize("compression", [False, True], ids=["plain", "deflate"])
+def test_nats_js_client_over_websocket(start_server: Callable[..., Target], compression: bool) -> None:
+    node = _node()
+    target = start_server(**_ws(compression=compression))
+    assert target.ws_url.startswith("ws://127.0.0.1:")
+    proc = subprocess.run(
+        [node, str(WS_DIR / "client.mjs"), target.ws_url], capture_output=True, text=True, timeout=90
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == EXPECTED
+
+
+def _upgrade(url: str, origin: str | None, host: str | None = None) -> str:
+    """Send a WebSocket upgrade by hand; the HTTP status line of the answer."""
+    hostport = url.split("://", 1)[1]
+    h, p = hostport.rsplit(":", 1)
+    lines = [
+        "GET / HTTP/1.1",
+        f"Host: {host or hostport}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version: 13",
+    ]
+    if origin is not None:
+        lines.append(f"Origin: {origin}")
+    with socket.create_connection((h, int(p)), timeout=10) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        data = b""
+        while b"\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return data.split(b"\r\n", 1)[0].decode()
+
+
+def test_allowed_origins(start_server: Callable[..., Target]) -> None:
+    target = start_server(**_ws(allowed_origins=["http://good.example", "https://other.example:8443"]))
+    url = target.ws_url
+    assert _upgrade(url, None) == "HTTP/1.1 101 Switching Protocols"  # no Origin: accepted
+    assert _upgrade(url, "http://good.example") == "HTTP/1.1 101 Switching Protocols"
+    assert _upgrade(url, "http://GOOD.example:80") == "HTTP/1.1 101 Switching Protocols"
+    assert _upgrade(url, "https://other.example:8443") == "HTTP/1.1 101 Switching Protocols"
+    assert _upgrade(url, "https://good.example") == "HTTP/1.1 403 Forbidden"  # scheme differs
+    assert _upgrade(url, "http://evil.example") == "HTTP/1.1 403 Forbidden"
+    assert _upgrade(url, "http://good.example:8080") == "HTTP/1.1 403 Forbidden"
+
+
+def test_same_origin(start_server: Callable[..., Target]) -> None:
+    target = start_server(**_ws(same_origin=True))
+    url = target.ws_url
+    hostport = url.split("://", 1)[1]
+    assert _upgrade(url, f"http://{hostport}") == "HTTP/1.1 101 Switching Protocols"
+    assert _upgrade(url, None) == "HTTP/1.1 101 Switching Protocols"
+    assert _upgrade(url, "http://elsewhere.example") == "HTTP/1.1 403 Forbidden"
+    assert _upgrade(url, f"http://{hostport}", host="other:1234") == "HTTP/1.1 403 Forbidden"
+
+
+def test_websocket_requires_tls_or_no_tls(start_server: Callable[..., Target]) -> None:
+    with pytest.raises(RuntimeError, match="websocket requires TLS configuration"):
+        start_server(websocket={"host": "127.0.0.1", "port": -1})
+
+
+def test_websocket_config_block() -> None:
+    from pyjetstream.server.conf import ConfigError, config_to_options, parse
+
+    opts = config_to_options(
+        parse(
+            'ws { listen: "127.0.0.1:-1", no_tls: true, same_origin: true,'
+            ' allowed_origins: ["http://a.example"], compression: true, handshake_timeout: "5s" }'
+        )
+    )
+    ws = opts.websocket
+    assert ws is not None and not opts.warnings
+    assert (ws.host, ws.port, ws.no_tls, ws.same_origin, ws.compression) == ("127.0.0.1", -1, True, True, True)
+    assert ws.allowed_origins == ["http://a.example"] and ws.handshake_timeout == 5.0
+    # a per-listener credential cannot be silently ignored
+    with pytest.raises(ConfigError, match="per-listener authentication"):
+        config_to_options(parse("websocket { port: -1, no_tls: true, token: s3cret }"))
