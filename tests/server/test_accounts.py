@@ -22,7 +22,7 @@ from nats.js.api import StorageType, StreamConfig
 from tests.support.targets import Target
 
 StartServer = Callable[..., Target]
-TIMEOUT = 5.0
+TIMEOUT = 10.0
 SHORT = 0.5  # a reply that must not come: how long to wait for it
 
 ACCOUNTS = {

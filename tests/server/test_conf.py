@@ -1032,10 +1032,22 @@ def test_known_but_unsupported_keys_are_kept_with_a_warning(tmp_path: Path) -> N
     ]
 
 
-@pytest.mark.parametrize("key", ["operator", "resolver", "trusted_keys", "resolver_preload"])
-def test_operator_mode_is_refused(key: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["trusted_keys", "resolver_tls"])
+def test_unsupported_operator_mode_keys_are_refused(key: str, tmp_path: Path) -> None:
     message = error_of(f'{key}: "x"\n', tmp_path)
-    assert f'"{key}": operator/JWT authentication is not supported by pyjetstream' in message
+    assert f'"{key}": this part of operator/JWT mode is not supported by pyjetstream' in message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('operator: "x"\n', "error parsing operator JWT"),
+        ('resolver: "URL(http://x)"\n', "is not supported by pyjetstream"),
+        ('resolver_preload: "x"\n', "expected a map"),
+    ],
+)
+def test_operator_mode_errors(text: str, expected: str, tmp_path: Path) -> None:
+    assert expected in error_of(text, tmp_path)
 
 
 # ------------------------------------------------------- plain dicts, base

@@ -83,11 +83,11 @@ async def _refused(target: Target, ctx: ssl.SSLContext, **kwargs: Any) -> str:
 
     try:
         nc = await _connect(target, ctx, error_cb=on_error, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - what failed is reported
+    except Exception as exc:
         return f"{type(exc).__name__}: {exc} {errors}"
     try:
         await nc.flush(timeout=2)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"{type(exc).__name__}: {exc} {errors}"
     finally:
         await nc.close()

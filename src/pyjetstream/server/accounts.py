@@ -56,6 +56,7 @@ class Account:
         self.exports: list[Any] = []
         self.imports: list[Any] = []
         self._interest_callbacks: list[Callable[[Subscription, bool], None]] = []
+        self._disabled_api: Any = None
 
     def __repr__(self) -> str:
         return f"<Account {self.name}>"
@@ -161,7 +162,13 @@ class Account:
         """Answer ``$JS.API`` requests with 10039, as nats-server does for such accounts."""
         from pyjetstream.server.jetstream.api_disabled import DisabledApi
 
-        DisabledApi(self).subscribe()
+        self._disabled_api = DisabledApi(self)
+        self._disabled_api.subscribe()
+
+    def stop_disabled_api(self) -> None:
+        if self._disabled_api is not None:
+            self._disabled_api.shutdown()
+            self._disabled_api = None
 
     async def stop_jetstream(self) -> None:
         if self.jetstream is not None:

@@ -86,6 +86,8 @@ class AuthDecision:
     user: str = ""
     #: The account the identity belongs to ("" for the global account).
     account: str = ""
+    #: Operator mode: what the user JWT grants (a ``jwt_auth.JWTIdentity``).
+    identity: Any = None
 
 
 @dataclass(slots=True)
@@ -117,8 +119,14 @@ class Authenticator:
         self.permissions.update(
             (u.username, u.permissions) for u in options.users if u.permissions is not None
         )
+        #: Operator mode: the trusted operators and the resolver's account JWTs.
+        self.trust: Any = None
+        if options.operator_jwts:
+            from pyjetstream.server.jwt_auth import OperatorTrust
+
+            self.trust = OperatorTrust(options)
         # INFO carries a nonce (to be signed) only when someone can authenticate with an nkey.
-        self.uses_nonce = bool(self.nkeys)
+        self.uses_nonce = bool(self.nkeys) or self.trust is not None
         self.required = options.auth_required
         # INFO advertises auth_required only when a client without credentials cannot get in.
         self.info_auth_required = self.required and not options.no_auth_user
@@ -156,6 +164,11 @@ class Authenticator:
             return self.check_certificate(peercert)
         if not self.required:
             return AuthDecision(True, str(connect.get("user") or ""))
+        if self.trust is not None:
+            identity = self.trust.authenticate(connect, nonce)
+            if identity is None:
+                return AuthDecision(False, str(connect.get("user") or ""))
+            return AuthDecision(True, identity.user, identity.account, identity)
         opts = self.options
         user_name = str(connect.get("user") or "")
         password = str(connect.get("pass") or "")

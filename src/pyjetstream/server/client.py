@@ -59,6 +59,8 @@ class ClosedReason:
     CLIENT_CLOSED = "Client Closed"
     AUTH_TIMEOUT = "Authentication Timeout"
     AUTH_VIOLATION = "Authentication Failure"
+    AUTH_EXPIRED = "Authentication Expired"
+    AUTH_REVOKED = "Authentication Revoked"
     SLOW_CONSUMER_PENDING = "Slow Consumer (Pending Bytes)"
     SLOW_CONSUMER_DEADLINE = "Slow Consumer (Write Deadline)"
     READ_ERROR = "Read Error"
@@ -118,6 +120,9 @@ ERR_BAD_PROTOCOL = _err("invalid client protocol")
 ERR_NO_RESPONDERS_HEADERS = _err("no responders requires headers support")
 ERR_MAX_SUBS = _err("maximum subscriptions exceeded")
 ERR_MAX_CONNECTIONS = _err("maximum connections exceeded")
+ERR_MAX_ACCOUNT_CONNECTIONS = _err("maximum account active connections exceeded")
+ERR_AUTH_EXPIRED = _err("User Authentication Expired")
+ERR_AUTH_REVOKED = _err("User Authentication Revoked")
 
 
 _OPS_WITH_ARGS = (b"PUB", b"SUB", b"UNSUB", b"HPUB")
@@ -189,6 +194,10 @@ class ClientConnection(asyncio.Protocol):
         self.user = ""
         # The account this connection's subscriptions and publishes live in (set on CONNECT).
         self.account: Account = server.global_account
+        # Operator mode: what the user JWT grants (permissions, limits, expiry).
+        self.identity: Any = None
+        self.max_subs = 0  # per-user limit (JWT ``subs``); 0 = the server's max_subscriptions
+        self._expiry_timer: asyncio.TimerHandle | None = None
         self.connect_opts: dict[str, Any] = {"verbose": True, "pedantic": True, "echo": True}
         # The authenticated user's permissions; None (no checks at all) for most connections.
         self.perms: ConnectionPermissions | None = None
@@ -605,10 +614,48 @@ class ClientConnection(asyncio.Protocol):
     def _authenticated(self, decision: AuthDecision) -> None:
         self.user = decision.user
         self.account = self.server.lookup_account(decision.account)
+        if decision.identity is not None:
+            self._apply_identity(decision.identity)
+            return
         perms = self.server.authenticator.permissions_for(decision)
         if perms is not None:
             self.perms = ConnectionPermissions(perms)
             self._update_deliver_filter()
+
+    def _apply_identity(self, identity: Any) -> None:
+        """A user JWT's permissions and limits, and its account's (nats-server ``RegisterUser``)."""
+        self.identity = identity
+        if identity.permissions is not None:
+            self.perms = ConnectionPermissions(identity.permissions)
+            self._update_deliver_filter()
+        limits = self.account.limits
+        subs = [n for n in (identity.max_subs, limits.max_subscriptions if limits else -1) if n >= 0]
+        if subs:
+            self.max_subs = min(subs) or -1  # 0 in a JWT: no subscriptions at all
+        payloads = [n for n in (identity.max_payload, limits.max_payload if limits else -1) if n >= 0]
+        if payloads:
+            self.parser.max_payload = min([self.parser.max_payload, *payloads])
+        if identity.expires:
+            delay = max(0.0, identity.expires - time.time())
+            self._expiry_timer = self.server.loop.call_later(delay, self._jwt_expired)
+        if limits is not None and limits.max_connections >= 0:
+            others = sum(
+                1 for c in self.server.clients.values() if c is not self and c.account is self.account and c.connected
+            )
+            if others >= limits.max_connections:
+                self.log(logging.ERROR, "maximum account active connections exceeded")
+                self.send_err_and_close(ERR_MAX_ACCOUNT_CONNECTIONS, ClosedReason.MAX_CONNECTIONS)
+
+    def _jwt_expired(self) -> None:
+        self._expiry_timer = None
+        if not self.closed:
+            self.log(logging.INFO, "User JWT expired")
+            self.send_err_and_close(ERR_AUTH_EXPIRED, ClosedReason.AUTH_EXPIRED)
+
+    def revoked(self) -> None:
+        """The account's JWT revoked this user: nats-server closes with this error."""
+        if not self.closed:
+            self.send_err_and_close(ERR_AUTH_REVOKED, ClosedReason.AUTH_REVOKED)
 
     def _update_deliver_filter(self) -> None:
         perms = self.perms
@@ -671,8 +718,8 @@ class ClientConnection(asyncio.Protocol):
             if self.verbose:
                 self.enqueue(OK)
             return
-        max_subs = self.server.options.max_subscriptions
-        if max_subs and len(self.subs) >= max_subs:
+        max_subs = self.max_subs or self.server.options.max_subscriptions
+        if max_subs and len(self.subs) >= max(max_subs, 0):
             self.log(logging.ERROR, "maximum subscriptions exceeded")
             self.enqueue(ERR_MAX_SUBS)
             return
@@ -850,10 +897,17 @@ class ClientConnection(asyncio.Protocol):
             return
         self.stop_wall_ns = time.time_ns()
         self.stop = time.monotonic()
-        for timer in (self._ping_timer, self._auth_timer, self._write_deadline_timer, self._stall_timer):
+        for timer in (
+            self._ping_timer,
+            self._auth_timer,
+            self._write_deadline_timer,
+            self._stall_timer,
+            self._expiry_timer,
+        ):
             if timer is not None:
                 timer.cancel()
         self._ping_timer = self._auth_timer = self._write_deadline_timer = self._stall_timer = None
+        self._expiry_timer = None
         if self._tls_task is not None and not self._tls_task.done():
             self._tls_task.cancel()
         self.out = []

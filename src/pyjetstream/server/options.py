@@ -366,6 +366,14 @@ class ServerOptions:
     no_auth_user: str = ""
     auth_timeout: float = AUTH_TIMEOUT
     accounts: list[Account] = field(default_factory=list)
+    #: Operator mode (decentralized JWT auth): the trusted operator JWTs.
+    operator_jwts: list[str] = field(default_factory=list)
+    #: ``MEMORY``, ``FULL`` (the ``nats`` resolver with a directory) or ``""`` (none).
+    resolver: str = ""
+    resolver_dir: str = ""
+    resolver_allow_delete: bool = False
+    #: Account public key → account JWT, known at start.
+    resolver_preload: dict[str, str] = field(default_factory=dict)
     system_account: str = ""
     no_system_account: bool = False
 
@@ -425,7 +433,7 @@ class ServerOptions:
 
     @property
     def auth_required(self) -> bool:
-        return bool(self.username or self.token or self.users or self.nkeys)
+        return bool(self.username or self.token or self.users or self.nkeys or self.operator_jwts)
 
     def copy(self) -> ServerOptions:
         return copy.deepcopy(self)

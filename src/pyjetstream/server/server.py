@@ -232,17 +232,56 @@ class Server:
         for config in opts.accounts:
             if config.name not in self.accounts:
                 self._add_account(config.name, config)
+        trust = self.authenticator.trust
+        if trust is not None:  # operator mode: the accounts the resolver knows, by public key
+            from pyjetstream.server.jwt_auth import account_config
+
+            for pub in list(trust.accounts):
+                claims = trust.account_claims(pub)
+                if claims is not None:
+                    self._add_account(pub, account_config(pub, claims))
         if not opts.no_system_account:
-            name = opts.system_account or SYSTEM_ACCOUNT
+            name = opts.system_account or (trust.system_account if trust is not None else "") or SYSTEM_ACCOUNT
             self.system_account = self.accounts.get(name) or self._add_account(name)
             self.system_account.is_system = True
 
     def lookup_account(self, name: str) -> Account:
         """The account a user belongs to (``""``: the global account)."""
-        return self.accounts.get(name or GLOBAL_ACCOUNT) or self.global_account
+        account = self.accounts.get(name or GLOBAL_ACCOUNT)
+        if account is None:  # operator mode: an account the resolver learnt of
+            account = self._add_account(name)
+        return account
+
+    def account_claims_updated(self, pub: str, claims: dict[str, Any]) -> None:
+        """A newer account JWT arrived (``CLAIMS.UPDATE``): apply its limits, start its JetStream,
+        and close the connections of users it revokes (nats-server ``updateAccountClaims``)."""
+        from pyjetstream.server.jwt_auth import OperatorTrust, account_config
+
+        config = account_config(pub, claims)
+        account = self.accounts.get(pub)
+        if account is None:
+            account = self._add_account(pub, config)
+        else:
+            account.config = config
+        account.updated_ns = time.time_ns()
+        if config.jetstream and config.jetstream_limits is not None:
+            if account.jetstream is not None:
+                account.js_limits = config.jetstream_limits
+                account.jetstream.limits = config.jetstream_limits
+            elif self.options.jetstream and not account.is_system:
+                account.stop_disabled_api()
+                self.loop.create_task(account.enable_jetstream(config.jetstream_limits))
+        nats = claims.get("nats") or {}
+        for conn in list(self.clients.values()):
+            identity = conn.identity
+            if conn.account is account and identity is not None:
+                if OperatorTrust.revoked(nats, identity.user, identity.issued_at):
+                    conn.revoked()
 
     def _global_account_only(self) -> bool:
         """nats-server's ``globalAccountOnly``: no account but ``$G`` and the system account."""
+        if self.authenticator.trust is not None:
+            return False
         return all(a is self.global_account or a is self.system_account for a in self.accounts.values())
 
     @property
@@ -289,6 +328,10 @@ class Server:
             from pyjetstream.server.imports import link_imports
 
             link_imports(self.accounts)
+            if self.authenticator.trust is not None and self.system_account is not None:
+                from pyjetstream.server.jwt_auth import ClaimsUpdates
+
+                ClaimsUpdates(self, self.system_account).subscribe()
             self._listener = await self.loop.create_server(
                 lambda: ClientConnection(self),
                 host=opts.host or None,

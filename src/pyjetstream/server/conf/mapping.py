@@ -54,20 +54,12 @@ _IGNORED_TOP_LEVEL = {
 }
 # Keys whose silent omission would weaken security: refused with an error.
 _REFUSED_TOP_LEVEL = {
-    key: "operator/JWT authentication is not supported by pyjetstream "
-    "(use authorization {} or accounts {} users)"
+    key: "this part of operator/JWT mode is not supported by pyjetstream "
+    "(use operator with a MEMORY or full resolver)"
     for key in (
-        "operator",
-        "operators",
         "root",
         "roots",
-        "root_operator",
-        "root_operators",
-        "resolver",
-        "account_resolver",
-        "accounts_resolver",
         "resolver_tls",
-        "resolver_preload",
         "resolver_pinned_accounts",
         "trusted",
         "trusted_keys",
@@ -130,6 +122,9 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys):
             "authorization": self.authorization,
             "no_auth_user": ("no_auth_user", as_str),
             "accounts": self.accounts,
+            "operator|operators|root_operator|root_operators": self.operator,
+            "resolver|account_resolver|accounts_resolver": self.resolver,
+            "resolver_preload": self.resolver_preload,
             "system_account|system": ("system_account", as_str),
             "no_system_account|no_system|no_sys_acc": ("no_system_account", as_bool),
             "max_payload": ("max_payload", _int32),

@@ -124,8 +124,65 @@ _ACCOUNT_LIMITS: dict[str, Handler] = {
 }
 
 
+def _read_jwt(node: Node, text: str, base_dir: str) -> str:
+    """An inline JWT, or a file holding one (plain or between ``-----BEGIN …-----`` lines)."""
+    import os
+
+    if text.count(".") == 2 and " " not in text and not os.path.exists(os.path.join(base_dir, text)):
+        return text
+    path = text if os.path.isabs(text) else os.path.join(base_dir, text)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            content = fh.read()
+    except OSError as exc:
+        raise Invalid(node, f"error parsing operator JWT: {exc}") from None
+    for line in content.splitlines():
+        line = line.strip()
+        if line.count(".") == 2 and not line.startswith("-"):
+            return line
+    raise Invalid(node, f"error parsing operator JWT: no JWT found in {text}")
+
+
 class AccountKeys(AuthKeys):
-    """``accounts``: a list of names, or a map of accounts with users, limits and JetStream."""
+    """``accounts``: a list of names, or a map of accounts with users, limits and JetStream;
+    ``operator``, ``resolver`` and ``resolver_preload`` of operator (JWT) mode."""
+
+    def operator(self, key: str, node: Node) -> None:
+        import os
+
+        from pyjetstream.api.jwt import JWTError, verify
+
+        base_dir = os.path.dirname(os.path.abspath(self.filename)) if self.filename else os.getcwd()
+        items = node.value if isinstance(node.value, list) else [node]
+        for item in items:
+            token = _read_jwt(item, as_str(item, key), base_dir)
+            try:
+                verify(token, "operator")
+            except JWTError as exc:
+                raise Invalid(item, f"error parsing operator JWT: {exc}") from None
+            self.o.operator_jwts.append(token)
+
+    def resolver(self, key: str, node: Node) -> None:
+        o = self.o
+        if isinstance(node.value, str):
+            kind = node.value.strip().upper()
+            if kind != "MEMORY":
+                raise Invalid(node, f'resolver "{node.value}" is not supported by pyjetstream (MEMORY or a "full" directory)')
+            o.resolver = "MEMORY"
+            return
+        entries = as_map(node, key)
+        kind = as_str(entries["type"], "type").lower() if "type" in entries else "full"
+        if kind not in ("full", "cache"):
+            raise Invalid(node, f"resolver type {kind} is not supported by pyjetstream")
+        o.resolver = "FULL"
+        if "dir" in entries:
+            o.resolver_dir = as_str(entries["dir"], "dir")
+        if "allow_delete" in entries:
+            o.resolver_allow_delete = bool(entries["allow_delete"].value)
+
+    def resolver_preload(self, key: str, node: Node) -> None:
+        for pub, jwt_node in as_map(node, key).items():
+            self.o.resolver_preload[pub] = as_str(jwt_node, pub)
 
     def accounts(self, key: str, node: Node) -> None:
         o = self.o

@@ -1,0 +1,288 @@
+"""Operator mode: decentralized JWT authentication (nats-server ``jwt.go``, ``auth.go``, ``accounts.go``).
+
+The configuration trusts one or more operator JWTs. Account JWTs, signed by an operator (or one of
+its signing keys), come from the resolver: ``MEMORY`` (the ``resolver_preload`` map) or the full
+``nats`` resolver (``resolver { type: full, dir: … }``: one ``<account public key>.jwt`` file per
+account, kept up to date by ``$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE`` requests from the system
+account). Accounts are named by their public key.
+
+A client CONNECTs with its user JWT and the ed25519 signature of the INFO nonce by the user key
+(both from a ``.creds`` file); a ``bearer_token`` user JWT needs no signature. The user JWT must be
+signed by its account (or one of the account's signing keys, naming the account in
+``issuer_account``), unexpired and not revoked by the account. Its ``pub``/``sub``/``resp``
+permissions and ``subs``/``payload`` limits apply to the connection; the account JWT's limits
+(``conn``, ``subs``, ``payload``, and the JetStream ``mem_storage``/``disk_storage``/``streams``/
+``consumer``) to the account. A connection is closed when its user JWT expires.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyjetstream.api.jwt import JWTError, verify, verify_signature
+from pyjetstream.server.options import (
+    Account as AccountConfig,
+)
+from pyjetstream.server.options import (
+    AccountJetStreamLimits,
+    AccountLimits,
+    Permissions,
+    ResponsePermission,
+    ServerOptions,
+    SubjectPermission,
+)
+
+if TYPE_CHECKING:
+    from pyjetstream.server.accounts import Account
+    from pyjetstream.server.server import Server
+
+__all__ = ["JWTIdentity", "OperatorTrust"]
+
+
+def _b64_sig(text: str) -> bytes | None:
+    import base64
+    import binascii
+
+    padded = text + "=" * (-len(text) % 4)
+    try:
+        return base64.urlsafe_b64decode(padded)
+    except (binascii.Error, ValueError):
+        try:
+            return base64.b64decode(padded)
+        except (binascii.Error, ValueError):
+            return None
+
+
+def _signing_keys(nats: dict[str, Any]) -> set[str]:
+    """Signing keys of an operator or account: plain keys or scoped ``{"key": …}`` objects."""
+    keys = set()
+    for entry in nats.get("signing_keys") or []:
+        if isinstance(entry, str):
+            keys.add(entry)
+        elif isinstance(entry, dict) and isinstance(entry.get("key"), str):
+            keys.add(entry["key"])
+    return keys
+
+
+def _subject_permission(value: Any) -> SubjectPermission | None:
+    if not isinstance(value, dict):
+        return None
+    allow, deny = value.get("allow"), value.get("deny")
+    if not allow and not deny:
+        return None
+    return SubjectPermission(allow=list(allow) if allow else None, deny=list(deny) if deny else None)
+
+
+def user_permissions(nats: dict[str, Any]) -> Permissions | None:
+    """The ``pub``, ``sub`` and ``resp`` of a user JWT as configured permissions."""
+    pub = _subject_permission(nats.get("pub"))
+    sub = _subject_permission(nats.get("sub"))
+    resp = nats.get("resp")
+    response = None
+    if isinstance(resp, dict):
+        ttl = resp.get("ttl", 0) or 0
+        response = ResponsePermission(max_msgs=int(resp.get("max", 0) or 0), expires=ttl / 1e9 if ttl else 0.0)
+    if pub is None and sub is None and response is None:
+        return None
+    return Permissions(publish=pub, subscribe=sub, response=response)
+
+
+def account_config(public_key: str, claims: dict[str, Any]) -> AccountConfig:
+    """An account's configuration from its JWT (connection and JetStream limits)."""
+    limits = (claims.get("nats") or {}).get("limits") or {}
+    config = AccountConfig(name=public_key)
+    config.limits = AccountLimits(
+        max_connections=int(limits.get("conn", -1)),
+        max_subscriptions=int(limits.get("subs", -1)),
+        max_payload=int(limits.get("payload", -1)),
+        max_leafnodes=int(limits.get("leaf", -1)),
+    )
+    mem, disk = int(limits.get("mem_storage", 0) or 0), int(limits.get("disk_storage", 0) or 0)
+    if mem or disk:  # nats-server: JetStream is on when either storage limit is not 0
+        config.jetstream = True
+        config.jetstream_limits = AccountJetStreamLimits(
+            max_memory=mem,
+            max_store=disk,
+            max_streams=int(limits.get("streams", -1)),
+            max_consumers=int(limits.get("consumer", -1)),
+            max_ack_pending=int(limits.get("max_ack_pending", -1)),
+            max_bytes_required=bool(limits.get("max_bytes_required", False)),
+        )
+    return config
+
+
+@dataclass
+class JWTIdentity:
+    """What a user JWT grants a connection."""
+
+    user: str
+    account: str
+    permissions: Permissions | None = None
+    max_subs: int = -1
+    max_payload: int = -1
+    expires: int = 0  # unix seconds, 0 = never
+    issued_at: int = 0
+    name: str = ""
+
+
+@dataclass
+class OperatorTrust:
+    """The trusted operators and the account JWTs the resolver knows."""
+
+    options: ServerOptions
+    trusted: set[str] = field(default_factory=set)
+    accounts: dict[str, str] = field(default_factory=dict)  # public key -> account JWT
+    system_account: str = ""
+
+    def __post_init__(self) -> None:
+        for token in self.options.operator_jwts:
+            claims = verify(token, "operator")
+            self.trusted.add(claims["sub"])
+            nats = claims.get("nats") or {}
+            self.trusted |= _signing_keys(nats)
+            if not self.system_account and isinstance(nats.get("system_account"), str):
+                self.system_account = nats["system_account"]
+        for pub, token in self.options.resolver_preload.items():
+            self._store(pub, token, persist=False)
+        if self.options.resolver == "FULL" and self.options.resolver_dir:
+            os.makedirs(self.options.resolver_dir, exist_ok=True)
+            for name in sorted(os.listdir(self.options.resolver_dir)):
+                if name.endswith(".jwt"):
+                    with open(os.path.join(self.options.resolver_dir, name), encoding="utf-8") as fh:
+                        self._store(name[:-4], fh.read().strip(), persist=False)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.options.operator_jwts)
+
+    # ------------------------------------------------------------------------ accounts
+
+    def account_claims(self, public_key: str) -> dict[str, Any] | None:
+        token = self.accounts.get(public_key)
+        if token is None:
+            return None
+        try:
+            return self.check_account_jwt(token)
+        except JWTError:
+            return None
+
+    def check_account_jwt(self, token: str) -> dict[str, Any]:
+        """A verified account JWT issued by a trusted operator key (raises JWTError)."""
+        claims = verify(token, "account")
+        if claims.get("iss") not in self.trusted:
+            raise JWTError("account JWT not signed by a trusted operator")
+        exp = claims.get("exp")
+        if exp and exp < time.time():
+            raise JWTError("account JWT expired")
+        return claims
+
+    def _store(self, pub: str, token: str, persist: bool) -> dict[str, Any]:
+        claims = self.check_account_jwt(token)
+        if claims.get("sub") != pub:
+            raise JWTError("account JWT subject does not match")
+        self.accounts[pub] = token
+        if persist and self.options.resolver == "FULL" and self.options.resolver_dir:
+            path = os.path.join(self.options.resolver_dir, f"{pub}.jwt")
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(token)
+            os.replace(tmp, path)
+        return claims
+
+    def update(self, token: str) -> dict[str, Any]:
+        """``CLAIMS.UPDATE``: take a newer account JWT (raises JWTError)."""
+        claims = self.check_account_jwt(token)
+        return self._store(claims["sub"], token, persist=True)
+
+    # --------------------------------------------------------------------------- users
+
+    def authenticate(self, connect: dict[str, Any], nonce: str) -> JWTIdentity | None:
+        """The identity a CONNECT's user JWT proves, or None (Authorization Violation)."""
+        token = connect.get("jwt")
+        if not isinstance(token, str) or not token:
+            return None
+        try:
+            claims = verify(token, "user")
+        except JWTError:
+            return None
+        nats = claims.get("nats") or {}
+        now = time.time()
+        exp = claims.get("exp") or 0
+        if exp and exp < now:
+            return None
+        issuer = claims.get("iss", "")
+        account_key = nats.get("issuer_account") or issuer
+        account = self.account_claims(account_key)
+        if account is None:
+            return None
+        account_nats = account.get("nats") or {}
+        if issuer != account_key and issuer not in _signing_keys(account_nats):
+            return None
+        user_key = claims.get("sub", "")
+        if self.revoked(account_nats, user_key, int(claims.get("iat", 0))):
+            return None
+        if not nats.get("bearer_token"):
+            sig = _b64_sig(str(connect.get("sig") or ""))
+            if sig is None or not nonce or not verify_signature(user_key, nonce.encode(), sig):
+                return None
+        return JWTIdentity(
+            user=user_key,
+            account=account_key,
+            permissions=user_permissions(nats),
+            max_subs=int(nats.get("subs", -1)),
+            max_payload=int(nats.get("payload", -1)),
+            expires=int(exp),
+            issued_at=int(claims.get("iat", 0)),
+            name=str(claims.get("name", "")),
+        )
+
+    @staticmethod
+    def revoked(account_nats: dict[str, Any], user_key: str, issued_at: int) -> bool:
+        """nats-server ``isRevoked``: a user JWT issued at or before the revocation time."""
+        revocations = account_nats.get("revocations") or {}
+        for key in (user_key, "*"):
+            when = revocations.get(key)
+            if isinstance(when, int) and issued_at <= when:
+                return True
+        return False
+
+
+class ClaimsUpdates:
+    """``$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE`` and ``$SYS.REQ.CLAIMS.UPDATE`` in the system account."""
+
+    def __init__(self, server: Server, system: Account) -> None:
+        self.server = server
+        self.system = system
+
+    def subscribe(self) -> None:
+        self.system.subscribe_internal("$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE", self.on_update)
+        self.system.subscribe_internal("$SYS.REQ.CLAIMS.UPDATE", self.on_update)
+
+    def on_update(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        server = self.server
+        trust: OperatorTrust = server.authenticator.trust
+        token = payload.decode(errors="replace").strip()
+        try:
+            claims = trust.check_account_jwt(token)
+            pub = claims["sub"]
+            tokens = subject.split(".")
+            if len(tokens) == 6 and tokens[3] != pub:
+                raise JWTError("subject does not match account")
+            trust.update(token)
+        except (JWTError, KeyError) as exc:
+            self._respond(reply, {"error": {"account": "", "code": 400, "description": str(exc)}})
+            return
+        server.account_claims_updated(pub, claims)
+        self._respond(reply, {"data": {"account": pub, "code": 200, "message": "jwt updated"}})
+
+    def _respond(self, reply: str, body: dict[str, Any]) -> None:
+        if not reply:
+            return
+        server = self.server
+        info = {"name": server.server_name, "host": server.options.host, "id": server.server_id}
+        out = {"server": info, **body}
+        self.system.publish_internal(reply, json.dumps(out, separators=(",", ":")).encode())
