@@ -704,7 +704,9 @@ class Client:
         out = self._subs.replay()
         out += self._wbuf
         # Keepalive PINGs of the old connection are moot; flushes still waiting get a fresh PING.
-        waiting = deque(f for f in self._pongs if f is not None and not f.done())
+        waiting: deque[asyncio.Future[None] | None] = deque(
+            f for f in self._pongs if f is not None and not f.done()
+        )
         self._pongs = waiting
         out += PING * len(waiting)
         self._wbuf = bytearray()

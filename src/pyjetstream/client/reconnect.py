@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 
 from pyjetstream.client.options import ClientOptions, ServerAddress, ServerPool
 
@@ -21,7 +21,7 @@ class ReconnectPolicy:
         self._opts = options
         self._pool = pool
 
-    async def attempts(self, wanted: Callable[[], bool]) -> AsyncIterator[ServerAddress]:
+    async def attempts(self, wanted: Callable[[], bool]) -> AsyncGenerator[ServerAddress, None]:
         """The servers to try, each once its wait is over, while ``wanted()``; ends when the pool is empty."""
         opts = self._opts
         pool = self._pool

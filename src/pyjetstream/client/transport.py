@@ -7,7 +7,7 @@ no longer its current one, so a late ``connection_lost`` from an old socket cann
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from pyjetstream.client.connection import Client
@@ -26,8 +26,9 @@ class WireProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, but have the same methods.
-        self.transport = transport  # type: ignore[assignment]
-        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
+        writer = cast(asyncio.Transport, transport)
+        self.transport = writer
+        writer.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
 
     def data_received(self, data: bytes) -> None:
         self.client._data_received(self, data)

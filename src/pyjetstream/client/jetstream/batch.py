@@ -149,7 +149,7 @@ class BatchPublisher:
         if not self._seq:
             return
         # A message after a gap in the sequence makes the server drop the batch (10176) right away.
-        hdrs = {BATCH_ID: self.batch_id, BATCH_SEQUENCE: str(self._seq + 2)}
+        hdrs: Headers = {BATCH_ID: self.batch_id, BATCH_SEQUENCE: str(self._seq + 2)}
         try:
             await self._request(self._last_subject, b"", hdrs)
         except (TimeoutError, NoStreamResponse):

@@ -101,7 +101,7 @@ class PushConsumeContext:
         self._async = is_async_callable(handler)
         self._queue: deque[JetStreamMsg] = deque()
         self._wakeup = asyncio.Event()
-        self._tasks: set[asyncio.Future[object]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
         self._hb_handle: asyncio.TimerHandle | None = None
@@ -145,7 +145,7 @@ class PushConsumeContext:
             self._tasks.add(task)
             task.add_done_callback(self._task_done)
 
-    def _task_done(self, task: asyncio.Future[object]) -> None:
+    def _task_done(self, task: asyncio.Future[None]) -> None:
         self._tasks.discard(task)
         exc = None if task.cancelled() else task.exception()
         if isinstance(exc, Exception):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -85,9 +84,19 @@ class LoopThread:
         self.loop.close()
 
 
-@functools.cache
+_NEEDS_PROXY: dict[type, bool] = {}
+
+
 def _needs_proxy(cls: type) -> bool:
-    """Client classes with coroutine methods or async iteration (plain data classes pass as they are)."""
+    """Client classes with coroutine methods or async iteration (plain data classes pass as they are);
+    the answer is cached per class."""
+    known = _NEEDS_PROXY.get(cls)
+    if known is None:
+        known = _NEEDS_PROXY[cls] = _class_needs_proxy(cls)
+    return known
+
+
+def _class_needs_proxy(cls: type) -> bool:
     if not cls.__module__.startswith(_PROXIED_MODULE_PREFIX) or issubclass(cls, BaseException):
         return False
     if hasattr(cls, "__aiter__") or hasattr(cls, "__anext__"):
