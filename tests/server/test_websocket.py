@@ -4,6 +4,7 @@ the HTTP upgrade's origin checks, compared with nats-server 2.15.1's websocket."
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -51,6 +52,39 @@ def test_nats_js_client_over_websocket(start_server: Callable[..., Target], comp
     assert target.ws_url.startswith("ws://127.0.0.1:")
     proc = subprocess.run(
         [node, str(WS_DIR / "client.mjs"), target.ws_url], capture_output=True, text=True, timeout=90
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == EXPECTED
+
+
+@pytest.fixture(scope="module")
+def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (and its key)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command")
+    folder = tmp_path_factory.mktemp("wss")
+    key, crt = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(crt),
+         "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return str(crt), str(key)
+
+
+def test_nats_js_client_over_wss(start_server: Callable[..., Target], cert: tuple[str, str]) -> None:
+    """``websocket { tls {} }``: the listener speaks TLS (wss://), and the client trusts its certificate."""
+    node = _node()
+    crt, key = cert
+    target = start_server(websocket={"host": "127.0.0.1", "port": -1, "tls": {"cert_file": crt, "key_file": key}})
+    assert target.ws_url.startswith("wss://127.0.0.1:")
+    proc = subprocess.run(
+        [node, str(WS_DIR / "client.mjs"), target.ws_url],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "NODE_EXTRA_CA_CERTS": crt},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == EXPECTED
