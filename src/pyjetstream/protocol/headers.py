@@ -150,3 +150,21 @@ def append_headers(raw: bytes | None, extra: Iterable[tuple[str, str]]) -> bytes
     base = bytes(raw) if raw else EMPTY_HEADER
     lines = b"".join(f"{k}: {v}\r\n".encode() for k, v in extra)
     return base[:-2] + lines + CRLF
+
+
+def set_header(raw: bytes, name: bytes, value: bytes) -> bytes:
+    """Replace the value of the first ``name:`` line in place, or append the line when absent
+    (nats-server ``setHeader``: the line keeps its position, a single space after the colon
+    is kept)."""
+    key = CRLF + name + b":"
+    idx = raw.find(key)
+    if idx < 0:
+        base = raw if raw else EMPTY_HEADER
+        return base[:-2] + name + b": " + value + CRLF + CRLF
+    start = idx + len(key)
+    if raw[start : start + 1] == b" ":
+        start += 1
+    end = raw.find(b"\r", start)
+    if end < 0:
+        return raw
+    return raw[:start] + value + raw[end:]

@@ -112,10 +112,11 @@ def index_name(src: StreamSource) -> str:
     return f"{name} {sources} {destinations}"
 
 
-def source_header(iname: str, seq: int) -> str:
-    """The ``Nats-Stream-Source`` value for origin sequence ``seq`` (``genSourceHeader``)."""
+def source_header(iname: str, seq: int, subject: str = "") -> str:
+    """The ``Nats-Stream-Source`` value for origin sequence ``seq`` (``genSourceHeader``);
+    2.12+ appends the message's subject at the origin (counter sources key on it)."""
     name, _, rest = iname.partition(" ")
-    return f"{name} {seq} {rest}"
+    return f"{name} {seq} {rest} {subject}" if subject else f"{name} {seq} {rest}"
 
 
 def parse_source_header(value: str) -> tuple[str, str, int]:
@@ -594,7 +595,7 @@ class SourceFeed(_Feed):
         else:
             return
         self.lag = d.pending - 1 if d.pending else 0
-        stamp = (HDR_STREAM_SOURCE.decode(), source_header(self.iname, d.sseq))
+        stamp = (HDR_STREAM_SOURCE.decode(), source_header(self.iname, d.sseq, subject))
         new_hdr = append_headers(_strip_for_source(hdr) if hdr else None, [stamp])
         error = self.stream.process_sourced(self._transform(subject), new_hdr, payload)
         if error is not None:

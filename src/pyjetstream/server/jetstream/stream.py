@@ -21,6 +21,7 @@ import msgspec
 from pyjetstream.api import codec
 from pyjetstream.api import errors as E
 from pyjetstream.api.codec import encode_pub_ack_error, finish_pub_ack, pub_ack_prefix
+from pyjetstream.api.counters import counter_pub_ack
 from pyjetstream.api.enums import RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError, LostStreamData
@@ -29,6 +30,7 @@ from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time
 from pyjetstream.api.ttl import marker_ttl, parse_message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header
 from pyjetstream.protocol.subjects import is_subset
+from pyjetstream.server.jetstream import counters
 from pyjetstream.server.jetstream.batch_atomic import BATCH_ID as HDR_BATCH_ID
 from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
@@ -294,9 +296,14 @@ class Stream:
         msg_id = ""
         rollup = b""
         ttl: int | None = 0
+        incr: int | None = None
         store = self.store
         if hdr:
             hdr = remove_header(hdr, HDR_REQUEST_INFO)
+            if counters.HDR_INCR in hdr:
+                incr, incr_error = counters.check_incr(hdr, payload, cfg.allow_msg_counter)
+                if incr_error is not None:
+                    return self._error(incr_error) if can_respond else None
             expected = get_header(hdr, HDR_EXPECTED_STREAM)
             if expected and expected.decode() != self.name:
                 return self._error(E.JSStreamNotMatchErr()) if can_respond else None
@@ -344,12 +351,25 @@ class Stream:
         else:
             hdr = b""
             size = len(payload)
+        total = 0
+        if cfg.allow_msg_counter:
+            if incr is None:
+                return self._error(E.JSMessageIncrMissingErr()) if can_respond else None
+            counted = counters.apply_incr(store, subject, hdr, payload, incr)
+            if not isinstance(counted, tuple):
+                return self._error(counted) if can_respond else None
+            hdr, payload, total = counted
+            size = len(hdr) + len(payload)
         if 0 <= cfg.max_msg_size < size:
             return self._error(E.JSStreamMessageExceedsMaximumErr()) if can_respond else None
         result = self._commit(subject, hdr, payload, size, msg_id, rollup, ttl=ttl)
         if not can_respond:
             return None
-        return self._pub_ack(result) if type(result) is int else self._error(result)  # type: ignore[arg-type]
+        if type(result) is not int:
+            return self._error(result)  # type: ignore[arg-type]
+        if cfg.allow_msg_counter:
+            return counter_pub_ack(self._ack_prefix, result, total)
+        return self._pub_ack(result)
 
     def process_sourced(
         self, subject: str, hdr: bytes | None, payload: bytes, seq: int = 0, ts: int = 0
@@ -396,6 +416,17 @@ class Stream:
         else:
             hdr = b""
             size = len(payload)
+        if cfg.allow_msg_counter:
+            incr, incr_error = counters.sourced_incr(hdr) if hdr else (None, None)
+            if incr_error is not None:
+                return incr_error
+            if incr is None:
+                return E.JSMessageIncrMissingErr()
+            counted = counters.apply_incr(self.store, subject, hdr, payload, incr)
+            if not isinstance(counted, tuple):
+                return counted
+            hdr, payload, _total = counted
+            size = len(hdr) + len(payload)
         if 0 <= cfg.max_msg_size < size:
             return E.JSStreamMessageExceedsMaximumErr()
         if not self._memory and self._batch is None:
