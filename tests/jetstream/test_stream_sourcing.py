@@ -548,8 +548,9 @@ async def test_sourced_copies_drop_the_publishers_expectations(pair_clients: dic
     await wait_messages(c, "S", 3)
     copies = (await stored(c, "S"))[1:]
     assert [m["data"] for m in copies] == ["first", "second"]
-    assert copies[0]["hdrs"] == {"Nats-Msg-Id": "m1", "Nats-Stream-Source": "O 1 > >"}
-    assert copies[1]["hdrs"] == {"Nats-Stream-Source": "O 2 > >"}
+    # 2.12+ append the subject at the origin (nats-server also appends the origin's identity).
+    assert copies[0]["hdrs"] == {"Nats-Msg-Id": "m1", "Nats-Stream-Source": "O 1 > > o"}
+    assert copies[1]["hdrs"] == {"Nats-Stream-Source": "O 2 > > o"}
 
 
 async def test_subject_transforms_and_one_origin_sourced_twice(pair_clients: dict[str, RawClient]) -> None:
@@ -572,9 +573,9 @@ async def test_subject_transforms_and_one_origin_sourced_twice(pair_clients: dic
     await wait_messages(c, "S", 3)
     msgs = sorted(await stored(c, "S"), key=lambda m: m["data"])
     assert [(m["subject"], m["hdrs"]["Nats-Stream-Source"]) for m in msgs] == [
-        ("o.a", "O 1 o.a >"),
-        ("b.moved", "O 2 o.b\fo.c b.moved\f>"),
-        ("o.c", "O 3 o.b\fo.c b.moved\f>"),
+        ("o.a", "O 1 o.a > o.a"),
+        ("b.moved", "O 2 o.b\fo.c b.moved\f> o.b"),
+        ("o.c", "O 3 o.b\fo.c b.moved\f> o.c"),
     ]
     sources = (await info(c, "S"))["sources"]
     assert {s.get("filter_subject", "") for s in sources} == {"o.a", ""}
@@ -655,8 +656,8 @@ async def test_external_origin_through_a_domain_prefix(tmp_path: Path) -> None:
         sourced = await wait_messages(c, "S", 2)
         assert sourced["sources"][0]["external"] == ext
         assert [m["hdrs"]["Nats-Stream-Source"] for m in await stored(c, "S")] == [
-            f"O:{api_hash('$JS.hub.API')} 1 > >",
-            f"O:{api_hash('$JS.hub.API')} 2 > >",
+            f"O:{api_hash('$JS.hub.API')} 1 > > o.a",
+            f"O:{api_hash('$JS.hub.API')} 2 > > o.b",
         ]
     finally:
         await c.close()
