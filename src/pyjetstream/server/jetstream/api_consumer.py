@@ -14,8 +14,14 @@ import msgspec
 from pyjetstream.api import errors as E
 from pyjetstream.api.constants import JS_API_LIST_LIMIT, JS_API_NAMES_LIMIT
 from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_consumer import CreateConsumerRequest
-from pyjetstream.api.requests import ConsumerListRequest, ConsumerNamesRequest, ConsumerPauseRequest
+from pyjetstream.api.requests import (
+    ConsumerListRequest,
+    ConsumerNamesRequest,
+    ConsumerPauseRequest,
+    ConsumerUnpinRequest,
+)
 from pyjetstream.api.responses import (
     ApiResponse,
     ConsumerCreateResponse,
@@ -24,10 +30,12 @@ from pyjetstream.api.responses import (
     ConsumerListResponse,
     ConsumerNamesResponse,
     ConsumerPauseResponse,
+    ConsumerUnpinResponse,
 )
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
+from pyjetstream.server.jetstream.consumer_config import GROUP_NAME as _GROUP_NAME
 from pyjetstream.server.jetstream.consumer_create import add_consumer
 
 if TYPE_CHECKING:
@@ -150,6 +158,36 @@ def consumer_pause(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
     return response
 
 
+def _invalid_json(reason: str) -> ApiError:
+    return ApiError(code=400, err_code=10025, description=f"invalid JSON: {reason}")
+
+
+def consumer_unpin(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    """⟨2.11+⟩ ``CONSUMER.UNPIN.<S>.<C>`` ``{"group": G}`` (``jsConsumerUnpinRequest``): drop the
+    group's pin so the next request gets a new one."""
+    response = ConsumerUnpinResponse()
+    try:
+        body = payload.strip()
+        if not body:
+            raise JetStreamApiError(_invalid_json("unexpected end of JSON input"))
+        req = decode_request(body, ConsumerUnpinRequest)
+        if not req.group:
+            raise JetStreamApiError(_invalid_json("consumer group not specified"))
+        if not _GROUP_NAME.fullmatch(req.group):
+            raise JetStreamApiError(E.JSConsumerInvalidGroupNameErr())
+        stream = _lookup_stream(engine, match.stream)
+        consumer = stream.consumers.get(match.consumer)
+        if consumer is None:
+            raise JetStreamApiError(E.JSConsumerNotFoundErr())
+        if req.group not in consumer.cfg.priority_groups:
+            raise JetStreamApiError(E.JSConsumerInvalidPriorityGroupErr())
+    except JetStreamApiError as exc:
+        response.error = exc.error
+        return response
+    consumer.pull.priority.unpin(req.group)
+    return response
+
+
 def _paged_consumers(
     engine: JetStreamEngine, match: ApiMatch, payload: bytes, kind: type
 ) -> tuple[list, int, int]:  # type: ignore[type-arg]
@@ -193,4 +231,5 @@ HANDLERS = {
     ApiEndpoint.CONSUMER_NAMES: consumer_names,
     ApiEndpoint.CONSUMER_LIST: consumer_list,
     ApiEndpoint.CONSUMER_PAUSE: consumer_pause,
+    ApiEndpoint.CONSUMER_UNPIN: consumer_unpin,
 }

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api import subjects as S
 from pyjetstream.api.advisories import ConsumerPauseAdvisory
-from pyjetstream.api.enums import AckPolicy, DeliverPolicy, ReplayPolicy, RetentionPolicy
+from pyjetstream.api.enums import AckPolicy, DeliverPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, SequenceInfo
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.server.jetstream import advisories
@@ -464,6 +464,7 @@ class Consumer:
         track = cfg.ack_policy != AckPolicy.NONE
         ack_none_interest = not track and self.retention != RetentionPolicy.LIMITS
         headers_only = cfg.headers_only
+        pinned = cfg.priority_policy == PriorityPolicy.PINNED_CLIENT
         maxp = cfg.max_ack_pending if track else 0
         publish = self.server.publish_internal
         prefix = self.ack_prefix
@@ -527,6 +528,10 @@ class Consumer:
                     stop = _STOP_IDLE
                     break
                 dest = wr.reply
+                if pinned:
+                    # ⟨2.11+⟩ every delivery of a pinned group names the pin
+                    base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
+                    hdr = base + pull.priority.header_value() + b"\r\n"
                 if wr.n > 0 and wr.hb:
                     wr.hbt = time.monotonic() + wr.hb
             st.dseq = dseq + 1
@@ -744,6 +749,7 @@ class Consumer:
             paused=pause_remaining > 0,
             pause_remaining=pause_remaining,
             ts=NanoTime(time.time_ns()),
+            priority_groups=self.pull.priority.state(),
         )
 
 

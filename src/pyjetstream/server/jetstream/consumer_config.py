@@ -43,9 +43,10 @@ if TYPE_CHECKING:
 # ``JsDefaultPinnedTTL``: how long a pinned client may go without a pull request (2 minutes).
 DEFAULT_PINNED_TTL_NS = 120 * 1_000_000_000
 # A priority group name (``validGroupName``).
-_GROUP_NAME = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
+GROUP_NAME = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
 
 __all__ = [
+    "GROUP_NAME",
     "apply_defaults",
     "check_config",
     "check_update",
@@ -352,7 +353,7 @@ def _check_priority(cfg: ConsumerConfig) -> ApiError | None:
         for group in cfg.priority_groups:
             if not group:
                 return E.JSConsumerEmptyGroupName()
-            if not _GROUP_NAME.fullmatch(group):
+            if not GROUP_NAME.fullmatch(group):
                 return E.JSConsumerInvalidGroupNameErr()
         return None
     if cfg.priority_groups:

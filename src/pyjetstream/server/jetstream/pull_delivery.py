@@ -19,12 +19,15 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from pyjetstream.api.codec import PullRequestError, decode_pull_request
+from pyjetstream.api.enums import PriorityPolicy
 from pyjetstream.api.headers import (
     Status,
     heartbeat_block,
     pending_status_block,
     status_block,
 )
+from pyjetstream.api.models_consumer import PullRequest
+from pyjetstream.server.jetstream.priority_groups import PriorityGroups
 
 if TYPE_CHECKING:
     from pyjetstream.server.client import ClientConnection
@@ -46,17 +49,29 @@ class WaitingRequest:
         "checked",
         "delivered",
         "expires",
+        "group",
         "hb",
         "hbt",
         "max_bytes",
+        "min_ack_pending",
+        "min_pending",
         "n",
         "no_wait",
+        "pin_id",
+        "priority",
         "received",
         "reply",
     )
 
     def __init__(
-        self, reply: str, batch: int, max_bytes: int, expires: float, no_wait: bool, hb: float
+        self,
+        reply: str,
+        batch: int,
+        max_bytes: int,
+        expires: float,
+        no_wait: bool,
+        hb: float,
+        req: PullRequest | None = None,
     ) -> None:
         now = time.monotonic()
         self.reply = reply
@@ -69,6 +84,13 @@ class WaitingRequest:
         self.hbt = now + hb if hb else 0.0  # next heartbeat due
         self.received = now
         self.checked = -1  # the delivery pass that last saw interest in ``reply``
+        # ⟨2.11+⟩ priority groups (see priority_groups.py)
+        self.group = req.group if req is not None else ""
+        self.min_pending = req.min_pending if req is not None else 0
+        self.min_ack_pending = req.min_ack_pending if req is not None else 0
+        self.pin_id = req.id if req is not None else ""
+        # ``prioritized``: lower goes first; a request without one sorts last (Go's MaxInt32)
+        self.priority = req.priority if req is not None else 2**31 - 1
 
     def timeout_status(self) -> bytes:
         return pending_status_block(Status.REQUEST_TIMEOUT, self.n, self.max_bytes)
@@ -103,6 +125,40 @@ class WaitQueue:
         self.last = wr.received
         return True
 
+    def add_prioritized(self, wr: WaitingRequest) -> bool:
+        """⟨2.12+⟩ ``addPrioritized``: behind every request of the same or a lower priority."""
+        if len(self._q) >= self.capacity:
+            return False
+        self._insert_sorted(wr)
+        self.last = wr.received
+        return True
+
+    def _insert_sorted(self, wr: WaitingRequest) -> None:
+        q = self._q
+        for i, other in enumerate(q):
+            if other.priority > wr.priority:
+                q.insert(i, wr)
+                return
+        q.append(wr)
+
+    def cycle(self) -> None:
+        """Move the head request to the back, untouched (it is passed over this time)."""
+        self._q.rotate(-1)
+
+    def pop_prioritized(self) -> WaitingRequest:
+        """``popAndRequeue``: like ``pop``, but a request wanting more goes back behind its
+        own priority level."""
+        q = self._q
+        wr = q[0]
+        wr.delivered += 1
+        wr.n -= 1
+        if wr.n <= 0:
+            q.popleft()
+        elif len(q) > 1 and q[-1] is not wr:
+            q.popleft()
+            self._insert_sorted(wr)
+        return wr
+
     def peek(self) -> WaitingRequest | None:
         return self._q[0] if self._q else None
 
@@ -134,7 +190,7 @@ class WaitQueue:
 class PullDelivery:
     """The pull side of a consumer: requests in, the waiting queue, its timer, statuses out."""
 
-    __slots__ = ("_wtmr", "_wtmr_at", "consumer", "waiting")
+    __slots__ = ("_wtmr", "_wtmr_at", "consumer", "priority", "waiting")
 
     def __init__(self, consumer: Consumer) -> None:
         self.consumer = consumer
@@ -142,11 +198,13 @@ class PullDelivery:
         self.waiting = WaitQueue(cfg.max_waiting if not cfg.deliver_subject else 0)
         self._wtmr: asyncio.TimerHandle | None = None
         self._wtmr_at = 0.0
+        self.priority = PriorityGroups(consumer)
 
     def stop(self) -> None:
         if self._wtmr is not None:
             self._wtmr.cancel()
             self._wtmr = None
+        self.priority.stop()
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -187,6 +245,13 @@ class PullDelivery:
         if req.max_bytes > 0 and cfg.max_bytes > 0 and req.max_bytes > cfg.max_bytes:
             self.send_status(reply, status_block(Status.max_request_max_bytes(cfg.max_bytes)))
             return
+        # Only a JSON request carries priority group fields (nats-server checks them then).
+        group_req: PullRequest | None = req if body.lstrip()[:1] == b"{" else None
+        if group_req is not None:
+            refused = self.priority.check_request(group_req)
+            if refused is not None:
+                self.send_status(reply, refused)
+                return
         waiting = self.waiting
         if waiting.is_full():
             self.process_waiting(eos=False)
@@ -202,9 +267,14 @@ class PullDelivery:
                 return
         now = time.monotonic()
         expires = now + req.expires / 1e9 if req.expires else 0.0
-        wr = WaitingRequest(reply, req.batch, req.max_bytes, expires, req.no_wait, req.idle_heartbeat / 1e9)
-        if not waiting.add(wr):
-            self.send_status(reply, MAX_WAITING_EXCEEDED)
+        batch, max_bytes, no_wait, hb = req.batch, req.max_bytes, req.no_wait, req.idle_heartbeat
+        wr = WaitingRequest(reply, batch, max_bytes, expires, no_wait, hb / 1e9, group_req)
+        prioritized = cfg.priority_policy == PriorityPolicy.PRIORITIZED
+        added = waiting.add_prioritized(wr) if prioritized else waiting.add(wr)
+        if not added:
+            # With heartbeats a client waits for them instead of re-requesting in a hot loop.
+            if not hb:
+                self.send_status(reply, MAX_WAITING_EXCEEDED)
             return
         if expires and (not self._wtmr or expires < self._wtmr_at):
             self._arm(expires)
@@ -216,29 +286,47 @@ class PullDelivery:
         """``nextWaiting``: the request the next message (of ``size`` bytes) goes to.
 
         Interest in a reply subject is looked up once per delivery pass (``current_pass``).
+        With a priority policy some requests are passed over (overflow thresholds, pins).
         """
         waiting = self.waiting
         has_interest = self.consumer.server.has_interest
+        groups = self.priority if self.consumer.cfg.priority_policy != PriorityPolicy.NONE else None
+        prioritized = self.consumer.cfg.priority_policy == PriorityPolicy.PRIORITIZED
+        cycled = 0
         while waiting:
             wr = waiting.peek()
             assert wr is not None
-            if wr.max_bytes > 0:
-                if size <= wr.max_bytes:
-                    wr.max_bytes -= size
-                    if wr.max_bytes == 0:
-                        wr.n = 1  # deliver this one, then the request is done
-                else:
-                    self.send_status(
-                        wr.reply, pending_status_block(Status.MAX_BYTES_EXCEEDED, wr.n, wr.max_bytes)
-                    )
-                    waiting.remove_head()
-                    continue
             if not wr.expires or time.monotonic() < wr.expires:
-                if wr.checked == current_pass:
-                    return waiting.pop()
-                if has_interest(wr.reply):
+                claimed = False
+                if groups is not None:
+                    pinned_before = groups.pin_id
+                    verdict = groups.passes_over(wr, not pinned_before)
+                    if verdict == 1:
+                        waiting.cycle()
+                        cycled += 1
+                        if cycled >= len(waiting):
+                            return None
+                        continue
+                    if verdict == 2:
+                        waiting.remove_head()
+                        continue
+                    claimed = not pinned_before and bool(groups.pin_id)
+                if wr.max_bytes > 0:
+                    if size <= wr.max_bytes:
+                        wr.max_bytes -= size
+                        if wr.max_bytes == 0:
+                            wr.n = 1  # deliver this one, then the request is done
+                    else:
+                        self.send_status(
+                            wr.reply, pending_status_block(Status.MAX_BYTES_EXCEEDED, wr.n, wr.max_bytes)
+                        )
+                        if claimed and groups is not None:
+                            groups.release_claim()
+                        waiting.remove_head()
+                        continue
+                if wr.checked == current_pass or has_interest(wr.reply):
                     wr.checked = current_pass
-                    return waiting.pop()
+                    return waiting.pop_prioritized() if prioritized else waiting.pop()
             else:
                 self.send_status(wr.reply, wr.timeout_status())
             waiting.remove_head()
