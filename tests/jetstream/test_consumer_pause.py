@@ -5,7 +5,6 @@ and a ``kill -9``."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -85,9 +84,7 @@ async def test_pause_replies_errors_and_advisories(server: Target) -> None:
 
         created = await client.add_consumer("S", "D", pause_until="2090-01-01T00:00:00Z")
         assert created["paused"] is True and created["config"]["pause_until"] == "2090-01-01T00:00:00Z"
-        await client.flush()
-        await asyncio.sleep(0.2)
-        events = [(m.subject, json.loads(m.data)) for m in advisories.drain()]
+        events = [(m.subject, json.loads(m.data)) for m in await advisories.collect(6, timeout=10)]
         for _, event in events:
             assert event.pop("type") == "io.nats.jetstream.advisory.v1.consumer_pause"
             assert event.pop("id") and event.pop("timestamp")
@@ -146,8 +143,7 @@ async def test_paused_consumers_deliver_nothing_until_resumed(server: Target) ->
             return len(got) >= 2
 
         await wait_for(push_resumed, timeout=8)
-        await asyncio.sleep(0.2)
-        resumed = [json.loads(m.data) for m in advisories.drain()]
+        resumed = [json.loads(m.data) for m in await advisories.collect(4, timeout=10)]
         assert [(a["consumer"], a["paused"]) for a in resumed][-2:] in (
             [("PULL", False), ("PUSH", False)],
             [("PUSH", False), ("PULL", False)],
