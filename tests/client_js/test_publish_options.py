@@ -126,6 +126,8 @@ async def test_unpin_and_reset_consumer(js: JetStream, server: Target) -> None:
     assert result.reset_seq == 2 and result.info.num_pending == 2
     batch = await consumer.fetch(5, max_wait=1)
     assert [m.metadata().sequence.stream async for m in batch] == [2, 3]
+    with pytest.raises(errors.ConsumerNotFound):
+        await stream.reset_consumer("missing")
     with pytest.raises(errors.JetStreamAPIError) as exc_info:
         await stream.unpin_consumer("C", "nogroup")
     assert exc_info.value.err_code == 10160  # the consumer has no such priority group

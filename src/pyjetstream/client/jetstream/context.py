@@ -499,6 +499,9 @@ class JetStream:
         validate_stream_name(stream)
         validate_consumer_name(name)
         await self.require(Feature.CONSUMER_RESET)
+        # nats-server 2.14/2.15 leave a reset of a missing consumer unanswered: ask first, so a
+        # missing consumer is ConsumerNotFound at once rather than a timeout (resets are rare).
+        await self._consumer_info(stream, name)
         body = ConsumerResetRequest(seq=seq) if seq else None
         resp = await self._request(self.api.consumer_reset(stream, name), body, ConsumerResetResponse)
         return ConsumerResetResult(resp.payload(), resp.reset_seq)
