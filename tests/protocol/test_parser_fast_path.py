@@ -84,3 +84,40 @@ def test_pub_tuples_subclass_gets_the_same_fields(chosen: list[tuple[bytes, Pub]
     data = b"".join(raw for raw, _ in chosen)
     expected = [(ev.subject, ev.reply, ev.hdr, ev.payload) for _, ev in chosen]
     assert _feed_in(_ClientParser(), data, cuts) == expected
+
+
+def _expand_runs(events: list[object]) -> list[object]:
+    from pyjetstream.protocol.events import PubRun
+
+    out: list[object] = []
+    for ev in events:
+        if isinstance(ev, PubRun):
+            assert len(ev.payloads) > 1 and len({len(p) for p in ev.payloads}) == 1
+            out.extend((ev.subject, "", None, p) for p in ev.payloads)
+        else:
+            out.append(ev)
+    return out
+
+
+@given(frames, st.lists(st.integers(min_value=0), max_size=6))
+def test_pub_runs_are_the_same_frames(chosen: list[tuple[bytes, Pub]], cuts: list[int]) -> None:
+    """With ``pub_runs`` (a server connection without per-message checks), consecutive identical
+    reply-less PUB lines come as one PubRun: expanded, exactly the tuples without it."""
+    from pyjetstream.server.client import _ClientParser
+
+    data = b"".join(raw for raw, _ in chosen * 3)
+    expected = [(ev.subject, ev.reply, ev.hdr, ev.payload) for _, ev in chosen * 3]
+    parser = _ClientParser()
+    parser.pub_runs = True
+    assert _expand_runs(_feed_in(parser, data, cuts)) == expected
+
+
+def test_pub_run_collects_a_pipelined_burst_and_stops_at_a_bad_frame() -> None:
+    from pyjetstream.protocol.events import PubRun
+    from pyjetstream.server.client import _ClientParser
+
+    parser = _ClientParser()
+    parser.pub_runs = True
+    events = parser.feed(b"".join(b"PUB s 2\r\n%02d\r\n" % i for i in range(50)) + b"PUB s 2\r\nabXY")
+    assert events[0] == PubRun("s", [b"%02d" % i for i in range(50)])
+    assert events[1].err == "Unknown Protocol Operation"

@@ -34,7 +34,7 @@ def _start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], dict[s
     args = [*SERVE, "-p", "-1", "-a", "127.0.0.1", "--ports_file_dir", str(ports_dir), *extra]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     ports_file = _wait_for(ports_dir / "*.ports", proc)
-    assert ports_file.name == f"pyjetstream_{proc.pid}.ports"
+    assert ports_file.name == f"nats-server_{proc.pid}.ports"  # named as nats-server names it
     return proc, json.loads(ports_file.read_text())
 
 

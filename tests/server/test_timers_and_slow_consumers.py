@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.request
 from collections.abc import Callable
 
@@ -33,6 +34,26 @@ def test_answered_pings_keep_connection_open(start_server: StartServer) -> None:
         client.send(b"PING\r\n")
         out = client.read_until(b"PONG\r\n", timeout=10)
         assert out.replace(b"PING\r\n", b"") == b"PONG\r\n"
+
+
+
+def test_first_ping_is_short_after_connect_and_full_before(start_server: StartServer) -> None:
+    """nats-server sets its short first PING (2 s, plus up to a fifth) when CONNECT arrives; a
+    client that has not sent CONNECT yet waits the full ping_interval for its first PING."""
+    target = start_server(jetstream=False, ping_interval="6s")
+    with RawClient(target.port) as silent, RawClient(target.port) as client:
+        start = time.monotonic()
+        client.send(QUIET_CONNECT)
+        assert client.read_line(timeout=20) == b"PING\r\n"
+        assert time.monotonic() - start < 5.0  # the short first PING, not the 6 s interval
+        # The silent one (connected at the same time, no CONNECT) has had no PING in all that time.
+        try:
+            early = silent.read_line(timeout=0.5)
+        except TimeoutError:
+            early = b""
+        assert early == b""
+        assert silent.read_line(timeout=20) == b"PING\r\n"  # at the full interval
+        assert time.monotonic() - start >= 5.5
 
 
 def _varz(target: Target) -> dict:

@@ -27,6 +27,17 @@ class Pub:
 
 
 @dataclass(slots=True)
+class PubRun:
+    """Consecutive PUBs with the same ``PUB <subject> <size>`` line (no reply, no headers): one
+    event for a pipelining publisher's run, so the router looks the subject up once. Only a parser
+    with ``pub_runs`` set makes them (the embedded server, on connections without per-message
+    checks); every payload has the same size."""
+
+    subject: str
+    payloads: list[bytes]
+
+
+@dataclass(slots=True)
 class Sub:
     subject: str
     queue: str

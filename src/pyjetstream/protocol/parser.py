@@ -27,6 +27,7 @@ from pyjetstream.protocol.events import (
     Msg,
     ProtocolViolation,
     Pub,
+    PubRun,
     ServerOp,
     Sub,
     Unsub,
@@ -55,6 +56,8 @@ FastLine = tuple[int, Any, int]
 
 class _FrameParser:
     """Shared framing: control lines, then (for message ops) a payload of a known size."""
+
+    pub_runs = False  # see ServerSideParser
 
     def __init__(self, max_control_line: int, max_payload: int) -> None:
         self.max_control_line = max_control_line
@@ -121,6 +124,9 @@ class _FrameParser:
                         append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                         break
                     if kind == TUPLE:
+                        if self.pub_runs and hit is self._last_hit:
+                            pos = self._run(buf, start, end, x[0], need, append)
+                            continue
                         append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
                     elif kind == COMPLETE:
                         append(complete(x, buf[start:end]))
@@ -140,6 +146,32 @@ class _FrameParser:
                     break
         self._rest = b"" if self._broken else buf[pos:]
         return events
+
+    def _run(
+        self, buf: bytes, start: int, end: int, subject: str, need: int, append: Callable[[Any], None]
+    ) -> int:
+        """Collect the remembered reply-less PUB at ``start:end`` and every complete frame right after
+        it with the same control line into one :class:`PubRun`; returns the position after them.
+        Anything else (a different line, a bare-LF line, a partial or malformed frame) is left to
+        the general loop, which parses or reports it as before."""
+        payloads = [buf[start:end]]
+        pos = end + 2
+        head = self._last_line + b"\r\n"
+        step = len(head)
+        last = len(buf) - 2 - need - step  # the last position where a whole frame fits
+        startswith = buf.startswith
+        while pos <= last and startswith(head, pos):
+            start = pos + step
+            end = start + need
+            if buf[end] != 13 or buf[end + 1] != 10:
+                break
+            payloads.append(buf[start:end])
+            pos = end + 2
+        if len(payloads) == 1:
+            append((subject, "", None, payloads[0]))
+        else:
+            append(PubRun(subject, payloads))
+        return pos
 
     def _fast_line(self, line: bytes) -> FastLine | None:
         """Parse a hot op's control line, or None to take the general path (which reports any
@@ -206,6 +238,9 @@ class ServerSideParser(_FrameParser):
     """
 
     pub_tuples = False
+    #: With ``pub_tuples``: turn runs of identical reply-less ``PUB`` lines into :class:`PubRun` events
+    #: (set and cleared by the server connection: only when no publish needs a per-message check).
+    pub_runs = False
 
     def __init__(
         self,

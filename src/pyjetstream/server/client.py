@@ -3,8 +3,10 @@
 Speed notes (this is the per-message path):
 
 - bytes are parsed by the sans-IO :class:`ServerSideParser` into a list of events per read;
-- outbound frames are appended to ``out`` (a list of bytes) and the connection is marked dirty;
-  the server flushes every dirty connection once per event-loop turn with one ``transport.write``;
+- the connection owns its output (nats-server ``client.deliverMsg``): :meth:`ClientConnection.deliver`
+  appends a routed message's frame parts to ``out`` (a list of bytes, with the
+  :mod:`pyjetstream.protocol.writers`) and schedules one ``flush_out`` per event-loop turn, which
+  writes everything with one ``transport.write``;
 - ``pending_limit`` caches "max_pending minus what the transport still holds" so the slow-consumer
   check on each delivery is one comparison.
 
@@ -18,15 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import socket
 import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, Sub, Unsub
+from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, Sub, Unsub
 from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import ERR_UNKNOWN_OP, ServerSideParser
 from pyjetstream.protocol.subjects import is_valid_publish_subject
+from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
 from pyjetstream.server.auth import AuthDecision, PendingCheck
 from pyjetstream.server.log import TRACE
 from pyjetstream.server.permissions import ConnectionPermissions, pub_violation, sub_violation
@@ -38,8 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ClientConnection", "ClosedReason"]
 
-# First server PING goes out this soon after the connection (nats-server firstPingInterval), to
-# measure the RTT, unless ping_interval is shorter.
+# The first server PING goes out this soon after CONNECT (nats-server firstClientPingInterval), plus
+# up to a fifth at random, to measure the RTT, unless ping_interval is shorter. Before CONNECT the
+# timer runs the full ping_interval (nats-server sets the short one in processConnect).
 FIRST_PING_INTERVAL = 2.0
 # Output queued in one loop turn is written as soon as it reaches this size (an eighth of
 # max_pending, within these bounds): it bounds memory and lets the slow-consumer check and the
@@ -213,7 +218,8 @@ class ClientConnection(asyncio.Protocol):
         # --- output
         self.out: list[bytes] = []
         self.out_size = 0
-        self.dirty = False
+        self.dirty = False  # a flush_out is scheduled for this loop turn
+        self._loop = server.loop
         self.tls_pending = False  # INFO sent, TLS handshake not finished: hold output
         self.peercert: dict[str, Any] | None = None  # the verified client certificate (mTLS)
         self._tls_task: asyncio.Task[None] | None = None
@@ -303,10 +309,7 @@ class ClientConnection(asyncio.Protocol):
             self._tls_task = loop.create_task(self._start_tls(ssl_context, info))
         if self.auth_required:
             self._auth_timer = loop.call_later(opts.auth_timeout, self._auth_timeout)
-        first = opts.ping_interval
-        if not opts.disable_short_first_ping:
-            first = min(first, FIRST_PING_INTERVAL)
-        self._ping_timer = loop.call_later(first, self._ping_timer_fired)
+        self._ping_timer = loop.call_later(opts.ping_interval, self._ping_timer_fired)
 
     async def _start_tls(self, ssl_context: ssl.SSLContext, info: bytes) -> None:
         """TLS as nats-server does it: INFO in the clear, then the client's handshake; with
@@ -449,8 +452,11 @@ class ClientConnection(asyncio.Protocol):
         # _slow_pub; the common case is two length reads and the route call.
         slow = self.trace or self.checked_pubs
         n_msgs = n_bytes = 0
+        i = 0
         try:
-            for ev in events:
+            while i < len(events):
+                ev = events[i]
+                i += 1
                 if self.closed:
                     return
                 cls = ev.__class__
@@ -465,7 +471,23 @@ class ClientConnection(asyncio.Protocol):
                     n_bytes += len(payload) if hdr is None else len(hdr) + len(payload)
                     route(subject, reply, hdr, payload, self)
                     if self.stalled:
-                        self._hold_after(events, ev)
+                        self._held = events[i:]
+                        return
+                    continue
+                if cls is PubRun:
+                    payloads = ev.payloads
+                    done = -1 if slow else self.server.route_run(ev.subject, payloads, self)
+                    if done < 0:  # per message after all (see Server.route_run)
+                        events[i - 1 : i] = [(ev.subject, "", None, p) for p in payloads]
+                        i -= 1
+                        continue
+                    n_msgs += done
+                    n_bytes += done * len(payloads[0])
+                    if done < len(payloads):  # the consumer stalled this producer mid-run
+                        self._held = [PubRun(ev.subject, payloads[done:]), *events[i:]]
+                        return
+                    if self.stalled:
+                        self._held = events[i:]
                         return
                     continue
                 if cls is Connect:
@@ -473,7 +495,7 @@ class ClientConnection(asyncio.Protocol):
                         self.log(TRACE, f"<<- [CONNECT {_redact(ev.options)}]")
                     if self._process_connect(ev) and not self.closed:
                         # A bcrypt check is running: hold the rest until it is decided.
-                        self._hold_after(events, ev)
+                        self._held = events[i:]
                         if self.transport is not None:
                             self.transport.pause_reading()
                         return
@@ -484,11 +506,6 @@ class ClientConnection(asyncio.Protocol):
         finally:
             self.in_msgs += n_msgs
             self.in_bytes += n_bytes
-
-    def _hold_after(self, events: list[Any], ev: Any) -> None:
-        """Keep the events after ``ev`` for later (``data_received`` appends to them meanwhile)."""
-        index = next(i for i, e in enumerate(events) if e is ev)
-        self._held = events[index + 1 :]
 
     def _slow_pub(self, ev: Pub) -> bool:
         """PUB checks off the fast path; False when the message must not be routed."""
@@ -683,9 +700,12 @@ class ClientConnection(asyncio.Protocol):
         if self.no_responders and not self.headers:
             self.send_err_and_close(ERR_NO_RESPONDERS_HEADERS, ClosedReason.NO_RESPONDERS_HEADERS)
             return
+        if not self.connected:
+            self._set_first_ping_timer()
         self.connected = True
         perms = self.perms
         self.checked_pubs = self.verbose or self.pedantic or (perms is not None and perms.restricts_publish)
+        self.parser.pub_runs = not (self.checked_pubs or self.trace)
         if self._auth_timer is not None:
             self._auth_timer.cancel()
             self._auth_timer = None
@@ -768,12 +788,138 @@ class ClientConnection(asyncio.Protocol):
         if self.closed:
             return
         self.out.append(data)
-        self.out_size += len(data)
+        self._queued(len(data), None)
+
+    def deliver(
+        self,
+        sub: Subscription,
+        subject: str,
+        reply: str,
+        hdr: bytes | None,
+        payload: bytes,
+        producer: ClientConnection | None,
+        shown: str | None = None,
+    ) -> bool:
+        """Frame one routed message for ``sub`` into this connection's output (nats-server
+        ``client.deliverMsg``); False when this connection does not take it (no echo, permissions).
+
+        ``shown`` is the subject the MSG line names when it is not the routed one (a stored
+        message delivered to a consumer's inbox). The frame is appended as parts (see
+        :mod:`pyjetstream.protocol.writers`); a literal subscription's reply-less MSG line is cached.
+        Auto-unsubscribe (``UNSUB <sid> <max>``) takes effect here, as do the slow-consumer check and
+        the producer stall (:meth:`_queued`).
+        """
+        if producer is self and not self.echo:
+            return False
+        deliver_filter = self.deliver_filter
+        if deliver_filter is not None and not deliver_filter.deliver_allowed(shown or subject, reply):
+            return False
+        sub.delivered += 1
+        if sub.max_msgs and sub.delivered >= sub.max_msgs:
+            self.remove_sub(sub)  # auto-unsubscribe: this is the last message it gets
+        out = self.out
+        if hdr is None or not self.headers:
+            size = len(payload)
+            if shown is not None or not sub.literal:
+                prefix = msg_prefix((shown or subject).encode(), sub.sid_b)
+                n = append_msg(out, prefix, reply.encode() if reply else b"", payload)
+            elif reply:
+                n = append_msg(out, sub.msg_prefix, reply.encode(), payload)
+            else:
+                if size == sub.msg_line_size:
+                    line = sub.msg_line
+                else:
+                    line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix, size)
+                    sub.msg_line_size = size
+                out.append(line)
+                out.append(payload)
+                out.append(CRLF)
+                n = len(line) + size + 2
+        else:
+            size = len(hdr) + len(payload)
+            if shown is not None or not sub.literal:
+                prefix = hmsg_prefix((shown or subject).encode(), sub.sid_b)
+            else:
+                prefix = sub.hmsg_prefix
+            n = append_hmsg(out, prefix, reply.encode() if reply else b"", hdr, payload)
+        if self.trace:
+            self._trace_msg(sub, shown or subject, reply, hdr, size)
+        self.out_msgs += 1
+        self.out_bytes += size
+        self._queued(n, producer)
+        return True
+
+    def deliver_run(
+        self, sub: Subscription, subject: str, payloads: list[bytes], producer: ClientConnection
+    ) -> int:
+        """:meth:`deliver` for a run of same-size, reply-less, header-less payloads on one subject
+        (see :meth:`Server.route_run`); returns how many were taken, -1 to go message by message.
+
+        Each message is accounted for and checked as :meth:`deliver` + :meth:`_queued` would (early
+        write and slow-consumer cut past the pending limit; a producer stall stops the run after
+        the message that caused it)."""
+        n = len(payloads)
+        if producer is self and not self.echo:
+            return n
+        if self.deliver_filter is not None or self.trace:
+            return -1
+        size = len(payloads[0])
+        if sub.literal:
+            if size == sub.msg_line_size:
+                line = sub.msg_line
+            else:
+                line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix, size)
+                sub.msg_line_size = size
+        else:
+            line = b"%b%d\r\n" % (msg_prefix(subject.encode(), sub.sid_b), size)
+        frame = len(line) + size + 2
+        append = self.out.append
         if not self.dirty:
             self.dirty = True
-            self.server.mark_dirty(self)
+            self._loop.call_soon(self.flush_out)
+        done = 0
+        for payload in payloads:
+            append(line)
+            append(payload)
+            append(CRLF)
+            done += 1
+            sub.delivered += 1
+            self.out_msgs += 1
+            self.out_bytes += size
+            self.out_size += frame
+            if self.out_size > self.pending_limit:
+                self.overflow()
+                if self.closed:
+                    return n  # cut as a slow consumer: the rest is routed to nobody
+                append = self.out.append  # the early write started a new buffer
+                if not self.dirty:
+                    self.dirty = True
+                    self._loop.call_soon(self.flush_out)
+            if self.write_paused:
+                producer.stall(self)
+                if producer.stalled:
+                    return done
+        return done
+
+    def _trace_msg(self, sub: Subscription, subject: str, reply: str, hdr: bytes | None, size: int) -> None:
+        args = f"{subject} {sub.sid} {reply + ' ' if reply else ''}"
+        if hdr is None or not self.headers:
+            self.log(TRACE, f"->> [MSG {args}{size}]")
+        else:
+            self.log(TRACE, f"->> [HMSG {args}{len(hdr)} {size}]")
+
+    def _queued(self, n: int, producer: ClientConnection | None) -> None:
+        """``n`` more bytes are in ``out``: schedule the flush (once per loop turn), write early and
+        cut a slow consumer past the pending limit (:meth:`overflow`), and stall a producer while
+        this connection's transport is above its high-water mark (:meth:`stall`)."""
+        self.out_size += n
+        if not self.dirty:
+            self.dirty = True
+            self._loop.call_soon(self.flush_out)
         if self.out_size > self.pending_limit:
             self.overflow()
+        if self.write_paused and producer is not None:
+            producer.stall(self)
 
     def flush_out(self) -> None:
         self.dirty = False
@@ -920,6 +1066,17 @@ class ClientConnection(asyncio.Protocol):
         self.log(logging.DEBUG, f"Client connection closed: {self.close_reason}")
 
     # -------------------------------------------------------------------- PINGs
+
+    def _set_first_ping_timer(self) -> None:
+        """nats-server ``setFirstPingTimer`` on CONNECT: a short first PING (2 s + up to 20 %)."""
+        opts = self.server.options
+        delay = opts.ping_interval
+        if not opts.disable_short_first_ping:
+            delay = min(delay, FIRST_PING_INTERVAL)
+        delay += random.uniform(0, delay / 5)
+        if self._ping_timer is not None:
+            self._ping_timer.cancel()
+        self._ping_timer = self.server.loop.call_later(delay, self._ping_timer_fired)
 
     def _ping_timer_fired(self) -> None:
         self._ping_timer = None

@@ -163,6 +163,9 @@ class AccountJetStreamLimits:
     max_consumers: int = -1
     max_ack_pending: int = -1
     max_bytes_required: bool = False
+    memory_max_stream_bytes: int = 0  # the largest max_bytes of one memory stream (0 = no limit)
+    store_max_stream_bytes: int = 0  # the same for file streams
+    cluster_traffic: str = ""  # clustered only: "system" (default) or "owner"
 
 
 @dataclass(kw_only=True)

@@ -61,7 +61,6 @@ import os
 import platform
 import random
 import ssl
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -70,7 +69,7 @@ from pyjetstream.server.accounts import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from pyjetstream.server.auth import Authenticator, new_nonce
 from pyjetstream.server.client import ClientConnection, ClosedReason
 from pyjetstream.server.ids import new_server_id
-from pyjetstream.server.log import TRACE, get_logger
+from pyjetstream.server.log import get_logger
 from pyjetstream.server.monitor import closed_record
 from pyjetstream.server.options import RANDOM_PORT, ServerOptions
 from pyjetstream.server.sublist import Sublist, Subscription
@@ -89,7 +88,6 @@ SHUTDOWN_DRAIN_TIMEOUT = 2.0
 InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | None], None]
 
 _NO_RESPONDERS_TAIL = b" 16 16\r\nNATS/1.0 503\r\n\r\n\r\n"
-_CRLF = b"\r\n"
 
 
 class InternalSub(Subscription):
@@ -157,8 +155,6 @@ class Server:
         # --- internals
         self._cid = 0
         self._isid = 0
-        self._dirty: list[ClientConnection] = []
-        self._flush_scheduled = False
         self._listener: asyncio.Server | None = None
         self._ws_listener: asyncio.Server | None = None
         self.ws_port = 0
@@ -489,15 +485,14 @@ class Server:
             with open(opts.pid_file, "w", encoding="utf-8") as fh:
                 fh.write(str(os.getpid()))
         if opts.ports_file_dir:
-            exe = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "pyjetstream"
-            if exe in ("", "-c", "__main__.py", "-m") or exe.endswith(".py"):
-                exe = "pyjetstream"
             ports: dict[str, list[str]] = {"nats": [f"nats://{self._connect_host}:{self.port}"]}
             if self.http_port:
                 ports["monitoring"] = [self.monitor_url]
             if self.ws_port:
                 ports["websocket"] = [self.websocket_url]
-            path = os.path.join(opts.ports_file_dir, f"{exe}_{os.getpid()}.ports")
+            # nats-server names it after itself whatever the binary is called (``nats-server_<pid>.ports``),
+            # and test harnesses look for exactly that name.
+            path = os.path.join(opts.ports_file_dir, f"nats-server_{os.getpid()}.ports")
             tmp = path + ".tmp"
             with open(tmp, "w", encoding="utf-8") as fh:
                 json.dump(ports, fh, separators=(",", ":"))
@@ -580,20 +575,6 @@ class Server:
             tail += f',"nonce":"{conn.nonce}"'
         return self._info_prefix + (tail + "} \r\n").encode()
 
-    # ------------------------------------------------------------- output batching
-
-    def mark_dirty(self, conn: ClientConnection) -> None:
-        self._dirty.append(conn)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush_dirty)
-
-    def _flush_dirty(self) -> None:
-        self._flush_scheduled = False
-        dirty, self._dirty = self._dirty, []
-        for conn in dirty:
-            conn.flush_out()
-
     # ------------------------------------------------------------- subscriptions
 
     def add_subscription(self, sub: Subscription) -> None:
@@ -648,12 +629,12 @@ class Server:
     ) -> bool:
         """Deliver one message to every matching subscription; True if anyone received it.
 
-        The subscriptions are those of ``account``, by default the publishing client's account
-        (the global account for the server's own publishes).
-
-        This is the per-message hot path: one cache lookup, then for each receiving client two
-        list appends (a ``MSG <subject> <sid> `` prefix, cached on literal subscriptions, and the
-        rest of the frame, built once per message and shared by all receivers).
+        nats-server ``processMsgResults``: look the subject up in ``account``'s sublist (by default
+        the publishing client's account, the global account for the server's own publishes; one
+        cache hit on the hot path), pick one member per queue group, and hand the message to each
+        receiver — a client connection's :meth:`ClientConnection.deliver` (which frames it into
+        its own buffer) or an internal subscription's callback. ``client`` is the publisher
+        (``None`` for the server).
         """
         if account is None:
             account = client.account if client is not None else self.global_account
@@ -664,73 +645,19 @@ class Server:
         else:
             sl.matches += 1
         psubs, qsubs = result
-        if len(psubs) == 1 and not qsubs and show_subject is None and not self.trace:
-            # Direct path: one plain subscription, a client's, without auto-unsubscribe (the common
-            # case: a subscriber, a reply inbox, a pull inbox, a ``_INBOX.<id>.*`` for PubAcks). The
-            # frame goes out as its parts (joined once per flush); a literal subscription's
-            # repeated reply-less MSG line is cached.
-            sub = psubs[0]
-            conn = sub.client
-            if (
-                conn is not None
-                and not sub.max_msgs
-                and not sub.closed
-                and (conn is not client or conn.echo)
-                and conn.deliver_filter is None  # permissions filtering: the general path below
-            ):
-                sub.delivered += 1
-                out = conn.out
-                size = len(payload)
-                literal = sub.literal
-                if hdr is not None and conn.headers:
-                    hsize = len(hdr)
-                    size += hsize
-                    if reply:
-                        tail = b"%b %d %d\r\n" % (reply.encode(), hsize, size)
-                    else:
-                        tail = b"%d %d\r\n" % (hsize, size)
-                    head = sub.hmsg_prefix if literal else b"HMSG %b %b " % (subject.encode(), sub.sid_b)
-                    out.append(head)
-                    out.append(tail)
-                    out.append(hdr)
-                    frame_size = len(head) + len(tail) + size + 2
-                elif reply or not literal:
-                    head = sub.msg_prefix if literal else b"MSG %b %b " % (subject.encode(), sub.sid_b)
-                    tail = b"%b %d\r\n" % (reply.encode(), size) if reply else b"%d\r\n" % size
-                    out.append(head)
-                    out.append(tail)
-                    frame_size = len(head) + len(tail) + size + 2
-                else:
-                    if size == sub.msg_line_size:
-                        line = sub.msg_line
-                    else:
-                        line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix, size)
-                        sub.msg_line_size = size
-                    out.append(line)
-                    frame_size = len(line) + size + 2
-                out.append(payload)
-                out.append(_CRLF)
-                conn.out_size += frame_size
-                conn.out_msgs += 1
-                conn.out_bytes += size
-                if not conn.dirty:
-                    conn.dirty = True
-                    self._dirty.append(conn)
-                    if not self._flush_scheduled:
-                        self._flush_scheduled = True
-                        self.loop.call_soon(self._flush_dirty)
-                if conn.out_size > conn.pending_limit:
-                    conn.overflow()
-                if conn.write_paused and client is not None:
-                    client.stall(conn)
-                return True
         if qsubs:
             psubs = psubs + self._pick_queue_members(qsubs, client)
+        elif len(psubs) == 1:
+            # The common case (a subscriber, a reply inbox, a pull inbox): no loop.
+            sub = psubs[0]
+            conn = sub.client
+            if conn is not None and not sub.closed:
+                if conn.deliver(sub, subject, reply, hdr, payload, client, show_subject):
+                    return True
+                if reply and client is not None and client.no_responders:
+                    self._no_responders(client, reply)
+                return False
         delivered = False
-        trace = self.trace
-        msg_body: bytes | None = None
-        hmsg_body: bytes | None = None
-        shown: bytes | None = None
         for sub in psubs:
             # A closed connection has closed all its subscriptions, so sub.closed covers both.
             if sub.closed:
@@ -746,63 +673,34 @@ class Server:
                 except Exception:
                     self.logger.exception("internal subscription callback for %r failed", sub.subject)
                 continue
-            if conn is client and not conn.echo:
-                continue
-            deliver_filter = conn.deliver_filter
-            if deliver_filter is not None and not deliver_filter.deliver_allowed(
-                show_subject or subject, reply
-            ):
-                continue
-            delivered = True
-            sub.delivered += 1
-            if sub.max_msgs and sub.delivered >= sub.max_msgs:
-                conn.remove_sub(sub)  # auto-unsubscribe: this is the last message it gets
-            if hdr is None or not conn.headers:
-                if msg_body is None:
-                    if reply:
-                        msg_body = b"%b %d\r\n%b\r\n" % (reply.encode(), len(payload), payload)
-                    else:
-                        msg_body = b"%d\r\n%b\r\n" % (len(payload), payload)
-                body = msg_body
-                if show_subject is None and sub.literal:
-                    prefix = sub.msg_prefix
-                else:
-                    if shown is None:
-                        shown = (show_subject or subject).encode()
-                    prefix = b"MSG %b %b " % (shown, sub.sid_b)
-                size = len(payload)
-            else:
-                if hmsg_body is None:
-                    hmsg_body = _hmsg_body(reply, hdr, payload)
-                body = hmsg_body
-                if show_subject is None and sub.literal:
-                    prefix = sub.hmsg_prefix
-                else:
-                    if shown is None:
-                        shown = (show_subject or subject).encode()
-                    prefix = b"HMSG %b %b " % (shown, sub.sid_b)
-                size = len(hdr) + len(payload)
-            if trace:
-                conn.log(TRACE, f"->> [{_control_line_of(prefix, body)}]")
-            out = conn.out
-            out.append(prefix)
-            out.append(body)
-            conn.out_size += len(prefix) + len(body)
-            conn.out_msgs += 1
-            conn.out_bytes += size
-            if not conn.dirty:
-                conn.dirty = True
-                self._dirty.append(conn)
-                if not self._flush_scheduled:
-                    self._flush_scheduled = True
-                    self.loop.call_soon(self._flush_dirty)
-            if conn.out_size > conn.pending_limit:
-                conn.overflow()
-            if conn.write_paused and client is not None:
-                client.stall(conn)
+            if conn.deliver(sub, subject, reply, hdr, payload, client, show_subject):
+                delivered = True
         if not delivered and reply and client is not None and client.no_responders:
             self.no_responders(client, reply)
         return delivered
+
+    def route_run(self, subject: str, payloads: list[bytes], client: ClientConnection) -> int:
+        """Route a :class:`~pyjetstream.protocol.events.PubRun` (same subject, no reply, no headers)
+        with one lookup; returns how many payloads were routed, -1 when the run must go message
+        by message (queue groups, several or internal receivers, auto-unsubscribe: anything whose
+        per-message outcome can differ). Fewer than all means the receiver stalled the publisher
+        (the caller holds the rest, as after a stall in :meth:`route`)."""
+        sl = client.account.sublist
+        result = sl.cache.get(subject)
+        if result is None:
+            result = sl.match(subject)
+        psubs, qsubs = result
+        if qsubs or len(psubs) > 1:
+            return -1
+        if psubs:
+            sub = psubs[0]
+            conn = sub.client
+            if conn is None or sub.max_msgs:
+                return -1
+            sl.matches += len(payloads)
+            if not sub.closed:
+                return conn.deliver_run(sub, subject, payloads, client)
+        return len(payloads)
 
     @staticmethod
     def _pick_queue_members(
@@ -830,15 +728,3 @@ class Server:
                 client.enqueue(b"HMSG " + reply.encode() + b" " + sub.sid_b + _NO_RESPONDERS_TAIL)
                 return
 
-
-def _control_line_of(prefix: bytes, body: bytes) -> str:
-    """The MSG/HMSG control line of a frame, for the protocol trace."""
-    return (prefix + body[: body.find(_CRLF)]).decode(errors="replace")
-
-
-def _hmsg_body(reply: str, hdr: bytes, payload: bytes) -> bytes:
-    """Everything of an HMSG after ``HMSG <subject> <sid> ``."""
-    sizes = f"{len(hdr)} {len(hdr) + len(payload)}".encode()
-    if reply:
-        return b"".join((reply.encode(), b" ", sizes, _CRLF, hdr, payload, _CRLF))
-    return b"".join((sizes, _CRLF, hdr, payload, _CRLF))

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyjetstream.protocol.subjects import FWC, PWC, SEP, has_wildcard, is_valid_subject, subject_matches
+from pyjetstream.protocol.writers import hmsg_prefix, msg_prefix
 
 __all__ = ["EMPTY_RESULT", "MatchResult", "Sublist", "SublistError", "Subscription"]
 
@@ -78,8 +79,8 @@ class Subscription:
         self.literal = not has_wildcard(subject)
         # A literal subscription is only ever delivered its own subject: pre-encode the MSG line start.
         if self.literal:
-            self.msg_prefix = b"MSG %b %b " % (subject.encode(), self.sid_b)
-            self.hmsg_prefix = b"H" + self.msg_prefix
+            self.msg_prefix = msg_prefix(subject.encode(), self.sid_b)
+            self.hmsg_prefix = hmsg_prefix(subject.encode(), self.sid_b)
         else:
             self.msg_prefix = self.hmsg_prefix = b""
         # The whole ``MSG <subject> <sid> <size>\r\n`` line of the last size delivered without a

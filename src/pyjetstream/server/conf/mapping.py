@@ -51,6 +51,11 @@ _IGNORED_TOP_LEVEL = {
     "server_metadata": "server metadata",
     "proxies": "trusted proxies",
     "no_fast_producer_stall": "the fast-producer stall switch",
+    "default_sentinel": "the JWT default sentinel",
+    "proxy_protocol": "the PROXY protocol",
+    "write_timeout": "the write-timeout policy",
+    "feature_flags": "feature flags",
+    "max_closed_clients": "a configurable closed-connections history",
 }
 # Keys whose silent omission would weaken security: refused with an error.
 _REFUSED_TOP_LEVEL = {
@@ -143,6 +148,7 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys):
             "debug": ("debug", as_bool),
             "trace": ("trace", as_bool),
             "trace_verbose": self.trace_verbose,
+            "trace_headers": self.trace_headers,
             "logtime": ("logtime", as_bool),
             "logtime_utc": ("logtime_utc", as_bool),
             "logfile|log_file": ("logfile", as_str),
@@ -190,6 +196,10 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys):
 
     def trace_verbose(self, key: str, node: Node) -> None:
         self.o.trace_verbose = self.o.trace = as_bool(node, key)
+
+    def trace_headers(self, key: str, node: Node) -> None:
+        # nats-server traces only message headers with it; it turns tracing on as ``trace`` does.
+        self.o.trace = as_bool(node, key)
 
 
 def _apply_tree(

@@ -108,6 +108,15 @@ def _js_flag(node: Node, key: str) -> bool:
     return node.value
 
 
+def _cluster_traffic(node: Node, key: str) -> str:
+    value = node.value
+    if not isinstance(value, str):
+        raise Invalid(node, f"Expected either 'system' or 'owner' string value for \"{key}\", got {value}")
+    if value not in ("system", "", "owner"):
+        raise Invalid(node, f"Expected 'system' or 'owner' string value for \"{key}\", got {value}")
+    return value
+
+
 _ACCOUNT_JS_LIMITS: dict[str, Handler] = {
     "max_memory|max_mem|mem|memory": ("max_memory", _js_limit),
     "max_store|max_file|max_disk|store|disk": ("max_store", _js_limit),
@@ -115,6 +124,9 @@ _ACCOUNT_JS_LIMITS: dict[str, Handler] = {
     "max_consumers|consumers": ("max_consumers", _js_limit),
     "max_ack_pending": ("max_ack_pending", _js_limit),
     "max_bytes_required|max_stream_bytes|max_bytes": ("max_bytes_required", _js_flag),
+    "mem_max_stream_bytes|memory_max_stream_bytes": ("memory_max_stream_bytes", _js_limit),
+    "disk_max_stream_bytes|store_max_stream_bytes": ("store_max_stream_bytes", _js_limit),
+    "cluster_traffic": ("cluster_traffic", _cluster_traffic),
 }
 _ACCOUNT_LIMITS: dict[str, Handler] = {
     "max_connections|max_conn": ("max_connections", as_int),

@@ -18,7 +18,7 @@ from pyjetstream.server.conf.mapping_base import BlockMapper, Handler
 from pyjetstream.server.conf.nodes import Node
 
 # Refused rather than ignored: silently storing data unencrypted would betray the config's intent.
-_JS_ENCRYPTION_KEYS = {"key", "ek", "encryption_key", "prev_key", "prev_encryption_key", "cipher", "tpm"}
+_JS_ENCRYPTION_KEYS = {"key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher", "tpm"}
 
 
 def _sized(label: str) -> Callable[[Node, str], int]:
@@ -74,8 +74,8 @@ class JetStreamKeys(BlockMapper):
                 "max_buffered_size": ("jetstream_max_buffered_size", as_storage_size),
                 "max_buffered_msgs": ("jetstream_max_buffered_msgs", as_int),
                 "limits": self.jetstream_limits,
-                "unique_tag|max_outstanding_catchup": cluster_only,
-                "extension_hint|strict|request_queue_limit": accepted,
+                "unique_tag|max_outstanding_catchup|meta_compact|meta_compact_size|meta_compact_sync": cluster_only,
+                "extension_hint|strict|request_queue_limit|info_queue_limit|max_concurrent_io": accepted,
                 "|".join(_JS_ENCRYPTION_KEYS): encryption,
             },
         )
@@ -100,3 +100,4 @@ class JetStreamKeys(BlockMapper):
             "timeout": ("batch_timeout", as_duration),
         }
         self.each(as_map(node, key), spec, self.o.jetstream_limits)
+

@@ -1,0 +1,96 @@
+"""Frame writers that append a frame's parts to a caller's buffer, without copying payloads.
+
+h11's writers put bytes into a caller's ``write`` callable; here the caller owns a ``list[bytes]``
+(a connection's output, joined once per flush) and a writer appends the control line and
+references to the header block and payload it was given — never a copy of them. Each returns
+the number of bytes it appended, so the caller can keep its pending-bytes count without
+measuring again.
+
+The server's hot paths pre-encode what repeats: ``MSG <subject> <sid> `` is the *prefix* of a
+subscription's frames (:func:`msg_prefix` / :func:`hmsg_prefix`, cached on literal
+subscriptions), and the rest of the control line depends only on the reply and the sizes. The
+client uses :func:`append_pub` / :func:`append_hpub` the same way.
+
+Wire shapes (nats-server ``client.go`` ``msgHeader`` / nats.go ``publish``)::
+
+    MSG <subject> <sid> [reply] <size>\\r\\n<payload>\\r\\n
+    HMSG <subject> <sid> [reply] <hdr size> <total size>\\r\\n<hdr><payload>\\r\\n
+    PUB <subject> [reply] <size>\\r\\n<payload>\\r\\n
+    HPUB <subject> [reply] <hdr size> <total size>\\r\\n<hdr><payload>\\r\\n
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CRLF",
+    "append_hmsg",
+    "append_hpub",
+    "append_msg",
+    "append_pub",
+    "hmsg_prefix",
+    "msg_prefix",
+]
+
+CRLF = b"\r\n"
+
+
+def msg_prefix(subject: bytes, sid: bytes) -> bytes:
+    """``MSG <subject> <sid> ``: the start of every MSG line for one subscription and subject."""
+    return b"MSG %b %b " % (subject, sid)
+
+
+def hmsg_prefix(subject: bytes, sid: bytes) -> bytes:
+    """``HMSG <subject> <sid> ``."""
+    return b"HMSG %b %b " % (subject, sid)
+
+
+def append_msg(out: list[bytes], prefix: bytes, reply: bytes, payload: bytes) -> int:
+    """Append ``<prefix>[reply ]<size>\\r\\n<payload>\\r\\n`` (``prefix`` from :func:`msg_prefix`)."""
+    size = len(payload)
+    tail = b"%b %d\r\n" % (reply, size) if reply else b"%d\r\n" % size
+    out.append(prefix)
+    out.append(tail)
+    out.append(payload)
+    out.append(CRLF)
+    return len(prefix) + len(tail) + size + 2
+
+
+def append_hmsg(out: list[bytes], prefix: bytes, reply: bytes, hdr: bytes, payload: bytes) -> int:
+    """Append ``<prefix>[reply ]<hdr size> <total>\\r\\n<hdr><payload>\\r\\n`` (:func:`hmsg_prefix`)."""
+    hsize = len(hdr)
+    size = hsize + len(payload)
+    tail = b"%b %d %d\r\n" % (reply, hsize, size) if reply else b"%d %d\r\n" % (hsize, size)
+    out.append(prefix)
+    out.append(tail)
+    out.append(hdr)
+    out.append(payload)
+    out.append(CRLF)
+    return len(prefix) + len(tail) + size + 2
+
+
+def append_pub(out: list[bytes], subject: bytes, reply: bytes, payload: bytes) -> int:
+    """Append ``PUB <subject> [reply] <size>\\r\\n<payload>\\r\\n``."""
+    size = len(payload)
+    if reply:
+        line = b"PUB %b %b %d\r\n" % (subject, reply, size)
+    else:
+        line = b"PUB %b %d\r\n" % (subject, size)
+    out.append(line)
+    out.append(payload)
+    out.append(CRLF)
+    return len(line) + size + 2
+
+
+def append_hpub(out: list[bytes], subject: bytes, reply: bytes, hdr: bytes, payload: bytes) -> int:
+    """Append ``HPUB <subject> [reply] <hdr size> <total>\\r\\n<hdr><payload>\\r\\n``."""
+    hsize = len(hdr)
+    size = hsize + len(payload)
+    if reply:
+        line = b"HPUB %b %b %d %d\r\n" % (subject, reply, hsize, size)
+    else:
+        line = b"HPUB %b %d %d\r\n" % (subject, hsize, size)
+    out.append(line)
+    out.append(hdr)
+    out.append(payload)
+    out.append(CRLF)
+    return len(line) + size + 2
