@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 
@@ -104,12 +104,14 @@ def decode(data: bytes | str, tp: type[T]) -> T:
     Raises :data:`DecodeError`.
     """
     try:
-        return _decoder(tp).decode(data)
+        result: T = _decoder(cast(Any, tp)).decode(data)
+        return result
     except msgspec.ValidationError as exc:
         if "got `null`" not in str(exc):
             raise
     # Slow path, only for payloads with nulls where we model a non-optional field.
-    return _decoder(tp).decode(msgspec.json.encode(_drop_nulls(msgspec.json.decode(data))))
+    retried: T = _decoder(cast(Any, tp)).decode(msgspec.json.encode(_drop_nulls(msgspec.json.decode(data))))
+    return retried
 
 
 def _drop_nulls(value: Any) -> Any:

@@ -103,7 +103,7 @@ class Command:
     name: str
     help: str
     handler: Handler
-    configure: Callable[[argparse.ArgumentParser], None] | None = None
+    configure: Callable[[argparse.ArgumentParser], object] | None = None
     aliases: tuple[str, ...] = ()
     common: bool = True
 

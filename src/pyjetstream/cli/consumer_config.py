@@ -253,8 +253,11 @@ def consumer_config_from_args(
         ask = False
     elif base is None:
         base = ConsumerConfig(
-            ack_policy="explicit", deliver_policy="all", replay_policy="instant", max_deliver=-1
-        )  # type: ignore[arg-type]
+            ack_policy="explicit",  # type: ignore[arg-type]
+            deliver_policy="all",  # type: ignore[arg-type]
+            replay_policy="instant",  # type: ignore[arg-type]
+            max_deliver=-1,
+        )
     changes = _flag_changes(args)
     if name and base.name != name and base.durable_name != name:
         changes["name"] = name

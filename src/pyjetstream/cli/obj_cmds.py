@@ -317,11 +317,11 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
     elif not objects:
         print(f"No objects in bucket {args.bucket}")
     else:
-        rows = [(o.name, human_bytes(o.size), short_time(o.mtime)) for o in objects]
+        listing = [(o.name, human_bytes(o.size), short_time(o.mtime)) for o in objects]
         print_table(
             f"Bucket Contents for {args.bucket}",
             ("Name", "Size", "Time"),
-            rows,
+            listing,
             justify=("left", "right", "left"),
         )
     return 0

@@ -111,7 +111,7 @@ class ServerPool:
     def __len__(self) -> int:
         return len(self.servers)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self):
         return iter(list(self.servers))
 
     def next_candidates(self) -> list[ServerAddress]:

@@ -39,7 +39,8 @@ def server_url(config: PipelineConfig) -> Iterator[str]:
 
 def prepare_streams(config: PipelineConfig, url: str) -> None:
     """Fresh events and results streams and totals bucket (the job owns these names)."""
-    from pyjetstream.client.jetstream import KeyValueConfig, StreamConfig, sync
+    from pyjetstream.api import StreamConfig
+    from pyjetstream.client.jetstream import KeyValueConfig, sync
     from pyjetstream.client.jetstream.errors import StreamNotFound
 
     nc = sync.connect(url)

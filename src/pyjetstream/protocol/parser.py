@@ -260,6 +260,7 @@ class ServerSideParser(_FrameParser):
             if (n == 3 or n == 4) and tok.isdigit() and len(tok) <= MAX_SIZE_DIGITS:
                 size = int(tok)
                 if size <= self.max_payload:
+                    head: tuple[str, str, int | None]
                     if self.pub_tuples:
                         kind, head = TUPLE, (args[1].decode(), args[2].decode() if n == 4 else "", None)
                     else:

@@ -24,7 +24,7 @@ import random
 import socket
 import ssl
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, Sub, Unsub
 from pyjetstream.protocol.limits import OK, PING, PONG
@@ -276,8 +276,10 @@ class ClientConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------ asyncio hooks
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's is not an asyncio.Transport
+    def connection_made(self, base: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but have the same methods.
+        transport = cast(asyncio.Transport, base)
+        self.transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -349,7 +351,7 @@ class ClientConnection(asyncio.Protocol):
             if upgraded is not None:
                 upgraded.abort()
             return
-        self.transport = upgraded  # type: ignore[assignment]
+        self.transport = upgraded
         if not self._check_peer_certificate(upgraded):
             return
         self.tls_pending = False
@@ -372,7 +374,12 @@ class ClientConnection(asyncio.Protocol):
         dup = socket.socket(fileno=os.dup(sock.fileno()))
         dup.setblocking(False)
         ready: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(dup.fileno(), lambda: ready.done() or ready.set_result(None))
+
+        def readable() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(dup.fileno(), readable)
         try:
             await asyncio.wait_for(ready, timeout)
             first = dup.recv(1, socket.MSG_PEEK)

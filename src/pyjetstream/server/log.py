@@ -61,9 +61,9 @@ def get_logger() -> logging.Logger:
 def configure_logging(options: ServerOptions) -> logging.Logger:
     """Send the server's log to stderr (or ``options.logfile``) in nats-server's format."""
     logger = get_logger()
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-        handler.close()
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+        old.close()
     if options.logfile:
         handler: logging.Handler = logging.FileHandler(options.logfile, encoding="utf-8")
     else:

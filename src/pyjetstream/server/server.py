@@ -655,7 +655,7 @@ class Server:
                 if conn.deliver(sub, subject, reply, hdr, payload, client, show_subject):
                     return True
                 if reply and client is not None and client.no_responders:
-                    self._no_responders(client, reply)
+                    self.no_responders(client, reply)
                 return False
         delivered = False
         for sub in psubs:
@@ -714,7 +714,9 @@ class Server:
             for k in range(n):
                 sub = group[(start + k) % n]
                 conn = sub.client
-                if sub.closed or (conn is not None and (conn.closed or (conn is client and not conn.echo))):
+                if sub.closed or (
+                    conn is not None and (conn.closed or (client is not None and conn is client and not client.echo))
+                ):
                     continue
                 picked.append(sub)
                 break

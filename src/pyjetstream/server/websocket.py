@@ -25,7 +25,7 @@ from wsproto.events import (
     Request,
     TextMessage,
 )
-from wsproto.extensions import PerMessageDeflate
+from wsproto.extensions import Extension, PerMessageDeflate
 from wsproto.utilities import RemoteProtocolError
 
 from pyjetstream.server.client import ClientConnection
@@ -118,7 +118,7 @@ class WebSocketConnection(asyncio.Protocol):
             self._handshake_error(f"origin not allowed: {reason}")
             self._reject(403)
             return
-        extensions = [PerMessageDeflate()] if self.opts.compression else []
+        extensions: list[Extension] = [PerMessageDeflate()] if self.opts.compression else []
         self.transport.write(self.ws.send(AcceptConnection(extensions=extensions)))
         self.client = ClientConnection(self.server)
         self.client.websocket = True

@@ -82,7 +82,8 @@ def push_filters(
         bounds.subjects = option_subjects
     remaining: list[Filter] = []
     for flt in filters:
-        column = flt.attribute[0] if len(flt.attribute) == 1 else None
+        attribute: tuple[str, ...] = getattr(flt, "attribute", ())  # every pyspark Filter has one
+        column = attribute[0] if len(attribute) == 1 else None
         if column == "subject" and _push_subject(flt, bounds, bool(option_subjects)):
             bounds.pushed.append(repr(flt))
             continue

@@ -138,6 +138,12 @@ def _get(options: Mapping[str, str], *names: str) -> str | None:
     return None
 
 
+def _int_or(options: Mapping[str, str], name: str, default: int) -> int:
+    """A non-negative integer option, ``default`` when it is not given."""
+    value = _int(options, name, minimum=0)
+    return default if value is None else value
+
+
 def _int(options: Mapping[str, str], name: str, *, minimum: int) -> int | None:
     text = _get(options, name)
     if text is None:
@@ -231,9 +237,7 @@ def parse_options(options: Mapping[str, str]) -> JetStreamOptions:
         subject=_get(options, "subject"),
         bucket=_get(options, "bucket", "kv"),
         publish_window=_int(options, "publishWindow", minimum=1) or DEFAULT_PUBLISH_WINDOW,
-        publish_retries=_int(options, "publishRetries", minimum=0)
-        if _get(options, "publishRetries") is not None
-        else DEFAULT_PUBLISH_RETRIES,
+        publish_retries=_int_or(options, "publishRetries", DEFAULT_PUBLISH_RETRIES),
         ack_timeout=_float(options, "ackTimeout", 5.0),
         write_id=_get(options, "writeId", "msgIdPrefix"),
         derive_msg_id=_get(options, "deriveMsgId") is None or _bool(options, "deriveMsgId"),

@@ -3,8 +3,8 @@ sequence range that options and pushed filters leave."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TypeAlias, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeAlias, TypeVar
 
 from pyjetstream.api import StreamState
 from pyjetstream.spark.connection import TaskLoop, open_client
@@ -31,7 +31,7 @@ def require_stream(opts: JetStreamOptions) -> str:
     return opts.stream
 
 
-def with_api(opts: JetStreamOptions, step: Callable[[JetStreamApi], Awaitable[T]]) -> T:
+def with_api(opts: JetStreamOptions, step: Callable[[JetStreamApi], Coroutine[Any, Any, T]]) -> T:
     """Run ``step`` against a fresh connection (the driver keeps none between Spark calls)."""
 
     async def run() -> T:
@@ -54,7 +54,7 @@ class DriverConnection:
         self._loop: TaskLoop | None = None
         self._api: JetStreamApi | None = None
 
-    def call(self, step: Callable[[JetStreamApi], Awaitable[T]]) -> T:
+    def call(self, step: Callable[[JetStreamApi], Coroutine[Any, Any, T]]) -> T:
         if self._loop is None:
             self._loop = TaskLoop()
         api = self._api
@@ -78,13 +78,14 @@ class DriverConnection:
         return {"opts": self.opts}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["opts"])  # type: ignore[misc, arg-type]
+        self.__init__(state["opts"])  # type: ignore[misc]
 
 
-Caller: TypeAlias = Callable[[Callable[[JetStreamApi], Awaitable[T]]], T]
+# What runs a step against the driver's connection (results are the steps' own, typed where used).
+Caller: TypeAlias = Callable[[Callable[[JetStreamApi], Coroutine[Any, Any, Any]]], Any]
 
 
-def _caller(opts: JetStreamOptions, conn: DriverConnection | None) -> Caller[T]:
+def _caller(opts: JetStreamOptions, conn: DriverConnection | None) -> Caller:
     if conn is not None:
         return conn.call
     return lambda step: with_api(opts, step)

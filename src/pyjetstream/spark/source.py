@@ -69,4 +69,4 @@ class JetStreamDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from pyjetstream.spark.writer import JetStreamStreamWriter
 
-        return JetStreamStreamWriter(self.opts, schema)  # type: ignore[return-value]
+        return JetStreamStreamWriter(self.opts, schema)

@@ -63,7 +63,7 @@ try:  # async fixtures need pytest-asyncio; plain (sync) tests work without it
 
     _async_fixture: Any = pytest_asyncio.fixture
 except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
-    pytest_asyncio = None
+    pytest_asyncio = None  # type: ignore[assignment]
     _async_fixture = pytest.fixture
 
 MARKER = "nats_server"

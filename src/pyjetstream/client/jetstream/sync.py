@@ -24,7 +24,7 @@ import concurrent.futures
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pyjetstream.client.connection import Client
 from pyjetstream.client.connection import connect as _connect
@@ -110,7 +110,7 @@ def _class_needs_proxy(cls: type) -> bool:
 
 
 def _is_client_object(value: object) -> bool:
-    return _needs_proxy(type(value))
+    return _needs_proxy(cast(Any, type(value)))
 
 
 def wrap(value: Any, rt: LoopThread) -> Any:
@@ -187,7 +187,7 @@ class SyncProxy:
         if aenter is not None:
             result = self._rt.call(aenter)
             if result is not self._obj:
-                return wrap(result, self._rt)  # type: ignore[no-any-return]
+                return wrap(result, self._rt)
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

@@ -86,5 +86,8 @@ class Fields:
     def __init__(self, **fields: Any) -> None:
         self.__dict__.update(fields)
 
+    def __setattr__(self, name: str, value: Any) -> None:  # any field, as in __init__
+        self.__dict__[name] = value
+
     def __getattr__(self, name: str) -> Any:  # pragma: no cover - typing aid only
         raise AttributeError(name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyjetstream.server.conf.converters import as_bool, as_host_port, as_int, as_map, as_str, as_strings
 from pyjetstream.server.conf.mapping_base import BlockMapper
 from pyjetstream.server.conf.nodes import Node
@@ -14,6 +16,10 @@ _REFUSED = ("username", "user", "password", "pass", "token", "no_auth_user", "jw
 
 class WebSocketKeys(BlockMapper):
     """``websocket { port, host, listen, no_tls, tls, same_origin, allowed_origins, compression, ... }``."""
+
+    if TYPE_CHECKING:  # provided by TLSKeys in the combined Mapper
+
+        def tls(self, key: str, node: Node) -> None: ...
 
     def websocket(self, key: str, node: Node) -> None:
         ws = WebSocketOptions()

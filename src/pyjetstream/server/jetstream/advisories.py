@@ -37,7 +37,7 @@ def publish(engine: JetStreamEngine, subject: str, event: TypedEvent) -> None:
     event.id = new_event_id()
     event.timestamp = NanoTime(time.time_ns())
     if engine.domain and hasattr(event, "domain"):
-        event.domain = engine.domain  # type: ignore[attr-defined]
+        event.domain = engine.domain
     # After the API reply, as nats-server's send queue does: a stream capturing advisories
     # must not see one before the client sees the answer that caused it.
     server.loop.call_soon(server.publish_internal, subject, encode_response(event))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
 
 
-def _cluster_required(cls: type[ApiResponse]):  # type: ignore[no-untyped-def]
+def _cluster_required(cls: type[ApiResponse]):
     def handler(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
         return cls(error=E.JSClusterRequiredErr())
 

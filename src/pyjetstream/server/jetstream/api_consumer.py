@@ -190,7 +190,7 @@ def consumer_unpin(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
 
 def _paged_consumers(
     engine: JetStreamEngine, match: ApiMatch, payload: bytes, kind: type
-) -> tuple[list, int, int]:  # type: ignore[type-arg]
+) -> tuple[list, int, int]:
     req = kind() if is_empty_request(payload) else decode_request(payload, kind)
     stream = _lookup_stream(engine, match.stream)
     # Direct consumers (used by sources and mirrors) are not listed (``getPublicConsumers``).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api import errors as E
 from pyjetstream.api.enums import StorageType
@@ -68,7 +68,7 @@ def _lookup(engine: JetStreamEngine, name: str) -> Stream:
     return stream
 
 
-def _info_response(cls: type, stream: Stream, **extra: object) -> ApiResponse:
+def _info_response(cls: type[Any], stream: Stream, **extra: object) -> ApiResponse:
     info = stream.info()
     return cls.from_payload(info, **extra)
 
@@ -292,7 +292,7 @@ def stream_msg_get(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
     return response
 
 
-def load_for_get(stream: Stream, req: MsgGetRequest):  # type: ignore[no-untyped-def]
+def load_for_get(stream: Stream, req: MsgGetRequest):
     """The message a MSG.GET / DIRECT.GET request names, or None."""
     store = stream.store
     try:

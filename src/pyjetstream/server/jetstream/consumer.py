@@ -545,7 +545,7 @@ class Consumer:
             if push:
                 if ps.maxpb:
                     ps.after_delivery(size)
-            elif wr.n <= 0 and wr.max_bytes > 0:
+            elif wr is not None and wr.n <= 0 and wr.max_bytes > 0:
                 pull.batch_completed(dest, wr.max_bytes)
             if ack_none_interest:
                 self.stream.ack_msg(seq)

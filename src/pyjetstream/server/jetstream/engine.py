@@ -25,6 +25,7 @@ from pyjetstream.api.enums import StorageType
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.server.jetstream import monitoring
+from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
 from pyjetstream.server.jetstream.store._fileutil import read_meta_file
 from pyjetstream.server.jetstream.store.base import MessageStore
 from pyjetstream.server.jetstream.store.filestore import (
@@ -243,7 +244,7 @@ class JetStreamEngine:
         worker thread (the stores hand over duplicated descriptors), so publishing goes on."""
         loop = self.server.loop
         for stream in list(self.streams.values()):
-            store = stream.store
+            store: Any = stream.store  # a FileStore (checked below): needs_sync / sync_later
             if stream.closed or stream.cfg.storage != StorageType.FILE:
                 continue
             try:
@@ -294,11 +295,6 @@ class JetStreamEngine:
         self.account_usage_changed()
 
     def _recover(self) -> None:
-        try:
-            from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
-        except ImportError:  # consumers not built yet: streams recover on their own
-            recover_consumers = None
-
         for directory in sorted(self.streams_dir.iterdir()):
             if not directory.is_dir():
                 continue
@@ -314,8 +310,7 @@ class JetStreamEngine:
             stream = Stream(self, cfg, store, created)
             self.streams[cfg.name] = stream
             stream.start()
-            if recover_consumers is not None:
-                recover_consumers(stream)
+            recover_consumers(stream)
             state = store.fast_state()
             self.server.logger.info(
                 "  Restored %d messages for stream '%s > %s'", state.msgs, self.account_name, cfg.name

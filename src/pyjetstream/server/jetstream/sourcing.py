@@ -680,9 +680,9 @@ class StreamSourcing:
                 continue
             name, iname, sseq = parse_source_header(value.decode(errors="replace"))
             if iname:
-                feed = wanted.pop(iname, None)
-                if feed is not None:
-                    feed.sseq = sseq
+                found = wanted.pop(iname, None)
+                if found is not None:
+                    found.sseq = sseq
             elif name:  # a 2.9 header: it is ours if the origin's name matches
                 for feed in [f for f in wanted.values() if f.iname.split(" ", 1)[0] == name]:
                     del wanted[feed.iname]

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
@@ -455,7 +455,7 @@ class Stream:
         engine = self.engine
         storage = cfg.storage
         limit_error = engine.check_account_limits(
-            storage, store._record_size(len(subject), len(hdr) if hdr else 0, len(payload))
+            storage, cast(Any, store)._record_size(len(subject), len(hdr) if hdr else 0, len(payload))
         )
         if limit_error is not None:
             return limit_error

@@ -109,7 +109,7 @@ def find_value(arr: array[int], value: int, lo: int, hi: int) -> int:
     search = _pattern(value).search
     pos, end = lo * 4, hi * 4
     while True:
-        m = search(arr, pos, end)  # type: ignore[call-overload]
+        m = search(arr, pos, end)
         if m is None:
             return -1
         p = m.start()
