@@ -242,12 +242,14 @@ def finish_pub_ack(prefix: bytes, seq: int, duplicate: bool = False) -> bytes:
     return b"%s%d%s" % (prefix, seq, b',"duplicate": true}' if duplicate else b"}")
 
 
-def finish_batch_pub_ack(prefix: bytes, seq: int, batch_id: str, count: int) -> bytes:
+def finish_batch_pub_ack(prefix: bytes, seq: int, batch_id: str, count: int, duplicate: bool = False) -> bytes:
     """⟨2.12+⟩ the PubAck of a committed batch: the stream's PubAck with ``"batch"`` and ``"count"``
     appended, e.g. ``{"stream":"S","seq":3,"batch":"A","count":3}`` (nats-server appends
-    ``,"batch":%q,"count":%d}`` to its template)."""
-    quoted = json.dumps(batch_id, ensure_ascii=False)
-    return b"%s%d,\"batch\":%s,\"count\":%d}" % (prefix, seq, quoted.encode(), count)
+    ``,"batch":%q,"count":%d}`` to its template; a fast batch whose only message was a duplicate
+    gets ``,"duplicate": true`` before them)."""
+    quoted = json.dumps(batch_id, ensure_ascii=False).encode()
+    dup = b',"duplicate": true' if duplicate else b""
+    return b"%s%d%s,\"batch\":%s,\"count\":%d}" % (prefix, seq, dup, quoted, count)
 
 
 def encode_pub_ack(stream: str, seq: int, duplicate: bool = False, domain: str | None = None) -> bytes:

@@ -119,7 +119,7 @@ class _Inflight:
 
 
 @dataclass
-class _Diff:
+class StagedDiff:
     """What the batch would change, for the checks of its later messages (batchStagedDiff)."""
 
     msg_ids: set[str] = field(default_factory=set)
@@ -128,7 +128,7 @@ class _Diff:
 
 
 @dataclass
-class _Checked:
+class Checked:
     subject: str
     hdr: bytes
     payload: bytes
@@ -136,10 +136,18 @@ class _Checked:
     rollup: bytes
 
 
-class _Refused(Exception):
+class Refused(Exception):
     def __init__(self, error: ApiError) -> None:
         super().__init__(error.description)
         self.error = error
+
+
+class Duplicate(Refused):
+    """The message's ``Nats-Msg-Id`` was stored at ``seq`` inside the duplicate window."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(E.JSAtomicPublishContainsDuplicateMessageErr())
+        self.seq = seq
 
 
 def _parse_uint(value: bytes | None) -> int | None:
@@ -267,7 +275,7 @@ class AtomicBatches:
         self._cleanup(batch_id)
         try:
             checked = self._check_all(batch.msgs)
-        except _Refused as refused:
+        except Refused as refused:
             return refuse(refused.error)
         if commit_eob:  # the last stored message carries the normal commit header
             last = checked[-1]
@@ -284,9 +292,9 @@ class AtomicBatches:
         return finish_batch_pub_ack(stream._ack_prefix, seq, batch_id, len(checked))
 
     # --- the commit's checks ----------------------------------------------------------------
-    def _check_all(self, msgs: list[_Staged]) -> list[_Checked]:
+    def _check_all(self, msgs: list[_Staged]) -> list[Checked]:
         stream = self.stream
-        diff = _Diff()
+        diff = StagedDiff()
         base_last = stream.store.fast_state().last_seq
         out = []
         for index, msg in enumerate(msgs):
@@ -297,97 +305,105 @@ class AtomicBatches:
                 if transformed is not None:
                     subject = transformed
             if get_header(msg.hdr, H.EXPECTED_LAST_MSG_ID.encode()):
-                raise _Refused(E.JSAtomicPublishUnsupportedHeaderBatchErr(header=H.EXPECTED_LAST_MSG_ID))
+                raise Refused(E.JSAtomicPublishUnsupportedHeaderBatchErr(header=H.EXPECTED_LAST_MSG_ID))
             out.append(self._check(diff, subject, msg.hdr, msg.payload, base_last + index))
         return out
 
-    def _check(self, diff: _Diff, subject: str, hdr: bytes, payload: bytes, clseq: int) -> _Checked:
-        """One message's checks (nats-server's checkMsgHeadersPreClusteredProposal, in its order)."""
-        stream = self.stream
-        cfg = stream.cfg
-        msg_id = ""
-        rollup = b""
-        if len(hdr) > MAX_HEADER_SIZE:
-            raise _Refused(E.JSStreamHeaderExceedsMaximumErr())
-        expected_stream = get_header(hdr, H.EXPECTED_STREAM.encode())
-        if expected_stream and expected_stream.decode() != stream.name:
-            raise _Refused(E.JSStreamNotMatchErr())
-        if get_header(hdr, H.TTL.encode()) is not None and not cfg.allow_msg_ttl:
-            raise _Refused(E.JSMessageTTLDisabledErr())
-        raw_id = get_header(hdr, H.MSG_ID.encode())
-        if raw_id:
-            msg_id = raw_id.decode()
-            if msg_id in diff.msg_ids or stream.duplicate_of(msg_id) is not None:
-                raise _Refused(E.JSAtomicPublishContainsDuplicateMessageErr())
-            diff.msg_ids.add(msg_id)
-        source_error = getattr(E, "JSMessageSourceHdrNotAllowedErr", None)
-        if source_error is not None and get_header(hdr, H.STREAM_SOURCE.encode()) is not None:
-            raise _Refused(source_error())
+    def _check(self, diff: StagedDiff, subject: str, hdr: bytes, payload: bytes, clseq: int) -> Checked:
+        return check_message(self.stream, diff, subject, hdr, payload, clseq)
 
-        expected = _parse_uint(get_header(hdr, H.EXPECTED_LAST_SEQUENCE.encode()))
-        if expected is not None and expected != clseq:
-            raise _Refused(E.JSStreamWrongLastSequenceErrF(seq=clseq))
-        if expected is not None and diff.inflight:
-            raise _Refused(E.JSStreamWrongLastSequenceConstantErr())
-        per_subject = _parse_uint(get_header(hdr, H.EXPECTED_LAST_SUBJECT_SEQUENCE.encode()))
-        override = get_header(hdr, H.EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT.encode())
-        if per_subject is not None:
-            seq_subject = override.decode() if override else subject
-            if seq_subject in diff.inflight:
-                raise _Refused(E.JSStreamWrongLastSequenceConstantErr())
-            known = diff.expected_per_subject.get(seq_subject)
-            if known is not None:
-                if known != per_subject:
-                    raise _Refused(E.JSStreamWrongLastSequenceErrF(seq=known))
-            else:
-                try:
-                    last = stream.store.load_last_msg(seq_subject).seq
-                except (ErrStoreMsgNotFound, ErrStoreEOF):
-                    last = 0
-                except (StoreError, OSError):
-                    raise _Refused(E.JSStreamWrongLastSequenceErrF(seq=0)) from None
-                if last != per_subject:
-                    raise _Refused(E.JSStreamWrongLastSequenceErrF(seq=last))
-                diff.expected_per_subject[seq_subject] = last
-        elif override:
-            raise _Refused(E.JSStreamExpectedLastSeqPerSubjectInvalid())
 
-        raw_rollup = get_header(hdr, H.ROLLUP.encode())
-        if raw_rollup:
-            rollup = raw_rollup.lower()
-            if not cfg.allow_rollup_hdrs or cfg.deny_purge:
-                raise _Refused(E.JSStreamRollupFailedF(err="rollup not permitted"))
-            if rollup == b"sub":
-                if subject in diff.inflight:
-                    raise _Refused(E.JSStreamRollupFailedF(err="batch rollup sub invalid"))
-            elif rollup == b"all":
-                if diff.inflight:
-                    raise _Refused(E.JSStreamRollupFailedF(err="batch rollup all invalid"))
-            else:
-                text = _go_quote(rollup.decode(errors="replace"))
-                raise _Refused(E.JSStreamRollupFailedF(err=f"rollup value invalid: {text}"))
+def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, payload: bytes, clseq: int) -> Checked:
+    """One message's checks before it is stored (nats-server's ``checkMsgHeadersPreClusteredProposal``,
+    in its order); ``clseq`` is the stream's last sequence as it will be before this message.
+    Raises :class:`Refused` (:class:`Duplicate` for a ``Nats-Msg-Id`` already stored)."""
+    cfg = stream.cfg
+    msg_id = ""
+    rollup = b""
+    if len(hdr) > MAX_HEADER_SIZE:
+        raise Refused(E.JSStreamHeaderExceedsMaximumErr())
+    expected_stream = get_header(hdr, H.EXPECTED_STREAM.encode())
+    if expected_stream and expected_stream.decode() != stream.name:
+        raise Refused(E.JSStreamNotMatchErr())
+    if get_header(hdr, H.TTL.encode()) is not None and not cfg.allow_msg_ttl:
+        raise Refused(E.JSMessageTTLDisabledErr())
+    raw_id = get_header(hdr, H.MSG_ID.encode())
+    if raw_id:
+        msg_id = raw_id.decode()
+        if msg_id in diff.msg_ids:
+            raise Refused(E.JSAtomicPublishContainsDuplicateMessageErr())
+        stored = stream.duplicate_of(msg_id)
+        if stored is not None:
+            raise Duplicate(stored)
+        diff.msg_ids.add(msg_id)
+    source_error = getattr(E, "JSMessageSourceHdrNotAllowedErr", None)
+    if source_error is not None and get_header(hdr, H.STREAM_SOURCE.encode()) is not None:
+        raise Refused(source_error())
 
-        if cfg.storage == StorageType.MEMORY:  # memStoreMsgSizeRaw / fileStoreMsgSizeRaw
-            overhead = 16
+    expected = _parse_uint(get_header(hdr, H.EXPECTED_LAST_SEQUENCE.encode()))
+    if expected is not None and expected != clseq:
+        raise Refused(E.JSStreamWrongLastSequenceErrF(seq=clseq))
+    if expected is not None and diff.inflight:
+        raise Refused(E.JSStreamWrongLastSequenceConstantErr())
+    per_subject = _parse_uint(get_header(hdr, H.EXPECTED_LAST_SUBJECT_SEQUENCE.encode()))
+    override = get_header(hdr, H.EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT.encode())
+    if per_subject is not None:
+        seq_subject = override.decode() if override else subject
+        if seq_subject in diff.inflight:
+            raise Refused(E.JSStreamWrongLastSequenceConstantErr())
+        known = diff.expected_per_subject.get(seq_subject)
+        if known is not None:
+            if known != per_subject:
+                raise Refused(E.JSStreamWrongLastSequenceErrF(seq=known))
         else:
-            overhead = 34 if hdr else 30
-        entry = diff.inflight.setdefault(subject, _Inflight())
-        entry.ops += 1
-        entry.bytes += len(subject) + len(hdr) + len(payload) + overhead
-        if cfg.discard == DiscardPolicy.NEW:
-            if cfg.max_msgs > 0 or cfg.max_bytes > 0:
-                state = stream.store.fast_state()
-                msgs = state.msgs + sum(i.ops for i in diff.inflight.values())
-                size = state.bytes + sum(i.bytes for i in diff.inflight.values())
-                if cfg.max_msgs > 0 and msgs > cfg.max_msgs:
-                    raise _Refused(E.JSStreamStoreFailedF(err="maximum messages exceeded"))
-                if cfg.max_bytes > 0 and size > cfg.max_bytes:
-                    raise _Refused(E.JSStreamStoreFailedF(err="maximum bytes exceeded"))
-            if cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0 and not raw_rollup:
-                total = stream.store.subjects_totals(subject).get(subject, 0) + entry.ops
-                if total > cfg.max_msgs_per_subject:
-                    raise _Refused(E.JSStreamStoreFailedF(err="maximum messages per subject exceeded"))
-        return _Checked(subject, hdr, payload, msg_id, rollup)
+            try:
+                last = stream.store.load_last_msg(seq_subject).seq
+            except (ErrStoreMsgNotFound, ErrStoreEOF):
+                last = 0
+            except (StoreError, OSError):
+                raise Refused(E.JSStreamWrongLastSequenceErrF(seq=0)) from None
+            if last != per_subject:
+                raise Refused(E.JSStreamWrongLastSequenceErrF(seq=last))
+            diff.expected_per_subject[seq_subject] = last
+    elif override:
+        raise Refused(E.JSStreamExpectedLastSeqPerSubjectInvalid())
+
+    raw_rollup = get_header(hdr, H.ROLLUP.encode())
+    if raw_rollup:
+        rollup = raw_rollup.lower()
+        if not cfg.allow_rollup_hdrs or cfg.deny_purge:
+            raise Refused(E.JSStreamRollupFailedF(err="rollup not permitted"))
+        if rollup == b"sub":
+            if subject in diff.inflight:
+                raise Refused(E.JSStreamRollupFailedF(err="batch rollup sub invalid"))
+        elif rollup == b"all":
+            if diff.inflight:
+                raise Refused(E.JSStreamRollupFailedF(err="batch rollup all invalid"))
+        else:
+            text = _go_quote(rollup.decode(errors="replace"))
+            raise Refused(E.JSStreamRollupFailedF(err=f"rollup value invalid: {text}"))
+
+    if cfg.storage == StorageType.MEMORY:  # memStoreMsgSizeRaw / fileStoreMsgSizeRaw
+        overhead = 16
+    else:
+        overhead = 34 if hdr else 30
+    entry = diff.inflight.setdefault(subject, _Inflight())
+    entry.ops += 1
+    entry.bytes += len(subject) + len(hdr) + len(payload) + overhead
+    if cfg.discard == DiscardPolicy.NEW:
+        if cfg.max_msgs > 0 or cfg.max_bytes > 0:
+            state = stream.store.fast_state()
+            msgs = state.msgs + sum(i.ops for i in diff.inflight.values())
+            size = state.bytes + sum(i.bytes for i in diff.inflight.values())
+            if cfg.max_msgs > 0 and msgs > cfg.max_msgs:
+                raise Refused(E.JSStreamStoreFailedF(err="maximum messages exceeded"))
+            if cfg.max_bytes > 0 and size > cfg.max_bytes:
+                raise Refused(E.JSStreamStoreFailedF(err="maximum bytes exceeded"))
+        if cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0 and not raw_rollup:
+            total = stream.store.subjects_totals(subject).get(subject, 0) + entry.ops
+            if total > cfg.max_msgs_per_subject:
+                raise Refused(E.JSStreamStoreFailedF(err="maximum messages per subject exceeded"))
+    return Checked(subject, hdr, payload, msg_id, rollup)
 
 
 def recover_partial_batch(stream: Stream) -> int:

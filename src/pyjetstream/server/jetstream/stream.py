@@ -24,6 +24,7 @@ from pyjetstream.api.codec import encode_pub_ack_error, finish_pub_ack, pub_ack_
 from pyjetstream.api.counters import counter_pub_ack
 from pyjetstream.api.enums import RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.fast_batch import is_fast_batch_reply
 from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time
@@ -33,6 +34,7 @@ from pyjetstream.protocol.subjects import is_subset
 from pyjetstream.server.jetstream import counters
 from pyjetstream.server.jetstream.batch_atomic import BATCH_ID as HDR_BATCH_ID
 from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
+from pyjetstream.server.jetstream.batch_fast import FastBatches
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
 from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
 from pyjetstream.server.jetstream.sourcing import StreamSourcing
@@ -132,6 +134,7 @@ class Stream:
         self._memory = cfg.storage == StorageType.MEMORY
         self._ingest = IngestLimits(self.server.options)
         self.atomic = AtomicBatches(self)
+        self.fast = FastBatches(self)
         self._configure_transforms()
         self.sourcing = StreamSourcing(self)
 
@@ -185,6 +188,7 @@ class Stream:
             timer.cancel()
         self._timers.clear()
         self.atomic.clear()
+        self.fast.clear()
         if delete:
             self.store.delete()
         else:
@@ -212,6 +216,8 @@ class Stream:
         self._dedupe.window_ns = cfg.duplicate_window or 1
         if not cfg.allow_atomic:
             self.atomic.clear()
+        if not cfg.allow_batched:
+            self.fast.clear()
         self._configure_transforms()
         self.store.update_config(store_config_for(cfg))
         self.persist_meta()
@@ -270,6 +276,14 @@ class Stream:
                 except Exception:  # one consumer's failure must not starve the others
                     self.server.logger.exception("consumer '%s' failed on new messages", consumer.name)
 
+    def respond(self, reply: str, data: bytes) -> None:
+        """Answer a publish in order with the PubAcks: after this turn's writes reach the OS
+        when a store batch is open, else now."""
+        if self._batch is not None:
+            self._acks.append((reply, data))
+        else:
+            self.server.publish_internal(reply, data)
+
     def _error(self, error: ApiError) -> bytes:
         return encode_pub_ack_error(self.name, error)
 
@@ -281,6 +295,9 @@ class Stream:
 
         The checks run in nats-server's order (``processJetStreamMsg``).
         """
+        if reply and is_fast_batch_reply(reply):  # a fast batch (batch_fast.py) answers on its own
+            self.fast.process(subject, reply, hdr, payload)
+            return None
         if hdr and HDR_BATCH_ID in hdr:
             batch_id = get_header(hdr, HDR_BATCH_ID)
             if batch_id:  # an atomic batch (batch_atomic.py) stages and checks on its own

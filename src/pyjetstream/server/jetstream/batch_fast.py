@@ -1,0 +1,277 @@
+"""Fast-ingest batch publish (ADR-50, 2.14+): ``allow_batched`` and the ``$FI`` reply subjects.
+
+Unlike an atomic batch, a fast batch stores every message as it arrives (each checked as a single
+publish); what the batch adds is ordering (gaps detected, refused with gap mode ``fail`` or
+reported and skipped with ``ok``), server-paced flow control instead of one PubAck per message
+(an ``ack`` flow message every N stored messages, N ramping up to the publisher's flow value and
+shared out between concurrent batches: 500 over the open batches) and one PubAck with ``batch`` /
+``count`` at the commit. The grammar and the flow messages are :mod:`pyjetstream.api.fast_batch`.
+Mirrors nats-server's ``processJetStreamFastBatchMsg`` (stream.go) and the ``fastBatch`` methods
+of jetstream_batching.go, on a single server where each message is stored before the next one is
+looked at (so nothing is ever "pending" between two messages).
+
+Limits: ``jetstream { limits { batch { max_inflight_per_stream (1000), max_inflight_total (50000),
+timeout (10 s) } } }``; an idle batch is forgotten after the timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyjetstream.api import codec
+from pyjetstream.api import errors as E
+from pyjetstream.api.codec import finish_batch_pub_ack
+from pyjetstream.api.fast_batch import (
+    BatchFlowAck,
+    BatchFlowErr,
+    BatchFlowGap,
+    FastBatchReply,
+    InvalidFastBatch,
+    parse_fast_batch_reply,
+)
+from pyjetstream.api.models_common import ApiError
+from pyjetstream.protocol.headers import get_header, remove_header
+from pyjetstream.server.jetstream.batch_atomic import (
+    REQUIRED_API_LEVEL,
+    SERVER_API_LEVEL,
+    Duplicate,
+    Refused,
+    StagedDiff,
+    check_message,
+)
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.engine import JetStreamEngine
+    from pyjetstream.server.jetstream.stream import Stream
+
+MAX_BATCH_ID_LEN = 64
+DEFAULT_MAX_INFLIGHT_PER_STREAM = 1000  # streamDefaultMaxFastBatchInflightPerStream
+DEFAULT_MAX_INFLIGHT_TOTAL = 50_000
+DEFAULT_TIMEOUT = 10.0
+MAX_ACK_MESSAGES = 500  # shared out between the stream's open fast batches
+
+
+@dataclass
+class _Fast:
+    gap_ok: bool
+    max_ack_messages: int
+    ack_messages: int = 1
+    lseq: int = 0  # highest batch sequence taken
+    sseq: int = 0  # last stream sequence stored
+    pseq: int = 0  # last batch sequence stored
+    fseq: int = 0  # batch sequence of the last flow ack
+    pending: int = 0
+    commit: bool = False
+    timer: asyncio.TimerHandle | None = None
+
+
+class _Inflight:
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def _server_inflight(engine: JetStreamEngine) -> _Inflight:
+    inflight = getattr(engine, "fast_batches_inflight", None)
+    if inflight is None:
+        inflight = _Inflight()
+        engine.fast_batches_inflight = inflight  # type: ignore[attr-defined]
+    return inflight
+
+
+class FastBatches:
+    """The open fast batches of one stream (the ``fast`` half of nats-server's ``batching``)."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.batches: dict[str, _Fast] = {}
+        limits = getattr(stream.server.options, "jetstream_limits", None)
+        per_stream = getattr(limits, "batch_max_inflight_per_stream", 0) or 0
+        total = getattr(limits, "batch_max_inflight_total", 0) or 0
+        timeout = getattr(limits, "batch_timeout", 0) or 0
+        self.max_per_stream = per_stream if per_stream > 0 else DEFAULT_MAX_INFLIGHT_PER_STREAM
+        self.max_total = total if total > 0 else DEFAULT_MAX_INFLIGHT_TOTAL
+        self.timeout = timeout if timeout > 0 else DEFAULT_TIMEOUT
+        self.inflight = _server_inflight(stream.engine)
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def _cleanup(self, batch_id: str) -> None:
+        b = self.batches.pop(batch_id, None)
+        if b is None:
+            return
+        self.inflight.count -= 1
+        if b.timer is not None:
+            b.timer.cancel()
+
+    def clear(self) -> None:
+        for batch_id in list(self.batches):
+            self._cleanup(batch_id)
+
+    def _arm(self, batch_id: str, b: _Fast) -> None:
+        if b.timer is not None:
+            b.timer.cancel()
+        b.timer = self.stream.server.loop.call_later(self.timeout, self._cleanup, batch_id)
+
+    # --- replies --------------------------------------------------------------------------
+    def _send(self, reply: str, data: bytes) -> None:
+        self.stream.respond(reply, data)
+
+    def _error(self, reply: str, error: ApiError) -> None:
+        if not self.stream.cfg.no_ack:
+            self._send(reply, self.stream._error(error))
+
+    def _flow(self, reply: str, b: _Fast, seq: int) -> None:
+        self._send(reply, codec.encode(BatchFlowAck(seq=seq, msgs=b.ack_messages)))
+
+    def _pub_ack(self, reply: str, b: _Fast, batch_id: str) -> None:
+        self._send(reply, finish_batch_pub_ack(self.stream._ack_prefix, b.sseq, batch_id, b.lseq))
+
+    def _commit(self, b: _Fast, batch_id: str, reply: str) -> bool:
+        """``fastBatchCommit``: answer the PubAck now if everything is stored (True), else later."""
+        b.commit = True
+        if b.lseq == b.pseq:
+            self._cleanup(batch_id)
+            self._pub_ack(reply, b, batch_id)
+            return True
+        return False
+
+    def _check_flow(self, b: _Fast, reply: str) -> bool:
+        """``checkFlowControl``: an ack every ``ack_messages`` stored messages, pacing the publisher."""
+        am = b.ack_messages
+        if b.pseq < b.fseq + am:
+            return False
+        b.fseq += (b.pseq - b.fseq) // am * am
+        max_ack = min(max(1, MAX_ACK_MESSAGES // max(1, len(self.batches))), b.max_ack_messages)
+        if b.ack_messages < max_ack:
+            b.ack_messages = min(b.ack_messages * 2, max_ack)
+        elif b.ack_messages > max_ack:
+            b.ack_messages = max(b.ack_messages // 2, max_ack)
+        self._flow(reply, b, b.fseq)
+        return True
+
+    # --- one message ----------------------------------------------------------------------
+    def process(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+        stream = self.stream
+        cfg = stream.cfg
+        hdr = hdr or b""
+        if cfg.sealed:
+            return self._error(reply, E.JSStreamSealedErr())
+        limit_error = stream.engine.check_account_limits(cfg.storage)
+        if limit_error is not None:
+            return self._error(reply, limit_error)
+        if cfg.max_msg_size >= 0 and (len(hdr) > cfg.max_msg_size or len(payload) > cfg.max_msg_size - len(hdr)):
+            return self._error(reply, E.JSStreamMessageExceedsMaximumErr())
+        if not cfg.allow_batched:
+            return self._error(reply, E.JSBatchPublishDisabledErr())
+        try:
+            batch = parse_fast_batch_reply(reply)
+        except InvalidFastBatch:
+            return self._error(reply, E.JSBatchPublishInvalidPatternErr())
+        if len(batch.id) > MAX_BATCH_ID_LEN:
+            return self._error(reply, E.JSBatchPublishInvalidBatchIDErr())
+        b = self.batches.get(batch.id)
+        if b is None:
+            if batch.seq != 1:
+                return self._error(reply, E.JSBatchPublishUnknownBatchIDErr())
+            if len(self.batches) + 1 > self.max_per_stream or self.inflight.count + 1 > self.max_total:
+                return self._error(reply, E.JSBatchPublishTooManyInflight())
+            self.inflight.count += 1
+            b = self.batches[batch.id] = _Fast(gap_ok=batch.gap_ok, max_ack_messages=batch.flow)
+            b.ack_messages = 1 if len(self.batches) > 1 else min(MAX_ACK_MESSAGES, batch.flow)
+        level = get_header(hdr, REQUIRED_API_LEVEL) if hdr else None
+        if level is not None:
+            if not level.isdigit() or int(level) > SERVER_API_LEVEL:
+                self._cleanup(batch.id)
+                return self._error(reply, E.JSRequiredApiLevelErr())
+            hdr = remove_header(hdr, REQUIRED_API_LEVEL)
+        self._arm(batch.id, b)
+        if batch.ping:
+            return self._ping(b, batch, reply)
+        if b.commit:
+            return None  # committing after an error: the publisher waits for the PubAck
+        b.lseq += 1
+        if b.lseq != batch.seq:
+            if batch.seq > b.lseq:
+                self._send(reply, codec.encode(BatchFlowGap(last_seq=b.lseq, seq=batch.seq)))
+            if b.gap_ok and batch.seq > b.lseq:
+                b.lseq = batch.seq
+            else:
+                b.lseq -= 1
+                self._commit(b, batch.id, reply)
+                return None
+        if batch.commit:
+            if batch.commit_eob:
+                b.lseq -= 1
+                if b.pending == 0:
+                    b.pseq = b.lseq
+            self._commit(b, batch.id, reply)
+            if batch.commit_eob:
+                return None
+        if batch.seq == 1 and not cfg.no_ack and not batch.commit:
+            self._flow(reply, b, 0)
+        self._store(b, batch, subject, reply, hdr, payload)
+        return None
+
+    def _ping(self, b: _Fast, batch: FastBatchReply, reply: str) -> None:
+        send_flow = True
+        if batch.seq > b.lseq:
+            self._send(reply, codec.encode(BatchFlowGap(last_seq=b.lseq + 1, seq=batch.seq + 1)))
+            if b.gap_ok:
+                b.lseq = batch.seq
+                if b.pending == 0:
+                    b.pseq = b.lseq
+                send_flow = not self._check_flow(b, reply)
+            elif self._commit(b, batch.id, reply):
+                send_flow = False
+        if send_flow:
+            self._flow(reply, b, b.fseq)
+
+    def _store(self, b: _Fast, batch: FastBatchReply, subject: str, reply: str, hdr: bytes, payload: bytes) -> None:
+        stream = self.stream
+        csubject = subject
+        if stream._transform is not None:
+            transformed = stream._transform.match_and_apply(subject)
+            if transformed is not None:
+                csubject = transformed
+        try:
+            checked = check_message(stream, StagedDiff(), csubject, hdr, payload, stream.store.fast_state().last_seq)
+        except Duplicate as dup:
+            if b.pending == 0:
+                b.pseq = batch.seq
+                self._check_flow(b, reply)
+            if not batch.commit:
+                return
+            if not b.gap_ok and b.lseq == 1:
+                self._cleanup(batch.id)
+                prefix = stream._ack_prefix
+                self._send(reply, finish_batch_pub_ack(prefix, dup.seq, batch.id, batch.seq, duplicate=True))
+                return
+            self._commit(b, batch.id, reply)
+            return
+        except Refused as refused:
+            if not b.gap_ok and b.lseq == 1:
+                self._cleanup(batch.id)
+                return self._error(reply, refused.error)
+            self._send(reply, codec.encode(BatchFlowErr(seq=batch.seq, error=refused.error)))
+            if b.gap_ok and not batch.commit:
+                return None
+            b.lseq -= 1
+            if b.pending == 0:
+                b.pseq = b.lseq
+            self._commit(b, batch.id, reply)
+            return None
+        b.pending += 1
+        size = len(checked.hdr) + len(checked.payload)
+        result = stream._commit(checked.subject, checked.hdr, checked.payload, size, checked.msg_id, checked.rollup)
+        b.pending -= 1
+        if isinstance(result, ApiError):
+            return self._error(reply, result)
+        b.sseq = result
+        b.pseq = b.lseq  # nothing else is pending on a single server
+        if b.lseq == b.pseq and b.commit:
+            self._cleanup(batch.id)
+            self._pub_ack(reply, b, batch.id)
+            return None
+        self._check_flow(b, reply)
+        return None
