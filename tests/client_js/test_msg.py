@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 from tests.client_js.conftest import wait_for
@@ -25,6 +26,13 @@ async def _consumer(js: JetStream, ack_wait: float = 30.0) -> PullConsumer:
     )
 
 
+def _pending_is(consumer: PullConsumer, n: int) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return (await consumer.info()).num_pending == n
+
+    return check
+
+
 async def _one(consumer: PullConsumer, max_wait: float = 5) -> JetStreamMsg:
     return await consumer.next(max_wait=max_wait)
 
@@ -34,6 +42,8 @@ async def test_content_and_metadata(js: JetStream) -> None:
     before = time.time_ns()
     await js.publish("m.a", b"payload", headers={"X-One": "1"})
     await js.publish("m.b", b"second")
+    # nats-server tells its consumers about new messages asynchronously: let the count settle first.
+    await wait_for(_pending_is(consumer, 2), what="the consumer to count both messages")
     msg = await _one(consumer)
     assert (msg.subject, msg.data) == ("m.a", b"payload")
     assert msg.headers == {"X-One": "1"} and msg.header_block is not None
