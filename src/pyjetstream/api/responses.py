@@ -326,7 +326,7 @@ class ConsumerResetResponse(_ConsumerInfoBody):
     """⟨2.14+⟩ the consumer's info after the reset, and the sequence it restarts from."""
 
     TYPE = CONSUMER_RESET_RESPONSE_TYPE
-    reset_seq: int = 0
+    reset_seq: int = always(0)  # (Go writes it on errors too)
 
 
 # --- meta (system account) -----------------------------------------------------------------

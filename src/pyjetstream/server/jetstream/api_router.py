@@ -29,6 +29,11 @@ Handler = Callable[["JetStreamEngine", ApiMatch, bytes, str], ApiResponse | None
 API_SUBSCRIPTION = "$JS.API.>"
 
 
+# Answered by the consumer's own subscription. nats-server has no API subscription for MSG.NEXT
+# (a missing consumer: 503 no responders) but its API namespace does take RESET (no answer).
+_CONSUMER_OWN = (ApiEndpoint.CONSUMER_MSG_NEXT,)
+
+
 def encode_response(response: msgspec.Struct) -> bytes:
     """JSON as Go's encoder writes it: compact, with ``<``, ``>`` and ``&`` escaped."""
     return encode(response)
@@ -86,7 +91,7 @@ class ApiRouter:
         match = match_api_subject(subject)
         if match is None:
             return
-        if match.endpoint is ApiEndpoint.CONSUMER_MSG_NEXT:
+        if match.endpoint in _CONSUMER_OWN:
             # Each pull consumer subscribes its own MSG.NEXT subject and answers there. For a
             # consumer that does not exist nats-server has no subscription: a requester that
             # asked for it gets the core 503 no-responders status (clients rely on it, 2.11+).
@@ -95,7 +100,7 @@ class ApiRouter:
                 if client.no_responders:
                     self.engine.server.publish_internal(reply, b"", hdr=no_responders_block(subject))
             return
-        handler = self.handlers.get(match.endpoint)
+        handler = self.handlers.get(match.endpoint)  # (none for CONSUMER.RESET: consumers answer it)
         if handler is None:
             return
         self.engine.api_total += 1

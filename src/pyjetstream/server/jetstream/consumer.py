@@ -24,14 +24,20 @@ schedules itself again if more could go. Everything a message needs on the way o
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from typing import TYPE_CHECKING
 
+from pyjetstream.api import errors as E
 from pyjetstream.api import subjects as S
 from pyjetstream.api.advisories import ConsumerPauseAdvisory
+from pyjetstream.api.codec import encode, go_json_error
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy
+from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, SequenceInfo
+from pyjetstream.api.responses import ConsumerResetResponse
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.acks import AckProcessor
@@ -50,6 +56,7 @@ from pyjetstream.server.jetstream.store.base import (
 from pyjetstream.server.jetstream.subject_filter import SubjectFilter
 
 if TYPE_CHECKING:
+    from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.jetstream.stream import Stream
     from pyjetstream.server.server import InternalSub
 
@@ -109,6 +116,7 @@ class Consumer:
         # inactivity: the delete timer and its period (seconds, 0 = never)
         self._dtmr: asyncio.TimerHandle | None = None
         self.dthresh = 0.0
+        self._start_floor = 0  # the stream sequence before the starting position
         # ⟨2.11+⟩ pause: the timer that resumes delivery at ``cfg.pause_until``
         self._uptmr: asyncio.TimerHandle | None = None
         self.writer = StateWriter(self, store)
@@ -138,6 +146,7 @@ class Consumer:
                 self.acks.arm(min(0.5, self.acks.ack_wait_s(0)))
         else:
             self._select_starting_seq()
+            self._start_floor = self.state.asflr
             self.dirty()
             # As nats-server reports it: the ack floor stays 0 until the first ack (or, for
             # AckNone, the first delivery), whatever the starting position.
@@ -156,6 +165,9 @@ class Consumer:
             self._subs.append(server.subscribe_internal(f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack))
         self._subs.append(
             server.subscribe_internal(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}", self.pull.on_request)
+        )
+        self._subs.append(
+            server.subscribe_internal(f"$JS.API.CONSUMER.RESET.{stream}.{name}", self._on_reset_request)
         )
         if self.is_pull:
             if self.dthresh:
@@ -614,6 +626,50 @@ class Consumer:
         elif self.state.redeliver_if_pending(seq):
             self.kick()
 
+    # --- reset ⟨2.14+⟩ ---------------------------------------------------------------------------
+
+    def _on_reset_request(
+        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: ClientConnection | None
+    ) -> None:
+        """``processResetReq``: ``$JS.API.CONSUMER.RESET.<S>.<C>`` is the consumer's own
+        subscription (so a missing consumer gets 503 no responders). ``{"seq": N}`` restarts at
+        N, an empty body at the ack floor; the reply is the ConsumerInfo with ``reset_seq``."""
+        if not reply or self.closed:
+            return
+        response = ConsumerResetResponse()
+        try:
+            seq = self.reset(_reset_seq(payload))
+        except JetStreamApiError as exc:
+            response.error = exc.error
+        else:
+            response = ConsumerResetResponse.from_payload(self.info(), reset_seq=seq)
+        self.server.publish_internal(reply, encode(response))
+
+    def reset(self, seq: int) -> int:
+        """``resetStartingSeq``: the sequence delivery restarts from; raises 10204 when the
+        deliver policy does not allow it."""
+        cfg = self.cfg
+        if seq == 0:
+            # (nats-server's internal ack floor starts below the starting position)
+            seq = max(self.state.asflr, self._start_floor) + 1
+        elif cfg.deliver_policy == DeliverPolicy.ALL:
+            pass
+        elif cfg.deliver_policy == DeliverPolicy.BY_START_SEQUENCE:
+            if seq < cfg.opt_start_seq:
+                raise JetStreamApiError(E.JSConsumerInvalidResetErr(err="below start seq"))
+        elif cfg.deliver_policy == DeliverPolicy.BY_START_TIME and cfg.opt_start_time is not None:
+            if seq < self.stream.store.get_seq_from_time(int(cfg.opt_start_time)):
+                raise JetStreamApiError(E.JSConsumerInvalidResetErr(err="below start time"))
+        else:
+            raise JetStreamApiError(E.JSConsumerInvalidResetErr(err="not allowed"))
+        seq = max(seq, 1)
+        self.state.reset_to(seq)
+        self.writer.reset(seq - 1)
+        self._stream_num_pending()
+        self.dirty()
+        self.kick()
+        return seq
+
     # --- pause ⟨2.11+⟩ ----------------------------------------------------------------------------
 
     def paused_for(self) -> int:
@@ -751,6 +807,50 @@ class Consumer:
             ts=NanoTime(time.time_ns()),
             priority_groups=self.pull.priority.state(),
         )
+
+
+def _reset_seq(payload: bytes) -> int:
+    """The ``seq`` of a ``CONSUMER.RESET`` body (empty: 0); Go's decoding errors as 10025."""
+    if not payload:
+        return 0
+    try:
+        doc = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        raise JetStreamApiError(_invalid_json(go_json_error(exc))) from None
+    except ValueError:
+        raise JetStreamApiError(_invalid_json("invalid JSON")) from None
+    if not isinstance(doc, dict):
+        raise JetStreamApiError(
+            _invalid_json(f"json: cannot unmarshal {_go_type(doc)} into Go value of type server.JSApiConsumerResetRequest")
+        )
+    value = {str(k).lower(): v for k, v in doc.items()}.get("seq", 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise JetStreamApiError(
+            _invalid_json(
+                f"json: cannot unmarshal {_go_type(value)} into Go struct field "
+                "JSApiConsumerResetRequest.seq of type uint64"
+            )
+        )
+    return value
+
+
+def _go_type(value: object) -> str:
+    """How Go's decoder names a JSON value in its errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (int, float)):
+        return f"number {value}" if isinstance(value, int) and value < 0 else "number"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _invalid_json(reason: str) -> ApiError:
+    return ApiError(code=400, err_code=10025, description=f"invalid JSON: {reason}")
 
 
 def _headers_only(hdr: bytes | None, size: int) -> bytes:

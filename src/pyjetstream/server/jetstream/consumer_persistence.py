@@ -84,6 +84,26 @@ class StateWriter:
             with contextlib.suppress(StoreError, OSError):
                 self.store.write_meta(encode_consumer_meta(consumer.name, consumer.cfg, consumer.created))
 
+    def reset(self, sseq: int) -> None:
+        """⟨2.14+⟩ ``CONSUMER.RESET`` (``store.Reset``): the store starts over after ``sseq``
+        (its state may go backwards only this way); written at once."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._wait_for_writer()
+        if self.store is None:
+            return
+        try:
+            self.store.reset(sseq)
+        except (StoreError, OSError) as exc:
+            consumer = self.consumer
+            consumer.server.logger.error(
+                "JetStream consumer '%s > %s' could not reset its state: %s",
+                consumer.stream.name,
+                consumer.name,
+                exc,
+            )
+
     def dirty(self) -> None:
         """The state changed: write it to the consumer's store shortly."""
         consumer = self.consumer

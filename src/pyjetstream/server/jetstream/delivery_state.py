@@ -89,16 +89,16 @@ class DeliveryState:
         )
 
     def reset_to(self, sseq: int) -> None:
-        """⟨2.14+⟩ ``CONSUMER.RESET``: forget everything delivered and continue at ``sseq``
-        (``resetStartingSeq``); the delivery sequence keeps counting up."""
+        """⟨2.14+⟩ ``CONSUMER.RESET`` (``resetLocalStartingSeq``): forget everything delivered and
+        start over at ``sseq``, delivery sequences from 1."""
         self.pending = {}
         self.rdc = {}
         self.rdq = {}
         self.lss = []
         self._pending_dels = 0
-        self.sseq = sseq
-        self.adflr = self.dseq - 1
-        self.asflr = sseq - 1
+        self.sseq, self.dseq = sseq, 1
+        self.adflr, self.asflr = 0, sseq - 1
+        self.ldt = self.lat = 0
 
     # --- acks -----------------------------------------------------------------------------------
 

@@ -399,6 +399,11 @@ class ConsumerStoreBase(ABC):
     def set_starting(self, sseq: int) -> None:
         """Set the delivered stream sequence a new consumer starts after."""
 
+    def reset(self, sseq: int) -> None:
+        """⟨2.14+⟩ ``CONSUMER.RESET``: start over after stream sequence ``sseq``, nothing delivered
+        or pending (nats-server ``ConsumerStore.Reset``)."""
+        raise NotImplementedError
+
     @abstractmethod
     def update_delivered(self, dseq: int, sseq: int, dc: int, ts: int) -> None:
         """Record delivery ``dseq`` of stream message ``sseq`` (delivery count dc, time ts)."""

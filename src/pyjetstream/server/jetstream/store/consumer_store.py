@@ -90,6 +90,13 @@ class _ConsumerStateMachine(ConsumerStoreBase):
             self._st.ack_floor.stream_seq = sseq
         self._changed()
 
+    def reset(self, sseq: int) -> None:
+        self._check()
+        self._st = ConsumerState()
+        self._st.delivered.stream_seq = sseq
+        self._st.ack_floor.stream_seq = sseq
+        self._changed()
+
     def update(self, state: ConsumerState) -> None:
         self._check()
         if state.ack_floor.consumer_seq > state.delivered.consumer_seq:
