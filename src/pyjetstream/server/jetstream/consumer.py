@@ -476,7 +476,10 @@ class Consumer:
         track = cfg.ack_policy != AckPolicy.NONE
         ack_none_interest = not track and self.retention != RetentionPolicy.LIMITS
         headers_only = cfg.headers_only
-        pinned = cfg.priority_policy == PriorityPolicy.PINNED_CLIENT
+        policy = cfg.priority_policy
+        pinned = policy == PriorityPolicy.PINNED_CLIENT
+        groups = pull.priority if policy != PriorityPolicy.NONE else None
+        prioritized = policy == PriorityPolicy.PRIORITIZED
         maxp = cfg.max_ack_pending if track else 0
         publish = self.server.publish_internal
         prefix = self.ack_prefix
@@ -534,7 +537,7 @@ class Consumer:
                     break
             else:
                 size = len(msg.subject) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
-                wr = pull.next_waiting(size, current_pass)
+                wr = pull.next_waiting(size, current_pass, groups, prioritized)
                 if wr is None:
                     self._unget_counted(dc)
                     stop = _STOP_IDLE

@@ -282,16 +282,17 @@ class PullDelivery:
             self._arm(wr.hbt)
         consumer.kick()
 
-    def next_waiting(self, size: int, current_pass: int) -> WaitingRequest | None:
+    def next_waiting(
+        self, size: int, current_pass: int, groups: PriorityGroups | None, prioritized: bool
+    ) -> WaitingRequest | None:
         """``nextWaiting``: the request the next message (of ``size`` bytes) goes to.
 
         Interest in a reply subject is looked up once per delivery pass (``current_pass``).
-        With a priority policy some requests are passed over (overflow thresholds, pins).
+        With a priority policy (``groups``, given once per pass by the delivery loop) some
+        requests are passed over (overflow thresholds, pins).
         """
         waiting = self.waiting
         has_interest = self.consumer.server.has_interest
-        groups = self.priority if self.consumer.cfg.priority_policy != PriorityPolicy.NONE else None
-        prioritized = self.consumer.cfg.priority_policy == PriorityPolicy.PRIORITIZED
         cycled = 0
         while waiting:
             wr = waiting.peek()
