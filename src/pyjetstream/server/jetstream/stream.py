@@ -37,6 +37,7 @@ from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_par
 from pyjetstream.server.jetstream.batch_fast import FastBatches
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
 from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
+from pyjetstream.server.jetstream.schedules import MsgSchedules, check_publish
 from pyjetstream.server.jetstream.sourcing import StreamSourcing
 from pyjetstream.server.jetstream.store.base import (
     ErrMaxBytes,
@@ -62,6 +63,7 @@ HDR_EXPECTED_LAST_MSG_ID = b"Nats-Expected-Last-Msg-Id"
 HDR_ROLLUP = b"Nats-Rollup"
 HDR_REQUEST_INFO = b"Nats-Request-Info"
 HDR_TTL = b"Nats-TTL"
+HDR_SCHEDULE_ANY = b"Nats-Schedule"  # also the start of Nats-Schedule-*, Nats-Scheduler
 HDR_MARKER_REASON = b"Nats-Marker-Reason"
 HDR_KV_OPERATION = b"KV-Operation"
 NS_PER_S = 1_000_000_000
@@ -123,6 +125,7 @@ class Stream:
         self._last_msg_id = ""
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._expiry_at: int | None = None  # unix ns the expiry timer is set for
+        self.schedules: MsgSchedules | None = None  # with allow_msg_schedules (schedules.py)
         self._transform: SubjectTransform | None = None
         self._republish: SubjectTransform | None = None
         # One store batch per event-loop turn: every publish that arrives in the turn is written
@@ -156,6 +159,9 @@ class Stream:
         self._dedupe_loaded = not self.store.fast_state().msgs
         self._schedule_expiry()
         self.sourcing.start()
+        if self.cfg.allow_msg_schedules:
+            self.schedules = MsgSchedules(self)
+            self.schedules.rebuild()
 
     def _subscribe_direct(self) -> None:
         from pyjetstream.server.jetstream.direct_get import DirectGet
@@ -179,6 +185,8 @@ class Stream:
         self._end_batch()
         self.closed = True
         self.sourcing.stop()
+        if self.schedules is not None:
+            self.schedules.stop()
         for consumer in list(self.consumers.values()):
             consumer.stop(delete=delete, advisory=delete)
         self.consumers.clear()
@@ -223,6 +231,9 @@ class Stream:
         self.persist_meta()
         self._schedule_expiry()
         self.sourcing.update(old, cfg)
+        if cfg.allow_msg_schedules and self.schedules is None:
+            self.schedules = MsgSchedules(self)
+            self.schedules.rebuild()
         self._signal_all_consumers()
 
     def persist_meta(self) -> None:
@@ -347,6 +358,10 @@ class Stream:
                 last = store.fast_state().last_seq
                 if last != want:
                     return self._error(E.JSStreamWrongLastSequenceErrF(seq=last)) if can_respond else None
+            if HDR_SCHEDULE_ANY in hdr:
+                hdr, schedule_error = check_publish(self, subject, hdr)
+                if schedule_error is not None:
+                    return self._error(schedule_error) if can_respond else None
             want_id = get_header(hdr, HDR_EXPECTED_LAST_MSG_ID)
             if want_id and not self._dedupe_loaded:
                 self._rebuild_dedupe()
@@ -502,6 +517,9 @@ class Stream:
             self.server.logger.error("JetStream failed to store a msg on stream '%s': %s", self.name, exc)
             return E.JSStreamStoreFailedF(err=str(exc))
         engine.note_write(storage, size + len(subject))
+        schedules = self.schedules
+        if schedules is not None:
+            schedules.on_stored(seq, subject, hdr, ts)
         self._last_msg_id = msg_id
         if msg_id:
             self._dedupe.record(msg_id, seq, ts)
@@ -510,6 +528,10 @@ class Stream:
             self.purge(subject=subject, keep=1)
         elif rollup:
             self.purge(keep=1)
+        if schedules is not None and hdr and HDR_SCHEDULE_ANY in hdr:
+            ended = schedules.purge_target(hdr)
+            if ended:
+                self.purge(subject=ended)
         if republish_to is not None:
             self._republish_msg(republish_to, subject, seq, ts, last_on_subject, hdr, payload)
         if ttl and ttl > 0:
@@ -728,7 +750,19 @@ class Stream:
             b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: %s\r\nNats-Rollup: sub\r\n\r\n"
             % marker_ttl(sdm_ttl).encode()
         )
-        self._commit(subject, marker, b"", len(marker), "", b"sub", ttl=sdm_ttl)
+        self.store_internal(subject, marker, b"")
+
+    def store_internal(self, subject: str, hdr: bytes, payload: bytes) -> int | ApiError:
+        """Store a message the server itself produces (a subject delete marker, a scheduled
+        message): nats-server's ``processJetStreamMsg`` with ``sourced`` set, so the publisher's
+        checks are skipped; its roll-up and TTL headers apply."""
+        if self.closed or self.cfg.sealed:
+            return E.JSStreamSealedErr()
+        rollup = (get_header(hdr, HDR_ROLLUP) or b"").lower() if hdr else b""
+        if rollup not in (b"sub", b"all") or not self.cfg.allow_rollup_hdrs or self.cfg.deny_purge:
+            rollup = b""
+        ttl = _message_ttl(hdr) if hdr and HDR_TTL in hdr else 0
+        return self._commit(subject, hdr, payload, len(hdr) + len(payload), "", rollup, ttl=ttl)
 
     def _schedule_dedupe_expiry(self) -> None:
         if "dedupe" not in self._timers:

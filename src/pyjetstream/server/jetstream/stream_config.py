@@ -96,12 +96,12 @@ def check_stream_config(cfg: StreamConfig, streams: StreamLookup = _no_streams) 
     if cfg.deny_purge and cfg.allow_rollup_hdrs:
         raise invalid("roll-ups require the purge permission")
     max_per = changes.get("max_msgs_per_subject", cfg.max_msgs_per_subject)
-    if getattr(cfg, "allow_msg_counter", False):
+    if cfg.allow_msg_counter:
         if cfg.discard == DiscardPolicy.NEW:
             raise invalid("counter stream cannot use discard new")
         if cfg.allow_msg_ttl:
             raise invalid("counter stream cannot use message TTLs")
-        if getattr(cfg, "allow_msg_schedules", False):
+        if cfg.allow_msg_schedules:
             raise invalid("counter stream cannot use message schedules")
         if cfg.retention != RetentionPolicy.LIMITS:
             raise invalid("counter stream can only use limits retention")
@@ -122,6 +122,12 @@ def check_stream_config(cfg: StreamConfig, streams: StreamLookup = _no_streams) 
             changes["deny_purge"] = False
     elif sdm_ttl < 0:
         raise invalid("subject delete marker TTL must not be negative")
+    if cfg.allow_msg_schedules:
+        if cfg.discard == DiscardPolicy.NEW:
+            raise invalid("message scheduling cannot use discard new")
+        if not cfg.allow_rollup_hdrs and not changes.get("allow_rollup_hdrs"):
+            changes["allow_rollup_hdrs"] = True
+            changes["deny_purge"] = False
     if cfg.mirror is not None or cfg.sources:
         changes.update(check_sourcing(cfg, streams))
     if cfg.mirror_direct and cfg.mirror is None:
@@ -171,9 +177,9 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup) -> dict[str, object
             raise fail(E.JSMirrorWithSubjectsErr)
         if cfg.sources:
             raise fail(E.JSMirrorWithSourcesErr)
-        if getattr(cfg, "allow_msg_counter", False):
+        if cfg.allow_msg_counter:
             raise fail(E.JSMirrorWithCountersErr)
-        if getattr(cfg, "allow_msg_schedules", False):
+        if cfg.allow_msg_schedules:
             raise fail(E.JSMirrorWithMsgSchedulesErr)
         if mirror.filter_subject and mirror.subject_transforms:
             raise fail(E.JSMirrorMultipleFiltersNotAllowed)
@@ -197,6 +203,8 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup) -> dict[str, object
         if mirror.external is not None:
             _gather_prefixes(mirror, deliver_prefixes, api_prefixes)
     inames: set[str] = set()
+    if cfg.sources and cfg.allow_msg_schedules:
+        raise fail(E.JSSourceWithMsgSchedulesErr)
     for src in cfg.sources:
         if not is_valid_name(src.name):
             raise fail(E.JSSourceInvalidStreamName)
@@ -369,9 +377,9 @@ def check_stream_update(old: StreamConfig, new: StreamConfig) -> StreamConfig:
         raise invalid("stream configuration update can not change first sequence")
     if old.allow_msg_ttl and not new.allow_msg_ttl:
         raise invalid("message TTL status can not be disabled")
-    if getattr(new, "allow_msg_counter", False) != getattr(old, "allow_msg_counter", False):
+    if new.allow_msg_counter != old.allow_msg_counter:
         raise invalid("stream configuration update can not change message counter setting")
-    if getattr(old, "allow_msg_schedules", False) and not getattr(new, "allow_msg_schedules", False):
+    if old.allow_msg_schedules and not new.allow_msg_schedules:
         raise invalid("message schedules can not be disabled")
     if new.sealed:
         # A sealed stream keeps everything forever and refuses every change to its contents.
