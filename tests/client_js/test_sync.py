@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 from tests.support.targets import Target
@@ -75,42 +76,42 @@ def test_sync_streams_publish_fetch_consume(server: Target) -> None:
             js.stream("MISSING")
 
 
-def test_sync_kv_and_object_store(server: Target) -> None:
-    nc = sync.connect(server.url)
-    try:
-        js = nc.jetstream()
-        kv = js.create_key_value(KeyValueConfig(bucket="cfg"))
-        kv.put("a", b"1")
-        assert kv.get("a").value == b"1"
-        assert kv.keys() == ["a"]
-        watcher = kv.watch_all()
-        assert next(iter(watcher)).key == "a"
-        watcher.stop()
-        store = js.create_object_store(ObjectStoreConfig(bucket="files"))
-        store.put_bytes("f", b"x" * 200_000)
-        assert store.get_bytes("f") == b"x" * 200_000
-        assert [chunk for chunk in store.get("f")] and store.get_info("f").chunks == 2
-    finally:
-        nc.close()
+# The two tests below use the project's own pytest plugin (pyjetstream.testing): `nats_sync_client` is a
+# blocking connection to a server shared by the session, with a clean slate per test, on both kinds
+# (`nats_server_kinds` in pyproject.toml). (This directory's conftest keeps `nc`/`js` for its async tests.)
 
 
-def test_sync_from_many_threads(server: Target) -> None:
-    with sync.connect(server.url) as nc:
-        js = nc.jetstream()
-        js.create_stream(StreamConfig(name="T", subjects=["t"]))
-        errors_seen: list[BaseException] = []
+def test_sync_kv_and_object_store(nats_sync_client: Any) -> None:
+    js = nats_sync_client.jetstream()
+    kv = js.create_key_value(KeyValueConfig(bucket="cfg"))
+    kv.put("a", b"1")
+    assert kv.get("a").value == b"1"
+    assert kv.keys() == ["a"]
+    watcher = kv.watch_all()
+    assert next(iter(watcher)).key == "a"
+    watcher.stop()
+    store = js.create_object_store(ObjectStoreConfig(bucket="files"))
+    store.put_bytes("f", b"x" * 200_000)
+    assert store.get_bytes("f") == b"x" * 200_000
+    assert [chunk for chunk in store.get("f")] and store.get_info("f").chunks == 2
 
-        def publisher() -> None:
-            try:
-                for _ in range(50):
-                    js.publish("t", b"x")
-            except BaseException as exc:  # pragma: no cover - reported below
-                errors_seen.append(exc)
 
-        workers = [threading.Thread(target=publisher) for _ in range(4)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-        assert not errors_seen
-        assert js.stream("T").info().state.messages == 200
+def test_sync_from_many_threads(nats_sync_client: Any) -> None:
+    js = nats_sync_client.jetstream()
+    js.create_stream(StreamConfig(name="T", subjects=["t"]))
+    errors_seen: list[BaseException] = []
+
+    def publisher() -> None:
+        try:
+            for _ in range(50):
+                js.publish("t", b"x")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors_seen.append(exc)
+
+    workers = [threading.Thread(target=publisher) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not errors_seen
+    assert js.stream("T").info().state.messages == 200
