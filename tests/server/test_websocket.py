@@ -137,6 +137,54 @@ def test_same_origin(start_server: Callable[..., Target]) -> None:
     assert _upgrade(url, f"http://{hostport}", host="other:1234") == "HTTP/1.1 403 Forbidden"
 
 
+@pytest.mark.parametrize(
+    ("case", "status"),
+    [
+        ("post", "HTTP/1.1 405 Method Not Allowed"),
+        ("no-upgrade", "HTTP/1.1 400 Bad Request"),
+        ("no-connection", "HTTP/1.1 400 Bad Request"),
+        ("no-key", "HTTP/1.1 400 Bad Request"),
+        ("version-12", "HTTP/1.1 400 Bad Request"),
+        ("any-path", "HTTP/1.1 101 Switching Protocols"),
+    ],
+)
+def test_bad_upgrades(start_server: Callable[..., Target], case: str, status: str) -> None:
+    """nats-server ``wsUpgrade``'s answers to a request that is not a proper WebSocket upgrade."""
+    target = start_server(jetstream=False, **_ws())
+    hostport = target.ws_url.split("://", 1)[1]
+    lines = [
+        "GET / HTTP/1.1",
+        f"Host: {hostport}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version: 13",
+    ]
+    if case == "post":
+        lines[0] = "POST / HTTP/1.1"
+    elif case == "any-path":
+        lines[0] = "GET /some/path?x=1 HTTP/1.1"
+    elif case == "version-12":
+        lines[5] = "Sec-WebSocket-Version: 12"
+    else:
+        drop = {"no-upgrade": "Upgrade:", "no-connection": "Connection:", "no-key": "Sec-WebSocket-Key:"}[case]
+        lines = [line for line in lines if not line.startswith(drop)]
+    h, p = hostport.rsplit(":", 1)
+    with socket.create_connection((h, int(p)), timeout=10) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    head = data.split(b"\r\n\r\n", 1)[0].decode().split("\r\n")
+    assert head[0] == status
+    if status != "HTTP/1.1 101 Switching Protocols":
+        headers = {line.split(":", 1)[0].lower() for line in head[1:]}
+        assert {"content-type", "sec-websocket-version", "x-content-type-options", "date"} <= headers
+
+
 def test_websocket_requires_tls_or_no_tls(start_server: Callable[..., Target]) -> None:
     with pytest.raises(RuntimeError, match="websocket requires TLS configuration"):
         start_server(websocket={"host": "127.0.0.1", "port": -1})

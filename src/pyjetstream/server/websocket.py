@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -73,7 +74,8 @@ class WebSocketConnection(asyncio.Protocol):
         except RemoteProtocolError as exc:
             self._handshake_error(str(exc))
             if exc.event_hint is not None and self.ws.state is ConnectionState.CONNECTING:
-                self._reject(400)
+                # nats-server ``wsUpgrade``: 405 for a method other than GET, 400 for the rest
+                self._reject(405 if "method" in str(exc).lower() else 400)
             else:
                 self.transport.close()
             return
@@ -162,6 +164,7 @@ class WebSocketConnection(asyncio.Protocol):
             + b"Content-Type: text/plain; charset=utf-8\r\n"
             + b"Sec-Websocket-Version: 13\r\n"
             + b"X-Content-Type-Options: nosniff\r\n"
+            + b"Date: %s\r\n" % formatdate(usegmt=True).encode()
             + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
             + body
         )
