@@ -44,5 +44,14 @@ class DedupeWindow:
             ids.popitem(last=False)
         return None
 
+    def forget_after(self, seq: int) -> None:
+        """Forget the ids of messages above ``seq`` (a failed write took them back)."""
+        ids = self._ids
+        while ids:
+            msg_id, (last, _) = next(reversed(ids.items()))
+            if last <= seq:
+                return
+            del ids[msg_id]
+
     def clear(self) -> None:
         self._ids.clear()

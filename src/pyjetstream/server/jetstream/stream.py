@@ -40,6 +40,7 @@ from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
 from pyjetstream.server.jetstream.schedules import MsgSchedules, check_publish
 from pyjetstream.server.jetstream.sourcing import StreamSourcing
 from pyjetstream.server.jetstream.store.base import (
+    ErrInsufficientResources,
     ErrMaxBytes,
     ErrMaxMsgs,
     ErrMaxMsgsPerSubject,
@@ -126,6 +127,7 @@ class Stream:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._expiry_at: int | None = None  # unix ns the expiry timer is set for
         self.schedules: MsgSchedules | None = None  # with allow_msg_schedules (schedules.py)
+        self._write_error_logged = -1e9  # monotonic time of the last write-failure log line
         self._transform: SubjectTransform | None = None
         self._republish: SubjectTransform | None = None
         # One store batch per event-loop turn: every publish that arrives in the turn is written
@@ -269,10 +271,7 @@ class Stream:
             try:
                 batch.__exit__(None, None, None)
             except (StoreError, OSError) as exc:
-                # Nothing of this batch is acknowledged: the publishers retry (same msg ids).
-                self.server.logger.error("JetStream failed to write stream '%s': %s", self.name, exc)
-                self._acks.clear()
-                self._signals.clear()
+                self._batch_failed(exc)
                 return
         acks, self._acks = self._acks, []
         publish = self.server.publish_internal
@@ -286,6 +285,29 @@ class Stream:
                         consumer.signal_new(seq, subject)
                 except Exception:  # one consumer's failure must not starve the others
                     self.server.logger.exception("consumer '%s' failed on new messages", consumer.name)
+
+    def _batch_failed(self, exc: Exception) -> None:
+        """The turn's writes failed (disk full, I/O error): the store took them back, so every
+        publish of the turn is answered with the error at once (10023 when the disk is full, as
+        nats-server) and nothing of it is shown to consumers or remembered as a duplicate."""
+        error = self._write_error(exc)
+        self._dedupe.forget_after(self.store.fast_state().last_seq)
+        acks, self._acks = self._acks, []
+        self._signals.clear()
+        response = self._error(error)
+        publish = self.server.publish_internal
+        for reply, _ in acks:
+            publish(reply, response)
+
+    def _write_error(self, exc: Exception) -> ApiError:
+        """The PubAck error for a failed write; logged at most once every 10 s per stream."""
+        now = time.monotonic()
+        if now - self._write_error_logged >= 10.0:
+            self._write_error_logged = now
+            self.server.logger.error("JetStream failed to write stream '%s': %s", self.name, exc)
+        if isinstance(exc, ErrInsufficientResources):
+            return E.JSInsufficientResourcesErr()
+        return E.JSStreamStoreFailedF(err=str(exc))
 
     def respond(self, reply: str, data: bytes) -> None:
         """Answer a publish in order with the PubAcks: after this turn's writes reach the OS
@@ -514,8 +536,14 @@ class Stream:
         except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
             return E.JSStreamStoreFailedF(err=str(exc))
         except StoreError as exc:
-            self.server.logger.error("JetStream failed to store a msg on stream '%s': %s", self.name, exc)
-            return E.JSStreamStoreFailedF(err=str(exc))
+            self._dedupe.forget_after(store.fast_state().last_seq)
+            error = self._write_error(exc)
+            if self._batch is not None and self._acks:
+                # The store took back this turn's earlier appends too: so are their PubAcks.
+                response = self._error(error)
+                self._acks = [(reply, response) for reply, _ in self._acks]
+                self._signals.clear()
+            return error
         engine.note_write(storage, size + len(subject))
         schedules = self.schedules
         if schedules is not None:

@@ -66,7 +66,18 @@ class PayloadBackend(ABC):
         """Every message above ``seq`` is being removed (index not updated yet)."""
 
     def commit(self) -> None:
-        """End of a mutation outside any batch: make it durable per the sync policy."""
+        """End of a mutation outside any batch: make it durable per the sync policy.
+
+        Raises OSError when writing fails; the store then calls :meth:`rollback`."""
+        return None
+
+    def rollback(self) -> tuple[int, int] | None:
+        """After a failed commit: drop every append since the last good commit and return that
+        commit's ``(last_seq, last_ts)`` for the index (None: nothing to undo)."""
+        return None
+
+    def recount(self) -> None:
+        """After a rollback, once the index is back: recount what the backend derives from it."""
         return None
 
     def config_changed(self, cfg: StoreConfig) -> None:

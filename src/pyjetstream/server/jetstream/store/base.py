@@ -73,6 +73,18 @@ class ErrCorruptRecord(StoreError):
     text = "message record is corrupt"
 
 
+class ErrInsufficientResources(StoreError):
+    """The disk is full (or over quota): nothing of the failed write is kept (nats-server 10023)."""
+
+    text = "insufficient resources"
+
+
+class ErrStoreWrite(StoreError):
+    """Writing to the store failed with an I/O error; nothing of the failed write is kept."""
+
+    text = "write failed"
+
+
 class ErrBadConsumerState(StoreError):
     text = "bad consumer state"
 

@@ -129,6 +129,8 @@ class BlockFiles(PayloadBackend):
         self._maybe_lost: list[int] = []
         #: ``{seq: ttl}`` of the messages the scan found with a valid ``Nats-TTL`` header.
         self.found_ttls: dict[int, int] = {}
+        # Where the last good commit left things: (last_seq, last_ts, blocks, active block size).
+        self._good: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     # ------------------------------------------------------------------------------------
     # Blocks and descriptors
@@ -318,17 +320,63 @@ class BlockFiles(PayloadBackend):
             if act.written < act.size:
                 pending = self._mirror[act.written :]
                 fd = act.fd if act.fd is not None else self._fd(act)
-                n = os.pwrite(fd, pending, act.written)
+                n = _io.pwrite(fd, pending, act.written)
                 if n != len(pending):
                     _pwrite_all(fd, pending[n:], act.written + n)
                 act.written = act.size
                 self.fsync_pending.add(act)
+            index = self.index
+            self._good = (index.last_seq, index.last_ts, len(self.blocks), act.written)
             return
         self.flush_writes()
         if self._maint:
             self._maintain()
         if self._sync_always:
             self.fsync_all()
+        index = self.index
+        self._good = (index.last_seq, index.last_ts, len(self.blocks), self.blocks[-1].written)
+
+    def mark_good(self) -> None:
+        """What is written now is the point a failed commit goes back to."""
+        index = self.index
+        self._good = (index.last_seq, index.last_ts, len(self.blocks), self.blocks[-1].written)
+
+    def rollback(self) -> tuple[int, int] | None:
+        """Take back the appends since the last good commit: blocks started since are removed,
+        the active block is cut back to its good size (a partly written record included), and
+        its pending bytes are dropped. Tombstones and floors stay pending: they are retried."""
+        last_seq, last_ts, nblocks, written = self._good
+        if not nblocks:
+            return None
+        for blk in self.blocks[nblocks:]:
+            self._tombs.pop(blk, None)
+            self._maint.discard(blk)
+            self.fsync_pending.discard(blk)
+            self._open_fds.pop(blk, None)
+            if blk.fd is not None:
+                os.close(blk.fd)
+                blk.fd = None
+            with contextlib.suppress(OSError):
+                os.unlink(blk.path)
+            if self._floor_block is blk:
+                self._floor_block = None
+                self._floor_dirty = True
+        del self.blocks[nblocks:], self._firsts[nblocks:]
+        act = self.blocks[-1]
+        self._maint.discard(act)
+        self._open_fds.pop(act, None)
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd(act), written)
+        act.size = act.written = written
+        try:
+            self._mirror = bytearray(os.pread(self._fd(act), written, 0))
+        except OSError:
+            self._mirror = self._mirror[:written]
+        self._ra = None
+        return last_seq, last_ts
+
+    def recount(self) -> None:
+        self.account()
 
     def flush(self) -> None:
         self.flush_writes()
@@ -722,9 +770,18 @@ class BlockFiles(PayloadBackend):
         return LostData(sorted(set(lost)), self._lost_bytes)
 
 
+class _FileIO:
+    """The one place block bytes are written (tests put a failing disk in its place)."""
+
+    pwrite = staticmethod(os.pwrite)
+
+
+_io = _FileIO()
+
+
 def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> None:
     view = memoryview(data)
     while view:
-        n = os.pwrite(fd, view, offset)
+        n = _io.pwrite(fd, view, offset)
         offset += n
         view = view[n:]

@@ -113,6 +113,7 @@ class FileStore(IndexedStore):
             self.expire_msgs()
         self._enforce_limits(0)
         blocks.commit()
+        blocks.mark_good()
 
     @property
     def directory(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import heapq
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from .backend import PayloadBackend
 from .base import (
     DISCARD_NEW,
     DISCARD_OLD,
+    ErrInsufficientResources,
     ErrInvalidSequence,
     ErrMaxBytes,
     ErrMaxMsgs,
@@ -31,6 +33,7 @@ from .base import (
     ErrStoreClosed,
     ErrStoreEOF,
     ErrStoreMsgNotFound,
+    ErrStoreWrite,
     LostData,
     MessageStore,
     SimpleState,
@@ -103,13 +106,20 @@ class IndexedStore(MessageStore):
         seq = index.last_seq + 1
         if ts is None:
             ts = time.time_ns()
-        sid = self._append_index(seq, subject, ts, size, self._append_payload(seq, ts, sb, hdr, data))
+        try:
+            loc = self._append_payload(seq, ts, sb, hdr, data)
+        except OSError as exc:  # e.g. a new block file could not be created
+            self._write_failed(exc)
+        sid = self._append_index(seq, subject, ts, size, loc)
         if ttl:
             self._track_ttl(seq, ts, ttl)
         if self._limits_active:
             self._enforce_limits(sid)
         if not self._batch_depth:
-            self._backend.commit()
+            try:
+                self._backend.commit()
+            except OSError as exc:
+                self._write_failed(exc)
         return seq, ts
 
     def _check_discard_new(self, sid: int, payload: int, size: int) -> None:
@@ -184,11 +194,36 @@ class IndexedStore(MessageStore):
         finally:
             self._batch_depth -= 1
             if not self._batch_depth and not self._closed:
-                self._backend.commit()
+                try:
+                    self._backend.commit()
+                except OSError as exc:
+                    self._write_failed(exc)
 
     def _commit(self) -> None:
         if not self._batch_depth:
-            self._backend.commit()
+            try:
+                self._backend.commit()
+            except OSError as exc:
+                self._write_failed(exc)
+
+    def _write_failed(self, exc: OSError) -> None:
+        """A commit could not be written: take back every message appended since the last good
+        commit, so the state counts only what is stored, and raise the store error (nats-server
+        answers 10023 when the disk is full)."""
+        point = self._backend.rollback()
+        if point is not None:
+            last_seq, last_ts = point
+            if last_seq < self._index.last_seq:
+                self._index.drop_after(last_seq, last_ts)
+                if self._ttls:
+                    self._ttls = {k: v for k, v in self._ttls.items() if k <= last_seq}
+                    self._ttl_heap = [e for e in self._ttl_heap if e[1] <= last_seq]
+                    heapq.heapify(self._ttl_heap)
+                    self._nevers = sum(1 for ttl in self._ttls.values() if ttl < 0)
+            self._backend.recount()
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ErrInsufficientResources() from exc
+        raise ErrStoreWrite(f"write failed: {exc.strerror or exc}") from exc
 
     # ------------------------------------------------------------------------------------
     # Removal

@@ -298,6 +298,41 @@ class SeqIndex:
         self.last_seq = seq
         self.last_ts = self.tss[i]
 
+    def drop_after(self, seq: int, last_ts: int) -> None:
+        """Forget every sequence above ``seq`` (whatever it holds): a write that failed is
+        taken back, and ``last_ts`` is the stream's last time stamp at ``seq``."""
+        if seq >= self.last_seq:
+            return
+        base = self.base
+        sids = self.sids
+        lo = max(seq + 1 - base, 0)
+        if lo < len(sids):
+            counts = Counter(sids[lo:])
+            counts.pop(0, None)
+            self.msgs -= sum(counts.values())
+            self.bytes -= sum(self.sizes[lo:])
+            table = self.subjects
+            zero_fill(sids, lo, len(sids))
+            for sid, c in counts.items():
+                m = table.msgs[sid] - c
+                if m <= 0:
+                    table.release(sid)
+                    continue
+                table.msgs[sid] = m
+                first = table.first[sid]
+                table.last[sid] = first if m == 1 else base + rfind_value(sids, sid, first - base, lo)
+            del sids[lo:], self.tss[lo:], self.sizes[lo:], self.locs[lo:], self.nxt[lo:]
+            nxt = self.nxt
+            for k in range(len(nxt)):
+                if nxt[k] > seq:
+                    nxt[k] = 0
+        self.last_seq = seq
+        self.last_ts = last_ts
+        if not self.msgs:
+            self.first_seq = seq + 1 if seq else 0
+            self.first_ts = 0
+            self.clear_slots()
+
     # ------------------------------------------------------------------------------------
     # Queries (slot indexes; -1 when there is none)
     # ------------------------------------------------------------------------------------
