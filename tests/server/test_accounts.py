@@ -323,22 +323,14 @@ async def test_isolation_suite(target: Target) -> None:
 async def test_no_auth_user_lands_in_its_account(start_server: StartServer) -> None:
     target = start_server(accounts=ACCOUNTS, no_auth_user="b")
     async with _connect(target, None) as anon, _connect(target, "b") as b, _connect(target, "a") as a:
-        got: list[bytes] = []
-        received = asyncio.Event()
 
-        async def handler(msg: Any) -> None:
-            got.append(msg.data)
-            received.set()
+        async def responder(msg: Any) -> None:
+            await msg.respond(b"account B")
 
-        await b.subscribe("hello", cb=handler)
+        await b.subscribe("hello", cb=responder)
         await b.flush()
-        await a.publish("hello", b"from A")
-        await anon.publish("hello", b"from anonymous")
-        await a.flush()
-        await anon.flush()
-        await asyncio.wait_for(received.wait(), TIMEOUT)
-        await asyncio.sleep(SHORT)  # and nothing from account A follows
-        assert got == [b"from anonymous"]
+        assert (await anon.request("hello", b"", timeout=TIMEOUT)).data == b"account B"
+        assert await _no_answer(a, "hello") == "no-responders"
         info = await _api(anon, "$JS.API.INFO")
         assert "error" not in info and info["limits"]["max_streams"] == -1
 

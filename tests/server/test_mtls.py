@@ -228,6 +228,10 @@ async def test_allow_non_tls(start_server: StartServer, certs: Certs) -> None:
 async def test_a_hundred_concurrent_tls_connects(start_server: StartServer, certs: Certs) -> None:
     target = start_server(jetstream=False, tls=_tls_block(certs, verify=True, timeout=30))
     ctx = _client_ctx(certs, certs.alice)
+    errors: list[str] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(f"{type(exc).__name__}: {exc}")
 
     async def one() -> nats.NATS:
         return await nats.connect(
@@ -236,11 +240,13 @@ async def test_a_hundred_concurrent_tls_connects(start_server: StartServer, cert
             tls_hostname="127.0.0.1",
             allow_reconnect=False,
             connect_timeout=60,
+            error_cb=on_error,
         )
 
     clients = await asyncio.gather(*(one() for _ in range(100)))
     try:
-        assert all(nc.is_connected for nc in clients)
+        bad = [(nc._status, repr(nc.last_error)) for nc in clients if not nc.is_connected]
+        assert not bad, (bad[:3], len(bad), errors)
         await asyncio.gather(*(nc.flush(timeout=30) for nc in clients))
     finally:
         await asyncio.gather(*(nc.close() for nc in clients))

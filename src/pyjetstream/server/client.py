@@ -301,7 +301,11 @@ class ClientConnection(asyncio.Protocol):
             self.send_err_and_close(ERR_MAX_CONNECTIONS, ClosedReason.MAX_CONNECTIONS)
             return
         loop = server.loop
-        if ssl_context is None:
+        if transport.get_extra_info("ssl_object") is not None:  # handshake_first: TLS done
+            if not self._check_peer_certificate(transport):
+                return
+            transport.write(info)
+        elif ssl_context is None:
             transport.write(info)
         else:
             # INFO is written by the TLS task once reading is paused: uvloop starts reading after
@@ -315,8 +319,8 @@ class ClientConnection(asyncio.Protocol):
 
     async def _start_tls(self, ssl_context: ssl.SSLContext, info: bytes) -> None:
         """TLS as nats-server does it: INFO in the clear, then the client's handshake; with
-        ``handshake_first`` the handshake comes first and INFO after it, over TLS; with
-        ``allow_non_tls`` a client that does not start a handshake stays in the clear."""
+        ``allow_non_tls`` a client that does not start a handshake stays in the clear.
+        (``handshake_first`` connections arrive with TLS done: the listener does it.)"""
         server = self.server
         tls = server.options.tls
         timeout = tls.timeout if tls is not None else 2.0
@@ -324,16 +328,14 @@ class ClientConnection(asyncio.Protocol):
         if transport is None or self.closed:
             return
         transport.pause_reading()
-        handshake_first = tls is not None and tls.handshake_first
-        if not handshake_first:
-            transport.write(info)
-            if server.options.allow_non_tls and not await self._client_starts_tls(timeout):
-                if not self.closed:
-                    self.tls_pending = False
-                    transport.resume_reading()
-                    if self.out:
-                        self.flush_out()
-                return
+        transport.write(info)
+        if server.options.allow_non_tls and not await self._client_starts_tls(timeout):
+            if not self.closed:
+                self.tls_pending = False
+                transport.resume_reading()
+                if self.out:
+                    self.flush_out()
+            return
         try:
             upgraded = await server.loop.start_tls(
                 self.transport,  # type: ignore[arg-type]
@@ -356,9 +358,6 @@ class ClientConnection(asyncio.Protocol):
             return
         self.tls_pending = False
         self._set_write_limits()
-        if handshake_first:
-            self.out.insert(0, info)
-            self.out_size += len(info)
         if self.out:
             self.flush_out()
 

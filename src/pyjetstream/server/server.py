@@ -328,12 +328,18 @@ class Server:
                 from pyjetstream.server.jwt_auth import ClaimsUpdates
 
                 ClaimsUpdates(self, self.system_account).subscribe()
+            tls_first: dict[str, Any] = {}
+            if self.ssl_context is not None and opts.tls is not None and opts.tls.handshake_first:
+                # handshake_first: TLS from the first byte, done by the event loop before the
+                # connection is handed over (no ClientHello can reach the NATS parser).
+                tls_first = {"ssl": self.ssl_context, "ssl_handshake_timeout": opts.tls.timeout}
             self._listener = await self.loop.create_server(
                 lambda: ClientConnection(self),
                 host=opts.host or None,
                 port=opts.bind_port,
                 reuse_address=True,
                 backlog=1024,
+                **tls_first,
             )
         except BaseException:
             await self._stop_services()
