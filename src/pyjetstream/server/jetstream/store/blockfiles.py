@@ -11,8 +11,9 @@ only their live records (atomic rename).
 
 Recovery. :meth:`BlockFiles.records` scans every block and yields its records for
 ``SeqIndex.rebuild``: records are checksummed, a damaged record whose length still leads to a
-valid record is stepped over, and the file is cut at the first record that cannot be trusted
-(a torn tail). What was dropped is reported by :meth:`BlockFiles.lost`.
+valid record is stepped over, and the file is cut at the first record that cannot be trusted.
+What was dropped is reported by :meth:`BlockFiles.lost` — except a record cut short at the very
+end of the last block: that is the write in flight when the process died, never acknowledged.
 """
 
 from __future__ import annotations
@@ -665,6 +666,7 @@ class BlockFiles(PayloadBackend):
         max_seq = floor = 0
         decompressed_len = cramjam.snappy.decompress_raw_len
         size_base, size_hdr = self.size_base, self.size_hdr
+        last_index = files[-1][0] if files else -1
         for index, name in files:
             path = os.path.join(self.msgs_dir, name)
             with open(path, "rb") as f:
@@ -717,11 +719,13 @@ class BlockFiles(PayloadBackend):
                     self._maybe_lost.append(int.from_bytes(buf[off + 5 : off + 13], "little"))
             if end.good_end < len(buf):
                 torn = buf[end.good_end :]
-                self._lost_bytes += len(torn)
-                if len(torn) >= REC_HDR_LEN:
-                    seq = int.from_bytes(torn[5:13], "little")
-                    if torn[4] & KIND_MASK == KIND_MSG and seq == max_seq + 1:
-                        self._lost_seqs.append(seq)
+                if not (index == last_index and _in_flight(torn)):
+                    # Damage, not a write cut short by a crash: report what is gone.
+                    self._lost_bytes += len(torn)
+                    if len(torn) >= REC_HDR_LEN:
+                        seq = int.from_bytes(torn[5:13], "little")
+                        if torn[4] & KIND_MASK == KIND_MSG and seq == max_seq + 1:
+                            self._lost_seqs.append(seq)
                 os.truncate(path, end.good_end)
                 blk.size = blk.written = end.good_end
 
@@ -768,6 +772,16 @@ class BlockFiles(PayloadBackend):
         if not (self._lost_bytes or lost):
             return None
         return LostData(sorted(set(lost)), self._lost_bytes)
+
+
+def _in_flight(torn: bytes) -> bool:
+    """Whether the end of the last block is a record cut short (its length runs past the end
+    of the file): the write in flight when the process died, never acknowledged, so recovery
+    cuts it without reporting it as lost. A complete record that fails its checksum is damage."""
+    if len(torn) < 4:
+        return True
+    total = int.from_bytes(torn[:4], "little")
+    return REC_OVERHEAD <= total <= MAX_RECORD and total > len(torn)
 
 
 class _FileIO:
