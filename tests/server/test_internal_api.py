@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sys
-import types
 from typing import Any
 
 import nats
@@ -229,9 +227,9 @@ class _FakeEngine:
 
 
 async def test_jetstream_engine_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("pyjetstream.server.jetstream.engine")
-    module.JetStreamEngine = _FakeEngine  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pyjetstream.server.jetstream.engine", module)
+    import pyjetstream.server.accounts
+
+    monkeypatch.setattr(pyjetstream.server.accounts, "JetStreamEngine", _FakeEngine)
     _FakeEngine.events = []
     async with Server(jetstream=True) as srv:
         assert isinstance(srv.jetstream, _FakeEngine) and srv.jetstream_enabled
@@ -241,17 +239,6 @@ async def test_jetstream_engine_lifecycle(monkeypatch: pytest.MonkeyPatch) -> No
     # Started before the listener; stopped after every client was drained.
     assert _FakeEngine.events == ["start listening=False", "stop clients=0"]
     await nc.close()
-
-
-async def test_jetstream_missing_is_logged(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    monkeypatch.setitem(sys.modules, "pyjetstream.server.jetstream.engine", None)
-    async with Server(jetstream=True) as srv:
-        assert srv.jetstream is None
-        with await _raw(srv.port, connect=False) as client:
-            assert "jetstream" not in client.info
-    assert any("JetStream not available" in r.getMessage() for r in caplog.records)
 
 
 class _FakeTransport:

@@ -101,13 +101,15 @@ def next_run(pattern: str, zone: tzinfo | None, ts: int, now: int) -> Schedule |
         return Schedule(nxt, True, UTC)
     pattern = _PREDEFINED.get(pattern, pattern)
     loc = zone or UTC
-    nxt = _next_cron(pattern, loc, ts)
-    if nxt is None:
+    first = _next_cron(pattern, loc, ts)
+    if first is None:
         return None
+    nxt = first
     if nxt < now:
-        nxt = _next_cron(pattern, loc, _round_second(now))
-        if nxt is None:
+        later = _next_cron(pattern, loc, _round_second(now))
+        if later is None:
             return None
+        nxt = later
     return Schedule(nxt, True, loc)
 
 

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pyjetstream.server.jetstream.api_disabled import DisabledApi
+from pyjetstream.server.jetstream.engine import JetStreamEngine
 from pyjetstream.server.options import Account as AccountConfig
 from pyjetstream.server.options import AccountJetStreamLimits
 from pyjetstream.server.sublist import Sublist, Subscription
@@ -151,7 +153,6 @@ class Account:
 
     async def enable_jetstream(self, limits: AccountJetStreamLimits) -> None:
         """Start this account's engine (store under ``<store_dir>/jetstream/<name>``)."""
-        from pyjetstream.server.jetstream.engine import JetStreamEngine
 
         self.js_limits = limits
         engine = JetStreamEngine(self)
@@ -160,7 +161,6 @@ class Account:
 
     def answer_jetstream_disabled(self) -> None:
         """Answer ``$JS.API`` requests with 10039, as nats-server does for such accounts."""
-        from pyjetstream.server.jetstream.api_disabled import DisabledApi
 
         self._disabled_api = DisabledApi(self)
         self._disabled_api.subscribe()

@@ -27,7 +27,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from pyjetstream.server.jwt_auth import OperatorTrust
 from pyjetstream.server.options import Permissions, ServerOptions, User, is_bcrypt_hash
+from pyjetstream.server.tls import cert_identities, dn_pairs, subject_pairs
 
 __all__ = ["AuthDecision", "Authenticator", "PendingCheck", "new_nonce", "verify_nkey_signature"]
 
@@ -61,6 +63,7 @@ def _b64decode(text: str) -> bytes:
 
 def verify_nkey_signature(public_key: str, nonce: str, signature: str) -> bool:
     """Whether ``signature`` is the user key's ed25519 signature of ``nonce``."""
+    # PyNaCl is slow to load; only nkey users need it (start-up speed).
     from nacl.exceptions import BadSignatureError
     from nacl.signing import VerifyKey
 
@@ -122,7 +125,6 @@ class Authenticator:
         #: Operator mode: the trusted operators and the resolver's account JWTs.
         self.trust: Any = None
         if options.operator_jwts:
-            from pyjetstream.server.jwt_auth import OperatorTrust
 
             self.trust = OperatorTrust(options)
         # INFO carries a nonce (to be signed) only when someone can authenticate with an nkey.
@@ -142,7 +144,6 @@ class Authenticator:
     def check_certificate(self, peercert: dict[str, Any]) -> AuthDecision:
         """The user a verified client certificate maps to (nats-server ``checkClientTLSCertSubject``):
         an e-mail, DNS or URI SAN naming a user, else a user whose name is the subject DN."""
-        from pyjetstream.server.tls import cert_identities, dn_pairs, subject_pairs
 
         for name in cert_identities(peercert):
             user = self.users.get(name)

@@ -19,7 +19,9 @@ the producer stall that precedes that.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import random
 import socket
 import ssl
@@ -35,6 +37,7 @@ from pyjetstream.server.auth import AuthDecision, PendingCheck
 from pyjetstream.server.log import TRACE
 from pyjetstream.server.permissions import ConnectionPermissions, pub_violation, sub_violation
 from pyjetstream.server.sublist import SublistError, Subscription
+from pyjetstream.server.tls import spki_sha256
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
@@ -364,7 +367,6 @@ class ClientConnection(asyncio.Protocol):
     async def _client_starts_tls(self, timeout: float) -> bool:
         """``allow_non_tls``: whether the client's first byte opens a TLS record (0x16), peeked
         on a duplicate of the socket so the TLS layer or the parser still reads it."""
-        import os
 
         sock = self.transport.get_extra_info("socket") if self.transport is not None else None
         if sock is None:
@@ -397,7 +399,6 @@ class ClientConnection(asyncio.Protocol):
             return True
         self.peercert = ssl_object.getpeercert() or None
         if tls.pinned_certs:
-            from pyjetstream.server.tls import spki_sha256
 
             der = ssl_object.getpeercert(binary_form=True)
             if der is None or spki_sha256(der) not in tls.pinned_certs:
@@ -1108,7 +1109,6 @@ class ClientConnection(asyncio.Protocol):
 
 
 def _redact(options: dict[str, Any]) -> str:
-    import json
 
     shown = {k: ("[REDACTED]" if k in ("pass", "auth_token", "sig") else v) for k, v in options.items()}
     return json.dumps(shown)

@@ -21,7 +21,7 @@ import string
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.protocol.subjects import has_wildcard
+from pyjetstream.protocol.subjects import has_wildcard, is_subset
 from pyjetstream.server.options import AccountExport, AccountImport
 
 if TYPE_CHECKING:
@@ -108,7 +108,6 @@ class ServiceExport:
 
 
 def _find_export(exporter: Account, imp: AccountImport) -> AccountExport | None:
-    from pyjetstream.protocol.subjects import is_subset
 
     for export in exporter.config.exports if exporter.config is not None else []:
         if export.kind == imp.kind and is_subset(imp.subject, export.subject):

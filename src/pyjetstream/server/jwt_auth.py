@@ -17,6 +17,8 @@ permissions and ``subs``/``payload`` limits apply to the connection; the account
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import time
@@ -44,8 +46,6 @@ __all__ = ["JWTIdentity", "OperatorTrust"]
 
 
 def _b64_sig(text: str) -> bytes | None:
-    import base64
-    import binascii
 
     padded = text + "=" * (-len(text) % 4)
     try:

@@ -15,11 +15,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import platform
+import resource
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from pyjetstream.api.timefmt import format_go_duration, format_time
+from pyjetstream.protocol.subjects import subject_matches
+from pyjetstream.server.version import SERVER_VERSION
 
 if TYPE_CHECKING:
     from pyjetstream.server.client import ClientConnection
@@ -300,7 +304,6 @@ def _rss_bytes() -> int:
         with open("/proc/self/statm", encoding="ascii") as fh:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        import resource
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
@@ -376,13 +379,11 @@ def _jetstream_varz(server: Server) -> dict[str, Any]:
 
 
 def _version() -> str:
-    from pyjetstream.server.server import SERVER_VERSION
 
     return SERVER_VERSION
 
 
 def _go() -> str:
-    import platform
 
     return f"python{platform.python_version()}"
 
@@ -398,7 +399,6 @@ def _subsz(server: Server, query: dict[str, str]) -> dict[str, Any]:
     test = query.get("test", "")
     subs = server.sublist.all_subscriptions()
     if test:
-        from pyjetstream.protocol.subjects import subject_matches
 
         subs = [s for s in subs if subject_matches(s.subject, test)]
     subs.sort(key=lambda s: (s.subject, s.sid))

@@ -39,8 +39,7 @@ Also exposed: ``options``, ``server_id``, ``server_name``, ``loop``, ``logger``,
 
 When ``options.jetstream`` is set, :meth:`start` runs ``JetStreamEngine(self).start()`` from
 ``pyjetstream.server.jetstream.engine`` before accepting clients, and :meth:`shutdown` awaits its
-``stop()`` after the clients are drained (a missing engine module is logged as "JetStream not
-available" and the server runs without it). Optional engine hooks used by monitoring:
+``stop()`` after the clients are drained. Engine hooks used by monitoring:
 ``engine.varz() -> dict`` (the ``jetstream`` object of ``/varz``) and
 ``engine.healthz(query) -> str | None`` (a problem makes ``/healthz`` answer 503).
 
@@ -69,17 +68,18 @@ from pyjetstream.server.accounts import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from pyjetstream.server.auth import Authenticator, new_nonce
 from pyjetstream.server.client import ClientConnection, ClosedReason
 from pyjetstream.server.ids import new_server_id
+from pyjetstream.server.imports import link_imports
+from pyjetstream.server.jetstream import monitoring
+from pyjetstream.server.jwt_auth import ClaimsUpdates, OperatorTrust, account_config
 from pyjetstream.server.log import get_logger
-from pyjetstream.server.monitor import closed_record
-from pyjetstream.server.options import RANDOM_PORT, ServerOptions
+from pyjetstream.server.monitor import MonitorServer, closed_record
+from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
 from pyjetstream.server.sublist import Sublist, Subscription
+from pyjetstream.server.version import SERVER_VERSION
+from pyjetstream.server.websocket import start_websocket_listener
 
 __all__ = ["SERVER_VERSION", "InternalCallback", "InternalSub", "Server"]
 
-#: The nats-server version we report in INFO and /varz: clients gate features on it. The engine
-#: implements the 2.10 stream and consumer features (compression, first_seq, subject transforms,
-#: metadata, filter_subjects, create ``action``, ``+TERM <reason>``), so clients may turn them on.
-SERVER_VERSION = "2.10.22"
 #: nats-server keeps this many closed connections for ``/connz?state=closed``.
 MAX_CLOSED_CLIENTS = 10_000
 #: On shutdown, wait this long for clients to take their pending data before cutting them.
@@ -230,7 +230,6 @@ class Server:
                 self._add_account(config.name, config)
         trust = self.authenticator.trust
         if trust is not None:  # operator mode: the accounts the resolver knows, by public key
-            from pyjetstream.server.jwt_auth import account_config
 
             for pub in list(trust.accounts):
                 claims = trust.account_claims(pub)
@@ -251,7 +250,6 @@ class Server:
     def account_claims_updated(self, pub: str, claims: dict[str, Any]) -> None:
         """A newer account JWT arrived (``CLAIMS.UPDATE``): apply its limits, start its JetStream,
         and close the connections of users it revokes (nats-server ``updateAccountClaims``)."""
-        from pyjetstream.server.jwt_auth import OperatorTrust, account_config
 
         config = account_config(pub, claims)
         account = self.accounts.get(pub)
@@ -312,7 +310,6 @@ class Server:
             log.warning("%s", warning)
         try:
             if opts.monitor_bind_port is not None:
-                from pyjetstream.server.monitor import MonitorServer
 
                 self._monitor = MonitorServer(self)
                 self.http_port = await self._monitor.start(opts.monitor_host, opts.monitor_bind_port)
@@ -321,11 +318,8 @@ class Server:
                 self.ssl_context = self._tls_context()
             if opts.jetstream:
                 await self._start_jetstream()
-            from pyjetstream.server.imports import link_imports
-
             link_imports(self.accounts)
             if self.authenticator.trust is not None and self.system_account is not None:
-                from pyjetstream.server.jwt_auth import ClaimsUpdates
 
                 ClaimsUpdates(self, self.system_account).subscribe()
             tls_first: dict[str, Any] = {}
@@ -358,7 +352,6 @@ class Server:
 
     async def _start_websocket(self) -> None:
         """The ``websocket {}`` listener (nats-server ``startWebsocketServer``)."""
-        from pyjetstream.server.websocket import start_websocket_listener
 
         ws = self.options.websocket
         assert ws is not None
@@ -390,13 +383,7 @@ class Server:
         """JetStream for the accounts that have it (nats-server ``configAllJetStreamAccounts``):
         the global account alone when no accounts are configured, else each account with a
         ``jetstream`` block; every other account answers the API with 10039."""
-        from pyjetstream.server.options import AccountJetStreamLimits
 
-        try:
-            import pyjetstream.server.jetstream.engine  # noqa: F401
-        except ModuleNotFoundError as exc:
-            self.logger.error("JetStream not available: %s", exc)
-            return
         for account in self.accounts.values():
             config = account.config
             if self._global_account_only():
@@ -410,7 +397,6 @@ class Server:
             else:
                 account.answer_jetstream_disabled()
         if self.jetstream_engines():
-            from pyjetstream.server.jetstream import monitoring
 
             async def jsz(query: dict[str, str]) -> dict[str, Any]:
                 return monitoring.jsz_server(self, query)

@@ -28,7 +28,7 @@ T = TypeVar("T")
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """A uvloop loop when uvloop is installed, else asyncio's default."""
     try:
-        import uvloop
+        import uvloop  # optional (not on Windows): imported only to make a loop
     except ImportError:
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()

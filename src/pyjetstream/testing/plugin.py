@@ -183,7 +183,7 @@ class ServerPool:
             if kind == EXTERNAL:
                 if not spec.jetstream or spec.config != (self.base_config or None) or spec.auth:
                     pytest.skip(f"needs a server configured as {spec} (--nats-server-url is a fixed server)")
-                srv = ExternalTestServer(kind=EXTERNAL, url=self.url, spec=spec)
+                srv = ExternalTestServer(kind=EXTERNAL, url=str(self.url), spec=spec)
             else:
                 workdir = self.tmp_root / f"server{len(self._servers)}"
                 binary = (self.binary or default_binary()) if kind == "nats-server" else None

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import nkeys
 
+from pyjetstream.api.jwt import JWTError, verify
 from pyjetstream.protocol.subjects import is_subset, is_valid_subject
 from pyjetstream.server.conf.converters import (
     Invalid,
@@ -138,7 +141,6 @@ _ACCOUNT_LIMITS: dict[str, Handler] = {
 
 def _read_jwt(node: Node, text: str, base_dir: str) -> str:
     """An inline JWT, or a file holding one (plain or between ``-----BEGIN …-----`` lines)."""
-    import os
 
     if text.count(".") == 2 and " " not in text and not os.path.exists(os.path.join(base_dir, text)):
         return text
@@ -160,9 +162,7 @@ class AccountKeys(AuthKeys):
     ``operator``, ``resolver`` and ``resolver_preload`` of operator (JWT) mode."""
 
     def operator(self, key: str, node: Node) -> None:
-        import os
 
-        from pyjetstream.api.jwt import JWTError, verify
 
         base_dir = os.path.dirname(os.path.abspath(self.filename)) if self.filename else os.getcwd()
         items = node.value if isinstance(node.value, list) else [node]

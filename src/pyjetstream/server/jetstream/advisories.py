@@ -13,7 +13,7 @@ from pyjetstream.api import subjects as S
 from pyjetstream.api.advisories import ConsumerActionAdvisory, StreamActionAdvisory, TypedEvent
 from pyjetstream.api.enums import AdvisoryAction
 from pyjetstream.api.timefmt import NanoTime
-from pyjetstream.server.jetstream.api_router import encode_response
+from pyjetstream.server.jetstream.api_common import encode_response
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine

@@ -44,3 +44,9 @@ def decode_request(payload: bytes, kind: type[T]) -> T:
         return codec.decode_request(payload, kind)
     except (msgspec.DecodeError, ValueError) as exc:
         raise JetStreamApiError(E.JSInvalidJSONErr()) from exc
+
+
+def encode_response(response: msgspec.Struct) -> bytes:
+    """JSON as Go's encoder writes it: compact, with ``<``, ``>`` and ``&`` escaped (every API reply
+    and advisory goes through here)."""
+    return codec.encode(response)

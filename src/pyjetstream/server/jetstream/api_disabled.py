@@ -14,7 +14,7 @@ from typing import Any
 from pyjetstream.api import errors as E
 from pyjetstream.api import responses as R
 from pyjetstream.api.subjects import _EXACT, ApiEndpoint, match_api_subject
-from pyjetstream.server.jetstream.api_router import encode_response
+from pyjetstream.server.jetstream.api_common import encode_response
 
 __all__ = ["RESPONSE_TYPES", "DisabledApi"]
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from pyjetstream.api.codec import encode
 from pyjetstream.api.headers import no_responders_block
 from pyjetstream.api.responses import ApiResponse
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch, domain_api_to_local, match_api_subject
+from pyjetstream.server.jetstream import api_account, api_cluster, api_consumer, api_stream, snapshot
+from pyjetstream.server.jetstream.api_common import encode_response
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
@@ -34,25 +33,14 @@ API_SUBSCRIPTION = "$JS.API.>"
 _CONSUMER_OWN = (ApiEndpoint.CONSUMER_MSG_NEXT,)
 
 
-def encode_response(response: msgspec.Struct) -> bytes:
-    """JSON as Go's encoder writes it: compact, with ``<``, ``>`` and ``&`` escaped."""
-    return encode(response)
-
-
 def _handlers() -> dict[ApiEndpoint, Handler]:
-    from pyjetstream.server.jetstream import api_account, api_cluster, api_stream, snapshot
 
     table: dict[ApiEndpoint, Handler] = {}
     table.update(api_account.HANDLERS)
     table.update(api_stream.HANDLERS)
     table.update(snapshot.HANDLERS)
     table.update(api_cluster.HANDLERS)
-    try:
-        from pyjetstream.server.jetstream import api_consumer
-    except ImportError:  # the consumer API is optional while it is being built
-        pass
-    else:
-        table.update(api_consumer.HANDLERS)
+    table.update(api_consumer.HANDLERS)
     return table
 
 

@@ -25,6 +25,7 @@ from pyjetstream.api.enums import StorageType
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.server.jetstream import monitoring
+from pyjetstream.server.jetstream.api_router import ApiRouter
 from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
 from pyjetstream.server.jetstream.store._fileutil import read_meta_file
 from pyjetstream.server.jetstream.store.base import MessageStore
@@ -41,6 +42,7 @@ from pyjetstream.server.jetstream.stream import (
     encode_stream_meta,
     store_config_for,
 )
+from pyjetstream.server.options import AccountJetStreamLimits
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.api_router import ApiRouter
@@ -66,8 +68,6 @@ def _system_memory() -> int:
 class JetStreamEngine:
     def __init__(self, server: Any) -> None:
         """``server`` is the account (or anything offering the server's internal API)."""
-        from pyjetstream.server.jetstream.api_router import ApiRouter
-        from pyjetstream.server.options import AccountJetStreamLimits
 
         self.server = server
         opts = server.options

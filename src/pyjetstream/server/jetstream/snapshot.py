@@ -61,13 +61,18 @@ from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.protocol.subjects import is_valid_literal_subject
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
+from pyjetstream.server.jetstream.api_stream import _lookup_config, replicas_error
+from pyjetstream.server.jetstream.consumer import Consumer
+from pyjetstream.server.jetstream.consumer_persistence import encode_consumer_meta
 from pyjetstream.server.jetstream.s2 import S2Error, compress_stream, decompress_stream
+from pyjetstream.server.jetstream.snapshot_tar import restore_tar
 from pyjetstream.server.jetstream.store.base import (
     ConsumerState,
     ErrStoreEOF,
     SequencePair,
     StoreError,
 )
+from pyjetstream.server.jetstream.stream_config import check_stream_config
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
@@ -344,7 +349,6 @@ def restore_stream(engine: JetStreamEngine, cfg: StreamConfig, data: bytes) -> S
         raise _restore_error(str(exc)) from None
     if raw.startswith(ARCHIVE_MAGIC):
         return _restore_v2(engine, cfg, raw)
-    from pyjetstream.server.jetstream.snapshot_tar import restore_tar
 
     return restore_tar(engine, cfg, raw)
 
@@ -428,8 +432,6 @@ def create_restored(
     consumers: list[tuple[str, ConsumerConfig | None, ConsumerState]],
 ) -> Stream:
     """Fill a new store, then bring the stream and its consumers up as a recovery would."""
-    from pyjetstream.server.jetstream.consumer import Consumer
-    from pyjetstream.server.jetstream.consumer_persistence import encode_consumer_meta
 
     if cfg.name in engine.streams:
         raise JetStreamApiError(E.JSStreamNameExistRestoreFailedErr())
@@ -462,8 +464,6 @@ def create_restored(
 
 def check_restore_config(engine: JetStreamEngine, cfg: StreamConfig) -> StreamConfig:
     """The config checks a restore makes before accepting chunks (as a create would)."""
-    from pyjetstream.server.jetstream.api_stream import _lookup_config, replicas_error
-    from pyjetstream.server.jetstream.stream_config import check_stream_config
 
     cfg = check_stream_config(cfg, _lookup_config(engine))
     if cfg.num_replicas > 1:

@@ -48,6 +48,7 @@ from pyjetstream.api.models_stream import StreamConfig, StreamSource, StreamSour
 from pyjetstream.api.responses import ConsumerCreateResponse
 from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header
+from pyjetstream.server.jetstream.direct_get import DirectGet
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 from pyjetstream.server.subject_transform import SubjectTransform, TransformError
 
@@ -532,7 +533,6 @@ class MirrorFeed(_Feed):
     def _subscribe_direct(self) -> None:
         """``subscribeToMirrorDirect``: answer direct gets for the origin's name, in the same
         queue group as the origin, once caught up."""
-        from pyjetstream.server.jetstream.direct_get import DirectGet
 
         direct = DirectGet(self.stream)
         prefix = f"$JS.API.DIRECT.GET.{self.name}"

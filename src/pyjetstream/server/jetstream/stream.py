@@ -27,15 +27,17 @@ from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.fast_batch import is_fast_batch_reply
 from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
-from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time
+from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
 from pyjetstream.api.ttl import marker_ttl, parse_message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header
-from pyjetstream.protocol.subjects import is_subset
+from pyjetstream.protocol.subjects import is_subset, subjects_overlap
 from pyjetstream.server.jetstream import counters
 from pyjetstream.server.jetstream.batch_atomic import BATCH_ID as HDR_BATCH_ID
 from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
 from pyjetstream.server.jetstream.batch_fast import FastBatches
+from pyjetstream.server.jetstream.consumer_config import filters_of
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
+from pyjetstream.server.jetstream.direct_get import DirectGet
 from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
 from pyjetstream.server.jetstream.schedules import MsgSchedules, check_publish
 from pyjetstream.server.jetstream.sourcing import StreamSourcing
@@ -166,7 +168,6 @@ class Stream:
             self.schedules.rebuild()
 
     def _subscribe_direct(self) -> None:
-        from pyjetstream.server.jetstream.direct_get import DirectGet
 
         direct = DirectGet(self)
         prefix = f"$JS.API.DIRECT.GET.{self.name}"
@@ -668,7 +669,6 @@ class Stream:
     # --- purge, get, delete ------------------------------------------------------------------
 
     def purge(self, subject: str = "", seq: int = 0, keep: int = 0) -> int:
-        from pyjetstream.server.jetstream.consumer_config import filters_of
 
         if subject or seq or keep:
             purged = self.store.purge_ex(subject, seq, keep)
@@ -728,7 +728,6 @@ class Stream:
 
     def matches(self, subject_filter: str) -> bool:
         """Whether any of the stream's subjects overlaps the filter (STREAM.NAMES ``subject``)."""
-        from pyjetstream.protocol.subjects import subjects_overlap
 
         return any(subjects_overlap(subject_filter, s) for s in self.cfg.subjects)
 
@@ -847,7 +846,6 @@ def encode_stream_meta(cfg: StreamConfig, created: int) -> bytes:
 
 
 def decode_stream_meta(data: bytes) -> tuple[StreamConfig, int]:
-    from pyjetstream.api.timefmt import parse_time
 
     meta = codec.decode(data, StreamMeta)
     return meta.config, parse_time(meta.created)
