@@ -108,7 +108,7 @@ def test_spark_write_and_read_through_a_nats_node_kill(
 ) -> None:
     from pyjetstream.client.jetstream import StreamConfig, sync
 
-    rows = 20_000
+    rows = 10_000
     servers = ",".join(nats_cluster.urls)
     with sync.connect(nats_cluster.urls) as nc:
         js = nc.jetstream()
