@@ -364,6 +364,7 @@ async def test_accountz_and_jsz_accounts(target: Target) -> None:
     assert details["A"]["reserved_memory"] == 1024 * 1024
     assert details["B"]["reserved_memory"] == 18446744073709551615
     assert details["A"]["memory"] > 0 and details["B"]["memory"] == 0
+    assert details["A"]["api"] == {"level": 0, "total": 1, "errors": 0}  # the stream create
     only_b = _monitor(target, "/jsz?acc=B")
     assert [d["name"] for d in only_b["account_details"]] == ["B"]
 
@@ -494,12 +495,27 @@ def test_unauthorized_import_refused_at_start(start_server: StartServer, server_
     assert 'Error adding stream import "p.>": stream import not authorized' in str(excinfo.value)
 
 
-async def test_accountz_lists_imports(sharing: Target) -> None:
+def _entry(subject: str, local: str, kind: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"subject": subject, "account": "E"}
+    if kind == "service":
+        entry["to"] = local
+    return {**entry, "local_subject": local, "type": kind, "invalid": False, "share": False, "tracking": False}
+
+
+async def test_accountz_lists_imports_and_exports(sharing: Target) -> None:
     detail = _monitor(sharing, "/accountz?acc=I")["account_detail"]
-    ours = [imp for imp in detail["imports"] if imp["account"] == "E"]
-    assert {(imp["subject"], imp["type"]) for imp in ours} == {
-        ("ev.>", "stream"),
-        ("mapped.*", "stream"),
-        ("svc.*", "service"),
-        ("multi", "service"),
-    }
+    ours = sorted((imp for imp in detail["imports"] if imp["account"] == "E"), key=lambda i: i["subject"])
+    assert ours == [
+        _entry("ev.>", "fromE.ev.>", "stream"),
+        _entry("mapped.*", "here.*", "stream"),
+        _entry("multi", "multi", "service"),
+        _entry("svc.*", "local.*", "service"),
+    ]
+    exports = _monitor(sharing, "/accountz?acc=E")["account_detail"]["exports"]
+    assert sorted(exports, key=lambda e: e["subject"]) == [
+        {"subject": "ev.>", "type": "stream"},
+        {"subject": "mapped.*", "type": "stream"},
+        {"subject": "multi", "type": "service", "response_type": "Streamed"},
+        {"subject": "private.>", "type": "stream", "approved_accounts": ["X"]},
+        {"subject": "svc.*", "type": "service", "response_type": "Singleton"},
+    ]

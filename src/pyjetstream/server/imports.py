@@ -31,6 +31,8 @@ __all__ = ["ServiceExport", "link_imports", "map_subject"]
 
 _ALPHABET = string.ascii_letters + string.digits
 REPLY_PREFIX = "_R_"
+#: How nats-server's ``/accountz`` names response types (Go ``ServiceRespType.String()``).
+_RESPONSE_TYPE_NAMES = {"singleton": "Singleton", "stream": "Streamed", "chunked": "Chunked"}
 
 
 def _token(n: int) -> str:
@@ -185,16 +187,11 @@ class _ImportInfo:
         """As in nats-server's ``/accountz`` ``ExtImport``."""
         imp = self.config
         local = imp.to or (f"{imp.prefix}.{imp.subject}" if imp.prefix else imp.subject)
-        return {
-            "subject": imp.subject,
-            "account": self.account,
-            "to": local,
-            "local_subject": local,
-            "type": imp.kind,
-            "invalid": False,
-            "share": False,
-            "tracking": False,
-        }
+        info: dict[str, Any] = {"subject": imp.subject, "account": self.account}
+        if imp.kind == "service":  # nats-server lists "to" for service imports only
+            info["to"] = local
+        info.update(local_subject=local, type=imp.kind, invalid=False, share=False, tracking=False)
+        return info
 
 
 @dataclass
@@ -207,5 +204,5 @@ class _ExportInfo:
         if export.accounts:
             info["approved_accounts"] = list(export.accounts)
         if export.kind == "service":
-            info["response_type"] = export.response_type.capitalize()
+            info["response_type"] = _RESPONSE_TYPE_NAMES[export.response_type]
         return info

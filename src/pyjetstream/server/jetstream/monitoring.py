@@ -110,6 +110,7 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str])
                 "reserved_storage": _reserved(engine.limits.max_store),
                 "accounts": 0,
             }
+            detail["api"] = {"level": 0, **detail["api"]}  # nats-server: no level per account
             if want_streams:
                 detail["stream_detail"] = [
                     _stream_detail(engine, s, query) for s in sorted(engine.streams.values(), key=lambda s: s.name)
