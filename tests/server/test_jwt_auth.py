@@ -119,6 +119,26 @@ def test_permissions_from_the_user_jwt(start_server: StartServer, op: Operator) 
     client.close()
 
 
+def test_response_permission_from_the_user_jwt(start_server: StartServer, op: Operator) -> None:
+    target = start_server(**op.settings())
+    _, token, seed = op.user("A", "responder", pub={"deny": [">"]}, sub={"allow": ["req"]}, resp={"max": 1, "ttl": 0})
+    responder, out, closed = _raw_connect(target, token, seed)
+    assert not closed
+    out, closed = responder.exchange(b"SUB req 1\r\n")
+    assert not closed and out == b"PONG\r\n"
+    _, token2, seed2 = op.user("A", "requester")
+    requester, out, closed = _raw_connect(target, token2, seed2)
+    out, closed = requester.exchange(b"SUB reply.x 9\r\nPUB req reply.x 1\r\nq\r\n")
+    assert not closed
+    out = responder.read_until(b"q\r\n")
+    assert out == b"MSG req 1 reply.x 1\r\nq\r\n"
+    out, closed = responder.exchange(b"PUB reply.x 1\r\na\r\nPUB reply.x 1\r\nb\r\n")
+    assert out == b"-ERR 'Permissions Violation for Publish to \"reply.x\"'\r\nPONG\r\n"
+    assert requester.read_until(b"a\r\n") == b"MSG reply.x 9 1\r\na\r\n"
+    responder.close()
+    requester.close()
+
+
 def test_user_limits(start_server: StartServer, op: Operator) -> None:
     target = start_server(**op.settings())
     _, token, seed = op.user("A", "small", subs=1, payload=8)

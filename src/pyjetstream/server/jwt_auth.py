@@ -27,15 +27,17 @@ from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.jwt import JWTError, verify, verify_signature
 from pyjetstream.server.options import (
-    Account as AccountConfig,
-)
-from pyjetstream.server.options import (
+    DEFAULT_ALLOW_RESPONSE_EXPIRATION,
+    DEFAULT_ALLOW_RESPONSE_MAX_MSGS,
     AccountJetStreamLimits,
     AccountLimits,
     Permissions,
     ResponsePermission,
     ServerOptions,
     SubjectPermission,
+)
+from pyjetstream.server.options import (
+    Account as AccountConfig,
 )
 
 if TYPE_CHECKING:
@@ -84,8 +86,12 @@ def user_permissions(nats: dict[str, Any]) -> Permissions | None:
     resp = nats.get("resp")
     response = None
     if isinstance(resp, dict):
-        ttl = resp.get("ttl", 0) or 0
-        response = ResponsePermission(max_msgs=int(resp.get("max", 0) or 0), expires=ttl / 1e9 if ttl else 0.0)
+        # nats-server: 0 means the defaults of allow_responses (one reply within two minutes)
+        ttl = int(resp.get("ttl", 0) or 0)
+        response = ResponsePermission(
+            max_msgs=int(resp.get("max", 0) or 0) or DEFAULT_ALLOW_RESPONSE_MAX_MSGS,
+            expires=ttl / 1e9 if ttl else DEFAULT_ALLOW_RESPONSE_EXPIRATION,
+        )
     if pub is None and sub is None and response is None:
         return None
     return Permissions(publish=pub, subscribe=sub, response=response)
