@@ -89,6 +89,19 @@ async def test_config_text(nc, js):
         await js.create_stream(big)
 
 
+@pytest.mark.nats_server(config={"websocket": {"host": "127.0.0.1", "port": -1, "no_tls": True}})
+def test_websocket_listener(nats_server):
+    import socket
+    assert nats_server.websocket_url.startswith("ws://127.0.0.1:")
+    host, port = nats_server.websocket_url.split("://")[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            f"GET / HTTP/1.1\\r\\nHost: {host}:{port}\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n\\r\\n".encode()
+        )
+        assert sock.recv(4096).startswith(b"HTTP/1.1 101 ")
+
+
 def test_same_server_for_the_session(nats_server, nats_servers):
     assert nats_servers.get(kind=nats_server.kind) is nats_server
 '''
@@ -109,18 +122,18 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def test_user_suite_on_the_embedded_server(pytester: pytest.Pytester) -> None:
     result = _run(pytester, "-v")
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=10)
 
 
 def test_user_suite_on_a_nats_server_binary(pytester: pytest.Pytester) -> None:
     result = _run(pytester, "-v", f"--nats-server-binary={nats_server_binary()}")
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=10)
 
 
 def test_user_suite_on_both_kinds_in_one_run(pytester: pytest.Pytester) -> None:
     """``--nats-server-kinds=embedded,nats-server``: every NATS test runs on each, as pyjetstream's suite does."""
     result = _run(pytester, "-v", "--nats-server-kinds=embedded,nats-server")
-    result.assert_outcomes(passed=18)
+    result.assert_outcomes(passed=20)
     result.stdout.fnmatch_lines(["*test_async_publish?embedded? PASSED*", "*test_async_publish?nats-server? PASSED*"])
 
 
@@ -130,8 +143,8 @@ def test_user_suite_on_a_running_server(pytester: pytest.Pytester, tmp_path) -> 
         result = _run(pytester, "-v", f"--nats-server-url={target.url}")
     finally:
         target.stop()
-    # the four tests that ask for another configuration cannot be served by a fixed server
-    result.assert_outcomes(passed=5, skipped=4)
+    # the five tests that ask for another configuration cannot be served by a fixed server
+    result.assert_outcomes(passed=5, skipped=5)
 
 
 def test_ini_options(pytester: pytest.Pytester) -> None:

@@ -155,6 +155,8 @@ class TestServer:
     spec: ServerSpec = field(default_factory=ServerSpec)
     connect_options: dict[str, Any] = field(default_factory=dict)
     store_dir: Path | None = None
+    #: ``ws://host:port`` when the configuration has a ``websocket {}`` block (for nats.ws / nats.js apps)
+    websocket_url: str = ""
     _admin: Any = field(default=None, repr=False)
 
     @property
@@ -255,6 +257,7 @@ def _start_embedded(spec: ServerSpec, workdir: Path) -> EmbeddedTestServer:
         spec=spec,
         connect_options=spec.connect_options(),
         store_dir=store if spec.jetstream else None,
+        websocket_url=thread.server.websocket_url,
         thread=thread,
     )
 
@@ -287,7 +290,9 @@ def _start_binary(spec: ServerSpec, workdir: Path, binary: str) -> BinaryTestSer
     while time.monotonic() < deadline:
         for path in ports_dir.glob("*.ports"):
             with contextlib.suppress(ValueError, KeyError, IndexError):
-                srv.url = "nats://" + json.loads(path.read_text())["nats"][0].split("://", 1)[-1]
+                ports = json.loads(path.read_text())
+                srv.url = "nats://" + ports["nats"][0].split("://", 1)[-1]
+                srv.websocket_url = (ports.get("websocket") or [""])[0]
                 return srv
         if proc.poll() is not None:
             break
