@@ -14,6 +14,13 @@ JetStream ack subjects (``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<p
 unique per message, so they would all miss the cache (and evict what it holds). A consumer listens
 on ``$JS.ACK.<stream>.<consumer>.>``: while every subscription that could match under ``$JS.ACK.``
 has that form, an ack subject is matched by one dict lookup on its ``$JS.ACK.<s>.<c>.`` prefix.
+
+Reply subjects are unique per request too: a requester (nats.go, nats.py, our client, JetStream
+publishers waiting for PubAcks) listens on one ``_INBOX.<id>.*`` and each request's reply goes to
+``_INBOX.<id>.<n>``. The inbox index does for them what the ack index does for acks: while every
+subscription that could match a three-token ``_INBOX.`` subject is a plain ``_INBOX.<id>.*``, such
+a reply is matched by one dict lookup on its ``_INBOX.<id>.`` prefix, and the cache keeps what
+repeats.
 """
 
 from __future__ import annotations
@@ -130,6 +137,10 @@ class Sublist:
         # how many other subscriptions could match an ack subject (the index is used only at 0).
         self._acks: dict[str, MatchResult] = {}
         self._ack_overlaps = 0
+        # ``_INBOX.<id>.`` -> the match result of its ``_INBOX.<id>.*`` subscriptions, and how many
+        # other subscriptions could match a three-token ``_INBOX.`` subject (used only at 0).
+        self._inboxes: dict[str, MatchResult] = {}
+        self._inbox_overlaps = 0
         self.count = 0
         self.inserts = 0
         self.removes = 0
@@ -165,6 +176,7 @@ class Sublist:
         self.inserts += 1
         self._invalidate(sub)
         self._index_ack(sub, True)
+        self._index_inbox(sub, True)
 
     def remove(self, sub: Subscription) -> bool:
         """Remove ``sub``; False when it was not in the index."""
@@ -191,6 +203,7 @@ class Sublist:
         self._prune(path, node)
         self._invalidate(sub)
         self._index_ack(sub, False)
+        self._index_inbox(sub, False)
         return True
 
     def _index_ack(self, sub: Subscription, added: bool) -> None:
@@ -212,6 +225,24 @@ class Sublist:
             self._acks[prefix] = (psubs, ())
         else:
             self._acks.pop(prefix, None)
+
+    def _index_inbox(self, sub: Subscription, added: bool) -> None:
+        """Keep the inbox index (see the module docstring) in step with an insert or remove."""
+        tokens = sub.subject.split(SEP)
+        first = tokens[0]
+        n = len(tokens)
+        if first not in _INBOX_FIRST or not (n == 3 or (tokens[-1] == FWC and n <= 3)):
+            return  # cannot match a three-token ``_INBOX.`` subject
+        if sub.queue or n != 3 or first != _INBOX or tokens[2] != PWC or tokens[1] in _WILDCARDS:
+            self._inbox_overlaps += 1 if added else -1
+            return
+        prefix = sub.subject[:-1]
+        psubs = self._inboxes.get(prefix, EMPTY_RESULT)[0]
+        psubs = (*psubs, sub) if added else tuple(s for s in psubs if s is not sub)
+        if psubs:
+            self._inboxes[prefix] = (psubs, ())
+        else:
+            self._inboxes.pop(prefix, None)
 
     def _match_ack(self, subject: str) -> MatchResult:
         """An ack subject's subscriptions from the ack index (only valid without overlaps)."""
@@ -262,6 +293,11 @@ class Sublist:
             return result
         if subject.startswith(_ACK_PREFIX) and not self._ack_overlaps:
             return self._match_ack(subject)
+        if subject.startswith(_INBOX_PREFIX) and not self._inbox_overlaps:
+            # ``_INBOX.<id>.<n>``: exactly three non-empty tokens (anything else takes the trie).
+            dot = subject.find(SEP, _INBOX_PREFIX_LEN)
+            if dot > _INBOX_PREFIX_LEN and dot + 1 < len(subject) and subject.find(SEP, dot + 1) < 0:
+                return self._inboxes.get(subject[: dot + 1], EMPTY_RESULT)
         self.cache_misses += 1
         tokens = subject.split(SEP)
         if "" in tokens:
@@ -316,6 +352,11 @@ class Sublist:
         }
 
 
+_INBOX = "_INBOX"
+_INBOX_PREFIX = "_INBOX."
+_INBOX_PREFIX_LEN = len(_INBOX_PREFIX)
+# A subscription whose first token is among these may match some ``_INBOX.`` subject.
+_INBOX_FIRST = (_INBOX, PWC, FWC)
 _ACK_PREFIX = "$JS.ACK."
 _ACK_PREFIX_LEN = len(_ACK_PREFIX)
 _EMPTY_TOKEN = SEP + SEP
