@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyjetstream.api import codec
 from pyjetstream.api import errors as E
@@ -191,8 +191,12 @@ class _ChunkSender:
         self.start_ns = start
         self.acked = asyncio.Event()
 
+    running: ClassVar[set[asyncio.Task[None]]] = set()  # the loop keeps only weak references
+
     def start(self) -> None:
-        self.engine.server.loop.create_task(self.run())
+        task = self.engine.server.loop.create_task(self.run())
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
 
     def _on_ack(self, *_: Any) -> None:
         self.slots += 1
