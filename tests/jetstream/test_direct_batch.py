@@ -205,3 +205,29 @@ async def test_start_time_and_up_to_time_between_messages(target_pair: dict) -> 
     ours = await _times_case(target_pair["embedded"])
     assert ours == theirs
     assert any("late" in line for line in ours) and any("early" in line for line in ours)
+
+
+async def _required_level(target: Target) -> list[str]:
+    c = await RawNats.connect(target.url)
+    out = []
+    try:
+        cfg = {"name": "L", "subjects": ["l.>"], "allow_direct": True}
+        await c.request("$JS.API.STREAM.CREATE.L", json.dumps(cfg).encode())
+        await c.request("l.a", b"x")
+        for level in ("99", "x", "5", "-1", "6"):
+            hdr = headers(("Nats-Required-Api-Level", level))
+            for subject, body in (("$JS.API.DIRECT.GET.L", b'{"seq":1}'), ("$JS.API.DIRECT.GET.L.l.a", b"")):
+                msg = await c.request(subject, body, hdr=hdr)
+                status = (msg.hdr or b"").split(b"\r\n")[0].decode()
+                out.append(f"{level} {subject}: {status} {msg.data.decode()}")
+        await c.request("$JS.API.STREAM.DELETE.L", b"")
+        return out
+    finally:
+        await c.close()
+
+
+async def test_required_api_level_on_direct_get(target_pair: dict) -> None:
+    theirs = await _required_level(target_pair["nats-server"])
+    ours = await _required_level(target_pair["embedded"])
+    assert ours == theirs
+    assert any("412 Required Api Level" in line for line in ours)

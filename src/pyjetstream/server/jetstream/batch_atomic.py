@@ -37,6 +37,7 @@ from pyjetstream.api.enums import DiscardPolicy, StorageType
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.protocol.headers import get_header, remove_header
 from pyjetstream.server.jetstream import advisories
+from pyjetstream.server.jetstream.api_level import REQUIRED_API_LEVEL, required_level_refused
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ BATCH_ID = H.BATCH_ID.encode()
 BATCH_SEQUENCE = H.BATCH_SEQUENCE.encode()
 BATCH_COMMIT = H.BATCH_COMMIT.encode()
 MAX_BATCH_ID_LEN = 64
-REQUIRED_API_LEVEL = b"Nats-Required-Api-Level"
-SERVER_API_LEVEL = 5  # nats-server 2.15's JSApiLevel
 
 # nats-server's defaults (stream.go streamDefaultMaxAtomicBatch…, streamDefaultMaxBatchTimeout).
 DEFAULT_MAX_MSGS = 1000
@@ -248,9 +247,8 @@ class AtomicBatches:
         if commit_invalid:
             self._cleanup(batch_id)
             return refuse(E.JSAtomicPublishInvalidBatchCommitErr())
-        level = get_header(hdr, REQUIRED_API_LEVEL)
-        if level is not None:
-            if not level.isdigit() or int(level) > SERVER_API_LEVEL:
+        if get_header(hdr, REQUIRED_API_LEVEL) is not None:
+            if required_level_refused(hdr):
                 self._cleanup(batch_id)
                 self._abandoned(batch_id, UNSUPPORTED)
                 return refuse(E.JSRequiredApiLevelErr())

@@ -33,9 +33,8 @@ from pyjetstream.api.fast_batch import (
 )
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.protocol.headers import get_header, remove_header
+from pyjetstream.server.jetstream.api_level import REQUIRED_API_LEVEL, required_level_refused
 from pyjetstream.server.jetstream.batch_atomic import (
-    REQUIRED_API_LEVEL,
-    SERVER_API_LEVEL,
     Duplicate,
     Refused,
     StagedDiff,
@@ -179,9 +178,8 @@ class FastBatches:
             self.inflight.count += 1
             b = self.batches[batch.id] = _Fast(gap_ok=batch.gap_ok, max_ack_messages=batch.flow)
             b.ack_messages = 1 if len(self.batches) > 1 else min(MAX_ACK_MESSAGES, batch.flow)
-        level = get_header(hdr, REQUIRED_API_LEVEL) if hdr else None
-        if level is not None:
-            if not level.isdigit() or int(level) > SERVER_API_LEVEL:
+        if hdr and get_header(hdr, REQUIRED_API_LEVEL) is not None:
+            if required_level_refused(hdr):
                 self._cleanup(batch.id)
                 return self._error(reply, E.JSRequiredApiLevelErr())
             hdr = remove_header(hdr, REQUIRED_API_LEVEL)

@@ -24,6 +24,7 @@ from pyjetstream.api import headers as H
 from pyjetstream.api.headers import Status, status_block
 from pyjetstream.api.models_msg import MsgGetRequest
 from pyjetstream.api.timefmt import format_time
+from pyjetstream.server.jetstream.api_level import required_level_refused
 from pyjetstream.server.jetstream.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ BAD_REQUEST = status_block(Status.DIRECT_BAD_REQUEST)
 NOT_FOUND = status_block(Status.MESSAGE_NOT_FOUND)
 NO_RESULTS = status_block(Status.NO_RESULTS)
 TOO_MANY_RESULTS = status_block(Status.TOO_MANY_RESULTS)
+REQUIRED_API_LEVEL = status_block(Status.REQUIRED_API_LEVEL)
 PREFIX_TOKENS = 5  # $JS.API.DIRECT.GET.<stream>
 MAX_MULTI_RESULTS = 1024  # nats-server's maxAllowedResponses for multi_last
 
@@ -75,6 +77,8 @@ class DirectGet:
     def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if not reply:
             return
+        if required_level_refused(hdr):
+            return self._send(reply, REQUIRED_API_LEVEL)
         if not payload:
             return self._send(reply, EMPTY_REQUEST)
         try:
@@ -100,6 +104,8 @@ class DirectGet:
     ) -> None:
         if not reply:
             return
+        if required_level_refused(hdr):
+            return self._send(reply, REQUIRED_API_LEVEL)
         req = MsgGetRequest()
         if payload:
             try:
