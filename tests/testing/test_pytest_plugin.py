@@ -198,3 +198,25 @@ def test_documented_example(pytester: pytest.Pytester, tmp_path: Path, how: str)
         result.assert_outcomes(passed=12)
     else:
         result.assert_outcomes(passed=6)
+
+
+def test_strict_asyncio_mode(pytester: pytest.Pytester) -> None:
+    """pytest-asyncio's default (strict) mode: async tests are marked, the plugin's async fixtures still work."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(
+        test_strict="""
+import pytest
+import pyjetstream as pjs
+
+@pytest.mark.asyncio
+async def test_marked(js, nc):
+    await js.create_stream(pjs.StreamConfig(name="S", subjects=["s"]))
+    assert (await js.publish("s", b"x")).seq == 1
+    assert nc.is_connected
+
+def test_plain(js):
+    assert list(js.stream_names()) == []
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "pyjetstream.testing.plugin", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
