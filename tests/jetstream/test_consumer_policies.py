@@ -79,12 +79,18 @@ async def test_deliver_policies(client: RawClient) -> None:
     await client.publish_js("s.c", b"n2")  # seq 11
     for name in specs:
         info = await client.consumer_info("S", name)
-        want = 1 if name in ("FB", "LASTB") else 2
+        # ⟨2.11+⟩ an explicit opt_start_seq beyond the stream is kept: SEQ99 waits for seq 99.
+        want = 0 if name == "SEQ99" else 1 if name in ("FB", "LASTB") else 2
         assert info["num_pending"] == want, name
+        if name == "SEQ99":
+            assert info["delivered"]["stream_seq"] == 98, name
+            continue
         msgs = await drain(client, name)
         assert [m.stream_seq for m in msgs] == ([10] if want == 1 else [10, 11]), name
         info = await client.consumer_info("S", name)
-        assert info["delivered"]["stream_seq"] == 11 and info["num_pending"] == 0, name
+        # (the last message delivered: 10 for the s.b-filtered ones)
+        assert info["delivered"]["stream_seq"] == (10 if want == 1 else 11), name
+        assert info["num_pending"] == 0, name
 
 
 async def test_starting_points_on_empty_and_purged_streams(client: RawClient) -> None:
@@ -97,10 +103,12 @@ async def test_starting_points_on_empty_and_purged_streams(client: RawClient) ->
         "SEQ": {"deliver_policy": "by_start_sequence", "opt_start_seq": 10},
     }.items():
         info = await client.add_consumer("S", name, **spec)
-        assert info["delivered"]["stream_seq"] == 0, name
+        assert info["delivered"]["stream_seq"] == (9 if name == "SEQ" else 0), name
     await client.publish_many("s.x", 2)
-    for name in ("ALL", "LAST", "NEW", "LPS", "SEQ"):
+    for name in ("ALL", "LAST", "NEW", "LPS"):
         assert [m.data for m in await drain(client, name)] == [b"m0", b"m1"], name
+    # ⟨2.11+⟩ SEQ keeps its opt_start_seq 10 (it was moved back to 1 on an empty stream before).
+    assert await drain(client, "SEQ") == []
     await client.api("$JS.API.STREAM.PURGE.S")
     after = await client.add_consumer("S", "AFTER")
     assert after["delivered"]["stream_seq"] == 2 and after["num_pending"] == 0
@@ -157,10 +165,11 @@ async def test_filtered_consumer_info_tracks_stream(client: RawClient) -> None:
     msgs = await drain(client, "F")
     assert [m.stream_seq for m in msgs] == [1]
     info = await client.consumer_info("S", "F")
-    # The consumer has looked at the whole stream, even what its filter does not select.
+    # ⟨2.11+⟩ the delivered stream sequence is the last delivered message (2.9 reported the end
+    # of the stream: everything the consumer had looked at).
     assert info["delivered"] == {
         "consumer_seq": 1,
-        "stream_seq": 2,
+        "stream_seq": 1,
         "last_active": info["delivered"]["last_active"],
     }
     raw = json.dumps(info)

@@ -61,6 +61,8 @@ def _check_subject_form(match: ApiMatch, req: CreateConsumerRequest) -> CreateCo
             raise JetStreamApiError(E.JSConsumerDurableNameNotSetErr())
         if cfg.durable_name != match.consumer:
             raise JetStreamApiError(E.JSConsumerDurableNameNotMatchSubjectErr())
+        # ⟨2.11+⟩ the durable's name is its name too
+        req.config = msgspec.structs.replace(cfg, name=match.consumer)
         return req
     if match.legacy:
         if cfg.durable_name:

@@ -116,7 +116,6 @@ class Consumer:
         # inactivity: the delete timer and its period (seconds, 0 = never)
         self._dtmr: asyncio.TimerHandle | None = None
         self.dthresh = 0.0
-        self._start_floor = 0  # the stream sequence before the starting position
         # ⟨2.11+⟩ pause: the timer that resumes delivery at ``cfg.pause_until``
         self._uptmr: asyncio.TimerHandle | None = None
         self.writer = StateWriter(self, store)
@@ -146,11 +145,7 @@ class Consumer:
                 self.acks.arm(min(0.5, self.acks.ack_wait_s(0)))
         else:
             self._select_starting_seq()
-            self._start_floor = self.state.asflr
             self.dirty()
-            # As nats-server reports it: the ack floor stays 0 until the first ack (or, for
-            # AckNone, the first delivery), whatever the starting position.
-            self.state.asflr = 0
         self._stream_num_pending()
         if self._replay:
             self._replay_lseq = self.stream.store.fast_state().last_seq
@@ -249,10 +244,7 @@ class Consumer:
         if not self.filter.matches(subject):
             return
         if seq > self.npf:
-            if self._lps:
-                self._npc_dirty = True
-            else:
-                self.npc += 1
+            self.npc += 1  # (also for last_per_subject: only the starting set is per subject)
         if seq < self.state.sseq:
             return
         if (self.push.active if self.cfg.deliver_subject else self.pull.waiting) and not self._kick_scheduled:
@@ -268,7 +260,7 @@ class Consumer:
         """Messages below ``first_seq`` are gone (purge, expiry): skip them (``purge``)."""
         if self.closed:
             return
-        self.state.purge(first_seq)
+        self.state.purge(first_seq, time.time_ns())
         self.dirty()
         self._stream_num_pending()
         self.kick()
@@ -289,6 +281,8 @@ class Consumer:
                 sseq = state.last_seq
                 if not self.filter.match_all:
                     sseq = max(store.filtered_state(1, f).last for f in self.filter.filters)
+            elif policy == DeliverPolicy.LAST_PER_SUBJECT and self.stream.cfg.max_msgs_per_subject == 1:
+                sseq = state.first_seq  # every message is the last of its subject
             elif policy == DeliverPolicy.LAST_PER_SUBJECT:
                 lasts: set[int] = set()
                 for f in self.filter.store_filters():
@@ -305,12 +299,13 @@ class Consumer:
                 sseq = state.last_seq + 1
         else:
             sseq = cfg.opt_start_seq
-        if state.first_seq == 0:
+        # 2.11+: an explicit opt_start_seq beyond the stream is kept (it waits for that sequence).
+        if state.first_seq == 0 and cfg.opt_start_seq == 0:
             sseq = 1
+        elif sseq > state.last_seq and cfg.opt_start_seq == 0:
+            sseq = state.last_seq + 1
         elif sseq < state.first_seq:
             sseq = state.first_seq
-        elif sseq > state.last_seq:
-            sseq = state.last_seq + 1
         st.start_at(sseq)
 
     # --- num pending -------------------------------------------------------------------------
@@ -355,8 +350,16 @@ class Consumer:
         return self.npc if self.npc > 0 else 0
 
     def _check_num_pending(self) -> int:
-        """The count reported in info: recounted from the store, so it is always exact."""
-        self._stream_num_pending()
+        """``checkNumPending``: the running count for info, never more than the stream could hold
+        from sseq on."""
+        if self._npc_dirty:
+            self._stream_num_pending()
+        state = self.stream.store.fast_state()
+        sseq = self.state.sseq
+        if sseq > state.last_seq:
+            self.npc = 0
+        elif self.npc > 0:
+            self.npc = min(self.npc, state.msgs, state.last_seq - sseq + 1)
         return self.num_pending()
 
     # --- delivery loop -----------------------------------------------------------------------
@@ -587,10 +590,8 @@ class Consumer:
             pull.process_waiting(eos=stop != _STOP_MAX_PENDING)
 
     def _at_eof(self) -> None:
-        """Nothing matches after sseq: the consumer has looked at the whole stream."""
-        last = self.stream.store.fast_state().last_seq
-        if last >= self.state.sseq:
-            self.state.sseq = last + 1
+        """Nothing matches after sseq. ⟨2.11+⟩ sseq stays just past the last delivered message
+        (nats-server 2.9 moved it past the end of the stream)."""
 
     def _unget_counted(self, dc: int) -> None:
         if dc == 1:
@@ -653,8 +654,7 @@ class Consumer:
         deliver policy does not allow it."""
         cfg = self.cfg
         if seq == 0:
-            # (nats-server's internal ack floor starts below the starting position)
-            seq = max(self.state.asflr, self._start_floor) + 1
+            seq = self.state.asflr + 1
         elif cfg.deliver_policy == DeliverPolicy.ALL:
             pass
         elif cfg.deliver_policy == DeliverPolicy.BY_START_SEQUENCE:

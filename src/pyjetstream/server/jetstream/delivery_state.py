@@ -285,13 +285,15 @@ class DeliveryState:
 
     # --- stream changes -------------------------------------------------------------------------
 
-    def purge(self, first_seq: int) -> None:
-        """Messages below ``first_seq`` are gone (purge, expiry): skip them (``purge``)."""
+    def purge(self, first_seq: int, now_ns: int) -> None:
+        """Messages below ``first_seq`` are gone (purge, expiry): skip them (``purge``); a
+        pending one counts as acked (``updateAcks``: it is ack activity)."""
         if self.sseq < first_seq:
             self.sseq = first_seq
         if self.asflr < first_seq:
             self.asflr = first_seq - 1
             for seq in [s for s in self.pending if s <= self.asflr]:
+                self.lat = now_ns
                 dseq = self.pending.pop(seq)[0]
                 if dseq > self.adflr:
                     self.adflr = dseq

@@ -340,7 +340,7 @@ class PullDelivery:
     def process_waiting(self, eos: bool) -> int:
         """``processWaiting``: expire, drop the uninterested, heartbeat; returns batches wanted.
 
-        ``eos`` (end of stream) also ends ``no_wait`` requests that already got something.
+        ``eos`` (end of stream) also ends ``no_wait`` requests (``404 No Messages``).
         """
         waiting = self.waiting
         if not waiting:
@@ -353,8 +353,14 @@ class PullDelivery:
         fexp = 0.0
         changed = False
         for wr in waiting:
-            if (eos and wr.no_wait and wr.delivered > 0) or (wr.expires and now >= wr.expires):
+            if wr.expires and now >= wr.expires:
                 self.send_status(wr.reply, wr.timeout_status())
+                changed = True
+                continue
+            if eos and wr.no_wait and (not wr.expires or wr.delivered > 0):
+                # ⟨2.11+⟩ the end of the stream ends a no_wait request with 404, as if it had
+                # been refused at once (only one with expires that got nothing keeps waiting).
+                self.send_status(wr.reply, NO_MESSAGES)
                 changed = True
                 continue
             if not has_interest(wr.reply):
