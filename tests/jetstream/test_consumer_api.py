@@ -73,7 +73,7 @@ async def test_create_pull_consumer_reports_defaults_and_counters(client: RawCli
 
     durable = await client.api(API + "DURABLE.CREATE.S.D", create_body(durable_name="D", ack_policy="all"))
     assert durable["config"]["durable_name"] == "D" and "inactive_threshold" not in durable["config"]
-    assert "name" not in durable["config"]
+    assert durable["config"]["name"] == "D"  # ⟨2.11+⟩ (2.9 left it out)
     push = await client.api(API + "CREATE.S.P", create_body(deliver_subject="d.p", ack_policy="none"))
     assert "max_waiting" not in push["config"] and "max_ack_pending" not in push["config"]
     assert "ack_wait" not in push["config"] and "push_bound" not in push
