@@ -108,14 +108,14 @@ class MemoryPayloads(PayloadBackend):
         return 0
 
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
-        payload = self.payloads[seq - self.base]
-        assert payload is not None
-        return payload
+        return self.payloads[seq - self.base]  # type: ignore[return-value]  # the index says it is live
 
     def remove(self, seq: int, loc: int, erase: bool) -> None:
         # Erase: nothing else references the bytes once dropped (Python bytes are immutable,
         # so there is no buffer to scribble over as memstore.go does).
         self.payloads[seq - self.base] = None
+        if not seq & 0xFFF:  # now and then, not on every removal
+            self._trim()
 
     def remove_range(self, lo: int, hi: int) -> None:
         index = self.index
@@ -123,10 +123,12 @@ class MemoryPayloads(PayloadBackend):
         b = min(index.base + hi - self.base, len(self.payloads))
         if b > a:
             self.payloads[a:b] = [None] * (b - a)
+            self._trim(index.base + hi)
 
-    def first_changed(self) -> None:
-        index = self.index
-        k = index.first_seq - self.base
+    def _trim(self, first: int = 0) -> None:
+        """Cut the dead front once it is large and half the list (``first``: the first
+        sequence still wanted, when the index has not caught up yet)."""
+        k = max(self.index.first_seq, first) - self.base
         if k < self._TRIM_MIN or 2 * k < len(self.payloads):
             return
         del self.payloads[:k]

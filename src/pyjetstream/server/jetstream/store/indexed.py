@@ -64,10 +64,15 @@ class IndexedStore(MessageStore):
         self._backend = backend
         self._size_base = backend.size_base
         self._size_hdr = backend.size_hdr
-        # Bound once: the append and read paths are the hot ones.
+        # Bound once: the append and read paths are the hot ones; hooks a backend leaves as
+        # the base class's no-ops are not called at all.
         self._append_payload = backend.append
         self._append_index = index.append
         self._read_payload = backend.read
+        self._commits = type(backend).commit is not PayloadBackend.commit
+        self._first_changed = (
+            backend.first_changed if type(backend).first_changed is not PayloadBackend.first_changed else None
+        )
         # Per-message TTLs (nats-server's timed hash wheel): seq -> TTL in seconds (> 0, or -1
         # for "never expires"), and a heap of (expires_ns, seq) for the positive ones.
         self._ttls: dict[int, int] = {}
@@ -115,7 +120,7 @@ class IndexedStore(MessageStore):
             self._track_ttl(seq, ts, ttl)
         if self._limits_active:
             self._enforce_limits(sid)
-        if not self._batch_depth:
+        if self._commits and not self._batch_depth:
             try:
                 self._backend.commit()
             except OSError as exc:
@@ -253,8 +258,8 @@ class IndexedStore(MessageStore):
         self._backend.remove(seq, index.locs[i], erase)
         first = seq == index.first_seq
         index.remove_slot(i)
-        if first:
-            self._backend.first_changed()
+        if first and self._first_changed is not None:
+            self._first_changed()
         return True
 
     def _remove_prefix(self, hi: int) -> int:
@@ -265,8 +270,8 @@ class IndexedStore(MessageStore):
             return 0
         self._backend.remove_range(lo, top)
         purged = index.remove_prefix(hi)
-        if purged:
-            self._backend.first_changed()
+        if purged and self._first_changed is not None:
+            self._first_changed()
         return purged
 
     def purge(self) -> int:
