@@ -90,6 +90,32 @@ def test_nats_js_client_over_wss(start_server: Callable[..., Target], cert: tupl
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == EXPECTED
 
 
+def test_connz_type_websocket(start_server: Callable[..., Target]) -> None:
+    """A websocket client shows in /connz with ``"type": "websocket"``, as in nats-server."""
+    import time
+    import urllib.request
+
+    target = start_server(jetstream=False, http_port=-1, **_ws())
+    hostport = target.ws_url.split("://", 1)[1]
+    h, p = hostport.rsplit(":", 1)
+    with socket.create_connection((h, int(p)), timeout=10) as sock:
+        sock.sendall(
+            (
+                f"GET / HTTP/1.1\r\nHost: {hostport}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            ).encode()
+        )
+        assert sock.recv(4096).startswith(b"HTTP/1.1 101 ")
+        deadline = time.monotonic() + 10
+        while True:
+            with urllib.request.urlopen(f"http://127.0.0.1:{target.http_port}/connz", timeout=5) as resp:
+                conns = json.loads(resp.read())["connections"]
+            if conns or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    assert [(c["kind"], c["type"]) for c in conns] == [("Client", "websocket")]
+
+
 def _upgrade(url: str, origin: str | None, host: str | None = None) -> str:
     """Send a WebSocket upgrade by hand; the HTTP status line of the answer."""
     hostport = url.split("://", 1)[1]

@@ -129,7 +129,7 @@ def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False) 
     info: dict[str, Any] = {
         "cid": conn.cid,
         "kind": "Client",
-        "type": "nats",
+        "type": "websocket" if conn.websocket else "nats",  # nats-server clientTypeStringMap
         "ip": conn.ip,
         "port": conn.port,
         "start": _time(conn.start_wall_ns),
