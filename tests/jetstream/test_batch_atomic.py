@@ -257,7 +257,27 @@ async def after_restart(s: Session) -> None:
     await s.stored(2)
 
 
+async def ttl_counters_schedules(s: Session) -> None:
+    await s.create(allow_atomic=True, allow_msg_ttl=True)
+    await s.pub("s.a", batch_hdr("A", 1, None, ("Nats-TTL", "1h")), note="ttl staged")
+    await s.pub("s.a", batch_hdr("A", 2, "1", ("Nats-TTL", "bogus")), note="invalid ttl")
+    await s.pub("s.a", batch_hdr("B", 1, "1", ("Nats-TTL", "1h")), note="ttl committed")
+    await s.stored(1)
+    await s.create("C", allow_atomic=True, allow_msg_counter=True)
+    await s.pub("c.a", batch_hdr("I", 1, None, ("Nats-Incr", "+2")), b"", note="incr 1")
+    await s.pub("c.a", batch_hdr("I", 2, None, ("Nats-Incr", "+3")), b"", note="incr 2")
+    await s.pub("c.b", batch_hdr("I", 3, "1", ("Nats-Incr", "-1")), b"", note="incr commit")
+    await s.pub("c.a", batch_hdr("J", 1, "1"), b"", note="counter without incr")
+    await s.pub("c.a", batch_hdr("K", 1, "1", ("Nats-Incr", "x")), b"", note="bad incr")
+    await s.pub("c.a", batch_hdr("L", 1, "1", ("Nats-Incr", "+1")), b"body", note="incr with a body")
+    await s.wait_msgs(3, "C")
+    for seq in (1, 2, 3):
+        await s.stored(seq, "C")
+    await s.pub("s.a", batch_hdr("M", 1, "1", ("Nats-Schedule", "@every 1h"), ("Nats-Schedule-Target", "s.t")), note="schedules off")
+
+
 SCENARIOS = {
+    "ttl-counters-schedules": ttl_counters_schedules,
     "commit-forms": commit_forms,
     "protocol-errors": protocol_errors,
     "consistency-checks": consistency_checks,

@@ -133,6 +133,8 @@ class Checked:
     payload: bytes
     msg_id: str
     rollup: bytes
+    ttl: int | None = 0
+    incr: int | None = None
 
 
 class Refused(Exception):
@@ -280,8 +282,7 @@ class AtomicBatches:
             last.hdr = last.hdr[:-2] + b"Nats-Batch-Commit: 1\r\n\r\n"
         seq = 0
         for msg in checked:
-            size = len(msg.hdr) + len(msg.payload)
-            result = stream._commit(msg.subject, msg.hdr, msg.payload, size, msg.msg_id, msg.rollup)
+            result = store_checked(stream, msg)
             if isinstance(result, ApiError):
                 return refuse(result)
             seq = result
@@ -316,15 +317,29 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
     in its order); ``clseq`` is the stream's last sequence as it will be before this message.
     Raises :class:`Refused` (:class:`Duplicate` for a ``Nats-Msg-Id`` already stored)."""
     cfg = stream.cfg
+    from pyjetstream.server.jetstream import counters
+    from pyjetstream.server.jetstream.schedules import check_publish
+    from pyjetstream.server.jetstream.stream import HDR_SCHEDULE_ANY, HDR_TTL, _message_ttl
+
     msg_id = ""
     rollup = b""
+    ttl: int | None = 0
+    incr: int | None = None
     if len(hdr) > MAX_HEADER_SIZE:
         raise Refused(E.JSStreamHeaderExceedsMaximumErr())
+    if hdr and counters.HDR_INCR in hdr:
+        incr, incr_error = counters.check_incr(hdr, payload, cfg.allow_msg_counter)
+        if incr_error is not None:
+            raise Refused(incr_error)
     expected_stream = get_header(hdr, H.EXPECTED_STREAM.encode())
     if expected_stream and expected_stream.decode() != stream.name:
         raise Refused(E.JSStreamNotMatchErr())
-    if get_header(hdr, H.TTL.encode()) is not None and not cfg.allow_msg_ttl:
-        raise Refused(E.JSMessageTTLDisabledErr())
+    if hdr and HDR_TTL in hdr:
+        ttl = _message_ttl(hdr)
+        if ttl != 0 and not cfg.allow_msg_ttl:
+            raise Refused(E.JSMessageTTLDisabledErr())
+        if ttl is None:
+            raise Refused(E.JSMessageTTLInvalidErr())
     raw_id = get_header(hdr, H.MSG_ID.encode())
     if raw_id:
         msg_id = raw_id.decode()
@@ -337,6 +352,8 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
     source_error = getattr(E, "JSMessageSourceHdrNotAllowedErr", None)
     if source_error is not None and get_header(hdr, H.STREAM_SOURCE.encode()) is not None:
         raise Refused(source_error())
+    if cfg.allow_msg_counter and incr is None:
+        raise Refused(E.JSMessageIncrMissingErr())
 
     expected = _parse_uint(get_header(hdr, H.EXPECTED_LAST_SEQUENCE.encode()))
     if expected is not None and expected != clseq:
@@ -365,6 +382,10 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
             diff.expected_per_subject[seq_subject] = last
     elif override:
         raise Refused(E.JSStreamExpectedLastSeqPerSubjectInvalid())
+    if hdr and HDR_SCHEDULE_ANY in hdr:
+        hdr, schedule_error = check_publish(stream, subject, hdr)
+        if schedule_error is not None:
+            raise Refused(schedule_error)
 
     raw_rollup = get_header(hdr, H.ROLLUP.encode())
     if raw_rollup:
@@ -401,7 +422,22 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
             total = stream.store.subjects_totals(subject).get(subject, 0) + entry.ops
             if total > cfg.max_msgs_per_subject:
                 raise Refused(E.JSStreamStoreFailedF(err="maximum messages per subject exceeded"))
-    return Checked(subject, hdr, payload, msg_id, rollup)
+    return Checked(subject, hdr, payload, msg_id, rollup, ttl, incr)
+
+
+def store_checked(stream: Stream, msg: Checked) -> int | ApiError:
+    """Store a checked message as a publish would: a counter increment becomes the new total
+    (read from the store, so increments earlier in the same batch count), the TTL applies."""
+    from pyjetstream.server.jetstream import counters
+
+    hdr, payload = msg.hdr, msg.payload
+    if stream.cfg.allow_msg_counter and msg.incr is not None:
+        counted = counters.apply_incr(stream.store, msg.subject, hdr, payload, msg.incr)
+        if not isinstance(counted, tuple):
+            return counted
+        hdr, payload, _ = counted
+    size = len(hdr) + len(payload)
+    return stream._commit(msg.subject, hdr, payload, size, msg.msg_id, msg.rollup, ttl=msg.ttl)
 
 
 def recover_partial_batch(stream: Stream) -> int:

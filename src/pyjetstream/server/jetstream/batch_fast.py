@@ -39,6 +39,7 @@ from pyjetstream.server.jetstream.batch_atomic import (
     Refused,
     StagedDiff,
     check_message,
+    store_checked,
 )
 
 if TYPE_CHECKING:
@@ -260,8 +261,7 @@ class FastBatches:
             self._commit(b, batch.id, reply)
             return None
         b.pending += 1
-        size = len(checked.hdr) + len(checked.payload)
-        result = stream._commit(checked.subject, checked.hdr, checked.payload, size, checked.msg_id, checked.rollup)
+        result = store_checked(stream, checked)
         b.pending -= 1
         if isinstance(result, ApiError):
             return self._error(reply, result)
