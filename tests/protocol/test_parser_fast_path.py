@@ -7,6 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjetstream.protocol import ClientSideParser, Msg, Pub, ServerSideParser
+from pyjetstream.protocol.events import PubRun
+from pyjetstream.server.client import _ClientParser
 
 frames = st.lists(
     st.sampled_from(
@@ -79,16 +81,12 @@ def test_client_fast_path_msg_and_hmsg(cuts: list[int]) -> None:
 def test_pub_tuples_subclass_gets_the_same_fields(chosen: list[tuple[bytes, Pub]], cuts: list[int]) -> None:
     """The embedded server's parser (``pub_tuples``): each PUB/HPUB as a plain tuple of the very
     fields a Pub event has, whatever the chunking."""
-    from pyjetstream.server.client import _ClientParser
-
     data = b"".join(raw for raw, _ in chosen)
     expected = [(ev.subject, ev.reply, ev.hdr, ev.payload) for _, ev in chosen]
     assert _feed_in(_ClientParser(), data, cuts) == expected
 
 
 def _expand_runs(events: list[object]) -> list[object]:
-    from pyjetstream.protocol.events import PubRun
-
     out: list[object] = []
     for ev in events:
         if isinstance(ev, PubRun):
@@ -103,8 +101,6 @@ def _expand_runs(events: list[object]) -> list[object]:
 def test_pub_runs_are_the_same_frames(chosen: list[tuple[bytes, Pub]], cuts: list[int]) -> None:
     """With ``pub_runs`` (a server connection without per-message checks), consecutive identical
     reply-less PUB lines come as one PubRun: expanded, exactly the tuples without it."""
-    from pyjetstream.server.client import _ClientParser
-
     data = b"".join(raw for raw, _ in chosen * 3)
     expected = [(ev.subject, ev.reply, ev.hdr, ev.payload) for _, ev in chosen * 3]
     parser = _ClientParser()
@@ -113,11 +109,10 @@ def test_pub_runs_are_the_same_frames(chosen: list[tuple[bytes, Pub]], cuts: lis
 
 
 def test_pub_run_collects_a_pipelined_burst_and_stops_at_a_bad_frame() -> None:
-    from pyjetstream.protocol.events import PubRun
-    from pyjetstream.server.client import _ClientParser
-
     parser = _ClientParser()
     parser.pub_runs = True
     events = parser.feed(b"".join(b"PUB s 2\r\n%02d\r\n" % i for i in range(50)) + b"PUB s 2\r\nabXY")
-    assert events[0] == PubRun("s", [b"%02d" % i for i in range(50)])
-    assert events[1].err == "Unknown Protocol Operation"
+    # The first frame of a line is a tuple; the repeats after it are one run.
+    assert events[0] == ("s", "", None, b"00")
+    assert events[1] == PubRun("s", [b"%02d" % i for i in range(1, 50)])
+    assert events[2].err == "Unknown Protocol Operation"

@@ -109,7 +109,8 @@ class _FrameParser:
             line = buf[pos:line_end]
             # Hot path (PUB/HPUB on the server side, MSG on the client side): a known line, or one
             # the fast parser accepts, and the payload sliced straight out when it is all here.
-            if line == self._last_line:
+            repeat = line == self._last_line
+            if repeat:
                 hit = self._last_hit
             elif line_end - pos <= max_line:
                 hit = fast_line(line)
@@ -124,7 +125,7 @@ class _FrameParser:
                         append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                         break
                     if kind == TUPLE:
-                        if self.pub_runs and hit is self._last_hit:
+                        if repeat and self.pub_runs:  # the same PUB line again: a pipelined run
                             pos = self._run(buf, start, end, x[0], need, append)
                             continue
                         append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
