@@ -74,6 +74,16 @@ async def test_creds_connect_and_account_isolation(start_server: StartServer, op
     await nc.close()
 
 
+def test_operator_from_a_file(start_server: StartServer, op: Operator, tmp_path: Path) -> None:
+    path = tmp_path / "op.jwt"
+    path.write_text(f"-----BEGIN NATS OPERATOR JWT-----\n{op.jwt}\n------END NATS OPERATOR JWT------\n")
+    target = start_server(**{**op.settings(), "operator": str(path)})
+    _, token, seed = op.user("A", "alice")
+    client, out, closed = _raw_connect(target, token, seed)
+    assert not closed and out == b"PONG\r\n"
+    client.close()
+
+
 def test_bad_credentials_are_refused(start_server: StartServer, op: Operator, tmp_path: Path) -> None:
     target = start_server(**op.settings())
     _, token, seed = op.user("A", "alice")
