@@ -244,3 +244,33 @@ async def test_claims_update_revokes_a_connected_user(start_server: StartServer,
         await sys.close()
     rest = victim.read_until_closed(timeout=10)
     assert rest == b"-ERR 'User Authentication Revoked'\r\n", rest
+
+
+async def test_claims_update_adds_an_account(start_server: StartServer, op: Operator, tmp_path: Path) -> None:
+    target = start_server(**op.settings(tmp_path / "jwts"))
+    sys_creds, _, _ = op.user("SYS", "admin")
+    token = op.account("NEW", JS_UNLIMITED)
+    pub = op.pub("NEW")
+    creds, _, _ = op.user("NEW", "newbie")
+    with pytest.raises(nats.errors.Error):  # not known yet
+        await _connect(target, creds)
+    sys = await _connect(target, sys_creds)
+    try:
+        reply = await sys.request(f"$SYS.REQ.ACCOUNT.{pub}.CLAIMS.UPDATE", token.encode(), timeout=TIMEOUT)
+        resp = json.loads(reply.data)
+        assert resp["data"]["account"] == pub and resp["data"]["code"] == 200, resp
+    finally:
+        await sys.close()
+    nc = await _connect(target, creds)
+    try:
+        for _ in range(50):
+            info = json.loads((await nc.request("$JS.API.INFO", b"", timeout=TIMEOUT)).data)
+            if "error" not in info:
+                break
+            await asyncio.sleep(0.1)
+        assert "error" not in info, info
+        js = nc.jetstream()
+        await js.add_stream(name="N", subjects=["n"])
+        assert (await js.publish("n", b"1")).seq == 1
+    finally:
+        await nc.close()

@@ -255,6 +255,8 @@ class Server:
         account = self.accounts.get(pub)
         if account is None:
             account = self._add_account(pub, config)
+            if self.options.jetstream and not config.jetstream:
+                account.answer_jetstream_disabled()
         else:
             account.config = config
         account.updated_ns = time.time_ns()
