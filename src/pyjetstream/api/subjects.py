@@ -319,6 +319,19 @@ _EXACT: dict[tuple[str, ...], tuple[ApiEndpoint, int]] = {
 }
 
 
+def api_handler_subjects(skip: frozenset[ApiEndpoint] = frozenset()) -> list[tuple[ApiEndpoint, str]]:
+    """The subscription subject of each API endpoint nats-server's handlers listen on
+    (``$JS.API.STREAM.INFO.*`` …; ``CONSUMER.CREATE.>`` for both create forms), minus ``skip``."""
+    out = [
+        (endpoint, ".".join((JS_API_PREFIX, *tokens, *("*" * names))))
+        for tokens, (endpoint, names) in _EXACT.items()
+        if endpoint not in skip
+    ]
+    if ApiEndpoint.CONSUMER_CREATE not in skip:
+        out.append((ApiEndpoint.CONSUMER_CREATE, f"{JS_API_PREFIX}.CONSUMER.CREATE.>"))
+    return out
+
+
 def match_api_subject(subject: str, prefix: str = JS_API_PREFIX) -> ApiMatch | None:
     """Classify an API request subject; ``None`` if no nats-server API subscription matches.
 

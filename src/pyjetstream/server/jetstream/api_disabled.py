@@ -13,7 +13,7 @@ from typing import Any
 
 from pyjetstream.api import errors as E
 from pyjetstream.api import responses as R
-from pyjetstream.api.subjects import _EXACT, ApiEndpoint, match_api_subject
+from pyjetstream.api.subjects import ApiEndpoint, api_handler_subjects, match_api_subject
 from pyjetstream.server.jetstream.api_common import encode_response
 
 __all__ = ["RESPONSE_TYPES", "DisabledApi"]
@@ -52,18 +52,10 @@ RESPONSE_TYPES: dict[ApiEndpoint, type[R.ApiResponse]] = {
     ApiEndpoint.ACCOUNT_PURGE: R.AccountPurgeResponse,
 }
 
-_SELF_ANSWERED = {ApiEndpoint.CONSUMER_MSG_NEXT, ApiEndpoint.ACCOUNT_STREAM_MOVE, ApiEndpoint.ACCOUNT_STREAM_CANCEL_MOVE}
-
-
-def _subscriptions() -> list[str]:
-    """The API subjects nats-server's handlers listen on, one pattern per endpoint."""
-    subjects = []
-    for tokens, (endpoint, names) in _EXACT.items():
-        if endpoint in _SELF_ANSWERED:
-            continue
-        subjects.append(".".join(("$JS.API", *tokens, *("*" * names))))
-    subjects.append("$JS.API.CONSUMER.CREATE.>")
-    return subjects
+# Answered by a stream or consumer itself: no subscriber in an account without JetStream.
+_SELF_ANSWERED = frozenset(
+    {ApiEndpoint.CONSUMER_MSG_NEXT, ApiEndpoint.ACCOUNT_STREAM_MOVE, ApiEndpoint.ACCOUNT_STREAM_CANCEL_MOVE}
+)
 
 
 class DisabledApi:
@@ -74,7 +66,7 @@ class DisabledApi:
         self._subs: list[Any] = []
 
     def subscribe(self) -> None:
-        for subject in _subscriptions():
+        for _endpoint, subject in api_handler_subjects(_SELF_ANSWERED):
             self._subs.append(self.account.subscribe_internal(subject, self.on_request))
 
     def shutdown(self) -> None:
