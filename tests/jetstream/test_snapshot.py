@@ -264,3 +264,26 @@ async def test_old_tar_backup_restores(pair: dict[str, Target], tmp_path: Path) 
     assert results[EMBEDDED] == results[NATS_SERVER]
     assert results[EMBEDDED]["msgs"] == before["msgs"]
     assert results[EMBEDDED]["consumer"] == before["consumer"]
+
+
+async def test_restore_over_another_streams_subjects_fails(server: Target, tmp_path: Path) -> None:
+    from pyjetstream.api import StreamConfig
+
+    nc = await connect(server.url)
+    try:
+        js = jetstream(nc)
+        await js.create_stream(StreamConfig(name="S", subjects=["s.>"]))
+        await js.publish("s.a", b"x")
+        await js.backup_stream("S", tmp_path / "b")
+        await js.delete_stream("S")
+        await js.create_stream(StreamConfig(name="T", subjects=["t.>"]))
+        cfg = json.loads((tmp_path / "b" / "backup.json").read_text())["config"]
+        cfg["subjects"] = ["t.a"]
+        with pytest.raises(Exception) as exc_info:
+            await js.restore_stream(tmp_path / "b", config=cfg)
+        assert "restore failed: error adding stream: subjects overlap with an existing stream (10065)" in str(
+            exc_info.value
+        )
+        assert [s async for s in js.stream_names()] == ["T"]
+    finally:
+        await nc.close()

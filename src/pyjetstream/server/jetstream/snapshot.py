@@ -434,11 +434,21 @@ def create_restored(
     cfg: StreamConfig,
     fill: Callable[[Any], None],
     consumers: list[tuple[str, ConsumerConfig | None, ConsumerState]],
+    wrap_add_error: bool = True,
 ) -> Stream:
     """Fill a new store, then bring the stream and its consumers up as a recovery would."""
 
+    from pyjetstream.server.jetstream.api_stream import _check_overlap
+
     if cfg.name in engine.streams:
         raise JetStreamApiError(E.JSStreamNameExistRestoreFailedErr())
+    try:
+        _check_overlap(engine, cfg)
+    except JetStreamApiError as exc:
+        if not wrap_add_error:  # the tar path returns addStream's own error
+            raise
+        # RestoreStreamV2 wraps it: "error adding stream: <description> (<err_code>)"
+        raise _restore_error(f"error adding stream: {exc.error.description} ({exc.error.err_code})") from None
     store = engine.new_store(cfg)
     try:
         fill(store)

@@ -203,4 +203,4 @@ def restore_tar(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> Strea
         if lseq < highest:
             store.skip_msgs(lseq + 1, highest - lseq)
 
-    return create_restored(engine, cfg, fill, consumers)
+    return create_restored(engine, cfg, fill, consumers, wrap_add_error=False)
