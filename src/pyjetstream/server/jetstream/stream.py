@@ -62,6 +62,7 @@ HDR_MSG_ID = b"Nats-Msg-Id"
 HDR_EXPECTED_STREAM = b"Nats-Expected-Stream"
 HDR_EXPECTED_LAST_SEQ = b"Nats-Expected-Last-Sequence"
 HDR_EXPECTED_LAST_SUBJ_SEQ = b"Nats-Expected-Last-Subject-Sequence"
+HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ = b"Nats-Expected-Last-Subject-Sequence-Subject"
 HDR_EXPECTED_LAST_MSG_ID = b"Nats-Expected-Last-Msg-Id"
 HDR_ROLLUP = b"Nats-Rollup"
 HDR_REQUEST_INFO = b"Nats-Request-Info"
@@ -373,9 +374,14 @@ class Stream:
                     return self._pub_ack(seq, duplicate=True) if can_respond else None
             want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
             if want is not None:
-                last = self._last_seq_on_subject(subject)
+                # 2.12+: Nats-Expected-Last-Subject-Sequence-Subject names the subject (or filter).
+                on = get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ)
+                last = self._last_seq_on_subject(on.decode(errors="replace") if on else subject)
                 if last != want:
                     return self._error(E.JSStreamWrongLastSequenceErrF(seq=last)) if can_respond else None
+            elif get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ):
+                err = E.JSStreamExpectedLastSeqPerSubjectInvalid()
+                return self._error(err) if can_respond else None
             want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SEQ))
             if want is not None:
                 last = store.fast_state().last_seq
