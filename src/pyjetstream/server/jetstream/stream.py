@@ -24,7 +24,7 @@ from pyjetstream.api.codec import encode_pub_ack_error, finish_pub_ack, pub_ack_
 from pyjetstream.api.counters import counter_pub_ack
 from pyjetstream.api.enums import RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
-from pyjetstream.api.fast_batch import is_fast_batch_reply
+from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX, is_fast_batch_reply
 from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
@@ -141,6 +141,7 @@ class Stream:
         self._ack_prefix = pub_ack_prefix(cfg.name, engine.domain)
         self._memory = cfg.storage == StorageType.MEMORY
         self._ingest = IngestLimits(self.server.options)
+        self._ingest_max = self._ingest.max_size or 1 << 62  # bytes a message may bring (ingest.py)
         self.atomic = AtomicBatches(self)
         self.fast = FastBatches(self)
         self._configure_transforms()
@@ -248,7 +249,10 @@ class Stream:
     def _on_inbound(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if self.closed:
             return
-        if self._ingest.refuses(subject, reply, hdr, payload):
+        if (
+            len(payload) + len(subject) + len(reply) + (len(hdr) if hdr else 0) > self._ingest_max
+            and self._ingest.refuses(subject, reply, hdr, payload)
+        ):
             if reply:
                 too_many, body = too_many_requests(self.name)
                 self.server.publish_internal(reply, body, hdr=too_many)
@@ -330,7 +334,7 @@ class Stream:
 
         The checks run in nats-server's order (``processJetStreamMsg``).
         """
-        if reply and is_fast_batch_reply(reply):  # a fast batch (batch_fast.py) answers on its own
+        if reply and reply.endswith(FAST_BATCH_SUFFIX) and is_fast_batch_reply(reply):  # batch_fast.py
             self.fast.process(subject, reply, hdr, payload)
             return None
         if hdr and HDR_BATCH_ID in hdr:
