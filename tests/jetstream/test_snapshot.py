@@ -287,3 +287,36 @@ async def test_restore_over_another_streams_subjects_fails(server: Target, tmp_p
         assert [s async for s in js.stream_names()] == ["T"]
     finally:
         await nc.close()
+
+
+async def _archive_without_consumers(target: Target) -> list[Any]:
+    await _seed(target)
+    c = await RawNats.connect(target.url)
+    try:
+        c.subscribe("NOC", 701)
+        await c.flush()
+        reply = await _snapshot_request(c, "S", {"deliver_subject": "NOC", "no_consumers": True, "jsck": True})
+        data = b""
+        while True:
+            msg = await c.next_msg(10)
+            if msg.reply:
+                c.publish(msg.reply, b"")
+            if not msg.data:
+                break
+            data += msg.data
+    finally:
+        await c.close()
+    entries = list(iter_entries(decompress_stream(data)))
+    state = json.loads(entries[0].data)
+    return [
+        reply["state"]["consumer_count"],
+        state["consumer_count"],
+        [(e.name, e.sequence, e.timestamp > 0) for e in entries[1:]],
+    ]
+
+
+async def test_snapshot_without_consumers_matches(pair: dict[str, Target]) -> None:
+    theirs = await _archive_without_consumers(pair[NATS_SERVER])
+    ours = await _archive_without_consumers(pair[EMBEDDED])
+    assert ours == theirs
+    assert theirs[1] == 0 and all(not name.startswith("consumers/") for name, _, _ in theirs[2])
