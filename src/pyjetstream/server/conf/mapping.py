@@ -93,6 +93,13 @@ def _sub_tokens(node: Node, key: str) -> int:
     return value
 
 
+def _server_name(node: Node, key: str) -> str:
+    name = as_str(node, key)
+    if " " in name:
+        raise Invalid(node, "server name cannot contain spaces")  # nats-server ErrServerNameHasSpaces
+    return name
+
+
 def _lame_duck_duration(node: Node, key: str) -> float:
     value = as_duration(node, key)
     if value < 30:
@@ -115,7 +122,7 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys):
             "listen": self.listen,
             "port": ("port", _client_port),
             "host|net": ("host", lambda n, k: as_str(n, k) or DEFAULT_HOST),
-            "server_name": ("server_name", as_str),
+            "server_name": ("server_name", _server_name),
             "client_advertise": ("client_advertise", as_str),
             "http": self.http,
             "https": self.https,
