@@ -13,7 +13,8 @@ from tests.support.targets import Target
 VERBOSE = b'CONNECT {"verbose":true,"pedantic":false}\r\n'
 PEDANTIC = b'CONNECT {"verbose":false,"pedantic":true}\r\n'
 NO_HEADERS = b'CONNECT {"verbose":false,"pedantic":false,"headers":false}\r\n'
-HMSG_503 = b"NATS/1.0 503\r\n\r\n"
+# nats-server 2.11+ names the subject nobody answered (Nats-Subject).
+HMSG_503 = b"NATS/1.0 503\r\nNats-Subject: foo\r\n\r\n"
 
 # (id, CONNECT line or None for none at all, bytes sent, expected reply, closed)
 CASES = [
@@ -169,14 +170,14 @@ CASES = [
         "no-responders",
         QUIET_CONNECT,
         b"SUB rep.* 1\r\nPUB foo rep.x 2\r\nhi\r\n",
-        b"HMSG rep.x 1 16 16\r\n" + HMSG_503 + b"\r\nPONG\r\n",
+        b"HMSG rep.x 1 35 35\r\n" + HMSG_503 + b"\r\nPONG\r\n",
         False,
     ),
     (
         "no-responders-echo-off-self-only",
         b'CONNECT {"verbose":false,"pedantic":false,"echo":false,"headers":true,"no_responders":true}\r\n',
         b"SUB foo 1\r\nSUB rep 2\r\nPUB foo rep 2\r\nhi\r\n",
-        b"HMSG rep 2 16 16\r\n" + HMSG_503 + b"\r\nPONG\r\n",
+        b"HMSG rep 2 35 35\r\n" + HMSG_503 + b"\r\nPONG\r\n",
         False,
     ),
     (

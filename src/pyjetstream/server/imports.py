@@ -173,7 +173,7 @@ def _link_service(
         delivered = server.route(remote, mapped_reply, hdr, payload, None, None, exporter)
         if not delivered and reply and client is not None and client.no_responders:
             service.forget(mapped_reply)
-            server.no_responders(client, reply)
+            server.no_responders(client, reply, subject)
 
     importer.subscribe_internal(local_subject, forward)
 

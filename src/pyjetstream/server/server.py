@@ -87,7 +87,6 @@ SHUTDOWN_DRAIN_TIMEOUT = 2.0
 
 InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | None], None]
 
-_NO_RESPONDERS_TAIL = b" 16 16\r\nNATS/1.0 503\r\n\r\n\r\n"
 
 
 class InternalSub(Subscription):
@@ -649,7 +648,7 @@ class Server:
                 if conn.deliver(sub, subject, reply, hdr, payload, client, show_subject):
                     return True
                 if reply and client is not None and client.no_responders:
-                    self.no_responders(client, reply)
+                    self.no_responders(client, reply, subject)
                 return False
         delivered = False
         for sub in psubs:
@@ -670,7 +669,7 @@ class Server:
             if conn.deliver(sub, subject, reply, hdr, payload, client, show_subject):
                 delivered = True
         if not delivered and reply and client is not None and client.no_responders:
-            self.no_responders(client, reply)
+            self.no_responders(client, reply, subject)
         return delivered
 
     def route_run(self, subject: str, payloads: list[bytes], client: ClientConnection) -> int:
@@ -716,11 +715,13 @@ class Server:
                 break
         return tuple(picked)
 
-    def no_responders(self, client: ClientConnection, reply: str) -> None:
-        """Tell a requester nobody listens: ``HMSG <reply> <sid> 16 16`` + ``NATS/1.0 503``."""
+    def no_responders(self, client: ClientConnection, reply: str, subject: str = "") -> None:
+        """Tell a requester nobody listens on ``subject`` (nats-server ``processMsgResults``):
+        ``HMSG <reply> <sid> <n> <n>`` + ``NATS/1.0 503`` + ``Nats-Subject: <subject>``."""
         psubs, _ = client.account.sublist.match(reply)
         for sub in psubs:
             if sub.client is client:
-                client.enqueue(b"HMSG " + reply.encode() + b" " + sub.sid_b + _NO_RESPONDERS_TAIL)
+                hdr = b"NATS/1.0 503\r\nNats-Subject: %b\r\n\r\n" % subject.encode()
+                client.enqueue(b"HMSG %b %b %d %d\r\n%b\r\n" % (reply.encode(), sub.sid_b, len(hdr), len(hdr), hdr))
                 return
 
