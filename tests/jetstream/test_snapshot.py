@@ -320,3 +320,18 @@ async def test_snapshot_without_consumers_matches(pair: dict[str, Target]) -> No
     ours = await _archive_without_consumers(pair[EMBEDDED])
     assert ours == theirs
     assert theirs[1] == 0 and all(not name.startswith("consumers/") for name, _, _ in theirs[2])
+
+
+async def test_restored_stream_survives_a_kill_restart(server: Target, tmp_path: Path) -> None:
+    await _seed(server)
+    before = await _observe(server)
+    await _backup(server, tmp_path / "b")
+    assert await _restore(server, tmp_path / "b") == {"name": "S", "messages": 17}
+    restored = await _observe(server)  # the consumer state is written shortly after the restore
+    server.kill()
+    server.start()
+    after = await _observe(server)
+    assert restored["msgs"] == before["msgs"] == after["msgs"]
+    assert restored["consumer"] == before["consumer"]
+    assert after["consumer"]["ack_floor"] == before["consumer"]["ack_floor"]
+    assert after["consumer"]["num_ack_pending"] == before["consumer"]["num_ack_pending"]

@@ -452,6 +452,7 @@ def create_restored(
     store = engine.new_store(cfg)
     try:
         fill(store)
+        store.flush()  # everything restored reaches the OS before the restore is answered
     except JetStreamApiError:
         store.delete()
         raise
@@ -467,6 +468,7 @@ def create_restored(
         try:
             cstore = store.consumer_store(name, str(ccfg.ack_policy), ccfg.max_deliver)
             cstore.write_meta(encode_consumer_meta(name, ccfg, now))
+            cstore.update(cstate)  # persisted now, as nats-server's setStoreState
             consumer = Consumer(stream, ccfg, name, now, cstore)
             stream.add_consumer(consumer)
             consumer.start(restored=cstate)
