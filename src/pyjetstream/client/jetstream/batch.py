@@ -32,6 +32,20 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from pyjetstream.api.api_levels import Feature
+from pyjetstream.api.fast_batch import (
+    GAP_FAIL,
+    GAP_OK,
+    MAX_FLOW,
+    OP_APPEND,
+    OP_COMMIT,
+    OP_COMMIT_EOB,
+    OP_PING,
+    OP_START,
+    BatchFlowAck,
+    BatchFlowErr,
+    BatchFlowGap,
+    fast_batch_reply,
+)
 from pyjetstream.api.headers import BATCH_COMMIT, BATCH_COMMIT_ALL, BATCH_COMMIT_EOB, BATCH_ID, BATCH_SEQUENCE
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_msg import PubAck
@@ -170,16 +184,6 @@ class BatchPublisher:
 # --- fast ingest ------------------------------------------------------------------------------------
 
 
-class _FlowReply(msgspec.Struct):
-    """A fast-ingest control message: ``ack`` / ``gap`` / ``err`` (a PubAck has no ``type``)."""
-
-    type: str = ""
-    seq: int = 0
-    msgs: int = 0
-    last_seq: int = 0
-    error: ApiError | None = None
-
-
 @dataclass(frozen=True, slots=True)
 class FastPubAck:
     """What ``FastPublisher.add`` returns: this message's batch sequence and the highest batch
@@ -215,10 +219,10 @@ class FastPublisher:
         max_outstanding_acks: int = DEFAULT_MAX_OUTSTANDING_ACKS,
         ack_timeout: float | None = None,
     ) -> None:
-        if gap not in ("fail", "ok"):
-            raise InvalidOption('gap must be "fail" or "ok"')
-        if not 1 <= flow <= 65535:
-            raise InvalidOption("flow must be between 1 and 65535")
+        if gap not in (GAP_FAIL, GAP_OK):
+            raise InvalidOption(f'gap must be "{GAP_FAIL}" or "{GAP_OK}"')
+        if not 1 <= flow <= MAX_FLOW:
+            raise InvalidOption(f"flow must be between 1 and {MAX_FLOW}")
         if max_outstanding_acks < 1:
             raise InvalidOption("max_outstanding_acks must be at least 1")
         self._js = js
@@ -227,6 +231,7 @@ class FastPublisher:
         self._flow = flow
         self._max_outstanding = max_outstanding_acks
         self._ack_timeout = ack_timeout or js.timeout
+        self._inbox = ""
         self._prefix = ""
         self._sub: Subscription | None = None
         self._seq = 0
@@ -252,7 +257,8 @@ class FastPublisher:
     async def __aenter__(self) -> FastPublisher:
         await self._js.require(Feature.FAST_BATCH)
         nc = self._js.nc
-        self._prefix = f"{nc.new_inbox()}.{self.batch_id}"
+        self._inbox = nc.new_inbox()
+        self._prefix = f"{self._inbox}.{self.batch_id}"
         loop = asyncio.get_running_loop()
         self._final = loop.create_future()
         self._first = loop.create_future()
@@ -267,7 +273,7 @@ class FastPublisher:
             self._close()
 
     def _reply(self, seq: int, op: int) -> str:
-        return f"{self._prefix}.{self._flow}.{self._gap}.{seq}.{op}.$FI"
+        return fast_batch_reply(self._inbox, self.batch_id, self._flow, self._gap == GAP_OK, seq, op)
 
     def _on_reply(self, msg: Msg) -> None:
         if self._first is not None and not self._first.done():
@@ -276,20 +282,24 @@ class FastPublisher:
             self._settle(msg)
             return
         try:
-            reply = msgspec.json.decode(msg.data, type=_FlowReply)
-        except msgspec.DecodeError:
+            doc = msgspec.json.decode(msg.data)
+            kind = doc.get("type") if isinstance(doc, dict) else None
+            if kind == "ack":
+                ack = msgspec.convert(doc, BatchFlowAck)
+                self._acked = max(self._acked, ack.seq)
+                if ack.msgs:
+                    self._msgs = ack.msgs
+            elif kind == "gap":
+                gap = msgspec.convert(doc, BatchFlowGap)
+                self.gaps.append(BatchGap(gap.last_seq, gap.seq))
+            elif kind == "err":
+                err = msgspec.convert(doc, BatchFlowErr)
+                if err.error is not None:
+                    self.errors.append((err.seq, err.error))
+            else:  # a PubAck: the batch is over (committed, or refused)
+                self._settle(msg)
+        except (msgspec.DecodeError, msgspec.ValidationError):
             return
-        if reply.type == "ack":
-            self._acked = max(self._acked, reply.seq)
-            if reply.msgs:
-                self._msgs = reply.msgs
-        elif reply.type == "gap":
-            self.gaps.append(BatchGap(reply.last_seq, reply.seq))
-        elif reply.type == "err":
-            if reply.error is not None:
-                self.errors.append((reply.seq, reply.error))
-        else:  # a PubAck: the batch is over (committed, or refused)
-            self._settle(msg)
         self._changed.set()
 
     def _settle(self, msg: Msg) -> None:
@@ -329,7 +339,7 @@ class FastPublisher:
         self._last_subject = subject
         nc = self._js.nc
         hdrs = publish_headers(headers, **options)
-        await nc.publish(subject, data, reply=self._reply(seq, 0 if seq == 1 else 1), headers=hdrs)
+        await nc.publish(subject, data, reply=self._reply(seq, OP_START if seq == 1 else OP_APPEND), headers=hdrs)
         if seq == 1:
             # The first answer says whether the stream takes fast batches, and at what flow.
             assert self._first is not None
@@ -348,7 +358,7 @@ class FastPublisher:
                 if pinged:
                     raise TimeoutError(f"no flow ack for fast batch {self.batch_id}") from None
                 pinged = True  # the ack may be lost: a ping makes the server repeat the last one
-                await nc.publish(self._last_subject, b"", reply=self._reply(self._seq, 4))
+                await nc.publish(self._last_subject, b"", reply=self._reply(self._seq, OP_PING))
         return FastPubAck(seq, self._acked)
 
     async def commit(
@@ -366,10 +376,10 @@ class FastPublisher:
         self._seq += 1
         nc = self._js.nc
         if subject is None:
-            await nc.publish(self._last_subject, b"", reply=self._reply(self._seq, 3))
+            await nc.publish(self._last_subject, b"", reply=self._reply(self._seq, OP_COMMIT_EOB))
         else:
             hdrs = publish_headers(headers, **options)
-            await nc.publish(subject, data, reply=self._reply(self._seq, 2), headers=hdrs)
+            await nc.publish(subject, data, reply=self._reply(self._seq, OP_COMMIT), headers=hdrs)
         try:
             reply = await asyncio.wait_for(asyncio.shield(self._final), self._ack_timeout)
         except builtins.TimeoutError:

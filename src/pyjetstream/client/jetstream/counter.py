@@ -14,19 +14,14 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from pyjetstream.api.api_levels import Feature
+from pyjetstream.api.counters import decode_sources, decode_value, parse_incr
 from pyjetstream.api.headers import COUNTER_SOURCES, INCR
 from pyjetstream.client.jetstream.errors import CounterNotEnabled, InvalidOption, JetStreamError
 
 if TYPE_CHECKING:
     from pyjetstream.client.jetstream.context import JetStream
     from pyjetstream.client.jetstream.stream import RawStreamMsg, Stream
-
-
-class _Body(msgspec.Struct):
-    val: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,22 +36,18 @@ class CounterEntry:
 
 
 def parse_counter_msg(msg: RawStreamMsg) -> CounterEntry:
-    """A stored counter message as an entry."""
-    try:
-        value = int(msgspec.json.decode(msg.data, type=_Body).val)
-    except (msgspec.DecodeError, ValueError):
-        raise JetStreamError(f"invalid counter value on {msg.subject!r}") from None
+    """A stored counter message as an entry (the body and headers decoded by :mod:`pyjetstream.api.counters`)."""
     block = msg.header_block
-    incr = block.get(INCR) if block is not None else None
-    sources: dict[str, dict[str, int]] = {}
-    raw_sources = block.get(COUNTER_SOURCES) if block is not None else None
-    if raw_sources:
-        try:
-            decoded = msgspec.json.decode(raw_sources, type=dict[str, dict[str, str]])
-        except msgspec.DecodeError:
-            raise JetStreamError(f"invalid counter sources on {msg.subject!r}") from None
-        sources = {stream: {subj: int(v) for subj, v in subjects.items()} for stream, subjects in decoded.items()}
-    return CounterEntry(msg.subject, value, int(incr) if incr else 0, sources)
+    try:
+        value = decode_value(msg.data)
+        incr = block.get(INCR) if block is not None else None
+        increment = parse_incr(incr) if incr else 0
+        raw_sources = block.get(COUNTER_SOURCES) if block is not None else None
+        decoded = decode_sources(raw_sources.encode()) if raw_sources else {}
+        sources = {stream: {subj: parse_incr(v) for subj, v in subjects.items()} for stream, subjects in decoded.items()}
+    except ValueError as exc:
+        raise JetStreamError(f"invalid counter message on {msg.subject!r}: {exc}") from None
+    return CounterEntry(msg.subject, value, increment, sources)
 
 
 class Counter:
