@@ -276,7 +276,16 @@ async def ttl_counters_schedules(s: Session) -> None:
     await s.pub("s.a", batch_hdr("M", 1, "1", ("Nats-Schedule", "@every 1h"), ("Nats-Schedule-Target", "s.t")), note="schedules off")
 
 
+async def mirror_configs(s: Session) -> None:
+    await s.create("O")
+    for flags in ({"allow_atomic": True}, {"allow_batched": True}, {"allow_atomic": True, "allow_batched": True}):
+        cfg = {"name": "M", "mirror": {"name": "O"}, **flags}
+        reply = await s.api("STREAM.CREATE.M", cfg)
+        s.seen.append(("mirror", sorted(flags), reply.get("error")))
+
+
 SCENARIOS = {
+    "mirror-configs": mirror_configs,
     "ttl-counters-schedules": ttl_counters_schedules,
     "commit-forms": commit_forms,
     "protocol-errors": protocol_errors,

@@ -179,6 +179,10 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup) -> dict[str, object
             raise fail(E.JSMirrorWithSourcesErr)
         if cfg.allow_msg_counter:
             raise fail(E.JSMirrorWithCountersErr)
+        if cfg.allow_atomic:
+            raise fail(E.JSMirrorWithAtomicPublishErr)
+        if cfg.allow_batched:
+            raise fail(E.JSMirrorWithBatchPublishErr)
         if cfg.allow_msg_schedules:
             raise fail(E.JSMirrorWithMsgSchedulesErr)
         if mirror.filter_subject and mirror.subject_transforms:
