@@ -1,4 +1,4 @@
-"""Capture raw JetStream API JSON from a real nats-server into tests/api/data/.
+"""Capture raw JetStream API JSON from a real nats-server (the reference, 2.15.1) into tests/api/data/.
 
 Not a test: a tool to (re)generate the reference samples the api/ tests round-trip.
 Run: .venv/bin/python tests/api/capture_samples.py [path/to/nats-server]
@@ -79,7 +79,7 @@ class RawConn:
             if line == b"PING":
                 self.sock.sendall(b"PONG\r\n")
                 continue
-            if line in (b"PONG", b"+OK"):
+            if line in (b"PONG", b"+OK") or line.startswith(b"INFO "):  # 2.11+ sends an INFO after CONNECT
                 continue
             parts = line.split(b" ")
             op = parts[0]

@@ -11,12 +11,12 @@ from pyjetstream.api import ApiError, JetStreamApiError, api_error, codec, error
 
 def test_table_is_complete_and_consistent() -> None:
     codes = sorted(errors.ERRORS_BY_CODE)
-    assert codes == list(range(10002, 10227))  # errors.json has no gaps
-    assert len(errors.ERRORS) == len(errors.ERRORS_BY_CODE) == 225
+    assert codes == list(range(10002, 10228))  # errors.json (2.15.1) has no gaps
+    assert len(errors.ERRORS) == len(errors.ERRORS_BY_CODE) == 226
     for name, entry in errors.ERRORS.items():
         assert getattr(errors, name) is entry
         assert entry.code in (400, 404, 409, 412, 429, 500, 503)
-        assert entry.since in ("2.9", "2.10", "2.11", "2.12+")
+        assert entry.since in ("2.9", "2.10", "2.11", "2.12+", "2.15")
         assert name in errors.__all__
 
 
@@ -25,7 +25,7 @@ def test_table_is_complete_and_consistent() -> None:
     [
         (errors.JSStreamNotFoundErr, 404, 10059, "stream not found"),
         (errors.JSConsumerNotFoundErr, 404, 10014, "consumer not found"),
-        (errors.JSInvalidJSONErr, 400, 10025, "invalid JSON"),
+        (errors.JSInvalidJSONErr, 400, 10025, "invalid JSON: {err}"),
         (errors.JSStreamStoreFailedF, 503, 10077, "{err}"),
         (
             errors.JSStreamReplicasNotSupportedErr,
@@ -33,7 +33,12 @@ def test_table_is_complete_and_consistent() -> None:
             10074,
             "replicas > 1 not supported in non-clustered mode",
         ),
-        (errors.JSConsumerPullRequiresAckErr, 400, 10084, "consumer in pull mode requires ack policy"),
+        (
+            errors.JSConsumerPullRequiresAckErr,
+            400,
+            10084,
+            "consumer in pull mode requires explicit ack policy on workqueue stream",
+        ),
         (errors.JSStreamWrongLastSequenceConstantErr, 400, 10164, "wrong last sequence"),
         (errors.JSStreamDuplicateMessageConflict, 409, 10158, "duplicate message id is in process"),
         (errors.JSStreamTooManyRequests, 429, 10167, "too many requests"),
@@ -43,9 +48,11 @@ def test_known_entries(entry: errors.ErrorDef, code: int, err_code: int, descrip
     assert (entry.code, entry.err_code, entry.description) == (code, err_code, description)
 
 
-def test_2_11_text_changes_are_recorded() -> None:
-    assert errors.JSInvalidJSONErr.later_description == "invalid JSON: {err}"
-    assert errors.JSConsumerPullRequiresAckErr.later_description.endswith("on workqueue stream")
+def test_older_texts_are_recorded() -> None:
+    assert errors.JSInvalidJSONErr.description == "invalid JSON: {err}"
+    assert errors.JSInvalidJSONErr.older_description == "invalid JSON"
+    assert errors.JSConsumerPullRequiresAckErr.description.endswith("on workqueue stream")
+    assert errors.JSStreamReconfigureNotInProgressErr.older_description == "stream move not in progress"
 
 
 def test_placeholder_substitution() -> None:

@@ -35,7 +35,7 @@ def test_kv_stream_config_matches_nats_go() -> None:
     assert cfg.allow_rollup_hdrs and cfg.deny_delete and cfg.allow_direct
     assert cfg.discard is DiscardPolicy.NEW
     assert cfg.num_replicas == 1
-    assert cfg.compression is None
+    assert cfg.compression == "none"
     assert kv.kv_stream_config("b").duplicate_window == 120 * 10**9
     assert kv.kv_stream_config("b", compression=True).compression is StoreCompression.S2
     marked = kv.kv_stream_config("b", limit_marker_ttl_ns=10**9)

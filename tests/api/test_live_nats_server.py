@@ -90,7 +90,9 @@ async def test_full_stream_config_is_accepted_and_echoed(nc: Client) -> None:
     codec.raise_for_error(resp)
     echoed = resp.payload().config
     expected = StreamConfig(**{f: getattr(cfg, f) for f in cfg.__struct_fields__})
-    expected.compression, expected.metadata = None, {}
+    # The server adds the level the config requires and (in replies) its own version and level.
+    assert echoed.metadata.pop("_nats.req.level") == "0"
+    assert {echoed.metadata.pop("_nats.ver"), echoed.metadata.pop("_nats.level")} == {"2.15.1", "5"}
     assert echoed == expected
 
 
@@ -137,6 +139,7 @@ async def test_consumer_config_is_accepted_and_echoed(nc: Client) -> None:
     echoed.name = ""
     expected = ConsumerConfig(**{f: getattr(cfg, f) for f in cfg.__struct_fields__})
     expected.ack_wait = 10**9  # server sets ack_wait = backoff[0]
+    expected.metadata = {"_nats.level": "5", "_nats.req.level": "0", "_nats.ver": "2.15.1"}
     assert echoed == expected
 
 

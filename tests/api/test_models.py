@@ -93,8 +93,9 @@ def test_every_model_decodes_from_empty_object(cls: type) -> None:
 def test_stream_config_defaults_emit_what_go_always_emits() -> None:
     assert codec.encode(api.StreamConfig(name="S")) == (
         b'{"name":"S","retention":"limits","max_consumers":0,"max_msgs":0,"max_bytes":0,"max_age":0,'
-        b'"max_msgs_per_subject":0,"discard":"old","storage":"file","num_replicas":0,"allow_direct":false,'
-        b'"mirror_direct":false,"sealed":false,"deny_delete":false,"deny_purge":false,"allow_rollup_hdrs":false}'
+        b'"max_msgs_per_subject":0,"discard":"old","storage":"file","num_replicas":0,"compression":"none",'
+        b'"allow_direct":false,"mirror_direct":false,"sealed":false,"deny_delete":false,"deny_purge":false,'
+        b'"allow_rollup_hdrs":false,"consumer_limits":{},"allow_msg_ttl":false}'
     )
 
 

@@ -1,4 +1,4 @@
-"""Round-trip JSON captured from a real nats-server 2.9.10 (tests/api/capture_samples.py).
+"""Round-trip JSON captured from a real nats-server 2.15.1 (tests/api/capture_samples.py).
 
 Decoding a captured response into its wrapper class and encoding it again must give back
 the server's bytes exactly: field names, order, omitempty, escaping, time format.
@@ -44,7 +44,7 @@ def _load_msg(name: str) -> dict:
 
 def test_samples_exist() -> None:
     manifest = json.loads((DATA / "MANIFEST.json").read_text())
-    assert manifest["server_version"] == "2.9.10"
+    assert manifest["server_version"] == "2.15.1"
     assert len(RESPONSE_FILES) >= 50
 
 

@@ -21,9 +21,10 @@ from tests.support.targets import Target
 
 ZERO_TIME = "0001-01-01T00:00:00Z"
 TIME_KEYS = {"created", "first_ts", "last_ts", "time", "timestamp", "ts"}
-# Fields nats-server 2.9.10 does not know and our server (2.10 wire) emits: compared only when
-# both sides have them (tests of these features run on the embedded target alone).
-NEWER_CONFIG_KEYS = {"compression", "consumer_limits", "first_seq", "metadata", "subject_transform"}
+# Values that name the answering server rather than the answer: its version and API level in
+# the ``_nats.*`` metadata, and its name as a stream's leader. The required level
+# (``_nats.req.level``), computed from the config, is compared.
+SERVER_METADATA_KEYS = {"_nats.ver", "_nats.level"}
 _TIME_RE = re.compile(rb"Nats-Time-Stamp: [^\r]*")
 _TIME_LINE_RE = re.compile(rb"Nats-Time-Stamp: [^\r]*\r\n")
 
@@ -99,23 +100,25 @@ def _encode_body(body: Any) -> bytes:
     return json.dumps(body).encode()
 
 
-def normalise(value: Any, path: str = "", drop_newer: bool = True) -> Any:
-    """Replace times by ``<time>`` (zero time kept) and drop 2.10-only config keys."""
+def normalise(value: Any, path: str = "") -> Any:
+    """Replace times by ``<time>`` (zero time kept) and the server's own identity by ``<server>``."""
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             sub_path = f"{path}.{key}" if path else key
-            if drop_newer and key in NEWER_CONFIG_KEYS and path.endswith("config"):
-                continue
-            if drop_newer and key == "ts" and "state" not in path:
-                continue
             if key in TIME_KEYS and isinstance(item, str):
                 out[key] = item if item == ZERO_TIME else "<time>"
+            elif (key in SERVER_METADATA_KEYS and path.endswith("metadata")) or (
+                key == "leader" and path.endswith("cluster")
+            ):
+                out[key] = "<server>"
+            elif key == "level" and path.endswith("api") and isinstance(item, int):
+                out[key] = "<server>"
             else:
-                out[key] = normalise(item, sub_path, drop_newer)
+                out[key] = normalise(item, sub_path)
         return out
     if isinstance(value, list):
-        return [normalise(v, path, drop_newer) for v in value]
+        return [normalise(v, path) for v in value]
     return value
 
 

@@ -35,6 +35,16 @@ def create_body(stream: str = "S", **cfg: Any) -> dict[str, Any]:
     return {"stream_name": stream, "config": cfg}
 
 
+class _AnyText(str):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and bool(other)
+
+    __hash__ = str.__hash__
+
+
+ANY_TEXT = _AnyText("<any>")
+
+
 def error_code(resp: dict[str, Any]) -> int | None:
     error = resp.get("error")
     return None if error is None else error["err_code"]
@@ -57,6 +67,8 @@ async def test_create_pull_consumer_reports_defaults_and_counters(client: RawCli
         "max_ack_pending": 1000,
         "inactive_threshold": 5_000_000_000,  # named but not durable: an ephemeral
         "num_replicas": 0,
+        # ADR-44: the level the config needs, and (in replies) the server's version and level.
+        "metadata": {"_nats.req.level": "0", "_nats.ver": ANY_TEXT, "_nats.level": ANY_TEXT},
     }
     assert resp["delivered"] == {"consumer_seq": 0, "stream_seq": 0}
     assert resp["ack_floor"] == {"consumer_seq": 0, "stream_seq": 0}
@@ -214,7 +226,11 @@ async def test_actions_and_multiple_filters(client: RawClient, v210: bool) -> No
     created = await client.api(API + "CREATE.S.B", {**create_body(), "action": "create"})
     assert error_code(created) is None
     again = await client.api(API + "CREATE.S.B", {**create_body(), "action": "create"})
-    assert error_code(again) is None  # same config: not an error
+    # 2.11+ compares the request before an ephemeral gets its default inactive_threshold: refused.
+    assert error_code(again) == 10148
+    durable = {**create_body(durable_name="DB"), "action": "create"}
+    assert error_code(await client.api(API + "CREATE.S.DB", durable)) is None
+    assert error_code(await client.api(API + "CREATE.S.DB", durable)) is None  # same config: fine
     changed = await client.api(API + "CREATE.S.B", {**create_body(max_ack_pending=9), "action": "create"})
     assert (error_code(changed) == 10148) == v210
     if not v210:

@@ -110,8 +110,10 @@ class Model:
         return len(gone)
 
     def purge_ex(self, subject: str, seq: int, keep: int) -> int:
+        if seq == 1:  # "up to but not including 1" (nats-server 2.11+)
+            return 0
         if subject in ("", ">"):
-            if keep == 0 and seq in (0, 1):
+            if keep == 0 and seq == 0:
                 return self.purge()
             if seq > 1:
                 return self.compact(seq)

@@ -29,6 +29,7 @@ from .timefmt import ZERO_TIME, NanoTime
 __all__ = [
     "DecodeError",
     "PullRequestError",
+    "convert",
     "decode",
     "decode_pub_ack",
     "decode_pull_request",
@@ -112,6 +113,11 @@ def decode(data: bytes | str, tp: type[T]) -> T:
     # Slow path, only for payloads with nulls where we model a non-optional field.
     retried: T = _decoder(cast(Any, tp)).decode(msgspec.json.encode(_drop_nulls(msgspec.json.decode(data))))
     return retried
+
+
+def convert(obj: Any, tp: type[T]) -> T:
+    """Builtins (dicts, lists, str, int …; times as RFC3339 strings) → a model."""
+    return msgspec.convert(obj, tp, dec_hook=_dec_hook)
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -234,8 +240,8 @@ def pub_ack_prefix(stream: str, domain: str | None = None) -> bytes:
     precomputes the same template per stream); finish with :func:`finish_pub_ack`."""
     name = json.dumps(stream, ensure_ascii=False)
     if domain:
-        return f'{{"stream":{name}, "domain":{json.dumps(domain, ensure_ascii=False)}, "seq":'.encode()
-    return f'{{"stream":{name}, "seq":'.encode()
+        return f'{{"stream":{name},"domain":{json.dumps(domain, ensure_ascii=False)},"seq":'.encode()
+    return f'{{"stream":{name},"seq":'.encode()
 
 
 def finish_pub_ack(prefix: bytes, seq: int, duplicate: bool = False) -> bytes:
@@ -254,8 +260,9 @@ def finish_batch_pub_ack(prefix: bytes, seq: int, batch_id: str, count: int, dup
 
 def encode_pub_ack(stream: str, seq: int, duplicate: bool = False, domain: str | None = None) -> bytes:
     """nats-server's hand-formatted PubAck bytes (stream.go ``pubAck`` template), e.g.
-    ``{"stream":"ORDERS", "seq":22}``, ``{"stream":"S", "domain":"D", "seq":1}``,
-    ``{"stream":"S", "seq":2,"duplicate": true}``."""
+    ``{"stream":"ORDERS","seq":22}``, ``{"stream":"S","domain":"D","seq":1}``,
+    ``{"stream":"S","seq":2,"duplicate": true}`` (2.9.10 put a space after each comma of the
+    template; 2.11+ does not)."""
     return finish_pub_ack(pub_ack_prefix(stream, domain), seq, duplicate)
 
 

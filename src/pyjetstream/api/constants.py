@@ -33,7 +33,6 @@ JS_MAX_SUBJECT_DETAILS = 100_000  # STREAM.INFO subjects_filter page size
 JS_MAX_NAME_LEN = 255  # stream / consumer names
 JS_MAX_DESCRIPTION_LEN = 4 * 1024
 JS_MAX_METADATA_LEN = 128 * 1024  # ⟨2.10+⟩ total metadata size
-JS_API_LEVEL = 0  # ⟨2.11+⟩ servers report api.level >= 1; a 2.9/2.10 server reports none
 
 # --- messages ---------------------------------------------------------------------------------
 MAX_HEADER_SIZE = 65535  # header block larger ⇒ 10097 "header size exceeds maximum allowed of 64k"

@@ -16,6 +16,7 @@ __all__ = [
     "ConsumerAction",
     "DeliverPolicy",
     "DiscardPolicy",
+    "PersistMode",
     "PriorityPolicy",
     "ReplayPolicy",
     "RetentionPolicy",
@@ -55,6 +56,13 @@ class StoreCompression(StrEnum):
 
     NONE = "none"
     S2 = "s2"
+
+
+class PersistMode(StrEnum):
+    """⟨2.12+⟩ ``persist_mode``: ``async`` acknowledges before the write is flushed."""
+
+    DEFAULT = "default"
+    ASYNC = "async"
 
 
 class DeliverPolicy(StrEnum):

@@ -3,9 +3,9 @@
 Each :class:`ErrorDef` is one errors.json entry: Go constant name, HTTP-like ``code``,
 JetStream ``err_code`` and the description template with ``{err}``, ``{seq}``, ``{id}``,
 ``{subject}``, ``{prefix}``, ``{max}``, ``{limit}`` … placeholders, replaced like Go's
-``NewJS…Error(…)`` does. Descriptions are the 2.9.10/2.10 texts (the reference server);
-where 2.11+ changed a text, ``later_description`` has the new one. ``since`` is the release
-that introduced the entry ("2.9" = present in 2.9.10, verified against its binary).
+``NewJS…Error(…)`` does. Descriptions are nats-server 2.15.1's texts (the reference server,
+errors.json); where an older release wrote another text, ``older_description`` has it (clients
+may meet both). ``since`` is the release that introduced the entry ("2.9" = present in 2.9.10).
 
 Clients key off ``err_code`` (e.g. 10071/10164 for KV "key exists"); nats.py maps ``code``
 (503/500/404/400) to exception classes.
@@ -35,7 +35,7 @@ class ErrorDef:
     err_code: int
     description: str
     since: str = "2.9"
-    later_description: str = ""
+    older_description: str = ""
 
     @property
     def placeholders(self) -> tuple[str, ...]:
@@ -127,7 +127,7 @@ JSStreamExternalApiOverlapErrF = _E("JSStreamExternalApiOverlapErrF", 400, 10021
 JSStreamExternalDelPrefixOverlapsErrF = _E("JSStreamExternalDelPrefixOverlapsErrF", 400, 10022, "stream external delivery prefix {prefix} overlaps with stream subject {subject}")
 JSInsufficientResourcesErr = _E("JSInsufficientResourcesErr", 503, 10023, "insufficient resources")
 JSStreamInvalidExternalDeliverySubjErrF = _E("JSStreamInvalidExternalDeliverySubjErrF", 400, 10024, "stream external delivery prefix {prefix} must not contain wildcards")
-JSInvalidJSONErr = _E("JSInvalidJSONErr", 400, 10025, "invalid JSON", later_description="invalid JSON: {err}")
+JSInvalidJSONErr = _E("JSInvalidJSONErr", 400, 10025, "invalid JSON: {err}", older_description="invalid JSON")
 JSMaximumConsumersLimitErr = _E("JSMaximumConsumersLimitErr", 400, 10026, "maximum consumers limit reached")
 JSMaximumStreamsLimitErr = _E("JSMaximumStreamsLimitErr", 400, 10027, "maximum number of streams reached")
 JSMemoryResourcesExceededErr = _E("JSMemoryResourcesExceededErr", 500, 10028, "insufficient memory resources available")
@@ -186,7 +186,7 @@ JSConsumerPushMaxWaitingErr = _E("JSConsumerPushMaxWaitingErr", 400, 10080, "con
 JSConsumerDeliverCycleErr = _E("JSConsumerDeliverCycleErr", 400, 10081, "consumer deliver subject forms a cycle")
 JSConsumerMaxPendingAckPolicyRequiredErr = _E("JSConsumerMaxPendingAckPolicyRequiredErr", 400, 10082, "consumer requires ack policy for max ack pending")
 JSConsumerSmallHeartbeatErr = _E("JSConsumerSmallHeartbeatErr", 400, 10083, "consumer idle heartbeat needs to be >= 100ms")
-JSConsumerPullRequiresAckErr = _E("JSConsumerPullRequiresAckErr", 400, 10084, "consumer in pull mode requires ack policy", later_description="consumer in pull mode requires explicit ack policy on workqueue stream")
+JSConsumerPullRequiresAckErr = _E("JSConsumerPullRequiresAckErr", 400, 10084, "consumer in pull mode requires explicit ack policy on workqueue stream", older_description="consumer in pull mode requires ack policy")
 JSConsumerPullNotDurableErr = _E("JSConsumerPullNotDurableErr", 400, 10085, "consumer in pull mode requires a durable name")
 JSConsumerPullWithRateLimitErr = _E("JSConsumerPullWithRateLimitErr", 400, 10086, "consumer in pull mode can not have rate limit set")
 JSConsumerMaxWaitingNegativeErr = _E("JSConsumerMaxWaitingNegativeErr", 400, 10087, "consumer max waiting needs to be positive")
@@ -231,7 +231,8 @@ JSConsumerMaxRequestBatchExceededF = _E("JSConsumerMaxRequestBatchExceededF", 40
 JSConsumerReplicasExceedsStream = _E("JSConsumerReplicasExceedsStream", 400, 10126, "consumer config replica count exceeds parent stream")
 JSConsumerNameContainsPathSeparatorsErr = _E("JSConsumerNameContainsPathSeparatorsErr", 400, 10127, "Consumer name can not contain path separators")
 JSStreamNameContainsPathSeparatorsErr = _E("JSStreamNameContainsPathSeparatorsErr", 400, 10128, "Stream name can not contain path separators")
-JSStreamMoveNotInProgress = _E("JSStreamMoveNotInProgress", 400, 10129, "stream move not in progress", later_description="stream reconfiguration not in progress")  # main: JSStreamReconfigureNotInProgressErr
+JSStreamReconfigureNotInProgressErr = _E("JSStreamReconfigureNotInProgressErr", 400, 10129, "stream reconfiguration not in progress", older_description="stream move not in progress")
+JSStreamMoveNotInProgress = JSStreamReconfigureNotInProgressErr  # its name before 2.15
 JSStreamNameExistRestoreFailedErr = _E("JSStreamNameExistRestoreFailedErr", 400, 10130, "stream name already in use, cannot restore")
 JSConsumerCreateFilterSubjectMismatchErr = _E("JSConsumerCreateFilterSubjectMismatchErr", 400, 10131, "Consumer create request did not match filtered subject from create subject")
 JSConsumerCreateDurableAndNameMismatch = _E("JSConsumerCreateDurableAndNameMismatch", 400, 10132, "Consumer Durable and Name have to be equal if both are provided")
@@ -329,6 +330,7 @@ JSMessageSchedulesTimeZoneInvalidErr = _E("JSMessageSchedulesTimeZoneInvalidErr"
 JSClusterRescueErr = _E("JSClusterRescueErr", 400, 10224, "JetStream system rescue not applied: {err}", "2.12+")
 JSConsumerStreamIdentityMismatchF = _E("JSConsumerStreamIdentityMismatchF", 400, 10225, "consumer's stream identity does not match: {msg}", "2.12+")
 JSStreamReconfigureInProgressErr = _E("JSStreamReconfigureInProgressErr", 400, 10226, "stream reconfiguration already in progress", "2.12+")
+JSMessageSourceHdrNotAllowedErr = _E("JSMessageSourceHdrNotAllowedErr", 400, 10227, "message stream source header is not allowed", "2.15")
 # fmt: on
 
 ERRORS: dict[str, ErrorDef] = {v.constant: v for v in list(globals().values()) if isinstance(v, ErrorDef)}

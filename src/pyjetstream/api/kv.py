@@ -121,7 +121,7 @@ def kv_stream_config(
         max_consumers=UNLIMITED,
         allow_direct=True,
         republish=republish,
-        compression=StoreCompression.S2 if compression else None,
+        compression=StoreCompression.S2 if compression else StoreCompression.NONE,
         discard=DiscardPolicy.NEW,
         metadata=dict(metadata or {}),
     )

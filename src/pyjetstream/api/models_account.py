@@ -1,8 +1,7 @@
 """Account usage and limits as returned by ``$JS.API.INFO`` (nats-server jetstream.go).
 
-Limits use -1 for "unlimited" (the server default). ``api.level`` and the tier
-``reserved_*`` counters are ⟨2.11+⟩ and always emitted there; here they are omitted while 0
-(2.10 shape) and emitted once the server sets them.
+Limits use -1 for "unlimited" (the server default). ``api.level`` and the ``reserved_*``
+counters are ⟨2.11+⟩ and, as in nats-server 2.11+, always written (older servers omit them).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ class AccountLimits(WireStruct):
 
 
 class ApiStats(WireStruct):
-    level: int = 0  # ⟨2.11+⟩ JetStream API level
+    level: int = always(0)  # ⟨2.11+⟩ JetStream API level
     total: int = always(0)
     errors: int = always(0)
     inflight: int = 0
@@ -46,8 +45,8 @@ class ApiStats(WireStruct):
 class Tier(WireStruct):
     memory: int = always(0)
     storage: int = always(0)
-    reserved_memory: int = 0  # ⟨2.11+⟩
-    reserved_storage: int = 0  # ⟨2.11+⟩
+    reserved_memory: int = always(0)  # ⟨2.11+⟩
+    reserved_storage: int = always(0)  # ⟨2.11+⟩
     streams: int = always(0)
     consumers: int = always(0)
     limits: AccountLimits = always_new(AccountLimits)
@@ -58,8 +57,8 @@ class AccountInfo(WireStruct):
 
     memory: int = always(0)
     storage: int = always(0)
-    reserved_memory: int = 0  # ⟨2.11+⟩
-    reserved_storage: int = 0  # ⟨2.11+⟩
+    reserved_memory: int = always(0)  # ⟨2.11+⟩
+    reserved_storage: int = always(0)  # ⟨2.11+⟩
     streams: int = always(0)
     consumers: int = always(0)
     limits: AccountLimits = always_new(AccountLimits)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from ._wire import WireStruct, always
+from .timefmt import NanoTime
 
 __all__ = [
     "ApiError",
     "ClusterInfo",
+    "DesiredClusterInfo",
+    "DesiredClusterInfoOrigin",
+    "DesiredClusterInfoStatus",
     "ExternalStream",
     "LostStreamData",
     "PeerInfo",
@@ -61,13 +65,45 @@ class PeerInfo(WireStruct):
     active: int = always(0)  # ns since last seen
     lag: int = 0
     peer: str = always("")
+    pending: bool = False  # ⟨2.15+⟩ in the assignment, not yet in the Raft group
+
+
+class DesiredClusterInfoOrigin(WireStruct):
+    """⟨2.15+⟩ what a group had before the change under way."""
+
+    replicas: int = always(0)
+    placement: Placement | None = None
+    retention: str | None = None
+
+
+class DesiredClusterInfoStatus(WireStruct):
+    """⟨2.15+⟩ what the group leader is doing to reach the desired state."""
+
+    description: str = always("")
+    type: str = always("")
+    err: str = ""
+
+
+class DesiredClusterInfo(WireStruct):
+    """⟨2.15+⟩ ``cluster.desired``: the placement a stream is being moved or rescaled to."""
+
+    name: str = ""
+    replicas: list[PeerInfo] = []
+    origin: DesiredClusterInfoOrigin | None = None
+    status: DesiredClusterInfoStatus | None = None
 
 
 class ClusterInfo(WireStruct):
+    """A stream's or consumer's group; a single server reports just ``leader`` (its name)."""
+
     name: str = ""
     raft_group: str = ""
     leader: str = ""
+    leader_since: NanoTime | None = None  # ⟨2.12+⟩
+    system_account: bool = False  # ⟨2.12+⟩
+    traffic_account: str = ""  # ⟨2.12+⟩
     replicas: list[PeerInfo] = []
+    desired: DesiredClusterInfo | None = None  # ⟨2.15+⟩
 
 
 class LostStreamData(WireStruct):

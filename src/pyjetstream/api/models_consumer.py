@@ -21,8 +21,9 @@ class ConsumerConfig(WireStruct):
     """``ConsumerConfig`` with Go zero values as defaults (server defaults are applied by the engine).
 
     Durations (``ack_wait``, ``backoff``, ``max_expires``, ``idle_heartbeat``,
-    ``inactive_threshold``, ``priority_timeout``) are int ns. Order is 2.9.10's
-    (``idle_heartbeat`` after ``max_ack_pending``) with 2.10/2.11 fields in their places.
+    ``inactive_threshold``, ``priority_timeout``) are int ns. Order and omit-empty are
+    nats-server 2.15's (``idle_heartbeat`` after ``deliver_group``; 2.9.10 wrote it after
+    ``max_ack_pending``).
     """
 
     durable_name: str = ""
@@ -42,7 +43,6 @@ class ConsumerConfig(WireStruct):
     sample_freq: str = ""
     max_waiting: int = 0
     max_ack_pending: int = 0
-    idle_heartbeat: int = 0
     flow_control: bool = False
     headers_only: bool = False
     max_batch: int = 0
@@ -50,10 +50,12 @@ class ConsumerConfig(WireStruct):
     max_bytes: int = 0
     deliver_subject: str = ""
     deliver_group: str = ""
+    idle_heartbeat: int = 0
     inactive_threshold: int = 0
     num_replicas: int = always(0)
     mem_storage: bool = False
     direct: bool = False
+    sourcing: bool = False  # ⟨2.14+⟩ a consumer a sourcing stream created on its origin
     metadata: dict[str, str] = {}  # ⟨2.10+⟩
     pause_until: NanoTime | None = None  # ⟨2.11+⟩
     priority_groups: list[str] = []  # ⟨2.11+⟩

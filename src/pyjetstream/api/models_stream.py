@@ -1,13 +1,14 @@
 """Stream config, state and info (nats-server stream.go / store.go).
 
-Field order is Go struct order (2.9.10 order for the fields 2.9.10 has, later fields where
-2.10/2.11 put them), so encoded JSON matches nats-server byte for byte.
+Field order and omit-empty are nats-server 2.15's (Go struct order and tags), so encoded JSON
+matches nats-server byte for byte. Fields newer than the embedded server's features are parsed
+(clients send them, nats-server answers with them) but only honoured where the server says so.
 """
 
 from __future__ import annotations
 
 from ._wire import WireStruct, always, always_new
-from .enums import DiscardPolicy, RetentionPolicy, StorageType, StoreCompression
+from .enums import DiscardPolicy, PersistMode, RetentionPolicy, StorageType, StoreCompression
 from .models_common import (
     ApiError,
     ClusterInfo,
@@ -23,6 +24,7 @@ __all__ = [
     "StreamAlternate",
     "StreamConfig",
     "StreamConsumerLimits",
+    "StreamConsumerSource",
     "StreamInfo",
     "StreamSource",
     "StreamSourceInfo",
@@ -43,6 +45,13 @@ class RePublish(WireStruct):
     headers_only: bool = False
 
 
+class StreamConsumerSource(WireStruct):
+    """⟨2.14+⟩ ``StreamSource.consumer``: source through a named durable consumer of the origin."""
+
+    name: str = ""
+    deliver_subject: str = ""
+
+
 class StreamSource(WireStruct):
     """A mirror or one of ``sources``."""
 
@@ -52,15 +61,16 @@ class StreamSource(WireStruct):
     filter_subject: str = ""
     subject_transforms: list[SubjectTransformConfig] = []  # ⟨2.10+⟩
     external: ExternalStream | None = None
+    consumer: StreamConsumerSource | None = None  # ⟨2.14+⟩
 
 
 class StreamConfig(WireStruct):
     """``StreamConfig`` with Go zero values as defaults (the server applies its own defaults).
 
     Durations (``max_age``, ``duplicate_window``, ``subject_delete_marker_ttl``) are int ns.
-    ``compression`` and ``consumer_limits`` are ``None`` = absent (2.9 shape); set them to
-    emit them as 2.10 always does. ``allow_msg_ttl`` (2.11 always emits it) is omitted when
-    false, as a 2.10 server, which does not know it, never emits it.
+    ``compression``, ``consumer_limits`` and ``allow_msg_ttl`` have no ``omitempty`` in Go: always
+    written (older servers ignore them). ``metadata`` carries ``_nats.req.level`` once a server
+    stored the config (:mod:`pyjetstream.api.versioning`).
     """
 
     name: str = always("")
@@ -77,12 +87,11 @@ class StreamConfig(WireStruct):
     storage: StorageType = always(StorageType.FILE)
     num_replicas: int = always(0)
     no_ack: bool = False
-    template_owner: str = ""
     duplicate_window: int = 0
     placement: Placement | None = None
     mirror: StreamSource | None = None
     sources: list[StreamSource] = []
-    compression: StoreCompression | None = None  # ⟨2.10+⟩
+    compression: StoreCompression = always(StoreCompression.NONE)  # ⟨2.10+⟩
     first_seq: int = 0  # ⟨2.10+⟩
     subject_transform: SubjectTransformConfig | None = None  # ⟨2.10+⟩
     republish: RePublish | None = None
@@ -93,12 +102,13 @@ class StreamConfig(WireStruct):
     deny_delete: bool = always(False)
     deny_purge: bool = always(False)
     allow_rollup_hdrs: bool = always(False)
-    consumer_limits: StreamConsumerLimits | None = None  # ⟨2.10+⟩
-    allow_msg_ttl: bool = False  # ⟨2.11+⟩
+    consumer_limits: StreamConsumerLimits = always_new(StreamConsumerLimits)  # ⟨2.10+⟩
+    allow_msg_ttl: bool = always(False)  # ⟨2.11+⟩
     subject_delete_marker_ttl: int = 0  # ⟨2.11+⟩ ns
     allow_msg_counter: bool = False  # ⟨2.12+⟩ counters (ADR-49)
     allow_atomic: bool = False  # ⟨2.12+⟩
     allow_msg_schedules: bool = False  # ⟨2.12+⟩ message schedules (ADR-51)
+    persist_mode: PersistMode = PersistMode.DEFAULT  # ⟨2.12+⟩ (omitempty on Go's int enum)
     allow_batched: bool = False  # ⟨2.14+⟩
     metadata: dict[str, str] = {}  # ⟨2.10+⟩
 
@@ -124,6 +134,7 @@ class StreamSourceInfo(WireStruct):
     name: str = always("")
     external: ExternalStream | None = None
     lag: int = always(0)
+    seq: int = 0  # ⟨2.15+⟩ the origin's highest sequence sourced so far
     active: int = always(0)  # ns since last contact, -1 if never
     error: ApiError | None = None
     filter_subject: str = ""  # ⟨2.10+⟩
@@ -145,4 +156,4 @@ class StreamInfo(WireStruct):
     mirror: StreamSourceInfo | None = None
     sources: list[StreamSourceInfo] = []
     alternates: list[StreamAlternate] = []
-    ts: NanoTime | None = None  # ⟨2.10+⟩ when the info was gathered
+    ts: NanoTime | None = None  # ⟨2.10+⟩ when the info was gathered (always set by servers)

@@ -154,5 +154,5 @@ def obj_stream_config(
         allow_rollup_hdrs=True,
         allow_direct=True,
         metadata=dict(metadata or {}),
-        compression=StoreCompression.S2 if compression else None,
+        compression=StoreCompression.S2 if compression else StoreCompression.NONE,
     )

@@ -104,8 +104,8 @@ class AccountInfoResponse(_Flattened, ApiResponse):
 
     memory: int | None = None
     storage: int | None = None
-    reserved_memory: int = 0
-    reserved_storage: int = 0
+    reserved_memory: int | None = None  # ⟨2.11+⟩
+    reserved_storage: int | None = None  # ⟨2.11+⟩
     streams: int | None = None
     consumers: int | None = None
     limits: AccountLimits | None = None

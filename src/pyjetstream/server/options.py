@@ -336,6 +336,9 @@ class ServerOptions:
     #: 2.11 ingest queue limits per stream; 0 = unlimited (2.9/2.10 behaviour).
     jetstream_max_buffered_size: int = 0
     jetstream_max_buffered_msgs: int = 0
+    #: 2.11+ strict API: a request with an unknown field is refused (10025); ``strict: false``
+    #: ignores unknown fields as older servers did.
+    jetstream_strict: bool = True
     jetstream_limits: JetStreamLimits = field(default_factory=JetStreamLimits)
 
     # --- protocol limits

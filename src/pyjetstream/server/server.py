@@ -64,6 +64,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pyjetstream.api.versioning import JS_API_LEVEL
 from pyjetstream.server.accounts import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from pyjetstream.server.auth import Authenticator, new_nonce
 from pyjetstream.server.client import ClientConnection, ClosedReason
@@ -566,6 +567,8 @@ class Server:
         if self.authenticator.uses_nonce:
             conn.nonce = new_nonce()
             tail += f',"nonce":"{conn.nonce}"'
+        if self.jetstream is not None and JS_API_LEVEL:
+            tail += f',"api_lvl":{JS_API_LEVEL}'  # nats-server Info.JSApiLevel (omitempty)
         return self._info_prefix + (tail + "} \r\n").encode()
 
     # ------------------------------------------------------------- subscriptions

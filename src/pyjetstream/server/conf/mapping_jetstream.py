@@ -75,7 +75,8 @@ class JetStreamKeys(BlockMapper):
                 "max_buffered_msgs": ("jetstream_max_buffered_msgs", as_int),
                 "limits": self.jetstream_limits,
                 "unique_tag|max_outstanding_catchup|meta_compact|meta_compact_size|meta_compact_sync": cluster_only,
-                "extension_hint|strict|request_queue_limit|info_queue_limit|max_concurrent_io": accepted,
+                "strict": ("jetstream_strict", as_bool),
+                "extension_hint|request_queue_limit|info_queue_limit|max_concurrent_io": accepted,
                 "|".join(_JS_ENCRYPTION_KEYS): encryption,
             },
         )

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyjetstream.api.enums import StorageType
 from pyjetstream.api.models_account import AccountLimits, ApiStats
 from pyjetstream.api.responses import AccountInfoResponse
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
+from pyjetstream.api.versioning import JS_API_LEVEL
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
@@ -14,15 +16,22 @@ if TYPE_CHECKING:
 
 def account_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> AccountInfoResponse:
     memory, storage = engine.usage()
+    # nats-server reservedStorage: the max_bytes the account's streams reserve, per storage.
+    reserved = {StorageType.MEMORY: 0, StorageType.FILE: 0}
+    for stream in engine.streams.values():
+        if stream.cfg.max_bytes > 0:
+            reserved[stream.cfg.storage] += stream.cfg.max_bytes
     return AccountInfoResponse(
         memory=memory,
         storage=storage,
+        reserved_memory=reserved[StorageType.MEMORY],
+        reserved_storage=reserved[StorageType.FILE],
         streams=len(engine.streams),
         consumers=engine.num_consumers(),
         limits=_limits(engine),
         domain=engine.domain,
         # The request being answered is counted already, as nats-server does.
-        api=ApiStats(total=engine.api_total, errors=engine.api_errors),
+        api=ApiStats(level=JS_API_LEVEL, total=engine.api_total, errors=engine.api_errors),
     )
 
 

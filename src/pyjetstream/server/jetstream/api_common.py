@@ -9,6 +9,7 @@ import msgspec
 from pyjetstream.api import codec
 from pyjetstream.api import errors as E
 from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.gojson import GoJsonError, decode_go
 
 T = TypeVar("T")
 
@@ -27,23 +28,14 @@ def is_empty_request(payload: bytes) -> bool:
     return isinstance(value, dict) and not value
 
 
-def decode_config(payload: bytes, kind: type[T]) -> T:
-    """Decode a create/update body as Go's ``json.Unmarshal``: an empty body is invalid JSON."""
-    body = payload.strip()
-    if body == b"null":
-        return kind()
+def decode_request(payload: bytes, kind: type[T], strict: bool = True) -> T:
+    """Decode a request body as nats-server's ``unmarshalRequest``: an empty body is the zero
+    request; anything Go's decoder refuses is 10025 ``invalid JSON: <Go's error>``; with
+    ``strict`` (the default, ``jetstream { strict }``) an unknown field is refused too."""
     try:
-        return codec.decode(body, kind)
-    except (msgspec.DecodeError, ValueError) as exc:
-        raise JetStreamApiError(E.JSInvalidJSONErr()) from exc
-
-
-def decode_request(payload: bytes, kind: type[T]) -> T:
-    """Decode a request body; an empty body is the type's zero value; bad JSON is error 10025."""
-    try:
-        return codec.decode_request(payload, kind)
-    except (msgspec.DecodeError, ValueError) as exc:
-        raise JetStreamApiError(E.JSInvalidJSONErr()) from exc
+        return decode_go(payload, kind, strict)
+    except GoJsonError as exc:
+        raise JetStreamApiError(E.JSInvalidJSONErr(err=str(exc))) from exc
 
 
 def encode_response(response: msgspec.Struct) -> bytes:

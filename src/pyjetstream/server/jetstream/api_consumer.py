@@ -15,7 +15,7 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.constants import JS_API_LIST_LIMIT, JS_API_NAMES_LIMIT
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError
-from pyjetstream.api.models_consumer import CreateConsumerRequest
+from pyjetstream.api.models_consumer import ConsumerInfo, CreateConsumerRequest
 from pyjetstream.api.requests import (
     ConsumerListRequest,
     ConsumerNamesRequest,
@@ -34,6 +34,7 @@ from pyjetstream.api.responses import (
 )
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
+from pyjetstream.api.versioning import consumer_required_level, with_dynamic, with_required_level
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
 from pyjetstream.server.jetstream.consumer_config import GROUP_NAME as _GROUP_NAME
 from pyjetstream.server.jetstream.consumer_create import add_consumer
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
     from pyjetstream.server.jetstream.stream import Stream
 
-__all__ = ["HANDLERS"]
+__all__ = ["HANDLERS", "shown"]
 
 
 def _lookup_stream(engine: JetStreamEngine, name: str) -> Stream:
@@ -54,51 +55,62 @@ def _lookup_stream(engine: JetStreamEngine, name: str) -> Stream:
 
 
 def _check_subject_form(match: ApiMatch, req: CreateConsumerRequest) -> CreateConsumerRequest:
-    """The rules tying the request subject to the config (durable/ephemeral/named/filtered)."""
+    """The rules tying the request subject to the config (durable/ephemeral/named/filtered), in
+    nats-server 2.15's order (``jsConsumerCreateRequest``)."""
     cfg = req.config
-    if match.endpoint == ApiEndpoint.CONSUMER_DURABLE_CREATE:
+    durable_legacy = match.endpoint == ApiEndpoint.CONSUMER_DURABLE_CREATE
+    name = cfg.name if match.legacy and not durable_legacy else match.consumer
+    if name and ("/" in name or "\\" in name):
+        raise JetStreamApiError(E.JSConsumerNameContainsPathSeparatorsErr())
+    if durable_legacy:
         if not cfg.durable_name:
             raise JetStreamApiError(E.JSConsumerDurableNameNotSetErr())
-        if cfg.durable_name != match.consumer:
+        if cfg.durable_name != name:
             raise JetStreamApiError(E.JSConsumerDurableNameNotMatchSubjectErr())
-        # ⟨2.11+⟩ the durable's name is its name too
-        req.config = msgspec.structs.replace(cfg, name=match.consumer)
-        return req
-    if match.legacy:
+        cfg = msgspec.structs.replace(cfg, name=name)
+    elif match.legacy:
         if cfg.durable_name:
             raise JetStreamApiError(E.JSConsumerEphemeralWithDurableNameErr())
-        return req
-    name = match.consumer
-    if "/" in name or "\\" in name:
-        raise JetStreamApiError(E.JSConsumerNameContainsPathSeparatorsErr())
+    else:
+        if cfg.durable_name and cfg.durable_name != name:
+            raise JetStreamApiError(E.JSConsumerDurableNameNotMatchSubjectErr())
+        cfg = msgspec.structs.replace(cfg, name=name)
     if match.filter_subject:
         if cfg.filter_subjects:
             raise JetStreamApiError(E.JSConsumerMultipleFiltersNotAllowed())
         if cfg.filter_subject != match.filter_subject:
             raise JetStreamApiError(E.JSConsumerCreateFilterSubjectMismatchErr())
-    if cfg.durable_name and cfg.durable_name != name:
-        raise JetStreamApiError(E.JSConsumerDurableNameNotMatchSubjectErr())
-    req.config = msgspec.structs.replace(cfg, name=name)
+    req.config = cfg
     return req
 
 
 def consumer_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = ConsumerCreateResponse()
     try:
-        req = decode_request(payload, CreateConsumerRequest)
+        req = decode_request(payload, CreateConsumerRequest, engine.strict)
         if match.stream != req.stream_name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         req = _check_subject_form(match, req)
         if req.config.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         stream = _lookup_stream(engine, req.stream_name)
+        metadata = with_required_level(req.config.metadata, consumer_required_level(req.config))
+        req.config = msgspec.structs.replace(req.config, metadata=metadata)
         consumer = add_consumer(stream, req.config, req.action, req.pedantic)
     except JetStreamApiError as exc:
         response.error = exc.error
         return response
     if consumer.paused_for() > 0:
         consumer.send_pause_advisory()  # (published after this reply, as nats-server does)
-    return ConsumerCreateResponse.from_payload(consumer.info())
+    return ConsumerCreateResponse.from_payload(shown(consumer.info()))
+
+
+def shown(info: ConsumerInfo) -> ConsumerInfo:
+    """The info as create/info replies show it: the config's metadata gains the server's
+    ``_nats.ver`` / ``_nats.level`` (``setDynamicConsumerInfoMetadata``; CONSUMER.LIST shows the
+    stored metadata only)."""
+    info.config = msgspec.structs.replace(info.config, metadata=with_dynamic(info.config.metadata))
+    return info
 
 
 def _named_consumer(engine: JetStreamEngine, match: ApiMatch, payload: bytes) -> Consumer:
@@ -118,7 +130,7 @@ def consumer_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
     except JetStreamApiError as exc:
         response.error = exc.error
         return response
-    return ConsumerInfoResponse.from_payload(consumer.info())
+    return ConsumerInfoResponse.from_payload(shown(consumer.info()))
 
 
 def consumer_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
@@ -141,7 +153,7 @@ def consumer_pause(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
         body = payload.strip()
         req = ConsumerPauseRequest()
         if body[:1] in (b"{", b"["):
-            req = decode_request(body, ConsumerPauseRequest)
+            req = decode_request(body, ConsumerPauseRequest, engine.strict)
         stream = _lookup_stream(engine, match.stream)
         consumer = stream.consumers.get(match.consumer)
         if consumer is None:
@@ -151,7 +163,10 @@ def consumer_pause(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
         return response
     until = req.pause_until
     zero = until == ZERO_TIME
-    consumer.update_config(msgspec.structs.replace(consumer.cfg, pause_until=None if zero else NanoTime(until)))
+    cfg = msgspec.structs.replace(consumer.cfg, pause_until=None if zero else NanoTime(until))
+    # The required API level follows the pause (setStaticConsumerMetadata on pause/resume).
+    cfg.metadata = with_required_level(cfg.metadata, consumer_required_level(cfg))
+    consumer.update_config(cfg)
     response.pause_until = NanoTime(until)
     remaining = until - time.time_ns()
     if not zero and remaining > 0:
@@ -172,7 +187,7 @@ def consumer_unpin(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
         body = payload.strip()
         if not body:
             raise JetStreamApiError(_invalid_json("unexpected end of JSON input"))
-        req = decode_request(body, ConsumerUnpinRequest)
+        req = decode_request(body, ConsumerUnpinRequest, engine.strict)
         if not req.group:
             raise JetStreamApiError(_invalid_json("consumer group not specified"))
         if not _GROUP_NAME.fullmatch(req.group):
@@ -193,7 +208,7 @@ def consumer_unpin(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
 def _paged_consumers(
     engine: JetStreamEngine, match: ApiMatch, payload: bytes, kind: type
 ) -> tuple[list, int, int]:
-    req = kind() if is_empty_request(payload) else decode_request(payload, kind)
+    req = kind() if is_empty_request(payload) else decode_request(payload, kind, engine.strict)
     stream = _lookup_stream(engine, match.stream)
     # Direct consumers (used by sources and mirrors) are not listed (``getPublicConsumers``).
     consumers = sorted((c for c in stream.consumers.values() if not c.cfg.direct), key=lambda c: c.name)

@@ -22,10 +22,13 @@ if TYPE_CHECKING:
 
 Handler = Callable[["JetStreamEngine", ApiMatch, bytes, str], ApiResponse | None]
 
-# nats-server 2.9/2.10 subscribes to the whole API namespace once and dispatches inside, so a
-# request to an endpoint it does not serve (or to DIRECT.GET of a stream without allow_direct)
-# gets no reply at all rather than a 503 no-responders: clients see a timeout, as with nats-server.
+# nats-server subscribes to the API namespace once and dispatches inside, so a request to an
+# endpoint it does not serve gets no reply at all (clients see a timeout, as with nats-server).
+# DIRECT.GET and CONSUMER.MSG.NEXT are different: nats-server serves them with per-stream and
+# per-consumer subscriptions, so a request nobody serves gets 503 no-responders (2.11+ with a
+# Nats-Subject header); the router answers those for the missing subscriber.
 API_SUBSCRIPTION = "$JS.API.>"
+_SELF_SERVED = ("$JS.API.DIRECT.GET.", "$JS.API.CONSUMER.MSG.NEXT.")
 
 
 # Answered by the consumer's own subscription. nats-server has no API subscription for MSG.NEXT
@@ -57,6 +60,20 @@ class ApiRouter:
             prefix = f"$JS.{self.engine.domain}.API.>"
             self._subs.append(server.subscribe_internal(prefix, self.on_domain_request))
 
+    def _no_responders_unless_served(self, subject: str, reply: str, client: Any) -> None:
+        """A DIRECT.GET / MSG.NEXT request no stream or consumer subscribes to: no-responders."""
+        if client is None or not getattr(client, "no_responders", False):
+            return
+        account = self.engine.server
+        psubs, qsubs = account.sublist.match(subject)
+        mine = set(map(id, self._subs))
+        served = any(id(s) not in mine and not s.closed for s in psubs) or any(
+            not s.closed for group in qsubs for s in group
+        )
+        if not served:
+            server = getattr(account, "server", account)
+            server.no_responders(client, reply, subject)
+
     def shutdown(self) -> None:
         for sub in self._subs:
             sub.unsubscribe()
@@ -75,6 +92,9 @@ class ApiRouter:
 
     def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if not reply:
+            return
+        if subject.startswith(_SELF_SERVED):
+            self._no_responders_unless_served(subject, reply, client)
             return
         match = match_api_subject(subject)
         if match is None:

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from pyjetstream.api import errors as E
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.errors import JetStreamApiError
-from pyjetstream.api.models_common import ApiError
+from pyjetstream.api.models_common import ApiError, ClusterInfo
 from pyjetstream.api.models_msg import MsgDeleteRequest, MsgGetRequest, StoredMsg
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo
-from pyjetstream.api.requests import StreamInfoRequest, StreamNamesRequest, StreamPurgeRequest
+from pyjetstream.api.requests import (
+    StreamConfigRequest,
+    StreamInfoRequest,
+    StreamNamesRequest,
+    StreamPurgeRequest,
+)
 from pyjetstream.api.responses import (
     ApiResponse,
     MsgDeleteResponse,
@@ -25,9 +32,15 @@ from pyjetstream.api.responses import (
 )
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import NanoTime
+from pyjetstream.api.versioning import (
+    copy_required_level,
+    stream_required_level,
+    with_dynamic,
+    with_required_level,
+)
 from pyjetstream.protocol.subjects import subjects_overlap
 from pyjetstream.server.jetstream import advisories
-from pyjetstream.server.jetstream.api_common import decode_config, decode_request, is_empty_request
+from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 from pyjetstream.server.jetstream.stream import Stream
 from pyjetstream.server.jetstream.stream_config import (
@@ -44,18 +57,6 @@ NAMES_LIMIT = 1024  # JSApiNamesLimit
 LIST_LIMIT = 256  # JSApiListLimit
 SUBJECTS_LIMIT = 100_000  # JSMaxSubjectDetails
 
-REPLICAS_ERROR = (
-    "replicas > 1 not supported in non-clustered mode "
-    "(pyjetstream is a single node: to replicate a stream, run it on a NATS cluster)"
-)
-
-
-def replicas_error() -> ApiError:
-    """nats-server's 10074, with a pointer to where replication lives."""
-    base = E.JSStreamReplicasNotSupportedErr()
-    return ApiError(code=base.code, err_code=base.err_code, description=REPLICAS_ERROR)
-
-
 def _error(response: ApiResponse, exc: JetStreamApiError) -> ApiResponse:
     response.error = exc.error
     return response
@@ -68,18 +69,22 @@ def _lookup(engine: JetStreamEngine, name: str) -> Stream:
     return stream
 
 
+def _shown(info: StreamInfo) -> StreamInfo:
+    """The info as create/update/info replies show it: the config's metadata gains the server's
+    ``_nats.ver`` / ``_nats.level`` (``setDynamicStreamMetadata``; STREAM.LIST shows the stored
+    metadata only)."""
+    info.config = msgspec.structs.replace(info.config, metadata=with_dynamic(info.config.metadata))
+    return info
+
+
 def _info_response(cls: type[Any], stream: Stream, **extra: object) -> ApiResponse:
-    info = stream.info()
-    return cls.from_payload(info, **extra)
+    return cls.from_payload(_shown(stream.info()), **extra)
 
 
 def _create_response(stream: Stream) -> ApiResponse:
-    # nats-server leaves the domain, mirror and sources out of create replies only (info, update
-    # and list carry them).
-    info = stream.info()
+    # nats-server leaves the domain out of create replies only (info, update and list carry it).
+    info = _shown(stream.info())
     info.domain = ""
-    info.mirror = None
-    info.sources = []
     return StreamCreateResponse.from_payload(info, did_create=True)
 
 
@@ -99,24 +104,35 @@ def _check_overlap(engine: JetStreamEngine, cfg: StreamConfig) -> None:
             raise JetStreamApiError(E.JSStreamSubjectOverlapErr())
 
 
+def _config(req: StreamConfigRequest) -> StreamConfig:
+    """The config of a create/update request, without ``pedantic``, its metadata carrying the
+    level its features require (``setStaticStreamMetadata``)."""
+    fields = {f: getattr(req, f) for f in StreamConfig.__struct_fields__}
+    cfg = StreamConfig(**fields)
+    cfg.metadata = with_required_level(cfg.metadata, stream_required_level(cfg))
+    return cfg
+
+
 def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    """nats-server 2.15 ``jsStreamCreateRequest`` then ``addStreamWithAssignment``, in their order."""
     response = StreamCreateResponse()
     try:
-        cfg = decode_config(payload, StreamConfig)
+        req = decode_request(payload, StreamConfigRequest, engine.strict)
+        cfg = _config(req)
         if match.stream != cfg.name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         if "/" in cfg.name or "\\" in cfg.name:
             raise JetStreamApiError(E.JSStreamNameContainsPathSeparatorsErr())
-        cfg = check_stream_config(cfg, _lookup_config(engine))
-        if cfg.template_owner:  # only the (deprecated) template machinery may set it
-            raise JetStreamApiError(E.JSStreamCreateErrF(err="stream not owned by template"))
         if cfg.sealed:
             raise invalid("stream configuration for create can not be sealed")
-        # nats-server's order: replicas, an existing stream, storage reservation, overlap.
+        if cfg.mirror_direct and cfg.mirror is None:
+            raise invalid("stream has no mirror but does have mirror direct")
+        cfg = check_stream_config(cfg, _lookup_config(engine), req.pedantic)
         if cfg.num_replicas > 1:
-            raise JetStreamApiError(replicas_error())
+            raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         existing = engine.streams.get(cfg.name)
         if existing is not None:
+            cfg.metadata = copy_required_level(cfg.metadata, existing.cfg.metadata)
             if existing.cfg != cfg:
                 raise JetStreamApiError(E.JSStreamNameExistErr())
             return _create_response(existing)
@@ -138,22 +154,21 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
 
 
 def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    """nats-server 2.15 ``jsStreamUpdateRequest`` then ``configUpdateCheck``, in their order."""
     response = StreamUpdateResponse()
     try:
-        cfg = decode_config(payload, StreamConfig)
-        # nats-server checks the config before the name
-        cfg = check_stream_config(cfg, _lookup_config(engine))
+        req = decode_request(payload, StreamConfigRequest, engine.strict)
+        cfg = check_stream_config(_config(req), _lookup_config(engine), req.pedantic)
         if match.stream != cfg.name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         stream = _lookup(engine, match.stream)
+        if cfg.num_replicas > 1:
+            raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         cfg = check_stream_update(stream.cfg, cfg)
         reservation = engine.check_reservation(cfg, stream.cfg)
         if reservation is not None:
             raise JetStreamApiError(reservation)
         _check_overlap(engine, cfg)
-        # Ours alone (a standalone nats-server takes the update): after every nats-server check.
-        if cfg.num_replicas > 1:
-            raise JetStreamApiError(replicas_error())
         try:
             stream.update(cfg)
         except (StoreError, OSError) as exc:
@@ -169,16 +184,19 @@ def stream_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply:
     response = StreamInfoResponse()
     try:
         stream = _lookup(engine, match.stream)
-        req = StreamInfoRequest() if is_empty_request(payload) else decode_request(payload, StreamInfoRequest)
+        req = StreamInfoRequest() if is_empty_request(payload) else decode_request(payload, StreamInfoRequest, engine.strict)
     except JetStreamApiError as exc:
         return _error(response, exc)
-    info: StreamInfo = stream.info(req.subjects_filter, req.deleted_details)
+    info: StreamInfo = _shown(stream.info(req.subjects_filter, req.deleted_details))
+    # A single server is its streams' leader (nats-server ``clusterInfo`` without a Raft group).
+    server = getattr(engine.server, "server", engine.server)  # the account's server
+    info.cluster = ClusterInfo(leader=server.server_name)
     total = offset = limit = 0
     if req.subjects_filter and info.state.subjects:
         # nats-server fills the paging fields only when some subject matched.
         subjects = info.state.subjects
         total = len(subjects)
-        offset = min(max(req.offset, 0), total)
+        offset = max(req.offset, 0)  # reported as asked, even past the end
         limit = SUBJECTS_LIMIT
         if offset or total > limit:
             keys = sorted(subjects)[offset : offset + limit]
@@ -214,7 +232,7 @@ def stream_names(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply
     response = StreamNamesResponse()
     try:
         req = (
-            StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest)
+            StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest, engine.strict)
         )
     except JetStreamApiError as exc:
         return _error(response, exc)
@@ -230,7 +248,7 @@ def stream_list(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply:
     response = StreamListResponse(streams=[])
     try:
         req = (
-            StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest)
+            StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest, engine.strict)
         )
     except JetStreamApiError as exc:
         return _error(response, exc)
@@ -246,10 +264,8 @@ def stream_purge(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply
     try:
         stream = _lookup(engine, match.stream)
         req = (
-            StreamPurgeRequest() if is_empty_request(payload) else decode_request(payload, StreamPurgeRequest)
+            StreamPurgeRequest() if is_empty_request(payload) else decode_request(payload, StreamPurgeRequest, engine.strict)
         )
-        if req.seq < 0 or req.keep < 0:
-            raise JetStreamApiError(E.JSInvalidJSONErr())
         if req.seq and req.keep:
             raise JetStreamApiError(E.JSBadRequestErr())
         if stream.cfg.sealed:
@@ -272,9 +288,7 @@ def stream_msg_get(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
         stream = _lookup(engine, match.stream)
         if is_empty_request(payload):
             raise JetStreamApiError(E.JSBadRequestErr())
-        req = decode_request(payload, MsgGetRequest)
-        if req.seq < 0:  # a Go uint64: a negative number does not unmarshal
-            raise JetStreamApiError(E.JSInvalidJSONErr())
+        req = decode_request(payload, MsgGetRequest, engine.strict)
         if (
             (req.seq > 0 and req.last_by_subj)
             or (req.seq == 0 and not req.last_by_subj and not req.next_by_subj)
@@ -314,9 +328,7 @@ def stream_msg_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, 
         stream = _lookup(engine, match.stream)
         if is_empty_request(payload):
             raise JetStreamApiError(E.JSBadRequestErr())
-        req = decode_request(payload, MsgDeleteRequest)
-        if req.seq < 0:
-            raise JetStreamApiError(E.JSInvalidJSONErr())
+        req = decode_request(payload, MsgDeleteRequest, engine.strict)
         if stream.cfg.sealed:
             raise JetStreamApiError(E.JSStreamSealedErr())
         if stream.cfg.deny_delete:

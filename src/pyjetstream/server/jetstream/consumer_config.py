@@ -333,8 +333,8 @@ def check_config(cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = F
         return E.JSConsumerWithFlowControlNeedsHeartbeats()
     if cfg.durable_name and cfg.name and cfg.name != cfg.durable_name:
         return E.JSConsumerCreateDurableAndNameMismatch()
-    if cfg.metadata and sum(len(k) + len(v) for k, v in cfg.metadata.items()) > JS_MAX_METADATA_LEN:
-        return E.JSConsumerMetadataLengthErrF(limit=JS_MAX_METADATA_LEN)
+    if cfg.metadata and sum(len(k.encode()) + len(v.encode()) for k, v in cfg.metadata.items()) > JS_MAX_METADATA_LEN:
+        return E.JSConsumerMetadataLengthErrF(limit=f"{JS_MAX_METADATA_LEN // 1024}KB")  # Go: "%dKB"
     return _check_priority(cfg)
 
 
@@ -383,6 +383,7 @@ _FIXED_FIELDS: tuple[tuple[str, str], ...] = (
     ("deliver_policy", "deliver policy can not be updated"),
     ("mem_storage", "storage type can not be updated"),
     ("direct", "direct can not be updated"),
+    ("sourcing", "sourcing can not be updated"),
     ("opt_start_seq", "start sequence can not be updated"),
     ("opt_start_time", "start time can not be updated"),
     ("ack_policy", "ack policy can not be updated"),

@@ -17,6 +17,7 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.enums import AckPolicy, ConsumerAction, DeliverPolicy, RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_consumer import ConsumerConfig
+from pyjetstream.api.versioning import copy_required_level
 from pyjetstream.protocol.subjects import subjects_overlap
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.consumer import Consumer
@@ -82,7 +83,10 @@ def add_consumer(
         # ⟨2.11+⟩ only CONSUMER.PAUSE changes a pause: an update keeps the current one.
         cfg = msgspec.structs.replace(cfg, pause_until=existing.cfg.pause_until)
         new_cfg = stamp_inactive_threshold(cfg)
-        if action == ConsumerAction.CREATE and new_cfg != existing.cfg:
+        # nats-server compares the request as sent (an ephemeral's default inactive_threshold is
+        # not stamped yet), its required level taken from the stored config (copyConsumerMetadata).
+        compared = msgspec.structs.replace(cfg, metadata=copy_required_level(cfg.metadata, existing.cfg.metadata))
+        if action == ConsumerAction.CREATE and compared != existing.cfg:
             raise JetStreamApiError(E.JSConsumerAlreadyExists())
         if stream.cfg.retention == RetentionPolicy.WORKQUEUE and not _partition_unique(
             stream, name, filters_of(new_cfg)

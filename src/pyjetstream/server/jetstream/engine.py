@@ -74,6 +74,8 @@ class JetStreamEngine:
         self.account_name: str = getattr(server, "name", GLOBAL_ACCOUNT)
         self.limits: AccountJetStreamLimits = getattr(server, "js_limits", None) or AccountJetStreamLimits()
         self.domain: str = getattr(opts, "jetstream_domain", "") or ""
+        #: Unknown request fields refused (``jetstream { strict }``, default on as in 2.11+).
+        self.strict: bool = getattr(opts, "jetstream_strict", True)
         base = getattr(opts, "store_dir", "") or os.path.join(tempfile.gettempdir(), "nats")
         self.store_dir = Path(base) / "jetstream"
         self.streams_dir = self.store_dir / self.account_name / "streams"

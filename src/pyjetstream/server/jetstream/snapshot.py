@@ -61,7 +61,7 @@ from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.protocol.subjects import is_valid_literal_subject
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
-from pyjetstream.server.jetstream.api_stream import _lookup_config, replicas_error
+from pyjetstream.server.jetstream.api_stream import _lookup_config
 from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.consumer_persistence import encode_consumer_meta
 from pyjetstream.server.jetstream.s2 import S2Error, compress_stream, decompress_stream
@@ -151,7 +151,7 @@ def stream_snapshot(engine: JetStreamEngine, match: ApiMatch, payload: bytes, re
         stream = engine.streams.get(match.stream)
         if stream is None:
             raise JetStreamApiError(E.JSStreamNotFoundErr())
-        req = decode_request(payload, StreamSnapshotRequest)
+        req = decode_request(payload, StreamSnapshotRequest, engine.strict)
         if not is_valid_literal_subject(req.deliver_subject):
             raise JetStreamApiError(E.JSSnapshotDeliverSubjectInvalidErr())
         try:
@@ -257,7 +257,7 @@ def stream_restore(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
     try:
         if is_empty_request(payload):
             raise JetStreamApiError(E.JSBadRequestErr())
-        req = decode_request(payload, StreamRestoreRequest)
+        req = decode_request(payload, StreamRestoreRequest, engine.strict)
         name = match.stream
         if not req.config.name:
             req.config.name = name
@@ -483,7 +483,7 @@ def check_restore_config(engine: JetStreamEngine, cfg: StreamConfig) -> StreamCo
 
     cfg = check_stream_config(cfg, _lookup_config(engine))
     if cfg.num_replicas > 1:
-        raise JetStreamApiError(replicas_error())
+        raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
     too_many = engine.check_stream_limit()
     if too_many is not None:
         raise JetStreamApiError(too_many)

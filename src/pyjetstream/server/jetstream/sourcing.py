@@ -354,7 +354,7 @@ class _Feed:
             response = decode_response(payload, ConsumerCreateResponse)
         except (msgspec.DecodeError, ValueError):
             self.server.logger.warning("JetStream bad %s consumer create response: %r", self.role, payload)
-            response = ConsumerCreateResponse(error=E.JSInvalidJSONErr())
+            response = ConsumerCreateResponse(error=E.JSInvalidJSONErr(err="bad consumer create response"))
         if response.error is not None or not response.name:
             self.server.logger.warning(
                 "JetStream error response for create %s consumer: %s", self.role, response.error
@@ -636,7 +636,12 @@ class StreamSourcing:
         self.sources.clear()
 
     def update(self, old: StreamConfig, new: StreamConfig) -> None:
-        """Sources added are started, removed ones stopped (the mirror itself cannot change)."""
+        """Sources added are started, removed ones stopped. The mirror itself cannot change, but
+        removing it promotes the stream to a normal one (2.12+): mirroring stops."""
+        if self.mirror is not None and new.mirror is None:
+            self.mirror.drop_direct()
+            self.mirror.stop()
+            self.mirror = None
         if self.mirror is not None and new.mirror is not None:
             self.mirror.cfg = new.mirror
             if not new.mirror_direct:

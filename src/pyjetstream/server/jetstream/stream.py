@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
@@ -64,6 +65,7 @@ HDR_EXPECTED_LAST_SEQ = b"Nats-Expected-Last-Sequence"
 HDR_EXPECTED_LAST_SUBJ_SEQ = b"Nats-Expected-Last-Subject-Sequence"
 HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ = b"Nats-Expected-Last-Subject-Sequence-Subject"
 HDR_EXPECTED_LAST_MSG_ID = b"Nats-Expected-Last-Msg-Id"
+HDR_STREAM_SOURCE = b"Nats-Stream-Source"
 HDR_ROLLUP = b"Nats-Rollup"
 HDR_REQUEST_INFO = b"Nats-Request-Info"
 HDR_TTL = b"Nats-TTL"
@@ -211,7 +213,8 @@ class Stream:
         st = self.cfg.subject_transform
         self._transform = SubjectTransform.compile(st.src, st.dest) if st and st.dest else None
         rp = self.cfg.republish
-        self._republish = SubjectTransform.compile(rp.src or ">", rp.dest) if rp else None
+        # nats-server: no destination means no republish transform (NewSubjectTransform returns nil).
+        self._republish = SubjectTransform.compile(rp.src or ">", rp.dest) if rp and rp.dest else None
 
     def update(self, cfg: StreamConfig) -> None:
         """Apply an already validated config."""
@@ -368,14 +371,8 @@ class Stream:
             ttl = _message_ttl(hdr) if HDR_TTL in hdr else 0
             if ttl and not cfg.allow_msg_ttl:
                 return self._error(E.JSMessageTTLDisabledErr()) if can_respond else None
-            raw_id = get_header(hdr, HDR_MSG_ID)
-            if raw_id:
-                msg_id = raw_id.decode()
-                if not self._dedupe_loaded:
-                    self._rebuild_dedupe()
-                seq = self._dedupe.lookup(msg_id)
-                if seq is not None:
-                    return self._pub_ack(seq, duplicate=True) if can_respond else None
+            # nats-server 2.15's order: expectations, schedules, the source header, dedupe, last
+            # msg id, rollup.
             want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
             if want is not None:
                 # 2.12+: Nats-Expected-Last-Subject-Sequence-Subject names the subject (or filter).
@@ -395,6 +392,16 @@ class Stream:
                 hdr, schedule_error = check_publish(self, subject, hdr)
                 if schedule_error is not None:
                     return self._error(schedule_error) if can_respond else None
+            if get_header(hdr, HDR_STREAM_SOURCE):  # only sourcing may stamp it (2.15)
+                return self._error(E.JSMessageSourceHdrNotAllowedErr()) if can_respond else None
+            raw_id = get_header(hdr, HDR_MSG_ID)
+            if raw_id:
+                msg_id = raw_id.decode()
+                if not self._dedupe_loaded:
+                    self._rebuild_dedupe()
+                seq = self._dedupe.lookup(msg_id)
+                if seq is not None:
+                    return self._pub_ack(seq, duplicate=True) if can_respond else None
             want_id = get_header(hdr, HDR_EXPECTED_LAST_MSG_ID)
             if want_id and not self._dedupe_loaded:
                 self._rebuild_dedupe()
@@ -408,7 +415,9 @@ class Stream:
                     err = E.JSStreamRollupFailedF(err="rollup not permitted")
                     return self._error(err) if can_respond else None
                 if rollup not in (b"sub", b"all"):
-                    return None  # nats-server 2.9/2.10 drop an invalid rollup value without an answer
+                    text = rollup.decode(errors="replace")
+                    err = E.JSStreamRollupFailedF(err=f"rollup value invalid: {json.dumps(text)}")
+                    return self._error(err) if can_respond else None
             size = len(hdr) + len(payload)
             # (max_msg_size is checked first, below, as nats-server does.)
             if len(hdr) > MAX_HEADER_SIZE and not 0 <= cfg.max_msg_size < size:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 
 from pyjetstream.api import errors as E
-from pyjetstream.api.enums import DiscardPolicy, RetentionPolicy, StoreCompression
+from pyjetstream.api.enums import DiscardPolicy, RetentionPolicy
 from pyjetstream.api.errors import ErrorDef, JetStreamApiError
 from pyjetstream.api.models_stream import StreamConfig, StreamSource
 from pyjetstream.protocol.subjects import (
@@ -28,6 +28,7 @@ DEFAULT_DUPLICATE_WINDOW = 120 * NS
 MIN_WINDOW = NS // 10  # 100ms: the smallest max_age / duplicate_window nats-server accepts
 MAX_NAME_LEN = 255
 MAX_DESCRIPTION_LEN = 4096
+MAX_METADATA_LEN = 128 * 1024
 MAX_REPLICAS = 5
 JS_API_SUBJECTS = "$JS.API.>"
 JS_API_PREFIX = "$JS.API"
@@ -53,16 +54,21 @@ def is_valid_name(name: str) -> bool:
     return bool(name) and not any(c in name for c in " \t\r\n\f.*>")
 
 
-def check_stream_config(cfg: StreamConfig, streams: StreamLookup = _no_streams) -> StreamConfig:
+def check_stream_config(
+    cfg: StreamConfig, streams: StreamLookup = _no_streams, pedantic: bool = False
+) -> StreamConfig:
     """Apply defaults and validate a config; ``streams`` finds the other streams, which the
-    mirror and source checks look at (nats-server ``checkStreamCfg``)."""
-    if not is_valid_name(cfg.name):
-        raise invalid("stream name is required and can not contain '.', '*', '>'")
+    mirror and source checks look at (nats-server 2.15 ``checkStreamCfg``, in its order).
+    ``pedantic`` refuses what would otherwise be silently changed (10157)."""
+    if not is_valid_name(cfg.name) or "\\" in cfg.name or "/" in cfg.name:
+        raise invalid("stream name is required and can not contain '.', '*', '>', '\\', '/'")
     # Go's len() of a string counts bytes.
     if len(cfg.name.encode()) > MAX_NAME_LEN:
         raise invalid(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
     if len(cfg.description.encode()) > MAX_DESCRIPTION_LEN:
         raise invalid(f"stream description is too long, maximum allowed is {MAX_DESCRIPTION_LEN}")
+    if sum(len(k.encode()) + len(v.encode()) for k, v in cfg.metadata.items()) > MAX_METADATA_LEN:
+        raise invalid(f"stream metadata exceeds maximum size of {MAX_METADATA_LEN} bytes")
 
     changes: dict[str, object] = {}
     if cfg.num_replicas == 0:
@@ -72,21 +78,24 @@ def check_stream_config(cfg: StreamConfig, streams: StreamLookup = _no_streams) 
     elif cfg.num_replicas < 0:
         raise fail(E.JSReplicasCountCannotBeNegative)
     for field in ("max_msgs", "max_msgs_per_subject", "max_bytes", "max_msg_size", "max_consumers"):
-        if getattr(cfg, field) == 0:
+        value = getattr(cfg, field)
+        if value == 0 or value < -1:
+            if pedantic and value < -1:
+                raise fail(E.JSPedanticErrF, err=f"{field} must be set to -1")
             changes[field] = -1
-    if cfg.compression is None:
-        changes["compression"] = StoreCompression.NONE
-    duplicates = cfg.duplicate_window
-    if duplicates == 0 and cfg.mirror is None:
-        # nats-server: "MaxAge != 0 && MaxAge < window", so a negative max_age gives a negative window.
-        duplicates = (
-            cfg.max_age
-            if cfg.max_age != 0 and cfg.max_age < DEFAULT_DUPLICATE_WINDOW
-            else DEFAULT_DUPLICATE_WINDOW
-        )
-        changes["duplicate_window"] = duplicates
+    if cfg.max_age < 0:
+        raise invalid("max age can not be negative")
     if 0 < cfg.max_age < MIN_WINDOW:
         raise invalid("max age needs to be >= 100ms")
+    duplicates = cfg.duplicate_window
+    if duplicates == 0 and cfg.mirror is None and not cfg.sources:
+        if cfg.max_age != 0 and cfg.max_age < DEFAULT_DUPLICATE_WINDOW:
+            if pedantic:
+                raise fail(E.JSPedanticErrF, err="duplicate window cannot be bigger than max age")
+            duplicates = cfg.max_age
+        else:
+            duplicates = DEFAULT_DUPLICATE_WINDOW
+        changes["duplicate_window"] = duplicates
     if duplicates < 0:
         raise invalid("duplicates window can not be negative")
     if cfg.max_age != 0 and duplicates > cfg.max_age:
@@ -129,9 +138,7 @@ def check_stream_config(cfg: StreamConfig, streams: StreamLookup = _no_streams) 
             changes["allow_rollup_hdrs"] = True
             changes["deny_purge"] = False
     if cfg.mirror is not None or cfg.sources:
-        changes.update(check_sourcing(cfg, streams))
-    if cfg.mirror_direct and cfg.mirror is None:
-        raise invalid("stream has no mirror but does have mirror direct")
+        changes.update(check_sourcing(cfg, streams, pedantic))
 
     subjects = list(cfg.subjects)
     if not subjects:
@@ -139,22 +146,21 @@ def check_stream_config(cfg: StreamConfig, streams: StreamLookup = _no_streams) 
             subjects = [cfg.name]
             changes["subjects"] = subjects
     else:
-        _check_subjects(subjects)
-    if len(subjects) > 1:
-        for a in subjects:
-            for b in subjects:
-                if a != b and subjects_overlap(a, b):
-                    raise invalid(f'subject "{a}" overlaps with "{b}"')
-    if cfg.subject_transform is not None and (cfg.subject_transform.src or cfg.subject_transform.dest):
+        if cfg.mirror is not None:
+            raise fail(E.JSMirrorWithSubjectsErr)
+        _check_subjects(subjects, cfg.no_ack, changes.get("num_replicas", cfg.num_replicas))
+    if cfg.subject_transform is not None:
         _check_transform(cfg.subject_transform.src, cfg.subject_transform.dest, subjects)
     if cfg.republish is not None:
-        changes["republish"] = _check_republish(cfg, subjects)
+        changes["republish"] = _check_republish(cfg, subjects, pedantic)
+    if cfg.placement is not None and not cfg.placement.cluster and not cfg.placement.tags:
+        changes["placement"] = None  # an empty placement object is dropped
     if cfg.first_seq < 0:
         raise invalid("first sequence can not be negative")
     return msgspec.structs.replace(cfg, **changes) if changes else cfg
 
 
-def check_sourcing(cfg: StreamConfig, streams: StreamLookup) -> dict[str, object]:
+def check_sourcing(cfg: StreamConfig, streams: StreamLookup, pedantic: bool = False) -> dict[str, object]:
     """The mirror and source checks of ``checkStreamCfg``, in its order; returns the config
     changes (a mirror of a visible stream inherits its ``allow_direct`` as ``mirror_direct``).
 
@@ -185,30 +191,31 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup) -> dict[str, object
             raise fail(E.JSMirrorWithBatchPublishErr)
         if cfg.allow_msg_schedules:
             raise fail(E.JSMirrorWithMsgSchedulesErr)
+        if mirror.consumer is not None and not _consumer_source_ok(mirror):
+            raise fail(E.JSMirrorDurableConsumerCfgInvalid)
         if mirror.filter_subject and mirror.subject_transforms:
             raise fail(E.JSMirrorMultipleFiltersNotAllowed)
         if cfg.subject_delete_marker_ttl > 0:
-            # Markers would take sequences of their own and diverge from the origin.
             raise invalid("subject delete markers forbidden on mirrors")
         _check_source_transforms(mirror, is_mirror=True)
-        if mirror.external is None and not is_valid_name(mirror.name):
-            raise fail(E.JSMirrorInvalidStreamName)
-        origin = streams(mirror.name)
-        if origin is not None:
-            origin_subjects.extend(origin.subjects)
-            if 0 < cfg.max_msg_size < origin.max_msg_size:
-                raise fail(E.JSMirrorMaxMessageSizeTooBigErr)
-            if not _filter_overlaps(mirror.filter_subject, origin.subjects):
-                raise invalid(
-                    f"mirror '{mirror.name}' filter subject '{mirror.filter_subject}' "
-                    "does not overlap with any origin stream subject"
-                )
-            changes["mirror_direct"] = origin.allow_direct
-        if mirror.external is not None:
+        if mirror.external is None:
+            if not is_valid_name(mirror.name):
+                raise fail(E.JSMirrorInvalidStreamName)
+            # The origin need not exist; when it does, its sizes and direct gets count.
+            origin = streams(mirror.name)
+            if origin is not None:
+                origin_subjects.extend(origin.subjects)
+                if 0 < cfg.max_msg_size and 0 < origin.max_msg_size and cfg.max_msg_size < origin.max_msg_size:
+                    raise fail(E.JSMirrorMaxMessageSizeTooBigErr)
+                if pedantic and cfg.mirror_direct != origin.allow_direct:
+                    raise fail(E.JSPedanticErrF, err="origin stream has direct get set, mirror has it disabled")
+                changes["mirror_direct"] = origin.allow_direct
+        else:
             _gather_prefixes(mirror, deliver_prefixes, api_prefixes)
-    inames: set[str] = set()
     if cfg.sources and cfg.allow_msg_schedules:
         raise fail(E.JSSourceWithMsgSchedulesErr)
+    inames: set[str] = set()
+    cnames: set[str] = set()
     for src in cfg.sources:
         if not is_valid_name(src.name):
             raise fail(E.JSSourceInvalidStreamName)
@@ -216,21 +223,23 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup) -> dict[str, object
         if iname in inames:
             raise fail(E.JSSourceDuplicateDetected)
         inames.add(iname)
-        origin = streams(src.name)
-        if origin is not None:
-            origin_subjects.extend(origin.subjects)
-            if 0 < cfg.max_msg_size < origin.max_msg_size:
-                raise fail(E.JSSourceMaxMessageSizeTooBigErr)
-            # As 2.9.10: against the subjects of every origin seen so far.
-            if not _filter_overlaps(src.filter_subject, origin_subjects):
-                raise invalid(
-                    f"source '{src.name}' filter subject '{src.filter_subject}' "
-                    "does not overlap with any origin stream subject"
-                )
         if src.filter_subject and src.subject_transforms:
             raise fail(E.JSSourceMultipleFiltersNotAllowed)
         _check_source_transforms(src, is_mirror=False)
-        if src.external is not None:
+        if src.consumer is not None:
+            if not _consumer_source_ok(src):
+                raise fail(E.JSSourceDurableConsumerCfgInvalid)
+            cname = f"{src.name}:{src.consumer.name}"
+            if cname in cnames:
+                raise fail(E.JSSourceDurableConsumerDuplicateDetected)
+            cnames.add(cname)
+        if src.external is None:
+            origin = streams(src.name)
+            if origin is not None:
+                origin_subjects.extend(origin.subjects)
+                if 0 < cfg.max_msg_size and 0 < origin.max_msg_size and cfg.max_msg_size < origin.max_msg_size:
+                    raise fail(E.JSSourceMaxMessageSizeTooBigErr)
+        else:
             _gather_prefixes(src, deliver_prefixes, api_prefixes)
     for prefix in deliver_prefixes:
         if not is_valid_publish_subject(prefix):
@@ -247,8 +256,17 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup) -> dict[str, object
     return changes
 
 
-def _filter_overlaps(filter_subject: str, subjects: list[str]) -> bool:
-    return not filter_subject or not subjects or any(subjects_overlap(s, filter_subject) for s in subjects)
+def _consumer_source_ok(src: StreamSource) -> bool:
+    """⟨2.14⟩ ``StreamSource.consumer``: a valid name, a literal deliver subject, no start or filter."""
+    consumer = src.consumer
+    assert consumer is not None
+    return (
+        is_valid_name(consumer.name)
+        and is_valid_publish_subject(consumer.deliver_subject)
+        and not src.opt_start_seq
+        and src.opt_start_time is None
+        and not src.filter_subject
+    )
 
 
 def _gather_prefixes(src: StreamSource, deliver: list[str], api: list[str]) -> None:
@@ -317,74 +335,94 @@ def _check_cycles(cfg: StreamConfig, streams: StreamLookup) -> None:
                 to_visit.append(other)
 
 
-def _check_subjects(subjects: list[str]) -> None:
+def _check_subjects(subjects: list[str], no_ack: bool, replicas: object) -> None:
+    """Each subject valid, no duplicates, ``>`` and the API spaces only with ``no_ack``, and no
+    two overlapping (nats-server 2.15 order)."""
     seen: set[str] = set()
-    for subject in subjects:
-        if subject in seen:
-            raise invalid("duplicate subjects detected")
-        if is_subset(subject, JS_API_SUBJECTS):
-            raise invalid("subjects overlap with jetstream api")
+    for i, subject in enumerate(subjects):
         if not is_valid_subject(subject):
             raise invalid("invalid subject")
+        if subject in seen:
+            raise invalid("duplicate subjects detected")
+        if subject == ">":
+            if not no_ack:
+                raise invalid("capturing all subjects requires no-ack to be true")
+            if replicas != 1:
+                raise invalid("capturing all subjects requires replicas of 1")
+        if not no_ack:
+            for namespace in ("$JS.>", "$JSC.>", "$NRG.>"):
+                # An exception for $JS.EVENT.>, which older servers allowed.
+                if subjects_overlap(subject, namespace) and not is_subset(subject, "$JS.EVENT.>"):
+                    raise invalid("subjects that overlap with jetstream api require no-ack to be true")
+            if subjects_overlap(subject, "$SYS.>") and not is_subset(subject, "$SYS.ACCOUNT.>"):
+                raise invalid("subjects that overlap with system api require no-ack to be true")
+        for other in subjects[i + 1 :]:
+            if subjects_overlap(other, subject):
+                raise invalid(f'subject "{subject}" overlaps with "{other}"')
         seen.add(subject)
 
 
 def _check_transform(src: str, dest: str, subjects: Iterable[str]) -> None:
     if src and not is_valid_subject(src):
-        raise fail(E.JSStreamTransformInvalidSource, err="invalid subject")
+        raise fail(E.JSStreamTransformInvalidSource, err=f"invalid subject {src}")
+    if not dest:
+        return
     try:
         SubjectTransform.compile(src, dest)
     except TransformError as exc:
         raise fail(E.JSStreamTransformInvalidDestination, err=str(exc)) from exc
 
 
-def _check_republish(cfg: StreamConfig, subjects: list[str]) -> object:
+def _check_republish(cfg: StreamConfig, subjects: list[str], pedantic: bool) -> object:
+    """nats-server 2.15: an empty source means ``>``; ``>`` to ``>`` behind a one-subject transform
+    republishes the transformed subjects; the destination must not feed the stream back."""
     republish = cfg.republish
     assert republish is not None
-    src = republish.src or ">"
-    if not any(subjects_overlap(src, s) for s in subjects):
-        raise invalid("stream configuration for republish source is not valid subset of subjects")
-    if any(subjects_overlap(republish.dest, s) for s in subjects):
+    src, dest = republish.src, republish.dest
+    if not src:
+        if pedantic:
+            raise fail(E.JSPedanticErrF, err="republish source can not be empty")
+        src = ">"
+    transform = cfg.subject_transform
+    if dest == ">" and src == ">" and transform is not None and len(subjects) == 1 and transform.src == subjects[0]:
+        if pedantic:
+            raise fail(E.JSPedanticErrF, err="implicit republish based on subject transform")
+        src = dest = transform.dest
+    if dest and any(subjects_overlap(dest, s) for s in subjects):
         raise invalid("stream configuration for republish destination forms a cycle")
     try:
-        SubjectTransform.compile(src, republish.dest)
+        if dest:
+            SubjectTransform.compile(src, dest)
     except TransformError as exc:
-        raise invalid("stream configuration for republish not valid") from exc
-    return msgspec.structs.replace(republish, src=src)
+        raise invalid(f"stream configuration for republish with transform from '{src}' to '{dest}' not valid") from exc
+    return msgspec.structs.replace(republish, src=src, dest=dest)
 
 
 def check_stream_update(old: StreamConfig, new: StreamConfig) -> StreamConfig:
-    """Validate an update of ``old`` to ``new`` (already defaulted); return the config to apply."""
-    if new.name != old.name:
-        raise invalid("stream configuration name must match original")
-    if new.max_consumers != old.max_consumers:
-        raise invalid("stream configuration update can not change MaxConsumers")
+    """Validate an update of ``old`` to ``new`` (already defaulted); return the config to apply
+    (nats-server 2.15 ``configUpdateCheck``, after ``checkStreamCfg``). Replicas > 1 is refused by
+    the caller, right after the name check."""
     if new.storage != old.storage:
         raise invalid("stream configuration update can not change storage type")
-    if new.retention != old.retention:
-        raise invalid("stream configuration update can not change retention policy")
-    if old.template_owner:
-        raise invalid("stream configuration update not allowed on template owned stream")
-    if new.template_owner:
-        raise invalid("stream configuration update can not be owned by a template")
+    if new.retention != old.retention and RetentionPolicy.WORKQUEUE in (old.retention, new.retention):
+        raise invalid("stream configuration update can not change retention policy to/from workqueue")
     if old.sealed and not new.sealed:
         raise invalid("stream configuration update can not unseal a sealed stream")
     if old.deny_delete and not new.deny_delete:
         raise invalid("stream configuration update can not cancel deny message deletes")
     if old.deny_purge and not new.deny_purge:
         raise invalid("stream configuration update can not cancel deny purge")
-    if new.mirror != old.mirror:
+    # Removing the mirror promotes the stream (2.12+); changing it is refused.
+    if new.mirror is not None and new.mirror != old.mirror:
         raise fail(E.JSStreamMirrorNotUpdatableErr)
-    if new.republish != old.republish:
-        raise invalid("stream configuration update can not change RePublish")
-    if (new.first_seq or 0) != (old.first_seq or 0):
-        raise invalid("stream configuration update can not change first sequence")
     if old.allow_msg_ttl and not new.allow_msg_ttl:
         raise invalid("message TTL status can not be disabled")
     if new.allow_msg_counter != old.allow_msg_counter:
         raise invalid("stream configuration update can not change message counter setting")
     if old.allow_msg_schedules and not new.allow_msg_schedules:
         raise invalid("message schedules can not be disabled")
+    if old.persist_mode != new.persist_mode:
+        raise invalid("stream configuration update can not change persist mode")
     if new.sealed:
         # A sealed stream keeps everything forever and refuses every change to its contents.
         new = msgspec.structs.replace(

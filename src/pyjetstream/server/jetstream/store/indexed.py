@@ -129,8 +129,8 @@ class IndexedStore(MessageStore):
 
     def _check_discard_new(self, sid: int, payload: int, size: int) -> None:
         # nats-server storeRawMsg: a subject at its per-subject limit will drop its oldest
-        # message, so the stream-wide limits do not reject it ("asl"). As there, the bytes
-        # check adds the new headers + payload (not the accounted record size) and uses >=.
+        # message, so the stream-wide limits do not reject it ("asl"). As there (2.11+), the bytes
+        # check adds the new message's accounted record size and refuses above max_bytes.
         cfg = self._cfg
         index = self._index
         table = index.subjects
@@ -140,7 +140,7 @@ class IndexedStore(MessageStore):
             raise ErrMaxMsgsPerSubject()
         if cfg.max_msgs > 0 and index.msgs >= cfg.max_msgs and not asl:
             raise ErrMaxMsgs()
-        if cfg.max_bytes > 0 and index.bytes + payload >= cfg.max_bytes:
+        if cfg.max_bytes > 0 and index.bytes + size > cfg.max_bytes:
             if not asl:
                 raise ErrMaxBytes()
             oldest = index.sizes[table.first[sid] - index.base]
@@ -309,9 +309,11 @@ class IndexedStore(MessageStore):
     def purge_ex(self, subject: str = "", seq: int = 0, keep: int = 0) -> int:
         if self._closed:
             raise ErrStoreClosed()
+        if seq == 1:  # "up to but not including 1": nothing (nats-server 2.11+ PurgeEx)
+            return 0
         index = self._index
         if is_match_all(subject):
-            if keep == 0 and seq in (0, 1):
+            if keep == 0 and seq == 0:
                 return self.purge()
             if seq > 1:
                 return self.compact(seq)
@@ -610,8 +612,10 @@ class IndexedStore(MessageStore):
             for sid in [sid for sid in table.ids.values() if table.msgs[sid] > maxp]:
                 while table.msgs[sid] > maxp:
                     self._remove_at(table.first[sid], False)
-        # Lowered limits apply to what is stored whatever the discard policy (nats-server does the same).
-        self._trim_to_limits()
+        # Lowered max_msgs / max_bytes apply to what is stored only with discard old (nats-server
+        # 2.11+ enforceMsgLimit / enforceBytesLimit; 2.9 trimmed whatever the policy).
+        if cfg.discard == DISCARD_OLD:
+            self._trim_to_limits()
         if cfg.max_age > 0:
             self.expire_msgs()
         self._commit()
