@@ -335,3 +335,39 @@ async def test_restored_stream_survives_a_kill_restart(server: Target, tmp_path:
     assert restored["consumer"] == before["consumer"]
     assert after["consumer"]["ack_floor"] == before["consumer"]["ack_floor"]
     assert after["consumer"]["num_ack_pending"] == before["consumer"]["num_ack_pending"]
+
+
+async def test_large_snapshot_in_pieces_restores_on_nats_server(pair: dict[str, Target], tmp_path: Path) -> None:
+    """A snapshot over 1 MiB is compressed a piece at a time (several S2 frames in one stream),
+    with small chunks and a small window: nats-server restores it whole."""
+    import random
+
+    from pyjetstream.api import StreamConfig
+
+    nc = await connect(pair[EMBEDDED].url)
+    try:
+        js = jetstream(nc)
+        if "BIG" in [s async for s in js.stream_names()]:
+            await js.delete_stream("BIG")
+        await js.create_stream(StreamConfig(name="BIG", subjects=["big.>"]))
+        rnd = random.Random(7)
+        for i in range(3000):
+            await js.publish_async(f"big.{i % 7}", rnd.randbytes(400) + b"x" * 400)
+        await js.publish_async_complete()
+        from pyjetstream.client.jetstream.backup import backup_stream
+
+        await backup_stream(js, "BIG", tmp_path / "b", chunk_size=4096)
+    finally:
+        await nc.close()
+    raw = decompress_stream((tmp_path / "b" / "stream.tar.s2").read_bytes())
+    assert len(raw) > 2 << 20
+    nc = await connect(pair[NATS_SERVER].url)
+    try:
+        js = jetstream(nc)
+        if "BIG" in [s async for s in js.stream_names()]:
+            await js.delete_stream("BIG")
+        info = await (await js.restore_stream(tmp_path / "b")).info()
+        assert (info.state.messages, info.state.last_seq) == (3000, 3000)
+        await js.delete_stream("BIG")
+    finally:
+        await nc.close()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyjetstream.api import codec
@@ -112,19 +112,28 @@ def consumer_entry_state(state: ConsumerState, last_seq: int) -> SnapshotState:
     )
 
 
-def build_archive(stream: Stream, include_consumers: bool) -> tuple[StreamState, bytes]:
-    """The stream's state (for the reply) and its v2 archive (``streamSnapshotV2``)."""
-    state = stream.state()
+PIECE = 1 << 20  # archive bytes compressed (and the loop let go) at a time
+
+
+def snapshot_state(stream: Stream) -> StreamState:
+    """The state a snapshot reports (and bounds its messages by)."""
+    return stream.state()
+
+
+def iter_archive(stream: Stream, state: StreamState, include_consumers: bool) -> Iterator[bytes]:
+    """The v2 archive in pieces (``streamSnapshotV2``): state.json, the consumers as they are now,
+    every message up to ``state.last_seq``, the sentinel. Reads the store lazily."""
     consumers = [c for c in stream.consumers.values() if not c.cfg.direct] if include_consumers else []
     archived = StreamState(**{f: getattr(state, f) for f in state.__struct_fields__})
     archived.consumer_count = len(consumers)
     now = time.time_ns()
-    parts = [ARCHIVE_MAGIC, encode_entry(STATE_ENTRY, now, 0, b"", codec.encode(archived))]
+    head = [ARCHIVE_MAGIC, encode_entry(STATE_ENTRY, now, 0, b"", codec.encode(archived))]
     for consumer in consumers:
         entry = SnapshotConsumerState(
             config=consumer.cfg, state=consumer_entry_state(consumer.state.snapshot(), state.last_seq)
         )
-        parts.append(encode_entry(CONSUMER_PREFIX + consumer.name, now, 0, b"", codec.encode(entry)))
+        head.append(encode_entry(CONSUMER_PREFIX + consumer.name, now, 0, b"", codec.encode(entry)))
+    yield b"".join(head)
     store = stream.store
     seq = state.first_seq
     while state.messages and seq <= state.last_seq:
@@ -134,10 +143,42 @@ def build_archive(stream: Stream, include_consumers: bool) -> tuple[StreamState,
             break
         if msg.seq > state.last_seq:
             break
-        parts.append(encode_entry(msg.subject, msg.ts, msg.seq, msg.hdr or b"", msg.data))
+        yield encode_entry(msg.subject, msg.ts, msg.seq, msg.hdr or b"", msg.data)
         seq += 1
-    parts.append(encode_entry("", 0, 0, b"", b""))  # end-of-backup sentinel
-    return state, b"".join(parts)
+    yield encode_entry("", 0, 0, b"", b"")  # end-of-backup sentinel
+
+
+def build_archive(stream: Stream, include_consumers: bool) -> tuple[StreamState, bytes]:
+    """The whole archive at once (small streams, tests)."""
+    state = snapshot_state(stream)
+    return state, b"".join(iter_archive(stream, state, include_consumers))
+
+
+class _Compressed:
+    """The S2 stream of an archive, produced a piece at a time (framed streams concatenate)."""
+
+    def __init__(self, pieces: Iterator[bytes]) -> None:
+        self.pieces = pieces
+        self.buffer = bytearray()
+        self.done = False
+
+    def fill(self, want: int) -> None:
+        """Compress until ``want`` bytes are ready or the archive ends; raises store errors."""
+        while len(self.buffer) < want and not self.done:
+            raw = bytearray()
+            while len(raw) < PIECE:
+                piece = next(self.pieces, None)
+                if piece is None:
+                    self.done = True
+                    break
+                raw += piece
+            if raw:
+                self.buffer += compress_stream(bytes(raw))
+
+    def take(self, size: int) -> bytes:
+        piece = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return piece
 
 
 # --- STREAM.SNAPSHOT --------------------------------------------------------------------------
@@ -154,11 +195,8 @@ def stream_snapshot(engine: JetStreamEngine, match: ApiMatch, payload: bytes, re
         req = decode_request(payload, StreamSnapshotRequest, engine.strict)
         if not is_valid_literal_subject(req.deliver_subject):
             raise JetStreamApiError(E.JSSnapshotDeliverSubjectInvalidErr())
-        try:
-            state, archive = build_archive(stream, not req.no_consumers)
-            data = compress_stream(archive)
-        except (StoreError, OSError) as exc:
-            raise JetStreamApiError(E.JSStreamSnapshotErrF(err=str(exc))) from exc
+        state = snapshot_state(stream)
+        data = _Compressed(iter_archive(stream, state, not req.no_consumers))
     except JetStreamApiError as exc:
         response.error = exc.error
         return response
@@ -177,7 +215,7 @@ class _ChunkSender:
     """Streams one snapshot's bytes with nats-server's window and ack flow control."""
 
     def __init__(
-        self, engine: JetStreamEngine, stream: str, req: StreamSnapshotRequest, data: bytes, start: int
+        self, engine: JetStreamEngine, stream: str, req: StreamSnapshotRequest, data: _Compressed, start: int
     ) -> None:
         self.engine = engine
         self.stream = stream
@@ -212,7 +250,7 @@ class _ChunkSender:
             while not server.has_interest(self.deliver) and time.monotonic() < deadline:  # noqa: ASYNC110
                 await asyncio.sleep(0.02)  # nats-server waits up to 2 s for the receiver's interest
             hdr: bytes | None = None
-            pos, index, data, size = 0, 1, self.data, self.chunk
+            index, data, size = 1, self.data, self.chunk
             while True:
                 while self.slots <= 0:
                     self.acked.clear()
@@ -224,7 +262,13 @@ class _ChunkSender:
                         break
                 if error:
                     break
-                piece = data[pos : pos + size]
+                try:
+                    data.fill(size)
+                except (StoreError, OSError) as exc:
+                    error = str(exc)
+                    hdr = status_block((500, error))
+                    break
+                piece = data.take(size)
                 if len(piece) < size:
                     if piece:
                         server.publish_internal(self.deliver, piece)
@@ -232,7 +276,6 @@ class _ChunkSender:
                 self.slots -= 1
                 server.publish_internal(self.deliver, piece, reply=f"{ack_base}.{len(piece)}.{index}")
                 hdr = END_OF_SNAPSHOT
-                pos += size
                 index += 1
                 await asyncio.sleep(0)  # let acks and other clients in
             server.publish_internal(self.deliver, b"", hdr=hdr)
