@@ -83,6 +83,7 @@ class AckPolicy(StrEnum):
     NONE = "none"
     ALL = "all"
     EXPLICIT = "explicit"
+    FLOW_CONTROL = "flow_control"  # ⟨2.14+⟩ ADR-60: acked by flow-control responses (push only)
 
 
 class ReplayPolicy(StrEnum):

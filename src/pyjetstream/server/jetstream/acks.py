@@ -111,7 +111,7 @@ class AckProcessor:
             if p is not None and sample and consumer.sfreq:
                 self._sample_ack(sseq, dseq, dc, p)
             need_signal = p is not None and maxp > 0 and was >= maxp
-        elif cfg.ack_policy == AckPolicy.ALL:
+        elif cfg.ack_policy in (AckPolicy.ALL, AckPolicy.FLOW_CONTROL):
             need_signal = maxp > 0 and len(st.pending) >= maxp
             floor = st.ack_all(sseq, dseq)
             if floor is None:
@@ -191,8 +191,8 @@ class AckProcessor:
         self.ptmr = self.consumer.loop.call_later(max(delay, 0.0), self.check_pending)
 
     def arm_if_idle(self) -> None:
-        """A delivery is now pending: make sure the timer runs."""
-        if self.ptmr is None:
+        """A delivery is now pending: make sure the timer runs (flow-control acks: no ack wait)."""
+        if self.ptmr is None and self.consumer.cfg.ack_policy != AckPolicy.FLOW_CONTROL:
             self.arm(self.ack_wait_s(0))
 
     def check_pending(self) -> None:

@@ -141,8 +141,12 @@ class Consumer:
         if stored is not None:
             self.state.restore(stored)
             if self.state.pending:
-                # Check pending soon after a restart: whatever was due while down is due now.
-                self.acks.arm(min(0.5, self.acks.ack_wait_s(0)))
+                if self.cfg.ack_policy == AckPolicy.FLOW_CONTROL:
+                    # No ack wait: what was not acknowledged before the restart goes out again.
+                    self.state.redeliver_all(time.time_ns())
+                else:
+                    # Check pending soon after a restart: whatever was due while down is due now.
+                    self.acks.arm(min(0.5, self.acks.ack_wait_s(0)))
         else:
             self._select_starting_seq()
             self.dirty()
@@ -156,7 +160,7 @@ class Consumer:
         # on_ack answers the other shapes as no subscription would.
         # An AckNone consumer has no ack subscription at all: an ack with a reply gets the core
         # 503 no-responders answer, as from nats-server.
-        if self.cfg.ack_policy != AckPolicy.NONE:
+        if self.cfg.ack_policy not in (AckPolicy.NONE, AckPolicy.FLOW_CONTROL):
             self._subs.append(server.subscribe_internal(f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack))
         self._subs.append(
             server.subscribe_internal(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}", self.pull.on_request)

@@ -40,6 +40,8 @@ from pyjetstream.protocol.subjects import has_wildcard, is_subset, is_valid_subj
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+# ``sourceHealthHB``: the heartbeat an ``ack_policy: flow_control`` consumer must use.
+FLOW_CONTROL_ACK_HEARTBEAT_NS = 1_000_000_000
 # ``JsDefaultPinnedTTL``: how long a pinned client may go without a pull request (2 minutes).
 DEFAULT_PINNED_TTL_NS = 120 * 1_000_000_000
 # A priority group name (``validGroupName``).
@@ -54,6 +56,7 @@ __all__ = [
     "new_ephemeral_name",
     "sample_frequency",
     "stamp_inactive_threshold",
+    "store_ack_policy",
 ]
 
 # nats-server getHash: sha256 of a nuid mapped onto these 62 digits, 8 characters.
@@ -64,6 +67,11 @@ def new_ephemeral_name() -> str:
     """A server-generated consumer name (``createConsumerName``: 8 base-62 characters)."""
     digest = hashlib.sha256(secrets.token_bytes(16)).digest()
     return "".join(_DIGITS[b % 62] for b in digest[:EPHEMERAL_NAME_LEN])
+
+
+def store_ack_policy(cfg: ConsumerConfig) -> str:
+    """The ack policy the consumer store follows (flow-control acks are cumulative: "all")."""
+    return "all" if cfg.ack_policy == AckPolicy.FLOW_CONTROL else str(cfg.ack_policy)
 
 
 def filters_of(cfg: ConsumerConfig) -> list[str]:
@@ -138,6 +146,10 @@ def apply_defaults(
     priority_timeout = int(changes.get("priority_timeout", cfg.priority_timeout))  # type: ignore[call-overload]
     if cfg.priority_policy == PriorityPolicy.PINNED_CLIENT and priority_timeout == 0:
         changes["priority_timeout"] = DEFAULT_PINNED_TTL_NS
+    if cfg.ack_policy == AckPolicy.FLOW_CONTROL and not pedantic:
+        # ⟨2.14+⟩ ADR-60: acks ride on flow control, which needs heartbeats of 1 s
+        changes["flow_control"] = True
+        changes["idle_heartbeat"] = FLOW_CONTROL_ACK_HEARTBEAT_NS
     return msgspec.structs.replace(cfg, **changes) if changes else cfg
 
 
@@ -302,6 +314,19 @@ def check_config(cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = F
         return E.JSConsumerBackOffNegativeErr()
     if cfg.ack_wait < 0:
         return E.JSConsumerAckWaitNegativeErr()
+    if cfg.ack_policy == AckPolicy.FLOW_CONTROL:
+        if not cfg.deliver_subject:
+            return E.JSConsumerAckFCRequiresPushErr()
+        if not cfg.flow_control:
+            return E.JSConsumerAckFCRequiresFCErr()
+        if cfg.idle_heartbeat != FLOW_CONTROL_ACK_HEARTBEAT_NS:
+            return E.JSStreamInvalidConfigF(err="flow control ack policy heartbeat needs to be 1s")
+        if cfg.max_ack_pending <= 0:
+            return E.JSConsumerAckFCRequiresMaxAckPendingErr()
+        if cfg.ack_wait != 0 or cfg.backoff:
+            return E.JSConsumerAckFCRequiresNoAckWaitErr()
+        if cfg.max_deliver > 0:
+            return E.JSConsumerAckFCRequiresNoMaxDeliverErr()
     if cfg.backoff and cfg.max_deliver != -1 and len(cfg.backoff) > cfg.max_deliver:
         return E.JSConsumerMaxDeliverBackoffErr()
     if len(cfg.description) > JS_MAX_DESCRIPTION_LEN:

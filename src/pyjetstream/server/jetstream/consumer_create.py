@@ -29,6 +29,7 @@ from pyjetstream.server.jetstream.consumer_config import (
     filters_of,
     new_ephemeral_name,
     stamp_inactive_threshold,
+    store_ack_policy,
 )
 from pyjetstream.server.jetstream.consumer_persistence import encode_consumer_meta
 from pyjetstream.server.jetstream.store.base import ConsumerStoreBase, StoreError
@@ -62,7 +63,7 @@ def open_consumer_store(stream: Stream, name: str, cfg: ConsumerConfig) -> Consu
     if stream.cfg.storage != StorageType.FILE or cfg.mem_storage:
         return None
     store = stream.store.consumer_store(name)
-    store.update_config(str(cfg.ack_policy), cfg.max_deliver)
+    store.update_config(store_ack_policy(cfg), cfg.max_deliver)
     return store
 
 
@@ -106,7 +107,7 @@ def add_consumer(
     if not cfg.direct:
         _raise(stream.engine.check_consumer_limit(public))
     if stream.cfg.retention == RetentionPolicy.WORKQUEUE and not cfg.direct:
-        if cfg.ack_policy != AckPolicy.EXPLICIT:
+        if cfg.ack_policy not in (AckPolicy.EXPLICIT, AckPolicy.FLOW_CONTROL):
             raise JetStreamApiError(E.JSConsumerWQRequiresExplicitAckErr())
         if stream.consumers:
             if not filters_of(cfg):

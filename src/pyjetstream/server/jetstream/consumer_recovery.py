@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyjetstream.server.jetstream.consumer import Consumer
-from pyjetstream.server.jetstream.consumer_config import stamp_inactive_threshold
+from pyjetstream.server.jetstream.consumer_config import stamp_inactive_threshold, store_ack_policy
 from pyjetstream.server.jetstream.consumer_persistence import decode_consumer_meta
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def recover_consumers(stream: Stream) -> list[Consumer]:
                 continue
             meta_name, cfg, created = decode_consumer_meta(meta)
             cfg = stamp_inactive_threshold(cfg)
-            store.update_config(str(cfg.ack_policy), cfg.max_deliver)
+            store.update_config(store_ack_policy(cfg), cfg.max_deliver)
             consumer = Consumer(stream, cfg, meta_name or name, created, store)
             stream.add_consumer(consumer)
             consumer.start()

@@ -24,7 +24,9 @@ import weakref
 from typing import TYPE_CHECKING
 
 from pyjetstream.api.constants import FLOW_CONTROL_INITIAL_WINDOW, FLOW_CONTROL_MAX_WINDOW
-from pyjetstream.api.headers import Status, heartbeat_block, status_block
+from pyjetstream.api.enums import AckPolicy
+from pyjetstream.api.headers import LAST_CONSUMER, LAST_STREAM, Status, heartbeat_block, status_block
+from pyjetstream.protocol.headers import get_header
 
 if TYPE_CHECKING:
     from pyjetstream.server.client import ClientConnection
@@ -213,6 +215,9 @@ class PushDelivery:
         if now >= due - 0.001:
             if self.active:
                 self.send_idle_heartbeat(self.dsubj)
+                # Flow-control acks: ask for one at the end of the stream too.
+                if consumer.cfg.ack_policy == AckPolicy.FLOW_CONTROL and consumer.state.pending and not self.fcid:
+                    self._send_flow_control()
             self.last_delivery = now
             due = now + interval
         self._hb_timer = consumer.loop.call_later(max(due - now, 0.001), self._heartbeat)
@@ -224,13 +229,23 @@ class PushDelivery:
     # --- flow control --------------------------------------------------------------------------
 
     def after_delivery(self, size: int) -> None:
-        """Account a delivered message against the window; ask for a response when due."""
+        """Account a delivered message against the window; ask for a response when due
+        (``shouldSendFlowControl``; with flow-control acks also when max_ack_pending is hit)."""
         self.pbytes += size
         if not self.fcid:
-            if self.pbytes > self.maxpb // 2:
+            if self.pbytes > self.maxpb // 2 or self._acks_need_response():
                 self._send_flow_control()
         elif self.pbytes - self.fcsz >= self.maxpb:
             self.fcsz += size
+
+    def _acks_need_response(self) -> bool:
+        consumer = self.consumer
+        cfg = consumer.cfg
+        return (
+            cfg.ack_policy == AckPolicy.FLOW_CONTROL
+            and cfg.max_ack_pending > 0
+            and len(consumer.state.pending) >= cfg.max_ack_pending
+        )
 
     def _send_flow_control(self) -> None:
         consumer = self.consumer
@@ -249,7 +264,13 @@ class PushDelivery:
             self.maxpb = min(self.maxpb * 2, self.pblimit)
         self.pbytes = max(self.pbytes - self.fcsz, 0)
         self.fcid, self.fcsz = "", 0
-        self.consumer.kick()
+        consumer = self.consumer
+        consumer.kick()
+        if consumer.cfg.ack_policy == AckPolicy.FLOW_CONTROL and hdr:
+            # ⟨2.14+⟩ ADR-60: the response acks everything up to the sequences it names.
+            lsseq = _int_header(hdr, LAST_STREAM)
+            if lsseq > 0:
+                consumer.acks.ack(lsseq, max(_int_header(hdr, LAST_CONSUMER), 0), 1, False)
 
     # --- rate limit ----------------------------------------------------------------------------
 
@@ -271,3 +292,11 @@ class PushDelivery:
             return False
         self.consumer.delay(wait)
         return True
+
+
+def _int_header(hdr: bytes, name: str) -> int:
+    value = get_header(hdr, name.encode())
+    try:
+        return int(value) if value is not None else 0
+    except ValueError:
+        return 0
