@@ -70,9 +70,8 @@ def test_add_errors(cli: Cli) -> None:
         "invalid --deliver", rc=2
     )
     cli("consumer", "add", "ORDERS", "C", "--ack", "maybe").fails("invalid choice", rc=2)
-    cli("consumer", "add", "ORDERS", "C", "--filter", "elsewhere.>", "--defaults").fails(
-        "filter subject", rc=1
-    )
+    # 2.10+ takes a filter outside the stream's subjects (10093 is gone: transforms make it wrong)
+    cli("consumer", "add", "ORDERS", "ELSEWHERE", "--filter", "elsewhere.>", "--defaults").ok()
     cli("consumer", "add", "ORDERS", "--defaults").fails("a consumer name is required", rc=2)
     cli("consumer", "add", "ORDERS", "C", "--pause-until", "soon", "--defaults").fails("RFC3339", rc=2)
     cli("consumer", "add", "ORDERS", "C", "--sample", "150", "--defaults").fails("percentage", rc=2)
