@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyjetstream.api import codec
@@ -335,11 +336,14 @@ class _Upload:
         self.timer = server.loop.call_later(RESTORE_IDLE, self._stalled)
         advisories.publish(engine, S.advisory_restore_create(cfg.name), RestoreCreateAdvisory(stream=cfg.name))
 
-    def _finish(self) -> None:
+    running: ClassVar[set[asyncio.Task[None]]] = set()
+
+    def _finish(self, keep_name: bool = False) -> None:
         self.done = True
         self.timer.cancel()
         self.sub.unsubscribe()
-        self.engine.restoring.discard(self.cfg.name)
+        if not keep_name:
+            self.engine.restoring.discard(self.cfg.name)
 
     def _stalled(self) -> None:
         if not self.done:
@@ -362,14 +366,26 @@ class _Upload:
             self.timer = server.loop.call_later(RESTORE_IDLE, self._stalled)
             server.publish_internal(reply, b"")
             return
-        self._finish()
+        self._finish(keep_name=True)  # the name stays reserved until the stream exists
+        task = server.loop.create_task(self._complete(reply))
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
+
+    async def _complete(self, reply: str) -> None:
+        """Decode and write the new store in a worker thread (nothing else sees it yet), then
+        bring the stream up in the loop, so a large restore does not stall the server."""
+        server = self.engine.server
+        data, self.buffer = bytes(self.buffer), bytearray()
         response = StreamCreateResponse()
         try:
-            stream = restore_stream(self.engine, self.cfg, bytes(self.buffer))
+            prepared = await server.loop.run_in_executor(None, restore_stream, self.engine, self.cfg, data)
+            stream = prepared.activate()
         except JetStreamApiError as exc:
             response.error = exc.error
         else:
             response = StreamCreateResponse.from_payload(stream.info())
+        finally:
+            self.engine.restoring.discard(self.cfg.name)
         advisories.publish(
             self.engine,
             S.advisory_restore_complete(self.cfg.name),
@@ -377,10 +393,9 @@ class _Upload:
                 stream=self.cfg.name,
                 start=NanoTime(self.start_ns),
                 end=NanoTime(time.time_ns()),
-                bytes=len(self.buffer),
+                bytes=len(data),
             ),
         )
-        self.buffer = bytearray()
         server.publish_internal(reply, codec.encode(response))
 
 
@@ -388,8 +403,9 @@ def _restore_error(text: str) -> JetStreamApiError:
     return JetStreamApiError(E.JSStreamRestoreErrF(err=text))
 
 
-def restore_stream(engine: JetStreamEngine, cfg: StreamConfig, data: bytes) -> Stream:
-    """Create ``cfg``'s stream from a snapshot (v2 archive or the older tar)."""
+def restore_stream(engine: JetStreamEngine, cfg: StreamConfig, data: bytes) -> PreparedRestore:
+    """A new store for ``cfg``'s stream filled from a snapshot (v2 archive or the older tar);
+    touches nothing shared, so it may run in a worker thread. ``activate()`` it in the loop."""
     try:
         raw = decompress_stream(data)
     except S2Error as exc:
@@ -400,7 +416,7 @@ def restore_stream(engine: JetStreamEngine, cfg: StreamConfig, data: bytes) -> S
     return restore_tar(engine, cfg, raw)
 
 
-def _restore_v2(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> Stream:
+def _restore_v2(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> PreparedRestore:
     """``RestoreStreamV2``: state.json, the consumers, the messages (gaps kept), the sentinel."""
     entries = iter_entries(raw)
     try:
@@ -478,20 +494,8 @@ def create_restored(
     fill: Callable[[Any], None],
     consumers: list[tuple[str, ConsumerConfig | None, ConsumerState]],
     wrap_add_error: bool = True,
-) -> Stream:
-    """Fill a new store, then bring the stream and its consumers up as a recovery would."""
-
-    from pyjetstream.server.jetstream.api_stream import _check_overlap
-
-    if cfg.name in engine.streams:
-        raise JetStreamApiError(E.JSStreamNameExistRestoreFailedErr())
-    try:
-        _check_overlap(engine, cfg)
-    except JetStreamApiError as exc:
-        if not wrap_add_error:  # the tar path returns addStream's own error
-            raise
-        # RestoreStreamV2 wraps it: "error adding stream: <description> (<err_code>)"
-        raise _restore_error(f"error adding stream: {exc.error.description} ({exc.error.err_code})") from None
+) -> PreparedRestore:
+    """Fill a new store (nothing shared is touched: safe in a worker thread)."""
     store = engine.new_store(cfg)
     try:
         fill(store)
@@ -502,23 +506,57 @@ def create_restored(
     except (StoreError, OSError, ValueError) as exc:
         store.delete()
         raise _restore_error(str(exc)) from None
-    stream = engine.add_stream(cfg, store=store)
-    now = time.time_ns()
-    for name, ccfg, cstate in consumers:
-        assert ccfg is not None
-        if not ccfg.durable_name and not ccfg.name:
-            ccfg.name = name
+    return PreparedRestore(engine, cfg, store, consumers, wrap_add_error)
+
+
+@dataclass
+class PreparedRestore:
+    """A filled store waiting to become a stream (in the event loop)."""
+
+    engine: JetStreamEngine
+    cfg: StreamConfig
+    store: Any
+    consumers: list[tuple[str, ConsumerConfig | None, ConsumerState]]
+    wrap_add_error: bool
+
+    def activate(self) -> Stream:
+        """Bring the stream and its consumers up as a recovery would (addStreamForRestore)."""
+        from pyjetstream.server.jetstream.api_stream import _check_overlap
+
+        engine, cfg, store = self.engine, self.cfg, self.store
         try:
-            cstore = store.consumer_store(name, str(ccfg.ack_policy), ccfg.max_deliver)
-            cstore.write_meta(encode_consumer_meta(name, ccfg, now))
-            cstore.update(cstate)  # persisted now, as nats-server's setStoreState
-            consumer = Consumer(stream, ccfg, name, now, cstore)
-            stream.add_consumer(consumer)
-            consumer.start(restored=cstate)
-            consumer.dirty()
-        except (StoreError, OSError, ValueError) as exc:
-            engine.server.logger.error("JetStream could not restore consumer '%s > %s': %s", cfg.name, name, exc)
-    return stream
+            if cfg.name in engine.streams:
+                raise JetStreamApiError(E.JSStreamNameExistRestoreFailedErr())
+            try:
+                _check_overlap(engine, cfg)
+            except JetStreamApiError as exc:
+                if not self.wrap_add_error:  # the tar path returns addStream's own error
+                    raise
+                # RestoreStreamV2 wraps it: "error adding stream: <description> (<err_code>)"
+                text = f"error adding stream: {exc.error.description} ({exc.error.err_code})"
+                raise _restore_error(text) from None
+        except JetStreamApiError:
+            store.delete()
+            raise
+        stream = engine.add_stream(cfg, store=store)
+        now = time.time_ns()
+        for name, ccfg, cstate in self.consumers:
+            assert ccfg is not None
+            if not ccfg.durable_name and not ccfg.name:
+                ccfg.name = name
+            try:
+                cstore = store.consumer_store(name, str(ccfg.ack_policy), ccfg.max_deliver)
+                cstore.write_meta(encode_consumer_meta(name, ccfg, now))
+                cstore.update(cstate)  # persisted now, as nats-server's setStoreState
+                consumer = Consumer(stream, ccfg, name, now, cstore)
+                stream.add_consumer(consumer)
+                consumer.start(restored=cstate)
+                consumer.dirty()
+            except (StoreError, OSError, ValueError) as exc:
+                engine.server.logger.error(
+                    "JetStream could not restore consumer '%s > %s': %s", cfg.name, name, exc
+                )
+        return stream
 
 
 def check_restore_config(engine: JetStreamEngine, cfg: StreamConfig) -> StreamConfig:

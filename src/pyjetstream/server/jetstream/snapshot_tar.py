@@ -30,7 +30,7 @@ from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
-    from pyjetstream.server.jetstream.stream import Stream
+    from pyjetstream.server.jetstream.snapshot import PreparedRestore
 
 HBIT = 1 << 31
 EBIT = 1 << 63
@@ -131,7 +131,7 @@ def decode_consumer_state(buf: bytes) -> ConsumerState:
     return ConsumerState(SequencePair(dc, ds), SequencePair(afc, afs), pending, redelivered)
 
 
-def restore_tar(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> Stream:
+def restore_tar(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> PreparedRestore:
     from pyjetstream.server.jetstream.snapshot import create_restored
 
     try:
