@@ -122,3 +122,22 @@ async def test_reset_redelivers_and_survives_restart_and_kill(server: Target) ->
         assert (last.stream_seq, last.consumer_seq) == (4, 3)
     finally:
         await client.close()
+
+
+async def test_reset_forward_on_interest_stream_drops_skipped_messages(server: Target) -> None:
+    client = await RawClient.connect(server.url)
+    try:
+        await client.add_stream("S", ["s.>"], retention="interest")
+        await client.add_consumer("S", "C")
+        await client.publish_many("s.a", 4)
+        assert (await client.stream_info("S"))["state"]["messages"] == 4
+        reply = (await client.request(RESET + "C", b'{"seq":3}')).json()
+        assert reply["reset_seq"] == 3
+        for _ in range(50):
+            if (await client.stream_info("S"))["state"]["messages"] == 2:
+                break
+            await asyncio.sleep(0.1)
+        state = (await client.stream_info("S"))["state"]
+        assert (state["messages"], state["first_seq"]) == (2, 3)
+    finally:
+        await client.close()

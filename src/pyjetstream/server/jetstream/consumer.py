@@ -672,6 +672,9 @@ class Consumer:
         seq = max(seq, 1)
         self.state.reset_to(seq)
         self.writer.reset(seq - 1)
+        if self.retention == RetentionPolicy.INTEREST:
+            # What this consumer skipped may now be needed by nobody (checkStateForInterestStream).
+            self.stream.check_interest_state()
         self._stream_num_pending()
         self.dirty()
         self.kick()
