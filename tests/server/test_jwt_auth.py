@@ -274,3 +274,24 @@ async def test_claims_update_adds_an_account(start_server: StartServer, op: Oper
         assert (await js.publish("n", b"1")).seq == 1
     finally:
         await nc.close()
+
+
+async def test_claims_update_answers(start_server: StartServer, op: Operator) -> None:
+    """MEMORY resolver: updates are skipped; a bad token is a 500 naming the reason."""
+    target = start_server(**op.settings())
+    sys_creds, _, _ = op.user("SYS", "admin")
+    pub = op.pub("A")
+    sys = await _connect(target, sys_creds)
+    try:
+        token = op.account("A", {**JS_UNLIMITED, "streams": 3})
+        resp = json.loads((await sys.request(f"$SYS.REQ.ACCOUNT.{pub}.CLAIMS.UPDATE", token.encode(), timeout=TIMEOUT)).data)
+        assert resp["data"] == {"account": pub, "code": 200, "message": "jwt update skipped"}
+        assert list(resp["server"])[:3] == ["name", "host", "id"]
+        resp = json.loads((await sys.request(f"$SYS.REQ.ACCOUNT.{pub}.CLAIMS.UPDATE", b"garbage", timeout=TIMEOUT)).data)
+        assert resp["error"] == {
+            "account": pub,
+            "code": 500,
+            "description": "jwt update resulted in error - expected 3 chunks",
+        }
+    finally:
+        await sys.close()

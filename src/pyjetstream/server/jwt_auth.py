@@ -263,32 +263,56 @@ class ClaimsUpdates:
     def __init__(self, server: Server, system: Account) -> None:
         self.server = server
         self.system = system
+        self._seq = 0
 
     def subscribe(self) -> None:
         self.system.subscribe_internal("$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE", self.on_update)
         self.system.subscribe_internal("$SYS.REQ.CLAIMS.UPDATE", self.on_update)
 
     def on_update(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        """nats-server ``updateAccountClaimsWithRefresh``: the full resolver stores and applies a
+        newer JWT ("jwt updated"); the MEMORY resolver is static ("jwt update skipped"); a bad
+        token is a 500 "jwt update resulted in error - <reason>"."""
         server = self.server
         trust: OperatorTrust = server.authenticator.trust
+        tokens = subject.split(".")
+        account = tokens[3] if len(tokens) == 6 else ""
         token = payload.decode(errors="replace").strip()
         try:
             claims = trust.check_account_jwt(token)
             pub = claims["sub"]
-            tokens = subject.split(".")
-            if len(tokens) == 6 and tokens[3] != pub:
+            account = account or pub
+            if pub != account:
                 raise JWTError("subject does not match account")
+            if self.server.options.resolver != "FULL":
+                self._respond(reply, {"data": {"account": pub, "code": 200, "message": "jwt update skipped"}})
+                return
             trust.update(token)
         except (JWTError, KeyError) as exc:
-            self._respond(reply, {"error": {"account": "", "code": 400, "description": str(exc)}})
+            description = f"jwt update resulted in error - {exc}"
+            self._respond(reply, {"error": {"account": account, "code": 500, "description": description}})
             return
         server.account_claims_updated(pub, claims)
         self._respond(reply, {"data": {"account": pub, "code": 200, "message": "jwt updated"}})
 
     def _respond(self, reply: str, body: dict[str, Any]) -> None:
+        """nats-server's ``ServerAPIResponse``: the ``server`` block (``ServerInfo``), then the body."""
         if not reply:
             return
+        from pyjetstream.api.timefmt import format_time
+        from pyjetstream.server.server import SERVER_VERSION
+
         server = self.server
-        info = {"name": server.server_name, "host": server.options.host, "id": server.server_id}
+        self._seq += 1
+        info = {
+            "name": server.server_name,
+            "host": server.options.host,
+            "id": server.server_id,
+            "ver": SERVER_VERSION,
+            "jetstream": server.jetstream_enabled,
+            "flags": 0,
+            "seq": self._seq,
+            "time": format_time(time.time_ns()),
+        }
         out = {"server": info, **body}
         self.system.publish_internal(reply, json.dumps(out, separators=(",", ":")).encode())
