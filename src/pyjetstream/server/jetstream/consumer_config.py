@@ -1,9 +1,9 @@
 """Consumer configuration: defaults, validation and update rules (nats-server ``consumer.go``).
 
-``apply_defaults`` is ``setConsumerConfigDefaults``, ``check_config`` is ``checkConsumerCfg``
-and ``check_update`` is ``checkNewConsumerConfig``; error codes and texts are nats-server's, as
-the reference 2.9.10 binary answers them. Where 2.10 extended the config (``filter_subjects``,
-``metadata``) the 2.10 rules apply, because the embedded server speaks the 2.10 API.
+``apply_defaults`` is ``setConsumerConfigDefaults`` (stream ``consumer_limits`` as defaults,
+``pedantic`` refusals), ``check_config`` is ``checkConsumerCfg`` and ``check_update`` is
+``checkNewConsumerConfig``; the order of the checks, the error codes and the texts are
+nats-server 2.15.1's (priority groups, ADR-60 flow-control acks and consumer limits included).
 """
 
 from __future__ import annotations
