@@ -1,6 +1,6 @@
 """Differential consumer scenarios: the same steps against nats-server and our server, every
 answer compared after normalising what legitimately varies (times, ids, inbox names, the random
-part of flow control subjects, ⟨2.10⟩ ``ts``).
+part of flow control subjects, ``ts``, the servers' own ``_nats.ver`` / ``_nats.level``).
 
 Each scenario records a transcript: API replies, delivered messages (subject, ack reply, header
 block, payload), statuses and advisories. The transcripts must be identical. Cases where 2.10
@@ -28,6 +28,8 @@ def normalise(line: str) -> str:
     line = re.sub(r'"(created|ts|last_active|timestamp|opt_start_time)":"[^"]*"', r'"\1":"T"', line)
     line = line.replace(',"ts":"T"', "")
     line = re.sub(r'"id":"[^"]*"', '"id":"ID"', line)
+    # The answering server's own version and API level (ADR-44 metadata); _nats.req.level is compared.
+    line = re.sub(r'"_nats\.(ver|level)":"[^"]*"', r'"_nats.\1":"SERVER"', line)
     line = re.sub(r"(\$JS\.ACK\.[^.]+\.[^.]+\.\d+\.\d+\.\d+)\.\d+\.", r"\1.TS.", line)
     line = re.sub(r"\$JS\.FC\.([^.]+)\.([^.]+)\.\w{4}", r"$JS.FC.\1.\2.XXXX", line)
     return re.sub(r"_RAWINBOX\.\d+\.", "_RAWINBOX.X.", line)
