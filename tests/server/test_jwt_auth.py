@@ -295,3 +295,34 @@ async def test_claims_update_answers(start_server: StartServer, op: Operator) ->
         }
     finally:
         await sys.close()
+
+
+async def test_exports_and_imports_from_account_jwts(start_server: StartServer, op: Operator) -> None:
+    op.account("E", exports=[{"name": "events", "subject": "ev.>", "type": "stream"},
+                             {"name": "svc", "subject": "svc.>", "type": "service"}])  # fmt: skip
+    op.account("I", imports=[
+        {"name": "events", "subject": "ev.>", "account": op.pub("E"), "local_subject": "fromE.>", "type": "stream"},
+        {"name": "svc", "subject": "svc.>", "account": op.pub("E"), "local_subject": "local.>", "type": "service"},
+    ])  # fmt: skip
+    target = start_server(**op.settings())
+    e_creds, _, _ = op.user("E", "exporter")
+    i_creds, _, _ = op.user("I", "importer")
+    e = await _connect(target, e_creds)
+    i = await _connect(target, i_creds)
+    try:
+        sub = await i.subscribe("fromE.>")
+
+        async def service(msg: Any) -> None:
+            await msg.respond(b"served " + msg.subject.encode())
+
+        await e.subscribe("svc.>", cb=service)
+        await i.flush()
+        await e.flush()
+        await e.publish("ev.one", b"1")
+        msg = await sub.next_msg(timeout=TIMEOUT)
+        assert (msg.subject, msg.data) == ("fromE.one", b"1")
+        resp = await i.request("local.x", b"", timeout=TIMEOUT)
+        assert resp.data == b"served svc.x"
+    finally:
+        await e.close()
+        await i.close()

@@ -110,7 +110,6 @@ class ServiceExport:
 
 
 def _find_export(exporter: Account, imp: AccountImport) -> AccountExport | None:
-
     for export in exporter.config.exports if exporter.config is not None else []:
         if export.kind == imp.kind and is_subset(imp.subject, export.subject):
             return export

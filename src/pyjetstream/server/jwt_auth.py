@@ -29,6 +29,8 @@ from pyjetstream.api.jwt import JWTError, verify, verify_signature
 from pyjetstream.server.options import (
     DEFAULT_ALLOW_RESPONSE_EXPIRATION,
     DEFAULT_ALLOW_RESPONSE_MAX_MSGS,
+    AccountExport,
+    AccountImport,
     AccountJetStreamLimits,
     AccountLimits,
     Permissions,
@@ -97,6 +99,38 @@ def user_permissions(nats: dict[str, Any]) -> Permissions | None:
     return Permissions(publish=pub, subscribe=sub, response=response)
 
 
+_JWT_RESPONSE_TYPES = {"Singleton": "singleton", "Stream": "stream", "Chunked": "chunked"}
+
+
+def _jwt_export(entry: Any) -> AccountExport | None:
+    """A public export of an account JWT (exports that need an activation token are not served)."""
+    if not isinstance(entry, dict) or entry.get("token_req") or entry.get("type") not in ("stream", "service"):
+        return None
+    export = AccountExport(kind=entry["type"], subject=str(entry.get("subject", "")))
+    export.response_type = _JWT_RESPONSE_TYPES.get(str(entry.get("response_type") or "Singleton"), "singleton")
+    threshold = entry.get("response_threshold")
+    if isinstance(threshold, int) and threshold > 0:
+        export.response_threshold = threshold / 1e9
+    return export
+
+
+def _jwt_import(entry: Any) -> AccountImport | None:
+    """An import of an account JWT: ``subject`` of ``account``, seen here as ``local_subject``
+    (or, for streams, under the deprecated ``to`` prefix)."""
+    if not isinstance(entry, dict) or entry.get("type") not in ("stream", "service") or entry.get("token"):
+        return None
+    imp = AccountImport(kind=entry["type"], account=str(entry.get("account", "")), subject=str(entry.get("subject", "")))
+    local = str(entry.get("local_subject") or "")
+    to = str(entry.get("to") or "")
+    if imp.kind == "service":
+        imp.to = local or to
+    elif local:
+        imp.to = local
+    elif to:
+        imp.prefix = to
+    return imp
+
+
 def account_config(public_key: str, claims: dict[str, Any]) -> AccountConfig:
     """An account's configuration from its JWT (connection and JetStream limits)."""
     limits = (claims.get("nats") or {}).get("limits") or {}
@@ -107,6 +141,9 @@ def account_config(public_key: str, claims: dict[str, Any]) -> AccountConfig:
         max_payload=int(limits.get("payload", -1)),
         max_leafnodes=int(limits.get("leaf", -1)),
     )
+    nats = claims.get("nats") or {}
+    config.exports = [e for e in (_jwt_export(x) for x in nats.get("exports") or []) if e is not None]
+    config.imports = [i for i in (_jwt_import(x) for x in nats.get("imports") or []) if i is not None]
     mem, disk = int(limits.get("mem_storage", 0) or 0), int(limits.get("disk_storage", 0) or 0)
     if mem or disk:  # nats-server: JetStream is on when either storage limit is not 0
         config.jetstream = True
