@@ -23,6 +23,40 @@ from tests.support.targets import KINDS, Target, make_target
 _names = itertools.count(1)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test interrupted in the middle of a py4j call (pytest-timeout's ``Failed`` is a
+    BaseException, which py4j's ``except Exception`` lets through) leaves the main thread's py4j
+    connection with an answer still to come: every later call on it would read the answer of the
+    call before (``KeyError: 'c'``, ``SparkSession does not exist in the JVM``) and the rest of the
+    worker's Spark tests would fail. Drop that connection (py4j opens a fresh one on the next call),
+    cancel the interrupted jobs and stop streaming queries the test left running."""
+    try:
+        return (yield)
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and not isinstance(exc, pytest.skip.Exception):
+            _recover_py4j()
+        raise
+
+
+def _recover_py4j() -> None:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    context = SparkContext._active_spark_context
+    if context is None or context._gateway is None:
+        return
+    client = context._gateway._gateway_client
+    connection = client.get_thread_connection() if hasattr(client, "get_thread_connection") else None
+    if connection is not None:
+        connection.close(reset=True)
+    context.cancelAllJobs()
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        for query in session.streams.active:
+            query.stop()
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     if shutil.which("java") is None:
