@@ -570,7 +570,7 @@ def decode_go(data: bytes, cls: type[T], strict: bool = True) -> T:
     for start, end in spans:
         _decode_one(checker, data[start:end], cls, merged)
     try:
-        return codec.convert(merged, cls)  # type: ignore[no-any-return]
+        return codec.convert(merged, cls)
     except (msgspec.ValidationError, ValueError) as exc:
         raise GoJsonError(str(exc)) from None
 
