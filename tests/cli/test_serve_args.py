@@ -527,10 +527,20 @@ def test_errors_read_like_nats_servers(argv: list[str]) -> None:
     ],
 )
 def test_nats_server_accepts_the_same_command_lines(argv: list[str], tmp_path: Path) -> None:
-    """Flags we parse are flags nats-server parses (checked with -t on an empty config)."""
-    empty = tmp_path / "empty.conf"
-    empty.write_text("\n")
-    theirs = run_nats_server(*argv, "-t", "-c", str(empty))
+    """Flags we parse are flags nats-server parses (checked with -t on a one-value config: 2.11+
+    refuses an empty one, see below)."""
+    minimal = tmp_path / "minimal.conf"
+    minimal.write_text("ping_max: 2\n")
+    theirs = run_nats_server(*argv, "-t", "-c", str(minimal))
     assert theirs.returncode == 0, theirs.stderr
     with pytest.raises(ConfigChecked):
-        parse(*argv, "-t", "-c", str(empty))
+        parse(*argv, "-t", "-c", str(minimal))
+
+
+@needs_nats_server
+def test_an_empty_config_fails_the_check_as_in_nats_server(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.conf"
+    empty.write_text("\n")
+    theirs = run_nats_server("-t", "-c", str(empty))
+    assert theirs.returncode != 0
+    assert theirs.stderr.splitlines()[0] == failure("-t", "-c", str(empty), prog="nats-server").message

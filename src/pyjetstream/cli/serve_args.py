@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from pyjetstream.server.conf import ConfigError, load_config
+from pyjetstream.server.conf.mapping import EMPTY_CONFIG
 from pyjetstream.server.options import AUTH_TIMEOUT, DEFAULT_PORT, ServerOptions, TLSOptions
 
 __all__ = [
@@ -497,6 +498,9 @@ def parse_serve_args(
     except ConfigError as exc:
         raise UsageError("\n".join(f"{prog}: {issue}" for issue in exc.issues)) from None
     if check:  # like nats-server, -t judges the file alone
+        empty = [w for w in opts.warnings if w.endswith(EMPTY_CONFIG)]
+        if empty:  # nats-server -t fails on the warnings of its own, this one among them
+            raise UsageError(f"{prog}: {empty[0]}")
         raise ConfigChecked(f"{prog}: configuration file {config_file} is valid", opts)
     _apply_flags(opts, given)
     problems = opts.problems()

@@ -209,6 +209,10 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys):
         self.o.trace = as_bool(node, key)
 
 
+#: nats-server's warning for a configuration file without any value.
+EMPTY_CONFIG = "config has no values or is empty"
+
+
 def _apply_tree(
     tree: dict[str, Node], base: ServerOptions | None, strict: bool, filename: str
 ) -> ServerOptions:
@@ -217,6 +221,9 @@ def _apply_tree(
     if filename:
         opts.config_file = filename
     mapper = Mapper(opts, strict, filename)
+    if not tree and filename:
+        # nats-server processConfigFile: a warning, fatal only for -t (like every warning there).
+        opts.warnings.append(f"{filename}: {EMPTY_CONFIG}")
     mapper.apply(tree)
     if mapper.errors:
         raise ConfigError(mapper.errors)
