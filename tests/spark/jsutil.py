@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyjetstream.client.jetstream import StreamConfig, sync
+from pyjetstream.spark.direct_reader import DIRECT_GET_HEADERS
 
 
 @dataclass
@@ -53,7 +54,8 @@ def publish(
 
 
 def stored(url: str, stream: str) -> list[Stored]:
-    """Every message of the stream, read back one by one with STREAM.MSG.GET."""
+    """Every message of the stream, read back one by one (STREAM.MSG.GET or DIRECT.GET), with its
+    own headers only."""
     out: list[Stored] = []
     with jetstream(url) as js:
         s = js.stream(stream)
@@ -66,7 +68,9 @@ def stored(url: str, stream: str) -> list[Stored]:
             except Exception:
                 continue  # deleted
             block = raw.header_block
-            headers = dict(block.headers) if block is not None else None
+            # A stream with allow_direct answers by direct get, which adds Nats-Stream & co.
+            own = {k: v for k, v in block.headers.items() if k not in DIRECT_GET_HEADERS} if block else {}
+            headers = own or None
             out.append(Stored(raw.subject, raw.sequence, int(raw.time), headers, raw.data))
     return out
 

@@ -33,14 +33,18 @@ class MessageColumns:
         self.decode = "utf8" if pa.types.is_string(data) else "json" if pa.types.is_struct(data) else "binary"
         self.subject: list[str] = []
         self.sequence: list[int] = []
-        self.timestamp: list[int] = []  # ns
-        self.headers: list[bytes | None] = []  # raw header blocks, parsed once per batch
+        self.timestamp: list[int | str] = []  # ns, or RFC 3339 text
+        self.headers: list[bytes | list[Any] | None] = []  # raw header blocks, parsed once per batch
         self.data: list[bytes] = []
 
     def __len__(self) -> int:
         return len(self.sequence)
 
-    def append(self, subject: str, seq: int, ts_ns: int, raw_headers: bytes | None, data: bytes) -> None:
+    def append(
+        self, subject: str, seq: int, ts_ns: int | str, raw_headers: bytes | list[Any] | None, data: bytes
+    ) -> None:
+        """One message; ``ts_ns`` is nanoseconds or RFC 3339 text (never both in one batch),
+        ``raw_headers`` a raw block or headers already parsed as ``[(name, [values])]``."""
         self.subject.append(subject)
         self.sequence.append(seq)
         self.timestamp.append(ts_ns)
@@ -51,7 +55,10 @@ class MessageColumns:
         n = len(self.sequence)
         schema = self.schema
         stream = pa.array([self.stream] * n, pa.string()) if n else pa.array([], pa.string())
-        ts = pa.array(self.timestamp, pa.int64())
+        if n and isinstance(self.timestamp[0], str):  # RFC 3339 text (direct get): Arrow parses it
+            ts = pa.array(self.timestamp, pa.string()).cast(pa.timestamp("ns", "UTC")).cast(pa.int64())
+        else:
+            ts = pa.array(self.timestamp, pa.int64())
         ts = pc.divide(ts, 1000).cast(schema.field("timestamp").type)  # ns -> µs (integer division)
         columns = [
             stream,
@@ -95,13 +102,13 @@ def _json_object(data: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _headers_array(blocks: list[bytes | None], typ: pa.DataType) -> pa.Array:
+def _headers_array(blocks: list[bytes | list[Any] | None], typ: pa.DataType) -> pa.Array:
     if not any(blocks):
         return pa.nulls(len(blocks), typ)
     values: list[list[tuple[str, list[str]]] | None] = []
     for raw in blocks:
-        if raw is None:
-            values.append(None)
+        if raw is None or isinstance(raw, list):
+            values.append(raw)
             continue
         try:
             block = parse_headers(raw)

@@ -9,6 +9,7 @@ messages into Arrow columns) is in :mod:`.range_reader`, on the core connection.
 from __future__ import annotations
 
 from pyjetstream.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, StreamInfo
+from pyjetstream.api.api_levels import Feature
 from pyjetstream.api.timefmt import NS_PER_S, NanoTime
 from pyjetstream.client import Client
 from pyjetstream.client.jetstream import JetStream, jetstream
@@ -44,6 +45,11 @@ class JetStreamApi:
     def supports_multi_filter(self) -> bool:
         """``filter_subjects`` arrived in nats-server 2.10."""
         return self.js.server_version() >= (2, 10, 0)
+
+    async def supports_batch_get(self) -> bool:
+        """Batched DIRECT.GET (``batch``, replies ending in ``204 EOB``) arrived with API level 1
+        (nats-server 2.11): INFO's ``api_lvl``, else ``$JS.API.INFO`` (asked once per connection)."""
+        return await self.js.api_level() >= Feature.BATCH_GET.level
 
     async def create_reader(
         self,

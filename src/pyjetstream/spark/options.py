@@ -81,6 +81,7 @@ class JetStreamOptions:
     data_schema: str | None = None  # DDL of the JSON payload (decode=json)
     max_messages_per_trigger: int | None = None
     pushdown: bool = True  # apply Spark's pushed filters to the read
+    direct_get: bool = True  # batch reads by batched direct get where server and stream allow it
     # write
     subject: str | None = None  # default subject when the DataFrame has no subject column
     bucket: str | None = None  # write into a KV bucket: subject column = key, data = value
@@ -234,6 +235,7 @@ def parse_options(options: Mapping[str, str]) -> JetStreamOptions:
         data_schema=data_schema,
         max_messages_per_trigger=_int(options, "maxMessagesPerTrigger", minimum=1),
         pushdown=_get(options, "pushdown") is None or _bool(options, "pushdown"),
+        direct_get=_get(options, "directGet") is None or _bool(options, "directGet"),
         subject=_get(options, "subject"),
         bucket=_get(options, "bucket", "kv"),
         publish_window=_int(options, "publishWindow", minimum=1) or DEFAULT_PUBLISH_WINDOW,

@@ -28,6 +28,7 @@ from pyjetstream.client import Client, Msg, Subscription
 from pyjetstream.protocol.subjects import subject_matches, subjects_overlap
 from pyjetstream.spark.arrow_batch import MessageColumns
 from pyjetstream.spark.connection import TaskLoop, open_client
+from pyjetstream.spark.direct_reader import DirectRangeReader
 from pyjetstream.spark.errors import JetStreamSparkError
 from pyjetstream.spark.jsapi import JetStreamApi
 from pyjetstream.spark.options import JetStreamOptions
@@ -241,20 +242,60 @@ def read_range(
     subjects: tuple[str, ...],
     schema: pa.Schema,
 ) -> Iterator[pa.RecordBatch]:
-    """Synchronous iterator of Arrow batches for a Spark ``read`` (runs its own event loop)."""
+    """Synchronous iterator of Arrow batches for a Spark ``read`` (runs its own event loop).
+
+    Batched direct get (:mod:`.direct_reader`) where the server (2.11+) and the stream
+    (``allow_direct``) allow it and at most one subject filters the read; otherwise an
+    ephemeral consumer (:class:`RangeReader`)."""
     if first > last:
         return
     loop = TaskLoop()
-    reader = RangeReader(opts, stream, first, last, subjects, schema)
     try:
-        loop.run(reader.open())
-        while True:
-            batch = loop.run(reader.next_batch())
-            if batch is None:
-                break
-            yield batch
-    finally:
+        direct = loop.run(_open_direct(opts, stream, first, last, subjects, schema))
+        reader: RangeReader | DirectRangeReader
+        if direct is not None:
+            reader = direct
+        else:
+            reader = RangeReader(opts, stream, first, last, subjects, schema)
         try:
-            loop.run(reader.close())
+            if direct is None:
+                loop.run(reader.open())
+            while True:
+                batch = loop.run(reader.next_batch())
+                if batch is None:
+                    break
+                yield batch
         finally:
-            loop.close()
+            loop.run(reader.close())
+            if direct is not None:
+                loop.run(direct.nc.close())
+    finally:
+        loop.close()
+
+
+async def _open_direct(
+    opts: JetStreamOptions,
+    stream: str,
+    first: int,
+    last: int,
+    subjects: tuple[str, ...],
+    schema: pa.Schema,
+) -> DirectRangeReader | None:
+    """A batched direct get reader on its own connection, or ``None`` when it cannot serve the read."""
+    subjects = tuple(dict.fromkeys(subjects))
+    if not opts.direct_get or len(subjects) > 1:
+        return None
+    nc = await open_client(opts.connect)
+    try:
+        api = JetStreamApi(nc, opts.connect.request_timeout)
+        if await api.supports_batch_get():
+            info = await api.stream_info(stream)
+            if info.config.allow_direct:
+                reader = DirectRangeReader(nc, opts, stream, first, last, subjects[0] if subjects else "", schema)
+                await reader.open(api.api.direct_get(stream))
+                return reader
+    except BaseException:
+        await nc.close()
+        raise
+    await nc.close()
+    return None

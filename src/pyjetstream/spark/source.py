@@ -12,7 +12,9 @@ read (``spark.read`` / ``spark.readStream``)
     ``partitions`` (default: by range size, at most the core count); ``minPartitionSize``;
     ``batchSize`` (rows per Arrow batch); ``decode`` = ``binary`` | ``utf8`` | ``json`` with
     ``dataSchema`` (DDL or schema JSON); ``maxMessagesPerTrigger`` (streaming);
-    ``pushdown`` (default true).
+    ``pushdown`` (default true); ``directGet`` (default true: a batch read of a stream with
+    ``allow_direct`` on a 2.11+ server uses batched direct get, no consumer; false: always an
+    ephemeral consumer).
 write (``df.write`` / ``df.writeStream``)
     columns ``subject``, ``data``, optional ``headers`` and ``msg_id``; ``subject`` (a constant
     subject); ``stream`` (sets ``Nats-Expected-Stream``); ``bucket`` (KV puts: ``key``/``value``);
