@@ -107,11 +107,35 @@ def test_failure_across_new_blocks(tmp_path: Path, disk: Disk) -> None:
     assert state_of(s) == (10, 1, 10)
     assert sorted(os.listdir(tmp_path / "msgs")) == blocks
     disk.full = False
-    with s.batch():
-        for _ in range(40):
-            s.store_msg("c", b"", b"w" * 100)
+    # An I/O error (not a full disk) freezes the store's writes, as nats-server's fileStore.werr:
+    # reads keep working; a store opened again writes.
+    assert s.write_error is not None
+    with pytest.raises(ErrStoreWrite, match="write failed"):
+        s.store_msg("c", b"", b"refused")
+    with pytest.raises(ErrStoreWrite):
+        s.skip_msg()
+    assert s.load_msg(10).subject == "a"
+    assert state_of(s) == (10, 1, 10)
     s2 = reopen(tmp_path, s, block_size=1024)
+    assert s2.write_error is None
+    with s2.batch():
+        for _ in range(40):
+            s2.store_msg("c", b"", b"w" * 100)
+    assert state_of(s2) == (50, 1, 50)
+    s2 = reopen(tmp_path, s2, block_size=1024)
     assert state_of(s2) == (50, 1, 50)
     assert s2.subjects_totals() == {"a": 10, "c": 40}
     assert s2.state().lost is None
     s2.stop()
+
+
+def test_full_disk_does_not_freeze(tmp_path: Path, disk: Disk) -> None:
+    s = FileStore(FileStoreConfig(str(tmp_path)), StoreConfig())
+    s.store_msg("a", b"", b"1")
+    disk.full = True
+    with pytest.raises(ErrInsufficientResources):
+        s.store_msg("a", b"", b"2")
+    assert s.write_error is None
+    disk.full = False
+    assert s.store_msg("a", b"", b"3")[0] == 2
+    s.stop()

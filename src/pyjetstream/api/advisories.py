@@ -87,6 +87,16 @@ class StreamBatchAbandonedAdvisory(TypedEvent):
     reason: str = always("")
 
 
+class StreamWriteErrorAdvisory(TypedEvent):
+    """pyjetstream only: ``$JS.EVENT.ADVISORY.STREAM.WRITE_ERROR.<stream>``, sent once when an I/O
+    error freezes a stream's writes (nats-server 2.14+ freezes the same way but only logs)."""
+
+    TYPE = _ADV + "stream_write_error"
+    stream: str = always("")
+    error: str = always("")
+    domain: str = ""
+
+
 class ConsumerActionAdvisory(TypedEvent):
     TYPE = _ADV + "consumer_action"
     stream: str = always("")

@@ -41,6 +41,7 @@ __all__ = [
     "advisory_stream_leader_elected",
     "advisory_stream_quorum_lost",
     "advisory_stream_updated",
+    "advisory_stream_write_error",
     "api_prefix",
     "domain_api_to_local",
     "flow_control_subject",
@@ -391,6 +392,12 @@ def advisory_stream_created(stream: str) -> str:
 def advisory_stream_batch_abandoned(stream: str) -> str:
     """⟨2.12+⟩ an atomic batch publish was abandoned."""
     return f"{ADVISORY_PREFIX}.STREAM.BATCH_ABANDONED.{stream}"
+
+
+def advisory_stream_write_error(stream: str) -> str:
+    """pyjetstream only (nats-server 2.14+ freezes the stream and logs, with no advisory): the
+    stream's store hit an I/O error and takes no more writes until the server restarts."""
+    return f"{ADVISORY_PREFIX}.STREAM.WRITE_ERROR.{stream}"
 
 
 def advisory_stream_deleted(stream: str) -> str:

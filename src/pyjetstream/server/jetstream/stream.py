@@ -21,6 +21,8 @@ import msgspec
 
 from pyjetstream.api import codec
 from pyjetstream.api import errors as E
+from pyjetstream.api import subjects as S
+from pyjetstream.api.advisories import StreamWriteErrorAdvisory
 from pyjetstream.api.codec import encode_pub_ack_error, finish_pub_ack, pub_ack_prefix
 from pyjetstream.api.counters import counter_pub_ack
 from pyjetstream.api.enums import RetentionPolicy, StorageType
@@ -32,7 +34,7 @@ from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
 from pyjetstream.api.ttl import marker_ttl, parse_message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header
 from pyjetstream.protocol.subjects import is_subset, subjects_overlap
-from pyjetstream.server.jetstream import counters
+from pyjetstream.server.jetstream import advisories, counters
 from pyjetstream.server.jetstream.batch_atomic import BATCH_ID as HDR_BATCH_ID
 from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
 from pyjetstream.server.jetstream.batch_fast import FastBatches
@@ -133,6 +135,7 @@ class Stream:
         self._expiry_at: int | None = None  # unix ns the expiry timer is set for
         self.schedules: MsgSchedules | None = None  # with allow_msg_schedules (schedules.py)
         self._write_error_logged = -1e9  # monotonic time of the last write-failure log line
+        self._frozen = False  # an I/O error froze the store's writes (said once: _write_error)
         self._transform: SubjectTransform | None = None
         self._republish: SubjectTransform | None = None
         # One store batch per event-loop turn: every publish that arrives in the turn is written
@@ -309,7 +312,26 @@ class Stream:
             publish(reply, response)
 
     def _write_error(self, exc: Exception) -> ApiError:
-        """The PubAck error for a failed write; logged at most once every 10 s per stream."""
+        """The PubAck error for a failed write; logged at most once every 10 s per stream.
+
+        An I/O error (not a full disk) froze the store (``store.write_error``, nats-server's
+        ``setWriteErrLocked``): said once, with one log line and an advisory; from then on
+        every publish is answered with the error (nats-server leaves it unanswered) while
+        reads, consumers and the API keep working, until the server restarts."""
+        werr = self.store.write_error
+        if werr is not None:
+            if not self._frozen:
+                self._frozen = True
+                engine = self.engine
+                self.server.logger.error(
+                    "JetStream stream '%s > %s' critical write error: %s", engine.account_name, self.name, werr
+                )
+                advisories.publish(
+                    engine,
+                    S.advisory_stream_write_error(self.name),
+                    StreamWriteErrorAdvisory(stream=self.name, error=str(werr)),
+                )
+            return E.JSStreamStoreFailedF(err=str(exc))
         now = time.monotonic()
         if now - self._write_error_logged >= 10.0:
             self._write_error_logged = now

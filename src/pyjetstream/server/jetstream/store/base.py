@@ -183,6 +183,9 @@ class MessageStore(ABC):
     """
 
     storage_type: str  # "memory" | "file"
+    # The I/O error that froze the store (nats-server ``fileStore.werr``): once set, every write
+    # of a message is refused with it until the store is opened again; reads keep working.
+    write_error: StoreError | None = None
 
     # --- writing -------------------------------------------------------------------------
     @abstractmethod

@@ -39,6 +39,7 @@ from .base import (
     SimpleState,
     StoreConfig,
     StoredMsg,
+    StoreError,
     StreamState,
 )
 from .seqindex import SeqIndex
@@ -60,6 +61,7 @@ class IndexedStore(MessageStore):
         self._closed = False
         self._batch_depth = 0
         self._lost: LostData | None = None
+        self.write_error: StoreError | None = None
         self._index = index
         self._backend = backend
         self._size_base = backend.size_base
@@ -98,6 +100,8 @@ class IndexedStore(MessageStore):
     ) -> tuple[int, int]:
         if self._closed:
             raise ErrStoreClosed()
+        if self.write_error is not None:
+            raise ErrStoreWrite(str(self.write_error))
         cfg = self._cfg
         hl = len(hdr)
         dl = len(data)
@@ -186,6 +190,8 @@ class IndexedStore(MessageStore):
             self._skip(seq, num)
 
     def _skip(self, seq: int, num: int) -> None:
+        if self.write_error is not None:
+            raise ErrStoreWrite(str(self.write_error))
         now = time.time_ns()
         self._backend.skip(seq, num, now)
         self._index.skip(seq, num, now)
@@ -228,7 +234,12 @@ class IndexedStore(MessageStore):
             self._backend.recount()
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise ErrInsufficientResources() from exc
-        raise ErrStoreWrite(f"write failed: {exc.strerror or exc}") from exc
+        error = ErrStoreWrite(f"write failed: {exc.strerror or exc}")
+        if exc.errno != errno.ENOENT:
+            # nats-server setWriteErr: any other I/O error freezes the store's writes (a missing
+            # file is reported but does not); a full disk does not either, it resumes by itself.
+            self.write_error = error
+        raise error from exc
 
     # ------------------------------------------------------------------------------------
     # Removal
