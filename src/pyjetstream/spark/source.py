@@ -15,6 +15,10 @@ read (``spark.read`` / ``spark.readStream``)
     ``pushdown`` (default true); ``directGet`` (default true: a batch read of a stream with
     ``allow_direct`` on a 2.11+ server uses batched direct get, no consumer; false: always an
     ephemeral consumer).
+read a KV bucket (``spark.read`` only)
+    ``bucket`` (and no ``stream``): the bucket's current values, one row per key — columns
+    ``key``, ``value`` (binary), ``revision``, ``created`` (timestamp), ``operation`` (``PUT``;
+    deleted and purged keys are skipped).
 write (``df.write`` / ``df.writeStream``)
     columns ``subject``, ``data``, optional ``headers`` and ``msg_id``; ``subject`` (a constant
     subject); ``stream`` (sets ``Nats-Expected-Stream``); ``bucket`` (KV puts: ``key``/``value``);
@@ -50,11 +54,23 @@ class JetStreamDataSource(DataSource):
     def name(cls) -> str:
         return "jetstream"
 
+    def _reads_bucket(self) -> bool:
+        return bool(self.opts.bucket) and not self.opts.stream
+
     def schema(self) -> StructType:
+        if self._reads_bucket():
+            from pyjetstream.spark.kv_reader import KV_SCHEMA
+
+            return KV_SCHEMA
         return message_schema(self.opts)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from pyjetstream.spark.batch_reader import JetStreamBatchReader
+
+        if self._reads_bucket():
+            from pyjetstream.spark.kv_reader import KeyValueBatchReader
+
+            return KeyValueBatchReader(self.opts, schema)
 
         return JetStreamBatchReader(self.opts, schema)
 
