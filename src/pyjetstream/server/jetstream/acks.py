@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ACK_WAIT_DELAY", "AckProcessor"]
 
+# An ack subject token that is not a number (Go parses -1 into an unsigned: the largest value).
+_NOT_A_NUMBER = 2**64 - 1
 # Added to timer delays so bursts that expire together are handled together (``ackWaitDelay``).
 ACK_WAIT_DELAY = 0.001
 
@@ -74,16 +76,23 @@ class AckProcessor:
             return
         try:
             dc, sseq, dseq = int(parts[0]), int(parts[1]), int(parts[2])
-        except ValueError:  # not numbers we wrote: nats-server reads those as -1 (matching nothing)
-            dc, sseq, dseq = (int(t) if t.isdigit() else -1 for t in parts[:3])
+        except ValueError:  # not numbers we wrote: nats-server reads -1 as an unsigned, the largest
+            dc, sseq, dseq = (int(t) if t.isdigit() else _NOT_A_NUMBER for t in parts[:3])
         skip_reply = sseq == 0
+        # ⟨2.11+⟩ an ack (or term) beyond what was delivered is ignored, without an ack reply
+        # (``processAckMsg`` returns false), unless flow control may run ahead.
+        beyond = sseq >= self.state.sseq and not consumer.cfg.flow_control
         action = parse_ack_payload(payload)
         if action is not None:
             kind = action.kind
             if kind is AckKind.ACK:
-                self.ack(sseq, dseq, dc, True)
+                if beyond:
+                    skip_reply = True
+                else:
+                    self.ack(sseq, dseq, dc, True)
             elif kind is AckKind.NEXT:
-                self.ack(sseq, dseq, dc, True)
+                if not beyond:
+                    self.ack(sseq, dseq, dc, True)
                 if reply:
                     consumer.pull.process_request(reply, action.request)
                 skip_reply = True
@@ -92,7 +101,8 @@ class AckProcessor:
             elif kind is AckKind.PROGRESS:
                 self.progress(sseq)
             else:
-                self.term(sseq, dseq, dc, action.reason)
+                self.term(sseq, dseq, dc, action.reason, acked=not beyond)
+                skip_reply = skip_reply or beyond
         if reply and not skip_reply:
             consumer.server.publish_internal(reply, b"")
         if consumer.cfg.inactive_threshold > 0:
@@ -157,10 +167,12 @@ class AckProcessor:
         st.redeliver(sseq)
         consumer.kick()
 
-    def term(self, sseq: int, dseq: int, dc: int, reason: str) -> None:
-        """``processTerm``: like an ack (no more redeliveries) plus the TERMINATED advisory."""
+    def term(self, sseq: int, dseq: int, dc: int, reason: str, acked: bool = True) -> None:
+        """``processTerm``: like an ack (no more redeliveries) plus the TERMINATED advisory (sent
+        even for a sequence beyond what was delivered, which acks nothing)."""
         consumer = self.consumer
-        self.ack(sseq, dseq, dc, False)
+        if acked:
+            self.ack(sseq, dseq, dc, False)
         self._advisory(
             S.advisory_msg_terminated(consumer.stream.name, consumer.name),
             ConsumerDeliveryTerminatedAdvisory(
