@@ -91,6 +91,10 @@ class JetStreamEngine:
         self._sync_timer: asyncio.TimerHandle | None = None
         self._usage_cache: tuple[int, int] | None = None
         self._usage_estimated = False
+        # The server's accounts (by name; each has .jetstream), for the server-wide limits.
+        self._server_accounts: dict[str, Any] | None = getattr(
+            getattr(server, "server", None), "accounts", None
+        )
         self.started = False
 
     # --- limits ------------------------------------------------------------------------------
@@ -171,11 +175,19 @@ class JetStreamEngine:
         return None
 
     def _server_usage(self, index: int, own: int, exact: bool) -> int:
-        """What all accounts store of one kind (0 memory, 1 file); the server limits are shared."""
-        engines = getattr(getattr(self.server, "server", None), "jetstream_engines", None)
-        if engines is None:
+        """What all accounts store of one kind (0 memory, 1 file); the server limits are shared.
+
+        On every publish: one pass over the server's accounts, no list or generator built
+        (nats-server keeps server-wide totals; the per-account figures here are cached)."""
+        accounts = self._server_accounts
+        if accounts is None:
             return own
-        return own + sum(e.usage(exact=exact)[index] for e in engines() if e is not self)
+        total = own
+        for account in accounts.values():
+            engine = account.jetstream
+            if engine is not None and engine is not self:
+                total += engine.usage(exact)[index]
+        return total
 
     def check_stream_limit(self) -> ApiError | None:
         """The account's ``max_streams`` (nats-server: 10027 "maximum number of streams reached")."""
