@@ -149,6 +149,13 @@ def test_corrupt_consumer_state_file_is_reported(tmp_path: Path) -> None:
     d = tmp_path / "obs" / "w"
     cs = FileConsumerStore(str(d), "w")
     cs.update_delivered(1, 1, 1, 1)
-    (d / "o.dat").write_bytes(b"garbage")
-    with pytest.raises(ErrBadConsumerState):
-        FileConsumerStore(str(d), "w")
+    for bad in (b"garbage", b""):
+        (d / "o.dat").write_bytes(bad)
+        # Started without it (nats-server's readStoredState ignores the error): redelivers, never loses.
+        cs2 = FileConsumerStore(str(d), "w")
+        assert cs2.state_error == "consumer state file is corrupt"
+        assert not cs2.has_state()
+        cs2.update_delivered(1, 1, 1, 1)
+        cs2.stop()
+    cs3 = FileConsumerStore(str(d), "w")
+    assert cs3.state_error is None and cs3.has_state()

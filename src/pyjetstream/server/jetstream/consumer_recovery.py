@@ -32,6 +32,11 @@ def recover_consumers(stream: Stream) -> list[Consumer]:
                 # A directory without a definition cannot be resumed: drop it.
                 store.delete()
                 continue
+            state_error = getattr(store, "state_error", None)
+            if state_error:
+                logger.warning(
+                    "JetStream consumer '%s > %s' starts without its stored state: %s", stream.name, name, state_error
+                )
             meta_name, cfg, created = decode_consumer_meta(meta)
             cfg = stamp_inactive_threshold(cfg)
             store.update_config(store_ack_policy(cfg), cfg.max_deliver)

@@ -612,6 +612,10 @@ class BlockFiles(PayloadBackend):
     # Snapshot (the block list; the index snapshots itself)
     # ------------------------------------------------------------------------------------
     def _tail_crc(self, blk: _Block) -> int:
+        """The checksum of the block's tail; -1 for a block file that is gone (deleted under a
+        running server: the snapshot still lists it, so the next start reports its messages lost)."""
+        if not os.path.exists(blk.path):
+            return -1
         with open(blk.path, "rb") as f:
             f.seek(max(0, blk.written - _snapshot.TAIL_CHECK))
             return _crc32(f.read(_snapshot.TAIL_CHECK))
@@ -632,7 +636,7 @@ class BlockFiles(PayloadBackend):
         blocks: list[_Block] = []
         for index, first_seq, size, live_msgs, live_bytes, tail in header["blocks"]:
             blk = _Block(index, first_seq, self._block_path(index), size)
-            if os.path.getsize(blk.path) != size or self._tail_crc(blk) != tail:
+            if tail < 0 or os.path.getsize(blk.path) != size or self._tail_crc(blk) != tail:
                 return False
             blk.live_msgs, blk.live_bytes = live_msgs, live_bytes
             blocks.append(blk)

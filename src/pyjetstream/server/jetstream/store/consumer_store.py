@@ -300,13 +300,24 @@ class FileConsumerStore(_ConsumerStateMachine):
             fsync_dir(os.path.dirname(directory))
         self._has_state = False
         self._unsynced = False
+        # Why the state file could not be used (corrupt, unknown format, unreadable): the
+        # consumer then starts without it, as nats-server's readStoredState ignores the error,
+        # so it redelivers rather than loses (issue #15); the caller logs this.
+        self.state_error: str | None = None
         path = os.path.join(directory, self.STATE_FILE)
         try:
             with open(path, "rb") as f:
                 buf = f.read()
         except FileNotFoundError:
             return
-        self._st = decode_consumer_state(buf)
+        except OSError as exc:
+            self.state_error = f"consumer state file is unreadable: {exc.strerror or exc}"
+            return
+        try:
+            self._st = decode_consumer_state(buf)
+        except ErrBadConsumerState as exc:
+            self.state_error = str(exc)
+            return
         self._has_state = True
 
     def has_state(self) -> bool:

@@ -29,8 +29,10 @@ import contextlib
 import dataclasses
 import os
 import shutil
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from . import _snapshot
 from ._fileutil import fsync_dir, read_meta_file, write_file, write_meta_file
@@ -101,6 +103,7 @@ class FileStore(IndexedStore):
         )
         super().__init__(cfg, index, blocks)
         self._consumers: dict[str, FileConsumerStore] = {}
+        self._missing: LostData | None = None  # messages of block files gone since the snapshot
 
         os.makedirs(self._msgs_dir, exist_ok=True)
         existed = self._recover()
@@ -259,6 +262,7 @@ class FileStore(IndexedStore):
                 return False
             header, arrays, names = decoded
             if not self._backend.restore(header, files):
+                self._missing = _missing_blocks(header, arrays, names, files)
                 return False
             if not self._index.restore(header, arrays, names):
                 self._backend.blocks = []
@@ -274,6 +278,20 @@ class FileStore(IndexedStore):
             os.unlink(path)
             fsync_dir(self._msgs_dir)
 
+    def _missing_lost(self, missing: LostData) -> LostData:
+        """``lost`` after a rebuild, with the messages of missing block files that no remaining
+        block holds (a copy may survive in a block that was being rewritten)."""
+        index = self._index
+        gone: list[int] = []
+        for seq in missing.msgs:
+            i = seq - index.base
+            if i < 0 or i >= len(index.sids) or not index.sids[i]:
+                gone.append(seq)
+        found = self._lost
+        msgs = sorted(set(gone) | set(found.msgs if found is not None else []))
+        nbytes = (found.bytes if found is not None else 0) + (missing.bytes if gone else 0)
+        return LostData(msgs, nbytes)
+
     def _recover(self) -> bool:
         """Rebuild the index from disk; return whether any block existed."""
         blocks = self._backend
@@ -285,9 +303,39 @@ class FileStore(IndexedStore):
         self._index.rebuild(blocks.records(files))
         blocks.account()
         self._lost = blocks.lost()
+        if self._missing is not None:
+            self._lost = self._missing_lost(self._missing)
+            self._missing = None
         self.restore_ttls(blocks.found_ttls)
         blocks.found_ttls = {}
         return True
+
+
+def _missing_blocks(
+    header: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None], files: list[tuple[int, str]]
+) -> LostData | None:
+    """The messages a clean stop's snapshot placed in block files that are now gone (deleted
+    under the server, or after it stopped): (seq, size) of each, for ``lost`` once the blocks
+    that remain have been scanned (nats-server reports such messages in LostStreamData)."""
+    present = {idx for idx, _ in files}
+    listed = header["blocks"]
+    if all(b[0] in present for b in listed):
+        return None
+    probe = SeqIndex()
+    if not probe.restore(header, arrays, names):
+        return None
+    seqs: list[int] = []
+    size = 0
+    for i, b in enumerate(listed):
+        if b[0] in present:
+            continue
+        hi = listed[i + 1][1] if i + 1 < len(listed) else probe.last_seq + 1
+        for seq in range(max(b[1], probe.base), hi):
+            j = seq - probe.base
+            if j < len(probe.sids) and probe.sids[j]:
+                seqs.append(seq)
+                size += probe.sizes[j]
+    return LostData(seqs, size) if seqs else None
 
 
 def _nothing() -> None:
