@@ -64,6 +64,33 @@ def seeded(name: str = "S", subjects: tuple[str, ...] = ("s.>",), **cfg: object)
 
 
 CASES: dict[str, list] = {
+    # --- what 2.15 changed (issue #19) ---------------------------------------------------------
+    "2.15-source-header-refused": [
+        create("S"),
+        pub("S", "x", ("Nats-Stream-Source", "O 1 > > S")),
+        pub("S", "y", ("Nats-Stream-Source", "")),  # an empty one is no source header
+        wait_msgs("S", 1),
+    ],
+    "2.15-cluster-only-endpoints": [
+        create("S"),
+        req("STREAM.PEER.EVACUATE.S"),
+        req("STREAM.CANCEL_MOVE.S"),
+        req("STREAM.PEER.EVACUATE.NOPE"),
+    ],
+    "2.15-stream-identity": [
+        create("S"),
+        req("CONSUMER.CREATE.S.DD", {"stream_name": "S", "config": {"deliver_subject": "d.d", "direct": True}}),
+        pub(
+            "$JS.API.CONSUMER.CREATE.S.DE",
+            '{"stream_name":"S","config":{"deliver_subject":"d.e","direct":true}}',
+            ("Nats-Stream-Identity", "stale"),
+        ),
+        pub(  # only direct and sourcing consumers check it
+            "$JS.API.CONSUMER.CREATE.S.DF",
+            '{"stream_name":"S","config":{"deliver_subject":"d.f"}}',
+            ("Nats-Stream-Identity", "stale"),
+        ),
+    ],
     # --- PubAck and the expected-* headers ---------------------------------------------------
     "puback-plain": [create("S"), pub("S", "a"), pub("S", ""), pub("S", "x" * 1000)],
     "puback-wildcard-subjects": [

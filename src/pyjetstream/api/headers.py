@@ -53,6 +53,7 @@ __all__ = [
     "SEQUENCE",
     "STATUS",
     "STREAM",
+    "STREAM_IDENTITY",
     "STREAM_SOURCE",
     "SUBJECT",
     "TIME_STAMP",
@@ -108,6 +109,7 @@ TIME_STAMP = "Nats-Time-Stamp"  # RFC3339Nano UTC
 LAST_SEQUENCE = "Nats-Last-Sequence"
 MSG_SIZE = "Nats-Msg-Size"  # headers_only deliveries / republish
 STREAM_SOURCE = "Nats-Stream-Source"
+STREAM_IDENTITY = "Nats-Stream-Identity"  # ⟨2.15+⟩ a stream's identity (a hash of its creation time)
 NUM_PENDING = "Nats-Num-Pending"  # ⟨2.11+⟩ batched direct get
 UP_TO_SEQUENCE = "Nats-UpTo-Sequence"  # ⟨2.11+⟩
 MARKER_REASON = "Nats-Marker-Reason"  # ⟨2.11+⟩ "MaxAge" | "Purge" | "Remove"

@@ -8,9 +8,11 @@ buckets use the same bucket rule (ADR-20).
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from .constants import JS_MAX_NAME_LEN
+from .timefmt import format_time
 
 __all__ = [
     "has_invalid_name_chars",
@@ -20,6 +22,7 @@ __all__ = [
     "is_valid_kv_search_key",
     "is_valid_name",
     "is_valid_object_name",
+    "stream_identity",
 ]
 
 _INVALID_NAME_CHARS = frozenset(" \t\r\n\f.*>")
@@ -69,3 +72,13 @@ def is_valid_kv_search_key(key: str) -> bool:
 def is_valid_object_name(name: str) -> bool:
     """Object names are free-form but must not be empty (they are base64url-encoded in subjects)."""
     return bool(name)
+
+
+_HASH_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def stream_identity(created_ns: int) -> str:
+    """⟨2.15+⟩ A stream's identity (``Nats-Stream-Identity``): nats-server's ``getHash`` (8 base-62
+    digits of a SHA-256) of its creation time in RFC3339Nano, so a recreated stream has another."""
+    digest = hashlib.sha256(format_time(created_ns).encode()).digest()
+    return "".join(_HASH_DIGITS[b % 62] for b in digest[:8])

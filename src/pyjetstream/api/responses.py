@@ -39,6 +39,8 @@ STREAM_MSG_DELETE_RESPONSE_TYPE = _PRE + "stream_msg_delete_response"
 STREAM_SNAPSHOT_RESPONSE_TYPE = _PRE + "stream_snapshot_response"
 STREAM_RESTORE_RESPONSE_TYPE = _PRE + "stream_restore_response"
 STREAM_REMOVE_PEER_RESPONSE_TYPE = _PRE + "stream_remove_peer_response"
+STREAM_EVACUATE_PEER_RESPONSE_TYPE = _PRE + "stream_evacuate_peer_response"  # ⟨2.15+⟩
+STREAM_CANCEL_MOVE_RESPONSE_TYPE = _PRE + "stream_cancel_move_response"  # ⟨2.15+⟩
 STREAM_LEADER_STEPDOWN_RESPONSE_TYPE = _PRE + "stream_leader_stepdown_response"
 STREAM_TEMPLATE_CREATE_RESPONSE_TYPE = _PRE + "stream_template_create_response"
 STREAM_TEMPLATE_INFO_RESPONSE_TYPE = _PRE + "stream_template_info_response"
@@ -212,6 +214,20 @@ class StreamRemovePeerResponse(ApiResponse):
     success: bool = False
 
 
+class StreamEvacuatePeerResponse(ApiResponse):
+    """⟨2.15+⟩"""
+
+    TYPE = STREAM_EVACUATE_PEER_RESPONSE_TYPE
+    success: bool = False
+
+
+class StreamCancelMoveResponse(ApiResponse):
+    """⟨2.15+⟩"""
+
+    TYPE = STREAM_CANCEL_MOVE_RESPONSE_TYPE
+    success: bool = False
+
+
 class StreamLeaderStepDownResponse(ApiResponse):
     TYPE = STREAM_LEADER_STEPDOWN_RESPONSE_TYPE
     success: bool = False
@@ -359,6 +375,8 @@ RESPONSE_CLASSES: dict[str, type[ApiResponse]] = {
         StreamSnapshotResponse,
         StreamRestoreResponse,
         StreamRemovePeerResponse,
+        StreamEvacuatePeerResponse,
+        StreamCancelMoveResponse,
         StreamLeaderStepDownResponse,
         StreamTemplateCreateResponse,
         StreamTemplateInfoResponse,

@@ -134,6 +134,14 @@ class JSApi:
     def stream_leader_stepdown(self, stream: str) -> str:
         return self._s(f"STREAM.LEADER.STEPDOWN.{stream}")
 
+    def stream_peer_evacuate(self, stream: str) -> str:
+        """⟨2.15+⟩ move the stream's replicas off a peer."""
+        return self._s(f"STREAM.PEER.EVACUATE.{stream}")
+
+    def stream_cancel_move(self, stream: str) -> str:
+        """⟨2.15+⟩ cancel a stream's move or reconfiguration."""
+        return self._s(f"STREAM.CANCEL_MOVE.{stream}")
+
     def direct_get(self, stream: str) -> str:
         """DIRECT.GET with a JSON body (``seq`` / ``last_by_subj`` / ``next_by_subj``)."""
         return self._s(f"DIRECT.GET.{stream}")
@@ -240,6 +248,8 @@ class ApiEndpoint(StrEnum):
     STREAM_MSG_DELETE = "STREAM.MSG.DELETE"
     STREAM_PEER_REMOVE = "STREAM.PEER.REMOVE"
     STREAM_LEADER_STEPDOWN = "STREAM.LEADER.STEPDOWN"
+    STREAM_PEER_EVACUATE = "STREAM.PEER.EVACUATE"  # ⟨2.15+⟩
+    STREAM_CANCEL_MOVE = "STREAM.CANCEL_MOVE"  # ⟨2.15+⟩
     DIRECT_GET = "DIRECT.GET"
     DIRECT_GET_LAST = "DIRECT.GET.LAST"  # DIRECT.GET.<S>.<subject…>
     CONSUMER_CREATE = "CONSUMER.CREATE"  # <S> (legacy ephemeral) or <S>.<C>[.<filter…>]
@@ -298,6 +308,8 @@ _EXACT: dict[tuple[str, ...], tuple[ApiEndpoint, int]] = {
     ("STREAM", "MSG", "DELETE"): (ApiEndpoint.STREAM_MSG_DELETE, 1),
     ("STREAM", "PEER", "REMOVE"): (ApiEndpoint.STREAM_PEER_REMOVE, 1),
     ("STREAM", "LEADER", "STEPDOWN"): (ApiEndpoint.STREAM_LEADER_STEPDOWN, 1),
+    ("STREAM", "PEER", "EVACUATE"): (ApiEndpoint.STREAM_PEER_EVACUATE, 1),
+    ("STREAM", "CANCEL_MOVE"): (ApiEndpoint.STREAM_CANCEL_MOVE, 1),
     ("STREAM", "TEMPLATE", "CREATE"): (ApiEndpoint.TEMPLATE_CREATE, 1),
     ("STREAM", "TEMPLATE", "NAMES"): (ApiEndpoint.TEMPLATE_NAMES, 0),
     ("STREAM", "TEMPLATE", "INFO"): (ApiEndpoint.TEMPLATE_INFO, 1),

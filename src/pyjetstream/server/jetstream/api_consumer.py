@@ -14,6 +14,7 @@ import msgspec
 from pyjetstream.api import errors as E
 from pyjetstream.api.constants import JS_API_LIST_LIMIT, JS_API_NAMES_LIMIT
 from pyjetstream.api.errors import JetStreamApiError
+from pyjetstream.api.headers import STREAM_IDENTITY
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_consumer import ConsumerInfo, CreateConsumerRequest
 from pyjetstream.api.requests import (
@@ -35,6 +36,7 @@ from pyjetstream.api.responses import (
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.api.versioning import consumer_required_level, with_dynamic, with_required_level
+from pyjetstream.protocol.headers import get_header
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
 from pyjetstream.server.jetstream.consumer_config import GROUP_NAME as _GROUP_NAME
 from pyjetstream.server.jetstream.consumer_create import add_consumer
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream import Stream
 
 __all__ = ["HANDLERS", "shown"]
+
+_STREAM_IDENTITY_B = STREAM_IDENTITY.encode()
 
 
 def _lookup_stream(engine: JetStreamEngine, name: str) -> Stream:
@@ -84,7 +88,9 @@ def _check_subject_form(match: ApiMatch, req: CreateConsumerRequest) -> CreateCo
     return req
 
 
-def consumer_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+def consumer_create(
+    engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str
+) -> ApiResponse | tuple[ApiResponse, bytes]:
     response = ConsumerCreateResponse()
     try:
         req = decode_request(payload, CreateConsumerRequest, engine.strict)
@@ -94,6 +100,14 @@ def consumer_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, re
         if req.config.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         stream = _lookup_stream(engine, req.stream_name)
+        # ⟨2.15⟩ A direct or sourcing consumer learns its stream's identity, and one created with
+        # a stale identity (the stream was recreated) is refused, so a source can start over.
+        identity = ""
+        if req.config.direct or req.config.sourcing:
+            identity = stream.identity
+            expected = get_header(engine.request_hdr, _STREAM_IDENTITY_B) if engine.request_hdr else None
+            if expected and expected.decode(errors="replace") != identity:
+                raise JetStreamApiError(E.JSConsumerStreamIdentityMismatchF(msg=identity))
         metadata = with_required_level(req.config.metadata, consumer_required_level(req.config))
         req.config = msgspec.structs.replace(req.config, metadata=metadata)
         consumer = add_consumer(stream, req.config, req.action, req.pedantic)
@@ -102,7 +116,10 @@ def consumer_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, re
         return response
     if consumer.paused_for() > 0:
         consumer.send_pause_advisory()  # (published after this reply, as nats-server does)
-    return ConsumerCreateResponse.from_payload(shown(consumer.info()))
+    created = ConsumerCreateResponse.from_payload(shown(consumer.info()))
+    if identity:
+        return created, b"NATS/1.0\r\n%s: %s\r\n\r\n" % (_STREAM_IDENTITY_B, identity.encode())
+    return created
 
 
 def shown(info: ConsumerInfo) -> ConsumerInfo:

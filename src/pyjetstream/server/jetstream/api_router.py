@@ -112,14 +112,22 @@ class ApiRouter:
         if handler is None:
             return
         self.engine.api_total += 1
+        # The request's header block, for the few handlers that read one (Nats-Stream-Identity);
+        # one request at a time on the loop, so an attribute is enough.
+        self.engine.request_hdr = hdr
         try:
             response = handler(self.engine, match, payload, reply)
         except Exception:
             self.engine.server.logger.exception("JetStream API handler for %s failed", subject)
             self.engine.api_errors += 1
             return
+        finally:
+            self.engine.request_hdr = None
         if response is None:
             return
+        reply_hdr = None
+        if isinstance(response, tuple):  # (response, header block): an answer with headers
+            response, reply_hdr = response
         if response.error is not None:
             self.engine.api_errors += 1
-        self.engine.server.publish_internal(reply, encode_response(response))
+        self.engine.server.publish_internal(reply, encode_response(response), hdr=reply_hdr)

@@ -76,6 +76,8 @@ class JetStreamEngine:
         self.domain: str = getattr(opts, "jetstream_domain", "") or ""
         #: Unknown request fields refused (``jetstream { strict }``, default on as in 2.11+).
         self.strict: bool = getattr(opts, "jetstream_strict", True)
+        #: The header block of the API request being handled (set by the router around a handler).
+        self.request_hdr: bytes | None = None
         base = getattr(opts, "store_dir", "") or os.path.join(tempfile.gettempdir(), "nats")
         self.store_dir = Path(base) / "jetstream"
         self.streams_dir = self.store_dir / self.account_name / "streams"

@@ -78,6 +78,8 @@ DIRECT_GET_QUEUE = "_sys_"
 WARN_EVERY = 60.0  # the same storing error is logged once a minute (nats-server RateLimitWarnf)
 
 HDR_STREAM_SOURCE = b"Nats-Stream-Source"
+HDR_STREAM_IDENTITY = b"Nats-Stream-Identity"  # 2.15
+STREAM_IDENTITY_MISMATCH = 10225
 HDR_LAST_CONSUMER = b"Nats-Last-Consumer"
 HDR_CONSUMER_STALLED = b"Nats-Consumer-Stalled"
 _EXPECTED_PREFIX = b"\r\nNats-Expected-"
@@ -220,6 +222,9 @@ class _Feed:
         self.lreq = float("-inf")  # monotonic time of the last consumer request
         self.sip = False  # setup in progress: waiting for the CONSUMER.CREATE reply
         self.closed = False
+        #: ⟨2.15⟩ the origin's Nats-Stream-Identity, as its last consumer create answered it: a
+        #: source sends it back, and an origin recreated since refuses (10225), so we start over.
+        self.ident = ""
         self._transforms = _compile_transforms(cfg)
         self._deliver_sub: Any = None
         self._reply_sub: Any = None
@@ -314,7 +319,10 @@ class _Feed:
         self._deliver_sub = self.server.subscribe_internal(deliver, self._on_delivery)
         self.sip = True
         self._timeout = self.loop.call_later(CREATE_TIMEOUT, self._on_create_timeout)
-        self.server.publish_internal(subject, request, reply=self._reply_subject)
+        hdr = None
+        if self.kind == "S" and self.ident:
+            hdr = b"NATS/1.0\r\n%s: %s\r\n\r\n" % (HDR_STREAM_IDENTITY, self.ident.encode())
+        self.server.publish_internal(subject, request, reply=self._reply_subject, hdr=hdr)
 
     def _base_config(self, deliver: str) -> ConsumerConfig:
         return ConsumerConfig(
@@ -355,6 +363,19 @@ class _Feed:
         except (msgspec.DecodeError, ValueError):
             self.server.logger.warning("JetStream bad %s consumer create response: %r", self.role, payload)
             response = ConsumerCreateResponse(error=E.JSInvalidJSONErr(err="bad consumer create response"))
+        if response.error is not None and response.error.err_code == STREAM_IDENTITY_MISMATCH:
+            # The origin was recreated: take it again from its start (nats-server 2.15 retries
+            # at once with the source state reset).
+            self.server.logger.warning(
+                "JetStream source stream %r for stream %r was recreated, resetting source state",
+                self.name,
+                self.stream.name,
+            )
+            self.sseq = self.dseq = 0
+            self.ident = ""
+            self.lreq = float("-inf")
+            self._restart()
+            return
         if response.error is not None or not response.name:
             self.server.logger.warning(
                 "JetStream error response for create %s consumer: %s", self.role, response.error
@@ -363,6 +384,8 @@ class _Feed:
             self._restart()
             return
         self.err = None
+        identity = get_header(hdr, HDR_STREAM_IDENTITY) if hdr else None
+        self.ident = identity.decode(errors="replace") if identity else ""
         delivered = response.delivered.stream_seq if response.delivered is not None else 0
         self._established(response.name, delivered)
         self.last = time.monotonic()

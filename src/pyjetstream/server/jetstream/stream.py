@@ -30,6 +30,7 @@ from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX, is_fast_batch_reply
 from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
+from pyjetstream.api.names import stream_identity
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
 from pyjetstream.api.ttl import marker_ttl, parse_message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header
@@ -246,6 +247,11 @@ class Stream:
             self.schedules = MsgSchedules(self)
             self.schedules.rebuild()
         self._signal_all_consumers()
+
+    @property
+    def identity(self) -> str:
+        """⟨2.15+⟩ ``Nats-Stream-Identity``: a hash of the creation time (``mset.identity``)."""
+        return stream_identity(self.created)
 
     def persist_meta(self) -> None:
         self.store.write_meta(encode_stream_meta(self.cfg, self.created))
