@@ -10,7 +10,11 @@ every figure is taken with pyjetstream's core client against each in turn:
 - pipelined publish: up to ``--window`` messages in flight, PubAcks counted as they come (msgs/s);
   both on a file stream and on a memory stream;
 - restart time with ``--restart-msgs`` stored messages: a graceful restart and a ``kill -9``
-  restart, timed from process start until STREAM.INFO answers with every message.
+  restart, timed from process start until STREAM.INFO answers with every message, and each
+  server's resident memory with them stored (a file stream must not keep payloads in RAM).
+
+Under the pipelined rows: µs of server CPU per message (user + system from /proc, best of the
+rounds), which load from other work on the machine disturbs far less than msgs/s.
 
 Prints each figure and the ratio ours / nats-server (> 1: we are faster; for restart times the
 ratio is nats-server / ours, so > 1 also means we are faster).
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -180,6 +185,41 @@ async def time_restart(target: Target, n: int, kill: bool) -> float:
         await asyncio.sleep(0.01)
 
 
+def server_cpu(target: Target) -> float:
+    """The server process's CPU seconds so far (user + system, from /proc; 0 where there is none)."""
+    try:
+        fields = Path(f"/proc/{target.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()  # type: ignore[union-attr]
+    except (OSError, AttributeError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_rss_mib(target: Target) -> float:
+    """The server process's resident memory (VmRSS) in MiB, 0 where /proc has none."""
+    try:
+        for line in Path(f"/proc/{target.proc.pid}/status").read_text().splitlines():  # type: ignore[union-attr]
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, AttributeError):
+        pass
+    return 0.0
+
+
+async def cpu_per_msg(
+    rounds: int, targets: dict[str, Target], n: int, measure: Callable[[Target], Awaitable[float]]
+) -> dict[str, float]:
+    """µs of server CPU per message (best of ``rounds``, alternating): steadier than msgs/s when
+    the machine is shared, since it does not count the time the server waits for a core."""
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for kind, target in targets.items():
+            before = server_cpu(target)
+            await measure(target)
+            used = (server_cpu(target) - before) / n * 1e6
+            best[kind] = min(best.get(kind, used), used)
+    return best
+
+
 async def alternate(
     rounds: int, targets: dict[str, Target], measure: Callable[[Target], Awaitable[float]]
 ) -> dict[str, float]:
@@ -194,7 +234,7 @@ async def alternate(
 
 def row(label: str, ours: float, theirs: float, unit: str, lower_is_better: bool = False) -> None:
     ratio = (theirs / ours) if lower_is_better else (ours / theirs)
-    digits = 3 if unit == "s" else 0
+    digits = {"s": 3, "µs": 2}.get(unit, 0)
     print(f"{label:<40} {ours:>14,.{digits}f} {theirs:>14,.{digits}f} {unit:<7} {ratio:>7.2f}x", flush=True)
 
 
@@ -220,12 +260,20 @@ async def run(args: argparse.Namespace) -> None:
                 figures[NATS_SERVER],
                 "msgs/s",
             )
+            cpu = await cpu_per_msg(
+                args.rounds,
+                targets,
+                args.msgs,
+                lambda t, st=storage: bench_pipelined(t.url, st, args.msgs, payload, args.window),
+            )
+            row(f"  server CPU per message, {storage}", cpu[EMBEDDED], cpu[NATS_SERVER], "µs", True)
         if not args.skip_restart:
             n = args.restart_msgs
             times: dict[str, dict[str, float]] = {}
             for kind, t in targets.items():
                 print(f"  filling {kind} with {n} messages ...", flush=True)
                 await fill(t.url, n, b"r" * 16)
+                print(f"    resident memory with {n:,} messages stored: {server_rss_mib(t):,.0f} MiB", flush=True)
                 times[kind] = {
                     "graceful": await time_restart(t, n, kill=False),
                     "kill -9": await time_restart(t, n, kill=True),
