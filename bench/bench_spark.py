@@ -72,7 +72,8 @@ async def _reset_streams(url: str) -> None:
                 await js.delete_stream(name)
             except Exception:
                 pass
-            await js.create_stream(StreamConfig(name=name, subjects=[subject]))
+            # allow_direct: batch reads use batched direct get on a server that has it (2.11+).
+            await js.create_stream(StreamConfig(name=name, subjects=[subject], allow_direct=True))
     finally:
         await nc.close()
 
@@ -122,14 +123,15 @@ def bench_reads(spark: Any, url: str, rows: int, rounds: int) -> dict[str, float
     from pyspark.sql import functions as F
 
     out = {}
-    for partitions in (1, 2, 4):
+    for partitions, direct in ((1, True), (2, True), (4, True), (2, False)):
 
-        def read(p: int = partitions) -> float:
+        def read(p: int = partitions, direct_get: bool = direct) -> float:
             df = (
                 spark.read.format("jetstream")
                 .option("servers", url)
                 .option("stream", SRC)
                 .option("partitions", p)
+                .option("directGet", str(direct_get).lower())
                 .load()
             )
             agg = df.agg(
@@ -140,7 +142,8 @@ def bench_reads(spark: Any, url: str, rows: int, rounds: int) -> dict[str, float
             assert n == rows, f"read {n} rows of {rows}"
             return rows / (time.perf_counter() - start)
 
-        out[f"batch read, {partitions} partition{'s' if partitions > 1 else ''}"] = best(rounds, read)
+        name = f"batch read, {partitions} partition{'s' if partitions > 1 else ''}"
+        out[name if direct else f"{name} (consumer)"] = best(rounds, read)
     return out
 
 
@@ -320,6 +323,7 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         "write, derived Nats-Msg-Id": pq["Parquet write"],
         "batch read, 1 partition": pq["Parquet read, 1 file"],
         "batch read, 2 partitions": pq["Parquet read, 2 files"],
+        "batch read, 2 partitions (consumer)": pq["Parquet read, 2 files"],
         "batch read, 4 partitions": pq["Parquet read, 4 files"],
         "streaming read (AvailableNow, noop sink)": pq["Parquet read, 2 files"],
     }

@@ -32,6 +32,17 @@ __all__ = ["DIRECT_GET_HEADERS", "DirectRangeReader"]
 
 # The headers direct get adds to a stored message (nats-server's ``JSStream`` … ``JSNumPending``).
 DIRECT_GET_HEADERS = frozenset({STREAM, SUBJECT, SEQUENCE, TIME_STAMP, LAST_SEQUENCE, NUM_PENDING})
+_DIRECT_B = frozenset(h.encode() for h in DIRECT_GET_HEADERS)
+_STREAM_B, _SUBJECT_B, _SEQUENCE_B, _TIME_STAMP_B = (h.encode() for h in (STREAM, SUBJECT, SEQUENCE, TIME_STAMP))
+
+
+def _own_headers(pairs: list[tuple[bytes, bytes]]) -> list[tuple[str, list[str]]] | None:
+    """The message's own headers (``[(name, [values])]``, first-seen order), or ``None``."""
+    own: dict[str, list[str]] = {}
+    for name, value in pairs:
+        if name not in _DIRECT_B:
+            own.setdefault(name.decode(), []).append(value.strip().decode())
+    return list(own.items()) or None
 
 
 class DirectRangeReader:
@@ -64,6 +75,7 @@ class DirectRangeReader:
         self._request_subject = ""
         self._reply_done: asyncio.Event | None = None
         self._received = 0
+        self._pending = False  # a request is out
         self._error: Exception | None = None
 
     async def open(self, request_subject: str) -> None:
@@ -81,61 +93,87 @@ class DirectRangeReader:
                 pass
 
     async def next_batch(self) -> pa.RecordBatch | None:
-        """Up to ``batch_size`` rows, or ``None`` once the range is exhausted."""
+        """Up to ``batch_size`` rows, or ``None`` once the range is exhausted. The next request goes
+        out before this batch is handed over, so the server sends while Spark consumes."""
         if not self.done:
-            await self._request(min(self.opts.batch_size, self.last - self.cursor))
+            if not self._pending:
+                self._send()
+            await self._wait()
         if not len(self._cols):
             return None
         cols, self._cols = self._cols, MessageColumns(self.stream, self.schema)
+        if not self.done:
+            self._send()
         self.read_count += len(cols)
         return cols.to_batch()
 
-    async def _request(self, batch: int) -> None:
-        done = self._reply_done
-        assert done is not None
-        done.clear()
+    def _send(self) -> None:
+        assert self._reply_done is not None
+        self._reply_done.clear()
         self._received = 0
+        self._pending = True
+        batch = min(self.opts.batch_size, self.last - self.cursor)
         request = MsgGetRequest(seq=self.cursor + 1, next_by_subj=self.subject, batch=batch)
         self.nc.publish_nowait(self._request_subject, encode(request), reply=self._inbox)
+
+    async def _wait(self) -> None:
+        assert self._reply_done is not None
         try:
-            await asyncio.wait_for(done.wait(), self.opts.connect.request_timeout)
+            await asyncio.wait_for(self._reply_done.wait(), self.opts.connect.request_timeout)
         except TimeoutError:
             raise JetStreamSparkError(
                 f"reading stream {self.stream!r}: batch direct get from sequence {self.cursor + 1} "
                 f"timed out after {self.opts.connect.request_timeout}s"
             ) from None
+        finally:
+            self._pending = False
         if self._error is not None:
             raise self._error
         if self.cursor >= self.last:
             self.done = True
 
     def _on_msg(self, msg: Msg) -> None:
-        block = msg.header_block
-        if block is None:
+        raw = msg.raw_headers
+        if raw is None:
             self._fail(f"reading stream {self.stream!r}: direct get reply without headers")
             return
-        status = block.status
-        if status and not msg.data:
-            if status == 204:  # EOB: this request is over
-                if block.get(NUM_PENDING) == "0" or self._received == 0:
-                    self.done = True
-            elif status == 404:  # nothing at or after the cursor matches
-                self.done = True
-            else:
-                self._fail(f"reading stream {self.stream!r}: direct get answered {status} {block.description}")
-                return
-            self._reply_done.set()  # type: ignore[union-attr]
+        if raw[8:9] == b" " and not msg.data:  # a status: "NATS/1.0 204 EOB", "NATS/1.0 404 ..."
+            self._on_status(msg)
             return
         self._received += 1
         if self.done:
             return
-        seq = int(block.get(SEQUENCE) or 0)
+        # The hot path: a split of the header block instead of a full header parse. nats-server
+        # appends its headers after the message's own (so the last value wins in the dict).
+        pairs = [line.partition(b":")[::2] for line in raw.split(b"\r\n")[1:] if line]
+        fields = dict(pairs)
+        seq = int(fields.get(_SEQUENCE_B) or 0)
         if seq > self.last:
             self.done = True
             return
         self.cursor = seq
-        own = [(k, v) for k, v in block.headers.items() if k not in DIRECT_GET_HEADERS]
-        self._cols.append(block.get(SUBJECT) or "", seq, block.get(TIME_STAMP) or "", own or None, msg.data)
+        own = None if pairs and pairs[0][0] == _STREAM_B else _own_headers(pairs)
+        self._cols.append(
+            fields.get(_SUBJECT_B, b"").strip().decode(),
+            seq,
+            fields.get(_TIME_STAMP_B, b"").strip().decode(),
+            own,
+            msg.data,
+        )
+
+    def _on_status(self, msg: Msg) -> None:
+        block = msg.header_block
+        assert block is not None
+        status = block.status
+        if status == 204:  # EOB: this request is over
+            if block.get(NUM_PENDING) == "0" or self._received == 0:
+                self.done = True
+        elif status == 404:  # nothing at or after the cursor matches
+            self.done = True
+        else:
+            self._fail(f"reading stream {self.stream!r}: direct get answered {status} {block.description}")
+            return
+        self._reply_done.set()  # type: ignore[union-attr]
 
     def _fail(self, text: str) -> None:
         self._error = JetStreamSparkError(text)
