@@ -86,6 +86,7 @@ from pyjetstream.protocol import (
 )
 from pyjetstream.protocol import Msg as WireMsg
 from pyjetstream.protocol.subjects import is_valid_subject
+from pyjetstream.protocol.writers import hpub_line, pub_line
 
 logger = logging.getLogger("pyjetstream.client")
 
@@ -136,7 +137,7 @@ class Client:
         self._pings_outstanding = 0
         self._ping_timer: asyncio.TimerHandle | None = None
         self._subs = SubscriptionTable()
-        self._valid_subjects: set[str] = set()
+        self._valid_subjects: dict[str, bytes] = {}
         self._nuid = NUID()
         self._requests = RequestMux(self)
         self._reconnect_policy = ReconnectPolicy(options, self._pool)
@@ -259,10 +260,15 @@ class Client:
             if status is Status.CLOSED:
                 raise ConnectionClosedError("connection closed")
             raise ConnectionDrainingError("connection is draining: publishing is over")
-        if subject not in self._valid_subjects:
-            self._remember_subject(subject)
-        if reply and _WHITESPACE.search(reply):
-            raise BadSubjectError(f"invalid reply subject {reply!r}")
+        subj = self._valid_subjects.get(subject)
+        if subj is None:
+            subj = self._remember_subject(subject)
+        if reply:
+            if _WHITESPACE.search(reply):
+                raise BadSubjectError(f"invalid reply subject {reply!r}")
+            reply_b = reply.encode()
+        else:
+            reply_b = b""
         if type(payload) is not bytes:
             # Before anything is buffered: a failure halfway through would corrupt the stream.
             payload = memoryview(payload).tobytes()
@@ -270,10 +276,7 @@ class Client:
         if headers is None:
             if size > self._max_payload:
                 raise MaxPayloadError(f"payload of {size} bytes exceeds max_payload {self._max_payload}")
-            if reply:
-                head = f"PUB {subject} {reply} {size}\r\n".encode()
-            else:
-                head = f"PUB {subject} {size}\r\n".encode()
+            head = pub_line(subj, reply_b, size)
             hdr = b""
         else:
             hdr = encode_user_headers(headers)
@@ -282,16 +285,14 @@ class Client:
                 raise MaxPayloadError(
                     f"headers + payload of {total} bytes exceed max_payload {self._max_payload}"
                 )
-            if reply:
-                head = f"HPUB {subject} {reply} {len(hdr)} {total}\r\n".encode()
-            else:
-                head = f"HPUB {subject} {len(hdr)} {total}\r\n".encode()
+            head = hpub_line(subj, reply_b, len(hdr), total)
         buf = self._wbuf
         if self._transport is None and len(buf) + len(head) + len(hdr) + size > self._opts.pending_size:
             raise OutboundBufferLimitError(
                 f"reconnect buffer full ({len(buf)} of {self._opts.pending_size} bytes)"
             )
-        # Appending the pieces (rather than encode_pub's join) copies the payload once, not twice.
+        # The control line comes from protocol/writers (the one PUB/HPUB framing); appending the
+        # parts to the bytearray copies the payload once, where a join would copy it twice.
         buf += head
         if hdr:
             buf += hdr
@@ -334,11 +335,14 @@ class Client:
                 self._writable = self._loop.create_future()  # type: ignore[union-attr]
             await asyncio.shield(self._writable)
 
-    def _remember_subject(self, subject: str) -> None:
+    def _remember_subject(self, subject: str) -> bytes:
+        """Validate ``subject`` once and cache its encoded form for the PUB lines that follow."""
         _check_subject(subject, wildcards=False)
         if len(self._valid_subjects) >= _SUBJECT_CACHE_MAX:
             self._valid_subjects.clear()
-        self._valid_subjects.add(subject)
+        encoded = subject.encode()
+        self._valid_subjects[subject] = encoded
+        return encoded
 
     # ===================================================================== subscribe
 

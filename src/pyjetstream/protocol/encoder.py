@@ -10,6 +10,14 @@ import json
 from typing import Any
 
 from pyjetstream.protocol.limits import OK, PING, PONG
+from pyjetstream.protocol.writers import (
+    append_hmsg,
+    append_hpub,
+    append_msg,
+    append_pub,
+    hmsg_prefix,
+    msg_prefix,
+)
 
 __all__ = [
     "OK",
@@ -37,19 +45,13 @@ def encode_connect(options: dict[str, Any]) -> bytes:
 
 
 def encode_pub(subject: str, payload: bytes, reply: str = "", hdr: bytes | None = None) -> bytes:
-    """PUB, or HPUB when ``hdr`` (an encoded header block) is given."""
+    """PUB, or HPUB when ``hdr`` (an encoded header block) is given (framed by protocol/writers)."""
+    out: list[bytes] = []
     if hdr is None:
-        if reply:
-            head = f"PUB {subject} {reply} {len(payload)}\r\n"
-        else:
-            head = f"PUB {subject} {len(payload)}\r\n"
-        return b"".join((head.encode(), payload, b"\r\n"))
-    total = len(hdr) + len(payload)
-    if reply:
-        head = f"HPUB {subject} {reply} {len(hdr)} {total}\r\n"
+        append_pub(out, subject.encode(), reply.encode(), payload)
     else:
-        head = f"HPUB {subject} {len(hdr)} {total}\r\n"
-    return b"".join((head.encode(), hdr, payload, b"\r\n"))
+        append_hpub(out, subject.encode(), reply.encode(), hdr, payload)
+    return b"".join(out)
 
 
 def encode_sub(subject: str, sid: int | str, queue: str = "") -> bytes:
@@ -75,18 +77,13 @@ def encode_msg(
     subject: str, sid: str | int, payload: bytes, reply: str = "", hdr: bytes | None = None
 ) -> bytes:
     """MSG, or HMSG when ``hdr`` is given (the receiver must have negotiated headers)."""
+    out: list[bytes] = []
+    subj, sid_b, reply_b = subject.encode(), str(sid).encode(), reply.encode()
     if hdr is None:
-        if reply:
-            head = f"MSG {subject} {sid} {reply} {len(payload)}\r\n"
-        else:
-            head = f"MSG {subject} {sid} {len(payload)}\r\n"
-        return b"".join((head.encode(), payload, b"\r\n"))
-    total = len(hdr) + len(payload)
-    if reply:
-        head = f"HMSG {subject} {sid} {reply} {len(hdr)} {total}\r\n"
+        append_msg(out, msg_prefix(subj, sid_b), reply_b, payload)
     else:
-        head = f"HMSG {subject} {sid} {len(hdr)} {total}\r\n"
-    return b"".join((head.encode(), hdr, payload, b"\r\n"))
+        append_hmsg(out, hmsg_prefix(subj, sid_b), reply_b, hdr, payload)
+    return b"".join(out)
 
 
 def encode_err(text: str) -> bytes:

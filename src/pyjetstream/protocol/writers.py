@@ -9,7 +9,9 @@ measuring again.
 The server's hot paths pre-encode what repeats: ``MSG <subject> <sid> `` is the *prefix* of a
 subscription's frames (:func:`msg_prefix` / :func:`hmsg_prefix`, cached on literal
 subscriptions), and the rest of the control line depends only on the reply and the sizes. The
-client uses :func:`append_pub` / :func:`append_hpub` the same way.
+client frames PUB/HPUB with :func:`pub_line` / :func:`hpub_line` (its output is one
+``bytearray``, so it takes the control line and appends the parts itself), and
+:func:`append_pub` / :func:`append_hpub` are those lines plus the parts for a ``list`` buffer.
 
 Wire shapes (nats-server ``client.go`` ``msgHeader`` / nats.go ``publish``)::
 
@@ -28,7 +30,9 @@ __all__ = [
     "append_msg",
     "append_pub",
     "hmsg_prefix",
+    "hpub_line",
     "msg_prefix",
+    "pub_line",
 ]
 
 CRLF = b"\r\n"
@@ -68,13 +72,24 @@ def append_hmsg(out: list[bytes], prefix: bytes, reply: bytes, hdr: bytes, paylo
     return len(prefix) + len(tail) + size + 2
 
 
+def pub_line(subject: bytes, reply: bytes, size: int) -> bytes:
+    """``PUB <subject> [reply] <size>\\r\\n``: the control line of a PUB (nats.go ``publish``)."""
+    if reply:
+        return b"PUB %b %b %d\r\n" % (subject, reply, size)
+    return b"PUB %b %d\r\n" % (subject, size)
+
+
+def hpub_line(subject: bytes, reply: bytes, hsize: int, total: int) -> bytes:
+    """``HPUB <subject> [reply] <hdr size> <total>\\r\\n``: the control line of an HPUB."""
+    if reply:
+        return b"HPUB %b %b %d %d\r\n" % (subject, reply, hsize, total)
+    return b"HPUB %b %d %d\r\n" % (subject, hsize, total)
+
+
 def append_pub(out: list[bytes], subject: bytes, reply: bytes, payload: bytes) -> int:
     """Append ``PUB <subject> [reply] <size>\\r\\n<payload>\\r\\n``."""
     size = len(payload)
-    if reply:
-        line = b"PUB %b %b %d\r\n" % (subject, reply, size)
-    else:
-        line = b"PUB %b %d\r\n" % (subject, size)
+    line = pub_line(subject, reply, size)
     out.append(line)
     out.append(payload)
     out.append(CRLF)
@@ -85,10 +100,7 @@ def append_hpub(out: list[bytes], subject: bytes, reply: bytes, hdr: bytes, payl
     """Append ``HPUB <subject> [reply] <hdr size> <total>\\r\\n<hdr><payload>\\r\\n``."""
     hsize = len(hdr)
     size = hsize + len(payload)
-    if reply:
-        line = b"HPUB %b %b %d %d\r\n" % (subject, reply, hsize, size)
-    else:
-        line = b"HPUB %b %d %d\r\n" % (subject, hsize, size)
+    line = hpub_line(subject, reply, hsize, size)
     out.append(line)
     out.append(hdr)
     out.append(payload)
