@@ -87,7 +87,7 @@ class Server:
         log = (self.workdir / "server.log").open("ab")
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                 return
@@ -392,6 +392,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> int:
     ]
     failures: list[str] = []
     started = time.monotonic()
+    finished = False
     try:
         for cycle in range(1, args.cycles + 1):
             await asyncio.sleep(args.seconds * random.uniform(0.5, 1.5))
@@ -409,11 +410,12 @@ async def run(args: argparse.Namespace, workdir: Path) -> int:
                 print(f"cycle {cycle}: ok ({len(rec.acked)} acked)", flush=True)
             if failures and args.stop_on_failure:
                 break
+        finished = True
     finally:
         stop.set()
         await asyncio.wait(tasks, timeout=10)
         server.stop()
-        if not args.workdir and not failures:
+        if not args.workdir and finished and not failures:
             shutil.rmtree(workdir, ignore_errors=True)
     elapsed = time.monotonic() - started
     rs = sorted(fig.recovery_s) or [0.0]
