@@ -60,7 +60,7 @@ class RequestMux:
         finally:
             timer.cancel()
             self.pending.pop(token, None)
-        if msg.raw_headers is not None and not msg.data and msg.status == 503:
+        if msg.is_no_responders():
             raise NoRespondersError(f"no responders on {subject!r}")
         return msg
 

@@ -278,7 +278,7 @@ class FastPublisher:
     def _on_reply(self, msg: Msg) -> None:
         if self._first is not None and not self._first.done():
             self._first.set_result(None)
-        if msg.raw_headers is not None and not msg.data and msg.status == 503:
+        if msg.is_no_responders():
             self._settle(msg)
             return
         try:

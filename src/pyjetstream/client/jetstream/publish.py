@@ -234,7 +234,7 @@ def headers_of(msg: Msg) -> Headers | None:
 
 def pub_ack_from_reply(msg: Msg) -> PubAck:
     """Decode a PubAck reply, raising the matching error (server errors by err_code)."""
-    if not msg.data and msg.raw_headers is not None and msg.status == 503:
+    if msg.is_no_responders():
         raise NoStreamResponse()
     try:
         resp = decode_pub_ack(msg.data)
@@ -363,9 +363,7 @@ class AsyncPublisher:
         if fut is None:
             return
         if (
-            not msg.data
-            and msg.raw_headers is not None
-            and msg.status == 503
+            msg.is_no_responders()
             and (self.retry_attempts < 0 or fut.retries < self.retry_attempts)
         ):
             # No stream (yet): publish again after a pause, like the synchronous publish.
