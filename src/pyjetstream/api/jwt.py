@@ -34,6 +34,7 @@ __all__ = [
     "new_account_key",
     "new_operator_key",
     "new_user_key",
+    "nkey_crc16",
     "public_key_bytes",
     "verify",
     "verify_signature",
@@ -145,7 +146,8 @@ def verify(token: str, kind: str | None = None) -> dict[str, Any]:
     return claims
 
 
-def _crc16(data: bytes) -> int:
+def nkey_crc16(data: bytes) -> int:
+    """CRC-16/XMODEM (polynomial 0x1021), the checksum nkeys appends to an encoded key (nkeys ``crc16``)."""
     crc = 0
     for byte in data:
         crc ^= byte << 8
@@ -161,7 +163,7 @@ def public_key_bytes(public_key: str) -> tuple[int, bytes] | None:
         raw = base64.b32decode(public_key + "=" * (-len(public_key) % 8))
     except (binascii.Error, ValueError):
         return None
-    if len(raw) != 35 or int.from_bytes(raw[-2:], "little") != _crc16(raw[:-2]):
+    if len(raw) != 35 or int.from_bytes(raw[-2:], "little") != nkey_crc16(raw[:-2]):
         return None
     return raw[0], raw[1:33]
 

@@ -27,6 +27,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from pyjetstream.api.jwt import public_key_bytes
 from pyjetstream.server.jwt_auth import OperatorTrust
 from pyjetstream.server.options import Permissions, ServerOptions, User, is_bcrypt_hash
 from pyjetstream.server.tls import cert_identities, dn_pairs, subject_pairs
@@ -40,16 +41,6 @@ _PREFIX_BYTE_USER = 20 << 3  # nkeys: public user keys start with "U"
 
 def new_nonce() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(_NONCE_BYTES)).rstrip(b"=").decode()
-
-
-def _crc16(data: bytes) -> int:
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-            crc &= 0xFFFF
-    return crc
 
 
 def _b64decode(text: str) -> bytes:
@@ -68,16 +59,14 @@ def verify_nkey_signature(public_key: str, nonce: str, signature: str) -> bool:
     from nacl.signing import VerifyKey
 
     try:
-        raw = base64.b32decode(public_key + "=" * (-len(public_key) % 8))
         sig = _b64decode(signature)
     except (binascii.Error, ValueError):
         return False
-    if len(raw) != 35 or raw[0] != _PREFIX_BYTE_USER:
-        return False
-    if int.from_bytes(raw[-2:], "little") != _crc16(raw[:-2]):
+    decoded = public_key_bytes(public_key)
+    if decoded is None or decoded[0] != _PREFIX_BYTE_USER:
         return False
     try:
-        VerifyKey(raw[1:33]).verify(nonce.encode(), sig)
+        VerifyKey(decoded[1]).verify(nonce.encode(), sig)
     except (BadSignatureError, ValueError):
         return False
     return True
