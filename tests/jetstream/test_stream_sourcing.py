@@ -558,9 +558,56 @@ async def test_sourced_copies_drop_the_publishers_expectations(pair_clients: dic
     await wait_messages(c, "S", 3)
     copies = (await stored(c, "S"))[1:]
     assert [m["data"] for m in copies] == ["first", "second"]
-    # 2.12+ append the subject at the origin (nats-server also appends the origin's identity).
-    assert copies[0]["hdrs"] == {"Nats-Msg-Id": "m1", "Nats-Stream-Source": "O 1 > > o"}
-    assert copies[1]["hdrs"] == {"Nats-Stream-Source": "O 2 > > o"}
+    # 2.12+ append the subject at the origin, 2.15 the origin's identity.
+    ident = await origin_identity(c, "O")
+    assert copies[0]["hdrs"] == {"Nats-Msg-Id": "m1", "Nats-Stream-Source": f"O 1 > > o {ident}"}
+    assert copies[1]["hdrs"] == {"Nats-Stream-Source": f"O 2 > > o {ident}"}
+
+
+async def origin_identity(c: RawClient, stream: str) -> str:
+    """The stream's ``Nats-Stream-Identity``, from a direct consumer's create reply (2.15)."""
+    config = {"direct": True, "deliver_subject": c.new_inbox(), "ack_policy": "none", "mem_storage": True}
+    msg = await c.request(f"$JS.API.CONSUMER.CREATE.{stream}", {"stream_name": stream, "config": config})
+    ident = msg.header("Nats-Stream-Identity")
+    assert ident, msg
+    await c.api(f"$JS.API.CONSUMER.DELETE.{stream}.{msg.json()['name']}")
+    return ident
+
+
+async def test_sourced_copies_carry_the_origins_identity_across_a_restart(server: Target) -> None:
+    """2.15 ``genSourceHeader``: ``<origin> <seq> <filter> <dest> <subject> <identity>``, the
+    identity as the origin's consumer create answered it; after a restart the sourcing stream
+    reads it back from its newest copy (``setStartingSequenceForSources``) and keeps writing it,
+    and a mirror's copies carry no ``Nats-Stream-Source`` at all."""
+    c = await RawClient.connect(server.url)
+    try:
+        await create(c, "O", subjects=["o.>"])
+        await create(c, "S", subjects=["s.>"], sources=[{"name": "O", "filter_subject": "o.a"}])
+        ident = await origin_identity(c, "O")
+        await publish(c, "o.a", "one")
+        await wait_messages(c, "S", 1)
+        assert [m["hdrs"] for m in await stored(c, "S")] == [{"Nats-Stream-Source": f"O 1 o.a > o.a {ident}"}]
+    finally:
+        await c.close()
+    server.restart()
+    c = await RawClient.connect(server.url)
+    try:
+        await publish(c, "o.a", "two")
+        await wait_messages(c, "S", 2)
+        assert [m["hdrs"]["Nats-Stream-Source"] for m in await stored(c, "S")] == [
+            f"O 1 o.a > o.a {ident}",
+            f"O 2 o.a > o.a {ident}",
+        ]
+        # A recreated origin (new identity) is taken again from its start.
+        await c.api("$JS.API.STREAM.DELETE.O")
+        await create(c, "O", subjects=["o.>"])
+        await publish(c, "o.a", "three")
+        await wait_messages(c, "S", 3)
+        ident2 = await origin_identity(c, "O")
+        assert ident2 != ident
+        assert (await stored(c, "S"))[-1]["hdrs"] == {"Nats-Stream-Source": f"O 1 o.a > o.a {ident2}"}
+    finally:
+        await c.close()
 
 
 async def test_subject_transforms_and_one_origin_sourced_twice(pair_clients: dict[str, RawClient]) -> None:
@@ -582,10 +629,11 @@ async def test_subject_transforms_and_one_origin_sourced_twice(pair_clients: dic
     await create(c, "M", mirror={"name": "O", "subject_transforms": [{"src": "o.*", "dest": "m.$1"}]})
     await wait_messages(c, "S", 3)
     msgs = sorted(await stored(c, "S"), key=lambda m: m["data"])
+    ident = await origin_identity(c, "O")
     assert [(m["subject"], m["hdrs"]["Nats-Stream-Source"]) for m in msgs] == [
-        ("o.a", "O 1 o.a > o.a"),
-        ("b.moved", "O 2 o.b\fo.c b.moved\f> o.b"),
-        ("o.c", "O 3 o.b\fo.c b.moved\f> o.c"),
+        ("o.a", f"O 1 o.a > o.a {ident}"),
+        ("b.moved", f"O 2 o.b\fo.c b.moved\f> o.b {ident}"),
+        ("o.c", f"O 3 o.b\fo.c b.moved\f> o.c {ident}"),
     ]
     sources = (await info(c, "S"))["sources"]
     assert {s.get("filter_subject", "") for s in sources} == {"o.a", ""}
@@ -665,9 +713,10 @@ async def test_external_origin_through_a_domain_prefix(tmp_path: Path) -> None:
         await wait_messages(c, "M", 2)
         sourced = await wait_messages(c, "S", 2)
         assert sourced["sources"][0]["external"] == ext
+        ident = await origin_identity(c, "O")
         assert [m["hdrs"]["Nats-Stream-Source"] for m in await stored(c, "S")] == [
-            f"O:{api_hash('$JS.hub.API')} 1 > > o.a",
-            f"O:{api_hash('$JS.hub.API')} 2 > > o.b",
+            f"O:{api_hash('$JS.hub.API')} 1 > > o.a {ident}",
+            f"O:{api_hash('$JS.hub.API')} 2 > > o.b {ident}",
         ]
     finally:
         await c.close()
@@ -686,11 +735,14 @@ def test_index_names_and_headers_as_nats_server_210() -> None:
     assert index_name(external) == f"O:{api_hash('$JS.hub.API')} > >"
     assert len(api_hash("x")) == 8 and api_hash("x") == api_hash("x") != api_hash("y")
     assert source_header("O o.a >", 42) == "O 42 o.a >"
-    assert parse_source_header("O 42 o.a >") == ("O", "O o.a >", 42)
-    assert parse_source_header("O 42") == ("O", "", 42)  # nats-server 2.9
-    assert parse_source_header("$JS.ACK.O.c.1.7.3.123.0") == ("O", "", 7)  # before 2.2.1
-    assert parse_source_header("garbage") == ("", "", 0)
-    assert parse_source_header("O x") == ("", "", 0)
+    assert parse_source_header("O 42 o.a >") == ("O", "O o.a >", 42, "")
+    assert parse_source_header("O 42 o.a > o.a") == ("O", "O o.a >", 42, "")  # 2.12
+    assert parse_source_header("O 42 o.a > o.a Id3nt") == ("O", "O o.a >", 42, "Id3nt")  # 2.15
+    assert source_header("O o.a >", 42, "o.a", "Id3nt") == "O 42 o.a > o.a Id3nt"
+    assert parse_source_header("O 42") == ("O", "", 42, "")  # nats-server 2.9
+    assert parse_source_header("$JS.ACK.O.c.1.7.3.123.0") == ("O", "", 7, "")  # before 2.2.1
+    assert parse_source_header("garbage") == ("", "", 0, "")
+    assert parse_source_header("O x") == ("", "", 0, "")
 
 
 def test_ack_reply_parsing() -> None:

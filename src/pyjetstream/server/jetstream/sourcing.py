@@ -115,28 +115,34 @@ def index_name(src: StreamSource) -> str:
     return f"{name} {sources} {destinations}"
 
 
-def source_header(iname: str, seq: int, subject: str = "") -> str:
-    """The ``Nats-Stream-Source`` value for origin sequence ``seq`` (``genSourceHeader``);
-    2.12+ appends the message's subject at the origin (counter sources key on it)."""
+def source_header(iname: str, seq: int, subject: str = "", ident: str = "") -> str:
+    """The ``Nats-Stream-Source`` value for origin sequence ``seq`` (``genSourceHeader``):
+    ``<name> <seq> <filter> <dest> <subject> [<identity>]``. 2.12+ appends the message's subject
+    at the origin (counter sources key on it); 2.15 appends the origin's stream identity when the
+    source consumer's create reply carried one, so a restarted sourcing stream still knows it."""
     name, _, rest = iname.partition(" ")
+    if ident:
+        return f"{name} {seq} {rest} {subject} {ident}"
     return f"{name} {seq} {rest} {subject}" if subject else f"{name} {seq} {rest}"
 
 
-def parse_source_header(value: str) -> tuple[str, str, int]:
-    """``(origin name, index name, origin seq)`` from a ``Nats-Stream-Source`` value
-    (``streamAndSeq``). The index name is ``""`` for the headers of servers before 2.10
-    (``"<name> <seq>"`` or, before 2.2.1, the origin ack reply); ``("", "", 0)`` if unreadable."""
+def parse_source_header(value: str) -> tuple[str, str, int, str]:
+    """``(origin name, index name, origin seq, origin identity)`` from a ``Nats-Stream-Source``
+    value (nats-server 2.15 ``streamAndSeq``). The index name is ``""`` for the headers of servers
+    before 2.10 (``"<name> <seq>"`` or, before 2.2.1, the origin ack reply); the identity is the
+    optional sixth token (2.15); ``("", "", 0, "")`` if unreadable."""
     if value.startswith("$JS.ACK."):
         tokens = value.split(".")
         if len(tokens) != 9 or not tokens[5].isdigit():
-            return "", "", 0
-        return tokens[2], "", int(tokens[5])
+            return "", "", 0, ""
+        return tokens[2], "", int(tokens[5]), ""
     fields = value.split(" ")
     if len(fields) < 2 or len(fields) == 3 or not fields[1].isdigit():
-        return "", "", 0
+        return "", "", 0, ""
     if len(fields) == 2:
-        return fields[0], "", int(fields[1])
-    return fields[0], f"{fields[0]} {fields[2]} {fields[3]}", int(fields[1])
+        return fields[0], "", int(fields[1]), ""
+    ident = fields[5] if len(fields) >= 6 else ""
+    return fields[0], f"{fields[0]} {fields[2]} {fields[3]}", int(fields[1]), ident
 
 
 class Delivery(NamedTuple):
@@ -385,7 +391,16 @@ class _Feed:
             return
         self.err = None
         identity = get_header(hdr, HDR_STREAM_IDENTITY) if hdr else None
-        self.ident = identity.decode(errors="replace") if identity else ""
+        ident = identity.decode(errors="replace") if identity else ""
+        if self.kind == "S" and ident and self.ident and ident != self.ident:
+            # Recreated though it did not refuse (2.15 ``trySetupSourceConsumer``): start over.
+            self.server.logger.warning(
+                "JetStream source stream %r for stream %r was recreated, resetting source state",
+                self.name,
+                self.stream.name,
+            )
+            self.sseq = 0
+        self.ident = ident
         delivered = response.delivered.stream_seq if response.delivered is not None else 0
         self._established(response.name, delivered)
         self.last = time.monotonic()
@@ -618,7 +633,7 @@ class SourceFeed(_Feed):
         else:
             return
         self.lag = d.pending - 1 if d.pending else 0
-        stamp = (HDR_STREAM_SOURCE.decode(), source_header(self.iname, d.sseq, subject))
+        stamp = (HDR_STREAM_SOURCE.decode(), source_header(self.iname, d.sseq, subject, self.ident))
         new_hdr = append_headers(_strip_for_source(hdr) if hdr else None, [stamp])
         error = self.stream.process_sourced(self._transform(subject), new_hdr, payload)
         if error is not None:
@@ -706,11 +721,12 @@ class StreamSourcing:
             value = get_header(msg.hdr, HDR_STREAM_SOURCE) if msg.hdr else None
             if not value:
                 continue
-            name, iname, sseq = parse_source_header(value.decode(errors="replace"))
+            name, iname, sseq, ident = parse_source_header(value.decode(errors="replace"))
             if iname:
                 found = wanted.pop(iname, None)
                 if found is not None:
                     found.sseq = sseq
+                    found.ident = ident  # the origin's identity, checked on the consumer create
             elif name:  # a 2.9 header: it is ours if the origin's name matches
                 for feed in [f for f in wanted.values() if f.iname.split(" ", 1)[0] == name]:
                     del wanted[feed.iname]
