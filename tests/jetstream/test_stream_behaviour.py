@@ -332,3 +332,32 @@ async def test_sync_always(start_server: Callable[..., Target], server_kind: str
         assert (await api(client, "STREAM.INFO.A"))["state"]["messages"] == 20
     finally:
         await client.close()
+
+
+async def test_persist_mode_async_with_sync_always(start_server: Callable[..., Target], server_kind: str) -> None:
+    """``persist_mode: async`` (ADR-56) opts a stream out of ``sync_interval: always`` (nats-server
+    turns ``SyncAlways`` off for it). Ours still hands every write to the OS before the ack, so a
+    process kill loses nothing (nats-server's async flusher may lose its buffer: checked on ours only)."""
+    if server_kind != EMBEDDED:
+        pytest.skip("what an async stream keeps after kill -9 is unspecified on nats-server")
+    target = start_server(jetstream_settings={"sync_interval": "always"})
+    client = await RawNats.connect(target.url)
+    try:
+        created = await api(client, "STREAM.CREATE.A", {"name": "A", "persist_mode": "async"})
+        assert created["config"]["persist_mode"] == "async"
+        await api(client, "STREAM.CREATE.D", {"name": "D"})
+        for subject in ("A", "D"):
+            acks = [(await client.request(subject, b"x")).json()["seq"] for _ in range(20)]
+            assert acks == list(range(1, 21))
+    finally:
+        await client.close()
+    target.kill()
+    target.start()
+    client = await RawNats.connect(target.url)
+    try:
+        a = await api(client, "STREAM.INFO.A")
+        assert (a["config"]["persist_mode"], a["state"]["messages"]) == ("async", 20)
+        d = await api(client, "STREAM.INFO.D")
+        assert "persist_mode" not in d["config"] and d["state"]["messages"] == 20
+    finally:
+        await client.close()

@@ -284,6 +284,29 @@ CASES: dict[str, list] = {
         info("S"),
     ],
     "update-no-change": [create("S"), update("S")],
+    # --- persist_mode (2.12, ADR-56): file storage, R1, no atomic batches; never changed -------
+    "persist-async-create-and-info": [
+        create("A", persist_mode="async"),
+        info("A"),
+        create("D", subjects=["d"], persist_mode="default"),
+    ],
+    "persist-async-refusals": [
+        create("M", persist_mode="async", storage="memory"),
+        create("R", persist_mode="async", num_replicas=3),
+        create("B", persist_mode="async", allow_atomic=True),
+        create("MB", persist_mode="async", storage="memory", allow_atomic=True),
+        create("RB", persist_mode="async", num_replicas=3, allow_atomic=True),
+        create("X", persist_mode="bogus"),
+    ],
+    "persist-async-updates": [
+        create("A", persist_mode="async"),
+        update("A"),
+        update("A", persist_mode="async", num_replicas=3),
+        update("A", persist_mode="async", allow_atomic=True),
+        update("A", persist_mode="async", max_msgs=5),
+        create("D"),
+        update("D", persist_mode="async"),
+    ],
     "account-info": [
         create("F", subjects=["f"]),
         create("M", subjects=["m"], storage="memory"),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api import errors as E
-from pyjetstream.api.enums import StorageType
+from pyjetstream.api.enums import PersistMode, StorageType
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.server.jetstream import monitoring
@@ -284,12 +284,16 @@ class JetStreamEngine:
     def new_store(self, cfg: StreamConfig) -> MessageStore:
         if cfg.storage == StorageType.MEMORY:
             return MemoryStore(store_config_for(cfg))
-        return FileStore(self._file_config(self.streams_dir / cfg.name), store_config_for(cfg))
+        return FileStore(self._file_config(self.streams_dir / cfg.name, cfg), store_config_for(cfg))
 
-    def _file_config(self, directory: Path) -> FileStoreConfig:
+    def _file_config(self, directory: Path, cfg: StreamConfig) -> FileStoreConfig:
+        """The server's ``sync_interval`` / ``sync: always``, except that a ``persist_mode:
+        async`` stream never fsyncs per write (nats-server ``addStreamWithAssignment`` turns
+        ``SyncAlways`` off for it): its acks come before its data is on disk."""
+        always = self.sync_always and cfg.persist_mode != PersistMode.ASYNC
         return FileStoreConfig(
             directory=str(directory),
-            sync=SYNC_ALWAYS if self.sync_always else SYNC_INTERVAL,
+            sync=SYNC_ALWAYS if always else SYNC_INTERVAL,
             sync_interval=self.sync_interval,
         )
 
@@ -319,7 +323,7 @@ class JetStreamEngine:
                 if meta is None:
                     continue
                 cfg, created = decode_stream_meta(meta)
-                store = FileStore(self._file_config(directory), store_config_for(cfg))
+                store = FileStore(self._file_config(directory, cfg), store_config_for(cfg))
             except Exception as exc:  # a damaged stream must not keep the others from starting
                 self.server.logger.error("JetStream could not recover stream in %s: %s", directory, exc)
                 continue

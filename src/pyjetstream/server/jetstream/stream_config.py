@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 
 from pyjetstream.api import errors as E
-from pyjetstream.api.enums import DiscardPolicy, RetentionPolicy
+from pyjetstream.api.enums import DiscardPolicy, PersistMode, RetentionPolicy, StorageType
 from pyjetstream.api.errors import ErrorDef, JetStreamApiError
 from pyjetstream.api.models_stream import StreamConfig, StreamSource
 from pyjetstream.protocol.subjects import (
@@ -137,6 +137,15 @@ def check_stream_config(
         if not cfg.allow_rollup_hdrs and not changes.get("allow_rollup_hdrs"):
             changes["allow_rollup_hdrs"] = True
             changes["deny_purge"] = False
+    if cfg.persist_mode == PersistMode.ASYNC:
+        # ADR-56: acknowledged before it is flushed, which only a single file-backed copy
+        # without all-or-nothing batches can honour (checked before replicas > 1 on a single server).
+        if cfg.storage != StorageType.FILE:
+            raise invalid("async persist mode is only supported on file storage")
+        if cfg.num_replicas > 1:
+            raise invalid("async persist mode is not supported on replicated streams")
+        if cfg.allow_atomic:
+            raise invalid("async persist mode is not supported with atomic batch publish")
     if cfg.mirror is not None or cfg.sources:
         changes.update(check_sourcing(cfg, streams, pedantic))
 
