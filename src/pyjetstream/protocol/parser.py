@@ -113,7 +113,10 @@ class _FrameParser:
             if repeat:
                 hit = self._last_hit
             elif line_end - pos <= max_line:
-                hit = fast_line(line)
+                try:
+                    hit = fast_line(line)
+                except UnicodeDecodeError:  # the full parse below closes the connection
+                    hit = None
             else:
                 hit = None
             if hit is not None:
@@ -140,7 +143,12 @@ class _FrameParser:
                     pos = start
                 continue
             pos = nl + 1
-            event = self._control_line(line)
+            try:
+                event = self._control_line(line)
+            except UnicodeDecodeError:
+                # Subjects, sids and replies are text here: a line that is not UTF-8 closes the
+                # connection (nats-server, which keeps subjects as bytes, accepts it).
+                event = self._violation(None, "control line is not UTF-8")
             if event is not None:
                 append(event)
                 if isinstance(event, ProtocolViolation):
