@@ -37,13 +37,13 @@ __all__ = [
     "with_required_level",
 ]
 
-#: The nats-server version the embedded server reports: the release whose features it fully
-#: implements (clients gate features on it). 2.10: compression, first_seq, subject transforms,
-#: multiple filters, consumer_limits, metadata.
-SERVER_VERSION = "2.10.22"
-#: The JetStream API level it reports (nats-server ``JSApiLevel``); 0 until every level-1 (2.11)
-#: feature is in: per-message TTL, delete markers, pause, priority groups, batch direct get.
-JS_API_LEVEL = 0
+#: The nats-server version the embedded server reports: the release whose JetStream features it
+#: fully implements on a single node (clients gate features on it): 2.11's per-message TTL, delete
+#: markers, pause, priority groups and batch direct get; 2.12's atomic batches, counters, schedules;
+#: 2.14's fast batches and consumer reset; 2.15's stream identity and v2 snapshots.
+SERVER_VERSION = "2.15.1"
+#: The JetStream API level it reports (nats-server ``JSApiLevel``; 2.15 is level 5).
+JS_API_LEVEL = 5
 
 REQUIRED_LEVEL_KEY = "_nats.req.level"
 SERVER_VERSION_KEY = "_nats.ver"

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 
 from pyjetstream.api import headers as H
+from pyjetstream.api.versioning import JS_API_LEVEL
 from pyjetstream.protocol.headers import get_header
 
-SERVER_API_LEVEL = 5
+SERVER_API_LEVEL = JS_API_LEVEL
 _GO_INT = re.compile(rb"[+-]?[0-9]+")  # what Go's strconv.Atoi takes
 REQUIRED_API_LEVEL = H.REQUIRED_API_LEVEL.encode()
 

@@ -211,6 +211,7 @@ class _Feed:
 
     kind: ClassVar[str] = ""  # "M" (mirror) or "S" (source): the deliver subject's second token
     consumer_prefix: ClassVar[str] = ""  # the name of a filtered consumer: "<prefix>-<id>"
+    REPORTS_SEQ: ClassVar[bool] = True  # StreamSourceInfo.seq: the highest origin sequence taken
 
     def __init__(self, stream: Stream, cfg: StreamSource) -> None:
         self.stream = stream
@@ -221,6 +222,7 @@ class _Feed:
         self.iname = index_name(cfg)
         self.cname = ""  # the current origin consumer ("" while none is established)
         self.sseq = 0  # last origin sequence taken
+        self.taken = 0  # highest origin sequence stored here (StreamSourceInfo.seq, 2.15)
         self.dseq = 0  # last delivery sequence seen from the current consumer
         self.lag = 0
         self.err: ApiError | None = None
@@ -479,6 +481,7 @@ class _Feed:
             name=self.name,
             external=ExternalStream(api=ext.api, deliver=ext.deliver) if ext is not None else None,
             lag=self.lag,
+            seq=self.taken if self.REPORTS_SEQ else 0,
             active=int((time.monotonic() - self.last) * NS) if self.last else -1,
             error=self.err,
             filter_subject=self.cfg.filter_subject,
@@ -488,6 +491,8 @@ class _Feed:
 
 class MirrorFeed(_Feed):
     """The origin of a mirror: copies keep the origin's sequences and timestamps."""
+
+    REPORTS_SEQ: ClassVar[bool] = False  # 2.15 reports the highest sourced sequence for sources only
 
     kind = "M"
     consumer_prefix = "mirror"
@@ -640,6 +645,8 @@ class SourceFeed(_Feed):
             self._warn(error)
             self.sseq, self.dseq = previous
             self._restart()
+        elif d.sseq > self.taken:
+            self.taken = d.sseq
 
 
 # --- a stream's feeds -------------------------------------------------------------------------
@@ -725,12 +732,12 @@ class StreamSourcing:
             if iname:
                 found = wanted.pop(iname, None)
                 if found is not None:
-                    found.sseq = sseq
+                    found.sseq = found.taken = sseq
                     found.ident = ident  # the origin's identity, checked on the consumer create
             elif name:  # a 2.9 header: it is ours if the origin's name matches
                 for feed in [f for f in wanted.values() if f.iname.split(" ", 1)[0] == name]:
                     del wanted[feed.iname]
-                    feed.sseq = sseq
+                    feed.sseq = feed.taken = sseq
 
     def mirror_info(self) -> StreamSourceInfo | None:
         return self.mirror.info() if self.mirror is not None else None
