@@ -15,6 +15,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 async def cmd_info(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, human_count, limit, print_json, print_sections
 
     client = await session.connect()

@@ -173,6 +173,7 @@ class Session:
 
     @property
     def timeout(self) -> float:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.values import parse_duration_seconds
 
         return parse_duration_seconds(self.settings.get("timeout") or DEFAULT_TIMEOUT, what="--timeout")
@@ -181,6 +182,7 @@ class Session:
         """Connect (once) to the configured server, or a new connection to ``url``."""
         if url is None and self._client is not None:
             return self._client
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.client import connect
 
         s = self.settings
@@ -208,6 +210,7 @@ class Session:
     async def jetstream(self) -> Any:
         """The JetStream context on the session's connection (domain / API prefix applied)."""
         if self._js is None:
+            # Deferred: CLI start-up speed (loaded only when this command runs).
             from pyjetstream.client.jetstream import JetStream
 
             client = await self.connect()
@@ -223,6 +226,7 @@ class Session:
         s = self.settings
         if not (s.get("tlscert") or s.get("tlsca")):
             return None
+        # Deferred: ssl is slow to import and only TLS needs it (start-up speed).
         import ssl
 
         ctx = ssl.create_default_context(cafile=s.get("tlsca"))
@@ -241,6 +245,7 @@ class Session:
 def _resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     if not getattr(args, "no_context", False):
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.contexts import load_context
 
         name = getattr(args, "context", None) or os.environ.get("NATS_CONTEXT")
@@ -260,6 +265,7 @@ def _resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def _new_loop() -> asyncio.AbstractEventLoop:
     try:
+        # Deferred: a slow-to-load third-party package only this path needs (start-up speed).
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
         return asyncio.new_event_loop()

@@ -32,6 +32,7 @@ def _bar(session: Session, args: argparse.Namespace, label: str) -> tuple[Any, A
     """A rich progress bar on a terminal, and the callback that moves it (both None elsewhere)."""
     if args.no_progress or session.json or not sys.stderr.isatty():
         return None, None
+    # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
     from pyjetstream.cli.output import err_console
@@ -49,6 +50,7 @@ def _bar(session: Session, args: argparse.Namespace, label: str) -> tuple[Any, A
 
 
 async def cmd_backup(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, print_json
 
     js = await session.jetstream()
@@ -88,6 +90,7 @@ def _read_config(path: str) -> dict[str, Any]:
 
 
 async def cmd_restore(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, print_json
     from pyjetstream.cli.stream_cmds import show_stream_info
 

@@ -64,6 +64,7 @@ def _arguments(kind: str) -> Any:
 
 
 def _options(session: Session, args: argparse.Namespace) -> Any:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.bench_work import BenchOptions
     from pyjetstream.cli.values import parse_size
 
@@ -105,6 +106,7 @@ def _handler(kind: str) -> Any:
 
 
 async def run_bench(kind: str, session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.bench_work import run_workload, total_work
 
     options = _options(session, args)
@@ -120,6 +122,7 @@ async def run_bench(kind: str, session: Session, args: argparse.Namespace) -> in
             progress.stop()
     ratios = _ratios(results, targets) if args.compare else []
     if session.json:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.output import print_json
 
         print_json(
@@ -139,6 +142,7 @@ async def run_bench(kind: str, session: Session, args: argparse.Namespace) -> in
 def _progress(session: Session, args: argparse.Namespace) -> Any:
     if args.no_progress or session.json or not sys.stderr.isatty():
         return None
+    # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from pyjetstream.cli.output import err_console
@@ -180,6 +184,7 @@ def _print_results(
 ) -> None:
     """A table narrow enough for an 80-column terminal: servers as A/B with a legend when comparing,
     the run's settings in the title, latency percentiles in one column."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.bench_work import describe_options
     from pyjetstream.cli.output import print_table
 

@@ -188,6 +188,7 @@ async def bench_sub(connect: Any, url: str, o: BenchOptions, advance: Advance) -
 
 async def _ensure_stream(js: Any, o: BenchOptions) -> bool:
     """Create the bench stream if missing; True when we created it (and so should remove it)."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import StreamConfig
     from pyjetstream.client.jetstream.errors import StreamNotFound
 
@@ -200,6 +201,7 @@ async def _ensure_stream(js: Any, o: BenchOptions) -> bool:
 
 
 def _js(client: Any, o: BenchOptions) -> Any:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.client.jetstream import JetStream
 
     return JetStream(client, timeout=o.timeout, publish_async_max_pending=max(o.window, 1))
@@ -248,6 +250,7 @@ async def bench_js_pub(connect: Any, url: str, o: BenchOptions, advance: Advance
 
 
 async def bench_js_consume(connect: Any, url: str, o: BenchOptions, advance: Advance) -> list[BenchResult]:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import ConsumerConfig
 
     client = await connect(url)
@@ -292,6 +295,7 @@ async def bench_js_consume(connect: Any, url: str, o: BenchOptions, advance: Adv
 
 
 async def bench_kv(connect: Any, url: str, o: BenchOptions, advance: Advance) -> list[BenchResult]:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.client.jetstream import KeyValueConfig
     from pyjetstream.client.jetstream.errors import BucketNotFound
 

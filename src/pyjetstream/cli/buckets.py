@@ -8,6 +8,7 @@ Flags follow ``nats kv add`` / ``nats object add``: ``--description``, ``--ttl``
 from __future__ import annotations
 
 import argparse
+import base64
 import sys
 from typing import Any
 
@@ -35,6 +36,7 @@ def add_bucket_arguments(p: argparse.ArgumentParser) -> None:
 
 def bucket_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments common to ``KeyValueConfig`` and ``ObjectStoreConfig``."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import Placement, StorageType
 
     if args.replicas < 1:
@@ -65,8 +67,6 @@ def read_value(value: str | None, *, what: str = "value") -> bytes:
 
 
 def value_fields(value: bytes, key: str = "value") -> dict[str, str]:
-    import base64
-
     try:
         return {key: value.decode("utf-8")}
     except UnicodeDecodeError:

@@ -28,18 +28,21 @@ def _names(p: argparse.ArgumentParser) -> None:
 
 
 def _stream(args: argparse.Namespace) -> str:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import ask
 
     return args.stream or ask("Stream Name", flag="a stream name")
 
 
 def _consumer(args: argparse.Namespace) -> str:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import ask
 
     return args.consumer or ask("Consumer Name", flag="a consumer name")
 
 
 def _print_json(value: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import print_json
 
     print_json(value)
@@ -59,6 +62,7 @@ def _edit_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_add(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.consumer_config import consumer_config_from_args
     from pyjetstream.cli.prompts import interactive
 
@@ -66,6 +70,7 @@ async def cmd_add(session: Session, args: argparse.Namespace) -> int:
     name = args.consumer or ("" if args.ephemeral else _consumer(args))
     config = consumer_config_from_args(args, name, ask=interactive() and not args.defaults)
     if args.output:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.stream_cmds import _write_config
 
         return _write_config(session, args.output, config)
@@ -79,6 +84,7 @@ async def cmd_add(session: Session, args: argparse.Namespace) -> int:
 
 
 async def cmd_edit(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.consumer_config import consumer_config_from_args
     from pyjetstream.cli.prompts import confirm
     from pyjetstream.cli.stream_config import config_changes
@@ -88,6 +94,7 @@ async def cmd_edit(session: Session, args: argparse.Namespace) -> int:
     current = (await js.consumer(stream, name)).cached_info().config
     config = consumer_config_from_args(args, name, current)
     if args.output:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.stream_cmds import _write_config
 
         return _write_config(session, args.output, config)
@@ -123,6 +130,7 @@ async def cmd_info(session: Session, args: argparse.Namespace) -> int:
 
 
 def show_consumer_info(info: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import (
         human_bytes,
         human_count,
@@ -211,6 +219,7 @@ def _ls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_age, human_count, print_table, short_time
 
     stream = _stream(args)
@@ -248,6 +257,7 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
 
 
 async def cmd_report(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_count, human_duration, print_table
 
     stream = _stream(args)
@@ -308,6 +318,7 @@ def _rm_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_rm(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     stream, name = _stream(args), _consumer(args)
@@ -330,6 +341,7 @@ def _next_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_next(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.msgfmt import headers_of, message_json, print_message
     from pyjetstream.cli.output import print_json_line
     from pyjetstream.cli.values import parse_duration_seconds
@@ -397,12 +409,14 @@ def _pause_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _remaining(ns: int) -> str:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_duration
 
     return human_duration(ns)
 
 
 async def cmd_pause(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_time
     from pyjetstream.cli.prompts import ask, confirm
     from pyjetstream.cli.values import parse_until
@@ -427,6 +441,7 @@ def _resume_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_resume(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     stream, name = _stream(args), _consumer(args)
@@ -450,6 +465,7 @@ def _unpin_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_unpin(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import ask, confirm
 
     stream, name = _stream(args), _consumer(args)
@@ -477,6 +493,7 @@ def _reset_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_reset(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     stream, name = _stream(args), _consumer(args)

@@ -100,6 +100,7 @@ def _time(value: str | None, flag: str) -> str | None:
     """An RFC3339 time, checked here so a typo is a usage error rather than a server one."""
     if value is None:
         return None
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import parse_time
 
     try:
@@ -119,6 +120,7 @@ def _sample(value: str) -> str:
 
 
 def _deliver(value: str) -> dict[str, Any]:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import format_time
 
     policy, seq, start = parse_start(value, what="--deliver")
@@ -188,6 +190,7 @@ def _groups(value: str | None) -> list[str] | None:
 def _pause(value: str | None) -> str | None:
     if value is None:
         return None
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import format_time
     from pyjetstream.cli.values import parse_until
 
@@ -245,6 +248,7 @@ def consumer_config_from_args(
     args: argparse.Namespace, name: str, base: ConsumerConfig | None = None, *, ask: bool = False
 ) -> ConsumerConfig:
     """``base`` (or ``--config``, or the nats CLI defaults) with the flags given applied."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import ConsumerConfig
     from pyjetstream.cli.prompts import ask as prompt
 

@@ -112,6 +112,7 @@ async def cmd_select(session: Session, args: argparse.Namespace) -> int:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import print_table
 
     names = known_contexts()
@@ -134,6 +135,7 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
 
 
 async def cmd_info(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import print_sections
 
     name = args.name or selected_context()
@@ -163,6 +165,7 @@ def _configure_rm(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_rm(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     path = context_path(args.name)

@@ -59,6 +59,7 @@ async def cmd_get(session: Session, args: argparse.Namespace) -> int:
 
 
 async def cmd_view(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import print_json, print_sections
 
     entry = await (await _counter(session, args)).get(args.subject)
@@ -89,6 +90,7 @@ def _ls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import print_json
 
     if not args.stream and not args.subject:

@@ -51,6 +51,7 @@ def _api_text(exc: BaseException) -> str | None:
 
 def describe(exc: BaseException) -> str:
     """The one-line message for an exception: the server's words where it gave any."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.client import errors as core
 
     if isinstance(exc, CliError):

@@ -24,6 +24,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _print_json(value: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import print_json
 
     print_json(value)
@@ -72,12 +73,14 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _ttl_seconds(value: str | None, flag: str) -> float | None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.values import parse_duration
 
     return None if value is None else parse_duration(value, what=flag) / 1e9
 
 
 async def cmd_add(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import RePublish
     from pyjetstream.cli.buckets import bucket_settings
     from pyjetstream.cli.values import parse_size
@@ -115,6 +118,7 @@ async def cmd_status(session: Session, args: argparse.Namespace) -> int:
 
 
 async def _show_status(session: Session, status: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import (
         human_bytes,
         human_count,
@@ -174,6 +178,7 @@ def _rm_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_rm(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     confirm(f"Really delete bucket {args.bucket} and all its keys?", force=args.force)
@@ -192,6 +197,7 @@ def _ls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_age, human_bytes, human_count, print_table, short_time
 
     js = await session.jetstream()
@@ -300,6 +306,7 @@ def _get_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_get(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_time
 
     kv = await _bucket(session, args.bucket)
@@ -326,6 +333,7 @@ def _del_arguments(p: argparse.ArgumentParser) -> None:
 async def cmd_del(session: Session, args: argparse.Namespace) -> int:
     if not args.key:
         return await cmd_rm(session, args)
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     confirm(f"Really delete key {args.bucket} > {args.key}?", force=args.force)
@@ -342,6 +350,7 @@ def _purge_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_purge(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     confirm(f"Really purge key {args.bucket} > {args.key} and its history?", force=args.force)
@@ -359,6 +368,7 @@ def _done(session: Session, args: argparse.Namespace, what: str) -> None:
 
 
 async def cmd_history(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, print_table, short_time
 
     kv = await _bucket(session, args.bucket)
@@ -401,6 +411,7 @@ def _watch_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_watch(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_time, print_json_line
 
     if args.history and args.updates_only:

@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage())
         return 0 if args else 2
     if args[0] in ("-v", "--version", "version"):
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from importlib.metadata import PackageNotFoundError, version
 
         try:

@@ -49,6 +49,7 @@ class Template:
             if name == "Count":
                 return str(count)
             if name == "ID":
+                # Deferred: CLI start-up speed (loaded only when this command runs).
                 from pyjetstream.client import next_nuid
 
                 return next_nuid()

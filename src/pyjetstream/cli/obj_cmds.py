@@ -27,6 +27,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _print_json(value: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import print_json
 
     print_json(value)
@@ -40,6 +41,7 @@ async def _store(session: Session, bucket: str) -> Any:
 
 
 async def cmd_add(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.buckets import bucket_settings
     from pyjetstream.client.jetstream import ObjectStoreConfig
 
@@ -49,6 +51,7 @@ async def cmd_add(session: Session, args: argparse.Namespace) -> int:
 
 
 def _show_status(session: Session, status: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, human_duration, human_time, limit, print_sections
 
     info = status.stream_info
@@ -103,6 +106,7 @@ def _rm_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_rm(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     js = await session.jetstream()
@@ -125,6 +129,7 @@ def _seal_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_seal(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     confirm(f"Really seal bucket {args.bucket}? (no more changes, ever)", force=args.force)
@@ -152,6 +157,7 @@ def _put_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_put(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
     from pyjetstream.cli.values import parse_headers, parse_metadata, parse_size
     from pyjetstream.client.jetstream import ObjectMeta
@@ -227,6 +233,7 @@ async def cmd_get(session: Session, args: argparse.Namespace) -> int:
             }
         )
     else:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.output import human_bytes
 
         print(f"Wrote: {human_bytes(info.size)} to {target}")
@@ -246,6 +253,7 @@ async def cmd_info(session: Session, args: argparse.Namespace) -> int:
 
 
 def _show_object(info: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, human_time, print_sections
 
     link = info.options.link if info.options is not None else None
@@ -273,6 +281,7 @@ def _ls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, print_table, short_time
     from pyjetstream.client.jetstream.errors import NoObjectsFound
 
@@ -334,6 +343,7 @@ def _watch_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_watch(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, human_time, print_json_line
 
     store = await _store(session, args.bucket)

@@ -8,7 +8,9 @@ and progress bars are rich's; colours only when stdout is a terminal.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -36,6 +38,7 @@ _err_console: Console | None = None
 def console() -> Console:
     global _console
     if _console is None:
+        # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
         from rich.console import Console
 
         _console = Console(highlight=False, soft_wrap=True, emoji=False, width=_width(sys.stdout))
@@ -45,6 +48,7 @@ def console() -> Console:
 def err_console() -> Console:
     global _err_console
     if _err_console is None:
+        # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
         from rich.console import Console
 
         _err_console = Console(
@@ -55,8 +59,6 @@ def err_console() -> Console:
 
 def _width(stream: Any) -> int | None:
     """Let tables be as wide as they need when output goes to a pipe or file (rich assumes 80)."""
-    import os
-
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):
@@ -66,9 +68,11 @@ def _width(stream: Any) -> int | None:
 
 def to_jsonable(value: Any) -> Any:
     """API models (msgspec Structs) as their wire JSON values; everything else unchanged."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     import msgspec
 
     if isinstance(value, msgspec.Struct):
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.api import encode
 
         return json.loads(encode(value))
@@ -100,6 +104,7 @@ def print_table(
 ) -> None:
     """A boxed table (``justify`` per column, default left). Columns empty in every row (an unused
     Description) are left out, and the first column never wraps: names stay whole on narrow terminals."""
+    # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
     from rich import box
     from rich.table import Table
 
@@ -181,8 +186,6 @@ def human_time(value: Any) -> str:
 
 def human_age(value: Any) -> str:
     """How long ago a NanoTime / ns was, compactly (``4s ago``, ``3d2h ago``), or ``never``."""
-    import time
-
     ns = int(value) if value is not None else 0
     if ns <= 0:
         return "never"

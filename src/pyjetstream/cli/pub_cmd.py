@@ -60,6 +60,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 async def cmd_pub(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.msgfmt import Template, header_templates, render_headers
     from pyjetstream.cli.values import parse_duration, parse_headers
 
@@ -124,6 +125,7 @@ async def cmd_pub(session: Session, args: argparse.Namespace) -> int:
             progress[0].stop()
     elapsed = time.perf_counter() - start
     if session.json:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.output import print_json
 
         out: dict[str, Any] = {"subject": args.subject, "published": args.count, "bytes": total_bytes}
@@ -139,6 +141,7 @@ async def _publish_atomic(
     session: Session, args: argparse.Namespace, js: Any, bodies: list[Any], hdr_templates: Any
 ) -> int:
     """Every message in one atomic batch (ADR-50): all are stored, or none; one PubAck for the batch."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.msgfmt import render_headers
 
     messages = [
@@ -151,6 +154,7 @@ async def _publish_atomic(
         data, hdrs = messages[-1]
         ack = await batch.commit(args.subject, data, headers=hdrs)
     if session.json:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.output import print_json
 
         print_json({"subject": args.subject, "published": len(messages), "ack": ack})
@@ -163,6 +167,7 @@ def _progress(args: argparse.Namespace, session: Session) -> Any:
     """A progress bar for many messages on a terminal (none for one message, JSON or pipes)."""
     if args.count < 2 or args.quiet or session.json or not sys.stderr.isatty():
         return None
+    # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
     from rich.progress import Progress
 
     from pyjetstream.cli.output import err_console

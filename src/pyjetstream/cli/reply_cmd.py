@@ -43,6 +43,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 async def cmd_reply(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.msgfmt import Template, header_templates, headers_of, message_json, render_headers
     from pyjetstream.cli.output import print_json_line
     from pyjetstream.cli.values import parse_duration, parse_headers

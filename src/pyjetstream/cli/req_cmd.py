@@ -37,6 +37,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 async def cmd_req(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.msgfmt import Template, header_templates, render_headers
     from pyjetstream.cli.pub_cmd import read_body
     from pyjetstream.cli.values import parse_headers
@@ -64,6 +65,7 @@ async def cmd_req(session: Session, args: argparse.Namespace) -> int:
         for reply in replies:
             _show(session, args, reply, elapsed, results)
     if session.json:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.output import print_json
 
         print_json(results[0] if len(results) == 1 and args.count == 1 and args.replies == 1 else results)
@@ -74,6 +76,7 @@ async def _gather(
     client: Any, subject: str, data: bytes, headers: Any, want: int, timeout: float
 ) -> list[Any]:
     """Publish with a private inbox and collect up to ``want`` replies (0: all) within ``timeout``."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.client import NoRespondersError
 
     inbox = client.new_inbox()
@@ -102,6 +105,7 @@ async def _gather(
 
 
 def _show(session: Session, args: argparse.Namespace, reply: Any, elapsed: float, results: list[Any]) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.msgfmt import headers_of, message_json, print_message
 
     headers = headers_of(reply)

@@ -21,6 +21,7 @@ __all__ = ["main", "serve"]
 
 
 async def serve(options: ServerOptions) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.server.server import Server
 
     server = Server(options)
@@ -54,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return loop.run_until_complete(serve(options))
     except Exception as exc:  # a start-up failure nats-server would log as fatal
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         import logging
 
         logging.getLogger("pyjetstream.server").critical("%s", exc)

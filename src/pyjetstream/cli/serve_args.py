@@ -444,6 +444,7 @@ def _override_tls(opts: ServerOptions, flags: dict[str, Any]) -> None:
 
 def _version() -> str:
     try:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from importlib.metadata import version
 
         return version("pyjetstream")

@@ -32,10 +32,12 @@ async def cmd_info(session: Session, args: argparse.Namespace) -> int:
     rtt = await client.rtt(session.timeout)
     info = dict(client.server_info)
     if session.json:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.output import print_json
 
         print_json({"url": client.connected_url, "rtt_ms": round(rtt * 1000, 3), "info": info})
         return 0
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, print_sections
 
     server = [
@@ -67,6 +69,7 @@ async def cmd_info(session: Session, args: argparse.Namespace) -> int:
 
 
 async def cmd_ping(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.values import parse_duration
 
     if args.count < 1:
@@ -93,6 +96,7 @@ async def cmd_ping(session: Session, args: argparse.Namespace) -> int:
         "max_ms": round(max(rtts), 3),
     }
     if session.json:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.cli.output import print_json
 
         print_json(summary)

@@ -9,6 +9,7 @@ server's wire JSON.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ def _name_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _stream_name(args: argparse.Namespace) -> str:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import ask
 
     return args.stream or ask("Stream Name", flag="a stream name")
@@ -48,6 +50,7 @@ def _edit_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_add(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import interactive
     from pyjetstream.cli.stream_config import stream_config_from_args
 
@@ -68,6 +71,7 @@ async def cmd_add(session: Session, args: argparse.Namespace) -> int:
 
 
 async def cmd_edit(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
     from pyjetstream.cli.stream_config import config_changes, stream_config_from_args
 
@@ -97,8 +101,7 @@ async def cmd_edit(session: Session, args: argparse.Namespace) -> int:
 
 def _write_config(session: Session, path: str, config: Any) -> int:
     """``--output``: save the configuration (wire JSON) instead of applying it."""
-    import json
-
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import to_jsonable
 
     with open(path, "w") as f:
@@ -135,6 +138,7 @@ async def cmd_info(session: Session, args: argparse.Namespace) -> int:
 
 
 def show_stream_info(info: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import (
         human_bytes,
         human_count,
@@ -230,6 +234,7 @@ def _ls_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_age, human_bytes, human_count, print_table, short_time
 
     js = await session.jetstream()
@@ -266,6 +271,7 @@ async def cmd_ls(session: Session, args: argparse.Namespace) -> int:
 
 
 async def cmd_report(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import human_bytes, human_count, print_table
 
     js = await session.jetstream()
@@ -321,6 +327,7 @@ def _rm_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_rm(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     name = _stream_name(args)
@@ -343,6 +350,7 @@ def _purge_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_purge(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import confirm
 
     name = _stream_name(args)
@@ -371,6 +379,7 @@ def _get_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_get(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.msgfmt import DIRECT_GET_HEADERS, headers_of, message_json, print_message
     from pyjetstream.cli.output import human_time, print_json
     from pyjetstream.cli.prompts import ask
@@ -406,6 +415,7 @@ def _rmm_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_rmm(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import ask, confirm
 
     name = _stream_name(args)
@@ -434,6 +444,7 @@ def _view_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def cmd_view(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.msgfmt import headers_of, message_json, print_message
     from pyjetstream.cli.output import human_time, print_json_line
     from pyjetstream.cli.values import parse_start
@@ -443,6 +454,7 @@ async def cmd_view(session: Session, args: argparse.Namespace) -> int:
         raise UsageError("--id and --since cannot be combined")
     if args.count < 0:
         raise UsageError("--count must not be negative")
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import NanoTime
     from pyjetstream.client.jetstream.ordered import OrderedConsumerConfig
 
@@ -488,6 +500,7 @@ async def cmd_view(session: Session, args: argparse.Namespace) -> int:
 
 
 def _print_json(value: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import print_json
 
     print_json(value)

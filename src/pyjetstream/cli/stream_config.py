@@ -10,6 +10,7 @@ direct get allowed) and, at a terminal without ``--defaults``, asks for what was
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,8 +98,6 @@ def add_stream_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
 
 def load_config(path: str, kind: type[Any]) -> Any:
     """A wire-JSON config from ``path`` (a bare config, or an info object with a ``config`` key)."""
-    import json
-
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -114,8 +113,7 @@ def load_config(path: str, kind: type[Any]) -> Any:
 
 def merge_config(kind: type[Any], base: Any, changes: dict[str, Any], *, what: str) -> Any:
     """``base`` (a model or its wire JSON) with ``changes`` applied, decoded and type-checked as ``kind``."""
-    import json
-
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import decode
     from pyjetstream.cli.output import to_jsonable
 
@@ -144,6 +142,7 @@ def _subjects(values: list[str] | None) -> list[str] | None:
 
 def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
     """The StreamConfig fields set by flags, as wire values."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import (
         Placement,
         RePublish,
@@ -226,6 +225,7 @@ def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _nats_cli_defaults(name: str) -> StreamConfig:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import StreamConfig
 
     return StreamConfig(
@@ -282,9 +282,11 @@ def stream_config_from_args(
 
     ``ask``: prompt for the fields no flag or file set (a terminal ``stream add``).
     """
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.prompts import ask as prompt
 
     if args.config:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.api import StreamConfig
 
         base = load_config(args.config, StreamConfig)
@@ -302,6 +304,7 @@ def stream_config_from_args(
                 question, flag=f"--{field}", default=default or name if field == "subjects" else default
             )
             changes[field] = parse(answer)
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import StreamConfig
 
     return merge_config(StreamConfig, base, changes, what="stream configuration")
@@ -309,6 +312,7 @@ def stream_config_from_args(
 
 def config_changes(old: Any, new: Any) -> list[tuple[str, Any, Any]]:
     """``(field, old, new)`` for every field that differs (wire JSON values)."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.output import to_jsonable
 
     before, after = to_jsonable(old), to_jsonable(new)

@@ -35,6 +35,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 async def cmd_sub(session: Session, args: argparse.Namespace) -> int:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.msgfmt import headers_of, message_json, print_message
     from pyjetstream.cli.output import print_json_line
     from pyjetstream.cli.values import parse_duration_seconds

@@ -9,8 +9,9 @@ unlimited; headers are ``Name:Value``; metadata is ``key=value``. Every failure 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pyjetstream.cli.errors import UsageError
 
@@ -132,8 +133,6 @@ def parse_start(text: str, *, what: str = "--deliver") -> tuple[str, int | None,
 
     Returns ``(policy, start_seq, start_time_ns)`` with the wire deliver-policy name.
     """
-    import time
-
     s = text.strip().lower()
     named = {
         "all": "all",
@@ -153,6 +152,7 @@ def parse_start(text: str, *, what: str = "--deliver") -> tuple[str, int | None,
     try:
         ago = parse_duration(text, what=what)
     except UsageError:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
         from pyjetstream.api import parse_time
 
         try:
@@ -167,13 +167,12 @@ def parse_start(text: str, *, what: str = "--deliver") -> tuple[str, int | None,
 def parse_until(text: str, *, what: str = "until") -> datetime:
     """A pause end, as the nats CLI takes it: a duration from now (``1h``), an RFC3339 time, or
     ``YYYY-MM-DD HH:MM[:SS]`` in UTC."""
-    from datetime import timedelta
-
     s = text.strip()
     try:
         return datetime.now(UTC) + timedelta(microseconds=parse_duration(s, what=what) / 1000)
     except UsageError:
         pass
+    # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.api import parse_time
 
     try:

@@ -26,6 +26,7 @@ def server_url(config: PipelineConfig) -> Iterator[str]:
     if config.servers:
         yield config.servers
         return
+    # Deferred: start-up speed (loaded only when this step runs).
     from pyjetstream import ServerThread
 
     store = tempfile.mkdtemp(prefix="pyjetstream-pipeline-")
@@ -39,6 +40,7 @@ def server_url(config: PipelineConfig) -> Iterator[str]:
 
 def prepare_streams(config: PipelineConfig, url: str) -> None:
     """Fresh events and results streams and totals bucket (the job owns these names)."""
+    # Deferred: start-up speed (loaded only when this step runs).
     from pyjetstream.api import StreamConfig
     from pyjetstream.client.jetstream import KeyValueConfig, sync
     from pyjetstream.client.jetstream.errors import StreamNotFound
@@ -65,6 +67,7 @@ def prepare_streams(config: PipelineConfig, url: str) -> None:
 def warm_up(spark: Any, config: PipelineConfig, url: str) -> None:
     """One small batch job first, so the first micro-batch does not pay for Python worker start
     and JIT warm-up (it would show as a latency spike that says nothing about the pipeline)."""
+    # Deferred: optional dependency (pyspark / matplotlib), loaded only when this runs.
     from pyspark.sql import functions as F
 
     df = spark.read.format("jetstream").option("servers", url).option("stream", config.events_stream).load()
@@ -99,6 +102,7 @@ def run_pipeline(config: PipelineConfig, out: TextIO = sys.stdout, spark: Any = 
         own_session = spark is None
         if own_session:
             say("starting Spark ...")
+            # Deferred: start-up speed (loaded only when this step runs).
             from pyjetstream.spark import local_session
 
             spark = local_session(

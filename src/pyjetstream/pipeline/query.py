@@ -37,6 +37,7 @@ class SinkLog:
 
 
 def start_query(spark: Any, config: PipelineConfig, url: str, checkpoint: str, log: SinkLog) -> Any:
+    # Deferred: optional dependency (pyspark / matplotlib), loaded only when this runs.
     from pyspark.sql import functions as F
 
     events = (

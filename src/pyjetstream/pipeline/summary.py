@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ class RunSummary:
 
 
 def kv_totals(url: str, bucket: str) -> Totals:
+    # Deferred: start-up speed (loaded only when this step runs).
     from pyjetstream.client.jetstream import sync
 
     nc = sync.connect(url)
@@ -181,8 +183,6 @@ def markdown(s: RunSummary) -> str:
         "| window start (UTC) | region | events | total |",
         "| --- | --- | ---: | ---: |",
     ]
-    from datetime import UTC, datetime
-
     for t in s.totals:
         start = datetime.fromtimestamp(t["window_start_ms"] / 1000, tz=UTC).strftime("%H:%M:%S")
         lines.append(f"| {start} | {t['region']} | {t['events']} | {t['total_cents'] / 100:,.2f} |")
@@ -192,11 +192,11 @@ def markdown(s: RunSummary) -> str:
 
 
 def draw_plot(s: RunSummary, log: SinkLog, path: Path) -> None:
-    from datetime import datetime
-
+    # Deferred: optional dependency (pyspark / matplotlib), loaded only when this runs.
     import matplotlib
 
     matplotlib.use("Agg")
+    # Deferred: optional dependency (pyspark / matplotlib), loaded only when this runs.
     import matplotlib.pyplot as plt
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), constrained_layout=True)
