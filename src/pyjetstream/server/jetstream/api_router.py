@@ -20,7 +20,8 @@ from pyjetstream.server.jetstream.api_common import encode_response
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
 
-Handler = Callable[["JetStreamEngine", ApiMatch, bytes, str], ApiResponse | None]
+# A handler answers with a response, a (response, header block) pair, or None (no answer).
+Handler = Callable[["JetStreamEngine", ApiMatch, bytes, str], ApiResponse | tuple[ApiResponse, bytes] | None]
 
 # nats-server subscribes to the API namespace once and dispatches inside, so a request to an
 # endpoint it does not serve gets no reply at all (clients see a timeout, as with nats-server).
