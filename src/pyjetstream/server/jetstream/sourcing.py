@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import msgspec
 
 from pyjetstream.api import errors as E
+from pyjetstream.api import headers as H
 from pyjetstream.api.codec import decode_response, encode
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy
 from pyjetstream.api.models_common import ApiError, ExternalStream
@@ -77,11 +78,11 @@ API_PREFIX = "$JS.API"
 DIRECT_GET_QUEUE = "_sys_"
 WARN_EVERY = 60.0  # the same storing error is logged once a minute (nats-server RateLimitWarnf)
 
-HDR_STREAM_SOURCE = b"Nats-Stream-Source"
-HDR_STREAM_IDENTITY = b"Nats-Stream-Identity"  # 2.15
-STREAM_IDENTITY_MISMATCH = 10225
-HDR_LAST_CONSUMER = b"Nats-Last-Consumer"
-HDR_CONSUMER_STALLED = b"Nats-Consumer-Stalled"
+HDR_STREAM_SOURCE = H.STREAM_SOURCE.encode()
+HDR_STREAM_IDENTITY = H.STREAM_IDENTITY.encode()  # 2.15
+STREAM_IDENTITY_MISMATCH = E.JSConsumerStreamIdentityMismatchF.err_code
+HDR_LAST_CONSUMER = H.LAST_CONSUMER.encode()
+HDR_CONSUMER_STALLED = H.CONSUMER_STALLED.encode()
 _EXPECTED_PREFIX = b"\r\nNats-Expected-"
 _CONTROL_PREFIX = b"NATS/1.0 100 "
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
