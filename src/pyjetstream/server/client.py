@@ -979,6 +979,7 @@ class ClientConnection(asyncio.Protocol):
         if self.stalled or self.closed or consumer is self or self.transport is None:
             return
         self.stalled = True
+        self.server.stalled_clients += 1  # nats-server stalledWait counts every stall
         consumer.stalled_producers.append(self)
         self.transport.pause_reading()
         self._stall_timer = self.server.loop.call_later(STALL_MAX, self.unstall)
@@ -1097,6 +1098,7 @@ class ClientConnection(asyncio.Protocol):
             self.log(logging.DEBUG, "Delaying PING due to client activity")
         elif self.pings_out + 1 > opts.ping_max:
             self.log(logging.DEBUG, "Stale Client Connection - Closing")
+            self.server.stale_connections += 1
             self.send_err_and_close(ERR_STALE, ClosedReason.STALE)
             return
         else:

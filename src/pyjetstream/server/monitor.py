@@ -352,18 +352,37 @@ def _varz(server: Server, query: dict[str, str]) -> dict[str, Any]:
         "routes": 0,
         "remotes": 0,
         "leafnodes": 0,
+        # Every connection here is a client (no routes, gateways or leafnodes), so the
+        # client-only counters 2.11+ adds equal the totals.
         "in_msgs": in_msgs,
-        "out_msgs": out_msgs,
         "in_bytes": in_bytes,
+        "in_client_msgs": in_msgs,
+        "in_client_bytes": in_bytes,
+        "out_msgs": out_msgs,
         "out_bytes": out_bytes,
+        "out_client_msgs": out_msgs,
+        "out_client_bytes": out_bytes,
         "slow_consumers": server.slow_consumers,
+        "stale_connections": server.stale_connections,
+        "stalled_clients": server.stalled_clients,
         "subscriptions": sum(a.sublist.count for a in server.accounts.values()),
         "http_req_stats": dict(server.http_req_stats),
         "config_load_time": _time(server.config_load_time_ns),
+        "config_digest": opts.config_digest,
     }
     if opts.server_tags:
         varz["tags"] = list(opts.server_tags)
+    # nats-server's per-kind breakdowns: only client connections exist here.
+    varz["slow_consumer_stats"] = _per_kind(server.slow_consumers)
+    varz["stale_connection_stats"] = _per_kind(server.stale_connections)
+    # No disk I/O semaphore (nats-server's dios) exists here, so nothing ever waits on one.
+    varz["disk_io_wait_stats"] = {"waiters": 0, "waits": 0, "wait_time": 0, "max_wait_time": 0}
     return varz
+
+
+def _per_kind(clients: int) -> dict[str, int]:
+    """nats-server SlowConsumersStats / StaleConnectionStats: counts by connection kind."""
+    return {"clients": clients, "routes": 0, "gateways": 0, "leafs": 0}
 
 
 def _jetstream_varz(server: Server) -> dict[str, Any]:

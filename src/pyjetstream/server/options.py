@@ -303,6 +303,8 @@ class ServerOptions:
 
     # Where these options came from (``-c``); "" when built in code.
     config_file: str = ""
+    #: nats-server's configDigest of that file ("sha256:<hex>"); "" without a file (varz config_digest).
+    config_digest: str = ""
 
     # --- identity and listeners
     #: "" = the server generates one (its server id), like nats-server.

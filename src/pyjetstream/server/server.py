@@ -151,6 +151,8 @@ class Server:
         self._closed_out_msgs = 0
         self._closed_out_bytes = 0
         self.slow_consumers = 0
+        self.stale_connections = 0  # ping timeouts (varz stale_connections)
+        self.stalled_clients = 0  # producer stalls by a full consumer (varz stalled_clients)
         self.http_req_stats: dict[str, int] = {}
         # --- internals
         self._cid = 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -255,4 +257,15 @@ def load_config(
 ) -> ServerOptions:
     """Read a NATS configuration file into ServerOptions (raises ConfigError)."""
     tree = parse_tree(read_config_file(path), path, os.environ if environ is None else environ)
-    return _apply_tree(tree, base, strict, path)
+    opts = _apply_tree(tree, base, strict, path)
+    opts.config_digest = config_digest(plain(tree))
+    return opts
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    """nats-server conf.configDigest: sha256 over the parsed map as Go's json.Encoder writes it
+    (sorted keys, no spaces, HTML-escaped, trailing newline); /varz reports it."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char in "<>&\u2028\u2029":
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return "sha256:" + hashlib.sha256((text + "\n").encode()).hexdigest()
