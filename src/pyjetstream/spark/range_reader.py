@@ -256,10 +256,10 @@ def read_range(
         if direct is not None:
             reader = direct
         else:
-            reader = RangeReader(opts, stream, first, last, subjects, schema)
+            reader = consumer_reader = RangeReader(opts, stream, first, last, subjects, schema)
         try:
             if direct is None:
-                loop.run(reader.open())
+                loop.run(consumer_reader.open())
             while True:
                 batch = loop.run(reader.next_batch())
                 if batch is None:
