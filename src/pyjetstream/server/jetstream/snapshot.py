@@ -413,7 +413,8 @@ def restore_stream(engine: JetStreamEngine, cfg: StreamConfig, data: bytes) -> P
     if raw.startswith(ARCHIVE_MAGIC):
         return _restore_v2(engine, cfg, raw)
 
-    return restore_tar(engine, cfg, raw)
+    fill, consumers = restore_tar(cfg, raw)
+    return create_restored(engine, cfg, fill, consumers, wrap_add_error=False)
 
 
 def _restore_v2(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> PreparedRestore:

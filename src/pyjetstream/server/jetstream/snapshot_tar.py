@@ -19,7 +19,8 @@ import json
 import posixpath
 import re
 import tarfile
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from pyjetstream.api import codec
 from pyjetstream.api import errors as E
@@ -27,10 +28,6 @@ from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
-
-if TYPE_CHECKING:
-    from pyjetstream.server.jetstream.engine import JetStreamEngine
-    from pyjetstream.server.jetstream.snapshot import PreparedRestore
 
 HBIT = 1 << 31
 EBIT = 1 << 63
@@ -131,9 +128,13 @@ def decode_consumer_state(buf: bytes) -> ConsumerState:
     return ConsumerState(SequencePair(dc, ds), SequencePair(afc, afs), pending, redelivered)
 
 
-def restore_tar(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> PreparedRestore:
-    from pyjetstream.server.jetstream.snapshot import create_restored
+RestoredConsumers = list[tuple[str, ConsumerConfig | None, ConsumerState]]
 
+
+def restore_tar(cfg: StreamConfig, raw: bytes) -> tuple[Callable[[Any], None], RestoredConsumers]:
+    """The pre-2.12 tar snapshot read back: a ``fill(store)`` that writes its messages (gaps kept) and
+    its consumers; :func:`snapshot.restore_stream` hands both to ``create_restored`` (so this module
+    does not import its caller)."""
     try:
         archive = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")
     except tarfile.TarError:
@@ -177,7 +178,7 @@ def restore_tar(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> Prepa
         highest = max(highest, top)
     messages.sort()
 
-    consumers: list[tuple[str, ConsumerConfig | None, ConsumerState]] = []
+    consumers: RestoredConsumers = []
     for name, files in sorted(consumer_files.items()):
         if "meta.inf" not in files:
             raise _error(f'error restoring consumer ["{name}"]: missing meta.inf')
@@ -203,4 +204,4 @@ def restore_tar(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> Prepa
         if lseq < highest:
             store.skip_msgs(lseq + 1, highest - lseq)
 
-    return create_restored(engine, cfg, fill, consumers, wrap_add_error=False)
+    return fill, consumers
