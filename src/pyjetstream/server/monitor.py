@@ -168,6 +168,8 @@ def _sub_detail(sub: Any, cid: int, account: bool = False) -> dict[str, Any]:
     if account:
         owner = sub.client.account if sub.client is not None else getattr(sub, "account", None)
         detail["account"] = owner.name if owner is not None else "$G"
+        # nats-server getNameTag: the account JWT's name, else the account name (as /accountz's name_tag).
+        detail["account_tag"] = detail["account"]
     detail["subject"] = sub.subject
     if sub.queue:
         detail["qgroup"] = sub.queue
@@ -409,12 +411,16 @@ def _go() -> str:
 
 def _subsz(server: Server, query: dict[str, str]) -> dict[str, Any]:
     stats = server.sublist.stats()
-    if not _query_bool(query, "subs") and query.get("subs", "").lower() != "detail":
-        return stats
     offset = max(0, _query_int(query, "offset", 0))
     limit = _query_int(query, "limit", DEFAULT_SUBSZ_LIMIT)
     if limit <= 0:
         limit = DEFAULT_SUBSZ_LIMIT
+    if not _query_bool(query, "subs") and query.get("subs", "").lower() != "detail":
+        # nats-server Subsz: the same envelope without the list (total 0, offset/limit as asked).
+        out = {"server_id": server.server_id, "now": _time(time.time_ns())}
+        out.update(stats)
+        out.update({"total": 0, "offset": offset, "limit": limit})
+        return out
     test = query.get("test", "")
     subs = server.sublist.all_subscriptions()
     if test:
