@@ -79,7 +79,7 @@ async def test_jsz_varz_and_healthz(start_server) -> None:
 async def test_jsz_documents_have_the_same_shape(tmp_path) -> None:
     from tests.support.targets import make_target
 
-    shapes = []
+    shapes, limits = [], []
     for kind in ("embedded", "nats-server"):
         target = make_target(kind, tmp_path / kind, http_port=-1)
         try:
@@ -92,9 +92,36 @@ async def test_jsz_documents_have_the_same_shape(tmp_path) -> None:
             await nc.close()
         finally:
             target.stop()
-        # 2.10 adds `ts` to consumer info; a 2.9.10 server has no such key.
-        for stream in doc["account_details"][0]["stream_detail"]:
-            for consumer in stream.get("consumer_detail", []):
-                consumer.pop("ts", None)
         shapes.append(_shape(doc))
+        limits.append(doc["limits"])
     assert shapes[0] == shapes[1]
+    # Both enforce 2.15's default of 1000 consumers per stream (see the test below).
+    assert limits[0] == limits[1] == {"default_max_consumers": 1000}
+    # _shape keeps key order: the JSON field order must match too.
+    assert json.dumps(shapes[0]) == json.dumps(shapes[1])
+
+
+async def _create_durables(nc: Any, stream: str, count: int) -> list[int | None]:
+    """Try ``count`` durables on ``stream``; the error code of each answer (None = created)."""
+    codes = []
+    for i in range(count):
+        body = {"stream_name": stream, "config": {"durable_name": f"d{i}", "ack_policy": "explicit"}}
+        reply = await nc.request(f"$JS.API.CONSUMER.CREATE.{stream}.d{i}", json.dumps(body).encode(), timeout=10)
+        codes.append(json.loads(reply.data).get("error", {}).get("err_code"))
+    return codes
+
+
+async def test_default_max_consumers_applies_when_nothing_else_limits(start_server) -> None:
+    """2.15 ``jetstream { limits { default_max_consumers } }`` (0 = 1000): the per-stream limit when
+    neither the stream nor the account sets max_consumers; /jsz and /varz report it."""
+    target = start_server(http_port=-1, jetstream_settings={"limits": {"default_max_consumers": 2}})
+    nc = await nats.connect(target.url)
+    for name, extra in (("A", {}), ("B", {"max_consumers": 3})):
+        cfg = {"name": name, "subjects": [f"{name}.>"], "storage": "memory", **extra}
+        reply = json.loads((await nc.request(f"$JS.API.STREAM.CREATE.{name}", json.dumps(cfg).encode())).data)
+        assert reply["config"]["max_consumers"] == extra.get("max_consumers", -1)
+    assert await _create_durables(nc, "A", 3) == [None, None, 10026]
+    assert await _create_durables(nc, "B", 4) == [None, None, None, 10026]
+    assert (await _get(target, "/jsz"))["limits"] == {"default_max_consumers": 2}
+    assert (await _get(target, "/varz"))["jetstream"]["limits"] == {"default_max_consumers": 2}
+    await nc.close()

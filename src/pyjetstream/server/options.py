@@ -279,6 +279,10 @@ class WebSocketOptions:
 # --------------------------------------------------------------------- JetStream
 
 
+#: nats-server 2.15's default ``limits { default_max_consumers }`` (what 0 stands for).
+DEFAULT_MAX_CONSUMERS = 1000
+
+
 @dataclass(kw_only=True)
 class JetStreamLimits:
     """Server-wide JetStream limits (2.10 ``jetstream { limits {} }``); 0 = not limited."""
@@ -287,11 +291,18 @@ class JetStreamLimits:
     max_ha_assets: int = 0
     max_request_batch: int = 0
     duplicate_window: float = 0.0  # seconds
+    #: ⟨2.15⟩ consumers per stream when neither the stream nor the account sets max_consumers:
+    #: 0 = nats-server's default (DEFAULT_MAX_CONSUMERS), -1 = unlimited.
+    default_max_consumers: int = 0
     # ⟨2.12+⟩ limits { batch { max_msgs, max_inflight_per_stream, max_inflight_total, timeout } }
     batch_max_msgs: int = 0
     batch_max_inflight_per_stream: int = 0
     batch_max_inflight_total: int = 0
     batch_timeout: float = 0.0  # seconds
+
+    def effective_default_max_consumers(self) -> int:
+        """The per-stream consumer default in force (-1 = none), as /jsz ``limits`` reports it."""
+        return self.default_max_consumers or DEFAULT_MAX_CONSUMERS
 
 
 # ------------------------------------------------------------------ the options

@@ -87,6 +87,7 @@ class JetStreamKeys(BlockMapper):
             "max_ack_pending": ("max_ack_pending", as_int),
             "max_ha_assets": ("max_ha_assets", as_int),
             "max_request_batch": ("max_request_batch", as_int),
+            "default_max_consumers": ("default_max_consumers", as_int),
             "duplicate_window": ("duplicate_window", as_duration),
             "batch": self.jetstream_batch_limits,
         }

@@ -105,7 +105,7 @@ def add_consumer(
     if max_consumers > 0 and public >= max_consumers:
         raise JetStreamApiError(E.JSMaximumConsumersLimitErr())
     if not cfg.direct:
-        _raise(stream.engine.check_consumer_limit(public))
+        _raise(stream.engine.check_consumer_limit(public, max_consumers))
     if stream.cfg.retention == RetentionPolicy.WORKQUEUE and not cfg.direct:
         if cfg.ack_policy not in (AckPolicy.EXPLICIT, AckPolicy.FLOW_CONTROL):
             raise JetStreamApiError(E.JSConsumerWQRequiresExplicitAckErr())

@@ -42,7 +42,7 @@ from pyjetstream.server.jetstream.stream import (
     encode_stream_meta,
     store_config_for,
 )
-from pyjetstream.server.options import AccountJetStreamLimits
+from pyjetstream.server.options import DEFAULT_MAX_CONSUMERS, AccountJetStreamLimits
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.api_router import ApiRouter
@@ -198,12 +198,20 @@ class JetStreamEngine:
             return E.JSMaximumStreamsLimitErr()
         return None
 
-    def check_consumer_limit(self, public_consumers: int) -> ApiError | None:
-        """The account's ``max_consumers``, which nats-server applies to each stream (10026)."""
+    def check_consumer_limit(self, public_consumers: int, stream_limit: int = -1) -> ApiError | None:
+        """The account's ``max_consumers``, which nats-server applies to each stream (10026); when
+        neither the stream nor the account sets one, 2.15's ``default_max_consumers`` (1000)."""
         limit = self.limits.max_consumers
+        if limit < 0 and stream_limit <= 0:
+            limit = self.default_max_consumers()
         if 0 <= limit <= public_consumers:
             return E.JSMaximumConsumersLimitErr()
         return None
+
+    def default_max_consumers(self) -> int:
+        """The server's ``jetstream { limits { default_max_consumers } }`` in force (-1 = none)."""
+        limits = getattr(self.server.options, "jetstream_limits", None)
+        return limits.effective_default_max_consumers() if limits is not None else DEFAULT_MAX_CONSUMERS
 
     def check_reservation(self, cfg: StreamConfig, old: StreamConfig | None = None) -> ApiError | None:
         """A stream's max_bytes must fit next to the other streams' (nats-server checkBytesLimits).

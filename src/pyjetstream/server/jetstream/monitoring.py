@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pyjetstream.api.codec import to_builtins
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.timefmt import format_time
+from pyjetstream.server.version import JS_API_LEVEL
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
@@ -22,14 +23,41 @@ UNRESERVED = 18446744073709551615
 
 
 def _config(engine: JetStreamEngine) -> dict[str, Any]:
+    """nats-server JetStreamConfig (omit-empty), in its field order."""
     config: dict[str, Any] = {
         "max_memory": engine.max_memory,
         "max_storage": engine.max_storage,
         "store_dir": str(engine.store_dir),
+        "sync_interval": round(engine.sync_interval * 1e9),
     }
+    if engine.sync_always:
+        config["sync_always"] = True
     if engine.domain:
         config["domain"] = engine.domain
+    if engine.strict:
+        config["strict"] = True
     return config
+
+
+def _limits(engine: JetStreamEngine) -> dict[str, Any]:
+    """nats-server JSLimitOpts (omit-empty): the server-wide ``jetstream { limits {} }``."""
+    limits = getattr(engine.server.options, "jetstream_limits", None)
+    out: dict[str, Any] = {}
+    if limits is not None:
+        for key, value in (
+            ("max_request_batch", limits.max_request_batch),
+            ("max_ack_pending", limits.max_ack_pending),
+            ("max_ha_assets", limits.max_ha_assets),
+            ("max_duplicate_window", round(limits.duplicate_window * 1e9)),
+            ("max_batch_inflight_per_stream", limits.batch_max_inflight_per_stream),
+            ("max_batch_inflight_total", limits.batch_max_inflight_total),
+            ("max_batch_size", limits.batch_max_msgs),
+            ("max_batch_timeout", round(limits.batch_timeout * 1e9)),
+        ):
+            if value:
+                out[key] = value
+    out["default_max_consumers"] = engine.default_max_consumers()
+    return out
 
 
 def _stats(engines: list[JetStreamEngine]) -> dict[str, Any]:
@@ -50,6 +78,7 @@ def _stats(engines: list[JetStreamEngine]) -> dict[str, Any]:
         "accounts": len(engines),
         "ha_assets": 0,
         "api": {
+            "level": JS_API_LEVEL,
             "total": sum(e.api_total for e in engines),
             "errors": sum(e.api_errors for e in engines),
         },
@@ -58,7 +87,7 @@ def _stats(engines: list[JetStreamEngine]) -> dict[str, Any]:
 
 def varz(engine: JetStreamEngine) -> dict[str, Any]:
     engines = _all_engines(engine)
-    return {"config": _config(engine), "stats": _stats(engines)}
+    return {"config": _config(engine), "stats": _stats(engines), "limits": _limits(engine)}
 
 
 def _all_engines(engine: JetStreamEngine) -> list[JetStreamEngine]:
@@ -85,11 +114,13 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str])
         engines = [engines]
     first = engines[0]
     streams = [s for e in engines for s in e.streams.values()]
+    # nats-server JSInfo: the embedded JetStreamStats first, then the rest in its field order.
     out: dict[str, Any] = {
+        **_stats(engines),
         "server_id": first.server.server_id,
         "now": format_time(time.time_ns()),
         "config": _config(first),
-        **_stats(engines),
+        "limits": _limits(first),
         "streams": len(streams),
         "consumers": sum(e.num_consumers() for e in engines),
         "messages": sum(s.store.fast_state().msgs for s in streams),
@@ -110,7 +141,7 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str])
                 "reserved_storage": _reserved(engine.limits.max_store),
                 "accounts": 0,
             }
-            detail["api"] = {"level": 0, **detail["api"]}  # nats-server: no level per account
+            detail["api"]["level"] = 0  # nats-server: no level per account
             if want_streams:
                 detail["stream_detail"] = [
                     _stream_detail(engine, s, query) for s in sorted(engine.streams.values(), key=lambda s: s.name)
@@ -118,6 +149,7 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str])
             details.append(detail)
         if details:
             out["account_details"] = details
+    out["total"] = len(engines)  # JetStream-enabled accounts
     return out
 
 
@@ -135,7 +167,6 @@ def _stream_detail(engine: JetStreamEngine, stream: Any, query: dict[str, str]) 
         consumers = []
         for consumer in sorted(stream.consumers.values(), key=lambda c: c.name):
             cinfo = to_builtins(consumer.info())
-            cinfo.pop("ts", None)
             if not _truthy(query, "config"):
                 cinfo.pop("config", None)
             consumers.append(cinfo)
