@@ -149,16 +149,17 @@ def test_subscribe_deny_and_delivery_filter(target: Target) -> None:
 
 
 def test_delivery_filter_starts_with_an_overlapping_wildcard(target: Target) -> None:
-    """nats-server filters deliveries only once a wildcard subscription that a deny entry is a
-    subset of was made; *.z overlaps the denied y.* without containing it."""
+    """nats-server (2.12+ ``loadMsgDenyFilterIfNeeded``: ``SubjectsCollide``) filters deliveries
+    once a wildcard subscription that can overlap a deny entry was made: *.z overlaps the denied y.*
+    without containing it (2.9 filtered only for a wildcard that contains the deny entry)."""
     with _client(target, "d") as d, _client(target, "free") as free:
-        assert _ok(d, b"SUB *.z 1\r\n") == b""
-        assert _ok(free, b"PUB y.z 1\r\n1\r\n") == b""
-        assert _ok(d, b"") == b"MSG y.z 1 1\r\n1\r\n"
-        assert _ok(d, b"SUB y.> 2\r\n") == _sub_err("y.>")  # the pattern y.* matches the token '>'
-        assert _ok(d, b"SUB > 2\r\n") == b""  # y.* is a subset of >: filtering starts
-        assert _ok(free, b"PUB y.z 1\r\n2\r\nPUB y.a.b 1\r\n3\r\n") == b""
-        assert _ok(d, b"") == b"MSG y.a.b 2 1\r\n3\r\n"
+        assert _ok(d, b"SUB *.z 2\r\n") == b""  # overlaps y.*: filtering starts
+        assert _ok(free, b"PUB y.z 1\r\n1\r\nPUB x.z 1\r\n2\r\n") == b""
+        assert _ok(d, b"") == b"MSG x.z 2 1\r\n2\r\n"
+        assert _ok(d, b"SUB y.> 3\r\n") == _sub_err("y.>")  # the pattern y.* matches the token '>'
+        assert _ok(d, b"SUB > 3\r\n") == b""
+        assert _ok(free, b"PUB y.z 1\r\n3\r\nPUB y.a.b 1\r\n4\r\n") == b""
+        assert _ok(d, b"") == b"MSG y.a.b 3 1\r\n4\r\n"
 
 
 def test_short_forms_and_empty_lists(target: Target) -> None:

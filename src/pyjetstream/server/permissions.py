@@ -8,9 +8,10 @@
   the patterns the same way, so ``foo.*`` is allowed by ``foo.*`` or ``foo.>`` but not by
   ``foo.bar``. Entries ``"<subject> <queue>"`` restrict queue subscriptions: when any matches,
   the queue must be one of theirs (allow) or none of theirs (deny).
-- A wildcard subscription that a deny entry is a subset of (``foo.*`` with ``deny: foo.bar``) is
-  allowed, but from then on messages to the connection are filtered through the deny list
-  (nats-server's ``mperms``), so ``foo.bar`` never reaches it.
+- A wildcard subscription that can overlap a deny entry (``foo.*`` with ``deny: foo.bar``, or
+  ``*.z`` with ``deny: y.*``) is allowed, but from then on messages to the connection are filtered
+  through the deny list (nats-server's ``mperms``, loaded by ``loadMsgDenyFilterIfNeeded`` when
+  ``SubjectsCollide``), so ``foo.bar`` / ``y.z`` never reach it.
 - ``allow_responses``: a reply subject of a message delivered to the connection may be published
   to ``max_msgs`` times within ``expires`` seconds, even when the publish lists forbid it.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from pyjetstream.protocol.subjects import has_wildcard, is_subset, subject_matches
+from pyjetstream.protocol.subjects import has_wildcard, is_subset, subject_matches, subjects_overlap
 from pyjetstream.server.options import Permissions, ResponsePermission, SubjectPermission
 
 __all__ = ["ConnectionPermissions", "pub_violation", "sub_violation"]
@@ -176,8 +177,8 @@ class ConnectionPermissions:
                 if queues:
                     allowed = not _queue_in(queue, queues)
             if allowed and not self.deny_filter and has_wildcard(subject):
-                # The wildcard reaches denied subjects: filter what is delivered from now on.
-                self.deny_filter = any(is_subset(d, subject) for d in self.deny_array)
+                # The wildcard can reach denied subjects: filter what is delivered from now on.
+                self.deny_filter = any(subjects_overlap(d, subject) for d in self.deny_array)
         return allowed
 
     # ------------------------------------------------------------------ deliver
