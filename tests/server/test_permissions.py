@@ -39,6 +39,7 @@ USERS = [
     _user("resp", subscribe="req", allow_responses=True),
     _user("resp2", subscribe="req", allow_responses={"max": 2}),
     _user("d", subscribe={"deny": ["y.*"]}),
+    _user("dq", subscribe={"deny": ["q.bad v1"]}),
     _user("free"),
 ]
 
@@ -160,6 +161,17 @@ def test_delivery_filter_starts_with_an_overlapping_wildcard(target: Target) -> 
         assert _ok(d, b"SUB > 3\r\n") == b""
         assert _ok(free, b"PUB y.z 1\r\n3\r\nPUB y.a.b 1\r\n4\r\n") == b""
         assert _ok(d, b"") == b"MSG y.a.b 3 1\r\n4\r\n"
+
+
+def test_delivery_filter_honours_a_queue_deny_entry(target: Target) -> None:
+    """A "subject queue" deny entry keeps the subject from that queue only (2.12+ checkDenySub):
+    q.* in queue v1 does not get q.bad, q.* in v2 and a plain q.bad subscription do."""
+    with _client(target, "dq") as d, _client(target, "free") as free:
+        assert _ok(d, b"SUB q.* v1 1\r\nSUB q.* v2 2\r\nSUB q.bad 3\r\n") == b""
+        assert _ok(free, b"PUB q.bad 1\r\n1\r\nPUB q.ok 1\r\n2\r\n") == b""
+        assert _frames(_ok(d, b"")) == _frames(
+            b"MSG q.bad 2 1\r\n1\r\nMSG q.bad 3 1\r\n1\r\nMSG q.ok 1 1\r\n2\r\nMSG q.ok 2 1\r\n2\r\n"
+        )
 
 
 def test_short_forms_and_empty_lists(target: Target) -> None:

@@ -819,7 +819,9 @@ class ClientConnection(asyncio.Protocol):
         if producer is self and not self.echo:
             return False
         deliver_filter = self.deliver_filter
-        if deliver_filter is not None and not deliver_filter.deliver_allowed(shown or subject, reply):
+        if deliver_filter is not None and not deliver_filter.deliver_allowed(
+            shown or subject, reply, sub.queue or ""
+        ):
             return False
         sub.delivered += 1
         if sub.max_msgs and sub.delivered >= sub.max_msgs:

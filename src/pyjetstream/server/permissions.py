@@ -112,13 +112,14 @@ class ConnectionPermissions:
         self.sub_allow = _rules(perms.subscribe, allow=True)
         self.sub_deny = _rules(perms.subscribe, allow=False)
         sub_perm = perms.subscribe
-        # The raw deny entries, as nats-server's darray (a "subject queue" entry included whole).
-        self.deny_array: list[str] = list(sub_perm.deny or []) if sub_perm is not None else []
+        # The deny entries as (subject, queue), as nats-server's darray ("" = any queue or none).
+        deny = list(sub_perm.deny or []) if sub_perm is not None else []
+        self.deny_array: list[tuple[str, str]] = [_split_queue(entry) for entry in deny]
         self.restricts_publish = self.pub_allow is not None or self.pub_deny is not None
         self.pub_cache: dict[str, bool] = {}
         self.replies: dict[str, list[float]] = {}  # reply -> [time recorded, times published]
         self.deny_filter = False  # messages are checked against deny_array (nats-server mperms)
-        self.deny_cache: dict[str, bool] = {}
+        self.deny_cache: dict[tuple[str, str], bool] = {}
 
     @property
     def filters_delivery(self) -> bool:
@@ -176,23 +177,27 @@ class ConnectionPermissions:
                 queues = self.sub_deny.queues_for(subject)
                 if queues:
                     allowed = not _queue_in(queue, queues)
-            if allowed and not self.deny_filter and has_wildcard(subject):
-                # The wildcard can reach denied subjects: filter what is delivered from now on.
-                self.deny_filter = any(subjects_overlap(d, subject) for d in self.deny_array)
+            if allowed and not self.deny_filter and (queue or has_wildcard(subject)):
+                # A wildcard (or a queue subscription) that can reach denied subjects: filter what
+                # is delivered from now on (loadMsgDenyFilterIfNeeded).
+                self.deny_filter = any(subjects_overlap(d, subject) for d, _ in self.deny_array)
         return allowed
 
     # ------------------------------------------------------------------ deliver
 
-    def deliver_allowed(self, subject: str, reply: str) -> bool:
-        """Whether a message may be delivered (the deny filter), recording its reply subject for
-        ``allow_responses``."""
+    def deliver_allowed(self, subject: str, reply: str, queue: str = "") -> bool:
+        """Whether a message may be delivered to a subscription in ``queue`` (the deny filter,
+        nats-server checkDenySub: a plain entry denies the subject, a "subject queue" entry only
+        that queue), recording its reply subject for ``allow_responses``."""
         if self.deny_filter:
-            denied = self.deny_cache.get(subject)
+            key = (subject, queue)
+            denied = self.deny_cache.get(key)
             if denied is None:
-                denied = any(subject_matches(d, subject) for d in self.deny_array)
+                hits = [q for d, q in self.deny_array if subject_matches(d, subject)]
+                denied = "" in hits or bool(queue and hits and _queue_in(queue, hits))
                 if len(self.deny_cache) >= _MAX_CACHE:
                     self.deny_cache.clear()
-                self.deny_cache[subject] = denied
+                self.deny_cache[key] = denied
             if denied:
                 return False
         if reply and self.response is not None:
