@@ -417,14 +417,13 @@ def _subsz(server: Server, query: dict[str, str]) -> dict[str, Any]:
         limit = DEFAULT_SUBSZ_LIMIT
     if not _query_bool(query, "subs") and query.get("subs", "").lower() != "detail":
         # nats-server Subsz: the same envelope without the list (total 0, offset/limit as asked).
-        out = {"server_id": server.server_id, "now": _time(time.time_ns())}
-        out.update(stats)
-        out.update({"total": 0, "offset": offset, "limit": limit})
-        return out
+        empty: dict[str, Any] = {"server_id": server.server_id, "now": _time(time.time_ns())}
+        empty.update(stats)
+        empty.update({"total": 0, "offset": offset, "limit": limit})
+        return empty
     test = query.get("test", "")
     subs = server.sublist.all_subscriptions()
     if test:
-
         subs = [s for s in subs if subject_matches(s.subject, test)]
     subs.sort(key=lambda s: (s.subject, s.sid))
     details = [
