@@ -36,8 +36,11 @@ class PublishStats:
     last_seq: int = 0
 
 
+NO_RESPONDERS_WAIT = 0.25  # nats.go's RetryWait: a 503 is tried again after this (a stream leader may be moving)
+
+
 class _InFlight:
-    __slots__ = ("attempts", "data", "deadline", "headers", "subject")
+    __slots__ = ("attempts", "data", "deadline", "headers", "no_responders", "subject")
 
     def __init__(self, subject: str, data: bytes, headers: HeadersArg | None, deadline: float) -> None:
         self.subject = subject
@@ -45,6 +48,7 @@ class _InFlight:
         self.headers = headers
         self.deadline = deadline
         self.attempts = 1
+        self.no_responders = False  # the last attempt was answered 503 (no stream, for now)
 
 
 class Publisher:
@@ -125,6 +129,9 @@ class Publisher:
         now = time.monotonic()
         expired = [(t, e) for t, e in self._inflight.items() if e.deadline <= now]
         for token, entry in expired:
+            if entry.attempts > self.retries and entry.no_responders:
+                self._fail(entry, "no stream matches the subject")
+                return
             if entry.attempts > self.retries:
                 self._error = PublishError(
                     f"no JetStream ack for a publish to {entry.subject!r} after {entry.attempts} attempts "
@@ -149,8 +156,16 @@ class Publisher:
             return  # the ack of an earlier attempt already came
         if not msg.data:
             status = msg.status
-            text = "no stream matches the subject" if status == 503 else f"{status} {msg.description}"
-            self._fail(entry, text)
+            if status == 503:
+                # No responders: no stream takes the subject — or, in a cluster, none does while its
+                # leader is being elected. Tried again after a short wait, as nats.go's publish does,
+                # within the same retry budget; still refused at the end, it fails the task.
+                entry.no_responders = True
+                entry.deadline = time.monotonic() + NO_RESPONDERS_WAIT
+                self._inflight[token] = entry
+                self._room.set()
+                return
+            self._fail(entry, f"{status} {msg.description}")
             return
         try:
             ack = _decoder.decode(msg.data)
