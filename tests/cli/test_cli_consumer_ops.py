@@ -3,27 +3,11 @@ nats CLI's verbs and flags, against both targets."""
 
 from __future__ import annotations
 
-import json
-import socket
-
-import pytest
 from tests.cli.conftest import Cli
 from tests.cli.test_cli_consumer import setup_stream
-from tests.support.targets import Target
 
 
-def require_level(server: Target, level: int, feature: str) -> None:
-    """Skip while the server itself says (INFO ``api_lvl``) that it lacks ``feature``'s API level: the
-    embedded server gains these 2.11+ consumer operations with issue #12."""
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        line = sock.makefile("rb").readline()
-    info = json.loads(line.split(b" ", 1)[1])
-    if int(info.get("api_lvl", 0)) < level:
-        pytest.skip(f"{server.kind} reports API level {info.get('api_lvl', 0)}: no {feature} yet")
-
-
-def test_pause_and_resume(cli: Cli, server: Target) -> None:
-    require_level(server, 1, "consumer pause")
+def test_pause_and_resume(cli: Cli) -> None:
     setup_stream(cli, 3)
     cli("consumer", "add", "ORDERS", "C", "--pull", "--defaults").ok()
     cli("consumer", "pause", "ORDERS", "C", "1h").fails("--force")  # no terminal to confirm at
@@ -60,8 +44,7 @@ def test_add_with_pause_and_priority_flags(cli: Cli) -> None:
     ).fails("give one of")
 
 
-def test_unpin(cli: Cli, server: Target) -> None:
-    require_level(server, 1, "priority groups")
+def test_unpin(cli: Cli) -> None:
     setup_stream(cli, 2)
     cli("consumer", "add", "ORDERS", "PIN", "--pull", "--defaults", "--pinned-groups", "jobs").ok()
     cli("consumer", "add", "ORDERS", "PLAIN", "--pull", "--defaults").ok()
@@ -71,8 +54,7 @@ def test_unpin(cli: Cli, server: Target) -> None:
     assert "Unpinned client of group jobs" in out
 
 
-def test_reset(cli: Cli, server: Target) -> None:
-    require_level(server, 4, "consumer reset")
+def test_reset(cli: Cli) -> None:
     setup_stream(cli, 5)
     cli("consumer", "add", "ORDERS", "C", "--pull", "--defaults").ok()
     cli("consumer", "next", "ORDERS", "C", "--count", "5").ok()

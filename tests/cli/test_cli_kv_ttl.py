@@ -6,12 +6,9 @@ from __future__ import annotations
 import time
 
 from tests.cli.conftest import Cli
-from tests.cli.test_cli_consumer_ops import require_level
-from tests.support.targets import Target
 
 
-def test_kv_marker_ttl_and_key_ttl(cli: Cli, server: Target) -> None:
-    require_level(server, 1, "per-message TTL")
+def test_kv_marker_ttl_and_key_ttl(cli: Cli) -> None:
     status = cli("kv", "add", "T", "--marker-ttl", "5s", "--history", "5", "--json").json()
     assert status["limit_marker_ttl"] == 5 * 10**9
     info = status["stream_info"]["config"]

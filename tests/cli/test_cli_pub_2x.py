@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 
 from tests.cli.conftest import Cli
-from tests.cli.test_cli_consumer_ops import require_level
-from tests.support.targets import Target
 
 
-def test_pub_atomic_batch_from_stdin_lines(cli: Cli, server: Target) -> None:
-    require_level(server, 2, "atomic batch publish")
+def test_pub_atomic_batch_from_stdin_lines(cli: Cli) -> None:
     config = {"name": "B", "subjects": ["b.>"], "allow_atomic": True}
     assert '"error"' not in cli("req", "$JS.API.STREAM.CREATE.B", json.dumps(config), "--raw").ok().out
     out = cli(
@@ -28,8 +25,7 @@ def test_pub_atomic_batch_from_stdin_lines(cli: Cli, server: Target) -> None:
     assert cli("stream", "info", "PLAIN", "--json").json()["state"]["messages"] == 0
 
 
-def test_pub_lines_and_ttl_header(cli: Cli, server: Target) -> None:
-    require_level(server, 1, "per-message TTL")
+def test_pub_lines_and_ttl_header(cli: Cli) -> None:
     config = {"name": "T", "subjects": ["t.>"], "allow_msg_ttl": True}
     assert '"error"' not in cli("req", "$JS.API.STREAM.CREATE.T", json.dumps(config), "--raw").ok().out
     cli("pub", "-J", "t.a", "-H", "Nats-TTL:1h", "--send-on", "newline", "--force-stdin", input=b"l1\nl2\n").ok()

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from tests.cli.conftest import Cli
-from tests.cli.test_cli_consumer_ops import require_level
-from tests.support.targets import Target
 
 
-def test_stream_add_with_2x_flags(cli: Cli, server: Target) -> None:
-    require_level(server, 4, "counters, batches, schedules and markers")
+def test_stream_add_with_2x_flags(cli: Cli) -> None:
     cfg = cli(
         "stream", "add", "X", "--subjects", "x.>", "--defaults", "--json",
         "--allow-msg-ttl", "--subject-del-markers-ttl", "10s",
