@@ -30,6 +30,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import errors as E
+from pyjetstream.api import headers as H
 from pyjetstream.api import subjects as S
 from pyjetstream.api.advisories import ConsumerPauseAdvisory
 from pyjetstream.api.codec import encode, go_json_error
@@ -39,8 +40,10 @@ from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, SequenceInfo
 from pyjetstream.api.responses import ConsumerResetResponse
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
+from pyjetstream.protocol.headers import get_header
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.acks import AckProcessor
+from pyjetstream.server.jetstream.api_level import required_level_refused
 from pyjetstream.server.jetstream.consumer_config import filters_of, sample_frequency
 from pyjetstream.server.jetstream.consumer_persistence import StateWriter
 from pyjetstream.server.jetstream.delivery_state import DeliveryState
@@ -64,6 +67,7 @@ __all__ = ["Consumer"]
 
 # Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
 DELIVER_BATCH = 512
+_STREAM_IDENTITY = H.STREAM_IDENTITY.encode()  # ⟨2.15⟩ echoed on a reset that asks for it
 # Why a delivery pass stopped.
 _STOP_IDLE, _STOP_EOF, _STOP_MAX_PENDING = 0, 1, 2
 # nats-server adds up to a second of jitter to the inactivity threshold of pull consumers.
@@ -645,12 +649,23 @@ class Consumer:
         if not reply or self.closed:
             return
         response = ConsumerResetResponse()
+        if required_level_refused(hdr):
+            response.error = E.JSRequiredApiLevelErr()
+            self.server.publish_internal(reply, encode(response))
+            return
+        # A reset that names an expected stream identity (a durable source, ADR-60) is not
+        # refused on a mismatch: the reply carries the identity, and the source decides.
+        identity = self.stream.identity if hdr and get_header(hdr, _STREAM_IDENTITY) is not None else ""
         try:
             seq = self.reset(_reset_seq(payload))
         except JetStreamApiError as exc:
             response.error = exc.error
         else:
             response = ConsumerResetResponse.from_payload(self.info(), reset_seq=seq)
+        if identity and response.error is None:
+            rhdr = b"NATS/1.0\r\n%s: %s\r\n\r\n" % (_STREAM_IDENTITY, identity.encode())
+            self.server.publish_internal(reply, encode(response), hdr=rhdr)
+            return
         self.server.publish_internal(reply, encode(response))
 
     def reset(self, seq: int) -> int:

@@ -45,7 +45,7 @@ from pyjetstream.api.codec import decode_response, encode
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy
 from pyjetstream.api.models_common import ApiError, ExternalStream
 from pyjetstream.api.models_consumer import ConsumerConfig, CreateConsumerRequest
-from pyjetstream.api.models_stream import StreamConfig, StreamSource, StreamSourceInfo
+from pyjetstream.api.models_stream import StreamConfig, StreamConsumerSource, StreamSource, StreamSourceInfo
 from pyjetstream.api.responses import ConsumerCreateResponse
 from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header
@@ -72,6 +72,7 @@ HEALTH_CHECK_INTERVAL = 1.0  # sourceHealthCheckInterval: also the consumer's id
 STALLED_AFTER = 3 * HEALTH_CHECK_INTERVAL  # silence that makes a feed recreate its consumer
 RETRY_THRESHOLD = 2.0  # sourceConsumerRetryThreshold: least time between two consumer requests
 CREATE_TIMEOUT = 5.0  # no reply to CONSUMER.CREATE after this: try again
+DURABLE_RESET_TIMEOUT = 5.0  # srcDurableConsumerWaitTime: no reply to CONSUMER.RESET (a missing consumer)
 ACK_WAIT_NS = 22 * 3600 * NS  # what nats-server puts in the request (ack none: never used)
 CAUGHT_UP = 10  # dgetCaughtUpThresh: a mirror_direct mirror answers direct gets once this close
 API_PREFIX = "$JS.API"
@@ -80,8 +81,10 @@ WARN_EVERY = 60.0  # the same storing error is logged once a minute (nats-server
 
 HDR_STREAM_SOURCE = H.STREAM_SOURCE.encode()
 HDR_STREAM_IDENTITY = H.STREAM_IDENTITY.encode()  # 2.15
+HDR_REQUIRED_API_LEVEL = H.REQUIRED_API_LEVEL.encode()
 STREAM_IDENTITY_MISMATCH = E.JSConsumerStreamIdentityMismatchF.err_code
 HDR_LAST_CONSUMER = H.LAST_CONSUMER.encode()
+HDR_LAST_STREAM = H.LAST_STREAM.encode()
 HDR_CONSUMER_STALLED = H.CONSUMER_STALLED.encode()
 _EXPECTED_PREFIX = b"\r\nNats-Expected-"
 _CONTROL_PREFIX = b"NATS/1.0 100 "
@@ -104,16 +107,28 @@ def _token() -> str:
 
 
 def index_name(src: StreamSource) -> str:
-    """nats-server 2.10 ``composeIName``: name (``:<hash of the api prefix>`` when external),
+    """nats-server ``composeIName``: name (``:<hash of the api prefix>`` when external, then
+    ``:C=<hash of the consumer name>`` when read through a named durable consumer, ADR-60),
     filter(s) and destination(s), space separated; several transforms are joined with ``\\f``."""
     name = src.name
     if src.external is not None:
         name = f"{name}:{api_hash(src.external.api)}"
+    if src.consumer is not None:
+        name = f"{name}:C={api_hash(src.consumer.name)}"
     if not src.subject_transforms:
         return f"{name} {src.filter_subject or '>'} >"
     sources = "\f".join(t.src or ">" for t in src.subject_transforms)
     destinations = "\f".join(t.dest or ">" for t in src.subject_transforms)
     return f"{name} {sources} {destinations}"
+
+
+def consumer_index_name(src: StreamSource) -> str:
+    """nats-server ``composeCName``: the origin (with the api prefix hash when external) and the
+    durable consumer's name; two sources may not read through the same one (10216)."""
+    name = src.name
+    if src.external is not None:
+        name = f"{name}:{api_hash(src.external.api)}"
+    return f"{name} {src.consumer.name if src.consumer is not None else ''}"
 
 
 def source_header(iname: str, seq: int, subject: str = "", ident: str = "") -> str:
@@ -307,6 +322,9 @@ class _Feed:
             return
         self.lreq = time.monotonic()
         ext = self.cfg.external
+        if self.cfg.consumer is not None:
+            self._setup_durable(self.cfg.consumer)
+            return
         if ext is not None and ext.deliver:
             deliver = f"{ext.deliver}.{self.kind}.{_token()}".replace("..", ".")
         else:
@@ -332,6 +350,29 @@ class _Feed:
         if self.kind == "S" and self.ident:
             hdr = b"NATS/1.0\r\n%s: %s\r\n\r\n" % (HDR_STREAM_IDENTITY, self.ident.encode())
         self.server.publish_internal(subject, request, reply=self._reply_subject, hdr=hdr)
+
+    def _setup_durable(self, durable: StreamConsumerSource) -> None:
+        """⟨ADR-60⟩ ``StreamSource.consumer``: the origin's durable consumer is the user's, so it
+        is never created or deleted here, only reset (``CONSUMER.RESET`` with an empty body: back
+        to its ack floor, delivery sequences from 1). Its deliver subject is subscribed once the
+        reply confirms ``ack_policy: flow_control`` (as nats-server, which subscribes only then):
+        what it delivers before is not acked, so the reset brings it again."""
+        subject = f"{API_PREFIX}.CONSUMER.RESET.{self.name}.{durable.name}"
+        ext = self.cfg.external
+        if ext is not None and ext.api:
+            subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
+        self._reply_subject = f"$JSC.R.{_token()}"
+        self._reply_sub = self.server.subscribe_internal(self._reply_subject, self._on_create_reply)
+        self.sip = True
+        self._timeout = self.loop.call_later(DURABLE_RESET_TIMEOUT, self._on_create_timeout)
+        hdr = None
+        if self.kind == "S":  # a source asks for API level 5 and the origin's identity
+            hdr = b"NATS/1.0\r\n%s: 5\r\n%s: %s\r\n\r\n" % (
+                HDR_REQUIRED_API_LEVEL,
+                HDR_STREAM_IDENTITY,
+                self.ident.encode(),
+            )
+        self.server.publish_internal(subject, b"", reply=self._reply_subject, hdr=hdr)
 
     def _base_config(self, deliver: str) -> ConsumerConfig:
         return ConsumerConfig(
@@ -392,6 +433,14 @@ class _Feed:
             self.err = response.error
             self._restart()
             return
+        durable = self.cfg.consumer
+        if durable is not None and (
+            response.config is None or response.config.ack_policy != AckPolicy.FLOW_CONTROL
+        ):
+            # The user's consumer must ack by flow control (nats-server checks the reset reply).
+            self.err = self.requires_ack_fc()
+            self._restart()
+            return
         self.err = None
         identity = get_header(hdr, HDR_STREAM_IDENTITY) if hdr else None
         ident = identity.decode(errors="replace") if identity else ""
@@ -407,6 +456,8 @@ class _Feed:
         delivered = response.delivered.stream_seq if response.delivered is not None else 0
         self._established(response.name, delivered)
         self.last = time.monotonic()
+        if durable is not None:
+            self._deliver_sub = self.server.subscribe_internal(durable.deliver_subject, self._on_delivery)
         early, self._early = self._early, []
         for args in early:
             self._on_delivery(*args, None)
@@ -418,6 +469,10 @@ class _Feed:
     @property
     def role(self) -> str:
         return "mirror" if self.kind == "M" else "source"
+
+    def requires_ack_fc(self) -> ApiError:
+        """The error a named consumer without ``ack_policy: flow_control`` leaves in the info."""
+        raise NotImplementedError
 
     # --- deliveries --------------------------------------------------------------------------
 
@@ -443,8 +498,8 @@ class _Feed:
         if not self.cname:
             return
         self.last = time.monotonic()
-        if reply:  # flow control: answer once this turn's deliveries are in
-            self.loop.call_soon(self.server.publish_internal, reply, b"")
+        if reply:  # flow control: answer with what is stored (acks a flow_control consumer)
+            self.loop.call_soon(self._answer_flow_control, reply)
             return
         last_delivered = _int_header(hdr, HDR_LAST_CONSUMER)
         if last_delivered and last_delivered != self.dseq:
@@ -453,6 +508,19 @@ class _Feed:
         stalled = get_header(hdr, HDR_CONSUMER_STALLED)
         if stalled:
             self.server.publish_internal(stalled.decode(), b"")
+
+    def _answer_flow_control(self, reply: str) -> None:
+        """``handleFlowControl``: the response names the last delivery and origin sequence taken
+        (``Nats-Last-Consumer`` / ``Nats-Last-Stream``); an ADR-60 ``flow_control`` consumer
+        acks up to that stream sequence, so only what this stream stored leaves the origin.
+        Messages are stored as they are processed, so anything taken by now is in the store."""
+        hdr = b"NATS/1.0\r\n%s: %d\r\n%s: %d\r\n\r\n" % (
+            HDR_LAST_CONSUMER,
+            self.dseq,
+            HDR_LAST_STREAM,
+            self.sseq,
+        )
+        self.server.publish_internal(reply, b"", hdr=hdr)
 
     def _process(self, subject: str, hdr: bytes | None, payload: bytes, d: Delivery) -> None:
         raise NotImplementedError
@@ -525,11 +593,16 @@ class MirrorFeed(_Feed):
             config.deliver_policy = DeliverPolicy.ALL
         return config
 
+    def requires_ack_fc(self) -> ApiError:
+        return E.JSMirrorConsumerRequiresAckFCErr()
+
     def _established(self, cname: str, delivered: int) -> None:
-        # Whatever the origin no longer has up to where its consumer starts is skipped here.
+        # Whatever the origin no longer has up to where its consumer starts is skipped here. A
+        # named durable consumer restarts at its ack floor, which may be behind what we hold.
+        last = self.stream.store.fast_state().last_seq
         self._skip_to(delivered)
         super()._established(cname, delivered)
-        self.sseq = delivered
+        self.sseq = max(delivered, last)
 
     def _skip_to(self, seq: int) -> None:
         """Skip our sequences up to ``seq`` (nats-server ``skipMsgs``)."""
@@ -544,11 +617,15 @@ class MirrorFeed(_Feed):
     def _process(self, subject: str, hdr: bytes | None, payload: bytes, d: Delivery) -> None:
         """``processInboundMirrorMsg``."""
         previous = (self.lag, self.sseq, self.dseq)
+        if d.sseq <= self.sseq:
+            # Already have it (a named consumer reset to its ack floor brings it again): only
+            # the delivery count moves on.
+            if d.dseq == self.dseq + 1:
+                self.dseq += 1
+            return
         if d.sseq == self.sseq + 1:
             self.dseq = d.dseq
             self.sseq = d.sseq
-        elif d.sseq <= self.sseq:
-            return  # already have it
         elif d.dseq == self.dseq + 1:
             # Consecutive deliveries with a hole in origin sequences: gone upstream (or filtered).
             self._skip_to(d.sseq - 1)
@@ -623,13 +700,22 @@ class SourceFeed(_Feed):
             config.opt_start_time = NanoTime(self.start_ts)
         return config
 
+    def requires_ack_fc(self) -> ApiError:
+        return E.JSSourceConsumerRequiresAckFCErr()
+
     def _established(self, cname: str, delivered: int) -> None:
         super()._established(cname, delivered)
-        self.sseq = delivered
+        # A named durable consumer restarts at its ack floor, which may be behind what we took.
+        self.sseq = max(self.sseq, delivered)
 
     def _process(self, subject: str, hdr: bytes | None, payload: bytes, d: Delivery) -> None:
         """``processInboundSourceMsg``."""
         previous = (self.sseq, self.dseq)
+        if d.sseq <= self.sseq:
+            # Taken already (a named consumer reset to its ack floor brings it again).
+            if d.dseq == self.dseq + 1:
+                self.dseq += 1
+            return
         if d.dseq == self.dseq + 1:
             self.dseq = d.dseq
             self.sseq = d.sseq

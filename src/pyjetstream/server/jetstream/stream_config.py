@@ -20,7 +20,7 @@ from pyjetstream.protocol.subjects import (
     is_valid_subject,
     subjects_overlap,
 )
-from pyjetstream.server.jetstream.sourcing import index_name
+from pyjetstream.server.jetstream.sourcing import consumer_index_name, index_name
 from pyjetstream.server.subject_transform import SubjectTransform, TransformError
 
 NS = 1_000_000_000
@@ -238,7 +238,7 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup, pedantic: bool = Fa
         if src.consumer is not None:
             if not _consumer_source_ok(src):
                 raise fail(E.JSSourceDurableConsumerCfgInvalid)
-            cname = f"{src.name}:{src.consumer.name}"
+            cname = consumer_index_name(src)
             if cname in cnames:
                 raise fail(E.JSSourceDurableConsumerDuplicateDetected)
             cnames.add(cname)

@@ -1,0 +1,242 @@
+"""⟨2.14+⟩ ADR-60 durable sourcing on both targets: a mirror or a source that reads its origin
+through a named durable consumer (``StreamSource.consumer``, ``ack_policy: flow_control``).
+
+- The config rules (10213, 10215, 10216, and the index name with ``:C=<hash>`` that lets one
+  origin be sourced through two consumers) on create and update.
+- A consumer without ``ack_policy: flow_control`` leaves 10214 / 10217 in the mirror/source info.
+- A work-queue or interest origin loses a message only once the sourcing stream stored it (the
+  flow-control response acks up to ``Nats-Last-Stream``): messages published while nobody reads
+  the consumer stay, and a restart of the server neither loses nor duplicates anything.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from tests.jetstream.consumer_helpers import RawClient, wait_for
+from tests.support.targets import Target
+
+from pyjetstream.server.jetstream.sourcing import api_hash
+
+SYNC_TIMEOUT = 60.0  # generous: 2 loaded cores; nats-server backs off its retries
+FC = {"ack_policy": "flow_control"}
+
+
+async def create_stream(c: RawClient, name: str, **cfg: Any) -> dict[str, Any]:
+    return await c.api(f"$JS.API.STREAM.CREATE.{name}", {"name": name, **cfg})
+
+
+async def create_consumer(c: RawClient, stream: str, name: str, **cfg: Any) -> dict[str, Any]:
+    resp = await c.api(
+        f"$JS.API.CONSUMER.CREATE.{stream}.{name}",
+        {"stream_name": stream, "config": {"durable_name": name, **cfg}},
+    )
+    assert "error" not in resp, resp
+    return resp
+
+
+async def state(c: RawClient, stream: str) -> dict[str, Any]:
+    return (await c.api(f"$JS.API.STREAM.INFO.{stream}"))["state"]
+
+
+async def wait_count(c: RawClient, stream: str, count: int) -> None:
+    async def reached() -> bool:
+        return (await state(c, stream))["messages"] == count
+
+    await wait_for(reached, SYNC_TIMEOUT, 0.2)
+
+
+async def stored(c: RawClient, stream: str) -> list[tuple[str, str, str]]:
+    """``(subject, data, Nats-Stream-Source)`` of every message, in order."""
+    st = await state(c, stream)
+    out = []
+    for seq in range(st["first_seq"], st["last_seq"] + 1):
+        msg = (await c.api(f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": seq})).get("message")
+        if msg is None:
+            continue
+        hdrs = base64.b64decode(msg.get("hdrs", "")).decode()
+        source = next((line.split(": ", 1)[1] for line in hdrs.split("\r\n") if line.startswith("Nats-Stream-Source:")), "")
+        out.append((msg["subject"], base64.b64decode(msg.get("data", "")).decode(), source))
+    return out
+
+
+def error_of(resp: dict[str, Any]) -> tuple[int, str] | None:
+    err = resp.get("error")
+    return (err["err_code"], err["description"]) if err else None
+
+
+SOURCE_INVALID = (10215, "stream source consumer config is invalid")
+MIRROR_INVALID = (10213, "stream mirror consumer config is invalid")
+
+
+async def test_durable_source_config_rules(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("O", ["o.>"], retention="interest")
+        ok = {"name": "c1", "deliver_subject": "d.x"}
+        bad_sources: list[tuple[list[dict[str, Any]], tuple[int, str]]] = [
+            ([{"name": "O", "consumer": {"name": "c1"}}], SOURCE_INVALID),
+            ([{"name": "O", "consumer": {"deliver_subject": "d.x"}}], SOURCE_INVALID),
+            ([{"name": "O", "consumer": {"name": "c1", "deliver_subject": "d.*"}}], SOURCE_INVALID),
+            ([{"name": "O", "consumer": {"name": "c.1", "deliver_subject": "d.x"}}], SOURCE_INVALID),
+            ([{"name": "O", "opt_start_seq": 3, "consumer": ok}], SOURCE_INVALID),
+            ([{"name": "O", "opt_start_time": "2026-01-01T00:00:00Z", "consumer": ok}], SOURCE_INVALID),
+            ([{"name": "O", "filter_subject": "o.a", "consumer": ok}], SOURCE_INVALID),
+            # The same consumer twice: the same index name, or (with a transform) 10216.
+            (
+                [{"name": "O", "consumer": ok}, {"name": "O", "consumer": {**ok, "deliver_subject": "d.y"}}],
+                (10140, "duplicate source configuration detected"),
+            ),
+            (
+                [
+                    {"name": "O", "consumer": ok},
+                    {"name": "O", "subject_transforms": [{"src": "o.a", "dest": "x.a"}], "consumer": ok},
+                ],
+                (10216, "duplicate stream source consumer detected"),
+            ),
+        ]
+        for sources, expected in bad_sources:
+            assert error_of(await create_stream(c, "A", sources=sources)) == expected, sources
+        for mirror in (
+            {"name": "O", "consumer": {"name": "m1"}},
+            {"name": "O", "opt_start_seq": 2, "consumer": {"name": "m1", "deliver_subject": "d.m"}},
+            {"name": "O", "filter_subject": "o.a", "consumer": {"name": "m1", "deliver_subject": "d.m"}},
+        ):
+            assert error_of(await create_stream(c, "M", mirror=mirror)) == MIRROR_INVALID, mirror
+        # Two consumers of one origin, and a durable beside a plain source of it: three feeds.
+        sources = [
+            {"name": "O", "consumer": ok},
+            {"name": "O", "consumer": {"name": "c2", "deliver_subject": "d.x"}},
+            {"name": "O"},
+        ]
+        made = await create_stream(c, "A", sources=sources)
+        assert error_of(made) is None, made
+        assert made["config"]["sources"][0] == {"name": "O", "consumer": ok}
+        assert len((await c.api("$JS.API.STREAM.INFO.A"))["sources"]) == 3
+        # Updates are checked the same way.
+        bad = await c.api("$JS.API.STREAM.UPDATE.A", {"name": "A", "sources": [{"name": "O", "consumer": {"name": "c1"}}]})
+        assert error_of(bad) == SOURCE_INVALID
+        made = await create_stream(c, "M", mirror={"name": "O", "consumer": {"name": "m1", "deliver_subject": "d.m"}})
+        assert error_of(made) is None, made
+        bad = await c.api("$JS.API.STREAM.UPDATE.M", {"name": "M", "mirror": {"name": "O", "consumer": {"name": "m1"}}})
+        assert error_of(bad) == MIRROR_INVALID
+    finally:
+        await c.close()
+
+
+async def test_a_consumer_without_flow_control_acks_is_refused(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("O", ["o.>"], retention="interest")
+        await create_consumer(c, "O", "c1", deliver_subject="d.x", ack_policy="explicit")
+        await create_consumer(c, "O", "m1", deliver_subject="d.m", ack_policy="explicit")
+        made = await create_stream(c, "A", sources=[{"name": "O", "consumer": {"name": "c1", "deliver_subject": "d.x"}}])
+        assert error_of(made) is None, made
+        made = await create_stream(c, "M", mirror={"name": "O", "consumer": {"name": "m1", "deliver_subject": "d.m"}})
+        assert error_of(made) is None, made
+        expected = {
+            "A": (10217, "stream source consumer requires flow control ack policy"),
+            "M": (10214, "stream mirror consumer requires flow control ack policy"),
+        }
+        for name, err in expected.items():
+
+            async def refused(name: str = name, err: tuple[int, str] = err) -> bool:
+                info = await c.api(f"$JS.API.STREAM.INFO.{name}")
+                feed = info["mirror"] if "mirror" in info else info["sources"][0]
+                return error_of(feed) == err
+
+            await wait_for(refused, SYNC_TIMEOUT, 0.2)
+        await c.publish_js("o.a", b"kept")
+        assert (await state(c, "A"))["messages"] == 0
+    finally:
+        await c.close()
+
+
+async def test_work_queue_origin_drains_only_into_the_source(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("O", ["o.>"], retention="workqueue")
+        await create_consumer(c, "O", "c1", deliver_subject="d.x", **FC)
+        # Nobody reads the consumer yet: the work queue keeps everything.
+        for i in range(5):
+            await c.publish_js(f"o.{i}", f"m{i}".encode())
+        assert (await state(c, "O"))["messages"] == 5
+        made = await create_stream(c, "A", sources=[{"name": "O", "consumer": {"name": "c1", "deliver_subject": "d.x"}}])
+        assert error_of(made) is None, made
+        await wait_count(c, "A", 5)
+        await wait_count(c, "O", 0)
+        for i in range(5, 8):
+            await c.publish_js(f"o.{i}", f"m{i}".encode())
+        await wait_count(c, "A", 8)
+        await wait_count(c, "O", 0)
+        msgs = await stored(c, "A")
+        assert [data for _, data, _ in msgs] == [f"m{i}" for i in range(8)]
+        # The header names the origin with the consumer's hash, then the origin sequence.
+        tokens = [source.split(" ") for _, _, source in msgs]
+        assert all(t[0] == f"O:C={api_hash('c1')}" for t in tokens), tokens
+        assert [int(t[1]) for t in tokens] == list(range(1, 9))
+        assert [t[4] for t in tokens] == [f"o.{i}" for i in range(8)]
+        info = await c.consumer_info("O", "c1")
+        assert info["ack_floor"]["stream_seq"] == 8 and info["num_ack_pending"] == 0
+        feed = (await c.api("$JS.API.STREAM.INFO.A"))["sources"][0]
+        assert feed["seq"] == 8 and "error" not in feed
+        # The consumer is the user's: removing the source leaves it on the origin.
+        upd = await c.api("$JS.API.STREAM.UPDATE.A", {"name": "A", "subjects": ["a.>"]})
+        assert error_of(upd) is None, upd
+        assert (await c.api("$JS.API.CONSUMER.NAMES.O"))["consumers"] == ["c1"]
+    finally:
+        await c.close()
+
+
+async def test_interest_origin_mirrored_through_a_durable(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("O", ["o.>"], retention="interest")
+        await create_consumer(c, "O", "m1", deliver_subject="d.m", **FC)
+        for i in range(3):
+            await c.publish_js(f"o.{i}", f"m{i}".encode())
+        made = await create_stream(c, "M", mirror={"name": "O", "consumer": {"name": "m1", "deliver_subject": "d.m"}})
+        assert error_of(made) is None, made
+        await wait_count(c, "M", 3)
+        await wait_count(c, "O", 0)
+        msgs = await stored(c, "M")
+        assert [(subject, data) for subject, data, _ in msgs] == [(f"o.{i}", f"m{i}") for i in range(3)]
+        assert (await state(c, "M"))["last_seq"] == 3
+    finally:
+        await c.close()
+
+
+async def test_restart_neither_loses_nor_duplicates(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("W", ["w.>"], retention="workqueue")
+        await c.add_stream("I", ["i.>"], retention="interest")
+        await create_consumer(c, "W", "c1", deliver_subject="d.w", **FC)
+        await create_consumer(c, "I", "m1", deliver_subject="d.i", **FC)
+        made = await create_stream(c, "A", sources=[{"name": "W", "consumer": {"name": "c1", "deliver_subject": "d.w"}}])
+        assert error_of(made) is None, made
+        made = await create_stream(c, "M", mirror={"name": "I", "consumer": {"name": "m1", "deliver_subject": "d.i"}})
+        assert error_of(made) is None, made
+        for i in range(4):
+            await c.publish_js(f"w.{i}", f"a{i}".encode())
+            await c.publish_js(f"i.{i}", f"b{i}".encode())
+        await wait_count(c, "A", 4)
+        await wait_count(c, "M", 4)
+    finally:
+        await c.close()
+    server.restart()
+    c = await RawClient.connect(server.url)
+    try:
+        for i in range(4, 7):
+            await c.publish_js(f"w.{i}", f"a{i}".encode())
+            await c.publish_js(f"i.{i}", f"b{i}".encode())
+        await wait_count(c, "A", 7)
+        await wait_count(c, "M", 7)
+        await wait_count(c, "W", 0)
+        await wait_count(c, "I", 0)
+        assert [data for _, data, _ in await stored(c, "A")] == [f"a{i}" for i in range(7)]
+        assert [data for _, data, _ in await stored(c, "M")] == [f"b{i}" for i in range(7)]
+        assert (await state(c, "M"))["last_seq"] == 7
+    finally:
+        await c.close()
