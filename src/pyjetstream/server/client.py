@@ -55,10 +55,15 @@ FIRST_PING_INTERVAL = 2.0
 EARLY_FLUSH_MAX = 32 * 1024
 EARLY_FLUSH_MIN = 16 * 1024
 # A producer publishing to a consumer whose transport is above its high-water mark (3/4 of
-# max_pending) stops being processed and read until that consumer drains, for at most this long
-# per stall (nats-server's fast-producer stall; 2.10+ keeps it short so one slow consumer does not
-# hold a producer's other consumers back for long).
-STALL_MAX = 0.1
+# max_pending) stops being processed and read until that consumer drains, for STALL_MIN (STALL_MAX
+# once the consumer holds max_pending), and for at most STALL_TOTAL in all per read of the
+# producer's socket (nats-server client.go stallClientMinDuration / stallClientMaxDuration /
+# stallTotalAllowed, checked in stalledWait). Past that budget the producer is read and routed at
+# full speed again: the slow consumer's backlog grows until max_pending or the write deadline cuts
+# it, and the producer's other subscribers never wait longer than the budget for it.
+STALL_MIN = 0.002
+STALL_MAX = 0.005
+STALL_TOTAL = 0.010
 
 
 class ClosedReason:
@@ -237,6 +242,11 @@ class ClientConnection(asyncio.Protocol):
         self.stalled_producers: list[ClientConnection] = []
         self.stalled = False
         self._stall_timer: asyncio.TimerHandle | None = None
+        # Seconds this producer has been stalled since its socket was last read (nats-server
+        # ``c.in.tst``), and when the current stall began.
+        self.stall_total = 0.0
+        self._stall_started = 0.0
+        self.stalls = 0  # times producers were stalled by this consumer (nats-server ``c.stalls``)
         # --- stats (nats-server counts message bytes: headers + payload)
         self.in_msgs = 0
         self.in_bytes = 0
@@ -442,6 +452,7 @@ class ClientConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_in = self.last_activity = time.monotonic()
+        self.stall_total = 0.0  # a new read: a new stall budget (nats-server resetReadLoopStallTime)
         try:
             events = self.parser.feed(data)
             if self._held is not None:
@@ -974,22 +985,34 @@ class ClientConnection(asyncio.Protocol):
         self.abort(ClosedReason.SLOW_CONSUMER_DEADLINE)
 
     def stall(self, consumer: ClientConnection) -> None:
-        """Stop processing and reading this producer until ``consumer`` drains (or STALL_MAX).
+        """Stop processing and reading this producer until ``consumer`` drains, for a few
+        milliseconds at most (nats-server ``client.stalledWait``).
 
         ``_process`` notices ``stalled`` after the route call and holds the rest of the batch.
+        A producer that has used its STALL_TOTAL for this read is not stalled again: it goes on
+        routing, so a consumer that does not read is cut (max_pending, write deadline) while the
+        producer's other subscribers keep receiving.
         """
         if self.stalled or self.closed or consumer is self or self.transport is None:
             return
+        budget = STALL_TOTAL - self.stall_total
+        if budget <= 0:
+            return
+        ttl = STALL_MAX if consumer.pending_bytes() >= consumer.max_pending else STALL_MIN
+        loop = self.server.loop
         self.stalled = True
+        self._stall_started = loop.time()
         self.server.stalled_clients += 1  # nats-server stalledWait counts every stall
+        consumer.stalls += 1
         consumer.stalled_producers.append(self)
         self.transport.pause_reading()
-        self._stall_timer = self.server.loop.call_later(STALL_MAX, self.unstall)
+        self._stall_timer = loop.call_later(min(ttl, budget), self.unstall)
 
     def unstall(self) -> None:
         if not self.stalled:
             return
         self.stalled = False
+        self.stall_total += self.server.loop.time() - self._stall_started
         if self._stall_timer is not None:
             self._stall_timer.cancel()
             self._stall_timer = None

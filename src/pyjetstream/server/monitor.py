@@ -146,6 +146,8 @@ def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False) 
     info["out_msgs"] = conn.out_msgs
     info["in_bytes"] = conn.in_bytes
     info["out_bytes"] = conn.out_bytes
+    if conn.stalls:
+        info["stalls"] = conn.stalls  # producers stalled by this consumer (omit-empty)
     info["subscriptions"] = len(conn.subs)
     if conn.name:
         info["name"] = conn.name
