@@ -7,9 +7,12 @@ the same id until acknowledged); a pull consumer and a push consumer on ORDERS a
 ``ack_sync`` (the ack is answered, so it is durable); a KV bucket whose keys are updated; stream
 SCRATCH published to, with messages deleted and the stream purged.
 
-Checks after each restart:
-- every acknowledged ORDERS message is at its acknowledged sequence with its payload;
-- no msg id is stored twice (all retries happen well inside the 2 min duplicate window);
+Checks after each restart (incremental, so cycle 100 costs what cycle 1 does):
+- every ORDERS message acknowledged since the last check is at its acknowledged sequence with its
+  payload, and ``--samples`` randomly chosen older ones still are; ORDERS (never deleted from) still
+  counts one message per sequence, so an old message that vanished shows up even if not sampled;
+- no msg id is stored twice (all retries happen well inside the 2 min duplicate window): the
+  stream is read once, each cycle from where the last read stopped, and every payload seen is kept;
 - a consumer's ack floor never moves back by more than ``--ack-window`` (0: an answered ack is
   durable in the embedded server; nats-server writes consumer state asynchronously: its figures
   are reported, pass ``--ack-window`` to bound them);
@@ -118,6 +121,10 @@ class Record:
     """What the server acknowledged (the truth the checks hold it to)."""
 
     acked: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # msg id -> (seq, payload)
+    log: list[tuple[str, int, bytes]] = field(default_factory=list)  # the same, in acknowledgement order
+    checked: int = 0  # log entries verified by a check
+    read_upto: int = 0  # ORDERS read (for duplicates) up to this sequence
+    seen: dict[bytes, int] = field(default_factory=dict)  # payload -> the sequence it was read at
     ack_floor: dict[str, int] = field(default_factory=dict)  # consumer -> highest floor seen
     kv_rev: dict[str, int] = field(default_factory=dict)  # key -> last acknowledged revision
     purged_to: int = 0  # SCRATCH first seq after the last acknowledged purge
@@ -137,6 +144,11 @@ class Figures:
     kv_back: int = 0
     scratch_violations: int = 0
     lost_reported: int = 0  # messages the server itself reported in `lost`
+    verified_new: int = 0  # acknowledged messages checked the cycle after they were acknowledged
+    verified_samples: int = 0  # older acknowledged messages checked again at random
+    read_msgs: int = 0  # stream messages read for the duplicate check
+    holes: int = 0  # checks where ORDERS counted fewer messages than sequences
+    check_s: list[float] = field(default_factory=list)
     recovery_s: list[float] = field(default_factory=list)
 
 
@@ -195,6 +207,7 @@ async def publisher(url: str, n: int, rec: Record, stop: asyncio.Event, rate: fl
                 try:
                     ack = await js.publish(f"orders.{n}", payload, headers={"Nats-Msg-Id": msg_id})
                     rec.acked[msg_id] = (ack.seq, payload)
+                    rec.log.append((msg_id, ack.seq, payload))
                     rec.publishes += 1
                     if pause:
                         await asyncio.sleep(pause)
@@ -293,40 +306,75 @@ async def scratch_worker(url: str, rec: Record, stop: asyncio.Event) -> None:
             await nc.close()
 
 
-async def read_all(js: Any, stream: str, upto: int) -> dict[int, bytes]:
-    """The stream's messages up to ``upto`` by sequence, through an ephemeral AckNone pull consumer."""
+async def read_range(js: Any, stream: str, first: int, last: int) -> dict[int, bytes]:
+    """The stream's messages ``first..last`` by sequence, through an ephemeral AckNone pull consumer
+    starting at ``first``."""
     out: dict[int, bytes] = {}
-    sub = await js.pull_subscribe("", stream=stream, config=nats.js.api.ConsumerConfig(ack_policy="none"))
-    top = 0
-    while top < upto:
-        try:
-            msgs = await sub.fetch(500, timeout=2.0)
-        except nats.errors.TimeoutError:
-            break
-        for m in msgs:
-            top = max(top, m.metadata.sequence.stream)
-            out[m.metadata.sequence.stream] = m.data
-    with contextlib.suppress(Exception):
-        await sub.unsubscribe()
+    if last < first:
+        return out
+    config = nats.js.api.ConsumerConfig(
+        ack_policy="none", deliver_policy="by_start_sequence", opt_start_seq=first, inactive_threshold=30
+    )
+    sub = await js.pull_subscribe("", stream=stream, config=config)
+    top = first - 1
+    try:
+        while top < last:
+            try:
+                msgs = await sub.fetch(500, timeout=2.0)
+            except nats.errors.TimeoutError:
+                break
+            for m in msgs:
+                seq = m.metadata.sequence.stream
+                top = max(top, seq)
+                if seq <= last:
+                    out[seq] = m.data
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
     return out
 
 
-async def check(url: str, rec: Record, fig: Figures, ack_window: int) -> list[str]:
+async def check(url: str, rec: Record, fig: Figures, ack_window: int, samples: int) -> list[str]:
     problems: list[str] = []
     nc = await nats.connect(url, allow_reconnect=False)
     js = nc.jetstream(timeout=5)
+    t0 = time.monotonic()
     try:
         info = await js.stream_info("ORDERS")
         if info.state.lost is not None and info.state.lost.msgs:
             fig.lost_reported += len(info.state.lost.msgs)
-        acked = dict(rec.acked)  # what was acknowledged before the read starts
-        upto = max((seq for seq, _ in acked.values()), default=0)
-        stored = await read_all(js, "ORDERS", upto)
-        seen: dict[bytes, int] = {}
-        for data in stored.values():
-            seen[data] = seen.get(data, 0) + 1
-        dups = sum(c - 1 for c in seen.values() if c > 1)
-        lost = [mid for mid, (seq, payload) in acked.items() if stored.get(seq) != payload]
+        state = info.state
+        if state.messages and state.messages != state.last_seq - state.first_seq + 1:
+            fig.holes += 1
+            problems.append(
+                f"ORDERS counts {state.messages} messages for sequences {state.first_seq}..{state.last_seq}"
+            )
+        # What was acknowledged since the last check (the log only grows; later entries wait for
+        # the next check), and the stream from where the last read stopped up to the highest of them.
+        new = rec.log[rec.checked :]
+        upto = max((seq for _, seq, _ in new), default=0)
+        first = min([rec.read_upto + 1, *(seq for _, seq, _ in new)])
+        stored = await read_range(js, "ORDERS", first, upto)
+        fig.read_msgs += len(stored)
+        dups = 0
+        for seq, data in stored.items():
+            at = rec.seen.setdefault(data, seq)
+            if at != seq:
+                dups += 1
+        rec.read_upto = max(rec.read_upto, upto)
+        lost = [mid for mid, seq, payload in new if stored.get(seq) != payload]
+        # Older acknowledged messages, at random: each still at its sequence (STREAM.MSG.GET).
+        old = rec.log[: rec.checked]
+        for mid, seq, payload in random.sample(old, min(samples, len(old))):
+            try:
+                got = (await js.get_msg("ORDERS", seq)).data
+            except NotFoundError:
+                got = None
+            if got != payload:
+                lost.append(mid)
+            fig.verified_samples += 1
+        rec.checked += len(new)
+        fig.verified_new += len(new)
         fig.duplicates += dups
         fig.lost += len(lost)
         if lost:
@@ -373,6 +421,7 @@ async def check(url: str, rec: Record, fig: Figures, ack_window: int) -> list[st
                 problems.append(f"SCRATCH message {seq} deleted, back after restart")
     finally:
         await nc.close()
+    fig.check_s.append(time.monotonic() - t0)
     return problems
 
 
@@ -401,13 +450,17 @@ async def run(args: argparse.Namespace, workdir: Path) -> int:
             server.start()
             await wait_ready(server.url)
             fig.recovery_s.append(time.monotonic() - t0)
-            problems = await check(server.url, rec, fig, args.ack_window)
+            problems = await check(server.url, rec, fig, args.ack_window, args.samples)
             fig.cycles = cycle
             if problems:
                 failures += [f"cycle {cycle}: {p}" for p in problems]
                 print(f"cycle {cycle}: " + "; ".join(problems), flush=True)
             elif args.verbose:
-                print(f"cycle {cycle}: ok ({len(rec.acked)} acked)", flush=True)
+                print(
+                    f"cycle {cycle}: ok ({len(rec.acked)} acked, restart {fig.recovery_s[-1]:.2f} s,"
+                    f" check {fig.check_s[-1]:.2f} s)",
+                    flush=True,
+                )
             if failures and args.stop_on_failure:
                 break
         finished = True
@@ -419,6 +472,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     elapsed = time.monotonic() - started
     rs = sorted(fig.recovery_s) or [0.0]
+    cs = sorted(fig.check_s) or [0.0]
     summary = {
         "target": args.target,
         "cycles": fig.cycles,
@@ -429,14 +483,20 @@ async def run(args: argparse.Namespace, workdir: Path) -> int:
         "consumer_acks": rec.acks,
         "kv_puts": rec.kv_puts,
         "scratch_deletes": len(rec.deleted),
+        "verified_new": fig.verified_new,
+        "verified_samples": fig.verified_samples,
+        "read_for_duplicates": fig.read_msgs,
         "lost_acknowledged": fig.lost,
         "duplicates": fig.duplicates,
         "max_ack_floor_step_back": fig.ack_floor_back,
         "kv_revisions_back": fig.kv_back,
         "scratch_violations": fig.scratch_violations,
         "server_reported_lost": fig.lost_reported,
+        "sequence_holes": fig.holes,
         "restart_s_median": round(rs[len(rs) // 2], 2),
         "restart_s_max": round(rs[-1], 2),
+        "check_s_median": round(cs[len(cs) // 2], 2),
+        "check_s_max": round(cs[-1], 2),
         "failures": len(failures),
     }
     print(json.dumps(summary, indent=1))
@@ -451,6 +511,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rate", type=float, default=200.0, help="max publishes/s per publisher (0: no limit)")
     p.add_argument("--target", choices=["embedded", "nats-server"], default="embedded")
     p.add_argument("--ack-window", type=int, default=0, help="allowed ack floor step back")
+    p.add_argument("--samples", type=int, default=200, help="older acknowledged messages re-read per check")
     p.add_argument("--workdir", default="")
     p.add_argument("--stop-on-failure", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true")
