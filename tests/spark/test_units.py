@@ -44,6 +44,9 @@ def test_options_defaults_and_parsing() -> None:
     assert (opts.connect.user, opts.connect.password) == ("u", "p")
     assert not opts.pushdown
     assert parse_options({"subject": "x.y"}).filter_subjects == ("x.y",)
+    assert parse_options({}).publish_mode == "async"
+    opts = parse_options({"publishMode": "Atomic", "atomicBatchSize": "200", "fastFlow": "100"})
+    assert (opts.publish_mode, opts.atomic_batch_size, opts.fast_flow) == ("atomic", 200, 100)
 
 
 @pytest.mark.parametrize(
@@ -58,6 +61,9 @@ def test_options_defaults_and_parsing() -> None:
         ({"startTime": "yesterday"}, "is not a time"),
         ({"ackTimeout": "-1"}, "must be positive"),
         ({"tlsInsecure": "maybe"}, "not a boolean"),
+        ({"publishMode": "turbo"}, "publishMode='turbo' must be one of async, sync, fast, atomic"),
+        ({"atomicBatchSize": "1001"}, "atomicBatchSize=1001 must be at most 1000"),
+        ({"fastFlow": "70000"}, "at most 65535"),
     ],
 )
 def test_bad_options(options: dict[str, str], message: str) -> None:

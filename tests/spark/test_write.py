@@ -54,21 +54,31 @@ def test_write_every_column(spark: Any, js_server: Target, stream_name: str) -> 
     assert [m.headers["K"] for m in const if m.data == b"hello"] == [["v"]]  # type: ignore[index]
 
 
+# publishMode -> the stream config it needs and the options the write uses.
+MODES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "async": ({}, {}),
+    "fast": ({"allow_batched": True}, {"publishMode": "fast"}),
+    "atomic": ({"allow_atomic": True}, {"publishMode": "atomic", "atomicBatchSize": 50}),
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
 def test_rewrite_and_retried_task_add_no_duplicates(
-    spark: Any, js_server: Target, stream_name: str, tmp_path: Path
+    spark: Any, js_server: Target, stream_name: str, tmp_path: Path, mode: str
 ) -> None:
     from pyspark.sql import functions as F
 
     from pyjetstream.client.jetstream import sync
 
     url = js_server.url
-    jsutil.create_stream(url, stream_name, [f"{stream_name}.>"])
+    config, options = MODES[mode]
+    jsutil.create_stream(url, stream_name, [f"{stream_name}.>"], **config)
     df = spark.range(0, 600, numPartitions=2).select(
         F.concat(F.lit(f"{stream_name}."), (F.col("id") % 3).cast("string")).alias("subject"),
         F.col("id").cast("string").alias("data"),
     )
-    write(df, url, writeId="job-1")
-    write(df, url, writeId="job-1")  # the same job again: every message is a duplicate
+    write(df, url, writeId="job-1", **options)
+    write(df, url, writeId="job-1", **options)  # the same job again: every message is a duplicate
     assert jsutil.stream_state(url, stream_name).messages == 600
 
     # A task that fails after part of its partition was published, then succeeds on retry.
@@ -115,7 +125,7 @@ def test_rewrite_and_retried_task_add_no_duplicates(
     try:
         sub = watcher.subscribe(f"{stream_name}.retry")
         watcher.flush()
-        write(df2, url)
+        write(df2, url, **options)
         watcher.flush()
         sent = sub.received
     finally:

@@ -16,6 +16,7 @@ from pyjetstream.api.timefmt import NS_PER_S, parse_time
 __all__ = [
     "DECODE_MODES",
     "DEFAULT_SERVERS",
+    "PUBLISH_MODES",
     "ConnectOptions",
     "JetStreamOptions",
     "OptionError",
@@ -25,6 +26,11 @@ __all__ = [
 
 DEFAULT_SERVERS = "nats://127.0.0.1:4222"
 DECODE_MODES = ("binary", "utf8", "json")
+# How a write task publishes (``publishMode``): ``async`` pipelined publishes with a bounded window of
+# unacked messages (the default), ``sync`` one publish at a time, ``fast`` one fast-ingest batch per
+# task (nats-server 2.14+, stream ``allow_batched``), ``atomic`` atomic batches of ``atomicBatchSize``
+# rows, each stored all or nothing (2.12+, stream ``allow_atomic``).
+PUBLISH_MODES = ("async", "sync", "fast", "atomic")
 
 # A partition below this many sequences costs more in task start-up than it saves.
 DEFAULT_MIN_PARTITION_SIZE = 10_000
@@ -33,6 +39,11 @@ DEFAULT_BATCH_SIZE = 4096
 # Publishes in flight per write task before waiting for acks (the "bounded window").
 DEFAULT_PUBLISH_WINDOW = 1024
 DEFAULT_PUBLISH_RETRIES = 5
+# Rows per atomic batch: nats-server's default limit per batch (``max_batch_size``), which is also the
+# most the client's atomic batch publisher takes.
+MAX_ATOMIC_BATCH_SIZE = 1000
+# Fast ingest: the most messages between two flow acks the task asks for (nats-server caps it at 500).
+DEFAULT_FAST_FLOW = 500
 
 
 class OptionError(ValueError):
@@ -85,7 +96,10 @@ class JetStreamOptions:
     # write
     subject: str | None = None  # default subject when the DataFrame has no subject column
     bucket: str | None = None  # write into a KV bucket: subject column = key, data = value
+    publish_mode: str = "async"
     publish_window: int = DEFAULT_PUBLISH_WINDOW
+    atomic_batch_size: int = MAX_ATOMIC_BATCH_SIZE
+    fast_flow: int = DEFAULT_FAST_FLOW
     publish_retries: int = DEFAULT_PUBLISH_RETRIES
     ack_timeout: float = 5.0
     write_id: str | None = None  # stable scope of derived Nats-Msg-Ids for a batch write
@@ -218,6 +232,15 @@ def parse_options(options: Mapping[str, str]) -> JetStreamOptions:
     data_schema = _get(options, "dataSchema", "jsonSchema")
     if decode == "json" and data_schema is None:
         raise OptionError("option decode=json needs dataSchema (a DDL string, e.g. 'id long, name string')")
+    publish_mode = (_get(options, "publishMode") or "async").lower()
+    if publish_mode not in PUBLISH_MODES:
+        raise OptionError(f"option publishMode={publish_mode!r} must be one of {', '.join(PUBLISH_MODES)}")
+    atomic_batch_size = _int(options, "atomicBatchSize", minimum=1) or MAX_ATOMIC_BATCH_SIZE
+    if atomic_batch_size > MAX_ATOMIC_BATCH_SIZE:
+        raise OptionError(f"option atomicBatchSize={atomic_batch_size} must be at most {MAX_ATOMIC_BATCH_SIZE}")
+    fast_flow = _int(options, "fastFlow", minimum=1) or DEFAULT_FAST_FLOW
+    if fast_flow > 65535:
+        raise OptionError(f"option fastFlow={fast_flow} must be at most 65535")
     start_time = _get(options, "startTime")
     end_time = _get(options, "endTime")
     parsed = JetStreamOptions(
@@ -238,7 +261,10 @@ def parse_options(options: Mapping[str, str]) -> JetStreamOptions:
         direct_get=_get(options, "directGet") is None or _bool(options, "directGet"),
         subject=_get(options, "subject"),
         bucket=_get(options, "bucket", "kv"),
+        publish_mode=publish_mode,
         publish_window=_int(options, "publishWindow", minimum=1) or DEFAULT_PUBLISH_WINDOW,
+        atomic_batch_size=atomic_batch_size,
+        fast_flow=fast_flow,
         publish_retries=_int_or(options, "publishRetries", DEFAULT_PUBLISH_RETRIES),
         ack_timeout=_float(options, "ackTimeout", 5.0),
         write_id=_get(options, "writeId", "msgIdPrefix"),

@@ -22,8 +22,9 @@ read a KV bucket (``spark.read`` only)
 write (``df.write`` / ``df.writeStream``)
     columns ``subject``, ``data``, optional ``headers`` and ``msg_id``; ``subject`` (a constant
     subject); ``stream`` (sets ``Nats-Expected-Stream``); ``bucket`` (KV puts: ``key``/``value``);
-    ``publishWindow``, ``publishRetries``, ``ackTimeout``; ``writeId`` (scope of derived message
-    ids); ``deriveMsgId`` (default true).
+    ``publishMode`` (``async`` default, ``sync``, ``fast``: fast-ingest batches, ``atomic``: atomic
+    batches of ``atomicBatchSize`` rows); ``publishWindow``, ``publishRetries``, ``ackTimeout``;
+    ``fastFlow``; ``writeId`` (scope of derived message ids); ``deriveMsgId`` (default true).
 """
 
 from __future__ import annotations

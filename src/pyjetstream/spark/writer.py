@@ -8,10 +8,12 @@ With the ``bucket`` option rows are KV puts: ``key`` (or ``subject``) and ``valu
 ``Nats-Expected-Stream``, so a subject captured by another stream fails instead of landing
 there.
 
-Each task publishes its partition over its own connection, pipelined (:mod:`.publisher`).
-Rows without ``msg_id`` get a deterministic ``Nats-Msg-Id`` (:mod:`.msgid`; disable with
-``deriveMsgId=false``), so task retries and re-run micro-batches do not duplicate messages
-within the stream's duplicate window.
+Each task publishes its partition over its own connection, as ``publishMode`` says: ``async``
+(default) pipelined publishes with up to ``publishWindow`` unacked (:mod:`.publisher`), ``sync``
+one at a time, ``fast`` one fast-ingest batch, ``atomic`` atomic batches of ``atomicBatchSize``
+rows (:mod:`.batch_publishing`). Rows without ``msg_id`` get a deterministic ``Nats-Msg-Id``
+(:mod:`.msgid`; disable with ``deriveMsgId=false``), so task retries and re-run micro-batches do
+not duplicate messages within the stream's duplicate window, in every mode.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType
 
 from pyjetstream.api.headers import EXPECTED_STREAM, KV_OPERATION, MSG_ID
+from pyjetstream.client import Client
 from pyjetstream.client.msg import HeadersArg
+from pyjetstream.spark.batch_publishing import AtomicBatchPublisher, FastBatchPublisher
 from pyjetstream.spark.connection import TaskLoop, open_client
 from pyjetstream.spark.msgid import MsgIdGenerator, scope_of
 from pyjetstream.spark.options import JetStreamOptions, OptionError
-from pyjetstream.spark.publisher import Publisher
+from pyjetstream.spark.publisher import Publisher, PublishStats
 
 __all__ = ["JetStreamCommitMessage", "JetStreamStreamWriter", "JetStreamWriter", "WriteLayout"]
 
@@ -106,6 +110,9 @@ class WriteLayout:
         )
 
 
+PartitionPublisher = Publisher | FastBatchPublisher | AtomicBatchPublisher
+
+
 def _column(batch: pa.RecordBatch, name: str | None) -> list[Any] | None:
     return None if name is None else batch.column(name).to_pylist()
 
@@ -148,6 +155,23 @@ def messages_of(
         yield subject, data, headers or None
 
 
+def partition_publisher(nc: Client, opts: JetStreamOptions) -> PartitionPublisher:
+    """The publisher ``publishMode`` asks for (each has ``start``, ``publish_many``, ``flush``, ``close``)."""
+    mode = opts.publish_mode
+    if mode == "fast":
+        return FastBatchPublisher(nc, flow=opts.fast_flow, ack_timeout=opts.ack_timeout)
+    if mode == "atomic":
+        return AtomicBatchPublisher(
+            nc,
+            batch_size=opts.atomic_batch_size,
+            window=opts.publish_window,
+            ack_timeout=opts.ack_timeout,
+            retries=opts.publish_retries,
+        )
+    window = 1 if mode == "sync" else opts.publish_window
+    return Publisher(nc, window=window, ack_timeout=opts.ack_timeout, retries=opts.publish_retries)
+
+
 def write_partition(
     opts: JetStreamOptions,
     layout: WriteLayout,
@@ -159,13 +183,14 @@ def write_partition(
     with TaskLoop() as loop:
         nc = loop.run(open_client(opts.connect))
         try:
-            publisher = Publisher(
-                nc, window=opts.publish_window, ack_timeout=opts.ack_timeout, retries=opts.publish_retries
-            )
+            publisher = partition_publisher(nc, opts)
             loop.run(publisher.start())
-            for batch in batches:
-                loop.run(publisher.publish_many(messages_of(batch, layout, ids)))
-            stats = loop.run(publisher.flush())
+            try:
+                for batch in batches:
+                    loop.run(publisher.publish_many(messages_of(batch, layout, ids)))
+                stats: PublishStats = loop.run(publisher.flush())
+            finally:
+                loop.run(publisher.close())
         finally:
             loop.run(nc.close())
     return JetStreamCommitMessage(
