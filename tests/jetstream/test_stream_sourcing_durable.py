@@ -240,3 +240,97 @@ async def test_restart_neither_loses_nor_duplicates(server: Target) -> None:
         assert (await state(c, "M"))["last_seq"] == 7
     finally:
         await c.close()
+
+
+# --- the origin side: consumer ``sourcing`` ------------------------------------------------------
+
+SOURCING_REQUEST = {
+    "deliver_subject": "$JS.S.abc",
+    "ack_policy": "none",
+    "ack_wait": 22 * 3600 * 1_000_000_000,
+    "max_deliver": 1,
+    "idle_heartbeat": 1_000_000_000,
+    "flow_control": True,
+    "direct": True,
+    "sourcing": True,
+    "inactive_threshold": 1_000_000_000,
+}
+
+
+def shape(resp: dict[str, Any]) -> dict[str, Any]:
+    assert "error" not in resp, resp
+    cfg = resp["config"]
+    keys = ("durable_name", "ack_policy", "ack_wait", "max_deliver", "inactive_threshold", "direct", "sourcing")
+    return {k: cfg.get(k) for k in keys}
+
+
+async def test_sourcing_consumers_on_the_origin(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("W", ["w.>"], retention="workqueue", max_consumers=2)
+        await c.add_stream("L", ["l.>"])
+        await c.add_stream("I", ["i.>"], retention="interest")
+        await create_consumer(c, "W", "c1", ack_policy="explicit")
+        # A direct sourcing consumer on a work-queue or interest stream becomes a durable of its
+        # name, acked by flow control; on a limits stream its name gets a random suffix.
+        upgraded = {
+            "durable_name": "JS_SRC_x",
+            "ack_policy": "flow_control",
+            "ack_wait": None,
+            "max_deliver": -1,
+            "inactive_threshold": None,
+            "direct": None,
+            "sourcing": True,
+        }
+        body = {"stream_name": "W", "config": {**SOURCING_REQUEST, "name": "JS_SRC_x"}}
+        made = await c.api("$JS.API.CONSUMER.CREATE.W", body)
+        assert (made["name"], shape(made)) == ("JS_SRC_x", upgraded)
+        body = {"stream_name": "L", "config": {**SOURCING_REQUEST, "name": "JS_SRC_x"}}
+        made = await c.api("$JS.API.CONSUMER.CREATE.L", body)
+        assert made["name"].startswith("JS_SRC_x-") and len(made["name"]) == len("JS_SRC_x-") + 8
+        assert shape(made)["direct"] is True and shape(made)["ack_policy"] == "none"
+        # Asked for again, a durable sourcing consumer keeps its starting position.
+        start = {"deliver_policy": "by_start_sequence", "opt_start_seq": 3}
+        body = {"stream_name": "I", "config": {**SOURCING_REQUEST, "name": "JS_SRC_y", **start}}
+        assert "error" not in await c.api("$JS.API.CONSUMER.CREATE.I", body)
+        body["config"] = {**SOURCING_REQUEST, "name": "JS_SRC_y", "deliver_subject": "$JS.S.def"}
+        again = await c.api("$JS.API.CONSUMER.CREATE.I", body)
+        assert (again["config"]["deliver_policy"], again["config"]["opt_start_seq"]) == ("by_start_sequence", 3)
+        # Sourcing consumers escape the work-queue rules and max_consumers, and are listed.
+        for name in ("s2", "s3"):
+            body = {"stream_name": "W", "config": {"name": name, "deliver_subject": f"d.{name}", "sourcing": True}}
+            assert shape(await c.api(f"$JS.API.CONSUMER.CREATE.W.{name}", body))["sourcing"] is True
+        assert (await c.api("$JS.API.CONSUMER.NAMES.W"))["consumers"] == ["JS_SRC_x", "c1", "s2", "s3"]
+        refused = await c.api(
+            "$JS.API.CONSUMER.CREATE.W.c1",
+            {"stream_name": "W", "config": {"durable_name": "c1", "ack_policy": "explicit", "sourcing": True}},
+        )
+        assert error_of(refused) == (10012, "sourcing can not be updated")
+    finally:
+        await c.close()
+
+
+async def test_asking_for_a_durable_sourcing_consumer_again_resets_it(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("I", ["i.>"], retention="interest")
+        cfg = {"deliver_subject": "d.f1", "sourcing": True, **FC}
+        await create_consumer(c, "I", "f1", **cfg)
+        for i in range(3):
+            await c.publish_js(f"i.{i}", b"x")
+        sub = c.subscribe("d.f1")
+        await c.flush()
+        got = [m.stream_seq for m in await sub.collect(3, 10) if not m.status]
+        assert got == [1, 2, 3]
+        sub.unsubscribe()
+        await c.flush()
+        assert (await c.consumer_info("I", "f1"))["num_ack_pending"] == 3
+        again = await create_consumer(c, "I", "f1", **{**cfg, "deliver_subject": "d.f2"})
+        assert (again["num_ack_pending"], again["num_pending"]) == (0, 3)
+        # Everything comes again, delivery sequences from 1.
+        sub = c.subscribe("d.f2")
+        await c.flush()
+        redelivered = [(m.stream_seq, m.consumer_seq) for m in await sub.collect(3, 10) if not m.status]
+        assert redelivered == [(1, 1), (2, 2), (3, 3)]
+    finally:
+        await c.close()

@@ -13,10 +13,11 @@ import msgspec
 
 from pyjetstream.api import errors as E
 from pyjetstream.api.constants import JS_API_LIST_LIMIT, JS_API_NAMES_LIMIT
+from pyjetstream.api.enums import AckPolicy, RetentionPolicy
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.headers import STREAM_IDENTITY
 from pyjetstream.api.models_common import ApiError
-from pyjetstream.api.models_consumer import ConsumerInfo, CreateConsumerRequest
+from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, CreateConsumerRequest
 from pyjetstream.api.requests import (
     ConsumerListRequest,
     ConsumerNamesRequest,
@@ -39,6 +40,7 @@ from pyjetstream.api.versioning import consumer_required_level, with_dynamic, wi
 from pyjetstream.protocol.headers import get_header
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
 from pyjetstream.server.jetstream.consumer_config import GROUP_NAME as _GROUP_NAME
+from pyjetstream.server.jetstream.consumer_config import new_ephemeral_name
 from pyjetstream.server.jetstream.consumer_create import add_consumer
 
 if TYPE_CHECKING:
@@ -100,6 +102,7 @@ def consumer_create(
         if req.config.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         stream = _lookup_stream(engine, req.stream_name)
+        req.config = _sourcing_consumer(stream, req.config)
         # ⟨2.15⟩ A direct or sourcing consumer learns its stream's identity, and one created with
         # a stale identity (the stream was recreated) is refused, so a source can start over.
         identity = ""
@@ -120,6 +123,39 @@ def consumer_create(
     if identity:
         return created, b"NATS/1.0\r\n%s: %s\r\n\r\n" % (_STREAM_IDENTITY_B, identity.encode())
     return created
+
+
+def _sourcing_consumer(stream: Stream, cfg: ConsumerConfig) -> ConsumerConfig:
+    """⟨2.14+⟩ ADR-60, as ``jsConsumerCreateRequest`` on a standalone server.
+
+    A sourcing stream asks for a direct ``sourcing`` consumer under a stable name. On a
+    work-queue or interest origin an ephemeral ``ack none`` consumer would lose what it sent, so
+    it becomes a durable of that name acked by flow control (``ack_wait``, ``max_deliver`` and
+    ``inactive_threshold`` unset); on a limits origin the name gets a random suffix, since each
+    request makes a new ephemeral consumer. A durable sourcing consumer asked for again keeps its
+    starting position (the request is then a reset to its ack floor, ``add_consumer``)."""
+    if cfg.direct and cfg.sourcing and cfg.name:
+        if stream.cfg.retention in (RetentionPolicy.INTEREST, RetentionPolicy.WORKQUEUE):
+            cfg = msgspec.structs.replace(
+                cfg,
+                direct=False,
+                durable_name=cfg.name,
+                ack_policy=AckPolicy.FLOW_CONTROL,
+                ack_wait=0,
+                max_deliver=0,
+                inactive_threshold=0,
+            )
+        else:
+            cfg = msgspec.structs.replace(cfg, name=f"{cfg.name}-{new_ephemeral_name()}")
+    existing = stream.consumers.get(cfg.name) if cfg.name else None
+    if existing is not None and cfg.sourcing and cfg.durable_name:
+        cfg = msgspec.structs.replace(
+            cfg,
+            deliver_policy=existing.cfg.deliver_policy,
+            opt_start_seq=existing.cfg.opt_start_seq,
+            opt_start_time=existing.cfg.opt_start_time,
+        )
+    return cfg
 
 
 def shown(info: ConsumerInfo) -> ConsumerInfo:

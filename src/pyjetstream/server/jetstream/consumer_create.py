@@ -45,10 +45,17 @@ def _raise(error: object) -> None:
         raise JetStreamApiError(error)  # type: ignore[arg-type]
 
 
+def _limitable(consumer: Consumer) -> bool:
+    """Counted against ``max_consumers`` and work-queue exclusivity: not a direct or ⟨2.14+⟩
+    sourcing consumer (nats-server ``numLimitableConsumers``)."""
+    return not (consumer.cfg.direct or consumer.cfg.sourcing)
+
+
 def _partition_unique(stream: Stream, name: str, filters: list[str]) -> bool:
-    """Workqueue streams: no two consumers may select the same subjects."""
+    """Workqueue streams: no two public consumers may select the same subjects (direct and
+    sourcing consumers are ignored, ``partitionUnique``)."""
     for other in stream.consumers.values():
-        if other.name == name:
+        if other.name == name or not _limitable(other):
             continue
         theirs = filters_of(other.cfg)
         if not theirs or not filters:
@@ -97,25 +104,29 @@ def add_consumer(
         _raise(check_update(existing.cfg, new_cfg, server.has_interest))
         if new_cfg != existing.cfg:
             existing.update_config(new_cfg)
+        if new_cfg.sourcing:
+            # ⟨2.14+⟩ A sourcing stream's create request for its durable consumer (ADR-60) is
+            # also a reset to the ack floor: delivery sequences from 1, nothing pending.
+            existing.reset(0)
         return existing
     if action == ConsumerAction.UPDATE:
         raise JetStreamApiError(E.JSConsumerDoesNotExist())
     max_consumers = stream.cfg.max_consumers
-    public = sum(1 for c in stream.consumers.values() if not c.cfg.direct)
+    public = sum(1 for c in stream.consumers.values() if _limitable(c))
     if max_consumers > 0 and public >= max_consumers:
         raise JetStreamApiError(E.JSMaximumConsumersLimitErr())
     if not cfg.direct:
         _raise(stream.engine.check_consumer_limit(public, max_consumers))
-    if stream.cfg.retention == RetentionPolicy.WORKQUEUE and not cfg.direct:
+    if stream.cfg.retention == RetentionPolicy.WORKQUEUE and not cfg.direct and not cfg.sourcing:
         if cfg.ack_policy not in (AckPolicy.EXPLICIT, AckPolicy.FLOW_CONTROL):
             raise JetStreamApiError(E.JSConsumerWQRequiresExplicitAckErr())
-        if stream.consumers:
+        if cfg.deliver_policy != DeliverPolicy.ALL:
+            raise JetStreamApiError(E.JSConsumerWQConsumerNotDeliverAllErr())
+        if public:
             if not filters_of(cfg):
                 raise JetStreamApiError(E.JSConsumerWQMultipleUnfilteredErr())
             if not _partition_unique(stream, name, filters_of(cfg)):
                 raise JetStreamApiError(E.JSConsumerWQConsumerNotUniqueErr())
-        if cfg.deliver_policy != DeliverPolicy.ALL:
-            raise JetStreamApiError(E.JSConsumerWQConsumerNotDeliverAllErr())
     if not name:
         # Legacy ephemeral: a server-chosen name, which (as in nats-server) stays out of the config.
         name = new_ephemeral_name()
