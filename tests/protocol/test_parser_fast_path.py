@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from pyjetstream.protocol import ClientSideParser, Msg, Pub, ServerSideParser
 from pyjetstream.protocol.events import PubRun
-from pyjetstream.server.client import _ClientParser
+from pyjetstream.protocol.parser import NatsServerParser
 
 frames = st.lists(
     st.sampled_from(
@@ -83,7 +83,7 @@ def test_pub_tuples_subclass_gets_the_same_fields(chosen: list[tuple[bytes, Pub]
     fields a Pub event has, whatever the chunking."""
     data = b"".join(raw for raw, _ in chosen)
     expected = [(ev.subject, ev.reply, ev.hdr, ev.payload) for _, ev in chosen]
-    assert _feed_in(_ClientParser(), data, cuts) == expected
+    assert _feed_in(NatsServerParser(), data, cuts) == expected
 
 
 def _expand_runs(events: list[object]) -> list[object]:
@@ -103,13 +103,13 @@ def test_pub_runs_are_the_same_frames(chosen: list[tuple[bytes, Pub]], cuts: lis
     reply-less PUB lines come as one PubRun: expanded, exactly the tuples without it."""
     data = b"".join(raw for raw, _ in chosen * 3)
     expected = [(ev.subject, ev.reply, ev.hdr, ev.payload) for _, ev in chosen * 3]
-    parser = _ClientParser()
+    parser = NatsServerParser()
     parser.pub_runs = True
     assert _expand_runs(_feed_in(parser, data, cuts)) == expected
 
 
 def test_pub_run_collects_a_pipelined_burst_and_stops_at_a_bad_frame() -> None:
-    parser = _ClientParser()
+    parser = NatsServerParser()
     parser.pub_runs = True
     events = parser.feed(b"".join(b"PUB s 2\r\n%02d\r\n" % i for i in range(50)) + b"PUB s 2\r\nabXY")
     # The first frame of a line is a tuple; the repeats after it are one run.

@@ -243,7 +243,8 @@ class ServerSideParser(_FrameParser):
 
     A subclass that sets ``pub_tuples`` (and overrides ``_complete`` to match) gets each PUB/HPUB
     as a plain ``(subject, reply, hdr, payload)`` tuple instead of a :class:`Pub`: the embedded
-    server does, a tuple costs a fraction of an event object on its hottest path.
+    server's :class:`NatsServerParser` does, a tuple costs a fraction of an event object on its
+    hottest path.
     """
 
     pub_tuples = False
@@ -385,6 +386,49 @@ class ServerSideParser(_FrameParser):
         if not isinstance(options, dict):
             return self._violation(None, "CONNECT with invalid JSON")
         return Connect(options)
+
+
+_OPS_WITH_ARGS = (b"PUB", b"SUB", b"UNSUB", b"HPUB")
+_BLANKS = b" \t"
+
+
+class NatsServerParser(ServerSideParser):
+    """The embedded server's parser: :class:`ServerSideParser` answering malformed lines as
+    nats-server does, and PUB/HPUB as plain ``(subject, reply, hdr, payload)`` tuples.
+
+    nats-server's parser (``parser.go``) is a byte state machine; a few malformed lines it answers
+    differently from a line splitter: an empty or whitespace-led line and a bare ``PUB``/``SUB``/
+    ``UNSUB``/``HPUB`` are ``Unknown Protocol Operation``, and an unparsable ``UNSUB`` max means
+    "now". A tuple is a fraction of the cost of a :class:`Pub` on the per-message path.
+    """
+
+    pub_tuples = True
+
+    def feed(self, data: bytes) -> list[Any]:  # tuples for PUB/HPUB, events for the rest
+        return _FrameParser.feed(self, data)
+
+    def _control_line(self, line: bytes) -> Any:
+        # Hot path: every real op line is longer than 5 bytes or is PING/PONG.
+        if len(line) > 5 and line[0] not in _BLANKS:
+            return super()._control_line(line)
+        if not line or line[0] in _BLANKS:
+            return self._violation(ERR_UNKNOWN_OP, "empty or indented line")
+        if line.upper() in _OPS_WITH_ARGS:
+            return self._violation(ERR_UNKNOWN_OP, "op without arguments")
+        return super()._control_line(line)
+
+    def _complete(self, op: tuple[Any, ...], body: bytes) -> Any:
+        subject, reply, hdr_len = op
+        if not hdr_len:
+            return subject, reply, None, body
+        if hdr_len < 0:  # HPUB announcing an empty header block
+            return subject, reply, b"", body
+        return subject, reply, body[:hdr_len], body[hdr_len:]
+
+    def _unsub(self, args: list[bytes]) -> Any:
+        if len(args) == 3 and not args[2].isdigit():
+            return Unsub(args[1].decode(), 0)
+        return super()._unsub(args)
 
 
 class ClientSideParser(_FrameParser):

@@ -2,7 +2,7 @@
 
 Speed notes (this is the per-message path):
 
-- bytes are parsed by the sans-IO :class:`ServerSideParser` into a list of events per read;
+- bytes are parsed by the sans-IO :class:`NatsServerParser` into a list of events per read;
 - the connection owns its output (nats-server ``client.deliverMsg``): :meth:`ClientConnection.deliver`
   appends a routed message's frame parts to ``out`` (a list of bytes, with the
   :mod:`pyjetstream.protocol.writers`) and schedules one ``flush_out`` per event-loop turn, which
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, Sub, Unsub
 from pyjetstream.protocol.limits import OK, PING, PONG
-from pyjetstream.protocol.parser import ERR_UNKNOWN_OP, ServerSideParser
+from pyjetstream.protocol.parser import NatsServerParser
 from pyjetstream.protocol.subjects import is_valid_publish_subject
 from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
 from pyjetstream.server.auth import AuthDecision, PendingCheck
@@ -138,45 +138,6 @@ ERR_AUTH_EXPIRED = _err("User Authentication Expired")
 ERR_AUTH_REVOKED = _err("User Authentication Revoked")
 
 
-_OPS_WITH_ARGS = (b"PUB", b"SUB", b"UNSUB", b"HPUB")
-_BLANKS = b" \t"
-_base_control_line = ServerSideParser._control_line
-
-
-class _ClientParser(ServerSideParser):
-    """nats-server's parser is a byte state machine; a few malformed lines it answers differently
-    from a line splitter: an empty or whitespace-led line and a bare ``PUB``/``SUB``/``UNSUB``/
-    ``HPUB`` are ``Unknown Protocol Operation``, and an unparsable ``UNSUB`` max means "now".
-
-    PUB/HPUB come out as ``(subject, reply, hdr, payload)`` tuples (``pub_tuples``), not Pub
-    events: a tuple is a fraction of the cost on the per-message path."""
-
-    pub_tuples = True
-
-    def _control_line(self, line: bytes) -> Any:
-        # Hot path: every real op line is longer than 5 bytes or is PING/PONG.
-        if len(line) > 5 and line[0] not in _BLANKS:
-            return _base_control_line(self, line)
-        if not line or line[0] in _BLANKS:
-            return self._violation(ERR_UNKNOWN_OP, "empty or indented line")
-        if line.upper() in _OPS_WITH_ARGS:
-            return self._violation(ERR_UNKNOWN_OP, "op without arguments")
-        return _base_control_line(self, line)
-
-    def _complete(self, op: tuple[Any, ...], body: bytes) -> Any:
-        subject, reply, hdr_len = op
-        if not hdr_len:
-            return subject, reply, None, body
-        if hdr_len < 0:  # HPUB announcing an empty header block
-            return subject, reply, b"", body
-        return subject, reply, body[:hdr_len], body[hdr_len:]
-
-    def _unsub(self, args: list[bytes]) -> Any:
-        if len(args) == 3 and not args[2].isdigit():
-            return Unsub(args[1].decode(), 0)
-        return super()._unsub(args)
-
-
 class ClientConnection(asyncio.Protocol):
     """A client's TCP connection (``kind`` Client, ``type`` nats in ``/connz``)."""
 
@@ -189,7 +150,7 @@ class ClientConnection(asyncio.Protocol):
         opts = server.options
         self.cid = server.next_cid()
         self.transport: asyncio.Transport | None = None
-        self.parser = _ClientParser(opts.max_control_line, opts.max_payload)
+        self.parser = NatsServerParser(opts.max_control_line, opts.max_payload)
         self.ip = ""
         self.port = 0
         # --- CONNECT state; nats-server's defaults before (and under) a CONNECT.
@@ -478,7 +439,7 @@ class ClientConnection(asyncio.Protocol):
                 if self.closed:
                     return
                 cls = ev.__class__
-                if cls is tuple:  # PUB/HPUB (see _ClientParser)
+                if cls is tuple:  # PUB/HPUB (see NatsServerParser)
                     subject, reply, hdr, payload = ev
                     if slow or (hdr is not None and not self.headers):
                         if not self._slow_pub(Pub(subject, reply, hdr, payload)):
