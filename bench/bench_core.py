@@ -7,7 +7,11 @@ process, exactly as a user would run them), then measures with the same client l
 - pub→sub: one publisher and one subscriber connection (msgs/s until the last one arrives);
 - request/reply: a responder connection and a requester — serial (latency) and 64 in flight;
 - raw pipelined pub→sub: a socket writing pre-encoded PUBs and a socket counting MSG bytes, so the
-  server, not the client, is the bottleneck.
+  server, not the client, is the bottleneck; also the server's CPU time per message in that run
+  (from ``/proc/<pid>/stat``), for the same PUB line repeated and for a reply on every message.
+
+``--pure`` adds a third server, pyjetstream with ``PYJETSTREAM_PURE=1`` (no compiled modules, see
+``pyjetstream._compiled``), measured in the same rounds.
 
 Each figure is the best of a few rounds, the two servers measured alternately so that background
 load hits both alike. The client is nats-py (the project's own client can be added as another
@@ -55,13 +59,13 @@ class RunningServer:
         return f"nats://127.0.0.1:{self.port}"
 
 
-def _start_server(name: str, command: list[str]) -> RunningServer:
+def _start_server(name: str, command: list[str], env: dict[str, str] | None = None) -> RunningServer:
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
     ports_dir = workdir / "ports"
     ports_dir.mkdir()
     args = [*command, "-p", "-1", "-a", "127.0.0.1", "--ports_file_dir", str(ports_dir)]
     log = (workdir / "server.log").open("wb")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
     log.close()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -100,12 +104,16 @@ def nats_server_binary() -> str:
 
 
 @contextlib.contextmanager
-def servers() -> Iterator[list[RunningServer]]:
+def servers(pure: bool = False) -> Iterator[list[RunningServer]]:
     nats_server = nats_server_binary()
     started: list[RunningServer] = []
+    serve = [sys.executable, "-m", "pyjetstream", "serve"]
     try:
         started.append(_start_server("nats-server", [nats_server]))
-        started.append(_start_server("pyjetstream", [sys.executable, "-m", "pyjetstream", "serve"]))
+        started.append(_start_server("pyjetstream", serve))
+        if pure:
+            env = {**os.environ, "PYJETSTREAM_PURE": "1"}
+            started.append(_start_server("pure Python", serve, env))
         yield started
     finally:
         for server in started:
@@ -213,8 +221,22 @@ async def bench_request_throughput(url: str, count: int, in_flight: int = 64) ->
     return await _with_responder(url, run)
 
 
-def bench_raw_pub_sub(port: int, count: int) -> float:
-    """Pipelined raw sockets: the server's routing rate, with almost no client cost."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (``/proc/<pid>/stat`` utime + stime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_raw_cpu(server: RunningServer, count: int, reply: bool) -> float:
+    """The server's CPU µs per message over a raw pipelined run (see :func:`bench_raw_pub_sub`)."""
+    before = _cpu_seconds(server.proc.pid)
+    bench_raw_pub_sub(server.port, count, reply)
+    return (_cpu_seconds(server.proc.pid) - before) / count * 1e6
+
+
+def bench_raw_pub_sub(port: int, count: int, reply: bool = False) -> float:
+    """Pipelined raw sockets: the server's routing rate, with almost no client cost. With
+    ``reply`` every PUB carries a reply subject, so no two control lines are the same."""
 
     def connect() -> socket.socket:
         sock = socket.create_connection(("127.0.0.1", port))
@@ -230,7 +252,12 @@ def bench_raw_pub_sub(port: int, count: int) -> float:
     buf = b""
     while b"PONG\r\n" not in buf:
         buf += sub.recv(4096)
-    expected = len(b"MSG bench.raw 1 16\r\n" + PAYLOAD + b"\r\n") * count
+    if reply:
+        frames = [b"PUB bench.raw _INBOX.x.%06d 16\r\n%b\r\n" % (i, PAYLOAD) for i in range(count)]
+        expected = sum(len(f) for f in frames) + (len(b"MSG bench.raw 1 ") - len(b"PUB bench.raw ")) * count
+    else:
+        frames = []
+        expected = len(b"MSG bench.raw 1 16\r\n" + PAYLOAD + b"\r\n") * count
     got = 0
 
     def read() -> None:
@@ -246,9 +273,10 @@ def bench_raw_pub_sub(port: int, count: int) -> float:
     pub = connect()
     batch = 1000
     chunk = (b"PUB bench.raw 16\r\n" + PAYLOAD + b"\r\n") * batch
+    chunks = [b"".join(frames[i : i + batch]) for i in range(0, count, batch)] if reply else []
     start = time.perf_counter()
-    for _ in range(count // batch):
-        pub.sendall(chunk)
+    for i in range(count // batch):
+        pub.sendall(chunks[i] if reply else chunk)
     reader.join(120)
     elapsed = time.perf_counter() - start
     pub.close()
@@ -277,6 +305,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller counts, one round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pure", action="store_true", help="also measure pyjetstream with PYJETSTREAM_PURE=1")
+    parser.add_argument("--raw-only", action="store_true", help="only the raw pipelined run and its CPU per message")
     args = parser.parse_args()
     scale = 0.2 if args.quick else 1.0
     rounds = 1 if args.quick else args.rounds
@@ -300,20 +330,30 @@ def main() -> None:
         Row(f"request/reply latency, median of {n_lat:,}", "µs", lower_is_better=True),
         Row(f"request/reply, 64 in flight ({n_rr:,})", "req/s"),
         Row(f"raw pipelined pub -> sub ({n_raw:,} msgs)", "msgs/s"),
+        Row("  server CPU per message, same PUB line", "µs", lower_is_better=True),
+        Row("  server CPU per message, reply on each", "µs", lower_is_better=True),
     ]
+    if args.raw_only:
+        rows = rows[-3:]
     started = time.perf_counter()
-    with servers() as running:
+    with servers(args.pure) as running:
         loop = loop_factory()
         try:
             for _ in range(rounds):
                 for server in running:
                     url = server.url
-                    measured = [
-                        loop.run_until_complete(bench_publish(url, n_pub)),
-                        loop.run_until_complete(bench_pub_sub(url, n_ps)),
-                        loop.run_until_complete(bench_request_latency(url, n_lat)),
-                        loop.run_until_complete(bench_request_throughput(url, n_rr)),
+                    measured = []
+                    if not args.raw_only:
+                        measured += [
+                            loop.run_until_complete(bench_publish(url, n_pub)),
+                            loop.run_until_complete(bench_pub_sub(url, n_ps)),
+                            loop.run_until_complete(bench_request_latency(url, n_lat)),
+                            loop.run_until_complete(bench_request_throughput(url, n_rr)),
+                        ]
+                    measured += [
                         bench_raw_pub_sub(server.port, n_raw),
+                        bench_raw_cpu(server, n_raw, reply=False),
+                        bench_raw_cpu(server, n_raw // 2, reply=True),
                     ]
                     for row, value in zip(rows, measured, strict=True):
                         row.results.setdefault(server.name, []).append(value)
@@ -324,15 +364,24 @@ def main() -> None:
         f"\ncore NATS benchmark — client nats-py {NATS_PY_VERSION} on {loop_name}, "
         f"{os.cpu_count()} CPUs, best of {rounds} round(s), {time.perf_counter() - started:.0f} s\n"
     )
-    header = f"{'benchmark':44} {'nats-server':>18} {'pyjetstream':>18} {'ratio':>7}"
+    from pyjetstream import _compiled
+
+    print(f"pyjetstream: {_compiled.status}")
+    pure = " ".join([f"{'pure Python':>18}", f"{'compiled/pure':>13}"]) if args.pure else ""
+    header = f"{'benchmark':44} {'nats-server':>18} {'pyjetstream':>18} {'ratio':>7} {pure}"
     print(header)
     print("-" * len(header))
     for row in rows:
         theirs, ours = row.best("nats-server"), row.best("pyjetstream")
         ratio = ours / theirs if theirs else float("nan")
         note = " (lower is better)" if row.lower_is_better else ""
-        cells = [f"{value:,.0f} {row.unit}" for value in (theirs, ours)]
-        print(f"{row.name:44} {cells[0]:>18} {cells[1]:>18} {ratio:>7.2f}{note}")
+        digits = ",.2f" if row.unit == "µs" else ",.0f"
+        cells = [f"{value:{digits}} {row.unit}" for value in (theirs, ours)]
+        extra = ""
+        if args.pure:
+            slow = row.best("pure Python")
+            extra = f"{slow:>16{digits}} {row.unit} {ours / slow if slow else float('nan'):>13.2f}"
+        print(f"{row.name:44} {cells[0]:>18} {cells[1]:>18} {ratio:>7.2f} {extra}{note}")
     print("\nratio = pyjetstream / nats-server")
 
 

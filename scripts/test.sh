@@ -7,4 +7,14 @@ bash scripts/setup.sh
 # the documentation site, warnings as errors (broken links, snippets, docstrings), so it cannot rot
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 .venv/bin/mypy  # config in pyproject.toml: strict on protocol/, api/ and the stores
-exec .venv/bin/python -m pytest -n 2 --dist loadgroup -q "$@"
+# The suite runs on the compiled hot modules when setup built them (tests/test_compiled.py checks that
+# they are in use); then, on a whole run, the tests of those modules and of the paths through them
+# again in pure Python (PYJETSTREAM_PURE=1), which every other checkout and a failed build run.
+.venv/bin/python scripts/build_compiled.py --check || true
+.venv/bin/python -m pytest -n 2 --dist loadgroup -q "$@"
+if [ $# -eq 0 ]; then
+  echo "test: the pure-Python pass (PYJETSTREAM_PURE=1)"
+  PYJETSTREAM_PURE=1 exec .venv/bin/python -m pytest -n 2 --dist loadgroup -q \
+    tests/test_compiled.py tests/protocol tests/server/test_core_messaging.py tests/server/test_protocol_errors.py \
+    tests/client/test_pubsub.py tests/client/test_request.py
+fi

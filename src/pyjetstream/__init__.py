@@ -13,6 +13,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from pyjetstream import _compiled
+
+# The compiled hot modules, when a build from this very source is there (else pure Python).
+_compiled.install()
+
 if TYPE_CHECKING:
     from pyjetstream.client import Client, Msg, NatsError, Subscription, connect
     from pyjetstream.client.jetstream import (

@@ -1,0 +1,129 @@
+"""The compiled hot modules (``pyjetstream._compiled``): used only when built from the very source,
+never a stale build, and pure Python on demand. The suite itself runs on the compiled modules when
+scripts/setup.sh built them, and scripts/test.sh runs a pure-Python pass (``PYJETSTREAM_PURE=1``)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.machinery
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pyjetstream
+from pyjetstream import _compiled
+
+PACKAGE = Path(pyjetstream.__file__).resolve().parent
+SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_the_compiled_group_is_closed() -> None:
+    """Its modules import only each other and the standard library, so the sources' hashes in the
+    manifest cover everything compiled into the group (nothing else can go stale under it)."""
+    for module in _compiled.MODULES:
+        for name in _imports(_compiled.source_path(PACKAGE, module)):
+            if name.startswith("pyjetstream"):
+                assert name in _compiled.MODULES, f"{module} imports {name}, which is not compiled with it"
+            else:
+                assert name.split(".")[0] in sys.stdlib_module_names, f"{module} imports {name}"
+
+
+def _fake_build(root: Path, sources: dict[str, str] | None = None, suffix: str = SUFFIX) -> Path:
+    """A package directory holding copies of the compiled modules' sources and a build of empty
+    extension files whose manifest records ``sources`` (default: the copies' hashes)."""
+    package = root / "pyjetstream"
+    build = package / _compiled.BUILD_DIR
+    for module in _compiled.MODULES:
+        target = _compiled.source_path(package, module)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(_compiled.source_path(PACKAGE, module).read_bytes())
+        ext = build / (module.replace(".", "/") + SUFFIX)
+        ext.parent.mkdir(parents=True, exist_ok=True)
+        ext.write_bytes(b"")
+    (build / (_compiled.GROUP + "__mypyc" + SUFFIX)).write_bytes(b"")
+    if sources is None:
+        sources = {m: _compiled.source_digest(_compiled.source_path(package, m)) for m in _compiled.MODULES}
+    (build / _compiled.MANIFEST).write_text(json.dumps({"suffix": suffix, "sources": sources}))
+    return package
+
+
+def test_a_build_matching_the_source_is_used(tmp_path: Path) -> None:
+    files, why = _compiled.check(_fake_build(tmp_path))
+    assert files is not None, why
+    assert set(files) == {*_compiled.MODULES, _compiled.GROUP}
+    assert why.startswith("compiled")
+
+
+def test_an_edited_source_makes_the_whole_build_unused(tmp_path: Path) -> None:
+    package = _fake_build(tmp_path)
+    parser = _compiled.source_path(package, "pyjetstream.protocol.parser")
+    parser.write_text(parser.read_text() + "\n# edited\n")
+    files, why = _compiled.check(package)
+    assert files is None
+    assert "pyjetstream.protocol.parser changed since it was compiled" in why
+
+
+def test_a_build_for_another_interpreter_or_module_list_is_unused(tmp_path: Path) -> None:
+    files, why = _compiled.check(_fake_build(tmp_path / "a", suffix=".cpython-399-x86_64-linux-gnu.so"))
+    assert files is None and "this interpreter loads" in why
+    files, why = _compiled.check(_fake_build(tmp_path / "b", sources={"pyjetstream.protocol.parser": "0" * 64}))
+    assert files is None and "other modules" in why
+
+
+def test_an_incomplete_or_missing_build_is_unused(tmp_path: Path) -> None:
+    package = _fake_build(tmp_path)
+    (package / _compiled.BUILD_DIR / (_compiled.GROUP + "__mypyc" + SUFFIX)).unlink()
+    files, why = _compiled.check(package)
+    assert files is None and "lacks" in why
+    files, why = _compiled.check(tmp_path / "nothing")
+    assert files is None and "no compiled build" in why
+
+
+def _loaded_from(env: dict[str, str]) -> list[str]:
+    code = (
+        "from pyjetstream import _compiled\n"
+        "import pyjetstream.protocol.parser as p, pyjetstream.protocol.events as e\n"
+        "print(_compiled.status); print(p.__file__); print(e.__file__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    return out.splitlines()
+
+
+def test_pure_python_is_forced_by_the_environment() -> None:
+    env = {**os.environ, _compiled.PURE_ENV: "1"}
+    status, parser, events = _loaded_from(env)
+    assert status == "pure Python: PYJETSTREAM_PURE is set"
+    assert parser.endswith("parser.py") and events.endswith("events.py")
+
+
+def test_this_checkout_runs_compiled_when_its_build_matches() -> None:
+    """With a current build and no PYJETSTREAM_PURE, this process and the servers it starts use
+    the compiled modules; else pure Python (this test then says why)."""
+    files, _ = _compiled.check(PACKAGE)
+    pure = os.environ.get(_compiled.PURE_ENV, "") not in ("", "0")
+    if files is None or pure:
+        assert not _compiled.active
+        pytest.skip(_compiled.status)
+    assert _compiled.active, _compiled.status
+    env = {k: v for k, v in os.environ.items() if k != _compiled.PURE_ENV}
+    status, parser, events = _loaded_from(env)
+    assert status.startswith("compiled"), status
+    build = str(PACKAGE / _compiled.BUILD_DIR)
+    assert parser.startswith(build) and parser.endswith(SUFFIX)
+    assert events.startswith(build) and events.endswith(SUFFIX)
