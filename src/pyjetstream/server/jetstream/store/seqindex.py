@@ -271,67 +271,49 @@ class SeqIndex:
 
     def truncate(self, seq: int) -> None:
         """Remove every message above ``seq`` (a live message)."""
-        base = self.base
-        i = seq - base
-        sids = self.sids
-        lo, hi = i + 1, len(sids)
-        if hi > lo:
-            counts = Counter(sids[lo:hi])
-            counts.pop(0, None)
-            self.msgs -= sum(counts.values())
-            self.bytes -= sum(self.sizes[lo:hi])
-            table = self.subjects
-            zero_fill(sids, lo, hi)
-            for sid, c in counts.items():
-                m = table.msgs[sid] - c
-                if m <= 0:
-                    table.release(sid)
-                    continue
-                table.msgs[sid] = m
-                first = table.first[sid]
-                table.last[sid] = first if m == 1 else base + rfind_value(sids, sid, first - base, lo)
-            del sids[lo:], self.tss[lo:], self.sizes[lo:], self.locs[lo:], self.nxt[lo:]
-            nxt = self.nxt
-            for k in range(len(nxt)):
-                if nxt[k] > seq:
-                    nxt[k] = 0
+        self._drop_slots_from(seq + 1 - self.base, seq)
         self.last_seq = seq
-        self.last_ts = self.tss[i]
+        self.last_ts = self.tss[seq - self.base]
 
     def drop_after(self, seq: int, last_ts: int) -> None:
         """Forget every sequence above ``seq`` (whatever it holds): a write that failed is
         taken back, and ``last_ts`` is the stream's last time stamp at ``seq``."""
         if seq >= self.last_seq:
             return
-        base = self.base
-        sids = self.sids
-        lo = max(seq + 1 - base, 0)
-        if lo < len(sids):
-            counts = Counter(sids[lo:])
-            counts.pop(0, None)
-            self.msgs -= sum(counts.values())
-            self.bytes -= sum(self.sizes[lo:])
-            table = self.subjects
-            zero_fill(sids, lo, len(sids))
-            for sid, c in counts.items():
-                m = table.msgs[sid] - c
-                if m <= 0:
-                    table.release(sid)
-                    continue
-                table.msgs[sid] = m
-                first = table.first[sid]
-                table.last[sid] = first if m == 1 else base + rfind_value(sids, sid, first - base, lo)
-            del sids[lo:], self.tss[lo:], self.sizes[lo:], self.locs[lo:], self.nxt[lo:]
-            nxt = self.nxt
-            for k in range(len(nxt)):
-                if nxt[k] > seq:
-                    nxt[k] = 0
+        self._drop_slots_from(max(seq + 1 - self.base, 0), seq)
         self.last_seq = seq
         self.last_ts = last_ts
         if not self.msgs:
             self.first_seq = seq + 1 if seq else 0
             self.first_ts = 0
             self.clear_slots()
+
+    def _drop_slots_from(self, lo: int, seq: int) -> None:
+        """Cut the slots from ``lo`` on (the sequences above ``seq``): their messages leave the
+        counters and the subject table, and no link points past ``seq`` any more."""
+        sids = self.sids
+        if lo >= len(sids):
+            return
+        base = self.base
+        counts = Counter(sids[lo:])
+        counts.pop(0, None)
+        self.msgs -= sum(counts.values())
+        self.bytes -= sum(self.sizes[lo:])
+        table = self.subjects
+        zero_fill(sids, lo, len(sids))
+        for sid, c in counts.items():
+            m = table.msgs[sid] - c
+            if m <= 0:
+                table.release(sid)
+                continue
+            table.msgs[sid] = m
+            first = table.first[sid]
+            table.last[sid] = first if m == 1 else base + rfind_value(sids, sid, first - base, lo)
+        del sids[lo:], self.tss[lo:], self.sizes[lo:], self.locs[lo:], self.nxt[lo:]
+        nxt = self.nxt
+        for k in range(len(nxt)):
+            if nxt[k] > seq:
+                nxt[k] = 0
 
     # ------------------------------------------------------------------------------------
     # Queries (slot indexes; -1 when there is none)
