@@ -16,7 +16,7 @@ from array import array
 from typing import Any
 
 MAGIC = b"PJSI"
-VERSION = 2  # 2: one locator array in the index instead of offsets and lengths
+VERSION = 3  # 2: one locator array in the index instead of offsets and lengths; 3: the floor
 _LEN = struct.Struct("<I")
 TAIL_CHECK = 64
 

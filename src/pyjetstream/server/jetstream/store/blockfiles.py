@@ -9,11 +9,20 @@ block that owns the message; erase overwrites the record in place. Sealed blocks
 messages are all gone are unlinked, and sealed blocks that are mostly dead are rewritten with
 only their live records (atomic rename).
 
-Recovery. :meth:`BlockFiles.records` scans every block and yields its records for
-``SeqIndex.rebuild``: records are checksummed, a damaged record whose length still leads to a
-valid record is stepped over, and the file is cut at the first record that cannot be trusted.
-What was dropped is reported by :meth:`BlockFiles.lost` — except a record cut short at the very
-end of the last block: that is the write in flight when the process died, never acknowledged.
+Block indexes. When a block is sealed (the active block rolls over) its slots — what
+``SeqIndex`` keeps per sequence, per subject spans, TTLs, the newest floor — are written beside
+it as ``<n>.idx`` with the block's size and the CRC of its whole content (nats-server keeps a
+per-block index the same way). A sealed block changed later (a tombstone, an erase) is marked
+stale and gets a fresh index on the next sync or stop; a compacted block gets one at once.
+
+Recovery. :meth:`BlockFiles.load` gives ``SeqIndex.rebuild`` one ``BlockSlots`` per block: read
+from its index when that matches the block byte for byte (size, CRC, first sequence), else
+scanned — after ``kill -9`` only the active block, plus any changed since its index was
+written. A scan checks every record's checksum, steps over a damaged record whose length still
+leads to a valid record, and cuts the file at the first record that cannot be trusted. What was
+dropped is reported by :meth:`BlockFiles.lost` — except a record cut short at the very end of
+the last block: that is the write in flight when the process died, never acknowledged — and an
+index whose block file is gone reports the block's messages lost.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ import contextlib
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from array import array
 from typing import Any
 
 import cramjam
@@ -33,6 +42,7 @@ from pyjetstream.protocol.headers import get_header
 
 from . import _compress, _snapshot
 from ._fileutil import fsync_dir, write_file
+from ._index import zeros
 from ._records import (
     BLOCK_HDR_LEN,
     CRC_LEN,
@@ -58,7 +68,7 @@ from ._records import (
 )
 from .backend import PayloadBackend
 from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, LostData, StoreConfig
-from .seqindex import REC_BLOCK, REC_DELETE, REC_FLOOR, REC_GAP, REC_MSG, Record, SeqIndex
+from .seqindex import BlockSlots, SeqIndex
 
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
 READ_AHEAD = 256 * 1024
@@ -130,6 +140,14 @@ class BlockFiles(PayloadBackend):
         self._maybe_lost: list[int] = []
         #: ``{seq: ttl}`` of the messages the scan found with a valid ``Nats-TTL`` header.
         self.found_ttls: dict[int, int] = {}
+        # ``{seq: ttl}`` of the messages in the blocks that carry ``Nats-TTL`` (for their indexes).
+        self._ttls: dict[int, int] = {}
+        # The newest floor written (seq, ts): every block index carries it.
+        self._floor: tuple[int, int] = (0, 0)
+        self._idx_found: set[int] = set()
+        self._stale_idx: set[_Block] = set()  # sealed blocks whose index is missing or stale
+        self._missing_seqs: list[int] = []
+        self._missing_bytes = 0
         # Where the last good commit left things: (last_seq, last_ts, blocks, active block size).
         self._good: tuple[int, int, int, int] = (0, 0, 0, 0)
 
@@ -192,6 +210,8 @@ class BlockFiles(PayloadBackend):
             self.dir_dirty = True
         else:
             active = self.blocks[-1]
+            self._stale_idx.discard(active)
+            self._drop_index_file(active.index)  # it is written to again from here on
             self._fd(active)
             with open(active.path, "rb") as f:
                 self._mirror = bytearray(f.read())
@@ -203,6 +223,8 @@ class BlockFiles(PayloadBackend):
         if self._sync_always and old.fd is not None:
             os.fsync(old.fd)
             self.fsync_pending.discard(old)
+        with contextlib.suppress(OSError):  # without it, a crash scans this block: slower, not wrong
+            self._write_index(old, self._mirror)
         self._new_active_block(next_seq)
         # The sealed block now takes part in the sealed-fd LRU.
         self._open_fds[old] = None
@@ -213,20 +235,34 @@ class BlockFiles(PayloadBackend):
     def _unlink_block(self, blk: _Block) -> None:
         if self._floor_block is blk:
             self._persist_floor_in_active()
+        i = self.blocks.index(blk)
+        if self._ttls:
+            end = self._firsts[i + 1] if i + 1 < len(self.blocks) else self.index.last_seq + 1
+            for seq in [seq for seq in self._ttls if blk.first_seq <= seq < end]:
+                del self._ttls[seq]
+        del self.blocks[i]
+        del self._firsts[i]
+        self._forget_block_file(blk)
+
+    def _forget_block_file(self, blk: _Block) -> None:
+        """Drop a block that has left the block list: pending writes, descriptor, its index
+        (first, so an index never outlives its block and reports its messages lost) and file."""
         self._tombs.pop(blk, None)
+        self._maint.discard(blk)
+        self._stale_idx.discard(blk)
         self.fsync_pending.discard(blk)
         self._open_fds.pop(blk, None)
         if blk.fd is not None:
             os.close(blk.fd)
             blk.fd = None
-        i = self.blocks.index(blk)
-        del self.blocks[i]
-        del self._firsts[i]
+        self._drop_index_file(blk.index)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(blk.path)
         self.dir_dirty = True
         if self._ra is not None and self._ra[0] is blk:
             self._ra = None
+        if self._floor_block is blk:
+            self._floor_block = None
 
     def _persist_floor_in_active(self) -> None:
         """Make the active block hold the current floor before a block with it goes away."""
@@ -262,12 +298,17 @@ class BlockFiles(PayloadBackend):
         act.size = off + plen
         act.live_msgs += 1
         act.live_bytes += plen
+        if hdr and _TTL_KEY in hdr:
+            ttl = _ttl_of(hdr)
+            if ttl:
+                self._ttls[seq] = ttl
         return off << 32 | plen
 
     def _append_to(self, blk: _Block, rec: bytes) -> None:
         if blk is self.blocks[-1]:
             self._mirror += rec
         else:
+            self._stale_idx.add(blk)
             buf = self._tombs.get(blk)
             if buf is None:
                 self._tombs[blk] = bytearray(rec)
@@ -279,7 +320,8 @@ class BlockFiles(PayloadBackend):
         """Hand every pending byte to the OS (no fsync)."""
         if self._floor_dirty:
             act = self.blocks[-1]
-            rec = floor_record(self.index.first_seq, self.index.last_ts)
+            self._floor = (self.index.first_seq, self.index.last_ts)
+            rec = floor_record(*self._floor)
             self._mirror += rec
             act.size += len(rec)
             self._floor_block = act
@@ -349,22 +391,18 @@ class BlockFiles(PayloadBackend):
         last_seq, last_ts, nblocks, written = self._good
         if not nblocks:
             return None
-        for blk in self.blocks[nblocks:]:
-            self._tombs.pop(blk, None)
-            self._maint.discard(blk)
-            self.fsync_pending.discard(blk)
-            self._open_fds.pop(blk, None)
-            if blk.fd is not None:
-                os.close(blk.fd)
-                blk.fd = None
-            with contextlib.suppress(OSError):
-                os.unlink(blk.path)
-            if self._floor_block is blk:
-                self._floor_block = None
-                self._floor_dirty = True
+        doomed = self.blocks[nblocks:]
         del self.blocks[nblocks:], self._firsts[nblocks:]
+        for blk in doomed:
+            if self._floor_block is blk:
+                self._floor_dirty = True
+            with contextlib.suppress(OSError):
+                self._forget_block_file(blk)
         act = self.blocks[-1]
         self._maint.discard(act)
+        self._stale_idx.discard(act)
+        with contextlib.suppress(OSError):
+            self._drop_index_file(act.index)  # active again: its index (if sealed since) is stale
         self._open_fds.pop(act, None)
         with contextlib.suppress(OSError):
             os.ftruncate(self._fd(act), written)
@@ -454,6 +492,9 @@ class BlockFiles(PayloadBackend):
         blk.live_bytes = live_bytes
         if self._ra is not None and self._ra[0] is blk:
             self._ra = None
+        if blk is not self.blocks[-1]:
+            with contextlib.suppress(OSError):
+                self._write_index(blk, new)
         return new
 
     # ------------------------------------------------------------------------------------
@@ -477,6 +518,9 @@ class BlockFiles(PayloadBackend):
             self._mirror[off : off + plen] = rec
             if off >= blk.written:
                 return  # still pending: the overwrite happens in memory
+        if blk is not self.blocks[-1]:
+            self._stale_idx.add(blk)
+            self._drop_index_file(blk.index)  # it would still list the erased message
         _pwrite_all(self._fd(blk), rec, off)
         self.fsync_pending.add(blk)
         if self._ra is not None and self._ra[0] is blk:
@@ -523,6 +567,8 @@ class BlockFiles(PayloadBackend):
         old = list(self.blocks)
         self._tombs.clear()
         self._maint.clear()
+        self._stale_idx.clear()
+        self._ttls = {}
         self._floor_dirty = False
         self._ra = None
         self.blocks, self._firsts = [], []
@@ -537,33 +583,20 @@ class BlockFiles(PayloadBackend):
         if self._sync_always:
             self.fsync_all()
         for blk in old:
-            self.fsync_pending.discard(blk)
-            self._open_fds.pop(blk, None)
-            if blk.fd is not None:
-                os.close(blk.fd)
-                blk.fd = None
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(blk.path)
-        self.dir_dirty = True
+            self._forget_block_file(blk)
+        self._floor = (first_seq, self.index.last_ts) if with_floor else (0, 0)
 
     def truncate(self, seq: int) -> None:
         self.flush_writes()
         keep = self._block_for(seq)
         doomed = self.blocks[self.blocks.index(keep) + 1 :]
         for blk in reversed(doomed):
-            self._tombs.pop(blk, None)
-            self._maint.discard(blk)
-            self.fsync_pending.discard(blk)
-            self._open_fds.pop(blk, None)
-            if blk.fd is not None:
-                os.close(blk.fd)
-                blk.fd = None
             del self.blocks[-1], self._firsts[-1]
-            os.unlink(blk.path)
-            if self._floor_block is blk:
-                self._floor_block = None
-        self.dir_dirty = True
+            self._forget_block_file(blk)
         # ``keep`` becomes the active block: rewrite it with the live records up to seq.
+        self._stale_idx.discard(keep)
+        self._drop_index_file(keep.index)
+        self._ttls = {k: v for k, v in self._ttls.items() if k <= seq}
         self._ra = None
         self._open_fds.pop(keep, None)
         self._mirror = bytearray(os.pread(self._fd(keep), keep.written, 0))
@@ -623,6 +656,7 @@ class BlockFiles(PayloadBackend):
     def snapshot(self) -> dict[str, Any]:
         return {
             "floor_block": self._floor_block.index if self._floor_block is not None else None,
+            "floor": list(self._floor),
             "blocks": [
                 [b.index, b.first_seq, b.written, b.live_msgs, b.live_bytes, self._tail_crc(b)]
                 for b in self.blocks
@@ -633,6 +667,7 @@ class BlockFiles(PayloadBackend):
         """Take the block list of a snapshot if every block file still matches it."""
         if [idx for idx, _ in files] != [b[0] for b in header["blocks"]]:
             return False
+        floor_seq, floor_ts = header["floor"]
         blocks: list[_Block] = []
         for index, first_seq, size, live_msgs, live_bytes, tail in header["blocks"]:
             blk = _Block(index, first_seq, self._block_path(index), size)
@@ -644,33 +679,44 @@ class BlockFiles(PayloadBackend):
         self._firsts = [b.first_seq for b in blocks]
         fb = header["floor_block"]
         self._floor_block = next((b for b in blocks if b.index == fb), None)
+        self._floor = (int(floor_seq), int(floor_ts))
         return True
 
     # ------------------------------------------------------------------------------------
     # Recovery
     # ------------------------------------------------------------------------------------
     def list_files(self) -> list[tuple[int, str]]:
-        """The block files, in order (left-over temporary files are removed)."""
+        """The block files, in order (left-over temporary files are removed; the block indexes
+        found are noted for :meth:`load`)."""
         files: list[tuple[int, str]] = []
+        self._idx_found = set()
         for name in os.listdir(self.msgs_dir):
             if name.endswith(".tmp"):
                 os.unlink(os.path.join(self.msgs_dir, name))
             elif name.endswith(".blk") and name[:-4].isdigit():
                 files.append((int(name[:-4]), name))
+            elif name.endswith(".idx") and name[:-4].isdigit():
+                self._idx_found.add(int(name[:-4]))
         files.sort()
         if files:
             self._next_index = files[-1][0] + 1
         return files
 
-    def records(self, files: list[tuple[int, str]]) -> Iterator[Record]:
-        """Scan every block and yield its records for ``SeqIndex.rebuild``.
-
-        Cuts torn tails, steps over damaged records and notes what was lost (see :meth:`lost`).
+    def load(self, files: list[tuple[int, str]]) -> list[BlockSlots]:
+        """Every block's slots for ``SeqIndex.rebuild``, in order: from the block's saved index
+        when it matches the block byte for byte (size and CRC of the whole file), else from a
+        scan of the block (the active block after a crash, or one changed since its index was
+        written). A scan cuts torn tails, steps over damaged records and notes what was lost
+        (see :meth:`lost`); an index whose block file is gone reports the block's messages lost.
         """
-        max_seq = floor = 0
-        decompressed_len = cramjam.snappy.decompress_raw_len
-        size_base, size_hdr = self.size_base, self.size_hdr
+        out: list[BlockSlots] = []
+        max_seq = max_ts = 0
+        floor = floor_ts = 0
+        floor_from_index = False
         last_index = files[-1][0] if files else -1
+        present = {index for index, _ in files}
+        for index in sorted(self._idx_found - present):
+            self._note_missing(index)
         for index, name in files:
             path = os.path.join(self.msgs_dir, name)
             with open(path, "rb") as f:
@@ -683,55 +729,184 @@ class BlockFiles(PayloadBackend):
                     os.replace(path, path + ".corrupt")
                 else:
                     os.unlink(path)
+                self._drop_index_file(index)
                 continue
+            slots = None
+            if index in self._idx_found:
+                slots = self._read_index(index, buf, first, max_seq)
+                if slots is None:
+                    self._drop_index_file(index)  # it disagrees with its block
             blk = _Block(index, first, path, len(buf))
             self.blocks.append(blk)
             self._firsts.append(first)
-            yield REC_BLOCK, first, 0, b"", 0, 0
-            ends: list[ScanEnd] = []
-            for off, total, kind, seq, ts, slen, hlen in scan_records(buf, BLOCK_HDR_LEN, ends):
-                k = kind & KIND_MASK
-                if k == KIND_MSG:
-                    if seq <= max_seq or seq < first:
-                        self._lost_bytes += total  # out of order: cannot be placed
-                        continue
-                    max_seq = seq
-                    if kind & FLAG_ERASED:
-                        yield REC_GAP, seq, 0, b"", 0, 0
-                        continue
-                    at = off + REC_HDR_LEN
-                    if kind & FLAG_COMPRESSED:
-                        dlen = decompressed_len(buf[at + slen : off + total - CRC_LEN]) - hlen
-                    else:
-                        dlen = total - REC_OVERHEAD - slen - hlen
-                    size = size_base + slen + dlen + (size_hdr + hlen if hlen else 0)
-                    if hlen:
-                        self._note_ttl(buf, at + slen, hlen, kind, off + total, seq)
-                    yield REC_MSG, seq, ts, buf[at : at + slen], size, off << 32 | total
-                elif k == KIND_DELETE:
-                    num = delete_count(buf, off, total)
-                    max_seq = max(max_seq, seq + num - 1)
-                    yield REC_DELETE, seq, ts, b"", num, 0
-                elif k == KIND_FLOOR and seq > floor:
-                    floor = seq
+            scanned = slots is None
+            if slots is None:
+                slots = self._scan_block(blk, buf, index == last_index, max_seq, max_ts)
+                if index != last_index:
+                    self._stale_idx.add(blk)
+            if slots.floor > floor:
+                floor, floor_ts = slots.floor, slots.floor_ts
+                floor_from_index = not scanned
+                if scanned:
                     self._floor_block = blk
-                    yield REC_FLOOR, seq, ts, b"", 0, 0
-            end = ends[0]
-            for off, total in end.skipped:
-                self._lost_bytes += total
-                if buf[off + 4] & KIND_MASK == KIND_MSG:
-                    self._maybe_lost.append(int.from_bytes(buf[off + 5 : off + 13], "little"))
-            if end.good_end < len(buf):
-                torn = buf[end.good_end :]
-                if not (index == last_index and _in_flight(torn)):
-                    # Damage, not a write cut short by a crash: report what is gone.
-                    self._lost_bytes += len(torn)
-                    if len(torn) >= REC_HDR_LEN:
-                        seq = int.from_bytes(torn[5:13], "little")
-                        if torn[4] & KIND_MASK == KIND_MSG and seq == max_seq + 1:
-                            self._lost_seqs.append(seq)
-                os.truncate(path, end.good_end)
-                blk.size = blk.written = end.good_end
+            if slots.sids:
+                max_seq = slots.first + len(slots.sids) - 1
+                max_ts = slots.tss[-1]
+            out.append(slots)
+        self._floor = (floor, floor_ts)
+        if floor_from_index:
+            # The newest floor is known from an index, not from the record itself: write it
+            # again into the active block, so it never depends on where the record sits.
+            self._floor_block = None
+            self._floor_dirty = True
+        self._idx_found = set()
+        return out
+
+    def _read_index(self, index: int, buf: bytes, first: int, max_seq: int) -> BlockSlots | None:
+        """The saved index of block ``index`` if it still describes ``buf`` exactly."""
+        try:
+            with open(self._idx_path(index), "rb") as f:
+                decoded = _snapshot.decode(f.read())
+        except OSError:
+            return None
+        if decoded is None:
+            return None
+        header, arrays, names = decoded
+        try:
+            if header["size"] != len(buf) or header["crc"] != _crc32(buf) or header["first"] != first:
+                return None
+            if first <= max_seq:
+                return None  # overlaps the blocks before it: only a scan can sort that out
+            slots = BlockSlots(first)
+            slots.sids, slots.tss, slots.sizes = arrays["sids"], arrays["tss"], arrays["sizes"]
+            slots.locs, slots.nxt, slots.ids = arrays["locs"], arrays["nxt"], arrays["ids"]
+            slots.s_msgs, slots.s_first, slots.s_last = arrays["s_msgs"], arrays["s_first"], arrays["s_last"]
+            slots.names = [n or "" for n in names]
+            slots.floor, slots.floor_ts = int(header["floor"]), int(header["floor_ts"])
+            n = len(slots.sids)
+            if any(len(a) != n for a in (slots.tss, slots.sizes, slots.locs, slots.nxt)):
+                return None
+            k = len(slots.ids)
+            if any(len(a) != k for a in (slots.s_msgs, slots.s_first, slots.s_last)) or len(names) != k:
+                return None
+            for seq, ttl in header["ttls"]:
+                self.found_ttls[int(seq)] = int(ttl)
+        except (KeyError, ValueError, TypeError):
+            return None
+        return slots
+
+    def _note_missing(self, index: int) -> None:
+        """A block index whose block file is gone: its live messages are lost (reported once
+        the remaining blocks are loaded, for the sequences none of them holds)."""
+        try:
+            with open(self._idx_path(index), "rb") as f:
+                decoded = _snapshot.decode(f.read())
+            if decoded is not None:
+                header, arrays, _names = decoded
+                first = int(header["first"])
+                sids, sizes = arrays["sids"], arrays["sizes"]
+                for k, sid in enumerate(sids):
+                    if sid:
+                        self._missing_seqs.append(first + k)
+                        self._missing_bytes += sizes[k]
+        except (OSError, KeyError, ValueError, TypeError):
+            pass
+        self._drop_index_file(index)
+
+    def _scan_block(self, blk: _Block, buf: bytes, is_last: bool, max_seq: int, prev_ts: int) -> BlockSlots:
+        """Scan one block's records into its slots (sequences above ``max_seq`` only)."""
+        first = blk.first_seq
+        slots = BlockSlots(max(first, max_seq + 1))
+        start = slots.first
+        sids, tss, sizes, locs, nxt = slots.sids, slots.tss, slots.sizes, slots.locs, slots.nxt
+        names = slots.names
+        own: dict[bytes, int] = {}
+        last_idx: list[int] = [-1]
+        cur_ts = prev_ts
+        decompressed_len = cramjam.snappy.decompress_raw_len
+        size_base, size_hdr = self.size_base, self.size_hdr
+
+        def extend(n: int, ts: int) -> None:
+            sids.extend(zeros("I", n))
+            tss.extend(array("q", [ts]) * n)
+            sizes.extend(zeros("I", n))
+            locs.extend(zeros("Q", n))
+            nxt.extend(zeros("Q", n))
+
+        ends: list[ScanEnd] = []
+        for off, total, kind, seq, ts, slen, hlen in scan_records(buf, BLOCK_HDR_LEN, ends):
+            k = kind & KIND_MASK
+            if k == KIND_MSG:
+                if seq <= max_seq or seq < start:
+                    self._lost_bytes += total  # out of order: cannot be placed
+                    continue
+                max_seq = seq
+                idx = seq - start
+                gap = idx - len(sids)
+                if gap > 0:
+                    extend(gap, cur_ts)
+                if kind & FLAG_ERASED:
+                    extend(1, cur_ts)
+                    continue
+                at = off + REC_HDR_LEN
+                if kind & FLAG_COMPRESSED:
+                    dlen = decompressed_len(buf[at + slen : off + total - CRC_LEN]) - hlen
+                else:
+                    dlen = total - REC_OVERHEAD - slen - hlen
+                if hlen:
+                    self._note_ttl(buf, at + slen, hlen, kind, off + total, seq)
+                subj = buf[at : at + slen]
+                sid = own.get(subj)
+                if sid is None:
+                    sid = own[subj] = len(names) + 1
+                    names.append(subj.decode())
+                    last_idx.append(-1)
+                sids.append(sid)
+                tss.append(ts)
+                sizes.append(size_base + slen + dlen + (size_hdr + hlen if hlen else 0))
+                locs.append(off << 32 | total)
+                nxt.append(0)
+                li = last_idx[sid]
+                if li >= 0:
+                    nxt[li] = seq
+                last_idx[sid] = idx
+                cur_ts = ts
+            elif k == KIND_DELETE:
+                num = delete_count(buf, off, total)
+                if seq < start:
+                    slots.deletes.append((seq, min(num, start - seq), ts))
+                for i in range(max(seq - start, 0), min(seq + num - start, len(sids))):
+                    if sids[i]:
+                        sids[i] = 0
+                        sizes[i] = 0
+                        locs[i] = 0
+                end_seq = seq + num - 1
+                if end_seq > max_seq:
+                    gap = end_seq - start + 1 - len(sids)
+                    if gap > 0:
+                        extend(gap, ts)
+                    max_seq = end_seq
+                    cur_ts = ts
+            elif k == KIND_FLOOR and seq > slots.floor:
+                slots.floor, slots.floor_ts = seq, ts
+        end = ends[0]
+        for off, total in end.skipped:
+            self._lost_bytes += total
+            if buf[off + 4] & KIND_MASK == KIND_MSG:
+                self._maybe_lost.append(int.from_bytes(buf[off + 5 : off + 13], "little"))
+        if end.good_end < len(buf):
+            torn = buf[end.good_end :]
+            if not (is_last and _in_flight(torn)):
+                # Damage, not a write cut short by a crash: report what is gone.
+                self._lost_bytes += len(torn)
+                if len(torn) >= REC_HDR_LEN:
+                    seq = int.from_bytes(torn[5:13], "little")
+                    if torn[4] & KIND_MASK == KIND_MSG and seq == max_seq + 1:
+                        self._lost_seqs.append(seq)
+            os.truncate(blk.path, end.good_end)
+            blk.size = blk.written = end.good_end
+        slots.summarize()
+        return slots
 
     def _note_ttl(self, buf: bytes, at: int, hlen: int, kind: int, end: int, seq: int) -> None:
         """Keep the TTL of a message whose headers carry ``Nats-TTL`` (restored after a crash)."""
@@ -739,14 +914,79 @@ class BlockFiles(PayloadBackend):
             hdr = _compress.decompress(buf[at : end - CRC_LEN])[:hlen]
         else:
             hdr = buf[at : at + hlen]
-        if _TTL_KEY not in hdr:
+        ttl = _ttl_of(hdr)
+        if ttl:
+            self.found_ttls[seq] = ttl
+
+    # ------------------------------------------------------------------------------------
+    # Block indexes (``<n>.idx`` beside ``<n>.blk``)
+    # ------------------------------------------------------------------------------------
+    def _idx_path(self, index: int) -> str:
+        return os.path.join(self.msgs_dir, f"{index}.idx")
+
+    def _drop_index_file(self, index: int) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._idx_path(index))
+
+    def _write_index(self, blk: _Block, content: bytes | bytearray) -> None:
+        """Save a sealed block's slots beside it (``content`` = the block file's bytes), so a
+        restart after a crash loads them instead of scanning the block (nats-server writes a
+        per-block index the same way). Written whole and renamed into place; not fsynced: the
+        CRC check at load catches an index that did not reach the disk."""
+        i = self.blocks.index(blk)
+        index = self.index
+        end = self._firsts[i + 1] if i + 1 < len(self.blocks) else index.last_seq + 1
+        slots = index.block_slots(blk.first_seq, end)
+        ttls = [
+            [seq, ttl]
+            for seq, ttl in self._ttls.items()
+            if blk.first_seq <= seq < end and index.live_slot(seq) >= 0
+        ]
+        header = {
+            "first": blk.first_seq,
+            "size": len(content),
+            "crc": _crc32(content),
+            "floor": self._floor[0],
+            "floor_ts": self._floor[1],
+            "ttls": ttls,
+        }
+        arrays = {
+            "sids": slots.sids,
+            "tss": slots.tss,
+            "sizes": slots.sizes,
+            "locs": slots.locs,
+            "nxt": slots.nxt,
+            "ids": slots.ids,
+            "s_msgs": slots.s_msgs,
+            "s_first": slots.s_first,
+            "s_last": slots.s_last,
+        }
+        names: list[str | None] = list(slots.names)
+        path = self._idx_path(blk.index)
+        write_file(path + ".tmp", _snapshot.encode(header, arrays, names), fsync=False)
+        os.replace(path + ".tmp", path)
+        self._stale_idx.discard(blk)
+
+    def refresh_indexes(self, limit: int = 0) -> None:
+        """Write the index of sealed blocks changed since their index was written (a
+        tombstone, an erase, a scan at start), ``limit`` at most (0: all), so the next crash
+        scans none of them. Everything pending is flushed first: an index describes the file."""
+        if not self._stale_idx:
             return
-        raw = get_header(hdr, b"Nats-TTL")
-        if raw:
-            with contextlib.suppress(ValueError, UnicodeDecodeError):
-                ttl = parse_message_ttl(raw.decode())
-                if ttl:
-                    self.found_ttls[seq] = ttl
+        self.flush_writes()
+        active = self.blocks[-1]
+        for blk in sorted(self._stale_idx, key=lambda b: b.index):
+            self._stale_idx.discard(blk)
+            if blk is active or blk not in self.blocks:
+                continue
+            self._write_index(blk, os.pread(self._fd(blk), blk.written, 0))
+            limit -= 1
+            if limit == 0:
+                break
+
+    def keep_ttls(self, ttls: dict[int, int]) -> None:
+        """After recovery: the TTLs of the stored messages, for the block indexes to come."""
+        self._ttls = dict(ttls)
 
     def account(self) -> None:
         """After the index was rebuilt: each block's live counts, from the index."""
@@ -763,19 +1003,38 @@ class BlockFiles(PayloadBackend):
         if self._floor_block is not None and self._floor_block not in self.blocks:
             self._floor_block = None
 
-    def lost(self) -> LostData | None:
-        """What the scan dropped: bytes cut or stepped over, and the sequences that held
-        messages no longer found (a damaged record, or the torn record right after the last)."""
+    def lost(self, with_missing: bool = True) -> LostData | None:
+        """What the load dropped: bytes cut or stepped over, and the sequences that held
+        messages no longer found (a damaged record, or the torn record right after the last;
+        ``with_missing``: the messages of block files gone whose index remained)."""
         index = self.index
         lost = list(self._lost_seqs)
+        nbytes = self._lost_bytes
         start = self._firsts[0] if self._firsts else index.base
         for seq in self._maybe_lost:
             i = seq - index.base
             if i < len(index.sids) and seq >= start and (i < 0 or not index.sids[i]):
                 lost.append(seq)
-        if not (self._lost_bytes or lost):
+        if with_missing and self._missing_seqs:
+            gone = [seq for seq in self._missing_seqs if seq >= self._floor[0] and index.live_slot(seq) < 0]
+            if gone:
+                lost += gone
+                nbytes += self._missing_bytes
+        self._missing_seqs, self._missing_bytes = [], 0
+        if not (nbytes or lost):
             return None
-        return LostData(sorted(set(lost)), self._lost_bytes)
+        return LostData(sorted(set(lost)), nbytes)
+
+
+def _ttl_of(hdr: bytes) -> int:
+    """The TTL of a header block carrying a valid ``Nats-TTL`` (0: none)."""
+    if _TTL_KEY not in hdr:
+        return 0
+    raw = get_header(hdr, b"Nats-TTL")
+    if raw:
+        with contextlib.suppress(ValueError, UnicodeDecodeError):
+            return parse_message_ttl(raw.decode()) or 0
+    return 0
 
 
 def _in_flight(torn: bytes) -> bool:

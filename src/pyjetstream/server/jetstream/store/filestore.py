@@ -4,6 +4,7 @@ Directory layout (``FileStoreConfig.directory`` is the stream's directory)::
 
     meta.inf, meta.sum          stream definition (write_meta / read_meta), crash-safe
     msgs/<n>.blk                message blocks (format in ``_records``)
+    msgs/<n>.idx                a sealed block's index: its slots, size and CRC (``blockfiles``)
     msgs/index.snap             index snapshot, only between a clean stop and the next start
     obs/<consumer>/             consumer definition (meta.inf/.sum) and state (o.dat)
 
@@ -18,9 +19,11 @@ The store is a :class:`~.seqindex.SeqIndex` composed with :class:`~.blockfiles.B
 stream and consumer metadata, sync, and recovery.
 
 Recovery. A clean stop leaves an index snapshot (the index's arrays plus the block list) that
-is loaded if it matches the block files. Otherwise the backend scans every block and yields
-its records, the index rebuilds itself from them, and the backend recounts its blocks from the
-index. What was dropped is reported in ``StreamState.lost``.
+is loaded if it matches the block files. Otherwise (``kill -9``) the backend hands over every
+block's slots — from the block's saved index when it matches the block byte for byte, else
+from a scan of the block (the active one, or one changed since its index was written) — the
+index appends them whole, and the backend recounts its blocks from the index. What was dropped
+is reported in ``StreamState.lost``.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ COMPACT_MIN_BYTES = 2 * 1024 * 1024
 MSGS_DIR = "msgs"
 OBS_DIR = "obs"
 SNAPSHOT_FILE = "index.snap"
+# Sealed blocks whose index is stale get a fresh one at most this many per sync (all at stop).
+REFRESH_PER_SYNC = 4
 
 
 @dataclass(slots=True)
@@ -108,6 +113,7 @@ class FileStore(IndexedStore):
         os.makedirs(self._msgs_dir, exist_ok=True)
         existed = self._recover()
         blocks.open_active()
+        blocks.keep_ttls(self.msg_ttls())
         if not existed and cfg.first_seq > 1:
             self._purge(cfg.first_seq)
         if self._sync_always:
@@ -148,6 +154,8 @@ class FileStore(IndexedStore):
         if self._closed:
             return _nothing
         self.flush()
+        with contextlib.suppress(OSError):
+            self._backend.refresh_indexes(REFRESH_PER_SYNC)
         fds: list[int] = []
         dirs: list[str] = []
         self._backend.collect_sync(fds, dirs)
@@ -173,6 +181,8 @@ class FileStore(IndexedStore):
             return
         for cs in list(self._consumers.values()):
             cs.stop()
+        with contextlib.suppress(OSError):
+            self._backend.refresh_indexes()
         self.sync()
         with contextlib.suppress(OSError):
             self._write_snapshot()
@@ -300,9 +310,9 @@ class FileStore(IndexedStore):
             return True
         if not files:
             return False
-        self._index.rebuild(blocks.records(files))
+        self._index.rebuild(blocks.load(files))
         blocks.account()
-        self._lost = blocks.lost()
+        self._lost = blocks.lost(with_missing=self._missing is None)
         if self._missing is not None:
             self._lost = self._missing_lost(self._missing)
             self._missing = None

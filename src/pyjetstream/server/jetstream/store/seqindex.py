@@ -17,10 +17,10 @@ Per-subject ``msgs/first/last`` live in a :class:`SubjectTable`. Leading dead sl
 trimmed in amortised O(1) as the first sequence advances. The index knows nothing about
 payloads: the store (``indexed.py``) tells its backend first, then the index.
 
-Recovery: a backend yields records (:data:`REC_BLOCK`, :data:`REC_MSG`, :data:`REC_GAP`,
-:data:`REC_DELETE`, :data:`REC_FLOOR`) in the order it finds them and :meth:`SeqIndex.rebuild`
-turns them into the index; :meth:`SeqIndex.snapshot` / :meth:`SeqIndex.restore` are the fast
-path after a clean stop.
+Recovery: a backend hands over its blocks' slots as :class:`BlockSlots` (one per block, from a
+scan or from a saved block index) and :meth:`SeqIndex.rebuild` appends them whole;
+:meth:`SeqIndex.block_slots` gives a block's slots back for saving. :meth:`SeqIndex.snapshot` /
+:meth:`SeqIndex.restore` are the whole-index path after a clean stop.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 from pyjetstream.protocol.subjects import has_wildcard, is_match_all
@@ -50,15 +49,82 @@ _TRIM_MIN = 4096
 # more subjects are handled by one Python pass over the slots.
 _PER_SUBJECT_MAX = 16
 
-# Record kinds a backend yields to :meth:`SeqIndex.rebuild`, as tuples
-# ``(kind, seq, ts, subject: bytes, size, loc)``:
-REC_BLOCK = 0  # a block starts at ``seq`` (so last_seq >= seq - 1 even when it is empty)
-REC_MSG = 1  # a message
-REC_GAP = 2  # ``seq`` was used but holds nothing (an erased record)
-REC_DELETE = 3  # sequences [seq, seq + size) are deleted (size = count), ts = when
-REC_FLOOR = 4  # every sequence below ``seq`` is gone (ts = the stream's last ts then)
 
-Record = tuple[int, int, int, bytes, int, int]
+
+
+class BlockSlots:
+    """The slots of one block's sequences, as a backend hands them to :meth:`SeqIndex.rebuild`
+    (from a scan of the block, or from the index saved beside it; nats-server's per-block
+    index and ``fss``).
+
+    Slot k is sequence ``first + k``: ``sids`` (a subject id of the block's own numbering, 0 =
+    no message), ``tss``, ``sizes``, ``locs`` as in :class:`SeqIndex`, and ``nxt`` links that
+    stay inside the block (0 at each subject's last message in it). Per subject, in parallel:
+    ``ids`` (its id in ``sids``), ``names``, ``s_msgs``, ``s_first``, ``s_last`` (live
+    messages, first and last live sequence). ``deletes`` are ``(seq, num, ts)`` of tombstones
+    for earlier blocks' sequences; ``floor``/``floor_ts`` the newest floor the block holds.
+    """
+
+    __slots__ = (
+        "deletes",
+        "first",
+        "floor",
+        "floor_ts",
+        "ids",
+        "locs",
+        "names",
+        "nxt",
+        "s_first",
+        "s_last",
+        "s_msgs",
+        "sids",
+        "sizes",
+        "tss",
+    )
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.sids: array[int] = array("I")
+        self.tss: array[int] = array("q")
+        self.sizes: array[int] = array("I")
+        self.locs: array[int] = array("Q")
+        self.nxt: array[int] = array("Q")
+        self.ids: array[int] = array("I")
+        self.names: list[str] = []
+        self.s_msgs: array[int] = array("Q")
+        self.s_first: array[int] = array("Q")
+        self.s_last: array[int] = array("Q")
+        self.deletes: list[tuple[int, int, int]] = []
+        self.floor = 0
+        self.floor_ts = 0
+
+    def summarize(self) -> None:
+        """Fill the per-subject columns from ``sids`` (own ids 1..len(names), as a scan numbers
+        them; ``names`` already lists them)."""
+        sids = self.sids
+        n = len(self.names)
+        self.ids = array("I", range(1, n + 1))
+        self.s_msgs = zeros("Q", n)
+        self.s_first = zeros("Q", n)
+        self.s_last = zeros("Q", n)
+        first = self.first
+        for sid, c, i, j in _subject_spans(sids):
+            self.s_msgs[sid - 1] = c
+            self.s_first[sid - 1] = first + i
+            self.s_last[sid - 1] = first + j
+
+
+def _subject_spans(sids: array[int]) -> list[tuple[int, int, int, int]]:
+    """``(sid, messages, first slot, last slot)`` of every subject id in ``sids`` (0 = none),
+    with C-speed passes only (a Counter, and dicts whose last write per key wins)."""
+    counts = Counter(sids)
+    counts.pop(0, None)
+    if not counts:
+        return []
+    n = len(sids)
+    last_at = dict(zip(sids, range(n), strict=True))
+    first_at = dict(zip(reversed(sids), range(n - 1, -1, -1), strict=True))
+    return [(sid, c, first_at[sid], last_at[sid]) for sid, c in counts.items()]
 
 
 class SeqIndex:
@@ -541,95 +607,84 @@ class SeqIndex:
         return sum(table.msgs[sid] - counts[sid] for sid in sids_wanted)
 
     # ------------------------------------------------------------------------------------
-    # Rebuild from records, snapshot
+    # Rebuild from blocks, snapshot
     # ------------------------------------------------------------------------------------
-    def rebuild(self, records: Iterable[Record]) -> None:
-        """Build the index from a backend's records (recovery after a crash).
+    def rebuild(self, blocks: list[BlockSlots]) -> None:
+        """Build the index from a backend's blocks, in sequence order (recovery).
 
-        Messages must come in ascending sequence order (a backend drops any that do not);
-        deletes and floors may refer to any sequence. A store nothing was ever written to
-        reports first_seq 0, as nats-server does.
+        Each block's arrays are appended whole (C-speed ``extend``): no per-message work here,
+        only per subject and block. A block's subject ids are adopted as they are when they do
+        not clash with another block's (the usual case: they were the running index's ids when
+        the block index was written); a clashing block's ids are renumbered. Deletes of earlier
+        blocks' sequences and the newest floor are applied last. A store nothing was ever
+        written to reports first_seq 0, as nats-server does.
         """
         sids, tss, sizes, locs, nxt = self.sids, self.tss, self.sizes, self.locs, self.nxt
-        bsid: dict[bytes, int] = {}
         names: list[str | None] = [None]
-        last_idx: list[int] = [-1]
-        base = -1
-        max_seq = max_ts = 0
-        hdr_last = 0
-        floor = floor_ts = 0
-
-        def extend(n: int, ts: int) -> None:
-            sids.extend(zeros("I", n))
-            tss.extend(array("q", [ts]) * n)
-            sizes.extend(zeros("I", n))
-            locs.extend(zeros("Q", n))
-            nxt.extend(zeros("Q", n))
-
-        for kind, seq, ts, subj, size, loc in records:
-            if kind == REC_MSG:
-                idx = seq - base
-                gap = idx - len(sids)
-                if gap > 0:
-                    extend(gap, max_ts)
-                max_seq = seq
-                sid = bsid.get(subj)
-                if sid is None:
-                    sid = bsid[subj] = len(names)
-                    names.append(subj.decode())
-                    last_idx.append(-1)
-                sids.append(sid)
-                tss.append(ts)
-                sizes.append(size)
-                locs.append(loc)
-                nxt.append(0)
-                li = last_idx[sid]
-                if li >= 0:
-                    nxt[li] = seq
-                last_idx[sid] = idx
-                max_ts = ts
-            elif kind == REC_DELETE:
-                for i in range(max(seq - base, 0), min(seq + size - base, len(sids))):
-                    if sids[i]:
-                        sids[i] = 0
-                        sizes[i] = 0
-                        locs[i] = 0
-                end_seq = seq + size - 1
-                if end_seq > max_seq:
-                    gap = end_seq - base + 1 - len(sids)
-                    if gap > 0:
-                        extend(gap, ts)
-                    max_seq = end_seq
-                    max_ts = ts
-            elif kind == REC_GAP:
-                gap = seq - base + 1 - len(sids)
-                if gap > 0:
-                    extend(gap, max_ts)
-                max_seq = seq
-            elif kind == REC_BLOCK:
-                hdr_last = max(hdr_last, seq - 1)
-                if base < 0:
-                    base = seq
-            elif kind == REC_FLOOR and seq > floor:
-                floor, floor_ts = seq, ts
+        ids: dict[str, int] = {}
+        s_msgs: dict[int, int] = {}
+        s_first: dict[int, int] = {}
+        s_last: dict[int, int] = {}
+        base = blocks[0].first if blocks else -1
+        max_seq = max_ts = hdr_last = floor = floor_ts = 0
+        deletes: list[tuple[int, int, int]] = []
+        for b in blocks:
+            gap = b.first - base - len(sids)
+            if gap > 0:
+                self._extend_dead(gap, max_ts)
+            remap: dict[int, int] = {}
+            for k, own in enumerate(b.ids):
+                if not b.s_msgs[k]:
+                    continue
+                name = b.names[k]
+                g = ids.get(name)
+                if g is None:
+                    if own < len(names) and names[own] is not None:
+                        g = len(names)  # the id is another subject's here: a new one
+                        names.append(name)
+                    else:
+                        if own >= len(names):
+                            names.extend([None] * (own + 1 - len(names)))
+                        g = own
+                        names[g] = name
+                    ids[name] = g
+                if g != own:
+                    remap[own] = g
+                if g in s_msgs:
+                    nxt[s_last[g] - base] = b.s_first[k]
+                    s_msgs[g] += b.s_msgs[k]
+                else:
+                    s_msgs[g] = b.s_msgs[k]
+                    s_first[g] = b.s_first[k]
+                s_last[g] = b.s_last[k]
+            if remap:
+                get = remap.get
+                sids.extend(array("I", [get(x, x) for x in b.sids]))
+            else:
+                sids.extend(b.sids)
+            tss.extend(b.tss)
+            sizes.extend(b.sizes)
+            locs.extend(b.locs)
+            nxt.extend(b.nxt)
+            if b.sids:
+                max_seq = b.first + len(b.sids) - 1
+                max_ts = b.tss[-1]
+            hdr_last = max(hdr_last, b.first - 1)
+            if b.floor > floor:
+                floor, floor_ts = b.floor, b.floor_ts
+            deletes += b.deletes
 
         last_seq = max(max_seq, hdr_last, floor - 1)
         if base < 0:
             base = last_seq + 1
         gap = last_seq - base + 1 - len(sids)
         if gap > 0:
-            extend(gap, max(max_ts, floor_ts))
+            self._extend_dead(gap, max(max_ts, floor_ts))
         self.base = base
         self.last_seq = last_seq
         self.last_ts = max_ts if max_seq >= max(hdr_last, floor - 1) else floor_ts
-        # Apply the floor: everything below it is gone.
-        hi = min(floor - base, len(sids))
-        if hi > 0:
-            zero_fill(sids, 0, hi)
-            zero_fill(sizes, 0, hi)
-            zero_fill(locs, 0, hi)
-        self._build_subjects(names)
-        self.msgs = len(sids) - sids.count(0)
+        self._build_subjects(names, ids, s_msgs, s_first, s_last)
+        self.msgs = sum(s_msgs.values())
         self.bytes = sum(sizes)
         j = next_nonzero(sids, 0, len(sids)) if self.msgs else -1
         if j >= 0:
@@ -638,32 +693,80 @@ class SeqIndex:
         else:
             self.first_seq = 0 if last_seq == 0 and floor == 0 else last_seq + 1
             self.first_ts = 0
-        if self.msgs == 0 and sids:
             self.clear_slots()
-        else:
+            return
+        for seq, num, _ts in deletes:
+            for dseq in range(seq, seq + num):
+                i = self.live_slot(dseq)
+                if i >= 0:
+                    self.remove_slot(i)
+        if floor > self.first_seq and self.msgs:
+            self.remove_prefix(floor - self.base)  # everything below the floor is gone
+        if self.msgs:
             self._maybe_trim()
 
-    def _build_subjects(self, names: list[str | None]) -> None:
+    def _build_subjects(
+        self,
+        names: list[str | None],
+        ids: dict[str, int],
+        s_msgs: dict[int, int],
+        s_first: dict[int, int],
+        s_last: dict[int, int],
+    ) -> None:
         n = len(names)
         t = SubjectTable()
         msgs = zeros("Q", n)
         first = zeros("Q", n)
         last = zeros("Q", n)
-        base = self.base
-        for i, sid in enumerate(self.sids):
-            if sid:
-                if not msgs[sid]:
-                    first[sid] = base + i
-                msgs[sid] += 1
-                last[sid] = base + i
-        for sid in range(1, n):
-            if not msgs[sid]:
-                names[sid] = None
+        for sid, m in s_msgs.items():
+            msgs[sid] = m
+            first[sid] = s_first[sid]
+            last[sid] = s_last[sid]
         t.names = names
         t.msgs, t.first, t.last = msgs, first, last
-        t.ids = {name: sid for sid, name in enumerate(names) if name is not None}
+        t.ids = ids
         t.free = [sid for sid in range(1, n) if names[sid] is None]
         self.subjects = t
+
+    def block_slots(self, first: int, end: int) -> BlockSlots:
+        """The slots of sequences [first, end) as a :class:`BlockSlots` (what the file backend
+        saves as a sealed block's index). Links past the block are cut: a later load links the
+        blocks' subjects itself, and a sequence past the block may be taken again after a
+        truncate."""
+        b = BlockSlots(first)
+        n = end - first
+        if n <= 0:
+            return b
+        lo = first - self.base
+        ka = min(max(0, -lo), n)
+        kz = max(min(n, len(self.sids) - lo), ka)
+        if kz > ka:
+            a, z = lo + ka, lo + kz
+            seg = self.sids[a:z]
+            lead_ts = self.tss[a]
+        else:
+            seg = array("I")
+            lead_ts = self.last_ts
+        lead, tail = ka, n - kz
+        b.sids = zeros("I", lead) + seg + zeros("I", tail)
+        b.tss = array("q", [lead_ts]) * lead + (self.tss[a:z] if kz > ka else array("q")) + array("q", [self.last_ts]) * tail
+        b.sizes = zeros("I", lead) + (self.sizes[a:z] if kz > ka else array("I")) + zeros("I", tail)
+        b.locs = zeros("Q", lead) + (self.locs[a:z] if kz > ka else array("Q")) + zeros("Q", tail)
+        links = self.nxt[a:z] if kz > ka else array("Q")
+        if links and max(links) >= end:
+            links = array("Q", [x if x < end else 0 for x in links])
+        b.nxt = zeros("Q", lead) + links + zeros("Q", tail)
+        off = first + lead
+        table_names = self.subjects.names
+        for sid, c, i, j in _subject_spans(seg):
+            name = table_names[sid]
+            assert name is not None
+            b.ids.append(sid)
+            b.names.append(name)
+            b.s_msgs.append(c)
+            b.s_first.append(off + i)
+            b.s_last.append(off + j)
+        return b
 
     _SCALARS = ("base", "msgs", "bytes", "first_seq", "first_ts", "last_seq", "last_ts")
     _ARRAYS = ("sids", "tss", "sizes", "locs", "nxt")

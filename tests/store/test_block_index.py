@@ -1,0 +1,156 @@
+"""Per-block indexes (``msgs/<n>.idx``, issue #14): a sealed block's slots are saved beside it,
+so a restart after ``kill -9`` loads them and scans only the active block. An index that does
+not match its block byte for byte is not trusted (the block is scanned); an index whose block
+is gone reports the block's messages lost."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig, StoredMsg
+
+from .conftest import crash
+
+TTL_HDR = b"NATS/1.0\r\nNats-TTL: %d\r\n\r\n"
+
+
+def open_fs(d: Path) -> FileStore:
+    return FileStore(FileStoreConfig(str(d), block_size=1024, compact_min_bytes=1 << 30), StoreConfig())
+
+
+def blocks(d: Path) -> list[Path]:
+    return sorted((d / "msgs").glob("*.blk"), key=lambda p: int(p.stem))
+
+
+def indexes(d: Path) -> list[Path]:
+    return sorted((d / "msgs").glob("*.idx"), key=lambda p: int(p.stem))
+
+
+def everything(s: FileStore) -> tuple[object, ...]:
+    st = s.state(deleted_details=True)
+    msgs: list[StoredMsg] = []
+    seq = 0
+    while True:
+        try:
+            msg, seq = s.load_next_msg(">", seq + 1)
+        except Exception:
+            break
+        msgs.append(msg)
+    return (st, s.subjects_state(), msgs, s.num_pending(1, "s.*"), s.msg_ttls())
+
+
+def filled(d: Path, n: int = 120) -> FileStore:
+    s = open_fs(d)
+    for i in range(n):
+        hdr = TTL_HDR % 3600 if i % 7 == 0 else b""
+        s.store_msg(f"s.{i % 4}", hdr, b"msg-%03d" % i * 4, ttl=3600 if i % 7 == 0 else 0)
+    return s
+
+
+def test_sealed_blocks_have_indexes_and_a_crash_restart_matches(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    s = filled(d)
+    n_blocks = len(blocks(d))
+    assert n_blocks > 4
+    assert [p.stem for p in indexes(d)] == [p.stem for p in blocks(d)[:-1]]
+    before = everything(s)
+    crash(s)
+    s2 = open_fs(d)
+    assert everything(s2) == before
+    assert s2.state().lost is None
+    # The active block is written to again: its index (none here) never outlives that.
+    assert blocks(d)[-1].stem not in {p.stem for p in indexes(d)}
+    assert s2.store_msg("s.0", b"", b"after")[0] == 121
+    before = everything(s2)
+    crash(s2)
+    s3 = open_fs(d)
+    assert everything(s3) == before
+    s3.stop()
+
+
+def test_changes_to_sealed_blocks_after_their_index(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    s = filled(d)
+    s.remove_msg(20)  # a tombstone in a sealed block: its index is stale
+    s.erase_msg(33)  # same size, in place: the index must not bring it back
+    s.remove_msg(1)  # the first message: a floor in the active block
+    s.compact(5)
+    before = everything(s)
+    crash(s)
+    s2 = open_fs(d)
+    assert everything(s2) == before
+    assert s2.state().lost is None
+    st = s2.state()
+    assert st.first_seq == 5 and 20 in (st.deleted or s2.state(deleted_details=True).deleted)
+    before = everything(s2)
+    s2.sync()  # writes fresh indexes for the blocks scanned at start
+    crash(s2)
+    s3 = open_fs(d)
+    assert everything(s3) == before
+    s3.stop()
+
+
+def test_index_that_disagrees_with_its_block_is_not_trusted(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    s = filled(d)
+    before = everything(s)
+    crash(s)
+    idx = indexes(d)
+    shutil.copyfile(idx[0], idx[1])  # another block's index under this block's name
+    idx[2].write_bytes(idx[2].read_bytes()[:40])  # torn
+    data = bytearray(idx[3].read_bytes())
+    data[len(data) // 2] ^= 0xFF  # flipped
+    idx[3].write_bytes(bytes(data))
+    s2 = open_fs(d)
+    assert everything(s2) == before
+    assert s2.state().lost is None
+    s2.stop()
+
+
+def test_block_deleted_before_a_crash_is_reported_lost(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    s = filled(d)
+    crash(s)
+    victim = blocks(d)[2]
+    victim.unlink()  # its index stays: the messages it held are known
+    s2 = open_fs(d)
+    st = s2.state()
+    kept = {m.seq for m in everything(s2)[2]}  # type: ignore[attr-defined]
+    assert st.lost is not None and st.lost.msgs and st.lost.bytes > 0
+    assert kept | set(st.lost.msgs) == set(range(1, 121)) and not kept & set(st.lost.msgs)
+    assert not (d / "msgs" / f"{victim.stem}.idx").exists()
+    s2.stop()
+
+
+def test_subject_ids_reused_across_restarts(tmp_path: Path) -> None:
+    # A subject's id is freed when its last message goes and taken by a new subject; block
+    # indexes written before and after then disagree on what the id means.
+    d = tmp_path / "s"
+    s = open_fs(d)
+    for i in range(30):
+        s.store_msg("a" if i < 15 else "b", b"", b"x" * 60)
+    crash(s)
+    s = open_fs(d)
+    assert s.purge_ex("a") == 15
+    for i in range(40):
+        s.store_msg(f"c.{i % 3}", b"", b"y" * 60)
+    s.store_msg("a", b"", b"again")
+    before = everything(s)
+    crash(s)
+    s2 = open_fs(d)
+    assert everything(s2) == before
+    assert s2.subjects_totals() == {"b": 15, "c.0": 14, "c.1": 13, "c.2": 13, "a": 1}
+    assert s2.load_next_msg("c.1", 1)[0].subject == "c.1"
+    s2.stop()
+
+
+def test_ttls_in_sealed_blocks_survive_a_crash(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    s = filled(d)
+    ttls = s.msg_ttls()
+    assert len(ttls) == 18 and min(ttls) == 1
+    crash(s)
+    s2 = open_fs(d)
+    assert s2.msg_ttls() == ttls
+    s2.stop()
