@@ -122,8 +122,7 @@ def test_block_deleted_under_running_store(tmp_path: Path) -> None:
 
 def test_block_deleted_while_stopped(tmp_path: Path) -> None:
     # After a clean stop the snapshot lists the blocks; a block gone since is reported. (After a
-    # kill -9 there is no snapshot, and a vanished interior block cannot be told from one
-    # unlinked because its messages were all removed: a known gap, see the README.)
+    # kill -9 the block's index names them: test_block_index.py.)
     d = tmp_path / "s"
     s = filled(d)
     s.stop()
