@@ -130,6 +130,12 @@ class Account:
     ) -> bool:
         return self.server.route(subject, reply, hdr, payload, None, show_subject, self)
 
+    def lone_receiver(self, subject: str) -> Subscription | None:
+        return self.server.lone_receiver(subject, self)
+
+    def count_matches(self, n: int) -> None:
+        self.sublist.matches += n
+
     def has_interest(self, subject: str, clients_only: bool = False) -> bool:
         psubs, qsubs = self.sublist.match(subject)
         if not clients_only:

@@ -607,6 +607,28 @@ class Server:
     ) -> bool:
         return self.route(subject, reply, hdr, payload, None, show_subject)
 
+    def lone_receiver(self, subject: str, account: Account | None = None) -> Subscription | None:
+        """The client subscription a server publish to ``subject`` reaches when it reaches exactly
+        one (no queue group, no internal subscriber, no second match): what :meth:`route` would
+        hand to ``ClientConnection.deliver``. A consumer's delivery pass looks its destination
+        up once and frames each message straight onto that connection (``deliver``, then
+        :meth:`count_matches`); a receiver closed meanwhile sends it back through :meth:`route`.
+        The match is not counted here (see ``count_matches``)."""
+        sl = (account or self.global_account).sublist
+        result = sl.cache.get(subject)
+        if result is None:
+            result = sl.match(subject)
+            sl.matches -= 1  # (match counted it; the deliveries count themselves)
+        psubs, qsubs = result
+        if qsubs or len(psubs) != 1:
+            return None
+        sub = psubs[0]
+        return sub if sub.client is not None and not sub.closed else None
+
+    def count_matches(self, n: int) -> None:
+        """``n`` deliveries went to a :meth:`lone_receiver` without :meth:`route` (its statistics)."""
+        self.global_account.sublist.matches += n
+
     def has_interest(self, subject: str, clients_only: bool = False) -> bool:
         return self.global_account.has_interest(subject, clients_only)
 

@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import subjects as S
-from pyjetstream.api.ack import AckKind, parse_ack_payload
+from pyjetstream.api.ack import ACK, AckKind, parse_ack_payload
 from pyjetstream.api.advisories import (
     ConsumerAckMetric,
     ConsumerDeliveryExceededAdvisory,
@@ -82,7 +82,14 @@ class AckProcessor:
         # ⟨2.11+⟩ an ack (or term) beyond what was delivered is ignored, without an ack reply
         # (``processAckMsg`` returns false), unless flow control may run ahead.
         beyond = sseq >= self.state.sseq and not consumer.cfg.flow_control
-        action = parse_ack_payload(payload)
+        if payload == ACK:  # the common case first, without classifying the payload
+            if beyond:
+                skip_reply = True
+            else:
+                self.ack(sseq, dseq, dc, True)
+            action = None
+        else:
+            action = parse_ack_payload(payload)
         if action is not None:
             kind = action.kind
             if kind is AckKind.ACK:
@@ -129,7 +136,7 @@ class AckProcessor:
             acked_from = max(floor + 1, 1)
         else:
             return
-        consumer.dirty()
+        consumer.writer.dirty()
         st.lat = time.time_ns()
         if consumer.retention != RetentionPolicy.LIMITS:
             stream = consumer.stream

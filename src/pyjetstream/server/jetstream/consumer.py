@@ -493,7 +493,10 @@ class Consumer:
         prioritized = policy == PriorityPolicy.PRIORITIZED
         maxp = cfg.max_ack_pending if track else 0
         publish = self.server.publish_internal
+        lone_receiver = self.server.lone_receiver
+        acks = self.acks
         prefix = self.ack_prefix
+        prefix1 = prefix + "1."  # a first delivery's ack subject: the count is always 1
         load_next = self.stream.store.load_next_msg
         single = self.filter.single
         now = time.time_ns()
@@ -502,6 +505,15 @@ class Consumer:
         stop = _STOP_IDLE
         budget = DELIVER_BATCH
         delivered = 0
+        direct = 0  # deliveries framed straight onto the receiver's connection
+        # The destination's one receiving subscription, looked up once per pass (push) or per
+        # request (pull) instead of routing every message: nothing in a pass can subscribe, and
+        # a receiver that goes away meanwhile is closed, which sends the message the routed way.
+        dest = ps.dsubj if push else ""
+        rsub = lone_receiver(dest) if push else None
+        push_size = push and (ps.rate is not None or ps.maxpb > 0)
+        size = 0
+        wr = None
         while True:
             if budget <= 0:
                 break
@@ -514,38 +526,40 @@ class Consumer:
                 msg, dc, stop = self._next_msg()
                 if msg is None:
                     break
+                seq = msg.seq
             else:
                 prev = st.sseq
                 try:
-                    msg, _ = load_next(single, prev)
+                    msg, seq = load_next(single, prev)
                 except ErrStoreEOF:
                     self._at_eof()
                     stop = _STOP_EOF
                     break
-                st.sseq = msg.seq + 1
-                self._undo = (3, msg.seq, prev)
+                st.sseq = seq + 1
+                self._undo = (3, seq, prev)
                 dc = 1
             if self._replay and self._replay_delay(msg):
                 budget = 0
                 break
-            seq = msg.seq
             dseq = st.dseq
             if dc == 1:
-                self.npc -= 1
-            npc = self.npc
-            ack = f"{prefix}{dc}.{seq}.{dseq}.{msg.ts}.{npc if npc > 0 else 0}"
+                npc = self.npc = self.npc - 1
+                ack = f"{prefix1}{seq}.{dseq}.{msg.ts}.{npc if npc > 0 else 0}"
+            else:
+                npc = self.npc
+                ack = f"{prefix}{dc}.{seq}.{dseq}.{msg.ts}.{npc if npc > 0 else 0}"
             hdr: bytes | None = msg.hdr or None
             payload = msg.data
             if headers_only:
                 hdr = _headers_only(hdr, len(payload))
                 payload = b""
             if push:
-                dest = ps.dsubj
-                size = len(dest) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
-                if ps.rate is not None and ps.rate_delay(size):
-                    self._unget_counted(dc)
-                    budget = 0
-                    break
+                if push_size:
+                    size = len(dest) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
+                    if ps.rate is not None and ps.rate_delay(size):
+                        self._unget_counted(dc)
+                        budget = 0
+                        break
             else:
                 size = len(msg.subject) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
                 wr = pull.next_waiting(size, current_pass, groups, prioritized)
@@ -553,7 +567,9 @@ class Consumer:
                     self._unget_counted(dc)
                     stop = _STOP_IDLE
                     break
-                dest = wr.reply
+                if wr.reply != dest:
+                    dest = wr.reply
+                    rsub = lone_receiver(dest)
                 if pinned:
                     # ⟨2.11+⟩ every delivery of a pinned group names the pin
                     base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
@@ -561,11 +577,15 @@ class Consumer:
                 if wr.n > 0 and wr.hb:
                     wr.hbt = time.monotonic() + wr.hb
             st.dseq = dseq + 1
-            ok = publish(dest, payload, ack, hdr, msg.subject)
+            if rsub is not None and not rsub.closed:
+                ok = rsub.client.deliver(rsub, dest, ack, hdr, payload, None, msg.subject)
+                direct += 1
+            else:
+                ok = publish(dest, payload, ack, hdr, msg.subject)
             if track:
                 st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
-                if self.acks.ptmr is None:
-                    self.acks.arm_if_idle()
+                if acks.ptmr is None:
+                    acks.arm_if_idle()
             else:
                 st.delivered_none(seq, dseq)
             if push:
@@ -579,6 +599,8 @@ class Consumer:
                 self._did_not_deliver(seq)
             delivered += 1
             budget -= 1
+        if direct:
+            self.server.count_matches(direct)
         if delivered:
             st.ldt = now
             ps.last_delivery = time.monotonic()
