@@ -158,6 +158,24 @@ class JetStreamEngine:
         max_memory_store / max_file_store on what is stored *before* this message
         (``limitsExceeded``: usage > limit, so the message that crosses it still goes in; 10023).
         """
+        cached = self._usage_cache
+        if cached is not None:
+            # The publish path: both checks on the cached usage (an upper bound) in one frame;
+            # anything over a limit is decided by _over_limits below, exactly as before.
+            if storage == StorageType.MEMORY:
+                own, limit, index, server_limit = cached[0], self.limits.max_memory, 0, self.max_memory
+            else:
+                own, limit, index, server_limit = cached[1], self.limits.max_store, 1, self.max_storage
+            if limit < 0 or own + record <= limit:
+                total = own
+                accounts = self._server_accounts
+                if accounts is not None:
+                    for account in accounts.values():
+                        engine = account.jetstream
+                        if engine is not None and engine is not self:
+                            total += engine.usage(False)[index]
+                if total <= server_limit:
+                    return None
         error = self._over_limits(storage, record, exact=False)
         if error is not None and self._usage_estimated:  # the estimate may be high: count exactly
             error = self._over_limits(storage, record, exact=True)

@@ -150,6 +150,7 @@ class Stream:
         self._ingest_max = self._ingest.max_size or 1 << 62  # bytes a message may bring (ingest.py)
         self.atomic = AtomicBatches(self)
         self.fast = FastBatches(self)
+        self._plain = False  # a header-less publish may take _process_plain (_configure_fast_path)
         self._configure_transforms()
         self.sourcing = StreamSourcing(self)
 
@@ -174,6 +175,7 @@ class Stream:
         if self.cfg.allow_msg_schedules:
             self.schedules = MsgSchedules(self)
             self.schedules.rebuild()
+        self._configure_fast_path()
 
     def _subscribe_direct(self) -> None:
 
@@ -219,6 +221,22 @@ class Stream:
         rp = self.cfg.republish
         # nats-server: no destination means no republish transform (NewSubjectTransform returns nil).
         self._republish = SubjectTransform.compile(rp.src or ">", rp.dest) if rp and rp.dest else None
+        self._configure_fast_path()
+
+    def _configure_fast_path(self) -> None:
+        """Decide once per config (not per message) whether a header-less publish can take
+        :meth:`_process_plain`: of nats-server's ``processJetStreamMsg`` checks only the size and
+        account limits can apply to it when the stream is not sealed, has no input transform,
+        counters, republish or schedules, and does not keep messages by interest."""
+        cfg = self.cfg
+        self._plain = not (
+            cfg.sealed
+            or self._transform is not None
+            or cfg.allow_msg_counter
+            or cfg.retention == RetentionPolicy.INTEREST
+            or self._republish is not None
+            or self.schedules is not None
+        )
 
     def update(self, cfg: StreamConfig) -> None:
         """Apply an already validated config."""
@@ -246,6 +264,7 @@ class Stream:
         if cfg.allow_msg_schedules and self.schedules is None:
             self.schedules = MsgSchedules(self)
             self.schedules.rebuild()
+            self._configure_fast_path()
         self._signal_all_consumers()
 
     @property
@@ -270,6 +289,11 @@ class Stream:
                 self.server.publish_internal(reply, body, hdr=too_many)
             return
         if self._memory:  # nothing to write: acknowledge at once
+            if hdr is None and self._plain and not reply.endswith(FAST_BATCH_SUFFIX):
+                result = self._process_plain(subject, payload)
+                if reply and not self.cfg.no_ack:
+                    self.server.publish_internal(reply, self._plain_ack(result))
+                return
             response = self.process_inbound(subject, reply, hdr, payload)
             if response is not None and reply:
                 self.server.publish_internal(reply, response)
@@ -278,6 +302,11 @@ class Stream:
             self._batch = self.store.batch()
             self._batch.__enter__()
             self.server.loop.call_soon(self._end_batch)
+        if hdr is None and self._plain and not reply.endswith(FAST_BATCH_SUFFIX):
+            result = self._process_plain(subject, payload)
+            if reply and not self.cfg.no_ack:
+                self._acks.append((reply, self._plain_ack(result)))
+            return
         response = self.process_inbound(subject, reply, hdr, payload)
         if response is not None and reply:
             self._acks.append((reply, response))
@@ -538,6 +567,55 @@ class Stream:
         result = self._commit(subject, hdr, payload, size, msg_id, rollup, ts or None, ttl)
         return None if type(result) is int else result  # type: ignore[return-value]
 
+    def _process_plain(self, subject: str, payload: bytes) -> int | ApiError:
+        """:meth:`process_inbound` + :meth:`_commit` for a header-less publish to a stream whose
+        config leaves nothing else to check (``_plain``, decided by ``_configure_fast_path``):
+        the size limit, the account limits, the store, then expiry and consumers — the same
+        steps in the same order, without the branches that cannot apply."""
+        size = len(payload)
+        cfg = self.cfg
+        if 0 <= cfg.max_msg_size < size:
+            return E.JSStreamMessageExceedsMaximumErr()
+        store = self.store
+        engine = self.engine
+        storage = cfg.storage
+        limit_error = engine.check_account_limits(
+            storage, cast(Any, store)._record_size(len(subject), 0, size)
+        )
+        if limit_error is not None:
+            return limit_error
+        try:
+            seq = store.store_msg(subject, b"", payload, None, 0)[0]
+        except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
+            return E.JSStreamStoreFailedF(err=str(exc))
+        except StoreError as exc:
+            return self._store_failed(exc)
+        engine.note_write(storage, size + len(subject))
+        self._last_msg_id = ""
+        if cfg.max_age and "expiry" not in self._timers:
+            self._schedule_expiry()
+        if self.consumers:
+            if self._batch is not None:
+                self._signals.append((seq, subject))
+            else:
+                self._signal_consumers(seq, subject)
+        return seq
+
+    def _plain_ack(self, result: int | ApiError) -> bytes:
+        return finish_pub_ack(self._ack_prefix, result) if isinstance(result, int) else self._error(result)
+
+    def _store_failed(self, exc: StoreError) -> ApiError:
+        """A write failed (the store took the turn's appends back): the PubAck error, and the
+        turn's earlier PubAcks become it too."""
+        self._dedupe.forget_after(self.store.fast_state().last_seq)
+        error = self._write_error(exc)
+        if self._batch is not None and self._acks:
+            # The store took back this turn's earlier appends too: so are their PubAcks.
+            response = self._error(error)
+            self._acks = [(reply, response) for reply, _ in self._acks]
+            self._signals.clear()
+        return error
+
     def _commit(
         self,
         subject: str,
@@ -584,14 +662,7 @@ class Stream:
         except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
             return E.JSStreamStoreFailedF(err=str(exc))
         except StoreError as exc:
-            self._dedupe.forget_after(store.fast_state().last_seq)
-            error = self._write_error(exc)
-            if self._batch is not None and self._acks:
-                # The store took back this turn's earlier appends too: so are their PubAcks.
-                response = self._error(error)
-                self._acks = [(reply, response) for reply, _ in self._acks]
-                self._signals.clear()
-            return error
+            return self._store_failed(exc)
         engine.note_write(storage, size + len(subject))
         schedules = self.schedules
         if schedules is not None:
