@@ -87,22 +87,13 @@ class StateWriter:
     def reset(self, sseq: int) -> None:
         """⟨2.14+⟩ ``CONSUMER.RESET`` (``store.Reset``): the store starts over after ``sseq``
         (its state may go backwards only this way); written at once."""
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
-        self._wait_for_writer()
-        if self.store is None:
+        store = self._settle()
+        if store is None:
             return
         try:
-            self.store.reset(sseq)
+            store.reset(sseq)
         except (StoreError, OSError) as exc:
-            consumer = self.consumer
-            consumer.server.logger.error(
-                "JetStream consumer '%s > %s' could not reset its state: %s",
-                consumer.stream.name,
-                consumer.name,
-                exc,
-            )
+            self._log_failure("reset", exc)
 
     def dirty(self) -> None:
         """The state changed: write it to the consumer's store shortly."""
@@ -128,6 +119,15 @@ class StateWriter:
             # A state write is a file replace (milliseconds on ext4): keep it off the event loop.
             self._write_future = _state_writer().submit(self._write, state)
 
+    def _settle(self) -> ConsumerStoreBase | None:
+        """Before a reset or a close: no timed write pending, the writer thread's last write
+        done; the store to go on with (None: there is none)."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._wait_for_writer()
+        return self.store
+
     def _wait_for_writer(self) -> None:
         pending, self._write_future = self._write_future, None
         if pending is not None:
@@ -140,26 +140,28 @@ class StateWriter:
         try:
             self.store.update(state)
         except (StoreError, OSError) as exc:
-            consumer = self.consumer
-            consumer.server.logger.error(
-                "JetStream consumer '%s > %s' could not write its state: %s",
-                consumer.stream.name,
-                consumer.name,
-                exc,
-            )
+            self._log_failure("write", exc)
+
+    def _log_failure(self, action: str, exc: Exception) -> None:
+        """One log line for a state ``action`` ("write", "reset") the store refused."""
+        consumer = self.consumer
+        consumer.server.logger.error(
+            "JetStream consumer '%s > %s' could not %s its state: %s",
+            consumer.stream.name,
+            consumer.name,
+            action,
+            exc,
+        )
 
     def close(self, delete: bool) -> None:
         """Stop: write the final state (or drop everything with ``delete``) and close the store."""
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
-        self._wait_for_writer()
-        if self.store is None:
+        store = self._settle()
+        if store is None:
             return
         if not delete:
             self._flush()
         with contextlib.suppress(StoreError, OSError):
             if delete:
-                self.store.delete()
+                store.delete()
             else:
-                self.store.stop()
+                store.stop()

@@ -145,25 +145,12 @@ class WaitQueue:
         """Move the head request to the back, untouched (it is passed over this time)."""
         self._q.rotate(-1)
 
-    def pop_prioritized(self) -> WaitingRequest:
-        """``popAndRequeue``: like ``pop``, but a request wanting more goes back behind its
-        own priority level."""
-        q = self._q
-        wr = q[0]
-        wr.delivered += 1
-        wr.n -= 1
-        if wr.n <= 0:
-            q.popleft()
-        elif len(q) > 1 and q[-1] is not wr:
-            q.popleft()
-            self._insert_sorted(wr)
-        return wr
-
     def peek(self) -> WaitingRequest | None:
         return self._q[0] if self._q else None
 
-    def pop(self) -> WaitingRequest:
-        """Account one delivery to the head request; it moves to the back if it wants more."""
+    def pop(self, prioritized: bool = False) -> WaitingRequest:
+        """Account one delivery to the head request; it moves to the back if it wants more
+        (``prioritized``: nats-server's ``popAndRequeue``, behind its own priority level)."""
         q = self._q
         wr = q[0]
         wr.delivered += 1
@@ -171,8 +158,12 @@ class WaitQueue:
         if wr.n <= 0:
             q.popleft()
         elif len(q) > 1:
-            q.popleft()
-            q.append(wr)
+            if not prioritized:
+                q.popleft()
+                q.append(wr)
+            elif q[-1] is not wr:
+                q.popleft()
+                self._insert_sorted(wr)
         return wr
 
     def remove_head(self) -> None:
@@ -327,7 +318,7 @@ class PullDelivery:
                         continue
                 if wr.checked == current_pass or has_interest(wr.reply):
                     wr.checked = current_pass
-                    return waiting.pop_prioritized() if prioritized else waiting.pop()
+                    return waiting.pop(prioritized)
             else:
                 self.send_status(wr.reply, wr.timeout_status())
             waiting.remove_head()
