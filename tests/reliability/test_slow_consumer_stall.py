@@ -134,3 +134,37 @@ def test_slow_consumer_does_not_stall_the_producer_or_its_other_subscribers(star
         assert client.read_until(b"PONG\r\n", timeout=10).endswith(b"PONG\r\n")
     for client in (slow, fast, pub):
         client.close()
+
+
+def test_write_deadline_cuts_a_consumer_far_below_max_pending(start_server: StartServer) -> None:
+    """nats-server's write deadline is on each write to the socket: a consumer that takes nothing
+    for that long is cut ("Slow Consumer (Write Deadline)") with only a few MB pending, far below
+    the default max_pending of 64 MiB, and the publisher is not held up meanwhile."""
+    target = start_server(jetstream=False, write_deadline="1s", http_port=-1)
+    slow = RawClient(target.port, rcvbuf=4096)
+    slow.send(_connect("slow") + b"SUB data 1\r\nPING\r\n")
+    assert slow.read_until(b"PONG\r\n") == b"PONG\r\n"
+    pub = RawClient(target.port)
+    pub.send(_connect("producer") + b"PING\r\n")
+    assert pub.read_until(b"PONG\r\n") == b"PONG\r\n"
+    # 8 MiB: more than the kernel's send and receive buffers hold, far below max_pending.
+    chunk = (b"PUB data 65536\r\n" + b"y" * 65536 + b"\r\n") * 16
+    for _ in range(8):
+        pub.send(chunk)
+    pub.send(b"PING\r\n")
+    out = pub.read_until(b"PONG\r\n", timeout=30)
+    assert out.replace(b"PING\r\n", b"") == b"PONG\r\n"
+    # Not a byte read from the slow socket until the server has given up on it (reading would let
+    # the blocked write finish).
+    deadline = time.monotonic() + 30
+    closed: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        closed = [c for c in _closed_connections(target) if c.get("name")]
+        if closed:
+            break
+        time.sleep(0.05)
+    assert [(c["name"], c["reason"]) for c in closed] == [("slow", "Slow Consumer (Write Deadline)")]
+    pub.send(b"PING\r\n")
+    assert pub.read_until(b"PONG\r\n", timeout=10).endswith(b"PONG\r\n")
+    for client in (slow, pub):
+        client.close()

@@ -301,9 +301,12 @@ async def test_producer_stalls_while_consumer_is_behind() -> None:
 
 
 async def test_write_deadline_cuts_a_stuck_consumer() -> None:
+    """A socket that takes nothing for write_deadline cuts the client, however little is pending
+    (nats-server's write deadline is on each write, not on max_pending)."""
     async with Server(write_deadline=0.05) as srv:
-        consumer, transport = _fake_client(srv)
-        consumer.pause_writing()
+        consumer, transport = _fake_client(srv, stuck=True)
+        consumer.data_received(b"SUB s 1\r\n")
+        srv.publish_internal("s", b"x")
         for _ in range(100):
             if consumer.closed:
                 break

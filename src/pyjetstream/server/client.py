@@ -28,6 +28,7 @@ import ssl
 import time
 from typing import TYPE_CHECKING, Any, cast
 
+from pyjetstream.api.timefmt import format_go_duration
 from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, Sub, Unsub
 from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import NatsServerParser
@@ -200,6 +201,8 @@ class ClientConnection(asyncio.Protocol):
         self.pending_limit = min(opts.max_pending, self.early_flush)
         self.write_paused = False
         self._write_deadline_timer: asyncio.TimerHandle | None = None
+        self.written = 0  # bytes handed to the transport by flush_out
+        self._write_deadline_mark = 0  # ``written`` when the running write deadline started
         self.stalled_producers: list[ClientConnection] = []
         self.stalled = False
         self._stall_timer: asyncio.TimerHandle | None = None
@@ -395,15 +398,9 @@ class ClientConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.write_paused = True
-        self._write_deadline_timer = self.server.loop.call_later(
-            self.server.options.write_deadline, self._write_deadline_exceeded
-        )
 
     def resume_writing(self) -> None:
         self.write_paused = False
-        if self._write_deadline_timer is not None:
-            self._write_deadline_timer.cancel()
-            self._write_deadline_timer = None
         self._release_producers()
 
     def eof_received(self) -> bool:
@@ -912,9 +909,12 @@ class ClientConnection(asyncio.Protocol):
         self.out = []
         self.out_size = 0
         transport.write(data)
+        self.written += len(data)
         self.last_activity = time.monotonic()
         buffered = transport.get_write_buffer_size()
         self.pending_limit = min(self.max_pending - buffered, self.early_flush)
+        if buffered and self._write_deadline_timer is None:
+            self._start_write_deadline()
 
     def pending_bytes(self) -> int:
         buffered = self.transport.get_write_buffer_size() if self.transport and not self.closed else 0
@@ -936,13 +936,32 @@ class ClientConnection(asyncio.Protocol):
         # nats-server marks a slow consumer closed without flushing pending data or an -ERR.
         self.abort(ClosedReason.SLOW_CONSUMER_PENDING)
 
-    def _write_deadline_exceeded(self) -> None:
+    def _start_write_deadline(self) -> None:
+        """The socket did not take all we wrote: what is written so far must be out within
+        write_deadline (nats-server sets the deadline on each write of ``flushOutbound``; a write
+        the socket has not finished by then cuts the client, whatever max_pending allows)."""
+        self._write_deadline_mark = self.written
+        self._write_deadline_timer = self.server.loop.call_later(
+            self.server.options.write_deadline, self._write_deadline_check
+        )
+
+    def _write_deadline_check(self) -> None:
         self._write_deadline_timer = None
-        if self.closed or not self.write_paused:
+        if self.closed or self.transport is None:
+            return
+        buffered = self.transport.get_write_buffer_size()
+        if not buffered:
+            return
+        if self.written - buffered >= self._write_deadline_mark:
+            # That write finished in time; what was written since gets its own deadline.
+            self._start_write_deadline()
             return
         self.server.slow_consumers += 1
-        deadline = self.server.options.write_deadline
-        self.log(logging.INFO, f"Slow Consumer Detected: WriteDeadline of {deadline}s exceeded")
+        deadline = format_go_duration(int(self.server.options.write_deadline * 1e9))
+        self.log(
+            logging.INFO,
+            f"Slow Consumer Detected: WriteDeadline of {deadline} exceeded with 1 chunks of {buffered} total bytes.",
+        )
         self.abort(ClosedReason.SLOW_CONSUMER_DEADLINE)
 
     def stall(self, consumer: ClientConnection) -> None:
