@@ -334,3 +334,104 @@ async def test_asking_for_a_durable_sourcing_consumer_again_resets_it(server: Ta
         assert redelivered == [(1, 1), (2, 2), (3, 3)]
     finally:
         await c.close()
+
+
+# --- a plain source or mirror of a work-queue / interest origin (2.15) -----------------------
+
+
+def src_consumer(stream: str, account: str = "$G") -> str:
+    """The stable name nats-server gives a stream's one source of an origin."""
+    return f"JS_SRC_{api_hash(api_hash(f'{stream} {account}'))}"
+
+
+def mirror_consumer(stream: str, account: str = "$G") -> str:
+    return f"JS_MIRROR_{api_hash(f'{stream} {account}')}"
+
+
+async def test_plain_sources_of_work_queue_and_interest_origins_are_reliable(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("W", ["w.>"], retention="workqueue")
+        await c.add_stream("I", ["i.>"], retention="interest")
+        await c.add_stream("L", ["l.>"])
+        assert error_of(await create_stream(c, "A", sources=[{"name": "W"}, {"name": "L"}])) is None
+        assert error_of(await create_stream(c, "M", mirror={"name": "I"})) is None
+
+        # The consumers appear on the origins under their stable names, durable and acked by
+        # flow control; the limits origin's stays a hidden ephemeral one.
+        async def made() -> bool:
+            names = [(await c.api(f"$JS.API.CONSUMER.NAMES.{s}")).get("consumers") for s in ("W", "I", "L")]
+            return names == [[src_consumer("A")], [mirror_consumer("M")], []]
+
+        await wait_for(made, SYNC_TIMEOUT, 0.2)
+        info = await c.consumer_info("W", src_consumer("A"))
+        cfg = info["config"]
+        assert (cfg["durable_name"], cfg["ack_policy"], cfg["sourcing"]) == (src_consumer("A"), "flow_control", True)
+        assert (cfg["metadata"]["_nats.src.stream"], cfg["metadata"]["_nats.src.acc"]) == ("A", "$G")
+        info = await c.consumer_info("I", mirror_consumer("M"))
+        assert info["config"]["metadata"]["_nats.mirror.stream"] == "M"
+        for i in range(4):
+            await c.publish_js(f"w.{i}", f"a{i}".encode())
+            await c.publish_js(f"i.{i}", f"b{i}".encode())
+            await c.publish_js(f"l.{i}", f"c{i}".encode())
+        await wait_count(c, "A", 8)
+        await wait_count(c, "M", 4)
+        await wait_count(c, "W", 0)
+        await wait_count(c, "I", 0)
+    finally:
+        await c.close()
+    server.restart()
+    c = await RawClient.connect(server.url)
+    try:
+        for i in range(4, 6):
+            await c.publish_js(f"w.{i}", f"a{i}".encode())
+            await c.publish_js(f"i.{i}", f"b{i}".encode())
+        await wait_count(c, "A", 10)
+        await wait_count(c, "M", 6)
+        await wait_count(c, "W", 0)
+        await wait_count(c, "I", 0)
+        from_w = [data for _, data, source in await stored(c, "A") if source.startswith("W ")]
+        assert from_w == [f"a{i}" for i in range(6)]
+        assert [data for _, data, _ in await stored(c, "M")] == [f"b{i}" for i in range(6)]
+        # Deleting the sourcing streams removes their consumers from the origins.
+        await c.api("$JS.API.STREAM.DELETE.A")
+        await c.api("$JS.API.STREAM.DELETE.M")
+
+        async def removed() -> bool:
+            names = [(await c.api(f"$JS.API.CONSUMER.NAMES.{s}")).get("consumers") for s in ("W", "I")]
+            return names == [[], []]
+
+        await wait_for(removed, SYNC_TIMEOUT, 0.2)
+    finally:
+        await c.close()
+
+
+async def test_removing_a_source_removes_its_consumer(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("W", ["w.>"], retention="workqueue")
+        await c.add_stream("V", ["v.>"], retention="workqueue")
+        made = await create_stream(c, "A", subjects=["a.>"], sources=[{"name": "W"}, {"name": "V"}])
+        assert error_of(made) is None, made
+
+        async def names(stream: str) -> list[str]:
+            return (await c.api(f"$JS.API.CONSUMER.NAMES.{stream}")).get("consumers") or []
+
+        async def both() -> bool:
+            return await names("W") == [src_consumer("A")] and await names("V") == [src_consumer("A")]
+
+        await wait_for(both, SYNC_TIMEOUT, 0.2)
+        upd = await c.api("$JS.API.STREAM.UPDATE.A", {"name": "A", "subjects": ["a.>"], "sources": [{"name": "V"}]})
+        assert error_of(upd) is None, upd
+
+        async def one() -> bool:
+            return await names("W") == [] and await names("V") == [src_consumer("A")]
+
+        await wait_for(one, SYNC_TIMEOUT, 0.2)
+        await c.publish_js("w.1", b"stays")
+        await c.publish_js("v.1", b"moves")
+        await wait_count(c, "A", 1)
+        await wait_count(c, "V", 0)
+        assert (await state(c, "W"))["messages"] == 1
+    finally:
+        await c.close()

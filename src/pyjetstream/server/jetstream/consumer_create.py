@@ -66,8 +66,10 @@ def _partition_unique(stream: Stream, name: str, filters: list[str]) -> bool:
 
 
 def open_consumer_store(stream: Stream, name: str, cfg: ConsumerConfig) -> ConsumerStoreBase | None:
-    """The persisted state of a file stream's consumer (``None``: in memory only)."""
-    if stream.cfg.storage != StorageType.FILE or cfg.mem_storage:
+    """The persisted state of a file stream's consumer (``None``: in memory only). A direct
+    consumer (a mirror's or source's on its origin) has none, as in nats-server: ours would
+    write its state on every delivery and bring it back, orphaned, after a restart."""
+    if stream.cfg.storage != StorageType.FILE or cfg.mem_storage or cfg.direct:
         return None
     store = stream.store.consumer_store(name)
     store.update_config(store_ack_policy(cfg), cfg.max_deliver)

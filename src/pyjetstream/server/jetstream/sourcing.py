@@ -2,13 +2,21 @@
 ``processInboundMirrorMsg``, ``setSourceConsumer``, ``processInboundSourceMsg``,
 ``startingSequenceForSources``, ``sourceInfo``).
 
-A mirror or a source reads its origin through an internal push consumer on the origin stream:
-ephemeral, ``direct`` (not listed by CONSUMER.NAMES/LIST, not in ``consumer_count``), ack none,
-flow control and a 1 s idle heartbeat, delivering to a private ``$JS.M.<id>`` / ``$JS.S.<id>``
-subject. It is created with an ordinary ``CONSUMER.CREATE`` request (through ``external.api`` when
-set), exactly as nats-server does, so a local origin and one behind a domain's API prefix take the
-same path. Each delivery's ack reply carries the origin sequence, the delivery sequence, the
-timestamp and the pending count, which is all the tracking needs:
+A mirror or a source reads its origin through a push consumer on the origin stream, asked for
+with an ordinary ``CONSUMER.CREATE`` request (through ``external.api`` when set), exactly as
+nats-server 2.15 does, so a local origin and one behind a domain's API prefix take the same path:
+``direct`` and ``sourcing``, ack none, flow control and a 1 s idle heartbeat, delivering to a
+private ``$JS.M.<id>`` / ``$JS.S.<id>`` subject, under a stable name (``JS_MIRROR_<hash>`` /
+``JS_SRC_<hash>``). A limits origin makes it an ephemeral hidden consumer (the name gets a random
+suffix); a work-queue or interest origin makes it a durable acked by flow control (ADR-60), since
+an ``ack none`` consumer would drop what it sent and lose interest while nobody reads: our
+flow-control responses name the last origin sequence stored (``Nats-Last-Stream``), and only that
+is acked. Asked for again (after a gap, a restart) the durable resets to its ack floor; what comes
+again is skipped. Removing the mirror/source or deleting the stream deletes it (best effort).
+With ``StreamSource.consumer`` (ADR-60 "durable sourcing") the consumer is the user's: it is only
+reset (``CONSUMER.RESET``) and must use ``ack_policy: flow_control`` (10214 / 10217 otherwise).
+Each delivery's ack reply carries the origin sequence, the delivery sequence, the timestamp and
+the pending count, which is all the tracking needs:
 
 - a **mirror** stores each message at the origin's sequence with the origin's timestamp; sequences
   the origin no longer has (deleted, expired, filtered out) are skipped, so sequences stay aligned.
@@ -72,6 +80,7 @@ HEALTH_CHECK_INTERVAL = 1.0  # sourceHealthCheckInterval: also the consumer's id
 STALLED_AFTER = 3 * HEALTH_CHECK_INTERVAL  # silence that makes a feed recreate its consumer
 RETRY_THRESHOLD = 2.0  # sourceConsumerRetryThreshold: least time between two consumer requests
 CREATE_TIMEOUT = 5.0  # no reply to CONSUMER.CREATE after this: try again
+INACTIVE_THRESHOLD_NS = 10 * NS  # what 2.15 asks for: an ephemeral origin consumer left unread goes
 DURABLE_RESET_TIMEOUT = 5.0  # srcDurableConsumerWaitTime: no reply to CONSUMER.RESET (a missing consumer)
 ACK_WAIT_NS = 22 * 3600 * NS  # what nats-server puts in the request (ack none: never used)
 CAUGHT_UP = 10  # dgetCaughtUpThresh: a mirror_direct mirror answers direct gets once this close
@@ -83,6 +92,8 @@ HDR_STREAM_SOURCE = H.STREAM_SOURCE.encode()
 HDR_STREAM_IDENTITY = H.STREAM_IDENTITY.encode()  # 2.15
 HDR_REQUIRED_API_LEVEL = H.REQUIRED_API_LEVEL.encode()
 STREAM_IDENTITY_MISMATCH = E.JSConsumerStreamIdentityMismatchF.err_code
+REQUIRED_API_LEVEL_ERR = E.JSRequiredApiLevelErr.err_code
+INVALID_JSON_ERR = E.JSInvalidJSONErr.err_code
 HDR_LAST_CONSUMER = H.LAST_CONSUMER.encode()
 HDR_LAST_STREAM = H.LAST_STREAM.encode()
 HDR_CONSUMER_STALLED = H.CONSUMER_STALLED.encode()
@@ -226,7 +237,7 @@ class _Feed:
     """One origin being read, a mirror or one source (nats-server ``sourceInfo``)."""
 
     kind: ClassVar[str] = ""  # "M" (mirror) or "S" (source): the deliver subject's second token
-    consumer_prefix: ClassVar[str] = ""  # the name of a filtered consumer: "<prefix>-<id>"
+    API_LEVEL: ClassVar[int] = 5  # what the consumer create asks for (4 for a mirror)
     REPORTS_SEQ: ClassVar[bool] = True  # StreamSourceInfo.seq: the highest origin sequence taken
 
     def __init__(self, stream: Stream, cfg: StreamSource) -> None:
@@ -253,6 +264,8 @@ class _Feed:
         self._deliver_sub: Any = None
         self._reply_sub: Any = None
         self._reply_subject = ""
+        self._request: ConsumerConfig | None = None  # the consumer create being asked for
+        self._level = 0  # the API level it asks for (0: a plain consumer, for older origins)
         self._early: list[tuple[str, str, bytes | None, bytes]] = []
         self._timeout: TimerHandle | None = None
         self._retry: Handle | None = None
@@ -330,26 +343,101 @@ class _Feed:
         else:
             deliver = f"$JS.{self.kind}.{_token()}"
         config = self._start_position(self._base_config(deliver))
-        subject = f"{API_PREFIX}.CONSUMER.CREATE.{self.name}"
         filters = [t.src or ">" for t in self.cfg.subject_transforms]
         if self.cfg.filter_subject or len(filters) == 1:
-            config.name = f"{self.consumer_prefix}-{_token()}"
             config.filter_subject = self.cfg.filter_subject or filters[0]
-            subject = f"{subject}.{config.name}.{config.filter_subject}"
         elif filters:
             config.filter_subjects = filters
+        self._deliver_sub = self.server.subscribe_internal(deliver, self._on_delivery)
+        self._request = config
+        self._send_create(self.API_LEVEL)
+
+    def _send_create(self, level: int) -> None:
+        """Send the consumer create (``trySetupSourceConsumer`` / ``setupMirrorConsumer``).
+
+        The consumer has a stable name and ``sourcing`` set, so a work-queue or interest origin
+        makes it a durable acked by flow control (ADR-60); the request asks for API ``level``
+        (and a source for the origin's identity). An origin too old for that refuses it (10185,
+        or 10025 for the unknown field): a source asks again at level 4, then both without
+        ``sourcing``, under a unique name (``_downgrade``)."""
+        config = self._request
+        assert config is not None
+        self._level = level
+        if level:
+            config.sourcing = True
+            config.name = self.consumer_name()
+        else:
+            config.sourcing = False
+            config.name = f"{self.consumer_name()}_{_token()}"
+        subject = f"{API_PREFIX}.CONSUMER.CREATE.{self.name}"
+        if config.filter_subject:
+            subject = f"{subject}.{config.name}.{config.filter_subject}"
+        ext = self.cfg.external
         if ext is not None and ext.api:
             subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
         request = encode(CreateConsumerRequest(stream_name=self.name, config=config))
+        if self._reply_sub is not None:  # a downgraded retry: stale answers go nowhere
+            self._reply_sub.unsubscribe()
         self._reply_subject = f"$JSC.R.{_token()}"
         self._reply_sub = self.server.subscribe_internal(self._reply_subject, self._on_create_reply)
-        self._deliver_sub = self.server.subscribe_internal(deliver, self._on_delivery)
         self.sip = True
-        self._timeout = self.loop.call_later(CREATE_TIMEOUT, self._on_create_timeout)
+        if self._timeout is None:
+            self._timeout = self.loop.call_later(CREATE_TIMEOUT, self._on_create_timeout)
         hdr = None
-        if self.kind == "S" and self.ident:
-            hdr = b"NATS/1.0\r\n%s: %s\r\n\r\n" % (HDR_STREAM_IDENTITY, self.ident.encode())
+        if level >= 5:
+            hdr = b"NATS/1.0\r\n%s: %d\r\n%s: %s\r\n\r\n" % (
+                HDR_REQUIRED_API_LEVEL,
+                level,
+                HDR_STREAM_IDENTITY,
+                self.ident.encode(),
+            )
+        elif level:
+            hdr = b"NATS/1.0\r\n%s: %d\r\n\r\n" % (HDR_REQUIRED_API_LEVEL, level)
         self.server.publish_internal(subject, request, reply=self._reply_subject, hdr=hdr)
+
+    def _downgrade(self, error: ApiError) -> bool:
+        """An origin that does not know sourcing consumers (or this API level): ask again."""
+        if not self._level or error.err_code not in (REQUIRED_API_LEVEL_ERR, INVALID_JSON_ERR):
+            return False
+        self._send_create(self._level - 1 if self._level > 4 else 0)
+        return True
+
+    def consumer_name(self, sources: list[StreamSource] | None = None) -> str:
+        """The stable name of this feed's consumer on the origin (``JS_MIRROR_`` / ``JS_SRC_``),
+        among the stream's ``sources`` (its current ones unless given)."""
+        raise NotImplementedError
+
+    def stable_hash(self) -> str:
+        """``createStableConsumerHash``: this stream, its account (and JetStream domain)."""
+        engine = self.stream.engine
+        key = f"{self.stream.name} {engine.server.name}"
+        if engine.domain:
+            key = f"{key} {engine.domain}"
+        return api_hash(key)
+
+    def metadata(self) -> dict[str, str]:
+        """Who made the consumer, for users who see it on the origin (ADR-60)."""
+        tag = "mirror" if self.kind == "M" else "src"
+        meta = {f"_nats.{tag}.stream": self.stream.name, f"_nats.{tag}.acc": self.stream.engine.server.name}
+        if self.stream.engine.domain:
+            meta[f"_nats.{tag}.domain"] = self.stream.engine.domain
+        return meta
+
+    def delete_consumer(self, sources: list[StreamSource] | None = None) -> None:
+        """``tryDeleteSourcingConsumer``: the mirror or source is gone; one best-effort request
+        removes its durable consumer from a work-queue or interest origin (an ephemeral one of a
+        limits origin had a suffix: the request finds nothing, and it expires by itself)."""
+        if self.cfg.consumer is not None:
+            return  # the user's
+        subject = f"{API_PREFIX}.CONSUMER.DELETE.{self.name}.{self.consumer_name(sources)}"
+        ext = self.cfg.external
+        if ext is not None and ext.api:
+            subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
+        reply = f"$JSC.R.{_token()}"
+        subs: list[Any] = []
+        subs.append(self.server.subscribe_internal(reply, lambda *_: subs[0].unsubscribe()))
+        self.loop.call_later(HEALTH_CHECK_INTERVAL, subs[0].unsubscribe)  # no answer: give up
+        self.server.publish_internal(subject, b"", reply=reply)
 
     def _setup_durable(self, durable: StreamConsumerSource) -> None:
         """⟨ADR-60⟩ ``StreamSource.consumer``: the origin's durable consumer is the user's, so it
@@ -383,9 +471,8 @@ class _Feed:
             idle_heartbeat=int(HEALTH_CHECK_INTERVAL * NS),
             flow_control=True,
             direct=True,
-            # nats-server keeps no store for a direct consumer; ours would persist its state on
-            # every delivery and bring it back, orphaned, after a restart.
-            mem_storage=True,
+            inactive_threshold=INACTIVE_THRESHOLD_NS,
+            metadata=self.metadata(),
         )
 
     def _start_position(self, config: ConsumerConfig) -> ConsumerConfig:
@@ -425,6 +512,8 @@ class _Feed:
             self.ident = ""
             self.lreq = float("-inf")
             self._restart()
+            return
+        if response.error is not None and self._downgrade(response.error):
             return
         if response.error is not None or not response.name:
             self.server.logger.warning(
@@ -564,7 +653,10 @@ class MirrorFeed(_Feed):
     REPORTS_SEQ: ClassVar[bool] = False  # 2.15 reports the highest sourced sequence for sources only
 
     kind = "M"
-    consumer_prefix = "mirror"
+    API_LEVEL = 4
+
+    def consumer_name(self, sources: list[StreamSource] | None = None) -> str:
+        return f"JS_MIRROR_{self.stable_hash()}"
 
     def __init__(self, stream: Stream, cfg: StreamSource) -> None:
         super().__init__(stream, cfg)
@@ -673,7 +765,16 @@ class SourceFeed(_Feed):
     """One of a stream's sources: copies are new messages of this stream, stamped with their origin."""
 
     kind = "S"
-    consumer_prefix = "src"
+
+    def consumer_name(self, sources: list[StreamSource] | None = None) -> str:
+        """``createSourcingConsumerHash``: one source of an origin is named by this stream
+        alone; when the origin is sourced more than once, each name takes in its index name."""
+        key = self.stable_hash()
+        if sources is None:
+            sources = self.stream.cfg.sources
+        if sum(1 for src in sources if src.name == self.name) > 1:
+            key = f"{key} {self.iname}"
+        return f"JS_SRC_{api_hash(key)}"
 
     def __init__(self, stream: Stream, cfg: StreamSource) -> None:
         super().__init__(stream, cfg)
@@ -759,11 +860,17 @@ class StreamSourcing:
             for feed in feeds:
                 feed.start()
 
-    def stop(self) -> None:
+    def stop(self, delete: bool = False) -> None:
+        """Stop every feed; when the stream is deleted, also ask each origin to delete the
+        consumer a feed made there (nats-server does it on a stream delete)."""
         if self.mirror is not None:
+            if delete:
+                self.mirror.delete_consumer()
             self.mirror.stop()
             self.mirror = None
         for feed in self.sources.values():
+            if delete:
+                feed.delete_consumer()
             feed.stop()
         self.sources.clear()
 
@@ -772,6 +879,7 @@ class StreamSourcing:
         removing it promotes the stream to a normal one (2.12+): mirroring stops."""
         if self.mirror is not None and new.mirror is None:
             self.mirror.drop_direct()
+            self.mirror.delete_consumer()
             self.mirror.stop()
             self.mirror = None
         if self.mirror is not None and new.mirror is not None:
@@ -780,8 +888,10 @@ class StreamSourcing:
                 self.mirror.drop_direct()
         wanted = {index_name(src): src for src in new.sources}
         for iname in [i for i in self.sources if i not in wanted]:
-            self.sources.pop(iname).stop()
-        added = []
+            gone = self.sources.pop(iname)
+            gone.delete_consumer(old.sources)
+            gone.stop()
+        added: list[SourceFeed] = []
         for iname, src in wanted.items():
             feed = self.sources.get(iname)
             if feed is not None:

@@ -197,7 +197,7 @@ class Stream:
             return
         self._end_batch()
         self.closed = True
-        self.sourcing.stop()
+        self.sourcing.stop(delete=delete)
         if self.schedules is not None:
             self.schedules.stop()
         for consumer in list(self.consumers.values()):
