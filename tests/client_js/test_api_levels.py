@@ -18,6 +18,8 @@ from pyjetstream.client.jetstream import (
     JetStream,
     MsgSchedule,
     StreamConfig,
+    StreamConsumerSource,
+    StreamSource,
     errors,
     jetstream,
 )
@@ -95,6 +97,12 @@ async def test_features_are_refused_before_sending_on_an_old_server(vjs: JetStre
         Feature.COUNTERS: lambda: vjs.counter("S"),
         Feature.ATOMIC_BATCH: lambda: _atomic(vjs),
         Feature.FAST_BATCH: lambda: _fast(vjs),
+        Feature.ACK_FLOW_CONTROL: lambda: vjs.create_push_consumer(
+            "S", ConsumerConfig(durable="F", deliver_subject="d.f", ack_policy=AckPolicy.FLOW_CONTROL)
+        ),
+        Feature.DURABLE_SOURCING: lambda: vjs.create_stream(
+            StreamConfig(name="A", sources=[StreamSource(name="S", consumer=StreamConsumerSource(name="F", deliver_subject="d.f"))])
+        ),
     }
     for feature, call in calls.items():
         if level >= feature.level:

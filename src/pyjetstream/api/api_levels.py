@@ -31,6 +31,8 @@ class Feature(enum.Enum):
     FAST_BATCH = ("fast-ingest batch publish", 4, "2.14")
     BATCH_EOB = ("committing an atomic batch without a final message (eob)", 4, "2.14")
     CONSUMER_RESET = ("consumer reset", 4, "2.14")
+    ACK_FLOW_CONTROL = ("flow-control acks (ack_policy flow_control, ADR-60)", 4, "2.14")
+    DURABLE_SOURCING = ("mirroring or sourcing through a named durable consumer (ADR-60)", 4, "2.14")
     SCHEDULE_CRON = ("interval, cron and sourced schedules", 4, "2.14")
 
     def __init__(self, description: str, level: int, version: str) -> None:

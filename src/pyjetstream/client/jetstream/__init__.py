@@ -25,9 +25,10 @@ from pyjetstream.api.enums import (
 )
 from pyjetstream.api.kv import KvOperation
 from pyjetstream.api.models_account import AccountInfo
+from pyjetstream.api.models_common import ExternalStream
 from pyjetstream.api.models_consumer import ConsumerInfo
 from pyjetstream.api.models_msg import PubAck
-from pyjetstream.api.models_stream import StreamInfo
+from pyjetstream.api.models_stream import StreamConsumerSource, StreamInfo, StreamSource
 from pyjetstream.api.objstore import ObjectInfo, ObjectLink
 from pyjetstream.client.jetstream import errors
 from pyjetstream.client.jetstream.batch import BatchGap, BatchPublisher, FastPubAck, FastPublisher
@@ -91,6 +92,7 @@ __all__ = [
     "CounterEntry",
     "DeliverPolicy",
     "DiscardPolicy",
+    "ExternalStream",
     "FastPubAck",
     "FastPublisher",
     "JetStream",
@@ -136,7 +138,9 @@ __all__ = [
     "StorageType",
     "Stream",
     "StreamConfig",
+    "StreamConsumerSource",
     "StreamInfo",
+    "StreamSource",
     "TTL_NEVER",
     "errors",
     "jetstream",

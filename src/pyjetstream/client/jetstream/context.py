@@ -22,7 +22,7 @@ import msgspec
 
 from pyjetstream.api import codec, names
 from pyjetstream.api.api_levels import Feature, api_level_from_info
-from pyjetstream.api.enums import ConsumerAction
+from pyjetstream.api.enums import AckPolicy, ConsumerAction
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, CreateConsumerRequest
 from pyjetstream.api.models_msg import PubAck
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo
@@ -306,14 +306,23 @@ class JetStream:
     async def create_stream(self, config: StreamConfig) -> Stream:
         """Create a stream (idempotent for an identical config; else :class:`StreamNameAlreadyInUse`)."""
         validate_stream_name(config.name)
+        await self._require_stream_features(config)
         resp = await self._request(self.api.stream_create(config.name), config, StreamCreateResponse)
         return Stream(self, resp.payload())
 
     async def update_stream(self, config: StreamConfig) -> Stream:
         """Update an existing stream (:class:`StreamNotFound` if there is none)."""
         validate_stream_name(config.name)
+        await self._require_stream_features(config)
         resp = await self._request(self.api.stream_update(config.name), config, StreamUpdateResponse)
         return Stream(self, resp.payload())
+
+    async def _require_stream_features(self, config: StreamConfig) -> None:
+        """A server before 2.14 would ignore ``StreamSource.consumer`` and read the origin
+        through an ephemeral consumer instead, silently unreliable: refuse it before sending."""
+        origins = [config.mirror] if config.mirror is not None else []
+        if any(src.consumer is not None for src in [*origins, *config.sources]):
+            await self.require(Feature.DURABLE_SOURCING)
 
     async def create_or_update_stream(self, config: StreamConfig) -> Stream:
         try:
@@ -429,6 +438,8 @@ class JetStream:
             )
         if legacy and action is not ConsumerAction.CREATE_OR_UPDATE:
             await self._emulate_action(stream, name, config, action)
+        if config.ack_policy == AckPolicy.FLOW_CONTROL:
+            await self.require(Feature.ACK_FLOW_CONTROL)
         filter_subject = config.filter_subject if not config.filter_subjects else None
         subject = self.api.consumer_create(stream, name, filter_subject)
         request = CreateConsumerRequest(stream_name=stream, config=config, action=action)
