@@ -46,13 +46,24 @@ ACK_WAIT_DELAY = 0.001
 class AckProcessor:
     """Acks, NAKs, TERMs, progress and the redelivery timer of one consumer."""
 
-    __slots__ = ("_prefix_len", "consumer", "ptmr", "state")
+    __slots__ = ("_activity", "_ahead", "_explicit", "_maxp", "_prefix_len", "_several", "consumer", "ptmr", "state")
 
     def __init__(self, consumer: Consumer) -> None:
         self.consumer = consumer
         self.state = consumer.state
         self.ptmr: asyncio.TimerHandle | None = None
         self._prefix_len = len(consumer.ack_prefix)
+        self.configure()
+
+    def configure(self) -> None:
+        """Read once per config (not per ack) what every ack looks at; the consumer calls this
+        again when its config changes."""
+        cfg = self.consumer.cfg
+        self._explicit = cfg.ack_policy == AckPolicy.EXPLICIT
+        self._several = cfg.ack_policy in (AckPolicy.ALL, AckPolicy.FLOW_CONTROL)  # an ack retires all below
+        self._ahead = cfg.flow_control  # acks may run ahead of what was delivered
+        self._maxp = cfg.max_ack_pending
+        self._activity = cfg.inactive_threshold > 0
 
     def stop(self) -> None:
         if self.ptmr is not None:
@@ -81,7 +92,7 @@ class AckProcessor:
         skip_reply = sseq == 0
         # ⟨2.11+⟩ an ack (or term) beyond what was delivered is ignored, without an ack reply
         # (``processAckMsg`` returns false), unless flow control may run ahead.
-        beyond = sseq >= self.state.sseq and not consumer.cfg.flow_control
+        beyond = sseq >= self.state.sseq and not self._ahead
         if payload == ACK:  # the common case first, without classifying the payload
             if beyond:
                 skip_reply = True
@@ -112,23 +123,22 @@ class AckProcessor:
                 skip_reply = skip_reply or beyond
         if reply and not skip_reply:
             consumer.server.publish_internal(reply, b"")
-        if consumer.cfg.inactive_threshold > 0:
+        if self._activity:
             consumer.suppress_deletion()
 
     def ack(self, sseq: int, dseq: int, dc: int, sample: bool) -> None:
         """``processAckMsg``: retire ``sseq`` (and, for AckAll, everything below it)."""
         consumer = self.consumer
-        cfg = consumer.cfg
         st = self.state
-        maxp = cfg.max_ack_pending
+        maxp = self._maxp
         acked_from = 0
-        if cfg.ack_policy == AckPolicy.EXPLICIT:
+        if self._explicit:
             was = len(st.pending)
             p = st.ack(sseq, dseq)
             if p is not None and sample and consumer.sfreq:
                 self._sample_ack(sseq, dseq, dc, p)
             need_signal = p is not None and maxp > 0 and was >= maxp
-        elif cfg.ack_policy in (AckPolicy.ALL, AckPolicy.FLOW_CONTROL):
+        elif self._several:
             need_signal = maxp > 0 and len(st.pending) >= maxp
             floor = st.ack_all(sseq, dseq)
             if floor is None:

@@ -220,6 +220,7 @@ class Consumer:
         if cfg.rate_limit_bps != old.rate_limit_bps:
             self.push.set_rate_limit(cfg.rate_limit_bps)
         self.cfg = cfg
+        self.acks.configure()
         self.sfreq = sample_frequency(cfg)
         if filters_of(cfg) != filters_of(old):
             self.filter = SubjectFilter(filters_of(cfg))

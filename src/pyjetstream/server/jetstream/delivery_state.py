@@ -111,8 +111,8 @@ class DeliveryState:
         p = pending.pop(sseq, None)
         if p is not None:
             dseq = p[0]
-            self._pending_dels += 1
-            if self._pending_dels > _REBUILD_AFTER:
+            dels = self._pending_dels = self._pending_dels + 1
+            if dels > _REBUILD_AFTER and dels > 2 * len(pending):
                 self._deleted(0)
         if not pending:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
