@@ -137,34 +137,56 @@ def subject_matches(filter: str, subject: str) -> bool:
     return len(ftoks) == n
 
 
+def _wildcards(tokens: list[str]) -> tuple[bool, bool]:
+    """nats-server's ``analyzeTokens``: whether any token is ``*`` / ``>`` (in any position)."""
+    return PWC in tokens, FWC in tokens
+
+
 def subjects_overlap(a: str, b: str) -> bool:
-    """Whether some literal subject matches both ``a`` and ``b`` (nats-server ``SubjectsCollide``)."""
+    """Whether some literal subject matches both ``a`` and ``b``: nats-server's ``SubjectsCollide``
+    step for step, so that it answers as nats-server also for a subject not yet validated
+    (``a.>.b`` collides with ``a.b.c``: a stream's subject list is compared pair by pair before
+    the later ones are checked)."""
     if a == b:
         return True
     ta = a.split(SEP)
     tb = b.split(SEP)
-    fwc_a = ta[-1] == FWC
-    fwc_b = tb[-1] == FWC
-    la, lb = len(ta), len(tb)
-    # A ``>`` needs at least as many tokens on the other side (the other's own ``>`` counts).
-    if (fwc_a and not fwc_b and lb < la) or (fwc_b and not fwc_a and la < lb):
+    pwc_a, fwc_a = _wildcards(ta)
+    pwc_b, fwc_b = _wildcards(tb)
+    lit_a, lit_b = not (pwc_a or fwc_a), not (pwc_b or fwc_b)
+    if lit_a and lit_b:
         return False
+    if lit_a:
+        return _is_subset_tokens(ta, tb)
+    if lit_b:
+        return _is_subset_tokens(tb, ta)
+    la, lb = len(ta), len(tb)
     if not fwc_a and not fwc_b and la != lb:
         return False
-    for x, y in zip(ta, tb, strict=False):
-        if x == y or x == PWC or y == PWC or x == FWC or y == FWC:
-            continue
+    if la != lb and ((la < lb and not fwc_a) or (lb < la and not fwc_b)):
         return False
+    for x, y in zip(ta, tb, strict=False):
+        # tokensCanMatch: empty tokens never match; a token starting with a wildcard matches.
+        if not x or not y:
+            return False
+        if x[0] in "*>" or y[0] in "*>":
+            continue
+        if x != y:
+            return False
     return True
 
 
 def is_subset(sub: str, of: str) -> bool:
-    """Whether every subject matched by ``sub`` is also matched by ``of``.
+    """Whether every subject matched by ``sub`` is also matched by ``of`` (nats-server's
+    ``subjectIsSubsetMatch``).
 
     ``foo.bar`` ⊂ ``foo.*`` ⊂ ``foo.>`` ⊂ ``>``; ``foo.*`` is not a subset of ``foo.bar``.
     """
-    stoks = sub.split(SEP)
-    otoks = of.split(SEP)
+    return _is_subset_tokens(sub.split(SEP), of.split(SEP))
+
+
+def _is_subset_tokens(stoks: list[str], otoks: list[str]) -> bool:
+    """nats-server's ``isSubsetMatchTokenized``."""
     n = len(stoks)
     for i, otok in enumerate(otoks):
         if i >= n or not otok:
@@ -178,7 +200,7 @@ def is_subset(sub: str, of: str) -> bool:
             if otok != PWC:
                 return False
             continue
-        if otok != PWC and otok != stok:
+        if otok[0] != PWC and otok != stok:
             return False
     return n == len(otoks)
 

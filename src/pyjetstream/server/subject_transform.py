@@ -3,22 +3,127 @@
 Used by stream ``subject_transform`` and ``republish``. The destination syntax is nats-server's:
 plain tokens, ``$N`` or ``{{wildcard(N)}}`` (the N-th ``*`` of the source), ``{{partition(n, i, …)}}``
 (FNV-1a 32-bit hash of the chosen wildcard tokens modulo n), ``{{splitFromLeft(i, pos)}}``,
-``{{splitFromRight(i, pos)}}``, ``{{sliceFromLeft(i, size)}}``, ``{{sliceFromRight(i, size)}}`` and
-``{{split(i, delimiter)}}``. A trailing ``>`` in both carries the remaining tokens over.
+``{{splitFromRight(i, pos)}}``, ``{{sliceFromLeft(i, size)}}``, ``{{sliceFromRight(i, size)}}``,
+``{{left(i, n)}}``, ``{{right(i, n)}}``, ``{{split(i, delimiter)}}`` and ``{{random(n)}}``; ``{{partition(n)}}``
+hashes the whole subject. A trailing ``>`` in both carries the remaining tokens over. Validation
+follows nats-server's ``NewSubjectTransformWithStrict`` / ``indexPlaceHolders`` check for check, so
+a bad destination is refused with its exact text.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-_FUNCTION = re.compile(r"^\{\{\s*([A-Za-z]+)\s*\((.*)\)\s*\}\}$")
-_ARG_SPLIT = re.compile(r",\s*")
+_ARG_SPLIT = re.compile(r",\s*")  # commaSeparatorRegEx
+_ATOI = re.compile(r"^[+-]?[0-9]+$")  # Go's strconv.Atoi (after the caller's Trim of spaces)
+_INT32_MAX = 2**31 - 1
+
+# nats-server's mapping-destination errors (errors.go), word for word: a stream answers them in its
+# 10156 / 10141 descriptions.
+_INVALID_DEST = "invalid mapping destination"
+ERR_INDEX_OUT_OF_RANGE = f"{_INVALID_DEST}: wildcard index out of range"
+ERR_NOT_ENOUGH_ARGS = f"{_INVALID_DEST}: not enough arguments passed to the function"
+ERR_INVALID_ARG = f"{_INVALID_DEST}: function argument is invalid or in the wrong format"
+ERR_TOO_MANY_ARGS = f"{_INVALID_DEST}: too many arguments passed to the function"
+ERR_UNKNOWN_FUNCTION = f"{_INVALID_DEST}: unknown function"
+ERR_BAD_SUBJECT = "invalid subject"
 
 
 class TransformError(ValueError):
-    """The source/destination pair is not a valid transform."""
+    """The source/destination pair is not a valid transform; the text is nats-server's."""
+
+
+def _dest_error(token: str, err: str) -> TransformError:
+    """nats-server's ``mappingDestinationErr``: ``<err> in <token>``."""
+    return TransformError(f"{err} in {token}" if token else err)
+
+
+def _function(name: str) -> re.Pattern[str]:
+    # nats-server's ``{{\s*[wW]ildcard\s*\((.*)\)\s*}}`` style: the first letter of each word in
+    # either case, unanchored.
+    pattern = "".join(f"[{c.lower()}{c.upper()}]" if c.isupper() or i == 0 else c for i, c in enumerate(name))
+    return re.compile(r"\{\{\s*" + pattern + r"\s*\((.*)\)\s*\}\}")
+
+
+_WILDCARD = _function("wildcard")
+_PARTITION = _function("partition")
+_TWO_INT_FUNCTIONS = [_function(n) for n in ("splitFromLeft", "splitFromRight", "sliceFromLeft", "sliceFromRight",
+                                             "right", "left")]
+_SPLIT = _function("split")
+_RANDOM = _function("random")
+
+
+def _args(pattern: re.Pattern[str], token: str) -> list[str] | None:
+    """nats-server's ``getMappingFunctionArgs``."""
+    m = pattern.search(token)
+    return _ARG_SPLIT.split(m.group(1)) if m else None
+
+
+def _atoi(text: str, token: str) -> int:
+    text = text.strip(" ")
+    if not _ATOI.match(text):
+        raise _dest_error(token, ERR_INVALID_ARG)
+    return int(text)
+
+
+def _placeholders(token: str) -> tuple[str, list[int], int, str]:
+    """nats-server's ``indexPlaceHolders``: the token's function name (``""`` for a literal), its
+    wildcard indexes, its integer and its string argument."""
+    if len(token) <= 1:
+        return "", [], -1, ""
+    if token[0] == "$":  # the old $1, $2 form; a $-token that is not a number is literal
+        rest = token[1:]
+        return ("wildcard", [int(rest)], -1, "") if _ATOI.match(rest) else ("", [], -1, "")
+    if not (len(token) > 4 and token.startswith("{{") and token.endswith("}}")):
+        return "", [], -1, ""
+    args = _args(_WILDCARD, token)
+    if args is not None:
+        if len(args) == 1 and not args[0]:
+            raise _dest_error(token, ERR_NOT_ENOUGH_ARGS)
+        if len(args) != 1:
+            raise _dest_error(token, ERR_TOO_MANY_ARGS)
+        return "wildcard", [_atoi(args[0], token)], -1, ""
+    args = _args(_PARTITION, token)
+    if args is not None:
+        n = _atoi(args[0], token)
+        if n > _INT32_MAX:
+            raise _dest_error(token, ERR_INVALID_ARG)
+        return "partition", [_atoi(a, token) for a in args[1:]], n, ""
+    for name, pattern in zip(("splitfromleft", "splitfromright", "slicefromleft", "slicefromright", "right", "left"),
+                             _TWO_INT_FUNCTIONS, strict=True):
+        args = _args(pattern, token)
+        if args is not None:
+            if len(args) < 2:
+                raise _dest_error(token, ERR_NOT_ENOUGH_ARGS)
+            if len(args) > 2:
+                raise _dest_error(token, ERR_TOO_MANY_ARGS)
+            i = _atoi(args[0], token)
+            n = _atoi(args[1], token)
+            if not -(2**31) <= n <= _INT32_MAX:  # strconv.ParseInt(..., 32)
+                raise _dest_error(token, ERR_INVALID_ARG)
+            return name, [i], n, ""
+    args = _args(_SPLIT, token)
+    if args is not None:
+        if len(args) < 2:
+            raise _dest_error(token, ERR_NOT_ENOUGH_ARGS)
+        if len(args) > 2:
+            raise _dest_error(token, ERR_TOO_MANY_ARGS)
+        i = _atoi(args[0], token)
+        if " " in args[1] or "." in args[1]:
+            raise _dest_error(token, ERR_INVALID_ARG)
+        return "split", [i], -1, args[1]
+    args = _args(_RANDOM, token)
+    if args is not None:
+        if len(args) != 1:
+            raise _dest_error(token, ERR_NOT_ENOUGH_ARGS)
+        n = _atoi(args[0], token)
+        if n > _INT32_MAX:
+            raise _dest_error(token, ERR_INVALID_ARG)
+        return "random", [], n, ""
+    raise _dest_error(token, ERR_UNKNOWN_FUNCTION)
 
 
 def _fnv1a32(data: bytes) -> int:
@@ -30,17 +135,10 @@ def _fnv1a32(data: bytes) -> int:
 
 
 def _valid(subject: str) -> bool:
+    """nats-server's ``subjectInfo``: no empty token, nothing after ``>`` (white space is let
+    through: ``{{right(2, 1)}}`` is one token)."""
     tokens = subject.split(".")
-    if any(not t or any(c in t for c in " \t\r\n\f") for t in tokens):
-        return False
-    return all(t != ">" for t in tokens[:-1])
-
-
-def _int(text: str, token: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError as exc:
-        raise TransformError(f"invalid argument in {token!r}") from exc
+    return all(tokens) and all(t != ">" for t in tokens[:-1])
 
 
 # A compiled destination token: a function of the source tokens returning the text to write.
@@ -74,6 +172,24 @@ def _split(tok: str, delim: str) -> str:
     return ".".join(p for p in tok.split(delim) if p)
 
 
+def _left(tok: str, size: int) -> str:
+    return tok[:size] if 0 < size < len(tok) else tok
+
+
+def _right(tok: str, size: int) -> str:
+    return tok[len(tok) - size :] if 0 < size < len(tok) else tok
+
+
+_TWO_INT: dict[str, Callable[[str, int], str]] = {
+    "splitfromleft": _split_from_left,
+    "splitfromright": _split_from_right,
+    "slicefromleft": _slice_from_left,
+    "slicefromright": _slice_from_right,
+    "left": _left,
+    "right": _right,
+}
+
+
 @dataclass(slots=True)
 class SubjectTransform:
     src: str
@@ -84,67 +200,57 @@ class SubjectTransform:
 
     @classmethod
     def compile(cls, src: str, dest: str) -> SubjectTransform:
+        """nats-server's ``NewSubjectTransformWithStrict`` (not strict): the same checks in the
+        same order, with its error texts."""
         src = src or ">"
         if not _valid(src) or not _valid(dest):
-            raise TransformError("invalid subject")
+            raise TransformError(ERR_BAD_SUBJECT)
         stoks = src.split(".")
         dtoks = dest.split(".")
         if "*" in dtoks or (stoks[-1] == ">") != (dtoks[-1] == ">"):
-            raise TransformError("invalid subject")
-        # Map the N-th '*' of the source (1-based) to its token index.
+            raise TransformError(ERR_BAD_SUBJECT)
+        # The N-th '*' of the source (1-based) to its token index (Go's ``sti`` map: a missing
+        # index reads as 0, the first token).
         wildcard_index = [i for i, t in enumerate(stoks) if t == "*"]
+        has_wildcards = bool(wildcard_index) or stoks[-1] == ">"
         parts: list[_Part | str] = []
         for tok in dtoks:
+            name, indexes, n, text = _placeholders(tok)
             if tok == ">":
                 break
-            parts.append(cls._compile_token(tok, wildcard_index))
+            if not name:
+                parts.append(tok)
+                continue
+            if has_wildcards:
+                if name != "random":
+                    for idx in indexes:
+                        if idx > len(wildcard_index):
+                            raise _dest_error(f"{tok}: [{idx}]", ERR_INDEX_OUT_OF_RANGE)
+                    indexes = [wildcard_index[idx - 1] if idx >= 1 else 0 for idx in indexes]
+            elif name in ("random", "partition"):
+                indexes = []
+            else:
+                raise _dest_error(tok, ERR_INDEX_OUT_OF_RANGE)
+            parts.append(cls._part(name, indexes, n, text))
         return cls(src, dest, stoks, parts, dtoks[-1] == ">")
 
     @staticmethod
-    def _compile_token(tok: str, wildcard_index: list[int]) -> _Part | str:
-        def source_index(arg: str) -> int:
-            n = _int(arg, tok)
-            if n < 1 or n > len(wildcard_index):
-                raise TransformError(f"wildcard index out of range in {tok!r}")
-            return wildcard_index[n - 1]
-
-        if len(tok) > 1 and tok[0] == "$":
-            if not tok[1:].isdigit():
-                return tok  # other things rely on $-tokens; a non-numeric one is literal
-            i = source_index(tok[1:])
-            return lambda ts: ts[i]
-        match = _FUNCTION.match(tok)
-        if not match:
-            return tok
-        name, args = match.group(1).lower(), _ARG_SPLIT.split(match.group(2))
+    def _part(name: str, indexes: list[int], n: int, text: str) -> _Part:
+        """The runtime of one destination function (``TransformTokenizedSubject``)."""
         if name == "wildcard":
-            if len(args) != 1 or not args[0]:
-                raise TransformError(f"wrong number of arguments in {tok!r}")
-            i = source_index(args[0])
-            return lambda ts: ts[i]
+            i = indexes[0]
+            return lambda ts: ts[i] if i < len(ts) else ""
         if name == "partition":
-            if len(args) < 2:
-                raise TransformError(f"not enough arguments in {tok!r}")
-            buckets = _int(args[0], tok)
-            idx = [source_index(a) for a in args[1:]]
-            return lambda ts: str(_fnv1a32("".join(ts[i] for i in idx).encode()) % buckets)
-        two_int: dict[str, Callable[[str, int], str]] = {
-            "splitfromleft": _split_from_left,
-            "splitfromright": _split_from_right,
-            "slicefromleft": _slice_from_left,
-            "slicefromright": _slice_from_right,
-        }
-        if name in two_int:
-            if len(args) != 2:
-                raise TransformError(f"wrong number of arguments in {tok!r}")
-            i, n, fn = source_index(args[0]), _int(args[1], tok), two_int[name]
-            return lambda ts: fn(ts[i], n)
+            if not indexes:
+                return lambda ts: str(_fnv1a32(".".join(ts).encode()) % n) if n else "0"
+            return lambda ts: str(_fnv1a32("".join(ts[i] for i in indexes).encode()) % n) if n else "0"
+        if name == "random":
+            return lambda ts: str(random.randrange(n)) if n > 0 else "0"
+        i = indexes[0]
         if name == "split":
-            if len(args) != 2 or " " in args[1] or "." in args[1] or not args[1]:
-                raise TransformError(f"invalid arguments in {tok!r}")
-            i, delim = source_index(args[0]), args[1]
-            return lambda ts: _split(ts[i], delim)
-        raise TransformError(f"unknown function in {tok!r}")
+            return lambda ts: _split(ts[i], text)
+        fn = _TWO_INT[name]
+        return lambda ts: fn(ts[i], n)
 
     def matches(self, subject: str) -> bool:
         tokens = subject.split(".")
