@@ -64,6 +64,11 @@ class PersistMode(StrEnum):
     DEFAULT = "default"
     ASYNC = "async"
 
+    @classmethod
+    def _missing_(cls, value: object) -> PersistMode | None:
+        # stream.go: PersistModeType.UnmarshalJSON takes `""` as the default (case-sensitive).
+        return cls.DEFAULT if value == "" else None
+
 
 class DeliverPolicy(StrEnum):
     ALL = "all"

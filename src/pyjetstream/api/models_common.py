@@ -35,7 +35,10 @@ class ApiError(WireStruct):
 
 class Placement(WireStruct):
     cluster: str = ""
-    tags: list[str] = []
+    # None when absent: Go keeps a placement whose tags are an explicit ``[]`` (not DeepEqual to the
+    # empty Placement) and shows it as ``{}``; the server stores such tags as None.
+    tags: list[str] | None = None
+    preferred: str = ""  # ⟨2.12+⟩ a preferred leader; a stream refuses it "for now" (10052)
 
 
 class ExternalStream(WireStruct):

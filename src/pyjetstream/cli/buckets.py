@@ -51,7 +51,7 @@ def bucket_settings(args: argparse.Namespace) -> dict[str, Any]:
         "replicas": args.replicas,
         "compression": args.compress,
         "metadata": parse_metadata(args.metadata),
-        "placement": Placement(cluster=args.cluster or "", tags=args.tag or [])
+        "placement": Placement(cluster=args.cluster or "", tags=args.tag or None)
         if args.tag or args.cluster
         else None,
     }

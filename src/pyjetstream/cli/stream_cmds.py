@@ -202,7 +202,7 @@ def show_stream_info(info: Any) -> None:
         config.append(("Source", src.name))
     if cfg.placement is not None:
         config.append(
-            ("Placement", f"cluster {cfg.placement.cluster or '-'} tags {', '.join(cfg.placement.tags)}")
+            ("Placement", f"cluster {cfg.placement.cluster or '-'} tags {', '.join(cfg.placement.tags or [])}")
         )
     for key, value in sorted(cfg.metadata.items()):
         config.append((f"Metadata {key}", value))

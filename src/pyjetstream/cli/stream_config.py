@@ -195,7 +195,7 @@ def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
     if args.metadata:
         c["metadata"] = parse_metadata(args.metadata)
     if args.tag or args.cluster:
-        c["placement"] = Placement(cluster=args.cluster or "", tags=args.tag or [])
+        c["placement"] = Placement(cluster=args.cluster or "", tags=args.tag or None)
     if args.republish_source or args.republish_destination:
         if not args.republish_destination:
             raise UsageError("--republish-source needs --republish-destination")

@@ -283,37 +283,45 @@ def stream_purge(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply
 
 
 def stream_msg_get(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
+    """nats-server's ``jsMsgGetRequest``: the body is checked (empty, JSON, no batch, one way to
+    name the message) before the stream is looked up."""
     response = MsgGetResponse()
     try:
-        stream = _lookup(engine, match.stream)
         if is_empty_request(payload):
             raise JetStreamApiError(E.JSBadRequestErr())
         req = decode_request(payload, MsgGetRequest, engine.strict)
+        if req.batch > 0 or req.max_bytes > 0:  # batches are DIRECT.GET's
+            raise JetStreamApiError(E.JSBadRequestErr())
         if (
             (req.seq > 0 and req.last_by_subj)
-            or (req.seq == 0 and not req.last_by_subj and not req.next_by_subj)
+            or (req.seq == 0 and not req.last_by_subj and not req.next_by_subj and req.start_time is None)
+            or (req.seq > 0 and req.start_time is not None)
+            or (req.start_time is not None and req.last_by_subj)
             or (req.next_by_subj and req.last_by_subj)
         ):
             raise JetStreamApiError(E.JSBadRequestErr())
+        stream = _lookup(engine, match.stream)
         msg = load_for_get(stream, req)
         if msg is None:
             raise JetStreamApiError(E.JSNoMessageFoundErr())
     except JetStreamApiError as exc:
         return _error(response, exc)
     response.message = StoredMsg(
-        subject=msg.subject, seq=msg.seq, hdrs=msg.hdr, data=msg.data, time=NanoTime(msg.ts)
+        subject=msg.subject, seq=msg.seq, hdrs=b"" if req.no_hdr else msg.hdr, data=msg.data,
+        time=NanoTime(msg.ts),
     )
     return response
 
 
 def load_for_get(stream: Stream, req: MsgGetRequest):
-    """The message a MSG.GET / DIRECT.GET request names, or None."""
+    """The message a MSG.GET request names, or None (``start_time`` first gives the sequence)."""
     store = stream.store
+    seq = store.get_seq_from_time(req.start_time) if req.start_time is not None else req.seq
     try:
         if req.next_by_subj:
-            return store.load_next_msg(req.next_by_subj, max(req.seq, 1))[0]
-        if req.seq > 0:
-            return store.load_msg(req.seq)
+            return store.load_next_msg(req.next_by_subj, max(seq, 1))[0]
+        if seq > 0:
+            return store.load_msg(seq)
         return store.load_last_msg(req.last_by_subj)
     except (ErrStoreMsgNotFound, ErrStoreEOF):
         return None
@@ -325,10 +333,11 @@ def load_for_get(stream: Stream, req: MsgGetRequest):
 def stream_msg_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = MsgDeleteResponse()
     try:
-        stream = _lookup(engine, match.stream)
+        # nats-server's jsMsgDeleteRequest: the body is checked before the stream is looked up.
         if is_empty_request(payload):
             raise JetStreamApiError(E.JSBadRequestErr())
         req = decode_request(payload, MsgDeleteRequest, engine.strict)
+        stream = _lookup(engine, match.stream)
         if stream.cfg.sealed:
             raise JetStreamApiError(E.JSStreamSealedErr())
         if stream.cfg.deny_delete:

@@ -35,7 +35,7 @@ from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.api.names import has_invalid_name_chars, has_path_separators
 from pyjetstream.api.timefmt import format_go_duration
-from pyjetstream.protocol.subjects import has_wildcard, is_subset, is_valid_subject, subjects_overlap
+from pyjetstream.protocol.subjects import has_wildcard, is_subset, is_valid_subject
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -236,8 +236,10 @@ def _check_sample_freq(freq: str) -> ApiError | None:
 
 
 def _check_filters(cfg: ConsumerConfig) -> ApiError | None:
-    """The filters: one form only, no empty or invalid ones, no overlaps. ⟨2.10+⟩ A filter need
-    not be a subset of the stream's subjects any more (10093 is gone: transforms make it wrong)."""
+    """The filters: one form only, no empty or invalid ones, none a subset of another (nats-server's
+    ``checkConsumerCfg`` uses ``subjectIsSubsetMatch``: ``a.*`` and ``*.c`` collide on ``a.c`` yet are
+    allowed). ⟨2.10+⟩ A filter need not be a subset of the stream's subjects any more (10093 is gone:
+    transforms make it wrong)."""
     if cfg.filter_subject and cfg.filter_subjects:
         return E.JSConsumerDuplicateFilterSubjects()
     if cfg.filter_subject and not is_valid_subject(cfg.filter_subject):
@@ -249,7 +251,7 @@ def _check_filters(cfg: ConsumerConfig) -> ApiError | None:
         if not is_valid_subject(outer):
             return E.JSStreamInvalidConfigF(err="invalid subject")
         for j, inner in enumerate(filters):
-            if i != j and subjects_overlap(outer, inner):
+            if i != j and is_subset(outer, inner):
                 return E.JSConsumerOverlappingSubjectFilters()
     return None
 

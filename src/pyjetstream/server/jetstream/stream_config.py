@@ -162,8 +162,13 @@ def check_stream_config(
         _check_transform(cfg.subject_transform.src, cfg.subject_transform.dest, subjects)
     if cfg.republish is not None:
         changes["republish"] = _check_republish(cfg, subjects, pedantic)
-    if cfg.placement is not None and not cfg.placement.cluster and not cfg.placement.tags:
-        changes["placement"] = None  # an empty placement object is dropped
+    placement = cfg.placement
+    if placement is not None and not placement.cluster and placement.tags is None and not placement.preferred:
+        changes["placement"] = None  # an empty placement object is dropped (an explicit "tags": [] is not)
+    elif placement is not None and placement.preferred:  # 2.12+: "for now" refused (checkStreamCfg)
+        raise invalid("preferred server not permitted in placement")
+    elif placement is not None and placement.tags == []:
+        changes["placement"] = msgspec.structs.replace(placement, tags=None)  # omitempty shows no tags
     if cfg.first_seq < 0:
         raise invalid("first sequence can not be negative")
     return msgspec.structs.replace(cfg, **changes) if changes else cfg

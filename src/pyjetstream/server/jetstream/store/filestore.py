@@ -114,7 +114,7 @@ class FileStore(IndexedStore):
         existed = self._recover()
         blocks.open_active()
         blocks.keep_ttls(self.msg_ttls())
-        if not existed and cfg.first_seq > 1:
+        if not existed and cfg.first_seq > 0:  # nats-server purges to first_seq, 1 included
             self._purge(cfg.first_seq)
         if self._sync_always:
             self.sync()

@@ -20,7 +20,7 @@ class MemoryStore(IndexedStore):
         super().__init__(cfg, index, MemoryPayloads(index))
         self._meta: bytes | None = None
         self._consumers: dict[str, MemoryConsumerStore] = {}
-        if cfg.first_seq > 1:
+        if cfg.first_seq > 0:  # nats-server purges to first_seq, 1 included (first 1, last 0)
             self._purge(cfg.first_seq)
 
     # --- lifecycle ---------------------------------------------------------------------
