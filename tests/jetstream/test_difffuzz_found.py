@@ -1,0 +1,113 @@
+"""Differential regressions found by scripts/difffuzz.py (issue #15): each case is the fuzzer's
+shrunk reproducer, sent to both targets and compared (times normalised)."""
+
+from __future__ import annotations
+
+import pytest
+from tests.jetstream import pair_fixtures
+from tests.jetstream.differential import first_difference, pub, req, run_case
+
+target_pair = pair_fixtures.target_pair
+
+
+def create(name: str, **cfg: object) -> object:
+    return req(f"STREAM.CREATE.{name}", {"name": name, **cfg})
+
+
+def consumer(stream: str, name: str, **cfg: object) -> object:
+    return req(f"CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": {"name": name, **cfg}})
+
+
+CASES: dict[str, list] = {
+    # checkConsumerCfg refuses a filter that is a subset of another, not two that merely collide.
+    "consumer-filters-colliding-not-subsets": [
+        create("T", subjects=["a.*", "b.c", "e"]),
+        consumer("T", "C", filter_subjects=["e", "a.*", "*.c"]),
+        consumer("T", "D", filter_subjects=["a.*", "a.b"]),
+        consumer("T", "E", filter_subjects=["a.>", "*.c"]),
+    ],
+    # PersistModeType.UnmarshalJSON takes "" as the default.
+    "persist-mode-empty-string": [
+        create("U", persist_mode=""),
+        create("V", persist_mode="Async"),
+        create("W", discard_new_per_subject=True, persist_mode=""),
+    ],
+    # jsMsgGetRequest / jsMsgDeleteRequest check the body before looking the stream up.
+    "msg-get-delete-body-before-stream": [
+        req("STREAM.MSG.GET.NOPE", {}),
+        req("STREAM.MSG.GET.NOPE", b""),
+        req("STREAM.MSG.GET.NOPE", {"seq": 1, "batch": 2}),
+        req("STREAM.MSG.GET.NOPE", {"seq": 1, "last_by_subj": "a"}),
+        req("STREAM.MSG.GET.NOPE", {"seq": 1}),
+        req("STREAM.MSG.DELETE.NOPE", b""),
+        req("STREAM.MSG.DELETE.NOPE", {"seq": 1}),
+        create("S", subjects=["a", "b"]),
+        pub("a", "1"),
+        pub("b", "2"),
+        req("STREAM.MSG.GET.S", {"start_time": "2001-01-01T00:00:00Z"}),
+        req("STREAM.MSG.GET.S", {"start_time": "2001-01-01T00:00:00Z", "next_by_subj": "b"}),
+        req("STREAM.MSG.GET.S", {"start_time": "2001-01-01T00:00:00Z", "seq": 1}),
+        req("STREAM.MSG.GET.S", {"seq": 1, "max_bytes": 10}),
+        req("STREAM.MSG.GET.S", {"seq": 2, "no_hdr": True}),
+    ],
+    # Subject transform destinations are checked as NewSubjectTransform does, with its texts.
+    "transform-destination-errors": [
+        create("S", subject_transform={"src": src, "dest": dest})
+        for src, dest in [
+            ("a.*", "x.{{wildcard(2)}}"),
+            ("a.*", "x.$2"),
+            ("a.*", "x.{{wildcard()}}"),
+            ("a.*", "x.{{wildcard(1,2)}}"),
+            ("a.*", "x.{{nope(1)}}"),
+            ("a.*", "x.{{partition(a)}}"),
+            ("a.*", "x.{{split(1)}}"),
+            ("a.*", "x.{{left(1,2,3)}}"),
+            ("a.*", "x.{{splitFromLeft(1)}}"),
+            ("a.*", "x.{{random(1,2)}}"),
+            ("a.b", "x.{{wildcard(1)}}"),
+            ("a.b", "x.$1"),
+            ("a.>", "x.{{wildcard(1)}}.>"),
+        ]
+    ]
+    + [req("STREAM.DELETE.S")],
+    "transform-destination-functions-accepted": [
+        create(f"S{i}", subjects=[f"a{i}.*.*"], subject_transform={"src": f"a{i}.*.*", "dest": dest})
+        for i, dest in enumerate([
+            "x.{{partition(3)}}.{{wildcard(2)}}.$1",
+            "x.{{left(1,2)}}.{{right(2, 1)}}",
+            "x.{{random(5)}}.$1.$2",
+            "x.{{Wildcard(1)}}.{{wildcard(0)}}.$2",
+            "x.$a.$1.$2",
+        ])
+    ],
+    # SubjectsCollide compares a subject with the later ones before they are validated.
+    "subjects-overlap-before-later-validity": [
+        create("T", subjects=["a.b.c", "a.>.b", "c"]),
+        create("T", subjects=["c", "a.>.b"]),
+    ],
+    "placement-preferred-refused": [
+        create("S", placement={"preferred": "n1"}),
+        create("S", placement={"cluster": "", "preferred": "n1"}),
+    ],
+    # An explicit "tags": [] keeps the placement (not DeepEqual to the empty one), shown as {}.
+    "placement-empty-tags-kept": [
+        create("S", placement={"cluster": "", "tags": []}),
+        create("T", placement={"cluster": ""}),
+        create("U", placement={}),
+    ],
+    # first_seq 1 is a purge to 1 as any other: the empty state starts at 1.
+    "first-seq-one": [
+        create("U", first_seq=1),
+        create("M", first_seq=1, storage="memory"),
+        pub("U", "x"),
+        req("STREAM.INFO.U"),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+async def test_difffuzz_regression(name: str, target_pair: dict) -> None:
+    steps = CASES[name]
+    theirs = await run_case(target_pair["nats-server"], steps)
+    ours = await run_case(target_pair["embedded"], steps)
+    assert ours == theirs, first_difference(ours, theirs)
