@@ -14,6 +14,10 @@ def create(name: str, **cfg: object) -> object:
     return req(f"STREAM.CREATE.{name}", {"name": name, **cfg})
 
 
+def update_(name: str, **cfg: object) -> object:
+    return req(f"STREAM.UPDATE.{name}", {"name": name, **cfg})
+
+
 def consumer(stream: str, name: str, **cfg: object) -> object:
     return req(f"CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": {"name": name, **cfg}})
 
@@ -101,6 +105,27 @@ CASES: dict[str, list] = {
         create("M", first_seq=1, storage="memory"),
         pub("U", "x"),
         req("STREAM.INFO.U"),
+    ],
+    # 2.15.1 checks max_msg_size on the message as sent before looking at any header.
+    "max-msg-size-before-headers": [
+        create("S", subjects=["a"], max_msg_size=1),
+        pub("a", "", ("Nats-Schedule", "0 0 * * * *")),
+        pub("a", "", ("Nats-Expected-Stream", "X")),
+        pub("a", "", ("Nats-TTL", "1h")),
+        pub("a", "", ("Nats-Incr", "1")),
+        pub("a", "", ("Nats-Expected-Last-Sequence", "5")),
+        pub("a", "", ("Nats-Rollup", "all")),
+        pub("a", "x"),
+        create("T", subjects=["b"], max_msg_size=1, allow_msg_counter=True),
+        pub("b", "xx"),
+        pub("b", "", ("Nats-Incr", "1")),
+    ],
+    # An update is checked twice (jsStreamUpdateRequest, then configUpdateCheck): the
+    # allow_msg_ttl a marker TTL turns on meets the counter rule.
+    "update-checked-twice": [
+        create("S", allow_msg_counter=True),
+        update_("S", subject_delete_marker_ttl=120_000_000_000, allow_msg_counter=True),
+        create("T", allow_msg_counter=True, subject_delete_marker_ttl=120_000_000_000),
     ],
 }
 

@@ -162,6 +162,10 @@ def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
         if match.stream != cfg.name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         stream = _lookup(engine, match.stream)
+        # configUpdateCheck checks the checked config once more: what the first pass turned on
+        # (allow_msg_ttl for subject_delete_marker_ttl) meets the rules it breaks (a counter
+        # stream cannot use message TTLs).
+        cfg = check_stream_config(cfg, _lookup_config(engine), req.pedantic)
         if cfg.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         cfg = check_stream_update(stream.cfg, cfg)

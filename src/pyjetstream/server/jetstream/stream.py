@@ -405,6 +405,11 @@ class Stream:
         can_respond = bool(reply) and not cfg.no_ack
         if cfg.sealed:
             return self._error(E.JSStreamSealedErr()) if can_respond else None
+        # 2.15.1 checks max_msg_size on the message as sent before any header (verified: a
+        # too-big message with a bad Nats-Expected-Stream, Nats-TTL, Nats-Schedule... gets 10054);
+        # a counter's rewritten message is checked again below.
+        if 0 <= cfg.max_msg_size < (len(hdr) if hdr else 0) + len(payload):
+            return self._error(E.JSStreamMessageExceedsMaximumErr()) if can_respond else None
         if self._transform is not None:  # 2.10: the input transform applies before anything else
             transformed = self._transform.match_and_apply(subject)
             if transformed is not None:
