@@ -187,6 +187,10 @@ class ClientConnection(asyncio.Protocol):
         self.subs: dict[str, Subscription] = {}
         # --- output
         self.out: list[bytes] = []
+        # ``deliver``'s last shown subject (a consumer's stream subject), its subscription and prefix
+        self._shown_sub: Subscription | None = None
+        self._shown = ""
+        self._shown_prefix = b""
         self.out_size = 0
         self.dirty = False  # a flush_out is scheduled for this loop turn
         self._loop = server.loop
@@ -799,7 +803,14 @@ class ClientConnection(asyncio.Protocol):
         if hdr is None or not self.headers:
             size = len(payload)
             if shown is not None or not sub.literal:
-                prefix = msg_prefix((shown or subject).encode(), sub.sid_b)
+                # A consumer's deliveries name the same few stream subjects over and over: the
+                # last one's MSG prefix is kept.
+                shown = shown or subject
+                if sub is self._shown_sub and shown == self._shown:
+                    prefix = self._shown_prefix
+                else:
+                    prefix = self._shown_prefix = msg_prefix(shown.encode(), sub.sid_b)
+                    self._shown_sub, self._shown = sub, shown
                 n = append_msg(out, prefix, reply.encode() if reply else b"", payload)
             elif reply:
                 n = append_msg(out, sub.msg_prefix, reply.encode(), payload)

@@ -283,11 +283,11 @@ class PullDelivery:
         requests are passed over (overflow thresholds, pins).
         """
         waiting = self.waiting
+        q = waiting._q  # (its own module's queue: read directly, once per message)
         has_interest = self.consumer.server.has_interest
         cycled = 0
-        while waiting:
-            wr = waiting.peek()
-            assert wr is not None
+        while q:
+            wr = q[0]
             if not wr.expires or time.monotonic() < wr.expires:
                 claimed = False
                 if groups is not None:
