@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import os
+import sys
 import zlib
+from array import array
+from collections.abc import Callable
+from typing import TypeAlias
 
 from .base import ErrCorruptRecord
+
+# What write_file takes: bytes-like, including the index's arrays (written without a copy).
+Buffer: TypeAlias = "bytes | bytearray | memoryview | array[int]"
 
 
 def fsync_dir(path: str) -> None:
@@ -18,13 +27,15 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_file(path: str, data: bytes | bytearray, fsync: bool) -> None:
+def write_file(path: str, data: Buffer | list[Buffer], fsync: bool) -> None:
+    """Write ``data`` (or its parts in order, not joined: no copy of a large whole) to ``path``."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
+        for part in data if isinstance(data, list) else [data]:
+            view = memoryview(part).cast("B")
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
         if fsync:
             os.fsync(fd)
     finally:
@@ -72,3 +83,23 @@ def read_meta_file(directory: str, name: str = "meta") -> bytes | None:
             if f.read().strip() == expected:
                 return data
     raise ErrCorruptRecord(f"{inf}: checksum mismatch")
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to do
+        return None
+    return trim
+
+
+_malloc_trim = _load_malloc_trim() if sys.platform.startswith("linux") else None
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free pages back to the OS (glibc ``malloc_trim``). A recovery reads
+    and frees tens of MiB of block and index buffers; glibc keeps such freed memory in the
+    process, where it counts as resident memory for as long as the server runs."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)

@@ -26,6 +26,7 @@ the stream's sequence stands (last_seq = first_seq - 1) after a purge.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import zlib
@@ -64,7 +65,7 @@ def encode_block_header(first_seq: int) -> bytes:
     return head + _crc32(head).to_bytes(4, "little")
 
 
-def decode_block_header(buf: bytes) -> int | None:
+def decode_block_header(buf: bytes | mmap.mmap) -> int | None:
     """The block's first sequence, or None if the header is missing or damaged."""
     if len(buf) < BLOCK_HDR_LEN:
         return None
@@ -110,7 +111,7 @@ def erased_record(seq: int, length: int) -> bytes:
     return bytes(out)
 
 
-def delete_count(buf: bytes | memoryview, off: int, total: int) -> int:
+def delete_count(buf: bytes | memoryview | mmap.mmap, off: int, total: int) -> int:
     return 1 if total == REC_OVERHEAD else int(_U64.unpack_from(buf, off + REC_HDR_LEN)[0])
 
 
@@ -131,7 +132,7 @@ class ScanEnd(NamedTuple):
     skipped: list[tuple[int, int]]  # (offset, length) of damaged records stepped over
 
 
-def _valid_at(buf: bytes, off: int, n: int) -> int:
+def _valid_at(buf: bytes | mmap.mmap, off: int, n: int) -> int:
     """Length of a valid record at ``off``, or 0."""
     if n - off < REC_OVERHEAD:
         return 0
@@ -145,7 +146,7 @@ def _valid_at(buf: bytes, off: int, n: int) -> int:
 
 
 def scan_records(
-    buf: bytes, start: int, end_info: list[ScanEnd]
+    buf: bytes | mmap.mmap, start: int, end_info: list[ScanEnd]
 ) -> Iterator[tuple[int, int, int, int, int, int, int]]:
     """Yield the valid records of a block body as :class:`Rec` fields; append a ScanEnd to
     ``end_info`` at the end.

@@ -15,31 +15,37 @@ import zlib
 from array import array
 from typing import Any
 
+from ._fileutil import Buffer
+
 MAGIC = b"PJSI"
 VERSION = 3  # 2: one locator array in the index instead of offsets and lengths; 3: the floor
 _LEN = struct.Struct("<I")
 TAIL_CHECK = 64
 
 
-def encode(header: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None]) -> bytes:
-    """Serialise the header, arrays (by name) and the subject-name table (None = free id)."""
-    blobs: list[bytes] = []
+def encode(header: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None]) -> list[Buffer]:
+    """Serialise the header, arrays (by name) and the subject-name table (None = free id), as
+    parts to write in order (``_fileutil.write_file``): the arrays go out as they are, so a
+    large index is never copied whole into one bytes object."""
+    parts: list[Buffer] = []
     lengths: dict[str, list[Any]] = {}
     for key, arr in arrays.items():
-        raw = arr.tobytes()
-        lengths[key] = [arr.typecode, len(raw)]
-        blobs.append(raw)
+        lengths[key] = [arr.typecode, len(arr) * arr.itemsize]
+        parts.append(arr)
     encoded = [b"" if n is None else n.encode() for n in names]
     name_lens = array("q", [-1 if n is None else len(e) for n, e in zip(names, encoded, strict=True)])
-    raw = name_lens.tobytes()
-    lengths["_name_lens"] = ["q", len(raw)]
-    blobs.append(raw)
+    lengths["_name_lens"] = ["q", len(name_lens) * name_lens.itemsize]
+    parts.append(name_lens)
     joined = b"".join(encoded)
     lengths["_names"] = ["B", len(joined)]
-    blobs.append(joined)
+    parts.append(joined)
     head = json.dumps({"version": VERSION, "header": header, "arrays": lengths}).encode()
-    body = b"".join([MAGIC, _LEN.pack(len(head)), head, *blobs])
-    return body + zlib.crc32(body).to_bytes(4, "little")
+    parts[:0] = [MAGIC + _LEN.pack(len(head)) + head]
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    parts.append(crc.to_bytes(4, "little"))
+    return parts
 
 
 def decode(buf: bytes) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]] | None:
@@ -58,15 +64,15 @@ def decode(buf: bytes) -> tuple[dict[str, Any], dict[str, array[int]], list[str 
     off = 8 + hlen
     arrays: dict[str, array[int]] = {}
     joined = b""
+    mv = memoryview(buf)
     for key, (code, n) in meta["arrays"].items():
-        chunk = buf[off : off + n]
-        off += n
         if key == "_names":
-            joined = chunk
-            continue
-        arr = array(code)
-        arr.frombytes(chunk)
-        arrays[key] = arr
+            joined = buf[off : off + n]
+        else:
+            arr = array(code)
+            arr.frombytes(mv[off : off + n])  # one copy, straight into the array
+            arrays[key] = arr
+        off += n
     if off != len(buf) - 4:
         return None
     names: list[str | None] = []

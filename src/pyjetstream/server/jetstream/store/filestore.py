@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _snapshot
-from ._fileutil import fsync_dir, read_meta_file, write_file, write_meta_file
+from ._fileutil import fsync_dir, read_meta_file, release_free_memory, write_file, write_meta_file
 from .base import (
     ACK_EXPLICIT,
     COMPRESSION_S2,
@@ -63,6 +63,8 @@ COMPACT_MIN_BYTES = 2 * 1024 * 1024
 MSGS_DIR = "msgs"
 OBS_DIR = "obs"
 SNAPSHOT_FILE = "index.snap"
+# A recovery of at least this many messages gives the heap's free pages back to the OS.
+TRIM_AFTER_MSGS = 100_000
 # Sealed blocks whose index is stale get a fresh one at most this many per sync (all at stop).
 REFRESH_PER_SYNC = 4
 
@@ -114,6 +116,8 @@ class FileStore(IndexedStore):
         existed = self._recover()
         blocks.open_active()
         blocks.keep_ttls(self.msg_ttls())
+        if self._index.msgs >= TRIM_AFTER_MSGS:
+            release_free_memory()
         if not existed and cfg.first_seq > 0:  # nats-server purges to first_seq, 1 included
             self._purge(cfg.first_seq)
         if self._sync_always:

@@ -617,7 +617,8 @@ class SeqIndex:
         not clash with another block's (the usual case: they were the running index's ids when
         the block index was written); a clashing block's ids are renumbered. Deletes of earlier
         blocks' sequences and the newest floor are applied last. A store nothing was ever
-        written to reports first_seq 0, as nats-server does.
+        written to reports first_seq 0, as nats-server does. The blocks' slot arrays are
+        consumed (emptied as they are appended).
         """
         sids, tss, sizes, locs, nxt = self.sids, self.tss, self.sizes, self.locs, self.nxt
         names: list[str | None] = [None]
@@ -669,6 +670,8 @@ class SeqIndex:
             if b.sids:
                 max_seq = b.first + len(b.sids) - 1
                 max_ts = b.tss[-1]
+            # Consumed: freed block by block, so the peak is the index plus one block.
+            del b.sids[:], b.tss[:], b.sizes[:], b.locs[:], b.nxt[:]
             hdr_last = max(hdr_last, b.first - 1)
             if b.floor > floor:
                 floor, floor_ts = b.floor, b.floor_ts
