@@ -104,7 +104,10 @@ class MemoryPayloads(PayloadBackend):
         self.base = 1
 
     def append(self, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> int:
-        self.payloads.append((bytes(hdr), bytes(data)))
+        # Copy only what is not immutable bytes already (a type check is half a bytes() call).
+        self.payloads.append(
+            (hdr if type(hdr) is bytes else bytes(hdr), data if type(data) is bytes else bytes(data))
+        )
         return 0
 
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:

@@ -45,6 +45,7 @@ from .base import (
 from .seqindex import SeqIndex
 
 NS_PER_S = 1_000_000_000
+_time_ns = time.time_ns
 
 #: ``expire(seq, subject, last)``: a message's age or TTL is up; ``last`` says it is the only
 #: message left on its subject. The stream writes a subject delete marker (which rolls the
@@ -58,6 +59,7 @@ class IndexedStore(MessageStore):
     def __init__(self, cfg: StoreConfig, index: SeqIndex, backend: PayloadBackend) -> None:
         self._cfg = dataclasses.replace(cfg)
         self._limits_active = self._has_limits(cfg)
+        self._discard_new = cfg.discard == DISCARD_NEW
         self._closed = False
         self._batch_depth = 0
         self._lost: LostData | None = None
@@ -102,19 +104,19 @@ class IndexedStore(MessageStore):
             raise ErrStoreClosed()
         if self.write_error is not None:
             raise ErrStoreWrite(str(self.write_error))
-        cfg = self._cfg
         hl = len(hdr)
         dl = len(data)
-        if cfg.max_msg_size > 0 and hl + dl > cfg.max_msg_size:
+        max_size = self._cfg.max_msg_size
+        if max_size > 0 and hl + dl > max_size:
             raise ErrMsgTooLarge()
         sb = subject.encode()
         size = self._size_base + len(sb) + dl + (self._size_hdr + hl if hl else 0)
         index = self._index
-        if cfg.discard == DISCARD_NEW:
+        if self._discard_new:
             self._check_discard_new(index.subjects.ids.get(subject, 0), hl + dl, size)
         seq = index.last_seq + 1
         if ts is None:
-            ts = time.time_ns()
+            ts = _time_ns()
         try:
             loc = self._append_payload(seq, ts, sb, hdr, data)
         except OSError as exc:  # e.g. a new block file could not be created
@@ -616,6 +618,7 @@ class IndexedStore(MessageStore):
         old = self._cfg
         self._cfg = dataclasses.replace(cfg)
         self._limits_active = self._has_limits(cfg)
+        self._discard_new = cfg.discard == DISCARD_NEW
         self._backend.config_changed(self._cfg)
         maxp = cfg.max_msgs_per_subject
         if maxp > 0 and (old.max_msgs_per_subject <= 0 or maxp < old.max_msgs_per_subject):

@@ -741,28 +741,37 @@ class SeqIndex:
         if n <= 0:
             return b
         lo = first - self.base
-        ka = min(max(0, -lo), n)
-        kz = max(min(n, len(self.sids) - lo), ka)
-        if kz > ka:
-            a, z = lo + ka, lo + kz
-            seg = self.sids[a:z]
-            lead_ts = self.tss[a]
+        ka = min(max(0, -lo), n)  # slots [0, ka) lie below the arrays (trimmed: dead)
+        kz = max(min(n, len(self.sids) - lo), ka)  # slots [kz, n) past them (none when sealing)
+        a, z = lo + ka, lo + kz
+        seg = self.sids[a:z]
+        b.sids, b.sizes, b.locs, b.nxt = seg, self.sizes[a:z], self.locs[a:z], self.nxt[a:z]
+        b.tss = self.tss[a:z]
+        if end <= self.last_seq and b.nxt and max(b.nxt) >= end:
+            b.nxt = array("Q", [x if x < end else 0 for x in b.nxt])
+        if ka or kz < n:
+            lead, tail = ka, n - kz
+            lead_ts = self.tss[a] if kz > ka else self.last_ts
+            b.sids = zeros("I", lead) + b.sids + zeros("I", tail)
+            b.sizes = zeros("I", lead) + b.sizes + zeros("I", tail)
+            b.locs = zeros("Q", lead) + b.locs + zeros("Q", tail)
+            b.nxt = zeros("Q", lead) + b.nxt + zeros("Q", tail)
+            b.tss = array("q", [lead_ts]) * lead + b.tss + array("q", [self.last_ts]) * tail
+        table = self.subjects
+        if len(table) <= _PER_SUBJECT_MAX and len(table.names) <= 256:
+            # Few subjects, all ids < 256: a 4-byte little-endian id can then only match at an
+            # item boundary, so bytes.count/find (C) count and locate each subject exactly.
+            raw = seg.tobytes()
+            spans = []
+            for sid in table.ids.values():
+                c = raw.count(sid.to_bytes(4, "little"))
+                if c:
+                    spans.append((sid, c, find_value(seg, sid, 0, len(seg)), rfind_value(seg, sid, 0, len(seg))))
         else:
-            seg = array("I")
-            lead_ts = self.last_ts
-        lead, tail = ka, n - kz
-        b.sids = zeros("I", lead) + seg + zeros("I", tail)
-        b.tss = array("q", [lead_ts]) * lead + (self.tss[a:z] if kz > ka else array("q")) + array("q", [self.last_ts]) * tail
-        b.sizes = zeros("I", lead) + (self.sizes[a:z] if kz > ka else array("I")) + zeros("I", tail)
-        b.locs = zeros("Q", lead) + (self.locs[a:z] if kz > ka else array("Q")) + zeros("Q", tail)
-        links = self.nxt[a:z] if kz > ka else array("Q")
-        if links and max(links) >= end:
-            links = array("Q", [x if x < end else 0 for x in links])
-        b.nxt = zeros("Q", lead) + links + zeros("Q", tail)
-        off = first + lead
-        table_names = self.subjects.names
-        for sid, c, i, j in _subject_spans(seg):
-            name = table_names[sid]
+            spans = _subject_spans(seg)
+        off = first + ka
+        for sid, c, i, j in spans:
+            name = table.names[sid]
             assert name is not None
             b.ids.append(sid)
             b.names.append(name)
