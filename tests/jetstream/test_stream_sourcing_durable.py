@@ -435,3 +435,57 @@ async def test_removing_a_source_removes_its_consumer(server: Target) -> None:
         assert (await state(c, "W"))["messages"] == 1
     finally:
         await c.close()
+
+
+async def test_a_source_whose_filter_changes_keeps_its_consumer(server: Target) -> None:
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("W", ["w.>"], retention="workqueue")
+        made = await create_stream(c, "A", sources=[{"name": "W", "filter_subject": "w.a"}])
+        assert error_of(made) is None, made
+
+        async def names() -> list[str]:
+            return (await c.api("$JS.API.CONSUMER.NAMES.W")).get("consumers") or []
+
+        async def made_one() -> bool:
+            return await names() == [src_consumer("A")]
+
+        await wait_for(made_one, SYNC_TIMEOUT, 0.2)
+        created = (await c.consumer_info("W", src_consumer("A")))["created"]
+        upd = await c.api("$JS.API.STREAM.UPDATE.A", {"name": "A", "sources": [{"name": "W", "filter_subject": "w.b"}]})
+        assert error_of(upd) is None, upd
+        await c.publish_js("w.b", b"b")
+        await wait_count(c, "A", 1)
+        # The same durable serves the changed source (its name is the stream's, not the filter's).
+        assert await names() == [src_consumer("A")]
+        assert (await c.consumer_info("W", src_consumer("A")))["created"] == created
+    finally:
+        await c.close()
+
+
+async def test_kill_9_in_flight_neither_loses_nor_duplicates(server: Target) -> None:
+    total = 2000
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("W", ["w.>"], retention="workqueue")
+        await create_consumer(c, "W", "c1", deliver_subject="d.w", **FC)
+        for i in range(total):
+            await c.publish_js(f"w.{i % 7}", str(i).encode())  # each acked: stored in W
+        source = {"name": "W", "consumer": {"name": "c1", "deliver_subject": "d.w"}}
+        assert error_of(await create_stream(c, "A", sources=[source])) is None
+
+        async def started() -> bool:
+            return (await state(c, "A"))["messages"] > 0
+
+        await wait_for(started, SYNC_TIMEOUT, 0.01)  # (usually far from all of them yet)
+    finally:
+        await c.close()
+    server.kill()  # while A is still taking them in
+    server.start()
+    c = await RawClient.connect(server.url)
+    try:
+        await wait_count(c, "W", 0)
+        await wait_count(c, "A", total)
+        assert [int(data) for _, data, _ in await stored(c, "A")] == list(range(total))
+    finally:
+        await c.close()

@@ -172,6 +172,25 @@ def parse_source_header(value: str) -> tuple[str, str, int, str]:
     return fields[0], f"{fields[0]} {fields[2]} {fields[3]}", int(fields[1]), ident
 
 
+def stable_hash(stream: Stream) -> str:
+    """``createStableConsumerHash``: the sourcing stream, its account (and JetStream domain)."""
+    engine = stream.engine
+    key = f"{stream.name} {engine.server.name}"
+    if engine.domain:
+        key = f"{key} {engine.domain}"
+    return api_hash(key)
+
+
+def source_consumer_name(stream: Stream, src: StreamSource, sources: list[StreamSource]) -> str:
+    """``createSourcingConsumerHash``: the origin consumer of one of ``stream``'s ``sources``
+    is named by the stream alone; when the origin is sourced more than once, each name takes in
+    its source's index name."""
+    key = stable_hash(stream)
+    if sum(1 for other in sources if other.name == src.name) > 1:
+        key = f"{key} {index_name(src)}"
+    return f"JS_SRC_{api_hash(key)}"
+
+
 class Delivery(NamedTuple):
     """What an origin consumer's ack reply says about a delivered message."""
 
@@ -406,14 +425,6 @@ class _Feed:
         """The stable name of this feed's consumer on the origin (``JS_MIRROR_`` / ``JS_SRC_``),
         among the stream's ``sources`` (its current ones unless given)."""
         raise NotImplementedError
-
-    def stable_hash(self) -> str:
-        """``createStableConsumerHash``: this stream, its account (and JetStream domain)."""
-        engine = self.stream.engine
-        key = f"{self.stream.name} {engine.server.name}"
-        if engine.domain:
-            key = f"{key} {engine.domain}"
-        return api_hash(key)
 
     def metadata(self) -> dict[str, str]:
         """Who made the consumer, for users who see it on the origin (ADR-60)."""
@@ -656,7 +667,7 @@ class MirrorFeed(_Feed):
     API_LEVEL = 4
 
     def consumer_name(self, sources: list[StreamSource] | None = None) -> str:
-        return f"JS_MIRROR_{self.stable_hash()}"
+        return f"JS_MIRROR_{stable_hash(self.stream)}"
 
     def __init__(self, stream: Stream, cfg: StreamSource) -> None:
         super().__init__(stream, cfg)
@@ -767,14 +778,7 @@ class SourceFeed(_Feed):
     kind = "S"
 
     def consumer_name(self, sources: list[StreamSource] | None = None) -> str:
-        """``createSourcingConsumerHash``: one source of an origin is named by this stream
-        alone; when the origin is sourced more than once, each name takes in its index name."""
-        key = self.stable_hash()
-        if sources is None:
-            sources = self.stream.cfg.sources
-        if sum(1 for src in sources if src.name == self.name) > 1:
-            key = f"{key} {self.iname}"
-        return f"JS_SRC_{api_hash(key)}"
+        return source_consumer_name(self.stream, self.cfg, self.stream.cfg.sources if sources is None else sources)
 
     def __init__(self, stream: Stream, cfg: StreamSource) -> None:
         super().__init__(stream, cfg)
@@ -887,9 +891,17 @@ class StreamSourcing:
             if not new.mirror_direct:
                 self.mirror.drop_direct()
         wanted = {index_name(src): src for src in new.sources}
-        for iname in [i for i in self.sources if i not in wanted]:
-            gone = self.sources.pop(iname)
-            gone.delete_consumer(old.sources)
+        removed = [self.sources.pop(i) for i in list(self.sources) if i not in wanted]
+        # A consumer is deleted only when no source of the new config asks for that name (one
+        # whose filter changed keeps the stable name of its origin, nats-server ``update``).
+        def used(src: StreamSource, sources: list[StreamSource]) -> tuple[str, str]:
+            origin = consumer_index_name(src)  # the origin (and its API prefix hash)
+            return origin, source_consumer_name(self.stream, src, sources)
+
+        still_used = {used(src, new.sources) for src in new.sources if src.consumer is None}
+        for gone in removed:
+            if used(gone.cfg, old.sources) not in still_used:
+                gone.delete_consumer(old.sources)
             gone.stop()
         added: list[SourceFeed] = []
         for iname, src in wanted.items():
