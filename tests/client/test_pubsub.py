@@ -370,3 +370,32 @@ async def test_payload_types(nc: Client) -> None:
     await nc.publish("types", b"ok")
     assert [(await sub.next_msg()).data for _ in range(3)] == [b"ba", b"mv", b"ok"]
     assert nc.is_connected
+
+
+async def test_frames_subscription_gets_raw_runs(nc: Client) -> None:
+    """``subscribe_frames``: header-carrying messages come as runs of raw frames (header block and
+    payload offsets into the received bytes), in order, many per call; messages without headers too."""
+    got: list[tuple[bytes, bytes]] = []
+    calls = 0
+
+    def on_frames(buf: bytes, offsets: list[int]) -> None:
+        nonlocal calls
+        calls += 1
+        for i in range(0, len(offsets), 3):
+            h, p, e = offsets[i : i + 3]
+            got.append((buf[h:p], buf[p:e]))
+
+    sub = await nc.subscribe_frames("raw.in", on_frames)
+    await nc.flush()
+    for i in range(2000):
+        await nc.publish("raw.in", b"%04d" % i, headers={"N": str(i)} if i % 500 else None)
+    await nc.flush()
+    await wait_until(lambda: len(got) == 2000)
+    assert [payload for _, payload in got] == [b"%04d" % i for i in range(2000)]
+    assert got[1][0] == b"NATS/1.0\r\nN: 1\r\n\r\n" and got[0][0] == b""
+    assert calls < 2000  # runs, not one call per message
+    assert sub.delivered == 2000
+    await sub.unsubscribe()
+    await nc.publish("raw.in", b"late", headers={"N": "x"})
+    await nc.flush()
+    assert len(got) == 2000

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjetstream.protocol import ClientSideParser, Msg, Pub, ServerSideParser
-from pyjetstream.protocol.events import PubRun
+from pyjetstream.protocol.events import FrameRun, PubRun
 from pyjetstream.protocol.parser import NatsServerParser
 
 frames = st.lists(
@@ -116,3 +116,64 @@ def test_pub_run_collects_a_pipelined_burst_and_stops_at_a_bad_frame() -> None:
     assert events[0] == ("s", "", None, b"00")
     assert events[1] == PubRun("s", [b"%02d" % i for i in range(1, 50)])
     assert events[2].err == "Unknown Protocol Operation"
+
+
+client_frames = st.lists(
+    st.sampled_from(
+        [
+            b"HMSG in 7 12 14\r\nNATS/1.0\r\n\r\nhi\r\n",
+            b"HMSG in 7 r.1 18 18\r\nNATS/1.0\r\nA: b\r\n\r\n\r\n",
+            b"HMSG in 7 0 3\r\nabc\r\n",
+            b"MSG in 7 2\r\nno\r\n",
+            b"HMSG other 8 12 14\r\nNATS/1.0\r\n\r\nho\r\n",
+            b"MSG other 8 2\r\nhm\r\n",
+            b"PING\r\n",
+        ]
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+def _as_msgs(events: list[object]) -> list[object]:
+    """FrameRuns expanded to the Msg events the same frames make without ``frame_sids``."""
+    out: list[object] = []
+    for ev in events:
+        if isinstance(ev, FrameRun):
+            offsets = ev.offsets
+            assert len(offsets) % 3 == 0 and offsets
+            for i in range(0, len(offsets), 3):
+                h, p, e = offsets[i : i + 3]
+                out.append(Msg("in", ev.sid, "", ev.buf[h:p] or b"", ev.buf[p:e]))
+        elif isinstance(ev, Msg) and ev.sid == 7 and ev.hdr is not None:
+            out.append(Msg("in", 7, "", ev.hdr, ev.payload))  # the generic path's frames: no reply kept
+        else:
+            out.append(ev)
+    return out
+
+
+@given(client_frames, st.lists(st.integers(min_value=0), max_size=6))
+def test_frame_runs_are_the_same_frames(chosen: list[bytes], cuts: list[int]) -> None:
+    """HMSG frames of a raw-read sid come as FrameRuns (offsets into the received bytes), whatever
+    the chunking: expanded, the very header blocks and payloads of the general path; other sids,
+    MSG frames and other ops are untouched."""
+    data = b"".join(chosen)
+    plain = ClientSideParser().feed(data)
+    parser = ClientSideParser()
+    parser.frame_sids = {7}
+    assert _as_msgs(_feed_in(parser, data, cuts)) == _as_msgs(plain)
+
+
+def test_a_frame_run_takes_every_complete_frame_in_a_row() -> None:
+    parser = ClientSideParser()
+    parser.frame_sids = {7}
+    frame = b"HMSG in 7 12 15\r\nNATS/1.0\r\n\r\n%03d\r\n"
+    data = b"".join(frame % i for i in range(100))
+    events = parser.feed(data + b"HMSG in 7 12 15\r\nNATS/1.0\r\n\r\n1")  # and a partial one
+    assert len(events) == 1 and isinstance(events[0], FrameRun)
+    run = events[0]
+    assert [run.buf[run.offsets[i + 1] : run.offsets[i + 2]] for i in range(0, 300, 3)] == [
+        b"%03d" % i for i in range(100)
+    ]
+    (last,) = parser.feed(b"23\r\n")
+    assert isinstance(last, FrameRun) and last.buf[last.offsets[1] : last.offsets[2]] == b"123"

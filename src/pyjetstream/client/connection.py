@@ -67,7 +67,7 @@ from pyjetstream.client.reconnect import ReconnectPolicy
 from pyjetstream.client.request_mux import RequestMux, expire
 from pyjetstream.client.server_errors import error_from_server, server_keeps_connection
 from pyjetstream.client.sub_table import SubscriptionTable
-from pyjetstream.client.subscription import MsgCallback, Subscription
+from pyjetstream.client.subscription import FramesCallback, MsgCallback, Subscription
 from pyjetstream.client.transport import WireProtocol
 from pyjetstream.protocol import (
     MAX_PAYLOAD,
@@ -75,6 +75,7 @@ from pyjetstream.protocol import (
     PONG,
     ClientSideParser,
     Err,
+    FrameRun,
     Info,
     Ok,
     Ping,
@@ -126,6 +127,8 @@ class Client:
         # The transport user writes go to: set only once the handshake completed (None while reconnecting).
         self._transport: asyncio.Transport | None = None
         self._parser = ClientSideParser()
+        self._frame_sids: set[int] = set()  # subscriptions read as raw frames (subscribe_frames)
+        self._parser.frame_sids = self._frame_sids
         self._hs: Handshake | None = None
         self._server_info: dict[str, Any] = {}
         self._max_payload = MAX_PAYLOAD
@@ -368,6 +371,22 @@ class Client:
             raise BadSubjectError(f"invalid queue group {queue!r}")
         return self._add_subscription(subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit)
 
+    async def subscribe_frames(self, subject: str, cb: FramesCallback) -> Subscription:
+        """Subscribe with a raw-frame callback, for bulk readers: the messages of ``subject`` that
+        carry headers come as ``cb(buf, offsets)``, every complete frame of a received chunk in one
+        call, where frame *i*'s header block is ``buf[offsets[3i]:offsets[3i+1]]`` and its payload
+        ``buf[offsets[3i+1]:offsets[3i+2]]`` — no :class:`Msg` per message. (A frame the fast parser
+        does not take, or one without headers, comes as a run of one.) Reply subjects are not passed.
+        """
+        def one(msg: Msg) -> None:
+            hdr = msg.raw_headers or b""
+            cb(hdr + msg.data, [0, len(hdr), len(hdr) + len(msg.data)])
+
+        sub = await self.subscribe(subject, cb=one)
+        sub._frames_cb = cb
+        self._frame_sids.add(sub.sid)
+        return sub
+
     def _check_can_subscribe(self) -> None:
         if self._status is Status.CLOSED:
             raise ConnectionClosedError("connection closed")
@@ -399,6 +418,7 @@ class Client:
                 return
             raise BadSubscriptionError("unknown subscription")
         if limit <= 0 or sub._received >= limit:
+            self._frame_sids.discard(sub.sid)
             self._subs.discard(sub)
             self._send_proto(encode_unsub(sub.sid))
             sub._abort()
@@ -544,6 +564,13 @@ class Client:
                         if subs.get(sid) is sub:
                             del subs[sid]
                         sub._finish()
+                elif type(event) is FrameRun:
+                    offsets = event.offsets
+                    in_msgs += len(offsets) // 3
+                    in_bytes += offsets[-1] - offsets[0]
+                    sub = subs.get(event.sid)
+                    if sub is not None:
+                        sub._deliver_frames(event.buf, offsets)
                 else:
                     self._control_event(proto, event)
             self.in_msgs += in_msgs
@@ -666,6 +693,7 @@ class Client:
         loop = self._loop
         assert loop is not None
         self._parser = ClientSideParser()
+        self._parser.frame_sids = self._frame_sids
         hs = self._hs = Handshake(loop)
         proto = WireProtocol(self)
         self._proto = proto

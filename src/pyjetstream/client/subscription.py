@@ -4,7 +4,9 @@ Delivery modes:
 - plain-function callback: called right as the message is read (the event loop is single-threaded, so
   running it in a separate task would only add a task switch per batch);
 - ``async def`` callback: run by the subscription's own task, one message at a time, in order;
-- no callback: ``async for msg in sub.messages`` / ``await sub.next_msg(timeout)``.
+- no callback: ``async for msg in sub.messages`` / ``await sub.next_msg(timeout)``;
+- frames callback (``Client.subscribe_frames``): header-carrying messages in whole runs as raw frames,
+  ``cb(buf, offsets)``, no :class:`Msg` per message (a bulk reader's path).
 
 Messages wait in a deque bounded by ``pending_msgs_limit`` / ``pending_bytes_limit``; beyond that they
 are dropped and a ``SlowConsumerError`` goes to the client's ``error_cb`` (once per slow episode, like nats.go).
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from pyjetstream.client.connection import Client
 
 MsgCallback = Callable[[Msg], Awaitable[None] | None]
+# ``cb(buf, offsets)``: frames in ``buf``, three offsets each (header start, payload start, payload end).
+FramesCallback = Callable[[bytes, list[int]], None]
 
 
 def _is_async_callable(fn: object) -> bool:
@@ -79,6 +83,7 @@ class Subscription:
         self._draining = False
         self._task: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
+        self._frames_cb: FramesCallback | None = None
         if self._async_cb:
             self._task = asyncio.get_running_loop().create_task(self._run_async_callback())
 
@@ -188,6 +193,18 @@ class Subscription:
                     if not waiter.done():
                         waiter.set_result(None)
         return not (self._max and self._received >= self._max)
+
+    def _deliver_frames(self, buf: bytes, offsets: list[int]) -> None:
+        """Hand a run of raw frames to the frames callback (``Client.subscribe_frames``)."""
+        n = len(offsets) // 3
+        self._received += n
+        if self._closed or self._frames_cb is None:
+            return
+        self._delivered += n
+        try:
+            self._frames_cb(buf, offsets)
+        except Exception as exc:
+            self._client._report_error(exc)
 
     def _finish(self, error: Exception | None = None) -> None:
         """No more messages will be queued; what is pending is still delivered."""

@@ -12,6 +12,7 @@ from pyjetstream.protocol.encoder import (
 from pyjetstream.protocol.events import (
     Connect,
     Err,
+    FrameRun,
     Info,
     Msg,
     Ok,
@@ -43,6 +44,7 @@ __all__ = [
     "ClientSideParser",
     "Connect",
     "Err",
+    "FrameRun",
     "HeaderBlock",
     "HeaderError",
     "Info",

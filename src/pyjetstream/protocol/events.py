@@ -38,6 +38,18 @@ class PubRun:
 
 
 @dataclass(slots=True)
+class FrameRun:
+    """Consecutive complete HMSG frames for one subscription a client reads raw
+    (``ClientSideParser.frame_sids``): one event, no object per message. ``buf`` holds the frames;
+    ``offsets`` is flat, three per frame: where its header block starts, where its payload starts
+    (= header end) and where the payload ends, all indexes into ``buf``."""
+
+    sid: int
+    buf: bytes
+    offsets: list[int]
+
+
+@dataclass(slots=True)
 class Sub:
     subject: str
     queue: str

@@ -12,6 +12,7 @@ the announced size followed by a mandatory CRLF.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -23,6 +24,7 @@ from pyjetstream.protocol.events import (
     ClientOp,
     Connect,
     Err,
+    FrameRun,
     Info,
     Msg,
     ProtocolViolation,
@@ -50,7 +52,9 @@ def _parse_size(token: bytes) -> int:
 # ``_complete(x, payload)`` for COMPLETE, ``x(payload)`` for MAKE (``x`` a partial over the parsed
 # parts) and ``x + (payload,)`` for TUPLE (``x`` the event's leading fields, for a subclass that
 # takes plain tuples: see ``ServerSideParser.pub_tuples``).
-COMPLETE, MAKE, TUPLE = 0, 1, 2
+# FRAMES: an HMSG for a sid in ``ClientSideParser.frame_sids``; ``x`` is ``(sid, header size)``
+# and the frame starts a :class:`FrameRun`.
+COMPLETE, MAKE, TUPLE, FRAMES = 0, 1, 2, 3
 FastLine = tuple[int, Any, int]
 
 
@@ -132,6 +136,9 @@ class _FrameParser:
                             pos = self._run(buf, start, end, x[0], need, append)
                             continue
                         append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
+                    elif kind == FRAMES:
+                        pos = self._frame_run(buf, start, end, x, append)
+                        continue
                     elif kind == COMPLETE:
                         append(complete(x, buf[start:end]))
                     else:
@@ -182,6 +189,12 @@ class _FrameParser:
             append(PubRun(subject, payloads))
         return pos
 
+    def _frame_run(
+        self, buf: bytes, start: int, end: int, x: tuple[int, int], append: Callable[[Any], None]
+    ) -> int:
+        """See :meth:`ClientSideParser._frame_run` (only a client parser makes FRAMES hits)."""
+        raise NotImplementedError
+
     def _fast_line(self, line: bytes) -> FastLine | None:
         """Parse a hot op's control line, or None to take the general path (which reports any
         error). A line without a reply goes to ``_remember``: a publisher repeats the same
@@ -222,6 +235,8 @@ def _awaiting_maker(kind: int, x: Any, complete: Callable[[Any, bytes], Any]) ->
     """The event maker of a fast-path line whose payload has not all arrived yet."""
     if kind == TUPLE:
         return partial(_tuple_event, x)
+    if kind == FRAMES:
+        return partial(_frame_event, x)
     if kind == COMPLETE:
         return partial(complete, x)
     return x  # type: ignore[no-any-return]
@@ -229,6 +244,11 @@ def _awaiting_maker(kind: int, x: Any, complete: Callable[[Any, bytes], Any]) ->
 
 def _tuple_event(head: tuple[Any, ...], body: bytes) -> tuple[Any, ...]:
     return (*head, body)
+
+
+def _frame_event(head: tuple[int, int], body: bytes) -> FrameRun:
+    """A raw-read frame whose payload arrived in a later feed: a run of one."""
+    return FrameRun(head[0], body, [0, head[1], len(body)])
 
 
 def _fast_size(token: bytes) -> int:
@@ -431,12 +451,24 @@ class NatsServerParser(ServerSideParser):
         return super()._unsub(args)
 
 
+# An HMSG control line for one sid (``%s``) as servers write it (single spaces, CRLF): header and total size.
+_HMSG_LINE = rb"HMSG [^ \t\r\n]+ %%s (?:[^ \t\r\n]+ )?(\d{1,%d}) (\d{1,%d})\r\n" % (MAX_SIZE_DIGITS, MAX_SIZE_DIGITS)
+
+
 class ClientSideParser(_FrameParser):
-    """Parses the server→client ops: INFO MSG HMSG PING PONG +OK -ERR."""
+    """Parses the server→client ops: INFO MSG HMSG PING PONG +OK -ERR.
+
+    ``frame_sids``: subscriptions read raw. Their HMSG frames come as :class:`FrameRun` events,
+    every complete frame in a row for the same sid in one event (offsets into the received bytes,
+    no object per message), for a reader that takes thousands of replies per request (batched
+    direct get). Set by the client; any other frame ends a run and is parsed as usual.
+    """
 
     def __init__(self, max_control_line: int = 64 * 1024, max_payload: int = 64 * 1024 * 1024) -> None:
         # A client trusts its server: the limits only guard against runaway buffers.
         super().__init__(max_control_line, max_payload)
+        self.frame_sids: set[int] | frozenset[int] = frozenset()
+        self._frame_lines: dict[int, re.Pattern[bytes]] = {}
 
     def feed(self, data: bytes) -> list[ServerOp]:
         return super().feed(data)
@@ -461,10 +493,45 @@ class ClientSideParser(_FrameParser):
                 hdr = _fast_size(args[-2])
                 total = _fast_size(args[-1])
                 if 0 <= hdr <= total and sid.isdigit():
+                    isid = int(sid)
+                    if isid in self.frame_sids:
+                        return FRAMES, (isid, hdr), total
                     reply = args[3].decode() if n == 6 else ""
-                    hit = COMPLETE, (args[1].decode(), int(sid), reply, hdr or -1), total
+                    hit = COMPLETE, (args[1].decode(), isid, reply, hdr or -1), total
                     return hit if n == 6 else self._remember(line, hit)
         return None
+
+    def _frame_run(
+        self, buf: bytes, start: int, end: int, x: tuple[int, int], append: Callable[[Any], None]
+    ) -> int:
+        """The complete HMSG frame at ``start:end`` (header size ``x[1]``) and every complete
+        frame right after it for the same sid, as one :class:`FrameRun`; returns the position
+        after them. One regex match per further frame; anything else (another op or sid, a partial
+        or malformed frame) is left to the general loop."""
+        sid = x[0]
+        offsets = [start, start + x[1], end]
+        pos = end + 2
+        size = len(buf)
+        line = self._frame_lines.get(sid)
+        if line is None:
+            line = self._frame_lines[sid] = re.compile(_HMSG_LINE % str(sid).encode())
+        match = line.match
+        while pos < size:
+            m = match(buf, pos)
+            if m is None:
+                break
+            hdr_b, total_b = m.groups()
+            start = m.end()
+            end = start + int(total_b)
+            if end + 2 > size or buf[end] != 13 or buf[end + 1] != 10:
+                break
+            hdr = start + int(hdr_b)
+            if hdr > end:
+                break
+            offsets += (start, hdr, end)
+            pos = end + 2
+        append(FrameRun(sid, buf, offsets))
+        return pos
 
     def _control_line(self, line: bytes) -> ServerOp | None:
         head = line[:4]
