@@ -7,7 +7,8 @@ For each server target (our embedded server and nats-server, both subprocesses s
 same way) with one local SparkSession (default JIT, so Parquet is not handicapped):
 
 - write rows/s: ``df.write.format("jetstream")`` of ``--rows`` rows (2 partitions, derived
-  ``Nats-Msg-Id``), and the same with ``deriveMsgId=false``;
+  ``Nats-Msg-Id``) in each ``publishMode`` but ``sync`` (``async`` pipelined publishes, ``fast``
+  fast-ingest batches, ``atomic`` batches of 1000), and ``async`` with ``deriveMsgId=false``;
 - batch read rows/s with 1, 2 and 4 partitions (every column materialised: a sum over the
   payload lengths);
 - streaming read rows/s: Trigger.AvailableNow over the same stream into the ``noop`` sink,
@@ -72,8 +73,13 @@ async def _reset_streams(url: str) -> None:
                 await js.delete_stream(name)
             except Exception:
                 pass
-            # allow_direct: batch reads use batched direct get on a server that has it (2.11+).
-            await js.create_stream(StreamConfig(name=name, subjects=[subject], allow_direct=True))
+            # allow_direct: batch reads use batched direct get on a server that has it (2.11+);
+            # allow_batched / allow_atomic: the fast and atomic write modes (2.14+ / 2.12+).
+            await js.create_stream(
+                StreamConfig(
+                    name=name, subjects=[subject], allow_direct=True, allow_batched=True, allow_atomic=True
+                )
+            )
     finally:
         await nc.close()
 
@@ -113,6 +119,8 @@ def bench_writes(spark: Any, url: str, rows: int, size: int, rounds: int) -> dic
 
     out = {
         "write, no msg ids": best(rounds, lambda: write(deriveMsgId="false")),
+        "write, fast batch (derived ids)": best(rounds, lambda: write(publishMode="fast")),
+        "write, atomic batches (derived ids)": best(rounds, lambda: write(publishMode="atomic")),
         "write, derived Nats-Msg-Id": best(rounds, write),  # leaves the stream filled for the reads
     }
     df.unpersist()
@@ -321,6 +329,8 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
     limits = {
         "write, no msg ids": pq["Parquet write"],
         "write, derived Nats-Msg-Id": pq["Parquet write"],
+        "write, fast batch (derived ids)": pq["Parquet write"],
+        "write, atomic batches (derived ids)": pq["Parquet write"],
         "batch read, 1 partition": pq["Parquet read, 1 file"],
         "batch read, 2 partitions": pq["Parquet read, 2 files"],
         "batch read, 2 partitions (consumer)": pq["Parquet read, 2 files"],
