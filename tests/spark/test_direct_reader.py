@@ -14,7 +14,7 @@ from pyjetstream.client.jetstream import StreamConfig, jetstream
 from pyjetstream.spark.arrow_batch import arrow_schema
 from pyjetstream.spark.direct_reader import DirectRangeReader
 from pyjetstream.spark.options import parse_options
-from pyjetstream.spark.range_reader import _open_direct, read_range
+from pyjetstream.spark.partition import open_reader, read_range
 from pyjetstream.spark.schema import message_schema
 
 SCHEMA = arrow_schema(message_schema(parse_options({"stream": "X"})))
@@ -52,10 +52,10 @@ def _direct_rows(url: str, name: str, first: int, last: int, subject: str = "") 
 
     async def read() -> list[tuple]:
         nc = await connect(url)
-        reader = DirectRangeReader(nc, opts, name, first, last, subject, SCHEMA)
+        reader = DirectRangeReader(nc, f"$JS.API.DIRECT.GET.{name}", opts, name, first, last, subject, SCHEMA)
         rows: list[tuple] = []
         try:
-            await reader.open(f"$JS.API.DIRECT.GET.{name}")
+            await reader.open()
             while (batch := await reader.next_batch()) is not None:
                 d = batch.to_pydict()
                 rows += list(zip(d["subject"], d["sequence"], d["data"], d["headers"], d["timestamp"], strict=True))
@@ -79,13 +79,13 @@ def _uses_direct(url: str, name: str, subjects: tuple[str, ...] = ()) -> bool:
     opts = parse_options({"servers": url, "stream": name})
 
     async def probe() -> bool:
-        reader = await _open_direct(opts, name, 1, 10, subjects, SCHEMA)
-        if reader is None:
-            return False
-        assert isinstance(reader, DirectRangeReader)
-        await reader.close()
-        await reader.nc.close()
-        return True
+        nc = await connect(url)
+        try:
+            reader = await open_reader(nc, opts, name, 1, 10, subjects, SCHEMA)
+            await reader.close()
+            return isinstance(reader, DirectRangeReader)
+        finally:
+            await nc.close()
 
     return asyncio.run(probe())
 

@@ -39,32 +39,34 @@ async def _read(reader: RangeReader, after_first: Any = None) -> list[tuple[str,
                 after_first = None
     finally:
         await reader.close()
+        await reader.nc.close()
     return rows
 
 
-def _reader(url: str, first: int, last: int, subjects: tuple[str, ...] = (), batch: int = 100) -> RangeReader:
+async def _reader(url: str, first: int, last: int, subjects: tuple[str, ...] = (), batch: int = 100) -> RangeReader:
     opts = parse_options({"servers": url, "stream": "RR", "batchSize": str(batch)})
-    return RangeReader(opts, "RR", first, last, subjects, arrow_schema(message_schema(opts)))
+    nc = await connect(url)
+    return RangeReader(nc, opts, "RR", first, last, subjects, arrow_schema(message_schema(opts)))
 
 
 async def test_exact_ranges_and_filters(server: Target) -> None:
     await _fill(server.url, 1000)
-    assert [s for _, s in await _read(_reader(server.url, 101, 350))] == list(range(101, 351))
-    assert [s for _, s in await _read(_reader(server.url, 995, 2000))] == list(range(995, 1001))
-    assert await _read(_reader(server.url, 1001, 2000)) == []
-    rows = await _read(_reader(server.url, 1, 200, subjects=("rr.1", "rr.2")))
+    assert [s for _, s in await _read(await _reader(server.url, 101, 350))] == list(range(101, 351))
+    assert [s for _, s in await _read(await _reader(server.url, 995, 2000))] == list(range(995, 1001))
+    assert await _read(await _reader(server.url, 1001, 2000)) == []
+    rows = await _read(await _reader(server.url, 1, 200, subjects=("rr.1", "rr.2")))
     assert [s for _, s in rows] == [s for s in range(1, 201) if (s - 1) % 4 in (1, 2)]
-    rows = await _read(_reader(server.url, 1, 200, subjects=("rr.>", "rr.3")))  # overlapping: filtered here
+    rows = await _read(await _reader(server.url, 1, 200, subjects=("rr.>", "rr.3")))  # overlapping: filtered here
     assert len(rows) == 200
 
 
 async def test_a_partition_stops_at_its_end(server: Target) -> None:
     """Pull requests never ask for more messages than sequences left in the range."""
     await _fill(server.url, 1000)
-    reader = _reader(server.url, 1, 250, batch=100)
+    reader = await _reader(server.url, 1, 250, batch=100)
     rows = await _read(reader)
     assert [s for _, s in rows] == list(range(1, 251))
-    assert reader.cursor == 250  # nothing beyond the range was delivered
+    assert reader.cursor.cursor == 250  # nothing beyond the range was delivered
 
 
 async def test_consumer_deleted_mid_read_is_recreated(server: Target) -> None:
@@ -77,5 +79,5 @@ async def test_consumer_deleted_mid_read_is_recreated(server: Target) -> None:
         finally:
             await nc.close()
 
-    rows = await _read(_reader(server.url, 1, 600, batch=100), after_first=delete_consumer)
+    rows = await _read(await _reader(server.url, 1, 600, batch=100), after_first=delete_consumer)
     assert [s for _, s in rows] == list(range(1, 601))

@@ -2,7 +2,7 @@
 
 Planning (driver): the stream must exist (checked when the reader is created), pushed
 filters and the ``start*``/``end*`` options narrow the range, which is then split evenly by
-sequence into ``partitions`` ranges. Each task reads exactly its range (:mod:`.range_reader`).
+sequence into ``partitions`` ranges. Each task reads exactly its range (:mod:`.partition`).
 The range is fixed at planning time: messages published while the query runs are not read.
 
 Spark 4.3 caveat (a Spark bug, not ours to fix from Python): Spark keeps the last planned
@@ -57,7 +57,7 @@ class JetStreamBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyjetstream.spark.arrow_batch import arrow_schema
-        from pyjetstream.spark.range_reader import read_range
+        from pyjetstream.spark.partition import read_range
 
         assert isinstance(partition, SeqRange)
         yield from read_range(

@@ -1,4 +1,5 @@
-"""Read one sequence range of a stream: the work of one Spark partition.
+"""Read one sequence range of a stream through a consumer: a partition's reader where batched
+direct get cannot serve the read (:mod:`.partition` picks).
 
 An ephemeral pull consumer starts at the range's first sequence (``AckNone``: nothing to
 ack, nothing left behind) and is asked for at most as many messages as sequences remain in
@@ -17,7 +18,6 @@ needs no per-message request.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -27,13 +27,12 @@ from pyjetstream.api.timefmt import NS_PER_S
 from pyjetstream.client import Client, Msg, Subscription
 from pyjetstream.protocol.subjects import subject_matches, subjects_overlap
 from pyjetstream.spark.arrow_batch import MessageColumns
-from pyjetstream.spark.connection import TaskLoop, open_client
-from pyjetstream.spark.direct_reader import DirectRangeReader
 from pyjetstream.spark.errors import JetStreamSparkError
 from pyjetstream.spark.jsapi import JetStreamApi
 from pyjetstream.spark.options import JetStreamOptions
+from pyjetstream.spark.range_cursor import RangeCursor
 
-__all__ = ["RangeReader", "read_range"]
+__all__ = ["RangeReader"]
 
 # A pull request that brings nothing for this long is re-checked against the consumer's state
 # (messages may have been removed after the consumer counted them as pending).
@@ -43,10 +42,12 @@ PULL_GRACE_S = 1.0
 
 
 class RangeReader:
-    """Reads messages with ``first <= seq <= last`` of ``stream`` into Arrow column batches."""
+    """Reads messages with ``first <= seq <= last`` of ``stream`` into Arrow column batches, on an
+    open connection ``nc`` (the caller owns it)."""
 
     def __init__(
         self,
+        nc: Client,
         opts: JetStreamOptions,
         stream: str,
         first: int,
@@ -54,42 +55,31 @@ class RangeReader:
         subjects: tuple[str, ...],
         schema: pa.Schema,
     ) -> None:
+        self.nc = nc
         self.opts = opts
         self.stream = stream
-        self.first = first
-        self.last = last
         self.subjects = subjects
-        self.schema = schema
-        self.cursor = first - 1  # last stream sequence seen
-        self.done = first > last
-        self.read_count = 0
-        self._nc: Client | None = None
-        self._api: JetStreamApi | None = None
+        self.cursor = RangeCursor(stream, first, last, schema, MessageColumns)
+        self._api = JetStreamApi(nc, opts.connect.request_timeout)
         self._sub: Subscription | None = None
+        self._inbox = ""
         self._consumer = ""
         self._server_filter: tuple[str, ...] = ()
         self._local_filter: tuple[str, ...] = ()
-        self._cols = self._new_columns()
         self._outstanding = 0  # messages the current pull request may still bring
         self._wake: asyncio.Event | None = None
         self._error: Exception | None = None
         self._lost = False
 
-    def _new_columns(self) -> MessageColumns:
-        return MessageColumns(self.stream, self.schema)
-
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def open(self) -> None:
-        if self.done:
+        if self.cursor.done:
             return
         self._wake = asyncio.Event()
-        self._nc = await open_client(self.opts.connect)
-        self._api = JetStreamApi(self._nc, self.opts.connect.request_timeout)
         self._plan_filters()
-        inbox = self._nc.new_inbox()
-        self._inbox = inbox
-        self._sub = await self._nc.subscribe(inbox, cb=self._on_msg)
+        self._inbox = self.nc.new_inbox()
+        self._sub = await self.nc.subscribe(self._inbox, cb=self._on_msg)
         await self._create_consumer()
 
     def _plan_filters(self) -> None:
@@ -97,7 +87,6 @@ class RangeReader:
         if len(subjects) <= 1:
             self._server_filter = subjects
             return
-        assert self._api is not None
         overlap = any(subjects_overlap(a, b) for i, a in enumerate(subjects) for b in subjects[i + 1 :])
         if self._api.supports_multi_filter() and not overlap:
             self._server_filter = subjects
@@ -106,35 +95,38 @@ class RangeReader:
             self._local_filter = subjects
 
     async def _create_consumer(self) -> None:
-        assert self._api is not None
         info = await self._api.create_reader(
-            self.stream, start_seq=self.cursor + 1, filter_subjects=self._server_filter
+            self.stream, start_seq=self.cursor.cursor + 1, filter_subjects=self._server_filter
         )
         self._consumer = info.name
         self._outstanding = 0
         if info.num_pending == 0:
-            self.done = True
+            self.cursor.done = True
 
     async def close(self) -> None:
-        nc = self._nc
-        self._nc = None
-        if nc is None:
+        """Removes the consumer (the connection stays open: the caller closes it)."""
+        sub, self._sub = self._sub, None
+        if self.nc.is_closed:
             return
-        try:
-            if self._consumer and self._api is not None and not nc.is_closed:
-                try:
-                    await self._api.delete_consumer(self.stream, self._consumer)
-                except Exception:
-                    pass  # the server removes it after its inactive threshold anyway
-        finally:
-            await nc.close()
+        if self._consumer:
+            consumer, self._consumer = self._consumer, ""
+            try:
+                await self._api.delete_consumer(self.stream, consumer)
+            except Exception:
+                pass  # the server removes it after its inactive threshold anyway
+        if sub is not None:
+            try:
+                await sub.unsubscribe()
+            except Exception:
+                pass
 
     # --- reading -----------------------------------------------------------------------------
 
     async def next_batch(self) -> pa.RecordBatch | None:
         """Up to ``batch_size`` rows, or ``None`` once the range is exhausted."""
         wake = self._wake
-        while not self.done and len(self._cols) < self.opts.batch_size:
+        cur = self.cursor
+        while not cur.done and len(cur.cols) < self.opts.batch_size:
             assert wake is not None
             if self._error is not None:
                 raise self._error
@@ -145,7 +137,7 @@ class RangeReader:
             if self._outstanding <= 0:
                 self._pull()
             wake.clear()
-            before = self.cursor
+            before = cur.cursor
             try:
                 await asyncio.wait_for(wake.wait(), PULL_EXPIRES_S + PULL_GRACE_S)
             except TimeoutError:
@@ -154,39 +146,30 @@ class RangeReader:
                 self._outstanding = 0
             if self._error is not None:
                 raise self._error
-            if self._outstanding <= 0 and self.cursor == before and not self.done:
+            if self._outstanding <= 0 and cur.cursor == before and not cur.done:
                 await self._check_progress()
         if self._error is not None:
             raise self._error
-        if not len(self._cols):
-            return None
-        cols, self._cols = self._cols, self._new_columns()
-        self.read_count += len(cols)
-        return cols.to_batch()
+        return cur.take()
 
     def _pull(self) -> None:
-        assert self._nc is not None
-        remaining = self.last - self.cursor
-        batch = max(1, min(self.opts.batch_size, remaining))
+        batch = max(1, min(self.opts.batch_size, self.cursor.remaining))
         request = PullRequest(batch=batch, expires=int(PULL_EXPIRES_S * NS_PER_S))
         self._outstanding = batch
-        self._nc.publish_nowait(
-            self._api.api.consumer_msg_next(self.stream, self._consumer),  # type: ignore[union-attr]
-            encode(request),
-            reply=self._inbox,
+        self.nc.publish_nowait(
+            self._api.api.consumer_msg_next(self.stream, self._consumer), encode(request), reply=self._inbox
         )
 
     async def _check_progress(self) -> None:
         """A pull ended with nothing new: is anything left for this range?"""
-        assert self._api is not None
         try:
             info = await self._api.consumer_info(self.stream, self._consumer)
         except Exception:
             # The consumer is gone (inactive threshold, server restart): start again from the cursor.
             await self._create_consumer()
             return
-        if info.num_pending == 0 or info.delivered.stream_seq >= self.last:
-            self.done = True
+        if info.num_pending == 0 or info.delivered.stream_seq >= self.cursor.last:
+            self.cursor.done = True
 
     def _on_msg(self, msg: Msg) -> None:
         reply = msg.reply
@@ -202,17 +185,18 @@ class RangeReader:
             meta = parse_ack_reply(reply)
             seq, ts, pending = meta.stream_seq, int(meta.timestamp), meta.num_pending
         self._outstanding -= 1
-        if self.done:
+        cur = self.cursor
+        if cur.done:
             return
-        if seq > self.last:
-            self.done = True
+        if seq > cur.last:
+            cur.done = True
         else:
-            self.cursor = seq
+            cur.cursor = seq
             if not self._local_filter or any(subject_matches(f, msg.subject) for f in self._local_filter):
-                self._cols.append(msg.subject, seq, ts, msg.raw_headers, msg.data)
-            if seq >= self.last or pending == 0:
-                self.done = True
-        if self.done or self._outstanding <= 0 or len(self._cols) >= self.opts.batch_size:
+                cur.cols.append(msg.subject, seq, ts, msg.raw_headers, msg.data)
+            if seq >= cur.last or pending == 0:
+                cur.done = True
+        if cur.done or self._outstanding <= 0 or len(cur.cols) >= self.opts.batch_size:
             self._wake.set()  # type: ignore[union-attr]
 
     def _on_status(self, msg: Msg) -> None:
@@ -232,70 +216,3 @@ class RangeReader:
                 f"reading stream {self.stream!r}: unexpected status {status} {msg.description}"
             )
         self._wake.set()  # type: ignore[union-attr]
-
-
-def read_range(
-    opts: JetStreamOptions,
-    stream: str,
-    first: int,
-    last: int,
-    subjects: tuple[str, ...],
-    schema: pa.Schema,
-) -> Iterator[pa.RecordBatch]:
-    """Synchronous iterator of Arrow batches for a Spark ``read`` (runs its own event loop).
-
-    Batched direct get (:mod:`.direct_reader`) where the server (2.11+) and the stream
-    (``allow_direct``) allow it and at most one subject filters the read; otherwise an
-    ephemeral consumer (:class:`RangeReader`)."""
-    if first > last:
-        return
-    loop = TaskLoop()
-    try:
-        direct = loop.run(_open_direct(opts, stream, first, last, subjects, schema))
-        reader: RangeReader | DirectRangeReader
-        if direct is not None:
-            reader = direct
-        else:
-            reader = consumer_reader = RangeReader(opts, stream, first, last, subjects, schema)
-        try:
-            if direct is None:
-                loop.run(consumer_reader.open())
-            while True:
-                batch = loop.run(reader.next_batch())
-                if batch is None:
-                    break
-                yield batch
-        finally:
-            loop.run(reader.close())
-            if direct is not None:
-                loop.run(direct.nc.close())
-    finally:
-        loop.close()
-
-
-async def _open_direct(
-    opts: JetStreamOptions,
-    stream: str,
-    first: int,
-    last: int,
-    subjects: tuple[str, ...],
-    schema: pa.Schema,
-) -> DirectRangeReader | None:
-    """A batched direct get reader on its own connection, or ``None`` when it cannot serve the read."""
-    subjects = tuple(dict.fromkeys(subjects))
-    if not opts.direct_get or len(subjects) > 1:
-        return None
-    nc = await open_client(opts.connect)
-    try:
-        api = JetStreamApi(nc, opts.connect.request_timeout)
-        if await api.supports_batch_get():
-            info = await api.stream_info(stream)
-            if info.config.allow_direct:
-                reader = DirectRangeReader(nc, opts, stream, first, last, subjects[0] if subjects else "", schema)
-                await reader.open(api.api.direct_get(stream))
-                return reader
-    except BaseException:
-        await nc.close()
-        raise
-    await nc.close()
-    return None

@@ -120,7 +120,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyjetstream.spark.arrow_batch import arrow_schema
-        from pyjetstream.spark.range_reader import read_range
+        from pyjetstream.spark.partition import read_range
 
         yield from read_range(
             self.opts,

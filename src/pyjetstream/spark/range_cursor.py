@@ -1,0 +1,64 @@
+"""How far a partition's read of a sequence range got, and the rows it has not handed to Spark yet.
+
+Both partition readers (:mod:`.direct_reader`, :mod:`.range_reader`) keep their progress here.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, Protocol, TypeVar
+
+import pyarrow as pa
+
+__all__ = ["Columns", "RangeCursor"]
+
+
+class Columns(Protocol):
+    """What a cursor collects rows in (:mod:`.arrow_batch`)."""
+
+    def __init__(self, stream: str, schema: pa.Schema) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def to_batch(self) -> pa.RecordBatch: ...
+
+
+C = TypeVar("C", bound=Columns)
+
+
+class RangeCursor(Generic[C]):
+    """Where a partition's read of ``first <= seq <= last`` stands; ``cols`` collects the rows of the
+    batch being filled, ``take`` hands them over."""
+
+    __slots__ = ("cols", "columns", "cursor", "done", "first", "last", "read_count", "schema", "stream")
+
+    def __init__(
+        self,
+        stream: str,
+        first: int,
+        last: int,
+        schema: pa.Schema,
+        columns: type[C],
+    ) -> None:
+        self.stream = stream
+        self.first = first
+        self.last = last
+        self.schema = schema
+        self.cursor = first - 1  # the last stream sequence read
+        self.done = first > last
+        self.read_count = 0
+        self.columns = columns
+        self.cols = columns(stream, schema)
+
+    @property
+    def remaining(self) -> int:
+        """Sequences left in the range (an upper bound of the messages left)."""
+        return self.last - self.cursor
+
+    def take(self) -> pa.RecordBatch | None:
+        """The rows collected so far as one Arrow batch (``None`` if there are none)."""
+        cols = self.cols
+        if not len(cols):
+            return None
+        self.cols = self.columns(self.stream, self.schema)
+        self.read_count += len(cols)
+        return cols.to_batch()
