@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tests.cli.conftest import Cli
 
 
@@ -23,3 +26,18 @@ def test_stream_add_with_2x_flags(cli: Cli) -> None:
 
     edited = cli("stream", "edit", "X", "--allow-fast", "-f", "--json").json()["config"]
     assert edited["allow_batched"] is True
+
+
+def test_durable_sourcing_through_config_file_and_info(cli: Cli, tmp_path: Path) -> None:
+    """ADR-60 ``StreamSource.consumer``: set with ``--config`` (the nats CLI has prompts, no flags),
+    shown by ``stream info`` as the nats CLI's ``renderSource`` does."""
+    cli("stream", "add", "O", "--subjects", "o.>", "--retention", "work", "--defaults").ok()
+    cli(
+        "consumer", "add", "O", "EXPORT", "--target", "export.o", "--ack", "flow_control", "--defaults",
+    ).ok()  # fmt: skip
+    config = tmp_path / "a.json"
+    source = {"name": "O", "consumer": {"name": "EXPORT", "deliver_subject": "export.o"}}
+    config.write_text(json.dumps({"name": "A", "sources": [source], "storage": "file"}))
+    cfg = cli("stream", "add", "A", "--config", str(config), "--json").json()["config"]
+    assert cfg["sources"] == [source]
+    assert "Source: O, Consumer Name: EXPORT (export.o)" in cli("stream", "info", "A").ok().out

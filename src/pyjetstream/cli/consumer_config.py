@@ -30,7 +30,9 @@ def add_consumer_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
     )
     g.add_argument("--description", help="a description of the consumer")
     g.add_argument(
-        "--ack", choices=["none", "all", "explicit"], help="acknowledgement policy (default explicit)"
+        "--ack",
+        choices=["none", "all", "explicit", "flow_control"],
+        help="acknowledgement policy (default explicit; flow_control: push, 2.14+)",
     )
     g.add_argument("--wait", metavar="DUR", help="how long to wait for an ack before redelivering (ack wait)")
     g.add_argument("--max-deliver", metavar="N", help="maximum deliveries of a message (-1 unlimited)")

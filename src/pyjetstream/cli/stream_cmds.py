@@ -117,6 +117,28 @@ def _write_config(session: Session, path: str, config: Any) -> int:
 # --------------------------------------------------------------------------- info / ls / report
 
 
+def _render_source(src: Any) -> str:
+    """A mirror or source as the nats CLI's ``renderSource`` shows it: the origin, then its start,
+    external prefixes and (ADR-60) the durable consumer it is read through."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    from pyjetstream.cli.output import human_time
+
+    parts = [src.name]
+    if src.opt_start_seq:
+        parts.append(f"Start Seq: {src.opt_start_seq:,}")
+    if src.opt_start_time is not None:
+        parts.append(f"Start Time: {human_time(src.opt_start_time)}")
+    if src.external is not None:
+        if src.external.api:
+            parts.append(f"API Prefix: {src.external.api}")
+        if src.external.deliver:
+            parts.append(f"Delivery Prefix: {src.external.deliver}")
+    if src.consumer is not None:
+        deliver = f" ({src.consumer.deliver_subject})" if src.consumer.deliver_subject else ""
+        parts.append(f"Consumer Name: {src.consumer.name}{deliver}")
+    return ", ".join(parts)
+
+
 def _info_arguments(p: argparse.ArgumentParser) -> None:
     _name_arg(p)
     p.add_argument(
@@ -197,9 +219,9 @@ def show_stream_info(info: Any) -> None:
     if cfg.subject_transform is not None:
         config.append(("Subject Transform", f"{cfg.subject_transform.src} → {cfg.subject_transform.dest}"))
     if cfg.mirror is not None:
-        config.append(("Mirror", cfg.mirror.name))
+        config.append(("Mirror", _render_source(cfg.mirror)))
     for src in cfg.sources:
-        config.append(("Source", src.name))
+        config.append(("Source", _render_source(src)))
     if cfg.placement is not None:
         config.append(
             ("Placement", f"cluster {cfg.placement.cluster or '-'} tags {', '.join(cfg.placement.tags or [])}")
