@@ -639,7 +639,7 @@ def req(subject: str, body: Any) -> dict[str, Any]:
 
 TIME_KEYS = {"created", "first_ts", "last_ts", "time", "ts", "last_active", "pinned_ts"}
 _EPH_RE = re.compile(r"^[A-Za-z0-9]{8}$")
-_TS_HDR_RE = re.compile(r"(Nats-Time-Stamp|Nats-Schedule-Next|Nats-Pin-Id): [^\r]*")
+_TS_HDR_RE = re.compile(r"(Nats-Time-Stamp|Nats-Schedule-Next|Nats-Pin-Id|Nats-Stream-Identity): [^\r]*")
 _ACK_RE = re.compile(r"^(\$JS\.ACK\.(?:[^.]+\.)+)(\d+)\.(\d+)$")
 
 

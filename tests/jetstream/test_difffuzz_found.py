@@ -127,6 +127,34 @@ CASES: dict[str, list] = {
         update_("S", subject_delete_marker_ttl=120_000_000_000, allow_msg_counter=True),
         create("T", allow_msg_counter=True, subject_delete_marker_ttl=120_000_000_000),
     ],
+    # jsStreamPurgeRequest reads a JSON body (and refuses seq with keep) before the lookup; a
+    # body that is not a JSON object or array is no request at all.
+    "purge-body-before-stream": [
+        req("STREAM.PURGE.NOPE", {"seq": 2, "keep": 1}),
+        req("STREAM.PURGE.NOPE", b"{bad"),
+        req("STREAM.PURGE.NOPE", b"x"),
+        create("S", subjects=["a"]),
+        pub("a", "1"),
+        req("STREAM.PURGE.S", b"junk"),
+        req("STREAM.INFO.S"),
+    ],
+    # On an interest stream nobody listens to, the message is skipped before its TTL is read.
+    "interest-no-consumer-skips-before-ttl": [
+        create("S", subjects=["b.>"], retention="interest"),
+        pub("b.x", "1", ("Nats-TTL", "-1")),
+        pub("b.x", "2", ("Nats-TTL", "x")),
+        req("STREAM.INFO.S"),
+    ],
+    # jsNonClusteredStreamLimitsCheck runs on the request's config before checkStreamCfg.
+    "create-limits-before-config-check": [
+        create("T", max_bytes=9223372036854775807, storage="memory", num_replicas=6),
+        create("T", max_bytes=9223372036854775807, num_replicas=6),
+        create("T", max_bytes=1024, num_replicas=6),
+        create("T", max_bytes=9223372036854775807, storage="file", num_replicas=6),
+        create("T", max_bytes=9223372036854775807),
+        create("T", max_bytes=9223372036854775807, num_replicas=2),
+        create("T", max_bytes=9223372036854775807, storage="memory", num_replicas=2),
+    ],
 }
 
 

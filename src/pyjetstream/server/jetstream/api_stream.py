@@ -113,6 +113,15 @@ def _config(req: StreamConfigRequest) -> StreamConfig:
     return cfg
 
 
+def _names_storage(payload: bytes) -> bool:
+    """Whether a (decodable) create request sets ``storage`` itself."""
+    try:
+        body = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(body, dict) and "storage" in body
+
+
 def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     """nats-server 2.15 ``jsStreamCreateRequest`` then ``addStreamWithAssignment``, in their order."""
     response = StreamCreateResponse()
@@ -127,6 +136,16 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
             raise invalid("stream configuration for create can not be sealed")
         if cfg.mirror_direct and cfg.mirror is None:
             raise invalid("stream has no mirror but does have mirror direct")
+        # jsNonClusteredStreamLimitsCheck, on the config as sent, before checkStreamCfg; a
+        # stream of the same name is left out of both counts. Its byte check sees Go's zero
+        # StorageType when the request names no storage, which is neither file nor memory.
+        too_many = engine.check_stream_limit(cfg.name)
+        if too_many is not None:
+            raise JetStreamApiError(too_many)
+        if _names_storage(payload):
+            reservation = engine.check_reservation(cfg, cfg, unchecked=True)
+            if reservation is not None:
+                raise JetStreamApiError(reservation)
         cfg = check_stream_config(cfg, _lookup_config(engine), req.pedantic)
         if cfg.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
@@ -136,10 +155,7 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
             if existing.cfg != cfg:
                 raise JetStreamApiError(E.JSStreamNameExistErr())
             return _create_response(existing)
-        too_many = engine.check_stream_limit()
-        if too_many is not None:
-            raise JetStreamApiError(too_many)
-        reservation = engine.check_reservation(cfg)
+        reservation = engine.check_reservation(cfg)  # addStream's own check, on the checked config
         if reservation is not None:
             raise JetStreamApiError(reservation)
         _check_overlap(engine, cfg)
@@ -266,12 +282,17 @@ def stream_list(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply:
 def stream_purge(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = StreamPurgeResponse()
     try:
-        stream = _lookup(engine, match.stream)
+        # jsStreamPurgeRequest: a body is read only when it is a JSON object or array
+        # (isJSONObjectOrArray), and checked before the stream is looked up.
+        body = payload.lstrip(b" \t\r\n")
         req = (
-            StreamPurgeRequest() if is_empty_request(payload) else decode_request(payload, StreamPurgeRequest, engine.strict)
+            decode_request(payload, StreamPurgeRequest, engine.strict)
+            if body[:1] in (b"{", b"[")
+            else StreamPurgeRequest()
         )
         if req.seq and req.keep:
             raise JetStreamApiError(E.JSBadRequestErr())
+        stream = _lookup(engine, match.stream)
         if stream.cfg.sealed:
             raise JetStreamApiError(E.JSStreamSealedErr())
         if stream.cfg.deny_purge:

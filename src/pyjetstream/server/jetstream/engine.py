@@ -209,10 +209,11 @@ class JetStreamEngine:
                 total += engine.usage(exact)[index]
         return total
 
-    def check_stream_limit(self) -> ApiError | None:
-        """The account's ``max_streams`` (nats-server: 10027 "maximum number of streams reached")."""
+    def check_stream_limit(self, name: str = "") -> ApiError | None:
+        """The account's ``max_streams`` (nats-server: 10027 "maximum number of streams reached");
+        a stream of the same ``name`` does not count (``countStreams``)."""
         limit = self.limits.max_streams
-        if 0 <= limit <= len(self.streams):
+        if 0 <= limit <= len(self.streams) - (name in self.streams):
             return E.JSMaximumStreamsLimitErr()
         return None
 
@@ -231,13 +232,18 @@ class JetStreamEngine:
         limits = getattr(self.server.options, "jetstream_limits", None)
         return limits.effective_default_max_consumers() if limits is not None else DEFAULT_MAX_CONSUMERS
 
-    def check_reservation(self, cfg: StreamConfig, old: StreamConfig | None = None) -> ApiError | None:
+    def check_reservation(
+        self, cfg: StreamConfig, old: StreamConfig | None = None, *, unchecked: bool = False
+    ) -> ApiError | None:
         """A stream's max_bytes must fit next to the other streams' (nats-server checkBytesLimits).
 
         Streams reserve their max_bytes; an unlimited stream counts as 1 byte, so once the
-        reservations fill the server limit no further stream can be created.
+        reservations fill the server limit no further stream can be created. ``unchecked``: the
+        create request's config before checkStreamCfg, as jsNonClusteredStreamLimitsCheck sees it
+        (max_bytes 0 adds nothing; the account counts num_replicas copies).
         """
-        add = cfg.max_bytes if cfg.max_bytes > 0 else 1
+        add = cfg.max_bytes if cfg.max_bytes > 0 else (0 if unchecked and cfg.max_bytes == 0 else 1)
+        account_add = add * cfg.num_replicas if cfg.num_replicas > 1 else add
         reserved = sum(
             s.cfg.max_bytes
             for s in self.streams.values()
@@ -247,11 +253,11 @@ class JetStreamEngine:
         )
         if cfg.storage == StorageType.MEMORY:
             limit = self.limits.max_memory
-            if 0 <= limit < reserved + add or reserved + add > self.max_memory:
+            if 0 <= limit < reserved + account_add or reserved + add > self.max_memory:
                 return E.JSMemoryResourcesExceededErr()
         else:
             limit = self.limits.max_store
-            if 0 <= limit < reserved + add or reserved + add > self.max_storage:
+            if 0 <= limit < reserved + account_add or reserved + add > self.max_storage:
                 return E.JSStorageResourcesExceededErr()
         return None
 
