@@ -11,6 +11,8 @@ figure is taken with pyjetstream's core client against each in turn, on a file s
   arrives (no ack reply); timed until the consumer's ack floor reaches the end (msgs/s);
 - push, ack none: an ephemeral push consumer delivering everything to one subscription (msgs/s);
 - push + ack: the same with explicit acks, timed until the ack floor reaches the end (msgs/s);
+- server CPU per message: µs of the server process's CPU (user + system from /proc, best of the
+  rounds) for each of the three runs above — steadier than msgs/s on a shared machine;
 - ack round trip: a message fetched, then acked with a reply (AckSync) and the confirmation
   awaited, one after the other (median and p99 latency).
 
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.suppor
 
 from tests.support.targets import EMBEDDED, NATS_SERVER, make_target
 
+from bench_js_publish import server_cpu
 from pyjetstream.client import connect
 
 STREAM = "CB"
@@ -211,16 +214,21 @@ async def run(args: argparse.Namespace) -> None:
             print(f"filling {kind} with {args.msgs} x {args.size} B ...", flush=True)
             await fill(target.url, args.msgs, payload)
         best: dict[str, dict[str, float]] = {kind: {} for kind in targets}
+        cpu: dict[str, dict[str, float]] = {kind: {} for kind in targets}
         # Rounds alternate between the servers, so background load hits both alike; best of rounds.
         for i in range(args.rounds):
             for kind, target in targets.items():
-                figures = {
-                    "pull": await bench_pull(target.url, args.msgs, args.batch, f"P{i}"),
-                    "push": await bench_push(target.url, args.msgs, False, f"E{i}"),
-                    "push_ack": await bench_push(target.url, args.msgs, True, f"A{i}"),
-                }
-                for key, value in figures.items():
+                runs: tuple[tuple[str, Any, tuple[Any, ...]], ...] = (
+                    ("pull", bench_pull, (target.url, args.msgs, args.batch, f"P{i}")),
+                    ("push", bench_push, (target.url, args.msgs, False, f"E{i}")),
+                    ("push_ack", bench_push, (target.url, args.msgs, True, f"A{i}")),
+                )
+                for key, measure, measure_args in runs:
+                    before = server_cpu(target)
+                    value = await measure(*measure_args)
+                    used = (server_cpu(target) - before) / args.msgs * 1e6
                     best[kind][key] = max(best[kind].get(key, 0.0), value)
+                    cpu[kind][key] = min(cpu[kind].get(key, float("inf")), used)
         lat = {
             kind: await bench_ack_latency(target.url, args.latency_msgs) for kind, target in targets.items()
         }
@@ -233,6 +241,10 @@ async def run(args: argparse.Namespace) -> None:
         row("pull consume + ack", ours["pull"], theirs["pull"], "msgs/s")
         row("push consume, ack none", ours["push"], theirs["push"], "msgs/s")
         row("push consume + ack", ours["push_ack"], theirs["push_ack"], "msgs/s")
+        for key, label in (("pull", "pull"), ("push", "push, ack none"), ("push_ack", "push + ack")):
+            ours_cpu, theirs_cpu = cpu[EMBEDDED][key], cpu[NATS_SERVER][key]
+            name = f"  server CPU/msg, {label}"
+            print(f"{name:<34} {ours_cpu:>12.2f} {theirs_cpu:>12.2f} {'µs':<8} {theirs_cpu / ours_cpu:>6.2f}x")
         row("ack round trip (median)", lat[EMBEDDED][0], lat[NATS_SERVER][0], "µs", lower_is_better=True)
         row("ack round trip (p99)", lat[EMBEDDED][1], lat[NATS_SERVER][1], "µs", lower_is_better=True)
     finally:

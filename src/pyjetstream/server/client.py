@@ -803,10 +803,11 @@ class ClientConnection(asyncio.Protocol):
         if hdr is None or not self.headers:
             size = len(payload)
             if shown is not None or not sub.literal:
-                # A consumer's deliveries name the same few stream subjects over and over: the
-                # last one's MSG prefix is kept.
-                shown = shown or subject
-                if sub is self._shown_sub and shown == self._shown:
+                if not shown:  # a wildcard subscription: mostly a new subject each time
+                    prefix = msg_prefix(subject.encode(), sub.sid_b)
+                elif sub is self._shown_sub and shown == self._shown:
+                    # A consumer's deliveries name the same few stream subjects over and over:
+                    # the last one's MSG prefix is kept.
                     prefix = self._shown_prefix
                 else:
                     prefix = self._shown_prefix = msg_prefix(shown.encode(), sub.sid_b)
