@@ -584,19 +584,6 @@ class Stream:
         store = self.store
         engine = self.engine
         storage = cfg.storage
-        # nats-server's order: a message no consumer wants is skipped before the account limits
-        # and the TTL's validity are looked at (a rollup still purges what it rolls up).
-        if cfg.retention == RetentionPolicy.INTEREST and not self._has_interest_for(subject):
-            seq = store.skip_msg()
-            self._last_msg_id = msg_id
-            if msg_id:
-                self._dedupe.record(msg_id, seq, time.time_ns())
-                self._schedule_dedupe_expiry()
-            if rollup == b"sub":
-                self.purge(subject=subject)
-            elif rollup:
-                self.purge()
-            return seq
         limit_error = engine.check_account_limits(
             storage, cast(Any, store)._record_size(len(subject), 0, size)
         )
@@ -677,7 +664,6 @@ class Stream:
             # A TTL shorter than the markers' could expire a marker's subject unseen.
             ttl = sdm_ttl
             hdr = append_headers(remove_header(hdr, HDR_TTL), [("Nats-TTL", str(ttl))])
-
 
         republish_to = self._republish.match_and_apply(subject) if self._republish is not None else None
         last_on_subject = self._last_seq_on_subject(subject) if republish_to is not None else 0
