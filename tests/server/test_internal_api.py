@@ -14,7 +14,7 @@ from tests.server.rawclient import RawClient
 from pyjetstream import Server, ServerThread
 from pyjetstream.server.client import ClientConnection
 from pyjetstream.server.options import OptionsError
-from pyjetstream.server.sublist import Subscription
+from pyjetstream.server.subscription import Subscription
 
 TIMEOUT = 10.0
 

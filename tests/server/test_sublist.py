@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyjetstream.server.sublist import EMPTY_RESULT, Sublist, SublistError, Subscription
+from pyjetstream.server.sublist import EMPTY_RESULT, Sublist, SublistError
+from pyjetstream.server.subscription import Subscription
 
 
 def _sids(result: tuple) -> tuple[list[str], list[list[str]]]:

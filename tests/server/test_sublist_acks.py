@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyjetstream.protocol.subjects import subject_matches
-from pyjetstream.server.sublist import EMPTY_RESULT, Sublist, Subscription
+from pyjetstream.server.sublist import EMPTY_RESULT, Sublist
+from pyjetstream.server.subscription import Subscription
 
 ACK_SUBS = ["$JS.ACK.S.C.>", "$JS.ACK.S.D.>", "$JS.ACK.T.C.>"]
 OTHER_SUBS = [

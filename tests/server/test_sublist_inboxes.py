@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyjetstream.protocol.subjects import subject_matches
-from pyjetstream.server.sublist import EMPTY_RESULT, Sublist, Subscription
+from pyjetstream.server.sublist import EMPTY_RESULT, Sublist
+from pyjetstream.server.subscription import Subscription
 
 INBOX_SUBS = ["_INBOX.abc.*", "_INBOX.abc.*", "_INBOX.xyz.*"]
 OTHER_SUBS = [

@@ -28,7 +28,8 @@ from pyjetstream.server.jetstream.api_disabled import DisabledApi
 from pyjetstream.server.jetstream.engine import JetStreamEngine
 from pyjetstream.server.options import Account as AccountConfig
 from pyjetstream.server.options import AccountJetStreamLimits
-from pyjetstream.server.sublist import Sublist, Subscription
+from pyjetstream.server.sublist import Sublist
+from pyjetstream.server.subscription import Subscription
 
 if TYPE_CHECKING:
     from pyjetstream.server.server import InternalCallback, InternalSub, Server

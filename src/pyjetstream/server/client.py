@@ -37,7 +37,8 @@ from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_pre
 from pyjetstream.server.auth import AuthDecision, PendingCheck
 from pyjetstream.server.log import TRACE
 from pyjetstream.server.permissions import ConnectionPermissions, pub_violation, sub_violation
-from pyjetstream.server.sublist import SublistError, Subscription
+from pyjetstream.server.sublist import SublistError
+from pyjetstream.server.subscription import Subscription
 from pyjetstream.server.tls import spki_sha256
 
 if TYPE_CHECKING:

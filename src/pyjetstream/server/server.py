@@ -75,7 +75,8 @@ from pyjetstream.server.jwt_auth import ClaimsUpdates, OperatorTrust, account_co
 from pyjetstream.server.log import get_logger
 from pyjetstream.server.monitor import MonitorServer, closed_record
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
-from pyjetstream.server.sublist import Sublist, Subscription
+from pyjetstream.server.sublist import Sublist
+from pyjetstream.server.subscription import Subscription
 from pyjetstream.server.version import SERVER_VERSION
 from pyjetstream.server.websocket import start_websocket_listener
 
@@ -658,13 +659,7 @@ class Server:
         """
         if account is None:
             account = client.account if client is not None else self.global_account
-        sl = account.sublist
-        result = sl.cache.get(subject)
-        if result is None:
-            result = sl.match(subject)
-        else:
-            sl.matches += 1
-        psubs, qsubs = result
+        psubs, qsubs = account.sublist.match(subject)
         if qsubs:
             psubs = psubs + self._pick_queue_members(qsubs, client)
         elif len(psubs) == 1:

@@ -25,12 +25,16 @@ repeats.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pyjetstream.protocol.subjects import FWC, PWC, SEP, has_wildcard, is_valid_subject, subject_matches
-from pyjetstream.protocol.writers import hmsg_prefix, msg_prefix
+from pyjetstream.protocol.subjects import FWC, PWC, SEP, is_valid_subject, subject_matches
 
-__all__ = ["EMPTY_RESULT", "MatchResult", "Sublist", "SublistError", "Subscription"]
+if TYPE_CHECKING:
+    # Annotations only: the sublist reads a subscription's subject, queue and literal flag and
+    # hands the objects back; it is compiled without the (interpreted) class (see _compiled.py).
+    from pyjetstream.server.subscription import Subscription
+
+__all__ = ["EMPTY_RESULT", "MatchResult", "Sublist", "SublistError"]
 
 # Cached results kept at most; beyond this the oldest half is dropped (nats-server slCacheMax 1024).
 CACHE_MAX = 4096
@@ -42,66 +46,8 @@ class SublistError(ValueError):
     """A subscription subject that cannot be indexed (``Invalid Subject``)."""
 
 
-class Subscription:
-    """One subscription: a client's (``client`` set) or the server's own (``callback`` set).
-
-    ``msg_prefix``/``hmsg_prefix`` hold ``b"MSG <subject> <sid> "``/``b"HMSG …"`` for literal
-    subscriptions, whose delivered subject is always their own.
-    """
-
-    __slots__ = (
-        "callback",
-        "client",
-        "closed",
-        "delivered",
-        "hmsg_prefix",
-        "literal",
-        "max_msgs",
-        "msg_line",
-        "msg_line_size",
-        "msg_prefix",
-        "queue",
-        "sid",
-        "sid_b",
-        "subject",
-    )
-
-    def __init__(
-        self,
-        subject: str,
-        sid: str,
-        queue: str = "",
-        client: Any = None,
-        callback: Any = None,
-    ) -> None:
-        self.subject = subject
-        self.sid = sid
-        self.sid_b = sid.encode()
-        self.queue = queue
-        self.client = client
-        self.callback = callback
-        self.max_msgs = 0
-        self.delivered = 0
-        self.closed = False
-        self.literal = not has_wildcard(subject)
-        # A literal subscription is only ever delivered its own subject: pre-encode the MSG line start.
-        if self.literal:
-            self.msg_prefix = msg_prefix(subject.encode(), self.sid_b)
-            self.hmsg_prefix = hmsg_prefix(subject.encode(), self.sid_b)
-        else:
-            self.msg_prefix = self.hmsg_prefix = b""
-        # The whole ``MSG <subject> <sid> <size>\r\n`` line of the last size delivered without a
-        # reply (the router's direct path: a publisher usually repeats one size).
-        self.msg_line = b""
-        self.msg_line_size = -1
-
-    def __repr__(self) -> str:
-        queue = f" queue={self.queue!r}" if self.queue else ""
-        return f"<Subscription {self.subject!r} sid={self.sid!r}{queue}>"
-
-
 # (plain subscriptions, queue groups: one tuple of member subscriptions per group name)
-MatchResult = tuple[tuple[Subscription, ...], tuple[tuple[Subscription, ...], ...]]
+MatchResult: TypeAlias = "tuple[tuple[Subscription, ...], tuple[tuple[Subscription, ...], ...]]"
 EMPTY_RESULT: MatchResult = ((), ())
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.server import InternalSub, Server
-    from pyjetstream.server.sublist import Subscription
+    from pyjetstream.server.subscription import Subscription
 
 __all__ = ["DeliverInterest", "PushDelivery", "RateLimiter"]
 
