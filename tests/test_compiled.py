@@ -22,8 +22,14 @@ SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
 def _imports(path: Path) -> set[str]:
+    """The modules a source imports at run time (``if TYPE_CHECKING:`` blocks left out: the build
+    type-checks without following them, so an annotation-only class is ``Any`` to the compiled code)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            node.body = []
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

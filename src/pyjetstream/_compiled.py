@@ -40,6 +40,8 @@ MODULES = (
     "pyjetstream.protocol.limits",
     "pyjetstream.protocol.parser",
     "pyjetstream.protocol.writers",
+    "pyjetstream.protocol.subjects",
+    "pyjetstream.server.sublist",
 )
 #: The mypyc shared library's module name (``mypycify(group_name=...)``): the group's code lives in
 #: it, each module above is a small shim that imports it.
