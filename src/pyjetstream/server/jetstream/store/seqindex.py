@@ -307,15 +307,24 @@ class SeqIndex:
         self.msgs -= purged
         self.bytes -= removed_bytes
         table = self.subjects
+        for sid, m in self._subjects_lose(counts):
+            table.first[sid] = table.last[sid] if m == 1 else self._subj_next(table.first[sid])
+        self._advance_first_from(hi)
+        return purged
+
+    def _subjects_lose(self, counts: Counter[int]) -> list[tuple[int, int]]:
+        """Take ``counts[sid]`` messages off each subject, release the subjects left with none,
+        and return ``(sid, messages left)`` of the others (whose first or last the caller fixes)."""
+        table = self.subjects
+        kept: list[tuple[int, int]] = []
         for sid, c in counts.items():
             m = table.msgs[sid] - c
             if m <= 0:
                 table.release(sid)
-                continue
-            table.msgs[sid] = m
-            table.first[sid] = table.last[sid] if m == 1 else self._subj_next(table.first[sid])
-        self._advance_first_from(hi)
-        return purged
+            else:
+                table.msgs[sid] = m
+                kept.append((sid, m))
+        return kept
 
     def purge(self, new_first: int) -> None:
         """Everything is gone; the next message will be ``new_first`` or later."""
@@ -367,12 +376,7 @@ class SeqIndex:
         self.bytes -= sum(self.sizes[lo:])
         table = self.subjects
         zero_fill(sids, lo, len(sids))
-        for sid, c in counts.items():
-            m = table.msgs[sid] - c
-            if m <= 0:
-                table.release(sid)
-                continue
-            table.msgs[sid] = m
+        for sid, m in self._subjects_lose(counts):
             first = table.first[sid]
             table.last[sid] = first if m == 1 else base + rfind_value(sids, sid, first - base, lo)
         del sids[lo:], self.tss[lo:], self.sizes[lo:], self.locs[lo:], self.nxt[lo:]
