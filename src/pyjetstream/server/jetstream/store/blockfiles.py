@@ -104,6 +104,34 @@ class _Block:
         self.fd: int | None = None
 
 
+class _SubjectIds:
+    """Subject ids while blocks are loaded: those the blocks' indexes use, and new ones above
+    all of them for subjects only a scan finds (so ids rarely clash in ``SeqIndex.rebuild``)."""
+
+    __slots__ = ("ids", "next", "taken")
+
+    def __init__(self) -> None:
+        self.ids: dict[bytes, int] = {}
+        self.taken: set[int] = set()  # one subject per id: a scanned block must not share one
+        self.next = 1
+
+    def learn(self, slots: BlockSlots) -> None:
+        for sid, name in zip(slots.ids, slots.names, strict=True):
+            key = name.encode()
+            if key not in self.ids and sid not in self.taken:
+                self.ids[key] = sid
+                self.taken.add(sid)
+            if sid >= self.next:
+                self.next = sid + 1
+
+    def id_for(self, subject: bytes) -> int:
+        sid = self.ids.get(subject, 0)
+        if not sid:
+            sid = self.ids[subject] = self.next
+            self.next += 1
+        return sid
+
+
 class BlockFiles(PayloadBackend):
     """The block files of one stream directory (``msgs/``)."""
 
@@ -714,6 +742,7 @@ class BlockFiles(PayloadBackend):
         (see :meth:`lost`); an index whose block file is gone reports the block's messages lost.
         """
         out: list[BlockSlots] = []
+        known = _SubjectIds()  # subject -> id, as the blocks loaded so far number them
         max_seq = max_ts = 0
         floor = floor_ts = 0
         floor_from_index = False
@@ -724,9 +753,11 @@ class BlockFiles(PayloadBackend):
         for index, name in files:
             path = os.path.join(self.msgs_dir, name)
             with _mapped(path) as buf:
-                slots, scanned = self._load_block(index, path, buf, index == last_index, max_seq, max_ts)
+                slots, scanned = self._load_block(index, path, buf, index == last_index, max_seq, max_ts, known)
             if slots is None:
                 continue
+            if not scanned:
+                known.learn(slots)
             if slots.floor > floor:
                 floor, floor_ts = slots.floor, slots.floor_ts
                 floor_from_index = not scanned
@@ -744,7 +775,7 @@ class BlockFiles(PayloadBackend):
         return out
 
     def _load_block(
-        self, index: int, path: str, buf: Bytes, is_last: bool, max_seq: int, max_ts: int
+        self, index: int, path: str, buf: Bytes, is_last: bool, max_seq: int, max_ts: int, known: _SubjectIds
     ) -> tuple[BlockSlots | None, bool]:
         """One block's slots (from its index, else a scan) and whether it was scanned; the
         block joins the list. None for a block whose header is damaged (set aside, its bytes
@@ -771,7 +802,7 @@ class BlockFiles(PayloadBackend):
             return slots, False
         if not is_last:
             self._stale_idx.add(blk)
-        return self._scan_block(blk, buf, is_last, max_seq, max_ts), True
+        return self._scan_block(blk, buf, is_last, max_seq, max_ts, known), True
 
     def _read_index(self, index: int, buf: Bytes, first: int, max_seq: int) -> BlockSlots | None:
         """The saved index of block ``index`` if it still describes ``buf`` exactly."""
@@ -824,15 +855,19 @@ class BlockFiles(PayloadBackend):
             pass
         self._drop_index_file(index)
 
-    def _scan_block(self, blk: _Block, buf: Bytes, is_last: bool, max_seq: int, prev_ts: int) -> BlockSlots:
-        """Scan one block's records into its slots (sequences above ``max_seq`` only)."""
+    def _scan_block(
+        self, blk: _Block, buf: Bytes, is_last: bool, max_seq: int, prev_ts: int, known: _SubjectIds
+    ) -> BlockSlots:
+        """Scan one block's records into its slots (sequences above ``max_seq`` only). A
+        subject gets the id ``known`` has for it (the blocks before numbered it), or the next
+        one, so the index adopts the block's ids as they are."""
         first = blk.first_seq
         slots = BlockSlots(max(first, max_seq + 1))
         start = slots.first
         sids, tss, sizes, locs, nxt = slots.sids, slots.tss, slots.sizes, slots.locs, slots.nxt
-        names = slots.names
-        own: dict[bytes, int] = {}
-        last_idx: list[int] = [-1]
+        names, ids = slots.names, slots.ids
+        own: dict[bytes, int] = {}  # this block's subjects, by the ids ``known`` gives them
+        last_idx: list[int] = [-1] * known.next
         cur_ts = prev_ts
         decompressed_len = cramjam.snappy.decompress_raw_len
         size_base, size_hdr = self.size_base, self.size_hdr
@@ -845,38 +880,48 @@ class BlockFiles(PayloadBackend):
             nxt.extend(zeros("Q", n))
 
         ends: list[ScanEnd] = []
+        # The per-record loop of a crash restart: everything it touches is a local.
+        sids_append, tss_append, sizes_append = sids.append, tss.append, sizes.append
+        locs_append, nxt_append, own_get = locs.append, nxt.append, own.get
+        kind_mask, kind_msg, erased, compressed = KIND_MASK, KIND_MSG, FLAG_ERASED, FLAG_COMPRESSED
+        hdr_len, overhead = REC_HDR_LEN, REC_OVERHEAD
+        nslots = 0
         for off, total, kind, seq, ts, slen, hlen in scan_records(buf, BLOCK_HDR_LEN, ends):
-            k = kind & KIND_MASK
-            if k == KIND_MSG:
+            k = kind & kind_mask
+            if k == kind_msg:
                 if seq <= max_seq or seq < start:
                     self._lost_bytes += total  # out of order: cannot be placed
                     continue
                 max_seq = seq
                 idx = seq - start
-                gap = idx - len(sids)
-                if gap > 0:
-                    extend(gap, cur_ts)
-                if kind & FLAG_ERASED:
+                if idx != nslots:
+                    extend(idx - nslots, cur_ts)
+                nslots = idx + 1
+                if kind & erased:
                     extend(1, cur_ts)
                     continue
-                at = off + REC_HDR_LEN
-                if kind & FLAG_COMPRESSED:
+                at = off + hdr_len
+                if kind & compressed:
                     dlen = decompressed_len(buf[at + slen : off + total - CRC_LEN]) - hlen
                 else:
-                    dlen = total - REC_OVERHEAD - slen - hlen
-                if hlen:
-                    self._note_ttl(buf, at + slen, hlen, kind, off + total, seq)
+                    dlen = total - overhead - slen - hlen
                 subj = buf[at : at + slen]
-                sid = own.get(subj)
+                sid = own_get(subj)
                 if sid is None:
-                    sid = own[subj] = len(names) + 1
+                    sid = own[subj] = known.id_for(subj)
+                    ids.append(sid)
                     names.append(subj.decode())
-                    last_idx.append(-1)
-                sids.append(sid)
-                tss.append(ts)
-                sizes.append(size_base + slen + dlen + (size_hdr + hlen if hlen else 0))
-                locs.append(off << 32 | total)
-                nxt.append(0)
+                    if sid >= len(last_idx):
+                        last_idx.extend([-1] * (sid + 1 - len(last_idx)))
+                sids_append(sid)
+                tss_append(ts)
+                if hlen:
+                    sizes_append(size_base + slen + dlen + size_hdr + hlen)
+                    self._note_ttl(buf, at + slen, hlen, kind, off + total, seq)
+                else:
+                    sizes_append(size_base + slen + dlen)
+                locs_append(off << 32 | total)
+                nxt_append(0)
                 li = last_idx[sid]
                 if li >= 0:
                     nxt[li] = seq
@@ -893,9 +938,10 @@ class BlockFiles(PayloadBackend):
                         locs[i] = 0
                 end_seq = seq + num - 1
                 if end_seq > max_seq:
-                    gap = end_seq - start + 1 - len(sids)
+                    gap = end_seq - start + 1 - nslots
                     if gap > 0:
                         extend(gap, ts)
+                        nslots += gap
                     max_seq = end_seq
                     cur_ts = ts
             elif k == KIND_FLOOR and seq > slots.floor:

@@ -99,19 +99,19 @@ class BlockSlots:
         self.floor_ts = 0
 
     def summarize(self) -> None:
-        """Fill the per-subject columns from ``sids`` (own ids 1..len(names), as a scan numbers
-        them; ``names`` already lists them)."""
-        sids = self.sids
-        n = len(self.names)
-        self.ids = array("I", range(1, n + 1))
+        """Fill the per-subject columns from ``sids`` (``ids`` and ``names`` already list the
+        block's subjects, as a scan finds them)."""
+        pos = {sid: k for k, sid in enumerate(self.ids)}
+        n = len(self.ids)
         self.s_msgs = zeros("Q", n)
         self.s_first = zeros("Q", n)
         self.s_last = zeros("Q", n)
         first = self.first
-        for sid, c, i, j in _subject_spans(sids):
-            self.s_msgs[sid - 1] = c
-            self.s_first[sid - 1] = first + i
-            self.s_last[sid - 1] = first + j
+        for sid, c, i, j in _subject_spans(self.sids):
+            k = pos[sid]
+            self.s_msgs[k] = c
+            self.s_first[k] = first + i
+            self.s_last[k] = first + j
 
 
 def _subject_spans(sids: array[int]) -> list[tuple[int, int, int, int]]:
