@@ -512,3 +512,31 @@ async def test_a_user_reset_of_a_mirrors_durable_does_not_duplicate(server: Targ
         assert (await state(c, "M"))["last_seq"] == 8
     finally:
         await c.close()
+
+
+async def test_reset_requests_from_a_sourcing_stream(server: Target) -> None:
+    """What a durable source's ``CONSUMER.RESET`` carries: the API level it needs (refused above
+    the server's, 10185) and an expected stream identity, which the reply echoes (never refused)."""
+    c = await RawClient.connect(server.url)
+    try:
+        await c.add_stream("O", ["o.>"])
+        await create_consumer(c, "O", "c1", deliver_subject="d.x", **FC)
+
+        async def reset(hdr: bytes) -> Any:
+            sub = c.subscribe(c.new_inbox())
+            try:
+                c.publish("$JS.API.CONSUMER.RESET.O.c1", b"", sub.subject, hdr=hdr)
+                return await sub.next(10)
+            finally:
+                sub.unsubscribe()
+
+        refused = await reset(b"NATS/1.0\r\nNats-Required-Api-Level: 99\r\n\r\n")
+        assert error_of(refused.json()) == (10185, "JetStream minimum api level required")
+        answered = await reset(b"NATS/1.0\r\nNats-Required-Api-Level: 5\r\nNats-Stream-Identity: stale\r\n\r\n")
+        assert "error" not in answered.json() and answered.json()["reset_seq"] == 1
+        identity = answered.header("Nats-Stream-Identity")
+        assert identity and identity != "stale"
+        plain = await reset(b"NATS/1.0\r\nNats-Required-Api-Level: 5\r\n\r\n")
+        assert plain.header("Nats-Stream-Identity") is None
+    finally:
+        await c.close()
