@@ -663,10 +663,18 @@ class Server:
         if qsubs:
             psubs = psubs + self._pick_queue_members(qsubs, client)
         elif len(psubs) == 1:
-            # The common case (a subscriber, a reply inbox, a pull inbox): no loop.
+            # The common case (a subscriber, a reply inbox, a pull inbox; internally a stream's
+            # subject, a consumer's acks, an API request): no loop.
             sub = psubs[0]
             conn = sub.client
-            if conn is not None and not sub.closed:
+            if not sub.closed:
+                if conn is None:
+                    sub.delivered += 1
+                    try:
+                        sub.callback(subject if show_subject is None else show_subject, reply, hdr, payload, client)
+                    except Exception:
+                        self.logger.exception("internal subscription callback for %r failed", sub.subject)
+                    return True
                 if conn.deliver(sub, subject, reply, hdr, payload, client, show_subject):
                     return True
                 if reply and client is not None and client.no_responders:

@@ -46,7 +46,18 @@ ACK_WAIT_DELAY = 0.001
 class AckProcessor:
     """Acks, NAKs, TERMs, progress and the redelivery timer of one consumer."""
 
-    __slots__ = ("_activity", "_ahead", "_explicit", "_maxp", "_prefix_len", "_several", "consumer", "ptmr", "state")
+    __slots__ = (
+        "_activity",
+        "_ahead",
+        "_explicit",
+        "_limits",
+        "_maxp",
+        "_prefix_len",
+        "_several",
+        "consumer",
+        "ptmr",
+        "state",
+    )
 
     def __init__(self, consumer: Consumer) -> None:
         self.consumer = consumer
@@ -64,6 +75,7 @@ class AckProcessor:
         self._ahead = cfg.flow_control  # acks may run ahead of what was delivered
         self._maxp = cfg.max_ack_pending
         self._activity = cfg.inactive_threshold > 0
+        self._limits = self.consumer.retention == RetentionPolicy.LIMITS  # acks remove nothing
 
     def stop(self) -> None:
         if self.ptmr is not None:
@@ -148,7 +160,7 @@ class AckProcessor:
             return
         consumer.writer.dirty()
         st.lat = time.time_ns()
-        if consumer.retention != RetentionPolicy.LIMITS:
+        if not self._limits:
             stream = consumer.stream
             if acked_from:
                 for seq in range(acked_from, sseq + 1):
