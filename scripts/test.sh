@@ -15,7 +15,7 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 if [ $# -eq 0 ]; then
   echo "test: the pure-Python pass (PYJETSTREAM_PURE=1)"
   PYJETSTREAM_PURE=1 exec .venv/bin/python -m pytest -n 2 --dist loadgroup -q \
-    tests/test_compiled.py tests/protocol tests/server/test_sublist.py tests/server/test_sublist_acks.py \
+    tests/test_compiled.py tests/protocol tests/api/test_samples.py tests/server/test_sublist.py tests/server/test_sublist_acks.py \
     tests/server/test_sublist_inboxes.py tests/server/test_core_messaging.py tests/server/test_protocol_errors.py \
     tests/client/test_pubsub.py tests/client/test_request.py
 fi

@@ -40,6 +40,7 @@ MODULES = (
     "pyjetstream.protocol.limits",
     "pyjetstream.protocol.parser",
     "pyjetstream.protocol.writers",
+    "pyjetstream.protocol.headers",
     "pyjetstream.protocol.subjects",
     "pyjetstream.server.sublist",
 )
