@@ -155,6 +155,16 @@ CASES: dict[str, list] = {
         create("T", max_bytes=9223372036854775807, num_replicas=2),
         create("T", max_bytes=9223372036854775807, storage="memory", num_replicas=2),
     ],
+    # An external source with an empty api prefix asks ".CONSUMER.CREATE...": nobody answers, so
+    # a stream sourcing itself that way never copies anything (it looped here before).
+    "external-empty-api-goes-nowhere": [
+        create("T", subjects=["a.>"], sources=[{"name": "T", "external": {"api": "", "deliver": "dx"}}]),
+        pub("a.b", "1"),
+        pub("a.x", "2"),
+        pub("a.y", "3"),
+        req("STREAM.INFO.T", mask=("sources", "state")),
+        req("STREAM.MSG.GET.T", {"seq": 4}),
+    ],
 }
 
 

@@ -392,7 +392,7 @@ class _Feed:
         if config.filter_subject:
             subject = f"{subject}.{config.name}.{config.filter_subject}"
         ext = self.cfg.external
-        if ext is not None and ext.api:
+        if ext is not None:  # an empty api prefix too, as nats-server: the request then goes nowhere
             subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
         request = encode(CreateConsumerRequest(stream_name=self.name, config=config))
         if self._reply_sub is not None:  # a downgraded retry: stale answers go nowhere
@@ -442,7 +442,7 @@ class _Feed:
             return  # the user's
         subject = f"{API_PREFIX}.CONSUMER.DELETE.{self.name}.{self.consumer_name(sources)}"
         ext = self.cfg.external
-        if ext is not None and ext.api:
+        if ext is not None:  # an empty api prefix too, as nats-server: the request then goes nowhere
             subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
         reply = f"$JSC.R.{_token()}"
         subs: list[Any] = []
@@ -458,7 +458,7 @@ class _Feed:
         what it delivers before is not acked, so the reset brings it again."""
         subject = f"{API_PREFIX}.CONSUMER.RESET.{self.name}.{durable.name}"
         ext = self.cfg.external
-        if ext is not None and ext.api:
+        if ext is not None:  # an empty api prefix too, as nats-server: the request then goes nowhere
             subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
         self._reply_subject = f"$JSC.R.{_token()}"
         self._reply_sub = self.server.subscribe_internal(self._reply_subject, self._on_create_reply)
