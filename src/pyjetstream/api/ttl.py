@@ -9,10 +9,13 @@ seconds; otherwise the value must be a plain number of seconds. Anything else is
 
 from __future__ import annotations
 
+from pyjetstream.api.headers import TTL
 from pyjetstream.api.timefmt import format_go_duration, parse_go_duration
+from pyjetstream.protocol.headers import get_header
 
 NS_PER_S = 1_000_000_000
 NEVER = -1
+_TTL_HEADER = TTL.encode()
 
 
 def parse_message_ttl(value: str) -> int:
@@ -36,3 +39,18 @@ def parse_message_ttl(value: str) -> int:
 def marker_ttl(seconds: int) -> str:
     """The ``Nats-TTL`` a subject delete marker carries: Go's ``time.Duration`` text (``"5m0s"``)."""
     return format_go_duration(seconds * NS_PER_S)
+
+
+def message_ttl(hdr: bytes) -> int | None:
+    """The ``Nats-TTL`` of an encoded header block in seconds (0: none, :data:`NEVER`); None when
+    invalid (nats-server ``getMessageTTL``). The stream's publish path and the atomic batch's
+    checks both read it here."""
+    if _TTL_HEADER not in hdr:
+        return 0
+    raw = get_header(hdr, _TTL_HEADER)
+    if not raw:
+        return 0
+    try:
+        return parse_message_ttl(raw.decode())
+    except (ValueError, UnicodeDecodeError):
+        return None

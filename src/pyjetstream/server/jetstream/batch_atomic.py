@@ -35,9 +35,11 @@ from pyjetstream.api.codec import finish_batch_pub_ack
 from pyjetstream.api.constants import MAX_HEADER_SIZE
 from pyjetstream.api.enums import DiscardPolicy, StorageType
 from pyjetstream.api.models_common import ApiError
+from pyjetstream.api.ttl import message_ttl
 from pyjetstream.protocol.headers import get_header, remove_header
-from pyjetstream.server.jetstream import advisories
+from pyjetstream.server.jetstream import advisories, counters
 from pyjetstream.server.jetstream.api_level import REQUIRED_API_LEVEL, required_level_refused
+from pyjetstream.server.jetstream.schedules import check_publish
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 BATCH_ID = H.BATCH_ID.encode()
 BATCH_SEQUENCE = H.BATCH_SEQUENCE.encode()
 BATCH_COMMIT = H.BATCH_COMMIT.encode()
+_HDR_SCHEDULE_ANY = H.SCHEDULE.encode()  # also the start of Nats-Schedule-*, Nats-Scheduler
 MAX_BATCH_ID_LEN = 64
 
 # nats-server's defaults (stream.go streamDefaultMaxAtomicBatch…, streamDefaultMaxBatchTimeout).
@@ -317,10 +320,6 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
     in its order); ``clseq`` is the stream's last sequence as it will be before this message.
     Raises :class:`Refused` (:class:`Duplicate` for a ``Nats-Msg-Id`` already stored)."""
     cfg = stream.cfg
-    from pyjetstream.server.jetstream import counters
-    from pyjetstream.server.jetstream.schedules import check_publish
-    from pyjetstream.server.jetstream.stream import HDR_SCHEDULE_ANY, HDR_TTL, _message_ttl
-
     msg_id = ""
     rollup = b""
     ttl: int | None = 0
@@ -334,8 +333,8 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
     expected_stream = get_header(hdr, H.EXPECTED_STREAM.encode())
     if expected_stream and expected_stream.decode() != stream.name:
         raise Refused(E.JSStreamNotMatchErr())
-    if hdr and HDR_TTL in hdr:
-        ttl = _message_ttl(hdr)
+    if hdr:
+        ttl = message_ttl(hdr)
         if ttl != 0 and not cfg.allow_msg_ttl:
             raise Refused(E.JSMessageTTLDisabledErr())
         if ttl is None:
@@ -382,7 +381,7 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
             diff.expected_per_subject[seq_subject] = last
     elif override:
         raise Refused(E.JSStreamExpectedLastSeqPerSubjectInvalid())
-    if hdr and HDR_SCHEDULE_ANY in hdr:
+    if hdr and _HDR_SCHEDULE_ANY in hdr:
         hdr, schedule_error = check_publish(stream, subject, hdr)
         if schedule_error is not None:
             raise Refused(schedule_error)
@@ -428,8 +427,6 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
 def store_checked(stream: Stream, msg: Checked) -> int | ApiError:
     """Store a checked message as a publish would: a counter increment becomes the new total
     (read from the store, so increments earlier in the same batch count), the TTL applies."""
-    from pyjetstream.server.jetstream import counters
-
     hdr, payload = msg.hdr, msg.payload
     if stream.cfg.allow_msg_counter and msg.incr is not None:
         counted = counters.apply_incr(stream.store, msg.subject, hdr, payload, msg.incr)

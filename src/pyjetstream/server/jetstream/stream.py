@@ -32,7 +32,7 @@ from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
 from pyjetstream.api.names import stream_identity
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
-from pyjetstream.api.ttl import marker_ttl, parse_message_ttl
+from pyjetstream.api.ttl import marker_ttl, message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header
 from pyjetstream.protocol.subjects import is_subset, subjects_overlap
 from pyjetstream.server.jetstream import advisories, counters
@@ -85,18 +85,6 @@ def _parse_uint(value: bytes | None) -> int | None:
     if not value:
         return None
     return int(value) if value.isdigit() else -1
-
-
-def _message_ttl(hdr: bytes) -> int | None:
-    """The ``Nats-TTL`` of a header block in seconds (0: none, -1: never); None when invalid
-    (nats-server ``getMessageTTL``)."""
-    raw = get_header(hdr, HDR_TTL)
-    if not raw:
-        return 0
-    try:
-        return parse_message_ttl(raw.decode())
-    except (ValueError, UnicodeDecodeError):
-        return None
 
 
 def is_subject_delete_marker(hdr: bytes) -> bool:
@@ -430,7 +418,7 @@ class Stream:
                 return self._error(E.JSStreamNotMatchErr()) if can_respond else None
             # TTL'd messages are refused entirely where TTLs are off (an invalid TTL is not
             # a TTL here: it gets 10165 later, after the account limits, as in nats-server).
-            ttl = _message_ttl(hdr) if HDR_TTL in hdr else 0
+            ttl = message_ttl(hdr)
             if ttl and not cfg.allow_msg_ttl:
                 return self._error(E.JSMessageTTLDisabledErr()) if can_respond else None
             # nats-server 2.15's order: expectations, schedules, the source header, dedupe, last
@@ -547,7 +535,7 @@ class Stream:
                     rollup = b""
             if len(hdr) > MAX_HEADER_SIZE:
                 return E.JSStreamHeaderExceedsMaximumErr()
-            ttl = _message_ttl(hdr) if HDR_TTL in hdr else 0
+            ttl = message_ttl(hdr)
             size = len(hdr) + len(payload)
         else:
             hdr = b""
@@ -916,7 +904,7 @@ class Stream:
         rollup = (get_header(hdr, HDR_ROLLUP) or b"").lower() if hdr else b""
         if rollup not in (b"sub", b"all") or not self.cfg.allow_rollup_hdrs or self.cfg.deny_purge:
             rollup = b""
-        ttl = _message_ttl(hdr) if hdr and HDR_TTL in hdr else 0
+        ttl = message_ttl(hdr)
         return self._commit(subject, hdr, payload, len(hdr) + len(payload), "", rollup, ttl=ttl)
 
     def _schedule_dedupe_expiry(self) -> None:
