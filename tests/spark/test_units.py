@@ -209,3 +209,24 @@ def test_msg_ids_are_deterministic_and_order_independent() -> None:
     assert MsgIdGenerator("x", 0, 0).next_id("s", b"d", b"h1") != MsgIdGenerator("x", 0, 0).next_id(
         "s", b"d", b"h2"
     )
+
+
+def test_header_lines_array_matches_a_row_by_row_parse() -> None:
+    """The headers column built by Arrow for a whole batch equals the row-by-row parse, also when
+    it falls back to it (a repeated name, bytes that are not UTF-8)."""
+    import pyarrow as pa
+
+    from pyjetstream.spark.arrow_batch import _own_pairs, header_lines_array
+
+    typ = pa.map_(pa.string(), pa.list_(pa.string()))
+    drop = frozenset({"Nats-Stream"})
+    batches = [
+        [b"Nats-Msg-Id: a.b\r\nX:  y z \r\n", None, b"Bad\r\nNats-Stream: S\r\n", b"E:\r\n:v\r\n"],
+        [b"Tag: x\r\nTag: y\r\nK: v\r\n", b"K: 1\r\n"],
+        [b"K: \xff\r\n", None],
+    ]
+    for lines in batches:
+        expected = [_own_pairs(line, drop) if line else None for line in lines]
+        assert header_lines_array(lines, typ, drop).to_pylist() == expected
+    assert _own_pairs(b"Tag: x\r\nTag: y\r\n", drop) == [("Tag", ["x", "y"])]
+    assert _own_pairs(b"Nats-Stream: S\r\n", drop) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructType
@@ -63,16 +64,18 @@ class ReplyColumns:
     """Column lists for one Arrow batch of direct get replies, filled straight from the received
     bytes: ``fields`` holds ``(subject, sequence, RFC 3339 time stamp)`` per message as the raw
     header values, ``data`` the payloads, ``headers`` only the rows with headers of their own
-    (row index → ``[(name, [values])]``). Arrow converts whole columns at once."""
+    (row index → their raw ``Name: value\\r\\n`` lines; names in ``drop`` are not theirs).
+    Arrow converts whole columns at once, the header lines included."""
 
-    __slots__ = ("data", "fields", "headers", "schema", "stream")
+    __slots__ = ("data", "drop", "fields", "headers", "schema", "stream")
 
-    def __init__(self, stream: str, schema: pa.Schema) -> None:
+    def __init__(self, stream: str, schema: pa.Schema, drop: frozenset[str]) -> None:
         self.stream = stream
         self.schema = schema
+        self.drop = drop
         self.fields: list[tuple[bytes, ...]] = []
         self.data: list[bytes] = []
-        self.headers: dict[int, list[Any]] = {}
+        self.headers: dict[int, bytes] = {}
 
     def __len__(self) -> int:
         return len(self.fields)
@@ -83,10 +86,16 @@ class ReplyColumns:
             subjects, seqs, stamps = zip(*self.fields, strict=True)
         else:
             subjects = seqs = stamps = ()
-        headers: list[bytes | list[Any] | None] = [None] * n
-        for row, own in self.headers.items():
-            headers[row] = own
         text = pa.string()
+        typ = self.schema.field("headers").type
+        headers: pa.Array | list[bytes | list[Any] | None]
+        if self.headers:
+            lines: list[bytes | None] = [None] * n
+            for row, own in self.headers.items():
+                lines[row] = own
+            headers = header_lines_array(lines, typ, self.drop)
+        else:
+            headers = pa.nulls(n, typ)
         return _record_batch(
             self.stream,
             self.schema,
@@ -104,7 +113,7 @@ def _record_batch(
     subjects: pa.Array,
     seqs: pa.Array,
     ts_ns: pa.Array,
-    headers: list[bytes | list[Any] | None],
+    headers: pa.Array | list[bytes | list[Any] | None],
     data: list[bytes],
 ) -> pa.RecordBatch:
     n = len(seqs)
@@ -113,10 +122,51 @@ def _record_batch(
         subjects,
         seqs,
         pc.divide(ts_ns, 1000).cast(schema.field("timestamp").type),  # ns -> µs (integer division)
-        _headers_array(headers, schema.field("headers").type),
+        headers if isinstance(headers, pa.Array) else _headers_array(headers, schema.field("headers").type),
         _data_array(data, schema.field("data").type),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+_ASCII_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() removes
+
+
+def header_lines_array(lines: list[bytes | None], typ: pa.DataType, drop: frozenset[str]) -> pa.Array:
+    """The ``headers`` column (``map<string, array<string>>``) from each row's raw header lines
+    (``Name: value\\r\\n`` …; ``None``: no headers), leaving out the names in ``drop``; a row left
+    without headers is null. Split and trimmed by Arrow for the whole batch; a batch where a row
+    repeats a name (values to group) or that is not UTF-8 is parsed row by row instead."""
+    n = len(lines)
+    try:
+        parts = pc.split_pattern(pa.array(lines, pa.binary()).cast(pa.string()), "\r\n")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return _headers_array([_own_pairs(line, drop) if line else None for line in lines], typ)
+    rows = pc.list_parent_indices(parts)
+    kv = pc.extract_regex(pc.list_flatten(parts), r"^(?P<name>[^:]*):(?P<value>.*)$")
+    names = pc.utf8_trim(pc.struct_field(kv, [0]), _ASCII_SPACE)
+    keep = pc.fill_null(pc.and_kleene(pc.is_valid(kv), pc.invert(pc.is_in(names, pa.array(sorted(drop))))), False)
+    names = pc.filter(names, keep)
+    values = pc.utf8_trim(pc.filter(pc.struct_field(kv, [1]), keep), _ASCII_SPACE)
+    row_of = pc.filter(rows, keep).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = pc.dictionary_encode(names).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(np.unique(row_of * (int(codes.max(initial=0)) + 1) + codes)) != len(codes):
+        return _headers_array([_own_pairs(line, drop) if line else None for line in lines], typ)
+    counts = np.bincount(row_of, minlength=n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    items = pa.ListArray.from_arrays(pa.array(np.arange(len(values) + 1, dtype=np.int32)), values, type=typ.item_type)
+    return pa.MapArray.from_arrays(pa.array(offsets), names, items, type=typ, mask=pa.array(counts == 0))
+
+
+def _own_pairs(lines: bytes, drop: frozenset[str]) -> list[tuple[str, list[str]]] | None:
+    """One row's header lines as ``[(name, [values])]`` (first-seen order), or ``None``."""
+    own: dict[str, list[str]] = {}
+    for line in lines.split(b"\r\n"):
+        name_b, colon, value = line.partition(b":")
+        name = name_b.decode("utf-8", "replace").strip()
+        if colon and name not in drop:
+            own.setdefault(name, []).append(value.strip().decode("utf-8", "replace"))
+    return list(own.items()) or None
 
 
 def _data_array(data: list[bytes], typ: pa.DataType) -> pa.Array:

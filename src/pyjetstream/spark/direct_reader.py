@@ -12,13 +12,14 @@ The read stops when a message past the range's last sequence arrives (dropped), 
 last sequence was read, the server says nothing more matches (``Nats-Num-Pending: 0`` or
 ``404``). The ``headers`` column is the message's own headers, without those direct get adds.
 
-The hot path takes the replies as raw frames (:meth:`Client.subscribe_frames`: every frame of a
-received chunk in one call, no message object each). A message stored without headers gets
-nats-server's fixed header block (``dgb`` in stream.go: ``Nats-Stream``, ``Nats-Subject``,
-``Nats-Sequence``, ``Nats-Time-Stamp``, ``Nats-Num-Pending``, ``Nats-Last-Sequence``, in that order),
-so one regex match at the frame's header offset gives subject, sequence and time stamp as bytes,
-and the payload is a slice; Arrow turns the byte columns into strings, integers and timestamps once
-per batch. A message with headers of its own (or a status) takes the general header split.
+The replies come as raw frames (:meth:`Client.subscribe_frames`: every frame of a received chunk
+in one call, no message object each). nats-server ends every reply's header block with the same
+headers in the same order (``dgb`` in stream.go: ``Nats-Stream``, ``Nats-Subject``,
+``Nats-Sequence``, ``Nats-Time-Stamp``, ``Nats-Num-Pending``, ``Nats-Last-Sequence``; after the
+message's own headers, if it has any), so one regex match at the frame's header offset gives
+subject, sequence and time stamp as bytes (and the message's own header lines), and the payload is
+a slice; Arrow turns the byte columns into strings, integers and timestamps once per batch, and the
+own header lines are parsed per batch.
 """
 
 from __future__ import annotations
@@ -41,15 +42,14 @@ __all__ = ["DIRECT_GET_HEADERS", "DirectRangeReader"]
 
 # The headers direct get adds to a stored message (nats-server's ``JSStream`` … ``JSNumPending``).
 DIRECT_GET_HEADERS = frozenset({STREAM, SUBJECT, SEQUENCE, TIME_STAMP, LAST_SEQUENCE, NUM_PENDING})
-_DIRECT_B = frozenset(h.encode() for h in DIRECT_GET_HEADERS)
-_STREAM_B, _SUBJECT_B, _SEQUENCE_B, _TIME_STAMP_B = (h.encode() for h in (STREAM, SUBJECT, SEQUENCE, TIME_STAMP))
 
 
-def _fixed_block(stream: str) -> re.Pattern[bytes]:
-    """nats-server's header block of a batched direct get reply for a message without headers."""
-    return re.compile(
-        b"NATS/1\\.0\r\n"
-        + STREAM.encode() + b": " + re.escape(stream.encode()) + b"\r\n"
+def _direct_tail(stream: str) -> bytes:
+    """The headers nats-server's batched direct get puts on every reply, in its order (``dgb`` in
+    stream.go; appended with ``genHeader`` after a message's own headers): subject, sequence and
+    time stamp captured."""
+    return (
+        STREAM.encode() + b": " + re.escape(stream.encode()) + b"\r\n"
         + SUBJECT.encode() + b": ([^\r\n]+)\r\n"
         + SEQUENCE.encode() + b": ([0-9]+)\r\n"
         + TIME_STAMP.encode() + b": ([^\r\n]+)\r\n"
@@ -58,13 +58,20 @@ def _fixed_block(stream: str) -> re.Pattern[bytes]:
     )  # fmt: skip
 
 
-def _own_headers(pairs: list[tuple[bytes, bytes]]) -> list[tuple[str, list[str]]] | None:
-    """The message's own headers (``[(name, [values])]``, first-seen order), or ``None``."""
-    own: dict[str, list[str]] = {}
-    for name, value in pairs:
-        if name not in _DIRECT_B:
-            own.setdefault(name.decode(), []).append(value.strip().decode())
-    return list(own.items()) or None
+def _fixed_block(stream: str) -> re.Pattern[bytes]:
+    """The header block of a reply for a message without headers of its own."""
+    return re.compile(b"NATS/1\\.0\r\n" + _direct_tail(stream))
+
+
+def _own_block(stream: str) -> re.Pattern[bytes]:
+    """The header block of a reply for a message with headers of its own: those first (group 1, the
+    message's own header lines), then the direct get ones."""
+    return re.compile(b"NATS/1\\.0\r\n((?:[^\r\n]*\r\n)*?)" + _direct_tail(stream))
+
+
+def encode_header_lines(headers: list[tuple[str, list[str]]]) -> bytes:
+    """``Name: value\\r\\n`` lines (what :class:`.arrow_batch.ReplyColumns` keeps per row)."""
+    return b"".join(f"{name}: {value}\r\n".encode() for name, values in headers for value in values)
 
 
 class DirectRangeReader:
@@ -87,9 +94,10 @@ class DirectRangeReader:
         self.opts = opts
         self.stream = stream
         self.subject = subject
-        self.cursor = RangeCursor(stream, first, last, schema, ReplyColumns)
+        self.cursor = RangeCursor(first, last, lambda: ReplyColumns(stream, schema, DIRECT_GET_HEADERS))
         self._request_subject = request_subject
         self._fixed = _fixed_block(stream).fullmatch
+        self._with_own = _own_block(stream).fullmatch
         self._sub: Subscription | None = None
         self._inbox = ""
         self._reply_done: asyncio.Event | None = None
@@ -156,33 +164,36 @@ class DirectRangeReader:
         cols = cur.cols
         fields = cols.fields
         datas = cols.data
+        own = cols.headers
         fixed = self._fixed
+        with_own = self._with_own
         self._received += len(offsets) // 3
-        if not cur.done and not self._past_end(buf, offsets):
-            # The hot loop: every reply of the run is within the range.
-            add_fields = fields.append
-            add_data = datas.append
-            it = iter(offsets)
-            for h, p, e in zip(it, it, it, strict=True):
-                m = fixed(buf, h, p)
-                if m is not None:
-                    add_fields(m.groups())
-                    add_data(buf[p:e])
-                elif not self._on_other(buf[h:p], buf[p:e]):
-                    return
-        else:
-            it = iter(offsets)
-            for h, p, e in zip(it, it, it, strict=True):
-                m = fixed(buf, h, p)
-                if m is None:
+        check = cur.done or self._past_end(buf, offsets)
+        last = cur.last
+        it = iter(offsets)
+        for h, p, e in zip(it, it, it, strict=True):
+            m = fixed(buf, h, p)
+            if m is not None:
+                row = m.groups()
+            else:
+                m = with_own(buf, h, p)
+                if m is None:  # a status (or a layout this reader does not know)
                     if not self._on_other(buf[h:p], buf[p:e]):
                         return
-                elif not cur.done:
-                    if int(m.group(2)) > cur.last:
-                        cur.done = True
-                    else:
-                        fields.append(m.groups())
-                        datas.append(buf[p:e])
+                    continue
+                lines, *rest = m.groups()
+                row = tuple(rest)
+                if lines and not cur.done:
+                    own[len(fields)] = lines
+            if check:  # the run may cross the range's end (replies come in sequence order)
+                if cur.done:
+                    continue
+                if int(row[1]) > last:
+                    cur.done = True
+                    own.pop(len(fields), None)
+                    continue
+            fields.append(row)
+            datas.append(buf[p:e])
         if fields:
             cur.cursor = int(fields[-1][1])
 
@@ -201,30 +212,32 @@ class DirectRangeReader:
         return True
 
     def _on_other(self, raw: bytes, data: bytes) -> bool:
-        """A reply the fixed layout does not match: a status, or a message with headers of its own.
-        False when the read failed."""
+        """A reply whose header block does not end as nats-server writes it: a status ends the
+        request; a message is read through a general header parse. False when the read failed."""
         if raw[8:9] == b" " and not data:  # a status: "NATS/1.0 204 EOB", "NATS/1.0 404 ..."
             self._received -= 1
             return self._on_status(raw)
-        if not raw:
-            self._fail(f"reading stream {self.stream!r}: direct get reply without headers")
+        try:
+            block = parse_headers(raw)
+            seq = int(block.get(SEQUENCE) or "")
+        except ValueError:
+            self._fail(f"reading stream {self.stream!r}: direct get reply without its headers: {raw[:200]!r}")
             return False
         cur = self.cursor
         if cur.done:
             return True
-        # nats-server appends its headers after the message's own (so the last value wins in the dict).
-        pairs = [line.partition(b":")[::2] for line in raw.split(b"\r\n")[1:] if line]
-        fields = dict(pairs)
-        seq = (fields.get(_SEQUENCE_B) or b"0").strip()
-        if int(seq) > cur.last:
+        if seq > cur.last:
             cur.done = True
             return True
-        own = None if pairs and pairs[0][0] == _STREAM_B else _own_headers(pairs)
         cols = cur.cols
-        if own is not None:
-            cols.headers[len(cols.fields)] = own
-        cols.fields.append((fields.get(_SUBJECT_B, b"").strip(), seq, fields.get(_TIME_STAMP_B, b"").strip()))
+        own = [(k, v) for k, v in block.headers.items() if k not in DIRECT_GET_HEADERS]
+        if own:
+            cols.headers[len(cols.fields)] = encode_header_lines(own)
+        cols.fields.append(
+            ((block.get(SUBJECT) or "").encode(), str(seq).encode(), (block.get(TIME_STAMP) or "").encode())
+        )
         cols.data.append(data)
+        cur.cursor = seq
         return True
 
     def _on_status(self, raw: bytes) -> bool:

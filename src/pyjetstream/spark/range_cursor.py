@@ -5,6 +5,7 @@ Both partition readers (:mod:`.direct_reader`, :mod:`.range_reader`) keep their 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 import pyarrow as pa
@@ -14,8 +15,6 @@ __all__ = ["Columns", "RangeCursor"]
 
 class Columns(Protocol):
     """What a cursor collects rows in (:mod:`.arrow_batch`)."""
-
-    def __init__(self, stream: str, schema: pa.Schema) -> None: ...
 
     def __len__(self) -> int: ...
 
@@ -29,25 +28,16 @@ class RangeCursor(Generic[C]):
     """Where a partition's read of ``first <= seq <= last`` stands; ``cols`` collects the rows of the
     batch being filled, ``take`` hands them over."""
 
-    __slots__ = ("cols", "columns", "cursor", "done", "first", "last", "read_count", "schema", "stream")
+    __slots__ = ("cols", "cursor", "done", "first", "last", "new_columns", "read_count")
 
-    def __init__(
-        self,
-        stream: str,
-        first: int,
-        last: int,
-        schema: pa.Schema,
-        columns: type[C],
-    ) -> None:
-        self.stream = stream
+    def __init__(self, first: int, last: int, new_columns: Callable[[], C]) -> None:
         self.first = first
         self.last = last
-        self.schema = schema
         self.cursor = first - 1  # the last stream sequence read
         self.done = first > last
         self.read_count = 0
-        self.columns = columns
-        self.cols = columns(stream, schema)
+        self.new_columns = new_columns
+        self.cols = new_columns()
 
     @property
     def remaining(self) -> int:
@@ -59,6 +49,6 @@ class RangeCursor(Generic[C]):
         cols = self.cols
         if not len(cols):
             return None
-        self.cols = self.columns(self.stream, self.schema)
+        self.cols = self.new_columns()
         self.read_count += len(cols)
         return cols.to_batch()

@@ -59,7 +59,7 @@ class RangeReader:
         self.opts = opts
         self.stream = stream
         self.subjects = subjects
-        self.cursor = RangeCursor(stream, first, last, schema, MessageColumns)
+        self.cursor = RangeCursor(first, last, lambda: MessageColumns(stream, schema))
         self._api = JetStreamApi(nc, opts.connect.request_timeout)
         self._sub: Subscription | None = None
         self._inbox = ""
