@@ -39,11 +39,16 @@ from pyjetstream.api.ttl import message_ttl
 from pyjetstream.protocol.headers import get_header, remove_header
 from pyjetstream.server.jetstream import advisories, counters
 from pyjetstream.server.jetstream.api_level import REQUIRED_API_LEVEL, required_level_refused
+from pyjetstream.server.jetstream.batching import (
+    BatchLimits,
+    OpenBatches,
+    batched_msg_refused,
+    stored_subject,
+)
 from pyjetstream.server.jetstream.schedules import check_publish
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 
 if TYPE_CHECKING:
-    from pyjetstream.server.jetstream.engine import JetStreamEngine
     from pyjetstream.server.jetstream.stream import Stream
 
 BATCH_ID = H.BATCH_ID.encode()
@@ -62,42 +67,7 @@ DEFAULT_TIMEOUT = 10.0
 TIMEOUT, LARGE, INCOMPLETE, UNSUPPORTED = "timeout", "large", "incomplete", "unsupported"
 
 
-@dataclass
-class BatchLimits:
-    max_msgs: int = DEFAULT_MAX_MSGS
-    max_inflight_per_stream: int = DEFAULT_MAX_INFLIGHT_PER_STREAM
-    max_inflight_total: int = DEFAULT_MAX_INFLIGHT_TOTAL
-    timeout: float = DEFAULT_TIMEOUT
-
-    @classmethod
-    def from_options(cls, options: object) -> BatchLimits:
-        limits = getattr(options, "jetstream_limits", None)
-
-        def pick(name: str, default: float) -> float:
-            value = getattr(limits, name, 0) or 0
-            return value if value > 0 else default
-
-        return cls(
-            max_msgs=int(pick("batch_max_msgs", DEFAULT_MAX_MSGS)),
-            max_inflight_per_stream=int(pick("batch_max_inflight_per_stream", DEFAULT_MAX_INFLIGHT_PER_STREAM)),
-            max_inflight_total=int(pick("batch_max_inflight_total", DEFAULT_MAX_INFLIGHT_TOTAL)),
-            timeout=float(pick("batch_timeout", DEFAULT_TIMEOUT)),
-        )
-
-
-class BatchInflight:
-    """The server-wide count of open atomic batches (nats-server's globalInflightAtomicBatches)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-
-def server_inflight(engine: JetStreamEngine) -> BatchInflight:
-    inflight = getattr(engine, "atomic_batches_inflight", None)
-    if inflight is None:
-        inflight = BatchInflight()
-        engine.atomic_batches_inflight = inflight  # type: ignore[attr-defined]
-    return inflight
+DEFAULT_LIMITS = BatchLimits(DEFAULT_MAX_MSGS, DEFAULT_MAX_INFLIGHT_PER_STREAM, DEFAULT_MAX_INFLIGHT_TOTAL, DEFAULT_TIMEOUT)
 
 
 @dataclass
@@ -170,32 +140,18 @@ class AtomicBatches:
 
     def __init__(self, stream: Stream) -> None:
         self.stream = stream
-        self.batches: dict[str, _Batch] = {}
-        self.limits = BatchLimits.from_options(stream.server.options)
-        self.inflight = server_inflight(stream.engine)
+        limits = BatchLimits.from_options(stream.server.options, DEFAULT_LIMITS)
+        self.batches: OpenBatches[_Batch] = OpenBatches(stream, "atomic", limits, self._expire)
+        self.limits = limits
 
     # --- lifecycle ----------------------------------------------------------------------
-    def _cleanup(self, batch_id: str) -> None:
-        batch = self.batches.pop(batch_id, None)
-        if batch is None:
-            return
-        self.inflight.count -= 1
-        if batch.timer is not None:
-            batch.timer.cancel()
-
     def clear(self) -> None:
         """Drop every open batch (stream deleted or stopped, or ``allow_atomic`` turned off)."""
-        for batch_id in list(self.batches):
-            self._cleanup(batch_id)
-
-    def _arm(self, batch_id: str, batch: _Batch) -> None:
-        if batch.timer is not None:
-            batch.timer.cancel()
-        batch.timer = self.stream.server.loop.call_later(self.limits.timeout, self._expire, batch_id)
+        self.batches.clear()
 
     def _expire(self, batch_id: str) -> None:
         if batch_id in self.batches:
-            self._cleanup(batch_id)
+            self.batches.remove(batch_id)
             self._abandoned(batch_id, TIMEOUT)
 
     def _abandoned(self, batch_id: str, reason: str) -> None:
@@ -216,13 +172,9 @@ class AtomicBatches:
         def refuse(error: ApiError) -> bytes | None:
             return stream._error(error) if can_respond else None
 
-        if cfg.sealed:
-            return refuse(E.JSStreamSealedErr())
-        limit_error = stream.engine.check_account_limits(cfg.storage)
-        if limit_error is not None:
-            return refuse(limit_error)
-        if cfg.max_msg_size >= 0 and (len(hdr) > cfg.max_msg_size or len(payload) > cfg.max_msg_size - len(hdr)):
-            return refuse(E.JSStreamMessageExceedsMaximumErr())
+        first_error = batched_msg_refused(stream, hdr, payload)
+        if first_error is not None:
+            return refuse(first_error)
         if not cfg.allow_atomic:
             return refuse(E.JSAtomicPublishDisabledErr())
         if len(batch_id) > MAX_BATCH_ID_LEN:
@@ -243,39 +195,36 @@ class AtomicBatches:
                 if size > limits.max_msgs:
                     return refuse(E.JSAtomicPublishTooLargeBatchErrF(size=limits.max_msgs))
                 return refuse(E.JSAtomicPublishIncompleteBatchErr())
-            if len(self.batches) + 1 > limits.max_inflight_per_stream:
+            if self.batches.full():
                 return refuse(E.JSAtomicPublishTooManyInflight())
-            if self.inflight.count + 1 > limits.max_inflight_total:
-                return refuse(E.JSAtomicPublishTooManyInflight())
-            self.inflight.count += 1
-            batch = self.batches[batch_id] = _Batch()
+            batch = self.batches.add(batch_id, _Batch())
         if commit_invalid:
-            self._cleanup(batch_id)
+            self.batches.remove(batch_id)
             return refuse(E.JSAtomicPublishInvalidBatchCommitErr())
         if get_header(hdr, REQUIRED_API_LEVEL) is not None:
             if required_level_refused(hdr):
-                self._cleanup(batch_id)
+                self.batches.remove(batch_id)
                 self._abandoned(batch_id, UNSUPPORTED)
                 return refuse(E.JSRequiredApiLevelErr())
             hdr = remove_header(hdr, REQUIRED_API_LEVEL)
         batch.lseq += 1
         if batch.lseq != batch_seq or (batch_seq == 1 and commit_eob):
-            self._cleanup(batch_id)
+            self.batches.remove(batch_id)
             self._abandoned(batch_id, INCOMPLETE)
             return refuse(E.JSAtomicPublishIncompleteBatchErr())
         size = batch_seq - 1 if commit_eob else batch_seq
         if size > limits.max_msgs:
-            self._cleanup(batch_id)
+            self.batches.remove(batch_id)
             self._abandoned(batch_id, LARGE)
             return refuse(E.JSAtomicPublishTooLargeBatchErrF(size=limits.max_msgs))
         if not commit_eob:
             batch.msgs.append(_Staged(subject, hdr, payload))
         if not commit:
-            self._arm(batch_id, batch)
+            self.batches.arm(batch_id, batch)
             return b"" if can_respond else None  # "persisted, waiting for the commit"
 
         # The commit: check every message against the stream as it will be, then store them all.
-        self._cleanup(batch_id)
+        self.batches.remove(batch_id)
         try:
             checked = self._check_all(batch.msgs)
         except Refused as refused:
@@ -300,12 +249,7 @@ class AtomicBatches:
         base_last = stream.store.fast_state().last_seq
         out = []
         for index, msg in enumerate(msgs):
-            subject = msg.subject
-            transform = stream._transform
-            if transform is not None:
-                transformed = transform.match_and_apply(subject)
-                if transformed is not None:
-                    subject = transformed
+            subject = stored_subject(stream, msg.subject)
             if get_header(msg.hdr, H.EXPECTED_LAST_MSG_ID.encode()):
                 raise Refused(E.JSAtomicPublishUnsupportedHeaderBatchErr(header=H.EXPECTED_LAST_MSG_ID))
             out.append(self._check(diff, subject, msg.hdr, msg.payload, base_last + index))

@@ -41,15 +41,22 @@ from pyjetstream.server.jetstream.batch_atomic import (
     check_message,
     store_checked,
 )
+from pyjetstream.server.jetstream.batching import (
+    BatchLimits,
+    OpenBatches,
+    batched_msg_refused,
+    stored_subject,
+)
 
 if TYPE_CHECKING:
-    from pyjetstream.server.jetstream.engine import JetStreamEngine
     from pyjetstream.server.jetstream.stream import Stream
 
 MAX_BATCH_ID_LEN = 64
 DEFAULT_MAX_INFLIGHT_PER_STREAM = 1000  # streamDefaultMaxFastBatchInflightPerStream
 DEFAULT_MAX_INFLIGHT_TOTAL = 50_000
 DEFAULT_TIMEOUT = 10.0
+# max_msgs does not apply to a fast batch.
+DEFAULT_LIMITS = BatchLimits(0, DEFAULT_MAX_INFLIGHT_PER_STREAM, DEFAULT_MAX_INFLIGHT_TOTAL, DEFAULT_TIMEOUT)
 MAX_ACK_MESSAGES = 500  # shared out between the stream's open fast batches
 
 
@@ -67,51 +74,17 @@ class _Fast:
     timer: asyncio.TimerHandle | None = None
 
 
-class _Inflight:
-    def __init__(self) -> None:
-        self.count = 0
-
-
-def _server_inflight(engine: JetStreamEngine) -> _Inflight:
-    inflight = getattr(engine, "fast_batches_inflight", None)
-    if inflight is None:
-        inflight = _Inflight()
-        engine.fast_batches_inflight = inflight  # type: ignore[attr-defined]
-    return inflight
-
-
 class FastBatches:
     """The open fast batches of one stream (the ``fast`` half of nats-server's ``batching``)."""
 
     def __init__(self, stream: Stream) -> None:
         self.stream = stream
-        self.batches: dict[str, _Fast] = {}
-        limits = getattr(stream.server.options, "jetstream_limits", None)
-        per_stream = getattr(limits, "batch_max_inflight_per_stream", 0) or 0
-        total = getattr(limits, "batch_max_inflight_total", 0) or 0
-        timeout = getattr(limits, "batch_timeout", 0) or 0
-        self.max_per_stream = per_stream if per_stream > 0 else DEFAULT_MAX_INFLIGHT_PER_STREAM
-        self.max_total = total if total > 0 else DEFAULT_MAX_INFLIGHT_TOTAL
-        self.timeout = timeout if timeout > 0 else DEFAULT_TIMEOUT
-        self.inflight = _server_inflight(stream.engine)
+        limits = BatchLimits.from_options(stream.server.options, DEFAULT_LIMITS)
+        self.batches: OpenBatches[_Fast] = OpenBatches(stream, "fast", limits)  # an idle batch is forgotten
 
     # --- lifecycle ------------------------------------------------------------------------
-    def _cleanup(self, batch_id: str) -> None:
-        b = self.batches.pop(batch_id, None)
-        if b is None:
-            return
-        self.inflight.count -= 1
-        if b.timer is not None:
-            b.timer.cancel()
-
     def clear(self) -> None:
-        for batch_id in list(self.batches):
-            self._cleanup(batch_id)
-
-    def _arm(self, batch_id: str, b: _Fast) -> None:
-        if b.timer is not None:
-            b.timer.cancel()
-        b.timer = self.stream.server.loop.call_later(self.timeout, self._cleanup, batch_id)
+        self.batches.clear()
 
     # --- replies --------------------------------------------------------------------------
     def _send(self, reply: str, data: bytes) -> None:
@@ -131,7 +104,7 @@ class FastBatches:
         """``fastBatchCommit``: answer the PubAck now if everything is stored (True), else later."""
         b.commit = True
         if b.lseq == b.pseq:
-            self._cleanup(batch_id)
+            self.batches.remove(batch_id)
             self._pub_ack(reply, b, batch_id)
             return True
         return False
@@ -155,13 +128,9 @@ class FastBatches:
         stream = self.stream
         cfg = stream.cfg
         hdr = hdr or b""
-        if cfg.sealed:
-            return self._error(reply, E.JSStreamSealedErr())
-        limit_error = stream.engine.check_account_limits(cfg.storage)
-        if limit_error is not None:
-            return self._error(reply, limit_error)
-        if cfg.max_msg_size >= 0 and (len(hdr) > cfg.max_msg_size or len(payload) > cfg.max_msg_size - len(hdr)):
-            return self._error(reply, E.JSStreamMessageExceedsMaximumErr())
+        first_error = batched_msg_refused(stream, hdr, payload)
+        if first_error is not None:
+            return self._error(reply, first_error)
         if not cfg.allow_batched:
             return self._error(reply, E.JSBatchPublishDisabledErr())
         try:
@@ -174,17 +143,16 @@ class FastBatches:
         if b is None:
             if batch.seq != 1:
                 return self._error(reply, E.JSBatchPublishUnknownBatchIDErr())
-            if len(self.batches) + 1 > self.max_per_stream or self.inflight.count + 1 > self.max_total:
+            if self.batches.full():
                 return self._error(reply, E.JSBatchPublishTooManyInflight())
-            self.inflight.count += 1
-            b = self.batches[batch.id] = _Fast(gap_ok=batch.gap_ok, max_ack_messages=batch.flow)
+            b = self.batches.add(batch.id, _Fast(gap_ok=batch.gap_ok, max_ack_messages=batch.flow))
             b.ack_messages = 1 if len(self.batches) > 1 else min(MAX_ACK_MESSAGES, batch.flow)
         if hdr and get_header(hdr, REQUIRED_API_LEVEL) is not None:
             if required_level_refused(hdr):
-                self._cleanup(batch.id)
+                self.batches.remove(batch.id)
                 return self._error(reply, E.JSRequiredApiLevelErr())
             hdr = remove_header(hdr, REQUIRED_API_LEVEL)
-        self._arm(batch.id, b)
+        self.batches.arm(batch.id, b)
         if batch.ping:
             return self._ping(b, batch, reply)
         if b.commit:
@@ -228,11 +196,7 @@ class FastBatches:
 
     def _store(self, b: _Fast, batch: FastBatchReply, subject: str, reply: str, hdr: bytes, payload: bytes) -> None:
         stream = self.stream
-        csubject = subject
-        if stream._transform is not None:
-            transformed = stream._transform.match_and_apply(subject)
-            if transformed is not None:
-                csubject = transformed
+        csubject = stored_subject(stream, subject)
         try:
             checked = check_message(stream, StagedDiff(), csubject, hdr, payload, stream.store.fast_state().last_seq)
         except Duplicate as dup:
@@ -242,7 +206,7 @@ class FastBatches:
             if not batch.commit:
                 return
             if not b.gap_ok and b.lseq == 1:
-                self._cleanup(batch.id)
+                self.batches.remove(batch.id)
                 prefix = stream._ack_prefix
                 self._send(reply, finish_batch_pub_ack(prefix, dup.seq, batch.id, batch.seq, duplicate=True))
                 return
@@ -250,7 +214,7 @@ class FastBatches:
             return
         except Refused as refused:
             if not b.gap_ok and b.lseq == 1:
-                self._cleanup(batch.id)
+                self.batches.remove(batch.id)
                 return self._error(reply, refused.error)
             self._send(reply, codec.encode(BatchFlowErr(seq=batch.seq, error=refused.error)))
             if b.gap_ok and not batch.commit:
@@ -268,7 +232,7 @@ class FastBatches:
         b.sseq = result
         b.pseq = b.lseq  # nothing else is pending on a single server
         if b.lseq == b.pseq and b.commit:
-            self._cleanup(batch.id)
+            self.batches.remove(batch.id)
             self._pub_ack(reply, b, batch.id)
             return None
         self._check_flow(b, reply)
