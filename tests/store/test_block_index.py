@@ -170,3 +170,26 @@ def test_many_subjects_and_a_block_rewritten(tmp_path: Path) -> None:
     assert everything(s2) == before
     assert s2.num_pending(1, "k.1")[0] == sum(1 for m in before[2] if m.subject == "k.1")  # type: ignore[attr-defined]
     s2.stop()
+
+
+def test_blocks_scanned_at_start_get_indexes_again(tmp_path: Path) -> None:
+    # Indexes lost (or never written) are written again: at the next sync, also after a clean
+    # restart from the snapshot, so a later crash does not scan those blocks.
+    d = tmp_path / "s"
+    s = filled(d)
+    crash(s)
+    for idx in indexes(d):
+        idx.unlink()
+    s = open_fs(d)  # scans every block
+    s.stop()  # writes their indexes, then the snapshot
+    assert [p.stem for p in indexes(d)] == [p.stem for p in blocks(d)[:-1]]
+    for idx in indexes(d)[:3]:
+        idx.unlink()
+    s = open_fs(d)  # from the snapshot
+    s.sync()
+    assert [p.stem for p in indexes(d)] == [p.stem for p in blocks(d)[:-1]]
+    before = everything(s)
+    crash(s)
+    s2 = open_fs(d)
+    assert everything(s2) == before
+    s2.stop()

@@ -712,6 +712,9 @@ class BlockFiles(PayloadBackend):
         fb = header["floor_block"]
         self._floor_block = next((b for b in blocks if b.index == fb), None)
         self._floor = (int(floor_seq), int(floor_ts))
+        # Sealed blocks without an index (scanned at an earlier start) get one on the next sync.
+        self._stale_idx = {b for b in blocks[:-1] if b.index not in self._idx_found}
+        self._idx_found = set()
         return True
 
     # ------------------------------------------------------------------------------------
