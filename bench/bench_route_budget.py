@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pyjetstream import _compiled
 from pyjetstream.server.client import ClientConnection
 from pyjetstream.server.server import Server
 
@@ -97,6 +98,7 @@ async def main() -> None:
         ("reply to _INBOX.<id>.<n> (inbox index)", None),
     ]
     receivers = [subscriber, *others]
+    print(f"pyjetstream: {_compiled.status} (PYJETSTREAM_PURE=1 for pure Python)")
     print(f"{'µs per message':44} {'parse':>7} {'route+deliver':>14} {'flush':>7} {'total':>7}")
     for name, frame in cases:
         if frame is None:  # every reply subject unique, as in real traffic (no cache hits)

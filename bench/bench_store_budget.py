@@ -29,6 +29,7 @@ import tempfile
 import time
 from typing import Any
 
+from pyjetstream import _compiled
 from pyjetstream.client import connect
 from pyjetstream.server.server import Server
 
@@ -97,6 +98,7 @@ async def main(args: argparse.Namespace) -> None:
                 await nc.request(f"$JS.API.STREAM.CREATE.{name}", json.dumps(body).encode())
             await nc.close()
             payload = b"x" * args.size
+            print(f"pyjetstream: {_compiled.status} (PYJETSTREAM_PURE=1 for pure Python)")
             print(f"µs per stored message, {args.size} B payload, best of {args.rounds}, turns of {TURN}")
             print(f"{'stream':8} {'limits':>8} {'store':>8} {'puback':>8} {'inbound':>8}")
             for name in ("F", "M"):
