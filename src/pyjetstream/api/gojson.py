@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -121,47 +122,44 @@ class _Scanner:
             raise self._err(context)
 
     def _object(self) -> None:
+        self._elements(0x7D, self._member, "after object key:value pair")
+
+    def _member(self) -> None:
         self._skip_ws()
-        if self._peek() == 0x7D:
-            self.pos += 1
-            return
-        while True:
-            self._skip_ws()
-            if self._peek() != 0x22:
-                raise self._err("looking for beginning of object key string")
-            self.pos += 1
-            self._string()
-            self._skip_ws()
-            if self._peek() != 0x3A:
-                raise self._err("after object key")
-            self.pos += 1
-            self._value("looking for beginning of value")
-            self._skip_ws()
-            c = self._peek()
-            if c == 0x2C:
-                self.pos += 1
-                continue
-            if c == 0x7D:
-                self.pos += 1
-                return
-            raise self._err("after object key:value pair")
+        if self._peek() != 0x22:
+            raise self._err("looking for beginning of object key string")
+        self.pos += 1
+        self._string()
+        self._skip_ws()
+        if self._peek() != 0x3A:
+            raise self._err("after object key")
+        self.pos += 1
+        self._value("looking for beginning of value")
 
     def _array(self) -> None:
+        self._elements(0x5D, self._element, "after array element")
+
+    def _element(self) -> None:
+        self._value("looking for beginning of value")
+
+    def _elements(self, close: int, element: Callable[[], None], after: str) -> None:
+        """The comma-separated elements of an object (key:value pairs) or an array, up to
+        ``close``; ``after`` is Go's scanner context for anything else after an element."""
         self._skip_ws()
-        if self._peek() == 0x5D:
+        if self._peek() == close:
             self.pos += 1
             return
         while True:
-            self._value("looking for beginning of value")
+            element()
             self._skip_ws()
             c = self._peek()
             if c == 0x2C:
                 self.pos += 1
                 continue
-            if c == 0x5D:
+            if c == close:
                 self.pos += 1
                 return
-            raise self._err("after array element")
+            raise self._err(after)
 
     def _string(self) -> None:
         data = self.data
