@@ -248,34 +248,34 @@ def _filtered(engine: JetStreamEngine, filter_subject: str) -> list[Stream]:
     return streams
 
 
+def _page(engine: JetStreamEngine, payload: bytes, limit: int) -> tuple[list[Stream], int, int]:
+    """The page of streams a NAMES or LIST request asks for (an optional ``subject`` filter and
+    ``offset``; both take the same body), with the total and the offset in force."""
+    req = StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest, engine.strict)
+    streams = _filtered(engine, req.subject)
+    offset = min(max(req.offset, 0), len(streams))
+    return streams[offset : offset + limit], len(streams), offset
+
+
 def stream_names(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = StreamNamesResponse()
     try:
-        req = (
-            StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest, engine.strict)
-        )
+        page, total, offset = _page(engine, payload, NAMES_LIMIT)
     except JetStreamApiError as exc:
         return _error(response, exc)
-    streams = _filtered(engine, req.subject)
-    offset = min(max(req.offset, 0), len(streams))
-    names = [s.name for s in streams[offset : offset + NAMES_LIMIT]]
-    response.streams = names or None
-    response.total, response.offset, response.limit = len(streams), offset, NAMES_LIMIT
+    response.streams = [s.name for s in page] or None
+    response.total, response.offset, response.limit = total, offset, NAMES_LIMIT
     return response
 
 
 def stream_list(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = StreamListResponse(streams=[])
     try:
-        req = (
-            StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest, engine.strict)
-        )
+        page, total, offset = _page(engine, payload, LIST_LIMIT)
     except JetStreamApiError as exc:
         return _error(response, exc)
-    streams = _filtered(engine, req.subject)
-    offset = min(max(req.offset, 0), len(streams))
-    response.streams = [s.info() for s in streams[offset : offset + LIST_LIMIT]]
-    response.total, response.offset, response.limit = len(streams), offset, LIST_LIMIT
+    response.streams = [s.info() for s in page]
+    response.total, response.offset, response.limit = total, offset, LIST_LIMIT
     return response
 
 
