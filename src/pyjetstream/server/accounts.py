@@ -32,6 +32,7 @@ from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
 
 if TYPE_CHECKING:
+    from pyjetstream.server.msgtrace import TracedCallback
     from pyjetstream.server.server import InternalCallback, InternalSub, Server
 
 __all__ = ["GLOBAL_ACCOUNT", "SYSTEM_ACCOUNT", "Account"]
@@ -58,6 +59,9 @@ class Account:
         #: Exports and imports (``pyjetstream.server.imports``), wired by the server at start.
         self.exports: list[Any] = []
         self.imports: list[Any] = []
+        #: ``msg_trace { dest, sampling }``: where a sampled ``traceparent`` is traced to.
+        self.trace_dest = config.msg_trace_dest if config is not None else ""
+        self.trace_sampling = config.msg_trace_sampling if config is not None else 0
         self._interest_callbacks: list[Callable[[Subscription, bool], None]] = []
         self._disabled_api: Any = None
 
@@ -118,8 +122,10 @@ class Account:
 
     # -------------------------------------------------------------- internal API, scoped
 
-    def subscribe_internal(self, subject: str, callback: InternalCallback, queue: str = "") -> InternalSub:
-        return self.server.subscribe_internal(subject, callback, queue, account=self)
+    def subscribe_internal(
+        self, subject: str, callback: InternalCallback, queue: str = "", traced: TracedCallback | None = None
+    ) -> InternalSub:
+        return self.server.subscribe_internal(subject, callback, queue, account=self, traced=traced)
 
     def publish_internal(
         self,

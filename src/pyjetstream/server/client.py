@@ -34,8 +34,11 @@ from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import NatsServerParser
 from pyjetstream.protocol.subjects import is_valid_publish_subject
 from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
+from pyjetstream.server import msgtrace
 from pyjetstream.server.auth import AuthDecision, PendingCheck
 from pyjetstream.server.log import TRACE
+from pyjetstream.server.msgtrace import DEST_HDR_B as TRACE_DEST
+from pyjetstream.server.msgtrace import MIN_TRACED_HDR, has_trace_parent
 from pyjetstream.server.permissions import ConnectionPermissions, pub_violation, sub_violation
 from pyjetstream.server.sublist import SublistError
 from pyjetstream.server.subscription import Subscription
@@ -138,6 +141,9 @@ ERR_MAX_CONNECTIONS = _err("maximum connections exceeded")
 ERR_MAX_ACCOUNT_CONNECTIONS = _err("maximum account active connections exceeded")
 ERR_AUTH_EXPIRED = _err("User Authentication Expired")
 ERR_AUTH_REVOKED = _err("User Authentication Revoked")
+
+
+_find = bytes.find  # the trace-header test on the hot path (see _process)
 
 
 class ClientConnection(asyncio.Protocol):
@@ -443,6 +449,21 @@ class ClientConnection(asyncio.Protocol):
                 cls = ev.__class__
                 if cls is tuple:  # PUB/HPUB (see NatsServerParser)
                     subject, reply, hdr, payload = ev
+                    if (
+                        hdr is not None
+                        and len(hdr) >= MIN_TRACED_HDR
+                        and (_find(hdr, TRACE_DEST) >= 0 or has_trace_parent(hdr, self.account))
+                    ):  # may be traced (msgtrace.may_be_traced, inlined: this is the hot path)
+                        if not self._traced_pub(subject, reply, hdr, payload, slow):
+                            if self.closed:
+                                return
+                            continue
+                        n_msgs += 1
+                        n_bytes += len(hdr) + len(payload)
+                        if self.stalled:
+                            self._held = events[i:]
+                            return
+                        continue
                     if slow or (hdr is not None and not self.headers):
                         if not self._slow_pub(Pub(subject, reply, hdr, payload)):
                             if self.closed:
@@ -498,6 +519,34 @@ class ClientConnection(asyncio.Protocol):
             return False
         return not self.checked_pubs or self._check_pub(ev)
 
+    def _traced_pub(self, subject: str, reply: str, hdr: bytes, payload: bytes, slow: bool) -> bool:
+        """A publish that may be traced (:mod:`pyjetstream.server.msgtrace`): the trace starts
+        before the publish checks (nats-server ``initMsgTrace`` in the parser), so that a
+        refused publish is reported as the ingress error; the event goes out once it is routed.
+        False when the message was not routed."""
+        skip, trace = msgtrace.start(self, subject, hdr, len(hdr) + len(payload))
+        if skip:
+            return False
+        if trace is None:
+            if (slow or not self.headers) and not self._slow_pub(Pub(subject, reply, hdr, payload)):
+                return False
+            self.server.route(subject, reply, hdr, payload, self)
+            return True
+        if (slow or not self.headers) and not self._slow_pub(Pub(subject, reply, hdr, payload)):
+            if not self.closed:  # still open: the publish permissions refused it
+                trace.ingress_error(f'Permissions Violation for Publish to "{subject}"')
+                trace.send()
+            return False
+        msgtrace.route(trace, subject, reply, hdr, payload, self, self.account)
+        trace.send()
+        return True
+
+    def publish_violation(self, subject: str) -> None:
+        """nats-server ``pubPermissionViolation``: ``-ERR`` (instead of +OK), the message is
+        dropped, the connection stays."""
+        self.enqueue(pub_violation(subject))
+        self.log(logging.ERROR, f'Publish Violation - User "{self.user}", Subject "{subject}"')
+
     def _process_other(self, ev: Any, cls: type) -> bool:
         """SUB, UNSUB, PING, PONG and protocol violations; False when processing must stop."""
         trace = self.trace
@@ -544,9 +593,7 @@ class ClientConnection(asyncio.Protocol):
             self.enqueue(ERR_INVALID_PUB_SUBJECT)
         perms = self.perms
         if perms is not None and perms.restricts_publish and not perms.can_publish(ev.subject):
-            # nats-server: -ERR (instead of +OK), the message is dropped, the connection stays.
-            self.enqueue(pub_violation(ev.subject))
-            self.log(logging.ERROR, f'Publish Violation - User "{self.user}", Subject "{ev.subject}"')
+            self.publish_violation(ev.subject)
             return False
         if self.verbose:
             self.enqueue(OK)

@@ -21,11 +21,15 @@ import string
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pyjetstream.protocol.headers import set_header
 from pyjetstream.protocol.subjects import has_wildcard, is_subset
+from pyjetstream.server import msgtrace
+from pyjetstream.server.msgtrace import DEST_HDR_B
 from pyjetstream.server.options import AccountExport, AccountImport
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
+    from pyjetstream.server.msgtrace import MsgTrace
 
 __all__ = ["ServiceExport", "link_imports", "map_subject"]
 
@@ -157,7 +161,15 @@ def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> No
     def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         server.route(local(subject), reply, hdr, payload, None, None, importer)
 
-    exporter.subscribe_internal(imp.subject, forward)
+    export = (importer.name, imp.allow_trace)
+
+    def forward_traced(
+        trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    ) -> None:
+        # An ``se`` event per receiver in the importer; traced further only with allow_trace.
+        msgtrace.route(trace, local(subject), reply, hdr, payload, None, importer, export)
+
+    exporter.subscribe_internal(imp.subject, forward, traced=forward_traced)
 
 
 def _link_service(
@@ -174,7 +186,33 @@ def _link_service(
             service.forget(mapped_reply)
             server.no_responders(client, reply, subject)
 
-    importer.subscribe_internal(local_subject, forward)
+    def forward_traced(
+        trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    ) -> None:
+        """nats-server ``processServiceImport`` with a trace: an ``si`` event; the exporter's
+        deliveries are traced only when the export has ``allow_trace`` (the message then names an
+        ``_R_`` reply of the exporter as its trace destination), else it goes on untraced
+        (``Nats-Trace-Dest: trace disabled``) — or, trace-only, stops here."""
+        remote = map_subject(subject, local_subject, imp.subject) if has_wildcard(local_subject) else imp.subject
+        trace.service_import(exporter.name, subject, remote)
+        if not export.allow_trace and trace.only:
+            delivered = False
+        else:
+            mapped_reply = service.new_reply(importer, reply, export) if reply else ""
+            if export.allow_trace:
+                dest = service.new_reply(importer, trace.dest, export)
+                hdr = set_header(hdr or b"", DEST_HDR_B, dest.encode())
+                delivered = msgtrace.route(trace, remote, mapped_reply, hdr, payload, None, exporter)
+                service.forget(dest)  # a single server: no other server sends its event back
+            else:
+                hdr = msgtrace.disable(hdr or b"")
+                delivered = server.route(remote, mapped_reply, hdr, payload, None, None, exporter)
+            if trace.only or (not delivered and mapped_reply):
+                service.forget(mapped_reply)
+        if not delivered and reply and client is not None and client.no_responders:
+            server.no_responders(client, reply, subject)
+
+    importer.subscribe_internal(local_subject, forward, traced=forward_traced)
 
 
 @dataclass

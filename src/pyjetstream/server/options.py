@@ -190,6 +190,8 @@ class AccountExport:
     response_type: str = "singleton"
     #: Services: how long a requester's reply mapping stays for streamed responses (seconds).
     response_threshold: float = 120.0
+    #: Services: a traced request is still traced in the exporting account (``allow_trace``).
+    allow_trace: bool = False
 
 
 @dataclass(kw_only=True)
@@ -203,6 +205,8 @@ class AccountImport:
     to: str = ""
     #: Streams: a prefix put before the exported subject (``prefix.subject``).
     prefix: str = ""
+    #: Streams: a traced message is still traced past the import (``allow_trace``).
+    allow_trace: bool = False
 
 
 @dataclass(kw_only=True)
@@ -219,6 +223,10 @@ class Account:
     limits: AccountLimits = field(default_factory=AccountLimits)
     exports: list[AccountExport] = field(default_factory=list)
     imports: list[AccountImport] = field(default_factory=list)
+    #: ``msg_trace`` (``trace_dest``): where messages with a sampled ``traceparent`` are traced,
+    #: and the percentage sampled (1-100; 0 with a destination means 100).
+    msg_trace_dest: str = ""
+    msg_trace_sampling: int = 0
     #: Account features pyjetstream does not implement (mappings), raw.
     unsupported: dict[str, Any] = field(default_factory=dict)
 

@@ -74,6 +74,7 @@ from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jwt_auth import ClaimsUpdates, OperatorTrust, account_config
 from pyjetstream.server.log import get_logger
 from pyjetstream.server.monitor import MonitorServer, closed_record
+from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
@@ -92,15 +93,26 @@ InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | N
 
 
 class InternalSub(Subscription):
-    """A subscription owned by the server itself (see ``Server.subscribe_internal``)."""
+    """A subscription owned by the server itself (see ``Server.subscribe_internal``).
 
-    __slots__ = ("account",)
+    ``traced`` is the callback a traced message goes to instead (``msgtrace.TracedCallback``:
+    the trace first), for the subscriptions whose work shows in a trace event (a stream's ingest,
+    the import forwarders); without it a traced message reaches ``callback`` as any other."""
+
+    __slots__ = ("account", "traced")
 
     def __init__(
-        self, account: Account, subject: str, sid: str, queue: str, callback: InternalCallback
+        self,
+        account: Account,
+        subject: str,
+        sid: str,
+        queue: str,
+        callback: InternalCallback,
+        traced: TracedCallback | None = None,
     ) -> None:
         super().__init__(subject, sid, queue, client=None, callback=callback)
         self.account = account
+        self.traced = traced
 
     def unsubscribe(self) -> None:
         if not self.closed:
@@ -154,6 +166,8 @@ class Server:
         self.slow_consumers = 0
         self.stale_connections = 0  # ping timeouts (varz stale_connections)
         self.stalled_clients = 0  # producer stalls by a full consumer (varz stalled_clients)
+        #: The sequence of the server's events (nats-server ``s.sys.seq``): message traces.
+        self.event_seq = 0
         self.http_req_stats: dict[str, int] = {}
         # --- internals
         self._cid = 0
@@ -589,12 +603,18 @@ class Server:
     # -------------------------------------------------------------- internal API
 
     def subscribe_internal(
-        self, subject: str, callback: InternalCallback, queue: str = "", account: Account | None = None
+        self,
+        subject: str,
+        callback: InternalCallback,
+        queue: str = "",
+        account: Account | None = None,
+        traced: TracedCallback | None = None,
     ) -> InternalSub:
-        """An internal subscription in ``account`` (default: the global account)."""
+        """An internal subscription in ``account`` (default: the global account); ``traced``
+        takes traced messages (see :class:`InternalSub`)."""
         self._isid += 1
         acc = account or self.global_account
-        sub = InternalSub(acc, subject, str(self._isid), queue, callback)
+        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced)
         acc.add_subscription(sub)
         return sub
 

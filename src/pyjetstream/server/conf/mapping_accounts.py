@@ -7,9 +7,10 @@ import os
 import nkeys
 
 from pyjetstream.api.jwt import JWTError, verify
-from pyjetstream.protocol.subjects import is_subset, is_valid_subject
+from pyjetstream.protocol.subjects import is_subset, is_valid_publish_subject, is_valid_subject
 from pyjetstream.server.conf.converters import (
     Invalid,
+    as_bool,
     as_duration,
     as_enabled,
     as_int,
@@ -46,6 +47,10 @@ def _export(item: Node) -> AccountExport:
         export.response_type = rt
     if "response_threshold" in entries:
         export.response_threshold = as_duration(entries["response_threshold"], "response_threshold")
+    if "allow_trace" in entries:
+        if kind != "service":
+            raise Invalid(entries["allow_trace"], "Detected allow_trace directive on non-service")
+        export.allow_trace = as_bool(entries["allow_trace"], "allow_trace")
     return export
 
 
@@ -65,7 +70,76 @@ def _import(item: Node) -> AccountImport:
         imp.to = as_str(entries["to"], "to")
     if "prefix" in entries:
         imp.prefix = as_str(entries["prefix"], "prefix")
+    if "allow_trace" in entries:
+        if kind != "stream":
+            raise Invalid(entries["allow_trace"], "Detected allow_trace directive on a non-stream")
+        imp.allow_trace = as_bool(entries["allow_trace"], "allow_trace")
     return imp
+
+
+def _msg_trace(acc: Account, key: str, node: Node) -> None:
+    """``msg_trace: "dest"`` or ``msg_trace { dest, sampling }`` (nats-server
+    ``parseAccountMsgTrace``, its error texts included); a destination without a sampling
+    traces every sampled ``traceparent``."""
+
+    def dest(n: Node, k: str) -> None:
+        if not isinstance(n.value, str):
+            raise Invalid(n, f'Field "{k}" should be a string, got {_go_type(n.value)}')
+        if not is_valid_publish_subject(n.value):
+            raise Invalid(n, f'Trace destination "{n.value}" is not valid')
+        acc.msg_trace_dest = n.value
+
+    def sampling(n: int, at: Node) -> None:
+        if n <= 0 or n > 100:
+            raise Invalid(at, f"Ttrace destination sampling value {n} is invalid, needs to be [1..100]")
+        acc.msg_trace_sampling = n
+
+    value = node.value
+    if isinstance(value, str):
+        dest(node, key)
+    elif isinstance(value, dict):
+        for k, n in value.items():
+            lk = k.lower()
+            if lk == "dest":
+                dest(n, k)
+            elif lk == "sampling":
+                v = n.value
+                if isinstance(v, int) and not isinstance(v, bool):
+                    sampling(v, n)
+                elif isinstance(v, str):
+                    text = v.removesuffix("%")
+                    try:
+                        number = int(text)
+                    except ValueError:
+                        raise Invalid(n, f'Invalid trace destination sampling value "{v}"') from None
+                    sampling(number, n)
+                else:
+                    raise Invalid(
+                        n,
+                        f'Trace destination sampling field "{k}" should be an integer or a percentage, '
+                        f"got {_go_type(v)}",
+                    )
+            elif not n.used:
+                raise Invalid(n, f'Unknown field "{k}" parsing account message trace map/struct "{key}"')
+    else:
+        raise Invalid(node, f'Expected account message trace "{key}" to be a string or a map/struct, got {_go_type(value)}')
+    if acc.msg_trace_dest and not acc.msg_trace_sampling:
+        acc.msg_trace_sampling = 100
+
+
+def _go_type(value: object) -> str:
+    """The Go type nats-server's config parser gives a value (for its ``%T`` error texts)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "[]interface {}"
+    return "map[string]interface {}"
 
 
 def check_imports(accounts: list[Account]) -> list[tuple[Account, AccountImport, str]]:
@@ -263,6 +337,9 @@ class AccountKeys(AuthKeys):
             for item in as_list(n, k):
                 acc.imports.append(_import(item))
 
+        def msg_trace(k: str, n: Node) -> None:
+            _msg_trace(acc, k, n)
+
         def unsupported(k: str, n: Node) -> None:
             acc.unsupported[k] = plain(n)
             self.warn(n, f'"{k}" of account "{name}" ignored: not supported by pyjetstream')
@@ -276,6 +353,7 @@ class AccountKeys(AuthKeys):
             "exports": exports,
             "imports": imports,
             "mappings|maps": unsupported,
+            "msg_trace|trace_dest": msg_trace,
         }
         self.each(entries, spec, acc)
         if acc.default_permissions is not None:

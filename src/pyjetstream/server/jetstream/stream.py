@@ -35,6 +35,7 @@ from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
 from pyjetstream.api.ttl import marker_ttl, message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header
 from pyjetstream.protocol.subjects import is_subset, subjects_overlap
+from pyjetstream.server import msgtrace
 from pyjetstream.server.jetstream import advisories, counters
 from pyjetstream.server.jetstream.batch_atomic import BATCH_ID as HDR_BATCH_ID
 from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
@@ -61,6 +62,7 @@ from pyjetstream.server.subject_transform import SubjectTransform
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
+    from pyjetstream.server.msgtrace import MsgTrace
 
 HDR_MSG_ID = b"Nats-Msg-Id"
 HDR_EXPECTED_STREAM = b"Nats-Expected-Stream"
@@ -77,6 +79,8 @@ HDR_MARKER_REASON = b"Nats-Marker-Reason"
 HDR_KV_OPERATION = b"KV-Operation"
 NS_PER_S = 1_000_000_000
 MAX_HEADER_SIZE = 65535
+#: How nats-server words a traced message refused for its size (``ErrMaxPayload``).
+MAX_PAYLOAD_TEXT = "maximum payload exceeded"
 
 
 def _parse_uint(value: bytes | None) -> int | None:
@@ -141,6 +145,8 @@ class Stream:
         self._plain = False  # a header-less publish may take _process_plain (_configure_fast_path)
         self._configure_transforms()
         self.sourcing = StreamSourcing(self)
+        #: The trace of the message being processed, if it is traced (``_on_traced``).
+        self._trace: MsgTrace | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -150,7 +156,7 @@ class Stream:
 
     def start(self) -> None:
         for subject in self.cfg.subjects:
-            self._subs.append(self.server.subscribe_internal(subject, self._on_inbound))
+            self._subs.append(self.server.subscribe_internal(subject, self._on_inbound, traced=self._on_traced))
         # ``mirror_direct`` answers for the origin's name, once caught up (sourcing.py), not ours.
         if self.cfg.allow_direct:
             self._subscribe_direct()
@@ -233,7 +239,7 @@ class Stream:
         if old.subjects != cfg.subjects:
             self._unsubscribe(self._subs)
             for subject in cfg.subjects:
-                self._subs.append(self.server.subscribe_internal(subject, self._on_inbound))
+                self._subs.append(self.server.subscribe_internal(subject, self._on_inbound, traced=self._on_traced))
         if old.allow_direct != cfg.allow_direct:
             if cfg.allow_direct:
                 self._subscribe_direct()
@@ -298,6 +304,24 @@ class Stream:
         response = self.process_inbound(subject, reply, hdr, payload)
         if response is not None and reply:
             self._acks.append((reply, response))
+
+    def _on_traced(
+        self, trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    ) -> None:
+        """A traced publish (nats-server ``processInboundJetStreamMsg`` with a trace): a ``js``
+        event, completed by the checks; a delivered message is stored with its trace turned off
+        (``Nats-Trace-Dest: trace disabled``) so that its deliveries are not traced again, and a
+        trace-only one goes through every check but is neither stored nor acknowledged."""
+        trace.jetstream(self.name)
+        if trace.only and (HDR_BATCH_ID in (hdr or b"") or reply.endswith(FAST_BATCH_SUFFIX)):
+            return  # a batch is staged as a whole: a trace-only part of one is not taken
+        if hdr is not None and not trace.only:
+            hdr = msgtrace.disable(hdr)
+        self._trace = trace
+        try:
+            self._on_inbound(subject, reply, hdr, payload, client)
+        finally:
+            self._trace = None
 
     def _end_batch(self) -> None:
         """Commit the turn's writes (to the OS; fsync with ``sync: always``), then acknowledge."""
@@ -374,6 +398,14 @@ class Stream:
     def _error(self, error: ApiError) -> bytes:
         return encode_pub_ack_error(self.name, error)
 
+    def _refuse(self, error: ApiError, can_respond: bool, trace_text: str = "") -> bytes | None:
+        """A refused publish: its PubAck error (when it can be answered), and the error of a
+        traced message's ``js`` event — as nats-server's ``processJetStreamMsg`` returns it
+        (``trace_text`` where that is not the API error's own text)."""
+        if self._trace is not None:
+            self._trace.jetstream_error(trace_text or msgtrace.api_error_text(error))
+        return self._error(error) if can_respond else None
+
     def _pub_ack(self, seq: int, duplicate: bool = False) -> bytes:
         return finish_pub_ack(self._ack_prefix, seq, duplicate)
 
@@ -392,12 +424,12 @@ class Stream:
         cfg = self.cfg
         can_respond = bool(reply) and not cfg.no_ack
         if cfg.sealed:
-            return self._error(E.JSStreamSealedErr()) if can_respond else None
+            return self._refuse(E.JSStreamSealedErr(), can_respond)
         # 2.15.1 checks max_msg_size on the message as sent before any header (verified: a
         # too-big message with a bad Nats-Expected-Stream, Nats-TTL, Nats-Schedule... gets 10054);
         # a counter's rewritten message is checked again below.
         if 0 <= cfg.max_msg_size < (len(hdr) if hdr else 0) + len(payload):
-            return self._error(E.JSStreamMessageExceedsMaximumErr()) if can_respond else None
+            return self._refuse(E.JSStreamMessageExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT)
         if self._transform is not None:  # 2.10: the input transform applies before anything else
             transformed = self._transform.match_and_apply(subject)
             if transformed is not None:
@@ -412,15 +444,15 @@ class Stream:
             if counters.HDR_INCR in hdr:
                 incr, incr_error = counters.check_incr(hdr, payload, cfg.allow_msg_counter)
                 if incr_error is not None:
-                    return self._error(incr_error) if can_respond else None
+                    return self._refuse(incr_error, can_respond)
             expected = get_header(hdr, HDR_EXPECTED_STREAM)
             if expected and expected.decode() != self.name:
-                return self._error(E.JSStreamNotMatchErr()) if can_respond else None
+                return self._refuse(E.JSStreamNotMatchErr(), can_respond, "expected stream does not match")
             # TTL'd messages are refused entirely where TTLs are off (an invalid TTL is not
             # a TTL here: it gets 10165 later, after the account limits, as in nats-server).
             ttl = message_ttl(hdr)
             if ttl and not cfg.allow_msg_ttl:
-                return self._error(E.JSMessageTTLDisabledErr()) if can_respond else None
+                return self._refuse(E.JSMessageTTLDisabledErr(), can_respond, "message TTL disabled")
             # nats-server 2.15's order: expectations, schedules, the source header, dedupe, last
             # msg id, rollup.
             want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
@@ -429,21 +461,23 @@ class Stream:
                 on = get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ)
                 last = self._last_seq_on_subject(on.decode(errors="replace") if on else subject)
                 if last != want:
-                    return self._error(E.JSStreamWrongLastSequenceErrF(seq=last)) if can_respond else None
+                    text = f"last sequence by subject mismatch: {want} vs {last}"
+                    return self._refuse(E.JSStreamWrongLastSequenceErrF(seq=last), can_respond, text)
             elif get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ):
                 err = E.JSStreamExpectedLastSeqPerSubjectInvalid()
-                return self._error(err) if can_respond else None
+                return self._refuse(err, can_respond)
             want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SEQ))
             if want is not None:
                 last = store.fast_state().last_seq
                 if last != want:
-                    return self._error(E.JSStreamWrongLastSequenceErrF(seq=last)) if can_respond else None
+                    text = f"last sequence mismatch: {want} vs {last}"
+                    return self._refuse(E.JSStreamWrongLastSequenceErrF(seq=last), can_respond, text)
             if HDR_SCHEDULE_ANY in hdr:
                 hdr, schedule_error = check_publish(self, subject, hdr)
                 if schedule_error is not None:
-                    return self._error(schedule_error) if can_respond else None
+                    return self._refuse(schedule_error, can_respond)
             if get_header(hdr, HDR_STREAM_SOURCE):  # only sourcing may stamp it (2.15)
-                return self._error(E.JSMessageSourceHdrNotAllowedErr()) if can_respond else None
+                return self._refuse(E.JSMessageSourceHdrNotAllowedErr(), can_respond)
             raw_id = get_header(hdr, HDR_MSG_ID)
             if raw_id:
                 msg_id = raw_id.decode()
@@ -451,43 +485,44 @@ class Stream:
                     self._rebuild_dedupe()
                 seq = self._dedupe.lookup(msg_id)
                 if seq is not None:
+                    if self._trace is not None:
+                        self._trace.jetstream_error("msgid is duplicate")
                     return self._pub_ack(seq, duplicate=True) if can_respond else None
             want_id = get_header(hdr, HDR_EXPECTED_LAST_MSG_ID)
             if want_id and not self._dedupe_loaded:
                 self._rebuild_dedupe()
             if want_id and want_id.decode() != self._last_msg_id:
-                return (
-                    self._error(E.JSStreamWrongLastMsgIDErrF(id=self._last_msg_id)) if can_respond else None
-                )
+                text = f"last msgid mismatch: {json.dumps(want_id.decode())} vs {json.dumps(self._last_msg_id)}"
+                return self._refuse(E.JSStreamWrongLastMsgIDErrF(id=self._last_msg_id), can_respond, text)
             rollup = (get_header(hdr, HDR_ROLLUP) or b"").lower()
             if rollup:
                 if not cfg.allow_rollup_hdrs or cfg.deny_purge:
                     err = E.JSStreamRollupFailedF(err="rollup not permitted")
-                    return self._error(err) if can_respond else None
+                    return self._refuse(err, can_respond, "rollup not permitted")
                 if rollup not in (b"sub", b"all"):
                     text = rollup.decode(errors="replace")
-                    err = E.JSStreamRollupFailedF(err=f"rollup value invalid: {json.dumps(text)}")
-                    return self._error(err) if can_respond else None
+                    text = f"rollup value invalid: {json.dumps(text)}"
+                    return self._refuse(E.JSStreamRollupFailedF(err=text), can_respond, text)
             size = len(hdr) + len(payload)
             # (max_msg_size is checked first, below, as nats-server does.)
             if len(hdr) > MAX_HEADER_SIZE and not 0 <= cfg.max_msg_size < size:
-                return self._error(E.JSStreamHeaderExceedsMaximumErr()) if can_respond else None
+                return self._refuse(E.JSStreamHeaderExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT)
         else:
             hdr = b""
             size = len(payload)
         total = 0
         if cfg.allow_msg_counter:
             if incr is None:
-                return self._error(E.JSMessageIncrMissingErr()) if can_respond else None
+                return self._refuse(E.JSMessageIncrMissingErr(), can_respond)
             counted = counters.apply_incr(store, subject, hdr, payload, incr)
             if not isinstance(counted, tuple):
-                return self._error(counted) if can_respond else None
+                return self._refuse(counted, can_respond)
             hdr, payload, total = counted
             size = len(hdr) + len(payload)
         if 0 <= cfg.max_msg_size < size:
-            return self._error(E.JSStreamMessageExceedsMaximumErr()) if can_respond else None
+            return self._refuse(E.JSStreamMessageExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT)
         result = self._commit(subject, hdr, payload, size, msg_id, rollup, ttl=ttl)
-        if not can_respond:
+        if not can_respond or result == 0:  # 0: a trace-only message (not stored)
             return None
         if type(result) is not int:
             return self._error(result)  # type: ignore[arg-type]
@@ -630,6 +665,11 @@ class Stream:
         # nats-server's order: a message no consumer wants is skipped before the account limits
         # and the TTL's validity are looked at (a rollup still purges what it rolls up).
         if cfg.retention == RetentionPolicy.INTEREST and not self._has_interest_for(subject):
+            trace = self._trace
+            if trace is not None:
+                trace.jetstream_stored(subject, True)
+                if trace.only:
+                    return 0
             seq = store.skip_msg()
             self._last_msg_id = msg_id
             if msg_id:
@@ -653,6 +693,11 @@ class Stream:
             ttl = sdm_ttl
             hdr = append_headers(remove_header(hdr, HDR_TTL), [("Nats-TTL", str(ttl))])
 
+        trace = self._trace
+        if trace is not None:
+            trace.jetstream_stored(subject, False)
+            if trace.only:
+                return 0  # traced only: checked, not stored, not acknowledged
         republish_to = self._republish.match_and_apply(subject) if self._republish is not None else None
         last_on_subject = self._last_seq_on_subject(subject) if republish_to is not None else 0
         try:
