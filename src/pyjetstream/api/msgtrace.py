@@ -6,8 +6,8 @@ A message published with ``Nats-Trace-Dest: <subject>`` makes nats-server publis
 the events in the order nats-server appends them: ingress (``in``), subject mapping (``sm``),
 stream export (``se``), service import (``si``), JetStream (``js``, the stream that stored it) and
 one egress (``eg``) per receiving subscription. ``Nats-Trace-Only: true`` traces without
-delivering. The embedded server does not produce these yet (see the README's compatibility
-section); the models let the client and the tests read nats-server's events.
+delivering. The embedded server produces them in ``pyjetstream.server.msgtrace``; the models also
+let clients and the tests read nats-server's events.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .timefmt import ZERO_TIME, NanoTime
 
 __all__ = [
     "MSG_TRACE_DEST",
+    "MSG_TRACE_DEST_DISABLED",
     "MSG_TRACE_HOP",
     "MSG_TRACE_ONLY",
     "MSG_TRACE_ORIGIN_ACCOUNT",
@@ -39,6 +40,9 @@ MSG_TRACE_DEST = "Nats-Trace-Dest"
 MSG_TRACE_HOP = "Nats-Trace-Hop"
 MSG_TRACE_ORIGIN_ACCOUNT = "Nats-Trace-Origin-Account"
 MSG_TRACE_ONLY = "Nats-Trace-Only"
+#: The ``Nats-Trace-Dest`` value that turns tracing off (nats-server ``MsgTraceDestDisabled``, not
+#: a valid subject): what a stored traced message carries, so that its deliveries are not traced.
+MSG_TRACE_DEST_DISABLED = "trace disabled"
 TRACE_PARENT = "traceparent"
 
 

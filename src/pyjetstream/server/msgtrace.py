@@ -32,9 +32,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api import codec
-from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.msgtrace import (
     MSG_TRACE_DEST,
+    MSG_TRACE_DEST_DISABLED,
     MSG_TRACE_ONLY,
     MSG_TRACE_ORIGIN_ACCOUNT,
     MsgTraceEgress,
@@ -61,7 +61,6 @@ __all__ = [
     "DEST_DISABLED",
     "MsgTrace",
     "TracedCallback",
-    "api_error_text",
     "disable",
     "has_trace_parent",
     "may_be_traced",
@@ -69,10 +68,7 @@ __all__ = [
     "start",
 ]
 
-#: The value that turns tracing off for a message (nats-server ``MsgTraceDestDisabled``; not a
-#: valid subject, so it can never be a destination): a stored traced message carries it, so that
-#: its later deliveries are not traced again.
-DEST_DISABLED = "trace disabled"
+DEST_DISABLED = MSG_TRACE_DEST_DISABLED
 DEST_DISABLED_B = DEST_DISABLED.encode()
 DEST_HDR_B = MSG_TRACE_DEST.encode()
 _HDR_LINE = b"NATS/1.0\r\n"
@@ -181,11 +177,6 @@ def disable(hdr: bytes) -> bytes:
     """``Nats-Trace-Dest: trace disabled``: the message goes on, untraced (nats-server
     ``setHeader(MsgTraceDest, MsgTraceDestDisabled, ...)``)."""
     return set_header(hdr, DEST_HDR_B, DEST_DISABLED_B)
-
-
-def api_error_text(error: ApiError) -> str:
-    """How Go prints an ``*ApiError`` (``ApiError.Error``): ``description (err_code)``."""
-    return f"{error.description} ({error.err_code})"
 
 
 def start(
@@ -352,8 +343,8 @@ def _deliver(
         return True
     if not traced:
         return trace.only or conn.deliver(sub, subject, reply, hdr, payload, client)
-    if client is conn and not conn.echo:
-        trace.egress(conn, sub, ERR_NO_ECHO)
+    if client is not None and client is conn and not client.echo:
+        trace.egress(client, sub, ERR_NO_ECHO)
         return False
     deliver_filter = conn.deliver_filter
     if deliver_filter is not None and not deliver_filter.deliver_allowed(subject, reply, sub.queue or ""):

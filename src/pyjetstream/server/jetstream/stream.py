@@ -30,12 +30,12 @@ from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX, is_fast_batch_reply
 from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
+from pyjetstream.api.msgtrace import MSG_TRACE_DEST, MSG_TRACE_DEST_DISABLED
 from pyjetstream.api.names import stream_identity
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
 from pyjetstream.api.ttl import marker_ttl, message_ttl
-from pyjetstream.protocol.headers import append_headers, get_header, remove_header
+from pyjetstream.protocol.headers import append_headers, get_header, remove_header, set_header
 from pyjetstream.protocol.subjects import is_subset, subjects_overlap
-from pyjetstream.server import msgtrace
 from pyjetstream.server.jetstream import advisories, counters
 from pyjetstream.server.jetstream.batch_atomic import BATCH_ID as HDR_BATCH_ID
 from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
@@ -77,6 +77,8 @@ HDR_TTL = b"Nats-TTL"
 HDR_SCHEDULE_ANY = b"Nats-Schedule"  # also the start of Nats-Schedule-*, Nats-Scheduler
 HDR_MARKER_REASON = b"Nats-Marker-Reason"
 HDR_KV_OPERATION = b"KV-Operation"
+HDR_TRACE_DEST = MSG_TRACE_DEST.encode()
+TRACE_DISABLED = MSG_TRACE_DEST_DISABLED.encode()
 NS_PER_S = 1_000_000_000
 MAX_HEADER_SIZE = 65535
 #: How nats-server words a traced message refused for its size (``ErrMaxPayload``).
@@ -316,7 +318,7 @@ class Stream:
         if trace.only and (HDR_BATCH_ID in (hdr or b"") or reply.endswith(FAST_BATCH_SUFFIX)):
             return  # a batch is staged as a whole: a trace-only part of one is not taken
         if hdr is not None and not trace.only:
-            hdr = msgtrace.disable(hdr)
+            hdr = set_header(hdr, HDR_TRACE_DEST, TRACE_DISABLED)
         self._trace = trace
         try:
             self._on_inbound(subject, reply, hdr, payload, client)
@@ -403,7 +405,7 @@ class Stream:
         traced message's ``js`` event — as nats-server's ``processJetStreamMsg`` returns it
         (``trace_text`` where that is not the API error's own text)."""
         if self._trace is not None:
-            self._trace.jetstream_error(trace_text or msgtrace.api_error_text(error))
+            self._trace.jetstream_error(trace_text or f"{error.description} ({error.err_code})")
         return self._error(error) if can_respond else None
 
     def _pub_ack(self, seq: int, duplicate: bool = False) -> bytes:
