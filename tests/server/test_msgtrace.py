@@ -83,9 +83,9 @@ async def _event(sub: Subscription) -> dict[str, Any]:
 
 
 async def _ready(nc: Client, traces: Subscription, subject: str, events: int) -> None:
-    """Wait until a trace-only probe on ``subject`` reaches ``events`` receivers: nats-server
-    registers some interest asynchronously (an importer's subscriptions in the exporter), so a
-    flush of the subscriber is not enough there. Probes are trace-only: nobody receives them."""
+    """Wait until a trace-only probe on ``subject`` reaches ``events`` receivers: another
+    connection's subscriptions are not known to be in place after its ``flush()`` (nats-py 2.16
+    writes the PING ahead of a SUB still in its buffer). Probes are trace-only: nobody gets them."""
     for _ in range(100):
         await nc.publish(subject, b"probe", headers=_trace(only="true"))
         if len((await _event(traces))["events"]) - 1 >= events:
@@ -202,7 +202,7 @@ async def test_invalid_or_disabled_destination_is_not_traced(server: Target) -> 
     async with _connect(server, name="tracer") as nc, _connect(server, name="subber") as sc:
         traces = await nc.subscribe(DEST)
         sub = await sc.subscribe("foo")
-        await sc.flush()
+        await _ready(nc, traces, "foo", 1)
         # An invalid destination: delivered untraced; trace-only: dropped.
         await nc.publish("foo", b"1", headers={MSG_TRACE_DEST: "bad..dest"})
         await nc.publish("foo", b"2", headers={MSG_TRACE_DEST: "bad..dest", MSG_TRACE_ONLY: "true"})
@@ -383,7 +383,11 @@ async def test_service_import_with_and_without_allow_trace(accounts: Target) -> 
         traces = await b.subscribe(DEST)
         svc = await a.subscribe("svc.>")
         tsvc = await a.subscribe("tsvc.>")
-        await a.flush()
+        # Both subscriptions are live once each has taken a message of A's own (nats-py 2.16's
+        # flush() writes its PING ahead of a SUB still in its buffer, so a flush proves nothing).
+        for sub, subject in ((svc, "svc.ready"), (tsvc, "tsvc.ready")):
+            await a.publish(subject, b"ready")
+            assert (await sub.next_msg(timeout=TIMEOUT)).data == b"ready"
         await b.publish("req.one", b"q", reply="rep", headers=_trace())
         plain = await _event(traces)
         got = await svc.next_msg(timeout=TIMEOUT)
