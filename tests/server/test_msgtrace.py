@@ -435,3 +435,23 @@ async def test_traceparent_ignored_without_account_destination(server: Target) -
         await nc.publish("foo", b"2", headers=_trace())
         event = await _event(traces)
     assert event["request"]["header"] == {MSG_TRACE_DEST: [DEST]}
+
+
+# ----------------------------------------------------------------------------- configuration
+
+
+@pytest.mark.parametrize(
+    ("account", "error"),
+    [
+        ({"msg_trace": {"dest": "bad..dest"}}, 'Trace destination "bad..dest" is not valid'),
+        ({"msg_trace": {"dest": "t.x", "sampling": 0}}, "sampling value 0 is invalid, needs to be [1..100]"),
+        ({"msg_trace": {"dest": "t.x", "sampling": "x%"}}, 'Invalid trace destination sampling value "x%"'),
+        ({"msg_trace": {"dest": "t.x", "other": 1}}, 'Unknown field "other" parsing account message trace'),
+        ({"exports": [{"stream": "s.>", "allow_trace": True}]}, "Detected allow_trace directive on non-service"),
+    ],
+)
+def test_trace_configuration_errors(start_server: StartServer, account: dict[str, Any], error: str) -> None:
+    accounts = {"A": {"users": [{"user": "a", "password": "a"}], **account}}
+    with pytest.raises(RuntimeError) as excinfo:
+        start_server(jetstream=False, accounts=accounts)
+    assert error in str(excinfo.value)
