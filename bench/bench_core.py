@@ -366,6 +366,7 @@ def main() -> None:
     )
     from pyjetstream import _compiled
 
+    _compiled.decide()  # (nothing here imported a compiled module: the servers are processes)
     print(f"pyjetstream: {_compiled.status}")
     pure = " ".join([f"{'pure Python':>18}", f"{'compiled/pure':>13}"]) if args.pure else ""
     header = f"{'benchmark':44} {'nats-server':>18} {'pyjetstream':>18} {'ratio':>7} {pure}"

@@ -76,7 +76,7 @@ def build(package: Path) -> str:
             rel = module.replace(".", "/") + suffix
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src / rel, staging / rel)
-        group = _compiled.GROUP + "__mypyc" + suffix
+        group = _compiled.GROUP_MODULE + suffix
         shutil.copy2(src / group, staging / group)
         manifest = {"suffix": suffix, "python": sys.version.split()[0], "sources": sources}
         (staging / _compiled.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")

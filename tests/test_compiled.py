@@ -60,7 +60,7 @@ def _fake_build(root: Path, sources: dict[str, str] | None = None, suffix: str =
         ext = build / (module.replace(".", "/") + SUFFIX)
         ext.parent.mkdir(parents=True, exist_ok=True)
         ext.write_bytes(b"")
-    (build / (_compiled.GROUP + "__mypyc" + SUFFIX)).write_bytes(b"")
+    (build / (_compiled.GROUP_MODULE + SUFFIX)).write_bytes(b"")
     if sources is None:
         sources = {m: _compiled.source_digest(_compiled.source_path(package, m)) for m in _compiled.MODULES}
     (build / _compiled.MANIFEST).write_text(json.dumps({"suffix": suffix, "sources": sources}))
@@ -70,7 +70,7 @@ def _fake_build(root: Path, sources: dict[str, str] | None = None, suffix: str =
 def test_a_build_matching_the_source_is_used(tmp_path: Path) -> None:
     files, why = _compiled.check(_fake_build(tmp_path))
     assert files is not None, why
-    assert set(files) == {*_compiled.MODULES, _compiled.GROUP}
+    assert set(files) == {*_compiled.MODULES, _compiled.GROUP_MODULE}
     assert why.startswith("compiled")
 
 
@@ -92,11 +92,20 @@ def test_a_build_for_another_interpreter_or_module_list_is_unused(tmp_path: Path
 
 def test_an_incomplete_or_missing_build_is_unused(tmp_path: Path) -> None:
     package = _fake_build(tmp_path)
-    (package / _compiled.BUILD_DIR / (_compiled.GROUP + "__mypyc" + SUFFIX)).unlink()
+    (package / _compiled.BUILD_DIR / (_compiled.GROUP_MODULE + SUFFIX)).unlink()
     files, why = _compiled.check(package)
     assert files is None and "lacks" in why
     files, why = _compiled.check(tmp_path / "nothing")
     assert files is None and "no compiled build" in why
+
+
+def test_a_build_that_does_not_load_leaves_pure_python(tmp_path: Path) -> None:
+    """The hashes match but the library is damaged (here: empty files): loading it fails cleanly."""
+    files, why = _compiled.check(_fake_build(tmp_path))
+    assert files is not None, why
+    error = _compiled.load_group(files)
+    assert error is not None and "ImportError" in error
+    assert _compiled.GROUP_MODULE not in sys.modules or _compiled.active
 
 
 def _loaded_from(env: dict[str, str]) -> list[str]:
@@ -121,6 +130,8 @@ def test_pure_python_is_forced_by_the_environment() -> None:
 def test_this_checkout_runs_compiled_when_its_build_matches() -> None:
     """With a current build and no PYJETSTREAM_PURE, this process and the servers it starts use
     the compiled modules; else pure Python (this test then says why)."""
+    import pyjetstream.protocol.parser  # noqa: F401  (the first import decides)
+
     files, _ = _compiled.check(PACKAGE)
     pure = os.environ.get(_compiled.PURE_ENV, "") not in ("", "0")
     if files is None or pure:

@@ -8,11 +8,13 @@ sources and puts the extension modules in ``.compiled/`` inside this package dir
 to the ``.py`` files, where a stale one would shadow an edited source), with a manifest of the
 SHA-256 of every source it compiled.
 
-At ``import pyjetstream`` :func:`install` reads that manifest. Only when the interpreter matches
-the build and every listed source hashes as it did when compiled (all or nothing: compiled modules
-call each other natively, so one stale module would leave its compiled callers with its old code)
-does it put a finder first on ``sys.meta_path`` that loads those names from ``.compiled/``; else
-the ordinary ``.py`` files are imported, and :data:`status` says why. ``PYJETSTREAM_PURE=1`` in the
+At ``import pyjetstream`` :func:`install` puts a finder first on ``sys.meta_path`` for exactly those
+names; the first import of one of them reads the manifest (:func:`decide`: nothing is read or hashed
+before, so ``pyjetstream --help`` pays nothing). Only when the interpreter matches the build and
+every listed source hashes as it did when compiled (all or nothing: compiled modules call each other
+natively, so one stale module would leave its compiled callers with its old code) does the finder
+load those names from ``.compiled/``; else the ordinary ``.py`` files are imported, and
+:data:`status` says why. ``PYJETSTREAM_PURE=1`` in the
 environment forces pure Python (the test suite's pure pass does, and subprocess servers inherit it).
 
 The compiled group is closed: its modules import only each other and the standard library
@@ -21,18 +23,18 @@ The compiled group is closed: its modules import only each other and the standar
 
 from __future__ import annotations
 
-import hashlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
-import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from types import ModuleType
+from typing import TYPE_CHECKING
 
-__all__ = ["BUILD_DIR", "MANIFEST", "MODULES", "active", "check", "install", "source_digest", "status"]
+if TYPE_CHECKING:
+    from pathlib import Path
+    from types import ModuleType
+
+__all__ = ["BUILD_DIR", "MANIFEST", "MODULES", "active", "check", "decide", "install", "load_group", "source_digest", "status"]
 
 #: The compiled modules (dotted names; their sources are ``<name>.py`` under the package root).
 MODULES = (
@@ -47,16 +49,19 @@ MODULES = (
 #: The mypyc shared library's module name (``mypycify(group_name=...)``): the group's code lives in
 #: it, each module above is a small shim that imports it.
 GROUP = "pyjetstream_hot"
+GROUP_MODULE = GROUP + "__mypyc"
 #: Inside the package directory.
 BUILD_DIR = ".compiled"
 MANIFEST = "manifest.json"
 #: Forces pure Python when set to anything but "" or "0".
 PURE_ENV = "PYJETSTREAM_PURE"
 
-#: Why the compiled modules are (not) in use, for diagnostics (``scripts/build_compiled.py --check``).
+#: Why the compiled modules are (not) in use (:func:`decide` first), for diagnostics.
 status = "not checked"
-#: Whether :func:`install` put the compiled modules in place.
+#: Whether the compiled modules are in use (:func:`decide` first).
 active = False
+# The package directory install() was given, until decide() has looked at it.
+_pending: str | None = None
 
 
 def source_path(package_dir: Path, module: str) -> Path:
@@ -66,6 +71,8 @@ def source_path(package_dir: Path, module: str) -> Path:
 
 
 def source_digest(path: Path) -> str:
+    import hashlib  # deferred: only the first import of a compiled module needs it (CLI start-up)
+
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -74,6 +81,8 @@ def check(package_dir: Path) -> tuple[dict[str, Path] | None, str]:
 
     A build is used only when it is complete, was made for this interpreter (its extension
     suffix) and every module's source is byte-for-byte the one it was compiled from."""
+    import json  # deferred with the rest of the check (CLI start-up)
+
     build = package_dir / BUILD_DIR
     try:
         manifest = json.loads((build / MANIFEST).read_text())
@@ -96,47 +105,85 @@ def check(package_dir: Path) -> tuple[dict[str, Path] | None, str]:
         if digest != sources[module]:
             return None, f"pure Python: {module} changed since it was compiled (run scripts/build_compiled.py)"
         files[module] = build / (module.replace(".", "/") + suffix)
-    files[GROUP] = build / (GROUP + "__mypyc" + suffix)
+    files[GROUP_MODULE] = build / (GROUP_MODULE + suffix)
     missing = [str(path) for path in files.values() if not path.is_file()]
     if missing:
         return None, f"pure Python: the build lacks {', '.join(missing)}"
     return files, f"compiled: {len(MODULES)} modules from {build}"
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds exactly the compiled names, in the build directory (a meta path finder)."""
-
-    def __init__(self, files: dict[str, Path]) -> None:
-        self.files = {(GROUP + "__mypyc" if name == GROUP else name): path for name, path in files.items()}
+class _Finder:
+    """Finds exactly the compiled names, in the build directory, once :func:`decide` has accepted
+    it (a meta path finder; not derived from ``importlib.abc.MetaPathFinder``, whose import costs
+    more than this whole module)."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        file = self.files.get(fullname)
+        if fullname not in _NAMES:
+            return None
+        files = _files if _pending is None else decide()
+        file = None if files is None else files.get(fullname)
         if file is None:
             return None
         loader = importlib.machinery.ExtensionFileLoader(fullname, str(file))
         return importlib.util.spec_from_file_location(fullname, file, loader=loader)
 
 
-def install(package_dir: Path | None = None) -> bool:
-    """Use the compiled modules when the build matches the source (see the module docstring)."""
-    global status, active
-    if active:
-        return True
+_NAMES = frozenset((*MODULES, GROUP_MODULE))
+_files: dict[str, Path] | None = None
+
+
+def install(package_dir: str | None = None) -> bool:
+    """Put the compiled modules' finder in place (see the module docstring); False when
+    ``PYJETSTREAM_PURE`` is set. Nothing is read until one of them is imported."""
+    global status, _pending
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         status = f"pure Python: {PURE_ENV} is set"
         return False
-    if package_dir is None:
-        package_dir = Path(__file__).resolve().parent
-    files, status = check(package_dir)
-    if files is None:
-        return False
-    already = [name for name in MODULES if name in sys.modules]
-    if already:  # imported before pyjetstream itself: cannot swap them under their users
-        status = f"pure Python: {', '.join(already)} imported before pyjetstream"
-        return False
-    sys.meta_path.insert(0, _Finder(files))
-    active = True
+    if _pending is not None or active or any(isinstance(f, _Finder) for f in sys.meta_path):
+        return True
+    _pending = package_dir or os.path.dirname(os.path.abspath(__file__))
+    sys.meta_path.insert(0, _Finder())
     return True
+
+
+def decide() -> dict[str, Path] | None:
+    """Check the build once (:func:`check`, :func:`load_group`) and set :data:`status` and
+    :data:`active`; the extension files to load, or None for pure Python."""
+    global status, active, _pending, _files
+    if _pending is None:
+        return _files
+    from pathlib import Path  # deferred with the check (CLI start-up)
+
+    package_dir, _pending = Path(_pending), None
+    files, status = check(package_dir)
+    if files is not None:
+        already = [name for name in MODULES if name in sys.modules]
+        if already:  # imported before the finder was in place: cannot swap them under their users
+            status, files = f"pure Python: {', '.join(already)} imported before pyjetstream", None
+        else:
+            error = load_group(files)
+            if error is not None:
+                status, files = f"pure Python: the build does not load ({error})", None
+    _files = files
+    active = files is not None
+    return files
+
+
+def load_group(files: dict[str, Path]) -> str | None:
+    """Load the group's shared library (every compiled module imports it first); the error when
+    it does not load — a damaged or foreign file then leaves pure Python in use instead of
+    breaking ``import pyjetstream``."""
+    try:
+        file = files[GROUP_MODULE]
+        loader = importlib.machinery.ExtensionFileLoader(GROUP_MODULE, str(file))
+        spec = importlib.util.spec_from_file_location(GROUP_MODULE, file, loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    sys.modules[GROUP_MODULE] = module
+    return None
 
