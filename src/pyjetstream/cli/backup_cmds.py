@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from pyjetstream.cli.app import Command, Session
@@ -29,19 +28,14 @@ def _backup_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _bar(session: Session, args: argparse.Namespace, label: str) -> tuple[Any, Any]:
-    """A rich progress bar on a terminal, and the callback that moves it (both None elsewhere)."""
-    if args.no_progress or session.json or not sys.stderr.isatty():
+    """A progress bar on a terminal, and the callback that moves it (both None elsewhere)."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    from pyjetstream.cli.output import progress_bar
+
+    bar = progress_bar(not (args.no_progress or session.json), "bytes")
+    if bar is None:
         return None, None
-    # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from pyjetstream.cli.output import err_console
-
-    bar = Progress(
-        TextColumn(label), BarColumn(), DownloadColumn(), TimeElapsedColumn(), console=err_console()
-    )
     task = bar.add_task(label, total=None)
-    bar.start()
 
     def update(state: Any) -> None:
         bar.update(task, completed=state.bytes, total=max(state.expected, state.bytes) or None)

@@ -10,7 +10,6 @@ to stdout, or JSON with ``--json``.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -108,11 +107,12 @@ def _handler(kind: str) -> Any:
 async def run_bench(kind: str, session: Session, args: argparse.Namespace) -> int:
     # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.bench_work import run_workload, total_work
+    from pyjetstream.cli.output import progress_bar
 
     options = _options(session, args)
     targets = [session.url] + ([args.compare] if args.compare else [])
     results: list[Any] = []
-    progress = _progress(session, args)
+    progress = progress_bar(not (args.no_progress or session.json), "count")
     try:
         for url in targets:
             advance = _advance(progress, f"{kind} {url}", total_work(kind, options))
@@ -137,25 +137,6 @@ async def run_bench(kind: str, session: Session, args: argparse.Namespace) -> in
     else:
         _print_results(kind, options, results, ratios, targets)
     return 0
-
-
-def _progress(session: Session, args: argparse.Namespace) -> Any:
-    if args.no_progress or session.json or not sys.stderr.isatty():
-        return None
-    # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from pyjetstream.cli.output import err_console
-
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console(),
-    )
-    bar.start()
-    return bar
 
 
 def _advance(progress: Any, label: str, total: int) -> Any:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import Progress
 
 __all__ = [
     "console",
@@ -28,6 +29,7 @@ __all__ = [
     "print_json",
     "print_sections",
     "print_table",
+    "progress_bar",
     "to_jsonable",
 ]
 
@@ -55,6 +57,33 @@ def err_console() -> Console:
             stderr=True, highlight=False, soft_wrap=True, emoji=False, width=_width(sys.stderr)
         )
     return _err_console
+
+
+def progress_bar(shown: bool, amount: str = "", *, transient: bool = False) -> Progress | None:
+    """A started progress bar on stderr, its tasks added by the caller; None where it would not
+    show: stderr is no terminal, or the command asked for none (``shown`` false: ``--json``,
+    ``--no-progress``, ``--quiet`` ...). ``amount`` is the column after the bar: ``"bytes"``
+    (done / total in bytes), ``"count"`` (done / total), or rich's default columns."""
+    if not shown or not sys.stderr.isatty():
+        return None
+    # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    if amount:
+        done = DownloadColumn() if amount == "bytes" else MofNCompleteColumn()
+        columns = (TextColumn("{task.description}"), BarColumn(), done, TimeElapsedColumn())
+        bar = Progress(*columns, console=err_console(), transient=transient)
+    else:
+        bar = Progress(console=err_console(), transient=transient)
+    bar.start()
+    return bar
 
 
 def _width(stream: Any) -> int | None:

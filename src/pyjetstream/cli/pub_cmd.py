@@ -165,17 +165,13 @@ async def _publish_atomic(
 
 def _progress(args: argparse.Namespace, session: Session) -> Any:
     """A progress bar for many messages on a terminal (none for one message, JSON or pipes)."""
-    if args.count < 2 or args.quiet or session.json or not sys.stderr.isatty():
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    from pyjetstream.cli.output import progress_bar
+
+    bar = progress_bar(args.count >= 2 and not args.quiet and not session.json, transient=True)
+    if bar is None:
         return None
-    # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
-    from rich.progress import Progress
-
-    from pyjetstream.cli.output import err_console
-
-    bar = Progress(console=err_console(), transient=True)
-    task = bar.add_task("Publishing", total=args.count)
-    bar.start()
-    return bar, task
+    return bar, bar.add_task("Publishing", total=args.count)
 
 
 COMMAND = Command("pub", "publish messages to a subject", cmd_pub, _arguments)
