@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
     from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.server import Server
-    from pyjetstream.server.sublist import Subscription
+    from pyjetstream.server.subscription import Subscription
 
 __all__ = [
     "DEST_DISABLED",
