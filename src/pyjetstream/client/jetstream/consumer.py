@@ -46,21 +46,15 @@ if TYPE_CHECKING:
     from pyjetstream.client.jetstream.context import JetStream
 
 
-class PullConsumer:
-    """A pull consumer (nats.go ``jetstream.Consumer``); get one from ``JetStream``/``Stream`` methods."""
+class ConsumerHandle:
+    """What every consumer handle answers, pull or push (nats.go's ``Consumer`` / ``PushConsumer``
+    share ``Info`` and ``CachedInfo``): its names and its info."""
 
     def __init__(self, js: JetStream, stream: str, info: ConsumerInfo) -> None:
         self._js = js
         self._stream = stream
         self._name = info.name
         self._info = info
-        self._next_subject = js.api.consumer_msg_next(stream, info.name)
-        self._pin = PinState()
-
-    @property
-    def pin_id(self) -> str:
-        """The pin id of this handle's pinned priority group ("" when not pinned)."""
-        return self._pin.id
 
     @property
     def name(self) -> str:
@@ -78,6 +72,20 @@ class PullConsumer:
     def cached_info(self) -> ConsumerInfo:
         """The info from the last server call, without a round trip."""
         return self._info
+
+
+class PullConsumer(ConsumerHandle):
+    """A pull consumer (nats.go ``jetstream.Consumer``); get one from ``JetStream``/``Stream`` methods."""
+
+    def __init__(self, js: JetStream, stream: str, info: ConsumerInfo) -> None:
+        super().__init__(js, stream, info)
+        self._next_subject = js.api.consumer_msg_next(stream, info.name)
+        self._pin = PinState()
+
+    @property
+    def pin_id(self) -> str:
+        """The pin id of this handle's pinned priority group ("" when not pinned)."""
+        return self._pin.id
 
     # --- one-shot pulls --------------------------------------------------------------------------
 

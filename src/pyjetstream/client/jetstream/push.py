@@ -20,6 +20,7 @@ from pyjetstream.api.pull_status import PullStatus, classify_pull_status
 from pyjetstream.api.timefmt import ns_to_seconds
 from pyjetstream.client.errors import NatsError
 from pyjetstream.client.jetstream.consume import MessageHandler, is_async_callable, run_callback
+from pyjetstream.client.jetstream.consumer import ConsumerHandle
 from pyjetstream.client.jetstream.errors import (
     ConsumerAlreadyConsuming,
     ConsumerDeleted,
@@ -37,31 +38,13 @@ if TYPE_CHECKING:
     from pyjetstream.client.msg import Msg
     from pyjetstream.client.subscription import Subscription
 
-class PushConsumer:
+class PushConsumer(ConsumerHandle):
     """A push consumer (nats.go ``jetstream.PushConsumer``); get one from ``create_push_consumer`` /
     ``push_consumer`` on the context or a stream."""
 
     def __init__(self, js: JetStream, stream: str, info: ConsumerInfo) -> None:
-        self._js = js
-        self._stream = stream
-        self._name = info.name
-        self._info = info
+        super().__init__(js, stream, info)
         self._active: PushConsumeContext | None = None
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def stream_name(self) -> str:
-        return self._stream
-
-    async def info(self) -> ConsumerInfo:
-        self._info = await self._js._consumer_info(self._stream, self._name)
-        return self._info
-
-    def cached_info(self) -> ConsumerInfo:
-        return self._info
 
     async def consume(
         self,
