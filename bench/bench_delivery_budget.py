@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from bench_route_budget import _CountingTransport
+from bench_store_budget import budget_args
 from pyjetstream.server.client import ClientConnection
 from pyjetstream.server.server import Server
 
@@ -126,8 +127,4 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--msgs", type=int, default=20_000)
-    parser.add_argument("--size", type=int, default=128)
-    parser.add_argument("--rounds", type=int, default=5)
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(budget_args(__doc__)))

@@ -108,9 +108,14 @@ async def main(args: argparse.Namespace) -> None:
             await server.shutdown()
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def budget_args(doc: str | None) -> argparse.Namespace:
+    """The command line of the budget scripts (this one and ``bench_delivery_budget.py``)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--msgs", type=int, default=20_000)
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=5)
-    asyncio.run(main(parser.parse_args()))
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(budget_args(__doc__)))

@@ -91,11 +91,12 @@ class Consumer:
         self.server = stream.server
         self.loop = stream.server.loop
         self.name = name
-        self.cfg = cfg
+        # (annotated: the component objects read these in their __init__, inside an import cycle)
+        self.cfg: ConsumerConfig = cfg
         self.created = created
         self.closed = False
-        self.retention = stream.cfg.retention
-        self.state = DeliveryState()
+        self.retention: RetentionPolicy = stream.cfg.retention
+        self.state: DeliveryState = DeliveryState()
         # num pending: matching messages at/after sseq, valid through stream seq npf
         self.npc = 0
         self.npf = 0
@@ -107,7 +108,7 @@ class Consumer:
         self._np_last = 0
         self.filter = SubjectFilter(filters_of(cfg))
         self.sfreq = sample_frequency(cfg)
-        self.ack_prefix = f"$JS.ACK.{stream.name}.{name}."
+        self.ack_prefix: str = f"$JS.ACK.{stream.name}.{name}."
         self._kick_scheduled = False
         self._pass = 0
         self._delay_handle: asyncio.TimerHandle | None = None

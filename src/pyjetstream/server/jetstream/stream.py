@@ -625,10 +625,7 @@ class Stream:
         if cfg.max_age and "expiry" not in self._timers:
             self._schedule_expiry()
         if self.consumers:
-            if self._batch is not None:
-                self._signals.append((seq, subject))
-            else:
-                self._signal_consumers(seq, subject)
+            self._signal_stored(seq, subject)
         return seq
 
     def _plain_ack(self, result: int | ApiError) -> bytes:
@@ -732,10 +729,7 @@ class Stream:
         elif cfg.max_age and "expiry" not in self._timers:
             self._schedule_expiry()
         if self.consumers:
-            if self._batch is not None:
-                self._signals.append((seq, subject))
-            else:
-                self._signal_consumers(seq, subject)
+            self._signal_stored(seq, subject)
         return seq
 
     def _last_seq_on_subject(self, subject: str) -> int:
@@ -768,6 +762,14 @@ class Stream:
         self.server.publish_internal(dest, b"" if rp.headers_only else payload, hdr=new_hdr)
 
     # --- consumers ---------------------------------------------------------------------------
+
+    def _signal_stored(self, seq: int, subject: str) -> None:
+        """Tell the consumers about a stored message: at the end of the turn when its writes are
+        batched (they must not see it before it reached the OS), else now."""
+        if self._batch is not None:
+            self._signals.append((seq, subject))
+        else:
+            self._signal_consumers(seq, subject)
 
     def _signal_consumers(self, seq: int, subject: str) -> None:
         if not self.consumers:
