@@ -165,6 +165,13 @@ CASES: dict[str, list] = {
         req("STREAM.INFO.T", mask=("sources", "state")),
         req("STREAM.MSG.GET.T", {"seq": 4}),
     ],
+    # A CONSUMER.RESET reply shows the config's metadata as a create or info reply does.
+    "reset-reply-metadata": [
+        create("U"),
+        req("CONSUMER.DURABLE.CREATE.U.D", {"stream_name": "U", "config": {"durable_name": "D"}}),
+        req("CONSUMER.RESET.U.D"),
+        req("CONSUMER.RESET.U.D", {"seq": 3}),
+    ],
 }
 
 

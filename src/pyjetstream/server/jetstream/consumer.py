@@ -29,6 +29,8 @@ import random
 import time
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from pyjetstream.api import errors as E
 from pyjetstream.api import headers as H
 from pyjetstream.api import subjects as S
@@ -40,6 +42,7 @@ from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, SequenceInfo
 from pyjetstream.api.responses import ConsumerResetResponse
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
+from pyjetstream.api.versioning import with_dynamic
 from pyjetstream.protocol.headers import get_header
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.acks import AckProcessor
@@ -685,7 +688,10 @@ class Consumer:
         except JetStreamApiError as exc:
             response.error = exc.error
         else:
-            response = ConsumerResetResponse.from_payload(self.info(), reset_seq=seq)
+            info = self.info()
+            # As a create or info reply: the server's _nats.ver / _nats.level in the metadata.
+            info.config = msgspec.structs.replace(info.config, metadata=with_dynamic(info.config.metadata))
+            response = ConsumerResetResponse.from_payload(info, reset_seq=seq)
         if identity and response.error is None:
             rhdr = b"NATS/1.0\r\n%s: %s\r\n\r\n" % (_STREAM_IDENTITY, identity.encode())
             self.server.publish_internal(reply, encode(response), hdr=rhdr)
