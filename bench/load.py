@@ -30,9 +30,7 @@ import json
 import os
 import random
 import resource
-import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,20 +42,11 @@ from typing import Any
 import nats
 from nats.js.api import AckPolicy, ConsumerConfig
 
+from pyjetstream.testing.process import ServerProcess, free_port, port_answers, server_command
+
 STREAMS = 20
 WORK_SUBJECTS = 50
 BULK_PAYLOAD = 32 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def nats_server_binary() -> str:
-    here = Path(sys.executable).parent / "nats-server"
-    return str(here) if here.exists() else shutil.which("nats-server") or "nats-server"
 
 
 def raise_nofile(wanted: int) -> int:
@@ -86,43 +75,31 @@ class Server:
         self.workdir = workdir
         self.port = free_port()
         self.http_port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.process: ServerProcess | None = None
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
     def start(self) -> None:
-        if self.target == "nats-server":
-            exe = [nats_server_binary()]
-        else:
-            exe = [sys.executable, "-m", "pyjetstream", "serve"]
-        cmd = [*exe, "-a", "127.0.0.1", "-p", str(self.port), "-m", str(self.http_port), "-js", "-sd", str(self.workdir)]
-        log = (self.workdir.parent / "server.log").open("ab")
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(f"{self.target} did not start; see {self.workdir.parent / 'server.log'}")
+        args = ["-a", "127.0.0.1", "-p", str(self.port), "-m", str(self.http_port), "-js", "-sd", str(self.workdir)]
+        self.process = ServerProcess([*server_command(self.target), *args], self.workdir.parent / "server.log")
+        if not self.process.start(lambda: port_answers(self.port), timeout=60):
+            raise RuntimeError(f"{self.target} did not start; see {self.workdir.parent / 'server.log'}")
 
     def monitor(self, path: str) -> dict[str, Any]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}{path}", timeout=30) as r:
             return dict(json.loads(r.read()))
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        if self.process is not None:
+            self.process.stop()
+        self.process = None
 
 
 @dataclass
@@ -261,10 +238,9 @@ async def steady(rate: float, stop: asyncio.Event, tick: float, fn: Any, counter
 
 
 async def run(args: argparse.Namespace, server: Server) -> dict[str, Any]:
-    assert server.proc is not None
     counters = Counters()
     host, port = "127.0.0.1", server.port
-    pid = server.proc.pid
+    pid = server.pid
 
     def on_error_for(name: str) -> Any:
         async def cb(e: Exception) -> None:

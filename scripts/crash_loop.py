@@ -32,9 +32,6 @@ import json
 import os
 import random
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +42,8 @@ from typing import Any
 import nats
 import nats.errors
 from nats.js.errors import APIError, NotFoundError
+
+from pyjetstream.testing.process import ServerProcess, free_port, port_answers, server_command
 
 RETRYABLE = (
     TimeoutError,
@@ -60,17 +59,6 @@ RETRYABLE = (
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def nats_server_binary() -> str:
-    here = Path(sys.executable).parent / "nats-server"
-    return str(here) if here.exists() else shutil.which("nats-server") or "nats-server"
-
-
 class Server:
     """One server process on a fixed port and store directory; ``kill()`` is ``kill -9``."""
 
@@ -78,42 +66,22 @@ class Server:
         self.target = target
         self.workdir = workdir
         self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
+        args = [*server_command(target), "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(workdir / "store")]
+        self.process = ServerProcess(args, workdir / "server.log")
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        exe = [nats_server_binary()] if self.target == "nats-server" else [sys.executable, "-m", "pyjetstream", "serve"]
-        cmd = [*exe, "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(self.workdir / "store")]
-        log = (self.workdir / "server.log").open("ab")
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(f"{self.target} did not start; see {self.workdir / 'server.log'}")
+        if not self.process.start(lambda: port_answers(self.port), timeout=60):
+            raise RuntimeError(f"{self.target} did not start; see {self.workdir / 'server.log'}")
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
-        self.proc = None
+        self.process.kill()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        self.process.stop()
 
 
 @dataclass

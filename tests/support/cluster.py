@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import socket
 import subprocess
 import time
@@ -17,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.targets import nats_server_binary, render_config
+
+from pyjetstream.testing.process import ServerProcess
 
 START_TIMEOUT = 30.0
 
@@ -43,7 +44,11 @@ class Node:
     cluster_port: int
     http_port: int
     routes: list[str]
-    proc: subprocess.Popen[bytes] | None = None
+    process: ServerProcess | None = None
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.process.proc if self.process is not None else None
 
     @property
     def url(self) -> str:
@@ -67,29 +72,22 @@ class Node:
         )
 
     def start(self) -> None:
+        """Start the node (it is ready when the cluster is: :meth:`Cluster.wait_healthy`)."""
         conf = self.workdir / "node.conf"
         conf.write_text(self.config())
-        with (self.workdir / "node.log").open("ab") as log:
-            self.proc = subprocess.Popen(
-                [nats_server_binary(), "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT
-            )
+        self.process = ServerProcess([nats_server_binary(), "-c", str(conf)], self.workdir / "node.log")
+        self.process.start(lambda: True, START_TIMEOUT)
 
     def kill(self) -> None:
         """``kill -9``: no goodbye to the cluster, nothing flushed."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
-        self.proc = None
+        if self.process is not None:
+            self.process.kill()
+        self.process = None
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        if self.process is not None:
+            self.process.stop()
+        self.process = None
 
     def jsz(self) -> dict:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/jsz", timeout=2) as resp:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pyjetstream.testing.process import ServerProcess, read_ports_file, server_command
 
 EMBEDDED = "embedded"
 NATS_SERVER = "nats-server"
@@ -80,7 +80,7 @@ class Target:
     kind: str
     workdir: Path
     settings: dict[str, Any]
-    proc: subprocess.Popen[bytes] | None = None
+    process: ServerProcess | None = None
     port: int = 0
     http_port: int = 0
     ws_url: str = ""  # the websocket listener's ws:// URL, when configured
@@ -92,16 +92,15 @@ class Target:
         return f"nats://127.0.0.1:{self.port}"
 
     @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.process.proc if self.process is not None else None
+
+    @property
     def store_dir(self) -> Path:
         return self.workdir / "store"
 
     def command(self, conf: Path, ports_dir: Path) -> list[str]:
-        if self.binary is not None:
-            exe = [self.binary]
-        elif self.kind == NATS_SERVER:
-            exe = [nats_server_binary()]
-        else:
-            exe = [sys.executable, "-m", "pyjetstream", "serve"]
+        exe = server_command(self.kind, self.binary or (nats_server_binary() if self.kind == NATS_SERVER else None))
         return [*exe, "-c", str(conf), "-a", "127.0.0.1", "--ports_file_dir", str(ports_dir)]
 
     def start(self) -> Target:
@@ -117,45 +116,31 @@ class Target:
         ports_dir = self.workdir / "ports"
         shutil.rmtree(ports_dir, ignore_errors=True)
         ports_dir.mkdir(parents=True)
-        logfile = (self.workdir / "server.log").open("ab")
-        env = dict(os.environ)
-        self.proc = subprocess.Popen(
-            self.command(conf, ports_dir), stdout=logfile, stderr=subprocess.STDOUT, env=env
-        )
-        logfile.close()
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            files = list(ports_dir.glob("*.ports"))
-            if files:
-                with contextlib.suppress(ValueError):
-                    ports = json.loads(files[0].read_text())
-                    self.port = int(ports["nats"][0].rsplit(":", 1)[1])
-                    if ports.get("monitoring"):
-                        self.http_port = int(ports["monitoring"][0].rsplit(":", 1)[1])
-                    if ports.get("websocket"):
-                        self.ws_url = ports["websocket"][0]
-                    return self
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
+        self.process = ServerProcess(self.command(conf, ports_dir), self.workdir / "server.log")
+        if self.process.start(lambda: self._read_ports(ports_dir), START_TIMEOUT, poll=0.02):
+            return self
         self.stop()
         raise RuntimeError(f"{self.kind} did not start:\n{self.read_log()}")
+
+    def _read_ports(self, ports_dir: Path) -> bool:
+        ports = read_ports_file(ports_dir)
+        if ports is None:
+            return False
+        self.port = int(ports["nats"][0].rsplit(":", 1)[1])
+        if ports.get("monitoring"):
+            self.http_port = int(ports["monitoring"][0].rsplit(":", 1)[1])
+        if ports.get("websocket"):
+            self.ws_url = ports["websocket"][0]
+        return True
 
     def read_log(self) -> str:
         path = self.workdir / "server.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        if self.process is not None:
+            self.process.stop(sig)
+        self.process = None
 
     def kill(self) -> None:
         """``kill -9``: no chance to flush or clean up."""

@@ -23,11 +23,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pyjetstream.testing.process import ServerProcess, read_ports_file
 
 __all__ = [
     "BinaryTestServer",
@@ -224,22 +225,23 @@ class EmbeddedTestServer(TestServer):
 class BinaryTestServer(TestServer):
     """A ``nats-server`` executable started with the same configuration file."""
 
-    proc: subprocess.Popen[bytes] | None = None
-    log_path: Path | None = None
+    process: ServerProcess | None = None
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.process.proc if self.process is not None else None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.process.log_path if self.process is not None else None
 
     def read_log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+        return self.process.read_log() if self.process is not None else ""
 
     def stop(self) -> None:
         super().stop()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        if self.process is not None:
+            self.process.stop()
 
 
 @dataclass
@@ -274,33 +276,26 @@ def _start_binary(spec: ServerSpec, workdir: Path, binary: str) -> BinaryTestSer
     ports_dir = workdir / "ports"
     shutil.rmtree(ports_dir, ignore_errors=True)
     ports_dir.mkdir(parents=True)
-    log_path = workdir / "server.log"
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            [exe, "-c", str(conf), "--ports_file_dir", str(ports_dir)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    process = ServerProcess([exe, "-c", str(conf), "--ports_file_dir", str(ports_dir)], workdir / "server.log")
     srv = BinaryTestServer(
         kind=BINARY,
         url="",
         spec=spec,
         connect_options=spec.connect_options(),
         store_dir=store if spec.jetstream else None,
-        proc=proc,
-        log_path=log_path,
+        process=process,
     )
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        for path in ports_dir.glob("*.ports"):
-            with contextlib.suppress(ValueError, KeyError, IndexError):
-                ports = json.loads(path.read_text())
-                srv.url = "nats://" + ports["nats"][0].split("://", 1)[-1]
-                srv.websocket_url = (ports.get("websocket") or [""])[0]
-                return srv
-        if proc.poll() is not None:
-            break
-        time.sleep(0.02)
+
+    def ready() -> bool:
+        ports = read_ports_file(ports_dir)
+        if ports is None:
+            return False
+        srv.url = "nats://" + ports["nats"][0].split("://", 1)[-1]
+        srv.websocket_url = (ports.get("websocket") or [""])[0]
+        return True
+
+    if process.start(ready, START_TIMEOUT, poll=0.02):
+        return srv
     srv.stop()
     raise RuntimeError(f"{exe} did not start:\n{srv.read_log()}")
 
