@@ -452,7 +452,7 @@ class ClientConnection(asyncio.Protocol):
                     if (
                         hdr is not None
                         and len(hdr) >= MIN_TRACED_HDR
-                        and (_find(hdr, TRACE_DEST) >= 0 or has_trace_parent(hdr, self.account))
+                        and (_find(hdr, TRACE_DEST) >= 0 or (self.account.trace_dest and has_trace_parent(hdr)))
                     ):  # may be traced (msgtrace.may_be_traced, inlined: this is the hot path)
                         if not self._traced_pub(subject, reply, hdr, payload, slow):
                             if self.closed:

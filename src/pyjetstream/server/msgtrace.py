@@ -104,12 +104,12 @@ def may_be_traced(hdr: bytes, account: Account) -> bool:
     """Could this header block start a trace? (The client's hot path inlines the first test.)"""
     if len(hdr) < MIN_TRACED_HDR:
         return False
-    return hdr.find(DEST_HDR_B) >= 0 or has_trace_parent(hdr, account)
+    return hdr.find(DEST_HDR_B) >= 0 or (bool(account.trace_dest) and has_trace_parent(hdr))
 
 
-def has_trace_parent(hdr: bytes, account: Account) -> bool:
-    """A ``traceparent`` header (any case) where the account traces those (``msg_trace``)."""
-    return bool(account.trace_dest) and hdr.lower().find(_TRACE_PARENT) >= 0
+def has_trace_parent(hdr: bytes) -> bool:
+    """A ``traceparent`` header, in any case (asked only where the account has ``msg_trace``)."""
+    return hdr.lower().find(_TRACE_PARENT) >= 0
 
 
 def _sampled(value: bytes) -> bool:
