@@ -455,3 +455,38 @@ def test_trace_configuration_errors(start_server: StartServer, account: dict[str
     with pytest.raises(RuntimeError) as excinfo:
         start_server(jetstream=False, accounts=accounts)
     assert error in str(excinfo.value)
+
+
+async def test_subscription_deny_is_an_egress_error(start_server: StartServer) -> None:
+    users = [
+        {"user": "p", "password": "p"},
+        {"user": "s", "password": "s", "permissions": {"subscribe": {"allow": ["foo.*"], "deny": ["foo.secret"]}}},
+    ]
+    target = start_server(jetstream=False, authorization={"users": users})
+    async with _connect(target, "p", name="tracer") as nc, _connect(target, "s", name="subber") as sc:
+        traces = await nc.subscribe(DEST)
+        await sc.subscribe("foo.*")
+        await _ready(nc, traces, "foo.open", 1)
+        await nc.publish("foo.secret", b"x", headers=_trace())
+        event = await _event(traces)
+    error = "Not delivered because subscription denies this subject"
+    assert event["events"] == [_in("foo.secret"), _eg("foo.*", error=error)]
+
+
+async def test_stream_import_into_a_stream(start_server: StartServer) -> None:
+    accounts = {**ACCOUNTS, "B": {**ACCOUNTS["B"], "jetstream": "enabled"}}
+    target = start_server(accounts=accounts)
+    async with _connect(target, "a", name="A-conn") as a, _connect(target, "b", name="B-conn") as b:
+        traces = await a.subscribe(DEST)
+        await _api(b, "$JS.API.STREAM.CREATE.S", {"name": "S", "subjects": ["evt.>"]})
+        await _ready(a, traces, "evt.x", 2)
+        await a.publish("evt.x", b"1", headers=_trace())
+        event = await _event(traces)
+        info = await _api(b, "$JS.API.STREAM.INFO.S")
+    assert event["server"] == _server_block(True)
+    assert event["events"] == [
+        _in("evt.x", name="A-conn", acc="A"),
+        {"type": "se", "acc": "B", "to": "evt.x"},
+        _js("S", "evt.x"),
+    ]
+    assert info["state"]["messages"] == 1  # the trace-only probes were not stored
