@@ -62,12 +62,12 @@ class MessageColumns:
 
 class ReplyColumns:
     """Column lists for one Arrow batch of direct get replies, filled straight from the received
-    bytes: ``fields`` holds ``(subject, sequence, RFC 3339 time stamp)`` per message as the raw
-    header values, ``data`` the payloads, ``headers`` only the rows with headers of their own
-    (row index → their raw ``Name: value\\r\\n`` lines; names in ``drop`` are not theirs).
-    Arrow converts whole columns at once, the header lines included."""
+    bytes: ``fields`` holds ``(own header lines, subject, sequence, RFC 3339 time stamp)`` per
+    message as raw header bytes (the lines ``Name: value\\r\\n`` …, empty without headers of its own;
+    names in ``drop`` are not the message's), ``data`` the payloads. Arrow converts whole columns at
+    once, the header lines included."""
 
-    __slots__ = ("data", "drop", "fields", "headers", "schema", "stream")
+    __slots__ = ("data", "drop", "fields", "schema", "stream")
 
     def __init__(self, stream: str, schema: pa.Schema, drop: frozenset[str]) -> None:
         self.stream = stream
@@ -75,7 +75,6 @@ class ReplyColumns:
         self.drop = drop
         self.fields: list[tuple[bytes, ...]] = []
         self.data: list[bytes] = []
-        self.headers: dict[int, bytes] = {}
 
     def __len__(self) -> int:
         return len(self.fields)
@@ -83,19 +82,12 @@ class ReplyColumns:
     def to_batch(self) -> pa.RecordBatch:
         n = len(self.fields)
         if n:
-            subjects, seqs, stamps = zip(*self.fields, strict=True)
+            lines, subjects, seqs, stamps = zip(*self.fields, strict=True)
         else:
-            subjects = seqs = stamps = ()
+            lines = subjects = seqs = stamps = ()
         text = pa.string()
         typ = self.schema.field("headers").type
-        headers: pa.Array | list[bytes | list[Any] | None]
-        if self.headers:
-            lines: list[bytes | None] = [None] * n
-            for row, own in self.headers.items():
-                lines[row] = own
-            headers = header_lines_array(lines, typ, self.drop)
-        else:
-            headers = pa.nulls(n, typ)
+        headers = header_lines_array(list(lines), typ, self.drop) if any(lines) else pa.nulls(n, typ)
         return _record_batch(
             self.stream,
             self.schema,
@@ -133,7 +125,7 @@ _ASCII_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() removes
 
 def header_lines_array(lines: list[bytes | None], typ: pa.DataType, drop: frozenset[str]) -> pa.Array:
     """The ``headers`` column (``map<string, array<string>>``) from each row's raw header lines
-    (``Name: value\\r\\n`` …; ``None``: no headers), leaving out the names in ``drop``; a row left
+    (``Name: value\\r\\n`` …; empty or ``None``: no headers), leaving out the names in ``drop``; a row left
     without headers is null. Split and trimmed by Arrow for the whole batch; a batch where a row
     repeats a name (values to group) or that is not UTF-8 is parsed row by row instead."""
     n = len(lines)

@@ -58,14 +58,9 @@ def _direct_tail(stream: str) -> bytes:
     )  # fmt: skip
 
 
-def _fixed_block(stream: str) -> re.Pattern[bytes]:
-    """The header block of a reply for a message without headers of its own."""
-    return re.compile(b"NATS/1\\.0\r\n" + _direct_tail(stream))
-
-
-def _own_block(stream: str) -> re.Pattern[bytes]:
-    """The header block of a reply for a message with headers of its own: those first (group 1, the
-    message's own header lines), then the direct get ones."""
+def _reply_block(stream: str) -> re.Pattern[bytes]:
+    """The header block of a reply: the message's own header lines (group 1, empty if it has none),
+    then the direct get ones."""
     return re.compile(b"NATS/1\\.0\r\n((?:[^\r\n]*\r\n)*?)" + _direct_tail(stream))
 
 
@@ -96,8 +91,7 @@ class DirectRangeReader:
         self.subject = subject
         self.cursor = RangeCursor(first, last, lambda: ReplyColumns(stream, schema, DIRECT_GET_HEADERS))
         self._request_subject = request_subject
-        self._fixed = _fixed_block(stream).fullmatch
-        self._with_own = _own_block(stream).fullmatch
+        self._match = _reply_block(stream).fullmatch
         self._sub: Subscription | None = None
         self._inbox = ""
         self._reply_done: asyncio.Event | None = None
@@ -164,50 +158,39 @@ class DirectRangeReader:
         cols = cur.cols
         fields = cols.fields
         datas = cols.data
-        own = cols.headers
-        fixed = self._fixed
-        with_own = self._with_own
+        match = self._match
         self._received += len(offsets) // 3
         check = cur.done or self._past_end(buf, offsets)
         last = cur.last
         it = iter(offsets)
         for h, p, e in zip(it, it, it, strict=True):
-            m = fixed(buf, h, p)
-            if m is not None:
-                row = m.groups()
-            else:
-                m = with_own(buf, h, p)
-                if m is None:  # a status (or a layout this reader does not know)
-                    if not self._on_other(buf[h:p], buf[p:e]):
-                        return
-                    continue
-                lines, *rest = m.groups()
-                row = tuple(rest)
-                if lines and not cur.done:
-                    own[len(fields)] = lines
+            m = match(buf, h, p)
+            if m is None:  # a status (or a layout this reader does not know)
+                if not self._on_other(buf[h:p], buf[p:e]):
+                    return
+                continue
+            row = m.groups()  # (own header lines, subject, sequence, time stamp)
             if check:  # the run may cross the range's end (replies come in sequence order)
                 if cur.done:
                     continue
-                if int(row[1]) > last:
+                if int(row[2]) > last:
                     cur.done = True
-                    own.pop(len(fields), None)
                     continue
             fields.append(row)
             datas.append(buf[p:e])
         if fields:
-            cur.cursor = int(fields[-1][1])
+            cur.cursor = int(fields[-1][2])
 
     def _past_end(self, buf: bytes, offsets: list[int]) -> bool:
         """Whether the run may hold a message past the range's end: replies come in sequence order,
         so the run's last message tells (the one before a closing status, usually)."""
-        fixed = self._fixed
         j = len(offsets) - 3
         for _ in range(2):
             if j < 0:
                 break
-            m = fixed(buf, offsets[j], offsets[j + 1])
+            m = self._match(buf, offsets[j], offsets[j + 1])
             if m is not None:
-                return int(m.group(2)) > self.cursor.last
+                return int(m.group(3)) > self.cursor.last
             j -= 3
         return True
 
@@ -231,11 +214,8 @@ class DirectRangeReader:
             return True
         cols = cur.cols
         own = [(k, v) for k, v in block.headers.items() if k not in DIRECT_GET_HEADERS]
-        if own:
-            cols.headers[len(cols.fields)] = encode_header_lines(own)
-        cols.fields.append(
-            ((block.get(SUBJECT) or "").encode(), str(seq).encode(), (block.get(TIME_STAMP) or "").encode())
-        )
+        subject, stamp = (block.get(SUBJECT) or "").encode(), (block.get(TIME_STAMP) or "").encode()
+        cols.fields.append((encode_header_lines(own), subject, str(seq).encode(), stamp))
         cols.data.append(data)
         cur.cursor = seq
         return True
