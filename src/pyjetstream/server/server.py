@@ -79,7 +79,6 @@ from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, Serv
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
 from pyjetstream.server.version import SERVER_VERSION
-from pyjetstream.server.websocket import start_websocket_listener
 
 __all__ = ["SERVER_VERSION", "InternalCallback", "InternalSub", "Server"]
 
@@ -371,6 +370,9 @@ class Server:
 
     async def _start_websocket(self) -> None:
         """The ``websocket {}`` listener (nats-server ``startWebsocketServer``)."""
+
+        # Deferred: start-up time (wsproto and h11 cost ~50 ms to import; only a websocket listener needs them).
+        from pyjetstream.server.websocket import start_websocket_listener
 
         ws = self.options.websocket
         assert ws is not None
