@@ -165,7 +165,16 @@ def test_max_payload_is_enforced_before_reading_the_payload() -> None:
     events = ServerSideParser(max_payload=10).feed(b"PUB a 11\r\n")
     assert events == [ProtocolViolation("Maximum Payload Violation")]
     events = ServerSideParser(max_payload=10).feed(b"HPUB a 5 11\r\n")
-    assert events == [ProtocolViolation("Maximum Payload Violation")]
+    assert events == [ProtocolViolation("Maximum Payload Violation", hpub=("a", 5, 11))]
+
+
+def test_an_oversized_hpub_keeps_the_header_block_read_so_far() -> None:
+    """What the server needs to trace it (nats-server ``sendMsgTraceIngressErrEvent``)."""
+    hdr = b"NATS/1.0\r\nNats-Trace-Dest: t\r\n\r\n"
+    events = ServerSideParser(max_payload=40).feed(b"HPUB a %d 99\r\n%bxx" % (len(hdr), hdr))
+    assert events == [ProtocolViolation("Maximum Payload Violation", hpub=("a", len(hdr), 99), head=hdr)]
+    events = ServerSideParser(max_payload=40).feed(b"HPUB a %d 99\r\nNATS/1.0\r\nNats" % len(hdr))
+    assert events[0].head == b"NATS/1.0\r\nNats"
 
 
 def test_max_control_line_with_and_without_line_end() -> None:

@@ -490,3 +490,23 @@ async def test_stream_import_into_a_stream(start_server: StartServer) -> None:
         _js("S", "evt.x"),
     ]
     assert info["state"]["messages"] == 1  # the trace-only probes were not stored
+
+
+async def test_max_payload_is_the_ingress_error(start_server: StartServer) -> None:
+    """An oversized traced HPUB closes the connection, and is still reported from the part of its
+    header block the server had read (nats-server ``sendMsgTraceIngressErrEvent``)."""
+    target = start_server(jetstream=False, max_payload=100)
+    async with _connect(target, name="tracer") as nc:
+        traces = await nc.subscribe(DEST)
+        await nc.flush()
+        reader, writer = await asyncio.open_connection("127.0.0.1", target.port)
+        await reader.readline()  # INFO
+        writer.write(b'CONNECT {"verbose":false,"headers":true,"name":"big"}\r\nPING\r\n')
+        assert await reader.readline() == b"PONG\r\n"
+        hdr = b"NATS/1.0\r\nNats-Trace-Dest: trace.out\r\n\r\n"
+        writer.write(b"HPUB foo %d %d\r\n%b%b\r\n" % (len(hdr), len(hdr) + 200, hdr, b"x" * 200))
+        assert await reader.readline() == b"-ERR 'Maximum Payload Violation'\r\n"
+        event = await _event(traces)
+        writer.close()
+    assert event["request"] == {"header": {MSG_TRACE_DEST: [DEST]}, "msgsize": len(hdr) + 200}
+    assert event["events"] == [_in("foo", name="big", error="maximum payload exceeded")]

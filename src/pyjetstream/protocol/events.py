@@ -111,10 +111,16 @@ OK_EVENT = Ok()
 
 @dataclass(slots=True)
 class ProtocolViolation:
-    """The peer broke the protocol. ``err`` is the ``-ERR`` text nats-server sends (``None``: close silently)."""
+    """The peer broke the protocol. ``err`` is the ``-ERR`` text nats-server sends (``None``: close silently).
+
+    An HPUB refused for its size carries ``(subject, header size, total size)`` in ``hpub`` and
+    what of its header block was already read in ``head``: the server traces such a message
+    (nats-server ``sendMsgTraceIngressErrEvent``)."""
 
     err: str | None
     detail: str = ""
+    hpub: tuple[str, int, int] | None = None
+    head: bytes = b""
 
 
 ClientOp = Connect | Pub | Sub | Unsub | Ping | Pong | ProtocolViolation

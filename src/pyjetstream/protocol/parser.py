@@ -159,6 +159,8 @@ class _FrameParser:
             if event is not None:
                 append(event)
                 if isinstance(event, ProtocolViolation):
+                    if event.hpub is not None:  # an oversized HPUB: the header block read so far
+                        event.head = buf[pos : pos + event.hpub[1]]
                     break
         self._rest = b"" if self._broken else buf[pos:]
         return events
@@ -368,7 +370,10 @@ class ServerSideParser(_FrameParser):
         if hdr < 0 or total < 0 or hdr > total:
             return self._violation(None, "processHeaderPub Bad or Missing Size")
         if total > self.max_payload:
-            return self._violation(ERR_MAX_PAYLOAD)
+            violation = self._violation(ERR_MAX_PAYLOAD)
+            if hdr > 0:
+                violation.hpub = (subject.decode(), hdr, total)
+            return violation
         self._expect_payload((subject.decode(), reply.decode(), hdr or -1), total)
         return None
 

@@ -1078,6 +1078,13 @@ class ClientConnection(asyncio.Protocol):
     # ------------------------------------------------------------------- errors
 
     def _protocol_violation(self, ev: ProtocolViolation) -> None:
+        if ev.hpub is not None and ev.head and self.connected and self.headers:
+            # nats-server sendMsgTraceIngressErrEvent: a traced message refused for its size is
+            # still reported, from the part of its header block already read.
+            subject, _, total = ev.hpub
+            _, trace = msgtrace.start(self, subject, ev.head, total, "maximum payload exceeded")
+            if trace is not None:
+                trace.send()
         if ev.err:
             self.log(logging.ERROR, f"{ev.err}{': ' + ev.detail if ev.detail else ''}")
             self.send_err_and_close(_err(ev.err), _ERR_CLOSE_REASONS.get(ev.err, ClosedReason.PARSE_ERROR))
