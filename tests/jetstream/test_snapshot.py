@@ -371,3 +371,46 @@ async def test_large_snapshot_in_pieces_restores_on_nats_server(pair: dict[str, 
         await js.delete_stream("BIG")
     finally:
         await nc.close()
+
+
+async def _limits_steps(target: Target) -> list[Any]:
+    """Create and restore next to a stream of the same name, against the limits (nats-server's
+    jsNonClusteredStreamLimitsCheck, which both requests make first)."""
+    cfg = {"name": "P", "subjects": ["p.>"], "storage": "memory", "max_bytes": 6000}
+    other = dict(cfg, name="Q", subjects=["q.>"])
+    c = await RawNats.connect(target.url)
+    steps: list[Any] = []
+    try:
+        for subject, body in (
+            ("STREAM.CREATE.P", cfg),
+            ("STREAM.CREATE.P", cfg),  # the same again: idempotent unless a limit says no
+            ("STREAM.RESTORE.P", {"config": cfg}),
+            ("STREAM.RESTORE.Q", {"config": other}),
+            ("STREAM.CREATE.Q", other),
+            ("STREAM.CREATE.Q", dict(other, max_bytes=1000)),
+        ):
+            reply = await _api(c, subject, body)
+            steps.append((subject, reply.get("error") or sorted(reply)))
+    finally:
+        await c.close()
+    return steps
+
+
+async def test_stream_limits_on_create_and_restore_match(tmp_path: Path) -> None:
+    settings_by_case = (  # the server's memory (10 kB); account A's (1 stream, 10 kB)
+        {"jetstream_settings": {"max_memory_store": 10000}},
+        {
+            "accounts": {"A": {"jetstream": {"max_mem": 10000, "max_streams": 1}, "users": [{"user": "a", "password": "a"}]}},
+            "no_auth_user": "a",
+        },
+    )
+    for case, settings in enumerate(settings_by_case):
+        results = {}
+        for kind in KINDS:
+            target = make_target(kind, tmp_path / f"{kind}-{case}", **settings)
+            try:
+                results[kind] = await _limits_steps(target)
+            finally:
+                target.stop()
+        for i, (a, b) in enumerate(zip(results[EMBEDDED], results[NATS_SERVER], strict=True)):
+            assert a == b, f"case {case} step {i}: ours {a} / nats-server {b}"

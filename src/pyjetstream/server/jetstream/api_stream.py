@@ -136,16 +136,15 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
             raise invalid("stream configuration for create can not be sealed")
         if cfg.mirror_direct and cfg.mirror is None:
             raise invalid("stream has no mirror but does have mirror direct")
-        # jsNonClusteredStreamLimitsCheck, on the config as sent, before checkStreamCfg; a
-        # stream of the same name is left out of both counts. Its byte check sees Go's zero
-        # StorageType when the request names no storage, which is neither file nor memory.
-        too_many = engine.check_stream_limit(cfg.name)
-        if too_many is not None:
-            raise JetStreamApiError(too_many)
+        # jsNonClusteredStreamLimitsCheck, on the config as sent, before checkStreamCfg. Its
+        # byte check sees Go's zero StorageType when the request names no storage, which is
+        # neither file nor memory: only the stream count applies then.
         if _names_storage(payload):
-            reservation = engine.check_reservation(cfg, cfg, unchecked=True)
-            if reservation is not None:
-                raise JetStreamApiError(reservation)
+            refused = engine.check_new_stream_limits(cfg, unchecked=True)
+        else:
+            refused = engine.check_stream_limit(cfg.name)
+        if refused is not None:
+            raise JetStreamApiError(refused)
         cfg = check_stream_config(cfg, _lookup_config(engine), req.pedantic)
         if cfg.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())

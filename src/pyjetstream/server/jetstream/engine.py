@@ -232,32 +232,51 @@ class JetStreamEngine:
         limits = getattr(self.server.options, "jetstream_limits", None)
         return limits.effective_default_max_consumers() if limits is not None else DEFAULT_MAX_CONSUMERS
 
+    def check_new_stream_limits(self, cfg: StreamConfig, *, unchecked: bool = False) -> ApiError | None:
+        """nats-server's ``jsNonClusteredStreamLimitsCheck``, the first limits check of both
+        ``STREAM.CREATE`` (on the config as sent: ``unchecked``) and ``STREAM.RESTORE`` (on the
+        checked config): the account's max_streams and its byte limit leave a stream of the same
+        name out (it is the one being created again, or refused as existing), the server's
+        reservation still counts it."""
+        too_many = self.check_stream_limit(cfg.name)
+        if too_many is not None:
+            return too_many
+        return self.check_reservation(cfg, cfg, unchecked=unchecked, server_keeps_old=True)
+
     def check_reservation(
-        self, cfg: StreamConfig, old: StreamConfig | None = None, *, unchecked: bool = False
+        self,
+        cfg: StreamConfig,
+        old: StreamConfig | None = None,
+        *,
+        unchecked: bool = False,
+        server_keeps_old: bool = False,
     ) -> ApiError | None:
         """A stream's max_bytes must fit next to the other streams' (nats-server checkBytesLimits).
 
         Streams reserve their max_bytes; an unlimited stream counts as 1 byte, so once the
-        reservations fill the server limit no further stream can be created. ``unchecked``: the
-        create request's config before checkStreamCfg, as jsNonClusteredStreamLimitsCheck sees it
-        (max_bytes 0 adds nothing; the account counts num_replicas copies).
+        reservations fill the server limit no further stream can be created. ``old``: the stream
+        this config replaces, whose reservation does not count (``server_keeps_old``: except in
+        the server's total). ``unchecked``: the create request's config before checkStreamCfg, as
+        jsNonClusteredStreamLimitsCheck sees it (max_bytes 0 adds nothing; the account counts
+        num_replicas copies).
         """
         add = cfg.max_bytes if cfg.max_bytes > 0 else (0 if unchecked and cfg.max_bytes == 0 else 1)
         account_add = add * cfg.num_replicas if cfg.num_replicas > 1 else add
-        reserved = sum(
-            s.cfg.max_bytes
-            for s in self.streams.values()
-            if s.cfg.storage == cfg.storage
-            and s.cfg.max_bytes > 0
-            and (old is None or s.cfg.name != old.name)
-        )
+        reserved = server_reserved = 0
+        for s in self.streams.values():
+            if s.cfg.storage == cfg.storage and s.cfg.max_bytes > 0:
+                server_reserved += s.cfg.max_bytes
+                if old is None or s.cfg.name != old.name:
+                    reserved += s.cfg.max_bytes
+        if not server_keeps_old:
+            server_reserved = reserved
         if cfg.storage == StorageType.MEMORY:
             limit = self.limits.max_memory
-            if 0 <= limit < reserved + account_add or reserved + add > self.max_memory:
+            if 0 <= limit < reserved + account_add or server_reserved + add > self.max_memory:
                 return E.JSMemoryResourcesExceededErr()
         else:
             limit = self.limits.max_store
-            if 0 <= limit < reserved + account_add or reserved + add > self.max_storage:
+            if 0 <= limit < reserved + account_add or server_reserved + add > self.max_storage:
                 return E.JSStorageResourcesExceededErr()
         return None
 

@@ -564,12 +564,9 @@ def check_restore_config(engine: JetStreamEngine, cfg: StreamConfig) -> StreamCo
     cfg = check_stream_config(cfg, _lookup_config(engine))
     if cfg.num_replicas > 1:
         raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
-    too_many = engine.check_stream_limit()
-    if too_many is not None:
-        raise JetStreamApiError(too_many)
-    reservation = engine.check_reservation(cfg)
-    if reservation is not None:
-        raise JetStreamApiError(reservation)
+    refused = engine.check_new_stream_limits(cfg)  # jsNonClusteredStreamLimitsCheck, as a create
+    if refused is not None:
+        raise JetStreamApiError(refused)
     return cfg
 
 
