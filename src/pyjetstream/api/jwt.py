@@ -22,9 +22,10 @@ import binascii
 import hashlib
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import nkeys
+if TYPE_CHECKING:
+    import nkeys
 
 __all__ = [
     "JWTError",
@@ -62,19 +63,31 @@ def _unb64(text: str) -> bytes:
 def _new_key(prefix: int) -> nkeys.KeyPair:
     import os
 
+    # Deferred: start-up time (nkeys loads libsodium's bindings; only nkey and JWT settings need it).
+    import nkeys
+
     raw = os.urandom(32)
     return nkeys.from_seed(nkeys.encode_seed(raw, prefix))
 
 
 def new_operator_key() -> nkeys.KeyPair:
+    # Deferred: start-up time (nkeys loads libsodium's bindings; only nkey and JWT settings need it).
+    import nkeys
+
     return _new_key(nkeys.PREFIX_BYTE_OPERATOR)
 
 
 def new_account_key() -> nkeys.KeyPair:
+    # Deferred: start-up time (nkeys loads libsodium's bindings; only nkey and JWT settings need it).
+    import nkeys
+
     return _new_key(nkeys.PREFIX_BYTE_ACCOUNT)
 
 
 def new_user_key() -> nkeys.KeyPair:
+    # Deferred: start-up time (nkeys loads libsodium's bindings; only nkey and JWT settings need it).
+    import nkeys
+
     return _new_key(nkeys.PREFIX_BYTE_USER)
 
 

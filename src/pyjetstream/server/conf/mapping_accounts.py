@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-import nkeys
-
 from pyjetstream.api.jwt import JWTError, verify
 from pyjetstream.protocol.subjects import is_subset, is_valid_publish_subject, is_valid_subject
 from pyjetstream.server.conf.converters import (
@@ -167,6 +165,9 @@ def check_imports(accounts: list[Account]) -> list[tuple[Account, AccountImport,
 
 
 def _account_nkey(node: Node, key: str) -> str:
+    # Deferred: start-up time (nkeys loads libsodium's bindings; only nkey and JWT settings need it).
+    import nkeys
+
     value = node.value
     if not isinstance(value, str) or not valid_public_nkey(value, nkeys.PREFIX_BYTE_ACCOUNT):
         raise Invalid(node, f'Not a valid public nkey for an account: "{value}"')

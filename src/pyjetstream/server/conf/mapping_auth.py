@@ -6,8 +6,6 @@ import base64
 import binascii
 import re
 
-import nkeys
-
 from pyjetstream.server.conf.converters import (
     Invalid,
     as_duration,
@@ -72,6 +70,9 @@ def valid_public_nkey(key: str, prefix: int) -> bool:
         return False
     if len(raw) != 35 or raw[0] != prefix:
         return False
+    # Deferred: start-up time (nkeys loads libsodium's bindings; only nkey and JWT settings need it).
+    import nkeys
+
     return nkeys.crc16_checksum(raw[:-2]) == raw[-2:]
 
 
@@ -157,6 +158,9 @@ class AuthKeys(BlockMapper):
                     )
                 )
                 continue
+            # Deferred: start-up time (nkeys loads libsodium's bindings; only nkey and JWT settings need it).
+            import nkeys
+
             if not valid_public_nkey(f.nkey, nkeys.PREFIX_BYTE_USER):
                 raise Invalid(entry, "Not a valid public nkey for a user")
             if f.user or f.password:
