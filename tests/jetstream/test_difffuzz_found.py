@@ -172,6 +172,16 @@ CASES: dict[str, list] = {
         req("CONSUMER.RESET.U.D"),
         req("CONSUMER.RESET.U.D", {"seq": 3}),
     ],
+    # stream.update turns an empty republish destination into ">" (a create leaves it empty).
+    "update-republish-empty-dest": [
+        create("U", allow_msg_counter=True),
+        update_("U", republish={"src": "a.>", "dest": ""}, allow_msg_counter=True),
+        create("V", subjects=["a.>"], republish={"src": "a.>", "dest": ""}),
+        update_("V", subjects=["a.>"], republish={"src": "a.>", "dest": ""}),
+        pub("a.x", "1"),
+        pub("a.x", "2"),
+        req("STREAM.INFO.V"),
+    ],
 }
 
 

@@ -184,6 +184,10 @@ def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
         if cfg.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         cfg = check_stream_update(stream.cfg, cfg)
+        if cfg.republish is not None and not cfg.republish.dest:
+            # stream.update: an empty republish destination is "all" (stored as ">"), a rule of
+            # the update alone (a create keeps it empty, republishing nothing).
+            cfg = msgspec.structs.replace(cfg, republish=msgspec.structs.replace(cfg.republish, dest=">"))
         reservation = engine.check_reservation(cfg, stream.cfg)
         if reservation is not None:
             raise JetStreamApiError(reservation)
