@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -24,6 +25,7 @@ from tests.support.targets import Target
 
 from pyjetstream.api import codec
 from pyjetstream.api.msgtrace import MSG_TRACE_DEST, MSG_TRACE_ONLY, MsgTraceEvent
+from pyjetstream.server.jetstream.s2 import decompress_stream
 
 StartServer = Callable[..., Target]
 TIMEOUT = 10.0
@@ -510,3 +512,20 @@ async def test_max_payload_is_the_ingress_error(start_server: StartServer) -> No
         writer.close()
     assert event["request"] == {"header": {MSG_TRACE_DEST: [DEST]}, "msgsize": len(hdr) + 200}
     assert event["events"] == [_in("foo", name="big", error="maximum payload exceeded")]
+
+
+@pytest.mark.parametrize(("accept", "encoding"), [("gzip", "gzip"), ("snappy", "snappy"), ("br", "identity")])
+async def test_accept_encoding_compresses_the_event(server: Target, accept: str, encoding: str) -> None:
+    async with _connect(server, name="tracer") as nc:
+        traces = await nc.subscribe(DEST)
+        await nc.publish("foo", b"x", headers=_trace({"Accept-Encoding": accept}))
+        msg = await traces.next_msg(timeout=TIMEOUT)
+    assert msg.headers == {"Content-Encoding": encoding}
+    if encoding == "gzip":
+        data = gzip.decompress(msg.data)
+    elif encoding == "snappy":
+        data = decompress_stream(msg.data)
+    else:
+        data = msg.data
+    event = json.loads(data)
+    assert event["events"][0]["subj"] == "foo" and event["request"]["header"]["Accept-Encoding"] == [accept]

@@ -25,11 +25,14 @@ The embedded server is a single node (no routes, gateways or leaf nodes), so the
 
 from __future__ import annotations
 
+import gzip
 import logging
 import random
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+import cramjam
 
 from pyjetstream.api import codec
 from pyjetstream.api.msgtrace import (
@@ -220,6 +223,9 @@ def start(
         conn.publish_violation(dest)
         return True, None
     trace = MsgTrace(conn.server, account, dest, trace_only, headers, size)
+    encoding = headers.get("Accept-Encoding")
+    if encoding:
+        trace.encoding = _content_encoding(encoding[0])
     trace.event.events.append(
         MsgTraceIngress(
             ts=NanoTime.now(),
@@ -234,10 +240,21 @@ def start(
     return False, trace
 
 
+def _content_encoding(accept: str) -> str:
+    """How the event is sent for an ``Accept-Encoding`` (nats-server ``getCompressionType``):
+    ``snappy`` (an S2/Snappy stream) for one naming snappy or s2, ``gzip``, else ``identity``."""
+    accept = accept.lower()
+    if "snappy" in accept or "s2" in accept:
+        return "snappy"
+    if "gzip" in accept:
+        return "gzip"
+    return "identity"
+
+
 class MsgTrace:
     """One traced message's event, filled in as the message is routed (nats-server ``msgTrace``)."""
 
-    __slots__ = ("account", "dest", "event", "js", "only", "server")
+    __slots__ = ("account", "dest", "encoding", "event", "js", "only", "server")
 
     def __init__(
         self, server: Server, account: Account, dest: str, only: bool, headers: dict[str, list[str]], size: int
@@ -248,6 +265,8 @@ class MsgTrace:
         self.only = only
         self.event = MsgTraceEvent(request=MsgTraceRequest(header=headers, msgsize=size))
         self.js: MsgTraceJetStream | None = None
+        #: ``Content-Encoding`` of the event, from the message's ``Accept-Encoding`` ("": none).
+        self.encoding = ""
 
     @property
     def ingress(self) -> MsgTraceIngress:
@@ -314,7 +333,15 @@ class MsgTrace:
             seq=server.event_seq,
             time=NanoTime(time.time_ns()),
         )
-        self.account.publish_internal(self.dest, codec.encode(self.event))
+        body = codec.encode(self.event)
+        hdr = None
+        if self.encoding:
+            if self.encoding == "gzip":
+                body = gzip.compress(body)
+            elif self.encoding == "snappy":  # what nats-server's s2 writer in Snappy mode makes
+                body = bytes(cramjam.snappy.compress(body))
+            hdr = b"NATS/1.0\r\nContent-Encoding: %b\r\n\r\n" % self.encoding.encode()
+        self.account.publish_internal(self.dest, body, hdr=hdr)
 
 
 def _deliver(
