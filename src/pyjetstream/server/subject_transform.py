@@ -69,6 +69,15 @@ def _atoi(text: str, token: str) -> int:
     return int(text)
 
 
+def _two_args(args: list[str], token: str) -> None:
+    """The two arguments of a split/slice/left/right function: fewer or more is nats-server's
+    not-enough / too-many error."""
+    if len(args) < 2:
+        raise _dest_error(token, ERR_NOT_ENOUGH_ARGS)
+    if len(args) > 2:
+        raise _dest_error(token, ERR_TOO_MANY_ARGS)
+
+
 def _placeholders(token: str) -> tuple[str, list[int], int, str]:
     """nats-server's ``indexPlaceHolders``: the token's function name (``""`` for a literal), its
     wildcard indexes, its integer and its string argument."""
@@ -96,10 +105,7 @@ def _placeholders(token: str) -> tuple[str, list[int], int, str]:
                              _TWO_INT_FUNCTIONS, strict=True):
         args = _args(pattern, token)
         if args is not None:
-            if len(args) < 2:
-                raise _dest_error(token, ERR_NOT_ENOUGH_ARGS)
-            if len(args) > 2:
-                raise _dest_error(token, ERR_TOO_MANY_ARGS)
+            _two_args(args, token)
             i = _atoi(args[0], token)
             n = _atoi(args[1], token)
             if not -(2**31) <= n <= _INT32_MAX:  # strconv.ParseInt(..., 32)
@@ -107,10 +113,7 @@ def _placeholders(token: str) -> tuple[str, list[int], int, str]:
             return name, [i], n, ""
     args = _args(_SPLIT, token)
     if args is not None:
-        if len(args) < 2:
-            raise _dest_error(token, ERR_NOT_ENOUGH_ARGS)
-        if len(args) > 2:
-            raise _dest_error(token, ERR_TOO_MANY_ARGS)
+        _two_args(args, token)
         i = _atoi(args[0], token)
         if " " in args[1] or "." in args[1]:
             raise _dest_error(token, ERR_INVALID_ARG)
