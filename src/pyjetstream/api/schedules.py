@@ -15,7 +15,6 @@ after robfig/cron) read it:
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pyjetstream.api.timefmt import parse_go_duration, parse_time
 
@@ -68,6 +67,9 @@ def load_location(value: str | None) -> tzinfo | None:
         raise ValueError("empty time zone")
     if value == "UTC":
         return UTC
+    # Deferred: start-up time (zoneinfo and its tz path scan; only a schedule with a zone needs it).
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     try:
         return ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:

@@ -66,7 +66,6 @@ from pyjetstream.server.jetstream.api_stream import _check_overlap, _lookup_conf
 from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.consumer_persistence import encode_consumer_meta
 from pyjetstream.server.jetstream.s2 import S2Error, compress_stream, decompress_stream
-from pyjetstream.server.jetstream.snapshot_tar import restore_tar
 from pyjetstream.server.jetstream.store.base import (
     ConsumerState,
     ErrStoreEOF,
@@ -412,6 +411,9 @@ def restore_stream(engine: JetStreamEngine, cfg: StreamConfig, data: bytes) -> P
         raise _restore_error(str(exc)) from None
     if raw.startswith(ARCHIVE_MAGIC):
         return _restore_v2(engine, cfg, raw)
+
+    # Deferred: start-up time (tarfile, bz2 and lzma; only the older tar snapshots need them).
+    from pyjetstream.server.jetstream.snapshot_tar import restore_tar
 
     fill, consumers = restore_tar(cfg, raw)
     return create_restored(engine, cfg, fill, consumers, wrap_add_error=False)
