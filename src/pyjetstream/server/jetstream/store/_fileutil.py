@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import sys
 import zlib
@@ -86,8 +85,10 @@ def read_meta_file(directory: str, name: str = "meta") -> bytes | None:
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:
+    # The process's own symbols (dlopen(NULL)), libc's among them: ctypes.util.find_library would
+    # run ``ldconfig -p`` in a subprocess at every start-up (a fork under load costs milliseconds).
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)
         trim: Callable[[int], int] = libc.malloc_trim
     except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to do
         return None
