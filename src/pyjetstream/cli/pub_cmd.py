@@ -92,13 +92,13 @@ async def cmd_pub(session: Session, args: argparse.Namespace) -> int:
 
     client = await session.connect()
     js = await session.jetstream() if args.jetstream else None
+    if args.atomic:  # one batch, one PubAck: no progress bar
+        assert js is not None
+        return await _publish_atomic(session, args, js, bodies, hdr_templates)
     progress = _progress(args, session)
     acks: list[Any] = []
     total_bytes = 0
     start = time.perf_counter()
-    if args.atomic:
-        assert js is not None
-        return await _publish_atomic(session, args, js, bodies, hdr_templates)
     try:
         for n in range(1, args.count + 1):
             body = bodies[(n - 1) % len(bodies)]
