@@ -15,12 +15,14 @@ import gzip
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import nats
 import pytest
 from nats.aio.client import Client
 from nats.aio.subscription import Subscription
+from tests.support.operator import Operator
 from tests.support.targets import Target
 
 from pyjetstream.api import codec
@@ -529,3 +531,19 @@ async def test_accept_encoding_compresses_the_event(server: Target, accept: str,
         data = msg.data
     event = json.loads(data)
     assert event["events"][0]["subj"] == "foo" and event["request"]["header"]["Accept-Encoding"] == [accept]
+
+
+async def test_operator_mode_account_trace_claim(start_server: StartServer, tmp_path: Path) -> None:
+    """An account JWT's ``trace`` (``dest``, ``sampling``) is its ``msg_trace``."""
+    op = Operator(tmp_path / "nsc")
+    op.account("T", trace={"dest": "trace.jwt", "sampling": 100})
+    target = start_server(jetstream=False, **op.settings())
+    creds, _, _ = op.user("T", "tracer")
+    nc = await nats.connect(target.url, user_credentials=str(creds), allow_reconnect=False, name="tracer")
+    try:
+        traces = await nc.subscribe("trace.jwt")
+        await nc.publish("foo", b"1", headers={"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+        event = await _event(traces)
+    finally:
+        await nc.close()
+    assert event["events"] == [_in("foo", acc=op.pub("T"))]

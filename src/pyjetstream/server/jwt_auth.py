@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.jwt import JWTError, verify, verify_signature
 from pyjetstream.api.timefmt import format_time
+from pyjetstream.protocol.subjects import is_valid_publish_subject
 from pyjetstream.server.options import (
     DEFAULT_ALLOW_RESPONSE_EXPIRATION,
     DEFAULT_ALLOW_RESPONSE_MAX_MSGS,
@@ -113,6 +114,7 @@ def _jwt_export(entry: Any) -> AccountExport | None:
     threshold = entry.get("response_threshold")
     if isinstance(threshold, int) and threshold > 0:
         export.response_threshold = threshold / 1e9
+    export.allow_trace = export.kind == "service" and entry.get("allow_trace") is True
     return export
 
 
@@ -130,6 +132,7 @@ def _jwt_import(entry: Any) -> AccountImport | None:
         imp.to = local
     elif to:
         imp.prefix = to
+    imp.allow_trace = imp.kind == "stream" and entry.get("allow_trace") is True
     return imp
 
 
@@ -146,6 +149,12 @@ def account_config(public_key: str, claims: dict[str, Any]) -> AccountConfig:
     nats = claims.get("nats") or {}
     config.exports = [e for e in (_jwt_export(x) for x in nats.get("exports") or []) if e is not None]
     config.imports = [i for i in (_jwt_import(x) for x in nats.get("imports") or []) if i is not None]
+    trace = nats.get("trace")
+    if isinstance(trace, dict):  # nats-server updateAccountClaimsWithRefresh: an invalid one is none
+        dest, sampling = trace.get("dest"), trace.get("sampling")
+        if isinstance(dest, str) and is_valid_publish_subject(dest):
+            config.msg_trace_dest = dest
+            config.msg_trace_sampling = sampling if isinstance(sampling, int) and 0 < sampling <= 100 else 100
     mem, disk = int(limits.get("mem_storage", 0) or 0), int(limits.get("disk_storage", 0) or 0)
     if mem or disk:  # nats-server: JetStream is on when either storage limit is not 0
         config.jetstream = True

@@ -275,6 +275,7 @@ class Server:
                 account.answer_jetstream_disabled()
         else:
             account.config = config
+            account.trace_dest, account.trace_sampling = config.msg_trace_dest, config.msg_trace_sampling
         account.updated_ns = time.time_ns()
         if config.jetstream and config.jetstream_limits is not None:
             if account.jetstream is not None:
