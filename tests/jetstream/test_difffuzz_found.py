@@ -182,6 +182,16 @@ CASES: dict[str, list] = {
         pub("a.x", "2"),
         req("STREAM.INFO.V"),
     ],
+    # Lowering consumer_limits below what an existing consumer has is refused (updateWithAdvisory).
+    "update-consumer-limits-violated": [
+        create("U"),
+        consumer("U", "E", ack_policy="all"),
+        update_("U", consumer_limits={"max_ack_pending": 5}),
+        update_("U", consumer_limits={"max_ack_pending": 2000}),
+        update_("U", consumer_limits={"inactive_threshold": 1_000_000_000}),
+        consumer("U", "F", ack_policy="explicit", inactive_threshold=10_000_000_000),
+        update_("U", consumer_limits={"inactive_threshold": 5_000_000_000, "max_ack_pending": 2000}),
+    ],
 }
 
 

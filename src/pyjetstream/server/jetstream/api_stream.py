@@ -192,6 +192,7 @@ def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
         if reservation is not None:
             raise JetStreamApiError(reservation)
         _check_overlap(engine, cfg)
+        _check_consumer_limits(stream, cfg)
         try:
             stream.update(cfg)
         except (StoreError, OSError) as exc:
@@ -201,6 +202,25 @@ def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
     engine.account_usage_changed()
     advisories.stream_action(engine, stream.name, "modify")
     return _info_response(StreamUpdateResponse, stream)
+
+
+def _check_consumer_limits(stream: Stream, cfg: StreamConfig) -> None:
+    """updateWithAdvisory: new consumer_limits must not be exceeded by an existing consumer
+    (10069 naming them; nats-server lists them in map order, here sorted)."""
+    old, new = stream.cfg.consumer_limits, cfg.consumer_limits
+    threshold, pending = new.inactive_threshold, new.max_ack_pending
+    if not (
+        (threshold > 0 and threshold != old.inactive_threshold) or (pending > 0 and pending != old.max_ack_pending)
+    ):
+        return
+    bad = sorted(
+        name
+        for name, consumer in stream.consumers.items()
+        if (threshold > 0 and consumer.cfg.inactive_threshold > threshold)
+        or (pending > 0 and consumer.cfg.max_ack_pending > pending)
+    )
+    if bad:
+        raise JetStreamApiError(E.JSStreamUpdateErrF(err=f"change to limits violates consumers: {', '.join(bad)}"))
 
 
 def stream_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
