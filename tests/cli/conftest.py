@@ -119,6 +119,9 @@ class Cli:
 
     def env(self, **extra: str) -> dict[str, str]:
         drop = ("PYJETSTREAM_TRACE", "COLUMNS", "LINES")  # tables are as wide as they need when piped
+        # ... and run as an installed command is, with its bytecode cache: an inherited
+        # PYTHONDONTWRITEBYTECODE would compile the CLI's modules again in every run (0.27 -> 0.15 s CPU).
+        drop += ("PYTHONDONTWRITEBYTECODE",)
         env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_") and k not in drop}
         env["NATS_URL"] = self.url
         env["XDG_CONFIG_HOME"] = str(self.home)  # no stray nats contexts from the machine
