@@ -329,7 +329,6 @@ class Server:
             log.warning("%s", warning)
         try:
             if opts.monitor_bind_port is not None:
-
                 self._monitor = MonitorServer(self)
                 self.http_port = await self._monitor.start(opts.monitor_host, opts.monitor_bind_port)
                 log.info("Starting http monitor on %s:%d", opts.monitor_host, self.http_port)
@@ -339,7 +338,6 @@ class Server:
                 await self._start_jetstream()
             link_imports(self.accounts)
             if self.authenticator.trust is not None and self.system_account is not None:
-
                 ClaimsUpdates(self, self.system_account).subscribe()
             tls_first: dict[str, Any] = {}
             if self.ssl_context is not None and opts.tls is not None and opts.tls.handshake_first:
