@@ -88,6 +88,7 @@ CASES: dict[str, list] = {
     "subjects-overlap-before-later-validity": [
         create("T", subjects=["a.b.c", "a.>.b", "c"]),
         create("T", subjects=["c", "a.>.b"]),
+        create("U", subjects=["*", "a\tb"]),  # the texts quote as Go's %q
     ],
     "placement-preferred-refused": [
         create("S", placement={"preferred": "n1"}),

@@ -325,6 +325,9 @@ def _go_quote(text: str) -> str:
     return "".join(out)
 
 
+go_quote = _go_quote  # public: error texts that format with Go's %q use it
+
+
 @dataclass(frozen=True)
 class _Field:
     name: str  # JSON key

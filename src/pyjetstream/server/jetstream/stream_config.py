@@ -13,6 +13,7 @@ import msgspec
 from pyjetstream.api import errors as E
 from pyjetstream.api.enums import DiscardPolicy, PersistMode, RetentionPolicy, StorageType
 from pyjetstream.api.errors import ErrorDef, JetStreamApiError
+from pyjetstream.api.gojson import go_quote
 from pyjetstream.api.models_stream import StreamConfig, StreamSource
 from pyjetstream.protocol.subjects import (
     is_subset,
@@ -372,7 +373,7 @@ def _check_subjects(subjects: list[str], no_ack: bool, replicas: object) -> None
                 raise invalid("subjects that overlap with system api require no-ack to be true")
         for other in subjects[i + 1 :]:
             if subjects_overlap(other, subject):
-                raise invalid(f'subject "{subject}" overlaps with "{other}"')
+                raise invalid(f"subject {go_quote(subject)} overlaps with {go_quote(other)}")  # Go's %q
         seen.add(subject)
 
 
