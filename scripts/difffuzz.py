@@ -702,6 +702,8 @@ class Runner:
         if isinstance(value, str):
             if value in self.ephemerals:
                 return self.ephemerals[value]
+            for name, alias in self.ephemerals.items():  # named inside a text (an error description)
+                value = value.replace(name, alias)
             return value
         if not isinstance(value, dict):
             return value
