@@ -746,8 +746,12 @@ class Consumer:
 
     def _resume(self) -> None:
         """The pause deadline passed: advise and deliver again."""
-        if self.paused_for() > 0:  # the clock ran behind the timer: wait the rest
-            self._update_pause_state()
+        remaining = self.paused_for()
+        if remaining > 0:
+            # The wall clock ran behind the loop's timer: wait the rest. (Read once: a second
+            # read in _update_pause_state could find it over and then schedule nothing, leaving
+            # a push consumer, which nothing else kicks, paused for good.)
+            self._uptmr = self.loop.call_later(remaining / 1e9, self._resume)
             return
         self._uptmr = None
         if self.closed:
