@@ -111,8 +111,10 @@ async def compare(pair: dict[str, Target], scenario: Scenario) -> list[Any]:
     return ours
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def pair(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    # A fresh pair per scenario: nats-server 2.15 removes a deleted stream's files after it
+    # answers STREAM.DELETE, so re-creating the same name at once can fail with 10049.
     base = tmp_path_factory.mktemp("atomic")
     started = {kind: make_target(kind, base / kind) for kind in (NATS_SERVER, EMBEDDED)}
     yield started
