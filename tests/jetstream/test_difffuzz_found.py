@@ -121,6 +121,14 @@ CASES: dict[str, list] = {
         pub("b", "xx"),
         pub("b", "", ("Nats-Incr", "1")),
     ],
+    # "rollup value invalid: %q": Go's %q keeps printable non-ASCII as it is (JSON would escape
+    # it), for a single publish and inside an atomic batch alike.
+    "rollup-value-quoted-as-go": [
+        create("S", subjects=["a"], allow_rollup_hdrs=True, allow_atomic=True),
+        pub("a", "x", ("Nats-Rollup", 'éx"\\')),
+        pub("a", "x", ("Nats-Batch-Id", "B"), ("Nats-Batch-Sequence", "1"), ("Nats-Batch-Commit", "1"),
+            ("Nats-Rollup", "ü")),
+    ],
     # An update is checked twice (jsStreamUpdateRequest, then configUpdateCheck): the
     # allow_msg_ttl a marker TTL turns on meets the counter rule.
     "update-checked-twice": [

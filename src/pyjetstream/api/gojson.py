@@ -305,8 +305,8 @@ _INT_RANGES = {
 _INT_LITERAL = re.compile(rb"-?(0|[1-9][0-9]*)")
 
 
-def _go_quote(text: str) -> str:
-    """Go's ``%q`` for the ASCII-ish texts involved here."""
+def go_quote(text: str) -> str:
+    """Go's ``%q``: error texts that format a value with it (JSON field names, rollup values, subjects)."""
     out = ['"']
     for ch in text:
         if ch in '"\\':
@@ -324,8 +324,6 @@ def _go_quote(text: str) -> str:
     out.append('"')
     return "".join(out)
 
-
-go_quote = _go_quote  # public: error texts that format with Go's %q use it
 
 
 @dataclass(frozen=True)
@@ -418,7 +416,7 @@ class _Checker:
             name = key if key in fields else folded.get(key.lower())
             if name is None:
                 if self.strict:
-                    raise GoJsonError(f"json: unknown field {_go_quote(key)}")
+                    raise GoJsonError(f"json: unknown field {go_quote(key)}")
                 continue
             field = fields[name]
             checked = self.value(field.kind, value, [*path, name], field.go_type)
@@ -484,7 +482,7 @@ class _Checker:
         raw = "null" if value is None else msgspec.json.encode(_plain(value)).decode()
         text = value if isinstance(value, str) else raw
         template = ENUM_ERRORS.get(kind.__name__, "can not unmarshal {raw}")
-        raise GoJsonError(template.format(raw=_go_quote(raw), text=_go_quote(text)))
+        raise GoJsonError(template.format(raw=go_quote(raw), text=go_quote(text)))
 
 
 class _Unset:

@@ -34,6 +34,7 @@ from pyjetstream.api.advisories import StreamBatchAbandonedAdvisory
 from pyjetstream.api.codec import finish_batch_pub_ack
 from pyjetstream.api.constants import MAX_HEADER_SIZE
 from pyjetstream.api.enums import DiscardPolicy, StorageType
+from pyjetstream.api.gojson import go_quote
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.ttl import message_ttl
 from pyjetstream.protocol.headers import get_header, remove_header
@@ -129,10 +130,6 @@ def _parse_uint(value: bytes | None) -> int | None:
     if not value or not value.isdigit():
         return None
     return int(value)
-
-
-def _go_quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class AtomicBatches:
@@ -342,7 +339,7 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
             if diff.inflight:
                 raise Refused(E.JSStreamRollupFailedF(err="batch rollup all invalid"))
         else:
-            text = _go_quote(rollup.decode(errors="replace"))
+            text = go_quote(rollup.decode(errors="replace"))
             raise Refused(E.JSStreamRollupFailedF(err=f"rollup value invalid: {text}"))
 
     if cfg.storage == StorageType.MEMORY:  # memStoreMsgSizeRaw / fileStoreMsgSizeRaw

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
@@ -28,6 +27,7 @@ from pyjetstream.api.counters import counter_pub_ack
 from pyjetstream.api.enums import RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX, is_fast_batch_reply
+from pyjetstream.api.gojson import go_quote
 from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
 from pyjetstream.api.msgtrace import MSG_TRACE_DEST, MSG_TRACE_DEST_DISABLED
@@ -494,7 +494,7 @@ class Stream:
             if want_id and not self._dedupe_loaded:
                 self._rebuild_dedupe()
             if want_id and want_id.decode() != self._last_msg_id:
-                text = f"last msgid mismatch: {json.dumps(want_id.decode())} vs {json.dumps(self._last_msg_id)}"
+                text = f"last msgid mismatch: {go_quote(want_id.decode())} vs {go_quote(self._last_msg_id)}"
                 return self._refuse(E.JSStreamWrongLastMsgIDErrF(id=self._last_msg_id), can_respond, text)
             rollup = (get_header(hdr, HDR_ROLLUP) or b"").lower()
             if rollup:
@@ -502,8 +502,7 @@ class Stream:
                     err = E.JSStreamRollupFailedF(err="rollup not permitted")
                     return self._refuse(err, can_respond, "rollup not permitted")
                 if rollup not in (b"sub", b"all"):
-                    text = rollup.decode(errors="replace")
-                    text = f"rollup value invalid: {json.dumps(text)}"
+                    text = f"rollup value invalid: {go_quote(rollup.decode(errors='replace'))}"
                     return self._refuse(E.JSStreamRollupFailedF(err=text), can_respond, text)
             size = len(hdr) + len(payload)
             # (max_msg_size is checked first, below, as nats-server does.)
