@@ -199,9 +199,7 @@ async def pull_worker(url: str, rec: Record, stop: asyncio.Event) -> None:
                 for m in await sub.fetch(20, timeout=0.5):
                     await m.ack_sync(timeout=1.0)
                     rec.acks += 1
-            except RETRYABLE:
-                await asyncio.sleep(0.05)
-            except Exception:
+            except Exception:  # RETRYABLE ones and any other answer a restarting server gives
                 await asyncio.sleep(0.05)
     finally:
         with contextlib.suppress(Exception):
@@ -265,9 +263,7 @@ async def scratch_worker(url: str, rec: Record, stop: asyncio.Event) -> None:
                     seq = acks[random.randrange(len(acks))].seq
                     if await js.delete_msg("SCRATCH", seq):
                         rec.deleted.add(seq)
-            except RETRYABLE:
-                await asyncio.sleep(0.05)
-            except Exception:
+            except Exception:  # RETRYABLE ones and any other answer a restarting server gives
                 await asyncio.sleep(0.05)
     finally:
         with contextlib.suppress(Exception):
