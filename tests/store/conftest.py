@@ -13,6 +13,7 @@ from pyjetstream.server.jetstream.store import (
     MemoryStore,
     MessageStore,
     StoreConfig,
+    StoredMsg,
 )
 
 # "file-small" uses tiny blocks so that multi-block paths (rollover, unlink, compaction,
@@ -68,3 +69,19 @@ def make_store(store_kind: str, tmp_path: Path) -> Iterator[StoreFactory]:
 @pytest.fixture
 def file_dir(tmp_path: Path) -> Path:
     return tmp_path / "stream"
+
+
+def observed_state(s: FileStore, pending_filter: str, ttls: bool = False) -> tuple[object, ...]:
+    """A comparable picture of a file store's observable state, for before/after-restart checks:
+    (state, subjects state, every message, num_pending(1, pending_filter)[, the TTL table])."""
+    st = s.state(deleted_details=True)
+    msgs: list[StoredMsg] = []
+    seq = 0
+    while True:
+        try:
+            msg, seq = s.load_next_msg(">", seq + 1)
+        except Exception:
+            break
+        msgs.append(msg)
+    picture: tuple[object, ...] = (st, s.subjects_state(), msgs, s.num_pending(1, pending_filter))
+    return (*picture, s.msg_ttls()) if ttls else picture

@@ -6,11 +6,12 @@ is gone reports the block's messages lost."""
 from __future__ import annotations
 
 import shutil
+from functools import partial
 from pathlib import Path
 
-from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig, StoredMsg
+from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig
 
-from .conftest import crash
+from .conftest import crash, observed_state
 
 TTL_HDR = b"NATS/1.0\r\nNats-TTL: %d\r\n\r\n"
 
@@ -27,17 +28,7 @@ def indexes(d: Path) -> list[Path]:
     return sorted((d / "msgs").glob("*.idx"), key=lambda p: int(p.stem))
 
 
-def everything(s: FileStore) -> tuple[object, ...]:
-    st = s.state(deleted_details=True)
-    msgs: list[StoredMsg] = []
-    seq = 0
-    while True:
-        try:
-            msg, seq = s.load_next_msg(">", seq + 1)
-        except Exception:
-            break
-        msgs.append(msg)
-    return (st, s.subjects_state(), msgs, s.num_pending(1, "s.*"), s.msg_ttls())
+everything = partial(observed_state, pending_filter="s.*", ttls=True)
 
 
 def filled(d: Path, n: int = 120) -> FileStore:

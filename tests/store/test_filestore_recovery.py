@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,10 @@ from pyjetstream.server.jetstream.store import (
     FileStoreConfig,
     SequencePair,
     StoreConfig,
-    StoredMsg,
 )
 from pyjetstream.server.jetstream.store._records import BLOCK_HDR_LEN, REC_OVERHEAD
 
-from .conftest import crash
+from .conftest import crash, observed_state
 
 SNAP = os.path.join("msgs", "index.snap")
 
@@ -29,18 +29,7 @@ def open_fs(d: Path, block_size: int = 1024, **limits: object) -> FileStore:
     return FileStore(FileStoreConfig(str(d), block_size=block_size, compact_min_bytes=256), cfg)
 
 
-def everything(s: FileStore) -> tuple[object, ...]:
-    """A comparable picture of all observable state."""
-    st = s.state(deleted_details=True)
-    msgs: list[StoredMsg] = []
-    seq = 0
-    while True:
-        try:
-            msg, seq = s.load_next_msg(">", seq + 1)
-        except Exception:
-            break
-        msgs.append(msg)
-    return (st, s.subjects_state(), msgs, s.num_pending(1, "a.*"))
+everything = partial(observed_state, pending_filter="a.*")
 
 
 def block_files(d: Path) -> list[Path]:
