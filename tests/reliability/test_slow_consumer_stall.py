@@ -41,6 +41,18 @@ def _closed_connections(target: Target) -> list[dict[str, Any]]:
         return list(json.loads(resp.read()).get("connections") or [])
 
 
+def _wait_named_closed(target: Target, timeout: float) -> list[dict[str, Any]]:
+    """The closed connections that named themselves (ours), once there are any (or [] at timeout)."""
+    deadline = time.monotonic() + timeout
+    closed: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        closed = [c for c in _closed_connections(target) if c.get("name")]
+        if closed:
+            break
+        time.sleep(0.05)
+    return closed
+
+
 def test_slow_consumer_does_not_stall_the_producer_or_its_other_subscribers(start_server: StartServer) -> None:
     target = start_server(jetstream=False, max_pending=MAX_PENDING, max_payload=64 * 1024, http_port=-1)
 
@@ -118,13 +130,7 @@ def test_slow_consumer_does_not_stall_the_producer_or_its_other_subscribers(star
     # The one that stopped reading was cut as nats-server does: at max_pending, without an -ERR.
     rest = slow.read_until_closed(timeout=30)
     assert b"-ERR" not in rest
-    deadline = time.monotonic() + 10
-    closed: list[dict[str, Any]] = []
-    while time.monotonic() < deadline:
-        closed = [c for c in _closed_connections(target) if c.get("name")]
-        if closed:
-            break
-        time.sleep(0.05)
+    closed = _wait_named_closed(target, 10)
     assert [(c["name"], c["reason"]) for c in closed] == [("slow", "Slow Consumer (Pending Bytes)")]
 
     # The others are still served.
@@ -156,13 +162,7 @@ def test_write_deadline_cuts_a_consumer_far_below_max_pending(start_server: Star
     assert out.replace(b"PING\r\n", b"") == b"PONG\r\n"
     # Not a byte read from the slow socket until the server has given up on it (reading would let
     # the blocked write finish).
-    deadline = time.monotonic() + 30
-    closed: list[dict[str, Any]] = []
-    while time.monotonic() < deadline:
-        closed = [c for c in _closed_connections(target) if c.get("name")]
-        if closed:
-            break
-        time.sleep(0.05)
+    closed = _wait_named_closed(target, 30)
     assert [(c["name"], c["reason"]) for c in closed] == [("slow", "Slow Consumer (Write Deadline)")]
     pub.send(b"PING\r\n")
     assert pub.read_until(b"PONG\r\n", timeout=10).endswith(b"PONG\r\n")
