@@ -253,13 +253,16 @@ async def s_pull_waiting(c: RawClient, out: Out) -> None:
     await api(c, out, A + "DELETE.S.C")
     out.append("first after delete:")
     await drain(s1, out, 0.5)
-    # requests pending
-    await api(c, out, A + "CREATE.S.D", cfg())
+    # requests pending: a no_wait request while a waiting request still wants more than is pending.
+    # The waiting request first takes "one" (seen before going on, so the answer does not depend on
+    # how soon either server delivers); max_ack_pending=1 then keeps "two" pending for it.
+    await api(c, out, A + "CREATE.S.D", cfg(max_ack_pending=1))
     s3 = c.subscribe(i1 + "x")
-    c.pull("S", "D", i1 + "x", {"batch": 5, "expires": 1_000_000_000})
-    await c.flush()
+    c.pull("S", "D", i1 + "x", {"batch": 5, "expires": 1_500_000_000})
+    await drain(s3, out, 1.0, until_status=False, limit=1)
+    await c.publish_js("s.x", b"two")
     await pull(c, out, "D", {"batch": 1, "no_wait": True}, "nowait-requests-pending")
-    await drain(s3, out, 1.5)
+    await drain(s3, out, 2.0)
     # no interest: unsubscribed inbox request is dropped
     i4 = c.new_inbox()
     c.pull("S", "D", i4, {"batch": 5, "expires": 5_000_000_000})
