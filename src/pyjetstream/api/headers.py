@@ -34,6 +34,7 @@ __all__ = [
     "MARKER_REASON",
     "MSG_ID",
     "MSG_SIZE",
+    "NATS_PREFIX",
     "NUM_PENDING",
     "PENDING_BYTES",
     "PENDING_MESSAGES",
@@ -60,8 +61,10 @@ __all__ = [
     "TTL",
     "UP_TO_SEQUENCE",
     "Status",
+    "header_lines",
     "heartbeat_block",
     "no_responders_block",
+    "only_these_nats_headers",
     "pending_status_block",
     "status_block",
 ]
@@ -207,3 +210,28 @@ def no_responders_block(subject: str) -> bytes:
     """``503`` no responders as nats-server 2.11+ writes it, naming the request's subject
     (``Nats-Subject``)."""
     return status_block(Status.NO_RESPONDERS, ((SUBJECT, subject),))
+
+
+#: Every header a stream's publish checks look at begins with it (``Nats-Msg-Id``, ``Nats-Expected-*``,
+#: ``Nats-TTL``, ``Nats-Rollup``, ``Nats-Incr``, ``Nats-Schedule*``, ``Nats-Batch-*``, …).
+NATS_PREFIX = b"Nats-"
+
+
+def header_lines(*names: str) -> tuple[bytes, ...]:
+    """``\r\n<name>:`` for each name: how nats-server's ``getHeader`` finds a header in a block."""
+    return tuple(f"\r\n{name}:".encode() for name in names)
+
+
+def only_these_nats_headers(hdr: bytes, lines: tuple[bytes, ...]) -> bool:
+    """Whether ``Nats-`` occurs in an encoded header block only as the names in ``lines``
+    (:func:`header_lines`), each at most once — anything else, even inside a value, says no.
+
+    Lets a server skip the lookups of the headers a block cannot hold: one count and a substring
+    test per name instead of one search per header its checks could read."""
+    count = hdr.count(NATS_PREFIX)
+    if not count:
+        return True
+    for line in lines:
+        if line in hdr:
+            count -= 1
+    return count == 0

@@ -28,6 +28,7 @@ from pyjetstream.api.enums import RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX, is_fast_batch_reply
 from pyjetstream.api.gojson import go_quote
+from pyjetstream.api.headers import EXPECTED_STREAM, MSG_ID, header_lines, only_these_nats_headers
 from pyjetstream.api.models_common import ApiError, LostStreamData
 from pyjetstream.api.models_stream import StreamConfig, StreamInfo, StreamState
 from pyjetstream.api.msgtrace import MSG_TRACE_DEST, MSG_TRACE_DEST_DISABLED
@@ -78,6 +79,8 @@ HDR_SCHEDULE_ANY = b"Nats-Schedule"  # also the start of Nats-Schedule-*, Nats-S
 HDR_MARKER_REASON = b"Nats-Marker-Reason"
 HDR_KV_OPERATION = b"KV-Operation"
 HDR_TRACE_DEST = MSG_TRACE_DEST.encode()
+# A block whose only Nats- headers are these (a Spark write's) takes _process_with_id.
+ID_HEADERS = header_lines(MSG_ID, EXPECTED_STREAM)
 TRACE_DISABLED = MSG_TRACE_DEST_DISABLED.encode()
 NS_PER_S = 1_000_000_000
 MAX_HEADER_SIZE = 65535
@@ -423,6 +426,8 @@ class Stream:
             batch_id = get_header(hdr, HDR_BATCH_ID)
             if batch_id:  # an atomic batch (batch_atomic.py) stages and checks on its own
                 return self.atomic.process(batch_id.decode(), subject, reply, hdr, payload)
+        if hdr and self._plain and self._trace is None and only_these_nats_headers(hdr, ID_HEADERS):
+            return self._process_with_id(subject, reply, hdr, payload)
         cfg = self.cfg
         can_respond = bool(reply) and not cfg.no_ack
         if cfg.sealed:
@@ -621,6 +626,70 @@ class Stream:
             return self._store_failed(exc)
         engine.note_write(storage, size + len(subject))
         self._last_msg_id = ""
+        if cfg.max_age and "expiry" not in self._timers:
+            self._schedule_expiry()
+        if self.consumers:
+            self._signal_stored(seq, subject)
+        return seq
+
+    def _process_with_id(self, subject: str, reply: str, hdr: bytes, payload: bytes) -> bytes | None:
+        """:meth:`process_inbound` for a ``_plain`` stream and an untraced message whose only
+        ``Nats-`` headers are ``Nats-Msg-Id`` and ``Nats-Expected-Stream`` (every row a Spark
+        write sends): the size limit, the expected stream, the duplicate window, the header size,
+        then :meth:`_commit_plain` — the same checks in the same order, without looking up each
+        header the block does not hold."""
+        cfg = self.cfg
+        can_respond = bool(reply) and not cfg.no_ack
+        size = len(hdr) + len(payload)
+        if 0 <= cfg.max_msg_size < size:
+            return self._refuse(E.JSStreamMessageExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT)
+        expected = get_header(hdr, HDR_EXPECTED_STREAM)
+        if expected and expected.decode() != self.name:
+            return self._refuse(E.JSStreamNotMatchErr(), can_respond, "expected stream does not match")
+        msg_id = ""
+        raw_id = get_header(hdr, HDR_MSG_ID)
+        if raw_id:
+            msg_id = raw_id.decode()
+            if not self._dedupe_loaded:
+                self._rebuild_dedupe()
+            seq = self._dedupe.lookup(msg_id)
+            if seq is not None:
+                return self._pub_ack(seq, duplicate=True) if can_respond else None
+        if len(hdr) > MAX_HEADER_SIZE:  # (max_msg_size, checked first, passed above)
+            return self._refuse(E.JSStreamHeaderExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT)
+        result = self._commit_plain(subject, hdr, payload, msg_id)
+        if not can_respond:
+            return None
+        if type(result) is not int:
+            return self._error(result)  # type: ignore[arg-type]
+        return self._pub_ack(result)
+
+    def _commit_plain(self, subject: str, hdr: bytes, payload: bytes, msg_id: str) -> int | ApiError:
+        """:meth:`_commit` for a ``_plain`` stream and an untraced message without TTL, roll-up
+        or schedule (no interest retention, republish, schedules or trace to look at): the
+        account limits, the store, the message id, then expiry and consumers — the same steps in
+        the same order. Also the store step of a fast batch's messages (``batch_fast.py``)."""
+        cfg = self.cfg
+        store = self.store
+        engine = self.engine
+        storage = cfg.storage
+        limit_error = engine.check_account_limits(
+            storage, cast(Any, store)._record_size(len(subject), len(hdr), len(payload))
+        )
+        if limit_error is not None:
+            return limit_error
+        try:
+            seq, ts = store.store_msg(subject, hdr, payload, None, 0)
+        except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
+            return E.JSStreamStoreFailedF(err=str(exc))
+        except StoreError as exc:
+            return self._store_failed(exc)
+        engine.note_write(storage, len(hdr) + len(payload) + len(subject))
+        self._last_msg_id = msg_id
+        if msg_id:
+            self._dedupe.record(msg_id, seq, ts)
+            if "dedupe" not in self._timers:
+                self._schedule_dedupe_expiry()
         if cfg.max_age and "expiry" not in self._timers:
             self._schedule_expiry()
         if self.consumers:
