@@ -62,8 +62,14 @@ def _go_int(text: str) -> int:
     return int(text) if text and text.isascii() and text.isdigit() else -1
 
 
-def parse_fast_batch_reply(reply: str) -> FastBatchReply:
-    """The batch a ``…$FI`` reply subject names; raises :class:`InvalidFastBatch`."""
+def parse_fast_batch_reply(
+    reply: str, heads: dict[str, tuple[str, int, bool]] | None = None
+) -> FastBatchReply:
+    """The batch a ``…$FI`` reply subject names; raises :class:`InvalidFastBatch`.
+
+    ``heads`` caches the part every message of a batch repeats (``<prefix>.<batch id>.<flow>.<gap>.``
+    → id, flow, gap ok): a server parses the sequence and operation of each message and looks the
+    rest up (the caller bounds the cache)."""
     end = len(reply) - len(FAST_BATCH_SUFFIX)
     o = reply.rfind(".", 0, end)
     if o < 0:
@@ -82,6 +88,19 @@ def parse_fast_batch_reply(reply: str) -> FastBatchReply:
         raise InvalidFastBatch(reply)
     if (seq == 1 and commit_eob) or (op == OP_START and seq != 1) or (op == OP_APPEND and seq <= 1):
         raise InvalidFastBatch(reply)
+    if heads is None:
+        batch_id, flow, gap_ok = _parse_head(reply, o)
+    else:
+        head = reply[: o + 1]
+        known = heads.get(head)
+        if known is None:
+            known = heads[head] = _parse_head(reply, o)
+        batch_id, flow, gap_ok = known
+    return FastBatchReply(batch_id, seq, flow, gap_ok, commit, commit_eob, ping)
+
+
+def _parse_head(reply: str, o: int) -> tuple[str, int, bool]:
+    """Batch id, flow and gap mode from the reply subject's part before the dot at ``o``."""
     p, o = o, reply.rfind(".", 0, o)
     if o < 0:
         raise InvalidFastBatch(reply)
@@ -96,7 +115,7 @@ def parse_fast_batch_reply(reply: str) -> FastBatchReply:
     p, o = o, reply.rfind(".", 0, o)
     if o < 0:
         raise InvalidFastBatch(reply)
-    return FastBatchReply(reply[o + 1 : p], seq, flow, gap == GAP_OK, commit, commit_eob, ping)
+    return reply[o + 1 : p], flow, gap == GAP_OK
 
 
 def fast_batch_reply(prefix: str, batch_id: str, flow: int, gap_ok: bool, seq: int, op: int) -> str:

@@ -83,6 +83,7 @@ class _Batch:
     lseq: int = 0
     msgs: list[_Staged] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
+    deadline: float = 0.0  # the idle timeout's end (OpenBatches.arm)
 
 
 @dataclass
@@ -256,17 +257,88 @@ class AtomicBatches:
         return check_message(self.stream, diff, subject, hdr, payload, clseq)
 
 
-def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, payload: bytes, clseq: int) -> Checked:
+
+
+def check_message(
+    stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, payload: bytes, clseq: int | None
+) -> Checked:
     """One message's checks before it is stored (nats-server's ``checkMsgHeadersPreClusteredProposal``,
-    in its order); ``clseq`` is the stream's last sequence as it will be before this message.
+    in its order); ``clseq`` is the stream's last sequence as it will be before this message (None:
+    the store's last sequence, read only if a header asks for it).
     Raises :class:`Refused` (:class:`Duplicate` for a ``Nats-Msg-Id`` already stored)."""
     cfg = stream.cfg
     msg_id = ""
     rollup = b""
     ttl: int | None = 0
     incr: int | None = None
+    raw_rollup: bytes | None = None
     if len(hdr) > MAX_HEADER_SIZE:
         raise Refused(E.JSStreamHeaderExceedsMaximumErr())
+    if not hdr or H.only_these_nats_headers(hdr, _SIMPLE_HEADERS):
+        # The checks below that a header can trigger, for a block whose only Nats- headers are a
+        # message id, an expected stream and batch headers (what a Spark write sends): the same
+        # steps in the same order, without a lookup per header that is not there.
+        if hdr:
+            expected_stream = get_header(hdr, _EXPECTED_STREAM)
+            if expected_stream and expected_stream.decode() != stream.name:
+                raise Refused(E.JSStreamNotMatchErr())
+            msg_id = _check_msg_id(stream, diff, hdr)
+        if cfg.allow_msg_counter:
+            raise Refused(E.JSMessageIncrMissingErr())
+    else:
+        hdr, msg_id, ttl, incr, rollup, raw_rollup = _check_headers(stream, diff, subject, hdr, payload, clseq)
+    if cfg.storage == StorageType.MEMORY:  # memStoreMsgSizeRaw / fileStoreMsgSizeRaw
+        overhead = 16
+    else:
+        overhead = 34 if hdr else 30
+    entry = diff.inflight.setdefault(subject, _Inflight())
+    entry.ops += 1
+    entry.bytes += len(subject) + len(hdr) + len(payload) + overhead
+    if cfg.discard == DiscardPolicy.NEW:
+        if cfg.max_msgs > 0 or cfg.max_bytes > 0:
+            state = stream.store.fast_state()
+            msgs = state.msgs + sum(i.ops for i in diff.inflight.values())
+            size = state.bytes + sum(i.bytes for i in diff.inflight.values())
+            if cfg.max_msgs > 0 and msgs > cfg.max_msgs:
+                raise Refused(E.JSStreamStoreFailedF(err="maximum messages exceeded"))
+            if cfg.max_bytes > 0 and size > cfg.max_bytes:
+                raise Refused(E.JSStreamStoreFailedF(err="maximum bytes exceeded"))
+        if cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0 and not raw_rollup:
+            total = stream.store.subjects_totals(subject).get(subject, 0) + entry.ops
+            if total > cfg.max_msgs_per_subject:
+                raise Refused(E.JSStreamStoreFailedF(err="maximum messages per subject exceeded"))
+    return Checked(subject, hdr, payload, msg_id, rollup, ttl, incr)
+
+
+_SIMPLE_HEADERS = H.header_lines(H.MSG_ID, H.EXPECTED_STREAM, H.BATCH_ID, H.BATCH_SEQUENCE, H.BATCH_COMMIT)
+_EXPECTED_STREAM = H.EXPECTED_STREAM.encode()
+_MSG_ID = H.MSG_ID.encode()
+
+
+def _check_msg_id(stream: Stream, diff: StagedDiff, hdr: bytes) -> str:
+    """The message id's checks: not twice in the batch, not stored inside the duplicate window."""
+    raw_id = get_header(hdr, _MSG_ID)
+    if not raw_id:
+        return ""
+    msg_id = raw_id.decode()
+    if msg_id in diff.msg_ids:
+        raise Refused(E.JSAtomicPublishContainsDuplicateMessageErr())
+    stored = stream.duplicate_of(msg_id)
+    if stored is not None:
+        raise Duplicate(stored)
+    diff.msg_ids.add(msg_id)
+    return msg_id
+
+
+def _check_headers(
+    stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, payload: bytes, clseq: int | None
+) -> tuple[bytes, str, int | None, int | None, bytes, bytes | None]:
+    """:func:`check_message`'s header checks in full: the block (a schedule may rewrite it), the
+    message id, TTL, counter increment, roll-up and the raw roll-up value."""
+    cfg = stream.cfg
+    rollup = b""
+    ttl: int | None = 0
+    incr: int | None = None
     if hdr and counters.HDR_INCR in hdr:
         incr, incr_error = counters.check_incr(hdr, payload, cfg.allow_msg_counter)
         if incr_error is not None:
@@ -280,15 +352,7 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
             raise Refused(E.JSMessageTTLDisabledErr())
         if ttl is None:
             raise Refused(E.JSMessageTTLInvalidErr())
-    raw_id = get_header(hdr, H.MSG_ID.encode())
-    if raw_id:
-        msg_id = raw_id.decode()
-        if msg_id in diff.msg_ids:
-            raise Refused(E.JSAtomicPublishContainsDuplicateMessageErr())
-        stored = stream.duplicate_of(msg_id)
-        if stored is not None:
-            raise Duplicate(stored)
-        diff.msg_ids.add(msg_id)
+    msg_id = _check_msg_id(stream, diff, hdr)
     source_error = getattr(E, "JSMessageSourceHdrNotAllowedErr", None)
     if source_error is not None and get_header(hdr, H.STREAM_SOURCE.encode()) is not None:
         raise Refused(source_error())
@@ -296,6 +360,8 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
         raise Refused(E.JSMessageIncrMissingErr())
 
     expected = _parse_uint(get_header(hdr, H.EXPECTED_LAST_SEQUENCE.encode()))
+    if expected is not None and clseq is None:
+        clseq = stream.store.fast_state().last_seq
     if expected is not None and expected != clseq:
         raise Refused(E.JSStreamWrongLastSequenceErrF(seq=clseq))
     if expected is not None and diff.inflight:
@@ -341,28 +407,7 @@ def check_message(stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, pa
         else:
             text = go_quote(rollup.decode(errors="replace"))
             raise Refused(E.JSStreamRollupFailedF(err=f"rollup value invalid: {text}"))
-
-    if cfg.storage == StorageType.MEMORY:  # memStoreMsgSizeRaw / fileStoreMsgSizeRaw
-        overhead = 16
-    else:
-        overhead = 34 if hdr else 30
-    entry = diff.inflight.setdefault(subject, _Inflight())
-    entry.ops += 1
-    entry.bytes += len(subject) + len(hdr) + len(payload) + overhead
-    if cfg.discard == DiscardPolicy.NEW:
-        if cfg.max_msgs > 0 or cfg.max_bytes > 0:
-            state = stream.store.fast_state()
-            msgs = state.msgs + sum(i.ops for i in diff.inflight.values())
-            size = state.bytes + sum(i.bytes for i in diff.inflight.values())
-            if cfg.max_msgs > 0 and msgs > cfg.max_msgs:
-                raise Refused(E.JSStreamStoreFailedF(err="maximum messages exceeded"))
-            if cfg.max_bytes > 0 and size > cfg.max_bytes:
-                raise Refused(E.JSStreamStoreFailedF(err="maximum bytes exceeded"))
-        if cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0 and not raw_rollup:
-            total = stream.store.subjects_totals(subject).get(subject, 0) + entry.ops
-            if total > cfg.max_msgs_per_subject:
-                raise Refused(E.JSStreamStoreFailedF(err="maximum messages per subject exceeded"))
-    return Checked(subject, hdr, payload, msg_id, rollup, ttl, incr)
+    return hdr, msg_id, ttl, incr, rollup, raw_rollup
 
 
 def store_checked(stream: Stream, msg: Checked) -> int | ApiError:

@@ -22,8 +22,13 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api import codec
 from pyjetstream.api import errors as E
+from pyjetstream.api import headers as H
 from pyjetstream.api.codec import finish_batch_pub_ack
+from pyjetstream.api.constants import MAX_HEADER_SIZE
+from pyjetstream.api.enums import DiscardPolicy
 from pyjetstream.api.fast_batch import (
+    FAST_BATCH_SUFFIX,
+    OP_APPEND,
     BatchFlowAck,
     BatchFlowErr,
     BatchFlowGap,
@@ -31,6 +36,7 @@ from pyjetstream.api.fast_batch import (
     InvalidFastBatch,
     parse_fast_batch_reply,
 )
+from pyjetstream.api.headers import only_these_nats_headers
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.protocol.headers import get_header, remove_header
 from pyjetstream.server.jetstream.api_level import REQUIRED_API_LEVEL, required_level_refused
@@ -58,6 +64,12 @@ DEFAULT_TIMEOUT = 10.0
 # max_msgs does not apply to a fast batch.
 DEFAULT_LIMITS = BatchLimits(0, DEFAULT_MAX_INFLIGHT_PER_STREAM, DEFAULT_MAX_INFLIGHT_TOTAL, DEFAULT_TIMEOUT)
 MAX_ACK_MESSAGES = 500  # shared out between the stream's open fast batches
+MAX_CACHED_HEADS = 4 * DEFAULT_MAX_INFLIGHT_PER_STREAM
+_APPEND = f".{OP_APPEND}"
+# The headers _append takes (any other Nats- header goes through every check).
+_SIMPLE_HEADERS = H.header_lines(H.MSG_ID, H.EXPECTED_STREAM)
+_EXPECTED_STREAM = H.EXPECTED_STREAM.encode()
+_MSG_ID = H.MSG_ID.encode()
 
 
 @dataclass
@@ -72,6 +84,7 @@ class _Fast:
     pending: int = 0
     commit: bool = False
     timer: asyncio.TimerHandle | None = None
+    deadline: float = 0.0  # the idle timeout's end (OpenBatches.arm)
 
 
 class FastBatches:
@@ -81,10 +94,13 @@ class FastBatches:
         self.stream = stream
         limits = BatchLimits.from_options(stream.server.options, DEFAULT_LIMITS)
         self.batches: OpenBatches[_Fast] = OpenBatches(stream, "fast", limits)  # an idle batch is forgotten
+        # The reply subjects' batch part (``<prefix>.<id>.<flow>.<gap>.``) parsed once per batch.
+        self._heads: dict[str, tuple[str, int, bool]] = {}
 
     # --- lifecycle ------------------------------------------------------------------------
     def clear(self) -> None:
         self.batches.clear()
+        self._heads.clear()
 
     # --- replies --------------------------------------------------------------------------
     def _send(self, reply: str, data: bytes) -> None:
@@ -125,6 +141,8 @@ class FastBatches:
 
     # --- one message ----------------------------------------------------------------------
     def process(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+        if hdr and self._append(subject, reply, hdr, payload):
+            return None
         stream = self.stream
         cfg = stream.cfg
         hdr = hdr or b""
@@ -133,8 +151,11 @@ class FastBatches:
             return self._error(reply, first_error)
         if not cfg.allow_batched:
             return self._error(reply, E.JSBatchPublishDisabledErr())
+        heads = self._heads
+        if len(heads) > MAX_CACHED_HEADS:
+            heads.clear()
         try:
-            batch = parse_fast_batch_reply(reply)
+            batch = parse_fast_batch_reply(reply, heads)
         except InvalidFastBatch:
             return self._error(reply, E.JSBatchPublishInvalidPatternErr())
         if len(batch.id) > MAX_BATCH_ID_LEN:
@@ -180,6 +201,64 @@ class FastBatches:
         self._store(b, batch, subject, reply, hdr, payload)
         return None
 
+    def _append(self, subject: str, reply: str, hdr: bytes, payload: bytes) -> bool:
+        """The common message of a fast batch in one step: the next append (operation 1) of an
+        open batch of this publisher, to a ``_plain`` stream (``Stream._configure_fast_path``)
+        without discard-new limits, untraced, whose only ``Nats-`` headers are a message id and
+        an expected stream, not a duplicate. Whether all that holds is decided without changing
+        anything (False: :meth:`process` takes it, with every check); then the same steps as
+        :meth:`process` and :meth:`_store` in the same order: arm the idle timer, take the
+        sequence, store (``Stream._commit_plain``), pace the publisher."""
+        stream = self.stream
+        cfg = stream.cfg
+        if (
+            not stream._plain
+            or stream._trace is not None
+            or not cfg.allow_batched
+            or cfg.discard == DiscardPolicy.NEW
+        ):
+            return False
+        end = len(reply) - len(FAST_BATCH_SUFFIX)
+        o = end - 2
+        if reply[o:end] != _APPEND:
+            return False
+        p = reply.rfind(".", 0, o)
+        head = self._heads.get(reply[: p + 1])
+        if head is None:
+            return False
+        batch_id = head[0]
+        b = self.batches.get(batch_id)
+        if b is None or b.commit or b.pending:
+            return False
+        seq = b.lseq + 1
+        if seq < 2 or reply[p + 1 : o] != str(seq):
+            return False
+        if len(hdr) > MAX_HEADER_SIZE or not only_these_nats_headers(hdr, _SIMPLE_HEADERS):
+            return False
+        if cfg.max_msg_size >= 0 and (
+            len(hdr) > cfg.max_msg_size or len(payload) > cfg.max_msg_size - len(hdr)
+        ):
+            return False
+        if stream.engine.check_account_limits(cfg.storage) is not None:
+            return False
+        expected = get_header(hdr, _EXPECTED_STREAM)
+        if expected and expected.decode() != stream.name:
+            return False
+        raw_id = get_header(hdr, _MSG_ID)
+        msg_id = raw_id.decode() if raw_id else ""
+        if msg_id and stream.duplicate_of(msg_id) is not None:
+            return False
+        self.batches.arm(batch_id, b)
+        b.lseq = seq
+        result = stream._commit_plain(subject, hdr, payload, msg_id)
+        if type(result) is not int:
+            self._error(reply, result)  # type: ignore[arg-type]
+            return True
+        b.sseq = result
+        b.pseq = seq
+        self._check_flow(b, reply)
+        return True
+
     def _ping(self, b: _Fast, batch: FastBatchReply, reply: str) -> None:
         send_flow = True
         if batch.seq > b.lseq:
@@ -198,7 +277,7 @@ class FastBatches:
         stream = self.stream
         csubject = stored_subject(stream, subject)
         try:
-            checked = check_message(stream, StagedDiff(), csubject, hdr, payload, stream.store.fast_state().last_seq)
+            checked = check_message(stream, StagedDiff(), csubject, hdr, payload, None)
         except Duplicate as dup:
             if b.pending == 0:
                 b.pseq = batch.seq
