@@ -71,11 +71,8 @@ TIMEOUT, LARGE, INCOMPLETE, UNSUPPORTED = "timeout", "large", "incomplete", "uns
 DEFAULT_LIMITS = BatchLimits(DEFAULT_MAX_MSGS, DEFAULT_MAX_INFLIGHT_PER_STREAM, DEFAULT_MAX_INFLIGHT_TOTAL, DEFAULT_TIMEOUT)
 
 
-@dataclass
-class _Staged:
-    subject: str
-    hdr: bytes
-    payload: bytes
+# A staged message: subject, header block, payload (a tuple: a batch stages up to 1000 of them).
+_Staged = tuple[str, bytes, bytes]
 
 
 @dataclass
@@ -216,7 +213,7 @@ class AtomicBatches:
             self._abandoned(batch_id, LARGE)
             return refuse(E.JSAtomicPublishTooLargeBatchErrF(size=limits.max_msgs))
         if not commit_eob:
-            batch.msgs.append(_Staged(subject, hdr, payload))
+            batch.msgs.append((subject, hdr, payload))
         if not commit:
             self.batches.arm(batch_id, batch)
             return b"" if can_respond else None  # "persisted, waiting for the commit"
@@ -246,15 +243,12 @@ class AtomicBatches:
         diff = StagedDiff()
         base_last = stream.store.fast_state().last_seq
         out = []
-        for index, msg in enumerate(msgs):
-            subject = stored_subject(stream, msg.subject)
-            if get_header(msg.hdr, H.EXPECTED_LAST_MSG_ID.encode()):
+        for index, (subject, hdr, payload) in enumerate(msgs):
+            subject = stored_subject(stream, subject)
+            if get_header(hdr, _EXPECTED_LAST_MSG_ID):
                 raise Refused(E.JSAtomicPublishUnsupportedHeaderBatchErr(header=H.EXPECTED_LAST_MSG_ID))
-            out.append(self._check(diff, subject, msg.hdr, msg.payload, base_last + index))
+            out.append(check_message(stream, diff, subject, hdr, payload, base_last + index))
         return out
-
-    def _check(self, diff: StagedDiff, subject: str, hdr: bytes, payload: bytes, clseq: int) -> Checked:
-        return check_message(self.stream, diff, subject, hdr, payload, clseq)
 
 
 
@@ -313,6 +307,7 @@ def check_message(
 _SIMPLE_HEADERS = H.header_lines(H.MSG_ID, H.EXPECTED_STREAM, H.BATCH_ID, H.BATCH_SEQUENCE, H.BATCH_COMMIT)
 _EXPECTED_STREAM = H.EXPECTED_STREAM.encode()
 _MSG_ID = H.MSG_ID.encode()
+_EXPECTED_LAST_MSG_ID = H.EXPECTED_LAST_MSG_ID.encode()
 
 
 def _check_msg_id(stream: Stream, diff: StagedDiff, hdr: bytes) -> str:
@@ -414,6 +409,8 @@ def store_checked(stream: Stream, msg: Checked) -> int | ApiError:
     """Store a checked message as a publish would: a counter increment becomes the new total
     (read from the store, so increments earlier in the same batch count), the TTL applies."""
     hdr, payload = msg.hdr, msg.payload
+    if stream._plain and stream._trace is None and msg.ttl == 0 and not msg.rollup:
+        return stream._commit_plain(msg.subject, hdr, payload, msg.msg_id)  # what _commit does here
     if stream.cfg.allow_msg_counter and msg.incr is not None:
         counted = counters.apply_incr(stream.store, msg.subject, hdr, payload, msg.incr)
         if not isinstance(counted, tuple):
