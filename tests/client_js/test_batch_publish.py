@@ -7,6 +7,7 @@ from tests.client_js.features import needs
 from tests.support.targets import Target
 
 from pyjetstream.api.api_levels import Feature
+from pyjetstream.client.errors import HeaderError
 from pyjetstream.client.jetstream import JetStream, StreamConfig, errors
 
 
@@ -30,6 +31,30 @@ async def test_atomic_batch_commits_all_at_once(js: JetStream, server: Target) -
         "Nats-Batch-Id": batch.batch_id,
         "Nats-Batch-Sequence": "2",
     }
+
+
+async def test_batches_take_an_encoded_header_block(js: JetStream, server: Target) -> None:
+    """A header block already encoded (what the Spark sink frames per row) is sent as is; an atomic
+    batch's own headers go before its blank line, as they follow a mapping's headers."""
+    await needs(js, server, Feature.ATOMIC_BATCH)
+    await _atomic_stream(js)
+    stream = await js.stream("A")
+    block = b"NATS/1.0\r\nNats-Msg-Id: m1\r\nk: v\r\n\r\n"
+    async with js.batch_publisher() as batch:
+        await batch.add("a.1", b"one", headers=block)
+        ack = await batch.commit("a.2", b"two", headers=b"NATS/1.0\r\nNats-Msg-Id: m2\r\n\r\n")
+    assert (ack.seq, ack.count) == (2, 2)
+    assert (await stream.get_msg(1)).headers == {
+        "Nats-Msg-Id": "m1",
+        "k": "v",
+        "Nats-Batch-Id": batch.batch_id,
+        "Nats-Batch-Sequence": "1",
+    }
+    with pytest.raises(errors.InvalidOption):
+        async with js.batch_publisher() as batch:
+            await batch.add("a.3", b"x", headers=block, msg_id="m3")
+    with pytest.raises(HeaderError):
+        await js.nc.publish("a.4", b"x", headers=b"k: v\r\n\r\n")
 
 
 async def test_atomic_batch_left_uncommitted_is_discarded(js: JetStream, server: Target) -> None:

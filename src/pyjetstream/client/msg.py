@@ -22,11 +22,22 @@ if TYPE_CHECKING:
     from pyjetstream.client.connection import Client
     from pyjetstream.client.subscription import Subscription
 
-HeadersArg = Mapping[str, str | Iterable[str]] | HeaderBlock
+#: Headers to publish: a mapping (``str`` or list-of-``str`` values), a ``HeaderBlock``, or a block
+#: already encoded (``bytes``: ``NATS/1.0\r\n…\r\n\r\n`` as ``protocol.encode_headers`` writes it),
+#: which bulk producers (the Spark sink) frame themselves and which is sent as is.
+HeadersArg = Mapping[str, str | Iterable[str]] | HeaderBlock | bytes
+
+_BLOCK_START = b"NATS/1.0"
+_BLOCK_END = b"\r\n\r\n"
 
 
 def encode_user_headers(headers: HeadersArg) -> bytes:
-    """A header block from a mapping (``str`` or list-of-``str`` values) or a ``HeaderBlock``."""
+    """A header block from a mapping (``str`` or list-of-``str`` values), a ``HeaderBlock``, or
+    an encoded block (checked to start and end as one)."""
+    if isinstance(headers, bytes):
+        if not headers.startswith(_BLOCK_START) or not headers.endswith(_BLOCK_END):
+            raise HeaderError(f"not an encoded header block: {headers[:40]!r}")
+        return headers
     try:
         if isinstance(headers, HeaderBlock):
             return encode_headers(headers.headers, headers.status, headers.description)

@@ -122,6 +122,15 @@ def messages_of(
 ) -> Iterator[tuple[str, bytes, HeadersArg | None]]:
     """``(subject, payload, headers)`` for each row of an Arrow batch."""
     n = batch.num_rows
+    expect = layout.expect_stream
+    if (
+        layout.headers_col is None
+        and layout.msg_id_col is None
+        and layout.bucket is None
+        and not (expect and ("\r" in expect or "\n" in expect))
+    ):
+        yield from _rows_with_encoded_headers(batch, layout, ids)
+        return
     subjects = _column(batch, layout.subject_col) or [layout.subject] * n
     datas = _column(batch, layout.data_col) or [None] * n
     headers_col = _column(batch, layout.headers_col)
@@ -153,6 +162,37 @@ def messages_of(
         if layout.expect_stream:
             headers[EXPECTED_STREAM] = layout.expect_stream
         yield subject, data, headers or None
+
+
+def _rows_with_encoded_headers(
+    batch: pa.RecordBatch, layout: WriteLayout, ids: MsgIdGenerator | None
+) -> Iterator[tuple[str, bytes, bytes | None]]:
+    """:func:`messages_of` for rows whose only headers are the derived message id and the expected
+    stream: the header block is framed here, one concatenation per row (the bytes
+    ``protocol.encode_headers`` makes of ``{Nats-Msg-Id: id, Nats-Expected-Stream: stream}``),
+    instead of a dict per row encoded by the client."""
+    n = batch.num_rows
+    subjects = _column(batch, layout.subject_col) or [layout.subject] * n
+    datas = _column(batch, layout.data_col) or [None] * n
+    expect = layout.expect_stream
+    stream_line = f"\r\n{EXPECTED_STREAM}: {expect}".encode() if expect else b""
+    id_start = f"NATS/1.0\r\n{MSG_ID}: ".encode()
+    id_end = stream_line + b"\r\n\r\n"
+    no_id = b"NATS/1.0" + stream_line + b"\r\n\r\n" if expect else None
+    next_id = ids.next_id if ids is not None else None
+    for i in range(n):
+        subject = subjects[i]
+        if not subject:
+            raise ValueError(f"row {i} of the batch has no subject")
+        data = datas[i]
+        if data is None:
+            data = b""
+        elif type(data) is str:
+            data = data.encode()
+        if next_id is not None:
+            yield subject, data, id_start + next_id(subject, data).encode() + id_end
+        else:
+            yield subject, data, no_id
 
 
 def partition_publisher(nc: Client, opts: JetStreamOptions) -> PartitionPublisher:

@@ -65,17 +65,29 @@ if TYPE_CHECKING:
     from pyjetstream.client.msg import Msg
     from pyjetstream.client.subscription import Subscription
 
-HeadersArg = Mapping[str, str | Iterable[str]] | HeaderBlock | None
+HeadersArg = Mapping[str, str | Iterable[str]] | HeaderBlock | bytes | None
 
 MAX_ATOMIC_BATCH = 1000  # nats-server's default per-batch limit
 DEFAULT_FLOW = 100  # fast ingest: ask for an ack every 100 messages at most (the server may lower it)
 DEFAULT_MAX_OUTSTANDING_ACKS = 2  # ADR-50: 2 is "generally optimal"
 
 
-def _with_batch(headers: Headers | None, extra: list[tuple[str, str]]) -> Headers:
+def _with_batch(headers: Headers | bytes | None, extra: list[tuple[str, str]]) -> Headers | bytes:
+    if isinstance(headers, bytes):  # an encoded block: the batch headers go before its blank line
+        return headers[:-2] + "".join(f"{name}: {value}\r\n" for name, value in extra).encode() + b"\r\n"
     out: Headers = dict(headers) if headers else {}
     out.update(extra)
     return out
+
+
+def _headers(headers: HeadersArg, options: dict[str, Any]) -> Headers | bytes | None:
+    """``publish_headers`` of the user's headers and options; an encoded block (``bytes``, see
+    :data:`pyjetstream.client.msg.HeadersArg`) is sent as it is, so it takes no options."""
+    if isinstance(headers, bytes):
+        if options:
+            raise InvalidOption("publish options cannot be added to an encoded header block")
+        return headers
+    return publish_headers(headers, **options)
 
 
 class BatchPublisher:
@@ -119,10 +131,9 @@ class BatchPublisher:
         self._check_open()
         if self._seq + 1 >= MAX_ATOMIC_BATCH:
             raise BatchPublishError(f"an atomic batch holds at most {MAX_ATOMIC_BATCH} messages")
+        own = _headers(headers, options)  # before the sequence moves: a refused option stages nothing
         self._seq += 1
-        hdrs = _with_batch(
-            publish_headers(headers, **options), [(BATCH_ID, self.batch_id), (BATCH_SEQUENCE, str(self._seq))]
-        )
+        hdrs = _with_batch(own, [(BATCH_ID, self.batch_id), (BATCH_SEQUENCE, str(self._seq))])
         self._last_subject = subject
         nc = self._js.nc
         if self._seq == 1 or (self._ack_every and self._seq % self._ack_every == 0):
@@ -149,7 +160,7 @@ class BatchPublisher:
             commit = BATCH_COMMIT_ALL
         self._seq += 1
         extra = [(BATCH_ID, self.batch_id), (BATCH_SEQUENCE, str(self._seq)), (BATCH_COMMIT, commit)]
-        hdrs = _with_batch(publish_headers(headers, **options) if commit == BATCH_COMMIT_ALL else None, extra)
+        hdrs = _with_batch(_headers(headers, options) if commit == BATCH_COMMIT_ALL else None, extra)
         self._closed = True
         reply = await self._request(subject, data if commit == BATCH_COMMIT_ALL else b"", hdrs)
         self.ack = pub_ack_from_reply(reply)
@@ -169,7 +180,7 @@ class BatchPublisher:
         except (TimeoutError, NoStreamResponse):
             pass  # the server drops it after its own timeout (10 s without messages)
 
-    async def _request(self, subject: str, data: bytes, headers: Headers) -> Msg:
+    async def _request(self, subject: str, data: bytes, headers: Headers | bytes) -> Msg:
         try:
             return await self._js.nc.request(subject, data, timeout=self._timeout, headers=headers)
         except NoRespondersError:
@@ -338,7 +349,7 @@ class FastPublisher:
         seq = self._seq
         self._last_subject = subject
         nc = self._js.nc
-        hdrs = publish_headers(headers, **options)
+        hdrs = _headers(headers, options)
         await nc.publish(subject, data, reply=self._reply(seq, OP_START if seq == 1 else OP_APPEND), headers=hdrs)
         if seq == 1:
             # The first answer says whether the stream takes fast batches, and at what flow.
@@ -378,7 +389,7 @@ class FastPublisher:
         if subject is None:
             await nc.publish(self._last_subject, b"", reply=self._reply(self._seq, OP_COMMIT_EOB))
         else:
-            hdrs = publish_headers(headers, **options)
+            hdrs = _headers(headers, options)
             await nc.publish(subject, data, reply=self._reply(self._seq, OP_COMMIT), headers=hdrs)
         try:
             reply = await asyncio.wait_for(asyncio.shield(self._final), self._ack_timeout)
