@@ -1,7 +1,7 @@
 """Spark data source benchmark: the ``jetstream`` source and sink next to Parquet, in one run.
 
     .venv/bin/python bench/bench_spark.py [--rows 200000] [--size 100] [--targets embedded,nats-server]
-                                          [--rounds 2] [--cores 2]
+                                          [--rounds 2] [--cores 2] [--only writes]
 
 For each server target (our embedded server and nats-server, both subprocesses started the
 same way) with one local SparkSession (default JIT, so Parquet is not handicapped):
@@ -18,7 +18,7 @@ same way) with one local SparkSession (default JIT, so Parquet is not handicappe
   second stream to a subscriber;
 
 and, as the limit, the same rows written to and read from Parquet (local files) in the same
-run. Prints rows/s and the ratio to Parquet (Parquet = 1.00). Best of ``--rounds``.
+run. ``--only writes`` times the writes and the Parquet write alone. Prints rows/s and the ratio to Parquet (Parquet = 1.00). Best of ``--rounds``.
 """
 
 from __future__ import annotations
@@ -98,10 +98,12 @@ def source_frame(spark: Any, rows: int, size: int) -> Any:
     )
 
 
-def warm_up(spark: Any, url: str, tmp: Path) -> None:
+def warm_up(spark: Any, url: str, tmp: Path, writes_only: bool = False) -> None:
     """A small write, read and streaming run first: Python workers and the JIT get going."""
     reset_streams(url)
     bench_writes(spark, url, 2_000, 16, 1)
+    if writes_only:
+        return
     bench_reads(spark, url, 2_000, 1)
     bench_stream_read(spark, url, 2_000, 1, tmp)
 
@@ -242,7 +244,9 @@ def bench_latency(
     return q[49], q[94], len(ms)
 
 
-def bench_parquet(spark: Any, url: str, rows: int, size: int, rounds: int, tmp: Path) -> dict[str, float]:
+def bench_parquet(
+    spark: Any, url: str, rows: int, size: int, rounds: int, tmp: Path, reads: bool = True
+) -> dict[str, float]:
     """Parquet with the same rows and the source's schema: write, then read (1, 2, 4 files)."""
     from pyspark.sql import functions as F
 
@@ -256,6 +260,8 @@ def bench_parquet(spark: Any, url: str, rows: int, size: int, rounds: int, tmp: 
 
     out = {"Parquet write": best(rounds, write)}
     src.unpersist()
+    if not reads:
+        return out
     for files in (1, 2, 4):
         files_path = f"{path}-{files}"
         shutil.rmtree(files_path, ignore_errors=True)
@@ -282,7 +288,9 @@ def main() -> None:
     parser.add_argument("--targets", default=f"{EMBEDDED},{NATS_SERVER}")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--only", choices=["all", "writes"], default="all", help="writes: the writes alone")
     args = parser.parse_args()
+    writes_only = args.only == "writes"
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
 
     spark = local_session("bench-spark", cores=args.cores, fast_start=False, log_level="ERROR")
@@ -292,9 +300,17 @@ def main() -> None:
         for kind in targets:
             target: Target = make_target(kind, tmp / kind)
             try:
-                warm_up(spark, target.url, tmp)
+                warm_up(spark, target.url, tmp, writes_only)
                 print(f"[{kind}] writes ...", flush=True)
                 r = bench_writes(spark, target.url, args.rows, args.size, args.rounds)
+                if writes_only:
+                    if "parquet" not in results:
+                        print("[parquet] write ...", flush=True)
+                        results["parquet"] = bench_parquet(
+                            spark, target.url, args.rows, args.size, args.rounds, tmp, reads=False
+                        )
+                    results[kind] = r
+                    continue
                 print(f"[{kind}] batch reads ...", flush=True)
                 r.update(bench_reads(spark, target.url, args.rows, args.rounds))
                 print(f"[{kind}] streaming read ...", flush=True)
@@ -337,6 +353,8 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         "batch read, 4 partitions": pq["Parquet read, 4 files"],
         "streaming read (AvailableNow, noop sink)": pq["Parquet read, 2 files"],
     }
+    if args.only == "writes":
+        limits = {name: limit for name, limit in limits.items() if name.startswith("write")}
     for name, limit in limits.items():
         line = f"{name:<42}"
         for t in targets:
@@ -345,6 +363,8 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         print(line)
     for name, value in pq.items():
         print(f"{name + ' (the limit)':<42}{value:>14,.0f}")
+    if args.only == "writes":
+        return
     line = f"{'streaming end-to-end latency p50/p95 ms':<42}"
     for t in targets:
         p50, p95, n = results[t]["latency"]
