@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjetstream.protocol import ClientSideParser, Msg, Pub, ServerSideParser
-from pyjetstream.protocol.events import FrameRun, PubRun
+from pyjetstream.protocol.events import FrameRun, PubRun, ReplyRun
 from pyjetstream.protocol.parser import NatsServerParser
 
 frames = st.lists(
@@ -16,6 +16,12 @@ frames = st.lists(
             (b"PUB a.b 3\r\nabc\r\n", Pub("a.b", "", None, b"abc")),
             (b"PUB a.b 3\r\nxyz\r\n", Pub("a.b", "", None, b"xyz")),
             (b"PUB a.b r.1 3\r\nabc\r\n", Pub("a.b", "r.1", None, b"abc")),
+            # Requests: the same subject and size with new replies (the subject/size memo, runs).
+            (b"PUB a.b r.2 3\r\nxyz\r\n", Pub("a.b", "r.2", None, b"xyz")),
+            (b"PUB a.b r.\xc3\xa9 3\r\nxyz\r\n", Pub("a.b", "r.\u00e9", None, b"xyz")),
+            (b"PUB a.b  r.3\t3\r\nxyz\r\n", Pub("a.b", "r.3", None, b"xyz")),
+            (b"PUB a.c r.2 3\r\nabc\r\n", Pub("a.c", "r.2", None, b"abc")),
+            (b"PUB a.b r.1 2\r\nab\r\n", Pub("a.b", "r.1", None, b"ab")),
             (b"PUB a.b 0\r\n\r\n", Pub("a.b", "", None, b"")),
             (b"HPUB a.b 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", Pub("a.b", "", b"NATS/1.0\r\n\r\n", b"hi")),
             (b"HPUB a.b r 0 2\r\nhi\r\n", Pub("a.b", "r", b"", b"hi")),
@@ -92,6 +98,11 @@ def _expand_runs(events: list[object]) -> list[object]:
         if isinstance(ev, PubRun):
             assert len(ev.payloads) > 1 and len({len(p) for p in ev.payloads}) == 1
             out.extend((ev.subject, "", None, p) for p in ev.payloads)
+        elif isinstance(ev, ReplyRun):
+            assert len(ev.payloads) == len(ev.replies) > 1 and len({len(p) for p in ev.payloads}) == 1
+            out.extend(
+                (ev.subject, r.decode(), None, p) for r, p in zip(ev.replies, ev.payloads, strict=True)
+            )
         else:
             out.append(ev)
     return out
@@ -116,6 +127,48 @@ def test_pub_run_collects_a_pipelined_burst_and_stops_at_a_bad_frame() -> None:
     assert events[0] == ("s", "", None, b"00")
     assert events[1] == PubRun("s", [b"%02d" % i for i in range(1, 50)])
     assert events[2].err == "Unknown Protocol Operation"
+
+
+def test_reply_run_collects_requests_and_stops_at_what_the_fast_path_would_not_take() -> None:
+    """A pipelining requester's PUBs (same subject and size, a reply each) are one ReplyRun; a
+    frame the fast path would split differently, a longer line than allowed or a partial
+    frame ends it and is parsed as before."""
+    parser = NatsServerParser(max_control_line=40)
+    parser.pub_runs = True
+    burst = b"".join(b"PUB s _INBOX.x.%d 2\r\n%02d\r\n" % (i, i) for i in range(20))
+    events = parser.feed(
+        burst + b"PUB s r\x0bq 2\r\nab\r\n"  # a separator inside the reply: 5 arguments, a violation
+    )
+    assert events[0] == ReplyRun(
+        "s", [b"_INBOX.x.%d" % i for i in range(20)], [b"%02d" % i for i in range(20)]
+    )
+    assert events[1].err is None and "processPub" in events[1].detail
+    parser = NatsServerParser(max_control_line=40)
+    parser.pub_runs = True
+    long_reply = b"r" * 40
+    two = b"PUB s _INBOX.x.0 2\r\n00\r\nPUB s _INBOX.x.1 2\r\n01\r\n"
+    events = parser.feed(two + b"PUB s %b 2\r\nab\r\n" % long_reply)
+    assert events[0] == ReplyRun("s", [b"_INBOX.x.0", b"_INBOX.x.1"], [b"00", b"01"])
+    assert events[1].err == "maximum control line exceeded"
+    parser = NatsServerParser(max_control_line=40)
+    parser.pub_runs = True
+    events = parser.feed(two[:24] + b"PUB s %b 2\r\nab\r\n" % long_reply)
+    assert events[0] == ("s", "_INBOX.x.0", None, b"00")
+    assert events[1].err == "maximum control line exceeded"
+    parser = NatsServerParser()
+    parser.pub_runs = True
+    events = parser.feed(burst + b"PUB s _INBOX.x.99 2\r\na")
+    assert events == [
+        ReplyRun("s", [b"_INBOX.x.%d" % i for i in range(20)], [b"%02d" % i for i in range(20)])
+    ]
+    assert parser.feed(b"b\r\n") == [("s", "_INBOX.x.99", None, b"ab")]
+
+
+def test_request_memo_rechecks_the_payload_limit() -> None:
+    parser = NatsServerParser(max_payload=4)
+    assert parser.feed(b"PUB s r.1 3\r\nabc\r\n") == [("s", "r.1", None, b"abc")]
+    parser.max_payload = 2  # as a connection's account limit may lower it
+    assert parser.feed(b"PUB s r.2 3\r\nabc\r\n")[0].err == "Maximum Payload Violation"
 
 
 client_frames = st.lists(

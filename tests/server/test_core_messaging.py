@@ -165,6 +165,40 @@ def test_headers_stripped_for_clients_without_headers(core_server: Target) -> No
         assert out == b"MSG h 7 r 2\r\nhi\r\nPONG\r\n"
 
 
+def test_pipelined_requests_byte_exact(core_server: Target) -> None:
+    """A burst of requests in one write (same subject and size, a reply each: the embedded server
+    routes them as one run) reaches literal and wildcard subscribers byte for byte; requests
+    nobody listens to get a no-responders status each, and a different size or subject in the
+    middle is routed in order."""
+    with (
+        RawClient.connected(core_server.port) as sub,
+        RawClient.connected(core_server.port) as wild,
+        RawClient.connected(core_server.port) as requester,
+    ):
+        assert sub.exchange(b"SUB svc.a 7\r\nSUB lit 9\r\n") == (b"PONG\r\n", False)
+        assert wild.exchange(b"SUB svc.* 8\r\n") == (b"PONG\r\n", False)
+        assert requester.exchange(b"SUB _INBOX.r.* 1\r\n") == (b"PONG\r\n", False)
+        burst = b"".join(b"PUB svc.a _INBOX.r.%d 2\r\n%02d\r\n" % (i, i) for i in range(40))
+        burst += b"PUB svc.a _INBOX.r.x 3\r\nabc\r\nPUB svc.a _INBOX.r.y 3\r\ndef\r\n"
+        burst += b"".join(b"PUB nobody _INBOX.r.n%d 2\r\nzz\r\n" % i for i in range(3))
+        burst += b"".join(b"PUB svc.b _INBOX.r.b%d 2\r\n%02d\r\n" % (i, i) for i in range(5))
+        burst += b"".join(b"PUB lit _INBOX.r.l%d 2\r\n%02d\r\n" % (i, i) for i in range(5))
+        out, closed = requester.exchange(burst)
+        assert not closed
+        no_responders = b"".join(
+            b"HMSG _INBOX.r.n%d 1 %d %d\r\n%b\r\n" % (i, len(hdr), len(hdr), hdr)
+            for i in range(3)
+            for hdr in [b"NATS/1.0 503\r\nNats-Subject: nobody\r\n\r\n"]
+        )
+        assert out == no_responders + b"PONG\r\n"
+        to_a = b"".join(b"MSG svc.a %%d _INBOX.r.%d 2\r\n%02d\r\n" % (i, i) for i in range(40))
+        to_a += b"MSG svc.a %d _INBOX.r.x 3\r\nabc\r\nMSG svc.a %d _INBOX.r.y 3\r\ndef\r\n"
+        to_b = b"".join(b"MSG svc.b 8 _INBOX.r.b%d 2\r\n%02d\r\n" % (i, i) for i in range(5))
+        to_lit = b"".join(b"MSG lit 9 _INBOX.r.l%d 2\r\n%02d\r\n" % (i, i) for i in range(5))
+        assert sub.exchange(b"") == (to_a.replace(b"%d", b"7") + to_lit + b"PONG\r\n", False)
+        assert wild.exchange(b"") == (to_a.replace(b"%d", b"8") + to_b + b"PONG\r\n", False)
+
+
 async def test_auto_unsubscribe(core_server: Target) -> None:
     nc = await _connect(core_server)
     try:

@@ -38,6 +38,18 @@ class PubRun:
 
 
 @dataclass(slots=True)
+class ReplyRun:
+    """Consecutive PUBs with the same subject and size and a reply each (``PUB <subject> <reply>
+    <size>``, no headers): a pipelining requester's or JetStream publisher's run, one event so the
+    router looks the subject up once. ``replies[i]`` (UTF-8 bytes, as on the wire) goes with
+    ``payloads[i]``. Only a parser with ``pub_runs`` set makes them, as :class:`PubRun`."""
+
+    subject: str
+    replies: list[bytes]
+    payloads: list[bytes]
+
+
+@dataclass(slots=True)
 class FrameRun:
     """Consecutive complete HMSG frames for one subscription a client reads raw
     (``ClientSideParser.frame_sids``): one event, no object per message. ``buf`` holds the frames;

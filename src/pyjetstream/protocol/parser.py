@@ -30,6 +30,7 @@ from pyjetstream.protocol.events import (
     ProtocolViolation,
     Pub,
     PubRun,
+    ReplyRun,
     ServerOp,
     Sub,
     Unsub,
@@ -77,6 +78,10 @@ class _FrameParser:
         # The last remembered fast-path control line (without CR LF) and its parse.
         self._last_line = b""
         self._last_hit: FastLine | None = None
+        # ``PUB <subject> `` and `` <size>\r\n`` of the last PUB line with a reply (set by
+        # ServerSideParser): the frames :meth:`_reply_run` may collect after it.
+        self._reply_head = b""
+        self._reply_tail = b""
 
     def feed(self, data: bytes) -> list[Any]:
         if self._broken:
@@ -132,9 +137,13 @@ class _FrameParser:
                         append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                         break
                     if kind == TUPLE:
-                        if repeat and self.pub_runs:  # the same PUB line again: a pipelined run
-                            pos = self._run(buf, start, end, x[0], need, append)
-                            continue
+                        if self.pub_runs:
+                            if repeat:  # the same PUB line again: a pipelined run
+                                pos = self._run(buf, start, end, x[0], need, append)
+                                continue
+                            if x[1]:  # a request: the same subject and size may follow
+                                pos = self._reply_run(buf, start, end, x, need, append)
+                                continue
                         append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
                     elif kind == FRAMES:
                         pos = self._frame_run(buf, start, end, x, append)
@@ -189,6 +198,59 @@ class _FrameParser:
             append((subject, "", None, payloads[0]))
         else:
             append(PubRun(subject, payloads))
+        return pos
+
+    def _reply_run(
+        self,
+        buf: bytes,
+        start: int,
+        end: int,
+        x: tuple[str, str, None],
+        need: int,
+        append: Callable[[Any], None],
+    ) -> int:
+        """Collect the PUB with a reply at ``start:end`` (its fast-path parse ``x``) and every
+        complete frame right after it that is ``PUB <the same subject> <reply> <the same size>``
+        into one :class:`ReplyRun`; returns the position after them. Only frames whose line splits
+        exactly as the fast path splits it are taken (single spaces, an ASCII reply without
+        whitespace, CR LF, within the control line limit); anything else is left to the general
+        loop, which parses or reports it as before."""
+        payload = buf[start:end]
+        pos = end + 2
+        head = self._reply_head
+        tail = self._reply_tail
+        hlen = len(head)
+        tlen = len(tail)
+        size = len(buf)
+        if not head or not buf.startswith(head, pos):
+            append(x + (payload,))  # noqa: RUF005  (2x faster than unpacking)
+            return pos
+        replies = [x[1].encode()]
+        payloads = [payload]
+        find = buf.find
+        startswith = buf.startswith
+        max_line = self.max_control_line
+        while startswith(head, pos):
+            nl = find(b"\n", pos + hlen)
+            reply_end = nl + 1 - tlen
+            # (An empty reply is not one: and mypyc's slice must not be given end < start.)
+            if reply_end <= pos + hlen or nl - 1 - pos > max_line or not startswith(tail, reply_end):
+                break
+            reply = buf[pos + hlen : reply_end]
+            parts = reply.split()
+            if len(parts) != 1 or len(reply) != len(parts[0]) or not reply.isascii():
+                break
+            start = nl + 1
+            end = start + need
+            if end + 2 > size or buf[end] != 13 or buf[end + 1] != 10:
+                break
+            replies.append(reply)
+            payloads.append(buf[start:end])
+            pos = end + 2
+        if len(payloads) == 1:
+            append(x + (payload,))  # noqa: RUF005
+        else:
+            append(ReplyRun(x[0], replies, payloads))
         return pos
 
     def _frame_run(
@@ -280,6 +342,14 @@ class ServerSideParser(_FrameParser):
         max_payload: int = MAX_PAYLOAD,
     ) -> None:
         super().__init__(max_control_line, max_payload)
+        # The subject and size of the last ``PUB <subject> <reply> <size>`` line: a requester (or a
+        # JetStream publisher) sends the same subject and size with a new reply each time, so the
+        # line cannot be remembered whole, but its subject's ``str`` (hash cached for the router's
+        # lookup) and its size can.
+        self._pub_subject_b = b""
+        self._pub_subject = ""
+        self._pub_size_tok = b""
+        self._pub_size = 0
 
     def feed(self, data: bytes) -> list[ClientOp]:
         return super().feed(data)
@@ -289,6 +359,13 @@ class ServerSideParser(_FrameParser):
             args = line.split()
             n = len(args)
             tok = args[-1]
+            if n == 4 and tok == self._pub_size_tok and args[1] == self._pub_subject_b:
+                # The last request line's subject and size with a new reply (see __init__).
+                size = self._pub_size
+                if size <= self.max_payload:
+                    if self.pub_tuples:
+                        return TUPLE, (self._pub_subject, args[2].decode(), None), size
+                    return COMPLETE, (self._pub_subject, args[2].decode(), 0), size
             if (n == 3 or n == 4) and tok.isdigit() and len(tok) <= MAX_SIZE_DIGITS:
                 size = int(tok)
                 if size <= self.max_payload:
@@ -298,6 +375,10 @@ class ServerSideParser(_FrameParser):
                     else:
                         kind, head = COMPLETE, (args[1].decode(), args[2].decode() if n == 4 else "", 0)
                     if n == 4:
+                        self._pub_subject_b, self._pub_subject = args[1], head[0]
+                        self._pub_size_tok, self._pub_size = tok, size
+                        self._reply_head = b"PUB %b " % args[1]
+                        self._reply_tail = b" %b\r\n" % tok
                         return kind, head, size
                     # Remembered (``_remember``, inlined for the hot path).
                     hit = self._last_hit = kind, head, size

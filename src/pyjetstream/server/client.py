@@ -29,7 +29,7 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from pyjetstream.api.timefmt import format_go_duration
-from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, Sub, Unsub
+from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, ReplyRun, Sub, Unsub
 from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import NatsServerParser
 from pyjetstream.protocol.subjects import is_valid_publish_subject
@@ -492,6 +492,25 @@ class ClientConnection(asyncio.Protocol):
                         self._held = events[i:]
                         return
                     continue
+                if cls is ReplyRun:
+                    payloads = ev.payloads
+                    done = -1 if slow else self.server.route_reply_run(ev.subject, ev.replies, payloads, self)
+                    if done < 0:  # per message after all (see Server.route_reply_run)
+                        subject = ev.subject
+                        events[i - 1 : i] = [
+                            (subject, r.decode(), None, p) for r, p in zip(ev.replies, payloads, strict=True)
+                        ]
+                        i -= 1
+                        continue
+                    n_msgs += done
+                    n_bytes += done * len(payloads[0])
+                    if done < len(payloads):  # the consumer stalled this producer mid-run
+                        self._held = [ReplyRun(ev.subject, ev.replies[done:], payloads[done:]), *events[i:]]
+                        return
+                    if self.stalled:
+                        self._held = events[i:]
+                        return
+                    continue
                 if cls is Connect:
                     if self.trace:
                         self.log(TRACE, f"<<- [CONNECT {_redact(ev.options)}]")
@@ -929,6 +948,54 @@ class ClientConnection(asyncio.Protocol):
                 self.overflow()
                 if self.closed:
                     return n  # cut as a slow consumer: the rest is routed to nobody
+                append = self.out.append  # the early write started a new buffer
+                if not self.dirty:
+                    self.dirty = True
+                    self._loop.call_soon(self.flush_out)
+            if self.write_paused:
+                producer.stall(self)
+                if producer.stalled:
+                    return done
+        return done
+
+    def deliver_reply_run(
+        self,
+        sub: Subscription,
+        subject: str,
+        replies: list[bytes],
+        payloads: list[bytes],
+        producer: ClientConnection,
+    ) -> int:
+        """:meth:`deliver_run` for a :class:`~pyjetstream.protocol.events.ReplyRun`: same-size,
+        header-less payloads on one subject, each with its reply (the MSG line is the
+        subscription's prefix, the reply as it came and the size); returns how many were taken,
+        -1 to go message by message (a refusal must answer no-responders per message)."""
+        if (producer is self and not self.echo) or self.deliver_filter is not None or self.trace:
+            return -1
+        size = len(payloads[0])
+        prefix = sub.msg_prefix if sub.literal else msg_prefix(subject.encode(), sub.sid_b)
+        tail = b" %d\r\n" % size
+        frame = len(prefix) + len(tail) + size + 2
+        append = self.out.append
+        if not self.dirty:
+            self.dirty = True
+            self._loop.call_soon(self.flush_out)
+        done = 0
+        for reply, payload in zip(replies, payloads, strict=True):
+            append(prefix)
+            append(reply)
+            append(tail)
+            append(payload)
+            append(CRLF)
+            done += 1
+            sub.delivered += 1
+            self.out_msgs += 1
+            self.out_bytes += size
+            self.out_size += frame + len(reply)
+            if self.out_size > self.pending_limit:
+                self.overflow()
+                if self.closed:
+                    return len(payloads)  # cut as a slow consumer: the rest is routed to nobody
                 append = self.out.append  # the early write started a new buffer
                 if not self.dirty:
                     self.dirty = True

@@ -746,6 +746,33 @@ class Server:
                 return conn.deliver_run(sub, subject, payloads, client)
         return len(payloads)
 
+    def route_reply_run(
+        self, subject: str, replies: list[bytes], payloads: list[bytes], client: ClientConnection
+    ) -> int:
+        """Route a :class:`~pyjetstream.protocol.events.ReplyRun` (same subject, a reply each, no
+        headers) with one lookup, as :meth:`route_run`; -1 when it must go message by message
+        (as there, and also when nobody would receive it: no-responders is per message)."""
+        sl = client.account.sublist
+        n = len(payloads)
+        result = sl.cache.get(subject)
+        if result is None:
+            result = sl.match(subject)  # counts itself in ``matches``
+            n -= 1
+        psubs, qsubs = result
+        if qsubs or len(psubs) != 1:
+            if psubs or qsubs or client.no_responders:
+                return -1
+            sl.matches += n
+            return len(payloads)
+        sub = psubs[0]
+        conn = sub.client
+        if conn is None or sub.max_msgs or sub.closed:
+            return -1
+        done = conn.deliver_reply_run(sub, subject, replies, payloads, client)
+        if done >= 0:
+            sl.matches += n
+        return done
+
     @staticmethod
     def _pick_queue_members(
         qsubs: tuple[tuple[Subscription, ...], ...], client: ClientConnection | None
