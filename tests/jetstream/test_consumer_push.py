@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import nats
 import pytest
 from nats.js.api import ConsumerConfig
-from tests.jetstream.consumer_helpers import RawClient, wait_for
+from tests.jetstream.consumer_helpers import Msg, RawClient, wait_for
 from tests.support.targets import Target
 
 API = "$JS.API.CONSUMER."
@@ -89,6 +89,53 @@ async def test_durable_rebinds_to_new_deliver_subject(client: RawClient) -> None
     # What was pending goes out again at once to the new subject, as redeliveries.
     again = await new.collect(3, timeout=2)
     assert [(m.data, m.num_delivered) for m in again] == [(b"m0", 2), (b"m1", 2), (b"m2", 2)]
+
+
+async def test_deliveries_frame_headers_subjects_and_replies(client: RawClient) -> None:
+    """A run of stored messages (several subjects, some with headers) framed onto a push and a
+    pull receiver: every frame names its stream subject, its headers and its ack reply."""
+    await client.add_stream("S", ["s.>"])
+    hdr = b"NATS/1.0\r\nX-K: v\r\n\r\n"
+    for i in range(300):
+        client.publish(f"s.{'abc'[i % 3]}", f"p{i}".encode(), hdr=hdr if i % 7 == 0 else None)
+    await client.flush()
+    await wait_for(lambda: _stored(client, 300))
+
+    def check(msgs: list[Msg], name: str) -> None:
+        assert [(m.subject, m.data, m.hdr) for m in msgs] == [
+            (f"s.{'abc'[i % 3]}", f"p{i}".encode(), hdr if i % 7 == 0 else None) for i in range(300)
+        ]
+        tokens = [m.reply.split(".") for m in msgs]
+        assert [t[:5] for t in tokens] == [["$JS", "ACK", "S", name, "1"]] * 300
+        assert [(int(t[5]), int(t[6]), int(t[8])) for t in tokens] == [(i, i, 300 - i) for i in range(1, 301)]
+
+    push = client.subscribe("d.all")
+    await client.add_consumer("S", "P", deliver_subject="d.all")
+    check(await push.collect(300), "P")
+    await client.add_consumer("S", "Q")
+    inbox = client.new_inbox()
+    pulled = client.subscribe(inbox)
+    client.pull("S", "Q", inbox, {"batch": 100})
+    client.pull("S", "Q", inbox, {"batch": 200})
+    check(await pulled.collect(300), "Q")
+
+
+async def test_push_receiver_auto_unsubscribes(client: RawClient) -> None:
+    """A deliver subject's subscription with ``UNSUB <sid> 3`` takes three messages, then the
+    consumer is no longer bound."""
+    await client.add_stream("S", ["s.>"])
+    await client.publish_many("s.a", 10)
+    sub = client.subscribe("d.u")
+    client.writer.write(f"UNSUB {sub.sid} 3\r\n".encode())
+    await client.flush()
+    await client.add_consumer("S", "U", deliver_subject="d.u", ack_policy="none")
+    assert [m.data for m in await sub.collect(3)] == [b"m0", b"m1", b"m2"]
+    await sub.expect_none(0.3)
+    await wait_for(lambda: _not(bound(client, "U")))
+
+
+async def _stored(client: RawClient, n: int) -> bool:
+    return bool((await client.stream_info("S"))["state"]["messages"] == n)
 
 
 async def test_idle_heartbeats(client: RawClient) -> None:

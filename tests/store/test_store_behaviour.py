@@ -110,6 +110,34 @@ def test_load_next_msg_filters(make_store: StoreFactory) -> None:
     assert s.load_next_msg(">", 0)[1] == 2  # start below first is clamped
 
 
+def test_load_next_msgs_is_load_next_msg_in_a_run(make_store: StoreFactory) -> None:
+    """The read-ahead of a delivery pass returns what load_next_msg would, message by message:
+    gaps (removed messages) skipped, the count and byte caps honoured, empty at the end."""
+    s = make_store()
+    fill(s, [f"k.{i % 3}" for i in range(600)], payload=b"p" * 10)
+    for seq in [*range(5, 300, 7), *range(320, 500)]:  # holes, and a long dead stretch
+        s.remove_msg(seq)
+
+    def one_by_one(filt: str, seq: int, n: int) -> list[tuple[str, int, int, bytes, bytes]]:
+        got = []
+        while len(got) < n:
+            try:
+                msg, seq = s.load_next_msg(filt, seq)
+            except ErrStoreEOF:
+                break
+            got.append(tuple(msg))
+            seq += 1
+        return got
+
+    for filt in ("", ">", "k.1", "k.*"):
+        for start in (0, 1, 5, 299, 320, 501, 600, 601):
+            for n in (1, 7, 1000):
+                assert [tuple(m) for m in s.load_next_msgs(filt, start, n, 1 << 20)] == one_by_one(filt, start, n)
+    assert len(s.load_next_msgs(">", 1, 100, 25)) == 3  # stops after the message reaching 25 bytes
+    assert s.load_next_msgs(">", 601, 10, 1000) == []
+    assert s.load_next_msgs("nope", 1, 10, 1000) == []
+
+
 def test_consumer_walk_over_one_subject(make_store: StoreFactory) -> None:
     s = make_store()
     subjects = [f"k.{i % 7}" for i in range(300)]

@@ -906,6 +906,26 @@ class ClientConnection(asyncio.Protocol):
         self._queued(n, producer)
         return True
 
+    def takes_frames(self, sub: Subscription) -> bool:
+        """Whether a server-side sender (a consumer's delivery pass) may frame messages for ``sub``
+        straight into :attr:`out` with :mod:`pyjetstream.protocol.writers` and account for them
+        in runs (:meth:`frames_queued`): true when :meth:`deliver` would check nothing per message
+        for it — no deliver permissions, no trace, no auto-unsubscribe — on an open connection."""
+        return self.deliver_filter is None and not self.trace and not sub.max_msgs and not self.closed
+
+    def frames_room(self) -> int:
+        """Bytes that may be framed into :attr:`out` before :meth:`_queued` would write early."""
+        return self.pending_limit - self.out_size
+
+    def frames_queued(self, sub: Subscription, msgs: int, msg_bytes: int, size: int) -> None:
+        """``msgs`` frames for ``sub`` (``msg_bytes`` of headers and payloads, ``size`` bytes in
+        all) were appended to :attr:`out` (see :meth:`takes_frames`): count them as
+        :meth:`deliver` does, and schedule, write early or cut as :meth:`_queued` does."""
+        sub.delivered += msgs
+        self.out_msgs += msgs
+        self.out_bytes += msg_bytes
+        self._queued(size, None)
+
     def deliver_run(
         self, sub: Subscription, subject: str, payloads: list[bytes], producer: ClientConnection
     ) -> int:

@@ -44,6 +44,7 @@ from pyjetstream.api.responses import ConsumerResetResponse
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.api.versioning import with_dynamic
 from pyjetstream.protocol.headers import get_header
+from pyjetstream.protocol.writers import append_hmsg, append_msg, hmsg_prefix, msg_prefix
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.acks import AckProcessor
 from pyjetstream.server.jetstream.api_level import required_level_refused
@@ -70,6 +71,10 @@ __all__ = ["Consumer"]
 
 # Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
 DELIVER_BATCH = 512
+# A pass reads new messages ahead in runs of at most this many messages / bytes (the last one
+# may pass the byte cap): reading further than a pass delivers would be wasted.
+READ_AHEAD = 128
+READ_AHEAD_BYTES = 1 << 20
 _STREAM_IDENTITY = H.STREAM_IDENTITY.encode()  # ⟨2.15⟩ echoed on a reset that asks for it
 # Why a delivery pass stopped.
 _STOP_IDLE, _STOP_EOF, _STOP_MAX_PENDING = 0, 1, 2
@@ -500,9 +505,11 @@ class Consumer:
         publish = self.server.publish_internal
         lone_receiver = self.server.lone_receiver
         acks = self.acks
-        prefix = self.ack_prefix
-        prefix1 = prefix + "1."  # a first delivery's ack subject: the count is always 1
-        load_next = self.stream.store.load_next_msg
+        prefix = self.ack_prefix.encode()
+        prefix1 = prefix + b"1."  # a first delivery's ack subject: the count is always 1
+        # (sizes for flow control, rate limits and max_bytes count the ack subject as a str)
+        ack_adj = len(prefix) - len(self.ack_prefix)
+        read_run = self.stream.store.load_next_msgs
         single = self.filter.single
         now = time.time_ns()
         self._pass += 1  # requests' interest is checked once per pass (it cannot change within one)
@@ -516,94 +523,175 @@ class Consumer:
         # a receiver that goes away meanwhile is closed, which sends the message the routed way.
         dest = ps.dsubj if push else ""
         rsub = lone_receiver(dest) if push else None
+        # Its connection when the pass may frame onto it itself (``ClientConnection.takes_frames``):
+        # frames go into ``conn.out`` in order, and the run's bytes are accounted for in one
+        # ``frames_queued`` call whenever they pass ``room`` (where ``deliver`` would write early),
+        # when the receiver changes and at the end of the pass.
+        conn = rsub.client if rsub is not None and rsub.client.takes_frames(rsub) else None
+        room = conn.frames_room() if conn is not None else 0
+        acc = acc_msgs = acc_bytes = 0
+        msub = hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
+        mpfx = hpfx = b""
         push_size = push and (ps.rate is not None or ps.maxpb > 0)
         size = 0
         wr = None
-        while True:
-            if budget <= 0:
-                break
-            if push:
-                if not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb):
+        statuses = pull.statuses
+        # Messages read ahead (``load_next_msgs``) for the plain case: new messages in order. Any
+        # call that may publish (a status, a flow-control request, a routed delivery, a receiver
+        # cut as a slow consumer) empties it, so the next message is read after it, as it was
+        # when every message was read on its own.
+        ahead: list[StoredMsg] = []
+        ai = an = 0
+        try:
+            while True:
+                if budget <= 0:
                     break
-            elif not waiting:
-                break
-            if st.rdq or st.lss or single is None or (maxp > 0 and len(st.pending) >= maxp):
-                msg, dc, stop = self._next_msg()
-                if msg is None:
-                    break
-                seq = msg.seq
-            else:
-                prev = st.sseq
-                try:
-                    msg, seq = load_next(single, prev)
-                except ErrStoreEOF:
-                    self._at_eof()
-                    stop = _STOP_EOF
-                    break
-                st.sseq = seq + 1
-                self._undo = (3, seq, prev)
-                dc = 1
-            if self._replay and self._replay_delay(msg):
-                budget = 0
-                break
-            dseq = st.dseq
-            if dc == 1:
-                npc = self.npc = self.npc - 1
-                ack = f"{prefix1}{seq}.{dseq}.{msg.ts}.{npc if npc > 0 else 0}"
-            else:
-                npc = self.npc
-                ack = f"{prefix}{dc}.{seq}.{dseq}.{msg.ts}.{npc if npc > 0 else 0}"
-            hdr: bytes | None = msg.hdr or None
-            payload = msg.data
-            if headers_only:
-                hdr = _headers_only(hdr, len(payload))
-                payload = b""
-            if push:
-                if push_size:
-                    size = len(dest) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
-                    if ps.rate is not None and ps.rate_delay(size):
-                        self._unget_counted(dc)
-                        budget = 0
+                if push:
+                    if not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb):
                         break
-            else:
-                size = len(msg.subject) + len(ack) + (len(hdr) if hdr else 0) + len(payload)
-                wr = pull.next_waiting(size, current_pass, groups, prioritized)
-                if wr is None:
-                    self._unget_counted(dc)
-                    stop = _STOP_IDLE
+                elif not waiting:
                     break
-                if wr.reply != dest:
-                    dest = wr.reply
-                    rsub = lone_receiver(dest)
-                if pinned:
-                    # ⟨2.11+⟩ every delivery of a pinned group names the pin
-                    base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
-                    hdr = base + pull.priority.header_value() + b"\r\n"
-                if wr.n > 0 and wr.hb:
-                    wr.hbt = time.monotonic() + wr.hb
-            st.dseq = dseq + 1
-            if rsub is not None and not rsub.closed:
-                ok = rsub.client.deliver(rsub, dest, ack, hdr, payload, None, msg.subject)
-                direct += 1
-            else:
-                ok = publish(dest, payload, ack, hdr, msg.subject)
-            if track:
-                st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
-                if acks.ptmr is None:
-                    acks.arm_if_idle()
-            else:
-                st.delivered_none(seq, dseq)
-            if push:
-                if ps.maxpb:
-                    ps.after_delivery(size)
-            elif wr is not None and wr.n <= 0 and wr.max_bytes > 0:
-                pull.batch_completed(dest, wr.max_bytes)
-            if ack_none_interest:
-                self.stream.ack_msg(seq)
-            if not ok:
-                self._did_not_deliver(seq)
-            delivered += 1
-            budget -= 1
+                if ai < an:
+                    msg = ahead[ai]
+                    ai += 1
+                    seq = msg.seq
+                    self._undo = (3, seq, st.sseq)
+                    st.sseq = seq + 1
+                    dc = 1
+                elif st.rdq or st.lss or single is None or (maxp > 0 and len(st.pending) >= maxp):
+                    nxt, dc, stop = self._next_msg()
+                    if nxt is None:
+                        break
+                    msg = nxt
+                    seq = msg.seq
+                else:
+                    if rsub is None or ack_none_interest or self._replay:
+                        want = 1
+                    else:
+                        want = budget if budget < READ_AHEAD else READ_AHEAD
+                        if maxp > 0 and maxp - len(st.pending) < want:
+                            want = maxp - len(st.pending)
+                        if not push:
+                            want = max(min(want, waiting.wanted()), 1)
+                    ahead = read_run(single, st.sseq, want, READ_AHEAD_BYTES)
+                    an = len(ahead)
+                    if not an:
+                        self._at_eof()
+                        stop = _STOP_EOF
+                        break
+                    msg = ahead[0]
+                    ai = 1
+                    seq = msg.seq
+                    self._undo = (3, seq, st.sseq)
+                    st.sseq = seq + 1
+                    dc = 1
+                if self._replay and self._replay_delay(msg):
+                    budget = 0
+                    break
+                dseq = st.dseq
+                if dc == 1:
+                    npc = self.npc = self.npc - 1
+                    ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, msg.ts, npc if npc > 0 else 0)
+                else:
+                    npc = self.npc
+                    ack = b"%b%d.%d.%d.%d.%d" % (prefix, dc, seq, dseq, msg.ts, npc if npc > 0 else 0)
+                hdr: bytes | None = msg.hdr or None
+                payload = msg.data
+                if headers_only:
+                    hdr = _headers_only(hdr, len(payload))
+                    payload = b""
+                if push:
+                    if push_size:
+                        size = len(dest) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
+                        if ps.rate is not None and ps.rate_delay(size):
+                            self._unget_counted(dc)
+                            budget = 0
+                            break
+                else:
+                    size = len(msg.subject) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
+                    wr = pull.next_waiting(size, current_pass, groups, prioritized)
+                    if pull.statuses != statuses:  # a request expired or was over its max_bytes
+                        statuses = pull.statuses
+                        an = 0
+                    if wr is None:
+                        self._unget_counted(dc)
+                        stop = _STOP_IDLE
+                        break
+                    if wr.reply != dest:
+                        if conn is not None and acc:
+                            conn.frames_queued(rsub, acc_msgs, acc_bytes, acc)
+                            acc = acc_msgs = acc_bytes = 0
+                        dest = wr.reply
+                        rsub = lone_receiver(dest)
+                        conn = rsub.client if rsub is not None and rsub.client.takes_frames(rsub) else None
+                        room = conn.frames_room() if conn is not None else 0
+                        msub = hsub = ""
+                    if pinned:
+                        # ⟨2.11+⟩ every delivery of a pinned group names the pin
+                        base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
+                        hdr = base + pull.priority.header_value() + b"\r\n"
+                    if wr.n > 0 and wr.hb:
+                        wr.hbt = time.monotonic() + wr.hb
+                st.dseq = dseq + 1
+                if rsub is None or rsub.closed:
+                    ok = publish(dest, payload, ack.decode(), hdr, msg.subject)
+                    an = 0
+                elif conn is not None:
+                    # ``ClientConnection.deliver``'s framing, without its per-message checks
+                    # (none apply: see ``takes_frames``) and with the accounting per run.
+                    subject = msg.subject
+                    if hdr is not None and conn.headers:
+                        if subject is not hsub:
+                            hsub, hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
+                        n = append_hmsg(conn.out, hpfx, ack, hdr, payload)
+                        acc_bytes += len(hdr) + len(payload)
+                    else:
+                        if subject is not msub:
+                            msub, mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
+                        n = append_msg(conn.out, mpfx, ack, payload)
+                        acc_bytes += len(payload)
+                    acc += n
+                    acc_msgs += 1
+                    if acc > room:  # where deliver would write early (and maybe cut the receiver)
+                        conn.frames_queued(rsub, acc_msgs, acc_bytes, acc)
+                        acc = acc_msgs = acc_bytes = 0
+                        if rsub.closed:
+                            an = 0
+                            conn = None
+                        else:
+                            room = conn.frames_room()
+                    ok = True
+                    direct += 1
+                else:
+                    ok = rsub.client.deliver(rsub, dest, ack.decode(), hdr, payload, None, msg.subject)
+                    direct += 1
+                    if rsub.closed:
+                        an = 0
+                if track:
+                    st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
+                    if acks.ptmr is None:
+                        acks.arm_if_idle()
+                else:
+                    st.delivered_none(seq, dseq)
+                if push:
+                    if ps.maxpb:
+                        fcid = ps.fcid
+                        ps.after_delivery(size)
+                        if ps.fcid != fcid:  # a flow-control request went out
+                            an = 0
+                elif wr is not None and wr.n <= 0 and wr.max_bytes > 0:
+                    pull.batch_completed(dest, wr.max_bytes)
+                    an = 0
+                if ack_none_interest:
+                    self.stream.ack_msg(seq)
+                if not ok:
+                    self._did_not_deliver(seq)
+                    an = 0
+                delivered += 1
+                budget -= 1
+        finally:
+            if conn is not None and acc:
+                conn.frames_queued(rsub, acc_msgs, acc_bytes, acc)
         if direct:
             self.server.count_matches(direct)
         if delivered:
@@ -880,7 +968,9 @@ def _reset_seq(payload: bytes) -> int:
         raise JetStreamApiError(_invalid_json("invalid JSON")) from None
     if not isinstance(doc, dict):
         raise JetStreamApiError(
-            _invalid_json(f"json: cannot unmarshal {_go_type(doc)} into Go value of type server.JSApiConsumerResetRequest")
+            _invalid_json(
+                f"json: cannot unmarshal {_go_type(doc)} into Go value of type server.JSApiConsumerResetRequest"
+            )
         )
     value = {str(k).lower(): v for k, v in doc.items()}.get("seq", 0)
     if value is None:

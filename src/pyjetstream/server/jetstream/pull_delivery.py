@@ -115,6 +115,10 @@ class WaitQueue:
     def __iter__(self) -> Iterator[WaitingRequest]:
         return iter(self._q)
 
+    def wanted(self) -> int:
+        """Messages the waiting requests still want (what a delivery pass may read ahead)."""
+        return sum(wr.n for wr in self._q)
+
     def is_full(self) -> bool:
         return len(self._q) >= self.capacity
 
@@ -181,7 +185,7 @@ class WaitQueue:
 class PullDelivery:
     """The pull side of a consumer: requests in, the waiting queue, its timer, statuses out."""
 
-    __slots__ = ("_wtmr", "_wtmr_at", "consumer", "priority", "waiting")
+    __slots__ = ("_wtmr", "_wtmr_at", "consumer", "priority", "statuses", "waiting")
 
     def __init__(self, consumer: Consumer) -> None:
         self.consumer = consumer
@@ -190,6 +194,7 @@ class PullDelivery:
         self._wtmr: asyncio.TimerHandle | None = None
         self._wtmr_at = 0.0
         self.priority = PriorityGroups(consumer)
+        self.statuses = 0  # statuses sent (the delivery pass notices one sent while it reads ahead)
 
     def stop(self) -> None:
         if self._wtmr is not None:
@@ -211,6 +216,7 @@ class PullDelivery:
         self.process_request(reply, payload)
 
     def send_status(self, reply: str, hdr: bytes) -> None:
+        self.statuses += 1
         self.consumer.server.publish_internal(reply, b"", hdr=hdr)
 
     def process_request(self, reply: str, body: bytes) -> None:
@@ -284,7 +290,6 @@ class PullDelivery:
         """
         waiting = self.waiting
         q = waiting._q  # (its own module's queue: read directly, once per message)
-        has_interest = self.consumer.server.has_interest
         cycled = 0
         while q:
             wr = q[0]
@@ -316,9 +321,19 @@ class PullDelivery:
                             groups.release_claim()
                         waiting.remove_head()
                         continue
-                if wr.checked == current_pass or has_interest(wr.reply):
+                if wr.checked == current_pass or self.consumer.server.has_interest(wr.reply):
                     wr.checked = current_pass
-                    return waiting.pop(prioritized)
+                    if prioritized:
+                        return waiting.pop(prioritized)
+                    # ``pop`` inlined (once per message): count the delivery, requeue at the back
+                    wr.delivered += 1
+                    wr.n -= 1
+                    if wr.n <= 0:
+                        q.popleft()
+                    elif len(q) > 1:
+                        q.popleft()
+                        q.append(wr)
+                    return wr
             else:
                 self.send_status(wr.reply, wr.timeout_status())
             waiting.remove_head()

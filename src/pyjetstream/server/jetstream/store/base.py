@@ -220,6 +220,25 @@ class MessageStore(ABC):
         Returns ``(msg, msg.seq)``; raises ErrStoreEOF when there is none.
         """
 
+    def load_next_msgs(
+        self, filter_subject: str, start_seq: int, max_msgs: int, max_bytes: int
+    ) -> list[StoredMsg]:
+        """Up to ``max_msgs`` messages from ``start_seq`` on matching the filter, in order, ending
+        after the one that brings their headers and payloads to ``max_bytes``; empty at the end
+        (a consumer's read-ahead). A store may answer it faster than message by message."""
+        out: list[StoredMsg] = []
+        size = 0
+        seq = start_seq
+        while len(out) < max_msgs and size < max_bytes:
+            try:
+                msg, seq = self.load_next_msg(filter_subject, seq)
+            except ErrStoreEOF:
+                break
+            out.append(msg)
+            size += len(msg.hdr) + len(msg.data)
+            seq += 1
+        return out
+
     @abstractmethod
     def load_last_msg(self, subject: str) -> StoredMsg:
         """Last message on a subject (wildcards allowed; ``""``/``">"`` = stream's last)."""

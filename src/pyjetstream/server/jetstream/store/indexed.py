@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
 
+from ._index import next_nonzero
 from .backend import PayloadBackend
 from .base import (
     DISCARD_NEW,
@@ -539,6 +540,61 @@ class IndexedStore(MessageStore):
             raise ErrStoreEOF()
         seq = index.base + j
         return self._msg_at(j, seq), seq
+
+    def load_next_msgs(
+        self, filter_subject: str, start_seq: int, max_msgs: int, max_bytes: int
+    ) -> list[StoredMsg]:
+        """:meth:`load_next_msg` for a run: up to ``max_msgs`` messages from ``start_seq`` on
+        matching the filter, in order, ending early after the one that brings their headers and
+        payloads to ``max_bytes`` (empty at the end).
+
+        A consumer's delivery pass reads ahead with it: one call and a walk over the slot array
+        instead of a ``load_next_msg`` → ``next_match`` → ``_msg_at`` chain per message.
+        """
+        if self._closed:
+            raise ErrStoreClosed()
+        index = self._index
+        out: list[StoredMsg] = []
+        if start_seq < index.first_seq:
+            start_seq = index.first_seq
+        if start_seq > index.last_seq or not index.msgs or max_msgs <= 0:
+            return out
+        base = index.base
+        read = self._read_payload
+        names = index.subjects.names
+        sids, tss, locs = index.sids, index.tss, index.locs
+        size = 0
+        if is_match_all(filter_subject):
+            i, end = start_seq - base, len(sids)
+            while i < end:
+                sid = sids[i]
+                if not sid:
+                    i = next_nonzero(sids, i, end)
+                    if i < 0:
+                        break
+                    sid = sids[i]
+                seq = base + i
+                hdr, data = read(seq, locs[i])
+                out.append(StoredMsg(names[sid], seq, tss[i], hdr, data))  # type: ignore[arg-type]
+                size += len(hdr) + len(data)
+                if len(out) >= max_msgs or size >= max_bytes:
+                    break
+                i += 1
+            return out
+        next_match = index.next_match
+        seq = start_seq
+        while True:
+            i = next_match(filter_subject, seq)
+            if i < 0:
+                break
+            seq = base + i
+            hdr, data = read(seq, locs[i])
+            out.append(StoredMsg(names[sids[i]], seq, tss[i], hdr, data))  # type: ignore[arg-type]
+            size += len(hdr) + len(data)
+            if len(out) >= max_msgs or size >= max_bytes:
+                break
+            seq += 1
+        return out
 
     def load_last_msg(self, subject: str) -> StoredMsg:
         if self._closed:
