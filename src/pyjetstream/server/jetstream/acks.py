@@ -30,6 +30,7 @@ from pyjetstream.api.advisories import (
 from pyjetstream.api.enums import AckPolicy, RetentionPolicy
 from pyjetstream.api.headers import no_responders_block
 from pyjetstream.server.jetstream import advisories
+from pyjetstream.server.jetstream.consumer_config import sample_frequency
 
 if TYPE_CHECKING:
     from pyjetstream.server.client import ClientConnection
@@ -52,6 +53,7 @@ class AckProcessor:
         "_explicit",
         "_limits",
         "_maxp",
+        "_plain",
         "_prefix_len",
         "_several",
         "consumer",
@@ -76,6 +78,9 @@ class AckProcessor:
         self._maxp = cfg.max_ack_pending
         self._activity = cfg.inactive_threshold > 0
         self._limits = self.consumer.retention == RetentionPolicy.LIMITS  # acks remove nothing
+        # An ``+ACK`` then only retires the message (``ack`` inlined in ``on_ack``): no ack
+        # sampling (read from the config: the consumer updates its ``sfreq`` after this).
+        self._plain = self._explicit and self._limits and not sample_frequency(cfg)
 
     def stop(self) -> None:
         if self.ptmr is not None:
@@ -108,6 +113,14 @@ class AckProcessor:
         if payload == ACK:  # the common case first, without classifying the payload
             if beyond:
                 skip_reply = True
+            elif self._plain:  # ``ack`` for AckExplicit on a limits stream, without sampling
+                st = self.state
+                was = len(st.pending)
+                p = st.ack(sseq, dseq)
+                consumer.writer.dirty()
+                st.lat = time.time_ns()
+                if p is not None and was >= self._maxp > 0:
+                    consumer.kick()
             else:
                 self.ack(sseq, dseq, dc, True)
             action = None
