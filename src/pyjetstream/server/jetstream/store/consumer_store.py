@@ -14,6 +14,7 @@ import struct
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 
 from ._fileutil import atomic_write, fsync_dir, read_meta_file, write_meta_file
 from .base import (
@@ -33,6 +34,8 @@ _STATE_MAGIC = b"PJSC"
 _STATE_VERSION = 1
 # magic, version, pad, ack floor (consumer, stream), delivered (consumer, stream), #pending, #redelivered
 _STATE_HDR = struct.Struct("<4sB3xQQQQQQ")
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 
 
 class _ConsumerStateMachine(ConsumerStoreBase):
@@ -103,9 +106,14 @@ class _ConsumerStateMachine(ConsumerStoreBase):
             raise ErrBadConsumerState("bad ack floor for consumer")
         if state.ack_floor.stream_seq > state.delivered.stream_seq:
             raise ErrBadConsumerState("bad ack floor for stream")
-        for seq in state.pending:
-            if seq <= state.ack_floor.stream_seq or seq > state.delivered.stream_seq:
-                raise ErrBadConsumerState(f"bad pending entry, sequence [{seq}] out of range")
+        pending = state.pending
+        # min/max are two C passes; only a bad entry needs the loop (to name the first one).
+        if pending and (
+            min(pending) <= state.ack_floor.stream_seq or max(pending) > state.delivered.stream_seq
+        ):
+            for seq in pending:
+                if seq <= state.ack_floor.stream_seq or seq > state.delivered.stream_seq:
+                    raise ErrBadConsumerState(f"bad pending entry, sequence [{seq}] out of range")
         cur = self._st
         if (
             state.delivered.consumer_seq < cur.delivered.consumer_seq
@@ -226,8 +234,21 @@ class MemoryConsumerStore(_ConsumerStateMachine):
 
 
 def encode_consumer_state(st: ConsumerState) -> bytes:
-    pend_seqs = sorted(st.pending)
-    red_seqs = sorted(st.redelivered)
+    """``o.dat``: the header, then the pending and redelivered maps as sorted columns.
+
+    Written every ``STATE_FLUSH_DELAY`` while a consumer has work (holding the GIL in the writer
+    thread), so every pass over the maps is a C one: a consumer's pending dict is in delivery
+    order, which is ascending stream order, so ``sorted`` finds one run, the values are taken in
+    dict order, split into columns by ``itemgetter`` and packed by ``struct`` (per-entry Python
+    and ``array`` of 19-digit time stamps cost ~6 ms with 20,000 pending; this ~2).
+    """
+    pending = st.pending
+    pend_seqs = list(pending)
+    ordered = sorted(pend_seqs)
+    values = list(pending.values()) if ordered == pend_seqs else list(map(pending.__getitem__, ordered))
+    red = st.redelivered
+    red_seqs = sorted(red)
+    n, r = len(ordered), len(red_seqs)
     parts = [
         _STATE_HDR.pack(
             _STATE_MAGIC,
@@ -236,14 +257,14 @@ def encode_consumer_state(st: ConsumerState) -> bytes:
             st.ack_floor.stream_seq,
             st.delivered.consumer_seq,
             st.delivered.stream_seq,
-            len(pend_seqs),
-            len(red_seqs),
+            n,
+            r,
         ),
-        array("Q", pend_seqs).tobytes(),
-        array("Q", [st.pending[s][0] for s in pend_seqs]).tobytes(),
-        array("q", [st.pending[s][1] for s in pend_seqs]).tobytes(),
-        array("Q", red_seqs).tobytes(),
-        array("Q", [st.redelivered[s] for s in red_seqs]).tobytes(),
+        struct.pack(f"<{n}Q", *ordered),
+        struct.pack(f"<{n}Q", *map(_FIRST, values)),
+        struct.pack(f"<{n}q", *map(_SECOND, values)),
+        struct.pack(f"<{r}Q", *red_seqs),
+        struct.pack(f"<{r}Q", *map(red.__getitem__, red_seqs)),
     ]
     body = b"".join(parts)
     return body + zlib.crc32(body).to_bytes(4, "little")
