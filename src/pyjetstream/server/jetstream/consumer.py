@@ -17,8 +17,9 @@ The consumer itself picks the starting position, counts pending messages, runs t
 loop, deletes itself when inactive, and reports its info. Delivery runs on the event loop:
 ``kick`` schedules one ``_run`` pass, which hands out up to ``DELIVER_BATCH`` messages and
 schedules itself again if more could go. Everything a message needs on the way out is pre-built
-(ack reply prefix, filter matcher), so a delivery is one store read, one f-string and one
-``publish_internal``.
+(ack reply prefix, filter matcher, the receiver), new messages are read ahead in runs, and a
+delivery to a client is one bytes format for the ack reply and one ``protocol.writers`` call into
+the receiver's output (see ``_run``).
 """
 
 from __future__ import annotations
@@ -555,15 +556,17 @@ class Consumer:
                     msg = ahead[ai]
                     ai += 1
                     seq = msg.seq
-                    self._undo = (3, seq, st.sseq)
+                    prev = st.sseq  # (``_undo`` is set from it only before an ``_unget``)
                     st.sseq = seq + 1
                     dc = 1
+                    ahead_msg = True
                 elif st.rdq or st.lss or single is None or (maxp > 0 and len(st.pending) >= maxp):
                     nxt, dc, stop = self._next_msg()
                     if nxt is None:
                         break
                     msg = nxt
                     seq = msg.seq
+                    ahead_msg = False
                 else:
                     if rsub is None or ack_none_interest or self._replay:
                         want = 1
@@ -582,12 +585,16 @@ class Consumer:
                     msg = ahead[0]
                     ai = 1
                     seq = msg.seq
-                    self._undo = (3, seq, st.sseq)
+                    prev = st.sseq
                     st.sseq = seq + 1
                     dc = 1
-                if self._replay and self._replay_delay(msg):
-                    budget = 0
-                    break
+                    ahead_msg = True
+                if self._replay:
+                    if ahead_msg:
+                        self._undo = (3, seq, prev)
+                    if self._replay_delay(msg):
+                        budget = 0
+                        break
                 dseq = st.dseq
                 if dc == 1:
                     npc = self.npc = self.npc - 1
@@ -604,6 +611,8 @@ class Consumer:
                     if push_size:
                         size = len(dest) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
                         if ps.rate is not None and ps.rate_delay(size):
+                            if ahead_msg:
+                                self._undo = (3, seq, prev)
                             self._unget_counted(dc)
                             budget = 0
                             break
@@ -614,6 +623,8 @@ class Consumer:
                         statuses = pull.statuses
                         an = 0
                     if wr is None:
+                        if ahead_msg:
+                            self._undo = (3, seq, prev)
                         self._unget_counted(dc)
                         stop = _STOP_IDLE
                         break
