@@ -132,7 +132,9 @@ def test_load_next_msgs_is_load_next_msg_in_a_run(make_store: StoreFactory) -> N
     for filt in ("", ">", "k.1", "k.*"):
         for start in (0, 1, 5, 299, 320, 501, 600, 601):
             for n in (1, 7, 1000):
-                assert [tuple(m) for m in s.load_next_msgs(filt, start, n, 1 << 20)] == one_by_one(filt, start, n)
+                assert [tuple(m) for m in s.load_next_msgs(filt, start, n, 1 << 20)] == one_by_one(
+                    filt, start, n
+                )
     assert len(s.load_next_msgs(">", 1, 100, 25)) == 3  # stops after the message reaching 25 bytes
     assert s.load_next_msgs(">", 601, 10, 1000) == []
     assert s.load_next_msgs("nope", 1, 10, 1000) == []
