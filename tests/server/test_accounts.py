@@ -19,6 +19,7 @@ import nats.errors
 import pytest
 from nats.aio.client import Client
 from nats.js.api import StorageType, StreamConfig
+from tests.support.natspy import subscriptions_live
 from tests.support.targets import Target
 
 StartServer = Callable[..., Target]
@@ -94,7 +95,7 @@ async def test_core_subjects_are_isolated(target: Target) -> None:
                     all_got.set()
 
             await nc.subscribe(">", cb=handler)
-            await nc.flush()
+            await subscriptions_live(nc)
         for user, nc in clients.items():
             await nc.publish(f"from.{user}", user.encode())
             await nc.flush()
@@ -233,7 +234,7 @@ async def _attack(nc: Client, victim: str) -> list[str]:
         seen.append(msg)
 
     sub = await nc.subscribe(">", cb=spy)
-    await nc.flush()
+    await subscriptions_live(nc)
     js = nc.jetstream(timeout=SHORT)
     # Stream and consumer API: "stream not found" (10059), no names listed.
     for subject, body in (
@@ -328,7 +329,7 @@ async def test_no_auth_user_lands_in_its_account(start_server: StartServer) -> N
             await msg.respond(b"account B")
 
         await b.subscribe("hello", cb=responder)
-        await b.flush()
+        await subscriptions_live(b)
         assert (await anon.request("hello", b"", timeout=TIMEOUT)).data == b"account B"
         assert await _no_answer(a, "hello") == "no-responders"
         info = await _api(anon, "$JS.API.INFO")
@@ -426,8 +427,7 @@ async def test_stream_import_with_prefix_and_mapping(sharing: Target) -> None:
         into_i, into_x = _Inbox(), _Inbox()
         await i.subscribe(">", cb=into_i.handle)
         await x.subscribe(">", cb=into_x.handle)
-        await i.flush()
-        await x.flush()
+        await subscriptions_live(i, x)
         await e.publish("ev.a", b"1", reply="r1")
         await e.publish("mapped.k", b"2")
         await e.publish("other", b"3")
@@ -447,7 +447,7 @@ async def test_service_import_request_reply(sharing: Target) -> None:
             await msg.respond(b"answer to " + msg.subject.encode())
 
         await e.subscribe("svc.*", cb=service)
-        await e.flush()
+        await subscriptions_live(e)
         resp = await i.request("local.x", b"q", timeout=TIMEOUT)
         assert resp.data == b"answer to svc.x"
         assert seen[0][0] == "svc.x" and seen[0][1].startswith("_R_.")
@@ -466,7 +466,7 @@ async def test_service_import_response_types(sharing: Target) -> None:
 
         await e.subscribe("svc.twice", cb=twice)
         await e.subscribe("multi", cb=twice)
-        await e.flush()
+        await subscriptions_live(e)
         for subject, expected in (("local.twice", [b"one"]), ("multi", [b"one", b"two"])):
             inbox = _Inbox()
             reply = i.new_inbox()

@@ -9,6 +9,7 @@ import nats
 import nats.errors
 import pytest
 from tests.server.rawclient import QUIET_CONNECT, RawClient
+from tests.support.natspy import subscriptions_live
 from tests.support.targets import Target
 
 TIMEOUT = 10.0
@@ -16,13 +17,6 @@ TIMEOUT = 10.0
 
 async def _connect(target: Target, **kwargs: object) -> nats.NATS:
     return await nats.connect(target.url, allow_reconnect=False, **kwargs)
-
-
-async def _ready(*clients: nats.NATS) -> None:
-    # nats-py's flush can return before a just-sent SUB is processed: flush twice.
-    for nc in clients:
-        await nc.flush()
-        await nc.flush()
 
 
 async def _collect(sub: nats.aio.subscription.Subscription, count: int) -> list[nats.aio.msg.Msg]:
@@ -33,7 +27,7 @@ async def test_publish_subscribe_in_order(core_server: Target) -> None:
     nc = await _connect(core_server)
     try:
         sub = await nc.subscribe("orders.new")
-        await _ready(nc)
+        await subscriptions_live(nc)
         for i in range(50):
             await nc.publish("orders.new", f"m{i}".encode())
         msgs = await _collect(sub, 50)
@@ -48,7 +42,7 @@ async def test_wildcards(core_server: Target) -> None:
     try:
         filters = ["time.*.east", "time.us.>", "*.*.east.>", ">"]
         subs = {f: await nc.subscribe(f) for f in filters}
-        await _ready(nc)
+        await subscriptions_live(nc)
         subjects = ["time.us.east", "time.eu.east", "time.us.east.atlanta", "time.us", "other"]
         for subject in subjects:
             await nc.publish(subject, subject.encode())
@@ -92,7 +86,7 @@ async def test_queue_groups(core_server: Target) -> None:
             await w.subscribe("jobs", queue="workers", cb=handler(f"w{i}"))
         other_group = await nc.subscribe("jobs", queue="auditors")
         plain = await nc.subscribe("jobs")
-        await _ready(nc, *workers)
+        await subscriptions_live(nc, *workers)
         for i in range(total):
             await nc.publish("jobs", str(i).encode())
         await asyncio.wait_for(done.wait(), TIMEOUT)
@@ -117,7 +111,7 @@ async def test_request_reply(core_server: Target) -> None:
             await msg.respond(b"re:" + msg.data)
 
         await responder.subscribe("svc.echo", cb=echo)
-        await _ready(responder)
+        await subscriptions_live(responder)
         reply = await requester.request("svc.echo", b"one", timeout=TIMEOUT)
         assert reply.data == b"re:one"
         replies = await asyncio.gather(
@@ -142,7 +136,7 @@ async def test_headers_round_trip(core_server: Target) -> None:
     nc = await _connect(core_server)
     try:
         sub = await nc.subscribe("h")
-        await _ready(nc)
+        await subscriptions_live(nc)
         await nc.publish("h", b"body", headers={"Nats-Msg-Id": "abc", "X-Multi": "1"})
         msg = await sub.next_msg(timeout=TIMEOUT)
         assert msg.data == b"body"
@@ -205,12 +199,12 @@ async def test_auto_unsubscribe(core_server: Target) -> None:
         sub = await nc.subscribe("limited")
         await sub.unsubscribe(limit=3)
         probe = await nc.subscribe("limited")
-        await _ready(nc)
+        await subscriptions_live(nc)
         for i in range(6):
             await nc.publish("limited", str(i).encode())
         # The probe sees all six, so the server has routed them all by then.
         assert len(await _collect(probe, 6)) == 6
-        await _ready(nc)
+        await subscriptions_live(nc)
         got = [m.data for m in await _collect(sub, 3)]
         assert got == [b"0", b"1", b"2"]
         with pytest.raises(nats.errors.TimeoutError):
@@ -225,14 +219,14 @@ async def test_echo_off(core_server: Target) -> None:
     try:
         own = await quiet.subscribe("chat")
         theirs = await other.subscribe("chat")
-        await _ready(quiet, other)
+        await subscriptions_live(quiet, other)
         await quiet.publish("chat", b"from-quiet")
         await other.publish("chat", b"from-other")
         # Two publishers: no order between them.
         assert sorted(m.data for m in await _collect(theirs, 2)) == [b"from-other", b"from-quiet"]
         # The no-echo connection gets only the other connection's message.
         assert (await own.next_msg(timeout=TIMEOUT)).data == b"from-other"
-        await _ready(quiet)
+        await subscriptions_live(quiet)
         assert own.pending_msgs == 0
     finally:
         await quiet.close()
@@ -245,7 +239,7 @@ async def test_large_payloads(core_server: Target, size: int) -> None:
     try:
         payload = bytes(i % 251 for i in range(size))
         sub = await nc.subscribe("big")
-        await _ready(nc)
+        await subscriptions_live(nc)
         await nc.publish("big", payload)
         assert (await sub.next_msg(timeout=TIMEOUT)).data == payload
     finally:
@@ -257,7 +251,7 @@ async def test_large_payload_with_headers(core_server: Target) -> None:
     try:
         payload = b"z" * (1024 * 1024 - 200)
         sub = await nc.subscribe("bigh")
-        await _ready(nc)
+        await subscriptions_live(nc)
         await nc.publish("bigh", payload, headers={"K": "v" * 50})
         msg = await sub.next_msg(timeout=TIMEOUT)
         assert msg.data == payload and msg.headers == {"K": "v" * 50}
@@ -276,7 +270,7 @@ async def test_fanout(core_server: Target) -> None:
     subs_conns = [await _connect(core_server) for _ in range(4)]
     try:
         subs = [await c.subscribe("fan") for c in subs_conns]
-        await _ready(*subs_conns)
+        await subscriptions_live(*subs_conns)
         for i in range(100):
             await pub.publish("fan", str(i).encode())
         for sub in subs:

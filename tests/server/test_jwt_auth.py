@@ -14,6 +14,7 @@ import nats
 import nats.errors
 import pytest
 from tests.server.rawclient import RawClient
+from tests.support.natspy import subscriptions_live
 from tests.support.operator import JS_UNLIMITED, Operator, sign_nonce
 from tests.support.targets import Target
 
@@ -57,7 +58,7 @@ async def test_creds_connect_and_account_isolation(start_server: StartServer, op
     try:
         sub_b = await b.subscribe(">")
         sub_a = await a.subscribe("hello")
-        await b.flush()
+        await subscriptions_live(b)
         await a.publish("hello", b"A only")
         assert (await sub_a.next_msg(timeout=TIMEOUT)).data == b"A only"
         with pytest.raises(nats.errors.TimeoutError):
@@ -316,8 +317,7 @@ async def test_exports_and_imports_from_account_jwts(start_server: StartServer, 
             await msg.respond(b"served " + msg.subject.encode())
 
         await e.subscribe("svc.>", cb=service)
-        await i.flush()
-        await e.flush()
+        await subscriptions_live(i, e)
         await e.publish("ev.one", b"1")
         msg = await sub.next_msg(timeout=TIMEOUT)
         assert (msg.subject, msg.data) == ("fromE.one", b"1")

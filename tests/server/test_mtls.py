@@ -15,6 +15,7 @@ import nats
 import nats.errors
 import pytest
 from tests.support.certs import Cert, CertFactory, have_openssl
+from tests.support.natspy import subscriptions_live
 from tests.support.targets import Target
 
 StartServer = Callable[..., Target]
@@ -164,7 +165,7 @@ async def test_verify_and_map_into_accounts(start_server: StartServer, certs: Ce
     bob = await _connect(target, _client_ctx(certs, certs.bob))
     try:
         sub = await bob.subscribe(">")
-        await bob.flush()
+        await subscriptions_live(bob)
         await alice.publish("hello", b"from A")
         await alice.flush()
         with pytest.raises(nats.errors.TimeoutError):
