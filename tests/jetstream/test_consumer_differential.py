@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -52,12 +53,29 @@ def fmt(m: Msg) -> str:
     return f"{m.subject} | {m.reply} | {m.hdr!r} | {m.data!r}"
 
 
+#: How long a message the scenario waits for may take on a loaded machine (it usually takes ms).
+SLOW = 10.0
+
+
 async def drain(
-    sub: Sub, out: Out, max_wait: float = 0.6, until_status: bool = True, limit: int = 50
+    sub: Sub,
+    out: Out,
+    quiet: float | None = None,
+    expect: int = 0,
+    until_status: bool = True,
+    limit: int = 50,
 ) -> None:
-    for _ in range(limit):
+    """Record what ``sub`` receives, up to ``limit`` messages.
+
+    ``quiet=None``: nats-server ends this with a status (404, 408, 409...), and each message up to
+    it is waited for up to ``SLOW``, so load can delay the transcript but not change it.
+    ``quiet=t``: the drain ends after ``t`` seconds without a message (or at a status, with
+    ``until_status``); the first ``expect`` messages, what nats-server sends before it goes quiet,
+    are still waited for up to ``SLOW``, so only the silence after them is timed.
+    """
+    for i in range(limit):
         try:
-            m = await sub.next(max_wait)
+            m = await sub.next(SLOW if quiet is None or i < expect else quiet)
         except TimeoutError:
             out.append("  (quiet)")
             return
@@ -67,13 +85,21 @@ async def drain(
 
 
 async def pull(
-    c: RawClient, out: Out, consumer: str, body: Any, label: str, max_wait: float = 0.6, stream: str = "S"
+    c: RawClient,
+    out: Out,
+    consumer: str,
+    body: Any,
+    label: str,
+    quiet: float | None = None,
+    expect: int = 0,
+    stream: str = "S",
 ) -> None:
+    """One pull request and what it gets (``quiet`` and ``expect`` as for ``drain``)."""
     inbox = c.new_inbox()
     sub = c.subscribe(inbox)
     out.append(f"PULL {label} {body!r}")
     c.pull(stream, consumer, inbox, body)
-    await drain(sub, out, max_wait)
+    await drain(sub, out, quiet, expect)
     sub.unsubscribe()
 
 
@@ -81,9 +107,51 @@ def bound(info_msg: Msg) -> bool:
     return bool(json.loads(info_msg.data).get("push_bound", False))
 
 
-async def stream_state(c: RawClient, out: Out, name: str = "S") -> None:
-    r = await c.request(f"$JS.API.STREAM.INFO.{name}", b"")
-    st = json.loads(r.data)["state"]
+async def push_bound(c: RawClient, out: Out, label: str, consumer: str, expect: bool) -> None:
+    """Record consumer ``S.<consumer>``'s ``push_bound`` after a subscription change.
+
+    nats-server learns of the change in a goroutine (the sublist's interest notification), so
+    the answer is read again until it is ``expect``, what nats-server answers, for up to ``SLOW``.
+    The first read comes 0.1 s after the change: time for a change that should not happen to show.
+    """
+    await c.flush()
+    await asyncio.sleep(0.1)
+    deadline = time.monotonic() + SLOW
+    subject = f"$JS.API.CONSUMER.INFO.S.{consumer}"
+    while True:
+        now = bound(await c.request(subject))
+        if now == expect or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    out.append(f"{label} {now}")
+
+
+async def pending(c: RawClient, counts: dict[str, int], stream: str = "S") -> None:
+    """Wait, unrecorded, until each consumer's ``num_pending`` is as given (what nats-server
+    settles on), for up to ``SLOW``. nats-server sends a PubAck before it tells the consumers of
+    the new message (``processJetStreamMsg`` pushes it on ``mset.sigq`` for
+    ``signalConsumersLoop``), so an INFO or a ``no_wait`` pull right after a publish can find the
+    consumer not yet told: 404 No Messages where there are messages."""
+    deadline = time.monotonic() + SLOW
+    for name, count in counts.items():
+        subject = f"$JS.API.CONSUMER.INFO.{stream}.{name}"
+        while json.loads((await c.request(subject)).data).get("num_pending") != count:
+            if time.monotonic() > deadline:
+                return  # the transcripts will show the difference
+            await asyncio.sleep(0.02)
+
+
+async def stream_state(c: RawClient, out: Out, name: str = "S", settled: int | None = None) -> None:
+    """Record the stream's state; with ``settled``, once it holds that many messages (up to
+    ``SLOW``): nats-server removes a message an ack-none delivery or a consumer delete left
+    without interest in a goroutine (``mset.ackq``), after answering."""
+    deadline = time.monotonic() + SLOW
+    while True:
+        r = await c.request(f"$JS.API.STREAM.INFO.{name}", b"")
+        st = json.loads(r.data)["state"]
+        if settled is None or st["messages"] == settled or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.02)
     out.append(
         f"state msgs={st['messages']} first={st['first_seq']} last={st['last_seq']} consumers={st['consumer_count']}"
     )
@@ -211,11 +279,11 @@ async def s_pull_statuses(c: RawClient, out: Out) -> None:
     await c.publish_many("s.a", 5)
     A = "$JS.API.CONSUMER."
     await api(c, out, A + "CREATE.S.C", cfg(max_batch=20, max_expires=2_000_000_000, max_bytes=10000))
-    await pull(c, out, "C", {"batch": 2, "no_wait": True}, "nowait2")
+    await pull(c, out, "C", {"batch": 2, "no_wait": True}, "nowait2", quiet=0.6, expect=2)
     await pull(c, out, "C", {"batch": 10, "no_wait": True}, "nowait10")
     await pull(c, out, "C", {"batch": 1, "no_wait": True}, "nowait-empty")
-    await pull(c, out, "C", {"batch": 1, "no_wait": True, "expires": 200_000_000}, "nowait-expires", 1)
-    await pull(c, out, "C", {"batch": 3, "expires": 200_000_000}, "expires", 1)
+    await pull(c, out, "C", {"batch": 1, "no_wait": True, "expires": 200_000_000}, "nowait-expires")
+    await pull(c, out, "C", {"batch": 3, "expires": 200_000_000}, "expires")
     await pull(c, out, "C", {"batch": 30}, "maxbatch")
     await pull(c, out, "C", {"batch": 3, "expires": 3_000_000_000}, "maxexpires")
     await pull(c, out, "C", {"batch": 3, "max_bytes": 20000}, "maxbytes-limit")
@@ -224,13 +292,15 @@ async def s_pull_statuses(c: RawClient, out: Out) -> None:
     )
     await pull(c, out, "C", {"batch": 3, "idle_heartbeat": 60_000_000}, "hb-no-expires")
     await pull(c, out, "C", b"{bad", "badjson")
-    await pull(c, out, "C", b"abc", "garbage", 0.3)
+    await pull(c, out, "C", b"abc", "garbage", quiet=0.3)
     await c.publish_many("s.b", 4, "x")
-    await pull(c, out, "C", b"2", "int2")
+    await pull(c, out, "C", b"2", "int2", quiet=0.6, expect=2)
     await pull(c, out, "C", {"batch": 5, "max_bytes": 5}, "maxbytes-small")
-    await pull(c, out, "C", {"batch": 5, "max_bytes": 100}, "maxbytes-100")
-    await pull(c, out, "C", {"batch": 1, "max_bytes": 1000}, "maxbytes-batch1")
-    await pull(c, out, "C", {"batch": 5, "expires": 700_000_000, "idle_heartbeat": 200_000_000}, "hb", 1.5)
+    await pull(c, out, "C", {"batch": 5, "max_bytes": 100}, "maxbytes-100", quiet=0.6, expect=2)
+    await pull(c, out, "C", {"batch": 1, "max_bytes": 1000}, "maxbytes-batch1", quiet=0.6)
+    # Two heartbeats (250 and 500 ms) before the 408 at 700 ms: each server re-arms its heartbeat
+    # after sending one, so they drift late under load; 200 ms of margin keeps the count at two.
+    await pull(c, out, "C", {"batch": 5, "expires": 700_000_000, "idle_heartbeat": 250_000_000}, "hb")
     await api(c, out, A + "INFO.S.C")
 
 
@@ -244,25 +314,26 @@ async def s_pull_waiting(c: RawClient, out: Out) -> None:
     await c.flush()
     c.pull("S", "C", i2, {"batch": 1, "expires": 2_000_000_000})
     out.append("second:")
-    await drain(s2, out, 0.5)
+    await drain(s2, out)
     await api(c, out, A + "INFO.S.C")
     await c.publish_js("s.x", b"one")
     out.append("first:")
-    await drain(s1, out, 0.3, until_status=False)
+    await drain(s1, out, quiet=0.3, expect=1, until_status=False)
     await api(c, out, A + "INFO.S.C")
     await api(c, out, A + "DELETE.S.C")
     out.append("first after delete:")
-    await drain(s1, out, 0.5)
+    await drain(s1, out)
     # requests pending: a no_wait request while a waiting request still wants more than is pending.
     # The waiting request first takes "one" (seen before going on, so the answer does not depend on
     # how soon either server delivers); max_ack_pending=1 then keeps "two" pending for it.
     await api(c, out, A + "CREATE.S.D", cfg(max_ack_pending=1))
     s3 = c.subscribe(i1 + "x")
     c.pull("S", "D", i1 + "x", {"batch": 5, "expires": 1_500_000_000})
-    await drain(s3, out, 1.0, until_status=False, limit=1)
+    await drain(s3, out, until_status=False, limit=1)
     await c.publish_js("s.x", b"two")
+    await pending(c, {"D": 1})
     await pull(c, out, "D", {"batch": 1, "no_wait": True}, "nowait-requests-pending")
-    await drain(s3, out, 2.0)
+    await drain(s3, out)
     # no interest: unsubscribed inbox request is dropped
     i4 = c.new_inbox()
     c.pull("S", "D", i4, {"batch": 5, "expires": 5_000_000_000})
@@ -279,7 +350,7 @@ async def s_max_deliver(c: RawClient, out: Out) -> None:
     inbox = c.new_inbox()
     sub = c.subscribe(inbox)
     c.pull("S", "B", inbox, {"batch": 10, "expires": 1_500_000_000})
-    await drain(sub, out, 2)
+    await drain(sub, out)
     await api(c, out, A + "INFO.S.B")
     await asyncio.sleep(0.5)
     await api(c, out, A + "INFO.S.B")
@@ -319,7 +390,7 @@ async def s_ack_all(c: RawClient, out: Out) -> None:
     sub = c.subscribe(inbox)
     c.publish(msgs[2].reply, b"+NXT", inbox)
     await c.publish_js("s.b", b"later")
-    await drain(sub, out, 0.5, until_status=False)
+    await drain(sub, out, quiet=0.5, expect=1, until_status=False)
     await api(c, out, A + "INFO.S.E")
     # ack none
     await api(c, out, A + "CREATE.S.N", cfg(ack_policy="none"))
@@ -339,41 +410,27 @@ async def s_push_interest(c: RawClient, out: Out) -> None:
     await api(c, out, A + "CREATE.S.P", cfg(deliver_subject="d.p", ack_policy="none"))
     out.append(f"bound0 {bound(await c.request(A + 'INFO.S.P'))}")
     w = c.subscribe("d.*")
-    await c.flush()
-    await asyncio.sleep(0.1)
-    out.append(f"bound-wildcard {bound(await c.request(A + 'INFO.S.P'))}")
-    await drain(w, out, 0.3, until_status=False)
+    await push_bound(c, out, "bound-wildcard", "P", False)
+    await drain(w, out, quiet=0.3, until_status=False)
     q = c.subscribe("d.p", queue="G")
-    await c.flush()
-    await asyncio.sleep(0.1)
-    out.append(f"bound-queue {bound(await c.request(A + 'INFO.S.P'))}")
+    await push_bound(c, out, "bound-queue", "P", False)
     e = c.subscribe("d.p")
-    await c.flush()
-    await asyncio.sleep(0.1)
-    out.append(f"bound-exact {bound(await c.request(A + 'INFO.S.P'))}")
-    await drain(e, out, 0.3, until_status=False)
+    await push_bound(c, out, "bound-exact", "P", True)
+    await drain(e, out, quiet=0.3, expect=3, until_status=False)
     await api(c, out, A + "INFO.S.P")
     e.unsubscribe()
     w.unsubscribe()
     q.unsubscribe()
-    await c.flush()
-    await asyncio.sleep(0.1)
-    out.append(f"bound-after-unsub {bound(await c.request(A + 'INFO.S.P'))}")
+    await push_bound(c, out, "bound-after-unsub", "P", False)
     await api(c, out, A + "CREATE.S.G", cfg(deliver_subject="d.g", deliver_group="G", ack_policy="none"))
     e = c.subscribe("d.g")
-    await c.flush()
-    await asyncio.sleep(0.1)
-    out.append(f"group-plain {bound(await c.request(A + 'INFO.S.G'))}")
+    await push_bound(c, out, "group-plain", "G", False)
     q = c.subscribe("d.g", queue="H")
-    await c.flush()
-    await asyncio.sleep(0.1)
-    out.append(f"group-other {bound(await c.request(A + 'INFO.S.G'))}")
+    await push_bound(c, out, "group-other", "G", False)
     q2 = c.subscribe("d.g", queue="G")
-    await c.flush()
-    await asyncio.sleep(0.1)
-    out.append(f"group-G {bound(await c.request(A + 'INFO.S.G'))}")
-    await drain(q2, out, 0.3, until_status=False)
-    await drain(e, out, 0.3, until_status=False)
+    await push_bound(c, out, "group-G", "G", True)
+    await drain(q2, out, quiet=0.3, expect=3, until_status=False)
+    await drain(e, out, quiet=0.3, expect=3, until_status=False)
 
 
 async def s_deliver_policies(c: RawClient, out: Out) -> None:
@@ -400,13 +457,16 @@ async def s_deliver_policies(c: RawClient, out: Out) -> None:
     }
     for name, spec in specs.items():
         await api(c, out, A + f"CREATE.S.{name}", cfg(**spec))
-        await pull(c, out, name, {"batch": 20, "no_wait": True}, name, 0.5)
+        await pull(c, out, name, {"batch": 20, "no_wait": True}, name)
         await api(c, out, A + f"INFO.S.{name}")
     await c.publish_js("s.b", b"n1")
     await c.publish_js("s.c", b"n2")
+    await pending(
+        c, {name: 0 if name == "SEQ99" else 1 if name in ("LPSB", "LASTB", "FB") else 2 for name in specs}
+    )
     for name in specs:
         await api(c, out, A + f"INFO.S.{name}")
-        await pull(c, out, name, {"batch": 20, "no_wait": True}, name, 0.5)
+        await pull(c, out, name, {"batch": 20, "no_wait": True}, name)
         await api(c, out, A + f"INFO.S.{name}")
 
 
@@ -422,14 +482,16 @@ async def s_empty_stream_policies(c: RawClient, out: Out) -> None:
     }.items():
         await api(c, out, A + f"CREATE.S.{name}", cfg(**spec))
     await c.publish_many("s.x", 2)
+    await pending(c, {"ALL": 2, "LAST": 2, "NEW": 2, "LPS": 2, "SEQ": 0})
     for name in ("ALL", "LAST", "NEW", "LPS", "SEQ"):
-        await pull(c, out, name, {"batch": 5, "no_wait": True}, name, 0.5)
+        await pull(c, out, name, {"batch": 5, "no_wait": True}, name)
         await api(c, out, A + f"INFO.S.{name}")
     await c.request("$JS.API.STREAM.PURGE.S", b"")
     await api(c, out, A + "CREATE.S.AFTER", cfg())
     await api(c, out, A + "INFO.S.ALL")
     await c.publish_many("s.y", 2)
-    await pull(c, out, "AFTER", {"batch": 5, "no_wait": True}, "AFTER", 0.5)
+    await pending(c, {"AFTER": 2})
+    await pull(c, out, "AFTER", {"batch": 5, "no_wait": True}, "AFTER")
     await api(c, out, A + "INFO.S.AFTER")
 
 
@@ -440,12 +502,14 @@ async def s_lps_pending(c: RawClient, out: Out) -> None:
     await api(c, out, A + "CREATE.S.ALL", cfg(filter_subject="s.>"))
     await c.publish_many("s.x", 2)
     await c.publish_many("s.y", 1)
-    await pull(c, out, "LPS", {"batch": 5, "no_wait": True}, "LPS", 0.5)
-    await pull(c, out, "ALL", {"batch": 5, "no_wait": True}, "ALL", 0.5)
+    await pending(c, {"LPS": 3, "ALL": 3})
+    await pull(c, out, "LPS", {"batch": 5, "no_wait": True}, "LPS")
+    await pull(c, out, "ALL", {"batch": 5, "no_wait": True}, "ALL")
     await c.publish_many("s.x", 2)
     await c.publish_many("s.y", 1)
+    await pending(c, {"LPS": 3})
     await api(c, out, A + "INFO.S.LPS")
-    await pull(c, out, "LPS", {"batch": 5, "no_wait": True}, "LPS", 0.5)
+    await pull(c, out, "LPS", {"batch": 5, "no_wait": True}, "LPS")
 
 
 async def s_interest(c: RawClient, out: Out) -> None:
@@ -458,6 +522,7 @@ async def s_interest(c: RawClient, out: Out) -> None:
     await api(c, out, A + "CREATE.S.N", cfg(ack_policy="none", filter_subject="s.a"))
     await c.publish_many("s.a", 3)
     await c.publish_many("s.b", 2)
+    await pending(c, {"A": 5, "B": 2, "N": 3})
     await stream_state(c, out)
     inbox = c.new_inbox()
     sub = c.subscribe(inbox)
@@ -466,16 +531,16 @@ async def s_interest(c: RawClient, out: Out) -> None:
     await c.request(msgs[0].reply, b"")
     await stream_state(c, out)
     await pull(c, out, "N", {"batch": 10, "no_wait": True}, "N")
-    await stream_state(c, out)
+    await stream_state(c, out, settled=4)
     await c.request(msgs[3].reply, b"")
     await stream_state(c, out)
-    await pull(c, out, "B", {"batch": 1, "no_wait": True}, "B")
+    await pull(c, out, "B", {"batch": 1, "no_wait": True}, "B", quiet=0.6, expect=1)
     await stream_state(c, out)
     await api(c, out, A + "DELETE.S.B")
-    await stream_state(c, out)
+    await stream_state(c, out, settled=3)
     await api(c, out, A + "DELETE.S.N")
     await api(c, out, A + "DELETE.S.A")
-    await stream_state(c, out)
+    await stream_state(c, out, settled=0)
     await c.publish_many("s.a", 2)
     await stream_state(c, out)
 
