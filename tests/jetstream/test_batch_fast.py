@@ -119,6 +119,32 @@ async def test_fast_batch_matches_nats_server(pair: dict[str, Target]) -> None:
     await compare(pair, scenario)
 
 
+async def ids_scenario(s: Session) -> None:
+    """Appends carrying what a Spark write sends (a message id, the expected stream): stored, a
+    duplicate inside the window skipped, a wrong stream refused, an id beside another Nats- header,
+    and the same inside a gap-ok batch."""
+    s.c.subscribe("FI.>", 91)
+    await s.c.flush()
+    await s.create(allow_batched=True, duplicate_window=60_000_000_000)
+    for gap in ("fail", "ok"):
+        b = f"ids-{gap}"
+        send(s, "s.a", fi(b, 1, 0, gap=gap), hdr=headers(("Nats-Msg-Id", f"{gap}1")))
+        send(s, "s.a", fi(b, 2, 1, gap=gap), hdr=headers(("Nats-Msg-Id", f"{gap}2"), ("Nats-Expected-Stream", "S")))
+        send(s, "s.b", fi(b, 3, 1, gap=gap), hdr=headers(("k", "Nats-"), ("Nats-Msg-Id", f"{gap}3")))
+        send(s, "s.a", fi(b, 4, 1, gap=gap), hdr=headers(("Nats-Msg-Id", f"{gap}1")))  # a duplicate
+        send(s, "s.a", fi(b, 5, 1, gap=gap), hdr=headers(("Nats-Msg-Id", f"{gap}5"), ("Nats-TTL", "1m")))
+        send(s, "s.a", fi(b, 6, 1, gap=gap), hdr=headers(("Nats-Expected-Stream", "T"), ("Nats-Msg-Id", f"{gap}6")))
+        send(s, "s.a", fi(b, 7, 1, gap=gap), hdr=headers(("Nats-Msg-Id", f"{gap}7")))
+        send(s, "s.a", fi(b, 8, 3, gap=gap))
+        await drain(s, f"ids, gap {gap}")
+    for seq in range(1, 9):  # 7 stored
+        await s.stored(seq)
+
+
+async def test_fast_batch_appends_with_ids_match_nats_server(pair: dict[str, Target]) -> None:
+    await compare(pair, ids_scenario)
+
+
 LIMITS = {"jetstream_settings": {"limits": {"batch": {"max_inflight_per_stream": 2, "timeout": "1s"}}}}
 
 
