@@ -310,6 +310,9 @@ def main() -> None:
                             spark, target.url, args.rows, args.size, args.rounds, tmp, reads=False
                         )
                     results[kind] = r
+                    print(
+                        f"[{kind}] {r} / Parquet write {results['parquet']['Parquet write']:,.0f}", flush=True
+                    )
                     continue
                 print(f"[{kind}] batch reads ...", flush=True)
                 r.update(bench_reads(spark, target.url, args.rows, args.rounds))
@@ -342,19 +345,20 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
     )
     header = f"{'':<42}" + "".join(f"{t:>14} {'ratio':>7}" for t in targets)
     print(header)
-    limits = {
+    limits: dict[str, float] = {
         "write, no msg ids": pq["Parquet write"],
         "write, derived Nats-Msg-Id": pq["Parquet write"],
         "write, fast batch (derived ids)": pq["Parquet write"],
         "write, atomic batches (derived ids)": pq["Parquet write"],
-        "batch read, 1 partition": pq["Parquet read, 1 file"],
-        "batch read, 2 partitions": pq["Parquet read, 2 files"],
-        "batch read, 2 partitions (consumer)": pq["Parquet read, 2 files"],
-        "batch read, 4 partitions": pq["Parquet read, 4 files"],
-        "streaming read (AvailableNow, noop sink)": pq["Parquet read, 2 files"],
+        "batch read, 1 partition": pq.get("Parquet read, 1 file", 0.0),
+        "batch read, 2 partitions": pq.get("Parquet read, 2 files", 0.0),
+        "batch read, 2 partitions (consumer)": pq.get("Parquet read, 2 files", 0.0),
+        "batch read, 4 partitions": pq.get("Parquet read, 4 files", 0.0),
+        "streaming read (AvailableNow, noop sink)": pq.get("Parquet read, 2 files", 0.0),
     }
     if args.only == "writes":
         limits = {name: limit for name, limit in limits.items() if name.startswith("write")}
+        print("(writes only)")
     for name, limit in limits.items():
         line = f"{name:<42}"
         for t in targets:
