@@ -13,7 +13,9 @@ read of a pipelining publisher holds), each stage timed on its own, best of ``--
 - puback: routing a PubAck (``Account.publish_internal`` → ``Server.route``) to a reply subject
   nobody listens on (the lookup, no framing);
 - inbound: ``Stream._on_inbound`` for the turn plus ``_end_batch`` (every check of
-  ``processJetStreamMsg``, the store, the PubAck built and routed to a reply nobody listens on).
+  ``processJetStreamMsg``, the store, the PubAck built and routed to a reply nobody listens on);
+- run: the same turn as one run (``Stream._on_inbound_run``: what the server does with a read of
+  a pipelining publisher, ``Server.route_pubs``), unique reply subjects, plus ``_end_batch``.
 
 µs of process CPU time per message (``time.process_time``: steadier than wall-clock when the
 machine is shared); sockets, parsing and the PubAck's framing to a connection are not in these
@@ -80,9 +82,21 @@ async def budget(server: Server, name: str, n: int, rounds: int, payload: bytes)
                 stream._end_batch()
         return (time.process_time() - t) / n * 1e6
 
+    def run() -> float:
+        payloads = [payload] * TURN
+        replies = [f"_INBOX.nobody.{i}" for i in range(TURN)]
+        t = time.process_time()
+        on_run = stream._on_inbound_run
+        for _ in range(n // TURN):
+            on_run(subject, replies, payloads, None)
+            if stream._batch is not None:
+                stream._end_batch()
+        return (time.process_time() - t) / n * 1e6
+
     out = {"limits": best(rounds, limits), "store": best(rounds, store_only)}
     out["puback"] = best(rounds, puback)
     out["inbound"] = best(rounds, inbound)
+    out["run"] = best(rounds, run)
     stream.purge()
     return out
 
@@ -100,10 +114,13 @@ async def main(args: argparse.Namespace) -> None:
             payload = b"x" * args.size
             print(f"pyjetstream: {_compiled.status} (PYJETSTREAM_PURE=1 for pure Python)")
             print(f"µs per stored message, {args.size} B payload, best of {args.rounds}, turns of {TURN}")
-            print(f"{'stream':8} {'limits':>8} {'store':>8} {'puback':>8} {'inbound':>8}")
+            print(f"{'stream':8} {'limits':>8} {'store':>8} {'puback':>8} {'inbound':>8} {'run':>8}")
             for name in ("F", "M"):
                 r = await budget(server, name, args.msgs, args.rounds, payload)
-                print(f"{name:8} {r['limits']:8.2f} {r['store']:8.2f} {r['puback']:8.2f} {r['inbound']:8.2f}")
+                print(
+                    f"{name:8} {r['limits']:8.2f} {r['store']:8.2f} {r['puback']:8.2f} {r['inbound']:8.2f}"
+                    f" {r['run']:8.2f}"
+                )
         finally:
             await server.shutdown()
 

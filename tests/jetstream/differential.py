@@ -31,7 +31,7 @@ _TIME_LINE_RE = re.compile(rb"Nats-Time-Stamp: [^\r]*\r\n")
 
 @dataclass
 class Step:
-    """One action. ``kind``: req | pub | direct | sleep | wait_msgs | sub | next | flush."""
+    """One action. ``kind``: req | pub | pipelined | direct | sleep | wait_msgs | sub | next | flush."""
 
     kind: str
     subject: str = ""
@@ -52,6 +52,13 @@ def req(subject: str, body: Any = b"", mask: tuple[str, ...] = (), note: str = "
 
 def pub(subject: str, data: bytes | str = b"", *hdrs: tuple[str, str], reply: bool = True) -> Step:
     return Step("pub", subject, data.encode() if isinstance(data, str) else data, tuple(hdrs), reply)
+
+
+def pipelined(*pubs: Step, same_reply: bool = False) -> Step:
+    """The ``pub`` steps written in one go (so the server reads them together, as from a
+    pipelining publisher), each with its own reply subject (or all on one, ``same_reply``);
+    observed: every answer, in the order of the publishes ("no reply" where none came)."""
+    return Step("pipelined", body=list(pubs), reply=not same_reply)
 
 
 def direct(subject: str, body: Any = b"") -> Step:
@@ -167,6 +174,14 @@ def _describe_msg(msg: RawMsg) -> dict[str, Any]:
     return out
 
 
+def _describe_pub_answer(msg: RawMsg) -> Any:
+    if msg.hdr is not None:
+        return _describe_msg(msg)
+    if msg.data.startswith(b'{"type":'):  # an API request sent with headers
+        return json.loads(msg.data)
+    return {"puback": msg.data.decode()}
+
+
 @dataclass
 class Runner:
     """Runs steps on one target and records observations."""
@@ -208,11 +223,14 @@ class Runner:
                 msg = await c.request(step.subject, step.body, hdr=hdr, timeout=1.5)
             except TimeoutError:
                 return {"pub": "no reply"}
-            if msg.hdr is not None:
-                return _describe_msg(msg)
-            if msg.data.startswith(b'{"type":'):  # an API request sent with headers
-                return json.loads(msg.data)
-            return {"puback": msg.data.decode()}
+            return _describe_pub_answer(msg)
+        if step.kind == "pipelined":
+            frames = [(p.subject, p.body, p.reply, headers(*p.hdrs) if p.hdrs else None) for p in step.body]
+            answers = await c.request_pipelined(frames, same_reply=not step.reply)
+            return [
+                None if not p.reply else {"pub": "no reply"} if m is None else _describe_pub_answer(m)
+                for p, m in zip(step.body, answers, strict=True)
+            ]
         if step.kind == "direct":
             try:
                 msg = await c.request(step.subject, _encode_body(step.body), timeout=1)
@@ -264,6 +282,8 @@ class Runner:
 
 
 def _label(step: Step) -> str:
+    if step.kind == "pipelined":
+        return f"pipelined {len(step.body)}: " + "; ".join(_label(p) for p in step.body[:3])[:180]
     body = step.body.decode(errors="replace") if isinstance(step.body, bytes) else step.body
     text = f"{step.kind} {step.subject} {body if body else ''}".strip()
     if step.hdrs:

@@ -114,13 +114,60 @@ class RawNats:
                 self._queue.put_nowait(msg)
 
     def publish(self, subject: str, data: bytes = b"", reply: str = "", hdr: bytes | None = None) -> None:
+        self.writer.write(self.frame(subject, data, reply, hdr))
+
+    @staticmethod
+    def frame(subject: str, data: bytes = b"", reply: str = "", hdr: bytes | None = None) -> bytes:
+        """The PUB (or HPUB) frame :meth:`publish` writes."""
         if hdr is None:
-            self.writer.write(f"PUB {subject} {reply} {len(data)}\r\n".encode() + data + b"\r\n")
-        else:
-            total = len(hdr) + len(data)
-            self.writer.write(
-                f"HPUB {subject} {reply} {len(hdr)} {total}\r\n".encode() + hdr + data + b"\r\n"
-            )
+            return f"PUB {subject} {reply} {len(data)}\r\n".encode() + data + b"\r\n"
+        total = len(hdr) + len(data)
+        return f"HPUB {subject} {reply} {len(hdr)} {total}\r\n".encode() + hdr + data + b"\r\n"
+
+    async def request_pipelined(
+        self,
+        frames: list[tuple[str, bytes, bool, bytes | None]],
+        same_reply: bool = False,
+        timeout: float = 10.0,
+    ) -> list[RawMsg | None]:
+        """``(subject, data, with a reply, header block)`` publishes written in one go (a
+        pipelining publisher: the server reads them together) with a reply subject each (or
+        all on one, ``same_reply``); their answers in the order of the publishes (None: none
+        came, or the publish had no reply)."""
+        loop = asyncio.get_running_loop()
+        shared = f"{self._inbox}.{next(self._ids)}"
+        queue: asyncio.Queue[RawMsg] = asyncio.Queue()
+        if same_reply:
+            self._streams[shared] = queue
+        replies: list[str] = []
+        futures: list[asyncio.Future[RawMsg] | None] = []
+        out = []
+        for subject, data, with_reply, hdr in frames:
+            reply = (shared if same_reply else f"{self._inbox}.{next(self._ids)}") if with_reply else ""
+            fut: asyncio.Future[RawMsg] | None = None
+            if with_reply and not same_reply:
+                fut = self._waiters[reply] = loop.create_future()
+            replies.append(reply)
+            futures.append(fut)
+            out.append(self.frame(subject, data, reply, hdr))
+        self.writer.write(b"".join(out))
+        answers: list[RawMsg | None] = []
+        try:
+            for reply, fut in zip(replies, futures, strict=True):
+                try:
+                    if not reply:
+                        answers.append(None)
+                    elif fut is None:
+                        answers.append(await asyncio.wait_for(queue.get(), timeout))
+                    else:
+                        answers.append(await asyncio.wait_for(fut, timeout))
+                except TimeoutError:
+                    answers.append(None)
+        finally:
+            self._streams.pop(shared, None)
+            for reply in replies:
+                self._waiters.pop(reply, None)
+        return answers
 
     async def request(
         self, subject: str, data: bytes = b"", hdr: bytes | None = None, timeout: float = 5.0

@@ -42,6 +42,7 @@ __all__ = [
     "finish_pub_ack",
     "go_json_error",
     "pub_ack_prefix",
+    "pub_acks",
     "raise_for_error",
     "to_builtins",
 ]
@@ -246,6 +247,12 @@ def pub_ack_prefix(stream: str, domain: str | None = None) -> bytes:
 
 def finish_pub_ack(prefix: bytes, seq: int, duplicate: bool = False) -> bytes:
     return b"%s%d%s" % (prefix, seq, b',"duplicate": true}' if duplicate else b"}")
+
+
+def pub_acks(prefix: bytes, first: int, count: int) -> list[bytes]:
+    """:func:`finish_pub_ack` of sequences ``first`` … ``first + count - 1`` (a run of stored
+    messages, in order)."""
+    return [b"%s%d}" % (prefix, seq) for seq in range(first, first + count)]
 
 
 def finish_batch_pub_ack(prefix: bytes, seq: int, batch_id: str, count: int, duplicate: bool = False) -> bytes:

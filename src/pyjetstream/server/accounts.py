@@ -33,7 +33,7 @@ from pyjetstream.server.subscription import Subscription
 
 if TYPE_CHECKING:
     from pyjetstream.server.msgtrace import TracedCallback
-    from pyjetstream.server.server import InternalCallback, InternalSub, Server
+    from pyjetstream.server.server import InternalCallback, InternalSub, RunCallback, Server
 
 __all__ = ["GLOBAL_ACCOUNT", "SYSTEM_ACCOUNT", "Account"]
 
@@ -123,9 +123,17 @@ class Account:
     # -------------------------------------------------------------- internal API, scoped
 
     def subscribe_internal(
-        self, subject: str, callback: InternalCallback, queue: str = "", traced: TracedCallback | None = None
+        self,
+        subject: str,
+        callback: InternalCallback,
+        queue: str = "",
+        traced: TracedCallback | None = None,
+        run: RunCallback | None = None,
     ) -> InternalSub:
-        return self.server.subscribe_internal(subject, callback, queue, account=self, traced=traced)
+        return self.server.subscribe_internal(subject, callback, queue, account=self, traced=traced, run=run)
+
+    def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:
+        self.server.publish_replies(replies, self)
 
     def publish_internal(
         self,

@@ -146,6 +146,25 @@ ERR_AUTH_REVOKED = _err("User Authentication Revoked")
 _find = bytes.find  # the trace-header test on the hot path (see _process)
 
 
+def _take_run(events: list[Any], start: int, subject: str) -> tuple[int, list[str], list[bytes]]:
+    """The run of header-less publishes to ``subject`` starting at ``events[start]``
+    (``Server.route_pubs``): where it ends, and its replies and payloads."""
+    end = start
+    replies: list[str] = []
+    payloads: list[bytes] = []
+    add_reply = replies.append
+    add_payload = payloads.append
+    n = len(events)
+    while end < n:
+        ev = events[end]
+        if ev.__class__ is not tuple or ev[2] is not None or ev[0] != subject:
+            break
+        add_reply(ev[1])
+        add_payload(ev[3])
+        end += 1
+    return end, replies, payloads
+
+
 class ClientConnection(asyncio.Protocol):
     """A client's TCP connection (``kind`` Client, ``type`` nats in ``/connz``)."""
 
@@ -440,6 +459,7 @@ class ClientConnection(asyncio.Protocol):
         slow = self.trace or self.checked_pubs
         n_msgs = n_bytes = 0
         i = 0
+        no_run = 0  # events before this index are not tried as a run again (route_pubs said no)
         try:
             while i < len(events):
                 ev = events[i]
@@ -469,6 +489,21 @@ class ClientConnection(asyncio.Protocol):
                             if self.closed:
                                 return
                             continue
+                    elif hdr is None and i >= no_run and i < len(events):
+                        # The next one too to the same subject (a pipelining JetStream publisher,
+                        # a reply each): a receiver that takes runs gets them whole.
+                        nxt = events[i]
+                        if nxt.__class__ is tuple and nxt[2] is None and nxt[0] == subject:
+                            end, replies, payloads = _take_run(events, i - 1, subject)
+                            if self.server.route_pubs(subject, replies, payloads, self):
+                                n_msgs += end - i + 1
+                                n_bytes += sum(map(len, payloads))
+                                i = end
+                                if self.stalled:
+                                    self._held = events[i:]
+                                    return
+                                continue
+                            no_run = end  # one by one, without asking again for each
                     n_msgs += 1
                     n_bytes += len(payload) if hdr is None else len(hdr) + len(payload)
                     route(subject, reply, hdr, payload, self)
@@ -495,6 +530,15 @@ class ClientConnection(asyncio.Protocol):
                 if cls is ReplyRun:
                     payloads = ev.payloads
                     done = -1 if slow else self.server.route_reply_run(ev.subject, ev.replies, payloads, self)
+                    if done < 0 and not slow:  # a stream's ingest takes the run whole (route_pubs)
+                        replies = [r.decode() for r in ev.replies]
+                        if self.server.route_pubs(ev.subject, replies, payloads, self):
+                            n_msgs += len(payloads)
+                            n_bytes += len(payloads) * len(payloads[0])
+                            if self.stalled:
+                                self._held = events[i:]
+                                return
+                            continue
                     if done < 0:  # per message after all (see Server.route_reply_run)
                         subject = ev.subject
                         events[i - 1 : i] = [
@@ -1025,6 +1069,44 @@ class ClientConnection(asyncio.Protocol):
                 if producer.stalled:
                     return done
         return done
+
+    def deliver_replies(self, sub: Subscription, replies: list[tuple[str, bytes]], lo: int, hi: int) -> int:
+        """:meth:`deliver` of the server's own reply-less, header-less messages ``replies[lo:hi]``
+        (``(subject, payload)``, each matched to ``sub``: a stream's PubAcks, see
+        ``Server.publish_replies``) in one loop; returns how many were taken, -1 to go message
+        by message (permissions to check, tracing, auto-unsubscribe).
+
+        Each message is accounted for and checked as :meth:`deliver` + :meth:`_queued` would
+        (the early write and slow-consumer cut past the pending limit: fewer than all are taken
+        when that closed the connection)."""
+        if self.deliver_filter is not None or self.trace or sub.max_msgs:
+            return -1
+        out = self.out
+        sid = sub.sid_b
+        prefix = sub.msg_prefix
+        last = None
+        literal = sub.literal
+        if not self.dirty:
+            self.dirty = True
+            self._loop.call_soon(self.flush_out)
+        for k in range(lo, hi):
+            subject, payload = replies[k]
+            if not literal and subject != last:
+                prefix = msg_prefix(subject.encode(), sid)
+                last = subject
+            self.out_size += append_msg(out, prefix, b"", payload)
+            sub.delivered += 1
+            self.out_msgs += 1
+            self.out_bytes += len(payload)
+            if self.out_size > self.pending_limit:
+                self.overflow()
+                if self.closed:
+                    return k + 1 - lo  # cut as a slow consumer: the rest is routed to nobody
+                out = self.out  # the early write started a new buffer
+                if not self.dirty:
+                    self.dirty = True
+                    self._loop.call_soon(self.flush_out)
+        return hi - lo
 
     def _trace_msg(self, sub: Subscription, subject: str, reply: str, hdr: bytes | None, size: int) -> None:
         args = f"{subject} {sub.sid} {reply + ' ' if reply else ''}"

@@ -80,7 +80,7 @@ from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
 from pyjetstream.server.version import SERVER_VERSION
 
-__all__ = ["SERVER_VERSION", "InternalCallback", "InternalSub", "Server"]
+__all__ = ["SERVER_VERSION", "InternalCallback", "InternalSub", "RunCallback", "Server"]
 
 #: nats-server keeps this many closed connections for ``/connz?state=closed``.
 MAX_CLOSED_CLIENTS = 10_000
@@ -88,6 +88,9 @@ MAX_CLOSED_CLIENTS = 10_000
 SHUTDOWN_DRAIN_TIMEOUT = 2.0
 
 InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | None], None]
+#: ``run(subject, replies, payloads, client)``: header-less publishes to ``subject`` that one read
+#: brought in a row, in order (see :meth:`Server.route_pubs`).
+RunCallback = Callable[[str, list[str], list[bytes], ClientConnection], None]
 
 
 
@@ -96,9 +99,11 @@ class InternalSub(Subscription):
 
     ``traced`` is the callback a traced message goes to instead (``msgtrace.TracedCallback``:
     the trace first), for the subscriptions whose work shows in a trace event (a stream's ingest,
-    the import forwarders); without it a traced message reaches ``callback`` as any other."""
+    the import forwarders); without it a traced message reaches ``callback`` as any other.
+    ``run`` takes a run of header-less publishes to one subject at once (``route_pubs``: a
+    stream's ingest); without it each reaches ``callback``."""
 
-    __slots__ = ("account", "traced")
+    __slots__ = ("account", "run", "traced")
 
     def __init__(
         self,
@@ -108,10 +113,12 @@ class InternalSub(Subscription):
         queue: str,
         callback: InternalCallback,
         traced: TracedCallback | None = None,
+        run: RunCallback | None = None,
     ) -> None:
         super().__init__(subject, sid, queue, client=None, callback=callback)
         self.account = account
         self.traced = traced
+        self.run = run
 
     def unsubscribe(self) -> None:
         if not self.closed:
@@ -610,12 +617,13 @@ class Server:
         queue: str = "",
         account: Account | None = None,
         traced: TracedCallback | None = None,
+        run: RunCallback | None = None,
     ) -> InternalSub:
         """An internal subscription in ``account`` (default: the global account); ``traced``
-        takes traced messages (see :class:`InternalSub`)."""
+        takes traced messages, ``run`` runs of publishes (see :class:`InternalSub`)."""
         self._isid += 1
         acc = account or self.global_account
-        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced)
+        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run)
         acc.add_subscription(sub)
         return sub
 
@@ -628,6 +636,49 @@ class Server:
         show_subject: str | None = None,
     ) -> bool:
         return self.route(subject, reply, hdr, payload, None, show_subject)
+
+    def publish_replies(self, replies: list[tuple[str, bytes]], account: Account | None = None) -> None:
+        """:meth:`publish_internal` ``(subject, payload)`` of each pair, in order (a stream's
+        PubAcks of one turn). The pairs in a row that reach the same lone client subscription
+        (what :meth:`route` would hand each to: one match, not a queue group, not internal) are
+        framed onto its connection in one loop (``ClientConnection.deliver_replies``), a
+        subject repeated from the pair before is not looked up again; anything else takes
+        :meth:`route`. Matches are counted as route counts them."""
+        sl = (account or self.global_account).sublist
+        n = len(replies)
+        i = 0
+        while i < n:
+            subject = replies[i][0]
+            psubs, qsubs = sl.match(subject)
+            sub = psubs[0] if not qsubs and len(psubs) == 1 else None
+            conn = sub.client if sub is not None else None
+            if sub is None or conn is None or sub.closed:
+                sl.matches -= 1  # (route counts its own)
+                self.route(subject, "", None, replies[i][1], None, None, account)
+                i += 1
+                continue
+            j = i + 1
+            while j < n:
+                other = replies[j][0]
+                if other != subject:
+                    psubs, qsubs = sl.match(other)
+                    if qsubs or len(psubs) != 1 or psubs[0] is not sub:
+                        sl.matches -= 1  # (looked up again below)
+                        break
+                    subject = other
+                else:
+                    sl.matches += 1
+                j += 1
+            taken = conn.deliver_replies(sub, replies, i, j)
+            if taken < 0:
+                for k in range(i, j):
+                    if not sub.closed:  # (a slow consumer cut meanwhile: nowhere, as by route)
+                        conn.deliver(sub, replies[k][0], "", None, replies[k][1], None)
+            elif taken < j - i:  # the connection was cut: the rest goes nowhere, as by route
+                sl.matches -= j - i - taken
+                for k in range(i + taken, j):
+                    self.route(replies[k][0], "", None, replies[k][1], None, None, account)
+            i = j
 
     def lone_receiver(self, subject: str, account: Account | None = None) -> Subscription | None:
         """The client subscription a server publish to ``subject`` reaches when it reaches exactly
@@ -772,6 +823,30 @@ class Server:
         if done >= 0:
             sl.matches += n
         return done
+
+    def route_pubs(
+        self, subject: str, replies: list[str], payloads: list[bytes], client: ClientConnection
+    ) -> bool:
+        """Route header-less publishes to ``subject`` that ``client`` sent in a row (one read;
+        their replies and payloads, in order) to an internal subscription that takes such runs
+        whole (``InternalSub.run``: a stream's ingest, which stores a pipelining publisher's read
+        in one pass) with one lookup. False when it is not that (no receiver, several, a
+        client's, a queue group): the caller routes them one by one."""
+        sl = client.account.sublist
+        psubs, qsubs = sl.match(subject)
+        sub = psubs[0] if not qsubs and len(psubs) == 1 else None
+        run = getattr(sub, "run", None)
+        if sub is None or run is None or sub.closed:
+            sl.matches -= 1  # (each message's route counts its own)
+            return False
+        n = len(payloads)
+        sl.matches += n - 1
+        sub.delivered += n
+        try:
+            run(subject, replies, payloads, client)
+        except Exception:
+            self.logger.exception("internal subscription callback for %r failed", sub.subject)
+        return True
 
     @staticmethod
     def _pick_queue_members(

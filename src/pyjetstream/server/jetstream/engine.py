@@ -150,6 +150,38 @@ class JetStreamEngine:
                 self._usage_cache = (cached[0], cached[1] + size)
             self._usage_estimated = True
 
+    def note_writes(self, storage: StorageType, count: int, size: int) -> None:
+        """:meth:`note_write` for ``count`` messages of ``size`` bytes (subject and payload)
+        summed: the same cached usage as ``count`` calls."""
+        if count:
+            self.note_write(storage, size + (count - 1) * RECORD_OVERHEAD_BOUND)
+
+    def room_for_run(self, storage: StorageType, count: int, records: int) -> bool:
+        """Whether ``count`` writes whose :meth:`check_account_limits` records sum to ``records``
+        would each pass that check in turn, with :meth:`note_write` after each (a pipelining
+        publisher's run, ``Stream._store_plain_run``): the last one sees at most the cached usage
+        plus every record and the overhead note_write adds per message, and the usage of the
+        other accounts does not change meanwhile. False when in doubt (then they are checked one
+        by one, exactly)."""
+        cached = self._usage_cache
+        if cached is None:  # as the first check_account_limits would
+            cached = self.usage(exact=False)
+        if storage == StorageType.MEMORY:
+            own, limit, index, server_limit = cached[0], self.limits.max_memory, 0, self.max_memory
+        else:
+            own, limit, index, server_limit = cached[1], self.limits.max_store, 1, self.max_storage
+        grown = own + records + count * RECORD_OVERHEAD_BOUND
+        if 0 <= limit < grown:
+            return False
+        total = grown
+        accounts = self._server_accounts
+        if accounts is not None:
+            for account in accounts.values():
+                engine = account.jetstream
+                if engine is not None and engine is not self:
+                    total += engine.usage(False)[index]
+        return total <= server_limit
+
     def check_account_limits(self, storage: StorageType, record: int = 0) -> ApiError | None:
         """Refuse a write that would take the account past its limit, or the server past its.
 

@@ -22,7 +22,7 @@ from pyjetstream.api import codec
 from pyjetstream.api import errors as E
 from pyjetstream.api import subjects as S
 from pyjetstream.api.advisories import StreamWriteErrorAdvisory
-from pyjetstream.api.codec import encode_pub_ack_error, finish_pub_ack, pub_ack_prefix
+from pyjetstream.api.codec import encode_pub_ack_error, finish_pub_ack, pub_ack_prefix, pub_acks
 from pyjetstream.api.counters import counter_pub_ack
 from pyjetstream.api.enums import RetentionPolicy, StorageType
 from pyjetstream.api.errors import JetStreamApiError
@@ -160,8 +160,7 @@ class Stream:
         return self.cfg.name
 
     def start(self) -> None:
-        for subject in self.cfg.subjects:
-            self._subs.append(self.server.subscribe_internal(subject, self._on_inbound, traced=self._on_traced))
+        self._subscribe_inbound()
         # ``mirror_direct`` answers for the origin's name, once caught up (sourcing.py), not ours.
         if self.cfg.allow_direct:
             self._subscribe_direct()
@@ -175,6 +174,16 @@ class Stream:
             self.schedules = MsgSchedules(self)
             self.schedules.rebuild()
         self._configure_fast_path()
+
+    def _subscribe_inbound(self) -> None:
+        """An internal subscription per subject: publishes one by one, traced ones, and a read's
+        run of header-less ones (``Server.route_pubs``)."""
+        for subject in self.cfg.subjects:
+            self._subs.append(
+                self.server.subscribe_internal(
+                    subject, self._on_inbound, traced=self._on_traced, run=self._on_inbound_run
+                )
+            )
 
     def _subscribe_direct(self) -> None:
 
@@ -243,8 +252,7 @@ class Stream:
         self.cfg = cfg
         if old.subjects != cfg.subjects:
             self._unsubscribe(self._subs)
-            for subject in cfg.subjects:
-                self._subs.append(self.server.subscribe_internal(subject, self._on_inbound, traced=self._on_traced))
+            self._subscribe_inbound()
         if old.allow_direct != cfg.allow_direct:
             if cfg.allow_direct:
                 self._subscribe_direct()
@@ -328,6 +336,79 @@ class Stream:
         finally:
             self._trace = None
 
+    def _on_inbound_run(self, subject: str, replies: list[str], payloads: list[bytes], client: Any) -> None:
+        """:meth:`_on_inbound` for header-less publishes to ``subject`` that one read of a
+        connection brought in a row (their replies and payloads, ``Server.route_pubs``) — a
+        pipelining publisher. Where the stream takes the plain path and nothing can refuse or
+        trim a message (:meth:`_store_plain_run`), they are stored in one pass and their PubAcks
+        routed together; else one by one. Either way each message gets what
+        :meth:`_on_inbound` gives it, in order (nats-server has no such path:
+        ``processInboundJetStreamMsg`` runs per message)."""
+        if self.closed:
+            return
+        done = 0
+        if (
+            self._plain
+            and max(map(len, payloads)) + len(subject) + len(max(replies, key=len)) <= self._ingest_max
+            and FAST_BATCH_SUFFIX + "\n" not in "\n".join(replies) + "\n"
+        ):
+            done = self._store_plain_run(subject, replies, payloads)
+        on_inbound = self._on_inbound
+        for k in range(done, len(payloads)):
+            on_inbound(subject, replies[k], None, payloads[k], client)
+
+    def _store_plain_run(self, subject: str, replies: list[str], payloads: list[bytes]) -> int:
+        """:meth:`_process_plain` for each message of a run, with its PubAck, in one pass —
+        only when every check it makes is known to pass for all of them (the size limit, the
+        account limits: ``JetStreamEngine.room_for_run``, the store's limits: ``run_fits``);
+        else nothing is done. Returns how many messages were dealt with (the rest go one by
+        one): all, or up to and including the one a failed write stopped at — the messages
+        before it acknowledged (and taken back with the batch: ``_store_failed``), it answered
+        with the error, as one by one."""
+        cfg = self.cfg
+        store = self.store
+        n = len(payloads)
+        largest = max(map(len, payloads))
+        if 0 <= cfg.max_msg_size < largest:
+            return 0
+        if not self._memory and self._batch is None:
+            self._batch = store.batch()
+            self._batch.__enter__()
+            self.server.loop.call_soon(self._end_batch)
+        sizes = sum(map(len, payloads))
+        records = n * cast(Any, store)._record_size(len(subject), 0, 0) + sizes
+        storage = cfg.storage
+        engine = self.engine
+        if not engine.room_for_run(storage, n, records) or not store.run_fits(subject, n, largest, records):
+            return 0
+        first, done, error = store.store_run(subject, payloads)
+        if done:
+            if done < n:
+                sizes = sum(map(len, payloads[:done]))
+            engine.note_writes(storage, done, sizes + done * len(subject))
+            self._last_msg_id = ""
+            if cfg.max_age and "expiry" not in self._timers:
+                self._schedule_expiry()
+            if self.consumers:
+                if self._batch is not None:
+                    self._signals.extend(zip(range(first, first + done), [subject] * done, strict=True))
+                else:
+                    for seq in range(first, first + done):
+                        self._signal_consumers(seq, subject)
+            if not cfg.no_ack:
+                acks = pub_acks(self._ack_prefix, first, done)
+                answers = [(reply, ack) for reply, ack in zip(replies, acks, strict=False) if reply]
+                if self._batch is not None:
+                    self._acks.extend(answers)
+                elif answers:
+                    self.server.publish_replies(answers)
+        if error is None:
+            return n
+        result = self._store_error(error)
+        if replies[done] and not cfg.no_ack:
+            self.respond(replies[done], self._error(result))
+        return done + 1
+
     def _end_batch(self) -> None:
         """Commit the turn's writes (to the OS; fsync with ``sync: always``), then acknowledge."""
         batch, self._batch = self._batch, None
@@ -338,9 +419,8 @@ class Stream:
                 self._batch_failed(exc)
                 return
         acks, self._acks = self._acks, []
-        publish = self.server.publish_internal
-        for reply, response in acks:
-            publish(reply, response)
+        if acks:
+            self.server.publish_replies(acks)
         if self._signals:
             signals, self._signals = self._signals, []
             for consumer in list(self.consumers.values()):
@@ -620,10 +700,8 @@ class Stream:
             return limit_error
         try:
             seq = store.store_msg(subject, b"", payload, None, 0)[0]
-        except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
-            return E.JSStreamStoreFailedF(err=str(exc))
         except StoreError as exc:
-            return self._store_failed(exc)
+            return self._store_error(exc)
         engine.note_write(storage, size + len(subject))
         self._last_msg_id = ""
         if cfg.max_age and "expiry" not in self._timers:
@@ -680,10 +758,8 @@ class Stream:
             return limit_error
         try:
             seq, ts = store.store_msg(subject, hdr, payload, None, 0)
-        except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge) as exc:
-            return E.JSStreamStoreFailedF(err=str(exc))
         except StoreError as exc:
-            return self._store_failed(exc)
+            return self._store_error(exc)
         engine.note_write(storage, len(hdr) + len(payload) + len(subject))
         self._last_msg_id = msg_id
         if msg_id:
@@ -698,6 +774,12 @@ class Stream:
 
     def _plain_ack(self, result: int | ApiError) -> bytes:
         return finish_pub_ack(self._ack_prefix, result) if isinstance(result, int) else self._error(result)
+
+    def _store_error(self, exc: StoreError) -> ApiError:
+        """The PubAck error of a message the store refused: its limits, or a failed write."""
+        if isinstance(exc, (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject, ErrMsgTooLarge)):
+            return E.JSStreamStoreFailedF(err=str(exc))
+        return self._store_failed(exc)
 
     def _store_failed(self, exc: StoreError) -> ApiError:
         """A write failed (the store took the turn's appends back): the PubAck error, and the

@@ -204,6 +204,27 @@ class MessageStore(ABC):
     def skip_msgs(self, seq: int, num: int) -> None:
         """Consume ``num`` sequences starting at ``seq`` (must be last_seq + 1)."""
 
+    def run_fits(self, subject: str, count: int, largest: int, total: int) -> bool:
+        """Whether :meth:`store_run` may store ``count`` header-less messages on ``subject`` in
+        one pass: :meth:`store_msg` would refuse none of them and remove none for the limits
+        (``largest``: the largest payload, ``total``: their accounted sizes summed). A store
+        without a run path says no."""
+        return False
+
+    def store_run(self, subject: str, payloads: list[bytes]) -> tuple[int, int, StoreError | None]:
+        """:meth:`store_msg` ``(subject, b"", payload)`` for each payload in turn (after
+        :meth:`run_fits`); ``(first sequence, how many were stored, the error that stopped the
+        rest)``."""
+        first = done = 0
+        for payload in payloads:
+            try:
+                seq = self.store_msg(subject, b"", payload)[0]
+            except StoreError as error:
+                return first, done, error
+            first = first or seq
+            done += 1
+        return first, done, None
+
     @abstractmethod
     def batch(self) -> contextlib.AbstractContextManager[None]:
         """Group mutations: writes (and an ``always`` fsync) happen once when the batch exits."""

@@ -32,9 +32,11 @@ import contextlib
 import mmap
 import os
 import struct
+import time
 import zlib
 from array import array
 from collections.abc import Iterator
+from itertools import accumulate
 from typing import Any
 
 import cramjam
@@ -81,6 +83,7 @@ _unpack_rec = REC_HDR.unpack_from
 _pack_rec = REC_HDR.pack
 _pack_crc = struct.Struct("<I").pack
 _crc32 = zlib.crc32
+_time_ns = time.time_ns
 _LEN_MASK = 0xFFFFFFFF
 _TTL_KEY = b"\r\nNats-TTL:"
 # A block's bytes while loading: read into memory, or mapped.
@@ -335,6 +338,52 @@ class BlockFiles(PayloadBackend):
             if ttl:
                 self._ttls[seq] = ttl
         return off << 32 | plen
+
+    def append_run(self, seq: int, subject: bytes, payloads: list[bytes]) -> tuple[array[int], array[int]]:
+        """:meth:`append` for header-less payloads, the records framed with comprehensions and
+        joined into the active block's mirror at once; stops before a record that would need the
+        next block (unless it is the first: the block is sealed then, as :meth:`append` does,
+        while the index is whole)."""
+        if self._compress:
+            return super().append_run(seq, subject, payloads)
+        base = REC_OVERHEAD + len(subject)
+        plens = [base + len(p) for p in payloads]
+        if plens[0] > MAX_RECORD:
+            raise ErrMsgTooLarge()
+        act = self.blocks[-1]
+        limit = self._block_size
+        if act.size + plens[0] > limit and act.size > BLOCK_HDR_LEN:
+            self._roll(seq)
+            act = self.blocks[-1]
+        start = act.size
+        offs = list(accumulate(plens, initial=start))  # offs[k]: where record k starts; offs[-1]: the end
+        m = len(plens)
+        if offs[-1] > limit or max(plens) > MAX_RECORD:  # the first (taken anyway) and those that fit
+            m = max(1, bisect.bisect_right(offs, limit) - 1)
+            m = next((k for k in range(1, m) if plens[k] > MAX_RECORD), m)
+            plens = plens[:m]
+            payloads = payloads[:m]
+        time_ns = _time_ns
+        tss = [time_ns() for _ in plens]
+        pack = _pack_rec
+        lsub = len(subject)
+        recs = [
+            pack(plen, KIND_MSG, s, ts, lsub, 0) + subject + p
+            for plen, s, ts, p in zip(plens, range(seq, seq + m), tss, payloads, strict=True)
+        ]
+        crc32 = _crc32
+        pack_crc = _pack_crc
+        parts: list[bytes] = []
+        add = parts.append
+        for rec in recs:
+            add(rec)
+            add(pack_crc(crc32(rec)))
+        self._mirror += b"".join(parts)
+        end = offs[m]
+        act.size = end
+        act.live_msgs += m
+        act.live_bytes += end - start
+        return array("q", tss), array("Q", [o << 32 | n for o, n in zip(offs, plens, strict=False)])
 
     def _append_to(self, blk: _Block, rec: bytes) -> None:
         if blk is self.blocks[-1]:

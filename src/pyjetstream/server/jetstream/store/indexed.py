@@ -15,6 +15,7 @@ import dataclasses
 import errno
 import heapq
 import time
+from array import array
 from collections.abc import Callable, Iterator
 
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
@@ -73,6 +74,7 @@ class IndexedStore(MessageStore):
         # the base class's no-ops are not called at all.
         self._append_payload = backend.append
         self._append_index = index.append
+        self._append_index_run = index.append_run
         self._read_payload = backend.read
         self._commits = type(backend).commit is not PayloadBackend.commit
         self._first_changed = (
@@ -133,6 +135,60 @@ class IndexedStore(MessageStore):
             except OSError as exc:
                 self._write_failed(exc)
         return seq, ts
+
+    def run_fits(self, subject: str, count: int, largest: int, total: int) -> bool:
+        """Whether :meth:`store_msg` would take each of ``count`` header-less messages on
+        ``subject`` in turn without refusing one or removing any for the limits (``largest``:
+        the largest payload; ``total``: their accounted sizes summed): then :meth:`store_run`
+        may store them in one pass. Any doubt is a no (the caller stores them one by one)."""
+        if self._closed or self.write_error is not None or (self._commits and not self._batch_depth):
+            return False  # (outside a batch, each message's own commit could fail on its own)
+        cfg = self._cfg
+        if 0 < cfg.max_msg_size < largest:
+            return False
+        if self._limits_active or self._discard_new:
+            index = self._index
+            if 0 < cfg.max_msgs < index.msgs + count or 0 < cfg.max_bytes < index.bytes + total:
+                return False
+            maxp = cfg.max_msgs_per_subject
+            if maxp > 0:
+                sid = index.subjects.ids.get(subject, 0)
+                if (index.subjects.msgs[sid] if sid else 0) + count > maxp:
+                    return False
+        return True
+
+    def store_run(self, subject: str, payloads: list[bytes]) -> tuple[int, int, StoreError | None]:
+        """:meth:`store_msg` ``(subject, b"", payload)`` for each payload in turn (no headers,
+        no TTL, stamped now) in one pass — a pipelining publisher's read: the backend frames
+        them in one loop (``append_run``) and the index takes them with array extends
+        (``SeqIndex.append_run``). Only after :meth:`run_fits` said yes, so nothing is refused
+        for the limits. Returns ``(first sequence, how many were stored, the error that
+        stopped the rest)``; the error is what :meth:`store_msg` would have raised for the
+        message after the stored ones (a write that failed takes every message of the batch
+        back, as there)."""
+        index = self._index
+        first = seq = index.last_seq + 1
+        sb = subject.encode()
+        base = self._size_base + len(sb)
+        n = len(payloads)
+        done = 0
+        while done < n:
+            rest = payloads[done:] if done else payloads
+            try:
+                tss, locs = self._backend.append_run(seq, sb, rest)
+            except OSError as exc:  # e.g. a new block file could not be created
+                try:
+                    self._write_failed(exc)
+                except StoreError as error:
+                    return first, done, error
+            except StoreError as error:
+                return first, done, error
+            m = len(tss)
+            sizes = array("I", [base + len(p) for p in (rest if m == len(rest) else rest[:m])])
+            self._append_index_run(seq, subject, tss, sizes, locs)
+            done += m
+            seq += m
+        return first, done, None
 
     def _check_discard_new(self, sid: int, payload: int, size: int) -> None:
         # nats-server storeRawMsg: a subject at its per-subject limit will drop its oldest

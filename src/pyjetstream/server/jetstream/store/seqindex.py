@@ -192,6 +192,39 @@ class SeqIndex:
         self.last_ts = ts
         return sid
 
+    def append_run(self, seq: int, subject: str, tss: array[int], sizes: array[int], locs: array[int]) -> int:
+        """:meth:`append` of ``len(tss)`` (≥ 1) messages on one subject, sequences ``seq`` (=
+        last_seq + 1) onwards, with array extends instead of a call and five appends per message:
+        a pipelining publisher's run (``IndexedStore.store_run``). Returns the subject id."""
+        n = len(tss)
+        table = self.subjects
+        sid = table.ids.get(subject, 0)
+        if not sid:
+            sid = table.intern(subject)
+        last = seq + n - 1
+        self.sids.extend(array("I", (sid,)) * n)
+        self.tss.extend(tss)
+        self.sizes.extend(sizes)
+        self.locs.extend(locs)
+        nxt = self.nxt
+        nxt.extend(array("Q", range(seq + 1, last + 1)))  # each links to the next of the run
+        nxt.append(0)
+        smsgs = table.msgs[sid]
+        if smsgs:
+            nxt[table.last[sid] - self.base] = seq
+        else:
+            table.first[sid] = seq
+        table.msgs[sid] = smsgs + n
+        table.last[sid] = last
+        if not self.msgs:
+            self.first_seq = seq
+            self.first_ts = tss[0]
+        self.msgs += n
+        self.bytes += sum(sizes)
+        self.last_seq = last
+        self.last_ts = tss[-1]
+        return sid
+
     def skip(self, seq: int, num: int, ts: int) -> None:
         """Sequences [seq, seq + num) were consumed without a message."""
         last = seq + num - 1
