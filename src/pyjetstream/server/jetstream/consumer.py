@@ -543,6 +543,7 @@ class Consumer:
         # when every message was read on its own.
         ahead: list[StoredMsg] = []
         ai = an = 0
+        replay = self._replay  # (turned off only after a pass)
         try:
             while True:
                 if budget <= 0:
@@ -555,7 +556,7 @@ class Consumer:
                 if ai < an:
                     msg = ahead[ai]
                     ai += 1
-                    seq = msg.seq
+                    subject, seq, ts, mhdr, payload = msg
                     prev = st.sseq  # (``_undo`` is set from it only before an ``_unget``)
                     st.sseq = seq + 1
                     dc = 1
@@ -565,10 +566,10 @@ class Consumer:
                     if nxt is None:
                         break
                     msg = nxt
-                    seq = msg.seq
+                    subject, seq, ts, mhdr, payload = msg
                     ahead_msg = False
                 else:
-                    if rsub is None or ack_none_interest or self._replay:
+                    if rsub is None or ack_none_interest or replay:
                         want = 1
                     else:
                         want = budget if budget < READ_AHEAD else READ_AHEAD
@@ -584,12 +585,12 @@ class Consumer:
                         break
                     msg = ahead[0]
                     ai = 1
-                    seq = msg.seq
+                    subject, seq, ts, mhdr, payload = msg
                     prev = st.sseq
                     st.sseq = seq + 1
                     dc = 1
                     ahead_msg = True
-                if self._replay:
+                if replay:
                     if ahead_msg:
                         self._undo = (3, seq, prev)
                     if self._replay_delay(msg):
@@ -598,12 +599,11 @@ class Consumer:
                 dseq = st.dseq
                 if dc == 1:
                     npc = self.npc = self.npc - 1
-                    ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, msg.ts, npc if npc > 0 else 0)
+                    ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, ts, npc if npc > 0 else 0)
                 else:
                     npc = self.npc
-                    ack = b"%b%d.%d.%d.%d.%d" % (prefix, dc, seq, dseq, msg.ts, npc if npc > 0 else 0)
-                hdr: bytes | None = msg.hdr or None
-                payload = msg.data
+                    ack = b"%b%d.%d.%d.%d.%d" % (prefix, dc, seq, dseq, ts, npc if npc > 0 else 0)
+                hdr: bytes | None = mhdr or None
                 if headers_only:
                     hdr = _headers_only(hdr, len(payload))
                     payload = b""
@@ -617,7 +617,7 @@ class Consumer:
                             budget = 0
                             break
                 else:
-                    size = len(msg.subject) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
+                    size = len(subject) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
                     wr = pull.next_waiting(size, current_pass, groups, prioritized)
                     if pull.statuses != statuses:  # a request expired or was over its max_bytes
                         statuses = pull.statuses
@@ -645,12 +645,11 @@ class Consumer:
                         wr.hbt = time.monotonic() + wr.hb
                 st.dseq = dseq + 1
                 if rsub is None or rsub.closed:
-                    ok = publish(dest, payload, ack.decode(), hdr, msg.subject)
+                    ok = publish(dest, payload, ack.decode(), hdr, subject)
                     an = 0
                 elif conn is not None:
                     # ``ClientConnection.deliver``'s framing, without its per-message checks
                     # (none apply: see ``takes_frames``) and with the accounting per run.
-                    subject = msg.subject
                     if hdr is not None and conn.headers:
                         if subject is not hsub:
                             hsub, hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
@@ -674,7 +673,7 @@ class Consumer:
                     ok = True
                     direct += 1
                 else:
-                    ok = rsub.client.deliver(rsub, dest, ack.decode(), hdr, payload, None, msg.subject)
+                    ok = rsub.client.deliver(rsub, dest, ack.decode(), hdr, payload, None, subject)
                     direct += 1
                     if rsub.closed:
                         an = 0
