@@ -276,6 +276,22 @@ async def wait_for(
         await asyncio.sleep(interval)
 
 
+async def told(client: RawClient, stream: str, consumer: str, num_pending: int, timeout: float = 10.0) -> Any:
+    """The consumer's info once its ``num_pending`` is ``num_pending`` (or after ``timeout``).
+
+    nats-server sends a PubAck before it tells the stream's consumers of the message
+    (``processJetStreamMsg`` queues it on ``mset.sigq`` for ``signalConsumersLoop``), so an INFO
+    or a ``no_wait`` pull right after a publish can find a consumer not yet told (404 No Messages
+    where there are messages): wait for this before either.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        info = await client.consumer_info(stream, consumer)
+        if info.get("num_pending") == num_pending or time.monotonic() > deadline:
+            return info
+        await asyncio.sleep(0.02)
+
+
 def headers(*pairs: tuple[str, str]) -> bytes:
     return b"NATS/1.0\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in pairs) + b"\r\n"
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from tests.jetstream.consumer_helpers import Msg, RawClient, headers
+from tests.jetstream.consumer_helpers import Msg, RawClient, headers, told
 from tests.support.targets import Target
 
 MS = 1_000_000
@@ -78,9 +78,9 @@ async def test_deliver_policies(client: RawClient) -> None:
     await client.publish_js("s.b", b"n1")  # seq 10
     await client.publish_js("s.c", b"n2")  # seq 11
     for name in specs:
-        info = await client.consumer_info("S", name)
         # ⟨2.11+⟩ an explicit opt_start_seq beyond the stream is kept: SEQ99 waits for seq 99.
         want = 0 if name == "SEQ99" else 1 if name in ("FB", "LASTB") else 2
+        info = await told(client, "S", name, want)
         assert info["num_pending"] == want, name
         if name == "SEQ99":
             assert info["delivered"]["stream_seq"] == 98, name
@@ -106,6 +106,7 @@ async def test_starting_points_on_empty_and_purged_streams(client: RawClient) ->
         assert info["delivered"]["stream_seq"] == (9 if name == "SEQ" else 0), name
     await client.publish_many("s.x", 2)
     for name in ("ALL", "LAST", "NEW", "LPS"):
+        await told(client, "S", name, 2)
         assert [m.data for m in await drain(client, name)] == [b"m0", b"m1"], name
     # ⟨2.11+⟩ SEQ keeps its opt_start_seq 10 (it was moved back to 1 on an empty stream before).
     assert await drain(client, "SEQ") == []
@@ -113,6 +114,7 @@ async def test_starting_points_on_empty_and_purged_streams(client: RawClient) ->
     after = await client.add_consumer("S", "AFTER")
     assert after["delivered"]["stream_seq"] == 2 and after["num_pending"] == 0
     await client.publish_many("s.y", 2)
+    await told(client, "S", "AFTER", 2)
     assert [m.stream_seq for m in await drain(client, "AFTER")] == [3, 4]
 
     # A purge moves consumers past what was removed: pending acks below it are dropped.
@@ -124,6 +126,7 @@ async def test_starting_points_on_empty_and_purged_streams(client: RawClient) ->
     assert info["num_ack_pending"] == 0 and info["num_pending"] == 0
     assert info["ack_floor"]["stream_seq"] == 7 and info["delivered"]["stream_seq"] == 7
     await client.publish_js("s.z", b"fresh")
+    await told(client, "S", "P", 1)
     assert [m.data for m in await drain(client, "P")] == [b"fresh"]
 
 
@@ -162,6 +165,7 @@ async def test_filtered_consumer_info_tracks_stream(client: RawClient) -> None:
     await client.add_consumer("S", "F", filter_subject="s.a")
     await client.publish_js("s.a", b"1")
     await client.publish_js("s.b", b"2")
+    await told(client, "S", "F", 1)
     msgs = await drain(client, "F")
     assert [m.stream_seq for m in msgs] == [1]
     info = await client.consumer_info("S", "F")

@@ -10,7 +10,7 @@ from typing import Any
 
 import nats
 import pytest
-from tests.jetstream.consumer_helpers import Msg, RawClient, speaks_210
+from tests.jetstream.consumer_helpers import Msg, RawClient, speaks_210, told, wait_for
 from tests.support.targets import Target
 
 API = "$JS.API.CONSUMER."
@@ -179,6 +179,7 @@ async def test_waiting_queue(client: RawClient) -> None:
     await client.publish_js("s.y", b"two")
     await client.publish_js("s.y", b"three")
     assert (await sw.next()).data == b"one"  # then max_ack_pending stalls it, wanting 4 more
+    await told(client, "S", "D", 2)  # two and three
     msgs = await pull(client, "D", {"batch": 1, "no_wait": True}, quiet=0.5)
     assert status_line(msgs[0]) == b"NATS/1.0 408 Requests Pending\r\n\r\n"
     sw.unsubscribe()
@@ -186,8 +187,12 @@ async def test_waiting_queue(client: RawClient) -> None:
     gone = client.new_inbox()
     client.pull("S", "D", gone, {"batch": 5, "expires": 5_000 * MS})
     await client.flush()
-    await asyncio.sleep(0.05)
-    assert (await client.consumer_info("S", "D"))["num_waiting"] == 0
+    await asyncio.sleep(0.05)  # time for it to be taken in, were it kept
+
+    async def dropped() -> bool:
+        return (await client.consumer_info("S", "D"))["num_waiting"] == 0
+
+    await wait_for(dropped)
 
 
 async def test_round_robin_between_requests(client: RawClient) -> None:
@@ -197,8 +202,11 @@ async def test_round_robin_between_requests(client: RawClient) -> None:
     sa, sb = client.subscribe(a), client.subscribe(b)
     client.pull("S", "C", a, {"batch": 3, "expires": 2_000 * MS})
     client.pull("S", "C", b, {"batch": 3, "expires": 2_000 * MS})
-    await client.flush()
-    await asyncio.sleep(0.05)
+
+    async def both_waiting() -> bool:
+        return (await client.consumer_info("S", "C"))["num_waiting"] == 2
+
+    await wait_for(both_waiting)
     for i in range(4):
         client.publish("s.x", f"{i}".encode())
     await client.flush()
