@@ -21,6 +21,7 @@ async def test_reconnect_restores_subscriptions_and_delivers_buffered_publishes(
     nc = await connect(
         server.url,
         reconnect_time_wait=0.05,
+        max_reconnect_attempts=-1,  # a loaded machine can take longer than 60 x 0.05 s to restart
         disconnected_cb=lambda: events.append("disconnected"),
         reconnected_cb=lambda: events.append("reconnected"),
     )
@@ -63,8 +64,9 @@ async def test_reconnect_restores_subscriptions_and_delivers_buffered_publishes(
 
 
 async def test_requests_work_after_reconnect(server: Target) -> None:
-    nc = await connect(server.url, reconnect_time_wait=0.05)
-    responder = await connect(server.url, reconnect_time_wait=0.05)
+    # Unlimited attempts: a loaded machine can take longer than 60 x 0.05 s to restart the server.
+    nc = await connect(server.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1)
+    responder = await connect(server.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1)
     try:
         await responder.subscribe("svc", cb=lambda m: asyncio.ensure_future(m.respond(b"pong")))
         await responder.flush()
@@ -118,7 +120,7 @@ async def test_no_reconnect_closes(server: Target) -> None:
 
 
 async def test_close_while_reconnecting(server: Target) -> None:
-    nc = await connect(server.url, reconnect_time_wait=0.05)
+    nc = await connect(server.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1)
     sub = await nc.subscribe("x")
     await asyncio.to_thread(server.stop)
     await wait_until(lambda: nc.is_reconnecting)

@@ -89,7 +89,11 @@ async def test_untrusted_certificate_is_refused(tls_server: Target) -> None:
 
 async def test_tls_reconnect(tls_server: Target, certs: tuple[Path, Path]) -> None:
     nc = await connect(
-        tls_server.url, tls=client_context(certs[0]), connect_timeout=10, reconnect_time_wait=0.05
+        tls_server.url,
+        tls=client_context(certs[0]),
+        connect_timeout=10,
+        reconnect_time_wait=0.05,
+        max_reconnect_attempts=-1,  # a loaded machine can take longer than 60 x 0.05 s to restart
     )
     try:
         sub = await nc.subscribe("tls.re")

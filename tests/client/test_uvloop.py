@@ -15,7 +15,8 @@ uvloop = pytest.importorskip("uvloop")
 
 def test_core_flows_on_uvloop(server: Target) -> None:
     async def scenario() -> None:
-        nc = await connect(server.url, reconnect_time_wait=0.05)
+        # Unlimited attempts: a loaded machine can take longer than 60 x 0.05 s to restart the server.
+        nc = await connect(server.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1)
         try:
             sub = await nc.subscribe("uv.>")
             await nc.subscribe("uv.svc", cb=lambda m: asyncio.ensure_future(m.respond(b"ok")))
