@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from tests.support.targets import KINDS, Target, make_target
+
+# The property tests check answers, not speed: Hypothesis's 200 ms deadline per example and its
+# too_slow health check fail on a loaded 2-core CI machine (seen: a parser example taking 390 ms
+# once, 0.08 ms on replay). A test's own @settings still wins for what it sets.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 # pytester runs user test files for the pytest plugin's tests; the plugin itself gives the
 # nats_server / nats_url / nc / js fixtures (a no-op when its entry point is installed).
