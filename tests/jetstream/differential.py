@@ -27,6 +27,9 @@ TIME_KEYS = {"created", "first_ts", "last_ts", "time", "timestamp", "ts"}
 SERVER_METADATA_KEYS = {"_nats.ver", "_nats.level"}
 _TIME_RE = re.compile(rb"Nats-Time-Stamp: [^\r]*")
 _TIME_LINE_RE = re.compile(rb"Nats-Time-Stamp: [^\r]*\r\n")
+#: How long a reply that comes (a PubAck, a direct get) may take on a loaded machine; a step that
+#: expects none says how long it waits for it (``pub(..., no_reply_wait=...)``).
+REPLY_WAIT = 5.0
 
 
 @dataclass
@@ -50,8 +53,18 @@ def req(subject: str, body: Any = b"", mask: tuple[str, ...] = (), note: str = "
     return Step("req", subject, body, mask=mask, note=note)
 
 
-def pub(subject: str, data: bytes | str = b"", *hdrs: tuple[str, str], reply: bool = True) -> Step:
-    return Step("pub", subject, data.encode() if isinstance(data, str) else data, tuple(hdrs), reply)
+def pub(
+    subject: str,
+    data: bytes | str = b"",
+    *hdrs: tuple[str, str],
+    reply: bool = True,
+    no_reply_wait: float = 0.0,
+) -> Step:
+    """A publish with a reply subject (``reply=False``: without). Where nats-server sends no
+    PubAck, ``no_reply_wait`` is how long to wait for one that must not come; elsewhere the wait
+    is ``REPLY_WAIT``, so a slow PubAck is never taken for a missing one."""
+    data = data.encode() if isinstance(data, str) else data
+    return Step("pub", subject, data, tuple(hdrs), reply, seconds=no_reply_wait)
 
 
 def pipelined(*pubs: Step, same_reply: bool = False) -> Step:
@@ -220,7 +233,7 @@ class Runner:
                 await c.flush()
                 return None
             try:
-                msg = await c.request(step.subject, step.body, hdr=hdr, timeout=1.5)
+                msg = await c.request(step.subject, step.body, hdr=hdr, timeout=step.seconds or REPLY_WAIT)
             except TimeoutError:
                 return {"pub": "no reply"}
             return _describe_pub_answer(msg)
@@ -233,13 +246,13 @@ class Runner:
             ]
         if step.kind == "direct":
             try:
-                msg = await c.request(step.subject, _encode_body(step.body), timeout=1)
+                msg = await c.request(step.subject, _encode_body(step.body), timeout=REPLY_WAIT)
             except TimeoutError:
                 return {"direct": "no reply"}
             return _describe_msg(msg)
         if step.kind == "direct_batch":
             try:
-                msgs = await c.request_many(step.subject, _encode_body(step.body), timeout=3)
+                msgs = await c.request_many(step.subject, _encode_body(step.body), timeout=REPLY_WAIT)
             except TimeoutError:
                 return {"direct": "no end of batch"}
             return [_describe_msg(m) for m in msgs]

@@ -108,10 +108,13 @@ CASES: dict[str, list] = {
         info("S"),
     ],
     "msg-id-window-expires": [
-        create("S", duplicate_window=NS // 5),
+        # The second publish must land inside the window on both servers, the third after
+        # nats-server's purge timer (it fires once the window has passed): 0.5 s of margin
+        # each way, where 0.2 s windows left a loaded machine 0.2 s.
+        create("S", duplicate_window=NS // 2),
         pub("S", "1", ("Nats-Msg-Id", "A")),
         pub("S", "1", ("Nats-Msg-Id", "A")),
-        sleep(0.4),
+        sleep(1.0),
         pub("S", "1", ("Nats-Msg-Id", "A")),
     ],
     "expected-stream": [
@@ -167,7 +170,7 @@ CASES: dict[str, list] = {
         wait_msgs("S", 2),
         pub("S", "3"),
     ],
-    "no-ack-stream": [create("S", no_ack=True), pub("S", "1"), wait_msgs("S", 1)],
+    "no-ack-stream": [create("S", no_ack=True), pub("S", "1", no_reply_wait=1.5), wait_msgs("S", 1)],
     # --- limits ----------------------------------------------------------------------------
     "max-msgs-discard-old": [
         create("S", max_msgs=3),
