@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import nats
 import pytest
 from tests.jetstream.rawnats import RawNats, headers
+from tests.server.rawclient import RawClient
 from tests.support.targets import EMBEDDED, NATS_SERVER, Target
 
 NS = 1_000_000_000
@@ -361,3 +363,52 @@ async def test_persist_mode_async_with_sync_always(start_server: Callable[..., T
         assert "persist_mode" not in d["config"] and d["state"]["messages"] == 20
     finally:
         await client.close()
+
+
+# --- pipelined publishes -----------------------------------------------------------------------
+
+
+async def test_pipelined_publishes_in_one_write_are_each_stored_and_acknowledged(
+    raw: RawNats, server: Target
+) -> None:
+    """A burst of publishes with a reply each, same subject and size, in one write (the embedded
+    server routes such a run to the stream with one lookup): every message is stored in order
+    and acknowledged to its own reply, memory and file store alike."""
+    for name, storage in (("PM", "memory"), ("PF", "file")):
+        created = await api(
+            raw, f"STREAM.CREATE.{name}", {"name": name, "subjects": [f"{name}.>"], "storage": storage}
+        )
+        assert "error" not in created, created
+    n = 40
+
+    def burst() -> bytes:
+        with RawClient.connected(server.port) as client:
+            assert client.exchange(b"SUB _INBOX.p.* 1\r\n") == (b"PONG\r\n", False)
+            client.send(
+                b"".join(
+                    b"PUB %b.x _INBOX.p.%b%d 2\r\n%02d\r\n" % (name, name, i, i)
+                    for name in (b"PM", b"PF")
+                    for i in range(n)
+                )
+            )
+            out = b""
+            for name in (b"PM", b"PF"):  # nats-server stores the two streams concurrently
+                last = b'{"stream":"%b","seq":%d}\r\n' % (name, n)
+                if last not in out:
+                    out += client.read_until(last, timeout=20)
+            return out
+
+    out = (await asyncio.to_thread(burst)).replace(b"PONG\r\n", b"")
+    for name in ("PM", "PF"):
+        acks = [
+            b"MSG _INBOX.p.%b%d 1 %d\r\n%b\r\n" % (name.encode(), i, len(body), body)
+            for i in range(n)
+            for body in [b'{"stream":"%b","seq":%d}' % (name.encode(), i + 1)]
+        ]
+        got = [frame for frame in out.split(b"MSG ")[1:] if b'"stream":"%b"' % name.encode() in frame]
+        assert [b"MSG " + frame for frame in got] == acks
+    for name in ("PM", "PF"):
+        info = await api(raw, f"STREAM.INFO.{name}")
+        assert info["state"]["messages"] == n and info["state"]["last_seq"] == n
+        last = await api(raw, f"STREAM.MSG.GET.{name}", {"seq": n})
+        assert last["message"]["subject"] == f"{name}.x"
