@@ -79,8 +79,9 @@ async def test_durable_state_survives_restart_and_kill(server: Target, server_ki
     msgs = await fetch(client, "D", 5)
     await client.request(msgs[0].reply, b"")
     await client.request(msgs[2].reply, b"")
-    client.publish(msgs[3].reply, b"-NAK")
-    await client.flush()
+    # With a reply, so it is processed before the next pull (nats-server queues acks and pull
+    # requests apart: a flush does not order them).
+    await client.request(msgs[3].reply, b"-NAK")
     (again,) = await fetch(client, "D", 1)
     assert (again.stream_seq, again.num_delivered) == (4, 2)
     before = await client.consumer_info("S", "D")

@@ -4,7 +4,6 @@ limit, redelivery to a push subscriber and nats-py's ordered consumer."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -63,7 +62,12 @@ async def test_bound_only_with_exact_interest(client: RawClient) -> None:
     await client.flush()
     await wait_for(lambda: bound(client, "G"))
     await client.publish_many("s.b", 6, "x")
-    await asyncio.sleep(0.2)
+
+    async def delivered() -> bool:  # each delivery reaches plain, other and one member together
+        return plain.queue.qsize() >= 9 and other.queue.qsize() >= 9
+
+    await wait_for(delivered)
+    await client.flush()
     to_group = member_a.drain() + member_b.drain()
     assert sorted(m.data for m in to_group if m.subject == "s.b") == [f"x{i}".encode() for i in range(6)]
     assert len(plain.drain()) == 9 and len(other.drain()) == 9
