@@ -252,7 +252,9 @@ def finish_pub_ack(prefix: bytes, seq: int, duplicate: bool = False) -> bytes:
 def pub_acks(prefix: bytes, first: int, count: int) -> list[bytes]:
     """:func:`finish_pub_ack` of sequences ``first`` … ``first + count - 1`` (a run of stored
     messages, in order)."""
-    return [b"%s%d}" % (prefix, seq) for seq in range(first, first + count)]
+    # One text format for the whole run (the prefix is JSON: no raw newline in it), then split.
+    template = prefix.decode().replace("%", "%%") + "%d}\n"
+    return (template * count % tuple(range(first, first + count))).encode().split(b"\n")[:-1]
 
 
 def finish_batch_pub_ack(prefix: bytes, seq: int, batch_id: str, count: int, duplicate: bool = False) -> bytes:

@@ -1076,9 +1076,10 @@ class ClientConnection(asyncio.Protocol):
         ``Server.publish_replies``) in one loop; returns how many were taken, -1 to go message
         by message (permissions to check, tracing, auto-unsubscribe).
 
-        Each message is accounted for and checked as :meth:`deliver` + :meth:`_queued` would
-        (the early write and slow-consumer cut past the pending limit: fewer than all are taken
-        when that closed the connection)."""
+        Each message is accounted for and checked as :meth:`deliver` + :meth:`_queued` would —
+        the counters kept in locals and added up where :meth:`_queued` would write early (and
+        cut a slow consumer: fewer than all are taken when that closed the connection) and at
+        the end."""
         if self.deliver_filter is not None or self.trace or sub.max_msgs:
             return -1
         out = self.out
@@ -1089,16 +1090,18 @@ class ClientConnection(asyncio.Protocol):
         if not self.dirty:
             self.dirty = True
             self._loop.call_soon(self.flush_out)
+        room = self.pending_limit - self.out_size
+        size = data = 0
+        start = lo
         for k in range(lo, hi):
             subject, payload = replies[k]
             if not literal and subject != last:
                 prefix = msg_prefix(subject.encode(), sid)
                 last = subject
-            self.out_size += append_msg(out, prefix, b"", payload)
-            sub.delivered += 1
-            self.out_msgs += 1
-            self.out_bytes += len(payload)
-            if self.out_size > self.pending_limit:
+            size += append_msg(out, prefix, b"", payload)
+            data += len(payload)
+            if size > room:  # out_size > pending_limit: _queued writes early here
+                self._count_delivered(sub, k + 1 - start, data, size)
                 self.overflow()
                 if self.closed:
                     return k + 1 - lo  # cut as a slow consumer: the rest is routed to nobody
@@ -1106,7 +1109,17 @@ class ClientConnection(asyncio.Protocol):
                 if not self.dirty:
                     self.dirty = True
                     self._loop.call_soon(self.flush_out)
+                room = self.pending_limit - self.out_size
+                size = data = 0
+                start = k + 1
+        self._count_delivered(sub, hi - start, data, size)
         return hi - lo
+
+    def _count_delivered(self, sub: Subscription, msgs: int, data: int, size: int) -> None:
+        sub.delivered += msgs
+        self.out_msgs += msgs
+        self.out_bytes += data
+        self.out_size += size
 
     def _trace_msg(self, sub: Subscription, subject: str, reply: str, hdr: bytes | None, size: int) -> None:
         args = f"{subject} {sub.sid} {reply + ' ' if reply else ''}"

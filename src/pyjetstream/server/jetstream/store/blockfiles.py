@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import mmap
 import os
 import struct
@@ -365,12 +366,19 @@ class BlockFiles(PayloadBackend):
             payloads = payloads[:m]
         time_ns = _time_ns
         tss = [time_ns() for _ in plens]
-        pack = _pack_rec
         lsub = len(subject)
-        recs = [
-            pack(plen, KIND_MSG, s, ts, lsub, 0) + subject + p
-            for plen, s, ts, p in zip(plens, range(seq, seq + m), tss, payloads, strict=True)
-        ]
+        if min(plens) == max(plens):  # one payload size: one pack each
+            pack = _run_record(lsub, plens[0] - base).pack
+            recs = [
+                pack(plen, KIND_MSG, s, ts, lsub, 0, subject, p)
+                for plen, s, ts, p in zip(plens, range(seq, seq + m), tss, payloads, strict=True)
+            ]
+        else:
+            pack_head = _run_record(lsub, -1).pack
+            recs = [
+                pack_head(plen, KIND_MSG, s, ts, lsub, 0, subject) + p
+                for plen, s, ts, p in zip(plens, range(seq, seq + m), tss, payloads, strict=True)
+            ]
         crc32 = _crc32
         pack_crc = _pack_crc
         parts: list[bytes] = []
@@ -1133,6 +1141,15 @@ class BlockFiles(PayloadBackend):
         if not (nbytes or lost):
             return None
         return LostData(sorted(set(lost)), nbytes)
+
+
+@functools.lru_cache(maxsize=64)
+def _run_record(subject_len: int, payload_len: int) -> struct.Struct:
+    """A header-less message record up to its CRC — header, subject and (``payload_len`` ≥ 0)
+    the payload — as one struct, so that a run's records are one ``pack`` each
+    (``BlockFiles.append_run``)."""
+    body = f"{payload_len}s" if payload_len >= 0 else ""
+    return struct.Struct(REC_HDR.format + f"{subject_len}s" + body)
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
 
+from ._fileutil import map_large_buffers
 from ._index import next_nonzero
 from .backend import PayloadBackend
 from .base import (
@@ -59,6 +60,7 @@ class IndexedStore(MessageStore):
     """:class:`MessageStore` over an index and a payload backend (see the module docstring)."""
 
     def __init__(self, cfg: StoreConfig, index: SeqIndex, backend: PayloadBackend) -> None:
+        map_large_buffers()  # the index arrays grow by reallocation
         self._cfg = dataclasses.replace(cfg)
         self._limits_active = self._has_limits(cfg)
         self._discard_new = cfg.discard == DISCARD_NEW
