@@ -72,7 +72,9 @@ async def test_fetch_bytes_and_no_wait(js: JetStream) -> None:
     assert len(msgs) + len(rest) == 20
     empty = await consumer.fetch_no_wait(5)
     assert await empty.collect() == [] and empty.error is None
-    assert time.monotonic() - start < 2
+    # Answered, not ended by the client's 5 s no_wait guard (either fetch would take that long);
+    # 4.5 s leaves a loaded machine room where 2 s did not.
+    assert time.monotonic() - start < 4.5
 
 
 async def test_next(js: JetStream) -> None:
