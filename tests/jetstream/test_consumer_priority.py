@@ -9,12 +9,13 @@ compared (pin ids, times and inboxes vary)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from pathlib import Path
 from typing import Any
 
-from tests.jetstream.consumer_helpers import Msg, RawClient
+from tests.jetstream.consumer_helpers import Msg, RawClient, wait_for
 from tests.support.targets import EMBEDDED, NATS_SERVER, Target, make_target
 
 MS = 1_000_000
@@ -153,7 +154,14 @@ async def pinned_transcript(url: str) -> list[str]:
                 break
             await asyncio.sleep(0.1)
         out.append(normalise(json.dumps(info["priority_groups"], separators=(",", ":"))))
-        await client.flush()
+
+        # The two pins, the admin unpin and the lapse: nats-server sends each advisory from its
+        # send queue after the change it reports, so wait for them (fewer: the transcripts differ).
+        async def advised() -> bool:
+            return pinned.queue.qsize() + unpinned.queue.qsize() >= 4
+
+        with contextlib.suppress(AssertionError):
+            await wait_for(advised)
         events = [json.loads(m.data) for m in pinned.drain() + unpinned.drain()]
         for e in events:
             out.append(normalise(json.dumps(e, separators=(",", ":"))))
