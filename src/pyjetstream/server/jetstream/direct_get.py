@@ -23,7 +23,7 @@ from pyjetstream.api import codec
 from pyjetstream.api import headers as H
 from pyjetstream.api.headers import Status, status_block
 from pyjetstream.api.models_msg import MsgGetRequest
-from pyjetstream.api.timefmt import format_time
+from pyjetstream.api.timefmt import NS_PER_S, format_time
 from pyjetstream.server.jetstream.api_level import required_level_refused
 from pyjetstream.server.jetstream.store.base import StoreError
 
@@ -70,6 +70,9 @@ def _conflicting(req: MsgGetRequest) -> bool:
 class DirectGet:
     def __init__(self, stream: Stream) -> None:
         self.stream = stream
+        self._stream_line = f"{H.STREAM}: {stream.name}\r\n".encode()
+        self._ts_second = -1  # the second of the last time stamp formatted, and its text
+        self._ts_base = ""
 
     def _send(self, reply: str, hdr: bytes | None, data: bytes = b"") -> None:
         self.stream.server.publish_internal(reply, data, hdr=hdr)
@@ -151,6 +154,31 @@ class DirectGet:
         base = msg.hdr if msg.hdr and len(msg.hdr) > 2 else b"NATS/1.0\r\n\r\n"
         return base[:-2] + extra + b"\r\n"
 
+    def _time_stamp(self, ns: int) -> str:
+        """:func:`format_time`, the date and time of day formatted once per second (a batch's
+        messages were mostly stored in the same few seconds)."""
+        second, frac = divmod(ns, NS_PER_S)
+        if second != self._ts_second:
+            self._ts_base = format_time(second * NS_PER_S)[:-1]
+            self._ts_second = second
+        if frac:
+            return f"{self._ts_base}.{frac:09d}".rstrip("0") + "Z"
+        return self._ts_base + "Z"
+
+    def _batch_headers(self, msg: StoredMsg, pending: int, last_seq: int) -> bytes:
+        """:meth:`_stream_headers` of a batch reply (the same bytes: nats-server's ``dgb`` lines
+        after the stored headers), formatted in one step."""
+        base = msg.hdr if msg.hdr and len(msg.hdr) > 2 else b"NATS/1.0\r\n\r\n"
+        return b"%b%bNats-Subject: %b\r\nNats-Sequence: %d\r\nNats-Time-Stamp: %b\r\nNats-Num-Pending: %d\r\nNats-Last-Sequence: %d\r\n\r\n" % (
+            base[:-2],
+            self._stream_line,
+            msg.subject.encode(),
+            msg.seq,
+            self._time_stamp(msg.ts).encode(),
+            pending,
+            last_seq,
+        )
+
     def _answer(self, reply: str, req: MsgGetRequest) -> None:
         if req.multi_last:
             return self._answer_multi(reply, req)
@@ -166,6 +194,12 @@ class DirectGet:
             batch = 1
         max_bytes = self._max_bytes(req)
         sent_bytes = last_seq = 0
+        # A batch's replies go to one inbox: its one receiving subscription is looked up once and
+        # each reply framed straight onto that connection (as a consumer's delivery pass does); a
+        # receiver that went away meanwhile is closed, which sends the rest the routed way.
+        server = self.stream.server
+        rsub = server.lone_receiver(reply) if is_batch else None
+        direct = 0
         i = 0
         while i < batch:
             try:
@@ -193,15 +227,21 @@ class DirectGet:
             if not req.no_hdr:
                 if is_batch:
                     pending = max(pending - 1, 0)
-                    hdr = self._stream_headers(msg, (pending, last_seq))
+                    hdr = self._batch_headers(msg, pending, last_seq)
                 else:
                     hdr = self._stream_headers(msg, None)
             last_seq = msg.seq
-            self._send(reply, hdr, msg.data)
+            if rsub is not None and not rsub.closed:
+                rsub.client.deliver(rsub, reply, "", hdr, msg.data, None)
+                direct += 1
+            else:
+                self._send(reply, hdr, msg.data)
             sent_bytes += len(msg.subject) + len(msg.hdr or b"") + len(msg.data)
             i += 1
             if sent_bytes >= max_bytes:
                 break
+        if direct:
+            server.count_matches(direct)
         if is_batch:
             if store.fast_state().last_seq > valid_through:
                 pending, _ = store.num_pending(seq, filt or ">")
