@@ -230,3 +230,59 @@ def test_header_lines_array_matches_a_row_by_row_parse() -> None:
         assert header_lines_array(lines, typ, drop).to_pylist() == expected
     assert _own_pairs(b"Tag: x\r\nTag: y\r\n", drop) == [("Tag", ["x", "y"])]
     assert _own_pairs(b"Nats-Stream: S\r\n", drop) is None
+
+
+def test_reply_frames_build_the_columns_of_the_replies() -> None:
+    """Direct get replies kept as received become the same rows through the array path (nats-server's
+    header layout) and through the row-by-row parse (any other layout), and rows past the range's
+    end are dropped."""
+    import numpy as np
+
+    from pyjetstream.spark.arrow_batch import arrow_schema
+    from pyjetstream.spark.direct_reader import DIRECT_GET_HEADERS
+    from pyjetstream.spark.options import parse_options
+    from pyjetstream.spark.reply_frames import ReplyFrames
+    from pyjetstream.spark.schema import message_schema
+
+    schema = arrow_schema(message_schema(parse_options({"stream": "S"})))
+    tail = (
+        b"Nats-Stream: S\r\nNats-Subject: s.%d\r\nNats-Sequence: %d\r\n"
+        b"Nats-Time-Stamp: 2026-11-27T10:41:12.%03dZ\r\nNats-Num-Pending: 1\r\nNats-Last-Sequence: 0\r\n\r\n"
+    )
+
+    def replies(reorder: bool) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+        buf = b"junk"
+        h, s, e = [], [], []
+        for seq in (3, 4, 7):
+            own = b"X-K: v%d\r\nY:  a b \r\n" % seq if seq != 4 else b""
+            lines = tail % (seq, seq, seq)
+            if reorder and seq == 7:  # a server that writes the same headers in another order
+                first, rest = lines.split(b"\r\n", 1)
+                lines = rest[:-2] + first + b"\r\n\r\n"
+            block = b"NATS/1.0\r\n" + own + lines
+            h.append(len(buf))
+            buf += block
+            s.append(len(buf))
+            buf += b"payload %d" % seq
+            e.append(len(buf))
+            buf += b"\r\nHMSG x 1 2 3\r\n"
+        return buf, np.array(h), np.array(s), np.array(e)
+
+    for reorder in (False, True):
+        for last in (7, 5):
+            frames = ReplyFrames("S", schema, DIRECT_GET_HEADERS, last)
+            buf, h, s, e = replies(reorder)
+            frames.add(buf, h[:1], s[:1], e[:1])
+            frames.add(buf, h[1:], s[1:], e[1:])
+            rows = frames.to_batch().to_pylist()
+            expected = [
+                ("s.3", 3, [("X-K", ["v3"]), ("Y", ["a b"])], b"payload 3", 3000),
+                ("s.4", 4, None, b"payload 4", 4000),
+                ("s.7", 7, [("X-K", ["v7"]), ("Y", ["a b"])], b"payload 7", 7000),
+            ]
+            expected = [r for r in expected if r[1] <= last]
+            got = [
+                (r["subject"], r["sequence"], r["headers"], r["data"], r["timestamp"].microsecond) for r in rows
+            ]
+            assert got == expected, (reorder, last)
+            assert all(r["stream"] == "S" for r in rows)

@@ -21,6 +21,7 @@ __all__ = [
     "CONSUMER_STALLED",
     "COUNTER_SOURCES",
     "DESCRIPTION",
+    "DIRECT_BATCH_TAIL",
     "EXPECTED_LAST_MSG_ID",
     "EXPECTED_LAST_SEQUENCE",
     "EXPECTED_LAST_SUBJECT_SEQUENCE",
@@ -116,6 +117,10 @@ STREAM_IDENTITY = "Nats-Stream-Identity"  # ⟨2.15+⟩ a stream's identity (a h
 NUM_PENDING = "Nats-Num-Pending"  # ⟨2.11+⟩ batched direct get
 UP_TO_SEQUENCE = "Nats-UpTo-Sequence"  # ⟨2.11+⟩
 MARKER_REASON = "Nats-Marker-Reason"  # ⟨2.11+⟩ "MaxAge" | "Purge" | "Remove"
+# What a batched direct get reply's header block ends with, in this order, one line each, then the
+# blank line (nats-server's ``dgb`` template in stream.go, appended by ``genHeader`` after a message's
+# own headers; the embedded server writes the same).
+DIRECT_BATCH_TAIL = (STREAM, SUBJECT, SEQUENCE, TIME_STAMP, NUM_PENDING, LAST_SEQUENCE)
 
 # Consumer statuses.
 PENDING_MESSAGES = "Nats-Pending-Messages"

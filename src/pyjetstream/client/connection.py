@@ -86,6 +86,7 @@ from pyjetstream.protocol import (
     encode_unsub,
 )
 from pyjetstream.protocol import Msg as WireMsg
+from pyjetstream.protocol.parser import FrameScan
 from pyjetstream.protocol.subjects import is_valid_subject
 from pyjetstream.protocol.writers import hpub_line, pub_line
 
@@ -129,6 +130,7 @@ class Client:
         self._parser = ClientSideParser()
         self._frame_sids: set[int] = set()  # subscriptions read as raw frames (subscribe_frames)
         self._parser.frame_sids = self._frame_sids
+        self._frame_scan: FrameScan | None = None  # their run finder (subscribe_frames' ``scan``)
         self._hs: Handshake | None = None
         self._server_info: dict[str, Any] = {}
         self._max_payload = MAX_PAYLOAD
@@ -371,13 +373,21 @@ class Client:
             raise BadSubjectError(f"invalid queue group {queue!r}")
         return self._add_subscription(subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit)
 
-    async def subscribe_frames(self, subject: str, cb: FramesCallback) -> Subscription:
+    async def subscribe_frames(
+        self, subject: str, cb: FramesCallback, scan: FrameScan | None = None
+    ) -> Subscription:
         """Subscribe with a raw-frame callback, for bulk readers: the messages of ``subject`` that
         carry headers come as ``cb(buf, offsets)``, every complete frame of a received chunk in one
         call, where frame *i*'s header block is ``buf[offsets[3i]:offsets[3i+1]]`` and its payload
         ``buf[offsets[3i+1]:offsets[3i+2]]`` — no :class:`Msg` per message. (A frame the fast parser
         does not take, or one without headers, comes as a run of one.) Reply subjects are not passed.
+
+        ``scan``: a run finder for the parser (:func:`pyjetstream.protocol.frame_scan.hmsg_run`, which
+        needs numpy) that finds a chunk's frames with array operations instead of one step per frame;
+        ``offsets`` is then a flat numpy array (the same values). It serves every raw-read subscription
+        of this connection from then on.
         """
+
         def one(msg: Msg) -> None:
             hdr = msg.raw_headers or b""
             cb(hdr + msg.data, [0, len(hdr), len(hdr) + len(msg.data)])
@@ -385,6 +395,8 @@ class Client:
         sub = await self.subscribe(subject, cb=one)
         sub._frames_cb = cb
         self._frame_sids.add(sub.sid)
+        if scan is not None:
+            self._frame_scan = self._parser.frame_scan = scan
         return sub
 
     def _check_can_subscribe(self) -> None:
@@ -567,7 +579,7 @@ class Client:
                 elif type(event) is FrameRun:
                     offsets = event.offsets
                     in_msgs += len(offsets) // 3
-                    in_bytes += offsets[-1] - offsets[0]
+                    in_bytes += int(offsets[-1] - offsets[0])
                     sub = subs.get(event.sid)
                     if sub is not None:
                         sub._deliver_frames(event.buf, offsets)
@@ -694,6 +706,7 @@ class Client:
         assert loop is not None
         self._parser = ClientSideParser()
         self._parser.frame_sids = self._frame_sids
+        self._parser.frame_scan = self._frame_scan
         hs = self._hs = Handshake(loop)
         proto = WireProtocol(self)
         self._proto = proto

@@ -20,7 +20,7 @@ import functools
 import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyjetstream.client.errors import (
     BadSubscriptionError,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 MsgCallback = Callable[[Msg], Awaitable[None] | None]
 # ``cb(buf, offsets)``: frames in ``buf``, three offsets each (header start, payload start, payload end).
-FramesCallback = Callable[[bytes, list[int]], None]
+FramesCallback = Callable[[bytes, Any], None]  # (buffer, flat offsets: a list, or a numpy array)
 
 
 def _is_async_callable(fn: object) -> bool:
@@ -194,7 +194,7 @@ class Subscription:
                         waiter.set_result(None)
         return not (self._max and self._received >= self._max)
 
-    def _deliver_frames(self, buf: bytes, offsets: list[int]) -> None:
+    def _deliver_frames(self, buf: bytes, offsets: Any) -> None:
         """Hand a run of raw frames to the frames callback (``Client.subscribe_frames``)."""
         n = len(offsets) // 3
         self._received += n

@@ -54,11 +54,12 @@ class FrameRun:
     """Consecutive complete HMSG frames for one subscription a client reads raw
     (``ClientSideParser.frame_sids``): one event, no object per message. ``buf`` holds the frames;
     ``offsets`` is flat, three per frame: where its header block starts, where its payload starts
-    (= header end) and where the payload ends, all indexes into ``buf``."""
+    (= header end) and where the payload ends, all indexes into ``buf``: a list, or a numpy int64
+    array when the parser's ``frame_scan`` found the run."""
 
     sid: int
     buf: bytes
-    offsets: list[int]
+    offsets: Any  # list[int] | numpy.ndarray
 
 
 @dataclass(slots=True)

@@ -541,6 +541,23 @@ class NatsServerParser(ServerSideParser):
 _HMSG_LINE = rb"HMSG [^ \t\r\n]+ %%s (?:[^ \t\r\n]+ )?(\d{1,%d}) (\d{1,%d})\r\n" % (MAX_SIZE_DIGITS, MAX_SIZE_DIGITS)
 
 
+# A run finder (``frame_scan.hmsg_run``): (buffer, first frame's offsets, control-line prefix) ->
+# (flat offsets of the run, position after it, whether it broke on a frame it could not chain).
+FrameScan = Callable[[bytes, tuple[int, int, int], bytes], tuple[Any, int, bool]]
+
+
+def _run_prefix(buf: bytes, start: int) -> bytes | None:
+    """``HMSG <subject> <sid> `` of the frame whose header block starts at ``start`` (its control line
+    ends with CRLF just before), as servers write it; None when it has a reply subject or is not in
+    that form (the frame-by-frame walk then takes the run)."""
+    line_start = buf.rfind(b"\n", 0, start - 1) + 1
+    line = buf[line_start : start - 2]
+    parts = line.split(b" ")
+    if len(parts) != 5 or parts[0] != b"HMSG":
+        return None
+    return b" ".join(parts[:3]) + b" "
+
+
 class ClientSideParser(_FrameParser):
     """Parses the server→client ops: INFO MSG HMSG PING PONG +OK -ERR.
 
@@ -555,8 +572,13 @@ class ClientSideParser(_FrameParser):
         super().__init__(max_control_line, max_payload)
         self.frame_sids: set[int] | frozenset[int] = frozenset()
         self._frame_lines: dict[int, re.Pattern[bytes]] = {}
+        # A run finder for the raw-read sids (``frame_scan.hmsg_run``: array operations, no step per
+        # frame), or None: frame by frame. Off for the rest of a feed once it reports a broken run.
+        self.frame_scan: FrameScan | None = None
+        self._scan_off = False
 
     def feed(self, data: bytes) -> list[ServerOp]:
+        self._scan_off = False
         return super().feed(data)
 
     def _fast_line(self, line: bytes) -> FastLine | None:
@@ -595,6 +617,14 @@ class ClientSideParser(_FrameParser):
         after them. One regex match per further frame; anything else (another op or sid, a partial
         or malformed frame) is left to the general loop."""
         sid = x[0]
+        scan = self.frame_scan
+        if scan is not None and not self._scan_off:
+            prefix = _run_prefix(buf, start)
+            if prefix is not None:
+                found, pos, broken = scan(buf, (start, start + x[1], end), prefix)
+                self._scan_off = broken
+                append(FrameRun(sid, buf, found))
+                return pos
         offsets = [start, start + x[1], end]
         pos = end + 2
         size = len(buf)

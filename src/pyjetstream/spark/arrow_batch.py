@@ -12,7 +12,7 @@ from pyspark.sql.types import StructType
 
 from pyjetstream.protocol import parse_headers
 
-__all__ = ["MessageColumns", "ReplyColumns", "arrow_schema"]
+__all__ = ["MessageColumns", "arrow_schema", "byte_ranges", "header_lines_array", "record_batch"]
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:
@@ -49,7 +49,7 @@ class MessageColumns:
         self.data.append(data)
 
     def to_batch(self) -> pa.RecordBatch:
-        return _record_batch(
+        return record_batch(
             self.stream,
             self.schema,
             pa.array(self.subject, pa.string()),
@@ -60,54 +60,17 @@ class MessageColumns:
         )
 
 
-class ReplyColumns:
-    """Column lists for one Arrow batch of direct get replies, filled straight from the received
-    bytes: ``fields`` holds ``(own header lines, subject, sequence, RFC 3339 time stamp)`` per
-    message as raw header bytes (the lines ``Name: value\\r\\n`` …, empty without headers of its own;
-    names in ``drop`` are not the message's), ``data`` the payloads. Arrow converts whole columns at
-    once, the header lines included."""
-
-    __slots__ = ("data", "drop", "fields", "schema", "stream")
-
-    def __init__(self, stream: str, schema: pa.Schema, drop: frozenset[str]) -> None:
-        self.stream = stream
-        self.schema = schema
-        self.drop = drop
-        self.fields: list[tuple[bytes, ...]] = []
-        self.data: list[bytes] = []
-
-    def __len__(self) -> int:
-        return len(self.fields)
-
-    def to_batch(self) -> pa.RecordBatch:
-        n = len(self.fields)
-        if n:
-            lines, subjects, seqs, stamps = zip(*self.fields, strict=True)
-        else:
-            lines = subjects = seqs = stamps = ()
-        text = pa.string()
-        typ = self.schema.field("headers").type
-        headers = header_lines_array(list(lines), typ, self.drop) if any(lines) else pa.nulls(n, typ)
-        return _record_batch(
-            self.stream,
-            self.schema,
-            pa.array(subjects, pa.binary()).cast(text),
-            pa.array(seqs, pa.binary()).cast(text).cast(pa.int64()),
-            pa.array(stamps, pa.binary()).cast(text).cast(pa.timestamp("ns", "UTC")).cast(pa.int64()),
-            headers,
-            self.data,
-        )
-
-
-def _record_batch(
+def record_batch(
     stream: str,
     schema: pa.Schema,
     subjects: pa.Array,
     seqs: pa.Array,
     ts_ns: pa.Array,
     headers: pa.Array | list[bytes | list[Any] | None],
-    data: list[bytes],
+    data: list[bytes] | pa.BinaryArray,
 ) -> pa.RecordBatch:
+    """The batch of ``schema`` from its columns: store times in ns, headers as a column or raw blocks
+    (parsed here), payloads as bytes or one binary array (decoded as the ``data`` column's type)."""
     n = len(seqs)
     columns = [
         pa.array([stream] * n, pa.string()) if n else pa.array([], pa.string()),
@@ -123,26 +86,67 @@ def _record_batch(
 _ASCII_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() removes
 
 
-def header_lines_array(lines: list[bytes | None], typ: pa.DataType, drop: frozenset[str]) -> pa.Array:
+def byte_ranges(buf: bytes | pa.Buffer, starts: np.ndarray, stops: np.ndarray) -> pa.BinaryArray:
+    """``buf[starts[i]:stops[i]]`` for every ``i`` as one binary array (ranges in ascending,
+    non-overlapping order): a binary array over ``buf`` whose values alternate range, gap, range …,
+    then ``take`` of the ranges (one copy, in C++; no Python object per range)."""
+    n = len(starts)
+    if not n:
+        return pa.array([], pa.binary())
+    offsets = np.empty(2 * n, np.int64)
+    offsets[0::2] = starts
+    offsets[1::2] = stops
+    data = pa.py_buffer(buf)
+    if offsets[-1] < 2**31:
+        both = pa.BinaryArray.from_buffers(
+            pa.binary(), 2 * n - 1, [None, pa.py_buffer(offsets.astype(np.int32)), data]
+        )
+    else:
+        both = pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), 2 * n - 1, [None, pa.py_buffer(offsets), data]
+        )
+    ranges = both.take(pa.array(np.arange(0, 2 * n - 1, 2, dtype=np.int64)))
+    return ranges if ranges.type == pa.binary() else ranges.cast(pa.binary())
+
+
+def header_lines_array(
+    lines: list[bytes | None] | pa.BinaryArray, typ: pa.DataType, drop: frozenset[str]
+) -> pa.Array:
     """The ``headers`` column (``map<string, array<string>>``) from each row's raw header lines
     (``Name: value\\r\\n`` …; empty or ``None``: no headers), leaving out the names in ``drop``; a row left
     without headers is null. Split and trimmed by Arrow for the whole batch; a batch where a row
     repeats a name (values to group) or that is not UTF-8 is parsed row by row instead."""
     n = len(lines)
+    raw = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.binary())
     try:
-        parts = pc.split_pattern(pa.array(lines, pa.binary()).cast(pa.string()), "\r\n")
+        parts = pc.split_pattern(raw.cast(pa.string()), "\r\n")
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return _headers_array([_own_pairs(line, drop) if line else None for line in lines], typ)
-    rows = pc.list_parent_indices(parts)
-    kv = pc.extract_regex(pc.list_flatten(parts), r"^(?P<name>[^:]*):(?P<value>.*)$")
-    names = pc.utf8_trim(pc.struct_field(kv, [0]), _ASCII_SPACE)
-    keep = pc.fill_null(pc.and_kleene(pc.is_valid(kv), pc.invert(pc.is_in(names, pa.array(sorted(drop))))), False)
+        return _headers_array([_own_pairs(line, drop) if line else None for line in raw.to_pylist()], typ)
+    flat = pc.list_flatten(parts)
+    if not len(flat):
+        return pa.nulls(n, typ)
+    # Each line's first colon (numpy over the lines' bytes): name before it, value after it; a line
+    # without one is no header.
+    ends = np.frombuffer(flat.buffers()[1], np.int32)[flat.offset : flat.offset + len(flat) + 1].astype(
+        np.int64
+    )
+    data = flat.buffers()[2] or pa.py_buffer(b"")
+    colons = np.flatnonzero(np.frombuffer(data, np.uint8) == 58)
+    starts, ends = ends[:-1], ends[1:]
+    at = np.searchsorted(colons, starts)
+    colon = colons[np.minimum(at, len(colons) - 1)] if len(colons) else starts
+    has = (at < len(colons)) & (colon < ends)
+    names = pc.utf8_trim(byte_ranges(data, starts[has], colon[has]).cast(pa.string()), _ASCII_SPACE)
+    keep = pc.invert(pc.is_in(names, pa.array(sorted(drop), pa.string())))
     names = pc.filter(names, keep)
-    values = pc.utf8_trim(pc.filter(pc.struct_field(kv, [1]), keep), _ASCII_SPACE)
-    row_of = pc.filter(rows, keep).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = pc.utf8_trim(
+        pc.filter(byte_ranges(data, colon[has] + 1, ends[has]).cast(pa.string()), keep), _ASCII_SPACE
+    )
+    rows = pc.filter(pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)[has], keep)
+    row_of = rows.to_numpy(zero_copy_only=False).astype(np.int64)
     codes = pc.dictionary_encode(names).indices.to_numpy(zero_copy_only=False).astype(np.int64)
     if len(np.unique(row_of * (int(codes.max(initial=0)) + 1) + codes)) != len(codes):
-        return _headers_array([_own_pairs(line, drop) if line else None for line in lines], typ)
+        return _headers_array([_own_pairs(line, drop) if line else None for line in raw.to_pylist()], typ)
     counts = np.bincount(row_of, minlength=n)
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
@@ -161,8 +165,17 @@ def _own_pairs(lines: bytes, drop: frozenset[str]) -> list[tuple[str, list[str]]
     return list(own.items()) or None
 
 
-def _data_array(data: list[bytes], typ: pa.DataType) -> pa.Array:
+def _data_array(data: list[bytes] | pa.BinaryArray, typ: pa.DataType) -> pa.Array:
     """The payloads as the ``data`` column's type: binary, UTF-8 text, or a struct parsed from JSON."""
+    if isinstance(data, pa.Array):
+        if pa.types.is_binary(typ):
+            return data
+        if pa.types.is_string(typ):
+            try:
+                return data.cast(pa.string())
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                pass  # not all UTF-8: decoded row by row (invalid bytes replaced)
+        data = data.to_pylist()
     if pa.types.is_binary(typ):
         return pa.array(data, pa.binary())
     if pa.types.is_string(typ):

@@ -12,31 +12,32 @@ The read stops when a message past the range's last sequence arrives (dropped), 
 last sequence was read, the server says nothing more matches (``Nats-Num-Pending: 0`` or
 ``404``). The ``headers`` column is the message's own headers, without those direct get adds.
 
-The replies come as raw frames (:meth:`Client.subscribe_frames`: every frame of a received chunk
-in one call, no message object each). nats-server ends every reply's header block with the same
-headers in the same order (``dgb`` in stream.go: ``Nats-Stream``, ``Nats-Subject``,
-``Nats-Sequence``, ``Nats-Time-Stamp``, ``Nats-Num-Pending``, ``Nats-Last-Sequence``; after the
-message's own headers, if it has any), so one regex match at the frame's header offset gives
-subject, sequence and time stamp as bytes (and the message's own header lines), and the payload is
-a slice; Arrow turns the byte columns into strings, integers and timestamps once per batch, and the
-own header lines are parsed per batch.
+The replies come as raw frames (:meth:`Client.subscribe_frames` with the parser's array run finder
+:func:`~pyjetstream.protocol.frame_scan.hmsg_run`: every frame of a received chunk in one call, as
+offset arrays, no step per frame); they are kept as received (:class:`.reply_frames.ReplyFrames`)
+and a batch's columns are built from the bytes with array operations when Spark takes it. Per chunk
+the reader only tells statuses from messages (one array compare) and reads the last message's
+sequence (one regex match), which moves the cursor and tells whether the range's end was passed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from pyjetstream.api import MsgGetRequest, encode
 from pyjetstream.api.headers import LAST_SEQUENCE, NUM_PENDING, SEQUENCE, STREAM, SUBJECT, TIME_STAMP
 from pyjetstream.client import Client, Subscription
 from pyjetstream.protocol import parse_headers
-from pyjetstream.spark.arrow_batch import ReplyColumns
+from pyjetstream.protocol.frame_scan import hmsg_run
 from pyjetstream.spark.errors import JetStreamSparkError
 from pyjetstream.spark.options import JetStreamOptions
 from pyjetstream.spark.range_cursor import RangeCursor
+from pyjetstream.spark.reply_frames import ReplyFrames
 
 __all__ = ["DIRECT_GET_HEADERS", "DirectRangeReader"]
 
@@ -64,11 +65,6 @@ def _reply_block(stream: str) -> re.Pattern[bytes]:
     return re.compile(b"NATS/1\\.0\r\n((?:[^\r\n]*\r\n)*?)" + _direct_tail(stream))
 
 
-def encode_header_lines(headers: list[tuple[str, list[str]]]) -> bytes:
-    """``Name: value\\r\\n`` lines (what :class:`.arrow_batch.ReplyColumns` keeps per row)."""
-    return b"".join(f"{name}: {value}\r\n".encode() for name, values in headers for value in values)
-
-
 class DirectRangeReader:
     """Reads ``first <= seq <= last`` of ``stream`` (optionally one subject filter) into Arrow batches
     on an open connection ``nc`` (the caller owns it), asking ``request_subject`` (the stream's
@@ -89,7 +85,7 @@ class DirectRangeReader:
         self.opts = opts
         self.stream = stream
         self.subject = subject
-        self.cursor = RangeCursor(first, last, lambda: ReplyColumns(stream, schema, DIRECT_GET_HEADERS))
+        self.cursor = RangeCursor(first, last, lambda: ReplyFrames(stream, schema, DIRECT_GET_HEADERS, last))
         self._request_subject = request_subject
         self._match = _reply_block(stream).fullmatch
         self._sub: Subscription | None = None
@@ -102,7 +98,7 @@ class DirectRangeReader:
     async def open(self) -> None:
         self._reply_done = asyncio.Event()
         self._inbox = self.nc.new_inbox()
-        self._sub = await self.nc.subscribe_frames(self._inbox, self._on_frames)
+        self._sub = await self.nc.subscribe_frames(self._inbox, self._on_frames, scan=hmsg_run)
 
     async def close(self) -> None:
         sub, self._sub = self._sub, None
@@ -152,73 +148,47 @@ class DirectRangeReader:
         if cur.cursor >= cur.last:
             cur.done = True
 
-    def _on_frames(self, buf: bytes, offsets: list[int]) -> None:
-        """A run of replies: ``offsets`` holds (header start, payload start, payload end) per frame."""
-        cur = self.cursor
-        cols = cur.cols
-        fields = cols.fields
-        datas = cols.data
-        match = self._match
-        self._received += len(offsets) // 3
-        check = cur.done or self._past_end(buf, offsets)
-        last = cur.last
-        it = iter(offsets)
-        for h, p, e in zip(it, it, it, strict=True):
-            m = match(buf, h, p)
-            if m is None:  # a status (or a layout this reader does not know)
-                if not self._on_other(buf[h:p], buf[p:e]):
-                    return
-                continue
-            row = m.groups()  # (own header lines, subject, sequence, time stamp)
-            if check:  # the run may cross the range's end (replies come in sequence order)
-                if cur.done:
-                    continue
-                if int(row[2]) > last:
-                    cur.done = True
-                    continue
-            fields.append(row)
-            datas.append(buf[p:e])
-        if fields:
-            cur.cursor = int(fields[-1][2])
+    def _on_frames(self, buf: bytes, offsets: Any) -> None:
+        """A run of replies: ``offsets`` holds (header start, payload start, payload end) per frame
+        (a list, or an array from the run finder)."""
+        off = np.asarray(offsets, np.int64).reshape(-1, 3)
+        h, s, e = off[:, 0], off[:, 1], off[:, 2]
+        a = np.frombuffer(buf, np.uint8)
+        # A status ("NATS/1.0 204 EOB", "NATS/1.0 404 ...") has no payload and a code after the version.
+        status = (s == e) & (s - h > 9) & (a[np.minimum(h + 8, len(a) - 1)] == 32)
+        if not status.any():
+            self._add(buf, h, s, e)
+            return
+        begin = 0
+        for i in np.flatnonzero(status).tolist():
+            self._add(buf, h[begin:i], s[begin:i], e[begin:i])
+            begin = i + 1
+            if not self._on_status(buf[int(h[i]) : int(s[i])]):
+                return
+        self._add(buf, h[begin:], s[begin:], e[begin:])
 
-    def _past_end(self, buf: bytes, offsets: list[int]) -> bool:
-        """Whether the run may hold a message past the range's end: replies come in sequence order,
-        so the run's last message tells (the one before a closing status, usually)."""
-        j = len(offsets) - 3
-        for _ in range(2):
-            if j < 0:
-                break
-            m = self._match(buf, offsets[j], offsets[j + 1])
-            if m is not None:
-                return int(m.group(3)) > self.cursor.last
-            j -= 3
-        return True
-
-    def _on_other(self, raw: bytes, data: bytes) -> bool:
-        """A reply whose header block does not end as nats-server writes it: a status ends the
-        request; a message is read through a general header parse. False when the read failed."""
-        if raw[8:9] == b" " and not data:  # a status: "NATS/1.0 204 EOB", "NATS/1.0 404 ..."
-            self._received -= 1
-            return self._on_status(raw)
-        try:
-            block = parse_headers(raw)
-            seq = int(block.get(SEQUENCE) or "")
-        except ValueError:
-            self._fail(f"reading stream {self.stream!r}: direct get reply without its headers: {raw[:200]!r}")
-            return False
+    def _add(self, buf: bytes, h: np.ndarray, s: np.ndarray, e: np.ndarray) -> None:
+        """Messages of a reply run: kept for the batch, the cursor moved to the last one's sequence
+        (replies come in sequence order); one past the range's end ends the read."""
+        n = len(h)
+        if not n:
+            return
+        self._received += n
         cur = self.cursor
         if cur.done:
-            return True
-        if seq > cur.last:
+            return
+        j = n - 1
+        raw = buf[int(h[j]) : int(s[j])]
+        m = self._match(raw)
+        try:
+            seq = int(m.group(3)) if m is not None else int(parse_headers(raw).get(SEQUENCE) or "")
+        except ValueError:
+            self._fail(f"reading stream {self.stream!r}: direct get reply without its headers: {raw[:200]!r}")
+            return
+        cur.cols.add(buf, h, s, e)  # rows past the end are dropped when the batch is built
+        cur.cursor = min(seq, cur.last)
+        if seq >= cur.last:
             cur.done = True
-            return True
-        cols = cur.cols
-        own = [(k, v) for k, v in block.headers.items() if k not in DIRECT_GET_HEADERS]
-        subject, stamp = (block.get(SUBJECT) or "").encode(), (block.get(TIME_STAMP) or "").encode()
-        cols.fields.append((encode_header_lines(own), subject, str(seq).encode(), stamp))
-        cols.data.append(data)
-        cur.cursor = seq
-        return True
 
     def _on_status(self, raw: bytes) -> bool:
         block = parse_headers(raw)

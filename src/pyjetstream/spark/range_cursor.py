@@ -45,10 +45,12 @@ class RangeCursor(Generic[C]):
         return self.last - self.cursor
 
     def take(self) -> pa.RecordBatch | None:
-        """The rows collected so far as one Arrow batch (``None`` if there are none)."""
+        """The rows collected so far as one Arrow batch (``None`` if there are none: a direct get batch
+        may drop the rows it holds past the range's end)."""
         cols = self.cols
         if not len(cols):
             return None
         self.cols = self.new_columns()
-        self.read_count += len(cols)
-        return cols.to_batch()
+        batch = cols.to_batch()
+        self.read_count += batch.num_rows
+        return batch if batch.num_rows else None
