@@ -234,16 +234,18 @@ class Sublist:
     def match(self, subject: str) -> MatchResult:
         """Subscriptions matching a published subject (cached)."""
         self.matches += 1
+        if not self._inbox_overlaps and subject.startswith(_INBOX_PREFIX):
+            # ``_INBOX.<id>.<n>``: exactly three non-empty tokens (anything else takes the cache
+            # and the trie). Before the cache: a reply is never in it, and a unique subject's
+            # hash and miss cost as much as the index lookup itself.
+            dot = subject.find(SEP, _INBOX_PREFIX_LEN)
+            if dot > _INBOX_PREFIX_LEN and dot + 1 < len(subject) and subject.find(SEP, dot + 1) < 0:
+                return self._inboxes.get(subject[: dot + 1], EMPTY_RESULT)
         result = self.cache.get(subject)
         if result is not None:
             return result
         if subject.startswith(_ACK_PREFIX) and not self._ack_overlaps:
             return self._match_ack(subject)
-        if subject.startswith(_INBOX_PREFIX) and not self._inbox_overlaps:
-            # ``_INBOX.<id>.<n>``: exactly three non-empty tokens (anything else takes the trie).
-            dot = subject.find(SEP, _INBOX_PREFIX_LEN)
-            if dot > _INBOX_PREFIX_LEN and dot + 1 < len(subject) and subject.find(SEP, dot + 1) < 0:
-                return self._inboxes.get(subject[: dot + 1], EMPTY_RESULT)
         self.cache_misses += 1
         tokens = subject.split(SEP)
         if "" in tokens:
