@@ -54,8 +54,9 @@ def _parse_size(token: bytes) -> int:
 # parts) and ``x + (payload,)`` for TUPLE (``x`` the event's leading fields, for a subclass that
 # takes plain tuples: see ``ServerSideParser.pub_tuples``).
 # FRAMES: an HMSG for a sid in ``ClientSideParser.frame_sids``; ``x`` is ``(sid, header size)``
-# and the frame starts a :class:`FrameRun`.
-COMPLETE, MAKE, TUPLE, FRAMES = 0, 1, 2, 3
+# and the frame starts a :class:`FrameRun`. REQUEST: a TUPLE with a reply (a PUB with a reply,
+# ``pub_tuples``), which may start a :class:`ReplyRun`.
+COMPLETE, MAKE, TUPLE, FRAMES, REQUEST = 0, 1, 2, 3, 4
 FastLine = tuple[int, Any, int]
 
 
@@ -137,14 +138,15 @@ class _FrameParser:
                         append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                         break
                     if kind == TUPLE:
-                        if self.pub_runs:
-                            if repeat:  # the same PUB line again: a pipelined run
-                                pos = self._run(buf, start, end, x[0], need, append)
-                                continue
-                            if x[1]:  # a request: the same subject and size may follow
-                                pos = self._reply_run(buf, start, end, x, need, append)
-                                continue
+                        if repeat and self.pub_runs:  # the same PUB line again: a pipelined run
+                            pos = self._run(buf, start, end, x[0], need, append)
+                            continue
                         append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
+                    elif kind == REQUEST:
+                        if self.pub_runs:  # the same subject and size may follow
+                            pos = self._reply_run(buf, start, end, x, need, append)
+                            continue
+                        append(x + (buf[start:end],))  # noqa: RUF005
                     elif kind == FRAMES:
                         pos = self._frame_run(buf, start, end, x, append)
                         continue
@@ -297,7 +299,7 @@ class _FrameParser:
 
 def _awaiting_maker(kind: int, x: Any, complete: Callable[[Any, bytes], Any]) -> Callable[[bytes], Any]:
     """The event maker of a fast-path line whose payload has not all arrived yet."""
-    if kind == TUPLE:
+    if kind == TUPLE or kind == REQUEST:
         return partial(_tuple_event, x)
     if kind == FRAMES:
         return partial(_frame_event, x)
@@ -364,7 +366,7 @@ class ServerSideParser(_FrameParser):
                 size = self._pub_size
                 if size <= self.max_payload:
                     if self.pub_tuples:
-                        return TUPLE, (self._pub_subject, args[2].decode(), None), size
+                        return REQUEST, (self._pub_subject, args[2].decode(), None), size
                     return COMPLETE, (self._pub_subject, args[2].decode(), 0), size
             if (n == 3 or n == 4) and tok.isdigit() and len(tok) <= MAX_SIZE_DIGITS:
                 size = int(tok)
@@ -379,7 +381,7 @@ class ServerSideParser(_FrameParser):
                         self._pub_size_tok, self._pub_size = tok, size
                         self._reply_head = b"PUB %b " % args[1]
                         self._reply_tail = b" %b\r\n" % tok
-                        return kind, head, size
+                        return REQUEST if kind == TUPLE else kind, head, size
                     # Remembered (``_remember``, inlined for the hot path).
                     hit = self._last_hit = kind, head, size
                     self._last_line = line
