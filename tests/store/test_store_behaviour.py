@@ -135,7 +135,7 @@ def test_load_next_msgs_is_load_next_msg_in_a_run(make_store: StoreFactory) -> N
                 assert [tuple(m) for m in s.load_next_msgs(filt, start, n, 1 << 20)] == one_by_one(
                     filt, start, n
                 )
-    assert len(s.load_next_msgs(">", 1, 100, 25)) == 3  # stops after the message reaching 25 bytes
+    assert len(s.load_next_msgs(">", 1, 100, 1)) == 1  # stops after the message reaching the byte bound
     assert s.load_next_msgs(">", 601, 10, 1000) == []
     assert s.load_next_msgs("nope", 1, 10, 1000) == []
 

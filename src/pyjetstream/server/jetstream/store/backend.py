@@ -54,6 +54,13 @@ class PayloadBackend(ABC):
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
         """``(headers, payload)`` of a live message."""
 
+    def read_slots(self, slots: list[int]) -> list[tuple[bytes, bytes]]:
+        """:meth:`read` for the live messages in index ``slots``, in order (a consumer's
+        read-ahead: ``IndexedStore.load_next_msgs``); a backend may do it in one loop."""
+        index = self.index
+        base, locs, read = index.base, index.locs, self.read
+        return [read(base + i, locs[i]) for i in slots]
+
     @abstractmethod
     def remove(self, seq: int, loc: int, erase: bool) -> None:
         """Message ``seq`` is being removed (``erase``: overwrite its bytes)."""
@@ -135,6 +142,10 @@ class MemoryPayloads(PayloadBackend):
 
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
         return self.payloads[seq - self.base]  # type: ignore[return-value]  # the index says it is live
+
+    def read_slots(self, slots: list[int]) -> list[tuple[bytes, bytes]]:
+        payloads, off = self.payloads, self.index.base - self.base
+        return [payloads[i + off] for i in slots]  # type: ignore[misc]  # the index says they are live
 
     def remove(self, seq: int, loc: int, erase: bool) -> None:
         # Erase: nothing else references the bytes once dropped (Python bytes are immutable,

@@ -245,8 +245,9 @@ class MessageStore(ABC):
         self, filter_subject: str, start_seq: int, max_msgs: int, max_bytes: int
     ) -> list[StoredMsg]:
         """Up to ``max_msgs`` messages from ``start_seq`` on matching the filter, in order, ending
-        after the one that brings their headers and payloads to ``max_bytes``; empty at the end
-        (a consumer's read-ahead). A store may answer it faster than message by message."""
+        after the one that brings their sizes to ``max_bytes`` (a bound on what is held, not an
+        exact cap: a store may count its stored sizes); empty at the end (a consumer's
+        read-ahead). A store may answer it faster than message by message."""
         out: list[StoredMsg] = []
         size = 0
         seq = start_seq

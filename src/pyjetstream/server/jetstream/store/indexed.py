@@ -603,56 +603,53 @@ class IndexedStore(MessageStore):
         self, filter_subject: str, start_seq: int, max_msgs: int, max_bytes: int
     ) -> list[StoredMsg]:
         """:meth:`load_next_msg` for a run: up to ``max_msgs`` messages from ``start_seq`` on
-        matching the filter, in order, ending early after the one that brings their headers and
-        payloads to ``max_bytes`` (empty at the end).
+        matching the filter, in order, ending early after the one that brings their stored sizes
+        to ``max_bytes`` (empty at the end).
 
-        A consumer's delivery pass reads ahead with it: one call and a walk over the slot array
-        instead of a ``load_next_msg`` → ``next_match`` → ``_msg_at`` chain per message.
+        A consumer's delivery pass reads ahead with it: the slots are found in one walk over the
+        slot array and read in one backend call (``read_slots``) instead of a
+        ``load_next_msg`` → ``next_match`` → ``_msg_at`` → ``read`` chain per message.
         """
         if self._closed:
             raise ErrStoreClosed()
         index = self._index
-        out: list[StoredMsg] = []
         if start_seq < index.first_seq:
             start_seq = index.first_seq
         if start_seq > index.last_seq or not index.msgs or max_msgs <= 0:
-            return out
+            return []
         base = index.base
-        read = self._read_payload
-        names = index.subjects.names
-        sids, tss, locs = index.sids, index.tss, index.locs
+        sids, sizes = index.sids, index.sizes
+        slots: list[int] = []
         size = 0
         if is_match_all(filter_subject):
             i, end = start_seq - base, len(sids)
             while i < end:
-                sid = sids[i]
-                if not sid:
+                if not sids[i]:
                     i = next_nonzero(sids, i, end)
                     if i < 0:
                         break
-                    sid = sids[i]
-                seq = base + i
-                hdr, data = read(seq, locs[i])
-                out.append(StoredMsg(names[sid], seq, tss[i], hdr, data))  # type: ignore[arg-type]
-                size += len(hdr) + len(data)
-                if len(out) >= max_msgs or size >= max_bytes:
+                slots.append(i)
+                size += sizes[i]
+                if len(slots) >= max_msgs or size >= max_bytes:
                     break
                 i += 1
-            return out
-        next_match = index.next_match
-        seq = start_seq
-        while True:
-            i = next_match(filter_subject, seq)
-            if i < 0:
-                break
-            seq = base + i
-            hdr, data = read(seq, locs[i])
-            out.append(StoredMsg(names[sids[i]], seq, tss[i], hdr, data))  # type: ignore[arg-type]
-            size += len(hdr) + len(data)
-            if len(out) >= max_msgs or size >= max_bytes:
-                break
-            seq += 1
-        return out
+        else:
+            next_match = index.next_match
+            seq = start_seq
+            while True:
+                i = next_match(filter_subject, seq)
+                if i < 0:
+                    break
+                slots.append(i)
+                size += sizes[i]
+                if len(slots) >= max_msgs or size >= max_bytes:
+                    break
+                seq = base + i + 1
+        names, tss = index.subjects.names, index.tss
+        return [
+            StoredMsg(names[sids[i]], base + i, tss[i], hdr, data)  # type: ignore[arg-type]
+            for i, (hdr, data) in zip(slots, self._backend.read_slots(slots), strict=True)
+        ]
 
     def load_last_msg(self, subject: str) -> StoredMsg:
         if self._closed:
