@@ -40,10 +40,13 @@ def test_binary_body_is_base64_in_json(cli: Cli) -> None:
 
 
 def test_queue_group_shares_messages(cli: Cli) -> None:
-    # The subscribers stop after --wait: time for the publisher's own process to start and
-    # connect, which took more than 3 s on a loaded 2-core machine (both got nothing).
-    a = cli.spawn("sub", "work", "--queue", "q", "--json", "--wait", "6s", ready="Subscribing")
-    b = cli.spawn("sub", "work", "--queue", "q", "--json", "--wait", "6s", ready="Subscribing")
+    # The subscribers stop after --wait: time for the other one and the publisher to start and
+    # connect, which took more than 3 s on a loaded 2-core machine (both got nothing). They start
+    # side by side, so neither window also pays for the other's start.
+    a = cli.spawn("sub", "work", "--queue", "q", "--json", "--wait", "6s")
+    b = cli.spawn("sub", "work", "--queue", "q", "--json", "--wait", "6s")
+    a.wait_for_stderr("Subscribing")
+    b.wait_for_stderr("Subscribing")
     cli("pub", "work", "job {{Count}}", "--count", "20").ok()
     got_a = a.finish().ok().json_lines()
     got_b = b.finish().ok().json_lines()
