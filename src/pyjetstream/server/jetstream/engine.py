@@ -173,14 +173,7 @@ class JetStreamEngine:
         grown = own + records + count * RECORD_OVERHEAD_BOUND
         if 0 <= limit < grown:
             return False
-        total = grown
-        accounts = self._server_accounts
-        if accounts is not None:
-            for account in accounts.values():
-                engine = account.jetstream
-                if engine is not None and engine is not self:
-                    total += engine.usage(False)[index]
-        return total <= server_limit
+        return self._server_usage(index, grown, exact=False) <= server_limit
 
     def check_account_limits(self, storage: StorageType, record: int = 0) -> ApiError | None:
         """Refuse a write that would take the account past its limit, or the server past its.

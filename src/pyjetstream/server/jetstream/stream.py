@@ -686,29 +686,9 @@ class Stream:
         config leaves nothing else to check (``_plain``, decided by ``_configure_fast_path``):
         the size limit, the account limits, the store, then expiry and consumers — the same
         steps in the same order, without the branches that cannot apply."""
-        size = len(payload)
-        cfg = self.cfg
-        if 0 <= cfg.max_msg_size < size:
+        if 0 <= self.cfg.max_msg_size < len(payload):
             return E.JSStreamMessageExceedsMaximumErr()
-        store = self.store
-        engine = self.engine
-        storage = cfg.storage
-        limit_error = engine.check_account_limits(
-            storage, cast(Any, store)._record_size(len(subject), 0, size)
-        )
-        if limit_error is not None:
-            return limit_error
-        try:
-            seq = store.store_msg(subject, b"", payload, None, 0)[0]
-        except StoreError as exc:
-            return self._store_error(exc)
-        engine.note_write(storage, size + len(subject))
-        self._last_msg_id = ""
-        if cfg.max_age and "expiry" not in self._timers:
-            self._schedule_expiry()
-        if self.consumers:
-            self._signal_stored(seq, subject)
-        return seq
+        return self._commit_plain(subject, b"", payload, "")
 
     def _process_with_id(self, subject: str, reply: str, hdr: bytes, payload: bytes) -> bytes | None:
         """:meth:`process_inbound` for a ``_plain`` stream and an untraced message whose only
