@@ -995,9 +995,7 @@ class ClientConnection(asyncio.Protocol):
             line = b"%b%d\r\n" % (msg_prefix(subject.encode(), sub.sid_b), size)
         frame = len(line) + size + 2
         append = self.out.append
-        if not self.dirty:
-            self.dirty = True
-            self._loop.call_soon(self.flush_out)
+        self._schedule_flush()
         done = 0
         for payload in payloads:
             append(line)
@@ -1013,9 +1011,7 @@ class ClientConnection(asyncio.Protocol):
                 if self.closed:
                     return n  # cut as a slow consumer: the rest is routed to nobody
                 append = self.out.append  # the early write started a new buffer
-                if not self.dirty:
-                    self.dirty = True
-                    self._loop.call_soon(self.flush_out)
+                self._schedule_flush()
             if self.write_paused:
                 producer.stall(self)
                 if producer.stalled:
@@ -1041,9 +1037,7 @@ class ClientConnection(asyncio.Protocol):
         tail = b" %d\r\n" % size
         frame = len(prefix) + len(tail) + size + 2
         append = self.out.append
-        if not self.dirty:
-            self.dirty = True
-            self._loop.call_soon(self.flush_out)
+        self._schedule_flush()
         done = 0
         for reply, payload in zip(replies, payloads, strict=True):
             append(prefix)
@@ -1061,9 +1055,7 @@ class ClientConnection(asyncio.Protocol):
                 if self.closed:
                     return len(payloads)  # cut as a slow consumer: the rest is routed to nobody
                 append = self.out.append  # the early write started a new buffer
-                if not self.dirty:
-                    self.dirty = True
-                    self._loop.call_soon(self.flush_out)
+                self._schedule_flush()
             if self.write_paused:
                 producer.stall(self)
                 if producer.stalled:
@@ -1087,9 +1079,7 @@ class ClientConnection(asyncio.Protocol):
         prefix = sub.msg_prefix
         last = None
         literal = sub.literal
-        if not self.dirty:
-            self.dirty = True
-            self._loop.call_soon(self.flush_out)
+        self._schedule_flush()
         room = self.pending_limit - self.out_size
         size = data = 0
         start = lo
@@ -1106,14 +1096,19 @@ class ClientConnection(asyncio.Protocol):
                 if self.closed:
                     return k + 1 - lo  # cut as a slow consumer: the rest is routed to nobody
                 out = self.out  # the early write started a new buffer
-                if not self.dirty:
-                    self.dirty = True
-                    self._loop.call_soon(self.flush_out)
+                self._schedule_flush()
                 room = self.pending_limit - self.out_size
                 size = data = 0
                 start = k + 1
         self._count_delivered(sub, hi - start, data, size)
         return hi - lo
+
+    def _schedule_flush(self) -> None:
+        """Write :attr:`out` at the end of this loop turn (once per turn). The run deliveries call
+        it once per run; :meth:`_queued`, once per message, keeps the same lines inline."""
+        if not self.dirty:
+            self.dirty = True
+            self._loop.call_soon(self.flush_out)
 
     def _count_delivered(self, sub: Subscription, msgs: int, data: int, size: int) -> None:
         sub.delivered += msgs
