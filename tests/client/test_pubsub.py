@@ -358,6 +358,37 @@ async def test_publish_burst_is_coalesced(nc: Client, nc2: Client) -> None:
     assert got == [b"%05d" % i for i in range(10_000)]
 
 
+async def test_publish_requests_nowait_frames_a_run(nc: Client) -> None:
+    """A run of publishes with numbered replies: each arrives as ``publish_nowait`` would have sent
+    it (with and without headers, dict or encoded block); an invalid message buffers nothing."""
+    sub = await nc.subscribe("run.*")
+    await nc.flush()
+    messages = [
+        ("run.a", b"zero", None),
+        ("run.b", bytearray(b"one"), {"X-A": "1"}),
+        ("run.a", b"", b"NATS/1.0\r\nNats-Msg-Id: m2\r\n\r\n"),
+    ]
+    nc.publish_requests_nowait(messages, "_R.x.", [7, 8, 12])
+    got = [await sub.next_msg(timeout=5) for _ in range(3)]
+    assert [(m.subject, m.reply, m.data, m.headers) for m in got] == [
+        ("run.a", "_R.x.7", b"zero", None),
+        ("run.b", "_R.x.8", b"one", {"X-A": "1"}),
+        ("run.a", "_R.x.12", b"", {"Nats-Msg-Id": "m2"}),
+    ]
+    sent = nc.stats["out_msgs"]
+    with pytest.raises(BadSubjectError):
+        nc.publish_requests_nowait([("run.a", b"x", None), ("bad subject", b"y", None)], "_R.x.", [1, 2])
+    with pytest.raises(HeaderError):
+        nc.publish_requests_nowait([("run.a", b"x", None), ("run.a", b"y", b"not a block")], "_R.x.", [1, 2])
+    with pytest.raises(BadSubjectError):
+        nc.publish_requests_nowait([("run.a", b"x", None)], "_R x.", [1])
+    with pytest.raises(MaxPayloadError):
+        nc.publish_requests_nowait([("run.a", b"x" * (nc.max_payload + 1), None)], "_R.x.", [1])
+    assert nc.stats["out_msgs"] == sent
+    await nc.publish("run.end", b"end")
+    assert (await sub.next_msg(timeout=5)).data == b"end"
+
+
 async def test_payload_types(nc: Client) -> None:
     sub = await nc.subscribe("types")
     await nc.flush()

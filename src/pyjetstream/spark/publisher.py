@@ -11,9 +11,11 @@ server's own message.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 import msgspec
 
@@ -25,6 +27,8 @@ from pyjetstream.spark.errors import PublishError
 __all__ = ["PublishStats", "Publisher"]
 
 _decoder = msgspec.json.Decoder(PubAckResponse)
+
+Message = tuple[str, bytes, HeadersArg | None]
 
 
 @dataclass
@@ -39,26 +43,44 @@ class PublishStats:
 NO_RESPONDERS_WAIT = 0.25  # nats.go's RetryWait: a 503 is tried again after this (a stream leader may be moving)
 
 
-class _InFlight:
-    __slots__ = ("attempts", "data", "deadline", "headers", "no_responders", "subject")
+class _Due:
+    """When the acks of some in-flight messages are due: one per send (the run of tokens sent at
+    once) rather than an object and a deadline per message. ``done`` is how many of ``tokens``
+    (from the front) are known to be settled, so each token is looked at once while the oldest
+    send is waited on."""
 
-    def __init__(self, subject: str, data: bytes, headers: HeadersArg | None, deadline: float) -> None:
-        self.subject = subject
-        self.data = data
-        self.headers = headers
+    __slots__ = ("deadline", "done", "order", "tokens")
+
+    def __init__(self, deadline: float, order: int, tokens: Sequence[int]) -> None:
         self.deadline = deadline
-        self.attempts = 1
-        self.no_responders = False  # the last attempt was answered 503 (no stream, for now)
+        self.order = order
+        self.tokens = tokens
+        self.done = 0
+
+    def __lt__(self, other: _Due) -> bool:
+        return (self.deadline, self.order) < (other.deadline, other.order)
 
 
 class Publisher:
+    """The in-flight messages are ``token -> (subject, data, headers)``; their deadlines are one
+    :class:`_Due` per send, in a heap by deadline. A token re-sent (after a timeout or a 503) is
+    owned by its newest :class:`_Due` (``_owner``, only for re-sent tokens), so an older one that
+    still lists it leaves it alone."""
+
     def __init__(self, nc: Client, *, window: int, ack_timeout: float, retries: int) -> None:
         self.nc = nc
         self.window = window
         self.ack_timeout = ack_timeout
         self.retries = retries
         self.stats = PublishStats()
-        self._inflight: dict[int, _InFlight] = {}
+        self._inflight: dict[int, Message] = {}
+        self._due: list[_Due] = []  # a heap
+        self._order = 0
+        self._attempts: dict[int, int] = {}  # re-sent tokens: attempts so far (absent: 1)
+        self._owner: dict[int, _Due] = {}  # re-sent tokens: their newest deadline
+        self._no_responders: set[int] = (
+            set()
+        )  # tokens whose last attempt was answered 503 (no stream, for now)
         self._next = 0
         self._prefix = ""
         self._sub: Subscription | None = None
@@ -70,21 +92,31 @@ class Publisher:
         self._prefix = self.nc.new_inbox() + "."
         self._sub = await self.nc.subscribe(self._prefix + "*", cb=self._on_ack)
 
-    async def publish_many(self, messages: Iterable[tuple[str, bytes, HeadersArg | None]]) -> None:
-        """Send messages, waiting for acks whenever ``window`` of them are unacknowledged."""
+    async def publish_many(self, messages: Iterable[Message]) -> None:
+        """Send messages, waiting for acks whenever ``window`` of them are unacknowledged: each
+        time there is room, as many as fit go out in one run (:meth:`Client.publish_requests_nowait`)."""
         inflight = self._inflight
         window = self.window
-        for subject, data, headers in messages:
-            if len(inflight) >= window:
+        rows = iter(messages)
+        while True:
+            room = window - len(inflight)
+            if room <= 0:
                 # Refill only once half the window is acked: one wake-up per many acks, not per ack.
                 await self._wait(lambda: len(inflight) <= self._low_water)
+                continue
             if self._error is not None:
                 raise self._error
-            token = self._next
-            self._next = token + 1
-            entry = _InFlight(subject, data, headers, time.monotonic() + self.ack_timeout)
-            inflight[token] = entry
-            self._send(token, entry)
+            run = list(islice(rows, room))
+            if not run:
+                return
+            first = self._next
+            tokens = range(first, first + len(run))
+            self._next = first + len(run)
+            self.nc.publish_requests_nowait(run, self._prefix, tokens)
+            inflight.update(zip(tokens, run, strict=True))
+            self._push_due(tokens)
+            if len(run) < room:
+                return
 
     async def flush(self) -> PublishStats:
         """Wait until every message is acknowledged (re-sending as needed)."""
@@ -101,10 +133,11 @@ class Publisher:
             await self._sub.unsubscribe()
         self._sub = None
 
-    def _send(self, token: int, entry: _InFlight) -> None:
-        self.nc.publish_nowait(
-            entry.subject, entry.data, reply=self._prefix + str(token), headers=entry.headers
-        )
+    def _push_due(self, tokens: Sequence[int], delay: float = 0.0) -> _Due:
+        self._order += 1
+        due = _Due(time.monotonic() + (delay or self.ack_timeout), self._order, tokens)
+        heapq.heappush(self._due, due)
+        return due
 
     async def _wait(self, ready: Callable[[], bool]) -> None:
         """Until ``ready()`` (acks arrive) — re-sending what timed out meanwhile."""
@@ -119,40 +152,68 @@ class Publisher:
         if self._error is not None:
             raise self._error
 
+    def _pending(self, due: _Due) -> bool:
+        """Whether ``due`` still has a token in flight that it owns (moving ``done`` past the rest)."""
+        tokens = due.tokens
+        inflight = self._inflight
+        owner = self._owner
+        i = due.done
+        n = len(tokens)
+        while i < n:
+            token = tokens[i]
+            if token in inflight and (not owner or owner.get(token, due) is due):
+                break
+            i += 1
+        due.done = i
+        return i < n
+
     def _time_to_next_deadline(self) -> float:
-        if not self._inflight:
+        heap = self._due
+        while heap and not self._pending(heap[0]):
+            heapq.heappop(heap)
+        if not heap:
             return self.ack_timeout
-        oldest = next(iter(self._inflight.values()))  # dict order = send order, re-sends go last
-        return max(0.01, oldest.deadline - time.monotonic())
+        return max(0.01, heap[0].deadline - time.monotonic())
 
     def _resend_expired(self) -> None:
         now = time.monotonic()
-        expired = [(t, e) for t, e in self._inflight.items() if e.deadline <= now]
-        for token, entry in expired:
-            if entry.attempts > self.retries and entry.no_responders:
-                self._fail(entry, "no stream matches the subject")
-                return
-            if entry.attempts > self.retries:
-                self._error = PublishError(
-                    f"no JetStream ack for a publish to {entry.subject!r} after {entry.attempts} attempts "
-                    f"of {self.ack_timeout}s each"
-                )
-                return
-            entry.attempts += 1
-            entry.deadline = now + self.ack_timeout
-            self.stats.retries += 1
-            # Move to the end so the dict stays ordered by deadline.
-            del self._inflight[token]
-            self._inflight[token] = entry
-            self._send(token, entry)
+        heap = self._due
+        inflight = self._inflight
+        owner = self._owner
+        attempts = self._attempts
+        resend: list[int] = []
+        while heap and heap[0].deadline <= now:
+            due = heapq.heappop(heap)
+            for token in due.tokens[due.done :]:
+                if token not in inflight or owner.get(token, due) is not due:
+                    continue
+                tries = attempts.get(token, 1)
+                if tries > self.retries:
+                    subject = inflight[token][0]
+                    if token in self._no_responders:
+                        self._fail(subject, "no stream matches the subject")
+                    else:
+                        self._error = PublishError(
+                            f"no JetStream ack for a publish to {subject!r} after {tries} attempts "
+                            f"of {self.ack_timeout}s each"
+                        )
+                    return
+                attempts[token] = tries + 1
+                resend.append(token)
+        if resend:
+            self.stats.retries += len(resend)
+            self.nc.publish_requests_nowait([inflight[t] for t in resend], self._prefix, resend)
+            due = self._push_due(resend)
+            for token in resend:
+                owner[token] = due
 
     def _on_ack(self, msg: Msg) -> None:
         try:
             token = int(msg.subject[len(self._prefix) :])
         except ValueError:
             return
-        entry = self._inflight.pop(token, None)
-        if entry is None:
+        message = self._inflight.pop(token, None)
+        if message is None:
             return  # the ack of an earlier attempt already came
         if not msg.data:
             status = msg.status
@@ -160,20 +221,24 @@ class Publisher:
                 # No responders: no stream takes the subject — or, in a cluster, none does while its
                 # leader is being elected. Tried again after a short wait, as nats.go's publish does,
                 # within the same retry budget; still refused at the end, it fails the task.
-                entry.no_responders = True
-                entry.deadline = time.monotonic() + NO_RESPONDERS_WAIT
-                self._inflight[token] = entry
+                self._no_responders.add(token)
+                self._inflight[token] = message
+                self._owner[token] = self._push_due([token], NO_RESPONDERS_WAIT)
                 self._room.set()
                 return
-            self._fail(entry, f"{status} {msg.description}")
+            self._fail(message[0], f"{status} {msg.description}")
             return
+        if self._owner:
+            self._owner.pop(token, None)
+            self._attempts.pop(token, None)
+            self._no_responders.discard(token)
         try:
             ack = _decoder.decode(msg.data)
         except msgspec.DecodeError:
-            self._fail(entry, f"invalid PubAck {msg.data[:200]!r}")
+            self._fail(message[0], f"invalid PubAck {msg.data[:200]!r}")
             return
         if ack.error is not None:
-            self._fail(entry, f"{ack.error.description} (error {ack.error.err_code})")
+            self._fail(message[0], f"{ack.error.description} (error {ack.error.err_code})")
             return
         stats = self.stats
         stats.published += 1
@@ -181,11 +246,12 @@ class Publisher:
             stats.duplicates += 1
         elif not stats.first_seq or ack.seq < stats.first_seq:
             stats.first_seq = ack.seq
-        stats.last_seq = max(stats.last_seq, ack.seq)
+        if ack.seq > stats.last_seq:
+            stats.last_seq = ack.seq
         if len(self._inflight) <= self._low_water:
             self._room.set()
 
-    def _fail(self, entry: _InFlight, text: str) -> None:
+    def _fail(self, subject: str, text: str) -> None:
         if self._error is None:
-            self._error = PublishError(f"JetStream refused a publish to {entry.subject!r}: {text}")
+            self._error = PublishError(f"JetStream refused a publish to {subject!r}: {text}")
         self._room.set()
