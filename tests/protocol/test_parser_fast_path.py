@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjetstream.protocol import ClientSideParser, Msg, Pub, ServerSideParser
-from pyjetstream.protocol.events import FrameRun, PubRun, ReplyRun
+from pyjetstream.protocol.events import AckRun, FrameRun, PubRun, ReplyRun
 from pyjetstream.protocol.parser import NatsServerParser
 
 frames = st.lists(
@@ -26,6 +26,23 @@ frames = st.lists(
             (b"HPUB a.b 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", Pub("a.b", "", b"NATS/1.0\r\n\r\n", b"hi")),
             (b"HPUB a.b r 0 2\r\nhi\r\n", Pub("a.b", "r", b"", b"hi")),
             (b"pub a.b 1\r\nz\r\n", Pub("a.b", "", None, b"z")),
+            # JetStream acks (runs of them are AckRuns with pub_runs), and lines that look alike.
+            (b"PUB $JS.ACK.S.C.1.2.3.4.5 4\r\n+ACK\r\n", Pub("$JS.ACK.S.C.1.2.3.4.5", "", None, b"+ACK")),
+            (b"PUB $JS.ACK.S.C.1.3.4.4.0  4\r\n-NAK\r\n", Pub("$JS.ACK.S.C.1.3.4.4.0", "", None, b"-NAK")),
+            (b"PUB $JS.ACK.S.C.2.3.9.7.1\t5\r\n+TERM\r\n", Pub("$JS.ACK.S.C.2.3.9.7.1", "", None, b"+TERM")),
+            (b"PUB $JS.ACK.S.D.1.2.3.4.5 4\r\n+WPI\r\n", Pub("$JS.ACK.S.D.1.2.3.4.5", "", None, b"+WPI")),
+            (b"PUB $JS.ACK.S.C.1.2.3.4.5 4\n+ACK\r\n", Pub("$JS.ACK.S.C.1.2.3.4.5", "", None, b"+ACK")),
+            (b"PUB $JS.ACK.S.C.1.2.3.4.5 r 4\r\n+ACK\r\n", Pub("$JS.ACK.S.C.1.2.3.4.5", "r", None, b"+ACK")),
+            (b"PUB $JS.ACK.S.C. 1.2.3.4.5 4\r\n+ACK\r\n", Pub("$JS.ACK.S.C.", "1.2.3.4.5", None, b"+ACK")),
+            (b"PUB $JS.ACK.S.C.1.2.x.4.5 4\r\n+ACK\r\n", Pub("$JS.ACK.S.C.1.2.x.4.5", "", None, b"+ACK")),
+            (b"PUB $JS.ACK.S.C.1..3.4.5 4\r\n+ACK\r\n", Pub("$JS.ACK.S.C.1..3.4.5", "", None, b"+ACK")),
+            (b"PUB $JS.ACK.S.C.1.2.3.4 4\r\n+ACK\r\n", Pub("$JS.ACK.S.C.1.2.3.4", "", None, b"+ACK")),
+            (b"PUB $JS.ACK..C.1.2.3.4.5 4\r\n+ACK\r\n", Pub("$JS.ACK..C.1.2.3.4.5", "", None, b"+ACK")),
+            (b"PUB $JS.ACK.S.C.1.2.3.4.5 0\r\n\r\n", Pub("$JS.ACK.S.C.1.2.3.4.5", "", None, b"")),
+            (
+                b'PUB $JS.ACK.S.C.1.2.3.4.5 12\r\n+NXT {"a":1}\r\n',
+                Pub("$JS.ACK.S.C.1.2.3.4.5", "", None, b'+NXT {"a":1}'),
+            ),
         ]
     ),
     min_size=1,
@@ -103,6 +120,12 @@ def _expand_runs(events: list[object]) -> list[object]:
             out.extend(
                 (ev.subject, r.decode(), None, p) for r, p in zip(ev.replies, ev.payloads, strict=True)
             )
+        elif isinstance(ev, AckRun):
+            assert len(ev.payloads) == len(ev.acks) >= 1 and all(len(t) == 5 for t in ev.acks)
+            out.extend(
+                (ev.prefix + b".".join(t).decode(), "", None, p)
+                for t, p in zip(ev.acks, ev.payloads, strict=True)
+            )
         else:
             out.append(ev)
     return out
@@ -164,6 +187,58 @@ def test_reply_run_collects_requests_and_stops_at_what_the_fast_path_would_not_t
     assert parser.feed(b"b\r\n") == [("s", "_INBOX.x.99", None, b"ab")]
 
 
+def test_ack_run_collects_acks_to_one_consumer_and_stops_at_what_the_fast_path_would_not_take() -> None:
+    """Reply-less PUBs to one consumer's ack subjects in a row (single or double blank before the
+    size, any payload) are one AckRun; another consumer's ack starts another; a frame the fast
+    path would split differently, a longer line than allowed, a payload over the limit or a
+    partial frame ends it and is parsed (or reported) as before."""
+
+    def ack(i: int, payload: bytes = b"+ACK", consumer: bytes = b"C") -> bytes:
+        blanks = b" " * (1 + i % 2)  # nats-py writes two blanks (its empty reply), we write one
+        return b"PUB $JS.ACK.S.%b.1.%d.%d.17.0%b%d\r\n%b\r\n" % (
+            consumer,
+            i,
+            i,
+            blanks,
+            len(payload),
+            payload,
+        )
+
+    def tokens(*seqs: int) -> list[list[bytes]]:
+        return [[b"1", b"%d" % i, b"%d" % i, b"17", b"0"] for i in seqs]
+
+    parser = NatsServerParser(max_control_line=60, max_payload=16)
+    parser.pub_runs = True
+    burst = b"".join(ack(i) for i in range(1, 6)) + ack(6, b"-NAK")
+    third = ack(3, b"+TERM", b"D")
+    events = parser.feed(burst + third + ack(7)[:10])
+    assert events == [
+        AckRun("$JS.ACK.S.C.", tokens(1, 2, 3, 4, 5, 6), [b"+ACK"] * 5 + [b"-NAK"]),
+        AckRun("$JS.ACK.S.D.", tokens(3), [b"+TERM"]),
+    ]
+    assert parser.feed(ack(7)[10:] + ack(8)[:-1]) == [AckRun("$JS.ACK.S.C.", tokens(7), [b"+ACK"])]
+    assert parser.feed(b"\n" + ack(9)) == [
+        ("$JS.ACK.S.C.1.8.8.17.0", "", None, b"+ACK"),
+        AckRun("$JS.ACK.S.C.", tokens(9), [b"+ACK"]),
+    ]
+    long_line = b"PUB $JS.ACK.S.C.1.2.3.%d.0 4\r\n+ACK\r\n" % (10**40)
+    events = parser.feed(ack(1) + ack(2) + long_line)
+    assert events[0] == AckRun("$JS.ACK.S.C.", tokens(1, 2), [b"+ACK"] * 2)
+    assert events[1].err == "maximum control line exceeded"
+    parser = NatsServerParser(max_payload=16)
+    parser.pub_runs = True
+    events = parser.feed(ack(1) + b"PUB $JS.ACK.S.C.1.2.3.4.5 17\r\n" + b"x" * 17 + b"\r\n")
+    assert events[0] == AckRun("$JS.ACK.S.C.", tokens(1), [b"+ACK"])
+    assert events[1].err == "Maximum Payload Violation"
+    parser = NatsServerParser()
+    parser.pub_runs = True
+    events = parser.feed(ack(1) + b"PUB $JS.ACK.S.C.1.2.3.4.5 4\r\n+ACKXY")
+    assert events[0] == AckRun("$JS.ACK.S.C.", tokens(1), [b"+ACK"])
+    assert events[1].err == "Unknown Protocol Operation"
+    parser = NatsServerParser()  # without pub_runs (a connection with per-message checks): tuples
+    assert parser.feed(ack(1)) == [("$JS.ACK.S.C.1.1.1.17.0", "", None, b"+ACK")]
+
+
 def test_request_memo_rechecks_the_payload_limit() -> None:
     parser = NatsServerParser(max_payload=4)
     assert parser.feed(b"PUB s r.1 3\r\nabc\r\n") == [("s", "r.1", None, b"abc")]
@@ -200,6 +275,12 @@ def _as_msgs(events: list[object]) -> list[object]:
                 out.append(Msg("in", ev.sid, "", ev.buf[h:p] or b"", ev.buf[p:e]))
         elif isinstance(ev, Msg) and ev.sid == 7 and ev.hdr is not None:
             out.append(Msg("in", 7, "", ev.hdr, ev.payload))  # the generic path's frames: no reply kept
+        elif isinstance(ev, AckRun):
+            assert len(ev.payloads) == len(ev.acks) >= 1 and all(len(t) == 5 for t in ev.acks)
+            out.extend(
+                (ev.prefix + b".".join(t).decode(), "", None, p)
+                for t, p in zip(ev.acks, ev.payloads, strict=True)
+            )
         else:
             out.append(ev)
     return out

@@ -50,6 +50,22 @@ class ReplyRun:
 
 
 @dataclass(slots=True)
+class AckRun:
+    """Consecutive reply-less PUBs to one JetStream consumer's ack subjects
+    (``PUB $JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending> <size>``, no headers):
+    what a client acking every message as it arrives sends, one event so the router looks the
+    consumer up once and the consumer takes the run in one call. ``prefix`` is
+    ``$JS.ACK.<stream>.<consumer>.``; ``acks[i]`` holds the five tokens after it (ASCII digits,
+    none empty, as on the wire) and goes with ``payloads[i]``. Only a parser with ``pub_runs`` set
+    makes them, as :class:`PubRun`; a publish to ``prefix + ".".join(acks[i])`` is what each
+    stands for."""
+
+    prefix: str
+    acks: list[list[bytes]]
+    payloads: list[bytes]
+
+
+@dataclass(slots=True)
 class FrameRun:
     """Consecutive complete HMSG frames for one subscription a client reads raw
     (``ClientSideParser.frame_sids``): one event, no object per message. ``buf`` holds the frames;

@@ -21,6 +21,7 @@ from pyjetstream.protocol.events import (
     OK_EVENT,
     PING_EVENT,
     PONG_EVENT,
+    AckRun,
     ClientOp,
     Connect,
     Err,
@@ -55,9 +56,32 @@ def _parse_size(token: bytes) -> int:
 # takes plain tuples: see ``ServerSideParser.pub_tuples``).
 # FRAMES: an HMSG for a sid in ``ClientSideParser.frame_sids``; ``x`` is ``(sid, header size)``
 # and the frame starts a :class:`FrameRun`. REQUEST: a TUPLE with a reply (a PUB with a reply,
-# ``pub_tuples``), which may start a :class:`ReplyRun`.
-COMPLETE, MAKE, TUPLE, FRAMES, REQUEST = 0, 1, 2, 3, 4
+# ``pub_tuples``), which may start a :class:`ReplyRun`. ACKS: a reply-less TUPLE to a JetStream
+# ack subject (``pub_runs``), which may start an :class:`AckRun`.
+COMPLETE, MAKE, TUPLE, FRAMES, REQUEST, ACKS = 0, 1, 2, 3, 4, 5
 FastLine = tuple[int, Any, int]
+
+# A JetStream ack subject (``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>``, what the
+# embedded server writes as a delivery's reply; ``api.ack.ack_subject``).
+_ACK_HEAD = b"$JS.ACK."
+_ACK_HEAD_LEN = len(_ACK_HEAD)
+
+
+def _ack_tokens(tail: bytes) -> list[bytes] | None:
+    """The five tokens after an ack subject's ``$JS.ACK.<stream>.<consumer>.`` when each is ASCII
+    digits (so none is empty and each is a number ``int`` reads as ``processAck`` does), else
+    None."""
+    parts = tail.split(b".")
+    if (
+        len(parts) == 5
+        and parts[0].isdigit()
+        and parts[1].isdigit()
+        and parts[2].isdigit()
+        and parts[3].isdigit()
+        and parts[4].isdigit()
+    ):
+        return parts
+    return None
 
 
 class _FrameParser:
@@ -147,6 +171,9 @@ class _FrameParser:
                             pos = self._reply_run(buf, start, end, x, need, append)
                             continue
                         append(x + (buf[start:end],))  # noqa: RUF005
+                    elif kind == ACKS:  # (only with pub_runs)
+                        pos = self._ack_run(buf, start, end, x, append)
+                        continue
                     elif kind == FRAMES:
                         pos = self._frame_run(buf, start, end, x, append)
                         continue
@@ -255,6 +282,12 @@ class _FrameParser:
             append(ReplyRun(x[0], replies, payloads))
         return pos
 
+    def _ack_run(
+        self, buf: bytes, start: int, end: int, x: tuple[str, str, None], append: Callable[[Any], None]
+    ) -> int:
+        """See :meth:`ServerSideParser._ack_run` (only a server parser makes ACKS hits)."""
+        raise NotImplementedError
+
     def _frame_run(
         self, buf: bytes, start: int, end: int, x: tuple[int, int], append: Callable[[Any], None]
     ) -> int:
@@ -299,7 +332,7 @@ class _FrameParser:
 
 def _awaiting_maker(kind: int, x: Any, complete: Callable[[Any, bytes], Any]) -> Callable[[bytes], Any]:
     """The event maker of a fast-path line whose payload has not all arrived yet."""
-    if kind == TUPLE or kind == REQUEST:
+    if kind == TUPLE or kind == REQUEST or kind == ACKS:
         return partial(_tuple_event, x)
     if kind == FRAMES:
         return partial(_frame_event, x)
@@ -352,6 +385,14 @@ class ServerSideParser(_FrameParser):
         self._pub_subject = ""
         self._pub_size_tok = b""
         self._pub_size = 0
+        # The ack line ``_fast_line`` just took as ACKS: its ``$JS.ACK.<stream>.<consumer>.`` and
+        # the five tokens after it; and the last run's prefix as bytes, as ``str`` and as the
+        # ``PUB <prefix>`` its further frames start with (a consumer's acks come in many reads).
+        self._ack_prefix_b = b""
+        self._ack_parts: list[bytes] = []
+        self._ack_run_b = b""
+        self._ack_run_prefix = ""
+        self._ack_run_head = b""
 
     def feed(self, data: bytes) -> list[ClientOp]:
         return super().feed(data)
@@ -372,6 +413,8 @@ class ServerSideParser(_FrameParser):
                 size = int(tok)
                 if size <= self.max_payload:
                     head: tuple[str, str, int | None]
+                    if n == 3 and self.pub_runs and args[1].startswith(_ACK_HEAD) and self._ack_line(args[1]):
+                        return ACKS, (args[1].decode(), "", None), size  # not remembered: unique
                     if self.pub_tuples:
                         kind, head = TUPLE, (args[1].decode(), args[2].decode() if n == 4 else "", None)
                     else:
@@ -397,6 +440,72 @@ class ServerSideParser(_FrameParser):
                     hit = COMPLETE, (args[1].decode(), reply, hdr or -1), total
                     return hit if n == 5 else self._remember(line, hit)
         return None
+
+    def _ack_line(self, subject: bytes) -> bool:
+        """Whether ``subject`` (starting ``$JS.ACK.``) is ``$JS.ACK.<stream>.<consumer>.`` and five
+        digit tokens (the shape the embedded server writes); if so it is kept for :meth:`_ack_run`."""
+        dot = subject.find(b".", _ACK_HEAD_LEN)
+        if dot <= _ACK_HEAD_LEN:
+            return False
+        dot = subject.find(b".", dot + 1)
+        if dot < 0 or subject[dot - 1] == 46:  # (an empty consumer token)
+            return False
+        parts = _ack_tokens(subject[dot + 1 :])
+        if parts is None:
+            return False
+        self._ack_prefix_b = subject[: dot + 1]
+        self._ack_parts = parts
+        return True
+
+    def _ack_run(
+        self, buf: bytes, start: int, end: int, x: tuple[str, str, None], append: Callable[[Any], None]
+    ) -> int:
+        """Collect the ack PUB at ``start:end`` (``_ack_line`` kept its prefix and tokens) and every
+        complete frame right after it that is ``PUB <the same prefix><five digit tokens> <size>``
+        (no reply) into one :class:`AckRun`; returns the position after them. Only frames whose
+        line splits exactly as the fast path splits it are taken (CR LF, within the control line
+        and payload limits); anything else is left to the general loop, which parses or reports
+        it as before."""
+        prefix_b = self._ack_prefix_b
+        if prefix_b != self._ack_run_b:
+            self._ack_run_b = prefix_b
+            self._ack_run_prefix = prefix_b.decode()
+            self._ack_run_head = b"PUB " + prefix_b
+        head = self._ack_run_head
+        hlen = len(head)
+        acks = [self._ack_parts]
+        payloads = [buf[start:end]]
+        pos = end + 2
+        size = len(buf)
+        find = buf.find
+        startswith = buf.startswith
+        max_line = self.max_control_line
+        max_payload = self.max_payload
+        while startswith(head, pos):
+            at = pos + hlen
+            nl = find(b"\n", at)
+            # The tail must start right after the prefix (a blank there splits otherwise).
+            if nl <= at or buf[nl - 1] != 13 or nl - 1 - pos > max_line or not 48 <= buf[at] <= 57:
+                break
+            args = buf[at : nl - 1].split()
+            if len(args) != 2:
+                break
+            tok = args[1]
+            if len(tok) > MAX_SIZE_DIGITS or not tok.isdigit():
+                break
+            need = int(tok)
+            parts = _ack_tokens(args[0])
+            if need > max_payload or parts is None:
+                break
+            start = nl + 1
+            end = start + need
+            if end + 2 > size or buf[end] != 13 or buf[end + 1] != 10:
+                break
+            acks.append(parts)
+            payloads.append(buf[start:end])
+            pos = end + 2
+        append(AckRun(self._ack_run_prefix, acks, payloads))
+        return pos
 
     def _limits_line(self, buf: bytes, pos: int) -> bool:
         # nats-server applies the limit to op arguments, not to CONNECT (which may carry a long JWT).

@@ -33,7 +33,7 @@ from pyjetstream.server.subscription import Subscription
 
 if TYPE_CHECKING:
     from pyjetstream.server.msgtrace import TracedCallback
-    from pyjetstream.server.server import InternalCallback, InternalSub, RunCallback, Server
+    from pyjetstream.server.server import AckRunCallback, InternalCallback, InternalSub, RunCallback, Server
 
 __all__ = ["GLOBAL_ACCOUNT", "SYSTEM_ACCOUNT", "Account"]
 
@@ -129,8 +129,11 @@ class Account:
         queue: str = "",
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
+        acks: AckRunCallback | None = None,
     ) -> InternalSub:
-        return self.server.subscribe_internal(subject, callback, queue, account=self, traced=traced, run=run)
+        return self.server.subscribe_internal(
+            subject, callback, queue, account=self, traced=traced, run=run, acks=acks
+        )
 
     def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:
         self.server.publish_replies(replies, self)

@@ -29,7 +29,17 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from pyjetstream.api.timefmt import format_go_duration
-from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, ReplyRun, Sub, Unsub
+from pyjetstream.protocol.events import (
+    AckRun,
+    Connect,
+    Ping,
+    ProtocolViolation,
+    Pub,
+    PubRun,
+    ReplyRun,
+    Sub,
+    Unsub,
+)
 from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import NatsServerParser
 from pyjetstream.protocol.subjects import is_valid_publish_subject
@@ -551,6 +561,24 @@ class ClientConnection(asyncio.Protocol):
                     if done < len(payloads):  # the consumer stalled this producer mid-run
                         self._held = [ReplyRun(ev.subject, ev.replies[done:], payloads[done:]), *events[i:]]
                         return
+                    if self.stalled:
+                        self._held = events[i:]
+                        return
+                    continue
+                if cls is AckRun:
+                    payloads = ev.payloads
+                    done = -1 if slow else self.server.route_acks(ev.prefix, ev.acks, payloads, self)
+                    if done < 0:  # per message after all (see Server.route_acks)
+                        prefix = ev.prefix
+                        events[i - 1 : i] = [
+                            (prefix + b".".join(t).decode(), "", None, p)
+                            for t, p in zip(ev.acks, payloads, strict=True)
+                        ]
+                        i -= 1
+                        continue
+                    n_msgs += done
+                    for k in range(done):
+                        n_bytes += len(payloads[k])
                     if self.stalled:
                         self._held = events[i:]
                         return

@@ -80,7 +80,7 @@ from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
 from pyjetstream.server.version import SERVER_VERSION
 
-__all__ = ["SERVER_VERSION", "InternalCallback", "InternalSub", "RunCallback", "Server"]
+__all__ = ["SERVER_VERSION", "AckRunCallback", "InternalCallback", "InternalSub", "RunCallback", "Server"]
 
 #: nats-server keeps this many closed connections for ``/connz?state=closed``.
 MAX_CLOSED_CLIENTS = 10_000
@@ -91,6 +91,9 @@ InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | N
 #: ``run(subject, replies, payloads, client)``: header-less publishes to ``subject`` that one read
 #: brought in a row, in order (see :meth:`Server.route_pubs`).
 RunCallback = Callable[[str, list[str], list[bytes], ClientConnection], None]
+#: ``acks(prefix, acks, payloads, client)``: an :class:`~pyjetstream.protocol.events.AckRun` to a
+#: consumer's ack subscription; returns how many it handled (see :meth:`Server.route_acks`).
+AckRunCallback = Callable[[str, list[list[bytes]], list[bytes], ClientConnection], int]
 
 
 
@@ -101,9 +104,10 @@ class InternalSub(Subscription):
     the trace first), for the subscriptions whose work shows in a trace event (a stream's ingest,
     the import forwarders); without it a traced message reaches ``callback`` as any other.
     ``run`` takes a run of header-less publishes to one subject at once (``route_pubs``: a
-    stream's ingest); without it each reaches ``callback``."""
+    stream's ingest); without it each reaches ``callback``. ``acks`` takes a run of acks
+    (``route_acks``: a consumer's ack subscription); without it each reaches ``callback``."""
 
-    __slots__ = ("account", "run", "traced")
+    __slots__ = ("account", "acks", "run", "traced")
 
     def __init__(
         self,
@@ -114,11 +118,13 @@ class InternalSub(Subscription):
         callback: InternalCallback,
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
+        acks: AckRunCallback | None = None,
     ) -> None:
         super().__init__(subject, sid, queue, client=None, callback=callback)
         self.account = account
         self.traced = traced
         self.run = run
+        self.acks = acks
 
     def unsubscribe(self) -> None:
         if not self.closed:
@@ -618,12 +624,14 @@ class Server:
         account: Account | None = None,
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
+        acks: AckRunCallback | None = None,
     ) -> InternalSub:
         """An internal subscription in ``account`` (default: the global account); ``traced``
-        takes traced messages, ``run`` runs of publishes (see :class:`InternalSub`)."""
+        takes traced messages, ``run`` runs of publishes, ``acks`` runs of acks (see
+        :class:`InternalSub`)."""
         self._isid += 1
         acc = account or self.global_account
-        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run)
+        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run, acks)
         acc.add_subscription(sub)
         return sub
 
@@ -847,6 +855,38 @@ class Server:
         except Exception:
             self.logger.exception("internal subscription callback for %r failed", sub.subject)
         return True
+
+    def route_acks(
+        self, prefix: str, acks: list[list[bytes]], payloads: list[bytes], client: ClientConnection
+    ) -> int:
+        """Route an :class:`~pyjetstream.protocol.events.AckRun` (reply-less publishes to ack
+        subjects under one consumer's ``$JS.ACK.<stream>.<consumer>.``) with one lookup: to the
+        consumer's ack subscription when it is the one receiver (``InternalSub.acks``), or
+        nowhere when there is none; returns how many were handled (fewer: the consumer's
+        handling closed ``client``), -1 when they must be routed one by one (the ack index is off,
+        several receivers, a client's subscription). Matches and deliveries are counted as
+        :meth:`route` counts them (nats-server ``processMsgResults``, ``processAck``)."""
+        sl = client.account.sublist
+        result = sl.ack_prefix_match(prefix)
+        if result is None:
+            return -1
+        psubs = result[0]
+        n = len(payloads)
+        if not psubs:  # nobody listens (no reply: no no-responders answer)
+            sl.matches += n
+            return n
+        sub = psubs[0]
+        take = getattr(sub, "acks", None)
+        if len(psubs) != 1 or take is None or sub.closed:
+            return -1
+        try:
+            done = take(prefix, acks, payloads, client)
+        except Exception:
+            self.logger.exception("internal subscription callback for %r failed", sub.subject)
+            done = n
+        sl.matches += done
+        sub.delivered += done
+        return done
 
     @staticmethod
     def _pick_queue_members(

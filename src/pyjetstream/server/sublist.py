@@ -202,6 +202,17 @@ class Sublist:
             return EMPTY_RESULT  # nats-server: a subject with an empty token matches nothing
         return self._acks.get(subject[: dot + 1], EMPTY_RESULT)
 
+    def ack_prefix_match(self, prefix: str) -> MatchResult | None:
+        """What :meth:`match` gives every ack subject ``prefix`` + five non-empty tokens
+        (``prefix`` is ``$JS.ACK.<stream>.<consumer>.``, both tokens non-empty): the ack index's
+        entry, or None while other subscriptions could match ack subjects (each is then matched
+        on its own). A cached result for such a subject is the same (a subscription that matches
+        it invalidates it), so the run of acks ``Server.route_acks`` routes skips the cache. Not
+        counted in ``matches``: the caller counts each ack."""
+        if self._ack_overlaps:
+            return None
+        return self._acks.get(prefix, EMPTY_RESULT)
+
     def _prune(self, path: list[tuple[_Node, str]], leaf: _Node) -> None:
         """Drop nodes left empty, so churn of unique subjects (inboxes) does not grow the trie."""
         node = leaf

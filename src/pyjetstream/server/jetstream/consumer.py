@@ -175,7 +175,11 @@ class Consumer:
         # An AckNone consumer has no ack subscription at all: an ack with a reply gets the core
         # 503 no-responders answer, as from nats-server.
         if self.cfg.ack_policy not in (AckPolicy.NONE, AckPolicy.FLOW_CONTROL):
-            self._subs.append(server.subscribe_internal(f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack))
+            self._subs.append(
+                server.subscribe_internal(
+                    f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack, acks=self.acks.on_ack_run
+                )
+            )
         self._subs.append(
             server.subscribe_internal(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}", self.pull.on_request)
         )
