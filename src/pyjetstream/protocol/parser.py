@@ -65,6 +65,11 @@ FastLine = tuple[int, Any, int]
 # embedded server writes as a delivery's reply; ``api.ack.ack_subject``).
 _ACK_HEAD = b"$JS.ACK."
 _ACK_HEAD_LEN = len(_ACK_HEAD)
+# What follows an ack subject in a plain ``+ACK`` frame: one blank (our client) or two (nats-py,
+# its empty reply), the size, the payload.
+_PLAIN_ACK = b"+ACK"
+_PLAIN_ACK_END = b" 4\r\n+ACK\r\n"
+_PLAIN_ACK_END2 = b"  4\r\n+ACK\r\n"
 
 
 def _ack_tokens(tail: bytes) -> list[bytes] | None:
@@ -483,6 +488,25 @@ class ServerSideParser(_FrameParser):
         max_payload = self.max_payload
         while startswith(head, pos):
             at = pos + hlen
+            # A plain ``+ACK`` (nearly all of them): the tail ends at the first blank, the rest of
+            # the frame is one of two byte strings, so no size to parse and no payload to slice.
+            # (The tail's digits-and-dots check also proves the line ended there.)
+            sp = find(b" ", at)
+            if sp > at:
+                if startswith(_PLAIN_ACK_END, sp):
+                    nxt = sp + 10
+                elif startswith(_PLAIN_ACK_END2, sp):
+                    nxt = sp + 11
+                else:
+                    nxt = 0
+                if nxt and nxt - 8 - pos <= max_line:  # (the line without its CR LF)
+                    parts = _ack_tokens(buf[at:sp])
+                    if parts is None:
+                        break
+                    acks.append(parts)
+                    payloads.append(_PLAIN_ACK)
+                    pos = nxt
+                    continue
             nl = find(b"\n", at)
             # The tail must start right after the prefix (a blank there splits otherwise).
             if nl <= at or buf[nl - 1] != 13 or nl - 1 - pos > max_line or not 48 <= buf[at] <= 57:
