@@ -121,10 +121,9 @@ def _expand_runs(events: list[object]) -> list[object]:
                 (ev.subject, r.decode(), None, p) for r, p in zip(ev.replies, ev.payloads, strict=True)
             )
         elif isinstance(ev, AckRun):
-            assert len(ev.payloads) == len(ev.acks) >= 1 and all(len(t) == 5 for t in ev.acks)
+            assert len(ev.payloads) == len(ev.tails) >= 1 and all(t.count(b".") == 4 for t in ev.tails)
             out.extend(
-                (ev.prefix + b".".join(t).decode(), "", None, p)
-                for t, p in zip(ev.acks, ev.payloads, strict=True)
+                (ev.prefix + t.decode(), "", None, p) for t, p in zip(ev.tails, ev.payloads, strict=True)
             )
         else:
             out.append(ev)
@@ -204,8 +203,8 @@ def test_ack_run_collects_acks_to_one_consumer_and_stops_at_what_the_fast_path_w
             payload,
         )
 
-    def tokens(*seqs: int) -> list[list[bytes]]:
-        return [[b"1", b"%d" % i, b"%d" % i, b"17", b"0"] for i in seqs]
+    def tokens(*seqs: int) -> list[bytes]:
+        return [b"1.%d.%d.17.0" % (i, i) for i in seqs]
 
     parser = NatsServerParser(max_control_line=60, max_payload=16)
     parser.pub_runs = True
@@ -275,12 +274,6 @@ def _as_msgs(events: list[object]) -> list[object]:
                 out.append(Msg("in", ev.sid, "", ev.buf[h:p] or b"", ev.buf[p:e]))
         elif isinstance(ev, Msg) and ev.sid == 7 and ev.hdr is not None:
             out.append(Msg("in", 7, "", ev.hdr, ev.payload))  # the generic path's frames: no reply kept
-        elif isinstance(ev, AckRun):
-            assert len(ev.payloads) == len(ev.acks) >= 1 and all(len(t) == 5 for t in ev.acks)
-            out.extend(
-                (ev.prefix + b".".join(t).decode(), "", None, p)
-                for t, p in zip(ev.acks, ev.payloads, strict=True)
-            )
         else:
             out.append(ev)
     return out

@@ -55,13 +55,13 @@ class AckRun:
     (``PUB $JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending> <size>``, no headers):
     what a client acking every message as it arrives sends, one event so the router looks the
     consumer up once and the consumer takes the run in one call. ``prefix`` is
-    ``$JS.ACK.<stream>.<consumer>.``; ``acks[i]`` holds the five tokens after it (ASCII digits,
-    none empty, as on the wire) and goes with ``payloads[i]``. Only a parser with ``pub_runs`` set
-    makes them, as :class:`PubRun`; a publish to ``prefix + ".".join(acks[i])`` is what each
-    stands for."""
+    ``$JS.ACK.<stream>.<consumer>.``; ``tails[i]`` is what follows it (five tokens of ASCII
+    digits, none empty, as on the wire) and goes with ``payloads[i]``. Only a parser with
+    ``pub_runs`` set makes them, as :class:`PubRun`; a publish to ``prefix + tails[i]`` is what
+    each stands for."""
 
     prefix: str
-    acks: list[list[bytes]]
+    tails: list[bytes]
     payloads: list[bytes]
 
 

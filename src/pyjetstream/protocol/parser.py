@@ -72,21 +72,33 @@ _PLAIN_ACK_END = b" 4\r\n+ACK\r\n"
 _PLAIN_ACK_END2 = b"  4\r\n+ACK\r\n"
 
 
-def _ack_tokens(tail: bytes) -> list[bytes] | None:
-    """The five tokens after an ack subject's ``$JS.ACK.<stream>.<consumer>.`` when each is ASCII
-    digits (so none is empty and each is a number ``int`` reads as ``processAck`` does), else
-    None."""
+def _ack_tail_ok(tail: bytes) -> bool:
+    """Whether ``tail`` (what follows an ack subject's ``$JS.ACK.<stream>.<consumer>.``) is five
+    tokens of ASCII digits: none empty, each a number ``int`` reads as ``processAck`` does."""
     parts = tail.split(b".")
-    if (
+    return (
         len(parts) == 5
         and parts[0].isdigit()
         and parts[1].isdigit()
         and parts[2].isdigit()
         and parts[3].isdigit()
         and parts[4].isdigit()
-    ):
-        return parts
-    return None
+    )
+
+
+def _ack_tails_ok(tails: list[bytes]) -> bool:
+    """:func:`_ack_tail_ok` for every one of ``tails`` at once (a few passes in C over them joined
+    by blanks, instead of a split and five tests per ack): only digits and one dot between
+    tokens, four per tail, no token empty."""
+    joined = b" ".join(tails)
+    return (
+        joined.translate(None, b"0123456789") == b" ".join([b"...."] * len(tails))
+        and b".." not in joined
+        and b" ." not in joined
+        and b". " not in joined
+        and joined[:1] != b"."
+        and joined[-1:] != b"."
+    )
 
 
 class _FrameParser:
@@ -391,10 +403,11 @@ class ServerSideParser(_FrameParser):
         self._pub_size_tok = b""
         self._pub_size = 0
         # The ack line ``_fast_line`` just took as ACKS: its ``$JS.ACK.<stream>.<consumer>.`` and
-        # the five tokens after it; and the last run's prefix as bytes, as ``str`` and as the
-        # ``PUB <prefix>`` its further frames start with (a consumer's acks come in many reads).
+        # the five tokens after it (as on the wire); and the last run's prefix as bytes, as ``str``
+        # and as the ``PUB <prefix>`` its further frames start with (a consumer's acks come in
+        # many reads).
         self._ack_prefix_b = b""
-        self._ack_parts: list[bytes] = []
+        self._ack_tail = b""
         self._ack_run_b = b""
         self._ack_run_prefix = ""
         self._ack_run_head = b""
@@ -455,17 +468,17 @@ class ServerSideParser(_FrameParser):
         dot = subject.find(b".", dot + 1)
         if dot < 0 or subject[dot - 1] == 46:  # (an empty consumer token)
             return False
-        parts = _ack_tokens(subject[dot + 1 :])
-        if parts is None:
+        tail = subject[dot + 1 :]
+        if not _ack_tail_ok(tail):
             return False
         self._ack_prefix_b = subject[: dot + 1]
-        self._ack_parts = parts
+        self._ack_tail = tail
         return True
 
     def _ack_run(
         self, buf: bytes, start: int, end: int, x: tuple[str, str, None], append: Callable[[Any], None]
     ) -> int:
-        """Collect the ack PUB at ``start:end`` (``_ack_line`` kept its prefix and tokens) and every
+        """Collect the ack PUB at ``start:end`` (``_ack_line`` kept its prefix and tail) and every
         complete frame right after it that is ``PUB <the same prefix><five digit tokens> <size>``
         (no reply) into one :class:`AckRun`; returns the position after them. Only frames whose
         line splits exactly as the fast path splits it are taken (CR LF, within the control line
@@ -476,11 +489,25 @@ class ServerSideParser(_FrameParser):
             self._ack_run_b = prefix_b
             self._ack_run_prefix = prefix_b.decode()
             self._ack_run_head = b"PUB " + prefix_b
+        first = buf[start:end]
+        tails = [self._ack_tail]
+        payloads = [first]
+        pos = self._ack_frames(buf, end + 2, tails, payloads, False)
+        if len(tails) > 1 and not _ack_tails_ok(tails):  # a plain +ACK's tail was not five numbers
+            tails = [self._ack_tail]
+            payloads = [first]
+            pos = self._ack_frames(buf, end + 2, tails, payloads, True)
+        append(AckRun(self._ack_run_prefix, tails, payloads))
+        return pos
+
+    def _ack_frames(
+        self, buf: bytes, pos: int, tails: list[bytes], payloads: list[bytes], checked: bool
+    ) -> int:
+        """The frames of :meth:`_ack_run` from ``pos`` on, added to ``tails`` and ``payloads``;
+        returns the position after them. Plain ``+ACK`` frames' tails are checked by the caller
+        all at once (``_ack_tails_ok``; one by one when ``checked``), any other frame's here."""
         head = self._ack_run_head
         hlen = len(head)
-        acks = [self._ack_parts]
-        payloads = [buf[start:end]]
-        pos = end + 2
         size = len(buf)
         find = buf.find
         startswith = buf.startswith
@@ -500,10 +527,10 @@ class ServerSideParser(_FrameParser):
                 else:
                     nxt = 0
                 if nxt and nxt - 8 - pos <= max_line:  # (the line without its CR LF)
-                    parts = _ack_tokens(buf[at:sp])
-                    if parts is None:
+                    tail = buf[at:sp]
+                    if checked and not _ack_tail_ok(tail):
                         break
-                    acks.append(parts)
+                    tails.append(tail)
                     payloads.append(_PLAIN_ACK)
                     pos = nxt
                     continue
@@ -518,17 +545,16 @@ class ServerSideParser(_FrameParser):
             if len(tok) > MAX_SIZE_DIGITS or not tok.isdigit():
                 break
             need = int(tok)
-            parts = _ack_tokens(args[0])
-            if need > max_payload or parts is None:
+            tail = args[0]
+            if need > max_payload or not _ack_tail_ok(tail):
                 break
             start = nl + 1
             end = start + need
             if end + 2 > size or buf[end] != 13 or buf[end + 1] != 10:
                 break
-            acks.append(parts)
+            tails.append(tail)
             payloads.append(buf[start:end])
             pos = end + 2
-        append(AckRun(self._ack_run_prefix, acks, payloads))
         return pos
 
     def _limits_line(self, buf: bytes, pos: int) -> bool:

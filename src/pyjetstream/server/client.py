@@ -567,12 +567,11 @@ class ClientConnection(asyncio.Protocol):
                     continue
                 if cls is AckRun:
                     payloads = ev.payloads
-                    done = -1 if slow else self.server.route_acks(ev.prefix, ev.acks, payloads, self)
+                    done = -1 if slow else self.server.route_acks(ev.prefix, ev.tails, payloads, self)
                     if done < 0:  # per message after all (see Server.route_acks)
                         prefix = ev.prefix
                         events[i - 1 : i] = [
-                            (prefix + b".".join(t).decode(), "", None, p)
-                            for t, p in zip(ev.acks, payloads, strict=True)
+                            (prefix + t.decode(), "", None, p) for t, p in zip(ev.tails, payloads, strict=True)
                         ]
                         i -= 1
                         continue

@@ -91,9 +91,9 @@ InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | N
 #: ``run(subject, replies, payloads, client)``: header-less publishes to ``subject`` that one read
 #: brought in a row, in order (see :meth:`Server.route_pubs`).
 RunCallback = Callable[[str, list[str], list[bytes], ClientConnection], None]
-#: ``acks(prefix, acks, payloads, client)``: an :class:`~pyjetstream.protocol.events.AckRun` to a
+#: ``acks(prefix, tails, payloads, client)``: an :class:`~pyjetstream.protocol.events.AckRun` to a
 #: consumer's ack subscription; returns how many it handled (see :meth:`Server.route_acks`).
-AckRunCallback = Callable[[str, list[list[bytes]], list[bytes], ClientConnection], int]
+AckRunCallback = Callable[[str, list[bytes], list[bytes], ClientConnection], int]
 
 
 
@@ -857,7 +857,7 @@ class Server:
         return True
 
     def route_acks(
-        self, prefix: str, acks: list[list[bytes]], payloads: list[bytes], client: ClientConnection
+        self, prefix: str, tails: list[bytes], payloads: list[bytes], client: ClientConnection
     ) -> int:
         """Route an :class:`~pyjetstream.protocol.events.AckRun` (reply-less publishes to ack
         subjects under one consumer's ``$JS.ACK.<stream>.<consumer>.``) with one lookup: to the
@@ -880,7 +880,7 @@ class Server:
         if len(psubs) != 1 or take is None or sub.closed:
             return -1
         try:
-            done = take(prefix, acks, payloads, client)
+            done = take(prefix, tails, payloads, client)
         except Exception:
             self.logger.exception("internal subscription callback for %r failed", sub.subject)
             done = n

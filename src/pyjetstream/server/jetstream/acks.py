@@ -152,40 +152,41 @@ class AckProcessor:
             consumer.suppress_deletion()
 
     def on_ack_run(
-        self, prefix: str, acks: list[list[bytes]], payloads: list[bytes], client: ClientConnection
+        self, prefix: str, tails: list[bytes], payloads: list[bytes], client: ClientConnection
     ) -> int:
         """``processAck`` for an :class:`~pyjetstream.protocol.events.AckRun`: reply-less publishes
-        to ``prefix`` + the five digit tokens of ``acks[i]``, in order (``Server.route_acks``:
-        what :meth:`on_ack` would get one by one, without a lookup or a call each). An ``+ACK``
-        is applied here as :meth:`on_ack` applies it; what the run defers to its end has no effect
-        before the loop's next turn (persisting the state, the last-activity time, the delivery
-        kick for ``max_ack_pending``, the inactivity timer). Anything else goes to :meth:`on_ack`
-        with its subject. Returns how many were handled: all, unless ``client`` was closed by one
-        (a slow consumer cut by an advisory), after which the connection processes nothing."""
+        to ``prefix + tails[i]`` (five tokens of ASCII digits each), in order
+        (``Server.route_acks``: what :meth:`on_ack` would get one by one, without a lookup or a
+        call each; the tokens of all of them are split in one pass). An ``+ACK`` is applied here
+        as :meth:`on_ack` applies it; what the run defers to its end has no effect before the
+        loop's next turn (persisting the state, the last-activity time, the delivery kick for
+        ``max_ack_pending``, the inactivity timer). Anything else goes to :meth:`on_ack` with its
+        subject. Returns how many were handled: all, unless ``client`` was closed by one (a slow
+        consumer cut by an advisory), after which the connection processes nothing."""
         consumer = self.consumer
         st = self.state
         plain = self._plain
         ahead = self._ahead
         maxp = self._maxp
         acked = kick = False
-        on_ack = self.on_ack
-        for i in range(len(payloads)):
+        tokens = b".".join(tails).split(b".")  # five per ack: dc, sseq, dseq, ts, pending
+        n = len(payloads)
+        for i in range(n):
             if consumer.closed:
-                return len(payloads)
-            parts = acks[i]
+                return n
             if payloads[i] == ACK:
-                sseq = int(parts[1])
+                sseq = int(tokens[5 * i + 1])
                 if sseq >= st.sseq and not ahead:
                     pass  # beyond what was delivered: ignored (see on_ack)
                 elif plain:  # ``ack`` for AckExplicit on a limits stream, without sampling
                     was = len(st.pending)
-                    if st.ack(sseq, int(parts[2])) is not None and was >= maxp > 0:
+                    if st.ack(sseq, int(tokens[5 * i + 2])) is not None and was >= maxp > 0:
                         kick = True
                     acked = True
                 else:
-                    self.ack(sseq, int(parts[2]), int(parts[0]), True)
+                    self.ack(sseq, int(tokens[5 * i + 2]), int(tokens[5 * i]), True)
                 continue
-            on_ack(prefix + ".".join([t.decode() for t in parts]), "", None, payloads[i], client)
+            self.on_ack(prefix + tails[i].decode(), "", None, payloads[i], client)
             if client.closed:
                 return i + 1
         if acked:
@@ -195,7 +196,7 @@ class AckProcessor:
                 consumer.kick()
         if self._activity:
             consumer.suppress_deletion()
-        return len(payloads)
+        return n
 
     def ack(self, sseq: int, dseq: int, dc: int, sample: bool) -> None:
         """``processAckMsg``: retire ``sseq`` (and, for AckAll, everything below it)."""
