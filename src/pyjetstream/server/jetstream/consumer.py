@@ -555,7 +555,7 @@ class Consumer:
                 if push:
                     if not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb):
                         break
-                elif not waiting:
+                elif not waiting._q:  # (``WaitQueue.__bool__`` without its call, once per message)
                     break
                 if ai < an:
                     msg = ahead[ai]

@@ -290,6 +290,24 @@ class PullDelivery:
         """
         waiting = self.waiting
         q = waiting._q  # (its own module's queue: read directly, once per message)
+        if q and groups is None:
+            # The common case first (once per message): the head request, already seen with
+            # interest this pass, no byte limit, not expired: the loop below would take it as is.
+            wr = q[0]
+            if (
+                wr.checked == current_pass
+                and wr.max_bytes <= 0
+                and not prioritized
+                and (not wr.expires or time.monotonic() < wr.expires)
+            ):
+                wr.delivered += 1
+                wr.n -= 1
+                if wr.n <= 0:
+                    q.popleft()
+                elif len(q) > 1:
+                    q.popleft()
+                    q.append(wr)
+                return wr
         cycled = 0
         while q:
             wr = q[0]
