@@ -389,6 +389,26 @@ async def test_publish_requests_nowait_frames_a_run(nc: Client) -> None:
     assert (await sub.next_msg(timeout=5)).data == b"end"
 
 
+async def test_runs_subscription_gets_reply_runs(nc: Client) -> None:
+    """``subscribe_runs``: messages without headers or reply come as runs (subjects, payloads), in
+    order, many per call; one with headers (or a reply) comes to the message callback."""
+    runs: list[tuple[list[bytes], list[bytes]]] = []
+    others: list[Msg] = []
+    sub = await nc.subscribe_runs("acks.*", lambda s, p: runs.append((s, p)), others.append)
+    await nc.flush()
+    for i in range(200):
+        nc.publish_nowait(f"acks.{i}", b"%d" % i)
+    await nc.publish("acks.h", b"with", headers={"A": "1"})
+    await nc.publish("acks.r", b"reply", reply="x.y")
+    await wait_until(lambda: sum(len(p) for _, p in runs) == 200 and len(others) == 2, timeout=10)
+    assert [s for r in runs for s in r[0]] == [b"acks.%d" % i for i in range(200)]
+    assert [p for r in runs for p in r[1]] == [b"%d" % i for i in range(200)]
+    assert len(runs) < 200  # many per call
+    assert [(m.data, m.headers, m.reply) for m in others] == [(b"with", {"A": "1"}, ""), (b"reply", None, "x.y")]
+    assert sub.delivered == 202
+    await sub.unsubscribe()
+
+
 async def test_payload_types(nc: Client) -> None:
     sub = await nc.subscribe("types")
     await nc.flush()

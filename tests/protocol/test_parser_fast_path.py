@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjetstream.protocol import ClientSideParser, Msg, Pub, ServerSideParser
-from pyjetstream.protocol.events import AckRun, FrameRun, PubRun, ReplyRun
+from pyjetstream.protocol.events import AckRun, FrameRun, MsgRun, PubRun, ReplyRun
 from pyjetstream.protocol.parser import NatsServerParser
 
 frames = st.lists(
@@ -304,3 +304,60 @@ def test_a_frame_run_takes_every_complete_frame_in_a_row() -> None:
     ]
     (last,) = parser.feed(b"23\r\n")
     assert isinstance(last, FrameRun) and last.buf[last.offsets[1] : last.offsets[2]] == b"123"
+
+
+reply_frames = st.lists(
+    st.sampled_from(
+        [
+            b"MSG _R.x.1 7 2\r\nno\r\n",
+            b"MSG _R.x.22 7 0\r\n\r\n",
+            b"MSG _R.x.3 7 6\r\nab\r\ncd\r\n",
+            b"MSG _R.x.4  7\t3\r\nabc\r\n",  # runs of whitespace: the fast path's split, not the run's regex
+            b"MSG _R.x.5 7 r.1 2\r\nre\r\n",
+            b"HMSG _R.x.6 7 12 14\r\nNATS/1.0\r\n\r\nhi\r\n",
+            b"MSG other 8 2\r\nhm\r\n",
+            b"MSG _R.x.9 17 2\r\nzz\r\n",
+            b"PING\r\n",
+        ]
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+def _runs_as_msgs(events: list[object]) -> list[object]:
+    """MsgRuns expanded to the Msg events the same frames make without ``msg_run_sids``."""
+    out: list[object] = []
+    for ev in events:
+        if isinstance(ev, MsgRun):
+            assert ev.subjects and len(ev.subjects) == len(ev.payloads)
+            out += [Msg(s.decode(), ev.sid, "", None, p) for s, p in zip(ev.subjects, ev.payloads, strict=True)]
+        else:
+            out.append(ev)
+    return out
+
+
+@given(reply_frames, st.lists(st.integers(min_value=0), max_size=6))
+def test_msg_runs_are_the_same_frames(chosen: list[bytes], cuts: list[int]) -> None:
+    """Reply-less MSG frames of a run-read sid come as MsgRuns, whatever the chunking: expanded, the
+    very subjects and payloads of the general path; frames with a reply or headers, other sids
+    and other ops are untouched."""
+    data = b"".join(chosen)
+    plain = ClientSideParser().feed(data)
+    parser = ClientSideParser()
+    parser.msg_run_sids = {7}
+    assert _runs_as_msgs(_feed_in(parser, data, cuts)) == _runs_as_msgs(plain)
+
+
+def test_a_msg_run_takes_every_complete_frame_in_a_row() -> None:
+    parser = ClientSideParser()
+    parser.msg_run_sids = {7}
+    data = b"".join(b"MSG _R.x.%d 7 3\r\n%03d\r\n" % (i, i) for i in range(100))
+    events = parser.feed(data + b"MSG _R.x.100 7 3\r\n1")  # and a partial one
+    assert events == [MsgRun(7, [b"_R.x.%d" % i for i in range(100)], [b"%03d" % i for i in range(100)])]
+    assert parser.feed(b"00\r\n") == [MsgRun(7, [b"_R.x.100"], [b"100"])]
+    parser = ClientSideParser(max_control_line=20)
+    parser.msg_run_sids = {7}
+    events = parser.feed(b"MSG _R.x.1 7 1\r\na\r\nMSG _R.x.12345678901 7 1\r\nb\r\n")
+    assert events[0] == MsgRun(7, [b"_R.x.1"], [b"a"])  # the long line is the general path's to judge
+    assert len(events) == 2 and not isinstance(events[1], MsgRun)

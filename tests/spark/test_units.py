@@ -211,6 +211,46 @@ def test_msg_ids_are_deterministic_and_order_independent() -> None:
     )
 
 
+def test_framed_ids_are_next_ids_in_header_blocks() -> None:
+    """The batch form the writer uses gives the ids ``next_id`` gives, in order, counters shared."""
+    rows = [("s.a", b"1"), ("s.b", b"2"), ("s.a", b"1"), ("s.c", b"")]
+    one = MsgIdGenerator(scope_of("w"), 0, 1)
+    batch = MsgIdGenerator(scope_of("w"), 0, 1)
+    expected = [b"<" + one.next_id(s, d).encode() + b">" for s, d in rows * 2]
+    got = batch.framed_ids([s for s, _ in rows], [d for _, d in rows], b"<", b">")
+    got += batch.framed_ids([s for s, _ in rows], [d for _, d in rows], b"<", b">")
+    assert got == expected
+
+
+def test_rows_with_framed_headers_match_the_general_encoding() -> None:
+    """``messages_of``'s shortcut (derived id + expected stream framed per batch) sends the header
+    block ``encode_headers`` makes of the dict the general path builds."""
+    import pyarrow as pa
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    from pyjetstream.protocol import encode_headers
+    from pyjetstream.spark.writer import WriteLayout, messages_of
+
+    schema = StructType([StructField("subject", StringType()), StructField("data", BinaryType())])
+    batch = pa.record_batch({"subject": ["a.1", "a.2", "a.1"], "data": [b"x", None, b"x"]})
+    for options in ({"stream": "S"}, {}, {"stream": "S", "deriveMsgId": "false"}, {"deriveMsgId": "false"}):
+        opts = parse_options({"servers": "nats://x", **options})
+        layout = WriteLayout.plan(schema, opts)
+        ids = MsgIdGenerator("sc", 0, 0) if layout.derive_msg_id else None
+        check = MsgIdGenerator("sc", 0, 0)
+        got = list(messages_of(batch, layout, ids))
+        for (subject, data, block), raw in zip(got, [b"x", b"", b"x"], strict=True):
+            headers = {}
+            if ids is not None:
+                headers["Nats-Msg-Id"] = check.next_id(subject, raw)
+            if "stream" in options:
+                headers["Nats-Expected-Stream"] = "S"
+            assert data == raw
+            assert block == (encode_headers(headers) if headers else None)
+    with pytest.raises(ValueError, match="row 1 of the batch has no subject"):
+        list(messages_of(pa.record_batch({"subject": ["a", ""], "data": [b"", b""]}), layout, None))
+
+
 def test_header_lines_array_matches_a_row_by_row_parse() -> None:
     """The headers column built by Arrow for a whole batch equals the row-by-row parse, also when
     it falls back to it (a repeated name, bytes that are not UTF-8)."""

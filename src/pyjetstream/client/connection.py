@@ -31,7 +31,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pyjetstream.client.errors import (
     AuthorizationError,
@@ -50,7 +50,7 @@ from pyjetstream.client.errors import (
 )
 from pyjetstream.client.handshake import Handshake, connect_fields, wants_tls
 from pyjetstream.client.inbox import NUID
-from pyjetstream.client.msg import HeadersArg, Msg, encode_user_headers
+from pyjetstream.client.msg import BLOCK_END, BLOCK_START, HeadersArg, Msg, encode_user_headers
 from pyjetstream.client.options import (
     DEFAULT_PENDING_SIZE,
     DEFAULT_SUB_PENDING_BYTES_LIMIT,
@@ -67,7 +67,7 @@ from pyjetstream.client.reconnect import ReconnectPolicy
 from pyjetstream.client.request_mux import RequestMux, expire
 from pyjetstream.client.server_errors import error_from_server, server_keeps_connection
 from pyjetstream.client.sub_table import SubscriptionTable
-from pyjetstream.client.subscription import FramesCallback, MsgCallback, Subscription
+from pyjetstream.client.subscription import FramesCallback, MsgCallback, RunsCallback, Subscription
 from pyjetstream.client.transport import WireProtocol
 from pyjetstream.protocol import (
     MAX_PAYLOAD,
@@ -77,6 +77,7 @@ from pyjetstream.protocol import (
     Err,
     FrameRun,
     Info,
+    MsgRun,
     Ok,
     Ping,
     Pong,
@@ -130,6 +131,8 @@ class Client:
         self._parser = ClientSideParser()
         self._frame_sids: set[int] = set()  # subscriptions read as raw frames (subscribe_frames)
         self._parser.frame_sids = self._frame_sids
+        self._msg_run_sids: set[int] = set()  # subscriptions read in runs (subscribe_runs)
+        self._parser.msg_run_sids = self._msg_run_sids
         self._frame_scan: FrameScan | None = None  # their run finder (subscribe_frames' ``scan``)
         self._hs: Handshake | None = None
         self._server_info: dict[str, Any] = {}
@@ -359,7 +362,10 @@ class Client:
                 if n > max_payload:
                     raise MaxPayloadError(f"payload of {n} bytes exceeds max_payload {max_payload}")
             else:
-                headers = encode_user_headers(headers)
+                if type(headers) is not bytes or not (
+                    headers.startswith(BLOCK_START) and headers.endswith(BLOCK_END)
+                ):
+                    headers = encode_user_headers(headers)  # (raises for bytes that are not a block)
                 hdrs.append(headers)
                 if len(headers) + n > max_payload:
                     raise MaxPayloadError(
@@ -464,6 +470,18 @@ class Client:
             self._frame_scan = self._parser.frame_scan = scan
         return sub
 
+    async def subscribe_runs(self, subject: str, runs_cb: RunsCallback, cb: MsgCallback) -> Subscription:
+        """Subscribe reading replies in runs, for a bulk requester (the Spark sink's PubAcks): the
+        messages of ``subject`` without headers and without a reply come as ``runs_cb(subjects,
+        payloads)``, every complete frame of a received chunk in one call (subjects as bytes) — no
+        :class:`Msg` per message; any other message (with headers: a status reply such as 503, or
+        one whose payload arrives in a later chunk as a run of one) comes to ``cb``, as with
+        :meth:`subscribe`."""
+        sub = await self.subscribe(subject, cb=cb)
+        sub._runs_cb = runs_cb
+        self._msg_run_sids.add(sub.sid)
+        return sub
+
     def _check_can_subscribe(self) -> None:
         if self._status is Status.CLOSED:
             raise ConnectionClosedError("connection closed")
@@ -496,6 +514,7 @@ class Client:
             raise BadSubscriptionError("unknown subscription")
         if limit <= 0 or sub._received >= limit:
             self._frame_sids.discard(sub.sid)
+            self._msg_run_sids.discard(sub.sid)
             self._subs.discard(sub)
             self._send_proto(encode_unsub(sub.sid))
             sub._abort()
@@ -648,6 +667,14 @@ class Client:
                     sub = subs.get(event.sid)
                     if sub is not None:
                         sub._deliver_frames(event.buf, offsets)
+                elif type(event) is MsgRun:
+                    run = cast(MsgRun, event)  # (the parser's ServerOp union leaves the run events out)
+                    payloads = run.payloads
+                    in_msgs += len(payloads)
+                    in_bytes += sum(map(len, payloads))
+                    sub = subs.get(run.sid)
+                    if sub is not None:
+                        sub._deliver_msg_run(run.subjects, payloads)
                 else:
                     self._control_event(proto, event)
             self.in_msgs += in_msgs
@@ -771,6 +798,7 @@ class Client:
         assert loop is not None
         self._parser = ClientSideParser()
         self._parser.frame_sids = self._frame_sids
+        self._parser.msg_run_sids = self._msg_run_sids
         self._parser.frame_scan = self._frame_scan
         hs = self._hs = Handshake(loop)
         proto = WireProtocol(self)

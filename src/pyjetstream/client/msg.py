@@ -27,15 +27,15 @@ if TYPE_CHECKING:
 #: which bulk producers (the Spark sink) frame themselves and which is sent as is.
 HeadersArg = Mapping[str, str | Iterable[str]] | HeaderBlock | bytes
 
-_BLOCK_START = b"NATS/1.0"
-_BLOCK_END = b"\r\n\r\n"
+BLOCK_START = b"NATS/1.0"  # an encoded header block starts and ends so
+BLOCK_END = b"\r\n\r\n"
 
 
 def encode_user_headers(headers: HeadersArg) -> bytes:
     """A header block from a mapping (``str`` or list-of-``str`` values), a ``HeaderBlock``, or
     an encoded block (checked to start and end as one)."""
     if isinstance(headers, bytes):
-        if not headers.startswith(_BLOCK_START) or not headers.endswith(_BLOCK_END):
+        if not headers.startswith(BLOCK_START) or not headers.endswith(BLOCK_END):
             raise HeaderError(f"not an encoded header block: {headers[:40]!r}")
         return headers
     try:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 MsgCallback = Callable[[Msg], Awaitable[None] | None]
 # ``cb(buf, offsets)``: frames in ``buf``, three offsets each (header start, payload start, payload end).
 FramesCallback = Callable[[bytes, Any], None]  # (buffer, flat offsets: a list, or a numpy array)
+RunsCallback = Callable[[list[bytes], list[bytes]], None]  # (subjects, payloads)
 
 
 def _is_async_callable(fn: object) -> bool:
@@ -84,6 +85,7 @@ class Subscription:
         self._task: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
         self._frames_cb: FramesCallback | None = None
+        self._runs_cb: RunsCallback | None = None
         if self._async_cb:
             self._task = asyncio.get_running_loop().create_task(self._run_async_callback())
 
@@ -203,6 +205,18 @@ class Subscription:
         self._delivered += n
         try:
             self._frames_cb(buf, offsets)
+        except Exception as exc:
+            self._client._report_error(exc)
+
+    def _deliver_msg_run(self, subjects: list[bytes], payloads: list[bytes]) -> None:
+        """Hand a run of reply-less messages to the runs callback (``Client.subscribe_runs``)."""
+        n = len(payloads)
+        self._received += n
+        if self._closed or self._runs_cb is None:
+            return
+        self._delivered += n
+        try:
+            self._runs_cb(subjects, payloads)
         except Exception as exc:
             self._client._report_error(exc)
 

@@ -79,6 +79,18 @@ class FrameRun:
 
 
 @dataclass(slots=True)
+class MsgRun:
+    """Consecutive complete MSG frames without a reply for one subscription a client reads in runs
+    (``ClientSideParser.msg_run_sids``): one event, no object per message — a bulk requester's
+    replies (the Spark sink's PubAcks on one wildcard inbox). ``subjects[i]`` (bytes, as on the
+    wire) goes with ``payloads[i]``."""
+
+    sid: int
+    subjects: list[bytes]
+    payloads: list[bytes]
+
+
+@dataclass(slots=True)
 class Sub:
     subject: str
     queue: str

@@ -28,6 +28,7 @@ from pyjetstream.protocol.events import (
     FrameRun,
     Info,
     Msg,
+    MsgRun,
     ProtocolViolation,
     Pub,
     PubRun,
@@ -57,8 +58,9 @@ def _parse_size(token: bytes) -> int:
 # FRAMES: an HMSG for a sid in ``ClientSideParser.frame_sids``; ``x`` is ``(sid, header size)``
 # and the frame starts a :class:`FrameRun`. REQUEST: a TUPLE with a reply (a PUB with a reply,
 # ``pub_tuples``), which may start a :class:`ReplyRun`. ACKS: a reply-less TUPLE to a JetStream
-# ack subject (``pub_runs``), which may start an :class:`AckRun`.
-COMPLETE, MAKE, TUPLE, FRAMES, REQUEST, ACKS = 0, 1, 2, 3, 4, 5
+# ack subject (``pub_runs``), which may start an :class:`AckRun`. MSGS: a reply-less MSG for a sid in
+# ``ClientSideParser.msg_run_sids``; ``x`` is ``(sid, subject)`` and the frame starts a :class:`MsgRun`.
+COMPLETE, MAKE, TUPLE, FRAMES, REQUEST, ACKS, MSGS = 0, 1, 2, 3, 4, 5, 6
 FastLine = tuple[int, Any, int]
 
 # A JetStream ack subject (``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>``, what the
@@ -194,6 +196,9 @@ class _FrameParser:
                     elif kind == FRAMES:
                         pos = self._frame_run(buf, start, end, x, append)
                         continue
+                    elif kind == MSGS:
+                        pos = self._msg_run(buf, start, end, x, append)
+                        continue
                     elif kind == COMPLETE:
                         append(complete(x, buf[start:end]))
                     else:
@@ -311,6 +316,12 @@ class _FrameParser:
         """See :meth:`ClientSideParser._frame_run` (only a client parser makes FRAMES hits)."""
         raise NotImplementedError
 
+    def _msg_run(
+        self, buf: bytes, start: int, end: int, x: tuple[int, bytes], append: Callable[[Any], None]
+    ) -> int:
+        """See :meth:`ClientSideParser._msg_run` (only a client parser makes MSGS hits)."""
+        raise NotImplementedError
+
     def _fast_line(self, line: bytes) -> FastLine | None:
         """Parse a hot op's control line, or None to take the general path (which reports any
         error). A line without a reply goes to ``_remember``: a publisher repeats the same
@@ -353,6 +364,8 @@ def _awaiting_maker(kind: int, x: Any, complete: Callable[[Any, bytes], Any]) ->
         return partial(_tuple_event, x)
     if kind == FRAMES:
         return partial(_frame_event, x)
+    if kind == MSGS:
+        return partial(_msg_run_event, x)
     if kind == COMPLETE:
         return partial(complete, x)
     return x  # type: ignore[no-any-return]
@@ -365,6 +378,11 @@ def _tuple_event(head: tuple[Any, ...], body: bytes) -> tuple[Any, ...]:
 def _frame_event(head: tuple[int, int], body: bytes) -> FrameRun:
     """A raw-read frame whose payload arrived in a later feed: a run of one."""
     return FrameRun(head[0], body, [0, head[1], len(body)])
+
+
+def _msg_run_event(head: tuple[int, bytes], body: bytes) -> MsgRun:
+    """A run-read MSG whose payload arrived in a later feed: a run of one."""
+    return MsgRun(head[0], [head[1]], [body])
 
 
 def _fast_size(token: bytes) -> int:
@@ -699,6 +717,7 @@ class NatsServerParser(ServerSideParser):
 
 
 # An HMSG control line for one sid (``%s``) as servers write it (single spaces, CRLF): header and total size.
+_MSG_LINE = rb"MSG ([^ \t\r\n]+) %%s (\d{1,%d})\r\n" % MAX_SIZE_DIGITS
 _HMSG_LINE = rb"HMSG [^ \t\r\n]+ %%s (?:[^ \t\r\n]+ )?(\d{1,%d}) (\d{1,%d})\r\n" % (MAX_SIZE_DIGITS, MAX_SIZE_DIGITS)
 
 
@@ -733,6 +752,9 @@ class ClientSideParser(_FrameParser):
         super().__init__(max_control_line, max_payload)
         self.frame_sids: set[int] | frozenset[int] = frozenset()
         self._frame_lines: dict[int, re.Pattern[bytes]] = {}
+        # Subscriptions whose reply-less MSG frames come as :class:`MsgRun` events.
+        self.msg_run_sids: set[int] | frozenset[int] = frozenset()
+        self._msg_lines: dict[int, re.Pattern[bytes]] = {}
         # A run finder for the raw-read sids (``frame_scan.hmsg_run``: array operations, no step per
         # frame), or None: frame by frame. Off for the rest of a feed once it reports a broken run.
         self.frame_scan: FrameScan | None = None
@@ -752,6 +774,9 @@ class ClientSideParser(_FrameParser):
                 if size >= 0 and sid.isdigit():
                     if n == 5:
                         return COMPLETE, (args[1].decode(), int(sid), args[3].decode(), 0), size
+                    isid = int(sid)
+                    if isid in self.msg_run_sids:
+                        return MSGS, (isid, args[1]), size
                     make = partial(Msg, args[1].decode(), int(sid), "", None)
                     return self._remember(line, (MAKE, make, size))
         elif line.startswith(b"HMSG "):
@@ -808,6 +833,40 @@ class ClientSideParser(_FrameParser):
             offsets += (start, hdr, end)
             pos = end + 2
         append(FrameRun(sid, buf, offsets))
+        return pos
+
+    def _msg_run(
+        self, buf: bytes, start: int, end: int, x: tuple[int, bytes], append: Callable[[Any], None]
+    ) -> int:
+        """The complete reply-less MSG frame at ``start:end`` (subject ``x[1]``) and every complete
+        reply-less MSG frame right after it for the same sid, as one :class:`MsgRun`; returns the
+        position after them. One regex match per further frame (single spaces, within the control
+        line limit); anything else (another op or sid, a reply, a partial or malformed frame) is
+        left to the general loop."""
+        sid, subject = x
+        subjects = [subject]
+        payloads = [buf[start:end]]
+        pos = end + 2
+        size = len(buf)
+        line = self._msg_lines.get(sid)
+        if line is None:
+            line = self._msg_lines[sid] = re.compile(_MSG_LINE % str(sid).encode())
+        match = line.match
+        max_line = self.max_control_line
+        while pos < size:
+            m = match(buf, pos)
+            if m is None:
+                break
+            start = m.end()
+            if start - 2 - pos > max_line:
+                break
+            end = start + int(m.group(2))
+            if end + 2 > size or buf[end] != 13 or buf[end + 1] != 10:
+                break
+            subjects.append(m.group(1))
+            payloads.append(buf[start:end])
+            pos = end + 2
+        append(MsgRun(sid, subjects, payloads))
         return pos
 
     def _control_line(self, line: bytes) -> ServerOp | None:

@@ -48,3 +48,19 @@ class MsgIdGenerator:
         n = self._counts.get(digest, 0) + 1
         self._counts[digest] = n
         return f"{self._prefix}{digest.hex()}.{n}"
+
+    def framed_ids(self, subjects: list[str], datas: list[bytes], head: bytes, tail: bytes) -> list[bytes]:
+        """``head + id + tail`` for each row (``subjects[i]``, ``datas[i]``, no headers of its own):
+        the ids :meth:`next_id` gives, in the same order, as a header block's bytes — one loop for
+        an Arrow batch instead of a call, a ``str`` and its encoding per row."""
+        counts = self._counts
+        get = counts.get
+        prefix = self._prefix.encode()
+        out: list[bytes] = []
+        append = out.append
+        for i in range(len(datas)):
+            digest = _blake2b(b"%s\x00\x00%s" % (subjects[i].encode(), datas[i]), digest_size=8).digest()
+            n = get(digest, 0) + 1
+            counts[digest] = n
+            append(b"%b%b%b.%d%b" % (head, prefix, digest.hex().encode(), n, tail))
+        return out

@@ -90,7 +90,7 @@ class Publisher:
 
     async def start(self) -> None:
         self._prefix = self.nc.new_inbox() + "."
-        self._sub = await self.nc.subscribe(self._prefix + "*", cb=self._on_ack)
+        self._sub = await self.nc.subscribe_runs(self._prefix + "*", self._on_acks, self._on_ack)
 
     async def publish_many(self, messages: Iterable[Message]) -> None:
         """Send messages, waiting for acks whenever ``window`` of them are unacknowledged: each
@@ -207,7 +207,24 @@ class Publisher:
             for token in resend:
                 owner[token] = due
 
+    def _on_acks(self, subjects: list[bytes], payloads: list[bytes]) -> None:
+        """The PubAcks of a received chunk (``Client.subscribe_runs``: no :class:`Msg` each)."""
+        inflight = self._inflight
+        skip = len(self._prefix)
+        acked = self._acked
+        for i in range(len(payloads)):
+            try:
+                token = int(subjects[i][skip:])
+            except ValueError:
+                continue
+            message = inflight.pop(token, None)
+            if message is not None:  # (None: the ack of an earlier attempt already came)
+                acked(token, message, payloads[i])
+        if len(inflight) <= self._low_water:
+            self._room.set()
+
     def _on_ack(self, msg: Msg) -> None:
+        """A reply that does not come in a run: a status (503: no stream), or one split across reads."""
         try:
             token = int(msg.subject[len(self._prefix) :])
         except ValueError:
@@ -228,28 +245,33 @@ class Publisher:
                 return
             self._fail(message[0], f"{status} {msg.description}")
             return
+        self._acked(token, message, msg.data)
+        if len(self._inflight) <= self._low_water:
+            self._room.set()
+
+    def _acked(self, token: int, message: Message, data: bytes) -> None:
+        """A PubAck (or the server's refusal) for ``token``, no longer in flight."""
         if self._owner:
             self._owner.pop(token, None)
             self._attempts.pop(token, None)
             self._no_responders.discard(token)
         try:
-            ack = _decoder.decode(msg.data)
+            ack = _decoder.decode(data)
         except msgspec.DecodeError:
-            self._fail(message[0], f"invalid PubAck {msg.data[:200]!r}")
+            self._fail(message[0], f"invalid PubAck {data[:200]!r}")
             return
         if ack.error is not None:
             self._fail(message[0], f"{ack.error.description} (error {ack.error.err_code})")
             return
         stats = self.stats
         stats.published += 1
+        seq = ack.seq
         if ack.duplicate:
             stats.duplicates += 1
-        elif not stats.first_seq or ack.seq < stats.first_seq:
-            stats.first_seq = ack.seq
-        if ack.seq > stats.last_seq:
-            stats.last_seq = ack.seq
-        if len(self._inflight) <= self._low_water:
-            self._room.set()
+        elif not stats.first_seq or seq < stats.first_seq:
+            stats.first_seq = seq
+        if seq > stats.last_seq:
+            stats.last_seq = seq
 
     def _fail(self, subject: str, text: str) -> None:
         if self._error is None:

@@ -168,31 +168,27 @@ def _rows_with_encoded_headers(
     batch: pa.RecordBatch, layout: WriteLayout, ids: MsgIdGenerator | None
 ) -> Iterator[tuple[str, bytes, bytes | None]]:
     """:func:`messages_of` for rows whose only headers are the derived message id and the expected
-    stream: the header block is framed here, one concatenation per row (the bytes
+    stream: the header blocks are framed here for the whole batch (the bytes
     ``protocol.encode_headers`` makes of ``{Nats-Msg-Id: id, Nats-Expected-Stream: stream}``),
     instead of a dict per row encoded by the client."""
     n = batch.num_rows
     subjects = _column(batch, layout.subject_col) or [layout.subject] * n
     datas = _column(batch, layout.data_col) or [None] * n
-    expect = layout.expect_stream
-    stream_line = f"\r\n{EXPECTED_STREAM}: {expect}".encode() if expect else b""
-    id_start = f"NATS/1.0\r\n{MSG_ID}: ".encode()
-    id_end = stream_line + b"\r\n\r\n"
-    no_id = b"NATS/1.0" + stream_line + b"\r\n\r\n" if expect else None
-    next_id = ids.next_id if ids is not None else None
     for i in range(n):
-        subject = subjects[i]
-        if not subject:
+        if not subjects[i]:
             raise ValueError(f"row {i} of the batch has no subject")
         data = datas[i]
-        if data is None:
-            data = b""
-        elif type(data) is str:
-            data = data.encode()
-        if next_id is not None:
-            yield subject, data, id_start + next_id(subject, data).encode() + id_end
-        else:
-            yield subject, data, no_id
+        if type(data) is not bytes:
+            datas[i] = b"" if data is None else data.encode()
+    expect = layout.expect_stream
+    stream_line = f"\r\n{EXPECTED_STREAM}: {expect}".encode() if expect else b""
+    if ids is not None:
+        blocks: list[bytes | None] = list(
+            ids.framed_ids(subjects, datas, f"NATS/1.0\r\n{MSG_ID}: ".encode(), stream_line + b"\r\n\r\n")
+        )
+    else:
+        blocks = [b"NATS/1.0" + stream_line + b"\r\n\r\n" if expect else None] * n
+    return zip(subjects, datas, blocks, strict=True)
 
 
 def partition_publisher(nc: Client, opts: JetStreamOptions) -> PartitionPublisher:
