@@ -21,6 +21,9 @@ jetstream_batching.go), each in its own way:
   context manager), so a failed task never leaves part of a batch in the stream. A commit that is
   not answered within ``ackTimeout`` is sent again as a new batch (up to ``publishRetries`` times):
   if the first commit did land, the new one is refused as a duplicate and falls back as above.
+  Two batches are open at a time: the next one is staged while the last one's commit is answered,
+  and committed only after that answer (so batches land in row order, and a refused batch still
+  leaves nothing after it: the next one, staged, is discarded).
 
 Either mode on a server that is too old fails the task with the client's ``FeatureNotSupported``
 text (which names the nats-server version needed); a stream that does not allow the mode fails it
@@ -138,6 +141,16 @@ class FastBatchPublisher:
                 await pub.__aexit__(None, None, None)
 
 
+class _BeforeFailed(Exception):
+    """The batch before this one failed: this one is discarded before its commit."""
+
+
+async def _settled(task: asyncio.Future[None]) -> None:
+    """Wait for ``task`` to end, whatever its outcome (the failure is reported elsewhere)."""
+    with contextlib.suppress(BaseException):
+        await task
+
+
 class AtomicBatchPublisher:
     """The task's rows as consecutive atomic batches of at most ``batch_size`` rows."""
 
@@ -151,6 +164,7 @@ class AtomicBatchPublisher:
         self.stats = PublishStats()
         self._pending: list[Message] = []
         self._fallback: Publisher | None = None
+        self._last: asyncio.Task[None] | None = None  # the batch last handed over (staging or committing)
 
     async def start(self) -> None:
         try:
@@ -165,13 +179,16 @@ class AtomicBatchPublisher:
             pending.append(message)
             if len(pending) >= size:
                 self._pending = []
-                await self._publish_batch(pending)
+                await self._hand_over(pending)
                 pending = self._pending
 
     async def flush(self) -> PublishStats:
         if self._pending:
             batch, self._pending = self._pending, []
-            await self._publish_batch(batch)
+            await self._hand_over(batch)
+        last, self._last = self._last, None
+        if last is not None:
+            await last
         if self._fallback is not None:
             extra = await self._fallback.flush()
             self.stats.published += extra.published
@@ -181,11 +198,28 @@ class AtomicBatchPublisher:
         return self.stats
 
     async def close(self) -> None:
+        last, self._last = self._last, None
+        if last is not None:  # after a failure: the batch staged behind it is discarded
+            await _settled(last)
         if self._fallback is not None:
             await self._fallback.close()
 
-    async def _publish_batch(self, batch: list[Message]) -> None:
-        """Stage every row, commit with the last; all or nothing. Retried on a lost answer."""
+    async def _hand_over(self, batch: list[Message]) -> None:
+        """Start ``batch`` (staged now, committed once the one before it is answered), then wait
+        for the one before it: at most two batches are open."""
+        before = self._last
+        self._last = asyncio.ensure_future(self._publish_batch(batch, before))
+        if before is not None:
+            try:
+                await before
+            except BaseException:
+                last, self._last = self._last, None
+                await _settled(last)  # it saw the failure before its commit: discarded
+                raise
+
+    async def _publish_batch(self, batch: list[Message], before: asyncio.Future[None] | None = None) -> None:
+        """Stage every row, commit with the last — once ``before`` (the batch before it) is
+        answered; all or nothing. Retried on a lost answer."""
         attempts = 0
         while True:
             attempts += 1
@@ -193,6 +227,12 @@ class AtomicBatchPublisher:
                 async with self.js.batch_publisher(timeout=self.ack_timeout) as pub:
                     for subject, data, headers in batch[:-1]:
                         await pub.add(subject, data, headers=headers)
+                    if before is not None:
+                        try:
+                            await asyncio.shield(before)
+                        except BaseException:
+                            raise _BeforeFailed from None  # leaving the block discards this batch
+                        before = None
                     subject, data, headers = batch[-1]
                     ack = await pub.commit(subject, data, headers=headers)
             except JetStreamAPIError as exc:
