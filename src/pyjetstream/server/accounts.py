@@ -138,6 +138,9 @@ class Account:
     def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:
         self.server.publish_replies(replies, self)
 
+    def after_read(self, callback: Callable[[], None]) -> None:
+        self.server.after_read(callback)
+
     def publish_internal(
         self,
         subject: str,

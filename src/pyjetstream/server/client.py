@@ -5,8 +5,9 @@ Speed notes (this is the per-message path):
 - bytes are parsed by the sans-IO :class:`NatsServerParser` into a list of events per read;
 - the connection owns its output (nats-server ``client.deliverMsg``): :meth:`ClientConnection.deliver`
   appends a routed message's frame parts to ``out`` (a list of bytes, with the
-  :mod:`pyjetstream.protocol.writers`) and schedules one ``flush_out`` per event-loop turn, which
-  writes everything with one ``transport.write``;
+  :mod:`pyjetstream.protocol.writers`) and has one ``flush_out`` write everything with one
+  ``transport.write``: at the end of the client read that made the output (``Server.end_read``,
+  nats-server ``flushClients`` at the end of ``readLoop``), else at the end of the event-loop turn;
 - ``pending_limit`` caches "max_pending minus what the transport still holds" so the slow-consumer
   check on each delivery is one comparison.
 
@@ -451,6 +452,8 @@ class ClientConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._last_in = self.last_activity = time.monotonic()
         self.stall_total = 0.0  # a new read: a new stall budget (nats-server resetReadLoopStallTime)
+        server = self.server
+        outer = server.begin_read()
         try:
             events = self.parser.feed(data)
             if self._held is not None:
@@ -459,8 +462,11 @@ class ClientConnection(asyncio.Protocol):
             self._process(events)
         except Exception:
             # A bug must cost one connection, not the server.
-            self.server.logger.exception("%s - internal error processing client data", self.log_prefix)
+            server.logger.exception("%s - internal error processing client data", self.log_prefix)
             self.close(ClosedReason.PROTOCOL_VIOLATION)
+        finally:
+            if outer:
+                server.end_read()  # the read's store writes, then its output (flushClients)
 
     def _process(self, events: list[Any]) -> None:
         route = self.server.route
@@ -1131,11 +1137,17 @@ class ClientConnection(asyncio.Protocol):
         return hi - lo
 
     def _schedule_flush(self) -> None:
-        """Write :attr:`out` at the end of this loop turn (once per turn). The run deliveries call
-        it once per run; :meth:`_queued`, once per message, keeps the same lines inline."""
+        """Write :attr:`out` when the client read being processed is done (``Server.end_read``,
+        nats-server ``flushClients``), outside a read at the end of this loop turn — once either
+        way. The run deliveries call it once per run; :meth:`_queued`, once per message, keeps
+        the same lines inline."""
         if not self.dirty:
             self.dirty = True
-            self._loop.call_soon(self.flush_out)
+            pcd = self.server.pcd
+            if pcd is None:
+                self._loop.call_soon(self.flush_out)
+            else:  # a read is being processed: written when it is done (Server.end_read)
+                pcd.append(self)
 
     def _count_delivered(self, sub: Subscription, msgs: int, data: int, size: int) -> None:
         sub.delivered += msgs
@@ -1157,7 +1169,11 @@ class ClientConnection(asyncio.Protocol):
         self.out_size += n
         if not self.dirty:
             self.dirty = True
-            self._loop.call_soon(self.flush_out)
+            pcd = self.server.pcd
+            if pcd is None:
+                self._loop.call_soon(self.flush_out)
+            else:  # a read is being processed: written when it is done (Server.end_read)
+                pcd.append(self)
         if self.out_size > self.pending_limit:
             self.overflow()
         if self.write_paused and producer is not None:

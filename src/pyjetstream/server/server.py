@@ -199,6 +199,12 @@ class Server:
         self.http_port = 0
         #: The TLS context for client connections (from options.tls), set by start().
         self.ssl_context: ssl.SSLContext | None = None
+        #: While a client's read is processed (:meth:`begin_read`): the connections given output
+        #: during it, flushed when it is done (nats-server ``client.pcd``); ``None`` between reads.
+        self.pcd: list[ClientConnection] | None = None
+        self.reads = 0  # client reads processed (begin_read): tells one read from the next
+        #: What must run when the read is processed, before that flush (:meth:`after_read`).
+        self._read_end: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ addresses
 
@@ -644,6 +650,53 @@ class Server:
         show_subject: str | None = None,
     ) -> bool:
         return self.route(subject, reply, hdr, payload, None, show_subject)
+
+    def begin_read(self) -> bool:
+        """A client's read is about to be processed: collect the connections it gives output to
+        (``pcd``) instead of scheduling their flushes. False when a read is already being
+        processed (the outer one ends it)."""
+        if self.pcd is not None:
+            return False
+        self.pcd = []
+        self.reads += 1
+        return True
+
+    def end_read(self) -> None:
+        """The read is processed: run what waited for it (:meth:`after_read`: a file stream's
+        writes of the read, then their PubAcks), then write every connection's output at once
+        (nats-server ``flushClients`` at the end of ``readLoop``) — a publisher's PubAck leaves
+        in the turn its PUB came in, not one event-loop turn later."""
+        try:
+            self._run_read_ends()
+        finally:
+            pcd, self.pcd = self.pcd, None
+            self._flush_pcd(pcd or [])
+
+    def _run_read_ends(self) -> None:
+        logger = self.logger
+        while self._read_end:
+            ends, self._read_end = self._read_end, []
+            for end in ends:
+                try:
+                    end()
+                except Exception:  # as the loop would for a callback: one failure stops nothing else
+                    logger.exception("internal error at the end of a read")
+
+    def _flush_pcd(self, pcd: list[ClientConnection]) -> None:
+        for conn in pcd:
+            try:
+                conn.flush_out()
+            except Exception:
+                self.logger.exception("internal error writing to %s", conn.log_prefix)
+
+    def after_read(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when the client read being processed is done (before the output it
+        made is written: :meth:`end_read`), or — outside a read (a timer, an internal
+        publish) — at the end of this event-loop turn."""
+        if self.pcd is not None:
+            self._read_end.append(callback)
+        else:
+            self.loop.call_soon(callback)
 
     def publish_replies(self, replies: list[tuple[str, bytes]], account: Account | None = None) -> None:
         """:meth:`publish_internal` ``(subject, payload)`` of each pair, in order (a stream's

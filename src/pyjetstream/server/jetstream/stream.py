@@ -120,6 +120,8 @@ class Stream:
     def __init__(self, engine: JetStreamEngine, cfg: StreamConfig, store: MessageStore, created: int) -> None:
         self.engine = engine
         self.server = engine.server
+        self._srv = engine.server.server  # the Server itself: its read in progress (pcd, reads)
+        self._read = -1  # Server.reads of the read whose first plain publish was written alone
         self.cfg = cfg
         self.store = store
         self.created = created
@@ -136,8 +138,10 @@ class Stream:
         self._frozen = False  # an I/O error froze the store's writes (said once: _write_error)
         self._transform: SubjectTransform | None = None
         self._republish: SubjectTransform | None = None
-        # One store batch per event-loop turn: every publish that arrives in the turn is written
-        # to the OS together at the end of it, and only then acknowledged (and shown to consumers).
+        # One store batch per client read (per event-loop turn outside one: Server.after_read):
+        # every publish of the read is written to the OS together when the read is processed,
+        # and only then acknowledged (and shown to consumers) — the PubAcks written on the
+        # publisher's socket right after (Server.end_read), in the turn the publishes came in.
         self._batch: contextlib.AbstractContextManager[None] | None = None
         self._acks: list[tuple[str, bytes]] = []
         self._signals: list[tuple[int, str]] = []
@@ -305,11 +309,22 @@ class Stream:
             if response is not None and reply:
                 self.server.publish_internal(reply, response)
             return
+        plain = hdr is None and self._plain and not reply.endswith(FAST_BATCH_SUFFIX)
         if self._batch is None:
+            srv = self._srv
+            if plain and srv.pcd is not None and srv.reads != self._read:
+                # The first plain publish of a client read (a synchronous publisher's only one):
+                # written alone (a lone store_msg writes before it returns) and answered at
+                # once, as the memory path; more of the same read are batched below.
+                self._read = srv.reads
+                result = self._process_plain(subject, payload)
+                if reply and not self.cfg.no_ack:
+                    self.server.publish_internal(reply, self._plain_ack(result))
+                return
             self._batch = self.store.batch()
             self._batch.__enter__()
-            self.server.loop.call_soon(self._end_batch)
-        if hdr is None and self._plain and not reply.endswith(FAST_BATCH_SUFFIX):
+            self.server.after_read(self._end_batch)
+        if plain:
             result = self._process_plain(subject, payload)
             if reply and not self.cfg.no_ack:
                 self._acks.append((reply, self._plain_ack(result)))
@@ -374,7 +389,7 @@ class Stream:
         if not self._memory and self._batch is None:
             self._batch = store.batch()
             self._batch.__enter__()
-            self.server.loop.call_soon(self._end_batch)
+            self.server.after_read(self._end_batch)
         sizes = sum(map(len, payloads))
         records = n * cast(Any, store)._record_size(len(subject), 0, 0) + sizes
         storage = cfg.storage
@@ -410,7 +425,10 @@ class Stream:
         return done + 1
 
     def _end_batch(self) -> None:
-        """Commit the turn's writes (to the OS; fsync with ``sync: always``), then acknowledge."""
+        """Commit the read's (or turn's) writes (to the OS; fsync with ``sync: always``), then
+        acknowledge — as nats-server's file store, which writes each record to the OS before
+        ``processJetStreamMsg`` answers (flush in place, ``fs.fip``: ``AsyncFlush`` is off by
+        default)."""
         batch, self._batch = self._batch, None
         if batch is not None:
             try:
@@ -677,7 +695,7 @@ class Stream:
         if not self._memory and self._batch is None:
             self._batch = self.store.batch()
             self._batch.__enter__()
-            self.server.loop.call_soon(self._end_batch)
+            self.server.after_read(self._end_batch)
         result = self._commit(subject, hdr, payload, size, msg_id, rollup, ts or None, ttl)
         return None if type(result) is int else result  # type: ignore[return-value]
 
@@ -894,8 +912,8 @@ class Stream:
     # --- consumers ---------------------------------------------------------------------------
 
     def _signal_stored(self, seq: int, subject: str) -> None:
-        """Tell the consumers about a stored message: at the end of the turn when its writes are
-        batched (they must not see it before it reached the OS), else now."""
+        """Tell the consumers about a stored message: at the end of the read (or turn) when its
+        writes are batched (they must not see it before it reached the OS), else now."""
         if self._batch is not None:
             self._signals.append((seq, subject))
         else:

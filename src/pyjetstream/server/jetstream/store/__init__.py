@@ -2,7 +2,7 @@
 
 Plain synchronous, single-threaded classes (no asyncio). How the stream layer drives them:
 
-* publishes handled in one event-loop turn go inside ``with store.batch():`` and are
+* publishes handled in one client read (or event-loop turn) go inside ``with store.batch():`` and are
   acknowledged after the block exits (that is when they are written to the OS — and fsynced
   with ``sync="always"``); a lone ``store_msg`` call writes before it returns;
 * a timer at ``next_expiry()`` calls ``expire_msgs()``;
