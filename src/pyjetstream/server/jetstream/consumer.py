@@ -59,6 +59,7 @@ from pyjetstream.server.jetstream.store.base import (
     ConsumerStoreBase,
     ErrStoreEOF,
     ErrStoreMsgNotFound,
+    MsgTuple,
     StoredMsg,
 )
 from pyjetstream.server.jetstream.subject_filter import SubjectFilter
@@ -545,7 +546,7 @@ class Consumer:
         # call that may publish (a status, a flow-control request, a routed delivery, a receiver
         # cut as a slow consumer) empties it, so the next message is read after it, as it was
         # when every message was read on its own.
-        ahead: list[StoredMsg] = []
+        ahead: list[MsgTuple] = []
         ai = an = 0
         replay = self._replay  # (turned off only after a pass)
         try:
@@ -597,7 +598,7 @@ class Consumer:
                 if replay:
                     if ahead_msg:
                         self._undo = (3, seq, prev)
-                    if self._replay_delay(msg):
+                    if self._replay_delay(ts):
                         budget = 0
                         break
                 dseq = st.dseq
@@ -741,13 +742,13 @@ class Consumer:
             self.npc = 0
             self.npf = state.last_seq
 
-    def _replay_delay(self, msg: StoredMsg) -> bool:
-        """``replay_policy: original``: wait the original gap before this message."""
+    def _replay_delay(self, ts: int) -> bool:
+        """``replay_policy: original``: wait the original gap before the message stored at ``ts``."""
         lts = self._lts
-        self._lts = msg.ts
-        if lts and msg.ts - lts > 1_000_000:
+        self._lts = ts
+        if lts and ts - lts > 1_000_000:
             self._unget()
-            self.delay((msg.ts - lts) / 1e9)
+            self.delay((ts - lts) / 1e9)
             return True
         return False
 

@@ -13,7 +13,7 @@ import time
 from abc import ABC, abstractmethod
 from array import array
 
-from .base import StoreConfig
+from .base import MsgTuple, StoreConfig
 from .seqindex import SeqIndex
 
 
@@ -54,12 +54,23 @@ class PayloadBackend(ABC):
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
         """``(headers, payload)`` of a live message."""
 
-    def read_slots(self, slots: list[int]) -> list[tuple[bytes, bytes]]:
-        """:meth:`read` for the live messages in index ``slots``, in order (a consumer's
+    def read_run(self, slots: list[int]) -> list[MsgTuple]:
+        """The live messages in index ``slots``, in order, as :data:`MsgTuple` (a consumer's
         read-ahead: ``IndexedStore.load_next_msgs``); a backend may do it in one loop."""
         index = self.index
-        base, locs, read = index.base, index.locs, self.read
-        return [read(base + i, locs[i]) for i in slots]
+        base, locs, tss, sids, names, read = (
+            index.base,
+            index.locs,
+            index.tss,
+            index.sids,
+            index.subjects.names,
+            self.read,
+        )
+        out: list[MsgTuple] = []
+        for i in slots:
+            hdr, data = read(base + i, locs[i])
+            out.append((names[sids[i]], base + i, tss[i], hdr, data))  # type: ignore[arg-type]  # live: named
+        return out
 
     @abstractmethod
     def remove(self, seq: int, loc: int, erase: bool) -> None:
@@ -143,9 +154,22 @@ class MemoryPayloads(PayloadBackend):
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
         return self.payloads[seq - self.base]  # type: ignore[return-value]  # the index says it is live
 
-    def read_slots(self, slots: list[int]) -> list[tuple[bytes, bytes]]:
-        payloads, off = self.payloads, self.index.base - self.base
-        return [payloads[i + off] for i in slots]  # type: ignore[misc]  # the index says they are live
+    def read_run(self, slots: list[int]) -> list[MsgTuple]:
+        index = self.index
+        payloads, off, base, tss, sids, names = (
+            self.payloads,
+            index.base - self.base,
+            index.base,
+            index.tss,
+            index.sids,
+            index.subjects.names,
+        )
+        out: list[MsgTuple] = []
+        append = out.append
+        for i in slots:
+            hdr, data = payloads[i + off]  # type: ignore[misc]  # the index says it is live
+            append((names[sids[i]], base + i, tss[i], hdr, data))  # type: ignore[arg-type]
+        return out
 
     def remove(self, seq: int, loc: int, erase: bool) -> None:
         # Erase: nothing else references the bytes once dropped (Python bytes are immutable,

@@ -72,7 +72,7 @@ from ._records import (
     tombstone,
 )
 from .backend import PayloadBackend
-from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, LostData, StoreConfig
+from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, LostData, MsgTuple, StoreConfig
 from .seqindex import BlockSlots, SeqIndex
 
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
@@ -718,16 +718,23 @@ class BlockFiles(PayloadBackend):
             return body[:hlen], body[hlen:]
         return rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
 
-    def read_slots(self, slots: list[int]) -> list[tuple[bytes, bytes]]:
-        """:meth:`read` for a run of index slots in one loop (a consumer's read-ahead): the
-        active block's mirror and the checks bound once. A record that is compressed or fails a
-        check goes through :meth:`read` (which decompresses it, or raises its error)."""
+    def read_run(self, slots: list[int]) -> list[MsgTuple]:
+        """:meth:`PayloadBackend.read_run` in one loop (a consumer's read-ahead): the active
+        block's mirror, the record checks and the index's columns bound once, each message's tuple
+        built where its record is read, and a sealed block's read-ahead window (:meth:`_read_sealed`)
+        sliced here while the records are in it. A record that is compressed or fails a check goes
+        through :meth:`read` (which decompresses it, or raises its error)."""
         index = self.index
-        base, locs = index.base, index.locs
-        active = self._firsts[-1]
+        base, locs, tss, sids, names = index.base, index.locs, index.tss, index.sids, index.subjects.names
+        firsts = self._firsts
+        active = firsts[-1]
         mirror = self._mirror
         unpack, crc, read = _unpack_rec, _crc32, self.read
-        out: list[tuple[bytes, bytes]] = []
+        # The read-ahead window last filled: its block's sequences [ra_lo, ra_hi), its bytes
+        # [ra_off, ra_end) of that block.
+        ra_lo = ra_hi = ra_off = ra_end = 0
+        ra_data = b""
+        out: list[MsgTuple] = []
         append = out.append
         for i in slots:
             seq = base + i
@@ -736,14 +743,22 @@ class BlockFiles(PayloadBackend):
             plen = loc & _LEN_MASK
             if seq >= active:
                 rec = bytes(mirror[off : off + plen])
+            elif ra_lo <= seq < ra_hi and ra_off <= off and off + plen <= ra_end:
+                rec = ra_data[off - ra_off : off - ra_off + plen]
             else:
-                rec = self._read_sealed(self._block_for(seq), off, plen)
+                j = bisect.bisect_right(firsts, seq) - 1
+                rec = self._read_sealed(self.blocks[j], off, plen)
+                _blk, ra_off, ra_data = self._ra  # type: ignore[misc]  # _read_sealed set it
+                ra_end = ra_off + len(ra_data)
+                ra_lo, ra_hi = firsts[j], firsts[j + 1]
             total, kind, rseq, _ts, slen, hlen = unpack(rec, 0)
+            subject: str = names[sids[i]]  # type: ignore[assignment]  # a live message's subject is named
             if total != plen or rseq != seq or kind & _NOT_PLAIN or crc(rec) != CRC_RESIDUE:
-                append(read(seq, loc))
+                hdr, data = read(seq, loc)
+                append((subject, seq, tss[i], hdr, data))
                 continue
             body_at = REC_HDR_LEN + slen
-            append((rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]))
+            append((subject, seq, tss[i], rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]))
         return out
 
     def _read_sealed(self, blk: _Block, off: int, plen: int) -> bytes:

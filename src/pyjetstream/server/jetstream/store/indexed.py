@@ -39,6 +39,7 @@ from .base import (
     ErrStoreWrite,
     LostData,
     MessageStore,
+    MsgTuple,
     SimpleState,
     StoreConfig,
     StoredMsg,
@@ -601,14 +602,14 @@ class IndexedStore(MessageStore):
 
     def load_next_msgs(
         self, filter_subject: str, start_seq: int, max_msgs: int, max_bytes: int
-    ) -> list[StoredMsg]:
+    ) -> list[MsgTuple]:
         """:meth:`load_next_msg` for a run: up to ``max_msgs`` messages from ``start_seq`` on
         matching the filter, in order, ending early after the one that brings their stored sizes
         to ``max_bytes`` (empty at the end).
 
         A consumer's delivery pass reads ahead with it: the slots are found in one walk over the
-        slot array and read in one backend call (``read_slots``) instead of a
-        ``load_next_msg`` → ``next_match`` → ``_msg_at`` → ``read`` chain per message.
+        slot array and read in one backend call (``read_run``, which builds the plain tuples)
+        instead of a ``load_next_msg`` → ``next_match`` → ``_msg_at`` → ``read`` chain per message.
         """
         if self._closed:
             raise ErrStoreClosed()
@@ -645,11 +646,7 @@ class IndexedStore(MessageStore):
                 if len(slots) >= max_msgs or size >= max_bytes:
                     break
                 seq = base + i + 1
-        names, tss = index.subjects.names, index.tss
-        return [
-            StoredMsg(names[sids[i]], base + i, tss[i], hdr, data)  # type: ignore[arg-type]
-            for i, (hdr, data) in zip(slots, self._backend.read_slots(slots), strict=True)
-        ]
+        return self._backend.read_run(slots)
 
     def load_last_msg(self, subject: str) -> StoredMsg:
         if self._closed:
