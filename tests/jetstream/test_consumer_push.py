@@ -257,3 +257,33 @@ def _async(predicate):  # type: ignore[no-untyped-def]
         return bool(predicate())
 
     return check
+
+
+@pytest.mark.parametrize("ack", ["none", "explicit"])
+async def test_a_long_pass_delivers_every_message_in_order(client: RawClient, ack: str) -> None:
+    """More than a connection writes early at (tens of KiB) in one go: every message arrives once,
+    in order, each with its own subject, headers and ack reply (delivery sequence, pending count)."""
+    n = 1200
+    hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
+    await client.add_stream("S", ["s.>"])
+    for i in range(n):
+        subject = "s.b" if i % 7 == 3 else "s.a"
+        client.publish(subject, b"%d:" % i + b"x" * 150, hdr=hdr if i % 11 == 5 else None)
+    await client.flush()
+    await wait_for(lambda: _stored(client, n))
+    sub = client.subscribe("d.p")
+    await client.flush()
+    await client.add_consumer("S", "P", deliver_subject="d.p", ack_policy=ack, max_ack_pending=-1)
+    msgs = await sub.collect(n)
+    for i, m in enumerate(msgs):
+        assert (m.subject, m.data) == ("s.b" if i % 7 == 3 else "s.a", b"%d:" % i + b"x" * 150)
+        assert m.hdr == (hdr if i % 11 == 5 else None)
+        assert (m.num_delivered, m.stream_seq, m.consumer_seq, m.num_pending) == (1, i + 1, i + 1, n - i - 1)
+    await sub.expect_none(0.2)
+    info = await client.consumer_info("S", "P")
+    assert info["delivered"]["stream_seq"] == n
+    assert info["num_ack_pending"] == (n if ack == "explicit" else 0)
+
+
+async def _stored(client: RawClient, n: int) -> bool:
+    return bool((await client.stream_info("S"))["state"]["messages"] == n)

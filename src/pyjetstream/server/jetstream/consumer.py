@@ -17,9 +17,10 @@ The consumer itself picks the starting position, counts pending messages, runs t
 loop, deletes itself when inactive, and reports its info. Delivery runs on the event loop:
 ``kick`` schedules one ``_run`` pass, which hands out up to ``DELIVER_BATCH`` messages and
 schedules itself again if more could go. Everything a message needs on the way out is pre-built
-(ack reply prefix, filter matcher, the receiver), new messages are read ahead in runs, and a
-delivery to a client is one bytes format for the ack reply and one ``protocol.writers`` call into
-the receiver's output (see ``_run``).
+(ack reply prefix, filter matcher, the receiver), a pass goes in runs (``_gather`` the next
+messages, ``_frame_run`` or ``_deliver_msgs`` them, mirroring ``getNextMsg`` / ``deliverMsg``), and
+a new message to a push receiver is one bytes format for its control line with the ack reply and
+three appends to the receiver's output (see ``_run``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from pyjetstream.api.responses import ConsumerResetResponse
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.api.versioning import with_dynamic
 from pyjetstream.protocol.headers import get_header
-from pyjetstream.protocol.writers import append_hmsg, append_msg, hmsg_prefix, msg_prefix
+from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.acks import AckProcessor
 from pyjetstream.server.jetstream.api_level import required_level_refused
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.jetstream.stream import Stream
     from pyjetstream.server.server import InternalSub
+    from pyjetstream.server.subscription import Subscription
 
 __all__ = ["Consumer"]
 
@@ -477,13 +479,16 @@ class Consumer:
         self._undo = (0, 0, 0)
 
     def _run(self) -> None:
-        """One delivery pass: hand out what can go now, then wait for a kick.
+        """One delivery pass: one turn of nats-server's ``loopAndGatherMsgs``, handing out what
+        can go now, then waiting for a kick.
 
-        The loop is the hot path: locals instead of attributes, one clock read per pass (a pass
-        lasts milliseconds), and new messages fetched inline; redeliveries, last-per-subject
-        lists and several filters go through ``_next_msg``. It is the one place outside
-        ``DeliveryState`` that writes the state's fields (next sequence, delivery sequence, the
-        new pending entry), inline because it runs once per message.
+        The pass goes in runs: ``_gather`` gets the next messages (``getNextMsg``: a redelivery
+        or a last-per-subject message alone, mostly new messages read ahead in a run), and one of
+        two loops delivers them (``deliverMsg`` for each): ``_frame_run`` when nothing needs a look
+        per message (new messages framed straight into a push receiver's connection), else
+        ``_deliver_msgs``. Calls are per run, never per message: the loops keep what they use in
+        locals (a :class:`_Pass` carries it from run to run) and write the state's fields (next
+        sequence, delivery sequence, pending entries) themselves. ``_end_pass`` does what follows.
         """
         self._kick_scheduled = False
         if self.closed or self._delay_handle is not None:
@@ -494,113 +499,185 @@ class Consumer:
                 self.pull.process_waiting(eos=True)
             return
         self._check_removed()
-        cfg = self.cfg
+        p = _Pass(self)
+        try:
+            while p.budget > 0 and self._can_send(p):
+                run, dc, ahead = self._gather(p)
+                if not run:
+                    break
+                if p.frames_only and ahead and p.conn is not None:
+                    go_on = self._frame_run(p, run)
+                else:
+                    go_on = self._deliver_msgs(p, run, dc, ahead)
+                if not go_on:
+                    break
+        finally:
+            p.account()
+        self._end_pass(p)
+
+    def _can_send(self, p: _Pass) -> bool:
+        """A push consumer has interest and flow-control room; a pull consumer a waiting request."""
+        if p.push:
+            ps = self.push
+            return ps.active and not (ps.maxpb and ps.pbytes > ps.maxpb)
+        return bool(self.pull.waiting)
+
+    def _gather(self, p: _Pass) -> tuple[list[MsgTuple], int, bool]:
+        """The next messages to deliver: ``getNextMsg`` for a run, as ``(messages, delivery
+        count, ahead)``; empty when nothing can go now (``p.stop`` says why).
+
+        A redelivery, the next last-per-subject message, a message under several filters and
+        anything past ``max_ack_pending`` go through ``_next_msg``, one at a time (it moves the
+        next sequence itself). Otherwise new messages are read ahead (``ahead``: the next sequence
+        follows each as it goes out) in a run of as many as the pass, the ``max_ack_pending`` room
+        and the waiting pull requests can take — one where each must be looked at before the next
+        is read (no receiver to frame onto yet, AckNone on an interest stream, replay).
+        """
         st = self.state
-        push = bool(cfg.deliver_subject)
+        maxp = p.maxp
+        if st.rdq or st.lss or p.single is None or (maxp > 0 and len(st.pending) >= maxp):
+            msg, dc, p.stop = self._next_msg()
+            return ([] if msg is None else [msg]), dc, False
+        if p.rsub is None or p.ack_none_interest or p.replay:
+            want = 1
+        else:
+            budget = p.budget
+            want = budget if budget < READ_AHEAD else READ_AHEAD
+            if maxp > 0 and maxp - len(st.pending) < want:
+                want = maxp - len(st.pending)
+            if not p.push:
+                want = max(min(want, self.pull.waiting.wanted()), 1)
+        run = self.stream.store.load_next_msgs(p.single, st.sseq, want, READ_AHEAD_BYTES)
+        if not run:
+            self._at_eof()
+            p.stop = _STOP_EOF
+        return run, 1, True
+
+    def _frame_run(self, p: _Pass, run: list[MsgTuple]) -> bool:
+        """``deliverMsg`` for a run of new messages to a push receiver that takes frames, when no
+        message needs a look of its own (``_Pass.frames_only``: no rate limit, flow control,
+        headers-only, replay or interest-stream AckNone): per message the ack reply, the frame into
+        the connection's output and the pending entry; the next sequence, the counters and the
+        AckNone floor once per run (``_framed``). The frames are accounted for as in
+        ``_deliver_msgs``, when they pass the receiver's room (the early write, maybe a
+        slow-consumer cut: then the rest of the run goes the routed way, read again)."""
+        st = self.state
+        conn, rsub = p.conn, p.rsub
+        assert conn is not None and rsub is not None
+        out = conn.out
+        append = out.append
+        headers = conn.headers
+        prefix1 = p.prefix1
+        msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
+        acc, acc_bytes, room = p.acc, p.acc_bytes, p.room
+        pending = st.pending if p.track else None
+        now = p.now
+        dseq = first = st.dseq
+        npc = self.npc
+        seq = 0
+        for subject, seq, ts, hdr, payload in run:
+            npc -= 1
+            if hdr and headers:
+                if subject is not hsub:
+                    hsub, hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
+                ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, ts, npc if npc > 0 else 0)
+                acc += append_hmsg(out, hpfx, ack, hdr, payload)
+                acc_bytes += len(hdr) + len(payload)
+            else:
+                if subject is not msub:
+                    msub, mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
+                # append_msg's frame, with the control line and the ack reply in one format
+                line = b"%b%b%d.%d.%d.%d %d\r\n" % (
+                    mpfx,
+                    prefix1,
+                    seq,
+                    dseq,
+                    ts,
+                    npc if npc > 0 else 0,
+                    len(payload),
+                )
+                append(line)
+                append(payload)
+                append(CRLF)
+                acc += len(line) + len(payload) + 2
+                acc_bytes += len(payload)
+            if pending is not None:
+                pending[seq] = (dseq, now)
+            dseq += 1
+            if acc > room:  # where deliver would write early (and maybe cut the receiver)
+                self._framed(p, seq, dseq, npc, dseq - first, pending is not None)
+                conn.frames_queued(rsub, p.acc_msgs + dseq - first, acc_bytes, acc)
+                first = dseq
+                p.acc_msgs = acc = acc_bytes = 0
+                if rsub.closed:
+                    p.acc = p.acc_bytes = 0
+                    p.conn = None
+                    return True
+                room = p.room = conn.frames_room()
+                out = conn.out  # (the early write took the list: a new one takes what follows)
+                append = out.append
+        p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
+        p.acc, p.acc_bytes = acc, acc_bytes
+        if dseq != first:
+            self._framed(p, seq, dseq, npc, dseq - first, pending is not None)
+            p.acc_msgs += dseq - first
+        return True
+
+    def _framed(self, p: _Pass, seq: int, dseq: int, npc: int, n: int, track: bool) -> None:
+        """``_frame_run``'s ``n`` deliveries up to stream sequence ``seq`` went out: the state's
+        next sequences and num pending, the AckNone floor or the ack timer, the pass's counters."""
+        st = self.state
+        st.sseq = seq + 1
+        st.dseq = dseq
+        self.npc = npc
+        if not track:
+            st.delivered_none(seq, dseq - 1)
+        elif self.acks.ptmr is None:
+            self.acks.arm_if_idle()
+        p.delivered += n
+        p.direct += n
+        p.budget -= n
+
+    def _deliver_msgs(self, p: _Pass, run: list[MsgTuple], dc: int, ahead: bool) -> bool:
+        """``deliverMsg`` for each message of a run, everything checked per message: the ack
+        reply (with the delivery count ``dc`` of a redelivery), headers-only, the rate limit or the
+        pull request that takes it (``nextWaiting``), the pinned-client header, then the frame onto
+        the receiver's connection (or its ``deliver``, or the routed way when there is no one
+        receiver), the pending entry or AckNone floor, flow control, a pull request's completion.
+
+        Anything that may publish (a pull status, a flow-control request, a routed delivery, a
+        receiver cut as a slow consumer) drops the rest of a read-ahead run, so the next message is
+        read after it. Returns False when the pass ends here (no interest or flow-control room, no
+        request, a rate or replay delay)."""
+        st = self.state
         ps = self.push
         pull = self.pull
         waiting = pull.waiting
-        track = cfg.ack_policy != AckPolicy.NONE
-        ack_none_interest = not track and self.retention != RetentionPolicy.LIMITS
-        headers_only = cfg.headers_only
-        policy = cfg.priority_policy
-        pinned = policy == PriorityPolicy.PINNED_CLIENT
-        groups = pull.priority if policy != PriorityPolicy.NONE else None
-        prioritized = policy == PriorityPolicy.PRIORITIZED
-        maxp = cfg.max_ack_pending if track else 0
-        publish = self.server.publish_internal
-        lone_receiver = self.server.lone_receiver
         acks = self.acks
-        prefix = self.ack_prefix.encode()
-        prefix1 = prefix + b"1."  # a first delivery's ack subject: the count is always 1
-        # (sizes for flow control, rate limits and max_bytes count the ack subject as a str)
-        ack_adj = len(prefix) - len(self.ack_prefix)
-        read_run = self.stream.store.load_next_msgs
-        single = self.filter.single
-        now = time.time_ns()
-        self._pass += 1  # requests' interest is checked once per pass (it cannot change within one)
-        current_pass = self._pass
-        stop = _STOP_IDLE
-        budget = DELIVER_BATCH
-        delivered = 0
-        direct = 0  # deliveries framed straight onto the receiver's connection
-        # The destination's one receiving subscription, looked up once per pass (push) or per
-        # request (pull) instead of routing every message: nothing in a pass can subscribe, and
-        # a receiver that goes away meanwhile is closed, which sends the message the routed way.
-        dest = ps.dsubj if push else ""
-        rsub = lone_receiver(dest) if push else None
-        # Its connection when the pass may frame onto it itself (``ClientConnection.takes_frames``):
-        # frames go into ``conn.out`` in order, and the run's bytes are accounted for in one
-        # ``frames_queued`` call whenever they pass ``room`` (where ``deliver`` would write early),
-        # when the receiver changes and at the end of the pass.
-        conn = rsub.client if rsub is not None and rsub.client.takes_frames(rsub) else None
-        room = conn.frames_room() if conn is not None else 0
-        acc = acc_msgs = acc_bytes = 0
-        msub = hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
-        mpfx = hpfx = b""
-        push_size = push and (ps.rate is not None or ps.maxpb > 0)
+        push, track, replay, pinned = p.push, p.track, p.replay, p.pinned
+        headers_only = self.cfg.headers_only
+        prefix, prefix1, ack_adj = p.prefix, p.prefix1, p.ack_adj
+        now = p.now
+        dest, rsub, conn, room = p.dest, p.rsub, p.conn, p.room
+        acc, acc_msgs, acc_bytes = p.acc, p.acc_msgs, p.acc_bytes
+        msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
+        delivered = direct = 0
         size = 0
+        prev = 0
         wr = None
-        statuses = pull.statuses
-        # Messages read ahead (``load_next_msgs``) for the plain case: new messages in order. Any
-        # call that may publish (a status, a flow-control request, a routed delivery, a receiver
-        # cut as a slow consumer) empties it, so the next message is read after it, as it was
-        # when every message was read on its own.
-        ahead: list[MsgTuple] = []
-        ai = an = 0
-        replay = self._replay  # (turned off only after a pass)
+        go_on = True
         try:
-            while True:
-                if budget <= 0:
-                    break
-                if push:
-                    if not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb):
-                        break
-                elif not waiting._q:  # (``WaitQueue.__bool__`` without its call, once per message)
-                    break
-                if ai < an:
-                    msg = ahead[ai]
-                    ai += 1
-                    subject, seq, ts, mhdr, payload = msg
+            for subject, seq, ts, mhdr, payload in run:
+                drop = False  # the rest of the run is to be read again after this message
+                if ahead:
                     prev = st.sseq  # (``_undo`` is set from it only before an ``_unget``)
                     st.sseq = seq + 1
-                    dc = 1
-                    ahead_msg = True
-                elif st.rdq or st.lss or single is None or (maxp > 0 and len(st.pending) >= maxp):
-                    nxt, dc, stop = self._next_msg()
-                    if nxt is None:
-                        break
-                    msg = nxt
-                    subject, seq, ts, mhdr, payload = msg
-                    ahead_msg = False
-                else:
-                    if rsub is None or ack_none_interest or replay:
-                        want = 1
-                    else:
-                        want = budget if budget < READ_AHEAD else READ_AHEAD
-                        if maxp > 0 and maxp - len(st.pending) < want:
-                            want = maxp - len(st.pending)
-                        if not push:
-                            want = max(min(want, waiting.wanted()), 1)
-                    ahead = read_run(single, st.sseq, want, READ_AHEAD_BYTES)
-                    an = len(ahead)
-                    if not an:
-                        self._at_eof()
-                        stop = _STOP_EOF
-                        break
-                    msg = ahead[0]
-                    ai = 1
-                    subject, seq, ts, mhdr, payload = msg
-                    prev = st.sseq
-                    st.sseq = seq + 1
-                    dc = 1
-                    ahead_msg = True
                 if replay:
-                    if ahead_msg:
+                    if ahead:
                         self._undo = (3, seq, prev)
                     if self._replay_delay(ts):
-                        budget = 0
-                        break
+                        p.budget = 0
+                        return False
                 dseq = st.dseq
                 if dc == 1:
                     npc = self.npc = self.npc - 1
@@ -613,34 +690,31 @@ class Consumer:
                     hdr = _headers_only(hdr, len(payload))
                     payload = b""
                 if push:
-                    if push_size:
+                    if p.push_size:
                         size = len(dest) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
                         if ps.rate is not None and ps.rate_delay(size):
-                            if ahead_msg:
+                            if ahead:
                                 self._undo = (3, seq, prev)
                             self._unget_counted(dc)
-                            budget = 0
-                            break
+                            p.budget = 0
+                            return False
                 else:
                     size = len(subject) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
-                    wr = pull.next_waiting(size, current_pass, groups, prioritized)
-                    if pull.statuses != statuses:  # a request expired or was over its max_bytes
-                        statuses = pull.statuses
-                        an = 0
+                    wr = pull.next_waiting(size, p.current_pass, p.groups, p.prioritized)
+                    if pull.statuses != p.statuses:  # a request expired or was over its max_bytes
+                        p.statuses = pull.statuses
+                        drop = True
                     if wr is None:
-                        if ahead_msg:
+                        if ahead:
                             self._undo = (3, seq, prev)
                         self._unget_counted(dc)
-                        stop = _STOP_IDLE
-                        break
+                        p.stop = _STOP_IDLE
+                        return False
                     if wr.reply != dest:
-                        if conn is not None and acc:
-                            conn.frames_queued(rsub, acc_msgs, acc_bytes, acc)
-                            acc = acc_msgs = acc_bytes = 0
-                        dest = wr.reply
-                        rsub = lone_receiver(dest)
-                        conn = rsub.client if rsub is not None and rsub.client.takes_frames(rsub) else None
-                        room = conn.frames_room() if conn is not None else 0
+                        p.acc, p.acc_msgs, p.acc_bytes = acc, acc_msgs, acc_bytes
+                        p.receiver(wr.reply)
+                        dest, rsub, conn, room = p.dest, p.rsub, p.conn, p.room
+                        acc = acc_msgs = acc_bytes = 0
                         msub = hsub = ""
                     if pinned:
                         # ⟨2.11+⟩ every delivery of a pinned group names the pin
@@ -649,39 +723,38 @@ class Consumer:
                     if wr.n > 0 and wr.hb:
                         wr.hbt = time.monotonic() + wr.hb
                 st.dseq = dseq + 1
+                ok = True
                 if rsub is None or rsub.closed:
-                    ok = publish(dest, payload, ack.decode(), hdr, subject)
-                    an = 0
+                    ok = self.server.publish_internal(dest, payload, ack.decode(), hdr, subject)
+                    drop = True
                 elif conn is not None:
                     # ``ClientConnection.deliver``'s framing, without its per-message checks
                     # (none apply: see ``takes_frames``) and with the accounting per run.
                     if hdr is not None and conn.headers:
                         if subject is not hsub:
                             hsub, hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
-                        n = append_hmsg(conn.out, hpfx, ack, hdr, payload)
+                        acc += append_hmsg(conn.out, hpfx, ack, hdr, payload)
                         acc_bytes += len(hdr) + len(payload)
                     else:
                         if subject is not msub:
                             msub, mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
-                        n = append_msg(conn.out, mpfx, ack, payload)
+                        acc += append_msg(conn.out, mpfx, ack, payload)
                         acc_bytes += len(payload)
-                    acc += n
                     acc_msgs += 1
+                    direct += 1
                     if acc > room:  # where deliver would write early (and maybe cut the receiver)
                         conn.frames_queued(rsub, acc_msgs, acc_bytes, acc)
                         acc = acc_msgs = acc_bytes = 0
                         if rsub.closed:
-                            an = 0
-                            conn = None
+                            drop = True
+                            conn = p.conn = None
                         else:
-                            room = conn.frames_room()
-                    ok = True
-                    direct += 1
+                            room = p.room = conn.frames_room()
                 else:
                     ok = rsub.client.deliver(rsub, dest, ack.decode(), hdr, payload, None, subject)
                     direct += 1
                     if rsub.closed:
-                        an = 0
+                        drop = True
                 if track:
                     st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
                     if acks.ptmr is None:
@@ -693,39 +766,58 @@ class Consumer:
                         fcid = ps.fcid
                         ps.after_delivery(size)
                         if ps.fcid != fcid:  # a flow-control request went out
-                            an = 0
+                            drop = True
                 elif wr is not None and wr.n <= 0 and wr.max_bytes > 0:
                     pull.batch_completed(dest, wr.max_bytes)
-                    an = 0
-                if ack_none_interest:
+                    drop = True
+                if p.ack_none_interest:
                     self.stream.ack_msg(seq)
                 if not ok:
                     self._did_not_deliver(seq)
-                    an = 0
+                    drop = True
                 delivered += 1
-                budget -= 1
+                if drop:
+                    break
+                if push:
+                    if not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb):
+                        go_on = False
+                        break
+                elif not waiting._q:  # (``WaitQueue.__bool__`` without its call, once per message)
+                    go_on = False
+                    break
         finally:
-            if conn is not None and acc:
-                conn.frames_queued(rsub, acc_msgs, acc_bytes, acc)
-        if direct:
-            self.server.count_matches(direct)
-        if delivered:
-            st.ldt = now
+            p.acc, p.acc_msgs, p.acc_bytes = acc, acc_msgs, acc_bytes
+            p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
+            p.delivered += delivered
+            p.direct += direct
+            p.budget -= delivered
+        return go_on
+
+    def _end_pass(self, p: _Pass) -> None:
+        """After a pass: count the direct deliveries as matches, note the activity, persist the
+        state soon; then run again soon when the pass ran out of budget, or, idle, settle num
+        pending at the end of the stream, end a replay and answer the pull requests that wait."""
+        st = self.state
+        ps = self.push
+        if p.direct:
+            self.server.count_matches(p.direct)
+        if p.delivered:
+            st.ldt = p.now
             ps.last_delivery = time.monotonic()
-            if self.dthresh and not push:
-                waiting.last = ps.last_delivery
+            if self.dthresh and not p.push:
+                self.pull.waiting.last = ps.last_delivery
             self.dirty()
-        if budget <= 0:
+        if p.budget <= 0:
             if self._delay_handle is None:
                 self.kick()  # more may be waiting: continue after other work had a turn
             return
         # Idle: nothing more can go now.
-        if stop == _STOP_EOF:
+        if p.stop == _STOP_EOF:
             self._check_num_pending_on_eof()
         if self._replay and st.sseq > self._replay_lseq:
             self._replay = False
-        if not push:
-            pull.process_waiting(eos=stop != _STOP_MAX_PENDING)
+        if not p.push:
+            self.pull.process_waiting(eos=p.stop != _STOP_MAX_PENDING)
 
     def _at_eof(self) -> None:
         """Nothing matches after sseq. ⟨2.11+⟩ sseq stays just past the last delivered message
@@ -969,6 +1061,116 @@ class Consumer:
             ts=NanoTime(time.time_ns()),
             priority_groups=self.pull.priority.state(),
         )
+
+
+class _Pass:
+    """What one delivery pass (``Consumer._run``) reads once and carries from run to run: the
+    consumer's settings for the pass, its budget and counters, and the receiver the frames go to
+    with the frames not accounted for yet. The run loops load what they use into locals and
+    store it back (attribute accesses per run, not per message)."""
+
+    __slots__ = (
+        "acc",
+        "acc_bytes",
+        "acc_msgs",
+        "ack_adj",
+        "ack_none_interest",
+        "budget",
+        "conn",
+        "current_pass",
+        "delivered",
+        "dest",
+        "direct",
+        "frames_only",
+        "groups",
+        "hpfx",
+        "hsub",
+        "lone_receiver",
+        "maxp",
+        "mpfx",
+        "msub",
+        "now",
+        "pinned",
+        "prefix",
+        "prefix1",
+        "prioritized",
+        "push",
+        "push_size",
+        "replay",
+        "room",
+        "rsub",
+        "single",
+        "statuses",
+        "stop",
+        "track",
+    )
+
+    def __init__(self, consumer: Consumer) -> None:
+        cfg = consumer.cfg
+        ps = consumer.push
+        self.push = push = bool(cfg.deliver_subject)
+        self.track = track = cfg.ack_policy != AckPolicy.NONE
+        self.ack_none_interest = not track and consumer.retention != RetentionPolicy.LIMITS
+        self.replay = consumer._replay  # (turned off only after a pass)
+        self.maxp = cfg.max_ack_pending if track else 0
+        policy = cfg.priority_policy
+        self.pinned = policy == PriorityPolicy.PINNED_CLIENT
+        self.groups = consumer.pull.priority if policy != PriorityPolicy.NONE else None
+        self.prioritized = policy == PriorityPolicy.PRIORITIZED
+        # (sizes for flow control, rate limits and max_bytes count the ack subject as a str)
+        self.push_size = push and (ps.rate is not None or ps.maxpb > 0)
+        self.prefix = prefix = consumer.ack_prefix.encode()
+        self.prefix1 = prefix + b"1."  # a first delivery's ack subject: the count is always 1
+        self.ack_adj = len(prefix) - len(consumer.ack_prefix)
+        self.single = consumer.filter.single
+        self.now = time.time_ns()  # one clock read per pass (a pass lasts milliseconds)
+        consumer._pass += 1  # requests' interest is checked once per pass (it cannot change within one)
+        self.current_pass = consumer._pass
+        self.statuses = consumer.pull.statuses
+        self.budget = DELIVER_BATCH
+        self.delivered = 0
+        self.direct = 0  # deliveries framed straight onto the receiver's connection
+        self.stop = _STOP_IDLE
+        self.frames_only = (
+            push
+            and not self.push_size
+            and not cfg.headers_only
+            and not self.replay
+            and not self.ack_none_interest
+        )
+        self.lone_receiver = consumer.server.lone_receiver
+        self.dest = ""
+        self.rsub: Subscription | None = None
+        self.conn: ClientConnection | None = None
+        self.room = 0
+        self.acc = self.acc_msgs = self.acc_bytes = 0
+        self.msub = self.hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
+        self.mpfx = self.hpfx = b""
+        if push:
+            self.receiver(ps.dsubj)
+
+    def receiver(self, dest: str) -> None:
+        """Deliveries go to ``dest`` from here on (push: the pass's deliver subject; pull: each
+        request's reply subject). Its one receiving subscription is looked up once
+        (``Server.lone_receiver``) instead of routing every message: nothing in a pass can
+        subscribe, and a receiver that goes away meanwhile is closed, which sends the message the
+        routed way. Its connection, when the pass may frame onto it itself
+        (``ClientConnection.takes_frames``), takes frames into ``conn.out`` in order, accounted for
+        in one ``frames_queued`` call (:meth:`account`) whenever they pass ``room`` (where
+        ``deliver`` would write early), when the receiver changes and at the end of the pass."""
+        self.account()
+        self.dest = dest
+        rsub = self.rsub = self.lone_receiver(dest)
+        conn = self.conn = rsub.client if rsub is not None and rsub.client.takes_frames(rsub) else None
+        self.room = conn.frames_room() if conn is not None else 0
+        self.msub = self.hsub = ""
+
+    def account(self) -> None:
+        """The frames appended since the last call: ``ClientConnection.frames_queued`` (their
+        counts, the flush, an early write or a slow-consumer cut)."""
+        if self.conn is not None and self.acc:
+            self.conn.frames_queued(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)  # type: ignore[arg-type]
+        self.acc = self.acc_msgs = self.acc_bytes = 0
 
 
 def _reset_seq(payload: bytes) -> int:
