@@ -587,20 +587,13 @@ class Consumer:
                 if subject is not msub:
                     msub, mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
                 # append_msg's frame, with the control line and the ack reply in one format
-                line = b"%b%b%d.%d.%d.%d %d\r\n" % (
-                    mpfx,
-                    prefix1,
-                    seq,
-                    dseq,
-                    ts,
-                    npc if npc > 0 else 0,
-                    len(payload),
-                )
+                size = len(payload)
+                line = b"%b%b%d.%d.%d.%d %d\r\n" % (mpfx, prefix1, seq, dseq, ts, npc if npc > 0 else 0, size)
                 append(line)
                 append(payload)
                 append(CRLF)
-                acc += len(line) + len(payload) + 2
-                acc_bytes += len(payload)
+                acc += len(line) + size + 2
+                acc_bytes += size
             if pending is not None:
                 pending[seq] = (dseq, now)
             dseq += 1

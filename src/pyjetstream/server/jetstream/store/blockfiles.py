@@ -730,6 +730,8 @@ class BlockFiles(PayloadBackend):
         active = firsts[-1]
         mirror = self._mirror
         unpack, crc, read = _unpack_rec, _crc32, self.read
+        len_mask, not_plain, residue = _LEN_MASK, _NOT_PLAIN, CRC_RESIDUE
+        hdr_len, crc_end = REC_HDR_LEN, -CRC_LEN
         # The read-ahead window last filled: its block's sequences [ra_lo, ra_hi), its bytes
         # [ra_off, ra_end) of that block.
         ra_lo = ra_hi = ra_off = ra_end = 0
@@ -740,7 +742,7 @@ class BlockFiles(PayloadBackend):
             seq = base + i
             loc = locs[i]
             off = loc >> 32
-            plen = loc & _LEN_MASK
+            plen = loc & len_mask
             if seq >= active:
                 rec = bytes(mirror[off : off + plen])
             elif ra_lo <= seq < ra_hi and ra_off <= off and off + plen <= ra_end:
@@ -753,12 +755,15 @@ class BlockFiles(PayloadBackend):
                 ra_lo, ra_hi = firsts[j], firsts[j + 1]
             total, kind, rseq, _ts, slen, hlen = unpack(rec, 0)
             subject: str = names[sids[i]]  # type: ignore[assignment]  # a live message's subject is named
-            if total != plen or rseq != seq or kind & _NOT_PLAIN or crc(rec) != CRC_RESIDUE:
+            if total != plen or rseq != seq or kind & not_plain or crc(rec) != residue:
                 hdr, data = read(seq, loc)
                 append((subject, seq, tss[i], hdr, data))
                 continue
-            body_at = REC_HDR_LEN + slen
-            append((subject, seq, tss[i], rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]))
+            body_at = hdr_len + slen
+            if hlen:
+                append((subject, seq, tss[i], rec[body_at : body_at + hlen], rec[body_at + hlen : crc_end]))
+            else:
+                append((subject, seq, tss[i], b"", rec[body_at:crc_end]))
         return out
 
     def _read_sealed(self, blk: _Block, off: int, plen: int) -> bytes:
