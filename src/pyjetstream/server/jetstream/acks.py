@@ -170,21 +170,23 @@ class AckProcessor:
         maxp = self._maxp
         acked = kick = False
         tokens = b".".join(tails).split(b".")  # five per ack: dc, sseq, dseq, ts, pending
+        sseqs = list(map(int, tokens[1::5]))  # (ASCII digits: int reads them as on_ack does)
+        dseqs = list(map(int, tokens[2::5]))
         n = len(payloads)
         for i in range(n):
             if consumer.closed:
                 return n
             if payloads[i] == ACK:
-                sseq = int(tokens[5 * i + 1])
+                sseq = sseqs[i]
                 if sseq >= st.sseq and not ahead:
                     pass  # beyond what was delivered: ignored (see on_ack)
                 elif plain:  # ``ack`` for AckExplicit on a limits stream, without sampling
                     was = len(st.pending)
-                    if st.ack(sseq, int(tokens[5 * i + 2])) is not None and was >= maxp > 0:
+                    if st.ack(sseq, dseqs[i]) is not None and was >= maxp > 0:
                         kick = True
                     acked = True
                 else:
-                    self.ack(sseq, int(tokens[5 * i + 2]), int(tokens[5 * i]), True)
+                    self.ack(sseq, dseqs[i], int(tokens[5 * i]), True)
                 continue
             self.on_ack(prefix + tails[i].decode(), "", None, payloads[i], client)
             if client.closed:
