@@ -117,6 +117,28 @@ async def test_fast_publisher_loads_a_stream(js: JetStream, server: Target) -> N
     assert (await stream.get_msg(500)).data == b"499"
 
 
+async def test_fast_publisher_add_many_sends_runs_within_flow_control(js: JetStream, server: Target) -> None:
+    """``add_many``: the messages of ``add`` in order (headers as given, a dict or an encoded block),
+    sent in runs no further ahead of the acks than ``add`` goes; a duplicate id is skipped."""
+    await needs(js, server, Feature.FAST_BATCH)
+    await js.create_stream(StreamConfig(name="F", subjects=["f.>"], allow_batched=True))
+    sent = js.nc.stats["out_msgs"]
+    async with js.fast_publisher(flow=10, max_outstanding_acks=2) as pub:
+        rows = [(f"f.{i % 7}", str(i).encode(), b"NATS/1.0\r\nNats-Msg-Id: m%d\r\n\r\n" % i) for i in range(300)]
+        await pub.add_many(rows[:1])
+        await pub.add_many(rows[1:250])
+        assert pub.size == 250 and pub.ack_sequence + 10 * 2 > 250
+        await pub.add_many([*rows[250:], ("f.x", b"dup", {"Nats-Msg-Id": "m3"}), ("f.y", b"y", None)])
+    assert pub.ack is not None and (pub.ack.count, pub.ack.batch) == (302, pub.batch_id)
+    assert not pub.gaps and not pub.errors
+    assert js.nc.stats["out_msgs"] - sent >= 303  # and the acks' pings, if any
+    stream = await js.stream("F")
+    assert (await stream.info()).state.messages == 301  # the duplicate id is not stored
+    last = await stream.get_msg(301)
+    assert (last.subject, last.data) == ("f.y", b"y")
+    assert (await stream.get_msg(250)).headers == {"Nats-Msg-Id": "m249"}
+
+
 async def test_fast_publisher_commit_with_a_last_message_and_errors(js: JetStream, server: Target) -> None:
     await needs(js, server, Feature.FAST_BATCH)
     await js.create_stream(StreamConfig(name="F", subjects=["f.>"], allow_batched=True))

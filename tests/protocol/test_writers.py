@@ -35,3 +35,13 @@ def test_append_requests_of_nothing() -> None:
     out: list[bytes] = []
     assert append_requests(out, [], b"r.", range(0), [], []) == 0
     assert out == []
+
+
+def test_append_requests_with_a_reply_suffix() -> None:
+    """The id between a prefix and a suffix (a fast batch's ``<...>.<seq>.<op>.$FI`` replies)."""
+    out: list[bytes] = []
+    append_requests(out, [b"s", b"s"], b"_I.b.10.fail.", [7, 8], [None, b"NATS/1.0\r\n\r\n"], [b"x", b""], b".1.$FI")
+    assert out == [
+        b"PUB s _I.b.10.fail.7.1.$FI 1\r\nx\r\n",
+        b"HPUB s _I.b.10.fail.8.1.$FI 12 12\r\nNATS/1.0\r\n\r\n\r\n",
+    ]

@@ -124,6 +124,13 @@ def fast_batch_reply(prefix: str, batch_id: str, flow: int, gap_ok: bool, seq: i
     return f"{prefix}.{batch_id}.{flow}.{gap}.{seq}.{op}{FAST_BATCH_SUFFIX}"
 
 
+def fast_batch_reply_parts(prefix: str, batch_id: str, flow: int, gap_ok: bool, op: int) -> tuple[str, str]:
+    """:func:`fast_batch_reply` around the batch sequence: ``head + str(seq) + tail`` (for framing
+    a run of a batch's messages at once)."""
+    gap = GAP_OK if gap_ok else GAP_FAIL
+    return f"{prefix}.{batch_id}.{flow}.{gap}.", f".{op}{FAST_BATCH_SUFFIX}"
+
+
 class BatchFlowAck(WireStruct):
     type: str = always("ack")
     seq: int = always(0)

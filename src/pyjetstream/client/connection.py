@@ -325,8 +325,9 @@ class Client:
         messages: Sequence[tuple[str, bytes, HeadersArg | None]],
         reply_prefix: str,
         reply_ids: Sequence[int],
+        reply_suffix: str = "",
     ) -> None:
-        """Buffer a run of publishes, message *i* with the reply ``<reply_prefix><reply_ids[i]>``:
+        """Buffer a run of publishes, message *i* with the reply ``<reply_prefix><reply_ids[i]><reply_suffix>``:
         :meth:`publish_nowait` of each, checked first and framed in one pass (one write, no reply
         string per message) — for a bulk producer that numbers its requests, such as the Spark
         sink's pipelined JetStream publishes (one wildcard subscription takes every reply).
@@ -339,8 +340,8 @@ class Client:
             if status is Status.CLOSED:
                 raise ConnectionClosedError("connection closed")
             raise ConnectionDrainingError("connection is draining: publishing is over")
-        if _WHITESPACE.search(reply_prefix):
-            raise BadSubjectError(f"invalid reply subject {reply_prefix!r}")
+        if _WHITESPACE.search(reply_prefix) or _WHITESPACE.search(reply_suffix):
+            raise BadSubjectError(f"invalid reply subject {reply_prefix + '<n>' + reply_suffix!r}")
         valid = self._valid_subjects
         max_payload = self._max_payload
         subjects: list[bytes] = []
@@ -372,7 +373,9 @@ class Client:
                         f"headers + payload of {len(headers) + n} bytes exceed max_payload {max_payload}"
                     )
         frames: list[bytes] = []
-        length = append_requests(frames, subjects, reply_prefix.encode(), reply_ids, hdrs, payloads)
+        length = append_requests(
+            frames, subjects, reply_prefix.encode(), reply_ids, hdrs, payloads, reply_suffix.encode()
+        )
         buf = self._wbuf
         if self._transport is None and len(buf) + length > self._opts.pending_size:
             raise OutboundBufferLimitError(

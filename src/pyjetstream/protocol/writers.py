@@ -120,9 +120,10 @@ def append_requests(
     reply_ids: Sequence[int],
     hdrs: list[bytes | None],
     payloads: list[bytes],
+    reply_suffix: bytes = b"",
 ) -> int:
     """Append one PUB (``hdrs[i]`` None) or HPUB frame per message, message *i* with the reply
-    ``<reply_prefix><reply_ids[i]>`` (decimal), each frame one ``bytes``: the frames
+    ``<reply_prefix><reply_ids[i]><reply_suffix>`` (the id in decimal), each frame one ``bytes``: the frames
     :func:`append_pub` / :func:`append_hpub` would append, for a run in one call instead of a
     call and four parts per message. Returns the number of bytes appended."""
     total = 0
@@ -131,19 +132,21 @@ def append_requests(
         payload = payloads[i]
         hdr = hdrs[i]
         if hdr is None:
-            frame = b"PUB %b %b%d %d\r\n%b\r\n" % (
+            frame = b"PUB %b %b%d%b %d\r\n%b\r\n" % (
                 subjects[i],
                 reply_prefix,
                 reply_ids[i],
+                reply_suffix,
                 len(payload),
                 payload,
             )
         else:
             hsize = len(hdr)
-            frame = b"HPUB %b %b%d %d %d\r\n%b%b\r\n" % (
+            frame = b"HPUB %b %b%d%b %d %d\r\n%b%b\r\n" % (
                 subjects[i],
                 reply_prefix,
                 reply_ids[i],
+                reply_suffix,
                 hsize,
                 hsize + len(payload),
                 hdr,

@@ -103,11 +103,10 @@ class FastBatchPublisher:
     async def publish_many(self, messages: Iterable[Message]) -> None:
         pub = self._pub
         assert pub is not None
-        add = pub.add
+        rows = list(messages)
         try:
-            for subject, data, headers in messages:
-                await add(subject, data, headers=headers)
-                self._sent += 1
+            await pub.add_many(rows)
+            self._sent += len(rows)
         except Exception as exc:
             raise _refusal("fast", exc) from exc
 
