@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from tests.client_js.features import needs
 from tests.support.targets import Target
@@ -55,6 +57,43 @@ async def test_batches_take_an_encoded_header_block(js: JetStream, server: Targe
             await batch.add("a.3", b"x", headers=block, msg_id="m3")
     with pytest.raises(HeaderError):
         await js.nc.publish("a.4", b"x", headers=b"k: v\r\n\r\n")
+
+
+async def test_atomic_add_many_stages_what_add_stages(js: JetStream, server: Target) -> None:
+    """``add_many``: the messages (and header blocks) ``add`` stages, the requests among them
+    (``ack_every``) still requests; at the batch's size limit the same error as ``add``."""
+    await needs(js, server, Feature.ATOMIC_BATCH)
+    await _atomic_stream(js)
+    stream = await js.stream("A")
+
+    def rows(tag: bytes) -> list[tuple[str, bytes, Any]]:
+        return [
+            ("a.1", b"one", b"NATS/1.0\r\nNats-Msg-Id: %b1\r\n\r\n" % tag),
+            ("a.2", b"two", {"k": "v"}),
+            *[(f"a.{i}", b"%d" % i, b"NATS/1.0\r\nNats-Msg-Id: %b%d\r\n\r\n" % (tag, i)) for i in range(3, 12)],
+        ]
+
+    async with js.batch_publisher(ack_every=4) as one_by_one:
+        for subject, data, headers in rows(b"m"):
+            await one_by_one.add(subject, data, headers=headers)
+        assert (await one_by_one.commit("a.end", b"end")).seq == 12
+    async with js.batch_publisher(ack_every=4) as batch:
+        await batch.add_many(rows(b"n")[:2])
+        await batch.add_many(rows(b"n")[2:])
+        assert batch.size == 11
+        ack = await batch.commit("a.end", b"end")
+    assert (ack.seq, ack.count) == (24, 12)
+    for i in range(1, 13):
+        a, b = await stream.get_msg(i), await stream.get_msg(12 + i)
+        assert (a.subject, a.data) == (b.subject, b.data)
+        expected = {**a.headers, "Nats-Batch-Id": batch.batch_id}
+        if "Nats-Msg-Id" in expected:
+            expected["Nats-Msg-Id"] = "n" + expected["Nats-Msg-Id"][1:]
+        assert b.headers == expected
+    with pytest.raises(errors.BatchPublishError, match="at most 1000 messages"):
+        async with js.batch_publisher() as big:
+            await big.add_many([("a.x", b"x", None)] * 1000)
+    assert big.size == 999
 
 
 async def test_atomic_batch_left_uncommitted_is_discarded(js: JetStream, server: Target) -> None:

@@ -89,7 +89,7 @@ from pyjetstream.protocol import (
 from pyjetstream.protocol import Msg as WireMsg
 from pyjetstream.protocol.parser import FrameScan
 from pyjetstream.protocol.subjects import is_valid_subject
-from pyjetstream.protocol.writers import append_requests, hpub_line, pub_line
+from pyjetstream.protocol.writers import append_hpub, append_pub, append_requests, hpub_line, pub_line
 
 logger = logging.getLogger("pyjetstream.client")
 
@@ -335,13 +335,43 @@ class Client:
         All or nothing: an invalid subject, header block or size raises before anything is
         buffered.
         """
+        self._check_publishing()
+        if _WHITESPACE.search(reply_prefix) or _WHITESPACE.search(reply_suffix):
+            raise BadSubjectError(f"invalid reply subject {reply_prefix + '<n>' + reply_suffix!r}")
+        subjects, hdrs, payloads, size = self._checked_run(messages)
+        frames: list[bytes] = []
+        length = append_requests(
+            frames, subjects, reply_prefix.encode(), reply_ids, hdrs, payloads, reply_suffix.encode()
+        )
+        self._buffer_run(frames, length, len(payloads), size)
+
+    def publish_many_nowait(self, messages: Sequence[tuple[str, bytes, HeadersArg | None]]) -> None:
+        """Buffer a run of publishes without replies: :meth:`publish_nowait` of each, checked first
+        and buffered with one write (all or nothing) — for a bulk producer such as the staged
+        messages of an atomic batch."""
+        self._check_publishing()
+        subjects, hdrs, payloads, size = self._checked_run(messages)
+        frames: list[bytes] = []
+        length = 0
+        for subj, hdr, payload in zip(subjects, hdrs, payloads, strict=True):
+            if hdr is None:
+                length += append_pub(frames, subj, b"", payload)
+            else:
+                length += append_hpub(frames, subj, b"", hdr, payload)
+        self._buffer_run(frames, length, len(payloads), size)
+
+    def _check_publishing(self) -> None:
         status = self._status
         if status >= Status.DRAINING_PUBS:
             if status is Status.CLOSED:
                 raise ConnectionClosedError("connection closed")
             raise ConnectionDrainingError("connection is draining: publishing is over")
-        if _WHITESPACE.search(reply_prefix) or _WHITESPACE.search(reply_suffix):
-            raise BadSubjectError(f"invalid reply subject {reply_prefix + '<n>' + reply_suffix!r}")
+
+    def _checked_run(
+        self, messages: Sequence[tuple[str, bytes, HeadersArg | None]]
+    ) -> tuple[list[bytes], list[bytes | None], list[bytes], int]:
+        """Each message checked as :meth:`publish_nowait` checks it: the encoded subjects, header
+        blocks and payloads, and the payloads' total size."""
         valid = self._valid_subjects
         max_payload = self._max_payload
         subjects: list[bytes] = []
@@ -372,17 +402,18 @@ class Client:
                     raise MaxPayloadError(
                         f"headers + payload of {len(headers) + n} bytes exceed max_payload {max_payload}"
                     )
-        frames: list[bytes] = []
-        length = append_requests(
-            frames, subjects, reply_prefix.encode(), reply_ids, hdrs, payloads, reply_suffix.encode()
-        )
+        return subjects, hdrs, payloads, size
+
+    def _buffer_run(self, frames: list[bytes], length: int, count: int, size: int) -> None:
+        """Buffer a run's frames (``length`` bytes, ``count`` messages, ``size`` payload bytes) as
+        :meth:`publish_nowait` buffers one: the reconnect buffer's limit, then a write."""
         buf = self._wbuf
         if self._transport is None and len(buf) + length > self._opts.pending_size:
             raise OutboundBufferLimitError(
                 f"reconnect buffer full ({len(buf)} of {self._opts.pending_size} bytes)"
             )
         buf += b"".join(frames)
-        self.out_msgs += len(payloads)
+        self.out_msgs += count
         self.out_bytes += size
         if self._transport is not None:
             if len(buf) >= WRITE_CHUNK:

@@ -224,8 +224,7 @@ class AtomicBatchPublisher:
             attempts += 1
             try:
                 async with self.js.batch_publisher(timeout=self.ack_timeout) as pub:
-                    for subject, data, headers in batch[:-1]:
-                        await pub.add(subject, data, headers=headers)
+                    await pub.add_many(batch[:-1])
                     if before is not None:
                         try:
                             await asyncio.shield(before)

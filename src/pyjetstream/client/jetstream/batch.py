@@ -73,6 +73,10 @@ DEFAULT_FLOW = 100  # fast ingest: ask for an ack every 100 messages at most (th
 DEFAULT_MAX_OUTSTANDING_ACKS = 2  # ADR-50: 2 is "generally optimal"
 
 
+_BATCH_ID_B = BATCH_ID.encode()
+_BATCH_SEQUENCE_B = BATCH_SEQUENCE.encode()
+
+
 def _with_batch(headers: Headers | bytes | None, extra: list[tuple[str, str]]) -> Headers | bytes:
     if isinstance(headers, bytes):  # an encoded block: the batch headers go before its blank line
         return headers[:-2] + "".join(f"{name}: {value}\r\n" for name, value in extra).encode() + b"\r\n"
@@ -145,6 +149,50 @@ class BatchPublisher:
                 raise BatchPublishError(f"unexpected reply to batch message {self._seq}")
         else:
             await nc.publish(subject, data, headers=hdrs)
+
+    async def add_many(self, messages: Sequence[tuple[str, bytes, HeadersArg]]) -> None:
+        """:meth:`add` of each ``(subject, data, headers)`` in order (no publish options): the
+        messages :meth:`add` sends as requests (the first, every ``ack_every``-th) one by one, the
+        plain publishes between them as one run (``Client.publish_many_nowait``) — for a bulk
+        loader (the Spark sink's ``publishMode=atomic``)."""
+        nc = self._js.nc
+        batch_id = self.batch_id.encode()
+        i = 0
+        n = len(messages)
+        while i < n:
+            self._check_open()
+            nxt = self._seq + 1
+            ack_every = self._ack_every
+            if nxt == 1 or (ack_every and nxt % ack_every == 0) or nxt >= MAX_ATOMIC_BATCH:
+                subject, data, headers = messages[i]
+                await self.add(subject, data, headers=headers)  # (a request, or the size error)
+                i += 1
+                continue
+            # The plain publishes up to the next request, and below the batch's size limit.
+            end = min(n, i + MAX_ATOMIC_BATCH - nxt)
+            if ack_every:
+                end = min(end, i + ack_every - nxt % ack_every)
+            run: list[tuple[str, bytes, Headers | bytes | None]] = []
+            seq = self._seq
+            for subject, data, headers in messages[i:end]:
+                seq += 1
+                own = _headers(headers, {})
+                if isinstance(own, bytes):  # _with_batch's bytes, framed at once
+                    block: Headers | bytes = b"%b%b: %b\r\n%b: %d\r\n\r\n" % (
+                        own[:-2],
+                        _BATCH_ID_B,
+                        batch_id,
+                        _BATCH_SEQUENCE_B,
+                        seq,
+                    )
+                else:
+                    block = _with_batch(own, [(BATCH_ID, self.batch_id), (BATCH_SEQUENCE, str(seq))])
+                run.append((subject, data, block))
+            nc.publish_many_nowait(run)
+            self._seq = seq
+            self._last_subject = run[-1][0]
+            i = end
+            await nc.wait_writable()
 
     async def commit(
         self, subject: str | None = None, data: bytes = b"", *, headers: HeadersArg = None, **options: Any
