@@ -243,3 +243,34 @@ async def test_nats_py_fetch(server: Target) -> None:
         assert info.ack_floor.stream_seq == 26 and info.num_ack_pending == 0
     finally:
         await nc.close()
+
+
+async def test_long_requests_get_every_message_in_order(client: RawClient) -> None:
+    """Two requests on one inbox for more than a connection writes early at (tens of KiB): every
+    message arrives once, in order, with its subject, headers and ack reply; both requests are
+    used up and no status follows."""
+    n = 1200
+    hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
+    await client.add_stream("S", ["s.>"])
+    for i in range(n):
+        subject = "s.b" if i % 7 == 3 else "s.a"
+        client.publish(subject, b"%d:" % i + b"x" * 150, hdr=hdr if i % 11 == 5 else None)
+    await client.flush()
+    await wait_for(lambda: _stored(client, n))
+    await client.add_consumer("S", "C", durable_name="C", max_ack_pending=-1)
+    inbox = client.new_inbox()
+    sub = client.subscribe(inbox)
+    client.pull("S", "C", inbox, {"batch": n // 2, "expires": 30_000 * MS})
+    client.pull("S", "C", inbox, {"batch": n // 2, "expires": 30_000 * MS})
+    msgs = await sub.collect(n)
+    for i, m in enumerate(msgs):
+        assert (m.subject, m.data) == ("s.b" if i % 7 == 3 else "s.a", b"%d:" % i + b"x" * 150)
+        assert m.hdr == (hdr if i % 11 == 5 else None)
+        assert (m.num_delivered, m.stream_seq, m.consumer_seq, m.num_pending) == (1, i + 1, i + 1, n - i - 1)
+    await sub.expect_none(0.3)
+    info = await client.consumer_info("S", "C")
+    assert (info["num_ack_pending"], info["num_pending"], info["num_waiting"]) == (n, 0, 0)
+
+
+async def _stored(client: RawClient, n: int) -> bool:
+    return bool((await client.stream_info("S"))["state"]["messages"] == n)

@@ -19,8 +19,8 @@ loop, deletes itself when inactive, and reports its info. Delivery runs on the e
 schedules itself again if more could go. Everything a message needs on the way out is pre-built
 (ack reply prefix, filter matcher, the receiver), a pass goes in runs (``_gather`` the next
 messages, ``_frame_run`` or ``_deliver_msgs`` them, mirroring ``getNextMsg`` / ``deliverMsg``), and
-a new message to a push receiver is one bytes format for its control line with the ack reply and
-three appends to the receiver's output (see ``_run``).
+a new message to a client receiver is one bytes format for its control line with the ack reply
+and three appends to the receiver's output (see ``_run``).
 """
 
 from __future__ import annotations
@@ -485,7 +485,7 @@ class Consumer:
         The pass goes in runs: ``_gather`` gets the next messages (``getNextMsg``: a redelivery
         or a last-per-subject message alone, mostly new messages read ahead in a run), and one of
         two loops delivers them (``deliverMsg`` for each): ``_frame_run`` when nothing needs a look
-        per message (new messages framed straight into a push receiver's connection), else
+        per message (new messages framed straight into the receiver's connection), else
         ``_deliver_msgs``. Calls are per run, never per message: the loops keep what they use in
         locals (a :class:`_Pass` carries it from run to run) and write the state's fields (next
         sequence, delivery sequence, pending entries) themselves. ``_end_pass`` does what follows.
@@ -554,13 +554,19 @@ class Consumer:
         return run, 1, True
 
     def _frame_run(self, p: _Pass, run: list[MsgTuple]) -> bool:
-        """``deliverMsg`` for a run of new messages to a push receiver that takes frames, when no
+        """``deliverMsg`` for a run of new messages to a receiver that takes frames, when no
         message needs a look of its own (``_Pass.frames_only``: no rate limit, flow control,
-        headers-only, replay or interest-stream AckNone): per message the ack reply, the frame into
-        the connection's output and the pending entry; the next sequence, the counters and the
-        AckNone floor once per run (``_framed``). The frames are accounted for as in
-        ``_deliver_msgs``, when they pass the receiver's room (the early write, maybe a
-        slow-consumer cut: then the rest of the run goes the routed way, read again)."""
+        headers-only, replay, interest-stream AckNone or priority groups): per message the ack
+        reply, the frame into the connection's output and the pending entry; the next sequence,
+        the counters and the AckNone floor once per run (``_framed``). The frames are accounted for
+        as in ``_deliver_msgs``, when they pass the receiver's room (the early write, maybe a
+        slow-consumer cut: then the rest of the run goes the routed way, read again).
+
+        A pull consumer's message goes to the head request as ``PullDelivery.next_waiting``'s
+        common case takes it (the request's count, the requeue behind the others, its heartbeat
+        deadline), inline; a message that is not that case (another receiver, a byte limit, a
+        request to check or expired) and the rest of the run go to ``_deliver_msgs``. False: no
+        request is left (the pass ends)."""
         st = self.state
         conn, rsub = p.conn, p.rsub
         assert conn is not None and rsub is not None
@@ -570,12 +576,44 @@ class Consumer:
         prefix1 = p.prefix1
         msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
         acc, acc_bytes, room = p.acc, p.acc_bytes, p.room
-        pending = st.pending if p.track else None
+        track = p.track
+        pending = st.pending if track else None
         now = p.now
-        dseq = first = st.dseq
+        dseq = first = start = st.dseq
         npc = self.npc
         seq = 0
+        pull = not p.push
+        q = self.pull.waiting._q
+        dest, current_pass = p.dest, p.current_pass
+        monotonic = time.monotonic
         for subject, seq, ts, hdr, payload in run:
+            if pull:
+                wr = q[0] if q else None
+                if (
+                    wr is None
+                    or wr.reply != dest
+                    or wr.checked != current_pass
+                    or wr.max_bytes > 0
+                    or (wr.expires and monotonic() >= wr.expires)
+                ):
+                    # Not next_waiting's common case: what went out so far, then the rest the long way.
+                    p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
+                    p.acc, p.acc_bytes = acc, acc_bytes
+                    if dseq != first:
+                        self._framed(p, run[dseq - start - 1][1], dseq, npc, dseq - first, track)
+                        p.acc_msgs += dseq - first
+                    if wr is None:
+                        return False
+                    return self._deliver_msgs(p, run[dseq - start :], 1, True)
+                wr.delivered += 1
+                wr.n -= 1
+                if wr.n <= 0:
+                    q.popleft()
+                elif len(q) > 1:
+                    q.popleft()
+                    q.append(wr)
+                if wr.n > 0 and wr.hb:
+                    wr.hbt = monotonic() + wr.hb
             npc -= 1
             if hdr and headers:
                 if subject is not hsub:
@@ -598,7 +636,7 @@ class Consumer:
                 pending[seq] = (dseq, now)
             dseq += 1
             if acc > room:  # where deliver would write early (and maybe cut the receiver)
-                self._framed(p, seq, dseq, npc, dseq - first, pending is not None)
+                self._framed(p, seq, dseq, npc, dseq - first, track)
                 conn.frames_queued(rsub, p.acc_msgs + dseq - first, acc_bytes, acc)
                 first = dseq
                 p.acc_msgs = acc = acc_bytes = 0
@@ -612,9 +650,9 @@ class Consumer:
         p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
         p.acc, p.acc_bytes = acc, acc_bytes
         if dseq != first:
-            self._framed(p, seq, dseq, npc, dseq - first, pending is not None)
+            self._framed(p, seq, dseq, npc, dseq - first, track)
             p.acc_msgs += dseq - first
-        return True
+        return not pull or bool(q)
 
     def _framed(self, p: _Pass, seq: int, dseq: int, npc: int, n: int, track: bool) -> None:
         """``_frame_run``'s ``n`` deliveries up to stream sequence ``seq`` went out: the state's
@@ -1125,8 +1163,7 @@ class _Pass:
         self.direct = 0  # deliveries framed straight onto the receiver's connection
         self.stop = _STOP_IDLE
         self.frames_only = (
-            push
-            and not self.push_size
+            (not self.push_size if push else self.groups is None)
             and not cfg.headers_only
             and not self.replay
             and not self.ack_none_interest
