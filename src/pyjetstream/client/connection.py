@@ -479,13 +479,21 @@ class Client:
         return self._add_subscription(subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit)
 
     async def subscribe_frames(
-        self, subject: str, cb: FramesCallback, scan: FrameScan | None = None
+        self,
+        subject: str,
+        cb: FramesCallback,
+        scan: FrameScan | None = None,
+        on_msg: MsgCallback | None = None,
     ) -> Subscription:
         """Subscribe with a raw-frame callback, for bulk readers: the messages of ``subject`` that
         carry headers come as ``cb(buf, offsets)``, every complete frame of a received chunk in one
         call, where frame *i*'s header block is ``buf[offsets[3i]:offsets[3i+1]]`` and its payload
-        ``buf[offsets[3i+1]:offsets[3i+2]]`` — no :class:`Msg` per message. (A frame the fast parser
-        does not take, or one without headers, comes as a run of one.) Reply subjects are not passed.
+        ``buf[offsets[3i+1]:offsets[3i+2]]`` — no :class:`Msg` per message. Each frame's control line
+        (subject, reply subject) ends right before its header block (:class:`FrameRun`).
+
+        A message that does not come as a frame (one without headers, or a frame the fast parser does
+        not take) goes to ``on_msg`` as a :class:`Msg` when given, else to ``cb`` as a run of one
+        (header block and payload only: no control line before it).
 
         ``scan``: a run finder for the parser (:func:`pyjetstream.protocol.frame_scan.hmsg_run`, which
         needs numpy) that finds a chunk's frames with array operations instead of one step per frame;
@@ -497,7 +505,7 @@ class Client:
             hdr = msg.raw_headers or b""
             cb(hdr + msg.data, [0, len(hdr), len(hdr) + len(msg.data)])
 
-        sub = await self.subscribe(subject, cb=one)
+        sub = await self.subscribe(subject, cb=on_msg or one)
         sub._frames_cb = cb
         self._frame_sids.add(sub.sid)
         if scan is not None:
@@ -944,7 +952,9 @@ class Client:
         """Try servers as the reconnect policy hands them out until one completes the handshake."""
         policy = self._reconnect_policy
         last_error: Exception | None = None
-        async with contextlib.aclosing(policy.attempts(lambda: self._status is Status.RECONNECTING)) as servers:
+        async with contextlib.aclosing(
+            policy.attempts(lambda: self._status is Status.RECONNECTING)
+        ) as servers:
             async for server in servers:
                 try:
                     await self._attempt(server)

@@ -1,21 +1,26 @@
 """Find a run of HMSG frames for one subscription in a received buffer with array operations.
 
-A bulk reader (batched direct get: thousands of replies per request) gets every frame of a
-received chunk from :class:`.parser.ClientSideParser` in one :class:`.events.FrameRun`; the
-parser walks the frames one by one (one regex match per control line). :func:`hmsg_run` finds
-the same run without a Python step per frame, with numpy (the ``spark`` extra; this module is
-imported only by readers that pass it to ``Client.subscribe_frames``):
+A bulk reader (batched direct get, a consumer's deliveries: thousands of messages per request) gets
+every frame of a received chunk from :class:`.parser.ClientSideParser` in one :class:`.events.FrameRun`;
+the parser walks the frames one by one (one regex match per control line, ``parser._HMSG_LINE``).
+:func:`hmsg_run` finds the same run without a Python step per frame, with numpy (the ``spark`` extra;
+this module is imported only by readers that pass it to ``Client.subscribe_frames``). It takes the
+first frame's control line and picks one of two finders:
 
-1. every position where the first frame's control-line prefix (``HMSG <subject> <sid> ``) could
-   start: the prefix's first byte, then the whole prefix compared at those positions;
-2. at each, the two sizes (``<header size> <total size>\\r\\n``, as nats-server's ``processHeaderMsgArgs``
-   reads them: decimal digits, at most 10 each), so where its header block, payload and the next op
-   start;
-3. the run: the frames that chain from the first one, each starting exactly where the previous
-   one's payload and CRLF end. A candidate inside a payload (a payload that holds the prefix) or
-   another op between two frames ends the run there; whatever follows is left to the parser's general
-   loop, which parses it as before. Only frames found by the chain are returned, so the result is the
-   one the per-frame walk gives (same frames, same offsets).
+- the frames all start with the first one's ``HMSG <subject> <sid> `` (no reply subject: direct get
+  replies to one inbox): every position where that prefix could start (its first byte, then the whole
+  prefix compared there);
+- otherwise (a reply subject, a consumer's deliveries of many subjects): every ``HMSG `` and, per
+  candidate, its line's CR, LF, tab and space positions (``searchsorted`` into each byte's positions):
+  four or five single-space-separated tokens, no tab or LF, the sid token equal to the first's;
+
+then, for both, the two sizes (``<header size> <total size>\r\n``, as nats-server's
+``processHeaderMsgArgs`` reads them: decimal digits, at most 10 each), so where its header block,
+payload and the next op start; and the run: the frames that chain from the first one, each starting
+exactly where the previous one's payload and CRLF end. A candidate inside a payload (a payload that
+holds the prefix) or another op between two frames ends the run there; whatever follows is left to the
+parser's general loop, which parses it as before. Only frames found by the chain are returned, so the
+result is the one the per-frame walk gives (same frames, same offsets).
 """
 
 from __future__ import annotations
@@ -40,10 +45,22 @@ def _numbers(a: np.ndarray, stop: np.ndarray, width: np.ndarray) -> np.ndarray:
     return window @ _POW10
 
 
-def hmsg_run(buf: bytes, first: tuple[int, int, int], prefix: bytes) -> tuple[np.ndarray, int, bool]:
+def hmsg_run(buf: bytes, first: tuple[int, int, int], line: bytes) -> tuple[np.ndarray, int, bool] | None:
     """The frames of a run that starts with the complete frame ``first`` (its header start, payload
-    start and payload end in ``buf``), then every complete frame right after it whose control line
-    starts with ``prefix`` (``HMSG <subject> <sid> ``: no reply subject).
+    start and payload end in ``buf``; ``line`` its control line, as servers write it: single spaces),
+    then every complete frame right after it for the same sid; None for a line not in that form (the
+    parser's walk takes the run)."""
+    parts = line.split(b" ")
+    if parts[0] != b"HMSG" or not 5 <= len(parts) <= 6 or not all(parts):
+        return None
+    if len(parts) == 5:
+        return _prefix_run(buf, first, b" ".join(parts[:3]) + b" ")
+    return _any_run(buf, first, parts[2])
+
+
+def _prefix_run(buf: bytes, first: tuple[int, int, int], prefix: bytes) -> tuple[np.ndarray, int, bool]:
+    """The run of frames whose control lines start with ``prefix`` (``HMSG <subject> <sid> ``: no
+    reply subject).
 
     Returns ``(offsets, pos, broken)``: ``offsets`` flat int64, three per frame as
     :class:`.events.FrameRun` holds them; ``pos`` where the next op starts; ``broken`` when the run
@@ -90,6 +107,20 @@ def hmsg_run(buf: bytes, first: tuple[int, int, int], prefix: bytes) -> tuple[np
     ok &= (hdr <= total) & (end + 2 <= size)
     end_ok = np.minimum(end, size - 2)
     ok &= (a[end_ok] == 13) & (a[end_ok + 1] == 10)
+    return _chain(first, cand, ok, head, hdr, end, pos)
+
+
+def _chain(
+    first: tuple[int, int, int],
+    cand: np.ndarray,
+    ok: np.ndarray,
+    head: np.ndarray,
+    hdr: np.ndarray,
+    end: np.ndarray,
+    pos: int,
+) -> tuple[np.ndarray, int, bool]:
+    """The frames that chain from ``first``: candidate ``i`` (whole when ``ok``) has its header block
+    at ``head``, ``hdr`` bytes of it, and its payload ending at ``end``."""
     nxt = end + 2
     # Frame k+1 of the run is the candidate where frame k ends; the first that is not, or is not a
     # whole frame, ends the run (a frame k whose successor is no candidate still belongs to it).
@@ -111,3 +142,86 @@ def hmsg_run(buf: bytes, first: tuple[int, int, int], prefix: bytes) -> tuple[np
     out[1:, 1] = head[:count] + hdr[:count]
     out[1:, 2] = end[:count]
     return out.ravel(), int(nxt[count - 1]) if count else pos, bool(broken)
+
+
+_HMSG = np.frombuffer(b"HMSG ", np.uint8)
+_FIVE = np.arange(5)
+
+
+def _after(positions: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per ``at``: the first of ``positions`` at or after it, and whether there is one."""
+    i = np.searchsorted(positions, at)
+    has = i < len(positions)
+    if not len(positions):
+        return at, has
+    return positions[np.minimum(i, len(positions) - 1)], has
+
+
+def _checked_numbers(a: np.ndarray, stop: np.ndarray, width: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the decimal number of ``width`` (1-10) bytes ending before ``stop``, and whether they
+    are all digits."""
+    window = a[np.maximum(stop[:, None] - MAX_SIZE_DIGITS + _DIGIT_COLS, 0)].astype(np.int64) - 48
+    used = _DIGIT_COLS >= MAX_SIZE_DIGITS - width[:, None]
+    digits = ((window >= 0) & (window <= 9)) | ~used
+    window[~used] = 0
+    return window @ _POW10, np.asarray(digits.all(axis=1))
+
+
+def _any_run(buf: bytes, first: tuple[int, int, int], sid: bytes) -> tuple[np.ndarray, int, bool]:
+    """The run of frames for ``sid`` whose control lines are ``HMSG <subject> <sid> [<reply>] <hdr>
+    <total>`` with any subject and reply (what ``parser._HMSG_LINE`` matches: single spaces, no tab,
+    CR or LF in a token, 1-10 digits per size)."""
+    pos = first[2] + 2
+    a = np.frombuffer(buf, np.uint8)
+    size = len(a)
+    if size - pos < 16:  # "HMSG s 1 0 0\r\n\r\n" at the least
+        return np.array(first, np.int64), pos, False
+    region = a[pos:]
+    cand = np.flatnonzero(region[: size - pos - 5] == 72)
+    cand += pos
+    if len(cand):
+        cand = cand[(a[cand[:, None] + _FIVE] == _HMSG).all(axis=1)]
+    if not len(cand) or cand[0] != pos:
+        return np.array(first, np.int64), pos, False
+    cr = np.flatnonzero(region == 13) + pos
+    line_end, ok = _after(cr, cand)
+    ok &= line_end + 1 < size
+    line_end = np.where(ok, line_end, size - 2)
+    lf_at, has_lf = _after(np.flatnonzero(region == 10) + pos, cand)
+    ok &= has_lf & (lf_at == line_end + 1)
+    tab_at, has_tab = _after(np.flatnonzero(region == 9) + pos, cand)
+    ok &= ~has_tab | (tab_at > line_end)
+    sp = np.flatnonzero(region == 32) + pos
+    k = np.searchsorted(sp, cand)
+    spaces = np.searchsorted(sp, line_end) - k  # in the line
+    ok &= (spaces == 4) | (spaces == 5)
+    spaces = np.where(ok, spaces, 4)
+    last_sp = len(sp) - 1
+
+    def space(j: np.ndarray | int) -> np.ndarray:
+        return sp[np.minimum(k + j, last_sp)]
+
+    s0, s1, s2, s3 = space(0), space(1), space(2), space(3)
+    ok &= (s0 == cand + 4) & (s1 > s0 + 1) & (s2 - s1 - 1 == len(sid))  # "HMSG ", a subject, the sid
+    sid_arr = np.frombuffer(sid, np.uint8)
+    ok &= (a[np.minimum(s1[:, None] + 1 + np.arange(len(sid)), size - 1)] == sid_arr).all(axis=1)
+    ok &= (spaces == 4) | (s3 > s2 + 1)  # a reply subject of one byte or more
+    before_hdr = np.where(spaces == 5, s3, s2)
+    before_total = space(spaces - 1)
+    hdr_width = before_total - before_hdr - 1
+    total_width = line_end - before_total - 1
+    ok &= (
+        (hdr_width >= 1)
+        & (hdr_width <= MAX_SIZE_DIGITS)
+        & (total_width >= 1)
+        & (total_width <= MAX_SIZE_DIGITS)
+    )
+    hdr, hdr_ok = _checked_numbers(a, before_total, np.where(ok, hdr_width, 1))
+    total, total_ok = _checked_numbers(a, line_end, np.where(ok, total_width, 1))
+    ok &= hdr_ok & total_ok
+    head = line_end + 2
+    end = head + total
+    ok &= (hdr <= total) & (end + 2 <= size)
+    end_ok = np.minimum(end, size - 2)
+    ok &= (a[end_ok] == 13) & (a[end_ok + 1] == 10)
+    return _chain(first, cand, ok, head, hdr, end, pos)

@@ -55,7 +55,7 @@ def _parse_size(token: bytes) -> int:
 # ``_complete(x, payload)`` for COMPLETE, ``x(payload)`` for MAKE (``x`` a partial over the parsed
 # parts) and ``x + (payload,)`` for TUPLE (``x`` the event's leading fields, for a subclass that
 # takes plain tuples: see ``ServerSideParser.pub_tuples``).
-# FRAMES: an HMSG for a sid in ``ClientSideParser.frame_sids``; ``x`` is ``(sid, header size)``
+# FRAMES: an HMSG for a sid in ``ClientSideParser.frame_sids``; ``x`` is ``(sid, header size, line)``
 # and the frame starts a :class:`FrameRun`. REQUEST: a TUPLE with a reply (a PUB with a reply,
 # ``pub_tuples``), which may start a :class:`ReplyRun`. ACKS: a reply-less TUPLE to a JetStream
 # ack subject (``pub_runs``), which may start an :class:`AckRun`. MSGS: a reply-less MSG for a sid in
@@ -311,7 +311,7 @@ class _FrameParser:
         raise NotImplementedError
 
     def _frame_run(
-        self, buf: bytes, start: int, end: int, x: tuple[int, int], append: Callable[[Any], None]
+        self, buf: bytes, start: int, end: int, x: tuple[int, int, bytes], append: Callable[[Any], None]
     ) -> int:
         """See :meth:`ClientSideParser._frame_run` (only a client parser makes FRAMES hits)."""
         raise NotImplementedError
@@ -375,9 +375,11 @@ def _tuple_event(head: tuple[Any, ...], body: bytes) -> tuple[Any, ...]:
     return (*head, body)
 
 
-def _frame_event(head: tuple[int, int], body: bytes) -> FrameRun:
-    """A raw-read frame whose payload arrived in a later feed: a run of one."""
-    return FrameRun(head[0], body, [0, head[1], len(body)])
+def _frame_event(head: tuple[int, int, bytes], body: bytes) -> FrameRun:
+    """A raw-read frame whose payload arrived in a later feed: a run of one, its control line put
+    back before it (a frame's control line always ends right before its header block)."""
+    start = len(head[2]) + 2
+    return FrameRun(head[0], head[2] + b"\r\n" + body, [start, start + head[1], start + len(body)])
 
 
 def _msg_run_event(head: tuple[int, bytes], body: bytes) -> MsgRun:
@@ -721,21 +723,10 @@ _MSG_LINE = rb"MSG ([^ \t\r\n]+) %%s (\d{1,%d})\r\n" % MAX_SIZE_DIGITS
 _HMSG_LINE = rb"HMSG [^ \t\r\n]+ %%s (?:[^ \t\r\n]+ )?(\d{1,%d}) (\d{1,%d})\r\n" % (MAX_SIZE_DIGITS, MAX_SIZE_DIGITS)
 
 
-# A run finder (``frame_scan.hmsg_run``): (buffer, first frame's offsets, control-line prefix) ->
-# (flat offsets of the run, position after it, whether it broke on a frame it could not chain).
-FrameScan = Callable[[bytes, tuple[int, int, int], bytes], tuple[Any, int, bool]]
-
-
-def _run_prefix(buf: bytes, start: int) -> bytes | None:
-    """``HMSG <subject> <sid> `` of the frame whose header block starts at ``start`` (its control line
-    ends with CRLF just before), as servers write it; None when it has a reply subject or is not in
-    that form (the frame-by-frame walk then takes the run)."""
-    line_start = buf.rfind(b"\n", 0, start - 1) + 1
-    line = buf[line_start : start - 2]
-    parts = line.split(b" ")
-    if len(parts) != 5 or parts[0] != b"HMSG":
-        return None
-    return b" ".join(parts[:3]) + b" "
+# A run finder (``frame_scan.hmsg_run``): (buffer, first frame's offsets, its control line) ->
+# (flat offsets of the run, position after it, whether it broke on a frame it could not chain), or
+# None for a control line it does not take (the frame-by-frame walk then takes the run).
+FrameScan = Callable[[bytes, tuple[int, int, int], bytes], tuple[Any, int, bool] | None]
 
 
 class ClientSideParser(_FrameParser):
@@ -789,14 +780,14 @@ class ClientSideParser(_FrameParser):
                 if 0 <= hdr <= total and sid.isdigit():
                     isid = int(sid)
                     if isid in self.frame_sids:
-                        return FRAMES, (isid, hdr), total
+                        return FRAMES, (isid, hdr, line), total
                     reply = args[3].decode() if n == 6 else ""
                     hit = COMPLETE, (args[1].decode(), isid, reply, hdr or -1), total
                     return hit if n == 6 else self._remember(line, hit)
         return None
 
     def _frame_run(
-        self, buf: bytes, start: int, end: int, x: tuple[int, int], append: Callable[[Any], None]
+        self, buf: bytes, start: int, end: int, x: tuple[int, int, bytes], append: Callable[[Any], None]
     ) -> int:
         """The complete HMSG frame at ``start:end`` (header size ``x[1]``) and every complete
         frame right after it for the same sid, as one :class:`FrameRun`; returns the position
@@ -805,9 +796,9 @@ class ClientSideParser(_FrameParser):
         sid = x[0]
         scan = self.frame_scan
         if scan is not None and not self._scan_off:
-            prefix = _run_prefix(buf, start)
-            if prefix is not None:
-                found, pos, broken = scan(buf, (start, start + x[1], end), prefix)
+            run = scan(buf, (start, start + x[1], end), x[2])
+            if run is not None:
+                found, pos, broken = run
                 self._scan_off = broken
                 append(FrameRun(sid, buf, found))
                 return pos
