@@ -1,7 +1,7 @@
 """Spark data source benchmark: the ``jetstream`` source and sink next to Parquet, in one run.
 
     .venv/bin/python bench/bench_spark.py [--rows 200000] [--size 100] [--targets embedded,nats-server]
-                                          [--rounds 2] [--cores 2] [--only writes]
+                                          [--rounds 2] [--cores 2] [--only writes|reads]
 
 For each server target (our embedded server and nats-server, both subprocesses started the
 same way) with one local SparkSession (default JIT, so Parquet is not handicapped):
@@ -10,7 +10,8 @@ same way) with one local SparkSession (default JIT, so Parquet is not handicappe
   ``Nats-Msg-Id``) in each ``publishMode`` but ``sync`` (``async`` pipelined publishes, ``fast``
   fast-ingest batches, ``atomic`` batches of 1000), and ``async`` with ``deriveMsgId=false``;
 - batch read rows/s with 1, 2 and 4 partitions (every column materialised: a sum over the
-  payload lengths);
+  payload lengths), by the default path (an ephemeral consumer per partition), and with 2
+  partitions by batched direct get (``directGet=true``);
 - streaming read rows/s: Trigger.AvailableNow over the same stream into the ``noop`` sink,
   10 micro-batches, over the batches' own time (query start-up not counted);
 - streaming end-to-end latency: messages published at a steady rate, read by a running query
@@ -18,7 +19,8 @@ same way) with one local SparkSession (default JIT, so Parquet is not handicappe
   second stream to a subscriber;
 
 and, as the limit, the same rows written to and read from Parquet (local files) in the same
-run. ``--only writes`` times the writes and the Parquet write alone. Prints rows/s and the ratio to Parquet (Parquet = 1.00). Best of ``--rounds``.
+run. ``--only writes`` times the writes and the Parquet write alone; ``--only reads`` the batch
+reads and the Parquet reads (the stream filled by one untimed Spark write with derived ids). Prints rows/s and the ratio to Parquet (Parquet = 1.00). Best of ``--rounds``.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ async def _reset_streams(url: str) -> None:
                 await js.delete_stream(name)
             except Exception:
                 pass
-            # allow_direct: batch reads use batched direct get on a server that has it (2.11+);
+            # allow_direct: the directGet=true read uses batched direct get on a server that has it (2.11+);
             # allow_batched / allow_atomic: the fast and atomic write modes (2.14+ / 2.12+).
             await js.create_stream(
                 StreamConfig(
@@ -129,11 +131,18 @@ def bench_writes(spark: Any, url: str, rows: int, size: int, rounds: int) -> dic
     return out
 
 
+def fill_for_reads(spark: Any, url: str, rows: int, size: int) -> None:
+    """The stream the reads read, as ``bench_writes`` leaves it (one write, derived ids)."""
+    df = source_frame(spark, rows, size)
+    reset_streams(url)
+    df.write.format("jetstream").mode("append").option("servers", url).option("stream", SRC).save()
+
+
 def bench_reads(spark: Any, url: str, rows: int, rounds: int) -> dict[str, float]:
     from pyspark.sql import functions as F
 
     out = {}
-    for partitions, direct in ((1, True), (2, True), (4, True), (2, False)):
+    for partitions, direct in ((1, False), (2, False), (4, False), (2, True)):
 
         def read(p: int = partitions, direct_get: bool = direct) -> float:
             df = (
@@ -153,7 +162,7 @@ def bench_reads(spark: Any, url: str, rows: int, rounds: int) -> dict[str, float
             return rows / (time.perf_counter() - start)
 
         name = f"batch read, {partitions} partition{'s' if partitions > 1 else ''}"
-        out[name if direct else f"{name} (consumer)"] = best(rounds, read)
+        out[f"{name} (direct get)" if direct else name] = best(rounds, read)
     return out
 
 
@@ -288,7 +297,12 @@ def main() -> None:
     parser.add_argument("--targets", default=f"{EMBEDDED},{NATS_SERVER}")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--only", choices=["all", "writes"], default="all", help="writes: the writes alone")
+    parser.add_argument(
+        "--only",
+        choices=["all", "writes", "reads"],
+        default="all",
+        help="the writes or the batch reads alone",
+    )
     args = parser.parse_args()
     writes_only = args.only == "writes"
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
@@ -301,6 +315,16 @@ def main() -> None:
             target: Target = make_target(kind, tmp / kind)
             try:
                 warm_up(spark, target.url, tmp, writes_only)
+                if args.only == "reads":
+                    fill_for_reads(spark, target.url, args.rows, args.size)
+                    print(f"[{kind}] batch reads ...", flush=True)
+                    results[kind] = bench_reads(spark, target.url, args.rows, args.rounds)
+                    if "parquet" not in results:
+                        print("[parquet] write and reads ...", flush=True)
+                        results["parquet"] = bench_parquet(
+                            spark, target.url, args.rows, args.size, args.rounds, tmp
+                        )
+                    continue
                 print(f"[{kind}] writes ...", flush=True)
                 r = bench_writes(spark, target.url, args.rows, args.size, args.rounds)
                 if writes_only:
@@ -352,13 +376,16 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         "write, atomic batches (derived ids)": pq["Parquet write"],
         "batch read, 1 partition": pq.get("Parquet read, 1 file", 0.0),
         "batch read, 2 partitions": pq.get("Parquet read, 2 files", 0.0),
-        "batch read, 2 partitions (consumer)": pq.get("Parquet read, 2 files", 0.0),
+        "batch read, 2 partitions (direct get)": pq.get("Parquet read, 2 files", 0.0),
         "batch read, 4 partitions": pq.get("Parquet read, 4 files", 0.0),
         "streaming read (AvailableNow, noop sink)": pq.get("Parquet read, 2 files", 0.0),
     }
     if args.only == "writes":
         limits = {name: limit for name, limit in limits.items() if name.startswith("write")}
         print("(writes only)")
+    elif args.only == "reads":
+        limits = {name: limit for name, limit in limits.items() if name.startswith("batch read")}
+        print("(batch reads only)")
     for name, limit in limits.items():
         line = f"{name:<42}"
         for t in targets:
@@ -367,7 +394,7 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         print(line)
     for name, value in pq.items():
         print(f"{name + ' (the limit)':<42}{value:>14,.0f}")
-    if args.only == "writes":
+    if args.only != "all":
         return
     line = f"{'streaming end-to-end latency p50/p95 ms':<42}"
     for t in targets:

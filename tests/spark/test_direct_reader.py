@@ -36,7 +36,9 @@ async def _fill(url: str, name: str, n: int, *, allow_direct: bool = True) -> No
         await nc.close()
 
 
-def _rows(url: str, name: str, first: int, last: int, subjects: tuple[str, ...] = (), **options: str) -> list[tuple]:
+def _rows(
+    url: str, name: str, first: int, last: int, subjects: tuple[str, ...] = (), **options: str
+) -> list[tuple]:
     opts = parse_options({"servers": url, "stream": name, "batchSize": "7", **options})
     rows = []
     for batch in read_range(opts, name, first, last, subjects, SCHEMA):
@@ -58,7 +60,9 @@ def _direct_rows(url: str, name: str, first: int, last: int, subject: str = "") 
             await reader.open()
             while (batch := await reader.next_batch()) is not None:
                 d = batch.to_pydict()
-                rows += list(zip(d["subject"], d["sequence"], d["data"], d["headers"], d["timestamp"], strict=True))
+                rows += list(
+                    zip(d["subject"], d["sequence"], d["data"], d["headers"], d["timestamp"], strict=True)
+                )
         finally:
             await reader.close()
             await nc.close()
@@ -76,7 +80,7 @@ async def _level(url: str) -> int:
 
 
 def _uses_direct(url: str, name: str, subjects: tuple[str, ...] = ()) -> bool:
-    opts = parse_options({"servers": url, "stream": name})
+    opts = parse_options({"servers": url, "stream": name, "directGet": "true"})
 
     async def probe() -> bool:
         nc = await connect(url)
@@ -98,7 +102,8 @@ def test_direct_and_consumer_reads_agree(js_server: Target, allow_direct: bool) 
     assert _uses_direct(js_server.url, name) is (allow_direct and level >= 1)
     assert not _uses_direct(js_server.url, name, (f"{name}.1", f"{name}.2"))
     consumer = _rows(js_server.url, name, 3, 100, directGet="false")
-    assert _rows(js_server.url, name, 3, 100) == consumer
+    assert _rows(js_server.url, name, 3, 100) == consumer  # the default: a consumer
+    assert _rows(js_server.url, name, 3, 100, directGet="true") == consumer
     if not allow_direct:
         return
     direct = _direct_rows(js_server.url, name, 3, 100)
@@ -111,6 +116,6 @@ def test_direct_and_consumer_reads_agree(js_server: Target, allow_direct: bool) 
     filtered = _direct_rows(js_server.url, name, 1, 120, f"{name}.1")
     assert [r[1] for r in filtered] == [s for s in range(1, 121) if (s - 1) % 4 == 1 and s not in (5, 6, 50)]
     assert filtered == _rows(js_server.url, name, 1, 120, (f"{name}.1",), directGet="false")
-    assert _rows(js_server.url, name, 1, 120, (f"{name}.1",)) == filtered
+    assert _rows(js_server.url, name, 1, 120, (f"{name}.1",), directGet="true") == filtered
     assert _direct_rows(js_server.url, name, 5, 6) == []
     assert [r[1] for r in _direct_rows(js_server.url, name, 118, 500)] == [118, 119, 120]

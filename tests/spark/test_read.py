@@ -63,8 +63,8 @@ def test_batch_read_every_field_parallel_partitions(spark: Any, js_server: Targe
         df = read(spark, js_server.url, stream_name, partitions=partitions)
         assert df.rdd.getNumPartitions() == partitions
         assert rows_of(df) == expected
-    # The ephemeral-consumer path (older servers, streams without allow_direct) reads the same.
-    assert rows_of(read(spark, js_server.url, stream_name, partitions=2, directGet="false")) == expected
+    # The batched direct get path (directGet=true) reads the same.
+    assert rows_of(read(spark, js_server.url, stream_name, partitions=2, directGet="true")) == expected
     assert [f.name for f in df.schema.fields] == [
         "stream",
         "subject",

@@ -322,7 +322,75 @@ def test_reply_frames_build_the_columns_of_the_replies() -> None:
             ]
             expected = [r for r in expected if r[1] <= last]
             got = [
-                (r["subject"], r["sequence"], r["headers"], r["data"], r["timestamp"].microsecond) for r in rows
+                (r["subject"], r["sequence"], r["headers"], r["data"], r["timestamp"].microsecond)
+                for r in rows
             ]
             assert got == expected, (reorder, last)
             assert all(r["stream"] == "S" for r in rows)
+
+
+def test_consumer_frames_build_the_columns_of_the_deliveries() -> None:
+    """A consumer's deliveries kept as received (frames with their control lines, and a message that
+    came as a Msg) become the same rows as the one-message-at-a-time columns, through the array path
+    and through the row-by-row parse (the ack subject's long form); rows past the range's end are
+    dropped, and an empty header block stays an empty map."""
+    import numpy as np
+
+    from pyjetstream.spark.arrow_batch import MessageColumns, arrow_schema
+    from pyjetstream.spark.consumer_frames import ConsumerFrames, line_starts
+    from pyjetstream.spark.options import parse_options
+    from pyjetstream.spark.schema import message_schema
+
+    schema = arrow_schema(message_schema(parse_options({"stream": "S"})))
+    blocks = {
+        3: b"NATS/1.0\r\nX-K: v3\r\nY:  a b \r\nX-K: w\r\n\r\n",
+        4: b"",
+        7: b"NATS/1.0\r\nZ: 1\r\n\r\n",
+        8: b"",
+    }
+
+    def ack(seq: int, long: bool) -> bytes:
+        if long:
+            return b"$JS.ACK.dom.acchash.S.C.1.%d.%d.%d.%d.tok" % (seq, seq, seq * 1000 + 17, 9 - seq)
+        return b"$JS.ACK.S.C.1.%d.%d.%d.%d" % (seq, seq, seq * 1000 + 17, 9 - seq)
+
+    for long in (False, True):
+        for last in (8, 5):
+            for empty_block in (False, True):
+                if empty_block:
+                    blocks[8] = b"NATS/1.0\r\n\r\n"
+                buf = b"+OK\r\n"
+                h, s, e = [], [], []
+                old = MessageColumns("S", schema)
+                for seq in (3, 7, 8):
+                    block, data = blocks[seq], b"payload %d" % seq
+                    buf += b"HMSG s.%d 5 %s %d %d\r\n" % (
+                        seq,
+                        ack(seq, long),
+                        len(block),
+                        len(block) + len(data),
+                    )
+                    h.append(len(buf))
+                    s.append(len(buf) + len(block))
+                    buf += block + data
+                    e.append(len(buf))
+                    buf += b"\r\n"
+                    if seq <= last:
+                        old.append(f"s.{seq}", seq, seq * 1000 + 17, block or None, data)
+                frames = ConsumerFrames("S", schema, last)
+                ha, sa, ea = np.array(h), np.array(s), np.array(e)
+                ls = line_starts(buf, ha, ea)
+                assert buf[ls[0] : ls[0] + 5] == b"HMSG " and buf[ls[1] : ls[1] + 5] == b"HMSG "
+                frames.add(buf, ls[:1], ha[:1], sa[:1], ea[:1])
+                frames.add_msg("s.4", ack(4, long).decode(), None, b"payload 4")
+                frames.add(buf, ls[1:], ha[1:], sa[1:], ea[1:])
+                expected = MessageColumns("S", schema)
+                for i, seq in enumerate(old.sequence):
+                    expected.append(old.subject[i], seq, old.timestamp[i], old.headers[i], old.data[i])
+                    if seq == 3:
+                        expected.append("s.4", 4, 4017, None, b"payload 4")
+                got = frames.to_batch().to_pylist()
+                assert got == expected.to_batch().to_pylist(), (long, last, empty_block)
+                assert [r["sequence"] for r in got] == [q for q in (3, 4, 7, 8) if q <= last]
+                if empty_block and last == 8:
+                    assert got[-1]["headers"] == []

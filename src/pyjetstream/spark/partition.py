@@ -3,10 +3,12 @@
 A partition reads stream sequences ``first..last`` on one connection, with one of two readers that
 share a :class:`.range_cursor.RangeCursor` (the range, the last sequence read, the rows not yet handed to Spark):
 
+- :class:`.range_reader.RangeReader`, an ephemeral pull consumer over the range (the default: per
+  row the cheaper path on both servers; nats-server 2.15.1 spends ~4 µs of CPU per delivery against
+  ~14 µs per batched direct-get reply);
 - :class:`.direct_reader.DirectRangeReader`, batched direct get (one request brings a batch of
-  messages, no consumer), where the server (API level ≥ 1, nats-server 2.11+) and the stream
-  (``allow_direct``) allow it and at most one subject filters the read;
-- :class:`.range_reader.RangeReader`, an ephemeral pull consumer over the range, otherwise.
+  messages, no consumer), with ``directGet=true`` where the server (API level ≥ 1, nats-server
+  2.11+) and the stream (``allow_direct``) allow it and at most one subject filters the read.
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ async def open_reader(
         info = await api.stream_info(stream)
         if info.config.allow_direct:
             subject = subjects[0] if subjects else ""
-            reader = DirectRangeReader(nc, api.api.direct_get(stream), opts, stream, first, last, subject, schema)
+            reader = DirectRangeReader(
+                nc, api.api.direct_get(stream), opts, stream, first, last, subject, schema
+            )
     if reader is None:
         reader = RangeReader(nc, opts, stream, first, last, subjects, schema)
     await reader.open()

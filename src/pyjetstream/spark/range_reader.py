@@ -13,20 +13,34 @@ the range, so a partition never reads far past its end. The read stops when
 The stream's metadata comes from each message's ack reply subject
 (``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>``), so reading
 needs no per-message request.
+
+The deliveries come as raw frames (``Client.subscribe_frames`` with the parser's array run finder
+:func:`~pyjetstream.protocol.frame_scan.hmsg_run`: every frame of a received chunk in one call, as
+offset arrays, no step per frame) and are kept as received (:class:`.consumer_frames.ConsumerFrames`,
+which builds a batch's columns with array operations); per chunk the reader reads only the last
+message's ack subject. A message without headers comes as a :class:`Msg` and joins the same batch.
+Where the read filters subjects itself (overlapping filters, or several on a server that takes one)
+every message comes as a :class:`Msg`. The next pull request goes out while the current one still
+has up to a batch to deliver, so the server sends while the reader builds and Spark consumes.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from pyjetstream.api import PullRequest, encode, parse_ack_reply
 from pyjetstream.api.pull_status import PullStatus, classify_pull_status
 from pyjetstream.api.timefmt import NS_PER_S
 from pyjetstream.client import Client, Msg, Subscription
+from pyjetstream.protocol import parse_headers
+from pyjetstream.protocol.frame_scan import hmsg_run
 from pyjetstream.protocol.subjects import subject_matches, subjects_overlap
 from pyjetstream.spark.arrow_batch import MessageColumns
+from pyjetstream.spark.consumer_frames import ConsumerFrames, line_starts
 from pyjetstream.spark.errors import JetStreamSparkError
 from pyjetstream.spark.jsapi import JetStreamApi
 from pyjetstream.spark.options import JetStreamOptions
@@ -59,7 +73,8 @@ class RangeReader:
         self.opts = opts
         self.stream = stream
         self.subjects = subjects
-        self.cursor = RangeCursor(first, last, lambda: MessageColumns(stream, schema))
+        self.schema = schema
+        self.cursor: RangeCursor[Any] = RangeCursor(first, last, lambda: MessageColumns(stream, schema))
         self._api = JetStreamApi(nc, opts.connect.request_timeout)
         self._sub: Subscription | None = None
         self._inbox = ""
@@ -79,7 +94,15 @@ class RangeReader:
         self._wake = asyncio.Event()
         self._plan_filters()
         self._inbox = self.nc.new_inbox()
-        self._sub = await self.nc.subscribe(self._inbox, cb=self._on_msg)
+        if self._local_filter:
+            self._sub = await self.nc.subscribe(self._inbox, cb=self._on_msg)
+        else:
+            stream, schema, last = self.stream, self.schema, self.cursor.last
+            self.cursor.new_columns = lambda: ConsumerFrames(stream, schema, last)
+            self.cursor.cols = self.cursor.new_columns()
+            self._sub = await self.nc.subscribe_frames(
+                self._inbox, self._on_frames, scan=hmsg_run, on_msg=self._on_msg
+            )
         await self._create_consumer()
 
     def _plan_filters(self) -> None:
@@ -123,7 +146,8 @@ class RangeReader:
     # --- reading -----------------------------------------------------------------------------
 
     async def next_batch(self) -> pa.RecordBatch | None:
-        """Up to ``batch_size`` rows, or ``None`` once the range is exhausted."""
+        """Up to ``batch_size`` rows, or ``None`` once the range is exhausted. The next pull is asked
+        for before the batch is handed over."""
         wake = self._wake
         cur = self.cursor
         while not cur.done and len(cur.cols) < self.opts.batch_size:
@@ -134,8 +158,7 @@ class RangeReader:
                 self._lost = False
                 await self._create_consumer()
                 continue
-            if self._outstanding <= 0:
-                self._pull()
+            self._top_up()
             wake.clear()
             before = cur.cursor
             try:
@@ -150,12 +173,24 @@ class RangeReader:
                 await self._check_progress()
         if self._error is not None:
             raise self._error
-        return cur.take()
+        batch = cur.take()
+        if not cur.done and not self._lost:
+            self._top_up()
+        return batch
 
-    def _pull(self) -> None:
-        batch = max(1, min(self.opts.batch_size, self.cursor.remaining))
+    def _top_up(self) -> None:
+        """Ask for the next batch while at most one batch is still to come (so up to two are in
+        flight), never for more messages than sequences are left in the range."""
+        size = self.opts.batch_size
+        if self._outstanding > size:
+            return
+        want = min(size, self.cursor.remaining - max(self._outstanding, 0))
+        if want > 0 or self._outstanding <= 0:
+            self._pull(max(1, want))
+
+    def _pull(self, batch: int) -> None:
         request = PullRequest(batch=batch, expires=int(PULL_EXPIRES_S * NS_PER_S))
-        self._outstanding = batch
+        self._outstanding = max(self._outstanding, 0) + batch
         self.nc.publish_nowait(
             self._api.api.consumer_msg_next(self.stream, self._consumer), encode(request), reply=self._inbox
         )
@@ -171,10 +206,55 @@ class RangeReader:
         if info.num_pending == 0 or info.delivered.stream_seq >= self.cursor.last:
             self.cursor.done = True
 
+    def _on_frames(self, buf: bytes, offsets: Any) -> None:
+        """A run of deliveries (and statuses): ``offsets`` holds (header start, payload start, payload
+        end) per frame (a list, or an array)."""
+        off = np.asarray(offsets, np.int64).reshape(-1, 3)
+        h, s, e = off[:, 0], off[:, 1], off[:, 2]
+        ls = line_starts(buf, h, e)
+        a = np.frombuffer(buf, np.uint8)
+        # A status ("NATS/1.0 408 Request Timeout", …) has no payload and a code after the version.
+        status = (s == e) & (s - h > 9) & (a[np.minimum(h + 8, len(a) - 1)] == 32)
+        if not status.any():
+            self._add(buf, ls, h, s, e)
+            return
+        begin = 0
+        for i in np.flatnonzero(status).tolist():
+            self._add(buf, ls[begin:i], h[begin:i], s[begin:i], e[begin:i])
+            begin = i + 1
+            block = parse_headers(buf[int(h[i]) : int(s[i])])
+            self._on_status(block.status, block.description)
+        self._add(buf, ls[begin:], h[begin:], s[begin:], e[begin:])
+
+    def _add(self, buf: bytes, ls: np.ndarray, h: np.ndarray, s: np.ndarray, e: np.ndarray) -> None:
+        """Deliveries of a run: kept for the batch, the cursor moved to the last one's stream sequence
+        (a fresh consumer delivers in sequence order); one past the range's end ends the read."""
+        n = len(h)
+        if not n:
+            return
+        self._outstanding -= n
+        cur = self.cursor
+        if cur.done:
+            return
+        j = n - 1
+        parts = buf[int(ls[j]) : int(h[j]) - 2].split(b" ")
+        tokens = parts[3].split(b".") if len(parts) == 6 else []
+        if len(tokens) == 9:
+            seq, pending = int(tokens[5]), int(tokens[8])
+        else:
+            meta = parse_ack_reply(parts[3].decode() if len(parts) == 6 else "")
+            seq, pending = meta.stream_seq, meta.num_pending
+        cur.cols.add(buf, ls, h, s, e)  # rows past the end are dropped when the batch is built
+        cur.cursor = min(seq, cur.last)
+        if seq >= cur.last or pending == 0:
+            cur.done = True
+        if cur.done or self._outstanding <= 0 or len(cur.cols) >= self.opts.batch_size:
+            self._wake.set()  # type: ignore[union-attr]
+
     def _on_msg(self, msg: Msg) -> None:
         reply = msg.reply
         if not reply.startswith("$JS.ACK."):
-            self._on_status(msg)
+            self._on_status(msg.status, msg.description)
             return
         tokens = reply.split(".")
         if len(tokens) == 9:
@@ -192,16 +272,18 @@ class RangeReader:
             cur.done = True
         else:
             cur.cursor = seq
-            if not self._local_filter or any(subject_matches(f, msg.subject) for f in self._local_filter):
-                cur.cols.append(msg.subject, seq, ts, msg.raw_headers, msg.data)
+            cols = cur.cols
+            if isinstance(cols, ConsumerFrames):
+                cols.add_msg(msg.subject, reply, msg.raw_headers, msg.data)
+            elif not self._local_filter or any(subject_matches(f, msg.subject) for f in self._local_filter):
+                cols.append(msg.subject, seq, ts, msg.raw_headers, msg.data)
             if seq >= cur.last or pending == 0:
                 cur.done = True
         if cur.done or self._outstanding <= 0 or len(cur.cols) >= self.opts.batch_size:
             self._wake.set()  # type: ignore[union-attr]
 
-    def _on_status(self, msg: Msg) -> None:
-        status = msg.status
-        kind = classify_pull_status(status, msg.description)
+    def _on_status(self, status: int, description: str) -> None:
+        kind = classify_pull_status(status, description)
         if kind is PullStatus.HEARTBEAT:
             return
         if kind is PullStatus.END:  # no messages / request expired: this pull is over
@@ -213,6 +295,6 @@ class RangeReader:
             self._outstanding = 0  # Leadership Change, Exceeded MaxWaiting …: pull again
         else:
             self._error = JetStreamSparkError(
-                f"reading stream {self.stream!r}: unexpected status {status} {msg.description}"
+                f"reading stream {self.stream!r}: unexpected status {status} {description}"
             )
         self._wake.set()  # type: ignore[union-attr]

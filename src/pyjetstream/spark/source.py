@@ -12,9 +12,9 @@ read (``spark.read`` / ``spark.readStream``)
     ``partitions`` (default: by range size, at most the core count); ``minPartitionSize``;
     ``batchSize`` (rows per Arrow batch); ``decode`` = ``binary`` | ``utf8`` | ``json`` with
     ``dataSchema`` (DDL or schema JSON); ``maxMessagesPerTrigger`` (streaming);
-    ``pushdown`` (default true); ``directGet`` (default true: a batch read of a stream with
-    ``allow_direct`` on a 2.11+ server uses batched direct get, no consumer; false: always an
-    ephemeral consumer).
+    ``pushdown`` (default true); ``directGet`` (default false: an ephemeral consumer per partition,
+    the cheaper path for the server; true: a batch read of a stream with ``allow_direct`` on a 2.11+
+    server uses batched direct get, no consumer).
 read a KV bucket (``spark.read`` only)
     ``bucket`` (and no ``stream``): the bucket's current values, one row per key — columns
     ``key``, ``value`` (binary), ``revision``, ``created`` (timestamp), ``operation`` (``PUT``;

@@ -1,0 +1,176 @@
+"""A consumer's deliveries to Arrow columns with array operations: no Python step per row.
+
+The consumer reader (:mod:`.range_reader`) takes its deliveries as raw frames
+(``Client.subscribe_frames``): buffers and each frame's header block and payload offsets, with the
+frame's control line ``HMSG <subject> <sid> <reply> <hdr> <total>`` right before its header block.
+:class:`ConsumerFrames` keeps them as received and builds a batch's columns at once:
+
+- the control lines are byte ranges (each ends two bytes before its header block and starts two
+  after the previous frame's payload); Arrow splits them at the spaces: subject and reply subject;
+- the reply subject is the delivery's ack subject, ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.
+  <cseq>.<ts>.<pending>`` (nats-server's ``ackReply`` in consumer.go); Arrow splits it at the dots:
+  the stream sequence and the store time (ns) as int64;
+- the header block is the message's own (``NATS/1.0`` and its lines), the payload one slice.
+
+A batch with a row in another shape (the ack subject's longer form with a domain and an account
+hash, a line with other fields) is built row by row instead (:func:`_parsed_rows`), so the result
+is the same as the one-message-at-a-time reader's (:class:`.arrow_batch.MessageColumns`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyjetstream.api import parse_ack_reply
+from pyjetstream.spark.arrow_batch import MessageColumns, byte_ranges, header_lines_array, record_batch
+
+__all__ = ["ConsumerFrames", "line_starts"]
+
+_HEAD = b"NATS/1.0\r\n"
+_NO_DROP: frozenset[str] = frozenset()
+_ACK_TOKENS = 9  # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
+
+
+def line_starts(buf: bytes, h: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Where each frame's control line starts: after the previous frame's payload and CRLF, and for
+    the first frame after the last LF before it (the end of whatever op came before)."""
+    ls = np.empty(len(h), np.int64)
+    if len(h):
+        ls[0] = buf.rfind(b"\n", 0, int(h[0]) - 2) + 1
+        ls[1:] = e[:-1] + 2
+    return ls
+
+
+class ConsumerFrames:
+    """The deliveries of one batch as received: per chunk the buffer and the control-line start,
+    header start, payload start and payload end of each message (statuses left out). ``last``: rows
+    past this sequence (the range's end) are dropped when the batch is built."""
+
+    __slots__ = ("chunks", "last", "n", "schema", "stream")
+
+    def __init__(self, stream: str, schema: pa.Schema, last: int) -> None:
+        self.stream = stream
+        self.schema = schema
+        self.last = last
+        self.chunks: list[tuple[bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def add(self, buf: bytes, ls: np.ndarray, h: np.ndarray, s: np.ndarray, e: np.ndarray) -> None:
+        if len(h):
+            self.chunks.append((buf, ls, h, s, e))
+            self.n += len(h)
+
+    def add_msg(self, subject: str, reply: str, raw_headers: bytes | None, data: bytes) -> None:
+        """A delivery that came as a :class:`Msg` (one without headers): framed as it came, so it
+        keeps its place in the batch."""
+        hdr = raw_headers or b""
+        line = b"HMSG %s 0 %s %d %d\r\n" % (subject.encode(), reply.encode(), len(hdr), len(hdr) + len(data))
+        h = len(line)
+        self.add(
+            line + hdr + data,
+            np.zeros(1, np.int64),
+            np.array([h], np.int64),
+            np.array([h + len(hdr)], np.int64),
+            np.array([h + len(hdr) + len(data)], np.int64),
+        )
+
+    def to_batch(self) -> pa.RecordBatch:
+        buf, ls, h, s, e = self._joined()
+        if not len(h):
+            return MessageColumns(self.stream, self.schema).to_batch()
+        lines = pc.split_pattern(byte_ranges(buf, ls, h - 2).cast(pa.string()), " ")
+        if not _all_lengths(lines, 6):  # HMSG <subject> <sid> <reply> <hdr> <total>
+            return _parsed_rows(self.stream, self.schema, self.last, buf, ls, h, s, e)
+        subjects = pc.list_element(lines, 1)
+        ack = pc.split_pattern(pc.list_element(lines, 3), ".")
+        if not _all_lengths(ack, _ACK_TOKENS):
+            return _parsed_rows(self.stream, self.schema, self.last, buf, ls, h, s, e)
+        try:
+            seqs = pc.list_element(ack, 5).cast(pa.int64())
+            stamps = pc.list_element(ack, 7).cast(pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return _parsed_rows(self.stream, self.schema, self.last, buf, ls, h, s, e)
+        seq = seqs.to_numpy(zero_copy_only=False)
+        keep = seq <= self.last
+        if not keep.all():
+            mask = pa.array(keep)
+            h, s, e = h[keep], s[keep], e[keep]
+            subjects, seqs, stamps = subjects.filter(mask), seqs.filter(mask), stamps.filter(mask)
+        typ = self.schema.field("headers").type
+        size = s - h
+        if (size == len(_HEAD) + 2).any():  # a header block with no line: an empty map, as a parse gives
+            headers = pa.array(
+                [_block_headers(buf[hi:si]) for hi, si in zip(h.tolist(), s.tolist(), strict=True)], typ
+            )
+        elif (size > 0).any():
+            has = size > 0  # the lines after "NATS/1.0", each with its CRLF; none without a block
+            own = byte_ranges(buf, np.where(has, h + len(_HEAD), h), np.where(has, s - 2, h))
+            headers = header_lines_array(own, typ, _NO_DROP)
+        else:
+            headers = pa.nulls(len(h), typ)
+        return record_batch(self.stream, self.schema, subjects, seqs, stamps, headers, byte_ranges(buf, s, e))
+
+    def _joined(self) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """All chunks as one buffer and its offsets."""
+        chunks = self.chunks
+        if len(chunks) == 1:
+            return chunks[0]
+        if not chunks:
+            empty = np.empty(0, np.int64)
+            return b"", empty, empty, empty, empty
+        bufs: list[bytes] = []
+        parts: list[list[np.ndarray]] = [[], [], [], []]
+        base = 0
+        for buf, *offsets in chunks:
+            # Only the span the frames cover, control lines included.
+            lo, hi = int(offsets[0][0]), int(offsets[3][-1])
+            bufs.append(buf[lo:hi])
+            shift = base - lo
+            for part, off in zip(parts, offsets, strict=True):
+                part.append(off + shift)
+            base += hi - lo
+        ls, h, s, e = (np.concatenate(part) for part in parts)
+        return b"".join(bufs), ls, h, s, e
+
+
+def _all_lengths(lists: pa.ListArray, n: int) -> bool:
+    lengths = pc.list_value_length(lists)
+    return bool(pc.all(pc.equal(lengths, n)).as_py()) and lengths.null_count == 0
+
+
+def _block_headers(block: bytes) -> list[tuple[str, list[str]]] | None:
+    """One row's headers as the one-message reader gives them (``MessageColumns``)."""
+    if not block:
+        return None
+    from pyjetstream.protocol import parse_headers
+
+    try:
+        return list(parse_headers(block).headers.items())
+    except ValueError:
+        return []
+
+
+def _parsed_rows(
+    stream: str,
+    schema: pa.Schema,
+    last: int,
+    buf: bytes,
+    ls: np.ndarray,
+    h: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+) -> pa.RecordBatch:
+    """The batch row by row, from each frame's control line and its ack subject's full parse."""
+    cols = MessageColumns(stream, schema)
+    for li, hi, si, ei in zip(ls.tolist(), h.tolist(), s.tolist(), e.tolist(), strict=True):
+        parts = buf[li : hi - 2].split()
+        meta = parse_ack_reply(parts[3].decode())
+        if meta.stream_seq > last:
+            continue
+        cols.append(parts[1].decode(), meta.stream_seq, int(meta.timestamp), buf[hi:si] or None, buf[si:ei])
+    return cols.to_batch()
