@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -12,7 +13,14 @@ from pyspark.sql.types import StructType
 
 from pyjetstream.protocol import parse_headers
 
-__all__ = ["MessageColumns", "arrow_schema", "byte_ranges", "header_lines_array", "record_batch"]
+__all__ = [
+    "MessageColumns",
+    "arrow_schema",
+    "byte_ranges",
+    "header_lines_array",
+    "join_chunks",
+    "record_batch",
+]
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:
@@ -107,6 +115,29 @@ def byte_ranges(buf: bytes | pa.Buffer, starts: np.ndarray, stops: np.ndarray) -
         )
     ranges = both.take(pa.array(np.arange(0, 2 * n - 1, 2, dtype=np.int64)))
     return ranges if ranges.type == pa.binary() else ranges.cast(pa.binary())
+
+
+def join_chunks(chunks: Sequence[tuple[Any, ...]], width: int) -> tuple[bytes, list[np.ndarray]]:
+    """Received chunks, each ``(buf, *offsets)`` with ``width`` ascending offset arrays into its
+    buffer, as one buffer and its ``width`` offset arrays. Only the span the frames cover is kept
+    (from the first array's first offset to the last array's last: a chunk may hold other ops
+    before and after); a lone chunk is returned as it came."""
+    if len(chunks) == 1:
+        buf, *offsets = chunks[0]
+        return buf, offsets
+    if not chunks:
+        return b"", [np.empty(0, np.int64) for _ in range(width)]
+    bufs: list[bytes] = []
+    parts: list[list[np.ndarray]] = [[] for _ in range(width)]
+    base = 0
+    for buf, *offsets in chunks:
+        lo, hi = int(offsets[0][0]), int(offsets[-1][-1])
+        bufs.append(buf[lo:hi])
+        shift = base - lo
+        for part, off in zip(parts, offsets, strict=True):
+            part.append(off + shift)
+        base += hi - lo
+    return b"".join(bufs), [np.concatenate(part) for part in parts]
 
 
 def header_lines_array(

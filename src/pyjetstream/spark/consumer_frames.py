@@ -24,7 +24,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyjetstream.api import parse_ack_reply
-from pyjetstream.spark.arrow_batch import MessageColumns, byte_ranges, header_lines_array, record_batch
+from pyjetstream.spark.arrow_batch import (
+    MessageColumns,
+    byte_ranges,
+    header_lines_array,
+    join_chunks,
+    record_batch,
+)
 
 __all__ = ["ConsumerFrames", "line_starts"]
 
@@ -116,26 +122,9 @@ class ConsumerFrames:
         return record_batch(self.stream, self.schema, subjects, seqs, stamps, headers, byte_ranges(buf, s, e))
 
     def _joined(self) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """All chunks as one buffer and its offsets."""
-        chunks = self.chunks
-        if len(chunks) == 1:
-            return chunks[0]
-        if not chunks:
-            empty = np.empty(0, np.int64)
-            return b"", empty, empty, empty, empty
-        bufs: list[bytes] = []
-        parts: list[list[np.ndarray]] = [[], [], [], []]
-        base = 0
-        for buf, *offsets in chunks:
-            # Only the span the frames cover, control lines included.
-            lo, hi = int(offsets[0][0]), int(offsets[3][-1])
-            bufs.append(buf[lo:hi])
-            shift = base - lo
-            for part, off in zip(parts, offsets, strict=True):
-                part.append(off + shift)
-            base += hi - lo
-        ls, h, s, e = (np.concatenate(part) for part in parts)
-        return b"".join(bufs), ls, h, s, e
+        """All chunks as one buffer and its offsets, control lines included."""
+        buf, (ls, h, s, e) = join_chunks(self.chunks, 4)
+        return buf, ls, h, s, e
 
 
 def _all_lengths(lists: pa.ListArray, n: int) -> bool:

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from pyjetstream.api.headers import DIRECT_BATCH_TAIL, SEQUENCE, SUBJECT, TIME_STAMP
 from pyjetstream.protocol import parse_headers
-from pyjetstream.spark.arrow_batch import byte_ranges, header_lines_array, record_batch
+from pyjetstream.spark.arrow_batch import byte_ranges, header_lines_array, join_chunks, record_batch
 
 __all__ = ["ReplyFrames"]
 
@@ -79,27 +79,8 @@ class ReplyFrames:
 
     def _joined(self) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
         """All chunks as one buffer and its offsets."""
-        chunks = self.chunks
-        if len(chunks) == 1:
-            return chunks[0]
-        bufs: list[bytes] = []
-        hs: list[np.ndarray] = []
-        ss: list[np.ndarray] = []
-        es: list[np.ndarray] = []
-        base = 0
-        for buf, h, s, e in chunks:
-            # Only the span the frames cover (a chunk may hold other ops before and after).
-            lo, hi = int(h[0]), int(e[-1])
-            bufs.append(buf[lo:hi])
-            shift = base - lo
-            hs.append(h + shift)
-            ss.append(s + shift)
-            es.append(e + shift)
-            base += hi - lo
-        if not bufs:
-            empty = np.empty(0, np.int64)
-            return b"", empty, empty, empty
-        return b"".join(bufs), np.concatenate(hs), np.concatenate(ss), np.concatenate(es)
+        buf, (h, s, e) = join_chunks(self.chunks, 3)
+        return buf, h, s, e
 
 
 def _tail_columns(

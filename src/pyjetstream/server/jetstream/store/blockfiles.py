@@ -86,7 +86,7 @@ _pack_crc = struct.Struct("<I").pack
 _crc32 = zlib.crc32
 _time_ns = time.time_ns
 _LEN_MASK = 0xFFFFFFFF
-_NOT_PLAIN = FLAG_ERASED | FLAG_COMPRESSED  # records read_slots leaves to read()
+_NOT_PLAIN = FLAG_ERASED | FLAG_COMPRESSED  # records read_run leaves to read()
 _TTL_KEY = b"\r\nNats-TTL:"
 # A block's bytes while loading: read into memory, or mapped.
 Bytes = bytes | mmap.mmap
