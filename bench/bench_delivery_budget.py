@@ -9,7 +9,7 @@ its own, in process CPU time (``time.process_time``), best of ``--rounds``, a fr
 round:
 
 - read: ``IndexedStore.load_next_msg`` over the stream (what the delivery loop reads; the store's);
-- push, ack none / push, ack explicit: ``Consumer._run`` passes until every message went out
+- push, ack none / push, ack explicit: ``DeliveryLoop.run`` passes until every message went out
   (the read, the loop, the ack reply subject, the framing onto the connection);
 - pull: the same for a pull consumer holding one request for every message;
 - ack: the ``PUB $JS.ACK.… +ACK`` frames of a run's deliveries fed to the connection: parse,
@@ -48,13 +48,13 @@ def api(conn: ClientConnection, subject: str, body: dict[str, Any]) -> None:
 
 
 def drain(consumer: Any, n: int) -> float:
-    """CPU µs per message of ``_run`` passes until ``n`` messages went out."""
+    """CPU µs per message of ``DeliveryLoop.run`` passes until ``n`` messages went out."""
     st = consumer.state
     start_dseq = st.dseq
     t = time.process_time()
     while st.dseq - start_dseq < n:
         before = st.dseq
-        consumer._run()
+        consumer.delivery.run()
         if st.dseq == before:
             raise RuntimeError(f"the consumer stopped delivering: {st.dseq - start_dseq} {consumer.cfg} {consumer.push.active} {len(consumer.pull.waiting)}")
     return (time.process_time() - t) / n * 1e6

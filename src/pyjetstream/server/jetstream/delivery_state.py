@@ -14,7 +14,7 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 - ``ldt`` / ``lat``: the last delivery / ack (Unix ns) reported in ConsumerInfo.
 
 Every change of these goes through a method here (ack, nak, progress, redeliver, purge, ...),
-except the few field updates of the delivery loop's fast path in ``Consumer._run`` (the next
+except the few field updates of the delivery loop's run loops (``delivery_loop.py``: the next
 sequence, the delivery sequence and the new ``pending`` entry), which stay inline there because
 they run once per message.
 """

@@ -290,7 +290,7 @@ class PushDelivery:
         wait = self.rate.delay_for(size)
         if wait <= 0:
             return False
-        self.consumer.delay(wait)
+        self.consumer.delivery.delay(wait)
         return True
 
 

@@ -1,0 +1,695 @@
+"""A consumer's delivery loop: the passes that hand messages out (nats-server ``consumer.go``
+``loopAndGatherMsgs``, ``getNextMsg`` and ``deliverMsg``).
+
+It is a consumer's outbound hot path (per run and per message; the inbound one, acks, is
+:mod:`acks`), kept apart from :mod:`consumer` (lifecycle, starting position, num pending, pause,
+reset, inactivity, info) so that each can be read whole.
+:class:`DeliveryLoop` is the consumer's ``delivery`` component and owns what lives from pass to
+pass: the scheduled flag (``kick``), the pass counter, the delay of a rate limit or an original
+replay, and the last fetch to put back. :class:`DeliveryPass` is one pass's own state: the
+settings read once, the budget and counters, and the receiver the frames go to.
+
+A pass goes in runs, with calls per run and none per message (bench/README.md, "The delivery
+pass in runs"): ``_gather`` the next messages, ``_frame_run`` or ``_deliver_msgs`` them, then
+``_end_pass``. The run loops keep what they use in locals and write the fields of the state they
+advance themselves — :class:`~pyjetstream.server.jetstream.delivery_state.DeliveryState`'s next
+sequence, delivery sequence and pending entries, the consumer's num pending — rather than call
+their owners' methods per message; everything else goes through the owning component
+(``pull``, ``push``, ``acks``, the consumer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from pyjetstream.api.enums import AckPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy
+from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
+from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, MsgTuple, StoredMsg
+
+if TYPE_CHECKING:
+    from pyjetstream.server.client import ClientConnection
+    from pyjetstream.server.jetstream.consumer import Consumer
+    from pyjetstream.server.subscription import Subscription
+
+__all__ = ["DeliveryLoop", "DeliveryPass"]
+
+# Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
+DELIVER_BATCH = 512
+# A pass reads new messages ahead in runs of at most this many messages / bytes (the last one
+# may pass the byte cap): reading further than a pass delivers would be wasted.
+READ_AHEAD = 128
+READ_AHEAD_BYTES = 1 << 20
+# Why a delivery pass stopped.
+_STOP_IDLE, _STOP_EOF, _STOP_MAX_PENDING = 0, 1, 2
+
+
+class DeliveryLoop:
+    """A consumer's delivery loop (``consumer.delivery``): ``kick`` schedules one :meth:`run`
+    pass, which hands out up to ``DELIVER_BATCH`` messages and schedules itself again if more
+    could go."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+        self.scheduled = False  # a pass is scheduled (``kick``)
+        self.passes = 0  # pull requests' interest is checked once per pass (``WaitingRequest.checked``)
+        self._delay_handle: asyncio.TimerHandle | None = None
+        self._undo: tuple[int, int, int] = (0, 0, 0)  # (source, seq, previous sseq) of the last fetch
+        # replay original: until the stream's last sequence at the start, the original gaps
+        self._replay = consumer.cfg.replay_policy == ReplayPolicy.ORIGINAL
+        self._replay_lseq = 0
+        self._lts = 0
+
+    def start(self) -> None:
+        """At the consumer's start: an original replay lasts up to the stream's last message now."""
+        if self._replay:
+            self._replay_lseq = self.consumer.stream.store.fast_state().last_seq
+
+    def stop(self) -> None:
+        """The consumer stopped: no delayed pass."""
+        if self._delay_handle is not None:
+            self._delay_handle.cancel()
+            self._delay_handle = None
+
+    def kick(self) -> None:
+        """Something may be deliverable: run a delivery pass soon (once)."""
+        if not self.scheduled and not self.consumer.closed:
+            self.scheduled = True
+            self.consumer.loop.call_soon(self.run)
+
+    def run(self) -> None:
+        """One delivery pass: one turn of nats-server's ``loopAndGatherMsgs``, handing out what
+        can go now, then waiting for a kick.
+
+        The pass goes in runs: ``_gather`` gets the next messages (``getNextMsg``: a redelivery
+        or a last-per-subject message alone, mostly new messages read ahead in a run), and one of
+        two loops delivers them (``deliverMsg`` for each): ``_frame_run`` when nothing needs a look
+        per message (new messages framed straight into the receiver's connection), else
+        ``_deliver_msgs``. Calls are per run, never per message: the loops keep what they use in
+        locals (a :class:`DeliveryPass` carries it from run to run) and write the state's fields (next
+        sequence, delivery sequence, pending entries) themselves. ``_end_pass`` does what follows.
+        """
+        self.scheduled = False
+        c = self.consumer
+        if c.closed or self._delay_handle is not None:
+            return
+        if c.uptmr is not None and c.paused_for() > 0:
+            # Paused: nothing goes out, but pull requests still expire and get heartbeats.
+            if c.is_pull:
+                c.pull.process_waiting(eos=True)
+            return
+        c.check_removed()
+        self.passes += 1
+        p = DeliveryPass(c, self.passes, self._replay)
+        try:
+            while p.budget > 0 and self._can_send(p):
+                run, dc, ahead = self._gather(p)
+                if not run:
+                    break
+                if p.frames_only and ahead and p.conn is not None:
+                    go_on = self._frame_run(p, run)
+                else:
+                    go_on = self._deliver_msgs(p, run, dc, ahead)
+                if not go_on:
+                    break
+        finally:
+            p.account()
+        self._end_pass(p)
+
+    def _can_send(self, p: DeliveryPass) -> bool:
+        """A push consumer has interest and flow-control room; a pull consumer a waiting request."""
+        c = self.consumer
+        if p.push:
+            ps = c.push
+            return ps.active and not (ps.maxpb and ps.pbytes > ps.maxpb)
+        return bool(c.pull.waiting)
+
+    def _gather(self, p: DeliveryPass) -> tuple[list[MsgTuple], int, bool]:
+        """The next messages to deliver: ``getNextMsg`` for a run, as ``(messages, delivery
+        count, ahead)``; empty when nothing can go now (``p.stop`` says why).
+
+        A redelivery, the next last-per-subject message, a message under several filters and
+        anything past ``max_ack_pending`` go through ``_next_msg``, one at a time (it moves the
+        next sequence itself). Otherwise new messages are read ahead (``ahead``: the next sequence
+        follows each as it goes out) in a run of as many as the pass, the ``max_ack_pending`` room
+        and the waiting pull requests can take — one where each must be looked at before the next
+        is read (no receiver to frame onto yet, AckNone on an interest stream, replay).
+        """
+        c = self.consumer
+        st = c.state
+        maxp = p.maxp
+        if st.rdq or st.lss or p.single is None or (maxp > 0 and len(st.pending) >= maxp):
+            msg, dc, p.stop = self._next_msg()
+            return ([] if msg is None else [msg]), dc, False
+        if p.rsub is None or p.ack_none_interest or p.replay:
+            want = 1
+        else:
+            budget = p.budget
+            want = budget if budget < READ_AHEAD else READ_AHEAD
+            if maxp > 0 and maxp - len(st.pending) < want:
+                want = maxp - len(st.pending)
+            if not p.push:
+                want = max(min(want, c.pull.waiting.wanted()), 1)
+        run = c.stream.store.load_next_msgs(p.single, st.sseq, want, READ_AHEAD_BYTES)
+        if not run:
+            self._at_eof()
+            p.stop = _STOP_EOF
+        return run, 1, True
+
+    def _frame_run(self, p: DeliveryPass, run: list[MsgTuple]) -> bool:
+        """``deliverMsg`` for a run of new messages to a receiver that takes frames, when no
+        message needs a look of its own (``DeliveryPass.frames_only``: no rate limit, flow control,
+        headers-only, replay, interest-stream AckNone or priority groups): per message the ack
+        reply, the frame into the connection's output and the pending entry; the next sequence,
+        the counters and the AckNone floor once per run (``_framed``). The frames are accounted for
+        as in ``_deliver_msgs``, when they pass the receiver's room (the early write, maybe a
+        slow-consumer cut: then the rest of the run goes the routed way, read again).
+
+        A pull consumer's message goes to the head request as ``PullDelivery.next_waiting``'s
+        common case takes it (the request's count, the requeue behind the others, its heartbeat
+        deadline), inline; a message that is not that case (another receiver, a byte limit, a
+        request to check or expired) and the rest of the run go to ``_deliver_msgs``. False: no
+        request is left (the pass ends)."""
+        c = self.consumer
+        st = c.state
+        conn, rsub = p.conn, p.rsub
+        assert conn is not None and rsub is not None
+        out = conn.out
+        append = out.append
+        headers = conn.headers
+        prefix1 = p.prefix1
+        msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
+        acc, acc_bytes, room = p.acc, p.acc_bytes, p.room
+        track = p.track
+        pending = st.pending if track else None
+        now = p.now
+        dseq = first = start = st.dseq
+        npc = c.npc
+        seq = 0
+        pull = not p.push
+        q = c.pull.waiting._q
+        dest, current_pass = p.dest, p.current_pass
+        monotonic = time.monotonic
+        for subject, seq, ts, hdr, payload in run:
+            if pull:
+                wr = q[0] if q else None
+                if (
+                    wr is None
+                    or wr.reply != dest
+                    or wr.checked != current_pass
+                    or wr.max_bytes > 0
+                    or (wr.expires and monotonic() >= wr.expires)
+                ):
+                    # Not next_waiting's common case: what went out so far, then the rest the long way.
+                    p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
+                    p.acc, p.acc_bytes = acc, acc_bytes
+                    if dseq != first:
+                        self._framed(p, run[dseq - start - 1][1], dseq, npc, dseq - first, track)
+                        p.acc_msgs += dseq - first
+                    if wr is None:
+                        return False
+                    return self._deliver_msgs(p, run[dseq - start :], 1, True)
+                wr.delivered += 1
+                wr.n -= 1
+                if wr.n <= 0:
+                    q.popleft()
+                elif len(q) > 1:
+                    q.popleft()
+                    q.append(wr)
+                if wr.n > 0 and wr.hb:
+                    wr.hbt = monotonic() + wr.hb
+            npc -= 1
+            if hdr and headers:
+                if subject is not hsub:
+                    hsub, hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
+                ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, ts, npc if npc > 0 else 0)
+                acc += append_hmsg(out, hpfx, ack, hdr, payload)
+                acc_bytes += len(hdr) + len(payload)
+            else:
+                if subject is not msub:
+                    msub, mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
+                # append_msg's frame, with the control line and the ack reply in one format
+                size = len(payload)
+                line = b"%b%b%d.%d.%d.%d %d\r\n" % (mpfx, prefix1, seq, dseq, ts, npc if npc > 0 else 0, size)
+                append(line)
+                append(payload)
+                append(CRLF)
+                acc += len(line) + size + 2
+                acc_bytes += size
+            if pending is not None:
+                pending[seq] = (dseq, now)
+            dseq += 1
+            if acc > room:  # where deliver would write early (and maybe cut the receiver)
+                self._framed(p, seq, dseq, npc, dseq - first, track)
+                conn.frames_queued(rsub, p.acc_msgs + dseq - first, acc_bytes, acc)
+                first = dseq
+                p.acc_msgs = acc = acc_bytes = 0
+                if rsub.closed:
+                    p.acc = p.acc_bytes = 0
+                    p.conn = None
+                    return True
+                room = p.room = conn.frames_room()
+                out = conn.out  # (the early write took the list: a new one takes what follows)
+                append = out.append
+        p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
+        p.acc, p.acc_bytes = acc, acc_bytes
+        if dseq != first:
+            self._framed(p, seq, dseq, npc, dseq - first, track)
+            p.acc_msgs += dseq - first
+        return not pull or bool(q)
+
+    def _framed(self, p: DeliveryPass, seq: int, dseq: int, npc: int, n: int, track: bool) -> None:
+        """``_frame_run``'s ``n`` deliveries up to stream sequence ``seq`` went out: the state's
+        next sequences and num pending, the AckNone floor or the ack timer, the pass's counters."""
+        c = self.consumer
+        st = c.state
+        st.sseq = seq + 1
+        st.dseq = dseq
+        c.npc = npc
+        if not track:
+            st.delivered_none(seq, dseq - 1)
+        elif c.acks.ptmr is None:
+            c.acks.arm_if_idle()
+        p.delivered += n
+        p.direct += n
+        p.budget -= n
+
+    def _deliver_msgs(self, p: DeliveryPass, run: list[MsgTuple], dc: int, ahead: bool) -> bool:
+        """``deliverMsg`` for each message of a run, everything checked per message: the ack
+        reply (with the delivery count ``dc`` of a redelivery), headers-only, the rate limit or the
+        pull request that takes it (``nextWaiting``), the pinned-client header, then the frame onto
+        the receiver's connection (or its ``deliver``, or the routed way when there is no one
+        receiver), the pending entry or AckNone floor, flow control, a pull request's completion.
+
+        Anything that may publish (a pull status, a flow-control request, a routed delivery, a
+        receiver cut as a slow consumer) drops the rest of a read-ahead run, so the next message is
+        read after it. Returns False when the pass ends here (no interest or flow-control room, no
+        request, a rate or replay delay)."""
+        c = self.consumer
+        st = c.state
+        ps = c.push
+        pull = c.pull
+        waiting = pull.waiting
+        acks = c.acks
+        push, track, replay, pinned = p.push, p.track, p.replay, p.pinned
+        headers_only = c.cfg.headers_only
+        prefix, prefix1, ack_adj = p.prefix, p.prefix1, p.ack_adj
+        now = p.now
+        dest, rsub, conn, room = p.dest, p.rsub, p.conn, p.room
+        acc, acc_msgs, acc_bytes = p.acc, p.acc_msgs, p.acc_bytes
+        msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
+        delivered = direct = 0
+        size = 0
+        prev = 0
+        wr = None
+        go_on = True
+        try:
+            for subject, seq, ts, mhdr, payload in run:
+                drop = False  # the rest of the run is to be read again after this message
+                if ahead:
+                    prev = st.sseq  # (``_undo`` is set from it only before an ``_unget``)
+                    st.sseq = seq + 1
+                if replay:
+                    if ahead:
+                        self._undo = (3, seq, prev)
+                    if self._replay_delay(ts):
+                        p.budget = 0
+                        return False
+                dseq = st.dseq
+                if dc == 1:
+                    npc = c.npc = c.npc - 1
+                    ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, ts, npc if npc > 0 else 0)
+                else:
+                    npc = c.npc
+                    ack = b"%b%d.%d.%d.%d.%d" % (prefix, dc, seq, dseq, ts, npc if npc > 0 else 0)
+                hdr: bytes | None = mhdr or None
+                if headers_only:
+                    hdr = _headers_only(hdr, len(payload))
+                    payload = b""
+                if push:
+                    if p.push_size:
+                        size = len(dest) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
+                        if ps.rate is not None and ps.rate_delay(size):
+                            if ahead:
+                                self._undo = (3, seq, prev)
+                            self._unget_counted(dc)
+                            p.budget = 0
+                            return False
+                else:
+                    size = len(subject) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
+                    wr = pull.next_waiting(size, p.current_pass, p.groups, p.prioritized)
+                    if pull.statuses != p.statuses:  # a request expired or was over its max_bytes
+                        p.statuses = pull.statuses
+                        drop = True
+                    if wr is None:
+                        if ahead:
+                            self._undo = (3, seq, prev)
+                        self._unget_counted(dc)
+                        p.stop = _STOP_IDLE
+                        return False
+                    if wr.reply != dest:
+                        p.acc, p.acc_msgs, p.acc_bytes = acc, acc_msgs, acc_bytes
+                        p.receiver(wr.reply)
+                        dest, rsub, conn, room = p.dest, p.rsub, p.conn, p.room
+                        acc = acc_msgs = acc_bytes = 0
+                        msub = hsub = ""
+                    if pinned:
+                        # ⟨2.11+⟩ every delivery of a pinned group names the pin
+                        base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
+                        hdr = base + pull.priority.header_value() + b"\r\n"
+                    if wr.n > 0 and wr.hb:
+                        wr.hbt = time.monotonic() + wr.hb
+                st.dseq = dseq + 1
+                ok = True
+                if rsub is None or rsub.closed:
+                    ok = c.server.publish_internal(dest, payload, ack.decode(), hdr, subject)
+                    drop = True
+                elif conn is not None:
+                    # ``ClientConnection.deliver``'s framing, without its per-message checks
+                    # (none apply: see ``takes_frames``) and with the accounting per run.
+                    if hdr is not None and conn.headers:
+                        if subject is not hsub:
+                            hsub, hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
+                        acc += append_hmsg(conn.out, hpfx, ack, hdr, payload)
+                        acc_bytes += len(hdr) + len(payload)
+                    else:
+                        if subject is not msub:
+                            msub, mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
+                        acc += append_msg(conn.out, mpfx, ack, payload)
+                        acc_bytes += len(payload)
+                    acc_msgs += 1
+                    direct += 1
+                    if acc > room:  # where deliver would write early (and maybe cut the receiver)
+                        conn.frames_queued(rsub, acc_msgs, acc_bytes, acc)
+                        acc = acc_msgs = acc_bytes = 0
+                        if rsub.closed:
+                            drop = True
+                            conn = p.conn = None
+                        else:
+                            room = p.room = conn.frames_room()
+                else:
+                    ok = rsub.client.deliver(rsub, dest, ack.decode(), hdr, payload, None, subject)
+                    direct += 1
+                    if rsub.closed:
+                        drop = True
+                if track:
+                    st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
+                    if acks.ptmr is None:
+                        acks.arm_if_idle()
+                else:
+                    st.delivered_none(seq, dseq)
+                if push:
+                    if ps.maxpb:
+                        fcid = ps.fcid
+                        ps.after_delivery(size)
+                        if ps.fcid != fcid:  # a flow-control request went out
+                            drop = True
+                elif wr is not None and wr.n <= 0 and wr.max_bytes > 0:
+                    pull.batch_completed(dest, wr.max_bytes)
+                    drop = True
+                if p.ack_none_interest:
+                    c.stream.ack_msg(seq)
+                if not ok:
+                    self._did_not_deliver(seq)
+                    drop = True
+                delivered += 1
+                if drop:
+                    break
+                if push:
+                    if not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb):
+                        go_on = False
+                        break
+                elif not waiting._q:  # (``WaitQueue.__bool__`` without its call, once per message)
+                    go_on = False
+                    break
+        finally:
+            p.acc, p.acc_msgs, p.acc_bytes = acc, acc_msgs, acc_bytes
+            p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
+            p.delivered += delivered
+            p.direct += direct
+            p.budget -= delivered
+        return go_on
+
+    def _end_pass(self, p: DeliveryPass) -> None:
+        """After a pass: count the direct deliveries as matches, note the activity, persist the
+        state soon; then run again soon when the pass ran out of budget, or, idle, settle num
+        pending at the end of the stream, end a replay and answer the pull requests that wait."""
+        c = self.consumer
+        st = c.state
+        ps = c.push
+        if p.direct:
+            c.server.count_matches(p.direct)
+        if p.delivered:
+            st.ldt = p.now
+            ps.last_delivery = time.monotonic()
+            if c.dthresh and not p.push:
+                c.pull.waiting.last = ps.last_delivery
+            c.dirty()
+        if p.budget <= 0:
+            if self._delay_handle is None:
+                self.kick()  # more may be waiting: continue after other work had a turn
+            return
+        # Idle: nothing more can go now.
+        if p.stop == _STOP_EOF:
+            c.check_num_pending_on_eof()
+        if self._replay and st.sseq > self._replay_lseq:
+            self._replay = False
+        if not p.push:
+            c.pull.process_waiting(eos=p.stop != _STOP_MAX_PENDING)
+
+    def _next_msg(self) -> tuple[StoredMsg | None, int, int]:
+        """The next message to deliver and its delivery count (``getNextMsg``).
+
+        Returns ``(msg, dc, stop_reason)``; ``msg`` is None when nothing can go now.
+        Redeliveries come first, then the last-per-subject list, then new messages.
+        """
+        c = self.consumer
+        store = c.stream.store
+        st = c.state
+        while st.rdq:
+            nxt = st.next_redelivery()
+            assert nxt is not None
+            seq, dc = nxt
+            maxdc = c.cfg.max_deliver
+            if 0 < maxdc < dc:
+                c.acks.max_deliveries_exceeded(seq, dc)
+                continue
+            try:
+                msg = store.load_msg(seq)
+            except (ErrStoreMsgNotFound, ErrStoreEOF):
+                # Gone from the stream (limits, delete): nothing left to redeliver.
+                st.drop(seq)
+                continue
+            self._undo = (1, seq, 0)
+            return msg, dc, _STOP_IDLE
+        maxp = c.cfg.max_ack_pending
+        if maxp > 0 and len(st.pending) >= maxp:
+            return None, 0, _STOP_MAX_PENDING
+        prev = st.sseq
+        if st.lss:
+            seq = st.lss.pop(0)
+            if not st.lss:
+                st.sseq = st.lss_resume
+            try:
+                msg = store.load_msg(seq)
+            except (ErrStoreMsgNotFound, ErrStoreEOF):
+                return self._next_msg()
+            if seq >= st.sseq:
+                st.sseq = seq + 1
+            self._undo = (2, seq, prev)
+            return msg, 1, _STOP_IDLE
+        single = c.filter.single
+        try:
+            if single is not None:
+                msg, seq = store.load_next_msg(single, st.sseq)
+            else:
+                msg, seq = self._load_next_multi()
+        except ErrStoreEOF:
+            self._at_eof()
+            return None, 0, _STOP_EOF
+        st.sseq = seq + 1
+        self._undo = (3, seq, prev)
+        return msg, 1, _STOP_IDLE
+
+    def _load_next_multi(self) -> tuple[StoredMsg, int]:
+        """The first message at/after sseq matching any of several filters."""
+        c = self.consumer
+        store = c.stream.store
+        best: tuple[StoredMsg, int] | None = None
+        sseq = c.state.sseq
+        for f in c.filter.filters:
+            try:
+                found = store.load_next_msg(f, sseq)
+            except ErrStoreEOF:
+                continue
+            if best is None or found[1] < best[1]:
+                best = found
+        if best is None:
+            raise ErrStoreEOF()
+        return best
+
+    def _at_eof(self) -> None:
+        """Nothing matches after sseq. ⟨2.11+⟩ sseq stays just past the last delivered message
+        (nats-server 2.9 moved it past the end of the stream)."""
+
+    def _unget(self) -> None:
+        """Put the last fetched message back (no destination, or a replay/rate delay)."""
+        c = self.consumer
+        source, seq, prev = self._undo
+        st = c.state
+        if source == 1:
+            st.unget_redelivery(seq)
+        elif source == 2:
+            st.lss.insert(0, seq)
+            st.sseq = prev
+        elif source == 3:
+            st.sseq = prev
+        self._undo = (0, 0, 0)
+
+    def _unget_counted(self, dc: int) -> None:
+        """:meth:`_unget` a message whose num pending was counted down (a first delivery)."""
+        if dc == 1:
+            self.consumer.npc += 1
+        self._unget()
+
+    def _replay_delay(self, ts: int) -> bool:
+        """``replay_policy: original``: wait the original gap before the message stored at ``ts``."""
+        lts = self._lts
+        self._lts = ts
+        if lts and ts - lts > 1_000_000:
+            self._unget()
+            self.delay((ts - lts) / 1e9)
+            return True
+        return False
+
+    def delay(self, seconds: float) -> None:
+        """Pause delivery for ``seconds`` (replay original, rate limit), then run a pass."""
+
+        def resume() -> None:
+            self._delay_handle = None
+            self.run()
+
+        self._delay_handle = self.consumer.loop.call_later(seconds, resume)
+
+    def _did_not_deliver(self, seq: int) -> None:
+        """Nobody received a delivery (``didNotDeliver``)."""
+        c = self.consumer
+        if c.cfg.deliver_subject:
+            c.push.update_interest(c.push.has_interest())
+        elif c.state.redeliver_if_pending(seq):
+            self.kick()
+
+
+class DeliveryPass:
+    """What one delivery pass (``DeliveryLoop.run``) reads once and carries from run to run: the
+    consumer's settings for the pass, its budget and counters, and the receiver the frames go to
+    with the frames not accounted for yet. The run loops load what they use into locals and
+    store it back (attribute accesses per run, not per message)."""
+
+    __slots__ = (
+        "acc",
+        "acc_bytes",
+        "acc_msgs",
+        "ack_adj",
+        "ack_none_interest",
+        "budget",
+        "conn",
+        "current_pass",
+        "delivered",
+        "dest",
+        "direct",
+        "frames_only",
+        "groups",
+        "hpfx",
+        "hsub",
+        "lone_receiver",
+        "maxp",
+        "mpfx",
+        "msub",
+        "now",
+        "pinned",
+        "prefix",
+        "prefix1",
+        "prioritized",
+        "push",
+        "push_size",
+        "replay",
+        "room",
+        "rsub",
+        "single",
+        "statuses",
+        "stop",
+        "track",
+    )
+
+    def __init__(self, consumer: Consumer, current_pass: int, replay: bool) -> None:
+        cfg = consumer.cfg
+        ps = consumer.push
+        self.push = push = bool(cfg.deliver_subject)
+        self.track = track = cfg.ack_policy != AckPolicy.NONE
+        self.ack_none_interest = not track and consumer.retention != RetentionPolicy.LIMITS
+        self.replay = replay  # (turned off only after a pass)
+        self.maxp = cfg.max_ack_pending if track else 0
+        policy = cfg.priority_policy
+        self.pinned = policy == PriorityPolicy.PINNED_CLIENT
+        self.groups = consumer.pull.priority if policy != PriorityPolicy.NONE else None
+        self.prioritized = policy == PriorityPolicy.PRIORITIZED
+        # (sizes for flow control, rate limits and max_bytes count the ack subject as a str)
+        self.push_size = push and (ps.rate is not None or ps.maxpb > 0)
+        self.prefix = prefix = consumer.ack_prefix.encode()
+        self.prefix1 = prefix + b"1."  # a first delivery's ack subject: the count is always 1
+        self.ack_adj = len(prefix) - len(consumer.ack_prefix)
+        self.single = consumer.filter.single
+        self.now = time.time_ns()  # one clock read per pass (a pass lasts milliseconds)
+        self.current_pass = current_pass
+        self.statuses = consumer.pull.statuses
+        self.budget = DELIVER_BATCH
+        self.delivered = 0
+        self.direct = 0  # deliveries framed straight onto the receiver's connection
+        self.stop = _STOP_IDLE
+        self.frames_only = (
+            (not self.push_size if push else self.groups is None)
+            and not cfg.headers_only
+            and not self.replay
+            and not self.ack_none_interest
+        )
+        self.lone_receiver = consumer.server.lone_receiver
+        self.dest = ""
+        self.rsub: Subscription | None = None
+        self.conn: ClientConnection | None = None
+        self.room = 0
+        self.acc = self.acc_msgs = self.acc_bytes = 0
+        self.msub = self.hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
+        self.mpfx = self.hpfx = b""
+        if push:
+            self.receiver(ps.dsubj)
+
+    def receiver(self, dest: str) -> None:
+        """Deliveries go to ``dest`` from here on (push: the pass's deliver subject; pull: each
+        request's reply subject). Its one receiving subscription is looked up once
+        (``Server.lone_receiver``) instead of routing every message: nothing in a pass can
+        subscribe, and a receiver that goes away meanwhile is closed, which sends the message the
+        routed way. Its connection, when the pass may frame onto it itself
+        (``ClientConnection.takes_frames``), takes frames into ``conn.out`` in order, accounted for
+        in one ``frames_queued`` call (:meth:`account`) whenever they pass ``room`` (where
+        ``deliver`` would write early), when the receiver changes and at the end of the pass."""
+        self.account()
+        self.dest = dest
+        rsub = self.rsub = self.lone_receiver(dest)
+        conn = self.conn = rsub.client if rsub is not None and rsub.client.takes_frames(rsub) else None
+        self.room = conn.frames_room() if conn is not None else 0
+        self.msub = self.hsub = ""
+
+    def account(self) -> None:
+        """The frames appended since the last call: ``ClientConnection.frames_queued`` (their
+        counts, the flush, an early write or a slow-consumer cut)."""
+        if self.conn is not None and self.acc:
+            self.conn.frames_queued(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)  # type: ignore[arg-type]
+        self.acc = self.acc_msgs = self.acc_bytes = 0
+
+
+def _headers_only(hdr: bytes | None, size: int) -> bytes:
+    """Drop the payload, add ``Nats-Msg-Size`` (``convertToHeadersOnly``)."""
+    base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
+    return base + b"Nats-Msg-Size: %d\r\n\r\n" % size
