@@ -20,6 +20,7 @@ from typing import Any, TypeVar, cast
 import msgspec
 
 from .errors import JetStreamApiError
+from .gojson import quote_char
 from .models_common import ApiError
 from .models_consumer import PullRequest
 from .models_msg import PubAckResponse
@@ -41,6 +42,7 @@ __all__ = [
     "finish_batch_pub_ack",
     "finish_pub_ack",
     "go_json_error",
+    "loads_go",
     "pub_ack_prefix",
     "pub_acks",
     "raise_for_error",
@@ -171,7 +173,7 @@ def decode_pull_request(data: bytes) -> PullRequest:
         except ValueError:
             return PullRequest(batch=1)
     try:
-        doc = json.loads(req)
+        doc = loads_go(req)
     except json.JSONDecodeError as exc:
         raise PullRequestError(go_json_error(exc)) from None
     except ValueError:
@@ -223,6 +225,12 @@ _GO_JSON_CONTEXT = {
 }
 
 
+def loads_go(body: bytes) -> Any:
+    """``json.loads`` of a request body as Go reads it: invalid UTF-8 is not an error (Go takes it
+    as U+FFFD); its bytes stay as surrogate escapes, so :func:`go_json_error` can name the byte."""
+    return json.loads(body.decode("utf-8", "surrogateescape"))
+
+
 def go_json_error(exc: json.JSONDecodeError) -> str:
     """The text Go's ``encoding/json`` gives for the same syntax error (common cases)."""
     if exc.pos >= len(exc.doc):
@@ -230,7 +238,7 @@ def go_json_error(exc: json.JSONDecodeError) -> str:
     context = _GO_JSON_CONTEXT.get(exc.msg)
     if context is None:
         return exc.msg
-    return f"invalid character {exc.doc[exc.pos]!r} {context}"
+    return f"invalid character {quote_char(exc.doc[exc.pos])} {context}"
 
 
 # --- PubAck ---------------------------------------------------------------------------------

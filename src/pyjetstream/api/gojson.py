@@ -46,19 +46,38 @@ class GoJsonError(ValueError):
 _WS = b" \t\r\n"
 
 
-def _quote_char(c: int) -> str:
-    """Go's ``quoteChar``: the offending byte as the scanner's message shows it."""
-    if c == 0x27:
+def quote_char(ch: str) -> str:
+    """Go's ``quoteChar`` of the character its scanner stopped at (``ch``: one character, an
+    invalid UTF-8 byte as a surrogate escape). nats-server 2.15.1's Go decodes the whole rune:
+    ``'é'`` for a valid one, ``'\\xd1'`` for an invalid byte."""
+    if ch == "'":
         return "'\\''"
-    if c == 0x22:
+    if ch == '"':
         return "'\"'"
-    ch = chr(c)
+    c = ord(ch)
+    if 0xDC80 <= c <= 0xDCFF:  # surrogateescape: the invalid byte c - 0xDC00
+        return f"'\\x{c - 0xDC00:02x}'"
     if ch.isprintable():
         return f"'{ch}'"
     escapes = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r"}
     if c in escapes:
         return f"'{escapes[c]}'"
-    return f"'\\x{c:02x}'" if c < 0x80 else f"'\\u{c:04x}'"
+    if c < 0x80:
+        return f"'\\x{c:02x}'"
+    return f"'\\u{c:04x}'" if c < 0x10000 else f"'\\U{c:08x}'"
+
+
+def rune_at(data: bytes, pos: int) -> tuple[str, int]:
+    """The character at ``data[pos]`` as Go's ``utf8.DecodeRune`` reads it, and its width in bytes
+    (an invalid byte: its surrogate escape, width 1)."""
+    for width in (1, 2, 3, 4):
+        chunk = data[pos : pos + width]
+        try:
+            return chunk.decode(), width
+        except UnicodeDecodeError as exc:
+            if exc.reason != "unexpected end of data" or len(chunk) < width:
+                break
+    return chr(0xDC00 + data[pos]), 1
 
 
 class _Syntax(Exception):
@@ -74,7 +93,8 @@ class _Scanner:
         self.pos = 0
 
     def _err(self, what: str) -> _Syntax:
-        return _Syntax(f"invalid character {_quote_char(self.data[self.pos])} {what}", self.pos + 1)
+        ch, width = rune_at(self.data, self.pos)
+        return _Syntax(f"invalid character {quote_char(ch)} {what}", self.pos + width)
 
     def _eof(self) -> _Syntax:
         return _Syntax("unexpected EOF", None)
@@ -228,7 +248,7 @@ class _Scanner:
         self.pos += 1
         for expect in word[1:]:
             if self._peek() != expect:
-                raise self._err(f"in literal {word.decode()} (expecting {_quote_char(expect)})")
+                raise self._err(f"in literal {word.decode()} (expecting {quote_char(chr(expect))})")
             self.pos += 1
 
 

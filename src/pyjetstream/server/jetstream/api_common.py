@@ -21,11 +21,35 @@ def is_empty_request(payload: bytes) -> bool:
     stripped = payload.strip()
     if stripped in _EMPTY_OBJECTS:
         return True
-    try:
-        value = msgspec.json.decode(stripped)
-    except msgspec.DecodeError:
-        return False
+    value = decode_json_value(stripped)
     return isinstance(value, dict) and not value
+
+
+_NOT_JSON = object()
+
+
+def decode_json_value(payload: bytes) -> object:
+    """``payload`` as Go's ``json.Unmarshal`` into ``any`` sees it, or ``_NOT_JSON`` when Go refuses it.
+
+    Go takes invalid UTF-8 inside a string as U+FFFD rather than refusing the document (msgspec
+    raises ``UnicodeDecodeError``, which must not escape a handler: the request would go unanswered).
+    """
+    try:
+        return msgspec.json.decode(payload)
+    except UnicodeDecodeError:
+        pass
+    except msgspec.DecodeError:
+        return _NOT_JSON
+    try:
+        return msgspec.json.decode(payload.decode("utf-8", "replace").encode())
+    except msgspec.DecodeError:
+        return _NOT_JSON
+
+
+def has_json_body(payload: bytes) -> bool:
+    """nats-server's ``isJSONObjectOrArray``: the INFO, NAMES and LIST requests read a body only
+    when it starts (after white space) with ``{`` or ``[``; any other body is no body."""
+    return payload.lstrip(b" \t\r\n")[:1] in (b"{", b"[")
 
 
 def decode_request(payload: bytes, kind: type[T], strict: bool = True) -> T:

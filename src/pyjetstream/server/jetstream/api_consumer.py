@@ -38,7 +38,7 @@ from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 from pyjetstream.api.versioning import consumer_required_level, with_dynamic, with_required_level
 from pyjetstream.protocol.headers import get_header
-from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
+from pyjetstream.server.jetstream.api_common import decode_request, has_json_body, is_empty_request
 from pyjetstream.server.jetstream.consumer_config import GROUP_NAME as _GROUP_NAME
 from pyjetstream.server.jetstream.consumer_config import new_ephemeral_name
 from pyjetstream.server.jetstream.consumer_create import add_consumer
@@ -261,7 +261,7 @@ def consumer_unpin(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
 def _paged_consumers(
     engine: JetStreamEngine, match: ApiMatch, payload: bytes, kind: type
 ) -> tuple[list, int, int]:
-    req = kind() if is_empty_request(payload) else decode_request(payload, kind, engine.strict)
+    req = decode_request(payload, kind, engine.strict) if has_json_body(payload) else kind()
     stream = _lookup_stream(engine, match.stream)
     # Direct consumers (used by sources and mirrors) are not listed (``getPublicConsumers``).
     consumers = sorted((c for c in stream.consumers.values() if not c.cfg.direct), key=lambda c: c.name)

@@ -15,6 +15,7 @@ from pyjetstream.api.models_stream import StreamConfig, StreamInfo
 from pyjetstream.api.requests import (
     StreamConfigRequest,
     StreamInfoRequest,
+    StreamListRequest,
     StreamNamesRequest,
     StreamPurgeRequest,
 )
@@ -40,7 +41,12 @@ from pyjetstream.api.versioning import (
 )
 from pyjetstream.protocol.subjects import subjects_overlap
 from pyjetstream.server.jetstream import advisories
-from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
+from pyjetstream.server.jetstream.api_common import (
+    decode_json_value,
+    decode_request,
+    has_json_body,
+    is_empty_request,
+)
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 from pyjetstream.server.jetstream.stream import Stream
 from pyjetstream.server.jetstream.stream_config import (
@@ -115,10 +121,7 @@ def _config(req: StreamConfigRequest) -> StreamConfig:
 
 def _names_storage(payload: bytes) -> bool:
     """Whether a (decodable) create request sets ``storage`` itself."""
-    try:
-        body = msgspec.json.decode(payload)
-    except msgspec.DecodeError:
-        return False
+    body = decode_json_value(payload)
     return isinstance(body, dict) and "storage" in body
 
 
@@ -227,7 +230,7 @@ def stream_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply:
     response = StreamInfoResponse()
     try:
         stream = _lookup(engine, match.stream)
-        req = StreamInfoRequest() if is_empty_request(payload) else decode_request(payload, StreamInfoRequest, engine.strict)
+        req = decode_request(payload, StreamInfoRequest, engine.strict) if has_json_body(payload) else StreamInfoRequest()
     except JetStreamApiError as exc:
         return _error(response, exc)
     info: StreamInfo = _shown(stream.info(req.subjects_filter, req.deleted_details))
@@ -271,10 +274,12 @@ def _filtered(engine: JetStreamEngine, filter_subject: str) -> list[Stream]:
     return streams
 
 
-def _page(engine: JetStreamEngine, payload: bytes, limit: int) -> tuple[list[Stream], int, int]:
+def _page(
+    engine: JetStreamEngine, payload: bytes, limit: int, kind: type[StreamNamesRequest | StreamListRequest]
+) -> tuple[list[Stream], int, int]:
     """The page of streams a NAMES or LIST request asks for (an optional ``subject`` filter and
     ``offset``; both take the same body), with the total and the offset in force."""
-    req = StreamNamesRequest() if is_empty_request(payload) else decode_request(payload, StreamNamesRequest, engine.strict)
+    req = decode_request(payload, kind, engine.strict) if has_json_body(payload) else kind()
     streams = _filtered(engine, req.subject)
     offset = min(max(req.offset, 0), len(streams))
     return streams[offset : offset + limit], len(streams), offset
@@ -283,7 +288,7 @@ def _page(engine: JetStreamEngine, payload: bytes, limit: int) -> tuple[list[Str
 def stream_names(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = StreamNamesResponse()
     try:
-        page, total, offset = _page(engine, payload, NAMES_LIMIT)
+        page, total, offset = _page(engine, payload, NAMES_LIMIT, StreamNamesRequest)
     except JetStreamApiError as exc:
         return _error(response, exc)
     response.streams = [s.name for s in page] or None
@@ -294,7 +299,7 @@ def stream_names(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply
 def stream_list(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = StreamListResponse(streams=[])
     try:
-        page, total, offset = _page(engine, payload, LIST_LIMIT)
+        page, total, offset = _page(engine, payload, LIST_LIMIT, StreamListRequest)
     except JetStreamApiError as exc:
         return _error(response, exc)
     response.streams = [s.info() for s in page]

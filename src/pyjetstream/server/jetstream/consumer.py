@@ -35,7 +35,7 @@ from pyjetstream.api import errors as E
 from pyjetstream.api import headers as H
 from pyjetstream.api import subjects as S
 from pyjetstream.api.advisories import ConsumerPauseAdvisory
-from pyjetstream.api.codec import encode, go_json_error
+from pyjetstream.api.codec import encode, go_json_error, loads_go
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy, RetentionPolicy
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError
@@ -579,7 +579,7 @@ def _reset_seq(payload: bytes) -> int:
     if not payload:
         return 0
     try:
-        doc = json.loads(payload)
+        doc = loads_go(payload)
     except json.JSONDecodeError as exc:
         raise JetStreamApiError(_invalid_json(go_json_error(exc))) from None
     except ValueError:
