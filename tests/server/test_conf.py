@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -398,12 +399,17 @@ _values = st.recursive(
 )
 
 
+# A float literal as the NATS config lexer takes one: digits on both sides of the point (".0" and
+# "0." are refused: "Floats must start with a digit" / "must have a digit after the '.'").
+_FLOAT = re.compile(r"-?[0-9]+\.[0-9]+")
+
+
 def _render(value: Any, sep: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, str) and value.replace("-", "", 1).replace(".", "", 1).isdigit() and "." in value:
+    if isinstance(value, str) and _FLOAT.fullmatch(value):
         return value  # a float literal
     if isinstance(value, str):
         out = []
@@ -423,10 +429,8 @@ def _render(value: Any, sep: str) -> str:
 
 
 def _expected(value: Any) -> Any:
-    if isinstance(value, str) and not isinstance(value, bool) and "." in value:
-        with contextlib.suppress(ValueError):
-            if value.replace("-", "", 1).replace(".", "", 1).isdigit():
-                return float(value)
+    if isinstance(value, str) and _FLOAT.fullmatch(value):
+        return float(value)
     if isinstance(value, list):
         return [_expected(v) for v in value]
     if isinstance(value, dict):
