@@ -33,7 +33,14 @@ from pyjetstream.server.subscription import Subscription
 
 if TYPE_CHECKING:
     from pyjetstream.server.msgtrace import TracedCallback
-    from pyjetstream.server.server import AckRunCallback, InternalCallback, InternalSub, RunCallback, Server
+    from pyjetstream.server.server import (
+        AckRunCallback,
+        HeaderRunCallback,
+        InternalCallback,
+        InternalSub,
+        RunCallback,
+        Server,
+    )
 
 __all__ = ["GLOBAL_ACCOUNT", "SYSTEM_ACCOUNT", "Account"]
 
@@ -130,9 +137,10 @@ class Account:
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
         acks: AckRunCallback | None = None,
+        hrun: HeaderRunCallback | None = None,
     ) -> InternalSub:
         return self.server.subscribe_internal(
-            subject, callback, queue, account=self, traced=traced, run=run, acks=acks
+            subject, callback, queue, account=self, traced=traced, run=run, acks=acks, hrun=hrun
         )
 
     def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:

@@ -176,6 +176,37 @@ def _take_run(events: list[Any], start: int, subject: str) -> tuple[int, list[st
     return end, replies, payloads
 
 
+def _take_hrun(
+    events: list[Any], start: int, trace_dest: bool
+) -> tuple[int, list[str], list[str], list[bytes], list[bytes]]:
+    """The run of publishes with headers starting at ``events[start]`` (``Server.route_hpubs``),
+    up to the first event that is not one or that may be traced (``msgtrace.may_be_traced``, as
+    ``ClientConnection._process`` tests it; ``trace_dest``: the account traces by
+    ``traceparent``): where it ends, and its subjects, replies, header blocks and payloads."""
+    end = start
+    subjects: list[str] = []
+    replies: list[str] = []
+    hdrs: list[bytes] = []
+    payloads: list[bytes] = []
+    n = len(events)
+    while end < n:
+        ev = events[end]
+        if ev.__class__ is not tuple:
+            break
+        hdr = ev[2]
+        if hdr is None or (
+            len(hdr) >= MIN_TRACED_HDR
+            and (_find(hdr, TRACE_DEST) >= 0 or (trace_dest and has_trace_parent(hdr)))
+        ):
+            break
+        subjects.append(ev[0])
+        replies.append(ev[1])
+        hdrs.append(hdr)
+        payloads.append(ev[3])
+        end += 1
+    return end, subjects, replies, hdrs, payloads
+
+
 class ClientConnection(asyncio.Protocol):
     """A client's TCP connection (``kind`` Client, ``type`` nats in ``/connz``)."""
 
@@ -520,6 +551,25 @@ class ClientConnection(asyncio.Protocol):
                                     return
                                 continue
                             no_run = end  # one by one, without asking again for each
+                    elif hdr is not None and i < len(events):
+                        # More with headers next (the Spark sink's rows: a message id, an
+                        # expected stream and a reply each): a stream's ingest takes them whole.
+                        nxt = events[i]
+                        if nxt.__class__ is tuple and nxt[2] is not None:
+                            end, subjects, replies, hdrs, payloads = _take_hrun(
+                                events, i - 1, bool(self.account.trace_dest)
+                            )
+                            if end > i:
+                                done = self.server.route_hpubs(subjects, replies, hdrs, payloads, self)
+                                n_msgs += done
+                                n_bytes += sum(map(len, hdrs[:done])) + sum(map(len, payloads[:done]))
+                                i += done - 1
+                                if self.closed:
+                                    return
+                                if self.stalled:
+                                    self._held = events[i:]
+                                    return
+                                continue
                     n_msgs += 1
                     n_bytes += len(payload) if hdr is None else len(hdr) + len(payload)
                     route(subject, reply, hdr, payload, self)

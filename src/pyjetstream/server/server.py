@@ -80,7 +80,15 @@ from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
 from pyjetstream.server.version import SERVER_VERSION
 
-__all__ = ["SERVER_VERSION", "AckRunCallback", "InternalCallback", "InternalSub", "RunCallback", "Server"]
+__all__ = [
+    "SERVER_VERSION",
+    "AckRunCallback",
+    "HeaderRunCallback",
+    "InternalCallback",
+    "InternalSub",
+    "RunCallback",
+    "Server",
+]
 
 #: nats-server keeps this many closed connections for ``/connz?state=closed``.
 MAX_CLOSED_CLIENTS = 10_000
@@ -94,6 +102,12 @@ RunCallback = Callable[[str, list[str], list[bytes], ClientConnection], None]
 #: ``acks(prefix, tails, payloads, client)``: an :class:`~pyjetstream.protocol.events.AckRun` to a
 #: consumer's ack subscription; returns how many it handled (see :meth:`Server.route_acks`).
 AckRunCallback = Callable[[str, list[bytes], list[bytes], ClientConnection], int]
+#: ``hrun(subjects, replies, hdrs, payloads, lo, hi, client)``: publishes ``lo`` to ``hi`` (not
+#: included) of a read's run of publishes with headers, all to this subscription, in order (see
+#: :meth:`Server.route_hpubs`).
+HeaderRunCallback = Callable[
+    [list[str], list[str], list[bytes], list[bytes], int, int, ClientConnection], None
+]
 
 
 
@@ -104,10 +118,12 @@ class InternalSub(Subscription):
     the trace first), for the subscriptions whose work shows in a trace event (a stream's ingest,
     the import forwarders); without it a traced message reaches ``callback`` as any other.
     ``run`` takes a run of header-less publishes to one subject at once (``route_pubs``: a
-    stream's ingest); without it each reaches ``callback``. ``acks`` takes a run of acks
-    (``route_acks``: a consumer's ack subscription); without it each reaches ``callback``."""
+    stream's ingest); without it each reaches ``callback``. ``hrun`` takes a run of publishes
+    with headers (``route_hpubs``: a stream's ingest of the Spark sink's rows). ``acks`` takes a
+    run of acks (``route_acks``: a consumer's ack subscription); without it each reaches
+    ``callback``."""
 
-    __slots__ = ("account", "acks", "run", "traced")
+    __slots__ = ("account", "acks", "hrun", "run", "traced")
 
     def __init__(
         self,
@@ -119,12 +135,14 @@ class InternalSub(Subscription):
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
         acks: AckRunCallback | None = None,
+        hrun: HeaderRunCallback | None = None,
     ) -> None:
         super().__init__(subject, sid, queue, client=None, callback=callback)
         self.account = account
         self.traced = traced
         self.run = run
         self.acks = acks
+        self.hrun = hrun
 
     def unsubscribe(self) -> None:
         if not self.closed:
@@ -631,13 +649,14 @@ class Server:
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
         acks: AckRunCallback | None = None,
+        hrun: HeaderRunCallback | None = None,
     ) -> InternalSub:
         """An internal subscription in ``account`` (default: the global account); ``traced``
-        takes traced messages, ``run`` runs of publishes, ``acks`` runs of acks (see
-        :class:`InternalSub`)."""
+        takes traced messages, ``run`` runs of publishes, ``acks`` runs of acks, ``hrun`` runs
+        of publishes with headers (see :class:`InternalSub`)."""
         self._isid += 1
         acc = account or self.global_account
-        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run, acks)
+        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run, acks, hrun)
         acc.add_subscription(sub)
         return sub
 
@@ -908,6 +927,61 @@ class Server:
         except Exception:
             self.logger.exception("internal subscription callback for %r failed", sub.subject)
         return True
+
+    def route_hpubs(
+        self,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        client: ClientConnection,
+    ) -> int:
+        """Route publishes with headers that ``client`` sent in a row (one read, none of them
+        traced; in order): each stretch of them whose subjects all reach the same lone internal
+        subscription that takes such runs (``InternalSub.hrun``: a stream's ingest — the Spark
+        sink's rows, a message id and an expected stream each, a subject per row) is handed to it
+        in one call; anything else takes :meth:`route`, one by one, in its place. Returns how many
+        were routed: all, or fewer when routing one closed or stalled ``client`` (the caller
+        holds the rest, as after a stall in :meth:`route`). Matches and deliveries are counted as
+        route counts them (nats-server ``processMsgResults`` has no such path: each message is
+        its own)."""
+        sl = client.account.sublist
+        match = sl.match
+        n = len(subjects)
+        k = 0
+        while k < n:
+            subject = subjects[k]
+            psubs, qsubs = match(subject)
+            sub = psubs[0] if not qsubs and len(psubs) == 1 else None
+            take = getattr(sub, "hrun", None)
+            if take is None or sub is None or sub.closed:
+                sl.matches -= 1  # (route counts its own)
+                self.route(subject, replies[k], hdrs[k], payloads[k], client)
+                k += 1
+                if client.closed or client.stalled:
+                    return k
+                continue
+            j = k + 1
+            while j < n:
+                other = subjects[j]
+                if other != subject:
+                    psubs, qsubs = match(other)
+                    if qsubs or len(psubs) != 1 or psubs[0] is not sub:
+                        sl.matches -= 1  # (looked up again for the next stretch)
+                        break
+                    subject = other
+                else:
+                    sl.matches += 1
+                j += 1
+            sub.delivered += j - k
+            try:
+                take(subjects, replies, hdrs, payloads, k, j, client)
+            except Exception:
+                self.logger.exception("internal subscription callback for %r failed", sub.subject)
+            k = j
+            if client.closed or client.stalled:
+                return k
+        return n
 
     def route_acks(
         self, prefix: str, tails: list[bytes], payloads: list[bytes], client: ClientConnection

@@ -82,6 +82,9 @@ HDR_TRACE_DEST = MSG_TRACE_DEST.encode()
 # A block whose only Nats- headers are these (a Spark write's) takes _process_with_id.
 ID_HEADERS = header_lines(MSG_ID, EXPECTED_STREAM)
 TRACE_DISABLED = MSG_TRACE_DEST_DISABLED.encode()
+# The header block of a Spark row (``spark/msgid.py``): this, the id, then ``Stream._id_tail``.
+ID_BLOCK_HEAD = b"NATS/1.0\r\nNats-Msg-Id: "
+ID_BLOCK_HEAD_LEN = len(ID_BLOCK_HEAD)
 NS_PER_S = 1_000_000_000
 MAX_HEADER_SIZE = 65535
 #: How nats-server words a traced message refused for its size (``ErrMaxPayload``).
@@ -146,6 +149,10 @@ class Stream:
         self._acks: list[tuple[str, bytes]] = []
         self._signals: list[tuple[int, str]] = []
         self._ack_prefix = pub_ack_prefix(cfg.name, engine.domain)
+        # The two header blocks a Spark row of this stream has (:meth:`_store_id_run`): after the
+        # id (``ID_BLOCK_HEAD``), and without one (``deriveMsgId=false``).
+        self._id_tail = b"\r\nNats-Expected-Stream: %b\r\n\r\n" % cfg.name.encode()
+        self._stream_block = b"NATS/1.0" + self._id_tail
         self._memory = cfg.storage == StorageType.MEMORY
         self._ingest = IngestLimits(self.server.options)
         self._ingest_max = self._ingest.max_size or 1 << 62  # bytes a message may bring (ingest.py)
@@ -180,12 +187,17 @@ class Stream:
         self._configure_fast_path()
 
     def _subscribe_inbound(self) -> None:
-        """An internal subscription per subject: publishes one by one, traced ones, and a read's
-        run of header-less ones (``Server.route_pubs``)."""
+        """An internal subscription per subject: publishes one by one, traced ones, a read's run
+        of header-less ones (``Server.route_pubs``) and of ones with headers
+        (``Server.route_hpubs``)."""
         for subject in self.cfg.subjects:
             self._subs.append(
                 self.server.subscribe_internal(
-                    subject, self._on_inbound, traced=self._on_traced, run=self._on_inbound_run
+                    subject,
+                    self._on_inbound,
+                    traced=self._on_traced,
+                    run=self._on_inbound_run,
+                    hrun=self._on_inbound_hrun,
                 )
             )
 
@@ -423,6 +435,112 @@ class Stream:
         if replies[done] and not cfg.no_ack:
             self.respond(replies[done], self._error(result))
         return done + 1
+
+    def _on_inbound_hrun(
+        self,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        lo: int,
+        hi: int,
+        client: Any,
+    ) -> None:
+        """:meth:`_on_inbound` for publishes ``lo`` to ``hi`` of a read's run of publishes with
+        headers (``Server.route_hpubs``) — the Spark sink's rows. Those with a Spark row's header
+        block take :meth:`_store_id_run` together; any other goes to :meth:`_on_inbound` in its
+        place, so each message gets what :meth:`_on_inbound` gives it, in order (nats-server has
+        no such path: ``processInboundJetStreamMsg`` runs per message)."""
+        k = lo
+        on_inbound = self._on_inbound
+        while k < hi:
+            if self.closed:
+                return
+            if self._plain and self._trace is None:
+                k = self._store_id_run(subjects, replies, hdrs, payloads, k, hi)
+                if k >= hi:
+                    return
+            on_inbound(subjects[k], replies[k], hdrs[k], payloads[k], client)
+            k += 1
+
+    def _store_id_run(
+        self,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        k: int,
+        hi: int,
+    ) -> int:
+        """:meth:`_process_with_id` (with :meth:`_on_inbound`'s ingest check before it) for each
+        message from ``k`` on whose header block is exactly a Spark row's — ``NATS/1.0``, a
+        ``Nats-Msg-Id`` (one line of ASCII without ``Nats-``) or none, ``Nats-Expected-Stream:
+        <this stream>`` — and that nothing else could refuse before the store (not a fast batch's,
+        within the ingest, message and header size limits); their PubAcks in order. Returns the
+        index of the first message it did not take (``hi``: all): the caller hands that one to
+        :meth:`_on_inbound`, which answers it as nats-server would (a wrong expected stream, a
+        header block of another shape...)."""
+        cfg = self.cfg
+        memory = self._memory
+        if not memory and self._batch is None:
+            self._batch = self.store.batch()
+            self._batch.__enter__()
+            self.server.after_read(self._end_batch)
+        acks: list[tuple[str, bytes]] = [] if memory else self._acks
+        respond = not cfg.no_ack
+        max_size = cfg.max_msg_size
+        ingest_max = self._ingest_max
+        tail = self._id_tail
+        tail_len = len(tail)
+        shortest = ID_BLOCK_HEAD_LEN + tail_len
+        stream_block = self._stream_block
+        lookup = self._dedupe.lookup
+        commit = self._commit_plain
+        ack_prefix = self._ack_prefix
+        while k < hi:
+            hdr = hdrs[k]
+            hlen = len(hdr)
+            if hdr == stream_block:
+                msg_id = ""
+            elif hlen >= shortest and hdr.startswith(ID_BLOCK_HEAD) and hdr.endswith(tail):
+                raw = hdr[ID_BLOCK_HEAD_LEN : hlen - tail_len]
+                if b"\n" in raw or b"\r" in raw or b"Nats-" in raw or not raw.isascii():
+                    break
+                msg_id = raw.strip(b" \t").decode()
+            else:
+                break
+            reply = replies[k]
+            payload = payloads[k]
+            size = hlen + len(payload)
+            if (
+                reply.endswith(FAST_BATCH_SUFFIX)
+                or size + len(subjects[k]) + len(reply) > ingest_max
+                or 0 <= max_size < size
+                or hlen > MAX_HEADER_SIZE
+            ):
+                break
+            if msg_id:
+                if not self._dedupe_loaded:
+                    self._rebuild_dedupe()
+                seq = lookup(msg_id)
+                if seq is not None:
+                    if respond and reply:
+                        acks.append((reply, finish_pub_ack(ack_prefix, seq, True)))
+                    k += 1
+                    continue
+            result = commit(subjects[k], hdr, payload, msg_id)
+            if type(result) is int:
+                if respond and reply:
+                    acks.append((reply, finish_pub_ack(ack_prefix, result)))
+            else:
+                if not memory:
+                    acks = self._acks  # (a failed write replaced the read's PubAcks: _store_failed)
+                if respond and reply:
+                    acks.append((reply, self._error(cast(ApiError, result))))
+            k += 1
+        if memory and acks:
+            self.server.publish_replies(acks)
+        return k
 
     def _end_batch(self) -> None:
         """Commit the read's (or turn's) writes (to the OS; fsync with ``sync: always``), then
