@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 
 
 class DedupeWindow:
@@ -32,6 +33,19 @@ class DedupeWindow:
     def record(self, msg_id: str, seq: int, ts: int) -> None:
         self._ids[msg_id] = (seq, ts)
         self._ids.move_to_end(msg_id)
+
+    def record_run(self, msg_ids: list[str], first: int, tss: Sequence[int]) -> bool:
+        """:meth:`record` for messages ``first`` onwards stored at ``tss``, ``msg_ids[i]`` each
+        (an empty id: none, nothing recorded); whether any was recorded."""
+        ids = self._ids
+        move = ids.move_to_end
+        any_id = False
+        for msg_id, seq, ts in zip(msg_ids, range(first, first + len(tss)), tss, strict=False):
+            if msg_id:
+                ids[msg_id] = (seq, ts)
+                move(msg_id)
+                any_id = True
+        return any_id
 
     def expire(self, now: int | None = None) -> int | None:
         """Forget ids older than the window; return when the next one expires (unix ns)."""

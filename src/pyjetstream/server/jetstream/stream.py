@@ -476,17 +476,18 @@ class Stream:
         message from ``k`` on whose header block is exactly a Spark row's — ``NATS/1.0``, a
         ``Nats-Msg-Id`` (one line of ASCII without ``Nats-``) or none, ``Nats-Expected-Stream:
         <this stream>`` — and that nothing else could refuse before the store (not a fast batch's,
-        within the ingest, message and header size limits); their PubAcks in order. Returns the
-        index of the first message it did not take (``hi``: all): the caller hands that one to
-        :meth:`_on_inbound`, which answers it as nats-server would (a wrong expected stream, a
-        header block of another shape...)."""
+        within the ingest, message and header size limits); their PubAcks in order. The messages
+        between two duplicates are committed together (:meth:`_commit_id_run`); a duplicate is
+        answered as :meth:`_process_with_id` answers it. Returns the index of the first message
+        it did not take (``hi``: all): the caller hands that one to :meth:`_on_inbound`, which
+        answers it as nats-server would (a wrong expected stream, a header block of another
+        shape...)."""
         cfg = self.cfg
-        memory = self._memory
-        if not memory and self._batch is None:
+        if not self._memory and self._batch is None:
             self._batch = self.store.batch()
             self._batch.__enter__()
             self.server.after_read(self._end_batch)
-        acks: list[tuple[str, bytes]] = [] if memory else self._acks
+        answers: list[tuple[str, bytes]] = []  # a memory stream's PubAcks (else the read's: _acks)
         respond = not cfg.no_ack
         max_size = cfg.max_msg_size
         ingest_max = self._ingest_max
@@ -495,52 +496,145 @@ class Stream:
         shortest = ID_BLOCK_HEAD_LEN + tail_len
         stream_block = self._stream_block
         lookup = self._dedupe.lookup
-        commit = self._commit_plain
-        ack_prefix = self._ack_prefix
         while k < hi:
-            hdr = hdrs[k]
-            hlen = len(hdr)
-            if hdr == stream_block:
-                msg_id = ""
-            elif hlen >= shortest and hdr.startswith(ID_BLOCK_HEAD) and hdr.endswith(tail):
-                raw = hdr[ID_BLOCK_HEAD_LEN : hlen - tail_len]
-                if b"\n" in raw or b"\r" in raw or b"Nats-" in raw or not raw.isascii():
+            start = k
+            ids: list[str] = []
+            seen: set[str] = set()
+            largest = 0
+            dup = 0  # the sequence of the duplicate that ended the stretch
+            while k < hi:
+                hdr = hdrs[k]
+                hlen = len(hdr)
+                if hdr == stream_block:
+                    msg_id = ""
+                elif hlen >= shortest and hdr.startswith(ID_BLOCK_HEAD) and hdr.endswith(tail):
+                    raw = hdr[ID_BLOCK_HEAD_LEN : hlen - tail_len]
+                    if b"\n" in raw or b"\r" in raw or b"Nats-" in raw or not raw.isascii():
+                        break
+                    msg_id = raw.strip(b" \t").decode()
+                else:
                     break
-                msg_id = raw.strip(b" \t").decode()
+                reply = replies[k]
+                size = hlen + len(payloads[k])
+                if (
+                    reply.endswith(FAST_BATCH_SUFFIX)
+                    or size + len(subjects[k]) + len(reply) > ingest_max
+                    or 0 <= max_size < size
+                    or hlen > MAX_HEADER_SIZE
+                ):
+                    break
+                if msg_id:
+                    if msg_id in seen:  # (looked up again once the stretch is stored)
+                        break
+                    if not self._dedupe_loaded:
+                        self._rebuild_dedupe()
+                    seq = lookup(msg_id)
+                    if seq is not None:
+                        dup = seq
+                        break
+                    seen.add(msg_id)
+                ids.append(msg_id)
+                if size > largest:
+                    largest = size
+                k += 1
+            if k > start:
+                k = start + self._commit_id_run(
+                    subjects[start:k], replies[start:k], hdrs[start:k], payloads[start:k], ids, largest, answers
+                )
+            elif dup:
+                if respond and replies[k]:
+                    (answers if self._batch is None else self._acks).append(
+                        (replies[k], finish_pub_ack(self._ack_prefix, dup, True))
+                    )
+                k += 1
             else:
                 break
-            reply = replies[k]
-            payload = payloads[k]
-            size = hlen + len(payload)
-            if (
-                reply.endswith(FAST_BATCH_SUFFIX)
-                or size + len(subjects[k]) + len(reply) > ingest_max
-                or 0 <= max_size < size
-                or hlen > MAX_HEADER_SIZE
-            ):
-                break
-            if msg_id:
-                if not self._dedupe_loaded:
-                    self._rebuild_dedupe()
-                seq = lookup(msg_id)
-                if seq is not None:
-                    if respond and reply:
-                        acks.append((reply, finish_pub_ack(ack_prefix, seq, True)))
-                    k += 1
-                    continue
-            result = commit(subjects[k], hdr, payload, msg_id)
-            if type(result) is int:
-                if respond and reply:
-                    acks.append((reply, finish_pub_ack(ack_prefix, result)))
-            else:
-                if not memory:
-                    acks = self._acks  # (a failed write replaced the read's PubAcks: _store_failed)
-                if respond and reply:
-                    acks.append((reply, self._error(cast(ApiError, result))))
-            k += 1
-        if memory and acks:
-            self.server.publish_replies(acks)
+        if answers:
+            self.server.publish_replies(answers)
         return k
+
+    def _commit_id_run(
+        self,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        ids: list[str],
+        largest: int,
+        answers: list[tuple[str, bytes]],
+    ) -> int:
+        """:meth:`_commit_plain` for each of a stretch of Spark rows (none a duplicate, of an
+        earlier one or of another in the stretch: ``_store_id_run``), with its PubAck — in one
+        pass (``IndexedStore.store_hrun``) when every check it makes is known to pass for all of
+        them (the account limits: ``JetStreamEngine.room_for_run``; the store's:
+        ``hrun_fits``), else one by one. Returns how many messages were dealt with: all, or up
+        to and including the one a failed write stopped at (answered with the error, as one by
+        one). PubAcks go to the read's (``_acks``) while a store batch is open, else to
+        ``answers``."""
+        cfg = self.cfg
+        store = self.store
+        engine = self.engine
+        storage = cfg.storage
+        n = len(payloads)
+        sizes = sum(map(len, subjects)) + sum(map(len, hdrs)) + sum(map(len, payloads))
+        # Each record as _commit_plain's check counts it (size_base + size_hdr + the lengths).
+        records = n * (cast(Any, store)._record_size(0, 1, 0) - 1) + sizes
+        if (
+            not engine.room_for_run(storage, n, records)
+            or not "".join(subjects).isascii()  # (the store counts a subject's UTF-8 bytes)
+            or not store.hrun_fits(subjects, largest, records)
+        ):
+            return self._commit_id_each(subjects, replies, hdrs, payloads, ids, answers)
+        first, tss, error = store.store_hrun(subjects, hdrs, payloads)
+        done = len(tss)
+        if done:
+            if done < n:
+                sizes = sum(map(len, subjects[:done])) + sum(map(len, hdrs[:done])) + sum(map(len, payloads[:done]))
+            engine.note_writes(storage, done, sizes)
+            if self._dedupe.record_run(ids, first, tss) and "dedupe" not in self._timers:
+                self._schedule_dedupe_expiry()
+            self._last_msg_id = ids[done - 1]
+            if cfg.max_age and "expiry" not in self._timers:
+                self._schedule_expiry()
+            if self.consumers:
+                if self._batch is not None:
+                    self._signals.extend(zip(range(first, first + done), subjects, strict=False))
+                else:
+                    for seq, subject in zip(range(first, first + done), subjects, strict=False):
+                        self._signal_consumers(seq, subject)
+            if not cfg.no_ack:
+                acks = pub_acks(self._ack_prefix, first, done)
+                (answers if self._batch is None else self._acks).extend(
+                    [(reply, ack) for reply, ack in zip(replies, acks, strict=False) if reply]
+                )
+        if error is None:
+            return n
+        result = self._store_error(error)
+        if replies[done] and not cfg.no_ack:
+            (answers if self._batch is None else self._acks).append((replies[done], self._error(result)))
+        return done + 1
+
+    def _commit_id_each(
+        self,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        ids: list[str],
+        answers: list[tuple[str, bytes]],
+    ) -> int:
+        """:meth:`_commit_id_run` one message at a time (:meth:`_commit_plain` each: a limit may
+        bite mid-stretch); returns how many were dealt with (all)."""
+        commit = self._commit_plain
+        respond = not self.cfg.no_ack
+        ack_prefix = self._ack_prefix
+        for subject, reply, hdr, payload, msg_id in zip(subjects, replies, hdrs, payloads, ids, strict=True):
+            result = commit(subject, hdr, payload, msg_id)
+            if respond and reply:
+                ack = finish_pub_ack(ack_prefix, result) if type(result) is int else self._error(cast(ApiError, result))
+                # (re-read: a failed write replaces the read's PubAcks, _store_failed)
+                (answers if self._batch is None else self._acks).append((reply, ack))
+        return len(payloads)
 
     def _end_batch(self) -> None:
         """Commit the read's (or turn's) writes (to the OS; fsync with ``sync: always``), then

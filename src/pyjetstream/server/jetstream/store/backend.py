@@ -50,6 +50,20 @@ class PayloadBackend(ABC):
             seq += 1
         return tss, locs
 
+    def append_hrun(
+        self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
+    ) -> tuple[array[int], array[int]]:
+        """:meth:`append_run` for messages with a subject and a header block each
+        (``IndexedStore.store_hrun``: a read's Spark rows); the same contract."""
+        tss = array("q")
+        locs = array("Q")
+        for subject, hdr, payload in zip(subjects, hdrs, payloads, strict=True):
+            ts = time.time_ns()
+            locs.append(self.append(seq, ts, subject, hdr, payload))
+            tss.append(ts)
+            seq += 1
+        return tss, locs
+
     @abstractmethod
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
         """``(headers, payload)`` of a live message."""
@@ -149,6 +163,19 @@ class MemoryPayloads(PayloadBackend):
         time_ns = time.time_ns
         tss = array("q", [time_ns() for _ in payloads])
         self.payloads.extend([(b"", p if type(p) is bytes else bytes(p)) for p in payloads])
+        return tss, array("Q", bytes(8 * len(payloads)))
+
+    def append_hrun(
+        self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
+    ) -> tuple[array[int], array[int]]:
+        time_ns = time.time_ns
+        tss = array("q", [time_ns() for _ in payloads])
+        self.payloads.extend(
+            [
+                (h if type(h) is bytes else bytes(h), p if type(p) is bytes else bytes(p))
+                for h, p in zip(hdrs, payloads, strict=True)
+            ]
+        )
         return tss, array("Q", bytes(8 * len(payloads)))
 
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:

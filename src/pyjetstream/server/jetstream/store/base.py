@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -230,6 +230,30 @@ class MessageStore(ABC):
             first = first or seq
             done += 1
         return first, done, None
+
+    def hrun_fits(self, subjects: list[str], largest: int, total: int) -> bool:
+        """Whether :meth:`store_hrun` may store one message on each of ``subjects`` in one pass:
+        :meth:`store_msg` would refuse none of them and remove none for the limits (``largest``:
+        the largest header block and payload together, ``total``: their accounted sizes
+        summed). A store without a run path says no."""
+        return False
+
+    def store_hrun(
+        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes]
+    ) -> tuple[int, Sequence[int], StoreError | None]:
+        """:meth:`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn, stamped now
+        and without a TTL (after :meth:`hrun_fits`); ``(first sequence, the timestamps of those
+        stored, the error that stopped the rest)``."""
+        first = 0
+        tss: list[int] = []
+        for subject, hdr, payload in zip(subjects, hdrs, payloads, strict=True):
+            try:
+                seq, ts = self.store_msg(subject, hdr, payload)
+            except StoreError as error:
+                return first, tss, error
+            first = first or seq
+            tss.append(ts)
+        return first, tss, None
 
     @abstractmethod
     def batch(self) -> contextlib.AbstractContextManager[None]:

@@ -394,6 +394,51 @@ class BlockFiles(PayloadBackend):
         act.live_bytes += end - start
         return array("q", tss), array("Q", [o << 32 | n for o, n in zip(offs, plens, strict=False)])
 
+    def append_hrun(
+        self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
+    ) -> tuple[array[int], array[int]]:
+        """:meth:`append` for messages with a subject and a header block each (a read's Spark
+        rows), the records framed in one loop and joined into the active block's mirror at once;
+        stops before a record that would need the next block, as :meth:`append_run`. A block
+        with a ``Nats-TTL`` (kept per message for recovery) or a compressed store takes
+        :meth:`append` per message."""
+        if self._compress or any(_TTL_KEY in h for h in hdrs):
+            return super().append_hrun(seq, subjects, hdrs, payloads)
+        plens = [
+            REC_OVERHEAD + len(s) + len(h) + len(p) for s, h, p in zip(subjects, hdrs, payloads, strict=True)
+        ]
+        if plens[0] > MAX_RECORD:
+            raise ErrMsgTooLarge()
+        act = self.blocks[-1]
+        limit = self._block_size
+        if act.size + plens[0] > limit and act.size > BLOCK_HDR_LEN:
+            self._roll(seq)
+            act = self.blocks[-1]
+        start = act.size
+        offs = list(accumulate(plens, initial=start))  # offs[k]: where record k starts; offs[-1]: the end
+        m = len(plens)
+        if offs[-1] > limit or max(plens) > MAX_RECORD:  # the first (taken anyway) and those that fit
+            m = max(1, bisect.bisect_right(offs, limit) - 1)
+            m = next((k for k in range(1, m) if plens[k] > MAX_RECORD), m)
+            plens = plens[:m]
+        time_ns = _time_ns
+        tss = [time_ns() for _ in plens]
+        pack = _pack_rec
+        crc32 = _crc32
+        pack_crc = _pack_crc
+        parts: list[bytes] = []
+        add = parts.append
+        for plen, s, ts, sb, h, p in zip(plens, range(seq, seq + m), tss, subjects, hdrs, payloads, strict=False):
+            rec = pack(plen, KIND_MSG, s, ts, len(sb), len(h)) + sb + h + p
+            add(rec)
+            add(pack_crc(crc32(rec)))
+        self._mirror += b"".join(parts)
+        end = offs[m]
+        act.size = end
+        act.live_msgs += m
+        act.live_bytes += end - start
+        return array("q", tss), array("Q", [o << 32 | n for o, n in zip(offs, plens, strict=False)])
+
     def _append_to(self, blk: _Block, rec: bytes) -> None:
         if blk is self.blocks[-1]:
             self._mirror += rec

@@ -16,7 +16,8 @@ import errno
 import heapq
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
 
@@ -192,6 +193,73 @@ class IndexedStore(MessageStore):
             done += m
             seq += m
         return first, done, None
+
+    def hrun_fits(self, subjects: list[str], largest: int, total: int) -> bool:
+        """:meth:`run_fits` for one message on each of ``subjects`` (with headers: ``largest``
+        counts a message's header block and payload): then :meth:`store_hrun` may store them in
+        one pass. Any doubt is a no."""
+        if self._closed or self.write_error is not None or (self._commits and not self._batch_depth):
+            return False
+        cfg = self._cfg
+        if 0 < cfg.max_msg_size < largest:
+            return False
+        if self._limits_active or self._discard_new:
+            index = self._index
+            count = len(subjects)
+            if 0 < cfg.max_msgs < index.msgs + count or 0 < cfg.max_bytes < index.bytes + total:
+                return False
+            maxp = cfg.max_msgs_per_subject
+            if maxp > 0:
+                ids = index.subjects.ids
+                msgs = index.subjects.msgs
+                for subject, n in Counter(subjects).items():
+                    sid = ids.get(subject, 0)
+                    if (msgs[sid] if sid else 0) + n > maxp:
+                        return False
+        return True
+
+    def store_hrun(
+        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes]
+    ) -> tuple[int, Sequence[int], StoreError | None]:
+        """:meth:`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (no TTL,
+        stamped now) in one pass — a read's Spark rows, a subject each: the backend frames them
+        in one loop (``append_hrun``) and the index takes them in one call
+        (``SeqIndex.append_many``). Only after :meth:`hrun_fits` said yes. Returns ``(first
+        sequence, the timestamps of those stored, the error that stopped the rest)``, the error
+        being what :meth:`store_msg` would have raised for the message after the stored ones."""
+        index = self._index
+        first = seq = index.last_seq + 1
+        sbs = [s.encode() for s in subjects]
+        base = self._size_base
+        size_hdr = self._size_hdr
+        n = len(payloads)
+        done = 0
+        stamps = array("q")
+        while done < n:
+            if done:
+                sbs, subjects, hdrs, payloads = sbs[done:], subjects[done:], hdrs[done:], payloads[done:]
+                n -= done
+            try:
+                tss, locs = self._backend.append_hrun(seq, sbs, hdrs, payloads)
+            except OSError as exc:  # e.g. a new block file could not be created
+                try:
+                    self._write_failed(exc)
+                except StoreError as error:
+                    return first, stamps, error
+            except StoreError as error:
+                return first, stamps, error
+            m = done = len(tss)
+            sizes = array(
+                "I",
+                [
+                    base + len(sb) + len(p) + (size_hdr + len(h) if h else 0)
+                    for sb, h, p in zip(sbs[:m], hdrs[:m], payloads[:m], strict=True)
+                ],
+            )
+            self._index.append_many(seq, subjects[:m] if m < n else subjects, tss, sizes, locs)
+            stamps.extend(tss)
+            seq += m
+        return first, stamps, None
 
     def _check_discard_new(self, sid: int, payload: int, size: int) -> None:
         # nats-server storeRawMsg: a subject at its per-subject limit will drop its oldest

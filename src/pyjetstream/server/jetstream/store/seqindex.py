@@ -225,6 +225,52 @@ class SeqIndex:
         self.last_ts = tss[-1]
         return sid
 
+    def append_many(
+        self, seq: int, subjects: list[str], tss: array[int], sizes: array[int], locs: array[int]
+    ) -> None:
+        """:meth:`append` of ``len(tss)`` (≥ 1) messages, ``subjects[i]`` each, sequences ``seq``
+        (= last_seq + 1) onwards, with array extends and one loop over the subjects' chains
+        instead of a call and five appends per message: a read's Spark rows
+        (``IndexedStore.store_hrun``)."""
+        n = len(tss)
+        table = self.subjects
+        ids = table.ids
+        tmsgs = table.msgs
+        tfirst = table.first
+        tlast = table.last
+        base = self.base
+        nxt = self.nxt
+        nxt.extend(zeros("Q", n))
+        sids = zeros("I", n)
+        s = seq
+        k = 0
+        for subject in subjects:
+            sid = ids.get(subject, 0)
+            if not sid:
+                sid = table.intern(subject)
+            sids[k] = sid
+            smsgs = tmsgs[sid]
+            if smsgs:
+                nxt[tlast[sid] - base] = s
+                tmsgs[sid] = smsgs + 1
+            else:
+                tmsgs[sid] = 1
+                tfirst[sid] = s
+            tlast[sid] = s
+            s += 1
+            k += 1
+        self.sids.extend(sids)
+        self.tss.extend(tss)
+        self.sizes.extend(sizes)
+        self.locs.extend(locs)
+        if not self.msgs:
+            self.first_seq = seq
+            self.first_ts = tss[0]
+        self.msgs += n
+        self.bytes += sum(sizes)
+        self.last_seq = s - 1
+        self.last_ts = tss[-1]
+
     def skip(self, seq: int, num: int, ts: int) -> None:
         """Sequences [seq, seq + num) were consumed without a message."""
         last = seq + num - 1

@@ -1,0 +1,162 @@
+"""``store_hrun``: messages with a subject and a header block each stored in one pass (a read's
+Spark rows, ``Stream._commit_id_run``) leave the store exactly as ``store_msg`` one by one does —
+the messages, the subject table and its links, the state, what a restart (clean or ``kill -9``)
+finds — and a write that fails partway stops it where one by one would have failed."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from pyjetstream.server.jetstream.store import (
+    ErrInsufficientResources,
+    FileStore,
+    FileStoreConfig,
+    MessageStore,
+    StoreConfig,
+    blockfiles,
+)
+
+from .conftest import StoreFactory, crash, observed_state
+from .test_store_run import _picture
+
+
+def _rows(n: int, start: int = 0, subjects: int = 5) -> tuple[list[str], list[bytes], list[bytes]]:
+    subs = [f"s.{i % subjects}" for i in range(start, start + n)]
+    hdrs = [
+        b"NATS/1.0\r\nNats-Msg-Id: id-%d\r\nNats-Expected-Stream: S\r\n\r\n" % i
+        for i in range(start, start + n)
+    ]
+    payloads = [b"p%d" % i * (1 + i % 37) for i in range(start, start + n)]
+    return subs, hdrs, payloads
+
+
+def test_a_run_with_headers_stores_what_one_by_one_stores(make_store: StoreFactory) -> None:
+    one, run = make_store(), make_store()
+    for s in (one, run):
+        s.store_msg("s.1", b"", b"before")
+        s.store_msg("b", b"NATS/1.0\r\nX: y\r\n\r\n", b"with headers")
+    for start, n in ((0, 60), (60, 1), (61, 45)):
+        subjects, hdrs, payloads = _rows(n, start)
+        with one.batch():
+            for subject, hdr, p in zip(subjects, hdrs, payloads, strict=True):
+                one.store_msg(subject, hdr, p)
+        with run.batch():
+            assert run.hrun_fits(subjects, max(map(len, payloads)) + 60, 10**9)
+            first, tss, error = run.store_hrun(subjects, hdrs, payloads)
+        assert (len(tss), error) == (n, None)
+        assert first == run.state().last_seq - n + 1
+        assert [run.load_msg(first + k).ts for k in range(n)] == list(tss)
+    assert _picture(run) == _picture(one)
+    for seq in (3, 10, 11):  # the subject links of the run hold
+        one.remove_msg(seq)
+        run.remove_msg(seq)
+    assert _picture(run) == _picture(one)
+    assert run.load_last_msg("s.2").seq == one.load_last_msg("s.2").seq
+
+
+@pytest.mark.parametrize("how", ["clean", "kill -9"])
+@pytest.mark.parametrize("block_size", [1024, 1 << 20])
+def test_a_run_with_headers_survives_a_restart(tmp_path: Path, how: str, block_size: int) -> None:
+    """Runs over many small blocks (sealed mid-run, with their indexes) and within one."""
+    fcfg = FileStoreConfig(str(tmp_path / "s"), block_size=block_size, compact_min_bytes=1 << 30)
+    s = FileStore(fcfg, StoreConfig())
+    s.store_msg("x", b"", b"first")
+    for k in range(3):
+        with s.batch():
+            s.store_hrun(*_rows(50, 50 * k))
+    before = observed_state(s, "s.1")
+    if how == "clean":
+        s.stop()
+    else:
+        crash(s)
+    s2 = FileStore(fcfg, StoreConfig())
+    try:
+        assert observed_state(s2, "s.1") == before
+        assert s2.state().lost is None
+    finally:
+        s2.stop()
+
+
+def test_a_run_with_a_ttl_header_keeps_the_ttl(make_store: StoreFactory) -> None:
+    """A ``Nats-TTL`` block takes the per-message append (the file store keeps TTLs per record)."""
+    one, run = make_store(), make_store()
+    hdrs = [b"NATS/1.0\r\nNats-TTL: 1h\r\n\r\n", b"NATS/1.0\r\nX: 1\r\n\r\n"]
+    with one.batch():
+        for hdr in hdrs:
+            one.store_msg("a", hdr, b"x")
+    with run.batch():
+        run.store_hrun(["a", "a"], hdrs, [b"x", b"x"])
+    assert _picture(run) == _picture(one)
+
+
+def test_hrun_fits_says_no_where_one_by_one_would_refuse_or_trim(make_store: StoreFactory) -> None:
+    def fits(s: MessageStore, subjects: list[str], largest: int, total: int) -> bool:
+        with s.batch():
+            return s.hrun_fits(subjects, largest, total)
+
+    s = make_store(max_msgs=5, discard="new")
+    assert fits(s, ["a", "b"] * 2 + ["c"], 10, 100)
+    assert not fits(s, ["a", "b"] * 3, 10, 100)
+    s = make_store(max_msgs=5)  # discard old: the sixth would remove the first
+    assert not fits(s, ["a"] * 6, 10, 100)
+    s = make_store(max_bytes=1000)
+    assert fits(s, ["a", "b", "c"], 10, 1000)
+    assert not fits(s, ["a", "b", "c"], 10, 1001)
+    s = make_store(max_msgs_per_subject=2)
+    s.store_msg("a", b"", b"1")
+    assert fits(s, ["a", "b", "b"], 10, 100)
+    assert not fits(s, ["b", "a", "a"], 10, 100)
+    s = make_store(max_msg_size=10)
+    assert fits(s, ["a", "b"], 10, 100)
+    assert not fits(s, ["a", "b"], 11, 100)
+
+
+def test_outside_a_batch_a_file_store_takes_no_header_run(make_store: StoreFactory, store_kind: str) -> None:
+    assert make_store().hrun_fits(["a", "b"], 10, 100) is (store_kind == "memory")
+
+
+def test_a_write_failing_mid_header_run_stops_where_one_by_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The active block fills in the middle of the run and the next block cannot be created: as
+    one by one, the messages of the batch are taken back and the error is the one store_msg
+    raises for the first message that needed the new block."""
+    failures: list[str] = []
+    real_open = os.open
+
+    def full_disk_open(path: str, flags: int, *args: int) -> int:
+        if path.endswith(".blk") and flags & os.O_CREAT and failures:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(blockfiles.os, "open", full_disk_open)
+    subjects, hdrs, payloads = _rows(40)
+    stopped = {}
+    for name in ("one", "run"):
+        s = FileStore(
+            FileStoreConfig(str(tmp_path / name), block_size=1024, compact_min_bytes=1 << 30), StoreConfig()
+        )
+        s.store_msg("a", b"", b"kept")
+        failures.append("full")
+        with pytest.raises(ErrInsufficientResources), s.batch():
+            if name == "one":
+                for i, (subject, hdr, p) in enumerate(zip(subjects, hdrs, payloads, strict=True)):
+                    try:
+                        s.store_msg(subject, hdr, p)
+                    except ErrInsufficientResources:
+                        stopped[name] = i
+                        raise
+            else:
+                first, tss, error = s.store_hrun(subjects, hdrs, payloads)
+                assert first == 2 and isinstance(error, ErrInsufficientResources)
+                stopped[name] = len(tss)
+                raise error
+        failures.clear()
+        assert (s.state().msgs, s.state().last_seq) == (1, 1)
+        assert s.store_msg("a", b"", b"after")[0] == 2
+        s.stop()
+    assert 0 < stopped["run"] == stopped["one"] < len(payloads)
