@@ -34,6 +34,30 @@ class DedupeWindow:
         self._ids[msg_id] = (seq, ts)
         self._ids.move_to_end(msg_id)
 
+    def first_duplicate(self, msg_ids: list[str]) -> tuple[int, int]:
+        """Where the first duplicate is among messages with ``msg_ids`` (an empty id: none) about
+        to be stored in turn, and what :meth:`lookup` says of it: ``(i, seq)`` for an id inside
+        the window, ``(i, 0)`` for a repeat of an id before it in the list (a duplicate once that
+        one is stored), ``(len(msg_ids), 0)`` for none. One set and one disjointness test for the
+        lot when there is none (the common case)."""
+        ids = self._ids
+        given = set(msg_ids)
+        given.discard("")
+        if len(given) == len(msg_ids) - msg_ids.count("") and ids.keys().isdisjoint(given):
+            return len(msg_ids), 0
+        seen: set[str] = set()
+        for i, msg_id in enumerate(msg_ids):
+            if not msg_id:
+                continue
+            if msg_id in ids:
+                seq = self.lookup(msg_id)
+                if seq is not None:
+                    return i, seq
+            if msg_id in seen:
+                return i, 0
+            seen.add(msg_id)
+        return len(msg_ids), 0
+
     def record_run(self, msg_ids: list[str], first: int, tss: Sequence[int]) -> bool:
         """:meth:`record` for messages ``first`` onwards stored at ``tss``, ``msg_ids[i]`` each
         (an empty id: none, nothing recorded); whether any was recorded."""

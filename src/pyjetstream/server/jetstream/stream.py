@@ -119,6 +119,29 @@ def store_config_for(cfg: StreamConfig) -> StoreConfig:
     )
 
 
+def _msg_ids(raws: list[bytes]) -> list[str]:
+    """The ``Nats-Msg-Id`` values of Spark rows' header blocks (``raws[i]``: what lies between
+    ``ID_BLOCK_HEAD`` and the expected stream's line; empty: no id), as ``get_header`` reads
+    them, for as many as are one line of ASCII without ``Nats-`` (the rest are left to
+    ``process_inbound``): one check and one decode for the lot when all are (the common case)."""
+    joined = b"\n".join(raws)
+    if (
+        b"\r" not in joined
+        and b"Nats-" not in joined
+        and joined.isascii()
+        and joined.count(b"\n") == len(raws) - 1
+    ):
+        if b" " not in joined and b"\t" not in joined:
+            return joined.decode().split("\n")
+        return [raw.strip(b" \t").decode() for raw in raws]
+    ids = []
+    for raw in raws:
+        if b"\n" in raw or b"\r" in raw or b"Nats-" in raw or not raw.isascii():
+            break
+        ids.append(raw.strip(b" \t").decode())
+    return ids
+
+
 class Stream:
     def __init__(self, engine: JetStreamEngine, cfg: StreamConfig, store: MessageStore, created: int) -> None:
         self.engine = engine
@@ -495,23 +518,20 @@ class Stream:
         tail_len = len(tail)
         shortest = ID_BLOCK_HEAD_LEN + tail_len
         stream_block = self._stream_block
-        lookup = self._dedupe.lookup
+        dedupe = self._dedupe
         while k < hi:
+            # The stretch: from k up to the first message that is not a Spark row.
             start = k
-            ids: list[str] = []
-            seen: set[str] = set()
+            raws: list[bytes] = []
+            add_raw = raws.append
             largest = 0
-            dup = 0  # the sequence of the duplicate that ended the stretch
             while k < hi:
                 hdr = hdrs[k]
                 hlen = len(hdr)
                 if hdr == stream_block:
-                    msg_id = ""
+                    add_raw(b"")
                 elif hlen >= shortest and hdr.startswith(ID_BLOCK_HEAD) and hdr.endswith(tail):
-                    raw = hdr[ID_BLOCK_HEAD_LEN : hlen - tail_len]
-                    if b"\n" in raw or b"\r" in raw or b"Nats-" in raw or not raw.isascii():
-                        break
-                    msg_id = raw.strip(b" \t").decode()
+                    add_raw(hdr[ID_BLOCK_HEAD_LEN : hlen - tail_len])
                 else:
                     break
                 reply = replies[k]
@@ -522,32 +542,38 @@ class Stream:
                     or 0 <= max_size < size
                     or hlen > MAX_HEADER_SIZE
                 ):
+                    raws.pop()
                     break
-                if msg_id:
-                    if msg_id in seen:  # (looked up again once the stretch is stored)
-                        break
-                    if not self._dedupe_loaded:
-                        self._rebuild_dedupe()
-                    seq = lookup(msg_id)
-                    if seq is not None:
-                        dup = seq
-                        break
-                    seen.add(msg_id)
-                ids.append(msg_id)
                 if size > largest:
                     largest = size
                 k += 1
-            if k > start:
-                k = start + self._commit_id_run(
-                    subjects[start:k], replies[start:k], hdrs[start:k], payloads[start:k], ids, largest, answers
-                )
-            elif dup:
+            if k == start:
+                break
+            ids = _msg_ids(raws)
+            if len(ids) < k - start:  # an id of another shape: the stretch ends before it
+                k = start + len(ids)
+                if not ids:
+                    break
+            # ... and before the first duplicate (of an earlier message, or of one in the stretch).
+            if ids.count("") < len(ids) and not self._dedupe_loaded:
+                self._rebuild_dedupe()
+            cut, dup = dedupe.first_duplicate(ids)
+            if cut:  # (a repeat of an id in the stretch is looked up again once it is stored)
+                if cut < len(ids):
+                    del ids[cut:]
+                k = start + cut
+                rows = subjects[start:k], replies[start:k], hdrs[start:k], payloads[start:k]
+                taken = self._commit_id_run(*rows, ids, largest, answers)
+                k = start + taken
+            elif dup:  # the first message is a duplicate: answered as _process_with_id does
+                k = start
                 if respond and replies[k]:
                     (answers if self._batch is None else self._acks).append(
                         (replies[k], finish_pub_ack(self._ack_prefix, dup, True))
                     )
                 k += 1
-            else:
+            else:  # (not reached: an id is a repeat only of one before it)
+                k = start
                 break
         if answers:
             self.server.publish_replies(answers)

@@ -402,7 +402,7 @@ class BlockFiles(PayloadBackend):
         stops before a record that would need the next block, as :meth:`append_run`. A block
         with a ``Nats-TTL`` (kept per message for recovery) or a compressed store takes
         :meth:`append` per message."""
-        if self._compress or any(_TTL_KEY in h for h in hdrs):
+        if self._compress or _TTL_KEY in b"".join(hdrs):  # (a join: no line is found across two blocks)
             return super().append_hrun(seq, subjects, hdrs, payloads)
         plens = [
             REC_OVERHEAD + len(s) + len(h) + len(p) for s, h, p in zip(subjects, hdrs, payloads, strict=True)
@@ -428,7 +428,8 @@ class BlockFiles(PayloadBackend):
         pack_crc = _pack_crc
         parts: list[bytes] = []
         add = parts.append
-        for plen, s, ts, sb, h, p in zip(plens, range(seq, seq + m), tss, subjects, hdrs, payloads, strict=False):
+        seqs = range(seq, seq + m)
+        for plen, s, ts, sb, h, p in zip(plens, seqs, tss, subjects, hdrs, payloads, strict=False):
             rec = pack(plen, KIND_MSG, s, ts, len(sb), len(h)) + sb + h + p
             add(rec)
             add(pack_crc(crc32(rec)))
