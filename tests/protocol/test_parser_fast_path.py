@@ -7,8 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjetstream.protocol import ClientSideParser, Msg, Pub, ServerSideParser
-from pyjetstream.protocol.events import AckRun, FrameRun, MsgRun, PubRun, ReplyRun
+from pyjetstream.protocol.events import AckRun, FrameRun, HPubRun, MsgRun, PubRun, ReplyRun
 from pyjetstream.protocol.parser import NatsServerParser
+
+_SPARK_HDR = b"NATS/1.0\r\nNats-Msg-Id: a1\r\nNats-Expected-Stream: S\r\n\r\n"
+_SPARK_ROW = b"HPUB s.1 _INBOX.x.1 %d %d\r\n%babc\r\n" % (len(_SPARK_HDR), len(_SPARK_HDR) + 3, _SPARK_HDR)
 
 frames = st.lists(
     st.sampled_from(
@@ -25,6 +28,26 @@ frames = st.lists(
             (b"PUB a.b 0\r\n\r\n", Pub("a.b", "", None, b"")),
             (b"HPUB a.b 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", Pub("a.b", "", b"NATS/1.0\r\n\r\n", b"hi")),
             (b"HPUB a.b r 0 2\r\nhi\r\n", Pub("a.b", "r", b"", b"hi")),
+            # HPUBs with a reply and headers (runs of them are HPubRuns with pub_runs): the Spark
+            # sink's rows, and lines that look alike.
+            (b"HPUB a.b r.1 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", Pub("a.b", "r.1", b"NATS/1.0\r\n\r\n", b"hi")),
+            (
+                b"HPUB a.c r.2 12 15\r\nNATS/1.0\r\n\r\nhey\r\n",
+                Pub("a.c", "r.2", b"NATS/1.0\r\n\r\n", b"hey"),
+            ),
+            (b"HPUB a.b  r.3\t12 12\r\nNATS/1.0\r\n\r\n\r\n", Pub("a.b", "r.3", b"NATS/1.0\r\n\r\n", b"")),
+            (
+                b"HPUB a.b r.\xc3\xa9 12 14\r\nNATS/1.0\r\n\r\nhi\r\n",
+                Pub("a.b", "r.\u00e9", b"NATS/1.0\r\n\r\n", b"hi"),
+            ),
+            (
+                b"HPUB a.\xc3\xa9 r.5 12 14\r\nNATS/1.0\r\n\r\nhi\r\n",
+                Pub("a.\u00e9", "r.5", b"NATS/1.0\r\n\r\n", b"hi"),
+            ),
+            (b"HPUB a.b r.4 12 14\nNATS/1.0\r\n\r\nhi\r\n", Pub("a.b", "r.4", b"NATS/1.0\r\n\r\n", b"hi")),
+            (b"HPUB a.b r.6 0 2\r\nhi\r\n", Pub("a.b", "r.6", b"", b"hi")),
+            (b"hpub a.b r.7 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", Pub("a.b", "r.7", b"NATS/1.0\r\n\r\n", b"hi")),
+            (_SPARK_ROW, Pub("s.1", "_INBOX.x.1", _SPARK_HDR, b"abc")),
             (b"pub a.b 1\r\nz\r\n", Pub("a.b", "", None, b"z")),
             # JetStream acks (runs of them are AckRuns with pub_runs), and lines that look alike.
             (b"PUB $JS.ACK.S.C.1.2.3.4.5 4\r\n+ACK\r\n", Pub("$JS.ACK.S.C.1.2.3.4.5", "", None, b"+ACK")),
@@ -120,6 +143,10 @@ def _expand_runs(events: list[object]) -> list[object]:
             out.extend(
                 (ev.subject, r.decode(), None, p) for r, p in zip(ev.replies, ev.payloads, strict=True)
             )
+        elif isinstance(ev, HPubRun):
+            assert len(ev.payloads) == len(ev.hdrs) == len(ev.replies) == len(ev.subjects) > 1
+            assert all(ev.hdrs) and all(ev.replies)
+            out.extend(zip(ev.subjects, ev.replies, ev.hdrs, ev.payloads, strict=True))
         elif isinstance(ev, AckRun):
             assert len(ev.payloads) == len(ev.tails) >= 1 and all(t.count(b".") == 4 for t in ev.tails)
             out.extend(
@@ -331,7 +358,9 @@ def _runs_as_msgs(events: list[object]) -> list[object]:
     for ev in events:
         if isinstance(ev, MsgRun):
             assert ev.subjects and len(ev.subjects) == len(ev.payloads)
-            out += [Msg(s.decode(), ev.sid, "", None, p) for s, p in zip(ev.subjects, ev.payloads, strict=True)]
+            out += [
+                Msg(s.decode(), ev.sid, "", None, p) for s, p in zip(ev.subjects, ev.payloads, strict=True)
+            ]
         else:
             out.append(ev)
     return out

@@ -50,6 +50,20 @@ class ReplyRun:
 
 
 @dataclass(slots=True)
+class HPubRun:
+    """Consecutive HPUBs with a reply and a header block each (``HPUB <subject> <reply> <hdr>
+    <total>``, ``hdr`` > 0): the Spark sink's rows (a message id and an expected stream each, a
+    subject per row), one event so that the router hands a stream its run in one call. Frame
+    *i* is the publish ``(subjects[i], replies[i], hdrs[i], payloads[i])``. Only a parser with
+    ``pub_runs`` set makes them, as :class:`PubRun`; subjects and replies are ASCII."""
+
+    subjects: list[str]
+    replies: list[str]
+    hdrs: list[bytes]
+    payloads: list[bytes]
+
+
+@dataclass(slots=True)
 class AckRun:
     """Consecutive reply-less PUBs to one JetStream consumer's ack subjects
     (``PUB $JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending> <size>``, no headers):

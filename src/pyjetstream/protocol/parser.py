@@ -26,6 +26,7 @@ from pyjetstream.protocol.events import (
     Connect,
     Err,
     FrameRun,
+    HPubRun,
     Info,
     Msg,
     MsgRun,
@@ -60,7 +61,9 @@ def _parse_size(token: bytes) -> int:
 # ``pub_tuples``), which may start a :class:`ReplyRun`. ACKS: a reply-less TUPLE to a JetStream
 # ack subject (``pub_runs``), which may start an :class:`AckRun`. MSGS: a reply-less MSG for a sid in
 # ``ClientSideParser.msg_run_sids``; ``x`` is ``(sid, subject)`` and the frame starts a :class:`MsgRun`.
-COMPLETE, MAKE, TUPLE, FRAMES, REQUEST, ACKS, MSGS = 0, 1, 2, 3, 4, 5, 6
+# HREQUEST: a COMPLETE HPUB with a reply and a header block (``pub_tuples`` and ``pub_runs``), which
+# may start an :class:`HPubRun`.
+COMPLETE, MAKE, TUPLE, FRAMES, REQUEST, ACKS, MSGS, HREQUEST = 0, 1, 2, 3, 4, 5, 6, 7
 FastLine = tuple[int, Any, int]
 
 # A JetStream ack subject (``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>``, what the
@@ -193,6 +196,9 @@ class _FrameParser:
                     elif kind == ACKS:  # (only with pub_runs)
                         pos = self._ack_run(buf, start, end, x, append)
                         continue
+                    elif kind == HREQUEST:  # (only with pub_runs)
+                        pos = self._hpub_run(buf, start, end, x, append)
+                        continue
                     elif kind == FRAMES:
                         pos = self._frame_run(buf, start, end, x, append)
                         continue
@@ -310,6 +316,12 @@ class _FrameParser:
         """See :meth:`ServerSideParser._ack_run` (only a server parser makes ACKS hits)."""
         raise NotImplementedError
 
+    def _hpub_run(
+        self, buf: bytes, start: int, end: int, x: tuple[str, str, int], append: Callable[[Any], None]
+    ) -> int:
+        """See :meth:`NatsServerParser._hpub_run` (only its parser makes HREQUEST hits)."""
+        raise NotImplementedError
+
     def _frame_run(
         self, buf: bytes, start: int, end: int, x: tuple[int, int, bytes], append: Callable[[Any], None]
     ) -> int:
@@ -366,7 +378,7 @@ def _awaiting_maker(kind: int, x: Any, complete: Callable[[Any, bytes], Any]) ->
         return partial(_frame_event, x)
     if kind == MSGS:
         return partial(_msg_run_event, x)
-    if kind == COMPLETE:
+    if kind == COMPLETE or kind == HREQUEST:
         return partial(complete, x)
     return x  # type: ignore[no-any-return]
 
@@ -475,6 +487,8 @@ class ServerSideParser(_FrameParser):
                 total = _fast_size(args[-1])
                 if 0 <= hdr <= total <= self.max_payload:
                     reply = args[2].decode() if n == 5 else ""
+                    if n == 5 and hdr and self.pub_runs and self.pub_tuples:  # more Spark rows may follow
+                        return HREQUEST, (args[1].decode(), reply, hdr), total
                     hit = COMPLETE, (args[1].decode(), reply, hdr or -1), total
                     return hit if n == 5 else self._remember(line, hit)
         return None
@@ -711,6 +725,68 @@ class NatsServerParser(ServerSideParser):
         if hdr_len < 0:  # HPUB announcing an empty header block
             return subject, reply, b"", body
         return subject, reply, body[:hdr_len], body[hdr_len:]
+
+    def _hpub_run(
+        self, buf: bytes, start: int, end: int, x: tuple[str, str, int], append: Callable[[Any], None]
+    ) -> int:
+        """Collect the HPUB with a reply and a header block at ``start:end`` (its fast-path parse
+        ``x``) and every complete frame right after it that is ``HPUB <subject> <reply> <hdr>
+        <total>`` with ``hdr`` > 0 into one :class:`HPubRun`; returns the position after them.
+        Only frames the fast path would take alike are taken (CR LF, within the control line and
+        payload limits, ASCII subject and reply); anything else is left to the general loop,
+        which parses or reports it as before."""
+        subject, reply, hlen = x
+        pos = end + 2
+        startswith = buf.startswith
+        if not startswith(b"HPUB ", pos):
+            append(self._complete(x, buf[start:end]))
+            return pos
+        mid = start + hlen
+        hdrs = [buf[start:mid]]
+        payloads = [buf[mid:end]]
+        subjects_b: list[bytes] = []
+        replies_b: list[bytes] = []
+        size = len(buf)
+        find = buf.find
+        max_line = self.max_control_line
+        max_payload = self.max_payload
+        while startswith(b"HPUB ", pos):
+            nl = find(b"\n", pos + 5)
+            if nl < 0 or buf[nl - 1] != 13 or nl - 1 - pos > max_line:
+                break
+            args = buf[pos + 5 : nl - 1].split()
+            if len(args) != 4:
+                break
+            hdr_tok = args[2]
+            tot_tok = args[3]
+            if (
+                len(hdr_tok) > MAX_SIZE_DIGITS
+                or len(tot_tok) > MAX_SIZE_DIGITS
+                or not hdr_tok.isdigit()
+                or not tot_tok.isdigit()
+            ):
+                break
+            hdr = int(hdr_tok)
+            total = int(tot_tok)
+            if not 0 < hdr <= total <= max_payload or not args[0].isascii() or not args[1].isascii():
+                break
+            begin = nl + 1
+            stop = begin + total
+            if stop + 2 > size or buf[stop] != 13 or buf[stop + 1] != 10:
+                break
+            subjects_b.append(args[0])
+            replies_b.append(args[1])
+            hdrs.append(buf[begin : begin + hdr])
+            payloads.append(buf[begin + hdr : stop])
+            pos = stop + 2
+        if not subjects_b:
+            append(self._complete(x, buf[start:end]))
+            return pos
+        # (ASCII tokens without blanks: joined, decoded once, split back.)
+        subjects = [subject, *b" ".join(subjects_b).decode().split(" ")]
+        replies = [reply, *b" ".join(replies_b).decode().split(" ")]
+        append(HPubRun(subjects, replies, hdrs, payloads))
+        return pos
 
     def _unsub(self, args: list[bytes]) -> Any:
         if len(args) == 3 and not args[2].isdigit():

@@ -33,6 +33,7 @@ from pyjetstream.api.timefmt import format_go_duration
 from pyjetstream.protocol.events import (
     AckRun,
     Connect,
+    HPubRun,
     Ping,
     ProtocolViolation,
     Pub,
@@ -619,6 +620,31 @@ class ClientConnection(asyncio.Protocol):
                         return
                     if self.stalled:
                         self._held = events[i:]
+                        return
+                    continue
+                if cls is HPubRun:
+                    hdrs = ev.hdrs
+                    if (
+                        slow
+                        or not self.headers
+                        or self.account.trace_dest
+                        or _find(b"".join(hdrs), TRACE_DEST) >= 0
+                    ):  # per message after all (the checks above; a block may be traced)
+                        events[i - 1 : i] = list(zip(ev.subjects, ev.replies, hdrs, ev.payloads, strict=True))
+                        i -= 1
+                        continue
+                    payloads = ev.payloads
+                    done = self.server.route_hpubs(ev.subjects, ev.replies, hdrs, payloads, self)
+                    n_msgs += done
+                    if done == len(hdrs):
+                        n_bytes += sum(map(len, hdrs)) + sum(map(len, payloads))
+                    else:
+                        n_bytes += sum(map(len, hdrs[:done])) + sum(map(len, payloads[:done]))
+                    if self.closed:
+                        return
+                    if self.stalled:
+                        rest = zip(ev.subjects[done:], ev.replies[done:], hdrs[done:], payloads[done:], strict=True)
+                        self._held = [*rest, *events[i:]]
                         return
                     continue
                 if cls is AckRun:
