@@ -62,6 +62,12 @@ class DedupeWindow:
         """:meth:`record` for messages ``first`` onwards stored at ``tss``, ``msg_ids[i]`` each
         (an empty id: none, nothing recorded); whether any was recorded."""
         ids = self._ids
+        if "" not in msg_ids and ids.keys().isdisjoint(msg_ids):  # all new: appended in order
+            before = len(ids)
+            ids.update(zip(msg_ids, zip(range(first, first + len(tss)), tss, strict=True), strict=False))
+            if len(ids) - before == len(tss):
+                return bool(tss)
+            # (an id given twice: the loop below puts each where its last record leaves it)
         move = ids.move_to_end
         any_id = False
         for msg_id, seq, ts in zip(msg_ids, range(first, first + len(tss)), tss, strict=False):
