@@ -476,10 +476,18 @@ class Stream:
         no such path: ``processInboundJetStreamMsg`` runs per message)."""
         k = lo
         on_inbound = self._on_inbound
+        tail = self._id_tail
+        stream_block = self._stream_block
         while k < hi:
             if self.closed:
                 return
-            if self._plain and self._trace is None:
+            hdr = hdrs[k]
+            if (
+                self._plain
+                and self._trace is None
+                and (hdr == stream_block or (hdr.startswith(ID_BLOCK_HEAD) and hdr.endswith(tail)))
+                and not replies[k].endswith(FAST_BATCH_SUFFIX)
+            ):  # (a first look: a fast or atomic batch's rows go on at once)
                 k = self._store_id_run(subjects, replies, hdrs, payloads, k, hi)
                 if k >= hi:
                     return
