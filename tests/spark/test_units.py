@@ -272,6 +272,60 @@ def test_header_lines_array_matches_a_row_by_row_parse() -> None:
     assert _own_pairs(b"Nats-Stream: S\r\n", drop) is None
 
 
+def test_header_ranges_array_matches_the_arrow_split() -> None:
+    """The numpy-built headers column (``header_ranges_array``) equals ``header_lines_array``'s on the
+    same rows, or declines (None) where that one parses row by row; a row of lines in another
+    array's buffer (an offset slice) reads the same."""
+    import pyarrow as pa
+
+    from pyjetstream.spark.arrow_batch import header_lines_array, header_ranges_array
+
+    typ = pa.map_(pa.string(), pa.list_(pa.string()))
+    drop = frozenset({"Nats-Stream"})
+    batches = [
+        [b"Nats-Msg-Id: a.b\r\nX:  y z \r\n", b"", b"Bad\r\nNats-Stream: S\r\n", b"E:\r\n:v\r\n"],
+        [b"K: 1\r\nL:2", b"K:\t1 \x0b\r\n\r\n\r\nM : \r3\r\n", b"\r\n", b"A: x\r", b"\nB: y"],
+        [b"", b""],
+        [b"Nats-Stream: S\r\n", b"Nats-Stream: T\r\n"],
+    ]
+    for lines in batches:
+        for drop_ in (drop, frozenset()):
+            arr = pa.array(lines, pa.binary())
+            expected = header_lines_array(arr, typ, drop_).to_pylist()
+            assert header_ranges_array(arr, typ, drop_).to_pylist() == expected, (lines, drop_)
+            padded = pa.array([b"pad\r\n:x"] + lines, pa.binary()).slice(1)
+            assert header_ranges_array(padded, typ, drop_).to_pylist() == expected
+    for declined in ([b"Tag: x\r\nTag: y\r\n"], [b"K: \xff\r\n"], [b"K:" + b" " * 20 + b"v\r\n"]):
+        arr = pa.array(declined, pa.binary())
+        assert header_ranges_array(arr, typ, frozenset()) is None
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["A", "B", " Nats-Msg-Id", "x y", ""]),
+                st.sampled_from([":", ": ", "", " :\t"]),
+                st.text(alphabet="ab :\r\n\t.", max_size=6),
+            ),
+            max_size=4,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_header_ranges_array_agrees_on_any_lines(rows: list[list[tuple[str, str, str]]]) -> None:
+    import pyarrow as pa
+
+    from pyjetstream.spark.arrow_batch import header_lines_array, header_ranges_array
+
+    typ = pa.map_(pa.string(), pa.list_(pa.string()))
+    arr = pa.array(["".join(n + c + v + "\r\n" for n, c, v in row).encode() for row in rows], pa.binary())
+    got = header_ranges_array(arr, typ, frozenset({"B"}))
+    if got is not None:
+        assert got.to_pylist() == header_lines_array(arr, typ, frozenset({"B"})).to_pylist()
+
+
 def test_reply_frames_build_the_columns_of_the_replies() -> None:
     """Direct get replies kept as received become the same rows through the array path (nats-server's
     header layout) and through the row-by-row parse (any other layout), and rows past the range's

@@ -18,6 +18,7 @@ __all__ = [
     "arrow_schema",
     "byte_ranges",
     "header_lines_array",
+    "header_ranges_array",
     "join_chunks",
     "record_batch",
 ]
@@ -127,12 +128,12 @@ def join_chunks(chunks: Sequence[tuple[Any, ...]], width: int) -> tuple[bytes, l
         return buf, offsets
     if not chunks:
         return b"", [np.empty(0, np.int64) for _ in range(width)]
-    bufs: list[bytes] = []
+    bufs: list[memoryview] = []
     parts: list[list[np.ndarray]] = [[] for _ in range(width)]
     base = 0
     for buf, *offsets in chunks:
         lo, hi = int(offsets[0][0]), int(offsets[-1][-1])
-        bufs.append(buf[lo:hi])
+        bufs.append(memoryview(buf)[lo:hi])  # copied once, by the join
         shift = base - lo
         for part, off in zip(parts, offsets, strict=True):
             part.append(off + shift)
@@ -183,6 +184,108 @@ def header_lines_array(
     np.cumsum(counts, out=offsets[1:])
     items = pa.ListArray.from_arrays(pa.array(np.arange(len(values) + 1, dtype=np.int32)), values, type=typ.item_type)
     return pa.MapArray.from_arrays(pa.array(offsets), names, items, type=typ, mask=pa.array(counts == 0))
+
+
+_WHITE = np.zeros(256, bool)
+_WHITE[np.frombuffer(_ASCII_SPACE.encode(), np.uint8)] = True
+_MAX_TRIM_STEPS = 8  # whitespace runs longer than this at a name's or value's end: header_lines_array
+
+
+def header_ranges_array(lines: pa.BinaryArray, typ: pa.DataType, drop: frozenset[str]) -> pa.Array | None:
+    """:func:`header_lines_array` of ``lines`` (each row's raw header lines; empty: no headers) with
+    numpy over the array's one data buffer: the CRLFs split a row into lines (as ``split_pattern``
+    does), each line's first colon splits name and value, the ASCII whitespace at their ends is
+    stepped over, and Arrow copies the names and values once — no list-of-lines array, no string
+    split or trim per line; the repeated-name check is a count per (row, name) when names are few.
+    None where it would take a slower road (a row that is not UTF-8 or repeats a name, a long
+    whitespace run): the caller then asks :func:`header_lines_array`."""
+    n = len(lines)
+    if lines.null_count or lines.type != pa.binary():
+        return None
+    offs = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset : lines.offset + n + 1].astype(np.int64)
+    buf = lines.buffers()[2] or pa.py_buffer(b"")
+    a = np.frombuffer(buf, np.uint8)
+    starts, stops = offs[:-1], offs[1:]
+    cr = np.flatnonzero(a[:-1] == 13)
+    crlf = cr[a[cr + 1] == 10]
+    # The CRLFs of row i are crlf[k0[i]:k1[i]] (a CRLF counts when both bytes are in the row).
+    k0 = np.searchsorted(crlf, starts)
+    k1 = np.maximum(np.searchsorted(crlf, stops - 1), k0)
+    count = k1 - k0
+    if len(crlf):
+        mark = np.bincount(k0, minlength=len(crlf) + 1) - np.bincount(k1, minlength=len(crlf) + 1)
+        sep = crlf[np.cumsum(mark[:-1]) > 0]
+    else:
+        sep = crlf
+    # Row i's lines: count[i] + 1 segments (the last one runs from its last CRLF to the row's end).
+    last = np.cumsum(count + 1) - 1
+    total = int(last[-1]) + 1 if n else 0
+    first = last - count
+    inner_end = np.ones(total, bool)
+    inner_end[last] = False
+    inner_start = np.ones(total, bool)
+    inner_start[first] = False
+    begins = np.empty(total, np.int64)
+    begins[first] = starts
+    begins[inner_start] = sep + 2
+    ends = np.empty(total, np.int64)
+    ends[last] = stops
+    ends[inner_end] = sep
+    colons = np.flatnonzero(a == 58)
+    at = np.searchsorted(colons, begins)
+    colon = colons[np.minimum(at, len(colons) - 1)] if len(colons) else begins
+    has = (at < len(colons)) & (colon < ends)
+    names = _trimmed(a, begins[has], colon[has])
+    values = _trimmed(a, colon[has] + 1, ends[has])
+    if names is None or values is None:
+        return None
+    rows = np.repeat(np.arange(n), count + 1)[has]
+    try:
+        name_arr = byte_ranges(buf, *names).cast(pa.string())
+        value_arr = byte_ranges(buf, *values).cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if drop and len(name_arr):
+        keep = pc.invert(pc.is_in(name_arr, pa.array(sorted(drop), pa.string())))
+        name_arr, value_arr = pc.filter(name_arr, keep), pc.filter(value_arr, keep)
+        rows = rows[keep.to_numpy(zero_copy_only=False)]
+    if not len(name_arr):
+        return pa.nulls(n, typ)
+    encoded = pc.dictionary_encode(name_arr)
+    kinds = len(encoded.dictionary)
+    key = rows * kinds + encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    if n * kinds <= 4 * len(key) + 4096:
+        repeated = int(np.bincount(key, minlength=n * kinds).max()) > 1
+    else:
+        repeated = len(np.unique(key)) != len(key)
+    if repeated:
+        return None
+    counts = np.bincount(rows, minlength=n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    items = pa.ListArray.from_arrays(
+        pa.array(np.arange(len(value_arr) + 1, dtype=np.int32)), value_arr, type=typ.item_type
+    )
+    return pa.MapArray.from_arrays(pa.array(offsets), name_arr, items, type=typ, mask=pa.array(counts == 0))
+
+
+def _trimmed(a: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ranges ``[lo, hi)`` of ``a`` without the ASCII whitespace at their ends (what
+    ``utf8_trim`` with :data:`_ASCII_SPACE` removes), a byte a step; None past :data:`_MAX_TRIM_STEPS`."""
+    lo, hi = lo.copy(), hi.copy()
+    top = len(a) - 1
+    for bound, step in ((lo, 1), (hi, -1)):
+        probe = bound if step == 1 else bound - 1
+        idx = np.flatnonzero((lo < hi) & _WHITE[a[np.clip(probe, 0, top)]])
+        steps = 0
+        while len(idx):
+            steps += 1
+            if steps > _MAX_TRIM_STEPS:
+                return None
+            bound[idx] += step
+            probe = bound[idx] if step == 1 else bound[idx] - 1
+            idx = idx[(lo[idx] < hi[idx]) & _WHITE[a[np.clip(probe, 0, top)]]]
+    return lo, hi
 
 
 def _own_pairs(lines: bytes, drop: frozenset[str]) -> list[tuple[str, list[str]]] | None:

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyjetstream.api import parse_ack_reply
 from pyjetstream.spark.arrow_batch import (
     MessageColumns,
     byte_ranges,
     header_lines_array,
+    header_ranges_array,
     join_chunks,
     record_batch,
 )
@@ -89,24 +89,16 @@ class ConsumerFrames:
         buf, ls, h, s, e = self._joined()
         if not len(h):
             return MessageColumns(self.stream, self.schema).to_batch()
-        lines = pc.split_pattern(byte_ranges(buf, ls, h - 2).cast(pa.string()), " ")
-        if not _all_lengths(lines, 6):  # HMSG <subject> <sid> <reply> <hdr> <total>
+        meta = _line_fields(byte_ranges(buf, ls, h - 2))
+        if meta is None:
             return _parsed_rows(self.stream, self.schema, self.last, buf, ls, h, s, e)
-        subjects = pc.list_element(lines, 1)
-        ack = pc.split_pattern(pc.list_element(lines, 3), ".")
-        if not _all_lengths(ack, _ACK_TOKENS):
-            return _parsed_rows(self.stream, self.schema, self.last, buf, ls, h, s, e)
-        try:
-            seqs = pc.list_element(ack, 5).cast(pa.int64())
-            stamps = pc.list_element(ack, 7).cast(pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            return _parsed_rows(self.stream, self.schema, self.last, buf, ls, h, s, e)
-        seq = seqs.to_numpy(zero_copy_only=False)
-        keep = seq <= self.last
+        subjects, seqs, stamps = meta
+        keep = seqs.to_numpy(zero_copy_only=False) <= self.last
         if not keep.all():
             mask = pa.array(keep)
             h, s, e = h[keep], s[keep], e[keep]
             subjects, seqs, stamps = subjects.filter(mask), seqs.filter(mask), stamps.filter(mask)
+        subjects = subjects.cast(pa.string())
         typ = self.schema.field("headers").type
         size = s - h
         if (size == len(_HEAD) + 2).any():  # a header block with no line: an empty map, as a parse gives
@@ -116,7 +108,9 @@ class ConsumerFrames:
         elif (size > 0).any():
             has = size > 0  # the lines after "NATS/1.0", each with its CRLF; none without a block
             own = byte_ranges(buf, np.where(has, h + len(_HEAD), h), np.where(has, s - 2, h))
-            headers = header_lines_array(own, typ, _NO_DROP)
+            headers = header_ranges_array(own, typ, _NO_DROP)
+            if headers is None:
+                headers = header_lines_array(own, typ, _NO_DROP)
         else:
             headers = pa.nulls(len(h), typ)
         return record_batch(self.stream, self.schema, subjects, seqs, stamps, headers, byte_ranges(buf, s, e))
@@ -127,9 +121,33 @@ class ConsumerFrames:
         return buf, ls, h, s, e
 
 
-def _all_lengths(lists: pa.ListArray, n: int) -> bool:
-    lengths = pc.list_value_length(lists)
-    return bool(pc.all(pc.equal(lengths, n)).as_py()) and lengths.null_count == 0
+def _line_fields(lines: pa.BinaryArray) -> tuple[pa.BinaryArray, pa.Int64Array, pa.Int64Array] | None:
+    """Per frame, from its control line ``HMSG <subject> <sid> <reply> <hdr> <total>`` (``lines``, one
+    row each): the subject, and from the reply subject ``$JS.ACK.<stream>.<consumer>.<delivered>.
+    <sseq>.<cseq>.<ts>.<pending>`` the stream sequence and the store time (ns), cast by Arrow — found
+    with numpy over the positions of the spaces and dots in the lines' one data buffer. None when a
+    line has not five spaces, a reply subject not eight dots, or ``sseq``/``ts`` does not cast to
+    int64 (the row-by-row parse takes the batch)."""
+    n = len(lines)
+    offs = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset : lines.offset + n + 1].astype(np.int64)
+    buf = lines.buffers()[2]
+    a = np.frombuffer(buf, np.uint8)
+    ls, le = offs[:-1], offs[1:]
+    sp = np.flatnonzero(a == 32)
+    k = np.searchsorted(sp, ls)
+    if ((np.searchsorted(sp, le) - k) != 5).any():
+        return None
+    reply_lo, reply_hi = sp[k + 2] + 1, sp[k + 3]
+    dots = np.flatnonzero(a == 46)
+    d = np.searchsorted(dots, reply_lo)
+    if ((np.searchsorted(dots, reply_hi) - d) != _ACK_TOKENS - 1).any():
+        return None
+    try:
+        seqs = byte_ranges(buf, dots[d + 4] + 1, dots[d + 5]).cast(pa.string()).cast(pa.int64())
+        stamps = byte_ranges(buf, dots[d + 6] + 1, dots[d + 7]).cast(pa.string()).cast(pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    return byte_ranges(buf, sp[k] + 1, sp[k + 1]), seqs, stamps
 
 
 def _block_headers(block: bytes) -> list[tuple[str, list[str]]] | None:
