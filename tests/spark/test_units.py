@@ -293,7 +293,7 @@ def test_header_ranges_array_matches_the_arrow_split() -> None:
             arr = pa.array(lines, pa.binary())
             expected = header_lines_array(arr, typ, drop_).to_pylist()
             assert header_ranges_array(arr, typ, drop_).to_pylist() == expected, (lines, drop_)
-            padded = pa.array([b"pad\r\n:x"] + lines, pa.binary()).slice(1)
+            padded = pa.array([b"pad\r\n:x", *lines], pa.binary()).slice(1)
             assert header_ranges_array(padded, typ, drop_).to_pylist() == expected
     for declined in ([b"Tag: x\r\nTag: y\r\n"], [b"K: \xff\r\n"], [b"K:" + b" " * 20 + b"v\r\n"]):
         arr = pa.array(declined, pa.binary())

@@ -10,9 +10,12 @@ first frame's control line and picks one of two finders:
 - the frames all start with the first one's ``HMSG <subject> <sid> `` (no reply subject: direct get
   replies to one inbox): every position where that prefix could start (its first byte, then the whole
   prefix compared there);
-- otherwise (a reply subject, a consumer's deliveries of many subjects): every ``HMSG `` and, per
-  candidate, its line's CR, LF, tab and space positions (``searchsorted`` into each byte's positions):
-  four or five single-space-separated tokens, no tab or LF, the sid token equal to the first's;
+- otherwise (a reply subject, a consumer's deliveries of many subjects): every ``HMSG `` where a frame
+  of the run can start (the run's start, or right after a CRLF: where a payload ends) and, per
+  candidate, its line's CR and space positions (``searchsorted`` into each byte's positions): four or
+  five single-space-separated tokens, no tab or LF, the sid token equal to the first's (the LF and
+  tab positions are looked up only when the buffer holds a tab or an LF outside a CRLF: two of the
+  five passes over the buffer the finder used to make, the most expensive part of it);
 
 then, for both, the two sizes (``<header size> <total size>\r\n``, as nats-server's
 ``processHeaderMsgArgs`` reads them: decimal digits, at most 10 each), so where its header block,
@@ -35,6 +38,7 @@ _SIZES = 2 * MAX_SIZE_DIGITS + 3  # "<hdr> <total>\r\n" at its longest
 _COLS = np.arange(_SIZES)
 _DIGIT_COLS = np.arange(MAX_SIZE_DIGITS)
 _POW10 = 10 ** np.arange(MAX_SIZE_DIGITS - 1, -1, -1, dtype=np.int64)
+_POW10F = _POW10.astype(np.float64)
 
 
 def _numbers(a: np.ndarray, stop: np.ndarray, width: np.ndarray) -> np.ndarray:
@@ -159,12 +163,10 @@ def _after(positions: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def _checked_numbers(a: np.ndarray, stop: np.ndarray, width: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the decimal number of ``width`` (1-10) bytes ending before ``stop``, and whether they
-    are all digits."""
-    window = a[np.maximum(stop[:, None] - MAX_SIZE_DIGITS + _DIGIT_COLS, 0)].astype(np.int64) - 48
-    used = _DIGIT_COLS >= MAX_SIZE_DIGITS - width[:, None]
-    digits = ((window >= 0) & (window <= 9)) | ~used
-    window[~used] = 0
-    return window @ _POW10, np.asarray(digits.all(axis=1))
+    are all digits (bytes, wrapping below "0"; the dot product in float64, exact below 2**53)."""
+    window = a[np.maximum(stop[:, None] - MAX_SIZE_DIGITS + _DIGIT_COLS, 0)] - np.uint8(48)
+    window[_DIGIT_COLS < MAX_SIZE_DIGITS - width[:, None]] = 0
+    return (window @ _POW10F).astype(np.int64), np.asarray((window < 10).all(axis=1))
 
 
 def _any_run(buf: bytes, first: tuple[int, int, int], sid: bytes) -> tuple[np.ndarray, int, bool]:
@@ -177,20 +179,31 @@ def _any_run(buf: bytes, first: tuple[int, int, int], sid: bytes) -> tuple[np.nd
     if size - pos < 16:  # "HMSG s 1 0 0\r\n\r\n" at the least
         return np.array(first, np.int64), pos, False
     region = a[pos:]
-    cand = np.flatnonzero(region[: size - pos - 5] == 72)
-    cand += pos
+    cr = np.flatnonzero(region == 13)
+    cr += pos
+    # A frame of the run starts at pos or right after the CRLF that ends the previous payload: the
+    # candidates are the "HMSG " there (the chain below links only those anyway).
+    crlf = cr[a[np.minimum(cr + 1, size - 1)] == 10]
+    crlf = crlf[crlf + 1 < size]
+    cand: np.ndarray = np.concatenate((np.array([pos], np.int64), crlf + 2))
+    cand = cand[cand < size - 5]
+    cand = cand[a[cand] == 72]
     if len(cand):
         cand = cand[(a[cand[:, None] + _FIVE] == _HMSG).all(axis=1)]
     if not len(cand) or cand[0] != pos:
         return np.array(first, np.int64), pos, False
-    cr = np.flatnonzero(region == 13) + pos
     line_end, ok = _after(cr, cand)
     ok &= line_end + 1 < size
     line_end = np.where(ok, line_end, size - 2)
-    lf_at, has_lf = _after(np.flatnonzero(region == 10) + pos, cand)
-    ok &= has_lf & (lf_at == line_end + 1)
-    tab_at, has_tab = _after(np.flatnonzero(region == 9) + pos, cand)
-    ok &= ~has_tab | (tab_at > line_end)
+    if np.count_nonzero(region == 10) == len(crlf):
+        # Every LF ends a CRLF: none is inside a line (its CR would end the line before it).
+        ok &= a[line_end + 1] == 10
+    else:
+        lf_at, has_lf = _after(np.flatnonzero(region == 10) + pos, cand)
+        ok &= has_lf & (lf_at == line_end + 1)
+    if buf.find(b"\t", pos) >= 0:
+        tab_at, has_tab = _after(np.flatnonzero(region == 9) + pos, cand)
+        ok &= ~has_tab | (tab_at > line_end)
     sp = np.flatnonzero(region == 32) + pos
     k = np.searchsorted(sp, cand)
     spaces = np.searchsorted(sp, line_end) - k  # in the line
