@@ -349,22 +349,9 @@ class BlockFiles(PayloadBackend):
         if self._compress:
             return super().append_run(seq, subject, payloads)
         base = REC_OVERHEAD + len(subject)
-        plens = [base + len(p) for p in payloads]
-        if plens[0] > MAX_RECORD:
-            raise ErrMsgTooLarge()
-        act = self.blocks[-1]
-        limit = self._block_size
-        if act.size + plens[0] > limit and act.size > BLOCK_HDR_LEN:
-            self._roll(seq)
-            act = self.blocks[-1]
-        start = act.size
-        offs = list(accumulate(plens, initial=start))  # offs[k]: where record k starts; offs[-1]: the end
+        plens, offs = self._fit_run(seq, [base + len(p) for p in payloads])
         m = len(plens)
-        if offs[-1] > limit or max(plens) > MAX_RECORD:  # the first (taken anyway) and those that fit
-            m = max(1, bisect.bisect_right(offs, limit) - 1)
-            m = next((k for k in range(1, m) if plens[k] > MAX_RECORD), m)
-            plens = plens[:m]
-            payloads = payloads[:m]
+        payloads = payloads[:m]
         time_ns = _time_ns
         tss = [time_ns() for _ in plens]
         lsub = len(subject)
@@ -387,12 +374,7 @@ class BlockFiles(PayloadBackend):
         for rec in recs:
             add(rec)
             add(pack_crc(crc32(rec)))
-        self._mirror += b"".join(parts)
-        end = offs[m]
-        act.size = end
-        act.live_msgs += m
-        act.live_bytes += end - start
-        return array("q", tss), array("Q", [o << 32 | n for o, n in zip(offs, plens, strict=False)])
+        return self._close_run(parts, offs, plens, tss)
 
     def append_hrun(
         self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
@@ -404,23 +386,10 @@ class BlockFiles(PayloadBackend):
         :meth:`append` per message."""
         if self._compress or _TTL_KEY in b"".join(hdrs):  # (a join: no line is found across two blocks)
             return super().append_hrun(seq, subjects, hdrs, payloads)
-        plens = [
-            REC_OVERHEAD + len(s) + len(h) + len(p) for s, h, p in zip(subjects, hdrs, payloads, strict=True)
-        ]
-        if plens[0] > MAX_RECORD:
-            raise ErrMsgTooLarge()
-        act = self.blocks[-1]
-        limit = self._block_size
-        if act.size + plens[0] > limit and act.size > BLOCK_HDR_LEN:
-            self._roll(seq)
-            act = self.blocks[-1]
-        start = act.size
-        offs = list(accumulate(plens, initial=start))  # offs[k]: where record k starts; offs[-1]: the end
+        plens, offs = self._fit_run(
+            seq, [REC_OVERHEAD + len(s) + len(h) + len(p) for s, h, p in zip(subjects, hdrs, payloads, strict=True)]
+        )
         m = len(plens)
-        if offs[-1] > limit or max(plens) > MAX_RECORD:  # the first (taken anyway) and those that fit
-            m = max(1, bisect.bisect_right(offs, limit) - 1)
-            m = next((k for k in range(1, m) if plens[k] > MAX_RECORD), m)
-            plens = plens[:m]
         time_ns = _time_ns
         tss = [time_ns() for _ in plens]
         pack = _pack_rec
@@ -433,8 +402,36 @@ class BlockFiles(PayloadBackend):
             rec = pack(plen, KIND_MSG, s, ts, len(sb), len(h)) + sb + h + p
             add(rec)
             add(pack_crc(crc32(rec)))
+        return self._close_run(parts, offs, plens, tss)
+
+    def _fit_run(self, seq: int, plens: list[int]) -> tuple[list[int], list[int]]:
+        """Where a run's records go in the active block (rolled first when even the first does not
+        fit, as :meth:`append` does): the lengths of those taken — the first always, then those
+        that fit the block and :data:`MAX_RECORD` — and their offsets (``offs[k]`` where record
+        ``k`` starts; ``offs[len(taken)]`` the end)."""
+        if plens[0] > MAX_RECORD:
+            raise ErrMsgTooLarge()
+        act = self.blocks[-1]
+        limit = self._block_size
+        if act.size + plens[0] > limit and act.size > BLOCK_HDR_LEN:
+            self._roll(seq)
+            act = self.blocks[-1]
+        offs = list(accumulate(plens, initial=act.size))
+        if offs[-1] > limit or max(plens) > MAX_RECORD:
+            m = max(1, bisect.bisect_right(offs, limit) - 1)
+            m = next((k for k in range(1, m) if plens[k] > MAX_RECORD), m)
+            plens = plens[:m]
+        return plens, offs
+
+    def _close_run(
+        self, parts: list[bytes], offs: list[int], plens: list[int], tss: list[int]
+    ) -> tuple[array[int], array[int]]:
+        """Join a run's framed records into the active block's mirror and count them in the block;
+        the times and the ``offset << 32 | length`` slots for the index."""
         self._mirror += b"".join(parts)
-        end = offs[m]
+        act = self.blocks[-1]
+        m = len(plens)
+        start, end = offs[0], offs[m]
         act.size = end
         act.live_msgs += m
         act.live_bytes += end - start
