@@ -188,7 +188,8 @@ class DeliveryLoop:
         npc = c.npc
         seq = 0
         pull = not p.push
-        q = c.pull.waiting._q
+        waiting = c.pull.waiting
+        q, take_head = waiting._q, waiting.take_head
         dest, current_pass = p.dest, p.current_pass
         monotonic = time.monotonic
         for subject, seq, ts, hdr, payload in run:
@@ -210,13 +211,7 @@ class DeliveryLoop:
                     if wr is None:
                         return False
                     return self._deliver_msgs(p, run[dseq - start :], 1, True)
-                wr.delivered += 1
-                wr.n -= 1
-                if wr.n <= 0:
-                    q.popleft()
-                elif len(q) > 1:
-                    q.popleft()
-                    q.append(wr)
+                take_head(wr)
                 if wr.n > 0 and wr.hb:
                     wr.hbt = monotonic() + wr.hb
             npc -= 1

@@ -157,18 +157,31 @@ class WaitQueue:
         (``prioritized``: nats-server's ``popAndRequeue``, behind its own priority level)."""
         q = self._q
         wr = q[0]
+        if not prioritized:
+            self.take_head(wr)
+            return wr
         wr.delivered += 1
         wr.n -= 1
         if wr.n <= 0:
             q.popleft()
-        elif len(q) > 1:
-            if not prioritized:
-                q.popleft()
-                q.append(wr)
-            elif q[-1] is not wr:
-                q.popleft()
-                self._insert_sorted(wr)
+        elif len(q) > 1 and q[-1] is not wr:
+            q.popleft()
+            self._insert_sorted(wr)
         return wr
+
+    def take_head(self, wr: WaitingRequest) -> None:
+        """Account one delivery to ``wr``, the head request (nats-server ``popAndRequeue``): it
+        leaves the queue when it wants no more, else goes to the back. The one place a delivery
+        is counted to a request (:meth:`pop`, ``PullDelivery.next_waiting``, the delivery
+        loop's runs)."""
+        wr.delivered += 1
+        wr.n -= 1
+        q = self._q
+        if wr.n <= 0:
+            q.popleft()
+        elif len(q) > 1:
+            q.popleft()
+            q.append(wr)
 
     def remove_head(self) -> None:
         self._q.popleft()
@@ -300,13 +313,7 @@ class PullDelivery:
                 and not prioritized
                 and (not wr.expires or time.monotonic() < wr.expires)
             ):
-                wr.delivered += 1
-                wr.n -= 1
-                if wr.n <= 0:
-                    q.popleft()
-                elif len(q) > 1:
-                    q.popleft()
-                    q.append(wr)
+                waiting.take_head(wr)
                 return wr
         cycled = 0
         while q:
@@ -341,17 +348,7 @@ class PullDelivery:
                         continue
                 if wr.checked == current_pass or self.consumer.server.has_interest(wr.reply):
                     wr.checked = current_pass
-                    if prioritized:
-                        return waiting.pop(prioritized)
-                    # ``pop`` inlined (once per message): count the delivery, requeue at the back
-                    wr.delivered += 1
-                    wr.n -= 1
-                    if wr.n <= 0:
-                        q.popleft()
-                    elif len(q) > 1:
-                        q.popleft()
-                        q.append(wr)
-                    return wr
+                    return waiting.pop(prioritized)
             else:
                 self.send_status(wr.reply, wr.timeout_status())
             waiting.remove_head()
