@@ -67,6 +67,8 @@ __all__ = [
     "no_responders_block",
     "only_these_nats_headers",
     "pending_status_block",
+    "publish_block",
+    "publish_block_frame",
     "status_block",
 ]
 
@@ -184,6 +186,26 @@ class Status:
     @staticmethod
     def max_request_max_bytes(limit: int) -> tuple[int, str]:
         return (409, f"Exceeded MaxRequestMaxBytes of {limit}")
+
+
+def publish_block_frame(expected_stream: str = "") -> tuple[bytes, bytes]:
+    """``(head, tail)`` of the header block an idempotent writer (the Spark sink) gives each row:
+    ``head + <message id> + tail`` is :func:`publish_block` of that id — ``Nats-Msg-Id`` then,
+    when given, ``Nats-Expected-Stream`` — so a batch's blocks are framed with one format each.
+    The bytes ``protocol.encode_headers`` makes of the same two headers."""
+    stream_line = f"\r\n{EXPECTED_STREAM}: {expected_stream}".encode() if expected_stream else b""
+    return f"NATS/1.0\r\n{MSG_ID}: ".encode(), stream_line + b"\r\n\r\n"
+
+
+def publish_block(msg_id: str = "", expected_stream: str = "") -> bytes | None:
+    """The header block of a row: its ``Nats-Msg-Id`` and ``Nats-Expected-Stream`` (each left out
+    when empty; ``None`` when both are)."""
+    if msg_id:
+        head, tail = publish_block_frame(expected_stream)
+        return head + msg_id.encode() + tail
+    if expected_stream:
+        return f"NATS/1.0\r\n{EXPECTED_STREAM}: {expected_stream}\r\n\r\n".encode()
+    return None
 
 
 def status_block(status: tuple[int, str], headers: Iterable[tuple[str, str | int]] = ()) -> bytes:

@@ -27,7 +27,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType
 
-from pyjetstream.api.headers import EXPECTED_STREAM, KV_OPERATION, MSG_ID
+from pyjetstream.api.headers import EXPECTED_STREAM, KV_OPERATION, MSG_ID, publish_block, publish_block_frame
 from pyjetstream.client import Client
 from pyjetstream.client.msg import HeadersArg
 from pyjetstream.spark.batch_publishing import AtomicBatchPublisher, FastBatchPublisher
@@ -168,8 +168,7 @@ def _rows_with_encoded_headers(
     batch: pa.RecordBatch, layout: WriteLayout, ids: MsgIdGenerator | None
 ) -> Iterator[tuple[str, bytes, bytes | None]]:
     """:func:`messages_of` for rows whose only headers are the derived message id and the expected
-    stream: the header blocks are framed here for the whole batch (the bytes
-    ``protocol.encode_headers`` makes of ``{Nats-Msg-Id: id, Nats-Expected-Stream: stream}``),
+    stream: the header blocks are framed here for the whole batch (``api.headers.publish_block``),
     instead of a dict per row encoded by the client."""
     n = batch.num_rows
     subjects = _column(batch, layout.subject_col) or [layout.subject] * n
@@ -181,13 +180,10 @@ def _rows_with_encoded_headers(
         if type(data) is not bytes:
             datas[i] = b"" if data is None else data.encode()
     expect = layout.expect_stream
-    stream_line = f"\r\n{EXPECTED_STREAM}: {expect}".encode() if expect else b""
     if ids is not None:
-        blocks: list[bytes | None] = list(
-            ids.framed_ids(subjects, datas, f"NATS/1.0\r\n{MSG_ID}: ".encode(), stream_line + b"\r\n\r\n")
-        )
+        blocks: list[bytes | None] = list(ids.framed_ids(subjects, datas, *publish_block_frame(expect)))
     else:
-        blocks = [b"NATS/1.0" + stream_line + b"\r\n\r\n" if expect else None] * n
+        blocks = [publish_block("", expect)] * n
     return zip(subjects, datas, blocks, strict=True)
 
 
