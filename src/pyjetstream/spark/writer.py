@@ -179,7 +179,7 @@ def _rows_with_encoded_headers(
         data = datas[i]
         if type(data) is not bytes:
             datas[i] = b"" if data is None else data.encode()
-    expect = layout.expect_stream
+    expect = layout.expect_stream or ""
     if ids is not None:
         blocks: list[bytes | None] = list(ids.framed_ids(subjects, datas, *publish_block_frame(expect)))
     else:
