@@ -48,7 +48,7 @@ async def budget(server: Server, name: str, n: int, rounds: int, payload: bytes)
     engine = stream.engine
     storage = stream.cfg.storage
     subject = f"{name}.x"
-    rec = store._record_size(len(subject), 0, len(payload))
+    rec = store.record_size(len(subject), 0, len(payload))
 
     def limits() -> float:
         t = time.process_time()

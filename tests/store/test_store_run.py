@@ -1,8 +1,10 @@
-"""``store_run``: a run of header-less messages stored in one pass (a pipelining publisher's read,
-``Stream._store_plain_run``) leaves the store exactly as ``store_msg`` one by one does — the
-messages, the subject table, the state, what a restart (clean or ``kill -9``) finds, and for the
-file store the records and block indexes on disk — and a write that fails partway stops it
-where one by one would have failed."""
+"""``store_run``: a read's publishes stored in one pass (``StreamIngest``'s run path) leave the
+store exactly as ``store_msg`` one by one does — the messages, the subject table and its links,
+the state, what a restart (clean or ``kill -9``) finds, and for the file store the records and
+block indexes on disk — and a write that fails partway stops it where one by one would have
+failed. Three shapes: header-less messages on one subject (a pipelining publisher's; the backend's
+``append_run``), a subject and a header block each (the Spark sink's rows; ``append_hrun``), and
+the two mixed."""
 
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ from pyjetstream.server.jetstream.store import (
 
 from .conftest import StoreFactory, crash, observed_state
 
+Rows = tuple[list[str], list[bytes], list[bytes]]
+SHAPES = ("one-subject", "headers", "mixed")
+
 
 def _stored(s: MessageStore) -> list[tuple[int, str, bytes, bytes]]:
     out = []
@@ -37,8 +42,16 @@ def _stored(s: MessageStore) -> list[tuple[int, str, bytes, bytes]]:
     return out
 
 
-def _payloads(n: int, start: int = 0) -> list[bytes]:
-    return [b"p%d" % i * (1 + i % 37) for i in range(start, start + n)]
+def _rows(shape: str, n: int, start: int = 0) -> Rows:
+    span = range(start, start + n)
+    payloads = [b"p%d" % i * (1 + i % 37) for i in span]
+    if shape == "one-subject":
+        return ["a"] * n, [b""] * n, payloads
+    subjects = [f"s.{i % 5}" for i in span]
+    hdrs = [b"NATS/1.0\r\nNats-Msg-Id: id-%d\r\nNats-Expected-Stream: S\r\n\r\n" % i for i in span]
+    if shape == "mixed":
+        hdrs = [h if i % 3 else b"" for i, h in zip(span, hdrs, strict=True)]
+    return subjects, hdrs, payloads
 
 
 def _picture(s: MessageStore) -> tuple[object, ...]:
@@ -47,36 +60,43 @@ def _picture(s: MessageStore) -> tuple[object, ...]:
     return state, s.subjects_totals(), _stored(s)
 
 
-def test_a_run_stores_what_one_by_one_stores(make_store: StoreFactory) -> None:
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_run_stores_what_one_by_one_stores(make_store: StoreFactory, shape: str) -> None:
     one, run = make_store(), make_store()
     for s in (one, run):
-        s.store_msg("a", b"", b"before")
+        s.store_msg("s.1", b"", b"before")
         s.store_msg("b", b"NATS/1.0\r\nX: y\r\n\r\n", b"with headers")
-    for subject, payloads in (("a", _payloads(60)), ("c", _payloads(1)), ("a", _payloads(45, 60))):
+    for start, n in ((0, 60), (60, 1), (61, 45)):
+        subjects, hdrs, payloads = _rows(shape, n, start)
         with one.batch():
-            for p in payloads:
-                one.store_msg(subject, b"", p)
+            for subject, hdr, p in zip(subjects, hdrs, payloads, strict=True):
+                one.store_msg(subject, hdr, p)
         with run.batch():
-            assert run.run_fits(subject, len(payloads), max(map(len, payloads)), 10**9)
-            first, done, error = run.store_run(subject, payloads)
-        assert (done, error) == (len(payloads), None)
-        assert first == run.state().last_seq - done + 1
+            assert run.run_fits(subjects, max(map(len, payloads)) + 60, 10**9)
+            first, tss, error = run.store_run(subjects, hdrs, payloads)
+        assert (len(tss), error) == (n, None)
+        assert first == run.state().last_seq - n + 1
+        assert [run.load_msg(first + k).ts for k in range(n)] == list(tss)
     assert _picture(run) == _picture(one)
-    one.remove_msg(3)
-    run.remove_msg(3)
-    assert _picture(run) == _picture(one)  # the subject links of the run hold
+    for seq in (3, 10, 11):  # the subject links of the run hold
+        one.remove_msg(seq)
+        run.remove_msg(seq)
+    assert _picture(run) == _picture(one)
+    last = subjects[-1]
+    assert run.load_last_msg(last).seq == one.load_last_msg(last).seq
 
 
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("how", ["clean", "kill -9"])
 @pytest.mark.parametrize("block_size", [1024, 1 << 20])
-def test_a_run_survives_a_restart(tmp_path: Path, how: str, block_size: int) -> None:
+def test_a_run_survives_a_restart(tmp_path: Path, how: str, block_size: int, shape: str) -> None:
     """Runs over many small blocks (sealed mid-run, with their indexes) and within one."""
     fcfg = FileStoreConfig(str(tmp_path / "s"), block_size=block_size, compact_min_bytes=1 << 30)
     s = FileStore(fcfg, StoreConfig())
     s.store_msg("x", b"", b"first")
     for k in range(3):
         with s.batch():
-            s.store_run(f"s.{k}", _payloads(50, 50 * k))
+            s.store_run(*_rows(shape, 50, 50 * k))
     before = observed_state(s, "s.1")
     if how == "clean":
         s.stop()
@@ -90,37 +110,52 @@ def test_a_run_survives_a_restart(tmp_path: Path, how: str, block_size: int) -> 
         s2.stop()
 
 
+def test_a_run_with_a_ttl_header_keeps_the_ttl(make_store: StoreFactory) -> None:
+    """A ``Nats-TTL`` block takes the per-message append (the file store keeps TTLs per record)."""
+    one, run = make_store(), make_store()
+    hdrs = [b"NATS/1.0\r\nNats-TTL: 1h\r\n\r\n", b"NATS/1.0\r\nX: 1\r\n\r\n"]
+    with one.batch():
+        for hdr in hdrs:
+            one.store_msg("a", hdr, b"x")
+    with run.batch():
+        run.store_run(["a", "a"], hdrs, [b"x", b"x"])
+    assert _picture(run) == _picture(one)
+
+
 def test_run_fits_says_no_where_one_by_one_would_refuse_or_trim(make_store: StoreFactory) -> None:
-    def fits(s: MessageStore, subject: str, count: int, largest: int, total: int) -> bool:
+    def fits(s: MessageStore, subjects: list[str], largest: int, total: int) -> bool:
         with s.batch():
-            return s.run_fits(subject, count, largest, total)
+            return s.run_fits(subjects, largest, total)
 
     s = make_store(max_msgs=5, discard="new")
-    assert fits(s, "a", 5, 10, 100)
-    assert not fits(s, "a", 6, 10, 100)
+    assert fits(s, ["a", "b"] * 2 + ["c"], 10, 100)
+    assert fits(s, ["a"] * 5, 10, 100)
+    assert not fits(s, ["a", "b"] * 3, 10, 100)
     s = make_store(max_msgs=5)  # discard old: the sixth would remove the first
-    assert fits(s, "a", 5, 10, 100)
-    assert not fits(s, "a", 6, 10, 100)
+    assert fits(s, ["a"] * 5, 10, 100)
+    assert not fits(s, ["a"] * 6, 10, 100)
     s = make_store(max_bytes=1000)
-    assert fits(s, "a", 3, 10, 1000)
-    assert not fits(s, "a", 3, 10, 1001)
+    assert fits(s, ["a", "b", "c"], 10, 1000)
+    assert not fits(s, ["a", "b", "c"], 10, 1001)
     s = make_store(max_msgs_per_subject=2)
     s.store_msg("a", b"", b"1")
-    assert fits(s, "a", 1, 10, 100)
-    assert not fits(s, "a", 2, 10, 100)
-    assert fits(s, "b", 2, 10, 100)
+    assert fits(s, ["a", "b", "b"], 10, 100)
+    assert fits(s, ["a"], 10, 100)
+    assert not fits(s, ["b", "a", "a"], 10, 100)
+    assert not fits(s, ["a", "a"], 10, 100)
     s = make_store(max_msg_size=10)
-    assert fits(s, "a", 2, 10, 100)
-    assert not fits(s, "a", 2, 11, 100)
+    assert fits(s, ["a", "b"], 10, 100)
+    assert not fits(s, ["a", "b"], 11, 100)
 
 
 def test_outside_a_batch_a_file_store_takes_no_run(make_store: StoreFactory, store_kind: str) -> None:
     """Each message's own commit could fail on its own there: one by one."""
-    assert make_store().run_fits("a", 2, 10, 100) is (store_kind == "memory")
+    assert make_store().run_fits(["a", "b"], 10, 100) is (store_kind == "memory")
 
 
+@pytest.mark.parametrize("shape", SHAPES)
 def test_a_write_failing_mid_run_stops_where_one_by_one_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str
 ) -> None:
     """The active block fills in the middle of the run and the next block cannot be created: as
     one by one, the messages of the batch are taken back and the error is the one store_msg
@@ -134,7 +169,7 @@ def test_a_write_failing_mid_run_stops_where_one_by_one_does(
         return real_open(path, flags, *args)
 
     monkeypatch.setattr(blockfiles.os, "open", full_disk_open)
-    payloads = _payloads(40)
+    subjects, hdrs, payloads = _rows(shape, 40)
     stopped = {}
     for name in ("one", "run"):
         s = FileStore(
@@ -144,16 +179,16 @@ def test_a_write_failing_mid_run_stops_where_one_by_one_does(
         failures.append("full")
         with pytest.raises(ErrInsufficientResources), s.batch():
             if name == "one":
-                for i, p in enumerate(payloads):
+                for i, (subject, hdr, p) in enumerate(zip(subjects, hdrs, payloads, strict=True)):
                     try:
-                        s.store_msg("a", b"", p)
+                        s.store_msg(subject, hdr, p)
                     except ErrInsufficientResources:
                         stopped[name] = i
                         raise
             else:
-                first, done, error = s.store_run("a", payloads)
+                first, tss, error = s.store_run(subjects, hdrs, payloads)
                 assert first == 2 and isinstance(error, ErrInsufficientResources)
-                stopped[name] = done
+                stopped[name] = len(tss)
                 raise error
         failures.clear()
         assert (s.state().msgs, s.state().last_seq) == (1, 1)

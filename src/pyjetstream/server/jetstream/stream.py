@@ -426,12 +426,14 @@ class Stream:
             self._batch.__enter__()
             self.server.after_read(self._end_batch)
         sizes = sum(map(len, payloads))
-        records = n * cast(Any, store)._record_size(len(subject), 0, 0) + sizes
+        records = n * store.record_size(len(subject), 0, 0) + sizes
         storage = cfg.storage
         engine = self.engine
-        if not engine.room_for_run(storage, n, records) or not store.run_fits(subject, n, largest, records):
+        subjects = [subject] * n
+        if not engine.room_for_run(storage, n, records) or not store.run_fits(subjects, largest, records):
             return 0
-        first, done, error = store.store_run(subject, payloads)
+        first, tss, error = store.store_run(subjects, [b""] * n, payloads)
+        done = len(tss)
         if done:
             if done < n:
                 sizes = sum(map(len, payloads[:done]))
@@ -612,14 +614,14 @@ class Stream:
         n = len(payloads)
         sizes = sum(map(len, subjects)) + sum(map(len, hdrs)) + sum(map(len, payloads))
         # Each record as _commit_plain's check counts it (size_base + size_hdr + the lengths).
-        records = n * (cast(Any, store)._record_size(0, 1, 0) - 1) + sizes
+        records = n * (store.record_size(0, 1, 0) - 1) + sizes
         if (
             not engine.room_for_run(storage, n, records)
             or not "".join(subjects).isascii()  # (the store counts a subject's UTF-8 bytes)
-            or not store.hrun_fits(subjects, largest, records)
+            or not store.run_fits(subjects, largest, records)
         ):
             return self._commit_id_each(subjects, replies, hdrs, payloads, ids, answers)
-        first, tss, error = store.store_hrun(subjects, hdrs, payloads)
+        first, tss, error = store.store_run(subjects, hdrs, payloads)
         done = len(tss)
         if done:
             if done < n:
@@ -996,7 +998,7 @@ class Stream:
         engine = self.engine
         storage = cfg.storage
         limit_error = engine.check_account_limits(
-            storage, cast(Any, store)._record_size(len(subject), len(hdr), len(payload))
+            storage, store.record_size(len(subject), len(hdr), len(payload))
         )
         if limit_error is not None:
             return limit_error
@@ -1074,7 +1076,7 @@ class Stream:
                 self.purge()
             return seq
         limit_error = engine.check_account_limits(
-            storage, cast(Any, store)._record_size(len(subject), len(hdr) if hdr else 0, len(payload))
+            storage, store.record_size(len(subject), len(hdr) if hdr else 0, len(payload))
         )
         if limit_error is not None:
             return limit_error

@@ -54,7 +54,8 @@ class PayloadBackend(ABC):
         self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
     ) -> tuple[array[int], array[int]]:
         """:meth:`append_run` for messages with a subject and a header block each
-        (``IndexedStore.store_hrun``: a read's Spark rows); the same contract."""
+        (``IndexedStore.store_run``: a read's publishes on several subjects or with headers);
+        the same contract."""
         tss = array("q")
         locs = array("Q")
         for subject, hdr, payload in zip(subjects, hdrs, payloads, strict=True):

@@ -210,40 +210,24 @@ class MessageStore(ABC):
     def skip_msgs(self, seq: int, num: int) -> None:
         """Consume ``num`` sequences starting at ``seq`` (must be last_seq + 1)."""
 
-    def run_fits(self, subject: str, count: int, largest: int, total: int) -> bool:
-        """Whether :meth:`store_run` may store ``count`` header-less messages on ``subject`` in
-        one pass: :meth:`store_msg` would refuse none of them and remove none for the limits
-        (``largest``: the largest payload, ``total``: their accounted sizes summed). A store
-        without a run path says no."""
-        return False
+    @abstractmethod
+    def record_size(self, subject_len: int, hdr_len: int, data_len: int) -> int:
+        """The bytes a message of these lengths counts for in the stream's ``bytes`` and the
+        account's usage (nats-server ``fileStoreMsgSize`` / ``memStoreMsgSize``)."""
 
-    def store_run(self, subject: str, payloads: list[bytes]) -> tuple[int, int, StoreError | None]:
-        """:meth:`store_msg` ``(subject, b"", payload)`` for each payload in turn (after
-        :meth:`run_fits`); ``(first sequence, how many were stored, the error that stopped the
-        rest)``."""
-        first = done = 0
-        for payload in payloads:
-            try:
-                seq = self.store_msg(subject, b"", payload)[0]
-            except StoreError as error:
-                return first, done, error
-            first = first or seq
-            done += 1
-        return first, done, None
-
-    def hrun_fits(self, subjects: list[str], largest: int, total: int) -> bool:
-        """Whether :meth:`store_hrun` may store one message on each of ``subjects`` in one pass:
+    def run_fits(self, subjects: list[str], largest: int, total: int) -> bool:
+        """Whether :meth:`store_run` may store one message on each of ``subjects`` in one pass:
         :meth:`store_msg` would refuse none of them and remove none for the limits (``largest``:
-        the largest header block and payload together, ``total``: their accounted sizes
+        the largest header block and payload together, ``total``: their :meth:`record_size`
         summed). A store without a run path says no."""
         return False
 
-    def store_hrun(
+    def store_run(
         self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes]
     ) -> tuple[int, Sequence[int], StoreError | None]:
-        """:meth:`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn, stamped now
-        and without a TTL (after :meth:`hrun_fits`); ``(first sequence, the timestamps of those
-        stored, the error that stopped the rest)``."""
+        """:meth:`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (``b""``: no
+        header block), stamped now and without a TTL (after :meth:`run_fits`); ``(first
+        sequence, the timestamps of those stored, the error that stopped the rest)``."""
         first = 0
         tss: list[int] = []
         for subject, hdr, payload in zip(subjects, hdrs, payloads, strict=True):

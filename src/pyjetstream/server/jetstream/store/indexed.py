@@ -96,7 +96,7 @@ class IndexedStore(MessageStore):
             cfg.discard == DISCARD_OLD and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
         )
 
-    def _record_size(self, subject_len: int, hdr_len: int, data_len: int) -> int:
+    def record_size(self, subject_len: int, hdr_len: int, data_len: int) -> int:
         if hdr_len:
             return self._size_base + subject_len + self._size_hdr + hdr_len + data_len
         return self._size_base + subject_len + data_len
@@ -140,66 +140,14 @@ class IndexedStore(MessageStore):
                 self._write_failed(exc)
         return seq, ts
 
-    def run_fits(self, subject: str, count: int, largest: int, total: int) -> bool:
-        """Whether :meth:`store_msg` would take each of ``count`` header-less messages on
-        ``subject`` in turn without refusing one or removing any for the limits (``largest``:
-        the largest payload; ``total``: their accounted sizes summed): then :meth:`store_run`
-        may store them in one pass. Any doubt is a no (the caller stores them one by one)."""
+    def run_fits(self, subjects: list[str], largest: int, total: int) -> bool:
+        """Whether :meth:`store_msg` would take one message on each of ``subjects`` in turn
+        without refusing one or removing any for the limits (``largest``: the largest header
+        block and payload together; ``total``: their accounted sizes summed): then
+        :meth:`store_run` may store them in one pass. Any doubt is a no (the caller stores them
+        one by one)."""
         if self._closed or self.write_error is not None or (self._commits and not self._batch_depth):
             return False  # (outside a batch, each message's own commit could fail on its own)
-        cfg = self._cfg
-        if 0 < cfg.max_msg_size < largest:
-            return False
-        if self._limits_active or self._discard_new:
-            index = self._index
-            if 0 < cfg.max_msgs < index.msgs + count or 0 < cfg.max_bytes < index.bytes + total:
-                return False
-            maxp = cfg.max_msgs_per_subject
-            if maxp > 0:
-                sid = index.subjects.ids.get(subject, 0)
-                if (index.subjects.msgs[sid] if sid else 0) + count > maxp:
-                    return False
-        return True
-
-    def store_run(self, subject: str, payloads: list[bytes]) -> tuple[int, int, StoreError | None]:
-        """:meth:`store_msg` ``(subject, b"", payload)`` for each payload in turn (no headers,
-        no TTL, stamped now) in one pass — a pipelining publisher's read: the backend frames
-        them in one loop (``append_run``) and the index takes them with array extends
-        (``SeqIndex.append_run``). Only after :meth:`run_fits` said yes, so nothing is refused
-        for the limits. Returns ``(first sequence, how many were stored, the error that
-        stopped the rest)``; the error is what :meth:`store_msg` would have raised for the
-        message after the stored ones (a write that failed takes every message of the batch
-        back, as there)."""
-        index = self._index
-        first = seq = index.last_seq + 1
-        sb = subject.encode()
-        base = self._size_base + len(sb)
-        n = len(payloads)
-        done = 0
-        while done < n:
-            rest = payloads[done:] if done else payloads
-            try:
-                tss, locs = self._backend.append_run(seq, sb, rest)
-            except OSError as exc:  # e.g. a new block file could not be created
-                try:
-                    self._write_failed(exc)
-                except StoreError as error:
-                    return first, done, error
-            except StoreError as error:
-                return first, done, error
-            m = len(tss)
-            sizes = array("I", [base + len(p) for p in (rest if m == len(rest) else rest[:m])])
-            self._append_index_run(seq, subject, tss, sizes, locs)
-            done += m
-            seq += m
-        return first, done, None
-
-    def hrun_fits(self, subjects: list[str], largest: int, total: int) -> bool:
-        """:meth:`run_fits` for one message on each of ``subjects`` (with headers: ``largest``
-        counts a message's header block and payload): then :meth:`store_hrun` may store them in
-        one pass. Any doubt is a no."""
-        if self._closed or self.write_error is not None or (self._commits and not self._batch_depth):
-            return False
         cfg = self._cfg
         if 0 < cfg.max_msg_size < largest:
             return False
@@ -218,29 +166,30 @@ class IndexedStore(MessageStore):
                         return False
         return True
 
-    def store_hrun(
+    def store_run(
         self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes]
     ) -> tuple[int, Sequence[int], StoreError | None]:
-        """:meth:`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (no TTL,
-        stamped now) in one pass — a read's Spark rows, a subject each: the backend frames them
-        in one loop (``append_hrun``) and the index takes them in one call
-        (``SeqIndex.append_many``). Only after :meth:`hrun_fits` said yes. Returns ``(first
-        sequence, the timestamps of those stored, the error that stopped the rest)``, the error
-        being what :meth:`store_msg` would have raised for the message after the stored ones."""
-        index = self._index
-        first = seq = index.last_seq + 1
-        sbs = [s.encode() for s in subjects]
-        base = self._size_base
-        size_hdr = self._size_hdr
+        """:meth:`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (``b""``: no
+        header block; no TTL, stamped now) in one pass — a read's publishes: the backend frames
+        them in one loop and the index takes them with array extends (header-less messages on one
+        subject, a pipelining publisher's: ``append_run`` and ``SeqIndex.append_run``; else
+        ``append_hrun`` and ``SeqIndex.append_many``). Only after :meth:`run_fits` said yes, so
+        nothing is refused for the limits. Returns ``(first sequence, the timestamps of those
+        stored, the error that stopped the rest)``, the error being what :meth:`store_msg` would
+        have raised for the message after the stored ones (a write that failed takes every
+        message of the batch back, as there)."""
         n = len(payloads)
-        done = 0
+        one = subjects.count(subjects[0]) == n and not any(hdrs)
+        sbs = [subjects[0].encode()] if one else [s.encode() for s in subjects]
+        first = seq = self._index.last_seq + 1
         stamps = array("q")
+        done = 0
         while done < n:
-            if done:
-                sbs, subjects, hdrs, payloads = sbs[done:], subjects[done:], hdrs[done:], payloads[done:]
-                n -= done
             try:
-                tss, locs = self._backend.append_hrun(seq, sbs, hdrs, payloads)
+                if one:
+                    tss, locs = self._backend.append_run(seq, sbs[0], payloads[done:] if done else payloads)
+                else:
+                    tss, locs = self._backend.append_hrun(seq, sbs[done:], hdrs[done:], payloads[done:])
             except OSError as exc:  # e.g. a new block file could not be created
                 try:
                     self._write_failed(exc)
@@ -248,18 +197,30 @@ class IndexedStore(MessageStore):
                     return first, stamps, error
             except StoreError as error:
                 return first, stamps, error
-            m = done = len(tss)
-            sizes = array(
-                "I",
-                [
-                    base + len(sb) + len(p) + (size_hdr + len(h) if h else 0)
-                    for sb, h, p in zip(sbs[:m], hdrs[:m], payloads[:m], strict=True)
-                ],
-            )
-            self._index.append_many(seq, subjects[:m] if m < n else subjects, tss, sizes, locs)
+            hi = done + len(tss)
+            if one:
+                base = self._size_base + len(sbs[0])
+                sizes = array("I", [base + len(p) for p in payloads[done:hi]])
+                self._append_index_run(seq, subjects[0], tss, sizes, locs)
+            else:
+                sizes = self._run_sizes(sbs[done:hi], hdrs[done:hi], payloads[done:hi])
+                self._index.append_many(seq, subjects[done:hi], tss, sizes, locs)
             stamps.extend(tss)
-            seq += m
+            seq += hi - done
+            done = hi
         return first, stamps, None
+
+    def _run_sizes(self, sbs: list[bytes], hdrs: list[bytes], payloads: list[bytes]) -> array[int]:
+        """The accounted size of each message of a run (:meth:`record_size`)."""
+        base = self._size_base
+        size_hdr = self._size_hdr
+        return array(
+            "I",
+            [
+                base + len(sb) + len(p) + (size_hdr + len(h) if h else 0)
+                for sb, h, p in zip(sbs, hdrs, payloads, strict=True)
+            ],
+        )
 
     def _check_discard_new(self, sid: int, payload: int, size: int) -> None:
         # nats-server storeRawMsg: a subject at its per-subject limit will drop its oldest

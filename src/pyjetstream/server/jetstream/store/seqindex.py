@@ -230,8 +230,8 @@ class SeqIndex:
     ) -> None:
         """:meth:`append` of ``len(tss)`` (≥ 1) messages, ``subjects[i]`` each, sequences ``seq``
         (= last_seq + 1) onwards, with array extends and one loop over the subjects' chains
-        instead of a call and five appends per message: a read's Spark rows
-        (``IndexedStore.store_hrun``)."""
+        instead of a call and five appends per message: a read's publishes on several subjects
+        (``IndexedStore.store_run``)."""
         n = len(tss)
         table = self.subjects
         ids = table.ids
