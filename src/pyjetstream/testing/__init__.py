@@ -1,7 +1,7 @@
 """Testing support: NATS servers for test suites, and the pytest plugin built on them.
 
 The plugin (:mod:`pyjetstream.testing.plugin`) is registered with pytest when pyjetstream is
-installed; it gives tests the fixtures ``nats_server``, ``nats_url``, ``nc`` and ``js``. The server
+installed; it gives tests the fixtures ``nats_server``, ``nats_url``, ``nc``, ``js`` and ``nats_names``. The server
 handles in :mod:`pyjetstream.testing.servers` work without pytest.
 """
 
@@ -12,6 +12,7 @@ from pyjetstream.testing.servers import (
     EmbeddedTestServer,
     ExternalTestServer,
     ServerSpec,
+    TestNames,
     TestServer,
     render_config,
     start_test_server,
@@ -22,6 +23,7 @@ __all__ = [
     "EmbeddedTestServer",
     "ExternalTestServer",
     "ServerSpec",
+    "TestNames",
     "TestServer",
     "render_config",
     "start_test_server",

