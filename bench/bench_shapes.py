@@ -45,12 +45,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tests.support.targets import Target
-
 from rawnats import (
     EMBEDDED,
     NATS_SERVER,
     RawConn,
+    Target,
     header_block,
     load_average,
     pub_frame,

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.suppor
 
 from tests.support.targets import EMBEDDED, NATS_SERVER, Target, make_target
 
+__all__ = ["EMBEDDED", "NATS_SERVER", "Frame", "RawConn", "Target"]  # and the functions below
 KINDS = (EMBEDDED, NATS_SERVER)
 CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\n'
 _TAIL = 7  # the longest counted pattern ('"error"'): one split across two reads is counted once
