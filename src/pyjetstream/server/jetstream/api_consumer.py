@@ -259,24 +259,30 @@ def consumer_unpin(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
 
 
 def _paged_consumers(
-    engine: JetStreamEngine, match: ApiMatch, payload: bytes, kind: type
-) -> tuple[list, int, int]:
+    engine: JetStreamEngine, match: ApiMatch, payload: bytes, kind: type, limit: int
+) -> tuple[list[Consumer], int, int]:
+    """One page of the stream's public consumers by name: ``(page, offset, total)``. The sorted
+    names are kept by the stream's consumer index (sorted once per change), so a page costs its
+    own size, not a sort of every consumer as nats-server's ``getPublicConsumers`` + sort."""
     req = decode_request(payload, kind, engine.strict) if has_json_body(payload) else kind()
     stream = _lookup_stream(engine, match.stream)
     # Direct consumers (used by sources and mirrors) are not listed (``getPublicConsumers``).
-    consumers = sorted((c for c in stream.consumers.values() if not c.cfg.direct), key=lambda c: c.name)
-    offset = min(max(req.offset, 0), len(consumers))
-    return consumers, offset, len(consumers)
+    names = stream.csl.public_names()
+    offset = min(max(req.offset, 0), len(names))
+    consumers = stream.consumers
+    return [consumers[n] for n in names[offset : offset + limit]], offset, len(names)
 
 
 def consumer_names(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = ConsumerNamesResponse(consumers=[])
     try:
-        consumers, offset, total = _paged_consumers(engine, match, payload, ConsumerNamesRequest)
+        consumers, offset, total = _paged_consumers(
+            engine, match, payload, ConsumerNamesRequest, JS_API_NAMES_LIMIT
+        )
     except JetStreamApiError as exc:
         response.error = exc.error
         return response
-    response.consumers = [c.name for c in consumers[offset : offset + JS_API_NAMES_LIMIT]]
+    response.consumers = [c.name for c in consumers]
     response.total, response.offset, response.limit = total, offset, JS_API_NAMES_LIMIT
     return response
 
@@ -284,11 +290,11 @@ def consumer_names(engine: JetStreamEngine, match: ApiMatch, payload: bytes, rep
 def consumer_list(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> ApiResponse:
     response = ConsumerListResponse(consumers=[])
     try:
-        consumers, offset, total = _paged_consumers(engine, match, payload, ConsumerListRequest)
+        consumers, offset, total = _paged_consumers(engine, match, payload, ConsumerListRequest, JS_API_LIST_LIMIT)
     except JetStreamApiError as exc:
         response.error = exc.error
         return response
-    response.consumers = [c.info() for c in consumers[offset : offset + JS_API_LIST_LIMIT]]
+    response.consumers = [c.info() for c in consumers]
     response.total, response.offset, response.limit = total, offset, JS_API_LIST_LIMIT
     return response
 

@@ -216,6 +216,7 @@ class Consumer:
         self.sfreq = sample_frequency(cfg)
         if filters_of(cfg) != filters_of(old):
             self.filter = SubjectFilter(filters_of(cfg))
+            self.stream.consumer_filters_changed(self)
         if cfg.inactive_threshold != old.inactive_threshold:
             self.update_inactive_threshold()
         if (cfg.pause_until or ZERO_TIME) != (old.pause_until or ZERO_TIME):

@@ -114,7 +114,7 @@ def add_consumer(
     if action == ConsumerAction.UPDATE:
         raise JetStreamApiError(E.JSConsumerDoesNotExist())
     max_consumers = stream.cfg.max_consumers
-    public = sum(1 for c in stream.consumers.values() if _limitable(c))
+    public = stream.csl.limitable
     if max_consumers > 0 and public >= max_consumers:
         raise JetStreamApiError(E.JSMaximumConsumersLimitErr())
     if not cfg.direct:

@@ -42,6 +42,7 @@ from pyjetstream.server.jetstream.batch_atomic import BATCH_ID as HDR_BATCH_ID
 from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
 from pyjetstream.server.jetstream.batch_fast import FastBatches
 from pyjetstream.server.jetstream.consumer_config import filters_of
+from pyjetstream.server.jetstream.consumer_index import ConsumerIndex
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
 from pyjetstream.server.jetstream.direct_get import DirectGet
 from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
@@ -62,6 +63,7 @@ from pyjetstream.server.jetstream.store.base import (
 from pyjetstream.server.subject_transform import SubjectTransform
 
 if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.engine import JetStreamEngine
     from pyjetstream.server.msgtrace import MsgTrace
 
@@ -152,6 +154,8 @@ class Stream:
         self.store = store
         self.created = created
         self.consumers: dict[str, Any] = {}
+        #: The consumers by filter subject: who a stored message, an interest check or an ack reaches.
+        self.csl = ConsumerIndex()
         self.closed = False
         self._subs: list[Any] = []
         self._direct_subs: list[Any] = []
@@ -250,6 +254,7 @@ class Stream:
         for consumer in list(self.consumers.values()):
             consumer.stop(delete=delete, advisory=delete)
         self.consumers.clear()
+        self.csl.clear()
         self._unsubscribe(self._subs)
         self._unsubscribe(self._direct_subs)
         for timer in self._timers.values():
@@ -689,12 +694,7 @@ class Stream:
             self.server.publish_replies(acks)
         if self._signals:
             signals, self._signals = self._signals, []
-            for consumer in list(self.consumers.values()):
-                try:
-                    for seq, subject in signals:
-                        consumer.signal_new(seq, subject)
-                except Exception:  # one consumer's failure must not starve the others
-                    self.server.logger.exception("consumer '%s' failed on new messages", consumer.name)
+            self._signal_run(signals)
 
     def _batch_failed(self, exc: Exception) -> None:
         """The turn's writes failed (disk full, I/O error): the store took them back, so every
@@ -1135,7 +1135,8 @@ class Stream:
             return 0
 
     def _has_interest_for(self, subject: str) -> bool:
-        return any(c.matches_subject(subject) for c in self.consumers.values())
+        """Interest retention: does some consumer's filter take ``subject`` (``csl.HasInterest``)."""
+        return self.csl.has_interest(subject)
 
     def _republish_msg(
         self, dest: str, subject: str, seq: int, ts: int, last: int, hdr: bytes | None, payload: bytes
@@ -1168,10 +1169,24 @@ class Stream:
             self._signal_consumers(seq, subject)
 
     def _signal_consumers(self, seq: int, subject: str) -> None:
-        if not self.consumers:
-            return
-        for consumer in list(self.consumers.values()):
+        """``signalConsumers``: the consumers whose filter takes ``subject`` (``csl.Match``)."""
+        for consumer in self.csl.match(subject):
             consumer.signal_new(seq, subject)
+
+    def _signal_run(self, signals: list[tuple[int, str]]) -> None:
+        """:meth:`_signal_consumers` for the stored messages of a read (``(seq, subject)`` each),
+        one lookup per change of subject."""
+        match = self.csl.match
+        last = ""
+        consumers: tuple[Any, ...] = ()
+        for seq, subject in signals:
+            if subject != last:
+                last, consumers = subject, match(subject)
+            for consumer in consumers:
+                try:
+                    consumer.signal_new(seq, subject)
+                except Exception:  # one consumer's failure must not starve the others
+                    self.server.logger.exception("consumer '%s' failed on new messages", consumer.name)
 
     def _signal_all_consumers(self) -> None:
         for consumer in list(self.consumers.values()):
@@ -1179,11 +1194,19 @@ class Stream:
 
     def add_consumer(self, consumer: Any) -> None:
         self.consumers[consumer.name] = consumer
+        self.csl.add(consumer)
 
     def remove_consumer(self, name: str) -> None:
-        self.consumers.pop(name, None)
+        consumer = self.consumers.pop(name, None)
+        if consumer is not None:
+            self.csl.remove(consumer)
         if self.cfg.retention != RetentionPolicy.LIMITS:
             self.check_interest_state()
+
+    def consumer_filters_changed(self, consumer: Consumer) -> None:
+        """An update changed a consumer's filters (``swapSigSubs``)."""
+        if self.consumers.get(consumer.name) is consumer:
+            self.csl.refilter(consumer)
 
     def ack_msg(self, seq: int) -> None:
         """A consumer acknowledged ``seq``: remove it when the retention policy says so."""
@@ -1195,7 +1218,9 @@ class Stream:
                 subject = self.store.subject_for_seq(seq)
             except (ErrStoreMsgNotFound, ErrStoreEOF):
                 return
-            for consumer in self.consumers.values():
+            # Only the consumers whose filter takes the subject can still need it (nats-server
+            # asks every consumer, ``checkForInterestWithSubject``; the others answer no).
+            for consumer in self.csl.match(subject):
                 if consumer.needs_ack(seq, subject):
                     return
         if self.store.remove_msg(seq):
@@ -1221,7 +1246,7 @@ class Stream:
                 msg, seq = self.store.load_next_msg(">", seq)
             except ErrStoreEOF:
                 break
-            if not any(c.needs_ack(seq, msg.subject) for c in self.consumers.values()):
+            if not any(c.needs_ack(seq, msg.subject) for c in self.csl.match(msg.subject)):
                 removed = self.store.remove_msg(seq) or removed
             seq += 1
         if removed:
@@ -1268,7 +1293,7 @@ class Stream:
             num_deleted=st.num_deleted,
             deleted=list(st.deleted or []) if deleted_details else [],
             # Direct consumers (a mirror's or a source's, on its origin) are not counted.
-            consumer_count=sum(1 for c in self.consumers.values() if not c.cfg.direct),
+            consumer_count=self.csl.public,
         )
         if st.lost is not None and st.lost.msgs:
             result.lost = LostStreamData(msgs=list(st.lost.msgs), bytes=st.lost.bytes)

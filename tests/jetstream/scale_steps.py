@@ -1,0 +1,50 @@
+"""Helpers for the complexity tests (issue 24): an embedded server in the test's own process, so
+that the steps one operation takes can be counted, not timed.
+
+A test runs the same operation against two sizes of state (consumers, pending acks, waiting
+requests, subscriptions, timers) and asserts that the counted steps per operation do not grow
+with it. Steps are counted by wrapping methods of the engine's classes for the duration of the
+test (:func:`count_calls`) or read from the counters the structures keep themselves.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from pyjetstream.server.server import Server
+
+
+@contextlib.asynccontextmanager
+async def embedded(**options: Any) -> AsyncIterator[Server]:
+    """An embedded server with JetStream, started in this event loop."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1", **options)
+        await server.start()
+        try:
+            yield server
+        finally:
+            await server.shutdown()
+
+
+@contextlib.contextmanager
+def count_calls(monkeypatch: pytest.MonkeyPatch, cls: type, *names: str) -> Iterator[collections.Counter[str]]:
+    """Count the calls of ``cls``'s methods ``names`` (any instance) while the block runs."""
+    counts: collections.Counter[str] = collections.Counter()
+    with monkeypatch.context() as m:
+        for name in names:
+            original = getattr(cls, name)
+
+            def wrapper(*args: Any, __name: str = name, __original: Any = original, **kwargs: Any) -> Any:
+                counts[__name] += 1
+                return __original(*args, **kwargs)
+
+            functools.update_wrapper(wrapper, original)
+            m.setattr(cls, name, wrapper)
+        yield counts

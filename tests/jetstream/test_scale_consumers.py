@@ -1,0 +1,126 @@
+"""Issue 24, dimension 2: the cost of a publish, an ack, a listing page and a stream delete does not
+grow with the number of consumers on the stream (embedded server, steps counted, not timed).
+
+nats-server keeps a stream's consumers in a subject sublist (``csl``): a stored message reaches
+the consumers whose filter takes its subject, an interest stream asks it whether anyone wants a
+message. The embedded server's ``ConsumerIndex`` does the same; these tests count the consumers
+each operation calls into at two sizes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.jetstream.consumer_helpers import RawClient, wait_for
+from tests.jetstream.scale_steps import count_calls, embedded
+
+from pyjetstream.server.jetstream.consumer import Consumer
+from pyjetstream.server.jetstream.consumer_index import ConsumerIndex
+
+SMALL, LARGE = 8, 80
+VISITS = ("signal_new", "needs_ack", "matches_subject", "on_stream_purged")
+
+
+async def _stream_with_consumers(nc: RawClient, retention: str, n: int) -> None:
+    await nc.add_stream("S", ["s.>"], retention=retention, storage="memory", max_consumers=-1)
+    for i in range(n):
+        resp = await nc.add_consumer("S", f"c{i}", durable_name=f"c{i}", filter_subject=f"s.{i}")
+        assert "error" not in resp, resp
+
+
+async def _publish_steps(monkeypatch: pytest.MonkeyPatch, retention: str, n: int) -> dict[str, int]:
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await _stream_with_consumers(nc, retention, n)
+            with count_calls(monkeypatch, Consumer, *VISITS) as calls:
+                await nc.publish_many("s.1", 20)
+                await nc.publish_many(f"s.{n + 5}", 5)  # nobody's subject: an interest stream skips it
+            info = await nc.stream_info("S")
+            assert info["state"]["messages"] == (20 if retention == "interest" else 25), info
+            assert info["state"]["consumer_count"] == n
+            return dict(calls)
+        finally:
+            await nc.close()
+
+
+@pytest.mark.parametrize("retention", ["interest", "workqueue", "limits"])
+async def test_publish_visits_only_the_matching_consumers(monkeypatch: pytest.MonkeyPatch, retention: str) -> None:
+    small = await _publish_steps(monkeypatch, retention, SMALL)
+    large = await _publish_steps(monkeypatch, retention, LARGE)
+    assert small == large, (small, large)
+    assert small.get("signal_new") == 20  # one consumer takes s.1; nobody takes the other subject
+
+
+async def _ack_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[dict[str, int], Any]:
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await _stream_with_consumers(nc, "interest", n)
+            await nc.publish_many("s.1", 10)
+            inbox = nc.new_inbox()
+            sub = nc.subscribe(inbox)
+            nc.pull("S", "c1", inbox, {"batch": 10, "expires": 5_000_000_000})
+            msgs = await sub.collect(10)
+            with count_calls(monkeypatch, Consumer, *VISITS) as calls:
+                for m in msgs:
+                    nc.publish(m.reply, b"+ACK")
+                await nc.flush()
+                info: Any = None
+
+                async def floor() -> bool:
+                    nonlocal info
+                    info = await nc.consumer_info("S", "c1")
+                    return bool(info["ack_floor"]["stream_seq"] == 10)
+
+                await wait_for(floor)
+            state = (await nc.stream_info("S"))["state"]
+            return dict(calls), state
+        finally:
+            await nc.close()
+
+
+async def test_interest_ack_asks_only_the_matching_consumers(monkeypatch: pytest.MonkeyPatch) -> None:
+    small, state_small = await _ack_steps(monkeypatch, SMALL)
+    large, state_large = await _ack_steps(monkeypatch, LARGE)
+    assert small == large, (small, large)
+    assert state_small["messages"] == state_large["messages"] == 0  # acked by their one consumer
+
+
+async def test_listing_sorts_once_per_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page costs its own size: the names are sorted once per change of consumers, not per page."""
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await _stream_with_consumers(nc, "limits", LARGE)
+            with count_calls(monkeypatch, ConsumerIndex, "_sort_names") as calls:
+                pages = [await nc.api("$JS.API.CONSUMER.LIST.S", {"offset": off}) for off in range(0, LARGE, 20)]
+                names = [await nc.api("$JS.API.CONSUMER.NAMES.S", {"offset": off}) for off in range(0, LARGE, 20)]
+            assert calls["_sort_names"] <= 1
+            assert [c["name"] for c in pages[1]["consumers"][:2]] == sorted(f"c{i}" for i in range(LARGE))[20:22]
+            assert names[-1]["consumers"][0] == sorted(f"c{i}" for i in range(LARGE))[LARGE - 20]
+            assert pages[0]["total"] == names[0]["total"] == LARGE
+        finally:
+            await nc.close()
+
+
+async def _delete_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, int]:
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await _stream_with_consumers(nc, "interest", n)
+            await nc.publish_many("s.1", 5)
+            with count_calls(monkeypatch, Consumer, *VISITS, "stop") as calls:
+                resp = await nc.api("$JS.API.STREAM.DELETE.S")
+            assert resp.get("success"), resp
+            return dict(calls)
+        finally:
+            await nc.close()
+
+
+async def test_stream_delete_stops_each_consumer_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    small = await _delete_steps(monkeypatch, SMALL)
+    large = await _delete_steps(monkeypatch, LARGE)
+    assert small == {"stop": SMALL}, small
+    assert large == {"stop": LARGE}, large
