@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -424,8 +425,37 @@ def test_tls_flag_errors(argv: list[str], message: str) -> None:
 # -------------------------------------------------------------------- signal
 
 
+def _hostile_inheritance() -> None:
+    """A child's start as the worst parent leaves it: SIGINT and SIGTERM ignored (a shell's ``cmd &``,
+    nohup, some CI runners) and blocked. Both survive exec, so what a child does with a signal must
+    not depend on them (issue 26: a `-sl quit` test found its child alive 20 s later in a full run)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+# The target of a signal sets the dispositions it is tested with, whatever it inherited, and says
+# when it has (a signal sent before that would find the inherited ones).
+SIGNAL_TARGET = """
+import signal, sys, time
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def _signal_target() -> subprocess.Popen[str]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", SIGNAL_TARGET], stdout=subprocess.PIPE, text=True, preexec_fn=_hostile_inheritance
+    )
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    return child
+
+
 def test_signal_to_a_pid_file(tmp_path: Path) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    child = _signal_target()
     try:
         pid_file = tmp_path / "server.pid"
         pid_file.write_text(f"{child.pid}\n")
@@ -433,7 +463,7 @@ def test_signal_to_a_pid_file(tmp_path: Path) -> None:
             parse("--signal", f"term={pid_file}")
         assert (info.value.command, info.value.pid) == ("term", str(pid_file))
         assert info.value.emit(io.StringIO(), io.StringIO()) == 0
-        assert child.wait(timeout=20) == -15
+        assert child.wait(timeout=20) == -signal.SIGTERM
     finally:
         if child.poll() is None:
             child.kill()
@@ -441,19 +471,73 @@ def test_signal_to_a_pid_file(tmp_path: Path) -> None:
 
 
 def test_signal_to_a_pid() -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    child = _signal_target()
     try:
         with pytest.raises(SignalRequested) as info:
             parse("-sl", f"quit={child.pid}")
         assert info.value.emit(io.StringIO(), io.StringIO()) == 0
-        deadline = time.monotonic() + 20
-        while child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert child.returncode is not None and child.returncode != 0  # SIGINT: KeyboardInterrupt
+        assert child.wait(timeout=20) == -signal.SIGINT  # KeyboardInterrupt, then the default action
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+@pytest.mark.parametrize("kind", ["embedded", "nats-server"])
+@pytest.mark.parametrize("command", ["quit", "term"])
+def test_a_server_stops_on_its_signals_whatever_it_inherited(tmp_path: Path, kind: str, command: str) -> None:
+    """``-sl quit|term=<pid>`` stops the server gracefully (exit 0) even when it was started with
+    SIGINT and SIGTERM ignored and blocked: nats-server's signal.Notify takes them back, and so does
+    ``pyjetstream serve`` (before it starts, so a stop during start-up is not lost either)."""
+    ports = tmp_path / "ports"
+    ports.mkdir()
+    command_line = [NATS_SERVER] if kind == "nats-server" else [sys.executable, "-m", "pyjetstream", "serve"]
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen(
+        [*command_line, "-js", "-sd", str(tmp_path / "store"), "-a", "127.0.0.1", "-p", "-1",
+         "--ports_file_dir", str(ports)],
+        stdout=log, stderr=subprocess.STDOUT, preexec_fn=_hostile_inheritance,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not list(ports.glob("*.ports")) and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert list(ports.glob("*.ports")), (tmp_path / "server.log").read_text()
+        with pytest.raises(SignalRequested) as info:
+            parse("-sl", f"{command}={server.pid}")
+        assert info.value.emit(io.StringIO(), io.StringIO()) == 0
+        assert server.wait(timeout=30) == 0
+        assert "Server Exiting" in (tmp_path / "server.log").read_text()
+    finally:
+        log.close()
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def test_a_stop_during_start_up_is_kept(tmp_path: Path) -> None:
+    """SIGTERM while the embedded server is still starting: it finishes starting, then shuts down
+    gracefully (it used to be a KeyboardInterrupt-style death, or lost when SIGTERM was ignored)."""
+    ports = tmp_path / "ports"
+    ports.mkdir()
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pyjetstream", "serve", "-js", "-sd", str(tmp_path / "store"), "-a", "127.0.0.1",
+         "-p", "-1", "--ports_file_dir", str(ports), "-D"],
+        stdout=log, stderr=subprocess.STDOUT, preexec_fn=_hostile_inheritance,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while "Starting nats-server" not in (tmp_path / "server.log").read_text() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0
+        assert "Server Exiting" in (tmp_path / "server.log").read_text()
+    finally:
+        log.close()
+        if server.poll() is None:
+            server.kill()
+            server.wait()
 
 
 @pytest.mark.parametrize(
@@ -544,3 +628,25 @@ def test_an_empty_config_fails_the_check_as_in_nats_server(tmp_path: Path) -> No
     theirs = run_nats_server("-t", "-c", str(empty))
     assert theirs.returncode != 0
     assert theirs.stderr.splitlines()[0] == failure("-t", "-c", str(empty), prog="nats-server").message
+
+
+@needs_nats_server
+@pytest.mark.parametrize("store", ["/proc/forbidden", "/proc/forbidden/deeper", "FILE", "FILE/below"])
+def test_an_unusable_store_directory_is_named_as_nats_server_names_it(tmp_path: Path, store: str) -> None:
+    """``serve -js -sd <dir>`` where the store directory cannot be made: the fatal line names the
+    store directory in nats-server's words, not "Error listening on port" (issue 26)."""
+    (tmp_path / "FILE").write_text("a file, not a directory\n")
+    store = store.replace("FILE", str(tmp_path / "FILE"))
+    argv = ["-js", "-sd", store, "-a", "127.0.0.1", "-p", "-1"]
+    theirs = run_nats_server(*argv)
+    ours = subprocess.run(
+        [sys.executable, "-m", "pyjetstream", "serve", *argv], capture_output=True, text=True, timeout=60
+    )
+
+    def fatal(output: str) -> str:
+        return next(line.split("[FTL] ", 1)[1] for line in output.splitlines() if "[FTL] " in line)
+
+    assert (ours.returncode, theirs.returncode) == (1, 1)
+    assert fatal(ours.stderr) == fatal(theirs.stderr)
+    assert fatal(ours.stderr).startswith("Can't start JetStream: ")
+    assert "Error listening" not in ours.stderr

@@ -20,26 +20,39 @@ from pyjetstream.server.thread import new_event_loop
 __all__ = ["main", "serve"]
 
 
+# The signals serve acts on. nats-server's signal.Notify (in NewServer, before Start) makes Go
+# deliver them whatever the process inherited: an ignored disposition (a shell's `cmd &`, nohup)
+# is replaced and the signal is unblocked. asyncio's add_signal_handler replaces the disposition;
+# the mask is unblocked here — both before the server starts, so a stop sent during start-up is kept.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 async def serve(options: ServerOptions) -> int:
     # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.server.server import Server
 
     server = Server(options)
+    loop = asyncio.get_running_loop()
+    requested: list[int] = []
+    stopping: list[asyncio.Task[None]] = []
+
+    def on_signal(signum: int) -> None:
+        server.logger.debug('Trapped "%s" signal', signal.Signals(signum).name)
+        requested.append(signum)
+        if server.running and not stopping:
+            stopping.append(loop.create_task(server.shutdown()))
+
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, on_signal, signum)
     try:
         await server.start()
     except OSError as exc:
         server.logger.critical("Error listening on port: %s:%d, %s", options.host, options.port, exc)
         return 1
-    loop = asyncio.get_running_loop()
-    stopping: list[asyncio.Task[None]] = []
-
-    def on_signal(signum: int) -> None:
-        server.logger.debug('Trapped "%s" signal', signal.Signals(signum).name)
-        if not stopping:
-            stopping.append(loop.create_task(server.shutdown()))
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, on_signal, signum)
+    if requested and not stopping:  # a stop sent while the server was starting
+        stopping.append(loop.create_task(server.shutdown()))
     await server.wait_closed()
     return 0
 

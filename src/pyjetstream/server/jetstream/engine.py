@@ -13,8 +13,10 @@ accounts share.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -308,6 +310,9 @@ class JetStreamEngine:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
+        problem = check_store_dir(self.store_dir)
+        if problem:  # nats-server's Start() logs it fatal: "Can't start JetStream: ..."
+            raise JetStreamStartError(f"Can't start JetStream: {problem}")
         self.streams_dir.mkdir(parents=True, exist_ok=True)
         self._recover()
         self.router.subscribe()
@@ -423,3 +428,50 @@ class JetStreamEngine:
 
     def num_consumers(self) -> int:
         return sum(len(s.consumers) for s in self.streams.values())
+
+
+class JetStreamStartError(RuntimeError):
+    """JetStream cannot start (its store directory cannot be made): nats-server logs it fatal and exits."""
+
+
+def check_store_dir(store_dir: Path) -> str:
+    """Make the store directory, or say why not in nats-server's words (``enableJetStream``: a
+    missing directory is made with ``os.MkdirAll``; one there must be a directory, and writable)."""
+    try:
+        st: os.stat_result | None = os.stat(store_dir)
+    except FileNotFoundError:
+        try:
+            mkdir_all(store_dir)
+        except OSError as exc:
+            return f"could not create storage directory - {go_path_error('mkdir', exc)}"
+        return ""
+    except OSError:  # a file on the way (ENOTDIR), a loop: Go's Stat error, not "does not exist"
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        return "storage directory is not a directory"
+    try:
+        with tempfile.TemporaryFile(dir=store_dir, prefix="_test_"):
+            pass
+    except OSError:
+        return "storage directory is not writable"
+    return ""
+
+
+def mkdir_all(path: Path) -> None:
+    """Go's ``os.MkdirAll``: make the missing directories from the top down, so a failure names the
+    first directory that could not be made (``mkdir /proc/x``), as nats-server's message does."""
+    if path.is_dir():
+        return
+    if path.parent != path:
+        mkdir_all(path.parent)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        if not path.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
+
+
+def go_path_error(op: str, exc: OSError) -> str:
+    """An OSError as Go's ``*PathError`` prints: ``mkdir /proc/x: no such file or directory``."""
+    reason = (exc.strerror or str(exc)).lower()
+    return f"{op} {exc.filename}: {reason}" if exc.filename else f"{op}: {reason}"
