@@ -92,6 +92,36 @@ async def test_internal_subscription_sees_client_publishes() -> None:
         await nc.close()
 
 
+async def test_internal_subscription_takes_a_read_as_one_run() -> None:
+    """``run`` (the one run interface): the messages of one read that reached the subscription,
+    in order, as ``callback`` would get them one by one; what comes alone still takes ``callback``."""
+    async with Server() as srv:
+        runs: list[tuple[list[str], list[str], list[bytes | None], list[bytes]]] = []
+        single: list[tuple[str, str, bytes | None, bytes]] = []
+
+        def run(
+            subjects: list[str], replies: list[str], hdrs: list[bytes | None], payloads: list[bytes], client: Any
+        ) -> None:
+            assert isinstance(client, ClientConnection)
+            runs.append((list(subjects), list(replies), list(hdrs), list(payloads)))
+
+        srv.subscribe_internal("in.>", lambda s, r, h, p, c: single.append((s, r, h, p)), run=run)
+        client = await _raw(srv.port)
+        hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
+        pubs = b"".join(b"PUB in.a r%d 2\r\np%d\r\n" % (i, i) for i in range(5))
+        hpubs = b"".join(
+            b"HPUB in.%d r%d %d %d\r\n%bq%d\r\n" % (i, i, len(hdr), len(hdr) + 2, hdr, i) for i in range(3)
+        )
+        out, closed = await _exchange(client, pubs + hpubs)
+        assert not closed and out == b"PONG\r\n"
+        got = [m for subjects, replies, hdrs, payloads in runs for m in zip(subjects, replies, hdrs, payloads, strict=True)]
+        got += single
+        assert [m for m in got if m[2] is None] == [("in.a", f"r{i}", None, b"p%d" % i) for i in range(5)]
+        assert [m for m in got if m[2] is not None] == [(f"in.{i}", f"r{i}", hdr, b"q%d" % i) for i in range(3)]
+        assert runs  # at least one run came whole
+        client.close()
+
+
 async def test_internal_subscription_answers_requests() -> None:
     async with Server() as srv:
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         HeaderRunCallback,
         InternalCallback,
         InternalSub,
+        PubsCallback,
         RunCallback,
         Server,
     )
@@ -138,9 +139,10 @@ class Account:
         run: RunCallback | None = None,
         acks: AckRunCallback | None = None,
         hrun: HeaderRunCallback | None = None,
+        pubs: PubsCallback | None = None,
     ) -> InternalSub:
         return self.server.subscribe_internal(
-            subject, callback, queue, account=self, traced=traced, run=run, acks=acks, hrun=hrun
+            subject, callback, queue, account=self, traced=traced, run=run, acks=acks, hrun=hrun, pubs=pubs
         )
 
     def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:

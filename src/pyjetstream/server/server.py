@@ -86,6 +86,7 @@ __all__ = [
     "HeaderRunCallback",
     "InternalCallback",
     "InternalSub",
+    "PubsCallback",
     "RunCallback",
     "Server",
 ]
@@ -96,9 +97,16 @@ MAX_CLOSED_CLIENTS = 10_000
 SHUTDOWN_DRAIN_TIMEOUT = 2.0
 
 InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | None], None]
-#: ``run(subject, replies, payloads, client)``: header-less publishes to ``subject`` that one read
-#: brought in a row, in order (see :meth:`Server.route_pubs`).
-RunCallback = Callable[[str, list[str], list[bytes], ClientConnection], None]
+#: ``run(subjects, replies, hdrs, payloads, client)``: the messages of one client read that reached
+#: this subscription, in order — message *i* is ``(subjects[i], replies[i], hdrs[i], payloads[i])``
+#: as ``callback`` would get it one by one (``hdrs[i]`` None for a PUB), ``client`` the publisher.
+#: The one run interface of internal subscriptions (a stream's ingest, a consumer's acks).
+RunCallback = Callable[
+    [list[str], list[str], list["bytes | None"], list[bytes], "ClientConnection | None"], None
+]
+#: ``pubs(subject, replies, payloads, client)``: the older shape of a run (header-less publishes to
+#: one subject, see :meth:`Server.route_pubs`), kept until every receiver takes ``run``.
+PubsCallback = Callable[[str, list[str], list[bytes], ClientConnection], None]
 #: ``acks(prefix, tails, payloads, client)``: an :class:`~pyjetstream.protocol.events.AckRun` to a
 #: consumer's ack subscription; returns how many it handled (see :meth:`Server.route_acks`).
 AckRunCallback = Callable[[str, list[bytes], list[bytes], ClientConnection], int]
@@ -117,13 +125,12 @@ class InternalSub(Subscription):
     ``traced`` is the callback a traced message goes to instead (``msgtrace.TracedCallback``:
     the trace first), for the subscriptions whose work shows in a trace event (a stream's ingest,
     the import forwarders); without it a traced message reaches ``callback`` as any other.
-    ``run`` takes a run of header-less publishes to one subject at once (``route_pubs``: a
-    stream's ingest); without it each reaches ``callback``. ``hrun`` takes a run of publishes
-    with headers (``route_hpubs``: a stream's ingest of the Spark sink's rows). ``acks`` takes a
-    run of acks (``route_acks``: a consumer's ack subscription); without it each reaches
-    ``callback``."""
+    ``run`` (:data:`RunCallback`) takes the messages of one read that reached it, in order, in
+    one call; without it each reaches ``callback``. ``pubs`` (header-less publishes to one
+    subject, ``route_pubs``), ``hrun`` (publishes with headers, ``route_hpubs``) and ``acks``
+    (``route_acks``) are the older per-shape forms, taken where ``run`` is not set."""
 
-    __slots__ = ("account", "acks", "hrun", "run", "traced")
+    __slots__ = ("account", "acks", "hrun", "pubs", "run", "traced")
 
     def __init__(
         self,
@@ -136,6 +143,7 @@ class InternalSub(Subscription):
         run: RunCallback | None = None,
         acks: AckRunCallback | None = None,
         hrun: HeaderRunCallback | None = None,
+        pubs: PubsCallback | None = None,
     ) -> None:
         super().__init__(subject, sid, queue, client=None, callback=callback)
         self.account = account
@@ -143,6 +151,7 @@ class InternalSub(Subscription):
         self.run = run
         self.acks = acks
         self.hrun = hrun
+        self.pubs = pubs
 
     def unsubscribe(self) -> None:
         if not self.closed:
@@ -650,13 +659,14 @@ class Server:
         run: RunCallback | None = None,
         acks: AckRunCallback | None = None,
         hrun: HeaderRunCallback | None = None,
+        pubs: PubsCallback | None = None,
     ) -> InternalSub:
         """An internal subscription in ``account`` (default: the global account); ``traced``
-        takes traced messages, ``run`` runs of publishes, ``acks`` runs of acks, ``hrun`` runs
-        of publishes with headers (see :class:`InternalSub`)."""
+        takes traced messages, ``run`` a read's messages in one call; ``pubs``, ``acks`` and
+        ``hrun`` are the older per-shape run forms (see :class:`InternalSub`)."""
         self._isid += 1
         acc = account or self.global_account
-        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run, acks, hrun)
+        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run, acks, hrun, pubs)
         acc.add_subscription(sub)
         return sub
 
@@ -916,14 +926,18 @@ class Server:
         psubs, qsubs = sl.match(subject)
         sub = psubs[0] if not qsubs and len(psubs) == 1 else None
         run = getattr(sub, "run", None)
-        if sub is None or run is None or sub.closed:
+        pubs = getattr(sub, "pubs", None)
+        if sub is None or (run is None and pubs is None) or sub.closed:
             sl.matches -= 1  # (each message's route counts its own)
             return False
         n = len(payloads)
         sl.matches += n - 1
         sub.delivered += n
         try:
-            run(subject, replies, payloads, client)
+            if run is not None:
+                run([subject] * n, replies, [None] * n, payloads, client)
+            else:
+                pubs(subject, replies, payloads, client)  # type: ignore[misc]
         except Exception:
             self.logger.exception("internal subscription callback for %r failed", sub.subject)
         return True
@@ -953,8 +967,9 @@ class Server:
             subject = subjects[k]
             psubs, qsubs = match(subject)
             sub = psubs[0] if not qsubs and len(psubs) == 1 else None
+            run = getattr(sub, "run", None)
             take = getattr(sub, "hrun", None)
-            if take is None or sub is None or sub.closed:
+            if (take is None and run is None) or sub is None or sub.closed:
                 sl.matches -= 1  # (route counts its own)
                 self.route(subject, replies[k], hdrs[k], payloads[k], client)
                 k += 1
@@ -975,7 +990,10 @@ class Server:
                 j += 1
             sub.delivered += j - k
             try:
-                take(subjects, replies, hdrs, payloads, k, j, client)
+                if run is not None:
+                    run(subjects[k:j], replies[k:j], hdrs[k:j], payloads[k:j], client)
+                else:
+                    take(subjects, replies, hdrs, payloads, k, j, client)  # type: ignore[misc]
             except Exception:
                 self.logger.exception("internal subscription callback for %r failed", sub.subject)
             k = j

@@ -223,7 +223,7 @@ class Stream:
                     subject,
                     self._on_inbound,
                     traced=self._on_traced,
-                    run=self._on_inbound_run,
+                    pubs=self._on_inbound_run,
                     hrun=self._on_inbound_hrun,
                 )
             )
