@@ -196,3 +196,130 @@ async def test_connz_paging_sorting_and_closed(monitored: Target) -> None:
     assert "stop" in closed["connections"][0]
     for nc in conns[1:]:
         await nc.close()
+
+
+# ------------------------------- /routez /gatewayz /leafz /raftz /ipqueuesz /debug/vars (issue 26)
+
+
+def _raw(target: Target, path: str) -> tuple[int, dict[str, str], str]:
+    url = f"http://127.0.0.1:{target.http_port}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, dict(resp.headers), resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read().decode()
+
+
+def _shape(value: Any) -> Any:
+    """A JSON value with what differs between two servers (ids, names, times) blanked, types kept."""
+    if isinstance(value, dict):
+        return {k: ("<id>" if k in ("server_id", "server_name", "now") else _shape(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/routez",
+        "/routez?subs=1",
+        "/routez?subs=detail",
+        "/gatewayz",
+        "/gatewayz?accs=true&gw_name=east&acc_name=A&subs=1",
+        "/leafz",
+        "/leafz?subs=true&acc=$G",
+    ],
+)
+def test_cluster_endpoints_answer_as_a_single_nats_server(both: dict[str, Target], path: str) -> None:
+    """Exporters poll these on every server (issue 26: they were 404): one node has no routes,
+    gateways or leaf nodes, and says so in nats-server's shape."""
+    (ours, our_headers, our_body), (theirs, their_headers, their_body) = (
+        _raw(both[k], path) for k in (EMBEDDED, NATS_SERVER)
+    )
+    assert ours == theirs == 200
+    assert _shape(json.loads(our_body)) == _shape(json.loads(their_body))
+    assert our_headers["Content-Type"] == their_headers["Content-Type"] == "application/json"
+    assert our_headers["Access-Control-Allow-Origin"] == their_headers["Access-Control-Allow-Origin"] == "*"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/routez?subs=x",
+        "/gatewayz?subs=maybe",
+        "/gatewayz?accs=2",
+        "/leafz?subs=yes",
+        "/ipqueuesz?all=on",
+        "/raftz",
+        "/raftz?acc=$G&group=S-R1",
+        "/expvarz",
+    ],
+)
+def test_their_errors_are_nats_servers(both: dict[str, Target], path: str) -> None:
+    ours, theirs = (_get(both[k], path) for k in (EMBEDDED, NATS_SERVER))
+    assert ours == theirs, path
+
+
+def test_http_req_stats_count_what_nats_server_counts(both: dict[str, Target]) -> None:
+    paths = ("/routez", "/gatewayz", "/leafz", "/ipqueuesz", "/raftz", "/debug/vars")
+    for target in both.values():
+        for path in paths:
+            _raw(target, path)
+    ours, theirs = (_get(both[k], "/varz")[1]["http_req_stats"] for k in (EMBEDDED, NATS_SERVER))
+    assert {p for p in paths if p in ours} == {p for p in paths if p in theirs} == {"/routez", "/gatewayz", "/leafz"}
+
+
+def test_debug_vars_is_gos_expvar(both: dict[str, Target]) -> None:
+    """nats-server's ``/debug/vars`` (Go's expvar): the command line and Go's MemStats keys, typed
+    as Go writes them (a Python process fills what it can tell: resident memory, live blocks, GC runs)."""
+    (ours, our_headers, our_body), (theirs, their_headers, their_body) = (
+        _raw(both[k], "/debug/vars") for k in (EMBEDDED, NATS_SERVER)
+    )
+    assert ours == theirs == 200
+    assert our_headers["Content-Type"] == their_headers["Content-Type"] == "application/json; charset=utf-8"
+    mine, go = json.loads(our_body), json.loads(their_body)
+    assert list(mine) == list(go) == ["cmdline", "memstats"]
+    assert all(isinstance(arg, str) for arg in mine["cmdline"]) and "serve" in mine["cmdline"]
+    assert list(mine["memstats"]) == list(go["memstats"])
+    for key, value in go["memstats"].items():
+        assert type(mine["memstats"][key]) is type(value), key
+    assert [c["Size"] for c in mine["memstats"]["BySize"]] == [c["Size"] for c in go["memstats"]["BySize"]]
+    assert len(mine["memstats"]["PauseNs"]) == len(go["memstats"]["PauseNs"]) == 256
+    assert mine["memstats"]["Sys"] > 1_000_000 and mine["memstats"]["NumGC"] >= 0
+    assert our_body.startswith('{\n"cmdline": [') and "\n\"memstats\": {" in our_body
+
+
+@pytest.fixture(scope="module")
+def both_js(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Target]]:
+    targets = {
+        kind: make_target(kind, tmp_path_factory.mktemp(f"monjs-{kind}"), jetstream=True, http_port=-1)
+        for kind in (EMBEDDED, NATS_SERVER)
+    }
+    yield targets
+    for target in targets.values():
+        target.stop()
+
+
+async def test_ipqueuesz_names_nats_servers_queues(both_js: dict[str, Target]) -> None:
+    """``/ipqueuesz``: nothing pending on an idle server (``{}``); with ``all`` the queues nats-server
+    has for the same streams and consumers, by its names, indented with three spaces as Go does."""
+    for target in both_js.values():
+        nc = await nats.connect(target.url, allow_reconnect=False)
+        js = nc.jetstream()
+        await js.add_stream(name="S", subjects=["s.>"])
+        await js.add_stream(name="W", subjects=["w.>"], retention="workqueue")
+        await js.add_consumer("S", durable_name="PULL")
+        await js.add_consumer("S", durable_name="PUSH", deliver_subject="push.here")
+        await js.add_consumer("W", durable_name="WORK")
+        await js.publish("s.1", b"x")
+        await js.create_key_value(bucket="b")
+        await nc.close()
+    for path in ("/ipqueuesz", "/ipqueuesz?all=1", "/ipqueuesz?all=true&queues=stream%20'S'", "/ipqueuesz?queues=S"):
+        (ours, _, our_body), (theirs, _, their_body) = (_raw(both_js[k], path) for k in (EMBEDDED, NATS_SERVER))
+        assert ours == theirs == 200
+        assert our_body == their_body, path
+    _, _, listed = _raw(both_js[EMBEDDED], "/ipqueuesz?all=1")
+    assert "[ACC:$G] consumer 'PULL' on stream 'S' pull requests" in json.loads(listed)
+    assert "[ACC:$G] stream 'W' acks" in json.loads(listed)
+    assert listed.startswith('{\n   "JetStream API info queue": {\n      "pending": 0\n   },')

@@ -1,4 +1,6 @@
-"""HTTP monitoring (``http_port`` / ``-m``): ``/varz``, ``/connz``, ``/subsz``, ``/healthz``.
+"""HTTP monitoring (``http_port`` / ``-m``): ``/varz``, ``/connz``, ``/subsz``, ``/healthz``,
+``/accountz``, and from :mod:`.monitor_topology` ``/routez``, ``/gatewayz``, ``/leafz``, ``/raftz``,
+``/ipqueuesz``, ``/debug/vars``.
 
 JSON field names, defaults and error texts are nats-server 2.9's (``server/monitor.go``); bodies
 are indented with two spaces as nats-server's ``json.MarshalIndent`` does. The HTTP side is a
@@ -23,6 +25,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pyjetstream.api.timefmt import format_go_duration, format_time
 from pyjetstream.protocol.subjects import subject_matches
+from pyjetstream.server.monitor_topology import RawResponse, topology_handlers
 from pyjetstream.server.version import SERVER_VERSION
 
 if TYPE_CHECKING:
@@ -41,6 +44,11 @@ __all__ = [
 DEFAULT_CONNZ_LIMIT = 1024
 DEFAULT_SUBSZ_LIMIT = 1024
 _MAX_REQUEST_HEAD = 64 * 1024
+# The paths nats-server counts in /varz http_req_stats (its handlers' httpReqStats[...]++), under
+# the name it counts them by; /ipqueuesz, /raftz, /debug/vars are not counted there.
+_COUNTED = {
+    p: p for p in ("/", "/varz", "/connz", "/routez", "/gatewayz", "/leafz", "/subsz", "/accstatz", "/accountz")
+} | {"/jsz": "/jsz", "/healthz": "/healthz", "/subscriptionsz": "/subsz"}
 
 _REASONS = {
     200: "OK",
@@ -501,6 +509,8 @@ class MonitorServer:
         handlers.setdefault("/subscriptionsz", handlers["/subsz"])
         handlers.setdefault("/healthz", self._sync(_healthz))
         handlers.setdefault("/accountz", self._sync(_accountz))
+        for path, fn in topology_handlers().items():
+            handlers.setdefault(path, self._sync(fn))
 
     def _sync(self, fn: Any) -> Any:
         server = self.server
@@ -567,6 +577,8 @@ class MonitorServer:
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         handler = self.server.monitor_handlers.get(path)
         if path == "/":
+            stats = self.server.http_req_stats
+            stats["/"] = stats.get("/", 0) + 1
             body = _root_page(self.server).encode()
             self._write(writer, 200, "text/html; charset=utf-8", body, keep_alive, method == "HEAD")
             return keep_alive
@@ -576,8 +588,10 @@ class MonitorServer:
         if method not in ("GET", "HEAD"):
             self._write(writer, 405, "text/plain; charset=utf-8", b"Method Not Allowed\n", keep_alive)
             return keep_alive
-        stats = self.server.http_req_stats
-        stats[path] = stats.get(path, 0) + 1
+        counted = _COUNTED.get(path)
+        if counted is not None:
+            stats = self.server.http_req_stats
+            stats[counted] = stats.get(counted, 0) + 1
         status = 200
         try:
             result = await handler(query)
@@ -588,6 +602,9 @@ class MonitorServer:
             self.server.logger.exception("monitoring handler for %s failed", path)
             self._write(writer, 500, "text/plain; charset=utf-8", b"internal error", keep_alive)
             return keep_alive
+        if isinstance(result, RawResponse):
+            self._write(writer, 200, result.content_type, result.body, keep_alive, method == "HEAD", cors=True)
+            return keep_alive
         if isinstance(result, JSONResponse):
             status, result = result.status, result.body
         if path == "/healthz":
@@ -597,7 +614,7 @@ class MonitorServer:
         callback = query.get("callback")
         if callback:  # nats-server supports JSONP
             body = callback.encode() + b"(" + body + b")"
-        self._write(writer, status, "application/json", body, keep_alive, method == "HEAD")
+        self._write(writer, status, "application/json", body, keep_alive, method == "HEAD", cors=True)
         return keep_alive
 
     @staticmethod
@@ -608,11 +625,13 @@ class MonitorServer:
         body: bytes,
         keep_alive: bool,
         head_only: bool = False,
+        cors: bool = False,
     ) -> None:
         reason = _REASONS.get(status, "Error")
         stamp = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())
         headers = [
             f"HTTP/1.1 {status} {reason}",
+            *(["Access-Control-Allow-Origin: *"] if cors else []),  # nats-server's ResponseHandler
             f"Content-Type: {content_type}",
             f"Date: {stamp}",
             f"Content-Length: {len(body)}",
