@@ -97,7 +97,7 @@ class DeliveryLoop:
         if c.uptmr is not None and c.paused_for() > 0:
             # Paused: nothing goes out, but pull requests still expire and get heartbeats.
             if c.is_pull:
-                c.pull.process_waiting(eos=True)
+                c.pull.expire_due(eos=True)
             return
         c.check_removed()
         self.passes += 1
@@ -150,7 +150,7 @@ class DeliveryLoop:
             if maxp > 0 and maxp - len(st.pending) < want:
                 want = maxp - len(st.pending)
             if not p.push:
-                want = max(min(want, c.pull.waiting.wanted()), 1)
+                want = max(min(want, c.pull.waiting.total), 1)
         run = c.stream.store.load_next_msgs(p.single, st.sseq, want, READ_AHEAD_BYTES)
         if not run:
             self._at_eof()
@@ -451,7 +451,7 @@ class DeliveryLoop:
         if self._replay and st.sseq > self._replay_lseq:
             self._replay = False
         if not p.push:
-            c.pull.process_waiting(eos=p.stop != _STOP_MAX_PENDING)
+            c.pull.expire_due(eos=p.stop != _STOP_MAX_PENDING)
 
     def _next_msg(self) -> tuple[StoredMsg | None, int, int]:
         """The next message to deliver and its delivery count (``getNextMsg``).

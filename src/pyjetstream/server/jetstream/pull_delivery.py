@@ -13,6 +13,7 @@ and every status line comes from :mod:`pyjetstream.api.headers`, byte for byte n
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -49,8 +50,10 @@ class WaitingRequest:
         "checked",
         "delivered",
         "expires",
+        "gone",
         "group",
         "hb",
+        "hbn",
         "hbt",
         "max_bytes",
         "min_ack_pending",
@@ -82,8 +85,10 @@ class WaitingRequest:
         self.no_wait = no_wait
         self.hb = hb  # heartbeat interval in seconds (0 = none)
         self.hbt = now + hb if hb else 0.0  # next heartbeat due
+        self.hbn = 0  # its entry in the wait queue's heartbeat heap
         self.received = now
         self.checked = -1  # the delivery pass that last saw interest in ``reply``
+        self.gone = False  # left the queue from inside it (``WaitQueue.kill``) or from its head
         # ⟨2.11+⟩ priority groups (see priority_groups.py)
         self.group = req.group if req is not None else ""
         self.min_pending = req.min_pending if req is not None else 0
@@ -97,60 +102,108 @@ class WaitingRequest:
 
 
 class WaitQueue:
-    """The bounded FIFO of waiting requests (``waitQueue``), capacity ``max_waiting``."""
+    """The bounded FIFO of waiting requests (``waitQueue``), capacity ``max_waiting``.
 
-    __slots__ = ("_q", "capacity", "last")
+    nats-server walks every waiting request whenever its delivery loop goes idle
+    (``processWaiting``: expiry, heartbeats, interest), so with 10,000 requests waiting each
+    delivered message costs a walk over all of them. Here their deadlines are kept in two heaps
+    (expiry and heartbeat, :meth:`due`): what is due is popped, nothing else is looked at. A
+    request that leaves from inside the queue (expired, ended by the end of the stream) is
+    marked ``gone`` (:meth:`kill`) and dropped when it comes to the head, or when the gone
+    outnumber the others (the deque is rebuilt); heap entries of requests that are done are
+    dropped as they come up, or all at once when they outnumber the requests. Interest in a
+    reply subject is checked when a request comes up (``PullDelivery.next_waiting``) and by the
+    full walk (:meth:`PullDelivery.process_waiting`: info, a full queue, inactivity).
+
+    ``steps`` counts the requests looked at by walks, heap pops and rebuilds: the step counter
+    the complexity tests read.
+    """
+
+    __slots__ = ("_exp", "_hbs", "_n", "_no_wait", "_q", "capacity", "dead", "last", "steps", "total")
 
     def __init__(self, capacity: int) -> None:
         self._q: deque[WaitingRequest] = deque()
         self.capacity = capacity
         self.last = time.monotonic()  # last request received (inactivity tracking)
+        self.dead = 0  # requests in ``_q`` that are gone (left from inside the queue)
+        self._exp: list[tuple[float, int, WaitingRequest]] = []  # (expires, n, request)
+        self._hbs: list[tuple[float, int, WaitingRequest]] = []  # (next heartbeat, n, request)
+        self._no_wait: list[WaitingRequest] = []  # the no_wait requests (the end of the stream ends them)
+        self._n = 0
+        self.steps = 0
+        # Messages the requests in the queue still want (what a delivery pass may read ahead;
+        # gone ones not counted): a running count, kept by every change of a request's ``n`` here.
+        self.total = 0
 
     def __len__(self) -> int:
-        return len(self._q)
+        return len(self._q) - self.dead
 
     def __bool__(self) -> bool:
-        return bool(self._q)
+        return len(self._q) > self.dead
 
     def __iter__(self) -> Iterator[WaitingRequest]:
-        return iter(self._q)
-
-    def wanted(self) -> int:
-        """Messages the waiting requests still want (what a delivery pass may read ahead)."""
-        return sum(wr.n for wr in self._q)
+        return (wr for wr in self._q if not wr.gone)
 
     def is_full(self) -> bool:
-        return len(self._q) >= self.capacity
+        return len(self._q) - self.dead >= self.capacity
 
     def add(self, wr: WaitingRequest) -> bool:
-        if len(self._q) >= self.capacity:
+        if len(self._q) - self.dead >= self.capacity:
             return False
         self._q.append(wr)
-        self.last = wr.received
+        self._track(wr)
         return True
 
     def add_prioritized(self, wr: WaitingRequest) -> bool:
         """⟨2.12+⟩ ``addPrioritized``: behind every request of the same or a lower priority."""
-        if len(self._q) >= self.capacity:
+        if len(self._q) - self.dead >= self.capacity:
             return False
         self._insert_sorted(wr)
-        self.last = wr.received
+        self._track(wr)
         return True
+
+    def _track(self, wr: WaitingRequest) -> None:
+        """A request joined: its deadlines into the heaps (rebuilt when mostly stale)."""
+        self.last = wr.received
+        self.total += wr.n
+        self._n += 1
+        live = len(self._q) - self.dead
+        if wr.expires:
+            if len(self._exp) > 2 * live + 64:
+                self._exp = self._rebuilt(self._exp)
+            heapq.heappush(self._exp, (wr.expires, self._n, wr))
+        if wr.hbt:
+            if len(self._hbs) > 2 * live + 64:
+                self._hbs = self._rebuilt(self._hbs)
+            wr.hbn = self._n
+            heapq.heappush(self._hbs, (wr.hbt, self._n, wr))
+        if wr.no_wait:
+            if len(self._no_wait) > 2 * live + 64:
+                self._no_wait = [w for w in self._no_wait if not w.gone and w.n > 0]
+            self._no_wait.append(wr)
+
+    def _rebuilt(
+        self, heap: list[tuple[float, int, WaitingRequest]]
+    ) -> list[tuple[float, int, WaitingRequest]]:
+        self.steps += len(heap)
+        hb = heap is self._hbs
+        kept = [e for e in heap if _current(e, hb)]
+        heapq.heapify(kept)
+        return kept
 
     def _insert_sorted(self, wr: WaitingRequest) -> None:
         q = self._q
         for i, other in enumerate(q):
             if other.priority > wr.priority:
+                self.steps += i
                 q.insert(i, wr)
                 return
+        self.steps += len(q)
         q.append(wr)
 
     def cycle(self) -> None:
         """Move the head request to the back, untouched (it is passed over this time)."""
         self._q.rotate(-1)
-
-    def peek(self) -> WaitingRequest | None:
-        return self._q[0] if self._q else None
 
     def pop(self, prioritized: bool = False) -> WaitingRequest:
         """Account one delivery to the head request; it moves to the back if it wants more
@@ -162,6 +215,7 @@ class WaitQueue:
             return wr
         wr.delivered += 1
         wr.n -= 1
+        self.total -= 1
         if wr.n <= 0:
             q.popleft()
         elif len(q) > 1 and q[-1] is not wr:
@@ -176,6 +230,7 @@ class WaitQueue:
         loop's runs)."""
         wr.delivered += 1
         wr.n -= 1
+        self.total -= 1
         q = self._q
         if wr.n <= 0:
             q.popleft()
@@ -184,21 +239,112 @@ class WaitQueue:
             q.append(wr)
 
     def remove_head(self) -> None:
-        self._q.popleft()
+        """The head request leaves (a status ended it, or nobody listens any more)."""
+        wr = self._q.popleft()
+        wr.gone = True
+        self.total -= wr.n
+
+    def drop_gone_head(self) -> bool:
+        """Drop the head if it is gone (it left from inside the queue); whether it was."""
+        q = self._q
+        if q and q[0].gone:
+            q.popleft()
+            self.dead -= 1
+            return True
+        return False
+
+    def kill(self, wr: WaitingRequest) -> None:
+        """``wr`` leaves from wherever it is in the queue: marked gone, dropped when it comes to
+        the head (all gone ones at once when they are the most)."""
+        wr.gone = True
+        wr.checked = -2  # never "seen this pass": the delivery's common case passes it over
+        self.dead += 1
+        self.total -= wr.n
+        q = self._q
+        if self.dead > 32 and 2 * self.dead > len(q):
+            self.steps += len(q)
+            self._q = deque(w for w in q if not w.gone)
+            self.dead = 0
+
+    def due(self, now: float) -> tuple[list[WaitingRequest], list[WaitingRequest]]:
+        """The requests whose expiry has come, and those whose heartbeat is due (still waiting)."""
+        expired: list[WaitingRequest] = []
+        exp = self._exp
+        while exp and exp[0][0] <= now:
+            wr = heapq.heappop(exp)[2]
+            self.steps += 1
+            if not wr.gone and wr.n > 0:
+                expired.append(wr)
+        beats: list[WaitingRequest] = []
+        hbs = self._hbs
+        while hbs and hbs[0][0] <= now:
+            _, n, wr = heapq.heappop(hbs)
+            self.steps += 1
+            if not _current((0.0, n, wr), True) or (wr.expires and wr.expires <= now):
+                continue  # (an entry replaced by a later one, or of a request that is done)
+            if wr.hbt > now:  # a delivery moved it on
+                self.beat_again(wr)
+                continue
+            beats.append(wr)
+        return expired, beats
+
+    def beat_again(self, wr: WaitingRequest) -> None:
+        """``wr``'s next heartbeat (``wr.hbt``) goes into the heap."""
+        self._n += 1
+        wr.hbn = self._n
+        heapq.heappush(self._hbs, (wr.hbt, self._n, wr))
+
+    def take_no_wait(self) -> list[WaitingRequest]:
+        """The no_wait requests still waiting (the end of the stream looks at them)."""
+        waiting = [wr for wr in self._no_wait if not wr.gone and wr.n > 0]
+        self.steps += len(self._no_wait)
+        self._no_wait = waiting
+        return waiting
+
+    def next_deadline(self) -> float:
+        """The earliest expiry or heartbeat of the requests still waiting (0: none)."""
+        best = 0.0
+        for heap in (self._exp, self._hbs):
+            hb = heap is self._hbs
+            while heap and not _current(heap[0], hb):
+                heapq.heappop(heap)
+                self.steps += 1
+            if heap and (not best or heap[0][0] < best):
+                best = heap[0][0]
+        return best
 
     def retain(self, keep: list[WaitingRequest]) -> None:
+        """After a full walk: only ``keep`` stays (the others are gone)."""
+        kept = {id(wr) for wr in keep}
+        for wr in self._q:
+            if id(wr) not in kept:
+                wr.gone = True
         self._q = deque(keep)
+        self.dead = 0
+        self.total = sum(wr.n for wr in keep)
 
     def clear(self) -> list[WaitingRequest]:
-        items = list(self._q)
+        items = [wr for wr in self._q if not wr.gone]
+        for wr in self._q:
+            wr.gone = True
         self._q.clear()
+        self.dead = self.total = 0
+        self._exp.clear()
+        self._hbs.clear()
+        self._no_wait.clear()
         return items
+
+
+def _current(entry: tuple[float, int, WaitingRequest], hb: bool) -> bool:
+    """A heap entry of a request still waiting (a heartbeat entry: its latest)."""
+    wr = entry[2]
+    return not wr.gone and wr.n > 0 and (not hb or entry[1] == wr.hbn)
 
 
 class PullDelivery:
     """The pull side of a consumer: requests in, the waiting queue, its timer, statuses out."""
 
-    __slots__ = ("_wtmr", "_wtmr_at", "consumer", "priority", "statuses", "waiting")
+    __slots__ = ("_lwqic", "_wtmr", "_wtmr_at", "consumer", "priority", "statuses", "waiting")
 
     def __init__(self, consumer: Consumer) -> None:
         self.consumer = consumer
@@ -208,6 +354,7 @@ class PullDelivery:
         self._wtmr_at = 0.0
         self.priority = PriorityGroups(consumer)
         self.statuses = 0  # statuses sent (the delivery pass notices one sent while it reads ahead)
+        self._lwqic = 0.0  # monotonic time of the last full walk (nats-server ``lwqic``)
 
     def stop(self) -> None:
         if self._wtmr is not None:
@@ -263,7 +410,9 @@ class PullDelivery:
                 self.send_status(reply, refused)
                 return
         waiting = self.waiting
-        if waiting.is_full():
+        if waiting.is_full() and time.monotonic() - self._lwqic > 1.0:
+            # Try to make room: requests whose requester went away leave. At most once a
+            # second, as nats-server (each walk looks at every request).
             self.process_waiting(eos=False)
         if req.no_wait:
             msgs_pending = consumer.num_pending() + len(consumer.state.rdq)
@@ -271,7 +420,8 @@ class PullDelivery:
                 waiting.last = time.monotonic()
                 self.send_status(reply, NO_MESSAGES)
                 return
-            if msgs_pending > 0 and msgs_pending < self.process_waiting(eos=False):
+            # (the walk only ever finds fewer wanted than the running count: no walk when that fits)
+            if 0 < msgs_pending < waiting.total and msgs_pending < self.process_waiting(eos=False):
                 waiting.last = time.monotonic()
                 self.send_status(reply, REQUESTS_PENDING)
                 return
@@ -317,6 +467,8 @@ class PullDelivery:
                 return wr
         cycled = 0
         while q:
+            if waiting.drop_gone_head():
+                continue
             wr = q[0]
             if not wr.expires or time.monotonic() < wr.expires:
                 claimed = False
@@ -337,6 +489,7 @@ class PullDelivery:
                     if size <= wr.max_bytes:
                         wr.max_bytes -= size
                         if wr.max_bytes == 0:
+                            waiting.total -= wr.n - 1
                             wr.n = 1  # deliver this one, then the request is done
                     else:
                         self.send_status(
@@ -358,22 +511,56 @@ class PullDelivery:
         """⟨2.10+⟩ the batch is full but the request still allowed bytes."""
         self.send_status(reply, pending_status_block(Status.BATCH_COMPLETED, 0, remaining_bytes))
 
+    def expire_due(self, eos: bool) -> None:
+        """What is due now, without a walk over the waiting requests (the part of nats-server's
+        ``processWaiting`` that time and the end of the stream decide): expired requests get
+        ``408``, heartbeats go out, and with ``eos`` (end of stream) ``no_wait`` requests end
+        with ``404 No Messages``; the timer is set for the next deadline."""
+        waiting = self.waiting
+        if not waiting:
+            self._disarm()
+            return
+        now = time.monotonic()
+        expired, beats = waiting.due(now)
+        for wr in expired:
+            self.send_status(wr.reply, wr.timeout_status())
+            waiting.kill(wr)
+        if beats:
+            has_interest = self.consumer.server.has_interest
+            st = self.consumer.state
+            for wr in beats:
+                if not has_interest(wr.reply):
+                    waiting.kill(wr)
+                    continue
+                self.send_status(wr.reply, heartbeat_block(st.dseq - 1, st.sseq - 1))
+                wr.hbt = now + wr.hb
+                waiting.beat_again(wr)
+        if eos:
+            for wr in waiting.take_no_wait():
+                if not wr.expires or wr.delivered > 0:
+                    self.send_status(wr.reply, NO_MESSAGES)
+                    waiting.kill(wr)
+        self._arm_next()
+
     def process_waiting(self, eos: bool) -> int:
-        """``processWaiting``: expire, drop the uninterested, heartbeat; returns batches wanted.
+        """``processWaiting``: walk every waiting request — expire, drop the uninterested,
+        heartbeat; returns batches wanted. For what must look at all of them (info's
+        ``num_waiting``, a full queue, a no_wait request's room, inactivity); a delivery pass
+        and the timer take :meth:`expire_due`.
 
         ``eos`` (end of stream) also ends ``no_wait`` requests (``404 No Messages``).
         """
         waiting = self.waiting
         if not waiting:
             return 0
-        now = time.monotonic()
+        now = self._lwqic = time.monotonic()
         has_interest = self.consumer.server.has_interest
         st = self.consumer.state
         keep: list[WaitingRequest] = []
         wanted = 0
-        fexp = 0.0
         changed = False
         for wr in waiting:
+            waiting.steps += 1
             if wr.expires and now >= wr.expires:
                 self.send_status(wr.reply, wr.timeout_status())
                 changed = True
@@ -388,22 +575,14 @@ class PullDelivery:
                 changed = True
                 continue
             wanted += wr.n
-            if wr.hbt:
-                if now >= wr.hbt:
-                    self.send_status(wr.reply, heartbeat_block(st.dseq - 1, st.sseq - 1))
-                    wr.hbt = now + wr.hb
-                if not fexp or wr.hbt < fexp:
-                    fexp = wr.hbt
-            if wr.expires and (not fexp or wr.expires < fexp):
-                fexp = wr.expires
+            if wr.hbt and now >= wr.hbt:
+                self.send_status(wr.reply, heartbeat_block(st.dseq - 1, st.sseq - 1))
+                wr.hbt = now + wr.hb
+                waiting.beat_again(wr)
             keep.append(wr)
-        if changed:
+        if changed or waiting.dead:
             waiting.retain(keep)
-        if fexp:
-            self._arm(fexp)
-        elif self._wtmr is not None:
-            self._wtmr.cancel()
-            self._wtmr = None
+        self._arm_next()
         return wanted
 
     def release_all(self) -> None:
@@ -412,6 +591,19 @@ class PullDelivery:
             self.send_status(wr.reply, CONSUMER_DELETED)
 
     # --- the waiting timer ---------------------------------------------------------------------
+
+    def _arm_next(self) -> None:
+        """The timer for the earliest expiry or heartbeat of the waiting requests (none: off)."""
+        fexp = self.waiting.next_deadline()
+        if fexp:
+            self._arm(fexp)
+        else:
+            self._disarm()
+
+    def _disarm(self) -> None:
+        if self._wtmr is not None:
+            self._wtmr.cancel()
+            self._wtmr = None
 
     def _arm(self, when: float) -> None:
         if self._wtmr is not None:
@@ -425,6 +617,6 @@ class PullDelivery:
         self._wtmr = None
         if self.consumer.closed:
             return
-        self.process_waiting(eos=True)
+        self.expire_due(eos=True)
         if self.waiting:
             self.consumer.kick()
