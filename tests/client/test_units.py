@@ -51,7 +51,7 @@ def test_parse_server_url(
 
 
 def test_parse_server_url_errors() -> None:
-    for bad in ("ws://h:1", "nats://:4222", "nats://h:notaport"):
+    for bad in ("http://h:1", "nats://:4222", "nats://h:notaport"):
         with pytest.raises(ValueError):
             parse_server_url(bad)
     with pytest.raises(ValueError):

@@ -1,9 +1,11 @@
 """What every CLI command shares: the nats CLI's connection flags, the run loop and the session.
 
-Each verb group (``stream``, ``kv`` …) is a :class:`Group` of :class:`Command` s; a command adds
-its own arguments to a parser that already has the common flags (``--server/-s``, ``--user``,
-``--creds``, ``--timeout``, ``--context``, ``--json`` …), taken after the verb as ``nats`` does,
-and its handler is an ``async def (session, args)``. :func:`run_command` parses, runs the handler
+Each verb group (``stream``, ``kv`` …) is a :class:`Group` of :class:`Command` s (and of nested
+groups: ``server check stream``); a command adds its own arguments to a parser that already has the
+global flags (``--server/-s``, ``--user``, ``--creds``, ``--timeout``, ``--context``, ``--json``,
+``--trace`` …). As in the nats CLI, global flags go anywhere on the line: before the verb, between
+a group and its command, or among the command's own arguments (:func:`split_globals` moves the
+ones before the command to just after it). A handler is an ``async def (session, args)``. :func:`run_command` parses, runs the handler
 on an event loop and turns any failure into a clean message and exit code (:mod:`.errors`).
 Heavy modules (the client, rich, msgspec) are imported only once a command runs, so ``--help``
 stays instant.
@@ -22,15 +24,25 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.cli.errors import EXIT_USAGE, report
+from pyjetstream.cli.errors import EXIT_USAGE, UsageError, report
+from pyjetstream.cli.global_flags import DEFAULT_TIMEOUT, GLOBAL_OPTIONS, split_globals
 
 if TYPE_CHECKING:
     from pyjetstream.client import Client
 
-__all__ = ["DEFAULT_URL", "Command", "Group", "Handler", "Session", "common_parser", "run_command"]
+__all__ = [
+    "DEFAULT_URL",
+    "Command",
+    "Group",
+    "Handler",
+    "Session",
+    "common_parser",
+    "execute",
+    "run_command",
+    "split_globals",
+]
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
-DEFAULT_TIMEOUT = "5s"  # the nats CLI's --timeout default
 
 Handler = Callable[["Session", argparse.Namespace], Awaitable[int | None]]
 
@@ -74,25 +86,16 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 def common_parser() -> argparse.ArgumentParser:
-    """The flags every leaf command accepts (add with ``parents=[common_parser()]``)."""
+    """The global flags every leaf command accepts (add with ``parents=[common_parser()]``), from
+    :data:`~pyjetstream.cli.global_flags.GLOBAL_OPTIONS`."""
     p = argparse.ArgumentParser(add_help=False)
-    g = p.add_argument_group("connection")
-    g.add_argument("-s", "--server", metavar="URL", help="NATS server URL(s), comma separated (NATS_URL)")
-    g.add_argument("--user", help="username, or a token when no --password (NATS_USER)")
-    g.add_argument("--password", help="password (NATS_PASSWORD)")
-    g.add_argument("--token", help="authentication token (NATS_TOKEN)")
-    g.add_argument("--creds", metavar="FILE", help="user credentials file (NATS_CREDS)")
-    g.add_argument("--nkey", metavar="FILE", help="user nkey seed file (NATS_NKEY)")
-    g.add_argument("--tlscert", metavar="FILE", help="TLS client certificate (NATS_CERT)")
-    g.add_argument("--tlskey", metavar="FILE", help="TLS client private key (NATS_KEY)")
-    g.add_argument("--tlsca", metavar="FILE", help="TLS CA to verify the server with (NATS_CA)")
-    g.add_argument("--timeout", metavar="DUR", help=f"time to wait for responses (default {DEFAULT_TIMEOUT})")
-    g.add_argument("--context", help="nats context to use (NATS_CONTEXT)")
-    g.add_argument("--no-context", action="store_true", help="ignore nats contexts")
-    g.add_argument("--js-domain", metavar="DOMAIN", help="JetStream domain")
-    g.add_argument("--js-api-prefix", metavar="PREFIX", help="JetStream API subject prefix")
-    g.add_argument("--inbox-prefix", metavar="PREFIX", help="subject prefix for reply inboxes")
-    p.add_argument("-j", "--json", action="store_true", help="produce JSON output")
+    groups = {"connection": p.add_argument_group("connection"), "output": p}
+    for opt in GLOBAL_OPTIONS:
+        target: Any = groups[opt.group]
+        if opt.metavar:
+            target.add_argument(*opt.flags, metavar=opt.metavar, help=opt.help)
+        else:
+            target.add_argument(*opt.flags, action="store_true", help=opt.help)
     return p
 
 
@@ -126,13 +129,26 @@ class Command:
 class Group:
     """A verb group (``stream``, ``kv`` …): ``pyjetstream <group> <command> [args]``.
 
-    Only the chosen command's parser is built, and it is parsed with ``parse_intermixed_args``
-    so that flags and positionals mix freely (``pub SUBJECT --count 2 BODY``), as in the nats CLI.
+    Entries are commands or nested groups (``server check <what>``). Only the chosen command's
+    parser is built, and it is parsed with ``parse_intermixed_args`` so that flags and positionals
+    mix freely (``pub SUBJECT --count 2 BODY``), as in the nats CLI. Global options before the
+    command's name are moved to just after it (:func:`split_globals`).
     """
 
-    def __init__(self, prog: str, description: str, commands: Sequence[Command]) -> None:
+    def __init__(
+        self,
+        prog: str,
+        description: str,
+        commands: Sequence[Command | Group],
+        *,
+        help: str = "",
+        aliases: tuple[str, ...] = (),
+    ) -> None:
         self.prog = prog
+        self.name = prog.rsplit(" ", 1)[-1]
         self.description = description
+        self.help = help or description
+        self.aliases = aliases
         self.commands = list(commands)
         self._by_name = {alias: c for c in commands for alias in (c.name, *c.aliases)}
 
@@ -145,16 +161,27 @@ class Group:
         lines += ["", f"Run '{self.prog} <command> --help' for a command's options."]
         return "\n".join(lines)
 
+    def find(self, name: str) -> Command | Group | None:
+        return self._by_name.get(name)
+
     def main(self, argv: Sequence[str]) -> int:
-        args = list(argv)
+        try:
+            flags, args = split_globals(argv)
+        except UsageError as exc:
+            return report(exc, self.prog)
         if not args or args[0] in ("-h", "--help", "help"):
             print(self.usage(), file=sys.stdout if args else sys.stderr)
             return 0 if args else EXIT_USAGE
         command = self._by_name.get(args[0])
         if command is None:
-            print(f"{self.prog}: error: unknown command {args[0]!r}\n\n{self.usage()}", file=sys.stderr)
+            print(
+                f"{self.prog}: error: unknown command {args[0]!r} (run '{self.prog} --help' for the list)",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
-        return run_command(command, f"{self.prog} {command.name}", args[1:])
+        if isinstance(command, Group):
+            return command.main([*flags, *args[1:]])
+        return run_command(command, f"{self.prog} {command.name}", [*flags, *args[1:]])
 
 
 class Session:
@@ -203,6 +230,8 @@ class Session:
             reconnect_time_wait=0.5,
             inbox_prefix=s.get("inbox_prefix") or "_INBOX",
         )
+        if getattr(self.args, "trace", False):
+            _trace_requests(client)
         if url is None:
             self._client = client
         return client
@@ -240,6 +269,25 @@ class Session:
                 await asyncio.wait_for(self._client.drain(), 5.0)
             except Exception:
                 await self._client.close()
+
+
+def _trace_requests(client: Client) -> None:
+    """``--trace``: every request (API calls included) and its answer on stderr, as the nats CLI's
+    ``>>> subject`` / ``<<< subject`` lines with the bodies."""
+    request = client.request
+
+    async def traced(subject: str, payload: bytes = b"", timeout: float = 2.0, headers: Any = None) -> Any:
+        print(f">>> {subject}\n{payload.decode('utf-8', 'replace')}\n", file=sys.stderr, flush=True)
+        try:
+            reply = await request(subject, payload, timeout=timeout, headers=headers)
+        except Exception as exc:
+            print(f"<<< {subject}: {type(exc).__name__}: {exc}\n", file=sys.stderr, flush=True)
+            raise
+        status = f" (status {reply.status})" if getattr(reply, "status", None) else ""
+        print(f"<<< {subject}{status}\n{reply.data.decode('utf-8', 'replace')}\n", file=sys.stderr, flush=True)
+        return reply
+
+    client.request = traced  # type: ignore[method-assign]
 
 
 def _resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -287,6 +335,12 @@ def run_command(command: Command, prog: str, argv: Sequence[str]) -> int:
         args = parser.parse_intermixed_args(list(argv))
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2), already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    return execute(command, args)
+
+
+def execute(command: Command, args: argparse.Namespace) -> int:
+    """Run ``command``'s handler with its parsed arguments on a fresh event loop; a failure is one
+    line on stderr and its exit code (:func:`.errors.report`)."""
     try:
         with asyncio.Runner(loop_factory=_new_loop) as runner:
             return runner.run(_run_handler(command.handler, args))

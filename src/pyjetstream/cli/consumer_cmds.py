@@ -67,7 +67,8 @@ async def cmd_add(session: Session, args: argparse.Namespace) -> int:
     from pyjetstream.cli.prompts import interactive
 
     stream = _stream(args)
-    name = args.consumer or ("" if args.ephemeral else _consumer(args))
+    # With --config the file names the consumer (durable_name or name; a name given here wins).
+    name = args.consumer or ("" if args.ephemeral or args.config else _consumer(args))
     config = consumer_config_from_args(args, name, ask=interactive() and not args.defaults)
     if args.output:
         # Deferred: CLI start-up speed (loaded only when this command runs).

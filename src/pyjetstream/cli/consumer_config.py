@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyjetstream.cli.errors import UsageError
 from pyjetstream.cli.stream_config import load_config, merge_config
-from pyjetstream.cli.values import parse_duration, parse_metadata, parse_size, parse_start
+from pyjetstream.cli.values import parse_duration, parse_int, parse_metadata, parse_size, parse_start
 
 if TYPE_CHECKING:
     from pyjetstream.api import ConsumerConfig
@@ -86,12 +86,7 @@ def add_consumer_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
 
 
 def _int(value: str | None, flag: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise UsageError(f"invalid {flag} {value!r}: not a whole number") from None
+    return parse_int(value, what=flag)
 
 
 def _dur(value: str | None, flag: str) -> int | None:

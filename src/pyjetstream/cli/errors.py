@@ -9,10 +9,20 @@ A traceback is shown only when ``PYJETSTREAM_TRACE=1`` is set (for bug reports).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 
-__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_USAGE", "CliError", "UsageError", "describe", "report"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "CliError",
+    "UsageError",
+    "describe",
+    "go_json_error",
+    "report",
+]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -40,6 +50,7 @@ def _api_text(exc: BaseException) -> str | None:
     description = getattr(error, "description", None)
     if description is None:
         return None
+    description = go_json_error(str(description))
     err_code = getattr(error, "err_code", 0)
     code = getattr(error, "code", 0)
     if err_code:
@@ -49,8 +60,37 @@ def _api_text(exc: BaseException) -> str | None:
     return str(description)
 
 
+# Go's encoding/json errors as nats-server passes them on ("invalid JSON: json: cannot unmarshal …").
+_GO_UNMARSHAL = re.compile(
+    r"json: cannot unmarshal (\w+)(?: (\S+))? into Go (?:struct field (\w+)\.(\S+)|value) of type ([\w.\[\]*]+)"
+)
+_GO_TYPES = {
+    "int64": "a 64-bit integer", "uint64": "an unsigned 64-bit integer", "int": "a whole number",
+    "int32": "a 32-bit integer", "uint32": "an unsigned 32-bit integer", "uint16": "an unsigned 16-bit integer",
+    "uint8": "an unsigned 8-bit integer", "float64": "a number", "string": "a string", "bool": "true or false",
+    "time.Duration": "a duration in nanoseconds", "time.Time": "an RFC 3339 time", "[]string": "a list of strings",
+}  # fmt: skip
+
+
+def go_json_error(text: str) -> str:
+    """A Go ``json: cannot unmarshal number 1e30 into Go struct field StreamConfigRequest.max_bytes
+    of type int64`` as ``max_bytes: 1e30 does not fit a 64-bit integer``: the field and the value
+    first, no Go struct or type names. Other texts are returned unchanged."""
+    m = _GO_UNMARSHAL.search(text)
+    if m is None:
+        return text
+    got, value, field, go_type = m.group(1), m.group(2), m.group(4), m.group(5)
+    default = "an object" if go_type.startswith(("server.", "*server.")) else "another type"
+    wanted = _GO_TYPES.get(go_type, default)
+    if got == "number" and value is not None:
+        problem = f"{value} does not fit {wanted}"
+    else:
+        problem = f"expected {wanted}, got {'a' if got[0] not in 'aeiou' else 'an'} {got}"
+    return f"{field}: {problem}" if field else problem
+
+
 def describe(exc: BaseException) -> str:
-    """The one-line message for an exception: the server's words where it gave any."""
+    """The one-line message for an exception: the cause first, in the server's words where it gave any."""
     # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.client import errors as core
 
@@ -62,15 +102,15 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, core.NoRespondersError):
         return str(exc) or "no responders available for request"
     if isinstance(exc, core.NoServersError):
-        return f"could not connect: {exc}"
+        return str(exc)
     if isinstance(exc, core.AuthorizationError):
         return f"authorization failed: {exc}"
     if isinstance(exc, TimeoutError):
         return f"timeout: {exc}" if str(exc) else "timeout"
-    if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
-        return f"{exc.strerror}: {exc.filename}"
+    if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError | NotADirectoryError):
+        return f"{exc.filename}: {(exc.strerror or str(exc)).lower()}"
     if isinstance(exc, OSError):
-        return f"{type(exc).__name__}: {exc.strerror or exc}"
+        return core.why_not_connected(exc) if exc.errno is not None else (exc.strerror or str(exc))
     text = str(exc)
     if isinstance(exc, core.NatsError | ValueError):
         return text or type(exc).__name__

@@ -1,7 +1,10 @@
-"""The ``pyjetstream`` command: ``pyjetstream <subcommand> [args...]``.
+"""The ``pyjetstream`` command: ``pyjetstream [global options] <subcommand> [args...]``.
 
-Each subcommand is a module with ``main(argv: list[str]) -> int``; add one by adding it to
-:data:`SUBCOMMANDS` (name → (module path, one-line help)). Modules are imported only when run.
+Each subcommand is a module with ``main(argv: list[str]) -> int`` and a ``GROUP`` (a verb group)
+or a ``COMMAND`` (one verb); add one by adding it to :data:`SUBCOMMANDS` (name → (module path,
+one-line help)). Modules are imported only when run. Global options (``-s``, ``--context``,
+``--json`` …, :mod:`~pyjetstream.cli.global_flags`) may come before the subcommand, as with
+``nats``: they are handed on to it (``serve`` takes nats-server's flags instead, so none apply).
 """
 
 from __future__ import annotations
@@ -34,15 +37,29 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _usage() -> str:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    from pyjetstream.cli.global_flags import GLOBAL_OPTIONS
+
     width = max(len(name) for name in SUBCOMMANDS)
-    lines = ["usage: pyjetstream <command> [options]", "", "commands:"]
+    lines = ["usage: pyjetstream [global options] <command> [options]", "", "commands:"]
     lines += [f"  {name.ljust(width)}  {text}" for name, (_, text) in sorted(SUBCOMMANDS.items())]
+    lines += ["", "global options (before or after the command; serve takes nats-server's flags instead):"]
+    for opt in GLOBAL_OPTIONS:
+        flags = ", ".join(opt.flags) + (f" {opt.metavar}" if opt.metavar else "")
+        lines.append(f"  {flags.ljust(26)}  {opt.help}")
     lines += ["", "Run 'pyjetstream <command> --help' for a command's options."]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    from pyjetstream.cli.errors import UsageError, report
+    from pyjetstream.cli.global_flags import split_globals
+
+    try:
+        flags, args = split_globals(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as exc:
+        return report(exc)
     if not args or args[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0 if args else 2
@@ -57,10 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     entry = SUBCOMMANDS.get(args[0])
     if entry is None:
-        print(f"pyjetstream: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
-        return 2
+        return report(UsageError(f"unknown command {args[0]!r} (run 'pyjetstream --help' for the list)"))
+    if flags and args[0] == "serve":
+        return report(UsageError(f"serve takes nats-server's flags, not the client option {flags[0]!r}"))
     module = importlib.import_module(entry[0])
-    return int(module.main(args[1:]) or 0)
+    return int(module.main([*flags, *args[1:]]) or 0)
 
 
 if __name__ == "__main__":

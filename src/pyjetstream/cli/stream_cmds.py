@@ -15,7 +15,7 @@ from typing import Any
 
 from pyjetstream.cli.app import Command, Group, Session
 from pyjetstream.cli.backup_cmds import BACKUP, RESTORE
-from pyjetstream.cli.errors import UsageError
+from pyjetstream.cli.errors import CliError, UsageError
 from pyjetstream.cli.stream_config import add_stream_arguments
 
 __all__ = ["GROUP", "main"]
@@ -54,9 +54,12 @@ async def cmd_add(session: Session, args: argparse.Namespace) -> int:
     from pyjetstream.cli.prompts import interactive
     from pyjetstream.cli.stream_config import stream_config_from_args
 
-    name = _stream_name(args)
+    # With --config the file names the stream (a name given here wins, as in the nats CLI).
+    name = args.stream or ("" if args.config else _stream_name(args))
     ask = interactive() and not args.defaults
     config = stream_config_from_args(args, name, ask=ask)
+    if not config.name:
+        raise UsageError(f"--config {args.config} has no stream name: give one (stream add NAME --config FILE)")
     if args.output:
         return _write_config(session, args.output, config)
     js = await session.jetstream()
@@ -406,14 +409,26 @@ async def cmd_get(session: Session, args: argparse.Namespace) -> int:
     from pyjetstream.cli.output import human_time, print_json
     from pyjetstream.cli.prompts import ask
 
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    from pyjetstream.client.jetstream.errors import MsgNotFound
+
     name = _stream_name(args)
+    seq = None
+    if not args.last_for:
+        seq = _sequence(args.seq if args.seq is not None else int(_digits(ask("Message Sequence", flag="a sequence"))))
     js = await session.jetstream()
     stream = await js.stream(name)
-    if args.last_for:
-        msg = await stream.get_last_msg_for_subject(args.last_for)
-    else:
-        seq = args.seq if args.seq is not None else int(_digits(ask("Message Sequence", flag="a sequence")))
-        msg = await stream.get_msg(seq)
+    try:
+        if args.last_for:
+            msg = await stream.get_last_msg_for_subject(args.last_for)
+        else:
+            msg = await stream.get_msg(seq)
+    except MsgNotFound as exc:
+        # Deferred: CLI start-up speed (loaded only when this command runs).
+        from pyjetstream.cli.errors import describe
+
+        where = f"on subject {args.last_for}" if args.last_for else f"with sequence {seq}"
+        raise CliError(f"stream {name} has no message {where} ({describe(exc)})") from None
     headers = headers_of(msg, drop=DIRECT_GET_HEADERS)
     if session.json:
         print_json(message_json(msg.subject, msg.data, headers, seq=msg.sequence, time=msg.time.isoformat()))
@@ -421,6 +436,13 @@ async def cmd_get(session: Session, args: argparse.Namespace) -> int:
     title = f"Item: {name}#{msg.sequence} received {human_time(msg.time)} on Subject {msg.subject}"
     print_message(title, msg.data, headers, raw=args.raw)
     return 0
+
+
+def _sequence(seq: int) -> int:
+    """Stream sequences start at 1 (the server answers 0 with a bare "Empty Request" status)."""
+    if seq < 1:
+        raise UsageError(f"invalid sequence {seq}: stream sequences start at 1")
+    return seq
 
 
 def _digits(text: str) -> str:
@@ -441,7 +463,7 @@ async def cmd_rmm(session: Session, args: argparse.Namespace) -> int:
     from pyjetstream.cli.prompts import ask, confirm
 
     name = _stream_name(args)
-    seq = args.seq if args.seq is not None else int(_digits(ask("Message Sequence", flag="a sequence")))
+    seq = _sequence(args.seq if args.seq is not None else int(_digits(ask("Message Sequence", flag="a sequence"))))
     confirm(f"Really remove message {seq} from stream {name}?", force=args.force)
     js = await session.jetstream()
     stream = await js.stream(name)

@@ -15,12 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.cli.errors import UsageError
-from pyjetstream.cli.values import parse_duration, parse_metadata, parse_size
+from pyjetstream.cli.values import parse_duration, parse_int, parse_metadata, parse_size
 
 if TYPE_CHECKING:
     from pyjetstream.api import StreamConfig
 
-__all__ = ["add_stream_arguments", "config_changes", "load_config", "merge_config", "stream_config_from_args"]
+__all__ = [
+    "add_stream_arguments",
+    "check_json",
+    "config_changes",
+    "load_config",
+    "merge_config",
+    "stream_config_from_args",
+]
 
 _RETENTION = {"limits": "limits", "interest": "interest", "workq": "workqueue", "work": "workqueue"}
 _RETENTION["workqueue"] = "workqueue"
@@ -97,7 +104,11 @@ def add_stream_arguments(p: argparse.ArgumentParser, *, edit: bool) -> None:
 
 
 def load_config(path: str, kind: type[Any]) -> Any:
-    """A wire-JSON config from ``path`` (a bare config, or an info object with a ``config`` key)."""
+    """A wire-JSON config from ``path`` (a bare config, or an info object with a ``config`` key).
+
+    Checked as nats-server decodes a create request (``unmarshalRequest``, strict): a key the
+    configuration does not have is refused in its words (``invalid JSON: json: unknown field
+    "subjectz"``), not dropped, and a number must fit its field (a 64-bit integer)."""
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -108,7 +119,54 @@ def load_config(path: str, kind: type[Any]) -> Any:
         data = data["config"]
     if not isinstance(data, dict):
         raise UsageError(f"--config {path} must hold a JSON object")
+    data.pop("pedantic", None)  # a create request's flag (StreamConfigRequest), not configuration
+    problem = check_json(kind, data)
+    if problem:
+        raise UsageError(f"--config {path}: {problem}")
     return merge_config(kind, data, {}, what=f"--config {path}")
+
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_UINT64 = (0, (1 << 64) - 1)
+# The configuration fields that are uint64 in nats-server (the rest of the integers are int64).
+_UNSIGNED = frozenset({"first_seq", "opt_start_seq", "rate_limit_bps"})
+
+
+def check_json(kind: Any, data: Any) -> str:
+    """What nats-server's strict decoder would refuse in ``data`` for the model ``kind``, or "".
+
+    Depth first in document order, as Go's decoder meets keys: the first unknown field
+    (``invalid JSON: json: unknown field "x"``), or the first integer too large for its field."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    import msgspec.inspect as mi
+
+    return _check(mi.type_info(kind) if isinstance(kind, type) else kind, data, "")
+
+
+def _check(info: Any, value: Any, path: str) -> str:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    import msgspec.inspect as mi
+
+    if isinstance(info, mi.UnionType):
+        inner = [t for t in info.types if isinstance(t, mi.StructType | mi.ListType | mi.DictType | mi.IntType)]
+        return _check(inner[0], value, path) if len(inner) == 1 else ""
+    problem = ""
+    if isinstance(info, mi.StructType) and isinstance(value, dict):
+        fields = {f.encode_name: f.type for f in info.fields}
+        for key, item in value.items():
+            if key not in fields:  # Go keeps its first error: an earlier one wins
+                return problem or f'invalid JSON: json: unknown field "{key}"'
+            problem = problem or _check(fields[key], item, f"{path}.{key}" if path else key)
+    elif isinstance(info, mi.ListType) and isinstance(value, list):
+        problem = next((p for p in (_check(info.item_type, v, path) for v in value) if p), "")
+    elif isinstance(info, mi.DictType) and isinstance(value, dict):
+        problem = next((p for p in (_check(info.value_type, v, path) for v in value.values()) if p), "")
+    elif isinstance(info, mi.IntType) and isinstance(value, int) and not isinstance(value, bool):
+        low, high = _UINT64 if path.rsplit(".", 1)[-1] in _UNSIGNED else _INT64
+        if not low <= value <= high:
+            kind = "an unsigned" if low == 0 else "a"
+            problem = f"{path}: {value} does not fit {kind} 64-bit integer ({low} to {high})"
+    return problem
 
 
 def merge_config(kind: type[Any], base: Any, changes: dict[str, Any], *, what: str) -> Any:
@@ -119,19 +177,38 @@ def merge_config(kind: type[Any], base: Any, changes: dict[str, Any], *, what: s
 
     merged = dict(to_jsonable(base))
     merged.update(to_jsonable(changes))
+    problem = check_json(kind, merged)  # a flag's value the server would refuse (out of range)
+    if problem:
+        raise UsageError(f"invalid {what}: {problem}")
     try:
         return decode(json.dumps(merged).encode(), kind)
     except Exception as exc:
-        raise UsageError(f"invalid {what}: {exc}") from None
+        raise UsageError(f"invalid {what}: {_decode_problem(str(exc))}") from None
+
+
+_TYPE_WORDS = {"int": "a whole number", "str": "a string", "float": "a number", "bool": "true or false",
+               "array": "a list", "object": "an object", "null": "null"}  # fmt: skip
+
+
+def _decode_problem(text: str) -> str:
+    """msgspec's ``Expected `int`, got `str` - at `$.max_bytes``` as ``max_bytes: expected a whole
+    number, got a string`` (the field first, no Python type names)."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    import re
+
+    m = re.match(r"(.*?)(?: - at `\$\.?(.*)`)?$", text)
+    message, path = (m.group(1), m.group(2)) if m else (text, None)
+    expected = re.match(r"Expected `([\w |]+)`, got `(\w+)`", message)
+    if expected:
+        wanted = " or ".join(_TYPE_WORDS.get(t.strip(), t.strip()) for t in expected.group(1).split("|"))
+        message = f"expected {wanted}, got {_TYPE_WORDS.get(expected.group(2), expected.group(2))}"
+    elif message.startswith("Invalid enum value"):
+        message = message.replace("Invalid enum value", "not a valid value:")
+    return f"{path}: {message}" if path else message
 
 
 def _int(value: str | None, flag: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise UsageError(f"invalid {flag} {value!r}: not a whole number") from None
+    return parse_int(value, what=flag)
 
 
 def _subjects(values: list[str] | None) -> list[str] | None:

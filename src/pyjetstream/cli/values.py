@@ -16,13 +16,18 @@ from datetime import UTC, datetime, timedelta
 from pyjetstream.cli.errors import UsageError
 
 __all__ = [
+    "INT64_MAX",
     "parse_duration",
     "parse_duration_seconds",
     "parse_headers",
+    "parse_int",
     "parse_metadata",
     "parse_size",
     "parse_start",
 ]
+
+# nats-server keeps sizes, counts and durations (nanoseconds) in int64s: a larger value is refused.
+INT64_MAX = (1 << 63) - 1
 
 _NS = {
     "ns": 1,
@@ -81,6 +86,8 @@ def parse_duration(text: str, *, what: str = "duration", unlimited_ok: bool = Fa
         pos = m.end()
     if pos == 0:
         raise UsageError(f"invalid {what} {text!r}: use a number with a unit such as 500ms, 30s, 5m, 1h, 2d")
+    if total > INT64_MAX:
+        raise UsageError(f"invalid {what} {text!r}: too long (at most about 292 years, 9223372036854775807ns)")
     return total
 
 
@@ -102,7 +109,25 @@ def parse_size(text: str | int, *, what: str = "size") -> int:
     unit = m and _SIZE_UNITS.get(m.group(2).lower())
     if m is None or unit is None:
         raise UsageError(f"invalid {what} {text!r}: use a byte count such as 1024, 512K, 5MB or 2GiB")
-    return int(float(m.group(1)) * unit)
+    # Whole numbers exactly (a float would round 2**63 down into range).
+    size = int(m.group(1)) * unit if m.group(1).isdigit() else int(float(m.group(1)) * unit)
+    if size > INT64_MAX:
+        raise UsageError(f"invalid {what} {text!r}: too large (at most {INT64_MAX} bytes, 8 EiB)")
+    return size
+
+
+def parse_int(text: str | None, *, what: str, low: int = -INT64_MAX - 1, high: int = INT64_MAX) -> int | None:
+    """A whole number from a flag (``None`` stays ``None``), refused when outside ``low``..``high``
+    (by default the int64 range nats-server keeps counts in)."""
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"invalid {what} {text!r}: not a whole number") from None
+    if not low <= value <= high:
+        raise UsageError(f"invalid {what} {text!r}: out of range ({low} to {high})")
+    return value
 
 
 def parse_headers(items: Iterable[str] | None, *, what: str = "--header") -> dict[str, list[str]]:

@@ -47,6 +47,7 @@ from pyjetstream.client.errors import (
     ProtocolError,
     StaleConnectionError,
     TimeoutError,
+    why_not_connected,
 )
 from pyjetstream.client.handshake import Handshake, connect_fields, wants_tls
 from pyjetstream.client.inbox import NUID
@@ -806,13 +807,15 @@ class Client:
                 errors.append(f"{server.url}: {exc}")
                 continue
             except (OSError, NatsError, builtins.TimeoutError, ssl.SSLError) as exc:
-                errors.append(f"{server.url}: {exc!r}")
+                errors.append(f"{server.url}: {why_not_connected(exc)}")
                 continue
             self._on_connected(server)
             return
         self._status = Status.CLOSED
         if auth_error is not None:
             raise auth_error
+        if len(errors) == 1:
+            raise NoServersError(f"could not connect to {errors[0]}")
         raise NoServersError("could not connect to any server: " + "; ".join(errors))
 
     async def _attempt(self, server: ServerAddress) -> None:
@@ -823,7 +826,7 @@ class Client:
                 await self._open(server)
         except builtins.TimeoutError as exc:
             self._drop_attempt()
-            raise TimeoutError(f"connect to {server.url} timed out") from exc
+            raise TimeoutError(f"timed out after {self._opts.connect_timeout:g}s") from exc
         except BaseException:
             self._drop_attempt()
             raise
@@ -845,11 +848,19 @@ class Client:
         hs = self._hs = Handshake(loop)
         proto = WireProtocol(self)
         self._proto = proto
-        await loop.create_connection(lambda: proto, server.host, server.port)
+        opts = self._opts
+        if server.websocket:
+            # Deferred: only ws:// and wss:// connections need wsproto.
+            from pyjetstream.client.websocket import open_websocket
+
+            # TLS from the first byte for wss://, or for ws:// with a context given (as nats:// + tls=).
+            ctx = (opts.tls or ssl.create_default_context()) if server.tls or opts.tls is not None else None
+            await open_websocket(loop, proto, server, ctx, opts.tls_hostname)
+        else:
+            await loop.create_connection(lambda: proto, server.host, server.port)
         info = await hs.info
         self._pool.current = server
         self._process_info(info, initial=True)
-        opts = self._opts
         if wants_tls(opts, server, info):
             ctx = opts.tls or ssl.create_default_context()
             assert proto.transport is not None
@@ -976,7 +987,8 @@ class Client:
                 return
         if self._status is Status.RECONNECTING:
             self._reconnect_task = None
-            err = NoServersError(f"no server reachable after reconnect attempts (last error: {last_error!r})")
+            why = why_not_connected(last_error) if last_error is not None else "no server left to try"
+            err = NoServersError(f"no server reachable after reconnect attempts (last error: {why})")
             await self._close(err)
 
     # ===================================================================== drain / close

@@ -83,6 +83,29 @@ class HeaderError(NatsError, ValueError):
     """Header names/values that cannot be encoded (colon or whitespace in a name, CR/LF in a value)."""
 
 
+def why_not_connected(exc: BaseException) -> str:
+    """Why a connection attempt failed, in words ("connection refused", "unknown host"), never a
+    Python repr: the text :class:`NoServersError` gives after each server's URL."""
+    import socket
+    import ssl
+
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (is a server listening there?)"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror or exc})"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS: the server's certificate was not accepted ({exc.verify_message or exc.reason})"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS handshake failed ({exc.reason or exc})"
+    if isinstance(exc, ConnectionResetError):
+        return "the server closed the connection"
+    if isinstance(exc, builtins.TimeoutError) and not str(exc):
+        return "timed out"
+    if isinstance(exc, OSError) and not isinstance(exc, NatsError):
+        return (exc.strerror or str(exc) or type(exc).__name__).lower()
+    return str(exc) or type(exc).__name__
+
+
 __all__ = [
     "AuthorizationError",
     "BadSubjectError",
@@ -101,4 +124,5 @@ __all__ = [
     "SlowConsumerError",
     "StaleConnectionError",
     "TimeoutError",
+    "why_not_connected",
 ]

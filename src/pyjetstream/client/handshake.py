@@ -39,7 +39,11 @@ class Handshake:
 
 
 def wants_tls(opts: ClientOptions, server: ServerAddress, info: dict[str, Any]) -> bool:
-    """TLS when the URL says ``tls://``, the options carry a context, or the server requires it."""
+    """A TLS upgrade after INFO: when the URL says ``tls://``, the options carry a context, or the
+    server requires it. Never on a WebSocket: ``wss://`` is TLS from the first byte (nats-server's
+    INFO to a ``wss://`` client says ``tls_required`` all the same)."""
+    if server.websocket:
+        return False
     return bool(server.tls or opts.tls is not None or info.get("tls_required"))
 
 
@@ -49,7 +53,7 @@ def connect_fields(opts: ClientOptions, server: ServerAddress, info: dict[str, A
     connect: dict[str, Any] = {
         "verbose": opts.verbose,
         "pedantic": opts.pedantic,
-        "tls_required": wants_tls(opts, server, info),
+        "tls_required": server.tls if server.websocket else wants_tls(opts, server, info),
         "lang": CLIENT_LANG,
         "version": CLIENT_VERSION,
         "protocol": 1,

@@ -1,8 +1,9 @@
 """Client options and the server pool (explicit URLs plus servers discovered from INFO).
 
 URL forms accepted (as nats.go/nats-py): ``nats://host:port``, ``tls://host:port``, ``host:port``,
-``host`` (port 4222), ``[::1]:4222``, with credentials ``nats://user:pass@host`` or ``nats://token@host``.
-A comma-separated string is a list of URLs.
+``host`` (port 4222), ``[::1]:4222``, with credentials ``nats://user:pass@host`` or ``nats://token@host``;
+``ws://host:port/path`` and ``wss://…`` for a server's WebSocket listener (ports 80 and 443 by
+default, as nats.go; :mod:`.websocket`). A comma-separated string is a list of URLs.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ RECONNECT_JITTER_TLS = 1.0
 ErrorCallback = Callable[[Exception], Awaitable[None] | None]
 EventCallback = Callable[[], Awaitable[None] | None]
 
-_SCHEMES = {"nats": False, "tls": True}
+# scheme → (TLS, WebSocket)
+_SCHEMES = {"nats": (False, False), "tls": (True, False), "ws": (False, True), "wss": (True, True)}
 
 
 @dataclass(slots=True)
@@ -39,6 +41,8 @@ class ServerAddress:
     host: str
     port: int
     tls: bool = False
+    websocket: bool = False  # ws:// or wss:// (:mod:`pyjetstream.client.websocket`)
+    path: str = "/"  # the WebSocket upgrade's path
     user: str | None = None
     password: str | None = None
     token: str | None = None
@@ -55,6 +59,9 @@ class ServerAddress:
 
     @property
     def url(self) -> str:
+        if self.websocket:
+            path = "" if self.path == "/" else self.path
+            return f"{'wss' if self.tls else 'ws'}://{self.hostport}{path}"
         return f"{'tls' if self.tls else 'nats'}://{self.hostport}"
 
 
@@ -65,12 +72,16 @@ def parse_server_url(url: str, *, implicit: bool = False) -> ServerAddress:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in _SCHEMES:
-        raise ValueError(f"unsupported URL scheme {parts.scheme!r} in {url!r} (use nats:// or tls://)")
+        raise ValueError(
+            f"unsupported URL scheme {parts.scheme!r} in {url!r} (use nats://, tls://, ws:// or wss://)"
+        )
+    tls, websocket = _SCHEMES[scheme]
     host = parts.hostname
     if not host:
         raise ValueError(f"no host in server URL {url!r}")
     try:
-        port = parts.port or DEFAULT_PORT
+        default = (443 if tls else 80) if websocket else DEFAULT_PORT
+        port = parts.port or default
     except ValueError as exc:
         raise ValueError(f"bad port in server URL {url!r}") from exc
     user = unquote(parts.username) if parts.username else None
@@ -82,7 +93,9 @@ def parse_server_url(url: str, *, implicit: bool = False) -> ServerAddress:
     return ServerAddress(
         host=host,
         port=port,
-        tls=_SCHEMES[scheme],
+        tls=tls,
+        websocket=websocket,
+        path=(parts.path or "/") if websocket else "/",
         user=user,
         password=password,
         token=token,
@@ -130,6 +143,8 @@ class ServerPool:
         known = {s.hostport for s in self.servers}
         added: list[str] = []
         tls = self.current.tls if self.current is not None else False
+        # A WebSocket client learns the servers' WebSocket URLs (nats-server sends those instead).
+        websocket = self.current.websocket if self.current is not None else False
         fresh: list[ServerAddress] = []
         for raw in connect_urls:
             try:
@@ -139,6 +154,7 @@ class ServerPool:
             if server.hostport in known:
                 continue
             server.tls = server.tls or tls
+            server.websocket = server.websocket or websocket
             if self.current is not None:
                 # Discovered servers are cluster peers: they take the credentials that got us in.
                 server.user, server.password = self.current.user, self.current.password
