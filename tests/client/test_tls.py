@@ -83,7 +83,7 @@ async def test_tls_url_scheme_and_hostname(tls_server: Target, certs: tuple[Path
 
 
 async def test_untrusted_certificate_is_refused(tls_server: Target) -> None:
-    with pytest.raises(NoServersError, match="TLS: the server.s certificate was not accepted"):
+    with pytest.raises(NoServersError, match=r"TLS: the server.s certificate was not accepted"):
         await connect(tls_server.url)  # default context: the self-signed cert is not trusted
 
 
