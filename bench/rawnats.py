@@ -13,6 +13,7 @@ Used by ``bench_scale.py`` and ``bench_shapes.py``; not part of the test suite.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -34,7 +35,7 @@ from tests.support.targets import EMBEDDED, NATS_SERVER, Target, make_target
 __all__ = ["EMBEDDED", "NATS_SERVER", "Frame", "RawConn", "Target"]  # and the functions below
 KINDS = (EMBEDDED, NATS_SERVER)
 CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\n'
-_TAIL = 7  # the longest counted pattern ('"error"'): one split across two reads is counted once
+_TAIL = 9  # the longest counted pattern ("NATS/1.0 "): one split across two reads is counted once
 
 
 @dataclass(slots=True)
@@ -62,6 +63,7 @@ class RawConn:
         self.mode = mode  # "count" or "frames"
         self.on_frames = on_frames
         self.on_count = on_count  # count mode: called with the number of new MSG/HMSG frames of a read
+        #                           (after the counters include them)
         self.on_data = on_data  # count mode: called with each read (after counting it)
         self.sock = socket.create_connection(("127.0.0.1", port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -77,6 +79,7 @@ class RawConn:
         self.errors: list[str] = []
         self.received = 0  # bytes
         self.json_errors = 0  # count mode: '"error"' seen in a read (a PubAck or API error)
+        self.statuses = 0  # count mode: header blocks with a status (heartbeats, flow control, 404/408/409)
         self.closed = False
         self._cond = RawConn.COND  # shared: a wait on one connection may depend on others' counts
         self._send_lock = threading.Lock()
@@ -133,6 +136,11 @@ class RawConn:
                         f"errors={self.errors[:3]})"
                     )
                 self._cond.wait(min(left, 0.5))
+
+    @property
+    def deliveries(self) -> int:
+        """Messages received, status-only frames (heartbeats, flow control, 404/408/409) left out."""
+        return self.msgs + self.hmsgs - self.statuses
 
     def wait_msgs(self, n: int, timeout: float = 120.0) -> None:
         self.wait(lambda: self.msgs >= n, timeout, f"{n} MSG frames")
@@ -219,17 +227,18 @@ class RawConn:
         if pings:
             self.send(b"PONG\r\n" * pings)
         new = both.count(b"\nMSG ") - tail.count(b"\nMSG ") + both.count(b"\nHMSG ") - tail.count(b"\nHMSG ")
-        if new and self.on_count is not None:
-            self.on_count(self, new)
         with self._cond:
             self.msgs += both.count(b"\nMSG ") - tail.count(b"\nMSG ")
             self.hmsgs += both.count(b"\nHMSG ") - tail.count(b"\nHMSG ")
             self.json_errors += both.count(b'"error"') - tail.count(b'"error"')
+            self.statuses += both.count(b"NATS/1.0 ") - tail.count(b"NATS/1.0 ")
             self.pongs += both.count(b"PONG\r\n") - tail.count(b"PONG\r\n")
             if b"-ERR" in both:
                 self.errors.append(both[both.index(b"-ERR") :][:120].decode(errors="replace"))
             self.received += len(data)
             self._cond.notify_all()
+        if new and self.on_count is not None:
+            self.on_count(self, new)
         return both[-_TAIL:]
 
     def _parse(self, buf: bytearray) -> None:
@@ -276,6 +285,86 @@ class RawConn:
                 if f.subject.startswith(self._inbox):
                     self._replies[f.subject] = f
             self._cond.notify_all()
+
+
+def wait_for(cond: Callable[[], bool], timeout: float) -> bool:
+    """Wait until ``cond()`` (re-checked whenever a connection reads): whether it held in time."""
+    deadline = time.monotonic() + timeout
+    with RawConn.COND:
+        while not cond():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            RawConn.COND.wait(min(left, 0.5))
+    return True
+
+
+class ManyConns:
+    """``k`` connections read by one thread (a selector), for a benchmark of many connections:
+    counts the MSG frames they receive in all, answers PINGs."""
+
+    def __init__(self, port: int, k: int) -> None:
+        self.socks: list[socket.socket] = []
+        for _ in range(k):
+            sock = socket.create_connection(("127.0.0.1", port))
+            buf = b""
+            while b"\r\n" not in buf:
+                buf += sock.recv(4096)
+            sock.sendall(CONNECT + b"PING\r\n")
+            while b"PONG\r\n" not in buf:
+                buf += sock.recv(4096)
+            self.socks.append(sock)
+        self.msgs = 0
+        self.pongs = 0
+        self.closed = False
+        self._tails = {s.fileno(): b"" for s in self.socks}
+        self._reader = threading.Thread(target=self._read_loop, daemon=True)
+        self._reader.start()
+
+    def send(self, i: int, data: bytes) -> None:
+        self.socks[i].sendall(data)
+
+    def _read_loop(self) -> None:
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        for s in self.socks:
+            sel.register(s, selectors.EVENT_READ)
+        while not self.closed:
+            for key, _ in sel.select(0.5):
+                sock = key.fileobj
+                if not isinstance(sock, socket.socket):
+                    continue
+                try:
+                    data = sock.recv(1 << 20)
+                except OSError:
+                    data = b""
+                if not data:
+                    sel.unregister(sock)
+                    continue
+                tail = self._tails[key.fd]
+                both = tail + data
+                pings = both.count(b"PING\r\n") - tail.count(b"PING\r\n")
+                if pings:
+                    sock.sendall(b"PONG\r\n" * pings)
+                with RawConn.COND:
+                    self.msgs += both.count(b"\nMSG ") - tail.count(b"\nMSG ")
+                    self.pongs += both.count(b"PONG\r\n") - tail.count(b"PONG\r\n")
+                    RawConn.COND.notify_all()
+                self._tails[key.fd] = both[-_TAIL:]
+
+    def flush(self, timeout: float = 120.0) -> None:
+        want = self.pongs + len(self.socks)
+        for sock in self.socks:
+            sock.sendall(b"PING\r\n")
+        if not wait_for(lambda: self.pongs >= want, timeout):
+            raise TimeoutError("PONGs of many connections")
+
+    def close(self) -> None:
+        self.closed = True
+        for sock in self.socks:
+            with contextlib.suppress(OSError):
+                sock.close()
 
 
 def pub_frame(subject: str, payload: bytes = b"", reply: str = "", headers: bytes = b"") -> bytes:
