@@ -387,7 +387,7 @@ SHAPES = [
     Shape("js_headers", "JS publish, other headers, 10,000 subjects", "publish", 100_000, shape_js_headers),
     Shape(
         "push_wild",
-        "push consumer, filter pc.*.x (half of 1,000 subj.)",
+        "push consumer, filter pc.*.x (1,000 of 2,000 subj.)",
         "delivered msg",
         100_000,
         shape_push_wild,
@@ -431,6 +431,7 @@ def main() -> None:
         "--only", default="", help="comma-separated shape keys: " + ",".join(s.key for s in SHAPES)
     )
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument("--md", metavar="PATH", help="also write the table as Markdown")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
     chosen = [s for s in SHAPES if not args.only or s.key in args.only.split(",")]
@@ -449,6 +450,12 @@ def main() -> None:
             results[shape.key] = best
             print(f"  {shape.key}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     report(chosen, results, rounds, load_before, time.perf_counter() - started)
+    if args.md:
+        header = (
+            f"bench_shapes — {time.strftime('%Y-%m-%d %H:%MZ', time.gmtime())}, best of {rounds}, "
+            f"load before {load_before}, after {load_average()}"
+        )
+        Path(args.md).write_text(markdown(chosen, results, header))
     if args.json:
         Path(args.json).write_text(
             json.dumps(
@@ -499,6 +506,25 @@ def report(
         f"(target ≤ {TARGET_CPU:.0f})"
     )
     print("missing a target: " + ("; ".join(missed) if missed else "none"))
+
+
+def markdown(chosen: list[Shape], results: dict[str, dict[str, dict[str, float]]], header: str) -> str:
+    lines = [
+        header,
+        "",
+        "| shape | per | ours msgs/s | nats-server msgs/s | ratio | ours CPU µs | nats-server CPU µs | ratio | misses |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for shape in chosen:
+        ours, theirs = results[shape.key][EMBEDDED], results[shape.key][NATS_SERVER]
+        rate, cpu = ours["rate"] / theirs["rate"], ours["cpu"] / theirs["cpu"] if theirs["cpu"] else float("inf")
+        misses = [f"**rate < {TARGET_RATE}×**"] if rate < TARGET_RATE else []
+        misses += [f"**CPU > {TARGET_CPU:.0f}×**"] if cpu > TARGET_CPU else []
+        lines.append(
+            f"| {shape.label} | {shape.per} | {ours['rate']:,.0f} | {theirs['rate']:,.0f} | {rate:.2f} | "
+            f"{ours['cpu']:.2f} | {theirs['cpu']:.2f} | {cpu:.2f} | {' '.join(misses)} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
