@@ -1,16 +1,16 @@
 """The JetStream API vocabulary shared by client and server.
 
 One source of truth for what goes on the wire: config/info/ack models with nats-server's
-exact JSON (:mod:`.models_stream`, :mod:`.models_consumer`, :mod:`.models_account`,
-:mod:`.models_msg`, :mod:`.requests`, :mod:`.responses`, :mod:`.advisories`), the error
-table (:mod:`.errors`), API subjects (:mod:`.subjects`), the ack reply subject and ack
-payloads (:mod:`.ack`), header names and status lines (:mod:`.headers`), name rules
-(:mod:`.names`), defaults (:mod:`.constants`), KV and object-store layouts (:mod:`.kv`,
-:mod:`.objstore`), times/durations (:mod:`.timefmt`) and the JSON codec (:mod:`.codec`).
+exact JSON (`models_stream`, `models_consumer`, `models_account`,
+`models_msg`, `requests`, `responses`, `advisories`), the error
+table (`errors`), API subjects (`subjects`), the ack reply subject and ack
+payloads (`ack`), header names and status lines (`headers`), name rules
+(`names`), defaults (`constants`), KV and object-store layouts (`kv`,
+`objstore`), times/durations (`timefmt`) and the JSON codec (`codec`).
 
 Models are msgspec Structs named and ordered as on the wire; durations are int ns; times
-are :class:`NanoTime` (int Unix ns, RFC3339Nano on the wire). Always (de)serialise through
-:mod:`.codec` (``encode`` / ``decode``), which knows the time format and Go's escaping.
+are `NanoTime` (int Unix ns, RFC3339Nano on the wire). Always (de)serialise through
+`codec` (``encode`` / ``decode``), which knows the time format and Go's escaping.
 """
 
 from . import ack, advisories, codec, constants, errors, headers, kv, names, objstore, subjects

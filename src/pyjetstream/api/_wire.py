@@ -3,7 +3,7 @@
 Go emits a field unless its tag says ``omitempty`` *and* it holds the zero value. The
 models mirror that with msgspec's ``omit_defaults``: an ``omitempty`` field gets its Go
 zero value as default (omitted when equal), and a field Go always emits is declared with
-:func:`always`, whose ``default_factory`` makes msgspec emit it whatever its value.
+`always`, whose ``default_factory`` makes msgspec emit it whatever its value.
 
 A few fields newer than 2.9.10 that 2.10+ always emits (``compression``,
 ``consumer_limits``, ``ts``) are typed ``X | None = None``: absent on decode (a 2.9
@@ -34,5 +34,5 @@ def always(default: Any) -> Any:
 
 
 def always_new(factory: Any) -> Any:
-    """Like :func:`always` for a mutable default (e.g. a nested struct): a fresh one each time."""
+    """Like `always` for a mutable default (e.g. a nested struct): a fresh one each time."""
     return msgspec.field(default_factory=factory)

@@ -1,14 +1,14 @@
 """The ack reply subject of a delivered JetStream message, and ack payloads.
 
-v1 (every server 2.9–2.12, and what the embedded server emits), 9 tokens::
+v1 (every server 2.9–2.12, and what the embedded server emits), 9 tokens:
 
     $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<timestamp ns>.<pending>
 
-v2 (ADR-15; nats-server main behind a flag), 11+ tokens::
+v2 (ADR-15; nats-server main behind a flag), 11+ tokens:
 
     $JS.ACK.<domain or _>.<account hash>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<random>…]
 
-Clients derive the message metadata from it (:func:`parse_ack_reply`). Acking = publishing
+Clients derive the message metadata from it (`parse_ack_reply`). Acking = publishing
 one of the payloads below to that subject (nats-server consumer.go ``processAck``).
 """
 

@@ -1,7 +1,7 @@
 """Advisory and metric payloads (nats-server jetstream_events.go).
 
 Every event carries ``type``, ``id`` (a nuid) and ``timestamp``; ``type`` defaults to the
-class's ``TYPE``. Subjects are built by :mod:`pyjetstream.api.subjects`.
+class's ``TYPE``. Subjects are built by `pyjetstream.api.subjects`.
 """
 
 from __future__ import annotations

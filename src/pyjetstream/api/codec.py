@@ -1,13 +1,13 @@
 """The one JSON codec for API models: msgspec plus the Go details that matter on the wire.
 
-- :class:`~pyjetstream.api.timefmt.NanoTime` fields go through hooks (RFC3339Nano strings).
-- :func:`encode` writes like Go's ``json.Marshal``: compact, struct field order, map keys
+- `NanoTime` fields go through hooks (RFC3339Nano strings).
+- `encode` writes like Go's ``json.Marshal``: compact, struct field order, map keys
   sorted, and ``<`` ``>`` ``&`` U+2028 U+2029 escaped as ``\\u003c`` … (HTML-safe escaping).
 - Decoding ignores unknown fields (clients send fields newer than the server knows), and
   like Go treats ``"field": null`` as "leave the zero value" (msgspec rejects null for a
-  non-optional field; :func:`decode` then retries with the nulls removed). Go also matches
+  non-optional field; `decode` then retries with the nulls removed). Go also matches
   keys case-insensitively; msgspec does not — accepted deviation, no client relies on it.
-- PubAcks are hand-formatted by nats-server (with spaces); :func:`encode_pub_ack` reproduces
+- PubAcks are hand-formatted by nats-server (with spaces); `encode_pub_ack` reproduces
   those bytes exactly.
 """
 
@@ -105,7 +105,7 @@ def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
 def decode(data: bytes | str, tp: type[T]) -> T:
     """Decode JSON into ``tp``; unknown fields are ignored, ``null`` means "zero value" as in Go.
 
-    Raises :data:`DecodeError`.
+    Raises `DecodeError`.
     """
     try:
         result: T = _decoder(cast(Any, tp)).decode(data)
@@ -139,12 +139,12 @@ def decode_request(data: bytes | str, tp: type[T]) -> T:
 
 
 def decode_response(data: bytes | str, tp: type[T]) -> T:
-    """Decode an API response into its wrapper class (check ``.error``, or :func:`raise_for_error`)."""
+    """Decode an API response into its wrapper class (check ``.error``, or `raise_for_error`)."""
     return decode(data, tp)
 
 
 def raise_for_error(response: ApiResponse | PubAckResponse) -> None:
-    """Raise :class:`~pyjetstream.api.errors.JetStreamApiError` if the response carries an error."""
+    """Raise `JetStreamApiError` if the response carries an error."""
     if response.error is not None:
         raise JetStreamApiError(response.error)
 
@@ -161,7 +161,7 @@ def decode_pull_request(data: bytes) -> PullRequest:
 
     Empty ⇒ batch 1; a JSON object (keys matched case-insensitively, as Go's decoder does); a
     bare integer ⇒ batch N; anything else ⇒ batch 1. ``batch`` below 1 becomes 1. Raises
-    :class:`PullRequestError` with Go's text for bad JSON, a wrongly typed field, or an
+    `PullRequestError` with Go's text for bad JSON, a wrongly typed field, or an
     ``idle_heartbeat`` more than half of ``expires`` (``heartbeat value too large``).
     """
     req = data.strip()
@@ -227,7 +227,7 @@ _GO_JSON_CONTEXT = {
 
 def loads_go(body: bytes) -> Any:
     """``json.loads`` of a request body as Go reads it: invalid UTF-8 is not an error (Go takes it
-    as U+FFFD); its bytes stay as surrogate escapes, so :func:`go_json_error` can name the byte."""
+    as U+FFFD); its bytes stay as surrogate escapes, so `go_json_error` can name the byte."""
     return json.loads(body.decode("utf-8", "surrogateescape"))
 
 
@@ -246,7 +246,7 @@ def go_json_error(exc: json.JSONDecodeError) -> str:
 
 def pub_ack_prefix(stream: str, domain: str | None = None) -> bytes:
     """The constant head of a stream's PubAcks, up to and including ``"seq":`` (nats-server
-    precomputes the same template per stream); finish with :func:`finish_pub_ack`."""
+    precomputes the same template per stream); finish with `finish_pub_ack`."""
     name = json.dumps(stream, ensure_ascii=False)
     if domain:
         return f'{{"stream":{name},"domain":{json.dumps(domain, ensure_ascii=False)},"seq":'.encode()
@@ -258,7 +258,7 @@ def finish_pub_ack(prefix: bytes, seq: int, duplicate: bool = False) -> bytes:
 
 
 def pub_acks(prefix: bytes, first: int, count: int) -> list[bytes]:
-    """:func:`finish_pub_ack` of sequences ``first`` … ``first + count - 1`` (a run of stored
+    """`finish_pub_ack` of sequences ``first`` … ``first + count - 1`` (a run of stored
     messages, in order)."""
     # One text format for the whole run (the prefix is JSON: no raw newline in it), then split.
     template = prefix.decode().replace("%", "%%") + "%d}\n"

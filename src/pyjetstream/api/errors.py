@@ -1,6 +1,6 @@
 """The JetStream API error table (nats-server ``server/errors.json``) and builders.
 
-Each :class:`ErrorDef` is one errors.json entry: Go constant name, HTTP-like ``code``,
+Each `ErrorDef` is one errors.json entry: Go constant name, HTTP-like ``code``,
 JetStream ``err_code`` and the description template with ``{err}``, ``{seq}``, ``{id}``,
 ``{subject}``, ``{prefix}``, ``{max}``, ``{limit}`` … placeholders, replaced like Go's
 ``NewJS…Error(…)`` does. Descriptions are nats-server 2.15.1's texts (the reference server,
@@ -65,7 +65,7 @@ def _go_sprint(value: Any) -> str:
 
 
 class JetStreamApiError(Exception):
-    """An :class:`ApiError` as a Python exception (raised inside the engine, or by a client)."""
+    """An `ApiError` as a Python exception (raised inside the engine, or by a client)."""
 
     def __init__(self, error: ApiError) -> None:
         super().__init__(error.description)
@@ -93,7 +93,7 @@ def api_error(definition: ErrorDef, *, unless: Any = None, **values: Any) -> Api
     """``NewJS…Error(…)``: build ``definition`` with placeholders filled.
 
     ``unless`` mirrors Go's ``Unless(err)`` option: if it already is an ApiError (or a
-    :class:`JetStreamApiError`), that error is returned unchanged instead.
+    `JetStreamApiError`), that error is returned unchanged instead.
     """
     if isinstance(unless, ApiError):
         return unless

@@ -65,7 +65,7 @@ def _go_int(text: str) -> int:
 def parse_fast_batch_reply(
     reply: str, heads: dict[str, tuple[str, int, bool]] | None = None
 ) -> FastBatchReply:
-    """The batch a ``…$FI`` reply subject names; raises :class:`InvalidFastBatch`.
+    """The batch a ``…$FI`` reply subject names; raises `InvalidFastBatch`.
 
     ``heads`` caches the part every message of a batch repeats (``<prefix>.<batch id>.<flow>.<gap>.``
     → id, flow, gap ok): a server parses the sequence and operation of each message and looks the
@@ -125,7 +125,7 @@ def fast_batch_reply(prefix: str, batch_id: str, flow: int, gap_ok: bool, seq: i
 
 
 def fast_batch_reply_parts(prefix: str, batch_id: str, flow: int, gap_ok: bool, op: int) -> tuple[str, str]:
-    """:func:`fast_batch_reply` around the batch sequence: ``head + str(seq) + tail`` (for framing
+    """`fast_batch_reply` around the batch sequence: ``head + str(seq) + tail`` (for framing
     a run of a batch's messages at once)."""
     gap = GAP_OK if gap_ok else GAP_FAIL
     return f"{prefix}.{batch_id}.{flow}.{gap}.", f".{op}{FAST_BATCH_SUFFIX}"

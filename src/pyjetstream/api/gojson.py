@@ -15,7 +15,7 @@ API, ``unmarshalRequest`` in jetstream_api.go) and answers a failure with 10025
 
 With ``strict=False`` (``jetstream { strict: false }``) unknown fields are ignored.
 
-The Go names and types of every request's fields are data here (:data:`GO_TYPES`); a field not
+The Go names and types of every request's fields are data here (`GO_TYPES`); a field not
 listed there gets the obvious Go type of its Python annotation.
 """
 
@@ -355,7 +355,7 @@ class _Field:
 
 @functools.cache
 def _struct_fields(cls: type) -> dict[str, _Field]:
-    """JSON key → field, with the Go type from :data:`GO_TYPES` of the class that declares it."""
+    """JSON key → field, with the Go type from `GO_TYPES` of the class that declares it."""
     hints = typing.get_type_hints(cls)
     go_types: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
@@ -532,7 +532,7 @@ def _plain(value: Any) -> Any:
 
 
 def _parse(span: bytes) -> Any:
-    """A syntactically valid JSON value, numbers kept as :class:`_Number`."""
+    """A syntactically valid JSON value, numbers kept as `_Number`."""
     import json
 
     return json.loads(span.decode(errors="replace"), parse_int=lambda s: _Number(s.encode()), parse_float=lambda s: _Number(s.encode()))
@@ -567,7 +567,7 @@ def go_error(data: bytes, cls: type, strict: bool = True) -> str | None:
 
 
 def decode_go(data: bytes, cls: type[T], strict: bool = True) -> T:
-    """Decode an API request body into ``cls`` as nats-server does; raises :class:`GoJsonError`."""
+    """Decode an API request body into ``cls`` as nats-server does; raises `GoJsonError`."""
     from . import codec
 
     scanner = _Scanner(data)

@@ -2,7 +2,7 @@
 
 nats-server looks headers up case-sensitively at line start, so these exact spellings
 matter. Status messages are header-only messages whose first line is
-``NATS/1.0 <code> <description>``; :func:`status_block` builds them byte-exact, with extra
+``NATS/1.0 <code> <description>``; `status_block` builds them byte-exact, with extra
 headers appended the way the server writes them (``Name: value\\r\\n``).
 """
 
@@ -190,7 +190,7 @@ class Status:
 
 def publish_block_frame(expected_stream: str = "") -> tuple[bytes, bytes]:
     """``(head, tail)`` of the header block an idempotent writer (the Spark sink) gives each row:
-    ``head + <message id> + tail`` is :func:`publish_block` of that id — ``Nats-Msg-Id`` then,
+    ``head + <message id> + tail`` is `publish_block` of that id — ``Nats-Msg-Id`` then,
     when given, ``Nats-Expected-Stream`` — so a batch's blocks are framed with one format each.
     The bytes ``protocol.encode_headers`` makes of the same two headers."""
     stream_line = f"\r\n{EXPECTED_STREAM}: {expected_stream}".encode() if expected_stream else b""
@@ -251,7 +251,7 @@ def header_lines(*names: str) -> tuple[bytes, ...]:
 
 def only_these_nats_headers(hdr: bytes, lines: tuple[bytes, ...]) -> bool:
     """Whether ``Nats-`` occurs in an encoded header block only as the names in ``lines``
-    (:func:`header_lines`), each at most once — anything else, even inside a value, says no.
+    (`header_lines`), each at most once — anything else, even inside a value, says no.
 
     Lets a server skip the lookups of the headers a block cannot hold: one count and a substring
     test per name instead of one search per header its checks could read."""

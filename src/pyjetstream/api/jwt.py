@@ -11,8 +11,8 @@ without a model per claim kind. The nkeys package (already a dependency) signs a
 the PyPI ``nats-jwt`` package would add pycryptodome, dataclasses-json, dacite and an old pytz
 pin for the same few lines.
 
-``.creds`` files (``-----BEGIN NATS USER JWT-----`` …) are written by :func:`format_creds`; the
-client reads them with :func:`pyjetstream.client.auth.parse_creds`.
+``.creds`` files (``-----BEGIN NATS USER JWT-----`` …) are written by `format_creds`; the
+client reads them with `pyjetstream.client.auth.parse_creds`.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def encode(
 
 
 def decode(token: str) -> dict[str, Any]:
-    """The claims of a token, without checking its signature (see :func:`verify`)."""
+    """The claims of a token, without checking its signature (see `verify`)."""
     parts = token.strip().split(".")
     if len(parts) != 3:
         raise JWTError("expected 3 chunks")

@@ -53,7 +53,7 @@ class Tier(WireStruct):
 
 
 class AccountInfo(WireStruct):
-    """``JetStreamAccountStats``: the totals (a flattened :class:`Tier`), domain, API stats, tiers."""
+    """``JetStreamAccountStats``: the totals (a flattened `Tier`), domain, API stats, tiers."""
 
     memory: int = always(0)
     storage: int = always(0)

@@ -123,7 +123,7 @@ class CreateConsumerRequest(WireStruct):
 class PullRequest(WireStruct):
     """``CONSUMER.MSG.NEXT`` body (``JSApiConsumerGetNextRequest``). ``expires``/``idle_heartbeat`` in ns.
 
-    Use :func:`pyjetstream.api.codec.decode_pull_request` on the server: the body may also be
+    Use `pyjetstream.api.codec.decode_pull_request` on the server: the body may also be
     empty (batch 1) or a bare integer (batch N).
     """
 

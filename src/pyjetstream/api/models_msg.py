@@ -41,7 +41,7 @@ class MsgDeleteRequest(WireStruct):
 
 
 class PubAck(WireStruct):
-    """Successful publish acknowledgement. Encode with :func:`pyjetstream.api.codec.encode_pub_ack`
+    """Successful publish acknowledgement. Encode with `pyjetstream.api.codec.encode_pub_ack`
     (nats-server hand-formats it, with spaces)."""
 
     stream: str = always("")

@@ -70,7 +70,7 @@ class StreamConfig(WireStruct):
     Durations (``max_age``, ``duplicate_window``, ``subject_delete_marker_ttl``) are int ns.
     ``compression``, ``consumer_limits`` and ``allow_msg_ttl`` have no ``omitempty`` in Go: always
     written (older servers ignore them). ``metadata`` carries ``_nats.req.level`` once a server
-    stored the config (:mod:`pyjetstream.api.versioning`).
+    stored the config (`pyjetstream.api.versioning`).
     """
 
     name: str = always("")
@@ -114,7 +114,7 @@ class StreamConfig(WireStruct):
 
 
 class StreamState(WireStruct):
-    """Stream state. Empty stream: seqs 0 and times :data:`ZERO_TIME`."""
+    """Stream state. Empty stream: seqs 0 and times `ZERO_TIME`."""
 
     messages: int = always(0)
     bytes: int = always(0)

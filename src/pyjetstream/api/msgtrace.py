@@ -1,7 +1,7 @@
 """Message trace events (nats-server 2.11+ ``msgtrace.go``): the wire shape only.
 
 A message published with ``Nats-Trace-Dest: <subject>`` makes nats-server publish one
-:class:`MsgTraceEvent` per server it crosses to that subject: the server (``ServerInfo`` of
+`MsgTraceEvent` per server it crosses to that subject: the server (``ServerInfo`` of
 ``events.go``), the request (its headers, sorted by name as Go marshals a map, and its size), and
 the events in the order nats-server appends them: ingress (``in``), subject mapping (``sm``),
 stream export (``se``), service import (``si``), JetStream (``js``, the stream that stored it) and

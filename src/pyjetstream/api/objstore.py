@@ -2,7 +2,7 @@
 
 Bucket ``b`` is stream ``OBJ_b`` with subjects ``$O.b.C.>`` (chunks, one subject per object
 nuid) and ``$O.b.M.>`` (metadata, subject token = base64url(name) with padding). The meta
-message is :class:`ObjectInfo` JSON, published with ``Nats-Rollup: sub``.
+message is [`ObjectInfo`][] JSON, published with ``Nats-Rollup: sub``.
 """
 
 from __future__ import annotations

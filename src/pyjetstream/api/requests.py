@@ -1,6 +1,6 @@
 """API request bodies not covered by the stream/consumer/msg modules (nats-server jetstream_api.go).
 
-Every request may also arrive empty; decode with :func:`pyjetstream.api.codec.decode_request`,
+Every request may also arrive empty; decode with `pyjetstream.api.codec.decode_request`,
 which treats an empty payload like Go's zero value.
 """
 

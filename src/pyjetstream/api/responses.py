@@ -5,7 +5,7 @@ offset, limit}``, and a *pointer* to the payload (StreamInfo, ConsumerInfo, acco
 so the payload's fields sit at the top level and vanish when the pointer is nil (error
 responses). The wrappers here are those flattened shapes: payload fields that Go always
 writes are ``X | None = None`` (present on success, absent on error). Convert with
-:meth:`payload` / :meth:`from_payload`. ``type`` defaults to the class's ``TYPE``.
+`payload` / `from_payload`. ``type`` defaults to the class's ``TYPE``.
 
 Error responses keep Go's exact shape: e.g. a STREAM.INFO error still carries
 ``"total":0,"offset":0,"limit":0`` and a STREAM.NAMES error ``"streams":null``.

@@ -2,8 +2,8 @@
 
 Every request goes to ``$JS.API.<…>`` (nats-server jetstream_api.go). A JetStream domain
 ``D`` moves the whole API to ``$JS.D.API.<…>`` (the server maps it back); clients may also
-use a custom prefix (e.g. an import). :class:`JSApi` builds subjects under any of these;
-:func:`match_api_subject` turns a ``$JS.API`` subject into an :class:`ApiEndpoint` and its
+use a custom prefix (e.g. an import). `JSApi` builds subjects under any of these;
+`match_api_subject` turns a ``$JS.API`` subject into an `ApiEndpoint` and its
 name tokens, with the same token-count rules as nats-server's subscriptions.
 """
 

@@ -3,9 +3,9 @@
 Times: nats-server marshals Go ``time.Time``, i.e. RFC3339 with up to nine fractional
 digits, trailing fractional zeros trimmed (``time.RFC3339Nano``), UTC with ``Z``; the zero
 time is ``0001-01-01T00:00:00Z``. Python's ``datetime`` stops at microseconds, so the
-models keep times as :class:`NanoTime`: an ``int`` of nanoseconds since the Unix epoch
+models keep times as `NanoTime`: an ``int`` of nanoseconds since the Unix epoch
 (UTC) that encodes/decodes as that string. The Go zero time is the exact instant of
-year 1 (:data:`ZERO_TIME`), not 0, so every value round-trips byte for byte.
+year 1 (`ZERO_TIME`), not 0, so every value round-trips byte for byte.
 
 Durations: Go ``time.Duration`` marshals as an integer of nanoseconds, so the models keep
 plain ``int`` ns. Helpers convert to/from seconds and ``timedelta``, and format/parse Go's
@@ -52,7 +52,7 @@ class NanoTime(int):
     """A Go ``time.Time`` as Unix nanoseconds (UTC); JSON form is RFC3339Nano.
 
     Behaves as an ``int`` (comparisons, arithmetic, hashing); arithmetic results are plain
-    ``int``. ``str()`` stays the integer; use :meth:`isoformat` for the wire string.
+    ``int``. ``str()`` stays the integer; use `isoformat` for the wire string.
     """
 
     __slots__ = ()

@@ -19,7 +19,7 @@ _TTL_HEADER = TTL.encode()
 
 
 def parse_message_ttl(value: str) -> int:
-    """Seconds (> 0), :data:`NEVER`, or 0 for an empty value; ValueError when invalid."""
+    """Seconds (> 0), `NEVER`, or 0 for an empty value; ValueError when invalid."""
     if not value:
         return 0
     if value.lower() == "never":
@@ -42,7 +42,7 @@ def marker_ttl(seconds: int) -> str:
 
 
 def message_ttl(hdr: bytes) -> int | None:
-    """The ``Nats-TTL`` of an encoded header block in seconds (0: none, :data:`NEVER`); None when
+    """The ``Nats-TTL`` of an encoded header block in seconds (0: none, `NEVER`); None when
     invalid (nats-server ``getMessageTTL``). The stream's publish path and the atomic batch's
     checks both read it here."""
     if _TTL_HEADER not in hdr:

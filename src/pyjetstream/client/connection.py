@@ -329,7 +329,7 @@ class Client:
         reply_suffix: str = "",
     ) -> None:
         """Buffer a run of publishes, message *i* with the reply ``<reply_prefix><reply_ids[i]><reply_suffix>``:
-        :meth:`publish_nowait` of each, checked first and framed in one pass (one write, no reply
+        [`publish_nowait`][] of each, checked first and framed in one pass (one write, no reply
         string per message) — for a bulk producer that numbers its requests, such as the Spark
         sink's pipelined JetStream publishes (one wildcard subscription takes every reply).
 
@@ -347,7 +347,7 @@ class Client:
         self._buffer_run(frames, length, len(payloads), size)
 
     def publish_many_nowait(self, messages: Sequence[tuple[str, bytes, HeadersArg | None]]) -> None:
-        """Buffer a run of publishes without replies: :meth:`publish_nowait` of each, checked first
+        """Buffer a run of publishes without replies: [`publish_nowait`][] of each, checked first
         and buffered with one write (all or nothing) — for a bulk producer such as the staged
         messages of an atomic batch."""
         self._check_publishing()
@@ -371,7 +371,7 @@ class Client:
     def _checked_run(
         self, messages: Sequence[tuple[str, bytes, HeadersArg | None]]
     ) -> tuple[list[bytes], list[bytes | None], list[bytes], int]:
-        """Each message checked as :meth:`publish_nowait` checks it: the encoded subjects, header
+        """Each message checked as [`publish_nowait`][] checks it: the encoded subjects, header
         blocks and payloads, and the payloads' total size."""
         valid = self._valid_subjects
         max_payload = self._max_payload
@@ -407,7 +407,7 @@ class Client:
 
     def _buffer_run(self, frames: list[bytes], length: int, count: int, size: int) -> None:
         """Buffer a run's frames (``length`` bytes, ``count`` messages, ``size`` payload bytes) as
-        :meth:`publish_nowait` buffers one: the reconnect buffer's limit, then a write."""
+        [`publish_nowait`][] buffers one: the reconnect buffer's limit, then a write."""
         buf = self._wbuf
         if self._transport is None and len(buf) + length > self._opts.pending_size:
             raise OutboundBufferLimitError(
@@ -489,14 +489,14 @@ class Client:
         """Subscribe with a raw-frame callback, for bulk readers: the messages of ``subject`` that
         carry headers come as ``cb(buf, offsets)``, every complete frame of a received chunk in one
         call, where frame *i*'s header block is ``buf[offsets[3i]:offsets[3i+1]]`` and its payload
-        ``buf[offsets[3i+1]:offsets[3i+2]]`` — no :class:`Msg` per message. Each frame's control line
-        (subject, reply subject) ends right before its header block (:class:`FrameRun`).
+        ``buf[offsets[3i+1]:offsets[3i+2]]`` — no [`Msg`][] per message. Each frame's control line
+        (subject, reply subject) ends right before its header block (`FrameRun`).
 
         A message that does not come as a frame (one without headers, or a frame the fast parser does
-        not take) goes to ``on_msg`` as a :class:`Msg` when given, else to ``cb`` as a run of one
+        not take) goes to ``on_msg`` as a [`Msg`][] when given, else to ``cb`` as a run of one
         (header block and payload only: no control line before it).
 
-        ``scan``: a run finder for the parser (:func:`pyjetstream.protocol.frame_scan.hmsg_run`, which
+        ``scan``: a run finder for the parser (`pyjetstream.protocol.frame_scan.hmsg_run`, which
         needs numpy) that finds a chunk's frames with array operations instead of one step per frame;
         ``offsets`` is then a flat numpy array (the same values). It serves every raw-read subscription
         of this connection from then on.
@@ -517,9 +517,9 @@ class Client:
         """Subscribe reading replies in runs, for a bulk requester (the Spark sink's PubAcks): the
         messages of ``subject`` without headers and without a reply come as ``runs_cb(subjects,
         payloads)``, every complete frame of a received chunk in one call (subjects as bytes) — no
-        :class:`Msg` per message; any other message (with headers: a status reply such as 503, or
+        [`Msg`][] per message; any other message (with headers: a status reply such as 503, or
         one whose payload arrives in a later chunk as a run of one) comes to ``cb``, as with
-        :meth:`subscribe`."""
+        [`subscribe`][]."""
         sub = await self.subscribe(subject, cb=cb)
         sub._runs_cb = runs_cb
         self._msg_run_sids.add(sub.sid)

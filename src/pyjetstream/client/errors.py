@@ -85,7 +85,7 @@ class HeaderError(NatsError, ValueError):
 
 def why_not_connected(exc: BaseException) -> str:
     """Why a connection attempt failed, in words ("connection refused", "unknown host"), never a
-    Python repr: the text :class:`NoServersError` gives after each server's URL."""
+    Python repr: the text [`NoServersError`][] gives after each server's URL."""
     import socket
     import ssl
 

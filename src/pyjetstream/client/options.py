@@ -3,7 +3,7 @@
 URL forms accepted (as nats.go/nats-py): ``nats://host:port``, ``tls://host:port``, ``host:port``,
 ``host`` (port 4222), ``[::1]:4222``, with credentials ``nats://user:pass@host`` or ``nats://token@host``;
 ``ws://host:port/path`` and ``wss://…`` for a server's WebSocket listener (ports 80 and 443 by
-default, as nats.go; :mod:`.websocket`). A comma-separated string is a list of URLs.
+default, as nats.go; `websocket`). A comma-separated string is a list of URLs.
 """
 
 from __future__ import annotations

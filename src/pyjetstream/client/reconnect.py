@@ -3,7 +3,7 @@
 nats.go ``doReconnect``: servers are tried in pool order, each at most ``max_reconnect_attempts`` times
 in a row (-1: forever), waiting ``reconnect_time_wait`` plus a random jitter since the last attempt on
 that server; a server that refuses the same credentials twice in a row is dropped from the pool. The
-connection itself does the attempts (:meth:`Client._reconnect_loop`); this module only decides.
+connection itself does the attempts (`Client._reconnect_loop`); this module only decides.
 """
 
 from __future__ import annotations

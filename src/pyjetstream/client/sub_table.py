@@ -1,7 +1,7 @@
-"""The connection's subscription table: sid → :class:`Subscription`, sid allocation, reconnect replay.
+"""The connection's subscription table: sid → [`Subscription`][], sid allocation, reconnect replay.
 
 One owner for that state (nats.go keeps it in ``Conn.subs`` and rebuilds it in ``resendSubscriptions``).
-The connection's read path looks messages up in :attr:`SubscriptionTable.by_sid` directly (hot path);
+The connection's read path looks messages up in `SubscriptionTable.by_sid` directly (hot path);
 everything else goes through the methods.
 """
 

@@ -6,7 +6,7 @@ Delivery modes:
 - ``async def`` callback: run by the subscription's own task, one message at a time, in order;
 - no callback: ``async for msg in sub.messages`` / ``await sub.next_msg(timeout)``;
 - frames callback (``Client.subscribe_frames``): header-carrying messages in whole runs as raw frames,
-  ``cb(buf, offsets)``, no :class:`Msg` per message (a bulk reader's path).
+  ``cb(buf, offsets)``, no [`Msg`][] per message (a bulk reader's path).
 
 Messages wait in a deque bounded by ``pending_msgs_limit`` / ``pending_bytes_limit``; beyond that they
 are dropped and a ``SlowConsumerError`` goes to the client's ``error_cb`` (once per slow episode, like nats.go).

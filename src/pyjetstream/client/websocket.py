@@ -5,8 +5,8 @@ nats.go's ``websocket.go`` client side: an HTTP/1.1 upgrade on the server's WebS
 message (masked, as a client must), each received message's payload fed to the parser as if it
 came from TCP. ``wss://`` runs TLS from the first byte, before the upgrade; there is no TLS
 upgrade after INFO as on a ``tls://`` connection. The connection above sees a
-:class:`~pyjetstream.client.transport.WireProtocol` like any other, whose ``transport`` is a
-:class:`WebSocketTransport`: nothing else in the client knows about WebSocket.
+`WireProtocol` like any other, whose ``transport`` is a
+`WebSocketTransport`: nothing else in the client knows about WebSocket.
 
 The framing and the upgrade are wsproto's (sans-IO, the same library the embedded server uses
 on its side). Compression (permessage-deflate) is not asked for: the server then sends plain

@@ -5,7 +5,7 @@
     df = spark.read.format("jetstream").option("servers", url).option("stream", "ORDERS").load()
 
 ``register`` also turns on Python data source filter pushdown for the session.
-:func:`local_session` builds a local SparkSession tuned for short jobs (tests, the pipeline).
+[`local_session`][] builds a local SparkSession tuned for short jobs (tests, the pipeline).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def register(spark: SparkSession) -> None:
 
 
 def local_session(*args: object, **kwargs: object) -> SparkSession:
-    """A local SparkSession with the data source registered (see :func:`.session.local_session`)."""
+    """A local SparkSession with the data source registered (see [`session.local_session`][pyjetstream.spark.session.local_session])."""
     from pyjetstream.spark.session import local_session as build
 
     return build(*args, **kwargs)  # type: ignore[arg-type]

@@ -192,13 +192,13 @@ _MAX_TRIM_STEPS = 8  # whitespace runs longer than this at a name's or value's e
 
 
 def header_ranges_array(lines: pa.BinaryArray, typ: pa.DataType, drop: frozenset[str]) -> pa.Array | None:
-    """:func:`header_lines_array` of ``lines`` (each row's raw header lines; empty: no headers) with
+    """`header_lines_array` of ``lines`` (each row's raw header lines; empty: no headers) with
     numpy over the array's one data buffer: the CRLFs split a row into lines (as ``split_pattern``
     does), each line's first colon splits name and value, the ASCII whitespace at their ends is
     stepped over, and Arrow copies the names and values once — no list-of-lines array, no string
     split or trim per line; the repeated-name check is a count per (row, name) when names are few.
     None where it would take a slower road (a row that is not UTF-8 or repeats a name, a long
-    whitespace run): the caller then asks :func:`header_lines_array`."""
+    whitespace run): the caller then asks `header_lines_array`."""
     n = len(lines)
     if lines.null_count or lines.type != pa.binary():
         return None
@@ -271,7 +271,7 @@ def header_ranges_array(lines: pa.BinaryArray, typ: pa.DataType, drop: frozenset
 
 def _trimmed(a: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The ranges ``[lo, hi)`` of ``a`` without the ASCII whitespace at their ends (what
-    ``utf8_trim`` with :data:`_ASCII_SPACE` removes), a byte a step; None past :data:`_MAX_TRIM_STEPS`."""
+    ``utf8_trim`` with `_ASCII_SPACE` removes), a byte a step; None past `_MAX_TRIM_STEPS`."""
     lo, hi = lo.copy(), hi.copy()
     top = len(a) - 1
     for bound, step in ((lo, 1), (hi, -1)):

@@ -1,5 +1,5 @@
 """Batch publishing for one write task: fast-ingest (``publishMode=fast``) and atomic batches
-(``publishMode=atomic``), on the client's :meth:`JetStream.fast_publisher` / :meth:`JetStream.batch_publisher`.
+(``publishMode=atomic``), on the client's [`JetStream.fast_publisher`][pyjetstream.client.jetstream.context.JetStream.fast_publisher] / [`JetStream.batch_publisher`][pyjetstream.client.jetstream.context.JetStream.batch_publisher].
 
 Both keep the sink exactly-once through the rows' ``Nats-Msg-Id`` (derived or given), because
 nats-server 2.15 honours message ids inside batches (``checkMsgHeadersPreClusteredProposal``,
@@ -13,7 +13,7 @@ jetstream_batching.go), each in its own way:
   (10201 *atomic publish batch contains duplicate message id*): nothing of it is stored. A retried
   task whose rows were (partly) stored by an earlier attempt gets that answer for the batches that
   overlap; their rows are then published one by one with the same ids (the pipelined
-  :class:`.publisher.Publisher`), which stores exactly the missing ones. Batches hold at most
+  `publisher.Publisher`), which stores exactly the missing ones. Batches hold at most
   ``atomicBatchSize`` rows (nats-server's per-batch limit, ``limits { batch { max_msgs } }``, is
   1000 by default; a lower one refuses a larger batch with 10199 *atomic publish batch is too
   large: N*, which fails the task: the limit is not visible to a client). A batch is staged in full

@@ -2,7 +2,7 @@
 
 Planning (driver): the stream must exist (checked when the reader is created), pushed
 filters and the ``start*``/``end*`` options narrow the range, which is then split evenly by
-sequence into ``partitions`` ranges. Each task reads exactly its range (:mod:`.partition`).
+sequence into ``partitions`` ranges. Each task reads exactly its range (`partition`).
 The range is fixed at planning time: messages published while the query runs are not read.
 
 Spark 4.3 caveat (a Spark bug, not ours to fix from Python): Spark keeps the last planned

@@ -2,7 +2,7 @@
 
 Spark calls ``read``/``write`` synchronously in a Python worker process and consumes or
 produces an iterator, so each task owns an event loop that it runs step by step
-(:class:`TaskLoop`): between two steps the loop is idle and the task is free to hand an
+(`TaskLoop`): between two steps the loop is idle and the task is free to hand an
 Arrow batch to Spark. No thread is involved, so there is no GIL ping-pong on the hot path.
 """
 
@@ -36,7 +36,7 @@ def ssl_context(opts: ConnectOptions) -> ssl.SSLContext | None:
 
 
 def connect_kwargs(opts: ConnectOptions) -> dict[str, Any]:
-    """Keyword arguments for :func:`pyjetstream.client.connect` (also usable for the client API)."""
+    """Keyword arguments for [`pyjetstream.client.connect`][pyjetstream.client.connect] (also usable for the client API)."""
     kwargs: dict[str, Any] = {
         "name": opts.name,
         "connect_timeout": opts.connect_timeout,

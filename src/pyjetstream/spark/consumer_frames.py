@@ -1,9 +1,9 @@
 """A consumer's deliveries to Arrow columns with array operations: no Python step per row.
 
-The consumer reader (:mod:`.range_reader`) takes its deliveries as raw frames
+The consumer reader (`range_reader`) takes its deliveries as raw frames
 (``Client.subscribe_frames``): buffers and each frame's header block and payload offsets, with the
 frame's control line ``HMSG <subject> <sid> <reply> <hdr> <total>`` right before its header block.
-:class:`ConsumerFrames` keeps them as received and builds a batch's columns at once:
+`ConsumerFrames` keeps them as received and builds a batch's columns at once:
 
 - the control lines are byte ranges (each ends two bytes before its header block and starts two
   after the previous frame's payload); Arrow splits them at the spaces: subject and reply subject;
@@ -13,8 +13,8 @@ frame's control line ``HMSG <subject> <sid> <reply> <hdr> <total>`` right before
 - the header block is the message's own (``NATS/1.0`` and its lines), the payload one slice.
 
 A batch with a row in another shape (the ack subject's longer form with a domain and an account
-hash, a line with other fields) is built row by row instead (:func:`_parsed_rows`), so the result
-is the same as the one-message-at-a-time reader's (:class:`.arrow_batch.MessageColumns`).
+hash, a line with other fields) is built row by row instead (`_parsed_rows`), so the result
+is the same as the one-message-at-a-time reader's (`arrow_batch.MessageColumns`).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class ConsumerFrames:
             self.n += len(h)
 
     def add_msg(self, subject: str, reply: str, raw_headers: bytes | None, data: bytes) -> None:
-        """A delivery that came as a :class:`Msg` (one without headers): framed as it came, so it
+        """A delivery that came as a [`Msg`][] (one without headers): framed as it came, so it
         keeps its place in the batch."""
         hdr = raw_headers or b""
         line = b"HMSG %s 0 %s %d %d\r\n" % (subject.encode(), reply.encode(), len(hdr), len(hdr) + len(data))

@@ -6,15 +6,15 @@ if a filter is given), each as a reply carrying ``Nats-Sequence`` / ``Nats-Subje
 ``Nats-Time-Stamp``, then a ``204 EOB`` status with ``Nats-Num-Pending`` (what matches after the
 last one sent). No consumer is created, nothing is left behind on the server. This mirrors
 nats-server's ``getDirectRequest`` batch mode (2.11, API level 1); the stream must have
-``allow_direct``. :mod:`.partition` decides when this reader serves a read.
+``allow_direct``. `partition` decides when this reader serves a read.
 
 The read stops when a message past the range's last sequence arrives (dropped), the range's
 last sequence was read, the server says nothing more matches (``Nats-Num-Pending: 0`` or
 ``404``). The ``headers`` column is the message's own headers, without those direct get adds.
 
-The replies come as raw frames (:meth:`Client.subscribe_frames` with the parser's array run finder
-:func:`~pyjetstream.protocol.frame_scan.hmsg_run`: every frame of a received chunk in one call, as
-offset arrays, no step per frame); they are kept as received (:class:`.reply_frames.ReplyFrames`)
+The replies come as raw frames ([`Client.subscribe_frames`][pyjetstream.client.connection.Client.subscribe_frames] with the parser's array run finder
+`hmsg_run`: every frame of a received chunk in one call, as
+offset arrays, no step per frame); they are kept as received (`reply_frames.ReplyFrames`)
 and a batch's columns are built from the bytes with array operations when Spark takes it. Per chunk
 the reader only tells statuses from messages (one array compare) and reads the last message's
 sequence (one regex match), which moves the cursor and tells whether the range's end was passed.

@@ -1,9 +1,9 @@
-"""The JetStream calls the data source makes, on the client API (:mod:`pyjetstream.client.jetstream`).
+"""The JetStream calls the data source makes, on the client API (`pyjetstream.client.jetstream`).
 
 Control plane only: stream info, and ephemeral "range" consumers — pull, ``AckNone``, in
 memory, one replica, removed by the server after ``inactive_threshold`` if a task dies
 before deleting it (the shape of nats.go's ordered consumer). The data plane (pulling
-messages into Arrow columns) is in :mod:`.range_reader`, on the core connection.
+messages into Arrow columns) is in `range_reader`, on the core connection.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ class MsgIdGenerator:
 
     def framed_ids(self, subjects: list[str], datas: list[bytes], head: bytes, tail: bytes) -> list[bytes]:
         """``head + id + tail`` for each row (``subjects[i]``, ``datas[i]``, no headers of its own):
-        the ids :meth:`next_id` gives, in the same order, as a header block's bytes — one loop for
+        the ids `next_id` gives, in the same order, as a header block's bytes — one loop for
         an Arrow batch instead of a call, a ``str`` and its encoding per row."""
         counts = self._counts
         get = counts.get

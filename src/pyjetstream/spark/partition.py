@@ -1,12 +1,12 @@
-"""One partition's read: the range and how far it got, and :func:`read_range`, which picks the reader.
+"""One partition's read: the range and how far it got, and `read_range`, which picks the reader.
 
 A partition reads stream sequences ``first..last`` on one connection, with one of two readers that
-share a :class:`.range_cursor.RangeCursor` (the range, the last sequence read, the rows not yet handed to Spark):
+share a `range_cursor.RangeCursor` (the range, the last sequence read, the rows not yet handed to Spark):
 
-- :class:`.range_reader.RangeReader`, an ephemeral pull consumer over the range (the default: per
+- `range_reader.RangeReader`, an ephemeral pull consumer over the range (the default: per
   row the cheaper path on both servers; nats-server 2.15.1 spends ~4 µs of CPU per delivery against
   ~14 µs per batched direct-get reply);
-- :class:`.direct_reader.DirectRangeReader`, batched direct get (one request brings a batch of
+- `direct_reader.DirectRangeReader`, batched direct get (one request brings a batch of
   messages, no consumer), with ``directGet=true`` where the server (API level ≥ 1, nats-server
   2.11+) and the stream (``allow_direct``) allow it and at most one subject filters the read.
 """

@@ -92,7 +92,7 @@ def _caller(opts: JetStreamOptions, conn: DriverConnection | None) -> Caller:
 
 
 def stream_state(opts: JetStreamOptions, conn: DriverConnection | None = None) -> StreamState:
-    """The stream's state now (raises :class:`StreamNotFoundError` for a missing stream)."""
+    """The stream's state now (raises `StreamNotFoundError` for a missing stream)."""
     stream = require_stream(opts)
 
     async def step(api: JetStreamApi) -> StreamState:

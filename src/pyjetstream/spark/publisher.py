@@ -63,8 +63,8 @@ class _Due:
 
 class Publisher:
     """The in-flight messages are ``token -> (subject, data, headers)``; their deadlines are one
-    :class:`_Due` per send, in a heap by deadline. A token re-sent (after a timeout or a 503) is
-    owned by its newest :class:`_Due` (``_owner``, only for re-sent tokens), so an older one that
+    `_Due` per send, in a heap by deadline. A token re-sent (after a timeout or a 503) is
+    owned by its newest `_Due` (``_owner``, only for re-sent tokens), so an older one that
     still lists it leaves it alone."""
 
     def __init__(self, nc: Client, *, window: int, ack_timeout: float, retries: int) -> None:
@@ -94,7 +94,7 @@ class Publisher:
 
     async def publish_many(self, messages: Iterable[Message]) -> None:
         """Send messages, waiting for acks whenever ``window`` of them are unacknowledged: each
-        time there is room, as many as fit go out in one run (:meth:`Client.publish_requests_nowait`)."""
+        time there is room, as many as fit go out in one run ([`Client.publish_requests_nowait`][pyjetstream.client.connection.Client.publish_requests_nowait])."""
         inflight = self._inflight
         window = self.window
         rows = iter(messages)
@@ -208,7 +208,7 @@ class Publisher:
                 owner[token] = due
 
     def _on_acks(self, subjects: list[bytes], payloads: list[bytes]) -> None:
-        """The PubAcks of a received chunk (``Client.subscribe_runs``: no :class:`Msg` each)."""
+        """The PubAcks of a received chunk (``Client.subscribe_runs``: no [`Msg`][] each)."""
         inflight = self._inflight
         skip = len(self._prefix)
         acked = self._acked

@@ -1,6 +1,6 @@
 """How far a partition's read of a sequence range got, and the rows it has not handed to Spark yet.
 
-Both partition readers (:mod:`.direct_reader`, :mod:`.range_reader`) keep their progress here.
+Both partition readers (`direct_reader`, `range_reader`) keep their progress here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ __all__ = ["Columns", "RangeCursor"]
 
 
 class Columns(Protocol):
-    """What a cursor collects rows in (:mod:`.arrow_batch`)."""
+    """What a cursor collects rows in (`arrow_batch`)."""
 
     def __len__(self) -> int: ...
 

@@ -1,5 +1,5 @@
 """Read one sequence range of a stream through a consumer: a partition's reader where batched
-direct get cannot serve the read (:mod:`.partition` picks).
+direct get cannot serve the read (`partition` picks).
 
 An ephemeral pull consumer starts at the range's first sequence (``AckNone``: nothing to
 ack, nothing left behind) and is asked for at most as many messages as sequences remain in
@@ -15,12 +15,12 @@ The stream's metadata comes from each message's ack reply subject
 needs no per-message request.
 
 The deliveries come as raw frames (``Client.subscribe_frames`` with the parser's array run finder
-:func:`~pyjetstream.protocol.frame_scan.hmsg_run`: every frame of a received chunk in one call, as
-offset arrays, no step per frame) and are kept as received (:class:`.consumer_frames.ConsumerFrames`,
+`hmsg_run`: every frame of a received chunk in one call, as
+offset arrays, no step per frame) and are kept as received (`consumer_frames.ConsumerFrames`,
 which builds a batch's columns with array operations); per chunk the reader reads only the last
-message's ack subject. A message without headers comes as a :class:`Msg` and joins the same batch.
+message's ack subject. A message without headers comes as a [`Msg`][] and joins the same batch.
 Where the read filters subjects itself (overlapping filters, or several on a server that takes one)
-every message comes as a :class:`Msg`. The next pull request goes out while the current one still
+every message comes as a [`Msg`][]. The next pull request goes out while the current one still
 has up to a batch to deliver, so the server sends while the reader builds and Spark consumes.
 """
 

@@ -1,11 +1,11 @@
 """Batched direct get replies to Arrow columns with array operations: no Python step per row.
 
 The replies arrive as raw frames (``Client.subscribe_frames``: buffers and the offsets of each
-frame's header block and payload). :class:`ReplyFrames` keeps them as received and builds a batch's
+frame's header block and payload). `ReplyFrames` keeps them as received and builds a batch's
 columns at once:
 
 - nats-server ends every reply's header block with the same lines in the same order
-  (:data:`~pyjetstream.api.headers.DIRECT_BATCH_TAIL`: ``dgb`` in stream.go, after the message's own
+  (`DIRECT_BATCH_TAIL`: ``dgb`` in stream.go, after the message's own
   headers), so the last eight CRs before a payload mark those lines: found for every row with one
   ``==`` over the bytes and a ``searchsorted``, checked label by label with array compares;
 - each field (subject, sequence, time stamp, the own header lines, the payload) is a byte range per
@@ -14,7 +14,7 @@ columns at once:
   (string, int64, timestamp) in C++.
 
 A batch with a row that is not in that layout (a server that writes the headers another way) is
-built row by row from a full header parse instead (:func:`_parsed_batch`), so the result is the same.
+built row by row from a full header parse instead (`_parsed_batch`), so the result is the same.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def _parsed_batch(
     s: np.ndarray,
     e: np.ndarray,
 ) -> pa.RecordBatch:
-    """The batch from a full header parse of each reply (a layout :func:`_tail_columns` does not know)."""
+    """The batch from a full header parse of each reply (a layout `_tail_columns` does not know)."""
     subjects: list[str] = []
     seqs: list[int] = []
     stamps: list[str] = []

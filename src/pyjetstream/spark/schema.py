@@ -6,7 +6,7 @@ Columns: ``stream``, ``subject``, ``sequence``, ``timestamp`` (store time, UTC, 
 ``decode=json``, null when the payload is not a JSON object of that shape). A schema
 given with ``.schema(...)`` decides the decoding by the type of its ``data`` column.
 
-Spark types only: the Arrow side (:mod:`.arrow_batch`) is imported where batches are built, so
+Spark types only: the Arrow side (`arrow_batch`) is imported where batches are built, so
 planning on the driver does not load pyarrow.
 """
 

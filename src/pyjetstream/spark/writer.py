@@ -9,10 +9,10 @@ With the ``bucket`` option rows are KV puts: ``key`` (or ``subject``) and ``valu
 there.
 
 Each task publishes its partition over its own connection, as ``publishMode`` says: ``async``
-(default) pipelined publishes with up to ``publishWindow`` unacked (:mod:`.publisher`), ``sync``
+(default) pipelined publishes with up to ``publishWindow`` unacked (`publisher`), ``sync``
 one at a time, ``fast`` one fast-ingest batch, ``atomic`` atomic batches of ``atomicBatchSize``
-rows (:mod:`.batch_publishing`). Rows without ``msg_id`` get a deterministic ``Nats-Msg-Id``
-(:mod:`.msgid`; disable with ``deriveMsgId=false``), so task retries and re-run micro-batches do
+rows (`batch_publishing`). Rows without ``msg_id`` get a deterministic ``Nats-Msg-Id``
+(`msgid`; disable with ``deriveMsgId=false``), so task retries and re-run micro-batches do
 not duplicate messages within the stream's duplicate window, in every mode.
 """
 
@@ -167,7 +167,7 @@ def messages_of(
 def _rows_with_encoded_headers(
     batch: pa.RecordBatch, layout: WriteLayout, ids: MsgIdGenerator | None
 ) -> Iterator[tuple[str, bytes, bytes | None]]:
-    """:func:`messages_of` for rows whose only headers are the derived message id and the expected
+    """`messages_of` for rows whose only headers are the derived message id and the expected
     stream: the header blocks are framed here for the whole batch (``api.headers.publish_block``),
     instead of a dict per row encoded by the client."""
     n = batch.num_rows

@@ -1,7 +1,7 @@
 """The pytest plugin: a NATS JetStream server for your tests, with no binary and no Docker.
 
 Installed with the package (the ``pytest11`` entry point ``pyjetstream.testing.plugin``), so the
-fixtures are simply there::
+fixtures are simply there:
 
     import pyjetstream as pjs
 
@@ -16,7 +16,7 @@ fixtures are simply there::
 
 Fixtures:
 
-- ``nats_server`` — the server (a :class:`~pyjetstream.testing.TestServer`): the embedded
+- ``nats_server`` — the server (a [`TestServer`][pyjetstream.testing.TestServer]): the embedded
   server on its own thread, started once per session and per configuration, JetStream on, its
   store in a temporary directory. ``nats_servers`` is the session-scoped pool behind it.
 - ``nats_url`` — its ``nats://`` URL, after a clean slate: on a server the plugin started, every
@@ -24,11 +24,11 @@ Fixtures:
   nothing to delete; no restart).
 - ``nc`` and ``js`` — a client connection and its JetStream context, connected for the test and
   closed after it: the asyncio client in ``async def`` tests (through pytest-asyncio), the
-  blocking client (:mod:`pyjetstream.sync`, on its own thread) in plain ``def`` tests.
-- ``nats_names`` — names for what a test creates (a :class:`~pyjetstream.testing.TestNames`):
+  blocking client ([`pyjetstream.sync`][pyjetstream.sync], on its own thread) in plain ``def`` tests.
+- ``nats_names`` — names for what a test creates (a [`TestNames`][pyjetstream.testing.TestNames]):
   ``nats_names("ORDERS")`` is ``ORDERS`` behind this session's prefix (``pytest_1a2b3c4d_ORDERS``).
 
-Configuration, per test or module, by marker (tests with the same arguments share one server)::
+Configuration, per test or module, by marker (tests with the same arguments share one server):
 
     @pytest.mark.nats_server(jetstream=False)
     @pytest.mark.nats_server(config={"max_payload": 65536})       # or NATS config-file text
@@ -211,7 +211,7 @@ def _mode(config: pytest.Config) -> str:
 
 
 def check_target(config: pytest.Config) -> None:
-    """Raise one :class:`pytest.UsageError` naming the option and its value when a server the
+    """Raise one `pytest.UsageError` naming the option and its value when a server the
     session would use cannot be had: an unknown kind or clean mode, a binary that is not there or
     is not a nats-server, a URL that is not a NATS URL or that nothing answers."""
     kinds = _kinds(config)

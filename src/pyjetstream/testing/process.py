@@ -51,7 +51,7 @@ def reference_binary() -> str:
 
 def server_command(kind: str, binary: str | None = None) -> list[str]:
     """The command that starts a server of ``kind``: ``"nats-server"`` (``binary`` or
-    :func:`reference_binary`), anything else the embedded server."""
+    `reference_binary`), anything else the embedded server."""
     if binary is not None:
         return [binary]
     if kind == "nats-server":
@@ -137,7 +137,7 @@ class ServerProcess:
 def start_on_loopback(
     command: Sequence[str], workdir: Path, *, env: Mapping[str, str] | None = None, timeout: float = 20.0
 ) -> tuple[ServerProcess, str]:
-    """Start a server (``command``: :func:`server_command` and any flags of its own) on a port of
+    """Start a server (``command``: `server_command` and any flags of its own) on a port of
     its choosing on 127.0.0.1, its ports file in ``workdir/ports`` and its log in
     ``workdir/server.log``; the process and its client URL once it listens. RuntimeError with the
     log when it does not start (the process is killed)."""

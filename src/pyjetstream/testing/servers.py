@@ -1,6 +1,6 @@
 """NATS servers for test suites: the embedded server on a thread, a nats-server binary, or a fixed URL.
 
-The pytest plugin (:mod:`pyjetstream.testing.plugin`) uses these, and so can any test harness::
+The pytest plugin ([`pyjetstream.testing.plugin`][pyjetstream.testing.plugin]) uses these, and so can any test harness:
 
     from pyjetstream.testing import ServerSpec, start_test_server
 
@@ -155,7 +155,7 @@ class TestNames:
 
     ``names("ORDERS")`` is ``<prefix>ORDERS``: a stream, a KV bucket or an object store of that
     name (and, by habit, subjects under it: ``f"{names('ORDERS')}.*"``) is the tests'. On a server
-    the tests did not start, only those are deleted (:meth:`owns` tells them apart), so tests can
+    the tests did not start, only those are deleted ([`owns`][] tells them apart), so tests can
     share a server with streams that are not theirs, and test sessions can share it with each other.
     """
 
@@ -215,7 +215,7 @@ class TestServer:
     def clean(self, prefix: str | None = None) -> list[str]:
         """Delete streams of the account (KV and object buckets are streams); returns their names.
 
-        With ``prefix``: only those a :class:`TestNames` of that prefix named (the stream
+        With ``prefix``: only those a [`TestNames`][] of that prefix named (the stream
         ``<prefix>X``, the KV bucket's ``KV_<prefix>X``, the object store's ``OBJ_<prefix>X``);
         without: every stream (a server started for the tests holds nothing else).
 
@@ -245,13 +245,13 @@ class TestServer:
 
 @dataclass
 class EmbeddedTestServer(TestServer):
-    """The embedded server on its own thread and event loop (:class:`pyjetstream.ServerThread`)."""
+    """The embedded server on its own thread and event loop ([`pyjetstream.ServerThread`][pyjetstream.ServerThread])."""
 
     thread: Any = None
 
     @property
     def server(self) -> Any:
-        """The :class:`pyjetstream.Server` itself (its options, JetStream engine, monitoring)."""
+        """The [`pyjetstream.Server`][pyjetstream.Server] itself (its options, JetStream engine, monitoring)."""
         return self.thread.server
 
     def stop(self) -> None:
@@ -288,8 +288,8 @@ class BinaryTestServer(TestServer):
 class ExternalTestServer(TestServer):
     """A server someone else runs (``--nats-server-url``): used as it is, never started or stopped.
 
-    Its streams are not the tests' to delete: :meth:`clean` takes the prefix of the streams the
-    tests named (:class:`TestNames`), or ``everything=True`` (for a server, or an account, kept for
+    Its streams are not the tests' to delete: [`clean`][] takes the prefix of the streams the
+    tests named ([`TestNames`][]), or ``everything=True`` (for a server, or an account, kept for
     the tests alone).
     """
 

@@ -8,9 +8,9 @@
     async for msg in await consumer.fetch(10):
         await msg.ack()
 
-Modules: :mod:`.context` (JetStream), :mod:`.stream`, :mod:`.consumer` / :mod:`.pull` / :mod:`.consume`
-(receiving), :mod:`.ordered`, :mod:`.msg`, :mod:`.publish`, :mod:`.errors`, :mod:`.kv`,
-:mod:`.object_store`, :mod:`.sync` (blocking facade), :mod:`.config` (model constructors).
+Modules: `context` (JetStream), `stream`, `consumer` / `pull` / `consume`
+(receiving), `ordered`, [`msg`][pyjetstream.client.jetstream.msg], `publish`, [`errors`][pyjetstream.client.jetstream.errors], `kv`,
+`object_store`, [`sync`][pyjetstream.client.jetstream.sync] (blocking facade), `config` (model constructors).
 """
 
 from pyjetstream.api.ack import MsgMetadata

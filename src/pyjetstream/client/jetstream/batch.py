@@ -2,7 +2,7 @@
 
 Both are async context managers that cannot leave a half-open batch behind.
 
-**Atomic** (:class:`BatchPublisher`, ``js.batch_publisher()``; stream ``allow_atomic``): every
+**Atomic** ([`BatchPublisher`][], ``js.batch_publisher()``; stream ``allow_atomic``): every
 message carries ``Nats-Batch-Id`` and ``Nats-Batch-Sequence`` (1, 2, …); nothing is stored until the
 commit, then all or nothing, with one PubAck (``batch``, ``count``). The first message is a request
 (the server answers an empty message, or the error: atomic publish disabled …), later ones are plain
@@ -11,7 +11,7 @@ publishes (every ``ack_every``-th a request, as flow control). The last carries
 ``async with`` without a commit *discards* the batch at once: one more message with a sequence gap
 makes the server abandon it (10176) instead of holding it for its 10 s timeout.
 
-**Fast ingest** (:class:`FastPublisher`, ``js.fast_publisher()``; stream ``allow_batched``): not
+**Fast ingest** ([`FastPublisher`][], ``js.fast_publisher()``; stream ``allow_batched``): not
 atomic and not limited in size — the fastest way to load a stream. The control state travels in the
 reply subject ``<inbox>.<id>.<flow>.<gap>.<seq>.<op>.$FI`` (op 0 start, 1 append, 2 commit, 3 commit
 without storing, 4 ping) on one inbox subscription per batch. The server answers the first message
@@ -87,7 +87,7 @@ def _with_batch(headers: Headers | bytes | None, extra: list[tuple[str, str]]) -
 
 def _headers(headers: HeadersArg, options: dict[str, Any]) -> Headers | bytes | None:
     """``publish_headers`` of the user's headers and options; an encoded block (``bytes``, see
-    :data:`pyjetstream.client.msg.HeadersArg`) is sent as it is, so it takes no options."""
+    `pyjetstream.client.msg.HeadersArg`) is sent as it is, so it takes no options."""
     if isinstance(headers, bytes):
         if options:
             raise InvalidOption("publish options cannot be added to an encoded header block")
@@ -151,8 +151,8 @@ class BatchPublisher:
             await nc.publish(subject, data, headers=hdrs)
 
     async def add_many(self, messages: Sequence[tuple[str, bytes, HeadersArg]]) -> None:
-        """:meth:`add` of each ``(subject, data, headers)`` in order (no publish options): the
-        messages :meth:`add` sends as requests (the first, every ``ack_every``-th) one by one, the
+        """[`add`][] of each ``(subject, data, headers)`` in order (no publish options): the
+        messages [`add`][] sends as requests (the first, every ``ack_every``-th) one by one, the
         plain publishes between them as one run (``Client.publish_many_nowait``) — for a bulk
         loader (the Spark sink's ``publishMode=atomic``)."""
         nc = self._js.nc
@@ -413,9 +413,9 @@ class FastPublisher:
         return FastPubAck(seq, self._acked)
 
     async def add_many(self, messages: Sequence[tuple[str, bytes, HeadersArg]]) -> None:
-        """:meth:`add` of each ``(subject, data, headers)`` in order (no publish options), every run
+        """[`add`][] of each ``(subject, data, headers)`` in order (no publish options), every run
         that flow control lets out sent at once (``Client.publish_requests_nowait``), with the same
-        waits as :meth:`add` — for a bulk loader (the Spark sink's ``publishMode=fast``)."""
+        waits as [`add`][] — for a bulk loader (the Spark sink's ``publishMode=fast``)."""
         i = 0
         if messages and not self._seq:  # the first goes alone: its answer says whether the stream takes it
             subject, data, headers = messages[0]

@@ -1,7 +1,7 @@
 """Friendlier constructors for the shared config models (they return the models themselves).
 
 ``ConsumerConfig(durable="CONS", ack_policy=AckPolicy.EXPLICIT, ack_wait=timedelta(seconds=30))``
-builds a :class:`pyjetstream.api.ConsumerConfig`: ``durable`` is accepted for the wire's
+builds a `pyjetstream.api.ConsumerConfig`: ``durable`` is accepted for the wire's
 ``durable_name`` (nats.go's field name), and duration fields accept a ``timedelta`` as well as int
 nanoseconds; times accept a ``datetime``. ``StreamConfig`` does the same for the stream model.
 ``isinstance(x, ConsumerConfig)`` is true for the shared model's instances.
@@ -60,7 +60,7 @@ class _ModelFactory(type):
 
 
 class ConsumerConfig(metaclass=_ModelFactory):
-    """Build a :class:`pyjetstream.api.ConsumerConfig` (``durable=`` and ``timedelta`` accepted)."""
+    """Build a `pyjetstream.api.ConsumerConfig` (``durable=`` and ``timedelta`` accepted)."""
 
     _model = models_consumer.ConsumerConfig
     _durations = _CONSUMER_DURATIONS
@@ -68,7 +68,7 @@ class ConsumerConfig(metaclass=_ModelFactory):
 
 
 class StreamConfig(metaclass=_ModelFactory):
-    """Build a :class:`pyjetstream.api.StreamConfig` (``timedelta`` accepted for durations)."""
+    """Build a `pyjetstream.api.StreamConfig` (``timedelta`` accepted for durations)."""
 
     _model = models_stream.StreamConfig
     _durations = _STREAM_DURATIONS

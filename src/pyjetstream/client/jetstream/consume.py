@@ -1,4 +1,4 @@
-"""``consume`` (messages to a handler) and ``messages`` (an iterator), both over a :class:`PullSession`.
+"""``consume`` (messages to a handler) and ``messages`` (an iterator), both over a `PullSession`.
 
 Handlers may be plain functions (run as each message is read, on the event loop) or ``async``
 functions (run one at a time, in order, by the context's own task). Either way a message counts as
@@ -197,7 +197,7 @@ class ConsumeContext:
 class MessagesContext:
     """``await it.next()`` or ``async for msg in it``; ``stop()`` ends it, ``await drain()`` first
     hands out what was received. Errors (missed heartbeats, a deleted consumer) are raised by ``next``;
-    after ``stop`` it raises :class:`MsgIteratorClosed` (and ``async for`` ends)."""
+    after ``stop`` it raises [`MsgIteratorClosed`][] (and ``async for`` ends)."""
 
     def __init__(
         self,

@@ -2,10 +2,10 @@
 
 Receiving follows nats.go's simplified API (ADR-37):
 
-- ``fetch(n)`` / ``fetch_bytes(b)`` / ``fetch_no_wait(n)``: one pull request, a :class:`MessageBatch`;
+- ``fetch(n)`` / ``fetch_bytes(b)`` / ``fetch_no_wait(n)``: one pull request, a [`MessageBatch`][];
 - ``next()``: a single message;
-- ``consume(handler)``: continuous, pre-buffered pulling into a handler (:class:`ConsumeContext`);
-- ``messages()``: the same as an async iterator (:class:`MessagesContext`).
+- ``consume(handler)``: continuous, pre-buffered pulling into a handler ([`ConsumeContext`][]);
+- ``messages()``: the same as an async iterator ([`MessagesContext`][]).
 
 Each of them takes the priority-group options of a pull (ADR-42, 2.11+): ``group``, and
 ``min_pending`` / ``min_ack_pending`` (overflow) or ``priority`` (prioritized, 2.12+). On a
@@ -103,7 +103,7 @@ class PullConsumer(ConsumerHandle):
         """Up to ``batch`` messages in one request, waiting at most ``max_wait`` seconds for them.
 
         Heartbeats (5 s) are requested for waits of 10 s and more unless ``heartbeat`` says otherwise
-        (0 disables them); two missed heartbeats end the batch with :class:`NoHeartbeat`.
+        (0 disables them); two missed heartbeats end the batch with [`NoHeartbeat`][pyjetstream.client.jetstream.errors.NoHeartbeat].
         """
         if batch <= 0:
             raise InvalidOption("batch must be positive")
@@ -284,7 +284,7 @@ class PullConsumer(ConsumerHandle):
     ) -> MessagesContext:
         """Continuous, pre-buffered pulling as an iterator: ``await it.next()`` / ``async for msg in it``.
 
-        Same options as :meth:`consume`; ``max_messages=1`` fetches one by one (work queues).
+        Same options as [`consume`][]; ``max_messages=1`` fetches one by one (work queues).
         """
         prio = await self._priority(group, min_pending, min_ack_pending, priority)
         opts = PullOptions.build(

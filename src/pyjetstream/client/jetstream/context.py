@@ -2,8 +2,8 @@
 
 Every management call is a request to the JetStream API (``$JS.API.…``, or ``$JS.<domain>.API.…`` /
 a custom prefix) whose JSON answer is decoded with the shared API models; an error in the answer is
-raised as the matching :mod:`~pyjetstream.client.jetstream.errors` class. No responders on the API
-means JetStream is not enabled (:class:`JetStreamNotEnabled`).
+raised as the matching [`errors`][pyjetstream.client.jetstream.errors] class. No responders on the API
+means JetStream is not enabled ([`JetStreamNotEnabled`][]).
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def _same_consumer_config(requested: ConsumerConfig, existing: ConsumerConfig) -
 
 
 class JetStream:
-    """JetStream on one core connection (nats.go ``jetstream.JetStream``); create with :func:`jetstream`."""
+    """JetStream on one core connection (nats.go ``jetstream.JetStream``); create with [`jetstream`][]."""
 
     def __init__(
         self,
@@ -253,7 +253,7 @@ class JetStream:
         return level
 
     async def require(self, feature: Feature) -> None:
-        """Raise :class:`FeatureNotSupported` unless the server's API level has ``feature``."""
+        """Raise [`FeatureNotSupported`][] unless the server's API level has ``feature``."""
         level = await self.api_level()
         if level < feature.level:
             raise FeatureNotSupported(feature, level, str(self.nc.server_info.get("version", "")))
@@ -304,14 +304,14 @@ class JetStream:
     # --- streams -------------------------------------------------------------------------------------
 
     async def create_stream(self, config: StreamConfig) -> Stream:
-        """Create a stream (idempotent for an identical config; else :class:`StreamNameAlreadyInUse`)."""
+        """Create a stream (idempotent for an identical config; else `StreamNameAlreadyInUse`)."""
         validate_stream_name(config.name)
         await self._require_stream_features(config)
         resp = await self._request(self.api.stream_create(config.name), config, StreamCreateResponse)
         return Stream(self, resp.payload())
 
     async def update_stream(self, config: StreamConfig) -> Stream:
-        """Update an existing stream (:class:`StreamNotFound` if there is none)."""
+        """Update an existing stream ([`StreamNotFound`][] if there is none)."""
         validate_stream_name(config.name)
         await self._require_stream_features(config)
         resp = await self._request(self.api.stream_update(config.name), config, StreamUpdateResponse)
@@ -372,7 +372,7 @@ class JetStream:
                 return
 
     async def stream_name_by_subject(self, subject: str) -> str:
-        """The name of the stream that stores ``subject`` (:class:`StreamNotFound` if none)."""
+        """The name of the stream that stores ``subject`` ([`StreamNotFound`][] if none)."""
         if not subject or any(c.isspace() for c in subject):
             raise InvalidSubject(f"invalid subject {subject!r}")
         req = StreamNamesRequest(subject=subject)
@@ -384,12 +384,12 @@ class JetStream:
     # --- consumers -------------------------------------------------------------------------------------
 
     async def create_consumer(self, stream: str, config: ConsumerConfig) -> PullConsumer:
-        """Create a consumer; an existing one with a different config raises :class:`ConsumerExists`.
+        """Create a consumer; an existing one with a different config raises [`ConsumerExists`][].
         Without ``durable_name``/``name`` it is an ephemeral consumer with a generated name."""
         return await self._upsert_consumer(stream, config, ConsumerAction.CREATE)
 
     async def update_consumer(self, stream: str, config: ConsumerConfig) -> PullConsumer:
-        """Update an existing consumer (:class:`ConsumerDoesNotExist` if missing)."""
+        """Update an existing consumer ([`ConsumerDoesNotExist`][] if missing)."""
         return await self._upsert_consumer(stream, config, ConsumerAction.UPDATE)
 
     async def create_or_update_consumer(self, stream: str, config: ConsumerConfig) -> PullConsumer:
@@ -406,7 +406,7 @@ class JetStream:
         return await self._upsert_push_consumer(stream, config, ConsumerAction.CREATE_OR_UPDATE)
 
     async def push_consumer(self, stream: str, name: str) -> PushConsumer:
-        """A handle on an existing push consumer (:class:`NotPushConsumer` for a pull consumer)."""
+        """A handle on an existing push consumer ([`NotPushConsumer`][] for a pull consumer)."""
         info = await self._consumer_info(stream, name)
         if not info.config.deliver_subject:
             raise NotPushConsumer()
@@ -464,7 +464,7 @@ class JetStream:
                 raise ConsumerExists()
 
     async def consumer(self, stream: str, name: str) -> PullConsumer:
-        """A handle on an existing consumer (:class:`ConsumerNotFound` if missing)."""
+        """A handle on an existing consumer ([`ConsumerNotFound`][] if missing)."""
         return PullConsumer(self, stream, await self._consumer_info(stream, name))
 
     async def _consumer_info(self, stream: str, name: str) -> ConsumerInfo:
@@ -571,17 +571,17 @@ class JetStream:
         retry_wait: float | None = None,
         timeout: float | None = None,
     ) -> PubAck:
-        """Publish into a stream and wait for its :class:`PubAck`.
+        """Publish into a stream and wait for its [`PubAck`][].
 
         ``msg_id`` deduplicates within the stream's window; the ``expect_*`` options make the stream
-        refuse the message unless they hold (:class:`WrongLastSequence` …); with
+        refuse the message unless they hold (`WrongLastSequence` …); with
         ``expect_last_subject`` (2.11+), ``expect_last_sequence_per_subject`` is checked against the
         last message on that subject filter. ``ttl`` (seconds, a timedelta or ``"never"``; 2.11+,
         the stream needs ``allow_msg_ttl``) expires this message; ``schedule`` (a
-        :class:`MsgSchedule`; 2.12+) makes it a schedule the server publishes from. No responders
+        [`MsgSchedule`][]; 2.12+) makes it a schedule the server publishes from. No responders
         (no stream, or a leader change) is retried ``retry_attempts`` times (``-1``: forever) every
-        ``retry_wait`` seconds, then :class:`NoStreamResponse`. An option the server's API level
-        lacks raises :class:`FeatureNotSupported` before anything is sent.
+        ``retry_wait`` seconds, then [`NoStreamResponse`][]. An option the server's API level
+        lacks raises [`FeatureNotSupported`][] before anything is sent.
         """
         hdrs = publish_headers(
             headers,
@@ -631,11 +631,11 @@ class JetStream:
         schedule: MsgSchedule | None = None,
         stall_wait: float | None = None,
     ) -> PubAckFuture:
-        """Publish without waiting for the ack: returns a future of the :class:`PubAck`.
+        """Publish without waiting for the ack: returns a future of the [`PubAck`][].
 
         Many publishes are in flight at once over one reply subscription. When
         ``publish_async_max_pending`` are outstanding this waits for room (at most ``stall_wait``
-        seconds if given) or, without backpressure, raises :class:`TooManyStalledMsgs` at once.
+        seconds if given) or, without backpressure, raises [`TooManyStalledMsgs`][pyjetstream.client.jetstream.errors.TooManyStalledMsgs] at once.
         The options are ``publish``'s.
         """
         hdrs = publish_headers(
@@ -701,7 +701,7 @@ class JetStream:
         progress: ProgressCallback | None = None,
     ) -> BackupProgress:
         """Back ``stream`` up into ``directory`` as the nats CLI does (``backup.json`` + ``stream.tar.s2``);
-        see :mod:`.backup`."""
+        see `backup`."""
         validate_stream_name(stream)
         return await backup_stream(self, stream, directory, consumers=consumers, check=check, progress=progress)
 
@@ -716,15 +716,15 @@ class JetStream:
     # --- key-value buckets (kv.KeyValueManager) --------------------------------------------------------
 
     async def key_value(self, bucket: str) -> KeyValue:
-        """Bind to an existing bucket (:class:`BucketNotFound` if there is none)."""
+        """Bind to an existing bucket (`BucketNotFound` if there is none)."""
         return await self._kv.key_value(bucket)
 
     async def create_key_value(self, config: KeyValueConfig) -> KeyValue:
-        """Create a bucket (idempotent for an identical config; else :class:`BucketExists`)."""
+        """Create a bucket (idempotent for an identical config; else `BucketExists`)."""
         return await self._kv.create_key_value(config)
 
     async def update_key_value(self, config: KeyValueConfig) -> KeyValue:
-        """Change an existing bucket's configuration (:class:`BucketNotFound` if there is none)."""
+        """Change an existing bucket's configuration (`BucketNotFound` if there is none)."""
         return await self._kv.update_key_value(config)
 
     async def create_or_update_key_value(self, config: KeyValueConfig) -> KeyValue:
@@ -744,7 +744,7 @@ class JetStream:
     # --- object stores (object_store.ObjectStoreManager) -----------------------------------------------
 
     async def object_store(self, bucket: str) -> ObjectStore:
-        """Bind to an existing bucket (:class:`BucketNotFound` if there is none)."""
+        """Bind to an existing bucket (`BucketNotFound` if there is none)."""
         return await self._obj.object_store(bucket)
 
     async def create_object_store(self, config: ObjectStoreConfig) -> ObjectStore:

@@ -1,4 +1,4 @@
-"""Counters on a stream (ADR-49, 2.12+): ``js.counter("HITS")`` → :class:`Counter`.
+"""Counters on a stream (ADR-49, 2.12+): ``js.counter("HITS")`` → [`Counter`][].
 
 A counter stream has ``allow_msg_counter``: publishing an empty body with ``Nats-Incr: +N`` / ``-N``
 adds to the subject's total, the PubAck carries the new total (``val``) and the stored message is
@@ -36,7 +36,7 @@ class CounterEntry:
 
 
 def parse_counter_msg(msg: RawStreamMsg) -> CounterEntry:
-    """A stored counter message as an entry (the body and headers decoded by :mod:`pyjetstream.api.counters`)."""
+    """A stored counter message as an entry (the body and headers decoded by `pyjetstream.api.counters`)."""
     block = msg.header_block
     try:
         value = decode_value(msg.data)
@@ -72,7 +72,7 @@ class Counter:
             raise JetStreamError(f"the stream did not return a counter value for {subject!r}") from None
 
     async def load(self, subject: str) -> int:
-        """``subject``'s current total (:class:`MsgNotFound` when it was never counted)."""
+        """``subject``'s current total (`MsgNotFound` when it was never counted)."""
         return (await self.get(subject)).value
 
     async def get(self, subject: str) -> CounterEntry:

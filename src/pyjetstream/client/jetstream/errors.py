@@ -3,10 +3,10 @@
 Every error carries ``code`` (HTTP-like, or the pull status code), ``err_code`` (the JetStream
 error code, 0 for purely client-side errors) and ``description``:
 
-- :class:`JetStreamError` is the base of everything raised by this package (a core ``NatsError``).
-- :class:`JetStreamAPIError` is an error the server reported in an API response or PubAck. It is also a
-  :class:`pyjetstream.api.JetStreamApiError`, so code written against the shared API catches it.
-  :func:`api_exception` turns an ``ApiError`` into the most specific subclass by ``err_code``
+- [`JetStreamError`][] is the base of everything raised by this package (a core ``NatsError``).
+- [`JetStreamAPIError`][] is an error the server reported in an API response or PubAck. It is also a
+  `pyjetstream.api.JetStreamApiError`, so code written against the shared API catches it.
+  [`api_exception`][] turns an ``ApiError`` into the most specific subclass by ``err_code``
   (``StreamNotFound`` for 10059 …), as nats.go's ``errors.Is`` matches by error code.
 - Status errors of pull requests (``409 Consumer Deleted`` …) carry the status as ``code``.
 - KV and object-store errors subclass the API error they stand for where there is one
@@ -204,7 +204,7 @@ class StoreFailed(JetStreamAPIError):
 
 def api_exception(error: ApiError) -> JetStreamAPIError:
     """The exception for a server ``ApiError``: the class registered for its ``err_code`` (wrong
-    last sequence 10164 counts as 10071), else a plain :class:`JetStreamAPIError`."""
+    last sequence 10164 counts as 10071), else a plain [`JetStreamAPIError`][]."""
     err_code = 10071 if error.err_code == 10164 else error.err_code
     cls = _BY_ERR_CODE.get(err_code, JetStreamAPIError)
     return cls(error.description, code=error.code, err_code=error.err_code)
@@ -314,7 +314,7 @@ class JetStreamClosed(JetStreamError):
 class FeatureNotSupported(JetStreamError):
     """The server's JetStream API level is below what a feature needs (ADR-44); raised before the
     request is sent, since an older server would misread it silently. ``feature`` (an
-    :class:`pyjetstream.api.api_levels.Feature`), ``required_level``, ``required_version``,
+    [`pyjetstream.api.api_levels.Feature`][pyjetstream.api.api_levels.Feature]), ``required_level``, ``required_version``,
     ``server_level`` and ``server_version`` say what is missing."""
 
     def __init__(self, feature: Any, server_level: int, server_version: str) -> None:

@@ -1,4 +1,4 @@
-"""Key-value store on a stream (ADR-8; nats.go ``jetstream/kv.go``). Layout: :mod:`pyjetstream.api.kv`.
+"""Key-value store on a stream (ADR-8; nats.go ``jetstream/kv.go``). Layout: `pyjetstream.api.kv`.
 
 A bucket is the stream ``KV_<bucket>``; a key is the subject ``$KV.<bucket>.<key>``; its revisions are
 the stream's messages on that subject (``history`` of them kept). Puts are publishes (revision = the
@@ -174,8 +174,8 @@ class KeyValue:
     # --- reads ---------------------------------------------------------------------------------------
 
     async def get(self, key: str, revision: int | None = None) -> KeyValueEntry:
-        """The latest value of ``key`` (or the given ``revision``). :class:`KeyNotFound` if the key has
-        none; :class:`KeyDeleted` (a ``KeyNotFound``) if it was deleted or purged."""
+        """The latest value of ``key`` (or the given ``revision``). [`KeyNotFound`][] if the key has
+        none; [`KeyDeleted`][] (a ``KeyNotFound``) if it was deleted or purged."""
         _check_key(key)
         subject = self._read_prefix + key
         try:
@@ -219,7 +219,7 @@ class KeyValue:
         return ack.seq
 
     async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> int:
-        """Set ``key`` only if it has no value (or was deleted/purged); else :class:`KeyExists`.
+        """Set ``key`` only if it has no value (or was deleted/purged); else [`KeyExists`][].
         ``ttl`` (seconds, 2.11+, the bucket needs ``limit_marker_ttl``) removes it after that long."""
         try:
             return await self._update(key, value, 0, ttl)
@@ -233,7 +233,7 @@ class KeyValue:
             raise exists
 
     async def update(self, key: str, value: bytes, last: int) -> int:
-        """Set ``key`` only if its latest revision is ``last``; else :class:`KeyExists`."""
+        """Set ``key`` only if its latest revision is ``last``; else [`KeyExists`][]."""
         return await self._update(key, value, last, None)
 
     async def _update(self, key: str, value: bytes, last: int, ttl: float | None) -> int:
@@ -324,12 +324,12 @@ class KeyValue:
         return watcher
 
     async def watch_filtered(self, keys: list[str], **options: bool | int) -> KeyWatcher:
-        """:meth:`watch` on several key filters at once (nats.go ``WatchFiltered``): one consumer,
+        """[`watch`][] on several key filters at once (nats.go ``WatchFiltered``): one consumer,
         the filtering done by the server."""
         return await self.watch(list(keys), **options)  # type: ignore[arg-type]
 
     async def watch_all(self, **options: bool | int) -> KeyWatcher:
-        """:meth:`watch` on every key."""
+        """[`watch`][] on every key."""
         return await self.watch(ALL_KEYS, **options)  # type: ignore[arg-type]
 
     async def list_keys(self, *filters: str) -> AsyncIterator[str]:
@@ -345,14 +345,14 @@ class KeyValue:
             watcher.stop()
 
     async def keys(self, *filters: str) -> list[str]:
-        """Every key that has a value; :class:`NoKeysFound` if there is none."""
+        """Every key that has a value; [`NoKeysFound`][] if there is none."""
         found = [key async for key in self.list_keys(*filters)]
         if not found:
             raise NoKeysFound()
         return found
 
     async def history(self, key: str) -> list[KeyValueEntry]:
-        """Every revision the bucket keeps for ``key``, oldest first; :class:`KeyNotFound` if none."""
+        """Every revision the bucket keeps for ``key``, oldest first; [`KeyNotFound`][] if none."""
         _check_key(key)
         watcher = await self.watch(key, include_history=True)
         entries: list[KeyValueEntry] = []
@@ -457,13 +457,13 @@ class KeyWatcher:
 
 
 class KeyValueManager:
-    """Bucket management on the JetStream context (held by :class:`JetStream`, which delegates to it)."""
+    """Bucket management on the JetStream context (held by [`JetStream`][], which delegates to it)."""
 
     def __init__(self, js: JetStream) -> None:
         self._js = js
 
     async def key_value(self, bucket: str) -> KeyValue:
-        """Bind to an existing bucket (:class:`BucketNotFound` if there is none)."""
+        """Bind to an existing bucket ([`BucketNotFound`][] if there is none)."""
         _check_bucket(bucket)
         try:
             stream = await self._js.stream(kv_stream_name(bucket))
@@ -474,7 +474,7 @@ class KeyValueManager:
         return KeyValue(self._js, bucket, stream)
 
     async def create_key_value(self, config: KeyValueConfig) -> KeyValue:
-        """Create a bucket (idempotent for an identical config; else :class:`BucketExists`)."""
+        """Create a bucket (idempotent for an identical config; else [`BucketExists`][])."""
         stream_config = await self._stream_config(config)
         try:
             stream = await self._js.create_stream(stream_config)
@@ -485,7 +485,7 @@ class KeyValueManager:
         return KeyValue(self._js, config.bucket, stream)
 
     async def update_key_value(self, config: KeyValueConfig) -> KeyValue:
-        """Change an existing bucket's configuration (:class:`BucketNotFound` if there is none)."""
+        """Change an existing bucket's configuration ([`BucketNotFound`][] if there is none)."""
         stream_config = await self._stream_config(config)
         try:
             stream = await self._js.update_stream(stream_config)

@@ -1,9 +1,9 @@
 """A message delivered by a JetStream consumer: data, headers, metadata and the acks.
 
 Acknowledging is publishing a payload to the message's reply subject (the ack subject, see
-:mod:`pyjetstream.api.ack`): ``+ACK``, ``-NAK`` (optionally ``{"delay": ns}``), ``+WPI``, ``+TERM``
+`pyjetstream.api.ack`): ``+ACK``, ``-NAK`` (optionally ``{"delay": ns}``), ``+WPI``, ``+TERM``
 (optionally with a reason). An acknowledgement is final: a second ``ack``/``nak``/``term`` raises
-:class:`MsgAlreadyAcked` (``in_progress`` may be sent any number of times before).
+[`MsgAlreadyAcked`][] (``in_progress`` may be sent any number of times before).
 """
 
 from __future__ import annotations

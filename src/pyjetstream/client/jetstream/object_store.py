@@ -1,7 +1,7 @@
-"""Object store on a stream (ADR-20; nats.go ``jetstream/object.go``). Layout: :mod:`pyjetstream.api.objstore`.
+"""Object store on a stream (ADR-20; nats.go ``jetstream/object.go``). Layout: `pyjetstream.api.objstore`.
 
 An object is a run of chunk messages on ``$O.<bucket>.C.<nuid>`` (128 KiB by default) plus one meta
-message on ``$O.<bucket>.M.<base64url(name)>`` (:class:`ObjectInfo` JSON, ``Nats-Rollup: sub`` so only
+message on ``$O.<bucket>.M.<base64url(name)>`` ([`ObjectInfo`][] JSON, ``Nats-Rollup: sub`` so only
 the latest meta is kept) carrying size, chunk count and the SHA-256 digest. Putting a new version
 writes new chunks under a fresh nuid, then the meta, then purges the old chunks; reading streams the
 chunks through an ordered consumer and verifies the digest at the end.
@@ -176,8 +176,8 @@ async def _chunks(source: PutSource, size: int) -> AsyncIterator[bytes]:
 class ObjectResult:
     """An object being read: ``async for chunk in result`` or ``await result.read()``.
 
-    The digest and size are checked after the last chunk (:class:`DigestMismatch` otherwise).
-    ``info`` is the object's :class:`ObjectInfo`."""
+    The digest and size are checked after the last chunk ([`DigestMismatch`][] otherwise).
+    ``info`` is the object's [`ObjectInfo`][]."""
 
     def __init__(self, info: ObjectInfo, messages: OrderedMessagesContext | None) -> None:
         self.info = info
@@ -328,7 +328,7 @@ class ObjectStore:
     # --- get ---------------------------------------------------------------------------------------
 
     async def get_info(self, name: str, *, show_deleted: bool = False) -> ObjectInfo:
-        """The object's meta (:class:`ObjectNotFound` if missing or deleted, unless ``show_deleted``);
+        """The object's meta ([`ObjectNotFound`][] if missing or deleted, unless ``show_deleted``);
         ``mtime`` is when the meta was stored."""
         if not name:
             raise ObjectNameRequired()
@@ -470,7 +470,7 @@ class ObjectStore:
         return ObjectWatcher(consumer, messages, ignore_deletes=ignore_deletes, init_done=initial_empty)
 
     async def list(self, *, show_deleted: bool = False) -> list[ObjectInfo]:
-        """Every object's info; :class:`NoObjectsFound` if there is none."""
+        """Every object's info; [`NoObjectsFound`][] if there is none."""
         watcher = await self.watch(ignore_deletes=not show_deleted)
         found: list[ObjectInfo] = []
         try:
@@ -581,13 +581,13 @@ class ObjectWatcher:
 
 
 class ObjectStoreManager:
-    """Bucket management on the JetStream context (held by :class:`JetStream`, which delegates to it)."""
+    """Bucket management on the JetStream context (held by [`JetStream`][], which delegates to it)."""
 
     def __init__(self, js: JetStream) -> None:
         self._js = js
 
     async def object_store(self, bucket: str) -> ObjectStore:
-        """Bind to an existing bucket (:class:`BucketNotFound` if there is none)."""
+        """Bind to an existing bucket ([`BucketNotFound`][] if there is none)."""
         _check_bucket(bucket)
         try:
             stream = await self._js.stream(obj_stream_name(bucket))

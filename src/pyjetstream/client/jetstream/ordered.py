@@ -83,7 +83,7 @@ class OrderedConsumerConfig:
 
 
 class OrderedConsumer:
-    """Same receiving methods as :class:`PullConsumer`; get one with ``js.ordered_consumer(stream)``.
+    """Same receiving methods as [`PullConsumer`][]; get one with ``js.ordered_consumer(stream)``.
 
     Use it either for fetches or for one ``consume``/``messages`` at a time, not both.
     """
@@ -254,7 +254,7 @@ class OrderedConsumer:
         heartbeat: float | None = None,
         error_handler: ConsumeErrorHandler | None = None,
     ) -> OrderedConsumeContext:
-        """Like :meth:`PullConsumer.consume`, in order, recreating the consumer when needed."""
+        """Like [`PullConsumer.consume`][], in order, recreating the consumer when needed."""
         self._check_idle()
         self._set_mode("consume")
         options = dict(
@@ -280,7 +280,7 @@ class OrderedConsumer:
         threshold_bytes: int | None = None,
         heartbeat: float | None = None,
     ) -> OrderedMessagesContext:
-        """Like :meth:`PullConsumer.messages`, in order, recreating the consumer when needed."""
+        """Like [`PullConsumer.messages`][], in order, recreating the consumer when needed."""
         self._check_idle()
         self._set_mode("consume")
         options = dict(

@@ -7,7 +7,7 @@ Async publish pipelines: every publish goes out with reply subject ``<inbox>.<to
 wildcard subscription, and the PubAck that comes back resolves the future registered under that
 token. At most ``max_pending`` publishes are in flight; beyond that ``publish_async`` either waits for
 room (backpressure, optionally at most ``stall_wait`` seconds) or fails at once with
-:class:`TooManyStalledMsgs`. A single periodic sweep fails acks that do not come within ``ack_timeout``.
+[`TooManyStalledMsgs`][]. A single periodic sweep fails acks that do not come within ``ack_timeout``.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def pub_ack_from_reply(msg: Msg) -> PubAck:
 
 
 class PubAckFuture(asyncio.Future[PubAck]):
-    """The future of an async publish; ``await`` it for the :class:`PubAck`. ``msg`` is what was sent."""
+    """The future of an async publish; ``await`` it for the [`PubAck`][]. ``msg`` is what was sent."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, subject: str, data: bytes, headers: Headers | None):
         super().__init__(loop=loop)

@@ -9,12 +9,12 @@ pin id is not the priority group's pinned client.
 
 Priority groups (ADR-42): a pull names its ``group`` (and ``min_pending`` / ``min_ack_pending`` for
 overflow, ``priority`` for prioritized); on a pinned-client consumer the messages carry
-``Nats-Pin-Id``, which the consumer handle keeps (:class:`PinState`) and sends with its next pulls.
+``Nats-Pin-Id``, which the consumer handle keeps (`PinState`) and sends with its next pulls.
 A 423 drops the kept id: the next pull competes for the pin again (nats.go does the same).
 
-- :class:`MessageBatch` (``fetch``): one request, one inbox; ends on the batch count/bytes, on the
+- [`MessageBatch`][] (``fetch``): one request, one inbox; ends on the batch count/bytes, on the
   first end status, on missed heartbeats or on a client-side guard timer.
-- :class:`PullSession` (``consume``/``messages``): one inbox for the session's lifetime; keeps up to
+- `PullSession` (``consume``/``messages``): one inbox for the session's lifetime; keeps up to
   ``max_messages``/``max_bytes`` requested ("pending") and re-pulls when what is pending drops below
   the thresholds. A message stops being pending once handed to the application.
 """
@@ -79,7 +79,7 @@ class StatusKind(enum.Enum):
 
 
 def classify_status(status: int, description: str) -> tuple[StatusKind, Exception | None]:
-    """What a pull status means to the client (the kind from :func:`api.pull_status.classify_pull_status`)."""
+    """What a pull status means to the client (the kind from `api.pull_status.classify_pull_status`)."""
     kind = classify_pull_status(status, description)
     if kind is PullStatus.HEARTBEAT:
         return StatusKind.HEARTBEAT, None
@@ -233,7 +233,7 @@ class MessageBatch:
     """The result of one ``fetch``: ``async for msg in batch``; ``batch.error`` once it is done.
 
     Messages are yielded as they arrive; iteration ends when the batch is complete, the request
-    expired (no error), or failed (``error`` set, e.g. :class:`ConsumerDeleted`, :class:`NoHeartbeat`).
+    expired (no error), or failed (``error`` set, e.g. [`ConsumerDeleted`][], [`NoHeartbeat`][]).
     """
 
     def __init__(
@@ -438,7 +438,7 @@ class PullOptions:
 class PullSession:
     """Continuous pulling for one consumer over one inbox (the engine of ``consume``/``messages``).
 
-    ``on_msg(msg)`` receives each user message; the owner calls :meth:`msg_done` once the application
+    ``on_msg(msg)`` receives each user message; the owner calls `msg_done` once the application
     has it (that is when it stops being "pending" and a re-pull may follow). ``on_error(exc, terminal)``
     receives status errors and missed heartbeats; after a terminal error the session is closed.
     """

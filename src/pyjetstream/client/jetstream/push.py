@@ -4,7 +4,7 @@ A push consumer has a ``deliver_subject``: the server sends its messages there o
 subscriber (or one per ``deliver_group``). ``consume(handler)`` subscribes and hands each message to
 the handler (plain functions right away, ``async`` ones one at a time, in order). Status messages
 on that subject are handled here: ``100 Idle Heartbeat`` is activity (two missed intervals report
-:class:`NoHeartbeat`), ``100 FlowControl Request`` is answered at once (the server pauses delivery
+[`NoHeartbeat`][]), ``100 FlowControl Request`` is answered at once (the server pauses delivery
 until it is), ``409 Consumer Deleted`` ends the consume. One consume at a time per handle.
 """
 

@@ -158,12 +158,12 @@ class Stream:
         self, seq: int, *, next_by_subject: str | None = None, direct: bool | None = None
     ) -> RawStreamMsg:
         """The message at ``seq`` or, with ``next_by_subject``, the first at/after ``seq`` on that
-        subject (wildcards allowed). :class:`MsgNotFound` if there is none."""
+        subject (wildcards allowed). [`MsgNotFound`][] if there is none."""
         request = MsgGetRequest(seq=seq, next_by_subj=next_by_subject or "")
         return await self._get(request, direct)
 
     async def get_last_msg_for_subject(self, subject: str, *, direct: bool | None = None) -> RawStreamMsg:
-        """The newest message on ``subject``. :class:`MsgNotFound` if there is none."""
+        """The newest message on ``subject``. [`MsgNotFound`][] if there is none."""
         return await self._get(MsgGetRequest(last_by_subj=subject), direct)
 
     async def _get(self, request: MsgGetRequest, direct: bool | None) -> RawStreamMsg:

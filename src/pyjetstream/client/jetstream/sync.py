@@ -248,7 +248,7 @@ class SyncClient(SyncProxy):
     __slots__ = ()
 
     def jetstream(self, **options: Any) -> SyncProxy:
-        """Same options as :func:`pyjetstream.client.jetstream.jetstream`."""
+        """Same options as [`pyjetstream.client.jetstream.jetstream`][pyjetstream.client.jetstream.jetstream]."""
         _, options = _adapt_args((), options, self._rt)
         return SyncProxy(JetStream(self._obj, **options), self._rt)
 
@@ -268,7 +268,7 @@ class SyncClient(SyncProxy):
 
 
 def connect(servers: str | list[str] = "nats://127.0.0.1:4222", **options: Any) -> SyncClient:
-    """Connect (blocking); same options as :func:`pyjetstream.client.connect`."""
+    """Connect (blocking); same options as [`pyjetstream.client.connect`][pyjetstream.client.connect]."""
     rt = LoopThread()
     try:
         client: Client = rt.run(_connect(servers, **options))
