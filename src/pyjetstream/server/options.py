@@ -1,9 +1,9 @@
 """Options of the embedded server, with nats-server's defaults.
 
-One dataclass, :class:`ServerOptions`, is what the server runs on. It is filled
-programmatically, from a NATS configuration file (:mod:`pyjetstream.server.conf`)
+One dataclass, [`ServerOptions`][], is what the server runs on. It is filled
+programmatically, from a NATS configuration file (`pyjetstream.server.conf`)
 or from nats-server-compatible command-line flags
-(:mod:`pyjetstream.cli.serve_args`). Field names follow the configuration-file
+(`pyjetstream.cli.serve_args`). Field names follow the configuration-file
 keys; durations are seconds as ``float`` (nats-server uses ``time.Duration``).
 
 Defaults are nats-server 2.9.10's (``server/const.go``, ``setBaselineOptions``),
@@ -72,7 +72,7 @@ CONNECTION_TYPES = frozenset({"STANDARD", "WEBSOCKET", "LEAFNODE", "MQTT", "IN_P
 
 
 class OptionsError(ValueError):
-    """Options that the server cannot run with (raised by :meth:`ServerOptions.validate`)."""
+    """Options that the server cannot run with (raised by [`ServerOptions.validate`][])."""
 
 
 # --------------------------------------------------------------------------- auth

@@ -527,7 +527,7 @@ class Server:
             self._monitor = None
 
     async def wait_closed(self) -> None:
-        """Return once :meth:`shutdown` has finished."""
+        """Return once [`shutdown`][pyjetstream.server.server.Server.shutdown] has finished."""
         assert self._done is not None, "server not started"
         await self._done.wait()
 

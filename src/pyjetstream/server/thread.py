@@ -7,7 +7,7 @@
 
 ``start()`` returns once the server is ready (or raises what made it fail); ``stop()`` shuts it
 down gracefully and joins the thread. The server runs on its own event loop (uvloop when
-installed); use :meth:`call` to run a coroutine function on it.
+installed); use `call` to run a coroutine function on it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 
 class ServerThread:
-    """A :class:`Server` on a daemon thread with its own event loop."""
+    """A [`Server`][pyjetstream.server.server.Server] on a daemon thread with its own event loop."""
 
     def __init__(self, options: ServerOptions | None = None, **overrides: Any) -> None:
         self.server = Server(options, **overrides)
