@@ -58,7 +58,11 @@ class Block:
         if self.marker is None:
             return "program"
         for mode in ("with js", "with spark", "pytest", "covered-by", "skip"):
-            if self.marker == mode or self.marker.startswith(mode + " ") or self.marker.startswith(mode + ":"):
+            if (
+                self.marker == mode
+                or self.marker.startswith(mode + " ")
+                or self.marker.startswith(mode + ":")
+            ):
                 return mode
         raise ValueError(f"{self.id}: unknown test marker {self.marker!r}")
 
@@ -121,7 +125,9 @@ def parse_blocks(path: Path) -> list[Block]:
             k -= 1
         marker = _MARKER.match(lines[k]) if k >= 0 else None
         blocks.append(
-            Block(rel, i + 1, match["lang"].lower(), "\n".join(body) + "\n", marker["words"] if marker else None)
+            Block(
+                rel, i + 1, match["lang"].lower(), "\n".join(body) + "\n", marker["words"] if marker else None
+            )
         )
         i = j + 1
     return blocks

@@ -60,7 +60,11 @@ def run_program(block: Block, tmp: Path, url: str | None) -> str:
     script = tmp / "block.py"
     script.write_text(source)
     result = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp, env=block_env(tmp, url), capture_output=True, text=True,
+        [sys.executable, str(script)],
+        cwd=tmp,
+        env=block_env(tmp, url),
+        capture_output=True,
+        text=True,
         timeout=TIMEOUT,
     )
     _check(result, block, source)
@@ -129,8 +133,13 @@ def run_shell(block: Block, tmp: Path, url: str | None) -> str:
     """A bash block with ``bash -e -o pipefail`` in an empty directory."""
     script = shell_script(block, url, tmp / ".ports")
     proc = subprocess.Popen(
-        ["bash", "-e", "-o", "pipefail", "-c", script], cwd=tmp, env=block_env(tmp, url), text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=tmp,
+        env=block_env(tmp, url),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         stdout, stderr = proc.communicate(timeout=TIMEOUT)
@@ -150,7 +159,11 @@ def run_pytest(block: Block, tmp: Path) -> str:
     (tmp / "test_block.py").write_text(block.text)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
-        cwd=tmp, env=block_env(tmp, None), capture_output=True, text=True, timeout=TIMEOUT,
+        cwd=tmp,
+        env=block_env(tmp, None),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
     )
     _check(result, block, block.text)
     return result.stdout

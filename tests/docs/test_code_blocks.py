@@ -83,7 +83,9 @@ def test_blocks_are_found() -> None:
 def test_every_block_says_what_it_is() -> None:
     """A language on every fence, from the vocabulary the tests know; a known marker on every block."""
     bad = [f"{b.id}: ```{b.lang}" for b in BLOCKS if b.lang not in (*runner_langs(), *CHECKED_LANGS)]
-    assert not bad, "blocks need a language the docs tests know (python, bash, text, nats, ...):\n" + "\n".join(bad)
+    assert not bad, (
+        "blocks need a language the docs tests know (python, bash, text, nats, ...):\n" + "\n".join(bad)
+    )
     for block in BLOCKS:
         mode = block.mode  # raises on an unknown marker
         if block.lang not in runner_langs():
@@ -117,7 +119,9 @@ def test_included_files_run_elsewhere() -> None:
         path = block.snippet_path
         assert path is not None and (ROOT / path).is_file(), f"{block.id}: {path} does not exist"
         if block.lang == "python":
-            assert re.fullmatch(r"examples/js_\w+\.py", path), f"{block.id}: {path} is not an example the suite runs"
+            assert re.fullmatch(r"examples/js_\w+\.py", path), (
+                f"{block.id}: {path} is not an example the suite runs"
+            )
         else:
             assert block.lang == "text" and path.startswith("bench/results/"), f"{block.id}: includes {path}"
 
@@ -180,8 +184,9 @@ def test_nats_config_loads(block: Block, kind: str, tmp_path: Path) -> None:
     exe = [sys.executable, "-m", "pyjetstream", "serve"] if kind == "embedded" else [nats_server_binary()]
     env = runner.block_env(tmp_path, None)
     env.update({name: "secret" for name in re.findall(r"\$([A-Z_][A-Z0-9_]*)", block.text)})
-    result = subprocess.run([*exe, "-t", "-c", str(conf)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [*exe, "-t", "-c", str(conf)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, f"{block.id} refused by {kind}:\n{result.stdout}\n{result.stderr}"
 
 
@@ -209,7 +214,9 @@ async def test_python_snippet(block: Block, kind: str, doc_servers: Callable[[st
 
 
 @pytest.mark.parametrize(("block", "kind"), _params(True, "program", langs=("bash", "console")))
-async def test_shell(block: Block, kind: str | None, doc_servers: Callable[[str], Target], tmp_path: Path) -> None:
+async def test_shell(
+    block: Block, kind: str | None, doc_servers: Callable[[str], Target], tmp_path: Path
+) -> None:
     url = await _url(doc_servers, kind)
     runner.run_shell(block, tmp_path, url)
 
@@ -222,4 +229,6 @@ def test_pytest_module(block: Block, kind: None, tmp_path: Path) -> None:
 def test_snippets_with_js_need_a_server() -> None:
     """``with js`` gives a client: a snippet that never uses it is a program and should say so."""
     for block in (b for b in BLOCKS if b.mode == "with js"):
-        assert re.search(r"\b(js|nc|url)\b", block.text), f"{block.id}: `with js` but uses none of js, nc, url"
+        assert re.search(r"\b(js|nc|url)\b", block.text), (
+            f"{block.id}: `with js` but uses none of js, nc, url"
+        )
