@@ -1,20 +1,20 @@
 """Compiled hot modules (mypyc), used only when built from the very source beside them.
 
 A few modules on the per-message path are compiled ahead of time with mypyc (issue #14; the
-measurements are in bench/README.md): :data:`MODULES`. Their pure-Python source stays the one
+measurements are in bench/README.md): `MODULES`. Their pure-Python source stays the one
 truth — it is what every other checkout runs, what mypy checks and what a stale or missing build
 falls back to. ``scripts/build_compiled.py`` (run by ``scripts/setup.sh``) compiles a copy of those
 sources and puts the extension modules in ``.compiled/`` inside this package directory (never next
 to the ``.py`` files, where a stale one would shadow an edited source), with a manifest of the
 SHA-256 of every source it compiled.
 
-At ``import pyjetstream`` :func:`install` puts a finder first on ``sys.meta_path`` for exactly those
-names; the first import of one of them reads the manifest (:func:`decide`: nothing is read or hashed
+At ``import pyjetstream`` `install` puts a finder first on ``sys.meta_path`` for exactly those
+names; the first import of one of them reads the manifest (`decide`: nothing is read or hashed
 before, so ``pyjetstream --help`` pays nothing). Only when the interpreter matches the build and
 every listed source hashes as it did when compiled (all or nothing: compiled modules call each other
 natively, so one stale module would leave its compiled callers with its old code) does the finder
 load those names from ``.compiled/``; else the ordinary ``.py`` files are imported, and
-:data:`status` says why. ``PYJETSTREAM_PURE=1`` in the
+`status` says why. ``PYJETSTREAM_PURE=1`` in the
 environment forces pure Python (the test suite's pure pass does, and subprocess servers inherit it).
 
 The compiled group is closed: its modules import only each other and the standard library
@@ -113,7 +113,7 @@ def check(package_dir: Path) -> tuple[dict[str, Path] | None, str]:
 
 
 class _Finder:
-    """Finds exactly the compiled names, in the build directory, once :func:`decide` has accepted
+    """Finds exactly the compiled names, in the build directory, once `decide` has accepted
     it (a meta path finder; not derived from ``importlib.abc.MetaPathFinder``, whose import costs
     more than this whole module)."""
 
@@ -149,8 +149,8 @@ def install(package_dir: str | None = None) -> bool:
 
 
 def decide() -> dict[str, Path] | None:
-    """Check the build once (:func:`check`, :func:`load_group`) and set :data:`status` and
-    :data:`active`; the extension files to load, or None for pure Python."""
+    """Check the build once (`check`, `load_group`) and set `status` and
+    `active`; the extension files to load, or None for pure Python."""
     global status, active, _pending, _files
     if _pending is None:
         return _files

@@ -1,17 +1,17 @@
 """What every CLI command shares: the nats CLI's connection flags, the run loop and the session.
 
-Each verb group (``stream``, ``kv`` …) is a :class:`Group` of :class:`Command` s (and of nested
+Each verb group (``stream``, ``kv`` …) is a `Group` of `Command` s (and of nested
 groups: ``server check stream``); a command adds its own arguments to a parser that already has the
 global flags (``--server/-s``, ``--user``, ``--creds``, ``--timeout``, ``--context``, ``--json``,
 ``--trace`` …). As in the nats CLI, global flags go anywhere on the line: before the verb, between
-a group and its command, or among the command's own arguments (:func:`split_globals` moves the
-ones before the command to just after it). A handler is an ``async def (session, args)``. :func:`run_command` parses, runs the handler
-on an event loop and turns any failure into a clean message and exit code (:mod:`.errors`).
+a group and its command, or among the command's own arguments (`split_globals` moves the
+ones before the command to just after it). A handler is an ``async def (session, args)``. `run_command` parses, runs the handler
+on an event loop and turns any failure into a clean message and exit code (`errors`).
 Heavy modules (the client, rich, msgspec) are imported only once a command runs, so ``--help``
 stays instant.
 
 Where settings come from, strongest first: a flag, its environment variable (``NATS_URL``,
-``NATS_USER`` …, as the nats CLI), the selected nats context (:mod:`.contexts`), the default.
+``NATS_USER`` …, as the nats CLI), the selected nats context (`contexts`), the default.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 def common_parser() -> argparse.ArgumentParser:
     """The global flags every leaf command accepts (add with ``parents=[common_parser()]``), from
-    :data:`~pyjetstream.cli.global_flags.GLOBAL_OPTIONS`."""
+    `GLOBAL_OPTIONS`."""
     p = argparse.ArgumentParser(add_help=False)
     groups = {"connection": p.add_argument_group("connection"), "output": p}
     for opt in GLOBAL_OPTIONS:
@@ -132,7 +132,7 @@ class Group:
     Entries are commands or nested groups (``server check <what>``). Only the chosen command's
     parser is built, and it is parsed with ``parse_intermixed_args`` so that flags and positionals
     mix freely (``pub SUBJECT --count 2 BODY``), as in the nats CLI. Global options before the
-    command's name are moved to just after it (:func:`split_globals`).
+    command's name are moved to just after it (`split_globals`).
     """
 
     def __init__(
@@ -340,7 +340,7 @@ def run_command(command: Command, prog: str, argv: Sequence[str]) -> int:
 
 def execute(command: Command, args: argparse.Namespace) -> int:
     """Run ``command``'s handler with its parsed arguments on a fresh event loop; a failure is one
-    line on stderr and its exit code (:func:`.errors.report`)."""
+    line on stderr and its exit code (`errors.report`)."""
     try:
         with asyncio.Runner(loop_factory=_new_loop) as runner:
             return runner.run(_run_handler(command.handler, args))

@@ -1,7 +1,7 @@
 """``pyjetstream stream backup STREAM DIR`` / ``stream restore DIR``, as the nats CLI's.
 
 The backup directory is the nats CLI's (``backup.json`` + ``stream.tar.s2``, see
-:mod:`pyjetstream.client.jetstream.backup`), so a backup made by either tool restores with the other,
+`pyjetstream.client.jetstream.backup`), so a backup made by either tool restores with the other,
 against the embedded server or a nats-server. A progress bar shows on a terminal (``--no-progress``).
 """
 

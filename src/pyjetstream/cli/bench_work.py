@@ -1,5 +1,5 @@
 """The benchmark workloads behind ``pyjetstream bench``: each runs against one server URL and
-returns :class:`BenchResult` rows (messages, bytes, elapsed time, latency samples).
+returns `BenchResult` rows (messages, bytes, elapsed time, latency samples).
 
 - ``pub``: core publishes as fast as the connection takes them (throughput only).
 - ``sub``: one publisher and ``clients`` subscribers; latency is publish → receive, from a

@@ -1,7 +1,7 @@
 """``pyjetstream context add | select | ls | info | rm``: nats CLI contexts, written as ``nats`` writes them.
 
 A context is ``<config>/nats/context/<name>.json`` and the selected one is named in
-``<config>/nats/context.txt`` (:mod:`.contexts` reads them). These verbs write the same files with
+``<config>/nats/context.txt`` (`contexts` reads them). These verbs write the same files with
 the same keys and permissions as the nats CLI (jsm.go's ``natscontext``: files 0600, directory 0700,
 two-space JSON), so ``nats`` and ``pyjetstream`` share their contexts both ways. As in natscontext,
 the selected context cannot be removed, and selecting an unknown one is an error.

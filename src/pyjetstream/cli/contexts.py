@@ -3,7 +3,7 @@
 A context is ``$XDG_CONFIG_HOME/nats/context/<name>.json`` (default ``~/.config/nats``) with keys
 such as ``url``, ``user``, ``password``, ``token``, ``creds``, ``nkey``, ``cert``, ``key``, ``ca``,
 ``inbox_prefix``, ``jetstream_domain``; the selected one is named in ``nats/context.txt``. We
-read them here and write them in :mod:`.context_cmds` (as ``nats context add`` does); contexts are optional: without any, the flags,
+read them here and write them in `context_cmds` (as ``nats context add`` does); contexts are optional: without any, the flags,
 ``NATS_URL`` and friends, or the default URL apply.
 """
 

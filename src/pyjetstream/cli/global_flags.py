@@ -1,8 +1,8 @@
 """The global options: the nats CLI's connection and output flags, valid on every verb and anywhere
 on the line (``pyjetstream -s URL stream ls`` = ``pyjetstream stream ls -s URL``).
 
-One table (:data:`GLOBAL_OPTIONS`) feeds the parser every command shares (``app.common_parser``),
-the moving of options written before a verb to after it (:func:`split_globals`), ``--help`` and
+One table (`GLOBAL_OPTIONS`) feeds the parser every command shares (``app.common_parser``),
+the moving of options written before a verb to after it (`split_globals`), ``--help`` and
 the generated reference. Kept free of heavy imports: ``main`` reads it before any command loads.
 """
 

@@ -1,9 +1,9 @@
 """The ``pyjetstream`` command: ``pyjetstream [global options] <subcommand> [args...]``.
 
 Each subcommand is a module with ``main(argv: list[str]) -> int`` and a ``GROUP`` (a verb group)
-or a ``COMMAND`` (one verb); add one by adding it to :data:`SUBCOMMANDS` (name → (module path,
+or a ``COMMAND`` (one verb); add one by adding it to `SUBCOMMANDS` (name → (module path,
 one-line help)). Modules are imported only when run. Global options (``-s``, ``--context``,
-``--json`` …, :mod:`~pyjetstream.cli.global_flags`) may come before the subcommand, as with
+``--json`` …, `global_flags`) may come before the subcommand, as with
 ``nats``: they are handed on to it (``serve`` takes nats-server's flags instead, so none apply).
 """
 

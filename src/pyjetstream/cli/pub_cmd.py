@@ -2,7 +2,7 @@
 
 The body is the argument, or stdin when it is omitted and stdin is not a terminal (or with
 ``--force-stdin``). Bodies and header values are templates (``{{Count}}``, ``{{ID}}`` …, see
-:mod:`.msgfmt`). ``-J/--jetstream`` publishes to a stream and waits for each PubAck.
+`msgfmt`). ``-J/--jetstream`` publishes to a stream and waits for each PubAck.
 """
 
 from __future__ import annotations

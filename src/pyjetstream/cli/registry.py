@@ -20,7 +20,7 @@ __all__ = ["Verb", "top_level", "verbs"]
 
 @dataclass(frozen=True)
 class Verb:
-    """One runnable command line prefix: ``("stream", "add")`` and its :class:`Command`."""
+    """One runnable command line prefix: ``("stream", "add")`` and its `Command`."""
 
     path: tuple[str, ...]
     command: Command

@@ -15,8 +15,8 @@ package exactly, as nats-server 2.9.10 uses it (``server/opts.go``
 Cluster, syslog and profiling flags are accepted and ignored with a warning
 (the embedded server is a single node).
 
-``parse_serve_args`` returns ServerOptions or raises a :class:`ServeArgsExit`
-(help, version, ``-t`` result, ``--signal``, or a :class:`UsageError`); a caller
+``parse_serve_args`` returns ServerOptions or raises a `ServeArgsExit`
+(help, version, ``-t`` result, ``--signal``, or a `UsageError`); a caller
 does ``except ServeArgsExit as e: return e.emit()``.
 """
 

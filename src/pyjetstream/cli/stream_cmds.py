@@ -1,6 +1,6 @@
 """``pyjetstream stream …``: manage and inspect streams, as ``nats stream``.
 
-``add`` / ``edit`` (every config field as a flag, see :mod:`.stream_config`), ``info``, ``ls``,
+``add`` / ``edit`` (every config field as a flag, see `stream_config`), ``info``, ``ls``,
 ``rm``, ``purge``, ``get`` (one stored message), ``rmm`` (delete one), ``view`` (read messages
 through an ordered consumer), ``report`` (all streams in a table). ``--json`` prints the
 server's wire JSON.

@@ -2,7 +2,7 @@
 
 Core NATS by default: wildcards (``*``, ``>``), several subjects, queue groups. A JetStream flag
 (``--stream``, ``--all``, ``--new``, ``--last``, ``--since``, ``--start-sequence``,
-``--last-per-subject``, ``--durable``, ``--direct``) reads a stream instead (:mod:`.sub_js`), as
+``--last-per-subject``, ``--durable``, ``--direct``) reads a stream instead (`sub_js`), as
 natscli's ``subscribe`` does. ``Subscribing …`` goes to stderr once the server has the
 subscription, so stdout carries only messages: readable, ``--raw`` bodies, ``--json`` one object
 per line, or ``--dump DIR`` one natscli JSON file per message (``--dump -``: to stdout, each

@@ -3,7 +3,7 @@
 Spellings follow the nats CLI: durations are Go durations plus ``d``/``w``/``M``/``y`` units
 (``1d12h``, ``1w``); sizes take 1024-based units (``1K``, ``5MB``, ``2GiB``) and ``-1`` for
 unlimited; headers are ``Name:Value``; metadata is ``key=value``. Every failure is a
-:class:`~pyjetstream.cli.errors.UsageError` naming the flag.
+`UsageError` naming the flag.
 """
 
 from __future__ import annotations

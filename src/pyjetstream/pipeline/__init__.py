@@ -1,4 +1,4 @@
-"""The end-to-end pipeline job (the README's first command)::
+"""The end-to-end pipeline job (the README's first command):
 
     python -m pyjetstream.pipeline [--servers URL] [--events N] [--out DIR]
 
