@@ -1,9 +1,9 @@
 """Find a run of HMSG frames for one subscription in a received buffer with array operations.
 
 A bulk reader (batched direct get, a consumer's deliveries: thousands of messages per request) gets
-every frame of a received chunk from :class:`.parser.ClientSideParser` in one :class:`.events.FrameRun`;
+every frame of a received chunk from `parser.ClientSideParser` in one `events.FrameRun`;
 the parser walks the frames one by one (one regex match per control line, ``parser._HMSG_LINE``).
-:func:`hmsg_run` finds the same run without a Python step per frame, with numpy (the ``spark`` extra;
+`hmsg_run` finds the same run without a Python step per frame, with numpy (the ``spark`` extra;
 this module is imported only by readers that pass it to ``Client.subscribe_frames``). It takes the
 first frame's control line and picks one of two finders:
 
@@ -67,7 +67,7 @@ def _prefix_run(buf: bytes, first: tuple[int, int, int], prefix: bytes) -> tuple
     reply subject).
 
     Returns ``(offsets, pos, broken)``: ``offsets`` flat int64, three per frame as
-    :class:`.events.FrameRun` holds them; ``pos`` where the next op starts; ``broken`` when the run
+    `events.FrameRun` holds them; ``pos`` where the next op starts; ``broken`` when the run
     ended at something other than the buffer's end or a frame of another kind (a candidate the chain
     did not reach: the caller walks the rest frame by frame, so a payload full of prefixes cannot
     make it scan the buffer again and again).

@@ -9,13 +9,13 @@ exactly ``>`` matches one or more tokens; ``foo*`` or ``a>b`` are ordinary token
 
 The vocabulary:
 
-- :func:`is_valid_subject` / :func:`is_valid_literal_subject` / :func:`is_valid_queue_name`
-- :func:`subject_matches` — does a filter match a subject
-- :func:`subjects_overlap` — can one subject match both filters (nats-server ``SubjectsCollide``)
-- :func:`is_subset` — is every subject matched by one filter also matched by another
+- `is_valid_subject` / `is_valid_literal_subject` / `is_valid_queue_name`
+- `subject_matches` — does a filter match a subject
+- `subjects_overlap` — can one subject match both filters (nats-server ``SubjectsCollide``)
+- `is_subset` — is every subject matched by one filter also matched by another
   (nats-server ``subjectIsSubsetMatch``)
-- :func:`compile_filter` — the same match as a cached predicate, for scanning many stored
-  subjects against one filter (nats-server's store ``isMatch`` loops); :func:`is_match_all`
+- `compile_filter` — the same match as a cached predicate, for scanning many stored
+  subjects against one filter (nats-server's store ``isMatch`` loops); `is_match_all`
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ def is_match_all(filter_subject: str) -> bool:
 def compile_filter(filter_subject: str) -> Matcher:
     """A fast predicate ``subject -> bool`` for one filter (literal or with wildcards).
 
-    Same answers as :func:`subject_matches` for valid literal subjects (what a store holds), with
+    Same answers as `subject_matches` for valid literal subjects (what a store holds), with
     an empty filter matching everything; a regular expression is several times faster than the
     token loop when one filter is tested against many stored subjects.
     """

@@ -7,15 +7,15 @@ the number of bytes it appended, so the caller can keep its pending-bytes count 
 measuring again.
 
 The server's hot paths pre-encode what repeats: ``MSG <subject> <sid> `` is the *prefix* of a
-subscription's frames (:func:`msg_prefix` / :func:`hmsg_prefix`, cached on literal
+subscription's frames (`msg_prefix` / `hmsg_prefix`, cached on literal
 subscriptions), and the rest of the control line depends only on the reply and the sizes. The
-client frames PUB/HPUB with :func:`pub_line` / :func:`hpub_line` (its output is one
+client frames PUB/HPUB with `pub_line` / `hpub_line` (its output is one
 ``bytearray``, so it takes the control line and appends the parts itself), and
-:func:`append_pub` / :func:`append_hpub` are those lines plus the parts for a ``list`` buffer.
-:func:`append_requests` frames a whole run of publishes with numbered replies at once (a bulk
+`append_pub` / `append_hpub` are those lines plus the parts for a ``list`` buffer.
+`append_requests` frames a whole run of publishes with numbered replies at once (a bulk
 producer's pipelined JetStream publishes: the Spark sink).
 
-Wire shapes (nats-server ``client.go`` ``msgHeader`` / nats.go ``publish``)::
+Wire shapes (nats-server ``client.go`` ``msgHeader`` / nats.go ``publish``):
 
     MSG <subject> <sid> [reply] <size>\\r\\n<payload>\\r\\n
     HMSG <subject> <sid> [reply] <hdr size> <total size>\\r\\n<hdr><payload>\\r\\n
@@ -54,7 +54,7 @@ def hmsg_prefix(subject: bytes, sid: bytes) -> bytes:
 
 
 def append_msg(out: list[bytes], prefix: bytes, reply: bytes, payload: bytes) -> int:
-    """Append ``<prefix>[reply ]<size>\\r\\n<payload>\\r\\n`` (``prefix`` from :func:`msg_prefix`)."""
+    """Append ``<prefix>[reply ]<size>\\r\\n<payload>\\r\\n`` (``prefix`` from `msg_prefix`)."""
     size = len(payload)
     tail = b"%b %d\r\n" % (reply, size) if reply else b"%d\r\n" % size
     out.append(prefix)
@@ -65,7 +65,7 @@ def append_msg(out: list[bytes], prefix: bytes, reply: bytes, payload: bytes) ->
 
 
 def append_hmsg(out: list[bytes], prefix: bytes, reply: bytes, hdr: bytes, payload: bytes) -> int:
-    """Append ``<prefix>[reply ]<hdr size> <total>\\r\\n<hdr><payload>\\r\\n`` (:func:`hmsg_prefix`)."""
+    """Append ``<prefix>[reply ]<hdr size> <total>\\r\\n<hdr><payload>\\r\\n`` (`hmsg_prefix`)."""
     hsize = len(hdr)
     size = hsize + len(payload)
     tail = b"%b %d %d\r\n" % (reply, hsize, size) if reply else b"%d %d\r\n" % (hsize, size)
@@ -124,7 +124,7 @@ def append_requests(
 ) -> int:
     """Append one PUB (``hdrs[i]`` None) or HPUB frame per message, message *i* with the reply
     ``<reply_prefix><reply_ids[i]><reply_suffix>`` (the id in decimal), each frame one ``bytes``: the frames
-    :func:`append_pub` / :func:`append_hpub` would append, for a run in one call instead of a
+    `append_pub` / `append_hpub` would append, for a run in one call instead of a
     call and four parts per message. Returns the number of bytes appended."""
     total = 0
     append = out.append

@@ -4,7 +4,7 @@ A trie with one node per token; each node has literal children plus the ``*`` an
 kept apart, so a publish to the literal subject ``foo.*`` is matched by ``foo.*``/``foo.>``/``>``
 subscriptions but not by ``foo.bar`` (as nats-server does).
 
-Every publish asks :meth:`Sublist.match`, so results are cached per subject. A result is an
+Every publish asks `Sublist.match`, so results are cached per subject. A result is an
 immutable ``(plain_subs, queue_groups)`` pair of tuples; the router may hold on to one while
 subscriptions come and go. Inserting or removing a subscription drops the cached results it
 affects: just its own subject when it is literal, every matching cached subject when it has
@@ -203,7 +203,7 @@ class Sublist:
         return self._acks.get(subject[: dot + 1], EMPTY_RESULT)
 
     def ack_prefix_match(self, prefix: str) -> MatchResult | None:
-        """What :meth:`match` gives every ack subject ``prefix`` + five non-empty tokens
+        """What `match` gives every ack subject ``prefix`` + five non-empty tokens
         (``prefix`` is ``$JS.ACK.<stream>.<consumer>.``, both tokens non-empty): the ack index's
         entry, or None while other subscriptions could match ack subjects (each is then matched
         on its own). A cached result for such a subject is the same (a subscription that matches

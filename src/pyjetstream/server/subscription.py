@@ -1,6 +1,6 @@
 """A subscription as the router sees it: a client's (``client`` set) or the server's own (``callback`` set).
 
-Kept apart from :mod:`pyjetstream.server.sublist` (which indexes them and is compiled with mypyc,
+Kept apart from `pyjetstream.server.sublist` (which indexes them and is compiled with mypyc,
 see ``pyjetstream._compiled``): the router and ``ClientConnection.deliver`` read and write these
 attributes on every message, which interpreted code does fastest on a plain ``__slots__`` class, and
 the server subclasses it (``InternalSub``).
