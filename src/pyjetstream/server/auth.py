@@ -10,8 +10,8 @@ Mirrors nats-server's ``processClientOrLeafAuthentication`` for the non-JWT case
 NKey users prove their identity by signing the per-connection ``nonce`` the server put in INFO
 (ed25519, the signature in base64url); nats-server's ``nonceLen`` is 11 random bytes.
 
-Bcrypt verification takes tens of milliseconds by design, so :meth:`Authenticator.check` returns
-either a decision or a :class:`PendingCheck` that the connection runs in a worker thread.
+Bcrypt verification takes tens of milliseconds by design, so `Authenticator.check` returns
+either a decision or a `PendingCheck` that the connection runs in a worker thread.
 Successful bcrypt checks are remembered (as a keyed digest, never the password) so a reconnect
 storm does not pay for them again.
 """

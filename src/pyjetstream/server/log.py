@@ -1,7 +1,7 @@
 """Logging in nats-server's format: ``[PID] 2024/01/02 03:04:05.123456 [INF] message``.
 
 The server logs to the ``pyjetstream.server`` logger; an embedding application routes it like any
-Python logger. :func:`configure_logging` is what ``pyjetstream serve`` uses to look like
+Python logger. `configure_logging` is what ``pyjetstream serve`` uses to look like
 nats-server: ``-D`` enables ``[DBG]``, ``-V`` enables ``[TRC]`` (protocol trace), ``-l`` writes to
 a file instead of stderr.
 """

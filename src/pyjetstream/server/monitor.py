@@ -1,5 +1,5 @@
 """HTTP monitoring (``http_port`` / ``-m``): ``/varz``, ``/connz``, ``/subsz``, ``/healthz``,
-``/accountz``, and from :mod:`.monitor_topology` ``/routez``, ``/gatewayz``, ``/leafz``, ``/raftz``,
+``/accountz``, and from `monitor_topology` ``/routez``, ``/gatewayz``, ``/leafz``, ``/raftz``,
 ``/ipqueuesz``, ``/debug/vars``.
 
 JSON field names, defaults and error texts are nats-server 2.9's (``server/monitor.go``); bodies
@@ -9,7 +9,7 @@ path and needs no dependency.
 
 Endpoints are looked up in ``server.monitor_handlers`` (path → ``async handler(query) -> dict``),
 so the JetStream engine adds ``/jsz`` with ``server.monitor_handlers["/jsz"] = handler``. A
-handler raises :class:`MonitorError` for an HTTP error with a plain-text body.
+handler raises `MonitorError` for an HTTP error with a plain-text body.
 """
 
 from __future__ import annotations

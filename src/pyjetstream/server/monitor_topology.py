@@ -176,7 +176,7 @@ def _debug_vars(server: Server, query: dict[str, str]) -> RawResponse:
 
 
 def topology_handlers() -> dict[str, Any]:
-    """path → ``fn(server, query)`` for :class:`pyjetstream.server.monitor.MonitorServer`."""
+    """path → ``fn(server, query)`` for `pyjetstream.server.monitor.MonitorServer`."""
     return {
         "/routez": _routez,
         "/gatewayz": _gatewayz,

@@ -2,7 +2,7 @@
 
 A client publishes with ``Nats-Trace-Dest: <subject>`` (or, where its account configures
 ``msg_trace { dest, sampling }``, with a sampled W3C ``traceparent``); the server then publishes
-one :class:`~pyjetstream.api.msgtrace.MsgTraceEvent` to that subject, in the publisher's account,
+one `MsgTraceEvent` to that subject, in the publisher's account,
 describing what it did with the message: the ingress (``in``: who published it, on what, and the
 error that stopped it), the stream exports (``se``) and service imports (``si``) it crossed, the
 stream that took it (``js``: the subject stored under, ``nointerest``, or the error that refused
@@ -11,12 +11,12 @@ it) and one egress (``eg``) per subscription it was delivered to. ``Nats-Trace-O
 have gone, and nothing is delivered or stored.
 
 Tracing stays off the hot path: a message without headers costs nothing, one with a header block
-shorter than :data:`MIN_TRACED_HDR` a length test, a longer one a ``bytes.find``
-(:func:`may_be_traced`, inlined by the client); a traced message is routed by :func:`route`, this
+shorter than `MIN_TRACED_HDR` a length test, a longer one a ``bytes.find``
+(`may_be_traced`, inlined by the client); a traced message is routed by `route`, this
 module's copy of ``Server.route`` that records the events (nats-server ``processMsgResults`` and
 ``deliverMsg`` with ``c.pa.trace`` set). Internal subscriptions that take part in a trace (a
 stream's ingest, the import forwarders) carry a ``traced`` callback that receives the
-:class:`MsgTrace`; other internal subscriptions get the message as usual and no egress, as
+`MsgTrace`; other internal subscriptions get the message as usual and no egress, as
 nats-server records none for its internal callbacks.
 
 The embedded server is a single node (no routes, gateways or leaf nodes), so there is never a

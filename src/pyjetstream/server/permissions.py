@@ -123,7 +123,7 @@ class ConnectionPermissions:
 
     @property
     def filters_delivery(self) -> bool:
-        """Whether messages delivered to the connection need :meth:`deliver_allowed`."""
+        """Whether messages delivered to the connection need `deliver_allowed`."""
         return self.deny_filter or self.response is not None
 
     # ------------------------------------------------------------------ publish

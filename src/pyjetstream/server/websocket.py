@@ -5,7 +5,7 @@ The framing, the HTTP upgrade and permessage-deflate are wsproto's (a sans-IO li
 the server's asyncio Protocols); what is NATS-specific is here: nats-server's origin checks
 (``same_origin``, ``allowed_origins``; a request without an Origin header is accepted, as RFC 6455
 §1.6 and nats-server do), the handshake timeout, and the hand-over to an ordinary
-:class:`ClientConnection`, which sees a transport whose ``write`` sends binary messages. Every NATS
+`ClientConnection`, which sees a transport whose ``write`` sends binary messages. Every NATS
 byte a client sends arrives in binary (or text) messages and goes to the same parser as TCP input.
 """
 

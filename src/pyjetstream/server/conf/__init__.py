@@ -1,9 +1,9 @@
-"""The NATS configuration file format, and its mapping onto :class:`ServerOptions`.
+"""The NATS configuration file format, and its mapping onto `ServerOptions`.
 
 Two layers:
 
-1. **Syntax** (``parse``/``parse_file``; :mod:`.scanner`, :mod:`.parser`, :mod:`.units`):
-   nats-server's ``conf`` package format, a relaxed JSON/HOCON hybrid::
+1. **Syntax** (``parse``/``parse_file``; `scanner`, `parser`, `units`):
+   nats-server's ``conf`` package format, a relaxed JSON/HOCON hybrid:
 
        # comments with '#' or '//'
        port: 4222                    # 'key: value', 'key = value' or 'key value'
@@ -22,9 +22,9 @@ Two layers:
    string, so ``10s`` and ``1h30m`` are strings (durations); note that an unquoted
    ``2m`` is the *number* 2000000, exactly as in nats-server.
 
-2. **Semantics** (``load_config``/``config_to_options``; :mod:`.mapping` for the top
+2. **Semantics** (``load_config``/``config_to_options``; `mapping` for the top
    level, ``mapping_auth``/``mapping_accounts``/``mapping_jetstream``/``mapping_tls`` for
-   the blocks, :mod:`.converters` for values): the keys nats-server understands, mapped to
+   the blocks, `converters` for values): the keys nats-server understands, mapped to
    ServerOptions, with nats-server's validation and error texts. Keys nats-server knows
    but pyjetstream does not implement (cluster, leafnodes, websocket, mqtt, ...) are kept
    raw in ``ServerOptions.unsupported`` with a warning; ones whose absence would weaken

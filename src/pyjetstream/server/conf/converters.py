@@ -1,4 +1,4 @@
-"""Value converters: a node of the tree to a typed option value, or :class:`Invalid` with nats-server's text.
+"""Value converters: a node of the tree to a typed option value, or `Invalid` with nats-server's text.
 
 Each converter is ``(node, key) -> value``; ``key`` is the name as written, for the message.
 """

@@ -1,4 +1,4 @@
-"""Top-level keys to :class:`ServerOptions`; ``load_config`` and ``config_to_options``."""
+"""Top-level keys to [`ServerOptions`][]; ``load_config`` and ``config_to_options``."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ class BlockMapper:
     """Applies blocks of a parsed tree to a ServerOptions, collecting all errors and warnings.
 
     The mixins in ``mapping_*.py`` add one handler method per block they understand;
-    :class:`~pyjetstream.server.conf.mapping.Mapper` combines them.
+    `Mapper` combines them.
     """
 
     def __init__(self, opts: ServerOptions, strict: bool, filename: str) -> None:

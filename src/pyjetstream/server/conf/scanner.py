@@ -1,8 +1,8 @@
 """Reading the config format character by character: positions, blanks and comments, scalar values.
 
-The :class:`Scanner` reads what a value is made of (quoted strings with escapes, numbers with
+The `Scanner` reads what a value is made of (quoted strings with escapes, numbers with
 size suffixes, floats, IP addresses, ISO8601 datetimes, ``( ... )`` blocks); the parser
-(:mod:`.parser`) builds the document's structure on top of it.
+(`parser`) builds the document's structure on top of it.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def apply_defaults(
 
     ``stream`` brings its ``consumer_limits`` (``max_ack_pending``, ``inactive_threshold``) as
     defaults. With ``pedantic`` (⟨2.11+⟩) every change nats-server would make to the config is
-    refused instead, with error 10157: raises :class:`JetStreamApiError`.
+    refused instead, with error 10157: raises `JetStreamApiError`.
     """
     changes: dict[str, object] = {}
 

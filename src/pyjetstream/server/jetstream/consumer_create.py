@@ -1,7 +1,7 @@
 """Adding a consumer to a stream: create, update and the ``action`` rules (``addConsumerWithAssignment``).
 
 ``add_consumer`` is what ``CONSUMER.CREATE`` ends in once the request itself was checked; it
-raises :class:`~pyjetstream.api.errors.JetStreamApiError` with nats-server's error for anything
+raises `JetStreamApiError` with nats-server's error for anything
 it refuses. Creating a consumer that exists is an update (⟨2.10+⟩ unless ``action`` says
 ``create`` with a different config, or ``update`` for a missing one).
 """

@@ -6,7 +6,7 @@ wake their delivery), an interest stream must know whether any consumer wants a 
 an ack on an interest stream must ask the consumers that could still need the message. Asking
 every consumer makes each of those cost time in proportion to the number of consumers; nats-server
 keeps its consumers in a subject sublist and matches the message's subject. So does this index: a
-:class:`~pyjetstream.server.sublist.Sublist` holds one entry per filter (``>`` for a consumer
+`Sublist` holds one entry per filter (``>`` for a consumer
 without one), and the consumers a subject reaches are cached per subject as one tuple, in the order
 they were added, until a consumer comes, goes or changes its filters.
 
@@ -15,7 +15,7 @@ It also keeps what listing and limits ask of all consumers at once: the count of
 ``numLimitableConsumers``) and the public names in order, for ``CONSUMER.NAMES`` / ``LIST`` pages
 (sorted once per change, not per page).
 
-``visited`` counts the consumers handed out by :meth:`match` (what a publish, a signal or an ack
+``visited`` counts the consumers handed out by `match` (what a publish, a signal or an ack
 looks at): the step counter the complexity tests read.
 """
 

@@ -1,7 +1,7 @@
 """Persisting a consumer: its definition (``meta.inf``) and its state (``o.dat``) in the file store.
 
-:class:`StateWriter` belongs to one :class:`~pyjetstream.server.jetstream.consumer.Consumer`.
-The consumer's memory (its :class:`~pyjetstream.server.jetstream.delivery_state.DeliveryState`) is
+`StateWriter` belongs to one `Consumer`.
+The consumer's memory (its `DeliveryState`) is
 the truth; the store gets a snapshot shortly after changes (coalescing many acks into one write),
 like nats-server's consumer file store, which writes its state from a background flusher. The
 write (a file replace: milliseconds on ext4) happens in one writer thread, off the event loop,

@@ -1,8 +1,8 @@
 """Counter streams (ADR-49, ``allow_msg_counter``): what a publish with ``Nats-Incr`` becomes.
 
 Mirrors the counter steps of nats-server's ``processJetStreamMsg``: the header checks done
-first (:func:`check_incr`), then, just before storing, the new total from the subject's last
-message (:func:`apply_incr`). A message sourced from another counter stream adds the change of
+first (`check_incr`), then, just before storing, the new total from the subject's last
+message (`apply_incr`). A message sourced from another counter stream adds the change of
 that origin's total since the last one taken, remembered per origin stream and subject in
 ``Nats-Counter-Sources``.
 """

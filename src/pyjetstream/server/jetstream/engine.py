@@ -1,6 +1,6 @@
 """The JetStream engine of one account: streams, the API, account usage and limits.
 
-Each JetStream-enabled account (:class:`pyjetstream.server.accounts.Account`) has its own engine;
+Each JetStream-enabled account (`pyjetstream.server.accounts.Account`) has its own engine;
 the engine's ``server`` is that account, which offers the server's internal API scoped to the
 account, so the engine's subscriptions, deliveries and interest checks never leave it. File
 streams live under ``<store_dir>/jetstream/<account>/streams/<name>/`` (nats-server's layout, the
@@ -121,7 +121,7 @@ class JetStreamEngine:
 
     def usage(self, exact: bool = True) -> tuple[int, int]:
         """``(memory bytes, storage bytes)`` used by all streams (``exact=False``: an upper bound
-        that is cheap on the publish path, see :meth:`note_write`)."""
+        that is cheap on the publish path, see `note_write`)."""
         if exact and self._usage_estimated:
             self.account_usage_changed()
         if self._usage_cache is None:
@@ -153,14 +153,14 @@ class JetStreamEngine:
             self._usage_estimated = True
 
     def note_writes(self, storage: StorageType, count: int, size: int) -> None:
-        """:meth:`note_write` for ``count`` messages of ``size`` bytes (subject and payload)
+        """`note_write` for ``count`` messages of ``size`` bytes (subject and payload)
         summed: the same cached usage as ``count`` calls."""
         if count:
             self.note_write(storage, size + (count - 1) * RECORD_OVERHEAD_BOUND)
 
     def room_for_run(self, storage: StorageType, count: int, records: int) -> bool:
-        """Whether ``count`` writes whose :meth:`check_account_limits` records sum to ``records``
-        would each pass that check in turn, with :meth:`note_write` after each (a pipelining
+        """Whether ``count`` writes whose `check_account_limits` records sum to ``records``
+        would each pass that check in turn, with `note_write` after each (a pipelining
         publisher's run, ``Stream._store_plain_run``): the last one sees at most the cached usage
         plus every record and the overhead note_write adds per message, and the usage of the
         other accounts does not change meanwhile. False when in doubt (then they are checked one

@@ -1,12 +1,12 @@
 """Pull consumers: ``CONSUMER.MSG.NEXT`` requests, the waiting queue and the statuses requesters get.
 
-:class:`PullDelivery` mirrors nats-server ``consumer.go`` ``processNextMsgRequest``,
-``nextWaiting``, ``processWaiting`` and ``releaseAnyPendingRequests``; :class:`WaitQueue` and
-:class:`WaitingRequest` are its ``waitQueue`` and ``waitingRequest``. A request asks for ``batch``
+`PullDelivery` mirrors nats-server ``consumer.go`` ``processNextMsgRequest``,
+``nextWaiting``, ``processWaiting`` and ``releaseAnyPendingRequests``; `WaitQueue` and
+`WaitingRequest` are its ``waitQueue`` and ``waitingRequest``. A request asks for ``batch``
 messages (optionally capped by ``max_bytes``) to be sent to its reply subject until ``expires``.
 Requests are served round robin: one that still wants more moves to the back of the queue after
-each message. The request body is decoded by :func:`pyjetstream.api.codec.decode_pull_request`
-and every status line comes from :mod:`pyjetstream.api.headers`, byte for byte nats-server's
+each message. The request body is decoded by `pyjetstream.api.codec.decode_pull_request`
+and every status line comes from `pyjetstream.api.headers`, byte for byte nats-server's
 (``409 Batch Completed`` is ⟨2.10+⟩).
 """
 
@@ -107,13 +107,13 @@ class WaitQueue:
     nats-server walks every waiting request whenever its delivery loop goes idle
     (``processWaiting``: expiry, heartbeats, interest), so with 10,000 requests waiting each
     delivered message costs a walk over all of them. Here their deadlines are kept in two heaps
-    (expiry and heartbeat, :meth:`due`): what is due is popped, nothing else is looked at. A
+    (expiry and heartbeat, `due`): what is due is popped, nothing else is looked at. A
     request that leaves from inside the queue (expired, ended by the end of the stream) is
-    marked ``gone`` (:meth:`kill`) and dropped when it comes to the head, or when the gone
+    marked ``gone`` (`kill`) and dropped when it comes to the head, or when the gone
     outnumber the others (the deque is rebuilt); heap entries of requests that are done are
     dropped as they come up, or all at once when they outnumber the requests. Interest in a
     reply subject is checked when a request comes up (``PullDelivery.next_waiting``) and by the
-    full walk (:meth:`PullDelivery.process_waiting`: info, a full queue, inactivity).
+    full walk (`PullDelivery.process_waiting`: info, a full queue, inactivity).
 
     ``steps`` counts the requests looked at by walks, heap pops and rebuilds: the step counter
     the complexity tests read.
@@ -226,7 +226,7 @@ class WaitQueue:
     def take_head(self, wr: WaitingRequest) -> None:
         """Account one delivery to ``wr``, the head request (nats-server ``popAndRequeue``): it
         leaves the queue when it wants no more, else goes to the back. The one place a delivery
-        is counted to a request (:meth:`pop`, ``PullDelivery.next_waiting``, the delivery
+        is counted to a request (`pop`, ``PullDelivery.next_waiting``, the delivery
         loop's runs)."""
         wr.delivered += 1
         wr.n -= 1
@@ -546,7 +546,7 @@ class PullDelivery:
         """``processWaiting``: walk every waiting request — expire, drop the uninterested,
         heartbeat; returns batches wanted. For what must look at all of them (info's
         ``num_waiting``, a full queue, a no_wait request's room, inactivity); a delivery pass
-        and the timer take :meth:`expire_due`.
+        and the timer take `expire_due`.
 
         ``eos`` (end of stream) also ends ``no_wait`` requests (``404 No Messages``).
         """

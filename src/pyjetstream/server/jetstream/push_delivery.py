@@ -1,7 +1,7 @@
 """Push consumers: delivery interest, idle heartbeats, flow control and the rate limit.
 
-:class:`PushDelivery` is the push side of a
-:class:`~pyjetstream.server.jetstream.consumer.Consumer` (nats-server ``consumer.go``
+`PushDelivery` is the push side of a
+`Consumer` (nats-server ``consumer.go``
 ``updateDeliveryInterest``, ``sendIdleHeartbeat``, ``sendFlowControl``, ``processFlowControl``):
 
 - A push consumer delivers only while its deliver subject has *exact* interest: a plain

@@ -8,7 +8,7 @@ with offset 0 reuses the previous offset, with a longer length encoding) and lar
 
 Writing: a Snappy-framed stream (cramjam's Rust codec) — S2 readers take Snappy streams, and
 Snappy blocks are valid S2 blocks. Reading: both identifiers; each block is decoded by cramjam's
-Snappy decoder, and by :func:`decode_block` (the full S2 block format, in Python) when the block
+Snappy decoder, and by `decode_block` (the full S2 block format, in Python) when the block
 uses S2's extensions. Checksums are not verified on reading (the archive inside is length-checked).
 """
 

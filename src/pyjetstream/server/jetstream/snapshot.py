@@ -2,7 +2,7 @@
 
 Snapshot (nats-server ``jsStreamSnapshotRequest``, ``streamSnapshot``, ``CreateStreamSnapshotV2``):
 the reply carries the stream's config and state, then the S2-compressed ``NATSARC1`` archive
-(:mod:`pyjetstream.api.snapshot`) goes to ``deliver_subject`` in chunks of ``chunk_size`` (1 KiB –
+(`pyjetstream.api.snapshot`) goes to ``deliver_subject`` in chunks of ``chunk_size`` (1 KiB –
 1 MiB, default 128 KiB). A full chunk has a reply subject ``$JS.SNAPSHOT.ACK.<s>.<id>.<len>.<n>``;
 at most ``window_size / chunk_size`` chunks are unacknowledged (window 1 KiB – 32 MiB, default
 8 MiB), and 5 s without an ack ends the snapshot with ``408 No Flow Response``. The last, shorter
@@ -13,7 +13,7 @@ Restore (``jsStreamRestoreRequest``, ``processStreamRestore``, ``RestoreStreamV2
 ``RestoreStream``): the request holds ``{config, state}``; the reply names the subject to send the
 chunks to, each answered with an empty message; an empty chunk ends the upload and is answered with
 a ``stream_create_response`` once the stream exists. Both the v2 archive and the older tar of
-nats-server's file store (:mod:`pyjetstream.server.jetstream.snapshot_tar`) restore; the archive is
+nats-server's file store (`pyjetstream.server.jetstream.snapshot_tar`) restore; the archive is
 told apart by its magic bytes. 5 s without a chunk abandons the restore.
 """
 

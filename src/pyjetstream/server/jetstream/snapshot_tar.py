@@ -133,7 +133,7 @@ RestoredConsumers = list[tuple[str, ConsumerConfig | None, ConsumerState]]
 
 def restore_tar(cfg: StreamConfig, raw: bytes) -> tuple[Callable[[Any], None], RestoredConsumers]:
     """The pre-2.12 tar snapshot read back: a ``fill(store)`` that writes its messages (gaps kept) and
-    its consumers; :func:`snapshot.restore_stream` hands both to ``create_restored`` (so this module
+    its consumers; `snapshot.restore_stream` hands both to ``create_restored`` (so this module
     does not import its caller)."""
     try:
         archive = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")

@@ -1,6 +1,6 @@
 """Stream configuration: defaults, validation and update rules, as nats-server's ``checkStreamCfg``.
 
-Every failure raises :class:`JetStreamApiError` carrying nats-server's code and text, so the API
+Every failure raises `JetStreamApiError` carrying nats-server's code and text, so the API
 layer answers exactly what nats-server answers.
 """
 

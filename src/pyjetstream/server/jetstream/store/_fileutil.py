@@ -105,7 +105,7 @@ _large_buffers_mapped = False
 
 
 def map_large_buffers() -> None:
-    """Give every allocation of :data:`LARGE_BUFFER` or more its own mapping (glibc ``mallopt
+    """Give every allocation of `LARGE_BUFFER` or more its own mapping (glibc ``mallopt
     M_MMAP_THRESHOLD``), once per process. A store's index arrays grow by reallocation to tens
     of MiB and an active block's mirror to the block size; glibc's default raises its mapping
     threshold to the largest buffer freed so far, so after the first few growths they come

@@ -1,6 +1,6 @@
 """On-disk format of message block files (``msgs/<n>.blk``) and the record scanner.
 
-Block file::
+Block file:
 
     header  magic "PJSB" | version u8 | 3 pad | first_seq u64 | crc32 u32      (20 bytes)
     record* total_len u32 | kind u8 | seq u64 | ts i64 | subj_len u16 | hdr_len u32
@@ -148,7 +148,7 @@ def _valid_at(buf: bytes | mmap.mmap, off: int, n: int) -> int:
 def scan_records(
     buf: bytes | mmap.mmap, start: int, end_info: list[ScanEnd]
 ) -> Iterator[tuple[int, int, int, int, int, int, int]]:
-    """Yield the valid records of a block body as :class:`Rec` fields; append a ScanEnd to
+    """Yield the valid records of a block body as `Rec` fields; append a ScanEnd to
     ``end_info`` at the end.
 
     A damaged record is stepped over when its length field leads to a valid record (a torn

@@ -49,7 +49,7 @@ def encode(header: dict[str, Any], arrays: dict[str, array[int]], names: list[st
 
 
 def decode(buf: bytes) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]] | None:
-    """Inverse of :func:`encode`; None when the bytes are not a valid snapshot."""
+    """Inverse of `encode`; None when the bytes are not a valid snapshot."""
     if len(buf) < 12 or buf[:4] != MAGIC:
         return None
     if zlib.crc32(memoryview(buf)[:-4]) != int.from_bytes(buf[-4:], "little"):

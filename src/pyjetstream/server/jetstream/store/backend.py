@@ -1,6 +1,6 @@
 """The payload side of a store: where message bodies live, behind a small interface.
 
-A store (``indexed.IndexedStore``) composes a :class:`~.seqindex.SeqIndex` (sequences,
+A store (``indexed.IndexedStore``) composes a `SeqIndex` (sequences,
 subjects, counters) with one backend (payloads): the memory backend here, the block files
 in ``blockfiles.py`` (nats-server's ``memstore.go`` / ``filestore.go`` split the same way
 between their indexes and ``msgBlock``). The store always tells the backend first — while
@@ -18,7 +18,7 @@ from .seqindex import SeqIndex
 
 
 class PayloadBackend(ABC):
-    """Payload storage for the messages a :class:`SeqIndex` indexes.
+    """Payload storage for the messages a `SeqIndex` indexes.
 
     ``loc`` is the backend's own 64-bit locator of a payload, kept by the index per slot.
     """
@@ -37,7 +37,7 @@ class PayloadBackend(ABC):
 
     def append_run(self, seq: int, subject: bytes, payloads: list[bytes]) -> tuple[array[int], array[int]]:
         """Keep header-less payloads as messages ``seq`` onwards, each stamped with the time it
-        is taken in (:meth:`append`'s work, in one call: ``IndexedStore.store_run``). Returns
+        is taken in (`append`'s work, in one call: ``IndexedStore.store_run``). Returns
         their timestamps and locators, for as many as were taken — all unless the file
         backend's active block filled up after the first (the index must catch up before a
         block is sealed: the caller indexes those and calls again with the rest)."""
@@ -53,7 +53,7 @@ class PayloadBackend(ABC):
     def append_hrun(
         self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
     ) -> tuple[array[int], array[int]]:
-        """:meth:`append_run` for messages with a subject and a header block each
+        """`append_run` for messages with a subject and a header block each
         (``IndexedStore.store_run``: a read's publishes on several subjects or with headers);
         the same contract."""
         tss = array("q")
@@ -70,7 +70,7 @@ class PayloadBackend(ABC):
         """``(headers, payload)`` of a live message."""
 
     def read_run(self, slots: list[int]) -> list[MsgTuple]:
-        """The live messages in index ``slots``, in order, as :data:`MsgTuple` (a consumer's
+        """The live messages in index ``slots``, in order, as `MsgTuple` (a consumer's
         read-ahead: ``IndexedStore.load_next_msgs``); a backend may do it in one loop."""
         index = self.index
         base, locs, tss, sids, names, read = (
@@ -118,7 +118,7 @@ class PayloadBackend(ABC):
     def commit(self) -> None:
         """End of a mutation outside any batch: make it durable per the sync policy.
 
-        Raises OSError when writing fails; the store then calls :meth:`rollback`."""
+        Raises OSError when writing fails; the store then calls `rollback`."""
         return None
 
     def rollback(self) -> tuple[int, int] | None:

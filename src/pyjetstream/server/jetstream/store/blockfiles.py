@@ -15,12 +15,12 @@ it as ``<n>.idx`` with the block's size and the CRC of its whole content (nats-s
 per-block index the same way). A sealed block changed later (a tombstone, an erase) is marked
 stale and gets a fresh index on the next sync or stop; a compacted block gets one at once.
 
-Recovery. :meth:`BlockFiles.load` gives ``SeqIndex.rebuild`` one ``BlockSlots`` per block: read
+Recovery. `BlockFiles.load` gives ``SeqIndex.rebuild`` one ``BlockSlots`` per block: read
 from its index when that matches the block byte for byte (size, CRC, first sequence), else
 scanned — after ``kill -9`` only the active block, plus any changed since its index was
 written. A scan checks every record's checksum, steps over a damaged record whose length still
 leads to a valid record, and cuts the file at the first record that cannot be trusted. What was
-dropped is reported by :meth:`BlockFiles.lost` — except a record cut short at the very end of
+dropped is reported by `BlockFiles.lost` — except a record cut short at the very end of
 the last block: that is the write in flight when the process died, never acknowledged — and an
 index whose block file is gone reports the block's messages lost.
 """
@@ -342,9 +342,9 @@ class BlockFiles(PayloadBackend):
         return off << 32 | plen
 
     def append_run(self, seq: int, subject: bytes, payloads: list[bytes]) -> tuple[array[int], array[int]]:
-        """:meth:`append` for header-less payloads, the records framed with comprehensions and
+        """`append` for header-less payloads, the records framed with comprehensions and
         joined into the active block's mirror at once; stops before a record that would need the
-        next block (unless it is the first: the block is sealed then, as :meth:`append` does,
+        next block (unless it is the first: the block is sealed then, as `append` does,
         while the index is whole)."""
         if self._compress:
             return super().append_run(seq, subject, payloads)
@@ -379,11 +379,11 @@ class BlockFiles(PayloadBackend):
     def append_hrun(
         self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
     ) -> tuple[array[int], array[int]]:
-        """:meth:`append` for messages with a subject and a header block each (a read's Spark
+        """`append` for messages with a subject and a header block each (a read's Spark
         rows), the records framed in one loop and joined into the active block's mirror at once;
-        stops before a record that would need the next block, as :meth:`append_run`. A block
+        stops before a record that would need the next block, as `append_run`. A block
         with a ``Nats-TTL`` (kept per message for recovery) or a compressed store takes
-        :meth:`append` per message."""
+        `append` per message."""
         if self._compress or _TTL_KEY in b"".join(hdrs):  # (a join: no line is found across two blocks)
             return super().append_hrun(seq, subjects, hdrs, payloads)
         plens, offs = self._fit_run(
@@ -406,8 +406,8 @@ class BlockFiles(PayloadBackend):
 
     def _fit_run(self, seq: int, plens: list[int]) -> tuple[list[int], list[int]]:
         """Where a run's records go in the active block (rolled first when even the first does not
-        fit, as :meth:`append` does): the lengths of those taken — the first always, then those
-        that fit the block and :data:`MAX_RECORD` — and their offsets (``offs[k]`` where record
+        fit, as `append` does): the lengths of those taken — the first always, then those
+        that fit the block and `MAX_RECORD` — and their offsets (``offs[k]`` where record
         ``k`` starts; ``offs[len(taken)]`` the end)."""
         if plens[0] > MAX_RECORD:
             raise ErrMsgTooLarge()
@@ -762,11 +762,11 @@ class BlockFiles(PayloadBackend):
         return rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
 
     def read_run(self, slots: list[int]) -> list[MsgTuple]:
-        """:meth:`PayloadBackend.read_run` in one loop (a consumer's read-ahead): the active
+        """`PayloadBackend.read_run` in one loop (a consumer's read-ahead): the active
         block's mirror, the record checks and the index's columns bound once, each message's tuple
-        built where its record is read, and a sealed block's read-ahead window (:meth:`_read_sealed`)
+        built where its record is read, and a sealed block's read-ahead window (`_read_sealed`)
         sliced here while the records are in it. A record that is compressed or fails a check goes
-        through :meth:`read` (which decompresses it, or raises its error)."""
+        through [`read`][pyjetstream.client.jetstream.object_store.ObjectResult.read] (which decompresses it, or raises its error)."""
         index = self.index
         base, locs, tss, sids, names = index.base, index.locs, index.tss, index.sids, index.subjects.names
         firsts = self._firsts
@@ -871,7 +871,7 @@ class BlockFiles(PayloadBackend):
     # ------------------------------------------------------------------------------------
     def list_files(self) -> list[tuple[int, str]]:
         """The block files, in order (left-over temporary files are removed; the block indexes
-        found are noted for :meth:`load`)."""
+        found are noted for [`load`][pyjetstream.client.jetstream.counter.Counter.load])."""
         files: list[tuple[int, str]] = []
         self._idx_found = set()
         for name in os.listdir(self.msgs_dir):
@@ -891,7 +891,7 @@ class BlockFiles(PayloadBackend):
         when it matches the block byte for byte (size and CRC of the whole file), else from a
         scan of the block (the active block after a crash, or one changed since its index was
         written). A scan cuts torn tails, steps over damaged records and notes what was lost
-        (see :meth:`lost`); an index whose block file is gone reports the block's messages lost.
+        (see [`lost`][pyjetstream.api.models_stream.StreamState.lost]); an index whose block file is gone reports the block's messages lost.
         """
         out: list[BlockSlots] = []
         known = _SubjectIds()  # subject -> id, as the blocks loaded so far number them

@@ -1,6 +1,6 @@
 """FileStore: messages in append-only block files (nats-server ``filestore.go``, simplified).
 
-Directory layout (``FileStoreConfig.directory`` is the stream's directory)::
+Directory layout (``FileStoreConfig.directory`` is the stream's directory):
 
     meta.inf, meta.sum          stream definition (write_meta / read_meta), crash-safe
     msgs/<n>.blk                message blocks (format in ``_records``)
@@ -11,10 +11,10 @@ Directory layout (``FileStoreConfig.directory`` is the stream's directory)::
 Durability. Every mutation is written to the OS (``pwrite``) before the call returns, or when
 the outermost ``batch()`` exits; a process crash loses nothing that was acknowledged after
 that. ``sync="always"`` also fsyncs before returning; ``sync="interval"`` (default, as
-nats-server's ``sync_interval``) leaves fsync to :meth:`FileStore.sync`, which the caller runs
+nats-server's ``sync_interval``) leaves fsync to `FileStore.sync`, which the caller runs
 every ``sync_interval`` seconds (no background thread: the store is single-threaded).
 
-The store is a :class:`~.seqindex.SeqIndex` composed with :class:`~.blockfiles.BlockFiles`
+The store is a `SeqIndex` composed with `BlockFiles`
 (the payload backend: block format, deletes, compaction); this module adds the directory, the
 stream and consumer metadata, sync, and recovery.
 
@@ -73,7 +73,7 @@ REFRESH_PER_SYNC = 4
 
 @dataclass(slots=True)
 class FileStoreConfig:
-    """Storage options of a file store (the limits are in :class:`StoreConfig`)."""
+    """Storage options of a file store (the limits are in `StoreConfig`)."""
 
     directory: str
     block_size: int = DEFAULT_BLOCK_SIZE
