@@ -85,6 +85,7 @@ from rawnats import (
     server_cpu,
     server_rss_mib,
     servers,
+    stop_on_signals,
     wait_for,
 )
 
@@ -121,6 +122,7 @@ class Op:
     once: bool = False  # changes the state for good: one round
     wall: bool = True  # False: the wall time is a timer's (TTL, ack wait), not the server's speed
     restart: bool = False  # restarts the server: the CPU is the new process's until it is ready
+    repeat: bool = False  # leaves the state as it found it: run again until --min-time has passed
 
 
 # ---------------------------------------------------------------------------------------------- context
@@ -131,8 +133,11 @@ class Ctx:
 
     _ids = itertools.count()
 
-    def __init__(self, kind: str, target: Target, size: Any, scale: float, budget: float) -> None:
+    def __init__(
+        self, kind: str, target: Target, size: Any, scale: float, budget: float, min_time: float
+    ) -> None:
         self.kind, self.target, self.size, self.scale, self.budget = kind, target, size, scale, budget
+        self.min_time = min_time
         self.state: dict[str, Any] = {}
         self.deadline = time.monotonic() + 3600
         self.restart_cpu = 0.0
@@ -539,7 +544,7 @@ def ops_subjects() -> list[Op]:
             "publish, max_msgs_per_subject 1 (existing subj.)",
             "publish",
             lambda c: c.publish(
-                pubs(f"mp.{random.randrange(c.size)}" for _ in range(c.n(20_000))), c.n(20_000)
+                pubs(f"mp.{random.randrange(c.size)}" for _ in range(c.n(50_000))), c.n(50_000)
             ),
         ),
         Op("ttl_expiry", "5,000 TTL 1 s expiries", "expired msg", lambda c: _ttl_expiry(c, "TT"), wall=False),
@@ -687,7 +692,7 @@ def ops_consumers() -> list[Op]:
             "pub_interest",
             "publish, interest stream",
             "publish",
-            lambda c: c.publish(pubs(_spread("in", c.size, c.n(20_000))), c.n(20_000)),
+            lambda c: c.publish(pubs(_spread("in", c.size, c.n(50_000))), c.n(50_000)),
             cleanup=_purge_stream("IN"),
         ),
         Op(
@@ -701,7 +706,7 @@ def ops_consumers() -> list[Op]:
             "pub_workqueue",
             "publish, work-queue stream",
             "publish",
-            lambda c: c.publish(pubs(_spread("wq", c.size, c.n(20_000))), c.n(20_000)),
+            lambda c: c.publish(pubs(_spread("wq", c.size, c.n(50_000))), c.n(50_000)),
             cleanup=_purge_stream("WQ"),
         ),
         Op(
@@ -1073,13 +1078,13 @@ def ops_pulls() -> list[Op]:
             "waiting",
             "publish taken by a waiting request (+ a new one)",
             "msg",
-            lambda c: _pub_delivered(c, "wp", itertools.repeat("wp.x"), c.n(10_000)),
+            lambda c: _pub_delivered(c, "wp", itertools.repeat("wp.x"), c.n(20_000)),
         ),
         Op(
             "consumers",
             "publish into one of the pull consumers",
             "msg",
-            lambda c: _pub_delivered(c, "pc", _spread("pc", c.size[1], c.n(20_000)), c.n(20_000)),
+            lambda c: _pub_delivered(c, "pc", _spread("pc", c.size[1], c.n(50_000)), c.n(50_000)),
         ),
     ]
 
@@ -1273,13 +1278,13 @@ def _publish(c: Ctx, subject: Callable[[int], str], headers: Callable[[int], byt
 
 def _pub_ttl(c: Ctx) -> int:
     t = c.uid("r")
-    return _publish(c, lambda j: f"tt.n.{t}.{j}", lambda i: header_block(Nats_TTL="1h"), c.n(20_000))
+    return _publish(c, lambda j: f"tt.n.{t}.{j}", lambda i: header_block(Nats_TTL="1h"), c.n(50_000))
 
 
 def _pub_id_new(c: Ctx) -> int:
     t = c.uid("r")
     return _publish(
-        c, lambda j: f"dd.{j % 1000}", lambda j: header_block(Nats_Msg_Id=f"{t}-{j}"), c.n(20_000)
+        c, lambda j: f"dd.{j % 1000}", lambda j: header_block(Nats_Msg_Id=f"{t}-{j}"), c.n(50_000)
     )
 
 
@@ -1305,7 +1310,7 @@ def ops_timers() -> list[Op]:
             "pub_plain_ttl",
             "publish without a TTL (TTL stream)",
             "publish",
-            lambda c: publish(c, lambda j: f"tt.p.{j % 1000}", None, c.n(20_000)),
+            lambda c: publish(c, lambda j: f"tt.p.{j % 1000}", None, c.n(50_000)),
         ),
         Op(
             "pub_id_new",
@@ -1321,14 +1326,14 @@ def ops_timers() -> list[Op]:
                 c,
                 lambda j: f"dd.{j % 1000}",
                 lambda j: header_block(Nats_Msg_Id=f"id-{random.randrange(c.size)}"),
-                c.n(20_000),
+                c.n(50_000),
             ),
         ),
         Op(
             "pub_plain_sched",
             "publish, plain (schedules stream)",
             "publish",
-            lambda c: publish(c, lambda j: f"sc.p.{j % 1000}", None, c.n(20_000)),
+            lambda c: publish(c, lambda j: f"sc.p.{j % 1000}", None, c.n(50_000)),
         ),
         Op(
             "pub_schedule",
@@ -1341,12 +1346,33 @@ def ops_timers() -> list[Op]:
     ]
 
 
+# Operations that leave the state as they found it: repeated until --min-time, so that a quick one is
+# made of enough CPU clock ticks.
+REPEATED = {
+    "subjects": {
+        "push_all",
+        "push_tenth",
+        "pull_tenth",
+        "ordered",
+        "kv_watch",
+        "kv_keys",
+        "kv_history",
+        "info_wild",
+        "multi_last",
+    },
+    "consumers": {"stream_info", "consumer_info", "list", "names"},
+    "messages": {"get_seq", "get_last", "get_first", "info"},
+    "gaps": {"info", "push_across", "pull_across", "next_after", "get_deleted"},
+    "conns": {"connect", "sub_unsub"},
+}
+
+
 def dimensions(args: argparse.Namespace) -> list[Dimension]:
     pulls = lambda s: f"{s[0]:,} requests + {s[1]:,} consumers"  # noqa: E731
     conns = lambda s: f"{s[0]:,} conns + {s[1]:,} subs"  # noqa: E731
     consumers = [100, 1000, 10_000] if args.consumers_10k else [10, 100, 1000]
     messages = [500_000, 5_000_000, 50_000_000] if args.messages_50m else [100_000, 1_000_000, 10_000_000]
-    return [
+    dims = [
         Dimension(
             "subjects",
             "subjects / keys",
@@ -1409,6 +1435,10 @@ def dimensions(args: argparse.Namespace) -> list[Dimension]:
             ops_timers(),
         ),
     ]
+    for dim in dims:
+        for op in dim.ops:
+            op.repeat = op.key in REPEATED.get(dim.key, set())
+    return dims
 
 
 # ---------------------------------------------------------------------------------------------- driver
@@ -1435,10 +1465,14 @@ def measure(ctx: Ctx, op: Op) -> Figure | str:
         settle(ctx.target)
         ctx.deadline = time.monotonic() + ctx.budget
         cpu0, t0 = server_cpu(ctx.target), time.perf_counter()
-        try:
-            done, partial = op.run(ctx), False
-        except Partial as cut:
-            done, partial = cut.done, True
+        done, partial = 0, False
+        while True:
+            try:
+                done += op.run(ctx)
+            except Partial as cut:
+                done, partial = done + cut.done, True
+            if partial or not op.repeat or time.perf_counter() - t0 >= ctx.min_time:
+                break
         wall = time.perf_counter() - t0
         cpu = ctx.restart_cpu if op.restart else server_cpu(ctx.target) - cpu0
         ctx.deadline = time.monotonic() + 2 * ctx.budget
@@ -1467,7 +1501,7 @@ def run_size(dim: Dimension, size: Any, args: argparse.Namespace, rounds: int) -
     scale = 0.1 if args.quick else 1.0
     out: dict[str, Any] = {"ops": {}, "rss": {}, "extra": {}}
     with servers() as targets:
-        ctxs = {kind: Ctx(kind, t, size, scale, args.budget) for kind, t in targets.items()}
+        ctxs = {kind: Ctx(kind, t, size, scale, args.budget, args.min_time) for kind, t in targets.items()}
         try:
             for kind, ctx in ctxs.items():
                 rss0 = server_rss_mib(ctx.target)
@@ -1701,6 +1735,12 @@ def main() -> None:
     parser.add_argument("--dim", default="", help="comma-separated dimensions (default: all)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--budget", type=float, default=90.0, help="seconds before an operation is cut")
+    parser.add_argument(
+        "--min-time",
+        type=float,
+        default=0.5,
+        help="seconds a read-only operation is repeated for (CPU ticks)",
+    )
     parser.add_argument("--consumers-10k", action="store_true", help="consumers at 100 / 1k / 10k")
     parser.add_argument(
         "--messages-50m", action="store_true", help="messages at 500k / 5M / 50M (see the doc)"
@@ -1708,6 +1748,7 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--md", metavar="PATH", help="also write the tables as Markdown")
     args = parser.parse_args()
+    stop_on_signals()
     rounds = 1 if args.quick else args.rounds
     chosen = [d for d in dimensions(args) if not args.dim or d.key in args.dim.split(",")]
     unknown = set(args.dim.split(",")) - {d.key for d in dimensions(args)} - {""}

@@ -56,6 +56,7 @@ from rawnats import (
     publish_window,
     server_cpu,
     servers,
+    stop_on_signals,
 )
 
 P16 = b"x" * 16
@@ -433,6 +434,7 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--md", metavar="PATH", help="also write the table as Markdown")
     args = parser.parse_args()
+    stop_on_signals()
     rounds = 1 if args.quick else args.rounds
     chosen = [s for s in SHAPES if not args.only or s.key in args.only.split(",")]
     load_before = load_average()

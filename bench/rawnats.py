@@ -458,5 +458,17 @@ def servers(
         shutil.rmtree(root, ignore_errors=True)
 
 
+def stop_on_signals() -> None:
+    """SIGTERM (and SIGINT, even when inherited ignored, as ``nohup … &`` does) end the benchmark through
+    KeyboardInterrupt, so that its ``finally`` blocks stop the servers it started."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+
+
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
