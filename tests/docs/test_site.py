@@ -112,3 +112,28 @@ def test_reference_pages_are_in_the_nav() -> None:
     pages = [p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")]
     missing = [page for page in pages if page not in nav]
     assert not missing, f"pages not in mkdocs.yml's nav: {missing}"
+
+
+def _slug(heading: str) -> str:
+    """The anchor mkdocs (and GitHub) give a heading: lower case, punctuation dropped, spaces as dashes."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    return re.sub(r"\s+", "-", re.sub(r"[^\w\s-]", "", text))
+
+
+def test_readme_links_resolve() -> None:
+    """The README is read on GitHub, outside the site's link checking: its relative links must point at files
+    (and headings) that exist."""
+    text = (ROOT / "README.md").read_text()
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"\w+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = ROOT / path if path else ROOT / "README.md"
+        if not file.exists():
+            broken.append(target)
+        elif anchor and file.suffix == ".md":
+            slugs = {_slug(h) for h in re.findall(r"^#+ (.+)$", file.read_text(), re.M)}
+            if anchor not in slugs:
+                broken.append(target)
+    assert not broken, f"README.md links to what is not there: {broken}"
