@@ -26,6 +26,7 @@ import asyncio
 import json
 import random
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -287,11 +288,9 @@ class Consumer:
             elif policy == DeliverPolicy.LAST_PER_SUBJECT and self.stream.cfg.max_msgs_per_subject == 1:
                 sseq = state.first_seq  # every message is the last of its subject
             elif policy == DeliverPolicy.LAST_PER_SUBJECT:
-                lasts: set[int] = set()
-                for f in self.filter.store_filters():
-                    lasts.update(ss.last for ss in store.subjects_state(f).values())
+                lasts = store.multi_last_seqs(self.filter.store_filters(), state.last_seq)
                 if lasts:
-                    st.lss = sorted(lasts)
+                    st.lss = deque(lasts)
                     st.lss_resume = state.last_seq
                     sseq = st.lss[0]
                 else:

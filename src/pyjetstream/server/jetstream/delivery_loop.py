@@ -129,17 +129,17 @@ class DeliveryLoop:
         """The next messages to deliver: ``getNextMsg`` for a run, as ``(messages, delivery
         count, ahead)``; empty when nothing can go now (``p.stop`` says why).
 
-        A redelivery, the next last-per-subject message, a message under several filters and
-        anything past ``max_ack_pending`` go through ``_next_msg``, one at a time (it moves the
-        next sequence itself). Otherwise new messages are read ahead (``ahead``: the next sequence
-        follows each as it goes out) in a run of as many as the pass, the ``max_ack_pending`` room
+        A redelivery, the next last-per-subject message and anything past ``max_ack_pending`` go
+        through ``_next_msg``, one at a time (it moves the next sequence itself). Otherwise new
+        messages are read ahead (``ahead``: the next sequence follows each as it goes out), under
+        one filter or several (``load_next_msgs_multi``: one walk), in a run of as many as the pass, the ``max_ack_pending`` room
         and the waiting pull requests can take — one where each must be looked at before the next
         is read (no receiver to frame onto yet, AckNone on an interest stream, replay).
         """
         c = self.consumer
         st = c.state
         maxp = p.maxp
-        if st.rdq or st.lss or p.single is None or (maxp > 0 and len(st.pending) >= maxp):
+        if st.rdq or st.lss or (maxp > 0 and len(st.pending) >= maxp):
             msg, dc, p.stop = self._next_msg()
             return ([] if msg is None else [msg]), dc, False
         if p.rsub is None or p.ack_none_interest or p.replay:
@@ -151,7 +151,10 @@ class DeliveryLoop:
                 want = maxp - len(st.pending)
             if not p.push:
                 want = max(min(want, c.pull.waiting.total), 1)
-        run = c.stream.store.load_next_msgs(p.single, st.sseq, want, READ_AHEAD_BYTES)
+        if p.single is not None:
+            run = c.stream.store.load_next_msgs(p.single, st.sseq, want, READ_AHEAD_BYTES)
+        else:
+            run = c.stream.store.load_next_msgs_multi(c.filter.filters, st.sseq, want, READ_AHEAD_BYTES)
         if not run:
             self._at_eof()
             p.stop = _STOP_EOF
@@ -483,7 +486,7 @@ class DeliveryLoop:
             return None, 0, _STOP_MAX_PENDING
         prev = st.sseq
         if st.lss:
-            seq = st.lss.pop(0)
+            seq = st.lss.popleft()
             if not st.lss:
                 st.sseq = st.lss_resume
             try:
@@ -508,21 +511,9 @@ class DeliveryLoop:
         return msg, 1, _STOP_IDLE
 
     def _load_next_multi(self) -> tuple[StoredMsg, int]:
-        """The first message at/after sseq matching any of several filters."""
+        """The first message at/after sseq matching any of several filters (one walk)."""
         c = self.consumer
-        store = c.stream.store
-        best: tuple[StoredMsg, int] | None = None
-        sseq = c.state.sseq
-        for f in c.filter.filters:
-            try:
-                found = store.load_next_msg(f, sseq)
-            except ErrStoreEOF:
-                continue
-            if best is None or found[1] < best[1]:
-                best = found
-        if best is None:
-            raise ErrStoreEOF()
-        return best
+        return c.stream.store.load_next_msg_multi(c.filter.filters, c.state.sseq)
 
     def _at_eof(self) -> None:
         """Nothing matches after sseq. ⟨2.11+⟩ sseq stays just past the last delivered message
@@ -536,7 +527,7 @@ class DeliveryLoop:
         if source == 1:
             st.unget_redelivery(seq)
         elif source == 2:
-            st.lss.insert(0, seq)
+            st.lss.appendleft(seq)
             st.sseq = prev
         elif source == 3:
             st.sseq = prev

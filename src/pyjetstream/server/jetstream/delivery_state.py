@@ -21,6 +21,8 @@ they run once per message.
 
 from __future__ import annotations
 
+from collections import deque
+
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
 
 __all__ = ["DeliveryState"]
@@ -55,7 +57,7 @@ class DeliveryState:
         self.pending: dict[int, tuple[int, int]] = {}
         self.rdc: dict[int, int] = {}
         self.rdq: dict[int, None] = {}
-        self.lss: list[int] = []
+        self.lss: deque[int] = deque()  # (taken from the left, one at a time)
         self.lss_resume = 0
         self.ldt = 0
         self.lat = 0
@@ -94,7 +96,7 @@ class DeliveryState:
         self.pending = {}
         self.rdc = {}
         self.rdq = {}
-        self.lss = []
+        self.lss = deque()
         self._pending_dels = 0
         self.sseq, self.dseq = sseq, 1
         self.adflr, self.asflr = 0, sseq - 1
@@ -305,7 +307,7 @@ class DeliveryState:
         for seq in [s for s in self.rdq if s < self.sseq and s not in self.pending]:
             del self.rdq[seq]
         if self.lss:
-            self.lss = [s for s in self.lss if s >= first_seq]
+            self.lss = deque(s for s in self.lss if s >= first_seq)
             if not self.lss:
                 self.sseq = max(self.sseq, self.lss_resume)
 

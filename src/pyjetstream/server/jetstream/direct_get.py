@@ -14,7 +14,6 @@ Mirrors nats-server's ``processDirectGetRequest``, ``getDirectRequest`` and ``ge
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -292,25 +291,8 @@ class DirectGet:
 def multi_last_seqs(stream: Stream, filters: list[str], max_seq: int) -> list[int]:
     """The last sequence at or below ``max_seq`` of every subject matching any filter, sorted
     (nats-server's ``multiLastSeqs``): a subject whose last message is past ``max_seq`` counts
-    with its newest earlier message, if it has one."""
-    store = stream.store
-    seen: set[int] = set()
-    for filt in filters:
-        for subject, state in _subjects(stream, filt):
-            if state.last <= max_seq:
-                seen.add(state.last)
-            elif state.msgs > 1:
-                try:
-                    seen.add(store.load_prev_msg(max_seq, subject).seq)
-                except (StoreError, OSError):
-                    pass
-        if len(seen) > MAX_MULTI_RESULTS:
-            raise TooManyResults
-    return sorted(seen)
-
-
-def _subjects(stream: Stream, filt: str) -> Iterator[tuple[str, Any]]:
-    try:
-        yield from stream.store.subjects_state(filt).items()
-    except (StoreError, ValueError):  # a filter that is no subject matches nothing
-        return
+    with its newest earlier message, if it has one. One visit per matching subject."""
+    seqs = stream.store.multi_last_seqs(filters, max_seq)
+    if len(seqs) > MAX_MULTI_RESULTS:
+        raise TooManyResults
+    return seqs

@@ -14,14 +14,51 @@ from functools import lru_cache
 
 from pyjetstream.protocol.subjects import compile_filter, has_wildcard, is_match_all
 
-# Wildcard filter -> matching subject-id set, kept up to date incrementally; bounded.
-_FILTER_CACHE_MAX = 32
+from .subject_tree import SubjectTree
+
+# Cached filter matches (wildcard filters and sets of filters): at most this many entries, and
+# about this many subject ids over all of them (the oldest go first).
+_MATCH_CACHE_MAX = 64
+_MATCH_CACHE_SIDS = 1 << 20
+
+
+class FilterMatch:
+    """The subjects one filter (or a set of filters) matches, kept up to date as subjects come and
+    go — what a wildcard consumer's every read asks. ``sids`` is the set of matching subject ids,
+    or None when every subject in the table matches (then a query needs no id test at all: the
+    KV watcher's case, its filter being the bucket's one subject space).
+
+    ``eof_lo``/``eof_hi``: sequences known to hold no matching message (0/−1: none known). A scan
+    that reached the end with no match records it, so a consumer waiting at the tail of a stream
+    of other subjects does not scan the same stretch again (nats-server moves the consumer's
+    ``sseq`` past the end instead: ``getNextMsg`` with ``ErrStoreEOF``). Sequences are never
+    reused while the hint lives: a truncate or a write taken back clears every hint
+    (:meth:`SubjectTable.forget_positions`).
+    """
+
+    __slots__ = ("eof_hi", "eof_lo", "filters", "matchers", "sids")
+
+    def __init__(self, filters: tuple[str, ...], sids: set[int] | None) -> None:
+        self.filters = filters
+        self.matchers = [compile_filter(f) for f in filters]
+        self.sids = sids
+        self.eof_lo = 0
+        self.eof_hi = -1
+
+    def matches(self, subject: str) -> bool:
+        return any(m(subject) for m in self.matchers)
 
 
 class SubjectTable:
-    """Interned subjects (id 0 is reserved for "no message") with per-subject msgs/first/last."""
+    """Interned subjects (id 0 is reserved for "no message") with per-subject msgs/first/last,
+    and the :class:`~.subject_tree.SubjectTree` of their names for wildcard lookups.
 
-    __slots__ = ("_filter_cache", "first", "free", "ids", "last", "msgs", "names")
+    Invariants: ``ids[names[sid]] == sid`` for every live id; ``free`` lists the ids whose name is
+    None; the tree holds exactly the live subjects; every cached :class:`FilterMatch` holds exactly
+    the live ids its filters match (None: all of them).
+    """
+
+    __slots__ = ("_cache", "_cached_sids", "first", "free", "ids", "last", "msgs", "names", "tree")
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
@@ -30,10 +67,26 @@ class SubjectTable:
         self.first = array("Q", [0])
         self.last = array("Q", [0])
         self.free: list[int] = []
-        self._filter_cache: dict[str, set[int]] = {}
+        self.tree = SubjectTree()
+        self._cache: dict[tuple[str, ...], FilterMatch] = {}
+        self._cached_sids = 0
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def adopt(self, names: list[str | None], msgs: array[int], first: array[int], last: array[int]) -> None:
+        """Take a whole table (recovery, restore): ``names[sid]`` (None: a free id) and the
+        per-subject columns."""
+        self.names = names
+        self.msgs, self.first, self.last = msgs, first, last
+        self.ids = {name: sid for sid, name in enumerate(names) if name is not None}
+        self.free = [sid for sid, name in enumerate(names) if name is None and sid]
+        self.tree = SubjectTree()
+        insert = self.tree.insert
+        for name, sid in self.ids.items():
+            insert(name, sid)
+        self._cache = {}
+        self._cached_sids = 0
 
     def intern(self, subject: str) -> int:
         """Id for a subject not in the table yet (msgs/first/last start at 0)."""
@@ -47,26 +100,55 @@ class SubjectTable:
             self.first.append(0)
             self.last.append(0)
         self.ids[subject] = sid
-        for filt, sids in self._filter_cache.items():
-            if compile_filter(filt)(subject):
-                sids.add(sid)
+        self.tree.insert(subject, sid)
+        if self._cache:
+            self._cache_add(subject, sid)
         return sid
+
+    def _cache_add(self, subject: str, sid: int) -> None:
+        n = len(self.ids)
+        for key, fm in list(self._cache.items()):
+            sids = fm.sids
+            if fm.matches(subject):
+                if sids is not None:
+                    sids.add(sid)
+                    self._cached_sids += 1
+                    if len(sids) == n:
+                        self._cached_sids -= len(sids)
+                        fm.sids = None
+            elif sids is None:
+                del self._cache[key]  # no longer every subject: built again when next asked
 
     def release(self, sid: int) -> None:
         """Forget a subject whose last message is gone."""
         name = self.names[sid]
         assert name is not None
         del self.ids[name]
+        self.tree.remove(name)
         self.names[sid] = None
         self.msgs[sid] = 0
         self.first[sid] = 0
         self.last[sid] = 0
         self.free.append(sid)
-        for sids in self._filter_cache.values():
-            sids.discard(sid)
+        if self._cache:
+            n = len(self.ids)
+            for fm in self._cache.values():
+                sids = fm.sids
+                if sids is not None:
+                    if sid in sids:
+                        sids.discard(sid)
+                        self._cached_sids -= 1
+                    if len(sids) == n:  # (the one subject it did not match may have gone)
+                        self._cached_sids -= n
+                        fm.sids = None
 
     def clear(self) -> None:
         self.__init__()  # type: ignore[misc]
+
+    def forget_positions(self) -> None:
+        """Sequences may be taken again (truncate, a write taken back): drop every EOF hint."""
+        for fm in self._cache.values():
+            fm.eof_lo, fm.eof_hi = 0, -1
 
     def matching(self, filter_subject: str) -> list[int] | set[int]:
         """Ids of the subjects matching a filter (literal: zero or one id)."""
@@ -75,15 +157,35 @@ class SubjectTable:
         if not has_wildcard(filter_subject):
             sid = self.ids.get(filter_subject)
             return [sid] if sid else []
-        cached = self._filter_cache.get(filter_subject)
-        if cached is not None:
-            return cached
-        match = compile_filter(filter_subject)
-        sids = {sid for subj, sid in self.ids.items() if match(subj)}
-        if len(self._filter_cache) >= _FILTER_CACHE_MAX:
-            self._filter_cache.pop(next(iter(self._filter_cache)))
-        self._filter_cache[filter_subject] = sids
-        return sids
+        sids = self.match((filter_subject,)).sids
+        return list(self.ids.values()) if sids is None else sids
+
+    def match(self, filters: tuple[str, ...]) -> FilterMatch:
+        """The cached :class:`FilterMatch` of a set of filters (none of them ``>``), built by
+        walking the tree (the matching subjects, not all of them) when not cached."""
+        cache = self._cache
+        fm = cache.get(filters)
+        if fm is not None:
+            if len(cache) > 1:  # most recently used last
+                del cache[filters]
+                cache[filters] = fm
+            return fm
+        tree = self.tree
+        if len(filters) == 1:
+            found: set[int] = set(tree.match(filters[0]))
+        else:
+            found = set()
+            for f in filters:
+                found.update(tree.match(f))
+        whole = len(found) == len(self.ids)
+        fm = FilterMatch(filters, None if whole else found)
+        size = 0 if whole else len(found)
+        while cache and (len(cache) >= _MATCH_CACHE_MAX or self._cached_sids + size > _MATCH_CACHE_SIDS):
+            old = cache.pop(next(iter(cache)))
+            self._cached_sids -= len(old.sids) if old.sids is not None else 0
+        cache[filters] = fm
+        self._cached_sids += size
+        return fm
 
     def live_items(self) -> list[tuple[str, int]]:
         return list(self.ids.items())

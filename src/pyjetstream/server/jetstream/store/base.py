@@ -276,6 +276,38 @@ class MessageStore(ABC):
             seq += 1
         return out
 
+    def load_next_msg_multi(self, filters: Sequence[str], start_seq: int) -> tuple[StoredMsg, int]:
+        """First message with seq >= start_seq matching any of the filters (nats-server
+        ``LoadNextMsgMulti``); raises ErrStoreEOF when there is none."""
+        best: tuple[StoredMsg, int] | None = None
+        for f in filters:
+            try:
+                found = self.load_next_msg(f, start_seq)
+            except ErrStoreEOF:
+                continue
+            if best is None or found[1] < best[1]:
+                best = found
+        if best is None:
+            raise ErrStoreEOF()
+        return best
+
+    def load_next_msgs_multi(
+        self, filters: Sequence[str], start_seq: int, max_msgs: int, max_bytes: int
+    ) -> list[MsgTuple]:
+        """:meth:`load_next_msgs` for messages matching any of the filters."""
+        out: list[MsgTuple] = []
+        size = 0
+        seq = start_seq
+        while len(out) < max_msgs and size < max_bytes:
+            try:
+                msg, seq = self.load_next_msg_multi(filters, seq)
+            except ErrStoreEOF:
+                break
+            out.append(msg)
+            size += len(msg.hdr) + len(msg.data)
+            seq += 1
+        return out
+
     @abstractmethod
     def load_last_msg(self, subject: str) -> StoredMsg:
         """Last message on a subject (wildcards allowed; ``""``/``">"`` = stream's last)."""
@@ -300,6 +332,22 @@ class MessageStore(ABC):
     @abstractmethod
     def subjects_totals(self, filter_subject: str = ">") -> dict[str, int]:
         """``{subject: message count}`` for every stored subject matching the filter."""
+
+    def multi_last_seqs(self, filters: Sequence[str], max_seq: int) -> list[int]:
+        """The last sequence at or below ``max_seq`` of every subject matching any of the
+        filters, sorted (nats-server ``MultiLastSeqs``: a ``last_per_subject`` consumer's start, a
+        batched direct get's ``multi_last``)."""
+        seen: set[int] = set()
+        for f in filters:
+            for subject, ss in self.subjects_state(f).items():
+                if ss.last <= max_seq:
+                    seen.add(ss.last)
+                elif ss.msgs > 1:
+                    try:
+                        seen.add(self.load_prev_msg(max_seq, subject).seq)
+                    except StoreError:
+                        pass
+        return sorted(seen)
 
     @abstractmethod
     def num_pending(

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
 
 from ._fileutil import map_large_buffers
-from ._index import next_nonzero
 from .backend import PayloadBackend
 from .base import (
     DISCARD_NEW,
@@ -629,6 +628,16 @@ class IndexedStore(MessageStore):
         seq = index.base + j
         return self._msg_at(j, seq), seq
 
+    def load_next_msg_multi(self, filters: Sequence[str], start_seq: int) -> tuple[StoredMsg, int]:
+        if self._closed:
+            raise ErrStoreClosed()
+        index = self._index
+        j = index.next_match_multi(tuple(filters), start_seq)
+        if j < 0:
+            raise ErrStoreEOF()
+        seq = index.base + j
+        return self._msg_at(j, seq), seq
+
     def load_next_msgs(
         self, filter_subject: str, start_seq: int, max_msgs: int, max_bytes: int
     ) -> list[MsgTuple]:
@@ -637,45 +646,22 @@ class IndexedStore(MessageStore):
         to ``max_bytes`` (empty at the end).
 
         A consumer's delivery pass reads ahead with it: the slots are found in one walk over the
-        slot array and read in one backend call (``read_run``, which builds the plain tuples)
-        instead of a ``load_next_msg`` → ``next_match`` → ``_msg_at`` → ``read`` chain per message.
+        index (``SeqIndex.next_slots``) and read in one backend call (``read_run``, which builds
+        the plain tuples) instead of a ``load_next_msg`` → ``next_match`` → ``_msg_at`` → ``read``
+        chain per message.
         """
         if self._closed:
             raise ErrStoreClosed()
-        index = self._index
-        if start_seq < index.first_seq:
-            start_seq = index.first_seq
-        if start_seq > index.last_seq or not index.msgs or max_msgs <= 0:
-            return []
-        base = index.base
-        sids, sizes = index.sids, index.sizes
-        slots: list[int] = []
-        size = 0
-        if is_match_all(filter_subject):
-            i, end = start_seq - base, len(sids)
-            while i < end:
-                if not sids[i]:
-                    i = next_nonzero(sids, i, end)
-                    if i < 0:
-                        break
-                slots.append(i)
-                size += sizes[i]
-                if len(slots) >= max_msgs or size >= max_bytes:
-                    break
-                i += 1
-        else:
-            next_match = index.next_match
-            seq = start_seq
-            while True:
-                i = next_match(filter_subject, seq)
-                if i < 0:
-                    break
-                slots.append(i)
-                size += sizes[i]
-                if len(slots) >= max_msgs or size >= max_bytes:
-                    break
-                seq = base + i + 1
-        return self._backend.read_run(slots)
+        return self._backend.read_run(self._index.next_slots((filter_subject,), start_seq, max_msgs, max_bytes))
+
+    def load_next_msgs_multi(
+        self, filters: Sequence[str], start_seq: int, max_msgs: int, max_bytes: int
+    ) -> list[MsgTuple]:
+        """:meth:`load_next_msgs` for messages matching any of several filters (nats-server
+        ``LoadNextMsgMulti``): one walk, not one per filter."""
+        if self._closed:
+            raise ErrStoreClosed()
+        return self._backend.read_run(self._index.next_slots(tuple(filters), start_seq, max_msgs, max_bytes))
 
     def load_last_msg(self, subject: str) -> StoredMsg:
         if self._closed:
@@ -710,6 +696,9 @@ class IndexedStore(MessageStore):
 
     def subjects_totals(self, filter_subject: str = ">") -> dict[str, int]:
         return self._index.subjects_totals(filter_subject)
+
+    def multi_last_seqs(self, filters: Sequence[str], max_seq: int) -> list[int]:
+        return self._index.multi_last_seqs(tuple(filters), max_seq)
 
     def num_pending(
         self, start_seq: int, filter_subject: str = ">", last_per_subject: bool = False

@@ -26,6 +26,7 @@ scan or from a saved block index) and :meth:`SeqIndex.rebuild` appends them whol
 from __future__ import annotations
 
 import bisect
+import heapq
 from array import array
 from collections import Counter
 from typing import Any
@@ -33,6 +34,7 @@ from typing import Any
 from pyjetstream.protocol.subjects import has_wildcard, is_match_all
 
 from ._index import (
+    FilterMatch,
     SubjectTable,
     find_value,
     next_nonzero,
@@ -48,6 +50,8 @@ _TRIM_MIN = 4096
 # A wildcard filter matching at most this many subjects is resolved per subject (C scans);
 # more subjects are handled by one Python pass over the slots.
 _PER_SUBJECT_MAX = 16
+# How a set of filters is looked up (SeqIndex._resolve).
+_NONE, _ALL, _FEW, _SET = range(4)
 
 
 
@@ -142,6 +146,7 @@ class SeqIndex:
         "nxt",
         "sids",
         "sizes",
+        "steps",
         "subjects",
         "tss",
     )
@@ -160,6 +165,7 @@ class SeqIndex:
         self.sizes: array[int] = array("I")
         self.locs: array[int] = array("Q")
         self.nxt: array[int] = array("Q")
+        self.steps = 0  # slots scanned by queries (a counter for the complexity tests)
 
     # ------------------------------------------------------------------------------------
     # Appending and skipping
@@ -341,6 +347,7 @@ class SeqIndex:
             else:
                 base = self.base
                 table.last[sid] = base + rfind_value(self.sids, sid, table.first[sid] - base, seq - base)
+                self.steps += seq - table.last[sid]
 
     def _subj_next(self, seq: int) -> int:
         """Next live sequence on the same subject as (the possibly dead) slot ``seq``."""
@@ -350,11 +357,13 @@ class SeqIndex:
         n = nxt[seq - base]
         while n and not sids[n - base]:
             n = nxt[n - base]
+            self.steps += 1
         nxt[seq - base] = n  # path compression over dead links
         return n
 
     def _advance_first_from(self, i: int) -> None:
         j = next_nonzero(self.sids, i, len(self.sids)) if self.msgs else -1
+        self.steps += (j if j >= 0 else len(self.sids)) - i
         if j < 0:
             self.first_seq = self.last_seq + 1
             self.first_ts = 0
@@ -448,6 +457,7 @@ class SeqIndex:
         sids = self.sids
         if lo >= len(sids):
             return
+        self.subjects.forget_positions()  # these sequences will be taken again
         base = self.base
         counts = Counter(sids[lo:])
         counts.pop(0, None)
@@ -478,32 +488,162 @@ class SeqIndex:
             start_seq = self.first_seq
         if start_seq > self.last_seq or not self.msgs:
             return -1
-        base = self.base
-        sids = self.sids
-        lo = start_seq - base
         if is_match_all(filter_subject):
-            return next_nonzero(sids, lo, len(sids))
-        table = self.subjects
+            sids = self.sids
+            return next_nonzero(sids, start_seq - self.base, len(sids))
         if not has_wildcard(filter_subject):
-            sid = table.ids.get(filter_subject)
+            sid = self.subjects.ids.get(filter_subject)
             return self._next_of_subject(sid, start_seq) if sid else -1
-        matched = table.matching(filter_subject)
-        if len(matched) <= _PER_SUBJECT_MAX:
+        return self._next_in(self._resolve((filter_subject,)), start_seq)
+
+    def next_match_multi(self, filters: tuple[str, ...], start_seq: int) -> int:
+        """Slot of the first message >= start_seq matching any of the filters."""
+        if start_seq < self.first_seq:
+            start_seq = self.first_seq
+        if start_seq > self.last_seq or not self.msgs:
+            return -1
+        return self._next_in(self._resolve(filters), start_seq)
+
+    def _resolve(self, filters: tuple[str, ...]) -> tuple[int, Any]:
+        """How to find the messages of a set of filters: ``(_ALL, None)`` every live slot (no
+        filter, or the filters match every stored subject); ``(_NONE, None)``; ``(_FEW, [sid,
+        ...])`` follow each subject's own links; ``(_SET, FilterMatch)`` scan the slots against the
+        matching ids (many subjects: nats-server's linear scan with ``isMatch``)."""
+        table = self.subjects
+        wild = False
+        for f in filters:
+            if is_match_all(f):
+                return _ALL, None
+            if has_wildcard(f):
+                wild = True
+        if not wild:
+            ids = table.ids
+            few = [sid for sid in {ids.get(f, 0) for f in filters} if sid]
+            if len(few) <= _PER_SUBJECT_MAX:
+                return (_FEW, few) if few else (_NONE, None)
+        fm = table.match(filters)
+        sids = fm.sids
+        if sids is None:
+            return (_ALL, None) if table.ids else (_NONE, None)
+        if len(sids) <= _PER_SUBJECT_MAX:
+            return (_FEW, list(sids)) if sids else (_NONE, None)
+        return _SET, fm
+
+    def _next_in(self, plan: tuple[int, Any], start_seq: int) -> int:
+        """:meth:`next_match` once resolved (``start_seq`` inside the stream)."""
+        kind, data = plan
+        if kind == _ALL:
+            sids = self.sids
+            return next_nonzero(sids, start_seq - self.base, len(sids))
+        if kind == _FEW:
             best = -1
-            for sid in matched:
+            for sid in data:
                 j = self._next_of_subject(sid, start_seq)
                 if j >= 0 and (best < 0 or j < best):
                     best = j
             return best
-        hi = max((table.last[sid] for sid in matched), default=0) - base + 1
-        step = 64
-        while lo < hi:
-            end = min(hi, lo + step)
-            for k, sid in enumerate(sids[lo:end]):
-                if sid and sid in matched:
-                    return lo + k
-            lo, step = end, min(step * 4, 65536)
+        if kind == _SET:
+            found = self._scan(data, start_seq, 1, 0)
+            return found[0] if found else -1
         return -1
+
+    def _scan(self, fm: FilterMatch, start_seq: int, max_msgs: int, max_bytes: int) -> list[int]:
+        """Slots of up to ``max_msgs`` messages from ``start_seq`` on whose subject is in
+        ``fm.sids`` (ending after the one that brings their sizes to ``max_bytes``, when > 0).
+
+        Chunks of the slot array are first tested whole (``set.isdisjoint``, C) and only a chunk
+        holding a match is walked; chunks grow from 64 slots, so a near match costs little and a far
+        one few calls. Cost: the slots from ``start_seq`` to the last one returned — amortised O(1)
+        per message a consumer takes in turn, as nats-server's linear walk. A scan that reaches the
+        end records where nothing matches (``fm.eof_lo``/``eof_hi``) and starts after it next time.
+        """
+        base = self.base
+        sids = self.sids
+        n = len(sids)
+        matched = fm.sids
+        assert matched is not None
+        lo_seq = start_seq
+        if fm.eof_lo <= start_seq <= fm.eof_hi + 1:
+            lo_seq = fm.eof_hi + 1  # nothing matches in between
+            start_seq = fm.eof_lo
+        lo = lo_seq - base
+        out: list[int] = []
+        size = 0
+        sizes = self.sizes
+        step = 64
+        while lo < n:
+            end = lo + step if lo + step < n else n
+            chunk = sids[lo:end]
+            self.steps += end - lo
+            if not matched.isdisjoint(chunk):
+                for k, sid in enumerate(chunk):
+                    if sid in matched:
+                        out.append(lo + k)
+                        if len(out) >= max_msgs:
+                            return out
+                        if max_bytes:
+                            size += sizes[lo + k]
+                            if size >= max_bytes:
+                                return out
+            lo = end
+            if step < 65536:
+                step *= 4
+        fm.eof_lo = base + out[-1] + 1 if out else start_seq
+        fm.eof_hi = self.last_seq
+        return out
+
+    def next_slots(self, filters: tuple[str, ...], start_seq: int, max_msgs: int, max_bytes: int) -> list[int]:
+        """Slots of up to ``max_msgs`` messages from ``start_seq`` on matching any of the filters,
+        in order, ending after the one that brings their stored sizes to ``max_bytes``: a
+        consumer's read-ahead (``IndexedStore.load_next_msgs``), one walk for the run.
+
+        Per message O(1) amortised whatever the number of subjects: every live slot (no filter),
+        each subject's links (a few subjects), or :meth:`_scan` (many)."""
+        if start_seq < self.first_seq:
+            start_seq = self.first_seq
+        if start_seq > self.last_seq or not self.msgs or max_msgs <= 0:
+            return []
+        kind, data = self._resolve(filters)
+        if kind == _SET:
+            return self._scan(data, start_seq, max_msgs, max_bytes)
+        if kind == _NONE:
+            return []
+        base = self.base
+        sids, sizes = self.sids, self.sizes
+        slots: list[int] = []
+        size = 0
+        if kind == _ALL:
+            i, end = start_seq - base, len(sids)
+            while i < end:
+                if not sids[i]:
+                    i = next_nonzero(sids, i, end)
+                    if i < 0:
+                        break
+                slots.append(i)
+                size += sizes[i]
+                if len(slots) >= max_msgs or size >= max_bytes:
+                    break
+                i += 1
+            return slots
+        # A few subjects: each one's next message by its links, the lowest first.
+        heads = []
+        for sid in data:
+            j = self._next_of_subject(sid, start_seq)
+            if j >= 0:
+                heads.append((j, sid))
+        heapq.heapify(heads)
+        while heads:
+            j, sid = heads[0]
+            slots.append(j)
+            size += sizes[j]
+            if len(slots) >= max_msgs or size >= max_bytes:
+                break
+            nseq = self._subj_next(base + j)
+            if nseq:
+                heapq.heapreplace(heads, (nseq - base, sid))
+            else:
+                heapq.heappop(heads)
+        return slots
 
     def _next_of_subject(self, sid: int, start_seq: int) -> int:
         table = self.subjects
@@ -599,16 +739,46 @@ class SeqIndex:
         table = self.subjects
         names = table.names
         out: dict[str, SimpleState] = {}
-        for sid in table.matching(filter_subject):
+        matched = table.matching(filter_subject)
+        self.steps += len(matched)
+        for sid in matched:
             name = names[sid]
             assert name is not None
             out[name] = SimpleState(table.msgs[sid], table.first[sid], table.last[sid])
         return out
 
+    def multi_last_seqs(self, filters: tuple[str, ...], max_seq: int) -> list[int]:
+        """The last sequence at or below ``max_seq`` of every subject matching any filter, sorted
+        (nats-server ``MultiLastSeqs``): one visit per matching subject (a subject whose last
+        message is past ``max_seq`` is looked up backwards from there)."""
+        if not self.msgs or max_seq < self.first_seq:
+            return []
+        kind, data = self._resolve(filters)
+        if kind == _NONE:
+            return []
+        table = self.subjects
+        matched = table.ids.values() if kind == _ALL else data if kind == _FEW else data.sids
+        self.steps += len(matched)
+        tlast, tfirst = table.last, table.first
+        base = self.base
+        out: list[int] = []
+        for sid in matched:
+            last = tlast[sid]
+            if last <= max_seq:
+                out.append(last)
+            elif tfirst[sid] <= max_seq:
+                j = rfind_value(self.sids, sid, tfirst[sid] - base, max_seq - base + 1)
+                if j >= 0:
+                    out.append(base + j)
+        out.sort()
+        return out
+
     def subjects_totals(self, filter_subject: str = ">") -> dict[str, int]:
         table = self.subjects
         names = table.names
-        return {names[sid]: table.msgs[sid] for sid in table.matching(filter_subject)}  # type: ignore[misc]
+        matched = table.matching(filter_subject)
+        self.steps += len(matched)
+        return {names[sid]: table.msgs[sid] for sid in matched}  # type: ignore[misc]
 
     def filtered(self, sseq: int, filt: str, last_per_subject: bool) -> SimpleState:
         if sseq < self.first_seq:
@@ -619,6 +789,11 @@ class SeqIndex:
         base = self.base
         sids = self.sids
         match_all = is_match_all(filt)
+        if not match_all and has_wildcard(filt):
+            kind = self._resolve((filt,))[0]
+            if kind == _NONE:
+                return SimpleState()
+            match_all = kind == _ALL  # the filter matches every stored subject
         if match_all and not last_per_subject:
             # "last" is the last stored message (last_seq itself may be a skip or a delete).
             last = base + prev_nonzero(sids, 0, len(sids))
@@ -630,6 +805,7 @@ class SeqIndex:
                 return SimpleState()
             return SimpleState(len(sids) - lo - sids[lo:].count(0), base + j, last)
         matched = table.ids.values() if match_all else table.matching(filt)
+        self.steps += len(matched)
         total = first = last = 0
         partial: list[int] = []
         for sid in matched:
@@ -677,12 +853,14 @@ class SeqIndex:
         if len(sids_wanted) == 1:
             sid = sids_wanted[0]
             f, last = table.first[sid] - base, table.last[sid] - base + 1
+            self.steps += min(last - lo, lo - f)
             # Count whichever side of sseq is shorter.
             if last - lo <= lo - f:
                 return sids[lo:last].count(sid)
             return table.msgs[sid] - sids[f:lo].count(sid)
         first = min(table.first[sid] for sid in sids_wanted) - base
         last = max(table.last[sid] for sid in sids_wanted) - base + 1
+        self.steps += len(sids_wanted) + min(last - lo, lo - first)
         if last - lo <= lo - first:
             counts = Counter(sids[lo:last])
             return sum(counts[sid] for sid in sids_wanted)
@@ -800,7 +978,6 @@ class SeqIndex:
         s_last: dict[int, int],
     ) -> None:
         n = len(names)
-        t = SubjectTable()
         msgs = zeros("Q", n)
         first = zeros("Q", n)
         last = zeros("Q", n)
@@ -808,10 +985,8 @@ class SeqIndex:
             msgs[sid] = m
             first[sid] = s_first[sid]
             last[sid] = s_last[sid]
-        t.names = names
-        t.msgs, t.first, t.last = msgs, first, last
-        t.ids = ids
-        t.free = [sid for sid in range(1, n) if names[sid] is None]
+        t = SubjectTable()
+        t.adopt(names, msgs, first, last)
         self.subjects = t
 
     def block_slots(self, first: int, end: int) -> BlockSlots:
@@ -880,10 +1055,7 @@ class SeqIndex:
         if any(len(arrays[k]) != n for k in self._ARRAYS):
             return False
         t = SubjectTable()
-        t.names = names
-        t.msgs, t.first, t.last = arrays["s_msgs"], arrays["s_first"], arrays["s_last"]
-        t.ids = {name: sid for sid, name in enumerate(names) if name is not None}
-        t.free = [sid for sid, name in enumerate(names) if name is None and sid]
+        t.adopt(names, arrays["s_msgs"], arrays["s_first"], arrays["s_last"])
         for k in self._ARRAYS:
             setattr(self, k, arrays[k])
         for k in self._SCALARS:
