@@ -98,9 +98,9 @@ class Consumer:
         # last_per_subject counts subjects, not messages: recount lazily after new messages.
         self._lps = cfg.deliver_policy == DeliverPolicy.LAST_PER_SUBJECT
         self._npc_dirty = False
-        # removal detection for num pending (limits streams: every new seq is a stored msg)
-        self._np_msgs = 0
-        self._np_last = 0
+        # the store's bulk_removals when num pending was last counted (single removals come
+        # through dec_stream_pending)
+        self._np_bulk = 0
         self.filter = SubjectFilter(filters_of(cfg))
         self.sfreq = sample_frequency(cfg)
         self.ack_prefix: str = f"$JS.ACK.{stream.name}.{name}."
@@ -266,7 +266,7 @@ class Consumer:
             return
         self.state.purge(first_seq, time.time_ns())
         self.dirty()
-        self._stream_num_pending()
+        self.check_removed()
         self.kick()
 
     # --- starting position -------------------------------------------------------------------
@@ -327,23 +327,21 @@ class Consumer:
         self._npc_dirty = False
         self.npc = total
         self.npf = max(through, state.last_seq)
-        self._np_msgs = state.msgs
-        self._np_last = state.last_seq
+        self._np_bulk = store.bulk_removals
         return total
 
-    def check_removed(self) -> None:
-        """Recount pending if messages were removed behind our back (limits, deletes).
+    def dec_stream_pending(self, seq: int, subject: str) -> None:
+        """The store removed the message at ``seq`` on its own (a limit, a delete, a TTL): one
+        not delivered yet under our filter leaves num pending (``decStreamPending``), so no
+        removal costs a recount."""
+        if seq >= self.state.sseq and self.filter.matches(subject):
+            self.npc -= 1
 
-        In a limits stream every new sequence is a stored message, so any shortfall between the
-        messages we saw arrive and what the store holds means something was removed.
-        """
-        if self._npc_dirty:
-            self._stream_num_pending()
-            return
-        if self.retention != RetentionPolicy.LIMITS:
-            return
-        state = self.stream.store.fast_state()
-        if state.msgs != self._np_msgs + (state.last_seq - self._np_last):
+    def check_removed(self) -> None:
+        """Recount pending after the store removed many messages at once (purge, compact, an
+        expired prefix, truncate: its ``bulk_removals`` moved; nats-server recounts on ``md <
+        -1``). One removed alone came through :meth:`dec_stream_pending`."""
+        if self._npc_dirty or self.stream.store.bulk_removals != self._np_bulk:
             self._stream_num_pending()
 
     def check_num_pending_on_eof(self) -> None:
@@ -354,15 +352,13 @@ class Consumer:
             self.npf = state.last_seq
 
     def num_pending(self) -> int:
-        if self._npc_dirty:
-            self._stream_num_pending()
+        self.check_removed()
         return self.npc if self.npc > 0 else 0
 
     def _check_num_pending(self) -> int:
         """``checkNumPending``: the running count for info, never more than the stream could hold
         from sseq on."""
-        if self._npc_dirty:
-            self._stream_num_pending()
+        self.check_removed()
         state = self.stream.store.fast_state()
         sseq = self.state.sseq
         if sseq > state.last_seq:

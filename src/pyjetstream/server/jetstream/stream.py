@@ -1188,6 +1188,13 @@ class Stream:
                 except Exception:  # one consumer's failure must not starve the others
                     self.server.logger.exception("consumer '%s' failed on new messages", consumer.name)
 
+    def _removed(self, seq: int, subject: str) -> None:
+        """The store removed one message (``storeUpdates`` with ``md == -1``): each consumer whose
+        filter takes its subject counts it out of num pending (``decStreamPending``) instead of
+        recounting."""
+        for consumer in self.csl.match(subject):
+            consumer.dec_stream_pending(seq, subject)
+
     def _signal_all_consumers(self) -> None:
         for consumer in list(self.consumers.values()):
             consumer.signal_new(0, "")
@@ -1195,11 +1202,14 @@ class Stream:
     def add_consumer(self, consumer: Any) -> None:
         self.consumers[consumer.name] = consumer
         self.csl.add(consumer)
+        self.store.on_removed = self._removed
 
     def remove_consumer(self, name: str) -> None:
         consumer = self.consumers.pop(name, None)
         if consumer is not None:
             self.csl.remove(consumer)
+        if not self.consumers:
+            self.store.on_removed = None
         if self.cfg.retention != RetentionPolicy.LIMITS:
             self.check_interest_state()
 

@@ -192,6 +192,13 @@ class MessageStore(ABC):
     # The I/O error that froze the store (nats-server ``fileStore.werr``): once set, every write
     # of a message is refused with it until the store is opened again; reads keep working.
     write_error: StoreError | None = None
+    # Called with ``(seq, subject)`` after each message removed on its own (a delete, a limit, a
+    # TTL, an ack of an interest or work-queue stream, a subject purge): nats-server's
+    # ``storeUpdates`` with ``md == -1``, so consumers keep num pending without recounting.
+    on_removed: Callable[[int, str], None] | None = None
+    # Bumped by each removal of many messages at once (purge, compact, expiry of a prefix,
+    # truncate, a write taken back): consumers recount num pending when it moved (``md < -1``).
+    bulk_removals: int = 0
 
     # --- writing -------------------------------------------------------------------------
     @abstractmethod

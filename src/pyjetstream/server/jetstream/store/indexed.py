@@ -316,6 +316,7 @@ class IndexedStore(MessageStore):
             last_seq, last_ts = point
             if last_seq < self._index.last_seq:
                 self._index.drop_after(last_seq, last_ts)
+                self.bulk_removals += 1
                 if self._ttls:
                     self._ttls = {k: v for k, v in self._ttls.items() if k <= last_seq}
                     self._ttl_heap = [e for e in self._ttl_heap if e[1] <= last_seq]
@@ -358,9 +359,13 @@ class IndexedStore(MessageStore):
             return False
         self._backend.remove(seq, index.locs[i], erase)
         first = seq == index.first_seq
+        hook = self.on_removed
+        subject = index.subject_at(i) if hook is not None else ""
         index.remove_slot(i)
         if first and self._first_changed is not None:
             self._first_changed()
+        if hook is not None:
+            hook(seq, subject)
         return True
 
     def _remove_prefix(self, hi: int) -> int:
@@ -371,6 +376,7 @@ class IndexedStore(MessageStore):
             return 0
         self._backend.remove_range(lo, top)
         purged = index.remove_prefix(hi)
+        self.bulk_removals += 1
         if purged and self._first_changed is not None:
             self._first_changed()
         return purged
@@ -386,6 +392,7 @@ class IndexedStore(MessageStore):
         new_first = max(index.last_seq + 1, fseq)
         self._backend.purge(new_first)
         index.purge(new_first)
+        self.bulk_removals += 1
         self._clear_ttls()
         self._commit()
         return purged
@@ -458,6 +465,7 @@ class IndexedStore(MessageStore):
         if seq == 0:
             self._backend.reset()
             index.reset()
+            self.bulk_removals += 1
             self._clear_ttls()
             self._commit()
             return
@@ -465,6 +473,7 @@ class IndexedStore(MessageStore):
             raise ErrInvalidSequence()
         self._backend.truncate(seq)
         index.truncate(seq)
+        self.bulk_removals += 1
         if self._ttls:  # a later message may take these sequences again
             self._ttls = {k: v for k, v in self._ttls.items() if k <= seq}
             self._ttl_heap = [e for e in self._ttl_heap if e[1] <= seq]

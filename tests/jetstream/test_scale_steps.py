@@ -1,0 +1,154 @@
+"""Complexity guards on the embedded server (issue 24, dimension 1): what a KV watch, ``keys()``,
+a wildcard-filtered push consumer and a watched bucket's updates cost the stream's index, counted
+in steps (``SeqIndex.steps``: slots scanned and subjects visited; ``SubjectTree.steps``: tree
+entries visited) at two sizes of state — ten times the keys or subjects — never in time.
+
+Embedded only and in-process (the counters are the server's own); the same operations are
+behaviour-tested against both targets elsewhere (tests/client_js KV, tests/jetstream consumers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import nats
+from nats.js.api import AckPolicy, ConsumerConfig
+
+from pyjetstream.server.server import Server
+
+SIZES = (1_000, 10_000)
+
+
+@asynccontextmanager
+async def embedded() -> AsyncIterator[tuple[Server, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1")
+        await server.start()
+        nc = await nats.connect(server.client_url)
+        try:
+            yield server, nc
+        finally:
+            await nc.close()
+            await server.shutdown()
+
+
+def index_steps(server: Server, stream: str) -> int:
+    index = server.jetstream_engines()[0].streams[stream].store._index
+    return int(index.steps + index.subjects.tree.steps)
+
+
+async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+async def fill(nc: Any, js: Any, stream: str, subjects: list[str]) -> None:
+    for i, subject in enumerate(subjects):
+        await nc.publish(subject, b"v")
+        if i % 2_000 == 1_999:
+            await nc.flush()
+    await nc.flush()
+
+    async def stored() -> bool:
+        return bool((await js.stream_info(stream)).state.last_seq >= len(subjects))
+
+    await wait_for(stored)
+
+
+async def kv_read_steps(keys: int) -> tuple[float, float]:
+    """Steps per key of ``keys()`` and of a ``watchall()`` read to its end, over ``keys`` keys."""
+    async with embedded() as (server, nc):
+        js = nc.jetstream()
+        await js.create_key_value(bucket="B", history=1)
+        kv = await js.key_value("B")
+        await fill(nc, js, "KV_B", [f"$KV.B.k{i}" for i in range(keys)])
+        before = index_steps(server, "KV_B")
+        assert len(await kv.keys()) == keys
+        keys_steps = (index_steps(server, "KV_B") - before) / keys
+        before = index_steps(server, "KV_B")
+        watcher = await kv.watchall()
+        seen = 0
+        async for entry in watcher:
+            if entry is None:
+                break
+            seen += 1
+        await watcher.stop()
+        assert seen == keys
+        return keys_steps, (index_steps(server, "KV_B") - before) / keys
+
+
+async def test_kv_keys_and_watch_steps_do_not_grow_with_keys() -> None:
+    (keys_small, watch_small), (keys_large, watch_large) = [await kv_read_steps(n) for n in SIZES]
+    # O(keys) per request (one visit per key: the filter's subjects, the pending count), nothing
+    # per key beyond that.
+    assert keys_large <= 1.5 * keys_small + 1 and keys_large < 6, (keys_small, keys_large)
+    assert watch_large <= 1.5 * watch_small + 1 and watch_large < 6, (watch_small, watch_large)
+
+
+async def push_steps(subjects: int, msgs: int = 20_000) -> float:
+    """Steps per message of a push consumer filtered to half of ``subjects`` subjects."""
+    async with embedded() as (server, nc):
+        js = nc.jetstream()
+        await js.add_stream(name="S", subjects=["s.>"])
+        await fill(nc, js, "S", [f"s.{'ab'[i % 2]}.{i % subjects}" for i in range(msgs)])
+        got = 0
+        done = asyncio.Event()
+
+        async def on_msg(msg: Any) -> None:
+            nonlocal got
+            got += 1
+            if got == msgs // 2:
+                done.set()
+
+        inbox = nc.new_inbox()
+        await nc.subscribe(inbox, cb=on_msg)
+        before = index_steps(server, "S")
+        cfg = ConsumerConfig(deliver_subject=inbox, ack_policy=AckPolicy.NONE, filter_subject="s.a.>")
+        await js.add_consumer("S", cfg)
+        await asyncio.wait_for(done.wait(), 60)
+        return (index_steps(server, "S") - before) / got
+
+
+async def test_wildcard_push_consumer_steps_do_not_grow_with_subjects() -> None:
+    small, large = [await push_steps(n) for n in SIZES]
+    assert large <= 1.5 * small and large < 8, (small, large)
+
+
+async def updates_steps(keys: int, puts: int = 1_000) -> float:
+    """Steps per put of updates to existing keys (history 1: each removes the key's older
+    message) while a watcher receives them: num pending is kept, not recounted (each removal
+    used to make every delivery pass recount it over all the keys)."""
+    async with embedded() as (server, nc):
+        js = nc.jetstream()
+        await js.create_key_value(bucket="B", history=1)
+        kv = await js.key_value("B")
+        await fill(nc, js, "KV_B", [f"$KV.B.k{i}" for i in range(keys)])
+        watcher = await kv.watchall()
+        async for entry in watcher:
+            if entry is None:
+                break
+        before = index_steps(server, "KV_B")
+        for i in range(puts):
+            await nc.publish(f"$KV.B.k{i}", b"w")
+        await nc.flush()
+        seen = 0
+        async for _entry in watcher:
+            seen += 1
+            if seen == puts:
+                break
+        used = index_steps(server, "KV_B") - before
+        consumer = next(iter(server.jetstream_engines()[0].streams["KV_B"].consumers.values()))
+        assert consumer.num_pending() == 0
+        await watcher.stop()
+        return used / puts
+
+
+async def test_watched_bucket_updates_do_not_recount_pending() -> None:
+    small, large = [await updates_steps(n) for n in SIZES]
+    assert large <= 1.5 * small + 1 and large < 8, (small, large)
