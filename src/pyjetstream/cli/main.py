@@ -22,7 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "req": ("pyjetstream.cli.req_cmd", "send a request and print the reply"),
     "request": ("pyjetstream.cli.req_cmd", "alias of req"),
     "reply": ("pyjetstream.cli.reply_cmd", "answer requests on a subject"),
-    "server": ("pyjetstream.cli.server_cmds", "server info and ping"),
+    "server": ("pyjetstream.cli.server_cmds", "server info, ping, list, report, check, request"),
     "stream": ("pyjetstream.cli.stream_cmds", "manage and inspect JetStream streams"),
     "consumer": ("pyjetstream.cli.consumer_cmds", "manage, inspect and read from JetStream consumers"),
     "kv": ("pyjetstream.cli.kv_cmds", "key-value buckets: add, put, get, watch, history …"),

@@ -130,18 +130,26 @@ def print_table(
     *,
     justify: Sequence[str] | None = None,
     caption: str | None = None,
+    footer: Sequence[Any] | None = None,
 ) -> None:
-    """A boxed table (``justify`` per column, default left). Columns empty in every row (an unused
-    Description) are left out, and the first column never wraps: names stay whole on narrow terminals."""
+    """A boxed table (``justify`` per column, default left; ``footer``: a totals row under a rule).
+    Columns empty in every row (an unused Description) are left out, and the first column never
+    wraps: names stay whole on narrow terminals."""
     # Deferred: rich is slow to import and only this output needs it (CLI start-up speed).
     from rich import box
     from rich.table import Table
 
     cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    foot = ["" if cell is None else str(cell) for cell in footer] if footer is not None else None
     keep = [i for i in range(len(columns)) if not cells or any(row[i] for row in cells)]
-    table = Table(title=title, box=box.ROUNDED, caption=caption, title_justify="left")
+    table = Table(title=title, box=box.ROUNDED, caption=caption, title_justify="left", show_footer=foot is not None)
     for i in keep:
-        table.add_column(columns[i], justify=(justify[i] if justify else "left"), no_wrap=i == 0)  # type: ignore[arg-type]
+        table.add_column(
+            columns[i],
+            justify=(justify[i] if justify else "left"),  # type: ignore[arg-type]
+            no_wrap=i == 0,
+            footer=foot[i] if foot is not None else "",
+        )
     for row in cells:
         table.add_row(*(row[i] for i in keep))
     console().print(table)

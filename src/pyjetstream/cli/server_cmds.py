@@ -1,7 +1,9 @@
-"""``pyjetstream server info|ping``: what the connected server says about itself, and its RTT.
+"""``pyjetstream server …``: the connected server and, through the system account, all of them.
 
 ``info`` shows the server's INFO (id, name, version, protocol, limits, JetStream) and one round
-trip; ``ping`` measures round trips (PING/PONG) ``--count`` times, as ``nats rtt`` does.
+trip; ``ping`` measures round trips (PING/PONG) ``--count`` times, as ``nats rtt`` does; ``list``,
+``request`` (:mod:`.server_request`), ``report`` (:mod:`.server_report`) and ``check``
+(:mod:`.server_check`) are natscli's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from typing import Any
 
 from pyjetstream.cli.app import Command, Group, Session
 from pyjetstream.cli.errors import UsageError
+from pyjetstream.cli.server_check import CHECK
+from pyjetstream.cli.server_report import REPORT
+from pyjetstream.cli.server_request import LIST, REQUEST
 
 __all__ = ["main"]
 
@@ -114,9 +119,13 @@ def _yes(value: Any) -> str:
 
 GROUP = Group(
     "pyjetstream server",
-    "server information and round-trip times",
+    "server information, round-trip times, reports, health checks and monitoring requests",
     [
         Command("info", "show the connected server's information", cmd_info),
         Command("ping", "measure round trips to the server", cmd_ping, _ping_arguments, aliases=("rtt",)),
+        LIST,
+        REPORT,
+        CHECK,
+        REQUEST,
     ],
 )

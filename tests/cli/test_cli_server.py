@@ -1,0 +1,240 @@
+"""``server list``, ``server report``, ``server request`` and ``server check`` (issue 26, item 7), on
+both targets.
+
+``list``/``report``/``request`` are the system account's ``$SYS.REQ.SERVER.PING.*`` requests:
+nats-server answers them for a user of the system account (and ``CONNZ`` for any account, scoped
+to it); the embedded server does not answer them, which must be one clear line. The checks work on
+both: Nagios output (``STATUS name Crit:… OK:… | perfdata``) and exit codes 0/1/2, as natscli's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from tests.cli.conftest import Cli, Result
+from tests.support.targets import EMBEDDED, Target
+
+ACCOUNTS = {
+    "server_name": "N1",
+    "accounts": {
+        "SYS": {"users": [{"user": "sys", "password": "sys"}]},
+        "APP": {"jetstream": "enabled", "users": [{"user": "app", "password": "app"}]},
+    },
+    "system_account": "SYS",
+}
+
+
+@pytest.fixture
+def accounts_cli(start_server: Callable[..., Target], tmp_path: Path) -> Iterator[Cli]:
+    """A server with a system account (SYS, user sys) and an application account (APP, user app)."""
+    target = start_server(**ACCOUNTS)
+    runner = Cli(target.url, tmp_path / "config")
+    yield runner
+    runner.close()
+
+
+def _as(cli: Cli, user: str) -> list[str]:
+    return ["-s", cli.url.replace("nats://", f"nats://{user}:{user}@")]
+
+
+def _no_system(result: Result, kind: str, subject: str) -> None:
+    err = result.fails(rc=1).err.strip()
+    assert err.startswith(f"pyjetstream: error: {result_url(err)} answered no {subject} request: "), err
+    if kind == EMBEDDED:
+        assert "the embedded server does not answer the system account's monitoring requests" in err
+    else:
+        assert "ensure the account used has system privileges" in err
+
+
+def result_url(err: str) -> str:
+    m = re.search(r"error: (nats://\S+) answered", err)
+    assert m, err
+    return m.group(1)
+
+
+# --------------------------------------------------------------------------- list / report / request
+
+
+def test_server_list_and_report_jetstream(accounts_cli: Cli, server_kind: str) -> None:
+    cli, kind = accounts_cli, server_kind
+    sys_, app = _as(cli, "sys"), _as(cli, "app")
+    cli(*app, "stream", "add", "ORDERS", "--subjects", "orders.>", "--defaults").ok()
+    cli(*app, "pub", "orders.a", "one", "-J").ok()
+    listed = cli(*sys_, "server", "list")
+    reported = cli(*sys_, "server", "report", "jetstream", "1")
+    if kind == EMBEDDED:
+        _no_system(listed, kind, "$SYS.REQ.SERVER.PING")
+        _no_system(reported, kind, "$SYS.REQ.SERVER.PING.JSZ")
+        return
+    out = listed.ok().out
+    assert "Server Overview" in out and "N1" in out and "2.15.1" in out
+    (stats,) = cli(*sys_, "server", "list", "--json").json()
+    assert stats["server"]["name"] == "N1" and stats["statsz"]["connections"] >= 1
+    out = reported.ok().out
+    assert "JetStream Summary" in out
+    row = next(line for line in out.splitlines() if "N1" in line)
+    assert [c.strip() for c in row.strip("│ ").split("│")][1:4] == ["1", "0", "1"]  # streams, consumers, messages
+    (jsz,) = cli(*sys_, "server", "report", "jetstream", "--json").json()
+    assert jsz["data"]["streams"] == 1 and jsz["data"]["messages"] == 1
+    # Not the system account: the clear error, not an empty table.
+    _no_system(cli(*app, "server", "list"), kind, "$SYS.REQ.SERVER.PING")
+
+
+def test_report_connections_and_accounts(accounts_cli: Cli, server_kind: str) -> None:
+    cli, kind = accounts_cli, server_kind
+    sys_, app = _as(cli, "sys"), _as(cli, "app")
+    sub = cli.spawn(*app, "sub", "watch.>", ready="Subscribing")
+    try:
+        as_app = cli(*app, "server", "report", "connections", "--json")
+        as_sys = cli(*sys_, "server", "report", "accounts", "--json")
+        if kind == EMBEDDED:
+            _no_system(as_app, kind, "$SYS.REQ.SERVER.PING.CONNZ")
+            _no_system(as_sys, kind, "$SYS.REQ.SERVER.PING.CONNZ")
+            return
+        # Any account gets its own connections (nats-server imports CONNZ into every account).
+        conns = as_app.json()
+        assert {c["account"] for c in conns} == {"APP"}
+        assert any("watch.>" in (c.get("subscriptions_list") or []) for c in conns)
+        assert all(c["server"]["name"] == "N1" for c in conns)
+        accounts = {a["account"]: a for a in as_sys.json()}
+        assert accounts["APP"]["connections"] >= 1 and accounts["APP"]["subscriptions"] >= 1
+        text = cli(*sys_, "server", "report", "connections").ok().out
+        assert "Connections per server" in text and "APP" in text
+        assert "Accounts Overview" in cli(*sys_, "server", "report", "accounts").ok().out
+    finally:
+        sub.stop()
+
+
+@pytest.mark.parametrize(
+    ("verb", "kind_", "check"),
+    [
+        (["variables"], "VARZ", lambda d: d["server_name"] == "N1"),
+        (["varz"], "VARZ", lambda d: d["server_name"] == "N1"),
+        (["jetstream", "--all"], "JSZ", lambda d: d["streams"] == 0 or "account_details" in d),
+        (["connections", "--subscriptions"], "CONNZ", lambda d: d["num_connections"] >= 1),
+        (["subscriptions"], "SUBSZ", lambda d: d["num_subscriptions"] >= 1),
+        (["accounts"], "ACCOUNTZ", lambda d: "APP" in d["accounts"]),
+        (["jetstream-health"], "HEALTHZ", lambda d: d["status"] == "ok"),
+        (["routes"], "ROUTEZ", lambda d: d["num_routes"] == 0),
+    ],
+)
+def test_server_request(
+    accounts_cli: Cli, server_kind: str, verb: list[str], kind_: str, check: Callable[[dict], bool]
+) -> None:
+    cli, kind = accounts_cli, server_kind
+    result = cli(*_as(cli, "sys"), "server", "request", *verb)
+    if kind == EMBEDDED:
+        _no_system(result, kind, f"$SYS.REQ.SERVER.PING.{kind_}")
+        return
+    (answer,) = [json.loads(line) for line in result.ok().out.splitlines()]
+    assert answer["server"]["name"] == "N1"
+    assert check(answer["data"]), answer["data"]
+
+
+# --------------------------------------------------------------------------- checks (both targets)
+
+
+def _nagios(result: Result, status: str, rc: int) -> tuple[str, str]:
+    """``STATUS name …`` and its perfdata; the exit code is Nagios's."""
+    assert result.rc == rc, result.describe()
+    line = result.out.strip()
+    assert line.startswith(status + " "), result.describe()
+    text, _, perf = line.partition(" | ")
+    return text, perf
+
+
+def test_check_connection(cli: Cli) -> None:
+    text, perf = _nagios(cli("server", "check", "connection"), "OK", 0)
+    assert re.match(r"OK Connection OK:connected to nats://127\.0\.0\.1:\d+ in [\d.]+(ms|µs|s) OK:rtt time ", text), text
+    assert "OK:round trip took 0." in text
+    assert re.fullmatch(r"connect_time=\d+\.\d{4}s;0\.5000;1\.0000 rtt=\d+\.\d{4}s;0\.5000;1\.0000 "
+                        r"request_time=\d+\.\d{4}s;0\.5000;1\.0000", perf), perf  # fmt: skip
+    text, _ = _nagios(cli("server", "check", "conn", "--rtt-warn", "1ns", "--rtt-critical", "1h"), "WARNING", 1)
+    assert "Warn:rtt time exceeded 1e-09" in text
+    text, perf = _nagios(cli("server", "check", "connection", "-s", "nats://127.0.0.1:1"), "CRITICAL", 2)
+    assert text == (
+        "CRITICAL Connection Crit:connection failed: could not connect to nats://127.0.0.1:1: connection refused "
+        "(is a server listening there?)"
+    )
+    assert perf == ""
+
+
+def test_check_stream(cli: Cli) -> None:
+    cli("stream", "add", "ORDERS", "--subjects", "orders.>", "--defaults").ok()
+    for i in range(3):
+        cli("pub", f"orders.{i}", "x", "-J").ok()
+    assert _nagios(cli("server", "check", "stream", "--stream", "ORDERS"), "OK", 0) == ("OK ORDERS OK:0 sources", "sources=0")
+    text, perf = _nagios(cli("server", "check", "stream", "--stream", "ORDERS", "--msgs-warn", "5", "--msgs-critical", "1"), "WARNING", 1)
+    assert (text, perf) == ("WARNING ORDERS Warn:3 messages OK:0 sources", "messages=3;5;1 sources=0")
+    text, _ = _nagios(cli("server", "check", "stream", "--stream", "ORDERS", "--msgs-critical", "3"), "CRITICAL", 2)
+    assert text == "CRITICAL ORDERS Crit:3 messages OK:0 sources"
+    text, _ = _nagios(cli("server", "check", "stream", "--stream", "ORDERS", "--subjects-warn", "2", "--subjects-critical", "5"), "WARNING", 1)
+    assert "Warn:3 subjects" in text
+    text, _ = _nagios(cli("server", "check", "stream", "--stream", "ORDERS", "--peer-expect", "3"), "CRITICAL", 2)
+    assert "Crit:Stream is not clustered" in text
+    text, _ = _nagios(cli("server", "check", "stream", "--stream", "ORDERS", "--lag-critical", "10"), "CRITICAL", 2)
+    assert "Crit:not mirrored" in text
+    # Thresholds from the stream's metadata (a flag would win).
+    cli("stream", "add", "META", "--subjects", "meta", "--defaults", "--metadata", "io.nats.monitor.msgs-critical=5").ok()
+    text, _ = _nagios(cli("server", "check", "stream", "--stream", "META"), "CRITICAL", 2)
+    assert text == "CRITICAL META Crit:0 messages OK:0 sources"
+    text, _ = _nagios(cli("server", "check", "stream", "--stream", "NOPE"), "CRITICAL", 2)
+    assert text.startswith("CRITICAL NOPE Crit:could not load info: stream not found")
+
+
+def test_check_consumer_kv_message_jetstream(cli: Cli, tmp_path: Path) -> None:
+    cli("stream", "add", "ORDERS", "--subjects", "orders.>", "--defaults").ok()
+    for i in range(4):
+        cli("pub", "orders.new", f"{1_700_000_000 + i}", "-J").ok()
+    cli("consumer", "add", "ORDERS", "C", "--pull", "--ack", "explicit", "--defaults").ok()
+    cli("consumer", "next", "ORDERS", "C", "--count", "2", "--no-ack").ok()
+    text, perf = _nagios(cli("server", "check", "consumer", "--stream", "ORDERS", "--consumer", "C",
+                             "--outstanding-ack-critical", "2", "--unprocessed-critical", "10"), "CRITICAL", 2)  # fmt: skip
+    assert text == "CRITICAL ORDERS_C Crit:Ack Pending: 2 OK:Unprocessed Messages: 2"
+    assert perf.startswith("ack_pending=2;;2 pull_waiting=0 pending=2;;10 redelivered=0 last_delivery=")
+    text, _ = _nagios(cli("server", "check", "consumer", "--stream", "ORDERS", "--consumer", "C",
+                          "--last-ack-critical", "1h"), "CRITICAL", 2)  # fmt: skip
+    assert text == "CRITICAL ORDERS_C Crit:No acks"
+
+    cli("kv", "add", "CFG").ok()
+    cli("kv", "put", "CFG", "color", "blue").ok()
+    text, perf = _nagios(cli("server", "check", "kv", "--bucket", "CFG", "--key", "color", "--values-warn", "5",
+                             "--values-critical", "10"), "OK", 0)  # fmt: skip
+    assert (text, perf.split(" bytes=")[0]) == ("OK CFG OK:bucket CFG OK:key color found OK:1 values", "values=1;5;10")
+    cli("kv", "del", "CFG", "color", "-f").ok()
+    text, _ = _nagios(cli("server", "check", "kv", "--bucket", "CFG", "--key", "color"), "CRITICAL", 2)
+    assert text == "CRITICAL CFG Crit:key color is deleted OK:bucket CFG"
+    text, _ = _nagios(cli("server", "check", "kv", "--bucket", "NOPE"), "CRITICAL", 2)
+    assert text == "CRITICAL NOPE Crit:bucket NOPE not found"
+
+    text, perf = _nagios(cli("server", "check", "message", "--stream", "ORDERS", "--subject", "orders.new",
+                             "--content", "^17"), "OK", 0)  # fmt: skip
+    assert text == "OK Stream Message OK:Valid message on ORDERS > orders.new"
+    assert re.fullmatch(r"age=\d+\.\d{4}s size=10B", perf), perf
+    text, _ = _nagios(cli("server", "check", "message", "--stream", "ORDERS", "--subject", "orders.new",
+                          "--body-timestamp", "--age-critical", "1h"), "CRITICAL", 2)  # fmt: skip
+    assert re.fullmatch(r"CRITICAL Stream Message Crit:\d+h\d+m[\d.]+s old", text), text
+    text, _ = _nagios(cli("server", "check", "message", "--stream", "ORDERS", "--subject", "orders.none"), "CRITICAL", 2)
+    assert text == "CRITICAL Stream Message Crit:no message found"
+
+    text, perf = _nagios(cli("server", "check", "jetstream"), "OK", 0)
+    assert text == "OK JetStream"
+    assert "streams=2 streams_pct=0% consumers=1 consumers_pct=0%" in perf and "replicas_ok=2" in perf  # + the KV stream
+    text, _ = _nagios(cli("server", "check", "jetstream", "--streams-warn", "90", "--streams-critical", "50"), "CRITICAL", 2)
+    assert "Crit:streams: invalid thresholds" in text
+
+    # The other formats, and --outfile.
+    doc = json.loads(cli("server", "check", "kv", "--bucket", "CFG", "--format", "json").out)
+    assert (doc["status"], doc["check_suite"], doc["check_name"], doc["ok"]) == ("OK", "kv", "CFG", ["bucket CFG"])
+    assert doc["perf_data"][0] == {"name": "values", "value": 1, "warning": 0, "critical": 0}  # the delete marker
+    prom = cli("server", "check", "kv", "--bucket", "NOPE", "--format", "prometheus")
+    assert prom.rc == 0  # prometheus: always 0, the status is a gauge
+    assert 'nats_server_check_kv_status_code{item="NOPE",status="CRITICAL"} 2' in prom.out
+    out = tmp_path / "check.txt"
+    result = cli("server", "check", "stream", "--stream", "ORDERS", "--outfile", str(out))
+    assert (result.rc, result.out) == (0, "")
+    assert out.read_text() == "OK ORDERS OK:0 sources | sources=0\n"
