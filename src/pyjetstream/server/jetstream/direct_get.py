@@ -42,7 +42,7 @@ MAX_MULTI_RESULTS = 1024  # nats-server's maxAllowedResponses for multi_last
 
 
 class TooManyResults(Exception):
-    """More than :data:`MAX_MULTI_RESULTS` subjects matched a multi_last request."""
+    """More than `MAX_MULTI_RESULTS` subjects matched a multi_last request."""
 
 
 def _decode(payload: bytes) -> MsgGetRequest:
@@ -154,7 +154,7 @@ class DirectGet:
         return base[:-2] + extra + b"\r\n"
 
     def _time_stamp(self, ns: int) -> str:
-        """:func:`format_time`, the date and time of day formatted once per second (a batch's
+        """`format_time`, the date and time of day formatted once per second (a batch's
         messages were mostly stored in the same few seconds)."""
         second, frac = divmod(ns, NS_PER_S)
         if second != self._ts_second:
@@ -165,7 +165,7 @@ class DirectGet:
         return self._ts_base + "Z"
 
     def _batch_headers(self, msg: StoredMsg, pending: int, last_seq: int) -> bytes:
-        """:meth:`_stream_headers` of a batch reply (the same bytes: nats-server's ``dgb`` lines
+        """`_stream_headers` of a batch reply (the same bytes: nats-server's ``dgb`` lines
         after the stored headers), formatted in one step."""
         base = msg.hdr if msg.hdr and len(msg.hdr) > 2 else b"NATS/1.0\r\n\r\n"
         return b"%b%bNats-Subject: %b\r\nNats-Sequence: %d\r\nNats-Time-Stamp: %b\r\nNats-Num-Pending: %d\r\nNats-Last-Sequence: %d\r\n\r\n" % (

@@ -33,7 +33,7 @@ class FilterMatch:
     of other subjects does not scan the same stretch again (nats-server moves the consumer's
     ``sseq`` past the end instead: ``getNextMsg`` with ``ErrStoreEOF``). Sequences are never
     reused while the hint lives: a truncate or a write taken back clears every hint
-    (:meth:`SubjectTable.forget_positions`).
+    (`SubjectTable.forget_positions`).
     """
 
     __slots__ = ("eof_hi", "eof_lo", "filters", "matchers", "sids")
@@ -51,10 +51,10 @@ class FilterMatch:
 
 class SubjectTable:
     """Interned subjects (id 0 is reserved for "no message") with per-subject msgs/first/last,
-    and the :class:`~.subject_tree.SubjectTree` of their names for wildcard lookups.
+    and the `SubjectTree` of their names for wildcard lookups.
 
     Invariants: ``ids[names[sid]] == sid`` for every live id; ``free`` lists the ids whose name is
-    None; the tree holds exactly the live subjects; every cached :class:`FilterMatch` holds exactly
+    None; the tree holds exactly the live subjects; every cached `FilterMatch` holds exactly
     the live ids its filters match (None: all of them).
     """
 
@@ -161,7 +161,7 @@ class SubjectTable:
         return list(self.ids.values()) if sids is None else sids
 
     def match(self, filters: tuple[str, ...]) -> FilterMatch:
-        """The cached :class:`FilterMatch` of a set of filters (none of them ``>``), built by
+        """The cached `FilterMatch` of a set of filters (none of them ``>``), built by
         walking the tree (the matching subjects, not all of them) when not cached."""
         cache = self._cache
         fm = cache.get(filters)

@@ -223,17 +223,17 @@ class MessageStore(ABC):
         account's usage (nats-server ``fileStoreMsgSize`` / ``memStoreMsgSize``)."""
 
     def run_fits(self, subjects: list[str], largest: int, total: int) -> bool:
-        """Whether :meth:`store_run` may store one message on each of ``subjects`` in one pass:
-        :meth:`store_msg` would refuse none of them and remove none for the limits (``largest``:
-        the largest header block and payload together, ``total``: their :meth:`record_size`
+        """Whether `store_run` may store one message on each of ``subjects`` in one pass:
+        `store_msg` would refuse none of them and remove none for the limits (``largest``:
+        the largest header block and payload together, ``total``: their `record_size`
         summed). A store without a run path says no."""
         return False
 
     def store_run(
         self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes]
     ) -> tuple[int, Sequence[int], StoreError | None]:
-        """:meth:`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (``b""``: no
-        header block), stamped now and without a TTL (after :meth:`run_fits`); ``(first
+        """`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (``b""``: no
+        header block), stamped now and without a TTL (after `run_fits`); ``(first
         sequence, the timestamps of those stored, the error that stopped the rest)``."""
         first = 0
         tss: list[int] = []
@@ -268,7 +268,7 @@ class MessageStore(ABC):
         """Up to ``max_msgs`` messages from ``start_seq`` on matching the filter, in order, ending
         after the one that brings their sizes to ``max_bytes`` (a bound on what is held, not an
         exact cap: a store may count its stored sizes); empty at the end (a consumer's
-        read-ahead). Plain tuples (:data:`MsgTuple`); a store may answer faster than message by
+        read-ahead). Plain tuples (`MsgTuple`); a store may answer faster than message by
         message."""
         out: list[MsgTuple] = []
         size = 0
@@ -301,7 +301,7 @@ class MessageStore(ABC):
     def load_next_msgs_multi(
         self, filters: Sequence[str], start_seq: int, max_msgs: int, max_bytes: int
     ) -> list[MsgTuple]:
-        """:meth:`load_next_msgs` for messages matching any of the filters."""
+        """`load_next_msgs` for messages matching any of the filters."""
         out: list[MsgTuple] = []
         size = 0
         seq = start_seq

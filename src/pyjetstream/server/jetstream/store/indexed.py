@@ -1,7 +1,7 @@
 """The store logic shared by the memory and file stores: limits, queries, removal.
 
-A store is a :class:`~.seqindex.SeqIndex` (sequences, subjects, counters) composed with a
-:class:`~.backend.PayloadBackend` (where payloads live: a dict in RAM, or records in block
+A store is a `SeqIndex` (sequences, subjects, counters) composed with a
+`PayloadBackend` (where payloads live: a dict in RAM, or records in block
 files). Keeping one implementation of the semantics (nats-server's ``memstore.go`` /
 ``filestore.go``) means the two stores cannot drift apart. Every mutation tells the backend
 first, while the index still shows what is being removed, then updates the index; outside a
@@ -58,7 +58,7 @@ ExpireHandler = Callable[[int, str, bool], None]
 
 
 class IndexedStore(MessageStore):
-    """:class:`MessageStore` over an index and a payload backend (see the module docstring)."""
+    """`MessageStore` over an index and a payload backend (see the module docstring)."""
 
     def __init__(self, cfg: StoreConfig, index: SeqIndex, backend: PayloadBackend) -> None:
         map_large_buffers()  # the index arrays grow by reallocation
@@ -140,10 +140,10 @@ class IndexedStore(MessageStore):
         return seq, ts
 
     def run_fits(self, subjects: list[str], largest: int, total: int) -> bool:
-        """Whether :meth:`store_msg` would take one message on each of ``subjects`` in turn
+        """Whether `store_msg` would take one message on each of ``subjects`` in turn
         without refusing one or removing any for the limits (``largest``: the largest header
         block and payload together; ``total``: their accounted sizes summed): then
-        :meth:`store_run` may store them in one pass. Any doubt is a no (the caller stores them
+        `store_run` may store them in one pass. Any doubt is a no (the caller stores them
         one by one)."""
         if self._closed or self.write_error is not None or (self._commits and not self._batch_depth):
             return False  # (outside a batch, each message's own commit could fail on its own)
@@ -168,13 +168,13 @@ class IndexedStore(MessageStore):
     def store_run(
         self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes]
     ) -> tuple[int, Sequence[int], StoreError | None]:
-        """:meth:`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (``b""``: no
+        """`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (``b""``: no
         header block; no TTL, stamped now) in one pass — a read's publishes: the backend frames
         them in one loop and the index takes them with array extends (header-less messages on one
         subject, a pipelining publisher's: ``append_run`` and ``SeqIndex.append_run``; else
-        ``append_hrun`` and ``SeqIndex.append_many``). Only after :meth:`run_fits` said yes, so
+        ``append_hrun`` and ``SeqIndex.append_many``). Only after `run_fits` said yes, so
         nothing is refused for the limits. Returns ``(first sequence, the timestamps of those
-        stored, the error that stopped the rest)``, the error being what :meth:`store_msg` would
+        stored, the error that stopped the rest)``, the error being what `store_msg` would
         have raised for the message after the stored ones (a write that failed takes every
         message of the batch back, as there)."""
         n = len(payloads)
@@ -210,7 +210,7 @@ class IndexedStore(MessageStore):
         return first, stamps, None
 
     def _run_sizes(self, sbs: list[bytes], hdrs: list[bytes], payloads: list[bytes]) -> array[int]:
-        """The accounted size of each message of a run (:meth:`record_size`)."""
+        """The accounted size of each message of a run (`record_size`)."""
         base = self._size_base
         size_hdr = self._size_hdr
         return array(
@@ -497,7 +497,7 @@ class IndexedStore(MessageStore):
         return {seq: ttl for seq, ttl in self._ttls.items() if index.live_slot(seq) >= 0}
 
     def restore_ttls(self, ttls: dict[int, int]) -> None:
-        """After recovery: TTLs of stored messages, as :meth:`msg_ttls` gave them."""
+        """After recovery: TTLs of stored messages, as `msg_ttls` gave them."""
         index = self._index
         for seq, ttl in ttls.items():
             i = index.live_slot(seq)
@@ -650,7 +650,7 @@ class IndexedStore(MessageStore):
     def load_next_msgs(
         self, filter_subject: str, start_seq: int, max_msgs: int, max_bytes: int
     ) -> list[MsgTuple]:
-        """:meth:`load_next_msg` for a run: up to ``max_msgs`` messages from ``start_seq`` on
+        """`load_next_msg` for a run: up to ``max_msgs`` messages from ``start_seq`` on
         matching the filter, in order, ending early after the one that brings their stored sizes
         to ``max_bytes`` (empty at the end).
 
@@ -666,7 +666,7 @@ class IndexedStore(MessageStore):
     def load_next_msgs_multi(
         self, filters: Sequence[str], start_seq: int, max_msgs: int, max_bytes: int
     ) -> list[MsgTuple]:
-        """:meth:`load_next_msgs` for messages matching any of several filters (nats-server
+        """`load_next_msgs` for messages matching any of several filters (nats-server
         ``LoadNextMsgMulti``): one walk, not one per filter."""
         if self._closed:
             raise ErrStoreClosed()

@@ -4,10 +4,10 @@ tokens the filter allows, not a test of every subject (nats-server ``server/stre
 
 A node is a dict from token to what follows it: an ``int`` (the subject id of a subject ending
 there, with nothing below it — most subjects, so most entries cost one dict slot) or a
-:class:`_Node` (what lies below, and the id of a subject ending there, 0 when none). The tree
-holds ids only; the :class:`~._index.SubjectTable` owns names and per-subject state.
+`_Node` (what lies below, and the id of a subject ending there, 0 when none). The tree
+holds ids only; the `SubjectTable` owns names and per-subject state.
 
-Cost of :meth:`SubjectTree.match`: the entries its walk visits — for a literal token one lookup,
+Cost of `SubjectTree.match`: the entries its walk visits — for a literal token one lookup,
 for ``*`` every entry of that node, for ``>`` everything below. So ``a.b.>`` over 100k subjects
 of which 10 start with ``a.b`` visits about 10 entries; ``*.x`` visits every first token, as
 nats-server's walk does. ``steps`` counts the entries visited (the complexity tests read it).
