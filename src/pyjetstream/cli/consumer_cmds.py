@@ -1,6 +1,6 @@
 """``pyjetstream consumer …``: manage, inspect and read from consumers, as ``nats consumer``.
 
-``add`` / ``edit`` (every config field as a flag, see :mod:`.consumer_config`), ``info``, ``ls``,
+``add`` / ``edit`` (every config field as a flag, see `consumer_config`), ``info``, ``ls``,
 ``rm``, ``next`` (pull and acknowledge messages), ``report`` (all consumers of a stream), and the
 2.11+ operations ``pause`` / ``resume`` / ``unpin`` / ``reset``.
 """

@@ -1,7 +1,7 @@
 """``server check connection|stream|consumer|kv|jetstream|message``: natscli's ``server check``
 health checks (``server_check_command.go``, the checks of jsm.go's ``monitor`` package), step for
 step: the same thresholds and defaults, the same messages, Nagios output and exit codes
-(:mod:`.check_result`). A failure to connect or to load what is checked is a CRITICAL result, not
+(`check_result`). A failure to connect or to load what is checked is a CRITICAL result, not
 an error line: monitoring systems read the status. Thresholds a stream or consumer carries in its
 metadata (``io.nats.monitor.lag-critical: 200`` …) apply unless a flag gives them.
 """

@@ -2,8 +2,8 @@
 
 ``info`` shows the server's INFO (id, name, version, protocol, limits, JetStream) and one round
 trip; ``ping`` measures round trips (PING/PONG) ``--count`` times, as ``nats rtt`` does; ``list``,
-``request`` (:mod:`.server_request`), ``report`` (:mod:`.server_report`) and ``check``
-(:mod:`.server_check`) are natscli's.
+``request`` (`server_request`), ``report`` (`server_report`) and ``check``
+(`server_check`) are natscli's.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ server with totals (and the meta group when clustered); ``connections`` asks for
 (``CONNZ``) and shows the top ones by ``--sort``, with the connections per server; ``accounts``
 sums those connections per account. ``jetstream`` needs a user of the system account;
 ``connections`` and ``accounts`` also work for any account on nats-server, which answers ``CONNZ``
-for the asking account's own connections (:mod:`.server_sys`).
+for the asking account's own connections (`server_sys`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 table, one row per server, with totals. ``request`` sends one monitoring request
 (``$SYS.REQ.SERVER.PING.VARZ``, ``CONNZ``, ``JSZ`` …, nats-server's ``*EventOptions`` as the body)
 and prints each server's answer as one JSON line, as natscli does. natscli's ``profile`` (Go pprof
-files) is not offered. All of them need a user of the system account (:mod:`.server_sys`).
+files) is not offered. All of them need a user of the system account (`server_sys`).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ class ServerAddress:
     host: str
     port: int
     tls: bool = False
-    websocket: bool = False  # ws:// or wss:// (:mod:`pyjetstream.client.websocket`)
+    websocket: bool = False  # ws:// or wss:// (`pyjetstream.client.websocket`)
     path: str = "/"  # the WebSocket upgrade's path
     user: str | None = None
     password: str | None = None
