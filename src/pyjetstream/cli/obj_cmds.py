@@ -3,12 +3,15 @@
 ``add`` a bucket, ``put`` a file (its path is the object name unless ``--name``; ``-`` or no file
 reads stdin), ``get`` one (written under its base name in the current directory unless
 ``--output``; ``--output -`` writes to stdout), ``ls`` buckets or objects, ``info`` on a bucket
-or object, ``rm`` an object or a bucket, ``watch`` changes and ``seal`` a bucket.
+or object, ``rm`` an object or a bucket, ``watch`` changes and ``seal`` a bucket. ``put`` and
+``get`` show a progress bar on a terminal (output's one progress bar; not when piped, with
+``--json`` or ``--no-progress``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -154,6 +157,29 @@ def _put_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="object metadata (repeatable)")
     p.add_argument("--chunk-size", metavar="SIZE", help="chunk size (default 128KiB)")
     p.add_argument("-f", "--force", action="store_true", help="replace an existing object without asking")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _bar(session: Session, args: argparse.Namespace, label: str, total: int | None) -> tuple[Any, Any]:
+    """A byte progress bar on a terminal and the function that moves it (a no-op elsewhere)."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    from pyjetstream.cli.output import progress_bar
+
+    bar = progress_bar(not (args.no_progress or session.json), "bytes")
+    if bar is None:
+        return None, lambda n: None
+    task = bar.add_task(label, total=total)
+    return bar, lambda n: bar.advance(task, n)
+
+
+async def _read(source: Any, size: int, advance: Any) -> Any:
+    """The file's bytes in ``size`` pieces, each counted on the progress bar as it is read."""
+    while True:
+        chunk = source.read(size)
+        if not chunk:
+            return
+        advance(len(chunk))
+        yield chunk
 
 
 async def cmd_put(session: Session, args: argparse.Namespace) -> int:
@@ -167,7 +193,6 @@ async def cmd_put(session: Session, args: argparse.Namespace) -> int:
     name = args.name or ("" if stdin else args.file)
     if not name:
         raise UsageError("--name is required when reading the object from stdin")
-    source: Any = sys.stdin.buffer if stdin else Path(args.file)
     if not stdin and not Path(args.file).is_file():  # noqa: ASYNC240 - a CLI, one stat
         raise UsageError(f"{args.file}: no such file")
     meta = ObjectMeta(
@@ -183,7 +208,16 @@ async def cmd_put(session: Session, args: argparse.Namespace) -> int:
         confirm(f"Replace existing object {args.bucket} > {name}?", force=args.force)
     except ObjectNotFound:
         pass
-    info = await store.put(meta, source)
+    total = None if stdin else Path(args.file).stat().st_size  # noqa: ASYNC240 - a CLI, one stat
+    bar, advance = _bar(session, args, f"Uploading {name}", total)
+    piece = meta.max_chunk_size or 128 * 1024
+    try:
+        source = contextlib.nullcontext(sys.stdin.buffer) if stdin else open(args.file, "rb")  # noqa: ASYNC230
+        with source as fh:
+            info = await store.put(meta, _read(fh, piece, advance))
+    finally:
+        if bar is not None:
+            bar.stop()
     if session.json:
         _print_json(info)
     else:
@@ -198,6 +232,7 @@ def _get_arguments(p: argparse.ArgumentParser) -> None:
         "--output", "-O", metavar="FILE", help="where to write it ('-': stdout; default: its base name)"
     )
     p.add_argument("-f", "--force", action="store_true", help="overwrite an existing file")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 async def cmd_get(session: Session, args: argparse.Namespace) -> int:
@@ -214,13 +249,17 @@ async def cmd_get(session: Session, args: argparse.Namespace) -> int:
         result.close()
         raise CliError(f"{target} already exists (use --force to overwrite)")
     tmp = target.with_name(f".{target.name}.partial")
+    bar, advance = _bar(session, args, f"Downloading {args.name}", result.info.size)
     try:
         with open(tmp, "wb") as fh:  # noqa: ASYNC230 - sequential chunk writes
             async for chunk in result:
                 fh.write(chunk)
+                advance(len(chunk))
         tmp.replace(target)
     finally:
         tmp.unlink(missing_ok=True)
+        if bar is not None:
+            bar.stop()
     info = result.info
     if session.json:
         _print_json(
