@@ -238,3 +238,22 @@ async def test_malformed_ack_subjects(client: RawClient) -> None:
     client.publish("$JS.ACK.S.C.a.b.c.d.e", b"", inbox)
     await replies.expect_none(0.5)
     assert (await client.consumer_info("S", "C"))["num_ack_pending"] == 0
+
+
+async def test_ack_floor_follows_a_redelivered_message(client: RawClient) -> None:
+    """A redelivery keeps the first delivery's consumer sequence in the pending ack (nats-server
+    ``trackPending``), so acking the redelivered oldest message moves the ack floor."""
+    await client.add_stream("S", ["s.>"])
+    await client.publish_many("s.a", 3)
+    await client.add_consumer("S", "R", ack_wait=30_000 * MS)
+    msgs = await fetch(client, "R", 3)
+    client.publish(msgs[0].reply, b"-NAK")
+    again = (await fetch(client, "R", 1))[0]
+    assert (again.stream_seq, again.consumer_seq, again.num_delivered) == (1, 4, 2)
+    assert (await client.request(again.reply, b"+ACK")).data == b""
+    info = await client.consumer_info("S", "R")
+    assert (info["ack_floor"]["consumer_seq"], info["ack_floor"]["stream_seq"]) == (1, 1)
+    assert info["num_ack_pending"] == 2
+    assert (await client.request(msgs[1].reply, b"+ACK")).data == b""
+    info = await client.consumer_info("S", "R")
+    assert (info["ack_floor"]["consumer_seq"], info["ack_floor"]["stream_seq"]) == (2, 2)

@@ -81,6 +81,7 @@ class AckProcessor:
         # An ``+ACK`` then only retires the message (``ack`` inlined in ``on_ack``): no ack
         # sampling (read from the config: the consumer updates its ``sfreq`` after this).
         self._plain = self._explicit and self._limits and not sample_frequency(cfg)
+        self.state.set_waits(cfg.ack_wait, cfg.backoff or [])
 
     def stop(self) -> None:
         if self.ptmr is not None:
@@ -304,9 +305,8 @@ class AckProcessor:
         consumer = self.consumer
         if consumer.closed:
             return
-        cfg = consumer.cfg
         first = consumer.stream.store.fast_state().first_seq
-        expired, nxt, dropped = self.state.expired(time.time_ns(), cfg.ack_wait, cfg.backoff, first)
+        expired, nxt, dropped = self.state.expired(time.time_ns(), first)
         if expired:
             consumer.kick()
         if self.state.pending:

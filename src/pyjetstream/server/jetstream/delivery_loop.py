@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api.enums import AckPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy
 from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
+from pyjetstream.server.jetstream.pending_index import run_seqs, seqs_of
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, MsgTuple, StoredMsg
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ class DeliveryLoop:
                     p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
                     p.acc, p.acc_bytes = acc, acc_bytes
                     if dseq != first:
-                        self._framed(p, run[dseq - start - 1][1], dseq, npc, dseq - first, track)
+                        self._framed(p, run, first - start, dseq, npc, track)
                         p.acc_msgs += dseq - first
                     if wr is None:
                         return False
@@ -239,7 +240,7 @@ class DeliveryLoop:
                 pending[seq] = (dseq, now)
             dseq += 1
             if acc > room:  # where deliver would write early (and maybe cut the receiver)
-                self._framed(p, seq, dseq, npc, dseq - first, track)
+                self._framed(p, run, first - start, dseq, npc, track)
                 conn.frames_queued(rsub, p.acc_msgs + dseq - first, acc_bytes, acc)
                 first = dseq
                 p.acc_msgs = acc = acc_bytes = 0
@@ -253,22 +254,29 @@ class DeliveryLoop:
         p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
         p.acc, p.acc_bytes = acc, acc_bytes
         if dseq != first:
-            self._framed(p, seq, dseq, npc, dseq - first, track)
+            self._framed(p, run, first - start, dseq, npc, track)
             p.acc_msgs += dseq - first
         return not pull or bool(q)
 
-    def _framed(self, p: DeliveryPass, seq: int, dseq: int, npc: int, n: int, track: bool) -> None:
-        """``_frame_run``'s ``n`` deliveries up to stream sequence ``seq`` went out: the state's
-        next sequences and num pending, the AckNone floor or the ack timer, the pass's counters."""
+    def _framed(self, p: DeliveryPass, run: list[MsgTuple], i: int, dseq: int, npc: int, track: bool) -> None:
+        """``_frame_run``'s deliveries ``run[i:]`` up to delivery ``dseq`` (exclusive) went out:
+        the state's next sequences and num pending, the pending acks' index or the AckNone floor,
+        the ack timer, the pass's counters."""
         c = self.consumer
         st = c.state
+        j = i + dseq - st.dseq
+        n = j - i
+        seq = run[j - 1][1]
         st.sseq = seq + 1
         st.dseq = dseq
         c.npc = npc
         if not track:
             st.delivered_none(seq, dseq - 1)
-        elif c.acks.ptmr is None:
-            c.acks.arm_if_idle()
+        else:
+            first = run[i][1]  # (``run_seqs`` inlined: a range when the sequences follow each other)
+            st.index.delivered(p.now, range(first, seq + 1) if seq - first == n - 1 else run_seqs(run, i, j), st)
+            if c.acks.ptmr is None:
+                c.acks.arm_if_idle()
         p.delivered += n
         p.direct += n
         p.budget -= n
@@ -298,6 +306,7 @@ class DeliveryLoop:
         acc, acc_msgs, acc_bytes = p.acc, p.acc_msgs, p.acc_bytes
         msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
         delivered = direct = 0
+        firsts: list[int] = []  # the first deliveries' stream sequences (one index entry per run)
         size = 0
         prev = 0
         wr = None
@@ -392,7 +401,11 @@ class DeliveryLoop:
                     if rsub.closed:
                         drop = True
                 if track:
-                    st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
+                    if dc == 1:
+                        st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
+                        firsts.append(seq)
+                    else:
+                        st.redelivered(seq, now)
                     if acks.ptmr is None:
                         acks.arm_if_idle()
                 else:
@@ -422,6 +435,8 @@ class DeliveryLoop:
                     go_on = False
                     break
         finally:
+            if firsts:
+                st.delivered(now, seqs_of(firsts))
             p.acc, p.acc_msgs, p.acc_bytes = acc, acc_msgs, acc_bytes
             p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
             p.delivered += delivered

@@ -5,10 +5,13 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 
 - ``sseq``: the next stream sequence to consider; ``dseq``: the next delivery (consumer) sequence.
 - ``adflr`` / ``asflr``: the ack floor (delivery / stream sequence): everything at or below is done.
-- ``pending``: delivered but not acked, stream seq → (delivery seq, delivery time ns), in
-  delivery order.
+- ``pending``: delivered but not acked, stream seq → (delivery seq of the first delivery,
+  delivery time ns), in delivery order; ``index``
+  (:class:`~pyjetstream.server.jetstream.pending_index.PendingIndex`) keeps it in the order of the
+  floor and of the ack-wait deadlines, so neither an ack nor the ack-wait timer walks it.
 - ``rdc``: redelivery counts (stream seq → times redelivered); ``rdq``: the redelivery queue (an
-  ordered dict used as an ordered set).
+  ``OrderedDict`` used as an ordered set: its head is taken in O(1), where a dict's first key
+  costs a walk over the keys deleted before it).
 - ``lss`` / ``lss_resume``: ``deliver_policy: last_per_subject``: the sequences still to send, and
   where to continue after them.
 - ``ldt`` / ``lat``: the last delivery / ack (Unix ns) reported in ConsumerInfo.
@@ -16,13 +19,15 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 Every change of these goes through a method here (ack, nak, progress, redeliver, purge, ...),
 except the few field updates of the delivery loop's run loops (``delivery_loop.py``: the next
 sequence, the delivery sequence and the new ``pending`` entry), which stay inline there because
-they run once per message.
+they run once per message; the loops tell :meth:`DeliveryState.delivered` once per run.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
+from collections.abc import Sequence
 
+from pyjetstream.server.jetstream.pending_index import PendingIndex
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
 
 __all__ = ["DeliveryState"]
@@ -39,6 +44,7 @@ class DeliveryState:
         "adflr",
         "asflr",
         "dseq",
+        "index",
         "lat",
         "ldt",
         "lss",
@@ -56,12 +62,20 @@ class DeliveryState:
         self.asflr = 0
         self.pending: dict[int, tuple[int, int]] = {}
         self.rdc: dict[int, int] = {}
-        self.rdq: dict[int, None] = {}
+        self.rdq: OrderedDict[int, None] = OrderedDict()
         self.lss: deque[int] = deque()  # (taken from the left, one at a time)
         self.lss_resume = 0
         self.ldt = 0
         self.lat = 0
         self._pending_dels = 0
+        self.index = PendingIndex(30_000_000_000, [])
+
+    def set_waits(self, ack_wait: int, backoff: list[int]) -> None:
+        """The consumer's ack wait and backoff (ns): the deadlines of the pending acks."""
+        index = self.index
+        if ack_wait != index.wait or backoff != index.backoff:
+            index.wait, index.backoff = ack_wait, list(backoff)
+            index.rebuild(self.pending, self.rdc)
 
     # --- starting point, persistence ------------------------------------------------------------
 
@@ -80,6 +94,7 @@ class DeliveryState:
         self.asflr = st.ack_floor.stream_seq
         self.pending = {seq: st.pending[seq] for seq in sorted(st.pending)}
         self.rdc = {seq: n for seq, n in st.redelivered.items() if seq > self.asflr}
+        self.index.rebuild(self.pending, self.rdc)
 
     def snapshot(self) -> ConsumerState:
         """A copy to persist (``writeState``)."""
@@ -95,9 +110,10 @@ class DeliveryState:
         start over at ``sseq``, delivery sequences from 1."""
         self.pending = {}
         self.rdc = {}
-        self.rdq = {}
+        self.rdq = OrderedDict()
         self.lss = deque()
         self._pending_dels = 0
+        self.index.clear()
         self.sseq, self.dseq = sseq, 1
         self.adflr, self.asflr = 0, sseq - 1
         self.ldt = self.lat = 0
@@ -118,9 +134,10 @@ class DeliveryState:
                 self._deleted(0)
         if not pending:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+            self.index.clear()
         elif dseq == self.adflr + 1:
             self.adflr, self.asflr = dseq, sseq
-            nxt = sseq + 1 if sseq + 1 in pending else self._first_pending_after(sseq)
+            nxt = sseq + 1 if sseq + 1 in pending else self.index.next_pending(sseq, pending)
             if nxt:
                 pd = self.pending[nxt][0]
                 if pd > 0:
@@ -138,15 +155,19 @@ class DeliveryState:
             return None
         floor = self.asflr
         self.adflr, self.asflr = dseq, sseq
-        gone = [s for s in self.pending if s <= sseq]
-        for s in gone:
-            del self.pending[s]
-        self._deleted(len(gone))
-        for s in [s for s in self.rdc if s <= sseq]:
-            del self.rdc[s]
-        for s in [s for s in self.rdq if s <= sseq]:
-            del self.rdq[s]
+        self._retire(self.index.take_upto(sseq, self.pending))
         return floor
+
+    def _retire(self, seqs: list[int]) -> None:
+        """These pending acks are done (AckAll, a purge): no more redeliveries of them."""
+        pending, rdc, rdq = self.pending, self.rdc, self.rdq
+        for s in seqs:
+            del pending[s]
+            rdc.pop(s, None)
+            rdq.pop(s, None)
+        self._deleted(len(seqs))
+        if not pending:
+            self.index.clear()
 
     def delivered_none(self, sseq: int, dseq: int) -> None:
         """AckNone: a delivery is done as it goes out (the floor follows the deliveries)."""
@@ -165,6 +186,7 @@ class DeliveryState:
         p = self.pending[sseq]
         self.rdq.pop(sseq, None)
         self.pending[sseq] = (p[0], delivered_ns)
+        self.index.stamped(sseq, delivered_ns, self.rdc.get(sseq, 0))
 
     def progress(self, sseq: int, now_ns: int) -> bool:
         """``+WPI``: restart the ack wait of ``sseq``; False if it is not pending."""
@@ -172,6 +194,7 @@ class DeliveryState:
         if p is None:
             return False
         self.pending[sseq] = (p[0], now_ns)
+        self.index.stamped(sseq, now_ns, self.rdc.get(sseq, 0))
         return True
 
     # --- redelivery -----------------------------------------------------------------------------
@@ -196,8 +219,7 @@ class DeliveryState:
         rdq = self.rdq
         if not rdq:
             return None
-        seq = next(iter(rdq))
-        del rdq[seq]
+        seq = rdq.popitem(last=False)[0]
         dc = self.rdc.get(seq, 0) + 2
         self.rdc[seq] = dc - 1
         return seq, dc
@@ -209,7 +231,8 @@ class DeliveryState:
             self.rdc[seq] = n
         else:
             self.rdc.pop(seq, None)
-        self.rdq = {seq: None, **self.rdq}
+        self.rdq[seq] = None
+        self.rdq.move_to_end(seq, last=False)
 
     def redeliver_all(self, now_ns: int) -> None:
         """Queue every pending message for redelivery now (a new deliver subject)."""
@@ -217,6 +240,7 @@ class DeliveryState:
             self.rdq.setdefault(seq, None)
             pd, _ = self.pending[seq]
             self.pending[seq] = (pd, now_ns)
+        self.index.rebuild(self.pending, self.rdc)
 
     def stop_tracking(self, seq: int) -> None:
         """``max_deliver`` reached: no more redeliveries of ``seq``."""
@@ -228,52 +252,53 @@ class DeliveryState:
         self.rdc.pop(seq, None)
         if p is not None and not self.pending:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+            self.index.clear()
 
-    def expired(
-        self, now: int, ack_wait: int, backoff: list[int], first_seq: int
-    ) -> tuple[list[int], int, bool]:
-        """``checkPending``: queue every delivery whose ack wait (or backoff step) has passed.
+    def delivered(self, ts: int, seqs: Sequence[int]) -> None:
+        """A run of first deliveries at ``ts`` went out (the run loops wrote their pending
+        entries): into the index, once per run."""
+        self.index.delivered(ts, seqs, self)
+
+    def redelivered(self, seq: int, ts: int) -> None:
+        """``seq`` went out again at ``ts``: its ack wait starts over; its pending entry keeps the
+        first delivery's sequence (nats-server ``trackPending``), which the ack floor follows."""
+        p = self.pending.get(seq)
+        if p is None:
+            return  # (acked while it went out: an internal subscriber)
+        self.pending[seq] = (p[0], ts)
+        self.index.stamped(seq, ts, self.rdc.get(seq, 0))
+
+    def expired(self, now: int, first_seq: int) -> tuple[list[int], int, bool]:
+        """``checkPending``: queue every delivery whose ack wait (or backoff step) has passed, as
+        the index hands them out (not a walk over every pending ack, as nats-server's).
 
         Messages gone from the stream (below ``first_seq``) or below the ack floor are dropped.
-        Returns (the newly queued sequences, ns until the next one is due, whether anything
-        was dropped).
+        Returns (the newly queued sequences, ns until the next one is due — 0: none —, whether
+        anything was dropped).
         """
         pending = self.pending
-        nbo = len(backoff)
-        nxt = backoff[-1] if nbo else ack_wait
-        expired: list[int] = []
-        dropped = False
         rdq = self.rdq
         rdc = self.rdc
-        for seq, (pd, ts) in list(pending.items()):
+        index = self.index
+        expired: list[int] = []
+        dropped = False
+        for seq in index.due(now, pending):
             if seq < first_seq or seq <= self.asflr:
-                del pending[seq]
+                p = pending.pop(seq, None)
+                if p is None:
+                    continue
                 rdc.pop(seq, None)
                 rdq.pop(seq, None)
                 dropped = True
                 if seq > self.asflr:
                     self.asflr = seq
-                if pd > self.adflr:
-                    self.adflr = pd
+                if p[0] > self.adflr:
+                    self.adflr = p[0]
                 continue
-            elapsed = now - ts
-            deadline = ack_wait
-            if nbo:
-                dc = rdc.get(seq, 0)
-                nbi = dc + 1
-                if dc + 1 >= nbo:
-                    dc = nbo - 1
-                    nbi = dc
-                deadline = backoff[dc]
-                if backoff[nbi] < nxt:
-                    nxt = backoff[nbi]
-            if elapsed >= deadline:
-                if seq not in rdq:
-                    expired.append(seq)
-            elif deadline - elapsed < nxt:
-                nxt = deadline - elapsed
+            if seq not in rdq:
+                expired.append(seq)
         if expired:
-            expired.sort()
+            expired = sorted(set(expired))
             for seq in expired:
                 rdq[seq] = None
             # Re-stamp so they keep their relative order but count as delivered "now".
@@ -281,9 +306,12 @@ class DeliveryState:
             for seq in expired:
                 pd, ts = pending[seq]
                 pending[seq] = (pd, ts + off)
+                index.stamped(seq, ts + off, rdc.get(seq, 0))
         if not pending:
             rdq.clear()
-        return expired, nxt, dropped
+            index.clear()
+        nxt = index.next_deadline()
+        return expired, (nxt - now if nxt > now else 0), dropped
 
     # --- stream changes -------------------------------------------------------------------------
 
@@ -294,18 +322,18 @@ class DeliveryState:
             self.sseq = first_seq
         if self.asflr < first_seq:
             self.asflr = first_seq - 1
-            for seq in [s for s in self.pending if s <= self.asflr]:
+            gone = self.index.take_upto(self.asflr, self.pending)
+            for seq in gone:
                 self.lat = now_ns
-                dseq = self.pending.pop(seq)[0]
+                dseq = self.pending[seq][0]
                 if dseq > self.adflr:
                     self.adflr = dseq
                     if self.adflr > self.dseq:
                         self.dseq = self.adflr
-                self.rdc.pop(seq, None)
+            self._retire(gone)
         if not self.pending:
             self.rdc.clear()
-        for seq in [s for s in self.rdq if s < self.sseq and s not in self.pending]:
-            del self.rdq[seq]
+            self.rdq.clear()
         if self.lss:
             self.lss = deque(s for s in self.lss if s >= first_seq)
             if not self.lss:
@@ -320,21 +348,6 @@ class DeliveryState:
         return True
 
     # --- helpers --------------------------------------------------------------------------------
-
-    def _first_pending_after(self, sseq: int) -> int:
-        """The smallest pending stream sequence above ``sseq`` (0: none).
-
-        Probes the next sequences first (acks mostly come in order, so it is usually the very
-        next one), then scans: nats-server loops over the sequences.
-        """
-        pending = self.pending
-        limit = min(self.sseq, sseq + 65)
-        for ss in range(sseq + 1, limit):
-            if ss in pending:
-                return ss
-        if limit >= self.sseq:
-            return 0
-        return min((ss for ss in pending if ss > sseq), default=0)
 
     def _deleted(self, n: int = 1) -> None:
         """Rebuild the pending dict once deletions dominate it.
