@@ -36,7 +36,7 @@ def _seconds(text: str | None, flag: str) -> float:
 def _format_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("check output")
     g.add_argument(
-        "--format", default="nagios", choices=["nagios", "json", "prometheus", "text"], help="default nagios"
+        "--format", default="nagios", choices=["nagios", "json", "prometheus", "text"], help="how to render the result"
     )
     g.add_argument("--namespace", default="nats_server_check", help="the prometheus namespace")
     g.add_argument("--outfile", metavar="FILE", help="write the result to FILE instead of stdout")
