@@ -130,3 +130,17 @@ def test_consumer_add_config_takes_the_name_from_the_file(cli: Cli, tmp_path: Pa
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"durable_name": "W2", "ack_polcy": "explicit"}))
     _clean(cli("consumer", "add", "S", "--config", str(bad)).fails('invalid JSON: json: unknown field "ack_polcy"', rc=2))
+
+
+def test_bad_connection_settings_are_usage_errors(cli: Cli, tmp_path: Path) -> None:
+    """Before any connection: the URL the client cannot read, a file that is not there — named."""
+    err = _clean(cli("pub", "x", "y", "-s", "http://h:1").fails(rc=2))
+    assert err == (
+        "pyjetstream: error: invalid --server: unsupported URL scheme 'http' in 'http://h:1' "
+        "(use nats://, tls://, ws:// or wss://)"
+    )
+    missing = tmp_path / "nope.pem"
+    err = _clean(cli("stream", "ls", "--tlsca", str(missing)).fails(rc=2))
+    assert err == f"pyjetstream: error: {missing}: no such file (given as --tlsca, its variable or the context)"
+    _clean(cli("stream", "ls", "--creds", str(tmp_path / "u.creds")).fails("u.creds: no such file", rc=2))
+    _clean(cli("stream", "add", "--config", str(tmp_path / "c.json")).fails("no such file or directory", rc=2))

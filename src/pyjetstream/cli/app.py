@@ -213,6 +213,7 @@ class Session:
         from pyjetstream.client import connect
 
         s = self.settings
+        self._check_settings(url or self.url)
         user, password, token = s.get("user"), s.get("password"), s.get("token")
         if user and not password and not token:
             user, token = None, user  # the nats CLI treats a lone --user as a token
@@ -250,6 +251,25 @@ class Session:
                 kwargs["api_prefix"] = self.settings["js_api_prefix"]
             self._js = JetStream(client, **kwargs)
         return self._js
+
+    def _check_settings(self, url: str) -> None:
+        """Usage errors before any connection attempt: a server URL the client cannot read, a
+        credentials, key or certificate file that is not there (named, with the flag it came from)."""
+        # Deferred: CLI start-up speed (loaded only when this command runs).
+        from pyjetstream.client.options import parse_server_url, split_servers
+
+        try:
+            for one in split_servers(url):
+                parse_server_url(one)
+        except ValueError as exc:
+            raise UsageError(f"invalid --server: {exc}") from None
+        for key, flag in (("creds", "--creds"), ("nkey", "--nkey"), ("tlscert", "--tlscert"),
+                          ("tlskey", "--tlskey"), ("tlsca", "--tlsca")):  # fmt: skip
+            path = self.settings.get(key)
+            if not path or (key == "nkey" and str(path).startswith("SU")):  # a seed given as is
+                continue
+            if not os.path.isfile(os.path.expanduser(str(path))):
+                raise UsageError(f"{path}: no such file (given as {flag}, its variable or the context)")
 
     def _tls_context(self) -> Any:
         s = self.settings

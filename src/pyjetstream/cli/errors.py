@@ -108,7 +108,8 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return f"timeout: {exc}" if str(exc) else "timeout"
     if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError | NotADirectoryError):
-        return f"{exc.filename}: {(exc.strerror or str(exc)).lower()}"
+        what = (exc.strerror or str(exc)).lower()
+        return f"{exc.filename}: {what}" if exc.filename else what
     if isinstance(exc, OSError):
         return core.why_not_connected(exc) if exc.errno is not None else (exc.strerror or str(exc))
     text = str(exc)

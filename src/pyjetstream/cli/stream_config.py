@@ -112,7 +112,7 @@ def load_config(path: str, kind: type[Any]) -> Any:
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
-        raise UsageError(f"cannot read --config {path}: {exc.strerror}") from None
+        raise UsageError(f"cannot read --config {path}: {(exc.strerror or str(exc)).lower()}") from None
     except ValueError as exc:
         raise UsageError(f"--config {path} is not valid JSON: {exc}") from None
     if isinstance(data, dict) and isinstance(data.get("config"), dict):
