@@ -143,3 +143,58 @@ def test_max_msgs_per_subject_removal_steps_do_not_grow() -> None:
             store.store_msg(f"k.{i % n}", b"", b"w")
         per.append((steps(store) - before) / 5_000)
     assert per[1] <= 1.5 * per[0] + 1, per
+
+
+# --------------------------------------------------------------------------------------------
+# Interior deletes (dimension 4): a run of deleted sequences in the middle of a stream.
+# --------------------------------------------------------------------------------------------
+GAPS = (20_000, 200_000)
+
+
+def gap_store(gap: int, on: str = "g") -> MemoryStore:
+    """1,000 messages over ``a.0``..``a.99`` and ``b.0``..``b.99``, ``gap`` on ``on``, 1,000 more;
+    then the ``gap`` deleted one by one (a subject purge, or deletes of ``a.1``'s middle when ``on``
+    is ``a.1``)."""
+    store = MemoryStore(StoreConfig())
+    for i in range(1_000):
+        store.store_msg(f"{'ab'[i % 2]}.{(i // 2) % 100}", b"", b"x")
+    for _ in range(gap):
+        store.store_msg(on, b"", b"x")
+    for i in range(1_000):
+        store.store_msg(f"{'ab'[i % 2]}.{(i // 2) % 100}", b"", b"x")
+    if on == "g":
+        assert store.purge_ex("g") == gap
+    else:
+        for seq in range(1_001, 1_001 + gap):
+            assert store.remove_msg(seq)
+    return store
+
+
+def gap_steps(gap: int, on: str, op: str) -> int:
+    store = gap_store(gap, on)
+    before = steps(store) + _index(store).pages.steps
+    if op == "state":
+        st = store.state()
+        assert (st.msgs, st.num_deleted) == (2_000, gap)
+    elif op == "all":
+        assert read_all(store, [">"]) == 2_000
+    elif op == "wildcard":
+        assert read_all(store, ["a.>"]) == 1_000
+    elif op == "literal":
+        assert read_all(store, ["a.1"]) == 10
+    elif op == "pending":
+        assert store.num_pending(1, ">")[0] == 2_000
+        assert store.num_pending(501, "a.>")[0] == 750
+        assert store.filtered_state(900, ">").first == 900
+    elif op == "next":
+        assert store.load_next_msg(">", 1_001)[1] == 1_001 + gap
+        assert store.load_next_msg("a.>", 1_001)[1] == 1_001 + gap
+        assert store.load_next_msg("a.1", 900)[1] == 1_003 + gap
+    return steps(store) + _index(store).pages.steps - before
+
+
+def test_interior_deletes_cost_does_not_grow_with_the_gap() -> None:
+    for on in ("g", "a.1"):
+        for op in ("state", "all", "wildcard", "literal", "pending", "next"):
+            small, large = (gap_steps(g, on, op) for g in GAPS)
+            assert large <= 1.5 * small + 70, (on, op, small, large)

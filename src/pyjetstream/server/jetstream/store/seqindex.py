@@ -14,8 +14,11 @@ One *slot* per sequence in ``[base, last_seq]``, held in parallel arrays:
   first is O(1) instead of a scan — what per-subject limits (KV history) do on every publish.
 
 Per-subject ``msgs/first/last`` live in a :class:`SubjectTable`. Leading dead slots are
-trimmed in amortised O(1) as the first sequence advances. The index knows nothing about
-payloads: the store (``indexed.py``) tells its backend first, then the index.
+trimmed in amortised O(1) as the first sequence advances; :class:`~.dead_pages.DeadPages` counts
+the dead sequences of each page of 4096, so that queries step over a run of deletes a page at a
+time. The queries are :class:`~.seqquery.SeqQueries`' (this class inherits them); this module keeps
+the slots. The index knows nothing about payloads: the store (``indexed.py``) tells its backend
+first, then the index.
 
 Recovery: a backend hands over its blocks' slots as :class:`BlockSlots` (one per block, from a
 scan or from a saved block index) and :meth:`SeqIndex.rebuild` appends them whole;
@@ -25,33 +28,26 @@ scan or from a saved block index) and :meth:`SeqIndex.rebuild` appends them whol
 
 from __future__ import annotations
 
-import bisect
-import heapq
 from array import array
 from collections import Counter
 from typing import Any
 
-from pyjetstream.protocol.subjects import has_wildcard, is_match_all
-
 from ._index import (
-    FilterMatch,
     SubjectTable,
     find_value,
     next_nonzero,
-    prev_nonzero,
     rfind_value,
     zero_fill,
     zeros,
 )
-from .base import SimpleState
+from .dead_pages import DeadPages
+from .seqquery import _PER_SUBJECT_MAX, SeqQueries
 
 # Trim leading dead slots once at least this many accumulate and they are half the arrays.
 _TRIM_MIN = 4096
-# A wildcard filter matching at most this many subjects is resolved per subject (C scans);
-# more subjects are handled by one Python pass over the slots.
-_PER_SUBJECT_MAX = 16
-# How a set of filters is looked up (SeqIndex._resolve).
-_NONE, _ALL, _FEW, _SET = range(4)
+# A walk along a subject's links that meets this many dead slots in a row looks the subject's
+# next message up instead (over the pages that are not all dead: interior deletes).
+_HOPS_MAX = 64
 
 
 
@@ -131,8 +127,9 @@ def _subject_spans(sids: array[int]) -> list[tuple[int, int, int, int]]:
     return [(sid, c, first_at[sid], last_at[sid]) for sid, c in counts.items()]
 
 
-class SeqIndex:
-    """The slot arrays, the subject table and the stream's counters (one owner for all)."""
+class SeqIndex(SeqQueries):
+    """The slot arrays, the subject table, the dead pages and the stream's counters (one owner
+    for all); the queries are :class:`~.seqquery.SeqQueries`'."""
 
     __slots__ = (
         "base",
@@ -144,9 +141,9 @@ class SeqIndex:
         "locs",
         "msgs",
         "nxt",
+        "pages",
         "sids",
         "sizes",
-        "steps",
         "subjects",
         "tss",
     )
@@ -165,6 +162,7 @@ class SeqIndex:
         self.sizes: array[int] = array("I")
         self.locs: array[int] = array("Q")
         self.nxt: array[int] = array("Q")
+        self.pages = DeadPages(1)
         self.steps = 0  # slots scanned by queries (a counter for the complexity tests)
 
     # ------------------------------------------------------------------------------------
@@ -282,6 +280,7 @@ class SeqIndex:
         last = seq + num - 1
         if self.msgs:
             self._extend_dead(num, ts)
+            self.pages.dead_seqs(seq, num)
         self.last_seq = last
         self.last_ts = ts
         if not self.msgs:
@@ -301,12 +300,14 @@ class SeqIndex:
         if self.sids:
             del self.sids[:], self.tss[:], self.sizes[:], self.locs[:], self.nxt[:]
         self.base = self.last_seq + 1
+        self.pages.reset(self.base)
 
     def _maybe_trim(self) -> None:
         k = self.first_seq - self.base
         if k >= _TRIM_MIN and 2 * k >= len(self.sids):
             del self.sids[:k], self.tss[:k], self.sizes[:k], self.locs[:k], self.nxt[:k]
             self.base += k
+            self.pages.trim(self.base)
 
     # ------------------------------------------------------------------------------------
     # Removing
@@ -328,6 +329,7 @@ class SeqIndex:
         self.msgs -= 1
         self.bytes -= self.sizes[i]
         self.sizes[i] = 0
+        self.pages.dead_one(seq)
         self._subject_drop_one(sid, seq)
         if seq == self.first_seq:
             self._advance_first_from(i + 1)
@@ -340,7 +342,7 @@ class SeqIndex:
             return
         table.msgs[sid] = m
         if seq == table.first[sid]:
-            table.first[sid] = table.last[sid] if m == 1 else self._subj_next(seq)
+            table.first[sid] = table.last[sid] if m == 1 else self._subj_next(seq, sid)
         elif seq == table.last[sid]:
             if m == 1:
                 table.last[sid] = table.first[sid]
@@ -349,21 +351,29 @@ class SeqIndex:
                 table.last[sid] = base + rfind_value(self.sids, sid, table.first[sid] - base, seq - base)
                 self.steps += seq - table.last[sid]
 
-    def _subj_next(self, seq: int) -> int:
-        """Next live sequence on the same subject as (the possibly dead) slot ``seq``."""
+    def _subj_next(self, seq: int, sid: int) -> int:
+        """Next live sequence on subject ``sid`` after (the possibly dead) slot ``seq``: its link,
+        past dead ones; a long dead stretch is looked up instead (interior deletes). The link is
+        set to the answer (path compression)."""
         base = self.base
         nxt = self.nxt
         sids = self.sids
         n = nxt[seq - base]
+        hops = 0
         while n and not sids[n - base]:
             n = nxt[n - base]
-            self.steps += 1
-        nxt[seq - base] = n  # path compression over dead links
+            hops += 1
+            if hops >= _HOPS_MAX and n:
+                last = self.subjects.last[sid]
+                j = self.pages.find_live(sids, base, sid, n - base, last - base + 1)
+                n = base + j if j >= 0 else 0
+                break
+        self.steps += hops
+        nxt[seq - base] = n
         return n
 
     def _advance_first_from(self, i: int) -> None:
-        j = next_nonzero(self.sids, i, len(self.sids)) if self.msgs else -1
-        self.steps += (j if j >= 0 else len(self.sids)) - i
+        j = self._next_live(i, len(self.sids)) if self.msgs else -1
         if j < 0:
             self.first_seq = self.last_seq + 1
             self.first_ts = 0
@@ -389,6 +399,7 @@ class SeqIndex:
         if not purged:
             return 0
         removed_bytes = sum(self.sizes[lo:hi])
+        self.pages.dead_range(sids, self.base, lo, hi)
         zero_fill(sids, lo, hi)
         zero_fill(self.sizes, lo, hi)
         zero_fill(self.locs, lo, hi)
@@ -396,7 +407,7 @@ class SeqIndex:
         self.bytes -= removed_bytes
         table = self.subjects
         for sid, m in self._subjects_lose(counts):
-            table.first[sid] = table.last[sid] if m == 1 else self._subj_next(table.first[sid])
+            table.first[sid] = table.last[sid] if m == 1 else self._subj_next(table.first[sid], sid)
         self._advance_first_from(hi)
         return purged
 
@@ -431,6 +442,7 @@ class SeqIndex:
         self.first_seq = self.first_ts = self.last_seq = self.last_ts = 0
         self.clear_slots()
         self.base = 1
+        self.pages.reset(1)
 
     def truncate(self, seq: int) -> None:
         """Remove every message above ``seq`` (a live message)."""
@@ -469,403 +481,11 @@ class SeqIndex:
             first = table.first[sid]
             table.last[sid] = first if m == 1 else base + rfind_value(sids, sid, first - base, lo)
         del sids[lo:], self.tss[lo:], self.sizes[lo:], self.locs[lo:], self.nxt[lo:]
+        self.pages.recount(sids, base, lo)
         nxt = self.nxt
         for k in range(len(nxt)):
             if nxt[k] > seq:
                 nxt[k] = 0
-
-    # ------------------------------------------------------------------------------------
-    # Queries (slot indexes; -1 when there is none)
-    # ------------------------------------------------------------------------------------
-    def subject_at(self, i: int) -> str:
-        name = self.subjects.names[self.sids[i]]
-        assert name is not None
-        return name
-
-    def next_match(self, filter_subject: str, start_seq: int) -> int:
-        """Slot of the first message >= start_seq matching the filter."""
-        if start_seq < self.first_seq:
-            start_seq = self.first_seq
-        if start_seq > self.last_seq or not self.msgs:
-            return -1
-        if is_match_all(filter_subject):
-            sids = self.sids
-            return next_nonzero(sids, start_seq - self.base, len(sids))
-        if not has_wildcard(filter_subject):
-            sid = self.subjects.ids.get(filter_subject)
-            return self._next_of_subject(sid, start_seq) if sid else -1
-        return self._next_in(self._resolve((filter_subject,)), start_seq)
-
-    def next_match_multi(self, filters: tuple[str, ...], start_seq: int) -> int:
-        """Slot of the first message >= start_seq matching any of the filters."""
-        if start_seq < self.first_seq:
-            start_seq = self.first_seq
-        if start_seq > self.last_seq or not self.msgs:
-            return -1
-        return self._next_in(self._resolve(filters), start_seq)
-
-    def _resolve(self, filters: tuple[str, ...]) -> tuple[int, Any]:
-        """How to find the messages of a set of filters: ``(_ALL, None)`` every live slot (no
-        filter, or the filters match every stored subject); ``(_NONE, None)``; ``(_FEW, [sid,
-        ...])`` follow each subject's own links; ``(_SET, FilterMatch)`` scan the slots against the
-        matching ids (many subjects: nats-server's linear scan with ``isMatch``)."""
-        table = self.subjects
-        wild = False
-        for f in filters:
-            if is_match_all(f):
-                return _ALL, None
-            if has_wildcard(f):
-                wild = True
-        if not wild:
-            ids = table.ids
-            few = [sid for sid in {ids.get(f, 0) for f in filters} if sid]
-            if len(few) <= _PER_SUBJECT_MAX:
-                return (_FEW, few) if few else (_NONE, None)
-        fm = table.match(filters)
-        sids = fm.sids
-        if sids is None:
-            return (_ALL, None) if table.ids else (_NONE, None)
-        if len(sids) <= _PER_SUBJECT_MAX:
-            return (_FEW, list(sids)) if sids else (_NONE, None)
-        return _SET, fm
-
-    def _next_in(self, plan: tuple[int, Any], start_seq: int) -> int:
-        """:meth:`next_match` once resolved (``start_seq`` inside the stream)."""
-        kind, data = plan
-        if kind == _ALL:
-            sids = self.sids
-            return next_nonzero(sids, start_seq - self.base, len(sids))
-        if kind == _FEW:
-            best = -1
-            for sid in data:
-                j = self._next_of_subject(sid, start_seq)
-                if j >= 0 and (best < 0 or j < best):
-                    best = j
-            return best
-        if kind == _SET:
-            found = self._scan(data, start_seq, 1, 0)
-            return found[0] if found else -1
-        return -1
-
-    def _scan(self, fm: FilterMatch, start_seq: int, max_msgs: int, max_bytes: int) -> list[int]:
-        """Slots of up to ``max_msgs`` messages from ``start_seq`` on whose subject is in
-        ``fm.sids`` (ending after the one that brings their sizes to ``max_bytes``, when > 0).
-
-        Chunks of the slot array are first tested whole (``set.isdisjoint``, C) and only a chunk
-        holding a match is walked; chunks grow from 64 slots, so a near match costs little and a far
-        one few calls. Cost: the slots from ``start_seq`` to the last one returned — amortised O(1)
-        per message a consumer takes in turn, as nats-server's linear walk. A scan that reaches the
-        end records where nothing matches (``fm.eof_lo``/``eof_hi``) and starts after it next time.
-        """
-        base = self.base
-        sids = self.sids
-        n = len(sids)
-        matched = fm.sids
-        assert matched is not None
-        lo_seq = start_seq
-        if fm.eof_lo <= start_seq <= fm.eof_hi + 1:
-            lo_seq = fm.eof_hi + 1  # nothing matches in between
-            start_seq = fm.eof_lo
-        lo = lo_seq - base
-        out: list[int] = []
-        size = 0
-        sizes = self.sizes
-        step = 64
-        while lo < n:
-            end = lo + step if lo + step < n else n
-            chunk = sids[lo:end]
-            self.steps += end - lo
-            if not matched.isdisjoint(chunk):
-                for k, sid in enumerate(chunk):
-                    if sid in matched:
-                        out.append(lo + k)
-                        if len(out) >= max_msgs:
-                            return out
-                        if max_bytes:
-                            size += sizes[lo + k]
-                            if size >= max_bytes:
-                                return out
-            lo = end
-            if step < 65536:
-                step *= 4
-        fm.eof_lo = base + out[-1] + 1 if out else start_seq
-        fm.eof_hi = self.last_seq
-        return out
-
-    def next_slots(self, filters: tuple[str, ...], start_seq: int, max_msgs: int, max_bytes: int) -> list[int]:
-        """Slots of up to ``max_msgs`` messages from ``start_seq`` on matching any of the filters,
-        in order, ending after the one that brings their stored sizes to ``max_bytes``: a
-        consumer's read-ahead (``IndexedStore.load_next_msgs``), one walk for the run.
-
-        Per message O(1) amortised whatever the number of subjects: every live slot (no filter),
-        each subject's links (a few subjects), or :meth:`_scan` (many)."""
-        if start_seq < self.first_seq:
-            start_seq = self.first_seq
-        if start_seq > self.last_seq or not self.msgs or max_msgs <= 0:
-            return []
-        kind, data = self._resolve(filters)
-        if kind == _SET:
-            return self._scan(data, start_seq, max_msgs, max_bytes)
-        if kind == _NONE:
-            return []
-        base = self.base
-        sids, sizes = self.sids, self.sizes
-        slots: list[int] = []
-        size = 0
-        if kind == _ALL:
-            i, end = start_seq - base, len(sids)
-            while i < end:
-                if not sids[i]:
-                    i = next_nonzero(sids, i, end)
-                    if i < 0:
-                        break
-                slots.append(i)
-                size += sizes[i]
-                if len(slots) >= max_msgs or size >= max_bytes:
-                    break
-                i += 1
-            return slots
-        # A few subjects: each one's next message by its links, the lowest first.
-        heads = []
-        for sid in data:
-            j = self._next_of_subject(sid, start_seq)
-            if j >= 0:
-                heads.append((j, sid))
-        heapq.heapify(heads)
-        while heads:
-            j, sid = heads[0]
-            slots.append(j)
-            size += sizes[j]
-            if len(slots) >= max_msgs or size >= max_bytes:
-                break
-            nseq = self._subj_next(base + j)
-            if nseq:
-                heapq.heapreplace(heads, (nseq - base, sid))
-            else:
-                heapq.heappop(heads)
-        return slots
-
-    def _next_of_subject(self, sid: int, start_seq: int) -> int:
-        table = self.subjects
-        last = table.last[sid]
-        if last < start_seq:
-            return -1
-        base = self.base
-        first = table.first[sid]
-        if first >= start_seq:
-            return first - base
-        prev = start_seq - 1 - base
-        if prev >= 0 and self.sids[prev] == sid:
-            # A consumer walking the subject: follow the link from what it just got.
-            return self._subj_next(start_seq - 1) - base
-        return find_value(self.sids, sid, start_seq - base, last - base + 1)
-
-    def last_match(self, subject: str) -> int:
-        """Slot of the last message on a subject (wildcards allowed; ""/">" = any)."""
-        if not self.msgs:
-            return -1
-        base = self.base
-        if is_match_all(subject):
-            return prev_nonzero(self.sids, self.first_seq - base, len(self.sids))
-        table = self.subjects
-        if not has_wildcard(subject):
-            sid = table.ids.get(subject)
-            return table.last[sid] - base if sid else -1
-        seq = max((table.last[sid] for sid in table.matching(subject)), default=0)
-        return seq - base if seq else -1
-
-    def prev_match(self, start_seq: int, filter_subject: str) -> int:
-        """Slot of the last message with seq <= start_seq matching the filter."""
-        if start_seq > self.last_seq:
-            start_seq = self.last_seq
-        if not self.msgs or start_seq < self.first_seq:
-            return -1
-        base = self.base
-        sids = self.sids
-        lo, hi = self.first_seq - base, start_seq - base + 1
-        if is_match_all(filter_subject):
-            return prev_nonzero(sids, lo, hi)
-        table = self.subjects
-        if not has_wildcard(filter_subject):
-            sid = table.ids.get(filter_subject)
-            if sid:
-                if table.last[sid] <= start_seq:
-                    return table.last[sid] - base
-                if table.first[sid] <= start_seq:
-                    return rfind_value(sids, sid, table.first[sid] - base, hi)
-            return -1
-        matched = table.matching(filter_subject)
-        for k in range(hi - 1, lo - 1, -1):
-            if sids[k] and sids[k] in matched:
-                return k
-        return -1
-
-    def seq_from_time(self, ts: int) -> int:
-        """First sequence whose timestamp is >= ts (last_seq + 1 when none)."""
-        if not self.msgs:
-            return self.last_seq + 1
-        base = self.base
-        lo = self.first_seq - base
-        tss = self.tss
-        if ts <= tss[lo]:
-            return self.first_seq
-        j = bisect.bisect_left(tss, ts, lo, len(tss))
-        j = next_nonzero(self.sids, j, len(self.sids))
-        return self.last_seq + 1 if j < 0 else base + j
-
-    def expired_bound(self, cutoff: int) -> int:
-        """Slot bound such that every live slot below it is at or older than ``cutoff`` (ns),
-        or -1 when the first message is newer."""
-        tss = self.tss
-        lo = self.first_seq - self.base
-        if tss[lo] > cutoff:
-            return -1
-        return max(bisect.bisect_right(tss, cutoff, lo, len(tss)), lo + 1)
-
-    def deleted(self) -> list[int]:
-        base = self.base
-        lo = self.first_seq - base
-        return [base + lo + k for k, sid in enumerate(self.sids[lo:]) if not sid]
-
-    def num_deleted(self) -> int:
-        if self.msgs and self.last_seq > self.first_seq:
-            return self.last_seq - self.first_seq + 1 - self.msgs
-        return 0
-
-    # ------------------------------------------------------------------------------------
-    # Per-subject and filtered state
-    # ------------------------------------------------------------------------------------
-    def subjects_state(self, filter_subject: str = ">") -> dict[str, SimpleState]:
-        table = self.subjects
-        names = table.names
-        out: dict[str, SimpleState] = {}
-        matched = table.matching(filter_subject)
-        self.steps += len(matched)
-        for sid in matched:
-            name = names[sid]
-            assert name is not None
-            out[name] = SimpleState(table.msgs[sid], table.first[sid], table.last[sid])
-        return out
-
-    def multi_last_seqs(self, filters: tuple[str, ...], max_seq: int) -> list[int]:
-        """The last sequence at or below ``max_seq`` of every subject matching any filter, sorted
-        (nats-server ``MultiLastSeqs``): one visit per matching subject (a subject whose last
-        message is past ``max_seq`` is looked up backwards from there)."""
-        if not self.msgs or max_seq < self.first_seq:
-            return []
-        kind, data = self._resolve(filters)
-        if kind == _NONE:
-            return []
-        table = self.subjects
-        matched = table.ids.values() if kind == _ALL else data if kind == _FEW else data.sids
-        self.steps += len(matched)
-        tlast, tfirst = table.last, table.first
-        base = self.base
-        out: list[int] = []
-        for sid in matched:
-            last = tlast[sid]
-            if last <= max_seq:
-                out.append(last)
-            elif tfirst[sid] <= max_seq:
-                j = rfind_value(self.sids, sid, tfirst[sid] - base, max_seq - base + 1)
-                if j >= 0:
-                    out.append(base + j)
-        out.sort()
-        return out
-
-    def subjects_totals(self, filter_subject: str = ">") -> dict[str, int]:
-        table = self.subjects
-        names = table.names
-        matched = table.matching(filter_subject)
-        self.steps += len(matched)
-        return {names[sid]: table.msgs[sid] for sid in matched}  # type: ignore[misc]
-
-    def filtered(self, sseq: int, filt: str, last_per_subject: bool) -> SimpleState:
-        if sseq < self.first_seq:
-            sseq = self.first_seq
-        if sseq > self.last_seq or not self.msgs:
-            return SimpleState()
-        table = self.subjects
-        base = self.base
-        sids = self.sids
-        match_all = is_match_all(filt)
-        if not match_all and has_wildcard(filt):
-            kind = self._resolve((filt,))[0]
-            if kind == _NONE:
-                return SimpleState()
-            match_all = kind == _ALL  # the filter matches every stored subject
-        if match_all and not last_per_subject:
-            # "last" is the last stored message (last_seq itself may be a skip or a delete).
-            last = base + prev_nonzero(sids, 0, len(sids))
-            if sseq <= self.first_seq:
-                return SimpleState(self.msgs, self.first_seq, last)
-            lo = sseq - base
-            j = next_nonzero(sids, lo, len(sids))
-            if j < 0:
-                return SimpleState()
-            return SimpleState(len(sids) - lo - sids[lo:].count(0), base + j, last)
-        matched = table.ids.values() if match_all else table.matching(filt)
-        self.steps += len(matched)
-        total = first = last = 0
-        partial: list[int] = []
-        for sid in matched:
-            s_last = table.last[sid]
-            if s_last < sseq:
-                continue
-            if last_per_subject:
-                total += 1
-                if not first or s_last < first:
-                    first = s_last
-            else:
-                s_first = table.first[sid]
-                if s_first >= sseq:
-                    total += table.msgs[sid]
-                    if not first or s_first < first:
-                        first = s_first
-                else:
-                    partial.append(sid)
-            if s_last > last:
-                last = s_last
-        if partial:
-            total += self._count_from(partial, sseq)
-            j = -1
-            for sid in partial[:_PER_SUBJECT_MAX]:
-                k = self._next_of_subject(sid, sseq)
-                if k >= 0 and (j < 0 or k < j):
-                    j = k
-            if len(partial) > _PER_SUBJECT_MAX:
-                pset = set(partial)
-                stop = j if j >= 0 else len(sids)
-                for k in range(sseq - base, stop):
-                    if sids[k] in pset:
-                        j = k
-                        break
-            if j >= 0 and (not first or base + j < first):
-                first = base + j
-        return SimpleState(total, first, last)
-
-    def _count_from(self, sids_wanted: list[int], sseq: int) -> int:
-        """Messages with seq >= sseq on each of the (partially covered) subjects."""
-        table = self.subjects
-        base = self.base
-        sids = self.sids
-        lo = sseq - base
-        if len(sids_wanted) == 1:
-            sid = sids_wanted[0]
-            f, last = table.first[sid] - base, table.last[sid] - base + 1
-            self.steps += min(last - lo, lo - f)
-            # Count whichever side of sseq is shorter.
-            if last - lo <= lo - f:
-                return sids[lo:last].count(sid)
-            return table.msgs[sid] - sids[f:lo].count(sid)
-        first = min(table.first[sid] for sid in sids_wanted) - base
-        last = max(table.last[sid] for sid in sids_wanted) - base + 1
-        self.steps += len(sids_wanted) + min(last - lo, lo - first)
-        if last - lo <= lo - first:
-            counts = Counter(sids[lo:last])
-            return sum(counts[sid] for sid in sids_wanted)
-        counts = Counter(sids[first:lo])
-        return sum(table.msgs[sid] - counts[sid] for sid in sids_wanted)
 
     # ------------------------------------------------------------------------------------
     # Rebuild from blocks, snapshot
@@ -959,6 +579,7 @@ class SeqIndex:
             self.first_ts = 0
             self.clear_slots()
             return
+        self.pages.recount(sids, base)
         for seq, num, _ts in deletes:
             for dseq in range(seq, seq + num):
                 i = self.live_slot(dseq)
@@ -1061,4 +682,5 @@ class SeqIndex:
         for k in self._SCALARS:
             setattr(self, k, int(scalars[k]))
         self.subjects = t
+        self.pages.recount(self.sids, self.base)
         return True
