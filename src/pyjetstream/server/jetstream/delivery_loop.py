@@ -57,6 +57,7 @@ class DeliveryLoop:
         self.passes = 0  # pull requests' interest is checked once per pass (``WaitingRequest.checked``)
         self._delay_handle: asyncio.TimerHandle | None = None
         self._undo: tuple[int, int, int] = (0, 0, 0)  # (source, seq, previous sseq) of the last fetch
+        self._lss_taken: list[int] = []  # the last-per-subject run being delivered (``_lss_settle``)
         # replay original: until the stream's last sequence at the start, the original gaps
         self._replay = consumer.cfg.replay_policy == ReplayPolicy.ORIGINAL
         self._replay_lseq = 0
@@ -112,6 +113,8 @@ class DeliveryLoop:
                     go_on = self._frame_run(p, run)
                 else:
                     go_on = self._deliver_msgs(p, run, dc, ahead)
+                if self._lss_taken:
+                    self._lss_settle()
                 if not go_on:
                     break
         finally:
@@ -130,9 +133,9 @@ class DeliveryLoop:
         """The next messages to deliver: ``getNextMsg`` for a run, as ``(messages, delivery
         count, ahead)``; empty when nothing can go now (``p.stop`` says why).
 
-        A redelivery, the next last-per-subject message and anything past ``max_ack_pending`` go
-        through ``_next_msg``, one at a time (it moves the next sequence itself). Otherwise new
-        messages are read ahead (``ahead``: the next sequence follows each as it goes out), under
+        A redelivery and anything past ``max_ack_pending`` go through ``_next_msg``, one at a time
+        (it moves the next sequence itself); a ``last_per_subject`` start set is read in runs
+        (``_lss_run``). Otherwise new messages are read ahead (``ahead``: the next sequence follows each as it goes out), under
         one filter or several (``load_next_msgs_multi``: one walk), in a run of as many as the pass, the ``max_ack_pending`` room
         and the waiting pull requests can take — one where each must be looked at before the next
         is read (no receiver to frame onto yet, AckNone on an interest stream, replay).
@@ -140,7 +143,7 @@ class DeliveryLoop:
         c = self.consumer
         st = c.state
         maxp = p.maxp
-        if st.rdq or st.lss or (maxp > 0 and len(st.pending) >= maxp):
+        if st.rdq or (maxp > 0 and len(st.pending) >= maxp):
             msg, dc, p.stop = self._next_msg()
             return ([] if msg is None else [msg]), dc, False
         if p.rsub is None or p.ack_none_interest or p.replay:
@@ -152,6 +155,10 @@ class DeliveryLoop:
                 want = maxp - len(st.pending)
             if not p.push:
                 want = max(min(want, c.pull.waiting.total), 1)
+        if st.lss:
+            lss_run = self._lss_run(want)
+            if lss_run:
+                return lss_run, 1, True
         if p.single is not None:
             run = c.stream.store.load_next_msgs(p.single, st.sseq, want, READ_AHEAD_BYTES)
         else:
@@ -160,6 +167,36 @@ class DeliveryLoop:
             self._at_eof()
             p.stop = _STOP_EOF
         return run, 1, True
+
+    def _lss_run(self, want: int) -> list[MsgTuple]:
+        """The next messages of a ``last_per_subject`` start (``o.lss``), up to ``want`` read in
+        one store call (``load_msgs``) rather than one pass step each; they go out as a read-ahead
+        run does (the next sequence follows each), and :meth:`_lss_settle` puts back what did not
+        go. Sequences removed since the start are dropped; when none is left the consumer goes on
+        from where the start set ended (``lss_resume``)."""
+        st = self.consumer.state
+        lss = st.lss
+        store = self.consumer.stream.store
+        while lss:
+            run = store.load_msgs([lss.popleft() for _ in range(min(want, len(lss)))])
+            if run:
+                self._lss_taken = [m[1] for m in run]
+                return run
+        st.sseq = max(st.sseq, st.lss_resume)
+        return []
+
+    def _lss_settle(self) -> None:
+        """After a ``last_per_subject`` run went out: what was not delivered (at or after the next
+        sequence: a run cut short, a message put back) returns to the front of ``lss``; once it is
+        empty the consumer goes on from ``lss_resume``."""
+        taken, self._lss_taken = self._lss_taken, []
+        st = self.consumer.state
+        sseq = st.sseq
+        back = [seq for seq in taken if seq >= sseq]
+        if back:
+            st.lss.extendleft(reversed(back))
+        if not st.lss:
+            st.sseq = max(sseq, st.lss_resume)
 
     def _frame_run(self, p: DeliveryPass, run: list[MsgTuple]) -> bool:
         """``deliverMsg`` for a run of new messages to a receiver that takes frames, when no

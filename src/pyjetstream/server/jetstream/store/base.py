@@ -283,6 +283,17 @@ class MessageStore(ABC):
             seq += 1
         return out
 
+    def load_msgs(self, seqs: Sequence[int]) -> list[MsgTuple]:
+        """The messages at ``seqs`` (ascending), skipping those that are not there: a
+        ``last_per_subject`` consumer's start set, read in runs."""
+        out: list[MsgTuple] = []
+        for seq in seqs:
+            try:
+                out.append(self.load_msg(seq))
+            except (ErrStoreMsgNotFound, ErrStoreEOF):
+                continue
+        return out
+
     def load_next_msg_multi(self, filters: Sequence[str], start_seq: int) -> tuple[StoredMsg, int]:
         """First message with seq >= start_seq matching any of the filters (nats-server
         ``LoadNextMsgMulti``); raises ErrStoreEOF when there is none."""

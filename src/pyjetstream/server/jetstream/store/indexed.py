@@ -637,6 +637,15 @@ class IndexedStore(MessageStore):
         seq = index.base + j
         return self._msg_at(j, seq), seq
 
+    def load_msgs(self, seqs: Sequence[int]) -> list[MsgTuple]:
+        """The messages at ``seqs`` (ascending) that are there, read in one backend call."""
+        if self._closed:
+            raise ErrStoreClosed()
+        index = self._index
+        base, sids = index.base, index.sids
+        n = len(sids)
+        return self._backend.read_run([i for i in (seq - base for seq in seqs) if 0 <= i < n and sids[i]])
+
     def load_next_msg_multi(self, filters: Sequence[str], start_seq: int) -> tuple[StoredMsg, int]:
         if self._closed:
             raise ErrStoreClosed()
