@@ -7,8 +7,12 @@ subscriptions but not by ``foo.bar`` (as nats-server does).
 Every publish asks `Sublist.match`, so results are cached per subject. A result is an
 immutable ``(plain_subs, queue_groups)`` pair of tuples; the router may hold on to one while
 subscriptions come and go. Inserting or removing a subscription drops the cached results it
-affects: just its own subject when it is literal, every matching cached subject when it has
-wildcards (or the whole cache when that is large, refilling is cheaper than scanning in Python).
+affects: just its own subject when it is literal; when it has wildcards, the matching cached
+subjects among those with its first token (the cached subjects are kept by first token too), so
+a client's ``_INBOX.<id>.*`` coming or going costs nothing in the cache — nats-server scans its
+whole cache (at most 1,024 entries) for each such change. A wildcard subscription whose first
+token is itself a wildcard still scans the cache (or clears it when large: refilling is cheaper
+than scanning in Python).
 
 JetStream ack subjects (``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>``) are
 unique per message, so they would all miss the cache (and evict what it holds). A consumer listens
@@ -79,6 +83,8 @@ class Sublist:
         self._root = _Node()
         # Public so the router's hot path can do ``cache.get(subject)`` without a method call.
         self.cache: dict[str, MatchResult] = {}
+        # The cached subjects by first token (a wildcard change looks at its own token's only).
+        self._firsts: dict[str, set[str]] = {}
         # ``$JS.ACK.<s>.<c>.`` -> the match result of its ``$JS.ACK.<s>.<c>.>`` subscriptions, and
         # how many other subscriptions could match an ack subject (the index is used only at 0).
         self._acks: dict[str, MatchResult] = {}
@@ -92,6 +98,7 @@ class Sublist:
         self.removes = 0
         self.matches = 0
         self.cache_misses = 0
+        self.scanned = 0  # cached subjects a wildcard change looked at (the complexity tests read it)
 
     # ------------------------------------------------------------------ changes
 
@@ -231,14 +238,33 @@ class Sublist:
         cache = self.cache
         if not cache:
             return
+        subject = sub.subject
+        first = _first_token(subject)
         if sub.literal:
-            cache.pop(sub.subject, None)
-        elif len(cache) > CACHE_SCAN_MAX:
-            cache.clear()
+            if cache.pop(subject, None) is not None:
+                self._firsts[first].discard(subject)
+            return
+        keys: set[str] | dict[str, MatchResult]
+        if first == PWC or first == FWC:
+            if len(cache) > CACHE_SCAN_MAX:
+                cache.clear()
+                self._firsts.clear()
+                return
+            keys = cache
         else:
-            subject = sub.subject
-            for key in [k for k in cache if subject_matches(subject, k)]:
-                del cache[key]
+            bucket = self._firsts.get(first)
+            if not bucket:
+                return
+            if len(bucket) > CACHE_SCAN_MAX:
+                for key in bucket:
+                    del cache[key]
+                del self._firsts[first]
+                return
+            keys = bucket
+        self.scanned += len(keys)
+        for key in [k for k in keys if subject_matches(subject, k)]:
+            del cache[key]
+            self._firsts[_first_token(key)].discard(key)
 
     # ------------------------------------------------------------------ lookups
 
@@ -270,10 +296,19 @@ class Sublist:
         else:
             result = EMPTY_RESULT
         cache = self.cache
+        firsts = self._firsts
         if len(cache) >= CACHE_MAX:
             for key in list(cache)[: CACHE_MAX // 2]:
                 del cache[key]
+            firsts.clear()
+            for key in cache:
+                firsts.setdefault(_first_token(key), set()).add(key)
         cache[subject] = result
+        bucket = firsts.get(tokens[0])
+        if bucket is None:
+            firsts[tokens[0]] = {subject}
+        else:
+            bucket.add(subject)
         return result
 
     def has_interest(self, subject: str) -> bool:
@@ -323,6 +358,11 @@ _WILDCARDS = (PWC, FWC)
 # A subscription whose first two tokens are among these may match some ack subject.
 _ACK_FIRST = ("$JS", PWC, FWC)
 _ACK_SECOND = ("ACK", PWC, FWC)
+
+
+def _first_token(subject: str) -> str:
+    dot = subject.find(SEP)
+    return subject if dot < 0 else subject[:dot]
 
 
 def _remove_identity(items: list[Subscription], sub: Subscription) -> bool:

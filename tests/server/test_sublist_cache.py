@@ -1,0 +1,96 @@
+"""The sublist's match cache at scale (issue 24, dimension 7): a wildcard subscription coming or
+going looks only at the cached subjects that share its first token, so a client's
+``_INBOX.<id>.*`` (every client has one) neither scans nor empties a cache of thousands of
+subjects; and the cache stays exact under any mix of inserts, removals and matches."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyjetstream.server.sublist import Sublist
+from pyjetstream.server.subscription import Subscription
+
+
+def _cached(n: int) -> Sublist:
+    sl = Sublist()
+    for i in range(n):
+        sl.insert(Subscription(f"orders.{i}", f"o{i}"))
+        sl.match(f"orders.{i}")
+    for i in range(10):
+        sl.insert(Subscription(f"t.{i}.z", f"t{i}"))
+        sl.match(f"t.{i}.z")
+    return sl
+
+
+def _churn_steps(n: int) -> tuple[int, int, int]:
+    sl = _cached(n)
+    before = sl.scanned
+    for i in range(50):  # clients coming and going
+        inbox = Subscription(f"_INBOX.client{i}.*", f"i{i}")
+        sl.insert(inbox)
+        sl.remove(inbox)
+    inbox_steps = sl.scanned - before
+    before = sl.scanned
+    wild = Subscription("t.*.z", "w")
+    sl.insert(wild)
+    sl.remove(wild)
+    return inbox_steps, sl.scanned - before, len(sl.cache)
+
+
+def test_a_wildcard_change_looks_only_at_its_first_token() -> None:
+    small = _churn_steps(300)
+    large = _churn_steps(3000)
+    assert small[:2] == large[:2] == (0, 10), (small, large)  # t.*.z: the ten t.<i>.z (dropped)
+    assert (small[2], large[2]) == (300, 3000)  # the orders.<i> stay cached
+
+
+_TOKENS = st.sampled_from(["a", "b", "c"])
+_FIRST = st.sampled_from(["a", "b", "*", ">", "_INBOX"])
+
+
+@st.composite
+def _filters(draw: st.DrawFn) -> str:
+    tokens = [draw(_FIRST)]
+    if tokens[0] != ">":
+        tokens += draw(st.lists(st.sampled_from(["a", "b", "*"]), max_size=3))
+        if draw(st.booleans()):
+            tokens.append(">")
+    return ".".join(tokens)
+
+
+_subjects = st.lists(_TOKENS, min_size=1, max_size=4).map(".".join)
+
+
+def _brute(filter: str, subject: str) -> bool:
+    parts = []
+    for token in filter.split("."):
+        if token == "*":
+            parts.append(r"[^.]+")
+        elif token == ">":
+            parts.append(r"[^.]+(\.[^.]+)*")
+        else:
+            parts.append(re.escape(token))
+    return re.fullmatch(r"\.".join(parts), subject) is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ops=st.lists(st.tuples(st.booleans(), _filters()), min_size=1, max_size=20),
+    subjects=st.lists(_subjects, min_size=1, max_size=10),
+)
+def test_cache_stays_exact_under_inserts_and_removals(ops: list[tuple[bool, str]], subjects: list[str]) -> None:
+    sl = Sublist()
+    live: list[Subscription] = []
+    for n, (insert, subject) in enumerate(ops):
+        if insert or not live:
+            sub = Subscription(subject, str(n))
+            sl.insert(sub)
+            live.append(sub)
+        else:
+            sl.remove(live.pop(n % len(live)))
+        for s in subjects:  # (from the cache from the second time on)
+            got = sorted(x.sid for x in sl.match(s)[0])
+            assert got == sorted(x.sid for x in live if _brute(x.subject, s)), (s, [x.subject for x in live])
