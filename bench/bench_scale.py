@@ -572,9 +572,10 @@ def ops_subjects() -> list[Op]:
 
 def build_consumers(ctx: Ctx) -> None:
     c = ctx.size
-    create_stream(ctx, "IN", subjects=["in.>"], retention="interest")
-    create_stream(ctx, "WQ", subjects=["wq.>"], retention="workqueue")
-    create_stream(ctx, "DL", subjects=["dl.>"])
+    room = c + 1000  # nats-server 2.15 allows 1,000 consumers per stream unless the stream says more
+    create_stream(ctx, "IN", subjects=["in.>"], retention="interest", max_consumers=room)
+    create_stream(ctx, "WQ", subjects=["wq.>"], retention="workqueue", max_consumers=room)
+    create_stream(ctx, "DL", subjects=["dl.>"], max_consumers=room)
 
     def consumers(stream: str, prefix: str) -> int:
         calls = [
@@ -899,9 +900,9 @@ def ops_gaps() -> list[Op]:
 
 
 def build_acks(ctx: Ctx) -> None:
-    p, k = ctx.size, ctx.n(10_000)
+    p, k = ctx.size, ctx.n(100_000)
     ctx.state["k"] = k
-    total = p + 3 * k * 2 + 1000
+    total = p + 3 * k + 1000  # two rounds of k acks each let k new messages through
     create_stream(ctx, "PA", subjects=["pa.>"])
     ctx.publish(pubs(itertools.repeat("pa.x", total)), total, window=5000)
     dlv = Deliveries(ctx, collect=True)
@@ -1032,7 +1033,7 @@ def build_pulls(ctx: Ctx) -> None:
         return r
 
     timed_build(ctx, "requests", "queue a waiting pull request", "request", wait_requests)
-    create_stream(ctx, "PC", subjects=["pc.>"])
+    create_stream(ctx, "PC", subjects=["pc.>"], max_consumers=c + 1000)
     pc = ctx.conn()
     pc.sub("_PCR.*", 1)
     pc.flush()
