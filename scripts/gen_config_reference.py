@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import re
 import sys
 import typing
 from datetime import timedelta
@@ -22,7 +24,7 @@ from typing import Any
 import msgspec
 
 import pyjetstream as pjs
-from pyjetstream.api import enums, models_common, models_stream
+from pyjetstream.api import codec, enums, models_common, models_stream
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "configs.md"
 
@@ -276,7 +278,7 @@ def _wire_value(factory: Any, field: str, value: Any) -> Any:
     if factory is pjs.StreamConfig:
         args.setdefault("name", "X")
     built = factory(**args)
-    return msgspec.to_builtins(built)[field]
+    return json.loads(codec.encode(built))[field]  # what the client sends: the codec's JSON
 
 
 def _duration_unit(factory: Any, field: str, annotation: str) -> str:
@@ -291,7 +293,7 @@ def _duration_unit(factory: Any, field: str, annotation: str) -> str:
             _wire_value(factory, field, sample)
         except (TypeError, msgspec.ValidationError):
             takes_timedelta = False
-        unit = {2: "nanoseconds", 2_000_000_000: "seconds"}.get(wire)
+        unit = {2: "nanoseconds", 2_000_000_000: "seconds"}.get(wire) if type(wire) is int else None
         if unit is None:
             raise SystemExit(f"{factory.__name__}.{field}=2 is {wire} on the wire: which unit is that?")
         return f"{unit} (or `timedelta`)" if takes_timedelta else unit
@@ -321,12 +323,7 @@ def _type_name(annotation: Any) -> str:
         text = annotation.__name__
     else:
         text = str(annotation)
-    for prefix in (
-        "pyjetstream.api.models_common.",
-        "pyjetstream.api.models_stream.",
-        "pyjetstream.api.timefmt.",
-    ):
-        text = text.replace(prefix, "")
+    text = re.sub(r"\bpyjetstream(\.\w+)*\.(?=[A-Z])", "", text)  # module paths: the class name is enough
     text = text.replace("NanoTime", "datetime")
     parts = list(dict.fromkeys(part.strip() for part in text.split("|")))  # NanoTime | datetime: once
     return " | ".join(parts)
@@ -418,7 +415,7 @@ def render() -> str:
     out += _section(
         "pyjetstream.client.jetstream.config.StreamConfig",
         _rows(
-            _struct_fields(models_stream.StreamConfig, stream_sample, ("name",)),
+            _struct_fields(type(stream_sample), stream_sample, ("name",)),
             STREAM,
             pjs.StreamConfig,
             "StreamConfig",
@@ -475,12 +472,13 @@ def render() -> str:
         (models_stream.RePublish, REPUBLISH, {"dest": "copy.>"}),
         (models_common.Placement, PLACEMENT, {}),
         (models_common.SubjectTransformConfig, TRANSFORM, {"src": "a.*", "dest": "b.{{wildcard(1)}}"}),
-        (models_stream.StreamConsumerLimits, CONSUMER_LIMITS, {}),
+        # the consumer limits the user's StreamConfig takes (durations as that config has them)
+        (typing.get_type_hints(type(stream_sample))["consumer_limits"], CONSUMER_LIMITS, {}),
         (models_common.ExternalStream, EXTERNAL, {"api": "$JS.hub.API", "deliver": ""}),
         (models_stream.StreamConsumerSource, CONSUMER_SOURCE, {}),
     ]
     for model, meanings, args in parts:
-        factory = model if model is models_stream.StreamConsumerLimits else None
+        factory = model if model.__name__ == "StreamConsumerLimits" else None
         out += _section(
             f"{model.__module__}.{model.__name__}",
             _rows(_struct_fields(model, model(**args), tuple(args)), meanings, factory, model.__name__),
