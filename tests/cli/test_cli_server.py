@@ -1,10 +1,10 @@
 """``server list``, ``server report``, ``server request`` and ``server check`` (issue 26, item 7), on
 both targets.
 
-``list``/``report``/``request`` are the system account's ``$SYS.REQ.SERVER.PING.*`` requests:
-nats-server answers them for a user of the system account (and ``CONNZ`` for any account, scoped
-to it); the embedded server does not answer them, which must be one clear line. The checks work on
-both: Nagios output (``STATUS name Crit:… OK:… | perfdata``) and exit codes 0/1/2, as natscli's.
+``list``/``report``/``request`` are the system account's ``$SYS.REQ.SERVER.PING.*`` requests: both
+servers answer them for a user of the system account (and ``CONNZ`` for any account, scoped to it);
+another account gets one clear line. The checks: Nagios output (``STATUS name Crit:… OK:… |
+perfdata``) and exit codes 0/1/2, as natscli's.
 """
 
 from __future__ import annotations
@@ -41,13 +41,10 @@ def _as(cli: Cli, user: str) -> list[str]:
     return ["-s", cli.url.replace("nats://", f"nats://{user}:{user}@")]
 
 
-def _no_system(result: Result, kind: str, subject: str) -> None:
+def _no_system(result: Result, subject: str) -> None:
     err = result.fails(rc=1).err.strip()
     assert err.startswith(f"pyjetstream: error: {result_url(err)} answered no {subject} request: "), err
-    if kind == EMBEDDED:
-        assert "the embedded server does not answer the system account's monitoring requests" in err
-    else:
-        assert "ensure the account used has system privileges" in err
+    assert "ensure the account used has system privileges" in err
 
 
 def result_url(err: str) -> str:
@@ -59,17 +56,13 @@ def result_url(err: str) -> str:
 # --------------------------------------------------------------------------- list / report / request
 
 
-def test_server_list_and_report_jetstream(accounts_cli: Cli, server_kind: str) -> None:
-    cli, kind = accounts_cli, server_kind
+def test_server_list_and_report_jetstream(accounts_cli: Cli) -> None:
+    cli = accounts_cli
     sys_, app = _as(cli, "sys"), _as(cli, "app")
     cli(*app, "stream", "add", "ORDERS", "--subjects", "orders.>", "--defaults").ok()
     cli(*app, "pub", "orders.a", "one", "-J").ok()
     listed = cli(*sys_, "server", "list")
     reported = cli(*sys_, "server", "report", "jetstream", "1")
-    if kind == EMBEDDED:
-        _no_system(listed, kind, "$SYS.REQ.SERVER.PING")
-        _no_system(reported, kind, "$SYS.REQ.SERVER.PING.JSZ")
-        return
     out = listed.ok().out
     assert "Server Overview" in out and "N1" in out and "2.15.1" in out
     (stats,) = cli(*sys_, "server", "list", "--json").json()
@@ -80,37 +73,41 @@ def test_server_list_and_report_jetstream(accounts_cli: Cli, server_kind: str) -
     assert [c.strip() for c in row.strip("│ ").split("│")][1:4] == ["1", "0", "1"]  # streams, consumers, messages
     (jsz,) = cli(*sys_, "server", "report", "jetstream", "--json").json()
     assert jsz["data"]["streams"] == 1 and jsz["data"]["messages"] == 1
-    # Not the system account: the clear error, not an empty table.
-    _no_system(cli(*app, "server", "list"), kind, "$SYS.REQ.SERVER.PING")
+    # Not the system account: the clear error, not an empty table; a filter nobody matches, said so.
+    _no_system(cli(*app, "server", "list"), "$SYS.REQ.SERVER.PING")
+    err = cli(*sys_, "server", "request", "varz", "--name", "nope").fails(rc=1).err
+    assert "no server answered $SYS.REQ.SERVER.PING.VARZ: none has server_name nope" in err
 
 
 def test_report_connections_and_accounts(accounts_cli: Cli, server_kind: str) -> None:
-    cli, kind = accounts_cli, server_kind
+    cli = accounts_cli
     sys_, app = _as(cli, "sys"), _as(cli, "app")
     sub = cli.spawn(*app, "sub", "watch.>", ready="Subscribing")
     try:
-        as_app = cli(*app, "server", "report", "connections", "--json")
-        as_sys = cli(*sys_, "server", "report", "accounts", "--json")
-        if kind == EMBEDDED:
-            _no_system(as_app, kind, "$SYS.REQ.SERVER.PING.CONNZ")
-            _no_system(as_sys, kind, "$SYS.REQ.SERVER.PING.CONNZ")
-            return
-        # Any account gets its own connections (nats-server imports CONNZ into every account).
-        conns = as_app.json()
-        assert {c["account"] for c in conns} == {"APP"}
-        assert any("watch.>" in (c.get("subscriptions_list") or []) for c in conns)
+        conns = cli(*sys_, "server", "report", "connections", "--json").json()
+        app_conns = [c for c in conns if c.get("account") == "APP"]
+        assert any("watch.>" in (c.get("subscriptions_list") or []) for c in app_conns), conns
         assert all(c["server"]["name"] == "N1" for c in conns)
-        accounts = {a["account"]: a for a in as_sys.json()}
+        accounts = {a["account"]: a for a in cli(*sys_, "server", "report", "accounts", "--json").json()}
         assert accounts["APP"]["connections"] >= 1 and accounts["APP"]["subscriptions"] >= 1
+        assert "SYS" in accounts
         text = cli(*sys_, "server", "report", "connections").ok().out
         assert "Connections per server" in text and "APP" in text
         assert "Accounts Overview" in cli(*sys_, "server", "report", "accounts").ok().out
+        assert [a["account"] for a in cli(*sys_, "server", "report", "accounts", "APP", "--json").json()["connection_info"]
+                ] == ["APP"]  # fmt: skip
+        as_app = cli(*app, "server", "report", "connections", "--json")
+        if server_kind == EMBEDDED:
+            # nats-server imports CONNZ into every account (scoped to it); the embedded server does not yet.
+            _no_system(as_app, "$SYS.REQ.SERVER.PING.CONNZ")
+        else:
+            assert {c["account"] for c in as_app.json()} == {"APP"}
     finally:
         sub.stop()
 
 
 @pytest.mark.parametrize(
-    ("verb", "kind_", "check"),
+    ("verb", "_kind", "check"),
     [
         (["variables"], "VARZ", lambda d: d["server_name"] == "N1"),
         (["varz"], "VARZ", lambda d: d["server_name"] == "N1"),
@@ -122,14 +119,9 @@ def test_report_connections_and_accounts(accounts_cli: Cli, server_kind: str) ->
         (["routes"], "ROUTEZ", lambda d: d["num_routes"] == 0),
     ],
 )
-def test_server_request(
-    accounts_cli: Cli, server_kind: str, verb: list[str], kind_: str, check: Callable[[dict], bool]
-) -> None:
-    cli, kind = accounts_cli, server_kind
+def test_server_request(accounts_cli: Cli, verb: list[str], _kind: str, check: Callable[[dict], bool]) -> None:
+    cli = accounts_cli
     result = cli(*_as(cli, "sys"), "server", "request", *verb)
-    if kind == EMBEDDED:
-        _no_system(result, kind, f"$SYS.REQ.SERVER.PING.{kind_}")
-        return
     (answer,) = [json.loads(line) for line in result.ok().out.splitlines()]
     assert answer["server"]["name"] == "N1"
     assert check(answer["data"]), answer["data"]

@@ -19,7 +19,9 @@ from pyjetstream.cli.server_sys import add_filter_arguments, filter_options, sys
 __all__ = ["REPORT"]
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, *, account_first: bool = False) -> None:
+    if account_first:  # natscli: report accounts [ACCOUNT] [LIMIT]
+        p.add_argument("account", nargs="?", help="the connections of this account")
     p.add_argument("expect", nargs="?", type=int, default=0, help="how many servers to expect (answers sooner)")
     p.add_argument("-R", "--reverse", action="store_true", help="reverse the sort")
     add_filter_arguments(p)
@@ -227,8 +229,7 @@ def _render_connections(conns: list[dict[str, Any]], args: argparse.Namespace) -
 
 
 def _accounts_arguments(p: argparse.ArgumentParser) -> None:
-    _common(p)
-    p.add_argument("account", nargs="?", help="the connections of this account")
+    _common(p, account_first=True)
     p.add_argument(
         "--sort",
         default="subs",

@@ -89,13 +89,10 @@ async def sys_request(
         await _gather(answers, more, lambda: refused, session.timeout, expect)
     finally:
         await sub.unsubscribe()
+    if not answers and not refused and any(k in (body or {}) for k in ("server_name", "host", "cluster", "tags")):
+        chosen = ", ".join(f"{k} {(body or {})[k]}" for k in ("server_name", "host", "cluster", "tags") if k in (body or {}))
+        raise CliError(f"no server answered {subject}: none has {chosen}")
     if refused or not answers:
-        if str(client.server_info.get("go", "")).startswith("python"):  # the embedded server's INFO
-            raise CliError(
-                f"{client.connected_url} answered no {subject} request: the embedded server does not answer "
-                "the system account's monitoring requests; its monitoring port does (serve -m PORT: /varz, "
-                "/connz, /jsz …)"
-            )
         raise CliError(
             f"{client.connected_url} answered no {subject} request: ensure the account used has "
             "system privileges and appropriate permissions (a user of the system account)"

@@ -165,6 +165,8 @@ def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False) 
         info["version"] = conn.version
     if auth and conn.user:
         info["authorized_user"] = conn.user
+    if auth and conn.account.name != "$G":  # nats-server: the account under auth, unless the global one
+        info["account"] = conn.account.name
     if subs and conn.subs:
         if subs == "detail":
             info["subscriptions_list_detail"] = [_sub_detail(s, conn.cid) for s in conn.subs.values()]

@@ -78,6 +78,7 @@ from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
+from pyjetstream.server.sys_requests import SystemRequests
 from pyjetstream.server.version import SERVER_VERSION
 
 __all__ = [
@@ -385,6 +386,8 @@ class Server:
             link_imports(self.accounts)
             if self.authenticator.trust is not None and self.system_account is not None:
                 ClaimsUpdates(self, self.system_account).subscribe()
+            if self.system_account is not None:  # $SYS.REQ.SERVER.PING.* (nats server list/report/request)
+                SystemRequests(self, self.system_account).subscribe()
             tls_first: dict[str, Any] = {}
             if self.ssl_context is not None and opts.tls is not None and opts.tls.handshake_first:
                 # handshake_first: TLS from the first byte, done by the event loop before the

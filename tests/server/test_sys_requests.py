@@ -1,0 +1,91 @@
+"""The system account's monitoring requests (``$SYS.REQ.SERVER.PING[.KIND]``, ``$SYS.REQ.SERVER.<id>.KIND``),
+both targets: the same answer shapes as nats-server 2.15.1, its server filters, and none of it on a
+server whose system account nobody can use."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from tests.support.targets import Target
+
+from pyjetstream.client import connect
+
+ACCOUNTS = {
+    "server_name": "N1",
+    "accounts": {"SYS": {"users": [{"user": "sys", "password": "sys"}]}, "APP": {"jetstream": "enabled", "users": [{"user": "app", "password": "app"}]}},
+    "system_account": "SYS",
+}
+
+
+async def _ask(url: str, subject: str, body: Any = None, wait: float = 1.0) -> list[dict[str, Any]]:
+    nc = await connect(url)
+    try:
+        inbox = nc.new_inbox()
+        sub = await nc.subscribe(inbox)
+        await nc.publish(subject, json.dumps(body or {}).encode(), reply=inbox)
+        answers = []
+        while True:
+            try:
+                msg = await sub.next_msg(wait)
+            except TimeoutError:
+                return answers
+            if msg.status:
+                return [{"status": msg.status}]
+            answers.append(json.loads(msg.data))
+    finally:
+        await nc.close()
+
+
+def _sys(target: Target) -> str:
+    return target.url.replace("nats://", "nats://sys:sys@")
+
+
+@pytest.fixture
+def target(start_server: Callable[..., Target]) -> Target:
+    return start_server(**ACCOUNTS)
+
+
+async def test_statsz_and_kinds_have_nats_servers_shape(target: Target) -> None:
+    (stats,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING")
+    assert {"name", "host", "id", "ver", "jetstream", "flags", "seq", "time"} <= set(stats["server"])
+    assert stats["server"]["name"] == "N1" and stats["server"]["jetstream"] is True
+    assert {"start", "mem", "cores", "cpu", "connections", "total_connections", "subscriptions", "sent", "received",
+            "slow_consumers", "active_servers", "jetstream"} <= set(stats["statsz"])  # fmt: skip
+    server_id = stats["server"]["id"]
+    for kind, key in (("VARZ", "server_id"), ("CONNZ", "connections"), ("SUBSZ", "num_subscriptions"),
+                      ("JSZ", "streams"), ("HEALTHZ", "status"), ("ACCOUNTZ", "accounts"), ("ROUTEZ", "routes")):  # fmt: skip
+        (ping,) = await _ask(_sys(target), f"$SYS.REQ.SERVER.PING.{kind}")
+        (direct,) = await _ask(_sys(target), f"$SYS.REQ.SERVER.{server_id}.{kind}")
+        assert key in ping["data"] and key in direct["data"], (kind, ping)
+        assert ping["server"]["id"] == server_id
+    (connz,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING.CONNZ", {"subscriptions": True, "auth": True})
+    (mine,) = connz["data"]["connections"]
+    assert mine["account"] == "SYS" and mine["authorized_user"] == "sys"
+    (jsz,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING.JSZ", {"accounts": True})
+    assert [a["name"] for a in jsz["data"]["account_details"]] == ["APP"]
+
+
+async def test_server_filters(target: Target) -> None:
+    assert len(await _ask(_sys(target), "$SYS.REQ.SERVER.PING.VARZ", {"server_name": "N"})) == 1  # contains
+    assert await _ask(_sys(target), "$SYS.REQ.SERVER.PING.VARZ", {"server_name": "N", "exact_match": True}) == []
+    assert len(await _ask(_sys(target), "$SYS.REQ.SERVER.PING.VARZ", {"server_name": "N1", "exact_match": True})) == 1
+    assert await _ask(_sys(target), "$SYS.REQ.SERVER.PING.VARZ", {"cluster": "elsewhere"}) == []
+
+
+async def test_only_the_system_account_is_answered(target: Target) -> None:
+    app = target.url.replace("nats://", "nats://app:app@")  # no system privileges
+    assert await _ask(app, "$SYS.REQ.SERVER.PING.VARZ") == [{"status": 503}]
+
+
+def test_no_answers_where_nobody_can_ask(start_server: Callable[..., Target]) -> None:
+    """A plain server's implicit system account has no users: no subscriptions are made for it
+    (its /varz subscription count stays what it was)."""
+    target = start_server(jetstream=False, http_port=-1)
+    if target.kind != "embedded":
+        pytest.skip("nats-server subscribes its system account whatever the configuration")
+    with urllib.request.urlopen(f"http://127.0.0.1:{target.http_port}/varz", timeout=10) as resp:
+        assert json.loads(resp.read())["subscriptions"] == 0
