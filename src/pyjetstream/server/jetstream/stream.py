@@ -88,6 +88,7 @@ TRACE_DISABLED = MSG_TRACE_DEST_DISABLED.encode()
 ID_BLOCK_HEAD = b"NATS/1.0\r\nNats-Msg-Id: "
 ID_BLOCK_HEAD_LEN = len(ID_BLOCK_HEAD)
 NS_PER_S = 1_000_000_000
+DEDUPE_MIN_FIRE_NS = 50_000_000  # the duplicate window's timer fires at most this often
 MAX_HEADER_SIZE = 65535
 #: How nats-server words a traced message refused for its size (``ErrMaxPayload``).
 MAX_PAYLOAD_TEXT = "maximum payload exceeded"
@@ -1351,8 +1352,13 @@ class Stream:
         handler = self._expire_with_marker if self.cfg.subject_delete_marker_ttl > 0 else None
         if self.store.expire_msgs(expire=handler):
             self.engine.account_usage_changed()
+            # Only a consumer with something below the new first message has anything to drop
+            # (the store told the others of each removal, or of a bulk one, already).
+            first = self.store.fast_state().first_seq
             for consumer in list(self.consumers.values()):
-                consumer.on_stream_purged(self.store.fast_state().first_seq)
+                st = consumer.state
+                if st.asflr < first - 1 or st.sseq < first:
+                    consumer.on_stream_purged(first)
         self._schedule_expiry()
 
     def _expire_with_marker(self, seq: int, subject: str, last: bool) -> None:
@@ -1392,8 +1398,13 @@ class Stream:
             self._schedule("dedupe", time.time_ns() + self._dedupe.window_ns, self._expire_dedupe)
 
     def _expire_dedupe(self) -> None:
+        """Forget the ids that left the window; come back for the next one, but not sooner than
+        50 ms (nats-server ``purgeMsgIds``): a timer per id would be a timer per publish."""
         self._timers.pop("dedupe", None)
-        self._schedule("dedupe", self._dedupe.expire(), self._expire_dedupe)
+        nxt = self._dedupe.expire()
+        if nxt is not None:
+            nxt = max(nxt, time.time_ns() + DEDUPE_MIN_FIRE_NS)
+        self._schedule("dedupe", nxt, self._expire_dedupe)
 
     def duplicate_of(self, msg_id: str) -> int | None:
         """The sequence a ``Nats-Msg-Id`` inside the duplicate window was stored at, if any."""

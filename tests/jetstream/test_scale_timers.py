@@ -1,0 +1,122 @@
+"""Issue 24, dimension 8: schedules, TTL expiry and the duplicate window cost the same per event
+with many of them as with few (embedded server, steps counted, not timed).
+
+- A new schedule and a run look at the schedules' heap (``MsgSchedules.steps``), not every
+  schedule (nats-server keeps them in a timing wheel).
+- A TTL expiry tells only the consumers with something below the new first message, not every
+  consumer of the stream.
+- The duplicate window's timer fires at most every 50 ms (nats-server ``purgeMsgIds``), however
+  many ids arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any
+
+import pytest
+from tests.jetstream.consumer_helpers import RawClient, headers, wait_for
+from tests.jetstream.scale_steps import count_calls, embedded
+
+from pyjetstream.server.jetstream.consumer import Consumer
+from pyjetstream.server.jetstream.dedupe import DedupeWindow
+
+
+async def _publish(nc: RawClient, subjects: list[str], hdrs: list[bytes]) -> None:
+    """Pipelined publishes with replies; waits for every PubAck."""
+    inbox = nc.new_inbox()
+    sub = nc.subscribe(inbox + ".*")
+    for i, (subject, hdr) in enumerate(zip(subjects, hdrs, strict=True)):
+        nc.publish(subject, b"x", f"{inbox}.{i}", hdr)
+    acks = await sub.collect(len(subjects), timeout=30)
+    assert all("error" not in m.json() for m in acks), [m.json() for m in acks if "error" in m.json()]
+    sub.unsubscribe()
+
+
+def _schedule(target: str, pattern: str = "@every 1h") -> bytes:
+    return headers(("Nats-Schedule", pattern), ("Nats-Schedule-Target", target))
+
+
+async def _schedule_steps(n: int) -> tuple[float, float]:
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("SC", ["sc.>"], storage="memory", allow_msg_schedules=True, allow_rollup_hdrs=True)
+            await _publish(nc, [f"sc.s.{i}" for i in range(n)], [_schedule(f"sc.t.{i}") for i in range(n)])
+            schedules: Any = server.jetstream.streams["SC"].schedules
+            before = schedules.steps
+            await _publish(nc, [f"sc.n.{i}" for i in range(20)], [_schedule(f"sc.u.{i}") for i in range(20)])
+            per_publish = (schedules.steps - before) / 20
+            at = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=1)
+            pattern = "@at " + at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            await _publish(nc, [f"sc.f.{i}" for i in range(20)], [_schedule(f"sc.ft.{i}", pattern) for i in range(20)])
+            before = schedules.steps
+
+            async def fired() -> bool:
+                info = await nc.api("$JS.API.STREAM.INFO.SC", {"subjects_filter": "sc.ft.>"})
+                return len(info["state"].get("subjects") or {}) == 20
+
+            await wait_for(fired, timeout=20)
+            return per_publish, (schedules.steps - before) / 20
+        finally:
+            await nc.close()
+
+
+async def test_schedules_cost_per_publish_and_run_does_not_grow() -> None:
+    small = await _schedule_steps(100)
+    large = await _schedule_steps(1000)
+    assert small[0] == large[0] == 0, (small, large)  # a new schedule: pushed, nothing looked at
+    assert small[1] <= 2 and large[1] <= 2, (small, large)  # a run: its own heap entries
+
+
+async def _expiry_visits(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, int]:
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("T", ["t.>"], storage="memory", allow_msg_ttl=True)
+            await _publish(nc, [f"t.{i}" for i in range(30)], [headers(("Nats-TTL", "1s"))] * 30)
+            for i in range(n):  # caught up: nothing of theirs expires
+                resp = await nc.add_consumer("T", f"c{i}", durable_name=f"c{i}", deliver_policy="new")
+                assert "error" not in resp, resp
+            with count_calls(monkeypatch, Consumer, "on_stream_purged") as calls:
+
+                async def expired() -> bool:
+                    return bool((await nc.stream_info("T"))["state"]["messages"] == 0)
+
+                await wait_for(expired, timeout=20)
+            return dict(calls)
+        finally:
+            await nc.close()
+
+
+async def test_ttl_expiry_tells_only_the_consumers_it_concerns(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert await _expiry_visits(monkeypatch, 5) == await _expiry_visits(monkeypatch, 50) == {}
+
+
+async def _dedupe_fires(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("D", ["d.>"], storage="memory", duplicate_window=400_000_000)
+            with count_calls(monkeypatch, DedupeWindow, "expire") as calls:
+                for chunk in range(0, n, n // 10):  # ids arriving over ~0.2 s
+                    ids = range(chunk, chunk + n // 10)
+                    await _publish(nc, ["d.x"] * len(ids), [headers(("Nats-Msg-Id", f"id{i}")) for i in ids])
+                    await asyncio.sleep(0.02)
+                window: Any = server.jetstream.streams["D"]._dedupe
+                await wait_for(lambda: _is(len(window) == 0), timeout=20)
+            return calls["expire"]
+        finally:
+            await nc.close()
+
+
+async def _is(value: bool) -> bool:
+    return value
+
+
+async def test_duplicate_window_timer_fires_at_most_every_50_ms(monkeypatch: pytest.MonkeyPatch) -> None:
+    small = await _dedupe_fires(monkeypatch, 100)
+    large = await _dedupe_fires(monkeypatch, 1000)
+    # ~0.6 s from the first id to the last one's expiry: at most one fire per 50 ms, whatever n.
+    assert small <= 16 and large <= 16, (small, large)
