@@ -124,3 +124,54 @@ async def test_stream_delete_stops_each_consumer_once(monkeypatch: pytest.Monkey
     large = await _delete_steps(monkeypatch, LARGE)
     assert small == {"stop": SMALL}, small
     assert large == {"stop": LARGE}, large
+
+
+async def _ack_all_calls(monkeypatch: pytest.MonkeyPatch, gap: int) -> tuple[int, int]:
+    """An AckAll consumer on ``s.a`` of an interest stream where ``gap`` messages of ``s.b`` (kept
+    by another consumer) follow each of its 10: the stream calls it acks and what stays."""
+    from pyjetstream.server.jetstream.stream import Stream
+
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("S", ["s.>"], retention="interest", storage="memory")
+            await nc.add_consumer("S", "A", durable_name="A", filter_subject="s.a", ack_policy="all")
+            await nc.add_consumer("S", "B", durable_name="B", filter_subject="s.b")
+            for _ in range(10):
+                await nc.publish_many("s.a", 1)
+                await nc.publish_many("s.b", gap)
+            inbox = nc.new_inbox()
+            sub = nc.subscribe(inbox)
+            nc.pull("S", "A", inbox, {"batch": 10, "expires": 5_000_000_000})
+            msgs = await sub.collect(10)
+            with count_calls(monkeypatch, Stream, "ack_msg") as calls:
+                assert (await nc.request(msgs[-1].reply, b"+ACK")).data == b""
+            return calls["ack_msg"], (await nc.stream_info("S"))["state"]["messages"]
+        finally:
+            await nc.close()
+
+
+async def test_ack_all_tells_the_stream_what_it_retired(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nats-server's ackAllSeqs: the retired pending acks, not every sequence below the ack."""
+    assert await _ack_all_calls(monkeypatch, 1) == (10, 10)
+    assert await _ack_all_calls(monkeypatch, 9) == (10, 90)
+
+
+async def test_stream_delete_leaves_consumer_files_to_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file stream deleted with its consumers removes its directory once: no consumer removes
+    (and fsyncs) its own first (nats-server ``consumerFileStore.StreamDelete``)."""
+    from pyjetstream.server.jetstream.store.consumer_store import FileConsumerStore
+
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("F", ["f.>"], max_consumers=-1)
+            for i in range(SMALL):
+                resp = await nc.add_consumer("F", f"c{i}", durable_name=f"c{i}", filter_subject=f"f.{i}")
+                assert "error" not in resp, resp
+            with count_calls(monkeypatch, FileConsumerStore, "delete", "stream_delete") as calls:
+                assert (await nc.api("$JS.API.STREAM.DELETE.F")).get("success")
+            assert dict(calls) == {"stream_delete": SMALL}
+            assert not (server.jetstream.streams_dir / "F").exists()
+        finally:
+            await nc.close()

@@ -206,7 +206,7 @@ class AckProcessor:
         consumer = self.consumer
         st = self.state
         maxp = self._maxp
-        acked_from = 0
+        retired: list[int] | None = None
         if self._explicit:
             was = len(st.pending)
             p = st.ack(sseq, dseq)
@@ -215,21 +215,21 @@ class AckProcessor:
             need_signal = p is not None and maxp > 0 and was >= maxp
         elif self._several:
             need_signal = maxp > 0 and len(st.pending) >= maxp
-            floor = st.ack_all(sseq, dseq)
-            if floor is None:
+            retired = st.ack_all(sseq, dseq)
+            if retired is None:
                 return
-            acked_from = max(floor + 1, 1)
         else:
             return
         consumer.writer.dirty()
         st.lat = time.time_ns()
         if not self._limits:
             stream = consumer.stream
-            if acked_from:
-                for seq in range(acked_from, sseq + 1):
+            stream.ack_msg(sseq)
+            # AckAll: the stream hears of what was pending below too (nats-server's ackAllSeqs),
+            # not of every sequence below the ack.
+            for seq in retired or ():
+                if seq != sseq:
                     stream.ack_msg(seq)
-            else:
-                stream.ack_msg(sseq)
         if need_signal:
             consumer.kick()
 

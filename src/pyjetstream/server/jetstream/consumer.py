@@ -175,8 +175,9 @@ class Consumer:
         self._update_pause_state()
         self.kick()
 
-    def stop(self, delete: bool = False, advisory: bool = False) -> None:
-        """Stop delivering; with ``delete`` also drop the persisted state (and tell pull waiters)."""
+    def stop(self, delete: bool = False, advisory: bool = False, stream_deleted: bool = False) -> None:
+        """Stop delivering; with ``delete`` also drop the persisted state (and tell pull waiters;
+        ``stream_deleted``: the stream's store removes it whole)."""
         if self.closed:
             return
         if delete and advisory:
@@ -195,7 +196,7 @@ class Consumer:
             self.uptmr.cancel()
             self.uptmr = None
         self.delivery.stop()
-        self.writer.close(delete)
+        self.writer.close(delete, stream_deleted)
         if delete:
             self.stream.remove_consumer(self.name)
 

@@ -153,15 +153,18 @@ class StateWriter:
             exc,
         )
 
-    def close(self, delete: bool) -> None:
-        """Stop: write the final state (or drop everything with ``delete``) and close the store."""
+    def close(self, delete: bool, stream_deleted: bool = False) -> None:
+        """Stop: write the final state (or drop everything with ``delete``) and close the store
+        (``stream_deleted``: the stream's store goes whole, nothing to write or remove here)."""
         store = self._settle()
         if store is None:
             return
         if not delete:
             self._flush()
         with contextlib.suppress(StoreError, OSError):
-            if delete:
+            if delete and stream_deleted:
+                store.stream_delete()
+            elif delete:
                 store.delete()
             else:
                 store.stop()

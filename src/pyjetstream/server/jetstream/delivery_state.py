@@ -148,15 +148,15 @@ class DeliveryState:
             self.rdq.pop(sseq, None)
         return p
 
-    def ack_all(self, sseq: int, dseq: int) -> int | None:
-        """AckAll: retire everything up to ``sseq``; returns the previous stream ack floor
-        (None: the ack was at or below the floor and changed nothing)."""
+    def ack_all(self, sseq: int, dseq: int) -> list[int] | None:
+        """AckAll: retire everything up to ``sseq``; returns the pending acks it retired, oldest
+        first (None: the ack was at or below the floor and changed nothing)."""
         if dseq <= self.adflr or sseq <= self.asflr:
             return None
-        floor = self.asflr
         self.adflr, self.asflr = dseq, sseq
-        self._retire(self.index.take_upto(sseq, self.pending))
-        return floor
+        retired = self.index.take_upto(sseq, self.pending)
+        self._retire(retired)
+        return retired
 
     def _retire(self, seqs: list[int]) -> None:
         """These pending acks are done (AckAll, a purge): no more redeliveries of them."""

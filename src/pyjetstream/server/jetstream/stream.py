@@ -253,7 +253,7 @@ class Stream:
         if self.schedules is not None:
             self.schedules.stop()
         for consumer in list(self.consumers.values()):
-            consumer.stop(delete=delete, advisory=delete)
+            consumer.stop(delete=delete, advisory=delete, stream_deleted=delete)
         self.consumers.clear()
         self.csl.clear()
         self._unsubscribe(self._subs)

@@ -576,3 +576,8 @@ class ConsumerStoreBase(ABC):
     @abstractmethod
     def delete(self) -> None:
         """Remove the consumer's persisted state."""
+
+    def stream_delete(self) -> None:
+        """Close without writing or removing anything: the stream's store is being deleted whole,
+        the consumer's state with it (nats-server ``consumerFileStore.StreamDelete``)."""
+        self.closed = True
