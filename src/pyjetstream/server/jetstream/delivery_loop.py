@@ -2,17 +2,17 @@
 ``loopAndGatherMsgs``, ``getNextMsg`` and ``deliverMsg``).
 
 It is a consumer's outbound hot path (per run and per message; the inbound one, acks, is
-:mod:`acks`), kept apart from :mod:`consumer` (lifecycle, starting position, num pending, pause,
+`acks`), kept apart from `consumer` (lifecycle, starting position, num pending, pause,
 reset, inactivity, info) so that each can be read whole.
-:class:`DeliveryLoop` is the consumer's ``delivery`` component and owns what lives from pass to
+`DeliveryLoop` is the consumer's ``delivery`` component and owns what lives from pass to
 pass: the scheduled flag (``kick``), the pass counter, the delay of a rate limit or an original
-replay, and the last fetch to put back. :class:`DeliveryPass` is one pass's own state: the
+replay, and the last fetch to put back. `DeliveryPass` is one pass's own state: the
 settings read once, the budget and counters, and the receiver the frames go to.
 
 A pass goes in runs, with calls per run and none per message (bench/README.md, "The delivery
 pass in runs"): ``_gather`` the next messages, ``_frame_run`` or ``_deliver_msgs`` them, then
 ``_end_pass``. The run loops keep what they use in locals and write the fields of the state they
-advance themselves — :class:`~pyjetstream.server.jetstream.delivery_state.DeliveryState`'s next
+advance themselves — `DeliveryState`'s next
 sequence, delivery sequence and pending entries, the consumer's num pending — rather than call
 their owners' methods per message; everything else goes through the owning component
 (``pull``, ``push``, ``acks``, the consumer).
@@ -47,7 +47,7 @@ _STOP_IDLE, _STOP_EOF, _STOP_MAX_PENDING = 0, 1, 2
 
 
 class DeliveryLoop:
-    """A consumer's delivery loop (``consumer.delivery``): ``kick`` schedules one :meth:`run`
+    """A consumer's delivery loop (``consumer.delivery``): ``kick`` schedules one [`run`][pyjetstream.client.jetstream.sync.LoopThread.run]
     pass, which hands out up to ``DELIVER_BATCH`` messages and schedules itself again if more
     could go."""
 
@@ -89,7 +89,7 @@ class DeliveryLoop:
         two loops delivers them (``deliverMsg`` for each): ``_frame_run`` when nothing needs a look
         per message (new messages framed straight into the receiver's connection), else
         ``_deliver_msgs``. Calls are per run, never per message: the loops keep what they use in
-        locals (a :class:`DeliveryPass` carries it from run to run) and write the state's fields (next
+        locals (a `DeliveryPass` carries it from run to run) and write the state's fields (next
         sequence, delivery sequence, pending entries) themselves. ``_end_pass`` does what follows.
         """
         self.scheduled = False
@@ -171,7 +171,7 @@ class DeliveryLoop:
     def _lss_run(self, want: int) -> list[MsgTuple]:
         """The next messages of a ``last_per_subject`` start (``o.lss``), up to ``want`` read in
         one store call (``load_msgs``) rather than one pass step each; they go out as a read-ahead
-        run does (the next sequence follows each), and :meth:`_lss_settle` puts back what did not
+        run does (the next sequence follows each), and `_lss_settle` puts back what did not
         go. Sequences removed since the start are dropped; when none is left the consumer goes on
         from where the start set ended (``lss_resume``)."""
         st = self.consumer.state
@@ -586,7 +586,7 @@ class DeliveryLoop:
         self._undo = (0, 0, 0)
 
     def _unget_counted(self, dc: int) -> None:
-        """:meth:`_unget` a message whose num pending was counted down (a first delivery)."""
+        """`_unget` a message whose num pending was counted down (a first delivery)."""
         if dc == 1:
             self.consumer.npc += 1
         self._unget()
@@ -710,7 +710,7 @@ class DeliveryPass:
         subscribe, and a receiver that goes away meanwhile is closed, which sends the message the
         routed way. Its connection, when the pass may frame onto it itself
         (``ClientConnection.takes_frames``), takes frames into ``conn.out`` in order, accounted for
-        in one ``frames_queued`` call (:meth:`account`) whenever they pass ``room`` (where
+        in one ``frames_queued`` call (`account`) whenever they pass ``room`` (where
         ``deliver`` would write early), when the receiver changes and at the end of the pass."""
         self.account()
         self.dest = dest

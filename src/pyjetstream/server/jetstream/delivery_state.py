@@ -7,7 +7,7 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 - ``adflr`` / ``asflr``: the ack floor (delivery / stream sequence): everything at or below is done.
 - ``pending``: delivered but not acked, stream seq → (delivery seq of the first delivery,
   delivery time ns), in delivery order; ``index``
-  (:class:`~pyjetstream.server.jetstream.pending_index.PendingIndex`) keeps it in the order of the
+  (`PendingIndex`) keeps it in the order of the
   floor and of the ack-wait deadlines, so neither an ack nor the ack-wait timer walks it.
 - ``rdc``: redelivery counts (stream seq → times redelivered); ``rdq``: the redelivery queue (an
   ``OrderedDict`` used as an ordered set: its head is taken in O(1), where a dict's first key
@@ -19,7 +19,7 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 Every change of these goes through a method here (ack, nak, progress, redeliver, purge, ...),
 except the few field updates of the delivery loop's run loops (``delivery_loop.py``: the next
 sequence, the delivery sequence and the new ``pending`` entry), which stay inline there because
-they run once per message; the loops tell :meth:`DeliveryState.delivered` once per run.
+they run once per message; the loops tell `DeliveryState.delivered` once per run.
 """
 
 from __future__ import annotations

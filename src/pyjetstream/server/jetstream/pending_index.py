@@ -10,7 +10,7 @@ the stream sequences above the floor:
 - the ack floor: which pending message is the oldest once the oldest is acked (and, for AckAll or a
   purge, which are at or below a sequence).
 
-:class:`PendingIndex` keeps both orders beside the dict, with the dict as the one truth (an entry
+`PendingIndex` keeps both orders beside the dict, with the dict as the one truth (an entry
 here whose message is no longer pending, or was stamped again since, is skipped when it comes up):
 
 - first deliveries come in ascending stream sequence and a whole delivery pass shares one

@@ -13,17 +13,17 @@ One *slot* per sequence in ``[base, last_seq]``, held in parallel arrays:
   per subject threaded through the slots), so "the subject's next message" after removing its
   first is O(1) instead of a scan — what per-subject limits (KV history) do on every publish.
 
-Per-subject ``msgs/first/last`` live in a :class:`SubjectTable`. Leading dead slots are
-trimmed in amortised O(1) as the first sequence advances; :class:`~.dead_pages.DeadPages` counts
+Per-subject ``msgs/first/last`` live in a `SubjectTable`. Leading dead slots are
+trimmed in amortised O(1) as the first sequence advances; `DeadPages` counts
 the dead sequences of each page of 4096, so that queries step over a run of deletes a page at a
-time. The queries are :class:`~.seqquery.SeqQueries`' (this class inherits them); this module keeps
+time. The queries are `SeqQueries`' (this class inherits them); this module keeps
 the slots. The index knows nothing about payloads: the store (``indexed.py``) tells its backend
 first, then the index.
 
-Recovery: a backend hands over its blocks' slots as :class:`BlockSlots` (one per block, from a
-scan or from a saved block index) and :meth:`SeqIndex.rebuild` appends them whole;
-:meth:`SeqIndex.block_slots` gives a block's slots back for saving. :meth:`SeqIndex.snapshot` /
-:meth:`SeqIndex.restore` are the whole-index path after a clean stop.
+Recovery: a backend hands over its blocks' slots as `BlockSlots` (one per block, from a
+scan or from a saved block index) and `SeqIndex.rebuild` appends them whole;
+`SeqIndex.block_slots` gives a block's slots back for saving. `SeqIndex.snapshot` /
+`SeqIndex.restore` are the whole-index path after a clean stop.
 """
 
 from __future__ import annotations
@@ -53,12 +53,12 @@ _HOPS_MAX = 64
 
 
 class BlockSlots:
-    """The slots of one block's sequences, as a backend hands them to :meth:`SeqIndex.rebuild`
+    """The slots of one block's sequences, as a backend hands them to `SeqIndex.rebuild`
     (from a scan of the block, or from the index saved beside it; nats-server's per-block
     index and ``fss``).
 
     Slot k is sequence ``first + k``: ``sids`` (a subject id of the block's own numbering, 0 =
-    no message), ``tss``, ``sizes``, ``locs`` as in :class:`SeqIndex`, and ``nxt`` links that
+    no message), ``tss``, ``sizes``, ``locs`` as in `SeqIndex`, and ``nxt`` links that
     stay inside the block (0 at each subject's last message in it). Per subject, in parallel:
     ``ids`` (its id in ``sids``), ``names``, ``s_msgs``, ``s_first``, ``s_last`` (live
     messages, first and last live sequence). ``deletes`` are ``(seq, num, ts)`` of tombstones
@@ -129,7 +129,7 @@ def _subject_spans(sids: array[int]) -> list[tuple[int, int, int, int]]:
 
 class SeqIndex(SeqQueries):
     """The slot arrays, the subject table, the dead pages and the stream's counters (one owner
-    for all); the queries are :class:`~.seqquery.SeqQueries`'."""
+    for all); the queries are `SeqQueries`'."""
 
     __slots__ = (
         "base",
@@ -197,7 +197,7 @@ class SeqIndex(SeqQueries):
         return sid
 
     def append_run(self, seq: int, subject: str, tss: array[int], sizes: array[int], locs: array[int]) -> int:
-        """:meth:`append` of ``len(tss)`` (≥ 1) messages on one subject, sequences ``seq`` (=
+        """`append` of ``len(tss)`` (≥ 1) messages on one subject, sequences ``seq`` (=
         last_seq + 1) onwards, with array extends instead of a call and five appends per message:
         a pipelining publisher's run (``IndexedStore.store_run``). Returns the subject id."""
         n = len(tss)
@@ -232,7 +232,7 @@ class SeqIndex(SeqQueries):
     def append_many(
         self, seq: int, subjects: list[str], tss: array[int], sizes: array[int], locs: array[int]
     ) -> None:
-        """:meth:`append` of ``len(tss)`` (≥ 1) messages, ``subjects[i]`` each, sequences ``seq``
+        """`append` of ``len(tss)`` (≥ 1) messages, ``subjects[i]`` each, sequences ``seq``
         (= last_seq + 1) onwards, with array extends and one loop over the subjects' chains
         instead of a call and five appends per message: a read's publishes on several subjects
         (``IndexedStore.store_run``)."""
@@ -384,7 +384,7 @@ class SeqIndex(SeqQueries):
             self._maybe_trim()
 
     def prefix_range(self, hi: int) -> tuple[int, int]:
-        """Slots [lo, hi) :meth:`remove_prefix` would clear (lo >= hi: nothing)."""
+        """Slots [lo, hi) `remove_prefix` would clear (lo >= hi: nothing)."""
         return self.first_seq - self.base, min(hi, len(self.sids))
 
     def remove_prefix(self, hi: int) -> int:
@@ -611,7 +611,7 @@ class SeqIndex(SeqQueries):
         self.subjects = t
 
     def block_slots(self, first: int, end: int) -> BlockSlots:
-        """The slots of sequences [first, end) as a :class:`BlockSlots` (what the file backend
+        """The slots of sequences [first, end) as a `BlockSlots` (what the file backend
         saves as a sealed block's index). Links past the block are cut: a later load links the
         blocks' subjects itself, and a sequence past the block may be taken again after a
         truncate."""
@@ -663,7 +663,7 @@ class SeqIndex(SeqQueries):
     _ARRAYS = ("sids", "tss", "sizes", "locs", "nxt")
 
     def snapshot(self) -> tuple[dict[str, int], dict[str, array[int]], list[str | None]]:
-        """``(scalars, arrays, subject names)`` for :meth:`restore` (``_snapshot`` encodes them)."""
+        """``(scalars, arrays, subject names)`` for `restore` (``_snapshot`` encodes them)."""
         t = self.subjects
         scalars = {k: getattr(self, k) for k in self._SCALARS}
         arrays = {k: getattr(self, k) for k in self._ARRAYS}
@@ -671,7 +671,7 @@ class SeqIndex(SeqQueries):
         return scalars, arrays, t.names
 
     def restore(self, scalars: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None]) -> bool:
-        """Load what :meth:`snapshot` gave; False (and nothing changed) when it does not fit."""
+        """Load what `snapshot` gave; False (and nothing changed) when it does not fit."""
         n = len(arrays["sids"])
         if any(len(arrays[k]) != n for k in self._ARRAYS):
             return False

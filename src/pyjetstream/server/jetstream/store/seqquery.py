@@ -1,12 +1,12 @@
-"""The query side of the index (:class:`~.seqindex.SeqIndex` inherits it): next / previous /
+"""The query side of the index (`SeqIndex` inherits it): next / previous /
 last message matching a filter, a consumer's read-ahead, per-subject and filtered state — at
 nats-server's complexity whatever the number of subjects or deleted sequences (issue 24).
 
-How a filter is looked up (:meth:`SeqQueries._resolve`): no filter, or one that matches every
-stored subject, walks the live slots (dead pages stepped over whole, :mod:`.dead_pages`); a few
+How a filter is looked up (`SeqQueries._resolve`): no filter, or one that matches every
+stored subject, walks the live slots (dead pages stepped over whole, `dead_pages`); a few
 subjects follow their own next-on-subject links; many are a scan of the slots against the
-filter's cached set of subject ids (:class:`~._index.FilterMatch`, found by walking the subject
-tree, :mod:`.subject_tree`) — nats-server's ``LoadNextMsg``/``firstMatching`` linear walk with
+filter's cached set of subject ids (`FilterMatch`, found by walking the subject
+tree, `subject_tree`) — nats-server's ``LoadNextMsg``/``firstMatching`` linear walk with
 ``isMatch``, amortised O(1) per message a consumer takes in turn.
 
 The queries read the index's arrays (``sids``, ``sizes``, ``nxt``, ``tss``), ``base``, the counters,
@@ -38,7 +38,7 @@ _NONE, _ALL, _FEW, _SET = range(4)
 
 
 class SeqQueries:
-    """Queries over the index's slots (mixed into :class:`~.seqindex.SeqIndex`, which owns the
+    """Queries over the index's slots (mixed into `SeqIndex`, which owns the
     fields below and keeps them; ``_subj_next`` is its link walk)."""
 
     __slots__ = ("steps",)
@@ -126,7 +126,7 @@ class SeqQueries:
         return _SET, fm
 
     def _next_in(self, plan: tuple[int, Any], start_seq: int) -> int:
-        """:meth:`next_match` once resolved (``start_seq`` inside the stream)."""
+        """`next_match` once resolved (``start_seq`` inside the stream)."""
         kind, data = plan
         if kind == _ALL:
             return self._next_live(start_seq - self.base, len(self.sids))
@@ -148,7 +148,7 @@ class SeqQueries:
 
         Chunks of the slot array are first tested whole (``set.isdisjoint``, C) and only a chunk
         holding a match is walked; chunks grow from 64 slots, so a near match costs little and a far
-        one few calls, and a run of dead pages (:mod:`.dead_pages`) is stepped over whole. Cost: the slots from ``start_seq`` to the last one returned — amortised O(1)
+        one few calls, and a run of dead pages (`dead_pages`) is stepped over whole. Cost: the slots from ``start_seq`` to the last one returned — amortised O(1)
         per message a consumer takes in turn, as nats-server's linear walk. A scan that reaches the
         end records where nothing matches (``fm.eof_lo``/``eof_hi``) and starts after it next time.
         """
@@ -198,7 +198,7 @@ class SeqQueries:
         consumer's read-ahead (``IndexedStore.load_next_msgs``), one walk for the run.
 
         Per message O(1) amortised whatever the number of subjects: every live slot (no filter),
-        each subject's links (a few subjects), or :meth:`_scan` (many)."""
+        each subject's links (a few subjects), or `_scan` (many)."""
         if start_seq < self.first_seq:
             start_seq = self.first_seq
         if start_seq > self.last_seq or not self.msgs or max_msgs <= 0:
