@@ -102,3 +102,13 @@ def test_jetstream_flag_mistakes(cli: Cli) -> None:
     cli("sub", "orders.a", "-T").fails("--terminate-at-end is only supported for JetStream", rc=2)
     cli("sub", "orders.a", "--all", "--new").fails("exclude each other", rc=2)
     cli("sub", "orders.a", "--start-seq", "0").fails("stream sequences start at 1", rc=2)
+
+
+def test_core_sub_acks_a_push_consumers_deliveries(cli: Cli) -> None:
+    """``sub DELIVER_SUBJECT --ack``: natscli acknowledges messages that carry JetStream metadata."""
+    _orders(cli)
+    cli("consumer", "add", "ORDERS", "PUSH", "--target", "deliver.push", "--ack", "explicit", "--defaults").ok()
+    got = cli("sub", "deliver.push", "--ack", "--count", "4", "--json").ok().json_lines()
+    assert [m["data"] for m in got] == ["a1", "a2", "b1", "a3"]
+    info = cli("consumer", "info", "ORDERS", "PUSH", "--json").json()
+    assert info["num_ack_pending"] == 0 and info["ack_floor"]["stream_seq"] == 4
