@@ -5,9 +5,9 @@ Run: ``.venv/bin/python bench/bench_route_budget.py``. One publishing and one su
 ``data_received`` of a pipelining publisher holds) and each stage is timed on its own, best of
 many repetitions (so background load inflates the figures little):
 
-- parse: ``ServerSideParser.feed`` (control lines, payload slices, PubRun events);
-- route + deliver: ``ClientConnection._process`` → ``Server.route``/``route_run`` → sublist lookup
-  → ``ClientConnection.deliver``/``deliver_run`` (framing into the subscriber's buffer);
+- parse: ``ServerSideParser.feed`` (control lines, payload slices, PubRun events: a read's publishes);
+- route + deliver: ``ClientConnection._process`` → ``Server.route``/``route_msgs`` → sublist lookup
+  → ``ClientConnection.deliver``/``frame_msgs`` (framing into the subscriber's buffer);
 - flush: joining the subscriber's buffer and the transport write (a no-op write here).
 
 The figures are µs per message; bench/README.md keeps the budget they make.

@@ -15,7 +15,7 @@ read of a pipelining publisher holds), each stage timed on its own, best of ``--
 - inbound: ``Stream._on_inbound`` for the turn plus ``_end_batch`` (every check of
   ``processJetStreamMsg``, the store, the PubAck built and routed to a reply nobody listens on);
 - run: the same turn as one run (``Stream._on_inbound_run``: what the server does with a read of
-  a pipelining publisher, ``Server.route_pubs``), unique reply subjects, plus ``_end_batch``.
+  a pipelining publisher, ``Server.route_msgs``), unique reply subjects, plus ``_end_batch``.
 
 µs of process CPU time per message (``time.process_time``: steadier than wall-clock when the
 machine is shared); sockets, parsing and the PubAck's framing to a connection are not in these

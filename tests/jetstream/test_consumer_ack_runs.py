@@ -1,5 +1,5 @@
 """Acks that arrive many to a read (a client acking every message as it comes: the embedded
-server takes them as one ``AckRun`` per consumer), on both targets: mixed ack kinds in one write,
+server routes them as one run to the consumer's ack subscription), on both targets: mixed ack kinds in one write,
 acks to two consumers interleaved, acks some of which the publish permissions deny, acks split
 across reads. Each must come out as if the acks had arrived one by one.
 
@@ -297,13 +297,14 @@ async def test_ack_run_keeps_its_place_among_the_other_ops_of_a_read(server_kind
                 + request("$JS.API.CONSUMER.INFO.S.A", {}, 4)
             )
             taken: list[int] = []
-            route_acks = server.route_acks
+            (ack_sub,) = server.global_account.sublist.match("$JS.ACK.S.A.1.1.1.1.1")[0]
+            on_ack_run = ack_sub.run
 
-            def spy(*args: Any) -> int:
-                taken.append(route_acks(*args))
-                return taken[-1]
+            def spy(*args: Any) -> None:
+                taken.append(len(args[0]))
+                on_ack_run(*args)
 
-            server.route_acks = spy  # type: ignore[method-assign]
+            ack_sub.run = spy
             conn.data_received(read)
             assert taken == [2, 2]  # two runs, each taken whole (not one by one)
             first, second = replies()[-2:]

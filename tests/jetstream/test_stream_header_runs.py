@@ -3,7 +3,7 @@
 A Spark row is an ``HPUB <subject> <reply> <hdr> <total>`` whose header block is
 ``NATS/1.0\\r\\nNats-Msg-Id: <id>\\r\\nNats-Expected-Stream: <stream>\\r\\n\\r\\n`` (or without the id),
 a reply each, a subject per row. The embedded server takes a read's run of them to one stream in
-one call (``Server.route_hpubs`` → ``Stream._on_inbound_hrun``); nats-server handles each on its
+one call (``Server.route_msgs`` → the stream's run → ``Stream._on_inbound_hrun``); nats-server handles each on its
 own. Every answer must be the same, in the same order — duplicates inside a run, a wrong expected
 stream or another header block in the middle, a run touching two streams, limits reached mid-run,
 a run split across reads — and so must the streams' state afterwards.

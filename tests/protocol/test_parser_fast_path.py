@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjetstream.protocol import ClientSideParser, Msg, Pub, ServerSideParser
-from pyjetstream.protocol.events import AckRun, FrameRun, HPubRun, MsgRun, PubRun, ReplyRun
+from pyjetstream.protocol.events import FrameRun, MsgRun, PubRun
 from pyjetstream.protocol.parser import NatsServerParser
 
 _SPARK_HDR = b"NATS/1.0\r\nNats-Msg-Id: a1\r\nNats-Expected-Stream: S\r\n\r\n"
@@ -28,8 +28,7 @@ frames = st.lists(
             (b"PUB a.b 0\r\n\r\n", Pub("a.b", "", None, b"")),
             (b"HPUB a.b 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", Pub("a.b", "", b"NATS/1.0\r\n\r\n", b"hi")),
             (b"HPUB a.b r 0 2\r\nhi\r\n", Pub("a.b", "r", b"", b"hi")),
-            # HPUBs with a reply and headers (runs of them are HPubRuns with pub_runs): the Spark
-            # sink's rows, and lines that look alike.
+            # HPUBs with a reply and headers: the Spark sink's rows, and lines that look alike.
             (b"HPUB a.b r.1 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", Pub("a.b", "r.1", b"NATS/1.0\r\n\r\n", b"hi")),
             (
                 b"HPUB a.c r.2 12 15\r\nNATS/1.0\r\n\r\nhey\r\n",
@@ -49,7 +48,7 @@ frames = st.lists(
             (b"hpub a.b r.7 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", Pub("a.b", "r.7", b"NATS/1.0\r\n\r\n", b"hi")),
             (_SPARK_ROW, Pub("s.1", "_INBOX.x.1", _SPARK_HDR, b"abc")),
             (b"pub a.b 1\r\nz\r\n", Pub("a.b", "", None, b"z")),
-            # JetStream acks (runs of them are AckRuns with pub_runs), and lines that look alike.
+            # JetStream acks, and lines that look alike (nothing special to the parser).
             (b"PUB $JS.ACK.S.C.1.2.3.4.5 4\r\n+ACK\r\n", Pub("$JS.ACK.S.C.1.2.3.4.5", "", None, b"+ACK")),
             (b"PUB $JS.ACK.S.C.1.3.4.4.0  4\r\n-NAK\r\n", Pub("$JS.ACK.S.C.1.3.4.4.0", "", None, b"-NAK")),
             (b"PUB $JS.ACK.S.C.2.3.9.7.1\t5\r\n+TERM\r\n", Pub("$JS.ACK.S.C.2.3.9.7.1", "", None, b"+TERM")),
@@ -136,22 +135,8 @@ def _expand_runs(events: list[object]) -> list[object]:
     out: list[object] = []
     for ev in events:
         if isinstance(ev, PubRun):
-            assert len(ev.payloads) > 1 and len({len(p) for p in ev.payloads}) == 1
-            out.extend((ev.subject, "", None, p) for p in ev.payloads)
-        elif isinstance(ev, ReplyRun):
-            assert len(ev.payloads) == len(ev.replies) > 1 and len({len(p) for p in ev.payloads}) == 1
-            out.extend(
-                (ev.subject, r.decode(), None, p) for r, p in zip(ev.replies, ev.payloads, strict=True)
-            )
-        elif isinstance(ev, HPubRun):
             assert len(ev.payloads) == len(ev.hdrs) == len(ev.replies) == len(ev.subjects) > 1
-            assert all(ev.hdrs) and all(ev.replies)
             out.extend(zip(ev.subjects, ev.replies, ev.hdrs, ev.payloads, strict=True))
-        elif isinstance(ev, AckRun):
-            assert len(ev.payloads) == len(ev.tails) >= 1 and all(t.count(b".") == 4 for t in ev.tails)
-            out.extend(
-                (ev.prefix + t.decode(), "", None, p) for t, p in zip(ev.tails, ev.payloads, strict=True)
-            )
         else:
             out.append(ev)
     return out
@@ -159,8 +144,8 @@ def _expand_runs(events: list[object]) -> list[object]:
 
 @given(frames, st.lists(st.integers(min_value=0), max_size=6))
 def test_pub_runs_are_the_same_frames(chosen: list[tuple[bytes, Pub]], cuts: list[int]) -> None:
-    """With ``pub_runs`` (a server connection without per-message checks), consecutive identical
-    reply-less PUB lines come as one PubRun: expanded, exactly the tuples without it."""
+    """With ``pub_runs`` (a server connection without per-message checks), consecutive complete
+    publishes come as one PubRun: expanded, exactly the tuples without it, whatever the chunking."""
     data = b"".join(raw for raw, _ in chosen * 3)
     expected = [(ev.subject, ev.reply, ev.hdr, ev.payload) for _, ev in chosen * 3]
     parser = NatsServerParser()
@@ -168,101 +153,61 @@ def test_pub_runs_are_the_same_frames(chosen: list[tuple[bytes, Pub]], cuts: lis
     assert _expand_runs(_feed_in(parser, data, cuts)) == expected
 
 
+def _run(*frames: tuple[str, str, bytes | None, bytes]) -> PubRun:
+    return PubRun([f[0] for f in frames], [f[1] for f in frames], [f[2] for f in frames], [f[3] for f in frames])
+
+
 def test_pub_run_collects_a_pipelined_burst_and_stops_at_a_bad_frame() -> None:
     parser = NatsServerParser()
     parser.pub_runs = True
     events = parser.feed(b"".join(b"PUB s 2\r\n%02d\r\n" % i for i in range(50)) + b"PUB s 2\r\nabXY")
-    # The first frame of a line is a tuple; the repeats after it are one run.
-    assert events[0] == ("s", "", None, b"00")
-    assert events[1] == PubRun("s", [b"%02d" % i for i in range(1, 50)])
-    assert events[2].err == "Unknown Protocol Operation"
-
-
-def test_reply_run_collects_requests_and_stops_at_what_the_fast_path_would_not_take() -> None:
-    """A pipelining requester's PUBs (same subject and size, a reply each) are one ReplyRun; a
-    frame the fast path would split differently, a longer line than allowed or a partial
-    frame ends it and is parsed as before."""
-    parser = NatsServerParser(max_control_line=40)
-    parser.pub_runs = True
-    burst = b"".join(b"PUB s _INBOX.x.%d 2\r\n%02d\r\n" % (i, i) for i in range(20))
-    events = parser.feed(
-        burst + b"PUB s r\x0bq 2\r\nab\r\n"  # a separator inside the reply: 5 arguments, a violation
-    )
-    assert events[0] == ReplyRun(
-        "s", [b"_INBOX.x.%d" % i for i in range(20)], [b"%02d" % i for i in range(20)]
-    )
-    assert events[1].err is None and "processPub" in events[1].detail
-    parser = NatsServerParser(max_control_line=40)
-    parser.pub_runs = True
-    long_reply = b"r" * 40
-    two = b"PUB s _INBOX.x.0 2\r\n00\r\nPUB s _INBOX.x.1 2\r\n01\r\n"
-    events = parser.feed(two + b"PUB s %b 2\r\nab\r\n" % long_reply)
-    assert events[0] == ReplyRun("s", [b"_INBOX.x.0", b"_INBOX.x.1"], [b"00", b"01"])
-    assert events[1].err == "maximum control line exceeded"
-    parser = NatsServerParser(max_control_line=40)
-    parser.pub_runs = True
-    events = parser.feed(two[:24] + b"PUB s %b 2\r\nab\r\n" % long_reply)
-    assert events[0] == ("s", "_INBOX.x.0", None, b"00")
-    assert events[1].err == "maximum control line exceeded"
-    parser = NatsServerParser()
-    parser.pub_runs = True
-    events = parser.feed(burst + b"PUB s _INBOX.x.99 2\r\na")
-    assert events == [
-        ReplyRun("s", [b"_INBOX.x.%d" % i for i in range(20)], [b"%02d" % i for i in range(20)])
-    ]
-    assert parser.feed(b"b\r\n") == [("s", "_INBOX.x.99", None, b"ab")]
-
-
-def test_ack_run_collects_acks_to_one_consumer_and_stops_at_what_the_fast_path_would_not_take() -> None:
-    """Reply-less PUBs to one consumer's ack subjects in a row (single or double blank before the
-    size, any payload) are one AckRun; another consumer's ack starts another; a frame the fast
-    path would split differently, a longer line than allowed, a payload over the limit or a
-    partial frame ends it and is parsed (or reported) as before."""
-
-    def ack(i: int, payload: bytes = b"+ACK", consumer: bytes = b"C") -> bytes:
-        blanks = b" " * (1 + i % 2)  # nats-py writes two blanks (its empty reply), we write one
-        return b"PUB $JS.ACK.S.%b.1.%d.%d.17.0%b%d\r\n%b\r\n" % (
-            consumer,
-            i,
-            i,
-            blanks,
-            len(payload),
-            payload,
-        )
-
-    def tokens(*seqs: int) -> list[bytes]:
-        return [b"1.%d.%d.17.0" % (i, i) for i in seqs]
-
-    parser = NatsServerParser(max_control_line=60, max_payload=16)
-    parser.pub_runs = True
-    burst = b"".join(ack(i) for i in range(1, 6)) + ack(6, b"-NAK")
-    third = ack(3, b"+TERM", b"D")
-    events = parser.feed(burst + third + ack(7)[:10])
-    assert events == [
-        AckRun("$JS.ACK.S.C.", tokens(1, 2, 3, 4, 5, 6), [b"+ACK"] * 5 + [b"-NAK"]),
-        AckRun("$JS.ACK.S.D.", tokens(3), [b"+TERM"]),
-    ]
-    assert parser.feed(ack(7)[10:] + ack(8)[:-1]) == [AckRun("$JS.ACK.S.C.", tokens(7), [b"+ACK"])]
-    assert parser.feed(b"\n" + ack(9)) == [
-        ("$JS.ACK.S.C.1.8.8.17.0", "", None, b"+ACK"),
-        AckRun("$JS.ACK.S.C.", tokens(9), [b"+ACK"]),
-    ]
-    long_line = b"PUB $JS.ACK.S.C.1.2.3.%d.0 4\r\n+ACK\r\n" % (10**40)
-    events = parser.feed(ack(1) + ack(2) + long_line)
-    assert events[0] == AckRun("$JS.ACK.S.C.", tokens(1, 2), [b"+ACK"] * 2)
-    assert events[1].err == "maximum control line exceeded"
-    parser = NatsServerParser(max_payload=16)
-    parser.pub_runs = True
-    events = parser.feed(ack(1) + b"PUB $JS.ACK.S.C.1.2.3.4.5 17\r\n" + b"x" * 17 + b"\r\n")
-    assert events[0] == AckRun("$JS.ACK.S.C.", tokens(1), [b"+ACK"])
-    assert events[1].err == "Maximum Payload Violation"
-    parser = NatsServerParser()
-    parser.pub_runs = True
-    events = parser.feed(ack(1) + b"PUB $JS.ACK.S.C.1.2.3.4.5 4\r\n+ACKXY")
-    assert events[0] == AckRun("$JS.ACK.S.C.", tokens(1), [b"+ACK"])
+    assert events[0] == _run(*[("s", "", None, b"%02d" % i) for i in range(50)])
     assert events[1].err == "Unknown Protocol Operation"
-    parser = NatsServerParser()  # without pub_runs (a connection with per-message checks): tuples
-    assert parser.feed(ack(1)) == [("$JS.ACK.S.C.1.1.1.17.0", "", None, b"+ACK")]
+
+
+def test_pub_run_takes_any_subject_reply_and_header_block() -> None:
+    hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
+    parser = NatsServerParser()
+    parser.pub_runs = True
+    data = (
+        b"PUB a.1 2\r\nab\r\nPUB a.2 _INBOX.x.1 1\r\nc\r\nHPUB a.3 r %d %d\r\n%bde\r\n"
+        b"HPUB a.4 0 1\r\nf\r\nPUB $JS.ACK.S.C.1.2.3.4.5 4\r\n+ACK\r\nPING\r\nPUB a.5 0\r\n\r\n"
+    ) % (len(hdr), len(hdr) + 2, hdr)
+    assert parser.feed(data) == [
+        _run(
+            ("a.1", "", None, b"ab"),
+            ("a.2", "_INBOX.x.1", None, b"c"),
+            ("a.3", "r", hdr, b"de"),
+            ("a.4", "", b"", b"f"),
+            ("$JS.ACK.S.C.1.2.3.4.5", "", None, b"+ACK"),
+        ),
+        NatsServerParser().feed(b"PING\r\n")[0],
+        ("a.5", "", None, b""),  # a lone publish stays a tuple
+    ]
+
+
+def test_pub_run_stops_at_what_the_fast_path_would_not_take() -> None:
+    """A frame the fast path leaves to the general loop ends the run there and is parsed (or
+    reported) as without runs: a separator the split sees, a line longer than allowed, a payload
+    over the limit, a partial frame, a lower-case op."""
+    two = b"PUB s _INBOX.x.0 2\r\n00\r\nPUB s _INBOX.x.1 2\r\n01\r\n"
+    first = _run(("s", "_INBOX.x.0", None, b"00"), ("s", "_INBOX.x.1", None, b"01"))
+
+    def parser(**limits: int) -> NatsServerParser:
+        p = NatsServerParser(**limits)
+        p.pub_runs = True
+        return p
+
+    events = parser(max_control_line=40).feed(two + b"PUB s r\x0bq 2\r\nab\r\n")
+    assert events[0] == first and events[1].err is None and "processPub" in events[1].detail
+    events = parser(max_control_line=40).feed(two + b"PUB s %b 2\r\nab\r\n" % (b"r" * 40))
+    assert events[0] == first and events[1].err == "maximum control line exceeded"
+    events = parser(max_payload=2).feed(two + b"PUB s 3\r\nabc\r\n")
+    assert events[0] == first and events[1].err == "Maximum Payload Violation"
+    p = parser()
+    assert p.feed(two + b"PUB s _INBOX.x.99 2\r\na") == [first]
+    assert p.feed(b"b\r\n") == [("s", "_INBOX.x.99", None, b"ab")]
+    assert parser().feed(two + b"pub s 1\r\nz\r\n" + two) == [first, ("s", "", None, b"z"), first]
 
 
 def test_request_memo_rechecks_the_payload_limit() -> None:

@@ -1,5 +1,6 @@
-"""The ack index of the subscription index: JetStream ack subjects match exactly as through the trie,
-whatever other subscriptions (overlapping wildcards, literals, queue groups) come and go."""
+"""The sublist's prefix index as the server sets it for acks (``$JS.ACK.<s>.<c>.>``): JetStream ack
+subjects match exactly as through the trie, whatever other subscriptions (overlapping wildcards,
+literals, queue groups) come and go."""
 
 from __future__ import annotations
 
@@ -36,6 +37,13 @@ ACK_SUBJECTS = [
 ]
 
 
+def _sublist() -> Sublist:
+    """A sublist with the server's prefix index for these subjects (``accounts.PREFIX_INDEXES``)."""
+    sl = Sublist()
+    sl.index_prefix('$JS.ACK.', 2, '>')
+    return sl
+
+
 def _expected(subs: list[Subscription], subject: str) -> list[str]:
     if "" in subject.split("."):
         return []
@@ -50,7 +58,7 @@ def _expected(subs: list[Subscription], subject: str) -> list[str]:
     )
 )
 def test_ack_subjects_match_as_the_trie(ops: list[tuple[str, str, bool]]) -> None:
-    sl = Sublist()
+    sl = _sublist()
     live: list[Subscription] = []
     for n, (subject, queue, remove) in enumerate(ops):
         if remove and live:
@@ -72,7 +80,7 @@ def test_ack_subjects_match_as_the_trie(ops: list[tuple[str, str, bool]]) -> Non
 
 
 def test_ack_subjects_are_not_cached() -> None:
-    sl = Sublist()
+    sl = _sublist()
     consumer = Subscription("$JS.ACK.S.C.>", "1")
     sl.insert(consumer)
     assert sl.match("$JS.ACK.S.C.1.2.3.4.5") == ((consumer,), ())

@@ -1,5 +1,5 @@
-"""The inbox index of the subscription index: reply subjects ``_INBOX.<id>.<n>`` match exactly as
-through the trie, whatever other subscriptions (overlapping wildcards, literals, queue groups) come
+"""The sublist's prefix index as the server sets it for inboxes (``_INBOX.<id>.*``): reply subjects
+``_INBOX.<id>.<n>`` match exactly as through the trie, whatever other subscriptions (overlapping wildcards, literals, queue groups) come
 and go, and a stream of unique replies does not fill the match cache."""
 
 from __future__ import annotations
@@ -38,6 +38,13 @@ REPLIES = [
 ]
 
 
+def _sublist() -> Sublist:
+    """A sublist with the server's prefix index for these subjects (``accounts.PREFIX_INDEXES``)."""
+    sl = Sublist()
+    sl.index_prefix('_INBOX.', 1, '*')
+    return sl
+
+
 def _expected(subs: list[Subscription], subject: str, queue: bool) -> list[str]:
     if "" in subject.split("."):
         return []
@@ -52,7 +59,7 @@ def _expected(subs: list[Subscription], subject: str, queue: bool) -> list[str]:
     )
 )
 def test_reply_subjects_match_as_the_trie(ops: list[tuple[str, str, bool]]) -> None:
-    sl = Sublist()
+    sl = _sublist()
     live: list[Subscription] = []
     for n, (subject, queue, remove) in enumerate(ops):
         if remove and live:
@@ -68,7 +75,7 @@ def test_reply_subjects_match_as_the_trie(ops: list[tuple[str, str, bool]]) -> N
 
 
 def test_unique_replies_are_not_cached() -> None:
-    sl = Sublist()
+    sl = _sublist()
     requester = Subscription("_INBOX.abc.*", "1")
     sl.insert(requester)
     for n in range(100):

@@ -28,54 +28,16 @@ class Pub:
 
 @dataclass(slots=True)
 class PubRun:
-    """Consecutive PUBs with the same ``PUB <subject> <size>`` line (no reply, no headers): one
-    event for a pipelining publisher's run, so the router looks the subject up once. Only a parser
-    with ``pub_runs`` set makes them (the embedded server, on connections without per-message
-    checks); every payload has the same size."""
-
-    subject: str
-    payloads: list[bytes]
-
-
-@dataclass(slots=True)
-class ReplyRun:
-    """Consecutive PUBs with the same subject and size and a reply each (``PUB <subject> <reply>
-    <size>``, no headers): a pipelining requester's or JetStream publisher's run, one event so the
-    router looks the subject up once. ``replies[i]`` (UTF-8 bytes, as on the wire) goes with
-    ``payloads[i]``. Only a parser with ``pub_runs`` set makes them, as :class:`PubRun`."""
-
-    subject: str
-    replies: list[bytes]
-    payloads: list[bytes]
-
-
-@dataclass(slots=True)
-class HPubRun:
-    """Consecutive HPUBs with a reply and a header block each (``HPUB <subject> <reply> <hdr>
-    <total>``, ``hdr`` > 0): the Spark sink's rows (a message id and an expected stream each, a
-    subject per row), one event so that the router hands a stream its run in one call. Frame
-    *i* is the publish ``(subjects[i], replies[i], hdrs[i], payloads[i])``. Only a parser with
-    ``pub_runs`` set makes them, as :class:`PubRun`; subjects and replies are ASCII."""
+    """Consecutive complete PUB/HPUB frames of one read, any subject, reply and header block: one
+    event, so the router routes the read's publishes together (nats-server's receiver-side
+    batching: one lookup per distinct subject, each receiver given its messages at once).
+    Publish *i* is ``(subjects[i], replies[i], hdrs[i], payloads[i])``, the very tuple the
+    per-message path gets (``hdrs[i]`` None for a PUB, ``b""`` for an HPUB announcing no header
+    bytes). Only a parser with ``pub_runs`` set makes them, from two publishes on."""
 
     subjects: list[str]
     replies: list[str]
-    hdrs: list[bytes]
-    payloads: list[bytes]
-
-
-@dataclass(slots=True)
-class AckRun:
-    """Consecutive reply-less PUBs to one JetStream consumer's ack subjects
-    (``PUB $JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending> <size>``, no headers):
-    what a client acking every message as it arrives sends, one event so the router looks the
-    consumer up once and the consumer takes the run in one call. ``prefix`` is
-    ``$JS.ACK.<stream>.<consumer>.``; ``tails[i]`` is what follows it (five tokens of ASCII
-    digits, none empty, as on the wire) and goes with ``payloads[i]``. Only a parser with
-    ``pub_runs`` set makes them, as :class:`PubRun`; a publish to ``prefix + tails[i]`` is what
-    each stands for."""
-
-    prefix: str
-    tails: list[bytes]
+    hdrs: list[bytes | None]
     payloads: list[bytes]
 
 

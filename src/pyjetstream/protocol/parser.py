@@ -21,19 +21,16 @@ from pyjetstream.protocol.events import (
     OK_EVENT,
     PING_EVENT,
     PONG_EVENT,
-    AckRun,
     ClientOp,
     Connect,
     Err,
     FrameRun,
-    HPubRun,
     Info,
     Msg,
     MsgRun,
     ProtocolViolation,
     Pub,
     PubRun,
-    ReplyRun,
     ServerOp,
     Sub,
     Unsub,
@@ -54,56 +51,15 @@ def _parse_size(token: bytes) -> int:
 
 # A fast-path parse ``(kind, x, need)``; ``need`` is the payload size and the event is
 # ``_complete(x, payload)`` for COMPLETE, ``x(payload)`` for MAKE (``x`` a partial over the parsed
-# parts) and ``x + (payload,)`` for TUPLE (``x`` the event's leading fields, for a subclass that
-# takes plain tuples: see ``ServerSideParser.pub_tuples``).
+# parts) and ``x + (payload,)`` for TUPLE (``x`` the event's leading fields ``(subject, reply,
+# None)``, for a subclass that takes plain tuples: see ``ServerSideParser.pub_tuples``); HTUPLE is
+# an HPUB's ``(subject, reply, header size)``, the tuple ``(subject, reply, hdr, payload)`` once the
+# body is split. With ``pub_runs`` a complete TUPLE or HTUPLE frame starts a :class:`PubRun`.
 # FRAMES: an HMSG for a sid in ``ClientSideParser.frame_sids``; ``x`` is ``(sid, header size, line)``
-# and the frame starts a :class:`FrameRun`. REQUEST: a TUPLE with a reply (a PUB with a reply,
-# ``pub_tuples``), which may start a :class:`ReplyRun`. ACKS: a reply-less TUPLE to a JetStream
-# ack subject (``pub_runs``), which may start an :class:`AckRun`. MSGS: a reply-less MSG for a sid in
+# and the frame starts a :class:`FrameRun`. MSGS: a reply-less MSG for a sid in
 # ``ClientSideParser.msg_run_sids``; ``x`` is ``(sid, subject)`` and the frame starts a :class:`MsgRun`.
-# HREQUEST: a COMPLETE HPUB with a reply and a header block (``pub_tuples`` and ``pub_runs``), which
-# may start an :class:`HPubRun`.
-COMPLETE, MAKE, TUPLE, FRAMES, REQUEST, ACKS, MSGS, HREQUEST = 0, 1, 2, 3, 4, 5, 6, 7
+COMPLETE, MAKE, TUPLE, FRAMES, HTUPLE, MSGS = 0, 1, 2, 3, 4, 5
 FastLine = tuple[int, Any, int]
-
-# A JetStream ack subject (``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>``, what the
-# embedded server writes as a delivery's reply; ``api.ack.ack_subject``).
-_ACK_HEAD = b"$JS.ACK."
-_ACK_HEAD_LEN = len(_ACK_HEAD)
-# What follows an ack subject in a plain ``+ACK`` frame: one blank (our client) or two (nats-py,
-# its empty reply), the size, the payload.
-_PLAIN_ACK = b"+ACK"
-_PLAIN_ACK_END = b" 4\r\n+ACK\r\n"
-_PLAIN_ACK_END2 = b"  4\r\n+ACK\r\n"
-
-
-def _ack_tail_ok(tail: bytes) -> bool:
-    """Whether ``tail`` (what follows an ack subject's ``$JS.ACK.<stream>.<consumer>.``) is five
-    tokens of ASCII digits: none empty, each a number ``int`` reads as ``processAck`` does."""
-    parts = tail.split(b".")
-    return (
-        len(parts) == 5
-        and parts[0].isdigit()
-        and parts[1].isdigit()
-        and parts[2].isdigit()
-        and parts[3].isdigit()
-        and parts[4].isdigit()
-    )
-
-
-def _ack_tails_ok(tails: list[bytes]) -> bool:
-    """:func:`_ack_tail_ok` for every one of ``tails`` at once (a few passes in C over them joined
-    by blanks, instead of a split and five tests per ack): only digits and one dot between
-    tokens, four per tail, no token empty."""
-    joined = b" ".join(tails)
-    return (
-        joined.translate(None, b"0123456789") == b" ".join([b"...."] * len(tails))
-        and b".." not in joined
-        and b" ." not in joined
-        and b". " not in joined
-        and joined[:1] != b"."
-        and joined[-1:] != b"."
-    )
 
 
 class _FrameParser:
@@ -125,10 +81,6 @@ class _FrameParser:
         # The last remembered fast-path control line (without CR LF) and its parse.
         self._last_line = b""
         self._last_hit: FastLine | None = None
-        # ``PUB <subject> `` and `` <size>\r\n`` of the last PUB line with a reply (set by
-        # ServerSideParser): the frames :meth:`_reply_run` may collect after it.
-        self._reply_head = b""
-        self._reply_tail = b""
 
     def feed(self, data: bytes) -> list[Any]:
         if self._broken:
@@ -183,22 +135,15 @@ class _FrameParser:
                     if buf[end] != 13 or buf[end + 1] != 10:
                         append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                         break
-                    if kind == TUPLE:
-                        if repeat and self.pub_runs:  # the same PUB line again: a pipelined run
-                            pos = self._run(buf, start, end, x[0], need, append)
+                    if kind == TUPLE or kind == HTUPLE:
+                        if self.pub_runs:  # more publishes may follow: one PubRun for them all
+                            pos = self._pub_run(buf, start, end, kind, x, append)
                             continue
-                        append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
-                    elif kind == REQUEST:
-                        if self.pub_runs:  # the same subject and size may follow
-                            pos = self._reply_run(buf, start, end, x, need, append)
-                            continue
-                        append(x + (buf[start:end],))  # noqa: RUF005
-                    elif kind == ACKS:  # (only with pub_runs)
-                        pos = self._ack_run(buf, start, end, x, append)
-                        continue
-                    elif kind == HREQUEST:  # (only with pub_runs)
-                        pos = self._hpub_run(buf, start, end, x, append)
-                        continue
+                        if kind == TUPLE:
+                            append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
+                        else:
+                            mid = start + x[2]
+                            append((x[0], x[1], buf[start:mid], buf[mid:end]))
                     elif kind == FRAMES:
                         pos = self._frame_run(buf, start, end, x, append)
                         continue
@@ -231,96 +176,69 @@ class _FrameParser:
         self._rest = b"" if self._broken else buf[pos:]
         return events
 
-    def _run(
-        self, buf: bytes, start: int, end: int, subject: str, need: int, append: Callable[[Any], None]
+    def _pub_run(
+        self, buf: bytes, start: int, end: int, kind: int, x: tuple[Any, ...], append: Callable[[Any], None]
     ) -> int:
-        """Collect the remembered reply-less PUB at ``start:end`` and every complete frame right after
-        it with the same control line into one :class:`PubRun`; returns the position after them.
-        Anything else (a different line, a bare-LF line, a partial or malformed frame) is left to
-        the general loop, which parses or reports it as before."""
-        payloads = [buf[start:end]]
-        pos = end + 2
-        head = self._last_line + b"\r\n"
-        step = len(head)
-        last = len(buf) - 2 - need - step  # the last position where a whole frame fits
-        startswith = buf.startswith
-        while pos <= last and startswith(head, pos):
-            start = pos + step
-            end = start + need
-            if buf[end] != 13 or buf[end + 1] != 10:
-                break
-            payloads.append(buf[start:end])
-            pos = end + 2
-        if len(payloads) == 1:
-            append((subject, "", None, payloads[0]))
+        """Collect the complete publish at ``start:end`` (its fast-path parse ``kind``, ``x``) and
+        every complete PUB/HPUB frame right after it that the fast path takes (any subject, reply
+        and header block) into one :class:`PubRun`; returns the position after them. A lone
+        publish stays a tuple. Anything else (another op, a line the fast path leaves to the
+        general loop, a partial frame, a payload not followed by CR LF) ends the run and is left to
+        the general loop, which parses or reports it as it would without runs: the frames taken
+        are exactly the ones the fast path would have made into tuples, one by one."""
+        subjects = [x[0]]
+        replies = [x[1]]
+        if kind == TUPLE:
+            hdrs: list[bytes | None] = [None]
+            payloads = [buf[start:end]]
         else:
-            append(PubRun(subject, payloads))
-        return pos
-
-    def _reply_run(
-        self,
-        buf: bytes,
-        start: int,
-        end: int,
-        x: tuple[str, str, None],
-        need: int,
-        append: Callable[[Any], None],
-    ) -> int:
-        """Collect the PUB with a reply at ``start:end`` (its fast-path parse ``x``) and every
-        complete frame right after it that is ``PUB <the same subject> <reply> <the same size>``
-        into one :class:`ReplyRun`; returns the position after them. Only frames whose line splits
-        exactly as the fast path splits it are taken (single spaces, an ASCII reply without
-        whitespace, CR LF, within the control line limit); anything else is left to the general
-        loop, which parses or reports it as before."""
-        payload = buf[start:end]
+            mid = start + x[2]
+            hdrs = [buf[start:mid]]
+            payloads = [buf[mid:end]]
         pos = end + 2
-        head = self._reply_head
-        tail = self._reply_tail
-        hlen = len(head)
-        tlen = len(tail)
         size = len(buf)
-        if not head or not buf.startswith(head, pos):
-            append(x + (payload,))  # noqa: RUF005  (2x faster than unpacking)
-            return pos
-        replies = [x[1].encode()]
-        payloads = [payload]
         find = buf.find
-        startswith = buf.startswith
         max_line = self.max_control_line
-        while startswith(head, pos):
-            nl = find(b"\n", pos + hlen)
-            reply_end = nl + 1 - tlen
-            # (An empty reply is not one: and mypyc's slice must not be given end < start.)
-            if reply_end <= pos + hlen or nl - 1 - pos > max_line or not startswith(tail, reply_end):
+        fast_line = self._fast_line
+        while pos < size:
+            nl = find(b"\n", pos)
+            if nl < 0:
                 break
-            reply = buf[pos + hlen : reply_end]
-            parts = reply.split()
-            if len(parts) != 1 or len(reply) != len(parts[0]) or not reply.isascii():
+            line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
+            line = buf[pos:line_end]
+            if line == self._last_line:
+                hit = self._last_hit
+            elif line_end - pos <= max_line:
+                try:
+                    hit = fast_line(line)
+                except UnicodeDecodeError:
+                    break
+            else:
                 break
-            start = nl + 1
-            end = start + need
-            if end + 2 > size or buf[end] != 13 or buf[end + 1] != 10:
+            if hit is None:
                 break
-            replies.append(reply)
-            payloads.append(buf[start:end])
-            pos = end + 2
+            k, y, need = hit
+            begin = nl + 1
+            stop = begin + need
+            if stop + 2 > size or buf[stop] != 13 or buf[stop + 1] != 10:
+                break
+            if k == TUPLE:
+                hdrs.append(None)
+                payloads.append(buf[begin:stop])
+            elif k == HTUPLE:
+                mid = begin + y[2]
+                hdrs.append(buf[begin:mid])
+                payloads.append(buf[mid:stop])
+            else:
+                break
+            subjects.append(y[0])
+            replies.append(y[1])
+            pos = stop + 2
         if len(payloads) == 1:
-            append(x + (payload,))  # noqa: RUF005
+            append((subjects[0], replies[0], hdrs[0], payloads[0]))
         else:
-            append(ReplyRun(x[0], replies, payloads))
+            append(PubRun(subjects, replies, hdrs, payloads))
         return pos
-
-    def _ack_run(
-        self, buf: bytes, start: int, end: int, x: tuple[str, str, None], append: Callable[[Any], None]
-    ) -> int:
-        """See :meth:`ServerSideParser._ack_run` (only a server parser makes ACKS hits)."""
-        raise NotImplementedError
-
-    def _hpub_run(
-        self, buf: bytes, start: int, end: int, x: tuple[str, str, int], append: Callable[[Any], None]
-    ) -> int:
-        """See :meth:`NatsServerParser._hpub_run` (only its parser makes HREQUEST hits)."""
-        raise NotImplementedError
 
     def _frame_run(
         self, buf: bytes, start: int, end: int, x: tuple[int, int, bytes], append: Callable[[Any], None]
@@ -372,19 +290,27 @@ class _FrameParser:
 
 def _awaiting_maker(kind: int, x: Any, complete: Callable[[Any, bytes], Any]) -> Callable[[bytes], Any]:
     """The event maker of a fast-path line whose payload has not all arrived yet."""
-    if kind == TUPLE or kind == REQUEST or kind == ACKS:
+    if kind == TUPLE:
         return partial(_tuple_event, x)
+    if kind == HTUPLE:
+        return partial(_htuple_event, x)
     if kind == FRAMES:
         return partial(_frame_event, x)
     if kind == MSGS:
         return partial(_msg_run_event, x)
-    if kind == COMPLETE or kind == HREQUEST:
+    if kind == COMPLETE:
         return partial(complete, x)
     return x  # type: ignore[no-any-return]
 
 
 def _tuple_event(head: tuple[Any, ...], body: bytes) -> tuple[Any, ...]:
     return (*head, body)
+
+
+def _htuple_event(head: tuple[Any, ...], body: bytes) -> tuple[Any, ...]:
+    """An HPUB's tuple: ``head`` is ``(subject, reply, header size)``."""
+    mid = head[2]
+    return (head[0], head[1], body[:mid], body[mid:])
 
 
 def _frame_event(head: tuple[int, int, bytes], body: bytes) -> FrameRun:
@@ -416,8 +342,9 @@ class ServerSideParser(_FrameParser):
     """
 
     pub_tuples = False
-    #: With ``pub_tuples``: turn runs of identical reply-less ``PUB`` lines into :class:`PubRun` events
-    #: (set and cleared by the server connection: only when no publish needs a per-message check).
+    #: With ``pub_tuples``: turn consecutive complete publishes of a read into one :class:`PubRun`
+    #: (set by the server connection: only when no publish needs a per-message check, and only
+    #: while the server's ``runs`` option is on).
     pub_runs = False
 
     def __init__(
@@ -434,15 +361,6 @@ class ServerSideParser(_FrameParser):
         self._pub_subject = ""
         self._pub_size_tok = b""
         self._pub_size = 0
-        # The ack line ``_fast_line`` just took as ACKS: its ``$JS.ACK.<stream>.<consumer>.`` and
-        # the five tokens after it (as on the wire); and the last run's prefix as bytes, as ``str``
-        # and as the ``PUB <prefix>`` its further frames start with (a consumer's acks come in
-        # many reads).
-        self._ack_prefix_b = b""
-        self._ack_tail = b""
-        self._ack_run_b = b""
-        self._ack_run_prefix = ""
-        self._ack_run_head = b""
 
     def feed(self, data: bytes) -> list[ClientOp]:
         return super().feed(data)
@@ -457,14 +375,12 @@ class ServerSideParser(_FrameParser):
                 size = self._pub_size
                 if size <= self.max_payload:
                     if self.pub_tuples:
-                        return REQUEST, (self._pub_subject, args[2].decode(), None), size
+                        return TUPLE, (self._pub_subject, args[2].decode(), None), size
                     return COMPLETE, (self._pub_subject, args[2].decode(), 0), size
             if (n == 3 or n == 4) and tok.isdigit() and len(tok) <= MAX_SIZE_DIGITS:
                 size = int(tok)
                 if size <= self.max_payload:
                     head: tuple[str, str, int | None]
-                    if n == 3 and self.pub_runs and args[1].startswith(_ACK_HEAD) and self._ack_line(args[1]):
-                        return ACKS, (args[1].decode(), "", None), size  # not remembered: unique
                     if self.pub_tuples:
                         kind, head = TUPLE, (args[1].decode(), args[2].decode() if n == 4 else "", None)
                     else:
@@ -472,9 +388,7 @@ class ServerSideParser(_FrameParser):
                     if n == 4:
                         self._pub_subject_b, self._pub_subject = args[1], head[0]
                         self._pub_size_tok, self._pub_size = tok, size
-                        self._reply_head = b"PUB %b " % args[1]
-                        self._reply_tail = b" %b\r\n" % tok
-                        return REQUEST if kind == TUPLE else kind, head, size
+                        return kind, head, size
                     # Remembered (``_remember``, inlined for the hot path).
                     hit = self._last_hit = kind, head, size
                     self._last_line = line
@@ -487,109 +401,12 @@ class ServerSideParser(_FrameParser):
                 total = _fast_size(args[-1])
                 if 0 <= hdr <= total <= self.max_payload:
                     reply = args[2].decode() if n == 5 else ""
-                    if n == 5 and hdr and self.pub_runs and self.pub_tuples:  # more Spark rows may follow
-                        return HREQUEST, (args[1].decode(), reply, hdr), total
-                    hit = COMPLETE, (args[1].decode(), reply, hdr or -1), total
+                    if self.pub_tuples:
+                        hit = HTUPLE, (args[1].decode(), reply, hdr), total
+                    else:
+                        hit = COMPLETE, (args[1].decode(), reply, hdr or -1), total
                     return hit if n == 5 else self._remember(line, hit)
         return None
-
-    def _ack_line(self, subject: bytes) -> bool:
-        """Whether ``subject`` (starting ``$JS.ACK.``) is ``$JS.ACK.<stream>.<consumer>.`` and five
-        digit tokens (the shape the embedded server writes); if so it is kept for :meth:`_ack_run`."""
-        dot = subject.find(b".", _ACK_HEAD_LEN)
-        if dot <= _ACK_HEAD_LEN:
-            return False
-        dot = subject.find(b".", dot + 1)
-        if dot < 0 or subject[dot - 1] == 46:  # (an empty consumer token)
-            return False
-        tail = subject[dot + 1 :]
-        if not _ack_tail_ok(tail):
-            return False
-        self._ack_prefix_b = subject[: dot + 1]
-        self._ack_tail = tail
-        return True
-
-    def _ack_run(
-        self, buf: bytes, start: int, end: int, x: tuple[str, str, None], append: Callable[[Any], None]
-    ) -> int:
-        """Collect the ack PUB at ``start:end`` (``_ack_line`` kept its prefix and tail) and every
-        complete frame right after it that is ``PUB <the same prefix><five digit tokens> <size>``
-        (no reply) into one :class:`AckRun`; returns the position after them. Only frames whose
-        line splits exactly as the fast path splits it are taken (CR LF, within the control line
-        and payload limits); anything else is left to the general loop, which parses or reports
-        it as before."""
-        prefix_b = self._ack_prefix_b
-        if prefix_b != self._ack_run_b:
-            self._ack_run_b = prefix_b
-            self._ack_run_prefix = prefix_b.decode()
-            self._ack_run_head = b"PUB " + prefix_b
-        first = buf[start:end]
-        tails = [self._ack_tail]
-        payloads = [first]
-        pos = self._ack_frames(buf, end + 2, tails, payloads, False)
-        if len(tails) > 1 and not _ack_tails_ok(tails):  # a plain +ACK's tail was not five numbers
-            tails = [self._ack_tail]
-            payloads = [first]
-            pos = self._ack_frames(buf, end + 2, tails, payloads, True)
-        append(AckRun(self._ack_run_prefix, tails, payloads))
-        return pos
-
-    def _ack_frames(
-        self, buf: bytes, pos: int, tails: list[bytes], payloads: list[bytes], checked: bool
-    ) -> int:
-        """The frames of :meth:`_ack_run` from ``pos`` on, added to ``tails`` and ``payloads``;
-        returns the position after them. Plain ``+ACK`` frames' tails are checked by the caller
-        all at once (``_ack_tails_ok``; one by one when ``checked``), any other frame's here."""
-        head = self._ack_run_head
-        hlen = len(head)
-        size = len(buf)
-        find = buf.find
-        startswith = buf.startswith
-        max_line = self.max_control_line
-        max_payload = self.max_payload
-        while startswith(head, pos):
-            at = pos + hlen
-            # A plain ``+ACK`` (nearly all of them): the tail ends at the first blank, the rest of
-            # the frame is one of two byte strings, so no size to parse and no payload to slice.
-            # (The tail's digits-and-dots check also proves the line ended there.)
-            sp = find(b" ", at)
-            if sp > at:
-                if startswith(_PLAIN_ACK_END, sp):
-                    nxt = sp + 10
-                elif startswith(_PLAIN_ACK_END2, sp):
-                    nxt = sp + 11
-                else:
-                    nxt = 0
-                if nxt and nxt - 8 - pos <= max_line:  # (the line without its CR LF)
-                    tail = buf[at:sp]
-                    if checked and not _ack_tail_ok(tail):
-                        break
-                    tails.append(tail)
-                    payloads.append(_PLAIN_ACK)
-                    pos = nxt
-                    continue
-            nl = find(b"\n", at)
-            # The tail must start right after the prefix (a blank there splits otherwise).
-            if nl <= at or buf[nl - 1] != 13 or nl - 1 - pos > max_line or not 48 <= buf[at] <= 57:
-                break
-            args = buf[at : nl - 1].split()
-            if len(args) != 2:
-                break
-            tok = args[1]
-            if len(tok) > MAX_SIZE_DIGITS or not tok.isdigit():
-                break
-            need = int(tok)
-            tail = args[0]
-            if need > max_payload or not _ack_tail_ok(tail):
-                break
-            start = nl + 1
-            end = start + need
-            if end + 2 > size or buf[end] != 13 or buf[end + 1] != 10:
-                break
-            tails.append(tail)
-            payloads.append(buf[start:end])
-            pos = end + 2
-        return pos
 
     def _limits_line(self, buf: bytes, pos: int) -> bool:
         # nats-server applies the limit to op arguments, not to CONNECT (which may carry a long JWT).
@@ -725,68 +542,6 @@ class NatsServerParser(ServerSideParser):
         if hdr_len < 0:  # HPUB announcing an empty header block
             return subject, reply, b"", body
         return subject, reply, body[:hdr_len], body[hdr_len:]
-
-    def _hpub_run(
-        self, buf: bytes, start: int, end: int, x: tuple[str, str, int], append: Callable[[Any], None]
-    ) -> int:
-        """Collect the HPUB with a reply and a header block at ``start:end`` (its fast-path parse
-        ``x``) and every complete frame right after it that is ``HPUB <subject> <reply> <hdr>
-        <total>`` with ``hdr`` > 0 into one :class:`HPubRun`; returns the position after them.
-        Only frames the fast path would take alike are taken (CR LF, within the control line and
-        payload limits, ASCII subject and reply); anything else is left to the general loop,
-        which parses or reports it as before."""
-        subject, reply, hlen = x
-        pos = end + 2
-        startswith = buf.startswith
-        if not startswith(b"HPUB ", pos):
-            append(self._complete(x, buf[start:end]))
-            return pos
-        mid = start + hlen
-        hdrs = [buf[start:mid]]
-        payloads = [buf[mid:end]]
-        subjects_b: list[bytes] = []
-        replies_b: list[bytes] = []
-        size = len(buf)
-        find = buf.find
-        max_line = self.max_control_line
-        max_payload = self.max_payload
-        while startswith(b"HPUB ", pos):
-            nl = find(b"\n", pos + 5)
-            if nl < 0 or buf[nl - 1] != 13 or nl - 1 - pos > max_line:
-                break
-            args = buf[pos + 5 : nl - 1].split()
-            if len(args) != 4:
-                break
-            hdr_tok = args[2]
-            tot_tok = args[3]
-            if (
-                len(hdr_tok) > MAX_SIZE_DIGITS
-                or len(tot_tok) > MAX_SIZE_DIGITS
-                or not hdr_tok.isdigit()
-                or not tot_tok.isdigit()
-            ):
-                break
-            hdr = int(hdr_tok)
-            total = int(tot_tok)
-            if not 0 < hdr <= total <= max_payload or not args[0].isascii() or not args[1].isascii():
-                break
-            begin = nl + 1
-            stop = begin + total
-            if stop + 2 > size or buf[stop] != 13 or buf[stop + 1] != 10:
-                break
-            subjects_b.append(args[0])
-            replies_b.append(args[1])
-            hdrs.append(buf[begin : begin + hdr])
-            payloads.append(buf[begin + hdr : stop])
-            pos = stop + 2
-        if not subjects_b:
-            append(self._complete(x, buf[start:end]))
-            return pos
-        # (ASCII tokens without blanks: joined, decoded once, split back.)
-        subjects = [subject, *b" ".join(subjects_b).decode().split(" ")]
-        replies = [reply, *b" ".join(replies_b).decode().split(" ")]
-        append(HPubRun(subjects, replies, hdrs, payloads))
-        return pos
 
     def _unsub(self, args: list[bytes]) -> Any:
         if len(args) == 3 and not args[2].isdigit():

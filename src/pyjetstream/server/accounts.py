@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pyjetstream.api.ack import ACK_PREFIX
+from pyjetstream.protocol.subjects import FWC, PWC
 from pyjetstream.server.jetstream.api_disabled import DisabledApi
 from pyjetstream.server.jetstream.engine import JetStreamEngine
 from pyjetstream.server.options import Account as AccountConfig
@@ -33,20 +35,16 @@ from pyjetstream.server.subscription import Subscription
 
 if TYPE_CHECKING:
     from pyjetstream.server.msgtrace import TracedCallback
-    from pyjetstream.server.server import (
-        AckRunCallback,
-        HeaderRunCallback,
-        InternalCallback,
-        InternalSub,
-        PubsCallback,
-        RunCallback,
-        Server,
-    )
+    from pyjetstream.server.server import InternalCallback, InternalSub, RunCallback, Server
 
 __all__ = ["GLOBAL_ACCOUNT", "SYSTEM_ACCOUNT", "Account"]
 
 GLOBAL_ACCOUNT = "$G"
 SYSTEM_ACCOUNT = "$SYS"
+#: The subjects unique per message that the sublist matches by prefix (``Sublist.index_prefix``):
+#: a request's reply to a requester's ``_INBOX.<id>.*`` (nats.go, nats.py, our client), a JetStream
+#: ack to a consumer's ``$JS.ACK.<stream>.<consumer>.>``.
+PREFIX_INDEXES = (("_INBOX.", 1, PWC), (ACK_PREFIX, 2, FWC))
 
 
 class Account:
@@ -57,6 +55,8 @@ class Account:
         self.name = name
         self.config = config
         self.sublist = Sublist()
+        for head, key_tokens, wildcard in PREFIX_INDEXES:
+            self.sublist.index_prefix(head, key_tokens, wildcard)
         #: The account's JetStream engine, or None (JetStream not enabled for this account).
         self.jetstream: Any = None
         #: JetStream limits when the account may use JetStream (nats-server's ``jsLimits``).
@@ -137,13 +137,8 @@ class Account:
         queue: str = "",
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
-        acks: AckRunCallback | None = None,
-        hrun: HeaderRunCallback | None = None,
-        pubs: PubsCallback | None = None,
     ) -> InternalSub:
-        return self.server.subscribe_internal(
-            subject, callback, queue, account=self, traced=traced, run=run, acks=acks, hrun=hrun, pubs=pubs
-        )
+        return self.server.subscribe_internal(subject, callback, queue, account=self, traced=traced, run=run)
 
     def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:
         self.server.publish_replies(replies, self)

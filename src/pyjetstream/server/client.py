@@ -30,18 +30,7 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from pyjetstream.api.timefmt import format_go_duration
-from pyjetstream.protocol.events import (
-    AckRun,
-    Connect,
-    HPubRun,
-    Ping,
-    ProtocolViolation,
-    Pub,
-    PubRun,
-    ReplyRun,
-    Sub,
-    Unsub,
-)
+from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, Sub, Unsub
 from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import NatsServerParser
 from pyjetstream.protocol.subjects import is_valid_publish_subject
@@ -156,56 +145,6 @@ ERR_AUTH_REVOKED = _err("User Authentication Revoked")
 
 
 _find = bytes.find  # the trace-header test on the hot path (see _process)
-
-
-def _take_run(events: list[Any], start: int, subject: str) -> tuple[int, list[str], list[bytes]]:
-    """The run of header-less publishes to ``subject`` starting at ``events[start]``
-    (``Server.route_pubs``): where it ends, and its replies and payloads."""
-    end = start
-    replies: list[str] = []
-    payloads: list[bytes] = []
-    add_reply = replies.append
-    add_payload = payloads.append
-    n = len(events)
-    while end < n:
-        ev = events[end]
-        if ev.__class__ is not tuple or ev[2] is not None or ev[0] != subject:
-            break
-        add_reply(ev[1])
-        add_payload(ev[3])
-        end += 1
-    return end, replies, payloads
-
-
-def _take_hrun(
-    events: list[Any], start: int, trace_dest: bool
-) -> tuple[int, list[str], list[str], list[bytes], list[bytes]]:
-    """The run of publishes with headers starting at ``events[start]`` (``Server.route_hpubs``),
-    up to the first event that is not one or that may be traced (``msgtrace.may_be_traced``, as
-    ``ClientConnection._process`` tests it; ``trace_dest``: the account traces by
-    ``traceparent``): where it ends, and its subjects, replies, header blocks and payloads."""
-    end = start
-    subjects: list[str] = []
-    replies: list[str] = []
-    hdrs: list[bytes] = []
-    payloads: list[bytes] = []
-    n = len(events)
-    while end < n:
-        ev = events[end]
-        if ev.__class__ is not tuple:
-            break
-        hdr = ev[2]
-        if hdr is None or (
-            len(hdr) >= MIN_TRACED_HDR
-            and (_find(hdr, TRACE_DEST) >= 0 or (trace_dest and has_trace_parent(hdr)))
-        ):
-            break
-        subjects.append(ev[0])
-        replies.append(ev[1])
-        hdrs.append(hdr)
-        payloads.append(ev[3])
-        end += 1
-    return end, subjects, replies, hdrs, payloads
 
 
 class ClientConnection(asyncio.Protocol):
@@ -507,7 +446,6 @@ class ClientConnection(asyncio.Protocol):
         slow = self.trace or self.checked_pubs
         n_msgs = n_bytes = 0
         i = 0
-        no_run = 0  # events before this index are not tried as a run again (route_pubs said no)
         try:
             while i < len(events):
                 ev = events[i]
@@ -526,140 +464,41 @@ class ClientConnection(asyncio.Protocol):
                             if self.closed:
                                 return
                             continue
-                        n_msgs += 1
-                        n_bytes += len(hdr) + len(payload)
-                        if self.stalled:
-                            self._held = events[i:]
-                            return
-                        continue
-                    if slow or (hdr is not None and not self.headers):
-                        if not self._slow_pub(Pub(subject, reply, hdr, payload)):
+                    else:
+                        if (slow or (hdr is not None and not self.headers)) and not self._slow_pub(
+                            Pub(subject, reply, hdr, payload)
+                        ):
                             if self.closed:
                                 return
                             continue
-                    elif hdr is None and i >= no_run and i < len(events):
-                        # The next one too to the same subject (a pipelining JetStream publisher,
-                        # a reply each): a receiver that takes runs gets them whole.
-                        nxt = events[i]
-                        if nxt.__class__ is tuple and nxt[2] is None and nxt[0] == subject:
-                            end, replies, payloads = _take_run(events, i - 1, subject)
-                            if self.server.route_pubs(subject, replies, payloads, self):
-                                n_msgs += end - i + 1
-                                n_bytes += sum(map(len, payloads))
-                                i = end
-                                if self.stalled:
-                                    self._held = events[i:]
-                                    return
-                                continue
-                            no_run = end  # one by one, without asking again for each
-                    elif hdr is not None and i < len(events):
-                        # More with headers next (the Spark sink's rows: a message id, an
-                        # expected stream and a reply each): a stream's ingest takes them whole.
-                        nxt = events[i]
-                        if nxt.__class__ is tuple and nxt[2] is not None:
-                            end, subjects, replies, hdrs, payloads = _take_hrun(
-                                events, i - 1, bool(self.account.trace_dest)
-                            )
-                            if end > i:
-                                done = self.server.route_hpubs(subjects, replies, hdrs, payloads, self)
-                                n_msgs += done
-                                n_bytes += sum(map(len, hdrs[:done])) + sum(map(len, payloads[:done]))
-                                i += done - 1
-                                if self.closed:
-                                    return
-                                if self.stalled:
-                                    self._held = events[i:]
-                                    return
-                                continue
+                        route(subject, reply, hdr, payload, self)
                     n_msgs += 1
                     n_bytes += len(payload) if hdr is None else len(hdr) + len(payload)
-                    route(subject, reply, hdr, payload, self)
                     if self.stalled:
                         self._held = events[i:]
                         return
                     continue
                 if cls is PubRun:
-                    payloads = ev.payloads
-                    done = -1 if slow else self.server.route_run(ev.subject, payloads, self)
-                    if done < 0:  # per message after all (see Server.route_run)
-                        events[i - 1 : i] = [(ev.subject, "", None, p) for p in payloads]
+                    if slow or (not self.headers and any(h is not None for h in ev.hdrs)):
+                        # per message after all (a second CONNECT turned checks on; headers refused)
+                        events[i - 1 : i] = list(zip(ev.subjects, ev.replies, ev.hdrs, ev.payloads, strict=True))
                         i -= 1
                         continue
-                    n_msgs += done
-                    n_bytes += done * len(payloads[0])
-                    if done < len(payloads):  # the consumer stalled this producer mid-run
-                        self._held = [PubRun(ev.subject, payloads[done:]), *events[i:]]
-                        return
-                    if self.stalled:
-                        self._held = events[i:]
-                        return
-                    continue
-                if cls is ReplyRun:
                     payloads = ev.payloads
-                    done = -1 if slow else self.server.route_reply_run(ev.subject, ev.replies, payloads, self)
-                    if done < 0 and not slow:  # a stream's ingest takes the run whole (route_pubs)
-                        replies = [r.decode() for r in ev.replies]
-                        if self.server.route_pubs(ev.subject, replies, payloads, self):
-                            n_msgs += len(payloads)
-                            n_bytes += len(payloads) * len(payloads[0])
-                            if self.stalled:
-                                self._held = events[i:]
-                                return
-                            continue
-                    if done < 0:  # per message after all (see Server.route_reply_run)
-                        subject = ev.subject
-                        events[i - 1 : i] = [
-                            (subject, r.decode(), None, p) for r, p in zip(ev.replies, payloads, strict=True)
-                        ]
-                        i -= 1
-                        continue
-                    n_msgs += done
-                    n_bytes += done * len(payloads[0])
-                    if done < len(payloads):  # the consumer stalled this producer mid-run
-                        self._held = [ReplyRun(ev.subject, ev.replies[done:], payloads[done:]), *events[i:]]
-                        return
-                    if self.stalled:
-                        self._held = events[i:]
-                        return
-                    continue
-                if cls is HPubRun:
+                    n = len(payloads)
+                    done = self.server.route_msgs(ev.subjects, ev.replies, ev.hdrs, payloads, self)
                     hdrs = ev.hdrs
-                    if (
-                        slow
-                        or not self.headers
-                        or self.account.trace_dest
-                        or _find(b"".join(hdrs), TRACE_DEST) >= 0
-                    ):  # per message after all (the checks above; a block may be traced)
-                        events[i - 1 : i] = list(zip(ev.subjects, ev.replies, hdrs, ev.payloads, strict=True))
-                        i -= 1
-                        continue
-                    payloads = ev.payloads
-                    done = self.server.route_hpubs(ev.subjects, ev.replies, hdrs, payloads, self)
+                    if done < n:
+                        rest = PubRun(ev.subjects[done:], ev.replies[done:], hdrs[done:], payloads[done:])
+                        payloads = payloads[:done]
+                        hdrs = hdrs[:done]
                     n_msgs += done
-                    if done == len(hdrs):
-                        n_bytes += sum(map(len, hdrs)) + sum(map(len, payloads))
-                    else:
-                        n_bytes += sum(map(len, hdrs[:done])) + sum(map(len, payloads[:done]))
+                    n_bytes += sum(map(len, payloads)) + sum(map(len, filter(None, hdrs)))
                     if self.closed:
                         return
-                    if self.stalled:
-                        rest = zip(ev.subjects[done:], ev.replies[done:], hdrs[done:], payloads[done:], strict=True)
-                        self._held = [*rest, *events[i:]]
+                    if done < n:  # the consumer stalled this producer mid-run
+                        self._held = [rest, *events[i:]]
                         return
-                    continue
-                if cls is AckRun:
-                    payloads = ev.payloads
-                    done = -1 if slow else self.server.route_acks(ev.prefix, ev.tails, payloads, self)
-                    if done < 0:  # per message after all (see Server.route_acks)
-                        prefix = ev.prefix
-                        events[i - 1 : i] = [
-                            (prefix + t.decode(), "", None, p) for t, p in zip(ev.tails, payloads, strict=True)
-                        ]
-                        i -= 1
-                        continue
-                    n_msgs += done
-                    for k in range(done):
-                        n_bytes += len(payloads[k])
                     if self.stalled:
                         self._held = events[i:]
                         return
@@ -905,7 +744,7 @@ class ClientConnection(asyncio.Protocol):
         self.connected = True
         perms = self.perms
         self.checked_pubs = self.verbose or self.pedantic or (perms is not None and perms.restricts_publish)
-        self.parser.pub_runs = not (self.checked_pubs or self.trace)
+        self.parser.pub_runs = not (self.checked_pubs or self.trace) and self.server.options.runs
         if self._auth_timer is not None:
             self._auth_timer.cancel()
             self._auth_timer = None
@@ -1079,138 +918,85 @@ class ClientConnection(asyncio.Protocol):
         self.out_bytes += msg_bytes
         self._queued(size, None)
 
-    def deliver_run(
-        self, sub: Subscription, subject: str, payloads: list[bytes], producer: ClientConnection
-    ) -> int:
-        """:meth:`deliver` for a run of same-size, reply-less, header-less payloads on one subject
-        (see :meth:`Server.route_run`); returns how many were taken, -1 to go message by message.
-
-        Each message is accounted for and checked as :meth:`deliver` + :meth:`_queued` would (early
-        write and slow-consumer cut past the pending limit; a producer stall stops the run after
-        the message that caused it)."""
-        n = len(payloads)
-        if producer is self and not self.echo:
-            return n
-        if self.deliver_filter is not None or self.trace:
-            return -1
-        size = len(payloads[0])
-        if sub.literal:
-            if size == sub.msg_line_size:
-                line = sub.msg_line
-            else:
-                line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix, size)
-                sub.msg_line_size = size
-        else:
-            line = b"%b%d\r\n" % (msg_prefix(subject.encode(), sub.sid_b), size)
-        frame = len(line) + size + 2
-        append = self.out.append
-        self._schedule_flush()
-        done = 0
-        for payload in payloads:
-            append(line)
-            append(payload)
-            append(CRLF)
-            done += 1
-            sub.delivered += 1
-            self.out_msgs += 1
-            self.out_bytes += size
-            self.out_size += frame
-            if self.out_size > self.pending_limit:
-                self.overflow()
-                if self.closed:
-                    return n  # cut as a slow consumer: the rest is routed to nobody
-                append = self.out.append  # the early write started a new buffer
-                self._schedule_flush()
-            if self.write_paused:
-                producer.stall(self)
-                if producer.stalled:
-                    return done
-        return done
-
-    def deliver_reply_run(
+    def frame_msgs(
         self,
-        sub: Subscription,
-        subject: str,
-        replies: list[bytes],
+        items: list[Any],
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes | None],
         payloads: list[bytes],
-        producer: ClientConnection,
-    ) -> int:
-        """:meth:`deliver_run` for a :class:`~pyjetstream.protocol.events.ReplyRun`: same-size,
-        header-less payloads on one subject, each with its reply (the MSG line is the
-        subscription's prefix, the reply as it came and the size); returns how many were taken,
-        -1 to go message by message (a refusal must answer no-responders per message)."""
-        if (producer is self and not self.echo) or self.deliver_filter is not None or self.trace:
-            return -1
-        size = len(payloads[0])
-        prefix = sub.msg_prefix if sub.literal else msg_prefix(subject.encode(), sub.sid_b)
-        tail = b" %d\r\n" % size
-        frame = len(prefix) + len(tail) + size + 2
-        append = self.out.append
-        self._schedule_flush()
-        done = 0
-        for reply, payload in zip(replies, payloads, strict=True):
-            append(prefix)
-            append(reply)
-            append(tail)
-            append(payload)
-            append(CRLF)
-            done += 1
-            sub.delivered += 1
-            self.out_msgs += 1
-            self.out_bytes += size
-            self.out_size += frame + len(reply)
-            if self.out_size > self.pending_limit:
-                self.overflow()
-                if self.closed:
-                    return len(payloads)  # cut as a slow consumer: the rest is routed to nobody
-                append = self.out.append  # the early write started a new buffer
-                self._schedule_flush()
-            if self.write_paused:
-                producer.stall(self)
-                if producer.stalled:
-                    return done
-        return done
-
-    def deliver_replies(self, sub: Subscription, replies: list[tuple[str, bytes]], lo: int, hi: int) -> int:
-        """:meth:`deliver` of the server's own reply-less, header-less messages ``replies[lo:hi]``
-        (``(subject, payload)``, each matched to ``sub``: a stream's PubAcks, see
-        ``Server.publish_replies``) in one loop; returns how many were taken, -1 to go message
-        by message (permissions to check, tracing, auto-unsubscribe).
-
-        Each message is accounted for and checked as :meth:`deliver` + :meth:`_queued` would —
-        the counters kept in locals and added up where :meth:`_queued` would write early (and
-        cut a slow consumer: fewer than all are taken when that closed the connection) and at
-        the end."""
-        if self.deliver_filter is not None or self.trace or sub.max_msgs:
-            return -1
+    ) -> None:
+        """Frame a run's deliveries to this connection (``Server.route_msgs``): ``items`` is
+        ``[room, sub, i, sub, i, ...]``, message ``i`` of the run for ``sub`` (``sub`` None:
+        ``i`` is a frame of bytes, a no-responders answer), in delivery order. Each message is
+        framed and counted as :meth:`deliver` frames and counts it — the router has already
+        made :meth:`deliver`'s per-delivery decisions (echo, permissions, the delivered count) —
+        and the flush is scheduled; the pending-limit and stall checks are the router's to ask
+        for (:meth:`frames_checked`), where per-message delivery would make them."""
+        if self.closed:
+            return
         out = self.out
-        sid = sub.sid_b
-        prefix = sub.msg_prefix
-        last = None
-        literal = sub.literal
+        append = out.append
+        headers = self.headers
+        trace = self.trace
+        size = data = msgs = 0
+        for k in range(1, len(items), 2):
+            sub = items[k]
+            i = items[k + 1]
+            if sub is None:
+                append(i)
+                size += len(i)
+                continue
+            payload = payloads[i]
+            hdr = hdrs[i]
+            reply = replies[i]
+            if hdr is None or not headers:
+                plen = len(payload)
+                if not sub.literal:
+                    size += append_msg(out, msg_prefix(subjects[i].encode(), sub.sid_b), reply.encode(), payload)
+                elif reply:
+                    size += append_msg(out, sub.msg_prefix, reply.encode(), payload)
+                else:
+                    if plen == sub.msg_line_size:
+                        line = sub.msg_line
+                    else:
+                        line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix, plen)
+                        sub.msg_line_size = plen
+                    append(line)
+                    append(payload)
+                    append(CRLF)
+                    size += len(line) + plen + 2
+            else:
+                plen = len(hdr) + len(payload)
+                prefix = sub.hmsg_prefix if sub.literal else hmsg_prefix(subjects[i].encode(), sub.sid_b)
+                size += append_hmsg(out, prefix, reply.encode(), hdr, payload)
+            data += plen
+            msgs += 1
+            if trace:
+                self._trace_msg(sub, subjects[i], reply, hdr, plen)
+        self.out_msgs += msgs
+        self.out_bytes += data
+        self.out_size += size
         self._schedule_flush()
-        room = self.pending_limit - self.out_size
-        size = data = 0
-        start = lo
-        for k in range(lo, hi):
-            subject, payload = replies[k]
-            if not literal and subject != last:
-                prefix = msg_prefix(subject.encode(), sid)
-                last = subject
-            size += append_msg(out, prefix, b"", payload)
-            data += len(payload)
-            if size > room:  # out_size > pending_limit: _queued writes early here
-                self._count_delivered(sub, k + 1 - start, data, size)
-                self.overflow()
-                if self.closed:
-                    return k + 1 - lo  # cut as a slow consumer: the rest is routed to nobody
-                out = self.out  # the early write started a new buffer
-                self._schedule_flush()
-                room = self.pending_limit - self.out_size
-                size = data = 0
-                start = k + 1
-        self._count_delivered(sub, hi - start, data, size)
-        return hi - lo
+
+    def frames_checked(self, producer: ClientConnection | None) -> None:
+        """:meth:`_queued`'s checks after :meth:`frame_msgs`: write early and cut a slow consumer
+        past the pending limit, stall ``producer`` while this transport is above its high-water
+        mark."""
+        if self.out_size > self.pending_limit:
+            self.overflow()
+        if self.write_paused and producer is not None:
+            producer.stall(self)
+
+    def may_stall(self, consumer: ClientConnection) -> bool:
+        """Whether :meth:`stall` would stall this producer for ``consumer`` now."""
+        return (
+            not self.stalled
+            and not self.closed
+            and consumer is not self
+            and self.transport is not None
+            and self.stall_total < STALL_TOTAL
+        )
 
     def _schedule_flush(self) -> None:
         """Write :attr:`out` when the client read being processed is done (``Server.end_read``,
@@ -1224,12 +1010,6 @@ class ClientConnection(asyncio.Protocol):
                 self._loop.call_soon(self.flush_out)
             else:  # a read is being processed: written when it is done (Server.end_read)
                 pcd.append(self)
-
-    def _count_delivered(self, sub: Subscription, msgs: int, data: int, size: int) -> None:
-        sub.delivered += msgs
-        self.out_msgs += msgs
-        self.out_bytes += data
-        self.out_size += size
 
     def _trace_msg(self, sub: Subscription, subject: str, reply: str, hdr: bytes | None, size: int) -> None:
         args = f"{subject} {sub.sid} {reply + ' ' if reply else ''}"

@@ -429,6 +429,17 @@ class ServerOptions:
     # --- misc
     server_tags: list[str] = field(default_factory=list)
     no_header_support: bool = False
+
+    # --- pyjetstream's own (not nats-server settings)
+    #: Route a read's publishes together (``Server.route_msgs``: one lookup per distinct subject,
+    #: each receiver given its messages in one call). Off: every publish takes the per-message
+    #: path (``Server.route``), which the run path equals byte for byte (tests/server's
+    #: differential test). Default from ``PYJETSTREAM_RUNS`` (``0`` = off), so that a server in a
+    #: subprocess can be started either way.
+    runs: bool = field(default_factory=lambda: os.environ.get("PYJETSTREAM_RUNS", "1") != "0")
+    #: Seed of the queue-group member pick (None: the ``random`` module, as nats-server picks at
+    #: random). A seed makes the picks repeatable: the same traffic goes to the same members.
+    queue_seed: int | None = None
     #: Non-fatal findings from the config file/flags (deprecated forms, ignored keys).
     warnings: list[str] = field(default_factory=list)
     #: nats-server settings pyjetstream does not implement (cluster, leafnodes, ...), raw.

@@ -74,7 +74,8 @@ from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jwt_auth import ClaimsUpdates, OperatorTrust, account_config
 from pyjetstream.server.log import get_logger
 from pyjetstream.server.monitor import MonitorServer, closed_record
-from pyjetstream.server.msgtrace import TracedCallback
+from pyjetstream.server.msgtrace import DEST_HDR_B as TRACE_DEST
+from pyjetstream.server.msgtrace import MIN_TRACED_HDR, TracedCallback, has_trace_parent
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
@@ -83,14 +84,17 @@ from pyjetstream.server.version import SERVER_VERSION
 
 __all__ = [
     "SERVER_VERSION",
-    "AckRunCallback",
-    "HeaderRunCallback",
     "InternalCallback",
     "InternalSub",
-    "PubsCallback",
     "RunCallback",
     "Server",
 ]
+
+#: What a frame's control line and CR LFs add, at most, to its subject, reply, sid, header block and
+#: payload (``HMSG`` and five separators, two ten-digit sizes, two CR LFs): a run's deliveries are
+#: counted against a connection's pending limit with this bound (``Server._route_one``).
+_FRAME_SLACK = 40
+_find = bytes.find
 
 #: nats-server keeps this many closed connections for ``/connz?state=closed``.
 MAX_CLOSED_CLIENTS = 10_000
@@ -105,19 +109,6 @@ InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | N
 RunCallback = Callable[
     [list[str], list[str], list["bytes | None"], list[bytes], "ClientConnection | None"], None
 ]
-#: ``pubs(subject, replies, payloads, client)``: the older shape of a run (header-less publishes to
-#: one subject, see :meth:`Server.route_pubs`), kept until every receiver takes ``run``.
-PubsCallback = Callable[[str, list[str], list[bytes], ClientConnection], None]
-#: ``acks(prefix, tails, payloads, client)``: an :class:`~pyjetstream.protocol.events.AckRun` to a
-#: consumer's ack subscription; returns how many it handled (see :meth:`Server.route_acks`).
-AckRunCallback = Callable[[str, list[bytes], list[bytes], ClientConnection], int]
-#: ``hrun(subjects, replies, hdrs, payloads, lo, hi, client)``: publishes ``lo`` to ``hi`` (not
-#: included) of a read's run of publishes with headers, all to this subscription, in order (see
-#: :meth:`Server.route_hpubs`).
-HeaderRunCallback = Callable[
-    [list[str], list[str], list[bytes], list[bytes], int, int, ClientConnection], None
-]
-
 
 
 class InternalSub(Subscription):
@@ -126,12 +117,10 @@ class InternalSub(Subscription):
     ``traced`` is the callback a traced message goes to instead (``msgtrace.TracedCallback``:
     the trace first), for the subscriptions whose work shows in a trace event (a stream's ingest,
     the import forwarders); without it a traced message reaches ``callback`` as any other.
-    ``run`` (:data:`RunCallback`) takes the messages of one read that reached it, in order, in
-    one call; without it each reaches ``callback``. ``pubs`` (header-less publishes to one
-    subject, ``route_pubs``), ``hrun`` (publishes with headers, ``route_hpubs``) and ``acks``
-    (``route_acks``) are the older per-shape forms, taken where ``run`` is not set."""
+    ``run`` (:data:`RunCallback`) takes, in one call, each stretch of a read's messages that
+    reached it alone in a row (``Server.route_msgs``); without it each reaches ``callback``."""
 
-    __slots__ = ("account", "acks", "hrun", "pubs", "run", "traced")
+    __slots__ = ("account", "run", "traced")
 
     def __init__(
         self,
@@ -142,17 +131,11 @@ class InternalSub(Subscription):
         callback: InternalCallback,
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
-        acks: AckRunCallback | None = None,
-        hrun: HeaderRunCallback | None = None,
-        pubs: PubsCallback | None = None,
     ) -> None:
         super().__init__(subject, sid, queue, client=None, callback=callback)
         self.account = account
         self.traced = traced
         self.run = run
-        self.acks = acks
-        self.hrun = hrun
-        self.pubs = pubs
 
     def unsubscribe(self) -> None:
         if not self.closed:
@@ -233,6 +216,8 @@ class Server:
         self.reads = 0  # client reads processed (begin_read): tells one read from the next
         #: What must run when the read is processed, before that flush (:meth:`after_read`).
         self._read_end: list[Callable[[], None]] = []
+        #: The queue-group pick's randomness (``queue_seed``: repeatable).
+        self._rng: Any = random if opts.queue_seed is None else random.Random(opts.queue_seed)
 
     # ------------------------------------------------------------------ addresses
 
@@ -660,16 +645,12 @@ class Server:
         account: Account | None = None,
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
-        acks: AckRunCallback | None = None,
-        hrun: HeaderRunCallback | None = None,
-        pubs: PubsCallback | None = None,
     ) -> InternalSub:
         """An internal subscription in ``account`` (default: the global account); ``traced``
-        takes traced messages, ``run`` a read's messages in one call; ``pubs``, ``acks`` and
-        ``hrun`` are the older per-shape run forms (see :class:`InternalSub`)."""
+        takes traced messages, ``run`` a read's messages in one call (see :class:`InternalSub`)."""
         self._isid += 1
         acc = account or self.global_account
-        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run, acks, hrun, pubs)
+        sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run)
         acc.add_subscription(sub)
         return sub
 
@@ -732,46 +713,14 @@ class Server:
 
     def publish_replies(self, replies: list[tuple[str, bytes]], account: Account | None = None) -> None:
         """:meth:`publish_internal` ``(subject, payload)`` of each pair, in order (a stream's
-        PubAcks of one turn). The pairs in a row that reach the same lone client subscription
-        (what :meth:`route` would hand each to: one match, not a queue group, not internal) are
-        framed onto its connection in one loop (``ClientConnection.deliver_replies``), a
-        subject repeated from the pair before is not looked up again; anything else takes
-        :meth:`route`. Matches are counted as route counts them."""
-        sl = (account or self.global_account).sublist
+        PubAcks of one read): routed together (:meth:`route_msgs`), as one by one."""
         n = len(replies)
-        i = 0
-        while i < n:
-            subject = replies[i][0]
-            psubs, qsubs = sl.match(subject)
-            sub = psubs[0] if not qsubs and len(psubs) == 1 else None
-            conn = sub.client if sub is not None else None
-            if sub is None or conn is None or sub.closed:
-                sl.matches -= 1  # (route counts its own)
-                self.route(subject, "", None, replies[i][1], None, None, account)
-                i += 1
-                continue
-            j = i + 1
-            while j < n:
-                other = replies[j][0]
-                if other != subject:
-                    psubs, qsubs = sl.match(other)
-                    if qsubs or len(psubs) != 1 or psubs[0] is not sub:
-                        sl.matches -= 1  # (looked up again below)
-                        break
-                    subject = other
-                else:
-                    sl.matches += 1
-                j += 1
-            taken = conn.deliver_replies(sub, replies, i, j)
-            if taken < 0:
-                for k in range(i, j):
-                    if not sub.closed:  # (a slow consumer cut meanwhile: nowhere, as by route)
-                        conn.deliver(sub, replies[k][0], "", None, replies[k][1], None)
-            elif taken < j - i:  # the connection was cut: the rest goes nowhere, as by route
-                sl.matches -= j - i - taken
-                for k in range(i + taken, j):
-                    self.route(replies[k][0], "", None, replies[k][1], None, None, account)
-            i = j
+        if n == 1:
+            self.route(replies[0][0], "", None, replies[0][1], None, None, account)
+            return
+        subjects = [r[0] for r in replies]
+        payloads = [r[1] for r in replies]
+        self.route_msgs(subjects, [""] * n, [None] * n, payloads, None, account)
 
     def lone_receiver(self, subject: str, account: Account | None = None) -> Subscription | None:
         """The client subscription a server publish to ``subject`` reaches when it reaches exactly
@@ -867,184 +816,247 @@ class Server:
             self.no_responders(client, reply, subject)
         return delivered
 
-    def route_run(self, subject: str, payloads: list[bytes], client: ClientConnection) -> int:
-        """Route a :class:`~pyjetstream.protocol.events.PubRun` (same subject, no reply, no headers)
-        with one lookup; returns how many payloads were routed, -1 when the run must go message
-        by message (queue groups, several or internal receivers, auto-unsubscribe: anything whose
-        per-message outcome can differ). Fewer than all means the receiver stalled the publisher
-        (the caller holds the rest, as after a stall in :meth:`route`)."""
-        sl = client.account.sublist
-        result = sl.cache.get(subject)
-        if result is None:
-            result = sl.match(subject)
-        psubs, qsubs = result
-        if qsubs or len(psubs) > 1:
-            return -1
-        if psubs:
-            sub = psubs[0]
-            conn = sub.client
-            if conn is None or sub.max_msgs:
-                return -1
-            sl.matches += len(payloads)
-            if not sub.closed:
-                return conn.deliver_run(sub, subject, payloads, client)
-        return len(payloads)
-
-    def route_reply_run(
-        self, subject: str, replies: list[bytes], payloads: list[bytes], client: ClientConnection
-    ) -> int:
-        """Route a :class:`~pyjetstream.protocol.events.ReplyRun` (same subject, a reply each, no
-        headers) with one lookup, as :meth:`route_run`; -1 when it must go message by message
-        (as there, and also when nobody would receive it: no-responders is per message)."""
-        sl = client.account.sublist
-        n = len(payloads)
-        result = sl.cache.get(subject)
-        if result is None:
-            result = sl.match(subject)  # counts itself in ``matches``
-            n -= 1
-        psubs, qsubs = result
-        if qsubs or len(psubs) != 1:
-            if psubs or qsubs or client.no_responders:
-                return -1
-            sl.matches += n
-            return len(payloads)
-        sub = psubs[0]
-        conn = sub.client
-        if conn is None or sub.max_msgs or sub.closed:
-            return -1
-        done = conn.deliver_reply_run(sub, subject, replies, payloads, client)
-        if done >= 0:
-            sl.matches += n
-        return done
-
-    def route_pubs(
-        self, subject: str, replies: list[str], payloads: list[bytes], client: ClientConnection
-    ) -> bool:
-        """Route header-less publishes to ``subject`` that ``client`` sent in a row (one read;
-        their replies and payloads, in order) to an internal subscription that takes such runs
-        whole (``InternalSub.run``: a stream's ingest, which stores a pipelining publisher's read
-        in one pass) with one lookup. False when it is not that (no receiver, several, a
-        client's, a queue group): the caller routes them one by one."""
-        sl = client.account.sublist
-        psubs, qsubs = sl.match(subject)
-        sub = psubs[0] if not qsubs and len(psubs) == 1 else None
-        run = getattr(sub, "run", None)
-        pubs = getattr(sub, "pubs", None)
-        if sub is None or (run is None and pubs is None) or sub.closed:
-            sl.matches -= 1  # (each message's route counts its own)
-            return False
-        n = len(payloads)
-        sl.matches += n - 1
-        sub.delivered += n
-        try:
-            if run is not None:
-                run([subject] * n, replies, [None] * n, payloads, client)
-            else:
-                pubs(subject, replies, payloads, client)  # type: ignore[misc]
-        except Exception:
-            self.logger.exception("internal subscription callback for %r failed", sub.subject)
-        return True
-
-    def route_hpubs(
+    def route_msgs(
         self,
         subjects: list[str],
         replies: list[str],
-        hdrs: list[bytes],
+        hdrs: list[bytes | None],
         payloads: list[bytes],
-        client: ClientConnection,
+        client: ClientConnection | None,
+        account: Account | None = None,
     ) -> int:
-        """Route publishes with headers that ``client`` sent in a row (one read, none of them
-        traced; in order): each stretch of them whose subjects all reach the same lone internal
-        subscription that takes such runs (``InternalSub.hrun``: a stream's ingest — the Spark
-        sink's rows, a message id and an expected stream each, a subject per row) is handed to it
-        in one call; anything else takes :meth:`route`, one by one, in its place. Returns how many
-        were routed: all, or fewer when routing one closed or stalled ``client`` (the caller
-        holds the rest, as after a stall in :meth:`route`). Matches and deliveries are counted as
-        route counts them (nats-server ``processMsgResults`` has no such path: each message is
-        its own)."""
-        sl = client.account.sublist
-        match = sl.match
-        n = len(subjects)
-        k = 0
-        while k < n:
-            subject = subjects[k]
-            psubs, qsubs = match(subject)
-            sub = psubs[0] if not qsubs and len(psubs) == 1 else None
-            run = getattr(sub, "run", None)
-            take = getattr(sub, "hrun", None)
-            if (take is None and run is None) or sub is None or sub.closed:
-                sl.matches -= 1  # (route counts its own)
-                self.route(subject, replies[k], hdrs[k], payloads[k], client)
-                k += 1
-                if client.closed or client.stalled:
-                    return k
-                continue
-            j = k + 1
-            while j < n:
-                other = subjects[j]
-                if other != subject:
-                    psubs, qsubs = match(other)
-                    if qsubs or len(psubs) != 1 or psubs[0] is not sub:
-                        sl.matches -= 1  # (looked up again for the next stretch)
-                        break
-                    subject = other
-                else:
-                    sl.matches += 1
-                j += 1
-            sub.delivered += j - k
-            try:
-                if run is not None:
-                    run(subjects[k:j], replies[k:j], hdrs[k:j], payloads[k:j], client)
-                else:
-                    take(subjects, replies, hdrs, payloads, k, j, client)  # type: ignore[misc]
-            except Exception:
-                self.logger.exception("internal subscription callback for %r failed", sub.subject)
-            k = j
-            if client.closed or client.stalled:
-                return k
-        return n
+        """Route a run of messages — a read's publishes of ``client`` (a :class:`PubRun`), or the
+        server's own (``client`` None: a stream's PubAcks) — as :meth:`route` routes each in
+        turn; returns how many were routed: all, or fewer when one closed or stalled ``client``
+        (the caller holds the rest, as after a stall in :meth:`route`).
 
-    def route_acks(
-        self, prefix: str, tails: list[bytes], payloads: list[bytes], client: ClientConnection
-    ) -> int:
-        """Route an :class:`~pyjetstream.protocol.events.AckRun` (reply-less publishes to ack
-        subjects under one consumer's ``$JS.ACK.<stream>.<consumer>.``) with one lookup: to the
-        consumer's ack subscription when it is the one receiver (``InternalSub.acks``), or
-        nowhere when there is none; returns how many were handled (fewer: the consumer's
-        handling closed ``client``), -1 when they must be routed one by one (the ack index is off,
-        several receivers, a client's subscription). Matches and deliveries are counted as
-        :meth:`route` counts them (nats-server ``processMsgResults``, ``processAck``)."""
-        sl = client.account.sublist
-        result = sl.ack_prefix_match(prefix)
-        if result is None:
-            return -1
-        psubs = result[0]
+        nats-server batches at the receiver (``processMsgResults`` per message, then
+        ``flushClients`` once per read); here, in the same order, with one lookup per distinct
+        subject (the sublist's cache): a connection's deliveries are collected and framed into its
+        buffer in one call (``ClientConnection.frame_msgs``); an internal subscription with a
+        ``run`` takes each stretch of messages that reach it alone in a row in one call
+        (:meth:`_run_stretch`). Anything that may act on another connection at once — an
+        internal callback, a run, a traced message, an auto-unsubscribe — is a cut: what was
+        collected before it is framed first, so every connection receives the bytes of
+        per-message routing. A delivery that may pass a connection's pending limit (an early
+        write, a slow-consumer cut) or stall the producer is an event: what was collected is
+        framed there and the checks are made in receiver order, as ``ClientConnection._queued``
+        makes them per message."""
+        if account is None:
+            account = client.account if client is not None else self.global_account
+        sl = account.sublist
+        cache = sl.cache
+        match = sl.match
+        pending: dict[ClientConnection, list[Any]] = {}  # connection -> [room, sub, i, sub, i ...]
+        events: list[ClientConnection] = []  # this message's connections to check (_frame_pending)
+        stretch: Any = None  # the internal subscription taking messages lo..i-1 (a run)
+        lo = hits = 0
         n = len(payloads)
-        if not psubs:  # nobody listens (no reply: no no-responders answer)
-            sl.matches += n
-            return n
-        sub = psubs[0]
-        take = getattr(sub, "acks", None)
-        if len(psubs) != 1 or take is None or sub.closed:
-            return -1
+        traced_too = client is not None and bool(client.account.trace_dest)
+        i = 0
         try:
-            done = take(prefix, tails, payloads, client)
+            while i < n:
+                subject = subjects[i]
+                result = cache.get(subject)
+                if result is None:
+                    result = match(subject)
+                else:
+                    hits += 1
+                psubs, qsubs = result
+                hdr = hdrs[i]
+                traced = (
+                    hdr is not None
+                    and client is not None
+                    and len(hdr) >= MIN_TRACED_HDR
+                    and (_find(hdr, TRACE_DEST) >= 0 or (traced_too and has_trace_parent(hdr)))
+                )  # may be traced (msgtrace.may_be_traced): routed on its own, in its place
+                run_sub: Any = None
+                if not traced:
+                    if qsubs:
+                        psubs = psubs + self._pick_queue_members(qsubs, client)
+                    if len(psubs) == 1:
+                        run_sub = psubs[0]
+                        if run_sub is stretch:
+                            i += 1
+                            continue
+                        if run_sub.client is not None or run_sub.run is None or run_sub.closed:
+                            run_sub = None
+                # A cut: the stretch before this message takes its run first.
+                if stretch is not None:
+                    self._run_stretch(stretch, lo, i, subjects, replies, hdrs, payloads, client)
+                    stretch = None
+                    if client is not None and client.closed:
+                        return i
+                if run_sub is not None:  # an internal subscription that takes runs: a stretch starts
+                    if pending:
+                        pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
+                    stretch = run_sub
+                    lo = i
+                    i += 1
+                    continue
+                if traced:
+                    hits -= 1  # (the trace's route looks it up again)
+                    if pending:
+                        pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
+                    publisher: Any = client
+                    if not publisher._traced_pub(subject, replies[i], hdr, payloads[i], False):
+                        # not processed (as on the per-message path, which does not count it)
+                        publisher.in_msgs -= 1
+                        publisher.in_bytes -= len(hdr) + len(payloads[i])  # type: ignore[arg-type]
+                else:
+                    pending = self._route_one(i, psubs, pending, events, subjects, replies, hdrs, payloads, client)
+                    if events:
+                        pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
+                i += 1
+                if client is not None and (client.closed or client.stalled):
+                    if pending:  # (what this message's later receivers were given)
+                        self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
+                    return i
+            if stretch is not None:
+                self._run_stretch(stretch, lo, n, subjects, replies, hdrs, payloads, client)
+            if pending:
+                self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
+            return n
+        finally:
+            sl.matches += hits
+
+    def _route_one(
+        self,
+        i: int,
+        psubs: tuple[Subscription, ...],
+        pending: dict[ClientConnection, list[Any]],
+        events: list[ClientConnection],
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes | None],
+        payloads: list[bytes],
+        client: ClientConnection | None,
+    ) -> dict[ClientConnection, list[Any]]:
+        """:meth:`route_msgs` for message ``i`` and its receivers ``psubs`` (queue members
+        picked): each connection's delivery collected in ``pending`` (``[room, sub, i ...]``, the
+        bytes ``room`` left before the connection's pending limit, counted with an upper bound of
+        each frame's size), a connection whose delivery may pass it or stall the producer added
+        to ``events``; an internal callback, an auto-unsubscribe or a no-responders answer in
+        their place. Returns ``pending`` (a new one after a cut). What :meth:`route` +
+        ``ClientConnection.deliver`` decide per delivery is decided here (no echo, deliver
+        permissions, the delivered count and auto-unsubscribe); the framing is the
+        connection's (``frame_msgs``)."""
+        subject = subjects[i]
+        reply = replies[i]
+        hdr = hdrs[i]
+        delivered = False
+        bound = -1
+        for sub in psubs:
+            if sub.closed:
+                continue
+            conn = sub.client
+            if conn is None:
+                if pending:
+                    pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
+                delivered = True
+                sub.delivered += 1
+                try:
+                    sub.callback(subject, reply, hdr, payloads[i], client)
+                except Exception:
+                    self.logger.exception("internal subscription callback for %r failed", sub.subject)
+                continue
+            if conn is client and not conn.echo:  # type: ignore[union-attr]
+                continue
+            deliver_filter = conn.deliver_filter
+            if deliver_filter is not None and not deliver_filter.deliver_allowed(subject, reply, sub.queue or ""):
+                continue
+            delivered = True
+            if sub.max_msgs:  # auto-unsubscribe: removed before its last message is framed, as deliver does
+                if pending:
+                    pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
+                sub.delivered += 1
+                if sub.delivered >= sub.max_msgs:
+                    conn.remove_sub(sub)
+            else:
+                sub.delivered += 1
+            if bound < 0:
+                payload = payloads[i]
+                bound = len(payload) + len(subject) + len(reply) + _FRAME_SLACK
+                if hdr is not None:
+                    bound += len(hdr)
+            items = pending.get(conn)
+            if items is None:
+                items = pending[conn] = [conn.pending_limit - conn.out_size]
+                if conn.write_paused and client is not None and client.may_stall(conn):
+                    events.append(conn)
+            room = items[0] = items[0] - bound - len(sub.sid_b)
+            items.append(sub)
+            items.append(i)
+            if room < 0 and conn not in events:
+                events.append(conn)
+        if not delivered and reply and client is not None and client.no_responders:
+            frame = self._no_responders_frame(client, reply, subject)
+            if frame:
+                items = pending.get(client)
+                if items is None:
+                    items = pending[client] = [client.pending_limit - client.out_size]
+                items[0] -= len(frame)
+                items.append(None)
+                items.append(frame)
+                if items[0] < 0 and client not in events:
+                    events.append(client)
+        return pending
+
+    def _frame_pending(
+        self,
+        pending: dict[ClientConnection, list[Any]],
+        events: list[ClientConnection],
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes | None],
+        payloads: list[bytes],
+        client: ClientConnection | None,
+    ) -> dict[ClientConnection, list[Any]]:
+        """Frame what :meth:`_route_one` collected, each connection's in one call, then make the
+        checks of the connections in ``events``, in order (``ClientConnection.frames_checked``:
+        an early write, a slow-consumer cut, a producer stall); returns a new, empty collection."""
+        for conn, items in pending.items():
+            conn.frame_msgs(items, subjects, replies, hdrs, payloads)
+        if events:
+            for conn in events:
+                conn.frames_checked(client)
+            events.clear()
+        return {}
+
+    def _run_stretch(
+        self,
+        sub: InternalSub,
+        lo: int,
+        hi: int,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes | None],
+        payloads: list[bytes],
+        client: ClientConnection | None,
+    ) -> None:
+        """Messages ``lo`` to ``hi`` (not included) reached ``sub`` alone, in a row: its ``run``
+        takes them in one call (``callback`` a lone one), as :meth:`route` would hand each."""
+        sub.delivered += hi - lo
+        try:
+            if hi - lo == 1:
+                sub.callback(subjects[lo], replies[lo], hdrs[lo], payloads[lo], client)
+            elif lo == 0 and hi == len(payloads):
+                sub.run(subjects, replies, hdrs, payloads, client)  # type: ignore[misc]
+            else:
+                sub.run(subjects[lo:hi], replies[lo:hi], hdrs[lo:hi], payloads[lo:hi], client)  # type: ignore[misc]
         except Exception:
             self.logger.exception("internal subscription callback for %r failed", sub.subject)
-            done = n
-        sl.matches += done
-        sub.delivered += done
-        return done
 
-    @staticmethod
     def _pick_queue_members(
-        qsubs: tuple[tuple[Subscription, ...], ...], client: ClientConnection | None
+        self, qsubs: tuple[tuple[Subscription, ...], ...], client: ClientConnection | None
     ) -> tuple[Subscription, ...]:
-        """One member per queue group, at random, skipping ones that cannot take the message."""
+        """One member per queue group, at random (``queue_seed``: repeatably), skipping ones that
+        cannot take the message."""
         picked = []
+        randrange = self._rng.randrange
         for group in qsubs:
             n = len(group)
-            start = random.randrange(n) if n > 1 else 0
+            start = randrange(n) if n > 1 else 0
             for k in range(n):
                 sub = group[(start + k) % n]
                 conn = sub.client
@@ -1056,13 +1068,19 @@ class Server:
                 break
         return tuple(picked)
 
-    def no_responders(self, client: ClientConnection, reply: str, subject: str = "") -> None:
-        """Tell a requester nobody listens on ``subject`` (nats-server ``processMsgResults``):
-        ``HMSG <reply> <sid> <n> <n>`` + ``NATS/1.0 503`` + ``Nats-Subject: <subject>``."""
+    def _no_responders_frame(self, client: ClientConnection, reply: str, subject: str) -> bytes:
+        """The 503 that tells a requester nobody listens on ``subject`` (nats-server
+        ``processMsgResults``): ``HMSG <reply> <sid> <n> <n>`` + ``NATS/1.0 503`` +
+        ``Nats-Subject: <subject>``, for its own subscription to ``reply``; b"" when it has none."""
         psubs, _ = client.account.sublist.match(reply)
         for sub in psubs:
             if sub.client is client:
                 hdr = b"NATS/1.0 503\r\nNats-Subject: %b\r\n\r\n" % subject.encode()
-                client.enqueue(b"HMSG %b %b %d %d\r\n%b\r\n" % (reply.encode(), sub.sid_b, len(hdr), len(hdr), hdr))
-                return
+                return b"HMSG %b %b %d %d\r\n%b\r\n" % (reply.encode(), sub.sid_b, len(hdr), len(hdr), hdr)
+        return b""
 
+    def no_responders(self, client: ClientConnection, reply: str, subject: str = "") -> None:
+        """Tell a requester nobody listens on ``subject`` (:meth:`_no_responders_frame`)."""
+        frame = self._no_responders_frame(client, reply, subject)
+        if frame:
+            client.enqueue(frame)

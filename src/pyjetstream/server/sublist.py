@@ -14,31 +14,28 @@ whole cache (at most 1,024 entries) for each such change. A wildcard subscriptio
 token is itself a wildcard still scans the cache (or clears it when large: refilling is cheaper
 than scanning in Python).
 
-JetStream ack subjects (``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>``) are
-unique per message, so they would all miss the cache (and evict what it holds). A consumer listens
-on ``$JS.ACK.<stream>.<consumer>.>``: while every subscription that could match under ``$JS.ACK.``
-has that form, an ack subject is matched by one dict lookup on its ``$JS.ACK.<s>.<c>.`` prefix.
-
-Reply subjects are unique per request too: a requester (nats.go, nats.py, our client, JetStream
-publishers waiting for PubAcks) listens on one ``_INBOX.<id>.*`` and each request's reply goes to
-``_INBOX.<id>.<n>``. The inbox index does for them what the ack index does for acks: while every
-subscription that could match a three-token ``_INBOX.`` subject is a plain ``_INBOX.<id>.*``, such
-a reply is matched by one dict lookup on its ``_INBOX.<id>.`` prefix, and the cache keeps what
-repeats.
+Some subjects are unique per message — a request's reply ``_INBOX.<id>.<n>``, a JetStream ack
+``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>`` — so they would all miss the cache
+(and evict what it holds) and walk the trie. Their receivers listen on a prefix: ``_INBOX.<id>.*``,
+``$JS.ACK.<stream>.<consumer>.>``. A *prefix index* (`Sublist.index_prefix`, registered by the
+server: the sublist knows no subject grammar but its own) does for such a family what the cache
+does for repeated subjects: while every subscription that could match a subject of the family is of
+the indexed form ``<head><k literal tokens>.<wildcard>``, such a subject is matched by one dict
+lookup on its ``<head><k tokens>.`` prefix.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pyjetstream.protocol.subjects import FWC, PWC, SEP, is_valid_subject, subject_matches
+from pyjetstream.protocol.subjects import FWC, PWC, SEP, is_valid_subject, subject_matches, subjects_overlap
 
 if TYPE_CHECKING:
     # Annotations only: the sublist reads a subscription's subject, queue and literal flag and
     # hands the objects back; it is compiled without the (interpreted) class (see _compiled.py).
     from pyjetstream.server.subscription import Subscription
 
-__all__ = ["EMPTY_RESULT", "MatchResult", "Sublist", "SublistError"]
+__all__ = ["EMPTY_RESULT", "MatchResult", "PrefixIndex", "Sublist", "SublistError"]
 
 # Cached results kept at most; beyond this the oldest half is dropped (nats-server slCacheMax 1024).
 CACHE_MAX = 4096
@@ -85,14 +82,7 @@ class Sublist:
         self.cache: dict[str, MatchResult] = {}
         # The cached subjects by first token (a wildcard change looks at its own token's only).
         self._firsts: dict[str, set[str]] = {}
-        # ``$JS.ACK.<s>.<c>.`` -> the match result of its ``$JS.ACK.<s>.<c>.>`` subscriptions, and
-        # how many other subscriptions could match an ack subject (the index is used only at 0).
-        self._acks: dict[str, MatchResult] = {}
-        self._ack_overlaps = 0
-        # ``_INBOX.<id>.`` -> the match result of its ``_INBOX.<id>.*`` subscriptions, and how many
-        # other subscriptions could match a three-token ``_INBOX.`` subject (used only at 0).
-        self._inboxes: dict[str, MatchResult] = {}
-        self._inbox_overlaps = 0
+        self._indexes: list[PrefixIndex] = []
         self.count = 0
         self.inserts = 0
         self.removes = 0
@@ -128,8 +118,8 @@ class Sublist:
         self.count += 1
         self.inserts += 1
         self._invalidate(sub)
-        self._index_ack(sub, True)
-        self._index_inbox(sub, True)
+        for index in self._indexes:
+            index.note(sub, True)
 
     def remove(self, sub: Subscription) -> bool:
         """Remove ``sub``; False when it was not in the index."""
@@ -155,70 +145,19 @@ class Sublist:
         self.removes += 1
         self._prune(path, node)
         self._invalidate(sub)
-        self._index_ack(sub, False)
-        self._index_inbox(sub, False)
+        for index in self._indexes:
+            index.note(sub, False)
         return True
 
-    def _index_ack(self, sub: Subscription, added: bool) -> None:
-        """Keep the ack index (see the module docstring) in step with an insert or remove."""
-        tokens = sub.subject.split(SEP)
-        first = tokens[0]
-        if first != FWC and not (first in _ACK_FIRST and len(tokens) > 1 and tokens[1] in _ACK_SECOND):
-            return  # cannot match an ack subject
-        if sub.queue or len(tokens) != 5 or tokens[4] != FWC or first != "$JS" or tokens[1] != "ACK":
-            self._ack_overlaps += 1 if added else -1
-            return
-        if tokens[2] in _WILDCARDS or tokens[3] in _WILDCARDS:
-            self._ack_overlaps += 1 if added else -1
-            return
-        prefix = sub.subject[:-1]
-        psubs = self._acks.get(prefix, EMPTY_RESULT)[0]
-        psubs = (*psubs, sub) if added else tuple(s for s in psubs if s is not sub)
-        if psubs:
-            self._acks[prefix] = (psubs, ())
-        else:
-            self._acks.pop(prefix, None)
-
-    def _index_inbox(self, sub: Subscription, added: bool) -> None:
-        """Keep the inbox index (see the module docstring) in step with an insert or remove."""
-        tokens = sub.subject.split(SEP)
-        first = tokens[0]
-        n = len(tokens)
-        if first not in _INBOX_FIRST or not (n == 3 or (tokens[-1] == FWC and n <= 3)):
-            return  # cannot match a three-token ``_INBOX.`` subject
-        if sub.queue or n != 3 or first != _INBOX or tokens[2] != PWC or tokens[1] in _WILDCARDS:
-            self._inbox_overlaps += 1 if added else -1
-            return
-        prefix = sub.subject[:-1]
-        psubs = self._inboxes.get(prefix, EMPTY_RESULT)[0]
-        psubs = (*psubs, sub) if added else tuple(s for s in psubs if s is not sub)
-        if psubs:
-            self._inboxes[prefix] = (psubs, ())
-        else:
-            self._inboxes.pop(prefix, None)
-
-    def _match_ack(self, subject: str) -> MatchResult:
-        """An ack subject's subscriptions from the ack index (only valid without overlaps)."""
-        # The ``$JS.ACK.<s>.<c>.`` prefix: the dots after the stream and the consumer tokens.
-        dot = subject.find(SEP, _ACK_PREFIX_LEN)
-        dot = subject.find(SEP, dot + 1) if dot > _ACK_PREFIX_LEN else -1
-        if dot < 0 or subject[dot - 1] == SEP:
-            return EMPTY_RESULT  # fewer tokens than the ``>`` needs, or an empty one
-        tail = subject[dot + 1 :]
-        if not tail or tail[0] == SEP or tail[-1] == SEP or _EMPTY_TOKEN in tail:
-            return EMPTY_RESULT  # nats-server: a subject with an empty token matches nothing
-        return self._acks.get(subject[: dot + 1], EMPTY_RESULT)
-
-    def ack_prefix_match(self, prefix: str) -> MatchResult | None:
-        """What `match` gives every ack subject ``prefix`` + five non-empty tokens
-        (``prefix`` is ``$JS.ACK.<stream>.<consumer>.``, both tokens non-empty): the ack index's
-        entry, or None while other subscriptions could match ack subjects (each is then matched
-        on its own). A cached result for such a subject is the same (a subscription that matches
-        it invalidates it), so the run of acks ``Server.route_acks`` routes skips the cache. Not
-        counted in ``matches``: the caller counts each ack."""
-        if self._ack_overlaps:
-            return None
-        return self._acks.get(prefix, EMPTY_RESULT)
+    def index_prefix(self, head: str, key_tokens: int, wildcard: str) -> None:
+        """Match the subjects ``<head><key_tokens tokens>.<rest>`` (``rest`` one token for ``*``,
+        one or more for ``>``) by their prefix while every subscription that could match one is
+        ``<head><key_tokens literal tokens>.<wildcard>`` (see the module docstring). ``head`` ends
+        with a dot."""
+        index = PrefixIndex(head, key_tokens, wildcard)
+        for sub in self.all_subscriptions():
+            index.note(sub, True)
+        self._indexes.append(index)
 
     def _prune(self, path: list[tuple[_Node, str]], leaf: _Node) -> None:
         """Drop nodes left empty, so churn of unique subjects (inboxes) does not grow the trie."""
@@ -271,18 +210,16 @@ class Sublist:
     def match(self, subject: str) -> MatchResult:
         """Subscriptions matching a published subject (cached)."""
         self.matches += 1
-        if not self._inbox_overlaps and subject.startswith(_INBOX_PREFIX):
-            # ``_INBOX.<id>.<n>``: exactly three non-empty tokens (anything else takes the cache
-            # and the trie). Before the cache: a reply is never in it, and a unique subject's
-            # hash and miss cost as much as the index lookup itself.
-            dot = subject.find(SEP, _INBOX_PREFIX_LEN)
-            if dot > _INBOX_PREFIX_LEN and dot + 1 < len(subject) and subject.find(SEP, dot + 1) < 0:
-                return self._inboxes.get(subject[: dot + 1], EMPTY_RESULT)
+        for index in self._indexes:
+            # A subject unique per message (a reply, an ack): its prefix, before the cache (it is
+            # never in it, and a unique subject's hash and miss cost as much as the index lookup).
+            if not index.overlaps and subject.startswith(index.head):
+                key = index.key(subject)
+                if key:
+                    return index.entries.get(key, EMPTY_RESULT)
         result = self.cache.get(subject)
         if result is not None:
             return result
-        if subject.startswith(_ACK_PREFIX) and not self._ack_overlaps:
-            return self._match_ack(subject)
         self.cache_misses += 1
         tokens = subject.split(SEP)
         if "" in tokens:
@@ -346,18 +283,68 @@ class Sublist:
         }
 
 
-_INBOX = "_INBOX"
-_INBOX_PREFIX = "_INBOX."
-_INBOX_PREFIX_LEN = len(_INBOX_PREFIX)
-# A subscription whose first token is among these may match some ``_INBOX.`` subject.
-_INBOX_FIRST = (_INBOX, PWC, FWC)
-_ACK_PREFIX = "$JS.ACK."
-_ACK_PREFIX_LEN = len(_ACK_PREFIX)
+class PrefixIndex:
+    """One family of subjects matched by prefix (`Sublist.index_prefix`): ``entries`` maps
+    ``<head><k tokens>.`` to the match result of its ``<head><k tokens>.<wildcard>``
+    subscriptions; ``overlaps`` counts the other subscriptions that could match a subject of the
+    family (the index answers only while there are none)."""
+
+    __slots__ = ("entries", "head", "key_tokens", "overlaps", "pattern", "wildcard")
+
+    def __init__(self, head: str, key_tokens: int, wildcard: str) -> None:
+        self.head = head
+        self.key_tokens = key_tokens
+        self.wildcard = wildcard
+        # Every subject of the family, as a subscription subject (for the overlap test).
+        self.pattern = head + "*." * key_tokens + wildcard
+        self.entries: dict[str, MatchResult] = {}
+        self.overlaps = 0
+
+    def key(self, subject: str) -> str:
+        """``<head><k tokens>.`` of a subject of the family (starting with ``head``), "" when it is
+        not one (a token missing or empty, more tokens than ``*`` takes): the trie decides."""
+        pos = len(self.head)
+        for _ in range(self.key_tokens):
+            dot = subject.find(SEP, pos)
+            if dot <= pos:
+                return ""
+            pos = dot + 1
+        n = len(subject)
+        if pos >= n or subject[pos] == SEP:
+            return ""
+        if self.wildcard == PWC:
+            if subject.find(SEP, pos) >= 0:
+                return ""
+        elif subject[n - 1] == SEP or subject.find(_EMPTY_TOKEN, pos) >= 0:
+            return ""
+        return subject[:pos]
+
+    def note(self, sub: Subscription, added: bool) -> None:
+        """Keep the index in step with an insert (``added``) or a remove of ``sub``."""
+        subject = sub.subject
+        if not subjects_overlap(subject, self.pattern):
+            return  # cannot match a subject of the family
+        head = self.head
+        tokens = subject[len(head) :].split(SEP) if subject.startswith(head) else []
+        k = self.key_tokens
+        if (
+            sub.queue
+            or len(tokens) != k + 1
+            or tokens[k] != self.wildcard
+            or any(not t or t == PWC or t == FWC for t in tokens[:k])
+        ):
+            self.overlaps += 1 if added else -1
+            return
+        prefix = subject[:-1]
+        psubs = self.entries.get(prefix, EMPTY_RESULT)[0]
+        psubs = (*psubs, sub) if added else tuple(s for s in psubs if s is not sub)
+        if psubs:
+            self.entries[prefix] = (psubs, ())
+        else:
+            self.entries.pop(prefix, None)
+
+
 _EMPTY_TOKEN = SEP + SEP
-_WILDCARDS = (PWC, FWC)
-# A subscription whose first two tokens are among these may match some ack subject.
-_ACK_FIRST = ("$JS", PWC, FWC)
-_ACK_SECOND = ("ACK", PWC, FWC)
 
 
 def _first_token(subject: str) -> str:

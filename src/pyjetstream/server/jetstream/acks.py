@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,9 @@ __all__ = ["ACK_WAIT_DELAY", "AckProcessor"]
 _NOT_A_NUMBER = 2**64 - 1
 # Added to timer delays so bursts that expire together are handled together (``ackWaitDelay``).
 ACK_WAIT_DELAY = 0.001
+# What follows ``$JS.ACK.<stream>.<consumer>.`` in every ack of a run, joined by LF: five tokens of
+# ASCII digits each, none empty (what ``on_ack`` reads with ``int`` as the embedded server wrote it).
+_ACK_TAILS = re.compile(r"(?:[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+\n)*[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 
 
 class AckProcessor:
@@ -153,31 +157,43 @@ class AckProcessor:
             consumer.suppress_deletion()
 
     def on_ack_run(
-        self, prefix: str, tails: list[bytes], payloads: list[bytes], client: ClientConnection
-    ) -> int:
-        """``processAck`` for an :class:`~pyjetstream.protocol.events.AckRun`: reply-less publishes
-        to ``prefix + tails[i]`` (five tokens of ASCII digits each), in order
-        (``Server.route_acks``: what :meth:`on_ack` would get one by one, without a lookup or a
-        call each; the tokens of all of them are split in one pass). An ``+ACK`` is applied here
-        as :meth:`on_ack` applies it; what the run defers to its end has no effect before the
-        loop's next turn (persisting the state, the last-activity time, the delivery kick for
-        ``max_ack_pending``, the inactivity timer). Anything else goes to :meth:`on_ack` with its
-        subject. Returns how many were handled: all, unless ``client`` was closed by one (a slow
-        consumer cut by an advisory), after which the connection processes nothing."""
+        self,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes | None],
+        payloads: list[bytes],
+        client: ClientConnection | None,
+    ) -> None:
+        """``processAck`` for a run of publishes to this consumer's ack subjects, in order (the
+        router's ``InternalSub.run``: what :meth:`on_ack` would get one by one). When every
+        subject's tail is five digit tokens (one regex over them all, the tokens split in one
+        pass), a reply-less ``+ACK`` is applied here as :meth:`on_ack` applies it and what the run
+        defers to its end has no effect before the loop's next turn (persisting the state, the
+        last-activity time, the delivery kick for ``max_ack_pending``, the inactivity timer);
+        anything else goes to :meth:`on_ack`. Stops once ``client`` is closed (a slow consumer cut
+        by an advisory), after which its connection processes nothing."""
         consumer = self.consumer
+        n = len(payloads)
+        plen = self._prefix_len
+        tails = "\n".join([s[plen:] for s in subjects])
+        if not _ACK_TAILS.fullmatch(tails):
+            for i in range(n):
+                if consumer.closed or (client is not None and client.closed):
+                    return
+                self.on_ack(subjects[i], replies[i], hdrs[i], payloads[i], client)
+            return
         st = self.state
         plain = self._plain
         ahead = self._ahead
         maxp = self._maxp
         acked = kick = False
-        tokens = b".".join(tails).split(b".")  # five per ack: dc, sseq, dseq, ts, pending
-        sseqs = list(map(int, tokens[1::5]))  # (ASCII digits: int reads them as on_ack does)
+        tokens = tails.replace("\n", ".").split(".")  # five per ack: dc, sseq, dseq, ts, pending
+        sseqs = list(map(int, tokens[1::5]))
         dseqs = list(map(int, tokens[2::5]))
-        n = len(payloads)
         for i in range(n):
             if consumer.closed:
-                return n
-            if payloads[i] == ACK:
+                return
+            if payloads[i] == ACK and not replies[i]:
                 sseq = sseqs[i]
                 if sseq >= st.sseq and not ahead:
                     pass  # beyond what was delivered: ignored (see on_ack)
@@ -189,9 +205,9 @@ class AckProcessor:
                 else:
                     self.ack(sseq, dseqs[i], int(tokens[5 * i]), True)
                 continue
-            self.on_ack(prefix + tails[i].decode(), "", None, payloads[i], client)
-            if client.closed:
-                return i + 1
+            self.on_ack(subjects[i], replies[i], hdrs[i], payloads[i], client)
+            if client is not None and client.closed:
+                break
         if acked:
             consumer.writer.dirty()
             st.lat = time.time_ns()
@@ -199,7 +215,6 @@ class AckProcessor:
                 consumer.kick()
         if self._activity:
             consumer.suppress_deletion()
-        return n
 
     def ack(self, sseq: int, dseq: int, dc: int, sample: bool) -> None:
         """``processAckMsg``: retire ``sseq`` (and, for AckAll, everything below it)."""

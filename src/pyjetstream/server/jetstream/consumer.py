@@ -157,9 +157,7 @@ class Consumer:
         # 503 no-responders answer, as from nats-server.
         if self.cfg.ack_policy not in (AckPolicy.NONE, AckPolicy.FLOW_CONTROL):
             self._subs.append(
-                server.subscribe_internal(
-                    f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack, acks=self.acks.on_ack_run
-                )
+                server.subscribe_internal(f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack, run=self.acks.on_ack_run)
             )
         self._subs.append(
             server.subscribe_internal(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}", self.pull.on_request)

@@ -215,17 +215,15 @@ class Stream:
         self._configure_fast_path()
 
     def _subscribe_inbound(self) -> None:
-        """An internal subscription per subject: publishes one by one, traced ones, a read's run
-        of header-less ones (``Server.route_pubs``) and of ones with headers
-        (``Server.route_hpubs``)."""
+        """An internal subscription per subject: publishes one by one, traced ones, and the
+        messages of a read that reached it in a row (``Server.route_msgs``, ``InternalSub.run``)."""
         for subject in self.cfg.subjects:
             self._subs.append(
                 self.server.subscribe_internal(
                     subject,
                     self._on_inbound,
                     traced=self._on_traced,
-                    pubs=self._on_inbound_run,
-                    hrun=self._on_inbound_hrun,
+                    run=self._on_inbound_msgs,
                 )
             )
 
@@ -392,9 +390,36 @@ class Stream:
         finally:
             self._trace = None
 
+    def _on_inbound_msgs(
+        self, subjects: list[str], replies: list[str], hdrs: list[bytes | None], payloads: list[bytes], client: Any
+    ) -> None:
+        """The router's run (``InternalSub.run``: a read's publishes that reached this stream, in
+        order): each stretch of header-less publishes to one subject takes :meth:`_on_inbound_run`,
+        each stretch with headers :meth:`_on_inbound_hrun`, a lone one :meth:`_on_inbound`.
+        (route's adapter onto the stream's run paths, until ``ingest_run`` replaces them.)"""
+        n = len(payloads)
+        k = 0
+        while k < n:
+            if self.closed:
+                return
+            j = k + 1
+            if hdrs[k] is None:
+                subject = subjects[k]
+                while j < n and hdrs[j] is None and subjects[j] == subject:
+                    j += 1
+                if j - k > 1:
+                    self._on_inbound_run(subject, replies[k:j], payloads[k:j], client)
+                else:
+                    self._on_inbound(subject, replies[k], None, payloads[k], client)
+            else:
+                while j < n and hdrs[j] is not None:
+                    j += 1
+                self._on_inbound_hrun(subjects, replies, hdrs, payloads, k, j, client)  # type: ignore[arg-type]
+            k = j
+
     def _on_inbound_run(self, subject: str, replies: list[str], payloads: list[bytes], client: Any) -> None:
         """:meth:`_on_inbound` for header-less publishes to ``subject`` that one read of a
-        connection brought in a row (their replies and payloads, ``Server.route_pubs``) — a
+        connection brought in a row (their replies and payloads, from :meth:`_on_inbound_msgs`) — a
         pipelining publisher. Where the stream takes the plain path and nothing can refuse or
         trim a message (:meth:`_store_plain_run`), they are stored in one pass and their PubAcks
         routed together; else one by one. Either way each message gets what
@@ -478,7 +503,7 @@ class Stream:
         client: Any,
     ) -> None:
         """:meth:`_on_inbound` for publishes ``lo`` to ``hi`` of a read's run of publishes with
-        headers (``Server.route_hpubs``) — the Spark sink's rows. Those with a Spark row's header
+        headers (from :meth:`_on_inbound_msgs`) — the Spark sink's rows. Those with a Spark row's header
         block take :meth:`_store_id_run` together; any other goes to :meth:`_on_inbound` in its
         place, so each message gets what :meth:`_on_inbound` gives it, in order (nats-server has
         no such path: ``processInboundJetStreamMsg`` runs per message)."""

@@ -1,0 +1,224 @@
+"""Runs on = runs off (issue 25's proof): the embedded server routes a read's publishes together
+(``Server.route_msgs``: a ``PubRun``, one lookup per distinct subject, a connection's deliveries
+framed in one call, an internal subscription's stretch in one ``run``) and each one alone
+(``ServerOptions.runs`` off: ``Server.route`` per message). Hypothesis drives the same random traffic
+into both — wildcard and queue subscribers (the queue pick seeded alike), reply subjects with and
+without a responder, header blocks, message ids, JetStream publishes to a file and a memory stream,
+pull requests, every ack kind, auto-unsubscribes, reads cut at any byte, a consumer whose socket
+takes little (early writes, producer stalls, the slow-consumer cut) — and every byte each client
+receives must be the same, and so must the streams' messages and the consumers' states.
+
+``scripts/runs_difffuzz.py`` runs the same with a large budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.server.runs_world import World, frame, request, stalls_by_count
+
+from pyjetstream.server.options import Permissions, SubjectPermission, User
+
+# Clients: 0 publishes (and gets replies, PubAcks, pull deliveries), 1 and 2 subscribe (1 may not
+# receive a.c or js.b.*: a deliver filter; 1 also takes message traces, 2 the push consumer's
+# deliveries), 3 subscribes over a socket that takes little.
+ECHO = (True, False, True, True)
+USERS = ("u", "d", "u", "u")
+OPTIONS = {
+    "users": [
+        User(username="u", password="p"),
+        User(username="d", password="p", permissions=Permissions(subscribe=SubjectPermission(deny=["a.c", "js.b.>"]))),
+    ]
+}
+SUBJECTS = ["a.b", "a.c", "a.b.c", "b", "q.1", "q.2", "js.a.1", "js.a.2", "js.b.x", "js.b.y.z", "svc"]
+PATTERNS = [
+    ("a.b", ""),
+    ("a.*", ""),
+    ("a.>", ""),
+    (">", ""),
+    ("*.b", ""),
+    ("js.>", ""),
+    ("q.1", "g"),
+    ("q.*", "g"),
+    ("q.*", "h"),
+    ("a.b", "g"),
+    ("svc", ""),
+]
+REPLIES = ["", "", "_INBOX.c0.{n}", "nobody.{n}"]
+HDRS: list[bytes | None] = [
+    None,
+    None,
+    b"NATS/1.0\r\n\r\n",
+    b"NATS/1.0\r\nFoo: bar\r\n\r\n",
+    b"",
+    b"NATS/1.0\r\nNats-Msg-Id: m{n}\r\n\r\n",
+    b"NATS/1.0\r\nNats-Msg-Id: m{n}\r\nNats-Expected-Stream: S1\r\n\r\n",
+    b"NATS/1.0\r\nNats-Expected-Stream: S2\r\n\r\n",
+    b"NATS/1.0\r\nNats-Trace-Dest: trace.out\r\n\r\n",
+    b"NATS/1.0\r\nNats-Trace-Dest: trace.out\r\nNats-Trace-Only: true\r\n\r\n",
+]
+ACKS = [b"+ACK", b"+ACK", b"-NAK", b"+TERM", b"+WPI", b"", b'+NXT {"batch":1}']
+
+
+@dataclass(frozen=True)
+class Pub:
+    subject: str
+    reply: str
+    hdr: bytes | None
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class Ack:
+    client: int  # whose deliveries: 0 (pull) or 2 (push)
+    k: int  # which of the deliveries it received so far (modulo)
+    payload: bytes
+    reply: bool
+
+
+@dataclass(frozen=True)
+class Pull:
+    batch: int
+
+
+@dataclass(frozen=True)
+class Step:
+    client: int
+    frames: tuple[Pub | Ack | Pull, ...]
+    cuts: tuple[int, ...]
+    drain: bool
+
+
+pubs = st.builds(
+    Pub,
+    st.sampled_from(SUBJECTS),
+    st.sampled_from(REPLIES).map(lambda r: r.replace("{n}", "")) | st.integers(0, 3).map(lambda n: f"_INBOX.c0.{n}"),
+    st.sampled_from(HDRS) | st.integers(0, 5).map(lambda n: b"NATS/1.0\r\nNats-Msg-Id: m%d\r\n\r\n" % n),
+    st.binary(max_size=24) | st.sampled_from([b"x" * 3000, b"y" * 9000]),
+)
+frames = st.one_of(
+    pubs,
+    pubs,
+    pubs,
+    st.builds(Ack, st.sampled_from([0, 2]), st.integers(0, 50), st.sampled_from(ACKS), st.booleans()),
+    st.builds(Pull, st.integers(1, 4)),
+)
+steps = st.lists(
+    st.builds(
+        Step,
+        st.sampled_from([0, 0, 0, 1, 2]),
+        st.lists(frames, min_size=1, max_size=12).map(tuple),
+        st.lists(st.integers(0, 10_000), max_size=4).map(tuple),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=8,
+)
+subscriptions = st.lists(
+    st.tuples(st.integers(0, 3), st.sampled_from(PATTERNS), st.sampled_from([0, 0, 0, 1, 3])),
+    min_size=1,
+    max_size=8,
+)
+
+
+def _resolve(world: World, client: int, frm: Pub | Ack | Pull) -> bytes:
+    """The bytes of a frame for this world (an ack names one of the deliveries it made)."""
+    if isinstance(frm, Pub):
+        return frame(frm.subject, frm.reply, frm.hdr, frm.payload)
+    if isinstance(frm, Pull):
+        body = {"batch": frm.batch, "no_wait": True}
+        return request("$JS.API.CONSUMER.MSG.NEXT.S1.P", "_INBOX.c0.pull", body)
+    acks = world.ack_subjects(frm.client)
+    if not acks:
+        return b""
+    subject = acks[frm.k % len(acks)].decode()
+    return frame(subject, f"_INBOX.c{client}.ack" if frm.reply else "", None, frm.payload)
+
+
+async def _setup(world: World, subs: list[tuple[int, tuple[str, str], int]]) -> None:
+    await world.start()
+    for i, echo in enumerate(ECHO):
+        world.connect(echo=echo, no_responders=i == 0, tight=8192 if i == 3 else 0, user=USERS[i])
+    world.feed(0, b"SUB _INBOX.c0.* 1\r\n")
+    world.feed(1, b"SUB trace.out 1\r\n")
+    world.feed(2, b"SUB deliver.b 1\r\n")
+    for stream, subjects, storage in (("S1", ["js.a.*"], "file"), ("S2", ["js.b.>"], "memory")):
+        cfg = {"name": stream, "subjects": subjects, "storage": storage, "duplicate_window": 60_000_000_000}
+        world.feed(0, request(f"$JS.API.STREAM.CREATE.{stream}", "_INBOX.c0.setup", cfg))
+    pull = {"durable_name": "P", "ack_policy": "explicit", "filter_subject": "js.a.*", "max_deliver": 3}
+    world.feed(0, request("$JS.API.CONSUMER.CREATE.S1.P", "_INBOX.c0.setup", {"stream_name": "S1", "config": pull}))
+    push = {"durable_name": "D", "ack_policy": "explicit", "deliver_subject": "deliver.b", "max_ack_pending": 5}
+    world.feed(0, request("$JS.API.CONSUMER.CREATE.S2.D", "_INBOX.c0.setup", {"stream_name": "S2", "config": push}))
+    for sid, (client, (subject, queue), max_msgs) in enumerate(subs, start=10):
+        q = f" {queue}" if queue else ""
+        world.feed(client, f"SUB {subject}{q} {sid}\r\n".encode())
+        if max_msgs:
+            world.feed(client, f"UNSUB {sid} {max_msgs}\r\n".encode())
+    await world.settle()
+    world.clear()
+
+
+def _first_difference(a: bytes, b: bytes) -> str:
+    k = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+    return f"at byte {k} runs on: {a[max(0, k - 300) : k + 200]!r} runs off: {b[max(0, k - 300) : k + 200]!r}"
+
+
+async def _run(subs: list[tuple[int, tuple[str, str], int]], traffic: list[Step]) -> None:
+    worlds = [World(runs=True, options=OPTIONS), World(runs=False, options=OPTIONS)]
+    try:
+        for world in worlds:
+            await _setup(world, subs)
+        for n, step in enumerate(traffic):
+            for world in worlds:
+                data = b"".join(_resolve(world, step.client, f) for f in step.frames)
+                last = 0
+                for cut in [*sorted({c % (len(data) + 1) for c in step.cuts}), len(data)]:
+                    if cut > last:
+                        world.feed(step.client, data[last:cut])
+                    last = cut
+                await world.settle()
+                if step.drain:
+                    world.drain()
+                    await world.settle()
+            on, off = worlds
+            for i in range(len(ECHO)):
+                a, b = on.output(i), off.output(i)
+                assert a == b, f"client {i} after step {n}: {_first_difference(a, b)}"
+        on, off = worlds
+        assert [s[:-1] for s in on.conn_stats()] == [s[:-1] for s in off.conn_stats()]
+        assert on.js_state() == off.js_state()
+    finally:
+        for world in worlds:
+            await world.stop()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(subscriptions, steps)
+def test_runs_on_and_off_give_every_client_the_same_bytes(
+    subs: list[tuple[int, tuple[str, str], int]], traffic: list[Step]
+) -> None:
+    with stalls_by_count():
+        asyncio.run(_run(subs, traffic))
+
+
+def test_the_worlds_see_traffic() -> None:
+    """The harness itself: a publish reaches a subscriber, a JetStream publish is acknowledged."""
+
+    async def run() -> dict[str, Any]:
+        world = World(runs=True, options=OPTIONS)
+        try:
+            await _setup(world, [(1, ("a.*", ""), 0)])
+            world.feed(0, frame("a.b", "", None, b"hi") + frame("js.a.1", "_INBOX.c0.9", None, b"x"))
+            await world.settle()
+            return {"sub": world.output(1), "pub": world.output(0), "js": world.js_state()}
+        finally:
+            await world.stop()
+
+    got = asyncio.run(run())
+    assert got["sub"] == b"MSG a.b 10 2\r\nhi\r\n"
+    assert got["pub"] == b'MSG _INBOX.c0.9 1 23\r\n{"stream":"S1","seq":1}\r\n'
+    assert got["js"]["S1"]["msgs"] == [(1, "js.a.1", b"", b"x")]
