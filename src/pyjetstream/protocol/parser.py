@@ -181,7 +181,7 @@ class _FrameParser:
     ) -> int:
         """Collect the complete publish at ``start:end`` (its fast-path parse ``kind``, ``x``) and
         every complete PUB/HPUB frame right after it that the fast path takes (any subject, reply
-        and header block) into one :class:`PubRun`; returns the position after them. A lone
+        and header block) into one `PubRun`; returns the position after them. A lone
         publish stays a tuple. Anything else (another op, a line the fast path leaves to the
         general loop, a partial frame, a payload not followed by CR LF) ends the run and is left to
         the general loop, which parses or reports it as it would without runs: the frames taken
@@ -243,13 +243,13 @@ class _FrameParser:
     def _frame_run(
         self, buf: bytes, start: int, end: int, x: tuple[int, int, bytes], append: Callable[[Any], None]
     ) -> int:
-        """See :meth:`ClientSideParser._frame_run` (only a client parser makes FRAMES hits)."""
+        """See `ClientSideParser._frame_run` (only a client parser makes FRAMES hits)."""
         raise NotImplementedError
 
     def _msg_run(
         self, buf: bytes, start: int, end: int, x: tuple[int, bytes], append: Callable[[Any], None]
     ) -> int:
-        """See :meth:`ClientSideParser._msg_run` (only a client parser makes MSGS hits)."""
+        """See `ClientSideParser._msg_run` (only a client parser makes MSGS hits)."""
         raise NotImplementedError
 
     def _fast_line(self, line: bytes) -> FastLine | None:
@@ -336,8 +336,8 @@ class ServerSideParser(_FrameParser):
     """Parses the client→server ops: CONNECT PUB HPUB SUB UNSUB PING PONG.
 
     A subclass that sets ``pub_tuples`` (and overrides ``_complete`` to match) gets each PUB/HPUB
-    as a plain ``(subject, reply, hdr, payload)`` tuple instead of a :class:`Pub`: the embedded
-    server's :class:`NatsServerParser` does, a tuple costs a fraction of an event object on its
+    as a plain ``(subject, reply, hdr, payload)`` tuple instead of a `Pub`: the embedded
+    server's `NatsServerParser` does, a tuple costs a fraction of an event object on its
     hottest path.
     """
 
@@ -511,13 +511,13 @@ _BLANKS = b" \t"
 
 
 class NatsServerParser(ServerSideParser):
-    """The embedded server's parser: :class:`ServerSideParser` answering malformed lines as
+    """The embedded server's parser: `ServerSideParser` answering malformed lines as
     nats-server does, and PUB/HPUB as plain ``(subject, reply, hdr, payload)`` tuples.
 
     nats-server's parser (``parser.go``) is a byte state machine; a few malformed lines it answers
     differently from a line splitter: an empty or whitespace-led line and a bare ``PUB``/``SUB``/
     ``UNSUB``/``HPUB`` are ``Unknown Protocol Operation``, and an unparsable ``UNSUB`` max means
-    "now". A tuple is a fraction of the cost of a :class:`Pub` on the per-message path.
+    "now". A tuple is a fraction of the cost of a `Pub` on the per-message path.
     """
 
     pub_tuples = True
@@ -563,7 +563,7 @@ FrameScan = Callable[[bytes, tuple[int, int, int], bytes], tuple[Any, int, bool]
 class ClientSideParser(_FrameParser):
     """Parses the server→client ops: INFO MSG HMSG PING PONG +OK -ERR.
 
-    ``frame_sids``: subscriptions read raw. Their HMSG frames come as :class:`FrameRun` events,
+    ``frame_sids``: subscriptions read raw. Their HMSG frames come as `FrameRun` events,
     every complete frame in a row for the same sid in one event (offsets into the received bytes,
     no object per message), for a reader that takes thousands of replies per request (batched
     direct get). Set by the client; any other frame ends a run and is parsed as usual.
@@ -621,7 +621,7 @@ class ClientSideParser(_FrameParser):
         self, buf: bytes, start: int, end: int, x: tuple[int, int, bytes], append: Callable[[Any], None]
     ) -> int:
         """The complete HMSG frame at ``start:end`` (header size ``x[1]``) and every complete
-        frame right after it for the same sid, as one :class:`FrameRun`; returns the position
+        frame right after it for the same sid, as one `FrameRun`; returns the position
         after them. One regex match per further frame; anything else (another op or sid, a partial
         or malformed frame) is left to the general loop."""
         sid = x[0]
@@ -661,7 +661,7 @@ class ClientSideParser(_FrameParser):
         self, buf: bytes, start: int, end: int, x: tuple[int, bytes], append: Callable[[Any], None]
     ) -> int:
         """The complete reply-less MSG frame at ``start:end`` (subject ``x[1]``) and every complete
-        reply-less MSG frame right after it for the same sid, as one :class:`MsgRun`; returns the
+        reply-less MSG frame right after it for the same sid, as one `MsgRun`; returns the
         position after them. One regex match per further frame (single spaces, within the control
         line limit); anything else (another op or sid, a reply, a partial or malformed frame) is
         left to the general loop."""

@@ -2,10 +2,10 @@
 
 Speed notes (this is the per-message path):
 
-- bytes are parsed by the sans-IO :class:`NatsServerParser` into a list of events per read;
-- the connection owns its output (nats-server ``client.deliverMsg``): :meth:`ClientConnection.deliver`
+- bytes are parsed by the sans-IO `NatsServerParser` into a list of events per read;
+- the connection owns its output (nats-server ``client.deliverMsg``): `ClientConnection.deliver`
   appends a routed message's frame parts to ``out`` (a list of bytes, with the
-  :mod:`pyjetstream.protocol.writers`) and has one ``flush_out`` write everything with one
+  `pyjetstream.protocol.writers`) and has one ``flush_out`` write everything with one
   ``transport.write``: at the end of the client read that made the output (``Server.end_read``,
   nats-server ``flushClients`` at the end of ``readLoop``), else at the end of the event-loop turn;
 - ``pending_limit`` caches "max_pending minus what the transport still holds" so the slow-consumer
@@ -531,7 +531,7 @@ class ClientConnection(asyncio.Protocol):
         return not self.checked_pubs or self._check_pub(ev)
 
     def _traced_pub(self, subject: str, reply: str, hdr: bytes, payload: bytes, slow: bool) -> bool:
-        """A publish that may be traced (:mod:`pyjetstream.server.msgtrace`): the trace starts
+        """A publish that may be traced (`pyjetstream.server.msgtrace`): the trace starts
         before the publish checks (nats-server ``initMsgTrace`` in the parser), so that a
         refused publish is reported as the ingress error; the event goes out once it is routed.
         False when the message was not routed."""
@@ -844,9 +844,9 @@ class ClientConnection(asyncio.Protocol):
 
         ``shown`` is the subject the MSG line names when it is not the routed one (a stored
         message delivered to a consumer's inbox). The frame is appended as parts (see
-        :mod:`pyjetstream.protocol.writers`); a literal subscription's reply-less MSG line is cached.
+        `pyjetstream.protocol.writers`); a literal subscription's reply-less MSG line is cached.
         Auto-unsubscribe (``UNSUB <sid> <max>``) takes effect here, as do the slow-consumer check and
-        the producer stall (:meth:`_queued`).
+        the producer stall (`_queued`).
         """
         if producer is self and not self.echo:
             return False
@@ -900,19 +900,19 @@ class ClientConnection(asyncio.Protocol):
 
     def takes_frames(self, sub: Subscription) -> bool:
         """Whether a server-side sender (a consumer's delivery pass) may frame messages for ``sub``
-        straight into :attr:`out` with :mod:`pyjetstream.protocol.writers` and account for them
-        in runs (:meth:`frames_queued`): true when :meth:`deliver` would check nothing per message
+        straight into `out` with `pyjetstream.protocol.writers` and account for them
+        in runs (`frames_queued`): true when `deliver` would check nothing per message
         for it — no deliver permissions, no trace, no auto-unsubscribe — on an open connection."""
         return self.deliver_filter is None and not self.trace and not sub.max_msgs and not self.closed
 
     def frames_room(self) -> int:
-        """Bytes that may be framed into :attr:`out` before :meth:`_queued` would write early."""
+        """Bytes that may be framed into `out` before `_queued` would write early."""
         return self.pending_limit - self.out_size
 
     def frames_queued(self, sub: Subscription, msgs: int, msg_bytes: int, size: int) -> None:
         """``msgs`` frames for ``sub`` (``msg_bytes`` of headers and payloads, ``size`` bytes in
-        all) were appended to :attr:`out` (see :meth:`takes_frames`): count them as
-        :meth:`deliver` does, and schedule, write early or cut as :meth:`_queued` does."""
+        all) were appended to `out` (see `takes_frames`): count them as
+        `deliver` does, and schedule, write early or cut as `_queued` does."""
         sub.delivered += msgs
         self.out_msgs += msgs
         self.out_bytes += msg_bytes
@@ -929,10 +929,10 @@ class ClientConnection(asyncio.Protocol):
         """Frame a run's deliveries to this connection (``Server.route_msgs``): ``items`` is
         ``[room, sub, i, sub, i, ...]``, message ``i`` of the run for ``sub`` (``sub`` None:
         ``i`` is a frame of bytes, a no-responders answer), in delivery order. Each message is
-        framed and counted as :meth:`deliver` frames and counts it — the router has already
-        made :meth:`deliver`'s per-delivery decisions (echo, permissions, the delivered count) —
+        framed and counted as `deliver` frames and counts it — the router has already
+        made `deliver`'s per-delivery decisions (echo, permissions, the delivered count) —
         and the flush is scheduled; the pending-limit and stall checks are the router's to ask
-        for (:meth:`frames_checked`), where per-message delivery would make them."""
+        for (`frames_checked`), where per-message delivery would make them."""
         if self.closed:
             return
         out = self.out
@@ -980,7 +980,7 @@ class ClientConnection(asyncio.Protocol):
         self._schedule_flush()
 
     def frames_checked(self, producer: ClientConnection | None) -> None:
-        """:meth:`_queued`'s checks after :meth:`frame_msgs`: write early and cut a slow consumer
+        """`_queued`'s checks after `frame_msgs`: write early and cut a slow consumer
         past the pending limit, stall ``producer`` while this transport is above its high-water
         mark."""
         if self.out_size > self.pending_limit:
@@ -989,7 +989,7 @@ class ClientConnection(asyncio.Protocol):
             producer.stall(self)
 
     def may_stall(self, consumer: ClientConnection) -> bool:
-        """Whether :meth:`stall` would stall this producer for ``consumer`` now."""
+        """Whether `stall` would stall this producer for ``consumer`` now."""
         return (
             not self.stalled
             and not self.closed
@@ -999,9 +999,9 @@ class ClientConnection(asyncio.Protocol):
         )
 
     def _schedule_flush(self) -> None:
-        """Write :attr:`out` when the client read being processed is done (``Server.end_read``,
+        """Write `out` when the client read being processed is done (``Server.end_read``,
         nats-server ``flushClients``), outside a read at the end of this loop turn — once either
-        way. The run deliveries call it once per run; :meth:`_queued`, once per message, keeps
+        way. The run deliveries call it once per run; `_queued`, once per message, keeps
         the same lines inline."""
         if not self.dirty:
             self.dirty = True
@@ -1020,8 +1020,8 @@ class ClientConnection(asyncio.Protocol):
 
     def _queued(self, n: int, producer: ClientConnection | None) -> None:
         """``n`` more bytes are in ``out``: schedule the flush (once per loop turn), write early and
-        cut a slow consumer past the pending limit (:meth:`overflow`), and stall a producer while
-        this connection's transport is above its high-water mark (:meth:`stall`)."""
+        cut a slow consumer past the pending limit (`overflow`), and stall a producer while
+        this connection's transport is above its high-water mark (`stall`)."""
         self.out_size += n
         if not self.dirty:
             self.dirty = True

@@ -1,14 +1,14 @@
 """Ack processing, redelivery timing and the ack-related advisories (nats-server ``consumer.go``).
 
-:class:`AckProcessor` is the consumer's ack subscriber (``processAck`` and friends) and its
+`AckProcessor` is the consumer's ack subscriber (``processAck`` and friends) and its
 pending timer (``checkPending``), which queues deliveries whose ack wait (or ``backoff`` step)
 has passed for redelivery. It applies every ack to the consumer's
-:class:`~pyjetstream.server.jetstream.delivery_state.DeliveryState` and publishes the
+`DeliveryState` and publishes the
 NAK / TERMINATED / MAX_DELIVERIES advisories and the sampled ack metrics.
 
 The ack subject is ``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>``; the server
 only reads the delivery count, stream sequence and delivery sequence from it. The payload is
-classified by :func:`pyjetstream.api.ack.parse_ack_payload`, the one place that knows the forms.
+classified by `pyjetstream.api.ack.parse_ack_payload`, the one place that knows the forms.
 """
 
 from __future__ import annotations
@@ -165,12 +165,12 @@ class AckProcessor:
         client: ClientConnection | None,
     ) -> None:
         """``processAck`` for a run of publishes to this consumer's ack subjects, in order (the
-        router's ``InternalSub.run``: what :meth:`on_ack` would get one by one). When every
+        router's ``InternalSub.run``: what `on_ack` would get one by one). When every
         subject's tail is five digit tokens (one regex over them all, the tokens split in one
-        pass), a reply-less ``+ACK`` is applied here as :meth:`on_ack` applies it and what the run
+        pass), a reply-less ``+ACK`` is applied here as `on_ack` applies it and what the run
         defers to its end has no effect before the loop's next turn (persisting the state, the
         last-activity time, the delivery kick for ``max_ack_pending``, the inactivity timer);
-        anything else goes to :meth:`on_ack`. Stops once ``client`` is closed (a slow consumer cut
+        anything else goes to `on_ack`. Stops once ``client`` is closed (a slow consumer cut
         by an advisory), after which its connection processes nothing."""
         consumer = self.consumer
         n = len(payloads)

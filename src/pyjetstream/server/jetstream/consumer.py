@@ -4,19 +4,19 @@ and info (nats-server ``consumer.go``).
 A ``Consumer`` is composed of one object per concept, each in its own file, and owns what none of
 them does (the config, the starting position, num pending, the pause and inactivity timers):
 
-- ``state`` — :class:`~pyjetstream.server.jetstream.delivery_state.DeliveryState`: sequences,
+- ``state`` — `DeliveryState`: sequences,
   ack floors, pending acks, redelivery counts and queue (ack, nak, redeliver, purge, ...).
-- ``delivery`` — :class:`~pyjetstream.server.jetstream.delivery_loop.DeliveryLoop`: the delivery
+- ``delivery`` — `DeliveryLoop`: the delivery
   loop (``loopAndGatherMsgs``, ``getNextMsg``, ``deliverMsg``): ``kick`` (the loop's own, bound
   here) schedules a pass that hands out what can go now, in runs, framed straight onto the
   receiver's connection where nothing needs a look per message.
-- ``acks`` — :class:`~pyjetstream.server.jetstream.acks.AckProcessor`: the ack subscriber, the
+- ``acks`` — `AckProcessor`: the ack subscriber, the
   ack-wait / backoff timer and the ack advisories.
-- ``pull`` — :class:`~pyjetstream.server.jetstream.pull_delivery.PullDelivery`: pull requests,
+- ``pull`` — `PullDelivery`: pull requests,
   the waiting queue and their statuses.
-- ``push`` — :class:`~pyjetstream.server.jetstream.push_delivery.PushDelivery`: deliver-subject
+- ``push`` — `PushDelivery`: deliver-subject
   interest, idle heartbeats, flow control and the rate limit.
-- ``writer`` — :class:`~pyjetstream.server.jetstream.consumer_persistence.StateWriter`: the
+- ``writer`` — `StateWriter`: the
   persisted state.
 """
 
@@ -339,7 +339,7 @@ class Consumer:
     def check_removed(self) -> None:
         """Recount pending after the store removed many messages at once (purge, compact, an
         expired prefix, truncate: its ``bulk_removals`` moved; nats-server recounts on ``md <
-        -1``). One removed alone came through :meth:`dec_stream_pending`."""
+        -1``). One removed alone came through `dec_stream_pending`."""
         if self._npc_dirty or self.stream.store.bulk_removals != self._np_bulk:
             self._stream_num_pending()
 
