@@ -118,3 +118,21 @@ async def test_ack_wait_expiry_does_not_walk_the_pending_acks() -> None:
     assert (pending_small, pending_large) == (SMALL // 2, LARGE // 2)
     # Each delivery is looked at once when its first ack wait passes, each redelivery once more.
     assert small <= 3 and large <= 3, (small, large)
+
+
+async def test_restamped_acks_do_not_pile_up_in_the_heap() -> None:
+    """``+WPI`` over and over on the same pending acks: the heap of deadlines keeps at most about
+    twice the pending acks (replaced entries are dropped), not one entry per progress ack."""
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            consumer, msgs = await _pending(nc, server, 50, ack_wait=60_000_000_000)
+            for _ in range(40):
+                for m in msgs:
+                    nc.publish(m.reply, b"+WPI")
+            await nc.flush()
+            info = await nc.consumer_info("P", "C")
+            assert info["num_ack_pending"] == 50
+            assert len(consumer.state.index._heap) <= 2 * 50 + 65
+        finally:
+            await nc.close()

@@ -6,7 +6,11 @@ the truth; the store gets a snapshot shortly after changes (coalescing many acks
 like nats-server's consumer file store, which writes its state from a background flusher. The
 write (a file replace: milliseconds on ext4) happens in one writer thread, off the event loop,
 except with ``sync: always``. A crash loses at most ``STATE_FLUSH_DELAY`` of acks, which then come
-back as redeliveries; a graceful stop writes the final state.
+back as redeliveries; a graceful stop writes the final state. A write costs time in proportion
+to the pending acks (every one is written, as nats-server's ``encodeState``: ~20 ms for 100,000),
+so the next one waits at least ``STATE_WRITE_SHARE`` times the last one took (at most
+``STATE_FLUSH_MAX``): writing state then takes a bounded share of the CPU, however many acks are
+pending, and the crash window grows with it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import functools
+import time
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -35,6 +40,9 @@ __all__ = ["ConsumerMeta", "StateWriter", "decode_consumer_meta", "encode_consum
 
 # How soon changed state is written (at most this many writes per second per consumer: 1/delay).
 STATE_FLUSH_DELAY = 0.1
+# The next write waits at least this many times the last write's cost, and at most this long.
+STATE_WRITE_SHARE = 10
+STATE_FLUSH_MAX = 1.0
 
 
 class ConsumerMeta(msgspec.Struct):
@@ -63,12 +71,13 @@ def _state_writer() -> concurrent.futures.ThreadPoolExecutor:
 class StateWriter:
     """Writes a consumer's state to its store shortly after changes, and reads it back."""
 
-    __slots__ = ("_flush_handle", "_write_future", "consumer", "store")
+    __slots__ = ("_cost", "_flush_handle", "_write_future", "consumer", "store")
 
     def __init__(self, consumer: Consumer, store: ConsumerStoreBase | None) -> None:
         self.consumer = consumer
         self.store = store
         self._flush_handle: asyncio.TimerHandle | None = None
+        self._cost = 0.0  # seconds the last write took (its snapshot and its store update)
         self._write_future: concurrent.futures.Future[None] | None = None
 
     def stored_state(self) -> ConsumerState | None:
@@ -99,7 +108,10 @@ class StateWriter:
         """The state changed: write it to the consumer's store shortly."""
         consumer = self.consumer
         if self._flush_handle is None and self.store is not None and not consumer.closed:
-            delay = 0.0 if consumer.engine.sync_always else STATE_FLUSH_DELAY
+            if consumer.engine.sync_always:
+                delay = 0.0
+            else:
+                delay = min(max(STATE_FLUSH_DELAY, STATE_WRITE_SHARE * self._cost), STATE_FLUSH_MAX)
             self._flush_handle = consumer.loop.call_later(delay, self._flush)
 
     def _flush(self) -> None:
@@ -112,7 +124,9 @@ class StateWriter:
             self.dirty()  # one write at a time: try again after this one
             return
         consumer = self.consumer
+        started = time.perf_counter()
         state = consumer.state.snapshot()
+        self._cost = time.perf_counter() - started
         if consumer.engine.sync_always or consumer.closed:
             self._write(state)
         else:
@@ -137,10 +151,12 @@ class StateWriter:
     def _write(self, state: ConsumerState) -> None:
         """Runs in the state writer thread (or in the loop); only this touches the store then."""
         assert self.store is not None
+        started = time.perf_counter()
         try:
             self.store.update(state)
         except (StoreError, OSError) as exc:
             self._log_failure("write", exc)
+        self._cost += time.perf_counter() - started
 
     def _log_failure(self, action: str, exc: Exception) -> None:
         """One log line for a state ``action`` ("write", "reset") the store refused."""

@@ -186,7 +186,7 @@ class DeliveryState:
         p = self.pending[sseq]
         self.rdq.pop(sseq, None)
         self.pending[sseq] = (p[0], delivered_ns)
-        self.index.stamped(sseq, delivered_ns, self.rdc.get(sseq, 0))
+        self.index.stamped(sseq, delivered_ns, self.rdc.get(sseq, 0), self.pending)
 
     def progress(self, sseq: int, now_ns: int) -> bool:
         """``+WPI``: restart the ack wait of ``sseq``; False if it is not pending."""
@@ -194,7 +194,7 @@ class DeliveryState:
         if p is None:
             return False
         self.pending[sseq] = (p[0], now_ns)
-        self.index.stamped(sseq, now_ns, self.rdc.get(sseq, 0))
+        self.index.stamped(sseq, now_ns, self.rdc.get(sseq, 0), self.pending)
         return True
 
     # --- redelivery -----------------------------------------------------------------------------
@@ -266,7 +266,7 @@ class DeliveryState:
         if p is None:
             return  # (acked while it went out: an internal subscriber)
         self.pending[seq] = (p[0], ts)
-        self.index.stamped(seq, ts, self.rdc.get(seq, 0))
+        self.index.stamped(seq, ts, self.rdc.get(seq, 0), self.pending)
 
     def expired(self, now: int, first_seq: int) -> tuple[list[int], int, bool]:
         """``checkPending``: queue every delivery whose ack wait (or backoff step) has passed, as
@@ -306,7 +306,7 @@ class DeliveryState:
             for seq in expired:
                 pd, ts = pending[seq]
                 pending[seq] = (pd, ts + off)
-                index.stamped(seq, ts + off, rdc.get(seq, 0))
+                index.stamped(seq, ts + off, rdc.get(seq, 0), pending)
         if not pending:
             rdq.clear()
             index.clear()

@@ -97,8 +97,11 @@ class PendingIndex:
         if len(timeline) > limit or len(order) > limit:
             self.rebuild(state.pending, state.rdc)
 
-    def stamped(self, seq: int, ts: int, dc: int) -> None:
-        """``seq`` was stamped again at ``ts`` (redelivered ``dc`` times so far)."""
+    def stamped(self, seq: int, ts: int, dc: int, pending: Pending) -> None:
+        """``seq`` was stamped again at ``ts`` (redelivered ``dc`` times so far); the entries it
+        and others replaced are dropped once they outnumber the pending acks."""
+        if len(self._heap) > 2 * len(pending) + 64:
+            self._compact_heap(pending)
         heapq.heappush(self._heap, (ts + self.wait_for(dc), ts, seq))
 
     def rebuild(self, pending: Pending, rdc: dict[int, int]) -> None:
