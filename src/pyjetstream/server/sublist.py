@@ -8,11 +8,11 @@ Every publish asks `Sublist.match`, so results are cached per subject. A result 
 immutable ``(plain_subs, queue_groups)`` pair of tuples; the router may hold on to one while
 subscriptions come and go. Inserting or removing a subscription drops the cached results it
 affects: just its own subject when it is literal; when it has wildcards, the matching cached
-subjects among those with its first token (the cached subjects are kept by first token too), so
-a client's ``_INBOX.<id>.*`` coming or going costs nothing in the cache — nats-server scans its
-whole cache (at most 1,024 entries) for each such change. A wildcard subscription whose first
-token is itself a wildcard still scans the cache (or clears it when large: refilling is cheaper
-than scanning in Python).
+subjects among those that share its literal first tokens (the cached subjects are also kept by
+their first two tokens), so a client's ``_INBOX.<id>.*`` or a consumer's ``$JS.ACK.<s>.<c>.>``
+coming or going costs nothing in the cache — nats-server scans its whole cache (at most 1,024
+entries) for each such change. A wildcard subscription whose first token is itself a wildcard
+still scans the cache (or clears it when large: refilling is cheaper than scanning in Python).
 
 Some subjects are unique per message — a request's reply ``_INBOX.<id>.<n>``, a JetStream ack
 ``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>`` — so they would all miss the cache
@@ -80,8 +80,9 @@ class Sublist:
         self._root = _Node()
         # Public so the router's hot path can do ``cache.get(subject)`` without a method call.
         self.cache: dict[str, MatchResult] = {}
-        # The cached subjects by first token (a wildcard change looks at its own token's only).
-        self._firsts: dict[str, set[str]] = {}
+        # The cached subjects by first and second token ("" for a one-token subject): a wildcard
+        # change looks at those its literal first tokens select only.
+        self._firsts: dict[str, dict[str, set[str]]] = {}
         self._indexes: list[PrefixIndex] = []
         self.count = 0
         self.inserts = 0
@@ -178,32 +179,45 @@ class Sublist:
         if not cache:
             return
         subject = sub.subject
-        first = _first_token(subject)
         if sub.literal:
             if cache.pop(subject, None) is not None:
-                self._firsts[first].discard(subject)
+                first, second = _first_tokens(subject)
+                self._firsts[first][second].discard(subject)
             return
-        keys: set[str] | dict[str, MatchResult]
+        tokens = subject.split(SEP)
+        first = tokens[0]
         if first == PWC or first == FWC:
             if len(cache) > CACHE_SCAN_MAX:
                 cache.clear()
                 self._firsts.clear()
                 return
-            keys = cache
+            self._drop_matching(subject, [set(cache)])
+            return
+        buckets = self._firsts.get(first)
+        if not buckets:
+            return
+        second = tokens[1]  # (a wildcard subject with a literal first token has a second one)
+        if second == PWC or second == FWC:
+            self._drop_matching(subject, list(buckets.values()))
         else:
-            bucket = self._firsts.get(first)
-            if not bucket:
-                return
+            bucket = buckets.get(second)
+            if bucket:
+                self._drop_matching(subject, [bucket])
+
+    def _drop_matching(self, subject: str, buckets: list[set[str]]) -> None:
+        """Drop the cached subjects of ``buckets`` that ``subject`` (a wildcard) matches; a bucket
+        too large to scan goes whole."""
+        cache = self.cache
+        for bucket in buckets:
             if len(bucket) > CACHE_SCAN_MAX:
-                for key in bucket:
-                    del cache[key]
-                del self._firsts[first]
-                return
-            keys = bucket
-        self.scanned += len(keys)
-        for key in [k for k in keys if subject_matches(subject, k)]:
-            del cache[key]
-            self._firsts[_first_token(key)].discard(key)
+                gone = list(bucket)
+            else:
+                self.scanned += len(bucket)
+                gone = [k for k in bucket if subject_matches(subject, k)]
+            for key in gone:
+                del cache[key]
+                first, second = _first_tokens(key)
+                self._firsts[first][second].discard(key)
 
     # ------------------------------------------------------------------ lookups
 
@@ -239,11 +253,16 @@ class Sublist:
                 del cache[key]
             firsts.clear()
             for key in cache:
-                firsts.setdefault(_first_token(key), set()).add(key)
+                first, second = _first_tokens(key)
+                firsts.setdefault(first, {}).setdefault(second, set()).add(key)
         cache[subject] = result
-        bucket = firsts.get(tokens[0])
+        buckets = firsts.get(tokens[0])
+        if buckets is None:
+            buckets = firsts[tokens[0]] = {}
+        second = tokens[1] if len(tokens) > 1 else ""
+        bucket = buckets.get(second)
         if bucket is None:
-            firsts[tokens[0]] = {subject}
+            buckets[second] = {subject}
         else:
             bucket.add(subject)
         return result
@@ -347,9 +366,13 @@ class PrefixIndex:
 _EMPTY_TOKEN = SEP + SEP
 
 
-def _first_token(subject: str) -> str:
+def _first_tokens(subject: str) -> tuple[str, str]:
+    """A subject's first and second token ("" when it has one token)."""
     dot = subject.find(SEP)
-    return subject if dot < 0 else subject[:dot]
+    if dot < 0:
+        return subject, ""
+    end = subject.find(SEP, dot + 1)
+    return subject[:dot], subject[dot + 1 :] if end < 0 else subject[dot + 1 : end]
 
 
 def _remove_identity(items: list[Subscription], sub: Subscription) -> bool:
