@@ -413,15 +413,15 @@ def render() -> str:
         "",
     ]
     out += _section(
-        "pyjetstream.client.jetstream.config.StreamConfig",
+        "pyjetstream.client.jetstream.models.StreamConfig",
         _rows(
             _struct_fields(type(stream_sample), stream_sample, ("name",)),
             STREAM,
             pjs.StreamConfig,
             "StreamConfig",
         ),
-        "`pjs.StreamConfig(name=..., subjects=[...], ...)` builds the wire model "
-        "`pyjetstream.api.models_stream.StreamConfig`.",
+        "`pjs.StreamConfig(name=..., subjects=[...], ...)`: the wire model "
+        "`pyjetstream.api.models_stream.StreamConfig` with its durations in seconds ([Durations](../durations.md)).",
     )
     out += _section(
         "pyjetstream.client.jetstream.config.ConsumerConfig",
@@ -431,8 +431,10 @@ def render() -> str:
             pjs.ConsumerConfig,
             "ConsumerConfig",
         ),
-        "`pjs.ConsumerConfig(durable=..., ack_policy=pjs.AckPolicy.EXPLICIT, ...)` builds the wire model "
-        "`pyjetstream.api.models_consumer.ConsumerConfig`.",
+        "`pjs.ConsumerConfig(durable=..., ack_policy=pjs.AckPolicy.EXPLICIT, ...)` builds "
+        "`pyjetstream.client.jetstream.models.ConsumerConfig`: the wire model "
+        "`pyjetstream.api.models_consumer.ConsumerConfig` with its durations in seconds "
+        "([Durations](../durations.md)).",
     )
     out += _section(
         "pyjetstream.client.jetstream.ordered.OrderedConsumerConfig",

@@ -16,7 +16,7 @@ async def test_consumer_create_update_semantics(js: JetStream) -> None:
     created = await js.create_consumer("ORDERS", cfg)
     assert created.name == "foo" and created.stream_name == "ORDERS"
     info = created.cached_info()
-    assert info.config.durable_name == "foo" and info.config.ack_wait == 30_000_000_000  # server default
+    assert info.config.durable_name == "foo" and info.config.ack_wait == 30  # server default, seconds
     # Same config again: fine. Different config: ConsumerExists.
     await js.create_consumer("ORDERS", cfg)
     with pytest.raises(errors.ConsumerExists):

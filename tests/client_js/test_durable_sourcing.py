@@ -22,7 +22,7 @@ async def test_source_through_a_flow_control_consumer(js: JetStream) -> None:
         "JOBS", ConsumerConfig(durable="EXPORT", deliver_subject="export.jobs", ack_policy=AckPolicy.FLOW_CONTROL)
     )
     cfg = consumer.cached_info().config
-    assert (cfg.ack_policy, cfg.flow_control, cfg.idle_heartbeat) == (AckPolicy.FLOW_CONTROL, True, 1_000_000_000)
+    assert (cfg.ack_policy, cfg.flow_control, cfg.idle_heartbeat) == (AckPolicy.FLOW_CONTROL, True, 1.0)
     for i in range(5):
         await js.publish(f"jobs.{i}", f"job {i}".encode())
     source = StreamSource(name="JOBS", consumer=StreamConsumerSource(name="EXPORT", deliver_subject="export.jobs"))

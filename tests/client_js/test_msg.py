@@ -22,7 +22,7 @@ from pyjetstream.client.jetstream import (
 async def _consumer(js: JetStream, ack_wait: float = 30.0) -> PullConsumer:
     stream = await js.create_stream(StreamConfig(name="M", subjects=["m.*"]))
     return await stream.create_or_update_consumer(
-        ConsumerConfig(durable="D", ack_policy=AckPolicy.EXPLICIT, ack_wait=int(ack_wait * 1e9))
+        ConsumerConfig(durable="D", ack_policy=AckPolicy.EXPLICIT, ack_wait=ack_wait)
     )
 
 

@@ -100,7 +100,7 @@ async def test_consume_and_messages_with_a_group(js: JetStream, server: Target) 
             priority_policy=PriorityPolicy.PINNED_CLIENT,
             # A message delivered to consume()'s last pull after it stopped is dropped unacked (as in
             # nats.go) and comes back after ack_wait: short, so messages() below gets it in time.
-            ack_wait=3_000_000_000,
+            ack_wait=3,
         ),
     )
     got: list[bytes] = []

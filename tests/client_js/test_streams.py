@@ -53,7 +53,7 @@ async def test_invalid_stream_requests(js: JetStream) -> None:
     with pytest.raises(errors.StreamNameRequired):
         await js.stream("")
     with pytest.raises(errors.JetStreamAPIError) as exc_info:
-        await js.create_stream(StreamConfig(name="BAD", subjects=["x"], max_age=10))
+        await js.create_stream(StreamConfig(name="BAD", subjects=["x"], max_age=0.01))  # 10 ms < 100 ms
     assert exc_info.value.err_code == 10052  # invalid config, the server's own code and text
     await js.create_stream(StreamConfig(name="S1", subjects=["shared"]))
     with pytest.raises(errors.StreamSubjectOverlap):

@@ -55,10 +55,10 @@ async def test_workloads_survive_killing_the_connected_node(cluster: Cluster) ->
     blob = bytes(range(256)) * 1000
     await obj.put_bytes("blob.bin", blob)
     fetcher = await stream.create_or_update_consumer(
-        pjs.ConsumerConfig(durable="FETCH", ack_policy=pjs.AckPolicy.EXPLICIT, ack_wait=2_000_000_000)
+        pjs.ConsumerConfig(durable="FETCH", ack_policy=pjs.AckPolicy.EXPLICIT, ack_wait=2)
     )
     consumer = await stream.create_or_update_consumer(
-        pjs.ConsumerConfig(durable="CONSUME", ack_policy=pjs.AckPolicy.EXPLICIT, ack_wait=2_000_000_000)
+        pjs.ConsumerConfig(durable="CONSUME", ack_policy=pjs.AckPolicy.EXPLICIT, ack_wait=2)
     )
 
     acked: set[int] = set()

@@ -1,6 +1,7 @@
 """The one JSON codec for API models: msgspec plus the Go details that matter on the wire.
 
-- `NanoTime` fields go through hooks (RFC3339Nano strings).
+- `NanoTime` fields go through hooks (RFC3339Nano strings), and so do the Python API's
+  `Seconds` (`pyjetstream.api.durations`: integer nanoseconds on the wire).
 - `encode` writes like Go's ``json.Marshal``: compact, struct field order, map keys
   sorted, and ``<`` ``>`` ``&`` U+2028 U+2029 escaped as ``\\u003c`` … (HTML-safe escaping).
 - Decoding ignores unknown fields (clients send fields newer than the server knows), and
@@ -19,6 +20,7 @@ from typing import Any, TypeVar, cast
 
 import msgspec
 
+from .durations import Seconds
 from .errors import JetStreamApiError
 from .gojson import quote_char
 from .models_common import ApiError
@@ -59,10 +61,18 @@ is a subclass). The server answers both with 10025 ``invalid JSON``, as Go's Unm
 def _enc_hook(obj: Any) -> Any:
     if isinstance(obj, NanoTime):
         return obj.isoformat()
+    if isinstance(obj, Seconds):  # the Python API's durations: integer ns on the wire
+        return obj.ns
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")
 
 
 def _dec_hook(tp: type, obj: Any) -> Any:
+    if isinstance(tp, type) and issubclass(tp, Seconds):
+        if obj is None:  # Go: a JSON null leaves a Duration at zero
+            return tp.from_ns(0)
+        if isinstance(obj, int) and not isinstance(obj, bool):
+            return tp.from_ns(obj)
+        raise ValueError(f"expected a duration in integer nanoseconds, got {type(obj).__name__}")
     if isinstance(tp, type) and issubclass(tp, NanoTime):
         if obj is None:  # Go: a JSON null leaves a time.Time at its zero value
             return tp(ZERO_TIME)

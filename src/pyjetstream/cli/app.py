@@ -296,7 +296,7 @@ def _trace_requests(client: Client) -> None:
     ``>>> subject`` / ``<<< subject`` lines with the bodies."""
     request = client.request
 
-    async def traced(subject: str, payload: bytes = b"", timeout: float = 2.0, headers: Any = None) -> Any:
+    async def traced(subject: str, payload: bytes = b"", timeout: Any = 2.0, headers: Any = None) -> Any:
         print(f">>> {subject}\n{payload.decode('utf-8', 'replace')}\n", file=sys.stderr, flush=True)
         try:
             reply = await request(subject, payload, timeout=timeout, headers=headers)

@@ -271,7 +271,7 @@ async def cmd_report(session: Session, args: argparse.Namespace) -> int:
                     "consumer": i.name,
                     "mode": "pull" if i.config.is_pull else "push",
                     "ack_policy": str(i.config.ack_policy),
-                    "ack_wait": i.config.ack_wait,
+                    "ack_wait": getattr(i.config.ack_wait, "ns", i.config.ack_wait),  # ns, as the wire
                     "ack_pending": i.num_ack_pending,
                     "redelivered": i.num_redelivered,
                     "unprocessed": i.num_pending,

@@ -191,7 +191,9 @@ def human_count(n: int) -> str:
 
 
 def human_duration(ns: int, *, zero: str = "0s") -> str:
-    """``1d2h3m4s`` style; sub-second values as ``250ms`` / ``15µs``."""
+    """``1d2h3m4s`` style; sub-second values as ``250ms`` / ``15µs``. ``ns``: integer nanoseconds
+    (a wire model's), or the client's `pyjetstream.api.durations.Seconds` (its ``.ns``)."""
+    ns = getattr(ns, "ns", ns)
     if ns <= 0:
         return zero
     if ns < 1_000:

@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from pyjetstream.api.durations import Duration, seconds, seconds_or_none
 from pyjetstream.client.errors import (
     AuthorizationError,
     BadSubjectError,
@@ -596,24 +597,27 @@ class Client:
         self,
         subject: str,
         payload: bytes = b"",
-        timeout: float = 2.0,
+        timeout: Duration = 2.0,
         headers: HeadersArg | None = None,
     ) -> Msg:
         """Publish a request and wait for the first reply, over the client's one muxed inbox.
 
         Raises ``NoRespondersError`` when nobody subscribes to ``subject``, ``TimeoutError`` when no
-        reply comes within ``timeout`` seconds.
+        reply comes within ``timeout`` (seconds or a ``timedelta``).
         """
+        if timeout.__class__ is not float:
+            timeout = seconds(timeout)
         return await self._requests.request(subject, payload, timeout, headers)
 
     # ===================================================================== flush / rtt
 
-    async def flush(self, timeout: float = 10.0) -> None:
+    async def flush(self, timeout: Duration = 10.0) -> None:
         """Wait until the server has processed everything sent before this call (PING → PONG).
 
         Called while reconnecting, the PING goes out once the connection is back (after the
         re-sent subscriptions and buffered publishes), still within ``timeout``.
         """
+        timeout = seconds(timeout)
         if self._status is Status.CLOSED:
             raise ConnectionClosedError("connection closed")
         fut: asyncio.Future[None] = self._loop.create_future()  # type: ignore[union-attr]
@@ -627,7 +631,7 @@ class Client:
         finally:
             timer.cancel()
 
-    async def rtt(self, timeout: float = 10.0) -> float:
+    async def rtt(self, timeout: Duration = 10.0) -> float:
         """Round-trip time to the server in seconds (one PING/PONG)."""
         start = time.perf_counter()
         await self.flush(timeout)
@@ -1120,13 +1124,13 @@ async def connect(
     user_credentials: str | bytes | Path | None = None,
     tls: ssl.SSLContext | None = None,
     tls_hostname: str | None = None,
-    connect_timeout: float = 2.0,
+    connect_timeout: Duration = 2.0,
     reconnect: bool = True,
     max_reconnect_attempts: int = 60,
-    reconnect_time_wait: float = 2.0,
-    reconnect_jitter: float | None = None,
+    reconnect_time_wait: Duration = 2.0,
+    reconnect_jitter: Duration | None = None,
     dont_randomize: bool = False,
-    ping_interval: float = 120.0,
+    ping_interval: Duration = 120.0,
     max_outstanding_pings: int = 2,
     no_echo: bool = False,
     verbose: bool = False,
@@ -1138,7 +1142,7 @@ async def connect(
     reconnected_cb: EventCallback | None = None,
     closed_cb: EventCallback | None = None,
     discovered_server_cb: EventCallback | None = None,
-    drain_timeout: float = 30.0,
+    drain_timeout: Duration = 30.0,
 ) -> Client:
     """Connect to NATS and return a ready ``Client``.
 
@@ -1158,6 +1162,9 @@ async def connect(
     1 s for TLS) between attempts on the same server. Up to ``pending_size`` bytes of publishes are
     kept meanwhile and sent after the subscriptions are restored.
 
+    Durations (``connect_timeout``, ``reconnect_time_wait``, ``ping_interval``, ``drain_timeout``, and
+    every ``timeout`` of the client) are seconds, an ``int`` or a ``float``, or a ``timedelta``.
+
     Keepalive: a PING every ``ping_interval`` seconds; ``max_outstanding_pings`` unanswered ones mean
     the connection is stale (reconnect). Callbacks (plain or async functions): ``error_cb(exc)``,
     ``disconnected_cb()``, ``reconnected_cb()``, ``closed_cb()``, ``discovered_server_cb()``.
@@ -1172,13 +1179,13 @@ async def connect(
         user_credentials=user_credentials,
         tls=tls,
         tls_hostname=tls_hostname,
-        connect_timeout=connect_timeout,
+        connect_timeout=seconds(connect_timeout),
         reconnect=reconnect,
         max_reconnect_attempts=max_reconnect_attempts,
-        reconnect_time_wait=reconnect_time_wait,
-        reconnect_jitter=reconnect_jitter,
+        reconnect_time_wait=seconds(reconnect_time_wait),
+        reconnect_jitter=seconds_or_none(reconnect_jitter),
         dont_randomize=dont_randomize,
-        ping_interval=ping_interval,
+        ping_interval=seconds(ping_interval),
         max_outstanding_pings=max_outstanding_pings,
         no_echo=no_echo,
         verbose=verbose,
@@ -1190,7 +1197,7 @@ async def connect(
         reconnected_cb=reconnected_cb,
         closed_cb=closed_cb,
         discovered_server_cb=discovered_server_cb,
-        drain_timeout=drain_timeout,
+        drain_timeout=seconds(drain_timeout),
     )
     client = Client(options)
     await client._connect()

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pyjetstream.api.durations import Duration, seconds
 from pyjetstream.client.errors import (
     BadSubscriptionError,
     ConnectionClosedError,
@@ -107,10 +108,13 @@ class Subscription:
         except (BadSubscriptionError, ConnectionClosedError):
             raise StopAsyncIteration from None
 
-    async def next_msg(self, timeout: float | None = 1.0) -> Msg:
-        """The next message; raises ``TimeoutError`` when none arrives within ``timeout`` seconds."""
+    async def next_msg(self, timeout: Duration | None = 1.0) -> Msg:
+        """The next message; raises ``TimeoutError`` when none arrives within ``timeout`` (seconds or
+        a ``timedelta``; ``None``: wait as long as it takes)."""
         if self._cb is not None:
             raise BadSubscriptionError("next_msg is not available on a callback subscription")
+        if timeout.__class__ is not float and timeout is not None:
+            timeout = seconds(timeout)
         return await self._next(timeout)
 
     async def unsubscribe(self, limit: int = 0) -> None:

@@ -294,9 +294,9 @@ class ServerPool:
     def __init__(self, config: pytest.Config, tmp_root: Path) -> None:
         self.url = config.getoption("nats_server_url") or config.getini("nats_server_url") or None
         self.binary = config.getoption("nats_server_binary") or config.getini("nats_server_binary") or None
-        #: ``auto``, ``all`` or ``none``: what :meth:`clean` deletes
+        #: ``auto``, ``all`` or ``none``: what `clean` deletes
         self.clean_mode = clean_mode(config)
-        #: this session's names (:class:`TestNames`): on a server you run, only these are deleted
+        #: this session's names (`TestNames`): on a server you run, only these are deleted
         self.names: TestNames = config.stash.get(_NAMES, None) or _session_names(config)
         self._failed: dict[str, str] = {}
         conf_file = config.getini("nats_server_config")

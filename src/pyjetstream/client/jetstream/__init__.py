@@ -10,7 +10,8 @@
 
 Modules: `context` (JetStream), `stream`, `consumer` / `pull` / `consume`
 (receiving), `ordered`, [`msg`][pyjetstream.client.jetstream.msg], `publish`, [`errors`][pyjetstream.client.jetstream.errors], `kv`,
-`object_store`, [`sync`][pyjetstream.client.jetstream.sync] (blocking facade), `config` (model constructors).
+`object_store`, [`sync`][pyjetstream.client.jetstream.sync] (blocking facade), `config` / `models` (the configs
+and infos, every duration in seconds: `pyjetstream.api.durations`).
 """
 
 from pyjetstream.api.ack import MsgMetadata
@@ -26,9 +27,8 @@ from pyjetstream.api.enums import (
 from pyjetstream.api.kv import KvOperation
 from pyjetstream.api.models_account import AccountInfo
 from pyjetstream.api.models_common import ExternalStream
-from pyjetstream.api.models_consumer import ConsumerInfo
 from pyjetstream.api.models_msg import PubAck
-from pyjetstream.api.models_stream import StreamConsumerSource, StreamInfo, StreamSource
+from pyjetstream.api.models_stream import StreamConsumerSource, StreamSource
 from pyjetstream.api.objstore import ObjectInfo, ObjectLink
 from pyjetstream.client.jetstream import errors
 from pyjetstream.client.jetstream.batch import BatchGap, BatchPublisher, FastPubAck, FastPublisher
@@ -45,6 +45,7 @@ from pyjetstream.client.jetstream.kv import (
     KeyValueStatus,
     KeyWatcher,
 )
+from pyjetstream.client.jetstream.models import ConsumerInfo, StreamConsumerLimits, StreamInfo
 from pyjetstream.client.jetstream.msg import JetStreamMsg
 from pyjetstream.client.jetstream.object_store import (
     ObjectMeta,
@@ -138,6 +139,7 @@ __all__ = [
     "StorageType",
     "Stream",
     "StreamConfig",
+    "StreamConsumerLimits",
     "StreamConsumerSource",
     "StreamInfo",
     "StreamSource",

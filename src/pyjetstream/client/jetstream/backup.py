@@ -33,6 +33,7 @@ from pyjetstream.api import (
     StreamSnapshotResponse,
     codec,
 )
+from pyjetstream.api.durations import Duration, seconds
 from pyjetstream.client.jetstream.errors import JetStreamError, api_exception
 
 if TYPE_CHECKING:
@@ -69,11 +70,12 @@ async def backup_stream(
     check: bool = False,
     chunk_size: int = SNAPSHOT_CHUNK,
     progress: ProgressCallback | None = None,
-    timeout: float = 30.0,
+    timeout: Duration = 30.0,
 ) -> BackupProgress:
     """Snapshot ``stream`` into ``directory`` (created), with its consumers unless ``consumers=False``;
     ``check`` asks the server to verify every message's checksum first. ``timeout`` bounds the wait
     for each chunk, not the whole backup."""
+    timeout = seconds(timeout)
     folder = _backup_folder(directory)
     nc = js.nc
     inbox = nc.new_inbox()

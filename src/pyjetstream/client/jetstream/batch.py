@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from pyjetstream.api.api_levels import Feature
+from pyjetstream.api.durations import Duration, seconds_or_none
 from pyjetstream.api.fast_batch import (
     GAP_FAIL,
     GAP_OK,
@@ -99,13 +100,13 @@ class BatchPublisher:
     """An atomic batch: ``async with js.batch_publisher() as batch: await batch.add(...); await
     batch.commit(...)``. ``ack_every`` > 0 also waits for the server every that many messages."""
 
-    def __init__(self, js: JetStream, *, ack_every: int = 0, timeout: float | None = None) -> None:
+    def __init__(self, js: JetStream, *, ack_every: int = 0, timeout: Duration | None = None) -> None:
         if ack_every < 0:
             raise InvalidOption("ack_every cannot be negative")
         self._js = js
         self.batch_id = next_nuid()
         self._ack_every = ack_every
-        self._timeout = timeout or js.timeout
+        self._timeout = seconds_or_none(timeout) or js.timeout
         self._seq = 0
         self._last_subject = ""
         self._closed = False
@@ -277,7 +278,7 @@ class FastPublisher:
         gap: str = "fail",
         flow: int = DEFAULT_FLOW,
         max_outstanding_acks: int = DEFAULT_MAX_OUTSTANDING_ACKS,
-        ack_timeout: float | None = None,
+        ack_timeout: Duration | None = None,
     ) -> None:
         if gap not in (GAP_FAIL, GAP_OK):
             raise InvalidOption(f'gap must be "{GAP_FAIL}" or "{GAP_OK}"')
@@ -290,7 +291,7 @@ class FastPublisher:
         self._gap = gap
         self._flow = flow
         self._max_outstanding = max_outstanding_acks
-        self._ack_timeout = ack_timeout or js.timeout
+        self._ack_timeout = seconds_or_none(ack_timeout) or js.timeout
         self._inbox = ""
         self._prefix = ""
         self._sub: Subscription | None = None

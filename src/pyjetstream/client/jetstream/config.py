@@ -1,43 +1,26 @@
-"""Friendlier constructors for the shared config models (they return the models themselves).
+"""The stream and consumer configs as the Python API takes them (durations in seconds).
 
-``ConsumerConfig(durable="CONS", ack_policy=AckPolicy.EXPLICIT, ack_wait=timedelta(seconds=30))``
-builds a `pyjetstream.api.ConsumerConfig`: ``durable`` is accepted for the wire's
-``durable_name`` (nats.go's field name), and duration fields accept a ``timedelta`` as well as int
-nanoseconds; times accept a ``datetime``. ``StreamConfig`` does the same for the stream model.
-``isinstance(x, ConsumerConfig)`` is true for the shared model's instances.
+``StreamConfig`` is `pyjetstream.client.jetstream.models.StreamConfig`;
+``ConsumerConfig(durable="CONS", ack_policy=AckPolicy.EXPLICIT, ack_wait=30)`` builds a
+`pyjetstream.client.jetstream.models.ConsumerConfig`, taking ``durable`` for the wire's
+``durable_name`` (nats.go's field name). Every duration is seconds — an ``int``, a ``float`` or
+a ``timedelta`` — and reads back as seconds (`pyjetstream.api.durations`); times take a
+``datetime``. ``isinstance(x, ConsumerConfig)`` is true for the model's instances.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Any
 
-from pyjetstream.api import models_consumer, models_stream
-from pyjetstream.api.timefmt import NanoTime, timedelta_to_ns
+from pyjetstream.client.jetstream import models
 
-_CONSUMER_DURATIONS = frozenset(
-    {"ack_wait", "max_expires", "idle_heartbeat", "inactive_threshold", "priority_timeout"}
-)
-_STREAM_DURATIONS = frozenset({"max_age", "duplicate_window", "subject_delete_marker_ttl"})
-_TIMES = frozenset({"opt_start_time", "pause_until"})
-
-
-def _convert(fields: dict[str, Any], durations: frozenset[str]) -> dict[str, Any]:
-    for key, value in fields.items():
-        if key in durations and isinstance(value, timedelta):
-            fields[key] = timedelta_to_ns(value)
-        elif key == "backoff" and value:
-            fields[key] = [timedelta_to_ns(v) if isinstance(v, timedelta) else v for v in value]
-        elif key in _TIMES and isinstance(value, datetime):
-            fields[key] = NanoTime.from_datetime(value)
-    return fields
+StreamConfig = models.StreamConfig
 
 
 class _ModelFactory(type):
-    """Metaclass: calling the class builds the shared model; isinstance/attributes defer to it."""
+    """Metaclass: calling the class builds the model; isinstance/attributes defer to it."""
 
     _model: type
-    _durations: frozenset[str]
     _aliases: dict[str, str]
 
     def __call__(cls, **fields: Any) -> Any:
@@ -47,7 +30,7 @@ class _ModelFactory(type):
                 if fields.get(wire_name, value) != value:
                     raise ValueError(f"{alias} and {wire_name} differ")
                 fields[wire_name] = value
-        return cls._model(**_convert(fields, cls._durations))
+        return cls._model(**fields)
 
     def __instancecheck__(cls, obj: object) -> bool:
         return isinstance(obj, cls._model)
@@ -60,19 +43,11 @@ class _ModelFactory(type):
 
 
 class ConsumerConfig(metaclass=_ModelFactory):
-    """Build a `pyjetstream.api.ConsumerConfig` (``durable=`` and ``timedelta`` accepted)."""
+    """Build a `pyjetstream.client.jetstream.models.ConsumerConfig` (``durable=`` accepted;
+    durations in seconds or ``timedelta``)."""
 
-    _model = models_consumer.ConsumerConfig
-    _durations = _CONSUMER_DURATIONS
+    _model = models.ConsumerConfig
     _aliases = {"durable": "durable_name"}
-
-
-class StreamConfig(metaclass=_ModelFactory):
-    """Build a `pyjetstream.api.StreamConfig` (``timedelta`` accepted for durations)."""
-
-    _model = models_stream.StreamConfig
-    _durations = _STREAM_DURATIONS
-    _aliases: dict[str, str] = {}
 
 
 __all__ = ["ConsumerConfig", "StreamConfig"]

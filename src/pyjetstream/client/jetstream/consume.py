@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pyjetstream.api.durations import Duration, seconds_or_none
 from pyjetstream.client.errors import TimeoutError
 from pyjetstream.client.jetstream.errors import ConsumerNotFound, MsgIteratorClosed, NoHeartbeat
 from pyjetstream.client.jetstream.msg import JetStreamMsg
@@ -243,8 +244,10 @@ class MessagesContext:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def next(self, timeout: float | None = None) -> JetStreamMsg:
-        """The next message (waits for one; ``TimeoutError`` after ``timeout`` seconds if given)."""
+    async def next(self, timeout: Duration | None = None) -> JetStreamMsg:
+        """The next message (waits for one; ``TimeoutError`` after ``timeout`` — seconds or a
+        ``timedelta`` — if given)."""
+        timeout = seconds_or_none(timeout)
         while True:
             if self._errors:
                 raise self._errors.popleft()

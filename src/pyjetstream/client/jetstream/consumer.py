@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyjetstream.api.durations import Duration, seconds, seconds_or_none
 from pyjetstream.client.errors import TimeoutError
 from pyjetstream.client.jetstream.consume import (
     ConsumeContext,
@@ -42,8 +43,8 @@ from pyjetstream.client.jetstream.pull import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pyjetstream.api.models_consumer import ConsumerInfo
     from pyjetstream.client.jetstream.context import JetStream
+    from pyjetstream.client.jetstream.models import ConsumerInfo
 
 
 class ConsumerHandle:
@@ -93,8 +94,8 @@ class PullConsumer(ConsumerHandle):
         self,
         batch: int,
         *,
-        max_wait: float = DEFAULT_FETCH_MAX_WAIT,
-        heartbeat: float | None = None,
+        max_wait: Duration = DEFAULT_FETCH_MAX_WAIT,
+        heartbeat: Duration | None = None,
         group: str | None = None,
         min_pending: int | None = None,
         min_ack_pending: int | None = None,
@@ -104,18 +105,19 @@ class PullConsumer(ConsumerHandle):
 
         Heartbeats (5 s) are requested for waits of 10 s and more unless ``heartbeat`` says otherwise
         (0 disables them); two missed heartbeats end the batch with [`NoHeartbeat`][pyjetstream.client.jetstream.errors.NoHeartbeat].
+        Waits are seconds (``int`` or ``float``) or a ``timedelta``, as every duration of the API.
         """
         if batch <= 0:
             raise InvalidOption("batch must be positive")
         prio = await self._priority(group, min_pending, min_ack_pending, priority)
-        return await self._fetch(batch, 0, max_wait, heartbeat, prio)
+        return await self._fetch(batch, 0, seconds(max_wait), seconds_or_none(heartbeat), prio)
 
     async def fetch_bytes(
         self,
         max_bytes: int,
         *,
-        max_wait: float = DEFAULT_FETCH_MAX_WAIT,
-        heartbeat: float | None = None,
+        max_wait: Duration = DEFAULT_FETCH_MAX_WAIT,
+        heartbeat: Duration | None = None,
         group: str | None = None,
         min_pending: int | None = None,
         min_ack_pending: int | None = None,
@@ -125,13 +127,13 @@ class PullConsumer(ConsumerHandle):
         if max_bytes <= 0:
             raise InvalidOption("max_bytes must be positive")
         prio = await self._priority(group, min_pending, min_ack_pending, priority)
-        return await self._fetch(MAX_BYTES_BATCH, max_bytes, max_wait, heartbeat, prio)
+        return await self._fetch(MAX_BYTES_BATCH, max_bytes, seconds(max_wait), seconds_or_none(heartbeat), prio)
 
     async def fetch_no_wait(
         self,
         batch: int,
         *,
-        max_wait: float = DEFAULT_NO_WAIT_GUARD,
+        max_wait: Duration = DEFAULT_NO_WAIT_GUARD,
         group: str | None = None,
         min_pending: int | None = None,
         min_ack_pending: int | None = None,
@@ -147,7 +149,7 @@ class PullConsumer(ConsumerHandle):
             self._next_subject,
             batch=batch,
             no_wait=True,
-            guard=max_wait,
+            guard=seconds(max_wait),
             priority=prio,
             pin=self._pin,
         )._start()
@@ -194,8 +196,8 @@ class PullConsumer(ConsumerHandle):
     async def next(
         self,
         *,
-        max_wait: float = DEFAULT_FETCH_MAX_WAIT,
-        heartbeat: float | None = None,
+        max_wait: Duration = DEFAULT_FETCH_MAX_WAIT,
+        heartbeat: Duration | None = None,
         group: str | None = None,
         min_pending: int | None = None,
         min_ack_pending: int | None = None,
@@ -215,7 +217,7 @@ class PullConsumer(ConsumerHandle):
             return msg
         if batch.error is not None:
             raise batch.error
-        raise TimeoutError(f"no message within {max_wait}s")
+        raise TimeoutError(f"no message within {seconds(max_wait)}s")
 
     # --- continuous pulling --------------------------------------------------------------------------
 
@@ -235,10 +237,10 @@ class PullConsumer(ConsumerHandle):
         *,
         max_messages: int | None = None,
         max_bytes: int | None = None,
-        expiry: float = DEFAULT_EXPIRES,
+        expiry: Duration = DEFAULT_EXPIRES,
         threshold_messages: int | None = None,
         threshold_bytes: int | None = None,
-        heartbeat: float | None = None,
+        heartbeat: Duration | None = None,
         error_handler: ConsumeErrorHandler | None = None,
         group: str | None = None,
         min_pending: int | None = None,
@@ -260,10 +262,10 @@ class PullConsumer(ConsumerHandle):
         opts = PullOptions.build(
             max_messages=max_messages,
             max_bytes=max_bytes,
-            expiry=expiry,
+            expiry=seconds(expiry),
             threshold_messages=threshold_messages,
             threshold_bytes=threshold_bytes,
-            heartbeat=heartbeat,
+            heartbeat=seconds_or_none(heartbeat),
         )
         return await ConsumeContext(self._session_factory(opts, prio), handler, error_handler)._start()
 
@@ -272,10 +274,10 @@ class PullConsumer(ConsumerHandle):
         *,
         max_messages: int | None = None,
         max_bytes: int | None = None,
-        expiry: float = DEFAULT_EXPIRES,
+        expiry: Duration = DEFAULT_EXPIRES,
         threshold_messages: int | None = None,
         threshold_bytes: int | None = None,
-        heartbeat: float | None = None,
+        heartbeat: Duration | None = None,
         err_on_missing_heartbeat: bool = True,
         group: str | None = None,
         min_pending: int | None = None,
@@ -290,10 +292,10 @@ class PullConsumer(ConsumerHandle):
         opts = PullOptions.build(
             max_messages=max_messages,
             max_bytes=max_bytes,
-            expiry=expiry,
+            expiry=seconds(expiry),
             threshold_messages=threshold_messages,
             threshold_bytes=threshold_bytes,
-            heartbeat=heartbeat,
+            heartbeat=seconds_or_none(heartbeat),
         )
         return await MessagesContext(self._session_factory(opts, prio), err_on_missing_heartbeat)._start()
 

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
-from pyjetstream.api import codec, names
+from pyjetstream.api import codec, models_consumer, models_stream, names
 from pyjetstream.api.api_levels import Feature, api_level_from_info
+from pyjetstream.api.durations import Duration, seconds, seconds_or_none
 from pyjetstream.api.enums import AckPolicy, ConsumerAction
-from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, CreateConsumerRequest
+from pyjetstream.api.models_consumer import CreateConsumerRequest
 from pyjetstream.api.models_msg import PubAck
-from pyjetstream.api.models_stream import StreamConfig, StreamInfo
 from pyjetstream.api.requests import (
     ConsumerListRequest,
     ConsumerNamesRequest,
@@ -43,7 +43,6 @@ from pyjetstream.api.responses import (
     ConsumerInfoResponse,
     ConsumerListResponse,
     ConsumerNamesResponse,
-    ConsumerPauseResponse,
     ConsumerResetResponse,
     ConsumerUnpinResponse,
     StreamCreateResponse,
@@ -54,7 +53,7 @@ from pyjetstream.api.responses import (
     StreamUpdateResponse,
 )
 from pyjetstream.api.subjects import JSApi
-from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
+from pyjetstream.api.timefmt import NS_PER_S, ZERO_TIME, NanoTime
 from pyjetstream.client.errors import NoRespondersError
 from pyjetstream.client.inbox import DIGITS, next_nuid
 from pyjetstream.client.jetstream.backup import (
@@ -92,6 +91,13 @@ from pyjetstream.client.jetstream.errors import (
     api_exception,
 )
 from pyjetstream.client.jetstream.kv import KeyValue, KeyValueConfig, KeyValueManager, KeyValueStatus
+from pyjetstream.client.jetstream.models import (
+    ConsumerInfo,
+    ConsumerPauseResponse,
+    StreamInfo,
+    from_wire,
+    to_wire,
+)
 from pyjetstream.client.jetstream.object_store import (
     ObjectStore,
     ObjectStoreConfig,
@@ -106,7 +112,6 @@ from pyjetstream.client.jetstream.publish import (
     DEFAULT_RETRY_WAIT,
     AsyncErrorHandler,
     AsyncPublisher,
-    Duration,
     MsgSchedule,
     PubAckFuture,
     headers_of,
@@ -130,7 +135,10 @@ DEFAULT_API_TIMEOUT = 5.0
 _CLUSTER_NOT_AVAILABLE = 10008
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 _NO_ACTION_BEFORE = (2, 10, 0)  # servers before 2.10 ignore the consumer-create "action"
-_DEFAULT_CONSUMER = ConsumerConfig()
+# The client takes either kind of config: the Python API's (durations in seconds) or the wire
+# model (integer ns, as the CLI builds them); the class says which.
+StreamConfig = models_stream.StreamConfig
+ConsumerConfig = models_consumer.ConsumerConfig
 
 HeadersArg = Mapping[str, str | Iterable[str]] | HeaderBlock
 
@@ -143,9 +151,12 @@ class ConsumerResetResult(NamedTuple):
     reset_seq: int
 
 
-def _pause_time(until: datetime | None) -> NanoTime:
+def _pause_time(until: datetime | Duration | None) -> NanoTime:
+    """A pause's end: a ``datetime`` (naive = UTC), or a duration from now (seconds or a timedelta)."""
     if until is None:
         return NanoTime(ZERO_TIME)
+    if not isinstance(until, datetime):
+        return NanoTime(NanoTime.now() + round(seconds(until) * NS_PER_S))
     if until.tzinfo is None:
         until = until.replace(tzinfo=UTC)
     return NanoTime.from_datetime(until)
@@ -172,12 +183,12 @@ def generate_consumer_name() -> str:
 
 
 def _same_consumer_config(requested: ConsumerConfig, existing: ConsumerConfig) -> bool:
-    """Every field the request sets (not at its zero value) matches the existing config."""
-    for field in requested.__struct_fields__:
-        value = getattr(requested, field)
-        if value != getattr(_DEFAULT_CONSUMER, field) and value != getattr(existing, field):
-            return False
-    return True
+    """Every field the request sets (not at its zero value) matches the existing config (compared
+    as wire JSON, so a config in seconds and one in ns compare by what they say)."""
+    wanted = codec.to_builtins(to_wire(requested))
+    have = codec.to_builtins(existing)
+    default = codec.to_builtins(models_consumer.ConsumerConfig())
+    return all(value == default.get(field) or value == have.get(field) for field, value in wanted.items())
 
 
 class JetStream:
@@ -189,32 +200,32 @@ class JetStream:
         *,
         domain: str | None = None,
         api_prefix: str | None = None,
-        timeout: float = DEFAULT_API_TIMEOUT,
+        timeout: Duration = DEFAULT_API_TIMEOUT,
         publish_async_max_pending: int = DEFAULT_MAX_PENDING,
         publish_async_backpressure: bool = True,
-        publish_async_stall_wait: float | None = None,
-        publish_async_timeout: float = DEFAULT_ACK_TIMEOUT,
+        publish_async_stall_wait: Duration | None = None,
+        publish_async_timeout: Duration = DEFAULT_ACK_TIMEOUT,
         publish_async_error_handler: AsyncErrorHandler | None = None,
         retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
-        retry_wait: float = DEFAULT_RETRY_WAIT,
+        retry_wait: Duration = DEFAULT_RETRY_WAIT,
     ) -> None:
         self.nc = nc
         self.domain = domain or ""
         self.api = JSApi.for_domain(domain, api_prefix)
         # A custom prefix (an account import) also prefixes KV/object-store subjects (nats.go useJSPfx).
         self.custom_prefix = bool(api_prefix)
-        self.timeout = timeout
+        self.timeout = seconds(timeout)
         self.retry_attempts = retry_attempts
-        self.retry_wait = retry_wait
+        self.retry_wait = seconds(retry_wait)
         self._publisher = AsyncPublisher(
             self,
             nc,
             max_pending=publish_async_max_pending,
             backpressure=publish_async_backpressure,
-            stall_wait=publish_async_stall_wait,
-            ack_timeout=publish_async_timeout,
+            stall_wait=seconds_or_none(publish_async_stall_wait),
+            ack_timeout=seconds(publish_async_timeout),
             retry_attempts=retry_attempts,
-            retry_wait=retry_wait,
+            retry_wait=self.retry_wait,
             error_handler=publish_async_error_handler,
         )
         self._kv = KeyValueManager(self)
@@ -271,7 +282,7 @@ class JetStream:
         after ``retry_wait``, as publishes are; every API request is safe to repeat (creates are
         idempotent for an identical config, and a repeated delete at worst reports "not found").
         """
-        payload = b"" if body is None else body if isinstance(body, bytes) else codec.encode(body)
+        payload = b"" if body is None else body if isinstance(body, bytes) else codec.encode(to_wire(body))
         attempt = 0
         while True:
             retry = self.retry_attempts < 0 or attempt < self.retry_attempts
@@ -304,18 +315,19 @@ class JetStream:
     # --- streams -------------------------------------------------------------------------------------
 
     async def create_stream(self, config: StreamConfig) -> Stream:
-        """Create a stream (idempotent for an identical config; else `StreamNameAlreadyInUse`)."""
+        """Create a stream (idempotent for an identical config; else `StreamNameAlreadyInUse`).
+        Durations in ``config`` are seconds (`pyjetstream.StreamConfig`)."""
         validate_stream_name(config.name)
         await self._require_stream_features(config)
         resp = await self._request(self.api.stream_create(config.name), config, StreamCreateResponse)
-        return Stream(self, resp.payload())
+        return Stream(self, from_wire(resp.payload()))
 
     async def update_stream(self, config: StreamConfig) -> Stream:
         """Update an existing stream ([`StreamNotFound`][] if there is none)."""
         validate_stream_name(config.name)
         await self._require_stream_features(config)
         resp = await self._request(self.api.stream_update(config.name), config, StreamUpdateResponse)
-        return Stream(self, resp.payload())
+        return Stream(self, from_wire(resp.payload()))
 
     async def _require_stream_features(self, config: StreamConfig) -> None:
         """A server before 2.14 would ignore ``StreamSource.consumer`` and read the origin
@@ -337,7 +349,8 @@ class JetStream:
     async def _stream_info(self, name: str, body: Any = None) -> StreamInfo:
         validate_stream_name(name)
         resp = await self._request(self.api.stream_info(name), body, StreamInfoResponse)
-        return resp.payload()
+        info: StreamInfo = from_wire(resp.payload())
+        return info
 
     async def delete_stream(self, name: str) -> None:
         validate_stream_name(name)
@@ -353,7 +366,7 @@ class JetStream:
             resp = await self._request(self.api.stream_list(), req, StreamListResponse)
             page = resp.streams or []
             for info in page:
-                yield info
+                yield from_wire(info)
             offset += len(page)
             if not page or offset >= resp.total:
                 return
@@ -444,7 +457,7 @@ class JetStream:
         subject = self.api.consumer_create(stream, name, filter_subject)
         request = CreateConsumerRequest(stream_name=stream, config=config, action=action)
         resp = await self._request(subject, request, ConsumerCreateResponse)
-        info = resp.payload()
+        info = from_wire(resp.payload())
         if len(config.filter_subjects) > 1 and not info.config.filter_subjects:
             raise ConsumerMultipleFilterSubjectsNotSupported()
         return PullConsumer(self, stream, info)
@@ -471,7 +484,8 @@ class JetStream:
         validate_stream_name(stream)
         validate_consumer_name(name)
         resp = await self._request(self.api.consumer_info(stream, name), None, ConsumerInfoResponse)
-        return resp.payload()
+        info: ConsumerInfo = from_wire(resp.payload())
+        return info
 
     async def delete_consumer(self, stream: str, name: str) -> None:
         validate_stream_name(stream)
@@ -480,21 +494,27 @@ class JetStream:
         if not resp.success:
             raise JetStreamError(f"consumer {name!r} was not deleted")
 
-    async def pause_consumer(self, stream: str, name: str, until: datetime) -> ConsumerPauseResponse:
-        """Deliver nothing until ``until`` (2.11+; heartbeats go on). The answer has ``paused``,
-        ``pause_until`` and ``pause_remaining`` (ns)."""
+    async def pause_consumer(
+        self, stream: str, name: str, until: datetime | Duration
+    ) -> ConsumerPauseResponse:
+        """Deliver nothing until ``until`` — a ``datetime``, or a duration from now (seconds or a
+        ``timedelta``) — (2.11+; heartbeats go on). The answer has ``paused``, ``pause_until`` and
+        ``pause_remaining`` (seconds)."""
         return await self._pause(stream, name, until)
 
     async def resume_consumer(self, stream: str, name: str) -> ConsumerPauseResponse:
         """End a pause now (2.11+)."""
         return await self._pause(stream, name, None)
 
-    async def _pause(self, stream: str, name: str, until: datetime | None) -> ConsumerPauseResponse:
+    async def _pause(
+        self, stream: str, name: str, until: datetime | Duration | None
+    ) -> ConsumerPauseResponse:
         validate_stream_name(stream)
         validate_consumer_name(name)
         await self.require(Feature.CONSUMER_PAUSE)
         body = ConsumerPauseRequest(pause_until=_pause_time(until)) if until is not None else None
-        return await self._request(self.api.consumer_pause(stream, name), body, ConsumerPauseResponse)
+        resp = await self._request(self.api.consumer_pause(stream, name), body, ConsumerPauseResponse)
+        return resp
 
     async def unpin_consumer(self, stream: str, name: str, group: str) -> None:
         """Drop the pinned client of priority group ``group`` (2.11+): the next pull gets the pin."""
@@ -515,7 +535,7 @@ class JetStream:
         await self._consumer_info(stream, name)
         body = ConsumerResetRequest(seq=seq) if seq else None
         resp = await self._request(self.api.consumer_reset(stream, name), body, ConsumerResetResponse)
-        return ConsumerResetResult(resp.payload(), resp.reset_seq)
+        return ConsumerResetResult(from_wire(resp.payload()), resp.reset_seq)
 
     async def ordered_consumer(
         self, stream: str, config: OrderedConsumerConfig | None = None
@@ -533,7 +553,7 @@ class JetStream:
             resp = await self._request(self.api.consumer_list(stream), req, ConsumerListResponse)
             page = resp.consumers or []
             for info in page:
-                yield info
+                yield from_wire(info)
             offset += len(page)
             if not page or offset >= resp.total:
                 return
@@ -568,8 +588,8 @@ class JetStream:
         ttl: Duration | str | None = None,
         schedule: MsgSchedule | None = None,
         retry_attempts: int | None = None,
-        retry_wait: float | None = None,
-        timeout: float | None = None,
+        retry_wait: Duration | None = None,
+        timeout: Duration | None = None,
     ) -> PubAck:
         """Publish into a stream and wait for its [`PubAck`][].
 
@@ -598,10 +618,11 @@ class JetStream:
             for feature in publish_features(ttl, schedule, expect_last_subject):
                 await self.require(feature)
         attempts = self.retry_attempts if retry_attempts is None else retry_attempts
-        wait = self.retry_wait if retry_wait is None else retry_wait
+        wait = self.retry_wait if retry_wait is None else seconds(retry_wait)
+        limit = seconds(timeout) if timeout else self.timeout
         for attempt in itertools.count():
             try:
-                reply = await self.nc.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
+                reply = await self.nc.request(subject, data, timeout=limit, headers=hdrs)
             except NoRespondersError:
                 if 0 <= attempts <= attempt:
                     raise NoStreamResponse() from None
@@ -629,7 +650,7 @@ class JetStream:
         expect_last_subject: str | None = None,
         ttl: Duration | str | None = None,
         schedule: MsgSchedule | None = None,
-        stall_wait: float | None = None,
+        stall_wait: Duration | None = None,
     ) -> PubAckFuture:
         """Publish without waiting for the ack: returns a future of the [`PubAck`][].
 
@@ -652,7 +673,7 @@ class JetStream:
         if ttl is not None or schedule is not None or expect_last_subject is not None:
             for feature in publish_features(ttl, schedule, expect_last_subject):
                 await self.require(feature)
-        return await self._publisher.publish(subject, data, hdrs, stall_wait)
+        return await self._publisher.publish(subject, data, hdrs, seconds_or_none(stall_wait))
 
     async def publish_msg_async(self, msg: Msg, **options: Any) -> PubAckFuture:
         if msg.reply:
@@ -664,16 +685,16 @@ class JetStream:
         """Async publishes still waiting for their ack."""
         return self._publisher.pending
 
-    async def publish_async_complete(self, timeout: float | None = None) -> None:
+    async def publish_async_complete(self, timeout: Duration | None = None) -> None:
         """Until every async publish so far is acknowledged (or failed); ``TimeoutError`` after ``timeout``."""
-        await self._publisher.complete(timeout)
+        await self._publisher.complete(seconds_or_none(timeout))
 
     # --- batch publishing (batch.py) --------------------------------------------------------------------
 
-    def batch_publisher(self, *, ack_every: int = 0, timeout: float | None = None) -> BatchPublisher:
+    def batch_publisher(self, *, ack_every: int = 0, timeout: Duration | None = None) -> BatchPublisher:
         """An atomic batch (2.12+, stream ``allow_atomic``), to use in ``async with``: ``add`` messages,
         then ``commit``; all are stored or none. Leaving the block uncommitted discards the batch."""
-        return BatchPublisher(self, ack_every=ack_every, timeout=timeout)
+        return BatchPublisher(self, ack_every=ack_every, timeout=seconds_or_none(timeout))
 
     def fast_publisher(
         self,
@@ -681,12 +702,16 @@ class JetStream:
         gap: str = "fail",
         flow: int = DEFAULT_FLOW,
         max_outstanding_acks: int = DEFAULT_MAX_OUTSTANDING_ACKS,
-        ack_timeout: float | None = None,
+        ack_timeout: Duration | None = None,
     ) -> FastPublisher:
         """A fast-ingest batch (2.14+, stream ``allow_batched``), to use in ``async with``: flow-controlled
         by the server, the fastest way to load a stream; the block's end commits it."""
         return FastPublisher(
-            self, gap=gap, flow=flow, max_outstanding_acks=max_outstanding_acks, ack_timeout=ack_timeout
+            self,
+            gap=gap,
+            flow=flow,
+            max_outstanding_acks=max_outstanding_acks,
+            ack_timeout=seconds_or_none(ack_timeout),
         )
 
     # --- counters (counter.Counter) ---------------------------------------------------------------------
@@ -711,7 +736,7 @@ class JetStream:
     ) -> Stream:
         """Restore a backup directory (made here or by ``nats stream backup``) into a new stream."""
         info = await restore_stream(self, directory, config=config, progress=progress)
-        return Stream(self, info)
+        return Stream(self, from_wire(info))
 
     # --- key-value buckets (kv.KeyValueManager) --------------------------------------------------------
 
@@ -774,18 +799,19 @@ def jetstream(
     *,
     domain: str | None = None,
     api_prefix: str | None = None,
-    timeout: float = DEFAULT_API_TIMEOUT,
+    timeout: Duration = DEFAULT_API_TIMEOUT,
     publish_async_max_pending: int = DEFAULT_MAX_PENDING,
     publish_async_backpressure: bool = True,
-    publish_async_stall_wait: float | None = None,
-    publish_async_timeout: float = DEFAULT_ACK_TIMEOUT,
+    publish_async_stall_wait: Duration | None = None,
+    publish_async_timeout: Duration = DEFAULT_ACK_TIMEOUT,
     publish_async_error_handler: AsyncErrorHandler | None = None,
     retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
-    retry_wait: float = DEFAULT_RETRY_WAIT,
+    retry_wait: Duration = DEFAULT_RETRY_WAIT,
 ) -> JetStream:
     """A JetStream context on ``nc`` (nats.go ``jetstream.New`` / ``NewWithDomain`` / ``NewWithAPIPrefix``).
 
-    ``timeout``: API calls and synchronous publishes (seconds). Async publishing:
+    ``timeout``: API calls and synchronous publishes (seconds or a ``timedelta``, as every duration
+    here; see `pyjetstream.api.durations`). Async publishing:
     ``publish_async_max_pending`` in flight at most; when full, wait (``publish_async_backpressure``,
     at most ``publish_async_stall_wait`` s if set) or fail at once; an ack not received within
     ``publish_async_timeout`` fails its future; ``publish_async_error_handler(js, msg, exc)`` hears

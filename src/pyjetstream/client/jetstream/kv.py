@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api import names
 from pyjetstream.api.api_levels import Feature
+from pyjetstream.api.durations import Duration, Seconds, seconds, seconds_or_none, to_ns
 from pyjetstream.api.enums import DeliverPolicy, StorageType
 from pyjetstream.api.headers import EXPECTED_LAST_SUBJECT_SEQUENCE, KV_OPERATION, MARKER_REASON
 from pyjetstream.api.kv import (
@@ -36,8 +37,8 @@ from pyjetstream.api.kv import (
     kv_stream_name,
 )
 from pyjetstream.api.models_common import Placement
-from pyjetstream.api.models_stream import RePublish, StreamConfig, StreamInfo, StreamSource
-from pyjetstream.api.timefmt import NS_PER_S, NanoTime, ns_to_seconds, seconds_to_ns
+from pyjetstream.api.models_stream import RePublish, StreamConfig, StreamSource
+from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.client.jetstream.errors import (
     BucketExists,
     BucketNotFound,
@@ -67,21 +68,25 @@ from pyjetstream.protocol import HeaderBlock
 
 if TYPE_CHECKING:
     from pyjetstream.client.jetstream.context import JetStream
+    from pyjetstream.client.jetstream.models import StreamInfo
     from pyjetstream.client.jetstream.stream import RawStreamMsg, Stream
 
 DEFAULT_PURGE_DELETES_OLDER_THAN = 30 * 60.0  # seconds (nats.go)
+_NO_TTL = Seconds.from_ns(0)
 ALL_KEYS = ">"
 
 
 @dataclass
 class KeyValueConfig:
-    """A bucket's configuration (nats.go ``KeyValueConfig``); ``ttl`` in seconds, 0 = no limit."""
+    """A bucket's configuration (nats.go ``KeyValueConfig``). ``ttl`` (how long a value is kept; 0: no
+    limit) and ``limit_marker_ttl`` (⟨2.11+⟩ how long a marker lives where ``ttl`` removed a key; 0:
+    no markers) are seconds (an ``int``, a ``float`` or a ``timedelta``), read back as seconds."""
 
     bucket: str
     description: str = ""
     max_value_size: int = 0
     history: int = 1
-    ttl: float = 0.0
+    ttl: Duration = 0.0
     max_bytes: int = 0
     storage: StorageType = StorageType.FILE
     replicas: int = 1
@@ -91,7 +96,11 @@ class KeyValueConfig:
     sources: list[StreamSource] = field(default_factory=list)
     compression: bool = False
     metadata: dict[str, str] = field(default_factory=dict)
-    limit_marker_ttl: float = 0.0  # ⟨2.11+⟩ seconds a marker lives where max age removed a key (0: none)
+    limit_marker_ttl: Duration = 0.0
+
+    def __post_init__(self) -> None:
+        self.ttl = Seconds(self.ttl)
+        self.limit_marker_ttl = Seconds(self.limit_marker_ttl)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +121,12 @@ class KeyValueStatus:
     bucket: str
     values: int
     history: int
-    ttl: float
+    ttl: Seconds
     bytes: int
     is_compressed: bool
     stream_info: StreamInfo
     backing_store: str = "JetStream"
-    limit_marker_ttl: float = 0.0
+    limit_marker_ttl: Seconds = _NO_TTL
     metadata: dict[str, str] = field(default_factory=dict)
 
 
@@ -218,9 +227,10 @@ class KeyValue:
         ack = await self._js.publish(self._put_prefix + key, value)
         return ack.seq
 
-    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> int:
+    async def create(self, key: str, value: bytes, *, ttl: Duration | None = None) -> int:
         """Set ``key`` only if it has no value (or was deleted/purged); else [`KeyExists`][].
-        ``ttl`` (seconds, 2.11+, the bucket needs ``limit_marker_ttl``) removes it after that long."""
+        ``ttl`` (seconds or a ``timedelta``; 2.11+, the bucket needs ``limit_marker_ttl``) removes it
+        after that long."""
         try:
             return await self._update(key, value, 0, ttl)
         except KeyExists as exists:
@@ -236,7 +246,7 @@ class KeyValue:
         """Set ``key`` only if its latest revision is ``last``; else [`KeyExists`][]."""
         return await self._update(key, value, last, None)
 
-    async def _update(self, key: str, value: bytes, last: int, ttl: float | None) -> int:
+    async def _update(self, key: str, value: bytes, last: int, ttl: Duration | None) -> int:
         _check_key(key)
         try:
             ack = await self._js.publish(
@@ -250,13 +260,15 @@ class KeyValue:
         """Mark ``key`` deleted (its history is kept); ``last_revision`` makes it conditional."""
         await self._marker(key, kv_delete_headers(), last_revision)
 
-    async def purge(self, key: str, *, last_revision: int | None = None, ttl: float | None = None) -> None:
-        """Remove every revision of ``key``, leaving one purge marker; with ``ttl`` (seconds, 2.11+)
-        the marker itself goes after that long."""
+    async def purge(
+        self, key: str, *, last_revision: int | None = None, ttl: Duration | None = None
+    ) -> None:
+        """Remove every revision of ``key``, leaving one purge marker; with ``ttl`` (seconds or a
+        ``timedelta``, 2.11+) the marker itself goes after that long."""
         await self._marker(key, kv_purge_headers(), last_revision, ttl)
 
     async def _marker(
-        self, key: str, headers: dict[str, str], last_revision: int | None, ttl: float | None = None
+        self, key: str, headers: dict[str, str], last_revision: int | None, ttl: Duration | None = None
     ) -> None:
         _check_key(key)
         if last_revision is not None:
@@ -266,9 +278,10 @@ class KeyValue:
         except WrongLastSequence as exc:
             raise KeyExists(exc.description, code=exc.code, err_code=exc.err_code) from None
 
-    async def purge_deletes(self, *, older_than: float = DEFAULT_PURGE_DELETES_OLDER_THAN) -> None:
+    async def purge_deletes(self, *, older_than: Duration = DEFAULT_PURGE_DELETES_OLDER_THAN) -> None:
         """Remove delete/purge markers (and what they hide). Markers younger than ``older_than``
-        seconds are kept, alone; ``older_than`` <= 0 removes them all."""
+        (seconds or a ``timedelta``) are kept, alone; ``older_than`` <= 0 removes them all."""
+        older_than = seconds(older_than)
         markers: list[KeyValueEntry] = []
         watcher = await self.watch_all()
         try:
@@ -279,7 +292,7 @@ class KeyValue:
                     markers.append(entry)
         finally:
             watcher.stop()
-        limit = time.time_ns() - int(older_than * NS_PER_S)
+        limit = time.time_ns() - to_ns(older_than)
         for entry in markers:
             keep = 1 if older_than > 0 and entry.created > limit else 0
             await self._stream.purge(subject=self._read_prefix + entry.key, keep=keep or None)
@@ -380,11 +393,11 @@ def _status(bucket: str, info: StreamInfo) -> KeyValueStatus:
         bucket=bucket,
         values=info.state.messages,
         history=cfg.max_msgs_per_subject,
-        ttl=ns_to_seconds(cfg.max_age),
+        ttl=Seconds(cfg.max_age),
         bytes=info.state.bytes,
         is_compressed=cfg.compression is not None and cfg.compression.value == "s2",
         stream_info=info,
-        limit_marker_ttl=ns_to_seconds(cfg.subject_delete_marker_ttl),
+        limit_marker_ttl=Seconds(cfg.subject_delete_marker_ttl),
         metadata=dict(cfg.metadata),
     )
 
@@ -413,8 +426,10 @@ class KeyWatcher:
             self.init_done = True
             self._out.append(None)
 
-    async def next(self, timeout: float | None = None) -> KeyValueEntry | None:
-        """The next entry (or the ``None`` marker); ``TimeoutError`` after ``timeout`` seconds."""
+    async def next(self, timeout: Duration | None = None) -> KeyValueEntry | None:
+        """The next entry (or the ``None`` marker); ``TimeoutError`` after ``timeout`` (seconds or a
+        ``timedelta``)."""
+        timeout = seconds_or_none(timeout)
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         while not self._out:
             assert self._messages is not None
@@ -535,7 +550,7 @@ def _stream_config(config: KeyValueConfig) -> StreamConfig:
         config.bucket,
         description=config.description,
         history=config.history or 1,
-        ttl_ns=seconds_to_ns(config.ttl) if config.ttl else 0,
+        ttl_ns=to_ns(config.ttl),
         max_value_size=config.max_value_size,
         max_bytes=config.max_bytes,
         storage=config.storage,
@@ -546,7 +561,7 @@ def _stream_config(config: KeyValueConfig) -> StreamConfig:
         sources=list(config.sources) or None,
         compression=config.compression,
         metadata=config.metadata,
-        limit_marker_ttl_ns=seconds_to_ns(config.limit_marker_ttl) if config.limit_marker_ttl else 0,
+        limit_marker_ttl_ns=to_ns(config.limit_marker_ttl),
     )
     if stream_config.mirror is not None:
         # Mirrors do not deduplicate; nats-server refuses a mirror with a duplicate window.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyjetstream.api.ack import ACK, PROGRESS, MsgMetadata, nak_payload, parse_ack_reply, term_payload
-from pyjetstream.api.timefmt import seconds_to_ns
+from pyjetstream.api.durations import Duration, to_ns
 from pyjetstream.client.jetstream.errors import MsgAlreadyAcked, MsgNoReply, MsgNotBound, NotJSMessage
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class JetStreamMsg:
         """Acknowledge: the message was processed."""
         await self._send(ACK)
 
-    async def double_ack(self, timeout: float = DEFAULT_DOUBLE_ACK_TIMEOUT) -> None:
+    async def double_ack(self, timeout: Duration = DEFAULT_DOUBLE_ACK_TIMEOUT) -> None:
         """Acknowledge and wait until the server confirms it processed the ack (``TimeoutError`` if
         it does not within ``timeout`` seconds)."""
         client = self._check()
@@ -93,9 +93,9 @@ class JetStreamMsg:
         """Negative ack: redeliver now."""
         await self._send(nak_payload())
 
-    async def nak_with_delay(self, delay: float) -> None:
-        """Negative ack: redeliver after ``delay`` seconds."""
-        await self._send(nak_payload(seconds_to_ns(delay)))
+    async def nak_with_delay(self, delay: Duration) -> None:
+        """Negative ack: redeliver after ``delay`` (seconds or a ``timedelta``)."""
+        await self._send(nak_payload(to_ns(delay)))
 
     async def in_progress(self) -> None:
         """Still working on it: resets the server's ack-wait timer (may be sent repeatedly)."""

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import msgspec
 
 from pyjetstream.api import codec, names
+from pyjetstream.api.durations import Duration, Seconds, seconds_or_none, to_ns
 from pyjetstream.api.enums import DeliverPolicy, StorageType
 from pyjetstream.api.headers import ROLLUP, ROLLUP_SUBJECT
 from pyjetstream.api.models_common import Placement
-from pyjetstream.api.models_stream import StreamConfig, StreamInfo
+from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.api.objstore import (
     OBJ_BUCKETS_FILTER,
     OBJ_DEFAULT_CHUNK_SIZE,
@@ -39,7 +40,7 @@ from pyjetstream.api.objstore import (
     obj_stream_name,
     object_digest,
 )
-from pyjetstream.api.timefmt import NanoTime, ns_to_seconds, seconds_to_ns
+from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.client.errors import NatsError
 from pyjetstream.client.inbox import next_nuid
 from pyjetstream.client.jetstream.errors import (
@@ -71,6 +72,7 @@ from pyjetstream.client.jetstream.ordered import (
 
 if TYPE_CHECKING:
     from pyjetstream.client.jetstream.context import JetStream
+    from pyjetstream.client.jetstream.models import StreamInfo
     from pyjetstream.client.jetstream.msg import JetStreamMsg
     from pyjetstream.client.jetstream.publish import PubAckFuture
     from pyjetstream.client.jetstream.stream import Stream
@@ -91,17 +93,21 @@ PutSource = (
 
 @dataclass
 class ObjectStoreConfig:
-    """A bucket's configuration (nats.go ``ObjectStoreConfig``); ``ttl`` in seconds."""
+    """A bucket's configuration (nats.go ``ObjectStoreConfig``); ``ttl`` (how long an object is kept;
+    0: no limit) is seconds (an ``int``, a ``float`` or a ``timedelta``), read back as seconds."""
 
     bucket: str
     description: str = ""
-    ttl: float = 0.0
+    ttl: Duration = 0.0
     max_bytes: int = 0
     storage: StorageType = StorageType.FILE
     replicas: int = 1
     placement: Placement | None = None
     compression: bool = False
     metadata: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.ttl = Seconds(self.ttl)
 
 
 @dataclass
@@ -119,7 +125,7 @@ class ObjectMeta:
 class ObjectStoreStatus:
     bucket: str
     description: str
-    ttl: float
+    ttl: Seconds
     storage: StorageType
     replicas: int
     sealed: bool
@@ -503,7 +509,7 @@ def _status(bucket: str, info: StreamInfo) -> ObjectStoreStatus:
     return ObjectStoreStatus(
         bucket=bucket,
         description=cfg.description,
-        ttl=ns_to_seconds(cfg.max_age),
+        ttl=Seconds(cfg.max_age),
         storage=cfg.storage,
         replicas=cfg.num_replicas,
         sealed=cfg.sealed,
@@ -533,7 +539,9 @@ class ObjectWatcher:
         if init_done:
             self._out.append(None)
 
-    async def next(self, timeout: float | None = None) -> ObjectInfo | None:
+    async def next(self, timeout: Duration | None = None) -> ObjectInfo | None:
+        """The next object's info (or the ``None`` marker); ``TimeoutError`` after ``timeout``."""
+        timeout = seconds_or_none(timeout)
         while not self._out:
             if self.init_done:
                 msg = await self._messages.next(timeout)
@@ -642,7 +650,7 @@ def _stream_config(config: ObjectStoreConfig) -> StreamConfig:
     return obj_stream_config(
         config.bucket,
         description=config.description,
-        ttl_ns=seconds_to_ns(config.ttl) if config.ttl else 0,
+        ttl_ns=to_ns(config.ttl),
         max_bytes=config.max_bytes,
         storage=config.storage,
         replicas=config.replicas or 1,

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pyjetstream.api.durations import Duration, Seconds, seconds, seconds_or_none, to_ns
 from pyjetstream.api.enums import AckPolicy, ConsumerAction, DeliverPolicy, ReplayPolicy
-from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo
-from pyjetstream.api.timefmt import NanoTime, seconds_to_ns
+from pyjetstream.api.models_consumer import ConsumerConfig
+from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.client.errors import ConnectionClosedError, NatsError, TimeoutError
 from pyjetstream.client.inbox import next_nuid
 from pyjetstream.client.jetstream.consume import (
@@ -54,6 +55,7 @@ from pyjetstream.client.jetstream.pull import (
 if TYPE_CHECKING:
     from pyjetstream.client.jetstream.consumer import PullConsumer
     from pyjetstream.client.jetstream.context import JetStream
+    from pyjetstream.client.jetstream.models import ConsumerInfo
 
 logger = logging.getLogger("pyjetstream.client.jetstream")
 
@@ -66,9 +68,11 @@ _RESET_ERRORS = (NoHeartbeat, ConsumerDeleted, ConsumerNotFound)
 
 @dataclass
 class OrderedConsumerConfig:
-    """Configuration of an ordered consumer (nats.go ``OrderedConsumerConfig``); times in seconds.
+    """Configuration of an ordered consumer (nats.go ``OrderedConsumerConfig``).
 
-    ``max_reset_attempts`` 0 means unlimited attempts to recreate the consumer after a failure.
+    ``inactive_threshold``: seconds (an ``int``, a ``float`` or a ``timedelta``; read back as
+    seconds). ``max_reset_attempts`` 0 means unlimited attempts to recreate the consumer after a
+    failure.
     """
 
     filter_subjects: list[str] = field(default_factory=list)
@@ -76,10 +80,13 @@ class OrderedConsumerConfig:
     opt_start_seq: int = 0
     opt_start_time: NanoTime | datetime | None = None
     replay_policy: ReplayPolicy = ReplayPolicy.INSTANT
-    inactive_threshold: float = ORDERED_INACTIVE_THRESHOLD
+    inactive_threshold: Duration = ORDERED_INACTIVE_THRESHOLD
     headers_only: bool = False
     max_reset_attempts: int = 0
     metadata: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.inactive_threshold = Seconds(self.inactive_threshold)
 
 
 class OrderedConsumer:
@@ -135,7 +142,7 @@ class OrderedConsumer:
         config = ConsumerConfig(
             name=f"{self._prefix}_{self._serial}",
             ack_policy=AckPolicy.NONE,
-            inactive_threshold=seconds_to_ns(cfg.inactive_threshold or ORDERED_INACTIVE_THRESHOLD),
+            inactive_threshold=to_ns(cfg.inactive_threshold or ORDERED_INACTIVE_THRESHOLD),
             num_replicas=1,
             mem_storage=True,
             headers_only=cfg.headers_only,
@@ -207,29 +214,29 @@ class OrderedConsumer:
     # --- fetch ---------------------------------------------------------------------------------------
 
     async def fetch(
-        self, batch: int, *, max_wait: float = DEFAULT_FETCH_MAX_WAIT, heartbeat: float | None = None
+        self, batch: int, *, max_wait: Duration = DEFAULT_FETCH_MAX_WAIT, heartbeat: Duration | None = None
     ) -> _OrderedBatch:
         return await self._start_fetch(lambda c: c.fetch(batch, max_wait=max_wait, heartbeat=heartbeat))
 
     async def fetch_bytes(
-        self, max_bytes: int, *, max_wait: float = DEFAULT_FETCH_MAX_WAIT, heartbeat: float | None = None
+        self, max_bytes: int, *, max_wait: Duration = DEFAULT_FETCH_MAX_WAIT, heartbeat: Duration | None = None
     ) -> _OrderedBatch:
         return await self._start_fetch(
             lambda c: c.fetch_bytes(max_bytes, max_wait=max_wait, heartbeat=heartbeat)
         )
 
-    async def fetch_no_wait(self, batch: int, *, max_wait: float = DEFAULT_NO_WAIT_GUARD) -> _OrderedBatch:
+    async def fetch_no_wait(self, batch: int, *, max_wait: Duration = DEFAULT_NO_WAIT_GUARD) -> _OrderedBatch:
         return await self._start_fetch(lambda c: c.fetch_no_wait(batch, max_wait=max_wait))
 
     async def next(
-        self, *, max_wait: float = DEFAULT_FETCH_MAX_WAIT, heartbeat: float | None = None
+        self, *, max_wait: Duration = DEFAULT_FETCH_MAX_WAIT, heartbeat: Duration | None = None
     ) -> JetStreamMsg:
         batch = await self.fetch(1, max_wait=max_wait, heartbeat=heartbeat)
         async for msg in batch:
             return msg
         if batch.error is not None:
             raise batch.error
-        raise TimeoutError(f"no message within {max_wait}s")
+        raise TimeoutError(f"no message within {seconds(max_wait)}s")
 
     async def _start_fetch(self, start: Callable[[PullConsumer], Any]) -> _OrderedBatch:
         self._set_mode("fetch")
@@ -248,22 +255,23 @@ class OrderedConsumer:
         *,
         max_messages: int | None = None,
         max_bytes: int | None = None,
-        expiry: float = DEFAULT_EXPIRES,
+        expiry: Duration = DEFAULT_EXPIRES,
         threshold_messages: int | None = None,
         threshold_bytes: int | None = None,
-        heartbeat: float | None = None,
+        heartbeat: Duration | None = None,
         error_handler: ConsumeErrorHandler | None = None,
     ) -> OrderedConsumeContext:
         """Like [`PullConsumer.consume`][], in order, recreating the consumer when needed."""
         self._check_idle()
         self._set_mode("consume")
+        expiry_s, heartbeat_s = seconds(expiry), seconds_or_none(heartbeat)
         options = dict(
             max_messages=max_messages,
             max_bytes=max_bytes,
-            expiry=expiry,
+            expiry=expiry_s,
             threshold_messages=threshold_messages,
             threshold_bytes=threshold_bytes,
-            heartbeat=heartbeat if heartbeat is not None else _ordered_heartbeat(expiry),
+            heartbeat=heartbeat_s if heartbeat_s is not None else _ordered_heartbeat(expiry_s),
         )
         ctx = OrderedConsumeContext(self, handler, options, error_handler)
         self._active = ctx
@@ -275,21 +283,22 @@ class OrderedConsumer:
         *,
         max_messages: int | None = None,
         max_bytes: int | None = None,
-        expiry: float = DEFAULT_EXPIRES,
+        expiry: Duration = DEFAULT_EXPIRES,
         threshold_messages: int | None = None,
         threshold_bytes: int | None = None,
-        heartbeat: float | None = None,
+        heartbeat: Duration | None = None,
     ) -> OrderedMessagesContext:
         """Like [`PullConsumer.messages`][], in order, recreating the consumer when needed."""
         self._check_idle()
         self._set_mode("consume")
+        expiry_s, heartbeat_s = seconds(expiry), seconds_or_none(heartbeat)
         options = dict(
             max_messages=max_messages,
             max_bytes=max_bytes,
-            expiry=expiry,
+            expiry=expiry_s,
             threshold_messages=threshold_messages,
             threshold_bytes=threshold_bytes,
-            heartbeat=heartbeat if heartbeat is not None else _ordered_heartbeat(expiry),
+            heartbeat=heartbeat_s if heartbeat_s is not None else _ordered_heartbeat(expiry_s),
         )
         ctx = OrderedMessagesContext(self, options)
         self._active = ctx
@@ -527,8 +536,9 @@ class OrderedMessagesContext:
             raise
         self._inner = await consumer.messages(**self._options)
 
-    async def next(self, timeout: float | None = None) -> JetStreamMsg:
-        """The next message in stream order (``TimeoutError`` after ``timeout`` seconds if given)."""
+    async def next(self, timeout: Duration | None = None) -> JetStreamMsg:
+        """The next message in stream order (``TimeoutError`` after ``timeout`` if given)."""
+        timeout = seconds_or_none(timeout)
         while True:
             if self.stopped or self._inner is None:
                 raise MsgIteratorClosed()

@@ -18,13 +18,14 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
 from pyjetstream.api.api_levels import Feature
 from pyjetstream.api.codec import decode_pub_ack
+from pyjetstream.api.durations import Duration, seconds, to_ns
 from pyjetstream.api.headers import (
     EXPECTED_LAST_MSG_ID,
     EXPECTED_LAST_SEQUENCE,
@@ -69,7 +70,6 @@ Headers = dict[str, str | list[str]]
 AsyncErrorHandler = Callable[[Any, "PublishedMsg", Exception], Awaitable[None] | None]
 
 
-Duration = float | timedelta  # seconds, or a timedelta
 TTL_NEVER = "never"
 
 # nats.go's predefined schedules (for ``MsgSchedule(cron=...)``).
@@ -84,14 +84,10 @@ def go_duration(value: Duration | str, what: str = "duration") -> str:
     """A duration as nats-server parses it in headers: a Go duration string (``"1m30s"``)."""
     if isinstance(value, str):
         return value
-    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
-    if seconds <= 0:
+    ns = to_ns(value)
+    if ns <= 0:
         raise InvalidOption(f"{what} must be positive")
-    return format_go_duration(round(seconds * 1_000_000_000))
-
-
-def _seconds(value: Duration) -> float:
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+    return format_go_duration(ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +112,7 @@ class MsgSchedule:
             raise InvalidOption("schedule target subject cannot be empty")
         if sum(x is not None for x in (self.at, self.every, self.cron)) != 1:
             raise InvalidOption("a schedule needs exactly one of at, every and cron")
-        if self.every is not None and _seconds(self.every) < 1:
+        if self.every is not None and seconds(self.every) < 1:
             raise InvalidOption("schedule interval must be at least 1s")
         if self.cron is not None and not self.cron:
             raise InvalidOption("cron expression cannot be empty")

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api.api_levels import Feature
 from pyjetstream.api.codec import encode
+from pyjetstream.api.durations import to_ns
 from pyjetstream.api.headers import PENDING_BYTES, PENDING_MESSAGES, PIN_ID
 from pyjetstream.api.models_consumer import PullRequest
 from pyjetstream.api.pull_status import PullStatus, classify_pull_status
-from pyjetstream.api.timefmt import seconds_to_ns
 from pyjetstream.client.errors import NatsError
 from pyjetstream.client.jetstream.errors import (
     BadRequest,
@@ -211,10 +211,10 @@ def _encode_request(
 ) -> bytes:
     request = PullRequest(
         batch=batch,
-        expires=seconds_to_ns(expires) if expires else 0,
+        expires=to_ns(expires) if expires else 0,
         max_bytes=max_bytes,
         no_wait=no_wait,
-        idle_heartbeat=seconds_to_ns(heartbeat) if heartbeat else 0,
+        idle_heartbeat=to_ns(heartbeat) if heartbeat else 0,
     )
     if priority is not None:
         request.group = priority.group

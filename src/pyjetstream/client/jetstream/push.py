@@ -17,7 +17,6 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from pyjetstream.api.pull_status import PullStatus, classify_pull_status
-from pyjetstream.api.timefmt import ns_to_seconds
 from pyjetstream.client.errors import NatsError
 from pyjetstream.client.jetstream.consume import MessageHandler, is_async_callable, run_callback
 from pyjetstream.client.jetstream.consumer import ConsumerHandle
@@ -33,8 +32,8 @@ from pyjetstream.client.jetstream.msg import JetStreamMsg
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from pyjetstream.api.models_consumer import ConsumerInfo
     from pyjetstream.client.jetstream.context import JetStream
+    from pyjetstream.client.jetstream.models import ConsumerInfo
     from pyjetstream.client.msg import Msg
     from pyjetstream.client.subscription import Subscription
 
@@ -89,7 +88,7 @@ class PushConsumeContext:
         self._task: asyncio.Task[None] | None = None
         self._hb_handle: asyncio.TimerHandle | None = None
         cfg = consumer.cached_info().config
-        self._heartbeat = ns_to_seconds(cfg.idle_heartbeat)
+        self._heartbeat = float(cfg.idle_heartbeat)  # the info's durations are seconds
         self._activity = 0
         self._seen = 0
         self._stopped = False

@@ -38,15 +38,15 @@ from pyjetstream.client.jetstream.errors import (
     MsgDeleteUnsuccessful,
     MsgNotFound,
 )
+from pyjetstream.client.jetstream.models import from_wire
 from pyjetstream.protocol import HeaderBlock, parse_headers
 
 if TYPE_CHECKING:
-
-    from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo
-    from pyjetstream.api.models_stream import StreamInfo
-    from pyjetstream.api.responses import ConsumerPauseResponse
+    from pyjetstream.api.durations import Duration
+    from pyjetstream.api.models_consumer import ConsumerConfig
     from pyjetstream.client.jetstream.consumer import PullConsumer
     from pyjetstream.client.jetstream.context import ConsumerResetResult, JetStream
+    from pyjetstream.client.jetstream.models import ConsumerInfo, ConsumerPauseResponse, StreamInfo
     from pyjetstream.client.jetstream.ordered import OrderedConsumer, OrderedConsumerConfig
     from pyjetstream.client.jetstream.push import PushConsumer
     from pyjetstream.client.msg import Msg
@@ -117,7 +117,7 @@ class Stream:
                     offset=offset, deleted_details=deleted_details, subjects_filter=subject_filter or ""
                 )
             resp = await self._js._request(self._js.api.stream_info(self._name), body, StreamInfoResponse)
-            info = resp.payload()
+            info: StreamInfo = from_wire(resp.payload())
             page = info.state.subjects
             subjects.update(page)
             offset = len(subjects)
@@ -311,8 +311,8 @@ class Stream:
     async def push_consumer(self, name: str) -> PushConsumer:
         return await self._js.push_consumer(self._name, name)
 
-    async def pause_consumer(self, name: str, until: datetime) -> ConsumerPauseResponse:
-        """Deliver nothing until ``until`` (2.11+)."""
+    async def pause_consumer(self, name: str, until: datetime | Duration) -> ConsumerPauseResponse:
+        """Deliver nothing until ``until``: a ``datetime`` or a duration from now (2.11+)."""
         return await self._js.pause_consumer(self._name, name, until)
 
     async def resume_consumer(self, name: str) -> ConsumerPauseResponse:

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar, cast
 
+from pyjetstream.api.durations import Duration, seconds_or_none
 from pyjetstream.client.connection import Client
 from pyjetstream.client.connection import connect as _connect
 from pyjetstream.client.jetstream.consume import is_async_callable
@@ -228,7 +229,10 @@ class SyncFuture:
         self._fut = fut
         self._rt = rt
 
-    def result(self, timeout: float | None = None) -> Any:
+    def result(self, timeout: Duration | None = None) -> Any:
+        """The PubAck, waiting at most ``timeout`` (seconds or a ``timedelta``) if given."""
+        timeout = seconds_or_none(timeout)
+
         async def wait() -> Any:
             return await asyncio.shield(self._fut)
 
