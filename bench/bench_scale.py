@@ -1574,12 +1574,14 @@ def fmt_fig(fig: Figure | str | None, cpu: bool) -> str:
     return mark + fmt_us(fig.cpu_us if cpu else fig.wall_us)
 
 
-def growth(figs: list[Any], cpu: bool) -> float | None:
+def growth(figs: list[Any], wall_ok: bool = True) -> float | None:
+    """CPU per operation at the largest size over the smallest; from the wall time when a CPU figure
+    is under 3 clock ticks (unless the wall time is a timer's)."""
     first, last = figs[0], figs[-1]
     if not isinstance(first, Figure) or not isinstance(last, Figure):
         return None
-    a, b = (first.cpu_us, last.cpu_us) if cpu else (first.wall_us, last.wall_us)
-    if cpu and (first.ticks < 3 or last.ticks < 3):
+    a, b = first.cpu_us, last.cpu_us
+    if wall_ok and (first.ticks < 3 or last.ticks < 3):
         a, b = first.wall_us, last.wall_us  # too few ticks: the wall time says more
     return b / a if a > 0 else None
 
@@ -1591,7 +1593,7 @@ def op_rows(dim: Dimension, sizes: list[dict[str, Any]]) -> list[dict[str, Any]]
     for key in keys:
         op: Op = next(s["ops"][key]["op"] for s in sizes if key in s["ops"])
         figs = {kind: [s["ops"].get(key, {}).get("figs", {}).get(kind) for s in sizes] for kind in KINDS}
-        g = {kind: growth(figs[kind], True) for kind in KINDS}
+        g = {kind: growth(figs[kind], op.wall) for kind in KINDS}
         last = {kind: figs[kind][-1] for kind in KINDS}
         ratio = None
         if all(isinstance(last[k], Figure) for k in KINDS) and last[NATS_SERVER].cpu_us > 0:
@@ -1728,6 +1730,35 @@ def to_json(
     return result
 
 
+def _no_run(ctx: Ctx) -> int:
+    return 0
+
+
+def render(path: str, args: argparse.Namespace) -> list[tuple[Dimension, list[Any], list[dict[str, Any]]]]:
+    """The dimensions of a ``--json`` file, to print or write as Markdown again (``--render``)."""
+    data = json.loads(Path(path).read_text())
+    known = {d.key: d for d in dimensions(args)}
+    done = []
+    for key, saved in data["dimensions"].items():
+        dim = known[key]
+        sizes: list[dict[str, Any]] = [
+            {"ops": {}, "rss": rss, "extra": extra}
+            for rss, extra in zip(saved["rss"], saved["extra"], strict=True)
+        ]
+        for op_key, o in saved["ops"].items():
+            op = next((op for op in dim.ops if op.key == op_key), None) or Op(
+                op_key, o["label"], o["per"], _no_run
+            )
+            for kind, figs in o["figures"].items():
+                for i, f in enumerate(figs):
+                    if f is not None:
+                        entry = sizes[i]["ops"].setdefault(op_key, {"op": op, "figs": {}})
+                        entry["figs"][kind] = Figure(**f) if isinstance(f, dict) else f
+        sizes_run = [tuple(s) if isinstance(s, list) else s for s in saved["sizes"]]
+        done.append((dim, sizes_run, sizes))
+    return done
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1748,8 +1779,23 @@ def main() -> None:
     )
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--md", metavar="PATH", help="also write the tables as Markdown")
+    parser.add_argument(
+        "--render", metavar="JSON", help="no run: print (and --md) the tables of a --json file"
+    )
     args = parser.parse_args()
     stop_on_signals()
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        again = render(args.render, args)
+        for dim, sizes_run, sizes in again:
+            print_dimension(dim, sizes_run, sizes)
+        if args.md:
+            Path(args.md).write_text(markdown(again, saved["header"]))
+        if args.json:
+            Path(args.json).write_text(
+                json.dumps(to_json(again, {k: saved[k] for k in ("header", "quick")}), indent=1)
+            )
+        return
     rounds = 1 if args.quick else args.rounds
     chosen = [d for d in dimensions(args) if not args.dim or d.key in args.dim.split(",")]
     unknown = set(args.dim.split(",")) - {d.key for d in dimensions(args)} - {""}
