@@ -32,8 +32,9 @@ Dimensions (``--dim``; sizes in the normal run):
   50M): resident memory per stored message, the fill, gets by sequence / last by subject / first by
   subject, ``STREAM.INFO``, restart after a clean stop and after ``kill -9`` (until ``STREAM.INFO``
   answers with every message; the new process's CPU), compaction (purge up to the middle) and purge
-  (per removed message). The 50 M run needs ~4 GiB of disk per server (~9 GiB in all), ~10 GiB of
-  free memory for the page cache to help, and a few hours (the embedded server fills ~50-100k msgs/s);
+  (per removed message). The 50 M run needs ~4 GiB of disk for the embedded server and ~2.5 GiB for
+  nats-server, ~2 GiB of memory for the embedded server's index plus page cache, and about an hour
+  (the embedded server fills ~45k msgs/s under load, nats-server ~170k): see bench/README.md;
 - ``gaps`` (10k / 100k / 1M deleted sequences between 1,000 and 1,000 kept): ``STREAM.INFO``, push and
   pull consumers delivering across the gap, a get of the next message after the gap and of a deleted
   sequence, a restart;
@@ -50,8 +51,8 @@ Dimensions (``--dim``; sizes in the normal run):
   schedules): publishes with a TTL, with new and with duplicate message ids, plain and of new
   schedules; 5,000 TTL expiries and 2,000 schedules firing with that state in place.
 
-``--quick`` divides sizes and operation counts by ten and runs one round (a smoke run). Takes ~1-2 h
-in full on 2 cores (``messages`` is most of it); not part of the test suite nor of ``run_all.sh``.
+``--quick`` divides sizes and operation counts by ten and runs one round (a smoke run). Took an hour in
+full on 2 cores at load 7-21; not part of the test suite nor of ``run_all.sh``.
 """
 
 from __future__ import annotations
