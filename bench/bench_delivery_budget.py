@@ -73,10 +73,10 @@ async def main(args: argparse.Namespace) -> None:
             stream = engine.streams[STREAM]
             payload = b"x" * args.size
             for i in range(n):
-                stream._on_inbound(f"{STREAM}.x", "", None, payload, None)
+                stream.ingest.on_msg(f"{STREAM}.x", "", None, payload, None)
                 if i % 1000 == 999:
-                    stream._end_batch()
-            stream._end_batch()
+                    stream.writes.end()
+            stream.writes.end()
             store = stream.store
 
             def read() -> float:

@@ -12,10 +12,10 @@ read of a pipelining publisher holds), each stage timed on its own, best of ``--
 - turn end: the batch commit (one ``write`` of the turn's records) — per message;
 - puback: routing a PubAck (``Account.publish_internal`` → ``Server.route``) to a reply subject
   nobody listens on (the lookup, no framing);
-- inbound: ``Stream._on_inbound`` for the turn plus ``_end_batch`` (every check of
+- inbound: ``StreamIngest.on_msg`` for the turn plus ``WriteBatch.end`` (every check of
   ``processJetStreamMsg``, the store, the PubAck built and routed to a reply nobody listens on);
-- run: the same turn as one run (``Stream._on_inbound_run``: what the server does with a read of
-  a pipelining publisher, ``Server.route_msgs``), unique reply subjects, plus ``_end_batch``.
+- run: the same turn as one run (``StreamIngest.ingest_run``: what the server does with a read of
+  a pipelining publisher), unique reply subjects.
 
 µs of process CPU time per message (``time.process_time``: steadier than wall-clock when the
 machine is shared); sockets, parsing and the PubAck's framing to a connection are not in these
@@ -32,6 +32,7 @@ import time
 from typing import Any
 
 from pyjetstream import _compiled
+from pyjetstream.api.codec import finish_pub_ack
 from pyjetstream.client import connect
 from pyjetstream.server.server import Server
 
@@ -65,7 +66,7 @@ async def budget(server: Server, name: str, n: int, rounds: int, payload: bytes)
         return (time.process_time() - t) / n * 1e6
 
     def puback() -> float:
-        ack = stream._pub_ack(1)
+        ack = finish_pub_ack(stream.ingest.ack_prefix, 1)
         publish = stream.server.publish_internal
         t = time.process_time()
         for _ in range(n):
@@ -74,23 +75,22 @@ async def budget(server: Server, name: str, n: int, rounds: int, payload: bytes)
 
     def inbound() -> float:
         t = time.process_time()
-        on_inbound = stream._on_inbound
+        on_inbound = stream.ingest.on_msg
         for _ in range(n // TURN):
             for _ in range(TURN):
                 on_inbound(subject, "_INBOX.nobody.1", None, payload, None)
-            if stream._batch is not None:
-                stream._end_batch()
+            stream.writes.end()
         return (time.process_time() - t) / n * 1e6
 
     def run() -> float:
         payloads = [payload] * TURN
         replies = [f"_INBOX.nobody.{i}" for i in range(TURN)]
         t = time.process_time()
-        on_run = stream._on_inbound_run
+        ingest_run = stream.ingest.ingest_run
+        subjects: list[str] = [subject] * TURN
+        hdrs: list[bytes | None] = [None] * TURN
         for _ in range(n // TURN):
-            on_run(subject, replies, payloads, None)
-            if stream._batch is not None:
-                stream._end_batch()
+            ingest_run(subjects, replies, hdrs, payloads, None)
         return (time.process_time() - t) / n * 1e6
 
     out = {"limits": best(rounds, limits), "store": best(rounds, store_only)}

@@ -1,5 +1,5 @@
-"""``DedupeWindow``'s run methods (a read's Spark rows, ``Stream._store_id_run``) answer and record
-exactly what ``lookup`` / ``record`` one message at a time do."""
+"""``DedupeWindow``'s run methods (a read's publishes with message ids, ``StreamIngest.ingest_run``)
+answer and record exactly what ``lookup`` / ``record`` one message at a time do."""
 
 from __future__ import annotations
 
@@ -38,13 +38,53 @@ def test_record_run_is_record_one_by_one(msg_ids: list[str]) -> None:
     assert list(run2._ids.items()) == list(one2._ids.items())
 
 
-def test_first_duplicate_finds_what_lookups_in_turn_find() -> None:
+def test_duplicates_are_what_lookups_in_turn_find() -> None:
     window = DedupeWindow(HOUR)
     window.record("old", 7, time.time_ns())
-    assert window.first_duplicate(["a", "b", ""]) == (3, 0)
-    assert window.first_duplicate(["a", "old", "b"]) == (1, 7)
-    assert window.first_duplicate(["a", "b", "a", "old"]) == (2, 0)  # a repeat: once "a" is stored
-    assert window.first_duplicate(["", "", "a"]) == (3, 0)
+    assert window.duplicates(["a", "b", ""]) == []
+    assert window.duplicates(["a", "old", "b"]) == [(1, 7)]
+    # a repeat: 0 (a duplicate once "a" is stored), or the window's sequence for a repeated old id
+    assert window.duplicates(["a", "b", "a", "old", "old", ""]) == [(2, 0), (3, 7), (4, 7)]
+    assert window.duplicates(["", "", "a"]) == []
     expired = DedupeWindow(1)
     expired.record("old", 7, 1)
-    assert expired.first_duplicate(["old", "a"]) == (2, 0)  # outside the window: not a duplicate
+    assert expired.duplicates(["old", "a"]) == []  # outside the window: not a duplicate
+    assert expired.duplicates(["old", "a", "old"]) == [(2, 0)]
+
+
+def test_expiry_walks_arrival_order_and_passes_over_re_recorded_ids() -> None:
+    window = DedupeWindow(10)
+    window.record("a", 1, 1)
+    window.record("b", 2, 2)
+    window.record("a", 3, 3)  # recorded again (its first entry is stale now)
+    window.record("c", 4, 4)
+    assert window.expire(now=12) == 13  # b went; a (at 3) is the next to go
+    assert window.lookup("a", now=12) == 3
+    assert window.lookup("b", now=12) is None
+    assert window.expire(now=13) == 14  # a went; c is next
+    assert (len(window), window.lookup("c", now=13)) == (1, 4)
+    assert window.expire(now=100) is None
+    assert len(window) == 0
+
+
+def test_forget_after_drops_what_a_failed_write_took_back() -> None:
+    window = DedupeWindow(HOUR)
+    for seq, msg_id in enumerate(["a", "b", "c", "b"], start=1):
+        window.record(msg_id, seq, seq)
+    window.forget_after(2)
+    assert [window.lookup(i, now=10) for i in "abc"] == [1, None, None]
+    window.record("d", 3, 3)
+    assert window.lookup("d", now=10) == 3
+
+
+def test_a_long_window_is_compacted_as_it_expires() -> None:
+    window = DedupeWindow(1000)
+    window.record_run([f"id{i}" for i in range(5000)], 1, list(range(5000)))
+    assert window.expire(now=4000) == 4001  # ids at 0 to 3000 went
+    assert len(window) == 1999
+    assert len(window._order) < 5000  # the expired front was cut off
+    assert window.lookup("id3000", now=4000) is None
+    assert window.lookup("id3001", now=4000) == 3002
+    window.forget_after(4000)
+    assert window.lookup("id3999", now=4000) == 4000
+    assert window.lookup("id4000", now=4000) is None

@@ -1,7 +1,7 @@
 """Differential: publishes a pipelining publisher writes in one go, ours vs nats-server.
 
 The embedded server stores a run of header-less publishes to one stream that one read brought in
-one pass (``Stream._on_inbound_run``); nats-server handles each on its own. Every answer must be
+one pass (``StreamIngest.ingest_run``); nats-server handles each on its own. Every answer must be
 the same, in the same order — limits reached in the middle of a run, a message too large, a
 message with headers between the others, publishes without a reply — and so must the stream's
 state afterwards.

@@ -146,6 +146,9 @@ class Account:
     def after_read(self, callback: Callable[[], None]) -> None:
         self.server.after_read(callback)
 
+    def current_read(self) -> int:
+        return self.server.current_read()
+
     def publish_internal(
         self,
         subject: str,

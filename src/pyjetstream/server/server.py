@@ -702,6 +702,11 @@ class Server:
             except Exception:
                 self.logger.exception("internal error writing to %s", conn.log_prefix)
 
+    def current_read(self) -> int:
+        """The number of the client read being processed (tells one read from the next), 0
+        outside one: a stream writes the first publish of a read alone (``StreamIngest.on_msg``)."""
+        return self.reads if self.pcd is not None else 0
+
     def after_read(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` when the client read being processed is done (before the output it
         made is written: :meth:`end_read`), or — outside a read (a timer, an internal

@@ -46,6 +46,7 @@ from pyjetstream.server.jetstream.batching import (
     batched_msg_refused,
     stored_subject,
 )
+from pyjetstream.server.jetstream.dedupe import msg_id_of
 from pyjetstream.server.jetstream.schedules import check_publish
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 
@@ -165,7 +166,7 @@ class AtomicBatches:
         can_respond = bool(reply) and not cfg.no_ack
 
         def refuse(error: ApiError) -> bytes | None:
-            return stream._error(error) if can_respond else None
+            return stream.ingest.error(error) if can_respond else None
 
         first_error = batched_msg_refused(stream, hdr, payload)
         if first_error is not None:
@@ -235,7 +236,7 @@ class AtomicBatches:
             seq = result
         if not can_respond:
             return None
-        return finish_batch_pub_ack(stream._ack_prefix, seq, batch_id, len(checked))
+        return finish_batch_pub_ack(stream.ingest.ack_prefix, seq, batch_id, len(checked))
 
     # --- the commit's checks ----------------------------------------------------------------
     def _check_all(self, msgs: list[_Staged]) -> list[Checked]:
@@ -315,10 +316,10 @@ def _check_msg_id(stream: Stream, diff: StagedDiff, hdr: bytes) -> str:
     raw_id = get_header(hdr, _MSG_ID)
     if not raw_id:
         return ""
-    msg_id = raw_id.decode()
+    msg_id = msg_id_of(raw_id)
     if msg_id in diff.msg_ids:
         raise Refused(E.JSAtomicPublishContainsDuplicateMessageErr())
-    stored = stream.duplicate_of(msg_id)
+    stored = stream.dedupe.lookup(msg_id)
     if stored is not None:
         raise Duplicate(stored)
     diff.msg_ids.add(msg_id)
@@ -409,15 +410,12 @@ def store_checked(stream: Stream, msg: Checked) -> int | ApiError:
     """Store a checked message as a publish would: a counter increment becomes the new total
     (read from the store, so increments earlier in the same batch count), the TTL applies."""
     hdr, payload = msg.hdr, msg.payload
-    if stream._plain and stream._trace is None and msg.ttl == 0 and not msg.rollup:
-        return stream._commit_plain(msg.subject, hdr, payload, msg.msg_id)  # what _commit does here
     if stream.cfg.allow_msg_counter and msg.incr is not None:
         counted = counters.apply_incr(stream.store, msg.subject, hdr, payload, msg.incr)
         if not isinstance(counted, tuple):
             return counted
         hdr, payload, _ = counted
-    size = len(hdr) + len(payload)
-    return stream._commit(msg.subject, hdr, payload, size, msg.msg_id, msg.rollup, ttl=msg.ttl)
+    return stream.ingest.commit(msg.subject, hdr, payload, msg.msg_id, msg.rollup, ttl=msg.ttl)
 
 
 def recover_partial_batch(stream: Stream) -> int:

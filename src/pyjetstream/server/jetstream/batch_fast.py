@@ -53,6 +53,7 @@ from pyjetstream.server.jetstream.batching import (
     batched_msg_refused,
     stored_subject,
 )
+from pyjetstream.server.jetstream.dedupe import msg_id_of
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream import Stream
@@ -104,17 +105,17 @@ class FastBatches:
 
     # --- replies --------------------------------------------------------------------------
     def _send(self, reply: str, data: bytes) -> None:
-        self.stream.respond(reply, data)
+        self.stream.writes.respond(reply, data)
 
     def _error(self, reply: str, error: ApiError) -> None:
         if not self.stream.cfg.no_ack:
-            self._send(reply, self.stream._error(error))
+            self._send(reply, self.stream.ingest.error(error))
 
     def _flow(self, reply: str, b: _Fast, seq: int) -> None:
         self._send(reply, codec.encode(BatchFlowAck(seq=seq, msgs=b.ack_messages)))
 
     def _pub_ack(self, reply: str, b: _Fast, batch_id: str) -> None:
-        self._send(reply, finish_batch_pub_ack(self.stream._ack_prefix, b.sseq, batch_id, b.lseq))
+        self._send(reply, finish_batch_pub_ack(self.stream.ingest.ack_prefix, b.sseq, batch_id, b.lseq))
 
     def _commit(self, b: _Fast, batch_id: str, reply: str) -> bool:
         """``fastBatchCommit``: answer the PubAck now if everything is stored (True), else later."""
@@ -203,17 +204,17 @@ class FastBatches:
 
     def _append(self, subject: str, reply: str, hdr: bytes, payload: bytes) -> bool:
         """The common message of a fast batch in one step: the next append (operation 1) of an
-        open batch of this publisher, to a ``_plain`` stream (``Stream._configure_fast_path``)
+        open batch of this publisher, to a ``simple`` stream (``StreamIngest.configure``)
         without discard-new limits, untraced, whose only ``Nats-`` headers are a message id and
         an expected stream, not a duplicate. Whether all that holds is decided without changing
         anything (False: :meth:`process` takes it, with every check); then the same steps as
         :meth:`process` and :meth:`_store` in the same order: arm the idle timer, take the
-        sequence, store (``Stream._commit_plain``), pace the publisher."""
+        sequence, store (``StreamIngest.commit``), pace the publisher."""
         stream = self.stream
         cfg = stream.cfg
         if (
-            not stream._plain
-            or stream._trace is not None
+            not stream.ingest.simple
+            or stream.ingest.trace is not None
             or not cfg.allow_batched
             or cfg.discard == DiscardPolicy.NEW
         ):
@@ -245,12 +246,12 @@ class FastBatches:
         if expected and expected.decode() != stream.name:
             return False
         raw_id = get_header(hdr, _MSG_ID)
-        msg_id = raw_id.decode() if raw_id else ""
-        if msg_id and stream.duplicate_of(msg_id) is not None:
+        msg_id = msg_id_of(raw_id) if raw_id else ""
+        if msg_id and stream.dedupe.lookup(msg_id) is not None:
             return False
         self.batches.arm(batch_id, b)
         b.lseq = seq
-        result = stream._commit_plain(subject, hdr, payload, msg_id)
+        result = stream.ingest.commit(subject, hdr, payload, msg_id)
         if type(result) is not int:
             self._error(reply, result)  # type: ignore[arg-type]
             return True
@@ -286,7 +287,7 @@ class FastBatches:
                 return
             if not b.gap_ok and b.lseq == 1:
                 self.batches.remove(batch.id)
-                prefix = stream._ack_prefix
+                prefix = stream.ingest.ack_prefix
                 self._send(reply, finish_batch_pub_ack(prefix, dup.seq, batch.id, batch.seq, duplicate=True))
                 return
             self._commit(b, batch.id, reply)

@@ -160,9 +160,4 @@ def batched_msg_refused(stream: Stream, hdr: bytes, payload: bytes) -> ApiError 
 def stored_subject(stream: Stream, subject: str) -> str:
     """The subject a batched message is checked and stored under: the stream's subject transform
     applied where it matches."""
-    transform = stream._transform
-    if transform is not None:
-        transformed = transform.match_and_apply(subject)
-        if transformed is not None:
-            return transformed
-    return subject
+    return stream.ingest.transformed(subject)

@@ -7,15 +7,43 @@ duplicate while it is younger than the stream's ``duplicate_window``.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from pyjetstream.protocol.headers import get_header
+from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, MessageStore
+
+if TYPE_CHECKING:
+    import asyncio
+
+HDR_MSG_ID = b"Nats-Msg-Id"
+MIN_FIRE_NS = 50_000_000  # the window's timer fires at most this often
+
+
+def msg_id_of(raw: bytes) -> str:
+    """A ``Nats-Msg-Id`` value as the window keys it: Go compares the bytes, so every byte
+    sequence maps to its own string (invalid UTF-8 kept by ``surrogateescape``)."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "surrogateescape")
 
 
 class DedupeWindow:
+    """Ids by the sequence and time they were stored at (nats-server's ``ddmap``), and the order
+    they came in (``ddarr`` from ``ddindex``), which expiry walks from the front: a plain dict
+    and a list, where an ordered dict would cost a linked node per id and a rebuild of its node
+    table whenever the dict grows."""
+
+    __slots__ = ("_head", "_ids", "_order", "window_ns")
+
     def __init__(self, window_ns: int) -> None:
         self.window_ns = window_ns
-        # Insertion order is arrival order, so expiry only ever looks at the front.
-        self._ids: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self._ids: dict[str, tuple[int, int]] = {}
+        # (id, time) in arrival order from _head on; an entry whose id was recorded again since
+        # is stale (its time is not the id's): expiry and forget_after pass over it.
+        self._order: list[tuple[str, int]] = []
+        self._head = 0
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -32,70 +60,198 @@ class DedupeWindow:
 
     def record(self, msg_id: str, seq: int, ts: int) -> None:
         self._ids[msg_id] = (seq, ts)
-        self._ids.move_to_end(msg_id)
+        self._order.append((msg_id, ts))
 
-    def first_duplicate(self, msg_ids: list[str]) -> tuple[int, int]:
-        """Where the first duplicate is among messages with ``msg_ids`` (an empty id: none) about
-        to be stored in turn, and what :meth:`lookup` says of it: ``(i, seq)`` for an id inside
-        the window, ``(i, 0)`` for a repeat of an id before it in the list (a duplicate once that
-        one is stored), ``(len(msg_ids), 0)`` for none. One set and one disjointness test for the
-        lot when there is none (the common case)."""
+    def duplicates(self, msg_ids: list[str]) -> list[tuple[int, int]]:
+        """Where the duplicates are among messages with ``msg_ids`` (an empty id: none) about to be
+        stored in turn, and what :meth:`lookup` says of each: ``(i, seq)`` for an id inside the
+        window, ``(i, 0)`` for a repeat of an id before it in the list that is not (a duplicate
+        once that one is stored). One set and one disjointness test for the lot when there are
+        none (the common case), else one pass."""
         ids = self._ids
         given = set(msg_ids)
         given.discard("")
         if len(given) == len(msg_ids) - msg_ids.count("") and ids.keys().isdisjoint(given):
-            return len(msg_ids), 0
-        seen: set[str] = set()
+            return []
+        found: list[tuple[int, int]] = []
+        seen: dict[str, int] = {}
+        now = time.time_ns()
         for i, msg_id in enumerate(msg_ids):
             if not msg_id:
                 continue
-            if msg_id in ids:
-                seq = self.lookup(msg_id)
-                if seq is not None:
-                    return i, seq
-            if msg_id in seen:
-                return i, 0
-            seen.add(msg_id)
-        return len(msg_ids), 0
+            before = seen.get(msg_id)
+            if before is not None:
+                found.append((i, before))
+                continue
+            seq = self.lookup(msg_id, now) if msg_id in ids else None
+            if seq is not None:
+                found.append((i, seq))
+            seen[msg_id] = 0 if seq is None else seq
+        return found
 
     def record_run(self, msg_ids: list[str], first: int, tss: Sequence[int]) -> bool:
         """:meth:`record` for messages ``first`` onwards stored at ``tss``, ``msg_ids[i]`` each
         (an empty id: none, nothing recorded); whether any was recorded."""
-        ids = self._ids
-        if "" not in msg_ids and ids.keys().isdisjoint(msg_ids):  # all new: appended in order
-            before = len(ids)
-            ids.update(zip(msg_ids, zip(range(first, first + len(tss)), tss, strict=True), strict=False))
-            if len(ids) - before == len(tss):
-                return bool(tss)
-            # (an id given twice: the loop below puts each where its last record leaves it)
-        move = ids.move_to_end
-        any_id = False
-        for msg_id, seq, ts in zip(msg_ids, range(first, first + len(tss)), tss, strict=False):
-            if msg_id:
-                ids[msg_id] = (seq, ts)
-                move(msg_id)
-                any_id = True
-        return any_id
+        n = len(tss)
+        if len(msg_ids) > n:
+            msg_ids = msg_ids[:n]
+        if "" in msg_ids:
+            kept = [(i, msg_id) for i, msg_id in enumerate(msg_ids) if msg_id]
+            if not kept:
+                return False
+            msg_ids = [msg_id for _, msg_id in kept]
+            tss = [tss[i] for i, _ in kept]
+            seqs: Sequence[int] = [first + i for i, _ in kept]
+        else:
+            seqs = range(first, first + n)
+        self._ids.update(zip(msg_ids, zip(seqs, tss, strict=True), strict=True))
+        self._order.extend(zip(msg_ids, tss, strict=True))
+        return bool(msg_ids)
 
     def expire(self, now: int | None = None) -> int | None:
         """Forget ids older than the window; return when the next one expires (unix ns)."""
         now = now or time.time_ns()
         ids = self._ids
-        while ids:
-            first = next(iter(ids.values()))
-            if now - first[1] < self.window_ns:
-                return first[1] + self.window_ns
-            ids.popitem(last=False)
-        return None
+        order = self._order
+        head = self._head
+        window = self.window_ns
+        when = None
+        while head < len(order):
+            msg_id, ts = order[head]
+            if now - ts < window:
+                when = ts + window
+                break
+            entry = ids.get(msg_id)
+            if entry is not None and entry[1] == ts:
+                del ids[msg_id]
+            head += 1
+        if head > 1024 and head * 2 > len(order):
+            del order[:head]
+            head = 0
+        self._head = head
+        return when
 
     def forget_after(self, seq: int) -> None:
         """Forget the ids of messages above ``seq`` (a failed write took them back)."""
         ids = self._ids
-        while ids:
-            msg_id, (last, _) = next(reversed(ids.items()))
-            if last <= seq:
-                return
-            del ids[msg_id]
+        order = self._order
+        while len(order) > self._head:
+            msg_id, ts = order[-1]
+            entry = ids.get(msg_id)
+            if entry is not None and entry[1] == ts:
+                if entry[0] <= seq:
+                    return
+                del ids[msg_id]
+            order.pop()
 
     def clear(self) -> None:
         self._ids.clear()
+        self._order.clear()
+        self._head = 0
+
+
+class StreamDedupe(DedupeWindow):
+    """A stream's message ids: the duplicate window, and the id of the last stored message
+    (``Nats-Expected-Last-Msg-Id``; nats-server's ``mset.lmsgId``). A recovered stream rebuilds
+    the window from its messages on first need (nats-server's ``ddloaded``: scanning every
+    message inside the window would slow every restart). Ids are forgotten on a timer."""
+
+    __slots__ = ("__dict__", "_call_later", "_timer", "last", "loaded", "store")
+
+    def __init__(
+        self,
+        store: MessageStore,
+        window_ns: int,
+        call_later: Callable[[float, Callable[[], None]], asyncio.TimerHandle],
+    ) -> None:
+        super().__init__(window_ns or 1)
+        self.store = store
+        self.last = ""
+        self.loaded = False  # (rebuilt on first need: at once for an empty store)
+        self._call_later = call_later
+        self._timer: asyncio.TimerHandle | None = None
+        # Until the window is loaded, a lookup loads it first (then the class's lookup is used:
+        # no check per message).
+        self.lookup = self._load_then_lookup  # type: ignore[method-assign]
+
+    def configure(self, window_ns: int) -> None:
+        self.window_ns = window_ns or 1
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _load_then_lookup(self, msg_id: str, now: int | None = None) -> int | None:
+        self.rebuild()
+        return self.lookup(msg_id, now)
+
+    def last_id(self) -> str:
+        """The id of the last stored message (after a restart: read back from the store)."""
+        if not self.loaded:
+            self.rebuild()
+        return self.last
+
+    def duplicates(self, msg_ids: list[str]) -> list[tuple[int, int]]:
+        """:meth:`DedupeWindow.duplicates`, the window loaded first if need be."""
+        if not self.loaded:
+            self.rebuild()
+        return super().duplicates(msg_ids)
+
+    def record(self, msg_id: str, seq: int, ts: int) -> None:
+        """A message was stored (or its sequence skipped) with ``msg_id`` (``""``: none)."""
+        self.last = msg_id
+        if msg_id:
+            self._ids[msg_id] = (seq, ts)
+            self._order.append((msg_id, ts))
+            if self._timer is None:
+                self._arm()
+
+    def record_run(self, msg_ids: list[str], first: int, tss: Sequence[int]) -> bool:
+        """:meth:`record` for messages ``first`` onwards stored at ``tss``."""
+        self.last = msg_ids[len(tss) - 1]
+        if super().record_run(msg_ids, first, tss):
+            self._arm()
+            return True
+        return False
+
+    def _arm(self) -> None:
+        if self._timer is None:
+            self._timer = self._call_later(self.window_ns / 1e9, self._expire)
+
+    def _expire(self) -> None:
+        """Forget the ids that left the window; come back for the next one, but not sooner than
+        50 ms (nats-server ``purgeMsgIds``): a timer per id would be a timer per publish."""
+        self._timer = None
+        when = self.expire()
+        if when is not None:
+            delay = max(MIN_FIRE_NS, when - time.time_ns()) / 1e9
+            self._timer = self._call_later(delay, self._expire)
+
+    def rebuild(self) -> None:
+        """After a restart: the window from the stored messages still inside it, and the last
+        message's id."""
+        self.loaded = True
+        del self.lookup  # (the class's from now on)
+        store = self.store
+        state = store.fast_state()
+        if not state.msgs:
+            return
+        seq = store.get_seq_from_time(time.time_ns() - self.window_ns)
+        while seq <= state.last_seq:
+            try:
+                msg, seq = store.load_next_msg(">", seq)
+            except ErrStoreEOF:
+                break
+            raw = get_header(msg.hdr, HDR_MSG_ID) if msg.hdr else None
+            if raw:
+                DedupeWindow.record(self, msg_id_of(raw), seq, msg.ts)
+            seq += 1
+        try:
+            last = store.load_msg(state.last_seq)
+            raw = get_header(last.hdr, HDR_MSG_ID) if last.hdr else None
+            self.last = msg_id_of(raw) if raw else ""
+        except (ErrStoreMsgNotFound, ErrStoreEOF):
+            pass
+        if len(self):
+            self._arm()

@@ -273,7 +273,7 @@ class MsgSchedules:
         self._running = True
         try:
             for target, hdr, payload in self._due(time.time_ns()):
-                self.stream.store_internal(target, hdr, payload)
+                self.stream.ingest.store_internal(target, hdr, payload)
         finally:
             self._running = False
         self._reset_timer()

@@ -740,7 +740,7 @@ class MirrorFeed(_Feed):
         self.lag = d.pending - 1 if d.pending else 0
         if self.stream.cfg.mirror_direct and not self._direct_subs and d.pending < CAUGHT_UP:
             self._subscribe_direct()
-        error = self.stream.process_sourced(self._transform(subject), hdr, payload, seq=d.sseq, ts=d.ts)
+        error = self.stream.ingest.process_sourced(self._transform(subject), hdr, payload, seq=d.sseq, ts=d.ts)
         if error is None:
             return
         if error.err_code == _SEQ_MISMATCH and d.sseq <= self.stream.store.fast_state().last_seq:
@@ -832,7 +832,7 @@ class SourceFeed(_Feed):
         self.lag = d.pending - 1 if d.pending else 0
         stamp = (HDR_STREAM_SOURCE.decode(), source_header(self.iname, d.sseq, subject, self.ident))
         new_hdr = append_headers(_strip_for_source(hdr) if hdr else None, [stamp])
-        error = self.stream.process_sourced(self._transform(subject), new_hdr, payload)
+        error = self.stream.ingest.process_sourced(self._transform(subject), new_hdr, payload)
         if error is not None:
             self._warn(error)
             self.sseq, self.dseq = previous
