@@ -104,7 +104,7 @@ async def _dedupe_fires(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
                     ids = range(chunk, chunk + n // 10)
                     await _publish(nc, ["d.x"] * len(ids), [headers(("Nats-Msg-Id", f"id{i}")) for i in ids])
                     await asyncio.sleep(0.02)
-                window: Any = server.jetstream.streams["D"]._dedupe
+                window: Any = server.jetstream.streams["D"].dedupe
                 await wait_for(lambda: _is(len(window) == 0), timeout=20)
             return calls["expire"]
         finally:
