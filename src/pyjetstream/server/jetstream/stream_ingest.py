@@ -196,14 +196,23 @@ class StreamIngest:
         """The messages of one client read that reached the stream, in order: equal in effect to
         :meth:`on_msg` for each (nats-server has no such path: ``processInboundJetStreamMsg`` runs
         per message). Stretches that every check passes for are stored in one pass; any other
-        message goes through :meth:`process` in its place. The run's writes are committed, and
-        its PubAcks sent, when it is done."""
+        message goes through :meth:`process` in its place. A file stream's writes are held until
+        the client read is done (the router may hand the read's messages over in several runs),
+        outside one until the run is; a memory stream's answers until the run is done."""
         if len(subjects) == 1:
             self.on_msg(subjects[0], replies[0], hdrs[0], payloads[0], client)
             return
         stream = self.stream
         run = _Run(subjects, replies, hdrs, payloads, self)
-        ends = self.writes.hold()
+        writes = self.writes
+        ends = False
+        if not writes.holding:
+            read = 0 if self.memory else stream.server.current_read()
+            if read:
+                self._read = read  # (a later publish of this read is not its first)
+                writes.hold_for_read()
+            else:
+                ends = writes.hold()
         try:
             k = 0
             n = run.n
