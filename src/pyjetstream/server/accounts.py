@@ -1,9 +1,9 @@
 """Accounts: isolated subject spaces, each with its own JetStream (nats-server ``accounts.go``).
 
-Every connection is bound to one :class:`Account` when it authenticates (the global account ``$G``
+Every connection is bound to one `Account` when it authenticates (the global account ``$G``
 when the user names none); its subscriptions live in that account's sublist and its publishes are
 routed there only, so two accounts never see each other's messages unless one exports a subject
-and the other imports it (:mod:`pyjetstream.server.imports`).
+and the other imports it (`pyjetstream.server.imports`).
 
 An account also offers the server's internal API (``subscribe_internal``, ``publish_internal``,
 ``has_interest``, ``interest_count``, ``on_interest_change``) scoped to itself: the JetStream

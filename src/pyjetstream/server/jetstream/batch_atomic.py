@@ -17,7 +17,7 @@ Crash safety: staged messages live in memory until the commit (nats-server also 
 uncommitted batches when it restarts). The commit is written in one store batch and acknowledged
 only after it reached the OS; if a ``kill -9`` cuts that write, the stream's tail ends inside a
 batch (a message with ``Nats-Batch-Sequence`` but no ``Nats-Batch-Commit``), and recovery removes
-that partial batch (:func:`recover_partial_batch`) — nothing half-committed, nothing acknowledged
+that partial batch (`recover_partial_batch`) — nothing half-committed, nothing acknowledged
 lost. (nats-server, which also kept the staged copy on disk, completes such a batch instead.)
 """
 
@@ -260,7 +260,7 @@ def check_message(
     """One message's checks before it is stored (nats-server's ``checkMsgHeadersPreClusteredProposal``,
     in its order); ``clseq`` is the stream's last sequence as it will be before this message (None:
     the store's last sequence, read only if a header asks for it).
-    Raises :class:`Refused` (:class:`Duplicate` for a ``Nats-Msg-Id`` already stored)."""
+    Raises `Refused` (`Duplicate` for a ``Nats-Msg-Id`` already stored)."""
     cfg = stream.cfg
     msg_id = ""
     rollup = b""
@@ -329,7 +329,7 @@ def _check_msg_id(stream: Stream, diff: StagedDiff, hdr: bytes) -> str:
 def _check_headers(
     stream: Stream, diff: StagedDiff, subject: str, hdr: bytes, payload: bytes, clseq: int | None
 ) -> tuple[bytes, str, int | None, int | None, bytes, bytes | None]:
-    """:func:`check_message`'s header checks in full: the block (a schedule may rewrite it), the
+    """`check_message`'s header checks in full: the block (a schedule may rewrite it), the
     message id, TTL, counter increment, roll-up and the raw roll-up value."""
     cfg = stream.cfg
     rollup = b""

@@ -5,7 +5,7 @@ publish); what the batch adds is ordering (gaps detected, refused with gap mode 
 reported and skipped with ``ok``), server-paced flow control instead of one PubAck per message
 (an ``ack`` flow message every N stored messages, N ramping up to the publisher's flow value and
 shared out between concurrent batches: 500 over the open batches) and one PubAck with ``batch`` /
-``count`` at the commit. The grammar and the flow messages are :mod:`pyjetstream.api.fast_batch`.
+``count`` at the commit. The grammar and the flow messages are `pyjetstream.api.fast_batch`.
 Mirrors nats-server's ``processJetStreamFastBatchMsg`` (stream.go) and the ``fastBatch`` methods
 of jetstream_batching.go, on a single server where each message is stored before the next one is
 looked at (so nothing is ever "pending" between two messages).
@@ -207,8 +207,8 @@ class FastBatches:
         open batch of this publisher, to a ``simple`` stream (``StreamIngest.configure``)
         without discard-new limits, untraced, whose only ``Nats-`` headers are a message id and
         an expected stream, not a duplicate. Whether all that holds is decided without changing
-        anything (False: :meth:`process` takes it, with every check); then the same steps as
-        :meth:`process` and :meth:`_store` in the same order: arm the idle timer, take the
+        anything (False: [`process`][pyjetstream.testing.servers.BinaryTestServer.process] takes it, with every check); then the same steps as
+        [`process`][pyjetstream.testing.servers.BinaryTestServer.process] and `_store` in the same order: arm the idle timer, take the
         sequence, store (``StreamIngest.commit``), pace the publisher."""
         stream = self.stream
         cfg = stream.cfg

@@ -72,7 +72,7 @@ B = TypeVar("B", bound=_Timed)
 class OpenBatches(Generic[B]):
     """The open batches of one kind in one stream, by batch id: admitted within the limits,
     forgotten at the end or after ``limits.timeout`` without a message (``on_timeout``, by
-    default just :meth:`remove`)."""
+    default just `remove`)."""
 
     def __init__(
         self, stream: Stream, kind: str, limits: BatchLimits, on_timeout: Callable[[str], None] | None = None

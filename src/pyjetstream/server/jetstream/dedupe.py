@@ -64,7 +64,7 @@ class DedupeWindow:
 
     def duplicates(self, msg_ids: list[str]) -> list[tuple[int, int]]:
         """Where the duplicates are among messages with ``msg_ids`` (an empty id: none) about to be
-        stored in turn, and what :meth:`lookup` says of each: ``(i, seq)`` for an id inside the
+        stored in turn, and what `lookup` says of each: ``(i, seq)`` for an id inside the
         window, ``(i, 0)`` for a repeat of an id before it in the list that is not (a duplicate
         once that one is stored). One set and one disjointness test for the lot when there are
         none (the common case), else one pass."""
@@ -90,7 +90,7 @@ class DedupeWindow:
         return found
 
     def record_run(self, msg_ids: list[str], first: int, tss: Sequence[int]) -> bool:
-        """:meth:`record` for messages ``first`` onwards stored at ``tss``, ``msg_ids[i]`` each
+        """`record` for messages ``first`` onwards stored at ``tss``, ``msg_ids[i]`` each
         (an empty id: none, nothing recorded); whether any was recorded."""
         n = len(tss)
         if len(msg_ids) > n:
@@ -193,7 +193,7 @@ class StreamDedupe(DedupeWindow):
         return self.last
 
     def duplicates(self, msg_ids: list[str]) -> list[tuple[int, int]]:
-        """:meth:`DedupeWindow.duplicates`, the window loaded first if need be."""
+        """`DedupeWindow.duplicates`, the window loaded first if need be."""
         if not self.loaded:
             self.rebuild()
         return super().duplicates(msg_ids)
@@ -208,7 +208,7 @@ class StreamDedupe(DedupeWindow):
                 self._arm()
 
     def record_run(self, msg_ids: list[str], first: int, tss: Sequence[int]) -> bool:
-        """:meth:`record` for messages ``first`` onwards stored at ``tss``."""
+        """`record` for messages ``first`` onwards stored at ``tss``."""
         self.last = msg_ids[len(tss) - 1]
         if super().record_run(msg_ids, first, tss):
             self._arm()

@@ -1,15 +1,15 @@
 """A stream's ingest: what becomes of a message published on its subjects (nats-server
 ``processInboundJetStreamMsg`` and ``processJetStreamMsg``, stream.go).
 
-Every check a publish meets is written here once, in nats-server's order (:meth:`StreamIngest.process`:
+Every check a publish meets is written here once, in nats-server's order (`StreamIngest.process`:
 sealed, size, subject transform, the headers — counter increment, expected stream, TTL, expected
 last sequences, schedule, source header, message id, expected last id, roll-up, header size —,
-counter total, then :meth:`StreamIngest.commit`: interest, account limits, TTL validity, the store,
+counter total, then `StreamIngest.commit`: interest, account limits, TTL validity, the store,
 and what follows a store). There are two ways in:
 
-- one message: :meth:`StreamIngest.on_msg` (traced: :meth:`StreamIngest.on_traced`), from the
+- one message: `StreamIngest.on_msg` (traced: `StreamIngest.on_traced`), from the
   subscription's per-message callback;
-- a run: :meth:`StreamIngest.ingest_run`, the messages of one client read that reached the
+- a run: `StreamIngest.ingest_run`, the messages of one client read that reached the
   stream, in order. It looks for stretches of messages that every check passes for without a
   lookup beyond the duplicate window — the stream's config leaves nothing else to check
   (``simple``: not sealed, no transform, counters, interest retention, republish or schedules),
@@ -18,11 +18,11 @@ and what follows a store). There are two ways in:
   (recognised generically: a block parsed once, the next ones compared with it around the id) —
   and stores each such stretch in one pass (``MessageStore.store_run``, after ``run_fits`` and the
   account's ``room_for_run``), its ids recorded and its PubAcks formatted together
-  (:meth:`StreamIngest._commit_stretch`). Any other message, and a duplicate, goes through
-  :meth:`StreamIngest.process` in its place, so each message gets what it would one by one.
+  (`StreamIngest._commit_stretch`). Any other message, and a duplicate, goes through
+  `StreamIngest.process` in its place, so each message gets what it would one by one.
 
-Messages copied in by a mirror or a source take :meth:`StreamIngest.process_sourced`, messages the
-server itself produces :meth:`StreamIngest.store_internal`: the same commit, without the
+Messages copied in by a mirror or a source take `StreamIngest.process_sourced`, messages the
+server itself produces `StreamIngest.store_internal`: the same commit, without the
 publisher's preconditions or a PubAck.
 """
 
@@ -86,7 +86,7 @@ MAX_PAYLOAD_TEXT = "maximum payload exceeded"
 def batched(reply: str, hdr: bytes | None) -> bool:
     """Whether a publish may be part of a fast batch (its reply) or an atomic one (its headers):
     the batch takes it (``batch_fast.py``, ``batch_atomic.py``), never a stretch of a run nor
-    a write of its own (:meth:`StreamIngest.process` looks closer)."""
+    a write of its own (`StreamIngest.process` looks closer)."""
     return reply.endswith(FAST_BATCH_SUFFIX) or (hdr is not None and HDR_BATCH_ID in hdr)
 
 
@@ -194,9 +194,9 @@ class StreamIngest:
         self, subjects: list[str], replies: list[str], hdrs: list[bytes | None], payloads: list[bytes], client: object
     ) -> None:
         """The messages of one client read that reached the stream, in order: equal in effect to
-        :meth:`on_msg` for each (nats-server has no such path: ``processInboundJetStreamMsg`` runs
+        `on_msg` for each (nats-server has no such path: ``processInboundJetStreamMsg`` runs
         per message). Stretches that every check passes for are stored in one pass; any other
-        message goes through :meth:`process` in its place. A file stream's writes are held until
+        message goes through [`process`][pyjetstream.testing.servers.BinaryTestServer.process] in its place. A file stream's writes are held until
         the client read is done (the router may hand the read's messages over in several runs),
         outside one until the run is; a memory stream's answers until the run is done."""
         if len(subjects) == 1:
@@ -230,7 +230,7 @@ class StreamIngest:
                 self.writes.end()
 
     def _one(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
-        """A message of a run that is not part of a stretch: :meth:`on_msg`'s work (the run holds
+        """A message of a run that is not part of a stretch: `on_msg`'s work (the run holds
         the writes)."""
         if len(payload) + len(subject) + len(reply) + (len(hdr) if hdr else 0) > self.ingest_max and (
             self._queue_refuses(subject, reply, hdr, payload)
@@ -253,7 +253,7 @@ class StreamIngest:
 
     # --- the run path ---------------------------------------------------------------------------
     def _stretch(self, run: _Run, k: int) -> tuple[int, list[str]]:
-        """How far from ``k`` the messages are ones every check of :meth:`process` passes for
+        """How far from ``k`` the messages are ones every check of [`process`][pyjetstream.testing.servers.BinaryTestServer.process] passes for
         without a lookup (see the module docstring), and their message ids (``""``: none)."""
         n = run.n
         if run.within_limits and run.nones == n:  # header-less publishes within the limits
@@ -304,7 +304,7 @@ class StreamIngest:
         """A header block the run path may take — its only ``Nats-`` headers a message id and
         this stream as the expected one — as ``(block, head, tail, id)``: ``block`` itself when
         it has no id (the next blocks equal to it are the same case), else ``head + id + tail``
-        with the id's raw value; ``None`` for any other block (:meth:`process` takes it)."""
+        with the id's raw value; ``None`` for any other block ([`process`][pyjetstream.testing.servers.BinaryTestServer.process] takes it)."""
         if not H.only_these_nats_headers(hdr, ID_HEADERS):
             return None
         expected = get_header(hdr, HDR_EXPECTED_STREAM)
@@ -320,9 +320,9 @@ class StreamIngest:
         return b"", hdr[:start], hdr[end:], hdr[start:end]
 
     def _store_stretch(self, run: _Run, lo: int, hi: int, ids: list[str]) -> None:
-        """A stretch (:meth:`_stretch`) cut before each duplicate (of an earlier message, or of
+        """A stretch (`_stretch`) cut before each duplicate (of an earlier message, or of
         one before it in the stretch): the pieces stored in one pass each, the duplicates
-        answered by :meth:`process` (which finds them as one by one would)."""
+        answered by [`process`][pyjetstream.testing.servers.BinaryTestServer.process] (which finds them as one by one would)."""
         with_ids = ids.count("") < len(ids)
         dups = self.dedupe.duplicates(ids) if with_ids else []
         start = lo
@@ -335,7 +335,7 @@ class StreamIngest:
             start = at + 1
 
     def _commit_stretch(self, run: _Run, lo: int, hi: int, ids: list[str] | None) -> None:
-        """:meth:`commit` for each message ``lo`` to ``hi`` (none a duplicate; ``ids``: their
+        """`commit` for each message ``lo`` to ``hi`` (none a duplicate; ``ids``: their
         message ids, ``None``: none has one), with its PubAck, in one pass when nothing can refuse
         or trim one of them (the account's room: ``room_for_run``; the store's limits:
         ``run_fits``), else one by one. A write that fails stops the pass: the message it failed
@@ -439,7 +439,7 @@ class StreamIngest:
         return finish_pub_ack(self.ack_prefix, seq)
 
     def _check_headers(self, subject: str, hdr: bytes, payload: bytes, can_respond: bool) -> _Checked | _Answered:
-        """:meth:`process`'s checks of a header block, in nats-server 2.15's order (expectations,
+        """[`process`][pyjetstream.testing.servers.BinaryTestServer.process]'s checks of a header block, in nats-server 2.15's order (expectations,
         schedules, the source header, dedupe, last msg id, roll-up, header size). A block whose
         only ``Nats-`` headers are a message id and an expected stream skips the checks of the
         headers it cannot hold."""
@@ -713,7 +713,7 @@ class StreamIngest:
 
 
 class _Run:
-    """One run being ingested (:meth:`StreamIngest.ingest_run`): its messages and what is known of
+    """One run being ingested (`StreamIngest.ingest_run`): its messages and what is known of
     them as a whole, with C-speed passes once per run — how many have no header block, their
     sizes summed, and whether every one is within the size limits and not a fast batch's (else
     that is checked per message)."""
@@ -797,7 +797,7 @@ class _Run:
 
 def _ids_of(raws: list[bytes]) -> list[str]:
     """The message ids of a stretch (raw values between a block's ``Nats-Msg-Id:`` and its line's
-    end; empty: none) as :func:`~.dedupe.msg_id_of` of ``get_header``'s value, for as many as are
+    end; empty: none) as `msg_id_of` of ``get_header``'s value, for as many as are
     one line without ``Nats-`` (a value compared around, not parsed, could hide another line:
     the stretch ends before it). One join, check and decode for the lot in the common case."""
     joined = b"\n".join(raws)

@@ -54,7 +54,7 @@ class WriteBatch:
 
     # --- holding ------------------------------------------------------------------------------
     def hold(self) -> bool:
-        """Hold what follows until :meth:`end` (a run: its caller ends it); a file stream opens
+        """Hold what follows until `end` (a run: its caller ends it); a file stream opens
         its store batch. False when already holding (whoever began it ends it)."""
         if self.holding:
             return False
@@ -100,7 +100,7 @@ class WriteBatch:
             self.stream.server.publish_internal(reply, data)
 
     def respond_all(self, answers: list[tuple[str, bytes]]) -> None:
-        """:meth:`respond` for each pair, in order."""
+        """[`respond`][pyjetstream.client.msg.Msg.respond] for each pair, in order."""
         if self.holding:
             self.acks.extend(answers)
         elif answers:
@@ -115,7 +115,7 @@ class WriteBatch:
             self.stream.signal_consumers(seq, subject)
 
     def signal_run(self, first: int, subjects: list[str]) -> None:
-        """:meth:`signal` for messages ``first`` onwards, on ``subjects``."""
+        """`signal` for messages ``first`` onwards, on ``subjects``."""
         signals = zip(range(first, first + len(subjects)), subjects, strict=True)
         if self.holding:
             self.signals.extend(signals)
