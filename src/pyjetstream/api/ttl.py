@@ -9,6 +9,8 @@ seconds; otherwise the value must be a plain number of seconds. Anything else is
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pyjetstream.api.headers import TTL
 from pyjetstream.api.timefmt import format_go_duration, parse_go_duration
 from pyjetstream.protocol.headers import get_header
@@ -18,8 +20,11 @@ NEVER = -1
 _TTL_HEADER = TTL.encode()
 
 
+@lru_cache(maxsize=256)
 def parse_message_ttl(value: str) -> int:
-    """Seconds (> 0), `NEVER`, or 0 for an empty value; ValueError when invalid."""
+    """Seconds (> 0), `NEVER`, or 0 for an empty value; ValueError when invalid. Cached: a
+    stream's publishers and its delete markers repeat a few values (it was read twice per
+    message, by the stream and by the file store's block index)."""
     if not value:
         return 0
     if value.lower() == "never":

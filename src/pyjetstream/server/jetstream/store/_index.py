@@ -12,7 +12,7 @@ import re
 from array import array
 from functools import lru_cache
 
-from pyjetstream.protocol.subjects import compile_filter, has_wildcard, is_match_all
+from pyjetstream.protocol.subjects import Matcher, compile_filter, has_wildcard, is_match_all
 
 from .subject_tree import SubjectTree
 
@@ -40,13 +40,16 @@ class FilterMatch:
 
     def __init__(self, filters: tuple[str, ...], sids: set[int] | None) -> None:
         self.filters = filters
-        self.matchers = [compile_filter(f) for f in filters]
+        self.matchers: list[Matcher] | None = None  # compiled when a new subject first asks
         self.sids = sids
         self.eof_lo = 0
         self.eof_hi = -1
 
     def matches(self, subject: str) -> bool:
-        return any(m(subject) for m in self.matchers)
+        matchers = self.matchers
+        if matchers is None:
+            matchers = self.matchers = [compile_filter(f) for f in self.filters]
+        return any(m(subject) for m in matchers)
 
 
 class SubjectTable:
@@ -151,14 +154,18 @@ class SubjectTable:
             fm.eof_lo, fm.eof_hi = 0, -1
 
     def matching(self, filter_subject: str) -> list[int] | set[int]:
-        """Ids of the subjects matching a filter (literal: zero or one id)."""
+        """Ids of the subjects matching a filter (literal: zero or one id): a request's one look
+        (STREAM.INFO's subjects, a purge, ``multi_last``), answered from the cache when a
+        consumer's reads put the filter there, else by a walk of the tree that is not kept."""
         if is_match_all(filter_subject):
             return list(self.ids.values())
         if not has_wildcard(filter_subject):
             sid = self.ids.get(filter_subject)
             return [sid] if sid else []
-        sids = self.match((filter_subject,)).sids
-        return list(self.ids.values()) if sids is None else sids
+        fm = self._cache.get((filter_subject,))
+        if fm is None:
+            return self.tree.match(filter_subject)
+        return list(self.ids.values()) if fm.sids is None else fm.sids
 
     def match(self, filters: tuple[str, ...]) -> FilterMatch:
         """The cached `FilterMatch` of a set of filters (none of them ``>``), built by

@@ -20,6 +20,7 @@ import bisect
 import heapq
 from array import array
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
 from pyjetstream.protocol.subjects import has_wildcard, is_match_all
@@ -353,11 +354,11 @@ class SeqQueries:
         message is past ``max_seq`` is looked up backwards from there)."""
         if not self.msgs or max_seq < self.first_seq:
             return []
-        kind, data = self._resolve(filters)
-        if kind == _NONE:
-            return []
         table = self.subjects
-        matched = table.ids.values() if kind == _ALL else data if kind == _FEW else data.sids
+        if len(filters) == 1:
+            matched: Collection[int] = table.matching(filters[0])
+        else:
+            matched = {sid for f in filters for sid in table.matching(f)}
         self.steps += len(matched)
         tlast, tfirst = table.last, table.first
         base = self.base
