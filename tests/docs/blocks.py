@@ -97,8 +97,8 @@ def _cli_command(line: str) -> bool:
 
 
 def doc_files() -> list[Path]:
-    """README.md and every page of the site (docs/reference holds only mkdocstrings directives)."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """README.md and every page of the site."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def parse_blocks(path: Path) -> list[Block]:
