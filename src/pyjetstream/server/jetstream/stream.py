@@ -427,12 +427,10 @@ class Stream:
         if self.closed:
             return
         handler = self._expire_with_marker if self.cfg.subject_delete_marker_ttl > 0 else None
-        if handler is not None and not self._memory and self._batch is None:
+        if handler is not None:
             # The markers of one expiry are written (and shown to consumers) together, as a
             # read's publishes are: one commit, not one per marker.
-            self._batch = self.store.batch()
-            self._batch.__enter__()
-            self.server.after_read(self._end_batch)
+            self.writes.hold_for_read()
         if self.store.expire_msgs(expire=handler):
             self.engine.account_usage_changed()
             # Only a consumer with something below the new first message has anything to drop
