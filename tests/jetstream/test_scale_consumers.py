@@ -172,6 +172,40 @@ async def test_stream_delete_leaves_consumer_files_to_the_stream(monkeypatch: py
             with count_calls(monkeypatch, FileConsumerStore, "delete", "stream_delete") as calls:
                 assert (await nc.api("$JS.API.STREAM.DELETE.F")).get("success")
             assert dict(calls) == {"stream_delete": SMALL}
-            assert not (server.jetstream.streams_dir / "F").exists()
+            # Renamed aside at once (the name is free again), removed in the background.
+            streams_dir = server.jetstream.streams_dir
+            assert not (streams_dir / "F").exists()
+            await nc.add_stream("F", ["f.>"])
+            assert (await nc.stream_info("F"))["state"]["messages"] == 0
+
+            async def removed() -> bool:
+                return [p.name for p in streams_dir.iterdir()] == ["F"]
+
+            await wait_for(removed, timeout=20)
         finally:
             await nc.close()
+
+
+async def test_a_deleted_stream_left_by_a_crash_is_removed_at_start(tmp_path: Any) -> None:
+    """A stream directory renamed aside for removal (a crash before the removal finished) is
+    neither recovered as a stream nor kept."""
+    import shutil
+
+    from pyjetstream.server.server import Server
+
+    store_dir = str(tmp_path / "js")
+    async with Server(port=-1, jetstream=True, store_dir=store_dir, host="127.0.0.1") as server:
+        nc = await RawClient.connect(server.client_url)
+        await nc.add_stream("K", ["k.>"])
+        await nc.publish_many("k.x", 3)
+        await nc.close()
+        streams_dir = server.jetstream.streams_dir
+    shutil.copytree(streams_dir / "K", streams_dir / ".K.deleted.0123abcd")
+    shutil.rmtree(streams_dir / "K")
+    async with Server(port=-1, jetstream=True, store_dir=store_dir, host="127.0.0.1") as server:
+        assert "K" not in server.jetstream.streams
+
+        async def removed() -> bool:
+            return not list(streams_dir.iterdir())
+
+        await wait_for(removed, timeout=20)

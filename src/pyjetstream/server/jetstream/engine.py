@@ -29,7 +29,7 @@ from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jetstream.api_router import ApiRouter
 from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
-from pyjetstream.server.jetstream.store._fileutil import read_meta_file
+from pyjetstream.server.jetstream.store._fileutil import read_meta_file, remove_deleted_trees
 from pyjetstream.server.jetstream.store.base import MessageStore
 from pyjetstream.server.jetstream.store.filestore import (
     SYNC_ALWAYS,
@@ -396,8 +396,9 @@ class JetStreamEngine:
         self.account_usage_changed()
 
     def _recover(self) -> None:
+        remove_deleted_trees(str(self.streams_dir))  # (deleted streams a stop cut short)
         for directory in sorted(self.streams_dir.iterdir()):
-            if not directory.is_dir():
+            if not directory.is_dir() or directory.name.startswith("."):
                 continue
             try:
                 meta = read_meta_file(str(directory))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import sys
+import threading
 import zlib
 from array import array
 from collections.abc import Callable
@@ -124,3 +126,35 @@ def release_free_memory() -> None:
     process, where it counts as resident memory for as long as the server runs."""
     if _malloc_trim is not None:
         _malloc_trim(0)
+
+
+def remove_tree_later(path: str) -> None:
+    """Remove a directory tree without waiting for it (nats-server ``fileStore.Delete``: the
+    directory is renamed aside, then removed in the background): the tree is renamed at once to
+    a hidden ``.<name>.deleted.<random>`` beside it (its name free again, no stream can be named
+    so), which a thread removes; one a crash leaves behind goes at the next start
+    (:func:`remove_deleted_trees`). Removing thousands of consumer directories file by file would
+    hold the event loop for seconds."""
+    parent, name = os.path.split(path.rstrip(os.sep))
+    aside = os.path.join(parent, f".{name}.deleted.{os.urandom(6).hex()}")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+        aside = ""
+    with contextlib.suppress(OSError):
+        fsync_dir(parent or ".")
+    if aside:
+        threading.Thread(target=shutil.rmtree, args=(aside, True), name="remove-tree", daemon=True).start()
+
+
+def remove_deleted_trees(directory: str) -> None:
+    """At start: remove in the background what :func:`remove_tree_later` left in ``directory``."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if entry.name.startswith(".") and ".deleted." in entry.name and entry.is_dir():
+                threading.Thread(
+                    target=shutil.rmtree, args=(entry.path, True), name="remove-tree", daemon=True
+                ).start()

@@ -33,14 +33,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from . import _snapshot
-from ._fileutil import fsync_dir, read_meta_file, release_free_memory, write_file, write_meta_file
+from ._fileutil import (
+    fsync_dir,
+    read_meta_file,
+    release_free_memory,
+    remove_tree_later,
+    write_file,
+    write_meta_file,
+)
 from .base import (
     ACK_EXPLICIT,
     COMPRESSION_S2,
@@ -207,10 +213,8 @@ class FileStore(IndexedStore):
                 cs.stop()
             self._backend.close_all()
             self._closed = True
-        shutil.rmtree(self._dir, ignore_errors=True)
-        parent = os.path.dirname(self._dir)
-        with contextlib.suppress(OSError):
-            fsync_dir(parent)
+        # Renamed aside at once, removed in the background (its consumers' directories with it).
+        remove_tree_later(self._dir)
 
     # ------------------------------------------------------------------------------------
     # Metadata and consumers
