@@ -48,6 +48,7 @@ class NUID:
         self._inc = self._rng.randrange(MIN_INC, MAX_INC)
 
     def next(self) -> str:
+        """The next unique 22-character id (a random prefix and a sequence, as nats.go's nuid)."""
         self._seq += self._inc
         if self._seq >= MAX_SEQ:
             self._reset()

@@ -474,6 +474,7 @@ class ServerOptions:
         return bool(self.username or self.token or self.users or self.nkeys or self.operator_jwts)
 
     def copy(self) -> ServerOptions:
+        """An independent copy (nested lists and dicts copied too)."""
         return copy.deepcopy(self)
 
     # ----------------------------------------------------------------- checking

@@ -520,6 +520,7 @@ class Server:
         await self._done.wait()
 
     async def serve_forever(self) -> None:
+        """Start the server and return once it has shut down."""
         await self.start()
         await self.wait_closed()
 

@@ -66,6 +66,7 @@ class ServerThread:
         return self._loop
 
     def start(self, timeout: float = 30.0) -> ServerThread:
+        """Start the server on its thread and wait until it accepts clients; returns ``self``."""
         if self._thread is not None:
             return self
         self._thread = threading.Thread(target=self._run, name="pyjetstream-server", daemon=True)
@@ -109,6 +110,7 @@ class ServerThread:
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
 
     def stop(self, timeout: float = 30.0) -> None:
+        """Shut the server down gracefully and join its thread."""
         thread = self._thread
         if thread is None:
             return

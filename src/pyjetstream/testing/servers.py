@@ -240,6 +240,7 @@ class TestServer:
             self._admin = None
 
     def stop(self) -> None:
+        """Close the admin connection; the subclasses also stop a server the tests started (one you run stays)."""
         self._close_admin()
 
 
@@ -255,6 +256,7 @@ class EmbeddedTestServer(TestServer):
         return self.thread.server
 
     def stop(self) -> None:
+        """Stop the embedded server and its thread."""
         super().stop()
         if self.thread is not None:
             self.thread.stop()
@@ -276,9 +278,11 @@ class BinaryTestServer(TestServer):
         return self.process.log_path if self.process is not None else None
 
     def read_log(self) -> str:
+        """The nats-server process's log so far."""
         return self.process.read_log() if self.process is not None else ""
 
     def stop(self) -> None:
+        """Stop the nats-server process."""
         super().stop()
         if self.process is not None:
             self.process.stop()
@@ -294,6 +298,8 @@ class ExternalTestServer(TestServer):
     """
 
     def clean(self, prefix: str | None = None, *, everything: bool = False) -> list[str]:
+        """Delete the streams named with ``prefix`` (KV and object buckets included), or with ``everything=True``
+        every stream of the account: never all of a server you run by default."""
         if prefix is None and not everything:
             raise ValueError(
                 f"{self.url} is a server the tests did not start: clean(prefix) deletes the streams "

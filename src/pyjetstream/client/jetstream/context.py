@@ -337,6 +337,7 @@ class JetStream:
             await self.require(Feature.DURABLE_SOURCING)
 
     async def create_or_update_stream(self, config: StreamConfig) -> Stream:
+        """Update the stream, or create it if there is none."""
         try:
             return await self.update_stream(config)
         except StreamNotFound:
@@ -353,6 +354,7 @@ class JetStream:
         return info
 
     async def delete_stream(self, name: str) -> None:
+        """Delete a stream and its messages and consumers ([`StreamNotFound`][] if there is none)."""
         validate_stream_name(name)
         resp = await self._request(self.api.stream_delete(name), None, StreamDeleteResponse)
         if not resp.success:
@@ -406,6 +408,7 @@ class JetStream:
         return await self._upsert_consumer(stream, config, ConsumerAction.UPDATE)
 
     async def create_or_update_consumer(self, stream: str, config: ConsumerConfig) -> PullConsumer:
+        """Create a pull consumer on ``stream``, or update it if it exists."""
         return await self._upsert_consumer(stream, config, ConsumerAction.CREATE_OR_UPDATE)
 
     async def create_push_consumer(self, stream: str, config: ConsumerConfig) -> PushConsumer:
@@ -413,9 +416,11 @@ class JetStream:
         return await self._upsert_push_consumer(stream, config, ConsumerAction.CREATE)
 
     async def update_push_consumer(self, stream: str, config: ConsumerConfig) -> PushConsumer:
+        """Update an existing push consumer ([`ConsumerDoesNotExist`][] if missing)."""
         return await self._upsert_push_consumer(stream, config, ConsumerAction.UPDATE)
 
     async def create_or_update_push_consumer(self, stream: str, config: ConsumerConfig) -> PushConsumer:
+        """Create a push consumer (a ``deliver_subject`` is required), or update it if it exists."""
         return await self._upsert_push_consumer(stream, config, ConsumerAction.CREATE_OR_UPDATE)
 
     async def push_consumer(self, stream: str, name: str) -> PushConsumer:
@@ -477,7 +482,7 @@ class JetStream:
                 raise ConsumerExists()
 
     async def consumer(self, stream: str, name: str) -> PullConsumer:
-        """A handle on an existing consumer ([`ConsumerNotFound`][] if missing)."""
+        """A handle on an existing consumer ([`ConsumerNotFound`][pyjetstream.client.jetstream.errors.ConsumerNotFound] if missing)."""
         return PullConsumer(self, stream, await self._consumer_info(stream, name))
 
     async def _consumer_info(self, stream: str, name: str) -> ConsumerInfo:
@@ -488,6 +493,7 @@ class JetStream:
         return info
 
     async def delete_consumer(self, stream: str, name: str) -> None:
+        """Delete a consumer ([`ConsumerNotFound`][pyjetstream.client.jetstream.errors.ConsumerNotFound] if there is none)."""
         validate_stream_name(stream)
         validate_consumer_name(name)
         resp = await self._request(self.api.consumer_delete(stream, name), None, ConsumerDeleteResponse)
@@ -559,6 +565,7 @@ class JetStream:
                 return
 
     async def consumer_names(self, stream: str) -> AsyncIterator[str]:
+        """The names of ``stream``'s consumers, page by page as the server lists them."""
         validate_stream_name(stream)
         offset = 0
         while True:
@@ -676,6 +683,7 @@ class JetStream:
         return await self._publisher.publish(subject, data, hdrs, seconds_or_none(stall_wait))
 
     async def publish_msg_async(self, msg: Msg, **options: Any) -> PubAckFuture:
+        """[`publish_async`][pyjetstream.client.jetstream.context.JetStream.publish_async] of a ready `Msg` (its subject, data and headers); ``options`` as `publish_async`'s."""
         if msg.reply:
             raise AsyncPublishReplySubjectSet()
         headers = options.pop("headers", None) or headers_of(msg)
@@ -753,9 +761,11 @@ class JetStream:
         return await self._kv.update_key_value(config)
 
     async def create_or_update_key_value(self, config: KeyValueConfig) -> KeyValue:
+        """Create a KV bucket, or update its configuration if it exists."""
         return await self._kv.create_or_update_key_value(config)
 
     async def delete_key_value(self, bucket: str) -> None:
+        """Delete a KV bucket and every key in it."""
         await self._kv.delete_key_value(bucket)
 
     def key_value_store_names(self) -> AsyncIterator[str]:
@@ -773,21 +783,27 @@ class JetStream:
         return await self._obj.object_store(bucket)
 
     async def create_object_store(self, config: ObjectStoreConfig) -> ObjectStore:
+        """Create an object-store bucket ([`BucketExists`][pyjetstream.client.jetstream.errors.BucketExists] if one with another configuration exists)."""
         return await self._obj.create_object_store(config)
 
     async def update_object_store(self, config: ObjectStoreConfig) -> ObjectStore:
+        """Update an object-store bucket's configuration ([`BucketNotFound`][pyjetstream.client.jetstream.errors.BucketNotFound] if there is none)."""
         return await self._obj.update_object_store(config)
 
     async def create_or_update_object_store(self, config: ObjectStoreConfig) -> ObjectStore:
+        """Create an object-store bucket, or update its configuration if it exists."""
         return await self._obj.create_or_update_object_store(config)
 
     async def delete_object_store(self, bucket: str) -> None:
+        """Delete an object-store bucket and every object in it."""
         await self._obj.delete_object_store(bucket)
 
     def object_store_names(self) -> AsyncIterator[str]:
+        """The names of the account's object-store buckets."""
         return self._obj.object_store_names()
 
     def object_stores(self) -> AsyncIterator[ObjectStoreStatus]:
+        """The status of each of the account's object-store buckets."""
         return self._obj.object_stores()
 
     def __repr__(self) -> str:

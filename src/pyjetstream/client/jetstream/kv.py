@@ -381,6 +381,7 @@ class KeyValue:
         return entries
 
     async def status(self) -> KeyValueStatus:
+        """The bucket's status: values, history, TTL, bytes, compression."""
         return _status(self._bucket, await self._stream.info())
 
     def __repr__(self) -> str:
@@ -461,6 +462,7 @@ class KeyWatcher:
             raise StopAsyncIteration from None
 
     def stop(self) -> None:
+        """Stop watching."""
         if self._messages is not None:
             self._messages.stop()
 
@@ -478,7 +480,7 @@ class KeyValueManager:
         self._js = js
 
     async def key_value(self, bucket: str) -> KeyValue:
-        """Bind to an existing bucket ([`BucketNotFound`][] if there is none)."""
+        """Bind to an existing bucket ([`BucketNotFound`][pyjetstream.client.jetstream.errors.BucketNotFound] if there is none)."""
         _check_bucket(bucket)
         try:
             stream = await self._js.stream(kv_stream_name(bucket))
@@ -489,7 +491,7 @@ class KeyValueManager:
         return KeyValue(self._js, bucket, stream)
 
     async def create_key_value(self, config: KeyValueConfig) -> KeyValue:
-        """Create a bucket (idempotent for an identical config; else [`BucketExists`][])."""
+        """Create a bucket (idempotent for an identical config; else [`BucketExists`][pyjetstream.client.jetstream.errors.BucketExists])."""
         stream_config = await self._stream_config(config)
         try:
             stream = await self._js.create_stream(stream_config)
@@ -500,7 +502,7 @@ class KeyValueManager:
         return KeyValue(self._js, config.bucket, stream)
 
     async def update_key_value(self, config: KeyValueConfig) -> KeyValue:
-        """Change an existing bucket's configuration ([`BucketNotFound`][] if there is none)."""
+        """Change an existing bucket's configuration ([`BucketNotFound`][pyjetstream.client.jetstream.errors.BucketNotFound] if there is none)."""
         stream_config = await self._stream_config(config)
         try:
             stream = await self._js.update_stream(stream_config)

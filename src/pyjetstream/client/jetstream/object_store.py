@@ -231,6 +231,7 @@ class ObjectResult:
         return bytes(out)
 
     def close(self) -> None:
+        """Stop reading the object's chunks."""
         if self._messages is not None:
             self._messages.stop()
 
@@ -312,9 +313,11 @@ class ObjectStore:
         return info
 
     async def put_bytes(self, name: str, data: bytes) -> ObjectInfo:
+        """Store ``data`` as object ``name``."""
         return await self.put(ObjectMeta(name=name), data)
 
     async def put_string(self, name: str, data: str) -> ObjectInfo:
+        """Store ``data`` (UTF-8) as object ``name``."""
         return await self.put(ObjectMeta(name=name), data.encode())
 
     async def put_file(self, path: str | os.PathLike[str], name: str | None = None) -> ObjectInfo:
@@ -365,10 +368,12 @@ class ObjectStore:
         return ObjectResult(info, messages)
 
     async def get_bytes(self, name: str) -> bytes:
+        """Object ``name``'s content, its digest checked ([`ObjectNotFound`][] if missing)."""
         result = await self.get(name)
         return await result.read()
 
     async def get_string(self, name: str) -> str:
+        """Object ``name``'s content decoded as UTF-8."""
         return (await self.get_bytes(name)).decode()
 
     async def get_file(self, name: str, path: str | os.PathLike[str]) -> ObjectInfo:
@@ -491,6 +496,7 @@ class ObjectStore:
         return found
 
     async def status(self) -> ObjectStoreStatus:
+        """The bucket's status: its configuration, size and whether it is sealed."""
         return _status(self._bucket, await self._stream.info())
 
     def __repr__(self) -> str:
@@ -579,6 +585,7 @@ class ObjectWatcher:
             raise StopAsyncIteration from None
 
     def stop(self) -> None:
+        """Stop watching."""
         self._messages.stop()
 
     async def __aenter__(self) -> ObjectWatcher:
@@ -595,7 +602,7 @@ class ObjectStoreManager:
         self._js = js
 
     async def object_store(self, bucket: str) -> ObjectStore:
-        """Bind to an existing bucket ([`BucketNotFound`][] if there is none)."""
+        """Bind to an existing bucket ([`BucketNotFound`][pyjetstream.client.jetstream.errors.BucketNotFound] if there is none)."""
         _check_bucket(bucket)
         try:
             stream = await self._js.stream(obj_stream_name(bucket))

@@ -123,11 +123,13 @@ class OrderedConsumer:
         return self._serial
 
     async def info(self) -> ConsumerInfo:
+        """The underlying consumer's info, as the server has it now."""
         if self._current is None:
             raise OrderedConsumerNotCreated()
         return await self._current.info()
 
     def cached_info(self) -> ConsumerInfo:
+        """The underlying consumer's info as last received (no request)."""
         if self._current is None:
             raise OrderedConsumerNotCreated()
         return self._current.cached_info()
@@ -216,21 +218,25 @@ class OrderedConsumer:
     async def fetch(
         self, batch: int, *, max_wait: Duration = DEFAULT_FETCH_MAX_WAIT, heartbeat: Duration | None = None
     ) -> _OrderedBatch:
+        """Up to ``batch`` messages, in order (as [`PullConsumer.fetch`][pyjetstream.client.jetstream.consumer.PullConsumer.fetch])."""
         return await self._start_fetch(lambda c: c.fetch(batch, max_wait=max_wait, heartbeat=heartbeat))
 
     async def fetch_bytes(
         self, max_bytes: int, *, max_wait: Duration = DEFAULT_FETCH_MAX_WAIT, heartbeat: Duration | None = None
     ) -> _OrderedBatch:
+        """Messages up to ``max_bytes`` in all, in order (as `PullConsumer.fetch_bytes`)."""
         return await self._start_fetch(
             lambda c: c.fetch_bytes(max_bytes, max_wait=max_wait, heartbeat=heartbeat)
         )
 
     async def fetch_no_wait(self, batch: int, *, max_wait: Duration = DEFAULT_NO_WAIT_GUARD) -> _OrderedBatch:
+        """What is available now, up to ``batch``, in order (as `PullConsumer.fetch_no_wait`)."""
         return await self._start_fetch(lambda c: c.fetch_no_wait(batch, max_wait=max_wait))
 
     async def next(
         self, *, max_wait: Duration = DEFAULT_FETCH_MAX_WAIT, heartbeat: Duration | None = None
     ) -> JetStreamMsg:
+        """The next message in order (as `PullConsumer.next`)."""
         batch = await self.fetch(1, max_wait=max_wait, heartbeat=heartbeat)
         async for msg in batch:
             return msg
@@ -484,6 +490,7 @@ class OrderedConsumeContext:
             self._resetting = False
 
     def stop(self) -> None:
+        """Stop delivering to the handler."""
         if self.stopped:
             return
         self.stopped = True
@@ -494,11 +501,13 @@ class OrderedConsumeContext:
             self._closed.set_result(None)
 
     async def drain(self) -> None:
+        """Stop pulling, and let the handler finish the messages already received."""
         if self._inner is not None and not self.stopped:
             await self._inner.drain()
         self.stop()
 
     async def wait_closed(self) -> None:
+        """Return once the consume loop has ended."""
         await asyncio.shield(self._closed)
 
     @property
@@ -573,6 +582,7 @@ class OrderedMessagesContext:
         return self._inner.pending if self._inner is not None else 0
 
     def stop(self) -> None:
+        """Stop the iterator at once (`drain` hands out what was received first)."""
         if self.stopped:
             return
         self.stopped = True

@@ -223,6 +223,7 @@ class PushConsumeContext:
         await self.wait_closed()
 
     async def wait_closed(self) -> None:
+        """Return once the consume loop has ended."""
         await asyncio.shield(self._closed)
 
     def _set_closed(self) -> None:

@@ -282,33 +282,43 @@ class Stream:
     # --- consumers -----------------------------------------------------------------------------------
 
     async def create_consumer(self, config: ConsumerConfig) -> PullConsumer:
+        """Create a pull consumer on this stream (see `JetStream.create_consumer`)."""
         return await self._js.create_consumer(self._name, config)
 
     async def update_consumer(self, config: ConsumerConfig) -> PullConsumer:
+        """Update one of this stream's consumers (see `JetStream.update_consumer`)."""
         return await self._js.update_consumer(self._name, config)
 
     async def create_or_update_consumer(self, config: ConsumerConfig) -> PullConsumer:
+        """Create a pull consumer on this stream, or update it if it exists."""
         return await self._js.create_or_update_consumer(self._name, config)
 
     async def consumer(self, name: str) -> PullConsumer:
+        """A handle on an existing consumer of this stream ([`ConsumerNotFound`][pyjetstream.client.jetstream.errors.ConsumerNotFound] if missing)."""
         return await self._js.consumer(self._name, name)
 
     async def delete_consumer(self, name: str) -> None:
+        """Delete one of this stream's consumers."""
         await self._js.delete_consumer(self._name, name)
 
     async def ordered_consumer(self, config: OrderedConsumerConfig | None = None) -> OrderedConsumer:
+        """An ordered consumer of this stream: in order, exactly once, recreated after a gap."""
         return await self._js.ordered_consumer(self._name, config)
 
     async def create_push_consumer(self, config: ConsumerConfig) -> PushConsumer:
+        """Create a push consumer on this stream (a ``deliver_subject`` is required)."""
         return await self._js.create_push_consumer(self._name, config)
 
     async def update_push_consumer(self, config: ConsumerConfig) -> PushConsumer:
+        """Update one of this stream's push consumers."""
         return await self._js.update_push_consumer(self._name, config)
 
     async def create_or_update_push_consumer(self, config: ConsumerConfig) -> PushConsumer:
+        """Create a push consumer on this stream, or update it if it exists."""
         return await self._js.create_or_update_push_consumer(self._name, config)
 
     async def push_consumer(self, name: str) -> PushConsumer:
+        """A handle on an existing push consumer of this stream."""
         return await self._js.push_consumer(self._name, name)
 
     async def pause_consumer(self, name: str, until: datetime | Duration) -> ConsumerPauseResponse:
@@ -316,6 +326,7 @@ class Stream:
         return await self._js.pause_consumer(self._name, name, until)
 
     async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
+        """Resume a paused consumer of this stream (2.11+)."""
         return await self._js.resume_consumer(self._name, name)
 
     async def unpin_consumer(self, name: str, group: str) -> None:
@@ -331,6 +342,7 @@ class Stream:
         return self._js.list_consumers(self._name)
 
     def consumer_names(self) -> AsyncIterator[str]:
+        """The names of this stream's consumers."""
         return self._js.consumer_names(self._name)
 
     def __repr__(self) -> str:

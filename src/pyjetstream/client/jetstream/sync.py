@@ -77,6 +77,7 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(runner(), self.loop).result()
 
     def close(self) -> None:
+        """Stop the event loop and join its thread."""
         if self.loop.is_closed():
             return
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -239,6 +240,7 @@ class SyncFuture:
         return self._rt.run(wait(), timeout)
 
     def done(self) -> bool:
+        """True once the acknowledgement (or an error) has arrived."""
         return self._fut.done()
 
     @property
@@ -257,6 +259,7 @@ class SyncClient(SyncProxy):
         return SyncProxy(JetStream(self._obj, **options), self._rt)
 
     def close(self) -> None:
+        """Close the connection and stop its event-loop thread."""
         rt: LoopThread = self._rt
         if not rt.loop.is_closed():
             try:
