@@ -243,7 +243,7 @@ class Stream:
             consumer.signal_new(seq, subject)
 
     def signal_stored(self, signals: list[tuple[int, str]]) -> None:
-        """:meth:`signal_consumers` for stored messages (``(seq, subject)`` each; ``WriteBatch``:
+        """`signal_consumers` for stored messages (``(seq, subject)`` each; ``WriteBatch``:
         once their writes reached the OS), one lookup per change of subject."""
         match = self.csl.match
         last = ""
