@@ -133,7 +133,7 @@ def remove_tree_later(path: str) -> None:
     directory is renamed aside, then removed in the background): the tree is renamed at once to
     a hidden ``.<name>.deleted.<random>`` beside it (its name free again, no stream can be named
     so), which a thread removes; one a crash leaves behind goes at the next start
-    (:func:`remove_deleted_trees`). Removing thousands of consumer directories file by file would
+    (`remove_deleted_trees`). Removing thousands of consumer directories file by file would
     hold the event loop for seconds."""
     parent, name = os.path.split(path.rstrip(os.sep))
     aside = os.path.join(parent, f".{name}.deleted.{os.urandom(6).hex()}")
@@ -151,7 +151,7 @@ def remove_tree_later(path: str) -> None:
 
 
 def remove_deleted_trees(directory: str) -> None:
-    """At start: remove in the background what :func:`remove_tree_later` left in ``directory``."""
+    """At start: remove in the background what `remove_tree_later` left in ``directory``."""
     with contextlib.suppress(OSError):
         for entry in os.scandir(directory):
             if entry.name.startswith(".") and ".deleted." in entry.name and entry.is_dir():
