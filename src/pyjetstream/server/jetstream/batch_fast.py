@@ -207,8 +207,8 @@ class FastBatches:
         open batch of this publisher, to a ``simple`` stream (``StreamIngest.configure``)
         without discard-new limits, untraced, whose only ``Nats-`` headers are a message id and
         an expected stream, not a duplicate. Whether all that holds is decided without changing
-        anything (False: [`process`][pyjetstream.testing.servers.BinaryTestServer.process] takes it, with every check); then the same steps as
-        [`process`][pyjetstream.testing.servers.BinaryTestServer.process] and `_store` in the same order: arm the idle timer, take the
+        anything (False: `process` takes it, with every check); then the same steps as
+        `process` and `_store` in the same order: arm the idle timer, take the
         sequence, store (``StreamIngest.commit``), pace the publisher."""
         stream = self.stream
         cfg = stream.cfg

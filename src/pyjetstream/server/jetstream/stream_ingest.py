@@ -120,7 +120,7 @@ class StreamIngest:
         self.dedupe = stream.dedupe
         self.limits = IngestLimits(stream.server.options)
         self.ingest_max = self.limits.max_size or 1 << 62  # bytes a message may bring (ingest.py)
-        #: The trace of the message being processed, if it is traced (:meth:`on_traced`).
+        #: The trace of the message being processed, if it is traced (`on_traced`).
         self.trace: MsgTrace | None = None
         self._read = 0  # the client read whose first publish was written alone (on_msg)
         self.configure()
@@ -163,14 +163,19 @@ class StreamIngest:
             return
         writes = self.writes
         if not writes.holding and not self.memory:
-            read = self.stream.server.current_read()
-            if read and read != self._read and not batched(reply, hdr):
-                self._read = read
-            else:
-                writes.hold_for_read()
+            self._hold_unless_first(reply, hdr)
         answer = self.process(subject, reply, hdr, payload)
         if answer is not None and reply:
             writes.respond(reply, answer)
+
+    def _hold_unless_first(self, reply: str, hdr: bytes | None) -> None:
+        """A file stream's publish while nothing is held: the first of a client read (not a
+        batch's) is written alone; any other starts holding the writes until the read is done."""
+        read = self.stream.server.current_read()
+        if read and read != self._read and not batched(reply, hdr):
+            self._read = read
+        else:
+            self.writes.hold_for_read()
 
     def on_traced(
         self, trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: object
@@ -196,38 +201,48 @@ class StreamIngest:
         """The messages of one client read that reached the stream, in order: equal in effect to
         `on_msg` for each (nats-server has no such path: ``processInboundJetStreamMsg`` runs
         per message). Stretches that every check passes for are stored in one pass; any other
-        message goes through [`process`][pyjetstream.testing.servers.BinaryTestServer.process] in its place. A file stream's writes are held until
-        the client read is done (the router may hand the read's messages over in several runs),
-        outside one until the run is; a memory stream's answers until the run is done."""
+        message goes through `process` in its place. The writes are held as one by one holds
+        them (`_first_of_read`), so consumers see the messages and publishers get their PubAcks
+        at the same points of the read (the router's differential test compares the bytes each
+        client receives)."""
         if len(subjects) == 1:
             self.on_msg(subjects[0], replies[0], hdrs[0], payloads[0], client)
             return
         stream = self.stream
         run = _Run(subjects, replies, hdrs, payloads, self)
+        k = self._first_of_read(run)
+        n = run.n
+        while k < n and not stream.closed:
+            if self.simple and self.trace is None and not batched(replies[k], hdrs[k]):
+                end, ids = self._stretch(run, k)
+                if end > k:
+                    self._store_stretch(run, k, end, ids)
+                    k = end
+                    continue
+            self._one(subjects[k], replies[k], hdrs[k], payloads[k])
+            k += 1
+
+    def _first_of_read(self, run: _Run) -> int:
+        """`on_msg`'s rule for the run's first publishes while a file stream holds nothing: the
+        first of the read written alone (one refused by the ingest queue is not it), then the
+        writes held until the read is done. Returns the first publish left to the run."""
         writes = self.writes
-        ends = False
-        if not writes.holding:
-            read = 0 if self.memory else stream.server.current_read()
-            if read:
-                self._read = read  # (a later publish of this read is not its first)
-                writes.hold_for_read()
-            else:
-                ends = writes.hold()
-        try:
-            k = 0
-            n = run.n
-            while k < n and not stream.closed:
-                if self.simple and self.trace is None and not batched(replies[k], hdrs[k]):
-                    end, ids = self._stretch(run, k)
-                    if end > k:
-                        self._store_stretch(run, k, end, ids)
-                        k = end
-                        continue
-                self._one(subjects[k], replies[k], hdrs[k], payloads[k])
+        k = 0
+        while k < run.n and not writes.holding and not self.memory and not self.stream.closed:
+            subject, reply, hdr, payload = run.subjects[k], run.replies[k], run.hdrs[k], run.payloads[k]
+            if len(payload) + len(subject) + len(reply) + (len(hdr) if hdr else 0) > self.ingest_max and (
+                self._queue_refuses(subject, reply, hdr, payload)
+            ):
                 k += 1
-        finally:
-            if ends:
-                self.writes.end()
+                continue
+            self._hold_unless_first(reply, hdr)
+            if writes.holding:
+                break
+            answer = self.process(subject, reply, hdr, payload)
+            if answer is not None and reply:
+                writes.respond(reply, answer)
+            k += 1
+        return k
 
     def _one(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         """A message of a run that is not part of a stretch: `on_msg`'s work (the run holds
@@ -253,7 +268,7 @@ class StreamIngest:
 
     # --- the run path ---------------------------------------------------------------------------
     def _stretch(self, run: _Run, k: int) -> tuple[int, list[str]]:
-        """How far from ``k`` the messages are ones every check of [`process`][pyjetstream.testing.servers.BinaryTestServer.process] passes for
+        """How far from ``k`` the messages are ones every check of `process` passes for
         without a lookup (see the module docstring), and their message ids (``""``: none)."""
         n = run.n
         if run.within_limits and run.nones == n:  # header-less publishes within the limits
@@ -304,7 +319,7 @@ class StreamIngest:
         """A header block the run path may take — its only ``Nats-`` headers a message id and
         this stream as the expected one — as ``(block, head, tail, id)``: ``block`` itself when
         it has no id (the next blocks equal to it are the same case), else ``head + id + tail``
-        with the id's raw value; ``None`` for any other block ([`process`][pyjetstream.testing.servers.BinaryTestServer.process] takes it)."""
+        with the id's raw value; ``None`` for any other block (`process` takes it)."""
         if not H.only_these_nats_headers(hdr, ID_HEADERS):
             return None
         expected = get_header(hdr, HDR_EXPECTED_STREAM)
@@ -322,7 +337,7 @@ class StreamIngest:
     def _store_stretch(self, run: _Run, lo: int, hi: int, ids: list[str]) -> None:
         """A stretch (`_stretch`) cut before each duplicate (of an earlier message, or of
         one before it in the stretch): the pieces stored in one pass each, the duplicates
-        answered by [`process`][pyjetstream.testing.servers.BinaryTestServer.process] (which finds them as one by one would)."""
+        answered by `process` (which finds them as one by one would)."""
         with_ids = ids.count("") < len(ids)
         dups = self.dedupe.duplicates(ids) if with_ids else []
         start = lo
@@ -439,7 +454,7 @@ class StreamIngest:
         return finish_pub_ack(self.ack_prefix, seq)
 
     def _check_headers(self, subject: str, hdr: bytes, payload: bytes, can_respond: bool) -> _Checked | _Answered:
-        """[`process`][pyjetstream.testing.servers.BinaryTestServer.process]'s checks of a header block, in nats-server 2.15's order (expectations,
+        """`process`'s checks of a header block, in nats-server 2.15's order (expectations,
         schedules, the source header, dedupe, last msg id, roll-up, header size). A block whose
         only ``Nats-`` headers are a message id and an expected stream skips the checks of the
         headers it cannot hold."""
