@@ -7,8 +7,10 @@ an ack on an interest stream must ask the consumers that could still need the me
 every consumer makes each of those cost time in proportion to the number of consumers; nats-server
 keeps its consumers in a subject sublist and matches the message's subject. So does this index: a
 `Sublist` holds one entry per filter (``>`` for a consumer
-without one), and the consumers a subject reaches are cached per subject as one tuple, in the order
-they were added, until a consumer comes, goes or changes its filters.
+without one); the consumers filtered to a literal subject and those taking everything are also kept
+in dicts, which answer alone while no other wildcard filter exists; else the consumers a subject
+reaches are cached per subject as one tuple, in the order they were added, until a consumer comes,
+goes or changes its filters.
 
 It also keeps what listing and limits ask of all consumers at once: the count of public ones
 (not direct, nats-server ``numPublicConsumers``), of limitable ones (neither direct nor sourcing,
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyjetstream.protocol.subjects import has_wildcard
+from pyjetstream.protocol.subjects import FWC, has_wildcard
 from pyjetstream.server.jetstream.consumer_config import filters_of
 from pyjetstream.server.sublist import Sublist
 
@@ -51,14 +53,38 @@ class _Entry:
 
 
 class ConsumerIndex:
-    """The consumers of one stream by filter subject, with the counts listing and limits read."""
+    """The consumers of one stream by filter subject, with the counts listing and limits read.
 
-    __slots__ = ("_added", "_cache", "_entries", "_names", "_sl", "direct", "limitable", "visited")
+    While no consumer has a wildcard filter other than ``>`` (the common case: literal filters,
+    or none), a subject's consumers are one dict lookup — those filtered to exactly it, and those
+    taking everything — with nothing to cache; otherwise the sublist answers and its answers are
+    cached per subject."""
+
+    __slots__ = (
+        "_added",
+        "_all",
+        "_all_entries",
+        "_cache",
+        "_entries",
+        "_lit",
+        "_lit_entries",
+        "_names",
+        "_sl",
+        "_wild",
+        "direct",
+        "limitable",
+        "visited",
+    )
 
     def __init__(self) -> None:
         self._sl = Sublist()
         self._entries: dict[str, list[_Entry]] = {}  # consumer name -> its entries
         self._cache: dict[str, tuple[Consumer, ...]] = {}
+        self._lit_entries: dict[str, list[_Entry]] = {}  # literal filter -> its entries
+        self._lit: dict[str, tuple[Consumer, ...]] = {}  # literal filter -> its consumers, in order
+        self._all_entries: list[_Entry] = []  # filter ``>`` (or none)
+        self._all: tuple[Consumer, ...] = _NO_CONSUMERS
+        self._wild = 0  # entries with another wildcard filter (then the sublist answers)
         self._names: list[str] | None = None  # public names, sorted (None: to sort again)
         self._added = 0
         self.direct = 0  # direct consumers (a mirror's or a source's, on its origin)
@@ -77,22 +103,18 @@ class ConsumerIndex:
 
     def remove(self, consumer: Consumer) -> None:
         """A consumer left (``removeConsumer``)."""
-        entries = self._entries.pop(consumer.name, None)
+        entries = self._entries.get(consumer.name)
         if entries is None:
             return
-        for entry in entries:
-            self._sl.remove(entry)  # type: ignore[arg-type]
         cfg = entries[0].consumer.cfg
         self.direct -= bool(cfg.direct)
         self.limitable -= not (cfg.direct or cfg.sourcing)
-        self._cache.clear()
+        self._drop(consumer.name)
         self._names = None
 
     def refilter(self, consumer: Consumer) -> None:
         """The consumer's filters changed (``swapSigSubs``)."""
-        entries = self._entries.pop(consumer.name, None)
-        for entry in entries or ():
-            self._sl.remove(entry)  # type: ignore[arg-type]
+        self._drop(consumer.name)
         self._insert(consumer)
 
     def _insert(self, consumer: Consumer) -> None:
@@ -100,22 +122,64 @@ class ConsumerIndex:
         entries = [_Entry(f, consumer, self._added) for f in filters_of(consumer.cfg) or [">"]]
         for entry in entries:
             self._sl.insert(entry)  # type: ignore[arg-type]
+            self._place(entry, True)
         self._entries[consumer.name] = entries
         self._cache.clear()
+
+    def _drop(self, name: str) -> None:
+        for entry in self._entries.pop(name, ()):
+            self._sl.remove(entry)  # type: ignore[arg-type]
+            self._place(entry, False)
+        self._cache.clear()
+
+    def _place(self, entry: _Entry, added: bool) -> None:
+        """Keep the direct lookups (literal filters, ``>``) in step with an entry."""
+        subject = entry.subject
+        if entry.literal:
+            entries = self._lit_entries.setdefault(subject, [])
+            if added:
+                entries.append(entry)
+            else:
+                entries.remove(entry)
+            if entries:
+                self._lit[subject] = tuple(e.consumer for e in entries)
+            else:
+                del self._lit_entries[subject]
+                del self._lit[subject]
+        elif subject == FWC:
+            if added:
+                self._all_entries.append(entry)
+            else:
+                self._all_entries.remove(entry)
+            self._all = tuple(e.consumer for e in self._all_entries)
+        else:
+            self._wild += 1 if added else -1
 
     def clear(self) -> None:
         """The stream stopped: no consumers."""
         self._sl = Sublist()
         self._entries.clear()
         self._cache.clear()
+        self._lit_entries.clear()
+        self._lit.clear()
+        self._all_entries.clear()
+        self._all = _NO_CONSUMERS
+        self._wild = 0
         self._names = None
         self.direct = self.limitable = 0
 
     def match(self, subject: str) -> tuple[Consumer, ...]:
         """The consumers whose filter takes ``subject``, in the order they were added."""
-        found = self._cache.get(subject)
-        if found is None:
-            found = self._lookup(subject)
+        if not self._wild:
+            found = self._lit.get(subject)
+            if found is None:
+                found = self._all
+            elif self._all:
+                found = self._cache.get(subject) or self._lookup(subject)
+        else:
+            found = self._cache.get(subject)
+            if found is None:
+                found = self._lookup(subject)
         self.visited += len(found)
         return found
 
@@ -135,6 +199,8 @@ class ConsumerIndex:
 
     def has_interest(self, subject: str) -> bool:
         """Some consumer's filter takes ``subject`` (``csl.HasInterest``)."""
+        if not self._wild:
+            return bool(self._all) or subject in self._lit
         found = self._cache.get(subject)
         if found is None:
             found = self._lookup(subject)
