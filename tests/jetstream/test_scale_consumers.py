@@ -209,3 +209,36 @@ async def test_a_deleted_stream_left_by_a_crash_is_removed_at_start(tmp_path: An
             return not list(streams_dir.iterdir())
 
         await wait_for(removed, timeout=20)
+
+
+async def _work_queue_sums(monkeypatch: pytest.MonkeyPatch, streams: int) -> int:
+    """Publish + fetch + ack through a work-queue stream beside ``streams`` others: how many
+    times a stream's state is read to sum the account's usage."""
+    from pyjetstream.server.jetstream.store.indexed import IndexedStore
+
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            for i in range(streams):
+                await nc.add_stream(f"O{i}", [f"o{i}.>"], storage="memory")
+            await nc.add_stream("W", ["w.>"], retention="workqueue", storage="memory")
+            await nc.add_consumer("W", "C", durable_name="C")
+            inbox = nc.new_inbox()
+            sub = nc.subscribe(inbox)
+            await nc.publish_many("w.x", 1)  # (the first publish sums the account once)
+            with count_calls(monkeypatch, IndexedStore, "fast_state") as calls:
+                for _ in range(10):
+                    await nc.publish_many("w.x", 1)
+                    nc.pull("W", "C", inbox, {"batch": 1, "expires": 5_000_000_000})
+                    msg = await sub.next()
+                    assert (await nc.request(msg.reply, b"+ACK")).data == b""
+            assert (await nc.stream_info("W"))["state"]["messages"] == 1
+            return calls["fast_state"]
+        finally:
+            await nc.close()
+
+
+async def test_work_queue_acks_do_not_resum_the_account(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ack that removes a message keeps the account's cached usage (an upper bound) instead
+    of making the next publish sum every stream's state."""
+    assert await _work_queue_sums(monkeypatch, 2) == await _work_queue_sums(monkeypatch, 20)

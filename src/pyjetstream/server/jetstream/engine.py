@@ -139,6 +139,14 @@ class JetStreamEngine:
         self._usage_cache = None
         self._usage_estimated = False
 
+    def usage_dropped(self) -> None:
+        """A message was removed (an ack on an interest or work-queue stream): the cached usage
+        is still an upper bound, so it stays, marked as an estimate (counted exactly only where
+        a limit check on it fails, as after `note_write`), instead of every stream's state being
+        summed again on the next publish (nats-server keeps the account's usage by deltas)."""
+        if self._usage_cache is not None:
+            self._usage_estimated = True
+
     def note_write(self, storage: StorageType, size: int) -> None:
         """A message of about ``size`` bytes was stored: keep the cached usage as an upper bound
         (a stream's own limits may have removed older messages meanwhile) instead of summing

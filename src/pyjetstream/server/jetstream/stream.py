@@ -303,7 +303,7 @@ class Stream:
                 if consumer.needs_ack(seq, subject):
                     return
         if self.store.remove_msg(seq):
-            self.engine.account_usage_changed()
+            self.engine.usage_dropped()
 
     def check_interest_state(self) -> None:
         """After consumers went away: drop messages no remaining consumer needs (interest/workqueue)."""
