@@ -176,6 +176,11 @@ CASES: dict[str, list] = {
     "long-run": [create("S", **DW), pipelined(*rows("S", 1500, size=100)), info("S")],
     # Blocks of other shapes that every check passes for alike (the run path recognises them by
     # parsing one block and comparing the next ones with it around the id).
+    "other-headers-only": [
+        create("S", **DW),
+        pipelined(*[pub(f"s.{i % 9}", f"d{i}", ("X-Trace-Id", f"t{i}"), ("Content-Type", "a/b")) for i in range(40)]),
+        info("S"),
+    ],
     "ids-only": [
         create("S", **DW),
         pipelined(*[pub(f"s.{i % 7}", f"d{i}", ("Nats-Msg-Id", f"i{i % 40}")) for i in range(60)]),
@@ -191,6 +196,7 @@ CASES: dict[str, list] = {
             *[pub("s.x", "e", ("Nats-Msg-Id", f"Nats-{i}"), ("Nats-Expected-Stream", "S")) for i in range(3)],
             *[pub(f"s.é{i}", "f", ("Nats-Msg-Id", f"é{i}")) for i in range(3)],
             *[pub("s.y", "g", ("X-A", "1")) for _ in range(3)],
+            *[pub(f"s.z{i}", "h", ("Content-Type", "text/plain"), ("X-Trace-Id", f"{i:08x}")) for i in range(5)],
             *rows("S", 3),
         ),
         info("S"),
