@@ -120,3 +120,37 @@ async def test_duplicate_window_timer_fires_at_most_every_50_ms(monkeypatch: pyt
     large = await _dedupe_fires(monkeypatch, 1000)
     # ~0.6 s from the first id to the last one's expiry: at most one fire per 50 ms, whatever n.
     assert small <= 16 and large <= 16, (small, large)
+
+
+async def _rollup_visits(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
+    """Schedules published (each rolls its subject up) into a stream with ``n`` consumers: how
+    many consumers the roll-up purges look at."""
+    from pyjetstream.server.jetstream import stream as stream_module
+
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("SC", ["sc.>"], storage="memory", allow_msg_schedules=True, allow_rollup_hdrs=True)
+            for i in range(n):
+                resp = await nc.add_consumer("SC", f"c{i}", durable_name=f"c{i}", filter_subject=f"sc.t.{i}")
+                assert "error" not in resp, resp
+            looked = 0
+            original = stream_module.filters_of
+
+            def counting(cfg: Any) -> list[str]:
+                nonlocal looked
+                looked += 1
+                return original(cfg)
+
+            monkeypatch.setattr(stream_module, "filters_of", counting)
+            # new schedules, then each replaced (its roll-up removes the one before)
+            for _ in range(2):
+                await _publish(nc, [f"sc.s.{i}" for i in range(10)], [_schedule(f"sc.t.{i}") for i in range(10)])
+            monkeypatch.setattr(stream_module, "filters_of", original)
+            return looked
+        finally:
+            await nc.close()
+
+
+async def test_a_roll_up_looks_only_at_the_consumers_of_its_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert await _rollup_visits(monkeypatch, 5) == await _rollup_visits(monkeypatch, 50) == 0

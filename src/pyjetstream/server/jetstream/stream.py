@@ -26,7 +26,7 @@ from pyjetstream.api.names import stream_identity
 from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
 from pyjetstream.api.ttl import marker_ttl
 from pyjetstream.protocol.headers import get_header
-from pyjetstream.protocol.subjects import is_subset, subjects_overlap
+from pyjetstream.protocol.subjects import has_wildcard, is_subset, subjects_overlap
 from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
 from pyjetstream.server.jetstream.batch_fast import FastBatches
 from pyjetstream.server.jetstream.consumer_config import filters_of
@@ -334,27 +334,34 @@ class Stream:
     # --- purge, get, delete ------------------------------------------------------------------
 
     def purge(self, subject: str = "", seq: int = 0, keep: int = 0) -> int:
+        """Purge (all, a subject, up to a sequence, keeping some); tell the consumers concerned.
 
+        A subject purge that removed nothing (the roll-up of a new subject: a schedule, a KV
+        purge) changes nobody; one of a literal subject concerns only the consumers filtered to
+        exactly it (those the consumer index gives for it)."""
         if subject or seq or keep:
             purged = self.store.purge_ex(subject, seq, keep)
+            if subject and not purged:
+                return 0
         else:
             purged = self.store.purge()
         state = self.store.fast_state()
         first = state.first_seq
         if subject:
             first = self.store.filtered_state(state.first_seq, subject).first or first
-        for consumer in list(self.consumers.values()):
+        literal = bool(subject) and not has_wildcard(subject)
+        for consumer in list(self.csl.match(subject) if literal else self.consumers.values()):
             # nats-server: a subject purge moves only consumers whose filter lies inside it.
             filters = filters_of(consumer.cfg)
             if not subject or (filters and all(is_subset(f, subject) for f in filters)):
                 consumer.on_stream_purged(first)
-        self.engine.account_usage_changed()
+        self.engine.usage_dropped()  # (a purge only frees: the cached usage is an upper bound)
         return purged
 
     def delete_msg(self, seq: int, erase: bool) -> bool:
         removed = self.store.erase_msg(seq) if erase else self.store.remove_msg(seq)
         if removed:
-            self.engine.account_usage_changed()
+            self.engine.usage_dropped()
         return removed
 
     # --- info --------------------------------------------------------------------------------
