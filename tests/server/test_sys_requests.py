@@ -5,7 +5,6 @@ server whose system account nobody can use."""
 from __future__ import annotations
 
 import json
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -21,12 +20,12 @@ ACCOUNTS = {
 }
 
 
-async def _ask(url: str, subject: str, body: Any = None, wait: float = 1.0) -> list[dict[str, Any]]:
+async def _ask(url: str, subject: str, body: Any = None, wait: float = 1.0, raw: bytes | None = None) -> list[dict[str, Any]]:
     nc = await connect(url)
     try:
         inbox = nc.new_inbox()
         sub = await nc.subscribe(inbox)
-        await nc.publish(subject, json.dumps(body or {}).encode(), reply=inbox)
+        await nc.publish(subject, raw if raw is not None else json.dumps(body or {}).encode(), reply=inbox)
         answers = []
         while True:
             try:
@@ -81,11 +80,31 @@ async def test_only_the_system_account_is_answered(target: Target) -> None:
     assert await _ask(app, "$SYS.REQ.SERVER.PING.VARZ") == [{"status": 503}]
 
 
-def test_no_answers_where_nobody_can_ask(start_server: Callable[..., Target]) -> None:
-    """A plain server's implicit system account has no users: no subscriptions are made for it
-    (its /varz subscription count stays what it was)."""
-    target = start_server(jetstream=False, http_port=-1)
-    if target.kind != "embedded":
-        pytest.skip("nats-server subscribes its system account whatever the configuration")
-    with urllib.request.urlopen(f"http://127.0.0.1:{target.http_port}/varz", timeout=10) as resp:
-        assert json.loads(resp.read())["subscriptions"] == 0
+async def test_any_account_asks_about_itself(start_server: Callable[..., Target]) -> None:
+    """A plain server (every user in $G): through the system imports nats-server gives every
+    account, a user's CONNZ, account STATZ and USER.INFO requests are answered for its own account
+    (not the server's requests: no responders)."""
+    target = start_server(jetstream=False)
+    (connz,) = await _ask(target.url, "$SYS.REQ.SERVER.PING.CONNZ", {"acc": "OTHER"})
+    assert connz["data"]["num_connections"] == 1 and "account" not in connz["data"]["connections"][0]
+    assert connz["server"]["flags"] == 0 and connz["server"]["jetstream"] is False
+    (same,) = await _ask(target.url, "$SYS.REQ.ACCOUNT.PING.CONNZ", {"subscriptions": True})
+    assert same["data"]["connections"][0]["subscriptions_list"][0].startswith("_INBOX.")
+    (statz,) = await _ask(target.url, "$SYS.REQ.ACCOUNT.PING.STATZ")
+    (mine,) = statz["data"]["account_statz"]
+    assert (mine["acc"], mine["conns"], mine["num_subscriptions"]) == ("$G", 1, 5)
+    (user,) = await _ask(target.url, "$SYS.REQ.USER.INFO")
+    assert user["data"] == {"user": "", "account": "$G", "account_name": "$G"}
+    assert await _ask(target.url, "$SYS.REQ.SERVER.PING") == [{"status": 503}]
+    assert await _ask(target.url, "$SYS.REQ.SERVER.PING.VARZ") == [{"status": 503}]
+    (bad,) = await _ask(target.url, "$SYS.REQ.SERVER.PING.CONNZ", None, raw=b"{")
+    assert bad["error"]["code"] == 400
+
+
+async def test_user_info_names_the_user_and_its_permissions(target: Target) -> None:
+    app = target.url.replace("nats://", "nats://app:app@")
+    (user,) = await _ask(app, "$SYS.REQ.USER.INFO")
+    assert user["data"] == {"user": "app", "account": "APP", "account_name": "APP"}
+    (statz,) = await _ask(_sys(target), "$SYS.REQ.ACCOUNT.APP.STATZ", {"include_unused": True})
+    assert [a["acc"] for a in statz["data"]["account_statz"]] == ["APP"]
+    assert await _ask(_sys(target), "$SYS.REQ.ACCOUNT.APP.STATZ") == []  # nobody connected there: no answer

@@ -61,7 +61,10 @@ class Account:
         self.jetstream: Any = None
         #: JetStream limits when the account may use JetStream (nats-server's ``jsLimits``).
         self.js_limits: AccountJetStreamLimits | None = None
-        self.num_clients = 0
+        #: What its connections that are gone received and were sent (``/accstatz``, nats-server's
+        #: account stats): in_msgs, in_bytes, out_msgs, out_bytes.
+        self.closed_totals = [0, 0, 0, 0]
+        self.slow_consumers = 0
         self.updated_ns = time.time_ns()
         self.is_system = False
         #: Exports and imports (``pyjetstream.server.imports``), wired by the server at start.
@@ -98,6 +101,14 @@ class Account:
     def limits(self) -> Any:
         """Connection limits of the config (``limits {}``), if any."""
         return self.config.limits if self.config is not None else None
+
+    def connection_gone(self, conn: Any) -> None:
+        """Keep what a closed connection of this account counted (nats-server's account stats outlive it)."""
+        totals = self.closed_totals
+        totals[0] += conn.in_msgs
+        totals[1] += conn.in_bytes
+        totals[2] += conn.out_msgs
+        totals[3] += conn.out_bytes
 
     # ------------------------------------------------------------------ subscriptions
 

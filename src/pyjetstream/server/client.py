@@ -1068,6 +1068,7 @@ class ClientConnection(asyncio.Protocol):
         if self.transport.get_write_buffer_size() <= self.max_pending:
             return
         self.server.slow_consumers += 1
+        self.account.slow_consumers += 1
         self.log(logging.INFO, f"Slow Consumer Detected: MaxPending of {self.max_pending} Exceeded")
         # nats-server marks a slow consumer closed without flushing pending data or an -ERR.
         self.abort(ClosedReason.SLOW_CONSUMER_PENDING)
@@ -1093,6 +1094,7 @@ class ClientConnection(asyncio.Protocol):
             self._start_write_deadline()
             return
         self.server.slow_consumers += 1
+        self.account.slow_consumers += 1
         deadline = format_go_duration(int(self.server.options.write_deadline * 1e9))
         self.log(
             logging.INFO,

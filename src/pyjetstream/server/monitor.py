@@ -18,14 +18,16 @@ import asyncio
 import json
 import os
 import platform
+import re
 import resource
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from pyjetstream.api.timefmt import format_go_duration, format_time
-from pyjetstream.protocol.subjects import subject_matches
-from pyjetstream.server.monitor_topology import RawResponse, topology_handlers
+from pyjetstream.protocol.subjects import is_valid_literal_subject, subject_matches, subjects_overlap
+from pyjetstream.server.monitor_accounts import accountz, accstatz
+from pyjetstream.server.monitor_topology import RawResponse, go_bool, topology_handlers
 from pyjetstream.server.version import SERVER_VERSION
 
 if TYPE_CHECKING:
@@ -49,23 +51,27 @@ _MAX_REQUEST_HEAD = 64 * 1024
 _COUNTED = {
     p: p for p in ("/", "/varz", "/connz", "/routez", "/gatewayz", "/leafz", "/subsz", "/accstatz", "/accountz")
 } | {"/jsz": "/jsz", "/healthz": "/healthz", "/subscriptionsz": "/subsz"}
+# The handlers that decode their parameters before counting (a bad one is not counted).
+_DECODE_FIRST = frozenset({"/connz", "/routez"})
 
 _REASONS = {
     200: "OK",
     400: "Bad Request",
     404: "Not Found",
-    405: "Method Not Allowed",
     503: "Service Unavailable",
 }
 
 
 class MonitorError(Exception):
-    """An HTTP error answer: ``status`` with ``text`` as a text/plain body."""
+    """An HTTP error answer: ``status`` with ``text`` as a text/plain body. ``decoding``: a query
+    parameter nats-server could not decode (``decodeBool``, ``decodeInt`` …) — for the endpoints
+    that decode before counting the request (``/connz``, ``/routez``), not counted."""
 
-    def __init__(self, status: int, text: str) -> None:
+    def __init__(self, status: int, text: str, decoding: bool = False) -> None:
         super().__init__(text)
         self.status = status
         self.text = text
+        self.decoding = decoding
 
 
 class JSONResponse:
@@ -112,20 +118,32 @@ def _seconds(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-def _query_int(query: dict[str, str], key: str, default: int) -> int:
+#: The query key `pyjetstream.server.sys_requests` passes a CONNZ request's ``filter_subject`` in.
+FILTER_SUBJECT = "_filter_subject"
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_INT64 = 1 << 63
+
+
+def _query_int(query: dict[str, str], key: str, default: int, unsigned: bool = False) -> int:
+    """Go's ``decodeInt`` (``strconv.Atoi``) or, ``unsigned``, ``decodeUint64`` (``ParseUint``)."""
     text = query.get(key, "")
     if text == "":
         return default
-    try:
-        return int(text)
-    except ValueError:
-        raise MonitorError(
-            400, f"Error decoding int for '{key}': strconv.Atoi: parsing \"{text}\": invalid syntax"
-        ) from None
+    kind, fn = ("uint64", "strconv.ParseUint") if unsigned else ("int", "strconv.Atoi")
+    why = "invalid syntax"
+    if _GO_INT.fullmatch(text) and not (unsigned and text[0] in "+-"):
+        value = int(text)
+        if (0 <= value < 2 * _INT64) if unsigned else (-_INT64 <= value < _INT64):
+            return value
+        why = "value out of range"
+    raise MonitorError(400, f"Error decoding {kind} for '{key}': {fn}: parsing \"{text}\": {why}", decoding=True)
 
 
-def _query_bool(query: dict[str, str], key: str) -> bool:
-    return query.get(key, "").lower() in ("1", "true", "t", "yes", "y")
+def _decode_subs(query: dict[str, str]) -> str:
+    """Go's ``decodeSubs``: ``"detail"``, ``"1"`` (a true boolean) or ``""``."""
+    if query.get("subs", "").lower() == "detail":
+        return "detail"
+    return "1" if go_bool(query, "subs") else ""
 
 
 # ----------------------------------------------------------------------------- /connz
@@ -239,63 +257,89 @@ def _sort_keys(conn: ClientConnection, now: float) -> dict[str, Any]:
 
 
 def closed_record(conn: ClientConnection) -> tuple[dict[str, Any], dict[str, Any]]:
-    """What ``/connz?state=closed`` keeps of a connection once it is gone."""
-    return _sort_keys(conn, time.monotonic()), connection_info(conn, "1", auth=True)
+    """What ``/connz?state=closed`` keeps of a connection once it is gone (its subscriptions
+    both ways, its account and user in the keys for the filters)."""
+    keys = _sort_keys(conn, time.monotonic())
+    keys["acc"], keys["user"] = conn.account.name, conn.user
+    info = connection_info(conn, "1", auth=True)
+    if conn.subs:
+        info["subscriptions_list_detail"] = [_sub_detail(s, conn.cid) for s in conn.subs.values()]
+    return keys, info
+
+
+def _connz_options(query: dict[str, str]) -> dict[str, Any]:
+    """nats-server ``HandleConnz``'s decoding, in its order (an error here is not counted), then
+    ``Connz``'s checks of the options (counted)."""
+    sort = query.get("sort", "")
+    auth = go_bool(query, "auth")
+    subs = _decode_subs(query)
+    offset = _query_int(query, "offset", 0)
+    limit = _query_int(query, "limit", 0)
+    cid = _query_int(query, "cid", 0, unsigned=True)
+    state = query.get("state", "").lower() or "open"
+    if state not in ("open", "closed", "any", "all"):
+        raise MonitorError(400, f"Error decoding state for {query['state']}", decoding=True)
+    sort = sort or "cid"
+    if sort not in _SORTS:
+        raise MonitorError(400, f"invalid sorting option: {sort}")
+    if sort in ("stop", "reason") and state != "closed":
+        raise MonitorError(400, f"sort by {sort} only valid on closed connections")
+    acc = query.get("acc", "")
+    # ConnzOptions.FilterSubject: the system request's option (HTTP's /connz has no such parameter).
+    filter_subject = query.get(FILTER_SUBJECT, "")
+    if filter_subject == ">":
+        filter_subject = ""
+    if filter_subject and not acc:
+        raise MonitorError(400, "filter by subject only valid with account filtering")
+    return {"sort": sort, "auth": auth, "subs": subs, "offset": max(0, offset),
+            "limit": limit if limit > 0 else DEFAULT_CONNZ_LIMIT, "cid": cid, "state": state,
+            "acc": acc, "user": query.get("user", ""), "filter": filter_subject}  # fmt: skip
 
 
 def _connz(server: Server, query: dict[str, str]) -> dict[str, Any]:
-    sort = query.get("sort", "") or "cid"
-    if sort not in _SORTS:
-        raise MonitorError(400, f"invalid sorting option: {sort}")
-    state = query.get("state", "") or "open"
-    if state not in ("open", "closed", "any", "all"):
-        raise MonitorError(400, f"Error decoding state for {state}")
-    if sort in ("stop", "reason") and state == "open":
-        raise MonitorError(400, f"sort by {sort} only valid on closed connections")
-    subs_arg = query.get("subs", "").lower()
-    subs = "detail" if subs_arg == "detail" else ("1" if _query_bool(query, "subs") else "")
-    auth = _query_bool(query, "auth")
-    offset = max(0, _query_int(query, "offset", 0))
-    limit = _query_int(query, "limit", DEFAULT_CONNZ_LIMIT)
-    if limit <= 0:
-        limit = DEFAULT_CONNZ_LIMIT
-    cid = _query_int(query, "cid", 0)
-
-    rows: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (sort keys, info)
-    if state in ("open", "any", "all"):
-        now = time.monotonic()
-        for conn in server.clients.values():
-            if not cid or conn.cid == cid:
-                rows.append((_sort_keys(conn, now), connection_info(conn, subs, auth)))
-    if state in ("closed", "any", "all"):
-        for keys, closed in server.closed_clients:
-            if cid and closed["cid"] != cid:
-                continue
-            info = dict(closed)
-            if subs != "1":
-                info.pop("subscriptions_list", None)
-            if not auth:
-                info.pop("authorized_user", None)
-            rows.append((keys, info))
-    key_name, descending = _SORTS[sort]
-
-    def sort_key(row: tuple[dict[str, Any], dict[str, Any]]) -> Any:
-        return row[0][key_name]
-
-    rows.sort(key=sort_key, reverse=descending)
+    """nats-server ``Connz``: open and/or closed connections, filtered by ``cid``, ``acc``
+    (``filter_subject`` with it), ``user``; sorted and paged. ``total`` is nats-server's: the
+    account's connections (the ``user`` and subject filters do not reduce it)."""
+    o = _connz_options(query)
+    acc, user, cid, state, subs, auth = o["acc"], o["user"], o["cid"], o["state"], o["subs"], o["auth"]
+    empty = {"server_id": server.server_id, "now": _time(time.time_ns()), "num_connections": 0, "total": 0,
+             "offset": o["offset"], "limit": 1 if cid else o["limit"], "connections": []}  # fmt: skip
+    if acc and acc not in server.accounts:
+        return {**empty, "server_id": "", "connections": None}
+    opened = [c for c in server.clients.values() if not acc or c.account.name == acc]
+    closed = list(server.closed_clients) if state != "open" else []
+    if acc:
+        closed = [(k, i) for k, i in closed if k["acc"] == acc]
+    total = (len(opened) if state != "closed" else 0) + len(closed)
+    if state == "closed":
+        opened = []
     if cid:
-        limit = 1
-    total = len(rows)
-    page = [info for _, info in rows[offset : offset + limit]]
-    return {
-        "server_id": server.server_id,
-        "now": _time(time.time_ns()),
-        "num_connections": len(page),
-        "total": total,
-        "offset": offset,
-        "limit": limit,
-        "connections": page,
-    }
+        found = [c for c in server.clients.values() if c.cid == cid] if state != "closed" else []
+        opened, closed = found, ([] if found else [(k, i) for k, i in closed if i["cid"] == cid])
+    else:
+        opened = [c for c in opened if not user or c.user == user]
+        if o["filter"]:
+            opened = [c for c in opened if any(subjects_overlap(o["filter"], s.subject) for s in c.subs.values())]
+    now = time.monotonic()
+    rows = [(_sort_keys(conn, now), connection_info(conn, subs, auth)) for conn in opened]
+    for keys, record in closed:
+        if user and keys["user"] != user:
+            continue
+        info = dict(record)
+        if subs != "1":
+            info.pop("subscriptions_list", None)
+        if subs != "detail":
+            info.pop("subscriptions_list_detail", None)
+        if not auth:
+            info.pop("authorized_user", None)
+            info.pop("account", None)
+        rows.append((keys, info))
+    if not rows:
+        return {**empty, "total": total}
+    key_name, descending = _SORTS[o["sort"]]
+    rows.sort(key=lambda row: row[0][key_name], reverse=descending)
+    page = [info for _, info in rows[o["offset"] : o["offset"] + empty["limit"]]]
+    return {**empty, "num_connections": len(page), "total": total, "connections": page}
 
 
 # ------------------------------------------------------------------------ /varz etc.
@@ -421,30 +465,56 @@ def _go() -> str:
     return f"python{platform.python_version()}"
 
 
+def merged_stats(sublists: list[Any]) -> dict[str, Any]:
+    """nats-server ``SublistStats.add`` over several accounts' sublists (``/subsz``, ``/varz``)."""
+    subs = cache = inserts = removes = matches = hits = max_fanout = total_fanout = 0
+    for sl in sublists:
+        fanouts = [len(p) + len(q) for p, q in sl.cache.values()]
+        subs += sl.count
+        cache += len(sl.cache)
+        inserts += sl.inserts
+        removes += sl.removes
+        matches += sl.matches
+        hits += sl.matches - sl.cache_misses
+        max_fanout = max([max_fanout, *fanouts])
+        total_fanout += sum(fanouts)
+    return {
+        "num_subscriptions": subs,
+        "num_cache": cache,
+        "num_inserts": inserts,
+        "num_removes": removes,
+        "num_matches": matches,
+        "cache_hit_rate": (hits / matches) if matches else 0,
+        "max_fanout": max_fanout,
+        "avg_fanout": (total_fanout / cache) if total_fanout else 0,
+    }
+
+
 def _subsz(server: Server, query: dict[str, str]) -> dict[str, Any]:
-    stats = server.sublist.stats()
+    """nats-server ``Subsz``: the sublist statistics of every account (or of ``acc``), with
+    ``subs`` their subscriptions (``test``: those a publish to that subject would reach), paged."""
+    detail = go_bool(query, "subs")
     offset = max(0, _query_int(query, "offset", 0))
     limit = _query_int(query, "limit", DEFAULT_SUBSZ_LIMIT)
     if limit <= 0:
         limit = DEFAULT_SUBSZ_LIMIT
-    if not _query_bool(query, "subs") and query.get("subs", "").lower() != "detail":
-        # nats-server Subsz: the same envelope without the list (total 0, offset/limit as asked).
-        empty: dict[str, Any] = {"server_id": server.server_id, "now": _time(time.time_ns())}
-        empty.update(stats)
-        empty.update({"total": 0, "offset": offset, "limit": limit})
-        return empty
     test = query.get("test", "")
-    subs = server.sublist.all_subscriptions()
-    if test:
-        subs = [s for s in subs if subject_matches(s.subject, test)]
-    subs.sort(key=lambda s: (s.subject, s.sid))
-    details = [
-        _sub_detail(s, s.client.cid if s.client is not None else 0, account=True)
-        for s in subs[offset : offset + limit]
-    ]
+    if test and not is_valid_literal_subject(test):
+        raise MonitorError(400, f"invalid test subject, must be valid publish subject: {test}")
+    acc = query.get("acc", "")
+    accounts = [a for a in server.accounts.values() if not acc or a.name == acc]
     out: dict[str, Any] = {"server_id": server.server_id, "now": _time(time.time_ns())}
-    out.update(stats)
-    out.update({"total": len(subs), "offset": offset, "limit": limit, "subscriptions_list": details})
+    out.update(merged_stats([a.sublist for a in accounts]))
+    out.update({"total": 0, "offset": offset, "limit": limit})
+    if detail:
+        subs = [s for a in accounts for s in a.sublist.all_subscriptions()]
+        if test:
+            subs = [s for s in subs if subject_matches(s.subject, test)]
+        subs.sort(key=lambda s: (s.subject, s.sid))
+        out["total"] = len(subs)
+        details = [_sub_detail(s, s.client.cid if s.client is not None else 0, account=True) for s in subs]
+        if details[offset : offset + limit]:
+            out["subscriptions_list"] = details[offset : offset + limit]
     return out
 
 
@@ -458,43 +528,49 @@ def _healthz(server: Server, query: dict[str, str]) -> dict[str, Any] | JSONResp
     return {"status": "ok"}
 
 
-def _accountz(server: Server, query: dict[str, str]) -> dict[str, Any]:
-    """``/accountz``: the account names, or one account's detail with ``?acc=`` (nats-server
-    ``Accountz``; the imports nats-server adds to every account for its system services are not
-    listed, pyjetstream has no such services)."""
-    out: dict[str, Any] = {"server_id": server.server_id, "now": _time(time.time_ns())}
-    system = server.system_account
-    if system is not None:
-        out["system_account"] = system.name
-    name = query.get("acc", "")
-    if not name:
-        out["accounts"] = list(server.accounts)
-        return out
-    account = server.accounts.get(name)
-    if account is None:
-        raise MonitorError(400, f"Account {name} does not exist")
-    clients = sum(1 for c in server.clients.values() if c.account is account)
-    detail: dict[str, Any] = {
-        "account_name": account.name,
-        "update_time": _time(account.updated_ns),
-        "expired": False,
-        "complete": True,
-        "jetstream_enabled": account.jetstream_enabled,
-        "leafnode_connections": 0,
-        "client_connections": clients,
-        "subscriptions": account.sublist.count,
-    }
-    if account.exports:
-        detail["exports"] = [e.monitor_info() for e in account.exports]
-    if account.imports:
-        detail["imports"] = [i.monitor_info() for i in account.imports]
-    detail["name_tag"] = account.name
-    detail["sublist_stats"] = account.sublist.stats()
-    out["account_detail"] = detail
-    return out
-
-
 # ---------------------------------------------------------------------- HTTP server
+
+
+class _Request:
+    """An HTTP/1.x request head; its body (``Content-Length`` or chunked) is read and dropped."""
+
+    def __init__(self, method: str, target: str, version: str, headers: dict[str, str]) -> None:
+        self.method = method
+        self.target = target
+        self.headers = headers
+        connection = headers.get("connection", "").lower()
+        self.keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
+
+    @classmethod
+    def parse(cls, head: bytes) -> _Request | None:
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split()
+        if len(parts) != 3:
+            return None
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name:
+                headers[name.strip().lower()] = value.strip()
+        return cls(parts[0], parts[1], parts[2], headers)
+
+    async def skip_body(self, reader: asyncio.StreamReader) -> None:
+        """Keep the connection in step with the client: what a request carries is not used."""
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            while True:
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
+                        pass
+                    return
+                await reader.readexactly(size + 2)
+        length = int(self.headers.get("content-length", "0") or 0)
+        while length > 0:
+            chunk = await reader.read(min(length, 65536))
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", length)
+            length -= len(chunk)
+
 
 
 class MonitorServer:
@@ -510,7 +586,8 @@ class MonitorServer:
         handlers.setdefault("/subsz", self._sync(_subsz))
         handlers.setdefault("/subscriptionsz", handlers["/subsz"])
         handlers.setdefault("/healthz", self._sync(_healthz))
-        handlers.setdefault("/accountz", self._sync(_accountz))
+        handlers.setdefault("/accountz", self._sync(accountz))
+        handlers.setdefault("/accstatz", self._sync(accstatz))
         for path, fn in topology_handlers().items():
             handlers.setdefault(path, self._sync(fn))
 
@@ -543,9 +620,16 @@ class MonitorServer:
             while True:
                 try:
                     head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    request = _Request.parse(head)
+                    if request is not None:
+                        await request.skip_body(reader)
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
                     return
-                keep_alive = await self._answer(head, writer)
+                if request is None:
+                    self._write(writer, 400, "text/plain; charset=utf-8", b"400 Bad Request", False)
+                    keep_alive = False
+                else:
+                    keep_alive = await self._answer(request, writer)
                 await writer.drain()
                 if not keep_alive:
                     return
@@ -555,57 +639,54 @@ class MonitorServer:
             self._tasks.discard(task)
             writer.close()
 
-    async def _answer(self, head: bytes, writer: asyncio.StreamWriter) -> bool:
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split()
-        if len(parts) != 3:
-            self._write(writer, 400, "text/plain; charset=utf-8", b"400 Bad Request", False)
-            return False
-        method, target, version = parts
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name:
-                headers[name.strip().lower()] = value.strip()
-        connection = headers.get("connection", "").lower()
-        keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
-        url = urlsplit(target)
+    def _count(self, path: str) -> None:
+        name = _COUNTED.get(path)
+        if name is not None:
+            stats = self.server.http_req_stats
+            stats[name] = stats.get(name, 0) + 1
+
+    async def _answer(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
+        """Any method, as nats-server's handlers (Go's mux routes by path only); HEAD without the body."""
+        keep_alive, head_only = request.keep_alive, request.method == "HEAD"
+        url = urlsplit(request.target)
         path = url.path
         base = self.server.options.http_base_path.rstrip("/")
         if base and path.startswith(base):
             path = path[len(base) :] or "/"
         if path != "/" and path.endswith("/"):
             path = path.rstrip("/")
-        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        query: dict[str, str] = {}
+        for key, value in parse_qsl(url.query, keep_blank_values=True):
+            query.setdefault(key, value)  # Go's Query().Get: the first value
         handler = self.server.monitor_handlers.get(path)
         if path == "/":
-            stats = self.server.http_req_stats
-            stats["/"] = stats.get("/", 0) + 1
+            self._count(path)
             body = _root_page(self.server).encode()
-            self._write(writer, 200, "text/html; charset=utf-8", body, keep_alive, method == "HEAD")
+            self._write(writer, 200, "text/html; charset=utf-8", body, keep_alive, head_only)
             return keep_alive
         if handler is None:
             self._write(writer, 404, "text/plain; charset=utf-8", b"404 page not found\n", keep_alive)
             return keep_alive
-        if method not in ("GET", "HEAD"):
-            self._write(writer, 405, "text/plain; charset=utf-8", b"Method Not Allowed\n", keep_alive)
-            return keep_alive
-        counted = _COUNTED.get(path)
-        if counted is not None:
-            stats = self.server.http_req_stats
-            stats[counted] = stats.get(counted, 0) + 1
+        # nats-server counts most requests first; /connz and /routez once their parameters decoded.
+        counted_first = path not in _DECODE_FIRST
+        if counted_first:
+            self._count(path)
         status = 200
         try:
             result = await handler(query)
         except MonitorError as exc:
+            if not counted_first and not exc.decoding:
+                self._count(path)
             self._write(writer, exc.status, "text/plain; charset=utf-8", exc.text.encode(), keep_alive)
             return keep_alive
         except Exception:
             self.server.logger.exception("monitoring handler for %s failed", path)
             self._write(writer, 500, "text/plain; charset=utf-8", b"internal error", keep_alive)
             return keep_alive
+        if not counted_first:
+            self._count(path)
         if isinstance(result, RawResponse):
-            self._write(writer, 200, result.content_type, result.body, keep_alive, method == "HEAD", cors=True)
+            self._write(writer, 200, result.content_type, result.body, keep_alive, head_only, cors=True)
             return keep_alive
         if isinstance(result, JSONResponse):
             status, result = result.status, result.body
@@ -616,7 +697,7 @@ class MonitorServer:
         callback = query.get("callback")
         if callback:  # nats-server supports JSONP
             body = callback.encode() + b"(" + body + b")"
-        self._write(writer, status, "application/json", body, keep_alive, method == "HEAD", cors=True)
+        self._write(writer, status, "application/json", body, keep_alive, head_only, cors=True)
         return keep_alive
 
     @staticmethod

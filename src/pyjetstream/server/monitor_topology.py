@@ -47,7 +47,9 @@ def go_bool(query: dict[str, str], key: str) -> bool:
         return True
     if text in ("0", "f", "F", "FALSE", "false", "False"):
         return False
-    raise MonitorError(400, f"Error decoding boolean for '{key}': strconv.ParseBool: parsing \"{text}\": invalid syntax")
+    raise MonitorError(
+        400, f"Error decoding boolean for '{key}': strconv.ParseBool: parsing \"{text}\": invalid syntax", decoding=True
+    )
 
 
 def _go_subs(query: dict[str, str]) -> None:

@@ -79,6 +79,7 @@ from pyjetstream.server.msgtrace import MIN_TRACED_HDR, TracedCallback, has_trac
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
+from pyjetstream.server.sys_imports import SystemImports
 from pyjetstream.server.sys_requests import SystemRequests
 from pyjetstream.server.version import SERVER_VERSION
 
@@ -168,6 +169,8 @@ class Server:
         self.authenticator = Authenticator(opts)
         #: Accounts by name: ``$G`` (users without an account), ``$SYS`` and the configured ones.
         self.accounts: dict[str, Account] = {}
+        #: The system imports of every account (``sys_imports``), set up by start().
+        self.system_imports: SystemImports | None = None
         self.global_account = self._add_account(GLOBAL_ACCOUNT)
         self.system_account: Account | None = None
         self._configure_accounts()
@@ -268,6 +271,8 @@ class Server:
     def _add_account(self, name: str, config: Any = None) -> Account:
         account = Account(self, name, config)
         self.accounts[name] = account
+        if self.system_imports is not None:  # an account learnt of after start (operator mode)
+            self.system_imports.register(account)
         return account
 
     def _configure_accounts(self) -> None:
@@ -371,7 +376,9 @@ class Server:
             link_imports(self.accounts)
             if self.authenticator.trust is not None and self.system_account is not None:
                 ClaimsUpdates(self, self.system_account).subscribe()
-            if self.system_account is not None:  # $SYS.REQ.SERVER.PING.* (nats server list/report/request)
+            if self.system_account is not None:  # $SYS.REQ.* (nats server list/report/request)
+                self.system_imports = SystemImports(self, self.system_account)
+                self.system_imports.start()
                 SystemRequests(self, self.system_account).subscribe()
             tls_first: dict[str, Any] = {}
             if self.ssl_context is not None and opts.tls is not None and opts.tls.handshake_first:
@@ -574,6 +581,7 @@ class Server:
             self._closed_in_bytes += conn.in_bytes
             self._closed_out_msgs += conn.out_msgs
             self._closed_out_bytes += conn.out_bytes
+            conn.account.connection_gone(conn)
             self.closed_clients.append(closed_record(conn))
 
     def message_totals(self) -> tuple[int, int, int, int]:

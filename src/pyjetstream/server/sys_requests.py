@@ -10,8 +10,13 @@ the request's ``*Options`` JSON turned into that endpoint's query), wrapped as n
 description}}``; the statistics answer is ``{"server": …, "statsz": ServerStats}``. A request whose
 ``EventFilterOptions`` (``server_name``, ``cluster``, ``host``, ``tags``, ``domain``; substring unless
 ``exact_match``) do not select this server gets no answer. Only users of the system account can
-send them (nats-server also imports ``CONNZ`` into every account, scoped to it: not done here, as
-internal subscriptions would show in each account's ``/subsz``; a service import would be the way).
+send them directly.
+
+The account-scoped requests ``$SYS.REQ.ACCOUNT.<acc>.<KIND>`` (``CONNZ``, ``STATZ``, ``SUBSZ``,
+``LEAFZ``, ``INFO``), ``$SYS.REQ.ACCOUNT.PING.STATZ``, ``$SYS.REQ.USER.<acc>.INFO`` and
+``$SYS.DEBUG.SUBSCRIBERS`` are answered too (``monAccSrvc``, ``userInfoReq``, ``debugSubscribers``):
+every account reaches the first ones through its system imports (`pyjetstream.server.sys_imports`),
+so an ordinary user's ``$SYS.REQ.SERVER.PING.CONNZ`` lists its own account's connections.
 """
 
 from __future__ import annotations
@@ -22,10 +27,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.timefmt import format_time
+from pyjetstream.protocol.headers import get_header
+from pyjetstream.protocol.subjects import is_subset, is_valid_literal_subject, subject_matches
+from pyjetstream.server.sys_imports import CLIENT_INFO_HDR
 from pyjetstream.server.version import SERVER_VERSION
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
+    from pyjetstream.server.options import Permissions
     from pyjetstream.server.server import Server
 
 __all__ = ["SystemRequests"]
@@ -39,7 +48,7 @@ _PATHS = {
 # Per KIND: request option (nats-server's *Options JSON name) → the endpoint's query parameter.
 _QUERY = {
     "CONNZ": {"sort": "sort", "auth": "auth", "offset": "offset", "limit": "limit", "cid": "cid", "user": "user",
-              "acc": "acc", "filter_subject": "filter_subject", "mqtt_client": "mqtt_client"},
+              "acc": "acc", "filter_subject": "_filter_subject", "mqtt_client": "mqtt_client"},
     "SUBSZ": {"offset": "offset", "limit": "limit", "account": "acc", "test": "test"},
     "JSZ": {"account": "acc", "accounts": "accounts", "streams": "streams", "consumer": "consumers",
             "config": "config", "leader_only": "leader-only", "offset": "offset", "limit": "limit", "raft": "raft"},
@@ -54,6 +63,15 @@ _CONNZ_STATES = {0: "open", 1: "closed", 2: "all"}
 _JS_ENABLED, _BINARY_SNAPSHOT, _ACCOUNT_NRG = 1, 2, 4
 
 
+class _Skip(Exception):
+    """nats-server ``errSkipZreq``: this server has nothing to say (no answer at all)."""
+
+
+# The account-scoped kinds (``$SYS.REQ.ACCOUNT.<acc>.<KIND>``) answered here, and the query each
+# passes to its endpoint for that account (nats-server ``monAccSrvc``).
+_ACCOUNT_KINDS = ("CONNZ", "STATZ", "SUBSZ", "LEAFZ", "INFO")
+
+
 class SystemRequests:
     """The internal subscriptions of the system account that answer monitoring requests."""
 
@@ -64,71 +82,135 @@ class SystemRequests:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def subscribe(self) -> None:
-        """Answer from now on — when someone can ask: the system account has users (it is configured
-        in ``accounts {}``) or comes from an operator. The implicit ``$SYS`` of a plain server has none,
-        and its subscription counts stay those of a server without these answers."""
+        """Answer from now on, as nats-server's ``initEventTracking`` does: the server's requests
+        (for users of the system account), the account-scoped ones (which every account reaches
+        through its system imports, `pyjetstream.server.sys_imports`), user info and the
+        subscriber count."""
         # Deferred: the HTTP endpoints' handlers, without their listener (monitor.py builds them).
         from pyjetstream.server.monitor import MonitorServer
 
-        if self.system.config is None and self.server.authenticator.trust is None:
-            return
         MonitorServer(self.server)  # fills server.monitor_handlers (setdefault); starts nothing
+        system = self.system
         for subject in ("$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.PING.*", f"$SYS.REQ.SERVER.{self.server.server_id}.*"):
-            self.system.subscribe_internal(subject, self.on_request)
+            system.subscribe_internal(subject, self.on_request)
+        for kind in _ACCOUNT_KINDS:
+            system.subscribe_internal(f"$SYS.REQ.ACCOUNT.*.{kind}", self.on_account_request)
+        system.subscribe_internal("$SYS.REQ.ACCOUNT.PING.STATZ", self.on_account_request)
+        system.subscribe_internal("$SYS.REQ.USER.*.INFO", self.on_user_info)
+        system.subscribe_internal("$SYS.DEBUG.SUBSCRIBERS", self.on_debug_subscribers)
 
-    async def _answer_account_connz(self, name: str, reply: str, payload: bytes, account: Account) -> None:
-        """CONNZ of account ``name``'s connections only (nats-server ``accountConnz``), paged after;
-        the answer is published in ``account``."""
-        try:
-            options = json.loads(payload) if payload.strip() else {}
-        except ValueError as exc:
-            self._respond(reply, {"error": {"code": 400, "description": str(exc)}}, account)
-            return
-        if not isinstance(options, dict) or not self._selected(options):
-            return
-        offset, limit = int(options.get("offset") or 0), int(options.get("limit") or 1024)
-        everything = {**options, "offset": 0, "limit": 1 << 30, "auth": True}
-        answer = await self._endpoint("CONNZ", everything)
-        data = answer.get("data")
-        if data is not None:
-            mine = [c for c in data["connections"] if c.get("account", "$G") == name]
-            if not options.get("auth"):
-                for c in mine:
-                    c.pop("authorized_user", None)
-                    c.pop("account", None)
-            page = mine[offset : offset + limit]
-            data.update(connections=page, num_connections=len(page), total=len(mine), offset=offset, limit=limit)
-        self._respond(reply, answer, account)
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if not reply:
             return
-        kind = "STATSZ" if subject == "$SYS.REQ.SERVER.PING" else subject.rsplit(".", 1)[-1]
-        if kind not in _PATHS and kind not in ("STATSZ", "IDZ"):
+        kind = "STATZ" if subject == "$SYS.REQ.SERVER.PING" else subject.rsplit(".", 1)[-1]
+        if kind not in _PATHS and kind not in ("STATZ", "IDZ"):
             return
-        task = asyncio.get_running_loop().create_task(self._answer(kind, reply, payload))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._z(reply, payload, lambda options: self._server_kind(kind, options)))
 
-    async def _answer(self, kind: str, reply: str, payload: bytes) -> None:
+    def on_account_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        """``$SYS.REQ.ACCOUNT.<acc>.<KIND>`` (and ``$SYS.REQ.ACCOUNT.PING.STATZ``: every account)."""
+        if not reply:
+            return
+        tokens = subject.split(".")
+        if len(tokens) != 5:
+            return
+        name, kind = tokens[3], tokens[4]
+        self._spawn(self._z(reply, payload, lambda options: self._account_kind(subject, name, kind, options)))
+
+    async def _z(self, reply: str, payload: bytes, answer: Any) -> None:
+        """nats-server ``zReq``: the request's options (a 400 when they do not decode), the server
+        filters, then the answer (``data``), a 500 with the reason, or nothing (`_Skip`)."""
+        options: dict[str, Any] = {}
+        if payload:
+            try:
+                options = json.loads(payload)
+                if not isinstance(options, dict):
+                    raise ValueError("json: cannot unmarshal into Go value of type options")
+            except ValueError as exc:
+                self._respond(reply, {"error": {"code": 400, "description": str(exc)}})
+                return
+            if not self._selected(options):
+                return
         try:
-            options = json.loads(payload) if payload.strip() else {}
-            if not isinstance(options, dict):
-                raise ValueError("json: cannot unmarshal into Go value of type options")
-        except ValueError as exc:
-            self._respond(reply, {"error": {"code": 400, "description": str(exc)}})
+            body = await answer(options)
+        except _Skip:
             return
-        if not self._selected(options):
+        self._respond(reply, body)
+
+    async def _server_kind(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        if kind == "STATZ":
+            return {"statsz": await self._statsz()}
+        if kind == "IDZ":
+            server = self.server
+            return {"data": {"name": server.server_name, "host": server.options.host, "id": server.server_id}}
+        return await self._endpoint(kind, options)
+
+    async def _account_kind(self, subject: str, name: str, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        """nats-server ``monAccSrvc`` (and the ``ACCOUNT.PING.STATZ`` handler): the kind for one account."""
+        # Deferred: the account monitoring helpers are only needed here.
+        from pyjetstream.server.monitor_accounts import account_detail, account_stats
+
+        if kind == "STATZ":
+            if subject != "$SYS.REQ.ACCOUNT.PING.STATZ":
+                if name == "PING":  # the account-ping handler answers this one
+                    raise _Skip
+                options = {**options, "accounts": [name]}
+            unused = bool(options.get("include_unused"))
+            stats = account_stats(self.server, list(options.get("accounts") or []), unused)
+            if not stats and not unused:
+                raise _Skip
+            return {"data": {"server_id": self.server.server_id, "now": format_time(time.time_ns()),
+                             "account_statz": stats}}  # fmt: skip
+        if kind == "INFO":
+            account = self.server.accounts.get(name)
+            if account is None:
+                return {"error": {"code": 500, "description": f"Account {name} does not exist"}}
+            return {"data": account_detail(self.server, account)}
+        if kind == "SUBSZ":
+            options = {**options, "subscriptions": True}
+        return await self._endpoint(kind, {**options, "acc": name, "account": name})
+
+    def on_user_info(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        """nats-server ``userInfoReq``: who asked (the ``Nats-Request-Info`` its system import added)."""
+        if not reply:
             return
-        if kind == "CONNZ" and options.get("acc"):  # the endpoint does not filter by account
-            await self._answer_account_connz(options["acc"], reply, payload, self.system)
-        elif kind == "STATSZ":
-            self._respond(reply, {"statsz": await self._statsz()})
-        elif kind == "IDZ":
-            self._respond(reply, {"data": {"name": self.server.server_name, "host": self.server.options.host,
-                                           "id": self.server.server_id}})  # fmt: skip
-        else:
-            self._respond(reply, await self._endpoint(kind, options))
+        info = _request_info(hdr)
+        if info is None:
+            self._respond(reply, {"error": {"code": 400}})
+            return
+        name = str(info.get("acc") or "")
+        data: dict[str, Any] = {"user": info.get("user", ""), "account": name}
+        if name in self.server.accounts:
+            data["account_name"] = name
+        conn = self.server.clients.get(int(info.get("id") or 0))
+        perms = self.server.authenticator.permissions.get(conn.user) if conn is not None else None
+        if perms is not None:
+            data["permissions"] = _public_permissions(perms)
+        self._respond(reply, {"data": data})
+
+    def on_debug_subscribers(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        """nats-server ``debugSubscribers``: how many clients subscribe to a subject (and queue) in
+        the requester's account."""
+        if not reply or client is None:
+            return
+        info = _request_info(hdr) if hdr else {}
+        if info is None:
+            return
+        account = self.server.accounts.get(str(info.get("svc") or info.get("acc") or "")) or client.account
+        args = payload.decode(errors="replace").strip().split(" ")
+        subject_, queue = args[0], (args[1] if len(args) > 1 else None)
+        count = 0
+        for sub in account.sublist.all_subscriptions():
+            if sub.client is None or (queue is not None and sub.queue != queue):
+                continue
+            if subject_matches(sub.subject, subject_) if is_valid_literal_subject(subject_) else is_subset(sub.subject, subject_):
+                count += 1
+        self.system.publish_internal(reply, str(count).encode())
 
     async def _endpoint(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         # Deferred: only monitoring requests need these.
@@ -140,7 +222,7 @@ class SystemRequests:
         try:
             data = await handler(_query(kind, options))
         except MonitorError as exc:
-            return {"error": {"code": exc.status, "description": exc.text.strip()}}
+            return {"error": {"code": 500, "description": exc.text.strip()}}
         if isinstance(data, JSONResponse):
             data = data.body
         return {"data": data}
@@ -188,11 +270,32 @@ class SystemRequests:
             info["domain"] = server.options.jetstream_domain
         tags = list(server.options.server_tags)
         info.update({"ver": SERVER_VERSION, **({"tags": tags} if tags else {})})
-        flags = _BINARY_SNAPSHOT | _ACCOUNT_NRG | (_JS_ENABLED if server.jetstream_enabled else 0)
+        flags = (_JS_ENABLED | _BINARY_SNAPSHOT | _ACCOUNT_NRG) if server.jetstream_enabled else 0  # nats-server: 0 without
         info.update({"jetstream": server.jetstream_enabled, "flags": flags, "seq": self._seq,
                      "time": format_time(time.time_ns())})  # fmt: skip
         out = json.dumps({"server": info, **body}, separators=(",", ":")).encode()
         (account or self.system).publish_internal(reply, out)
+
+
+def _request_info(hdr: bytes | None) -> dict[str, Any] | None:
+    """The ``Nats-Request-Info`` (nats-server ``ClientInfo``) of a request, None if unreadable."""
+    raw = get_header(hdr or b"", CLIENT_INFO_HDR)
+    try:
+        info = json.loads(raw) if raw else {}
+    except ValueError:
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _public_permissions(perms: Permissions) -> dict[str, Any]:
+    """nats-server ``publicPermissions``' JSON: the user's publish/subscribe lists and responses."""
+    out: dict[str, Any] = {}
+    for key, rule in (("publish", perms.publish), ("subscribe", perms.subscribe)):
+        if rule is not None:
+            out[key] = {k: v for k, v in (("allow", rule.allow), ("deny", rule.deny)) if v}
+    if perms.response is not None:
+        out["responses"] = {"max": perms.response.max_msgs, "ttl": int(perms.response.expires * 1e9)}
+    return out
 
 
 def _query(kind: str, options: dict[str, Any]) -> dict[str, str]:

@@ -1,10 +1,10 @@
 """``$JS.API`` of an account without JetStream: every request gets 10039 (nats-server ``jetstream_api.go``).
 
-nats-server serves the API for every account (the system account imports it into each one), and
-each handler first checks ``acc.JetStreamEnabled()``, answering "JetStream not enabled for
-account" in the endpoint's own response type. Requests that a stream or consumer answers itself
-(``CONSUMER.MSG.NEXT``, ``DIRECT.GET``) have no subscriber there, so the requester gets
-no-responders; an unknown ``$JS.API`` subject gets no answer at all.
+nats-server serves the API for every account (the system account imports ``$JS.API.>`` into each
+one: one subscription, as here), and each handler first checks ``acc.JetStreamEnabled()``,
+answering "JetStream not enabled for account" in the endpoint's own response type. A request no
+handler takes — one a stream or consumer answers itself (``CONSUMER.MSG.NEXT``, ``DIRECT.GET``),
+or an unknown ``$JS.API`` subject — gets the no-responders status a requester asks for.
 """
 
 from __future__ import annotations
@@ -52,10 +52,14 @@ RESPONSE_TYPES: dict[ApiEndpoint, type[R.ApiResponse]] = {
     ApiEndpoint.ACCOUNT_PURGE: R.AccountPurgeResponse,
 }
 
+API_SUBJECTS = "$JS.API.>"
 # Answered by a stream or consumer itself: no subscriber in an account without JetStream.
 _SELF_ANSWERED = frozenset(
     {ApiEndpoint.CONSUMER_MSG_NEXT, ApiEndpoint.ACCOUNT_STREAM_MOVE, ApiEndpoint.ACCOUNT_STREAM_CANCEL_MOVE}
 )
+
+# What nats-server's API handlers take (the rest: nobody there to answer).
+_HANDLED = frozenset(endpoint for endpoint, _ in api_handler_subjects(_SELF_ANSWERED))
 
 
 class DisabledApi:
@@ -66,8 +70,7 @@ class DisabledApi:
         self._subs: list[Any] = []
 
     def subscribe(self) -> None:
-        for _endpoint, subject in api_handler_subjects(_SELF_ANSWERED):
-            self._subs.append(self.account.subscribe_internal(subject, self.on_request))
+        self._subs.append(self.account.subscribe_internal(API_SUBJECTS, self.on_request))
 
     def shutdown(self) -> None:
         for sub in self._subs:
@@ -78,10 +81,12 @@ class DisabledApi:
         if not reply:
             return
         match = match_api_subject(subject)
-        if match is None:
+        if match is None or match.endpoint not in _HANDLED:
+            if client is not None and client.no_responders:  # as when nobody subscribes to it
+                self.account.server.no_responders(client, reply, subject)
             return
         model = RESPONSE_TYPES.get(match.endpoint)
-        if model is None:
+        if model is None:  # taken by nats-server's API namespace, but not answered there either
             return
         response = model(error=E.JSNotEnabledForAccountErr())
         self.account.publish_internal(reply, encode_response(response))
