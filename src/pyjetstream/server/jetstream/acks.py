@@ -34,8 +34,8 @@ from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.consumer_config import sample_frequency
 
 if TYPE_CHECKING:
-    from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.jetstream.consumer import Consumer
+    from pyjetstream.server.jetstream.host import Connection
 
 __all__ = ["ACK_WAIT_DELAY", "AckProcessor"]
 
@@ -95,7 +95,7 @@ class AckProcessor:
     # --- inbound acks --------------------------------------------------------------------------
 
     def on_ack(
-        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: ClientConnection | None
+        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Connection | None
     ) -> None:
         """``processAck``: runs synchronously for every publish to this consumer's ack subjects."""
         consumer = self.consumer
@@ -162,7 +162,7 @@ class AckProcessor:
         replies: list[str],
         hdrs: list[bytes | None],
         payloads: list[bytes],
-        client: ClientConnection | None,
+        client: Connection | None,
     ) -> None:
         """``processAck`` for a run of publishes to this consumer's ack subjects, in order (the
         router's ``InternalSub.run``: what `on_ack` would get one by one). When every

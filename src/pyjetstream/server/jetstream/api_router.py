@@ -72,8 +72,7 @@ class ApiRouter:
             not s.closed for group in qsubs for s in group
         )
         if not served:
-            server = getattr(account, "server", account)
-            server.no_responders(client, reply, subject)
+            account.server.no_responders(client, reply, subject)
 
     def shutdown(self) -> None:
         for sub in self._subs:

@@ -235,8 +235,7 @@ def stream_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply:
         return _error(response, exc)
     info: StreamInfo = _shown(stream.info(req.subjects_filter, req.deleted_details))
     # A single server is its streams' leader (nats-server ``clusterInfo`` without a Raft group).
-    server = getattr(engine.server, "server", engine.server)  # the account's server
-    info.cluster = ClusterInfo(leader=server.server_name)
+    info.cluster = ClusterInfo(leader=engine.server.server.server_name)
     total = offset = limit = 0
     if req.subjects_filter and info.state.subjects:
         # nats-server fills the paging fields only when some subject matched.

@@ -58,9 +58,8 @@ from pyjetstream.server.jetstream.store.base import ConsumerState, ConsumerStore
 from pyjetstream.server.jetstream.subject_filter import SubjectFilter
 
 if TYPE_CHECKING:
-    from pyjetstream.server.client import ClientConnection
+    from pyjetstream.server.jetstream.host import Connection, InternalSubscription
     from pyjetstream.server.jetstream.stream import Stream
-    from pyjetstream.server.server import InternalSub
 
 __all__ = ["Consumer"]
 
@@ -104,7 +103,7 @@ class Consumer:
         self.filter = SubjectFilter(filters_of(cfg))
         self.sfreq = sample_frequency(cfg)
         self.ack_prefix: str = f"$JS.ACK.{stream.name}.{name}."
-        self._subs: list[InternalSub] = []
+        self._subs: list[InternalSubscription] = []
         # inactivity: the delete timer and its period (seconds, 0 = never)
         self._dtmr: asyncio.TimerHandle | None = None
         self.dthresh = 0.0
@@ -369,7 +368,7 @@ class Consumer:
     # --- reset ⟨2.14+⟩ ---------------------------------------------------------------------------
 
     def _on_reset_request(
-        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: ClientConnection | None
+        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Connection | None
     ) -> None:
         """``processResetReq``: ``$JS.API.CONSUMER.RESET.<S>.<C>`` is the consumer's own
         subscription (so a missing consumer gets 503 no responders). ``{"seq": N}`` restarts at

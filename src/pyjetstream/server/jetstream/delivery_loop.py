@@ -30,9 +30,8 @@ from pyjetstream.server.jetstream.pending_index import run_seqs, seqs_of
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, MsgTuple, StoredMsg
 
 if TYPE_CHECKING:
-    from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.jetstream.consumer import Consumer
-    from pyjetstream.server.subscription import Subscription
+    from pyjetstream.server.jetstream.host import Connection, Receiver
 
 __all__ = ["DeliveryLoop", "DeliveryPass"]
 
@@ -694,8 +693,8 @@ class DeliveryPass:
         )
         self.lone_receiver = consumer.server.lone_receiver
         self.dest = ""
-        self.rsub: Subscription | None = None
-        self.conn: ClientConnection | None = None
+        self.rsub: Receiver | None = None
+        self.conn: Connection | None = None
         self.room = 0
         self.acc = self.acc_msgs = self.acc_bytes = 0
         self.msub = self.hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
@@ -723,7 +722,7 @@ class DeliveryPass:
         """The frames appended since the last call: ``ClientConnection.frames_queued`` (their
         counts, the flush, an early write or a slow-consumer cut)."""
         if self.conn is not None and self.acc:
-            self.conn.frames_queued(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)  # type: ignore[arg-type]
+            self.conn.frames_queued(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)
         self.acc = self.acc_msgs = self.acc_bytes = 0
 
 

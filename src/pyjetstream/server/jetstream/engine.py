@@ -1,6 +1,6 @@
 """The JetStream engine of one account: streams, the API, account usage and limits.
 
-Each JetStream-enabled account (`pyjetstream.server.accounts.Account`) has its own engine;
+Each JetStream-enabled account has its own engine (handed the account as a `host.Host`);
 the engine's ``server`` is that account, which offers the server's internal API scoped to the
 account, so the engine's subscriptions, deliveries and interest checks never leave it. File
 streams live under ``<store_dir>/jetstream/<account>/streams/<name>/`` (nats-server's layout, the
@@ -48,6 +48,7 @@ from pyjetstream.server.options import DEFAULT_MAX_CONSUMERS, AccountJetStreamLi
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.api_router import ApiRouter
+    from pyjetstream.server.jetstream.host import Host
 
 GLOBAL_ACCOUNT = "$G"
 # nats-server's defaults when no limit is configured: 75% of RAM, 75% of the disk's free space.
@@ -68,10 +69,10 @@ def _system_memory() -> int:
 
 
 class JetStreamEngine:
-    def __init__(self, server: Any) -> None:
-        """``server`` is the account (or anything offering the server's internal API)."""
+    def __init__(self, server: Host) -> None:
+        """``server`` is the account (``host.Host``: the server's internal API, scoped to it)."""
 
-        self.server = server
+        self.server: Host = server
         opts = server.options
         self.account_name: str = getattr(server, "name", GLOBAL_ACCOUNT)
         self.limits: AccountJetStreamLimits = getattr(server, "js_limits", None) or AccountJetStreamLimits()

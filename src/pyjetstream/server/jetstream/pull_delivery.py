@@ -31,8 +31,8 @@ from pyjetstream.api.models_consumer import PullRequest
 from pyjetstream.server.jetstream.priority_groups import PriorityGroups
 
 if TYPE_CHECKING:
-    from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.jetstream.consumer import Consumer
+    from pyjetstream.server.jetstream.host import Connection
 
 __all__ = ["PullDelivery", "WaitQueue", "WaitingRequest"]
 
@@ -365,7 +365,7 @@ class PullDelivery:
     # --- requests ------------------------------------------------------------------------------
 
     def on_request(
-        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: ClientConnection | None
+        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Connection | None
     ) -> None:
         """The ``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`` subscriber."""
         if not reply or self.consumer.closed:

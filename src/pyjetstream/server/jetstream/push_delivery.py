@@ -29,10 +29,8 @@ from pyjetstream.api.headers import LAST_CONSUMER, LAST_STREAM, Status, heartbea
 from pyjetstream.protocol.headers import get_header
 
 if TYPE_CHECKING:
-    from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.jetstream.consumer import Consumer
-    from pyjetstream.server.server import InternalSub, Server
-    from pyjetstream.server.subscription import Subscription
+    from pyjetstream.server.jetstream.host import Connection, Host, InternalSubscription, Receiver
 
 __all__ = ["DeliverInterest", "PushDelivery", "RateLimiter"]
 
@@ -48,14 +46,14 @@ class DeliverInterest:
     instead of every consumer inspecting every SUB/UNSUB.
     """
 
-    _registries: weakref.WeakKeyDictionary[Server, DeliverInterest] = weakref.WeakKeyDictionary()
+    _registries: weakref.WeakKeyDictionary[Host, DeliverInterest] = weakref.WeakKeyDictionary()
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Host) -> None:
         self.by_subject: dict[str, set[PushDelivery]] = {}
         self._remove = server.on_interest_change(self._changed)
 
     @classmethod
-    def of(cls, server: Server) -> DeliverInterest:
+    def of(cls, server: Host) -> DeliverInterest:
         reg = cls._registries.get(server)
         if reg is None:
             reg = cls._registries[server] = cls(server)
@@ -71,7 +69,7 @@ class DeliverInterest:
             if not watchers:
                 del self.by_subject[subject]
 
-    def _changed(self, sub: Subscription, added: bool) -> None:
+    def _changed(self, sub: Receiver, added: bool) -> None:
         watchers = self.by_subject.get(sub.subject)
         if watchers:
             for consumer in list(watchers):
@@ -130,7 +128,7 @@ class PushDelivery:
         self.rate: RateLimiter | None = None
         self._hb_timer: asyncio.TimerHandle | None = None
         self.last_delivery = 0.0  # monotonic
-        self._fc_sub: InternalSub | None = None
+        self._fc_sub: InternalSubscription | None = None
 
     def start(self) -> None:
         consumer = self.consumer
@@ -255,7 +253,7 @@ class PushDelivery:
         consumer.server.publish_internal(self.dsubj, b"", reply=reply, hdr=_FC_REQUEST)
 
     def _on_flow_control(
-        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: ClientConnection | None
+        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Connection | None
     ) -> None:
         """``processFlowControl``: only the latest request counts; widen the window and resume."""
         if self.consumer.closed or subject != self.fcid:

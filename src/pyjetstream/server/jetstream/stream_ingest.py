@@ -58,8 +58,8 @@ from pyjetstream.server.jetstream.store.base import (
 from pyjetstream.server.subject_transform import SubjectTransform
 
 if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.host import Trace
     from pyjetstream.server.jetstream.stream import Stream
-    from pyjetstream.server.msgtrace import MsgTrace
 
 HDR_MSG_ID = H.MSG_ID.encode()
 HDR_EXPECTED_STREAM = H.EXPECTED_STREAM.encode()
@@ -122,7 +122,7 @@ class StreamIngest:
         self.limits = IngestLimits(stream.server.options)
         self.ingest_max = self.limits.max_size or 1 << 62  # bytes a message may bring (ingest.py)
         #: The trace of the message being processed, if it is traced (`on_traced`).
-        self.trace: MsgTrace | None = None
+        self.trace: Trace | None = None
         self._read = 0  # the client read whose first publish was written alone (on_msg)
         self.configure()
 
@@ -179,7 +179,7 @@ class StreamIngest:
             self.writes.hold_for_read()
 
     def on_traced(
-        self, trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: object
+        self, trace: Trace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: object
     ) -> None:
         """A traced publish (nats-server ``processInboundJetStreamMsg`` with a trace): a ``js``
         event, completed by the checks; a delivered message is stored with its trace turned off
