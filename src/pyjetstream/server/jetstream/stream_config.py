@@ -61,9 +61,23 @@ def check_stream_config(
     """Apply defaults and validate a config; ``streams`` finds the other streams, which the
     mirror and source checks look at (nats-server 2.15 ``checkStreamCfg``, in its order).
     ``pedantic`` refuses what would otherwise be silently changed (10157)."""
+    _check_names(cfg)
+    changes: dict[str, object] = {}
+    _check_limits(cfg, pedantic, changes)
+    _check_duplicate_window(cfg, pedantic, changes)
+    _check_features(cfg, changes)
+    if cfg.mirror is not None or cfg.sources:
+        changes.update(check_sourcing(cfg, streams, pedantic))
+    _check_subjects_and_placement(cfg, pedantic, changes)
+    if cfg.first_seq < 0:
+        raise invalid("first sequence can not be negative")
+    return msgspec.structs.replace(cfg, **changes) if changes else cfg
+
+
+def _check_names(cfg: StreamConfig) -> None:
+    """The name, description and metadata (Go's len() of a string counts bytes)."""
     if not is_valid_name(cfg.name) or "\\" in cfg.name or "/" in cfg.name:
         raise invalid("stream name is required and can not contain '.', '*', '>', '\\', '/'")
-    # Go's len() of a string counts bytes.
     if len(cfg.name.encode()) > MAX_NAME_LEN:
         raise invalid(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
     if len(cfg.description.encode()) > MAX_DESCRIPTION_LEN:
@@ -71,7 +85,9 @@ def check_stream_config(
     if sum(len(k.encode()) + len(v.encode()) for k, v in cfg.metadata.items()) > MAX_METADATA_LEN:
         raise invalid(f"stream metadata exceeds maximum size of {MAX_METADATA_LEN} bytes")
 
-    changes: dict[str, object] = {}
+
+def _check_limits(cfg: StreamConfig, pedantic: bool, changes: dict[str, object]) -> None:
+    """Replicas, the -1 ("unlimited") defaults, max_age."""
     if cfg.num_replicas == 0:
         changes["num_replicas"] = 1
     elif cfg.num_replicas > MAX_REPLICAS:
@@ -88,6 +104,10 @@ def check_stream_config(
         raise invalid("max age can not be negative")
     if 0 < cfg.max_age < MIN_WINDOW:
         raise invalid("max age needs to be >= 100ms")
+
+
+def _check_duplicate_window(cfg: StreamConfig, pedantic: bool, changes: dict[str, object]) -> None:
+    """The duplicate window: its default (2 min, or max_age when shorter) and bounds."""
     duplicates = cfg.duplicate_window
     if duplicates == 0 and cfg.mirror is None and not cfg.sources:
         if cfg.max_age != 0 and cfg.max_age < DEFAULT_DUPLICATE_WINDOW:
@@ -103,6 +123,11 @@ def check_stream_config(
         raise invalid("duplicates window can not be larger then max age")
     if 0 < duplicates < MIN_WINDOW:
         raise invalid("duplicates window needs to be >= 100ms")
+
+
+def _check_features(cfg: StreamConfig, changes: dict[str, object]) -> None:
+    """Roll-ups, counters, discard new per subject, subject delete markers, schedules, and the
+    persist mode: what each needs of the rest of the config."""
     if cfg.deny_purge and cfg.allow_rollup_hdrs:
         raise invalid("roll-ups require the purge permission")
     max_per = changes.get("max_msgs_per_subject", cfg.max_msgs_per_subject)
@@ -120,18 +145,7 @@ def check_stream_config(
             raise invalid("discard new per subject requires discard new policy to be set")
         if not isinstance(max_per, int) or max_per <= 0:
             raise invalid("discard new per subject requires max msgs per subject > 0")
-    sdm_ttl = cfg.subject_delete_marker_ttl
-    if sdm_ttl > 0:
-        if sdm_ttl < NS:
-            raise invalid("subject delete marker TTL must be at least 1 second")
-        # nats-server turns on what markers need (refused only in pedantic mode).
-        if not cfg.allow_msg_ttl:
-            changes["allow_msg_ttl"] = True
-        if not cfg.allow_rollup_hdrs:
-            changes["allow_rollup_hdrs"] = True
-            changes["deny_purge"] = False
-    elif sdm_ttl < 0:
-        raise invalid("subject delete marker TTL must not be negative")
+    _check_markers(cfg, changes)
     if cfg.allow_msg_schedules:
         if cfg.discard == DiscardPolicy.NEW:
             raise invalid("message scheduling cannot use discard new")
@@ -147,9 +161,27 @@ def check_stream_config(
             raise invalid("async persist mode is not supported on replicated streams")
         if cfg.allow_atomic:
             raise invalid("async persist mode is not supported with atomic batch publish")
-    if cfg.mirror is not None or cfg.sources:
-        changes.update(check_sourcing(cfg, streams, pedantic))
 
+
+def _check_markers(cfg: StreamConfig, changes: dict[str, object]) -> None:
+    """The subject delete marker TTL; nats-server turns on what markers need (refused only in
+    pedantic mode)."""
+    sdm_ttl = cfg.subject_delete_marker_ttl
+    if sdm_ttl > 0:
+        if sdm_ttl < NS:
+            raise invalid("subject delete marker TTL must be at least 1 second")
+        if not cfg.allow_msg_ttl:
+            changes["allow_msg_ttl"] = True
+        if not cfg.allow_rollup_hdrs:
+            changes["allow_rollup_hdrs"] = True
+            changes["deny_purge"] = False
+    elif sdm_ttl < 0:
+        raise invalid("subject delete marker TTL must not be negative")
+
+
+def _check_subjects_and_placement(cfg: StreamConfig, pedantic: bool, changes: dict[str, object]) -> None:
+    """The subjects (the name by default, none on a mirror), the input transform, republish and
+    placement."""
     subjects = list(cfg.subjects)
     if not subjects:
         if cfg.mirror is None and not cfg.sources:
@@ -170,9 +202,6 @@ def check_stream_config(
         raise invalid("preferred server not permitted in placement")
     elif placement is not None and placement.tags == []:
         changes["placement"] = msgspec.structs.replace(placement, tags=None)  # omitempty shows no tags
-    if cfg.first_seq < 0:
-        raise invalid("first sequence can not be negative")
-    return msgspec.structs.replace(cfg, **changes) if changes else cfg
 
 
 def check_sourcing(cfg: StreamConfig, streams: StreamLookup, pedantic: bool = False) -> dict[str, object]:
@@ -187,48 +216,87 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup, pedantic: bool = Fa
     be another domain's; on a single node every origin reachable is one of ours).
     """
     changes: dict[str, object] = {}
-    origin_subjects: list[str] = []
-    deliver_prefixes: list[str] = []
-    api_prefixes: list[str] = []
-    mirror = cfg.mirror
-    if mirror is not None:
-        if cfg.first_seq:
-            raise fail(E.JSMirrorWithFirstSeqErr)
-        if cfg.subjects:
-            raise fail(E.JSMirrorWithSubjectsErr)
-        if cfg.sources:
-            raise fail(E.JSMirrorWithSourcesErr)
-        if cfg.allow_msg_counter:
-            raise fail(E.JSMirrorWithCountersErr)
-        if cfg.allow_atomic:
-            raise fail(E.JSMirrorWithAtomicPublishErr)
-        if cfg.allow_batched:
-            raise fail(E.JSMirrorWithBatchPublishErr)
-        if cfg.allow_msg_schedules:
-            raise fail(E.JSMirrorWithMsgSchedulesErr)
-        if mirror.consumer is not None and not _consumer_source_ok(mirror):
-            raise fail(E.JSMirrorDurableConsumerCfgInvalid)
-        if mirror.filter_subject and mirror.subject_transforms:
-            raise fail(E.JSMirrorMultipleFiltersNotAllowed)
-        if cfg.subject_delete_marker_ttl > 0:
-            raise invalid("subject delete markers forbidden on mirrors")
-        _check_source_transforms(mirror, is_mirror=True)
-        if mirror.external is None:
-            if not is_valid_name(mirror.name):
-                raise fail(E.JSMirrorInvalidStreamName)
-            # The origin need not exist; when it does, its sizes and direct gets count.
-            origin = streams(mirror.name)
-            if origin is not None:
-                origin_subjects.extend(origin.subjects)
-                if 0 < cfg.max_msg_size and 0 < origin.max_msg_size and cfg.max_msg_size < origin.max_msg_size:
-                    raise fail(E.JSMirrorMaxMessageSizeTooBigErr)
-                if pedantic and cfg.mirror_direct != origin.allow_direct:
-                    raise fail(E.JSPedanticErrF, err="origin stream has direct get set, mirror has it disabled")
-                changes["mirror_direct"] = origin.allow_direct
-        else:
-            _gather_prefixes(mirror, deliver_prefixes, api_prefixes)
+    found = _Origins()
+    if cfg.mirror is not None:
+        _check_mirror(cfg, cfg.mirror, streams, pedantic, changes, found)
     if cfg.sources and cfg.allow_msg_schedules:
         raise fail(E.JSSourceWithMsgSchedulesErr)
+    _check_sources(cfg, streams, found)
+    for prefix in found.deliver_prefixes:
+        if not is_valid_publish_subject(prefix):
+            raise fail(E.JSStreamInvalidExternalDeliverySubjErrF, prefix=prefix)
+        for subject in found.subjects:
+            if subjects_overlap(subject, f"{prefix}.{subject}"):
+                raise fail(E.JSStreamExternalDelPrefixOverlapsErrF, prefix=prefix, subject=subject)
+    for prefix in found.api_prefixes:
+        if not is_valid_publish_subject(prefix):
+            raise invalid(f'stream external api prefix "{prefix}" must be a valid subject without wildcards')
+        if subjects_overlap(prefix, JS_API_PREFIX):
+            raise fail(E.JSStreamExternalApiOverlapErrF, prefix=prefix, subject=JS_API_PREFIX)
+    _check_cycles(cfg, streams)
+    return changes
+
+
+class _Origins:
+    """What the mirror and source checks gather for the checks after them: the subjects of the
+    origins found, the external deliver and API prefixes."""
+
+    def __init__(self) -> None:
+        self.subjects: list[str] = []
+        self.deliver_prefixes: list[str] = []
+        self.api_prefixes: list[str] = []
+
+
+def _check_mirror(
+    cfg: StreamConfig,
+    mirror: StreamSource,
+    streams: StreamLookup,
+    pedantic: bool,
+    changes: dict[str, object],
+    found: _Origins,
+) -> None:
+    """A mirror's checks: what a mirror cannot have, its consumer, filters and transforms, and
+    its origin when it is one of ours."""
+    if cfg.first_seq:
+        raise fail(E.JSMirrorWithFirstSeqErr)
+    if cfg.subjects:
+        raise fail(E.JSMirrorWithSubjectsErr)
+    if cfg.sources:
+        raise fail(E.JSMirrorWithSourcesErr)
+    if cfg.allow_msg_counter:
+        raise fail(E.JSMirrorWithCountersErr)
+    if cfg.allow_atomic:
+        raise fail(E.JSMirrorWithAtomicPublishErr)
+    if cfg.allow_batched:
+        raise fail(E.JSMirrorWithBatchPublishErr)
+    if cfg.allow_msg_schedules:
+        raise fail(E.JSMirrorWithMsgSchedulesErr)
+    if mirror.consumer is not None and not _consumer_source_ok(mirror):
+        raise fail(E.JSMirrorDurableConsumerCfgInvalid)
+    if mirror.filter_subject and mirror.subject_transforms:
+        raise fail(E.JSMirrorMultipleFiltersNotAllowed)
+    if cfg.subject_delete_marker_ttl > 0:
+        raise invalid("subject delete markers forbidden on mirrors")
+    _check_source_transforms(mirror, is_mirror=True)
+    if mirror.external is not None:
+        _gather_prefixes(mirror, found.deliver_prefixes, found.api_prefixes)
+        return
+    if not is_valid_name(mirror.name):
+        raise fail(E.JSMirrorInvalidStreamName)
+    # The origin need not exist; when it does, its sizes and direct gets count.
+    origin = streams(mirror.name)
+    if origin is not None:
+        found.subjects.extend(origin.subjects)
+        if 0 < cfg.max_msg_size and 0 < origin.max_msg_size and cfg.max_msg_size < origin.max_msg_size:
+            raise fail(E.JSMirrorMaxMessageSizeTooBigErr)
+        if pedantic and cfg.mirror_direct != origin.allow_direct:
+            raise fail(E.JSPedanticErrF, err="origin stream has direct get set, mirror has it disabled")
+        changes["mirror_direct"] = origin.allow_direct
+
+
+def _check_sources(cfg: StreamConfig, streams: StreamLookup, found: _Origins) -> None:
+    """Each source's checks: its name, no duplicate, filters and transforms, its consumer, and
+    its origin when it is one of ours."""
     inames: set[str] = set()
     cnames: set[str] = set()
     for src in cfg.sources:
@@ -248,27 +316,14 @@ def check_sourcing(cfg: StreamConfig, streams: StreamLookup, pedantic: bool = Fa
             if cname in cnames:
                 raise fail(E.JSSourceDurableConsumerDuplicateDetected)
             cnames.add(cname)
-        if src.external is None:
-            origin = streams(src.name)
-            if origin is not None:
-                origin_subjects.extend(origin.subjects)
-                if 0 < cfg.max_msg_size and 0 < origin.max_msg_size and cfg.max_msg_size < origin.max_msg_size:
-                    raise fail(E.JSSourceMaxMessageSizeTooBigErr)
-        else:
-            _gather_prefixes(src, deliver_prefixes, api_prefixes)
-    for prefix in deliver_prefixes:
-        if not is_valid_publish_subject(prefix):
-            raise fail(E.JSStreamInvalidExternalDeliverySubjErrF, prefix=prefix)
-        for subject in origin_subjects:
-            if subjects_overlap(subject, f"{prefix}.{subject}"):
-                raise fail(E.JSStreamExternalDelPrefixOverlapsErrF, prefix=prefix, subject=subject)
-    for prefix in api_prefixes:
-        if not is_valid_publish_subject(prefix):
-            raise invalid(f'stream external api prefix "{prefix}" must be a valid subject without wildcards')
-        if subjects_overlap(prefix, JS_API_PREFIX):
-            raise fail(E.JSStreamExternalApiOverlapErrF, prefix=prefix, subject=JS_API_PREFIX)
-    _check_cycles(cfg, streams)
-    return changes
+        if src.external is not None:
+            _gather_prefixes(src, found.deliver_prefixes, found.api_prefixes)
+            continue
+        origin = streams(src.name)
+        if origin is not None:
+            found.subjects.extend(origin.subjects)
+            if 0 < cfg.max_msg_size and 0 < origin.max_msg_size and cfg.max_msg_size < origin.max_msg_size:
+                raise fail(E.JSSourceMaxMessageSizeTooBigErr)
 
 
 def _consumer_source_ok(src: StreamSource) -> bool:
