@@ -17,8 +17,9 @@ from pyjetstream.server.jetstream.store import (
 )
 
 # "file-small" uses tiny blocks so that multi-block paths (rollover, unlink, compaction,
-# cross-block reads) are exercised by the same behaviour tests; "file-s2" compresses.
-STORE_KINDS = ["memory", "file", "file-small", "file-s2"]
+# cross-block reads) are exercised by the same behaviour tests; "memory-small" does the same
+# with tiny index pages (a page boundary every few sequences); "file-s2" compresses.
+STORE_KINDS = ["memory", "memory-small", "file", "file-small", "file-s2"]
 
 StoreFactory = Callable[..., MessageStore]
 
@@ -39,6 +40,11 @@ def crash(store: MessageStore) -> None:
     store.abandon()
 
 
+def small_pages(kind: str) -> dict[str, int]:
+    """MemoryStore's options for a store kind ("memory-small": index pages of 5 sequences)."""
+    return {"page_slots": 5} if kind == "memory-small" else {}
+
+
 @pytest.fixture(params=STORE_KINDS)
 def store_kind(request: pytest.FixtureRequest) -> str:
     return request.param
@@ -52,8 +58,8 @@ def make_store(store_kind: str, tmp_path: Path) -> Iterator[StoreFactory]:
 
     def make(cfg: StoreConfig | None = None, **limits: object) -> MessageStore:
         cfg = cfg or StoreConfig(**limits)  # type: ignore[arg-type]
-        if store_kind == "memory":
-            store: MessageStore = MemoryStore(cfg)
+        if store_kind.startswith("memory"):
+            store: MessageStore = MemoryStore(cfg, **small_pages(store_kind))
         else:
             if store_kind == "file-s2":
                 cfg.compression = "s2"

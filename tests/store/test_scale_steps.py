@@ -172,7 +172,7 @@ def gap_store(gap: int, on: str = "g") -> MemoryStore:
 
 def gap_steps(gap: int, on: str, op: str) -> int:
     store = gap_store(gap, on)
-    before = steps(store) + _index(store).pages.steps
+    before = steps(store) + _index(store).visits
     if op == "state":
         st = store.state()
         assert (st.msgs, st.num_deleted) == (2_000, gap)
@@ -190,7 +190,7 @@ def gap_steps(gap: int, on: str, op: str) -> int:
         assert store.load_next_msg(">", 1_001)[1] == 1_001 + gap
         assert store.load_next_msg("a.>", 1_001)[1] == 1_001 + gap
         assert store.load_next_msg("a.1", 900)[1] == 1_003 + gap
-    return steps(store) + _index(store).pages.steps - before
+    return steps(store) + _index(store).visits - before
 
 
 def test_interior_deletes_cost_does_not_grow_with_the_gap() -> None:

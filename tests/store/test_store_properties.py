@@ -22,7 +22,7 @@ from pyjetstream.server.jetstream.store import (
     StoreConfig,
 )
 
-from .conftest import crash
+from .conftest import crash, small_pages
 
 SUBJECTS = ["a", "b", "a.x", "a.y", "b.x.z", "c.x"]
 FILTERS = [">", "", "a", "a.*", "*.x", "b.>", "a.>", "*", "c.x", "nope", "*.*.z"]
@@ -220,7 +220,7 @@ def run_ops(kind: str, data: st.DataObject) -> None:
     fcfg = FileStoreConfig(tmp, block_size=1024, compact_min_bytes=128)
 
     def open_store() -> MessageStore:
-        return MemoryStore(cfg) if kind == "memory" else FileStore(fcfg, cfg)
+        return MemoryStore(cfg, **small_pages(kind)) if kind.startswith("memory") else FileStore(fcfg, cfg)
 
     store = open_store()
     clock = 1_000
@@ -276,7 +276,7 @@ def run_ops(kind: str, data: st.DataObject) -> None:
             elif op == "expire":
                 if model.max_age:
                     assert store.expire_msgs(clock) == model.expire(clock)
-            elif kind != "memory":
+            elif not kind.startswith("memory"):
                 if op == "reopen":
                     store.stop()
                 else:
@@ -299,7 +299,7 @@ PROPERTY_SETTINGS = settings(
 )
 
 
-@pytest.mark.parametrize("kind", ["memory", "file", "file-s2"])
+@pytest.mark.parametrize("kind", ["memory", "memory-small", "file", "file-s2"])
 @PROPERTY_SETTINGS
 @given(data=st.data())
 def test_store_matches_model(kind: str, data: st.DataObject) -> None:

@@ -16,6 +16,8 @@ from array import array
 from .base import MsgTuple, StoreConfig
 from .seqindex import SeqIndex
 
+_NONE: array[int] = array("Q")
+
 
 class PayloadBackend(ABC):
     """Payload storage for the messages a `SeqIndex` indexes.
@@ -69,22 +71,26 @@ class PayloadBackend(ABC):
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
         """``(headers, payload)`` of a live message."""
 
-    def read_run(self, slots: list[int]) -> list[MsgTuple]:
-        """The live messages in index ``slots``, in order, as `MsgTuple` (a consumer's
-        read-ahead: ``IndexedStore.load_next_msgs``); a backend may do it in one loop."""
+    def read_run(self, seqs: list[int]) -> list[MsgTuple]:
+        """The messages at ``seqs`` (ascending; those that are not there are left out), in order,
+        as `MsgTuple` (a consumer's read-ahead: ``IndexedStore.load_next_msgs``); a backend may
+        do it in one loop."""
         index = self.index
-        base, locs, tss, sids, names, read = (
-            index.base,
-            index.locs,
-            index.tss,
-            index.sids,
-            index.subjects.names,
-            self.read,
-        )
+        names, read = index.subjects.names, self.read
         out: list[MsgTuple] = []
-        for i in slots:
-            hdr, data = read(base + i, locs[i])
-            out.append((names[sids[i]], base + i, tss[i], hdr, data))  # type: ignore[arg-type]  # live: named
+        lo = hi = 0
+        sids = tss = locs = _NONE
+        for seq in seqs:
+            if not lo <= seq < hi:
+                p = index.page(seq)
+                if p is None:
+                    continue
+                lo, hi, sids, tss, locs = p.first, p.first + p.n, p.sids, p.tss, p.locs
+            k = seq - lo
+            sid = sids[k]
+            if sid:
+                hdr, data = read(seq, locs[k])
+                out.append((names[sid], seq, tss[k], hdr, data))  # type: ignore[arg-type]  # live: named
         return out
 
     @abstractmethod
@@ -93,7 +99,7 @@ class PayloadBackend(ABC):
 
     @abstractmethod
     def remove_range(self, lo: int, hi: int) -> None:
-        """The live messages in index slots [lo, hi) are being removed."""
+        """The live messages of sequences [lo, hi) are being removed (``lo`` is the first)."""
 
     def first_changed(self) -> None:
         """The first sequence advanced past removed messages (the floor moved)."""
@@ -182,21 +188,24 @@ class MemoryPayloads(PayloadBackend):
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
         return self.payloads[seq - self.base]  # type: ignore[return-value]  # the index says it is live
 
-    def read_run(self, slots: list[int]) -> list[MsgTuple]:
+    def read_run(self, seqs: list[int]) -> list[MsgTuple]:
         index = self.index
-        payloads, off, base, tss, sids, names = (
-            self.payloads,
-            index.base - self.base,
-            index.base,
-            index.tss,
-            index.sids,
-            index.subjects.names,
-        )
+        payloads, base, names = self.payloads, self.base, index.subjects.names
         out: list[MsgTuple] = []
         append = out.append
-        for i in slots:
-            hdr, data = payloads[i + off]  # type: ignore[misc]  # the index says it is live
-            append((names[sids[i]], base + i, tss[i], hdr, data))  # type: ignore[arg-type]
+        lo = hi = 0
+        sids = tss = _NONE
+        for seq in seqs:
+            if not lo <= seq < hi:
+                p = index.page(seq)
+                if p is None:
+                    continue
+                lo, hi, sids, tss = p.first, p.first + p.n, p.sids, p.tss
+            k = seq - lo
+            sid = sids[k]
+            if sid:
+                hdr, data = payloads[seq - base]  # type: ignore[misc]  # the index says it is live
+                append((names[sid], seq, tss[k], hdr, data))  # type: ignore[arg-type]
         return out
 
     def remove(self, seq: int, loc: int, erase: bool) -> None:
@@ -207,12 +216,11 @@ class MemoryPayloads(PayloadBackend):
             self._trim()
 
     def remove_range(self, lo: int, hi: int) -> None:
-        index = self.index
-        a = max(index.base + lo - self.base, 0)
-        b = min(index.base + hi - self.base, len(self.payloads))
+        a = max(lo - self.base, 0)
+        b = min(hi - self.base, len(self.payloads))
         if b > a:
             self.payloads[a:b] = [None] * (b - a)
-            self._trim(index.base + hi)
+            self._trim(hi)
 
     def _trim(self, first: int = 0) -> None:
         """Cut the dead front once it is large and half the list (``first``: the first

@@ -75,6 +75,8 @@ SNAPSHOT_FILE = "index.snap"
 TRIM_AFTER_MSGS = 100_000
 # Sealed blocks whose index is stale get a fresh one at most this many per sync (all at stop).
 REFRESH_PER_SYNC = 4
+# The file store's index pages are its blocks: a page is never cut by its length.
+FILE_PAGE = 1 << 62
 
 
 @dataclass(slots=True)
@@ -107,7 +109,7 @@ class FileStore(IndexedStore):
         self._msgs_dir = os.path.join(self._dir, MSGS_DIR)
         self._obs_dir = os.path.join(self._dir, OBS_DIR)
         self._sync_always = self._fcfg.sync == SYNC_ALWAYS
-        index = SeqIndex()
+        index = SeqIndex(page_max=FILE_PAGE)  # the pages are the blocks
         blocks = BlockFiles(
             index,
             self._msgs_dir,
@@ -302,11 +304,7 @@ class FileStore(IndexedStore):
         """``lost`` after a rebuild, with the messages of missing block files that no remaining
         block holds (a copy may survive in a block that was being rewritten)."""
         index = self._index
-        gone: list[int] = []
-        for seq in missing.msgs:
-            i = seq - index.base
-            if i < 0 or i >= len(index.sids) or not index.sids[i]:
-                gone.append(seq)
+        gone = [seq for seq in missing.msgs if not index.live(seq)]
         found = self._lost
         msgs = sorted(set(gone) | set(found.msgs if found is not None else []))
         nbytes = (found.bytes if found is not None else 0) + (missing.bytes if gone else 0)
@@ -332,7 +330,10 @@ class FileStore(IndexedStore):
 
 
 def _missing_blocks(
-    header: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None], files: list[tuple[int, str]]
+    header: dict[str, Any],
+    arrays: dict[str, array[int]],
+    names: list[str | None],
+    files: list[tuple[int, str]],
 ) -> LostData | None:
     """The messages a clean stop's snapshot placed in block files that are now gone (deleted
     under the server, or after it stopped): (seq, size) of each, for ``lost`` once the blocks
@@ -341,7 +342,7 @@ def _missing_blocks(
     listed = header["blocks"]
     if all(b[0] in present for b in listed):
         return None
-    probe = SeqIndex()
+    probe = SeqIndex(page_max=FILE_PAGE)
     if not probe.restore(header, arrays, names):
         return None
     seqs: list[int] = []
@@ -350,11 +351,11 @@ def _missing_blocks(
         if b[0] in present:
             continue
         hi = listed[i + 1][1] if i + 1 < len(listed) else probe.last_seq + 1
-        for seq in range(max(b[1], probe.base), hi):
-            j = seq - probe.base
-            if j < len(probe.sids) and probe.sids[j]:
+        for seq in range(max(b[1], probe.first_seq), hi):
+            p = probe.at(seq)
+            if p is not None:
                 seqs.append(seq)
-                size += probe.sizes[j]
+                size += p.sizes[seq - p.first]
     return LostData(seqs, size) if seqs else None
 
 

@@ -237,7 +237,7 @@ class IndexedStore(MessageStore):
         if cfg.max_bytes > 0 and index.bytes + size > cfg.max_bytes:
             if not asl:
                 raise ErrMaxBytes()
-            oldest = index.sizes[table.first[sid] - index.base]
+            oldest = index.size_of(table.first[sid])
             if oldest < size:
                 raise ErrMaxBytes()
 
@@ -353,15 +353,15 @@ class IndexedStore(MessageStore):
 
     def _remove_at(self, seq: int, erase: bool) -> bool:
         index = self._index
-        i = seq - index.base
-        sids = index.sids
-        if i < 0 or i >= len(sids) or not sids[i]:
+        p = index.at(seq)
+        if p is None:
             return False
-        self._backend.remove(seq, index.locs[i], erase)
+        k = seq - p.first
+        self._backend.remove(seq, p.locs[k], erase)
         first = seq == index.first_seq
         hook = self.on_removed
-        subject = index.subject_at(i) if hook is not None else ""
-        index.remove_slot(i)
+        subject = index.subjects.names[p.sids[k]] or "" if hook is not None else ""
+        index.remove(p, k)
         if first and self._first_changed is not None:
             self._first_changed()
         if hook is not None:
@@ -369,12 +369,11 @@ class IndexedStore(MessageStore):
         return True
 
     def _remove_prefix(self, hi: int) -> int:
-        """Remove every live message in slots below ``hi``; return how many."""
+        """Remove every live message below sequence ``hi``; return how many."""
         index = self._index
-        lo, top = index.prefix_range(hi)
-        if not index.msgs or top <= lo:
+        if not index.msgs or hi <= index.first_seq:
             return 0
-        self._backend.remove_range(lo, top)
+        self._backend.remove_range(index.first_seq, min(hi, index.last_seq + 1))
         purged = index.remove_prefix(hi)
         self.bulk_removals += 1
         if purged and self._first_changed is not None:
@@ -410,7 +409,7 @@ class IndexedStore(MessageStore):
             return self._purge(seq)
         if seq <= index.first_seq:
             return 0
-        purged = self._remove_prefix(seq - index.base)
+        purged = self._remove_prefix(seq)
         self._commit()
         return purged
 
@@ -469,7 +468,7 @@ class IndexedStore(MessageStore):
             self._clear_ttls()
             self._commit()
             return
-        if seq > index.last_seq or index.live_slot(seq) < 0:
+        if seq > index.last_seq or not index.live(seq):
             raise ErrInvalidSequence()
         self._backend.truncate(seq)
         index.truncate(seq)
@@ -494,15 +493,15 @@ class IndexedStore(MessageStore):
     def msg_ttls(self) -> dict[int, int]:
         """``{seq: ttl}`` of the stored messages that have one (what a restart must restore)."""
         index = self._index
-        return {seq: ttl for seq, ttl in self._ttls.items() if index.live_slot(seq) >= 0}
+        return {seq: ttl for seq, ttl in sorted(self._ttls.items()) if index.live(seq)}
 
     def restore_ttls(self, ttls: dict[int, int]) -> None:
         """After recovery: TTLs of stored messages, as `msg_ttls` gave them."""
         index = self._index
-        for seq, ttl in ttls.items():
-            i = index.live_slot(seq)
-            if i >= 0 and ttl:
-                self._track_ttl(seq, index.tss[i], ttl)
+        for seq, ttl in sorted(ttls.items()):
+            p = index.at(seq)
+            if p is not None and ttl:
+                self._track_ttl(seq, p.tss[seq - p.first], ttl)
 
     def _never_expires(self, seq: int) -> bool:
         return self._nevers > 0 and self._ttls.get(seq, 0) < 0
@@ -527,7 +526,7 @@ class IndexedStore(MessageStore):
             if not self._nevers and expire is None:
                 while index.msgs:
                     hi = index.expired_bound(cutoff)
-                    if hi < 0:
+                    if not hi:
                         break
                     self._remove_prefix(hi)
             else:
@@ -552,10 +551,9 @@ class IndexedStore(MessageStore):
         out: list[int] = []
         seq = index.first_seq
         while True:
-            j = index.next_match(">", seq)
-            if j < 0 or index.tss[j] > cutoff:
+            seq = index.next_match(">", seq)
+            if not seq or index.ts_of(seq) > cutoff:
                 return out
-            seq = index.base + j
             if not self._never_expires(seq):
                 out.append(seq)
             seq += 1
@@ -563,14 +561,15 @@ class IndexedStore(MessageStore):
     def _expire_each(self, seqs: list[int], expire: ExpireHandler | None) -> None:
         index = self._index
         for seq in seqs:
-            i = index.live_slot(seq)
-            if i < 0:
+            p = index.at(seq)
+            if p is None:
                 self._ttls.pop(seq, None)
                 continue
             if expire is not None:
                 table = index.subjects
-                expire(seq, index.subject_at(i), table.msgs[index.sids[i]] == 1)
-                if index.live_slot(seq) < 0:
+                sid = p.sids[seq - p.first]
+                expire(seq, table.names[sid] or "", table.msgs[sid] == 1)
+                if not index.live(seq):
                     self._ttls.pop(seq, None)
                     continue
             self._remove_at(seq, False)
@@ -589,16 +588,15 @@ class IndexedStore(MessageStore):
             else:
                 seq = index.first_seq
                 while True:
-                    j = index.next_match(">", seq)
-                    if j < 0:
+                    seq = index.next_match(">", seq)
+                    if not seq:
                         break
-                    seq = index.base + j
                     if not self._never_expires(seq):
-                        best = index.tss[j] + max_age
+                        best = index.ts_of(seq) + max_age
                         break
                     seq += 1
         heap = self._ttl_heap
-        while heap and index.live_slot(heap[0][1]) < 0:
+        while heap and not index.live(heap[0][1]):
             self._ttls.pop(heapq.heappop(heap)[1], None)
         if heap and (best is None or heap[0][0] < best):
             best = heap[0][0]
@@ -611,50 +609,46 @@ class IndexedStore(MessageStore):
         if self._closed:
             raise ErrStoreClosed()
         index = self._index
-        i = seq - index.base
-        sids = index.sids
-        if i < 0 or i >= len(sids) or not sids[i]:
+        p = index.at(seq)
+        if p is None:
             if seq > index.last_seq:
                 raise ErrStoreEOF()
             raise ErrStoreMsgNotFound()
-        hdr, data = self._read_payload(seq, index.locs[i])
-        return StoredMsg(index.subjects.names[sids[i]], seq, index.tss[i], hdr, data)  # type: ignore[arg-type]
+        k = seq - p.first
+        hdr, data = self._read_payload(seq, p.locs[k])
+        return StoredMsg(index.subjects.names[p.sids[k]], seq, p.tss[k], hdr, data)  # type: ignore[arg-type]
 
-    def _msg_at(self, i: int, seq: int) -> StoredMsg:
+    def _msg_at(self, seq: int) -> StoredMsg:
         index = self._index
-        hdr, data = self._read_payload(seq, index.locs[i])
-        name = index.subjects.names[index.sids[i]]
+        p = index.at(seq)
+        assert p is not None
+        k = seq - p.first
+        hdr, data = self._read_payload(seq, p.locs[k])
+        name = index.subjects.names[p.sids[k]]
         assert name is not None
-        return StoredMsg(name, seq, index.tss[i], hdr, data)
+        return StoredMsg(name, seq, p.tss[k], hdr, data)
 
     def load_next_msg(self, filter_subject: str, start_seq: int) -> tuple[StoredMsg, int]:
         if self._closed:
             raise ErrStoreClosed()
-        index = self._index
-        j = index.next_match(filter_subject, start_seq)
-        if j < 0:
+        seq = self._index.next_match(filter_subject, start_seq)
+        if not seq:
             raise ErrStoreEOF()
-        seq = index.base + j
-        return self._msg_at(j, seq), seq
+        return self._msg_at(seq), seq
 
     def load_msgs(self, seqs: Sequence[int]) -> list[MsgTuple]:
         """The messages at ``seqs`` (ascending) that are there, read in one backend call."""
         if self._closed:
             raise ErrStoreClosed()
-        index = self._index
-        base, sids = index.base, index.sids
-        n = len(sids)
-        return self._backend.read_run([i for i in (seq - base for seq in seqs) if 0 <= i < n and sids[i]])
+        return self._backend.read_run(list(seqs))
 
     def load_next_msg_multi(self, filters: Sequence[str], start_seq: int) -> tuple[StoredMsg, int]:
         if self._closed:
             raise ErrStoreClosed()
-        index = self._index
-        j = index.next_match_multi(tuple(filters), start_seq)
-        if j < 0:
+        seq = self._index.next_match_multi(tuple(filters), start_seq)
+        if not seq:
             raise ErrStoreEOF()
-        seq = index.base + j
-        return self._msg_at(j, seq), seq
+        return self._msg_at(seq), seq
 
     def load_next_msgs(
         self, filter_subject: str, start_seq: int, max_msgs: int, max_bytes: int
@@ -670,7 +664,9 @@ class IndexedStore(MessageStore):
         """
         if self._closed:
             raise ErrStoreClosed()
-        return self._backend.read_run(self._index.next_slots((filter_subject,), start_seq, max_msgs, max_bytes))
+        return self._backend.read_run(
+            self._index.next_slots((filter_subject,), start_seq, max_msgs, max_bytes)
+        )
 
     def load_next_msgs_multi(
         self, filters: Sequence[str], start_seq: int, max_msgs: int, max_bytes: int
@@ -684,24 +680,23 @@ class IndexedStore(MessageStore):
     def load_last_msg(self, subject: str) -> StoredMsg:
         if self._closed:
             raise ErrStoreClosed()
-        j = self._index.last_match(subject)
-        if j < 0:
+        seq = self._index.last_match(subject)
+        if not seq:
             raise ErrStoreMsgNotFound()
-        return self._msg_at(j, self._index.base + j)
+        return self._msg_at(seq)
 
     def load_prev_msg(self, start_seq: int, filter_subject: str = ">") -> StoredMsg:
         if self._closed:
             raise ErrStoreClosed()
-        j = self._index.prev_match(start_seq, filter_subject)
-        if j < 0:
+        seq = self._index.prev_match(start_seq, filter_subject)
+        if not seq:
             raise ErrStoreMsgNotFound()
-        return self._msg_at(j, self._index.base + j)
+        return self._msg_at(seq)
 
     def subject_for_seq(self, seq: int) -> str:
-        i = self._index.live_slot(seq)
-        if i < 0:
+        if not self._index.live(seq):
             raise ErrStoreMsgNotFound()
-        return self._index.subject_at(i)
+        return self._index.subject_of(seq)
 
     def get_seq_from_time(self, ts: int) -> int:
         return self._index.seq_from_time(ts)

@@ -6,7 +6,7 @@ from .backend import MemoryPayloads
 from .base import ACK_EXPLICIT, ConsumerStoreBase, StoreConfig
 from .consumer_store import MemoryConsumerStore
 from .indexed import IndexedStore
-from .seqindex import SeqIndex
+from .seqindex import MEM_PAGE, SeqIndex
 
 
 class MemoryStore(IndexedStore):
@@ -14,9 +14,9 @@ class MemoryStore(IndexedStore):
 
     storage_type = "memory"
 
-    def __init__(self, cfg: StoreConfig | None = None) -> None:
+    def __init__(self, cfg: StoreConfig | None = None, page_slots: int = MEM_PAGE) -> None:
         cfg = cfg or StoreConfig()
-        index = SeqIndex()
+        index = SeqIndex(page_slots)  # (tests use tiny pages to reach every page boundary)
         super().__init__(cfg, index, MemoryPayloads(index))
         self._meta: bytes | None = None
         self._consumers: dict[str, MemoryConsumerStore] = {}

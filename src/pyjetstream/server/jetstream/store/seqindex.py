@@ -1,27 +1,25 @@
 """The sequence/subject index both stores compose (nats-server keeps the same facts in
-``memstore.go``'s ``fss``/``msgs`` maps and ``filestore.go``'s per-block ``fss`` and cache).
+``memstore.go``'s ``fss``/``msgs`` maps and ``filestore.go``'s per-block ``fss``, cache and ``psim``).
 
-One *slot* per sequence in ``[base, last_seq]``, held in parallel arrays:
+The slots are kept in `Page`s (``pages.py``): a page holds the slots of one range of
+sequences — subject id, timestamp, accounted size, the backend's payload locator, the next
+sequence on the same subject within the page — and keeps resident, whatever happens to its
+arrays, its live messages and bytes and each subject's live count in it. The memory store's pages
+are `MEM_PAGE` sequences each and all resident; the file store's pages are its blocks
+(the backend calls `SeqIndex.start_page` as it starts one), and a sealed block's page is
+*evictable*: its arrays are dropped when the resident pages hold more than ``cache_max`` slots and
+loaded again (``loader``: the block's saved index) when a query needs them — so resident memory
+does not grow with the stored messages (nats-server's block cache, loaded on demand and expired).
 
-* ``sids``  array("I"): interned subject id, 0 when the sequence holds no message
-  (deleted, skipped, purged, lost);
-* ``tss``   array("q"): timestamp (kept after deletion so the array stays sorted for bisect);
-* ``sizes`` array("I"): accounted size (the formula of the store's backend), 0 when deleted;
-* ``locs``  array("Q"): where the backend keeps the payload, opaque here (the file backend
-  packs ``offset << 32 | record length``; the memory backend does not use it);
-* ``nxt``   array("Q"): the next sequence stored on the same subject (a singly linked list
-  per subject threaded through the slots), so "the subject's next message" after removing its
-  first is O(1) instead of a scan — what per-subject limits (KV history) do on every publish.
-
-Per-subject ``msgs/first/last`` live in a `SubjectTable`. Leading dead slots are
-trimmed in amortised O(1) as the first sequence advances; `DeadPages` counts
-the dead sequences of each page of 4096, so that queries step over a run of deletes a page at a
-time. The queries are `SeqQueries`' (this class inherits them); this module keeps
-the slots. The index knows nothing about payloads: the store (``indexed.py``) tells its backend
-first, then the index.
+A sequence no page covers holds no message: a page whose messages are all gone is dropped, and
+runs of dead pages cost nothing to step over. Per-subject ``msgs/first/last`` live in a
+`SubjectTable`. The queries are `SeqQueries`' (this class inherits them); this module keeps
+the pages. The index knows nothing about payloads: the store (``indexed.py``) tells its backend
+first, then the index. Everything is addressed by sequence: `SeqIndex.at` gives the loaded page
+holding a live message (slot ``seq - page.first``).
 
 Recovery: a backend hands over its blocks' slots as `BlockSlots` (one per block, from a
-scan or from a saved block index) and `SeqIndex.rebuild` appends them whole;
+scan or from a saved block index) and `SeqIndex.rebuild` makes each a page;
 `SeqIndex.block_slots` gives a block's slots back for saving. `SeqIndex.snapshot` /
 `SeqIndex.restore` are the whole-index path after a clean stop.
 """
@@ -29,126 +27,60 @@ scan or from a saved block index) and `SeqIndex.rebuild` appends them whole;
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._index import (
-    SubjectTable,
-    find_value,
-    next_nonzero,
-    rfind_value,
-    zero_fill,
-    zeros,
-)
-from .dead_pages import DeadPages
+from . import seqrecover
+from ._index import SubjectTable, find_value, next_nonzero, rfind_value, zero_fill, zeros
+from .pages import Page
 from .seqquery import _PER_SUBJECT_MAX, SeqQueries
+from .seqrecover import BlockSlots
 
-# Trim leading dead slots once at least this many accumulate and they are half the arrays.
-_TRIM_MIN = 4096
+# Sequences per page of the memory store (the file store's pages are its blocks).
+MEM_PAGE = 16384
 # A walk along a subject's links that meets this many dead slots in a row looks the subject's
-# next message up instead (over the pages that are not all dead: interior deletes).
+# next message up in the page instead (interior deletes).
 _HOPS_MAX = 64
+# A page whose image is older than this many removals is written again before it is evicted.
+DELS_MAX = 4096
 
-
-
-
-class BlockSlots:
-    """The slots of one block's sequences, as a backend hands them to `SeqIndex.rebuild`
-    (from a scan of the block, or from the index saved beside it; nats-server's per-block
-    index and ``fss``).
-
-    Slot k is sequence ``first + k``: ``sids`` (a subject id of the block's own numbering, 0 =
-    no message), ``tss``, ``sizes``, ``locs`` as in `SeqIndex`, and ``nxt`` links that
-    stay inside the block (0 at each subject's last message in it). Per subject, in parallel:
-    ``ids`` (its id in ``sids``), ``names``, ``s_msgs``, ``s_first``, ``s_last`` (live
-    messages, first and last live sequence). ``deletes`` are ``(seq, num, ts)`` of tombstones
-    for earlier blocks' sequences; ``floor``/``floor_ts`` the newest floor the block holds.
-    """
-
-    __slots__ = (
-        "deletes",
-        "first",
-        "floor",
-        "floor_ts",
-        "ids",
-        "locs",
-        "names",
-        "nxt",
-        "s_first",
-        "s_last",
-        "s_msgs",
-        "sids",
-        "sizes",
-        "tss",
-    )
-
-    def __init__(self, first: int) -> None:
-        self.first = first
-        self.sids: array[int] = array("I")
-        self.tss: array[int] = array("q")
-        self.sizes: array[int] = array("I")
-        self.locs: array[int] = array("Q")
-        self.nxt: array[int] = array("Q")
-        self.ids: array[int] = array("I")
-        self.names: list[str] = []
-        self.s_msgs: array[int] = array("Q")
-        self.s_first: array[int] = array("Q")
-        self.s_last: array[int] = array("Q")
-        self.deletes: list[tuple[int, int, int]] = []
-        self.floor = 0
-        self.floor_ts = 0
-
-    def summarize(self) -> None:
-        """Fill the per-subject columns from ``sids`` (``ids`` and ``names`` already list the
-        block's subjects, as a scan finds them)."""
-        pos = {sid: k for k, sid in enumerate(self.ids)}
-        n = len(self.ids)
-        self.s_msgs = zeros("Q", n)
-        self.s_first = zeros("Q", n)
-        self.s_last = zeros("Q", n)
-        first = self.first
-        for sid, c, i, j in _subject_spans(self.sids):
-            k = pos[sid]
-            self.s_msgs[k] = c
-            self.s_first[k] = first + i
-            self.s_last[k] = first + j
-
-
-def _subject_spans(sids: array[int]) -> list[tuple[int, int, int, int]]:
-    """``(sid, messages, first slot, last slot)`` of every subject id in ``sids`` (0 = none),
-    with C-speed passes only (a Counter, and dicts whose last write per key wins)."""
-    counts = Counter(sids)
-    counts.pop(0, None)
-    if not counts:
-        return []
-    n = len(sids)
-    last_at = dict(zip(sids, range(n), strict=True))
-    first_at = dict(zip(reversed(sids), range(n - 1, -1, -1), strict=True))
-    return [(sid, c, first_at[sid], last_at[sid]) for sid, c in counts.items()]
+Arrays = tuple["array[int]", "array[int]", "array[int]", "array[int]", "array[int]"]
+#: The backend's loader of an evicted page's arrays (sids, tss, sizes, locs, nxt), as they were
+#: when its image was written (the index applies ``page.dels``).
+Loader = Callable[[Page], Arrays]
+#: The backend's writer of a page's image (True when written: ``image`` set, ``dels`` cleared).
+Saver = Callable[[Page], bool]
 
 
 class SeqIndex(SeqQueries):
-    """The slot arrays, the subject table, the dead pages and the stream's counters (one owner
-    for all); the queries are `SeqQueries`'."""
+    """The pages, the subject table and the stream's counters (one owner for all); the queries
+    are `SeqQueries`'."""
 
     __slots__ = (
-        "base",
+        "_rebuilding",
         "bytes",
+        "cache",
+        "cache_max",
+        "cache_slots",
         "first_seq",
         "first_ts",
+        "firsts",
+        "hot",
         "last_seq",
         "last_ts",
-        "locs",
+        "loader",
+        "loads",
         "msgs",
-        "nxt",
+        "page_max",
         "pages",
-        "sids",
-        "sizes",
+        "saver",
         "subjects",
-        "tss",
+        "tail",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, page_max: int = MEM_PAGE) -> None:
         self.msgs = 0
         self.bytes = 0
         self.first_seq = 0
@@ -156,32 +88,231 @@ class SeqIndex(SeqQueries):
         self.last_seq = 0
         self.last_ts = 0
         self.subjects = SubjectTable()
-        self.base = 1
-        self.sids: array[int] = array("I")
-        self.tss: array[int] = array("q")
-        self.sizes: array[int] = array("I")
-        self.locs: array[int] = array("Q")
-        self.nxt: array[int] = array("Q")
-        self.pages = DeadPages(1)
-        self.steps = 0  # slots scanned by queries (a counter for the complexity tests)
+        self.pages: list[Page] = []
+        self.firsts: list[int] = []  # each page's first sequence (bisect)
+        self.tail: Page | None = None  # the last page while it takes appends
+        self.hot = _NO_PAGE  # the page `page` found last (loaded): most lookups hit it again
+        self.page_max = page_max
+        # Sealed pages with their arrays loaded, least recently used first (file store).
+        self.cache: dict[Page, None] = {}
+        self.cache_slots = 0
+        self.cache_max = 0  # 0: pages are never evicted (the memory store)
+        self.loader: Loader | None = None
+        self.saver: Saver | None = None
+        self._rebuilding = False
+        self.loads = 0  # pages loaded (a counter for the complexity tests)
+        self.steps = 0  # slots scanned and subjects visited by queries
+        self.visits = 0  # pages visited by queries
+
+    # ------------------------------------------------------------------------------------
+    # Pages: lookup, loading, eviction
+    # ------------------------------------------------------------------------------------
+    def _pi(self, seq: int) -> int:
+        """Position of the page covering ``seq``, or of the first page after it."""
+        i = bisect_right(self.firsts, seq) - 1
+        if i < 0:
+            return 0
+        p = self.pages[i]
+        return i if seq < p.first + p.n else i + 1
+
+    def page(self, seq: int) -> Page | None:
+        """The page covering ``seq``, its arrays loaded (None: no page does)."""
+        p = self.hot
+        if p.first <= seq < p.first + p.n:
+            return p
+        i = bisect_right(self.firsts, seq) - 1
+        if i < 0:
+            return None
+        p = self.pages[i]
+        if seq >= p.first + p.n:
+            return None
+        if not p.loaded:
+            self._load(p)
+        elif self.cache_max and p in self.cache:
+            self.cache[p] = self.cache.pop(p)
+        self.hot = p
+        return p
+
+    def at(self, seq: int) -> Page | None:
+        """The loaded page holding a live message at ``seq`` (its slot is ``seq - page.first``)."""
+        p = self.hot
+        if not p.first <= seq < p.first + p.n:
+            p = self.page(seq)  # type: ignore[assignment]
+            if p is None:
+                return None
+        return p if p.sids[seq - p.first] else None
+
+    def live(self, seq: int) -> bool:
+        return self.at(seq) is not None
+
+    def _use(self, p: Page) -> None:
+        """Make sure a page's arrays are loaded (and mark it recently used)."""
+        if not p.loaded:
+            self._load(p)
+        elif self.cache_max and p in self.cache:
+            self.cache[p] = self.cache.pop(p)
+
+    def _load(self, p: Page) -> None:
+        assert self.loader is not None, "an evicted page needs a loader"
+        sids, tss, sizes, locs, nxt = self.loader(p)
+        first = p.first
+        for seq in p.dels:
+            k = seq - first
+            sids[k] = sizes[k] = locs[k] = 0
+        p.set_arrays(sids, tss, sizes, locs, nxt)
+        self.loads += 1
+        self._cache_add(p)
+
+    def _cache_add(self, p: Page) -> None:
+        """A sealed page's arrays are resident: evict the least recently used beyond the budget."""
+        if not self.cache_max:
+            return
+        cache = self.cache
+        cache[p] = None
+        self.cache_slots += p.n
+        tries = len(cache)
+        while self.cache_slots > self.cache_max and len(cache) > 1 and tries > 0:
+            tries -= 1
+            old = next(iter(cache))
+            if not self._evict(old):
+                cache[old] = cache.pop(old)  # could not be written: kept, tried last next time
+
+    def _evict(self, p: Page) -> bool:
+        """Drop a sealed page's arrays (its image written first when it has none or an old one)."""
+        if not p.image or len(p.dels) > DELS_MAX:
+            if self._rebuilding or self.saver is None or not self.saver(p):
+                return False
+        self._uncache(p)
+        if p.n:
+            p.ts_last = p.tss[-1]
+        p.drop_arrays()
+        if self.hot is p:
+            self.hot = _NO_PAGE
+        return True
+
+    def _uncache(self, p: Page) -> None:
+        if self.cache.pop(p, 0) is None:
+            self.cache_slots -= p.n
+
+    def page_in(self, lo: int, hi: int) -> Page | None:
+        """The page holding sequences of [lo, hi), its arrays loaded (the file store's pages lie in
+        one block each), or None."""
+        i = self._pi(lo)
+        if i < len(self.pages) and self.pages[i].first < hi:
+            p = self.pages[i]
+            self._use(p)
+            return p
+        return None
+
+    def mark_image(self, lo: int, hi: int) -> None:
+        """The page in [lo, hi) was just saved as it is (its image is current)."""
+        i = self._pi(lo)
+        if i < len(self.pages) and self.pages[i].first < hi:
+            p = self.pages[i]
+            p.image = True
+            p.dels = []
+
+    def lost_image(self, seq: int) -> None:
+        """The image of the page holding ``seq`` is gone (written again before it is evicted)."""
+        p = self.page(seq)
+        if p is not None:
+            p.image = False
+            p.dels = []
+
+    def resident_slots(self) -> int:
+        """Slots whose arrays are in memory (the complexity tests read it)."""
+        return sum(p.n for p in self.pages if p.loaded)
+
+    def start_page(self, first: int) -> Page:
+        """A new page for sequences from ``first`` (= last_seq + 1) on; the tail is sealed (the
+        file store calls it as it starts a block)."""
+        self.seal()
+        p = Page(first)
+        self.pages.append(p)
+        self.firsts.append(first)
+        self.tail = p
+        return p
+
+    def seal(self) -> None:
+        """The tail takes no more appends (its block was sealed, or the page is full)."""
+        t = self.tail
+        if t is None:
+            return
+        self.tail = None
+        t.seal()
+        if t.n:
+            t.ts_last = t.tss[-1]
+        if not t.msgs:
+            self._drop_page(t)
+        else:
+            self._cache_add(t)
+
+    def reopen(self) -> None:
+        """The last page takes appends again (its block is the active one again)."""
+        if self.tail is None and self.pages:
+            p = self.pages[-1]
+            self._use(p)
+            self._uncache(p)
+            p.unseal()
+            p.image = False
+            p.dels = []
+            self.tail = p
+
+    def _drop_page(self, p: Page) -> None:
+        """Forget a page (no message left in it, or cut off)."""
+        i = bisect_right(self.firsts, p.first) - 1
+        if i >= 0 and self.pages[i] is p:
+            del self.pages[i], self.firsts[i]
+        self._uncache(p)
+        if p is self.tail:
+            self.tail = None
+        if p is self.hot:
+            self.hot = _NO_PAGE
+
+    def clear_slots(self) -> None:
+        """No message left: every page goes but the tail, which starts again at last_seq + 1."""
+        t = self.tail
+        self.pages = []
+        self.firsts = []
+        self.hot = _NO_PAGE
+        self.cache.clear()
+        self.cache_slots = 0
+        if t is not None:
+            fresh = Page(self.last_seq + 1)
+            t.first, t.n, t.msgs, t.bytes, t.sub = fresh.first, 0, 0, 0, {}
+            t.set_arrays(fresh.sids, fresh.tss, fresh.sizes, fresh.locs, fresh.nxt)
+            t.dels = []
+            t.image = False
+            self.pages.append(t)
+            self.firsts.append(t.first)
 
     # ------------------------------------------------------------------------------------
     # Appending and skipping
     # ------------------------------------------------------------------------------------
     def append(self, seq: int, subject: str, ts: int, size: int, loc: int) -> int:
         """Index message ``seq`` (= last_seq + 1); return its subject id."""
+        p = self.tail
+        if p is None or p.n >= self.page_max:
+            p = self.start_page(seq)
         table = self.subjects
         sid = table.ids.get(subject, 0)
         if not sid:
             sid = table.intern(subject)
-        self.sids.append(sid)
-        self.tss.append(ts)
-        self.sizes.append(size)
-        self.locs.append(loc)
-        self.nxt.append(0)
+        p.sids.append(sid)
+        p.tss.append(ts)
+        p.sizes.append(size)
+        p.locs.append(loc)
+        p.nxt.append(0)
+        p.n += 1
+        p.msgs += 1
+        p.bytes += size
+        sub = p.sub
+        sub[sid] = sub.get(sid, 0) + 1  # type: ignore[index,union-attr]  # the tail's counts are a dict
         smsgs = table.msgs[sid]
         if smsgs:
-            self.nxt[table.last[sid] - self.base] = seq
+            last = table.last[sid]
+            if last >= p.first:
+                p.nxt[last - p.first] = seq
             table.msgs[sid] = smsgs + 1
         else:
             table.msgs[sid] = 1
@@ -196,26 +327,45 @@ class SeqIndex(SeqQueries):
         self.last_ts = ts
         return sid
 
+    def _room(self, seq: int) -> tuple[Page, int]:
+        """The tail for appends from ``seq`` on, and how many slots it still takes."""
+        p = self.tail
+        if p is None or p.n >= self.page_max:
+            p = self.start_page(seq)
+        return p, self.page_max - p.n
+
     def append_run(self, seq: int, subject: str, tss: array[int], sizes: array[int], locs: array[int]) -> int:
         """`append` of ``len(tss)`` (≥ 1) messages on one subject, sequences ``seq`` (=
         last_seq + 1) onwards, with array extends instead of a call and five appends per message:
         a pipelining publisher's run (``IndexedStore.store_run``). Returns the subject id."""
         n = len(tss)
+        p, room = self._room(seq)
+        if n > room:
+            self.append_run(seq, subject, tss[:room], sizes[:room], locs[:room])
+            return self.append_run(seq + room, subject, tss[room:], sizes[room:], locs[room:])
         table = self.subjects
         sid = table.ids.get(subject, 0)
         if not sid:
             sid = table.intern(subject)
         last = seq + n - 1
-        self.sids.extend(array("I", (sid,)) * n)
-        self.tss.extend(tss)
-        self.sizes.extend(sizes)
-        self.locs.extend(locs)
-        nxt = self.nxt
+        p.sids.extend(array("I", (sid,)) * n)
+        p.tss.extend(tss)
+        p.sizes.extend(sizes)
+        p.locs.extend(locs)
+        nxt = p.nxt
         nxt.extend(array("Q", range(seq + 1, last + 1)))  # each links to the next of the run
         nxt.append(0)
+        nbytes = sum(sizes)
+        p.n += n
+        p.msgs += n
+        p.bytes += nbytes
+        sub = p.sub
+        sub[sid] = sub.get(sid, 0) + n  # type: ignore[index,union-attr]
         smsgs = table.msgs[sid]
         if smsgs:
-            nxt[table.last[sid] - self.base] = seq
+            prev = table.last[sid]
+            if prev >= p.first:
+                nxt[prev - p.first] = seq
         else:
             table.first[sid] = seq
         table.msgs[sid] = smsgs + n
@@ -224,7 +374,7 @@ class SeqIndex(SeqQueries):
             self.first_seq = seq
             self.first_ts = tss[0]
         self.msgs += n
-        self.bytes += sum(sizes)
+        self.bytes += nbytes
         self.last_seq = last
         self.last_ts = tss[-1]
         return sid
@@ -237,13 +387,19 @@ class SeqIndex(SeqQueries):
         instead of a call and five appends per message: a read's publishes on several subjects
         (``IndexedStore.store_run``)."""
         n = len(tss)
+        p, room = self._room(seq)
+        if n > room:
+            self.append_many(seq, subjects[:room], tss[:room], sizes[:room], locs[:room])
+            self.append_many(seq + room, subjects[room:], tss[room:], sizes[room:], locs[room:])
+            return
         table = self.subjects
         ids = table.ids
         tmsgs = table.msgs
         tfirst = table.first
         tlast = table.last
-        base = self.base
-        nxt = self.nxt
+        first = p.first
+        sub: dict[int, int] = p.sub  # type: ignore[assignment]  # the tail's counts are a dict
+        nxt = p.nxt
         nxt.extend(zeros("Q", n))
         sids = zeros("I", n)
         s = seq
@@ -253,9 +409,12 @@ class SeqIndex(SeqQueries):
             if not sid:
                 sid = table.intern(subject)
             sids[k] = sid
+            sub[sid] = sub.get(sid, 0) + 1
             smsgs = tmsgs[sid]
             if smsgs:
-                nxt[tlast[sid] - base] = s
+                prev = tlast[sid]
+                if prev >= first:
+                    nxt[prev - first] = s
                 tmsgs[sid] = smsgs + 1
             else:
                 tmsgs[sid] = 1
@@ -263,15 +422,19 @@ class SeqIndex(SeqQueries):
             tlast[sid] = s
             s += 1
             k += 1
-        self.sids.extend(sids)
-        self.tss.extend(tss)
-        self.sizes.extend(sizes)
-        self.locs.extend(locs)
+        p.sids.extend(sids)
+        p.tss.extend(tss)
+        p.sizes.extend(sizes)
+        p.locs.extend(locs)
+        nbytes = sum(sizes)
+        p.n += n
+        p.msgs += n
+        p.bytes += nbytes
         if not self.msgs:
             self.first_seq = seq
             self.first_ts = tss[0]
         self.msgs += n
-        self.bytes += sum(sizes)
+        self.bytes += nbytes
         self.last_seq = s - 1
         self.last_ts = tss[-1]
 
@@ -279,8 +442,10 @@ class SeqIndex(SeqQueries):
         """Sequences [seq, seq + num) were consumed without a message."""
         last = seq + num - 1
         if self.msgs:
-            self._extend_dead(num, ts)
-            self.pages.dead_seqs(seq, num)
+            p = self.tail
+            if p is None:
+                p = self.start_page(seq)
+            p.extend_dead(num, ts)
         self.last_seq = last
         self.last_ts = ts
         if not self.msgs:
@@ -288,51 +453,31 @@ class SeqIndex(SeqQueries):
             self.first_ts = 0
             self.clear_slots()
 
-    def _extend_dead(self, n: int, ts: int) -> None:
-        self.sids.extend(zeros("I", n))
-        self.tss.extend(array("q", [ts]) * n)
-        self.sizes.extend(zeros("I", n))
-        self.locs.extend(zeros("Q", n))
-        self.nxt.extend(zeros("Q", n))
-
-    def clear_slots(self) -> None:
-        """No message left: drop every slot; the next stored seq is last_seq + 1."""
-        if self.sids:
-            del self.sids[:], self.tss[:], self.sizes[:], self.locs[:], self.nxt[:]
-        self.base = self.last_seq + 1
-        self.pages.reset(self.base)
-
-    def _maybe_trim(self) -> None:
-        k = self.first_seq - self.base
-        if k >= _TRIM_MIN and 2 * k >= len(self.sids):
-            del self.sids[:k], self.tss[:k], self.sizes[:k], self.locs[:k], self.nxt[:k]
-            self.base += k
-            self.pages.trim(self.base)
-
     # ------------------------------------------------------------------------------------
     # Removing
     # ------------------------------------------------------------------------------------
-    def live_slot(self, seq: int) -> int:
-        """Slot of the message at ``seq``, or -1 when there is none."""
-        i = seq - self.base
-        if i < 0 or i >= len(self.sids) or not self.sids[i]:
-            return -1
-        return i
-
-    def remove_slot(self, i: int) -> None:
-        """Remove the live message in slot ``i`` (the first sequence advances past it)."""
-        sids = self.sids
-        sid = sids[i]
-        seq = self.base + i
-        sids[i] = 0
-        self.locs[i] = 0
+    def remove(self, p: Page, k: int) -> None:
+        """Remove the live message in slot ``k`` of page ``p`` (from `at`); the first
+        sequence advances past it."""
+        sids = p.sids
+        sid = sids[k]
+        seq = p.first + k
+        sids[k] = 0
+        p.locs[k] = 0
+        size = p.sizes[k]
+        p.sizes[k] = 0
+        p.msgs -= 1
+        p.bytes -= size
+        p.drop(sid, 1)
+        if p.image:
+            p.dels.append(seq)
         self.msgs -= 1
-        self.bytes -= self.sizes[i]
-        self.sizes[i] = 0
-        self.pages.dead_one(seq)
+        self.bytes -= size
         self._subject_drop_one(sid, seq)
         if seq == self.first_seq:
-            self._advance_first_from(i + 1)
+            self._advance_first_from(seq + 1)
+        if not p.msgs and p is not self.tail:
+            self._drop_page(p)
 
     def _subject_drop_one(self, sid: int, seq: int) -> None:
         table = self.subjects
@@ -344,86 +489,214 @@ class SeqIndex(SeqQueries):
         if seq == table.first[sid]:
             table.first[sid] = table.last[sid] if m == 1 else self._subj_next(seq, sid)
         elif seq == table.last[sid]:
-            if m == 1:
-                table.last[sid] = table.first[sid]
-            else:
-                base = self.base
-                table.last[sid] = base + rfind_value(self.sids, sid, table.first[sid] - base, seq - base)
-                self.steps += seq - table.last[sid]
+            table.last[sid] = table.first[sid] if m == 1 else self._subj_prev(seq, sid)
 
     def _subj_next(self, seq: int, sid: int) -> int:
-        """Next live sequence on subject ``sid`` after (the possibly dead) slot ``seq``: its link,
-        past dead ones; a long dead stretch is looked up instead (interior deletes). The link is
-        set to the answer (path compression)."""
-        base = self.base
-        nxt = self.nxt
-        sids = self.sids
-        n = nxt[seq - base]
-        hops = 0
-        while n and not sids[n - base]:
-            n = nxt[n - base]
-            hops += 1
-            if hops >= _HOPS_MAX and n:
-                last = self.subjects.last[sid]
-                j = self.pages.find_live(sids, base, sid, n - base, last - base + 1)
-                n = base + j if j >= 0 else 0
-                break
-        self.steps += hops
-        nxt[seq - base] = n
-        return n
+        """Next live sequence on subject ``sid`` after (the possibly dead) ``seq``: its link in
+        its page, past dead ones (a long dead stretch is looked up instead: interior deletes; the
+        link is set to the answer), then the next page that has the subject."""
+        p = self.page(seq)
+        if p is None:
+            i = self._pi(seq)
+        else:
+            f = p.first
+            nxt = p.nxt
+            sids = p.sids
+            n = nxt[seq - f]
+            hops = 0
+            while n and not sids[n - f]:
+                n = nxt[n - f]
+                hops += 1
+                if hops >= _HOPS_MAX and n:
+                    j = find_value(sids, sid, n - f, p.n)
+                    n = f + j if j >= 0 else 0
+                    break
+            self.steps += hops
+            nxt[seq - f] = n
+            if n:
+                return n
+            i = bisect_right(self.firsts, f)
+        return self._subject_from(sid, i, 0)
 
-    def _advance_first_from(self, i: int) -> None:
-        j = self._next_live(i, len(self.sids)) if self.msgs else -1
-        if j < 0:
+    def _subject_from(self, sid: int, i: int, seq: int) -> int:
+        """The first live sequence >= ``seq`` on ``sid`` in the pages from position ``i`` on
+        (the pages' counts say which to look in), or 0."""
+        pages = self.pages
+        last = self.subjects.last[sid]
+        while i < len(pages):
+            p = pages[i]
+            if p.first > last:
+                break
+            i += 1
+            self.visits += 1
+            if not p.count(sid):
+                continue
+            self._use(p)
+            j = find_value(p.sids, sid, max(seq - p.first, 0), p.n)
+            if j >= 0:
+                return p.first + j
+        return 0
+
+    def _subj_prev(self, seq: int, sid: int) -> int:
+        """The last live sequence below ``seq`` on subject ``sid``, or 0."""
+        lo = self.subjects.first[sid]
+        pages = self.pages
+        i = bisect_right(self.firsts, seq - 1) - 1
+        while i >= 0:
+            p = pages[i]
+            i -= 1
+            if p.first + p.n <= lo:
+                break
+            self.visits += 1
+            if not p.count(sid):
+                continue
+            self._use(p)
+            hi = min(seq - p.first, p.n)
+            j = rfind_value(p.sids, sid, max(lo - p.first, 0), hi)
+            if j >= 0:
+                self.steps += hi - j
+                return p.first + j
+        return 0
+
+    def _advance_first_from(self, seq: int) -> None:
+        p = self.hot
+        k = seq - p.first
+        if 0 <= k < p.n and p.sids[k]:  # the next one is there (acks in order, limits)
+            self.first_seq = seq
+            self.first_ts = p.tss[k]
+            return
+        j = self._next_live(seq) if self.msgs else 0
+        if not j:
             self.first_seq = self.last_seq + 1
             self.first_ts = 0
             self.clear_slots()
         else:
-            self.first_seq = self.base + j
-            self.first_ts = self.tss[j]
-            self._maybe_trim()
+            self.first_seq = j
+            self.first_ts = self.ts_of(j)
 
-    def prefix_range(self, hi: int) -> tuple[int, int]:
-        """Slots [lo, hi) `remove_prefix` would clear (lo >= hi: nothing)."""
-        return self.first_seq - self.base, min(hi, len(self.sids))
+    def ts_of(self, seq: int) -> int:
+        """Timestamp of the (covered) sequence ``seq``."""
+        p = self.page(seq)
+        assert p is not None
+        return p.tss[seq - p.first]
+
+    def size_of(self, seq: int) -> int:
+        """Accounted size of the message at ``seq`` (0: none)."""
+        p = self.page(seq)
+        return p.sizes[seq - p.first] if p is not None else 0
 
     def remove_prefix(self, hi: int) -> int:
-        """Remove every live message in slots below ``hi``; return how many."""
-        sids = self.sids
-        lo, hi = self.prefix_range(hi)
-        if not self.msgs or hi <= lo:
+        """Remove every live message below sequence ``hi``; return how many. Whole pages go
+        without being loaded (their counts say what leaves); only the page holding ``hi`` is
+        looked at."""
+        if not self.msgs or hi <= self.first_seq:
             return 0
-        counts = Counter(sids[lo:hi])
-        counts.pop(0, None)
-        purged = sum(counts.values())
+        lost: Counter[int] = Counter()
+        purged = nbytes = whole = 0
+        pages = self.pages
+        for p in pages:
+            if p.first >= hi:
+                break
+            if p.first + p.n <= hi and p is not self.tail:
+                for sid, c in p.subjects():
+                    lost[sid] += c
+                purged += p.msgs
+                nbytes += p.bytes
+                whole += 1
+                continue
+            c, b = self._cut_front(p, hi - p.first, lost)
+            purged += c
+            nbytes += b
+            break
+        for p in pages[:whole]:
+            self._uncache(p)
+        del pages[:whole], self.firsts[:whole]
+        self.hot = _NO_PAGE
         if not purged:
             return 0
-        removed_bytes = sum(self.sizes[lo:hi])
-        self.pages.dead_range(sids, self.base, lo, hi)
-        zero_fill(sids, lo, hi)
-        zero_fill(self.sizes, lo, hi)
-        zero_fill(self.locs, lo, hi)
         self.msgs -= purged
-        self.bytes -= removed_bytes
+        self.bytes -= nbytes
         table = self.subjects
-        for sid, m in self._subjects_lose(counts):
-            table.first[sid] = table.last[sid] if m == 1 else self._subj_next(table.first[sid], sid)
+        fix = [sid for sid, m in self._subjects_lose(lost) if m]
+        found = self._firsts_from(fix, hi)
+        for sid in fix:
+            table.first[sid] = found[sid]
         self._advance_first_from(hi)
         return purged
 
+    def _cut_front(self, p: Page, k: int, lost: Counter[int]) -> tuple[int, int]:
+        """Empty slots [0, k) of page ``p``: (messages, bytes) removed, their subjects counted
+        into ``lost``."""
+        self._use(p)
+        k = min(k, p.n)
+        sids = p.sids
+        counts = Counter(sids[:k])
+        counts.pop(0, None)
+        if not counts:
+            return 0, 0
+        c = sum(counts.values())
+        b = sum(p.sizes[:k])
+        if p.image:
+            if len(p.dels) + c > DELS_MAX:
+                p.image = False
+                p.dels = []
+            else:
+                f = p.first
+                j = next_nonzero(sids, 0, k)
+                while j >= 0:
+                    p.dels.append(f + j)
+                    j = next_nonzero(sids, j + 1, k)
+        zero_fill(sids, 0, k)
+        zero_fill(p.sizes, 0, k)
+        zero_fill(p.locs, 0, k)
+        for sid, m in counts.items():
+            p.drop(sid, m)
+            lost[sid] += m
+        p.msgs -= c
+        p.bytes -= b
+        return c, b
+
+    def _firsts_from(self, wanted: list[int], seq: int) -> dict[int, int]:
+        """The first live sequence >= ``seq`` of each subject in ``wanted`` (each has one): the
+        pages from ``seq`` on, one pass over each page that holds one of them."""
+        out: dict[int, int] = {}
+        want = set(wanted)
+        pages = self.pages
+        i = self._pi(seq)
+        while want and i < len(pages):
+            p = pages[i]
+            i += 1
+            self.visits += 1
+            have = [sid for sid in want if p.count(sid)]
+            if not have:
+                continue
+            self._use(p)
+            k = max(seq - p.first, 0)
+            if len(have) <= _PER_SUBJECT_MAX:
+                for sid in have:
+                    out[sid] = p.first + find_value(p.sids, sid, k, p.n)
+            else:
+                seg = p.sids[k:]
+                pos = dict(zip(reversed(seg), range(len(seg) - 1, -1, -1), strict=True))
+                for sid in have:
+                    out[sid] = p.first + k + pos[sid]
+            want.difference_update(have)
+        return out
+
     def _subjects_lose(self, counts: Counter[int]) -> list[tuple[int, int]]:
         """Take ``counts[sid]`` messages off each subject, release the subjects left with none,
-        and return ``(sid, messages left)`` of the others (whose first or last the caller fixes)."""
+        and return ``(sid, messages left)`` of each (whose first or last the caller fixes)."""
         table = self.subjects
-        kept: list[tuple[int, int]] = []
+        out: list[tuple[int, int]] = []
         for sid, c in counts.items():
             m = table.msgs[sid] - c
             if m <= 0:
                 table.release(sid)
+                out.append((sid, 0))
             else:
                 table.msgs[sid] = m
-                kept.append((sid, m))
-        return kept
+                out.append((sid, m))
+        return out
 
     def purge(self, new_first: int) -> None:
         """Everything is gone; the next message will be ``new_first`` or later."""
@@ -441,21 +714,19 @@ class SeqIndex(SeqQueries):
         self.msgs = self.bytes = 0
         self.first_seq = self.first_ts = self.last_seq = self.last_ts = 0
         self.clear_slots()
-        self.base = 1
-        self.pages.reset(1)
 
     def truncate(self, seq: int) -> None:
         """Remove every message above ``seq`` (a live message)."""
-        self._drop_slots_from(seq + 1 - self.base, seq)
+        self._drop_from(seq + 1)
         self.last_seq = seq
-        self.last_ts = self.tss[seq - self.base]
+        self.last_ts = self.ts_of(seq)
 
     def drop_after(self, seq: int, last_ts: int) -> None:
         """Forget every sequence above ``seq`` (whatever it holds): a write that failed is
         taken back, and ``last_ts`` is the stream's last time stamp at ``seq``."""
         if seq >= self.last_seq:
             return
-        self._drop_slots_from(max(seq + 1 - self.base, 0), seq)
+        self._drop_from(seq + 1)
         self.last_seq = seq
         self.last_ts = last_ts
         if not self.msgs:
@@ -463,224 +734,82 @@ class SeqIndex(SeqQueries):
             self.first_ts = 0
             self.clear_slots()
 
-    def _drop_slots_from(self, lo: int, seq: int) -> None:
-        """Cut the slots from ``lo`` on (the sequences above ``seq``): their messages leave the
-        counters and the subject table, and no link points past ``seq`` any more."""
-        sids = self.sids
-        if lo >= len(sids):
-            return
+    def _drop_from(self, lo: int) -> None:
+        """Cut every sequence from ``lo`` on: their messages leave the counters and the subject
+        table, no link points at them any more, and the page left holding ``lo - 1`` is the
+        tail again."""
         self.subjects.forget_positions()  # these sequences will be taken again
-        base = self.base
-        counts = Counter(sids[lo:])
-        counts.pop(0, None)
-        self.msgs -= sum(counts.values())
-        self.bytes -= sum(self.sizes[lo:])
+        pages = self.pages
+        i = self._pi(lo)
+        lost: Counter[int] = Counter()
+        gone = 0
+        for p in pages[i:]:
+            if p.first >= lo:
+                for sid, c in p.subjects():
+                    lost[sid] += c
+                gone += p.msgs
+                self.bytes -= p.bytes
+                self._uncache(p)
+                continue
+            gone += self._cut_back(p, lo - p.first, lost)
+        keep = i + 1 if i < len(pages) and pages[i].first < lo else i
+        del pages[keep:], self.firsts[keep:]
+        self.tail = None
+        self.hot = _NO_PAGE
+        if pages and pages[-1].first + pages[-1].n == lo:
+            self.reopen()
+        self.msgs -= gone
         table = self.subjects
-        zero_fill(sids, lo, len(sids))
-        for sid, m in self._subjects_lose(counts):
-            first = table.first[sid]
-            table.last[sid] = first if m == 1 else base + rfind_value(sids, sid, first - base, lo)
-        del sids[lo:], self.tss[lo:], self.sizes[lo:], self.locs[lo:], self.nxt[lo:]
-        self.pages.recount(sids, base, lo)
-        nxt = self.nxt
-        for k in range(len(nxt)):
-            if nxt[k] > seq:
-                nxt[k] = 0
+        for sid, m in self._subjects_lose(lost):
+            if m:
+                table.last[sid] = table.first[sid] if m == 1 else self._subj_prev(lo, sid)
+
+    def _cut_back(self, p: Page, k: int, lost: Counter[int]) -> int:
+        """Cut page ``p`` to its slots [0, k): the messages removed (counted into ``lost``)."""
+        self._use(p)
+        self._uncache(p)
+        sids = p.sids
+        counts = Counter(sids[k:])
+        counts.pop(0, None)
+        c = sum(counts.values())
+        b = sum(p.sizes[k:])
+        for sid, m in counts.items():
+            p.drop(sid, m)
+            lost[sid] += m
+        del sids[k:], p.tss[k:], p.sizes[k:], p.locs[k:], p.nxt[k:]
+        nxt = p.nxt
+        end = p.first + k
+        for j in range(k):
+            if nxt[j] >= end:
+                nxt[j] = 0
+        p.n = k
+        p.msgs -= c
+        p.bytes -= b
+        self.bytes -= b
+        p.image = False
+        p.dels = []
+        return c
 
     # ------------------------------------------------------------------------------------
-    # Rebuild from blocks, snapshot
+    # Recovery (seqrecover.py)
     # ------------------------------------------------------------------------------------
-    def rebuild(self, blocks: list[BlockSlots]) -> None:
-        """Build the index from a backend's blocks, in sequence order (recovery).
-
-        Each block's arrays are appended whole (C-speed ``extend``): no per-message work here,
-        only per subject and block. A block's subject ids are adopted as they are when they do
-        not clash with another block's (the usual case: they were the running index's ids when
-        the block index was written); a clashing block's ids are renumbered. Deletes of earlier
-        blocks' sequences and the newest floor are applied last. A store nothing was ever
-        written to reports first_seq 0, as nats-server does. The blocks' slot arrays are
-        consumed (emptied as they are appended).
-        """
-        sids, tss, sizes, locs, nxt = self.sids, self.tss, self.sizes, self.locs, self.nxt
-        names: list[str | None] = [None]
-        ids: dict[str, int] = {}
-        s_msgs: dict[int, int] = {}
-        s_first: dict[int, int] = {}
-        s_last: dict[int, int] = {}
-        base = blocks[0].first if blocks else -1
-        max_seq = max_ts = hdr_last = floor = floor_ts = 0
-        deletes: list[tuple[int, int, int]] = []
-        for b in blocks:
-            gap = b.first - base - len(sids)
-            if gap > 0:
-                self._extend_dead(gap, max_ts)
-            remap: dict[int, int] = {}
-            for k, own in enumerate(b.ids):
-                if not b.s_msgs[k]:
-                    continue
-                name = b.names[k]
-                g = ids.get(name)
-                if g is None:
-                    if own < len(names) and names[own] is not None:
-                        g = len(names)  # the id is another subject's here: a new one
-                        names.append(name)
-                    else:
-                        if own >= len(names):
-                            names.extend([None] * (own + 1 - len(names)))
-                        g = own
-                        names[g] = name
-                    ids[name] = g
-                if g != own:
-                    remap[own] = g
-                if g in s_msgs:
-                    nxt[s_last[g] - base] = b.s_first[k]
-                    s_msgs[g] += b.s_msgs[k]
-                else:
-                    s_msgs[g] = b.s_msgs[k]
-                    s_first[g] = b.s_first[k]
-                s_last[g] = b.s_last[k]
-            if remap:
-                get = remap.get
-                sids.extend(array("I", [get(x, x) for x in b.sids]))
-            else:
-                sids.extend(b.sids)
-            tss.extend(b.tss)
-            sizes.extend(b.sizes)
-            locs.extend(b.locs)
-            nxt.extend(b.nxt)
-            if b.sids:
-                max_seq = b.first + len(b.sids) - 1
-                max_ts = b.tss[-1]
-            # Consumed: freed block by block, so the peak is the index plus one block.
-            del b.sids[:], b.tss[:], b.sizes[:], b.locs[:], b.nxt[:]
-            hdr_last = max(hdr_last, b.first - 1)
-            if b.floor > floor:
-                floor, floor_ts = b.floor, b.floor_ts
-            deletes += b.deletes
-
-        last_seq = max(max_seq, hdr_last, floor - 1)
-        if base < 0:
-            base = last_seq + 1
-        gap = last_seq - base + 1 - len(sids)
-        if gap > 0:
-            self._extend_dead(gap, max(max_ts, floor_ts))
-        self.base = base
-        self.last_seq = last_seq
-        self.last_ts = max_ts if max_seq >= max(hdr_last, floor - 1) else floor_ts
-        self._build_subjects(names, ids, s_msgs, s_first, s_last)
-        self.msgs = sum(s_msgs.values())
-        self.bytes = sum(sizes)
-        j = next_nonzero(sids, 0, len(sids)) if self.msgs else -1
-        if j >= 0:
-            self.first_seq = base + j
-            self.first_ts = tss[j]
-        else:
-            self.first_seq = 0 if last_seq == 0 and floor == 0 else last_seq + 1
-            self.first_ts = 0
-            self.clear_slots()
-            return
-        self.pages.recount(sids, base)
-        for seq, num, _ts in deletes:
-            for dseq in range(seq, seq + num):
-                i = self.live_slot(dseq)
-                if i >= 0:
-                    self.remove_slot(i)
-        if floor > self.first_seq and self.msgs:
-            self.remove_prefix(floor - self.base)  # everything below the floor is gone
-        if self.msgs:
-            self._maybe_trim()
-
-    def _build_subjects(
-        self,
-        names: list[str | None],
-        ids: dict[str, int],
-        s_msgs: dict[int, int],
-        s_first: dict[int, int],
-        s_last: dict[int, int],
-    ) -> None:
-        n = len(names)
-        msgs = zeros("Q", n)
-        first = zeros("Q", n)
-        last = zeros("Q", n)
-        for sid, m in s_msgs.items():
-            msgs[sid] = m
-            first[sid] = s_first[sid]
-            last[sid] = s_last[sid]
-        t = SubjectTable()
-        t.adopt(names, msgs, first, last)
-        self.subjects = t
+    def rebuild(self, blocks: Iterable[BlockSlots]) -> None:
+        """Build the index from a backend's blocks, in sequence order (`seqrecover.rebuild`)."""
+        seqrecover.rebuild(self, blocks)
 
     def block_slots(self, first: int, end: int) -> BlockSlots:
-        """The slots of sequences [first, end) as a `BlockSlots` (what the file backend
-        saves as a sealed block's index). Links past the block are cut: a later load links the
-        blocks' subjects itself, and a sequence past the block may be taken again after a
-        truncate."""
-        b = BlockSlots(first)
-        n = end - first
-        if n <= 0:
-            return b
-        lo = first - self.base
-        ka = min(max(0, -lo), n)  # slots [0, ka) lie below the arrays (trimmed: dead)
-        kz = max(min(n, len(self.sids) - lo), ka)  # slots [kz, n) past them (none when sealing)
-        a, z = lo + ka, lo + kz
-        seg = self.sids[a:z]
-        b.sids, b.sizes, b.locs, b.nxt = seg, self.sizes[a:z], self.locs[a:z], self.nxt[a:z]
-        b.tss = self.tss[a:z]
-        if end <= self.last_seq and b.nxt and max(b.nxt) >= end:
-            b.nxt = array("Q", [x if x < end else 0 for x in b.nxt])
-        if ka or kz < n:
-            lead, tail = ka, n - kz
-            lead_ts = self.tss[a] if kz > ka else self.last_ts
-            b.sids = zeros("I", lead) + b.sids + zeros("I", tail)
-            b.sizes = zeros("I", lead) + b.sizes + zeros("I", tail)
-            b.locs = zeros("Q", lead) + b.locs + zeros("Q", tail)
-            b.nxt = zeros("Q", lead) + b.nxt + zeros("Q", tail)
-            b.tss = array("q", [lead_ts]) * lead + b.tss + array("q", [self.last_ts]) * tail
-        table = self.subjects
-        if len(table) <= _PER_SUBJECT_MAX and len(table.names) <= 256:
-            # Few subjects, all ids < 256: a 4-byte little-endian id can then only match at an
-            # item boundary, so bytes.count/find (C) count and locate each subject exactly.
-            raw = seg.tobytes()
-            spans = []
-            for sid in table.ids.values():
-                c = raw.count(sid.to_bytes(4, "little"))
-                if c:
-                    spans.append((sid, c, find_value(seg, sid, 0, len(seg)), rfind_value(seg, sid, 0, len(seg))))
-        else:
-            spans = _subject_spans(seg)
-        off = first + ka
-        for sid, c, i, j in spans:
-            name = table.names[sid]
-            assert name is not None
-            b.ids.append(sid)
-            b.names.append(name)
-            b.s_msgs.append(c)
-            b.s_first.append(off + i)
-            b.s_last.append(off + j)
-        return b
+        """The slots of sequences [first, end) as a `BlockSlots` (a block's saved index)."""
+        return seqrecover.block_slots(self, first, end)
 
-    _SCALARS = ("base", "msgs", "bytes", "first_seq", "first_ts", "last_seq", "last_ts")
-    _ARRAYS = ("sids", "tss", "sizes", "locs", "nxt")
-
-    def snapshot(self) -> tuple[dict[str, int], dict[str, array[int]], list[str | None]]:
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]]:
         """``(scalars, arrays, subject names)`` for `restore` (``_snapshot`` encodes them)."""
-        t = self.subjects
-        scalars = {k: getattr(self, k) for k in self._SCALARS}
-        arrays = {k: getattr(self, k) for k in self._ARRAYS}
-        arrays.update(s_msgs=t.msgs, s_first=t.first, s_last=t.last)
-        return scalars, arrays, t.names
+        return seqrecover.snapshot(self)
 
-    def restore(self, scalars: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None]) -> bool:
+    def restore(
+        self, scalars: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None]
+    ) -> bool:
         """Load what `snapshot` gave; False (and nothing changed) when it does not fit."""
-        n = len(arrays["sids"])
-        if any(len(arrays[k]) != n for k in self._ARRAYS):
-            return False
-        t = SubjectTable()
-        t.adopt(names, arrays["s_msgs"], arrays["s_first"], arrays["s_last"])
-        for k in self._ARRAYS:
-            setattr(self, k, arrays[k])
-        for k in self._SCALARS:
-            setattr(self, k, int(scalars[k]))
-        self.subjects = t
-        self.pages.recount(self.sids, self.base)
-        return True
+        return seqrecover.restore(self, scalars, arrays, names)
+
+
+_NO_PAGE = Page(0)  # covers nothing: `SeqIndex.hot` when no page was found yet

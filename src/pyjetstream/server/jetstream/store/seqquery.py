@@ -3,31 +3,33 @@ last message matching a filter, a consumer's read-ahead, per-subject and filtere
 nats-server's complexity whatever the number of subjects or deleted sequences (issue 24).
 
 How a filter is looked up (`SeqQueries._resolve`): no filter, or one that matches every
-stored subject, walks the live slots (dead pages stepped over whole, `dead_pages`); a few
-subjects follow their own next-on-subject links; many are a scan of the slots against the
-filter's cached set of subject ids (`FilterMatch`, found by walking the subject
-tree, `subject_tree`) — nats-server's ``LoadNextMsg``/``firstMatching`` linear walk with
-``isMatch``, amortised O(1) per message a consumer takes in turn.
+stored subject, walks the live slots (a run of dead slots stepped over in C, a page with no
+message left is not there at all); a few subjects follow their own next-on-subject links; many are
+a scan of the slots against the filter's cached set of subject ids (`FilterMatch`, found by
+walking the subject tree, `subject_tree`) — nats-server's ``LoadNextMsg``/``firstMatching``
+linear walk with ``isMatch``, amortised O(1) per message a consumer takes in turn. A page whose
+subject counts hold none of the wanted subjects is stepped over without being loaded (nats-server
+checks a block's ``fss`` the same way).
 
-The queries read the index's arrays (``sids``, ``sizes``, ``nxt``, ``tss``), ``base``, the counters,
-the subject table and the pages, and nothing else (a paged layout keeps these accessors). ``steps``
-counts the slots they scan and the subjects they visit (the complexity tests read it).
+The queries work page by page (``pages``, ``firsts``, each page's arrays and counts,
+`SeqIndex._use` to load an evicted one), read the counters and the subject table, and answer
+with sequences (0: none). ``steps`` counts the slots they scan and the subjects they visit,
+``visits`` the pages they look at (the complexity tests read both).
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
-from array import array
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Collection
 from typing import Any
 
 from pyjetstream.protocol.subjects import has_wildcard, is_match_all
 
-from ._index import FilterMatch, SubjectTable, rfind_value
+from ._index import FilterMatch, SubjectTable, next_nonzero, prev_nonzero
 from .base import SimpleState
-from .dead_pages import DeadPages
+from .pages import Page
 
 __all__ = ["SeqQueries"]
 
@@ -38,67 +40,113 @@ _PER_SUBJECT_MAX = 16
 _NONE, _ALL, _FEW, _SET = range(4)
 
 
+def _ts_last(p: Page) -> int:
+    return p.tss[-1] if p.loaded and p.n else p.ts_last
+
+
 class SeqQueries:
-    """Queries over the index's slots (mixed into `SeqIndex`, which owns the
-    fields below and keeps them; ``_subj_next`` is its link walk)."""
+    """Queries over the index's pages (mixed into `SeqIndex`, which owns the fields below and
+    keeps them; ``_use``, ``_pi``, ``_subj_next``, ``_subj_prev``, ``_subject_from`` and ``page``
+    are its page walks)."""
 
-    __slots__ = ("steps",)
+    __slots__ = ("steps", "visits")
 
-    base: int
     msgs: int
     first_seq: int
+    first_ts: int
     last_seq: int
-    sids: array[int]
-    tss: array[int]
-    sizes: array[int]
+    pages: list[Page]
+    firsts: list[int]
+    hot: Page
     subjects: SubjectTable
-    pages: DeadPages
     steps: int
+    visits: int
+
+    def _use(self, p: Page) -> None:
+        raise NotImplementedError
+
+    def _pi(self, seq: int) -> int:
+        raise NotImplementedError
+
+    def page(self, seq: int) -> Page | None:
+        raise NotImplementedError
 
     def _subj_next(self, seq: int, sid: int) -> int:
         raise NotImplementedError
 
-    def _next_live(self, i: int, hi: int) -> int:
-        """Slot of the first message in slots ``[i, hi)``, or -1 (dead pages stepped over)."""
-        sids = self.sids
-        if i < hi and sids[i]:
-            return i
-        return self.pages.next_live(sids, self.base, i, hi)
+    def _subj_prev(self, seq: int, sid: int) -> int:
+        raise NotImplementedError
 
-    def _prev_live(self, lo: int, hi: int) -> int:
-        """Slot of the last message in slots ``[lo, hi)``, or -1."""
-        sids = self.sids
-        if lo < hi and sids[hi - 1]:
-            return hi - 1
-        return self.pages.prev_live(sids, self.base, lo, hi)
+    def _subject_from(self, sid: int, i: int, seq: int) -> int:
+        raise NotImplementedError
+
+    def _next_live(self, seq: int) -> int:
+        """The first live sequence >= ``seq``, or 0 (dead runs stepped over in C, page by page)."""
+        p = self.hot
+        k = seq - p.first
+        if 0 <= k < p.n and p.sids[k]:
+            return seq  # (the next message, as a consumer reading or acking in order asks)
+        pages = self.pages
+        i = self._pi(seq)
+        while i < len(pages):
+            p = pages[i]
+            i += 1
+            self.visits += 1
+            if not p.msgs:
+                continue
+            self._use(p)
+            k = seq - p.first
+            j = next_nonzero(p.sids, k if k > 0 else 0, p.n)
+            if j >= 0:
+                return p.first + j
+        return 0
+
+    def _prev_live(self, seq: int) -> int:
+        """The last live sequence <= ``seq``, or 0."""
+        pages = self.pages
+        i = bisect_right(self.firsts, seq) - 1
+        while i >= 0:
+            p = pages[i]
+            i -= 1
+            self.visits += 1
+            if not p.msgs:
+                continue
+            self._use(p)
+            j = prev_nonzero(p.sids, 0, min(seq - p.first + 1, p.n))
+            if j >= 0:
+                return p.first + j
+        return 0
 
     # ------------------------------------------------------------------------------------
-    # Queries (slot indexes; -1 when there is none)
+    # Queries (sequences; 0 when there is none)
     # ------------------------------------------------------------------------------------
-    def subject_at(self, i: int) -> str:
-        name = self.subjects.names[self.sids[i]]
+    def subject_of(self, seq: int) -> str:
+        """The subject of the live message at ``seq``."""
+        p = self.page(seq)
+        assert p is not None
+        name = self.subjects.names[p.sids[seq - p.first]]
         assert name is not None
         return name
 
     def next_match(self, filter_subject: str, start_seq: int) -> int:
-        """Slot of the first message >= start_seq matching the filter."""
+        """The first message >= start_seq matching the filter."""
         if start_seq < self.first_seq:
             start_seq = self.first_seq
         if start_seq > self.last_seq or not self.msgs:
-            return -1
+            return 0
         if is_match_all(filter_subject):
-            return self._next_live(start_seq - self.base, len(self.sids))
+            return self._next_live(start_seq)
         if not has_wildcard(filter_subject):
             sid = self.subjects.ids.get(filter_subject)
-            return self._next_of_subject(sid, start_seq) if sid else -1
+            return self._next_of_subject(sid, start_seq) if sid else 0
         return self._next_in(self._resolve((filter_subject,)), start_seq)
 
     def next_match_multi(self, filters: tuple[str, ...], start_seq: int) -> int:
-        """Slot of the first message >= start_seq matching any of the filters."""
+        """The first message >= start_seq matching any of the filters."""
         if start_seq < self.first_seq:
             start_seq = self.first_seq
         if start_seq > self.last_seq or not self.msgs:
-            return -1
+            return 0
         return self._next_in(self._resolve(filters), start_seq)
 
     def _resolve(self, filters: tuple[str, ...]) -> tuple[int, Any]:
@@ -130,73 +178,87 @@ class SeqQueries:
         """`next_match` once resolved (``start_seq`` inside the stream)."""
         kind, data = plan
         if kind == _ALL:
-            return self._next_live(start_seq - self.base, len(self.sids))
+            return self._next_live(start_seq)
         if kind == _FEW:
-            best = -1
+            best = 0
             for sid in data:
-                j = self._next_of_subject(sid, start_seq)
-                if j >= 0 and (best < 0 or j < best):
-                    best = j
+                s = self._next_of_subject(sid, start_seq)
+                if s and (not best or s < best):
+                    best = s
             return best
         if kind == _SET:
             found = self._scan(data, start_seq, 1, 0)
-            return found[0] if found else -1
-        return -1
+            return found[0] if found else 0
+        return 0
 
     def _scan(self, fm: FilterMatch, start_seq: int, max_msgs: int, max_bytes: int) -> list[int]:
-        """Slots of up to ``max_msgs`` messages from ``start_seq`` on whose subject is in
-        ``fm.sids`` (ending after the one that brings their sizes to ``max_bytes``, when > 0).
+        """Up to ``max_msgs`` messages from ``start_seq`` on whose subject is in ``fm.sids``
+        (ending after the one that brings their sizes to ``max_bytes``, when > 0).
 
-        Chunks of the slot array are first tested whole (``set.isdisjoint``, C) and only a chunk
-        holding a match is walked; chunks grow from 64 slots, so a near match costs little and a far
-        one few calls, and a run of dead pages (`dead_pages`) is stepped over whole. Cost: the slots from ``start_seq`` to the last one returned — amortised O(1)
-        per message a consumer takes in turn, as nats-server's linear walk. A scan that reaches the
-        end records where nothing matches (``fm.eof_lo``/``eof_hi``) and starts after it next time.
-        """
-        base = self.base
-        sids = self.sids
-        n = len(sids)
+        A scan that reaches the end records where nothing matches (``fm.eof_lo``/``eof_hi``) and
+        starts after it next time."""
         matched = fm.sids
         assert matched is not None
         lo_seq = start_seq
         if fm.eof_lo <= start_seq <= fm.eof_hi + 1:
             lo_seq = fm.eof_hi + 1  # nothing matches in between
             start_seq = fm.eof_lo
-        lo = lo_seq - base
-        out: list[int] = []
-        size = 0
-        sizes = self.sizes
-        pages = self.pages
-        step = 64
-        while lo < n:
-            lo = pages.skip_gone(base, lo)
-            if lo >= n:
-                break
-            end = lo + step if lo + step < n else n
-            end = pages.stretch_end(base, lo, end)
-            chunk = sids[lo:end]
-            self.steps += end - lo
-            if not matched.isdisjoint(chunk):
-                for k, sid in enumerate(chunk):
-                    if sid in matched:
-                        out.append(lo + k)
-                        if len(out) >= max_msgs:
-                            return out
-                        if max_bytes:
-                            size += sizes[lo + k]
-                            if size >= max_bytes:
-                                return out
-            lo = end
-            if step < 65536:
-                step *= 4
-        fm.eof_lo = base + out[-1] + 1 if out else start_seq
-        fm.eof_hi = self.last_seq
+        out, ended = self._scan_set(matched, lo_seq, max_msgs, max_bytes)
+        if ended:
+            fm.eof_lo = out[-1] + 1 if out else start_seq
+            fm.eof_hi = self.last_seq
         return out
 
-    def next_slots(self, filters: tuple[str, ...], start_seq: int, max_msgs: int, max_bytes: int) -> list[int]:
-        """Slots of up to ``max_msgs`` messages from ``start_seq`` on matching any of the filters,
-        in order, ending after the one that brings their stored sizes to ``max_bytes``: a
-        consumer's read-ahead (``IndexedStore.load_next_msgs``), one walk for the run.
+    def _scan_set(self, matched: set[int], seq: int, max_msgs: int, max_bytes: int) -> tuple[list[int], bool]:
+        """The scan of `_scan` over the pages from ``seq`` on: chunks of slots are first tested
+        whole (``set.isdisjoint``, C) and only a chunk holding a match is walked; chunks grow from
+        64 slots, so a near match costs little and a far one few calls; a run of dead slots is
+        stepped over in C, and a page whose counts hold none of ``matched`` is not loaded. Cost:
+        the slots from ``seq`` to the last one returned. Returns the sequences and whether the
+        scan reached the end."""
+        out: list[int] = []
+        size = 0
+        pages = self.pages
+        i = self._pi(seq)
+        while i < len(pages):
+            p = pages[i]
+            i += 1
+            self.visits += 1
+            if not p.msgs or matched.isdisjoint(p.sub if p.sub is not None else p.sub_ids):
+                continue
+            self._use(p)
+            sids, sizes, f, n = p.sids, p.sizes, p.first, p.n
+            lo = seq - f if seq > f else 0
+            step = 64
+            while lo < n:
+                if not sids[lo]:
+                    lo = next_nonzero(sids, lo, n)
+                    if lo < 0:
+                        break
+                end = lo + step if lo + step < n else n
+                chunk = sids[lo:end]
+                self.steps += end - lo
+                if not matched.isdisjoint(chunk):
+                    for k, sid in enumerate(chunk):
+                        if sid in matched:
+                            out.append(f + lo + k)
+                            if len(out) >= max_msgs:
+                                return out, False
+                            if max_bytes:
+                                size += sizes[lo + k]
+                                if size >= max_bytes:
+                                    return out, False
+                lo = end
+                if step < 65536:
+                    step *= 4
+        return out, True
+
+    def next_slots(
+        self, filters: tuple[str, ...], start_seq: int, max_msgs: int, max_bytes: int
+    ) -> list[int]:
+        """Up to ``max_msgs`` messages from ``start_seq`` on matching any of the filters, in order,
+        ending after the one that brings their stored sizes to ``max_bytes``: a consumer's
+        read-ahead (``IndexedStore.load_next_msgs``), one walk for the run.
 
         Per message O(1) amortised whatever the number of subjects: every live slot (no filter),
         each subject's links (a few subjects), or `_scan` (many)."""
@@ -209,124 +271,176 @@ class SeqQueries:
             return self._scan(data, start_seq, max_msgs, max_bytes)
         if kind == _NONE:
             return []
-        base = self.base
-        sids, sizes = self.sids, self.sizes
-        slots: list[int] = []
-        size = 0
         if kind == _ALL:
-            i, end = start_seq - base, len(sids)
-            while i < end:
-                if not sids[i]:
-                    i = self._next_live(i, end)
-                    if i < 0:
-                        break
-                slots.append(i)
-                size += sizes[i]
-                if len(slots) >= max_msgs or size >= max_bytes:
-                    break
-                i += 1
-            return slots
+            return self._next_all(start_seq, max_msgs, max_bytes)
         # A few subjects: each one's next message by its links, the lowest first.
         heads = []
         for sid in data:
-            j = self._next_of_subject(sid, start_seq)
-            if j >= 0:
-                heads.append((j, sid))
+            s = self._next_of_subject(sid, start_seq)
+            if s:
+                heads.append((s, sid))
         heapq.heapify(heads)
+        seqs: list[int] = []
+        size = 0
+        lo = hi = 0
+        sizes = None
         while heads:
-            j, sid = heads[0]
-            slots.append(j)
-            size += sizes[j]
-            if len(slots) >= max_msgs or size >= max_bytes:
+            s, sid = heads[0]
+            seqs.append(s)
+            if not lo <= s < hi:
+                p = self.page(s)
+                assert p is not None
+                lo, hi, sizes = p.first, p.first + p.n, p.sizes
+            size += sizes[s - lo]  # type: ignore[index]  # set with lo/hi
+            if len(seqs) >= max_msgs or size >= max_bytes:
                 break
-            nseq = self._subj_next(base + j, sid)
+            nseq = self._subj_next(s, sid)
             if nseq:
-                heapq.heapreplace(heads, (nseq - base, sid))
+                heapq.heapreplace(heads, (nseq, sid))
             else:
                 heapq.heappop(heads)
-        return slots
+        return seqs
+
+    def _next_all(self, seq: int, max_msgs: int, max_bytes: int) -> list[int]:
+        """`next_slots` with no filter: the live messages from ``seq`` on."""
+        seqs: list[int] = []
+        size = 0
+        pages = self.pages
+        i = self._pi(seq)
+        while i < len(pages):
+            p = pages[i]
+            i += 1
+            self.visits += 1
+            if not p.msgs:
+                continue
+            self._use(p)
+            sids, sizes, f, n = p.sids, p.sizes, p.first, p.n
+            k = seq - f if seq > f else 0
+            while k < n:
+                if not sids[k]:
+                    k = next_nonzero(sids, k, n)
+                    if k < 0:
+                        break
+                seqs.append(f + k)
+                size += sizes[k]
+                if len(seqs) >= max_msgs or size >= max_bytes:
+                    return seqs
+                k += 1
+        return seqs
 
     def _next_of_subject(self, sid: int, start_seq: int) -> int:
         table = self.subjects
         last = table.last[sid]
         if last < start_seq:
-            return -1
-        base = self.base
+            return 0
         first = table.first[sid]
         if first >= start_seq:
-            return first - base
-        prev = start_seq - 1 - base
-        if prev >= 0 and self.sids[prev] == sid:
+            return first
+        p = self.page(start_seq - 1)
+        if p is not None and p.sids[start_seq - 1 - p.first] == sid:
             # A consumer walking the subject: follow the link from what it just got.
-            return self._subj_next(start_seq - 1, sid) - base
-        return self.pages.find_live(self.sids, base, sid, start_seq - base, last - base + 1)
+            return self._subj_next(start_seq - 1, sid)
+        return self._subject_from(sid, self._pi(start_seq), start_seq)
 
     def last_match(self, subject: str) -> int:
-        """Slot of the last message on a subject (wildcards allowed; ""/">" = any)."""
+        """The last message on a subject (wildcards allowed; ""/">" = any)."""
         if not self.msgs:
-            return -1
-        base = self.base
+            return 0
         if is_match_all(subject):
-            return self._prev_live(self.first_seq - base, len(self.sids))
+            return self._prev_live(self.last_seq)
         table = self.subjects
         if not has_wildcard(subject):
             sid = table.ids.get(subject)
-            return table.last[sid] - base if sid else -1
-        seq = max((table.last[sid] for sid in table.matching(subject)), default=0)
-        return seq - base if seq else -1
+            return table.last[sid] if sid else 0
+        return max((table.last[sid] for sid in table.matching(subject)), default=0)
 
     def prev_match(self, start_seq: int, filter_subject: str) -> int:
-        """Slot of the last message with seq <= start_seq matching the filter."""
+        """The last message with seq <= start_seq matching the filter."""
         if start_seq > self.last_seq:
             start_seq = self.last_seq
         if not self.msgs or start_seq < self.first_seq:
-            return -1
-        base = self.base
-        sids = self.sids
-        lo, hi = self.first_seq - base, start_seq - base + 1
+            return 0
         if is_match_all(filter_subject):
-            return self._prev_live(lo, hi)
+            return self._prev_live(start_seq)
         table = self.subjects
         if not has_wildcard(filter_subject):
             sid = table.ids.get(filter_subject)
             if sid:
                 if table.last[sid] <= start_seq:
-                    return table.last[sid] - base
+                    return table.last[sid]
                 if table.first[sid] <= start_seq:
-                    return rfind_value(sids, sid, table.first[sid] - base, hi)
-            return -1
+                    return self._subj_prev(start_seq + 1, sid)
+            return 0
         matched = table.matching(filter_subject)
-        for k in range(hi - 1, lo - 1, -1):
-            if sids[k] and sids[k] in matched:
-                return k
-        return -1
+        if not isinstance(matched, set):
+            matched = set(matched)
+        pages = self.pages
+        i = bisect_right(self.firsts, start_seq) - 1
+        while i >= 0:
+            p = pages[i]
+            i -= 1
+            self.visits += 1
+            if not p.msgs or matched.isdisjoint(p.sub if p.sub is not None else p.sub_ids):
+                continue
+            self._use(p)
+            sids = p.sids
+            for k in range(min(start_seq - p.first + 1, p.n) - 1, -1, -1):
+                if sids[k] and sids[k] in matched:
+                    return p.first + k
+        return 0
 
     def seq_from_time(self, ts: int) -> int:
         """First sequence whose timestamp is >= ts (last_seq + 1 when none)."""
         if not self.msgs:
             return self.last_seq + 1
-        base = self.base
-        lo = self.first_seq - base
-        tss = self.tss
-        if ts <= tss[lo]:
+        if ts <= self.first_ts:
             return self.first_seq
-        j = bisect.bisect_left(tss, ts, lo, len(tss))
-        j = self._next_live(j, len(self.sids))
-        return self.last_seq + 1 if j < 0 else base + j
+        pages = self.pages
+        i = bisect_left(pages, ts, key=_ts_last)
+        if i >= len(pages):
+            return self.last_seq + 1
+        p = pages[i]
+        self._use(p)
+        lo = max(self.first_seq - p.first, 0)
+        j = bisect_left(p.tss, ts, lo, p.n)
+        s = self._next_live(p.first + j)
+        return s if s else self.last_seq + 1
 
     def expired_bound(self, cutoff: int) -> int:
-        """Slot bound such that every live slot below it is at or older than ``cutoff`` (ns),
-        or -1 when the first message is newer."""
-        tss = self.tss
-        lo = self.first_seq - self.base
-        if tss[lo] > cutoff:
-            return -1
-        return max(bisect.bisect_right(tss, cutoff, lo, len(tss)), lo + 1)
+        """A sequence such that every live message below it is at or older than ``cutoff`` (ns),
+        or 0 when the first message is newer."""
+        if not self.msgs or self.first_ts > cutoff:
+            return 0
+        pages = self.pages
+        i = bisect_right(pages, cutoff, key=_ts_last)
+        if i >= len(pages):
+            return self.last_seq + 1
+        p = pages[i]
+        self._use(p)
+        j = bisect_right(p.tss, cutoff, 0, p.n)
+        return max(p.first + j, self.first_seq + 1)
 
     def deleted(self) -> list[int]:
         """Every deleted sequence from the first on (STREAM.INFO's ``deleted_details``: as long as
-        the gap, as nats-server's list; a dead page is one ``range``)."""
-        return self.pages.deleted(self.sids, self.base, self.first_seq - self.base)
+        the gap, as nats-server's list; a sequence no page covers is one of them)."""
+        out: list[int] = []
+        at = self.first_seq
+        for p in self.pages:
+            end = p.first + p.n
+            if end <= at:
+                continue
+            if p.first > at:
+                out.extend(range(at, p.first))
+                at = p.first
+            if p.msgs < end - at:
+                self._use(p)
+                sids = p.sids
+                base = p.first
+                out.extend(base + k for k in range(at - base, p.n) if not sids[k])
+            at = end
+        if at <= self.last_seq:
+            out.extend(range(at, self.last_seq + 1))
+        return out
 
     def num_deleted(self) -> int:
         if self.msgs and self.last_seq > self.first_seq:
@@ -361,16 +475,15 @@ class SeqQueries:
             matched = {sid for f in filters for sid in table.matching(f)}
         self.steps += len(matched)
         tlast, tfirst = table.last, table.first
-        base = self.base
         out: list[int] = []
         for sid in matched:
             last = tlast[sid]
             if last <= max_seq:
                 out.append(last)
             elif tfirst[sid] <= max_seq:
-                j = rfind_value(self.sids, sid, tfirst[sid] - base, max_seq - base + 1)
-                if j >= 0:
-                    out.append(base + j)
+                s = self._subj_prev(max_seq + 1, sid)
+                if s:
+                    out.append(s)
         out.sort()
         return out
 
@@ -387,8 +500,6 @@ class SeqQueries:
         if sseq > self.last_seq or not self.msgs:
             return SimpleState()
         table = self.subjects
-        base = self.base
-        sids = self.sids
         match_all = is_match_all(filt)
         if not match_all and has_wildcard(filt):
             kind = self._resolve((filt,))[0]
@@ -397,14 +508,13 @@ class SeqQueries:
             match_all = kind == _ALL  # the filter matches every stored subject
         if match_all and not last_per_subject:
             # "last" is the last stored message (last_seq itself may be a skip or a delete).
-            last = base + self._prev_live(0, len(sids))
+            last = self._prev_live(self.last_seq)
             if sseq <= self.first_seq:
                 return SimpleState(self.msgs, self.first_seq, last)
-            lo = sseq - base
-            j = self._next_live(lo, len(sids))
-            if j < 0:
+            j = self._next_live(sseq)
+            if not j:
                 return SimpleState()
-            return SimpleState(self.pages.live_from(sids, base, lo), base + j, last)
+            return SimpleState(self._live_from(sseq), j, last)
         matched = table.ids.values() if match_all else table.matching(filt)
         self.steps += len(matched)
         total = first = last = 0
@@ -429,41 +539,72 @@ class SeqQueries:
                 last = s_last
         if partial:
             total += self._count_from(partial, sseq)
-            j = -1
-            for sid in partial[:_PER_SUBJECT_MAX]:
-                k = self._next_of_subject(sid, sseq)
-                if k >= 0 and (j < 0 or k < j):
-                    j = k
-            if len(partial) > _PER_SUBJECT_MAX:
-                pset = set(partial)
-                stop = j if j >= 0 else len(sids)
-                for k in range(sseq - base, stop):
-                    if sids[k] in pset:
-                        j = k
-                        break
-            if j >= 0 and (not first or base + j < first):
-                first = base + j
+            j = self._first_of(partial, sseq)
+            if j and (not first or j < first):
+                first = j
         return SimpleState(total, first, last)
 
-    def _count_from(self, sids_wanted: list[int], sseq: int) -> int:
-        """Messages with seq >= sseq on each of the (partially covered) subjects."""
+    def _first_of(self, sids: list[int], sseq: int) -> int:
+        """The first message >= sseq on any of ``sids`` (each has one there)."""
+        if len(sids) <= _PER_SUBJECT_MAX:
+            best = 0
+            for sid in sids:
+                s = self._next_of_subject(sid, sseq)
+                if s and (not best or s < best):
+                    best = s
+            return best
+        found, _ = self._scan_set(set(sids), sseq, 1, 0)
+        return found[0] if found else 0
+
+    def _live_from(self, seq: int) -> int:
+        """Live messages from ``seq`` on: the pages after its own summed, its own counted."""
+        pages = self.pages
+        i = self._pi(seq)
+        total = sum(p.msgs for p in pages[i + 1 :])
+        self.visits += 1
+        if i < len(pages):
+            p = pages[i]
+            k = seq - p.first
+            if k <= 0:
+                total += p.msgs
+            else:
+                self._use(p)
+                seg = p.sids[k:] if p.n - k <= k else p.sids[:k]
+                live = len(seg) - seg.count(0)
+                total += live if p.n - k <= k else p.msgs - live
+        return total
+
+    def _count_from(self, wanted: list[int], sseq: int) -> int:
+        """Messages with seq >= sseq on each of the (partially covered) subjects: the pages on
+        the shorter side of sseq's by their counts, sseq's own page by its slots."""
         table = self.subjects
-        base = self.base
-        sids = self.sids
-        lo = sseq - base
-        if len(sids_wanted) == 1:
-            sid = sids_wanted[0]
-            f, last = table.first[sid] - base, table.last[sid] - base + 1
-            self.steps += min(last - lo, lo - f)
-            # Count whichever side of sseq is shorter.
-            if last - lo <= lo - f:
-                return sids[lo:last].count(sid)
-            return table.msgs[sid] - sids[f:lo].count(sid)
-        first = min(table.first[sid] for sid in sids_wanted) - base
-        last = max(table.last[sid] for sid in sids_wanted) - base + 1
-        self.steps += len(sids_wanted) + min(last - lo, lo - first)
-        if last - lo <= lo - first:
-            counts = Counter(sids[lo:last])
-            return sum(counts[sid] for sid in sids_wanted)
-        counts = Counter(sids[first:lo])
-        return sum(table.msgs[sid] - counts[sid] for sid in sids_wanted)
+        pages = self.pages
+        i = self._pi(sseq)
+        inside = i < len(pages) and pages[i].first < sseq
+        after = pages[i + 1 :] if inside else pages[i:]
+        before = pages[:i]
+        self.visits += 1 + min(len(after), len(before))
+        self.steps += len(wanted) * min(len(after), len(before))
+        if len(after) <= len(before):
+            total = sum(p.count(sid) for p in after for sid in wanted)
+        else:
+            total = sum(table.msgs[sid] for sid in wanted) - sum(
+                p.count(sid) for p in before for sid in wanted
+            )
+            if inside:
+                total -= sum(pages[i].count(sid) for sid in wanted)
+        if inside:
+            # Its own page: from sseq on, by counting whichever side of sseq is shorter.
+            p = pages[i]
+            self._use(p)
+            k = sseq - p.first
+            tail = p.n - k <= k
+            seg = p.sids[k:] if tail else p.sids[:k]
+            self.steps += len(wanted) + len(seg)
+            if len(wanted) == 1:
+                c = seg.count(wanted[0])
+            else:
+                counts = Counter(seg)
+                c = sum(counts[sid] for sid in wanted)
+            total += c if tail else sum(p.count(sid) for sid in wanted) - c
+        return total
