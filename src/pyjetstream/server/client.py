@@ -2,13 +2,14 @@
 
 Speed notes (this is the per-message path):
 
-- bytes are parsed by the sans-IO `NatsServerParser` into a list of events per read;
-- the connection owns its output (nats-server ``client.deliverMsg``): `ClientConnection.deliver`
-  appends a routed message's frame parts to ``out`` (a list of bytes, with the
-  `pyjetstream.protocol.writers`) and has one ``flush_out`` write everything with one
-  ``transport.write``: at the end of the client read that made the output (``Server.end_read``,
-  nats-server ``flushClients`` at the end of ``readLoop``), else at the end of the event-loop turn;
-- ``pending_limit`` caches "max_pending minus what the transport still holds" so the slow-consumer
+- bytes are parsed by the sans-IO `NatsServerParser` into a list of events per read: a read's
+  consecutive publishes are one `PubRun`, routed together (``Server.route_msgs``);
+- the connection's output is its `FrameSink` (nats-server ``client.deliverMsg``): routed messages are
+  framed into ``sink.out`` (a list of bytes, with `pyjetstream.protocol.writers`) and one
+  `ClientConnection.flush_out` writes everything with one ``transport.write``: at the end of the
+  client read that made the output (``Server.end_read``, nats-server ``flushClients`` at the end of
+  ``readLoop``), else at the end of the event-loop turn;
+- ``sink.limit`` caches "max_pending minus what the transport still holds" so the slow-consumer
   check on each delivery is one comparison.
 
 Behaviour follows nats-server 2.9 ``client.go``: CONNECT defaults (verbose and pedantic are on until
@@ -22,28 +23,26 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import random
 import socket
-import ssl
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from pyjetstream.api.timefmt import format_go_duration
 from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, Sub, Unsub
 from pyjetstream.protocol.limits import OK, PING, PONG
 from pyjetstream.protocol.parser import NatsServerParser
 from pyjetstream.protocol.subjects import is_valid_publish_subject
-from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
 from pyjetstream.server import msgtrace
 from pyjetstream.server.auth import AuthDecision, PendingCheck
 from pyjetstream.server.log import TRACE
 from pyjetstream.server.msgtrace import DEST_HDR_B as TRACE_DEST
 from pyjetstream.server.msgtrace import MIN_TRACED_HDR, has_trace_parent
 from pyjetstream.server.permissions import ConnectionPermissions, pub_violation, sub_violation
+from pyjetstream.server.sink import FrameSink
 from pyjetstream.server.sublist import SublistError
 from pyjetstream.server.subscription import Subscription
-from pyjetstream.server.tls import spki_sha256
+from pyjetstream.server.tls import check_peer_certificate, start_tls
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
@@ -150,9 +149,15 @@ _find = bytes.find  # the trace-header test on the hot path (see _process)
 class ClientConnection(asyncio.Protocol):
     """A client's TCP connection (``kind`` Client, ``type`` nats in ``/connz``)."""
 
-    #: set by :mod:`pyjetstream.server.websocket` for a client inside WebSocket frames (its TLS, if
+    #: set by `pyjetstream.server.websocket` for a client inside WebSocket frames (its TLS, if
     #: any, is the WebSocket listener's: no NATS-level TLS upgrade)
     websocket = False
+    #: Frame one routed message into this connection's output: `FrameSink.deliver`.
+    deliver: Callable[..., bool]
+    #: Write what the sink holds (`FrameSink.flush`), and write early past its limit
+    #: (`FrameSink.overflow`: a slow consumer is cut there).
+    flush_out: Callable[[], None]
+    overflow: Callable[[], None]
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -167,8 +172,6 @@ class ClientConnection(asyncio.Protocol):
         self.authenticating = False
         self.verbose = True
         self.pedantic = True
-        self.echo = True
-        self.headers = False
         self.no_responders = False
         self.protocol = 0
         self.name = ""
@@ -184,8 +187,6 @@ class ClientConnection(asyncio.Protocol):
         self.connect_opts: dict[str, Any] = {"verbose": True, "pedantic": True, "echo": True}
         # The authenticated user's permissions; None (no checks at all) for most connections.
         self.perms: ConnectionPermissions | None = None
-        # Set when messages delivered here must pass perms.deliver_allowed (read by Server.route).
-        self.deliver_filter: ConnectionPermissions | None = None
         # Publishes that need per-message checks (before CONNECT, verbose, pedantic) take the slow path.
         self.checked_pubs = True
         self.auth_required = server.authenticator.info_auth_required
@@ -193,28 +194,20 @@ class ClientConnection(asyncio.Protocol):
         self._held: list[Any] | None = None  # events received while a bcrypt check runs
         # --- subscriptions by sid
         self.subs: dict[str, Subscription] = {}
-        # --- output
-        self.out: list[bytes] = []
-        # ``deliver``'s last shown subject (a consumer's stream subject), its subscription and prefix
-        self._shown_sub: Subscription | None = None
-        self._shown = ""
-        self._shown_prefix = b""
-        self.out_size = 0
-        self.dirty = False  # a flush_out is scheduled for this loop turn
+        # --- output: framed into the sink, which writes it (flush_out)
+        self.max_pending = opts.max_pending
+        early_flush = max(EARLY_FLUSH_MIN, min(EARLY_FLUSH_MAX, opts.max_pending // 8))
+        sink = self.sink = FrameSink(self, server, opts.max_pending, early_flush)
+        sink.trace = server.trace
+        self.deliver = sink.deliver
+        self.flush_out = sink.flush
+        self.overflow = sink.overflow
         self._loop = server.loop
-        self.tls_pending = False  # INFO sent, TLS handshake not finished: hold output
         self.peercert: dict[str, Any] | None = None  # the verified client certificate (mTLS)
         self._tls_task: asyncio.Task[None] | None = None
         self.closed = False
         self.lost = False  # connection_lost() has run: the socket is gone
         self.close_reason = ""
-        self.max_pending = opts.max_pending
-        self.early_flush = max(EARLY_FLUSH_MIN, min(EARLY_FLUSH_MAX, opts.max_pending // 8))
-        self.pending_limit = min(opts.max_pending, self.early_flush)
-        self.write_paused = False
-        self._write_deadline_timer: asyncio.TimerHandle | None = None
-        self.written = 0  # bytes handed to the transport by flush_out
-        self._write_deadline_mark = 0  # ``written`` when the running write deadline started
         self.stalled_producers: list[ClientConnection] = []
         self.stalled = False
         self._stall_timer: asyncio.TimerHandle | None = None
@@ -226,8 +219,6 @@ class ClientConnection(asyncio.Protocol):
         # --- stats (nats-server counts message bytes: headers + payload)
         self.in_msgs = 0
         self.in_bytes = 0
-        self.out_msgs = 0
-        self.out_bytes = 0
         self.start_wall_ns = time.time_ns()
         self.start = time.monotonic()
         self.last_activity = self.start
@@ -241,6 +232,37 @@ class ClientConnection(asyncio.Protocol):
         self._ping_timer: asyncio.TimerHandle | None = None
         self._auth_timer: asyncio.TimerHandle | None = None
         self.trace = server.trace
+
+    # ------------------------------------------------------- output state (the sink's)
+
+    @property
+    def echo(self) -> bool:
+        return self.sink.echo
+
+    @property
+    def headers(self) -> bool:
+        return self.sink.headers
+
+    @property
+    def deliver_filter(self) -> ConnectionPermissions | None:
+        """Set when messages delivered here must pass ``perms.deliver_allowed``."""
+        return self.sink.deliver_filter
+
+    @property
+    def out(self) -> list[bytes]:
+        return self.sink.out
+
+    @property
+    def out_msgs(self) -> int:
+        return self.sink.msgs
+
+    @property
+    def out_bytes(self) -> int:
+        return self.sink.bytes
+
+    @property
+    def write_paused(self) -> bool:
+        return self.sink.write_paused
 
     # ----------------------------------------------------------------- identity
 
@@ -268,7 +290,7 @@ class ClientConnection(asyncio.Protocol):
     def connection_made(self, base: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, but have the same methods.
         transport = cast(asyncio.Transport, base)
-        self.transport = transport
+        self.transport = self.sink.transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -280,7 +302,7 @@ class ClientConnection(asyncio.Protocol):
             self.ip, self.port = peer[0], peer[1]
         server = self.server
         opts = server.options
-        self._set_write_limits()
+        self.set_write_limits()
         self.log(logging.DEBUG, "Client connection created")
         ssl_context = None if self.websocket else server.ssl_context
         info = server.info_for(self)
@@ -291,7 +313,7 @@ class ClientConnection(asyncio.Protocol):
             return
         loop = server.loop
         if transport.get_extra_info("ssl_object") is not None:  # handshake_first: TLS done
-            if not self._check_peer_certificate(transport):
+            if not check_peer_certificate(self, transport):
                 return
             transport.write(info)
         elif ssl_context is None:
@@ -300,108 +322,21 @@ class ClientConnection(asyncio.Protocol):
             # INFO is written by the TLS task once reading is paused: uvloop starts reading after
             # connection_made() returns (a pause_reading() in here does not hold), and the client's
             # ClientHello, answering INFO, must reach the TLS layer, not the NATS parser.
-            self.tls_pending = True
-            self._tls_task = loop.create_task(self._start_tls(ssl_context, info))
+            self.sink.hold = True
+            self._tls_task = loop.create_task(start_tls(self, ssl_context, info))
         if self.auth_required:
             self._auth_timer = loop.call_later(opts.auth_timeout, self._auth_timeout)
         self._ping_timer = loop.call_later(opts.ping_interval, self._ping_timer_fired)
 
-    async def _start_tls(self, ssl_context: ssl.SSLContext, info: bytes) -> None:
-        """TLS as nats-server does it: INFO in the clear, then the client's handshake; with
-        ``allow_non_tls`` a client that does not start a handshake stays in the clear.
-        (``handshake_first`` connections arrive with TLS done: the listener does it.)"""
-        server = self.server
-        tls = server.options.tls
-        timeout = tls.timeout if tls is not None else 2.0
-        transport = self.transport
-        if transport is None or self.closed:
-            return
-        transport.pause_reading()
-        transport.write(info)
-        if server.options.allow_non_tls and not await self._client_starts_tls(timeout):
-            if not self.closed:
-                self.tls_pending = False
-                transport.resume_reading()
-                if self.out:
-                    self.flush_out()
-            return
-        try:
-            upgraded = await server.loop.start_tls(
-                self.transport,  # type: ignore[arg-type]
-                self,
-                ssl_context,
-                server_side=True,
-                ssl_handshake_timeout=timeout,
-            )
-        except Exception as exc:  # handshake failure or timeout: nats-server closes without -ERR
-            if not self.closed:
-                self.log(logging.ERROR, f"TLS handshake error: {exc or type(exc).__name__}")
-                self.abort(ClosedReason.TLS_HANDSHAKE)
-            return
-        if self.closed or upgraded is None:
-            if upgraded is not None:
-                upgraded.abort()
-            return
-        self.transport = upgraded
-        if not self._check_peer_certificate(upgraded):
-            return
-        self.tls_pending = False
-        self._set_write_limits()
-        if self.out:
-            self.flush_out()
-
-    async def _client_starts_tls(self, timeout: float) -> bool:
-        """``allow_non_tls``: whether the client's first byte opens a TLS record (0x16), peeked
-        on a duplicate of the socket so the TLS layer or the parser still reads it."""
-
-        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
-        if sock is None:
-            return False
-        loop = self.server.loop
-        dup = socket.socket(fileno=os.dup(sock.fileno()))
-        dup.setblocking(False)
-        ready: asyncio.Future[None] = loop.create_future()
-
-        def readable() -> None:
-            if not ready.done():
-                ready.set_result(None)
-
-        loop.add_reader(dup.fileno(), readable)
-        try:
-            await asyncio.wait_for(ready, timeout)
-            first = dup.recv(1, socket.MSG_PEEK)
-        except (TimeoutError, OSError):
-            return False
-        finally:
-            loop.remove_reader(dup.fileno())
-            dup.close()
-        return first == b"\x16"
-
-    def _check_peer_certificate(self, transport: Any) -> bool:
-        """Keep the verified client certificate (``verify_and_map``) and enforce pinned_certs."""
-        tls = self.server.options.tls
-        ssl_object = transport.get_extra_info("ssl_object")
-        if ssl_object is None or tls is None:
-            return True
-        self.peercert = ssl_object.getpeercert() or None
-        if tls.pinned_certs:
-
-            der = ssl_object.getpeercert(binary_form=True)
-            if der is None or spki_sha256(der) not in tls.pinned_certs:
-                self.log(logging.ERROR, "TLS handshake error: peer certificate does not match a pinned cert")
-                self.abort(ClosedReason.TLS_HANDSHAKE)
-                return False
-        return True
-
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         if not self.closed:
-            self.closed = True
+            self.closed = self.sink.closed = True
             self.close_reason = ClosedReason.READ_ERROR if exc else ClosedReason.CLIENT_CLOSED
         self._cleanup()
         self.server.connection_gone(self)
 
-    def _set_write_limits(self) -> None:
+    def set_write_limits(self) -> None:
         # Above this the transport calls pause_writing(): the consumer is falling behind and
         # producers publishing to it are stalled (nats-server: 3/4 of max_pending).
         high = max(self.max_pending * 3 // 4, 64 * 1024)
@@ -409,10 +344,10 @@ class ClientConnection(asyncio.Protocol):
             self.transport.set_write_buffer_limits(high=high, low=high // 2)
 
     def pause_writing(self) -> None:
-        self.write_paused = True
+        self.sink.write_paused = True
 
     def resume_writing(self) -> None:
-        self.write_paused = False
+        self.sink.write_paused = False
         self._release_producers()
 
     def eof_received(self) -> bool:
@@ -460,7 +395,7 @@ class ClientConnection(asyncio.Protocol):
                         and len(hdr) >= MIN_TRACED_HDR
                         and (_find(hdr, TRACE_DEST) >= 0 or (self.account.trace_dest and has_trace_parent(hdr)))
                     ):  # may be traced (msgtrace.may_be_traced, inlined: this is the hot path)
-                        if not self._traced_pub(subject, reply, hdr, payload, slow):
+                        if not self.traced_pub(subject, reply, hdr, payload, slow):
                             if self.closed:
                                 return
                             continue
@@ -530,7 +465,7 @@ class ClientConnection(asyncio.Protocol):
             return False
         return not self.checked_pubs or self._check_pub(ev)
 
-    def _traced_pub(self, subject: str, reply: str, hdr: bytes, payload: bytes, slow: bool) -> bool:
+    def traced_pub(self, subject: str, reply: str, hdr: bytes, payload: bytes, slow: bool) -> bool:
         """A publish that may be traced (`pyjetstream.server.msgtrace`): the trace starts
         before the publish checks (nats-server ``initMsgTrace`` in the parser), so that a
         refused publish is reported as the ingress error; the event goes out once it is routed.
@@ -715,7 +650,7 @@ class ClientConnection(asyncio.Protocol):
 
     def _update_deliver_filter(self) -> None:
         perms = self.perms
-        self.deliver_filter = perms if perms is not None and perms.filters_delivery else None
+        self.sink.deliver_filter = perms if perms is not None and perms.filters_delivery else None
 
     def _finish_connect(self) -> None:
         o = self.connect_opts
@@ -730,8 +665,8 @@ class ClientConnection(asyncio.Protocol):
         self.protocol = protocol
         self.verbose = bool(o.get("verbose", True))
         self.pedantic = bool(o.get("pedantic", True))
-        self.echo = bool(o.get("echo", True))
-        self.headers = bool(o.get("headers", False)) and not self.server.options.no_header_support
+        self.sink.echo = bool(o.get("echo", True))
+        self.sink.headers = bool(o.get("headers", False)) and not self.server.options.no_header_support
         self.no_responders = bool(o.get("no_responders", False))
         self.name = str(o.get("name", ""))
         self.lang = str(o.get("lang", ""))
@@ -823,170 +758,8 @@ class ClientConnection(asyncio.Protocol):
     # ------------------------------------------------------------------ writing
 
     def enqueue(self, data: bytes) -> None:
-        """Queue bytes for this connection; they go out at the end of this loop turn."""
-        if self.closed:
-            return
-        self.out.append(data)
-        self._queued(len(data), None)
-
-    def deliver(
-        self,
-        sub: Subscription,
-        subject: str,
-        reply: str,
-        hdr: bytes | None,
-        payload: bytes,
-        producer: ClientConnection | None,
-        shown: str | None = None,
-    ) -> bool:
-        """Frame one routed message for ``sub`` into this connection's output (nats-server
-        ``client.deliverMsg``); False when this connection does not take it (no echo, permissions).
-
-        ``shown`` is the subject the MSG line names when it is not the routed one (a stored
-        message delivered to a consumer's inbox). The frame is appended as parts (see
-        `pyjetstream.protocol.writers`); a literal subscription's reply-less MSG line is cached.
-        Auto-unsubscribe (``UNSUB <sid> <max>``) takes effect here, as do the slow-consumer check and
-        the producer stall (`_queued`).
-        """
-        if producer is self and not self.echo:
-            return False
-        deliver_filter = self.deliver_filter
-        if deliver_filter is not None and not deliver_filter.deliver_allowed(
-            shown or subject, reply, sub.queue or ""
-        ):
-            return False
-        sub.delivered += 1
-        if sub.max_msgs and sub.delivered >= sub.max_msgs:
-            self.remove_sub(sub)  # auto-unsubscribe: this is the last message it gets
-        out = self.out
-        if hdr is None or not self.headers:
-            size = len(payload)
-            if shown is not None or not sub.literal:
-                if not shown:  # a wildcard subscription: mostly a new subject each time
-                    prefix = msg_prefix(subject.encode(), sub.sid_b)
-                elif sub is self._shown_sub and shown == self._shown:
-                    # A consumer's deliveries name the same few stream subjects over and over:
-                    # the last one's MSG prefix is kept.
-                    prefix = self._shown_prefix
-                else:
-                    prefix = self._shown_prefix = msg_prefix(shown.encode(), sub.sid_b)
-                    self._shown_sub, self._shown = sub, shown
-                n = append_msg(out, prefix, reply.encode() if reply else b"", payload)
-            elif reply:
-                n = append_msg(out, sub.msg_prefix, reply.encode(), payload)
-            else:
-                if size == sub.msg_line_size:
-                    line = sub.msg_line
-                else:
-                    line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix, size)
-                    sub.msg_line_size = size
-                out.append(line)
-                out.append(payload)
-                out.append(CRLF)
-                n = len(line) + size + 2
-        else:
-            size = len(hdr) + len(payload)
-            if shown is not None or not sub.literal:
-                prefix = hmsg_prefix((shown or subject).encode(), sub.sid_b)
-            else:
-                prefix = sub.hmsg_prefix
-            n = append_hmsg(out, prefix, reply.encode() if reply else b"", hdr, payload)
-        if self.trace:
-            self._trace_msg(sub, shown or subject, reply, hdr, size)
-        self.out_msgs += 1
-        self.out_bytes += size
-        self._queued(n, producer)
-        return True
-
-    def takes_frames(self, sub: Subscription) -> bool:
-        """Whether a server-side sender (a consumer's delivery pass) may frame messages for ``sub``
-        straight into `out` with `pyjetstream.protocol.writers` and account for them
-        in runs (`frames_queued`): true when `deliver` would check nothing per message
-        for it — no deliver permissions, no trace, no auto-unsubscribe — on an open connection."""
-        return self.deliver_filter is None and not self.trace and not sub.max_msgs and not self.closed
-
-    def frames_room(self) -> int:
-        """Bytes that may be framed into `out` before `_queued` would write early."""
-        return self.pending_limit - self.out_size
-
-    def frames_queued(self, sub: Subscription, msgs: int, msg_bytes: int, size: int) -> None:
-        """``msgs`` frames for ``sub`` (``msg_bytes`` of headers and payloads, ``size`` bytes in
-        all) were appended to `out` (see `takes_frames`): count them as
-        `deliver` does, and schedule, write early or cut as `_queued` does."""
-        sub.delivered += msgs
-        self.out_msgs += msgs
-        self.out_bytes += msg_bytes
-        self._queued(size, None)
-
-    def frame_msgs(
-        self,
-        items: list[Any],
-        subjects: list[str],
-        replies: list[str],
-        hdrs: list[bytes | None],
-        payloads: list[bytes],
-    ) -> None:
-        """Frame a run's deliveries to this connection (``Server.route_msgs``): ``items`` is
-        ``[room, sub, i, sub, i, ...]``, message ``i`` of the run for ``sub`` (``sub`` None:
-        ``i`` is a frame of bytes, a no-responders answer), in delivery order. Each message is
-        framed and counted as `deliver` frames and counts it — the router has already
-        made `deliver`'s per-delivery decisions (echo, permissions, the delivered count) —
-        and the flush is scheduled; the pending-limit and stall checks are the router's to ask
-        for (`frames_checked`), where per-message delivery would make them."""
-        if self.closed:
-            return
-        out = self.out
-        append = out.append
-        headers = self.headers
-        trace = self.trace
-        size = data = msgs = 0
-        for k in range(1, len(items), 2):
-            sub = items[k]
-            i = items[k + 1]
-            if sub is None:
-                append(i)
-                size += len(i)
-                continue
-            payload = payloads[i]
-            hdr = hdrs[i]
-            reply = replies[i]
-            if hdr is None or not headers:
-                plen = len(payload)
-                if not sub.literal:
-                    size += append_msg(out, msg_prefix(subjects[i].encode(), sub.sid_b), reply.encode(), payload)
-                elif reply:
-                    size += append_msg(out, sub.msg_prefix, reply.encode(), payload)
-                else:
-                    if plen == sub.msg_line_size:
-                        line = sub.msg_line
-                    else:
-                        line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix, plen)
-                        sub.msg_line_size = plen
-                    append(line)
-                    append(payload)
-                    append(CRLF)
-                    size += len(line) + plen + 2
-            else:
-                plen = len(hdr) + len(payload)
-                prefix = sub.hmsg_prefix if sub.literal else hmsg_prefix(subjects[i].encode(), sub.sid_b)
-                size += append_hmsg(out, prefix, reply.encode(), hdr, payload)
-            data += plen
-            msgs += 1
-            if trace:
-                self._trace_msg(sub, subjects[i], reply, hdr, plen)
-        self.out_msgs += msgs
-        self.out_bytes += data
-        self.out_size += size
-        self._schedule_flush()
-
-    def frames_checked(self, producer: ClientConnection | None) -> None:
-        """`_queued`'s checks after `frame_msgs`: write early and cut a slow consumer
-        past the pending limit, stall ``producer`` while this transport is above its high-water
-        mark."""
-        if self.out_size > self.pending_limit:
-            self.overflow()
-        if self.write_paused and producer is not None:
-            producer.stall(self)
+        """Queue bytes for this connection; they go out at the end of this read or loop turn."""
+        self.sink.append(data)
 
     def may_stall(self, consumer: ClientConnection) -> bool:
         """Whether `stall` would stall this producer for ``consumer`` now."""
@@ -998,109 +771,15 @@ class ClientConnection(asyncio.Protocol):
             and self.stall_total < STALL_TOTAL
         )
 
-    def _schedule_flush(self) -> None:
-        """Write `out` when the client read being processed is done (``Server.end_read``,
-        nats-server ``flushClients``), outside a read at the end of this loop turn — once either
-        way. The run deliveries call it once per run; `_queued`, once per message, keeps
-        the same lines inline."""
-        if not self.dirty:
-            self.dirty = True
-            pcd = self.server.pcd
-            if pcd is None:
-                self._loop.call_soon(self.flush_out)
-            else:  # a read is being processed: written when it is done (Server.end_read)
-                pcd.append(self)
-
-    def _trace_msg(self, sub: Subscription, subject: str, reply: str, hdr: bytes | None, size: int) -> None:
+    def trace_msg(self, sub: Subscription, subject: str, reply: str, hdr: bytes | None, size: int) -> None:
         args = f"{subject} {sub.sid} {reply + ' ' if reply else ''}"
         if hdr is None or not self.headers:
             self.log(TRACE, f"->> [MSG {args}{size}]")
         else:
             self.log(TRACE, f"->> [HMSG {args}{len(hdr)} {size}]")
 
-    def _queued(self, n: int, producer: ClientConnection | None) -> None:
-        """``n`` more bytes are in ``out``: schedule the flush (once per loop turn), write early and
-        cut a slow consumer past the pending limit (`overflow`), and stall a producer while
-        this connection's transport is above its high-water mark (`stall`)."""
-        self.out_size += n
-        if not self.dirty:
-            self.dirty = True
-            pcd = self.server.pcd
-            if pcd is None:
-                self._loop.call_soon(self.flush_out)
-            else:  # a read is being processed: written when it is done (Server.end_read)
-                pcd.append(self)
-        if self.out_size > self.pending_limit:
-            self.overflow()
-        if self.write_paused and producer is not None:
-            producer.stall(self)
-
-    def flush_out(self) -> None:
-        self.dirty = False
-        out = self.out
-        transport = self.transport
-        if not out or self.closed or transport is None or self.tls_pending:
-            return
-        data = out[0] if len(out) == 1 else b"".join(out)
-        self.out = []
-        self.out_size = 0
-        transport.write(data)
-        self.written += len(data)
-        self.last_activity = time.monotonic()
-        buffered = transport.get_write_buffer_size()
-        self.pending_limit = min(self.max_pending - buffered, self.early_flush)
-        if buffered and self._write_deadline_timer is None:
-            self._start_write_deadline()
-
     def pending_bytes(self) -> int:
-        buffered = self.transport.get_write_buffer_size() if self.transport and not self.closed else 0
-        return self.out_size + buffered
-
-    def overflow(self) -> None:
-        """``out_size`` passed ``pending_limit``: write now, and cut a slow consumer.
-
-        Writing early keeps one loop turn's output bounded; what the socket does not take stays
-        in the transport, and when that passes max_pending the client is a slow consumer.
-        """
-        if self.closed or self.transport is None:
-            return
-        self.flush_out()
-        if self.transport.get_write_buffer_size() <= self.max_pending:
-            return
-        self.server.slow_consumers += 1
-        self.account.slow_consumers += 1
-        self.log(logging.INFO, f"Slow Consumer Detected: MaxPending of {self.max_pending} Exceeded")
-        # nats-server marks a slow consumer closed without flushing pending data or an -ERR.
-        self.abort(ClosedReason.SLOW_CONSUMER_PENDING)
-
-    def _start_write_deadline(self) -> None:
-        """The socket did not take all we wrote: what is written so far must be out within
-        write_deadline (nats-server sets the deadline on each write of ``flushOutbound``; a write
-        the socket has not finished by then cuts the client, whatever max_pending allows)."""
-        self._write_deadline_mark = self.written
-        self._write_deadline_timer = self.server.loop.call_later(
-            self.server.options.write_deadline, self._write_deadline_check
-        )
-
-    def _write_deadline_check(self) -> None:
-        self._write_deadline_timer = None
-        if self.closed or self.transport is None:
-            return
-        buffered = self.transport.get_write_buffer_size()
-        if not buffered:
-            return
-        if self.written - buffered >= self._write_deadline_mark:
-            # That write finished in time; what was written since gets its own deadline.
-            self._start_write_deadline()
-            return
-        self.server.slow_consumers += 1
-        self.account.slow_consumers += 1
-        deadline = format_go_duration(int(self.server.options.write_deadline * 1e9))
-        self.log(
-            logging.INFO,
-            f"Slow Consumer Detected: WriteDeadline of {deadline} exceeded with 1 chunks of {buffered} total bytes.",
-        )
-        self.abort(ClosedReason.SLOW_CONSUMER_DEADLINE)
+        return self.sink.pending()
 
     def stall(self, consumer: ClientConnection) -> None:
         """Stop processing and reading this producer until ``consumer`` drains, for a few
@@ -1183,7 +862,7 @@ class ClientConnection(asyncio.Protocol):
             return
         if flush:
             self.flush_out()
-        self.closed = True
+        self.closed = self.sink.closed = True
         self.close_reason = reason
         if self.transport is not None:
             if flush:
@@ -1204,18 +883,16 @@ class ClientConnection(asyncio.Protocol):
         for timer in (
             self._ping_timer,
             self._auth_timer,
-            self._write_deadline_timer,
             self._stall_timer,
             self._expiry_timer,
         ):
             if timer is not None:
                 timer.cancel()
-        self._ping_timer = self._auth_timer = self._write_deadline_timer = self._stall_timer = None
+        self._ping_timer = self._auth_timer = self._stall_timer = None
+        self.sink.stop()
         self._expiry_timer = None
         if self._tls_task is not None and not self._tls_task.done():
             self._tls_task.cancel()
-        self.out = []
-        self.out_size = 0
         self._release_producers()
         # Recorded for /connz?state=closed while the subscriptions are still listed.
         self.server.unregister_client(self)

@@ -410,7 +410,7 @@ def route(
     psubs, qsubs = account.sublist.match(subject)
     receivers = list(psubs)
     if qsubs:
-        receivers.extend(server._pick_queue_members(qsubs, client))
+        receivers.extend(server.router.pick_queue_members(qsubs, client))
     delivered = False
     for sub in receivers:
         if sub.closed and sub.client is None:

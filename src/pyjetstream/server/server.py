@@ -58,7 +58,6 @@ import collections
 import json
 import os
 import platform
-import random
 import ssl
 import time
 from collections.abc import Callable
@@ -74,9 +73,9 @@ from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jwt_auth import ClaimsUpdates, OperatorTrust, account_config
 from pyjetstream.server.log import get_logger
 from pyjetstream.server.monitor import MonitorServer, closed_record
-from pyjetstream.server.msgtrace import DEST_HDR_B as TRACE_DEST
-from pyjetstream.server.msgtrace import MIN_TRACED_HDR, TracedCallback, has_trace_parent
+from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
+from pyjetstream.server.router import Router
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
 from pyjetstream.server.sys_imports import SystemImports
@@ -90,12 +89,6 @@ __all__ = [
     "RunCallback",
     "Server",
 ]
-
-#: What a frame's control line and CR LFs add, at most, to its subject, reply, sid, header block and
-#: payload (``HMSG`` and five separators, two ten-digit sizes, two CR LFs): a run's deliveries are
-#: counted against a connection's pending limit with this bound (``Server._route_one``).
-_FRAME_SLACK = 40
-_find = bytes.find
 
 #: nats-server keeps this many closed connections for ``/connz?state=closed``.
 MAX_CLOSED_CLIENTS = 10_000
@@ -219,8 +212,11 @@ class Server:
         self.reads = 0  # client reads processed (begin_read): tells one read from the next
         #: What must run when the read is processed, before that flush (:meth:`after_read`).
         self._read_end: list[Callable[[], None]] = []
-        #: The queue-group pick's randomness (``queue_seed``: repeatable).
-        self._rng: Any = random if opts.queue_seed is None else random.Random(opts.queue_seed)
+        #: Routing (`Router`): `route` one message, `route_msgs` a run, `no_responders`.
+        self.router = Router(self)
+        self.route = self.router.route
+        self.route_msgs = self.router.route_msgs
+        self.no_responders = self.router.no_responders
 
     # ------------------------------------------------------------------ addresses
 
@@ -726,8 +722,8 @@ class Server:
             self.loop.call_soon(callback)
 
     def publish_replies(self, replies: list[tuple[str, bytes]], account: Account | None = None) -> None:
-        """:meth:`publish_internal` ``(subject, payload)`` of each pair, in order (a stream's
-        PubAcks of one read): routed together (:meth:`route_msgs`), as one by one."""
+        """`publish_internal` ``(subject, payload)`` of each pair, in order (a stream's PubAcks of
+        one read): routed together (`Router.route_msgs`), as one by one."""
         n = len(replies)
         if n == 1:
             self.route(replies[0][0], "", None, replies[0][1], None, None, account)
@@ -737,22 +733,8 @@ class Server:
         self.route_msgs(subjects, [""] * n, [None] * n, payloads, None, account)
 
     def lone_receiver(self, subject: str, account: Account | None = None) -> Subscription | None:
-        """The client subscription a server publish to ``subject`` reaches when it reaches exactly
-        one (no queue group, no internal subscriber, no second match): what :meth:`route` would
-        hand to ``ClientConnection.deliver``. A consumer's delivery pass looks its destination
-        up once and frames each message straight onto that connection (``deliver``, then
-        :meth:`count_matches`); a receiver closed meanwhile sends it back through :meth:`route`.
-        The match is not counted here (see ``count_matches``)."""
-        sl = (account or self.global_account).sublist
-        result = sl.cache.get(subject)
-        if result is None:
-            result = sl.match(subject)
-            sl.matches -= 1  # (match counted it; the deliveries count themselves)
-        psubs, qsubs = result
-        if qsubs or len(psubs) != 1:
-            return None
-        sub = psubs[0]
-        return sub if sub.client is not None and not sub.closed else None
+        """`Router.lone_receiver`: the one client subscription a server publish would reach."""
+        return self.router.lone_receiver(subject, account or self.global_account)
 
     def count_matches(self, n: int) -> None:
         """``n`` deliveries went to a :meth:`lone_receiver` without :meth:`route` (its statistics)."""
@@ -763,338 +745,3 @@ class Server:
 
     def interest_count(self, subject: str, clients_only: bool = False) -> int:
         return self.global_account.interest_count(subject, clients_only)
-
-    # ------------------------------------------------------------------- routing
-
-    def route(
-        self,
-        subject: str,
-        reply: str,
-        hdr: bytes | None,
-        payload: bytes,
-        client: ClientConnection | None,
-        show_subject: str | None = None,
-        account: Account | None = None,
-    ) -> bool:
-        """Deliver one message to every matching subscription; True if anyone received it.
-
-        nats-server ``processMsgResults``: look the subject up in ``account``'s sublist (by default
-        the publishing client's account, the global account for the server's own publishes; one
-        cache hit on the hot path), pick one member per queue group, and hand the message to each
-        receiver — a client connection's :meth:`ClientConnection.deliver` (which frames it into
-        its own buffer) or an internal subscription's callback. ``client`` is the publisher
-        (``None`` for the server).
-        """
-        if account is None:
-            account = client.account if client is not None else self.global_account
-        psubs, qsubs = account.sublist.match(subject)
-        if qsubs:
-            psubs = psubs + self._pick_queue_members(qsubs, client)
-        elif len(psubs) == 1:
-            # The common case (a subscriber, a reply inbox, a pull inbox; internally a stream's
-            # subject, a consumer's acks, an API request): no loop.
-            sub = psubs[0]
-            conn = sub.client
-            if not sub.closed:
-                if conn is None:
-                    sub.delivered += 1
-                    try:
-                        sub.callback(subject if show_subject is None else show_subject, reply, hdr, payload, client)
-                    except Exception:
-                        self.logger.exception("internal subscription callback for %r failed", sub.subject)
-                    return True
-                if conn.deliver(sub, subject, reply, hdr, payload, client, show_subject):
-                    return True
-                if reply and client is not None and client.no_responders:
-                    self.no_responders(client, reply, subject)
-                return False
-        delivered = False
-        for sub in psubs:
-            # A closed connection has closed all its subscriptions, so sub.closed covers both.
-            if sub.closed:
-                continue
-            conn = sub.client
-            if conn is None:
-                delivered = True
-                sub.delivered += 1
-                try:
-                    sub.callback(
-                        subject if show_subject is None else show_subject, reply, hdr, payload, client
-                    )
-                except Exception:
-                    self.logger.exception("internal subscription callback for %r failed", sub.subject)
-                continue
-            if conn.deliver(sub, subject, reply, hdr, payload, client, show_subject):
-                delivered = True
-        if not delivered and reply and client is not None and client.no_responders:
-            self.no_responders(client, reply, subject)
-        return delivered
-
-    def route_msgs(
-        self,
-        subjects: list[str],
-        replies: list[str],
-        hdrs: list[bytes | None],
-        payloads: list[bytes],
-        client: ClientConnection | None,
-        account: Account | None = None,
-    ) -> int:
-        """Route a run of messages — a read's publishes of ``client`` (a :class:`PubRun`), or the
-        server's own (``client`` None: a stream's PubAcks) — as :meth:`route` routes each in
-        turn; returns how many were routed: all, or fewer when one closed or stalled ``client``
-        (the caller holds the rest, as after a stall in :meth:`route`).
-
-        nats-server batches at the receiver (``processMsgResults`` per message, then
-        ``flushClients`` once per read); here, in the same order, with one lookup per distinct
-        subject (the sublist's cache): a connection's deliveries are collected and framed into its
-        buffer in one call (``ClientConnection.frame_msgs``); an internal subscription with a
-        ``run`` takes each stretch of messages that reach it alone in a row in one call
-        (:meth:`_run_stretch`). Anything that may act on another connection at once — an
-        internal callback, a run, a traced message, an auto-unsubscribe — is a cut: what was
-        collected before it is framed first, so every connection receives the bytes of
-        per-message routing. A delivery that may pass a connection's pending limit (an early
-        write, a slow-consumer cut) or stall the producer is an event: what was collected is
-        framed there and the checks are made in receiver order, as ``ClientConnection._queued``
-        makes them per message."""
-        if account is None:
-            account = client.account if client is not None else self.global_account
-        sl = account.sublist
-        cache = sl.cache
-        match = sl.match
-        pending: dict[ClientConnection, list[Any]] = {}  # connection -> [room, sub, i, sub, i ...]
-        events: list[ClientConnection] = []  # this message's connections to check (_frame_pending)
-        stretch: Any = None  # the internal subscription taking messages lo..i-1 (a run)
-        lo = hits = 0
-        n = len(payloads)
-        traced_too = client is not None and bool(client.account.trace_dest)
-        i = 0
-        try:
-            while i < n:
-                subject = subjects[i]
-                result = cache.get(subject)
-                if result is None:
-                    result = match(subject)
-                else:
-                    hits += 1
-                psubs, qsubs = result
-                hdr = hdrs[i]
-                traced = (
-                    hdr is not None
-                    and client is not None
-                    and len(hdr) >= MIN_TRACED_HDR
-                    and (_find(hdr, TRACE_DEST) >= 0 or (traced_too and has_trace_parent(hdr)))
-                )  # may be traced (msgtrace.may_be_traced): routed on its own, in its place
-                run_sub: Any = None
-                if not traced:
-                    if qsubs:
-                        psubs = psubs + self._pick_queue_members(qsubs, client)
-                    if len(psubs) == 1:
-                        run_sub = psubs[0]
-                        if run_sub is stretch:
-                            i += 1
-                            continue
-                        if run_sub.client is not None or run_sub.run is None or run_sub.closed:
-                            run_sub = None
-                # A cut: the stretch before this message takes its run first.
-                if stretch is not None:
-                    self._run_stretch(stretch, lo, i, subjects, replies, hdrs, payloads, client)
-                    stretch = None
-                    if client is not None and client.closed:
-                        return i
-                if run_sub is not None:  # an internal subscription that takes runs: a stretch starts
-                    if pending:
-                        pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
-                    stretch = run_sub
-                    lo = i
-                    i += 1
-                    continue
-                if traced:
-                    hits -= 1  # (the trace's route looks it up again)
-                    if pending:
-                        pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
-                    publisher: Any = client
-                    if not publisher._traced_pub(subject, replies[i], hdr, payloads[i], False):
-                        # not processed (as on the per-message path, which does not count it)
-                        publisher.in_msgs -= 1
-                        publisher.in_bytes -= len(hdr) + len(payloads[i])  # type: ignore[arg-type]
-                else:
-                    pending = self._route_one(i, psubs, pending, events, subjects, replies, hdrs, payloads, client)
-                    if events:
-                        pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
-                i += 1
-                if client is not None and (client.closed or client.stalled):
-                    if pending:  # (what this message's later receivers were given)
-                        self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
-                    return i
-            if stretch is not None:
-                self._run_stretch(stretch, lo, n, subjects, replies, hdrs, payloads, client)
-            if pending:
-                self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
-            return n
-        finally:
-            sl.matches += hits
-
-    def _route_one(
-        self,
-        i: int,
-        psubs: tuple[Subscription, ...],
-        pending: dict[ClientConnection, list[Any]],
-        events: list[ClientConnection],
-        subjects: list[str],
-        replies: list[str],
-        hdrs: list[bytes | None],
-        payloads: list[bytes],
-        client: ClientConnection | None,
-    ) -> dict[ClientConnection, list[Any]]:
-        """:meth:`route_msgs` for message ``i`` and its receivers ``psubs`` (queue members
-        picked): each connection's delivery collected in ``pending`` (``[room, sub, i ...]``, the
-        bytes ``room`` left before the connection's pending limit, counted with an upper bound of
-        each frame's size), a connection whose delivery may pass it or stall the producer added
-        to ``events``; an internal callback, an auto-unsubscribe or a no-responders answer in
-        their place. Returns ``pending`` (a new one after a cut). What :meth:`route` +
-        ``ClientConnection.deliver`` decide per delivery is decided here (no echo, deliver
-        permissions, the delivered count and auto-unsubscribe); the framing is the
-        connection's (``frame_msgs``)."""
-        subject = subjects[i]
-        reply = replies[i]
-        hdr = hdrs[i]
-        delivered = False
-        bound = -1
-        for sub in psubs:
-            if sub.closed:
-                continue
-            conn = sub.client
-            if conn is None:
-                if pending:
-                    pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
-                delivered = True
-                sub.delivered += 1
-                try:
-                    sub.callback(subject, reply, hdr, payloads[i], client)
-                except Exception:
-                    self.logger.exception("internal subscription callback for %r failed", sub.subject)
-                continue
-            if conn is client and not conn.echo:  # type: ignore[union-attr]
-                continue
-            deliver_filter = conn.deliver_filter
-            if deliver_filter is not None and not deliver_filter.deliver_allowed(subject, reply, sub.queue or ""):
-                continue
-            delivered = True
-            if sub.max_msgs:  # auto-unsubscribe: removed before its last message is framed, as deliver does
-                if pending:
-                    pending = self._frame_pending(pending, events, subjects, replies, hdrs, payloads, client)
-                sub.delivered += 1
-                if sub.delivered >= sub.max_msgs:
-                    conn.remove_sub(sub)
-            else:
-                sub.delivered += 1
-            if bound < 0:
-                payload = payloads[i]
-                bound = len(payload) + len(subject) + len(reply) + _FRAME_SLACK
-                if hdr is not None:
-                    bound += len(hdr)
-            items = pending.get(conn)
-            if items is None:
-                items = pending[conn] = [conn.pending_limit - conn.out_size]
-                if conn.write_paused and client is not None and client.may_stall(conn):
-                    events.append(conn)
-            room = items[0] = items[0] - bound - len(sub.sid_b)
-            items.append(sub)
-            items.append(i)
-            if room < 0 and conn not in events:
-                events.append(conn)
-        if not delivered and reply and client is not None and client.no_responders:
-            frame = self._no_responders_frame(client, reply, subject)
-            if frame:
-                items = pending.get(client)
-                if items is None:
-                    items = pending[client] = [client.pending_limit - client.out_size]
-                items[0] -= len(frame)
-                items.append(None)
-                items.append(frame)
-                if items[0] < 0 and client not in events:
-                    events.append(client)
-        return pending
-
-    def _frame_pending(
-        self,
-        pending: dict[ClientConnection, list[Any]],
-        events: list[ClientConnection],
-        subjects: list[str],
-        replies: list[str],
-        hdrs: list[bytes | None],
-        payloads: list[bytes],
-        client: ClientConnection | None,
-    ) -> dict[ClientConnection, list[Any]]:
-        """Frame what :meth:`_route_one` collected, each connection's in one call, then make the
-        checks of the connections in ``events``, in order (``ClientConnection.frames_checked``:
-        an early write, a slow-consumer cut, a producer stall); returns a new, empty collection."""
-        for conn, items in pending.items():
-            conn.frame_msgs(items, subjects, replies, hdrs, payloads)
-        if events:
-            for conn in events:
-                conn.frames_checked(client)
-            events.clear()
-        return {}
-
-    def _run_stretch(
-        self,
-        sub: InternalSub,
-        lo: int,
-        hi: int,
-        subjects: list[str],
-        replies: list[str],
-        hdrs: list[bytes | None],
-        payloads: list[bytes],
-        client: ClientConnection | None,
-    ) -> None:
-        """Messages ``lo`` to ``hi`` (not included) reached ``sub`` alone, in a row: its ``run``
-        takes them in one call (``callback`` a lone one), as :meth:`route` would hand each."""
-        sub.delivered += hi - lo
-        try:
-            if hi - lo == 1:
-                sub.callback(subjects[lo], replies[lo], hdrs[lo], payloads[lo], client)
-            elif lo == 0 and hi == len(payloads):
-                sub.run(subjects, replies, hdrs, payloads, client)  # type: ignore[misc]
-            else:
-                sub.run(subjects[lo:hi], replies[lo:hi], hdrs[lo:hi], payloads[lo:hi], client)  # type: ignore[misc]
-        except Exception:
-            self.logger.exception("internal subscription callback for %r failed", sub.subject)
-
-    def _pick_queue_members(
-        self, qsubs: tuple[tuple[Subscription, ...], ...], client: ClientConnection | None
-    ) -> tuple[Subscription, ...]:
-        """One member per queue group, at random (``queue_seed``: repeatably), skipping ones that
-        cannot take the message."""
-        picked = []
-        randrange = self._rng.randrange
-        for group in qsubs:
-            n = len(group)
-            start = randrange(n) if n > 1 else 0
-            for k in range(n):
-                sub = group[(start + k) % n]
-                conn = sub.client
-                if sub.closed or (
-                    conn is not None and (conn.closed or (client is not None and conn is client and not client.echo))
-                ):
-                    continue
-                picked.append(sub)
-                break
-        return tuple(picked)
-
-    def _no_responders_frame(self, client: ClientConnection, reply: str, subject: str) -> bytes:
-        """The 503 that tells a requester nobody listens on ``subject`` (nats-server
-        ``processMsgResults``): ``HMSG <reply> <sid> <n> <n>`` + ``NATS/1.0 503`` +
-        ``Nats-Subject: <subject>``, for its own subscription to ``reply``; b"" when it has none."""
-        psubs, _ = client.account.sublist.match(reply)
-        for sub in psubs:
-            if sub.client is client:
-                hdr = b"NATS/1.0 503\r\nNats-Subject: %b\r\n\r\n" % subject.encode()
-                return b"HMSG %b %b %d %d\r\n%b\r\n" % (reply.encode(), sub.sid_b, len(hdr), len(hdr), hdr)
-        return b""
-
-    def no_responders(self, client: ClientConnection, reply: str, subject: str = "") -> None:
-        """Tell a requester nobody listens on ``subject`` (:meth:`_no_responders_frame`)."""
-        frame = self._no_responders_frame(client, reply, subject)
-        if frame:
-            client.enqueue(frame)

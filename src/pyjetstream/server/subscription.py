@@ -17,7 +17,7 @@ __all__ = ["Subscription"]
 
 
 class Subscription:
-    """One subscription: a client's (``client`` set) or the server's own (``callback`` set).
+    """One subscription: a client's (``client`` and its ``sink`` set) or the server's own (``callback`` set).
 
     ``msg_prefix``/``hmsg_prefix`` hold ``b"MSG <subject> <sid> "``/``b"HMSG …"`` for literal
     subscriptions, whose delivered subject is always their own.
@@ -37,6 +37,7 @@ class Subscription:
         "queue",
         "sid",
         "sid_b",
+        "sink",
         "subject",
     )
 
@@ -53,6 +54,8 @@ class Subscription:
         self.sid_b = sid.encode()
         self.queue = queue
         self.client = client
+        #: The client connection's output (`FrameSink`), None for the server's own subscriptions.
+        self.sink: Any = client.sink if client is not None else None
         self.callback = callback
         self.max_msgs = 0
         self.delivered = 0

@@ -1,4 +1,5 @@
-"""Client-certificate checks of nats-server's TLS options: ``verify_and_map`` and ``pinned_certs``.
+"""A client connection's TLS: the upgrade after INFO (`start_tls`) and the client-certificate checks
+of nats-server's TLS options, ``verify_and_map`` and ``pinned_certs``.
 
 - ``verify_and_map`` (nats-server ``checkClientTLSCertSubject``): the verified certificate names a
   user of the configuration by one of its e-mail SANs, DNS SANs or URI SANs, or by its subject
@@ -10,10 +11,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
+import os
+import socket
+import ssl
 from typing import Any
 
-__all__ = ["cert_identities", "dn_pairs", "spki_sha256", "subject_pairs"]
+__all__ = ["cert_identities", "check_peer_certificate", "dn_pairs", "spki_sha256", "start_tls", "subject_pairs"]
+
+#: Why a connection whose TLS failed was closed (``client.ClosedReason.TLS_HANDSHAKE``).
+TLS_HANDSHAKE = "TLS Handshake Failure"
 
 # Python's ssl names → the short names of RFC 4514 (what Go's pkix.Name.String() writes).
 _SHORT = {
@@ -103,3 +112,91 @@ def spki_sha256(der_cert: bytes) -> str:
             return hashlib.sha256(der_cert[pos:end]).hexdigest()
         pos = end
         index += 1
+
+
+async def start_tls(conn: Any, ssl_context: ssl.SSLContext, info: bytes) -> None:
+    """A client connection's TLS as nats-server does it: INFO in the clear, then the client's handshake; with
+    ``allow_non_tls`` a client that does not start a handshake stays in the clear.
+    (``handshake_first`` connections arrive with TLS done: the listener does it.)"""
+    server = conn.server
+    tls = server.options.tls
+    timeout = tls.timeout if tls is not None else 2.0
+    transport = conn.transport
+    if transport is None or conn.closed:
+        return
+    transport.pause_reading()
+    transport.write(info)
+    if server.options.allow_non_tls and not await _client_starts_tls(conn, timeout):
+        if not conn.closed:
+            conn.sink.hold = False
+            transport.resume_reading()
+            if conn.sink.out:
+                conn.flush_out()
+        return
+    try:
+        upgraded = await server.loop.start_tls(
+            conn.transport,
+            conn,
+            ssl_context,
+            server_side=True,
+            ssl_handshake_timeout=timeout,
+        )
+    except Exception as exc:  # handshake failure or timeout: nats-server closes without -ERR
+        if not conn.closed:
+            conn.log(logging.ERROR, f"TLS handshake error: {exc or type(exc).__name__}")
+            conn.abort(TLS_HANDSHAKE)
+        return
+    if conn.closed or upgraded is None:
+        if upgraded is not None:
+            upgraded.abort()
+        return
+    conn.transport = conn.sink.transport = upgraded
+    if not check_peer_certificate(conn, upgraded):
+        return
+    conn.sink.hold = False
+    conn.set_write_limits()
+    if conn.sink.out:
+        conn.flush_out()
+
+async def _client_starts_tls(conn: Any, timeout: float) -> bool:
+    """``allow_non_tls``: whether the client's first byte opens a TLS record (0x16), peeked
+    on a duplicate of the socket so the TLS layer or the parser still reads it."""
+
+    sock = conn.transport.get_extra_info("socket") if conn.transport is not None else None
+    if sock is None:
+        return False
+    loop = conn.server.loop
+    dup = socket.socket(fileno=os.dup(sock.fileno()))
+    dup.setblocking(False)
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(dup.fileno(), readable)
+    try:
+        await asyncio.wait_for(ready, timeout)
+        first = dup.recv(1, socket.MSG_PEEK)
+    except (TimeoutError, OSError):
+        return False
+    finally:
+        loop.remove_reader(dup.fileno())
+        dup.close()
+    return first == b"\x16"
+
+def check_peer_certificate(conn: Any, transport: Any) -> bool:
+    """Keep the verified client certificate (``verify_and_map``) and enforce pinned_certs."""
+    tls = conn.server.options.tls
+    ssl_object = transport.get_extra_info("ssl_object")
+    if ssl_object is None or tls is None:
+        return True
+    conn.peercert = ssl_object.getpeercert() or None
+    if tls.pinned_certs:
+
+        der = ssl_object.getpeercert(binary_form=True)
+        if der is None or spki_sha256(der) not in tls.pinned_certs:
+            conn.log(logging.ERROR, "TLS handshake error: peer certificate does not match a pinned cert")
+            conn.abort(TLS_HANDSHAKE)
+            return False
+    return True

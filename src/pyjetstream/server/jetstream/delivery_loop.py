@@ -31,7 +31,7 @@ from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotF
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
-    from pyjetstream.server.jetstream.host import Connection, Receiver
+    from pyjetstream.server.jetstream.host import Receiver, Sink
 
 __all__ = ["DeliveryLoop", "DeliveryPass"]
 
@@ -277,14 +277,14 @@ class DeliveryLoop:
             dseq += 1
             if acc > room:  # where deliver would write early (and maybe cut the receiver)
                 self._framed(p, run, first - start, dseq, npc, track)
-                conn.frames_queued(rsub, p.acc_msgs + dseq - first, acc_bytes, acc)
+                conn.count(rsub, p.acc_msgs + dseq - first, acc_bytes, acc)
                 first = dseq
                 p.acc_msgs = acc = acc_bytes = 0
                 if rsub.closed:
                     p.acc = p.acc_bytes = 0
                     p.conn = None
                     return True
-                room = p.room = conn.frames_room()
+                room = p.room = conn.room()
                 out = conn.out  # (the early write took the list: a new one takes what follows)
                 append = out.append
         p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
@@ -409,7 +409,7 @@ class DeliveryLoop:
                     ok = c.server.publish_internal(dest, payload, ack.decode(), hdr, subject)
                     drop = True
                 elif conn is not None:
-                    # ``ClientConnection.deliver``'s framing, without its per-message checks
+                    # ``FrameSink.deliver``'s framing, without its per-message checks
                     # (none apply: see ``takes_frames``) and with the accounting per run.
                     if hdr is not None and conn.headers:
                         if subject is not hsub:
@@ -424,13 +424,13 @@ class DeliveryLoop:
                     acc_msgs += 1
                     direct += 1
                     if acc > room:  # where deliver would write early (and maybe cut the receiver)
-                        conn.frames_queued(rsub, acc_msgs, acc_bytes, acc)
+                        conn.count(rsub, acc_msgs, acc_bytes, acc)
                         acc = acc_msgs = acc_bytes = 0
                         if rsub.closed:
                             drop = True
                             conn = p.conn = None
                         else:
-                            room = p.room = conn.frames_room()
+                            room = p.room = conn.room()
                 else:
                     ok = rsub.client.deliver(rsub, dest, ack.decode(), hdr, payload, None, subject)
                     direct += 1
@@ -694,7 +694,7 @@ class DeliveryPass:
         self.lone_receiver = consumer.server.lone_receiver
         self.dest = ""
         self.rsub: Receiver | None = None
-        self.conn: Connection | None = None
+        self.conn: Sink | None = None
         self.room = 0
         self.acc = self.acc_msgs = self.acc_bytes = 0
         self.msub = self.hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
@@ -708,21 +708,21 @@ class DeliveryPass:
         (``Server.lone_receiver``) instead of routing every message: nothing in a pass can
         subscribe, and a receiver that goes away meanwhile is closed, which sends the message the
         routed way. Its connection, when the pass may frame onto it itself
-        (``ClientConnection.takes_frames``), takes frames into ``conn.out`` in order, accounted for
-        in one ``frames_queued`` call (`account`) whenever they pass ``room`` (where
+        (``FrameSink.takes_frames``), takes frames into its sink's ``out`` in order, accounted for
+        in one ``FrameSink.count`` call (`account`) whenever they pass ``room`` (where
         ``deliver`` would write early), when the receiver changes and at the end of the pass."""
         self.account()
         self.dest = dest
         rsub = self.rsub = self.lone_receiver(dest)
-        conn = self.conn = rsub.client if rsub is not None and rsub.client.takes_frames(rsub) else None
-        self.room = conn.frames_room() if conn is not None else 0
+        conn = self.conn = rsub.sink if rsub is not None and rsub.sink.takes_frames(rsub) else None
+        self.room = conn.room() if conn is not None else 0
         self.msub = self.hsub = ""
 
     def account(self) -> None:
-        """The frames appended since the last call: ``ClientConnection.frames_queued`` (their
+        """The frames appended since the last call: ``FrameSink.count`` (their
         counts, the flush, an early write or a slow-consumer cut)."""
         if self.conn is not None and self.acc:
-            self.conn.frames_queued(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)
+            self.conn.count(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)
         self.acc = self.acc_msgs = self.acc_bytes = 0
 
 

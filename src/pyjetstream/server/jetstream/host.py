@@ -32,19 +32,12 @@ class Trace(Protocol):
 
 
 class Connection(Protocol):
-    """A client connection a consumer's delivery pass frames onto (``client.ClientConnection``):
-    its output parts, and how it accounts for what was appended there."""
+    """A client connection as the engine sees it (``client.ClientConnection``): the publisher of a
+    message it takes, the receiver of a delivery."""
 
-    out: list[bytes]
     headers: bool
     closed: bool
     no_responders: bool  # the client asked for no-responders statuses
-
-    def takes_frames(self, sub: Any) -> bool: ...
-
-    def frames_room(self) -> int: ...
-
-    def frames_queued(self, sub: Any, msgs: int, msg_bytes: int, size: int) -> None: ...
 
     def deliver(
         self,
@@ -58,6 +51,19 @@ class Connection(Protocol):
     ) -> bool: ...
 
 
+class Sink(Connection, Protocol):
+    """A client connection's output (``sink.FrameSink``), which a consumer's delivery pass frames
+    onto: its output parts, and how it accounts for what was appended there."""
+
+    out: list[bytes]
+
+    def takes_frames(self, sub: Any) -> bool: ...
+
+    def room(self) -> int: ...
+
+    def count(self, sub: Any, msgs: int, data: int, size: int) -> None: ...
+
+
 class Receiver(Protocol):
     """A client subscription a delivery reaches (``subscription.Subscription``)."""
 
@@ -68,6 +74,9 @@ class Receiver(Protocol):
 
     @property
     def client(self) -> Connection: ...
+
+    @property
+    def sink(self) -> Sink: ...
 
 
 class InternalSubscription(Protocol):

@@ -1,0 +1,410 @@
+"""Routing: which subscriptions a published message reaches, and handing it to each (nats-server
+``processMsgResults`` and ``deliverMsg``).
+
+Two entries, one rule set:
+
+- `Router.route`: one message — the general per-message path, and the spec of the other;
+- `Router.route_msgs`: a run of messages (a read's `PubRun`, or the server's own: a stream's
+  PubAcks), routed as `Router.route` routes each in turn, batched at the receivers as nats-server
+  batches them (each receiving client's buffer takes its messages, then is flushed once per read):
+  one lookup per distinct subject (the sublist's match cache), each connection's deliveries framed
+  into its `FrameSink` in one call, each stretch of messages that reach an internal subscription
+  alone in a row handed to its one ``run`` callback.
+
+Order is kept: every connection receives the bytes per-message routing gives it. What may act on
+another connection at once — an internal subscription's callback or run (an API reply, a
+re-routing import, a consumer's ack advisory), a traced message, an auto-unsubscribe (its interest
+callbacks) — is a *cut*: the deliveries collected before it are framed first. A delivery that may
+pass a connection's pending limit (an early write, a slow-consumer cut) or stall the producer is an
+*event*: what was collected is framed there and the checks are made in receiver order, where
+per-message delivery makes them. A stream's PubAcks and a consumer's deliveries, which their
+receivers defer to the end of the read or to a later loop turn, keep that order by themselves.
+``ServerOptions.runs`` off makes every publish take `Router.route` (the differential test proves
+the two equal).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from pyjetstream.server.msgtrace import DEST_HDR_B as TRACE_DEST
+from pyjetstream.server.msgtrace import MIN_TRACED_HDR, has_trace_parent
+
+if TYPE_CHECKING:
+    from pyjetstream.server.accounts import Account
+    from pyjetstream.server.client import ClientConnection
+    from pyjetstream.server.sink import FrameSink
+    from pyjetstream.server.subscription import Subscription
+
+__all__ = ["Router"]
+
+#: What a frame's control line and CR LFs add, at most, to its subject, reply, sid, header block and
+#: payload (``HMSG`` and five separators, two ten-digit sizes, two CR LFs): a run's deliveries are
+#: counted against a connection's pending limit with this bound.
+FRAME_SLACK = 40
+_find = bytes.find
+
+
+class Router:
+    """The server's routing (see the module docstring); ``server`` for its logger, its global
+    account (the server's own publishes) and ``queue_seed``."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.logger = server.logger
+        seed = server.options.queue_seed
+        #: The queue-group pick's randomness (``queue_seed``: repeatable).
+        self.rng: Any = random if seed is None else random.Random(seed)
+
+    # ------------------------------------------------------------------ one message
+
+    def route(
+        self,
+        subject: str,
+        reply: str,
+        hdr: bytes | None,
+        payload: bytes,
+        client: ClientConnection | None,
+        show_subject: str | None = None,
+        account: Account | None = None,
+    ) -> bool:
+        """Deliver one message to every matching subscription; True if anyone received it.
+
+        nats-server ``processMsgResults``: look the subject up in ``account``'s sublist (by default
+        the publishing client's account, the global account for the server's own publishes; one
+        cache hit on the hot path), pick one member per queue group, and hand the message to each
+        receiver — a client connection's `FrameSink.deliver` (which frames it into its buffer) or
+        an internal subscription's callback. ``client`` is the publisher (None for the server)."""
+        if account is None:
+            account = client.account if client is not None else self.server.global_account
+        psubs, qsubs = account.sublist.match(subject)
+        if qsubs:
+            psubs = psubs + self.pick_queue_members(qsubs, client)
+        elif len(psubs) == 1:
+            # The common case (a subscriber, a reply inbox, a pull inbox; internally a stream's
+            # subject, a consumer's acks, an API request): no loop.
+            sub = psubs[0]
+            if not sub.closed:
+                sink = sub.sink
+                if sink is None:
+                    self._callback(sub, subject if show_subject is None else show_subject, reply, hdr, payload, client)
+                    return True
+                if sink.deliver(sub, subject, reply, hdr, payload, client, show_subject):
+                    return True
+                if reply and client is not None and client.no_responders:
+                    self.no_responders(client, reply, subject)
+                return False
+        delivered = False
+        for sub in psubs:
+            # A closed connection has closed all its subscriptions, so sub.closed covers both.
+            if sub.closed:
+                continue
+            sink = sub.sink
+            if sink is None:
+                delivered = True
+                self._callback(sub, subject if show_subject is None else show_subject, reply, hdr, payload, client)
+            elif sink.deliver(sub, subject, reply, hdr, payload, client, show_subject):
+                delivered = True
+        if not delivered and reply and client is not None and client.no_responders:
+            self.no_responders(client, reply, subject)
+        return delivered
+
+    def _callback(
+        self, sub: Subscription, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    ) -> None:
+        sub.delivered += 1
+        try:
+            sub.callback(subject, reply, hdr, payload, client)
+        except Exception:
+            self.logger.exception("internal subscription callback for %r failed", sub.subject)
+
+    # ------------------------------------------------------------------ a run
+
+    def route_msgs(
+        self,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes | None],
+        payloads: list[bytes],
+        client: ClientConnection | None,
+        account: Account | None = None,
+    ) -> int:
+        """Route a run of messages — a read's publishes of ``client``, or the server's own
+        (``client`` None) — as `route` routes each in turn (see the module docstring); returns how
+        many were routed: all, or fewer when one closed or stalled ``client`` (the caller holds
+        the rest, as after a stall in `route`)."""
+        if account is None:
+            account = client.account if client is not None else self.server.global_account
+        run = _Run(self, subjects, replies, hdrs, payloads, client)
+        sl = account.sublist
+        try:
+            return run.route(sl)
+        finally:
+            sl.matches += run.hits
+
+    def pick_queue_members(
+        self, qsubs: tuple[tuple[Subscription, ...], ...], client: ClientConnection | None
+    ) -> tuple[Subscription, ...]:
+        """One member per queue group, at random (``queue_seed``: repeatably), skipping ones that
+        cannot take the message."""
+        picked = []
+        randrange = self.rng.randrange
+        for group in qsubs:
+            n = len(group)
+            start = randrange(n) if n > 1 else 0
+            for k in range(n):
+                sub = group[(start + k) % n]
+                conn = sub.client
+                if sub.closed or (
+                    conn is not None and (conn.closed or (client is not None and conn is client and not client.echo))
+                ):
+                    continue
+                picked.append(sub)
+                break
+        return tuple(picked)
+
+    def no_responders_frame(self, client: ClientConnection, reply: str, subject: str) -> bytes:
+        """The 503 that tells a requester nobody listens on ``subject`` (nats-server
+        ``processMsgResults``): ``HMSG <reply> <sid> <n> <n>`` + ``NATS/1.0 503`` +
+        ``Nats-Subject: <subject>``, for its own subscription to ``reply``; b"" when it has none."""
+        psubs, _ = client.account.sublist.match(reply)
+        for sub in psubs:
+            if sub.client is client:
+                hdr = b"NATS/1.0 503\r\nNats-Subject: %b\r\n\r\n" % subject.encode()
+                return b"HMSG %b %b %d %d\r\n%b\r\n" % (reply.encode(), sub.sid_b, len(hdr), len(hdr), hdr)
+        return b""
+
+    def no_responders(self, client: ClientConnection, reply: str, subject: str = "") -> None:
+        """Tell a requester nobody listens on ``subject`` (`no_responders_frame`)."""
+        frame = self.no_responders_frame(client, reply, subject)
+        if frame:
+            client.enqueue(frame)
+
+    def lone_receiver(self, subject: str, account: Account) -> Subscription | None:
+        """The client subscription a server publish to ``subject`` reaches when it reaches exactly
+        one (no queue group, no internal subscriber, no second match): what `route` would hand to
+        `FrameSink.deliver`. A consumer's delivery pass looks its destination up once and frames
+        each message straight onto that connection; a receiver closed meanwhile sends it back
+        through `route`. The match is not counted here (the deliveries count themselves)."""
+        sl = account.sublist
+        result = sl.cache.get(subject)
+        if result is None:
+            result = sl.match(subject)
+            sl.matches -= 1
+        psubs, qsubs = result
+        if qsubs or len(psubs) != 1:
+            return None
+        sub = psubs[0]
+        return sub if sub.client is not None and not sub.closed else None
+
+
+class _Run:
+    """One `Router.route_msgs` call: the run, and what was collected for its receivers."""
+
+    __slots__ = (
+        "client",
+        "events",
+        "hdrs",
+        "hits",
+        "payloads",
+        "pending",
+        "replies",
+        "router",
+        "subjects",
+        "traced_too",
+    )
+
+    def __init__(
+        self,
+        router: Router,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes | None],
+        payloads: list[bytes],
+        client: ClientConnection | None,
+    ) -> None:
+        self.router = router
+        self.subjects = subjects
+        self.replies = replies
+        self.hdrs = hdrs
+        self.payloads = payloads
+        self.client = client
+        #: Each receiving connection's deliveries so far: ``[room, sub, i, sub, i ...]``, the bytes
+        #: ``room`` left before its pending limit (counted with an upper bound of each frame).
+        self.pending: dict[FrameSink, list[Any]] = {}
+        #: This message's connections whose checks are due (`frame_pending`), in receiver order.
+        self.events: list[FrameSink] = []
+        self.hits = 0  # lookups the match cache answered (added to the sublist's count)
+        self.traced_too = client is not None and bool(client.account.trace_dest)
+
+    def route(self, sl: Any) -> int:
+        """Route every message in turn (see `Router.route_msgs`)."""
+        subjects = self.subjects
+        hdrs = self.hdrs
+        client = self.client
+        cache = sl.cache
+        match = sl.match
+        stretch: Any = None  # the internal subscription taking messages lo..i-1 (a run)
+        lo = 0
+        n = len(self.payloads)
+        i = 0
+        while i < n:
+            subject = subjects[i]
+            result = cache.get(subject)
+            if result is None:
+                result = match(subject)
+            else:
+                self.hits += 1
+            psubs, qsubs = result
+            hdr = hdrs[i]
+            traced = (
+                hdr is not None
+                and client is not None
+                and len(hdr) >= MIN_TRACED_HDR
+                and (_find(hdr, TRACE_DEST) >= 0 or (self.traced_too and has_trace_parent(hdr)))
+            )  # may be traced (msgtrace.may_be_traced): routed on its own, in its place
+            taker: Any = None
+            if not traced:
+                if qsubs:
+                    psubs = psubs + self.router.pick_queue_members(qsubs, client)
+                if len(psubs) == 1:
+                    taker = psubs[0]
+                    if taker is stretch:
+                        i += 1
+                        continue
+                    if taker.sink is not None or taker.run is None or taker.closed:
+                        taker = None
+            if stretch is not None:  # a cut: the stretch before this message takes its run first
+                self.run_stretch(stretch, lo, i)
+                stretch = None
+                if client is not None and client.closed:
+                    return i
+            if taker is not None:  # an internal subscription that takes runs: a stretch starts
+                if self.pending:
+                    self.frame_pending()
+                stretch = taker
+                lo = i
+            elif traced:
+                self.traced(i)
+            else:
+                self.route_one(i, psubs)
+                if self.events:
+                    self.frame_pending()
+            i += 1
+            if client is not None and (client.closed or client.stalled):
+                if self.pending:  # (what this message's later receivers were given)
+                    self.frame_pending()
+                return i
+        if stretch is not None:
+            self.run_stretch(stretch, lo, n)
+        if self.pending:
+            self.frame_pending()
+        return n
+
+    def traced(self, i: int) -> None:
+        """A message that may be traced: routed by the publisher's trace path, in its place."""
+        self.hits -= 1  # (the trace's route looks it up again)
+        if self.pending:
+            self.frame_pending()
+        publisher: Any = self.client
+        hdr: Any = self.hdrs[i]
+        if not publisher.traced_pub(self.subjects[i], self.replies[i], hdr, self.payloads[i], False):
+            # not processed (as on the per-message path, which does not count it)
+            publisher.in_msgs -= 1
+            publisher.in_bytes -= len(hdr) + len(self.payloads[i])
+
+    def route_one(self, i: int, psubs: tuple[Subscription, ...]) -> None:
+        """Message ``i`` to its receivers ``psubs`` (queue members picked): each connection's
+        delivery collected in `pending`, a connection whose delivery may pass its pending limit or
+        stall the producer added to `events`; an internal callback, an auto-unsubscribe or a
+        no-responders answer in their place. What `Router.route` + `FrameSink.deliver` decide per
+        delivery is decided here (no echo, deliver permissions, the delivered count and
+        auto-unsubscribe); the framing is the connection's (`FrameSink.frame_msgs`)."""
+        subject = self.subjects[i]
+        reply = self.replies[i]
+        hdr = self.hdrs[i]
+        client = self.client
+        producer = client.sink if client is not None else None
+        delivered = False
+        bound = -1
+        for sub in psubs:
+            if sub.closed:
+                continue
+            sink = sub.sink
+            if sink is None:
+                if self.pending:
+                    self.frame_pending()
+                delivered = True
+                self.router._callback(sub, subject, reply, hdr, self.payloads[i], client)
+                continue
+            if not sink.echo and sink is producer:
+                continue
+            deliver_filter = sink.deliver_filter
+            if deliver_filter is not None and not deliver_filter.deliver_allowed(subject, reply, sub.queue or ""):
+                continue
+            delivered = True
+            if sub.max_msgs:  # auto-unsubscribe: removed before its last message is framed, as deliver does
+                if self.pending:
+                    self.frame_pending()
+                sub.delivered += 1
+                if sub.delivered >= sub.max_msgs:
+                    sink.conn.remove_sub(sub)
+            else:
+                sub.delivered += 1
+            if bound < 0:
+                bound = len(self.payloads[i]) + len(subject) + len(reply) + FRAME_SLACK
+                if hdr is not None:
+                    bound += len(hdr)
+            self.collect(sink, sub, i, bound + len(sub.sid_b))
+        if not delivered and reply and client is not None and client.no_responders:
+            frame = self.router.no_responders_frame(client, reply, subject)
+            if frame:
+                self.collect(client.sink, None, frame, len(frame))
+
+    def collect(self, sink: FrameSink, sub: Any, item: Any, size: int) -> None:
+        """One delivery (``sub`` None: ``item`` is a frame of bytes) for ``sink``, at most ``size``
+        bytes: an event when the connection may pass its pending limit with it or, new in this
+        collection, when the producer would be stalled by it."""
+        items = self.pending.get(sink)
+        if items is None:
+            items = self.pending[sink] = [sink.limit - sink.size]
+            client = self.client
+            if sink.write_paused and sub is not None and client is not None and client.may_stall(sink.conn):
+                self.events.append(sink)
+        room = items[0] = items[0] - size
+        items.append(sub)
+        items.append(item)
+        if room < 0 and sink not in self.events:
+            self.events.append(sink)
+
+    def frame_pending(self) -> None:
+        """Frame what was collected, each connection's in one call, then make the checks of the
+        connections in `events`, in order (`FrameSink.check`: an early write, a slow-consumer cut,
+        a producer stall)."""
+        pending = self.pending
+        self.pending = {}
+        for sink, items in pending.items():
+            sink.frame_msgs(items, self.subjects, self.replies, self.hdrs, self.payloads)
+        events = self.events
+        if events:
+            for sink in events:
+                sink.check(self.client)
+            events.clear()
+
+    def run_stretch(self, sub: Any, lo: int, hi: int) -> None:
+        """Messages ``lo`` to ``hi`` (not included) reached ``sub`` alone, in a row: its ``run``
+        takes them in one call (``callback`` a lone one), as `Router.route` would hand each."""
+        if hi - lo == 1:
+            self.router._callback(sub, self.subjects[lo], self.replies[lo], self.hdrs[lo], self.payloads[lo], self.client)
+            return
+        sub.delivered += hi - lo
+        try:
+            if lo == 0 and hi == len(self.payloads):
+                sub.run(self.subjects, self.replies, self.hdrs, self.payloads, self.client)
+            else:
+                sub.run(
+                    self.subjects[lo:hi], self.replies[lo:hi], self.hdrs[lo:hi], self.payloads[lo:hi], self.client
+                )
+        except Exception:
+            self.router.logger.exception("internal subscription callback for %r failed", sub.subject)
