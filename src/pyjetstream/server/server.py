@@ -1,6 +1,6 @@
 """The embedded NATS server: listener, routing, lifecycle and the internal API JetStream builds on.
 
-Usage::
+Usage:
 
     async with Server(jetstream=True, store_dir="/tmp/js") as srv:   # any ServerOptions field
         nc = await nats.connect(srv.client_url)
@@ -12,7 +12,7 @@ called on the server's event loop):
     ``callback(subject, reply, hdr, payload, client)`` runs synchronously in the routing path for
     every matching publish: ``subject``/``reply`` are ``str``, ``hdr`` is the raw header block
     (``bytes``) or ``None``, ``payload`` is ``bytes`` and ``client`` is the publishing
-    :class:`ClientConnection` (``None`` for :meth:`publish_internal`). Internal subscriptions are
+    `ClientConnection` (``None`` for `publish_internal`). Internal subscriptions are
     interest like client ones (no-responders does not fire) and join queue groups.
     ``InternalSub.unsubscribe()`` removes it. An exception in a callback is logged, not raised.
 
@@ -37,8 +37,8 @@ Also exposed: ``options``, ``server_id``, ``server_name``, ``loop``, ``logger``,
 ``handler(query: dict[str, str]) -> dict``; add ``/jsz`` there), ``jetstream`` (the engine or
 ``None``) and ``jetstream_enabled``.
 
-When ``options.jetstream`` is set, :meth:`start` runs ``JetStreamEngine(self).start()`` from
-``pyjetstream.server.jetstream.engine`` before accepting clients, and :meth:`shutdown` awaits its
+When ``options.jetstream`` is set, `start` runs ``JetStreamEngine(self).start()`` from
+``pyjetstream.server.jetstream.engine`` before accepting clients, and [`shutdown`][pyjetstream.server.server.Server.shutdown] awaits its
 ``stop()`` after the clients are drained. Engine hooks used by monitoring:
 ``engine.varz() -> dict`` (the ``jetstream`` object of ``/varz``) and
 ``engine.healthz(query) -> str | None`` (a problem makes ``/healthz`` answer 503).
@@ -48,7 +48,7 @@ then the client's handshake (``tls.timeout``); a failed handshake closes without
 ``handshake_first`` puts the handshake before INFO; ``allow_non_tls`` advertises ``tls_available``
 and lets clients that do not start a handshake stay in the clear; ``verify`` asks for a client
 certificate, ``verify_and_map`` maps it to a user, ``pinned_certs`` restricts which ones
-(:mod:`pyjetstream.server.tls`).
+(`pyjetstream.server.tls`).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ class InternalSub(Subscription):
     ``traced`` is the callback a traced message goes to instead (``msgtrace.TracedCallback``:
     the trace first), for the subscriptions whose work shows in a trace event (a stream's ingest,
     the import forwarders); without it a traced message reaches ``callback`` as any other.
-    ``run`` (:data:`RunCallback`) takes, in one call, each stretch of a read's messages that
+    ``run`` (`RunCallback`) takes, in one call, each stretch of a read's messages that
     reached it alone in a row (``Server.route_msgs``); without it each reaches ``callback``."""
 
     __slots__ = ("account", "run", "traced")
@@ -652,7 +652,7 @@ class Server:
         run: RunCallback | None = None,
     ) -> InternalSub:
         """An internal subscription in ``account`` (default: the global account); ``traced``
-        takes traced messages, ``run`` a read's messages in one call (see :class:`InternalSub`)."""
+        takes traced messages, ``run`` a read's messages in one call (see `InternalSub`)."""
         self._isid += 1
         acc = account or self.global_account
         sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run)
@@ -680,7 +680,7 @@ class Server:
         return True
 
     def end_read(self) -> None:
-        """The read is processed: run what waited for it (:meth:`after_read`: a file stream's
+        """The read is processed: run what waited for it (`after_read`: a file stream's
         writes of the read, then their PubAcks), then write every connection's output at once
         (nats-server ``flushClients`` at the end of ``readLoop``) — a publisher's PubAck leaves
         in the turn its PUB came in, not one event-loop turn later."""
@@ -714,7 +714,7 @@ class Server:
 
     def after_read(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` when the client read being processed is done (before the output it
-        made is written: :meth:`end_read`), or — outside a read (a timer, an internal
+        made is written: `end_read`), or — outside a read (a timer, an internal
         publish) — at the end of this event-loop turn."""
         if self.pcd is not None:
             self._read_end.append(callback)
@@ -737,7 +737,7 @@ class Server:
         return self.router.lone_receiver(subject, account or self.global_account)
 
     def count_matches(self, n: int) -> None:
-        """``n`` deliveries went to a :meth:`lone_receiver` without :meth:`route` (its statistics)."""
+        """``n`` deliveries went to a `lone_receiver` without `route` (its statistics)."""
         self.global_account.sublist.matches += n
 
     def has_interest(self, subject: str, clients_only: bool = False) -> bool:
