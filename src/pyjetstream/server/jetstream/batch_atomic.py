@@ -34,7 +34,6 @@ from pyjetstream.api.advisories import StreamBatchAbandonedAdvisory
 from pyjetstream.api.codec import finish_batch_pub_ack
 from pyjetstream.api.constants import MAX_HEADER_SIZE
 from pyjetstream.api.enums import DiscardPolicy, StorageType
-from pyjetstream.api.gojson import go_quote
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.ttl import message_ttl
 from pyjetstream.protocol.headers import get_header, remove_header
@@ -46,7 +45,12 @@ from pyjetstream.server.jetstream.batching import (
     batched_msg_refused,
     stored_subject,
 )
-from pyjetstream.server.jetstream.dedupe import msg_id_of
+from pyjetstream.server.jetstream.ingest_rules import (
+    msg_id_in,
+    rollup_in,
+    rollup_refused,
+    wrong_stream,
+)
 from pyjetstream.server.jetstream.schedules import check_publish
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, StoreError
 
@@ -274,8 +278,7 @@ def check_message(
         # message id, an expected stream and batch headers (what a Spark write sends): the same
         # steps in the same order, without a lookup per header that is not there.
         if hdr:
-            expected_stream = get_header(hdr, _EXPECTED_STREAM)
-            if expected_stream and expected_stream.decode() != stream.name:
+            if wrong_stream(hdr, stream.ingest.name_b):
                 raise Refused(E.JSStreamNotMatchErr())
             msg_id = _check_msg_id(stream, diff, hdr)
         if cfg.allow_msg_counter:
@@ -306,17 +309,14 @@ def check_message(
 
 
 _SIMPLE_HEADERS = H.header_lines(H.MSG_ID, H.EXPECTED_STREAM, H.BATCH_ID, H.BATCH_SEQUENCE, H.BATCH_COMMIT)
-_EXPECTED_STREAM = H.EXPECTED_STREAM.encode()
-_MSG_ID = H.MSG_ID.encode()
 _EXPECTED_LAST_MSG_ID = H.EXPECTED_LAST_MSG_ID.encode()
 
 
 def _check_msg_id(stream: Stream, diff: StagedDiff, hdr: bytes) -> str:
     """The message id's checks: not twice in the batch, not stored inside the duplicate window."""
-    raw_id = get_header(hdr, _MSG_ID)
-    if not raw_id:
+    msg_id = msg_id_in(hdr)
+    if not msg_id:
         return ""
-    msg_id = msg_id_of(raw_id)
     if msg_id in diff.msg_ids:
         raise Refused(E.JSAtomicPublishContainsDuplicateMessageErr())
     stored = stream.dedupe.lookup(msg_id)
@@ -339,8 +339,7 @@ def _check_headers(
         incr, incr_error = counters.check_incr(hdr, payload, cfg.allow_msg_counter)
         if incr_error is not None:
             raise Refused(incr_error)
-    expected_stream = get_header(hdr, H.EXPECTED_STREAM.encode())
-    if expected_stream and expected_stream.decode() != stream.name:
+    if wrong_stream(hdr, stream.ingest.name_b):
         raise Refused(E.JSStreamNotMatchErr())
     if hdr:
         ttl = message_ttl(hdr)
@@ -389,21 +388,17 @@ def _check_headers(
         if schedule_error is not None:
             raise Refused(schedule_error)
 
-    raw_rollup = get_header(hdr, H.ROLLUP.encode())
-    if raw_rollup:
-        rollup = raw_rollup.lower()
-        if not cfg.allow_rollup_hdrs or cfg.deny_purge:
-            raise Refused(E.JSStreamRollupFailedF(err="rollup not permitted"))
-        if rollup == b"sub":
-            if subject in diff.inflight:
-                raise Refused(E.JSStreamRollupFailedF(err="batch rollup sub invalid"))
-        elif rollup == b"all":
-            if diff.inflight:
-                raise Refused(E.JSStreamRollupFailedF(err="batch rollup all invalid"))
-        else:
-            text = go_quote(rollup.decode(errors="replace"))
-            raise Refused(E.JSStreamRollupFailedF(err=f"rollup value invalid: {text}"))
-    return hdr, msg_id, ttl, incr, rollup, raw_rollup
+    rollup = rollup_in(hdr)
+    if rollup:
+        refused = rollup_refused(cfg, rollup)
+        if refused is not None:
+            raise Refused(refused[0])
+        # A batch's own roll-up rules: not over what the batch itself stores.
+        if rollup == b"sub" and subject in diff.inflight:
+            raise Refused(E.JSStreamRollupFailedF(err="batch rollup sub invalid"))
+        if rollup == b"all" and diff.inflight:
+            raise Refused(E.JSStreamRollupFailedF(err="batch rollup all invalid"))
+    return hdr, msg_id, ttl, incr, rollup, rollup or None
 
 
 def store_checked(stream: Stream, msg: Checked) -> int | ApiError:

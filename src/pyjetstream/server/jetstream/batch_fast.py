@@ -22,9 +22,7 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api import codec
 from pyjetstream.api import errors as E
-from pyjetstream.api import headers as H
 from pyjetstream.api.codec import finish_batch_pub_ack
-from pyjetstream.api.constants import MAX_HEADER_SIZE
 from pyjetstream.api.enums import DiscardPolicy
 from pyjetstream.api.fast_batch import (
     FAST_BATCH_SUFFIX,
@@ -36,7 +34,6 @@ from pyjetstream.api.fast_batch import (
     InvalidFastBatch,
     parse_fast_batch_reply,
 )
-from pyjetstream.api.headers import only_these_nats_headers
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.protocol.headers import get_header, remove_header
 from pyjetstream.server.jetstream.api_level import REQUIRED_API_LEVEL, required_level_refused
@@ -53,7 +50,13 @@ from pyjetstream.server.jetstream.batching import (
     batched_msg_refused,
     stored_subject,
 )
-from pyjetstream.server.jetstream.dedupe import msg_id_of
+from pyjetstream.server.jetstream.ingest_rules import (
+    MAX_HEADER_SIZE,
+    msg_id_in,
+    only_id_headers,
+    too_large,
+    wrong_stream,
+)
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream import Stream
@@ -67,10 +70,6 @@ DEFAULT_LIMITS = BatchLimits(0, DEFAULT_MAX_INFLIGHT_PER_STREAM, DEFAULT_MAX_INF
 MAX_ACK_MESSAGES = 500  # shared out between the stream's open fast batches
 MAX_CACHED_HEADS = 4 * DEFAULT_MAX_INFLIGHT_PER_STREAM
 _APPEND = f".{OP_APPEND}"
-# The headers _append takes (any other Nats- header goes through every check).
-_SIMPLE_HEADERS = H.header_lines(H.MSG_ID, H.EXPECTED_STREAM)
-_EXPECTED_STREAM = H.EXPECTED_STREAM.encode()
-_MSG_ID = H.MSG_ID.encode()
 
 
 @dataclass
@@ -234,19 +233,11 @@ class FastBatches:
         seq = b.lseq + 1
         if seq < 2 or reply[p + 1 : o] != str(seq):
             return False
-        if len(hdr) > MAX_HEADER_SIZE or not only_these_nats_headers(hdr, _SIMPLE_HEADERS):
+        if len(hdr) > MAX_HEADER_SIZE or not only_id_headers(hdr) or too_large(cfg, len(hdr), len(payload)):
             return False
-        if cfg.max_msg_size >= 0 and (
-            len(hdr) > cfg.max_msg_size or len(payload) > cfg.max_msg_size - len(hdr)
-        ):
+        if stream.engine.check_account_limits(cfg.storage) is not None or wrong_stream(hdr, stream.ingest.name_b):
             return False
-        if stream.engine.check_account_limits(cfg.storage) is not None:
-            return False
-        expected = get_header(hdr, _EXPECTED_STREAM)
-        if expected and expected.decode() != stream.name:
-            return False
-        raw_id = get_header(hdr, _MSG_ID)
-        msg_id = msg_id_of(raw_id) if raw_id else ""
+        msg_id = msg_id_in(hdr)
         if msg_id and stream.dedupe.lookup(msg_id) is not None:
             return False
         self.batches.arm(batch_id, b)

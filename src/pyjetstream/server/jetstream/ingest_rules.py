@@ -1,0 +1,94 @@
+"""The rules of a publish that more than one way in applies — a single publish
+(`StreamIngest.process`), a run's stretch (``ingest_run.py``), an atomic batch's commit and a fast
+batch's message (``batch_atomic.py``, ``batch_fast.py``), a mirror's or a source's copy
+(`StreamIngest.process_sourced`) — each written once. The sequences they are applied in are
+nats-server's, which differ between ``processJetStreamMsg`` and ``checkMsgHeadersPreClusteredProposal``,
+and stay with each way in.
+"""
+
+from __future__ import annotations
+
+from pyjetstream.api import errors as E
+from pyjetstream.api import headers as H
+from pyjetstream.api.constants import MAX_HEADER_SIZE
+from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX
+from pyjetstream.api.gojson import go_quote
+from pyjetstream.api.models_common import ApiError
+from pyjetstream.api.models_stream import StreamConfig
+from pyjetstream.protocol.headers import get_header
+from pyjetstream.server.jetstream.dedupe import msg_id_of
+
+__all__ = [
+    "ID_HEADERS",
+    "MAX_HEADER_SIZE",
+    "NATS_PREFIX",
+    "batched",
+    "msg_id_in",
+    "only_id_headers",
+    "rollup_in",
+    "rollup_refused",
+    "rollup_taken",
+    "too_large",
+    "wrong_stream",
+]
+
+HDR_MSG_ID = H.MSG_ID.encode()
+HDR_EXPECTED_STREAM = H.EXPECTED_STREAM.encode()
+HDR_ROLLUP = H.ROLLUP.encode()
+HDR_BATCH_ID = H.BATCH_ID.encode()
+NATS_PREFIX = H.NATS_PREFIX
+#: A block whose only ``Nats-`` headers are these holds nothing any other header check looks at.
+ID_HEADERS = H.header_lines(H.MSG_ID, H.EXPECTED_STREAM)
+
+
+def batched(reply: str, hdr: bytes | None) -> bool:
+    """Whether a publish may be part of a fast batch (its reply) or an atomic one (its headers):
+    the batch takes it, never a stretch of a run nor a write of its own
+    (`StreamIngest.process` looks closer)."""
+    return reply.endswith(FAST_BATCH_SUFFIX) or (hdr is not None and HDR_BATCH_ID in hdr)
+
+
+def only_id_headers(hdr: bytes) -> bool:
+    """Whether a block's only ``Nats-`` headers are a message id and an expected stream (then no
+    other header check has anything to look at)."""
+    return H.only_these_nats_headers(hdr, ID_HEADERS)
+
+
+def too_large(cfg: StreamConfig, hdr_len: int, payload_len: int) -> bool:
+    """``max_msg_size`` (10054): the header block and the payload together."""
+    return 0 <= cfg.max_msg_size < hdr_len + payload_len
+
+
+def wrong_stream(hdr: bytes, name: bytes) -> bool:
+    """``Nats-Expected-Stream`` names another stream (10060)."""
+    expected = get_header(hdr, HDR_EXPECTED_STREAM)
+    return bool(expected) and expected != name
+
+
+def msg_id_in(hdr: bytes) -> str:
+    """The block's ``Nats-Msg-Id`` as the duplicate window keys it (``""``: none)."""
+    raw = get_header(hdr, HDR_MSG_ID)
+    return msg_id_of(raw) if raw else ""
+
+
+def rollup_in(hdr: bytes) -> bytes:
+    """The block's ``Nats-Rollup``, lower-cased (``b""``: none)."""
+    return (get_header(hdr, HDR_ROLLUP) or b"").lower()
+
+
+def rollup_refused(cfg: StreamConfig, rollup: bytes) -> tuple[ApiError, str] | None:
+    """A roll-up the stream does not take (10068): not permitted, or neither ``sub`` nor
+    ``all``; with the words a traced message's event gives."""
+    if not cfg.allow_rollup_hdrs or cfg.deny_purge:
+        return E.JSStreamRollupFailedF(err="rollup not permitted"), "rollup not permitted"
+    if rollup not in (b"sub", b"all"):
+        text = f"rollup value invalid: {go_quote(rollup.decode(errors='replace'))}"
+        return E.JSStreamRollupFailedF(err=text), text
+    return None
+
+
+def rollup_taken(cfg: StreamConfig, hdr: bytes | None) -> bytes:
+    """The roll-up a message the publisher's checks do not apply to (a mirror's or a source's
+    copy, the server's own) carries out: its value where the stream takes it, else none."""
+    rollup = rollup_in(hdr) if hdr else b""
+    return rollup if rollup and rollup_refused(cfg, rollup) is None else b""

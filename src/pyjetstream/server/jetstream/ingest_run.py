@@ -1,0 +1,331 @@
+"""A run: the messages of one client read that reached a stream, in order
+(`StreamIngest.ingest_run`, the router's ``InternalSub.run``), ingested with the effect of each
+one by one (nats-server has no such path: ``processInboundJetStreamMsg`` runs per message).
+
+The run looks for stretches of messages that every check of `StreamIngest.process` passes for
+without a lookup beyond the duplicate window: the stream's config leaves nothing else to check
+(``StreamIngest.simple``: not sealed, no transform, counters, interest retention, republish or
+schedules), and each message is within the size limits, not a batch's, and has no header block
+or one whose only ``Nats-`` headers are ``Nats-Msg-Id`` and this stream as ``Nats-Expected-Stream``
+— recognised generically: a block without any ``Nats-`` header at once, another parsed once and
+the next ones compared with it around the id. Each stretch is cut before each duplicate and its
+pieces are stored in one pass (``MessageStore.store_run``, after ``run_fits`` and the account's
+``room_for_run``), their ids recorded and their PubAcks formatted together. Any other message,
+and a duplicate, goes through `StreamIngest.process` in its place. The writes are held as one by
+one holds them (`Run.first_of_read`), so consumers see the messages and publishers get their
+PubAcks at the same points of the read.
+"""
+
+from __future__ import annotations
+
+from operator import add
+from typing import TYPE_CHECKING
+
+from pyjetstream.api.codec import pub_acks
+from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX
+from pyjetstream.server.jetstream.dedupe import msg_id_of
+from pyjetstream.server.jetstream.ingest_rules import (
+    ID_HEADERS,
+    MAX_HEADER_SIZE,
+    NATS_PREFIX,
+    batched,
+    only_id_headers,
+    wrong_stream,
+)
+
+if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.stream_ingest import StreamIngest
+
+_ID_LINE = ID_HEADERS[0]
+
+
+class Run:
+    """One run being ingested: its messages and what is known of them as a whole, from C-speed
+    passes once per run — how many have no header block, their sizes summed, whether any block
+    has a ``Nats-`` header, and whether every message is within the size limits and not a fast
+    batch's (else that is checked per message)."""
+
+    __slots__ = (
+        "hdr_bytes",
+        "hdrs",
+        "ingest",
+        "max_size",
+        "n",
+        "no_nats",
+        "nones",
+        "payload_bytes",
+        "payloads",
+        "replies",
+        "subject_bytes",
+        "subjects",
+        "within_limits",
+    )
+
+    def __init__(
+        self,
+        subjects: list[str],
+        replies: list[str],
+        hdrs: list[bytes | None],
+        payloads: list[bytes],
+        ingest: StreamIngest,
+    ) -> None:
+        self.subjects = subjects
+        self.replies = replies
+        self.hdrs = hdrs
+        self.payloads = payloads
+        self.ingest = ingest
+        self.n = len(subjects)
+        self.nones = hdrs.count(None)
+        self.subject_bytes = sum(map(len, subjects))
+        self.payload_bytes = sum(map(len, payloads))
+        blocks = b"".join(filter(None, hdrs)) if self.nones < self.n else b""
+        self.hdr_bytes = len(blocks)
+        #: No header block has a ``Nats-`` header (none to check: the common case of other headers).
+        self.no_nats = NATS_PREFIX not in blocks
+        max_size = ingest.stream.cfg.max_msg_size
+        self.max_size = max_size if max_size >= 0 else 1 << 62
+        joined = "\n".join(replies)
+        self.within_limits = FAST_BATCH_SUFFIX + "\n" not in joined + "\n" and self._sizes_within(len(joined))
+
+    def _sizes_within(self, reply_bytes: int) -> bool:
+        """Whether every message is within the ingest queue's, the stream's and the header
+        block's size limits: the run's totals when they are (the common case), else its largest."""
+        hdr_bytes = self.hdr_bytes
+        largest_hdr = hdr_bytes if hdr_bytes <= MAX_HEADER_SIZE else max(map(len, filter(None, self.hdrs)))
+        if largest_hdr > MAX_HEADER_SIZE:
+            return False
+        total = self.subject_bytes + reply_bytes + hdr_bytes + self.payload_bytes
+        if total <= self.max_size and total <= self.ingest.ingest_max:
+            return True
+        largest = largest_hdr + max(map(len, self.payloads))
+        return largest <= self.max_size and (
+            largest + max(map(len, self.subjects)) + max(map(len, self.replies)) <= self.ingest.ingest_max
+        )
+
+    # --- the run ----------------------------------------------------------------------------------
+    def ingest_all(self) -> None:
+        ingest = self.ingest
+        stream = ingest.stream
+        replies, hdrs = self.replies, self.hdrs
+        k = self.first_of_read()
+        n = self.n
+        while k < n and not stream.closed:
+            if ingest.simple and ingest.trace is None and not batched(replies[k], hdrs[k]):
+                end, ids = self._stretch(k)
+                if end > k:
+                    self._store_stretch(k, end, ids)
+                    k = end
+                    continue
+            self.one(k)
+            k += 1
+
+    def first_of_read(self) -> int:
+        """`StreamIngest.on_msg`'s rule for the run's first publishes while a file stream holds
+        nothing: the first of the read written alone (one refused by the ingest queue is not it),
+        then the writes held until the read is done. Returns the first publish left to the run."""
+        ingest = self.ingest
+        writes = ingest.writes
+        k = 0
+        while k < self.n and not writes.holding and not ingest.memory and not ingest.stream.closed:
+            subject, reply, hdr, payload = self.subjects[k], self.replies[k], self.hdrs[k], self.payloads[k]
+            if ingest.queue_refuses(subject, reply, hdr, payload):
+                k += 1
+                continue
+            ingest.hold_unless_first(reply, hdr)
+            if writes.holding:
+                break
+            answer = ingest.process(subject, reply, hdr, payload)
+            if answer is not None and reply:
+                writes.respond(reply, answer)
+            k += 1
+        return k
+
+    def one(self, i: int) -> None:
+        """Message ``i`` through the per-message path (the run holds the writes)."""
+        ingest = self.ingest
+        subject, reply, hdr, payload = self.subjects[i], self.replies[i], self.hdrs[i], self.payloads[i]
+        if ingest.queue_refuses(subject, reply, hdr, payload):
+            return
+        answer = ingest.process(subject, reply, hdr, payload)
+        if answer is not None and reply:
+            ingest.writes.respond(reply, answer)
+
+    # --- stretches --------------------------------------------------------------------------------
+    def _stretch(self, k: int) -> tuple[int, list[str]]:
+        """How far from ``k`` the messages are ones every check of `StreamIngest.process` passes
+        for without a lookup (see the module docstring), and their message ids (``""``: none)."""
+        n = self.n
+        if self.within_limits and self.no_nats:  # no header with anything to check, within the limits
+            return n, [""] * (n - k)
+        hdrs = self.hdrs
+        name = self.ingest.name_b
+        raws: list[bytes] = []
+        add_raw = raws.append
+        block = head = tail = b""  # the block compared with: whole (no id), or around its id
+        lh = lt = 0
+        i = k
+        while i < n:
+            hdr = hdrs[i]
+            if hdr is None or hdr == block:
+                add_raw(b"")
+            elif lh and hdr.startswith(head) and hdr.endswith(tail) and len(hdr) >= lh + lt:
+                add_raw(hdr[lh : len(hdr) - lt])
+            elif NATS_PREFIX not in hdr:  # no header with anything to check
+                add_raw(b"")
+            else:
+                shape = block_shape(hdr, name)
+                if shape is None:
+                    break
+                block, head, tail, raw = shape
+                lh, lt = len(head), len(tail)
+                add_raw(raw)
+            if not self.within_limits and not self._within_limits(i):
+                raws.pop()
+                break
+            i += 1
+        ids = ids_of(raws)
+        return k + len(ids), ids
+
+    def _within_limits(self, i: int) -> bool:
+        """Whether message ``i`` is within the size limits (the ingest queue's, the stream's
+        max_msg_size, the header block's) and not a fast batch's."""
+        hdr = self.hdrs[i]
+        hl = len(hdr) if hdr is not None else 0
+        size = hl + len(self.payloads[i])
+        reply = self.replies[i]
+        return (
+            hl <= MAX_HEADER_SIZE
+            and size <= self.max_size
+            and size + len(self.subjects[i]) + len(reply) <= self.ingest.ingest_max
+            and not reply.endswith(FAST_BATCH_SUFFIX)
+        )
+
+    def _store_stretch(self, lo: int, hi: int, ids: list[str]) -> None:
+        """A stretch cut before each duplicate (of an earlier message, or of one before it in the
+        stretch): the pieces stored in one pass each, the duplicates answered by
+        `StreamIngest.process` (which finds them as one by one would)."""
+        with_ids = ids.count("") < len(ids)
+        dups = self.ingest.dedupe.duplicates(ids) if with_ids else []
+        start = lo
+        for i, _ in [*dups, (hi - lo, 0)]:
+            at = lo + i
+            if at > start:
+                self._commit_stretch(start, at, ids[start - lo : at - lo] if with_ids else None)
+            if at < hi:
+                self.one(at)
+            start = at + 1
+
+    def _commit_stretch(self, lo: int, hi: int, ids: list[str] | None) -> None:
+        """`StreamIngest.commit` for each message ``lo`` to ``hi`` (none a duplicate; ``ids``:
+        their message ids, ``None``: none has one), with its PubAck, in one pass when nothing can
+        refuse or trim one of them (the account's room: ``room_for_run``; the store's limits:
+        ``run_fits``), else one by one. A write that fails stops the pass: the message it failed
+        for is answered with the error (the earlier ones' PubAcks become it too:
+        ``WriteBatch.store_failed``) and the rest go one by one."""
+        ingest = self.ingest
+        stream = ingest.stream
+        store = stream.store
+        engine = stream.engine
+        storage = stream.cfg.storage
+        n = hi - lo
+        subs, blocks, datas, sizes = self._slice(lo, hi)
+        # What commit's checks count, summed: each record_size(len(subject), len(hdr), len(payload)).
+        base = store.record_size(0, 0, 0)
+        with_hdr = n - blocks.count(b"") if self.nones < self.n else 0
+        records = n * base + with_hdr * (store.record_size(0, 1, 0) - base - 1) + sizes
+        largest = max(map(add, map(len, blocks), map(len, datas))) if stream.cfg.max_msg_size > 0 else 0
+        if not engine.room_for_run(storage, n, records) or not store.run_fits(subs, largest, records):
+            for k in range(lo, hi):
+                self.one(k)
+            return
+        first, tss, error = store.store_run(subs, blocks, datas)
+        done = len(tss)
+        if done:
+            if done < n:
+                sizes = sum(map(len, subs[:done])) + sum(map(len, blocks[:done])) + sum(map(len, datas[:done]))
+            engine.note_writes(storage, done, sizes)
+            if ids is not None:
+                ingest.dedupe.record_run(ids, first, tss)
+            else:
+                ingest.dedupe.last = ""
+            if stream.cfg.max_age:
+                stream.watch_expiry(0, 0)
+            if stream.consumers:
+                ingest.writes.signal_run(first, subs[:done] if done < n else subs)
+            if not stream.cfg.no_ack:
+                self._ack_stretch(self.replies[lo : lo + done], first)
+        if error is not None:
+            failed = lo + done
+            result = ingest.store_error(error)
+            if self.replies[failed] and not stream.cfg.no_ack:
+                ingest.writes.respond(self.replies[failed], ingest.error(result))
+            for k in range(failed + 1, hi):
+                self.one(k)
+
+    def _ack_stretch(self, replies: list[str], first: int) -> None:
+        """The PubAcks of messages stored from ``first`` on, formatted together, to those with a
+        reply."""
+        ingest = self.ingest
+        acks = pub_acks(ingest.ack_prefix, first, len(replies))
+        if "" in replies:
+            ingest.writes.respond_all([(reply, ack) for reply, ack in zip(replies, acks, strict=True) if reply])
+        else:
+            ingest.writes.respond_all(list(zip(replies, acks, strict=True)))
+
+    def _slice(self, lo: int, hi: int) -> tuple[list[str], list[bytes], list[bytes], int]:
+        """Messages ``lo`` to ``hi``: subjects, header blocks (``b""``: none), payloads, and the
+        sum of their lengths."""
+        if lo == 0 and hi == self.n:
+            subjects, payloads = self.subjects, self.payloads
+            size = self.subject_bytes + self.payload_bytes + self.hdr_bytes
+        else:
+            subjects, payloads = self.subjects[lo:hi], self.payloads[lo:hi]
+            size = -1
+        if self.nones == self.n:
+            blocks = [b""] * (hi - lo)
+        elif not self.nones:
+            blocks = self.hdrs[lo:hi]  # type: ignore[assignment]  # (no None in it)
+        else:
+            blocks = [h or b"" for h in self.hdrs[lo:hi]]
+        if size < 0:
+            size = sum(map(len, subjects)) + sum(map(len, blocks)) + sum(map(len, payloads))
+        return subjects, blocks, payloads, size
+
+
+def block_shape(hdr: bytes, name: bytes) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """A header block a stretch may take — its only ``Nats-`` headers a message id and this
+    stream (``name``) as the expected one — as ``(block, head, tail, id)``: ``block`` itself when
+    it has no id (the next blocks equal to it are the same case), else ``head + id + tail`` with
+    the id's raw value; ``None`` for any other block (`StreamIngest.process` takes it)."""
+    if not only_id_headers(hdr) or wrong_stream(hdr, name):
+        return None
+    at = hdr.find(_ID_LINE)
+    if at < 0:
+        return hdr, b"", b"", b""
+    start = at + len(_ID_LINE)
+    end = hdr.find(b"\r\n", start)
+    if end < 0:
+        return None
+    return b"", hdr[:start], hdr[end:], hdr[start:end]
+
+
+def ids_of(raws: list[bytes]) -> list[str]:
+    """The message ids of a stretch (raw values between a block's ``Nats-Msg-Id:`` and its line's
+    end; empty: none) as `msg_id_of` of ``get_header``'s value, for as many as are one line
+    without ``Nats-`` (a value compared around, not parsed, could hide another line: the stretch
+    ends before it). One join, check and decode for the lot in the common case."""
+    joined = b"\n".join(raws)
+    if b"\r" in joined or NATS_PREFIX in joined or joined.count(b"\n") != len(raws) - 1:
+        for i, raw in enumerate(raws):
+            if b"\r" in raw or b"\n" in raw or NATS_PREFIX in raw:
+                raws = raws[:i]
+                break
+        joined = b"\n".join(raws)
+        if not raws:
+            return []
+    if b" " not in joined and b"\t" not in joined:
+        return msg_id_of(joined).split("\n")
+    return [msg_id_of(raw.strip(b" \t")) for raw in raws]
+
+
+__all__ = ["Run", "block_shape", "ids_of"]
