@@ -97,6 +97,13 @@ class PayloadBackend(ABC):
     def remove(self, seq: int, loc: int, erase: bool) -> None:
         """Message ``seq`` is being removed (``erase``: overwrite its bytes)."""
 
+    def remove_many(self, seqs: list[int], locs: list[int]) -> None:
+        """Messages ``seqs`` (ascending) are being removed at once (a subject purge): `remove`
+        each, unless a backend does better."""
+        remove = self.remove
+        for seq, loc in zip(seqs, locs, strict=True):
+            remove(seq, loc, False)
+
     @abstractmethod
     def remove_range(self, lo: int, hi: int) -> None:
         """The live messages of sequences [lo, hi) are being removed (``lo`` is the first)."""
@@ -214,6 +221,12 @@ class MemoryPayloads(PayloadBackend):
         self.payloads[seq - self.base] = None
         if not seq & 0xFFF:  # now and then, not on every removal
             self._trim()
+
+    def remove_many(self, seqs: list[int], locs: list[int]) -> None:
+        payloads, base = self.payloads, self.base
+        for seq in seqs:
+            payloads[seq - base] = None
+        self._trim()
 
     def remove_range(self, lo: int, hi: int) -> None:
         a = max(lo - self.base, 0)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
 
+from . import seqbulk
 from ._fileutil import map_large_buffers
 from .backend import PayloadBackend
 from .base import (
@@ -49,6 +50,8 @@ from .base import (
 from .seqindex import SeqIndex
 
 NS_PER_S = 1_000_000_000
+# A removal of more messages than this at once (a subject purge) is one bulk removal.
+_BULK_MIN = 64
 _time_ns = time.time_ns
 
 #: ``expire(seq, subject, last)``: a message's age or TTL is up; ``last`` says it is the only
@@ -440,22 +443,28 @@ class IndexedStore(MessageStore):
                 return 0
             maxp = total - keep
         limit = seq - 1 if seq > 0 else index.last_seq
-        purged = 0
         # Oldest first across the matching subjects (matters when keeping the newest N).
-        heap = [(table.first[sid], sid) for sid in matched]
-        heapq.heapify(heap)
-        while heap and purged < maxp:
-            first, sid = heapq.heappop(heap)
-            if first > limit:
-                break
-            more = table.msgs[sid] > 1
-            self._remove_at(first, False)
-            purged += 1
-            if more:
-                heapq.heappush(heap, (table.first[sid], sid))
-        if purged:
+        seqs = seqbulk.oldest_of(index, matched, maxp, limit)
+        if seqs:
+            self._remove_seqs(seqs)
             self._commit()
-        return purged
+        return len(seqs)
+
+    def _remove_seqs(self, seqs: list[int]) -> None:
+        """Remove the messages at ``seqs`` (ascending, live): a few one by one (each told to
+        `on_removed`), many at once — the backend's `remove_many`, `seqbulk.remove_seqs` — counted
+        as a bulk removal (consumers recount: nats-server's ``md < -1``)."""
+        if len(seqs) <= _BULK_MIN:
+            for seq in seqs:
+                self._remove_at(seq, False)
+            return
+        index = self._index
+        self._backend.remove_many(seqs, seqbulk.locs_of(index, seqs))
+        first = seqs[0] == index.first_seq
+        seqbulk.remove_seqs(index, seqs)
+        self.bulk_removals += 1
+        if first and self._first_changed is not None:
+            self._first_changed()
 
     def truncate(self, seq: int) -> None:
         if self._closed:
