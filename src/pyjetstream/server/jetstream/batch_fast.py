@@ -54,7 +54,6 @@ from pyjetstream.server.jetstream.ingest_rules import (
     MAX_HEADER_SIZE,
     msg_id_in,
     only_id_headers,
-    too_large,
     wrong_stream,
 )
 
@@ -233,7 +232,7 @@ class FastBatches:
         seq = b.lseq + 1
         if seq < 2 or reply[p + 1 : o] != str(seq):
             return False
-        if len(hdr) > MAX_HEADER_SIZE or not only_id_headers(hdr) or too_large(cfg, len(hdr), len(payload)):
+        if len(hdr) > MAX_HEADER_SIZE or not only_id_headers(hdr) or len(hdr) + len(payload) > stream.ingest.max_size:
             return False
         if stream.engine.check_account_limits(cfg.storage) is not None or wrong_stream(hdr, stream.ingest.name_b):
             return False

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from pyjetstream.api import errors as E
 from pyjetstream.api.models_common import ApiError
-from pyjetstream.server.jetstream.ingest_rules import too_large
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
@@ -153,7 +152,7 @@ def batched_msg_refused(stream: Stream, hdr: bytes, payload: bytes) -> ApiError 
     limit_error = stream.engine.check_account_limits(cfg.storage)
     if limit_error is not None:
         return limit_error
-    if too_large(cfg, len(hdr), len(payload)):
+    if len(hdr) + len(payload) > stream.ingest.max_size:
         return E.JSStreamMessageExceedsMaximumErr()
     return None
 

@@ -8,6 +8,8 @@ and stay with each way in.
 
 from __future__ import annotations
 
+import functools
+
 from pyjetstream.api import errors as E
 from pyjetstream.api import headers as H
 from pyjetstream.api.constants import MAX_HEADER_SIZE
@@ -23,12 +25,12 @@ __all__ = [
     "MAX_HEADER_SIZE",
     "NATS_PREFIX",
     "batched",
+    "max_size",
     "msg_id_in",
     "only_id_headers",
     "rollup_in",
     "rollup_refused",
     "rollup_taken",
-    "too_large",
     "wrong_stream",
 ]
 
@@ -48,15 +50,15 @@ def batched(reply: str, hdr: bytes | None) -> bool:
     return reply.endswith(FAST_BATCH_SUFFIX) or (hdr is not None and HDR_BATCH_ID in hdr)
 
 
-def only_id_headers(hdr: bytes) -> bool:
-    """Whether a block's only ``Nats-`` headers are a message id and an expected stream (then no
-    other header check has anything to look at)."""
-    return H.only_these_nats_headers(hdr, ID_HEADERS)
+#: ``only_id_headers(hdr)``: whether a block's only ``Nats-`` headers are a message id and an
+#: expected stream (then no other header check has anything to look at).
+only_id_headers = functools.partial(H.only_these_nats_headers, lines=ID_HEADERS)
 
 
-def too_large(cfg: StreamConfig, hdr_len: int, payload_len: int) -> bool:
-    """``max_msg_size`` (10054): the header block and the payload together."""
-    return 0 <= cfg.max_msg_size < hdr_len + payload_len
+def max_size(cfg: StreamConfig) -> int:
+    """The most a message may bring, its header block and payload together (``max_msg_size``,
+    10054; -1: no limit) — read once per config, compared per message."""
+    return cfg.max_msg_size if cfg.max_msg_size >= 0 else 1 << 62
 
 
 def wrong_stream(hdr: bytes, name: bytes) -> bool:

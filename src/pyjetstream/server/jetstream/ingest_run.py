@@ -82,8 +82,7 @@ class Run:
         self.hdr_bytes = len(blocks)
         #: No header block has a ``Nats-`` header (none to check: the common case of other headers).
         self.no_nats = NATS_PREFIX not in blocks
-        max_size = ingest.stream.cfg.max_msg_size
-        self.max_size = max_size if max_size >= 0 else 1 << 62
+        self.max_size = ingest.max_size
         joined = "\n".join(replies)
         self.within_limits = FAST_BATCH_SUFFIX + "\n" not in joined + "\n" and self._sizes_within(len(joined))
 

@@ -38,12 +38,12 @@ from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
 from pyjetstream.server.jetstream.ingest_rules import (
     MAX_HEADER_SIZE,
     batched,
+    max_size,
     msg_id_in,
     only_id_headers,
     rollup_in,
     rollup_refused,
     rollup_taken,
-    too_large,
     wrong_stream,
 )
 from pyjetstream.server.jetstream.ingest_run import Run
@@ -134,6 +134,7 @@ class StreamIngest:
             or stream.schedules is not None
         )
         self.memory = cfg.storage == StorageType.MEMORY
+        self.max_size = max_size(cfg)
         self.ack_prefix = pub_ack_prefix(cfg.name, stream.engine.domain)
         self.name_b = cfg.name.encode()
 
@@ -142,7 +143,11 @@ class StreamIngest:
         """One publish. The first of a client read to a file stream (a synchronous publisher's
         only one) is written alone and answered at once; the others of the read are held in one
         store batch until the read is done (``write_batch.py``)."""
-        if self.stream.closed or self.queue_refuses(subject, reply, hdr, payload):
+        if self.stream.closed:
+            return
+        if len(payload) + len(subject) + len(reply) + (len(hdr) if hdr else 0) > self.ingest_max and (
+            self.queue_refuses(subject, reply, hdr, payload)
+        ):
             return
         writes = self.writes
         if not writes.holding and not self.memory:
@@ -225,17 +230,17 @@ class StreamIngest:
         # 2.15.1 checks max_msg_size on the message as sent before any header (verified: a
         # too-big message with a bad Nats-Expected-Stream, Nats-TTL, Nats-Schedule... gets 10054);
         # a counter's rewritten message is checked again below.
-        if too_large(cfg, len(hdr) if hdr else 0, len(payload)):
+        if (len(hdr) if hdr else 0) + len(payload) > self.max_size:
             return self._refuse(E.JSStreamMessageExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT)
         if self.transform is not None:  # 2.10: the input transform applies before anything else
             subject = self.transformed(subject)
-        checked: _Checked = (b"", "", 0, None, b"")
         if hdr:
-            result = self._check_headers(subject, hdr, payload, can_respond)
-            if isinstance(result, _Answered):
-                return result.answer
-            checked = result
-        hdr, msg_id, ttl, incr, rollup = checked
+            checked = self._check_headers(subject, hdr, payload, can_respond)
+            if isinstance(checked, _Answered):
+                return checked.answer
+            hdr, msg_id, ttl, incr, rollup = checked
+        else:
+            hdr, msg_id, ttl, incr, rollup = b"", "", 0, None, b""
         total = 0
         if cfg.allow_msg_counter:
             if incr is None:
@@ -244,7 +249,7 @@ class StreamIngest:
             if not isinstance(counted, tuple):
                 return self._refuse(counted, can_respond)
             hdr, payload, total = counted
-        if too_large(cfg, len(hdr), len(payload)):
+        if len(hdr) + len(payload) > self.max_size:
             return self._refuse(E.JSStreamMessageExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT)
         seq = self.commit(subject, hdr, payload, msg_id, rollup, ttl=ttl)
         if not can_respond or seq == 0:  # 0: a trace-only message (not stored)
@@ -302,7 +307,7 @@ class StreamIngest:
                 return last_and_rollup
             rollup = last_and_rollup
         # (max_msg_size is checked first, in process, as nats-server does.)
-        if len(hdr) > MAX_HEADER_SIZE and not too_large(cfg, len(hdr), len(payload)):
+        if len(hdr) > MAX_HEADER_SIZE and len(hdr) + len(payload) <= self.max_size:
             return _Answered(self._refuse(E.JSStreamHeaderExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT))
         return hdr, msg_id, ttl, incr, rollup
 
@@ -421,7 +426,10 @@ class StreamIngest:
         schedules = stream.schedules
         if schedules is not None:
             schedules.on_stored(seq, subject, hdr, ts)
-        self.dedupe.record(msg_id, seq, ts)
+        if msg_id:
+            self.dedupe.record(msg_id, seq, ts)
+        else:
+            self.dedupe.last = ""
         if rollup:
             stream.purge(subject=subject if rollup == b"sub" else "", keep=1)
         if schedules is not None and HDR_SCHEDULE_ANY in hdr:
@@ -496,7 +504,7 @@ class StreamIngest:
             if not isinstance(counted, tuple):
                 return counted
             hdr, payload, _total = counted
-        if too_large(cfg, len(hdr), len(payload)):
+        if len(hdr) + len(payload) > self.max_size:
             return E.JSStreamMessageExceedsMaximumErr()
         self.writes.hold_for_read()
         result = self.commit(subject, hdr, payload, msg_id, rollup, ts or None, ttl)
