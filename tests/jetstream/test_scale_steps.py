@@ -10,6 +10,7 @@ behaviour-tested against both targets elsewhere (tests/client_js KV, tests/jetst
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -37,8 +38,9 @@ async def embedded() -> AsyncIterator[tuple[Server, Any]]:
 
 
 def index_steps(server: Server, stream: str) -> int:
+    """Slots scanned, subjects and pages visited by the stream's index."""
     index = server.jetstream_engines()[0].streams[stream].store._index
-    return int(index.steps + index.subjects.tree.steps)
+    return int(index.steps + index.subjects.tree.steps + index.visits)
 
 
 async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
@@ -152,3 +154,42 @@ async def updates_steps(keys: int, puts: int = 1_000) -> float:
 async def test_watched_bucket_updates_do_not_recount_pending() -> None:
     small, large = [await updates_steps(n) for n in SIZES]
     assert large <= 1.5 * small + 1 and large < 8, (small, large)
+
+
+async def request_steps(subjects: int) -> tuple[float, float, float]:
+    """Steps per request of STREAM.INFO with a wildcard ``subjects_filter`` and of a direct get's
+    ``multi_last``, each matching 10 subjects, and per message of a pull consumer and a
+    multi-filter push consumer (a tenth of the stream each), over ``subjects`` subjects."""
+    async with embedded() as (server, nc):
+        js = nc.jetstream()
+        await js.add_stream(name="S", subjects=["k.>"], allow_direct=True)
+        groups = subjects // 10
+        await fill(nc, js, "S", [f"k.{i % 10}.{(i // 10) % groups}" for i in range(20_000)])
+        before = index_steps(server, "S")
+        for j in range(50):
+            info = await js.stream_info("S", subjects_filter=f"k.*.{j % groups}")
+            assert info.state.subjects is not None and len(info.state.subjects) == 10
+        info_steps = (index_steps(server, "S") - before) / 50
+        before = index_steps(server, "S")
+        for j in range(50):
+            inbox = nc.new_inbox()
+            sub = await nc.subscribe(inbox)
+            body = json.dumps({"multi_last": [f"k.*.{j % groups}"]}).encode()
+            await nc.publish("$JS.API.DIRECT.GET.S", body, reply=inbox)
+            for _ in range(11):  # ten messages and the end-of-batch status
+                await sub.next_msg(10)
+            await sub.unsubscribe()
+        multi_steps = (index_steps(server, "S") - before) / 50
+        before = index_steps(server, "S")
+        psub = await js.pull_subscribe("k.3.*", durable="P", config=ConsumerConfig(ack_policy=AckPolicy.NONE))
+        got = 0
+        while got < 2_000:
+            got += len(await psub.fetch(500, timeout=10))
+        pull_steps = (index_steps(server, "S") - before) / got
+        return info_steps, multi_steps, pull_steps
+
+
+async def test_requests_and_pull_steps_do_not_grow_with_subjects() -> None:
+    small, large = [await request_steps(n) for n in SIZES]
+    for what, a, b in zip(("info", "multi_last", "pull"), small, large, strict=True):
+        assert b <= 1.5 * a + 2, (what, small, large)
