@@ -15,7 +15,7 @@ import base64
 from typing import Any
 
 from tests.jetstream.consumer_helpers import RawClient, wait_for
-from tests.support.targets import Target
+from tests.support.targets import NATS_SERVER, Target
 
 from pyjetstream.server.jetstream.sourcing import api_hash
 
@@ -463,6 +463,23 @@ async def test_a_source_whose_filter_changes_keeps_its_consumer(server: Target) 
         await c.close()
 
 
+async def _drained(c: RawClient, kind: str) -> bool:
+    """W is empty — or, on nats-server, holds only what c1 has already taken: after a ``kill -9``
+    nats-server 2.15.1 may restart c1 with its ack floor at W's last message (nothing left to deliver)
+    while the messages of its last flow-control window are still counted ack-pending, and its work
+    queue keeps a message its consumer holds pending (``checkStateForInterestStream``): they stay in W
+    (seen: 156 of 2,000, for 90 s and more, with A holding all 2,000 once). The embedded server
+    restores c1 without them: W drains."""
+    w = await state(c, "W")
+    if w["messages"] == 0:
+        return True
+    if kind != NATS_SERVER:
+        return False
+    c1 = await c.api("$JS.API.CONSUMER.INFO.W.c1")
+    return (c1["num_pending"] == 0 and c1["ack_floor"]["stream_seq"] >= w["last_seq"]
+            and c1["num_ack_pending"] >= w["messages"])  # fmt: skip
+
+
 async def test_kill_9_in_flight_neither_loses_nor_duplicates(server: Target) -> None:
     total = 2000
     c = await RawClient.connect(server.url)
@@ -484,9 +501,9 @@ async def test_kill_9_in_flight_neither_loses_nor_duplicates(server: Target) -> 
     server.start()
     c = await RawClient.connect(server.url)
     try:
-        await wait_count(c, "W", 0)
         await wait_count(c, "A", total)
         assert [int(data) for _, data, _ in await stored(c, "A")] == list(range(total))
+        await wait_for(lambda: _drained(c, server.kind), SYNC_TIMEOUT, 0.2)
     finally:
         await c.close()
 

@@ -1,7 +1,10 @@
 """``pyjetstream serve``: run the server from nats-server's flags and config file, like nats-server.
 
-Logs as nats-server does (``-D``/``-V``/``-l``), writes the pid and ports files, and shuts down
-gracefully on SIGINT/SIGTERM (clients drained, JetStream stopped) with exit code 0. Uses uvloop
+Logs as nats-server does (``-D``/``-V``/``-l``), writes the pid and ports files, and acts on
+nats-server's signals (``server/signal.go`` ``handleSignal``): SIGINT and SIGTERM shut down
+gracefully (clients drained, JetStream stopped) with exit code 0 — SIGTERM not while in lame duck
+mode —, SIGHUP reloads the configuration (the file read again, the command line's flags over it),
+SIGUSR1 reopens the log file, SIGUSR2 enters lame duck mode. ``--signal`` sends them. Uses uvloop
 when it is installed.
 """
 
@@ -11,48 +14,102 @@ import asyncio
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from pyjetstream.cli.serve_args import ServeArgsExit, parse_serve_args
-from pyjetstream.server.log import configure_logging
+from pyjetstream.cli.serve_args import ServeArgsExit, parse_serve_args, reload_serve_args
+from pyjetstream.server.log import configure_logging, reopen_log_file
 from pyjetstream.server.options import ServerOptions
 from pyjetstream.server.thread import new_event_loop
 
 __all__ = ["main", "serve"]
 
 
-# The signals serve acts on. nats-server's signal.Notify (in NewServer, before Start) makes Go
-# deliver them whatever the process inherited: an ignored disposition (a shell's `cmd &`, nohup)
-# is replaced and the signal is unblocked. asyncio's add_signal_handler replaces the disposition;
-# the mask is unblocked here — both before the server starts, so a stop sent during start-up is kept.
+# The signals serve acts on, with the names Go's os.Signal prints in nats-server's "Trapped" line.
+# nats-server's signal.Notify (in NewServer, before Start) makes Go deliver them whatever the
+# process inherited: an ignored disposition (a shell's `cmd &`, nohup) is replaced and the signal
+# is unblocked — else SIGHUP, SIGUSR1 and SIGUSR2 would keep their default action and kill the
+# process. asyncio's add_signal_handler replaces the disposition; the mask is unblocked here —
+# both before the server starts, so a signal sent during start-up is kept for after it.
+SIGNAL_NAMES = {
+    signal.SIGINT: "interrupt",
+    signal.SIGTERM: "terminated",
+    signal.SIGHUP: "hangup",
+    signal.SIGUSR1: "user defined signal 1",
+    signal.SIGUSR2: "user defined signal 2",
+}
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def serve(options: ServerOptions) -> int:
+class _Signals:
+    """What each signal does to the running server (nats-server ``handleSignal``)."""
+
+    def __init__(self, server: Any, argv: Sequence[str]) -> None:
+        self.server = server
+        self.argv = list(argv)
+        self.loop = asyncio.get_running_loop()
+        self.early: list[int] = []  # received while the server was starting
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def install(self) -> None:
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, set(SIGNAL_NAMES))
+        for signum in SIGNAL_NAMES:
+            self.loop.add_signal_handler(signum, self.on_signal, signum)
+
+    def on_signal(self, signum: int) -> None:
+        self.server.logger.info('Trapped "%s" signal', SIGNAL_NAMES[signal.Signals(signum)])
+        if self.server.running:
+            self.act(signum)
+        else:
+            self.early.append(signum)
+
+    def started(self) -> None:
+        for signum in self.early:
+            self.act(signum)
+        self.early.clear()
+
+    def act(self, signum: int) -> None:
+        server = self.server
+        if signum == signal.SIGINT or (signum == signal.SIGTERM and not server.ldm):
+            self._spawn(server.shutdown())
+        elif signum == signal.SIGUSR1:
+            reopen_log_file(server.options)
+        elif signum == signal.SIGUSR2:
+            self._spawn(server.lame_duck_mode())
+        elif signum == signal.SIGHUP:
+            self._spawn(self.reload())
+
+    async def reload(self) -> None:
+        """nats-server ``Reload``; what cannot be reloaded is logged, the server goes on as it was."""
+        # Deferred: only a reload needs its errors.
+        from pyjetstream.server.reload import ReloadError
+
+        try:
+            await self.server.reload(reload_serve_args(self.argv))
+        except (ReloadError, ValueError, OSError) as exc:
+            self.server.logger.error("Failed to reload server configuration: %s", exc)
+
+    def _spawn(self, work: Any) -> None:
+        task = self.loop.create_task(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+
+async def serve(options: ServerOptions, argv: Sequence[str] = ()) -> int:
+    """Run a server until a signal stops it; ``argv`` (serve's command line) is what a reload
+    reads the configuration with."""
     # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.server.server import Server
 
     server = Server(options)
-    loop = asyncio.get_running_loop()
-    requested: list[int] = []
-    stopping: list[asyncio.Task[None]] = []
-
-    def on_signal(signum: int) -> None:
-        server.logger.debug('Trapped "%s" signal', signal.Signals(signum).name)
-        requested.append(signum)
-        if server.running and not stopping:
-            stopping.append(loop.create_task(server.shutdown()))
-
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    for signum in STOP_SIGNALS:
-        loop.add_signal_handler(signum, on_signal, signum)
+    signals = _Signals(server, argv)
+    signals.install()
     try:
         await server.start()
     except OSError as exc:
         server.logger.critical("Error listening on port: %s:%d, %s", options.host, options.port, exc)
         return 1
-    if requested and not stopping:  # a stop sent while the server was starting
-        stopping.append(loop.create_task(server.shutdown()))
+    signals.started()
     await server.wait_closed()
     return 0
 
@@ -66,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(options)
     loop = new_event_loop()
     try:
-        return loop.run_until_complete(serve(options))
+        return loop.run_until_complete(serve(options, args))
     except Exception as exc:  # a start-up failure nats-server would log as fatal
         # Deferred: CLI start-up speed (loaded only when this command runs).
         import logging

@@ -43,6 +43,7 @@ __all__ = [
     "UsageError",
     "VersionRequested",
     "parse_serve_args",
+    "reload_serve_args",
     "usage",
 ]
 
@@ -450,6 +451,25 @@ def _version() -> str:
         return version("pyjetstream")
     except Exception:  # not installed as a distribution (e.g. a source checkout)
         return "0.0.0+unknown"
+
+
+def reload_serve_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> ServerOptions:
+    """The options a reload runs with (nats-server ``Reload``: the configuration file read again,
+    ``MergeOptions`` of the command line's flags over it). Raises ``ValueError`` (a
+    ``ConfigError`` …) with nats-server's words for what it cannot read."""
+    given, _ = _parse_flags(argv)
+    config_file = str(dict(given).get("config", ""))
+    if not config_file:
+        raise ValueError("can only reload config when a file is provided using -c or --config")
+    try:
+        opts = load_config(config_file, environ=environ)
+    except ConfigError as exc:  # a check of the options (no line) is nats-server's validateOptions: no file
+        raise ValueError("\n".join(str(i) if i.line else i.message for i in exc.issues)) from None
+    try:
+        _apply_flags(opts, given)
+    except UsageError as exc:
+        raise ValueError(exc.message) from None
+    return opts
 
 
 def parse_serve_args(

@@ -124,6 +124,12 @@ class Authenticator:
         self._cache_key = os.urandom(16)
         self._verified: set[bytes] = set()
 
+    def adopt_cache(self, previous: Authenticator) -> None:
+        """A configuration reload: keep the bcrypt checks already made (a hash and a password that
+        matched still match), so that re-checking the connected clients costs no bcrypt run."""
+        self._cache_key = previous._cache_key
+        self._verified = previous._verified
+
     @property
     def maps_certificates(self) -> bool:
         """``tls { verify_and_map: true }``: a client's certificate names its user."""

@@ -46,6 +46,7 @@ from pyjetstream.server.tls import check_peer_certificate, start_tls
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
+    from pyjetstream.server.options import Permissions
     from pyjetstream.server.server import Server
 
 __all__ = ["ClientConnection", "ClosedReason"]
@@ -174,6 +175,7 @@ class ClientConnection(asyncio.Protocol):
         self.pedantic = True
         self.no_responders = False
         self.protocol = 0
+        self.first_pong = False  # a PING after CONNECT was answered (nats-server firstPongSent)
         self.name = ""
         self.lang = ""
         self.version = ""
@@ -515,6 +517,7 @@ class ClientConnection(asyncio.Protocol):
             self.enqueue(PONG)
             if trace:
                 self.log(TRACE, "->> [PONG]")
+            self.first_pong = self.connected  # nats-server firstPongSent: async INFOs from now on
         else:  # Pong
             if trace:
                 self.log(TRACE, "<<- [PONG]")
@@ -652,6 +655,16 @@ class ClientConnection(asyncio.Protocol):
         perms = self.perms
         self.sink.deliver_filter = perms if perms is not None and perms.filters_delivery else None
 
+    def reconfigured(self, perms: Permissions | None, keep: bool = False) -> None:
+        """A configuration reload: the user's new permissions (``keep``: unchanged, as for a JWT
+        identity) and the server's trace level; what a publish is checked for follows them."""
+        if not keep:
+            self.perms = ConnectionPermissions(perms) if perms is not None else None
+            self._update_deliver_filter()
+        self.trace = self.server.trace
+        self.checked_pubs = self.verbose or self.pedantic or (self.perms is not None and self.perms.restricts_publish)
+        self.parser.pub_runs = not (self.checked_pubs or self.trace) and self.server.options.runs
+
     def _finish_connect(self) -> None:
         o = self.connect_opts
         if o.get("account") or o.get("new_account"):
@@ -685,6 +698,11 @@ class ClientConnection(asyncio.Protocol):
             self._auth_timer = None
         if self.verbose:
             self.enqueue(OK)
+
+    def max_connections_exceeded(self) -> None:
+        """nats-server ``maxConnExceeded``: a reload lowered max_connections below the clients there are."""
+        self.log(logging.ERROR, "maximum connections exceeded")
+        self.send_err_and_close(ERR_MAX_CONNECTIONS, ClosedReason.MAX_CONNECTIONS)
 
     def auth_violation(self, user: str = "") -> None:
         self.log(logging.ERROR, f'authentication error - User "{user}"')

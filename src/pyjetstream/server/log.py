@@ -15,7 +15,15 @@ import time
 
 from pyjetstream.server.options import ServerOptions
 
-__all__ = ["LOGGER_NAME", "TRACE", "NatsFormatter", "configure_logging", "get_logger"]
+__all__ = [
+    "LOGGER_NAME",
+    "TRACE",
+    "NatsFormatter",
+    "configure_logging",
+    "get_logger",
+    "reconfigure_logging",
+    "reopen_log_file",
+]
 
 LOGGER_NAME = "pyjetstream.server"
 # Below DEBUG: the raw protocol trace (-V).
@@ -54,6 +62,9 @@ class NatsFormatter(logging.Formatter):
         return f"[{self.pid}] {stamp}.{micros:06d} [{tag}] {message}"
 
 
+_OURS = "_pyjetstream_configured"
+
+
 def get_logger() -> logging.Logger:
     return logging.getLogger(LOGGER_NAME)
 
@@ -69,6 +80,7 @@ def configure_logging(options: ServerOptions) -> logging.Logger:
     else:
         handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(NatsFormatter(options.logtime, options.logtime_utc))
+    setattr(handler, _OURS, True)  # the handler configure_logging installed
     logger.addHandler(handler)
     if options.trace or options.trace_verbose:
         level = TRACE
@@ -82,3 +94,28 @@ def configure_logging(options: ServerOptions) -> logging.Logger:
         handler.addFilter(lambda record: record.levelno != logging.DEBUG)
     logger.propagate = False
     return logger
+
+
+def _configured() -> bool:
+    """Whether the server's log is `configure_logging`'s (``pyjetstream serve``), not an embedding
+    application's handlers, which a reload or a log reopen leaves alone."""
+    return any(getattr(h, _OURS, False) for h in get_logger().handlers)
+
+
+def reconfigure_logging(options: ServerOptions) -> None:
+    """A configuration reload changed how the server logs (nats-server ``ConfigureLogger``)."""
+    if _configured():
+        configure_logging(options)
+
+
+def reopen_log_file(options: ServerOptions) -> None:
+    """SIGUSR1 / ``--signal reopen`` (nats-server ``ReOpenLogFile``): open the log file again,
+    so that a log rotated away is written anew where it was."""
+    logger = get_logger()
+    if not _configured():
+        logger.info("File log re-open ignored, no logger")
+    elif not options.logfile:
+        logger.info("File log re-open ignored, not a file logger")
+    else:
+        configure_logging(options)
+        logger.info("File log re-opened")

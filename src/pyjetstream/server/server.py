@@ -71,10 +71,12 @@ from pyjetstream.server.ids import new_server_id
 from pyjetstream.server.imports import link_imports
 from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jwt_auth import ClaimsUpdates, OperatorTrust, account_config
+from pyjetstream.server.lame_duck import lame_duck_mode
 from pyjetstream.server.log import get_logger
 from pyjetstream.server.monitor import MonitorServer, closed_record
 from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
+from pyjetstream.server.reload import reload_options
 from pyjetstream.server.router import Router
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
@@ -199,6 +201,10 @@ class Server:
         self._ports_file = ""
         self._running = False
         self._shutdown_started = False
+        #: Lame duck mode: no new clients, the others closed over lame_duck_duration (`lame_duck_mode`).
+        self.ldm = False
+        self._reload_lock = asyncio.Lock()
+        self._quit = asyncio.Event()
         self._done: asyncio.Event | None = None
         self._draining: set[ClientConnection] = set()
         self._drained = asyncio.Event()
@@ -334,6 +340,14 @@ class Server:
     def running(self) -> bool:
         return self._running
 
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutdown_started
+
+    def shutdown_event(self) -> asyncio.Event:
+        """Set when [`shutdown`][pyjetstream.server.server.Server.shutdown] begins (nats-server's quitCh)."""
+        return self._quit
+
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Server:
@@ -357,7 +371,8 @@ class Server:
         log.info("  Name:     %s", self.server_name)
         log.info("  ID:       %s", self.server_id)
         if opts.config_file:
-            log.info("Using configuration file: %s", opts.config_file)
+            digest = f" ({opts.config_digest})" if opts.config_digest else ""
+            log.info("Using configuration file: %s%s", opts.config_file, digest)
         for warning in opts.warnings:
             log.warning("%s", warning)
         try:
@@ -368,7 +383,7 @@ class Server:
             if opts.tls is not None:
                 self.ssl_context = self._tls_context()
             if opts.jetstream:
-                await self._start_jetstream()
+                await self.start_jetstream()
             link_imports(self.accounts)
             if self.authenticator.trust is not None and self.system_account is not None:
                 ClaimsUpdates(self, self.system_account).subscribe()
@@ -400,7 +415,8 @@ class Server:
         log.info("Listening for client connections on %s:%d", opts.host, self.port)
         if self.ssl_context is not None:
             log.info("TLS required for client connections")
-        self._write_process_files()
+        self.write_pid_file()
+        self._write_ports_file()
         self._running = True
         log.info("Server is ready")
 
@@ -436,7 +452,7 @@ class Server:
         assert tls is not None
         return tls.server_context()
 
-    async def _start_jetstream(self) -> None:
+    async def start_jetstream(self) -> None:
         """JetStream for the accounts that have it (nats-server ``configAllJetStreamAccounts``):
         the global account alone when no accounts are configured, else each account with a
         ``jetstream`` block; every other account answers the API with 10039."""
@@ -467,11 +483,9 @@ class Server:
                 await self._done.wait()
             return
         self._shutdown_started = True
+        self._quit.set()
         self.logger.info("Initiating Shutdown...")
-        if self._listener is not None:
-            self._listener.close()
-        if self._ws_listener is not None:
-            self._ws_listener.close()
+        self.stop_listening()
         clients = list(self.clients.values())
         for conn in clients:
             conn.close(ClosedReason.SHUTDOWN)
@@ -489,6 +503,13 @@ class Server:
             self._done.set()
 
     stop = shutdown
+
+    def stop_listening(self) -> None:
+        """Close the client and websocket listeners: a new connection is refused."""
+        if self._listener is not None:
+            self._listener.close()
+        if self._ws_listener is not None:
+            self._ws_listener.close()
 
     async def _wait_transports_closed(self, clients: list[ClientConnection]) -> None:
         """Give closing connections time to write what they still hold, then cut the rest."""
@@ -510,9 +531,35 @@ class Server:
             if not self._draining:
                 self._drained.set()
 
-    async def _stop_services(self) -> None:
+    async def stop_jetstream(self, disable: bool = True) -> None:
+        """Stop every account's JetStream, as nats-server's ``shutdownJetStream`` (shutdown, lame
+        duck mode: ``disable=False`` keeps the stopped engines for what is asked of them after)
+        and ``DisableJetStream`` (a reload turning it off) do."""
+        if not any(e.started for e in self.jetstream_engines()):
+            return
+        self.logger.info("Initiating JetStream Shutdown...")
         for account in self.accounts.values():
             await account.stop_jetstream()
+            if disable:
+                account.jetstream = None
+                account.stop_disabled_api()
+        if disable:
+            self.monitor_handlers.pop("/jsz", None)
+        self.logger.info("JetStream Shutdown")
+
+    async def reload(self, options: ServerOptions) -> None:
+        """Run with ``options`` from now on, as far as a running server can (nats-server
+        ``ReloadOptions``: `pyjetstream.server.reload`); `ReloadError` when it cannot, nothing changed."""
+        async with self._reload_lock:
+            await reload_options(self, options)
+
+    async def lame_duck_mode(self) -> None:
+        """Stop accepting clients, tell them, close them over ``lame_duck_duration``, then shut down
+        (nats-server ``lameDuckMode``: `pyjetstream.server.lame_duck`)."""
+        await lame_duck_mode(self)
+
+    async def _stop_services(self) -> None:
+        await self.stop_jetstream(disable=False)
         if self._monitor is not None:
             await self._monitor.stop()
             self._monitor = None
@@ -529,11 +576,18 @@ class Server:
 
     # ------------------------------------------------------------- process files
 
-    def _write_process_files(self) -> None:
-        opts = self.options
-        if opts.pid_file:
-            with open(opts.pid_file, "w", encoding="utf-8") as fh:
+    def write_pid_file(self) -> None:
+        if self.options.pid_file:
+            with open(self.options.pid_file, "w", encoding="utf-8") as fh:
                 fh.write(str(os.getpid()))
+
+    def rewrite_ports_file(self) -> None:
+        """``ports_file_dir`` changed (a reload): the ports file moves there."""
+        self._remove_ports_file()
+        self._write_ports_file()
+
+    def _write_ports_file(self) -> None:
+        opts = self.options
         if opts.ports_file_dir:
             ports: dict[str, list[str]] = {"nats": [f"nats://{self._connect_host}:{self.port}"]}
             if self.http_port:
@@ -592,6 +646,7 @@ class Server:
         return in_msgs, in_bytes, out_msgs, out_bytes
 
     def _build_info(self) -> None:
+        """The INFO every client is sent (its start; per client: `info_for`)."""
         opts = self.options
         info: dict[str, Any] = {
             "server_id": self.server_id,
@@ -617,6 +672,18 @@ class Server:
             info["jetstream"] = True
         text = json.dumps(info, separators=(",", ":"))
         self._info_prefix = ("INFO " + text[:-1] + ',"client_id":').encode()
+
+    rebuild_info = _build_info  # after a reload
+
+    def async_info(self, conn: ClientConnection, ldm: bool = False) -> bytes:
+        """An INFO to a connected client (nats-server ``generateClientInfoJSON``): no nonce;
+        ``ldm`` the lame duck mode flag."""
+        tail = f'{conn.cid},"client_ip":{json.dumps(conn.ip)}'
+        if ldm:
+            tail += ',"ldm":true'
+        if self.jetstream is not None and JS_API_LEVEL:
+            tail += f',"api_lvl":{JS_API_LEVEL}'
+        return self._info_prefix + (tail + "} \r\n").encode()
 
     def info_for(self, conn: ClientConnection) -> bytes:
         """The INFO line for one client (nats-server ends it with ``} \\r\\n``)."""

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.options import Permissions
     from pyjetstream.server.server import Server
 
-__all__ = ["SystemRequests"]
+__all__ = ["SystemRequests", "server_info"]
 
 # KIND → the monitoring path whose handler answers it.
 _PATHS = {
@@ -78,7 +78,6 @@ class SystemRequests:
     def __init__(self, server: Server, system: Account) -> None:
         self.server = server
         self.system = system
-        self._seq = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
     def subscribe(self) -> None:
@@ -263,18 +262,23 @@ class SystemRequests:
         return not domain or domain == server.options.jetstream_domain
 
     def _respond(self, reply: str, body: dict[str, Any], account: Account | None = None) -> None:
-        server = self.server
-        self._seq += 1
-        info: dict[str, Any] = {"name": server.server_name, "host": server.options.host, "id": server.server_id}
-        if server.options.jetstream_domain:
-            info["domain"] = server.options.jetstream_domain
-        tags = list(server.options.server_tags)
-        info.update({"ver": SERVER_VERSION, **({"tags": tags} if tags else {})})
-        flags = (_JS_ENABLED | _BINARY_SNAPSHOT | _ACCOUNT_NRG) if server.jetstream_enabled else 0  # nats-server: 0 without
-        info.update({"jetstream": server.jetstream_enabled, "flags": flags, "seq": self._seq,
-                     "time": format_time(time.time_ns())})  # fmt: skip
-        out = json.dumps({"server": info, **body}, separators=(",", ":")).encode()
+        out = json.dumps({"server": server_info(self.server), **body}, separators=(",", ":")).encode()
         (account or self.system).publish_internal(reply, out)
+
+
+def server_info(server: Server) -> dict[str, Any]:
+    """nats-server's ``ServerInfo`` of a system message (its send loop fills it): name, host, id,
+    version, tags, JetStream and capability flags, the event's sequence and time."""
+    server.event_seq += 1
+    info: dict[str, Any] = {"name": server.server_name, "host": server.options.host, "id": server.server_id}
+    if server.options.jetstream_domain:
+        info["domain"] = server.options.jetstream_domain
+    tags = list(server.options.server_tags)
+    info.update({"ver": SERVER_VERSION, **({"tags": tags} if tags else {})})
+    flags = (_JS_ENABLED | _BINARY_SNAPSHOT | _ACCOUNT_NRG) if server.jetstream_enabled else 0  # nats-server: 0 without
+    info.update({"jetstream": server.jetstream_enabled, "flags": flags, "seq": server.event_seq,
+                 "time": format_time(time.time_ns())})  # fmt: skip
+    return info
 
 
 def _request_info(hdr: bytes | None) -> dict[str, Any] | None:
