@@ -15,6 +15,7 @@ after robfig/cron) read it:
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import lru_cache
 
 from pyjetstream.api.timefmt import parse_go_duration, parse_time
 
@@ -82,20 +83,11 @@ def next_run(pattern: str, zone: tzinfo | None, ts: int, now: int) -> Schedule |
     if not pattern:
         return Schedule(0, False, UTC)
     if pattern.startswith("@at "):
-        if zone is not None:
-            return None
-        try:
-            return Schedule(parse_time(pattern[4:]), False, UTC)
-        except ValueError:
-            return None
+        at = _at_ns(pattern[4:])
+        return None if zone is not None or at is None else Schedule(at, False, UTC)
     if pattern.startswith("@every "):
-        if zone is not None:
-            return None
-        try:
-            every = parse_go_duration(pattern[7:])
-        except ValueError:
-            return None
-        if every < NS_PER_S:
+        every = _every_ns(pattern[7:])
+        if zone is not None or every is None:
             return None
         nxt = _round_second(ts) + every
         if nxt < now:
@@ -113,6 +105,27 @@ def next_run(pattern: str, zone: tzinfo | None, ts: int, now: int) -> Schedule |
             return None
         nxt = later
     return Schedule(nxt, True, loc)
+
+
+@lru_cache(maxsize=1024)
+def _at_ns(text: str) -> int | None:
+    """An ``@at`` time (None: invalid). Cached: schedules are published and fire again and again
+    with the few patterns an application uses, and the stream reads a schedule's pattern when it
+    is published, stored and fired."""
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=1024)
+def _every_ns(text: str) -> int | None:
+    """An ``@every`` interval, at least a second (None: invalid or shorter). Cached as `_at_ns`."""
+    try:
+        every = parse_go_duration(text)
+    except ValueError:
+        return None
+    return every if every >= NS_PER_S else None
 
 
 def _round_second(ns: int) -> int:

@@ -24,7 +24,7 @@ from pyjetstream.api.schedules import Schedule, load_location, next_run
 from pyjetstream.api.timefmt import parse_time
 from pyjetstream.api.ttl import parse_message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header
-from pyjetstream.protocol.subjects import is_valid_publish_subject, subjects_overlap
+from pyjetstream.protocol.subjects import compile_filter, is_valid_publish_subject
 from pyjetstream.server.jetstream.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -40,6 +40,11 @@ HDR_ROLLUP = b"Nats-Schedule-Rollup"
 HDR_TIME_ZONE = b"Nats-Schedule-Time-Zone"
 HDR_NEXT = b"Nats-Schedule-Next"
 HDR_SCHEDULER = b"Nats-Scheduler"
+#: A ``Nats-Schedule:`` line (``HDR_SCHEDULE in hdr`` is also true of ``Nats-Scheduler``, of every
+#: produced message, and of the other ``Nats-Schedule-*`` headers).
+SCHEDULE_LINE = b"\r\n" + HDR_SCHEDULE + b":"
+#: The headers a produced message does not carry over (``removeHeaderIfPrefixPresent``).
+_NOT_CARRIED = (b"Nats-Schedule", b"Nats-Expected-", b"Nats-Msg-Id:", b"Nats-TTL:", b"Nats-Rollup:")
 NEXT_PURGE = b"purge"
 MIN_FIRE_NS = 250_000_000  # nats-server never fires its schedule timer sooner than this
 NS_PER_S = 1_000_000_000
@@ -105,9 +110,9 @@ def check_publish(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, ApiE
         source = (get_header(hdr, HDR_SOURCE) or b"").decode(errors="replace")
         if source and (source in (target, subject) or not is_valid_publish_subject(source)):
             return hdr, E.JSMessageSchedulesSourceInvalidErr()
-        if not any(subjects_overlap(s, target) for s in cfg.subjects):
+        if not _in_subjects(cfg.subjects, target):
             return hdr, E.JSMessageSchedulesTargetInvalidErr()
-        if source and not any(subjects_overlap(s, source) for s in cfg.subjects):
+        if source and not _in_subjects(cfg.subjects, source):
             return hdr, E.JSMessageSchedulesSourceInvalidErr()
         own_rollup = _raw(hdr, b"Nats-Rollup")
         if not own_rollup:
@@ -135,16 +140,16 @@ def check_publish(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, ApiE
     return hdr, None
 
 
+def _in_subjects(subjects: list[str], subject: str) -> bool:
+    """Whether a valid publish subject is one of the stream's (nats-server asks
+    ``SubjectsCollide``, which for a literal subject is a match of it: a compiled filter)."""
+    return any(compile_filter(s)(subject) for s in subjects)
+
+
 def _strip(hdr: bytes) -> bytes:
     """Drop the headers a produced message must not carry (``removeHeaderIfPrefixPresent``)."""
     lines = hdr.split(b"\r\n")
-    kept = [
-        line
-        for line in lines[1:]
-        if not (line.startswith(b"Nats-Schedule") or line.startswith(b"Nats-Expected-"))
-        and not any(line.startswith(n + b":") for n in (b"Nats-Msg-Id", b"Nats-TTL", b"Nats-Rollup"))
-    ]
-    return b"\r\n".join([lines[0], *kept])
+    return b"\r\n".join([lines[0], *[line for line in lines[1:] if not line.startswith(_NOT_CARRIED)]])
 
 
 class MsgSchedules:
@@ -177,7 +182,7 @@ class MsgSchedules:
                 msg = store.load_last_msg(subject)
             except StoreError:
                 continue
-            if msg.hdr and HDR_SCHEDULE in msg.hdr:
+            if msg.hdr and SCHEDULE_LINE in msg.hdr:
                 sched = schedule_of(msg.hdr, msg.ts, now)
                 if isinstance(sched, Schedule):
                     self.entries[subject] = (msg.seq, sched.at)
@@ -187,11 +192,12 @@ class MsgSchedules:
 
     def on_stored(self, seq: int, subject: str, hdr: bytes, ts: int) -> None:
         """A message was stored (the store hook of nats-server's ``storeRawMsg``)."""
-        sched = schedule_of(hdr, ts) if hdr and HDR_SCHEDULE in hdr else None
+        sched = schedule_of(hdr, ts) if hdr and SCHEDULE_LINE in hdr else None
         if isinstance(sched, Schedule):
             self._set(subject, seq, sched.at)
             self.inflight.discard(subject)
-            self._reset_timer()
+            if self._timer is None or sched.at < self._deadline:  # (else the timer stays as it is)
+                self._reset_timer()
         elif not (hdr and get_header(hdr, HDR_SCHEDULER)):
             self.remove(subject)
         if hdr and HDR_NEXT in hdr:
@@ -271,6 +277,9 @@ class MsgSchedules:
         if self.stream.closed:
             return
         self._running = True
+        # The produced messages of one firing are written (and shown to consumers) together, as
+        # a read's publishes are: one commit, not one per message.
+        self.stream.writes.hold_for_read()
         try:
             for target, hdr, payload in self._due(time.time_ns()):
                 self.stream.ingest.store_internal(target, hdr, payload)
@@ -327,4 +336,3 @@ class MsgSchedules:
             heapq.heappush(heap, item)
         out.sort(key=lambda item: item[0])
         return [(target, hdr, body) for _, target, hdr, body in out]
-
