@@ -195,6 +195,23 @@ def _describe_pub_answer(msg: RawMsg) -> Any:
     return {"puback": msg.data.decode()}
 
 
+async def api_request(client: RawNats, subject: str, body: bytes, target: Target | None) -> RawMsg:
+    """An API request. nats-server 2.15 removes an account's empty ``streams`` directory (and
+    the account's) in a goroutine after it answers STREAM.DELETE, so a create right after the
+    last stream's delete can meet that removal half-way and fail to make its directory
+    (``error creating store for stream``, 10049; ``stream.go`` ``stop``, seen under load).
+    That create is asked again, briefly: it is nats-server's race, not an answer to compare.
+    Every differential test that creates a stream on nats-server asks through here."""
+    msg = await client.request(subject, body, timeout=10)
+    racing = target is not None and target.kind == "nats-server" and ".STREAM.CREATE." in subject
+    for _ in range(50):
+        if not racing or b'"err_code":10049' not in msg.data:
+            break
+        await asyncio.sleep(0.02)
+        msg = await client.request(subject, body, timeout=10)
+    return msg
+
+
 @dataclass
 class Runner:
     """Runs steps on one target and records observations."""
@@ -216,21 +233,7 @@ class Runner:
         return self.observations
 
     async def _request(self, step: Step) -> RawMsg:
-        """An API request. nats-server 2.15 removes an account's empty ``streams`` directory (and
-        the account's) in a goroutine after it answers STREAM.DELETE, so a create right after the
-        last stream's delete can meet that removal half-way and fail to make its directory
-        (``error creating store for stream``, 10049; ``stream.go`` ``stop``, seen under load).
-        That create is asked again, briefly: it is nats-server's race, not an answer to compare."""
-        c = self.client
-        body = _encode_body(step.body)
-        msg = await c.request(step.subject, body, timeout=10)
-        racing = self.target is not None and self.target.kind == "nats-server" and ".STREAM.CREATE." in step.subject
-        for _ in range(50):
-            if not racing or b'"err_code":10049' not in msg.data:
-                break
-            await asyncio.sleep(0.02)
-            msg = await c.request(step.subject, body, timeout=10)
-        return msg
+        return await api_request(self.client, step.subject, _encode_body(step.body), self.target)
 
     async def _step(self, step: Step) -> Any:
         c = self.client

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from tests.jetstream import pair_fixtures
-from tests.jetstream.differential import first_difference, pipelined, pub, req, run_case
+from tests.jetstream.differential import api_request, first_difference, pipelined, pub, req, run_case
 from tests.jetstream.rawnats import RawMsg, RawNats, headers
 from tests.support.targets import Target
 
@@ -244,7 +244,7 @@ async def _split_run(target: Target, cut: int) -> list[Any]:
         for name in (await c.request("$JS.API.STREAM.NAMES", b"", timeout=10)).json().get("streams") or []:
             await c.request(f"$JS.API.STREAM.DELETE.{name}", b"", timeout=10)
         body = json.dumps({"name": "S", "subjects": ["s.>"], **DW}).encode()
-        await c.request("$JS.API.STREAM.CREATE.S", body, timeout=10)
+        await api_request(c, "$JS.API.STREAM.CREATE.S", body, target)
         loop = asyncio.get_running_loop()
         frames = []
         futures: list[asyncio.Future[RawMsg]] = []
