@@ -143,7 +143,7 @@ class Run:
         """Message ``i`` through the per-message path (the run holds the writes)."""
         ingest = self.ingest
         subject, reply, hdr, payload = self.subjects[i], self.replies[i], self.hdrs[i], self.payloads[i]
-        if ingest.queue_refuses(subject, reply, hdr, payload):
+        if not self.within_limits and ingest.queue_refuses(subject, reply, hdr, payload):
             return
         answer = ingest.process(subject, reply, hdr, payload)
         if answer is not None and reply:

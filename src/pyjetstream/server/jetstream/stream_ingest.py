@@ -389,60 +389,78 @@ class StreamIngest:
     ) -> int | ApiError:
         """Interest, account limits, store, then what follows a store; the sequence or the error
         (0: a trace-only message, checked but not stored). ``ttl`` is the message's ``Nats-TTL``
-        in seconds (None: invalid, refused with 10165)."""
+        in seconds (None: invalid, refused with 10165). The steps only a TTL, a roll-up, a trace or
+        a config beyond ``simple`` can need are looked at only when one of them is there."""
         stream = self.stream
         cfg = stream.cfg
         store = stream.store
         engine = stream.engine
+        more = not self.simple or ttl != 0 or rollup or self.trace is not None
         # nats-server's order: a message no consumer wants is skipped before the account limits
         # and the TTL's validity are looked at (a rollup still purges what it rolls up).
-        if self.interest and not stream.has_interest_for(subject):
+        if more and self.interest and not stream.has_interest_for(subject):
             return self._skip(subject, msg_id, rollup)
-        limit_error = engine.check_account_limits(
-            cfg.storage, store.record_size(len(subject), len(hdr), len(payload))
-        )
+        limit_error = engine.check_account_limits(cfg.storage, store.record_size(len(subject), len(hdr), len(payload)))
         if limit_error is not None:
             return limit_error
+        republish_to: str | None = None
+        last_on_subject = stored_ttl = 0
+        if more:
+            before = self._before_store(subject, hdr, ttl)
+            if not isinstance(before, tuple):
+                return before
+            hdr, stored_ttl, republish_to, last_on_subject = before
+        try:
+            seq, ts = store.store_msg(subject, hdr, payload, ts, stored_ttl)
+        except StoreError as exc:
+            return self.store_error(exc)
+        engine.note_write(cfg.storage, len(hdr) + len(payload) + len(subject))
+        schedules = stream.schedules
+        if more and schedules is not None:
+            schedules.on_stored(seq, subject, hdr, ts)
+        if msg_id:
+            self.dedupe.record(msg_id, seq, ts)
+        else:
+            self.dedupe.last = ""
+        if more:
+            if rollup:
+                stream.purge(subject=subject if rollup == b"sub" else "", keep=1)
+            if schedules is not None and HDR_SCHEDULE_ANY in hdr:
+                ended = schedules.purge_target(hdr)
+                if ended:
+                    stream.purge(subject=ended)
+            if republish_to is not None:
+                stream.republish_msg(republish_to, subject, seq, ts, last_on_subject, hdr, payload)
+        if stored_ttl or cfg.max_age:
+            stream.watch_expiry(ts, stored_ttl)
+        if stream.consumers:
+            self.writes.signal(seq, subject)
+        return seq
+
+    def _before_store(
+        self, subject: str, hdr: bytes, ttl: int | None
+    ) -> tuple[bytes, int, str | None, int] | ApiError | int:
+        """`commit`'s steps between the limits and the store, where there is more to do than store:
+        the TTL's validity (10165) and its floor at the subject delete markers' TTL, the trace's
+        event (0: trace-only, not stored), the republish destination and the subject's last
+        sequence before this message. Returns the block and TTL to store with, and those two."""
+        cfg = self.stream.cfg
+        if ttl is None:
+            return E.JSMessageTTLInvalidErr()
         if ttl:
             sdm_ttl = cfg.subject_delete_marker_ttl // NS_PER_S
-            if ttl is not None and 0 < ttl < sdm_ttl and cfg.max_msgs_per_subject != 1:
+            if 0 < ttl < sdm_ttl and cfg.max_msgs_per_subject != 1:
                 # A TTL shorter than the markers' could expire a marker's subject unseen.
                 ttl = sdm_ttl
                 hdr = append_headers(remove_header(hdr, HDR_TTL), [("Nats-TTL", str(ttl))])
-        elif ttl is None:
-            return E.JSMessageTTLInvalidErr()
         trace = self.trace
         if trace is not None:
             trace.jetstream_stored(subject, False)
             if trace.only:
                 return 0  # traced only: checked, not stored, not acknowledged
         republish_to = self.republish.match_and_apply(subject) if self.republish is not None else None
-        last_on_subject = stream.last_seq_on_subject(subject) if republish_to is not None else 0
-        try:
-            seq, ts = store.store_msg(subject, hdr, payload, ts, ttl)
-        except StoreError as exc:
-            return self.store_error(exc)
-        engine.note_write(cfg.storage, len(hdr) + len(payload) + len(subject))
-        schedules = stream.schedules
-        if schedules is not None:
-            schedules.on_stored(seq, subject, hdr, ts)
-        if msg_id:
-            self.dedupe.record(msg_id, seq, ts)
-        else:
-            self.dedupe.last = ""
-        if rollup:
-            stream.purge(subject=subject if rollup == b"sub" else "", keep=1)
-        if schedules is not None and HDR_SCHEDULE_ANY in hdr:
-            ended = schedules.purge_target(hdr)
-            if ended:
-                stream.purge(subject=ended)
-        if republish_to is not None:
-            stream.republish_msg(republish_to, subject, seq, ts, last_on_subject, hdr, payload)
-        if ttl or cfg.max_age:
-            stream.watch_expiry(ts, ttl)
-        if stream.consumers:
-            self.writes.signal(seq, subject)
-        return seq
+        last_on_subject = self.stream.last_seq_on_subject(subject) if republish_to is not None else 0
+        return hdr, ttl, republish_to, last_on_subject
 
     def _skip(self, subject: str, msg_id: str, rollup: bytes) -> int:
         """A message an interest stream's consumers do not want: its sequence is used up, its id
