@@ -57,6 +57,7 @@ class AckProcessor:
         "_explicit",
         "_limits",
         "_maxp",
+        "_naked",
         "_plain",
         "_prefix_len",
         "_several",
@@ -70,6 +71,7 @@ class AckProcessor:
         self.state = consumer.state
         self.ptmr: asyncio.TimerHandle | None = None
         self._prefix_len = len(consumer.ack_prefix)
+        self._naked = S.advisory_msg_naked(consumer.stream.name, consumer.name)
         self.configure()
 
     def configure(self) -> None:
@@ -254,16 +256,17 @@ class AckProcessor:
         st = self.state
         if st.nak(sseq, dseq) is None:
             return
-        self._advisory(
-            S.advisory_msg_naked(consumer.stream.name, consumer.name),
-            ConsumerDeliveryNakAdvisory(
-                stream=consumer.stream.name,
-                consumer=consumer.name,
-                consumer_seq=dseq,
-                stream_seq=sseq,
-                deliveries=dc,
-            ),
-        )
+        if consumer.server.has_interest(self._naked):  # (the event built only for a listener)
+            self._advisory(
+                self._naked,
+                ConsumerDeliveryNakAdvisory(
+                    stream=consumer.stream.name,
+                    consumer=consumer.name,
+                    consumer_seq=dseq,
+                    stream_seq=sseq,
+                    deliveries=dc,
+                ),
+            )
         if delay_ns is not None:
             # Pretend the ack wait started ``delay`` ago relative to now (expired == now).
             st.nak_later(sseq, time.time_ns() - consumer.cfg.ack_wait + delay_ns)

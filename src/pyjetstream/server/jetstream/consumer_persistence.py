@@ -5,12 +5,16 @@ The consumer's memory (its `DeliveryState`) is
 the truth; the store gets a snapshot shortly after changes (coalescing many acks into one write),
 like nats-server's consumer file store, which writes its state from a background flusher. The
 write (a file replace: milliseconds on ext4) happens in one writer thread, off the event loop,
-except with ``sync: always``. A crash loses at most ``STATE_FLUSH_DELAY`` of acks, which then come
-back as redeliveries; a graceful stop writes the final state. A write costs time in proportion
-to the pending acks (every one is written, as nats-server's ``encodeState``: ~20 ms for 100,000),
-so the next one waits at least ``STATE_WRITE_SHARE`` times the last one took (at most
-``STATE_FLUSH_MAX``): writing state then takes a bounded share of the CPU, however many acks are
-pending, and the crash window grows with it.
+except with ``sync: always``.
+
+Durability, as nats-server's: its ``flushLoop`` encodes the whole state (``encodeConsumerState``:
+every pending ack) and writes it at most every 100 ms, fsynced only with ``sync: always``; so a
+crash loses up to ~100 ms of acks and deliveries, which come back as redeliveries (at least once
+holds). Ours writes every ``STATE_FLUSH_DELAY`` (100 ms) too while a write costs under a tenth of
+that; a write costs time in proportion to the pending acks (~15 ms for 100,000), so the next one
+waits at least ``STATE_WRITE_SHARE`` times what the last one took (at most ``STATE_FLUSH_MAX``):
+writing state then takes a bounded share of the CPU however many acks are pending, and the crash
+window grows with it (~150 ms at 100,000 pending). A graceful stop writes the final state.
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ class StateWriter:
         self.consumer = consumer
         self.store = store
         self._flush_handle: asyncio.TimerHandle | None = None
-        self._cost = 0.0  # seconds the last write took (its snapshot and its store update)
+        self._cost = 0.0  # seconds the last finished write took (its snapshot and its store update)
         self._write_future: concurrent.futures.Future[None] | None = None
 
     def stored_state(self) -> ConsumerState | None:
@@ -126,12 +130,12 @@ class StateWriter:
         consumer = self.consumer
         started = time.perf_counter()
         state = consumer.state.snapshot()
-        self._cost = time.perf_counter() - started
+        snap_cost = time.perf_counter() - started
         if consumer.engine.sync_always or consumer.closed:
-            self._write(state)
+            self._write(state, snap_cost)
         else:
             # A state write is a file replace (milliseconds on ext4): keep it off the event loop.
-            self._write_future = _state_writer().submit(self._write, state)
+            self._write_future = _state_writer().submit(self._write, state, snap_cost)
 
     def _settle(self) -> ConsumerStoreBase | None:
         """Before a reset or a close: no timed write pending, the writer thread's last write
@@ -148,15 +152,17 @@ class StateWriter:
             with contextlib.suppress(Exception):
                 pending.result(timeout=10)
 
-    def _write(self, state: ConsumerState) -> None:
-        """Runs in the state writer thread (or in the loop); only this touches the store then."""
+    def _write(self, state: ConsumerState, snap_cost: float = 0.0) -> None:
+        """Runs in the state writer thread (or in the loop); only this touches the store then.
+        The write's whole cost (``snap_cost``: its snapshot's) is known only once it is done: the
+        next write waits for it (`dirty`), not for a part of it."""
         assert self.store is not None
         started = time.perf_counter()
         try:
-            self.store.update(state)
+            self.store.adopt(state)
         except (StoreError, OSError) as exc:
             self._log_failure("write", exc)
-        self._cost += time.perf_counter() - started
+        self._cost = snap_cost + time.perf_counter() - started
 
     def _log_failure(self, action: str, exc: Exception) -> None:
         """One log line for a state ``action`` ("write", "reset") the store refused."""

@@ -577,6 +577,11 @@ class ConsumerStoreBase(ABC):
     def delete(self) -> None:
         """Remove the consumer's persisted state."""
 
+    def adopt(self, state: ConsumerState) -> None:
+        """`update` with a state nobody else holds or changes (the consumer's own snapshot):
+        a store may take it as it is instead of copying it."""
+        self.update(state)
+
     def stream_delete(self) -> None:
         """Close without writing or removing anything: the stream's store is being deleted whole,
         the consumer's state with it (nats-server ``consumerFileStore.StreamDelete``)."""

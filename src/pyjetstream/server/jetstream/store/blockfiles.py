@@ -48,6 +48,8 @@ from .blockindex import _TTL_KEY, MAX_OPEN_FDS, BlockIndexes, _Block, _ttl_of
 
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
 READ_AHEAD = 256 * 1024
+# What a read out of order takes (a page: the record and maybe its neighbours).
+SMALL_READ = 4096
 
 _unpack_rec = REC_HDR.unpack_from
 _pack_rec = REC_HDR.pack
@@ -702,7 +704,10 @@ class BlockFiles(BlockIndexes):
             start = off - ra[1]
             if start >= 0 and start + plen <= len(ra[2]):
                 return ra[2][start : start + plen]
-        want = max(plen, min(READ_AHEAD, blk.written - off))
+        # Read ahead where a reader walks forward (its record starts in the last window: it ran
+        # past its end); a record read out of order (a NAK's redelivery, a get) takes a page.
+        forward = ra is not None and ra[0] is blk and ra[1] <= off <= ra[1] + len(ra[2])
+        want = max(plen, min(READ_AHEAD if forward else SMALL_READ, blk.written - off))
         data = os.pread(self._fd(blk), want, off)
         if len(data) < plen:
             raise ErrCorruptRecord(f"short read in block {blk.index}")

@@ -101,6 +101,11 @@ class _ConsumerStateMachine(ConsumerStoreBase):
         self._changed()
 
     def update(self, state: ConsumerState) -> None:
+        self.adopt(state.copy())
+
+    def adopt(self, state: ConsumerState) -> None:
+        """`update`, keeping ``state`` itself (the caller gives it up): a consumer's snapshot of
+        100,000 pending acks is not copied again on its way to the file."""
         self._check()
         if state.ack_floor.consumer_seq > state.delivered.consumer_seq:
             raise ErrBadConsumerState("bad ack floor for consumer")
@@ -120,7 +125,7 @@ class _ConsumerStateMachine(ConsumerStoreBase):
             or state.ack_floor.stream_seq < cur.ack_floor.stream_seq
         ):
             raise ErrBadConsumerState("old update ignored")
-        self._st = state.copy()
+        self._st = state
         self._changed()
 
     def update_delivered(self, dseq: int, sseq: int, dc: int, ts: int) -> None:

@@ -1,0 +1,89 @@
+"""The consumer state writer's pace (consumer_persistence.StateWriter): the next write waits ten
+times what the last one cost — its snapshot AND its store update — so persisting a large state
+takes a bounded share of the CPU (the update's cost used to be added after the next write had
+already been timed from the snapshot alone: 100,000 pending acks were written every 100 ms).
+A fake clock, no real time."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from pyjetstream.server.jetstream import consumer_persistence as cp
+from pyjetstream.server.jetstream.store.base import ConsumerState
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Loop:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    def call_later(self, delay: float, callback: Any) -> Any:
+        self.delays.append(delay)
+        return SimpleNamespace(cancel=lambda: None)
+
+
+class _Store:
+    """Takes ``write`` fake seconds per state written."""
+
+    def __init__(self, clock: _Clock, write: float) -> None:
+        self.clock, self.write, self.written = clock, write, 0
+
+    def adopt(self, state: ConsumerState) -> None:
+        self.clock.now += self.write
+        self.written += 1
+
+
+def _writer(clock: _Clock, snapshot: float, write: float) -> tuple[cp.StateWriter, _Loop, _Store]:
+    def snap() -> ConsumerState:
+        clock.now += snapshot
+        return ConsumerState()
+
+    loop = _Loop()
+    consumer = SimpleNamespace(
+        closed=False,
+        loop=loop,
+        engine=SimpleNamespace(sync_always=True),  # writes in place: no thread in the test
+        state=SimpleNamespace(snapshot=snap),
+    )
+    store = _Store(clock, write)
+    return cp.StateWriter(consumer, store), loop, store  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("snapshot", "write"), [(0.001, 0.02), (0.02, 0.001), (0.004, 0.06)])
+def test_next_write_waits_for_the_whole_cost_of_the_last(
+    monkeypatch: pytest.MonkeyPatch, snapshot: float, write: float
+) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(cp.time, "perf_counter", clock)
+    writer, loop, store = _writer(clock, snapshot, write)
+    monkeypatch.setattr(writer.consumer.engine, "sync_always", False)
+    writer.dirty()
+    assert loop.delays == [cp.STATE_FLUSH_DELAY]  # nothing written yet: the usual delay
+    writer._flush_handle = None
+    writer._write(writer.consumer.state.snapshot(), snapshot)  # (what _flush hands the thread)
+    assert store.written == 1
+    writer.dirty()
+    expected = min(max(cp.STATE_FLUSH_DELAY, cp.STATE_WRITE_SHARE * (snapshot + write)), cp.STATE_FLUSH_MAX)
+    assert loop.delays[-1] == pytest.approx(expected)
+
+
+def test_a_small_state_is_written_every_flush_delay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As nats-server's flushLoop (at most every 100 ms): a cheap write keeps that pace."""
+    clock = _Clock()
+    monkeypatch.setattr(cp.time, "perf_counter", clock)
+    writer, loop, store = _writer(clock, 0.0001, 0.0005)
+    writer._flush()  # sync_always: snapshot and write in place
+    assert store.written == 1
+    writer.consumer.engine.sync_always = False
+    writer.dirty()
+    assert loop.delays[-1] == cp.STATE_FLUSH_DELAY
