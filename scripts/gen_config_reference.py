@@ -81,7 +81,7 @@ CONSUMER = {
     "deliver_policy": "Where it starts: `all`, `last`, `new`, `by_start_sequence`, `by_start_time`, `last_per_subject`.",
     "opt_start_seq": "The first sequence, with `by_start_sequence`.",
     "opt_start_time": "The first time, with `by_start_time`.",
-    "ack_policy": "`explicit` (each message acknowledged; what most consumers want), `all` (an ack covers the earlier ones), `none`, `flow_control` (sourcing, 2.14+). Not given: `none`, the server's default.",
+    "ack_policy": "`explicit` (each message acknowledged; what most consumers want), `all` (an ack covers the earlier ones), `none`, `flow_control` (sourcing, 2.14+). Not given: `explicit`, as in nats.go's `jetstream` package and nats-py (the server's own default, for a request without the field, is `none`; ordered consumers use `none`).",
     "ack_wait": "How long a delivered message may stay unacknowledged before it is delivered again; 0: 30 s.",
     "max_deliver": "The most times a message is delivered; 0 or -1: unlimited.",
     "backoff": "The waits between redeliveries, instead of `ack_wait` (`max_deliver` must exceed its length).",
@@ -433,10 +433,10 @@ def render() -> str:
             pjs.ConsumerConfig,
             "ConsumerConfig",
         ),
-        "`pjs.ConsumerConfig(durable=..., ack_policy=pjs.AckPolicy.EXPLICIT, ...)` builds "
+        "`pjs.ConsumerConfig(durable=..., ack_wait=30, ...)` builds "
         "`pyjetstream.client.jetstream.models.ConsumerConfig`: the wire model "
         "`pyjetstream.api.models_consumer.ConsumerConfig` with its durations in seconds "
-        "([Durations](../durations.md)).",
+        "([Durations](../durations.md)) and `ack_policy` `explicit` when not given.",
     )
     out += _section(
         "pyjetstream.client.jetstream.ordered.OrderedConsumerConfig",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 
 from pyjetstream.api import AckPolicy, DeliverPolicy
+from pyjetstream.api import ConsumerConfig as WireConsumerConfig
+from pyjetstream.client import Client
 from pyjetstream.client.jetstream import ConsumerConfig, JetStream, StreamConfig, errors
 
 
@@ -68,6 +71,32 @@ async def test_ephemeral_and_filtered_consumers(js: JetStream) -> None:
     assert "ORDERS.C" in (config.filter_subject, *config.filter_subjects)
     with pytest.raises(errors.InvalidConsumerName):
         await js.create_consumer("ORDERS", ConsumerConfig(durable="bad.name"))
+
+
+async def test_ack_policy_defaults_to_explicit(js: JetStream, nc: Client) -> None:
+    """``ConsumerConfig`` without ``ack_policy`` is ``explicit`` (nats.go's jetstream zero value,
+    nats-py's default), so an ``ack()`` counts; pull and push alike. The server's own default —
+    a request without the field, or the wire model — stays ``none``; ordered consumers are ``none``."""
+    stream = await js.create_stream(StreamConfig(name="DEF", subjects=["def.*"]))
+    await js.publish("def.a", b"1")
+    assert ConsumerConfig().ack_policy == AckPolicy.EXPLICIT
+    pull = await stream.create_consumer(ConsumerConfig(durable="P"))
+    assert pull.cached_info().config.ack_policy == AckPolicy.EXPLICIT
+    msgs = [m async for m in await pull.fetch(1, max_wait=2)]
+    assert len(msgs) == 1 and (await pull.info()).num_ack_pending == 1
+    await msgs[0].double_ack()
+    info = await pull.info()
+    assert info.num_ack_pending == 0 and info.ack_floor.stream_seq == 1
+    push = await stream.create_push_consumer(ConsumerConfig(durable="Q", deliver_subject="dq"))
+    assert push.cached_info().config.ack_policy == AckPolicy.EXPLICIT
+    wire = await stream.create_consumer(WireConsumerConfig(durable_name="W"))
+    assert wire.cached_info().config.ack_policy == AckPolicy.NONE
+    raw = await nc.request("$JS.API.CONSUMER.CREATE.DEF.R", b'{"stream_name":"DEF","config":{"durable_name":"R"}}')
+    assert json.loads(raw.data)["config"]["ack_policy"] == "none"
+    ordered = await stream.ordered_consumer()
+    async for _msg in await ordered.fetch(1, max_wait=2):
+        pass
+    assert (await ordered.info()).config.ack_policy == AckPolicy.NONE
 
 
 async def test_filter_outside_the_stream_subjects(js: JetStream) -> None:

@@ -22,6 +22,7 @@ import msgspec
 from pyjetstream.api import codec, models_common, models_consumer, models_stream, responses
 from pyjetstream.api._wire import always, always_new
 from pyjetstream.api.durations import Seconds
+from pyjetstream.api.enums import AckPolicy
 from pyjetstream.api.timefmt import NanoTime
 
 if TYPE_CHECKING:
@@ -150,12 +151,18 @@ class ConsumerConfig(_SecondsModel, models_consumer.ConsumerConfig):
     """A consumer's configuration (nats-server ``ConsumerConfig``); ``ack_wait``, ``backoff``,
     ``max_expires``, ``idle_heartbeat``, ``inactive_threshold`` and ``priority_timeout`` in
     seconds (an ``int``, a ``float`` or a ``timedelta``); ``opt_start_time`` and ``pause_until``
-    take a ``datetime``."""
+    take a ``datetime``.
+
+    ``ack_policy`` defaults to ``explicit``, as in nats.go's ``jetstream`` package (its
+    ``AckExplicitPolicy`` is the zero value) and nats-py, so ``msg.ack()`` counts unless the
+    consumer asks for ``none``; the server's own default (a request without the field, the wire
+    model `pyjetstream.api.ConsumerConfig`) stays ``none``. Ordered consumers are ``none``."""
 
     _DURATIONS = ("ack_wait", "max_expires", "idle_heartbeat", "inactive_threshold", "priority_timeout")
     _DURATION_LISTS = ("backoff",)
     _TIMES = ("opt_start_time", "pause_until")
 
+    ack_policy: AckPolicy = always(AckPolicy.EXPLICIT)
     ack_wait: Secs = _ZERO  # type: ignore[assignment]
     backoff: list[Secs] = []  # type: ignore[assignment]
     max_expires: Secs = _ZERO  # type: ignore[assignment]
