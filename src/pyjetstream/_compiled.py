@@ -45,6 +45,9 @@ MODULES = (
     "pyjetstream.protocol.headers",
     "pyjetstream.protocol.subjects",
     "pyjetstream.server.sublist",
+    "pyjetstream.server.subscription",
+    "pyjetstream.server.sink",
+    "pyjetstream.server.router",
 )
 #: The mypyc shared library's module name (``mypycify(group_name=...)``): the group's code lives in
 #: it, each module above is a small shim that imports it.

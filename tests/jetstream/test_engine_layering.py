@@ -12,7 +12,7 @@ import pyjetstream.server.jetstream as engine_package
 
 ENGINE = Path(engine_package.__file__).parent
 #: Server modules the engine may use: each imports nothing of the server's own (checked below).
-ALLOWED = {"options", "subject_transform", "sublist", "subscription", "version"}
+ALLOWED = {"options", "sink", "subject_transform", "sublist", "subscription", "version"}
 
 
 def _imports(path: Path) -> set[str]:

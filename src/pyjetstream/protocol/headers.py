@@ -14,6 +14,26 @@ from pyjetstream.protocol.limits import CRLF, EMPTY_HEADER, HEADER_VERSION_BYTES
 HeaderValues = Mapping[str, str | Iterable[str]]
 
 
+#: Message tracing (ADR-41) as the server's hot path tests it: the header that asks for a trace, the
+#: W3C one an account may sample (any case), and the shortest header block that can hold either
+#: (``NATS/1.0␍␊Nats-Trace-Dest:x␍␊␍␊``; a ``traceparent`` line is longer): shorter blocks are not
+#: searched at all. ``server/msgtrace.py`` reads the headers of a block that may be traced.
+TRACE_DEST = b"Nats-Trace-Dest"
+TRACE_PARENT = b"traceparent"
+MIN_TRACED_HDR = 31
+
+
+def has_trace_parent(hdr: bytes) -> bool:
+    """A ``traceparent`` header, in any case (asked only where the account has ``msg_trace``)."""
+    return hdr.lower().find(TRACE_PARENT) >= 0
+
+
+def may_be_traced(hdr: bytes, sampled: bool) -> bool:
+    """Could this header block start a trace? ``sampled``: the publisher's account traces
+    ``traceparent`` headers (``msg_trace``)."""
+    return len(hdr) >= MIN_TRACED_HDR and (hdr.find(TRACE_DEST) >= 0 or (sampled and has_trace_parent(hdr)))
+
+
 class HeaderError(ValueError):
     """A header block that does not follow ``NATS/1.0`` framing."""
 

@@ -51,7 +51,7 @@ from pyjetstream.api.msgtrace import (
 )
 from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.api.versioning import SERVER_VERSION
-from pyjetstream.protocol.headers import set_header
+from pyjetstream.protocol.headers import MIN_TRACED_HDR, TRACE_PARENT, has_trace_parent, set_header
 from pyjetstream.protocol.subjects import is_valid_publish_subject
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ DEST_DISABLED = MSG_TRACE_DEST_DISABLED
 DEST_DISABLED_B = DEST_DISABLED.encode()
 DEST_HDR_B = MSG_TRACE_DEST.encode()
 _HDR_LINE = b"NATS/1.0\r\n"
-_TRACE_PARENT = b"traceparent"
+_TRACE_PARENT = TRACE_PARENT
 
 # Egress errors (nats-server ``errMsgTrace*``).
 ERR_NO_ECHO = "Not delivered because of no echo"
@@ -98,21 +98,11 @@ JETSTREAM_FLAGS = 7
 TracedCallback = Callable[["MsgTrace", str, str, "bytes | None", bytes, Any], None]
 
 
-#: The shortest header block that can ask for a trace (``NATS/1.0␍␊Nats-Trace-Dest:x␍␊␍␊``; a
-#: ``traceparent`` line is longer): shorter blocks are not searched at all.
-MIN_TRACED_HDR = 31
-
-
 def may_be_traced(hdr: bytes, account: Account) -> bool:
     """Could this header block start a trace? (The client's hot path inlines the first test.)"""
     if len(hdr) < MIN_TRACED_HDR:
         return False
     return hdr.find(DEST_HDR_B) >= 0 or (bool(account.trace_dest) and has_trace_parent(hdr))
-
-
-def has_trace_parent(hdr: bytes) -> bool:
-    """A ``traceparent`` header, in any case (asked only where the account has ``msg_trace``)."""
-    return hdr.lower().find(_TRACE_PARENT) >= 0
 
 
 def _sampled(value: bytes) -> bool:

@@ -26,10 +26,10 @@ the two equal).
 from __future__ import annotations
 
 import random
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.server.msgtrace import DEST_HDR_B as TRACE_DEST
-from pyjetstream.server.msgtrace import MIN_TRACED_HDR, has_trace_parent
+from pyjetstream.protocol.headers import may_be_traced
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
@@ -43,7 +43,6 @@ __all__ = ["Router"]
 #: payload (``HMSG`` and five separators, two ten-digit sizes, two CR LFs): a run's deliveries are
 #: counted against a connection's pending limit with this bound.
 FRAME_SLACK = 40
-_find = bytes.find
 
 
 class Router:
@@ -149,10 +148,10 @@ class Router:
         """One member per queue group, at random (``queue_seed``: repeatably), skipping ones that
         cannot take the message."""
         picked = []
-        randrange = self.rng.randrange
+        rand = self.rng.random
         for group in qsubs:
             n = len(group)
-            start = randrange(n) if n > 1 else 0
+            start = int(rand() * n) if n > 1 else 0
             for k in range(n):
                 sub = group[(start + k) % n]
                 conn = sub.client
@@ -199,10 +198,34 @@ class Router:
         return sub if sub.client is not None and not sub.closed else None
 
 
+class _Bound:
+    """``acc[k] + k * extra``: the bound of the first ``k`` frames of a segment, each ``extra``
+    bytes of sid and slack more (a key for `bisect_right`)."""
+
+    __slots__ = ("acc", "extra")
+
+    def __init__(self, acc: list[int], extra: int) -> None:
+        self.acc = acc
+        self.extra = extra
+
+    def __call__(self, k: int) -> int:
+        return self.acc[k] + k * self.extra
+
+
 class _Run:
-    """One `Router.route_msgs` call: the run, and what was collected for its receivers."""
+    """One `Router.route_msgs` call: the run, and what was collected for its receivers.
+
+    The messages are taken in *segments*: consecutive messages whose lookups gave the same result
+    (the sublist shares one result object between subjects with the same receivers) reach the same
+    subscriptions, so what `Router.route` + `FrameSink.deliver` decide per delivery is decided
+    once for the segment (`plan`) and each connection is given the segment as one range. A
+    segment whose deliveries need a decision per message (an internal subscription, a queue
+    group, an auto-unsubscribe, deliver permissions, a stall) goes message by message
+    (`route_one`); an internal subscription that alone takes a segment's messages gets them as one
+    stretch (`run_stretch`)."""
 
     __slots__ = (
+        "bytes",
         "client",
         "events",
         "hdrs",
@@ -230,64 +253,75 @@ class _Run:
         self.hdrs = hdrs
         self.payloads = payloads
         self.client = client
-        #: Each receiving connection's deliveries so far: ``[room, sub, i, sub, i ...]``, the bytes
-        #: ``room`` left before its pending limit (counted with an upper bound of each frame).
+        #: Each receiving connection's deliveries so far: ``[room, sub, lo, hi, sub, lo, hi ...]``
+        #: (messages ``lo`` to ``hi`` for ``sub``; ``sub`` None: ``lo`` is a frame of bytes), the
+        #: bytes ``room`` left before its pending limit (counted with an upper bound of each frame).
         self.pending: dict[FrameSink, list[Any]] = {}
         #: This message's connections whose checks are due (`frame_pending`), in receiver order.
         self.events: list[FrameSink] = []
         self.hits = 0  # lookups the match cache answered (added to the sublist's count)
+        self.bytes = 0  # the current segment's frame bound, less each subscription's sid
         self.traced_too = client is not None and bool(client.account.trace_dest)
 
     def route(self, sl: Any) -> int:
-        """Route every message in turn (see `Router.route_msgs`)."""
+        """Route every message in turn (see `Router.route_msgs` and the class docstring)."""
         subjects = self.subjects
+        replies = self.replies
         hdrs = self.hdrs
+        payloads = self.payloads
         client = self.client
         cache = sl.cache
         match = sl.match
-        stretch: Any = None  # the internal subscription taking messages lo..i-1 (a run)
+        segment: Any = None  # the lookup result of messages lo..i-1, when they form a segment
+        plan: list[Any] = []  # its deliveries: sink, sub, sink, sub ...
+        stretch: Any = None  # or the internal subscription that alone takes them
         lo = 0
-        n = len(self.payloads)
+        n = len(payloads)
         i = 0
-        while i < n:
-            subject = subjects[i]
-            result = cache.get(subject)
-            if result is None:
-                result = match(subject)
-            else:
-                self.hits += 1
+        while True:
+            if i < n:
+                subject = subjects[i]
+                result = cache.get(subject)
+                if result is None:
+                    result = match(subject)
+                else:
+                    self.hits += 1
+                hdr = hdrs[i]
+                traced = hdr is not None and client is not None and self.may_be_traced(hdr)
+                if result is segment and not traced:  # the same receivers as the message before
+                    if stretch is None:
+                        self.bytes += len(payloads[i]) + len(subject) + len(replies[i]) + (0 if hdr is None else len(hdr))
+                    i += 1
+                    continue
+            if segment is not None:  # a cut: the segment before this message is delivered first
+                end = self.end_segment(stretch, plan, lo, i)
+                segment = stretch = None
+                if client is not None and (client.closed or client.stalled):
+                    return end
+                if end < i:  # delivered up to a pending limit: the rest is looked at again
+                    self.hits -= i - end + (i < n)
+                    i = end
+                    continue
+            if i == n:
+                break
             psubs, qsubs = result
-            hdr = hdrs[i]
-            traced = (
-                hdr is not None
-                and client is not None
-                and len(hdr) >= MIN_TRACED_HDR
-                and (_find(hdr, TRACE_DEST) >= 0 or (self.traced_too and has_trace_parent(hdr)))
-            )  # may be traced (msgtrace.may_be_traced): routed on its own, in its place
-            taker: Any = None
-            if not traced:
-                if qsubs:
-                    psubs = psubs + self.router.pick_queue_members(qsubs, client)
-                if len(psubs) == 1:
-                    taker = psubs[0]
-                    if taker is stretch:
-                        i += 1
-                        continue
-                    if taker.sink is not None or taker.run is None or taker.closed:
-                        taker = None
-            if stretch is not None:  # a cut: the stretch before this message takes its run first
-                self.run_stretch(stretch, lo, i)
-                stretch = None
-                if client is not None and client.closed:
-                    return i
-            if taker is not None:  # an internal subscription that takes runs: a stretch starts
-                if self.pending:
-                    self.frame_pending()
-                stretch = taker
-                lo = i
-            elif traced:
+            if not traced and not qsubs:
+                taker = psubs[0] if len(psubs) == 1 else None
+                if taker is not None and taker.sink is None and taker.run is not None and not taker.closed:
+                    stretch = taker  # an internal subscription that takes runs: a stretch starts
+                    if self.pending:
+                        self.frame_pending()
+                if stretch is not None or self.plan(psubs, plan):
+                    segment = result
+                    lo = i
+                    self.bytes = len(payloads[i]) + len(subject) + len(replies[i]) + (0 if hdr is None else len(hdr))
+                    i += 1
+                    continue
+            if traced:
                 self.traced(i)
             else:
+                if qsubs:
+                    psubs = psubs + self.router.pick_queue_members(qsubs, client)
                 self.route_one(i, psubs)
                 if self.events:
                     self.frame_pending()
@@ -296,11 +330,128 @@ class _Run:
                 if self.pending:  # (what this message's later receivers were given)
                     self.frame_pending()
                 return i
-        if stretch is not None:
-            self.run_stretch(stretch, lo, n)
         if self.pending:
             self.frame_pending()
         return n
+
+    def may_be_traced(self, hdr: bytes) -> bool:
+        """msgtrace.may_be_traced: a header block that may ask for a trace."""
+        return may_be_traced(hdr, self.traced_too)
+
+    def plan(self, psubs: tuple[Subscription, ...], plan: list[Any]) -> bool:
+        """The deliveries of a message to ``psubs`` into ``plan`` (sink, sub, ...), when the same
+        for every message of a segment: client subscriptions without auto-unsubscribe, on
+        connections without deliver permissions, that would not stall the producer, one per
+        connection; a closed one or the producer's own without echo skipped, as `route_one` skips them. False when a
+        delivery needs a decision per message (or nobody receives the messages while the
+        publisher wants no-responders answers)."""
+        plan.clear()
+        client = self.client
+        producer = client.sink if client is not None else None
+        for sub in psubs:
+            if sub.closed:
+                continue
+            sink = sub.sink
+            if sink is None or sub.max_msgs or sink.deliver_filter is not None:
+                plan.clear()
+                return False
+            if not sink.echo and sink is producer:
+                continue
+            if (sink.write_paused and client is not None and client.may_stall(sink.conn)) or sink in plan:
+                # (a connection with two of these subscriptions takes each message twice in a row)
+                plan.clear()
+                return False
+            plan.append(sink)
+            plan.append(sub)
+        if plan or client is None or not client.no_responders:
+            return True
+        return False
+
+    def end_segment(self, stretch: Any, plan: list[Any], lo: int, hi: int) -> int:
+        """Messages ``lo`` to ``hi`` (not included) formed a segment: handed to the internal
+        subscription that takes them (``stretch``), or to each connection of ``plan`` as one
+        range — in parts where the deliveries may take a connection past its pending limit: each
+        part ends with the message that may, and what was collected is framed and checked there
+        (`frame_pending`, the checks in receiver order). Returns where the segment's delivery
+        ended: ``hi``, or after such a message when the checks changed who takes the rest (a
+        stall, a slow-consumer cut: the caller looks at the rest again)."""
+        if stretch is not None:
+            self.run_stretch(stretch, lo, hi)
+            return hi
+        pending = self.pending
+        count = hi - lo
+        tight = False
+        for k in range(0, len(plan), 2):
+            sink = plan[k]
+            items = pending.get(sink)
+            room = items[0] if items is not None else sink.limit - sink.size
+            if self.bytes + count * (len(plan[k + 1].sid_b) + FRAME_SLACK) > room:
+                tight = True
+        if not tight:
+            self.add_ranges(plan, lo, hi, self.bytes)
+            return hi
+        # Where each connection's room runs out: prefix sums of the frames' bounds.
+        acc = self.prefix_bounds(lo, hi)
+        start = 0
+        while start < count:
+            cut = count
+            pending = self.pending
+            for k in range(0, len(plan), 2):
+                sink = plan[k]
+                extra = len(plan[k + 1].sid_b) + FRAME_SLACK
+                items = pending.get(sink)
+                room = items[0] if items is not None else sink.limit - sink.size
+                base = acc[start] + start * extra
+                if acc[count] + count * extra - base > room:
+                    # the first end whose frames pass the room (the bound grows with the end)
+                    end = bisect_right(range(count + 1), room + base, start + 1, count + 1, key=_Bound(acc, extra))
+                    cut = min(cut, end)
+            self.add_ranges(plan, lo + start, lo + cut, acc[cut] - acc[start])
+            if cut == count:
+                return hi
+            self.frame_pending()
+            client = self.client
+            if client is not None and (client.closed or client.stalled):
+                return lo + cut
+            if not self.plan(tuple(plan[1::2]), plan):  # the checks changed who takes the rest
+                return lo + cut
+            start = cut
+        return hi
+
+    def add_ranges(self, plan: list[Any], lo: int, hi: int, bound: int) -> None:
+        """Messages ``lo`` to ``hi`` (frames bound ``bound`` bytes without the sids and the
+        slack) to each connection of ``plan`` as one range; a connection they may take past its
+        pending limit is an event (the caller frames and checks)."""
+        pending = self.pending
+        events = self.events
+        for k in range(0, len(plan), 2):
+            sink = plan[k]
+            sub = plan[k + 1]
+            sub.delivered += hi - lo
+            items = pending.get(sink)
+            if items is None:
+                items = pending[sink] = [sink.limit - sink.size]
+            items[0] -= bound + (hi - lo) * (len(sub.sid_b) + FRAME_SLACK)
+            if items[0] < 0 and sink not in events:
+                events.append(sink)
+            if len(items) > 1 and items[-3] is sub and items[-1] == lo:
+                items[-1] = hi  # (the range before, for the same subscription, goes on)
+            else:
+                items.append(sub)
+                items.append(lo)
+                items.append(hi)
+
+    def prefix_bounds(self, lo: int, hi: int) -> list[int]:
+        """The frames' bounds of messages ``lo`` to ``hi`` without sids and slack, summed: entry
+        ``k`` is the bound of the first ``k``."""
+        acc = [0]
+        total = 0
+        hdrs = self.hdrs
+        for i in range(lo, hi):
+            hdr = hdrs[i]
+            total += len(self.payloads[i]) + len(self.subjects[i]) + len(self.replies[i]) + (0 if hdr is None else len(hdr))
+            acc.append(total)
+        return acc
 
     def traced(self, i: int) -> None:
         """A message that may be traced: routed by the publisher's trace path, in its place."""
@@ -320,7 +471,7 @@ class _Run:
         stall the producer added to `events`; an internal callback, an auto-unsubscribe or a
         no-responders answer in their place. What `Router.route` + `FrameSink.deliver` decide per
         delivery is decided here (no echo, deliver permissions, the delivered count and
-        auto-unsubscribe); the framing is the connection's (`FrameSink.frame_msgs`)."""
+        auto-unsubscribe); the framing is the connection's (`FrameSink.frame_items`)."""
         subject = self.subjects[i]
         reply = self.replies[i]
         hdr = self.hdrs[i]
@@ -375,6 +526,7 @@ class _Run:
         room = items[0] = items[0] - size
         items.append(sub)
         items.append(item)
+        items.append(item + 1 if sub is not None else 0)
         if room < 0 and sink not in self.events:
             self.events.append(sink)
 
@@ -385,7 +537,7 @@ class _Run:
         pending = self.pending
         self.pending = {}
         for sink, items in pending.items():
-            sink.frame_msgs(items, self.subjects, self.replies, self.hdrs, self.payloads)
+            sink.frame_items(items, self.subjects, self.replies, self.hdrs, self.payloads)
         events = self.events
         if events:
             for sink in events:
@@ -396,7 +548,9 @@ class _Run:
         """Messages ``lo`` to ``hi`` (not included) reached ``sub`` alone, in a row: its ``run``
         takes them in one call (``callback`` a lone one), as `Router.route` would hand each."""
         if hi - lo == 1:
-            self.router._callback(sub, self.subjects[lo], self.replies[lo], self.hdrs[lo], self.payloads[lo], self.client)
+            self.router._callback(
+                sub, self.subjects[lo], self.replies[lo], self.hdrs[lo], self.payloads[lo], self.client
+            )
             return
         sub.delivered += hi - lo
         try:

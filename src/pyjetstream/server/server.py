@@ -63,6 +63,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pyjetstream.api.timefmt import format_go_duration
 from pyjetstream.api.versioning import JS_API_LEVEL
 from pyjetstream.server.accounts import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from pyjetstream.server.auth import Authenticator, new_nonce
@@ -79,7 +80,7 @@ from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, Serv
 from pyjetstream.server.reload import reload_options
 from pyjetstream.server.router import Router
 from pyjetstream.server.sublist import Sublist
-from pyjetstream.server.subscription import Subscription
+from pyjetstream.server.subscription import InternalSub, Subscription
 from pyjetstream.server.sys_imports import SystemImports
 from pyjetstream.server.sys_requests import SystemRequests
 from pyjetstream.server.version import SERVER_VERSION
@@ -105,38 +106,6 @@ InternalCallback = Callable[[str, str, bytes | None, bytes, ClientConnection | N
 RunCallback = Callable[
     [list[str], list[str], list["bytes | None"], list[bytes], "ClientConnection | None"], None
 ]
-
-
-class InternalSub(Subscription):
-    """A subscription owned by the server itself (see ``Server.subscribe_internal``).
-
-    ``traced`` is the callback a traced message goes to instead (``msgtrace.TracedCallback``:
-    the trace first), for the subscriptions whose work shows in a trace event (a stream's ingest,
-    the import forwarders); without it a traced message reaches ``callback`` as any other.
-    ``run`` (`RunCallback`) takes, in one call, each stretch of a read's messages that
-    reached it alone in a row (``Server.route_msgs``); without it each reaches ``callback``."""
-
-    __slots__ = ("account", "run", "traced")
-
-    def __init__(
-        self,
-        account: Account,
-        subject: str,
-        sid: str,
-        queue: str,
-        callback: InternalCallback,
-        traced: TracedCallback | None = None,
-        run: RunCallback | None = None,
-    ) -> None:
-        super().__init__(subject, sid, queue, client=None, callback=callback)
-        self.account = account
-        self.traced = traced
-        self.run = run
-
-    def unsubscribe(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.account.remove_subscription(self)
 
 
 class Server:
@@ -218,6 +187,8 @@ class Server:
         self.reads = 0  # client reads processed (begin_read): tells one read from the next
         #: What must run when the read is processed, before that flush (:meth:`after_read`).
         self._read_end: list[Callable[[], None]] = []
+        #: The write deadline as a slow consumer's log line names it (Go's duration format).
+        self.write_deadline_text = format_go_duration(int(opts.write_deadline * 1e9))
         #: Routing (`Router`): `route` one message, `route_msgs` a run, `no_responders`.
         self.router = Router(self)
         self.route = self.router.route

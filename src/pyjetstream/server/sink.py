@@ -31,13 +31,17 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyjetstream.api.timefmt import format_go_duration
 from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
+
+if TYPE_CHECKING:
+    from pyjetstream.server.subscription import Subscription
 
 __all__ = ["FrameSink"]
 
+# How many of a wildcard subscription's subjects keep their MSG line start (`FrameSink.frame`).
+_PREFIXES_KEPT = 512
 # Why a slow consumer is cut (nats-server ``ClosedState``; ``client.ClosedReason`` has them all).
 SLOW_CONSUMER_PENDING = "Slow Consumer (Pending Bytes)"
 SLOW_CONSUMER_DEADLINE = "Slow Consumer (Write Deadline)"
@@ -222,7 +226,7 @@ class FrameSink:
             return
         self.server.slow_consumers += 1
         self.conn.account.slow_consumers += 1
-        deadline = format_go_duration(int(self.server.options.write_deadline * 1e9))
+        deadline = self.server.write_deadline_text
         self.conn.log(
             logging.INFO,
             f"Slow Consumer Detected: WriteDeadline of {deadline} exceeded with 1 chunks of {buffered} total bytes.",
@@ -239,7 +243,9 @@ class FrameSink:
 
     # ------------------------------------------------------------------ framing
 
-    def frame(self, sub: Any, subject: str, reply: str, hdr: bytes | None, payload: bytes, shown: str) -> int:
+    def frame(
+        self, sub: Subscription, subject: str, reply: str, hdr: bytes | None, payload: bytes, shown: str | None
+    ) -> int:
         """Append the frame of one message for ``sub`` (``shown``, when not "", the subject the
         line names instead of the routed one: a stored message delivered to a consumer's inbox);
         returns its size. MSG when there is no header block or the client does not take headers,
@@ -255,8 +261,13 @@ class FrameSink:
                     prefix = self._shown_prefix = msg_prefix(shown.encode(), sub.sid_b)
                     self._shown_sub = sub
                     self._shown = shown
-            elif not sub.literal:  # a wildcard subscription: mostly a new subject each time
-                prefix = msg_prefix(subject.encode(), sub.sid_b)
+            elif not sub.literal:  # a wildcard subscription: its recent subjects' line starts kept
+                cached = sub.prefixes.get(subject)
+                if cached is None:
+                    if len(sub.prefixes) >= _PREFIXES_KEPT:
+                        sub.prefixes.clear()
+                    cached = sub.prefixes[subject] = msg_prefix(subject.encode(), sub.sid_b)
+                prefix = cached
             elif reply:
                 prefix = sub.msg_prefix
             else:
@@ -285,7 +296,7 @@ class FrameSink:
         hdr: bytes | None,
         payload: bytes,
         producer: Any,
-        shown: str = "",
+        shown: str | None = None,
     ) -> bool:
         """Frame one routed message for ``sub`` (nats-server ``client.deliverMsg``); False when the
         connection does not take it (no echo, deliver permissions). Auto-unsubscribe
@@ -308,7 +319,7 @@ class FrameSink:
         self.queued(n, producer)
         return True
 
-    def frame_msgs(
+    def frame_items(
         self,
         items: list[Any],
         subjects: list[str],
@@ -316,33 +327,36 @@ class FrameSink:
         hdrs: list[bytes | None],
         payloads: list[bytes],
     ) -> None:
-        """Frame a run's deliveries to this connection (``Server.route_msgs``): ``items`` is
-        ``[room, sub, i, sub, i, ...]``, message ``i`` of the run for ``sub`` (``sub`` None: ``i``
-        is a frame of bytes, a no-responders answer), in delivery order. Each is framed (`frame`)
-        and counted as `deliver` frames and counts it — the router has made `deliver`'s
-        per-delivery decisions — and the flush is scheduled; the pending-limit and stall checks
-        are the router's to ask for (`check`), where per-message delivery would make them."""
+        """Frame a run's deliveries to this connection (``Router.route_msgs``): ``items`` is
+        ``[room, sub, lo, hi, sub, lo, hi, ...]``, messages ``lo`` to ``hi`` (not included) of the run
+        for ``sub`` (``sub`` None: ``lo`` is a frame of bytes, a no-responders answer), in delivery
+        order. Each message is framed (`frame`) and counted as `deliver` frames and counts it — the
+        router has made `deliver`'s per-delivery decisions — and the flush is scheduled; the
+        pending-limit and stall checks are the router's to ask for (`check`), where per-message
+        delivery would make them."""
         if self.closed:
             return
         headers = self.headers
         trace = self.trace
-        frame = self.frame
         size = data = msgs = 0
-        for k in range(1, len(items), 2):
+        for k in range(1, len(items), 3):
             sub = items[k]
-            i = items[k + 1]
             if sub is None:
-                self.out.append(i)
-                size += len(i)
+                frame: bytes = items[k + 1]
+                self.out.append(frame)
+                size += len(frame)
                 continue
-            hdr = hdrs[i]
-            payload = payloads[i]
-            size += frame(sub, subjects[i], replies[i], hdr, payload, "")
-            plen = len(payload) if hdr is None or not headers else len(hdr) + len(payload)
-            data += plen
-            msgs += 1
-            if trace:
-                self.conn.trace_msg(sub, subjects[i], replies[i], hdr, plen)
+            lo: int = items[k + 1]
+            hi: int = items[k + 2]
+            msgs += hi - lo
+            for i in range(lo, hi):
+                hdr = hdrs[i]
+                payload = payloads[i]
+                size += self.frame(sub, subjects[i], replies[i], hdr, payload, "")
+                plen = len(payload) if hdr is None or not headers else len(hdr) + len(payload)
+                data += plen
+                if trace:
+                    self.conn.trace_msg(sub, subjects[i], replies[i], hdr, plen)
         self.msgs += msgs
         self.bytes += data
         self.size += size

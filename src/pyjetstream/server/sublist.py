@@ -26,14 +26,20 @@ lookup on its ``<head><k tokens>.`` prefix.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from pyjetstream.protocol.subjects import FWC, PWC, SEP, is_valid_subject, subject_matches, subjects_overlap
 
-if TYPE_CHECKING:
-    # Annotations only: the sublist reads a subscription's subject, queue and literal flag and
-    # hands the objects back; it is compiled without the (interpreted) class (see _compiled.py).
-    from pyjetstream.server.subscription import Subscription
+
+class Indexed(Protocol):
+    """What the sublist reads of what it indexes: a subject, a queue group and whether the subject
+    is literal; it hands the objects back. The server's ``subscription.Subscription`` and a
+    consumer index's entries (``jetstream/consumer_index.py``) are indexed alike (a protocol:
+    compiled, the sublist checks no class)."""
+
+    subject: str
+    queue: str
+    literal: bool
 
 __all__ = ["EMPTY_RESULT", "MatchResult", "PrefixIndex", "Sublist", "SublistError"]
 
@@ -48,7 +54,10 @@ class SublistError(ValueError):
 
 
 # (plain subscriptions, queue groups: one tuple of member subscriptions per group name)
-MatchResult: TypeAlias = "tuple[tuple[Subscription, ...], tuple[tuple[Subscription, ...], ...]]"
+# ``tuple[tuple[Indexed, ...], tuple[tuple[Indexed, ...], ...]]``, typed as any tuple: mypyc
+# keeps a fixed-length tuple unboxed and boxes a new one at every return, and the router tells
+# receiver sets apart by the result object's identity (the one a subject's lookups always give).
+MatchResult: TypeAlias = "tuple[Any, ...]"
 EMPTY_RESULT: MatchResult = ((), ())
 
 
@@ -59,8 +68,8 @@ class _Node:
         self.literal: dict[str, _Node] = {}
         self.pwc: _Node | None = None
         self.fwc: _Node | None = None
-        self.psubs: list[Subscription] = []
-        self.qsubs: dict[str, list[Subscription]] = {}
+        self.psubs: list[Indexed] = []
+        self.qsubs: dict[str, list[Indexed]] = {}
 
     def child(self, token: str) -> _Node | None:
         if token == PWC:
@@ -84,6 +93,8 @@ class Sublist:
         # change looks at those its literal first tokens select only.
         self._firsts: dict[str, dict[str, set[str]]] = {}
         self._indexes: list[PrefixIndex] = []
+        # Each distinct match result once (see ``match``); dropped as a whole when it is large.
+        self._results: dict[MatchResult, MatchResult] = {}
         self.count = 0
         self.inserts = 0
         self.removes = 0
@@ -93,7 +104,7 @@ class Sublist:
 
     # ------------------------------------------------------------------ changes
 
-    def insert(self, sub: Subscription) -> None:
+    def insert(self, sub: Indexed) -> None:
         subject = sub.subject
         if not is_valid_subject(subject):
             raise SublistError("Invalid Subject")
@@ -122,7 +133,7 @@ class Sublist:
         for index in self._indexes:
             index.note(sub, True)
 
-    def remove(self, sub: Subscription) -> bool:
+    def remove(self, sub: Indexed) -> bool:
         """Remove ``sub``; False when it was not in the index."""
         path: list[tuple[_Node, str]] = []
         node: _Node | None = self._root
@@ -148,6 +159,8 @@ class Sublist:
         self._invalidate(sub)
         for index in self._indexes:
             index.note(sub, False)
+        if self._results:
+            self._results.clear()  # (no removed subscription kept alive by it)
         return True
 
     def index_prefix(self, head: str, key_tokens: int, wildcard: str) -> None:
@@ -174,7 +187,7 @@ class Sublist:
                 del parent.literal[token]
             node = parent
 
-    def _invalidate(self, sub: Subscription) -> None:
+    def _invalidate(self, sub: Indexed) -> None:
         cache = self.cache
         if not cache:
             return
@@ -239,11 +252,20 @@ class Sublist:
         if "" in tokens:
             # nats-server: a subject with an empty token matches nothing (and is not cached).
             return EMPTY_RESULT
-        psubs: list[Subscription] = []
-        qgroups: dict[str, list[Subscription]] = {}
+        psubs: list[Indexed] = []
+        qgroups: dict[str, list[Indexed]] = {}
         _collect(self._root, tokens, 0, psubs, qgroups)
         if psubs or qgroups:
-            result = (tuple(psubs), tuple(tuple(members) for members in qgroups.values()))
+            result = _result(psubs, qgroups)
+            # Subjects with the same receivers share one result object: a run of messages to
+            # them is one receiver set to the router (``router._Run``: ``result is segment``).
+            shared = self._results.get(result)
+            if shared is None:
+                if len(self._results) >= CACHE_MAX:
+                    self._results.clear()
+                self._results[result] = result
+            else:
+                result = shared
         else:
             result = EMPTY_RESULT
         cache = self.cache
@@ -271,8 +293,9 @@ class Sublist:
         psubs, qsubs = self.match(subject)
         return bool(psubs or qsubs)
 
-    def all_subscriptions(self) -> list[Subscription]:
-        out: list[Subscription] = []
+    def all_subscriptions(self) -> list[Any]:
+        """Everything indexed (the server's: its ``Subscription`` objects)."""
+        out: list[Any] = []
         stack = [self._root]
         while stack:
             node = stack.pop()
@@ -338,7 +361,7 @@ class PrefixIndex:
             return ""
         return subject[:pos]
 
-    def note(self, sub: Subscription, added: bool) -> None:
+    def note(self, sub: Indexed, added: bool) -> None:
         """Keep the index in step with an insert (``added``) or a remove of ``sub``."""
         subject = sub.subject
         if not subjects_overlap(subject, self.pattern):
@@ -366,6 +389,11 @@ class PrefixIndex:
 _EMPTY_TOKEN = SEP + SEP
 
 
+def _result(psubs: list[Indexed], qgroups: dict[str, list[Indexed]]) -> Any:
+    """A match result (typed as any object: compiled, a tuple stays one object, see ``MatchResult``)."""
+    return (tuple(psubs), tuple(tuple(members) for members in qgroups.values()))
+
+
 def _first_tokens(subject: str) -> tuple[str, str]:
     """A subject's first and second token ("" when it has one token)."""
     dot = subject.find(SEP)
@@ -375,7 +403,7 @@ def _first_tokens(subject: str) -> tuple[str, str]:
     return subject[:dot], subject[dot + 1 :] if end < 0 else subject[dot + 1 : end]
 
 
-def _remove_identity(items: list[Subscription], sub: Subscription) -> bool:
+def _remove_identity(items: list[Indexed], sub: Indexed) -> bool:
     for i, item in enumerate(items):
         if item is sub:
             del items[i]
@@ -383,7 +411,7 @@ def _remove_identity(items: list[Subscription], sub: Subscription) -> bool:
     return False
 
 
-def _add_node(node: _Node, psubs: list[Subscription], qgroups: dict[str, list[Subscription]]) -> None:
+def _add_node(node: _Node, psubs: list[Indexed], qgroups: dict[str, list[Indexed]]) -> None:
     if node.psubs:
         psubs.extend(node.psubs)
     if node.qsubs:
@@ -400,8 +428,8 @@ def _collect(
     node: _Node,
     tokens: list[str],
     i: int,
-    psubs: list[Subscription],
-    qgroups: dict[str, list[Subscription]],
+    psubs: list[Indexed],
+    qgroups: dict[str, list[Indexed]],
 ) -> None:
     n = len(tokens)
     while True:

@@ -1,45 +1,32 @@
-"""A subscription as the router sees it: a client's (``client`` set) or the server's own (``callback`` set).
+"""A subscription as the router sees it: a client's (``client`` and its ``sink`` set) or the server's
+own (`InternalSub`: ``callback`` set).
 
-Kept apart from `pyjetstream.server.sublist` (which indexes them and is compiled with mypyc,
-see ``pyjetstream._compiled``): the router and ``ClientConnection.deliver`` read and write these
-attributes on every message, which interpreted code does fastest on a plain ``__slots__`` class, and
-the server subclasses it (``InternalSub``).
+Compiled with the router and the connection's output (``pyjetstream._compiled``): the router reads
+these attributes on every message and every delivery, which compiled code does as a field read.
+Both classes live here, since interpreted code may not subclass a compiled class.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyjetstream.protocol.subjects import has_wildcard
 from pyjetstream.protocol.writers import hmsg_prefix, msg_prefix
 
-__all__ = ["Subscription"]
+if TYPE_CHECKING:
+    from pyjetstream.server.sink import FrameSink
+
+__all__ = ["InternalSub", "Subscription"]
 
 
 class Subscription:
-    """One subscription: a client's (``client`` and its ``sink`` set) or the server's own (``callback`` set).
+    """One subscription: a client's (``client`` and its ``sink`` set) or the server's own.
 
     ``msg_prefix``/``hmsg_prefix`` hold ``b"MSG <subject> <sid> "``/``b"HMSG …"`` for literal
-    subscriptions, whose delivered subject is always their own.
+    subscriptions, whose delivered subject is always their own; ``prefixes`` the MSG line starts
+    of a wildcard subscription's recent subjects. ``run``, ``traced`` and ``account`` are an
+    internal subscription's (`InternalSub`).
     """
-
-    __slots__ = (
-        "callback",
-        "client",
-        "closed",
-        "delivered",
-        "hmsg_prefix",
-        "literal",
-        "max_msgs",
-        "msg_line",
-        "msg_line_size",
-        "msg_prefix",
-        "queue",
-        "sid",
-        "sid_b",
-        "sink",
-        "subject",
-    )
 
     def __init__(
         self,
@@ -53,10 +40,13 @@ class Subscription:
         self.sid = sid
         self.sid_b = sid.encode()
         self.queue = queue
-        self.client = client
+        self.client: Any = client
         #: The client connection's output (`FrameSink`), None for the server's own subscriptions.
-        self.sink: Any = client.sink if client is not None else None
-        self.callback = callback
+        self.sink: FrameSink | None = client.sink if client is not None else None
+        self.callback: Any = callback
+        self.run: Any = None
+        self.traced: Any = None
+        self.account: Any = None
         self.max_msgs = 0
         self.delivered = 0
         self.closed = False
@@ -68,10 +58,42 @@ class Subscription:
         else:
             self.msg_prefix = self.hmsg_prefix = b""
         # The whole ``MSG <subject> <sid> <size>\r\n`` line of the last size delivered without a
-        # reply (the router's direct path: a publisher usually repeats one size).
+        # reply (a publisher usually repeats one size).
         self.msg_line = b""
         self.msg_line_size = -1
+        # A wildcard subscription's MSG line starts by subject (`FrameSink.frame`), bounded.
+        self.prefixes: dict[str, bytes] = {}
 
     def __repr__(self) -> str:
         queue = f" queue={self.queue!r}" if self.queue else ""
         return f"<Subscription {self.subject!r} sid={self.sid!r}{queue}>"
+
+
+class InternalSub(Subscription):
+    """A subscription owned by the server itself (see ``Server.subscribe_internal``).
+
+    ``traced`` is the callback a traced message goes to instead (``msgtrace.TracedCallback``: the
+    trace first), for the subscriptions whose work shows in a trace event (a stream's ingest, the
+    import forwarders); without it a traced message reaches ``callback`` as any other. ``run``
+    (``server.RunCallback``) takes, in one call, each stretch of a read's messages that reached it
+    alone in a row (``Router.route_msgs``); without it each reaches ``callback``."""
+
+    def __init__(
+        self,
+        account: Any,
+        subject: str,
+        sid: str,
+        queue: str,
+        callback: Any,
+        traced: Any = None,
+        run: Any = None,
+    ) -> None:
+        super().__init__(subject, sid, queue, client=None, callback=callback)
+        self.account = account
+        self.traced = traced
+        self.run = run
+
+    def unsubscribe(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.account.remove_subscription(self)

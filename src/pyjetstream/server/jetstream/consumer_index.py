@@ -121,14 +121,14 @@ class ConsumerIndex:
         self._added += 1
         entries = [_Entry(f, consumer, self._added) for f in filters_of(consumer.cfg) or [">"]]
         for entry in entries:
-            self._sl.insert(entry)  # type: ignore[arg-type]
+            self._sl.insert(entry)
             self._place(entry, True)
         self._entries[consumer.name] = entries
         self._cache.clear()
 
     def _drop(self, name: str) -> None:
         for entry in self._entries.pop(name, ()):
-            self._sl.remove(entry)  # type: ignore[arg-type]
+            self._sl.remove(entry)
             self._place(entry, False)
         self._cache.clear()
 
@@ -190,7 +190,7 @@ class ConsumerIndex:
         else:
             # (a consumer's filters never overlap, so each comes once)
             ordered = sorted(entries, key=_order) if len(entries) > 1 else entries
-            found = tuple(e.consumer for e in ordered)  # type: ignore[attr-defined]
+            found = tuple(e.consumer for e in ordered)
         cache = self._cache
         if len(cache) >= CACHE_MAX:
             cache.clear()

@@ -714,7 +714,8 @@ class DeliveryPass:
         self.account()
         self.dest = dest
         rsub = self.rsub = self.lone_receiver(dest)
-        conn = self.conn = rsub.sink if rsub is not None and rsub.sink.takes_frames(rsub) else None
+        sink = rsub.sink if rsub is not None else None
+        conn = self.conn = sink if sink is not None and sink.takes_frames(rsub) else None
         self.room = conn.room() if conn is not None else 0
         self.msub = self.hsub = ""
 

@@ -51,11 +51,24 @@ class Connection(Protocol):
     ) -> bool: ...
 
 
-class Sink(Connection, Protocol):
+class Sink(Protocol):
     """A client connection's output (``sink.FrameSink``), which a consumer's delivery pass frames
     onto: its output parts, and how it accounts for what was appended there."""
 
     out: list[bytes]
+    headers: bool
+    closed: bool
+
+    def deliver(
+        self,
+        sub: Any,
+        subject: str,
+        reply: str,
+        hdr: bytes | None,
+        payload: bytes,
+        producer: Any,
+        shown: str | None = None,
+    ) -> bool: ...
 
     def takes_frames(self, sub: Any) -> bool: ...
 
@@ -76,7 +89,7 @@ class Receiver(Protocol):
     def client(self) -> Connection: ...
 
     @property
-    def sink(self) -> Sink: ...
+    def sink(self) -> Sink | None: ...
 
 
 class InternalSubscription(Protocol):
