@@ -251,20 +251,12 @@ class ClientConnection(asyncio.Protocol):
         return self.sink.deliver_filter
 
     @property
-    def out(self) -> list[bytes]:
-        return self.sink.out
-
-    @property
     def out_msgs(self) -> int:
         return self.sink.msgs
 
     @property
     def out_bytes(self) -> int:
         return self.sink.bytes
-
-    @property
-    def write_paused(self) -> bool:
-        return self.sink.write_paused
 
     # ----------------------------------------------------------------- identity
 
