@@ -248,11 +248,14 @@ class _FakeEngine:
     def __init__(self, account: Any) -> None:
         self.server = account  # an engine talks to its account, which knows the server
         assert account.name == "$G"
+        self.started = False
 
     async def start(self) -> None:
+        self.started = True
         _FakeEngine.events.append(f"start listening={self.server.server.port != 0}")
 
     async def stop(self) -> None:
+        self.started = False
         _FakeEngine.events.append(f"stop clients={len(self.server.server.clients)}")
 
 
