@@ -32,6 +32,7 @@ from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotF
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.host import Receiver, Sink
+    from pyjetstream.server.jetstream.pull_delivery import WaitingRequest
 
 __all__ = ["DeliveryLoop", "DeliveryPass"]
 
@@ -43,6 +44,8 @@ READ_AHEAD = 128
 READ_AHEAD_BYTES = 1 << 20
 # Why a delivery pass stopped.
 _STOP_IDLE, _STOP_EOF, _STOP_MAX_PENDING = 0, 1, 2
+# ``DeliveryPass.send``'s answers: (delivered, the rest of a read-ahead run is to be read again).
+_SENT, _SENT_CUT, _NOT_SENT = (True, False), (True, True), (False, True)
 
 
 class DeliveryLoop:
@@ -61,6 +64,10 @@ class DeliveryLoop:
         self._replay = consumer.cfg.replay_policy == ReplayPolicy.ORIGINAL
         self._replay_lseq = 0
         self._lts = 0
+        # ``ServerOptions.runs`` off: one message read and delivered at a time, by `_deliver_msgs`
+        # alone (nats-server's ``getNextMsg`` + ``deliverMsg``), which the differential tests
+        # compare with the runs and `_frame_run`.
+        self._runs = bool(getattr(consumer.server.options, "runs", True))
 
     def start(self) -> None:
         """At the consumer's start: an original replay lasts up to the stream's last message now."""
@@ -102,7 +109,7 @@ class DeliveryLoop:
             return
         c.check_removed()
         self.passes += 1
-        p = DeliveryPass(c, self.passes, self._replay)
+        p = DeliveryPass(c, self.passes, self._replay, self._runs)
         try:
             while p.budget > 0 and self._can_send(p):
                 run, dc, ahead = self._gather(p)
@@ -137,7 +144,7 @@ class DeliveryLoop:
         (``_lss_run``). Otherwise new messages are read ahead (``ahead``: the next sequence follows each as it goes out), under
         one filter or several (``load_next_msgs_multi``: one walk), in a run of as many as the pass, the ``max_ack_pending`` room
         and the waiting pull requests can take — one where each must be looked at before the next
-        is read (no receiver to frame onto yet, AckNone on an interest stream, replay).
+        is read (no receiver to frame onto yet, AckNone on an interest stream, replay, runs off).
         """
         c = self.consumer
         st = c.state
@@ -145,7 +152,7 @@ class DeliveryLoop:
         if st.rdq or (maxp > 0 and len(st.pending) >= maxp):
             msg, dc, p.stop = self._next_msg()
             return ([] if msg is None else [msg]), dc, False
-        if p.rsub is None or p.ack_none_interest or p.replay:
+        if p.rsub is None or p.ack_none_interest or p.replay or not p.runs:
             want = 1
         else:
             budget = p.budget
@@ -198,40 +205,33 @@ class DeliveryLoop:
             st.sseq = max(sseq, st.lss_resume)
 
     def _frame_run(self, p: DeliveryPass, run: list[MsgTuple]) -> bool:
-        """``deliverMsg`` for a run of new messages to a receiver that takes frames, when no
-        message needs a look of its own (``DeliveryPass.frames_only``: no rate limit, flow control,
-        headers-only, replay, interest-stream AckNone or priority groups): per message the ack
-        reply, the frame into the connection's output and the pending entry; the next sequence,
-        the counters and the AckNone floor once per run (``_framed``). The frames are accounted for
-        as in ``_deliver_msgs``, when they pass the receiver's room (the early write, maybe a
-        slow-consumer cut: then the rest of the run goes the routed way, read again).
+        """`_deliver_msgs` for a run of new messages where none of its per-message rules applies
+        (``DeliveryPass.frames_only``: no rate limit, flow control, headers-only, replay,
+        interest-stream AckNone or priority groups; off with ``ServerOptions.runs``): per message
+        only the ack reply, the frame into the receiver's connection and the pending entry; the
+        next sequence, the counters, the index or AckNone floor once per run (`_framed`). Frames
+        past the receiver's room are accounted for there (``DeliveryPass.early``: the early write,
+        maybe a slow-consumer cut: the rest of the run is then read again).
 
-        A pull consumer's message goes to the head request as ``PullDelivery.next_waiting``'s
-        common case takes it (the request's count, the requeue behind the others, its heartbeat
-        deadline), inline; a message that is not that case (another receiver, a byte limit, a
-        request to check or expired) and the rest of the run go to ``_deliver_msgs``. False: no
-        request is left (the pass ends)."""
+        A pull consumer's message goes to the head request when ``PullDelivery.next_waiting``
+        would take it as is (seen this pass, no byte limit, not expired), inline; from the first
+        message that is not that case on, the run goes to `_deliver_msgs` (`_frame_rest`).
+        False: no request is left (the pass ends)."""
         c = self.consumer
-        st = c.state
         conn, rsub = p.conn, p.rsub
         assert conn is not None and rsub is not None
         out = conn.out
         append = out.append
-        headers = conn.headers
-        prefix1 = p.prefix1
+        headers, sid_b, prefix1, now = conn.headers, rsub.sid_b, p.prefix1, p.now
         msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
         acc, acc_bytes, room = p.acc, p.acc_bytes, p.room
-        track = p.track
-        pending = st.pending if track else None
-        now = p.now
-        dseq = first = start = st.dseq
+        pending = c.state.pending if p.track else None
+        dseq = first = start = c.state.dseq
         npc = c.npc
-        seq = 0
         pull = not p.push
         waiting = c.pull.waiting
         q, take_head = waiting._q, waiting.take_head
-        dest, current_pass = p.dest, p.current_pass
-        monotonic = time.monotonic
+        dest, current_pass, monotonic = p.dest, p.current_pass, time.monotonic
         for subject, seq, ts, hdr, payload in run:
             if pull:
                 wr = q[0] if q else None
@@ -242,28 +242,19 @@ class DeliveryLoop:
                     or wr.max_bytes > 0
                     or (wr.expires and monotonic() >= wr.expires)
                 ):
-                    # Not next_waiting's common case: what went out so far, then the rest the long way.
-                    p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
-                    p.acc, p.acc_bytes = acc, acc_bytes
-                    if dseq != first:
-                        self._framed(p, run, first - start, dseq, npc, track)
-                        p.acc_msgs += dseq - first
-                    if wr is None:
-                        return False
-                    return self._deliver_msgs(p, run[dseq - start :], 1, True)
+                    p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
+                    return self._frame_rest(p, run, first - start, dseq - start, npc, wr is not None)
                 take_head(wr)
-                if wr.n > 0 and wr.hb:
-                    wr.hbt = monotonic() + wr.hb
             npc -= 1
             if hdr and headers:
                 if subject is not hsub:
-                    hsub, hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
+                    hsub, hpfx = subject, hmsg_prefix(subject.encode(), sid_b)
                 ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, ts, npc if npc > 0 else 0)
                 acc += append_hmsg(out, hpfx, ack, hdr, payload)
                 acc_bytes += len(hdr) + len(payload)
             else:
                 if subject is not msub:
-                    msub, mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
+                    msub, mpfx = subject, msg_prefix(subject.encode(), sid_b)
                 # append_msg's frame, with the control line and the ack reply in one format
                 size = len(payload)
                 line = b"%b%b%d.%d.%d.%d %d\r\n" % (mpfx, prefix1, seq, dseq, ts, npc if npc > 0 else 0, size)
@@ -276,209 +267,176 @@ class DeliveryLoop:
                 pending[seq] = (dseq, now)
             dseq += 1
             if acc > room:  # where deliver would write early (and maybe cut the receiver)
-                self._framed(p, run, first - start, dseq, npc, track)
-                conn.count(rsub, p.acc_msgs + dseq - first, acc_bytes, acc)
-                first = dseq
-                p.acc_msgs = acc = acc_bytes = 0
-                if rsub.closed:
-                    p.acc = p.acc_bytes = 0
-                    p.conn = None
-                    return True
-                room = p.room = conn.room()
-                out = conn.out  # (the early write took the list: a new one takes what follows)
-                append = out.append
-        p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
-        p.acc, p.acc_bytes = acc, acc_bytes
+                p.acc, p.acc_bytes = acc, acc_bytes
+                self._framed(p, run, first - start, dseq - start, npc)
+                if not p.early():
+                    return True  # (the receiver was cut: the rest of the run goes the routed way)
+                first, acc, acc_bytes, room, out = dseq, 0, 0, p.room, conn.out
+                append = out.append  # (the early write took the list: a new one takes what follows)
+        p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
         if dseq != first:
-            self._framed(p, run, first - start, dseq, npc, track)
-            p.acc_msgs += dseq - first
+            self._framed(p, run, first - start, dseq - start, npc)
         return not pull or bool(q)
 
-    def _framed(self, p: DeliveryPass, run: list[MsgTuple], i: int, dseq: int, npc: int, track: bool) -> None:
-        """``_frame_run``'s deliveries ``run[i:]`` up to delivery ``dseq`` (exclusive) went out:
-        the state's next sequences and num pending, the pending acks' index or the AckNone floor,
-        the ack timer, the pass's counters."""
+    def _framed(self, p: DeliveryPass, run: list[MsgTuple], i: int, j: int, npc: int) -> None:
+        """``_frame_run`` framed ``run[i:j]``: the state's next sequences and num pending, the
+        pending acks' index or the AckNone floor, the ack timer, the pass's counters."""
         c = self.consumer
         st = c.state
-        j = i + dseq - st.dseq
         n = j - i
         seq = run[j - 1][1]
+        dseq = st.dseq = st.dseq + n
         st.sseq = seq + 1
-        st.dseq = dseq
         c.npc = npc
-        if not track:
+        if not p.track:
             st.delivered_none(seq, dseq - 1)
         else:
             first = run[i][1]  # (``run_seqs`` inlined: a range when the sequences follow each other)
             st.index.delivered(p.now, range(first, seq + 1) if seq - first == n - 1 else run_seqs(run, i, j), st)
             if c.acks.ptmr is None:
                 c.acks.arm_if_idle()
+        p.acc_msgs += n
         p.delivered += n
-        p.direct += n
         p.budget -= n
 
-    def _deliver_msgs(self, p: DeliveryPass, run: list[MsgTuple], dc: int, ahead: bool) -> bool:
-        """``deliverMsg`` for each message of a run, everything checked per message: the ack
-        reply (with the delivery count ``dc`` of a redelivery), headers-only, the rate limit or the
-        pull request that takes it (``nextWaiting``), the pinned-client header, then the frame onto
-        the receiver's connection (or its ``deliver``, or the routed way when there is no one
-        receiver), the pending entry or AckNone floor, flow control, a pull request's completion.
+    def _frame_rest(self, p: DeliveryPass, run: list[MsgTuple], i: int, k: int, npc: int, more: bool) -> bool:
+        """``_frame_run`` met a message that is not the head request's common case, ``run[k]``:
+        what went out since ``run[i]``, then (``more``: a request waits) the rest of the run the
+        general way. False: no request is left."""
+        if k != i:
+            self._framed(p, run, i, k, npc)
+        return more and self._deliver_msgs(p, run[k:], 1, True)
 
-        Anything that may publish (a pull status, a flow-control request, a routed delivery, a
-        receiver cut as a slow consumer) drops the rest of a read-ahead run, so the next message is
-        read after it. Returns False when the pass ends here (no interest or flow-control room, no
-        request, a rate or replay delay)."""
+    def _deliver_msgs(self, p: DeliveryPass, run: list[MsgTuple], dc: int, ahead: bool) -> bool:
+        """``deliverMsg`` for each message of a run, every rule looked at per message: the
+        replay delay (`_replay_waits`), the ack reply (``dc``: a redelivery's count),
+        headers-only, the rate limit (`_rate_waits`) or the pull request that takes it
+        (`_request_for`), the delivery (``DeliveryPass.send``), the pending entry or AckNone floor
+        (and an interest stream's ack), flow control, a batch completed by its byte limit, a
+        message nobody took.
+
+        Anything that may publish drops the rest of a read-ahead run, read again after it. False:
+        the pass ends here (no interest, flow-control room or request; a rate or replay delay)."""
         c = self.consumer
-        st = c.state
-        ps = c.push
-        pull = c.pull
+        st, ps, pull = c.state, c.push, c.pull
         waiting = pull.waiting
-        acks = c.acks
-        push, track, replay, pinned = p.push, p.track, p.replay, p.pinned
-        headers_only = c.cfg.headers_only
-        prefix, prefix1, ack_adj = p.prefix, p.prefix1, p.ack_adj
-        now = p.now
-        dest, rsub, conn, room = p.dest, p.rsub, p.conn, p.room
-        acc, acc_msgs, acc_bytes = p.acc, p.acc_msgs, p.acc_bytes
-        msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
-        delivered = direct = 0
+        push, track, replay, now = p.push, p.track, p.replay, p.now
+        headers_only, sized, ack_adj = c.cfg.headers_only, not p.push or p.push_size, p.ack_adj
+        delivered = prev = 0
         firsts: list[int] = []  # the first deliveries' stream sequences (one index entry per run)
-        size = 0
-        prev = 0
-        wr = None
-        go_on = True
+        send = p.send
         try:
-            for subject, seq, ts, mhdr, payload in run:
-                drop = False  # the rest of the run is to be read again after this message
+            for subject, seq, ts, hdr, payload in run:
                 if ahead:
-                    prev = st.sseq  # (``_undo`` is set from it only before an ``_unget``)
+                    prev = st.sseq
                     st.sseq = seq + 1
-                if replay:
-                    if ahead:
-                        self._undo = (3, seq, prev)
-                    if self._replay_delay(ts):
-                        p.budget = 0
-                        return False
+                if replay and self._replay_waits(p, seq, ts, prev, ahead):
+                    return False
                 dseq = st.dseq
                 if dc == 1:
                     npc = c.npc = c.npc - 1
-                    ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, ts, npc if npc > 0 else 0)
+                    ack = b"%b%d.%d.%d.%d" % (p.prefix1, seq, dseq, ts, npc if npc > 0 else 0)
                 else:
                     npc = c.npc
-                    ack = b"%b%d.%d.%d.%d.%d" % (prefix, dc, seq, dseq, ts, npc if npc > 0 else 0)
-                hdr: bytes | None = mhdr or None
+                    ack = b"%b%d.%d.%d.%d.%d" % (p.prefix, dc, seq, dseq, ts, npc if npc > 0 else 0)
                 if headers_only:
-                    hdr = _headers_only(hdr, len(payload))
-                    payload = b""
+                    hdr, payload = _headers_only(hdr, len(payload)), b""
+                # (flow control, rate limits and max_bytes count the ack subject as a str)
+                size = len(p.dest if push else subject) + len(ack) - ack_adj + len(hdr) + len(payload) if sized else 0
+                wr, drop = None, False
                 if push:
-                    if p.push_size:
-                        size = len(dest) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
-                        if ps.rate is not None and ps.rate_delay(size):
-                            if ahead:
-                                self._undo = (3, seq, prev)
-                            self._unget_counted(dc)
-                            p.budget = 0
-                            return False
-                else:
-                    size = len(subject) + len(ack) - ack_adj + (len(hdr) if hdr else 0) + len(payload)
-                    wr = pull.next_waiting(size, p.current_pass, p.groups, p.prioritized)
-                    if pull.statuses != p.statuses:  # a request expired or was over its max_bytes
-                        p.statuses = pull.statuses
-                        drop = True
-                    if wr is None:
-                        if ahead:
-                            self._undo = (3, seq, prev)
-                        self._unget_counted(dc)
-                        p.stop = _STOP_IDLE
+                    if ps.rate is not None and self._rate_waits(p, size, seq, prev, dc, ahead):
                         return False
-                    if wr.reply != dest:
-                        p.acc, p.acc_msgs, p.acc_bytes = acc, acc_msgs, acc_bytes
-                        p.receiver(wr.reply)
-                        dest, rsub, conn, room = p.dest, p.rsub, p.conn, p.room
-                        acc = acc_msgs = acc_bytes = 0
-                        msub = hsub = ""
-                    if pinned:
-                        # ⟨2.11+⟩ every delivery of a pinned group names the pin
-                        base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
-                        hdr = base + pull.priority.header_value() + b"\r\n"
-                    if wr.n > 0 and wr.hb:
-                        wr.hbt = time.monotonic() + wr.hb
+                else:
+                    wr = pull.next_waiting(size, p.current_pass, p.groups, p.prioritized)
+                    if wr is None or wr.reply != p.dest or p.pinned or pull.statuses != p.statuses:
+                        wr, hdr, drop = self._request_for(p, wr, hdr, seq, prev, dc, ahead)
+                        if wr is None:
+                            return False
                 st.dseq = dseq + 1
-                ok = True
-                if rsub is None or rsub.closed:
-                    ok = c.server.publish_internal(dest, payload, ack.decode(), hdr, subject)
-                    drop = True
-                elif conn is not None:
-                    # ``FrameSink.deliver``'s framing, without its per-message checks
-                    # (none apply: see ``takes_frames``) and with the accounting per run.
-                    if hdr is not None and conn.headers:
-                        if subject is not hsub:
-                            hsub, hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
-                        acc += append_hmsg(conn.out, hpfx, ack, hdr, payload)
-                        acc_bytes += len(hdr) + len(payload)
-                    else:
-                        if subject is not msub:
-                            msub, mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
-                        acc += append_msg(conn.out, mpfx, ack, payload)
-                        acc_bytes += len(payload)
-                    acc_msgs += 1
-                    direct += 1
-                    if acc > room:  # where deliver would write early (and maybe cut the receiver)
-                        conn.count(rsub, acc_msgs, acc_bytes, acc)
-                        acc = acc_msgs = acc_bytes = 0
-                        if rsub.closed:
-                            drop = True
-                            conn = p.conn = None
-                        else:
-                            room = p.room = conn.room()
-                else:
-                    ok = rsub.client.deliver(rsub, dest, ack.decode(), hdr, payload, None, subject)
-                    direct += 1
-                    if rsub.closed:
-                        drop = True
-                if track:
-                    if dc == 1:
-                        st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
-                        firsts.append(seq)
-                    else:
-                        st.redelivered(seq, now)
-                    if acks.ptmr is None:
-                        acks.arm_if_idle()
-                else:
+                ok, cut = send(subject, ack, hdr, payload)
+                if not track:
                     st.delivered_none(seq, dseq)
+                    if p.ack_none_interest:
+                        c.stream.ack_msg(seq)
+                elif dc == 1:
+                    st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
+                    firsts.append(seq)
+                else:
+                    st.redelivered(seq, now)
                 if push:
-                    if ps.maxpb:
-                        fcid = ps.fcid
-                        ps.after_delivery(size)
-                        if ps.fcid != fcid:  # a flow-control request went out
-                            drop = True
+                    if ps.maxpb and ps.after_delivery(size):  # a flow-control request went out
+                        cut = True
                 elif wr is not None and wr.n <= 0 and wr.max_bytes > 0:
-                    pull.batch_completed(dest, wr.max_bytes)
-                    drop = True
-                if p.ack_none_interest:
-                    c.stream.ack_msg(seq)
+                    pull.batch_completed(p.dest, wr.max_bytes)
+                    cut = True
                 if not ok:
                     self._did_not_deliver(seq)
-                    drop = True
                 delivered += 1
-                if drop:
+                if cut or drop:
                     break
-                if push:
-                    if not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb):
-                        go_on = False
-                        break
-                elif not waiting._q:  # (``WaitQueue.__bool__`` without its call, once per message)
-                    go_on = False
-                    break
+                if (not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb)) if push else not waiting._q:
+                    return False
         finally:
-            if firsts:
-                st.delivered(now, seqs_of(firsts))
-            p.acc, p.acc_msgs, p.acc_bytes = acc, acc_msgs, acc_bytes
-            p.msub, p.mpfx, p.hsub, p.hpfx = msub, mpfx, hsub, hpfx
-            p.delivered += delivered
-            p.direct += direct
-            p.budget -= delivered
-        return go_on
+            if delivered:
+                self._delivered(p, delivered, firsts)
+        return True
+
+    def _delivered(self, p: DeliveryPass, n: int, firsts: list[int]) -> None:
+        """`_deliver_msgs` delivered ``n`` messages (``firsts``: the first deliveries among them):
+        the pending acks' index, the ack timer, the pass's counters."""
+        c = self.consumer
+        if firsts:
+            c.state.delivered(p.now, seqs_of(firsts))
+        if p.track and c.acks.ptmr is None:
+            c.acks.arm_if_idle()
+        p.delivered += n
+        p.budget -= n
+
+    def _replay_waits(self, p: DeliveryPass, seq: int, ts: int, prev: int, ahead: bool) -> bool:
+        """``replay_policy: original``: the message stored at ``ts`` waits its original gap (it
+        is put back and the pass ends)."""
+        if ahead:
+            self._undo = (3, seq, prev)
+        if self._replay_delay(ts):
+            p.budget = 0
+            return True
+        return False
+
+    def _rate_waits(self, p: DeliveryPass, size: int, seq: int, prev: int, dc: int, ahead: bool) -> bool:
+        """``rate_limit_bps``: the message of ``size`` bytes must wait (it is put back and the pass
+        ends; it resumes after the wait)."""
+        if not self.consumer.push.rate_delay(size):
+            return False
+        if ahead:
+            self._undo = (3, seq, prev)
+        self._unget_counted(dc)
+        p.budget = 0
+        return True
+
+    def _request_for(
+        self, p: DeliveryPass, wr: WaitingRequest | None, hdr: bytes, seq: int, prev: int, dc: int, ahead: bool
+    ) -> tuple[WaitingRequest | None, bytes, bool]:
+        """What follows ``nextWaiting`` for a pull consumer's message when it is not the common
+        case: with a request ``wr``, the pass's receiver moved to its reply subject and a pinned
+        group's header added to ``hdr``; without, the message put back and the pass idle (None).
+        The last item: a status went out meanwhile (an expired request, one over its max_bytes),
+        so the rest of the run is read again after this message."""
+        pull = self.consumer.pull
+        drop = pull.statuses != p.statuses
+        p.statuses = pull.statuses
+        if wr is None:
+            if ahead:
+                self._undo = (3, seq, prev)
+            self._unget_counted(dc)
+            p.stop = _STOP_IDLE
+            return None, hdr, drop
+        if wr.reply != p.dest:
+            p.receiver(wr.reply)
+        if p.pinned:
+            # ⟨2.11+⟩ every delivery of a pinned group names the pin
+            hdr = (hdr[:-2] if hdr else b"NATS/1.0\r\n") + pull.priority.header_value() + b"\r\n"
+        return wr, hdr, drop
 
     def _end_pass(self, p: DeliveryPass) -> None:
         """After a pass: count the direct deliveries as matches, note the activity, persist the
@@ -487,8 +445,8 @@ class DeliveryLoop:
         c = self.consumer
         st = c.state
         ps = c.push
-        if p.direct:
-            c.server.count_matches(p.direct)
+        if p.delivered > p.routed:
+            c.server.count_matches(p.delivered - p.routed)
         if p.delivered:
             st.ldt = p.now
             ps.last_delivery = time.monotonic()
@@ -635,7 +593,6 @@ class DeliveryPass:
         "current_pass",
         "delivered",
         "dest",
-        "direct",
         "frames_only",
         "groups",
         "hpfx",
@@ -649,18 +606,21 @@ class DeliveryPass:
         "prefix",
         "prefix1",
         "prioritized",
+        "publish_internal",
         "push",
         "push_size",
         "replay",
         "room",
+        "routed",
         "rsub",
+        "runs",
         "single",
         "statuses",
         "stop",
         "track",
     )
 
-    def __init__(self, consumer: Consumer, current_pass: int, replay: bool) -> None:
+    def __init__(self, consumer: Consumer, current_pass: int, replay: bool, runs: bool = True) -> None:
         cfg = consumer.cfg
         ps = consumer.push
         self.push = push = bool(cfg.deliver_subject)
@@ -683,15 +643,18 @@ class DeliveryPass:
         self.statuses = consumer.pull.statuses
         self.budget = DELIVER_BATCH
         self.delivered = 0
-        self.direct = 0  # deliveries framed straight onto the receiver's connection
+        self.routed = 0  # deliveries routed (the others went straight to the one receiver)
         self.stop = _STOP_IDLE
+        self.runs = runs
         self.frames_only = (
-            (not self.push_size if push else self.groups is None)
+            runs
+            and (not self.push_size if push else self.groups is None)
             and not cfg.headers_only
             and not self.replay
             and not self.ack_none_interest
         )
         self.lone_receiver = consumer.server.lone_receiver
+        self.publish_internal = consumer.server.publish_internal
         self.dest = ""
         self.rsub: Receiver | None = None
         self.conn: Sink | None = None
@@ -719,6 +682,48 @@ class DeliveryPass:
         self.room = conn.room() if conn is not None else 0
         self.msub = self.hsub = ""
 
+    def send(self, subject: str, ack: bytes, hdr: bytes, payload: bytes) -> tuple[bool, bool]:
+        """Deliver one message (``hdr`` b"": none) to ``dest`` (``deliverMsg``'s last step): framed
+        onto the receiver's connection when the pass may (``FrameSink.deliver``'s framing, none of
+        its per-message checks applying, accounted for with the others), else handed to the
+        receiver's ``deliver`` (an internal subscriber, a connection that checks each message),
+        else routed (``publish_internal``: no one receiver, or it went away). Returns (delivered,
+        cut): cut when the rest of a read-ahead run is to be read again (routed, receiver cut)."""
+        conn, rsub = self.conn, self.rsub
+        if rsub is None or rsub.closed:
+            self.routed += 1
+            ok = self.publish_internal(self.dest, payload, ack.decode(), hdr or None, subject)
+            return _SENT_CUT if ok else _NOT_SENT
+        if conn is None:
+            ok = rsub.client.deliver(rsub, self.dest, ack.decode(), hdr or None, payload, None, subject)
+            return (_SENT_CUT if rsub.closed else _SENT) if ok else _NOT_SENT
+        if hdr and conn.headers:
+            if subject is not self.hsub:
+                self.hsub, self.hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
+            self.acc += append_hmsg(conn.out, self.hpfx, ack, hdr, payload)
+            self.acc_bytes += len(hdr) + len(payload)
+        else:
+            if subject is not self.msub:
+                self.msub, self.mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
+            self.acc += append_msg(conn.out, self.mpfx, ack, payload)
+            self.acc_bytes += len(payload)
+        self.acc_msgs += 1
+        if self.acc > self.room and not self.early():
+            return _SENT_CUT
+        return _SENT
+
+    def early(self) -> bool:
+        """The frames passed ``room``: account for them now (where ``FrameSink.deliver`` would
+        write early). False: that cut the receiver (a slow consumer; what follows is routed)."""
+        self.account()
+        conn, rsub = self.conn, self.rsub
+        assert conn is not None and rsub is not None
+        if rsub.closed:
+            self.conn = None
+            return False
+        self.room = conn.room()
+        return True
+
     def account(self) -> None:
         """The frames appended since the last call: ``FrameSink.count`` (their
         counts, the flush, an early write or a slow-consumer cut)."""
@@ -727,7 +732,7 @@ class DeliveryPass:
         self.acc = self.acc_msgs = self.acc_bytes = 0
 
 
-def _headers_only(hdr: bytes | None, size: int) -> bytes:
+def _headers_only(hdr: bytes, size: int) -> bytes:
     """Drop the payload, add ``Nats-Msg-Size`` (``convertToHeadersOnly``)."""
     base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
     return base + b"Nats-Msg-Size: %d\r\n\r\n" % size

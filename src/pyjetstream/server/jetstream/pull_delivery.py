@@ -218,23 +218,30 @@ class WaitQueue:
         self.total -= 1
         if wr.n <= 0:
             q.popleft()
-        elif len(q) > 1 and q[-1] is not wr:
-            q.popleft()
-            self._insert_sorted(wr)
+        else:
+            if wr.hb:
+                wr.hbt = time.monotonic() + wr.hb
+            if len(q) > 1 and q[-1] is not wr:
+                q.popleft()
+                self._insert_sorted(wr)
         return wr
 
     def take_head(self, wr: WaitingRequest) -> None:
         """Account one delivery to ``wr``, the head request (nats-server ``popAndRequeue``): it
         leaves the queue when it wants no more, else goes to the back. The one place a delivery
         is counted to a request (`pop`, ``PullDelivery.next_waiting``, the delivery
-        loop's runs)."""
+        loop's runs). A request with heartbeats gets its next one an interval after this
+        delivery (``nextWaiting`` resets ``wr.hbt``)."""
         wr.delivered += 1
         wr.n -= 1
         self.total -= 1
         q = self._q
         if wr.n <= 0:
             q.popleft()
-        elif len(q) > 1:
+            return
+        if wr.hb:
+            wr.hbt = time.monotonic() + wr.hb
+        if len(q) > 1:
             q.popleft()
             q.append(wr)
 

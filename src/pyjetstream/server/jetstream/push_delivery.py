@@ -226,15 +226,18 @@ class PushDelivery:
 
     # --- flow control --------------------------------------------------------------------------
 
-    def after_delivery(self, size: int) -> None:
+    def after_delivery(self, size: int) -> bool:
         """Account a delivered message against the window; ask for a response when due
-        (``shouldSendFlowControl``; with flow-control acks also when max_ack_pending is hit)."""
+        (``shouldSendFlowControl``; with flow-control acks also when max_ack_pending is hit).
+        True when a request went out (the delivery pass reads on after it)."""
         self.pbytes += size
         if not self.fcid:
             if self.pbytes > self.maxpb // 2 or self._acks_need_response():
                 self._send_flow_control()
+                return True
         elif self.pbytes - self.fcsz >= self.maxpb:
             self.fcsz += size
+        return False
 
     def _acks_need_response(self) -> bool:
         consumer = self.consumer
