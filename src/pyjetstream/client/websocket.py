@@ -6,7 +6,7 @@ message (masked, as a client must), each received message's payload fed to the p
 came from TCP. ``wss://`` runs TLS from the first byte, before the upgrade; there is no TLS
 upgrade after INFO as on a ``tls://`` connection. The connection above sees a
 `WireProtocol` like any other, whose ``transport`` is a
-`WebSocketTransport`: nothing else in the client knows about WebSocket.
+`pyjetstream.protocol.ws_transport.MessageTransport`: nothing else in the client knows about WebSocket.
 
 The framing and the upgrade are wsproto's (sans-IO, the same library the embedded server uses
 on its side). Compression (permessage-deflate) is not asked for: the server then sends plain
@@ -33,12 +33,13 @@ from wsproto.events import (
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from pyjetstream.client.errors import NatsError
+from pyjetstream.protocol.ws_transport import MessageTransport
 
 if TYPE_CHECKING:
     from pyjetstream.client.options import ServerAddress
     from pyjetstream.client.transport import WireProtocol
 
-__all__ = ["WebSocketError", "WebSocketTransport", "open_websocket"]
+__all__ = ["WebSocketError", "open_websocket"]
 
 
 class WebSocketError(NatsError):
@@ -59,7 +60,7 @@ class _Upgrade(asyncio.Protocol):
         self.raw: asyncio.Transport | None = None
         self.accepted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._rejection: tuple[int, bytes] | None = None
-        self._frames: WebSocketTransport | None = None
+        self._frames: MessageTransport | None = None
 
     # ------------------------------------------------------------ asyncio hooks
 
@@ -83,7 +84,8 @@ class _Upgrade(asyncio.Protocol):
         elif isinstance(event, TextMessage):
             self.inner.data_received(event.data.encode())
         elif isinstance(event, AcceptConnection):
-            self._frames = WebSocketTransport(self)
+            assert self.raw is not None
+            self._frames = MessageTransport(self, self.raw)
             self.inner.connection_made(self._frames)  # type: ignore[arg-type]  # a Transport in all but name
             if not self.accepted.done():
                 self.accepted.set_result(None)
@@ -153,47 +155,6 @@ class _Upgrade(asyncio.Protocol):
                 pass
         if self.raw is not None:
             self.raw.close()
-
-
-class WebSocketTransport:
-    """What the NATS connection writes to: each ``write`` goes out as one binary message.
-
-    The rest (close, abort, flow control, extra info) is the socket's own."""
-
-    def __init__(self, conn: _Upgrade) -> None:
-        self._conn = conn
-        assert conn.raw is not None
-        self._raw = conn.raw
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        self._conn.send_binary(bytes(data))
-
-    def writelines(self, parts: list[bytes]) -> None:
-        self._conn.send_binary(b"".join(parts))
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def abort(self) -> None:
-        self._raw.abort()
-
-    def is_closing(self) -> bool:
-        return bool(self._raw.is_closing())
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return self._raw.get_extra_info(name, default)
-
-    def pause_reading(self) -> None:
-        self._raw.pause_reading()
-
-    def resume_reading(self) -> None:
-        self._raw.resume_reading()
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        self._raw.set_write_buffer_limits(high=high, low=low)
-
-    def get_write_buffer_size(self) -> int:
-        return int(self._raw.get_write_buffer_size())
 
 
 async def open_websocket(

@@ -29,6 +29,7 @@ from wsproto.events import (
 from wsproto.extensions import Extension, PerMessageDeflate
 from wsproto.utilities import RemoteProtocolError
 
+from pyjetstream.protocol.ws_transport import MessageTransport
 from pyjetstream.server.client import ClientConnection
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ class WebSocketConnection(asyncio.Protocol):
         self.transport.write(self.ws.send(AcceptConnection(extensions=extensions)))
         self.client = ClientConnection(self.server)
         self.client.websocket = True
-        self.client.connection_made(_FrameTransport(self))  # type: ignore[arg-type]
+        self.client.connection_made(MessageTransport(self, self.transport))  # type: ignore[arg-type]
 
     def _check_origin(self, request: Request) -> str:
         """nats-server ``checkOrigin``: "" when allowed, else why not."""
@@ -197,44 +198,6 @@ class WebSocketConnection(asyncio.Protocol):
             except Exception:
                 pass
         self.transport.close()
-
-
-class _FrameTransport:
-    """What the inner ClientConnection writes to: each ``write`` becomes one binary message."""
-
-    def __init__(self, conn: WebSocketConnection) -> None:
-        self._conn = conn
-        self._raw = conn.transport
-
-    def write(self, data: bytes) -> None:
-        self._conn.send_binary(data)
-
-    def writelines(self, parts: list[bytes]) -> None:
-        self._conn.send_binary(b"".join(parts))
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def abort(self) -> None:
-        self._raw.abort()
-
-    def is_closing(self) -> bool:
-        return bool(self._raw.is_closing())
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return self._raw.get_extra_info(name, default)
-
-    def pause_reading(self) -> None:
-        self._raw.pause_reading()
-
-    def resume_reading(self) -> None:
-        self._raw.resume_reading()
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        self._raw.set_write_buffer_limits(high=high, low=low)
-
-    def get_write_buffer_size(self) -> int:
-        return int(self._raw.get_write_buffer_size())
 
 
 async def start_websocket_listener(server: Server, opts: WebSocketOptions) -> asyncio.Server:
