@@ -56,19 +56,22 @@ def _sum(data: bytes) -> bytes:
     return b"%08x" % zlib.crc32(data)
 
 
-def write_meta_file(directory: str, data: bytes, name: str = "meta") -> None:
+def write_meta_file(directory: str, data: bytes, name: str = "meta", fsync: bool = True) -> None:
     """Write ``<name>.inf`` (the bytes) and ``<name>.sum`` (their checksum), crash-safely.
 
-    Both temp files are written and fsynced before either rename; the data file is renamed
-    first, so after a crash between the renames the pending ``.sum.tmp`` still vouches for it.
+    Both temp files are written (and, with ``fsync``, fsynced) before either rename; the data
+    file is renamed first, so after a crash between the renames the pending ``.sum.tmp`` still
+    vouches for it. Without ``fsync`` the files reach the disk with the OS's writeback (or the
+    caller's next sync), as nats-server's ``writeFileWithOptionalSync`` without ``sync: always``.
     """
     inf = os.path.join(directory, name + ".inf")
     sumf = os.path.join(directory, name + ".sum")
-    write_file(sumf + ".tmp", _sum(data), True)
-    write_file(inf + ".tmp", data, True)
+    write_file(sumf + ".tmp", _sum(data), fsync)
+    write_file(inf + ".tmp", data, fsync)
     os.replace(inf + ".tmp", inf)
     os.replace(sumf + ".tmp", sumf)
-    fsync_dir(directory)
+    if fsync:
+        fsync_dir(directory)
 
 
 def read_meta_file(directory: str, name: str = "meta") -> bytes | None:

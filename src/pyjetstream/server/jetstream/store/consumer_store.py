@@ -305,7 +305,13 @@ def decode_consumer_state(buf: bytes) -> ConsumerState:
 
 
 class FileConsumerStore(_ConsumerStateMachine):
-    """Consumer state persisted under ``<stream dir>/obs/<name>/`` (meta.inf, meta.sum, o.dat)."""
+    """Consumer state persisted under ``<stream dir>/obs/<name>/`` (meta.inf, meta.sum, o.dat).
+
+    Durability as nats-server's ``consumerFileStore``: its directory, definition and state are
+    fsynced when written only with ``sync: always`` (nats-server: ``MkdirAll`` and
+    ``writeFileWithOptionalSync``); otherwise the stream's interval sync (`collect_sync`)
+    fsyncs what was written since — where nats-server leaves a consumer's files to the OS.
+    """
 
     STATE_FILE = "o.dat"
 
@@ -322,10 +328,14 @@ class FileConsumerStore(_ConsumerStateMachine):
         self._sync_always = sync_always
         created = not os.path.isdir(directory)
         os.makedirs(directory, exist_ok=True)
-        if created:
+        if created and sync_always:
             fsync_dir(os.path.dirname(directory))
         self._has_state = False
         self._unsynced = False
+        # What the next interval sync must fsync besides the state: the new directory's entry
+        # in its parent, the definition files.
+        self._new_dir = created and not sync_always
+        self._meta_unsynced = False
         # Why the state file could not be used (corrupt, unknown format, unreadable): the
         # consumer then starts without it, as nats-server's readStoredState ignores the error,
         # so it redelivers rather than loses (issue #15); the caller logs this.
@@ -357,9 +367,22 @@ class FileConsumerStore(_ConsumerStateMachine):
         )
         self._unsynced = not self._sync_always
 
+    def needs_sync(self) -> bool:
+        """Whether something written is not fsynced yet (the stream's sync timer asks)."""
+        return self._dirty or self._unsynced or self._meta_unsynced or self._new_dir
+
     def collect_sync(self, fds: list[int], dirs: list[str]) -> None:
         """Flush, and add what an fsync must cover (see FileStore.sync_later)."""
         self.flush()
+        if self._new_dir:
+            dirs.append(os.path.dirname(self.directory))
+            self._new_dir = False
+        if self._meta_unsynced:
+            for name in ("meta.inf", "meta.sum"):
+                with contextlib.suppress(FileNotFoundError):
+                    fds.append(os.open(os.path.join(self.directory, name), os.O_RDONLY))
+            dirs.append(self.directory)
+            self._meta_unsynced = False
         if not self._unsynced:
             return
         with contextlib.suppress(FileNotFoundError):
@@ -382,7 +405,8 @@ class FileConsumerStore(_ConsumerStateMachine):
 
     def write_meta(self, data: bytes) -> None:
         self._check()
-        write_meta_file(self.directory, data)
+        write_meta_file(self.directory, data, fsync=self._sync_always)
+        self._meta_unsynced = not self._sync_always
 
     def read_meta(self) -> bytes | None:
         return read_meta_file(self.directory)
@@ -394,7 +418,10 @@ class FileConsumerStore(_ConsumerStateMachine):
         self.closed = True
 
     def delete(self) -> None:
+        """Remove the consumer's files (nats-server ``removeAllWithRetry``, its directory's entry
+        fsynced only with ``sync: always``)."""
         self.closed = True
         shutil.rmtree(self.directory, ignore_errors=True)
-        with contextlib.suppress(FileNotFoundError):
-            fsync_dir(os.path.dirname(self.directory))
+        if self._sync_always:
+            with contextlib.suppress(FileNotFoundError):
+                fsync_dir(os.path.dirname(self.directory))

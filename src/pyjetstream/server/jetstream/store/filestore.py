@@ -246,7 +246,9 @@ class FileStore(IndexedStore):
 
     def needs_sync(self) -> bool:
         """Whether anything was written since the last fsync (lets a sync timer skip work)."""
-        return bool(self._backend.fsync_pending or self._backend.dir_dirty)
+        if self._backend.fsync_pending or self._backend.dir_dirty:
+            return True
+        return any(cs.needs_sync() for cs in self._consumers.values() if not cs.closed)
 
     def consumer_names(self) -> list[str]:
         try:
