@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pyjetstream.server.jetstream.store import FileStore, MessageStore, StoreConfig
+from pyjetstream.server.jetstream.store import FileStore, MessageStore, StoreConfig, seqbulk
 from pyjetstream.server.jetstream.store import indexed as indexed_mod
 
 from .conftest import StoreFactory, crash, file_options
@@ -79,3 +79,25 @@ def test_bulk_purge_survives_restart(tmp_path: Path, kind: str, how: str) -> Non
         assert picture(store) == before
     finally:
         store.stop()
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_oldest_of_finds_the_oldest_matching(make_store: StoreFactory, seed: int) -> None:
+    """`seqbulk.oldest_of` against the stored messages: few and many subjects (each page asked
+    for each, or for its own), pages of nothing else, dense and sparse ones, a limit and a count."""
+    rng = random.Random(seed)
+    store = make_store()
+    many = [f"m.{k}" for k in range(20)]
+    for i in range(2_000):
+        subject = "z" if rng.random() < 0.01 else "run" if 700 <= i < 1_100 else rng.choice(many)
+        store.store_msg(subject, b"", b"m%d" % i)
+    for seq in rng.sample(range(1, 2_001), 200):
+        store.remove_msg(seq)
+    live = [(m[1], m[0]) for m in store.load_next_msgs(">", 1, 1 << 30, 1 << 62)]
+    index = store._index  # type: ignore[attr-defined]
+    last = store.state().last_seq
+    for want in (["z"], ["run"], ["m.1"], ["m.1", "z"], many[:12], [*many, "z", "run"]):
+        sids = [index.subjects.ids[s] for s in want]
+        for n, limit in ((1 << 30, last), (7, last), (1 << 30, 900), (300, 1_500), (1, 1)):
+            expected = [seq for seq, s in live if s in want and seq <= limit][:n]
+            assert seqbulk.oldest_of(index, sids, n, limit) == expected, (want, n, limit)

@@ -145,6 +145,44 @@ def test_max_msgs_per_subject_removal_steps_do_not_grow() -> None:
     assert per[1] <= 1.5 * per[0] + 1, per
 
 
+def test_a_trimmed_run_steps_do_not_grow() -> None:
+    """A read's publishes onto existing keys under ``max_msgs_per_subject: 1``: stored as one run
+    and trimmed after (`IndexedStore._trim_run`), its steps and pages visited per message flat."""
+    per: list[float] = []
+    for n in SIZES:
+        store = MemoryStore(StoreConfig(max_msgs_per_subject=1), page_slots=1024)
+        for i in range(n):
+            store.store_msg(f"k.{i}", b"", b"v")
+        index = _index(store)
+        before = steps(store) + index.visits
+        for r in range(20):
+            subjects = [f"k.{(r * 7919 + j * 104_729) % n}" for j in range(256)]
+            assert store.run_fits(subjects, 10, 1 << 20)
+            store.store_run(subjects, [b""] * 256, [b"w"] * 256)
+        assert store.state().msgs == n
+        per.append((steps(store) + index.visits - before) / (20 * 256))
+    assert per[1] <= 1.5 * per[0] + 1, per
+
+
+def test_subject_purge_steps_per_removed_message_do_not_grow() -> None:
+    """A subject purge takes its messages page by page (`seqbulk.oldest_of`): the steps per
+    message removed stay flat from 20,000 to 200,000 (pages of nothing else taken whole)."""
+    per: list[float] = []
+    for g in (20_000, 200_000):
+        store = MemoryStore(StoreConfig())
+        for i in range(1_000):
+            store.store_msg(f"a.{i % 100}", b"", b"x")
+        for _ in range(g):
+            store.store_msg("g", b"", b"x")
+        for i in range(1_000):
+            store.store_msg(f"a.{i % 100}", b"", b"x")
+        index = _index(store)
+        before = steps(store) + index.visits
+        assert store.purge_ex("g") == g
+        per.append((steps(store) + index.visits - before) / g)
+    assert per[1] <= 1.5 * per[0], per
+
+
 # --------------------------------------------------------------------------------------------
 # Interior deletes (dimension 4): a run of deleted sequences in the middle of a stream.
 # --------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from pyjetstream.server.jetstream.store import (
     MessageStore,
     StoreConfig,
     blockfiles,
+    indexed,
 )
 
 from .conftest import StoreFactory, crash, observed_state
@@ -122,7 +123,14 @@ def test_a_run_with_a_ttl_header_keeps_the_ttl(make_store: StoreFactory) -> None
     assert _picture(run) == _picture(one)
 
 
-def test_run_fits_says_no_where_one_by_one_would_refuse_or_trim(make_store: StoreFactory) -> None:
+@pytest.mark.parametrize("trim_runs", [True, False])
+def test_run_fits_says_no_where_one_by_one_would_refuse_or_trim(
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch, trim_runs: bool
+) -> None:
+    """Discard-new limits refuse: no. Discard-old limits trim: yes when the run is trimmed after
+    (`trims_after_run`, not with a per-subject limit and max_bytes together), else no."""
+    monkeypatch.setattr(indexed, "TRIM_RUNS", trim_runs)
+
     def fits(s: MessageStore, subjects: list[str], largest: int, total: int) -> bool:
         with s.batch():
             return s.run_fits(subjects, largest, total)
@@ -133,16 +141,22 @@ def test_run_fits_says_no_where_one_by_one_would_refuse_or_trim(make_store: Stor
     assert not fits(s, ["a", "b"] * 3, 10, 100)
     s = make_store(max_msgs=5)  # discard old: the sixth would remove the first
     assert fits(s, ["a"] * 5, 10, 100)
-    assert not fits(s, ["a"] * 6, 10, 100)
+    assert fits(s, ["a"] * 6, 10, 100) is trim_runs
     s = make_store(max_bytes=1000)
     assert fits(s, ["a", "b", "c"], 10, 1000)
-    assert not fits(s, ["a", "b", "c"], 10, 1001)
+    assert fits(s, ["a", "b", "c"], 10, 1001) is trim_runs
     s = make_store(max_msgs_per_subject=2)
     s.store_msg("a", b"", b"1")
     assert fits(s, ["a", "b", "b"], 10, 100)
     assert fits(s, ["a"], 10, 100)
-    assert not fits(s, ["b", "a", "a"], 10, 100)
-    assert not fits(s, ["a", "a"], 10, 100)
+    assert fits(s, ["b", "a", "a"], 10, 100) is trim_runs
+    assert fits(s, ["a", "a"], 10, 100) is trim_runs
+    s = make_store(max_msgs_per_subject=1, max_bytes=1000)
+    s.store_msg("a", b"", b"1")
+    assert not fits(s, ["a"], 10, 100)
+    s = make_store(max_msgs_per_subject=1, max_msgs=10, discard="new")
+    s.store_msg("a", b"", b"1")
+    assert not fits(s, ["a"], 10, 100)
     s = make_store(max_msg_size=10)
     assert fits(s, ["a", "b"], 10, 100)
     assert not fits(s, ["a", "b"], 11, 100)

@@ -224,7 +224,8 @@ class MessageStore(ABC):
 
     def run_fits(self, subjects: list[str], largest: int, total: int) -> bool:
         """Whether `store_run` may store one message on each of ``subjects`` in one pass:
-        `store_msg` would refuse none of them and remove none for the limits (``largest``:
+        `store_msg` would refuse none of them and remove none for the limits, or only remove
+        what the run leaves as one by one does (a store that trims after a run; ``largest``:
         the largest header block and payload together, ``total``: their `record_size`
         summed). A store without a run path says no."""
         return False

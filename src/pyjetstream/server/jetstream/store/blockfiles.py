@@ -501,10 +501,10 @@ class BlockFiles(BlockIndexes):
             end = firsts[bi + 1] if bi + 1 < len(firsts) else seqs[-1] + 1
             j = bisect.bisect_left(seqs, end, k)
             blk.live_msgs -= j - k
-            blk.live_bytes -= sum(loc & _LEN_MASK for loc in locs[k:j])
+            blk.live_bytes -= sum(locs[k:j]) & _LEN_MASK  # (the lengths' sum: see remove_range)
             a = k
             while a < j:
-                b = a + 1
+                b = j if seqs[j - 1] - seqs[a] == j - 1 - a else a + 1  # (the rest all neighbours)
                 while b < j and seqs[b] == seqs[b - 1] + 1:
                     b += 1
                 start, num = seqs[a], b - a

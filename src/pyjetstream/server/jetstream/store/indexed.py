@@ -52,6 +52,8 @@ from .seqindex import SeqIndex
 NS_PER_S = 1_000_000_000
 # A removal of more messages than this at once (a subject purge) is one bulk removal.
 _BULK_MIN = 64
+# A run that the discard-old limits trim is stored whole and trimmed after (False: one by one).
+TRIM_RUNS = True
 _time_ns = time.time_ns
 
 #: ``expire(seq, subject, last)``: a message's age or TTL is up; ``last`` says it is the only
@@ -144,16 +146,16 @@ class IndexedStore(MessageStore):
 
     def run_fits(self, subjects: list[str], largest: int, total: int) -> bool:
         """Whether `store_msg` would take one message on each of ``subjects`` in turn
-        without refusing one or removing any for the limits (``largest``: the largest header
-        block and payload together; ``total``: their accounted sizes summed): then
-        `store_run` may store them in one pass. Any doubt is a no (the caller stores them
-        one by one)."""
+        without refusing one, and remove none for the limits unless `trims_after_run`
+        (``largest``: the largest header block and payload together; ``total``: their
+        accounted sizes summed): then `store_run` may store them in one pass. Any doubt is a
+        no (the caller stores them one by one)."""
         if self._closed or self.write_error is not None or (self._commits and not self._batch_depth):
             return False  # (outside a batch, each message's own commit could fail on its own)
         cfg = self._cfg
         if 0 < cfg.max_msg_size < largest:
             return False
-        if self._limits_active or self._discard_new:
+        if self._discard_new or (self._limits_active and not self.trims_after_run()):
             index = self._index
             count = len(subjects)
             if 0 < cfg.max_msgs < index.msgs + count or 0 < cfg.max_bytes < index.bytes + total:
@@ -168,6 +170,17 @@ class IndexedStore(MessageStore):
                         return False
         return True
 
+    def trims_after_run(self) -> bool:
+        """Whether a run under discard-old limits may be stored whole and trimmed after
+        (`_trim_run`) instead of being refused by `run_fits`: it leaves what one by one leaves —
+        each subject's newest ``max_msgs_per_subject``, then the newest that ``max_msgs`` and
+        ``max_bytes`` keep (a removal for the per-subject limit always comes with a newer
+        message, so it never lets an older one stay). Not with a per-subject limit and
+        ``max_bytes`` together: a message replaced on its subject frees bytes one by one could
+        not have used (an older message it trimmed stays trimmed)."""
+        cfg = self._cfg
+        return TRIM_RUNS and not (cfg.max_msgs_per_subject > 0 and cfg.max_bytes > 0)
+
     def store_run(
         self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes]
     ) -> tuple[int, Sequence[int], StoreError | None]:
@@ -176,7 +189,9 @@ class IndexedStore(MessageStore):
         them in one loop and the index takes them with array extends (header-less messages on one
         subject, a pipelining publisher's: ``append_run`` and ``SeqIndex.append_run``; else
         ``append_hrun`` and ``SeqIndex.append_many``). Only after `run_fits` said yes, so
-        nothing is refused for the limits. Returns ``(first sequence, the timestamps of those
+        nothing is refused for the limits; what discard-old limits remove goes after the run
+        (`_trim_run`; a write that fails mid-run leaves the older messages one by one would have
+        trimmed before it). Returns ``(first sequence, the timestamps of those
         stored, the error that stopped the rest)``, the error being what `store_msg` would
         have raised for the message after the stored ones (a write that failed takes every
         message of the batch back, as there)."""
@@ -210,7 +225,45 @@ class IndexedStore(MessageStore):
             stamps.extend(tss)
             seq += hi - done
             done = hi
+        if self._limits_active:
+            self._trim_run(first, subjects)
         return first, stamps, None
+
+    def _trim_run(self, seq: int, subjects: list[str]) -> None:
+        """The limits `_enforce_limits` applies after each message, applied once after a run
+        stored from ``seq`` on (`trims_after_run`): each subject of the run down to
+        ``max_msgs_per_subject`` (its oldest go, all removed together: `_remove_trimmed`), then
+        the stream's oldest while ``max_msgs``/``max_bytes`` are passed."""
+        cfg = self._cfg
+        maxp = cfg.max_msgs_per_subject
+        if maxp > 0:
+            table = self._index.subjects
+            ids, msgs = table.ids, table.msgs
+            counts = Counter(subjects)
+            over = [(s, c) for s, c in counts.items() if msgs[ids[s]] > maxp]
+            if over:
+                gone = seqbulk.trimmed(self._index, seq, subjects, over, maxp)
+                gone.sort()
+                self._remove_trimmed(gone)
+        if cfg.discard == DISCARD_OLD:
+            self._trim_to_limits()
+
+    def _remove_trimmed(self, gone: list[tuple[int, int]]) -> None:
+        """Remove the live messages ``(seq, sid)`` (ascending) that a limit trims, together
+        (the backend's `remove_many`, `seqbulk.remove_seqs`), each told to ``on_removed`` as
+        `_remove_at` tells it: consumers count them out, no recount (not a bulk removal)."""
+        index = self._index
+        seqs = [seq for seq, _ in gone]
+        self._backend.remove_many(seqs, seqbulk.locs_of(index, seqs))
+        first = seqs[0] == index.first_seq
+        hook = self.on_removed
+        names = [index.subjects.names[sid] or "" for _, sid in gone] if hook is not None else []
+        seqbulk.remove_seqs(index, seqs, keep_last=True)
+        if first and self._first_changed is not None:
+            self._first_changed()
+        if hook is not None:
+            for seq, subject in zip(seqs, names, strict=True):
+                hook(seq, subject)
 
     def _run_sizes(self, sbs: list[bytes], hdrs: list[bytes], payloads: list[bytes]) -> array[int]:
         """The accounted size of each message of a run (`record_size`)."""

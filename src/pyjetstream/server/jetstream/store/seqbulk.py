@@ -1,7 +1,9 @@
-"""Removing many messages of the index at once — a subject purge's (nats-server ``PurgeEx``): the
-messages to go found by walking the subjects' links, then each page they lie in emptied of them in
-one pass (a run of neighbours with array slices), and each subject's first and last, the stream's
-first, fixed once — instead of one `SeqIndex.remove` per message, each fixing them again.
+"""Removing many messages of the index at once — a subject purge's (nats-server ``PurgeEx``), a
+run's trims for the limits: the messages to go found page by page (the pages' subject counts say
+which to look in; a page of nothing else is taken whole, a dense one in a C-speed pass over its
+slots), then each page they lie in emptied of them in one pass (a run of neighbours with array
+slices), and each subject's first and last, the stream's first, fixed once — instead of one
+`SeqIndex.remove` per message, each fixing them again.
 
 Kept apart from `seqindex` (the page layout) and `seqquery` (the queries): functions over a
 `SeqIndex`, which they change only through its pages and its own helpers.
@@ -9,46 +11,126 @@ Kept apart from `seqindex` (the page layout) and `seqquery` (the queries): funct
 
 from __future__ import annotations
 
-import heapq
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from itertools import compress
 
-from ._index import zero_fill
+from ._index import find_value, zero_fill
 from .pages import Page
 from .seqindex import DELS_MAX, SeqIndex
 
-__all__ = ["locs_of", "oldest_of", "remove_seqs"]
+__all__ = ["locs_of", "oldest_of", "remove_seqs", "trimmed"]
 
 
 def oldest_of(index: SeqIndex, sids: Collection[int], n: int, limit: int) -> list[int]:
-    """The oldest ``n`` messages at or below ``limit`` on the subjects ``sids``, ascending: each
-    subject's links, merged oldest first (one step per message)."""
-    first = index.subjects.first
-    heads = [(first[sid], sid) for sid in sids]
-    heapq.heapify(heads)
+    """The oldest ``n`` messages at or below ``limit`` on the subjects ``sids``, ascending: page
+    by page from the oldest of their firsts (`_page_of`), stopping once ``n`` are found."""
+    table = index.subjects
+    first, last = table.first, table.last
+    want = set(sids)
+    lo = min(first[sid] for sid in want)
+    hi = min(limit, max(last[sid] for sid in want))
     out: list[int] = []
-    subj_next = index._subj_next
-    while heads and len(out) < n:
-        seq, sid = heads[0]
-        if seq > limit:
+    pages = index.pages
+    i = index._pi(lo)
+    few = len(want) <= _FEW
+    while i < len(pages) and len(out) < n:
+        p = pages[i]
+        i += 1
+        if p.first > hi:
             break
-        out.append(seq)
-        nseq = subj_next(seq, sid)
-        if nseq:
-            heapq.heapreplace(heads, (nseq, sid))
+        index.visits += 1
+        if few:
+            have = [(sid, c) for sid in want if (c := p.count(sid))]
         else:
-            heapq.heappop(heads)
-    index.steps += len(out) + len(sids)
+            have = [(sid, c) for sid, c in p.subjects() if sid in want]
+        if have:
+            index._use(p)
+            out.extend(_page_of(index, p, have, lo, hi))
+    index.steps += len(want)
+    del out[n:]
     return out
+
+
+# A purge of at most this many subjects asks each page for each; of more, each page for its own.
+_FEW = 8
+# A page's wanted messages are picked by a pass over its slots when at least one slot in this many
+# holds one, else found one by one (each a search of the slots).
+_DENSE = 32
+
+
+def _page_of(index: SeqIndex, p: Page, have: list[tuple[int, int]], lo: int, hi: int) -> Iterable[int]:
+    """The sequences in ``[lo, hi]`` of page ``p`` on the subjects ``have`` (``(sid, live count
+    here)``), ascending: every live one when the page holds nothing else, else a C-speed pass over
+    the slots (``compress``) when they are dense, else a search per message."""
+    f = p.first
+    a, b = max(lo - f, 0), min(hi - f + 1, p.n)
+    if a >= b:
+        return ()
+    count = sum(c for _, c in have)
+    index.steps += min(count, b - a)
+    span = range(f + a, f + b)
+    if count == p.msgs:  # nothing else is live here
+        return span if p.msgs == p.n else compress(span, p.sids[a:b])
+    if count * _DENSE >= b - a:
+        if len(have) == 1:
+            return compress(span, map(have[0][0].__eq__, p.sids[a:b]))
+        return compress(span, map({sid for sid, _ in have}.__contains__, p.sids[a:b]))
+    found: list[int] = []
+    sids = p.sids
+    for sid, _ in have:
+        j = find_value(sids, sid, a, b)
+        while j >= 0:
+            found.append(f + j)
+            j = find_value(sids, sid, j + 1, b)
+    found.sort()
+    return found
+
+
+def trimmed(
+    index: SeqIndex, seq: int, subjects: list[str], over: list[tuple[str, int]], maxp: int
+) -> list[tuple[int, int]]:
+    """``(seq, sid)`` of what the per-subject limit removes after a run stored from ``seq`` on
+    (`IndexedStore._trim_run`): of each subject in ``over`` (with its count in the run) the
+    oldest beyond the newest ``maxp`` — those stored before (its first and the links on), then
+    the run's own (their positions in the run, looked up only when the run alone passes the
+    limit)."""
+    table = index.subjects
+    ids, msgs, first = table.ids, table.msgs, table.first
+    gone: list[tuple[int, int]] = []
+    inside: dict[str, int] = {}
+    for subject, c in over:
+        sid = ids[subject]
+        extra = msgs[sid] - maxp
+        before = min(extra, msgs[sid] - c)
+        if before:
+            s = first[sid]
+            gone.append((s, sid))
+            for _ in range(before - 1):
+                s = index._subj_next(s, sid)
+                gone.append((s, sid))
+        if extra > before:
+            inside[subject] = extra - before
+    if inside:
+        for k, subject in enumerate(subjects):
+            left = inside.get(subject)
+            if left:
+                gone.append((seq + k, ids[subject]))
+                inside[subject] = left - 1
+    return gone
 
 
 def locs_of(index: SeqIndex, seqs: list[int]) -> list[int]:
     """The backend locators of the live messages at ``seqs`` (ascending)."""
     out: list[int] = []
     for p, a, b in _by_page(index, seqs):
+        index.visits += 1
         f, locs = p.first, p.locs
-        out.extend(locs[seq - f] for seq in seqs[a:b])
+        if seqs[b - 1] - seqs[a] == b - a - 1:  # neighbours: a slice
+            out.extend(locs[seqs[a] - f : seqs[b - 1] - f + 1])
+        else:
+            out.extend(locs[seq - f] for seq in seqs[a:b])
     return out
 
 
@@ -65,26 +147,37 @@ def _by_page(index: SeqIndex, seqs: list[int]) -> list[tuple[Page, int, int]]:
     return out
 
 
-def remove_seqs(index: SeqIndex, seqs: list[int]) -> None:
-    """Remove the live messages at ``seqs`` (ascending) at once (see the module docstring)."""
+def remove_seqs(index: SeqIndex, seqs: list[int], keep_last: bool = False) -> None:
+    """Remove the live messages at ``seqs`` (ascending) at once (see the module docstring).
+    ``keep_last``: each subject's last message stays (a limit's trim), so a subject left with
+    one message has it as its first too."""
     lost: Counter[int] = Counter()
     nbytes = 0
     emptied: list[Page] = []
     for p, a, b in _by_page(index, seqs):
+        index.visits += 1
         nbytes += _cut(index, p, seqs[a:b], lost)
         if not p.msgs and p is not index.tail:
             emptied.append(p)
     for p in emptied:
         index._drop_page(p)
+    index.steps += len(seqs)
     index.msgs -= len(seqs)
     index.bytes -= nbytes
     table = index.subjects
+    live = index.live
+    first, last = table.first, table.last
     for sid, m in index._subjects_lose(lost):
         if not m:
             continue
-        if not index.live(table.first[sid]):
+        if m == 1:  # the one left is its first or its last
+            one = last[sid] if keep_last or live(last[sid]) else first[sid]
+            if keep_last or live(one):
+                first[sid] = last[sid] = one
+                continue
+        if not live(table.first[sid]):
             table.first[sid] = index._subj_next(table.first[sid], sid)
-        if not index.live(table.last[sid]):
+        if not live(table.last[sid]):
             table.last[sid] = index._subj_prev(table.last[sid], sid)
     if seqs[0] == index.first_seq:
         index._advance_first_from(seqs[0] + 1)
