@@ -62,6 +62,7 @@ class Transport:
 
     def __init__(self, tight: int = 0) -> None:
         self.out = bytearray()
+        self.writes: list[int] = []  # each write's size: where early writes happened
         self.tight = tight
         self.buffered = 0
         self.high = 0
@@ -73,6 +74,7 @@ class Transport:
         if self.closed:
             return
         self.out += data
+        self.writes.append(len(data))
         if self.tight:
             self.buffered += len(data)
             if not self.paused and self.buffered > self.high and self.protocol is not None:
@@ -216,6 +218,7 @@ class World:
         """Forget the output so far (set-up answers name times), counters included."""
         for c in self.clients:
             c.transport.out.clear()
+            c.transport.writes.clear()
         self._base = self._stats()
 
     def js_state(self) -> dict[str, Any]:

@@ -167,7 +167,9 @@ def _first_difference(a: bytes, b: bytes) -> str:
     return f"at byte {k} runs on: {a[max(0, k - 300) : k + 200]!r} runs off: {b[max(0, k - 300) : k + 200]!r}"
 
 
-async def _run(subs: list[tuple[int, tuple[str, str], int]], traffic: list[Step]) -> None:
+async def _run(subs: list[tuple[int, tuple[str, str], int]], traffic: list[Step], writes: bool = False) -> None:
+    """Runs on vs off; ``writes``: each client's writes (their sizes: the early writes) and the
+    producer stalls each caused must be the same too (traffic without advisories)."""
     worlds = [World(runs=True, options=OPTIONS), World(runs=False, options=OPTIONS)]
     try:
         for world in worlds:
@@ -190,6 +192,9 @@ async def _run(subs: list[tuple[int, tuple[str, str], int]], traffic: list[Step]
                 assert a == b, f"client {i} after step {n}: {_first_difference(a, b)}"
         on, off = worlds
         assert [s[:-1] for s in on.conn_stats()] == [s[:-1] for s in off.conn_stats()]
+        if writes:
+            for a, b in zip(on.clients, off.clients, strict=True):
+                assert (sum(a.transport.writes), a.conn.stalls) == (sum(b.transport.writes), b.conn.stalls)
         assert on.js_state() == off.js_state()
     finally:
         for world in worlds:
@@ -222,3 +227,16 @@ def test_the_worlds_see_traffic() -> None:
     assert got["sub"] == b"MSG a.b 10 2\r\nhi\r\n"
     assert got["pub"] == b'MSG _INBOX.c0.9 1 23\r\n{"stream":"S1","seq":1}\r\n'
     assert got["js"]["S1"]["msgs"] == [(1, "js.a.1", b"", b"x")]
+
+
+def test_queue_groups_in_long_runs() -> None:
+    """Queue groups over long runs of one subject (a queue segment: the members picked message by
+    message with the same draws), members on every client — the one with a deliver filter, the one
+    whose socket takes little (early writes, stalls, the slow-consumer cut mid-segment), two groups
+    on one subject, a plain subscriber beside a group — the same bytes with runs on and off."""
+    many = tuple(Pub(s, "", None, p) for s, p in [("q.1", b"a" * 20), ("q.2", b"b" * 60000)] * 12)
+    subs = [(1, ("q.*", "g"), 0), (2, ("q.*", "g"), 0), (3, ("q.*", "g"), 0), (0, ("q.1", "g"), 0)]
+    for extra in ([], [(2, ("q.*", "h"), 0), (3, ("q.*", "h"), 0)], [(1, ("q.1", ""), 0)]):
+        traffic = [Step(0, many + many[::-1], cuts, drain) for cuts, drain in [((), False), ((77, 5000), True)] * 3]
+        with stalls_by_count():
+            asyncio.run(_run(subs + extra, traffic, writes=True))

@@ -212,6 +212,20 @@ class _Bound:
         return self.acc[k] + k * self.extra
 
 
+class _Slot:
+    """A queue group member in a queue segment (`_Run.queue_plan`): its connection, the room left
+    there, and the messages picked for it."""
+
+    __slots__ = ("extra", "picks", "room", "sink", "sub")
+
+    def __init__(self, sink: Any, sub: Any, room: int) -> None:
+        self.sink = sink
+        self.sub = sub
+        self.room = room
+        self.extra = len(sub.sid_b) + FRAME_SLACK  # a frame's bound beyond the message's own bytes
+        self.picks: list[int] = []
+
+
 class _Run:
     """One `Router.route_msgs` call: the run, and what was collected for its receivers.
 
@@ -228,12 +242,15 @@ class _Run:
         "bytes",
         "client",
         "events",
+        "groups",
         "hdrs",
         "hits",
         "payloads",
         "pending",
+        "rand",
         "replies",
         "router",
+        "slots",
         "subjects",
         "traced_too",
     )
@@ -254,7 +271,8 @@ class _Run:
         self.payloads = payloads
         self.client = client
         #: Each receiving connection's deliveries so far: ``[room, sub, lo, hi, sub, lo, hi ...]``
-        #: (messages ``lo`` to ``hi`` for ``sub``; ``sub`` None: ``lo`` is a frame of bytes), the
+        #: (messages ``lo`` to ``hi`` for ``sub``; ``sub`` None: ``lo`` is a frame of bytes; ``lo`` -1:
+        #: ``hi`` lists the messages picked for a queue group member), the
         #: bytes ``room`` left before its pending limit (counted with an upper bound of each frame).
         self.pending: dict[FrameSink, list[Any]] = {}
         #: This message's connections whose checks are due (`frame_pending`), in receiver order.
@@ -262,6 +280,12 @@ class _Run:
         self.hits = 0  # lookups the match cache answered (added to the sublist's count)
         self.bytes = 0  # the current segment's frame bound, less each subscription's sid
         self.traced_too = client is not None and bool(client.account.trace_dest)
+        #: A queue segment's groups (`queue_plan`): ``[n, table, n, table ...]``, ``table[k]`` the
+        #: `_Slot` a pick starting at member ``k`` takes (None: no member can take the message),
+        #: and its slots (empty: no queue segment).
+        self.groups: list[Any] = []
+        self.slots: list[_Slot] = []
+        self.rand: Any = None
 
     def route(self, sl: Any) -> int:
         """Route every message in turn (see `Router.route_msgs` and the class docstring)."""
@@ -289,6 +313,13 @@ class _Run:
                 hdr = hdrs[i]
                 traced = hdr is not None and client is not None and self.may_be_traced(hdr)
                 if result is segment and not traced:  # the same receivers as the message before
+                    if self.slots:  # a queue segment: this message's members picked
+                        i += 1
+                        if self.pick(i - 1):  # the segment was cut after it (see `pick`)
+                            segment = None
+                            if self.halted():
+                                return i
+                        continue
                     if stretch is None:
                         self.bytes += len(payloads[i]) + len(subject) + len(replies[i]) + (0 if hdr is None else len(hdr))
                     i += 1
@@ -296,7 +327,7 @@ class _Run:
             if segment is not None:  # a cut: the segment before this message is delivered first
                 end = self.end_segment(stretch, plan, lo, i)
                 segment = stretch = None
-                if client is not None and (client.closed or client.stalled):
+                if self.halted():
                     return end
                 if end < i:  # delivered up to a pending limit: the rest is looked at again
                     self.hits -= i - end + (i < n)
@@ -306,17 +337,17 @@ class _Run:
                 break
             psubs, qsubs = result
             if not traced and not qsubs:
-                taker = psubs[0] if len(psubs) == 1 else None
-                if taker is not None and taker.sink is None and taker.run is not None and not taker.closed:
-                    stretch = taker  # an internal subscription that takes runs: a stretch starts
-                    if self.pending:
-                        self.frame_pending()
+                stretch = self.stretch_taker(psubs)
                 if stretch is not None or self.plan(psubs, plan):
                     segment = result
                     lo = i
                     self.bytes = len(payloads[i]) + len(subject) + len(replies[i]) + (0 if hdr is None else len(hdr))
                     i += 1
                     continue
+            if not traced and not psubs and self.queue_plan(qsubs):
+                segment = result  # a queue segment starts: its members picked message by message
+                self.hits -= 1  # (message i is looked up again)
+                continue
             if traced:
                 self.traced(i)
             else:
@@ -326,13 +357,127 @@ class _Run:
                 if self.events:
                     self.frame_pending()
             i += 1
-            if client is not None and (client.closed or client.stalled):
+            if self.halted():
                 if self.pending:  # (what this message's later receivers were given)
                     self.frame_pending()
                 return i
         if self.pending:
             self.frame_pending()
         return n
+
+    def stretch_taker(self, psubs: tuple[Subscription, ...]) -> Any:
+        """The internal subscription that takes runs when it alone receives the messages: a
+        stretch starts (what was collected before is framed first); else None."""
+        taker = psubs[0] if len(psubs) == 1 else None
+        if taker is None or taker.sink is not None or taker.run is None or taker.closed:
+            return None
+        if self.pending:
+            self.frame_pending()
+        return taker
+
+    def halted(self) -> bool:
+        """Whether the publisher closed or was stalled (the caller holds the rest of the run)."""
+        client = self.client
+        return client is not None and (client.closed or client.stalled)
+
+    def queue_plan(self, qsubs: tuple[tuple[Subscription, ...], ...]) -> bool:
+        """Set up a queue segment for messages whose lookup gave only ``qsubs``: for each group, which
+        member a pick starting at each member ends on (`Router.pick_queue_members` skips a closed
+        member and the producer's own without echo, going round from a random start). False when a
+        delivery needs a decision per message (as `plan`: an internal member, auto-unsubscribe,
+        deliver permissions, a stall; or two members on one connection, or no member at all: the
+        no-responders answer)."""
+        client = self.client
+        pending = self.pending
+        groups: list[Any] = []
+        slots: list[_Slot] = []
+        sinks: set[Any] = set()
+        for group in qsubs:
+            n = len(group)
+            members: list[_Slot | None] = []
+            for sub in group:
+                conn = sub.client
+                if sub.closed or (
+                    conn is not None and (conn.closed or (client is not None and conn is client and not client.echo))
+                ):
+                    members.append(None)
+                    continue
+                sink = sub.sink
+                if sink is None or sub.max_msgs or sink.deliver_filter is not None or sink in sinks:
+                    return False
+                if sink.write_paused and client is not None and client.may_stall(sink.conn):
+                    return False
+                sinks.add(sink)
+                items = pending.get(sink)
+                slot = _Slot(sink, sub, items[0] if items is not None else sink.limit - sink.size)
+                members.append(slot)
+                slots.append(slot)
+            table: list[_Slot | None] = [None] * n
+            taker: _Slot | None = None
+            for k in range(2 * n - 1, -1, -1):  # the first member that can take it, from k on, round
+                member = members[k % n]
+                if member is not None:
+                    taker = member
+                if k < n:
+                    table[k] = taker
+            groups.append(n)
+            groups.append(table if taker is not None else None)
+        if not slots:
+            return False
+        self.groups = groups
+        self.slots = slots
+        if self.rand is None:
+            self.rand = self.router.rng.random
+        return True
+
+    def pick(self, i: int) -> bool:
+        """Message ``i`` of a queue segment to one member per group, picked as
+        `Router.pick_queue_members` picks (the same draws). True when a member's connection may
+        pass its pending limit with it: an event, so the segment ends there (`end_queue`)."""
+        hdr = self.hdrs[i]
+        size = len(self.payloads[i]) + len(self.subjects[i]) + len(self.replies[i]) + (0 if hdr is None else len(hdr))
+        groups = self.groups
+        rand = self.rand
+        cut = False
+        for k in range(0, len(groups), 2):
+            n: int = groups[k]
+            start = int(rand() * n) if n > 1 else 0
+            table = groups[k + 1]
+            if table is None:
+                continue
+            slot: _Slot = table[start]
+            slot.picks.append(i)
+            slot.room -= size + slot.extra
+            if slot.room < 0:
+                cut = True
+                if slot.sink not in self.events:
+                    self.events.append(slot.sink)
+        if cut:
+            self.end_queue()
+        return cut
+
+    def end_queue(self) -> None:
+        """A queue segment ends: each member's picks to its connection (one item), and what was
+        collected framed when a pick may pass a pending limit (`frame_pending`)."""
+        pending = self.pending
+        for slot in self.slots:
+            picks = slot.picks
+            if not picks:
+                continue
+            sink = slot.sink
+            slot.sub.delivered += len(picks)
+            items = pending.get(sink)
+            if items is None:
+                items = pending[sink] = [slot.room]
+            else:
+                items[0] = slot.room
+            items.append(slot.sub)
+            items.append(-1)
+            items.append(picks)
+        self.slots = []
+        self.groups = []
+        if self.events:
+            self.frame_pending()
 
     def may_be_traced(self, hdr: bytes) -> bool:
         """msgtrace.may_be_traced: a header block that may ask for a trace."""
@@ -377,6 +522,9 @@ class _Run:
         stall, a slow-consumer cut: the caller looks at the rest again)."""
         if stretch is not None:
             self.run_stretch(stretch, lo, hi)
+            return hi
+        if self.slots:
+            self.end_queue()
             return hi
         pending = self.pending
         count = hi - lo

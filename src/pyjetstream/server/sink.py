@@ -329,11 +329,12 @@ class FrameSink:
     ) -> None:
         """Frame a run's deliveries to this connection (``Router.route_msgs``): ``items`` is
         ``[room, sub, lo, hi, sub, lo, hi, ...]``, messages ``lo`` to ``hi`` (not included) of the run
-        for ``sub`` (``sub`` None: ``lo`` is a frame of bytes, a no-responders answer), in delivery
-        order. Each message is framed (`frame`) and counted as `deliver` frames and counts it — the
-        router has made `deliver`'s per-delivery decisions — and the flush is scheduled; the
-        pending-limit and stall checks are the router's to ask for (`check`), where per-message
-        delivery would make them."""
+        for ``sub`` (``sub`` None: ``lo`` is a frame of bytes, a no-responders answer; ``lo`` -1:
+        ``hi`` is the list of the messages picked for a queue group member), in delivery order.
+        Each message is framed (`frame`) and counted as `deliver` frames and counts it — the router
+        has made `deliver`'s per-delivery decisions — and the flush is scheduled; the pending-limit
+        and stall checks are the router's to ask for (`check`), where per-message delivery would
+        make them."""
         if self.closed:
             return
         headers = self.headers
@@ -347,6 +348,18 @@ class FrameSink:
                 size += len(frame)
                 continue
             lo: int = items[k + 1]
+            if lo < 0:  # the messages picked for a queue group member
+                picks: list[int] = items[k + 2]
+                msgs += len(picks)
+                for i in picks:
+                    hdr = hdrs[i]
+                    payload = payloads[i]
+                    size += self.frame(sub, subjects[i], replies[i], hdr, payload, "")
+                    plen = len(payload) if hdr is None or not headers else len(hdr) + len(payload)
+                    data += plen
+                    if trace:
+                        self.conn.trace_msg(sub, subjects[i], replies[i], hdr, plen)
+                continue
             hi: int = items[k + 2]
             msgs += hi - lo
             for i in range(lo, hi):
