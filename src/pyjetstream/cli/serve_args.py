@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from pyjetstream.server.conf import ConfigError, load_config
-from pyjetstream.server.conf.mapping import EMPTY_CONFIG
 from pyjetstream.server.options import AUTH_TIMEOUT, DEFAULT_PORT, ServerOptions, TLSOptions
 
 __all__ = [
@@ -515,13 +514,14 @@ def parse_serve_args(
     if check and not config_file:
         raise UsageError(f"{prog}: must specify [-c, --config] option to check configuration file syntax")
     try:
-        opts = load_config(config_file, environ=environ) if config_file else ServerOptions()
+        # The options as a whole are checked once the flags are applied (nats-server
+        # validateOptions), and never for -t, which judges the file alone.
+        opts = load_config(config_file, environ=environ, validate=False) if config_file else ServerOptions()
     except ConfigError as exc:
         raise UsageError("\n".join(f"{prog}: {issue}" for issue in exc.issues)) from None
     if check:  # like nats-server, -t judges the file alone
-        empty = [w for w in opts.warnings if w.endswith(EMPTY_CONFIG)]
-        if empty:  # nats-server -t fails on the warnings of its own, this one among them
-            raise UsageError(f"{prog}: {empty[0]}")
+        if opts.check_warnings:  # nats-server -t fails on the warnings of its own
+            raise UsageError("\n".join(f"{prog}: {w}" for w in opts.check_warnings))
         raise ConfigChecked(f"{prog}: configuration file {config_file} is valid", opts)
     _apply_flags(opts, given)
     problems = opts.problems()

@@ -442,6 +442,9 @@ class ServerOptions:
     queue_seed: int | None = None
     #: Non-fatal findings from the config file/flags (deprecated forms, ignored keys).
     warnings: list[str] = field(default_factory=list)
+    #: Those of ``warnings`` that nats-server itself gives for the file (a duration as a bare
+    #: number, a high authorization timeout, an empty file): ``-t`` fails on them, as there.
+    check_warnings: list[str] = field(default_factory=list)
     #: nats-server settings pyjetstream does not implement (cluster, leafnodes, ...), raw.
     unsupported: dict[str, Any] = field(default_factory=dict)
 

@@ -31,7 +31,10 @@ Two layers:
    security (operator/JWT mode, auth callout, encryption at rest) are errors. Unknown keys
    are errors, as in nats-server 2.9.10 (``strict=False`` turns them into warnings).
 
-Every error carries ``<file>:<line>:<col>`` (1-based), like nats-server's.
+Every error carries ``<file>:<line>:<col>`` as nats-server's lexer counts them (the column in bytes
+from the previous newline: from 0 on the first line, from 1 on the others). nats-server's own
+warnings (``ServerOptions.check_warnings``: durations as bare numbers, high authorization timeouts,
+an empty file) are logged at start and fatal for ``serve -t``, as there.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from pyjetstream.server.conf.nodes import Node
@@ -97,11 +98,31 @@ def as_duration(node: Node, key: str) -> float:
         raise Invalid(node, f"error parsing {key}: {exc}") from None
 
 
-def as_seconds(node: Node, key: str) -> float:
-    """A number of seconds, or a duration string."""
-    if isinstance(node.value, str):
-        return as_duration(node, key)
-    return float(_expect(node, (int, float), "a number of seconds or a duration string", key))
+def go_value(value: Any) -> str:
+    """A config value as Go's ``%v`` prints it, for texts that quote one: a float64 in
+    strconv's shortest ``%g`` (``61.5``, ``100000``, ``1e+06``: the exponent form below 1e-4
+    and from 1e6 up), anything else as ``str``."""
+    if not isinstance(value, float):
+        return str(value)
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    sign = "-" if str(value).startswith("-") else ""
+    if value == 0:
+        return sign + "0"
+    shortest = Decimal(repr(abs(value))).as_tuple()
+    digits = "".join(map(str, shortest.digits)).rstrip("0")
+    point = len(shortest.digits) + int(shortest.exponent)  # digits before the decimal point
+    exponent = point - 1
+    if exponent < -4 or exponent >= 6:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
 def as_storage_size(node: Node, key: str) -> int:

@@ -21,6 +21,7 @@ from pyjetstream.server.conf.converters import (
 from pyjetstream.server.conf.errors import ConfigError, ConfigIssue
 from pyjetstream.server.conf.mapping_accounts import AccountKeys
 from pyjetstream.server.conf.mapping_base import Handler
+from pyjetstream.server.conf.mapping_ignored import IgnoredBlocks
 from pyjetstream.server.conf.mapping_jetstream import JetStreamKeys
 from pyjetstream.server.conf.mapping_tls import TLSKeys
 from pyjetstream.server.conf.mapping_websocket import WebSocketKeys
@@ -116,10 +117,10 @@ def _grace_period(node: Node, key: str) -> float:
     return value
 
 
-class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys):
+class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys, IgnoredBlocks):
     """The whole configuration: the top-level keys, with each block handed to its mixin."""
 
-    def apply(self, tree: dict[str, Node]) -> None:
+    def apply(self, tree: dict[str, Node], validate: bool = True) -> None:
         spec: dict[str, Handler] = {
             "listen": self.listen,
             "port": ("port", _client_port),
@@ -177,13 +178,15 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys):
         o = self.o
         if o.tls is not None and not self.auth_timeout_set:
             o.auth_timeout = o.tls.timeout + 1.0  # nats-server's default with TLS
-        for problem in o.problems():
-            self.errors.append(ConfigIssue(problem, self.filename))
+        if validate:
+            for problem in o.problems():
+                self.errors.append(ConfigIssue(problem, self.filename))
 
     def ignored(self, key: str, node: Node) -> None:
         self.o.unsupported[key] = plain(node)
         what = _IGNORED_TOP_LEVEL[key.lower()]
         self.warn(node, f'"{key}" ignored: {what} is not supported by pyjetstream')
+        self.check_ignored(key, node)
 
     def refused(self, key: str, node: Node) -> None:
         self.error(node, f'"{key}": {_REFUSED_TOP_LEVEL[key.lower()]}')
@@ -216,7 +219,7 @@ EMPTY_CONFIG = "config has no values or is empty"
 
 
 def _apply_tree(
-    tree: dict[str, Node], base: ServerOptions | None, strict: bool, filename: str
+    tree: dict[str, Node], base: ServerOptions | None, strict: bool, filename: str, validate: bool = True
 ) -> ServerOptions:
     """A copy of ``base`` (or the defaults) with the tree applied; raises ConfigError."""
     opts = ServerOptions() if base is None else base.copy()
@@ -226,9 +229,10 @@ def _apply_tree(
     if not tree and filename:
         # nats-server processConfigFile: a warning, fatal only for -t (like every warning there).
         opts.warnings.append(f"{filename}: {EMPTY_CONFIG}")
-    mapper.apply(tree)
+        opts.check_warnings.append(f"{filename}: {EMPTY_CONFIG}")
+    mapper.apply(tree, validate)
     if mapper.errors:
-        raise ConfigError(mapper.errors)
+        raise ConfigError(mapper.nats_warnings + mapper.errors)
     return opts
 
 
@@ -254,10 +258,15 @@ def load_config(
     base: ServerOptions | None = None,
     strict: bool = True,
     environ: Mapping[str, str] | None = None,
+    validate: bool = True,
 ) -> ServerOptions:
-    """Read a NATS configuration file into ServerOptions (raises ConfigError)."""
+    """Read a NATS configuration file into ServerOptions (raises ConfigError).
+
+    ``validate=False`` leaves out the start-up checks of the options as a whole
+    (`ServerOptions.problems`: nats-server's validateOptions), which nats-server makes after the
+    command line is applied and ``-t`` does not make at all."""
     tree = parse_tree(read_config_file(path), path, os.environ if environ is None else environ)
-    opts = _apply_tree(tree, base, strict, path)
+    opts = _apply_tree(tree, base, strict, path, validate)
     opts.config_digest = config_digest(plain(tree))
     return opts
 

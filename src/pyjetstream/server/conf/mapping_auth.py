@@ -12,12 +12,13 @@ from pyjetstream.server.conf.converters import (
     as_int,
     as_list,
     as_map,
-    as_seconds,
     as_str,
     as_strings,
+    go_value,
 )
 from pyjetstream.server.conf.mapping_base import BlockMapper, Fields, Handler
 from pyjetstream.server.conf.nodes import Node, plain
+from pyjetstream.server.conf.units import parse_duration
 from pyjetstream.server.options import (
     CONNECTION_TYPES,
     NkeyUser,
@@ -91,11 +92,34 @@ class AuthKeys(BlockMapper):
 
     auth_timeout_set = False  # else a tls {} block sets nats-server's longer default
 
+    def auth_timeout(self, node: Node, key: str, block: str = "authorization") -> float:
+        """nats-server parseAuthorization's ``timeout`` (``block`` "leafnode authorization" for
+        parseLeafAuthorization's): seconds (integer or float) or a duration string, with its
+        texts; above 60 s its warning (often an unquoted ``2m``: two million seconds)."""
+        value = node.value
+        if isinstance(value, str):
+            try:
+                seconds = parse_duration(value)
+            except ValueError as exc:
+                raise Invalid(node, f"error parsing {block} config, 'timeout' {exc}") from None
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = float(value)
+        else:
+            raise Invalid(node, f"error parsing {block} config, 'timeout' wrong type")
+        if seconds > 60:
+            self.nats_warning(
+                node,
+                key,
+                f"timeout of {go_value(value)} ({seconds:f} seconds) is high, consider keeping it under "
+                "60 seconds. possibly caused by unquoted duration; use '1m' instead of 1m, for example",
+            )
+        return seconds
+
     def authorization(self, key: str, node: Node) -> None:
         auth = Fields(user="", password="", token="", users=[], nkeys=[], perms=None)
 
         def timeout(k: str, n: Node) -> None:
-            self.o.auth_timeout = as_seconds(n, k)
+            self.o.auth_timeout = self.auth_timeout(n, k)
             self.auth_timeout_set = True
 
         def users(k: str, n: Node) -> None:

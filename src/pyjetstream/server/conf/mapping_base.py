@@ -27,6 +27,7 @@ class BlockMapper:
         self.strict = strict
         self.filename = filename
         self.errors: list[ConfigIssue] = []
+        self.nats_warnings: list[ConfigIssue] = []
 
     # ------------------------------------------------------------- reporting
 
@@ -69,15 +70,31 @@ class BlockMapper:
             except Invalid as exc:
                 self.errors.append(self.issue(exc.node, exc.message))
 
-    def legacy_duration(self, node: Node, key: str) -> float:
-        """A duration string; a bare number is seconds, with nats-server's warning."""
-        if isinstance(node.value, int | float) and not isinstance(node.value, bool):
-            hint = ""
-            if node.raw and node.raw[-1:].lower() == "m":
-                hint = f' (the unquoted {node.raw} is the number {node.value}; write "{node.raw}")'
-            self.warn(node, f"{key} should be converted to a duration{hint}")
+    def nats_warning(self, node: Node, field: str | None, reason: str) -> None:
+        """A warning nats-server itself gives (its ``configWarningErr``: ``invalid use of field
+        "<field>": <reason>``; a plain ``configErr`` when ``field`` is None): logged at start, and
+        fatal for ``-t`` as there (``ServerOptions.check_warnings``; nats-server ConfigureOptions).
+        Listed before the errors when the file also has errors (nats-server processConfigErr)."""
+        issue = self.issue(node, reason if field is None else f'invalid use of field "{field}": {reason}')
+        self.nats_warnings.append(issue)
+        self.o.warnings.append(str(issue))
+        self.o.check_warnings.append(str(issue))
+
+    def legacy_duration(self, node: Node, key: str, field: str | None = None) -> float:
+        """nats-server parseDuration: a duration string; any other value draws its warning
+        ``<field> should be converted to a duration`` and is then seconds if an integer —
+        a float, boolean, array or map is an error after the warning, as there (a Go type
+        assertion that fails). ``field`` is the name nats-server puts in the text (most
+        callers name the key in lower case; ``sync`` passes the key as written)."""
+        name = field or key.lower()
+        if isinstance(node.value, str):
+            return as_duration(node, name)  # "error parsing <field>: time: ..."
+        self.nats_warning(node, name, f"{name} should be converted to a duration")
+        if isinstance(node.value, int) and not isinstance(node.value, bool):
+            if node.raw and node.raw[-1:].lower() == "m":  # pyjetstream's hint, not for -t
+                self.warn(node, f'the unquoted {node.raw} is the number {node.value}; write "{node.raw}"')
             return float(node.value)
-        return as_duration(node, key)
+        return as_duration(node, key)  # raises: expected a duration string, got <type>
 
 
 class Fields:

@@ -51,7 +51,7 @@ class JetStreamKeys(BlockMapper):
         def sync(k: str, n: Node) -> None:
             o.sync_always = isinstance(n.value, str) and n.value.lower() == "always"
             if not o.sync_always:
-                o.sync_interval = self.legacy_duration(n, k)
+                o.sync_interval = self.legacy_duration(n, k, field=k)  # nats-server names it as written
 
         def encryption(k: str, n: Node) -> None:
             self.error(n, f'"{k}": JetStream encryption at rest is not supported by pyjetstream')

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyjetstream.server.conf.converters import as_bool, as_host_port, as_int, as_map, as_str, as_strings
+from pyjetstream.server.conf.converters import (
+    Invalid,
+    as_bool,
+    as_host_port,
+    as_int,
+    as_map,
+    as_str,
+    as_strings,
+)
 from pyjetstream.server.conf.mapping_base import BlockMapper
 from pyjetstream.server.conf.nodes import Node
+from pyjetstream.server.conf.units import parse_duration
 from pyjetstream.server.options import WebSocketOptions
 
 # Per-listener authentication overrides: ignoring them could let websocket clients in with less
@@ -30,7 +39,12 @@ class WebSocketKeys(BlockMapper):
                 ws.host = host
 
         def handshake_timeout(k: str, n: Node) -> None:
-            ws.handshake_timeout = self.legacy_duration(n, k)
+            ws.handshake_timeout = _handshake_timeout(n)
+
+        def ping_interval(k: str, n: Node) -> None:
+            # nats-server 2.11+: pings to WebSocket clients; checked as there, the server's
+            # ping_interval still applies here.
+            self.legacy_duration(n, k)
 
         def tls(k: str, n: Node) -> None:
             saved = self.o.tls
@@ -59,9 +73,28 @@ class WebSocketKeys(BlockMapper):
                 ),
                 "compression": ("compression", as_bool),
                 "handshake_timeout": handshake_timeout,
+                "ping_interval": ping_interval,
                 "auth_timeout|headers|token_cookie|user_cookie|pass_cookie|no_auth_user_cookie": accepted,
                 "|".join(_REFUSED): refused,
             },
             ws,
         )
         self.o.websocket = ws
+
+
+_GO_TYPES = {bool: "bool", float: "float64", list: "[]interface {}", dict: "map[string]interface {}"}
+
+
+def _handshake_timeout(node: Node) -> float:
+    """nats-server parseWebsocket: an integer is seconds (no warning, unlike parseDuration), a
+    string a Go duration (its error text alone); any other type is refused."""
+    value = node.value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise Invalid(node, str(exc)) from None
+    kind = _GO_TYPES.get(type(value), type(value).__name__)
+    raise Invalid(node, f"error parsing handshake timeout: unsupported type {kind}")

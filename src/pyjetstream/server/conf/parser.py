@@ -127,7 +127,8 @@ class _Parser(Scanner):
         if c == "(":
             return self.parse_block()
         if c == "-":
-            return self.parse_negative_number()
+            negative = self.parse_negative_number()
+            return negative if negative is not None else self.parse_unquoted(start)
         if is_digit(c):
             number = self.scan_number()
             return number if number is not None else self.parse_unquoted(start)

@@ -58,9 +58,12 @@ class Scanner:
     # ---------------------------------------------------------------- position
 
     def where(self, index: int) -> tuple[int, int]:
-        """The 1-based (line, column) of a character index."""
+        """The (line, column) of a character index as nats-server's lexer gives them: lines from
+        1, the column in bytes counted from the previous newline — so 0-based on the first line
+        (no newline before it) and 1-based on the others."""
         line = bisect.bisect_right(self.line_starts, index)
-        return line, index - self.line_starts[line - 1] + 1
+        start = self.line_starts[line - 1]
+        return line, len(self.s[start:index].encode()) + (0 if line == 1 else 1)
 
     def fail(self, message: str, index: int | None = None) -> ConfigSyntaxError:
         """An error to raise, at ``index`` or at the cursor."""
@@ -157,7 +160,8 @@ class Scanner:
         raise self.fail("Unexpected EOF processing block.", self.n)
 
     def _is_number_end(self, c: str) -> bool:
-        return c == "" or is_ws(c) or is_nl(c) or c in ";,]}"
+        # nats-server's number lexer ends at these only: not at ']' (see scan_number).
+        return c == "" or is_ws(c) or is_nl(c) or c in ";,}"
 
     def scan_number(self) -> Node | None:
         """A number, size, float, IP address or datetime starting with a digit.
@@ -186,9 +190,16 @@ class Scanner:
             return None  # e.g. 1m30s
         if self._is_number_end(c):
             return self.integer(start)
+        if c == "]":
+            # nats-server lexNumberOrDateOrStringOrIP takes the ']' as the second character of
+            # an unquoted string that runs on to the next terminator: `[1]` leaves the array open
+            # (a parse error there), `[1]]` holds the string "1]". (`[1k]` holds "1k".)
+            self.i += 1
+            head = self.s[start : self.i]
+            return self.node(head + self.read_escaped(""), start)
         return None
 
-    def parse_negative_number(self) -> Node:
+    def parse_negative_number(self) -> Node | None:
         start = self.i
         self.i += 1
         if not is_digit(self.peek()):
@@ -204,6 +215,8 @@ class Scanner:
             self.i += 1
             while self.peek() and self.peek() in "bBiI":
                 self.i += 1
+            if not self._is_number_end(self.peek()):
+                return None  # nats-server lexConvenientNumber: an unquoted string (`-1k]`: "-1k")
         return self.integer(start)
 
     def integer(self, start: int) -> Node:
