@@ -162,33 +162,23 @@ async def cmd_info(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
-def show_stream_info(info: Any) -> None:
+def _config_rows(cfg: Any) -> list[tuple[str, Any]]:
+    """The Configuration section of ``stream info``: what the stream's config says, as natscli lists it."""
     # Deferred: CLI start-up speed (loaded only when this command runs).
-    from pyjetstream.cli.output import (
-        human_bytes,
-        human_count,
-        human_duration,
-        human_time,
-        limit,
-        print_sections,
-    )
+    from pyjetstream.cli.output import human_bytes, human_duration, limit
 
-    cfg, state = info.config, info.state
     retention = {"limits": "Limits", "interest": "Interest", "workqueue": "WorkQueue"}[str(cfg.retention)]
-    config = [
+    storage = str(cfg.storage).capitalize() + (f" ({cfg.compression})" if cfg.compression else "")
+    discard = str(cfg.discard).capitalize() + (" Per Subject" if cfg.discard_new_per_subject else "")
+    marker_ttl = cfg.subject_delete_marker_ttl
+    rows: list[tuple[str, Any]] = [
         ("Subjects", ", ".join(cfg.subjects) or None),
         ("Description", cfg.description or None),
         ("Replicas", cfg.num_replicas),
-        (
-            "Storage",
-            f"{str(cfg.storage).capitalize()}" + (f" ({cfg.compression})" if cfg.compression else ""),
-        ),
+        ("Storage", storage),
         ("Retention", retention),
         ("Acknowledgements", "no" if cfg.no_ack else "yes"),
-        (
-            "Discard Policy",
-            str(cfg.discard).capitalize() + (" Per Subject" if cfg.discard_new_per_subject else ""),
-        ),
+        ("Discard Policy", discard),
         ("Duplicate Window", human_duration(cfg.duplicate_window)),
         ("Direct Get", "yes" if cfg.allow_direct else "no"),
         ("Mirror Direct Get", "yes" if cfg.mirror_direct else None),
@@ -196,10 +186,7 @@ def show_stream_info(info: Any) -> None:
         ("Allows Purge", "no" if cfg.deny_purge else "yes"),
         ("Allows Rollups", "yes" if cfg.allow_rollup_hdrs else "no"),
         ("Allows Msg TTL", "yes" if cfg.allow_msg_ttl else None),
-        (
-            "Subject Delete Markers TTL",
-            human_duration(cfg.subject_delete_marker_ttl) if cfg.subject_delete_marker_ttl else None,
-        ),
+        ("Subject Delete Markers TTL", human_duration(marker_ttl) if marker_ttl else None),
         ("Allows Counters", "yes" if cfg.allow_msg_counter else None),
         ("Allows Atomic Batches", "yes" if cfg.allow_atomic else None),
         ("Allows Fast Batches", "yes" if cfg.allow_batched else None),
@@ -214,40 +201,44 @@ def show_stream_info(info: Any) -> None:
         ("Maximum Message Size", limit(cfg.max_msg_size, human_bytes)),
         ("Maximum Consumers", limit(cfg.max_consumers)),
     ]
+    return rows + _linked_rows(cfg)
+
+
+def _linked_rows(cfg: Any) -> list[tuple[str, Any]]:
+    """The rows of what the stream is linked to or labelled with: republish, transform, mirror,
+    sources, placement, metadata."""
+    rows: list[tuple[str, Any]] = []
     if cfg.republish is not None:
         rp = cfg.republish
-        config.append(
-            ("Republishing", f"{rp.src} → {rp.dest}" + (" (headers only)" if rp.headers_only else ""))
-        )
+        rows.append(("Republishing", f"{rp.src} → {rp.dest}" + (" (headers only)" if rp.headers_only else "")))
     if cfg.subject_transform is not None:
-        config.append(("Subject Transform", f"{cfg.subject_transform.src} → {cfg.subject_transform.dest}"))
+        rows.append(("Subject Transform", f"{cfg.subject_transform.src} → {cfg.subject_transform.dest}"))
     if cfg.mirror is not None:
-        config.append(("Mirror", _render_source(cfg.mirror)))
+        rows.append(("Mirror", _render_source(cfg.mirror)))
     for src in cfg.sources:
-        config.append(("Source", _render_source(src)))
+        rows.append(("Source", _render_source(src)))
     if cfg.placement is not None:
-        config.append(
-            ("Placement", f"cluster {cfg.placement.cluster or '-'} tags {', '.join(cfg.placement.tags or [])}")
-        )
-    for key, value in sorted(cfg.metadata.items()):
-        config.append((f"Metadata {key}", value))
+        rows.append(("Placement", f"cluster {cfg.placement.cluster or '-'} tags {', '.join(cfg.placement.tags or [])}"))
+    rows.extend((f"Metadata {key}", value) for key, value in sorted(cfg.metadata.items()))
+    return rows
+
+
+def show_stream_info(info: Any) -> None:
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    from pyjetstream.cli.output import human_bytes, human_count, human_time, print_sections
+
+    cfg, state = info.config, info.state
     state_rows = [
         ("Messages", human_count(state.messages)),
         ("Bytes", human_bytes(state.bytes)),
-        (
-            "First Sequence",
-            f"{state.first_seq} @ {human_time(state.first_ts)}" if state.messages else state.first_seq,
-        ),
-        (
-            "Last Sequence",
-            f"{state.last_seq} @ {human_time(state.last_ts)}" if state.last_seq else state.last_seq,
-        ),
+        ("First Sequence", f"{state.first_seq} @ {human_time(state.first_ts)}" if state.messages else state.first_seq),
+        ("Last Sequence", f"{state.last_seq} @ {human_time(state.last_ts)}" if state.last_seq else state.last_seq),
         ("Deleted Messages", human_count(state.num_deleted) if state.num_deleted else None),
         ("Deleted Sequences", ", ".join(map(str, state.deleted)) if state.deleted else None),
         ("Active Consumers", state.consumer_count),
         ("Number of Subjects", state.num_subjects or None),
     ]
-    sections = [("Configuration", config), ("State", state_rows)]
+    sections = [("Configuration", _config_rows(cfg)), ("State", state_rows)]
     if state.subjects:
         sections.append(("Subjects", [(s, human_count(n)) for s, n in sorted(state.subjects.items())]))
     print_sections(f"Information for Stream {cfg.name} created {human_time(info.created)}", sections)

@@ -219,15 +219,6 @@ def _subjects(values: list[str] | None) -> list[str] | None:
 
 def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
     """The StreamConfig fields set by flags, as wire values."""
-    # Deferred: CLI start-up speed (loaded only when this command runs).
-    from pyjetstream.api import (
-        Placement,
-        RePublish,
-        StreamConsumerLimits,
-        StreamSource,
-        SubjectTransformConfig,
-    )
-
     c: dict[str, Any] = {}
     simple = {
         "description": args.description,
@@ -271,6 +262,23 @@ def _flag_changes(args: argparse.Namespace) -> dict[str, Any]:
         c["duplicate_window"] = parse_duration(args.dupe_window, what="--dupe-window")
     if args.metadata:
         c["metadata"] = parse_metadata(args.metadata)
+    c.update(_linked_changes(args))
+    return c
+
+
+def _linked_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The StreamConfig fields of structured flags: placement, republish, transform, consumer
+    limits, sources and mirror."""
+    # Deferred: CLI start-up speed (loaded only when this command runs).
+    from pyjetstream.api import (
+        Placement,
+        RePublish,
+        StreamConsumerLimits,
+        StreamSource,
+        SubjectTransformConfig,
+    )
+
+    c: dict[str, Any] = {}
     if args.tag or args.cluster:
         c["placement"] = Placement(cluster=args.cluster or "", tags=args.tag or None)
     if args.republish_source or args.republish_destination:

@@ -6,7 +6,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -74,6 +74,70 @@ def warm_up(spark: Any, config: PipelineConfig, url: str) -> None:
     df.groupBy("subject").agg(F.count("*")).collect()
 
 
+def _announce(config: PipelineConfig, url: str, say: Callable[[str], None]) -> None:
+    """What is about to run, where."""
+    say(f"pyjetstream pipeline: {config.events} events at {config.rate:.0f}/s -> stream {config.events_stream}")
+    say(
+        f"  -> Spark Structured Streaming ({config.spark_master or f'local[{config.cores}]'}):"
+        f" {config.window_seconds} s totals per region"
+    )
+    say(
+        f"  -> stream {config.results_stream} + KV bucket {config.bucket}   [server {url}"
+        f"{', embedded' if config.servers is None else ''}]"
+    )
+
+
+def _start_session(config: PipelineConfig, say: Callable[[str], None]) -> Any:
+    """A local Spark session for the run (its recent progress kept for the whole run: the summary reads it)."""
+    say("starting Spark ...")
+    # Deferred: start-up speed (loaded only when this step runs).
+    from pyjetstream.spark import local_session
+
+    return local_session(
+        "pyjetstream-pipeline",
+        cores=config.cores,
+        master=config.spark_master,
+        shuffle_partitions=2,
+        log_level="ERROR",
+        extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000"},
+    )
+
+
+def _stream(
+    spark: Any,
+    config: PipelineConfig,
+    url: str,
+    checkpoint: Path,
+    out: TextIO,
+    say: Callable[[str], None],
+    spark_start: float,
+) -> tuple[RunSummary, SinkLog]:
+    """The streaming query over the generated events until every one is in the results, then
+    the results checked against the generator."""
+    warm_up(spark, config, url)
+    log = SinkLog()
+    query = start_query(spark, config, url, str(checkpoint), log)
+    generator = EventGenerator(config, url)
+    display = ProgressDisplay(generator, log, config.events, out=out, quiet=config.quiet)
+    display.query = query
+    generator.start()
+    display.start()
+    try:
+        generator.join()
+        generated = time.monotonic()
+        query.processAllAvailable()  # every published event is in the results
+        drained = time.monotonic()
+        if query.exception() is not None:
+            raise RuntimeError(f"the streaming query failed: {query.exception()}")
+    finally:
+        display.stop()
+        query.stop()
+    say(display.line())
+    say("checking the results ...")
+    timings = {"total": 0.0, "spark_start": spark_start, "drain": drained - generated}
+    return collect_summary(spark, config, url, generator, log, query.recentProgress, timings), log
+
+
 def run_pipeline(config: PipelineConfig, out: TextIO = sys.stdout, spark: Any = None) -> RunSummary:
     """Run the job; ``spark``: an existing session to use (left running), else a local one."""
 
@@ -87,67 +151,14 @@ def run_pipeline(config: PipelineConfig, out: TextIO = sys.stdout, spark: Any = 
     shutil.rmtree(checkpoint, ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     with server_url(config) as url:
-        say(
-            f"pyjetstream pipeline: {config.events} events at {config.rate:.0f}/s -> stream {config.events_stream}"
-        )
-        say(
-            f"  -> Spark Structured Streaming ({config.spark_master or f'local[{config.cores}]'}):"
-            f" {config.window_seconds} s totals per region"
-        )
-        say(
-            f"  -> stream {config.results_stream} + KV bucket {config.bucket}   [server {url}"
-            f"{', embedded' if config.servers is None else ''}]"
-        )
+        _announce(config, url, say)
         prepare_streams(config, url)
         own_session = spark is None
         if own_session:
-            say("starting Spark ...")
-            # Deferred: start-up speed (loaded only when this step runs).
-            from pyjetstream.spark import local_session
-
-            spark = local_session(
-                "pyjetstream-pipeline",
-                cores=config.cores,
-                master=config.spark_master,
-                shuffle_partitions=2,
-                log_level="ERROR",
-                extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000"},
-            )
+            spark = _start_session(config, say)
         spark_started = time.monotonic()
         try:
-            warm_up(spark, config, url)
-            log = SinkLog()
-            query = start_query(spark, config, url, str(checkpoint), log)
-            generator = EventGenerator(config, url)
-            display = ProgressDisplay(generator, log, config.events, out=out, quiet=config.quiet)
-            display.query = query
-            generator.start()
-            display.start()
-            try:
-                generator.join()
-                generated = time.monotonic()
-                query.processAllAvailable()  # every published event is in the results
-                drained = time.monotonic()
-                if query.exception() is not None:
-                    raise RuntimeError(f"the streaming query failed: {query.exception()}")
-            finally:
-                display.stop()
-                query.stop()
-            say(display.line())
-            say("checking the results ...")
-            summary = collect_summary(
-                spark,
-                config,
-                url,
-                generator,
-                log,
-                query.recentProgress,
-                {
-                    "total": 0.0,
-                    "spark_start": spark_started - started,
-                    "drain": drained - generated,
-                },
-            )
+            summary, log = _stream(spark, config, url, checkpoint, out, say, spark_started - started)
         finally:
             if own_session:
                 spark.stop()
