@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjetstream.protocol import ClientSideParser, Msg, Pub, ServerSideParser
+from pyjetstream.protocol import parser as parser_module
 from pyjetstream.protocol.events import FrameRun, MsgRun, PubRun
 from pyjetstream.protocol.parser import NatsServerParser
 
@@ -335,3 +336,29 @@ def test_a_msg_run_takes_every_complete_frame_in_a_row() -> None:
     events = parser.feed(b"MSG _R.x.1 7 1\r\na\r\nMSG _R.x.12345678901 7 1\r\nb\r\n")
     assert events[0] == MsgRun(7, [b"_R.x.1"], [b"a"])  # the long line is the general path's to judge
     assert len(events) == 2 and not isinstance(events[1], MsgRun)
+
+
+def test_lines_parsed_once_for_every_connection() -> None:
+    """A reply-less PUB/HPUB line parsed by one connection's parser is a hit for another's (the
+    same subject ``str``: its hash cached for the router), with each parser's own limits: a
+    smaller max_payload still refuses it, a larger one takes it. The table is bounded."""
+    first, second = NatsServerParser(), NatsServerParser()
+    first.pub_runs = second.pub_runs = True
+    data = b"".join(b"PUB cyc.%d 2\r\nab\r\n" % i for i in range(300))
+    a = first.feed(data)[0]
+    b = second.feed(data)[0]
+    assert isinstance(a, PubRun) and isinstance(b, PubRun)
+    assert a.subjects == b.subjects == [f"cyc.{i}" for i in range(300)]
+    assert all(x is y for x, y in zip(a.subjects, b.subjects, strict=True))
+    head = b"HPUB cyc.h 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"
+    assert first.feed(head) == [("cyc.h", "", b"NATS/1.0\r\n\r\n", b"hi")]
+    assert second.feed(head)[0][0] is first.feed(head)[0][0]
+    small = NatsServerParser(max_payload=1)
+    assert small.feed(b"PUB cyc.7 2\r\nab\r\n")[0].err == "Maximum Payload Violation"
+    assert ServerSideParser().feed(b"PUB cyc.7 2\r\nab\r\n") == [Pub("cyc.7", "", None, b"ab")]
+    big = NatsServerParser()
+    big.feed(b"".join(b"PUB many.%d 0\r\n\r\n" % i for i in range(parser_module.LINE_CACHE_SIZE + 10)))
+    assert len(parser_module._TUPLE_LINES) <= parser_module.LINE_CACHE_SIZE
+    long_subject = b"x" * (parser_module.LINE_CACHE_LEN + 1)
+    big.feed(b"PUB %b 0\r\n\r\n" % long_subject)
+    assert b"PUB %b 0" % long_subject not in parser_module._TUPLE_LINES

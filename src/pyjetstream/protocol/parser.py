@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from pyjetstream.protocol.events import (
     OK_EVENT,
@@ -61,6 +61,17 @@ def _parse_size(token: bytes) -> int:
 COMPLETE, MAKE, TUPLE, FRAMES, HTUPLE, MSGS = 0, 1, 2, 3, 4, 5
 FastLine = tuple[int, Any, int]
 
+# Reply-less PUB/HPUB control lines a server-side parser has parsed, with their parse, shared by
+# every connection of the process (one table per ``pub_tuples``): a publisher cycling over many
+# subjects (or many publishers over the same ones) has each line split and decoded once, and the
+# router and the framers get the same subject ``str`` each time (its hash cached). A parse is
+# the same whatever the connection, but for the limits, checked on each hit. Bounded: lines of at
+# most LINE_CACHE_LEN bytes, emptied when it holds LINE_CACHE_SIZE.
+LINE_CACHE_SIZE: Final = 4096
+LINE_CACHE_LEN: Final = 256
+_PUB_LINES: dict[bytes, FastLine] = {}
+_TUPLE_LINES: dict[bytes, FastLine] = {}
+
 
 class _FrameParser:
     """Shared framing: control lines, then (for message ops) a payload of a known size."""
@@ -81,6 +92,8 @@ class _FrameParser:
         # The last remembered fast-path control line (without CR LF) and its parse.
         self._last_line = b""
         self._last_hit: FastLine | None = None
+        # Lines parsed before, by any connection (server side: `_PUB_LINES`); None on the client side.
+        self._lines: dict[bytes, FastLine] | None = None
 
     def feed(self, data: bytes) -> list[Any]:
         if self._broken:
@@ -94,6 +107,7 @@ class _FrameParser:
         max_line = self.max_control_line
         fast_line = self._fast_line
         complete = self._complete
+        lines = self._lines
         while pos < size:
             if self._awaiting is not None:
                 end = pos + self._need
@@ -121,10 +135,12 @@ class _FrameParser:
             if repeat:
                 hit = self._last_hit
             elif line_end - pos <= max_line:
-                try:
-                    hit = fast_line(line)
-                except UnicodeDecodeError:  # the full parse below closes the connection
-                    hit = None
+                hit = lines.get(line) if lines is not None else None
+                if hit is None or hit[2] > self.max_payload:
+                    try:
+                        hit = fast_line(line)
+                    except UnicodeDecodeError:  # the full parse below closes the connection
+                        hit = None
             else:
                 hit = None
             if hit is not None:
@@ -200,6 +216,7 @@ class _FrameParser:
         find = buf.find
         max_line = self.max_control_line
         fast_line = self._fast_line
+        lines = self._lines
         while pos < size:
             nl = find(b"\n", pos)
             if nl < 0:
@@ -209,10 +226,12 @@ class _FrameParser:
             if line == self._last_line:
                 hit = self._last_hit
             elif line_end - pos <= max_line:
-                try:
-                    hit = fast_line(line)
-                except UnicodeDecodeError:
-                    break
+                hit = lines.get(line) if lines is not None else None
+                if hit is None or hit[2] > self.max_payload:
+                    try:
+                        hit = fast_line(line)
+                    except UnicodeDecodeError:
+                        break
             else:
                 break
             if hit is None:
@@ -361,6 +380,7 @@ class ServerSideParser(_FrameParser):
         self._pub_subject = ""
         self._pub_size_tok = b""
         self._pub_size = 0
+        self._lines = _TUPLE_LINES if self.pub_tuples else _PUB_LINES
 
     def feed(self, data: bytes) -> list[ClientOp]:
         return super().feed(data)
@@ -392,6 +412,7 @@ class ServerSideParser(_FrameParser):
                     # Remembered (``_remember``, inlined for the hot path).
                     hit = self._last_hit = kind, head, size
                     self._last_line = line
+                    self._share(line, hit)
                     return hit
         elif line.startswith(b"HPUB "):
             args = line.split()
@@ -405,8 +426,19 @@ class ServerSideParser(_FrameParser):
                         hit = HTUPLE, (args[1].decode(), reply, hdr), total
                     else:
                         hit = COMPLETE, (args[1].decode(), reply, hdr or -1), total
-                    return hit if n == 5 else self._remember(line, hit)
+                    if n == 5:
+                        return hit
+                    self._share(line, hit)
+                    return self._remember(line, hit)
         return None
+
+    def _share(self, line: bytes, hit: FastLine) -> None:
+        """Keep a reply-less line's parse for every connection (`_PUB_LINES`)."""
+        lines = self._lines
+        if lines is not None and len(line) <= LINE_CACHE_LEN:
+            if len(lines) >= LINE_CACHE_SIZE:
+                lines.clear()
+            lines[line] = hit
 
     def _limits_line(self, buf: bytes, pos: int) -> bool:
         # nats-server applies the limit to op arguments, not to CONNECT (which may carry a long JWT).
