@@ -110,6 +110,7 @@ class _SubjectIds:
         sid = self.ids.get(subject, 0)
         if not sid:
             sid = self.ids[subject] = self.next
+            self.taken.add(sid)  # (a block index loaded later must not give it to another subject)
             self.next += 1
         return sid
 
