@@ -64,7 +64,7 @@ def test_next_write_waits_for_the_whole_cost_of_the_last(
     monkeypatch: pytest.MonkeyPatch, snapshot: float, write: float
 ) -> None:
     clock = _Clock()
-    monkeypatch.setattr(cp.time, "perf_counter", clock)
+    monkeypatch.setattr(cp.time, "thread_time", clock)
     writer, loop, store = _writer(clock, snapshot, write)
     monkeypatch.setattr(writer.consumer.engine, "sync_always", False)
     writer.dirty()
@@ -80,7 +80,7 @@ def test_next_write_waits_for_the_whole_cost_of_the_last(
 def test_a_small_state_is_written_every_flush_delay(monkeypatch: pytest.MonkeyPatch) -> None:
     """As nats-server's flushLoop (at most every 100 ms): a cheap write keeps that pace."""
     clock = _Clock()
-    monkeypatch.setattr(cp.time, "perf_counter", clock)
+    monkeypatch.setattr(cp.time, "thread_time", clock)
     writer, loop, store = _writer(clock, 0.0001, 0.0005)
     writer._flush()  # sync_always: snapshot and write in place
     assert store.written == 1

@@ -14,7 +14,10 @@ holds). Ours writes every ``STATE_FLUSH_DELAY`` (100 ms) too while a write costs
 that; a write costs time in proportion to the pending acks (~15 ms for 100,000), so the next one
 waits at least ``STATE_WRITE_SHARE`` times what the last one took (at most ``STATE_FLUSH_MAX``):
 writing state then takes a bounded share of the CPU however many acks are pending, and the crash
-window grows with it (~150 ms at 100,000 pending). A graceful stop writes the final state.
+window grows with it (~150 ms at 100,000 pending). What a write took is its threads' CPU time
+(``time.thread_time``), not the wall clock: on a loaded machine a small write waits for a core far
+longer than it works, and that wait must not stretch the crash window. A graceful stop writes the
+final state.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ class StateWriter:
         self.consumer = consumer
         self.store = store
         self._flush_handle: asyncio.TimerHandle | None = None
-        self._cost = 0.0  # seconds the last finished write took (its snapshot and its store update)
+        self._cost = 0.0  # CPU seconds the last finished write took (its snapshot and its store update)
         self._write_future: concurrent.futures.Future[None] | None = None
 
     def stored_state(self) -> ConsumerState | None:
@@ -128,9 +131,9 @@ class StateWriter:
             self.dirty()  # one write at a time: try again after this one
             return
         consumer = self.consumer
-        started = time.perf_counter()
+        started = time.thread_time()
         state = consumer.state.snapshot()
-        snap_cost = time.perf_counter() - started
+        snap_cost = time.thread_time() - started
         if consumer.engine.sync_always or consumer.closed:
             self._write(state, snap_cost)
         else:
@@ -157,12 +160,12 @@ class StateWriter:
         The write's whole cost (``snap_cost``: its snapshot's) is known only once it is done: the
         next write waits for it (`dirty`), not for a part of it."""
         assert self.store is not None
-        started = time.perf_counter()
+        started = time.thread_time()
         try:
             self.store.adopt(state)
         except (StoreError, OSError) as exc:
             self._log_failure("write", exc)
-        self._cost = snap_cost + time.perf_counter() - started
+        self._cost = snap_cost + time.thread_time() - started
 
     def _log_failure(self, action: str, exc: Exception) -> None:
         """One log line for a state ``action`` ("write", "reset") the store refused."""
