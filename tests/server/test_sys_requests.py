@@ -50,7 +50,7 @@ def target(start_server: Callable[..., Target]) -> Target:
 
 async def test_statsz_and_kinds_have_nats_servers_shape(target: Target) -> None:
     (stats,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING")
-    assert {"name", "host", "id", "ver", "jetstream", "flags", "seq", "time"} <= set(stats["server"])
+    assert list(stats["server"]) == SERVER_INFO_KEYS and stats["server"]["feature_flags"] == FEATURE_FLAGS
     assert stats["server"]["name"] == "N1" and stats["server"]["jetstream"] is True
     assert {"start", "mem", "cores", "cpu", "connections", "total_connections", "subscriptions", "sent", "received",
             "slow_consumers", "active_servers", "jetstream"} <= set(stats["statsz"])  # fmt: skip
@@ -99,6 +99,32 @@ async def test_any_account_asks_about_itself(start_server: Callable[..., Target]
     assert await _ask(target.url, "$SYS.REQ.SERVER.PING.VARZ") == [{"status": 503}]
     (bad,) = await _ask(target.url, "$SYS.REQ.SERVER.PING.CONNZ", None, raw=b"{")
     assert bad["error"]["code"] == 400
+
+
+# nats-server 2.15.1's ServerInfo (the ``server`` of every answer), in its order, and the feature
+# flags it stamps on it (its defaults: none configured).
+SERVER_INFO_KEYS = ["name", "host", "id", "ver", "feature_flags", "jetstream", "flags", "seq", "time"]
+FEATURE_FLAGS = {"js_ack_fc_v2": False, "js_api_reply_v2": False, "js_raft_delete_range": True, "js_snapshot_sources": False}
+# Every kind nats-server answers on $SYS.REQ.SERVER.PING.<KIND> (STATZ: the bare PING's statistics).
+PING_KINDS = ("STATSZ", "STATZ", "VARZ", "CONNZ", "SUBSZ", "JSZ", "HEALTHZ", "ACCOUNTZ", "ROUTEZ", "GATEWAYZ", "LEAFZ",
+              "IDZ", "PROFILEZ", "EXPVARZ", "IPQUEUESZ", "RAFTZ", "KICK", "LDM", "RELOAD")  # fmt: skip
+
+
+async def test_an_account_reaches_only_its_system_imports(start_server: Callable[..., Target]) -> None:
+    """An ordinary account (a plain server's $G) asks through the four system imports nats-server
+    gives it and gets nats-server's ServerInfo with each answer; every other $SYS.REQ.SERVER.PING.*
+    kind (and a kind under CONNZ) has no responders, as there."""
+    target = start_server(jetstream=False)
+    for subject in ("$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT.PING.CONNZ", "$SYS.REQ.ACCOUNT.PING.STATZ",
+                    "$SYS.REQ.USER.INFO"):  # fmt: skip
+        (answer,) = await _ask(target.url, subject)
+        assert list(answer["server"]) == SERVER_INFO_KEYS, (subject, answer["server"])
+        assert answer["server"]["feature_flags"] == FEATURE_FLAGS
+        assert "data" in answer and "error" not in answer, (subject, answer)
+    unanswered = [f"$SYS.REQ.SERVER.PING.{kind}" for kind in PING_KINDS if kind != "CONNZ"]
+    unanswered += ["$SYS.REQ.SERVER.PING.CONNZ.X", "$SYS.REQ.ACCOUNT.PING.JSZ", "$SYS.REQ.ACCOUNT.$G.CONNZ"]
+    for subject in unanswered:
+        assert await _ask(target.url, subject) == [{"status": 503}], subject
 
 
 async def test_user_info_names_the_user_and_its_permissions(target: Target) -> None:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.jwt import JWTError, verify, verify_signature
-from pyjetstream.api.timefmt import format_time
 from pyjetstream.protocol.subjects import is_valid_publish_subject
 from pyjetstream.server.options import (
     DEFAULT_ALLOW_RESPONSE_EXPIRATION,
@@ -43,7 +42,7 @@ from pyjetstream.server.options import (
 from pyjetstream.server.options import (
     Account as AccountConfig,
 )
-from pyjetstream.server.version import SERVER_VERSION
+from pyjetstream.server.sys_requests import server_info
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
@@ -311,7 +310,6 @@ class ClaimsUpdates:
     def __init__(self, server: Server, system: Account) -> None:
         self.server = server
         self.system = system
-        self._seq = 0
 
     def subscribe(self) -> None:
         self.system.subscribe_internal("$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE", self.on_update)
@@ -347,17 +345,5 @@ class ClaimsUpdates:
         """nats-server's ``ServerAPIResponse``: the ``server`` block (``ServerInfo``), then the body."""
         if not reply:
             return
-        server = self.server
-        self._seq += 1
-        info = {
-            "name": server.server_name,
-            "host": server.options.host,
-            "id": server.server_id,
-            "ver": SERVER_VERSION,
-            "jetstream": server.jetstream_enabled,
-            "flags": 0,
-            "seq": self._seq,
-            "time": format_time(time.time_ns()),
-        }
-        out = {"server": info, **body}
+        out = {"server": server_info(self.server), **body}
         self.system.publish_internal(reply, json.dumps(out, separators=(",", ":")).encode())

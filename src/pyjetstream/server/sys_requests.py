@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pyjetstream.api.timefmt import format_time
 from pyjetstream.protocol.headers import get_header
 from pyjetstream.protocol.subjects import is_subset, is_valid_literal_subject, subject_matches
+from pyjetstream.server.msgtrace import DEFAULT_FEATURE_FLAGS
 from pyjetstream.server.sys_imports import CLIENT_INFO_HDR
 from pyjetstream.server.version import SERVER_VERSION
 
@@ -268,13 +269,14 @@ class SystemRequests:
 
 def server_info(server: Server) -> dict[str, Any]:
     """nats-server's ``ServerInfo`` of a system message (its send loop fills it): name, host, id,
-    version, tags, JetStream and capability flags, the event's sequence and time."""
+    version, tags, feature flags, JetStream and capability flags, the event's sequence and time."""
     server.event_seq += 1
     info: dict[str, Any] = {"name": server.server_name, "host": server.options.host, "id": server.server_id}
     if server.options.jetstream_domain:
         info["domain"] = server.options.jetstream_domain
     tags = list(server.options.server_tags)
-    info.update({"ver": SERVER_VERSION, **({"tags": tags} if tags else {})})
+    # feature_flags: nats-server 2.14+ stamps its merged flags on every ServerInfo (as message traces).
+    info.update({"ver": SERVER_VERSION, **({"tags": tags} if tags else {}), "feature_flags": dict(DEFAULT_FEATURE_FLAGS)})
     flags = (_JS_ENABLED | _BINARY_SNAPSHOT | _ACCOUNT_NRG) if server.jetstream_enabled else 0  # nats-server: 0 without
     info.update({"jetstream": server.jetstream_enabled, "flags": flags, "seq": server.event_seq,
                  "time": format_time(time.time_ns())})  # fmt: skip
