@@ -1,12 +1,14 @@
 """Monitoring of accounts and the monitor's HTTP side, field by field against nats-server 2.15.1
 (issue 26): ``/accstatz`` (exporters poll it; it was a 404), ``/accountz`` details with the system
 imports every account has, ``/subsz`` over all accounts or one, ``/connz`` filtered by account and
-user, any HTTP method (nats-server's handlers take them all), and what ``http_req_stats`` counts
-when a parameter does not decode."""
+user, any HTTP method (nats-server's handlers take them all), Go's mux around them (paths matched
+exactly under ``http_base_path``, unclean paths redirected, HEAD never answered with a body), and
+what ``http_req_stats`` counts when a parameter does not decode."""
 
 from __future__ import annotations
 
 import json
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -186,6 +188,74 @@ def test_any_method_is_answered(plain: dict[str, Target], method: str) -> None:
             else:
                 assert body["server_id"]
         assert _http(target, "/nope", method)[0] == 404
+
+
+def _exchange(target: Target, requests: list[str]) -> list[tuple[str, dict[str, str], bytes]]:
+    """Send ``requests`` (method and target each) down ONE connection, the last with
+    ``Connection: close``, and read every response as a client does: by its headers — a body sent
+    where HTTP has none (a HEAD's) would be read as the next response. Each: status line, headers
+    but Date, body."""
+    with socket.create_connection(("127.0.0.1", target.http_port), timeout=10) as sock:
+        raw = "".join(f"{r} HTTP/1.1\r\nHost: x\r\n" + ("Connection: close\r\n" if i == len(requests) - 1 else "")
+                      + "\r\n" for i, r in enumerate(requests)).encode()  # fmt: skip
+        sock.sendall(raw)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    answers = []
+    for request in requests:
+        head, _, data = data.partition(b"\r\n\r\n")
+        status, *lines = head.decode().split("\r\n")
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines) if k.lower() != "date"}
+        if request.startswith("HEAD "):
+            body = b""
+        elif headers.get("transfer-encoding") == "chunked":  # Go's, for a body over its buffer (the root page)
+            body = b""
+            while True:
+                size_line, _, data = data.partition(b"\r\n")
+                size = int(size_line, 16)
+                body, data = body + data[:size], data[size + 2 :]
+                if size == 0:
+                    break
+        else:
+            length = int(headers.get("content-length", 0))
+            body, data = data[:length], data[length:]
+        answers.append((status, headers, body))
+    assert data == b"", (target.kind, data)
+    return answers
+
+
+def test_the_mux_around_the_handlers(plain: dict[str, Target]) -> None:
+    """Go's ServeMux as nats-server uses it: a HEAD has no body (404s and 400s too), a path that is
+    not clean is a 307 to the clean one (an HTML body for GET only), an endpoint is matched exactly
+    (a trailing slash is the root's 404, with ``X-Content-Type-Options``), a bad /healthz flag a 400."""
+    requests = ["HEAD /nope", "HEAD /healthz", "HEAD /healthz?details=x", "GET //healthz", "POST /x/../connz?a=1",
+                "HEAD /./varz", "DELETE //nope", "GET /varz/", "OPTIONS /healthz/", "GET /healthz?js-enabled=maybe",
+                "GET /healthz?js-server-only=1", "GET /healthz"]  # fmt: skip
+    ours, theirs = (_exchange(plain[k], requests) for k in (EMBEDDED, NATS_SERVER))
+    for request, mine, nats_server in zip(requests, ours, theirs, strict=True):
+        assert mine == nats_server, request
+
+
+def test_http_base_path(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Under ``http_base_path`` the endpoints are there and only there (nats-server's basePath)."""
+    targets = {k: make_target(k, tmp_path_factory.mktemp(f"mbase-{k}"), jetstream=False, http_port=-1,
+                              http_base_path="/mon") for k in (EMBEDDED, NATS_SERVER)}  # fmt: skip
+    try:
+        paths = ["GET /mon", "GET /mon/", "GET /mon/varz/", "GET /varz", "GET /monvarz", "GET /", "GET /mon//healthz",
+                 "GET /mon/healthz", "HEAD /mon/connz"]  # fmt: skip
+        ours, theirs = (_exchange(targets[k], paths) for k in (EMBEDDED, NATS_SERVER))
+        for path, mine, nats_server in zip(paths, ours, theirs, strict=True):
+            if path == "GET /mon":  # the root page: its own HTML (nats-server's is chunked: longer)
+                assert (mine[0], mine[1]["content-type"]) == (nats_server[0], nats_server[1]["content-type"])
+                assert b"varz" in mine[2] and b"varz" in nats_server[2]
+            elif path == "HEAD /mon/connz":
+                assert mine[0] == nats_server[0] == "HTTP/1.1 200 OK" and mine[2] == nats_server[2] == b""
+            else:
+                assert mine == nats_server, path
+    finally:
+        for target in targets.values():
+            target.stop()
 
 
 def test_what_http_req_stats_count(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -4,8 +4,10 @@
 
 JSON field names, defaults and error texts are nats-server 2.9's (``server/monitor.go``); bodies
 are indented with two spaces as nats-server's ``json.MarshalIndent`` does. The HTTP side is a
-small asyncio HTTP/1.1 server (GET/HEAD, keep-alive, no request bodies) — monitoring is not a hot
-path and needs no dependency.
+small asyncio HTTP/1.1 server (keep-alive; a request's body is read and dropped) — monitoring is not a
+hot path and needs no dependency. Around the handlers it does what Go's ``ServeMux`` does for
+nats-server: any method (HEAD answered without a body), endpoints matched exactly under
+``http_base_path``, a path that is not clean redirected (307) to the clean one.
 
 Endpoints are looked up in ``server.monitor_handlers`` (path → ``async handler(query) -> dict``),
 so the JetStream engine adds ``/jsz`` with ``server.monitor_handlers["/jsz"] = handler``. A
@@ -18,6 +20,7 @@ import asyncio
 import json
 import os
 import platform
+import posixpath
 import re
 import resource
 import time
@@ -56,6 +59,7 @@ _DECODE_FIRST = frozenset({"/connz", "/routez"})
 
 _REASONS = {
     200: "OK",
+    307: "Temporary Redirect",
     400: "Bad Request",
     404: "Not Found",
     503: "Service Unavailable",
@@ -519,6 +523,8 @@ def _subsz(server: Server, query: dict[str, str]) -> dict[str, Any]:
 
 
 def _healthz(server: Server, query: dict[str, str]) -> dict[str, Any] | JSONResponse:
+    for key in ("js-enabled", "js-enabled-only", "js-server-only", "js-meta-only", "details"):
+        go_bool(query, key)  # nats-server HandleHealthz decodes these first (a 400 with Go's words)
     engine = server.jetstream
     checker = getattr(engine, "healthz", None) if engine is not None else None
     if checker is not None:
@@ -648,24 +654,29 @@ class MonitorServer:
     async def _answer(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
         """Any method, as nats-server's handlers (Go's mux routes by path only); HEAD without the body."""
         keep_alive, head_only = request.keep_alive, request.method == "HEAD"
-        url = urlsplit(request.target)
-        path = url.path
-        base = self.server.options.http_base_path.rstrip("/")
-        if base and path.startswith(base):
-            path = path[len(base) :] or "/"
-        if path != "/" and path.endswith("/"):
-            path = path.rstrip("/")
+        target = request.target
+        if target.startswith("/"):  # origin form: "//x" is a path here, not a host (urlsplit's reading)
+            raw_path, _, raw_query = target.partition("?")
+        else:
+            url = urlsplit(target)
+            raw_path, raw_query = url.path, url.query
+        clean = go_clean_path(raw_path)
+        if clean != raw_path:
+            self._redirect(writer, request.method, clean + (f"?{raw_query}" if raw_query else ""), keep_alive)
+            return keep_alive
+        path = endpoint_path(self.server.options.http_base_path, clean)
         query: dict[str, str] = {}
-        for key, value in parse_qsl(url.query, keep_blank_values=True):
+        for key, value in parse_qsl(raw_query, keep_blank_values=True):
             query.setdefault(key, value)  # Go's Query().Get: the first value
-        handler = self.server.monitor_handlers.get(path)
+        handler = self.server.monitor_handlers.get(path) if path is not None else None
         if path == "/":
             self._count(path)
             body = _root_page(self.server).encode()
             self._write(writer, 200, "text/html; charset=utf-8", body, keep_alive, head_only)
             return keep_alive
-        if handler is None:
-            self._write(writer, 404, "text/plain; charset=utf-8", b"404 page not found\n", keep_alive)
+        if path is None or handler is None:  # Go's http.NotFound
+            self._write(writer, 404, "text/plain; charset=utf-8", b"404 page not found\n", keep_alive, head_only,
+                        extra=("X-Content-Type-Options: nosniff",))  # fmt: skip
             return keep_alive
         # nats-server counts most requests first; /connz and /routez once their parameters decoded.
         counted_first = path not in _DECODE_FIRST
@@ -677,11 +688,11 @@ class MonitorServer:
         except MonitorError as exc:
             if not counted_first and not exc.decoding:
                 self._count(path)
-            self._write(writer, exc.status, "text/plain; charset=utf-8", exc.text.encode(), keep_alive)
+            self._write(writer, exc.status, "text/plain; charset=utf-8", exc.text.encode(), keep_alive, head_only)
             return keep_alive
         except Exception:
             self.server.logger.exception("monitoring handler for %s failed", path)
-            self._write(writer, 500, "text/plain; charset=utf-8", b"internal error", keep_alive)
+            self._write(writer, 500, "text/plain; charset=utf-8", b"internal error", keep_alive, head_only)
             return keep_alive
         if not counted_first:
             self._count(path)
@@ -700,28 +711,74 @@ class MonitorServer:
         self._write(writer, status, "application/json", body, keep_alive, head_only, cors=True)
         return keep_alive
 
+    def _redirect(self, writer: asyncio.StreamWriter, method: str, location: str, keep_alive: bool) -> None:
+        """Go's ServeMux for a path that is not clean (``//``, ``.``, ``..``): a 307 to the cleaned path
+        (``http.Redirect``: an HTML body for GET only, its content type for GET and HEAD)."""
+        html = method in ("GET", "HEAD")
+        body = f'<a href="{_html_escape(location)}">Temporary Redirect</a>.\n\n'.encode() if method == "GET" else b""
+        self._write(writer, 307, "text/html; charset=utf-8" if html else None, body, keep_alive,
+                    head_only=method == "HEAD", extra=(f"Location: {location}",))  # fmt: skip
+
     @staticmethod
     def _write(
         writer: asyncio.StreamWriter,
         status: int,
-        content_type: str,
+        content_type: str | None,
         body: bytes,
         keep_alive: bool,
         head_only: bool = False,
         cors: bool = False,
+        extra: tuple[str, ...] = (),
     ) -> None:
+        """One response; ``head_only`` (a HEAD request): the headers a GET would have, never a body
+        (else the body would be read as the next response). A 307 to HEAD has no length, as Go's."""
         reason = _REASONS.get(status, "Error")
         stamp = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())
         headers = [
             f"HTTP/1.1 {status} {reason}",
             *(["Access-Control-Allow-Origin: *"] if cors else []),  # nats-server's ResponseHandler
-            f"Content-Type: {content_type}",
+            *([f"Content-Type: {content_type}"] if content_type else []),
+            *extra,
             f"Date: {stamp}",
-            f"Content-Length: {len(body)}",
         ]
+        if not (head_only and status == 307):
+            headers.append(f"Content-Length: {len(body)}")
         if not keep_alive:
             headers.append("Connection: close")
         writer.write(("\r\n".join(headers) + "\r\n\r\n").encode() + (b"" if head_only else body))
+
+
+def go_clean_path(path: str) -> str:
+    """Go's ``http.cleanPath``: ``path.Clean`` with a leading slash, keeping a trailing one."""
+    if not path:
+        return "/"
+    cleaned = posixpath.normpath("/" + path.lstrip("/"))
+    if path.endswith("/") and cleaned != "/":
+        cleaned += "/"
+    return cleaned
+
+
+def endpoint_path(base_path: str, path: str) -> str | None:
+    """The endpoint a clean request path names under nats-server's ``http_base_path`` (its
+    ``basePath``: every endpoint registered at ``path.Join(base, endpoint)``, matched exactly by Go's
+    mux), "/" for the root page; None when nothing is registered there (a 404: a trailing slash, a
+    path outside the base, the base with a slash after it)."""
+    base = posixpath.normpath("/" + base_path.lstrip("/")) if base_path else "/"
+    if base == "/":
+        return path
+    if path == base:
+        return "/"
+    if path.startswith(base + "/") and len(path) > len(base) + 1 and not path.endswith("/"):
+        return path[len(base) :]
+    return None
+
+
+def _html_escape(text: str) -> str:
+    """net/http's ``htmlEscape``: its five characters, in its words."""
+    return text.translate(_HTML_ESCAPES)
+
+
+_HTML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;"})
 
 
 def _root_page(server: Server) -> str:
