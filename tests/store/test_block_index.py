@@ -184,3 +184,27 @@ def test_blocks_scanned_at_start_get_indexes_again(tmp_path: Path) -> None:
     s2 = open_fs(d)
     assert everything(s2) == before
     s2.stop()
+
+
+def _roll_steps(d: Path, stored: int, more: int) -> tuple[int, int]:
+    """TTL entries the block index writes look at while ``more`` TTL'd messages are stored after
+    ``stored`` of them (blocks sealing on the way), and how many messages a block holds."""
+    s = open_fs(d)
+    for i in range(stored):
+        s.store_msg(f"s.{i % 4}", TTL_HDR % 3600, b"x" * 40, ttl=3600)
+    per_block = stored // max(len(blocks(d)) - 1, 1)
+    s._backend.ttl_steps = 0  # type: ignore[attr-defined]
+    for i in range(more):
+        s.store_msg(f"s.{i % 4}", TTL_HDR % 3600, b"x" * 40, ttl=3600)
+    steps = s._backend.ttl_steps  # type: ignore[attr-defined]
+    s.stop()
+    return steps, per_block
+
+
+def test_a_block_index_looks_at_its_own_ttls_only(tmp_path: Path) -> None:
+    """Sealing a block writes the TTLs of its messages, not of every TTL'd message in the store
+    (it sorted them all at each roll: O(TTL'd messages) per block)."""
+    small, per_block = _roll_steps(tmp_path / "a", 100, 60)
+    large, _ = _roll_steps(tmp_path / "b", 3000, 60)
+    assert per_block > 3
+    assert small <= 60 + per_block and large <= 60 + per_block, (small, large, per_block)

@@ -111,16 +111,44 @@ def test_a_run_survives_a_restart(tmp_path: Path, how: str, block_size: int, sha
         s2.stop()
 
 
-def test_a_run_with_a_ttl_header_keeps_the_ttl(make_store: StoreFactory) -> None:
-    """A ``Nats-TTL`` block takes the per-message append (the file store keeps TTLs per record)."""
+def _ttl_rows(n: int, start: int = 0) -> tuple[list[str], list[bytes], list[int]]:
+    ttl_hdr = b"NATS/1.0\r\nNats-TTL: 1h\r\n\r\n"
+    span = range(start, start + n)
+    hdrs = [ttl_hdr if i % 3 else b"NATS/1.0\r\nX: 1\r\n\r\n" for i in span]
+    return [f"a.{i % 5}" for i in span], hdrs, [3600 if i % 3 else 0 for i in span]
+
+
+def test_a_run_with_ttls_keeps_them(make_store: StoreFactory) -> None:
+    """A run's TTLs (the stream parsed them) are tracked as `store_msg`'s are."""
     one, run = make_store(), make_store()
-    hdrs = [b"NATS/1.0\r\nNats-TTL: 1h\r\n\r\n", b"NATS/1.0\r\nX: 1\r\n\r\n"]
+    subjects, hdrs, ttls = _ttl_rows(60)
     with one.batch():
-        for hdr in hdrs:
-            one.store_msg("a", hdr, b"x")
+        for subject, hdr, ttl in zip(subjects, hdrs, ttls, strict=True):
+            one.store_msg(subject, hdr, b"x" * 40, ttl=ttl)
     with run.batch():
-        run.store_run(["a", "a"], hdrs, [b"x", b"x"])
+        run.store_run(subjects, hdrs, [b"x" * 40] * 60, ttls)
     assert _picture(run) == _picture(one)
+    assert run.msg_ttls() == one.msg_ttls() == {i + 1: 3600 for i in range(60) if i % 3}  # type: ignore[attr-defined]
+    assert run.next_expiry() == run.load_msg(2).ts + 3600 * 1_000_000_000  # type: ignore[attr-defined]
+
+
+def test_a_runs_ttls_survive_a_crash_in_block_indexes(tmp_path: Path) -> None:
+    """The file store's block indexes keep a run's TTLs (told by the store, not parsed again):
+    after ``kill -9`` (sealed blocks loaded from their indexes, the active one scanned) the same
+    TTLs are back."""
+    fcfg = FileStoreConfig(str(tmp_path / "s"), block_size=1024, compact_min_bytes=1 << 30)
+    run = FileStore(fcfg, StoreConfig())
+    subjects, hdrs, ttls = _ttl_rows(60)
+    with run.batch():
+        run.store_run(subjects, hdrs, [b"x" * 40] * 60, ttls)
+    assert len(list((tmp_path / "s" / "msgs").glob("*.idx"))) > 3
+    expected = run.msg_ttls()
+    crash(run)
+    again = FileStore(fcfg, StoreConfig())
+    try:
+        assert again.msg_ttls() == expected
+    finally:
+        again.stop()
 
 
 @pytest.mark.parametrize("trim_runs", [True, False])

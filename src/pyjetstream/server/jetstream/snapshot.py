@@ -59,6 +59,7 @@ from pyjetstream.api.snapshot import (
 )
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch
 from pyjetstream.api.timefmt import NanoTime
+from pyjetstream.api.ttl import message_ttl
 from pyjetstream.protocol.subjects import is_valid_literal_subject
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.api_common import decode_request, is_empty_request
@@ -471,7 +472,7 @@ def _restore_v2(engine: JetStreamEngine, cfg: StreamConfig, raw: bytes) -> Prepa
                 store.skip_msgs(lseq + 1, seq - lseq - 1)
             hdr = entry.data[: entry.header_size]
             body = entry.data[entry.header_size :]
-            store.store_msg(entry.name, hdr, body, entry.timestamp)
+            store.store_msg(entry.name, hdr, body, entry.timestamp, message_ttl(hdr) or 0)
             lseq = seq
         if not eob:
             raise _restore_error("backup was truncated")

@@ -27,6 +27,7 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.api.models_stream import StreamConfig
+from pyjetstream.api.ttl import message_ttl
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
 
 HBIT = 1 << 31
@@ -199,7 +200,7 @@ def restore_tar(cfg: StreamConfig, raw: bytes) -> tuple[Callable[[Any], None], R
                 continue
             if seq - lseq - 1 > 0:
                 store.skip_msgs(lseq + 1, seq - lseq - 1)
-            store.store_msg(subject, hdr, data, ts)
+            store.store_msg(subject, hdr, data, ts, message_ttl(hdr) or 0)
             lseq = seq
         if lseq < highest:
             store.skip_msgs(lseq + 1, highest - lseq)

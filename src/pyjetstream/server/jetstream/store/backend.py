@@ -112,6 +112,12 @@ class PayloadBackend(ABC):
         """The first sequence advanced past removed messages (the floor moved)."""
         return None
 
+    def note_ttl(self, seq: int, ttl: int) -> None:
+        """Message ``seq`` (just appended) carries a ``Nats-TTL`` of ``ttl`` seconds (-1: never):
+        the store tells a backend that keeps TTLs (the file store's block indexes) what the
+        stream already parsed, so that no backend parses a header again."""
+        return None
+
     def skip(self, seq: int, num: int, ts: int) -> None:
         """Sequences [seq, seq + num) are consumed without a message (index not updated yet)."""
         return None

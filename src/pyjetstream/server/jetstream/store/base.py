@@ -231,16 +231,16 @@ class MessageStore(ABC):
         return False
 
     def store_run(
-        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes]
+        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes], ttls: list[int] | None = None
     ) -> tuple[int, Sequence[int], StoreError | None]:
-        """`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (``b""``: no
-        header block), stamped now and without a TTL (after `run_fits`); ``(first
-        sequence, the timestamps of those stored, the error that stopped the rest)``."""
+        """`store_msg` ``(subjects[i], hdrs[i], payloads[i], ttl=ttls[i])`` for each in turn
+        (``b""``: no header block; ``ttls`` None: no TTLs), stamped now (after `run_fits`);
+        ``(first sequence, the timestamps of those stored, the error that stopped the rest)``."""
         first = 0
         tss: list[int] = []
-        for subject, hdr, payload in zip(subjects, hdrs, payloads, strict=True):
+        for i, (subject, hdr, payload) in enumerate(zip(subjects, hdrs, payloads, strict=True)):
             try:
-                seq, ts = self.store_msg(subject, hdr, payload)
+                seq, ts = self.store_msg(subject, hdr, payload, ttl=ttls[i] if ttls is not None else 0)
             except StoreError as error:
                 return first, tss, error
             first = first or seq

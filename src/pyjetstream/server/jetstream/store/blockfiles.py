@@ -44,7 +44,7 @@ from ._records import (
     tombstone,
 )
 from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, MsgTuple, StoreConfig
-from .blockindex import _TTL_KEY, MAX_OPEN_FDS, BlockIndexes, _Block, _ttl_of
+from .blockindex import MAX_OPEN_FDS, BlockIndexes, _Block
 
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
 READ_AHEAD = 256 * 1024
@@ -119,10 +119,6 @@ class BlockFiles(BlockIndexes):
         if self._floor_block is blk:
             self._persist_floor_in_active()
         i = self.blocks.index(blk)
-        if self._ttls:
-            end = self._firsts[i + 1] if i + 1 < len(self.blocks) else self.index.last_seq + 1
-            for seq in [seq for seq in self._ttls if blk.first_seq <= seq < end]:
-                del self._ttls[seq]
         del self.blocks[i]
         del self._firsts[i]
         self._forget_block_file(blk)
@@ -181,10 +177,6 @@ class BlockFiles(BlockIndexes):
         act.size = off + plen
         act.live_msgs += 1
         act.live_bytes += plen
-        if hdr and _TTL_KEY in hdr:
-            ttl = _ttl_of(hdr)
-            if ttl:
-                self._ttls[seq] = ttl
         return off << 32 | plen
 
     def append_run(self, seq: int, subject: bytes, payloads: list[bytes]) -> tuple[array[int], array[int]]:
@@ -227,10 +219,9 @@ class BlockFiles(BlockIndexes):
     ) -> tuple[array[int], array[int]]:
         """`append` for messages with a subject and a header block each (a read's Spark
         rows), the records framed in one loop and joined into the active block's mirror at once;
-        stops before a record that would need the next block, as `append_run`. A block
-        with a ``Nats-TTL`` (kept per message for recovery) or a compressed store takes
-        `append` per message."""
-        if self._compress or _TTL_KEY in b"".join(hdrs):  # (a join: no line is found across two blocks)
+        stops before a record that would need the next block, as `append_run`. A compressed
+        store takes `append` per message. (TTLs are the store's to tell: `note_ttl`.)"""
+        if self._compress:
             return super().append_hrun(seq, subjects, hdrs, payloads)
         plens, offs = self._fit_run(
             seq,
@@ -580,7 +571,6 @@ class BlockFiles(BlockIndexes):
         self._tombs.clear()
         self._maint.clear()
         self._stale_idx.clear()
-        self._ttls = {}
         self._floor_dirty = False
         self._ra = None
         self.blocks, self._firsts = [], []
@@ -608,7 +598,7 @@ class BlockFiles(BlockIndexes):
         # ``keep`` becomes the active block: rewrite it with the live records up to seq.
         self._stale_idx.discard(keep)
         self._drop_index_file(keep.index)
-        self._ttls = {k: v for k, v in self._ttls.items() if k <= seq}
+        keep.ttls = {k: v for k, v in keep.ttls.items() if k <= seq}
         self._ra = None
         self._open_fds.pop(keep, None)
         self._mirror = bytearray(os.pread(self._fd(keep), keep.written, 0))

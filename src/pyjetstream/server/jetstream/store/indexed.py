@@ -88,6 +88,7 @@ class IndexedStore(MessageStore):
         self._first_changed = (
             backend.first_changed if type(backend).first_changed is not PayloadBackend.first_changed else None
         )
+        self._note_ttl = backend.note_ttl if type(backend).note_ttl is not PayloadBackend.note_ttl else None
         # Per-message TTLs (nats-server's timed hash wheel): seq -> TTL in seconds (> 0, or -1
         # for "never expires"), and a heap of (expires_ns, seq) for the positive ones.
         self._ttls: dict[int, int] = {}
@@ -135,6 +136,8 @@ class IndexedStore(MessageStore):
         sid = self._append_index(seq, subject, ts, size, loc)
         if ttl:
             self._track_ttl(seq, ts, ttl)
+            if self._note_ttl is not None:
+                self._note_ttl(seq, ttl)
         if self._limits_active:
             self._enforce_limits(sid)
         if self._commits and not self._batch_depth:
@@ -182,11 +185,11 @@ class IndexedStore(MessageStore):
         return TRIM_RUNS and not (cfg.max_msgs_per_subject > 0 and cfg.max_bytes > 0)
 
     def store_run(
-        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes]
+        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes], ttls: list[int] | None = None
     ) -> tuple[int, Sequence[int], StoreError | None]:
-        """`store_msg` ``(subjects[i], hdrs[i], payloads[i])`` for each in turn (``b""``: no
-        header block; no TTL, stamped now) in one pass — a read's publishes: the backend frames
-        them in one loop and the index takes them with array extends (header-less messages on one
+        """`store_msg` ``(subjects[i], hdrs[i], payloads[i], ttl=ttls[i])`` for each in turn
+        (``b""``: no header block; ``ttls`` None: no TTLs; stamped now) in one pass — a read's
+        publishes: the backend frames them in one loop and the index takes them with array extends (header-less messages on one
         subject, a pipelining publisher's: ``append_run`` and ``SeqIndex.append_run``; else
         ``append_hrun`` and ``SeqIndex.append_many``). Only after `run_fits` said yes, so
         nothing is refused for the limits; what discard-old limits remove goes after the run
@@ -222,6 +225,8 @@ class IndexedStore(MessageStore):
             else:
                 sizes = self._run_sizes(sbs[done:hi], hdrs[done:hi], payloads[done:hi])
                 self._index.append_many(seq, subjects[done:hi], tss, sizes, locs)
+            if ttls is not None:
+                self._track_run_ttls(seq, tss, ttls[done:hi])
             stamps.extend(tss)
             seq += hi - done
             done = hi
@@ -264,6 +269,16 @@ class IndexedStore(MessageStore):
         if hook is not None:
             for seq, subject in zip(seqs, names, strict=True):
                 hook(seq, subject)
+
+    def _track_run_ttls(self, seq: int, tss: Sequence[int], ttls: list[int]) -> None:
+        """The TTLs of messages ``seq`` onwards, just stored at ``tss`` (0: none): tracked, and
+        told to the backend (before the next append may seal their block)."""
+        note = self._note_ttl
+        for k, ttl in enumerate(ttls):
+            if ttl:
+                self._track_ttl(seq + k, tss[k], ttl)
+                if note is not None:
+                    note(seq + k, ttl)
 
     def _run_sizes(self, sbs: list[bytes], hdrs: list[bytes], payloads: list[bytes]) -> array[int]:
         """The accounted size of each message of a run (`record_size`)."""
