@@ -201,6 +201,34 @@ CASES: dict[str, list] = {
         ),
         info("S"),
     ],
+    "ttls-in-a-run": [
+        create("S", allow_msg_ttl=True, **DW),
+        pipelined(
+            *[pub(f"s.{i % 3}", f"d{i}", ("Nats-TTL", "1h")) for i in range(8)],
+            *[pub(f"s.{i % 3}", f"e{i}", ("Nats-Msg-Id", f"t{i % 5}"), ("Nats-TTL", "2h")) for i in range(10)],
+            pub("s.x", "bad", ("Nats-TTL", "soon")),
+            pub("s.x", "never", ("Nats-TTL", "never"), ("Nats-Expected-Stream", "S")),
+            pub("s.x", "zero", ("Nats-TTL", "0")),
+            *[pub(f"s.{i % 3}", f"f{i}", ("Nats-TTL", "90"), ("Nats-Msg-Id", f"u{i}")) for i in range(4)],
+            *rows("S", 3),
+            pub("s.x", "again", ("Nats-Msg-Id", "t1"), ("Nats-TTL", "2h")),
+        ),
+        info("S"),
+    ],
+    "ttls-refused-without-allow": [
+        create("S", **DW),
+        pipelined(*rows("S", 2), *[pub(f"s.{i}", "d", ("Nats-TTL", "1h")) for i in range(3)], *rows("S", 2, 2)),
+        info("S"),
+    ],
+    "ttls-below-the-markers-ttl": [
+        create("S", allow_msg_ttl=True, subject_delete_marker_ttl=120_000_000_000, **DW),
+        pipelined(
+            *[pub(f"s.{i % 2}", "a", ("Nats-TTL", "1h"), ("Nats-Msg-Id", f"a{i}")) for i in range(4)],
+            *[pub(f"s.{i % 2}", "b", ("Nats-TTL", "30")) for i in range(3)],
+            *[pub(f"s.{i % 2}", "c", ("Nats-TTL", "5m")) for i in range(3)],
+        ),
+        info("S"),
+    ],
 }
 
 KB100 = "x" * 100_000

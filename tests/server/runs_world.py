@@ -237,7 +237,8 @@ class World:
                     msgs.append((seq, type(exc).__name__))
                     continue
                 msgs.append((m.seq, m.subject, m.hdr, m.data))
-            state[name] = {"msgs": msgs, "count": st.msgs, "bytes": st.bytes}
+            ttls = store.msg_ttls() if hasattr(store, "msg_ttls") else None
+            state[name] = {"msgs": msgs, "count": st.msgs, "bytes": st.bytes, "ttls": ttls}
             for cname, consumer in sorted(stream.consumers.items()):
                 ds = consumer.state
                 state[f"{name}/{cname}"] = {

@@ -4,7 +4,7 @@ framed in one call, an internal subscription's stretch in one ``run``) and each 
 (``ServerOptions.runs`` off: ``Server.route`` per message). Hypothesis drives the same random traffic
 into both — wildcard and queue subscribers (the queue pick seeded alike), reply subjects with and
 without a responder, header blocks, message ids, JetStream publishes to a file and a memory stream,
-pull requests, every ack kind, auto-unsubscribes, reads cut at any byte, a consumer whose socket
+message TTLs (valid, raised, invalid, refused), pull requests, every ack kind, auto-unsubscribes, reads cut at any byte, a consumer whose socket
 takes little (early writes, producer stalls, the slow-consumer cut) — and every byte each client
 receives must be the same, and so must the streams' messages and the consumers' states.
 
@@ -60,6 +60,11 @@ HDRS: list[bytes | None] = [
     b"NATS/1.0\r\nNats-Expected-Stream: S2\r\n\r\n",
     b"NATS/1.0\r\nNats-Trace-Dest: trace.out\r\n\r\n",
     b"NATS/1.0\r\nNats-Trace-Dest: trace.out\r\nNats-Trace-Only: true\r\n\r\n",
+    b"NATS/1.0\r\nNats-TTL: 1h\r\n\r\n",
+    b"NATS/1.0\r\nNats-Msg-Id: m{n}\r\nNats-TTL: 2h\r\n\r\n",
+    b"NATS/1.0\r\nNats-TTL: never\r\nNats-Expected-Stream: S1\r\n\r\n",
+    b"NATS/1.0\r\nNats-TTL: 30\r\n\r\n",  # S1: raised to its markers' TTL (60 s)
+    b"NATS/1.0\r\nNats-TTL: soon\r\n\r\n",  # invalid
 ]
 ACKS = [b"+ACK", b"+ACK", b"-NAK", b"+TERM", b"+WPI", b"", b'+NXT {"batch":1}']
 
@@ -97,7 +102,9 @@ pubs = st.builds(
     Pub,
     st.sampled_from(SUBJECTS),
     st.sampled_from(REPLIES).map(lambda r: r.replace("{n}", "")) | st.integers(0, 3).map(lambda n: f"_INBOX.c0.{n}"),
-    st.sampled_from(HDRS) | st.integers(0, 5).map(lambda n: b"NATS/1.0\r\nNats-Msg-Id: m%d\r\n\r\n" % n),
+    st.sampled_from(HDRS)
+    | st.integers(0, 5).map(lambda n: b"NATS/1.0\r\nNats-Msg-Id: m%d\r\n\r\n" % n)
+    | st.integers(0, 5).map(lambda n: b"NATS/1.0\r\nNats-Msg-Id: t%d\r\nNats-TTL: 1h\r\n\r\n" % n),
     st.binary(max_size=24) | st.sampled_from([b"x" * 3000, b"y" * 9000]),
 )
 frames = st.one_of(
@@ -146,8 +153,10 @@ async def _setup(world: World, subs: list[tuple[int, tuple[str, str], int]]) -> 
     world.feed(0, b"SUB _INBOX.c0.* 1\r\n")
     world.feed(1, b"SUB trace.out 1\r\n")
     world.feed(2, b"SUB deliver.b 1\r\n")
-    for stream, subjects, storage in (("S1", ["js.a.*"], "file"), ("S2", ["js.b.>"], "memory")):
-        cfg = {"name": stream, "subjects": subjects, "storage": storage, "duplicate_window": 60_000_000_000}
+    # S1 takes TTLs (and raises those below its markers' TTL), S2 refuses them.
+    ttls = {"allow_msg_ttl": True, "subject_delete_marker_ttl": 60_000_000_000}
+    for stream, subjects, storage, extra in (("S1", ["js.a.*"], "file", ttls), ("S2", ["js.b.>"], "memory", {})):
+        cfg = {"name": stream, "subjects": subjects, "storage": storage, "duplicate_window": 60_000_000_000, **extra}
         world.feed(0, request(f"$JS.API.STREAM.CREATE.{stream}", "_INBOX.c0.setup", cfg))
     pull = {"durable_name": "P", "ack_policy": "explicit", "filter_subject": "js.a.*", "max_deliver": 3}
     world.feed(0, request("$JS.API.CONSUMER.CREATE.S1.P", "_INBOX.c0.setup", {"stream_name": "S1", "config": pull}))

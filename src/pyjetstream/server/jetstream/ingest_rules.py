@@ -22,6 +22,7 @@ from pyjetstream.server.jetstream.dedupe import msg_id_of
 
 __all__ = [
     "ID_HEADERS",
+    "ID_TTL_HEADERS",
     "MAX_HEADER_SIZE",
     "NATS_PREFIX",
     "batched",
@@ -41,6 +42,8 @@ HDR_BATCH_ID = H.BATCH_ID.encode()
 NATS_PREFIX = H.NATS_PREFIX
 #: A block whose only ``Nats-`` headers are these holds nothing any other header check looks at.
 ID_HEADERS = H.header_lines(H.MSG_ID, H.EXPECTED_STREAM)
+#: What a run's stretch may take where the stream allows TTLs: `ID_HEADERS` and ``Nats-TTL``.
+ID_TTL_HEADERS = (*ID_HEADERS, *H.header_lines(H.TTL))
 
 
 def batched(reply: str, hdr: bytes | None) -> bool:

@@ -6,30 +6,36 @@ The run looks for stretches of messages that every check of `StreamIngest.proces
 without a lookup beyond the duplicate window: the stream's config leaves nothing else to check
 (``StreamIngest.simple``: not sealed, no transform, counters, interest retention, republish or
 schedules), and each message is within the size limits, not a batch's, and has no header block
-or one whose only ``Nats-`` headers are ``Nats-Msg-Id`` and this stream as ``Nats-Expected-Stream``
+or one whose only ``Nats-`` headers are ``Nats-Msg-Id``, this stream as ``Nats-Expected-Stream``
+and, where the stream allows TTLs, a valid ``Nats-TTL`` (one the markers' TTL does not raise)
 — recognised generically: a block without any ``Nats-`` header at once, another parsed once and
 the next ones compared with it around the id. Each stretch is cut before each duplicate and its
-pieces are stored in one pass (``MessageStore.store_run``, after ``run_fits`` and the account's
-``room_for_run``), their ids recorded and their PubAcks formatted together. Any other message,
-and a duplicate, goes through `StreamIngest.process` in its place. The writes are held as one by
+pieces are stored in one pass (``MessageStore.store_run`` with their TTLs, after ``run_fits`` and
+the account's ``room_for_run``), their ids recorded and their PubAcks formatted together; a
+duplicate of a message inside the window is answered with its sequence there (every check before
+the window's passes for a stretch). Any other message, and a repeat of an id first seen in the
+same stretch, goes through `StreamIngest.process` in its place. The writes are held as one by
 one holds them (`Run.first_of_read`), so consumers see the messages and publishers get their
 PubAcks at the same points of the read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from operator import add
 from typing import TYPE_CHECKING
 
-from pyjetstream.api.codec import pub_acks
+from pyjetstream.api.codec import finish_pub_ack, pub_acks
 from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX
+from pyjetstream.api.headers import only_these_nats_headers
+from pyjetstream.api.ttl import NS_PER_S, message_ttl
 from pyjetstream.server.jetstream.dedupe import msg_id_of
 from pyjetstream.server.jetstream.ingest_rules import (
     ID_HEADERS,
+    ID_TTL_HEADERS,
     MAX_HEADER_SIZE,
     NATS_PREFIX,
     batched,
-    only_id_headers,
     wrong_stream,
 )
 
@@ -37,6 +43,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream_ingest import StreamIngest
 
 _ID_LINE = ID_HEADERS[0]
+_TTL_LINE = ID_TTL_HEADERS[-1]
 
 
 class Run:
@@ -110,9 +117,9 @@ class Run:
         n = self.n
         while k < n and not stream.closed:
             if ingest.simple and ingest.trace is None and not batched(replies[k], hdrs[k]):
-                end, ids = self._stretch(k)
+                end, ids, ttls = self._stretch(k)
                 if end > k:
-                    self._store_stretch(k, end, ids)
+                    self._store_stretch(k, end, ids, ttls)
                     k = end
                     continue
             self.one(k)
@@ -150,40 +157,48 @@ class Run:
             ingest.writes.respond(reply, answer)
 
     # --- stretches --------------------------------------------------------------------------------
-    def _stretch(self, k: int) -> tuple[int, list[str]]:
+    def _stretch(self, k: int) -> tuple[int, list[str], list[int] | None]:
         """How far from ``k`` the messages are ones every check of `StreamIngest.process` passes
-        for without a lookup (see the module docstring), and their message ids (``""``: none)."""
+        for without a lookup (see the module docstring), their message ids (``""``: none) and,
+        where the stream allows TTLs and one has a ``Nats-TTL``, their TTLs (0: none)."""
         n = self.n
         if self.within_limits and self.no_nats:  # no header with anything to check, within the limits
-            return n, [""] * (n - k)
+            return n, [""] * (n - k), None
         hdrs = self.hdrs
-        name = self.ingest.name_b
+        ingest = self.ingest
+        name, lines, floor = ingest.name_b, ingest.stretch_lines, ingest.ttl_floor
         raws: list[bytes] = []
         add_raw = raws.append
+        ttls: list[int] = []
+        add_ttl = ttls.append
         block = head = tail = b""  # the block compared with: whole (no id), or around its id
-        lh = lt = 0
+        lh = lt = ttl = 0  # (ttl: the TTL of the blocks of that shape)
         i = k
         while i < n:
             hdr = hdrs[i]
             if hdr is None or hdr == block:
                 add_raw(b"")
+                add_ttl(ttl if hdr else 0)
             elif lh and hdr.startswith(head) and hdr.endswith(tail) and len(hdr) >= lh + lt:
                 add_raw(hdr[lh : len(hdr) - lt])
+                add_ttl(ttl)
             elif NATS_PREFIX not in hdr:  # no header with anything to check
                 add_raw(b"")
+                add_ttl(0)
             else:
-                shape = block_shape(hdr, name)
+                shape = block_shape(hdr, name, lines, floor)
                 if shape is None:
                     break
-                block, head, tail, raw = shape
+                block, head, tail, raw, ttl = shape
                 lh, lt = len(head), len(tail)
                 add_raw(raw)
+                add_ttl(ttl)
             if not self.within_limits and not self._within_limits(i):
                 raws.pop()
                 break
             i += 1
         ids = ids_of(raws)
-        return k + len(ids), ids
+        return k + len(ids), ids, ttls[: len(ids)] if any(ttls) else None
 
     def _within_limits(self, i: int) -> bool:
         """Whether message ``i`` is within the size limits (the ingest queue's, the stream's
@@ -199,24 +214,45 @@ class Run:
             and not reply.endswith(FAST_BATCH_SUFFIX)
         )
 
-    def _store_stretch(self, lo: int, hi: int, ids: list[str]) -> None:
-        """A stretch cut before each duplicate (of an earlier message, or of one before it in the
-        stretch): the pieces stored in one pass each, the duplicates answered by
-        `StreamIngest.process` (which finds them as one by one would)."""
+    def _store_stretch(self, lo: int, hi: int, ids: list[str], ttls: list[int] | None) -> None:
+        """A stretch cut before each duplicate: the pieces stored in one pass each; a duplicate
+        of a message inside the window answered with its sequence as `StreamIngest.process`
+        answers it (every check before the window's passes for a stretch), a repeat of an id
+        first seen in this stretch by `StreamIngest.process` once that one is stored."""
         with_ids = ids.count("") < len(ids)
         dups = self.ingest.dedupe.duplicates(ids) if with_ids else []
         start = lo
-        for i, _ in [*dups, (hi - lo, 0)]:
+        answers: list[tuple[str, bytes]] = []
+        for i, seq in [*dups, (hi - lo, 0)]:
             at = lo + i
             if at > start:
-                self._commit_stretch(start, at, ids[start - lo : at - lo] if with_ids else None)
+                self._answer(answers)
+                self._commit_stretch(
+                    start,
+                    at,
+                    ids[start - lo : at - lo] if with_ids else None,
+                    ttls[start - lo : at - lo] if ttls is not None else None,
+                )
             if at < hi:
-                self.one(at)
+                if seq:
+                    reply = self.replies[at]
+                    if reply and not self.ingest.stream.cfg.no_ack:
+                        answers.append((reply, finish_pub_ack(self.ingest.ack_prefix, seq, True)))
+                else:
+                    self._answer(answers)
+                    self.one(at)
             start = at + 1
+        self._answer(answers)
 
-    def _commit_stretch(self, lo: int, hi: int, ids: list[str] | None) -> None:
+    def _answer(self, answers: list[tuple[str, bytes]]) -> None:
+        """The PubAcks of the duplicates met so far, in order (then none are left)."""
+        if answers:
+            self.ingest.writes.respond_all(answers[:])
+            answers.clear()
+
+    def _commit_stretch(self, lo: int, hi: int, ids: list[str] | None, ttls: list[int] | None) -> None:
         """`StreamIngest.commit` for each message ``lo`` to ``hi`` (none a duplicate; ``ids``:
-        their message ids, ``None``: none has one), with its PubAck, in one pass when nothing can
+        their message ids, ``None``: none has one; ``ttls``: their TTLs, ``None``: none), with its PubAck, in one pass when nothing can
         refuse or trim one of them (the account's room: ``room_for_run``; the store's limits:
         ``run_fits``), else one by one. A write that fails stops the pass: the message it failed
         for is answered with the error (the earlier ones' PubAcks become it too:
@@ -237,7 +273,7 @@ class Run:
             for k in range(lo, hi):
                 self.one(k)
             return
-        first, tss, error = store.store_run(subs, blocks, datas)
+        first, tss, error = store.store_run(subs, blocks, datas, ttls)
         done = len(tss)
         if done:
             if done < n:
@@ -247,6 +283,8 @@ class Run:
                 ingest.dedupe.record_run(ids, first, tss)
             else:
                 ingest.dedupe.last = ""
+            if ttls is not None:
+                self._watch_ttls(tss, ttls)
             if stream.cfg.max_age:
                 stream.watch_expiry(0, 0)
             if stream.consumers:
@@ -260,6 +298,16 @@ class Run:
                 ingest.writes.respond(self.replies[failed], ingest.error(result))
             for k in range(failed + 1, hi):
                 self.one(k)
+
+    def _watch_ttls(self, tss: Sequence[int], ttls: list[int]) -> None:
+        """`Stream.watch_expiry` for the stored message whose TTL ends first: the timer each
+        message's own call would leave (it wakes for the earliest expiry of the store)."""
+        best = at = 0
+        for ts, ttl in zip(tss, ttls, strict=False):
+            if ttl > 0 and (not best or ts + ttl * NS_PER_S < best):
+                best, at = ts + ttl * NS_PER_S, ts
+        if best:
+            self.ingest.stream.watch_expiry(at, (best - at) // NS_PER_S)
 
     def _ack_stretch(self, replies: list[str], first: int) -> None:
         """The PubAcks of messages stored from ``first`` on, formatted together, to those with a
@@ -291,21 +339,28 @@ class Run:
         return subjects, blocks, payloads, size
 
 
-def block_shape(hdr: bytes, name: bytes) -> tuple[bytes, bytes, bytes, bytes] | None:
-    """A header block a stretch may take — its only ``Nats-`` headers a message id and this
-    stream (``name``) as the expected one — as ``(block, head, tail, id)``: ``block`` itself when
-    it has no id (the next blocks equal to it are the same case), else ``head + id + tail`` with
-    the id's raw value; ``None`` for any other block (`StreamIngest.process` takes it)."""
-    if not only_id_headers(hdr) or wrong_stream(hdr, name):
+def block_shape(
+    hdr: bytes, name: bytes, lines: tuple[bytes, ...] = ID_HEADERS, floor: int = 0
+) -> tuple[bytes, bytes, bytes, bytes, int] | None:
+    """A header block a stretch may take — its only ``Nats-`` headers a message id, this stream
+    (``name``) as the expected one and, where ``lines`` has it (the stream allows TTLs), a valid
+    ``Nats-TTL`` that the markers' ``floor`` does not raise — as ``(block, head, tail, id, ttl)``:
+    ``block`` itself when it has no id (the next blocks equal to it are the same case), else
+    ``head + id + tail`` with the id's raw value; ``None`` for any other block
+    (`StreamIngest.process` takes it)."""
+    if not only_these_nats_headers(hdr, lines) or wrong_stream(hdr, name):
         return None
+    ttl = message_ttl(hdr) if _TTL_LINE in hdr else 0
+    if ttl is None or 0 < ttl < floor:
+        return None  # invalid (refused after the account limits), or raised to the floor
     at = hdr.find(_ID_LINE)
     if at < 0:
-        return hdr, b"", b"", b""
+        return hdr, b"", b"", b"", ttl
     start = at + len(_ID_LINE)
     end = hdr.find(b"\r\n", start)
     if end < 0:
         return None
-    return b"", hdr[:start], hdr[end:], hdr[start:end]
+    return b"", hdr[:start], hdr[end:], hdr[start:end], ttl
 
 
 def ids_of(raws: list[bytes]) -> list[str]:

@@ -36,6 +36,8 @@ from pyjetstream.server.jetstream import counters
 from pyjetstream.server.jetstream.dedupe import msg_id_of
 from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
 from pyjetstream.server.jetstream.ingest_rules import (
+    ID_HEADERS,
+    ID_TTL_HEADERS,
     MAX_HEADER_SIZE,
     batched,
     max_size,
@@ -135,6 +137,10 @@ class StreamIngest:
         )
         self.memory = cfg.storage == StorageType.MEMORY
         self.max_size = max_size(cfg)
+        # A run's stretch takes a valid Nats-TTL where the stream allows TTLs, unless a
+        # subject delete marker TTL may raise it (commit's floor: `_before_store`).
+        self.stretch_lines = ID_TTL_HEADERS if cfg.allow_msg_ttl else ID_HEADERS
+        self.ttl_floor = cfg.subject_delete_marker_ttl // NS_PER_S if cfg.max_msgs_per_subject != 1 else 0
         self.ack_prefix = pub_ack_prefix(cfg.name, stream.engine.domain)
         self.name_b = cfg.name.encode()
 
@@ -444,15 +450,12 @@ class StreamIngest:
         the TTL's validity (10165) and its floor at the subject delete markers' TTL, the trace's
         event (0: trace-only, not stored), the republish destination and the subject's last
         sequence before this message. Returns the block and TTL to store with, and those two."""
-        cfg = self.stream.cfg
         if ttl is None:
             return E.JSMessageTTLInvalidErr()
-        if ttl:
-            sdm_ttl = cfg.subject_delete_marker_ttl // NS_PER_S
-            if 0 < ttl < sdm_ttl and cfg.max_msgs_per_subject != 1:
-                # A TTL shorter than the markers' could expire a marker's subject unseen.
-                ttl = sdm_ttl
-                hdr = append_headers(remove_header(hdr, HDR_TTL), [("Nats-TTL", str(ttl))])
+        if 0 < ttl < self.ttl_floor:
+            # A TTL shorter than the markers' could expire a marker's subject unseen.
+            ttl = self.ttl_floor
+            hdr = append_headers(remove_header(hdr, HDR_TTL), [("Nats-TTL", str(ttl))])
         trace = self.trace
         if trace is not None:
             trace.jetstream_stored(subject, False)
