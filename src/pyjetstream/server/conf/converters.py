@@ -50,6 +50,18 @@ def _describe(value: Any) -> str:
     return f"{_type_name(value)} {value}"
 
 
+_GO_TYPES = {bool: "bool", int: "int64", float: "float64", str: "string", datetime: "time.Time"}
+
+
+def go_type(value: Any) -> str:
+    """Go's ``%T`` of a config value, for the nats-server texts that print one."""
+    if isinstance(value, list):
+        return "[]interface {}"
+    if isinstance(value, dict):
+        return "map[string]interface {}"
+    return _GO_TYPES.get(type(value), type(value).__name__)
+
+
 def _expect(node: Node, kind: type | tuple[type, ...], what: str, key: str) -> Any:
     """The node's value if it is a ``kind`` (a bool is never taken for an int)."""
     value = node.value
@@ -157,7 +169,7 @@ def as_host_port(node: Node, key: str) -> tuple[str | None, int]:
     if isinstance(value, int) and not isinstance(value, bool):
         return None, value
     if not isinstance(value, str):
-        raise Invalid(node, f"expected port or host:port, got {_type_name(value)}")
+        raise Invalid(node, f"expected port or host:port, got {go_type(value)}")
     try:
         host, port = _split_host_port(value)
     except ValueError:

@@ -20,6 +20,7 @@ from pyjetstream.server.conf.converters import (
 from pyjetstream.server.conf.mapping_auth import AuthKeys, apply_default_permissions, valid_public_nkey
 from pyjetstream.server.conf.mapping_base import Handler
 from pyjetstream.server.conf.nodes import Node, plain
+from pyjetstream.server.conf.parser import go_os_error
 from pyjetstream.server.options import Account, AccountExport, AccountImport, AccountJetStreamLimits
 
 _RESPONSE_TYPES = ("singleton", "stream", "chunked")
@@ -224,7 +225,7 @@ def _read_jwt(node: Node, text: str, base_dir: str) -> str:
         with open(path, encoding="utf-8") as fh:
             content = fh.read()
     except OSError as exc:
-        raise Invalid(node, f"error parsing operator JWT: {exc}") from None
+        raise Invalid(node, f"error parsing operator JWT: {go_os_error(exc, text)}") from None
     for line in content.splitlines():
         line = line.strip()
         if line.count(".") == 2 and not line.startswith("-"):
@@ -268,6 +269,8 @@ class AccountKeys(AuthKeys):
             o.resolver_allow_delete = bool(entries["allow_delete"].value)
 
     def resolver_preload(self, key: str, node: Node) -> None:
+        if not isinstance(node.value, dict):
+            raise Invalid(node, "preload should be a map of account_public_key:account_jwt")
         for pub, jwt_node in as_map(node, key).items():
             self.o.resolver_preload[pub] = as_str(jwt_node, pub)
 

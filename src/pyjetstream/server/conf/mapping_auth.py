@@ -33,8 +33,18 @@ def _connection_types(node: Node, key: str) -> list[str]:
     types = [t.upper() for t in as_strings(node, key)]
     for t in types:
         if t not in CONNECTION_TYPES:
-            raise Invalid(node, f'unknown connection type "{t}"')
+            unknown = ", ".join(f'"{u}"' for u in types if u not in CONNECTION_TYPES)
+            raise Invalid(node, f"invalid connection types [{unknown}]")  # nats-server's %q of a list
     return types
+
+
+def _unknown_permission(key: str, node: Node) -> None:
+    """nats-server parseSubjectPermissions: an error whether or not the file is strict."""
+    if not node.used:
+        raise Invalid(
+            node,
+            f'Unknown field name "{key}" parsing subject permissions, only \'allow\' or \'deny\' are permitted',
+        )
 
 
 def _subject_list(node: Node, key: str, queue_ok: bool) -> list[str]:
@@ -237,5 +247,5 @@ class AuthKeys(BlockMapper):
         if not isinstance(node.value, dict):
             return SubjectPermission(allow=subjects(node, key))
         sp = SubjectPermission()
-        self.each(node.value, {"allow": ("allow", subjects), "deny": ("deny", subjects)}, sp)
+        self.each(node.value, {"allow": ("allow", subjects), "deny": ("deny", subjects)}, sp, _unknown_permission)
         return sp

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from pyjetstream.server.conf.converters import Invalid, as_bool, as_duration, as_map, as_strings
@@ -68,7 +69,7 @@ def _tls_handshake_first(node: Node, key: str) -> bool:
 
 
 def _tls_unknown(key: str, node: Node) -> None:
-    raise Invalid(node, f'error parsing tls config, unknown field ["{key}"]')
+    raise Invalid(node, f'error parsing tls config, unknown field "{key}"')
 
 
 def _tls_known_urls(node: Node, key: str) -> bool:
@@ -106,7 +107,12 @@ class TLSKeys(BlockMapper):
         tls.verify = tls.verify or tls.verify_and_map
         if not tls.cert_file or not tls.key_file:
             missing = "cert_file" if not tls.cert_file else "key_file"
-            raise Invalid(node, f"error parsing tls config, missing '{missing}'")
+            # nats-server GenTLSConfig's words (a block with neither file is valid there, but
+            # serves no TLS: refused here, docs/server.md "Where serve -t differs").
+            raise Invalid(node, f"missing '{missing}' in TLS configuration")
+        for path in (tls.cert_file, tls.key_file):  # tls.LoadX509KeyPair opens them in this order
+            if not os.path.exists(path):
+                raise Invalid(node, f"error parsing X509 certificate/key pair: open {path}: no such file or directory")
         try:
             tls.server_context()
         except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError

@@ -12,6 +12,7 @@ from pyjetstream.server.conf.converters import (
     as_map,
     as_str,
     as_strings,
+    go_type,
 )
 from pyjetstream.server.conf.mapping_base import BlockMapper
 from pyjetstream.server.conf.nodes import Node
@@ -82,9 +83,6 @@ class WebSocketKeys(BlockMapper):
         self.o.websocket = ws
 
 
-_GO_TYPES = {bool: "bool", float: "float64", list: "[]interface {}", dict: "map[string]interface {}"}
-
-
 def _handshake_timeout(node: Node) -> float:
     """nats-server parseWebsocket: an integer is seconds (no warning, unlike parseDuration), a
     string a Go duration (its error text alone); any other type is refused."""
@@ -96,5 +94,4 @@ def _handshake_timeout(node: Node) -> float:
             return parse_duration(value)
         except ValueError as exc:
             raise Invalid(node, str(exc)) from None
-    kind = _GO_TYPES.get(type(value), type(value).__name__)
-    raise Invalid(node, f"error parsing handshake timeout: unsupported type {kind}")
+    raise Invalid(node, f"error parsing handshake timeout: unsupported type {go_type(value)}")

@@ -13,8 +13,11 @@ from pyjetstream.server.conf.scanner import ConfigSyntaxError, Scanner, is_digit
 
 _BOOLS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 # Unquoted `$2a$...` etc. are bcrypt hashes, not variable references.
-_BCRYPT_VARIABLE = re.compile(r"^2[abxy]?\$")
+_BCRYPT_VARIABLE = re.compile(r"^2a\$")  # nats-server bcryptPrefix: "$2a$" only
 _MAX_INCLUDE_DEPTH = 32
+# Errors nats-server's parser (processItem) gives in its own words; the lexer's are wrapped
+# in "Parse error on line N: '...'" when they reach a variable's value.
+_ITEM_ERRORS = ("variable reference", "integer '", "float '", "expected Zulu", "error parsing include")
 
 
 class _Parser(Scanner):
@@ -231,7 +234,13 @@ class _Parser(Scanner):
             if found is not None:
                 found.used = True
                 return self.node(found.value, index, found.raw)
-        if name in self.environ and name not in self.resolving:
+        if name in self.resolving:  # nats-server lookupVariable's envVarReferences
+            raise self.fail(
+                f"variable reference for '{name}' on line {line} could not be parsed: "
+                f"variable reference cycle for '{name}'",
+                index,
+            )
+        if name in self.environ:
             env_parser = _Parser(
                 f"pk={self.environ[name]}",
                 f"${name}",
@@ -242,6 +251,9 @@ class _Parser(Scanner):
                 value = env_parser.parse_document()["pk"]
             except (ConfigSyntaxError, KeyError, ConfigError) as exc:
                 reason = exc.message if isinstance(exc, ConfigSyntaxError) else str(exc)
+                if isinstance(exc, ConfigSyntaxError) and not reason.startswith(_ITEM_ERRORS):
+                    # a lexer error inside the value: nats-server's parser words it so
+                    reason = f"Parse error on line {env_parser.where(exc.index)[0]}: '{reason}'"
                 raise self.fail(
                     f"variable reference for '{name}' on line {line} could not be parsed: {reason}", index
                 ) from None
@@ -275,7 +287,9 @@ class _Parser(Scanner):
                 self.i += 1
             path = self.s[start : self.i]
         base = os.path.dirname(self.file) if self.file and not self.file.startswith("$") else ""
-        full = os.path.normpath(os.path.join(base, path))  # absolute paths stay absolute
+        # nats-server: filepath.Join(the including file's directory, path), which makes an
+        # absolute path relative to that directory too (docs/server.md).
+        full = os.path.normpath(os.path.join(base, path.lstrip("/") if base else path))
         real = os.path.realpath(full)
         if real in self.includes or len(self.includes) >= _MAX_INCLUDE_DEPTH:
             raise self.fail(f"include cycle: '{path}' includes itself", index)
@@ -283,7 +297,7 @@ class _Parser(Scanner):
             with open(full, encoding="utf-8") as fh:
                 text = fh.read()
         except OSError as exc:
-            raise self.fail(f"error parsing include file '{path}', {exc.strerror}: {full}", index) from None
+            raise self.fail(f"error parsing include file '{path}', {go_os_error(exc, full)}", index) from None
         # An included file is parsed on its own (it sees only its own variables and the
         # environment, as in nats-server); its top-level keys land in the current block.
         included = parse_tree(text, full, self.environ, (*self.includes, real))
@@ -310,12 +324,19 @@ def parse(text: str, *, filename: str = "", environ: Mapping[str, str] | None = 
 
 
 def read_config_file(path: str) -> str:
-    """The file's text; a file that cannot be read is a ConfigError, as in nats-server."""
+    """The file's text; a file that cannot be read is a ConfigError with nats-server's words."""
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
     except OSError as exc:
-        raise ConfigError([ConfigIssue(f"error opening config file: {exc.strerror}", path)]) from None
+        raise ConfigError([ConfigIssue(go_os_error(exc, path))]) from None
+
+
+def go_os_error(exc: OSError, path: str) -> str:
+    """An OSError as Go's os.ReadFile words it (nats-server prints those as they are):
+    ``open <path>: no such file or directory``, ``read <path>: is a directory``."""
+    reason = (exc.strerror or str(exc)).lower()
+    return f"{'read' if isinstance(exc, IsADirectoryError) else 'open'} {path}: {reason}"
 
 
 def parse_file(path: str, *, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
