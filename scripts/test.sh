@@ -24,5 +24,6 @@ if [ $# -eq 0 ] && [ "${PYJETSTREAM_PURE:-0}" = "0" ]; then
   PYJETSTREAM_PURE=1 exec .venv/bin/python -m pytest -n 2 --dist loadgroup -q \
     tests/test_compiled.py tests/protocol tests/api/test_samples.py tests/server/test_sublist.py tests/server/test_sublist_acks.py \
     tests/server/test_sublist_inboxes.py tests/server/test_core_messaging.py tests/server/test_protocol_errors.py \
-    tests/client/test_pubsub.py tests/client/test_request.py
+    tests/client/test_pubsub.py tests/client/test_request.py \
+    tests/jetstream/test_consumer_push.py tests/jetstream/test_consumer_pull.py tests/jetstream/test_consumer_differential.py
 fi

@@ -48,6 +48,7 @@ MODULES = (
     "pyjetstream.server.subscription",
     "pyjetstream.server.sink",
     "pyjetstream.server.router",
+    "pyjetstream.server.jetstream.delivery_pass",
 )
 #: The mypyc shared library's module name (``mypycify(group_name=...)``): the group's code lives in
 #: it, each module above is a small shim that imports it.

@@ -6,11 +6,12 @@ It is a consumer's outbound hot path (per run and per message; the inbound one, 
 reset, inactivity, info) so that each can be read whole.
 `DeliveryLoop` is the consumer's ``delivery`` component and owns what lives from pass to
 pass: the scheduled flag (``kick``), the pass counter, the delay of a rate limit or an original
-replay, and the last fetch to put back. `DeliveryPass` is one pass's own state: the
-settings read once, the budget and counters, and the receiver the frames go to.
+replay, and the last fetch to put back. `DeliveryPass` (`delivery_pass`, compiled) is one
+pass's own state — the settings read once, the budget and counters, the receiver the frames go
+to — with the per-message loop of a run that needs no look per message (``frame_run``).
 
 A pass goes in runs, with calls per run and none per message (bench/README.md, "The delivery
-pass in runs"): ``_gather`` the next messages, ``_frame_run`` or ``_deliver_msgs`` them, then
+pass in runs"): ``_gather`` the next messages, ``DeliveryPass.frame_run`` or ``_deliver_msgs`` them, then
 ``_end_pass``. The run loops keep what they use in locals and write the fields of the state they
 advance themselves — `DeliveryState`'s next
 sequence, delivery sequence and pending entries, the consumer's num pending — rather than call
@@ -25,27 +26,25 @@ import time
 from typing import TYPE_CHECKING
 
 from pyjetstream.api.enums import AckPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy
-from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
+from pyjetstream.server.jetstream.delivery_pass import (
+    STOP_EOF,
+    STOP_IDLE,
+    STOP_MAX_PENDING,
+    DeliveryPass,
+)
 from pyjetstream.server.jetstream.pending_index import run_seqs, seqs_of
 from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, MsgTuple, StoredMsg
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
-    from pyjetstream.server.jetstream.host import Receiver, Sink
     from pyjetstream.server.jetstream.pull_delivery import WaitingRequest
 
 __all__ = ["DeliveryLoop", "DeliveryPass"]
 
-# Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
-DELIVER_BATCH = 512
 # A pass reads new messages ahead in runs of at most this many messages / bytes (the last one
 # may pass the byte cap): reading further than a pass delivers would be wasted.
 READ_AHEAD = 128
 READ_AHEAD_BYTES = 1 << 20
-# Why a delivery pass stopped.
-_STOP_IDLE, _STOP_EOF, _STOP_MAX_PENDING = 0, 1, 2
-# ``DeliveryPass.send``'s answers: (delivered, the rest of a read-ahead run is to be read again).
-_SENT, _SENT_CUT, _NOT_SENT = (True, False), (True, True), (False, True)
 
 
 class DeliveryLoop:
@@ -66,7 +65,7 @@ class DeliveryLoop:
         self._lts = 0
         # ``ServerOptions.runs`` off: one message read and delivered at a time, by `_deliver_msgs`
         # alone (nats-server's ``getNextMsg`` + ``deliverMsg``), which the differential tests
-        # compare with the runs and `_frame_run`.
+        # compare with the runs and ``DeliveryPass.frame_run``.
         self._runs = bool(getattr(consumer.server.options, "runs", True))
 
     def start(self) -> None:
@@ -92,7 +91,7 @@ class DeliveryLoop:
 
         The pass goes in runs: ``_gather`` gets the next messages (``getNextMsg``: a redelivery
         or a last-per-subject message alone, mostly new messages read ahead in a run), and one of
-        two loops delivers them (``deliverMsg`` for each): ``_frame_run`` when nothing needs a look
+        two loops delivers them (``deliverMsg`` for each): ``DeliveryPass.frame_run`` when nothing needs a look
         per message (new messages framed straight into the receiver's connection), else
         ``_deliver_msgs``. Calls are per run, never per message: the loops keep what they use in
         locals (a `DeliveryPass` carries it from run to run) and write the state's fields (next
@@ -109,14 +108,14 @@ class DeliveryLoop:
             return
         c.check_removed()
         self.passes += 1
-        p = DeliveryPass(c, self.passes, self._replay, self._runs)
+        p = self.new_pass()
         try:
             while p.budget > 0 and self._can_send(p):
                 run, dc, ahead = self._gather(p)
                 if not run:
                     break
                 if p.frames_only and ahead and p.conn is not None:
-                    go_on = self._frame_run(p, run)
+                    go_on = p.frame_run(self, run)
                 else:
                     go_on = self._deliver_msgs(p, run, dc, ahead)
                 if self._lss_taken:
@@ -134,6 +133,21 @@ class DeliveryLoop:
             ps = c.push
             return ps.active and not (ps.maxpb and ps.pbytes > ps.maxpb)
         return bool(c.pull.waiting)
+
+    def new_pass(self) -> DeliveryPass:
+        """A pass's state, with what the consumer's config enums decide for it (read here: the
+        compiled `DeliveryPass` names no `api` module)."""
+        c = self.consumer
+        cfg = c.cfg
+        track = cfg.ack_policy != AckPolicy.NONE
+        policy = cfg.priority_policy
+        priority = (
+            policy != PriorityPolicy.NONE,
+            policy == PriorityPolicy.PINNED_CLIENT,
+            policy == PriorityPolicy.PRIORITIZED,
+        )
+        interest = not track and c.retention != RetentionPolicy.LIMITS
+        return DeliveryPass(c, self.passes, self._replay, self._runs, track, interest, priority)
 
     def _gather(self, p: DeliveryPass) -> tuple[list[MsgTuple], int, bool]:
         """The next messages to deliver: ``getNextMsg`` for a run, as ``(messages, delivery
@@ -171,7 +185,7 @@ class DeliveryLoop:
             run = c.stream.store.load_next_msgs_multi(c.filter.filters, st.sseq, want, READ_AHEAD_BYTES)
         if not run:
             self._at_eof()
-            p.stop = _STOP_EOF
+            p.stop = STOP_EOF
         return run, 1, True
 
     def _lss_run(self, want: int) -> list[MsgTuple]:
@@ -204,82 +218,8 @@ class DeliveryLoop:
         if not st.lss:
             st.sseq = max(sseq, st.lss_resume)
 
-    def _frame_run(self, p: DeliveryPass, run: list[MsgTuple]) -> bool:
-        """`_deliver_msgs` for a run of new messages where none of its per-message rules applies
-        (``DeliveryPass.frames_only``: no rate limit, flow control, headers-only, replay,
-        interest-stream AckNone or priority groups; off with ``ServerOptions.runs``): per message
-        only the ack reply, the frame into the receiver's connection and the pending entry; the
-        next sequence, the counters, the index or AckNone floor once per run (`_framed`). Frames
-        past the receiver's room are accounted for there (``DeliveryPass.early``: the early write,
-        maybe a slow-consumer cut: the rest of the run is then read again).
-
-        A pull consumer's message goes to the head request when ``PullDelivery.next_waiting``
-        would take it as is (seen this pass, no byte limit, not expired), inline; from the first
-        message that is not that case on, the run goes to `_deliver_msgs` (`_frame_rest`).
-        False: no request is left (the pass ends)."""
-        c = self.consumer
-        conn, rsub = p.conn, p.rsub
-        assert conn is not None and rsub is not None
-        out = conn.out
-        append = out.append
-        headers, sid_b, prefix1, now = conn.headers, rsub.sid_b, p.prefix1, p.now
-        msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
-        acc, acc_bytes, room = p.acc, p.acc_bytes, p.room
-        pending = c.state.pending if p.track else None
-        dseq = first = start = c.state.dseq
-        npc = c.npc
-        pull = not p.push
-        waiting = c.pull.waiting
-        q, take_head = waiting._q, waiting.take_head
-        dest, current_pass, monotonic = p.dest, p.current_pass, time.monotonic
-        for subject, seq, ts, hdr, payload in run:
-            if pull:
-                wr = q[0] if q else None
-                if (
-                    wr is None
-                    or wr.reply != dest
-                    or wr.checked != current_pass
-                    or wr.max_bytes > 0
-                    or (wr.expires and monotonic() >= wr.expires)
-                ):
-                    p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
-                    return self._frame_rest(p, run, first - start, dseq - start, npc, wr is not None)
-                take_head(wr)
-            npc -= 1
-            if hdr and headers:
-                if subject is not hsub:
-                    hsub, hpfx = subject, hmsg_prefix(subject.encode(), sid_b)
-                ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, ts, npc if npc > 0 else 0)
-                acc += append_hmsg(out, hpfx, ack, hdr, payload)
-                acc_bytes += len(hdr) + len(payload)
-            else:
-                if subject is not msub:
-                    msub, mpfx = subject, msg_prefix(subject.encode(), sid_b)
-                # append_msg's frame, with the control line and the ack reply in one format
-                size = len(payload)
-                line = b"%b%b%d.%d.%d.%d %d\r\n" % (mpfx, prefix1, seq, dseq, ts, npc if npc > 0 else 0, size)
-                append(line)
-                append(payload)
-                append(CRLF)
-                acc += len(line) + size + 2
-                acc_bytes += size
-            if pending is not None:
-                pending[seq] = (dseq, now)
-            dseq += 1
-            if acc > room:  # where deliver would write early (and maybe cut the receiver)
-                p.acc, p.acc_bytes = acc, acc_bytes
-                self._framed(p, run, first - start, dseq - start, npc)
-                if not p.early():
-                    return True  # (the receiver was cut: the rest of the run goes the routed way)
-                first, acc, acc_bytes, room, out = dseq, 0, 0, p.room, conn.out
-                append = out.append  # (the early write took the list: a new one takes what follows)
-        p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
-        if dseq != first:
-            self._framed(p, run, first - start, dseq - start, npc)
-        return not pull or bool(q)
-
-    def _framed(self, p: DeliveryPass, run: list[MsgTuple], i: int, j: int, npc: int) -> None:
-        """``_frame_run`` framed ``run[i:j]``: the state's next sequences and num pending, the
+    def framed(self, p: DeliveryPass, run: list[MsgTuple], i: int, j: int, npc: int) -> None:
+        """``DeliveryPass.frame_run`` framed ``run[i:j]``: the state's next sequences and num pending, the
         pending acks' index or the AckNone floor, the ack timer, the pass's counters."""
         c = self.consumer
         st = c.state
@@ -299,12 +239,12 @@ class DeliveryLoop:
         p.delivered += n
         p.budget -= n
 
-    def _frame_rest(self, p: DeliveryPass, run: list[MsgTuple], i: int, k: int, npc: int, more: bool) -> bool:
-        """``_frame_run`` met a message that is not the head request's common case, ``run[k]``:
+    def frame_rest(self, p: DeliveryPass, run: list[MsgTuple], i: int, k: int, npc: int, more: bool) -> bool:
+        """``DeliveryPass.frame_run`` met a message that is not the head request's common case, ``run[k]``:
         what went out since ``run[i]``, then (``more``: a request waits) the rest of the run the
         general way. False: no request is left."""
         if k != i:
-            self._framed(p, run, i, k, npc)
+            self.framed(p, run, i, k, npc)
         return more and self._deliver_msgs(p, run[k:], 1, True)
 
     def _deliver_msgs(self, p: DeliveryPass, run: list[MsgTuple], dc: int, ahead: bool) -> bool:
@@ -429,7 +369,7 @@ class DeliveryLoop:
             if ahead:
                 self._undo = (3, seq, prev)
             self._unget_counted(dc)
-            p.stop = _STOP_IDLE
+            p.stop = STOP_IDLE
             return None, hdr, drop
         if wr.reply != p.dest:
             p.receiver(wr.reply)
@@ -458,12 +398,12 @@ class DeliveryLoop:
                 self.kick()  # more may be waiting: continue after other work had a turn
             return
         # Idle: nothing more can go now.
-        if p.stop == _STOP_EOF:
+        if p.stop == STOP_EOF:
             c.check_num_pending_on_eof()
         if self._replay and st.sseq > self._replay_lseq:
             self._replay = False
         if not p.push:
-            c.pull.expire_due(eos=p.stop != _STOP_MAX_PENDING)
+            c.pull.expire_due(eos=p.stop != STOP_MAX_PENDING)
 
     def _next_msg(self) -> tuple[StoredMsg | None, int, int]:
         """The next message to deliver and its delivery count (``getNextMsg``).
@@ -489,10 +429,10 @@ class DeliveryLoop:
                 st.drop(seq)
                 continue
             self._undo = (1, seq, 0)
-            return msg, dc, _STOP_IDLE
+            return msg, dc, STOP_IDLE
         maxp = c.cfg.max_ack_pending
         if maxp > 0 and len(st.pending) >= maxp:
-            return None, 0, _STOP_MAX_PENDING
+            return None, 0, STOP_MAX_PENDING
         prev = st.sseq
         if st.lss:
             seq = st.lss.popleft()
@@ -505,7 +445,7 @@ class DeliveryLoop:
             if seq >= st.sseq:
                 st.sseq = seq + 1
             self._undo = (2, seq, prev)
-            return msg, 1, _STOP_IDLE
+            return msg, 1, STOP_IDLE
         single = c.filter.single
         try:
             if single is not None:
@@ -514,10 +454,10 @@ class DeliveryLoop:
                 msg, seq = self._load_next_multi()
         except ErrStoreEOF:
             self._at_eof()
-            return None, 0, _STOP_EOF
+            return None, 0, STOP_EOF
         st.sseq = seq + 1
         self._undo = (3, seq, prev)
-        return msg, 1, _STOP_IDLE
+        return msg, 1, STOP_IDLE
 
     def _load_next_multi(self) -> tuple[StoredMsg, int]:
         """The first message at/after sseq matching any of several filters (one walk)."""
@@ -574,162 +514,6 @@ class DeliveryLoop:
             c.push.update_interest(c.push.has_interest())
         elif c.state.redeliver_if_pending(seq):
             self.kick()
-
-
-class DeliveryPass:
-    """What one delivery pass (``DeliveryLoop.run``) reads once and carries from run to run: the
-    consumer's settings for the pass, its budget and counters, and the receiver the frames go to
-    with the frames not accounted for yet. The run loops load what they use into locals and
-    store it back (attribute accesses per run, not per message)."""
-
-    __slots__ = (
-        "acc",
-        "acc_bytes",
-        "acc_msgs",
-        "ack_adj",
-        "ack_none_interest",
-        "budget",
-        "conn",
-        "current_pass",
-        "delivered",
-        "dest",
-        "frames_only",
-        "groups",
-        "hpfx",
-        "hsub",
-        "lone_receiver",
-        "maxp",
-        "mpfx",
-        "msub",
-        "now",
-        "pinned",
-        "prefix",
-        "prefix1",
-        "prioritized",
-        "publish_internal",
-        "push",
-        "push_size",
-        "replay",
-        "room",
-        "routed",
-        "rsub",
-        "runs",
-        "single",
-        "statuses",
-        "stop",
-        "track",
-    )
-
-    def __init__(self, consumer: Consumer, current_pass: int, replay: bool, runs: bool = True) -> None:
-        cfg = consumer.cfg
-        ps = consumer.push
-        self.push = push = bool(cfg.deliver_subject)
-        self.track = track = cfg.ack_policy != AckPolicy.NONE
-        self.ack_none_interest = not track and consumer.retention != RetentionPolicy.LIMITS
-        self.replay = replay  # (turned off only after a pass)
-        self.maxp = cfg.max_ack_pending if track else 0
-        policy = cfg.priority_policy
-        self.pinned = policy == PriorityPolicy.PINNED_CLIENT
-        self.groups = consumer.pull.priority if policy != PriorityPolicy.NONE else None
-        self.prioritized = policy == PriorityPolicy.PRIORITIZED
-        # (sizes for flow control, rate limits and max_bytes count the ack subject as a str)
-        self.push_size = push and (ps.rate is not None or ps.maxpb > 0)
-        self.prefix = prefix = consumer.ack_prefix.encode()
-        self.prefix1 = prefix + b"1."  # a first delivery's ack subject: the count is always 1
-        self.ack_adj = len(prefix) - len(consumer.ack_prefix)
-        self.single = consumer.filter.single
-        self.now = time.time_ns()  # one clock read per pass (a pass lasts milliseconds)
-        self.current_pass = current_pass
-        self.statuses = consumer.pull.statuses
-        self.budget = DELIVER_BATCH
-        self.delivered = 0
-        self.routed = 0  # deliveries routed (the others went straight to the one receiver)
-        self.stop = _STOP_IDLE
-        self.runs = runs
-        self.frames_only = (
-            runs
-            and (not self.push_size if push else self.groups is None)
-            and not cfg.headers_only
-            and not self.replay
-            and not self.ack_none_interest
-        )
-        self.lone_receiver = consumer.server.lone_receiver
-        self.publish_internal = consumer.server.publish_internal
-        self.dest = ""
-        self.rsub: Receiver | None = None
-        self.conn: Sink | None = None
-        self.room = 0
-        self.acc = self.acc_msgs = self.acc_bytes = 0
-        self.msub = self.hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
-        self.mpfx = self.hpfx = b""
-        if push:
-            self.receiver(ps.dsubj)
-
-    def receiver(self, dest: str) -> None:
-        """Deliveries go to ``dest`` from here on (push: the pass's deliver subject; pull: each
-        request's reply subject). Its one receiving subscription is looked up once
-        (``Server.lone_receiver``) instead of routing every message: nothing in a pass can
-        subscribe, and a receiver that goes away meanwhile is closed, which sends the message the
-        routed way. Its connection, when the pass may frame onto it itself
-        (``FrameSink.takes_frames``), takes frames into its sink's ``out`` in order, accounted for
-        in one ``FrameSink.count`` call (`account`) whenever they pass ``room`` (where
-        ``deliver`` would write early), when the receiver changes and at the end of the pass."""
-        self.account()
-        self.dest = dest
-        rsub = self.rsub = self.lone_receiver(dest)
-        sink = rsub.sink if rsub is not None else None
-        conn = self.conn = sink if sink is not None and sink.takes_frames(rsub) else None
-        self.room = conn.room() if conn is not None else 0
-        self.msub = self.hsub = ""
-
-    def send(self, subject: str, ack: bytes, hdr: bytes, payload: bytes) -> tuple[bool, bool]:
-        """Deliver one message (``hdr`` b"": none) to ``dest`` (``deliverMsg``'s last step): framed
-        onto the receiver's connection when the pass may (``FrameSink.deliver``'s framing, none of
-        its per-message checks applying, accounted for with the others), else handed to the
-        receiver's ``deliver`` (an internal subscriber, a connection that checks each message),
-        else routed (``publish_internal``: no one receiver, or it went away). Returns (delivered,
-        cut): cut when the rest of a read-ahead run is to be read again (routed, receiver cut)."""
-        conn, rsub = self.conn, self.rsub
-        if rsub is None or rsub.closed:
-            self.routed += 1
-            ok = self.publish_internal(self.dest, payload, ack.decode(), hdr or None, subject)
-            return _SENT_CUT if ok else _NOT_SENT
-        if conn is None:
-            ok = rsub.client.deliver(rsub, self.dest, ack.decode(), hdr or None, payload, None, subject)
-            return (_SENT_CUT if rsub.closed else _SENT) if ok else _NOT_SENT
-        if hdr and conn.headers:
-            if subject is not self.hsub:
-                self.hsub, self.hpfx = subject, hmsg_prefix(subject.encode(), rsub.sid_b)
-            self.acc += append_hmsg(conn.out, self.hpfx, ack, hdr, payload)
-            self.acc_bytes += len(hdr) + len(payload)
-        else:
-            if subject is not self.msub:
-                self.msub, self.mpfx = subject, msg_prefix(subject.encode(), rsub.sid_b)
-            self.acc += append_msg(conn.out, self.mpfx, ack, payload)
-            self.acc_bytes += len(payload)
-        self.acc_msgs += 1
-        if self.acc > self.room and not self.early():
-            return _SENT_CUT
-        return _SENT
-
-    def early(self) -> bool:
-        """The frames passed ``room``: account for them now (where ``FrameSink.deliver`` would
-        write early). False: that cut the receiver (a slow consumer; what follows is routed)."""
-        self.account()
-        conn, rsub = self.conn, self.rsub
-        assert conn is not None and rsub is not None
-        if rsub.closed:
-            self.conn = None
-            return False
-        self.room = conn.room()
-        return True
-
-    def account(self) -> None:
-        """The frames appended since the last call: ``FrameSink.count`` (their
-        counts, the flush, an early write or a slow-consumer cut)."""
-        if self.conn is not None and self.acc:
-            self.conn.count(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)
-        self.acc = self.acc_msgs = self.acc_bytes = 0
 
 
 def _headers_only(hdr: bytes, size: int) -> bytes:
