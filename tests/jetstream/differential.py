@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tests.jetstream.rawnats import RawMsg, RawNats, headers
@@ -324,21 +325,41 @@ def _label(step: Step) -> str:
     return text[:200]
 
 
-async def reset(client: RawNats) -> None:
-    """Delete every stream so each case starts from an empty account."""
+async def reset(client: RawNats, target: Target | None = None) -> None:
+    """Delete every stream so each case starts from an empty account, then wait until the
+    deleted streams' directories are gone from ``target``'s store. nats-server 2.15 renames a
+    deleted stream's directory to ``.<name>`` and removes it in a goroutine (filestore.go
+    ``Delete``); a second delete of the same name before that removal ends cannot rename (the
+    dot-directory is still there), leaves the blocks in place, and the next create of that name
+    recovers them (a "new" stream with the last case's messages, seen under load)."""
     names = (await client.request("$JS.API.STREAM.NAMES", b"", timeout=10)).json().get("streams") or []
     for name in names:
         await client.request(f"$JS.API.STREAM.DELETE.{name}", b"", timeout=10)
+    if target is not None:
+        await _removals_done(target.store_dir)
+
+
+async def _removals_done(store: Path, timeout: float = 30.0) -> None:
+    """Until no ``streams/.<name>`` directory (a deletion still being removed) is left."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while _being_removed(store):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"deleted streams still being removed under {store} after {timeout} s")
+        await asyncio.sleep(0.02)
+
+
+def _being_removed(store: Path) -> bool:
+    return any(store.glob("jetstream/*/streams/.*")) or any(store.glob("*/streams/.*"))
 
 
 async def run_case(target: Target, steps: list[Step]) -> list[Any]:
     client = await RawNats.connect(target.url)
     runner = Runner(client, target)
     try:
-        await reset(client)
+        await reset(client, target)
         return await runner.run(steps)
     finally:
-        await reset(runner.client)
+        await reset(runner.client, target)
         await runner.client.close()
 
 
