@@ -339,26 +339,34 @@ def test_a_msg_run_takes_every_complete_frame_in_a_row() -> None:
 
 
 def test_lines_parsed_once_for_every_connection() -> None:
-    """A reply-less PUB/HPUB line parsed by one connection's parser is a hit for another's (the
-    same subject ``str``: its hash cached for the router), with each parser's own limits: a
-    smaller max_payload still refuses it, a larger one takes it. The table is bounded."""
+    """A reply-less PUB/HPUB line parsed by one connection's parser is, once seen twice, a hit for
+    another's (the same subject ``str``: its hash cached for the router), with each parser's own
+    limits: a smaller max_payload still refuses it, a larger one takes it. The table is bounded;
+    a line seen once is not kept."""
     first, second = NatsServerParser(), NatsServerParser()
     first.pub_runs = second.pub_runs = True
     data = b"".join(b"PUB cyc.%d 2\r\nab\r\n" % i for i in range(300))
+    first.feed(data)
+    assert b"PUB cyc.7 2" not in parser_module._TUPLE_LINES
     a = first.feed(data)[0]
+    assert b"PUB cyc.7 2" in parser_module._TUPLE_LINES
     b = second.feed(data)[0]
     assert isinstance(a, PubRun) and isinstance(b, PubRun)
     assert a.subjects == b.subjects == [f"cyc.{i}" for i in range(300)]
     assert all(x is y for x, y in zip(a.subjects, b.subjects, strict=True))
     head = b"HPUB cyc.h 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"
     assert first.feed(head) == [("cyc.h", "", b"NATS/1.0\r\n\r\n", b"hi")]
+    first.feed(b"PUB x 0\r\n\r\n" + head)  # (seen twice: kept)
     assert second.feed(head)[0][0] is first.feed(head)[0][0]
     small = NatsServerParser(max_payload=1)
     assert small.feed(b"PUB cyc.7 2\r\nab\r\n")[0].err == "Maximum Payload Violation"
     assert ServerSideParser().feed(b"PUB cyc.7 2\r\nab\r\n") == [Pub("cyc.7", "", None, b"ab")]
     big = NatsServerParser()
-    big.feed(b"".join(b"PUB many.%d 0\r\n\r\n" % i for i in range(parser_module.LINE_CACHE_SIZE + 10)))
+    many = b"".join(b"PUB many.%d 0\r\n\r\n" % i for i in range(parser_module.LINE_CACHE_SIZE + 10))
+    big.feed(many)
+    big.feed(many)
     assert len(parser_module._TUPLE_LINES) <= parser_module.LINE_CACHE_SIZE
+    assert len(parser_module._SEEN) <= parser_module.LINE_CACHE_SIZE
     long_subject = b"x" * (parser_module.LINE_CACHE_LEN + 1)
     big.feed(b"PUB %b 0\r\n\r\n" % long_subject)
     assert b"PUB %b 0" % long_subject not in parser_module._TUPLE_LINES

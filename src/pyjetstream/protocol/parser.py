@@ -65,12 +65,15 @@ FastLine = tuple[int, Any, int]
 # every connection of the process (one table per ``pub_tuples``): a publisher cycling over many
 # subjects (or many publishers over the same ones) has each line split and decoded once, and the
 # router and the framers get the same subject ``str`` each time (its hash cached). A parse is
-# the same whatever the connection, but for the limits, checked on each hit. Bounded: lines of at
-# most LINE_CACHE_LEN bytes, emptied when it holds LINE_CACHE_SIZE.
+# the same whatever the connection, but for the limits, checked on each hit. A line is kept the
+# second time it is seen (`_SEEN` holds the hashes of the lines seen once): a line unique to its
+# message (a reply to a request's own inbox) costs a hash in a set, not an entry kept alive.
+# Bounded: lines of at most LINE_CACHE_LEN bytes, each table emptied when it holds LINE_CACHE_SIZE.
 LINE_CACHE_SIZE: Final = 4096
 LINE_CACHE_LEN: Final = 256
 _PUB_LINES: dict[bytes, FastLine] = {}
 _TUPLE_LINES: dict[bytes, FastLine] = {}
+_SEEN: set[int] = set()
 
 
 class _FrameParser:
@@ -433,12 +436,21 @@ class ServerSideParser(_FrameParser):
         return None
 
     def _share(self, line: bytes, hit: FastLine) -> None:
-        """Keep a reply-less line's parse for every connection (`_PUB_LINES`)."""
+        """Keep a reply-less line's parse for every connection (`_PUB_LINES`) the second time it
+        is seen."""
         lines = self._lines
-        if lines is not None and len(line) <= LINE_CACHE_LEN:
-            if len(lines) >= LINE_CACHE_SIZE:
-                lines.clear()
-            lines[line] = hit
+        if lines is None or len(line) > LINE_CACHE_LEN:
+            return
+        key = hash(line)  # (computed by the table's lookup: cached in the bytes)
+        seen = _SEEN
+        if key not in seen:
+            if len(seen) >= LINE_CACHE_SIZE:
+                seen.clear()
+            seen.add(key)
+            return
+        if len(lines) >= LINE_CACHE_SIZE:
+            lines.clear()
+        lines[line] = hit
 
     def _limits_line(self, buf: bytes, pos: int) -> bool:
         # nats-server applies the limit to op arguments, not to CONNECT (which may carry a long JWT).

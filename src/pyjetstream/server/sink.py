@@ -8,7 +8,7 @@ checks for one connection, and every framer writes through it:
 
 - `FrameSink.deliver`: one routed message (``Server.route``, message tracing, a direct get), with
   the per-delivery decisions (no echo, deliver permissions, the delivered count, auto-unsubscribe);
-- `FrameSink.frame_msgs`: a run's deliveries to this connection (``Server.route_msgs``, which made
+- `FrameSink.frame_items`: a run's deliveries to this connection (``Router.route_msgs``, which made
   those decisions while routing), in one call;
 - `FrameSink.frame`: the frame itself, which both use (MSG or HMSG, a literal subscription's
   pre-encoded line start, a consumer's shown subject);
