@@ -258,6 +258,19 @@ def test_http_base_path(tmp_path_factory: pytest.TempPathFactory) -> None:
             target.stop()
 
 
+def test_jsz_without_jetstream(plain: dict[str, Target]) -> None:
+    """nats-server answers ``/jsz`` without JetStream (exporters poll it): ``disabled`` and zeros,
+    its parameters decoded first; ``leader-only`` filtered out (there is no leader)."""
+    answers = {}
+    for kind, target in plain.items():
+        status, body = _http(target, "/jsz?accounts=true&streams=1")
+        assert status == 200 and body.pop("server_id") and body.pop("now"), (kind, body)
+        answers[kind] = [body] + [_http(target, f"/jsz?{q}") for q in ("accounts=x", "offset=1.5", "raft=2",
+                                                                       "leader-only=true", "stream-leader-only=x")]  # fmt: skip
+    assert answers[EMBEDDED] == answers[NATS_SERVER]
+    assert answers[EMBEDDED][0]["disabled"] is True and answers[EMBEDDED][4] == (400, "filtered response: not leader")
+
+
 def test_what_http_req_stats_count(tmp_path_factory: pytest.TempPathFactory) -> None:
     """A parameter ``/connz`` and ``/routez`` cannot decode is not counted (they decode first); the
     other endpoints count the request before decoding."""

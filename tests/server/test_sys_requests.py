@@ -127,6 +127,15 @@ async def test_an_account_reaches_only_its_system_imports(start_server: Callable
         assert await _ask(target.url, subject) == [{"status": 503}], subject
 
 
+async def test_jsz_without_jetstream(start_server: Callable[..., Target]) -> None:
+    """JSZ of a server without JetStream: nats-server's disabled answer; leader_only gets none."""
+    target = start_server(**ACCOUNTS, jetstream=False)
+    (jsz,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING.JSZ", {"accounts": True})
+    assert jsz["data"]["disabled"] is True and jsz["data"]["config"] == {"max_memory": 0, "max_storage": 0}
+    assert jsz["data"]["total"] == jsz["data"]["streams"] == 0 and "error" not in jsz
+    assert await _ask(_sys(target), "$SYS.REQ.SERVER.PING.JSZ", {"leader_only": True}) == []
+
+
 async def test_user_info_names_the_user_and_its_permissions(target: Target) -> None:
     app = target.url.replace("nats://", "nats://app:app@")
     (user,) = await _ask(app, "$SYS.REQ.USER.INFO")

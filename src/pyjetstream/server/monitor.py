@@ -534,6 +534,31 @@ def _healthz(server: Server, query: dict[str, str]) -> dict[str, Any] | JSONResp
     return {"status": "ok"}
 
 
+#: nats-server ``errSkipZreq``'s text: a filter this server does not pass (a $SYS request gets no answer).
+SKIPPED = "filtered response"
+
+
+def jsz_disabled(server: Server, query: dict[str, str]) -> dict[str, Any]:
+    """``/jsz`` of a server without JetStream (nats-server ``HandleJsz`` → ``Jsz``): the parameters
+    decoded as there, then ``disabled`` with zero statistics; ``leader-only`` is filtered out (a
+    400 over HTTP, no answer to a $SYS request), as there is no JetStream leader."""
+    for key in ("accounts", "streams", "consumers", "config"):
+        go_bool(query, key)
+    _query_int(query, "offset", 0)
+    _query_int(query, "limit", 0)
+    leader_only = go_bool(query, "leader-only")
+    for key in ("raft", "stream-leader-only"):
+        go_bool(query, key)
+    if leader_only:
+        raise MonitorError(400, f"{SKIPPED}: not leader")
+    return {
+        "memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0, "accounts": 0, "ha_assets": 0,
+        "api": {"level": 0, "total": 0, "errors": 0}, "server_id": server.server_id, "now": _time(time.time_ns()),
+        "disabled": True, "config": {"max_memory": 0, "max_storage": 0},
+        "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0,
+    }  # fmt: skip
+
+
 # ---------------------------------------------------------------------- HTTP server
 
 
@@ -594,6 +619,7 @@ class MonitorServer:
         handlers.setdefault("/healthz", self._sync(_healthz))
         handlers.setdefault("/accountz", self._sync(accountz))
         handlers.setdefault("/accstatz", self._sync(accstatz))
+        handlers.setdefault("/jsz", self._sync(jsz_disabled))  # the engine's when JetStream runs
         for path, fn in topology_handlers().items():
             handlers.setdefault(path, self._sync(fn))
 

@@ -74,7 +74,7 @@ from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jwt_auth import ClaimsUpdates, OperatorTrust, account_config
 from pyjetstream.server.lame_duck import lame_duck_mode
 from pyjetstream.server.log import get_logger
-from pyjetstream.server.monitor import MonitorServer, closed_record
+from pyjetstream.server.monitor import MonitorServer, closed_record, jsz_disabled
 from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
 from pyjetstream.server.reload import reload_options
@@ -515,7 +515,11 @@ class Server:
                 account.jetstream = None
                 account.stop_disabled_api()
         if disable:
-            self.monitor_handlers.pop("/jsz", None)
+
+            async def jsz_off(query: dict[str, str]) -> dict[str, Any]:
+                return jsz_disabled(self, query)
+
+            self.monitor_handlers["/jsz"] = jsz_off  # nats-server answers /jsz without JetStream too
         self.logger.info("JetStream Shutdown")
 
     async def reload(self, options: ServerOptions) -> None:

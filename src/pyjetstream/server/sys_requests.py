@@ -214,14 +214,14 @@ class SystemRequests:
 
     async def _endpoint(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         # Deferred: only monitoring requests need these.
-        from pyjetstream.server.monitor import JSONResponse, MonitorError
+        from pyjetstream.server.monitor import SKIPPED, JSONResponse, MonitorError
 
-        handler = self.server.monitor_handlers.get(_PATHS[kind])
-        if handler is None:  # /jsz without JetStream
-            return {"error": {"code": 503, "description": "JetStream not enabled"}}
+        handler = self.server.monitor_handlers[_PATHS[kind]]
         try:
             data = await handler(_query(kind, options))
         except MonitorError as exc:
+            if exc.text.startswith(SKIPPED):  # nats-server zReq: errSkipZreq is no answer
+                raise _Skip from None
             return {"error": {"code": 500, "description": exc.text.strip()}}
         if isinstance(data, JSONResponse):
             data = data.body
