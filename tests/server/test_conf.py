@@ -115,6 +115,21 @@ def test_arrays_separated_by_newlines_and_trailing_comma() -> None:
     assert parse('a: [\n  "x"\n  "y",\n  z,\n]\n') == {"a": ["x", "y", "z"]}
 
 
+def test_keys_and_unquoted_strings_end_as_in_nats_servers_lexer() -> None:
+    """lexKey runs to a space or a separator only; lexString ends at a single quote, drops it and
+    makes the value a string (``true'`` is "true", ``$X'`` is "$X")."""
+    assert parse("m{a: 1}\n") == {"m{a": 1}
+    assert parse("m { a: 1 }\n") == {"m": {"a": 1}}
+    assert parse("a: abc'\nb: true'\nc: $X'\nd: [x', y]\n", environ={"X": "1"}) == {
+        "a": "abc",
+        "b": "true",
+        "c": "$X",
+        "d": ["x", "y"],
+    }
+    with pytest.raises(ConfigError, match=r"Expected a top-level value to end .* but got 'c' instead"):
+        parse("a: ab'cd\n")
+
+
 @pytest.mark.parametrize(
     ("raw", "value"),
     [
@@ -1176,6 +1191,14 @@ AGREEMENT = [
     "server_tags: [1k]\n",
     "server_tags: [a, -1kb]\n",
     "server_name: 1]\n",
+    # nats-server's lexer: a key runs to a space or a separator ('{' is part of it), and a single
+    # quote ends an unquoted string (dropped; the value is a string, not a boolean).
+    "jetstream{max_mem: 1G}\n",
+    "authorization{user: a, password: b}\n",
+    "server_name: abc'\n",
+    "server_name: ab'cd\n",
+    "server_tags: [a', b]\n",
+    "debug: true'\n",
 ]
 
 

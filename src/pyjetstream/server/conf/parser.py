@@ -100,7 +100,9 @@ class _Parser(Scanner):
         if c in "=:":
             raise self.fail(f"Unexpected key separator '{c}'")
         start = self.i
-        while self.i < self.n and not (self.s[self.i].isspace() or self.s[self.i] in "=:{"):
+        # nats-server lexKey/lexMapKey: a key runs to a space or a separator only, so
+        # `jetstream{max_mem: 1G}` is the key "jetstream{max_mem" there, and here.
+        while self.i < self.n and not (self.s[self.i].isspace() or self.s[self.i] in "=:"):
             self.i += 1
         return self.s[start : self.i], False
 
@@ -142,9 +144,8 @@ class _Parser(Scanner):
     def parse_unquoted(self, start: int) -> Node:
         """A string, boolean or $variable without quotes, running to the end of the value."""
         self.i = start
-        escaped = "\\" in self.s[start : self.value_end(start)]
         text = self.read_escaped("")
-        if escaped:
+        if "\\" in self.s[start : self.i] or self.quote_ended:
             return self.node(text, start)
         if text.lower() in _BOOLS:
             return self.node(_BOOLS[text.lower()], start)

@@ -53,6 +53,7 @@ class Scanner:
         self.n = len(text)
         self.i = 0
         self.file = filename
+        self.quote_ended = False  # the last unquoted string ended at a single quote
         self.line_starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
 
     # ---------------------------------------------------------------- position
@@ -105,6 +106,7 @@ class Scanner:
     def read_escaped(self, quote: str) -> str:
         """Read a string with backslash escapes up to ``quote`` ("" = unquoted)."""
         out = bytearray()
+        self.quote_ended = False
         while True:
             if self.i >= self.n:
                 if quote:
@@ -116,6 +118,13 @@ class Scanner:
                     self.i += 1
                     return out.decode("utf-8", "replace")
             elif is_ws(c) or is_nl(c) or c in ";,]}":
+                return out.decode("utf-8", "replace")
+            elif c == "'":
+                # nats-server lexString: a single quote ends an unquoted string and is dropped
+                # (`abc'` is "abc"; `ab'cd` leaves "cd" where a value ended); the value is then
+                # a string, never a boolean or a variable.
+                self.i += 1
+                self.quote_ended = True
                 return out.decode("utf-8", "replace")
             if c == "\\":
                 out += self.read_escape()
@@ -143,12 +152,6 @@ class Scanner:
             f"Invalid escape character '{show_char(esc)}'. Only the following escape characters "
             'are allowed: \\xXX, \\t, \\n, \\r, \\", \\\\.'
         )
-
-    def value_end(self, start: int) -> int:
-        j = start
-        while j < self.n and not (is_ws(self.s[j]) or is_nl(self.s[j]) or self.s[j] in ";,]}"):
-            j += 1
-        return j
 
     def parse_block(self) -> Node:
         """``( ... )`` multi-line string, closed by a ')' alone on its line."""
