@@ -17,9 +17,11 @@ from pyjetstream.server.jetstream.store import (
 )
 
 # "file-small" uses tiny blocks so that multi-block paths (rollover, unlink, compaction,
-# cross-block reads) are exercised by the same behaviour tests; "memory-small" does the same
-# with tiny index pages (a page boundary every few sequences); "file-s2" compresses.
-STORE_KINDS = ["memory", "memory-small", "file", "file-small", "file-s2"]
+# cross-block reads) are exercised by the same behaviour tests; "file-evict" also keeps a single
+# sealed block's index slots in memory, so nearly every look at an older block loads its page
+# again (and evicts, saving it first when it changed); "memory-small" uses tiny index pages (a
+# page boundary every few sequences); "file-s2" compresses.
+STORE_KINDS = ["memory", "memory-small", "file", "file-small", "file-evict", "file-s2"]
 
 StoreFactory = Callable[..., MessageStore]
 
@@ -27,6 +29,8 @@ StoreFactory = Callable[..., MessageStore]
 def file_options(kind: str, directory: Path) -> FileStoreConfig:
     if kind == "file-small":
         return FileStoreConfig(str(directory), block_size=1024, compact_min_bytes=256)
+    if kind == "file-evict":
+        return FileStoreConfig(str(directory), block_size=1024, compact_min_bytes=256, cache_slots=1)
     return FileStoreConfig(str(directory))
 
 

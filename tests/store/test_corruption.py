@@ -14,7 +14,7 @@ from pyjetstream.server.jetstream.store import ErrStoreMsgNotFound, FileStore, F
 
 from .conftest import crash
 
-SNAP = os.path.join("msgs", "index.snap")
+SNAP = os.path.join("msgs", "index.db")  # the stream state
 
 
 def open_fs(d: Path) -> FileStore:

@@ -217,7 +217,7 @@ def run_ops(kind: str, data: st.DataObject) -> None:
         limits.get("max_msgs", -1), limits.get("max_msgs_per_subject", -1), limits.get("max_age", 0)
     )
     tmp = tempfile.mkdtemp(prefix="store-prop-")
-    fcfg = FileStoreConfig(tmp, block_size=1024, compact_min_bytes=128)
+    fcfg = FileStoreConfig(tmp, block_size=1024, compact_min_bytes=128, cache_slots=1 if kind == "file-evict" else 1 << 19)
 
     def open_store() -> MessageStore:
         return MemoryStore(cfg, **small_pages(kind)) if kind.startswith("memory") else FileStore(fcfg, cfg)
@@ -299,7 +299,7 @@ PROPERTY_SETTINGS = settings(
 )
 
 
-@pytest.mark.parametrize("kind", ["memory", "memory-small", "file", "file-s2"])
+@pytest.mark.parametrize("kind", ["memory", "memory-small", "file", "file-evict", "file-s2"])
 @PROPERTY_SETTINGS
 @given(data=st.data())
 def test_store_matches_model(kind: str, data: st.DataObject) -> None:

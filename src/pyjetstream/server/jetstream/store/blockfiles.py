@@ -86,7 +86,10 @@ class BlockFiles(BlockIndexes):
         return blk
 
     def open_active(self) -> None:
-        """After recovery: start a first block, or load the last one as the active block."""
+        """After recovery: start a first block, or load the last one as the active block (writing
+        and saving pages start here: nothing is written while recovery reads)."""
+        self._open = True
+        self.index._rebuilding = False
         if not self.blocks:
             self._new_active_block(self.index.last_seq + 1)
             self.flush_writes()
@@ -292,6 +295,8 @@ class BlockFiles(BlockIndexes):
 
     def flush_writes(self) -> None:
         """Hand every pending byte to the OS (no fsync)."""
+        if not self._open:
+            return  # (recovering: the active block's mirror is not loaded yet)
         if self._floor_dirty:
             act = self.blocks[-1]
             self._floor = (self.index.first_seq, self.index.last_ts)
@@ -520,6 +525,7 @@ class BlockFiles(BlockIndexes):
             self._stale_idx.add(blk)
             self._drop_index_file(blk.index)
             self.index.lost_image(seq)
+        self.drop_state()  # nor its size nor its tail changes: the state could not notice
         _pwrite_all(self._fd(blk), rec, off)
         self.fsync_pending.add(blk)
         if self._ra is not None and self._ra[0] is blk:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import itertools
 import mmap
 import os
 import zlib
@@ -55,8 +56,9 @@ from ._records import (
     scan_records,
 )
 from .backend import PayloadBackend
-from .base import LostData
-from .seqindex import SeqIndex
+from .base import ErrCorruptRecord, LostData
+from .pages import Page
+from .seqindex import Arrays, SeqIndex
 from .seqrecover import BlockSlots
 
 # Keep at most this many sealed-block descriptors open (the active block's is always open).
@@ -65,6 +67,8 @@ MAX_OPEN_FDS = 32
 _crc32 = zlib.crc32
 _LEN_MASK = 0xFFFFFFFF
 _TTL_KEY = b"\r\nNats-TTL:"
+# The stream state (``FileStore``): the index's resident part and the block list.
+STATE_FILE = "index.db"
 # A block's bytes while loading: read into memory, or mapped.
 Bytes = bytes | mmap.mmap
 
@@ -99,6 +103,14 @@ class _SubjectIds:
         self.taken: set[int] = set()  # one subject per id: a scanned block must not share one
         self.next = 1
 
+    def seed(self, names: list[str | None]) -> None:
+        """Start from a subject table's ids (``names[sid]``; None: a free id)."""
+        for sid, name in enumerate(names):
+            if name is not None:
+                self.ids[name.encode()] = sid
+                self.taken.add(sid)
+        self.next = max(self.next, len(names))
+
     def learn(self, slots: BlockSlots) -> None:
         for sid, name in zip(slots.ids, slots.names, strict=True):
             key = name.encode()
@@ -131,6 +143,8 @@ class BlockIndexes(PayloadBackend):
         compress: bool,
     ) -> None:
         super().__init__(index)
+        index.loader = self.load_page  # a sealed block's page: loaded on demand, saved when evicted
+        index.saver = self.save_page
         self.msgs_dir = msgs_dir
         self._block_size = block_size
         self._compact_min = compact_min
@@ -161,6 +175,13 @@ class BlockIndexes(PayloadBackend):
         self._stale_idx: set[_Block] = set()  # sealed blocks whose index is missing or stale
         self._missing_seqs: list[int] = []
         self._missing_bytes = 0
+        self.blocks_read = 0  # blocks whose file recovery read (a counter for the complexity tests)
+        # The size of each block as the stream state on disk lists it (see `drop_state`), and how
+        # many times a state was found out of date since (`FileStore` writes it again then).
+        self._state_sizes: dict[int, int] = {}
+        self.state_drops = 0
+        self._open = False  # `BlockFiles.open_active` ran: blocks are written to from then on
+        index._rebuilding = True  # (no page is saved before that either)
         # Where the last good commit left things: (last_seq, last_ts, blocks, active block size).
         self._good: tuple[int, int, int, int] = (0, 0, 0, 0)
 
@@ -221,37 +242,51 @@ class BlockIndexes(PayloadBackend):
             f.seek(max(0, blk.written - _snapshot.TAIL_CHECK))
             return _crc32(f.read(_snapshot.TAIL_CHECK))
 
-    def snapshot(self) -> dict[str, Any]:
+    def state(self) -> dict[str, Any]:
+        """The block list for the stream state (``FileStore``): each block's file as it is now
+        (size, tail CRC) and its live counts, and the newest floor."""
+        self._state_sizes = {b.index: b.written for b in self.blocks}
         return {
             "floor_block": self._floor_block.index if self._floor_block is not None else None,
             "floor": list(self._floor),
-            "blocks": [
-                [b.index, b.first_seq, b.written, b.live_msgs, b.live_bytes, self._tail_crc(b)]
-                for b in self.blocks
-            ],
+            "blocks": [[*self._row(b), b in self._stale_idx] for b in self.blocks],
         }
 
-    def restore(self, header: dict[str, Any], files: list[tuple[int, str]]) -> bool:
-        """Take the block list of a snapshot if every block file still matches it."""
-        if [idx for idx, _ in files] != [b[0] for b in header["blocks"]]:
-            return False
-        floor_seq, floor_ts = header["floor"]
-        blocks: list[_Block] = []
-        for index, first_seq, size, live_msgs, live_bytes, tail in header["blocks"]:
-            blk = _Block(index, first_seq, self._block_path(index), size)
-            if tail < 0 or os.path.getsize(blk.path) != size or self._tail_crc(blk) != tail:
-                return False
-            blk.live_msgs, blk.live_bytes = live_msgs, live_bytes
-            blocks.append(blk)
-        self.blocks = blocks
-        self._firsts = [b.first_seq for b in blocks]
-        fb = header["floor_block"]
-        self._floor_block = next((b for b in blocks if b.index == fb), None)
-        self._floor = (int(floor_seq), int(floor_ts))
-        # Sealed blocks without an index (scanned at an earlier start) get one on the next sync.
-        self._stale_idx = {b for b in blocks[:-1] if b.index not in self._idx_found}
-        self._idx_found = set()
-        return True
+    def _row(self, blk: _Block) -> list[int]:
+        """A block's row in the state: index, first sequence, size, live counts, tail CRC, and the
+        last sequence and timestamp its page reaches (where a scan of the next block starts)."""
+        end = self._block_end(blk)
+        page = self.index.page_in(blk.first_seq, end, load=False)
+        last, ts = blk.first_seq - 1, 0
+        if page is not None and page.n:
+            last = page.first + page.n - 1
+            ts = page.tss[-1] if page.loaded else page.ts_last
+        return [
+            blk.index,
+            blk.first_seq,
+            blk.written,
+            blk.live_msgs,
+            blk.live_bytes,
+            self._tail_crc(blk),
+            last,
+            ts,
+        ]
+
+    def _vouched(self, row: list[Any], path: str) -> _Block | None:
+        """The block a state's row describes, if its file is still as the state saw it (same size
+        and tail: a change to a block since — a tombstone, a rewrite — changes both; an erase in
+        place, which does not, discards the state when it happens)."""
+        index, first_seq, size, live_msgs, live_bytes, tail, _last, _ts, stale = row
+        blk = _Block(index, first_seq, path, size)
+        try:
+            if os.path.getsize(path) != size or self._tail_crc(blk) != tail:
+                return None
+        except OSError:
+            return None
+        blk.live_msgs, blk.live_bytes = live_msgs, live_bytes
+        if stale or index not in self._idx_found:
+            self._stale_idx.add(blk)  # written again at the next sync (the last block's is not kept)
+        return blk
 
     # ------------------------------------------------------------------------------------
     # Recovery
@@ -273,47 +308,77 @@ class BlockIndexes(PayloadBackend):
             self._next_index = files[-1][0] + 1
         return files
 
-    def load(self, files: list[tuple[int, str]]) -> list[BlockSlots]:
-        """Every block's slots for ``SeqIndex.rebuild``, in order: from the block's saved index
-        when it matches the block byte for byte (size and CRC of the whole file), else from a
-        scan of the block (the active block after a crash, or one changed since its index was
-        written). A scan cuts torn tails, steps over damaged records and notes what was lost
-        (see [`lost`][pyjetstream.api.models_stream.StreamState.lost]); an index whose block file is gone reports the block's messages lost.
-        """
-        out: list[BlockSlots] = []
-        known = _SubjectIds()  # subject -> id, as the blocks loaded so far number them
-        max_seq = max_ts = 0
-        floor = floor_ts = 0
+    def load(
+        self,
+        files: list[tuple[int, str]],
+        state: dict[str, Any] | None = None,
+        names: list[str | None] | None = None,
+    ) -> Iterator[tuple[int, int, BlockSlots | None]]:
+        """Every block for ``SeqIndex.recover``, in order, as ``(first, end, slots)``, one block at a
+        time: None for a block the stream state (``state``: its block list; ``names``: its
+        subjects) vouches for (`_vouched`: not read at all), else its slots — from the block's
+        saved index when it matches the block byte for byte (size and CRC of the whole file), else
+        from a scan (the active block after a crash, or one changed since its index was written).
+        A scan cuts torn tails, steps over damaged records and notes what was lost (see `lost`);
+        an index whose block file is gone reports the block's messages lost."""
+        known = _SubjectIds()  # subject -> id, as the state and the blocks loaded so far number them
+        if names is not None:
+            known.seed(names)
+        listed = state["blocks"] if state is not None else []
+        rows = {row[0]: row for row in listed}
+        self._state_sizes = {row[0]: row[2] for row in listed}
+        # Where each block ended when the state was written (the next block's first sequence).
+        ends = {a[0]: b[1] for a, b in itertools.pairwise(listed)}
+        floor, floor_ts = state["floor"] if state is not None else (0, 0)
         floor_from_index = False
+        max_seq = max_ts = 0
         last_index = files[-1][0] if files else -1
         present = {index for index, _ in files}
         for index in sorted(self._idx_found - present):
             self._note_missing(index)
+        pending: tuple[int, int, BlockSlots | None] | None = None
         for index, name in files:
             path = os.path.join(self.msgs_dir, name)
-            with _mapped(path) as buf:
-                slots, scanned = self._load_block(
-                    index, path, buf, index == last_index, max_seq, max_ts, known
-                )
-            if slots is None:
-                continue
-            if not scanned:
-                known.learn(slots)
-            if slots.floor > floor:
-                floor, floor_ts = slots.floor, slots.floor_ts
-                floor_from_index = not scanned
-                self._floor_block = self.blocks[-1] if scanned else None
-            if slots.sids:
-                max_seq = slots.first + len(slots.sids) - 1
-                max_ts = slots.tss[-1]
-            out.append(slots)
+            row = rows.get(index)
+            blk = self._vouched(row, path) if row is not None else None
+            if blk is not None:
+                self.blocks.append(blk)
+                self._firsts.append(blk.first_seq)
+                if state is not None and index == state["floor_block"]:
+                    self._floor_block = blk
+                max_seq, max_ts = max(max_seq, row[6]), max(max_ts, row[7])  # type: ignore[index]
+                item: tuple[int, int, BlockSlots | None] = (blk.first_seq, ends.get(index, 1 << 63), None)
+            else:
+                with _mapped(path) as buf:
+                    slots, scanned = self._load_block(
+                        index, path, buf, index == last_index, max_seq, max_ts, known
+                    )
+                if slots is None:
+                    continue
+                if not scanned:
+                    known.learn(slots)
+                if slots.floor > floor:
+                    floor, floor_ts = slots.floor, slots.floor_ts
+                    floor_from_index = not scanned
+                    self._floor_block = self.blocks[-1] if scanned else None
+                if slots.sids:
+                    max_seq = slots.first + len(slots.sids) - 1
+                    max_ts = slots.tss[-1]
+                blk = self.blocks[-1]
+                blk.live_msgs = sum(slots.s_msgs)
+                blk.live_bytes = sum(slots.locs) & _LEN_MASK
+                item = (blk.first_seq, 1 << 63, slots)
+            if pending is not None:
+                yield pending[0], min(pending[1], item[0]), pending[2]
+            pending = item
+        if pending is not None:
+            yield pending
         self._floor = (floor, floor_ts)
         if floor_from_index:
             # The newest floor is known from an index, not from the record itself: write it
             # again into the active block, so it never depends on where the record sits.
             self._floor_dirty = True
         self._idx_found = set()
-        return out
 
     def _load_block(
         self, index: int, path: str, buf: Bytes, is_last: bool, max_seq: int, max_ts: int, known: _SubjectIds
@@ -331,6 +396,7 @@ class BlockIndexes(PayloadBackend):
                 os.unlink(path)
             self._drop_index_file(index)
             return None, False
+        self.blocks_read += 1
         slots = None
         if index in self._idx_found:
             slots = self._read_index(index, buf, first, max_seq)
@@ -343,7 +409,9 @@ class BlockIndexes(PayloadBackend):
             return slots, False
         if not is_last:
             self._stale_idx.add(blk)
-        return self._scan_block(blk, buf, is_last, max_seq, max_ts, known), True
+        slots, max_seq, end = self._scan_block(blk, buf, max_seq, max_ts, known)
+        self._scan_end(blk, buf, is_last, max_seq, end)
+        return slots, True
 
     def _read_index(self, index: int, buf: Bytes, first: int, max_seq: int) -> BlockSlots | None:
         """The saved index of block ``index`` if it still describes ``buf`` exactly."""
@@ -398,11 +466,13 @@ class BlockIndexes(PayloadBackend):
         self._drop_index_file(index)
 
     def _scan_block(
-        self, blk: _Block, buf: Bytes, is_last: bool, max_seq: int, prev_ts: int, known: _SubjectIds
-    ) -> BlockSlots:
-        """Scan one block's records into its slots (sequences above ``max_seq`` only). A
-        subject gets the id ``known`` has for it (the blocks before numbered it), or the next
-        one, so the index adopts the block's ids as they are."""
+        self, blk: _Block, buf: Bytes, max_seq: int, prev_ts: int, known: _SubjectIds, recover: bool = True
+    ) -> tuple[BlockSlots, int, ScanEnd]:
+        """Scan one block's records into its slots (sequences above ``max_seq`` only); also the
+        highest sequence seen and where the scan stopped (for `_scan_end`). A subject gets the id
+        ``known`` has for it (the blocks before numbered it), or the next one, so the index adopts
+        the block's ids as they are. ``recover`` False: a page read again while running (nothing
+        counted lost, no TTL noted)."""
         first = blk.first_seq
         slots = BlockSlots(max(first, max_seq + 1))
         start = slots.first
@@ -412,8 +482,7 @@ class BlockIndexes(PayloadBackend):
         last_idx: list[int] = [-1] * known.next
         cur_ts = prev_ts
         decompressed_len = cramjam.snappy.decompress_raw_len
-        size_base, size_hdr = self.size_base, self.size_hdr
-
+        size_base, size_hdr, note_ttl = self.size_base, self.size_hdr, self._note_ttl if recover else _no_ttl
         ends: list[ScanEnd] = []
         # The per-record loop of a crash restart: everything it touches is a local.
         sids_append, tss_append, sizes_append = sids.append, tss.append, sizes.append
@@ -425,7 +494,8 @@ class BlockIndexes(PayloadBackend):
             k = kind & kind_mask
             if k == kind_msg:
                 if seq <= max_seq or seq < start:
-                    self._lost_bytes += total  # out of order: cannot be placed
+                    if recover:
+                        self._lost_bytes += total  # out of order: cannot be placed
                     continue
                 max_seq = seq
                 idx = seq - start
@@ -452,7 +522,7 @@ class BlockIndexes(PayloadBackend):
                 tss_append(ts)
                 if hlen:
                     sizes_append(size_base + slen + dlen + size_hdr + hlen)
-                    self._note_ttl(buf, at + slen, hlen, kind, off + total, seq)
+                    note_ttl(buf, at + slen, hlen, kind, off + total, seq)
                 else:
                     sizes_append(size_base + slen + dlen)
                 locs_append(off << 32 | total)
@@ -473,9 +543,8 @@ class BlockIndexes(PayloadBackend):
                     cur_ts = ts
             elif k == KIND_FLOOR and seq > slots.floor:
                 slots.floor, slots.floor_ts = seq, ts
-        self._scan_end(blk, buf, is_last, max_seq, ends[0])
         slots.summarize()
-        return slots
+        return slots, max_seq, ends[0]
 
     def _scan_end(self, blk: _Block, buf: Bytes, is_last: bool, max_seq: int, end: ScanEnd) -> None:
         """What a block's scan stepped over or cut: counted lost (a torn tail of the last block is
@@ -549,6 +618,10 @@ class BlockIndexes(PayloadBackend):
         }
         names: list[str | None] = list(slots.names)
         path = self._idx_path(blk.index)
+        if self._state_sizes.get(blk.index) == blk.written:
+            # The state vouches for this block file, and with it for the page's image it listed
+            # (its removals since are the page's ``dels`` there): a new image out-dates it.
+            self.drop_state()
         write_file(path + ".tmp", _snapshot.encode(header, arrays, names), fsync=False)
         os.replace(path + ".tmp", path)
         self._stale_idx.discard(blk)
@@ -571,6 +644,83 @@ class BlockIndexes(PayloadBackend):
             if limit == 0:
                 break
 
+    # ------------------------------------------------------------------------------------
+    # Pages of sealed blocks: loaded from the block's index on demand, saved before eviction
+    # ------------------------------------------------------------------------------------
+    def _page_block(self, page: Page) -> _Block | None:
+        """The block a page lies in (None: none does any more)."""
+        i = bisect.bisect_right(self._firsts, page.first) - 1
+        if i < 0:
+            return None
+        end = self._firsts[i + 1] if i + 1 < len(self.blocks) else 1 << 63
+        return self.blocks[i] if page.first + page.n <= end else None
+
+    def load_page(self, page: Page) -> Arrays:
+        """An evicted page's slots (``SeqIndex.loader``; nats-server loads a block's cache): from
+        its block's saved index, which it was evicted only once written; a scan of the block
+        when that cannot be read."""
+        blk = self._page_block(page)
+        if blk is None:
+            raise ErrCorruptRecord(f"no block holds sequence {page.first}")
+        cols = self._page_from_index(blk, page)
+        return cols if cols is not None else self._page_from_scan(blk, page)
+
+    def _page_from_index(self, blk: _Block, page: Page) -> Arrays | None:
+        try:
+            with open(self._idx_path(blk.index), "rb") as f:
+                decoded = _snapshot.decode(f.read())
+        except OSError:
+            return None
+        if decoded is None:
+            return None
+        header, arrays, _names = decoded
+        try:
+            if int(header["first"]) != blk.first_seq:
+                return None
+            lo = page.first - blk.first_seq
+            hi = lo + page.n
+            sids, tss, sizes, locs, nxt = (arrays[k] for k in ("sids", "tss", "sizes", "locs", "nxt"))
+        except (KeyError, ValueError, TypeError):
+            return None
+        if any(len(c) < hi for c in (sids, tss, sizes, locs, nxt)):
+            return None
+        if lo or hi < len(sids):
+            return sids[lo:hi], tss[lo:hi], sizes[lo:hi], locs[lo:hi], nxt[lo:hi]
+        return sids, tss, sizes, locs, nxt
+
+    def _page_from_scan(self, blk: _Block, page: Page) -> Arrays:
+        """A page's slots from a scan of its block, as the running index sees them: subjects by
+        their ids now (one the index no longer has holds no message), nothing below the first
+        sequence."""
+        self.flush_writes()
+        known = _SubjectIds()
+        known.seed(self.index.subjects.names)
+        limit = known.next
+        with _mapped(blk.path) as buf:
+            slots = self._scan_block(blk, buf, page.first - 1, 0, known, recover=False)[0]
+        n = len(slots.sids)
+        if n < page.n:
+            _extend_dead(slots, page.n - n, slots.tss[-1] if n else 0)
+        cols = [slots.sids[: page.n], slots.tss[: page.n], slots.sizes[: page.n], slots.locs[: page.n]]
+        sids, sizes, locs = cols[0], cols[2], cols[3]
+        floor = self.index.first_seq - page.first
+        for k in range(page.n):
+            if sids[k] and (sids[k] >= limit or k < floor):
+                sids[k] = sizes[k] = locs[k] = 0
+        return sids, cols[1], sizes, locs, slots.nxt[: page.n]
+
+    def save_page(self, page: Page) -> bool:
+        """Write a page's image, its block's index (``SeqIndex.saver``: before it is evicted)."""
+        blk = self._page_block(page)
+        if blk is None or blk is self.blocks[-1]:
+            return False
+        try:
+            self.flush_writes()
+            self._write_index(blk, os.pread(self._fd(blk), blk.written, 0))
+        except OSError:
+            return False
+        return page.image
+
     def keep_ttls(self, ttls: dict[int, int]) -> None:
         """After recovery: the TTLs of the stored messages, each kept by its block for the block
         indexes to come."""
@@ -585,22 +735,35 @@ class BlockIndexes(PayloadBackend):
         self.blocks[-1].ttls[seq] = ttl
 
     def account(self) -> None:
-        """After the index was rebuilt: each block's live counts, from the index."""
+        """After recovery: each block's live counts, from its page where the index changed it
+        since the block was read (a floor, or a later block's tombstone); sealed blocks are looked
+        at for maintenance."""
         index = self.index
-        for blk in self.blocks:
-            page = index.page_in(blk.first_seq, self._block_end(blk))
-            blk.live_msgs = page.msgs if page is not None else 0
-            blk.live_bytes = sum(page.locs) & _LEN_MASK if page is not None else 0
+        nblocks = len(self.blocks)
+        for i, blk in enumerate(self.blocks):
+            end = self._firsts[i + 1] if i + 1 < nblocks else index.last_seq + 1
+            page = index.page_in(blk.first_seq, end, load=False)
+            if page is None:
+                blk.live_msgs = blk.live_bytes = 0
+                continue
+            if blk in self._stale_idx:
+                page.image = False  # (its index is missing or older than the block)
+            if page.msgs != blk.live_msgs:
+                index.page_in(blk.first_seq, end)  # (loaded)
+                blk.live_msgs = page.msgs
+                blk.live_bytes = sum(page.locs) & _LEN_MASK
         for blk in self.blocks[:-1]:
             self._maint.add(blk)
         # The newest floor is the one the index applied; keep pointing at its block.
         if self._floor_block is not None and self._floor_block not in self.blocks:
             self._floor_block = None
 
-    def lost(self, with_missing: bool = True) -> LostData | None:
-        """What the load dropped: bytes cut or stepped over, and the sequences that held
-        messages no longer found (a damaged record, or the torn record right after the last;
-        ``with_missing``: the messages of block files gone whose index remained)."""
+    def lost(self, gone: list[Page] | None = None) -> LostData | None:
+        """What the load dropped: bytes cut or stepped over, the sequences that held messages no
+        longer found (a damaged record, or the torn record right after the last), and the
+        messages of block files gone whose index remained — less those the stream state's page
+        of such a block (``gone``) says were removed. (A block unlinked because its messages were
+        all removed leaves no index: nothing of it is reported.)"""
         index = self.index
         lost = list(self._lost_seqs)
         nbytes = self._lost_bytes
@@ -608,15 +771,41 @@ class BlockIndexes(PayloadBackend):
         for seq in self._maybe_lost:
             if start <= seq <= index.last_seq and not index.live(seq):
                 lost.append(seq)
-        if with_missing and self._missing_seqs:
-            gone = [seq for seq in self._missing_seqs if seq >= self._floor[0] and not index.live(seq)]
-            if gone:
-                lost += gone
+        if self._missing_seqs:
+            removed = {seq for p in gone or [] for seq in p.dels}
+            floor = self._floor[0]
+            missing = [s for s in self._missing_seqs if s >= floor and s not in removed and not index.live(s)]
+            if missing:
+                lost += missing
                 nbytes += self._missing_bytes
         self._missing_seqs, self._missing_bytes = [], 0
         if not (nbytes or lost):
             return None
         return LostData(sorted(set(lost)), nbytes)
+
+    def save_images(self) -> None:
+        """Every sealed page without a current image gets one (before the stream state is
+        written, so that after a restart any page can be evicted and loaded again)."""
+        index = self.index
+        for page in index.pages:
+            if not page.image and page is not index.tail and page.n:
+                index._use(page)
+                self.save_page(page)
+
+    def drop_state(self) -> None:
+        """The stream state on disk no longer describes the blocks (a change it could not notice:
+        an erase in place, a sealed page's image written again); the next sync or stop writes it
+        again, and a restart meanwhile reads every block (from its index file)."""
+        if not self._state_sizes:
+            return  # (none on disk)
+        self._state_sizes = {}
+        self.state_drops += 1
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(self.msgs_dir, STATE_FILE))
+
+
+def _no_ttl(buf: Bytes, at: int, hlen: int, kind: int, end: int, seq: int) -> None:
+    """`BlockIndexes._note_ttl` of a scan that is not a recovery's: nothing to note."""
 
 
 def _extend_dead(slots: BlockSlots, n: int, ts: int) -> None:

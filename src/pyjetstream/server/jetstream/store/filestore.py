@@ -4,8 +4,8 @@ Directory layout (``FileStoreConfig.directory`` is the stream's directory):
 
     meta.inf, meta.sum          stream definition (write_meta / read_meta), crash-safe
     msgs/<n>.blk                message blocks (format in ``_records``)
-    msgs/<n>.idx                a sealed block's index: its slots, size and CRC (``blockfiles``)
-    msgs/index.snap             index snapshot, only between a clean stop and the next start
+    msgs/<n>.idx                a sealed block's index: its slots, size and CRC (``blockindex``)
+    msgs/index.db               the stream state: the index's resident part and the block list
     obs/<consumer>/             consumer definition (meta.inf/.sum) and state (o.dat)
 
 Durability. Every mutation is written to the OS (``pwrite``) before the call returns, or when
@@ -18,14 +18,20 @@ The store is a `SeqIndex` composed with `BlockFiles`
 (the payload backend: block format, deletes, compaction); this module adds the directory, the
 stream and consumer metadata, sync, and recovery.
 
-Recovery. A clean stop leaves an index snapshot (the index's arrays plus the block list) that
-is loaded if it matches the block files. Otherwise (``kill -9``) the backend hands over every
-block's slots — from the block's saved index when it matches the block byte for byte, else
-from a scan of the block (the active one, or one changed since its index was written) — the
-index appends them whole, and the backend recounts its blocks from the index. What was dropped
-is reported in ``StreamState.lost``. The snapshot stays beside the block indexes because it is
-still the faster start (one file, no block read: 0.04 s of CPU for 1 M messages against 0.22 s
-with the active block scanned) and it carries what no block holds (``lost`` of earlier starts).
+Memory. The index keeps resident what nats-server's file store keeps — per block (page) its
+live counts, last timestamp and each subject's count, per subject its count and first and last
+sequence, the stream's counters — and the slots of the active block and of a few sealed ones
+(``cache_slots``, least recently used first); a sealed block's slots are loaded again from its
+index file when a query needs them.
+
+Recovery. A clean stop, and each sync that follows a change, writes the stream state
+(``index.db``, nats-server's ``writeFullState``): the index's resident part and the block list,
+each block with its size and tail CRC. A start loads it and vouches for every block whose file is
+still as the state saw it — O(blocks + subjects), no block read — and reads the others (after
+``kill -9``, the active block and any a tombstone went into since): from the block's saved index
+when it matches the block byte for byte, else from a scan; the index fixes what they change.
+Without a state (or with one that cannot be read) every block is read. What was dropped is
+reported in ``StreamState.lost``.
 """
 
 from __future__ import annotations
@@ -33,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,9 +61,11 @@ from .base import (
     StoreError,
 )
 from .blockfiles import BlockFiles
+from .blockindex import STATE_FILE
 from .consumer_store import FileConsumerStore
-from .indexed import IndexedStore
+from .indexed import NS_PER_S, IndexedStore
 from .seqindex import SeqIndex
+from .seqstate import StateView
 
 SYNC_INTERVAL = "interval"
 SYNC_ALWAYS = "always"
@@ -70,13 +77,15 @@ COMPACT_MIN_BYTES = 2 * 1024 * 1024
 
 MSGS_DIR = "msgs"
 OBS_DIR = "obs"
-SNAPSHOT_FILE = "index.snap"
+OLD_SNAPSHOT = "index.snap"  # the whole-index snapshot of earlier versions (ignored, removed)
 # A recovery of at least this many messages gives the heap's free pages back to the OS.
 TRIM_AFTER_MSGS = 100_000
 # Sealed blocks whose index is stale get a fresh one at most this many per sync (all at stop).
 REFRESH_PER_SYNC = 4
 # The file store's index pages are its blocks: a page is never cut by its length.
 FILE_PAGE = 1 << 62
+# Sealed blocks' slots kept in memory (least recently used first): ~32 bytes each.
+CACHE_SLOTS = 1 << 19
 
 
 @dataclass(slots=True)
@@ -88,6 +97,7 @@ class FileStoreConfig:
     sync: str = SYNC_INTERVAL
     sync_interval: float = 120.0  # seconds; the caller's timer calls FileStore.sync()
     compact_min_bytes: int = COMPACT_MIN_BYTES
+    cache_slots: int = CACHE_SLOTS  # sealed blocks' index slots kept in memory
 
     def __post_init__(self) -> None:
         if self.sync not in (SYNC_INTERVAL, SYNC_ALWAYS):
@@ -110,6 +120,7 @@ class FileStore(IndexedStore):
         self._obs_dir = os.path.join(self._dir, OBS_DIR)
         self._sync_always = self._fcfg.sync == SYNC_ALWAYS
         index = SeqIndex(page_max=FILE_PAGE)  # the pages are the blocks
+        index.cache_max = max(1, self._fcfg.cache_slots)
         blocks = BlockFiles(
             index,
             self._msgs_dir,
@@ -120,12 +131,12 @@ class FileStore(IndexedStore):
         )
         super().__init__(cfg, index, blocks)
         self._consumers: dict[str, FileConsumerStore] = {}
-        self._missing: LostData | None = None  # messages of block files gone since the snapshot
+        self._state_mark: tuple[int, ...] | None = None  # what the stream state on disk saw
 
         os.makedirs(self._msgs_dir, exist_ok=True)
         existed = self._recover()
         blocks.open_active()
-        blocks.keep_ttls(self.msg_ttls())
+        blocks.keep_ttls(dict(self._ttls))
         if self._index.msgs >= TRIM_AFTER_MSGS:
             release_free_memory()
         if not existed and cfg.first_seq > 0:  # nats-server purges to first_seq, 1 included
@@ -170,6 +181,9 @@ class FileStore(IndexedStore):
         self.flush()
         with contextlib.suppress(OSError):
             self._backend.refresh_indexes(REFRESH_PER_SYNC)
+        if self._state_mark != self._mark():
+            with contextlib.suppress(OSError):
+                self._write_state(fsync=False)
         fds: list[int] = []
         dirs: list[str] = []
         self._backend.collect_sync(fds, dirs)
@@ -197,9 +211,9 @@ class FileStore(IndexedStore):
             cs.stop()
         with contextlib.suppress(OSError):
             self._backend.refresh_indexes()
+            self.flush()
+            self._write_state(fsync=True)
         self.sync()
-        with contextlib.suppress(OSError):
-            self._write_snapshot()
         self._backend.close_all()
         self._closed = True
 
@@ -258,107 +272,89 @@ class FileStore(IndexedStore):
         return sorted(e for e in entries if os.path.isdir(os.path.join(self._obs_dir, e)))
 
     # ------------------------------------------------------------------------------------
-    # Snapshot and recovery
+    # Stream state and recovery
     # ------------------------------------------------------------------------------------
-    def _write_snapshot(self) -> None:
-        scalars, arrays, names = self._index.snapshot()
-        header = {
-            **scalars,
-            **self._backend.snapshot(),
-            "lost": None if self._lost is None else [self._lost.msgs, self._lost.bytes],
-            "ttls": [[seq, ttl] for seq, ttl in self.msg_ttls().items()],
-        }
-        path = os.path.join(self._msgs_dir, SNAPSHOT_FILE)
-        write_file(path + ".tmp", _snapshot.encode(header, arrays, names), fsync=True)
-        os.replace(path + ".tmp", path)
-        fsync_dir(self._msgs_dir)
+    def _mark(self) -> tuple[int, ...]:
+        """What a change to the store changes (the state is written again when it moved)."""
+        index, blocks = self._index, self._backend.blocks
+        return (
+            index.last_seq,
+            index.msgs,
+            index.first_seq,
+            len(blocks),
+            blocks[-1].written,
+            self.bulk_removals,
+            self._backend.state_drops,
+        )
 
-    def _load_snapshot(self, files: list[tuple[int, str]]) -> bool:
-        path = os.path.join(self._msgs_dir, SNAPSHOT_FILE)
+    def _write_state(self, fsync: bool) -> None:
+        """Write the stream state (nats-server ``writeFullState``): every sealed page gets an image
+        first (so that any page can be evicted after a restart), then the index's resident part,
+        the block list, what earlier starts lost, and the TTLs."""
+        self._backend.save_images()
+        header, arrays, names = self._index.state()
+        expires = {seq: at for at, seq in self._ttl_heap}
+        header.update(
+            self._backend.state(),
+            lost=None if self._lost is None else [self._lost.msgs, self._lost.bytes],
+            ttls=[[seq, ttl, expires.get(seq, 0)] for seq, ttl in self._ttls.items()],
+        )
+        path = os.path.join(self._msgs_dir, STATE_FILE)
+        write_file(path + ".tmp", _snapshot.encode(header, arrays, names), fsync=fsync)
+        os.replace(path + ".tmp", path)
+        if fsync:
+            fsync_dir(self._msgs_dir)
+        self._state_mark = self._mark()
+
+    def _read_state(self) -> tuple[dict[str, Any], StateView] | None:
+        """The stream state on disk, if it can be read (else it is removed)."""
+        path = os.path.join(self._msgs_dir, STATE_FILE)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(self._msgs_dir, OLD_SNAPSHOT))
         try:
             with open(path, "rb") as f:
-                buf = f.read()
+                decoded = _snapshot.decode(f.read())
+            if decoded is not None:
+                header, arrays, names = decoded
+                return header, StateView(header, arrays, names)
         except FileNotFoundError:
-            return False
-        try:
-            decoded = _snapshot.decode(buf)
-            if decoded is None:
-                return False
-            header, arrays, names = decoded
-            if not self._backend.restore(header, files):
-                self._missing = _missing_blocks(header, arrays, names, files)
-                return False
-            if not self._index.restore(header, arrays, names):
-                self._backend.blocks = []
-                return False
-            if header["lost"] is not None:
-                self._lost = LostData(list(header["lost"][0]), header["lost"][1])
-            self.restore_ttls({int(seq): int(ttl) for seq, ttl in header.get("ttls", [])})
-            return True
+            return None
         except (KeyError, ValueError, TypeError, OSError):
-            return False
-        finally:
-            # Never trust it twice: the blocks change from here on.
+            pass
+        with contextlib.suppress(OSError):
             os.unlink(path)
-            fsync_dir(self._msgs_dir)
-
-    def _missing_lost(self, missing: LostData) -> LostData:
-        """``lost`` after a rebuild, with the messages of missing block files that no remaining
-        block holds (a copy may survive in a block that was being rewritten)."""
-        index = self._index
-        gone = [seq for seq in missing.msgs if not index.live(seq)]
-        found = self._lost
-        msgs = sorted(set(gone) | set(found.msgs if found is not None else []))
-        nbytes = (found.bytes if found is not None else 0) + (missing.bytes if gone else 0)
-        return LostData(msgs, nbytes)
+        return None
 
     def _recover(self) -> bool:
-        """Rebuild the index from disk; return whether any block existed."""
+        """Build the index from the stream state and the blocks; return whether any block existed."""
         blocks = self._backend
         files = blocks.list_files()
-        if self._load_snapshot(files):
-            return True
+        got = self._read_state()
         if not files:
             return False
-        self._index.rebuild(blocks.load(files))
+        header, view = got if got is not None else (None, None)
+        gone = self._index.recover(blocks.load(files, header, view.names if view else None), view)
         blocks.account()
-        self._lost = blocks.lost(with_missing=self._missing is None)
-        if self._missing is not None:
-            self._lost = self._missing_lost(self._missing)
-            self._missing = None
+        found = blocks.lost(gone)
+        earlier = header["lost"] if header is not None and header.get("lost") else None
+        if earlier is not None or found is not None:
+            msgs = set(earlier[0] if earlier else []) | set(found.msgs if found else [])
+            self._lost = LostData(
+                sorted(msgs), (earlier[1] if earlier else 0) + (found.bytes if found else 0)
+            )
+        if header is not None:
+            self._restore_state_ttls(header.get("ttls", []))
         self.restore_ttls(blocks.found_ttls)
         blocks.found_ttls = {}
         return True
 
-
-def _missing_blocks(
-    header: dict[str, Any],
-    arrays: dict[str, array[int]],
-    names: list[str | None],
-    files: list[tuple[int, str]],
-) -> LostData | None:
-    """The messages a clean stop's snapshot placed in block files that are now gone (deleted
-    under the server, or after it stopped): (seq, size) of each, for ``lost`` once the blocks
-    that remain have been scanned (nats-server reports such messages in LostStreamData)."""
-    present = {idx for idx, _ in files}
-    listed = header["blocks"]
-    if all(b[0] in present for b in listed):
-        return None
-    probe = SeqIndex(page_max=FILE_PAGE)
-    if not probe.restore(header, arrays, names):
-        return None
-    seqs: list[int] = []
-    size = 0
-    for i, b in enumerate(listed):
-        if b[0] in present:
-            continue
-        hi = listed[i + 1][1] if i + 1 < len(listed) else probe.last_seq + 1
-        for seq in range(max(b[1], probe.first_seq), hi):
-            p = probe.at(seq)
-            if p is not None:
-                seqs.append(seq)
-                size += p.sizes[seq - p.first]
-    return LostData(seqs, size) if seqs else None
+    def _restore_state_ttls(self, ttls: list[list[int]]) -> None:
+        """The TTLs the state lists (a message removed since is dropped when its time comes)."""
+        for seq, ttl, expires in ttls:
+            if ttl > 0:
+                self._track_ttl(int(seq), int(expires) - int(ttl) * NS_PER_S, int(ttl))
+            elif ttl:
+                self._track_ttl(int(seq), 0, int(ttl))
 
 
 def _nothing() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from itertools import compress
 
 from ._index import find_value, zero_fill
@@ -134,17 +134,16 @@ def locs_of(index: SeqIndex, seqs: list[int]) -> list[int]:
     return out
 
 
-def _by_page(index: SeqIndex, seqs: list[int]) -> list[tuple[Page, int, int]]:
-    """``(page, a, b)``: ``seqs[a:b]`` lie in that page (loaded)."""
-    out: list[tuple[Page, int, int]] = []
+def _by_page(index: SeqIndex, seqs: list[int]) -> Iterator[tuple[Page, int, int]]:
+    """``(page, a, b)``: ``seqs[a:b]`` lie in that page, loaded — until the next page is asked
+    for (loading one may evict another: use each page before taking the next)."""
     a, n = 0, len(seqs)
     while a < n:
         p = index.page(seqs[a])
         assert p is not None, "a live message's page"
         b = bisect_left(seqs, p.first + p.n, a)
-        out.append((p, a, b))
+        yield p, a, b
         a = b
-    return out
 
 
 def remove_seqs(index: SeqIndex, seqs: list[int], keep_last: bool = False) -> None:

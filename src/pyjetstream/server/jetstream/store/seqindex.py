@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import seqrecover
+from . import seqrecover, seqstate
 from ._index import SubjectTable, find_value, next_nonzero, rfind_value, zero_fill, zeros
 from .pages import Page
 from .seqquery import _PER_SUBJECT_MAX, SeqQueries
@@ -194,13 +194,14 @@ class SeqIndex(SeqQueries):
         if self.cache.pop(p, 0) is None:
             self.cache_slots -= p.n
 
-    def page_in(self, lo: int, hi: int) -> Page | None:
-        """The page holding sequences of [lo, hi), its arrays loaded (the file store's pages lie in
-        one block each), or None."""
+    def page_in(self, lo: int, hi: int, load: bool = True) -> Page | None:
+        """The page holding sequences of [lo, hi) (the file store's pages lie in one block each),
+        its arrays loaded unless ``load`` is False, or None."""
         i = self._pi(lo)
         if i < len(self.pages) and self.pages[i].first < hi:
             p = self.pages[i]
-            self._use(p)
+            if load:
+                self._use(p)
             return p
         return None
 
@@ -607,6 +608,8 @@ class SeqIndex(SeqQueries):
             c, b = self._cut_front(p, hi - p.first, lost)
             purged += c
             nbytes += b
+            if not p.msgs and p is not self.tail:
+                whole += 1  # (nothing left in it either)
             break
         for p in pages[:whole]:
             self._uncache(p)
@@ -791,25 +794,21 @@ class SeqIndex(SeqQueries):
         return c
 
     # ------------------------------------------------------------------------------------
-    # Recovery (seqrecover.py)
+    # Recovery (seqstate.py, seqrecover.py)
     # ------------------------------------------------------------------------------------
-    def rebuild(self, blocks: Iterable[BlockSlots]) -> None:
-        """Build the index from a backend's blocks, in sequence order (`seqrecover.rebuild`)."""
-        seqrecover.rebuild(self, blocks)
+    def recover(self, blocks: Iterable[seqstate.Block], state: seqstate.StateView | None) -> list[Page]:
+        """Build the index from a backend's blocks, in sequence order, and the stream state a stop
+        or sync left (None: from the blocks alone); returns the state's pages of blocks that are
+        gone (`seqstate.recover`)."""
+        return seqstate.recover(self, blocks, state)
 
     def block_slots(self, first: int, end: int) -> BlockSlots:
         """The slots of sequences [first, end) as a `BlockSlots` (a block's saved index)."""
         return seqrecover.block_slots(self, first, end)
 
-    def snapshot(self) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]]:
-        """``(scalars, arrays, subject names)`` for `restore` (``_snapshot`` encodes them)."""
-        return seqrecover.snapshot(self)
-
-    def restore(
-        self, scalars: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None]
-    ) -> bool:
-        """Load what `snapshot` gave; False (and nothing changed) when it does not fit."""
-        return seqrecover.restore(self, scalars, arrays, names)
+    def state(self) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]]:
+        """``(header, arrays, subject names)`` of the stream state (`seqstate.encode`)."""
+        return seqstate.encode(self)
 
 
 _NO_PAGE = Page(0)  # covers nothing: `SeqIndex.hot` when no page was found yet

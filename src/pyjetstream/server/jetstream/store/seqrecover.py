@@ -1,24 +1,21 @@
-"""Recovery of the sequence index: from the blocks a backend hands over (`BlockSlots`: a
-scan of a block, or the index saved beside it), from the snapshot a clean stop leaves, and the
-slots of a block to save (nats-server's per-block index, ``rebuildState``, ``index.db``).
-Functions over a `SeqIndex` (which calls them from its methods of the same names).
+"""A block's slots as the index and a backend exchange them: `BlockSlots` (what a backend hands
+over from a scan of a block or the index saved beside it, and what `block_slots` gives back
+for saving — nats-server's per-block index and ``fss``). Recovery itself is ``seqstate.py``'s.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._index import SubjectTable, find_value, rfind_value, zeros
-from .pages import Page
+from ._index import find_value, rfind_value, zeros
 from .seqquery import _PER_SUBJECT_MAX
 
 if TYPE_CHECKING:
     from .seqindex import SeqIndex
 
-__all__ = ["BlockSlots", "block_slots", "rebuild", "restore", "snapshot"]
+__all__ = ["BlockSlots", "block_slots"]
 
 
 class BlockSlots:
@@ -99,136 +96,6 @@ def _subject_spans(sids: array[int]) -> list[tuple[int, int, int, int]]:
     return [(sid, c, first_at[sid], last_at[sid]) for sid, c in counts.items()]
 
 
-def rebuild(index: SeqIndex, blocks: Iterable[BlockSlots]) -> None:
-    """Build the index from a backend's blocks, in sequence order (recovery): each block's
-    slots become a page as they are (no per-message work here, only per subject and block).
-    A block's subject ids are adopted as they are when they do not clash with another
-    block's (the usual case: they were the running index's ids when the block index was
-    written); a clashing block's ids are renumbered. Deletes of earlier blocks' sequences
-    and the newest floor are applied last. A store nothing was ever written to reports
-    first_seq 0, as nats-server does. Pages beyond the cache are evicted as they come."""
-    names: list[str | None] = [None]
-    ids: dict[str, int] = {}
-    spans: dict[int, list[int]] = {}  # sid -> [msgs, first, last]
-    max_seq = max_ts = hdr_last = floor = floor_ts = 0
-    deletes: list[tuple[int, int, int]] = []
-    index._rebuilding = True
-    for b in blocks:
-        page = _rebuild_page(index, b, names, ids, spans)
-        if page.n:
-            max_seq = page.first + page.n - 1
-            max_ts = page.tss[-1]
-        hdr_last = max(hdr_last, b.first - 1)
-        if b.floor > floor:
-            floor, floor_ts = b.floor, b.floor_ts
-        deletes += b.deletes
-    index._rebuilding = False
-    last_seq = max(max_seq, hdr_last, floor - 1)
-    index.last_seq = last_seq
-    index.last_ts = max_ts if max_seq >= max(hdr_last, floor - 1) else floor_ts
-    _build_subjects(index, names, spans)
-    index.msgs = sum(p.msgs for p in index.pages)
-    index.bytes = sum(p.bytes for p in index.pages)
-    _rebuild_tail(index, max(max_ts, floor_ts))
-    j = index._next_live(0) if index.msgs else 0
-    if not j:
-        index.first_seq = 0 if last_seq == 0 and floor == 0 else last_seq + 1
-        index.first_ts = 0
-        index.clear_slots()
-        return
-    index.first_seq = j
-    index.first_ts = index.ts_of(j)
-    for seq, num, _ts in deletes:
-        for dseq in range(seq, seq + num):
-            p = index.at(dseq)
-            if p is not None:
-                index.remove(p, dseq - p.first)
-    if floor > index.first_seq and index.msgs:
-        index.remove_prefix(floor)  # everything below the floor is gone
-
-
-def _rebuild_page(
-    index: SeqIndex, b: BlockSlots, names: list[str | None], ids: dict[str, int], spans: dict[int, list[int]]
-) -> Page:
-    """One block's slots as a sealed page (its subject ids adopted or renumbered)."""
-    remap: dict[int, int] = {}
-    counts: dict[int, int] = {}
-    for k, own in enumerate(b.ids):
-        c = b.s_msgs[k]
-        if not c:
-            continue
-        name = b.names[k]
-        g = ids.get(name)
-        if g is None:
-            if own < len(names) and names[own] is not None:
-                g = len(names)  # the id is another subject's here: a new one
-                names.append(name)
-            else:
-                if own >= len(names):
-                    names.extend([None] * (own + 1 - len(names)))
-                g = own
-                names[g] = name
-            ids[name] = g
-        if g != own:
-            remap[own] = g
-        counts[g] = c
-        span = spans.get(g)
-        if span is None:
-            spans[g] = [c, b.s_first[k], b.s_last[k]]
-        else:
-            span[0] += c
-            span[2] = b.s_last[k]
-    sids = b.sids
-    if remap:
-        get = remap.get
-        sids = array("I", [get(x, x) for x in sids])
-    p = Page(b.first)
-    p.set_arrays(sids, b.tss, b.sizes, b.locs, b.nxt)
-    p.n = len(sids)
-    p.msgs = sum(counts.values())
-    p.bytes = sum(b.sizes)
-    p.set_counts(counts)
-    p.seal()
-    p.image = b.image and not remap
-    if p.n:
-        p.ts_last = b.tss[-1]
-    # Every block's page, an empty one too: the last block's is the tail, whatever it holds
-    # (empty ones before it are dropped once the last is known: `_rebuild_tail`).
-    index.pages.append(p)
-    index.firsts.append(p.first)
-    index._cache_add(p)
-    return p
-
-
-def _rebuild_tail(index: SeqIndex, ts: int) -> None:
-    """The last page takes appends: it reaches last_seq (dead slots to there)."""
-    pages = index.pages
-    if not pages:
-        return
-    if not all(p.n for p in pages[:-1]):
-        pages[:-1] = [p for p in pages[:-1] if p.n]  # empty blocks before the last hold nothing
-        index.firsts = [p.first for p in pages]
-    p = pages[-1]
-    gap = index.last_seq + 1 - (p.first + p.n)
-    index.reopen()
-    if gap > 0 and index.tail is not None:
-        index.tail.extend_dead(gap, ts)
-
-
-def _build_subjects(index: SeqIndex, names: list[str | None], spans: dict[int, list[int]]) -> None:
-    n = len(names)
-    msgs = zeros("Q", n)
-    first = zeros("Q", n)
-    last = zeros("Q", n)
-    for sid, (m, f, la) in spans.items():
-        msgs[sid] = m
-        first[sid] = f
-        last[sid] = la
-    t = SubjectTable()
-    t.adopt(names, msgs, first, last)
-    index.subjects = t
-
-
 def block_slots(index: SeqIndex, first: int, end: int) -> BlockSlots:
     """The slots of sequences [first, end) as a `BlockSlots` (what the file backend
     saves as a block's index). Links past the block are cut: a later load links the
@@ -292,68 +159,3 @@ def _block_subjects(index: SeqIndex, b: BlockSlots, seg: array[int], off: int) -
         b.s_msgs.append(c)
         b.s_first.append(off + i)
         b.s_last.append(off + j)
-
-
-_SCALARS = ("msgs", "bytes", "first_seq", "first_ts", "last_seq", "last_ts")
-_ARRAYS = ("sids", "tss", "sizes", "locs", "nxt")
-
-
-def snapshot(index: SeqIndex) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]]:
-    """``(scalars, arrays, subject names)`` for `restore` (``_snapshot`` encodes them):
-    every page's slots, one after the other, and where each page starts."""
-    for p in index.pages:
-        index._use(p)
-    t = index.subjects
-    scalars: dict[str, Any] = {k: getattr(index, k) for k in _SCALARS}
-    scalars["pages"] = [[p.first, p.n] for p in index.pages]
-    scalars["open"] = index.tail is not None
-    arrays: dict[str, array[int]] = {}
-    for k in _ARRAYS:
-        col = array("q" if k == "tss" else "I" if k in ("sids", "sizes") else "Q")
-        for p in index.pages:
-            col.extend(getattr(p, k))
-        arrays[k] = col
-    arrays.update(s_msgs=t.msgs, s_first=t.first, s_last=t.last)
-    return scalars, arrays, t.names
-
-
-def restore(
-    index: SeqIndex, scalars: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None]
-) -> bool:
-    """Load what `snapshot` gave; False (and nothing changed) when it does not fit."""
-    n = len(arrays["sids"])
-    bounds = [(int(f), int(k)) for f, k in scalars["pages"]]
-    if any(len(arrays[k]) != n for k in _ARRAYS) or sum(k for _, k in bounds) != n:
-        return False
-    t = SubjectTable()
-    t.adopt(names, arrays["s_msgs"], arrays["s_first"], arrays["s_last"])
-    pages: list[Page] = []
-    at = 0
-    for first, k in bounds:
-        p = Page(first)
-        p.set_arrays(*(arrays[c][at : at + k] for c in _ARRAYS))
-        at += k
-        p.n = k
-        p.bytes = sum(p.sizes)
-        counts = Counter(p.sids)
-        counts.pop(0, None)
-        p.msgs = sum(counts.values())
-        p.set_counts(counts)
-        p.seal()
-        if k:
-            p.ts_last = p.tss[-1]
-        pages.append(p)
-    for key in _SCALARS:
-        setattr(index, key, int(scalars[key]))
-    index.subjects = t
-    index.pages = pages
-    index.firsts = [p.first for p in pages]
-    index.hot = Page(0)  # (covers nothing)
-    index.tail = None
-    for p in pages[:-1]:
-        index._cache_add(p)
-    if scalars.get("open") and pages:
-        index.reopen()
-    elif pages:
-        index._cache_add(pages[-1])
-    return True

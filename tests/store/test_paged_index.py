@@ -1,0 +1,216 @@
+"""Issue 24, dimension 3 (messages): what a file store keeps in memory and what one operation or a
+restart reads do not grow with the stored messages — counted, not timed: the index's resident slots
+(``SeqIndex.resident_slots``), the pages it loads (``SeqIndex.loads``), the blocks a restart reads
+(``BlockIndexes.blocks_read``). Each test runs at two sizes ten times apart and asserts the counts
+stay flat (nats-server: block indexes on disk, loaded on demand into an expiring cache; the stream
+state ``index.db`` at restart). Also: the stream state after ``kill -9``, checked against the store
+as it was."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig
+from pyjetstream.server.jetstream.store.seqindex import DELS_MAX, SeqIndex
+
+from .conftest import crash, observed_state
+
+SIZES = (2_000, 20_000)
+BLOCK = 4096  # ~75 messages a block: the sizes are ~27 and ~270 blocks
+CACHE = 200  # sealed blocks' slots kept in memory: two or three blocks
+
+
+def open_fs(d: Path) -> FileStore:
+    return FileStore(FileStoreConfig(str(d), block_size=BLOCK, cache_slots=CACHE), StoreConfig())
+
+
+def filled(d: Path, n: int, subjects: int = 20) -> FileStore:
+    s = open_fs(d)
+    with s.batch():
+        for i in range(n):
+            s.store_msg(f"m.{i % subjects}", b"", b"payload-%06d" % i)
+    return s
+
+
+def index(s: FileStore) -> SeqIndex:
+    return s._index
+
+
+def at_sizes(tmp_path: Path, measure: Callable[[FileStore, int], float]) -> list[float]:
+    out = []
+    for n in SIZES:
+        s = filled(tmp_path / f"s{n}", n)
+        try:
+            out.append(measure(s, n))
+        finally:
+            s.stop()
+    return out
+
+
+def loads_per(op: Callable[[FileStore, int], int]) -> Callable[[FileStore, int], float]:
+    """Pages loaded per operation (``op`` returns how many it did)."""
+
+    def measure(s: FileStore, n: int) -> float:
+        before = index(s).loads
+        count = op(s, n)
+        return (index(s).loads - before) / count
+
+    return measure
+
+
+def test_resident_slots_do_not_grow_with_the_messages(tmp_path: Path) -> None:
+    def resident(s: FileStore, n: int) -> float:
+        rng = random.Random(1)
+        for _ in range(300):  # reads all over the stream load pages; the cache stays bounded
+            s.load_msg(rng.randint(1, n))
+        return index(s).resident_slots()
+
+    small, large = at_sizes(tmp_path, resident)
+    assert large <= small + 2 * BLOCK // 40 and large < 3 * CACHE, (small, large)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["get_seq", "get_last", "get_first", "read_forward", "remove_random", "remove_first", "filtered_pending"],
+)
+def test_per_operation_loads_do_not_grow(tmp_path: Path, name: str) -> None:
+    def get_seq(s: FileStore, n: int) -> int:
+        rng = random.Random(2)
+        for _ in range(200):
+            s.load_msg(rng.randint(1, n))
+        return 200
+
+    def get_last(s: FileStore, n: int) -> int:
+        for i in range(200):
+            s.load_last_msg(f"m.{i % 20}")
+        return 200
+
+    def get_first(s: FileStore, n: int) -> int:
+        for i in range(200):
+            s.load_next_msg(f"m.{i % 20}", 1)
+        return 200
+
+    def read_forward(s: FileStore, n: int) -> int:
+        # (runs shorter than a block, as a consumer's are against 8 MiB blocks)
+        seq = got = 0
+        while msgs := s.load_next_msgs(">", seq + 1, 50, 1 << 20):
+            got += len(msgs)
+            seq = msgs[-1][1]
+        assert got == n
+        return n
+
+    def remove_random(s: FileStore, n: int) -> int:
+        rng = random.Random(3)
+        for seq in rng.sample(range(2, n), 200):
+            s.remove_msg(seq)
+        return 200
+
+    def remove_first(s: FileStore, n: int) -> int:
+        for seq in range(1, 501):  # a work queue's acks, oldest first
+            s.remove_msg(seq)
+        return 500
+
+    def filtered_pending(s: FileStore, n: int) -> int:
+        for i in range(50):
+            s.num_pending(n // 2 + i, f"m.{i % 20}")
+        return 50
+
+    op = locals()[name]
+    small, large = at_sizes(tmp_path, loads_per(op))
+    assert large <= 1.5 * small + 0.05, (name, small, large)
+    if name == "read_forward":
+        assert large <= 1 / 60, large  # each block's page loaded once, ~75 messages each
+
+
+def test_purge_and_compact_load_a_few_pages_whatever_the_size(tmp_path: Path) -> None:
+    """Whole blocks go by their counts: only the page a compact cuts (and the block rewrite it may
+    bring) is read."""
+
+    def compact_then_purge(s: FileStore, n: int) -> float:
+        before = index(s).loads
+        assert s.compact(n // 2 + 7) == n // 2 + 6
+        assert s.purge() == n - (n // 2 + 6)
+        return index(s).loads - before
+
+    small, large = at_sizes(tmp_path, compact_then_purge)
+    assert small <= 3 and large <= 3, (small, large)
+
+
+@pytest.mark.parametrize("how", ["stop", "crash"])
+def test_restart_reads_no_block_but_those_changed_since_the_state(tmp_path: Path, how: str) -> None:
+    def restart(s: FileStore, n: int) -> float:
+        d = Path(s.directory)
+        s.sync()  # the stream state (also what a crash restart starts from)
+        if how == "crash":
+            s.store_msg("m.1", b"", b"after the state")  # the active block changes
+            crash(s)
+        else:
+            s.stop()
+        s2 = open_fs(d)
+        try:
+            assert s2.state().msgs == n + (how == "crash")
+            return s2._backend.blocks_read + index(s2).loads
+        finally:
+            s2.stop()
+
+    small, large = at_sizes(tmp_path, restart)
+    assert small == large and large <= 2, (small, large)
+
+
+def test_crash_after_the_state_matches_what_the_store_held(tmp_path: Path) -> None:
+    """The state written at a sync, then messages added, removed from old blocks (tombstones), a
+    subject's first and last removed, a compact: a kill -9 restart vouches for the blocks the state
+    still describes, reads the others, and ends with the store as it was."""
+    d = tmp_path / "s"
+    s = filled(d, 4_000)
+    s.sync()
+    rng = random.Random(4)
+    for seq in rng.sample(range(1_000, 1_150), 60):  # tombstones in two or three blocks
+        s.remove_msg(seq)
+    s.remove_msg(s.subjects_state()["m.7"].first)
+    s.remove_msg(s.subjects_state()["m.8"].last)
+    s.compact(40)
+    with s.batch():
+        for i in range(400):
+            s.store_msg(f"n.{i % 3}", b"", b"new")
+    before = observed_state(s, "m.*")
+    crash(s)
+    s2 = open_fs(d)
+    assert observed_state(s2, "m.*") == before
+    assert s2.state().lost is None
+    # Read: the blocks a tombstone went into (~5) and the blocks written since the state (~6).
+    assert s2._backend.blocks_read <= 12 < len(s2._backend.blocks) // 3, s2._backend.blocks_read
+    s2.stop()
+    s3 = open_fs(d)
+    assert observed_state(s3, "m.*") == before
+    s3.stop()
+
+
+def test_crash_after_a_page_image_rewritten_since_the_state(tmp_path: Path) -> None:
+    """A sealed block's page loses its image after the state was written (more removals from its
+    front than its image's list of removals holds: the floor moves, the block file does not
+    change), is evicted (its index file written again) and the server is killed: the restart
+    must not count the removals twice (once in the new image, once as the floor cuts the page)."""
+    d = tmp_path / "s"
+    s = FileStore(FileStoreConfig(str(d), block_size=1 << 19, cache_slots=1), StoreConfig())
+    with s.batch():
+        for i in range(60_000):
+            s.store_msg(f"m.{i % 7}", b"", b"x")
+    s.sync()
+    assert len(s._backend.blocks) >= 3
+    for seq in range(1, DELS_MAX + 200):  # acks in order: the floor moves, no tombstone
+        s.remove_msg(seq)
+    s.load_msg(59_000)  # the first block's page is evicted (written again: it had no image left)
+    s.load_msg(DELS_MAX + 300)
+    s.load_msg(59_000)
+    assert s._backend.state_drops  # (the block file is as the state saw it, its image is not)
+    before = observed_state(s, "m.*")
+    crash(s)
+    s2 = open_fs(d)
+    assert observed_state(s2, "m.*") == before
+    assert s2.state().msgs == 60_000 - DELS_MAX - 199
+    s2.stop()
