@@ -65,8 +65,9 @@ def loads_per(op: Callable[[FileStore, int], int]) -> Callable[[FileStore, int],
 def test_resident_slots_do_not_grow_with_the_messages(tmp_path: Path) -> None:
     def resident(s: FileStore, n: int) -> float:
         rng = random.Random(1)
-        for _ in range(300):  # reads all over the stream load pages; the cache stays bounded
-            s.load_msg(rng.randint(1, n))
+        for _ in range(300):  # queries all over the stream load pages; the cache stays bounded
+            s.load_next_msg(">", rng.randint(1, n))
+        assert index(s).loads > 50
         return index(s).resident_slots()
 
     small, large = at_sizes(tmp_path, resident)
@@ -204,9 +205,9 @@ def test_crash_after_a_page_image_rewritten_since_the_state(tmp_path: Path) -> N
     assert len(s._backend.blocks) >= 3
     for seq in range(1, DELS_MAX + 200):  # acks in order: the floor moves, no tombstone
         s.remove_msg(seq)
-    s.load_msg(59_000)  # the first block's page is evicted (written again: it had no image left)
-    s.load_msg(DELS_MAX + 300)
-    s.load_msg(59_000)
+    s.load_next_msg(">", 59_000)  # the first block's page is evicted (written again: no image left)
+    s.load_next_msg(">", DELS_MAX + 300)
+    s.load_next_msg(">", 59_000)
     assert s._backend.state_drops  # (the block file is as the state saw it, its image is not)
     before = observed_state(s, "m.*")
     crash(s)
@@ -214,3 +215,33 @@ def test_crash_after_a_page_image_rewritten_since_the_state(tmp_path: Path) -> N
     assert observed_state(s2, "m.*") == before
     assert s2.state().msgs == 60_000 - DELS_MAX - 199
     s2.stop()
+
+
+def test_random_reads_peek_at_evicted_pages_without_loading_them(tmp_path: Path) -> None:
+    """A get by sequence on an evicted page reads the one slot from the page's image (removals
+    since it are the page's ``dels``): no page is loaded, whatever the size, and the answers are
+    the messages."""
+    from pyjetstream.server.jetstream.store import ErrStoreMsgNotFound
+
+    def gets(s: FileStore, n: int) -> float:
+        rng = random.Random(5)
+        gone = set(rng.sample(range(2, n), 50))
+        for seq in sorted(gone):
+            s.remove_msg(seq)  # (tombstones; the pages keep them in dels, images unchanged)
+        s.load_msg(n)  # (the last block's page: the others evicted as the cache wants)
+        before, peeks = index(s).loads, index(s).peeks
+        for seq in [*rng.sample(range(1, n + 1), 300), *gone]:
+            if seq in gone:
+                with pytest.raises(ErrStoreMsgNotFound):
+                    s.load_msg(seq)
+            else:
+                msg = s.load_msg(seq)
+                assert (msg.seq, msg.subject, msg.data) == (
+                    seq,
+                    f"m.{(seq - 1) % 20}",
+                    b"payload-%06d" % (seq - 1),
+                )
+        assert index(s).peeks > peeks
+        return index(s).loads - before
+
+    assert at_sizes(tmp_path, gets) == [0, 0]

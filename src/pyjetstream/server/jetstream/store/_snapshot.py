@@ -48,6 +48,29 @@ def encode(header: dict[str, Any], arrays: dict[str, array[int]], names: list[st
     return parts
 
 
+def layout(buf: bytes) -> tuple[dict[str, Any], dict[str, tuple[str, int, int]]] | None:
+    """The header and where each array lies (typecode, byte offset, byte length) in a valid
+    snapshot's bytes, without decoding the arrays (to read single items of them later); None
+    when the bytes are not a valid snapshot."""
+    if len(buf) < 12 or buf[:4] != MAGIC:
+        return None
+    if zlib.crc32(memoryview(buf)[:-4]) != int.from_bytes(buf[-4:], "little"):
+        return None
+    (hlen,) = _LEN.unpack_from(buf, 4)
+    try:
+        meta = json.loads(buf[8 : 8 + hlen])
+    except ValueError:
+        return None
+    if meta.get("version") != VERSION:
+        return None
+    off = 8 + hlen
+    where: dict[str, tuple[str, int, int]] = {}
+    for key, (code, n) in meta["arrays"].items():
+        where[key] = (code, off, n)
+        off += n
+    return (meta["header"], where) if off == len(buf) - 4 else None
+
+
 def decode(buf: bytes) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]] | None:
     """Inverse of `encode`; None when the bytes are not a valid snapshot."""
     if len(buf) < 12 or buf[:4] != MAGIC:

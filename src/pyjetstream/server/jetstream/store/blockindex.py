@@ -25,9 +25,11 @@ import contextlib
 import itertools
 import mmap
 import os
+import struct
 import zlib
 from array import array
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import cramjam
@@ -144,6 +146,7 @@ class BlockIndexes(PayloadBackend):
     ) -> None:
         super().__init__(index)
         index.loader = self.load_page  # a sealed block's page: loaded on demand, saved when evicted
+        index.peeker = self.peek_slot  # (or one slot read from its image)
         index.saver = self.save_page
         self.msgs_dir = msgs_dir
         self._block_size = block_size
@@ -176,6 +179,8 @@ class BlockIndexes(PayloadBackend):
         self._missing_seqs: list[int] = []
         self._missing_bytes = 0
         self.blocks_read = 0  # blocks whose file recovery read (a counter for the complexity tests)
+        # Where the slot arrays lie in each block's index file (checked once per file: `peek_slot`).
+        self._idx_layouts: dict[int, _IdxLayout | None] = {}
         # The size of each block as the stream state on disk lists it (see `drop_state`), and how
         # many times a state was found out of date since (`FileStore` writes it again then).
         self._state_sizes: dict[int, int] = {}
@@ -582,6 +587,7 @@ class BlockIndexes(PayloadBackend):
         return os.path.join(self.msgs_dir, f"{index}.idx")
 
     def _drop_index_file(self, index: int) -> None:
+        self._idx_layouts.pop(index, None)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._idx_path(index))
 
@@ -624,6 +630,7 @@ class BlockIndexes(PayloadBackend):
             self.drop_state()
         write_file(path + ".tmp", _snapshot.encode(header, arrays, names), fsync=False)
         os.replace(path + ".tmp", path)
+        self._idx_layouts.pop(blk.index, None)
         self._stale_idx.discard(blk)
         index.mark_image(blk.first_seq, end)
 
@@ -708,6 +715,56 @@ class BlockIndexes(PayloadBackend):
             if sids[k] and (sids[k] >= limit or k < floor):
                 sids[k] = sizes[k] = locs[k] = 0
         return sids, cols[1], sizes, locs, slots.nxt[: page.n]
+
+    def peek_slot(self, page: Page, k: int) -> tuple[int, int, int] | None:
+        """Slot ``k`` of an evicted page as its image holds it (``SeqIndex.peeker``): three small
+        reads of its block's index file, whose layout is read (and its checksum checked) once per
+        file; None when that file cannot be used (the page is loaded then, as `load_page` does)."""
+        blk = self._page_block(page)
+        if blk is None:
+            return None
+        if blk.index in self._idx_layouts:
+            lay = self._idx_layouts[blk.index]
+        else:
+            lay = self._idx_layouts[blk.index] = self._read_layout(blk)
+        if lay is None:
+            return None
+        j = page.first - blk.first_seq + k
+        if j >= lay.n:
+            return None
+        try:
+            fd = os.open(self._idx_path(blk.index), os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            sid = _U32.unpack(os.pread(fd, 4, lay.sids + 4 * j))[0]
+            ts = _I64.unpack(os.pread(fd, 8, lay.tss + 8 * j))[0] if sid else 0
+            loc = _U64.unpack(os.pread(fd, 8, lay.locs + 8 * j))[0] if sid else 0
+        except (OSError, struct.error):
+            return None
+        finally:
+            os.close(fd)
+        return sid, ts, loc
+
+    def _read_layout(self, blk: _Block) -> _IdxLayout | None:
+        try:
+            with open(self._idx_path(blk.index), "rb") as f:
+                got = _snapshot.layout(f.read())
+        except OSError:
+            return None
+        if got is None:
+            return None
+        header, where = got
+        try:
+            if int(header["first"]) != blk.first_seq:
+                return None
+            cols = [where[key] for key in ("sids", "tss", "locs")]
+        except (KeyError, ValueError, TypeError):
+            return None
+        if [c[0] for c in cols] != ["I", "q", "Q"]:
+            return None
+        n = min(cols[0][2] // 4, cols[1][2] // 8, cols[2][2] // 8)
+        return _IdxLayout(n, cols[0][1], cols[1][1], cols[2][1])
 
     def save_page(self, page: Page) -> bool:
         """Write a page's image, its block's index (``SeqIndex.saver``: before it is evicted)."""
@@ -802,6 +859,22 @@ class BlockIndexes(PayloadBackend):
         self.state_drops += 1
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(self.msgs_dir, STATE_FILE))
+
+
+@dataclass(slots=True, frozen=True)
+class _IdxLayout:
+    """Where a block index file's slot arrays lie: slots, and the byte offsets of sids, tss, locs."""
+
+    n: int
+    sids: int
+    tss: int
+    locs: int
+
+
+# The arrays are written as they are in memory (native order, ``_snapshot``).
+_U32 = struct.Struct("=I")
+_I64 = struct.Struct("=q")
+_U64 = struct.Struct("=Q")
 
 
 def _no_ttl(buf: Bytes, at: int, hlen: int, kind: int, end: int, seq: int) -> None:

@@ -686,24 +686,24 @@ class IndexedStore(MessageStore):
         if self._closed:
             raise ErrStoreClosed()
         index = self._index
-        p = index.at(seq)
-        if p is None:
+        got = index.slot(seq)
+        if got is None:
             if seq > index.last_seq:
                 raise ErrStoreEOF()
             raise ErrStoreMsgNotFound()
-        k = seq - p.first
-        hdr, data = self._read_payload(seq, p.locs[k])
-        return StoredMsg(index.subjects.names[p.sids[k]], seq, p.tss[k], hdr, data)  # type: ignore[arg-type]
+        sid, ts, loc = got
+        hdr, data = self._read_payload(seq, loc)
+        return StoredMsg(index.subjects.names[sid], seq, ts, hdr, data)  # type: ignore[arg-type]
 
     def _msg_at(self, seq: int) -> StoredMsg:
         index = self._index
-        p = index.at(seq)
-        assert p is not None
-        k = seq - p.first
-        hdr, data = self._read_payload(seq, p.locs[k])
-        name = index.subjects.names[p.sids[k]]
+        got = index.slot(seq)
+        assert got is not None
+        sid, ts, loc = got
+        hdr, data = self._read_payload(seq, loc)
+        name = index.subjects.names[sid]
         assert name is not None
-        return StoredMsg(name, seq, p.tss[k], hdr, data)
+        return StoredMsg(name, seq, ts, hdr, data)
 
     def load_next_msg(self, filter_subject: str, start_seq: int) -> tuple[StoredMsg, int]:
         if self._closed:

@@ -52,6 +52,9 @@ Arrays = tuple["array[int]", "array[int]", "array[int]", "array[int]", "array[in
 Loader = Callable[[Page], Arrays]
 #: The backend's writer of a page's image (True when written: ``image`` set, ``dels`` cleared).
 Saver = Callable[[Page], bool]
+#: The backend's reader of one slot of an evicted page, ``(sid, ts, loc)`` as its image holds it,
+#: or None when it cannot tell (the page is loaded instead).
+Peeker = Callable[[Page, int], "tuple[int, int, int] | None"]
 
 
 class SeqIndex(SeqQueries):
@@ -75,6 +78,8 @@ class SeqIndex(SeqQueries):
         "msgs",
         "page_max",
         "pages",
+        "peeker",
+        "peeks",
         "saver",
         "subjects",
         "tail",
@@ -99,6 +104,8 @@ class SeqIndex(SeqQueries):
         self.cache_max = 0  # 0: pages are never evicted (the memory store)
         self.loader: Loader | None = None
         self.saver: Saver | None = None
+        self.peeker: Peeker | None = None
+        self.peeks = 0  # slots read from an evicted page's image without loading it
         self._rebuilding = False
         self.loads = 0  # pages loaded (a counter for the complexity tests)
         self.steps = 0  # slots scanned and subjects visited by queries
@@ -144,6 +151,33 @@ class SeqIndex(SeqQueries):
 
     def live(self, seq: int) -> bool:
         return self.at(seq) is not None
+
+    def slot(self, seq: int) -> tuple[int, int, int] | None:
+        """``(sid, ts, loc)`` of the live message at ``seq``, or None. An evicted page is not
+        loaded for it: the backend reads the one slot from the page's image (its removals since
+        are in ``dels``) — a random read costs a few small reads, not a page (nats-server reads
+        a message of a block it has not cached without keeping the block's cache either)."""
+        p = self.hot
+        if not p.first <= seq < p.first + p.n:
+            i = bisect_right(self.firsts, seq) - 1
+            if i < 0:
+                return None
+            p = self.pages[i]
+            if seq >= p.first + p.n:
+                return None
+            if not p.loaded and self.peeker is not None:
+                if seq < self.first_seq or seq in p.dels:
+                    return None
+                got = self.peeker(p, seq - p.first)
+                if got is not None:
+                    self.peeks += 1
+                    return got if got[0] else None
+            p = self.page(seq)  # type: ignore[assignment]
+            if p is None:
+                return None
+        k = seq - p.first
+        sid = p.sids[k]
+        return (sid, p.tss[k], p.locs[k]) if sid else None
 
     def _use(self, p: Page) -> None:
         """Make sure a page's arrays are loaded (and mark it recently used)."""
