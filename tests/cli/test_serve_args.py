@@ -328,7 +328,9 @@ def test_environment_variables_in_the_config_file(tmp_path: Path) -> None:
 def test_check_config(conf: Path) -> None:
     with pytest.raises(ConfigChecked) as info:
         parse("-t", "-c", str(conf))
-    assert info.value.message == f"pyjetstream: configuration file {conf} is valid"
+    digest = info.value.options.config_digest
+    assert info.value.message == f"pyjetstream: configuration file {conf} is valid ({digest})"
+    assert digest.startswith("sha256:")
     assert (info.value.exit_code, info.value.options.port) == (0, 1111)
 
 

@@ -1213,8 +1213,8 @@ def our_check(conf: Path) -> tuple[bool, str]:
     (``nats-server: `` on the first line only)."""
     try:
         parse_serve_args(["-t", "-c", str(conf)], prog="nats-server", environ={})
-    except ConfigChecked:
-        return True, ""
+    except ConfigChecked as exc:
+        return True, exc.message + "\n"
     except UsageError as exc:
         lines = [line.removeprefix("nats-server: ") for line in exc.message.splitlines()]
         return False, "nats-server: " + "\n".join(lines) + "\n"
@@ -1234,6 +1234,8 @@ def test_validity_agrees_with_nats_server(text: str, tmp_path: Path) -> None:
     nats_ok, nats_err = nats_check(conf)
     ours_ok, ours_err = our_check(conf)
     assert ours_ok == nats_ok, f"nats-server: {nats_err!r}, pyjetstream: {ours_err!r}"
+    if nats_ok:  # "configuration file <f> is valid (sha256:<digest of the parsed file>)", the same
+        assert ours_err == nats_err
     if not nats_ok and ":" in nats_err:
         # Same line as nats-server when it gives one ("<file>:<line>:<col>: ...").
         for line in nats_err.splitlines():
@@ -1339,8 +1341,9 @@ def test_full_configuration_is_valid_for_nats_server(tmp_path: Path) -> None:
     conf = tmp_path / "full.conf"
     conf.write_text(text)
     ok, out = nats_check(conf)
-    # 2.15 appends the digest of the parsed configuration: "... is valid (sha256:<hex>)".
-    assert ok and out.startswith(f"nats-server: configuration file {conf} is valid"), out
+    # 2.15 appends the digest of the parsed configuration: "... is valid (sha256:<hex>)", ours too.
+    assert ok and out.startswith(f"nats-server: configuration file {conf} is valid (sha256:"), out
+    assert our_check(conf) == (ok, out)
 
 
 @needs_nats_server

@@ -522,7 +522,8 @@ def parse_serve_args(
     if check:  # like nats-server, -t judges the file alone
         if opts.check_warnings:  # nats-server -t fails on the warnings of its own
             raise UsageError("\n".join(f"{prog}: {w}" for w in opts.check_warnings))
-        raise ConfigChecked(f"{prog}: configuration file {config_file} is valid", opts)
+        digest = f" ({opts.config_digest})" if opts.config_digest else ""  # nats-server 2.15's line
+        raise ConfigChecked(f"{prog}: configuration file {config_file} is valid{digest}", opts)
     _apply_flags(opts, given)
     problems = opts.problems()
     if problems:
