@@ -130,6 +130,17 @@ def test_keys_and_unquoted_strings_end_as_in_nats_servers_lexer() -> None:
         parse("a: ab'cd\n")
 
 
+def test_map_values_may_start_on_a_later_line_as_in_nats_server() -> None:
+    """lexMapValue skips every space after a map key, new lines too (lexValue, at the top level,
+    does not); a ',' where the value should be is its "Unexpected map value terminator"."""
+    assert parse("m {\n  a:\n\n    1\n}\n") == {"m": {"a": 1}}
+    assert parse("m { ,a: 1 }\n") == {"m": {",a": 1}}
+    with pytest.raises(ConfigError, match="Expected value but found new line"):
+        parse("a:\n  1\n")
+    with pytest.raises(ConfigError, match=r't\.conf:1:7: Unexpected map value terminator ","\.'):
+        parse("m { a: , }\n", filename="t.conf")
+
+
 @pytest.mark.parametrize(
     ("raw", "value"),
     [
@@ -1199,6 +1210,12 @@ AGREEMENT = [
     "server_name: ab'cd\n",
     "server_tags: [a', b]\n",
     "debug: true'\n",
+    # In a map, a value may start on a later line than its key, and ',' or ';' start a key.
+    "jetstream {\n  max_mem:\n    1G\n}\n",
+    "jetstream { ,max_mem: 1G }\n",
+    "jetstream {\n  max_mem: 1G,\n  ;\n}\n",
+    "jetstream { max_mem: , }\n",
+    "jetstream { 'max_mem', 1G }\n",
 ]
 
 

@@ -67,14 +67,15 @@ class _Parser(Scanner):
                 f"but got '{show_char(c)}' instead."
             )
 
-    def parse_entry(self, target: dict[str, Node]) -> None:
+    def parse_entry(self, target: dict[str, Node], in_map: bool = False) -> None:
         key_index = self.i
         key, quoted = self.parse_key()
         if not quoted and key.lower() == "include" and self.peek().isspace():
             self.parse_include(target, key_index)
             return
-        # Like nats-server, the key may be separated from its value by any space
-        # (new lines included) but the value must start on the separator's line.
+        # Like nats-server, the key may be separated from its value by any space (new lines
+        # included); at the top level the value must start on the separator's line (lexValue),
+        # inside a map it may start on a later one (lexMapValue skips every space).
         while self.peek().isspace():
             self.i += 1
         c = self.peek()
@@ -83,6 +84,11 @@ class _Parser(Scanner):
         if c in "=:":
             self.i += 1
             self.skip_ws()
+        if in_map:
+            while self.peek().isspace():
+                self.i += 1
+            if self.peek() == ",":
+                raise self.fail('Unexpected map value terminator ",".')
         node = self.parse_value()
         line, col = self.where(key_index)  # errors about a setting point at its key
         node.line, node.col = line, col
@@ -203,9 +209,8 @@ class _Parser(Scanner):
                     raise self.fail(f"Unexpected key separator '{c}'.")
                 if c == "]":
                     raise self.fail("Unexpected array end ']' processing map.")
-                if c in ",;":
-                    raise self.fail(f"Unexpected map value terminator '{c}'.")
-                self.parse_entry(entries)
+                # ',' and ';' here start a key, as in nats-server's lexMapKeyStart
+                self.parse_entry(entries, in_map=True)
                 self.skip_ws()
                 if self.at_comment():
                     self.skip_comment()
