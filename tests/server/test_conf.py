@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -1346,6 +1347,45 @@ def test_durations_as_nats_server_checks_them(place: str, value: str, tmp_path: 
     assert len(ours) == len(theirs), (theirs, ours)
     exact = [line for line in theirs if "interface conversion" not in line]
     assert sorted(exact) == sorted(line for line in ours if line in exact), (theirs, ours)
+
+
+# Pieces of config text, put together at random inside a map or an array (where nats-server's
+# lexer has the most states); the top level's garbage-at-EOF quirks are left out on purpose.
+_PIECES = (
+    "a", "b1", "port", " ", " ", ":", "=", "\n", "\n", ",", ";", "[", "]", "{", "}", "(", ")", "1", "-2",
+    "1k", "2mb", "1.5", "0x1", "1e", "true", "no", '"s"', "'q'", '"a\\tb"', "#c", "//c", "$a", "$X",
+    "2020-01-02T00:00:00Z", "1.2.3.4", "1:2", "-", ".", "x.y", "a-b", "include", "\t", "*", ">",
+    "10.0.0.1:4222", "1m30s", "00", "-0", "1_0", "1kb]", "a]", "u.>", "&", "%", "@",
+)
+_PARSE_FAILED = (
+    "Parse error", "config is invalid", "variable reference", "integer '", "expected Zulu", "float '",
+    "expected boolean", "error parsing include",
+)
+
+
+@needs_nats_server
+def test_random_blocks_lex_as_nats_server(tmp_path: Path) -> None:
+    """Whether a text parses at all, as nats-server 2.15.1 -t says (a parse error, or anything else:
+    an unknown field, a value nats-server refuses), for 150 texts of a fixed seed."""
+    rnd = random.Random(20261128)
+    conf = tmp_path / "t.conf"
+    apart = []
+    for _ in range(150):
+        body = "".join(rnd.choice(_PIECES) for _ in range(rnd.randint(1, 9)))
+        text = f"m {{\n{body}\n}}\n" if rnd.random() < 0.5 else f"v: [{body}]\n"
+        conf.write_text(text)
+        done = subprocess.run(
+            [NATS_SERVER, "-t", "-c", str(conf)], capture_output=True, text=True, timeout=30, env={"X": "5"}
+        )
+        theirs = not any(p in done.stderr for p in _PARSE_FAILED)
+        try:
+            parse(text, environ={"X": "5"})
+            ours = True
+        except ConfigError:
+            ours = False
+        if ours != theirs:
+            apart.append((text, done.stderr))
+    assert apart == []
 
 
 @needs_nats_server
