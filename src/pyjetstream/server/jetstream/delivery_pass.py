@@ -14,7 +14,7 @@ components stays in `delivery_loop` (``framed``, ``frame_rest``).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
 
@@ -117,7 +117,7 @@ class DeliveryPass:
         self.runs = runs
         self.frames_only = (
             runs
-            and (not self.push_size if push else self.groups is None)
+            and (ps.rate is None if push else self.groups is None)
             and not cfg.headers_only
             and not self.replay
             and not self.ack_none_interest
@@ -152,20 +152,18 @@ class DeliveryPass:
         self.msub = self.hsub = ""
 
     def frame_run(self, loop: DeliveryLoop, run: list[MsgTuple]) -> bool:
-        """``DeliveryLoop._deliver_msgs`` for a run of new messages where none of its per-message rules applies
-        (``DeliveryPass.frames_only``: no rate limit, flow control, headers-only, replay,
+        """``DeliveryLoop._deliver_msgs`` for a run of new messages where none of its per-message
+        rules but flow control applies (``frames_only``: no rate limit, headers-only, replay,
         interest-stream AckNone or priority groups; off with ``ServerOptions.runs``): per message
-        only the ack reply, the frame into the receiver's connection and the pending entry; the
-        next sequence, the counters, the index or AckNone floor once per run (``loop.framed``). Frames
-        past the receiver's room are accounted for there (``DeliveryPass.early``: the early write,
-        maybe a slow-consumer cut: the rest of the run is then read again).
+        the ack reply, the frame into the receiver's connection, the pending entry and the
+        flow-control window; the next sequence, the counters, the index or AckNone floor once per
+        run (``loop.framed``). Frames past the receiver's room are accounted for there (`early`:
+        the early write, maybe a slow-consumer cut; the rest of the run is then read again).
 
         A pull consumer's message goes to the head request when ``PullDelivery.next_waiting``
-        would take it as is (seen this pass, no byte limit, not expired), inline; from the first
-        message that is not that case on, the run goes to ``_deliver_msgs`` (``loop.frame_rest``).
-        False: no request is left (the pass ends)."""
-        c = loop.consumer
-        p = self
+        would take it as is (`_head_taking`); from the first message that is not that case on,
+        the run goes to ``_deliver_msgs`` (``loop.frame_rest``). False: no request is left."""
+        c, p = loop.consumer, self
         conn, rsub = p.conn, p.rsub
         assert conn is not None and rsub is not None
         # (the types of the loop's locals, for the compiled module: native ints, bytes, list appends)
@@ -177,35 +175,30 @@ class DeliveryPass:
         hdr: bytes
         payload: bytes
         headers: bool = conn.headers
-        prefix1, now = p.prefix1, p.now
-        msub, mpfx, hsub, hpfx = p.msub, p.mpfx, p.hsub, p.hpfx
+        msub, mpfx, hsub, hpfx, prefix1, now = p.msub, p.mpfx, p.hsub, p.hpfx, p.prefix1, p.now
         acc, acc_bytes, room = p.acc, p.acc_bytes, p.room
         pending: dict[int, tuple[int, int]] | None = c.state.pending if p.track else None
         dseq: int = c.state.dseq
         first = start = dseq
         npc: int = c.npc
         pull = not p.push
+        # flow control: each message counted in the window as ``_deliver_msgs`` counts it
+        fc, ps, dlen, alen = p.push_size, c.push, len(p.dest) - p.ack_adj, 0
         waiting = c.pull.waiting
-        q, take_head = waiting._q, waiting.take_head
-        dest, current_pass, monotonic = p.dest, p.current_pass, time.monotonic
+        q, take_head, dest, current_pass = waiting._q, waiting.take_head, p.dest, p.current_pass
         for subject, seq, ts, hdr, payload in run:
             if pull:
-                wr = q[0] if q else None
-                if (
-                    wr is None
-                    or wr.reply != dest
-                    or wr.checked != current_pass
-                    or wr.max_bytes > 0
-                    or (wr.expires and monotonic() >= wr.expires)
-                ):
+                wr = _head_taking(q, dest, current_pass)
+                if wr is None:
                     p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
-                    return loop.frame_rest(p, run, first - start, dseq - start, npc, wr is not None)
+                    return loop.frame_rest(p, run, first - start, dseq - start, npc, bool(q))
                 take_head(wr)
             npc -= 1
             if hdr and headers:
                 if subject is not hsub:
                     hsub, hpfx = subject, hmsg_prefix(subject.encode(), sid_b)
                 ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq, ts, npc if npc > 0 else 0)
+                alen = len(ack)
                 acc += append_hmsg(out, hpfx, ack, hdr, payload)
                 acc_bytes += len(hdr) + len(payload)
             else:
@@ -219,16 +212,21 @@ class DeliveryPass:
                 out.append(CRLF)
                 acc += len(line) + size + 2
                 acc_bytes += size
+                if fc:  # (the ack reply's length: the line without its prefix and " <size>\r\n")
+                    alen = len(line) - len(mpfx) - len(b" %d\r\n" % size)
             if pending is not None:
                 pending[seq] = (dseq, now)
             dseq += 1
+            alive = True
             if acc > room:  # where deliver would write early (and maybe cut the receiver)
                 p.acc, p.acc_bytes = acc, acc_bytes
                 loop.framed(p, run, first - start, dseq - start, npc)
-                if not p.early():
-                    return True  # (the receiver was cut: the rest of the run goes the routed way)
+                alive = p.early()  # (False: the receiver was cut, the rest of the run goes the routed way)
                 first, acc, acc_bytes, room = dseq, 0, 0, p.room
                 out = conn.out  # (the early write took the list: a new one takes what follows)
+            # a flow-control request went out (the rest is read again), the window is full, a cut
+            if (fc and (ps.after_delivery(dlen + alen + len(hdr) + len(payload)) or ps.pbytes > ps.maxpb)) or not alive:
+                break
         p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
         if dseq != first:
             loop.framed(p, run, first - start, dseq - start, npc)
@@ -282,3 +280,19 @@ class DeliveryPass:
         if self.conn is not None and self.acc:
             self.conn.count(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)
         self.acc = self.acc_msgs = self.acc_bytes = 0
+
+
+def _head_taking(q: Any, dest: str, current_pass: int) -> Any:
+    """The head pull request of the wait queue ``q`` when ``PullDelivery.next_waiting``'s common
+    case would take it as is — its reply is the pass's receiver, its interest was seen this pass,
+    no byte limit, not expired — else None (``frame_run`` then hands the run to the general loop)."""
+    wr = q[0] if q else None
+    if (
+        wr is None
+        or wr.reply != dest
+        or wr.checked != current_pass
+        or wr.max_bytes > 0
+        or (wr.expires and time.monotonic() >= wr.expires)
+    ):
+        return None
+    return wr
