@@ -136,6 +136,37 @@ async def test_jsz_without_jetstream(start_server: Callable[..., Target]) -> Non
     assert await _ask(_sys(target), "$SYS.REQ.SERVER.PING.JSZ", {"leader_only": True}) == []
 
 
+_GO = "json: cannot unmarshal {} into Go {} of type {}"
+# (subject, body, nats-server 2.15.1's 400): zReq unmarshals the body into the kind's options struct.
+BAD_OPTIONS = [
+    ("$SYS.REQ.SERVER.PING.CONNZ", b'{"offset": "x"}', _GO.format("string", "struct field ConnzEventOptions.offset", "int")),
+    ("$SYS.REQ.SERVER.PING.CONNZ", b'{"cid": -1}', _GO.format("number -1", "struct field ConnzEventOptions.cid", "uint64")),
+    ("$SYS.REQ.SERVER.PING.CONNZ", b'{"limit": 1.5}', _GO.format("number 1.5", "struct field ConnzEventOptions.limit", "int")),
+    ("$SYS.REQ.SERVER.PING.CONNZ", b'{"sort": 5}', _GO.format("number", "struct field ConnzEventOptions.sort", "server.SortOpt")),
+    ("$SYS.REQ.SERVER.PING.CONNZ", b'{"state": "open"}', _GO.format("string", "struct field ConnzEventOptions.state", "server.ConnState")),
+    ("$SYS.REQ.SERVER.PING.CONNZ", b'[1]', _GO.format("array", "value", "server.ConnzEventOptions")),
+    ("$SYS.REQ.SERVER.PING.VARZ", b'{"server_name": 1}', _GO.format("number", "struct field VarzEventOptions.server_name", "string")),
+    ("$SYS.REQ.SERVER.PING.VARZ", b'{"tags": "a"}', _GO.format("string", "struct field VarzEventOptions.tags", "[]string")),
+    ("$SYS.REQ.SERVER.PING.JSZ", b'{"accounts": 1}', _GO.format("number", "struct field JszEventOptions.accounts", "bool")),
+    ("$SYS.REQ.SERVER.PING.HEALTHZ", b'{"details": "x"}', _GO.format("string", "struct field HealthzEventOptions.details", "bool")),
+    ("$SYS.REQ.SERVER.PING.SUBSZ", b'{"test": 3}', _GO.format("number", "struct field SubszEventOptions.test", "string")),
+    ("$SYS.REQ.SERVER.PING.ACCOUNTZ", b'{"account": {}}', _GO.format("object", "struct field AccountzEventOptions.account", "string")),
+    ("$SYS.REQ.SERVER.PING", b'{"cluster": true}', _GO.format("bool", "struct field StatszEventOptions.cluster", "string")),
+    ("$SYS.REQ.ACCOUNT.APP.CONNZ", b'{"auth": "yes"}', _GO.format("string", "struct field ConnzEventOptions.auth", "bool")),
+    ("$SYS.REQ.ACCOUNT.APP.STATZ", b'{"accounts": "APP"}', _GO.format("string", "struct field AccountStatzEventOptions.accounts", "[]string")),
+]  # fmt: skip
+
+
+async def test_options_of_the_wrong_type(target: Target) -> None:
+    """Options that do not fit the kind's struct get nats-server's 400 in Go's words (they got a 500
+    with the query decoder's, or no answer at all: a string ``state``, a number ``server_name``)."""
+    for subject, body, error in BAD_OPTIONS:
+        answers = await _ask(_sys(target), subject, raw=body)
+        assert [{k: v for k, v in a.items() if k != "server"} for a in answers] == [
+            {"error": {"code": 400, "description": error}}
+        ], (subject, body)
+
+
 async def test_user_info_names_the_user_and_its_permissions(target: Target) -> None:
     app = target.url.replace("nats://", "nats://app:app@")
     (user,) = await _ask(app, "$SYS.REQ.USER.INFO")

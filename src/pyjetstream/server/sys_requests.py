@@ -31,6 +31,7 @@ from pyjetstream.protocol.headers import get_header
 from pyjetstream.protocol.subjects import is_subset, is_valid_literal_subject, subject_matches
 from pyjetstream.server.msgtrace import DEFAULT_FEATURE_FLAGS
 from pyjetstream.server.sys_imports import CLIENT_INFO_HDR
+from pyjetstream.server.sys_options import ACCOUNT_KINDS, SERVER_KINDS, option_type_error
 from pyjetstream.server.version import SERVER_VERSION
 
 if TYPE_CHECKING:
@@ -110,7 +111,8 @@ class SystemRequests:
         kind = "STATZ" if subject == "$SYS.REQ.SERVER.PING" else subject.rsplit(".", 1)[-1]
         if kind not in _PATHS and kind not in ("STATZ", "IDZ"):
             return
-        self._spawn(self._z(reply, payload, lambda options: self._server_kind(kind, options)))
+        types = (SERVER_KINDS, kind)
+        self._spawn(self._z(reply, payload, lambda options: self._server_kind(kind, options), types))
 
     def on_account_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         """``$SYS.REQ.ACCOUNT.<acc>.<KIND>`` (and ``$SYS.REQ.ACCOUNT.PING.STATZ``: every account)."""
@@ -120,19 +122,24 @@ class SystemRequests:
         if len(tokens) != 5:
             return
         name, kind = tokens[3], tokens[4]
-        self._spawn(self._z(reply, payload, lambda options: self._account_kind(subject, name, kind, options)))
+        types = (ACCOUNT_KINDS, kind)
+        self._spawn(self._z(reply, payload, lambda options: self._account_kind(subject, name, kind, options), types))
 
-    async def _z(self, reply: str, payload: bytes, answer: Any) -> None:
-        """nats-server ``zReq``: the request's options (a 400 when they do not decode), the server
-        filters, then the answer (``data``), a 500 with the reason, or nothing (`_Skip`)."""
+    async def _z(self, reply: str, payload: bytes, answer: Any, types: tuple[dict[str, Any], str]) -> None:
+        """nats-server ``zReq``: the request's options (a 400 when they do not decode into the kind's
+        struct: `pyjetstream.server.sys_options`), the server filters, then the answer (``data``), a
+        500 with the reason, or nothing (`_Skip`). Every request is answered (or skipped on purpose)."""
         options: dict[str, Any] = {}
         if payload:
             try:
-                options = json.loads(payload)
-                if not isinstance(options, dict):
-                    raise ValueError("json: cannot unmarshal into Go value of type options")
+                options = json.loads(payload) or {}
+                error = option_type_error(types[0], types[1], payload)
+                if error is None and not isinstance(options, dict):
+                    error = "json: cannot unmarshal into Go value of type options"
             except ValueError as exc:
-                self._respond(reply, {"error": {"code": 400, "description": str(exc)}})
+                error = str(exc)
+            if error is not None:
+                self._respond(reply, {"error": {"code": 400, "description": error}})
                 return
             if not self._selected(options):
                 return
@@ -140,6 +147,9 @@ class SystemRequests:
             body = await answer(options)
         except _Skip:
             return
+        except Exception as exc:  # a bug here must not leave the requester waiting
+            self.server.logger.exception("system request failed")
+            body = {"error": {"code": 500, "description": str(exc)}}
         self._respond(reply, body)
 
     async def _server_kind(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
