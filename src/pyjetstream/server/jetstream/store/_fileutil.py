@@ -28,6 +28,22 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def fsync_paths(files: list[str], dirs: list[str]) -> None:
+    """fsync each file that still exists, one descriptor at a time, then each directory."""
+    for path in files:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue  # removed since (the consumer was deleted): nothing to make durable
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+    for d in dirs:
+        with contextlib.suppress(FileNotFoundError):
+            fsync_dir(d)
+
+
 def write_file(path: str, data: Buffer | list[Buffer], fsync: bool) -> None:
     """Write ``data`` (or its parts in order, not joined: no copy of a large whole) to ``path``."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -46,6 +46,7 @@ from typing import Any
 from . import _snapshot
 from ._fileutil import (
     fsync_dir,
+    fsync_paths,
     read_meta_file,
     release_free_memory,
     remove_tree_later,
@@ -187,9 +188,10 @@ class FileStore(IndexedStore):
         fds: list[int] = []
         dirs: list[str] = []
         self._backend.collect_sync(fds, dirs)
+        files: list[str] = []
         for cs in self._consumers.values():
             if not cs.closed:
-                cs.collect_sync(fds, dirs)
+                cs.collect_sync(files, dirs)
 
         def run() -> None:
             try:
@@ -198,9 +200,7 @@ class FileStore(IndexedStore):
             finally:
                 for fd in fds:
                     os.close(fd)
-            for d in dirs:
-                with contextlib.suppress(FileNotFoundError):
-                    fsync_dir(d)
+            fsync_paths(files, dirs)
 
         return run
 
