@@ -71,8 +71,11 @@ class DedupeWindow:
         ids = self._ids
         given = set(msg_ids)
         given.discard("")
-        if len(given) == len(msg_ids) - msg_ids.count("") and ids.keys().isdisjoint(given):
+        repeats = len(given) != len(msg_ids) - msg_ids.count("")
+        if not repeats and ids.keys().isdisjoint(given):
             return []
+        if "" not in ids:  # (always: no message without an id is recorded)
+            return self._found(msg_ids, repeats)
         found: list[tuple[int, int]] = []
         seen: dict[str, int] = {}
         now = time.time_ns()
@@ -88,6 +91,23 @@ class DedupeWindow:
                 found.append((i, seq))
             seen[msg_id] = 0 if seq is None else seq
         return found
+
+    def _found(self, msg_ids: list[str], repeats: bool) -> list[tuple[int, int]]:
+        """`duplicates` in passes at C speed: the ids inside the window (`lookup`'s test,
+        ``ts > now - window``), then, when an id comes more than once, its later comings that
+        the window does not answer (``(i, 0)``)."""
+        ids = self._ids
+        cutoff = time.time_ns() - self.window_ns
+        found = [
+            (i, entry[0]) for i, entry in enumerate(map(ids.get, msg_ids)) if entry is not None and entry[1] > cutoff
+        ]
+        if not repeats:
+            return found
+        n = len(msg_ids)
+        firsts = dict(zip(reversed(msg_ids), range(n - 1, -1, -1), strict=True))  # each id's first place
+        answered = {msg_ids[i] for i, _ in found}
+        later = [(i, 0) for i, m in enumerate(msg_ids) if m and firsts[m] != i and m not in answered]
+        return sorted(found + later) if later else found
 
     def record_run(self, msg_ids: list[str], first: int, tss: Sequence[int]) -> bool:
         """`record` for messages ``first`` onwards stored at ``tss``, ``msg_ids[i]`` each

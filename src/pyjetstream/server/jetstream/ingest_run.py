@@ -219,10 +219,13 @@ class Run:
         of a message inside the window answered with its sequence as `StreamIngest.process`
         answers it (every check before the window's passes for a stretch), a repeat of an id
         first seen in this stretch by `StreamIngest.process` once that one is stored."""
+        ingest = self.ingest
         with_ids = ids.count("") < len(ids)
-        dups = self.ingest.dedupe.duplicates(ids) if with_ids else []
+        dups = ingest.dedupe.duplicates(ids) if with_ids else []
         start = lo
         answers: list[tuple[str, bytes]] = []
+        answer = answers.append
+        replies, prefix, acks = self.replies, ingest.ack_prefix, not ingest.stream.cfg.no_ack
         for i, seq in [*dups, (hi - lo, 0)]:
             at = lo + i
             if at > start:
@@ -235,9 +238,8 @@ class Run:
                 )
             if at < hi:
                 if seq:
-                    reply = self.replies[at]
-                    if reply and not self.ingest.stream.cfg.no_ack:
-                        answers.append((reply, finish_pub_ack(self.ingest.ack_prefix, seq, True)))
+                    if acks and replies[at]:
+                        answer((replies[at], finish_pub_ack(prefix, seq, True)))
                 else:
                     self._answer(answers)
                     self.one(at)

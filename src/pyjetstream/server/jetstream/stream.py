@@ -11,6 +11,7 @@ removal and expiry (with the subject delete markers of ADR-43), republish, and t
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,16 @@ NS_PER_S = 1_000_000_000
 def is_subject_delete_marker(hdr: bytes) -> bool:
     """nats-server ``isSubjectDeleteMarker``: a marker the server wrote, or a KV purge."""
     return bool(get_header(hdr, HDR_MARKER_REASON)) or get_header(hdr, HDR_KV_OPERATION) == b"PURGE"
+
+
+@functools.lru_cache(maxsize=16)
+def _marker(ttl: int) -> bytes:
+    """The header block of a subject delete marker with a TTL of ``ttl`` seconds (formatted once
+    per TTL, not per expired message)."""
+    return (
+        b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: %s\r\nNats-Rollup: sub\r\n\r\n"
+        % marker_ttl(ttl).encode()
+    )
 
 
 def store_config_for(cfg: StreamConfig) -> StoreConfig:
@@ -462,12 +473,7 @@ class Stream:
             return
         if hdr and is_subject_delete_marker(hdr):
             return
-        sdm_ttl = self.cfg.subject_delete_marker_ttl // NS_PER_S
-        marker = (
-            b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: %s\r\nNats-Rollup: sub\r\n\r\n"
-            % marker_ttl(sdm_ttl).encode()
-        )
-        self.ingest.store_internal(subject, marker, b"")
+        self.ingest.store_internal(subject, _marker(self.cfg.subject_delete_marker_ttl // NS_PER_S), b"")
 
 
 class StreamMeta(msgspec.Struct):

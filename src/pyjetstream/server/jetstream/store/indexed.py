@@ -253,17 +253,18 @@ class IndexedStore(MessageStore):
         if cfg.discard == DISCARD_OLD:
             self._trim_to_limits()
 
-    def _remove_trimmed(self, gone: list[tuple[int, int]]) -> None:
-        """Remove the live messages ``(seq, sid)`` (ascending) that a limit trims, together
-        (the backend's `remove_many`, `seqbulk.remove_seqs`), each told to ``on_removed`` as
-        `_remove_at` tells it: consumers count them out, no recount (not a bulk removal)."""
+    def _remove_trimmed(self, gone: list[tuple[int, int]], keep_last: bool = True) -> None:
+        """Remove the live messages ``(seq, sid)`` (ascending) that a limit trims (each subject's
+        last stays: ``keep_last``) or that expired, together (the backend's `remove_many`,
+        `seqbulk.remove_seqs`), each told to ``on_removed`` as `_remove_at` tells it: consumers
+        count them out, no recount (not a bulk removal)."""
         index = self._index
         seqs = [seq for seq, _ in gone]
         self._backend.remove_many(seqs, seqbulk.locs_of(index, seqs))
         first = seqs[0] == index.first_seq
         hook = self.on_removed
         names = [index.subjects.names[sid] or "" for _, sid in gone] if hook is not None else []
-        seqbulk.remove_seqs(index, seqs, keep_last=True)
+        seqbulk.remove_seqs(index, seqs, keep_last=keep_last)
         if first and self._first_changed is not None:
             self._first_changed()
         if hook is not None:
@@ -636,6 +637,11 @@ class IndexedStore(MessageStore):
             seq += 1
 
     def _expire_each(self, seqs: list[int], expire: ExpireHandler | None) -> None:
+        """Remove the expired messages ``seqs`` (ascending), each through ``expire`` first when
+        there is one; many without it are removed together (`_expire_together`)."""
+        if expire is None and len(seqs) > _BULK_MIN:
+            self._expire_together(seqs)
+            return
         index = self._index
         for seq in seqs:
             p = index.at(seq)
@@ -651,6 +657,21 @@ class IndexedStore(MessageStore):
                     continue
             self._remove_at(seq, False)
             self._ttls.pop(seq, None)
+
+    def _expire_together(self, seqs: list[int]) -> None:
+        """Expired messages ``seqs`` (ascending) with nothing to write for them: those still
+        there removed at once (`_remove_trimmed`, each told to ``on_removed`` as one by one: a
+        TTL expiry is a removal per message in nats-server, not a purge), their TTLs forgotten."""
+        index = self._index
+        ttls = self._ttls
+        gone: list[tuple[int, int]] = []
+        for seq in seqs:
+            ttls.pop(seq, None)
+            p = index.at(seq)
+            if p is not None and (not gone or gone[-1][0] != seq):
+                gone.append((seq, p.sids[seq - p.first]))
+        if gone:
+            self._remove_trimmed(gone, keep_last=False)
 
     def next_expiry(self) -> int | None:
         """Unix ns when the next message reaches max_age or its TTL (None: nothing will)."""

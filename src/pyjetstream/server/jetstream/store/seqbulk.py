@@ -79,13 +79,34 @@ def _page_of(index: SeqIndex, p: Page, have: list[tuple[int, int]], lo: int, hi:
         return compress(span, map({sid for sid, _ in have}.__contains__, p.sids[a:b]))
     found: list[int] = []
     sids = p.sids
-    for sid, _ in have:
+    for sid, c in have:
         j = find_value(sids, sid, a, b)
+        left = c  # (the page's live count of the subject: once all are found, nothing to search)
         while j >= 0:
             found.append(f + j)
-            j = find_value(sids, sid, j + 1, b)
+            left -= 1
+            j = _next_here(p, sid, j, b) if left > 0 else -1
     found.sort()
     return found
+
+
+def _next_here(p: Page, sid: int, j: int, b: int) -> int:
+    """The slot after ``j`` below ``b`` holding subject ``sid`` in page ``p``, or -1: its link
+    (past a few dead slots), else a search — not a search of every slot up to it (a subject
+    delete marker's roll-up found the marker far after the expired message that way)."""
+    f, nxt, sids = p.first, p.nxt, p.sids
+    k = j
+    for _ in range(8):
+        n = nxt[k]
+        if not n or n - f >= b:
+            break
+        k = n - f
+        held = sids[k]
+        if held == sid:
+            return k
+        if held:  # (a link that does not lead to the subject: trust only a search)
+            break
+    return find_value(sids, sid, j + 1, b)
 
 
 def trimmed(
