@@ -3,7 +3,9 @@
 A :class:`RawConn` is a blocking socket with a reader thread. In ``count`` mode the reader only counts
 frames (``bytes.count`` of ``"\\nMSG "`` / ``"\\nHMSG "`` over each read, C speed: every frame after the
 handshake follows the previous frame's CRLF), PONGs and ``-ERR`` lines, and answers the server's PINGs;
-in ``frames`` mode it parses every frame (subject, sid, reply, header block, payload) and hands a read's
+in ``walk`` mode it counts the same things by walking the frames, jumping over each payload by its size
+(O(frames), not O(bytes): for large payloads, where ``count``'s passes over every byte made the client,
+not the server, the bottleneck — 9 passes cost ~65 µs per 16 KiB message); in ``frames`` mode it parses every frame (subject, sid, reply, header block, payload) and hands a read's
 frames to a callback, or keeps them for :meth:`RawConn.request` — slower, for API calls, responders and
 acks. :class:`Servers` starts the embedded server and nats-server 2.15.1 side by side (the test targets'
 way: a config file, a random port) and reads a server's CPU and resident memory from ``/proc``.
@@ -60,7 +62,7 @@ class RawConn:
         on_count: Callable[[RawConn, int], None] | None = None,
         on_data: Callable[[RawConn, bytes], None] | None = None,
     ) -> None:
-        self.mode = mode  # "count" or "frames"
+        self.mode = mode  # "count", "walk" or "frames"
         self.on_frames = on_frames
         self.on_count = on_count  # count mode: called with the number of new MSG/HMSG frames of a read
         #                           (after the counters include them)
@@ -87,6 +89,8 @@ class RawConn:
         self._inbox = f"_RAW.{id(self):x}"
         self._next = 0
         self._inbox_sid = ""
+        self._skip = 0  # walk mode: payload bytes (+ CRLF) of the current frame still to come
+        self._partial = b""  # walk mode: an unfinished control line (or HMSG line + header block)
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
 
@@ -207,7 +211,9 @@ class RawConn:
                 data = self.sock.recv(1 << 20)
                 if not data:
                     break
-                if self.mode == "count":
+                if self.mode == "walk":
+                    self._walk(data)
+                elif self.mode == "count":
                     tail = self._count(tail, data)
                     if self.on_data is not None:
                         self.on_data(self, data)
@@ -240,6 +246,58 @@ class RawConn:
         if new and self.on_count is not None:
             self.on_count(self, new)
         return both[-_TAIL:]
+
+    def _walk(self, data: bytes) -> None:
+        """Count mode's counts, frame by frame: each payload is skipped by its size, never scanned
+        (``json_errors`` is not counted: no payload is read)."""
+        got = len(data)
+        if self._partial:
+            data = self._partial + data
+            self._partial = b""
+        skip, pos, end = self._skip, 0, len(data)
+        msgs = hmsgs = statuses = pongs = pings = 0
+        while True:
+            if skip:
+                if skip >= end - pos:
+                    skip -= end - pos
+                    break
+                pos, skip = pos + skip, 0
+            eol = data.find(b"\r\n", pos)
+            if eol < 0:
+                self._partial = data[pos:]
+                break
+            head = data[pos : pos + 4]
+            if head == b"MSG ":
+                msgs += 1
+                skip = int(data[data.rfind(b" ", pos, eol) + 1 : eol]) + 2
+            elif head == b"HMSG":
+                parts = data[pos:eol].split(b" ")
+                hdr = int(parts[-2])
+                if eol + 2 + hdr > end:  # the header block is still coming: read it whole
+                    self._partial = data[pos:]
+                    break
+                hmsgs += 1
+                statuses += data.startswith(b"NATS/1.0 ", eol + 2)
+                skip = int(parts[-1]) + 2
+            elif head == b"PING":
+                pings += 1
+            elif head == b"PONG":
+                pongs += 1
+            elif head == b"-ERR":
+                self.errors.append(data[pos:eol].decode(errors="replace"))
+            pos = eol + 2
+        self._skip = skip
+        if pings:
+            self.send(b"PONG\r\n" * pings)
+        with self._cond:
+            self.msgs += msgs
+            self.hmsgs += hmsgs
+            self.statuses += statuses
+            self.pongs += pongs
+            self.received += got
+            self._cond.notify_all()
+        if msgs + hmsgs and self.on_count is not None:
+            self.on_count(self, msgs + hmsgs)
 
     def _parse(self, buf: bytearray) -> None:
         frames: list[Frame] = []
