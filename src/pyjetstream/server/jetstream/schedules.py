@@ -14,8 +14,10 @@ last message of every subject.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import errors as E
@@ -143,7 +145,16 @@ def check_publish(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, ApiE
 def _in_subjects(subjects: list[str], subject: str) -> bool:
     """Whether a valid publish subject is one of the stream's (nats-server asks
     ``SubjectsCollide``, which for a literal subject is a match of it: a compiled filter)."""
-    return any(compile_filter(s)(subject) for s in subjects)
+    for match in _matchers(tuple(subjects)):
+        if match(subject):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _matchers(subjects: tuple[str, ...]) -> tuple[Callable[[str], bool], ...]:
+    """The compiled filters of a stream's subjects (once per subject list, not per check)."""
+    return tuple(compile_filter(s) for s in subjects)
 
 
 def _strip(hdr: bytes) -> bytes:

@@ -356,18 +356,24 @@ class Stream:
                 return 0
         else:
             purged = self.store.purge()
-        state = self.store.fast_state()
-        first = state.first_seq
-        if subject:
-            first = self.store.filtered_state(state.first_seq, subject).first or first
+        first = 0  # (looked up once a consumer is to be told)
         literal = bool(subject) and not has_wildcard(subject)
         for consumer in list(self.csl.match(subject) if literal else self.consumers.values()):
             # nats-server: a subject purge moves only consumers whose filter lies inside it.
             filters = filters_of(consumer.cfg)
             if not subject or (filters and all(is_subset(f, subject) for f in filters)):
+                first = first or self._first_after_purge(subject)
                 consumer.on_stream_purged(first)
         self.engine.usage_dropped()  # (a purge only frees: the cached usage is an upper bound)
         return purged
+
+    def _first_after_purge(self, subject: str) -> int:
+        """Where a purge leaves a consumer: the subject's first message left (``subject``:
+        a subject purge), else the stream's."""
+        first = self.store.fast_state().first_seq
+        if subject:
+            first = self.store.filtered_state(first, subject).first or first
+        return first
 
     def delete_msg(self, seq: int, erase: bool) -> bool:
         removed = self.store.erase_msg(seq) if erase else self.store.remove_msg(seq)

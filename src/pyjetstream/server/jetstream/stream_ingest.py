@@ -67,6 +67,9 @@ HDR_EXPECTED_LAST_SEQ = H.EXPECTED_LAST_SEQUENCE.encode()
 HDR_EXPECTED_LAST_SUBJ_SEQ = H.EXPECTED_LAST_SUBJECT_SEQUENCE.encode()
 HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ = H.EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT.encode()
 HDR_EXPECTED_LAST_MSG_ID = H.EXPECTED_LAST_MSG_ID.encode()
+#: The line start every ``Nats-Expected-Last-*`` header has (``get_header`` is case-sensitive):
+#: a block without it skips their four lookups.
+EXPECTED_LAST_LINE = b"\r\nNats-Expected-Last"
 HDR_STREAM_SOURCE = H.STREAM_SOURCE.encode()
 HDR_REQUEST_INFO = H.REQUEST_INFO.encode()
 HDR_TTL = H.TTL.encode()
@@ -298,7 +301,7 @@ class StreamIngest:
                 hdr, schedule_error = check_publish(stream, subject, hdr)
                 if schedule_error is not None:
                     return _Answered(self._refuse(schedule_error, can_respond))
-            if get_header(hdr, HDR_STREAM_SOURCE):  # only sourcing may stamp it (2.15)
+            if HDR_STREAM_SOURCE in hdr and get_header(hdr, HDR_STREAM_SOURCE):  # only sourcing may stamp it (2.15)
                 return _Answered(self._refuse(E.JSMessageSourceHdrNotAllowedErr(), can_respond))
         msg_id = msg_id_in(hdr)
         if msg_id:
@@ -320,6 +323,8 @@ class StreamIngest:
     def _check_expected(self, subject: str, hdr: bytes, can_respond: bool) -> _Answered | None:
         """``Nats-Expected-Last-Subject-Sequence`` (2.12+: on the subject or filter named by
         ``…-Subject``) and ``Nats-Expected-Last-Sequence``."""
+        if EXPECTED_LAST_LINE not in hdr:
+            return None
         stream = self.stream
         want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
         if want is not None:
@@ -340,7 +345,7 @@ class StreamIngest:
 
     def _check_last_id_and_rollup(self, hdr: bytes, can_respond: bool) -> bytes | _Answered:
         """``Nats-Expected-Last-Msg-Id``, then ``Nats-Rollup`` (its value, lower-cased)."""
-        want_id = get_header(hdr, HDR_EXPECTED_LAST_MSG_ID)
+        want_id = get_header(hdr, HDR_EXPECTED_LAST_MSG_ID) if EXPECTED_LAST_LINE in hdr else None
         if want_id:
             last_id = self.dedupe.last_id()
             want = msg_id_of(want_id)

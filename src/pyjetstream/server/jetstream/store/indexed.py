@@ -512,8 +512,13 @@ class IndexedStore(MessageStore):
                 return 0
             maxp = total - keep
         limit = seq - 1 if seq > 0 else index.last_seq
-        # Oldest first across the matching subjects (matters when keeping the newest N).
-        seqs = seqbulk.oldest_of(index, matched, maxp, limit)
+        # Oldest first across the matching subjects (matters when keeping the newest N); one is
+        # the oldest of their firsts (a fired schedule's, a marker's roll-up: no page looked at).
+        if maxp == 1:
+            oldest = min(table.first[sid] for sid in matched)
+            seqs = [oldest] if oldest <= limit else []
+        else:
+            seqs = seqbulk.oldest_of(index, matched, maxp, limit)
         if seqs:
             self._remove_seqs(seqs)
             self._commit()
