@@ -448,6 +448,11 @@ class BlockIndexes(PayloadBackend):
                 return None
             for seq, ttl in header["ttls"]:
                 self.found_ttls[int(seq)] = int(ttl)
+            if "ttl_seqs" in arrays:
+                seqs, vals = arrays["ttl_seqs"], arrays["ttl_vals"]
+                if len(seqs) != len(vals):
+                    return None
+                self.found_ttls.update(zip(seqs, vals, strict=True))
         except (KeyError, ValueError, TypeError):
             return None
         return slots
@@ -599,17 +604,20 @@ class BlockIndexes(PayloadBackend):
         index = self.index
         end = self._block_end(blk)
         slots = index.block_slots(blk.first_seq, end)
-        # The block's own TTLs (ascending: appended in order), not all the store's: O(block).
-        live = index.live
-        ttls = [[seq, ttl] for seq, ttl in blk.ttls.items() if live(seq)]
-        self.ttl_steps += len(blk.ttls)
+        # The block's own TTLs (ascending: appended in order), not all the store's: O(block);
+        # those of live messages (a slot's subject id, read off the slots just taken), as two
+        # arrays (a pair list per message in the JSON header cost a GC-tracked list each).
+        sids, first, n = slots.sids, slots.first, len(slots.sids)
+        ttl_of = blk.ttls
+        live = [seq for seq in ttl_of if 0 <= seq - first < n and sids[seq - first]]
+        self.ttl_steps += len(ttl_of)
         header = {
             "first": blk.first_seq,
             "size": len(content),
             "crc": _crc32(content),
             "floor": self._floor[0],
             "floor_ts": self._floor[1],
-            "ttls": ttls,
+            "ttls": [],  # (an index written before the arrays below kept them here)
         }
         arrays = {
             "sids": slots.sids,
@@ -621,6 +629,8 @@ class BlockIndexes(PayloadBackend):
             "s_msgs": slots.s_msgs,
             "s_first": slots.s_first,
             "s_last": slots.s_last,
+            "ttl_seqs": array("Q", live),
+            "ttl_vals": array("q", map(ttl_of.__getitem__, live)),
         }
         names: list[str | None] = list(slots.names)
         path = self._idx_path(blk.index)
