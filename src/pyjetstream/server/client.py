@@ -57,8 +57,11 @@ __all__ = ["ClientConnection", "ClosedReason"]
 FIRST_PING_INTERVAL = 2.0
 # Output queued in one loop turn is written as soon as it reaches this size (an eighth of
 # max_pending, within these bounds): it bounds memory and lets the slow-consumer check and the
-# producer stall see what the socket really accepts.
-EARLY_FLUSH_MAX = 32 * 1024
+# producer stall see what the socket really accepts. The upper bound is one read's worth (uvloop
+# reads 256 KiB): a read of large payloads then leaves in one write, as nats-server's
+# flushOutbound hands all pending output to one writev (at 32 KiB, 16 KiB payloads cost a write
+# syscall every 2-3 messages against nats-server's one per ~25-50).
+EARLY_FLUSH_MAX = 256 * 1024
 EARLY_FLUSH_MIN = 16 * 1024
 # A producer publishing to a consumer whose transport is above its high-water mark (3/4 of
 # max_pending) stops being processed and read until that consumer drains, for STALL_MIN (STALL_MAX
