@@ -6,6 +6,7 @@ removals and matches."""
 
 from __future__ import annotations
 
+import gc
 import re
 
 from hypothesis import given, settings
@@ -101,3 +102,41 @@ def test_cache_stays_exact_under_inserts_and_removals(ops: list[tuple[bool, str]
         for s in subjects:  # (from the cache from the second time on)
             got = sorted(x.sid for x in sl.match(s)[0])
             assert got == sorted(x.sid for x in live if _brute(x.subject, s)), (s, [x.subject for x in live])
+
+
+def _kinds(n: int) -> Sublist:
+    """bench_scale's ``conns`` subscriptions: literal, ``*``, ``>`` and queue, each matching only ``s.<i>.x``."""
+    sl = Sublist()
+    for i in range(n):
+        kind = i % 4
+        subject = (f"s.{i}.x", f"s.{i}.*", f"s.{i}.>", f"s.{i}.x")[kind]
+        sl.insert(Subscription(subject, str(i), "q" if kind == 3 else ""))
+    return sl
+
+
+def _left_per_miss(n: int) -> tuple[int, int, int]:
+    """Publish over all ``n`` subjects twice (``n`` > the cache: every lookup misses); what the second
+    pass leaves for CPython's cyclic collector (objects it tracks, each walked by every full
+    collection: the cost of a miss grew with the subscriptions through them) and results it builds."""
+    sl = _kinds(n)
+    subjects = [f"s.{i}.x" for i in range(n)]
+    for subject in subjects:
+        sl.match(subject)
+    made, misses = sl.results_made, sl.cache_misses
+    gc.collect()
+    before = len(gc.get_objects())
+    for subject in subjects:
+        assert len(sl.match(subject)[0]) + len(sl.match(subject)[1]) == 1
+    gc.collect()
+    left = len(gc.get_objects()) - before
+    assert sl.cache_misses - misses == n  # (the second lookup of each is a hit)
+    return left, sl.results_made - made, len(sl.cache)
+
+
+def test_a_cache_miss_leaves_nothing_for_the_collector() -> None:
+    """A subject whose receivers are one trie node's shares that node's result (made once), and the
+    cache's first-token buckets are dicts of strings (untracked), so a miss keeps no new object."""
+    small, large = _left_per_miss(5_000), _left_per_miss(50_000)
+    assert small[1] == large[1] == 0, (small, large)  # no result built again
+    assert abs(small[0]) < 50 and abs(large[0]) < 50, (small, large)  # 5,000 / 50,000 misses
+    assert gc.is_tracked({"s.1.x": None}) is False  # (what the buckets rely on)

@@ -14,6 +14,14 @@ coming or going costs nothing in the cache — nats-server scans its whole cache
 entries) for each such change. A wildcard subscription whose first token is itself a wildcard
 still scans the cache (or clears it when large: refilling is cheaper than scanning in Python).
 
+A cache miss must not leave objects behind for CPython's cyclic collector: each one kept past a
+couple of young collections counts toward the next full collection, which walks every
+subscription and trie node — so with 100k subscriptions a miss cost 9× one at 1k (and an insert
+5×), the time spent in ``gc``. A subject whose receivers are one node's shares that node's result
+(``_Node.result``, made at its first match, dropped when the node's subscriptions change), the
+cached subjects' buckets are dicts of strings (untracked, where a set always is), and a node holds
+no plain-subscription list until it has one. (nats-server's Go collector runs beside the server.)
+
 Some subjects are unique per message — a request's reply ``_INBOX.<id>.<n>``, a JetStream ack
 ``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>`` — so they would all miss the cache
 (and evict what it holds) and walk the trie. Their receivers listen on a prefix: ``_INBOX.<id>.*``,
@@ -61,15 +69,24 @@ MatchResult: TypeAlias = "tuple[Any, ...]"
 EMPTY_RESULT: MatchResult = ((), ())
 
 
+# The empty plain-subscription list all nodes share until they hold one (never appended to).
+_NO_SUBS: list[Indexed] = []
+
+
 class _Node:
-    __slots__ = ("fwc", "literal", "psubs", "pwc", "qsubs")
+    __slots__ = ("fwc", "literal", "psubs", "pwc", "qsubs", "result")
 
     def __init__(self) -> None:
         self.literal: dict[str, _Node] = {}
         self.pwc: _Node | None = None
         self.fwc: _Node | None = None
-        self.psubs: list[Indexed] = []
+        # ``_NO_SUBS`` until a plain subscription lands here: a node on the way to others' has none,
+        # and every list is one more object for each of Python's full collections to walk.
+        self.psubs: list[Indexed] = _NO_SUBS
         self.qsubs: dict[str, list[Indexed]] = {}
+        # The match result of a subject whose receivers are this node's alone, made at its first
+        # such match and kept while the node's subscriptions stay (see ``Sublist.match``).
+        self.result: MatchResult | None = None
 
     def child(self, token: str) -> _Node | None:
         if token == PWC:
@@ -90,8 +107,10 @@ class Sublist:
         # Public so the router's hot path can do ``cache.get(subject)`` without a method call.
         self.cache: dict[str, MatchResult] = {}
         # The cached subjects by first and second token ("" for a one-token subject): a wildcard
-        # change looks at those its literal first tokens select only.
-        self._firsts: dict[str, dict[str, set[str]]] = {}
+        # change looks at those its literal first tokens select only. A bucket is a dict of str to
+        # None, not a set: CPython leaves such a dict out of its cyclic collector (a set is always
+        # in it), so a cache miss leaves no object behind for every full collection to walk.
+        self._firsts: dict[str, dict[str, dict[str, None]]] = {}
         self._indexes: list[PrefixIndex] = []
         # Each distinct match result once (see ``match``); dropped as a whole when it is large.
         self._results: dict[MatchResult, MatchResult] = {}
@@ -101,6 +120,7 @@ class Sublist:
         self.matches = 0
         self.cache_misses = 0
         self.scanned = 0  # cached subjects a wildcard change looked at (the complexity tests read it)
+        self.results_made = 0  # match results built (kept by the cache: see ``match``)
 
     # ------------------------------------------------------------------ changes
 
@@ -125,8 +145,11 @@ class Sublist:
                 node = nxt
         if sub.queue:
             node.qsubs.setdefault(sub.queue, []).append(sub)
+        elif node.psubs is _NO_SUBS:
+            node.psubs = [sub]
         else:
             node.psubs.append(sub)
+        node.result = None
         self.count += 1
         self.inserts += 1
         self._invalidate(sub)
@@ -153,6 +176,7 @@ class Sublist:
                 del node.qsubs[sub.queue]
         elif not _remove_identity(node.psubs, sub):
             return False
+        node.result = None
         self.count -= 1
         self.removes += 1
         self._prune(path, node)
@@ -195,7 +219,7 @@ class Sublist:
         if sub.literal:
             if cache.pop(subject, None) is not None:
                 first, second = _first_tokens(subject)
-                self._firsts[first][second].discard(subject)
+                self._firsts[first][second].pop(subject, None)
             return
         tokens = subject.split(SEP)
         first = tokens[0]
@@ -204,7 +228,7 @@ class Sublist:
                 cache.clear()
                 self._firsts.clear()
                 return
-            self._drop_matching(subject, [set(cache)])
+            self._drop_matching(subject, [dict.fromkeys(cache)])
             return
         buckets = self._firsts.get(first)
         if not buckets:
@@ -217,7 +241,7 @@ class Sublist:
             if bucket:
                 self._drop_matching(subject, [bucket])
 
-    def _drop_matching(self, subject: str, buckets: list[set[str]]) -> None:
+    def _drop_matching(self, subject: str, buckets: list[dict[str, None]]) -> None:
         """Drop the cached subjects of ``buckets`` that ``subject`` (a wildcard) matches; a bucket
         too large to scan goes whole."""
         cache = self.cache
@@ -230,7 +254,7 @@ class Sublist:
             for key in gone:
                 del cache[key]
                 first, second = _first_tokens(key)
-                self._firsts[first][second].discard(key)
+                self._firsts[first][second].pop(key, None)
 
     # ------------------------------------------------------------------ lookups
 
@@ -252,20 +276,15 @@ class Sublist:
         if "" in tokens:
             # nats-server: a subject with an empty token matches nothing (and is not cached).
             return EMPTY_RESULT
-        psubs: list[Indexed] = []
-        qgroups: dict[str, list[Indexed]] = {}
-        _collect(self._root, tokens, 0, psubs, qgroups)
-        if psubs or qgroups:
-            result = _result(psubs, qgroups)
-            # Subjects with the same receivers share one result object: a run of messages to
-            # them is one receiver set to the router (``router._Run``: ``result is segment``).
-            shared = self._results.get(result)
-            if shared is None:
-                if len(self._results) >= CACHE_MAX:
-                    self._results.clear()
-                self._results[result] = result
-            else:
-                result = shared
+        nodes: list[_Node] = []
+        _collect(self._root, tokens, 0, nodes)
+        if len(nodes) == 1:
+            result = _node_result(nodes[0])
+            if result is None:
+                self.results_made += 1
+                result = nodes[0].result = _result(nodes[0].psubs, nodes[0].qsubs)
+        elif nodes:
+            result = self._shared_result(nodes)
         else:
             result = EMPTY_RESULT
         cache = self.cache
@@ -276,7 +295,7 @@ class Sublist:
             firsts.clear()
             for key in cache:
                 first, second = _first_tokens(key)
-                firsts.setdefault(first, {}).setdefault(second, set()).add(key)
+                firsts.setdefault(first, {}).setdefault(second, {})[key] = None
         cache[subject] = result
         buckets = firsts.get(tokens[0])
         if buckets is None:
@@ -284,9 +303,27 @@ class Sublist:
         second = tokens[1] if len(tokens) > 1 else ""
         bucket = buckets.get(second)
         if bucket is None:
-            buckets[second] = {subject}
+            buckets[second] = {subject: None}
         else:
-            bucket.add(subject)
+            bucket[subject] = None
+        return result
+
+    def _shared_result(self, nodes: list[_Node]) -> MatchResult:
+        """The result of receivers from several nodes, one object per receiver set: subjects with
+        the same receivers share it, so a run of messages to them is one receiver set to the
+        router (``router._Run``: ``result is segment``)."""
+        psubs: list[Indexed] = []
+        qgroups: dict[str, list[Indexed]] = {}
+        for node in nodes:
+            _add_node(node, psubs, qgroups)
+        result: MatchResult = _result(psubs, qgroups)
+        shared = self._results.get(result)
+        if shared is not None:
+            return shared
+        if len(self._results) >= CACHE_MAX:
+            self._results.clear()
+        self._results[result] = result
+        self.results_made += 1
         return result
 
     def has_interest(self, subject: str) -> bool:
@@ -389,6 +426,11 @@ class PrefixIndex:
 _EMPTY_TOKEN = SEP + SEP
 
 
+def _node_result(node: _Node) -> Any:
+    """``node.result`` typed as any object (compiled, a tuple stays one object, see ``MatchResult``)."""
+    return node.result
+
+
 def _result(psubs: list[Indexed], qgroups: dict[str, list[Indexed]]) -> Any:
     """A match result (typed as any object: compiled, a tuple stays one object, see ``MatchResult``)."""
     return (tuple(psubs), tuple(tuple(members) for members in qgroups.values()))
@@ -424,22 +466,20 @@ def _add_node(node: _Node, psubs: list[Indexed], qgroups: dict[str, list[Indexed
                 group.extend(members)
 
 
-def _collect(
-    node: _Node,
-    tokens: list[str],
-    i: int,
-    psubs: list[Indexed],
-    qgroups: dict[str, list[Indexed]],
-) -> None:
+def _collect(node: _Node, tokens: list[str], i: int, nodes: list[_Node]) -> None:
+    """The nodes with subscriptions that match ``tokens[i:]`` from ``node``, in nats-server's
+    ``matchLevel`` order (``>`` then ``*`` then the literal at each level)."""
     n = len(tokens)
     while True:
         if i == n:
-            _add_node(node, psubs, qgroups)
+            if node.psubs or node.qsubs:
+                nodes.append(node)
             return
-        if node.fwc is not None:
-            _add_node(node.fwc, psubs, qgroups)
+        fwc = node.fwc
+        if fwc is not None and (fwc.psubs or fwc.qsubs):
+            nodes.append(fwc)
         if node.pwc is not None:
-            _collect(node.pwc, tokens, i + 1, psubs, qgroups)
+            _collect(node.pwc, tokens, i + 1, nodes)
         nxt = node.literal.get(tokens[i])
         if nxt is None:
             return
