@@ -33,6 +33,7 @@ __all__ = [
     "AckKind",
     "MsgMetadata",
     "SequencePair",
+    "ack_prefix",
     "ack_reply_subject",
     "ack_reply_subject_v2",
     "ack_subscription",
@@ -83,6 +84,11 @@ def ack_reply_subject_v2(
         f"$JS.ACK.{domain or '_'}.{account_hash}.{stream}.{consumer}."
         f"{delivered}.{stream_seq}.{consumer_seq}.{timestamp_ns}.{pending}.{token}"
     )
+
+
+def ack_prefix(stream: str, consumer: str) -> str:
+    """What every v1 ack reply subject of a consumer begins with: ``$JS.ACK.<S>.<C>.``."""
+    return f"{ACK_PREFIX}{stream}.{consumer}."
 
 
 def ack_subscription(stream: str, consumer: str) -> str:

@@ -29,6 +29,7 @@ import random
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
+from pyjetstream.api.headers import no_responders_block
 from pyjetstream.protocol.headers import may_be_traced
 
 if TYPE_CHECKING:
@@ -170,7 +171,7 @@ class Router:
         psubs, _ = client.account.sublist.match(reply)
         for sub in psubs:
             if sub.client is client:
-                hdr = b"NATS/1.0 503\r\nNats-Subject: %b\r\n\r\n" % subject.encode()
+                hdr = no_responders_block(subject)
                 return b"HMSG %b %b %d %d\r\n%b\r\n" % (reply.encode(), sub.sid_b, len(hdr), len(hdr), hdr)
         return b""
 

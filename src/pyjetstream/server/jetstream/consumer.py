@@ -35,6 +35,7 @@ import msgspec
 from pyjetstream.api import errors as E
 from pyjetstream.api import headers as H
 from pyjetstream.api import subjects as S
+from pyjetstream.api.ack import ack_prefix
 from pyjetstream.api.advisories import ConsumerPauseAdvisory
 from pyjetstream.api.codec import encode, go_json_error, loads_go
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy, RetentionPolicy
@@ -102,7 +103,7 @@ class Consumer:
         self._np_bulk = 0
         self.filter = SubjectFilter(filters_of(cfg))
         self.sfreq = sample_frequency(cfg)
-        self.ack_prefix: str = f"$JS.ACK.{stream.name}.{name}."
+        self.ack_prefix: str = ack_prefix(stream.name, name)
         self._subs: list[InternalSubscription] = []
         # inactivity: the delete timer and its period (seconds, 0 = never)
         self._dtmr: asyncio.TimerHandle | None = None
@@ -156,13 +157,13 @@ class Consumer:
         # 503 no-responders answer, as from nats-server.
         if self.cfg.ack_policy not in (AckPolicy.NONE, AckPolicy.FLOW_CONTROL):
             self._subs.append(
-                server.subscribe_internal(f"$JS.ACK.{stream}.{name}.>", self.acks.on_ack, run=self.acks.on_ack_run)
+                server.subscribe_internal(ack_prefix(stream, name) + ">", self.acks.on_ack, run=self.acks.on_ack_run)
             )
         self._subs.append(
-            server.subscribe_internal(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}", self.pull.on_request)
+            server.subscribe_internal(S.JSApi().consumer_msg_next(stream, name), self.pull.on_request)
         )
         self._subs.append(
-            server.subscribe_internal(f"$JS.API.CONSUMER.RESET.{stream}.{name}", self._on_reset_request)
+            server.subscribe_internal(S.JSApi().consumer_reset(stream, name), self._on_reset_request)
         )
         if self.is_pull:
             if self.dthresh:

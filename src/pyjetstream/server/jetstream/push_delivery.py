@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from pyjetstream.api.constants import FLOW_CONTROL_INITIAL_WINDOW, FLOW_CONTROL_MAX_WINDOW
 from pyjetstream.api.enums import AckPolicy
 from pyjetstream.api.headers import LAST_CONSUMER, LAST_STREAM, Status, heartbeat_block, status_block
+from pyjetstream.api.subjects import flow_control_subject, flow_control_subscription
 from pyjetstream.protocol.headers import get_header
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ class PushDelivery:
             self.pblimit = FLOW_CONTROL_MAX_WINDOW
             self.maxpb = FLOW_CONTROL_INITIAL_WINDOW
             self._fc_sub = consumer.server.subscribe_internal(
-                f"$JS.FC.{consumer.stream.name}.{consumer.name}.*", self._on_flow_control
+                flow_control_subscription(consumer.stream.name, consumer.name), self._on_flow_control
             )
         if cfg.rate_limit_bps:
             self.set_rate_limit(cfg.rate_limit_bps)
@@ -251,7 +252,7 @@ class PushDelivery:
     def _send_flow_control(self) -> None:
         consumer = self.consumer
         token = "".join(random.choice(_FC_DIGITS) for _ in range(4))
-        reply = f"$JS.FC.{consumer.stream.name}.{consumer.name}.{token}"
+        reply = flow_control_subject(consumer.stream.name, consumer.name, token)
         self.fcsz, self.fcid = self.pbytes, reply
         consumer.server.publish_internal(self.dsubj, b"", reply=reply, hdr=_FC_REQUEST)
 
