@@ -43,6 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pyjetstream.api.ttl import NS_PER_S
+
 from . import _snapshot
 from ._fileutil import (
     fsync_dir,
@@ -64,7 +66,7 @@ from .base import (
 from .blockfiles import BlockFiles
 from .blockindex import STATE_FILE
 from .consumer_store import FileConsumerStore
-from .indexed import NS_PER_S, IndexedStore
+from .indexed import IndexedStore
 from .seqindex import SeqIndex
 from .seqstate import StateView
 
@@ -137,7 +139,7 @@ class FileStore(IndexedStore):
         os.makedirs(self._msgs_dir, exist_ok=True)
         existed = self._recover()
         blocks.open_active()
-        blocks.keep_ttls(dict(self._ttls))
+        blocks.keep_ttls(dict(self._ttl.by_seq))
         if self._index.msgs >= TRIM_AFTER_MSGS:
             release_free_memory()
         if not existed and cfg.first_seq > 0:  # nats-server purges to first_seq, 1 included
@@ -293,11 +295,11 @@ class FileStore(IndexedStore):
         the block list, what earlier starts lost, and the TTLs."""
         self._backend.save_images()
         header, arrays, names = self._index.state()
-        expires = {seq: at for at, seq in self._ttl_heap}
+        expires = {seq: at for at, seq in self._ttl.heap}
         header.update(
             self._backend.state(),
             lost=None if self._lost is None else [self._lost.msgs, self._lost.bytes],
-            ttls=[[seq, ttl, expires.get(seq, 0)] for seq, ttl in self._ttls.items()],
+            ttls=[[seq, ttl, expires.get(seq, 0)] for seq, ttl in self._ttl.by_seq.items()],
         )
         path = os.path.join(self._msgs_dir, STATE_FILE)
         write_file(path + ".tmp", _snapshot.encode(header, arrays, names), fsync=fsync)
@@ -352,9 +354,9 @@ class FileStore(IndexedStore):
         """The TTLs the state lists (a message removed since is dropped when its time comes)."""
         for seq, ttl, expires in ttls:
             if ttl > 0:
-                self._track_ttl(int(seq), int(expires) - int(ttl) * NS_PER_S, int(ttl))
+                self._ttl.track(int(seq), int(expires) - int(ttl) * NS_PER_S, int(ttl))
             elif ttl:
-                self._track_ttl(int(seq), 0, int(ttl))
+                self._ttl.track(int(seq), 0, int(ttl))
 
 
 def _nothing() -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import heapq
 import time
 from array import array
 from collections import Counter
@@ -48,8 +47,8 @@ from .base import (
     StreamState,
 )
 from .seqindex import SeqIndex
+from .ttls import MessageTTLs
 
-NS_PER_S = 1_000_000_000
 # A removal of more messages than this at once (a subject purge) is one bulk removal.
 _BULK_MIN = 64
 # A run that the discard-old limits trim is stored whole and trimmed after (False: one by one).
@@ -89,11 +88,7 @@ class IndexedStore(MessageStore):
             backend.first_changed if type(backend).first_changed is not PayloadBackend.first_changed else None
         )
         self._note_ttl = backend.note_ttl if type(backend).note_ttl is not PayloadBackend.note_ttl else None
-        # Per-message TTLs (nats-server's timed hash wheel): seq -> TTL in seconds (> 0, or -1
-        # for "never expires"), and a heap of (expires_ns, seq) for the positive ones.
-        self._ttls: dict[int, int] = {}
-        self._ttl_heap: list[tuple[int, int]] = []
-        self._nevers = 0
+        self._ttl = MessageTTLs()  # per-message TTLs (nats-server's timed hash wheel)
 
     @staticmethod
     def _has_limits(cfg: StoreConfig) -> bool:
@@ -135,7 +130,7 @@ class IndexedStore(MessageStore):
             self._write_failed(exc)
         sid = self._append_index(seq, subject, ts, size, loc)
         if ttl:
-            self._track_ttl(seq, ts, ttl)
+            self._ttl.track(seq, ts, ttl)
             if self._note_ttl is not None:
                 self._note_ttl(seq, ttl)
         if self._limits_active:
@@ -277,7 +272,7 @@ class IndexedStore(MessageStore):
         note = self._note_ttl
         for k, ttl in enumerate(ttls):
             if ttl:
-                self._track_ttl(seq + k, tss[k], ttl)
+                self._ttl.track(seq + k, tss[k], ttl)
                 if note is not None:
                     note(seq + k, ttl)
 
@@ -389,11 +384,7 @@ class IndexedStore(MessageStore):
             if last_seq < self._index.last_seq:
                 self._index.drop_after(last_seq, last_ts)
                 self.bulk_removals += 1
-                if self._ttls:
-                    self._ttls = {k: v for k, v in self._ttls.items() if k <= last_seq}
-                    self._ttl_heap = [e for e in self._ttl_heap if e[1] <= last_seq]
-                    heapq.heapify(self._ttl_heap)
-                    self._nevers = sum(1 for ttl in self._ttls.values() if ttl < 0)
+                self._ttl.truncate(last_seq)
             self._backend.recount()
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise ErrInsufficientResources() from exc
@@ -464,14 +455,9 @@ class IndexedStore(MessageStore):
         self._backend.purge(new_first)
         index.purge(new_first)
         self.bulk_removals += 1
-        self._clear_ttls()
+        self._ttl.clear()
         self._commit()
         return purged
-
-    def _clear_ttls(self) -> None:
-        self._ttls.clear()
-        self._ttl_heap.clear()
-        self._nevers = 0
 
     def compact(self, seq: int) -> int:
         if self._closed:
@@ -548,7 +534,7 @@ class IndexedStore(MessageStore):
             self._backend.reset()
             index.reset()
             self.bulk_removals += 1
-            self._clear_ttls()
+            self._ttl.clear()
             self._commit()
             return
         if seq > index.last_seq or not index.live(seq):
@@ -556,27 +542,15 @@ class IndexedStore(MessageStore):
         self._backend.truncate(seq)
         index.truncate(seq)
         self.bulk_removals += 1
-        if self._ttls:  # a later message may take these sequences again
-            self._ttls = {k: v for k, v in self._ttls.items() if k <= seq}
-            self._ttl_heap = [e for e in self._ttl_heap if e[1] <= seq]
-            heapq.heapify(self._ttl_heap)
-            self._nevers = sum(1 for ttl in self._ttls.values() if ttl < 0)
+        self._ttl.truncate(seq)
         self._commit()
 
     # ------------------------------------------------------------------------------------
     # Expiry: max_age and per-message TTLs
     # ------------------------------------------------------------------------------------
-    def _track_ttl(self, seq: int, ts: int, ttl: int) -> None:
-        self._ttls[seq] = ttl
-        if ttl > 0:
-            heapq.heappush(self._ttl_heap, (ts + ttl * NS_PER_S, seq))
-        else:
-            self._nevers += 1
-
     def msg_ttls(self) -> dict[int, int]:
         """``{seq: ttl}`` of the stored messages that have one (what a restart must restore)."""
-        index = self._index
-        return {seq: ttl for seq, ttl in sorted(self._ttls.items()) if index.live(seq)}
+        return self._ttl.of_live(self._index.live)
 
     def restore_ttls(self, ttls: dict[int, int]) -> None:
         """After recovery: TTLs of stored messages, as `msg_ttls` gave them."""
@@ -584,10 +558,7 @@ class IndexedStore(MessageStore):
         for seq, ttl in sorted(ttls.items()):
             p = index.at(seq)
             if p is not None and ttl:
-                self._track_ttl(seq, p.tss[seq - p.first], ttl)
-
-    def _never_expires(self, seq: int) -> bool:
-        return self._nevers > 0 and self._ttls.get(seq, 0) < 0
+                self._ttl.track(seq, p.tss[seq - p.first], ttl)
 
     def expire_msgs(self, now: int | None = None, expire: ExpireHandler | None = None) -> int:
         """Remove what max_age or a TTL expired at ``now`` (nats-server ``expireMsgs``).
@@ -606,7 +577,7 @@ class IndexedStore(MessageStore):
         max_age = self._cfg.max_age
         if max_age > 0:
             cutoff = now - max_age
-            if not self._nevers and expire is None:
+            if not self._ttl.nevers and expire is None:
                 while index.msgs:
                     hi = index.expired_bound(cutoff)
                     if not hi:
@@ -614,16 +585,10 @@ class IndexedStore(MessageStore):
                     self._remove_prefix(hi)
             else:
                 self._expire_each(self._aged_out(cutoff), expire)
-        heap = self._ttl_heap
-        if heap and heap[0][0] <= now:
-            due: list[int] = []
-            while heap and heap[0][0] <= now:
-                due.append(heapq.heappop(heap)[1])
-            due.sort()
+        due = self._ttl.due(now)
+        if due:
             self._expire_each(due, expire)
-        if len(self._ttls) > 2 * index.msgs + 64:
-            self._ttls = self.msg_ttls()
-            self._nevers = sum(1 for ttl in self._ttls.values() if ttl < 0)
+        self._ttl.compact(index.live, index.msgs)
         removed = before - index.msgs
         self._commit()
         return max(removed, 0)
@@ -637,7 +602,7 @@ class IndexedStore(MessageStore):
             seq = index.next_match(">", seq)
             if not seq or index.ts_of(seq) > cutoff:
                 return out
-            if not self._never_expires(seq):
+            if not self._ttl.never_expires(seq):
                 out.append(seq)
             seq += 1
 
@@ -651,27 +616,27 @@ class IndexedStore(MessageStore):
         for seq in seqs:
             p = index.at(seq)
             if p is None:
-                self._ttls.pop(seq, None)
+                self._ttl.forget(seq)
                 continue
             if expire is not None:
                 table = index.subjects
                 sid = p.sids[seq - p.first]
                 expire(seq, table.names[sid] or "", table.msgs[sid] == 1)
                 if not index.live(seq):
-                    self._ttls.pop(seq, None)
+                    self._ttl.forget(seq)
                     continue
             self._remove_at(seq, False)
-            self._ttls.pop(seq, None)
+            self._ttl.forget(seq)
 
     def _expire_together(self, seqs: list[int]) -> None:
         """Expired messages ``seqs`` (ascending) with nothing to write for them: those still
         there removed at once (`_remove_trimmed`, each told to ``on_removed`` as one by one: a
         TTL expiry is a removal per message in nats-server, not a purge), their TTLs forgotten."""
         index = self._index
-        ttls = self._ttls
+        forget = self._ttl.forget
         gone: list[tuple[int, int]] = []
         for seq in seqs:
-            ttls.pop(seq, None)
+            forget(seq)
             p = index.at(seq)
             if p is not None and (not gone or gone[-1][0] != seq):
                 gone.append((seq, p.sids[seq - p.first]))
@@ -686,7 +651,7 @@ class IndexedStore(MessageStore):
         best: int | None = None
         max_age = self._cfg.max_age
         if max_age > 0:
-            if not self._nevers:
+            if not self._ttl.nevers:
                 best = index.first_ts + max_age
             else:
                 seq = index.first_seq
@@ -694,15 +659,13 @@ class IndexedStore(MessageStore):
                     seq = index.next_match(">", seq)
                     if not seq:
                         break
-                    if not self._never_expires(seq):
+                    if not self._ttl.never_expires(seq):
                         best = index.ts_of(seq) + max_age
                         break
                     seq += 1
-        heap = self._ttl_heap
-        while heap and not index.live(heap[0][1]):
-            self._ttls.pop(heapq.heappop(heap)[1], None)
-        if heap and (best is None or heap[0][0] < best):
-            best = heap[0][0]
+        due = self._ttl.next_due(index.live)
+        if due is not None and (best is None or due < best):
+            best = due
         return best
 
     # ------------------------------------------------------------------------------------
