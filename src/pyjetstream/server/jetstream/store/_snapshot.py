@@ -73,31 +73,20 @@ def layout(buf: bytes) -> tuple[dict[str, Any], dict[str, tuple[str, int, int]]]
 
 def decode(buf: bytes) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]] | None:
     """Inverse of `encode`; None when the bytes are not a valid snapshot."""
-    if len(buf) < 12 or buf[:4] != MAGIC:
+    found = layout(buf)
+    if found is None:
         return None
-    if zlib.crc32(memoryview(buf)[:-4]) != int.from_bytes(buf[-4:], "little"):
-        return None
-    (hlen,) = _LEN.unpack_from(buf, 4)
-    try:
-        meta = json.loads(buf[8 : 8 + hlen])
-    except ValueError:
-        return None
-    if meta.get("version") != VERSION:
-        return None
-    off = 8 + hlen
+    header, where = found
     arrays: dict[str, array[int]] = {}
     joined = b""
     mv = memoryview(buf)
-    for key, (code, n) in meta["arrays"].items():
+    for key, (code, off, n) in where.items():
         if key == "_names":
             joined = buf[off : off + n]
         else:
             arr = array(code)
             arr.frombytes(mv[off : off + n])  # one copy, straight into the array
             arrays[key] = arr
-        off += n
-    if off != len(buf) - 4:
-        return None
     names: list[str | None] = []
     pos = 0
     for ln in arrays.pop("_name_lens"):
@@ -106,4 +95,4 @@ def decode(buf: bytes) -> tuple[dict[str, Any], dict[str, array[int]], list[str 
         else:
             names.append(joined[pos : pos + ln].decode())
             pos += ln
-    return meta["header"], arrays, names
+    return header, arrays, names
