@@ -29,8 +29,7 @@ import random
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.api.headers import no_responders_block
-from pyjetstream.protocol.headers import may_be_traced
+from pyjetstream.protocol.headers import encode_headers, may_be_traced
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
@@ -171,7 +170,8 @@ class Router:
         psubs, _ = client.account.sublist.match(reply)
         for sub in psubs:
             if sub.client is client:
-                hdr = no_responders_block(subject)
+                # api.headers.no_responders_block's bytes; the compiled group imports only itself
+                hdr = encode_headers({"Nats-Subject": subject}, status=503)
                 return b"HMSG %b %b %d %d\r\n%b\r\n" % (reply.encode(), sub.sid_b, len(hdr), len(hdr), hdr)
         return b""
 

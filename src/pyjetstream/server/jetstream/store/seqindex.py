@@ -208,7 +208,9 @@ class SeqIndex(SeqQueries):
         while self.cache_slots > self.cache_max and len(cache) > 1 and tries > 0:
             tries -= 1
             old = next(iter(cache))
-            if not self._evict(old):
+            # The page just loaded is never the one evicted (its caller is about to read it):
+            # after the others were tried and kept it can come first.
+            if old is p or not self._evict(old):
                 cache[old] = cache.pop(old)  # could not be written: kept, tried last next time
 
     def _evict(self, p: Page) -> bool:
