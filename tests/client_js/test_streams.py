@@ -150,6 +150,21 @@ async def test_get_and_delete_messages(js: JetStream, allow_direct: bool) -> Non
         assert (await stream.get_msg(2, direct=False)).data == b"two"
 
 
+async def test_a_direct_get_nobody_answers_falls_back_to_the_api(js: JetStream) -> None:
+    """A stream that allows direct gets is read with them, unless nobody answers (a cluster's
+    replicas a moment after the stream was made): then STREAM.MSG.GET, which the leader answers.
+    Here the stream stops allowing them after the handle cached its info."""
+    stream = await js.create_stream(StreamConfig(name="DG", subjects=["dg.*"], allow_direct=True))
+    await js.publish("dg.a", b"one")
+    await js.update_stream(StreamConfig(name="DG", subjects=["dg.*"], allow_direct=False))
+    assert stream.cached_info().config.allow_direct
+    assert (await stream.get_last_msg_for_subject("dg.a")).data == b"one"
+    assert (await stream.get_msg(1)).data == b"one"
+    with pytest.raises(errors.JetStreamError) as caught:
+        await stream.get_msg(1, direct=True)  # asked for by the caller: no fallback
+    assert caught.value.code == 503
+
+
 async def test_domain_prefixes(start_server: object) -> None:
     target: Target = start_server(jetstream_settings={"domain": "hub"})  # type: ignore[operator]
     nc: Client = await connect(target.url)

@@ -169,7 +169,14 @@ class Stream:
     async def _get(self, request: MsgGetRequest, direct: bool | None) -> RawStreamMsg:
         use_direct = self._info.config.allow_direct if direct is None else direct
         if use_direct:
-            return await self._direct_get(request)
+            try:
+                return await self._direct_get(request)
+            except JetStreamError as exc:
+                # Chosen for the caller (the stream allows direct gets): in a cluster the replicas'
+                # direct-get responders come up a moment after the stream is created, while the
+                # leader already answers STREAM.MSG.GET — ask it instead of failing.
+                if direct is not None or exc.code != 503:
+                    raise
         resp = await self._js._request(self._js.api.stream_msg_get(self._name), request, MsgGetResponse)
         stored = resp.message
         if stored is None:
