@@ -122,23 +122,25 @@ class SeqIndex(SeqQueries):
         p = self.pages[i]
         return i if seq < p.first + p.n else i + 1
 
+    def _covering(self, seq: int) -> Page | None:
+        """The page whose range holds ``seq``, loaded or not (None: no page's does)."""
+        i = bisect_right(self.firsts, seq) - 1
+        if i < 0:
+            return None
+        p = self.pages[i]
+        return p if seq < p.first + p.n else None
+
     def page(self, seq: int) -> Page | None:
         """The page covering ``seq``, its arrays loaded (None: no page does)."""
         p = self.hot
         if p.first <= seq < p.first + p.n:
             return p
-        i = bisect_right(self.firsts, seq) - 1
-        if i < 0:
+        found = self._covering(seq)
+        if found is None:
             return None
-        p = self.pages[i]
-        if seq >= p.first + p.n:
-            return None
-        if not p.loaded:
-            self._load(p)
-        elif self.cache_max and p in self.cache:
-            self.cache[p] = self.cache.pop(p)
-        self.hot = p
-        return p
+        self._use(found)
+        self.hot = found
+        return found
 
     def at(self, seq: int) -> Page | None:
         """The loaded page holding a live message at ``seq`` (its slot is ``seq - page.first``)."""
@@ -159,22 +161,18 @@ class SeqIndex(SeqQueries):
         a message of a block it has not cached without keeping the block's cache either)."""
         p = self.hot
         if not p.first <= seq < p.first + p.n:
-            i = bisect_right(self.firsts, seq) - 1
-            if i < 0:
+            found = self._covering(seq)
+            if found is None:
                 return None
-            p = self.pages[i]
-            if seq >= p.first + p.n:
-                return None
-            if not p.loaded and self.peeker is not None:
-                if seq < self.first_seq or seq in p.dels:
+            if not found.loaded and self.peeker is not None:
+                if seq < self.first_seq or seq in found.dels:
                     return None
-                got = self.peeker(p, seq - p.first)
+                got = self.peeker(found, seq - found.first)
                 if got is not None:
                     self.peeks += 1
                     return got if got[0] else None
-            p = self.page(seq)  # type: ignore[assignment]
-            if p is None:
-                return None
+            self._use(found)  # (what page() would do, without finding the page again)
+            self.hot = p = found
         k = seq - p.first
         sid = p.sids[k]
         return (sid, p.tss[k], p.locs[k]) if sid else None
