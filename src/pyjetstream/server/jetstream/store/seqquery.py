@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from pyjetstream.protocol.subjects import has_wildcard, is_match_all
@@ -80,21 +80,41 @@ class SeqQueries:
     def _subject_from(self, sid: int, i: int, seq: int) -> int:
         raise NotImplementedError
 
-    def _next_live(self, seq: int) -> int:
-        """The first live sequence >= ``seq``, or 0 (dead runs stepped over in C, page by page)."""
-        p = self.hot
-        k = seq - p.first
-        if 0 <= k < p.n and p.sids[k]:
-            return seq  # (the next message, as a consumer reading or acking in order asks)
+    def _pages_up(self, seq: int, matched: set[int] | None = None) -> Iterator[Page]:
+        """The pages from the one covering ``seq`` on that hold live messages (of a subject in
+        ``matched``, when given: by the page's counts, without loading it), each loaded when it is
+        given and counted in ``visits`` when it is looked at."""
         pages = self.pages
         i = self._pi(seq)
         while i < len(pages):
             p = pages[i]
             i += 1
             self.visits += 1
-            if not p.msgs:
+            if not p.msgs or (matched is not None and matched.isdisjoint(p.sub if p.sub is not None else p.sub_ids)):
                 continue
             self._use(p)
+            yield p
+
+    def _pages_down(self, seq: int, matched: set[int] | None = None) -> Iterator[Page]:
+        """`_pages_up` from the page holding ``seq`` (or the last before it) back to the first."""
+        pages = self.pages
+        i = bisect_right(self.firsts, seq) - 1
+        while i >= 0:
+            p = pages[i]
+            i -= 1
+            self.visits += 1
+            if not p.msgs or (matched is not None and matched.isdisjoint(p.sub if p.sub is not None else p.sub_ids)):
+                continue
+            self._use(p)
+            yield p
+
+    def _next_live(self, seq: int) -> int:
+        """The first live sequence >= ``seq``, or 0 (dead runs stepped over in C, page by page)."""
+        p = self.hot
+        k = seq - p.first
+        if 0 <= k < p.n and p.sids[k]:
+            return seq  # (the next message, as a consumer reading or acking in order asks)
+        for p in self._pages_up(seq):
             k = seq - p.first
             j = next_nonzero(p.sids, k if k > 0 else 0, p.n)
             if j >= 0:
@@ -103,15 +123,7 @@ class SeqQueries:
 
     def _prev_live(self, seq: int) -> int:
         """The last live sequence <= ``seq``, or 0."""
-        pages = self.pages
-        i = bisect_right(self.firsts, seq) - 1
-        while i >= 0:
-            p = pages[i]
-            i -= 1
-            self.visits += 1
-            if not p.msgs:
-                continue
-            self._use(p)
+        for p in self._pages_down(seq):
             j = prev_nonzero(p.sids, 0, min(seq - p.first + 1, p.n))
             if j >= 0:
                 return p.first + j
@@ -218,15 +230,7 @@ class SeqQueries:
         scan reached the end."""
         out: list[int] = []
         size = 0
-        pages = self.pages
-        i = self._pi(seq)
-        while i < len(pages):
-            p = pages[i]
-            i += 1
-            self.visits += 1
-            if not p.msgs or matched.isdisjoint(p.sub if p.sub is not None else p.sub_ids):
-                continue
-            self._use(p)
+        for p in self._pages_up(seq, matched):
             sids, sizes, f, n = p.sids, p.sizes, p.first, p.n
             lo = seq - f if seq > f else 0
             step = 64
@@ -305,15 +309,7 @@ class SeqQueries:
         """`next_slots` with no filter: the live messages from ``seq`` on."""
         seqs: list[int] = []
         size = 0
-        pages = self.pages
-        i = self._pi(seq)
-        while i < len(pages):
-            p = pages[i]
-            i += 1
-            self.visits += 1
-            if not p.msgs:
-                continue
-            self._use(p)
+        for p in self._pages_up(seq):
             sids, sizes, f, n = p.sids, p.sizes, p.first, p.n
             k = seq - f if seq > f else 0
             while k < n:
@@ -374,15 +370,7 @@ class SeqQueries:
         matched = table.matching(filter_subject)
         if not isinstance(matched, set):
             matched = set(matched)
-        pages = self.pages
-        i = bisect_right(self.firsts, start_seq) - 1
-        while i >= 0:
-            p = pages[i]
-            i -= 1
-            self.visits += 1
-            if not p.msgs or matched.isdisjoint(p.sub if p.sub is not None else p.sub_ids):
-                continue
-            self._use(p)
+        for p in self._pages_down(start_seq, matched):
             sids = p.sids
             for k in range(min(start_seq - p.first + 1, p.n) - 1, -1, -1):
                 if sids[k] and sids[k] in matched:
