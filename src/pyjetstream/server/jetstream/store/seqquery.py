@@ -450,6 +450,33 @@ class SeqQueries:
             out[name] = SimpleState(table.msgs[sid], table.first[sid], table.last[sid])
         return out
 
+    def subjects_page(self, filter_subject: str, after: int, limit: int) -> list[tuple[int, str, SimpleState]]:
+        """Up to ``limit`` subjects matching the filter whose ids are above ``after``, in id order
+        (about the order they were first stored; an id is reused once its subject is gone): the
+        dashboard's page of a stream's subjects or a bucket's keys. No nats-server counterpart (its
+        STREAM.INFO lists a filter's subjects whole). ``>`` visits the ids from ``after`` on, so a
+        page costs its own size (plus the freed ids it passes); a wildcard looks the filter up once
+        (from the match cache when a consumer put it there) and bisects; a literal is one lookup."""
+        table = self.subjects
+        names = table.names
+        out: list[tuple[int, str, SimpleState]] = []
+        if is_match_all(filter_subject):
+            sid, end = after + 1, len(names)
+            while sid < end and len(out) < limit:
+                name = names[sid]
+                if name is not None:
+                    out.append((sid, name, SimpleState(table.msgs[sid], table.first[sid], table.last[sid])))
+                sid += 1
+            self.steps += sid - after - 1
+            return out
+        matched = sorted(table.matching(filter_subject))
+        self.steps += len(matched)
+        for sid in matched[bisect_right(matched, after) :][:limit]:
+            name = names[sid]
+            assert name is not None
+            out.append((sid, name, SimpleState(table.msgs[sid], table.first[sid], table.last[sid])))
+        return out
+
     def multi_last_seqs(self, filters: tuple[str, ...], max_seq: int) -> list[int]:
         """The last sequence at or below ``max_seq`` of every subject matching any filter, sorted
         (nats-server ``MultiLastSeqs``): one visit per matching subject (a subject whose last
