@@ -35,6 +35,8 @@ class _Loop:
 class _Store:
     """Takes ``write`` fake seconds per state written."""
 
+    persistent = False  # (ack replies are not held for it: StateWriter.confirm)
+
     def __init__(self, clock: _Clock, write: float) -> None:
         self.clock, self.write, self.written = clock, write, 0
 

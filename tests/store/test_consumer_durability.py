@@ -29,6 +29,7 @@ def _count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(_fileutil.os, "fsync", counting)
     monkeypatch.setattr(consumer_store.os, "fsync", counting)
+    monkeypatch.setattr(consumer_store.os, "fdatasync", counting)  # a state slot rewritten in place
     return calls
 
 

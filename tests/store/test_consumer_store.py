@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +20,11 @@ from pyjetstream.server.jetstream.store import (
     MemoryConsumerStore,
     SequencePair,
 )
-from pyjetstream.server.jetstream.store.consumer_store import decode_consumer_state, encode_consumer_state
+from pyjetstream.server.jetstream.store.consumer_store import (
+    decode_consumer_state,
+    decode_consumer_state_gen,
+    encode_consumer_state,
+)
 
 Factory = Callable[..., ConsumerStoreBase]
 
@@ -159,3 +165,68 @@ def test_corrupt_consumer_state_file_is_reported(tmp_path: Path) -> None:
         cs2.stop()
     cs3 = FileConsumerStore(str(d), "w")
     assert cs3.state_error is None and cs3.has_state()
+
+
+def _slot_generations(d: Path) -> dict[str, int]:
+    return {p.name: decode_consumer_state_gen(p.read_bytes())[1] for p in sorted(d.glob("o.dat*"))}
+
+
+def test_state_writes_alternate_between_two_slots(tmp_path: Path) -> None:
+    """Each write goes over the older slot (one pwrite, issue #27): the newer valid one is the state."""
+    d = tmp_path / "obs" / "w"
+    cs = FileConsumerStore(str(d), "w")
+    cs.update_delivered(1, 1, 1, 1)  # generation 1: o.dat
+    assert _slot_generations(d) == {"o.dat": 1}
+    cs.update_delivered(2, 2, 1, 2)
+    cs.update_acks(1, 1)
+    assert _slot_generations(d) == {"o.dat": 3, "o.dat.b": 2}
+    cs2 = FileConsumerStore(str(d), "w")
+    assert cs2.state() == cs.state() and cs2.state().ack_floor == SequencePair(1, 1)
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.9])
+def test_a_torn_state_write_leaves_the_one_before(tmp_path: Path, cut: float) -> None:
+    """A write cut short (``kill -9`` between pages, a power cut) fails its crc: the other slot,
+    written before it (so holding every ack confirmed until then), is the state."""
+    d = tmp_path / "obs" / "w"
+    cs = FileConsumerStore(str(d), "w")
+    for seq in range(1, 201):
+        cs.update_delivered(seq, seq, 1, seq)
+    before = cs.state()
+    cs.update_acks(1, 1)  # generation 201: o.dat, torn below
+    newest = d / "o.dat"
+    data = newest.read_bytes()
+    old = (d / "o.dat.b").read_bytes()  # what a torn write leaves behind its cut: older bytes
+    newest.write_bytes(data[: int(len(data) * cut)] + old[int(len(data) * cut) :])
+    cs2 = FileConsumerStore(str(d), "w")
+    assert cs2.state_error is None and cs2.state() == before
+    cs2.update_acks(2, 2)  # the next write goes over the torn slot
+    assert FileConsumerStore(str(d), "w").state().ack_floor == SequencePair(0, 0)
+    assert 2 not in FileConsumerStore(str(d), "w").state().pending
+
+
+def test_a_version_1_state_file_still_opens(tmp_path: Path) -> None:
+    """Stores written before the slots (one ``o.dat``, header version 1) open, and the next
+    write goes to the other slot."""
+    d = tmp_path / "obs" / "w"
+    d.mkdir(parents=True)
+    body = struct.pack("<4sB3xQQQQQQ", b"PJSC", 1, 2, 20, 3, 30, 1, 0) + struct.pack("<3Q", 30, 3, 99)
+    (d / "o.dat").write_bytes(body + zlib.crc32(body).to_bytes(4, "little"))
+    cs = FileConsumerStore(str(d), "w")
+    st = cs.state()
+    assert st.ack_floor == SequencePair(2, 20) and st.delivered == SequencePair(3, 30) and st.pending == {30: (3, 99)}
+    cs.update_acks(3, 30)
+    assert _slot_generations(d) == {"o.dat": 1, "o.dat.b": 2}
+    assert FileConsumerStore(str(d), "w").state().ack_floor == SequencePair(3, 30)
+
+
+def test_a_shorter_state_is_read_past_the_older_bytes_behind_it(tmp_path: Path) -> None:
+    """A slot is not cut on every write: the record's own length says where it ends."""
+    d = tmp_path / "obs" / "w"
+    cs = FileConsumerStore(str(d), "w")
+    for seq in range(1, 1001):
+        cs.update_delivered(seq, seq, 1, seq)
+    for seq in range(1, 1001):
+        cs.update_acks(seq, seq)
+    assert FileConsumerStore(str(d), "w").state() == cs.state()
+    assert cs.state().pending == {}

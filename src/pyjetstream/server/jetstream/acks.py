@@ -154,7 +154,9 @@ class AckProcessor:
                 self.term(sseq, dseq, dc, action.reason, acked=not beyond)
                 skip_reply = skip_reply or beyond
         if reply and not skip_reply:
-            consumer.server.publish_internal(reply, b"")
+            # Sent once the state holding this ack is written (``StateWriter.confirm``): a
+            # confirmed ack survives a crash (nats-server's ``updateAcks`` answers at once).
+            consumer.writer.confirm(reply)
         if self._activity:
             consumer.suppress_deletion()
 

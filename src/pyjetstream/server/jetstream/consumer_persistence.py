@@ -18,6 +18,14 @@ window grows with it (~150 ms at 100,000 pending). What a write took is its thre
 (``time.thread_time``), not the wall clock: on a loaded machine a small write waits for a core far
 longer than it works, and that wait must not stretch the crash window. A graceful stop writes the
 final state.
+
+Beyond nats-server: an ack that carries a reply (``ack_sync``, nats.go's double ack) is confirmed
+only once the state holding it is written — to the OS, as a stored message is, and fsynced with
+``sync: always`` — so a confirmed ack survives ``kill -9`` (issue #27; nats-server's
+``updateAcks`` sends the reply at once and its ``flushLoop`` writes up to 100 ms later).
+`StateWriter.confirm` holds the reply; the replies of every ack handled in one loop turn share
+one write at the start of the next (group commit: ``call_soon`` runs after the turn's reads),
+and that write replaces the pending timed one.
 """
 
 from __future__ import annotations
@@ -78,14 +86,18 @@ def _state_writer() -> concurrent.futures.ThreadPoolExecutor:
 class StateWriter:
     """Writes a consumer's state to its store shortly after changes, and reads it back."""
 
-    __slots__ = ("_cost", "_flush_handle", "_write_future", "consumer", "store")
+    __slots__ = ("_commit_due", "_cost", "_flush_handle", "_replies", "_write_future", "consumer", "durable", "store")
 
     def __init__(self, consumer: Consumer, store: ConsumerStoreBase | None) -> None:
         self.consumer = consumer
         self.store = store
+        # Whether an ack's reply waits for its write (`confirm`): the store writes a file.
+        self.durable = store is not None and store.persistent
         self._flush_handle: asyncio.TimerHandle | None = None
         self._cost = 0.0  # CPU seconds the last finished write took (its snapshot and its store update)
-        self._write_future: concurrent.futures.Future[None] | None = None
+        self._write_future: concurrent.futures.Future[bool] | None = None
+        self._replies: list[str] = []  # ack replies waiting for the next commit
+        self._commit_due = False  # a commit is scheduled (next loop turn, or after the writer thread)
 
     def stored_state(self) -> ConsumerState | None:
         """What the store holds from before a restart (None: a new consumer)."""
@@ -121,10 +133,46 @@ class StateWriter:
                 delay = min(max(STATE_FLUSH_DELAY, STATE_WRITE_SHARE * self._cost), STATE_FLUSH_MAX)
             self._flush_handle = consumer.loop.call_later(delay, self._flush)
 
+    def confirm(self, reply: str) -> None:
+        """Send the reply to an ack (or any message on the ack subject) once the consumer's state
+        as it is now is written (`_commit`, next loop turn); at once when nothing is written."""
+        consumer = self.consumer
+        if not self.durable or consumer.closed:
+            consumer.server.publish_internal(reply, b"")
+            return
+        self._replies.append(reply)
+        if not self._commit_due:
+            self._commit_due = True
+            consumer.loop.call_soon(self._commit)
+
+    def _commit(self) -> None:
+        """Group commit: write the state once for every reply held since the last commit, then
+        send them. After the writer thread's write when one is under way (one write at a time,
+        in order: an older snapshot must not land after this one)."""
+        pending = self._write_future
+        loop = self.consumer.loop
+        if pending is not None and not pending.done():
+            pending.add_done_callback(lambda _f: loop.call_soon_threadsafe(self._commit))
+            return
+        self._commit_due = False
+        replies, self._replies = self._replies, []
+        if not replies or self.store is None:
+            return
+        if self._flush_handle is not None:  # this write covers every change so far
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        started = time.thread_time()
+        state = self.consumer.state.snapshot()
+        if not self._write(state, time.thread_time() - started):
+            return  # not written, so not confirmed: the client's ack times out and is retried
+        publish = self.consumer.server.publish_internal
+        for reply in replies:
+            publish(reply, b"")
+
     def _flush(self) -> None:
         """Snapshot the state and hand it to the writer (in the loop when ``sync: always``)."""
         self._flush_handle = None
-        if self.store is None:
+        if self.store is None or self._commit_due:  # a commit is about to write it all
             return
         pending = self._write_future
         if pending is not None and not pending.done():
@@ -155,17 +203,20 @@ class StateWriter:
             with contextlib.suppress(Exception):
                 pending.result(timeout=10)
 
-    def _write(self, state: ConsumerState, snap_cost: float = 0.0) -> None:
+    def _write(self, state: ConsumerState, snap_cost: float = 0.0) -> bool:
         """Runs in the state writer thread (or in the loop); only this touches the store then.
         The write's whole cost (``snap_cost``: its snapshot's) is known only once it is done: the
-        next write waits for it (`dirty`), not for a part of it."""
+        next write waits for it (`dirty`), not for a part of it. False: the store refused it."""
         assert self.store is not None
         started = time.thread_time()
         try:
             self.store.adopt(state)
         except (StoreError, OSError) as exc:
             self._log_failure("write", exc)
-        self._cost = snap_cost + time.thread_time() - started
+            return False
+        finally:
+            self._cost = snap_cost + time.thread_time() - started
+        return True
 
     def _log_failure(self, action: str, exc: Exception) -> None:
         """One log line for a state ``action`` ("write", "reset") the store refused."""
@@ -184,8 +235,13 @@ class StateWriter:
         store = self._settle()
         if store is None:
             return
+        replies, self._replies = self._replies, []
+        self._commit_due = False
         if not delete:
             self._flush()
+            publish = self.consumer.server.publish_internal
+            for reply in replies:  # the final write holds their acks
+                publish(reply, b"")
         with contextlib.suppress(StoreError, OSError):
             if delete and stream_deleted:
                 store.stream_delete()

@@ -527,6 +527,8 @@ class ConsumerStoreBase(ABC):
     """Durable state of one consumer (nats-server ``ConsumerStore``)."""
 
     name: str
+    # Whether writes reach a file (an ack's reply then waits for the write holding the ack).
+    persistent: bool = False
 
     @abstractmethod
     def state(self) -> ConsumerState:
