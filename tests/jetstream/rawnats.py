@@ -49,12 +49,15 @@ class RawNats:
         self._pong: asyncio.Future[None] | None = None
 
     @classmethod
-    async def connect(cls, url: str) -> RawNats:
+    async def connect(cls, url: str, user: str = "", password: str = "") -> RawNats:
         host, port = url.rsplit("//", 1)[-1].rsplit(":", 1)
         reader, writer = await asyncio.open_connection(host, int(port))
         line = await reader.readline()
         info = json.loads(line.split(b" ", 1)[1])
-        conn = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True, "protocol": 1}
+        conn: dict[str, Any] = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True}
+        conn["protocol"] = 1
+        if user:
+            conn.update(user=user, **{"pass": password})
         writer.write(f"CONNECT {json.dumps(conn)}\r\n".encode())
         client = cls(reader, writer, info)
         writer.write(f"SUB {client._inbox}.> 1\r\n".encode())
@@ -133,8 +136,9 @@ class RawNats:
         """``(subject, data, with a reply, header block)`` publishes written in one go (a
         pipelining publisher: the server reads them together) with a reply subject each (or
         all on one, ``same_reply``); their answers in the order of the publishes (None: none
-        came, or the publish had no reply)."""
+        came within ``timeout`` of the write, or the publish had no reply)."""
         loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         shared = f"{self._inbox}.{next(self._ids)}"
         queue: asyncio.Queue[RawMsg] = asyncio.Queue()
         if same_reply:
@@ -158,9 +162,9 @@ class RawNats:
                     if not reply:
                         answers.append(None)
                     elif fut is None:
-                        answers.append(await asyncio.wait_for(queue.get(), timeout))
+                        answers.append(await asyncio.wait_for(queue.get(), max(0.0, deadline - loop.time())))
                     else:
-                        answers.append(await asyncio.wait_for(fut, timeout))
+                        answers.append(await asyncio.wait_for(fut, max(0.0, deadline - loop.time())))
                 except TimeoutError:
                     answers.append(None)
         finally:

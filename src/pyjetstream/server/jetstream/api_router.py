@@ -16,6 +16,7 @@ from pyjetstream.api.responses import ApiResponse
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch, domain_api_to_local, match_api_subject
 from pyjetstream.server.jetstream import api_account, api_cluster, api_consumer, api_stream, snapshot
 from pyjetstream.server.jetstream.api_common import encode_response
+from pyjetstream.server.jetstream.api_level import level_refusal
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
@@ -112,6 +113,13 @@ class ApiRouter:
         if handler is None:
             return
         self.engine.api_total += 1
+        # Every handler of nats-server refuses a Nats-Required-Api-Level above its own (10185),
+        # most before anything else: checked here for all, so none can forget it.
+        refused = level_refusal(match.endpoint, hdr, payload, self.engine.strict)
+        if refused is not None:
+            self.engine.api_errors += 1
+            self.engine.server.publish_internal(reply, encode_response(refused))
+            return
         # The request's header block, for the few handlers that read one (Nats-Stream-Identity);
         # one request at a time on the loop, so an attribute is enough.
         self.engine.request_hdr = hdr

@@ -28,6 +28,7 @@ from pyjetstream.api.headers import (
     status_block,
 )
 from pyjetstream.api.models_consumer import PullRequest
+from pyjetstream.server.jetstream.api_level import required_level_refused
 from pyjetstream.server.jetstream.priority_groups import PriorityGroups
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ REQUESTS_PENDING = status_block(Status.REQUESTS_PENDING)
 MAX_WAITING_EXCEEDED = status_block(Status.MAX_WAITING_EXCEEDED)
 PUSH_BASED = status_block(Status.PUSH_BASED)
 CONSUMER_DELETED = status_block(Status.CONSUMER_DELETED)
+REQUIRED_API_LEVEL = status_block(Status.REQUIRED_API_LEVEL)
 
 
 class WaitingRequest:
@@ -379,6 +381,9 @@ class PullDelivery:
             return
         if self.consumer.cfg.deliver_subject:
             self.send_status(reply, PUSH_BASED)
+            return
+        if required_level_refused(hdr):  # processNextMsgReq: after the push check, before parsing
+            self.send_status(reply, REQUIRED_API_LEVEL)
             return
         self.process_request(reply, payload)
 
