@@ -28,8 +28,10 @@ from pyjetstream.api.ack import ACK_PREFIX
 from pyjetstream.protocol.subjects import FWC, PWC
 from pyjetstream.server.jetstream.api_disabled import DisabledApi
 from pyjetstream.server.jetstream.engine import JetStreamEngine
+from pyjetstream.server.mappings import MappingError, Mappings, cluster_name
 from pyjetstream.server.options import Account as AccountConfig
 from pyjetstream.server.options import AccountJetStreamLimits
+from pyjetstream.server.options import Mappings as MappingsConfig
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
 
@@ -75,6 +77,12 @@ class Account:
         self.trace_sampling = config.msg_trace_sampling if config is not None else 0
         self._interest_callbacks: list[Callable[[Subscription, bool], None]] = []
         self._disabled_api: Any = None
+        #: Subject mappings applied to its clients' publishes; ``mapped`` (nats-server
+        #: ``hasMappings``) is the one test a publish pays when there are none.
+        self.mappings = Mappings(cluster_name(server.options))
+        self.mapped = False
+        if config is not None and config.mappings:
+            self.set_mappings(config.mappings)
 
     def __repr__(self) -> str:
         return f"<Account {self.name}>"
@@ -109,6 +117,25 @@ class Account:
         totals[1] += conn.in_bytes
         totals[2] += conn.out_msgs
         totals[3] += conn.out_bytes
+
+    def set_mappings(self, config: MappingsConfig) -> None:
+        """This account's mappings from now on (configuration, reload, account JWT). One that
+        is not valid is left out, as nats-server's JWT update leaves it (the configuration's are
+        checked as it is loaded)."""
+        mappings = Mappings(cluster_name(self.server.options))
+        for src, dests in config.items():
+            try:
+                mappings.add(src, dests)
+            except MappingError as exc:
+                self.server.logger.warning("Account %s: mapping of %r left out: %s", self.name, src, exc)
+        self.mappings = mappings
+        self.mapped = bool(mappings)
+
+    def map_subject(self, subject: str) -> str:
+        """The subject a client's publish to ``subject`` goes to (nats-server
+        ``selectMappedSubject``); the caller tests `mapped` first."""
+        mapped = self.mappings.select(subject)
+        return subject if mapped is None else mapped
 
     # ------------------------------------------------------------------ subscriptions
 

@@ -373,9 +373,9 @@ class ClientConnection(asyncio.Protocol):
 
     def _process(self, events: list[Any]) -> None:
         route = self.server.route
-        # Publishes needing per-message checks (trace, before CONNECT, verbose, pedantic) take
-        # _slow_pub; the common case is two length reads and the route call.
-        slow = self.trace or self.checked_pubs
+        # Publishes needing per-message checks (trace, before CONNECT, verbose, pedantic, subject
+        # mappings: looked at once per read, as nats-server's readLoop) take _slow_pub.
+        slow = self.trace or self.checked_pubs or self.account.mapped
         n_msgs = n_bytes = 0
         i = 0
         try:
@@ -397,12 +397,12 @@ class ClientConnection(asyncio.Protocol):
                                 return
                             continue
                     else:
-                        if (slow or (hdr is not None and not self.headers)) and not self._slow_pub(
-                            Pub(subject, reply, hdr, payload)
-                        ):
-                            if self.closed:
-                                return
-                            continue
+                        if slow or (hdr is not None and not self.headers):
+                            subject = self._slow_pub(Pub(subject, reply, hdr, payload))
+                            if subject is None:
+                                if self.closed:
+                                    return
+                                continue
                         route(subject, reply, hdr, payload, self)
                     n_msgs += 1
                     n_bytes += len(payload) if hdr is None else len(hdr) + len(payload)
@@ -444,7 +444,7 @@ class ClientConnection(asyncio.Protocol):
                         if self.transport is not None:
                             self.transport.pause_reading()
                         return
-                    slow = self.trace or self.checked_pubs
+                    slow = self.trace or self.checked_pubs or self.account.mapped
                     continue
                 if not self._process_other(ev, cls):
                     return
@@ -452,15 +452,23 @@ class ClientConnection(asyncio.Protocol):
             self.in_msgs += n_msgs
             self.in_bytes += n_bytes
 
-    def _slow_pub(self, ev: Pub) -> bool:
-        """PUB checks off the fast path; False when the message must not be routed."""
+    def _slow_pub(self, ev: Pub, trace: msgtrace.MsgTrace | None = None) -> str | None:
+        """PUB checks off the fast path: the subject to route, None when the message must not be
+        routed. The subject is the account's mapping of it (nats-server maps in the parser, after
+        the PUB line is traced and before the permissions are checked, so those apply to the
+        mapped subject; a traced message records the mapping as an ``sm`` event)."""
         if self.trace:
-            self._trace_pub(ev)
+            _trace_pub(self, ev)
         if ev.hdr is not None and not self.headers:
             self.log(logging.ERROR, "message headers not supported")
             self.close(ClosedReason.HEADER_VIOLATION)
-            return False
-        return not self.checked_pubs or self._check_pub(ev)
+            return None
+        subject = _mapped(self, ev.subject, trace) if self.account.mapped else ev.subject
+        if self.checked_pubs and not self._check_pub(ev, subject):
+            if trace is not None and not self.closed:  # still open: the publish permissions refused it
+                trace.ingress_error(f'Permissions Violation for Publish to "{subject}"')
+            return None
+        return subject
 
     def traced_pub(self, subject: str, reply: str, hdr: bytes, payload: bytes, slow: bool) -> bool:
         """A publish that may be traced (`pyjetstream.server.msgtrace`): the trace starts
@@ -470,16 +478,16 @@ class ClientConnection(asyncio.Protocol):
         skip, trace = msgtrace.start(self, subject, hdr, len(hdr) + len(payload))
         if skip:
             return False
-        if trace is None:
-            if (slow or not self.headers) and not self._slow_pub(Pub(subject, reply, hdr, payload)):
+        if slow or not self.headers:
+            checked = self._slow_pub(Pub(subject, reply, hdr, payload), trace)
+            if checked is None:
+                if trace is not None and not self.closed:
+                    trace.send()
                 return False
+            subject = checked
+        if trace is None:
             self.server.route(subject, reply, hdr, payload, self)
             return True
-        if (slow or not self.headers) and not self._slow_pub(Pub(subject, reply, hdr, payload)):
-            if not self.closed:  # still open: the publish permissions refused it
-                trace.ingress_error(f'Permissions Violation for Publish to "{subject}"')
-                trace.send()
-            return False
         msgtrace.route(trace, subject, reply, hdr, payload, self, self.account)
         trace.send()
         return True
@@ -529,31 +537,20 @@ class ClientConnection(asyncio.Protocol):
         self.auth_violation()
         return True
 
-    def _check_pub(self, ev: Pub) -> bool:
-        """The slow path for PUB: before CONNECT, pedantic subject check, verbose +OK."""
+    def _check_pub(self, ev: Pub, subject: str) -> bool:
+        """The slow path for PUB: before CONNECT, pedantic subject check, the permissions (of the
+        mapped ``subject``), verbose +OK."""
         if self._before_connect_denied():
             return False
         if self.pedantic and not is_valid_publish_subject(ev.subject):
             self.enqueue(ERR_INVALID_PUB_SUBJECT)
         perms = self.perms
-        if perms is not None and perms.restricts_publish and not perms.can_publish(ev.subject):
-            self.publish_violation(ev.subject)
+        if perms is not None and perms.restricts_publish and not perms.can_publish(subject):
+            self.publish_violation(subject)
             return False
         if self.verbose:
             self.enqueue(OK)
         return True
-
-    def _trace_pub(self, ev: Pub) -> None:
-        if ev.hdr is None:
-            self.log(TRACE, f"<<- [PUB {ev.subject} {ev.reply} {len(ev.payload)}]")
-        else:
-            total = len(ev.hdr) + len(ev.payload)
-            self.log(TRACE, f"<<- [HPUB {ev.subject} {ev.reply} {len(ev.hdr)} {total}]")
-        limit = self.server.options.max_traced_msg_len
-        body = (ev.hdr or b"") + ev.payload
-        if limit and len(body) > limit:
-            body = body[:limit]
-        self.log(TRACE, f"<<- MSG_PAYLOAD: [{body!r}]")
 
     # ------------------------------------------------------------- CONNECT
 
@@ -948,6 +945,32 @@ class ClientConnection(asyncio.Protocol):
             if self.trace:
                 self.log(TRACE, "->> [PING]")
         self._ping_timer = self.server.loop.call_later(opts.ping_interval, self._ping_timer_fired)
+
+
+def _trace_pub(conn: ClientConnection, ev: Pub) -> None:
+    """The trace lines of a PUB/HPUB (nats-server ``traceInOp`` and ``traceMsg``)."""
+    if ev.hdr is None:
+        conn.log(TRACE, f"<<- [PUB {ev.subject} {ev.reply} {len(ev.payload)}]")
+    else:
+        total = len(ev.hdr) + len(ev.payload)
+        conn.log(TRACE, f"<<- [HPUB {ev.subject} {ev.reply} {len(ev.hdr)} {total}]")
+    limit = conn.server.options.max_traced_msg_len
+    body = (ev.hdr or b"") + ev.payload
+    if limit and len(body) > limit:
+        body = body[:limit]
+    conn.log(TRACE, f"<<- MSG_PAYLOAD: [{body!r}]")
+
+
+def _mapped(conn: ClientConnection, subject: str, trace: msgtrace.MsgTrace | None) -> str:
+    """The account's mapping of a publish's subject (nats-server ``selectMappedSubject`` in the
+    parser), traced as its ``MAPPING`` line and, for a traced message, its ``sm`` event."""
+    mapped = conn.account.map_subject(subject)
+    if mapped != subject:
+        if conn.trace:
+            conn.log(TRACE, f"<<- [MAPPING {subject} -> {mapped}]")
+        if trace is not None:
+            trace.subject_mapping(mapped)
+    return mapped
 
 
 def _redact(options: dict[str, Any]) -> str:

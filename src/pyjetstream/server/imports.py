@@ -178,8 +178,14 @@ def _link_service(
     local_subject = imp.to or imp.subject
     server = importer.server
 
-    def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+    def remote_of(subject: str) -> str:
+        """The exporter's subject: the import's, then the exporter's own mapping of it (nats-server
+        ``processServiceImport``: ``siAcc.selectMappedSubject(to)``)."""
         remote = map_subject(subject, local_subject, imp.subject) if has_wildcard(local_subject) else imp.subject
+        return exporter.map_subject(remote) if exporter.mapped else remote
+
+    def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        remote = remote_of(subject)
         mapped_reply = service.new_reply(importer, reply, export) if reply else ""
         delivered = server.route(remote, mapped_reply, hdr, payload, None, None, exporter)
         if not delivered and reply and client is not None and client.no_responders:
@@ -193,7 +199,7 @@ def _link_service(
         deliveries are traced only when the export has ``allow_trace`` (the message then names an
         ``_R_`` reply of the exporter as its trace destination), else it goes on untraced
         (``Nats-Trace-Dest: trace disabled``) — or, trace-only, stops here."""
-        remote = map_subject(subject, local_subject, imp.subject) if has_wildcard(local_subject) else imp.subject
+        remote = remote_of(subject)
         trace.service_import(exporter.name, subject, remote)
         if not export.allow_trace and trace.only:
             delivered = False

@@ -34,6 +34,7 @@ from pyjetstream.server.options import (
     AccountImport,
     AccountJetStreamLimits,
     AccountLimits,
+    MapDest,
     Permissions,
     ResponsePermission,
     ServerOptions,
@@ -42,6 +43,7 @@ from pyjetstream.server.options import (
 from pyjetstream.server.options import (
     Account as AccountConfig,
 )
+from pyjetstream.server.options import Mappings as MappingsConfig
 from pyjetstream.server.sys_requests import server_info
 
 if TYPE_CHECKING:
@@ -135,6 +137,23 @@ def _jwt_import(entry: Any) -> AccountImport | None:
     return imp
 
 
+def _jwt_mappings(value: Any) -> MappingsConfig:
+    """An account JWT's ``mappings`` (``{subject: [{subject, weight, cluster}]}``): a weight of
+    0 or none is 100 (jwt ``WeightedMapping.GetWeight``)."""
+    out: MappingsConfig = {}
+    if not isinstance(value, dict):
+        return out
+    for src, dests in value.items():
+        if not isinstance(dests, list):
+            continue
+        out[str(src)] = [
+            MapDest(subject=str(d.get("subject", "")), weight=int(d.get("weight") or 100), cluster=str(d.get("cluster", "")))
+            for d in dests
+            if isinstance(d, dict)
+        ]
+    return out
+
+
 def account_config(public_key: str, claims: dict[str, Any]) -> AccountConfig:
     """An account's configuration from its JWT (connection and JetStream limits)."""
     limits = (claims.get("nats") or {}).get("limits") or {}
@@ -148,6 +167,7 @@ def account_config(public_key: str, claims: dict[str, Any]) -> AccountConfig:
     nats = claims.get("nats") or {}
     config.exports = [e for e in (_jwt_export(x) for x in nats.get("exports") or []) if e is not None]
     config.imports = [i for i in (_jwt_import(x) for x in nats.get("imports") or []) if i is not None]
+    config.mappings = _jwt_mappings(nats.get("mappings"))
     trace = nats.get("trace")
     if isinstance(trace, dict):  # nats-server updateAccountClaimsWithRefresh: an invalid one is none
         dest, sampling = trace.get("dest"), trace.get("sampling")

@@ -47,6 +47,7 @@ from pyjetstream.api.msgtrace import (
     MsgTraceRequest,
     MsgTraceServiceImport,
     MsgTraceStreamExport,
+    MsgTraceSubjectMapping,
     TraceServerInfo,
 )
 from pyjetstream.api.timefmt import NanoTime
@@ -281,6 +282,10 @@ class MsgTrace:
                 error=error,
             )
         )
+
+    def subject_mapping(self, to: str) -> None:
+        """The account mapped the subject to ``to`` (nats-server ``addSubjectMappingEvent``)."""
+        self.event.events.append(MsgTraceSubjectMapping(ts=NanoTime.now(), to=to))
 
     def stream_export(self, account: str, to: str) -> None:
         self.event.events.append(MsgTraceStreamExport(ts=NanoTime.now(), acc=account, to=to))

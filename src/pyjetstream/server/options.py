@@ -210,6 +210,20 @@ class AccountImport:
 
 
 @dataclass(kw_only=True)
+class MapDest:
+    """One destination of a subject mapping (nats-server ``MapDest``): the subject a publish is
+    mapped to, its weight (percent, 0-100) and the cluster it is scoped to ("" = any)."""
+
+    subject: str
+    weight: int = 100
+    cluster: str = ""
+
+
+#: Subject mappings as configured: source subject -> its destinations, in the order written.
+Mappings = dict[str, list[MapDest]]
+
+
+@dataclass(kw_only=True)
 class Account:
     """An account from the ``accounts {}`` block; its users are also in ServerOptions.users."""
 
@@ -227,7 +241,9 @@ class Account:
     #: and the percentage sampled (1-100; 0 with a destination means 100).
     msg_trace_dest: str = ""
     msg_trace_sampling: int = 0
-    #: Account features pyjetstream does not implement (mappings), raw.
+    #: ``mappings`` (``maps``): how this account's publishes are mapped (`pyjetstream.server.mappings`).
+    mappings: Mappings = field(default_factory=dict)
+    #: Account features pyjetstream does not implement, raw.
     unsupported: dict[str, Any] = field(default_factory=dict)
 
 
@@ -399,6 +415,8 @@ class ServerOptions:
     no_auth_user: str = ""
     auth_timeout: float = AUTH_TIMEOUT
     accounts: list[Account] = field(default_factory=list)
+    #: The top-level ``mappings`` (``maps``): the global account's subject mappings.
+    mappings: Mappings = field(default_factory=dict)
     #: Operator mode (decentralized JWT auth): the trusted operator JWTs.
     operator_jwts: list[str] = field(default_factory=list)
     #: ``MEMORY``, ``FULL`` (the ``nats`` resolver with a directory) or ``""`` (none).

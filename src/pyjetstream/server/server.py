@@ -136,6 +136,8 @@ class Server:
         #: The system imports of every account (``sys_imports``), set up by start().
         self.system_imports: SystemImports | None = None
         self.global_account = self._add_account(GLOBAL_ACCOUNT)
+        if opts.mappings:  # the top-level ``mappings``: the global account's
+            self.global_account.set_mappings(opts.mappings)
         self.system_account: Account | None = None
         self._configure_accounts()
         self.clients: dict[int, ClientConnection] = {}
@@ -286,6 +288,7 @@ class Server:
         else:
             account.config = config
             account.trace_dest, account.trace_sampling = config.msg_trace_dest, config.msg_trace_sampling
+            account.set_mappings(config.mappings)
         account.updated_ns = time.time_ns()
         if config.jetstream and config.jetstream_limits is not None:
             if account.jetstream is not None:

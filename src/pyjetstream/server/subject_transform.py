@@ -29,6 +29,7 @@ ERR_NOT_ENOUGH_ARGS = f"{_INVALID_DEST}: not enough arguments passed to the func
 ERR_INVALID_ARG = f"{_INVALID_DEST}: function argument is invalid or in the wrong format"
 ERR_TOO_MANY_ARGS = f"{_INVALID_DEST}: too many arguments passed to the function"
 ERR_UNKNOWN_FUNCTION = f"{_INVALID_DEST}: unknown function"
+ERR_INVALID_TRANSFORM = f"{_INVALID_DEST}: invalid transform"  # ErrInvalidMappingDestinationSubject
 ERR_BAD_SUBJECT = "invalid subject"
 
 
@@ -272,7 +273,10 @@ class SubjectTransform:
 
     def apply(self, subject: str) -> str:
         """Transform ``subject`` (which must match ``src``)."""
-        tokens = subject.split(".")
+        return self.apply_tokens(subject.split("."))
+
+    def apply_tokens(self, tokens: list[str]) -> str:
+        """nats-server ``TransformTokenizedSubject``: the subject already split into tokens."""
         out = [p if isinstance(p, str) else p(tokens) for p in self._parts]
         if self._carry_rest:
             out.extend(tokens[len(self._src_tokens) - 1 :])
@@ -280,3 +284,42 @@ class SubjectTransform:
 
     def match_and_apply(self, subject: str) -> str | None:
         return self.apply(subject) if self.matches(subject) else None
+
+
+_FUNCTIONS = (_PARTITION, _WILDCARD, *_TWO_INT_FUNCTIONS, _SPLIT, _RANDOM)
+_SPACE = frozenset("\t\n\f\r ")
+
+
+def validate_mapping(src: str, dest: str) -> SubjectTransform | None:
+    """nats-server ``ValidateMapping`` then ``NewSubjectTransform``: the destination's tokens
+    checked in order (an empty token or one after ``>``, a ``{{...}}`` that names no function,
+    white space), then the transform built — the rule a subject mapping and a stream's
+    ``subject_transform`` both follow. None for an empty destination (nats-server: no transform)."""
+    if not dest:
+        return None
+    after_fwc = False
+    for tok in dest.split("."):
+        if not tok or after_fwc:
+            raise _dest_error(tok, ERR_INVALID_TRANSFORM)
+        if len(tok) > 4 and tok.startswith("{{") and tok.endswith("}}"):
+            if not any(f.search(tok) for f in _FUNCTIONS):
+                raise _dest_error(tok, ERR_UNKNOWN_FUNCTION)
+            continue
+        if tok == ">":
+            after_fwc = True
+        elif not _SPACE.isdisjoint(tok):
+            raise TransformError(ERR_INVALID_TRANSFORM)
+    return SubjectTransform.compile(src, dest)
+
+
+def transform_tokenize(subject: str) -> str:
+    """nats-server ``transformTokenize``: each ``*`` of a subject as its ``$N`` place holder
+    (``foo.*.*`` -> ``foo.$1.$2``), the identity destination of a wildcard source."""
+    n = 0
+    out = []
+    for tok in subject.split("."):
+        if tok == "*":
+            n += 1
+            tok = f"${n}"
+        out.append(tok)
+    return ".".join(out)

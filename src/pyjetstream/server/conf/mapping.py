@@ -23,6 +23,7 @@ from pyjetstream.server.conf.mapping_accounts import AccountKeys
 from pyjetstream.server.conf.mapping_base import Handler
 from pyjetstream.server.conf.mapping_ignored import IgnoredBlocks
 from pyjetstream.server.conf.mapping_jetstream import JetStreamKeys
+from pyjetstream.server.conf.mapping_subjects import parse_mappings
 from pyjetstream.server.conf.mapping_tls import TLSKeys
 from pyjetstream.server.conf.mapping_websocket import WebSocketKeys
 from pyjetstream.server.conf.nodes import Node, plain, wrap_plain
@@ -38,8 +39,6 @@ _IGNORED_TOP_LEVEL = {
     "leaf": "leaf nodes",
     "leafnodes": "leaf nodes",
     "mqtt": "MQTT",
-    "mappings": "subject mappings",
-    "maps": "subject mappings",
     "ocsp": "OCSP stapling",
     "ocsp_cache": "OCSP stapling",
     "syslog": "syslog logging",
@@ -171,6 +170,7 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys, IgnoredBlocks):
             "tls": self.tls,
             "allow_non_tls": ("allow_non_tls", as_bool),
             "websocket|ws": self.websocket,
+            "mappings|maps": self.mappings,
             "|".join(_IGNORED_TOP_LEVEL): self.ignored,
             "|".join(_REFUSED_TOP_LEVEL): self.refused,
         }
@@ -187,6 +187,10 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys, IgnoredBlocks):
         what = _IGNORED_TOP_LEVEL[key.lower()]
         self.warn(node, f'"{key}" ignored: {what} is not supported by pyjetstream')
         self.check_ignored(key, node)
+
+    def mappings(self, key: str, node: Node) -> None:
+        """The global account's mappings (nats-server adds a ``$G`` account holding them)."""
+        self.o.mappings.update(parse_mappings(self, node))
 
     def refused(self, key: str, node: Node) -> None:
         self.error(node, f'"{key}": {_REFUSED_TOP_LEVEL[key.lower()]}')

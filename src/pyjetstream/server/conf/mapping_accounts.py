@@ -19,7 +19,8 @@ from pyjetstream.server.conf.converters import (
 )
 from pyjetstream.server.conf.mapping_auth import AuthKeys, apply_default_permissions, valid_public_nkey
 from pyjetstream.server.conf.mapping_base import Handler
-from pyjetstream.server.conf.nodes import Node, plain
+from pyjetstream.server.conf.mapping_subjects import parse_mappings
+from pyjetstream.server.conf.nodes import Node
 from pyjetstream.server.conf.parser import go_os_error
 from pyjetstream.server.options import Account, AccountExport, AccountImport, AccountJetStreamLimits
 
@@ -344,9 +345,8 @@ class AccountKeys(AuthKeys):
         def msg_trace(k: str, n: Node) -> None:
             _msg_trace(acc, k, n)
 
-        def unsupported(k: str, n: Node) -> None:
-            acc.unsupported[k] = plain(n)
-            self.warn(n, f'"{k}" of account "{name}" ignored: not supported by pyjetstream')
+        def mappings(k: str, n: Node) -> None:
+            acc.mappings.update(parse_mappings(self, n))
 
         spec: dict[str, Handler] = {
             "nkey": ("nkey", _account_nkey),
@@ -356,7 +356,7 @@ class AccountKeys(AuthKeys):
             "limits": limits,
             "exports": exports,
             "imports": imports,
-            "mappings|maps": unsupported,
+            "mappings|maps": mappings,
             "msg_trace|trace_dest": msg_trace,
         }
         self.each(entries, spec, acc)

@@ -91,7 +91,7 @@ class _Parser(Scanner):
                 raise self.fail('Unexpected map value terminator ",".')
         node = self.parse_value()
         line, col = self.where(key_index)  # errors about a setting point at its key
-        node.line, node.col = line, col
+        node.line, node.col = line, col + quoted  # nats-server: a quoted key's first letter
         target[key] = node
 
     def parse_key(self) -> tuple[str, bool]:

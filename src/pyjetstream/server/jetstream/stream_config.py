@@ -22,7 +22,7 @@ from pyjetstream.protocol.subjects import (
     subjects_overlap,
 )
 from pyjetstream.server.jetstream.sourcing import consumer_index_name, index_name
-from pyjetstream.server.subject_transform import SubjectTransform, TransformError
+from pyjetstream.server.subject_transform import SubjectTransform, TransformError, validate_mapping
 
 NS = 1_000_000_000
 DEFAULT_DUPLICATE_WINDOW = 120 * NS
@@ -356,7 +356,7 @@ def _check_source_transforms(src: StreamSource, is_mirror: bool) -> None:
             raise fail(bad, err=f"invalid subject {t.src}")
         if t.dest:
             try:
-                SubjectTransform.compile(t.src, t.dest)
+                validate_mapping(t.src, t.dest)  # nats-server ValidateMapping
             except TransformError as exc:
                 bad = (
                     E.JSMirrorInvalidTransformDestination
@@ -438,7 +438,7 @@ def _check_transform(src: str, dest: str, subjects: Iterable[str]) -> None:
     if not dest:
         return
     try:
-        SubjectTransform.compile(src, dest)
+        validate_mapping(src, dest)  # nats-server ValidateMapping
     except TransformError as exc:
         raise fail(E.JSStreamTransformInvalidDestination, err=str(exc)) from exc
 

@@ -1,0 +1,194 @@
+"""Subject mappings of an account: a publish to a mapped subject is routed as a publish to its
+destination (nats-server ``accounts.go``: ``AddWeightedMappings``, ``RemoveMapping``,
+``selectMappedSubject``).
+
+A mapping maps a source subject (literal or with wildcards) to one or more destinations, each a
+subject transform (`pyjetstream.server.subject_transform`: the same functions and checks as a
+stream's ``subject_transform``) with a weight in percent. The weights are kept cumulative and
+sorted, so picking one is a random number in ``[0, 100)`` and the first destination whose
+cumulative weight is above it. When the weights do not add up to 100, the rest goes to the source
+subject itself (the message is not mapped), unless the source is listed as a destination: then
+the rest is lost (mapped to nothing). Destinations may be scoped to a cluster; a server uses those
+of its own cluster's name, else the unscoped ones.
+
+The server applies an account's mappings to every publish of a client before anything else looks
+at the subject (permissions, routing, JetStream): see ``ClientConnection._process``. An account
+without mappings pays one boolean test per read (`Account.mapped`).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from pyjetstream.protocol.subjects import is_valid_subject
+from pyjetstream.server.options import MapDest
+from pyjetstream.server.options import Mappings as MappingsConfig
+from pyjetstream.server.subject_transform import (
+    ERR_BAD_SUBJECT,
+    SubjectTransform,
+    TransformError,
+    transform_tokenize,
+    validate_mapping,
+)
+
+__all__ = ["MappingError", "Mappings", "cluster_name"]
+
+
+def cluster_name(options: Any) -> str:
+    """The cluster name a server's cluster-scoped destinations are picked by (nats-server
+    ``cachedClusterName``): the ``cluster { name }`` of its configuration, which the embedded
+    server keeps though it runs no cluster; "" without one."""
+    cluster = options.unsupported.get("cluster")
+    name = cluster.get("name") if isinstance(cluster, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+class MappingError(ValueError):
+    """A mapping nats-server refuses; the text is its error's."""
+
+
+@dataclass(slots=True)
+class _Dest:
+    transform: SubjectTransform | None  # None: the empty destination (nothing to map to)
+    weight: int  # cumulative, after `_weigh`
+
+
+@dataclass(slots=True)
+class _Mapping:
+    src: str
+    wildcard: bool
+    dests: list[_Dest]
+    cluster_dests: dict[str, list[_Dest]]
+
+
+def _weigh(src: str, wildcard: bool, dests: list[_Dest], src_listed: bool) -> list[_Dest]:
+    """nats-server's ``processDestinations``: the source itself takes what the weights leave of
+    100 (unless it is listed: then that share is lost), sorted by weight, made cumulative."""
+    total = sum(d.weight for d in dests)
+    if total != 100 and not src_listed:
+        dest = transform_tokenize(src) if wildcard else src
+        dests = [*dests, _Dest(SubjectTransform.compile(src, dest), 100 - total if dests else 100)]
+    dests = sorted(dests, key=lambda d: d.weight)
+    acc = 0
+    for d in dests:
+        d.weight += acc
+        acc = d.weight
+    return dests
+
+
+def _mapping(src: str, dests: list[MapDest]) -> _Mapping:
+    """nats-server ``AddWeightedMappings``, its checks in its order and with its texts."""
+    if not is_valid_subject(src):
+        raise MappingError(ERR_BAD_SUBJECT)
+    wildcard = any(t in ("*", ">") for t in src.split("."))
+    m = _Mapping(src, wildcard, [], {})
+    seen: set[str] = set()
+    totals: dict[str, int] = {}
+    for d in dests:
+        if d.subject in seen:
+            raise MappingError(f'duplicate entry for "{d.subject}"')
+        seen.add(d.subject)
+        if d.weight > 100:
+            raise MappingError("individual weights need to be <= 100")
+        totals[d.cluster] = totals.get(d.cluster, 0) + d.weight
+        if totals[d.cluster] > 100:
+            raise MappingError("total weight needs to be <= 100")
+        try:
+            transform = validate_mapping(src, d.subject)
+        except TransformError as exc:
+            raise MappingError(str(exc)) from None
+        dest = _Dest(transform, d.weight)
+        if d.cluster:
+            m.cluster_dests.setdefault(d.cluster, []).append(dest)
+        else:
+            m.dests.append(dest)
+    m.dests = _weigh(src, wildcard, m.dests, src in seen)
+    for cluster, cdests in m.cluster_dests.items():
+        m.cluster_dests[cluster] = _weigh(src, wildcard, cdests, src in seen)
+    return m
+
+
+def _matches(tokens: list[str], src: str) -> bool:
+    """nats-server ``isSubsetMatch`` of a literal subject's tokens against a source."""
+    stoks = src.split(".")
+    for i, s in enumerate(stoks):
+        if s == ">":
+            return len(tokens) > i
+        if i >= len(tokens) or (s != "*" and s != tokens[i]):
+            return False
+    return len(tokens) == len(stoks)
+
+
+class Mappings:
+    """One account's mappings, in the order they were added (the first that matches is used)."""
+
+    def __init__(self, cluster: str = "") -> None:
+        #: The server's cluster name: picks cluster-scoped destinations (nats-server ``cachedClusterName``).
+        self.cluster = cluster
+        self._entries: list[_Mapping] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def sources(self) -> list[str]:
+        return [m.src for m in self._entries]
+
+    def add(self, src: str, dests: list[MapDest]) -> None:
+        """Add or replace the mapping of ``src`` (raises `MappingError`)."""
+        m = _mapping(src, dests)
+        for i, old in enumerate(self._entries):
+            if old.src == src:
+                self._entries[i] = m
+                return
+        self._entries.append(m)
+
+    def remove(self, src: str) -> bool:
+        for i, old in enumerate(self._entries):
+            if old.src == src:
+                del self._entries[i]
+                return True
+        return False
+
+    @classmethod
+    def from_config(cls, config: MappingsConfig, cluster: str = "") -> Mappings:
+        """Mappings checked by the configuration's loading: raises `MappingError` still."""
+        out = cls(cluster)
+        for src, dests in config.items():
+            out.add(src, dests)
+        return out
+
+    def select(self, subject: str) -> str | None:
+        """nats-server ``selectMappedSubject``: the subject a publish to ``subject`` goes to, or
+        None when no mapping applies ("" when the pick is the lost share)."""
+        tokens: list[str] = []
+        found = None
+        for m in self._entries:
+            if not m.wildcard and m.src == subject:
+                found = m
+                break
+            # nats-server tokenizes at the first mapping that is not a literal match; the
+            # tokens given to the transform are empty when the first mapping matched literally.
+            if not tokens:
+                tokens = subject.split(".")
+            if _matches(tokens, m.src):
+                found = m
+                break
+        if found is None:
+            return None
+        dests = found.dests
+        if found.cluster_dests:
+            dests = found.cluster_dests.get(self.cluster) or found.dests
+        if len(dests) == 1 and dests[0].weight == 100:
+            dest: _Dest | None = dests[0]
+        else:
+            w = random.randrange(100)
+            dest = next((d for d in dests if w < d.weight), None)
+        if dest is None or dest.transform is None:
+            return ""
+        return dest.transform.apply_tokens(tokens)

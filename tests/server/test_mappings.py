@@ -1,0 +1,283 @@
+"""Subject mappings on both targets (nats-server 2.15.1 ``mappings``): server-level (the global
+account), per account, from account JWTs in operator mode; literal, wildcard and weighted
+destinations, every transform function, JetStream storing the mapped subject, permissions applied
+to the mapped subject, the ``sm`` trace event, service imports mapped by the exporter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import nats
+import nats.errors
+import pytest
+from nats.aio.client import Client
+from tests.support.natspy import subscriptions_live
+from tests.support.operator import JS_UNLIMITED, Operator
+from tests.support.targets import Target
+
+StartServer = Callable[..., Target]
+TIMEOUT = 10.0
+
+#: (source, destination, published subject, the subject it arrives on). The partition values are
+#: nats-server 2.15.1's (FNV-1a 32 of the chosen tokens, modulo n).
+FUNCTIONS = [
+    ("dollar.*.*", "d.$2.$1", "dollar.x.y", "d.y.x"),
+    ("wc.*.*", "wc2.{{wildcard(2)}}.{{ Wildcard(1) }}", "wc.x.y", "wc2.y.x"),
+    ("fwc.>", "fwc2.>", "fwc.a.b.c", "fwc2.a.b.c"),
+    ("mix.*.>", "mix2.$1.>", "mix.a.b.c", "mix2.a.b.c"),
+    ("part.*", "part2.{{partition(3,1)}}.$1", "part.key", "part2.1.key"),
+    ("parts.*.*", "parts2.{{partition(5,1,2)}}", "parts.ab.cd", "parts2.3"),
+    ("partall.*", "partall2.{{partition(7)}}", "partall.xyz", "partall2.2"),
+    ("split.*", "split2.{{split(1,-)}}", "split.-a-b--c-", "split2.a.b.c"),
+    ("sfl.*", "sfl2.{{splitFromLeft(1,2)}}", "sfl.abcdef", "sfl2.ab.cdef"),
+    ("sfr.*", "sfr2.{{SplitFromRight(1,2)}}", "sfr.abcdef", "sfr2.abcd.ef"),
+    ("slfl.*", "slfl2.{{sliceFromLeft(1,2)}}", "slfl.abcde", "slfl2.ab.cd.e"),
+    ("slfr.*", "slfr2.{{sliceFromRight(1,2)}}", "slfr.abcde", "slfr2.a.bc.de"),
+    ("left.*", "left2.{{left(1,2)}}", "left.abcde", "left2.ab"),
+    ("right.*", "right2.{{right(1,2)}}", "right.abcde", "right2.de"),
+    ("short.*", "short2.{{left(1,9)}}", "short.abc", "short2.abc"),
+    ("lit.a", "lit.b", "lit.a", "lit.b"),
+]
+
+
+@asynccontextmanager
+async def _connect(target: Target, user: str = "", creds: Path | None = None) -> AsyncIterator[Client]:
+    kwargs: dict[str, Any] = {"user": user, "password": user} if user else {}
+    if creds is not None:
+        kwargs["user_credentials"] = str(creds)
+    nc = await nats.connect(target.url, allow_reconnect=False, **kwargs)
+    try:
+        yield nc
+    finally:
+        await nc.close()
+
+
+async def _arrivals(nc: Client, publish: list[str], listen: str = ">", expect: int | None = None) -> list[str]:
+    """The subjects ``publish`` arrive on for a subscriber of ``listen`` on the same connection
+    (all of them, or ``expect``; then a flush round trip for any straggler)."""
+    sub = await nc.subscribe(listen)
+    await subscriptions_live(nc)
+    for subject in publish:
+        await nc.publish(subject, b"x")
+    want = len(publish) if expect is None else expect
+    got = [(await sub.next_msg(timeout=TIMEOUT)).subject for _ in range(want)]
+    await nc.flush(timeout=TIMEOUT)
+    while True:
+        try:
+            got.append((await sub.next_msg(timeout=0.2)).subject)
+        except nats.errors.TimeoutError:
+            break
+    await sub.unsubscribe()
+    return got
+
+
+async def test_literal_wildcard_and_every_function(start_server: StartServer) -> None:
+    target = start_server(mappings={src: dest for src, dest, _, _ in FUNCTIONS}, jetstream=False)
+    async with _connect(target) as nc:
+        got = await _arrivals(nc, [published for _, _, published, _ in FUNCTIONS])
+        assert got == [arrives for _, _, _, arrives in FUNCTIONS]
+        # Unmapped subjects, and ones a source does not match, go on as published.
+        assert await _arrivals(nc, ["lit.c", "dollar.x", "other"]) == ["lit.c", "dollar.x", "other"]
+
+
+async def test_random_stays_in_range(start_server: StartServer) -> None:
+    target = start_server(mappings={"rnd.*": "rnd2.{{random(3)}}.$1"}, jetstream=False)
+    async with _connect(target) as nc:
+        got = await _arrivals(nc, ["rnd.k"] * 60)
+    assert {s.split(".")[0] for s in got} == {"rnd2"} and {s.split(".")[2] for s in got} == {"k"}
+    assert {s.split(".")[1] for s in got} <= {"0", "1", "2"} and len({s.split(".")[1] for s in got}) > 1
+
+
+async def test_partition_of_a_literal_source(start_server: StartServer) -> None:
+    """A literal source found first hashes no tokens (nats-server tokenizes the subject only for a
+    mapping that is not an exact match): ``{{partition(4)}}`` is FNV-1a of "" modulo 4."""
+    target = start_server(mappings={"plit": "plit2.{{partition(4)}}"}, jetstream=False)
+    async with _connect(target) as nc:
+        assert await _arrivals(nc, ["plit"]) == ["plit2.1"]
+
+
+N = 2000
+
+
+async def test_weighted_destinations_and_their_distribution(start_server: StartServer) -> None:
+    mappings = {
+        "w.*": [{"destination": "w.a.$1", "weight": "60%"}, {"destination": "w.b.$1", "weight": 30}],
+        "loss": [{"destination": "loss", "weight": "50%"}],
+        "all": [{"destination": "all.one", "weight": 100}],
+        "scoped": [
+            {"destination": "scoped.other", "weight": 100, "cluster": "elsewhere"},
+            {"destination": "scoped.any", "weight": 100},
+        ],
+    }
+    target = start_server(mappings=mappings, jetstream=False)
+    async with _connect(target) as nc:
+        counts = Counter(await _arrivals(nc, ["w.k"] * N))
+        # 60 % to w.a, 30 % to w.b, the 10 % left goes on unmapped; ~5 standard deviations.
+        assert sum(counts.values()) == N and set(counts) == {"w.a.k", "w.b.k", "w.k"}
+        assert abs(counts["w.a.k"] - 0.6 * N) < 110 and abs(counts["w.b.k"] - 0.3 * N) < 105
+        assert abs(counts["w.k"] - 0.1 * N) < 70
+        # The source listed as a destination: what the weights leave is lost.
+        lost = await _arrivals(nc, ["loss"] * N, expect=1)
+        assert set(lost) == {"loss"} and abs(len(lost) - 0.5 * N) < 115
+        assert await _arrivals(nc, ["all", "scoped"]) == ["all.one", "scoped.any"]
+
+
+async def test_a_stream_on_the_destination_stores_the_mapped_subject(start_server: StartServer) -> None:
+    target = start_server(mappings={"orders.new": "orders.created", "in.*": "stored.{{wildcard(1)}}"})
+    async with _connect(target) as nc:
+        js = nc.jetstream()
+        await js.add_stream(name="ORDERS", subjects=["orders.created", "stored.*"])
+        ack = await js.publish("orders.new", b"one")
+        assert (ack.stream, ack.seq) == ("ORDERS", 1)
+        ack = await js.publish("in.x", b"two")
+        assert ack.seq == 2
+        first = await js.get_msg("ORDERS", 1)
+        second = await js.get_msg("ORDERS", 2)
+        assert (first.subject, first.data) == ("orders.created", b"one")
+        assert (second.subject, second.data) == ("stored.x", b"two")
+        # The JetStream API itself is a subject like any other: nothing maps it here.
+        info = json.loads((await nc.request("$JS.API.STREAM.INFO.ORDERS", b"", timeout=TIMEOUT)).data)
+        assert info["state"]["messages"] == 2
+
+
+ACCOUNTS = {
+    "A": {
+        "users": [
+            {"user": "a", "password": "a"},
+            {"user": "pa", "password": "pa", "permissions": {"publish": {"allow": ["orders.created"]}}},
+            {"user": "pn", "password": "pn", "permissions": {"publish": {"allow": ["orders.new", "_INBOX.>"]}}},
+        ],
+        "mappings": {"orders.new": "orders.created"},
+        "exports": [{"service": "svc.>"}],
+    },
+    "B": {
+        "users": [{"user": "b", "password": "b"}],
+        "imports": [{"service": {"account": "A", "subject": "svc.>"}, "to": "call.>"}],
+    },
+}
+
+
+@pytest.fixture
+def accounts_target(start_server: StartServer) -> Target:
+    return start_server(
+        accounts={**ACCOUNTS, "A": {**ACCOUNTS["A"], "mappings": {"orders.new": "orders.created", "svc.old": "svc.new"}}},
+        mappings={"orders.new": "orders.global"},
+        authorization={"users": [{"user": "g", "password": "g"}]},
+        jetstream=False,
+    )
+
+
+async def test_account_mappings_are_the_accounts_own(accounts_target: Target) -> None:
+    async with _connect(accounts_target, "a") as a, _connect(accounts_target, "b") as b, _connect(accounts_target, "g") as g:
+        assert await _arrivals(a, ["orders.new"]) == ["orders.created"]
+        assert await _arrivals(b, ["orders.new"]) == ["orders.new"]
+        assert await _arrivals(g, ["orders.new"]) == ["orders.global"]
+
+
+async def test_permissions_apply_to_the_mapped_subject(accounts_target: Target) -> None:
+    """nats-server maps in the parser, before the publish permissions are checked."""
+    async with _connect(accounts_target, "a") as a, _connect(accounts_target, "pa") as pa:
+        sub = await a.subscribe(">")
+        await subscriptions_live(a)
+        await pa.publish("orders.new", b"allowed")  # mapped to orders.created: allowed
+        msg = await sub.next_msg(timeout=TIMEOUT)
+        assert (msg.subject, msg.data) == ("orders.created", b"allowed")
+    errors: list[Exception] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(exc)
+
+    nc = await nats.connect(accounts_target.url, user="pn", password="pn", allow_reconnect=False, error_cb=on_error)
+    try:
+        await nc.publish("orders.new", b"refused")  # mapped to orders.created: not allowed
+        await nc.flush(timeout=TIMEOUT)
+        for _ in range(100):
+            if errors:
+                break
+            await asyncio.sleep(0.05)
+        assert [str(e) for e in errors] == ["nats: permissions violation for publish to \"orders.created\""]
+    finally:
+        await nc.close()
+
+
+async def test_a_service_import_is_mapped_by_the_exporter(accounts_target: Target) -> None:
+    async with _connect(accounts_target, "a") as a, _connect(accounts_target, "b") as b:
+        sub = await a.subscribe("svc.>")
+        await subscriptions_live(a)
+
+        async def answer() -> None:
+            msg = await sub.next_msg(timeout=TIMEOUT)
+            await msg.respond(msg.subject.encode())
+
+        task = asyncio.ensure_future(answer())
+        reply = await b.request("call.old", b"", timeout=TIMEOUT)
+        await task
+        assert reply.data == b"svc.new"
+
+
+async def test_mappings_from_account_jwts(start_server: StartServer, tmp_path: Path) -> None:
+    op = Operator(tmp_path / "nsc")
+    op.account("A", JS_UNLIMITED, mappings={"orders.new": [{"subject": "orders.created"}], "w.*": [
+        {"subject": "w.a.$1", "weight": 50}, {"subject": "w.b.$1", "weight": 50}]})
+    op.account("B", JS_UNLIMITED)
+    target = start_server(**op.settings())
+    a_creds, _, _ = op.user("A", "alice")
+    b_creds, _, _ = op.user("B", "bob")
+    async with _connect(target, creds=a_creds) as a, _connect(target, creds=b_creds) as b:
+        assert await _arrivals(a, ["orders.new"]) == ["orders.created"]
+        assert set(await _arrivals(a, ["w.k"] * 200)) == {"w.a.k", "w.b.k"}
+        assert await _arrivals(b, ["orders.new"]) == ["orders.new"]
+        js = a.jetstream()
+        await js.add_stream(name="S", subjects=["orders.created"])
+        ack = await js.publish("orders.new", b"x")
+        assert (await js.get_msg("S", ack.seq)).subject == "orders.created"
+
+
+@pytest.mark.parametrize(
+    ("dest", "error"),
+    [
+        ("x. y", "invalid mapping destination: invalid transform"),
+        ("x..y", "invalid mapping destination: invalid transform"),
+        ("x.>.y", "invalid mapping destination: invalid transform in y"),
+        ("{{nope(1)}}.x..", "invalid mapping destination: unknown function in {{nope(1)}}"),
+    ],
+)
+async def test_a_stream_transform_follows_the_mapping_rule(start_server: StartServer, dest: str, error: str) -> None:
+    """nats-server checks a stream's ``subject_transform`` with ``ValidateMapping`` too."""
+    target = start_server()
+    async with _connect(target) as nc:
+        body = {"name": "T", "subjects": ["t.*"], "subject_transform": {"src": "t.*", "dest": dest}}
+        reply = json.loads((await nc.request("$JS.API.STREAM.CREATE.T", json.dumps(body).encode(), timeout=TIMEOUT)).data)
+    assert reply["error"] == {
+        "code": 400,
+        "err_code": 10156,
+        "description": f"stream transform: {error}",
+    }
+
+
+async def test_a_traced_message_records_its_mapping(start_server: StartServer) -> None:
+    """The ``sm`` event follows ``in`` (nats-server ``addSubjectMappingEvent`` in the parser); the
+    subscriber of the destination is the egress."""
+    from tests.server.test_msgtrace import DEST, _eg, _event, _in, _ready, _trace
+
+    target = start_server(mappings={"orders.new": "orders.created"}, jetstream=False)
+    async with _connect(target) as sc:
+        sub = await sc.subscribe("orders.created")
+        nc = await nats.connect(target.url, name="tracer", allow_reconnect=False)
+        try:
+            traces = await nc.subscribe(DEST)
+            await _ready(nc, traces, "orders.created", 1)
+            await nc.publish("orders.new", b"hi", headers=_trace())
+            event = await _event(traces)
+        finally:
+            await nc.close()
+        assert (await sub.next_msg(timeout=TIMEOUT)).subject == "orders.created"
+    egress = _eg("orders.created", name="")
+    del egress["name"]
+    assert event["events"] == [_in("orders.new"), {"type": "sm", "to": "orders.created"}, egress]
