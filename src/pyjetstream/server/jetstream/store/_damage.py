@@ -73,9 +73,10 @@ class ScanDamage:
         return out
 
 
-def repair_header(path: str, idx_path: str, buf: Bytes, hint: int, max_seq: int) -> int | None:
+def repair_header(path: str, idx_path: str, buf: Bytes, hint: int, max_seq: int, number: int) -> int | None:
     """A block whose header is damaged: its first sequence from the stream state (``hint``),
-    else its index file, else the block before it (``max_seq``), else its first valid record —
+    else its index file, else the block before it (``max_seq``), else 1 for the stream's first
+    block file (``number`` 1: a new store starts there), else its first valid record —
     written back into the header, so that its records are read as any block's (the bytes the
     damage hit are then stepped over by the scan). None: a block torn while being created."""
     if len(buf) <= BLOCK_HDR_LEN:
@@ -88,6 +89,8 @@ def repair_header(path: str, idx_path: str, buf: Bytes, hint: int, max_seq: int)
             first = int(decoded[0]["first"]) if decoded is not None else 0
     if not first and max_seq:
         first = max_seq + 1
+    if not first and number == 1:
+        first = 1
     if not first:
         at = resync(buf, BLOCK_HDR_LEN - 1, len(buf))
         first = int.from_bytes(buf[at + 5 : at + 13], "little") if at < len(buf) else 1

@@ -406,7 +406,7 @@ class BlockIndexes(PayloadBackend):
         sequence the stream state lists for it, 0: none); None for a block torn while created."""
         first = decode_block_header(buf)
         if first is None:
-            first = repair_header(path, self._idx_path(index), buf, hint, max_seq)
+            first = repair_header(path, self._idx_path(index), buf, hint, max_seq, index)
             self._lost_bytes += BLOCK_HDR_LEN if first is not None else 0
             if first is None:  # torn while being created: nothing was ever in it
                 os.unlink(path)
