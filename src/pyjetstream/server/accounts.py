@@ -72,6 +72,9 @@ class Account:
         #: Exports and imports (``pyjetstream.server.imports``), wired by the server at start.
         self.exports: list[Any] = []
         self.imports: list[Any] = []
+        #: A stream import's forwarding subscription here -> whether its importer subscribes to
+        #: exactly a subject of ours (nats-server's shadow subscriptions; `deliver_interest`).
+        self.shadows: dict[Subscription, Callable[[str, str], bool]] = {}
         #: ``msg_trace { dest, sampling }``: where a sampled ``traceparent`` is traced to.
         self.trace_dest = config.msg_trace_dest if config is not None else ""
         self.trace_sampling = config.msg_trace_sampling if config is not None else 0
@@ -156,6 +159,25 @@ class Account:
                 callback(sub, added)
             except Exception:
                 self.server.logger.exception("interest-change callback failed")
+
+    def shadow_interest(self, shadow: Any, added: bool) -> None:
+        """An importing account's subscription, seen here under our subject (`imports._StreamLink`)."""
+        if self._interest_callbacks:
+            self._notify_interest(shadow, added)
+
+    def deliver_interest(self, subject: str, queue: str = "") -> bool:
+        """A subscription on exactly ``subject`` (in ``queue``, if one), an importing account's
+        through a stream import included: what binds a push consumer (nats-server registers the
+        deliver subject's interest notification in the account's sublist, shadow subscriptions
+        included)."""
+        psubs, qsubs = self.sublist.match(subject)
+        if not queue:
+            if any(s.subject == subject for s in psubs):
+                return True
+        elif any(s.subject == subject and s.queue == queue for members in qsubs for s in members):
+            return True
+        shadows = self.shadows
+        return bool(shadows) and any(s in shadows and shadows[s](subject, queue) for s in psubs)
 
     def on_interest_change(self, callback: Callable[[Subscription, bool], None]) -> Callable[[], None]:
         self._interest_callbacks.append(callback)

@@ -12,6 +12,14 @@
   ``singleton`` services, any number for ``stream``/``chunked`` ones until the response
   threshold passes. A request nobody in the exporter listens to gets no-responders, as from a
   local subject.
+
+JetStream across accounts rides on both (nats.js's ``jetstreamExportServerConf``: ``$JS.API.>``
+imported under a prefix, the deliveries back through a stream import of the inbox prefix): a
+consumer's delivery is routed on its deliver (or pull reply) subject and shown under the stream's
+subject, so the forwarders take both (``Subscription.reroute``) and route on by the first; a pull
+request's ``_R_`` reply stays mapped while a streamed export's responses keep coming; a push
+consumer in the exporter is bound by an importer's subscription on exactly its deliver subject
+(nats-server's shadow subscriptions: `_StreamLink`).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import string
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pyjetstream.api.ack import ACK_PREFIX
 from pyjetstream.protocol.headers import set_header
 from pyjetstream.protocol.subjects import has_wildcard, is_subset
 from pyjetstream.server import msgtrace
@@ -68,11 +77,14 @@ def map_subject(subject: str, src: str, dest: str) -> str:
 
 @dataclass
 class _Pending:
-    """A requester's reply waiting for the exporter's response(s)."""
+    """A requester's reply waiting for the exporter's response(s) (nats-server's response
+    service import): ``ts`` when it was made or last delivered a streamed response."""
 
     importer: Account
     reply: str
     singleton: bool
+    threshold: float
+    ts: float
     timer: Any = None
 
 
@@ -87,14 +99,30 @@ class ServiceExport:
 
     def start(self) -> None:
         self.sub = self.account.subscribe_internal(f"{REPLY_PREFIX}.{self.tag}.>", self.on_response)
+        self.sub.reroute = self.on_shown_response
 
     def new_reply(self, importer: Account, reply: str, export: AccountExport) -> str:
         mapped = f"{REPLY_PREFIX}.{self.tag}.{_token(6)}"
-        entry = _Pending(importer, reply, export.response_type == "singleton")
-        self.pending[mapped] = entry
         loop = self.account.loop
-        entry.timer = loop.call_later(export.response_threshold, self.pending.pop, mapped, None)
+        threshold = export.response_threshold
+        entry = _Pending(importer, reply, export.response_type == "singleton", threshold, loop.time())
+        self.pending[mapped] = entry
+        entry.timer = loop.call_later(threshold, self._expire, mapped)
         return mapped
+
+    def _expire(self, mapped: str) -> None:
+        """nats-server ``checkExpiredResponses``: a response import older than the threshold goes;
+        a streamed one's age counts from its last response (a pull request's deliveries go on as
+        long as they come)."""
+        entry = self.pending.get(mapped)
+        if entry is None:
+            return
+        loop = self.account.loop
+        left = entry.ts + entry.threshold - loop.time()
+        if left > 0:
+            entry.timer = loop.call_later(left, self._expire, mapped)
+        else:
+            del self.pending[mapped]
 
     def forget(self, mapped: str) -> None:
         entry = self.pending.pop(mapped, None)
@@ -102,15 +130,25 @@ class ServiceExport:
             entry.timer.cancel()
 
     def on_response(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        self.on_shown_response(subject, None, reply, hdr, payload, client)
+
+    def on_shown_response(
+        self, subject: str, show: str | None, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    ) -> None:
+        """A response on ``_R_.<tag>.<id>`` to the requester's reply in the importer, shown as
+        ``show`` when it has its own subject (a consumer's delivery to a pull request's reply).
+        nats-server ``processServiceImport`` for a response: the mapping goes after a singleton's
+        response, an empty message (a streamed response's end) or one nobody received; a
+        streamed one's age restarts with each response delivered."""
         entry = self.pending.get(subject)
         if entry is None:
             return
-        if entry.singleton:
-            del self.pending[subject]
-            if entry.timer is not None:
-                entry.timer.cancel()
         server = self.account.server
-        server.route(entry.reply, reply, hdr, payload, None, None, entry.importer)
+        delivered = server.route(entry.reply, reply, hdr, payload, None, show, entry.importer)
+        if entry.singleton or not delivered or (not payload and not hdr):
+            self.forget(subject)
+        else:
+            entry.ts = self.account.loop.time()
 
 
 def _find_export(exporter: Account, imp: AccountImport) -> AccountExport | None:
@@ -149,17 +187,15 @@ def link_imports(accounts: dict[str, Account]) -> None:
 
 
 def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> None:
-    if imp.prefix:
-        def local(subject: str) -> str:
-            return f"{imp.prefix}.{subject}"
-    else:
-        def local(subject: str) -> str:
-            return map_subject(subject, imp.subject, imp.to) if imp.to else subject
-
+    link = _StreamLink(importer, imp)
     server = importer.server
 
     def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
-        server.route(local(subject), reply, hdr, payload, None, None, importer)
+        server.route(link.local(subject), reply, hdr, payload, None, None, importer)
+
+    def reroute(subject: str, show: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        # a consumer's delivery: routed on by its deliver subject, shown under the stream's subject
+        server.route(link.local(subject), reply, hdr, payload, None, show, importer)
 
     export = (importer.name, imp.allow_trace)
 
@@ -167,9 +203,74 @@ def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> No
         trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
     ) -> None:
         # An ``se`` event per receiver in the importer; traced further only with allow_trace.
-        msgtrace.route(trace, local(subject), reply, hdr, payload, None, importer, export)
+        msgtrace.route(trace, link.local(subject), reply, hdr, payload, None, importer, export)
 
-    exporter.subscribe_internal(imp.subject, forward, traced=forward_traced)
+    sub = exporter.subscribe_internal(imp.subject, forward, traced=forward_traced)
+    sub.reroute = reroute
+    exporter.shadows[sub] = link.interest
+    importer.on_interest_change(lambda isub, added: link.changed(exporter, isub, added))
+
+
+@dataclass
+class _Shadow:
+    """What the exporter's interest listeners see of an importer's subscription (nats-server's
+    shadow subscription: the importer's subscription under the exporter's subject)."""
+
+    subject: str
+    queue: str
+    client: Any = None  # (not a client's: an exporter's own stream links pass it by)
+    literal: bool = True
+
+
+@dataclass
+class _StreamLink:
+    """A stream import's subject mapping both ways, and the interest it carries back: nats-server
+    adds a *shadow subscription* in the exporter for each importer subscription inside the import
+    (``addShadowSubscription``), so a push consumer there is bound when an importer's client
+    subscribes to exactly its deliver subject. Here the one forwarding subscription routes the
+    messages; the interest checks and listeners ask the importer (`interest`, `changed`)."""
+
+    importer: Account
+    imp: AccountImport
+
+    def local(self, subject: str) -> str:
+        """The exporter's ``subject`` as the importer sees it (``prefix``, ``to``)."""
+        imp = self.imp
+        if imp.prefix:
+            return f"{imp.prefix}.{subject}"
+        return map_subject(subject, imp.subject, imp.to) if imp.to else subject
+
+    def remote(self, local: str) -> str | None:
+        """The exporter's subject of the importer's literal ``local``, None when outside the import."""
+        imp = self.imp
+        if imp.prefix:
+            head = imp.prefix + "."
+            if not local.startswith(head):
+                return None
+            subject = local[len(head) :]
+        elif imp.to:
+            if not is_subset(local, imp.to):
+                return None
+            subject = map_subject(local, imp.to, imp.subject)
+        else:
+            subject = local
+        return subject if is_subset(subject, imp.subject) else None
+
+    def interest(self, subject: str, queue: str) -> bool:
+        """The importer has a subscription on exactly ``subject`` mapped (in ``queue``, if any)."""
+        local = self.local(subject)
+        psubs, qsubs = self.importer.sublist.match(local)
+        if not queue:
+            return any(s.subject == local for s in psubs)
+        return any(s.subject == local and s.queue == queue for group in qsubs for s in group)
+
+    def changed(self, exporter: Account, sub: Any, added: bool) -> None:
+        """An importer's subscription came or went: the exporter's listeners hear of its shadow."""
+        if not sub.literal or sub.client is None:
+            return
+        subject = self.remote(sub.subject)
+        if subject is not None:
+            exporter.shadow_interest(_Shadow(subject, sub.queue), added)
 
 
 def _link_service(
@@ -186,7 +287,8 @@ def _link_service(
 
     def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         remote = remote_of(subject)
-        mapped_reply = service.new_reply(importer, reply, export) if reply else ""
+        # nats-server keeps a ``$JS.ACK`` reply as it is (a pull consumer's trampoline across accounts)
+        mapped_reply = service.new_reply(importer, reply, export) if reply and not reply.startswith(ACK_PREFIX) else reply
         delivered = server.route(remote, mapped_reply, hdr, payload, None, None, exporter)
         if not delivered and reply and client is not None and client.no_responders:
             service.forget(mapped_reply)

@@ -87,7 +87,10 @@ class Router:
             if not sub.closed:
                 sink = sub.sink
                 if sink is None:
-                    self._callback(sub, subject if show_subject is None else show_subject, reply, hdr, payload, client)
+                    if show_subject is None:
+                        self._callback(sub, subject, reply, hdr, payload, client)
+                    else:
+                        self._shown(sub, subject, show_subject, reply, hdr, payload, client)
                     return True
                 if sink.deliver(sub, subject, reply, hdr, payload, client, show_subject):
                     return True
@@ -102,7 +105,10 @@ class Router:
             sink = sub.sink
             if sink is None:
                 delivered = True
-                self._callback(sub, subject if show_subject is None else show_subject, reply, hdr, payload, client)
+                if show_subject is None:
+                    self._callback(sub, subject, reply, hdr, payload, client)
+                else:
+                    self._shown(sub, subject, show_subject, reply, hdr, payload, client)
             elif sink.deliver(sub, subject, reply, hdr, payload, client, show_subject):
                 delivered = True
         if not delivered and reply and client is not None and client.no_responders:
@@ -115,6 +121,24 @@ class Router:
         sub.delivered += 1
         try:
             sub.callback(subject, reply, hdr, payload, client)
+        except Exception:
+            self.logger.exception("internal subscription callback for %r failed", sub.subject)
+
+    def _shown(
+        self, sub: Subscription, subject: str, show: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    ) -> None:
+        """A message routed on ``subject`` and shown as ``show`` (a consumer's delivery: its deliver
+        or reply subject, the stream's subject) to an internal subscription: an import forwarder
+        (``reroute``) takes both — it routes on, in the other account, by ``subject``, as
+        nats-server's ``processMsgResults`` keeps ``c.pa.deliver`` through stream imports and
+        ``processServiceImport`` — any other callback the shown subject."""
+        reroute = sub.reroute
+        if reroute is None:
+            self._callback(sub, show, reply, hdr, payload, client)
+            return
+        sub.delivered += 1
+        try:
+            reroute(subject, show, reply, hdr, payload, client)
         except Exception:
             self.logger.exception("internal subscription callback for %r failed", sub.subject)
 

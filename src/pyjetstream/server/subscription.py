@@ -46,6 +46,9 @@ class Subscription:
         self.callback: Any = callback
         self.run: Any = None
         self.traced: Any = None
+        #: An import forwarder's callback for a message routed under one subject and shown under
+        #: another (a consumer's delivery): it takes both (see ``Router.route``).
+        self.reroute: Any = None
         self.account: Any = None
         self.max_msgs = 0
         self.delivered = 0

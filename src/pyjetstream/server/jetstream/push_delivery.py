@@ -164,12 +164,7 @@ class PushDelivery:
     # --- interest ------------------------------------------------------------------------------
 
     def has_interest(self) -> bool:
-        subject = self.dsubj
-        psubs, qsubs = self.consumer.server.sublist.match(subject)
-        group = self.consumer.cfg.deliver_group
-        if not group:
-            return any(s.subject == subject for s in psubs)
-        return any(s.subject == subject and s.queue == group for members in qsubs for s in members)
+        return self.consumer.server.deliver_interest(self.dsubj, self.consumer.cfg.deliver_group or "")
 
     def interest_changed(self) -> None:
         if not self.consumer.closed:

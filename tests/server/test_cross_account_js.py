@@ -1,0 +1,310 @@
+"""JetStream across accounts, on both targets: an account that imports another's ``$JS.API.>``
+under a prefix and gets the deliveries back through its imports.
+
+The server configurations are the ones nats.js's own tests use for these cases
+(``nst/src/mod.ts`` ``jetstreamExportServerConf``: account ``JS`` exports ``$JS.API.>`` and
+``$JS.ACK.>`` as streamed services and the stream ``A.>``; account ``A`` imports the API under
+``IPA.>``, the acks, and ``A.>`` — its inbox prefix; ``kv/tests/kv_test.ts`` ``setupCrossAccount``:
+``B`` imports ``$JS.API.>`` to ``froma.>``, ``$KV.>`` to ``froma.$KV.>`` and ``forb.>``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import nats
+import nats.errors
+import pytest
+from nats.aio.client import Client
+from tests.support.natspy import subscriptions_live
+from tests.support.targets import Target
+
+from pyjetstream.client import connect
+from pyjetstream.client.jetstream import KeyValueConfig, jetstream
+
+StartServer = Callable[..., Target]
+TIMEOUT = 10.0
+
+#: nats.js ``jetstreamExportServerConf`` (prefix ``IPA.>``).
+EXPORT_CONF = {
+    "no_auth_user": "a",
+    "accounts": {
+        "JS": {
+            "jetstream": "enabled",
+            "users": [{"user": "js", "password": "js"}],
+            "exports": [
+                {"service": "$JS.API.>", "response_type": "stream"},
+                {"service": "$JS.ACK.>", "response_type": "stream"},
+                {"stream": "A.>", "accounts": ["A"]},
+            ],
+        },
+        "A": {
+            "users": [{"user": "a", "password": "s3cret"}],
+            "imports": [
+                {"service": {"subject": "$JS.API.>", "account": "JS"}, "to": "IPA.>"},
+                {"service": {"subject": "$JS.ACK.>", "account": "JS"}},
+                {"stream": {"subject": "A.>", "account": "JS"}},
+            ],
+        },
+    },
+}
+
+#: nats.js ``kv_test.ts`` ``setupCrossAccount``.
+KV_CONF = {
+    "accounts": {
+        "A": {
+            "jetstream": True,
+            "users": [{"user": "a", "password": "a"}],
+            "exports": [{"service": "$JS.API.>"}, {"service": "$KV.>"}, {"stream": "forb.>"}],
+        },
+        "B": {
+            "users": [{"user": "b", "password": "b"}],
+            "imports": [
+                {"service": {"subject": "$KV.>", "account": "A"}, "to": "froma.$KV.>"},
+                {"service": {"subject": "$JS.API.>", "account": "A"}, "to": "froma.>"},
+                {"stream": {"subject": "forb.>", "account": "A"}},
+            ],
+        },
+    },
+}
+
+
+@pytest.fixture
+def hub(start_server: StartServer) -> Target:
+    return start_server(**EXPORT_CONF)
+
+
+@asynccontextmanager
+async def _connect(target: Target, user: str, password: str, **kw: Any) -> AsyncIterator[Client]:
+    nc = await nats.connect(target.url, user=user, password=password, allow_reconnect=False, **kw)
+    try:
+        yield nc
+    finally:
+        await nc.close()
+
+
+async def _api(nc: Client, subject: str, body: Any = None) -> dict[str, Any]:
+    payload = b"" if body is None else json.dumps(body).encode()
+    msg = await nc.request(subject, payload, timeout=TIMEOUT)
+    return json.loads(msg.data)
+
+
+async def _stream_with_two(admin: Client, name: str = "S") -> None:
+    js = admin.jetstream()
+    await js.add_stream(name=name, subjects=[f"{name}.>"])
+    await js.publish(f"{name}.x", b"1")
+    await js.publish(f"{name}.x", b"2")
+
+
+class _Inbox:
+    """Collects messages; ``wait(n)`` returns once ``n`` have arrived."""
+
+    def __init__(self) -> None:
+        self.msgs: list[Any] = []
+        self._cond = asyncio.Condition()
+
+    async def handle(self, msg: Any) -> None:
+        async with self._cond:
+            self.msgs.append(msg)
+            self._cond.notify_all()
+
+    async def wait(self, n: int, pred: Callable[[Any], bool] = lambda m: True) -> list[Any]:
+        async def enough() -> None:
+            async with self._cond:
+                await self._cond.wait_for(lambda: len([m for m in self.msgs if pred(m)]) >= n)
+
+        await asyncio.wait_for(enough(), TIMEOUT)
+        return [m for m in self.msgs if pred(m)]
+
+
+async def test_pull_request_through_the_api_import(hub: Target) -> None:
+    """A pull request sent to ``IPA.CONSUMER.MSG.NEXT`` with its reply under the importer's inbox
+    prefix gets the messages (the consumer keeps the ``_R_`` reply it was given and delivers to it
+    later: the streamed response import routes each back)."""
+    async with _connect(hub, "js", "js") as admin, _connect(hub, "a", "s3cret") as a:
+        await _stream_with_two(admin)
+        await admin.jetstream().add_consumer("S", durable_name="me", ack_policy="none")
+        inbox = _Inbox()
+        await a.subscribe("A.pull.>", cb=inbox.handle)
+        await subscriptions_live(a)
+        await a.publish("IPA.CONSUMER.MSG.NEXT.S.me", json.dumps({"batch": 2}).encode(), reply="A.pull.1")
+        got = await inbox.wait(2)
+        assert [m.data for m in got] == [b"1", b"2"]
+        # routed to the reply, shown under the stream's subject, as any consumer delivery
+        assert [m.subject for m in got] == ["S.x", "S.x"]
+        assert got[0].reply.startswith("$JS.ACK.S.me.")
+
+
+async def test_pull_request_expiry_and_heartbeat_come_back(hub: Target) -> None:
+    """Idle heartbeats and the 408 of an expired request reach the importer's reply."""
+    async with _connect(hub, "js", "js") as admin, _connect(hub, "a", "s3cret") as a:
+        await _stream_with_two(admin)
+        await admin.jetstream().add_consumer("S", durable_name="me", ack_policy="none", deliver_policy="new")
+        inbox = _Inbox()
+        await a.subscribe("A.pull.>", cb=inbox.handle)
+        await subscriptions_live(a)
+        body = {"batch": 1, "expires": 2_000_000_000, "idle_heartbeat": 500_000_000}
+        await a.publish("IPA.CONSUMER.MSG.NEXT.S.me", json.dumps(body).encode(), reply="A.pull.2")
+
+        def status(code: str) -> Callable[[Any], bool]:
+            return lambda m: m.headers is not None and m.headers.get("Status") == code
+
+        await inbox.wait(1, status("100"))
+        await inbox.wait(1, status("408"))
+
+
+async def test_pull_with_nats_py_through_the_api_prefix(hub: Target) -> None:
+    async with _connect(hub, "js", "js") as admin, _connect(hub, "a", "s3cret", inbox_prefix=b"A") as a:
+        await _stream_with_two(admin)
+        await admin.jetstream().add_consumer("S", durable_name="me", ack_policy="explicit")
+        js = a.jetstream(prefix="IPA")
+        sub = await js.pull_subscribe_bind("me", "S")
+        msgs = await sub.fetch(2, timeout=TIMEOUT)
+        assert [m.data for m in msgs] == [b"1", b"2"]
+        for m in msgs:
+            await m.ack_sync(timeout=TIMEOUT)
+        info = await js.consumer_info("S", "me")
+        assert info.ack_floor.stream_seq == 2 and info.num_ack_pending == 0
+
+
+async def test_push_consumer_delivers_through_the_stream_import(hub: Target) -> None:
+    """A push consumer whose deliver subject is in the exporter's stream export ``A.>`` delivers to
+    the importer; its acks go back through the ``$JS.ACK.>`` service import."""
+    async with _connect(hub, "js", "js") as admin, _connect(hub, "a", "s3cret") as a:
+        await _stream_with_two(admin)
+        inbox = _Inbox()
+        await a.subscribe("A.push", cb=inbox.handle)
+        await subscriptions_live(a)
+        created = await _api(
+            a,
+            "IPA.CONSUMER.CREATE.S.me",
+            {"stream_name": "S", "config": {"durable_name": "me", "ack_policy": "explicit", "deliver_subject": "A.push"}},
+        )
+        assert created["name"] == "me", created
+        got = await inbox.wait(2)
+        assert [m.data for m in got] == [b"1", b"2"]
+        for m in got:
+            await a.publish(m.reply, b"+ACK")
+        await a.flush()
+
+        async def acked() -> dict[str, Any]:
+            while True:
+                info = await _api(a, "IPA.CONSUMER.INFO.S.me")
+                if info["ack_floor"]["stream_seq"] == 2:
+                    return info
+                await asyncio.sleep(0.05)
+
+        info = await asyncio.wait_for(acked(), TIMEOUT)
+        assert info["num_ack_pending"] == 0
+
+
+def _with_flow_control_import() -> dict[str, Any]:
+    conf = json.loads(json.dumps(EXPORT_CONF))
+    conf["accounts"]["JS"]["exports"].append({"service": "$JS.FC.>"})
+    conf["accounts"]["A"]["imports"].append({"service": {"subject": "$JS.FC.>", "account": "JS"}})
+    return conf
+
+
+async def test_push_heartbeats_and_flow_control_come_back(start_server: StartServer) -> None:
+    """Idle heartbeats reach the importer's deliver subject, and a flow-control request answered
+    there gets back to the consumer through a ``$JS.FC.>`` service import (which then goes on
+    delivering; without that import nats-server's consumer stalls)."""
+    target = start_server(**_with_flow_control_import())
+    async with _connect(target, "js", "js") as admin, _connect(target, "a", "s3cret") as a:
+        js = admin.jetstream()
+        await js.add_stream(name="S", subjects=["S.>"])
+        inbox = _Inbox()
+        await a.subscribe("A.push", cb=inbox.handle)
+        await subscriptions_live(a)
+        config = {
+            "durable_name": "fc",
+            "ack_policy": "none",
+            "deliver_subject": "A.push",
+            "flow_control": True,
+            "idle_heartbeat": 500_000_000,
+        }
+        await _api(a, "IPA.CONSUMER.CREATE.S.fc", {"stream_name": "S", "config": config})
+        await inbox.wait(1, lambda m: m.headers is not None and m.headers.get("Status") == "100")
+        payload = b"x" * 100_000
+        for _ in range(40):  # well past the first flow-control window
+            await js.publish("S.x", payload)
+
+        def is_fc(m: Any) -> bool:
+            return m.headers is not None and m.headers.get("Description") == "FlowControl Request"
+
+        def is_data(m: Any) -> bool:
+            return m.headers is None or m.headers.get("Status") is None
+
+        answered = 0
+        deadline = asyncio.get_running_loop().time() + TIMEOUT
+        while len([m for m in inbox.msgs if is_data(m)]) < 40:
+            for m in [m for m in inbox.msgs if is_fc(m)][answered:]:
+                await a.publish(m.reply, b"")
+                answered += 1
+            assert asyncio.get_running_loop().time() < deadline, "deliveries stopped"
+            await asyncio.sleep(0.05)
+        assert answered >= 1
+
+
+async def test_kv_watch_and_history_through_the_prefix(start_server: StartServer) -> None:
+    """nats.js ``kv - cross account watch/history`` with nats-py: B watches A's bucket through
+    ``froma`` (an ordered push consumer delivering to B's ``forb`` inbox through the stream import)."""
+    target = start_server(**KV_CONF)
+    async with _connect(target, "a", "a") as a, _connect(target, "b", "b", inbox_prefix=b"forb") as b:
+        kva = await a.jetstream().create_key_value(bucket="a", history=5)
+        kvb = await b.jetstream(prefix="froma").key_value("a")
+        await kva.put("A", b"A")
+        watcher = await kvb.watchall()
+        seen: list[str] = []
+
+        async def until(key: str) -> None:
+            while key not in seen:
+                entry = await watcher.updates(timeout=TIMEOUT)
+                if entry is not None:
+                    seen.append(entry.key)
+
+        await until("A")
+        await kva.put("B", b"B")
+        await until("B")
+        await watcher.stop()
+        history = await kvb.history("A")
+        assert [e.value for e in history] == [b"A"]
+
+
+async def test_kv_through_the_prefix_with_our_client(start_server: StartServer) -> None:
+    """Our client's KV with ``api_prefix``: puts to ``froma.$KV.a.<key>`` (nats.go ``useJSPfx``),
+    watch and history through the imports. Its ordered consumers pull (as nats.go's), so the API
+    is exported with streamed responses (with nats.js's singleton export a pull request gets one
+    message back, on nats-server too)."""
+    conf = json.loads(json.dumps(KV_CONF))
+    conf["accounts"]["A"]["exports"][0]["response_type"] = "stream"
+    target = start_server(**conf)
+    a = await connect(target.url, user="a", password="a")
+    b = await connect(target.url, user="b", password="b", inbox_prefix="forb")
+    try:
+        kva = await jetstream(a).create_key_value(KeyValueConfig(bucket="a", history=5))
+        kvb = await jetstream(b, api_prefix="froma").key_value("a")
+        await kva.put("A", b"A")
+        await kvb.put("C", b"C")
+        watcher = await kvb.watch_all()
+        seen: list[str] = []
+
+        async def until(key: str) -> None:
+            while key not in seen:
+                entry = await watcher.next(timeout=TIMEOUT)
+                if entry is not None:
+                    seen.append(entry.key)
+
+        await until("C")
+        await kva.put("B", b"B")
+        await until("B")
+        watcher.stop()
+        assert [e.value for e in await kvb.history("C")] == [b"C"]
+        assert (await kva.get("C")).value == b"C"
+    finally:
+        await a.close()
+        await b.close()
