@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import time
+import urllib.request
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,7 +23,7 @@ import pytest
 from nats.aio.client import Client
 from tests.support.natspy import subscriptions_live
 from tests.support.operator import JS_UNLIMITED, Operator
-from tests.support.targets import Target
+from tests.support.targets import Target, render_config
 
 StartServer = Callable[..., Target]
 TIMEOUT = 10.0
@@ -281,3 +285,53 @@ async def test_a_traced_message_records_its_mapping(start_server: StartServer) -
     egress = _eg("orders.created", name="")
     del egress["name"]
     assert event["events"] == [_in("orders.new"), {"type": "sm", "to": "orders.created"}, egress]
+
+
+async def test_a_reload_replaces_the_mappings(start_server: StartServer) -> None:
+    """nats-server reloads mappings (``configureAccounts``: the global account's and each
+    account's): the next publish takes the new ones, and a mapping taken away maps no more."""
+    settings: dict[str, Any] = {
+        "mappings": {"g.a": "g.b"},
+        "accounts": {"A": {"users": [{"user": "a", "password": "a"}], "mappings": {"x.a": "x.b"}}},
+        "authorization": {"users": [{"user": "g", "password": "g"}]},
+        "jetstream": False,
+    }
+    target = start_server(**settings)
+    async with _connect(target, "g") as g, _connect(target, "a") as a:
+        assert await _arrivals(g, ["g.a"]) == ["g.b"] and await _arrivals(a, ["x.a"]) == ["x.b"]
+        settings["mappings"] = {"g.a": "g.c", "g.new": "g.d"}
+        settings["accounts"]["A"]["mappings"] = {}
+        _reload(target, {**settings, "port": target.port})
+        assert await _arrivals(g, ["g.a", "g.new"]) == ["g.c", "g.d"]
+        assert await _arrivals(a, ["x.a"]) == ["x.a"]
+
+
+def _reload(target: Target, settings: dict[str, Any]) -> None:
+    """Rewrite the server's configuration and send SIGHUP; wait for its "Reloaded" line."""
+    done = target.read_log().count("Reloaded server configuration")
+    settings.pop("jetstream")
+    (target.workdir / "server.conf").write_text(render_config(settings))
+    assert target.proc is not None
+    os.kill(target.proc.pid, signal.SIGHUP)
+    deadline = time.monotonic() + 30
+    while target.read_log().count("Reloaded server configuration") <= done:
+        assert time.monotonic() < deadline, target.read_log()
+        time.sleep(0.05)
+
+
+async def test_accountz_shows_the_mappings_as_held(start_server: StartServer) -> None:
+    """``/accountz?acc=`` lists each source's destinations with cumulative weights, the source's own
+    share included (nats-server ``accountInfo``)."""
+    mappings = {
+        "w.*": [{"destination": "w.a.$1", "weight": 60}, {"destination": "w.b.$1", "weight": 30}],
+        "lit": "lit2",
+        "sc": [{"destination": "sc.x", "weight": 40, "cluster": "c1"}],
+    }
+    target = start_server(mappings=mappings, jetstream=False, http_port=-1)
+    url = f"http://127.0.0.1:{target.http_port}/accountz?acc=$G"
+    body = await asyncio.get_running_loop().run_in_executor(None, lambda: urllib.request.urlopen(url, timeout=TIMEOUT).read())
+    assert json.loads(body)["account_detail"]["mappings"] == {
+        "lit": [{"subject": "lit2", "weight": 100}],
+        "sc": [{"subject": "sc", "weight": 100}, {"subject": "sc.x", "weight": 40, "cluster": "c1"}, {"subject": "sc", "weight": 100, "cluster": "c1"}],
+        "w.*": [{"subject": "w.$1", "weight": 10}, {"subject": "w.b.$1", "weight": 40}, {"subject": "w.a.$1", "weight": 100}],
+    }

@@ -155,6 +155,20 @@ class Mappings:
                 return True
         return False
 
+    def monitor_info(self) -> dict[str, list[dict[str, Any]]]:
+        """``/accountz``'s ``mappings`` (nats-server ``accountInfo``): each source's destinations
+        as held — cumulative weights, the source's own share included — the unscoped ones first;
+        sorted by source as Go writes a map."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for m in sorted(self._entries, key=lambda m: m.src):
+            dests = [(d, "") for d in m.dests]
+            dests += [(d, c) for c, cd in m.cluster_dests.items() for d in cd]
+            out[m.src] = [
+                {"subject": d.transform.dest if d.transform else "", "weight": d.weight, **({"cluster": c} if c else {})}
+                for d, c in dests
+            ]
+        return out
+
     @classmethod
     def from_config(cls, config: MappingsConfig, cluster: str = "") -> Mappings:
         """Mappings checked by the configuration's loading: raises `MappingError` still."""

@@ -92,6 +92,8 @@ def account_detail(server: Server, account: Account) -> dict[str, Any]:
             "subscriptions": account.sublist.count,
         }
     )
+    if account.mapped:
+        detail["mappings"] = account.mappings.monitor_info()
     exports = [e.monitor_info() for e in account.exports]
     imports = [i.monitor_info() for i in account.imports]
     system_imports = getattr(server, "system_imports", None)

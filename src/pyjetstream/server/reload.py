@@ -9,7 +9,8 @@ connections' parsers, the TLS context of new connections, the INFO line, the aut
 every connected client (nats-server ``reloadAuthorization``: one whose user is gone or in another
 account is closed, one whose credentials no longer pass gets ``Authorization Violation``, the
 others take their new permissions, losing the subscriptions those forbid), JetStream turned on or
-off, its server-wide limits raised. It ends with nats-server's ``Reloaded server configuration``.
+off, its server-wide limits raised, the accounts' subject mappings replaced. It ends with
+nats-server's ``Reloaded server configuration``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ async def reload_options(server: Server, new: ServerOptions) -> None:
     elif "trace" in kinds:
         for conn in list(server.clients.values()):
             conn.reconfigured(None, keep=True)
+    _reload_mappings(server, new)
     if "jetstream" in kinds:
         await _reload_jetstream(server, new.jetstream)
     if "js_limits" in kinds:
@@ -94,6 +96,17 @@ def _apply(server: Server, change: Change, old: ServerOptions, new: ServerOption
             server.logger.error("Failed to write pidfile: %s", exc)
     if "ports_file" in change.kinds:
         server.rewrite_ports_file()
+
+
+def _reload_mappings(server: Server, new: ServerOptions) -> None:
+    """Every account's subject mappings as the new configuration has them (nats-server
+    ``configureAccounts`` on reload: the global account's and each account's replaced); the next
+    read of each connection uses them."""
+    server.global_account.set_mappings(new.mappings)
+    for config in new.accounts:
+        account = server.accounts.get(config.name)
+        if account is not None:
+            account.set_mappings(config.mappings)
 
 
 def _moved(auth: Authenticator, conn: ClientConnection) -> bool:

@@ -163,13 +163,14 @@ def diff_options(server: Server, old: ServerOptions, new: ServerOptions) -> list
 def _accounts_or_users(name: str, old: ServerOptions, new: ServerOptions) -> list[Change]:
     if name == "users":
         return [Change("users", "Reloaded: authorization users", frozenset({"auth"}))]
-    before = {a.name: dataclasses.replace(a, users=[], nkeys=[]) for a in old.accounts}
-    after = {a.name: dataclasses.replace(a, users=[], nkeys=[]) for a in new.accounts}
+    # Users and mappings are reloaded (nats-server configureAccounts: shallowCopy takes the mappings).
+    before = {a.name: dataclasses.replace(a, users=[], nkeys=[], mappings={}) for a in old.accounts}
+    after = {a.name: dataclasses.replace(a, users=[], nkeys=[], mappings={}) for a in new.accounts}
     if before != after:
         changed = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
         raise ReloadError(
             f"config reload not supported for Accounts: account {changed[0]!r} changed "
-            "(pyjetstream reloads the users of accounts, not their other settings)"
+            "(pyjetstream reloads the users and mappings of accounts, not their other settings)"
         )
     return [Change("accounts", "Reloaded: accounts", frozenset({"auth"}))]
 

@@ -56,6 +56,13 @@ FLAG_COMPRESSED = 0x10
 FLAG_ERASED = 0x20
 
 _U64 = struct.Struct("<Q")
+_LEN_KIND = struct.Struct("<IB")
+# Every kind byte a record can carry (the resync's first test of an offset).
+_KINDS = frozenset(
+    k | f for k in (KIND_MSG, KIND_DELETE, KIND_FLOOR) for f in (0, FLAG_COMPRESSED, FLAG_ERASED)
+)
+# The kind `scan_records` yields for a run of damaged bytes it stepped over.
+DAMAGED = -1
 _pack_rec = REC_HDR.pack
 _crc32 = zlib.crc32
 
@@ -145,15 +152,37 @@ def _valid_at(buf: bytes | mmap.mmap, off: int, n: int) -> int:
     return total
 
 
+def resync(buf: bytes | mmap.mmap, off: int, n: int) -> int:
+    """Where the next valid record after a damaged one at ``off`` starts (``n``: none does).
+
+    Where the damaged record's length still leads to a valid record that is it (a flipped
+    payload byte, a torn in-place erase); otherwise every later offset is tried — a record is
+    recognised by a plausible length and kind, then its checksum — so a flipped length field
+    costs the records the flip hit, not the rest of the block (nats-server ``rebuildStateLocked``
+    cuts the block at the first bad record)."""
+    if n - off >= REC_OVERHEAD:
+        total = int.from_bytes(buf[off : off + 4], "little")
+        if REC_OVERHEAD <= total <= MAX_RECORD and off + total < n and _valid_at(buf, off + total, n):
+            return off + total
+    unpack = _LEN_KIND.unpack_from
+    kinds = _KINDS
+    for at in range(off + 1, n - REC_OVERHEAD + 1):
+        total, kind = unpack(buf, at)
+        if kind in kinds and REC_OVERHEAD <= total <= n - at and _valid_at(buf, at, n):
+            return at
+    return n
+
+
 def scan_records(
     buf: bytes | mmap.mmap, start: int, end_info: list[ScanEnd]
 ) -> Iterator[tuple[int, int, int, int, int, int, int]]:
     """Yield the valid records of a block body as `Rec` fields; append a ScanEnd to
     ``end_info`` at the end.
 
-    A damaged record is stepped over when its length field leads to a valid record (a torn
-    in-place erase or a flipped payload byte in the middle of a block); otherwise the block
-    is cut there — a torn tail from a crash mid-write.
+    A damaged record is stepped over to the next valid one (`resync`), and yielded as
+    ``(offset, length, DAMAGED, 0, 0, 0, 0)`` — the bytes stepped over — so the caller knows
+    which sequences fell between the records on either side. Where no valid record follows,
+    the block is cut there (a torn tail from a crash mid-write, or a block cut short).
     """
     n = len(buf)
     off = start
@@ -170,12 +199,28 @@ def scan_records(
             or off + total > n
             or _crc32(mv[off : off + total]) != CRC_RESIDUE
         ):
-            nxt = off + total
-            if REC_OVERHEAD <= total <= MAX_RECORD and nxt < n and _valid_at(buf, nxt, n):
-                skipped.append((off, total))
-                off = nxt
-                continue
-            break
+            nxt = resync(buf, off, n)
+            if nxt >= n:
+                break
+            skipped.append((off, nxt - off))
+            yield off, nxt - off, DAMAGED, 0, 0, 0, 0
+            off = nxt
+            continue
         yield off, total, kind, seq, ts, slen, hlen  # a plain tuple: ~2x cheaper than Rec
         off += total
     end_info.append(ScanEnd(off, skipped))
+
+
+def first_msg_seq(buf: bytes | mmap.mmap, off: int, n: int) -> int | None:
+    """The sequence of the first message record among the valid records from ``off`` on (None:
+    none before the next damage or the end) — where a run of damaged bytes stops naming lost
+    sequences."""
+    while off < n:
+        total = _valid_at(buf, off, n)
+        if not total:
+            return None
+        _total, kind, seq, _ts, _slen, _hlen = REC_HDR.unpack_from(buf, off)
+        if kind & KIND_MASK == KIND_MSG:
+            return int(seq)
+        off += total
+    return None

@@ -32,6 +32,9 @@ class PayloadBackend(ABC):
 
     def __init__(self, index: SeqIndex) -> None:
         self.index = index
+        #: ``(seq, record bytes)`` of live messages a read found damaged (their record fails its
+        #: checksum or no longer matches the index): the store drops them and lists them lost.
+        self.damaged: list[tuple[int, int]] = []
 
     @abstractmethod
     def append(self, seq: int, ts: int, subject: bytes, hdr: bytes, data: bytes) -> int:

@@ -624,12 +624,17 @@ class BlockFiles(BlockIndexes):
         if seq >= self._firsts[-1]:
             rec = bytes(self._mirror[off : off + plen])
         else:
-            rec = self._read_sealed(self._block_for(seq), off, plen)
-        total, kind, rseq, _ts, slen, hlen = _unpack_rec(rec, 0)
-        if total != plen or rseq != seq or kind & FLAG_ERASED:
-            raise ErrCorruptRecord(f"record for sequence {seq} does not match the index")
-        if _crc32(rec) != CRC_RESIDUE:
-            raise ErrCorruptRecord(f"record for sequence {seq} failed its checksum")
+            try:
+                rec = self._read_sealed(self._block_for(seq), off, plen)
+            except ErrCorruptRecord:
+                self.damaged.append((seq, plen))
+                raise
+        total, kind, rseq, _ts, slen, hlen = _unpack_rec(rec, 0) if len(rec) == plen else (0, 0, 0, 0, 0, 0)
+        if total != plen or rseq != seq or kind & FLAG_ERASED or _crc32(rec) != CRC_RESIDUE:
+            # Damaged since it was indexed (a flip in a block the stream state vouched for):
+            # the store drops it and lists it lost (`IndexedStore._drop_damaged`).
+            self.damaged.append((seq, plen))
+            raise ErrCorruptRecord(f"record for sequence {seq} is damaged")
         body_at = REC_HDR_LEN + slen
         if kind & FLAG_COMPRESSED:
             body = _compress.decompress(rec[body_at:-CRC_LEN])
@@ -677,14 +682,21 @@ class BlockFiles(BlockIndexes):
                 rec = ra_data[off - ra_off : off - ra_off + plen]
             else:
                 j = bisect.bisect_right(firsts, seq) - 1
-                rec = self._read_sealed(self.blocks[j], off, plen)
+                try:
+                    rec = self._read_sealed(self.blocks[j], off, plen)
+                except ErrCorruptRecord:  # (cut short since it was indexed)
+                    self.damaged.append((seq, plen))
+                    continue
                 _blk, ra_off, ra_data = self._ra  # type: ignore[misc]  # _read_sealed set it
                 ra_end = ra_off + len(ra_data)
                 ra_lo, ra_hi = firsts[j], firsts[j + 1]
             total, kind, rseq, _ts, slen, hlen = unpack(rec, 0)
             subject: str = names[sid]  # type: ignore[assignment]  # a live message's subject is named
             if total != plen or rseq != seq or kind & not_plain or crc(rec) != residue:
-                hdr, data = read(seq, loc)
+                try:
+                    hdr, data = read(seq, loc)
+                except ErrCorruptRecord:
+                    continue  # (`read` noted it in ``damaged``: the store drops it, lists it lost)
                 append((subject, seq, tss[i], hdr, data))
                 continue
             body_at = hdr_len + slen

@@ -11,11 +11,14 @@ stale and gets a fresh index on the next sync or stop; a compacted block gets on
 Recovery. `BlockIndexes.load` gives ``SeqIndex.rebuild`` one ``BlockSlots`` per block: read
 from its index when that matches the block byte for byte (size, CRC, first sequence), else
 scanned — after ``kill -9`` only the active block, plus any changed since its index was
-written. A scan checks every record's checksum, steps over a damaged record whose length still
-leads to a valid record, and cuts the file at the first record that cannot be trusted. What was
-dropped is reported by `BlockIndexes.lost` — except a record cut short at the very end of
-the last block: that is the write in flight when the process died, never acknowledged — and an
-index whose block file is gone reports the block's messages lost.
+written. A scan checks every record's checksum, steps over damaged bytes to the next valid
+record (``_records.resync``) and cuts the file only where no valid record follows; a damaged
+block header is written again (``_damage.repair_header``). What was dropped is reported by
+`BlockIndexes.lost`, sequence by sequence (``_damage.ScanDamage``) — except a record cut short at
+the very end of the last block: that is the write in flight when the process died, never
+acknowledged — and an index whose block file is gone reports the block's messages lost. A block
+the stream state vouches for is not read at start: a record damaged in it is found when it is
+read (``PayloadBackend.damaged``), dropped and listed lost then.
 """
 
 from __future__ import annotations
@@ -38,18 +41,19 @@ from pyjetstream.api.ttl import parse_message_ttl
 from pyjetstream.protocol.headers import get_header
 
 from . import _compress, _snapshot
+from ._damage import ScanDamage, in_flight, repair_header
 from ._fileutil import write_file
 from ._index import zeros
 from ._records import (
     BLOCK_HDR_LEN,
     CRC_LEN,
+    DAMAGED,
     FLAG_COMPRESSED,
     FLAG_ERASED,
     KIND_DELETE,
     KIND_FLOOR,
     KIND_MASK,
     KIND_MSG,
-    MAX_RECORD,
     REC_HDR_LEN,
     REC_OVERHEAD,
     ScanEnd,
@@ -167,7 +171,7 @@ class BlockIndexes(PayloadBackend):
         self._next_index = 1
         self._lost_bytes = 0
         self._lost_seqs: list[int] = []
-        self._maybe_lost: list[int] = []
+        self._damage = ScanDamage()  # the sequences damaged or cut blocks no longer hold
         #: ``{seq: ttl}`` of the messages the scan found with a valid ``Nats-TTL`` header.
         self.found_ttls: dict[int, int] = {}
         #: TTL entries looked at by block index writes (the complexity tests count them).
@@ -331,6 +335,7 @@ class BlockIndexes(PayloadBackend):
             known.seed(names)
         listed = state["blocks"] if state is not None else []
         rows = {row[0]: row for row in listed}
+        self._damage.known_end = {row[0]: row[6] + 1 for row in listed}
         self._state_sizes = {row[0]: row[2] for row in listed}
         # Where each block ended when the state was written (the next block's first sequence).
         ends = {a[0]: b[1] for a, b in itertools.pairwise(listed)}
@@ -356,7 +361,7 @@ class BlockIndexes(PayloadBackend):
             else:
                 with _mapped(path) as buf:
                     slots, scanned = self._load_block(
-                        index, path, buf, index == last_index, max_seq, max_ts, known
+                        index, path, buf, index == last_index, max_seq, max_ts, known, row[1] if row else 0
                     )
                 if slots is None:
                     continue
@@ -386,21 +391,27 @@ class BlockIndexes(PayloadBackend):
         self._idx_found = set()
 
     def _load_block(
-        self, index: int, path: str, buf: Bytes, is_last: bool, max_seq: int, max_ts: int, known: _SubjectIds
+        self,
+        index: int,
+        path: str,
+        buf: Bytes,
+        is_last: bool,
+        max_seq: int,
+        max_ts: int,
+        known: _SubjectIds,
+        hint: int,
     ) -> tuple[BlockSlots | None, bool]:
         """One block's slots (from its index, else a scan) and whether it was scanned; the
-        block joins the list. None for a block whose header is damaged (set aside, its bytes
-        counted lost)."""
+        block joins the list. A damaged header is repaired (``_damage.repair_header``; ``hint``: the first
+        sequence the stream state lists for it, 0: none); None for a block torn while created."""
         first = decode_block_header(buf)
         if first is None:
-            # Torn while being created, or damaged: nothing in it can be trusted.
-            if len(buf) > BLOCK_HDR_LEN:
-                self._lost_bytes += len(buf)
-                os.replace(path, path + ".corrupt")
-            else:
+            first = repair_header(path, self._idx_path(index), buf, hint, max_seq, index)
+            self._lost_bytes += BLOCK_HDR_LEN if first is not None else 0
+            if first is None:  # torn while being created: nothing was ever in it
                 os.unlink(path)
-            self._drop_index_file(index)
-            return None, False
+                self._drop_index_file(index)
+                return None, False
         self.blocks_read += 1
         slots = None
         if index in self._idx_found:
@@ -482,24 +493,22 @@ class BlockIndexes(PayloadBackend):
         highest sequence seen and where the scan stopped (for `_scan_end`). A subject gets the id
         ``known`` has for it (the blocks before numbered it), or the next one, so the index adopts
         the block's ids as they are. ``recover`` False: a page read again while running (nothing
-        counted lost, no TTL noted)."""
+        counted lost, no TTL or damage noted)."""
         first = blk.first_seq
         slots = BlockSlots(max(first, max_seq + 1))
-        start = slots.first
+        start, cur_ts = slots.first, prev_ts
         sids, tss, sizes, locs, nxt = slots.sids, slots.tss, slots.sizes, slots.locs, slots.nxt
         names, ids = slots.names, slots.ids
         own: dict[bytes, int] = {}  # this block's subjects, by the ids ``known`` gives them
         last_idx: list[int] = [-1] * known.next
-        cur_ts = prev_ts
-        decompressed_len = cramjam.snappy.decompress_raw_len
         size_base, size_hdr, note_ttl = self.size_base, self.size_hdr, self._note_ttl if recover else _no_ttl
         ends: list[ScanEnd] = []
+        damage, decompressed_len = self._damage if recover else ScanDamage(), cramjam.snappy.decompress_raw_len
         # The per-record loop of a crash restart: everything it touches is a local.
         sids_append, tss_append, sizes_append = sids.append, tss.append, sizes.append
         locs_append, nxt_append, own_get = locs.append, nxt.append, own.get
         kind_mask, kind_msg, erased, compressed = KIND_MASK, KIND_MSG, FLAG_ERASED, FLAG_COMPRESSED
-        hdr_len, overhead = REC_HDR_LEN, REC_OVERHEAD
-        nslots = 0
+        hdr_len, overhead, nslots = REC_HDR_LEN, REC_OVERHEAD, 0
         for off, total, kind, seq, ts, slen, hlen in scan_records(buf, BLOCK_HDR_LEN, ends):
             k = kind & kind_mask
             if k == kind_msg:
@@ -543,7 +552,7 @@ class BlockIndexes(PayloadBackend):
                 last_idx[sid] = idx
                 cur_ts = ts
             elif k == KIND_DELETE:
-                end_seq = _scan_delete(slots, buf, off, total, seq, ts)
+                end_seq = _scan_delete(slots, buf, off, total, seq, ts, damage.tombed)
                 if end_seq > max_seq:
                     gap = end_seq - start + 1 - nslots
                     if gap > 0:
@@ -553,25 +562,23 @@ class BlockIndexes(PayloadBackend):
                     cur_ts = ts
             elif k == KIND_FLOOR and seq > slots.floor:
                 slots.floor, slots.floor_ts = seq, ts
+            elif kind == DAMAGED:  # bytes [off, off + total) stepped over
+                damage.gap(blk, first - 1, max_seq, buf, off + total)
         slots.summarize()
         return slots, max_seq, ends[0]
 
     def _scan_end(self, blk: _Block, buf: Bytes, is_last: bool, max_seq: int, end: ScanEnd) -> None:
-        """What a block's scan stepped over or cut: counted lost (a torn tail of the last block is
-        the write in flight, not a loss), and the file cut where the records stop being good."""
-        for off, total in end.skipped:
+        """What a block's scan stepped over or cut: the bytes counted lost (a torn tail of the last
+        block is the write in flight, not a loss), the sequences of a cut tail noted (`lost` names
+        them, ``_damage``), and the file cut where the records stop being good."""
+        for _off, total in end.skipped:
             self._lost_bytes += total
-            if buf[off + 4] & KIND_MASK == KIND_MSG:
-                self._maybe_lost.append(int.from_bytes(buf[off + 5 : off + 13], "little"))
         if end.good_end < len(buf):
             torn = buf[end.good_end :]
-            if not (is_last and _in_flight(torn)):
-                # Damage, not a write cut short by a crash: report what is gone.
+            damaged = not (is_last and in_flight(torn))
+            if damaged:
                 self._lost_bytes += len(torn)
-                if len(torn) >= REC_HDR_LEN:
-                    seq = int.from_bytes(torn[5:13], "little")
-                    if torn[4] & KIND_MASK == KIND_MSG and seq == max_seq + 1:
-                        self._lost_seqs.append(seq)
+            self._damage.tail(blk, blk.first_seq - 1, max_seq, torn, damaged)
             os.truncate(blk.path, end.good_end)
             blk.size = blk.written = end.good_end
 
@@ -825,6 +832,11 @@ class BlockIndexes(PayloadBackend):
         if self._floor_block is not None and self._floor_block not in self.blocks:
             self._floor_block = None
 
+    def _next_first(self, blk: _Block) -> int | None:
+        """The first sequence of the block after ``blk`` (None: it is the last)."""
+        i = self.blocks.index(blk) if blk in self.blocks else -1
+        return self._firsts[i + 1] if 0 <= i < len(self.blocks) - 1 else None
+
     def lost(self, gone: list[Page] | None = None) -> LostData | None:
         """What the load dropped: bytes cut or stepped over, the sequences that held messages no
         longer found (a damaged record, or the torn record right after the last), and the
@@ -834,10 +846,7 @@ class BlockIndexes(PayloadBackend):
         index = self.index
         lost = list(self._lost_seqs)
         nbytes = self._lost_bytes
-        start = self._firsts[0] if self._firsts else index.first_seq
-        for seq in self._maybe_lost:
-            if start <= seq <= index.last_seq and not index.live(seq):
-                lost.append(seq)
+        lost += self._damage.seqs(self._next_first, index.live, self._floor[0])
         if self._missing_seqs:
             removed = {seq for p in gone or [] for seq in p.dels}
             floor = self._floor[0]
@@ -900,10 +909,13 @@ def _extend_dead(slots: BlockSlots, n: int, ts: int) -> None:
     slots.nxt.extend(zeros("Q", n))
 
 
-def _scan_delete(slots: BlockSlots, buf: Bytes, off: int, total: int, seq: int, ts: int) -> int:
+def _scan_delete(
+    slots: BlockSlots, buf: Bytes, off: int, total: int, seq: int, ts: int, tombed: list[tuple[int, int]]
+) -> int:
     """A tombstone met by a block's scan: the slots it names die (those of earlier blocks are
-    kept in ``slots.deletes``); returns the last sequence it names."""
+    kept in ``slots.deletes``; all noted in ``tombed``); returns the last sequence it names."""
     num = delete_count(buf, off, total)
+    tombed.append((seq, seq + num - 1))
     start = slots.first
     if seq < start:
         slots.deletes.append((seq, min(num, start - seq), ts))
@@ -942,13 +954,3 @@ def _ttl_of(hdr: bytes) -> int:
         with contextlib.suppress(ValueError, UnicodeDecodeError):
             return parse_message_ttl(raw.decode()) or 0
     return 0
-
-
-def _in_flight(torn: bytes) -> bool:
-    """Whether the end of the last block is a record cut short (its length runs past the end
-    of the file): the write in flight when the process died, never acknowledged, so recovery
-    cuts it without reporting it as lost. A complete record that fails its checksum is damage."""
-    if len(torn) < 4:
-        return True
-    total = int.from_bytes(torn[:4], "little")
-    return REC_OVERHEAD <= total <= MAX_RECORD and total > len(torn)

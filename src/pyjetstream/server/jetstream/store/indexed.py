@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import time
 from array import array
 from collections import Counter
@@ -26,6 +27,7 @@ from .backend import PayloadBackend
 from .base import (
     DISCARD_NEW,
     DISCARD_OLD,
+    ErrCorruptRecord,
     ErrInsufficientResources,
     ErrInvalidSequence,
     ErrMaxBytes,
@@ -681,40 +683,51 @@ class IndexedStore(MessageStore):
                 raise ErrStoreEOF()
             raise ErrStoreMsgNotFound()
         sid, ts, loc = got
-        hdr, data = self._read_payload(seq, loc)
+        try:
+            hdr, data = self._read_payload(seq, loc)
+        except ErrCorruptRecord:
+            _drop_damaged(self)
+            raise ErrStoreMsgNotFound() from None
         return StoredMsg(index.subjects.names[sid], seq, ts, hdr, data)  # type: ignore[arg-type]
 
-    def _msg_at(self, seq: int) -> StoredMsg:
+    def _msg_at(self, seq: int) -> StoredMsg | None:
+        """The live message at ``seq``; None when its record turned out damaged (it is dropped
+        and listed lost then: the caller looks for the next one)."""
         index = self._index
         got = index.slot(seq)
         assert got is not None
         sid, ts, loc = got
-        hdr, data = self._read_payload(seq, loc)
-        name = index.subjects.names[sid]
-        assert name is not None
-        return StoredMsg(name, seq, ts, hdr, data)
+        try:
+            hdr, data = self._read_payload(seq, loc)
+        except ErrCorruptRecord:
+            _drop_damaged(self)
+            return None
+        return StoredMsg(index.subjects.names[sid], seq, ts, hdr, data)  # type: ignore[arg-type]
 
     def load_next_msg(self, filter_subject: str, start_seq: int) -> tuple[StoredMsg, int]:
         if self._closed:
             raise ErrStoreClosed()
-        seq = self._index.next_match(filter_subject, start_seq)
-        if not seq:
+        got = _intact(self, lambda q: self._index.next_match(filter_subject, q), start_seq, 1)
+        if got is None:
             raise ErrStoreEOF()
-        return self._msg_at(seq), seq
+        return got
 
     def load_msgs(self, seqs: Sequence[int]) -> list[MsgTuple]:
         """The messages at ``seqs`` (ascending) that are there, read in one backend call."""
         if self._closed:
             raise ErrStoreClosed()
-        return self._backend.read_run(list(seqs))
+        out = self._backend.read_run(list(seqs))
+        if self._backend.damaged:
+            _drop_damaged(self)
+        return out
 
     def load_next_msg_multi(self, filters: Sequence[str], start_seq: int) -> tuple[StoredMsg, int]:
         if self._closed:
             raise ErrStoreClosed()
-        seq = self._index.next_match_multi(tuple(filters), start_seq)
-        if not seq:
+        got = _intact(self, functools.partial(self._index.next_match_multi, tuple(filters)), start_seq, 1)
+        if got is None:
             raise ErrStoreEOF()
-        return self._msg_at(seq), seq
+        return got
 
     def load_next_msgs(
         self, filter_subject: str, start_seq: int, max_msgs: int, max_bytes: int
@@ -730,9 +743,10 @@ class IndexedStore(MessageStore):
         """
         if self._closed:
             raise ErrStoreClosed()
-        return self._backend.read_run(
-            self._index.next_slots((filter_subject,), start_seq, max_msgs, max_bytes)
-        )
+        out = self._backend.read_run(self._index.next_slots((filter_subject,), start_seq, max_msgs, max_bytes))
+        if self._backend.damaged:
+            _drop_damaged(self)
+        return out
 
     def load_next_msgs_multi(
         self, filters: Sequence[str], start_seq: int, max_msgs: int, max_bytes: int
@@ -741,23 +755,26 @@ class IndexedStore(MessageStore):
         ``LoadNextMsgMulti``): one walk, not one per filter."""
         if self._closed:
             raise ErrStoreClosed()
-        return self._backend.read_run(self._index.next_slots(tuple(filters), start_seq, max_msgs, max_bytes))
+        out = self._backend.read_run(self._index.next_slots(tuple(filters), start_seq, max_msgs, max_bytes))
+        if self._backend.damaged:
+            _drop_damaged(self)
+        return out
 
     def load_last_msg(self, subject: str) -> StoredMsg:
         if self._closed:
             raise ErrStoreClosed()
-        seq = self._index.last_match(subject)
-        if not seq:
+        got = _intact(self, lambda _q: self._index.last_match(subject), 0, 0)  # (damaged: the one before)
+        if got is None:
             raise ErrStoreMsgNotFound()
-        return self._msg_at(seq)
+        return got[0]
 
     def load_prev_msg(self, start_seq: int, filter_subject: str = ">") -> StoredMsg:
         if self._closed:
             raise ErrStoreClosed()
-        seq = self._index.prev_match(start_seq, filter_subject)
-        if not seq:
+        got = _intact(self, lambda q: self._index.prev_match(q, filter_subject), start_seq, -1)
+        if got is None:
             raise ErrStoreMsgNotFound()
-        return self._msg_at(seq)
+        return got[0]
 
     def subject_for_seq(self, seq: int) -> str:
         if not self._index.live(seq):
@@ -849,3 +866,34 @@ class IndexedStore(MessageStore):
     # Used by tests and the file store's recovery checks.
     def _matches(self, filter_subject: str, subject: str) -> bool:
         return compile_filter(filter_subject)(subject)
+
+
+def _intact(
+    store: IndexedStore, find: Callable[[int], int], start: int, step: int
+) -> tuple[StoredMsg, int] | None:
+    """The first message ``find`` gives from ``start`` on whose record is intact (a damaged
+    one is dropped, and ``find`` asked again past it, ``step``: +1 forward, -1 back)."""
+    while True:
+        seq = find(start)
+        if not seq:
+            return None
+        msg = store._msg_at(seq)
+        if msg is not None:
+            return msg, seq
+        start = seq + step
+
+
+def _drop_damaged(store: IndexedStore) -> None:
+    """Remove the messages a read found damaged (``PayloadBackend.damaged``: a record that
+    fails its checksum in a block the stream state vouched for, never read at start) and list
+    them in ``lost``: from then on the state counts what is served."""
+    backend = store._backend
+    damaged, backend.damaged = backend.damaged, []
+    lost = store._lost if store._lost is not None else LostData()
+    msgs = set(lost.msgs)
+    for seq, plen in damaged:
+        if store._index.live(seq) and store._remove_at(seq, False):
+            msgs.add(seq)
+            lost.bytes += plen
+    store._lost = LostData(sorted(msgs), lost.bytes)
+    store._commit()
