@@ -174,18 +174,46 @@ def account_config(public_key: str, claims: dict[str, Any]) -> AccountConfig:
         if isinstance(dest, str) and is_valid_publish_subject(dest):
             config.msg_trace_dest = dest
             config.msg_trace_sampling = sampling if isinstance(sampling, int) and 0 < sampling <= 100 else 100
-    mem, disk = int(limits.get("mem_storage", 0) or 0), int(limits.get("disk_storage", 0) or 0)
-    if mem or disk:  # nats-server: JetStream is on when either storage limit is not 0
+    js_limits = _jwt_jetstream_limits(limits)
+    if js_limits is not None:
         config.jetstream = True
-        config.jetstream_limits = AccountJetStreamLimits(
-            max_memory=mem,
-            max_store=disk,
-            max_streams=int(limits.get("streams", -1)),
-            max_consumers=int(limits.get("consumer", -1)),
-            max_ack_pending=int(limits.get("max_ack_pending", -1)),
-            max_bytes_required=bool(limits.get("max_bytes_required", False)),
-        )
+        config.jetstream_limits = js_limits
     return config
+
+
+def _jwt_js_tier(limits: dict[str, Any]) -> AccountJetStreamLimits:
+    """One set of a JWT's JetStream limits as nats-server's ``updateAccountClaimsWithRefresh``
+    takes it (jwt.JetStreamLimits: ``toUnlimited`` turns the max stream bytes and max ack pending
+    that are not positive into -1)."""
+
+    def unlimited(key: str) -> int:
+        value = int(limits.get(key, 0) or 0)
+        return value if value > 0 else -1
+
+    return AccountJetStreamLimits(
+        max_memory=int(limits.get("mem_storage", 0) or 0),
+        max_store=int(limits.get("disk_storage", 0) or 0),
+        max_streams=int(limits.get("streams", 0) or 0),
+        max_consumers=int(limits.get("consumer", 0) or 0),
+        max_ack_pending=unlimited("max_ack_pending"),
+        memory_max_stream_bytes=unlimited("mem_max_stream_bytes"),
+        store_max_stream_bytes=unlimited("disk_max_stream_bytes"),
+        max_bytes_required=bool(limits.get("max_bytes_required", False)),
+    )
+
+
+def _jwt_jetstream_limits(limits: dict[str, Any]) -> AccountJetStreamLimits | None:
+    """The account's JetStream limits, None when JetStream is off (jwt ``OperatorLimits.IsJSEnabled``:
+    a storage limit that is not 0, in the plain limits or, when the JWT has ``tiered_limits``,
+    in one of its tiers; then the plain limits are ignored and each tier is its own)."""
+    tiered = limits.get("tiered_limits") or {}
+    if isinstance(tiered, dict) and tiered:
+        tiers = {str(t): _jwt_js_tier(v) for t, v in tiered.items() if isinstance(v, dict)}
+        if not any(t.max_memory or t.max_store for t in tiers.values()):
+            return None
+        return AccountJetStreamLimits(tiers=tiers)
+    plain = _jwt_js_tier(limits)
+    return plain if plain.max_memory or plain.max_store else None
 
 
 @dataclass

@@ -162,10 +162,20 @@ class AccountJetStreamLimits:
     max_streams: int = -1
     max_consumers: int = -1
     max_ack_pending: int = -1
-    max_bytes_required: bool = False
-    memory_max_stream_bytes: int = 0  # the largest max_bytes of one memory stream (0 = no limit)
-    store_max_stream_bytes: int = 0  # the same for file streams
+    max_bytes_required: bool = False  # a stream must set max_bytes (10113)
+    memory_max_stream_bytes: int = -1  # the largest max_bytes of one memory stream (10122; <= 0: none)
+    store_max_stream_bytes: int = -1  # the same for file streams
     cluster_traffic: str = ""  # clustered only: "system" (default) or "owner"
+    #: An account JWT's ``tiered_limits``: limits per tier ("R1", "R3"…) instead of the fields
+    #: above, which then do not apply (nats-server ``jsAccount.limits`` without the "" tier).
+    tiers: dict[str, AccountJetStreamLimits] = field(default_factory=dict)
+
+    def select(self, replicas: int) -> AccountJetStreamLimits | None:
+        """nats-server ``jsAccount.selectLimits``: the plain limits, or the tier of a stream of
+        ``replicas`` (0 is R1); None when the account has tiers but not that one (10120)."""
+        if not self.tiers:
+            return self
+        return self.tiers.get(f"R{max(1, replicas)}")
 
 
 @dataclass(kw_only=True)

@@ -293,7 +293,7 @@ class Server:
         if config.jetstream and config.jetstream_limits is not None:
             if account.jetstream is not None:
                 account.js_limits = config.jetstream_limits
-                account.jetstream.limits = config.jetstream_limits
+                account.jetstream.set_limits(config.jetstream_limits)
             elif self.options.jetstream and not account.is_system:
                 account.stop_disabled_api()
                 self.loop.create_task(account.enable_jetstream(config.jetstream_limits))

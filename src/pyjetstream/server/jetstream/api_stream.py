@@ -145,10 +145,10 @@ def stream_create(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
         if _names_storage(payload):
             refused = engine.check_new_stream_limits(cfg, unchecked=True)
         else:
-            refused = engine.check_stream_limit(cfg.name)
+            refused = engine.check_stream_limit(cfg.name, cfg.num_replicas)
         if refused is not None:
             raise JetStreamApiError(refused)
-        cfg = check_stream_config(cfg, _lookup_config(engine), req.pedantic)
+        cfg = check_stream_config(cfg, _lookup_config(engine), req.pedantic, engine.max_bytes_limits)
         if cfg.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         existing = engine.streams.get(cfg.name)
@@ -176,14 +176,14 @@ def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
     response = StreamUpdateResponse()
     try:
         req = decode_request(payload, StreamConfigRequest, engine.strict)
-        cfg = check_stream_config(_config(req), _lookup_config(engine), req.pedantic)
+        cfg = check_stream_config(_config(req), _lookup_config(engine), req.pedantic, engine.max_bytes_limits)
         if match.stream != cfg.name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         stream = _lookup(engine, match.stream)
         # configUpdateCheck checks the checked config once more: what the first pass turned on
         # (allow_msg_ttl for subject_delete_marker_ttl) meets the rules it breaks (a counter
         # stream cannot use message TTLs).
-        cfg = check_stream_config(cfg, _lookup_config(engine), req.pedantic)
+        cfg = check_stream_config(cfg, _lookup_config(engine), req.pedantic, engine.max_bytes_limits)
         if cfg.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         cfg = check_stream_update(stream.cfg, cfg)

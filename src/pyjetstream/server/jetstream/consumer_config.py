@@ -91,13 +91,14 @@ def sample_frequency(cfg: ConsumerConfig) -> int:
 
 
 def apply_defaults(
-    cfg: ConsumerConfig, stream: StreamConfig | None = None, pedantic: bool = False
+    cfg: ConsumerConfig, stream: StreamConfig | None = None, pedantic: bool = False, account_max_ack_pending: int = -1
 ) -> ConsumerConfig:
-    """``setConsumerConfigDefaults`` (no server or account limits are configured here).
+    """``setConsumerConfigDefaults``.
 
     ``stream`` brings its ``consumer_limits`` (``max_ack_pending``, ``inactive_threshold``) as
-    defaults. With ``pedantic`` (⟨2.11+⟩) every change nats-server would make to the config is
-    refused instead, with error 10157: raises `JetStreamApiError`.
+    defaults; the account's ``max_ack_pending`` (> 0) lowers the default of 1000. With
+    ``pedantic`` (⟨2.11+⟩) every change nats-server would make to the config is refused
+    instead, with error 10157: raises `JetStreamApiError`.
     """
     changes: dict[str, object] = {}
 
@@ -141,6 +142,8 @@ def apply_defaults(
             changes["inactive_threshold"] = limits.inactive_threshold
     if max_ack_pending == 0 and cfg.ack_policy != AckPolicy.NONE:
         max_ack_pending = DEFAULT_MAX_ACK_PENDING
+        if 0 < account_max_ack_pending < max_ack_pending:
+            max_ack_pending = account_max_ack_pending
     if max_ack_pending != cfg.max_ack_pending:
         changes["max_ack_pending"] = max_ack_pending
     priority_timeout = int(changes.get("priority_timeout", cfg.priority_timeout))  # type: ignore[call-overload]
@@ -294,7 +297,9 @@ def _check_pull(cfg: ConsumerConfig, stream: StreamConfig) -> ApiError | None:
     return None
 
 
-def check_config(cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = False) -> ApiError | None:
+def check_config(
+    cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = False, account_max_ack_pending: int = -1
+) -> ApiError | None:
     """``checkConsumerCfg`` on a defaulted config, in nats-server 2.15's order; ``None`` when
     it is acceptable."""
     if cfg.name and not _valid_asset_name(cfg.name):
@@ -336,6 +341,8 @@ def check_config(cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = F
     error = _check_push(cfg, stream) if cfg.deliver_subject else _check_pull(cfg, stream)
     if error is not None:
         return error
+    if 0 < account_max_ack_pending < cfg.max_ack_pending:
+        return E.JSConsumerMaxPendingAckExcessErrF(limit=account_max_ack_pending)
     limits = stream.consumer_limits
     if limits is not None:
         if limits.max_ack_pending > 0 and cfg.max_ack_pending > limits.max_ack_pending:

@@ -85,8 +85,9 @@ def add_consumer(
     """Create (or update) a consumer from a request's config (``addConsumerWithAssignment``):
     defaults (refused with ``pedantic`` where they would change it), checks, then the create or
     update rules; raises JetStreamApiError."""
-    cfg = apply_defaults(cfg, stream.cfg, pedantic)
-    _raise(check_config(cfg, stream.cfg))
+    account_max_ack_pending = stream.engine.limits.max_ack_pending
+    cfg = apply_defaults(cfg, stream.cfg, pedantic, account_max_ack_pending)
+    _raise(check_config(cfg, stream.cfg, account_max_ack_pending=account_max_ack_pending))
     name = cfg.durable_name or cfg.name
     existing = stream.consumers.get(name) if name else None
     if existing is not None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api import errors as E
 from pyjetstream.api.enums import PersistMode, StorageType
+from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.server.jetstream import monitoring
@@ -75,7 +76,11 @@ class JetStreamEngine:
         self.server: Host = server
         opts = server.options
         self.account_name: str = getattr(server, "name", GLOBAL_ACCOUNT)
-        self.limits: AccountJetStreamLimits = getattr(server, "js_limits", None) or AccountJetStreamLimits()
+        #: The account's limits as configured (plain, or per tier), and those in force here: a
+        #: single node's streams are all R1, so the plain limits or the R1 tier's.
+        self.configured_limits: AccountJetStreamLimits = AccountJetStreamLimits()
+        self.limits: AccountJetStreamLimits = self.configured_limits
+        self.set_limits(getattr(server, "js_limits", None) or AccountJetStreamLimits())
         self.domain: str = getattr(opts, "jetstream_domain", "") or ""
         #: Unknown request fields refused (``jetstream { strict }``, default on as in 2.11+).
         self.strict: bool = getattr(opts, "jetstream_strict", True)
@@ -245,11 +250,44 @@ class JetStreamEngine:
                 total += engine.usage(exact)[index]
         return total
 
-    def check_stream_limit(self, name: str = "") -> ApiError | None:
-        """The account's ``max_streams`` (nats-server: 10027 "maximum number of streams reached");
-        a stream of the same ``name`` does not count (``countStreams``)."""
-        limit = self.limits.max_streams
-        if 0 <= limit <= len(self.streams) - (name in self.streams):
+    def set_limits(self, limits: AccountJetStreamLimits) -> None:
+        """Take the account's (new) limits; without an R1 tier nothing can be stored (nothing
+        can be created either: `select_limits` refuses with 10120)."""
+        self.configured_limits = limits
+        self.limits = limits.select(1) or AccountJetStreamLimits(max_memory=0, max_store=0)
+
+    def select_limits(self, replicas: int) -> AccountJetStreamLimits:
+        """The limits of a stream of ``replicas`` (``Account.selectLimits``): 10120 when the
+        account's tiers have none for it."""
+        selected = self.configured_limits.select(replicas)
+        if selected is None:
+            raise JetStreamApiError(E.JSNoLimitsErr())
+        return selected
+
+    def max_bytes_limits(self, cfg: StreamConfig) -> tuple[bool, int]:
+        """``Account.maxBytesLimits``: whether the account requires max_bytes, and the largest
+        max_bytes of one stream of the config's storage (<= 0: none)."""
+        selected = self.configured_limits.select(cfg.num_replicas)
+        if selected is None:
+            return False, 0
+        if cfg.storage == StorageType.MEMORY:
+            return selected.max_bytes_required, selected.memory_max_stream_bytes
+        return selected.max_bytes_required, selected.store_max_stream_bytes
+
+    def _same_tier(self, replicas: int) -> bool:
+        """Whether a stream of ``replicas`` shares the tier of this node's streams (all R1);
+        without tiers every stream is in the one default tier (``isSameTier``)."""
+        return not self.configured_limits.tiers or max(1, replicas) == 1
+
+    def check_stream_limit(self, name: str = "", replicas: int = 1) -> ApiError | None:
+        """The limits of the stream's tier (10120 without one), then its ``max_streams``
+        (nats-server: 10027 "maximum number of streams reached"); a stream of the same ``name``
+        does not count (``countStreams``), nor one of another tier."""
+        selected = self.configured_limits.select(replicas)
+        if selected is None:
+            return E.JSNoLimitsErr()
+        count = len(self.streams) - (name in self.streams) if self._same_tier(replicas) else 0
+        if 0 < selected.max_streams <= count:
             return E.JSMaximumStreamsLimitErr()
         return None
 
@@ -257,9 +295,9 @@ class JetStreamEngine:
         """The account's ``max_consumers``, which nats-server applies to each stream (10026); when
         neither the stream nor the account sets one, 2.15's ``default_max_consumers`` (1000)."""
         limit = self.limits.max_consumers
-        if limit < 0 and stream_limit <= 0:
+        if limit <= 0 and stream_limit <= 0:  # 0 is not a limit either (a JWT without "consumer")
             limit = self.default_max_consumers()
-        if 0 <= limit <= public_consumers:
+        if 0 < limit <= public_consumers:
             return E.JSMaximumConsumersLimitErr()
         return None
 
@@ -274,7 +312,7 @@ class JetStreamEngine:
         checked config): the account's max_streams and its byte limit leave a stream of the same
         name out (it is the one being created again, or refused as existing), the server's
         reservation still counts it."""
-        too_many = self.check_stream_limit(cfg.name)
+        too_many = self.check_stream_limit(cfg.name, cfg.num_replicas)
         if too_many is not None:
             return too_many
         return self.check_reservation(cfg, cfg, unchecked=unchecked, server_keeps_old=True)
@@ -297,21 +335,25 @@ class JetStreamEngine:
         num_replicas copies).
         """
         add = cfg.max_bytes if cfg.max_bytes > 0 else (0 if unchecked and cfg.max_bytes == 0 else 1)
-        account_add = add * cfg.num_replicas if cfg.num_replicas > 1 else add
+        tiered = bool(self.configured_limits.tiers)
+        # accountReservation: plain limits count every replica, a tier's limits are per replica.
+        account_add = add * cfg.num_replicas if cfg.num_replicas > 1 and not tiered else add
+        limits = self.configured_limits.select(cfg.num_replicas) or self.limits
+        same_tier = self._same_tier(cfg.num_replicas)
         reserved = server_reserved = 0
         for s in self.streams.values():
             if s.cfg.storage == cfg.storage and s.cfg.max_bytes > 0:
                 server_reserved += s.cfg.max_bytes
-                if old is None or s.cfg.name != old.name:
+                if (old is None or s.cfg.name != old.name) and same_tier:
                     reserved += s.cfg.max_bytes
         if not server_keeps_old:
             server_reserved = reserved
         if cfg.storage == StorageType.MEMORY:
-            limit = self.limits.max_memory
+            limit = limits.max_memory
             if 0 <= limit < reserved + account_add or server_reserved + add > self.max_memory:
                 return E.JSMemoryResourcesExceededErr()
         else:
-            limit = self.limits.max_store
+            limit = limits.max_store
             if 0 <= limit < reserved + account_add or server_reserved + add > self.max_storage:
                 return E.JSStorageResourcesExceededErr()
         return None

@@ -564,7 +564,7 @@ class PreparedRestore:
 def check_restore_config(engine: JetStreamEngine, cfg: StreamConfig) -> StreamConfig:
     """The config checks a restore makes before accepting chunks (as a create would)."""
 
-    cfg = check_stream_config(cfg, _lookup_config(engine))
+    cfg = check_stream_config(cfg, _lookup_config(engine), max_bytes_limits=engine.max_bytes_limits)
     if cfg.num_replicas > 1:
         raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
     refused = engine.check_new_stream_limits(cfg)  # jsNonClusteredStreamLimitsCheck, as a create

@@ -38,6 +38,10 @@ JS_API_PREFIX = "$JS.API"
 StreamLookup = Callable[[str], StreamConfig | None]
 
 
+#: The account's max_bytes rule for a config: (max_bytes required, the largest allowed; <= 0 none).
+MaxBytesRule = Callable[[StreamConfig], tuple[bool, int]]
+
+
 def _no_streams(name: str) -> StreamConfig | None:
     return None
 
@@ -55,12 +59,20 @@ def is_valid_name(name: str) -> bool:
     return bool(name) and not any(c in name for c in " \t\r\n\f.*>")
 
 
+def _no_account_rule(cfg: StreamConfig) -> tuple[bool, int]:
+    return False, 0
+
+
 def check_stream_config(
-    cfg: StreamConfig, streams: StreamLookup = _no_streams, pedantic: bool = False
+    cfg: StreamConfig,
+    streams: StreamLookup = _no_streams,
+    pedantic: bool = False,
+    max_bytes_limits: MaxBytesRule = _no_account_rule,
 ) -> StreamConfig:
     """Apply defaults and validate a config; ``streams`` finds the other streams, which the
     mirror and source checks look at (nats-server 2.15 ``checkStreamCfg``, in its order).
-    ``pedantic`` refuses what would otherwise be silently changed (10157)."""
+    ``pedantic`` refuses what would otherwise be silently changed (10157). ``max_bytes_limits``
+    is the account's rule for max_bytes (``Account.maxBytesLimits``: required, largest)."""
     _check_names(cfg)
     changes: dict[str, object] = {}
     _check_limits(cfg, pedantic, changes)
@@ -68,7 +80,7 @@ def check_stream_config(
     _check_features(cfg, changes)
     if cfg.mirror is not None or cfg.sources:
         changes.update(check_sourcing(cfg, streams, pedantic))
-    _check_subjects_and_placement(cfg, pedantic, changes)
+    _check_subjects_and_placement(cfg, pedantic, changes, max_bytes_limits)
     if cfg.first_seq < 0:
         raise invalid("first sequence can not be negative")
     return msgspec.structs.replace(cfg, **changes) if changes else cfg
@@ -179,9 +191,11 @@ def _check_markers(cfg: StreamConfig, changes: dict[str, object]) -> None:
         raise invalid("subject delete marker TTL must not be negative")
 
 
-def _check_subjects_and_placement(cfg: StreamConfig, pedantic: bool, changes: dict[str, object]) -> None:
-    """The subjects (the name by default, none on a mirror), the input transform, republish and
-    placement."""
+def _check_subjects_and_placement(
+    cfg: StreamConfig, pedantic: bool, changes: dict[str, object], max_bytes_limits: MaxBytesRule
+) -> None:
+    """The subjects (the name by default, none on a mirror), the account's max_bytes rule, the
+    input transform, republish and placement."""
     subjects = list(cfg.subjects)
     if not subjects:
         if cfg.mirror is None and not cfg.sources:
@@ -191,6 +205,7 @@ def _check_subjects_and_placement(cfg: StreamConfig, pedantic: bool, changes: di
         if cfg.mirror is not None:
             raise fail(E.JSMirrorWithSubjectsErr)
         _check_subjects(subjects, cfg.no_ack, changes.get("num_replicas", cfg.num_replicas))
+    _check_account_max_bytes(msgspec.structs.replace(cfg, **changes) if changes else cfg, max_bytes_limits)
     if cfg.subject_transform is not None:
         _check_transform(cfg.subject_transform.src, cfg.subject_transform.dest, subjects)
     if cfg.republish is not None:
@@ -403,6 +418,16 @@ def _check_cycles(cfg: StreamConfig, streams: StreamLookup) -> None:
             other = streams(mirror.name)
             if other is not None:
                 to_visit.append(other)
+
+
+def _check_account_max_bytes(cfg: StreamConfig, max_bytes_limits: MaxBytesRule) -> None:
+    """checkStreamCfg on the account's limits: max_bytes required (10113), and within the
+    largest one stream of its storage may have (10122)."""
+    required, largest = max_bytes_limits(cfg)
+    if required and cfg.max_bytes <= 0:
+        raise fail(E.JSStreamMaxBytesRequired)
+    if largest > 0 and cfg.max_bytes > largest:
+        raise fail(E.JSStreamMaxStreamBytesExceeded)
 
 
 def _check_subjects(subjects: list[str], no_ack: bool, replicas: object) -> None:
