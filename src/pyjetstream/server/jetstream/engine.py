@@ -468,6 +468,15 @@ class JetStreamEngine:
             self.server.logger.info(
                 "  Restored %d messages for stream '%s > %s'", state.msgs, self.account_name, cfg.name
             )
+            if store.found_lost is not None:
+                self.server.logger.warning(
+                    "  Stream '%s > %s' lost %d messages (%s) and %d bytes to damaged or missing files",
+                    self.account_name,
+                    cfg.name,
+                    len(store.found_lost.msgs),
+                    _seq_ranges(store.found_lost.msgs),
+                    store.found_lost.bytes,
+                )
         self.account_usage_changed()
 
     # --- monitoring hooks (the core server's /varz and /healthz call these) --------------------
@@ -527,3 +536,15 @@ def go_path_error(op: str, exc: OSError) -> str:
     """An OSError as Go's ``*PathError`` prints: ``mkdir /proc/x: no such file or directory``."""
     reason = (exc.strerror or str(exc)).lower()
     return f"{op} {exc.filename}: {reason}" if exc.filename else f"{op}: {reason}"
+
+
+def _seq_ranges(seqs: list[int], most: int = 8) -> str:
+    """Sorted sequences as ranges for a log line: ``5, 9-12`` (the first ``most`` ranges)."""
+    runs: list[list[int]] = []
+    for q in seqs:
+        if runs and q == runs[-1][1] + 1:
+            runs[-1][1] = q
+        else:
+            runs.append([q, q])
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:most])
+    return text + (f" and {len(runs) - most} more ranges" if len(runs) > most else "")

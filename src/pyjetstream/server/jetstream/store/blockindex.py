@@ -575,7 +575,9 @@ class BlockIndexes(PayloadBackend):
             self._lost_bytes += total
         if end.good_end < len(buf):
             torn = buf[end.good_end :]
-            damaged = not (is_last and in_flight(torn))
+            # (a cut the stream state saw past is damage even where it looks like a write in flight)
+            known = self._damage.known_end.get(blk.index, 0) > max_seq + 1
+            damaged = known or not (is_last and in_flight(torn))
             if damaged:
                 self._lost_bytes += len(torn)
             self._damage.tail(blk, blk.first_seq - 1, max_seq, torn, damaged)

@@ -135,6 +135,9 @@ class FileStore(IndexedStore):
         super().__init__(cfg, index, blocks)
         self._consumers: dict[str, FileConsumerStore] = {}
         self._state_mark: tuple[int, ...] | None = None  # what the stream state on disk saw
+        #: What this open found damaged or missing (the caller logs it; ``state().lost`` also
+        #: keeps what earlier opens found).
+        self.found_lost: LostData | None = None
 
         os.makedirs(self._msgs_dir, exist_ok=True)
         existed = self._recover()
@@ -341,6 +344,7 @@ class FileStore(IndexedStore):
         gone = self._index.recover(blocks.load(files, header, view.names if view else None), view)
         blocks.account()
         found = blocks.lost(gone)
+        self.found_lost = found
         earlier = header["lost"] if header is not None and header.get("lost") else None
         if earlier is not None or found is not None:
             msgs = set(earlier[0] if earlier else []) | set(found.msgs if found else [])
