@@ -130,7 +130,7 @@ async def test_damage_costs_only_the_damaged_records(tmp_path: Path, where: str,
             assert not set(got) & lost
             assert st.messages == len(got)
             if stop == "kill9" or where == "cut-60%":  # (found at start, not when read)
-                assert "Stream '$G > D' lost %d messages" % len(expect) in target.read_log()
+                assert f"Stream '$G > D' lost {len(expect)} messages" in target.read_log()
             if where != "last-record":
                 assert set(got) | lost == set(range(1, N + 1))
                 assert (await js.publish(SUBJECT, b"after")).seq == N + 1
