@@ -113,6 +113,17 @@ def test_websocket_listener(nats_server):
         assert sock.recv(4096).startswith(b"HTTP/1.1 101 ")
 
 
+@pytest.mark.nats_server(config={"http_port": -1})
+def test_monitoring_and_the_dashboard(nats_server):
+    import urllib.request
+    assert nats_server.monitor_url.startswith("http://")
+    with urllib.request.urlopen(nats_server.monitor_url + "/varz", timeout=10) as resp:
+        assert resp.status == 200
+    with urllib.request.urlopen(nats_server.monitor_url + "/", timeout=10) as resp:
+        page = resp.read()
+    assert (b"dashboard/static/app.js" in page) == (nats_server.kind == "embedded")
+
+
 def test_same_server_for_the_session(nats_server, nats_servers):
     assert nats_servers.get(kind=nats_server.kind) is nats_server
 '''
@@ -133,18 +144,18 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def test_user_suite_on_the_embedded_server(pytester: pytest.Pytester) -> None:
     result = _run(pytester, "-v")
-    result.assert_outcomes(passed=10)
+    result.assert_outcomes(passed=11)
 
 
 def test_user_suite_on_a_nats_server_binary(pytester: pytest.Pytester) -> None:
     result = _run(pytester, "-v", f"--nats-server-binary={nats_server_binary()}")
-    result.assert_outcomes(passed=10)
+    result.assert_outcomes(passed=11)
 
 
 def test_user_suite_on_both_kinds_in_one_run(pytester: pytest.Pytester) -> None:
     """``--nats-server-kinds=embedded,nats-server``: every NATS test runs on each, as pyjetstream's suite does."""
     result = _run(pytester, "-v", "--nats-server-kinds=embedded,nats-server")
-    result.assert_outcomes(passed=20)
+    result.assert_outcomes(passed=22)
     result.stdout.fnmatch_lines(["*test_async_publish?embedded? PASSED*", "*test_async_publish?nats-server? PASSED*"])
 
 
@@ -155,7 +166,7 @@ def test_user_suite_on_a_running_server(pytester: pytest.Pytester, tmp_path) -> 
     finally:
         target.stop()
     # the five tests that ask for another configuration cannot be served by a fixed server
-    result.assert_outcomes(passed=5, skipped=5)
+    result.assert_outcomes(passed=5, skipped=6)
 
 
 def test_ini_options(pytester: pytest.Pytester) -> None:

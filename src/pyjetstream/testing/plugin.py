@@ -33,6 +33,8 @@ Configuration, per test or module, by marker (tests with the same arguments shar
     @pytest.mark.nats_server(jetstream=False)
     @pytest.mark.nats_server(config={"max_payload": 65536})       # or NATS config-file text
     @pytest.mark.nats_server(auth={"token": "s3cret"})           # nc/js connect with it
+    @pytest.mark.nats_server(config={"http_port": -1})           # monitoring: nats_server.monitor_url
+                                                                  # (the embedded server's dashboard)
 
 and for the whole suite in ``pytest.ini`` / ``pyproject.toml`` (``nats_server_config``: a NATS
 config file, relative to the rootdir, applied to every server).

@@ -195,6 +195,9 @@ class TestServer:
     store_dir: Path | None = None
     #: ``ws://host:port`` when the configuration has a ``websocket {}`` block (for nats.ws / nats.js apps)
     websocket_url: str = ""
+    #: ``http://host:port`` when the configuration sets ``http_port`` (monitoring; on the embedded
+    #: server the dashboard is at its ``/``), e.g. ``@pytest.mark.nats_server(config={"http_port": -1})``
+    monitor_url: str = ""
     _admin: Any = field(default=None, repr=False)
 
     @property
@@ -323,6 +326,7 @@ def _start_embedded(spec: ServerSpec, workdir: Path) -> EmbeddedTestServer:
         connect_options=spec.connect_options(),
         store_dir=store if spec.jetstream else None,
         websocket_url=thread.server.websocket_url,
+        monitor_url=thread.server.monitor_url,
         thread=thread,
     )
 
@@ -351,6 +355,7 @@ def _start_binary(spec: ServerSpec, workdir: Path, binary: str) -> BinaryTestSer
             return False
         srv.url = "nats://" + ports["nats"][0].split("://", 1)[-1]
         srv.websocket_url = (ports.get("websocket") or [""])[0]
+        srv.monitor_url = (ports.get("monitoring") or [""])[0]
         return True
 
     if process.start(ready, START_TIMEOUT, poll=0.02):
