@@ -1,7 +1,7 @@
 """Fixtures for the dashboard tests: embedded servers with monitoring (read-only and with
-``dashboard_write``) and ONE headless Chromium per test session (Debian's ``/usr/bin/chromium``
-driven by Playwright; scripts/setup.sh installs both), each test on a fresh page that fails the
-test on any console error or uncaught exception."""
+``dashboard_write``) and ONE headless Chromium (Debian's ``/usr/bin/chromium``
+driven by Playwright; scripts/setup.sh installs both) for the browser tests, each test on a fresh
+page that fails the test on any console error or uncaught exception."""
 
 from __future__ import annotations
 
@@ -65,8 +65,11 @@ def dash_write(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dash]:
     server.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium for the browser tests (they are one module). Not session-wide: Playwright's sync
+    API keeps its event loop marked running on this thread while it is open, so a later test of the
+    same worker that runs asyncio (pytest-asyncio, ``asyncio.run``) would fail."""
     if not os.path.exists(CHROMIUM):
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} is missing: scripts/setup.sh installs Debian's chromium")

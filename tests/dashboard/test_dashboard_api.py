@@ -4,8 +4,10 @@ sizes of state, no timing), who is served, and the views' answers."""
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 import pyjetstream as pjs
 from pyjetstream.cli.serve_args import parse_serve_args
 from pyjetstream.server.jetstream.store import MemoryStore, StoreConfig
+from pyjetstream.testing.process import read_ports_file, server_command, start_on_loopback
 
 from .conftest import Dash
 
@@ -107,6 +110,24 @@ def test_message_pages_by_sequence_time_and_filter(dash: Dash) -> None:
     assert page["messages"][0]["seq"] == 1
     subjects = _api(dash, "subjects?stream=PAGES")
     assert {s["subject"]: s["msgs"] for s in subjects["subjects"]} == {"p.a": 15, "p.b": 15}
+
+
+def test_the_documented_command_serves_the_dashboard(tmp_path: Path) -> None:
+    """docs/dashboard.md's ``pyjetstream serve -js -m 8222``, on a free port: the page at ``/``."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "dashboard.md").read_text()
+    line = next(x for x in page.splitlines() if x.startswith("pyjetstream serve"))
+    args = ["-1" if a == "8222" else a for a in shlex.split(line)[2:]]
+    process, _ = start_on_loopback([*server_command("embedded"), *args, "-sd", str(tmp_path)], tmp_path)
+    try:
+        ports = read_ports_file(tmp_path / "ports")
+        assert ports is not None
+        base = ports["monitoring"][0].replace("0.0.0.0", "127.0.0.1")
+        with urllib.request.urlopen(base + "/", timeout=10) as resp:
+            assert b"dashboard/static/app.js" in resp.read()
+        with urllib.request.urlopen(base + "/dashboard/api/overview", timeout=10) as resp:
+            assert "jetstream" in json.loads(resp.read())
+    finally:
+        process.stop()
 
 
 def test_the_serve_flags() -> None:

@@ -138,11 +138,18 @@ async def overview(server: Server, query: dict[str, str]) -> dict[str, Any]:
             "storage": storage,
             "streams": len(engine.streams),
             "consumers": engine.num_consumers(),
-            "limits": to_builtins(engine.limits),
+            "limits": _limits(engine.limits),
             "server": {"max_memory": engine.max_memory, "max_storage": engine.max_storage},
             "api": {"total": engine.api_total, "errors": engine.api_errors},
         }
     return out
+
+
+def _limits(limits: Any) -> dict[str, int]:
+    """The account's JetStream limits (-1: unlimited), under the names of ``$JS.API.INFO``."""
+    names = {"max_memory": "max_memory", "max_storage": "max_store", "max_streams": "max_streams",
+             "max_consumers": "max_consumers"}  # fmt: skip
+    return {wire: int(getattr(limits, attr, -1)) for wire, attr in names.items()}
 
 
 def rates_tick(server: Server) -> dict[str, Any]:

@@ -80,6 +80,7 @@ function dur(ns) {
   if (s < 7200) return `${(s / 60).toFixed(1)}m`;
   return `${(s / 3600).toFixed(1)}h`;
 }
+function limit(n, show) { return n < 0 ? "unlimited" : show(n); }
 function link(text, hash) { return h("a", {href: hash, text}); }
 function route(...parts) { return "#/" + parts.map(encodeURIComponent).join("/"); }
 
@@ -157,8 +158,8 @@ pages.overview = async () => {
         ["bytes out", bytes(s.out_bytes)]]), chart.el),
       js ? card(`JetStream (account ${ov.account})`, kvTable([["streams", num(js.streams)], ["consumers", num(js.consumers)],
         ["memory used", bytes(js.memory)], ["storage used", bytes(js.storage)],
-        ["account memory limit", js.limits.max_memory < 0 ? "unlimited" : bytes(js.limits.max_memory)],
-        ["account storage limit", js.limits.max_storage < 0 ? "unlimited" : bytes(js.limits.max_storage)],
+        ["account memory limit", limit(js.limits.max_memory, bytes)], ["account storage limit", limit(js.limits.max_storage, bytes)],
+        ["account streams limit", limit(js.limits.max_streams, num)], ["account consumers limit", limit(js.limits.max_consumers, num)],
         ["server max memory", bytes(js.server.max_memory)], ["server max storage", bytes(js.server.max_storage)],
         ["API requests", num(js.api.total)], ["API errors", num(js.api.errors)]]))
         : card("JetStream", h("p", {class: "muted", text: `not enabled for account ${ov.account}`}))),
@@ -179,12 +180,10 @@ function rateChart() {
     lines[name].setAttribute("class", name);
     svg.append(lines[name]);
   }
-  const label = document.createElementNS(NS, "text");
-  label.setAttribute("x", "4"); label.setAttribute("y", "14"); label.setAttribute("font-size", "12");
-  svg.append(label);
+  const label = h("span", {class: "muted"});
   const now = {in: h("b", {text: "0"}), out: h("b", {text: "0"})};
   const legend = h("div", {class: "legend"}, h("span", {class: "in"}, "in: ", now.in, " msgs/s"),
-    h("span", {class: "out"}, "out: ", now.out, " msgs/s"));
+    h("span", {class: "out"}, "out: ", now.out, " msgs/s"), label);
   const points = [];
   let prev = null;
   function add(tick) {
@@ -194,7 +193,8 @@ function rateChart() {
       if (points.length > 60) points.shift();
       const max = Math.max(1, ...points.map((p) => Math.max(p.in, p.out)));
       for (const name of ["in", "out"]) {
-        lines[name].setAttribute("points", points.map((p, i) => `${(i * 600 / 59).toFixed(1)},${(175 - p[name] / max * 155).toFixed(1)}`).join(" "));
+        const shift = 60 - points.length;  // the newest point at the right edge
+        lines[name].setAttribute("points", points.map((p, i) => `${((shift + i) * 600 / 59).toFixed(1)},${(175 - p[name] / max * 155).toFixed(1)}`).join(" "));
         now[name].textContent = fmt.format(Math.round(points[points.length - 1][name]));
       }
       label.textContent = `max ${fmt.format(Math.round(max))} msgs/s (last minute)`;
@@ -249,10 +249,13 @@ function sourcingTable(info) {
 pages.stream = async ([name]) => {
   const info = await api("stream", {stream: name});
   const state = h("div");
-  const drawState = (inf) => state.replaceChildren(kvTable([["messages", num(inf.state.messages)], ["bytes", bytes(inf.state.bytes)],
-    ["first seq", num(inf.state.first_seq)], ["first time", inf.state.first_ts], ["last seq", num(inf.state.last_seq)],
-    ["last time", inf.state.last_ts], ["subjects", num(inf.state.num_subjects)], ["deleted", num(inf.state.num_deleted)],
-    ["consumers", num(inf.state.consumer_count)]]));
+  const drawState = (inf) => {
+    const st = inf.state;
+    state.replaceChildren(kvTable([["messages", num(st.messages || 0)], ["bytes", bytes(st.bytes || 0)],
+      ["first seq", num(st.first_seq || 0)], ["first time", st.first_ts], ["last seq", num(st.last_seq || 0)],
+      ["last time", st.last_ts], ["subjects", num(st.num_subjects || 0)], ["deleted", num(st.num_deleted || 0)],
+      ["consumers", num(st.consumer_count || 0)]]));
+  };
   drawState(info);
   const actions = h("div", {class: "controls"},
     link("Messages", route("stream", name, "messages")), link("Consumers", route("stream", name, "consumers")));
