@@ -4,6 +4,7 @@ read-only and write modes hold. Embedded server only: nats-server has no dashboa
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.error
 import urllib.request
@@ -14,6 +15,10 @@ from playwright.sync_api import expect
 
 import pyjetstream as pjs
 from pyjetstream.api.enums import AckPolicy
+from pyjetstream.api.models_stream import StreamSource
+from pyjetstream.server.conf.mapping import config_to_options
+from pyjetstream.server.conf.parser import parse
+from pyjetstream.server.thread import ServerThread
 
 from .conftest import Dash
 
@@ -38,6 +43,7 @@ def data(dash: Dash) -> Dash:
     consumer = js.create_consumer("ORDERS", pjs.ConsumerConfig(durable_name="billing", ack_policy=AckPolicy.EXPLICIT))
     for msg in consumer.fetch(5, max_wait=5):
         msg.double_ack()
+    js.create_stream(pjs.StreamConfig(name="AUDIT", subjects=["audit.>"], sources=[StreamSource(name="ORDERS")]))
     kv = js.create_key_value(pjs.KeyValueConfig(bucket="settings", history=5))
     kv.put("color", b"blue")
     kv.put("color", b"green")
@@ -80,6 +86,10 @@ def test_streams_and_a_stream_page(page: Any, data: Dash) -> None:
     page.press("main input", "Enter")
     expect(page.locator("a:text-is('orders.3')")).to_have_count(0)
     assert "\"max_msgs\": -1" in page.inner_text("pre")  # the configuration
+    _open(page, data, "stream/AUDIT")  # a stream with a source: the source and its lag
+    row = page.locator("h3:text-is('Mirror and sources') + table tr:has(td:text-is('ORDERS'))")
+    expect(row.locator("td").nth(0)).to_have_text("source")
+    expect(page.locator("main th:text-is('messages') + td")).to_have_text("21")  # live: sourced by now
 
 
 def test_messages_page_pages_filters_formats_and_follows(page: Any, data: Dash) -> None:
@@ -225,3 +235,43 @@ def test_write_actions_with_the_flag(page: Any, dash_write: Dash) -> None:
     assert _post(dash_write, "/dashboard/api/action/purge?stream=JOBS")[0] == 403
     assert _post(dash_write, "/dashboard/api/action/purge?stream=JOBS",
                  {"X-Dashboard-Write": "1", "Origin": "http://evil.example"})[0] == 403  # fmt: skip
+
+
+ACCOUNTS_CONF = """
+listen: 127.0.0.1:-1
+http_port: -1
+http_base_path: /mon
+jetstream { store_dir: "%s" }
+accounts {
+  SHOP { jetstream: enabled, users: [{user: shop, password: s}] }
+  BANK { jetstream: enabled, users: [{user: bank, password: b}] }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def accounts_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Two JetStream accounts, each with a stream of its own, and the monitoring port under a base path."""
+    tmp = tmp_path_factory.mktemp("dash-acc")
+    options = config_to_options(parse(ACCOUNTS_CONF % tmp))
+    thread = ServerThread(options).start()
+    for user, password, stream in (("shop", "s", "CARTS"), ("bank", "b", "LEDGER")):
+        with pjs.sync.connect(thread.url, user=user, password=password) as nc:
+            nc.jetstream().create_stream(pjs.StreamConfig(name=stream, subjects=[f"{stream.lower()}.>"]))
+            nc.jetstream().publish(f"{stream.lower()}.1", b"one")
+    yield thread
+    thread.stop()
+
+
+def test_one_account_at_a_time_under_a_base_path(page: Any, accounts_server: Any) -> None:
+    base = f"http://127.0.0.1:{accounts_server.http_port}/mon"
+    page.goto(f"{base}#/streams")
+    page.wait_for_selector("a:text-is('CARTS')")  # the first JetStream account
+    assert page.locator("a:text-is('LEDGER')").count() == 0
+    page.select_option("#account", "BANK")
+    page.wait_for_selector("a:text-is('LEDGER')")
+    assert page.locator("a:text-is('CARTS')").count() == 0
+    page.click("a:text-is('LEDGER')")
+    page.wait_for_selector("a:text-is('ledger.1')")
+    with urllib.request.urlopen(f"{base}/dashboard/api/streams?account=SHOP") as resp:
+        assert [s["name"] for s in json.loads(resp.read())["streams"]] == ["CARTS"]
