@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -24,10 +27,12 @@ from tests.support.natspy import subscriptions_live
 from tests.support.targets import Target
 
 from pyjetstream.client import connect
-from pyjetstream.client.jetstream import KeyValueConfig, jetstream
+from pyjetstream.client.jetstream import KeyValueConfig, ObjectStoreConfig, jetstream
+from pyjetstream.client.jetstream.errors import NoObjectsFound
 
 StartServer = Callable[..., Target]
 TIMEOUT = 10.0
+WS_DIR = Path(__file__).parents[1] / "ws"
 
 #: nats.js ``jetstreamExportServerConf`` (prefix ``IPA.>``).
 EXPORT_CONF = {
@@ -308,3 +313,59 @@ async def test_kv_through_the_prefix_with_our_client(start_server: StartServer) 
     finally:
         await a.close()
         await b.close()
+
+
+async def test_object_store_through_the_prefix_with_our_client(start_server: StartServer) -> None:
+    """Our client's object store with ``api_prefix``: chunks and meta published to
+    ``froma.$O.<bucket>...`` (nats.go ``useJSPfx``), read back by an ordered consumer through the
+    streamed API import, listed, deleted."""
+    accounts = {
+        "A": {
+            "jetstream": True,
+            "users": [{"user": "a", "password": "a"}],
+            "exports": [{"service": "$JS.API.>", "response_type": "stream"}, {"service": "$O.>"}, {"stream": "forb.>"}],
+        },
+        "B": {
+            "users": [{"user": "b", "password": "b"}],
+            "imports": [
+                {"service": {"subject": "$O.>", "account": "A"}, "to": "froma.$O.>"},
+                {"service": {"subject": "$JS.API.>", "account": "A"}, "to": "froma.>"},
+                {"stream": {"subject": "forb.>", "account": "A"}},
+            ],
+        },
+    }
+    target = start_server(accounts=accounts)
+    a = await connect(target.url, user="a", password="a")
+    b = await connect(target.url, user="b", password="b", inbox_prefix="forb")
+    try:
+        await jetstream(a).create_object_store(ObjectStoreConfig(bucket="files"))
+        store = await jetstream(b, api_prefix="froma").object_store("files")
+        blob = bytes(range(256)) * 2000  # 512,000 bytes: several chunks
+        info = await store.put_bytes("blob", blob)
+        assert info.size == len(blob) and info.chunks > 1
+        assert await store.get_bytes("blob") == blob
+        assert [o.name for o in await store.list()] == ["blob"]
+        await store.delete("blob")
+        with pytest.raises(NoObjectsFound):
+            await store.list()
+    finally:
+        await a.close()
+        await b.close()
+
+
+def test_nats_js_cross_account_pull_and_subscribe(start_server: StartServer) -> None:
+    """nats.js's own ``jetstream - cross account pull`` / ``cross account subscribe`` steps (its
+    ``next()`` pulls with idle heartbeats: "heartbeats missed" before), run by
+    ``tests/ws/cross_account.mjs`` over WebSocket with its ``jetstreamExportServerConf``."""
+    node = shutil.which("node")
+    if node is None or not (WS_DIR / "node_modules" / "@nats-io" / "jetstream").exists():
+        pytest.skip("node or tests/ws/node_modules is missing (scripts/setup.sh installs them)")
+    target = start_server(**EXPORT_CONF, websocket={"host": "127.0.0.1", "port": -1, "no_tls": True})
+    run = subprocess.run(
+        [node, str(WS_DIR / "cross_account.mjs"), target.ws_url], capture_output=True, text=True, timeout=120
+    )
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert seen == {
+        "pull": {"seqs": [1, 2], "last": None},
+        "push": {"seqs": [1, 2], "num_pending": 0, "delivered": 2, "ack_floor": 2},
+    }, run.stderr
