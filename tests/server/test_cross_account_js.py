@@ -207,6 +207,37 @@ async def test_push_consumer_delivers_through_the_stream_import(hub: Target) -> 
         assert info["num_ack_pending"] == 0
 
 
+async def test_push_binding_follows_the_importers_subscription(hub: Target) -> None:
+    """An ephemeral push consumer delivering to ``A.push`` lives while an ``A`` client subscribes to
+    exactly that subject (nats-server's shadow subscription binds it) and goes after its
+    ``inactive_threshold`` once that client unsubscribes; a wildcard subscription does not bind it."""
+    async with _connect(hub, "js", "js") as admin, _connect(hub, "a", "s3cret") as a:
+        await _stream_with_two(admin)
+        wild = await a.subscribe("A.>")
+        sub = await a.subscribe("A.push")
+        await subscriptions_live(a)
+        config = {"name": "eph", "ack_policy": "none", "deliver_subject": "A.push", "inactive_threshold": 500_000_000}
+        created = await _api(a, "IPA.CONSUMER.CREATE.S.eph", {"stream_name": "S", "config": config})
+        assert created["push_bound"] is True, created
+        await asyncio.sleep(1.5)  # three thresholds: still bound
+        info = await _api(a, "IPA.CONSUMER.INFO.S.eph")
+        assert info.get("push_bound") is True, info
+        await sub.unsubscribe()
+        await a.flush()
+
+        async def gone() -> None:
+            while True:
+                if "error" in await _api(a, "IPA.CONSUMER.INFO.S.eph"):
+                    return
+                await asyncio.sleep(0.1)
+
+        await asyncio.wait_for(gone(), TIMEOUT)
+        config = {**config, "name": "other", "deliver_subject": "A.other"}
+        created = await _api(a, "IPA.CONSUMER.CREATE.S.other", {"stream_name": "S", "config": config})
+        assert not created.get("push_bound"), created  # only A.> there
+        await wild.unsubscribe()
+
+
 def _with_flow_control_import() -> dict[str, Any]:
     conf = json.loads(json.dumps(EXPORT_CONF))
     conf["accounts"]["JS"]["exports"].append({"service": "$JS.FC.>"})
