@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import shlex
 import socket
+import time
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import pyjetstream as pjs
 from pyjetstream.cli.serve_args import parse_serve_args
+from pyjetstream.server.dashboard import views
 from pyjetstream.server.jetstream.store import MemoryStore, StoreConfig
 from pyjetstream.testing.process import read_ports_file, server_command, start_on_loopback
 
@@ -134,3 +137,46 @@ def test_the_serve_flags() -> None:
     opts = parse_serve_args(["-m", "8222", "--dashboard-write", "--dashboard-remote"])
     assert opts.dashboard_write and opts.dashboard_remote and opts.http_port == 8222
     assert not parse_serve_args(["-m", "8222"]).dashboard_write
+
+
+def _stub_server(store: MemoryStore) -> Any:
+    """Just what the views read: ``$G`` with a JetStream engine holding one stream ``S``."""
+    engine = SimpleNamespace(streams={"S": SimpleNamespace(name="S", store=store)})
+    return SimpleNamespace(accounts={"$G": SimpleNamespace(name="$G", jetstream=engine)}, system_account=None)
+
+
+@pytest.mark.parametrize("direction", ["next", "prev"])
+def test_a_page_of_messages_costs_its_size(direction: str) -> None:
+    """A filtered page from the middle, forwards or backwards: the same index steps whether the
+    stream holds 20k or 200k messages (over 100 subjects)."""
+    costs = []
+    for msgs in (20_000, 200_000):
+        store = _store(100, msgs)
+        server = _stub_server(store)
+        query = {"stream": "S", "filter": "k.7", "seq": str(msgs // 2), "limit": "50", "dir": direction}
+        views.message_page(server, dict(query))  # (the filter's match built once, as a consumer's)
+        index = store._index
+        before = index.steps + index.visits + index.subjects.tree.steps
+        page = views.message_page(server, query)
+        costs.append(index.steps + index.visits + index.subjects.tree.steps - before)
+        assert len(page["messages"]) == 50 and {m["subject"] for m in page["messages"]} == {"k.7"}
+    assert 0 < costs[1] <= costs[0] * 1.5 + 50, costs
+
+
+def test_a_live_view_runs_only_while_it_is_open(dash: Dash) -> None:
+    """An event stream sends its view, then stops polling once the page goes: nothing of the
+    dashboard runs on the server when nobody has it open."""
+    dashboard = dash.thread.server._monitor.dashboard
+    assert dashboard.live == 0
+    with socket.create_connection(("127.0.0.1", dash.thread.http_port), timeout=10) as sock:
+        sock.sendall(b"GET /dashboard/api/events?view=rates&interval_ms=200 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        data = b""
+        while data.count(b"data: ") < 2:
+            data += sock.recv(65536)
+        assert b"Content-Type: text/event-stream" in data and dashboard.live == 1
+        tick = json.loads(data.split(b"data: ")[1].split(b"\n\n")[0])
+        assert set(tick) >= {"in_msgs", "out_msgs", "t"}
+    deadline = time.monotonic() + 10
+    while dashboard.live and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert dashboard.live == 0

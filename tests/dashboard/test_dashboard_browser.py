@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 import pyjetstream as pjs
-from pyjetstream.api.enums import AckPolicy
+from pyjetstream.api.enums import AckPolicy, PriorityPolicy
 from pyjetstream.api.models_stream import StreamSource
 from pyjetstream.server.conf.mapping import config_to_options
 from pyjetstream.server.conf.parser import parse
@@ -73,6 +73,8 @@ def test_overview_shows_the_server_and_charts_traffic_live(page: Any, data: Dash
         data.nc.publish(f"chatter.{i}", b"x")
     data.nc.flush()
     expect(page.locator(".legend .muted")).to_have_text(re.compile(r"^max (?:[2-9]|\d{2,})"))  # above 1 msg/s
+    total = data.thread.server.message_totals()[0]  # the counters follow too
+    expect(page.locator("th:text-is('messages in') + td")).to_have_text(f"{total:,}")
 
 
 def test_streams_and_a_stream_page(page: Any, data: Dash) -> None:
@@ -121,6 +123,11 @@ def test_consumers_page_updates_live(page: Any, data: Dash) -> None:
     for msg in consumer.fetch(3, max_wait=5):
         msg.double_ack()
     expect(row).to_contain_text("8 / 8")
+    # a pinned client (ADR-42) shows in its group, live
+    pinned = data.js.create_consumer("ORDERS", pjs.ConsumerConfig(
+        durable_name="pinned", priority_groups=["jobs"], priority_policy=PriorityPolicy.PINNED_CLIENT))  # fmt: skip
+    pinned.fetch(1, max_wait=5, group="jobs")
+    expect(page.locator("tr[data-consumer='pinned']")).to_contain_text("jobs: ")
 
 
 def test_kv_bucket_keys_history_and_watch(page: Any, data: Dash) -> None:

@@ -206,6 +206,7 @@ def stream_detail(server: Server, query: dict[str, str]) -> dict[str, Any]:
     """A stream's info (config, state, mirror and sources with their lag) as ``STREAM.INFO`` has it."""
     stream = stream_of(pick_account(server, query), query.get("stream", ""))
     info: dict[str, Any] = to_builtins(stream.info())
+    info.pop("ts", None)  # (the time of asking: a live view sends only what changed)
     info["kind"] = _kind(stream.name)
     return info
 

@@ -148,14 +148,17 @@ pages.overview = async () => {
   const s = ov.server;
   const chart = rateChart();
   const js = ov.jetstream;
+  const cell = (text) => h("span", {text});
+  const tv = {connections: cell(num(s.connections)), in_msgs: cell(num(s.in_msgs)), out_msgs: cell(num(s.out_msgs)),
+    in_bytes: cell(bytes(s.in_bytes)), out_bytes: cell(bytes(s.out_bytes))};
   main.replaceChildren(
     h("h2", {text: `Server ${s.server_name || s.server_id}`}),
     h("div", {class: "grid"},
       card("Server", kvTable([["id", s.server_id], ["version", s.version], ["uptime", s.uptime], ["client port", `${s.host}:${s.port}`],
-        ["connections", num(s.connections)], ["total connections", num(s.total_connections)], ["subscriptions", num(s.subscriptions)],
+        ["connections", tv.connections], ["total connections", num(s.total_connections)], ["subscriptions", num(s.subscriptions)],
         ["slow consumers", num(s.slow_consumers)], ["memory", bytes(s.mem)], ["cpu", `${s.cpu}%`]])),
-      card("Traffic", kvTable([["messages in", num(s.in_msgs)], ["messages out", num(s.out_msgs)], ["bytes in", bytes(s.in_bytes)],
-        ["bytes out", bytes(s.out_bytes)]]), chart.el),
+      card("Traffic", kvTable([["messages in", tv.in_msgs], ["messages out", tv.out_msgs], ["bytes in", tv.in_bytes],
+        ["bytes out", tv.out_bytes]]), chart.el),
       js ? card(`JetStream (account ${ov.account})`, kvTable([["streams", num(js.streams)], ["consumers", num(js.consumers)],
         ["memory used", bytes(js.memory)], ["storage used", bytes(js.storage)],
         ["account memory limit", limit(js.limits.max_memory, bytes)], ["account storage limit", limit(js.limits.max_storage, bytes)],
@@ -166,7 +169,11 @@ pages.overview = async () => {
     card("Accounts", table(["account", "connections#", "JetStream"], ov.accounts, (a) =>
       h("tr", null, td(a.name), tdn(num(a.connections)), td(a.jetstream ? "enabled" : "")))),
   );
-  live("rates", {interval_ms: 1000}, chart.add);
+  live("rates", {interval_ms: 1000}, (tick) => {
+    chart.add(tick);
+    for (const key of ["connections", "in_msgs", "out_msgs"]) tv[key].textContent = num(tick[key]);
+    for (const key of ["in_bytes", "out_bytes"]) tv[key].textContent = bytes(tick[key]);
+  });
 };
 
 function rateChart() {
