@@ -30,7 +30,7 @@ from pyjetstream.server.jetstream.store import (
     FileStoreConfig,
     StoreConfig,
 )
-from pyjetstream.server.jetstream.store._records import BLOCK_HDR_LEN, REC_OVERHEAD
+from pyjetstream.server.jetstream.store._records import BLOCK_HDR_LEN, REC_OVERHEAD, scan_records
 
 from .conftest import crash
 
@@ -204,3 +204,35 @@ def test_a_cut_block_loses_only_the_cut_records(tmp_path: Path, n: int, cut: flo
         assert st.msgs == len(got)
         return
     check(open_fs(d), lost)
+
+
+@pytest.mark.parametrize("stop", ["clean", "kill9", "no-state"])
+def test_a_flip_in_a_compacted_block_lists_only_live_records(tmp_path: Path, stop: str) -> None:
+    """A block rewritten with only its live records (compaction) has gaps no tombstone explains:
+    the block's index tells which of the sequences between two intact records were live."""
+    d = tmp_path / "s"
+    s = FileStore(FileStoreConfig(str(d), block_size=BLOCK_SIZE, compact_min_bytes=64), StoreConfig())
+    for seq in range(1, N + M + 1):
+        s.store_msg(SUBJECT, b"", payload(seq))
+    for seq in range(1, N + 1, 2):  # every odd one of the sealed block: it is rewritten
+        s.remove_msg(seq)
+    path = blk(d, 1)
+    offs = {rec[3]: rec[0] for rec in scan_records(path.read_bytes(), BLOCK_HDR_LEN, [])}
+    assert 19 not in offs and 21 not in offs and offs[22] == offs[20] + REC, "compacted"
+    s.stop() if stop != "kill9" else crash(s)
+    if stop == "no-state":  # (the blocks are read at start then, not when a message is)
+        (d / "msgs" / "index.db").unlink()
+    flip(path, offs[20] + 10, REC)  # the ends of the records of 20 and 22, now neighbours
+    s2 = FileStore(FileStoreConfig(str(d), block_size=BLOCK_SIZE, compact_min_bytes=64), StoreConfig())
+    kept = set(range(2, N + 1, 2)) | set(range(N + 1, N + M + 1))
+    got = set()
+    for seq in range(1, N + M + 1):
+        try:
+            m = s2.load_msg(seq)
+        except ErrStoreMsgNotFound:
+            continue
+        assert m.data == payload(seq)
+        got.add(seq)
+    st = s2.state()
+    assert set(st.lost.msgs if st.lost else []) == {20, 22}
+    assert got == kept - {20, 22} and st.msgs == len(got)

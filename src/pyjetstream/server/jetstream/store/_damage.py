@@ -7,8 +7,10 @@ records on either side of it; those a cut tail held run to the next block's firs
 or, for the last block, to the end the stream state saw of it, and to the last sequence the
 damaged records' own headers still name (after a crash with no state since, what follows is
 unknown: a record cut short there is the write in flight, never acknowledged). Less the ones
-below the floor, the live ones and those a tombstone removed before the damage, they are the
-sequences `ScanDamage.seqs` lists lost.
+below the floor, the live ones, those a tombstone removed before the damage and those the
+block's own index (older than the block, or the block damaged) says were gone when it was
+written (a compacted block keeps no record of its removed messages), they are the sequences
+`ScanDamage.seqs` lists lost.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -37,13 +40,16 @@ Bytes = bytes | mmap.mmap
 class ScanDamage:
     """The runs of sequences the scans of one recovery found damaged or cut (see the module)."""
 
-    __slots__ = ("gaps", "known_end", "tombed")
+    __slots__ = ("dead", "gaps", "known_end", "tombed")
 
     def __init__(self) -> None:
         # (block, last sequence before, first after — None: to the block's end)
         self.gaps: list[tuple[Any, int, int | None]] = []
         self.tombed: list[tuple[int, int]] = []  # (first, last) sequences of tombstones met
         self.known_end: dict[int, int] = {}  # block index -> one past its last known sequence
+        # block index -> (its first sequence, the subject ids of its .idx: 0 = no message then),
+        # from an index older than its block: a sequence gone when it was written was not lost.
+        self.dead: dict[int, tuple[int, array[int]]] = {}
 
     def gap(self, blk: Any, low: int, before: int, buf: Bytes, nxt: int) -> None:
         """Damaged bytes stepped over, after sequence ``before``, up to the valid record at ``nxt``."""
@@ -57,16 +63,27 @@ class ScanDamage:
             self.known_end[blk.index] = max(self.known_end.get(blk.index, 0), named)
         self.gaps.append((blk, max(max_seq, low), None))
 
+    def keep_dead_if_damaged(self, blk: Any) -> None:
+        """After a block's scan: its index's subject ids are kept only if the scan found damage in
+        it (a stale index is the usual case after ``kill -9``: nothing to keep)."""
+        if blk.index in self.dead and not any(g[0] is blk for g in self.gaps):
+            del self.dead[blk.index]
+
     def seqs(self, end_of: Callable[[Any], int | None], live: Callable[[int], bool], floor: int) -> list[int]:
         """The sequences lost (``end_of``: the next block's first sequence, None for the last)."""
         gaps, self.gaps = self.gaps, []
         tombed, self.tombed = self.tombed, []
+        dead, self.dead = self.dead, {}
         out: list[int] = []
         for blk, before, after in gaps:
             if after is None:
                 nxt = end_of(blk)
                 after = nxt if nxt is not None else self.known_end.get(blk.index, 0)
-            out += [s for s in range(max(before + 1, floor), after) if not live(s)]
+            seqs = [s for s in range(max(before + 1, floor), after) if not live(s)]
+            if blk.index in dead:
+                first, sids = dead[blk.index]
+                seqs = [s for s in seqs if not 0 <= s - first < len(sids) or sids[s - first]]
+            out += seqs
         if out and tombed:
             gone = {s for lo, hi in tombed for s in range(lo, hi + 1)}
             out = [s for s in out if s not in gone]

@@ -427,6 +427,7 @@ class BlockIndexes(PayloadBackend):
             self._stale_idx.add(blk)
         slots, max_seq, end = self._scan_block(blk, buf, max_seq, max_ts, known)
         self._scan_end(blk, buf, is_last, max_seq, end)
+        self._damage.keep_dead_if_damaged(blk)
         return slots, True
 
     def _read_index(self, index: int, buf: Bytes, first: int, max_seq: int) -> BlockSlots | None:
@@ -440,7 +441,12 @@ class BlockIndexes(PayloadBackend):
             return None
         header, arrays, names = decoded
         try:
-            if header["size"] != len(buf) or header["crc"] != _crc32(buf) or header["first"] != first:
+            if header["first"] != first:
+                return None
+            if header["size"] != len(buf) or header["crc"] != _crc32(buf):
+                # Older than its block (a tombstone since) or the block is damaged: which sequences
+                # were gone when it was written still holds (a scan's damage is told by it).
+                self._damage.dead[index] = (first, arrays["sids"])
                 return None
             if first <= max_seq:
                 return None  # overlaps the blocks before it: only a scan can sort that out

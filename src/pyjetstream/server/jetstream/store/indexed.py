@@ -716,10 +716,7 @@ class IndexedStore(MessageStore):
         """The messages at ``seqs`` (ascending) that are there, read in one backend call."""
         if self._closed:
             raise ErrStoreClosed()
-        out = self._backend.read_run(list(seqs))
-        if self._backend.damaged:
-            _drop_damaged(self)
-        return out
+        return _checked(self, self._backend.read_run(list(seqs)))
 
     def load_next_msg_multi(self, filters: Sequence[str], start_seq: int) -> tuple[StoredMsg, int]:
         if self._closed:
@@ -743,10 +740,8 @@ class IndexedStore(MessageStore):
         """
         if self._closed:
             raise ErrStoreClosed()
-        out = self._backend.read_run(self._index.next_slots((filter_subject,), start_seq, max_msgs, max_bytes))
-        if self._backend.damaged:
-            _drop_damaged(self)
-        return out
+        slots = self._index.next_slots((filter_subject,), start_seq, max_msgs, max_bytes)
+        return _checked(self, self._backend.read_run(slots))
 
     def load_next_msgs_multi(
         self, filters: Sequence[str], start_seq: int, max_msgs: int, max_bytes: int
@@ -755,10 +750,8 @@ class IndexedStore(MessageStore):
         ``LoadNextMsgMulti``): one walk, not one per filter."""
         if self._closed:
             raise ErrStoreClosed()
-        out = self._backend.read_run(self._index.next_slots(tuple(filters), start_seq, max_msgs, max_bytes))
-        if self._backend.damaged:
-            _drop_damaged(self)
-        return out
+        slots = self._index.next_slots(tuple(filters), start_seq, max_msgs, max_bytes)
+        return _checked(self, self._backend.read_run(slots))
 
     def load_last_msg(self, subject: str) -> StoredMsg:
         if self._closed:
@@ -881,6 +874,13 @@ def _intact(
         if msg is not None:
             return msg, seq
         start = seq + step
+
+
+def _checked(store: IndexedStore, out: list[MsgTuple]) -> list[MsgTuple]:
+    """``out``, a run just read, after dropping what the read found damaged (if anything)."""
+    if store._backend.damaged:
+        _drop_damaged(store)
+    return out
 
 
 def _drop_damaged(store: IndexedStore) -> None:
