@@ -138,7 +138,11 @@ def _start(monitor: bool) -> tuple[RunningServer, str]:
 
 
 def overhead(args: argparse.Namespace) -> dict[str, list[tuple[float, float]]]:
-    configs = {"no -m": (False, False), "-m, nobody looking": (True, False), "-m, dashboard open": (True, True)}
+    configs = {
+        "no -m": (False, False),
+        "-m, nobody looking": (True, False),
+        "-m, dashboard open": (True, True),
+    }
     results: dict[str, list[tuple[float, float]]] = {name: [] for name in configs}
     running = {name: _start(monitor) for name, (monitor, _) in configs.items()}
     watcher = _Watcher(running["-m, dashboard open"][1])

@@ -45,13 +45,22 @@ def make_data(js: object, nc: object) -> None:
         region = ("eu", "us", "apac")[i % 3]
         body = json.dumps({"order": 1000 + i, "item": ("widget", "gadget", "gizmo")[i % 3], "qty": i % 5 + 1})
         js.publish(f"orders.{region}.new", body.encode(), headers={"Customer": f"c-{i % 17}"})  # type: ignore[attr-defined]
-    js.create_stream(pjs.StreamConfig(name="AUDIT", subjects=["audit.>"], sources=[StreamSource(name="ORDERS")]))  # type: ignore[attr-defined]
-    billing = js.create_consumer("ORDERS", pjs.ConsumerConfig(durable_name="billing", ack_policy=AckPolicy.EXPLICIT))  # type: ignore[attr-defined]
+    js.create_stream(
+        pjs.StreamConfig(name="AUDIT", subjects=["audit.>"], sources=[StreamSource(name="ORDERS")])
+    )  # type: ignore[attr-defined]
+    billing = js.create_consumer(
+        "ORDERS", pjs.ConsumerConfig(durable_name="billing", ack_policy=AckPolicy.EXPLICIT)
+    )  # type: ignore[attr-defined]
     for msg in billing.fetch(40, max_wait=5):
         msg.double_ack()
     js.create_consumer("ORDERS", pjs.ConsumerConfig(durable_name="shipping", filter_subject="orders.eu.>"))  # type: ignore[attr-defined]
     kv = js.create_key_value(pjs.KeyValueConfig(bucket="settings", history=5))  # type: ignore[attr-defined]
-    for key, value in (("theme", "dark"), ("theme", "light"), ("limits.max_orders", "500"), ("region", "eu-west")):
+    for key, value in (
+        ("theme", "dark"),
+        ("theme", "light"),
+        ("limits.max_orders", "500"),
+        ("region", "eu-west"),
+    ):
         kv.put(key, value.encode())
     obj = js.create_object_store(pjs.ObjectStoreConfig(bucket="files"))  # type: ignore[attr-defined]
     obj.put_bytes("report-2026-11.csv", b"order,qty\n" * 4000)
@@ -74,7 +83,9 @@ def main() -> None:
 
     OUT.mkdir(parents=True, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="dash-shots-")
-    thread = ServerThread(jetstream=True, store_dir=tmp, port=-1, http_port=-1, host="127.0.0.1", server_name="demo")
+    thread = ServerThread(
+        jetstream=True, store_dir=tmp, port=-1, http_port=-1, host="127.0.0.1", server_name="demo"
+    )
     thread.start()
     stop = threading.Event()
     try:

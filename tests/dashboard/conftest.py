@@ -91,7 +91,10 @@ def page(browser: Any) -> Iterator[Any]:
     """A fresh page; the test fails on any console error, uncaught exception or dialog it did not expect."""
     page = browser.new_page()
     problems: list[str] = []
-    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.on(
+        "console",
+        lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None,
+    )
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.problems = problems
     page.set_default_timeout(15_000)

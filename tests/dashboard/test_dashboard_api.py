@@ -67,7 +67,9 @@ def test_subject_pages_skip_released_subjects_and_filter() -> None:
 def _get(dash: Dash, path: str, host: str | None = None) -> tuple[int, str, dict[str, str]]:
     """GET ``path`` with ``Host`` set as a DNS-rebinding page would."""
     with socket.create_connection(("127.0.0.1", dash.thread.http_port), timeout=10) as sock:
-        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host or '127.0.0.1'}\r\nConnection: close\r\n\r\n".encode())
+        sock.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: {host or '127.0.0.1'}\r\nConnection: close\r\n\r\n".encode()
+        )
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
@@ -81,12 +83,16 @@ def test_who_is_served(dash: Dash) -> None:
     """Loopback with a local Host gets the dashboard; a foreign Host (DNS rebinding) nats-server's
     root page and 404s; the monitoring endpoints answer as before; no CORS on the dashboard."""
     status, body, headers = _get(dash, "/")
-    assert status == 200 and "app.js" in body and "varz" in body and "Content-Security-Policy".lower() in headers
+    assert (
+        status == 200 and "app.js" in body and "varz" in body and "Content-Security-Policy".lower() in headers
+    )
     status, body, _ = _get(dash, "/", host="evil.example:8222")
     assert status == 200 and "app.js" not in body and "varz" in body
     assert _get(dash, "/dashboard/api/overview", host="evil.example")[0] == 404
     status, body, headers = _get(dash, "/dashboard/api/overview", host="localhost")
-    assert status == 200 and json.loads(body)["account"] == "$G" and "access-control-allow-origin" not in headers
+    assert (
+        status == 200 and json.loads(body)["account"] == "$G" and "access-control-allow-origin" not in headers
+    )
     assert _get(dash, "/varz", host="evil.example")[0] == 200
     assert _get(dash, "/dashboard/static/../../monitor.py")[0] in (307, 404)
     assert _get(dash, "/dashboard/static/index.html")[0] == 404
@@ -169,7 +175,9 @@ def test_a_live_view_runs_only_while_it_is_open(dash: Dash) -> None:
     dashboard = dash.thread.server._monitor.dashboard
     assert dashboard.live == 0
     with socket.create_connection(("127.0.0.1", dash.thread.http_port), timeout=10) as sock:
-        sock.sendall(b"GET /dashboard/api/events?view=rates&interval_ms=200 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        sock.sendall(
+            b"GET /dashboard/api/events?view=rates&interval_ms=200 HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        )
         data = b""
         while data.count(b"data: ") < 2:
             data += sock.recv(65536)

@@ -38,12 +38,18 @@ def data(dash: Dash) -> Dash:
     js = dash.js
     js.create_stream(pjs.StreamConfig(name="ORDERS", subjects=["orders.>", "xss.>"]))
     for i in range(20):
-        js.publish(f"orders.{i % 4}", b'{"order": %d, "item": "widget"}' % i, headers={"X-Shop": f"shop-{i % 2}"})
+        js.publish(
+            f"orders.{i % 4}", b'{"order": %d, "item": "widget"}' % i, headers={"X-Shop": f"shop-{i % 2}"}
+        )
     js.publish(XSS_SUBJECT, XSS_PAYLOAD, headers={"X-Evil": XSS_HEADER})
-    consumer = js.create_consumer("ORDERS", pjs.ConsumerConfig(durable_name="billing", ack_policy=AckPolicy.EXPLICIT))
+    consumer = js.create_consumer(
+        "ORDERS", pjs.ConsumerConfig(durable_name="billing", ack_policy=AckPolicy.EXPLICIT)
+    )
     for msg in consumer.fetch(5, max_wait=5):
         msg.double_ack()
-    js.create_stream(pjs.StreamConfig(name="AUDIT", subjects=["audit.>"], sources=[StreamSource(name="ORDERS")]))
+    js.create_stream(
+        pjs.StreamConfig(name="AUDIT", subjects=["audit.>"], sources=[StreamSource(name="ORDERS")])
+    )
     kv = js.create_key_value(pjs.KeyValueConfig(bucket="settings", history=5))
     kv.put("color", b"blue")
     kv.put("color", b"green")
@@ -87,7 +93,7 @@ def test_streams_and_a_stream_page(page: Any, data: Dash) -> None:
     page.fill("main input", "orders.1")
     page.press("main input", "Enter")
     expect(page.locator("a:text-is('orders.3')")).to_have_count(0)
-    assert "\"max_msgs\": -1" in page.inner_text("pre")  # the configuration
+    assert '"max_msgs": -1' in page.inner_text("pre")  # the configuration
     _open(page, data, "stream/AUDIT")  # a stream with a source: the source and its lag
     row = page.locator("h3:text-is('Mirror and sources') + table tr:has(td:text-is('ORDERS'))")
     expect(row.locator("td").nth(0)).to_have_text("source")

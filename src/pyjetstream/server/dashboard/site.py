@@ -184,7 +184,8 @@ class Dashboard:
         if base and not base.startswith("/"):
             base = "/" + base
         links = "".join(
-            f'<a href="{base}{p}">{p.lstrip("/")}</a>\n' for p in sorted(self.server.monitor_handlers)
+            f'<a href="{_attr(base + p)}">{_attr(p.lstrip("/"))}</a>\n'
+            for p in sorted(self.server.monitor_handlers)
         )
         text = resources.files(__package__).joinpath("static", "index.html").read_text()
         text = text.replace("__BASE__", _attr(base)).replace("__LINKS__", links)
