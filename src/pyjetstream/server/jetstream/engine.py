@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import os
 import shutil
 import stat
@@ -416,7 +417,22 @@ class JetStreamEngine:
     def new_store(self, cfg: StreamConfig) -> MessageStore:
         if cfg.storage == StorageType.MEMORY:
             return MemoryStore(store_config_for(cfg))
-        return FileStore(self._file_config(self.streams_dir / cfg.name, cfg), store_config_for(cfg))
+        store = FileStore(self._file_config(self.streams_dir / cfg.name, cfg), store_config_for(cfg))
+        store.on_damage = functools.partial(self._log_lost, cfg.name, "a damaged record read")
+        return store
+
+    def _log_lost(self, name: str, why: str, msgs: list[int], nbytes: int) -> None:
+        """Say what a stream lost (issue 27: at start, what recovery found; later, a damaged
+        record found when read, in a block the stream state vouched for)."""
+        self.server.logger.warning(
+            "  Stream '%s > %s' lost %d messages (%s) and %d bytes to %s",
+            self.account_name,
+            name,
+            len(msgs),
+            _seq_ranges(msgs),
+            nbytes,
+            why,
+        )
 
     def _file_config(self, directory: Path, cfg: StreamConfig) -> FileStoreConfig:
         """The server's ``sync_interval`` / ``sync: always``, except that a ``persist_mode:
@@ -457,6 +473,7 @@ class JetStreamEngine:
                     continue
                 cfg, created = decode_stream_meta(meta)
                 store = FileStore(self._file_config(directory, cfg), store_config_for(cfg))
+                store.on_damage = functools.partial(self._log_lost, cfg.name, "a damaged record read")
             except Exception as exc:  # a damaged stream must not keep the others from starting
                 self.server.logger.error("JetStream could not recover stream in %s: %s", directory, exc)
                 continue
@@ -469,14 +486,8 @@ class JetStreamEngine:
                 "  Restored %d messages for stream '%s > %s'", state.msgs, self.account_name, cfg.name
             )
             if store.found_lost is not None:
-                self.server.logger.warning(
-                    "  Stream '%s > %s' lost %d messages (%s) and %d bytes to damaged or missing files",
-                    self.account_name,
-                    cfg.name,
-                    len(store.found_lost.msgs),
-                    _seq_ranges(store.found_lost.msgs),
-                    store.found_lost.bytes,
-                )
+                found = store.found_lost
+                self._log_lost(cfg.name, "damaged or missing files", found.msgs, found.bytes)
         self.account_usage_changed()
 
     # --- monitoring hooks (the core server's /varz and /healthz call these) --------------------

@@ -66,6 +66,9 @@ ExpireHandler = Callable[[int, str, bool], None]
 class IndexedStore(MessageStore):
     """`MessageStore` over an index and a payload backend (see the module docstring)."""
 
+    #: Told ``(sequences, bytes)`` of messages a read found damaged and dropped (the server logs it).
+    on_damage: Callable[[list[int], int], None] | None = None
+
     def __init__(self, cfg: StoreConfig, index: SeqIndex, backend: PayloadBackend) -> None:
         map_large_buffers()  # the index arrays grow by reallocation
         self._cfg = dataclasses.replace(cfg)
@@ -891,9 +894,13 @@ def _drop_damaged(store: IndexedStore) -> None:
     damaged, backend.damaged = backend.damaged, []
     lost = store._lost if store._lost is not None else LostData()
     msgs = set(lost.msgs)
+    found: list[int] = []
+    nbytes = 0
     for seq, plen in damaged:
         if store._index.live(seq) and store._remove_at(seq, False):
-            msgs.add(seq)
-            lost.bytes += plen
-    store._lost = LostData(sorted(msgs), lost.bytes)
+            found.append(seq)
+            nbytes += plen
+    store._lost = LostData(sorted(msgs.union(found)), lost.bytes + nbytes)
     store._commit()
+    if found and store.on_damage is not None:
+        store.on_damage(sorted(found), nbytes)
