@@ -162,6 +162,35 @@ async def test_pull_request_expiry_and_heartbeat_come_back(hub: Target) -> None:
         await inbox.wait(1, status("408"))
 
 
+async def test_pull_request_of_a_gone_requester_is_dropped(hub: Target) -> None:
+    """A waiting pull request that came through the import is checked for interest in the
+    requester's account, on its own reply (nats-server ``trackDownAccountAndInterest``): once the
+    requester unsubscribes, the request is dropped (``num_waiting`` 0) and later messages wait for
+    the next one."""
+    async with _connect(hub, "js", "js") as admin, _connect(hub, "a", "s3cret") as a:
+        await admin.jetstream().add_stream(name="S", subjects=["S.>"])
+        await admin.jetstream().add_consumer("S", durable_name="me", ack_policy="none")
+        sub = await a.subscribe("A.pull.3")
+        await subscriptions_live(a)
+        body = {"batch": 5, "expires": 60_000_000_000}
+        await a.publish("IPA.CONSUMER.MSG.NEXT.S.me", json.dumps(body).encode(), reply="A.pull.3")
+        await a.flush()
+
+        async def waiting(n: int) -> None:
+            while True:
+                if (await _api(a, "IPA.CONSUMER.INFO.S.me"))["num_waiting"] == n:
+                    return
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(waiting(1), TIMEOUT)
+        await sub.unsubscribe()
+        await a.flush()
+        await asyncio.wait_for(waiting(0), TIMEOUT)
+        await admin.jetstream().publish("S.x", b"later")
+        info = await _api(a, "IPA.CONSUMER.INFO.S.me")
+        assert info["delivered"]["stream_seq"] == 0 and info["num_pending"] == 1, info
+
+
 async def test_pull_with_nats_py_through_the_api_prefix(hub: Target) -> None:
     async with _connect(hub, "js", "js") as admin, _connect(hub, "a", "s3cret", inbox_prefix=b"A") as a:
         await _stream_with_two(admin)

@@ -75,6 +75,8 @@ class Account:
         #: A stream import's forwarding subscription here -> whether its importer subscribes to
         #: exactly a subject of ours (nats-server's shadow subscriptions; `deliver_interest`).
         self.shadows: dict[Subscription, Callable[[str, str], bool]] = {}
+        #: Its service exports' response routing (``imports.ServiceExport``), when it has any.
+        self.responses: Any = None
         #: ``msg_trace { dest, sampling }``: where a sampled ``traceparent`` is traced to.
         self.trace_dest = config.msg_trace_dest if config is not None else ""
         self.trace_sampling = config.msg_trace_sampling if config is not None else 0
@@ -178,6 +180,19 @@ class Account:
             return True
         shadows = self.shadows
         return bool(shadows) and any(s in shadows and shadows[s](subject, queue) for s in psubs)
+
+    def reply_interest(self, reply: str) -> bool:
+        """Whether anyone listens on a pull request's ``reply``: a service import's ``_R_`` reply is
+        tracked down to the requester's own reply in its account, so a request whose requester went
+        away is dropped (nats-server ``trackDownAccountAndInterest``)."""
+        account: Account = self
+        while reply.startswith("_R_.") and account.responses is not None:
+            target = account.responses.pending.get(reply)
+            if target is None:
+                break
+            account, reply = target.importer, target.reply
+        psubs, qsubs = account.sublist.match(reply)
+        return bool(psubs or qsubs)
 
     def on_interest_change(self, callback: Callable[[Subscription, bool], None]) -> Callable[[], None]:
         self._interest_callbacks.append(callback)

@@ -178,7 +178,7 @@ def link_imports(accounts: dict[str, Account]) -> None:
             else:
                 service = services.get(exporter.name)
                 if service is None:
-                    service = services[exporter.name] = ServiceExport(exporter)
+                    service = services[exporter.name] = exporter.responses = ServiceExport(exporter)
                     service.start()
                 _link_service(importer, exporter, imp, export, service)
     for account in accounts.values():

@@ -511,7 +511,7 @@ class PullDelivery:
                             groups.release_claim()
                         waiting.remove_head()
                         continue
-                if wr.checked == current_pass or self.consumer.server.has_interest(wr.reply):
+                if wr.checked == current_pass or self.consumer.server.reply_interest(wr.reply):
                     wr.checked = current_pass
                     return waiting.pop(prioritized)
             else:
@@ -538,10 +538,10 @@ class PullDelivery:
             self.send_status(wr.reply, wr.timeout_status())
             waiting.kill(wr)
         if beats:
-            has_interest = self.consumer.server.has_interest
+            reply_interest = self.consumer.server.reply_interest
             st = self.consumer.state
             for wr in beats:
-                if not has_interest(wr.reply):
+                if not reply_interest(wr.reply):
                     waiting.kill(wr)
                     continue
                 self.send_status(wr.reply, heartbeat_block(st.dseq - 1, st.sseq - 1))
@@ -566,7 +566,7 @@ class PullDelivery:
         if not waiting:
             return 0
         now = self._lwqic = time.monotonic()
-        has_interest = self.consumer.server.has_interest
+        reply_interest = self.consumer.server.reply_interest
         st = self.consumer.state
         keep: list[WaitingRequest] = []
         wanted = 0
@@ -583,7 +583,7 @@ class PullDelivery:
                 self.send_status(wr.reply, NO_MESSAGES)
                 changed = True
                 continue
-            if not has_interest(wr.reply):
+            if not reply_interest(wr.reply):
                 changed = True
                 continue
             wanted += wr.n
