@@ -25,6 +25,9 @@ from tests.support.natspy import subscriptions_live
 from tests.support.operator import JS_UNLIMITED, Operator
 from tests.support.targets import Target, render_config
 
+from pyjetstream.server.mappings import Mappings
+from pyjetstream.server.options import MapDest
+
 StartServer = Callable[..., Target]
 TIMEOUT = 10.0
 
@@ -335,3 +338,28 @@ async def test_accountz_shows_the_mappings_as_held(start_server: StartServer) ->
         "sc": [{"subject": "sc", "weight": 100}, {"subject": "sc.x", "weight": 40, "cluster": "c1"}, {"subject": "sc", "weight": 100, "cluster": "c1"}],
         "w.*": [{"subject": "w.$1", "weight": 10}, {"subject": "w.b.$1", "weight": 40}, {"subject": "w.a.$1", "weight": 100}],
     }
+
+
+# ----------------------------------------------------------------------------- the table itself
+# (the order of overlapping mappings is the configuration's here; nats-server keeps a Go map's)
+
+
+def test_the_first_mapping_that_matches_wins_and_replacing_keeps_its_place() -> None:
+    m = Mappings()
+    m.add("a.*", [MapDest(subject="w.$1")])
+    m.add("a.x", [MapDest(subject="lit")])
+    m.add("b", [MapDest(subject="c")])
+    assert [m.select(s) for s in ("a.x", "a.y", "b", "z")] == ["w.x", "w.y", "c", None]
+    m.add("a.*", [MapDest(subject="v.$1")])  # replaced in place: still first
+    assert m.select("a.x") == "v.x" and m.sources == ["a.*", "a.x", "b"]
+    assert m.remove("a.*") and m.select("a.x") == "lit" and not m.remove("nope")
+
+
+def test_what_chance_decides_is_not_cached_and_the_cache_is_bounded() -> None:
+    m = Mappings()
+    m.add("r.*", [MapDest(subject="r.{{random(10)}}.$1")])
+    m.add("w.*", [MapDest(subject="w.a.$1", weight=50), MapDest(subject="w.b.$1", weight=50)])
+    assert len({m.select("r.k") for _ in range(200)}) > 1 and {m.select("w.k") for _ in range(200)} == {"w.a.k", "w.b.k"}
+    for i in range(10_000):
+        assert m.select(f"x.{i}") is None
+    assert len(m._cache) <= 4096

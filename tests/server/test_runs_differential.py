@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.server.runs_world import World, frame, request, stalls_by_count
 
-from pyjetstream.server.options import Permissions, SubjectPermission, User
+from pyjetstream.server.options import MapDest, Permissions, SubjectPermission, User
 
 # Clients: 0 publishes (and gets replies, PubAcks, pull deliveries), 1 and 2 subscribe (1 may not
 # receive a.c or js.b.*: a deliver filter; 1 also takes message traces, 2 the push consumer's
@@ -176,10 +176,13 @@ def _first_difference(a: bytes, b: bytes) -> str:
     return f"at byte {k} runs on: {a[max(0, k - 300) : k + 200]!r} runs off: {b[max(0, k - 300) : k + 200]!r}"
 
 
-async def _run(subs: list[tuple[int, tuple[str, str], int]], traffic: list[Step], writes: bool = False) -> None:
+async def _run(
+    subs: list[tuple[int, tuple[str, str], int]], traffic: list[Step], writes: bool = False, options: Any = None
+) -> None:
     """Runs on vs off; ``writes``: each client's writes (their sizes: the early writes) and the
     producer stalls each caused must be the same too (traffic without advisories)."""
-    worlds = [World(runs=True, options=OPTIONS), World(runs=False, options=OPTIONS)]
+    options = OPTIONS if options is None else options
+    worlds = [World(runs=True, options=options), World(runs=False, options=options)]
     try:
         for world in worlds:
             await _setup(world, subs)
@@ -217,6 +220,25 @@ def test_runs_on_and_off_give_every_client_the_same_bytes(
 ) -> None:
     with stalls_by_count():
         asyncio.run(_run(subs, traffic))
+
+
+#: Subject mappings (none by chance): a run is mapped whole, a message alone in ``_slow_pub``.
+MAPPED = {
+    **OPTIONS,
+    "mappings": {
+        "a.c": [MapDest(subject="a.b")],
+        "b": [MapDest(subject="a.b.c")],
+        "js.b.*": [MapDest(subject="js.a.{{wildcard(1)}}")],
+        "q.*": [MapDest(subject="q.{{partition(2,1)}}")],
+    },
+}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(subscriptions, steps)
+def test_runs_on_and_off_with_subject_mappings(subs: list[tuple[int, tuple[str, str], int]], traffic: list[Step]) -> None:
+    with stalls_by_count():
+        asyncio.run(_run(subs, traffic, options=MAPPED))
 
 
 def test_the_worlds_see_traffic() -> None:

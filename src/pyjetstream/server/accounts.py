@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.ack import ACK_PREFIX
+from pyjetstream.protocol.headers import may_be_traced
 from pyjetstream.protocol.subjects import FWC, PWC
 from pyjetstream.server.jetstream.api_disabled import DisabledApi
 from pyjetstream.server.jetstream.engine import JetStreamEngine
@@ -141,6 +142,22 @@ class Account:
         ``selectMappedSubject``); the caller tests `mapped` first."""
         mapped = self.mappings.select(subject)
         return subject if mapped is None else mapped
+
+    def map_subjects(self, subjects: list[str], hdrs: list[bytes | None]) -> list[str]:
+        """`map_subject` of each subject of a run (the caller tests `mapped` first). A message that
+        may be traced keeps its subject: the router hands it to the client's trace path, which
+        maps it and records the ``sm`` event. The rest of a run that is not routed keeps its own
+        subjects, to be mapped when it is."""
+        select = self.mappings.select
+        traced_too = bool(self.trace_dest)
+        out = []
+        for subject, hdr in zip(subjects, hdrs, strict=True):
+            if hdr is None or not may_be_traced(hdr, traced_too):
+                mapped = select(subject)
+                if mapped is not None:
+                    subject = mapped
+            out.append(subject)
+        return out
 
     # ------------------------------------------------------------------ subscriptions
 

@@ -373,9 +373,8 @@ class ClientConnection(asyncio.Protocol):
 
     def _process(self, events: list[Any]) -> None:
         route = self.server.route
-        # Publishes needing per-message checks (trace, before CONNECT, verbose, pedantic, subject
-        # mappings: looked at once per read, as nats-server's readLoop) take _slow_pub.
-        slow = self.trace or self.checked_pubs or self.account.mapped
+        # Checks (trace, before CONNECT, verbose, pedantic): _slow_pub; mappings (per read, as nats-server).
+        slow = (checks := self.trace or self.checked_pubs) or self.account.mapped
         n_msgs = n_bytes = 0
         i = 0
         try:
@@ -411,14 +410,15 @@ class ClientConnection(asyncio.Protocol):
                         return
                     continue
                 if cls is PubRun:
-                    if slow or (not self.headers and any(h is not None for h in ev.hdrs)):
+                    if checks or (not self.headers and any(h is not None for h in ev.hdrs)):
                         # per message after all (a second CONNECT turned checks on; headers refused)
                         events[i - 1 : i] = list(zip(ev.subjects, ev.replies, ev.hdrs, ev.payloads, strict=True))
                         i -= 1
                         continue
                     payloads = ev.payloads
                     n = len(payloads)
-                    done = self.server.route_msgs(ev.subjects, ev.replies, ev.hdrs, payloads, self)
+                    subjects = self.account.map_subjects(ev.subjects, ev.hdrs) if slow else ev.subjects
+                    done = self.server.route_msgs(subjects, ev.replies, ev.hdrs, payloads, self)
                     hdrs = ev.hdrs
                     if done < n:
                         rest = PubRun(ev.subjects[done:], ev.replies[done:], hdrs[done:], payloads[done:])
@@ -444,7 +444,7 @@ class ClientConnection(asyncio.Protocol):
                         if self.transport is not None:
                             self.transport.pause_reading()
                         return
-                    slow = self.trace or self.checked_pubs or self.account.mapped
+                    slow = (checks := self.trace or self.checked_pubs) or self.account.mapped
                     continue
                 if not self._process_other(ev, cls):
                     return
@@ -478,7 +478,7 @@ class ClientConnection(asyncio.Protocol):
         skip, trace = msgtrace.start(self, subject, hdr, len(hdr) + len(payload))
         if skip:
             return False
-        if slow or not self.headers:
+        if slow or not self.headers or self.account.mapped:  # (a run's traced message: not mapped yet)
             checked = self._slow_pub(Pub(subject, reply, hdr, payload), trace)
             if checked is None:
                 if trace is not None and not self.closed:

@@ -45,6 +45,13 @@ def cluster_name(options: Any) -> str:
     return name if isinstance(name, str) else ""
 
 
+#: What a subject resolves to before chance: no mapping (None), a subject (one destination that
+#: always gives the same one), or the destinations to pick from with the tokens they are given.
+_Resolved = None | str | tuple[list["_Dest"], list[str]]
+_MISS: Any = object()
+_CACHE_MAX = 4096
+
+
 class MappingError(ValueError):
     """A mapping nats-server refuses; the text is its error's."""
 
@@ -61,6 +68,7 @@ class _Mapping:
     wildcard: bool
     dests: list[_Dest]
     cluster_dests: dict[str, list[_Dest]]
+    src_tokens: list[str]
 
 
 def _weigh(src: str, wildcard: bool, dests: list[_Dest], src_listed: bool) -> list[_Dest]:
@@ -83,7 +91,7 @@ def _mapping(src: str, dests: list[MapDest]) -> _Mapping:
     if not is_valid_subject(src):
         raise MappingError(ERR_BAD_SUBJECT)
     wildcard = any(t in ("*", ">") for t in src.split("."))
-    m = _Mapping(src, wildcard, [], {})
+    m = _Mapping(src, wildcard, [], {}, src.split("."))
     seen: set[str] = set()
     totals: dict[str, int] = {}
     for d in dests:
@@ -110,9 +118,8 @@ def _mapping(src: str, dests: list[MapDest]) -> _Mapping:
     return m
 
 
-def _matches(tokens: list[str], src: str) -> bool:
-    """nats-server ``isSubsetMatch`` of a literal subject's tokens against a source."""
-    stoks = src.split(".")
+def _matches(tokens: list[str], stoks: list[str]) -> bool:
+    """nats-server ``isSubsetMatch`` of a literal subject's tokens against a source's."""
     for i, s in enumerate(stoks):
         if s == ">":
             return len(tokens) > i
@@ -128,6 +135,15 @@ class Mappings:
         #: The server's cluster name: picks cluster-scoped destinations (nats-server ``cachedClusterName``).
         self.cluster = cluster
         self._entries: list[_Mapping] = []
+        # The same, indexed: literal sources by subject, the wildcard ones in order (with positions).
+        self._literal: dict[str, tuple[int, _Mapping]] = {}
+        self._wild: list[tuple[int, _Mapping]] = []
+        self._cache: dict[str, _Resolved] = {}
+
+    def _reindex(self) -> None:
+        self._literal = {m.src: (i, m) for i, m in enumerate(self._entries) if not m.wildcard}
+        self._wild = [(i, m) for i, m in enumerate(self._entries) if m.wildcard]
+        self._cache.clear()
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -145,13 +161,16 @@ class Mappings:
         for i, old in enumerate(self._entries):
             if old.src == src:
                 self._entries[i] = m
-                return
-        self._entries.append(m)
+                break
+        else:
+            self._entries.append(m)
+        self._reindex()
 
     def remove(self, src: str) -> bool:
         for i, old in enumerate(self._entries):
             if old.src == src:
                 del self._entries[i]
+                self._reindex()
                 return True
         return False
 
@@ -177,32 +196,54 @@ class Mappings:
             out.add(src, dests)
         return out
 
+    def _find(self, subject: str) -> tuple[_Mapping, list[str]] | None:
+        """The first mapping whose source matches, and the tokens its transform is given: nats-server
+        tokenizes at the first mapping that is not an exact literal match, so they are empty when
+        the first mapping matched literally (``{{partition(n)}}`` then hashes nothing)."""
+        literal = self._literal.get(subject)
+        end = literal[0] if literal is not None else len(self._entries)
+        if end == 0 and literal is not None:
+            return literal[1], []
+        tokens = subject.split(".")
+        for i, m in self._wild:
+            if i >= end:
+                break
+            if _matches(tokens, m.src_tokens):
+                return m, tokens
+        return (literal[1], tokens) if literal is not None else None
+
     def select(self, subject: str) -> str | None:
         """nats-server ``selectMappedSubject``: the subject a publish to ``subject`` goes to, or
-        None when no mapping applies ("" when the pick is the lost share)."""
-        tokens: list[str] = []
-        found = None
-        for m in self._entries:
-            if not m.wildcard and m.src == subject:
-                found = m
-                break
-            # nats-server tokenizes at the first mapping that is not a literal match; the
-            # tokens given to the transform are empty when the first mapping matched literally.
-            if not tokens:
-                tokens = subject.split(".")
-            if _matches(tokens, m.src):
-                found = m
-                break
+        None when no mapping applies ("" when the pick is the lost share). What does not depend
+        on chance is kept per subject (bounded, as nats-server's per-client results cache)."""
+        hit = self._cache.get(subject, _MISS)
+        if hit is _MISS:
+            hit = self._resolve(subject)
+            if len(self._cache) >= _CACHE_MAX:
+                self._cache.clear()
+            self._cache[subject] = hit
+        if hit is None or hit.__class__ is str:
+            return hit
+        dests, tokens = hit
+        w = int(random.random() * 100)  # nats-server fastrand.Uint32n(100)
+        for dest in dests:
+            if w < dest.weight:
+                transform = dest.transform
+                return "" if transform is None else transform.apply_tokens(tokens)
+        return ""  # the share the weights leave when the source is listed: lost
+
+    def _resolve(self, subject: str) -> _Resolved:
+        found = self._find(subject)
         if found is None:
             return None
-        dests = found.dests
-        if found.cluster_dests:
-            dests = found.cluster_dests.get(self.cluster) or found.dests
+        m, tokens = found
+        dests = m.dests
+        if m.cluster_dests:
+            dests = m.cluster_dests.get(self.cluster) or m.dests
         if len(dests) == 1 and dests[0].weight == 100:
-            dest: _Dest | None = dests[0]
-        else:
-            w = random.randrange(100)
-            dest = next((d for d in dests if w < d.weight), None)
-        if dest is None or dest.transform is None:
-            return ""
-        return dest.transform.apply_tokens(tokens)
+            transform = dests[0].transform
+            if transform is None:
+                return ""
+            if transform.deterministic:
+                return transform.apply_tokens(tokens)
+        return dests, tokens

@@ -201,6 +201,8 @@ class SubjectTransform:
     _src_tokens: list[str]
     _parts: list[_Part | str]
     _carry_rest: bool
+    #: No ``{{random()}}``: the same subject always gives the same result (a mapping may cache it).
+    deterministic: bool = True
 
     @classmethod
     def compile(cls, src: str, dest: str) -> SubjectTransform:
@@ -236,7 +238,8 @@ class SubjectTransform:
             else:
                 raise _dest_error(tok, ERR_INDEX_OUT_OF_RANGE)
             parts.append(cls._part(name, indexes, n, text))
-        return cls(src, dest, stoks, parts, dtoks[-1] == ">")
+        deterministic = not any(_placeholders(t)[0] == "random" for t in dtoks)
+        return cls(src, dest, stoks, parts, dtoks[-1] == ">", deterministic)
 
     @staticmethod
     def _part(name: str, indexes: list[int], n: int, text: str) -> _Part:
