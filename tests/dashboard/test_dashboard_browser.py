@@ -87,6 +87,8 @@ def test_streams_and_a_stream_page(page: Any, data: Dash) -> None:
     _open(page, data, "streams")
     page.wait_for_selector("a:text-is('ORDERS')")
     assert page.locator("a:text-is('KV_settings')").count() == 1
+    data.js.publish("audit.manual", b"one more")  # the list is live (AUDIT: its 21 sourced, and this)
+    expect(page.locator("tr[data-stream='AUDIT'] td").nth(4)).to_have_text("22")
     page.click("a:text-is('ORDERS')")
     page.wait_for_selector("h2:text-is('Stream ORDERS')")
     page.wait_for_selector("a:text-is('orders.3')")  # the subjects with their counts
@@ -97,7 +99,7 @@ def test_streams_and_a_stream_page(page: Any, data: Dash) -> None:
     _open(page, data, "stream/AUDIT")  # a stream with a source: the source and its lag
     row = page.locator("h3:text-is('Mirror and sources') + table tr:has(td:text-is('ORDERS'))")
     expect(row.locator("td").nth(0)).to_have_text("source")
-    expect(page.locator("main th:text-is('messages') + td")).to_have_text("21")  # live: sourced by now
+    expect(page.locator("main th:text-is('messages') + td")).to_have_text("22")  # 21 sourced, 1 published
 
 
 def test_messages_page_pages_filters_formats_and_follows(page: Any, data: Dash) -> None:
@@ -203,6 +205,16 @@ def test_read_only_by_default(page: Any, data: Dash) -> None:
     _open(page, data, "stream/ORDERS")
     assert page.inner_text("#mode") == "read-only"
     assert page.locator("button:text-is('Purge stream')").count() == 0
+    for route, ready in (("stream/ORDERS/messages", "td:text-is('orders.0')"),
+                         ("stream/ORDERS/consumers", "tr[data-consumer='billing']"), ("kv/settings", "tr[data-key='color']")):  # fmt: skip
+        _open(page, data, route)
+        page.wait_for_selector(ready)
+        assert (
+            page.locator(
+                "main button:text-is('Delete'), main button:text-is('Pause'), main button:text-is('Put')"
+            ).count()
+            == 0
+        )
     status, text = _post(data, "/dashboard/api/action/purge?stream=ORDERS", {"X-Dashboard-Write": "1"})
     assert status == 403 and "--dashboard-write" in text
     assert data.js.stream("ORDERS").info().state.messages > 0

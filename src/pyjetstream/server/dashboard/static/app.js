@@ -230,18 +230,21 @@ pages.streams = async (args, query) => {
   main.replaceChildren(h("h2", {text: title}), h("table", null, h("thead", null, h("tr", null,
     ["name", "kind", "subjects", "storage", "messages#", "bytes#", "first#", "last#", "consumers#", "mirror / sources"]
       .map((c) => h("th", {class: c.endsWith("#") ? "num" : "", text: c.replace("#", "")})))), body), foot);
-  async function load(after) {
-    const page = await api("streams", {after, kind});
-    for (const s of page.streams) {
+  const row = (s) => {
       const target = s.kind === "kv" ? route("kv", s.name.slice(3)) : s.kind === "obj" ? route("obj", s.name.slice(4)) : route("stream", s.name);
-      body.append(h("tr", null, td(link(s.name, target)), td(s.kind), td(s.subjects.join(", ")), td(s.storage),
-        tdn(num(s.messages)), tdn(bytes(s.bytes)), tdn(num(s.first_seq)), tdn(num(s.last_seq)), tdn(num(s.consumers)),
-        td([s.mirror ? `mirror of ${s.mirror}` : "", ...s.sources].filter(Boolean).join(", "))));
-    }
+    return h("tr", {"data-stream": s.name}, td(link(s.name, target)), td(s.kind), td(s.subjects.join(", ")), td(s.storage),
+      tdn(num(s.messages)), tdn(bytes(s.bytes)), tdn(num(s.first_seq)), tdn(num(s.last_seq)), tdn(num(s.consumers)),
+      td([s.mirror ? `mirror of ${s.mirror}` : "", ...s.sources].filter(Boolean).join(", ")));
+  };
+  let more = false;
+  function draw(page, after) {
+    if (!after) body.replaceChildren();
+    body.append(...page.streams.map(row));
     if (!page.streams.length && !after) body.append(h("tr", null, h("td", {colspan: 10, class: "muted", text: "no streams"})));
-    foot.replaceChildren(moreButton(page.next, load) || "");
+    foot.replaceChildren(moreButton(page.next, async (next) => { more = true; draw(await api("streams", {after: next, kind}), next); }) || "");
   }
-  await load("");
+  draw(await api("streams", {kind}), "");
+  live("streams", {kind, interval_ms: 2000}, (page) => { if (!more) draw(page, ""); });  // the first page, live
 };
 
 function sourcingTable(info) {
