@@ -441,9 +441,11 @@ async def test_stream_import_with_prefix_and_mapping(sharing: Target) -> None:
 async def test_service_import_request_reply(sharing: Target) -> None:
     async with _connect(sharing, "e") as e, _connect(sharing, "i") as i:
         seen: list[tuple[str, str]] = []
+        infos: list[Any] = []
 
         async def service(msg: Any) -> None:
             seen.append((msg.subject, msg.reply))
+            infos.append(json.loads((msg.headers or {}).get("Nats-Request-Info", "null")))
             await msg.respond(b"answer to " + msg.subject.encode())
 
         await e.subscribe("svc.*", cb=service)
@@ -451,6 +453,8 @@ async def test_service_import_request_reply(sharing: Target) -> None:
         resp = await i.request("local.x", b"q", timeout=TIMEOUT)
         assert resp.data == b"answer to svc.x"
         assert seen[0][0] == "svc.x" and seen[0][1].startswith("_R_.")
+        # the exporter learns the requester's account (nats-server processServiceImport), no more
+        assert infos[0]["acc"] == "I" and set(infos[0]) <= {"acc", "rtt"}, infos
         # Not imported under its exported name, and not reachable from an account that did not import it.
         async with _connect(sharing, "x") as x:
             assert await _no_answer(x, "svc.x") == "no-responders"

@@ -11,7 +11,7 @@
   routes responses back to the requester's reply in the importer — one response for
   ``singleton`` services, any number for ``stream``/``chunked`` ones until the response
   threshold passes. A request nobody in the exporter listens to gets no-responders, as from a
-  local subject.
+  local subject. A client's request carries a ``Nats-Request-Info`` header naming its account.
 
 JetStream across accounts rides on both (nats.js's ``jetstreamExportServerConf``: ``$JS.API.>``
 imported under a prefix, the deliveries back through a stream import of the inbox prefix): a
@@ -24,12 +24,14 @@ consumer in the exporter is bound by an importer's subscription on exactly its d
 
 from __future__ import annotations
 
+import json
 import secrets
 import string
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.ack import ACK_PREFIX
+from pyjetstream.api.timefmt import format_time
 from pyjetstream.protocol.headers import set_header
 from pyjetstream.protocol.subjects import has_wildcard, is_subset
 from pyjetstream.server import msgtrace
@@ -39,11 +41,13 @@ from pyjetstream.server.options import AccountExport, AccountImport
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
     from pyjetstream.server.msgtrace import MsgTrace
+    from pyjetstream.server.server import Server
 
-__all__ = ["ServiceExport", "link_imports", "map_subject"]
+__all__ = ["CLIENT_INFO_HDR", "ServiceExport", "client_info", "link_imports", "map_subject"]
 
 _ALPHABET = string.ascii_letters + string.digits
 REPLY_PREFIX = "_R_"
+CLIENT_INFO_HDR = b"Nats-Request-Info"
 #: How nats-server's ``/accountz`` names response types (Go ``ServiceRespType.String()``).
 _RESPONSE_TYPE_NAMES = {"singleton": "Singleton", "stream": "Streamed", "chunked": "Chunked"}
 
@@ -73,6 +77,36 @@ def map_subject(subject: str, src: str, dest: str) -> str:
         else:
             out.append(tok)
     return ".".join(out)
+
+
+def client_info(server: Server, conn: Any, detailed: bool, server_info: bool = True) -> dict[str, Any]:
+    """nats-server ``getClientInfo`` (+ ``addServerAndClusterInfo``): the ``Nats-Request-Info`` of a
+    request through a service import — the account and RTT always, the rest when ``detailed``
+    (a shared import), the server's name for the system imports (``server_info``)."""
+    info: dict[str, Any] = {}
+    if detailed:
+        info.update(start=format_time(conn.start_wall_ns), host=conn.ip, id=conn.cid)
+    info["acc"] = conn.account.name
+    if detailed:
+        info.update({k: v for k, v in (("user", conn.user), ("name", conn.name), ("lang", conn.lang),
+                                        ("ver", conn.version)) if v})  # fmt: skip
+    rtt = int(conn.rtt * 1e9)
+    if rtt:
+        info["rtt"] = rtt
+    if server_info or detailed:
+        info["server"] = server.server_name
+    if detailed:
+        info.update(kind="Client", client_type="websocket" if conn.websocket else "nats")
+    return info
+
+
+def _with_request_info(server: Server, hdr: bytes | None, client: Any) -> bytes | None:
+    """A client's request through a service import names its requester to the exporter
+    (nats-server ``processServiceImport``: ``Nats-Request-Info``, not shared: account and RTT)."""
+    if client is None:
+        return hdr
+    info = json.dumps(client_info(server, client, False, server_info=False), separators=(",", ":")).encode()
+    return set_header(hdr or b"", CLIENT_INFO_HDR, info)
 
 
 @dataclass
@@ -287,6 +321,7 @@ def _link_service(
 
     def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         remote = remote_of(subject)
+        hdr = _with_request_info(server, hdr, client)
         # nats-server keeps a ``$JS.ACK`` reply as it is (a pull consumer's trampoline across accounts)
         mapped_reply = service.new_reply(importer, reply, export) if reply and not reply.startswith(ACK_PREFIX) else reply
         delivered = server.route(remote, mapped_reply, hdr, payload, None, None, exporter)
@@ -306,6 +341,7 @@ def _link_service(
         if not export.allow_trace and trace.only:
             delivered = False
         else:
+            hdr = _with_request_info(server, hdr, client)
             mapped_reply = service.new_reply(importer, reply, export) if reply else ""
             if export.allow_trace:
                 dest = service.new_reply(importer, trace.dest, export)

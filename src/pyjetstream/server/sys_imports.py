@@ -23,9 +23,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.api.timefmt import format_time
 from pyjetstream.protocol.headers import set_header
-from pyjetstream.server.imports import ServiceExport
+from pyjetstream.server.imports import CLIENT_INFO_HDR, ServiceExport, client_info
 from pyjetstream.server.options import AccountExport
 
 if TYPE_CHECKING:
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CLIENT_INFO_HDR", "SystemImports", "client_info"]
 
-CLIENT_INFO_HDR = b"Nats-Request-Info"
 _CONNZ = "$SYS.REQ.ACCOUNT.{}.CONNZ"
 _STATZ = "$SYS.REQ.ACCOUNT.{}.STATZ"
 _USER_INFO = "$SYS.REQ.USER.{}.INFO"
@@ -73,25 +71,6 @@ def _imports_of(account: Account, system: Account) -> list[_Import]:
         _Import("$SYS.REQ.ACCOUNT.PING.STATZ", _STATZ.format(account.name), False),
         user_info,
     ]
-
-
-def client_info(server: Server, conn: Any, detailed: bool) -> dict[str, Any]:
-    """nats-server ``getClientInfo`` (+ ``addServerAndClusterInfo``): the ``Nats-Request-Info`` of
-    a request through a system import; the account and RTT always, the rest when ``detailed``."""
-    info: dict[str, Any] = {}
-    if detailed:
-        info.update(start=format_time(conn.start_wall_ns), host=conn.ip, id=conn.cid)
-    info["acc"] = conn.account.name
-    if detailed:
-        info.update({k: v for k, v in (("user", conn.user), ("name", conn.name), ("lang", conn.lang),
-                                        ("ver", conn.version)) if v})  # fmt: skip
-    rtt = int(conn.rtt * 1e9)
-    if rtt:
-        info["rtt"] = rtt
-    info["server"] = server.server_name
-    if detailed:
-        info.update(kind="Client", client_type="websocket" if conn.websocket else "nats")
-    return info
 
 
 class SystemImports:
