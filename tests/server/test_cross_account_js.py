@@ -267,6 +267,26 @@ async def test_push_binding_follows_the_importers_subscription(hub: Target) -> N
         await wild.unsubscribe()
 
 
+async def test_push_queue_group_through_the_stream_import(hub: Target) -> None:
+    """A push consumer with a deliver group, bound by the importer's queue subscribers on exactly
+    its deliver subject in that group; each message reaches one of them."""
+    async with _connect(hub, "js", "js") as admin, _connect(hub, "a", "s3cret") as a:
+        js = admin.jetstream()
+        await js.add_stream(name="S", subjects=["S.>"])
+        inbox = _Inbox()
+        await a.subscribe("A.q", queue="g", cb=inbox.handle)
+        await a.subscribe("A.q", queue="g", cb=inbox.handle)
+        await subscriptions_live(a)
+        config = {"durable_name": "q", "ack_policy": "none", "deliver_subject": "A.q", "deliver_group": "g"}
+        created = await _api(a, "IPA.CONSUMER.CREATE.S.q", {"stream_name": "S", "config": config})
+        assert created["push_bound"] is True, created
+        for k in range(10):
+            await js.publish("S.x", str(k).encode())
+        got = await inbox.wait(10)
+        await a.flush()
+        assert sorted(int(m.data) for m in got) == list(range(10))
+
+
 def _with_flow_control_import() -> dict[str, Any]:
     conf = json.loads(json.dumps(EXPORT_CONF))
     conf["accounts"]["JS"]["exports"].append({"service": "$JS.FC.>"})
@@ -313,6 +333,23 @@ async def test_push_heartbeats_and_flow_control_come_back(start_server: StartSer
             assert asyncio.get_running_loop().time() < deadline, "deliveries stopped"
             await asyncio.sleep(0.05)
         assert answered >= 1
+
+
+async def test_publish_to_a_stream_through_a_service_import(start_server: StartServer) -> None:
+    """A stream's subjects exported as a service: the importer's JetStream publishes get their
+    PubAcks back through the ``_R_`` replies (many in one read: the PubAcks go out as a run)."""
+    conf = json.loads(json.dumps(EXPORT_CONF))
+    conf["accounts"]["JS"]["exports"].append({"service": "S.>"})
+    conf["accounts"]["A"]["imports"].append({"service": {"subject": "S.>", "account": "JS"}})
+    target = start_server(**conf)
+    async with _connect(target, "js", "js") as admin, _connect(target, "a", "s3cret") as a:
+        await admin.jetstream().add_stream(name="S", subjects=["S.>"])
+        js = a.jetstream(prefix="IPA")
+        acks = await asyncio.gather(*(js.publish(f"S.{k}", b"x") for k in range(50)))
+        assert sorted(ack.seq for ack in acks) == list(range(1, 51))
+        assert {ack.stream for ack in acks} == {"S"}
+        info = await js.stream_info("S")
+        assert info.state.messages == 50
 
 
 async def test_kv_watch_and_history_through_the_prefix(start_server: StartServer) -> None:
