@@ -352,6 +352,70 @@ async def test_publish_to_a_stream_through_a_service_import(start_server: StartS
         assert info.state.messages == 50
 
 
+#: nats-server's ``TestJetStreamMirrorCrossAccountWithFilteredSubjectAndSubjectTransform``.
+MIRROR_CONF = {
+    "accounts": {
+        "PUBLIC": {
+            "jetstream": "enabled",
+            "exports": [
+                *(
+                    {"service": f"$JS.API.CONSUMER.CREATE.S.*.public.{k}", "response_type": "stream", "accounts": ["INTERNAL"]}
+                    for k in "ab"
+                ),
+                {"service": "$JS.FC.>"},
+                {"stream": "shared.public.>", "accounts": ["INTERNAL"]},
+            ],
+            "users": [{"user": "public", "password": "pwd"}],
+        },
+        "INTERNAL": {
+            "jetstream": "enabled",
+            "imports": [
+                *(
+                    {
+                        "service": {"account": "PUBLIC", "subject": f"$JS.API.CONSUMER.CREATE.S.*.public.{k}"},
+                        "to": f"JS.PUBLIC.CONSUMER.CREATE.S.*.public.{k}",
+                    }
+                    for k in "ab"
+                ),
+                {"service": {"account": "PUBLIC", "subject": "$JS.FC.>"}, "to": "$JS.FC.>"},
+                {"stream": {"account": "PUBLIC", "subject": "shared.public.>"}, "to": "shared.public.>"},
+            ],
+            "users": [{"user": "internal", "password": "pwd"}],
+        },
+    }
+}
+
+
+async def test_mirror_across_accounts(start_server: StartServer) -> None:
+    """A mirror in another account (``external``: the origin's API under a prefix, deliveries
+    under a deliver prefix imported as a stream): its consumer on the origin is bound by the
+    mirror's own deliver subscription through the stream import, and it copies what the origin
+    gets — with a filter and with an equivalent subject transform."""
+    target = start_server(**MIRROR_CONF)
+    async with _connect(target, "public", "pwd") as pub, _connect(target, "internal", "pwd") as internal:
+        await pub.jetstream().add_stream(name="S", subjects=["public.>"])
+        ijs = internal.jetstream()
+        external = {"api": "JS.PUBLIC", "deliver": "shared.public"}
+        mirrors = {
+            "M1": {"name": "S", "external": external, "filter_subject": "public.a"},
+            "M2": {"name": "S", "external": external, "subject_transforms": [{"src": "public.b", "dest": ""}]},
+        }
+        for name, mirror in mirrors.items():
+            created = await _api(internal, f"$JS.API.STREAM.CREATE.{name}", {"name": name, "mirror": mirror})
+            assert created.get("config", {}).get("name") == name, created
+        await pub.jetstream().publish("public.a", b"hello")
+        await pub.jetstream().publish("public.b", b"hello")
+
+        async def mirrored(name: str) -> None:
+            while True:
+                if (await ijs.stream_info(name)).state.messages == 1:
+                    return
+                await asyncio.sleep(0.05)
+
+        for name in mirrors:
+            await asyncio.wait_for(mirrored(name), TIMEOUT)
+
+
 async def test_kv_watch_and_history_through_the_prefix(start_server: StartServer) -> None:
     """nats.js ``kv - cross account watch/history`` with nats-py: B watches A's bucket through
     ``froma`` (an ordered push consumer delivering to B's ``forb`` inbox through the stream import)."""

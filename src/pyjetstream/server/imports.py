@@ -252,7 +252,7 @@ class _Shadow:
 
     subject: str
     queue: str
-    client: Any = None  # (not a client's: an exporter's own stream links pass it by)
+    client: Any = None
     literal: bool = True
 
 
@@ -300,7 +300,7 @@ class _StreamLink:
 
     def changed(self, exporter: Account, sub: Any, added: bool) -> None:
         """An importer's subscription came or went: the exporter's listeners hear of its shadow."""
-        if not sub.literal or sub.client is None:
+        if not sub.literal or isinstance(sub, _Shadow):  # (chained imports are not followed)
             return
         subject = self.remote(sub.subject)
         if subject is not None:
