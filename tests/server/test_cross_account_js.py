@@ -287,6 +287,35 @@ async def test_push_queue_group_through_the_stream_import(hub: Target) -> None:
         assert sorted(int(m.data) for m in got) == list(range(10))
 
 
+async def test_deliveries_wait_for_the_importers_interest(start_server: StartServer) -> None:
+    """nats-server's ``TestJetStreamCrossAccountsDeliverSubjectInterest``: a durable push consumer
+    delivering to ``_d_``, which B imports as ``foo``, delivers nothing on the import alone, and
+    everything once a B client subscribes to ``foo``."""
+    accounts = {
+        "A": {"jetstream": "enabled", "users": [{"user": "a", "password": "pwd"}], "exports": [{"stream": "_d_"}]},
+        "B": {
+            "users": [{"user": "b", "password": "pwd"}],
+            "imports": [{"stream": {"account": "A", "subject": "_d_"}, "to": "foo"}],
+        },
+    }
+    target = start_server(accounts=accounts)
+    async with _connect(target, "a", "pwd") as a, _connect(target, "b", "pwd") as b:
+        js = a.jetstream()
+        await js.add_stream(name="TEST", subjects=["foo"])
+        for _ in range(20):
+            await js.publish("foo", b"OK")
+        await js.add_consumer("TEST", durable_name="dlc", deliver_subject="_d_")
+        await asyncio.sleep(0.2)  # what must not happen: deliveries on the import alone
+        info = await js.consumer_info("TEST", "dlc")
+        assert info.num_pending == 20 and info.delivered.consumer_seq == 0
+        inbox = _Inbox()
+        await b.subscribe("foo", cb=inbox.handle)
+        got = await inbox.wait(20)
+        assert {m.subject for m in got} == {"foo"}
+        info = await js.consumer_info("TEST", "dlc")
+        assert info.num_pending == 0 and info.delivered.consumer_seq == 20
+
+
 def _with_flow_control_import() -> dict[str, Any]:
     conf = json.loads(json.dumps(EXPORT_CONF))
     conf["accounts"]["JS"]["exports"].append({"service": "$JS.FC.>"})

@@ -190,12 +190,12 @@ class Account:
         deliver subject's interest notification in the account's sublist, shadow subscriptions
         included)."""
         psubs, qsubs = self.sublist.match(subject)
+        shadows = self.shadows  # (a stream import's forwarder is no interest by itself)
         if not queue:
-            if any(s.subject == subject for s in psubs):
+            if any(s.subject == subject and s not in shadows for s in psubs):
                 return True
         elif any(s.subject == subject and s.queue == queue for members in qsubs for s in members):
             return True
-        shadows = self.shadows
         return bool(shadows) and any(s in shadows and shadows[s](subject, queue) for s in psubs)
 
     def reply_interest(self, reply: str) -> bool:
