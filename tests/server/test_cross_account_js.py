@@ -470,6 +470,51 @@ async def test_kv_watch_and_history_through_the_prefix(start_server: StartServer
         assert [e.value for e in history] == [b"A"]
 
 
+async def test_kv_cross_account_as_nats_c_and_nats_go_test_it(start_server: StartServer) -> None:
+    """nats.c's ``KeyValueCrossAccount`` / nats-server's ``TestJetStreamCrossAccounts`` with nats-py:
+    account I uses A's bucket through ``fromA`` (API) and ``fromA.$KV`` (puts), watches deliver
+    to its ``accI`` inbox through the stream import ("Watcher2 Next: Timeout" before)."""
+    accounts = {
+        "A": {
+            "users": [{"user": "a", "password": "a"}],
+            "jetstream": "enabled",
+            "exports": [{"service": "$JS.API.>"}, {"service": "$KV.>"}, {"stream": "accI.>"}],
+        },
+        "I": {
+            "users": [{"user": "i", "password": "i"}],
+            "imports": [
+                {"service": {"account": "A", "subject": "$JS.API.>"}, "to": "fromA.>"},
+                {"service": {"account": "A", "subject": "$KV.>"}, "to": "fromA.$KV.>"},
+                {"stream": {"subject": "accI.>", "account": "A"}},
+            ],
+        },
+    }
+    target = start_server(accounts=accounts)
+    async with _connect(target, "a", "a") as a, _connect(target, "i", "i", inbox_prefix=b"accI") as i:
+        kv1 = await a.jetstream().create_key_value(bucket="Map", history=10)
+        kv2 = await i.jetstream(prefix="fromA").create_key_value(bucket="Map", history=10)
+        w1, w2 = await kv1.watch("map"), await kv2.watch("map")
+        for w in (w1, w2):
+            assert await w.updates(timeout=TIMEOUT) is None  # the end of the (no) initial values
+
+        async def put(value: bytes, last: int | None = None) -> int:
+            headers = {"Nats-Expected-Last-Subject-Sequence": str(last)} if last is not None else None
+            ack = await i.request("fromA.$KV.Map.map", value, timeout=TIMEOUT, headers=headers)
+            return int(json.loads(ack.data)["seq"])
+
+        rev = await put(b"value")
+        for value in (b"value", b"updated"):
+            if value == b"updated":
+                await put(value, rev)
+            assert (await kv1.get("map")).value == value
+            assert (await kv2.get("map")).value == value
+            for w in (w1, w2):
+                entry = await w.updates(timeout=TIMEOUT)
+                assert entry is not None and entry.key == "map" and entry.value == value
+        await w1.stop()
+        await w2.stop()
+
+
 async def test_kv_through_the_prefix_with_our_client(start_server: StartServer) -> None:
     """Our client's KV with ``api_prefix``: puts to ``froma.$KV.a.<key>`` (nats.go ``useJSPfx``),
     watch and history through the imports. Its ordered consumers pull (as nats.go's), so the API
