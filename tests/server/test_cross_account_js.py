@@ -21,6 +21,7 @@ from typing import Any
 
 import nats
 import nats.errors
+import nats.js.errors
 import pytest
 from nats.aio.client import Client
 from tests.support.natspy import subscriptions_live
@@ -189,6 +190,84 @@ async def test_pull_request_of_a_gone_requester_is_dropped(hub: Target) -> None:
         await admin.jetstream().publish("S.x", b"later")
         info = await _api(a, "IPA.CONSUMER.INFO.S.me")
         assert info["delivered"]["stream_seq"] == 0 and info["num_pending"] == 1, info
+
+
+#: nats-server's ``TestJetStreamConsumerPullCrossAccountExpires``: only the pull requests exported
+#: (streamed), imported by IU and re-exported to IU2 (a daisy chain).
+CHAIN_CONF = {
+    "accounts": {
+        "JS": {
+            "jetstream": "enabled",
+            "users": [{"user": "dlc", "password": "foo"}],
+            "exports": [{"service": "$JS.API.CONSUMER.MSG.NEXT.>", "response": "stream"}],
+        },
+        "IU": {
+            "users": [{"user": "mh", "password": "bar"}],
+            "imports": [{"service": {"subject": "$JS.API.CONSUMER.MSG.NEXT.*.*", "account": "JS"}}],
+            "exports": [{"service": "$JS.API.CONSUMER.MSG.NEXT.>", "response": "stream"}],
+        },
+        "IU2": {
+            "users": [{"user": "ik", "password": "bar"}],
+            "imports": [{"service": {"subject": "$JS.API.CONSUMER.MSG.NEXT.*.*", "account": "IU"}}],
+        },
+    }
+}
+
+
+@pytest.mark.parametrize("user", ["mh", "ik"])
+async def test_pull_requests_of_a_chain_expire_with_their_interest(start_server: StartServer, user: str) -> None:
+    """A batch through the import (``mh``) or through two (``ik``: IU2 -> IU -> JS) comes back
+    whole; ten requests queued then lose their requester's interest and are dropped; an
+    ephemeral consumer whose only request lost it goes after its inactive threshold."""
+    target = start_server(**CHAIN_CONF)
+    async with _connect(target, "dlc", "foo") as nc, _connect(target, user, "bar") as nc2:
+        js = nc.jetstream()
+        await js.add_stream(name="PC", subjects=["foo"])
+        for _ in range(50):
+            await js.publish("foo", b"OK")
+        await js.add_consumer("PC", durable_name="PC", ack_policy="explicit")
+        inbox = _Inbox()
+        sub = await nc2.subscribe("xx", cb=inbox.handle)
+        await subscriptions_live(nc2)
+        request = json.dumps({"batch": 10}).encode()
+        await nc2.publish("$JS.API.CONSUMER.MSG.NEXT.PC.PC", request, reply="xx")
+        assert len(await inbox.wait(10)) >= 10
+        await js.purge_stream("PC")
+        for _ in range(10):
+            await nc2.publish("$JS.API.CONSUMER.MSG.NEXT.PC.PC", request, reply="xx")
+        await nc2.flush()
+
+        async def waiting(name: str, n: int) -> None:
+            while True:
+                if (await js.consumer_info("PC", name)).num_waiting == n:
+                    return
+                await asyncio.sleep(0.02)
+
+        await asyncio.wait_for(waiting("PC", 10), TIMEOUT)
+        await sub.unsubscribe()
+        await nc2.flush()
+        await asyncio.wait_for(waiting("PC", 0), TIMEOUT)
+
+        eph = await js.add_consumer("PC", ack_policy="explicit", inactive_threshold=0.5)
+        sub = await nc2.subscribe("zz")
+        await subscriptions_live(nc2)
+        await nc2.publish(f"$JS.API.CONSUMER.MSG.NEXT.PC.{eph.name}", request, reply="zz")
+        await nc2.flush()
+        await asyncio.wait_for(waiting(eph.name, 1), TIMEOUT)
+        await asyncio.sleep(1.0)  # past the threshold: kept while the request has its interest
+        assert (await js.consumer_info("PC", eph.name)).num_waiting == 1
+        await sub.unsubscribe()
+        await nc2.flush()
+
+        async def gone() -> None:
+            while True:
+                try:
+                    await js.consumer_info("PC", eph.name)
+                except nats.js.errors.NotFoundError:
+                    return
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(gone(), TIMEOUT)
 
 
 async def test_pull_with_nats_py_through_the_api_prefix(hub: Target) -> None:
