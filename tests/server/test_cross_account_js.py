@@ -524,6 +524,56 @@ async def test_mirror_across_accounts(start_server: StartServer) -> None:
             await asyncio.wait_for(mirrored(name), TIMEOUT)
 
 
+def _fan_out_conf() -> dict[str, Any]:
+    """nats-server's ``TestJetStreamFlowControlCrossAccountFanOut``: SOURCER imports the consumer
+    API, the deliver prefix and ``$JS.FC.>`` of two accounts (the flow-control import twice, under
+    the same subject)."""
+    accounts: dict[str, Any] = {}
+    imports: list[dict[str, Any]] = []
+    for k in "AB":
+        accounts[f"ACCT_{k}"] = {
+            "jetstream": "enabled",
+            "users": [{"user": f"usr{k}", "password": "pwd"}],
+            "exports": [{"service": "$JS.API.CONSUMER.>"}, {"stream": f"RI.DELIVER.{k}.>"}, {"service": "$JS.FC.>"}],
+        }
+        imports += [
+            {"service": {"account": f"ACCT_{k}", "subject": "$JS.API.CONSUMER.>"}, "to": f"RI.JS.{k}.API.CONSUMER.>"},
+            {"stream": {"account": f"ACCT_{k}", "subject": f"RI.DELIVER.{k}.>"}},
+            {"service": {"account": f"ACCT_{k}", "subject": "$JS.FC.>"}},
+        ]
+    accounts["SOURCER"] = {"jetstream": "enabled", "users": [{"user": "src", "password": "pwd"}], "imports": imports}
+    return {"accounts": accounts}
+
+
+async def test_sources_in_two_accounts_with_flow_control(start_server: StartServer) -> None:
+    """A stream sourcing from two accounts, 2.5 MB from each (past the first flow-control window):
+    every message arrives, each source ends without lag (its flow-control answers got back)."""
+    target = start_server(**_fan_out_conf())
+    payload = b"X" * (256 * 1024)
+    async with _connect(target, "usrA", "pwd") as a, _connect(target, "usrB", "pwd") as b:
+        for nc, subject in ((a, "A"), (b, "B")):
+            js = nc.jetstream()
+            await js.add_stream(name="TEST", subjects=[subject])
+            for _ in range(10):
+                await js.publish(subject, payload)
+    async with _connect(target, "src", "pwd") as src:
+        sources = [
+            {"name": "TEST", "external": {"api": f"RI.JS.{k}.API", "deliver": f"RI.DELIVER.{k}"}} for k in "AB"
+        ]
+        created = await _api(src, "$JS.API.STREAM.CREATE.DEST", {"name": "DEST", "sources": sources})
+        assert created.get("config", {}).get("name") == "DEST", created
+
+        async def sourced() -> dict[str, Any]:
+            while True:
+                info = await _api(src, "$JS.API.STREAM.INFO.DEST")
+                if info["state"]["messages"] == 20 and all(s["lag"] == 0 for s in info["sources"]):
+                    return info
+                await asyncio.sleep(0.1)
+
+        info = await asyncio.wait_for(sourced(), 30)
+        assert len(info["sources"]) == 2
+
+
 async def test_kv_watch_and_history_through_the_prefix(start_server: StartServer) -> None:
     """nats.js ``kv - cross account watch/history`` with nats-py: B watches A's bucket through
     ``froma`` (an ordered push consumer delivering to B's ``forb`` inbox through the stream import)."""
