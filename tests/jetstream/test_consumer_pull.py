@@ -195,6 +195,35 @@ async def test_waiting_queue(client: RawClient) -> None:
     await wait_for(dropped)
 
 
+async def test_shutdown_tells_waiting_requests(server: Target, client: RawClient) -> None:
+    """A graceful stop answers every waiting request with 409 Server Shutdown and what it still
+    wanted (nats-server ``signalPullConsumers``): nats.py's ordered consumer re-pulls on it after
+    reconnecting (its test_ordered_consumer_messages_server_restart hung without it)."""
+    await client.add_stream("S", ["s.>"])
+    await client.add_consumer("S", "C")
+    await client.publish_many("s.a", 1)
+    first, second = client.new_inbox(), client.new_inbox()
+    s1, s2 = client.subscribe(first), client.subscribe(second)
+    client.pull("S", "C", first, {"batch": 3, "expires": 60_000 * MS})
+    assert (await s1.next()).data == b"m0"
+    client.pull("S", "C", second, {"batch": 2, "expires": 60_000 * MS, "max_bytes": 5000})
+    await client.flush()
+
+    async def both_wait() -> bool:
+        return (await client.consumer_info("S", "C"))["num_waiting"] == 2
+
+    await wait_for(both_wait)
+    server.stop()
+    assert (
+        status_line(await s1.next())
+        == b"NATS/1.0 409 Server Shutdown\r\nNats-Pending-Messages: 2\r\nNats-Pending-Bytes: 0\r\n\r\n"
+    )
+    assert (
+        status_line(await s2.next())
+        == b"NATS/1.0 409 Server Shutdown\r\nNats-Pending-Messages: 2\r\nNats-Pending-Bytes: 5000\r\n\r\n"
+    )
+
+
 async def test_round_robin_between_requests(client: RawClient) -> None:
     await client.add_stream("S", ["s.>"])
     await client.add_consumer("S", "C")

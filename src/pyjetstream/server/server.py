@@ -460,6 +460,8 @@ class Server:
         self._quit.set()
         self.logger.info("Initiating Shutdown...")
         self.stop_listening()
+        for engine in self.jetstream_engines():
+            engine.signal_pull_consumers()  # before the clients go: their 409s are flushed as they close
         clients = list(self.clients.values())
         for conn in clients:
             conn.close(ClosedReason.SHUTDOWN)

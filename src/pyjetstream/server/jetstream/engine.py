@@ -372,6 +372,16 @@ class JetStreamEngine:
         self.started = True
         self.server.logger.info("JetStream started, store directory %s", self.store_dir)
 
+    def signal_pull_consumers(self) -> int:
+        """The server is shutting down: every pull consumer tells its waiting requests (nats-server
+        ``signalPullConsumers``, before the clients are closed). Returns statuses sent."""
+        sent = 0
+        for stream in self.streams.values():
+            for consumer in stream.consumers.values():
+                if not consumer.cfg.deliver_subject and not consumer.closed:
+                    sent += consumer.pull.signal_shutdown()
+        return sent
+
     async def stop(self) -> None:
         if not self.started:
             return

@@ -602,6 +602,16 @@ class PullDelivery:
         for wr in self.waiting.clear():
             self.send_status(wr.reply, CONSUMER_DELETED)
 
+    def signal_shutdown(self) -> int:
+        """The server is shutting down: tell every waiting request with ``409 Server Shutdown`` and
+        what it still wanted (nats-server ``signalPullConsumers``, one status per reply subject as
+        its ``pendingRequests`` map), so a client pulls again once it has reconnected instead of
+        waiting for an expiry the restarted server knows nothing of. Returns statuses sent."""
+        pending = {wr.reply: wr for wr in self.waiting}
+        for reply, wr in pending.items():
+            self.send_status(reply, pending_status_block(Status.SERVER_SHUTDOWN, wr.n, wr.max_bytes))
+        return len(pending)
+
     # --- the waiting timer ---------------------------------------------------------------------
 
     def _arm_next(self) -> None:
