@@ -163,6 +163,34 @@ async def test_pull_request_expiry_and_heartbeat_come_back(hub: Target) -> None:
         await inbox.wait(1, status("408"))
 
 
+async def test_an_empty_message_ends_a_streamed_response(hub: Target) -> None:
+    """nats-server ends a streamed response mapping at an empty message without headers (its
+    end-of-stream signal, ``processServiceImport``), a consumer's delivery of an empty stream
+    message included: a pull of three gets the first (empty) message only."""
+    async with _connect(hub, "js", "js") as admin, _connect(hub, "a", "s3cret") as a:
+        js = admin.jetstream()
+        await js.add_stream(name="S", subjects=["S.>"])
+        for payload in (b"", b"", b"x"):
+            await js.publish("S.x", payload)
+        await js.add_consumer("S", durable_name="me", ack_policy="none")
+        inbox = _Inbox()
+        await a.subscribe("A.p", cb=inbox.handle)
+        await subscriptions_live(a)
+        body = {"batch": 3, "expires": 500_000_000}
+        await a.publish("IPA.CONSUMER.MSG.NEXT.S.me", json.dumps(body).encode(), reply="A.p")
+        await inbox.wait(1)
+
+        async def all_sent() -> None:  # all three went out, to a mapping gone after the first
+            while True:
+                if (await js.consumer_info("S", "me")).delivered.stream_seq == 3:
+                    return
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(all_sent(), TIMEOUT)
+        await asyncio.sleep(1.0)  # past the request's expiry: its 408 went nowhere either
+        assert [m.data for m in inbox.msgs] == [b""]
+
+
 async def test_pull_request_of_a_gone_requester_is_dropped(hub: Target) -> None:
     """A waiting pull request that came through the import is checked for interest in the
     requester's account, on its own reply (nats-server ``trackDownAccountAndInterest``): once the
