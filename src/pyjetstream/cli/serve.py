@@ -11,6 +11,8 @@ when it is installed.
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -21,7 +23,7 @@ from pyjetstream.server.log import configure_logging, reopen_log_file
 from pyjetstream.server.options import ServerOptions
 from pyjetstream.server.thread import new_event_loop
 
-__all__ = ["main", "serve"]
+__all__ = ["main", "serve", "tune_gc"]
 
 
 # The signals serve acts on, with the names Go's os.Signal prints in nats-server's "Trapped" line.
@@ -38,6 +40,34 @@ SIGNAL_NAMES = {
     signal.SIGUSR2: "user defined signal 2",
 }
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+# The young generation's size for the serve process (CPython's default is 700), see `tune_gc`.
+GC_YOUNG = 10_000
+
+
+def tune_gc() -> bool:
+    """Tune CPython's cyclic collector for a process that is only this server (``pyjetstream serve``;
+    a server embedded in an application leaves the application's collector alone).
+
+    Why: a full (oldest generation) collection walks every tracked object — every subscription,
+    trie node, consumer and stream the server holds — so with 100,000 subscriptions most of a
+    SUB's cost was full collections (~9 of 11 µs, measured with ``gc.callbacks``). Two measured
+    changes: the objects there before the server starts (modules, classes, the configuration,
+    ~30,000; not the streams it recovers, which may be deleted) are frozen out of every later
+    collection (``gc.freeze``: they live as long as the process), and the young generation holds
+    ``GC_YOUNG`` objects instead of 700, so a full collection is considered every ~1,000,000 net
+    allocations instead of ~70,000 (CPython still waits until the objects kept since the last one
+    are a quarter of those it holds). Reference counting frees everything as before; only garbage
+    in reference cycles waits longer (at most those allocations). nats-server's Go collector runs
+    beside its goroutines. ``PYJETSTREAM_GC=default`` keeps CPython's settings. Returns whether
+    it tuned."""
+    if os.environ.get("PYJETSTREAM_GC", "") == "default":
+        return False
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG, middle, old)
+    return True
 
 
 class _Signals:
@@ -104,6 +134,7 @@ async def serve(options: ServerOptions, argv: Sequence[str] = ()) -> int:
     server = Server(options)
     signals = _Signals(server, argv)
     signals.install()
+    tune_gc()
     try:
         await server.start()
     except OSError as exc:
