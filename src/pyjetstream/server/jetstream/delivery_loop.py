@@ -465,8 +465,17 @@ class DeliveryLoop:
         return c.stream.store.load_next_msg_multi(c.filter.filters, c.state.sseq)
 
     def _at_eof(self) -> None:
-        """Nothing matches after sseq. ⟨2.11+⟩ sseq stays just past the last delivered message
-        (nats-server 2.9 moved it past the end of the stream)."""
+        """Nothing matches after sseq. A push consumer has then looked at the whole stream:
+        nats-server's ``getNextMsg`` moves its position past the end on ``ErrStoreEOF`` (the
+        store answers the stream's last sequence), which its idle heartbeats name in
+        ``Nats-Last-Stream`` — a filtered consumer's say the stream's last sequence, not the last
+        delivery's. 2.15.1's consumer info still reports the last delivered message (and a pull
+        consumer's position stays there), so that position is kept apart (``PushDelivery.looked``)."""
+        c = self.consumer
+        if c.cfg.deliver_subject:
+            last = c.stream.store.fast_state().last_seq
+            if last >= c.state.sseq:
+                c.push.looked = last + 1
 
     def _unget(self) -> None:
         """Put the last fetched message back (no destination, or a replay/rate delay)."""

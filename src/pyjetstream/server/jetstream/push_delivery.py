@@ -111,6 +111,7 @@ class PushDelivery:
         "fcid",
         "fcsz",
         "last_delivery",
+        "looked",
         "maxpb",
         "pblimit",
         "pbytes",
@@ -129,6 +130,9 @@ class PushDelivery:
         self.rate: RateLimiter | None = None
         self._hb_timer: asyncio.TimerHandle | None = None
         self.last_delivery = 0.0  # monotonic
+        #: The stream sequence after the end of the stream the consumer last found nothing more
+        #: in (``getNextMsg`` at EOF); the heartbeats' position when beyond the next sequence.
+        self.looked = 0
         self._fc_sub: InternalSubscription | None = None
 
     def start(self) -> None:
@@ -212,13 +216,19 @@ class PushDelivery:
                 # Flow-control acks: ask for one at the end of the stream too.
                 if consumer.cfg.ack_policy == AckPolicy.FLOW_CONTROL and consumer.state.pending and not self.fcid:
                     self._send_flow_control()
+                # nats-server's loop goes round after a heartbeat: a filtered consumer that
+                # finds nothing moves past the end of the stream (the next heartbeat says so).
+                consumer.kick()
             self.last_delivery = now
             due = now + interval
         self._hb_timer = consumer.loop.call_later(max(due - now, 0.001), self._heartbeat)
 
     def send_idle_heartbeat(self, subject: str) -> None:
+        """``sendIdleHeartbeat``: the consumer's next delivery and stream sequences, less one —
+        the stream's taken past the end of the stream once the consumer found nothing more."""
         st = self.consumer.state
-        self.consumer.server.publish_internal(subject, b"", hdr=heartbeat_block(st.dseq - 1, st.sseq - 1, self.fcid))
+        sseq = self.looked if self.looked > st.sseq else st.sseq
+        self.consumer.server.publish_internal(subject, b"", hdr=heartbeat_block(st.dseq - 1, sseq - 1, self.fcid))
 
     # --- flow control --------------------------------------------------------------------------
 
