@@ -363,3 +363,31 @@ def test_what_chance_decides_is_not_cached_and_the_cache_is_bounded() -> None:
     for i in range(10_000):
         assert m.select(f"x.{i}") is None
     assert len(m._cache) <= 4096
+
+
+async def test_a_jetstream_domain_is_a_set_of_mappings(start_server: StartServer) -> None:
+    """nats-server reaches ``$JS.<domain>.API`` through mappings it adds to each JetStream account
+    (``generateJSMappingTable``): the API groups and ``$KV``/``$OBJ``; another subject under the
+    prefix is nobody's, a subscriber of the prefix sees nothing, /accountz lists them."""
+    target = start_server(jetstream_settings={"domain": "hub"}, mappings={"$JS.hub.API.INFO": "mine"}, http_port=-1)
+    async with _connect(target) as nc:
+        js = nc.jetstream(domain="hub")
+        await js.add_stream(name="KV_b", subjects=["$KV.b.>"])
+        reply = json.loads((await nc.request("$JS.hub.API.STREAM.NAMES", b"", timeout=TIMEOUT)).data)
+        assert reply["streams"] == ["KV_b"]
+        await nc.request("$JS.hub.API.$KV.b.k", b"v", timeout=TIMEOUT)  # the stream's PubAck
+        assert (await js.get_msg("KV_b", 1)).subject == "$KV.b.k"
+        with pytest.raises(nats.errors.NoRespondersError):
+            await nc.request("$JS.hub.API.FOO.BAR", b"", timeout=TIMEOUT)
+        mine = await nc.subscribe("mine")
+        spy = await nc.subscribe("$JS.hub.API.>")
+        await subscriptions_live(nc)
+        await nc.publish("$JS.hub.API.INFO", b"")  # a configured mapping of the same source wins
+        assert (await mine.next_msg(timeout=TIMEOUT)).subject == "mine"
+        with pytest.raises(nats.errors.TimeoutError):
+            await spy.next_msg(timeout=0.3)
+    url = f"http://127.0.0.1:{target.http_port}/accountz?acc=$G"
+    body = await asyncio.get_running_loop().run_in_executor(None, lambda: urllib.request.urlopen(url, timeout=TIMEOUT).read())
+    held = json.loads(body)["account_detail"]["mappings"]
+    assert held["$JS.hub.API.$KV.>"] == [{"subject": "$KV.>", "weight": 100}] and len(held) == 9
+    assert held["$JS.hub.API.INFO"] == [{"subject": "mine", "weight": 100}]

@@ -44,6 +44,7 @@ __all__ = [
     "advisory_stream_write_error",
     "api_prefix",
     "domain_api_to_local",
+    "domain_mappings",
     "flow_control_subject",
     "flow_control_subscription",
     "match_api_subject",
@@ -75,6 +76,27 @@ def domain_api_to_local(subject: str, domain: str) -> str | None:
     if domain and subject.startswith(head):
         return JS_API_PREFIX + "." + subject[len(head) :]
     return None
+
+
+#: What nats-server maps under ``$JS.<domain>.API.`` (``generateJSMappingTable``): the JetStream API
+#: groups, and the KV and object-store subject spaces (``$JS.<domain>.API.$KV.>`` -> ``$KV.>``).
+_DOMAIN_MAPPED = {
+    "INFO": "$JS.API.INFO",
+    "STREAM.>": "$JS.API.STREAM.>",
+    "CONSUMER.>": "$JS.API.CONSUMER.>",
+    "DIRECT.>": "$JS.API.DIRECT.>",
+    "META.>": "$JS.API.META.>",
+    "SERVER.>": "$JS.API.SERVER.>",
+    "ACCOUNT.>": "$JS.API.ACCOUNT.>",
+    "$KV.>": "$KV.>",
+    "$OBJ.>": "$OBJ.>",
+}
+
+
+def domain_mappings(domain: str) -> dict[str, str]:
+    """The subject mappings a JetStream account gets when the server has a domain (nats-server
+    ``enableAllJetStreamServiceImportsAndMappings``): ``$JS.<domain>.API.<group>`` to the local one."""
+    return {f"$JS.{domain}.API.{suffix}": dest for suffix, dest in _DOMAIN_MAPPED.items()}
 
 
 @dataclass(frozen=True, slots=True)

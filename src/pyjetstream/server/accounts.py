@@ -25,13 +25,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.ack import ACK_PREFIX
+from pyjetstream.api.subjects import domain_mappings
 from pyjetstream.protocol.headers import may_be_traced
 from pyjetstream.protocol.subjects import FWC, PWC
 from pyjetstream.server.jetstream.api_disabled import DisabledApi
 from pyjetstream.server.jetstream.engine import JetStreamEngine
 from pyjetstream.server.mappings import MappingError, Mappings, cluster_name
 from pyjetstream.server.options import Account as AccountConfig
-from pyjetstream.server.options import AccountJetStreamLimits
+from pyjetstream.server.options import AccountJetStreamLimits, MapDest
 from pyjetstream.server.options import Mappings as MappingsConfig
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import Subscription
@@ -87,6 +88,9 @@ class Account:
         #: ``hasMappings``) is the one test a publish pays when there are none.
         self.mappings = Mappings(cluster_name(server.options))
         self.mapped = False
+        # The configured mappings, and those the server adds (a JetStream domain's).
+        self._configured: MappingsConfig = {}
+        self._implicit: MappingsConfig = {}
         if config is not None and config.mappings:
             self.set_mappings(config.mappings)
 
@@ -127,9 +131,12 @@ class Account:
     def set_mappings(self, config: MappingsConfig) -> None:
         """This account's mappings from now on (configuration, reload, account JWT). One that
         is not valid is left out, as nats-server's JWT update leaves it (the configuration's are
-        checked as it is loaded)."""
+        checked as it is loaded). The server's own (a JetStream domain's) follow, unless one of
+        these has their source (nats-server adds them after, skipping such a source)."""
+        self._configured = config
         mappings = Mappings(cluster_name(self.server.options))
-        for src, dests in config.items():
+        implicit = {src: dests for src, dests in self._implicit.items() if src not in config}
+        for src, dests in {**config, **implicit}.items():
             try:
                 mappings.add(src, dests)
             except MappingError as exc:
@@ -285,6 +292,9 @@ class Account:
         engine = JetStreamEngine(self)
         await engine.start()
         self.jetstream = engine
+        if engine.domain:  # nats-server enableAllJetStreamServiceImportsAndMappings
+            self._implicit = {src: [MapDest(subject=dest)] for src, dest in domain_mappings(engine.domain).items()}
+            self.set_mappings(self._configured)
 
     def answer_jetstream_disabled(self) -> None:
         """Answer ``$JS.API`` requests with 10039, as nats-server does for such accounts."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.headers import no_responders_block
 from pyjetstream.api.responses import ApiResponse
-from pyjetstream.api.subjects import ApiEndpoint, ApiMatch, domain_api_to_local, match_api_subject
+from pyjetstream.api.subjects import ApiEndpoint, ApiMatch, match_api_subject
 from pyjetstream.server.jetstream import api_account, api_cluster, api_consumer, api_stream, snapshot
 from pyjetstream.server.jetstream.api_common import encode_response
 from pyjetstream.server.jetstream.api_level import level_refusal
@@ -57,10 +57,9 @@ class ApiRouter:
 
     def subscribe(self) -> None:
         server = self.engine.server
+        # ``$JS.<domain>.API.>`` reaches it through the account's subject mappings (nats-server's:
+        # `Account.enable_jetstream`), not a subscription of its own.
         self._subs.append(server.subscribe_internal(API_SUBSCRIPTION, self.on_request))
-        if self.engine.domain:
-            prefix = f"$JS.{self.engine.domain}.API.>"
-            self._subs.append(server.subscribe_internal(prefix, self.on_domain_request))
 
     def _no_responders_unless_served(self, subject: str, reply: str, client: Any) -> None:
         """A DIRECT.GET / MSG.NEXT request no stream or consumer subscribes to: no-responders."""
@@ -79,17 +78,6 @@ class ApiRouter:
         for sub in self._subs:
             sub.unsubscribe()
         self._subs.clear()
-
-    def on_domain_request(
-        self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
-    ) -> None:
-        local = domain_api_to_local(subject, self.engine.domain)
-        if local is not None:
-            if local.startswith("$JS.API.CONSUMER.MSG.NEXT.") or local.startswith("$JS.API.DIRECT.GET."):
-                # Answered by consumers/streams themselves: forward on the local subject.
-                self.engine.server.publish_internal(local, payload, reply=reply, hdr=hdr)
-                return
-            self.on_request(local, reply, hdr, payload, client)
 
     def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if not reply:

@@ -55,6 +55,7 @@ from pyjetstream.api.models_common import ApiError, ExternalStream
 from pyjetstream.api.models_consumer import ConsumerConfig, CreateConsumerRequest
 from pyjetstream.api.models_stream import StreamConfig, StreamConsumerSource, StreamSource, StreamSourceInfo
 from pyjetstream.api.responses import ConsumerCreateResponse
+from pyjetstream.api.subjects import domain_api_to_local
 from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header
 from pyjetstream.server.jetstream.direct_get import DirectGet
@@ -391,9 +392,7 @@ class _Feed:
         subject = f"{API_PREFIX}.CONSUMER.CREATE.{self.name}"
         if config.filter_subject:
             subject = f"{subject}.{config.name}.{config.filter_subject}"
-        ext = self.cfg.external
-        if ext is not None:  # an empty api prefix too, as nats-server: the request then goes nowhere
-            subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
+        subject = self._api(subject)
         request = encode(CreateConsumerRequest(stream_name=self.name, config=config))
         if self._reply_sub is not None:  # a downgraded retry: stale answers go nowhere
             self._reply_sub.unsubscribe()
@@ -441,9 +440,7 @@ class _Feed:
         if self.cfg.consumer is not None:
             return  # the user's
         subject = f"{API_PREFIX}.CONSUMER.DELETE.{self.name}.{self.consumer_name(sources)}"
-        ext = self.cfg.external
-        if ext is not None:  # an empty api prefix too, as nats-server: the request then goes nowhere
-            subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
+        subject = self._api(subject)
         reply = f"$JSC.R.{_token()}"
         subs: list[Any] = []
         subs.append(self.server.subscribe_internal(reply, lambda *_: subs[0].unsubscribe()))
@@ -457,9 +454,7 @@ class _Feed:
         reply confirms ``ack_policy: flow_control`` (as nats-server, which subscribes only then):
         what it delivers before is not acked, so the reset brings it again."""
         subject = f"{API_PREFIX}.CONSUMER.RESET.{self.name}.{durable.name}"
-        ext = self.cfg.external
-        if ext is not None:  # an empty api prefix too, as nats-server: the request then goes nowhere
-            subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
+        subject = self._api(subject)
         self._reply_subject = f"$JSC.R.{_token()}"
         self._reply_sub = self.server.subscribe_internal(self._reply_subject, self._on_create_reply)
         self.sip = True
@@ -472,6 +467,18 @@ class _Feed:
                 self.ident.encode(),
             )
         self.server.publish_internal(subject, b"", reply=self._reply_subject, hdr=hdr)
+
+    def _api(self, subject: str) -> str:
+        """An API request's subject: under ``external.api`` when set (an empty prefix too, as
+        nats-server: the request then goes nowhere). A prefix of this server's own JetStream
+        domain is answered here: pyjetstream's, as before the domain became subject mappings —
+        nats-server maps only clients' publishes, so its streams cannot source through it."""
+        ext = self.cfg.external
+        if ext is None:
+            return subject
+        subject = subject.replace(API_PREFIX, ext.api, 1).replace("..", ".")
+        local = domain_api_to_local(subject, self.stream.engine.domain)
+        return subject if local is None else local
 
     def _base_config(self, deliver: str) -> ConsumerConfig:
         return ConsumerConfig(
