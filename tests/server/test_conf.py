@@ -1502,3 +1502,41 @@ def test_any_shape_of_known_keys_maps_or_raises_config_error(config: dict[str, A
         config_to_options(config)
     except ConfigError as exc:
         assert exc.issues
+
+
+# Subject mappings: every error nats-server 2.15.1 -t gives, word for word and at its place.
+MAPPINGS_CHECKED = [
+    'mappings { "orders.new": "orders.created", "w.*": [{destination: "w.a.$1", weight: 60%}] }\n',
+    'accounts { A { users: [{user: a, password: a}], maps { "a.*": "b.{{partition(3,1)}}.{{left(1,2)}}" } } }\n',
+    'port: 4222\nmappings {\n  "a b": "x"\n  "c.*": "d.{{foo()}}"\n  "e": [\n     {destination: "f", weight: 200}\n  ]\n}\n',
+    'mappings { "a.*": [{dest: "k.$1", weight: -1}] }\n',
+    'mappings { "a.*": [{dest: "k.$1", weight: 1.5}] }\n',
+    "mappings = 5\n",
+    'mappings { "a.>": "b.*" }\n',
+    'mappings { "a": "{{wildcard(1)}}" }\n',
+    'mappings { "a.*": "x. y" }\n',
+    'mappings { "a.*": "x..y" }\n',
+    'mappings { "a.*": "x.>.y" }\n',
+    'mappings { "a.*": [{destination: "b.$1", weight: 50, foo: 1}] }\n',
+    'mappings { "a.*": [{destination: "b.$1", weight: 50}, {destination: "b.$1", weight: 10}] }\n',
+    'mappings { "a.*": [{destination: "b.$1", weight: 50}, {destination: "c.$1", weight: 60}] }\n',
+    'mappings { "a.*": 12 }\n',
+    'mappings { "a.*": {destination: "b.$1", weight: "x%"} }\n',
+    'mappings { "a.*": {destination: "b.$1", weight: true} }\n',
+    'mappings { "a.*": "b.{{partition(3,1,2)}}" }\n',
+    'mappings { "a.*": "b.{{split(1,a b)}}" }\n',
+    'mappings { "a.*": "b.{{wildcard(1,2)}}" }\n',
+    'mappings { "a.*": "b.{{random()}}" }\n',
+    'accounts { A { mappings { "j.*": [{dest: "k.$1", weight: 40%}, {dest: "j.*", weight: 20%}] } } }\n',
+]
+
+
+@needs_nats_server
+@pytest.mark.parametrize("text", MAPPINGS_CHECKED)
+def test_mapping_errors_are_nats_servers(text: str, tmp_path: Path) -> None:
+    conf = tmp_path / "t.conf"
+    conf.write_text(text)
+    nats_ok, nats_err = nats_check(conf)
+    ours_ok, ours_err = our_check(conf)
+    # (sorted: nats-server walks the block as a Go map, in no fixed order)
+    assert (ours_ok, sorted(_lines(ours_err))) == (nats_ok, sorted(_lines(nats_err)))
