@@ -100,11 +100,11 @@ class ApiRouter:
         handler = self.handlers.get(match.endpoint)  # (none for CONSUMER.RESET: consumers answer it)
         if handler is None:
             return
-        self.engine.api_total += 1
         # Every handler of nats-server refuses a Nats-Required-Api-Level above its own (10185),
         # most before anything else: checked here for all, so none can forget it.
         refused = level_refusal(match.endpoint, hdr, payload, self.engine.strict)
         if refused is not None:
+            self.engine.api_total += 1
             self.engine.api_errors += 1
             self.engine.server.publish_internal(reply, encode_response(refused))
             return
@@ -115,10 +115,14 @@ class ApiRouter:
             response = handler(self.engine, match, payload, reply)
         except Exception:
             self.engine.server.logger.exception("JetStream API handler for %s failed", subject)
+            self.engine.api_total += 1
             self.engine.api_errors += 1
             return
         finally:
             self.engine.request_hdr = None
+        # Counted once answered, as nats-server's trackAPI in sendAPIResponse: the account INFO
+        # a request gets does not count that request yet.
+        self.engine.api_total += 1
         if response is None:
             return
         reply_hdr = None
