@@ -391,3 +391,19 @@ async def test_a_jetstream_domain_is_a_set_of_mappings(start_server: StartServer
     held = json.loads(body)["account_detail"]["mappings"]
     assert held["$JS.hub.API.$KV.>"] == [{"subject": "$KV.>", "weight": 100}] and len(held) == 9
     assert held["$JS.hub.API.INFO"] == [{"subject": "mine", "weight": 100}]
+
+
+async def test_trace_logs_the_mapping(start_server: StartServer) -> None:
+    """``trace: true``: after the PUB line, nats-server's ``MAPPING`` line. (nats-server traces a
+    PUB's arguments as the client wrote them — nats.py's ``PUB orders.new  2`` has two spaces —,
+    pyjetstream rebuilds them: the same for nats.py, one space less for a client that writes one.)"""
+    target = start_server(mappings={"orders.new": "orders.created"}, trace=True, jetstream=False)
+    async with _connect(target) as nc:
+        await nc.publish("orders.new", b"hi")
+        await nc.flush(timeout=TIMEOUT)
+    deadline = time.monotonic() + TIMEOUT
+    while "MAPPING" not in target.read_log():
+        assert time.monotonic() < deadline, target.read_log()
+        await asyncio.sleep(0.05)
+    lines = [line.rsplit(" - ", 1)[-1] for line in target.read_log().splitlines() if "orders." in line]
+    assert lines[:2] == ["<<- [PUB orders.new  2]", "<<- [MAPPING orders.new -> orders.created]"]
