@@ -6,6 +6,9 @@ A fake clock, no real time."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -89,3 +92,38 @@ def test_a_small_state_is_written_every_flush_delay(monkeypatch: pytest.MonkeyPa
     writer.consumer.engine.sync_always = False
     writer.dirty()
     assert loop.delays[-1] == cp.STATE_FLUSH_DELAY
+
+
+async def _until(cond: Any, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        assert loop.time() < deadline
+        await asyncio.sleep(0.005)
+
+
+async def test_ack_replies_wait_for_one_write_after_the_writer_threads() -> None:
+    """Group commit (issue #27): replies held in one turn leave after one write, and that write
+    comes after the writer thread's write under way (an older snapshot never lands after it)."""
+    clock = _Clock()
+    sent: list[str] = []
+    consumer = SimpleNamespace(
+        closed=False,
+        loop=asyncio.get_running_loop(),
+        engine=SimpleNamespace(sync_always=False),
+        state=SimpleNamespace(snapshot=ConsumerState),
+        server=SimpleNamespace(publish_internal=lambda reply, payload: sent.append(reply)),
+    )
+    store = _Store(clock, 0.0)
+    store.persistent = True
+    writer = cp.StateWriter(consumer, store)  # type: ignore[arg-type]
+    under_way: concurrent.futures.Future[bool] = concurrent.futures.Future()
+    writer._write_future = under_way
+    writer.confirm("r1")
+    writer.confirm("r2")
+    await asyncio.sleep(0)  # (the commit's turn: it must wait for the writer thread)
+    await asyncio.sleep(0)
+    assert sent == [] and store.written == 0
+    threading.Thread(target=under_way.set_result, args=(True,)).start()
+    await _until(lambda: sent == ["r1", "r2"])
+    assert store.written == 1

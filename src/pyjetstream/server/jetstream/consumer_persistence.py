@@ -152,7 +152,7 @@ class StateWriter:
         pending = self._write_future
         loop = self.consumer.loop
         if pending is not None and not pending.done():
-            pending.add_done_callback(lambda _f: loop.call_soon_threadsafe(self._commit))
+            pending.add_done_callback(lambda _f: self._commit_from_writer(loop))
             return
         self._commit_due = False
         replies, self._replies = self._replies, []
@@ -168,6 +168,12 @@ class StateWriter:
         publish = self.consumer.server.publish_internal
         for reply in replies:
             publish(reply, b"")
+
+    def _commit_from_writer(self, loop: asyncio.AbstractEventLoop) -> None:
+        """(In the writer thread, its write done.) The commit's turn, unless the loop is gone (a
+        server shut down meanwhile: its final write held the acks)."""
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._commit)
 
     def _flush(self) -> None:
         """Snapshot the state and hand it to the writer (in the loop when ``sync: always``)."""
