@@ -17,7 +17,8 @@ Figures after each restart (the check is incremental, so cycle 100 costs what cy
   to 100 ms later, so there it is reported, not a failure (``--ack-window``: the loss allowed, -1
   any; default 0 embedded, -1 nats-server);
 - ack-floor lag: the same for PUSH against the plain acks the server received (written lazily by
-  both servers), mean and max over the restarts;
+  both servers), mean and max over the restarts; a sequence counted at one restart and still below
+  the floor at the next (its redelivery not due yet) is not counted again;
 - acked messages lost: every ORDERS message acknowledged since the last check is at its
   acknowledged sequence with its payload, ``--samples`` randomly chosen older ones still are, and
   ORDERS (never deleted from) still counts one message per sequence;
@@ -140,6 +141,8 @@ class Record:
     checked: int = 0  # log entries verified by a check
     read_upto: int = 0  # ORDERS read (for duplicates) up to this sequence
     seen: dict[bytes, int] = field(default_factory=dict)  # payload -> the sequence it was read at
+    # consumer -> (acked up to, ack floor) at the last check
+    last_seen: dict[str, tuple[int, int]] = field(default_factory=dict)
     acked_up_to: dict[str, AckedUpTo] = field(default_factory=lambda: {"PULL": AckedUpTo(), "PUSH": AckedUpTo()})
     kv_rev: dict[str, int] = field(default_factory=dict)  # key -> last acknowledged revision
     purged_to: int = 0  # SCRATCH first seq after the last acknowledged purge
@@ -447,7 +450,12 @@ async def check(url: str, rec: Record, fig: Figures, ack_window: int, samples: i
                 continue
             floor = ci.ack_floor.stream_seq if ci.ack_floor else 0
             known = rec.acked_up_to[name].floor
-            lag = max(0, known - floor)
+            # The sequences acked but above the floor, less those the last restart counted and
+            # that are still there (redelivered only after the ack wait): each loss counted once.
+            before_known, before_floor = rec.last_seen.get(name, (0, 0))
+            again = max(0, min(known, before_known) - max(floor, before_floor))
+            lag = max(0, known - floor) - again
+            rec.last_seen[name] = (known, floor)
             fig.lag[name].samples.append(lag)
             if name == "PULL" and 0 <= ack_window < lag:
                 problems.append(f"{lag} confirmed acks lost: PULL's ack floor {floor}, all acks up to {known} confirmed")

@@ -4,8 +4,9 @@
 The consumer's memory (its `DeliveryState`) is
 the truth; the store gets a snapshot shortly after changes (coalescing many acks into one write),
 like nats-server's consumer file store, which writes its state from a background flusher. The
-write (a file replace: milliseconds on ext4) happens in one writer thread, off the event loop,
-except with ``sync: always``.
+write (an encode in proportion to the pending acks, then one ``pwrite`` into a state slot) happens
+in the event loop for a small state (``STATE_INLINE_MAX``) or with ``sync: always``, else in one
+writer thread.
 
 Durability, as nats-server's: its ``flushLoop`` encodes the whole state (``encodeConsumerState``:
 every pending ack) and writes it at most every 100 ms, fsynced only with ``sync: always``; so a
@@ -58,6 +59,10 @@ STATE_FLUSH_DELAY = 0.1
 # The next write waits at least this many times the last write's cost, and at most this long.
 STATE_WRITE_SHARE = 10
 STATE_FLUSH_MAX = 1.0
+# A state with at most this many pending acks is written in the loop (encoded in ~0.1 ms, one
+# pwrite): handing it to the writer thread cost more than that on a busy machine, where the thread
+# waits for the GIL and a core — and its wait is time the state on disk lags behind (issue #27).
+STATE_INLINE_MAX = 2048
 
 
 class ConsumerMeta(msgspec.Struct):
@@ -176,7 +181,8 @@ class StateWriter:
             loop.call_soon_threadsafe(self._commit)
 
     def _flush(self) -> None:
-        """Snapshot the state and hand it to the writer (in the loop when ``sync: always``)."""
+        """Snapshot the state and write it: in the loop when small or with ``sync: always``,
+        else in the writer thread."""
         self._flush_handle = None
         if self.store is None or self._commit_due:  # a commit is about to write it all
             return
@@ -188,10 +194,10 @@ class StateWriter:
         started = time.thread_time()
         state = consumer.state.snapshot()
         snap_cost = time.thread_time() - started
-        if consumer.engine.sync_always or consumer.closed:
+        if consumer.engine.sync_always or consumer.closed or len(state.pending) <= STATE_INLINE_MAX:
             self._write(state, snap_cost)
         else:
-            # A state write is a file replace (milliseconds on ext4): keep it off the event loop.
+            # Encoding a large state takes milliseconds: keep it off the event loop.
             self._write_future = _state_writer().submit(self._write, state, snap_cost)
 
     def _settle(self) -> ConsumerStoreBase | None:
