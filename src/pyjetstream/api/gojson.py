@@ -566,10 +566,17 @@ def go_error(data: bytes, cls: type, strict: bool = True) -> str | None:
     return None
 
 
-def decode_go(data: bytes, cls: type[T], strict: bool = True) -> T:
-    """Decode an API request body into ``cls`` as nats-server does; raises `GoJsonError`."""
+def decode_go(data: bytes, cls: type[T], strict: bool = True, fast: bool = True) -> T:
+    """Decode an API request body into ``cls`` as nats-server does; raises `GoJsonError`.
+
+    ``fast`` first tries `_decode_simple` (a flat object of plain fields, the common request:
+    a get, a pull's next, a purge), the scanner and checker in Python only when that declines."""
     from . import codec
 
+    if fast:
+        simple = _decode_simple(data, cls)
+        if simple is not None:
+            return simple
     scanner = _Scanner(data)
     root = GO_STRUCTS.get(cls.__name__, cls.__name__)
     checker = _Checker(root, strict)
@@ -592,6 +599,55 @@ def decode_go(data: bytes, cls: type[T], strict: bool = True) -> T:
         return codec.convert(merged, cls)
     except (msgspec.ValidationError, ValueError) as exc:
         raise GoJsonError(str(exc)) from None
+
+
+@functools.cache
+def _simple_fields(cls: type) -> dict[str, tuple[type, int, int]]:
+    """JSON key → (Python type, lowest, highest) of ``cls``'s fields whose value the checker takes
+    as is: strings, booleans and integers (with their Go type's range); not enums, times, lists,
+    maps or structs."""
+    out: dict[str, tuple[type, int, int]] = {}
+    for name, field in _struct_fields(cls).items():
+        kind = _strip_optional(field.kind)
+        if kind is str or kind is bool:
+            out[name] = (kind, 0, 0)
+        elif kind is int:
+            low, high = _INT_RANGES.get(field.go_type, _INT_RANGES["int64"])
+            out[name] = (int, low, high)
+    return out
+
+
+def _decode_simple(data: bytes, cls: type[T]) -> T | None:
+    """`decode_go`'s result for a body that is one JSON object whose every key is exactly a
+    field of `_simple_fields` with a value of its type and range, decoded by msgspec in C; None
+    for anything else (the scanner and checker decide: Go's errors, case-folded keys, nulls,
+    several values, escapes, a negative zero). Such a body is what the checker would build its
+    dict from, value for value (duplicate keys: the last, as both do), so the model is the same.
+    The Python scanner cost ~15 µs of a ~30 µs STREAM.MSG.GET."""
+    from . import codec
+
+    if b"\\u" in data:  # (a lone surrogate: json and msgspec may differ; rare)
+        return None
+    try:
+        obj = msgspec.json.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError):  # (invalid UTF-8: Go reads U+FFFD)
+        return None
+    if type(obj) is not dict:
+        return None
+    fields = _simple_fields(cls)  # type: ignore[arg-type]  # (a class is hashable)
+    for key, value in obj.items():
+        spec = fields.get(key)
+        if spec is None:
+            return None
+        kind, low, high = spec
+        if type(value) is not kind:
+            return None
+        if type(value) is int and (not low <= value <= high or (value == 0 and low == 0 and b"-" in data)):
+            return None  # (out of range; "-0", which Go's ParseUint refuses)
+    try:
+        return codec.convert(obj, cls)
+    except (msgspec.ValidationError, ValueError):
+        return None
 
 
 def _decode_one(checker: _Checker, span: bytes, cls: type, merged: dict[str, Any]) -> None:
