@@ -292,8 +292,9 @@ class Account:
         engine = JetStreamEngine(self)
         await engine.start()
         self.jetstream = engine
-        if engine.domain:  # nats-server enableAllJetStreamServiceImportsAndMappings
-            self._implicit = {src: [MapDest(subject=dest)] for src, dest in domain_mappings(engine.domain).items()}
+        domain = getattr(engine, "domain", "")  # (an engine stand-in may have none)
+        if domain:  # nats-server enableAllJetStreamServiceImportsAndMappings
+            self._implicit = {src: [MapDest(subject=dest)] for src, dest in domain_mappings(domain).items()}
             self.set_mappings(self._configured)
 
     def answer_jetstream_disabled(self) -> None:
