@@ -32,7 +32,7 @@ from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jetstream.api_router import ApiRouter
 from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
 from pyjetstream.server.jetstream.store._fileutil import read_meta_file, remove_deleted_trees
-from pyjetstream.server.jetstream.store.base import MessageStore
+from pyjetstream.server.jetstream.store.base import ErrCorruptRecord, MessageStore
 from pyjetstream.server.jetstream.store.filestore import (
     SYNC_ALWAYS,
     SYNC_INTERVAL,
@@ -481,6 +481,10 @@ class JetStreamEngine:
                 meta = read_meta_file(str(directory))
                 if meta is None:
                     continue
+            except ErrCorruptRecord as exc:  # (nats-server: a warning, and the stream is not served)
+                self.server.logger.warning("  Stream %s", exc)
+                continue
+            try:
                 cfg, created = decode_stream_meta(meta)
                 store = FileStore(self._file_config(directory, cfg), store_config_for(cfg))
                 store.on_damage = functools.partial(self._log_lost, cfg.name, "a damaged record read")

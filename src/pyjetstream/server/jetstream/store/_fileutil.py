@@ -98,11 +98,17 @@ def read_meta_file(directory: str, name: str = "meta") -> bytes | None:
     except FileNotFoundError:
         return None
     expected = _sum(data)
+    stored = b""
     for candidate in (name + ".sum", name + ".sum.tmp"):
         with contextlib.suppress(FileNotFoundError), open(os.path.join(directory, candidate), "rb") as f:
-            if f.read().strip() == expected:
+            got = f.read().strip()
+            if got == expected:
                 return data
-    raise ErrCorruptRecord(f"{inf}: checksum mismatch")
+            stored = stored or got
+    # (nats-server's words, jetstream.go: 'Stream metafile %q: checksums do not match %q vs %q')
+    raise ErrCorruptRecord(
+        f'metafile "{inf}": checksums do not match "{stored.decode(errors="replace")}" vs "{expected.decode()}"'
+    )
 
 
 def _load_glibc() -> tuple[Callable[[int], int], Callable[[int, int], int]] | None:
