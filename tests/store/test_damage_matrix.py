@@ -236,3 +236,24 @@ def test_a_flip_in_a_compacted_block_lists_only_live_records(tmp_path: Path, sto
     st = s2.state()
     assert set(st.lost.msgs if st.lost else []) == {20, 22}
     assert got == kept - {20, 22} and st.msgs == len(got)
+
+
+@pytest.mark.parametrize("stop", ["clean", "kill9"])
+def test_a_flip_in_a_compressed_block_loses_the_records_it_hits(tmp_path: Path, stop: str) -> None:
+    """The same with S2-compressed records (``FLAG_COMPRESSED``): the resync knows their kind."""
+    d = tmp_path / "s"
+    cfg = StoreConfig(compression="s2")
+    s = FileStore(FileStoreConfig(str(d), block_size=1 << 20), cfg)
+    for seq in range(1, N + 1):
+        s.store_msg(SUBJECT, b"", payload(seq) * 8)
+    s.stop() if stop == "clean" else crash(s)
+    path = blk(d, 1)
+    recs = [(off, total, seq) for off, total, _k, seq, *_ in scan_records(path.read_bytes(), BLOCK_HDR_LEN, [])]
+    at = flip(path, recs[N // 2][0] + 30)
+    hit = {seq for off, total, seq in recs if off < at + 64 and at < off + total}
+    s2 = FileStore(FileStoreConfig(str(d), block_size=1 << 20), cfg)
+    got = [m[1] for m in s2.load_next_msgs(">", 1, N, 1 << 30)]
+    assert got == [q for q in range(1, N + 1) if q not in hit]
+    assert all(s2.load_msg(q).data == payload(q) * 8 for q in got)
+    st = s2.state()
+    assert set(st.lost.msgs if st.lost else []) == hit and st.msgs == len(got)
