@@ -257,3 +257,20 @@ def test_a_flip_in_a_compressed_block_loses_the_records_it_hits(tmp_path: Path, 
     assert all(s2.load_msg(q).data == payload(q) * 8 for q in got)
     st = s2.state()
     assert set(st.lost.msgs if st.lost else []) == hit and st.msgs == len(got)
+
+
+def test_lost_sequences_past_a_truncate_are_forgotten(tmp_path: Path) -> None:
+    """A truncate gives the sequences past its point again: the ones lost there are no longer
+    lost, and a restart does not skip past them."""
+    d = tmp_path / "s"
+    crash(build(d))
+    path = blk(d, 2)
+    flip(path, path.stat().st_size - 64)  # the last records of the last block
+    s = open_fs(d)
+    lost = s.state().lost
+    assert lost is not None and lost.msgs and min(lost.msgs) > N
+    s.truncate(N)
+    assert s.state().lost is not None and s.state().lost.msgs == []  # type: ignore[union-attr]
+    s.stop()
+    s2 = open_fs(d)
+    assert s2.state().last_seq == N and s2.store_msg(SUBJECT, b"", b"again")[0] == N + 1

@@ -142,7 +142,8 @@ class FileStore(IndexedStore):
         os.makedirs(self._msgs_dir, exist_ok=True)
         existed = self._recover()
         blocks.open_active()
-        top = self._lost.msgs[-1] if self._lost is not None and self._lost.msgs else 0
+        found = self.found_lost
+        top = found.msgs[-1] if found is not None and found.msgs else 0
         if top > self._index.last_seq:  # (the end of the last block was lost: its sequences stay used)
             self._skip(self._index.last_seq + 1, top - self._index.last_seq)
         blocks.keep_ttls(dict(self._ttl.by_seq))

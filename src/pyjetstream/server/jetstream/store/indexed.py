@@ -66,8 +66,7 @@ ExpireHandler = Callable[[int, str, bool], None]
 class IndexedStore(MessageStore):
     """`MessageStore` over an index and a payload backend (see the module docstring)."""
 
-    #: Told ``(sequences, bytes)`` of messages a read found damaged and dropped (the server logs it).
-    on_damage: Callable[[list[int], int], None] | None = None
+    on_damage: Callable[[list[int], int], None] | None = None  # (damaged seqs a read dropped, bytes)
 
     def __init__(self, cfg: StoreConfig, index: SeqIndex, backend: PayloadBackend) -> None:
         map_large_buffers()  # the index arrays grow by reallocation
@@ -546,6 +545,8 @@ class IndexedStore(MessageStore):
             raise ErrInvalidSequence()
         self._backend.truncate(seq)
         index.truncate(seq)
+        if self._lost is not None:  # (sequences past ``seq`` are given again: none of them is lost)
+            self._lost = LostData([q for q in self._lost.msgs if q <= seq], self._lost.bytes)
         self.bulk_removals += 1
         self._ttl.truncate(seq)
         self._commit()
