@@ -141,17 +141,16 @@ class DirectGet:
 
     def _stream_headers(self, msg: StoredMsg, pending: tuple[int, int] | None) -> bytes:
         """The stored header block with Nats-Stream … appended (genHeader's order)."""
-        fields = [
-            (H.STREAM, self.stream.name),
-            (H.SUBJECT, msg.subject),
-            (H.SEQUENCE, str(msg.seq)),
-            (H.TIME_STAMP, format_time(msg.ts)),
-        ]
         if pending is not None:
-            fields += [(H.NUM_PENDING, str(pending[0])), (H.LAST_SEQUENCE, str(pending[1]))]
-        extra = "".join(f"{k}: {v}\r\n" for k, v in fields).encode()
+            return self._reply_headers(msg.hdr, msg.subject, msg.seq, msg.ts, *pending)
         base = msg.hdr if msg.hdr and len(msg.hdr) > 2 else b"NATS/1.0\r\n\r\n"
-        return base[:-2] + extra + b"\r\n"
+        return b"%b%bNats-Subject: %b\r\nNats-Sequence: %d\r\nNats-Time-Stamp: %b\r\n\r\n" % (
+            base[:-2],
+            self._stream_line,
+            msg.subject.encode(),
+            msg.seq,
+            self._time_stamp(msg.ts).encode(),
+        )
 
     def _time_stamp(self, ns: int) -> str:
         """`format_time`, the date and time of day formatted once per second (a batch's
@@ -167,13 +166,19 @@ class DirectGet:
     def _batch_headers(self, msg: StoredMsg, pending: int, last_seq: int) -> bytes:
         """`_stream_headers` of a batch reply (the same bytes: nats-server's ``dgb`` lines
         after the stored headers), formatted in one step."""
-        base = msg.hdr if msg.hdr and len(msg.hdr) > 2 else b"NATS/1.0\r\n\r\n"
+        return self._reply_headers(msg.hdr, msg.subject, msg.seq, msg.ts, pending, last_seq)
+
+    def _reply_headers(
+        self, hdr: bytes | None, subject: str, seq: int, ts: int, pending: int, last_seq: int
+    ) -> bytes:
+        """`_batch_headers` from a message's fields (a `MsgTuple`'s, for multi_last)."""
+        base = hdr if hdr and len(hdr) > 2 else b"NATS/1.0\r\n\r\n"
         return b"%b%bNats-Subject: %b\r\nNats-Sequence: %d\r\nNats-Time-Stamp: %b\r\nNats-Num-Pending: %d\r\nNats-Last-Sequence: %d\r\n\r\n" % (
             base[:-2],
             self._stream_line,
-            msg.subject.encode(),
-            msg.seq,
-            self._time_stamp(msg.ts).encode(),
+            subject.encode(),
+            seq,
+            self._time_stamp(ts).encode(),
             pending,
             last_seq,
         )
@@ -266,26 +271,52 @@ class DirectGet:
             return self._send(reply, TOO_MANY_RESULTS)
         if not seqs:
             return self._send(reply, NO_RESULTS)
+        pending, last_seq = self._send_multi(reply, req, seqs, max_bytes)
+        if pending < 0:
+            return self._send(reply, NOT_FOUND)
+        eob = [(H.NUM_PENDING, pending), (H.LAST_SEQUENCE, last_seq), (H.UP_TO_SEQUENCE, up_to)]
+        self._send(reply, status_block(Status.EOB, eob))
+
+    def _send_multi(self, reply: str, req: MsgGetRequest, seqs: list[int], max_bytes: int) -> tuple[int, int]:
+        """The messages of a multi_last answer, up to ``max_bytes`` and ``batch``, from
+        ``req.seq`` on: read in one store call (``load_msgs``), each framed straight onto the
+        requester's connection when it is the reply's lone receiver (as a batch is), with
+        ``_reply_headers`` (the time stamp's date formatted once per second). Returns the
+        num-pending and last sequence for the end-of-batch status; (-1, 0) when a message could
+        not be read (404, as nats-server when its load fails)."""
+        store = self.stream.store
+        try:
+            msgs = store.load_msgs([seq for seq in seqs if seq >= req.seq])
+        except (StoreError, OSError):
+            return -1, 0
+        server = self.stream.server
+        rsub = server.lone_receiver(reply)
         pending = len(seqs)
-        last_seq = sent = sent_bytes = 0
+        last_seq = sent = sent_bytes = direct = k = 0
         for seq in seqs:
             pending = max(pending - 1, 0)
             if seq < req.seq:
                 continue
-            try:
-                msg = store.load_msg(seq)
-            except (StoreError, OSError):
-                return self._send(reply, NOT_FOUND)
-            self._send(reply, self._stream_headers(msg, (pending, last_seq)), msg.data)
-            last_seq = msg.seq
-            sent_bytes += len(msg.subject) + len(msg.hdr or b"") + len(msg.data)
+            if k >= len(msgs) or msgs[k][1] != seq:
+                return -1, 0
+            subject, _, ts, hdr, data = msgs[k]
+            k += 1
+            headers = self._reply_headers(hdr, subject, seq, ts, pending, last_seq)
+            if rsub is not None and not rsub.closed:
+                rsub.client.deliver(rsub, reply, "", headers, data, None)
+                direct += 1
+            else:
+                self._send(reply, headers, data)
+            last_seq = seq
+            sent_bytes += len(subject) + len(hdr or b"") + len(data)
             if sent_bytes >= max_bytes:
                 break
             sent += 1
             if req.batch > 0 and sent >= req.batch:
                 break
-        eob = [(H.NUM_PENDING, pending), (H.LAST_SEQUENCE, last_seq), (H.UP_TO_SEQUENCE, up_to)]
-        self._send(reply, status_block(Status.EOB, eob))
+        if direct:
+            server.count_matches(direct)
+        return pending, last_seq
 
 
 def multi_last_seqs(stream: Stream, filters: list[str], max_seq: int) -> list[int]:
