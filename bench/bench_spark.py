@@ -12,11 +12,15 @@ same way) with one local SparkSession (default JIT, so Parquet is not handicappe
 - batch read rows/s with 1, 2 and 4 partitions (every column materialised: a sum over the
   payload lengths), by the default path (an ephemeral consumer per partition), and with 2
   partitions by batched direct get (``directGet=true``);
-- streaming read rows/s: Trigger.AvailableNow over the same stream into the ``noop`` sink,
-  10 micro-batches, over the batches' own time (query start-up not counted);
-- streaming end-to-end latency: messages published at a steady rate, read by a running query
-  (100 ms trigger) and written to a second stream; latency = publish → delivered from the
-  second stream to a subscriber;
+- streaming read rows/s: Trigger.AvailableNow over the same stream into the ``noop`` sink, over
+  the micro-batches' own time (query start-up not counted): the default read limit (all rows
+  available, one micro-batch), and 10 micro-batches (``maxMessagesPerTrigger`` = rows / 10: the
+  rows then pay Spark's fixed cost per micro-batch ten times); Spark's own timings per phase are
+  printed for each run;
+- streaming end-to-end latency p50/p95 at 1,000 msgs/s, default trigger (micro-batches back to
+  back): into Spark's ``noop`` sink (a row is there when its micro-batch's write ended, from
+  Spark's progress reports) by the default plan and with ``driverReads=true``, and into a second
+  stream (``driverReads=true``, timed at a subscriber of that stream);
 
 and, as the limit, the same rows written to and read from Parquet (local files) in the same
 run. ``--only writes`` times the writes and the Parquet write alone; ``--only reads`` the batch
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import json
 import shutil
 import statistics
 import sys
@@ -166,79 +170,167 @@ def bench_reads(spark: Any, url: str, rows: int, rounds: int) -> dict[str, float
     return out
 
 
-def bench_stream_read(spark: Any, url: str, rows: int, rounds: int, tmp: Path) -> float:
-    """rows/s over the micro-batches' own time (the query's start-up, ~1-2 s, is not counted)."""
+STREAM_READ = "streaming read (AvailableNow, noop sink)"
+STREAM_READ_10 = "streaming read, 10 micro-batches"
+LATENCIES = {  # name -> (sink, read options)
+    "latency p50/p95 ms, noop sink": ("noop", {}),
+    "latency p50/p95 ms, noop sink, driverReads": ("noop", {"driverReads": "true"}),
+    "latency p50/p95 ms, jetstream sink, driverReads": ("jetstream", {"driverReads": "true"}),
+}
+
+
+def bench_stream_read(spark: Any, url: str, rows: int, rounds: int, tmp: Path, batches: int = 1) -> float:
+    """rows/s over the micro-batches' own time (the query's start-up, ~1-2 s, is not counted), the
+    default plan (partitions by size and cores). ``batches`` > 1: ``maxMessagesPerTrigger`` splits the
+    rows into that many micro-batches (each pays Spark's fixed cost per micro-batch)."""
 
     def run() -> float:
         ck = tmp / f"ck-{time.monotonic_ns()}"
-        df = (
-            spark.readStream.format("jetstream")
-            .option("servers", url)
-            .option("stream", SRC)
-            .option("partitions", 2)
-            .option("maxMessagesPerTrigger", max(1, rows // 10))
-            .load()
-        )
+        reader = spark.readStream.format("jetstream").option("servers", url).option("stream", SRC)
+        if batches > 1:
+            reader = reader.option("maxMessagesPerTrigger", max(1, rows // batches))
         q = (
-            df.writeStream.format("noop")
+            reader.load()
+            .writeStream.format("noop")
             .option("checkpointLocation", str(ck))
             .trigger(availableNow=True)
             .start()
         )
         q.awaitTermination()
-        batches = [p for p in q.recentProgress if p["numInputRows"] > 0]
-        total = sum(p["numInputRows"] for p in batches)
+        done = [p for p in q.recentProgress if p["numInputRows"] > 0]
+        total = sum(p["numInputRows"] for p in done)
         assert total == rows, f"streamed {total} of {rows}"
-        return rows / (sum(p["durationMs"]["triggerExecution"] for p in batches) / 1000)
+        print(f"    {len(done)} micro-batches, Spark's mean ms: {micro_batch_profile(q)}", flush=True)
+        return rows / (sum(p["durationMs"]["triggerExecution"] for p in done) / 1000)
 
     return best(rounds, run)
 
 
+def micro_batch_profile(query: Any) -> dict[str, float]:
+    """Spark's own timings (ms) of the query's micro-batches with rows: the mean of each phase, and
+    ``batches`` / ``rows`` per batch."""
+    batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    if not batches:
+        return {}
+    out = {
+        k: sum(p["durationMs"].get(k, 0) for p in batches) / len(batches) for k in batches[-1]["durationMs"]
+    }
+    out["batches"] = len(batches)
+    out["rows"] = sum(p["numInputRows"] for p in batches) / len(batches)
+    return out
+
+
+def _quantiles(latencies_s: list[float], query: Any) -> tuple[float, float, int, dict[str, float]]:
+    ms = sorted(v * 1000 for v in latencies_s)
+    profile = micro_batch_profile(query)
+    if len(ms) < 2:
+        return float("nan"), float("nan"), len(ms), profile
+    q = statistics.quantiles(ms, n=100, method="inclusive")
+    return q[49], q[94], len(ms), profile
+
+
+async def _publish_steadily(
+    url: str, rate: int, seconds: float, query: Any, done: Callable[[int], Any]
+) -> dict[int, float]:
+    """Warm-up publishes until the query has run two micro-batches with rows (the first one starts
+    Python workers: seconds under load), then ``rate`` msgs/s of ``bsrc.lat`` carrying their publish
+    time; then wait (up to 30 s) until ``done(n)`` says all ``n`` arrived. The publish time of each
+    stream sequence published after the warm-up."""
+    nc = await connect(url)
+    n = int(rate * seconds)
+    published: dict[int, float] = {}
+    try:
+        js = jetstream(nc)
+        deadline = time.monotonic() + 120
+        while sum(p["numInputRows"] > 0 for p in query.recentProgress) < 2 and time.monotonic() < deadline:
+            await js.publish("bsrc.warm", str(time.time()).encode())
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1)
+        start = time.monotonic()
+        for i in range(n):
+            await asyncio.sleep(max(0.0, start + i / rate - time.monotonic()))
+            now = time.time()
+            ack = await js.publish("bsrc.lat", str(now).encode())
+            published[ack.seq] = now
+        deadline = time.monotonic() + 30
+        while not done(n) and time.monotonic() < deadline:  # noqa: ASYNC110 - polls the query / a list
+            await asyncio.sleep(0.1)
+    finally:
+        await nc.close()
+    return published
+
+
+def _offset_seq(offset: Any) -> int:
+    """A progress report's offset of this source (a JSON text or its value; None before the first)."""
+    value = json.loads(offset) if isinstance(offset, str) else offset
+    return 0 if value is None else int(value["seq"])
+
+
+def _sink_times(query: Any) -> list[tuple[int, int, float]]:
+    """Per micro-batch with rows: its sequence range and when its rows were in the sink (epoch s): the
+    trigger's start plus every phase before the commit log (Spark runs them in turn)."""
+    from datetime import datetime
+
+    out = []
+    for p in query.recentProgress:
+        if not p["numInputRows"]:
+            continue
+        source = p["sources"][0]
+        first = _offset_seq(source["startOffset"]) + 1
+        last = _offset_seq(source["endOffset"])
+        start = datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
+        ms = p["durationMs"]
+        out.append((first, last, start + (ms["triggerExecution"] - ms.get("commitOffsets", 0)) / 1000))
+    return out
+
+
 def bench_latency(
-    spark: Any, url: str, tmp: Path, rate: int = 200, seconds: float = 8.0
-) -> tuple[float, float, int]:
-    """p50/p95 (ms) of publish → (Spark) → second stream → subscriber, at ``rate`` msgs/s."""
+    spark: Any, url: str, tmp: Path, sink: str, rate: int = 1000, seconds: float = 8.0, **read: str
+) -> tuple[float, float, int, dict[str, float]]:
+    """p50/p95 (ms) from publish to the sink at ``rate`` msgs/s, default trigger (micro-batches back
+    to back). ``sink``: ``noop`` (Spark's; a row is in the sink when its micro-batch's write ended,
+    from Spark's progress reports) or ``jetstream`` (written to a second stream, timed at a subscriber
+    of that stream)."""
     from pyspark.sql import functions as F
 
     reset_streams(url)
-    df = spark.readStream.format("jetstream").option("servers", url).option("stream", SRC).load()
+    df = spark.readStream.format("jetstream").options(servers=url, stream=SRC, **read).load()
+    checkpoint = str(tmp / f"ck-latency-{time.monotonic_ns()}")
+    latencies: list[float] = []
+    if sink == "noop":
+        query = df.writeStream.format("noop").option("checkpointLocation", checkpoint).start()
+        published: dict[int, float] = {}
+
+        def done(n: int) -> bool:
+            return bool(published) and max(published) <= max((b[1] for b in _sink_times(query)), default=0)
+
+        try:
+            published = asyncio.run(_publish_steadily(url, rate, seconds, query, lambda n: done(n)))
+        finally:
+            query.stop()
+        for first, last, at in _sink_times(query):
+            latencies += [at - published[seq] for seq in range(first, last + 1) if seq in published]
+        return _quantiles(latencies, query)
     query = (
         df.select(F.concat(F.lit("bout."), F.col("subject")).alias("subject"), "data")
         .writeStream.format("jetstream")
         .option("servers", url)
         .option("stream", OUT)
-        .option("checkpointLocation", str(tmp / f"ck-latency-{time.monotonic_ns()}"))
-        .trigger(processingTime="100 milliseconds")
+        .option("checkpointLocation", checkpoint)
         .start()
     )
-    latencies: list[float] = []
 
     async def run() -> None:
         nc = await connect(url)
-        all_in = asyncio.Event()
-        n = int(rate * seconds)
+
+        def on_msg(msg: Any) -> None:
+            if msg.subject == "bout.bsrc.lat":
+                latencies.append(time.time() - float(msg.data))
+
         try:
-
-            def on_msg(msg: Any) -> None:
-                if msg.subject == "bout.bsrc.lat":
-                    latencies.append(time.time() - float(msg.data))
-                    if len(latencies) >= n:
-                        all_in.set()
-
             await nc.subscribe("bout.>", cb=on_msg)
             await nc.flush()
-            js = jetstream(nc)
-            # Warm-up: let the query run a few batches before measuring.
-            for _ in range(20):
-                await js.publish("bsrc.warm", str(time.time()).encode())
-                await asyncio.sleep(0.1)
-            await asyncio.sleep(2)
-            start = time.monotonic()
-            for i in range(n):
-                await asyncio.sleep(max(0.0, start + i / rate - time.monotonic()))
-                await js.publish("bsrc.lat", str(time.time()).encode())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(all_in.wait(), 30)
+            await _publish_steadily(url, rate, seconds, query, lambda n: len(latencies) >= n)
         finally:
             await nc.close()
 
@@ -246,11 +338,7 @@ def bench_latency(
         asyncio.run(run())
     finally:
         query.stop()
-    ms = sorted(v * 1000 for v in latencies)
-    if len(ms) < 2:
-        return float("nan"), float("nan"), len(ms)
-    q = statistics.quantiles(ms, n=100, method="inclusive")
-    return q[49], q[94], len(ms)
+    return _quantiles(latencies, query)
 
 
 def bench_parquet(
@@ -341,16 +429,17 @@ def main() -> None:
                 print(f"[{kind}] batch reads ...", flush=True)
                 r.update(bench_reads(spark, target.url, args.rows, args.rounds))
                 print(f"[{kind}] streaming read ...", flush=True)
-                r["streaming read (AvailableNow, noop sink)"] = bench_stream_read(
-                    spark, target.url, args.rows, args.rounds, tmp
-                )
+                r[STREAM_READ] = bench_stream_read(spark, target.url, args.rows, args.rounds, tmp)
+                r[STREAM_READ_10] = bench_stream_read(spark, target.url, args.rows, args.rounds, tmp, 10)
                 if "Parquet read, 1 file" not in results.get("parquet", {}):
                     print("[parquet] write and reads ...", flush=True)
                     results["parquet"] = bench_parquet(
                         spark, target.url, args.rows, args.size, args.rounds, tmp
                     )
-                print(f"[{kind}] streaming latency ...", flush=True)
-                r["latency"] = bench_latency(spark, target.url, tmp)
+                for name, (sink, read) in LATENCIES.items():
+                    print(f"[{kind}] {name} ...", flush=True)
+                    r[name] = bench_latency(spark, target.url, tmp, sink, **read)
+                    print(f"    {r[name]}", flush=True)
                 results[kind] = r
             finally:
                 target.stop()
@@ -378,7 +467,8 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         "batch read, 2 partitions": pq.get("Parquet read, 2 files", 0.0),
         "batch read, 2 partitions (direct get)": pq.get("Parquet read, 2 files", 0.0),
         "batch read, 4 partitions": pq.get("Parquet read, 4 files", 0.0),
-        "streaming read (AvailableNow, noop sink)": pq.get("Parquet read, 2 files", 0.0),
+        STREAM_READ: pq.get("Parquet read, 1 file", 0.0),
+        STREAM_READ_10: pq.get("Parquet read, 1 file", 0.0),
     }
     if args.only == "writes":
         limits = {name: limit for name, limit in limits.items() if name.startswith("write")}
@@ -396,11 +486,17 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         print(f"{name + ' (the limit)':<42}{value:>14,.0f}")
     if args.only != "all":
         return
-    line = f"{'streaming end-to-end latency p50/p95 ms':<42}"
+    line = f"{'streaming / best batch read':<42}"
     for t in targets:
-        p50, p95, n = results[t]["latency"]
-        line += f"{f'{p50:.0f} / {p95:.0f}':>14} {f'n={n}':>7}"
+        batch = max(v for k, v in results[t].items() if k.startswith("batch read"))
+        line += f"{results[t][STREAM_READ] / batch:>14.2f} {'':>7}"
     print(line)
+    for name in LATENCIES:
+        line = f"{name:<42}"
+        for t in targets:
+            p50, p95, n, _ = results[t][name]
+            line += f"{f'{p50:.0f} / {p95:.0f}':>14} {f'n={n}':>7}"
+        print(line)
 
 
 if __name__ == "__main__":

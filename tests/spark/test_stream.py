@@ -99,12 +99,14 @@ def test_live_stream_with_filter_and_start_sequence(
         query.stop()
 
 
+@pytest.mark.parametrize("driver_reads", [False, True], ids=["tasks", "driver"])
 def test_kill_and_restart_exactly_once(
-    spark: Any, js_server: Target, stream_name: str, checkpoint: str, tmp_path: Path
+    spark: Any, js_server: Target, stream_name: str, checkpoint: str, tmp_path: Path, driver_reads: bool
 ) -> None:
     """A query writing to a JetStream stream is stopped in the middle of a micro-batch (part of
     it already published) and restarted from its checkpoint: every source message lands in the
-    sink exactly once."""
+    sink exactly once. With ``driverReads`` the re-run micro-batch is read again by a task
+    (``readBetweenOffsets``): the driver's prefetched rows died with the query."""
     from pyspark.sql import functions as F
 
     url = js_server.url
@@ -127,7 +129,9 @@ def test_kill_and_restart_exactly_once(
     stall_udf = F.udf(maybe_stall, "long")
 
     def start() -> Any:
-        df = source(spark, url, src, maxMessagesPerTrigger=200, partitions=2)
+        df = source(spark, url, src, maxMessagesPerTrigger=200, partitions=2, driverReads=driver_reads)
+        if driver_reads:  # one partition per micro-batch: two write tasks, one to hang, one to finish
+            df = df.repartition(2)
         out = df.select(
             F.concat(F.lit(f"{dst}."), F.col("subject")).alias("subject"),
             "data",
@@ -145,7 +149,7 @@ def test_kill_and_restart_exactly_once(
     query = start()
     try:
         # Batches 0 and 1 (seq 1-400) complete; in batch 2 the partition 501-600 is published
-        # while the partition 401-500 hangs at 450.
+        # while the partition 401-500 hangs at 450 (driverReads: the write task without 450).
         wait_for(lambda: jsutil.stream_state(url, dst).messages >= 500, what="a partly written batch")
         assert jsutil.stream_state(url, dst).messages < 600
     finally:
@@ -166,6 +170,77 @@ def test_kill_and_restart_exactly_once(
     assert len(sink) == 600
     src_seqs = sorted(int(m.headers["src-seq"][0]) for m in sink)  # type: ignore[index]
     assert src_seqs == list(range(1, 601))
+
+
+@pytest.mark.parametrize("driver_reads", [False, True], ids=["tasks", "driver"])
+def test_restart_in_the_middle_of_a_large_micro_batch(
+    spark: Any, js_server: Target, stream_name: str, checkpoint: str, tmp_path: Path, driver_reads: bool
+) -> None:
+    """4,000 messages in one micro-batch (no read limit; read in Arrow batches of 500), the query stopped
+    when half of them were
+    published to the sink and one row hangs: after the restart the whole micro-batch runs again (its
+    range from the offset log) and the sink holds each source message once (its derived message ids
+    make the second publish of a row a duplicate)."""
+    from pyspark.sql import functions as F
+
+    url, total, hang_at = js_server.url, 4_000, 3_000
+    src, dst = stream_name, f"{stream_name}_OUT"
+    jsutil.create_stream(url, src, [f"{src}.>"])
+    jsutil.create_stream(url, dst, [f"{dst}.>"])
+    jsutil.publish(url, [(f"{src}.{i % 4}", b"m%d" % i) for i in range(total)])
+    stall = tmp_path / "stall"
+    stall.touch()
+    stall_path = str(stall)
+
+    def maybe_stall(seq: int) -> int:
+        import os
+        import time as t
+
+        if seq == hang_at and os.path.exists(stall_path):
+            t.sleep(120)  # the "crash" happens while this task hangs: the query is stopped
+        return seq
+
+    stall_udf = F.udf(maybe_stall, "long")
+
+    def start() -> Any:
+        # Two write tasks of 2,000 rows (the writer gets them as one Arrow batch each): one publishes
+        # all of its rows, the other hangs at 3,000 with none published.
+        df = source(spark, url, src, partitions=2, batchSize=500, driverReads=driver_reads)
+        if driver_reads:
+            df = df.repartition(2)
+        out = df.select(
+            F.concat(F.lit(f"{dst}."), F.col("subject")).alias("subject"),
+            "data",
+            F.create_map(F.lit("src-seq"), F.array(stall_udf("sequence").cast("string"))).alias("headers"),
+        )
+        return (
+            out.writeStream.format("jetstream")
+            .option("servers", url)
+            .option("stream", dst)
+            .option("checkpointLocation", checkpoint)
+            .start()
+        )
+
+    query = start()
+    try:
+        wait_for(lambda: jsutil.stream_state(url, dst).messages >= total // 2, what="a partly written batch")
+        assert jsutil.stream_state(url, dst).messages < total
+    finally:
+        query.stop()
+    stall.unlink()
+    query = start()
+    try:
+        wait_for(lambda: jsutil.stream_state(url, dst).messages >= total, what="the whole batch again")
+        query.processAllAvailable()
+        rerun = [p for p in query.recentProgress if p["numInputRows"] > 0]
+        assert rerun[0]["batchId"] == 0 and rerun[0]["numInputRows"] == total
+    finally:
+        query.stop()
+    sink = spark.read.format("jetstream").option("servers", url).option("stream", dst).load()
+    seqs = sink.select(F.col("headers")["src-seq"][0].cast("long").alias("seq")).agg(
+        F.count("*").alias("n"), F.countDistinct("seq").alias("distinct"), F.min("seq"), F.max("seq")
+    )
+    assert tuple(seqs.collect()[0]) == (total, total, 1, total)
 
 
 def test_deleted_and_purged_ranges(spark: Any, js_server: Target, stream_name: str, checkpoint: str) -> None:

@@ -25,7 +25,7 @@ from pyjetstream.spark.ddl import DdlError, parse_struct
 from pyjetstream.spark.filters import ReadBounds, push_filters
 from pyjetstream.spark.msgid import MsgIdGenerator, scope_of
 from pyjetstream.spark.options import OptionError, parse_options, parse_time_option
-from pyjetstream.spark.partitioning import split_range
+from pyjetstream.spark.partitioning import MAX_AUTO_PARTITIONS, default_partition_count, split_range
 
 # --- options -----------------------------------------------------------------------------------
 
@@ -171,6 +171,15 @@ def test_split_range_covers_exactly(first: int, length: int, count: int) -> None
     assert all(a.last + 1 == b.first for a, b in itertools.pairwise(parts))
     sizes = [len(p) for p in parts]
     assert len(parts) == min(count, length) and max(sizes) - min(sizes) <= 1
+
+
+def test_default_partitions_by_size_and_pairs_of_cores() -> None:
+    """One partition per minPartitionSize sequences, at most one per two cores (a read keeps a
+    Python worker and an executor thread busy), at most MAX_AUTO_PARTITIONS."""
+    assert [default_partition_count(span, 10_000, cores=2) for span in (1, 10_000, 10**6)] == [1, 1, 1]
+    assert [default_partition_count(span, 10_000, cores=4) for span in (1, 10_001, 10**6)] == [1, 2, 2]
+    assert default_partition_count(10**6, 10_000, cores=1) == 1
+    assert default_partition_count(10**9, 10_000, cores=64) == MAX_AUTO_PARTITIONS
 
 
 # --- subjects ------------------------------------------------------------------------------------

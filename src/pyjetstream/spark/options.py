@@ -95,6 +95,9 @@ class JetStreamOptions:
     # Batch reads by batched direct get where server and stream allow it; off by default: a consumer's
     # deliveries cost nats-server 2.15.1 ~4x less CPU per row than direct-get replies (bench/README.md).
     direct_get: bool = False
+    # Streaming: the driver reads each micro-batch (Spark's simple stream reader, no Python task per
+    # micro-batch: the low-latency plan; driver_stream_reader.py).
+    driver_reads: bool = False
     # write
     subject: str | None = None  # default subject when the DataFrame has no subject column
     bucket: str | None = None  # write into a KV bucket: subject column = key, data = value
@@ -263,6 +266,7 @@ def parse_options(options: Mapping[str, str]) -> JetStreamOptions:
         max_messages_per_trigger=_int(options, "maxMessagesPerTrigger", minimum=1),
         pushdown=_get(options, "pushdown") is None or _bool(options, "pushdown"),
         direct_get=_get(options, "directGet") is not None and _bool(options, "directGet"),
+        driver_reads=_bool(options, "driverReads"),
         subject=_get(options, "subject"),
         bucket=_get(options, "bucket", "kv"),
         publish_mode=publish_mode,

@@ -9,9 +9,11 @@ connection (read and write)
 read (``spark.read`` / ``spark.readStream``)
     ``stream`` (required); ``subjects`` (comma-separated filter subjects); ``startSequence`` |
     ``startTime``; ``endSequence`` | ``endTime`` (times: RFC3339, ISO 8601 or epoch seconds);
-    ``partitions`` (default: by range size, at most the core count); ``minPartitionSize``;
+    ``partitions`` (default: by range size, at most one per two cores); ``minPartitionSize``;
     ``batchSize`` (rows per Arrow batch); ``decode`` = ``binary`` | ``utf8`` | ``json`` with
     ``dataSchema`` (DDL or schema JSON); ``maxMessagesPerTrigger`` (streaming);
+    ``driverReads`` (streaming, default false: a Spark task per partition of each micro-batch;
+    true: the driver reads each micro-batch, no Python task — the low-latency plan);
     ``pushdown`` (default true); ``directGet`` (default false: an ephemeral consumer per partition,
     the cheaper path for the server; true: a batch read of a stream with ``allow_direct`` on a 2.11+
     server uses batched direct get, no consumer).
@@ -29,12 +31,14 @@ write (``df.write`` / ``df.writeStream``)
 
 from __future__ import annotations
 
+from pyspark.errors import PySparkNotImplementedError
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    SimpleDataSourceStreamReader,
 )
 from pyspark.sql.types import StructType
 
@@ -76,9 +80,19 @@ class JetStreamDataSource(DataSource):
         return JetStreamBatchReader(self.opts, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        if self.opts.driver_reads:
+            # Spark then asks for simpleStreamReader (pyspark's datasource_internal falls back to it).
+            raise PySparkNotImplementedError(
+                errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "streamReader"}
+            )
         from pyjetstream.spark.stream_reader import JetStreamStreamReader
 
         return JetStreamStreamReader(self.opts, schema)
+
+    def simpleStreamReader(self, schema: StructType) -> SimpleDataSourceStreamReader:
+        from pyjetstream.spark.driver_stream_reader import JetStreamDriverStreamReader
+
+        return JetStreamDriverStreamReader(self.opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from pyjetstream.spark.writer import JetStreamWriter

@@ -47,15 +47,18 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.subjects = opts.filter_subjects
         self.conn = DriverConnection(opts)
         self.target: int | None = None  # Trigger.AvailableNow: the last sequence to read
+        self.first_seq = 1  # the stream's first sequence when last asked (latestOffset)
         self._state()  # a missing stream fails the query at start, with its name in the message
 
     def _state(self) -> StreamState:
-        return stream_state(self.opts, self.conn)
+        state = stream_state(self.opts, self.conn)
+        self.first_seq = state.first_seq
+        return state
 
     def _offset(self, seq: int) -> dict[str, object]:
         return {"stream": self.stream, "seq": seq}
 
-    def _seq(self, offset: dict[str, object]) -> int:
+    def seq_of(self, offset: dict[str, object]) -> int:
         stream = offset.get("stream", self.stream)
         if stream != self.stream:
             raise JetStreamSparkError(
@@ -80,7 +83,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, object], limit: ReadLimit) -> dict[str, object]:
-        done = self._seq(start)
+        done = self.seq_of(start)
         state = self._state()
         if state.last_seq < done:
             raise JetStreamSparkError(
@@ -108,12 +111,13 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     # --- batches -----------------------------------------------------------------------------
 
     def partitions(self, start: dict[str, object], end: dict[str, object]) -> Sequence[InputPartition]:
-        first, last = self._seq(start) + 1, self._seq(end)
+        first, last = self.seq_of(start) + 1, self.seq_of(end)
         if last < first:
             return []
         if self.opts.partitions != 1 and last - first + 1 > self.opts.min_partition_size:
-            # Split only what is still stored, so purged sequences don't make empty partitions.
-            first = max(first, min(self._state().first_seq, last))
+            # Split only what is still stored, so purged sequences don't make empty partitions: as
+            # latestOffset saw it just before (no request per micro-batch beyond that one).
+            first = max(first, min(self.first_seq, last))
         span = last - first + 1
         count = self.opts.partitions or default_partition_count(span, self.opts.min_partition_size)
         return split_range(first, last, count)
