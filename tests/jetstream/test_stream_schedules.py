@@ -234,3 +234,27 @@ async def test_schedule_survives_kill_9(start_server: Callable[..., Target]) -> 
         assert await wait_for(fired_after_restart)
     finally:
         await client.close()
+
+
+async def test_plain_publishes_in_one_read_end_the_schedule_on_their_subject(raw: RawNats) -> None:
+    """Publishes written together reach the stream as one run (the embedded server stores such a
+    stretch in one pass): a plain message among them on a schedule's subject ends that schedule,
+    as one published alone does (nats-server: a message without a schedule header replaces it)."""
+    await create(raw)
+    every = headers(("Nats-Schedule", "@every 1s"), ("Nats-Schedule-Target", "s.out"))
+    assert "error" not in await pub(raw, "s.sched", b"", every)
+    answers = await raw.request_pipelined(
+        [("s.a", b"1", True, None), ("s.sched", b"plain", True, None), ("s.b", b"2", True, None)]
+    )
+    assert [a.json()["seq"] if a else None for a in answers] == [2, 3, 4]
+    # A second schedule made after the first was ended: once it has fired, the first would have.
+    later = headers(("Nats-Schedule", "@every 1s"), ("Nats-Schedule-Target", "s.out2"))
+    assert "error" not in await pub(raw, "s.sched2", b"", later)
+
+    async def fired() -> dict[str, Any] | None:
+        info = await api(raw, "STREAM.INFO.S", {"subjects_filter": ">"})
+        subjects = info["state"].get("subjects", {})
+        return subjects if subjects.get("s.out2") else None
+
+    subjects = await wait_for(fired)
+    assert subjects is not None and "s.out" not in subjects, subjects

@@ -4,8 +4,8 @@ one by one (nats-server has no such path: ``processInboundJetStreamMsg`` runs pe
 
 The run looks for stretches of messages that every check of `StreamIngest.process` passes for
 without a lookup beyond the duplicate window: the stream's config leaves nothing else to check
-(``StreamIngest.simple``: not sealed, no transform, counters, interest retention, republish or
-schedules), and each message is within the size limits, not a batch's, and has no header block
+(``StreamIngest.stretches``: not sealed, no transform, counters, interest retention or republish;
+in a schedules stream a stretch ends the schedules on its subjects), and each message is within the size limits, not a batch's, and has no header block
 or one whose only ``Nats-`` headers are ``Nats-Msg-Id``, this stream as ``Nats-Expected-Stream``
 and, where the stream allows TTLs, a valid ``Nats-TTL`` (one the markers' TTL does not raise)
 — recognised generically: a block without any ``Nats-`` header at once, another parsed once and
@@ -116,7 +116,7 @@ class Run:
         k = self.first_of_read()
         n = self.n
         while k < n and not stream.closed:
-            if ingest.simple and ingest.trace is None and not batched(replies[k], hdrs[k]):
+            if ingest.stretches and ingest.trace is None and not batched(replies[k], hdrs[k]):
                 end, ids, ttls = self._stretch(k)
                 if end > k:
                     self._store_stretch(k, end, ids, ttls)
@@ -281,6 +281,9 @@ class Run:
             if done < n:
                 sizes = sum(map(len, subs[:done])) + sum(map(len, blocks[:done])) + sum(map(len, datas[:done]))
             engine.note_writes(storage, done, sizes)
+            schedules = stream.schedules
+            if schedules is not None and schedules.entries:
+                schedules.stored_plain(subs[:done] if done < n else subs)
             if ids is not None:
                 ingest.dedupe.record_run(ids, first, tss)
             else:

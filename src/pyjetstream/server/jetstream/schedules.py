@@ -223,6 +223,12 @@ class MsgSchedules:
                 self.inflight.discard(scheduler)
                 self._reset_timer()
 
+    def stored_plain(self, subjects: list[str]) -> None:
+        """`on_stored` for a run's stretch: messages without a ``Nats-Schedule*`` or
+        ``Nats-Scheduler`` header, each of which ends the schedule on its subject."""
+        for subject in subjects:
+            self.remove(subject)
+
     def purge_target(self, hdr: bytes) -> str:
         """The schedule a stored ``Nats-Schedule-Next: purge`` message ends ("" when none)."""
         if get_header(hdr, HDR_NEXT) != NEXT_PURGE:

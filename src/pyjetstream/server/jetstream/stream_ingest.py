@@ -119,9 +119,9 @@ class StreamIngest:
 
     def configure(self) -> None:
         """What the config decides once (not per message): the transforms, and whether the run
-        path may take a stretch (``simple``: of nats-server's checks only the size, expected
-        stream, duplicate and limit checks can apply — not sealed, no input transform, counters,
-        republish or schedules, and messages not kept by interest)."""
+        path may take a stretch (``stretches``: of nats-server's checks only the size, expected
+        stream, duplicate and limit checks can apply — not sealed, no input transform, counters
+        or republish, and messages not kept by interest; ``simple``: that and no schedules)."""
         stream = self.stream
         cfg = stream.cfg
         st = cfg.subject_transform
@@ -130,14 +130,18 @@ class StreamIngest:
         # nats-server: no destination means no republish transform (NewSubjectTransform returns nil).
         self.republish = SubjectTransform.compile(rp.src or ">", rp.dest) if rp and rp.dest else None
         self.interest = cfg.retention == RetentionPolicy.INTEREST
-        self.simple = not (
+        plain = not (
             cfg.sealed
             or self.transform is not None
             or cfg.allow_msg_counter
             or self.interest
             or self.republish is not None
-            or stream.schedules is not None
         )
+        self.simple = plain and stream.schedules is None
+        # A run's stretches (``ingest_run.py``) go through a schedules stream too: of a message
+        # without a schedule header a schedule needs only that it ends one on its subject
+        # (``MsgSchedules.on_stored``), which the stretch does for all its subjects at once.
+        self.stretches = plain
         self.memory = cfg.storage == StorageType.MEMORY
         self.max_size = max_size(cfg)
         # A run's stretch takes a valid Nats-TTL where the stream allows TTLs, unless a
