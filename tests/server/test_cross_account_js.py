@@ -14,6 +14,7 @@ import asyncio
 import json
 import shutil
 import subprocess
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -296,6 +297,39 @@ async def test_pull_requests_of_a_chain_expire_with_their_interest(start_server:
                 await asyncio.sleep(0.05)
 
         await asyncio.wait_for(gone(), TIMEOUT)
+
+
+async def test_accountz_lists_the_live_response_imports(start_server: StartServer) -> None:
+    """``/accountz?acc=JS`` lists a waiting pull request's response import under ``responses``
+    (nats-server ``newExtImport``, its ``type`` as Go encodes it in a map: 2)."""
+    target = start_server(http_port=-1, **EXPORT_CONF)
+    async with _connect(target, "js", "js") as admin, _connect(target, "a", "s3cret") as a:
+        await admin.jetstream().add_stream(name="S", subjects=["S.>"])
+        await admin.jetstream().add_consumer("S", durable_name="me", ack_policy="none")
+        await a.subscribe("A.p")
+        await subscriptions_live(a)
+        body = {"batch": 3, "expires": 30_000_000_000}
+        await a.publish("IPA.CONSUMER.MSG.NEXT.S.me", json.dumps(body).encode(), reply="A.p")
+        await a.flush()
+
+        def responses(acc: str) -> Any:
+            url = f"http://127.0.0.1:{target.http_port}/accountz?acc={acc}"
+            with urllib.request.urlopen(url, timeout=TIMEOUT) as resp:
+                return json.loads(resp.read())["account_detail"].get("responses")
+
+        async def listed() -> dict[str, Any]:
+            while True:
+                found = responses("JS")
+                if found:
+                    return dict(found)
+                await asyncio.sleep(0.05)
+
+        found = await asyncio.wait_for(listed(), TIMEOUT)
+        [(mapped, entry)] = found.items()
+        assert mapped.startswith("_R_.")
+        assert entry == {"subject": "A.p", "account": "A", "to": mapped, "local_subject": mapped, "type": 2,
+                         "invalid": False, "share": False, "tracking": False}  # fmt: skip
+        assert responses("A") is None
 
 
 async def test_pull_with_nats_py_through_the_api_prefix(hub: Target) -> None:

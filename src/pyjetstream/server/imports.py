@@ -158,6 +158,16 @@ class ServiceExport:
         else:
             del self.pending[mapped]
 
+    def monitor_info(self) -> dict[str, Any]:
+        """nats-server's ``/accountz`` ``responses``: each live response import (``newExtImport``).
+        Its ``type`` is 2, not "service": Go's JSON does not call ``ExportType``'s pointer-receiver
+        ``MarshalJSON`` on a map's values."""
+        out: dict[str, Any] = {}
+        for mapped, e in self.pending.items():
+            out[mapped] = {"subject": e.reply, "account": e.importer.name, "to": mapped, "local_subject": mapped,
+                           "type": 2, "invalid": False, "share": False, "tracking": False}  # fmt: skip
+        return out
+
     def forget(self, mapped: str) -> None:
         entry = self.pending.pop(mapped, None)
         if entry is not None and entry.timer is not None:

@@ -106,6 +106,11 @@ def account_detail(server: Server, account: Account) -> dict[str, Any]:
         detail["imports"] = imports
     detail["name_tag"] = account.name
     detail["sublist_stats"] = account.sublist.stats()
+    responses = account.responses.monitor_info() if account.responses is not None else {}
+    if system_imports is not None and account is server.system_account:
+        responses.update(system_imports.responses.monitor_info())
+    if responses:
+        detail["responses"] = responses
     return detail
 
 
