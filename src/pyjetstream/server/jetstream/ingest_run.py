@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream_ingest import StreamIngest
 
 _ID_LINE = ID_HEADERS[0]
+_SCHEDULE_ANY = b"Nats-Schedule"  # also the start of Nats-Schedule-*, Nats-Scheduler
 _TTL_LINE = ID_TTL_HEADERS[-1]
 
 
@@ -116,7 +117,13 @@ class Run:
         k = self.first_of_read()
         n = self.n
         while k < n and not stream.closed:
-            if ingest.stretches and ingest.trace is None and not batched(replies[k], hdrs[k]):
+            hdr = hdrs[k]
+            if (
+                ingest.stretches
+                and ingest.trace is None
+                and not batched(replies[k], hdr)
+                and not (hdr and _SCHEDULE_ANY in hdr)  # (a schedule's: no stretch takes it)
+            ):
                 end, ids, ttls = self._stretch(k)
                 if end > k:
                     self._store_stretch(k, end, ids, ttls)
