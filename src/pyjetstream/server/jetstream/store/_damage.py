@@ -111,11 +111,12 @@ def repair_header(path: str, idx_path: str, buf: Bytes, hint: int, max_seq: int,
     if not first:
         at = resync(buf, BLOCK_HDR_LEN - 1, len(buf))
         first = int.from_bytes(buf[at + 5 : at + 13], "little") if at < len(buf) else 1
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.pwrite(fd, encode_block_header(first), 0)
-    finally:
-        os.close(fd)
+    with contextlib.suppress(OSError):  # (read-only: repaired again at the next start)
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.pwrite(fd, encode_block_header(first), 0)
+        finally:
+            os.close(fd)
     return first
 
 
