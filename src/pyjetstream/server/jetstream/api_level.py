@@ -6,10 +6,10 @@ request) whose ``Nats-Required-Api-Level`` header is not a Go ``int`` or is abov
 and batches, the ``412 Required Api Level`` status for a direct get and a pull request.
 
 Every ``$JS.API`` handler of nats-server checks it, most of them first (after the clustered-mode
-leader checks a single node does not have). The router applies :func:`level_refusal` to every
+leader checks a single node does not have). The router applies `level_refusal` to every
 endpoint of its table before the handler runs, so no handler can forget it; the subscribers that
 are not the router's (a consumer's MSG.NEXT and RESET, a stream's DIRECT.GET, batch publishes)
-call :func:`required_level_refused` themselves.
+call `required_level_refused` themselves.
 """
 
 from __future__ import annotations
