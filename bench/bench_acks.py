@@ -2,7 +2,7 @@
 server, ours vs nats-server 2.15.1, same client, one run.
 
     .venv/bin/python bench/bench_acks.py [--msgs 20000] [--workers 8] [--batch 32] [--rounds 2]
-                                        [--baseline CMD] [--sync always]
+                                        [--baseline CMD] [--sync always] [--shapes serial]
 
 A file stream holds ``--msgs`` messages spread over ``--workers`` subjects; each worker has its own
 durable pull consumer on its subject and its own connection, and loops: ask for ``--batch``
@@ -163,7 +163,7 @@ def start_targets(args: argparse.Namespace, work: Path) -> dict[str, Target]:
 async def run(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-acks-"))
     targets = start_targets(args, work)
-    shapes = ("confirmed", "serial", "plain")
+    shapes = args.shapes.split(",")
     cpu: dict[str, dict[str, float]] = {k: {} for k in targets}
     rate: dict[str, dict[str, float]] = {k: {} for k in targets}
     try:
@@ -214,6 +214,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--baseline", default="", help="command starting an older embedded server")
     parser.add_argument("--sync", default="", help="JetStream sync_interval for every server (e.g. always)")
+    parser.add_argument("--shapes", default="confirmed,serial,plain", help="which shapes, comma-separated")
     asyncio.run(run(parser.parse_args()))
 
 
