@@ -306,7 +306,7 @@ async def test_accountz_lists_the_live_response_imports(start_server: StartServe
     async with _connect(target, "js", "js") as admin, _connect(target, "a", "s3cret") as a:
         await admin.jetstream().add_stream(name="S", subjects=["S.>"])
         await admin.jetstream().add_consumer("S", durable_name="me", ack_policy="none")
-        await a.subscribe("A.p")
+        sub = await a.subscribe("A.p")
         await subscriptions_live(a)
         body = {"batch": 3, "expires": 30_000_000_000}
         await a.publish("IPA.CONSUMER.MSG.NEXT.S.me", json.dumps(body).encode(), reply="A.p")
@@ -330,6 +330,18 @@ async def test_accountz_lists_the_live_response_imports(start_server: StartServe
         assert entry == {"subject": "A.p", "account": "A", "to": mapped, "local_subject": mapped, "type": 2,
                          "invalid": False, "share": False, "tracking": False}  # fmt: skip
         assert responses("A") is None
+        # the requester's reply loses its last subscription: the response import goes at once
+        # (nats-server's reverse response map, checkForReverseEntry), not at the threshold
+        await sub.unsubscribe()
+        await a.flush()
+
+        async def unlisted() -> None:
+            while True:
+                if not responses("JS"):
+                    return
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(unlisted(), TIMEOUT)
 
 
 async def test_pull_with_nats_py_through_the_api_prefix(hub: Target) -> None:

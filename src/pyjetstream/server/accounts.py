@@ -212,8 +212,8 @@ class Account:
         account: Account = self
         while reply.startswith("_R_.") and account.responses is not None:
             target = account.responses.pending.get(reply)
-            if target is None:
-                break
+            if target is None:  # a response import that went (its requester left) has none
+                return not reply.startswith(account.responses.prefix)
             account, reply = target.importer, target.reply
         psubs, qsubs = account.sublist.match(reply)
         return bool(psubs or qsubs)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import secrets
 import string
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -131,6 +132,11 @@ class ServiceExport:
     pending: dict[str, _Pending] = field(default_factory=dict)
     sub: Any = None
 
+    @property
+    def prefix(self) -> str:
+        """The start of its ``_R_`` replies."""
+        return f"{REPLY_PREFIX}.{self.tag}."
+
     def start(self) -> None:
         self.sub = self.account.subscribe_internal(f"{REPLY_PREFIX}.{self.tag}.>", self.on_response)
         self.sub.reroute = self.on_shown_response
@@ -142,6 +148,7 @@ class ServiceExport:
         entry = _Pending(importer, reply, export.response_type == "singleton", threshold, loop.time())
         self.pending[mapped] = entry
         entry.timer = loop.call_later(threshold, self._expire, mapped)
+        _Reverse.of(importer).add(reply, self, mapped)
         return mapped
 
     def _expire(self, mapped: str) -> None:
@@ -156,7 +163,8 @@ class ServiceExport:
         if left > 0:
             entry.timer = loop.call_later(left, self._expire, mapped)
         else:
-            del self.pending[mapped]
+            entry.timer = None
+            self.forget(mapped)
 
     def monitor_info(self) -> dict[str, Any]:
         """nats-server's ``/accountz`` ``responses``: each live response import (``newExtImport``).
@@ -170,8 +178,11 @@ class ServiceExport:
 
     def forget(self, mapped: str) -> None:
         entry = self.pending.pop(mapped, None)
-        if entry is not None and entry.timer is not None:
+        if entry is None:
+            return
+        if entry.timer is not None:
             entry.timer.cancel()
+        _Reverse.of(entry.importer).discard(entry.reply, mapped)
 
     def on_response(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         self.on_shown_response(subject, None, reply, hdr, payload, client)
@@ -193,6 +204,56 @@ class ServiceExport:
             self.forget(subject)
         else:
             entry.ts = self.account.loop.time()
+
+
+class _Reverse:
+    """An importing account's replies waiting for responses (nats-server's reverse response map,
+    ``addReverseRespMapEntry``): when its last subscription that could take a reply goes, the
+    response imports for that reply go too (``checkForReverseEntry``) — a pull request whose
+    requester left stops being a response import in the exporter at once, not at the threshold."""
+
+    _of: weakref.WeakKeyDictionary[Account, _Reverse] = weakref.WeakKeyDictionary()
+
+    def __init__(self, importer: Account) -> None:
+        self.importer = importer
+        self.entries: dict[str, list[tuple[ServiceExport, str]]] = {}
+        importer.on_interest_change(self.changed)
+
+    @classmethod
+    def of(cls, importer: Account) -> _Reverse:
+        found = cls._of.get(importer)
+        if found is None:
+            found = cls._of[importer] = cls(importer)
+        return found
+
+    def add(self, reply: str, service: ServiceExport, mapped: str) -> None:
+        self.entries.setdefault(reply, []).append((service, mapped))
+
+    def discard(self, reply: str, mapped: str) -> None:
+        waiting = self.entries.get(reply)
+        if waiting is None:
+            return
+        self.entries[reply] = rest = [w for w in waiting if w[1] != mapped]
+        if not rest:
+            del self.entries[reply]
+
+    def changed(self, sub: Any, added: bool) -> None:
+        """A subscription went: the replies it could take that nobody else takes lose their
+        response imports (``checkForReverseEntries`` for a wildcard one)."""
+        entries = self.entries
+        if added or not entries:
+            return
+        subject = sub.subject
+        if sub.literal:
+            replies = [subject] if subject in entries else []
+        else:
+            replies = [r for r in entries if is_subset(r, subject)]
+        sublist = self.importer.sublist
+        for reply in replies:
+            psubs, qsubs = sublist.match(reply)
+            if not psubs and not qsubs:
+                for service, mapped in list(entries.get(reply, ())):
+                    service.forget(mapped)
 
 
 def _find_export(exporter: Account, imp: AccountImport) -> AccountExport | None:
