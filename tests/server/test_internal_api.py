@@ -258,6 +258,9 @@ class _FakeEngine:
         self.started = False
         _FakeEngine.events.append(f"stop clients={len(self.server.server.clients)}")
 
+    def signal_pull_consumers(self) -> None:
+        """Server.shutdown tells an engine's waiting pull requests first (92090d8): none here."""
+
 
 async def test_jetstream_engine_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
     import pyjetstream.server.accounts
