@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from tests.jetstream.rawnats import RawMsg, RawNats
-from tests.support.targets import Target
+from tests.support.targets import NATS_SERVER, Target
 
 HB = 100_000_000  # 100 ms between heartbeats (nats-server's least), the publisher's gaps around it
 
@@ -140,5 +140,41 @@ async def test_a_filtered_consumer_heartbeat_after_the_end_of_the_stream(server:
         info = (await c.request("$JS.API.CONSUMER.INFO.S.F")).json()
         # (2.15.1's info still names the last delivered message)
         assert info["delivered"]["stream_seq"] == 1 and info["num_pending"] == 0
+    finally:
+        await c.close()
+
+
+async def test_a_heartbeat_due_with_a_delivery(server: Target) -> None:
+    """A publish timed to land when the consumer's heartbeat is due. On the publisher's own
+    connection the PubAck comes, then the delivery. A heartbeat between them would name the
+    delivery before: nats-server could send one there (its consumer's select takes the heartbeat
+    timer or the new-message signal, either, when both are ready; not seen here); the embedded
+    server sent one whenever the heartbeat timer came due between the PubAck and the delivery
+    pass it had scheduled, and now lets that pass go first. nats.c's
+    JetStreamSubscribeIdleHearbeat rewrites the message that follows the PubAck and failed about
+    1 run in 8 here under load when it was such a heartbeat."""
+    c = await RawNats.connect(server.url)
+    try:
+        await c.request("$JS.API.STREAM.CREATE.S", json.dumps({"name": "S", "subjects": ["s"]}).encode())
+        c.subscribe("dl.H", 30)
+        c.subscribe("ack.>", 31)  # the PubAcks in the order of the wire, with the rest
+        await c.flush()
+        await _consumer(c, "H")
+        for i in range(12):
+            while True:  # a heartbeat, then the next one's due time
+                msg = await c.next_msg(timeout=10)
+                if b"Idle Heartbeat" in (msg.hdr or b""):
+                    break
+            await asyncio.sleep(max(0.0, HB / 1e9 - 0.003 - (i % 4) * 0.001))
+            c.publish("s", b"x", reply=f"ack.{i}")
+            while (msg := await c.next_msg(timeout=10)).subject != f"ack.{i}":
+                pass  # (sent before the publish was read)
+            seq = msg.json()["seq"]
+            msg = await c.next_msg(timeout=10)
+            if not msg.reply.startswith("$JS.ACK."):  # a heartbeat first: it names the one before
+                assert server.kind == NATS_SERVER, (i, msg)
+                assert (_header(msg, "Nats-Last-Consumer"), _header(msg, "Nats-Last-Stream")) == (seq - 1, seq - 1)
+                msg = await c.next_msg(timeout=10)
+            assert int(msg.reply.split(".")[5]) == seq, (i, msg)
     finally:
         await c.close()

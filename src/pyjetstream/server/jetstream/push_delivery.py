@@ -128,7 +128,7 @@ class PushDelivery:
         self.fcsz = 0
         self.fcid = ""  # the outstanding flow-control request's reply subject
         self.rate: RateLimiter | None = None
-        self._hb_timer: asyncio.TimerHandle | None = None
+        self._hb_timer: asyncio.Handle | None = None
         self.last_delivery = 0.0  # monotonic
         #: The stream sequence after the end of the stream the consumer last found nothing more
         #: in (``getNextMsg`` at EOF); the heartbeats' position when beyond the next sequence.
@@ -206,6 +206,14 @@ class PushDelivery:
         self._hb_timer = None
         consumer = self.consumer
         if consumer.closed:
+            return
+        if consumer.delivery.scheduled:
+            # A delivery pass is due (a stored message was signalled after its PubAck went out):
+            # it goes first, as nats-server's consumer delivers what it was signalled before its
+            # heartbeat timer comes round again. A heartbeat in between would name the delivery
+            # before it while the publisher already has its PubAck (nats.c's sequence-mismatch
+            # test saw it: its next message, the one it rewrites, was that heartbeat).
+            self._hb_timer = consumer.loop.call_soon(self._heartbeat)
             return
         interval = consumer.cfg.idle_heartbeat / 1e9
         due = self.last_delivery + interval
