@@ -358,6 +358,28 @@ async def test_pull_with_nats_py_through_the_api_prefix(hub: Target) -> None:
         assert info.ack_floor.stream_seq == 2 and info.num_ack_pending == 0
 
 
+async def test_pull_with_our_client_through_the_api_prefix(hub: Target) -> None:
+    """Our client's pull consumer through ``IPA`` with the inbox prefix ``A``: a fetch with
+    heartbeats (a 12 s wait asks for them) gets both messages, double acks come back through the
+    ``$JS.ACK.>`` import, and a fetch of nothing ends at its wait."""
+    async with _connect(hub, "js", "js") as admin:
+        await _stream_with_two(admin)
+        await admin.jetstream().add_consumer("S", durable_name="me", ack_policy="explicit")
+    a = await connect(hub.url, user="a", password="s3cret", inbox_prefix="A")
+    try:
+        consumer = await jetstream(a, api_prefix="IPA").consumer("S", "me")
+        batch = await consumer.fetch(2, max_wait=12)
+        got = [m async for m in batch]
+        assert [m.data for m in got] == [b"1", b"2"]
+        for m in got:
+            await m.double_ack()
+        info = await consumer.info()
+        assert info.ack_floor.stream_seq == 2 and info.num_ack_pending == 0
+        assert [m async for m in await consumer.fetch(1, max_wait=0.5)] == []
+    finally:
+        await a.close()
+
+
 async def test_push_consumer_delivers_through_the_stream_import(hub: Target) -> None:
     """A push consumer whose deliver subject is in the exporter's stream export ``A.>`` delivers to
     the importer; its acks go back through the ``$JS.ACK.>`` service import."""
