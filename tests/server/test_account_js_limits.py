@@ -200,3 +200,37 @@ def test_jwt_account_limits_and_tiers(tmp_path: Path, operator: Operator) -> Non
     )
     assert theirs["R3_ONLY"][1]["err_code"] == 10120
     assert theirs["TIERED_STREAMS"][2]["err_code"] == 10027
+
+
+# ------------------------------------------------------------------- the server's consumer limits
+
+
+async def _server_limits_case(target: Target) -> list[Any]:
+    """``jetstream { limits { max_ack_pending: 50, max_request_batch: 10 } }``: defaults and caps."""
+    nc = await nats.connect(target.url, allow_reconnect=False)
+    try:
+        out: list[Any] = [_shape(await _api(nc, "STREAM.CREATE.S", {"name": "S", "subjects": ["s"]}))]
+        for name, cfg in (
+            ("dflt", {}),
+            ("pending", {"max_ack_pending": 51}),
+            ("batch", {"max_batch": 11}),
+            ("fits", {"max_ack_pending": 50, "max_batch": 10}),
+            ("push", {"deliver_subject": "dl"}),
+            ("none", {"ack_policy": "none"}),
+        ):
+            body = {"stream_name": "S", "config": {"durable_name": name, "ack_policy": "explicit", **cfg}}
+            out.append(_shape(await _api(nc, f"CONSUMER.CREATE.S.{name}", body), "max_ack_pending", "max_batch"))
+        body = {"stream_name": "S", "config": {"durable_name": "ped", "ack_policy": "explicit", "max_ack_pending": 5}}
+        out.append(_shape(await _api(nc, "CONSUMER.CREATE.S.ped", {**body, "pedantic": True})))
+        return out
+    finally:
+        await nc.close()
+
+
+def test_server_consumer_limits(tmp_path: Path) -> None:
+    limits = {"limits": {"max_ack_pending": 50, "max_request_batch": 10}}
+    got = _both(tmp_path, _server_limits_case, jetstream_settings=limits)
+    assert got[EMBEDDED] == got[NATS_SERVER]
+    theirs = got[NATS_SERVER]
+    assert theirs[1] == {"max_ack_pending": 50, "max_batch": 10}
+    assert theirs[2]["err_code"] == 10121 and theirs[3]["err_code"] == 10125

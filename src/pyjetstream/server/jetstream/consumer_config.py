@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -47,8 +48,25 @@ DEFAULT_PINNED_TTL_NS = 120 * 1_000_000_000
 # A priority group name (``validGroupName``).
 GROUP_NAME = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
 
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerCaps:
+    """The limits a consumer's config meets besides its stream's: the server's ``jetstream {
+    limits { max_ack_pending, max_request_batch } }`` (nats-server ``JSLimitOpts``) and the
+    account's ``max_ack_pending`` (``JetStreamAccountLimits``); only a limit > 0 limits."""
+
+    max_ack_pending: int = 0
+    max_request_batch: int = 0
+    account_max_ack_pending: int = 0
+
+
+NO_CAPS = ConsumerCaps()
+
 __all__ = [
     "GROUP_NAME",
+    "NO_CAPS",
+    "ConsumerCaps",
     "apply_defaults",
     "check_config",
     "check_update",
@@ -91,14 +109,15 @@ def sample_frequency(cfg: ConsumerConfig) -> int:
 
 
 def apply_defaults(
-    cfg: ConsumerConfig, stream: StreamConfig | None = None, pedantic: bool = False, account_max_ack_pending: int = -1
+    cfg: ConsumerConfig, stream: StreamConfig | None = None, pedantic: bool = False, caps: ConsumerCaps = NO_CAPS
 ) -> ConsumerConfig:
     """``setConsumerConfigDefaults``.
 
     ``stream`` brings its ``consumer_limits`` (``max_ack_pending``, ``inactive_threshold``) as
-    defaults; the account's ``max_ack_pending`` (> 0) lowers the default of 1000. With
-    ``pedantic`` (⟨2.11+⟩) every change nats-server would make to the config is refused
-    instead, with error 10157: raises `JetStreamApiError`.
+    defaults; the server's and the account's ``max_ack_pending`` (``caps``) lower the default of
+    1000, the server's ``max_request_batch`` is a pull consumer's default. With ``pedantic``
+    (⟨2.11+⟩) every change nats-server would make to the config is refused instead, with error
+    10157: raises `JetStreamApiError`.
     """
     changes: dict[str, object] = {}
 
@@ -142,10 +161,16 @@ def apply_defaults(
             changes["inactive_threshold"] = limits.inactive_threshold
     if max_ack_pending == 0 and cfg.ack_policy != AckPolicy.NONE:
         max_ack_pending = DEFAULT_MAX_ACK_PENDING
-        if 0 < account_max_ack_pending < max_ack_pending:
-            max_ack_pending = account_max_ack_pending
+        for cap in (caps.max_ack_pending, caps.account_max_ack_pending):
+            if 0 < cap < max_ack_pending:
+                max_ack_pending = cap
     if max_ack_pending != cfg.max_ack_pending:
         changes["max_ack_pending"] = max_ack_pending
+    max_batch = int(changes.get("max_batch", cfg.max_batch))  # type: ignore[call-overload]
+    if not cfg.deliver_subject and max_batch == 0 and caps.max_request_batch > 0:
+        if pedantic:
+            raise JetStreamApiError(E.JSPedanticErrF(err="max_request_batch must be set if it's JetStream limits are set"))
+        changes["max_batch"] = caps.max_request_batch
     priority_timeout = int(changes.get("priority_timeout", cfg.priority_timeout))  # type: ignore[call-overload]
     if cfg.priority_policy == PriorityPolicy.PINNED_CLIENT and priority_timeout == 0:
         changes["priority_timeout"] = DEFAULT_PINNED_TTL_NS
@@ -279,7 +304,7 @@ def _check_push(cfg: ConsumerConfig, stream: StreamConfig) -> ApiError | None:
     return None
 
 
-def _check_pull(cfg: ConsumerConfig, stream: StreamConfig) -> ApiError | None:
+def _check_pull(cfg: ConsumerConfig, stream: StreamConfig, caps: ConsumerCaps) -> ApiError | None:
     if cfg.ack_policy == AckPolicy.NONE and stream.retention == RetentionPolicy.WORKQUEUE:
         return E.JSConsumerPullRequiresAckErr()
     if cfg.rate_limit_bps > 0:
@@ -294,11 +319,13 @@ def _check_pull(cfg: ConsumerConfig, stream: StreamConfig) -> ApiError | None:
         return E.JSConsumerMaxRequestBatchNegativeErr()
     if cfg.max_expires != 0 and cfg.max_expires < MIN_MAX_REQUEST_EXPIRES_NS:
         return E.JSConsumerMaxRequestExpiresTooSmall()
+    if 0 < caps.max_request_batch < cfg.max_batch:
+        return E.JSConsumerMaxRequestBatchExceededF(limit=caps.max_request_batch)
     return None
 
 
 def check_config(
-    cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = False, account_max_ack_pending: int = -1
+    cfg: ConsumerConfig, stream: StreamConfig, recovering: bool = False, caps: ConsumerCaps = NO_CAPS
 ) -> ApiError | None:
     """``checkConsumerCfg`` on a defaulted config, in nats-server 2.15's order; ``None`` when
     it is acceptable."""
@@ -338,11 +365,12 @@ def check_config(
         return E.JSConsumerMaxDeliverBackoffErr()
     if len(cfg.description) > JS_MAX_DESCRIPTION_LEN:
         return E.JSConsumerDescriptionTooLongErrF(max=JS_MAX_DESCRIPTION_LEN)
-    error = _check_push(cfg, stream) if cfg.deliver_subject else _check_pull(cfg, stream)
+    error = _check_push(cfg, stream) if cfg.deliver_subject else _check_pull(cfg, stream, caps)
     if error is not None:
         return error
-    if 0 < account_max_ack_pending < cfg.max_ack_pending:
-        return E.JSConsumerMaxPendingAckExcessErrF(limit=account_max_ack_pending)
+    for cap in (caps.max_ack_pending, caps.account_max_ack_pending):  # the server's, then the account's
+        if 0 < cap < cfg.max_ack_pending:
+            return E.JSConsumerMaxPendingAckExcessErrF(limit=cap)
     limits = stream.consumer_limits
     if limits is not None:
         if limits.max_ack_pending > 0 and cfg.max_ack_pending > limits.max_ack_pending:

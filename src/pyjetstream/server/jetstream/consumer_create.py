@@ -22,6 +22,7 @@ from pyjetstream.protocol.subjects import subjects_overlap
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.consumer_config import (
+    ConsumerCaps,
     apply_defaults,
     check_config,
     check_name,
@@ -76,6 +77,16 @@ def open_consumer_store(stream: Stream, name: str, cfg: ConsumerConfig) -> Consu
     return store
 
 
+def consumer_caps(stream: Stream) -> ConsumerCaps:
+    """The server's ``jetstream { limits {} }`` and the account's max_ack_pending, for a config."""
+    server = getattr(stream.server.options, "jetstream_limits", None)
+    return ConsumerCaps(
+        max_ack_pending=server.max_ack_pending if server is not None else 0,
+        max_request_batch=server.max_request_batch if server is not None else 0,
+        account_max_ack_pending=stream.engine.limits.max_ack_pending,
+    )
+
+
 def add_consumer(
     stream: Stream,
     cfg: ConsumerConfig,
@@ -85,9 +96,9 @@ def add_consumer(
     """Create (or update) a consumer from a request's config (``addConsumerWithAssignment``):
     defaults (refused with ``pedantic`` where they would change it), checks, then the create or
     update rules; raises JetStreamApiError."""
-    account_max_ack_pending = stream.engine.limits.max_ack_pending
-    cfg = apply_defaults(cfg, stream.cfg, pedantic, account_max_ack_pending)
-    _raise(check_config(cfg, stream.cfg, account_max_ack_pending=account_max_ack_pending))
+    caps = consumer_caps(stream)
+    cfg = apply_defaults(cfg, stream.cfg, pedantic, caps)
+    _raise(check_config(cfg, stream.cfg, caps=caps))
     name = cfg.durable_name or cfg.name
     existing = stream.consumers.get(name) if name else None
     if existing is not None:
