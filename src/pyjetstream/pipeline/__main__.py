@@ -37,10 +37,16 @@ def parse_args(argv: list[str] | None = None) -> PipelineConfig:
         "--window", type=int, default=defaults.window_seconds, help="window seconds (%(default)s)"
     )
     parser.add_argument(
-        "--trigger", type=float, default=defaults.trigger_seconds, help="trigger seconds (%(default)s)"
+        "--trigger",
+        type=float,
+        default=defaults.trigger_seconds,
+        help="trigger seconds (%(default)s: Spark's default trigger, micro-batches back to back)",
     )
     parser.add_argument(
-        "--partitions", type=int, default=defaults.partitions, help="read partitions per batch"
+        "--partitions",
+        type=int,
+        default=defaults.partitions,
+        help="read tasks per micro-batch (%(default)s: the driver reads each micro-batch, driverReads)",
     )
     parser.add_argument("--cores", type=int, default=defaults.cores, help="Spark local cores (%(default)s)")
     parser.add_argument(
@@ -50,6 +56,8 @@ def parse_args(argv: list[str] | None = None) -> PipelineConfig:
     args = parser.parse_args(argv)
     if args.events < 1 or args.rate <= 0:
         parser.error("--events and --rate must be positive")
+    if args.trigger < 0 or args.partitions < 0:
+        parser.error("--trigger and --partitions must not be negative")
     return PipelineConfig(
         servers=args.servers,
         events=args.events,

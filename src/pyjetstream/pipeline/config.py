@@ -15,8 +15,8 @@ class PipelineConfig:
     rate: float = 1_000.0  # events published per second
     out_dir: Path = Path("pipeline-out")
     window_seconds: int = 5
-    trigger_seconds: float = 1.0
-    partitions: int = 2
+    trigger_seconds: float = 0.0  # 0: Spark's default trigger (micro-batches back to back)
+    partitions: int = 0  # 0: the driver reads each micro-batch (driverReads); N: N read tasks per micro-batch
     cores: int = 2
     spark_master: str | None = None  # None: local[cores]; else e.g. spark://host:7077
     events_stream: str = "PIPELINE_EVENTS"
