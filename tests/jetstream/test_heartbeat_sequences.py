@@ -178,3 +178,31 @@ async def test_a_heartbeat_due_with_a_delivery(server: Target) -> None:
             assert int(msg.reply.split(".")[5]) == seq, (i, msg)
     finally:
         await c.close()
+
+
+async def test_a_filtered_pull_request_heartbeat_after_the_end_of_the_stream(server: Target) -> None:
+    """The same for a pull request's heartbeats: once the consumer looked for a message for the
+    waiting request and found none, they name the stream's last sequence (1/3); info still
+    names the last delivery."""
+    c = await RawNats.connect(server.url)
+    try:
+        await c.request("$JS.API.STREAM.CREATE.S", json.dumps({"name": "S", "subjects": ["s.>"]}).encode())
+        body = {"stream_name": "S", "config": {"durable_name": "F", "ack_policy": "explicit", "filter_subject": "s.a"}}
+        await c.request("$JS.API.CONSUMER.CREATE.S.F", json.dumps(body).encode())
+        await c.request("s.a", b"x")
+        c.subscribe("r.F", 40)
+        await c.flush()
+        c.publish("$JS.API.CONSUMER.MSG.NEXT.S.F", b'{"batch":1,"expires":1000000000}', reply="r.F")
+        assert (await c.next_msg(timeout=10)).reply.startswith("$JS.ACK.S.F.1.1.1.")
+        for subject in ("s.b", "s.b"):
+            await c.request(subject, b"x")
+        pull = b'{"batch":1,"expires":450000000,"idle_heartbeat":100000000}'
+        c.publish("$JS.API.CONSUMER.MSG.NEXT.S.F", pull, reply="r.F")
+        beats = []
+        while not (msg := await c.next_msg(timeout=10)).hdr or b"408" not in msg.hdr:
+            beats.append((_header(msg, "Nats-Last-Consumer"), _header(msg, "Nats-Last-Stream")))
+        assert beats and set(beats) == {(1, 3)}, beats
+        info = (await c.request("$JS.API.CONSUMER.INFO.S.F")).json()
+        assert info["delivered"]["stream_seq"] == 1 and info["num_pending"] == 0
+    finally:
+        await c.close()

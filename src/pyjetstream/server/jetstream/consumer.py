@@ -417,7 +417,7 @@ class Consumer:
             raise JetStreamApiError(E.JSConsumerInvalidResetErr(err="not allowed"))
         seq = max(seq, 1)
         self.state.reset_to(seq)
-        self.push.looked = 0  # the heartbeats' position follows the reset
+        self.delivery.looked = 0  # the heartbeats' position follows the reset
         self.writer.reset(seq - 1)
         if self.retention == RetentionPolicy.INTEREST:
             # What this consumer skipped may now be needed by nobody (checkStateForInterestStream).

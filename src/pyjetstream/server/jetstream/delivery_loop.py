@@ -57,6 +57,9 @@ class DeliveryLoop:
         self.scheduled = False  # a pass is scheduled (``kick``)
         self.passes = 0  # pull requests' interest is checked once per pass (``WaitingRequest.checked``)
         self._delay_handle: asyncio.TimerHandle | None = None
+        #: The stream sequence past the end of the stream when a pass last found nothing more
+        #: (``getNextMsg`` at EOF); the heartbeats' position when beyond the next sequence.
+        self.looked = 0
         self._undo: tuple[int, int, int] = (0, 0, 0)  # (source, seq, previous sseq) of the last fetch
         self._lss_taken: list[int] = []  # the last-per-subject run being delivered (``_lss_settle``)
         # replay original: until the stream's last sequence at the start, the original gaps
@@ -465,17 +468,24 @@ class DeliveryLoop:
         return c.stream.store.load_next_msg_multi(c.filter.filters, c.state.sseq)
 
     def _at_eof(self) -> None:
-        """Nothing matches after sseq. A push consumer has then looked at the whole stream:
-        nats-server's ``getNextMsg`` moves its position past the end on ``ErrStoreEOF`` (the
-        store answers the stream's last sequence), which its idle heartbeats name in
-        ``Nats-Last-Stream`` — a filtered consumer's say the stream's last sequence, not the last
-        delivery's. 2.15.1's consumer info still reports the last delivered message (and a pull
-        consumer's position stays there), so that position is kept apart (``PushDelivery.looked``)."""
-        c = self.consumer
-        if c.cfg.deliver_subject:
-            last = c.stream.store.fast_state().last_seq
-            if last >= c.state.sseq:
-                c.push.looked = last + 1
+        """Nothing matches after sseq: the consumer has looked at the whole stream. nats-server's
+        ``getNextMsg`` moves its position past the end on ``ErrStoreEOF`` (the store answers the
+        stream's last sequence), and its idle heartbeats, push or pull, name that position in
+        ``Nats-Last-Stream``: a filtered consumer's say the stream's last sequence, not the last
+        delivery's. 2.15.1's consumer info still reports the last delivered message, and a pull
+        consumer goes on from there, so the position is kept apart (``looked``). A pass only
+        gets here with somewhere to deliver (a bound push consumer, a waiting pull request), as
+        nats-server's loop calls ``getNextMsg``."""
+        last = self.consumer.stream.store.fast_state().last_seq
+        if last >= self.consumer.state.sseq:
+            self.looked = last + 1
+
+    def heartbeat_seqs(self) -> tuple[int, int]:
+        """``sendIdleHeartbeat``'s ``Nats-Last-Consumer`` and ``Nats-Last-Stream``: the next
+        delivery and stream sequences less one, the stream's past the end once a pass found
+        nothing more (``looked``)."""
+        st = self.consumer.state
+        return st.dseq - 1, (self.looked if self.looked > st.sseq else st.sseq) - 1
 
     def _unget(self) -> None:
         """Put the last fetched message back (no destination, or a replay/rate delay)."""

@@ -539,14 +539,16 @@ class PullDelivery:
             waiting.kill(wr)
         if beats:
             reply_interest = self.consumer.server.reply_interest
-            st = self.consumer.state
+            hb = heartbeat_block(*self.consumer.delivery.heartbeat_seqs())
             for wr in beats:
                 if not reply_interest(wr.reply):
                     waiting.kill(wr)
                     continue
-                self.send_status(wr.reply, heartbeat_block(st.dseq - 1, st.sseq - 1))
+                self.send_status(wr.reply, hb)
                 wr.hbt = now + wr.hb
                 waiting.beat_again(wr)
+            if waiting:  # nats-server's loop goes round after its heartbeats (getNextMsg)
+                self.consumer.kick()
         if eos:
             for wr in waiting.take_no_wait():
                 if not wr.expires or wr.delivered > 0:
@@ -567,7 +569,6 @@ class PullDelivery:
             return 0
         now = self._lwqic = time.monotonic()
         reply_interest = self.consumer.server.reply_interest
-        st = self.consumer.state
         keep: list[WaitingRequest] = []
         wanted = 0
         changed = False
@@ -588,7 +589,7 @@ class PullDelivery:
                 continue
             wanted += wr.n
             if wr.hbt and now >= wr.hbt:
-                self.send_status(wr.reply, heartbeat_block(st.dseq - 1, st.sseq - 1))
+                self.send_status(wr.reply, heartbeat_block(*self.consumer.delivery.heartbeat_seqs()))
                 wr.hbt = now + wr.hb
                 waiting.beat_again(wr)
             keep.append(wr)

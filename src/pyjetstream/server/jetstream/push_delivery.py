@@ -111,7 +111,6 @@ class PushDelivery:
         "fcid",
         "fcsz",
         "last_delivery",
-        "looked",
         "maxpb",
         "pblimit",
         "pbytes",
@@ -130,9 +129,6 @@ class PushDelivery:
         self.rate: RateLimiter | None = None
         self._hb_timer: asyncio.Handle | None = None
         self.last_delivery = 0.0  # monotonic
-        #: The stream sequence after the end of the stream the consumer last found nothing more
-        #: in (``getNextMsg`` at EOF); the heartbeats' position when beyond the next sequence.
-        self.looked = 0
         self._fc_sub: InternalSubscription | None = None
 
     def start(self) -> None:
@@ -232,11 +228,9 @@ class PushDelivery:
         self._hb_timer = consumer.loop.call_later(max(due - now, 0.001), self._heartbeat)
 
     def send_idle_heartbeat(self, subject: str) -> None:
-        """``sendIdleHeartbeat``: the consumer's next delivery and stream sequences, less one —
-        the stream's taken past the end of the stream once the consumer found nothing more."""
-        st = self.consumer.state
-        sseq = self.looked if self.looked > st.sseq else st.sseq
-        self.consumer.server.publish_internal(subject, b"", hdr=heartbeat_block(st.dseq - 1, sseq - 1, self.fcid))
+        """``sendIdleHeartbeat`` (the sequences: `DeliveryLoop.heartbeat_seqs`)."""
+        dseq, sseq = self.consumer.delivery.heartbeat_seqs()
+        self.consumer.server.publish_internal(subject, b"", hdr=heartbeat_block(dseq, sseq, self.fcid))
 
     # --- flow control --------------------------------------------------------------------------
 
