@@ -77,6 +77,7 @@ class BlockFiles(BlockIndexes):
         header = encode_block_header(first_seq)
         blk = _Block(index, first_seq, path, 0)
         blk.fd = fd
+        blk.ours = True
         blk.size = len(header)
         self._mirror = bytearray(header)
         self.blocks.append(blk)
@@ -646,12 +647,20 @@ class BlockFiles(BlockIndexes):
         block's mirror, the record checks and each page's columns bound once, each message's tuple
         built where its record is read, and a sealed block's read-ahead window (`_read_sealed`)
         sliced here while the records are in it. A record that is compressed or fails a check goes
-        through `read` (which decompresses it, or raises its error)."""
+        through `read` (which decompresses it, or raises its error).
+
+        The CRC is checked only for records of blocks found on disk: a block this process started
+        (``_Block.ours``) holds only records it wrote, as nats-server's ``writeMsgRecordLocked``
+        marks its own records hash-checked (``cbit``) and ``cacheLookupEx`` checks the others.
+        The length, sequence and kind are still checked; ``trust_own`` off checks every CRC."""
         index = self.index
         names = index.subjects.names
         firsts = self._firsts
         active = firsts[-1]
         mirror = self._mirror
+        own = self.trust_own
+        act_ours = own and self.blocks[-1].ours
+        ours = ra_ours = False
         unpack, crc, read = _unpack_rec, _crc32, self.read
         len_mask, not_plain, residue = _LEN_MASK, _NOT_PLAIN, CRC_RESIDUE
         hdr_len, crc_end = REC_HDR_LEN, -CRC_LEN
@@ -678,8 +687,10 @@ class BlockFiles(BlockIndexes):
             plen = loc & len_mask
             if seq >= active:
                 rec = bytes(mirror[off : off + plen])
+                ours = act_ours
             elif ra_lo <= seq < ra_hi and ra_off <= off and off + plen <= ra_end:
                 rec = ra_data[off - ra_off : off - ra_off + plen]
+                ours = ra_ours
             else:
                 j = bisect.bisect_right(firsts, seq) - 1
                 try:
@@ -690,9 +701,10 @@ class BlockFiles(BlockIndexes):
                 _blk, ra_off, ra_data = self._ra  # type: ignore[misc]  # _read_sealed set it
                 ra_end = ra_off + len(ra_data)
                 ra_lo, ra_hi = firsts[j], firsts[j + 1]
+                ours = ra_ours = own and self.blocks[j].ours
             total, kind, rseq, _ts, slen, hlen = unpack(rec, 0)
             subject: str = names[sid]  # type: ignore[assignment]  # a live message's subject is named
-            if total != plen or rseq != seq or kind & not_plain or crc(rec) != residue:
+            if total != plen or rseq != seq or kind & not_plain or (not ours and crc(rec) != residue):
                 try:
                     hdr, data = read(seq, loc)
                 except ErrCorruptRecord:

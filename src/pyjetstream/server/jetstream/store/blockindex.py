@@ -83,7 +83,7 @@ class _Block:
     """One block file. ``size`` counts bytes appended (written or pending), ``written`` those
     handed to the OS; ``live_*`` count the records still holding a message."""
 
-    __slots__ = ("fd", "first_seq", "index", "live_bytes", "live_msgs", "path", "size", "ttls", "written")
+    __slots__ = ("fd", "first_seq", "index", "live_bytes", "live_msgs", "ours", "path", "size", "ttls", "written")
 
     def __init__(self, index: int, first_seq: int, path: str, size: int) -> None:
         self.index = index
@@ -96,6 +96,9 @@ class _Block:
         self.fd: int | None = None
         #: ``{seq: ttl}`` of its messages stored with a ``Nats-TTL`` (for its index), ascending.
         self.ttls: dict[int, int] = {}
+        #: Every record in it was written by this process (a block started here, not found on
+        #: disk): ``BlockFiles.read_run`` need not check their CRCs (nats-server's ``cbit``).
+        self.ours = False
 
 
 class _SubjectIds:
@@ -157,6 +160,9 @@ class BlockIndexes(PayloadBackend):
         self._compact_min = compact_min
         self._sync_always = sync_always
         self._compress = compress
+        #: ``read_run`` skips the CRC of records in blocks this process wrote (``_Block.ours``);
+        #: False (``FileStoreConfig.trust_own_records``): every read checks every record.
+        self.trust_own = True
         self.blocks: list[_Block] = []
         self._firsts: list[int] = []
         self._mirror = bytearray()  # full content of the active block

@@ -40,7 +40,7 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyjetstream.api.ttl import NS_PER_S
@@ -101,6 +101,11 @@ class FileStoreConfig:
     sync_interval: float = 120.0  # seconds; the caller's timer calls FileStore.sync()
     compact_min_bytes: int = COMPACT_MIN_BYTES
     cache_slots: int = CACHE_SLOTS  # sealed blocks' index slots kept in memory
+    #: A consumer's read-ahead skips the CRC of records this process wrote (`BlockFiles.read_run`);
+    #: off (or PYJETSTREAM_TRUST_OWN_RECORDS=0): every read checks every record's CRC.
+    trust_own_records: bool = field(
+        default_factory=lambda: os.environ.get("PYJETSTREAM_TRUST_OWN_RECORDS", "1") != "0"
+    )
 
     def __post_init__(self) -> None:
         if self.sync not in (SYNC_INTERVAL, SYNC_ALWAYS):
@@ -132,6 +137,7 @@ class FileStore(IndexedStore):
             self._sync_always,
             cfg.compression == COMPRESSION_S2,
         )
+        blocks.trust_own = self._fcfg.trust_own_records
         super().__init__(cfg, index, blocks)
         self._consumers: dict[str, FileConsumerStore] = {}
         self._state_mark: tuple[int, ...] | None = None  # what the stream state on disk saw
