@@ -127,6 +127,25 @@ class RawNats:
         total = len(hdr) + len(data)
         return f"HPUB {subject} {reply} {len(hdr)} {total}\r\n".encode() + hdr + data + b"\r\n"
 
+    def send_requests(self, frames: list[tuple[str, bytes, bytes | None]]) -> list[asyncio.Future[RawMsg]]:
+        """``(subject, data, header block)`` requests written in one go, each with its own reply
+        subject; the futures of their answers (the caller decides how long to wait, and
+        `forget` drops the ones that did not come)."""
+        loop = asyncio.get_running_loop()
+        futures, out = [], []
+        for subject, data, hdr in frames:
+            reply = f"{self._inbox}.{next(self._ids)}"
+            futures.append(self._waiters.setdefault(reply, loop.create_future()))
+            out.append(self.frame(subject, data, reply, hdr))
+        self.writer.write(b"".join(out))
+        return futures
+
+    def forget(self) -> None:
+        """Stop waiting for any answer still expected (`send_requests`)."""
+        for fut in self._waiters.values():
+            fut.cancel()
+        self._waiters.clear()
+
     async def request_pipelined(
         self,
         frames: list[tuple[str, bytes, bool, bytes | None]],
