@@ -57,7 +57,7 @@ def _writer(clock: _Clock, snapshot: float, write: float) -> tuple[cp.StateWrite
     consumer = SimpleNamespace(
         closed=False,
         loop=loop,
-        engine=SimpleNamespace(sync_always=True),  # writes in place: no thread in the test
+        engine=SimpleNamespace(sync_always=False),  # a small state: written in place, no thread
         state=SimpleNamespace(snapshot=snap),
     )
     store = _Store(clock, write)
@@ -87,7 +87,7 @@ def test_a_small_state_is_written_every_flush_delay(monkeypatch: pytest.MonkeyPa
     clock = _Clock()
     monkeypatch.setattr(cp.time, "thread_time", clock)
     writer, loop, store = _writer(clock, 0.0001, 0.0005)
-    writer._flush()  # sync_always: snapshot and write in place
+    writer._flush()  # a small state: snapshot and write in place
     assert store.written == 1
     writer.consumer.engine.sync_always = False
     writer.dirty()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import nats
+import pytest
 from tests.support.targets import EMBEDDED, Target, make_target
 
 from pyjetstream.client import connect
@@ -36,8 +37,12 @@ def _last_write(target: Target, stream: str, consumer: str) -> int:
     return max(gens, default=0)
 
 
-async def test_an_ack_confirmed_just_before_kill_9_is_kept(tmp_path: Path) -> None:
-    target = make_target(EMBEDDED, tmp_path / "srv")
+@pytest.mark.parametrize("sync", ["", "always"])
+async def test_an_ack_confirmed_just_before_kill_9_is_kept(tmp_path: Path, sync: str) -> None:
+    """With ``sync_interval: always`` the write is fsynced before the reply; other state (the
+    deliveries, plain acks) is written lazily then too, as nats-server's flushLoop does."""
+    settings = {"jetstream_settings": {"sync_interval": sync}} if sync else {}
+    target = make_target(EMBEDDED, tmp_path / "srv", **settings)
     try:
         nc = await nats.connect(target.url)
         js = nc.jetstream(timeout=TIMEOUT)

@@ -5,8 +5,8 @@ The consumer's memory (its `DeliveryState`) is
 the truth; the store gets a snapshot shortly after changes (coalescing many acks into one write),
 like nats-server's consumer file store, which writes its state from a background flusher. The
 write (an encode in proportion to the pending acks, then one ``pwrite`` into a state slot) happens
-in the event loop for a small state (``STATE_INLINE_MAX``) or with ``sync: always``, else in one
-writer thread.
+in the event loop for a small state (``STATE_INLINE_MAX``), else — a large state, or any write with
+``sync: always`` (its fsync) — in one writer thread.
 
 Durability, as nats-server's: its ``flushLoop`` encodes the whole state (``encodeConsumerState``:
 every pending ack) and writes it at most every 100 ms, fsynced only with ``sync: always``; so a
@@ -129,13 +129,13 @@ class StateWriter:
             self._log_failure("reset", exc)
 
     def dirty(self) -> None:
-        """The state changed: write it to the consumer's store shortly."""
+        """The state changed: write it to the consumer's store shortly — with ``sync: always``
+        too, as nats-server's ``flushLoop`` (at most every 100 ms, fsynced): what a client was
+        answered for (an ack with a reply) is written at once by `confirm`, the rest (plain acks,
+        deliveries) a crash turns into redeliveries."""
         consumer = self.consumer
         if self._flush_handle is None and self.store is not None and not consumer.closed:
-            if consumer.engine.sync_always:
-                delay = 0.0
-            else:
-                delay = min(max(STATE_FLUSH_DELAY, STATE_WRITE_SHARE * self._cost), STATE_FLUSH_MAX)
+            delay = min(max(STATE_FLUSH_DELAY, STATE_WRITE_SHARE * self._cost), STATE_FLUSH_MAX)
             self._flush_handle = consumer.loop.call_later(delay, self._flush)
 
     def confirm(self, reply: str) -> None:
@@ -168,11 +168,29 @@ class StateWriter:
             self._flush_handle = None
         started = time.thread_time()
         state = self.consumer.state.snapshot()
-        if not self._write(state, time.thread_time() - started):
-            return  # not written, so not confirmed: the client's ack times out and is retried
+        snap_cost = time.thread_time() - started
+        if self.consumer.engine.sync_always:
+            # An fsync takes milliseconds of waiting: in the writer thread, while the loop reads
+            # on and the next acks gather for the next commit (which waits for this one).
+            future = _state_writer().submit(self._write, state, snap_cost)
+            self._write_future = future
+            future.add_done_callback(lambda f: self._replies_from_writer(loop, f, replies))
+            return
+        if self._write(state, snap_cost):  # (not written, not confirmed: the ack times out, is retried)
+            self._send(replies)
+
+    def _send(self, replies: list[str]) -> None:
         publish = self.consumer.server.publish_internal
         for reply in replies:
             publish(reply, b"")
+
+    def _replies_from_writer(
+        self, loop: asyncio.AbstractEventLoop, future: concurrent.futures.Future[bool], replies: list[str]
+    ) -> None:
+        """(In the writer thread.) A commit's write is done: its replies go, if it was written."""
+        if future.exception() is None and future.result():
+            with contextlib.suppress(RuntimeError):  # (the loop is gone: a server shut down)
+                loop.call_soon_threadsafe(self._send, replies)
 
     def _commit_from_writer(self, loop: asyncio.AbstractEventLoop) -> None:
         """(In the writer thread, its write done.) The commit's turn, unless the loop is gone (a
@@ -181,8 +199,8 @@ class StateWriter:
             loop.call_soon_threadsafe(self._commit)
 
     def _flush(self) -> None:
-        """Snapshot the state and write it: in the loop when small or with ``sync: always``,
-        else in the writer thread."""
+        """Snapshot the state and write it: in the loop when small (and not fsynced), else in
+        the writer thread."""
         self._flush_handle = None
         if self.store is None or self._commit_due:  # a commit is about to write it all
             return
@@ -194,10 +212,10 @@ class StateWriter:
         started = time.thread_time()
         state = consumer.state.snapshot()
         snap_cost = time.thread_time() - started
-        if consumer.engine.sync_always or consumer.closed or len(state.pending) <= STATE_INLINE_MAX:
+        if consumer.closed or (len(state.pending) <= STATE_INLINE_MAX and not consumer.engine.sync_always):
             self._write(state, snap_cost)
         else:
-            # Encoding a large state takes milliseconds: keep it off the event loop.
+            # Encoding a large state, or an fsync, takes milliseconds: keep it off the event loop.
             self._write_future = _state_writer().submit(self._write, state, snap_cost)
 
     def _settle(self) -> ConsumerStoreBase | None:
