@@ -461,6 +461,53 @@ async def test_service_import_request_reply(sharing: Target) -> None:
             assert await _no_answer(x, "local.x") == "no-responders"
 
 
+#: A service imported with ``share: true`` and one without, to compare (two exports: nats-server
+#: sets the flag on the first import it finds with the same exported subject).
+SHARED = {
+    "E": {"users": [{"user": "e", "password": "e"}], "exports": [{"service": "svc.*"}, {"service": "other.*"}]},
+    "S": {
+        "users": [{"user": "s", "password": "s"}],
+        "imports": [
+            {"service": {"account": "E", "subject": "svc.*"}, "to": "shared.*", "share": True},
+            {"service": {"account": "E", "subject": "other.*"}, "to": "plain.*"},
+        ],
+    },
+}
+
+
+async def test_shared_service_import_describes_the_requester(start_server: StartServer) -> None:
+    """``share: true``: the exporter gets the requester's whole client info in
+    ``Nats-Request-Info`` (nats-server ``processServiceImport`` with ``si.share``:
+    ``getClientInfo(true)``), not only its account; /accountz shows the flag."""
+    target = start_server(jetstream=False, accounts=SHARED, http_port=-1)
+    async with _connect(target, "e") as e:
+        infos: list[Any] = []
+
+        async def service(msg: Any) -> None:
+            infos.append(json.loads((msg.headers or {}).get("Nats-Request-Info", "null")))
+            await msg.respond(b"ok")
+
+        await e.subscribe("svc.*", cb=service)
+        await e.subscribe("other.*", cb=service)
+        await subscriptions_live(e)
+        nc = await nats.connect(target.url, allow_reconnect=False, user="s", password="s", name="asker")
+        try:
+            assert (await nc.request("shared.x", b"q", timeout=TIMEOUT)).data == b"ok"
+            assert (await nc.request("plain.x", b"q", timeout=TIMEOUT)).data == b"ok"
+        finally:
+            await nc.close()
+    shared, plain = infos
+    assert {"acc", "user", "name", "lang", "ver", "server", "kind", "client_type", "id", "host", "start"} <= set(shared)
+    assert (shared["acc"], shared["user"], shared["name"], shared["kind"]) == ("S", "s", "asker", "Client")
+    assert shared["client_type"] == "nats" and shared["lang"] == "python3"
+    assert plain["acc"] == "S" and set(plain) <= {"acc", "rtt"}, plain
+    imports = _monitor(target, "/accountz?acc=S")["account_detail"]["imports"]
+    assert {i["local_subject"]: i["share"] for i in imports if i["account"] == "E"} == {
+        "shared.*": True,
+        "plain.*": False,
+    }
+
+
 async def test_service_import_response_types(sharing: Target) -> None:
     async with _connect(sharing, "e") as e, _connect(sharing, "i") as i:
 

@@ -1155,6 +1155,9 @@ def test_base_options_are_copied_not_changed() -> None:
 # Snippets inside the 2.9.10 subset, where both servers must agree on validity.
 AGREEMENT = [
     "port: 4222\n",
+    # share on an import (a service's; a stream's is accepted and ignored), a boolean or a Go panic
+    'accounts { A { exports [{service: "svc.>"}, {stream: "x"}] }, B { imports [{service: {account: A, subject: "svc.>"}, share: true}, {stream: {account: A, subject: "x"}, share: true}] } }\n',
+    'accounts { A { exports [{service: "svc.>"}, {stream: "x"}] }, B { imports [{service: {account: A, subject: "svc.>"}, share: "yes"}, {stream: {account: A, subject: "x"}, share: true}] } }\n',
     'port = 4222; server_name = "a b"\n',
     'listen: "127.0.0.1:4333"\n',
     "listen: 127.0.0.1:4333\n",

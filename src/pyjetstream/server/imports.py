@@ -101,12 +101,13 @@ def client_info(server: Server, conn: Any, detailed: bool, server_info: bool = T
     return info
 
 
-def _with_request_info(server: Server, hdr: bytes | None, client: Any) -> bytes | None:
+def _with_request_info(server: Server, hdr: bytes | None, client: Any, share: bool) -> bytes | None:
     """A client's request through a service import names its requester to the exporter
-    (nats-server ``processServiceImport``: ``Nats-Request-Info``, not shared: account and RTT)."""
+    (nats-server ``processServiceImport``: ``Nats-Request-Info``; not shared: account and RTT;
+    shared (``si.share``): ``getClientInfo(true)``, the client's whole description)."""
     if client is None:
         return hdr
-    info = json.dumps(client_info(server, client, False, server_info=False), separators=(",", ":")).encode()
+    info = json.dumps(client_info(server, client, share, server_info=False), separators=(",", ":")).encode()
     return set_header(hdr or b"", CLIENT_INFO_HDR, info)
 
 
@@ -392,7 +393,7 @@ def _link_service(
 
     def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         remote = remote_of(subject)
-        hdr = _with_request_info(server, hdr, client)
+        hdr = _with_request_info(server, hdr, client, imp.share)
         # nats-server keeps a ``$JS.ACK`` reply as it is (a pull consumer's trampoline across accounts)
         mapped_reply = service.new_reply(importer, reply, export) if reply and not reply.startswith(ACK_PREFIX) else reply
         delivered = server.route(remote, mapped_reply, hdr, payload, None, None, exporter)
@@ -412,7 +413,7 @@ def _link_service(
         if not export.allow_trace and trace.only:
             delivered = False
         else:
-            hdr = _with_request_info(server, hdr, client)
+            hdr = _with_request_info(server, hdr, client, imp.share)
             mapped_reply = service.new_reply(importer, reply, export) if reply else ""
             if export.allow_trace:
                 dest = service.new_reply(importer, trace.dest, export)
@@ -442,7 +443,7 @@ class _ImportInfo:
         info: dict[str, Any] = {"subject": imp.subject, "account": self.account}
         if imp.kind == "service":  # nats-server lists "to" for service imports only
             info["to"] = local
-        info.update(local_subject=local, type=imp.kind, invalid=False, share=False, tracking=False)
+        info.update(local_subject=local, type=imp.kind, invalid=False, share=imp.share, tracking=False)
         return info
 
 

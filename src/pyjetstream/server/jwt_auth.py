@@ -134,6 +134,7 @@ def _jwt_import(entry: Any) -> AccountImport | None:
     elif to:
         imp.prefix = to
     imp.allow_trace = imp.kind == "stream" and entry.get("allow_trace") is True
+    imp.share = imp.kind == "service" and entry.get("share") is True  # nats-server addServiceImport: claim.Share
     return imp
 
 

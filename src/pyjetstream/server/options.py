@@ -217,6 +217,9 @@ class AccountImport:
     prefix: str = ""
     #: Streams: a traced message is still traced past the import (``allow_trace``).
     allow_trace: bool = False
+    #: Services: the exporter learns who asks — the requester's full client info in
+    #: ``Nats-Request-Info``, not only its account (``share``).
+    share: bool = False
 
 
 @dataclass(kw_only=True)

@@ -16,6 +16,7 @@ from pyjetstream.server.conf.converters import (
     as_map,
     as_str,
     as_strings,
+    go_type,
 )
 from pyjetstream.server.conf.mapping_auth import AuthKeys, apply_default_permissions, valid_public_nkey
 from pyjetstream.server.conf.mapping_base import Handler
@@ -55,7 +56,7 @@ def _export(item: Node) -> AccountExport:
 
 
 def _import(item: Node) -> AccountImport:
-    """``{stream|service: {account, subject}, to|prefix}``."""
+    """``{stream|service: {account, subject}, to|prefix, allow_trace, share}``."""
     entries = as_map(item, "imports")
     kind = "stream" if "stream" in entries else "service" if "service" in entries else ""
     if not kind:
@@ -74,6 +75,11 @@ def _import(item: Node) -> AccountImport:
         if kind != "stream":
             raise Invalid(entries["allow_trace"], "Detected allow_trace directive on a non-stream")
         imp.allow_trace = as_bool(entries["allow_trace"], "allow_trace")
+    if "share" in entries:  # nats-server parseImportStreamOrService: ``mv.(bool)``, kept for services only
+        node = entries["share"]
+        if not isinstance(node.value, bool):
+            raise Invalid(node, f"interface conversion: interface {{}} is {go_type(node.value)}, not bool")
+        imp.share = kind == "service" and node.value
     return imp
 
 
