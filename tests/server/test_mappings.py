@@ -393,6 +393,65 @@ async def test_a_jetstream_domain_is_a_set_of_mappings(start_server: StartServer
     assert held["$JS.hub.API.INFO"] == [{"subject": "mine", "weight": 100}]
 
 
+#: ``default_js_domain``: account ``L`` has no JetStream; its API requests go to domain ``hub``,
+#: which it imports from ``J`` (whose domain mappings take them to its own ``$JS.API``).
+DEFAULT_DOMAIN_ACCOUNTS = {
+    "J": {
+        "jetstream": "enabled",
+        "users": [{"user": "j", "password": "j"}],
+        "exports": [{"service": "$JS.hub.API.>", "response_type": "stream"}],
+    },
+    "L": {
+        "users": [{"user": "l", "password": "l"}],
+        "imports": [{"service": {"account": "J", "subject": "$JS.hub.API.>"}}],
+    },
+}
+
+
+async def test_default_js_domain_sends_the_api_to_the_domain(start_server: StartServer) -> None:
+    """nats-server ``registerAccountNoLock`` with ``default_js_domain``: an account without
+    JetStream gets the domain's mappings the other way round (``$JS.API.STREAM.>`` to
+    ``$JS.hub.API.STREAM.>``, ``$KV.>`` to ``$JS.hub.API.$KV.>``), so a client that knows no domain
+    reaches the domain's JetStream; /accountz lists them, and the domain's own (``configJetStream``
+    gives them to an account without JetStream too)."""
+    target = start_server(
+        jetstream_settings={"domain": "hub"},
+        accounts=DEFAULT_DOMAIN_ACCOUNTS,
+        default_js_domain={"L": "hub"},
+        http_port=-1,
+    )
+    async with _connect(target, "l") as nc:
+        js = nc.jetstream()  # no domain, no prefix
+        await js.add_stream(name="KV_b", subjects=["$KV.b.>"])
+        assert (await js.account_info()).streams == 1
+        await nc.request("$KV.b.k", b"v", timeout=TIMEOUT)  # to $JS.hub.API.$KV.b.k, then J's $KV.b.k
+        assert (await js.get_msg("KV_b", 1)).subject == "$KV.b.k"
+    async with _connect(target, "j") as nc:
+        assert (await nc.jetstream().stream_info("KV_b")).state.messages == 1
+    url = f"http://127.0.0.1:{target.http_port}/accountz?acc=L"
+    body = await asyncio.get_running_loop().run_in_executor(None, lambda: urllib.request.urlopen(url, timeout=TIMEOUT).read())
+    held = json.loads(body)["account_detail"]["mappings"]
+    # the nine, and the domain's own nine that every account without an import of the API gets
+    assert len(held) == 18 and held["$KV.>"] == [{"subject": "$JS.hub.API.$KV.>", "weight": 100}]
+    assert held["$JS.API.STREAM.>"] == [{"subject": "$JS.hub.API.STREAM.>", "weight": 100}]
+    assert held["$JS.hub.API.STREAM.>"] == [{"subject": "$JS.API.STREAM.>", "weight": 100}]
+
+
+@pytest.mark.parametrize(
+    ("domains", "error"),
+    [
+        ({"J": "hub"}, 'default_js_domain contains account name "J" with enabled JetStream'),
+        ({"X": "hub"}, 'in non operator mode, `default_js_domain` references non existing account "X"'),
+        ({"L": "a b"}, 'default_js_domain contains account "L" with invalid domain name "a b"'),
+    ],
+)
+def test_default_js_domain_start_errors(start_server: StartServer, domains: dict[str, str], error: str) -> None:
+    """nats-server ``validateJetStreamOptions``: refused at start (``-t`` judges the file alone)."""
+    with pytest.raises(Exception) as failed:
+        start_server(jetstream_settings={"domain": "hub"}, accounts=DEFAULT_DOMAIN_ACCOUNTS, default_js_domain=domains)
+    assert error in str(failed.value) + "".join(getattr(failed.value, "log", "") or "")
+
+
 async def test_trace_logs_the_mapping(start_server: StartServer) -> None:
     """``trace: true``: after the PUB line, nats-server's ``MAPPING`` line. (nats-server traces a
     PUB's arguments as the client wrote them — nats.py's ``PUB orders.new  2`` has two spaces —,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pyjetstream.api.ack import ACK_PREFIX
 from pyjetstream.api.subjects import domain_mappings
 from pyjetstream.protocol.headers import may_be_traced
-from pyjetstream.protocol.subjects import FWC, PWC
+from pyjetstream.protocol.subjects import FWC, PWC, is_subset
 from pyjetstream.server.jetstream.api_disabled import DisabledApi
 from pyjetstream.server.jetstream.engine import JetStreamEngine
 from pyjetstream.server.mappings import MappingError, Mappings, cluster_name
@@ -88,11 +88,13 @@ class Account:
         #: ``hasMappings``) is the one test a publish pays when there are none.
         self.mappings = Mappings(cluster_name(server.options))
         self.mapped = False
-        # The configured mappings, and those the server adds (a JetStream domain's).
+        # The configured mappings, and those the server adds (a JetStream domain's; a default
+        # domain's, which replace configured ones of the same source).
         self._configured: MappingsConfig = {}
         self._implicit: MappingsConfig = {}
-        if config is not None and config.mappings:
-            self.set_mappings(config.mappings)
+        self._default_domain = self._default_domain_mappings(server, name, config)
+        if (config is not None and config.mappings) or self._default_domain:
+            self.set_mappings(config.mappings if config is not None else {})
 
     def __repr__(self) -> str:
         return f"<Account {self.name}>"
@@ -128,6 +130,21 @@ class Account:
         totals[2] += conn.out_msgs
         totals[3] += conn.out_bytes
 
+    @staticmethod
+    def _default_domain_mappings(server: Any, name: str, config: AccountConfig | None) -> MappingsConfig:
+        """``default_js_domain``: an account without JetStream of its own sends its API requests
+        to that domain — the JetStream domain's mappings the other way round, ``$JS.API.STREAM.>``
+        to ``$JS.<domain>.API.STREAM.>``, ``$KV.>`` to ``$JS.<domain>.API.$KV.>`` (nats-server
+        ``registerAccountNoLock``: ``acc.AddMapping(dest, src)`` over ``generateJSMappingTable``;
+        an account with JetStream is skipped with a warning)."""
+        domain = server.options.default_js_domain.get(name, "")
+        if not domain:
+            return {}
+        if config is not None and config.jetstream:
+            server.logger.warning(f'Skipping Default Domain "{domain}", set for JetStream enabled account "{name}"')
+            return {}
+        return {dest: [MapDest(subject=src)] for src, dest in domain_mappings(domain).items()}
+
     def set_mappings(self, config: MappingsConfig) -> None:
         """This account's mappings from now on (configuration, reload, account JWT). One that
         is not valid is left out, as nats-server's JWT update leaves it (the configuration's are
@@ -136,7 +153,7 @@ class Account:
         self._configured = config
         mappings = Mappings(cluster_name(self.server.options))
         implicit = {src: dests for src, dests in self._implicit.items() if src not in config}
-        for src, dests in {**config, **implicit}.items():
+        for src, dests in {**config, **implicit, **self._default_domain}.items():
             try:
                 mappings.add(src, dests)
             except MappingError as exc:
@@ -294,14 +311,28 @@ class Account:
         self.jetstream = engine
         domain = getattr(engine, "domain", "")  # (an engine stand-in may have none)
         if domain:  # nats-server enableAllJetStreamServiceImportsAndMappings
-            self._implicit = {src: [MapDest(subject=dest)] for src, dest in domain_mappings(domain).items()}
-            self.set_mappings(self._configured)
+            self._add_domain_mappings(domain)
+
+    def _add_domain_mappings(self, domain: str) -> None:
+        self._implicit = {src: [MapDest(subject=dest)] for src, dest in domain_mappings(domain).items()}
+        self.set_mappings(self._configured)
 
     def answer_jetstream_disabled(self) -> None:
-        """Answer ``$JS.API`` requests with 10039, as nats-server does for such accounts."""
+        """Answer ``$JS.API`` requests with 10039, as nats-server does for such accounts. Such an
+        account gets the JetStream domain's mappings too, unless one of its service imports
+        takes ``$JS.API.INFO`` (nats-server ``configJetStream`` ->
+        ``enableJetStreamInfoServiceImportOnly``, ``serviceImportShadowed``)."""
 
         self._disabled_api = DisabledApi(self)
         self._disabled_api.subscribe()
+        domain = self.options.jetstream_domain if self.options.jetstream else ""
+        if domain and not self.is_system and not self._imports_the_api():
+            self._add_domain_mappings(domain)
+
+    def _imports_the_api(self) -> bool:
+        imports = self.config.imports if self.config is not None else []
+        local = [imp.to or imp.subject for imp in imports if imp.kind == "service"]
+        return any(is_subset("$JS.API.INFO", subject) for subject in local)
 
     def stop_disabled_api(self) -> None:
         if self._disabled_api is not None:

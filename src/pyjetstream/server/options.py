@@ -21,6 +21,9 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyjetstream.api.jwt import public_key_bytes
+from pyjetstream.protocol.subjects import is_valid_subject
+
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_HTTP_PORT",
@@ -385,6 +388,9 @@ class ServerOptions:
     max_memory_store: int = -1
     max_file_store: int = -1
     jetstream_domain: str = ""
+    #: ``default_js_domain``: account -> the domain its ``$JS.API`` requests go to when it has no
+    #: JetStream of its own (mappings added to the account; nats-server ``JsAccDefaultDomain``).
+    default_js_domain: dict[str, str] = field(default_factory=dict)
     #: Seconds between fsyncs of file-store data (2.10 default 2 min).
     sync_interval: float = DEFAULT_SYNC_INTERVAL
     #: ``sync_interval: always``: fsync every write before acknowledging it.
@@ -525,6 +531,34 @@ class ServerOptions:
         if problems:
             raise OptionsError("; ".join(problems))
 
+    def _default_js_domain_problems(self) -> list[str]:
+        """nats-server ``validateJetStreamOptions``'s checks of ``default_js_domain``, in its
+        order (it reports the first): without an operator each name is a configured account (or
+        ``$G``) without JetStream unless its domain is empty; with one, an account public key;
+        never the system account; a domain that makes ``$JS.<domain>.API`` a valid subject."""
+        out: list[str] = []
+        if not self.default_js_domain:
+            return out
+        accounts = {a.name: a for a in self.accounts}
+        for name, domain in self.default_js_domain.items():
+            if self.operator_jwts:
+                key = public_key_bytes(name)
+                if key is None or key[0] != 0:  # nkeys PrefixByteAccount
+                    out.append(
+                        f'default_js_domain contains account name "{name}", which is not a valid public account nkey'
+                    )
+            elif name != "$G" and name not in accounts:
+                out.append(f'in non operator mode, `default_js_domain` references non existing account "{name}"')
+            elif name in accounts and accounts[name].jetstream and domain:
+                out.append(f'default_js_domain contains account name "{name}" with enabled JetStream')
+        system = self.system_account or "$SYS"
+        for name, domain in self.default_js_domain.items():
+            if name == system:
+                out.append(f'system account "{name}" can not be in default_js_domain')
+            elif domain and not is_valid_subject(f"$JS.{domain}.API"):
+                out.append(f'default_js_domain contains account "{name}" with invalid domain name "{domain}"')
+        return out
+
     def problems(self) -> list[str]:
         """Every reason these options cannot be used (empty when they can)."""
         out: list[str] = []
@@ -555,6 +589,7 @@ class ServerOptions:
                 out.append(
                     f"invalid domain name: {self.jetstream_domain!r} may not contain ., *, > or whitespace"
                 )
+        out.extend(self._default_js_domain_problems()[:1])
         if self.no_auth_user:
             known = {u.username for u in self.users} | {n.nkey for n in self.nkeys}
             if not known:

@@ -253,6 +253,10 @@ class Server:
     def _configure_accounts(self) -> None:
         """Accounts of the config, and the system account (nats-server ``configureAccounts``)."""
         opts = self.options
+        if opts.default_js_domain:  # nats-server Start's warning
+            self.logger.warning(
+                "The option `default_js_domain` is a temporary backwards compatibility measure and will be removed"
+            )
         for config in opts.accounts:
             if config.name not in self.accounts:
                 self._add_account(config.name, config)

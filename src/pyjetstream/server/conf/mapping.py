@@ -17,6 +17,7 @@ from pyjetstream.server.conf.converters import (
     as_storage_size,
     as_str,
     as_strings,
+    go_type,
 )
 from pyjetstream.server.conf.errors import ConfigError, ConfigIssue
 from pyjetstream.server.conf.mapping_accounts import AccountKeys
@@ -47,7 +48,6 @@ _IGNORED_TOP_LEVEL = {
     "prof_block_rate": "the profiling port",
     "connect_error_reports": "route/gateway/leaf error reports",
     "reconnect_error_reports": "route/gateway/leaf error reports",
-    "default_js_domain": "per-account default JetStream domains",
     "disable_sublist_cache": "the sublist cache switch",
     "no_sublist_cache": "the sublist cache switch",
     "server_metadata": "server metadata",
@@ -171,6 +171,7 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys, IgnoredBlocks):
             "allow_non_tls": ("allow_non_tls", as_bool),
             "websocket|ws": self.websocket,
             "mappings|maps": self.mappings,
+            "default_js_domain": self.default_js_domain,
             "|".join(_IGNORED_TOP_LEVEL): self.ignored,
             "|".join(_REFUSED_TOP_LEVEL): self.refused,
         }
@@ -191,6 +192,18 @@ class Mapper(AccountKeys, JetStreamKeys, TLSKeys, WebSocketKeys, IgnoredBlocks):
     def mappings(self, key: str, node: Node) -> None:
         """The global account's mappings (nats-server adds a ``$G`` account holding them)."""
         self.o.mappings.update(parse_mappings(self, node))
+
+    def default_js_domain(self, key: str, node: Node) -> None:
+        """``default_js_domain { <account>: <domain> }`` (nats-server ``processConfigFileLine``):
+        a map of strings; a value of another type is its Go panic."""
+        if not isinstance(node.value, dict):
+            raise Invalid(node, f"error default_js_domain config: unsupported type {go_type(node.value)}")
+        out: dict[str, str] = {}
+        for account, value in node.value.items():
+            if not isinstance(value.value, str):
+                raise Invalid(node, f"interface conversion: interface {{}} is {go_type(value.value)}, not string")
+            out[account] = value.value
+        self.o.default_js_domain = out
 
     def refused(self, key: str, node: Node) -> None:
         self.error(node, f'"{key}": {_REFUSED_TOP_LEVEL[key.lower()]}')
