@@ -1,7 +1,7 @@
 """Spark data source benchmark: the ``jetstream`` source and sink next to Parquet, in one run.
 
     .venv/bin/python bench/bench_spark.py [--rows 200000] [--size 100] [--targets embedded,nats-server]
-                                          [--rounds 2] [--cores 2] [--only writes|reads]
+                                          [--rounds 2] [--cores 2] [--only writes|reads|latency]
 
 For each server target (our embedded server and nats-server, both subprocesses started the
 same way) with one local SparkSession (default JIT, so Parquet is not handicapped):
@@ -23,8 +23,8 @@ same way) with one local SparkSession (default JIT, so Parquet is not handicappe
   stream (``driverReads=true``, timed at a subscriber of that stream);
 
 and, as the limit, the same rows written to and read from Parquet (local files) in the same
-run. ``--only writes`` times the writes and the Parquet write alone; ``--only reads`` the batch
-reads and the Parquet reads (the stream filled by one untimed Spark write with derived ids). Prints rows/s and the ratio to Parquet (Parquet = 1.00). Best of ``--rounds``.
+run. ``--only writes`` times the writes and the Parquet write alone; ``--only latency`` the streaming
+latencies alone; ``--only reads`` the batch reads and the Parquet reads (the stream filled by one untimed Spark write with derived ids). Prints rows/s and the ratio to Parquet (Parquet = 1.00). Best of ``--rounds``.
 """
 
 from __future__ import annotations
@@ -294,6 +294,7 @@ def bench_latency(
     from pyspark.sql import functions as F
 
     reset_streams(url)
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "1000")  # every micro-batch's range
     df = spark.readStream.format("jetstream").options(servers=url, stream=SRC, **read).load()
     checkpoint = str(tmp / f"ck-latency-{time.monotonic_ns()}")
     latencies: list[float] = []
@@ -339,6 +340,16 @@ def bench_latency(
     finally:
         query.stop()
     return _quantiles(latencies, query)
+
+
+def bench_latencies(spark: Any, url: str, tmp: Path, kind: str) -> dict[str, Any]:
+    """Every `LATENCIES` line: p50, p95, count and Spark's mean timings per micro-batch."""
+    out = {}
+    for name, (sink, read) in LATENCIES.items():
+        print(f"[{kind}] {name} ...", flush=True)
+        out[name] = bench_latency(spark, url, tmp, sink, **read)
+        print(f"    {out[name]}", flush=True)
+    return out
 
 
 def bench_parquet(
@@ -387,9 +398,9 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument(
         "--only",
-        choices=["all", "writes", "reads"],
+        choices=["all", "writes", "reads", "latency"],
         default="all",
-        help="the writes or the batch reads alone",
+        help="the writes, the batch reads or the streaming latencies alone",
     )
     args = parser.parse_args()
     writes_only = args.only == "writes"
@@ -402,6 +413,9 @@ def main() -> None:
         for kind in targets:
             target: Target = make_target(kind, tmp / kind)
             try:
+                if args.only == "latency":
+                    results[kind] = bench_latencies(spark, target.url, tmp, kind)
+                    continue
                 warm_up(spark, target.url, tmp, writes_only)
                 if args.only == "reads":
                     fill_for_reads(spark, target.url, args.rows, args.size)
@@ -436,10 +450,7 @@ def main() -> None:
                     results["parquet"] = bench_parquet(
                         spark, target.url, args.rows, args.size, args.rounds, tmp
                     )
-                for name, (sink, read) in LATENCIES.items():
-                    print(f"[{kind}] {name} ...", flush=True)
-                    r[name] = bench_latency(spark, target.url, tmp, sink, **read)
-                    print(f"    {r[name]}", flush=True)
+                r.update(bench_latencies(spark, target.url, tmp, kind))
                 results[kind] = r
             finally:
                 target.stop()
@@ -450,6 +461,12 @@ def main() -> None:
 
 
 def report(results: dict[str, dict[str, Any]], targets: list[str], args: argparse.Namespace) -> None:
+    if args.only == "latency":
+        print()
+        print(f"Spark {args.cores} local cores; streaming latency at 1,000 msgs/s, default trigger")
+        print(f"{'':<42}" + "".join(f"{t:>14} {'':>7}" for t in targets))
+        report_latencies(results, targets)
+        return
     pq = results["parquet"]
     print()
     print(
@@ -491,6 +508,10 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         batch = max(v for k, v in results[t].items() if k.startswith("batch read"))
         line += f"{results[t][STREAM_READ] / batch:>14.2f} {'':>7}"
     print(line)
+    report_latencies(results, targets)
+
+
+def report_latencies(results: dict[str, dict[str, Any]], targets: list[str]) -> None:
     for name in LATENCIES:
         line = f"{name:<42}"
         for t in targets:
