@@ -251,8 +251,14 @@ class FileStore(IndexedStore):
     # Metadata and consumers
     # ------------------------------------------------------------------------------------
     def write_meta(self, data: bytes) -> None:
+        """Write the stream's definition, fsynced only with ``sync="always"``.
+
+        As nats-server's ``writeStreamMeta`` (``writeFileWithOptionalSync``): the files are written
+        to the OS (they survive ``kill -9``) and renamed into place; an fsync per create cost ~2 ms
+        of CPU and made 300 creates take seconds on a busy disk (nats.py's
+        ``test_jsm_stream_management_with_offset``)."""
         self._check_open()
-        write_meta_file(self._dir, data)
+        write_meta_file(self._dir, data, fsync=self._sync_always)
 
     def read_meta(self) -> bytes | None:
         return read_meta_file(self._dir)
