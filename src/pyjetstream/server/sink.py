@@ -21,8 +21,8 @@ What is buffered is counted against the connection's pending limit (`FrameSink.l
 max_pending at most, less what the transport still holds): past it the connection writes early and
 cuts a slow consumer (``ClientConnection.overflow``); while the transport is above its high-water
 mark (`FrameSink.write_paused`) a producer is stalled (``ClientConnection.stall``). `FrameSink.flush`
-writes it all with one ``transport.write`` (``writelines`` for large frames) once per client read
-(``Server.end_read``) or loop turn; a socket that has not taken a write within the write deadline cuts the client (nats-server's
+writes it all with one ``transport.write`` once per client read (``Server.end_read``) or loop turn;
+a socket that has not taken a write within the write deadline cuts the client (nats-server's
 ``flushOutbound`` deadline).
 """
 
@@ -34,12 +34,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
-
-#: Bytes per buffered part from which `FrameSink.flush` writes the parts with one ``writelines``
-#: (gathered by the kernel) instead of joining them: below it the join costs less than handing
-#: the transport many small buffers. 16 KiB payloads (line, payload, CR LF: ~5.5 KiB a part): server
-#: CPU per message 10.7 -> 10.1 µs (three interleaved pairs, load ~13; see the commit).
-WRITEV_AVG = 2048
 
 if TYPE_CHECKING:
     from pyjetstream.server.subscription import Subscription
@@ -175,28 +169,17 @@ class FrameSink:
 
     def flush(self) -> None:
         """Write everything buffered with one ``transport.write``; the pending limit then leaves
-        room for what the transport still holds. Parts of ``WRITEV_AVG`` bytes or more on average
-        (large payloads) go to ``transport.writelines`` as they are — one ``writev`` on uvloop,
-        the kernel gathering them as nats-server's ``flushOutbound`` hands ``net.Buffers`` — instead
-        of being copied into one joined buffer first (``ServerOptions.runs`` off: joined)."""
+        room for what the transport still holds."""
         self.dirty = False
         out = self.out
         transport = self.transport
         if not out or self.closed or transport is None or self.hold:
             return
+        data = out[0] if len(out) == 1 else b"".join(out)
         self.out = []
-        if len(out) == 1:
-            data = out[0]
-            transport.write(data)
-            self.written += len(data)
-        elif self.size >= WRITEV_AVG * len(out) and self.server.options.runs:
-            transport.writelines(out)  # large frames: one writev, no join (see WRITEV_AVG)
-            self.written += sum(map(len, out))
-        else:
-            data = b"".join(out)
-            transport.write(data)
-            self.written += len(data)
         self.size = 0
+        transport.write(data)
+        self.written += len(data)
         self.conn.last_activity = time.monotonic()
         buffered = transport.get_write_buffer_size()
         self.limit = min(self.max_pending - buffered, self.early_flush)
