@@ -491,6 +491,73 @@ async def test_deliveries_wait_for_the_importers_interest(start_server: StartSer
         assert info.num_pending == 0 and info.delivered.consumer_seq == 20
 
 
+async def test_a_chained_import_does_not_bind_the_consumer(start_server: StartServer) -> None:
+    """``M`` imports ``_d_`` as ``mid`` and re-exports it; ``B`` imports ``mid`` as ``foo``. nats-server
+    makes shadow subscriptions of subscriptions, not of other shadows: ``B``'s subscription to
+    ``foo`` does not bind the push consumer (nor does the chain of imports alone), and what the
+    consumer delivers once an ``M`` client subscribes to ``mid`` reaches that client, not ``B``."""
+    accounts = {
+        "A": {"jetstream": "enabled", "users": [{"user": "a", "password": "pwd"}], "exports": [{"stream": "_d_"}]},
+        "M": {
+            "users": [{"user": "m", "password": "pwd"}],
+            "imports": [{"stream": {"account": "A", "subject": "_d_"}, "to": "mid"}],
+            "exports": [{"stream": "mid"}],
+        },
+        "B": {
+            "users": [{"user": "b", "password": "pwd"}],
+            "imports": [{"stream": {"account": "M", "subject": "mid"}, "to": "foo"}],
+        },
+    }
+    target = start_server(accounts=accounts)
+    async with _connect(target, "a", "pwd") as a, _connect(target, "b", "pwd") as b, _connect(target, "m", "pwd") as m:
+        js = a.jetstream()
+        await js.add_stream(name="TEST", subjects=["foo"])
+        for _ in range(5):
+            await js.publish("foo", b"OK")
+        into_b, into_m = _Inbox(), _Inbox()
+        await b.subscribe("foo", cb=into_b.handle)
+        await subscriptions_live(b)
+        await js.add_consumer("TEST", durable_name="dlc", deliver_subject="_d_")
+        await asyncio.sleep(0.3)  # what must not happen: deliveries for B's subscription
+        info = await js.consumer_info("TEST", "dlc")
+        assert info.num_pending == 5 and info.delivered.consumer_seq == 0 and not info.push_bound
+        assert into_b.msgs == []
+        await m.subscribe("mid", cb=into_m.handle)
+        assert {msg.subject for msg in await into_m.wait(5)} == {"foo"}  # (the stream's subject)
+        assert (await js.consumer_info("TEST", "dlc")).push_bound
+        await b.flush()
+        assert into_b.msgs == []
+
+
+CHAIN = {
+    "A": {"users": [{"user": "a", "password": "pwd"}], "exports": [{"stream": "_d_"}]},
+    "M": {
+        "users": [{"user": "m", "password": "pwd"}],
+        "imports": [{"stream": {"account": "A", "subject": "_d_"}, "to": "mid"}],
+        "exports": [{"stream": "mid"}],
+    },
+    "B": {
+        "users": [{"user": "b", "password": "pwd"}],
+        "imports": [{"stream": {"account": "M", "subject": "mid"}, "to": "foo"}],
+    },
+}
+
+
+async def test_a_stream_import_is_not_carried_on_by_a_reexport(start_server: StartServer) -> None:
+    """Plain messages through the same chain (2.15.1's shadow subscriptions): what ``A`` publishes
+    reaches ``M``'s subscriber and not ``B``'s; what ``M`` publishes on ``mid`` reaches ``B``."""
+    target = start_server(accounts=CHAIN, jetstream=False)
+    async with _connect(target, "a", "pwd") as a, _connect(target, "b", "pwd") as b, _connect(target, "m", "pwd") as m:
+        into_b, into_m = _Inbox(), _Inbox()
+        await b.subscribe("foo", cb=into_b.handle)
+        await m.subscribe("mid", cb=into_m.handle)
+        await subscriptions_live(b, m)
+        await a.publish("_d_", b"from A")
+        assert [msg.data for msg in await into_m.wait(1)] == [b"from A"]
+        await m.publish("mid", b"from M")
+        assert [msg.data for msg in await into_b.wait(1)] == [b"from M"]
+
+
 def _with_flow_control_import() -> dict[str, Any]:
     conf = json.loads(json.dumps(EXPORT_CONF))
     conf["accounts"]["JS"]["exports"].append({"service": "$JS.FC.>"})

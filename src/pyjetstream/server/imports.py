@@ -3,7 +3,8 @@
 
 - A **stream import** brings what the exporting account publishes on ``subject`` into the importing
   account, under the same subject, ``to`` (wildcards mapped in order) or ``prefix.subject``. It is an
-  internal subscription in the exporter that routes each message again in the importer.
+  internal subscription in the exporter that routes each message again in the importer — to its
+  subscriptions, not on through another stream import of what the importer re-exports.
 - A **service import** lets clients of the importer send requests to the exporter: an internal
   subscription in the importer on the local subject (``to``, else the exported subject) routes the
   request in the exporter under the exported subject. A reply subject is replaced by a fresh
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import secrets
 import string
+import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -292,16 +294,38 @@ def link_imports(accounts: dict[str, Account]) -> None:
             account.exports = [_ExportInfo(e) for e in account.config.exports]
 
 
+#: Set while a stream import routes a message in its importer (`_link_stream`).
+_forwarding = threading.local()
+
+
 def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> None:
+    """The exporter's forwarding subscription. A message it routes in the importer reaches that
+    account's subscriptions but goes no further through the importer's own stream exports: nats-server
+    delivers stream imports through shadow subscriptions, made of a client's (or internal)
+    subscription only — never of another shadow (``addShadowSub``) — so ``A -> M -> B`` brings
+    nothing A publishes to B (checked on 2.15.1; what M itself publishes does reach B)."""
     link = _StreamLink(importer, imp)
     server = importer.server
+    state = _forwarding
 
     def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
-        server.route(link.local(subject), reply, hdr, payload, None, None, importer)
+        if getattr(state, "on", False):
+            return
+        state.on = True
+        try:
+            server.route(link.local(subject), reply, hdr, payload, None, None, importer)
+        finally:
+            state.on = False
 
     def reroute(subject: str, show: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         # a consumer's delivery: routed on by its deliver subject, shown under the stream's subject
-        server.route(link.local(subject), reply, hdr, payload, None, show, importer)
+        if getattr(state, "on", False):
+            return
+        state.on = True
+        try:
+            server.route(link.local(subject), reply, hdr, payload, None, show, importer)
+        finally:
+            state.on = False
 
     export = (importer.name, imp.allow_trace)
 
@@ -309,7 +333,13 @@ def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> No
         trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
     ) -> None:
         # An ``se`` event per receiver in the importer; traced further only with allow_trace.
-        msgtrace.route(trace, link.local(subject), reply, hdr, payload, None, importer, export)
+        if getattr(state, "on", False):
+            return
+        state.on = True
+        try:
+            msgtrace.route(trace, link.local(subject), reply, hdr, payload, None, importer, export)
+        finally:
+            state.on = False
 
     sub = exporter.subscribe_internal(imp.subject, forward, traced=forward_traced)
     sub.reroute = reroute
@@ -363,16 +393,21 @@ class _StreamLink:
         return subject if is_subset(subject, imp.subject) else None
 
     def interest(self, subject: str, queue: str) -> bool:
-        """The importer has a subscription on exactly ``subject`` mapped (in ``queue``, if any)."""
+        """The importer has a subscription on exactly ``subject`` mapped (in ``queue``, if any).
+        Another stream import's forwarder there is none, and the chain is not followed: nats-server
+        makes a shadow subscription of a client's subscription only (``addShadowSub`` makes none of
+        its own), so an account that imports what the importer re-exports does not bind."""
         local = self.local(subject)
-        psubs, qsubs = self.importer.sublist.match(local)
+        importer = self.importer
+        psubs, qsubs = importer.sublist.match(local)
         if not queue:
-            return any(s.subject == local for s in psubs)
+            shadows = importer.shadows
+            return any(s.subject == local and s not in shadows for s in psubs)
         return any(s.subject == local and s.queue == queue for group in qsubs for s in group)
 
     def changed(self, exporter: Account, sub: Any, added: bool) -> None:
         """An importer's subscription came or went: the exporter's listeners hear of its shadow."""
-        if not sub.literal or isinstance(sub, _Shadow):  # (chained imports are not followed)
+        if not sub.literal or isinstance(sub, _Shadow) or sub in self.importer.shadows:  # (see interest)
             return
         subject = self.remote(sub.subject)
         if subject is not None:
