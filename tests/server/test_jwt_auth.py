@@ -298,6 +298,35 @@ async def test_claims_update_answers(start_server: StartServer, op: Operator) ->
         await sys.close()
 
 
+async def test_a_shared_service_import_of_an_account_jwt(start_server: StartServer, op: Operator) -> None:
+    """An account JWT's service import with ``share: true`` (nats-server ``addServiceImport``:
+    ``claim.Share``): the exporter gets the requester's whole client info in ``Nats-Request-Info``."""
+    op.account("E", exports=[{"name": "svc", "subject": "svc.>", "type": "service"}])
+    op.account("I", imports=[
+        {"name": "svc", "subject": "svc.>", "account": op.pub("E"), "local_subject": "local.>", "type": "service",
+         "share": True},
+    ])  # fmt: skip
+    target = start_server(**op.settings())
+    e_creds, _, _ = op.user("E", "exporter")
+    i_creds, _, _ = op.user("I", "importer")
+    e = await _connect(target, e_creds)
+    i = await _connect(target, i_creds)
+    try:
+        infos: list[Any] = []
+
+        async def service(msg: Any) -> None:
+            infos.append(json.loads((msg.headers or {}).get("Nats-Request-Info", "null")))
+            await msg.respond(b"ok")
+
+        await e.subscribe("svc.>", cb=service)
+        await subscriptions_live(e)
+        assert (await i.request("local.x", b"", timeout=TIMEOUT)).data == b"ok"
+        assert infos[0]["acc"] == op.pub("I") and infos[0]["kind"] == "Client" and "id" in infos[0], infos
+    finally:
+        await e.close()
+        await i.close()
+
+
 async def test_exports_and_imports_from_account_jwts(start_server: StartServer, op: Operator) -> None:
     op.account("E", exports=[{"name": "events", "subject": "ev.>", "type": "stream"},
                              {"name": "svc", "subject": "svc.>", "type": "service"}])  # fmt: skip
