@@ -139,6 +139,8 @@ RELOADS = [
     ("server_name: other\n", "Failed to reload"),
     ("bogus_key: 1\n", "Failed to reload"),
     ("no_auth_user: x\n", "Failed to reload"),
+    ("default_js_domain: {$G: hub, A: x}\n", "Failed to reload"),  # (validated first)
+    ("default_js_domain: {$G: hub}\n", "Failed to reload"),
     ("port: 1\n", "Failed to reload"),  # (old= the port bound: not compared)
     ("authorization { users [{user: a, password: a}] }\nmax_connections: 5\n", "Reloaded server configuration"),
     ("authorization { users [{user: b, password: b}] }\n", "Reloaded server configuration"),
@@ -159,6 +161,10 @@ def test_reload_logs_and_refuses_as_nats_server(procs: Callable[..., Proc]) -> N
         logs[kind] = [line.replace(f"old={proc.port},", "old=<port>,").replace(str(proc.conf), "<conf>") for line in proc.lines()
                       if "Reload" in line or "Failed to reload" in line or "Trapped" in line]  # fmt: skip
     assert logs[EMBEDDED] == logs[NATS_SERVER]
+    assert (
+        "[ERR] Failed to reload server configuration: config reload not supported for JsAccDefaultDomain: "
+        "old=map[], new=map[$G:hub]" in logs[EMBEDDED]
+    )
     assert "[INF] Reloaded: max_payload = 2097152" in logs[EMBEDDED]
     refused = "config reload not supported for MaxPending: old=67108864, new=10485760"
     assert f"[ERR] Failed to reload server configuration: {refused}" in logs[EMBEDDED]

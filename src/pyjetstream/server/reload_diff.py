@@ -104,7 +104,7 @@ _REFUSED = {
     "https_port": "HTTPSPort", "max_pending": "MaxPending", "jetstream_domain": "JetStreamDomain",
     "jetstream_limits": "JetStreamLimits", "jetstream_max_buffered_msgs": "StreamMaxBufferedMsgs",
     "jetstream_max_buffered_size": "StreamMaxBufferedSize", "sync_interval": "SyncInterval",
-    "sync_always": "SyncAlways", "websocket": "Websocket", "log_size_limit": "LogSizeLimit",
+    "sync_always": "SyncAlways", "default_js_domain": "JsAccDefaultDomain", "websocket": "Websocket", "log_size_limit": "LogSizeLimit",
     "log_max_num": "LogMaxFiles", "allow_non_tls": "AllowNonTLS", "lame_duck_duration": "LameDuckDuration",
     "lame_duck_grace_period": "LameDuckGracePeriod", "operator_jwts": "TrustedOperators",
 }  # fmt: skip
@@ -116,7 +116,7 @@ _ORDER = (
     "ping_interval", "ping_max", "http_host", "http_port", "http_base_path", "https_port", "auth_timeout",
     "max_control_line", "max_payload", "max_pending", "jetstream", "jetstream_strict", "max_memory_store",
     "max_file_store", "jetstream_domain", "jetstream_limits", "jetstream_max_buffered_msgs",
-    "jetstream_max_buffered_size", "store_dir", "sync_interval", "sync_always", "websocket", "pid_file",
+    "jetstream_max_buffered_size", "store_dir", "sync_interval", "sync_always", "default_js_domain", "websocket", "pid_file",
     "ports_file_dir", "logfile", "log_size_limit", "log_max_num", "tls", "allow_non_tls", "write_deadline",
     "lame_duck_duration", "lame_duck_grace_period", "max_traced_msg_len", "operator_jwts", "resolver",
     "server_tags",
@@ -130,6 +130,8 @@ _GO_DURATIONS = {"LameDuckDuration", "LameDuckGracePeriod", "SyncInterval"}
 def _refuse(go_name: str, old: Any, new: Any) -> ReloadError:
     if go_name in _GO_DURATIONS:
         old, new = _duration(old), _duration(new)
+    elif isinstance(old, dict):  # Go's %v of a map: its keys sorted
+        old, new = (f"map[{' '.join(f'{k}:{v}' for k, v in sorted(m.items()))}]" for m in (old, new))
     return ReloadError(f"config reload not supported for {go_name}: old={go_value(old)}, new={go_value(new)}")
 
 
