@@ -558,6 +558,25 @@ async def test_a_stream_import_is_not_carried_on_by_a_reexport(start_server: Sta
         assert [msg.data for msg in await into_b.wait(1)] == [b"from M"]
 
 
+async def test_a_stream_of_the_importer_passes_on_what_it_stored(start_server: StartServer) -> None:
+    """What ``M`` stores of ``A``'s import (``mid``), its push consumer delivers on ``out``, which ``B``
+    imports: that is ``M``'s own message and reaches ``B`` (on both servers), the chain rule aside."""
+    accounts = json.loads(json.dumps(CHAIN))
+    accounts["M"].update(jetstream="enabled", exports=[{"stream": "out"}])
+    accounts["B"]["imports"] = [{"stream": {"account": "M", "subject": "out"}}]
+    target = start_server(accounts=accounts)
+    async with _connect(target, "a", "pwd") as a, _connect(target, "b", "pwd") as b, _connect(target, "m", "pwd") as m:
+        into_b = _Inbox()
+        await b.subscribe("out", cb=into_b.handle)
+        await subscriptions_live(b)
+        js = m.jetstream()
+        await js.add_stream(name="S", subjects=["mid"])
+        await js.add_consumer("S", durable_name="c", deliver_subject="out", ack_policy="none")
+        for _ in range(5):
+            await a.publish("_d_", b"x")
+        assert {msg.subject for msg in await into_b.wait(5)} == {"mid"}
+
+
 def _with_flow_control_import() -> dict[str, Any]:
     conf = json.loads(json.dumps(EXPORT_CONF))
     conf["accounts"]["JS"]["exports"].append({"service": "$JS.FC.>"})

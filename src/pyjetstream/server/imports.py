@@ -294,7 +294,9 @@ def link_imports(accounts: dict[str, Account]) -> None:
             account.exports = [_ExportInfo(e) for e in account.config.exports]
 
 
-#: Set while a stream import routes a message in its importer (`_link_stream`).
+#: The account and subject a stream import is routing a message on in its importer, while it does
+#: (`_link_stream`): another import's forwarder there called with that subject is reached by that
+#: message, and stops it.
 _forwarding = threading.local()
 
 
@@ -303,29 +305,34 @@ def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> No
     account's subscriptions but goes no further through the importer's own stream exports: nats-server
     delivers stream imports through shadow subscriptions, made of a client's (or internal)
     subscription only — never of another shadow (``addShadowSub``) — so ``A -> M -> B`` brings
-    nothing A publishes to B (checked on 2.15.1; what M itself publishes does reach B)."""
+    nothing A publishes to B (checked on 2.15.1; what M itself publishes does reach B, and so does
+    what a consumer of M's delivers on, even while that message is being routed)."""
     link = _StreamLink(importer, imp)
     server = importer.server
     state = _forwarding
 
     def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
-        if getattr(state, "on", False):
-            return
-        state.on = True
+        outer = state.__dict__.get("at")
+        if outer == (exporter, subject):
+            return  # another import's message, routed in our exporter under this very subject
+        local = link.local(subject)
+        state.at = (importer, local)
         try:
-            server.route(link.local(subject), reply, hdr, payload, None, None, importer)
+            server.route(local, reply, hdr, payload, None, None, importer)
         finally:
-            state.on = False
+            state.at = outer
 
     def reroute(subject: str, show: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         # a consumer's delivery: routed on by its deliver subject, shown under the stream's subject
-        if getattr(state, "on", False):
+        outer = state.__dict__.get("at")
+        if outer == (exporter, subject):
             return
-        state.on = True
+        local = link.local(subject)
+        state.at = (importer, local)
         try:
-            server.route(link.local(subject), reply, hdr, payload, None, show, importer)
+            server.route(local, reply, hdr, payload, None, show, importer)
         finally:
-            state.on = False
+            state.at = outer
 
     export = (importer.name, imp.allow_trace)
 
@@ -333,13 +340,15 @@ def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> No
         trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
     ) -> None:
         # An ``se`` event per receiver in the importer; traced further only with allow_trace.
-        if getattr(state, "on", False):
+        outer = state.__dict__.get("at")
+        if outer == (exporter, subject):
             return
-        state.on = True
+        local = link.local(subject)
+        state.at = (importer, local)
         try:
-            msgtrace.route(trace, link.local(subject), reply, hdr, payload, None, importer, export)
+            msgtrace.route(trace, local, reply, hdr, payload, None, importer, export)
         finally:
-            state.on = False
+            state.at = outer
 
     sub = exporter.subscribe_internal(imp.subject, forward, traced=forward_traced)
     sub.reroute = reroute
