@@ -85,21 +85,22 @@ def test_a_long_run_is_one_event_of_array_offsets() -> None:
     assert [run.buf[o[i + 1] : o[i + 2]] for i in range(0, len(o), 3)] == [b"%05d" % i for i in range(1000)]
 
 
-def _delivery(subject: bytes, reply: bytes, hdr: bytes, payload: bytes, sid: bytes = b"7") -> bytes:
+def _delivery(subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes, sid: bytes = b"7") -> bytes:
+    """A consumer's delivery: HMSG, or MSG for ``hdr`` None (a message without headers)."""
+    if hdr is None:
+        return b"MSG %s %s %s %d\r\n" % (subject, sid, reply, len(payload)) + payload + b"\r\n"
     line = b"HMSG %s %s %s %d %d\r\n" % (subject, sid, reply, len(hdr), len(hdr) + len(payload))
     return line + hdr + payload + b"\r\n"
 
 
 deliveries = st.one_of(
     st.builds(
-        lambda i, j, payload: _delivery(
-            b"s.%d" % i,
-            b"$JS.ACK.S.C.1.%d.%d.1700000000000000000.%d" % (j, j, i),
-            b"NATS/1.0\r\nA: 1\r\n\r\n",
-            payload,
+        lambda i, j, hdr, payload: _delivery(
+            b"s.%d" % i, b"$JS.ACK.S.C.1.%d.%d.1700000000000000000.%d" % (j, j, i), hdr, payload
         ),
         st.integers(0, 10**6),
         st.integers(0, 10**9),
+        st.sampled_from([b"NATS/1.0\r\nA: 1\r\n\r\n", None]),
         st.one_of(
             st.binary(max_size=40),
             st.just(b"HMSG s.1 7 r 2 2\r\nab"),  # a payload that holds a control line
@@ -121,6 +122,12 @@ deliveries = st.one_of(
             b"HMSG a 7 r s 12 14\r\nNATS/1.0\r\n\r\nab\r\n",  # a token too many
             b"PING\r\n",
             b"MSG a 7 r 3\r\nabc\r\n",
+            b"MSG a 7 3\r\nabc\r\n",  # no reply subject: a Msg
+            b"MSG a 8 r 3\r\nabc\r\n",  # another raw sid
+            b"MSG a 7  r 3\r\nabc\r\n",  # two spaces
+            b"MSG a 7 r 12345678901\r\nabc\r\n",  # 11 digits
+            b"MSG a\tb 7 r 3\r\nabc\r\n",  # a tab in the subject
+            b"MSG a 7 r 3\r\nabc",  # no CRLF after the payload
             b"HMSG a 7 r 12 14\r\nNATS/1.0\r\n\r\nab",  # no CRLF after the payload
         ]
     ),
@@ -137,11 +144,11 @@ def test_the_run_finder_finds_a_consumers_deliveries_as_the_walk_does(
     assert _parse(data, cuts, scan=True) == _parse(data, cuts, scan=False)
 
 
-def test_a_long_run_of_deliveries_is_one_event_of_array_offsets() -> None:
+@pytest.mark.parametrize("hdr", [b"NATS/1.0\r\nK: v\r\n\r\n", None], ids=["HMSG", "MSG"])
+def test_a_long_run_of_deliveries_is_one_event_of_array_offsets(hdr: bytes | None) -> None:
+    """Deliveries with headers (HMSG) or without (MSG with a reply subject): one run, array offsets."""
     data = b"".join(
-        _delivery(
-            b"s.%d" % (i % 16), b"$JS.ACK.S.C.1.%d.%d.0.0" % (i, i), b"NATS/1.0\r\nK: v\r\n\r\n", b"%05d" % i
-        )
+        _delivery(b"s.%d" % (i % 16), b"$JS.ACK.S.C.1.%d.%d.0.0" % (i, i), hdr, b"%05d" % i)
         for i in range(1000)
     )
     parser = ClientSideParser()

@@ -81,3 +81,32 @@ async def test_consumer_deleted_mid_read_is_recreated(server: Target) -> None:
 
     rows = await _read(await _reader(server.url, 1, 600, batch=100), after_first=delete_consumer)
     assert [s for _, s in rows] == list(range(1, 601))
+
+
+async def test_deliveries_with_and_without_headers_in_one_batch(server: Target) -> None:
+    """A delivery without headers comes as a MSG frame with a reply subject, one with headers as an
+    HMSG frame; runs of both kinds, mixed in one batch, give each row its subject, sequence, headers
+    (null without) and payload, as stored."""
+    nc = await connect(server.url)
+    try:
+        js = jetstream(nc)
+        await js.create_stream(StreamConfig(name="RR", subjects=["rr.>"]))
+        for i in range(300):
+            headers = {"K": str(i)} if (i // 7) % 2 else None  # runs of 7 of each kind
+            await js.publish_async(f"rr.{i % 3}", b"p%d" % i, headers=headers)
+        await js.publish_async_complete(timeout=30)
+    finally:
+        await nc.close()
+    reader = await _reader(server.url, 1, 300, batch=128)
+    await reader.open()
+    rows: list[tuple[str, int, Any, bytes]] = []
+    try:
+        while (batch := await reader.next_batch()) is not None:
+            d = batch.to_pydict()
+            rows += list(zip(d["subject"], d["sequence"], d["headers"], d["data"], strict=True))
+    finally:
+        await reader.close()
+        await reader.nc.close()
+    assert rows == [
+        (f"rr.{i % 3}", i + 1, [("K", [str(i)])] if (i // 7) % 2 else None, b"p%d" % i) for i in range(300)
+    ]

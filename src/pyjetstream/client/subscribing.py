@@ -58,12 +58,13 @@ class Subscriber(ClientCore):
         on_msg: MsgCallback | None = None,
     ) -> Subscription:
         """Subscribe with a raw-frame callback, for bulk readers: the messages of ``subject`` that
-        carry headers come as ``cb(buf, offsets)``, every complete frame of a received chunk in one
+        carry headers or a reply subject (a consumer's deliveries; one without headers has an empty
+        header block) come as ``cb(buf, offsets)``, every complete frame of a received chunk in one
         call, where frame *i*'s header block is ``buf[offsets[3i]:offsets[3i+1]]`` and its payload
         ``buf[offsets[3i+1]:offsets[3i+2]]`` — no [`Msg`][] per message. Each frame's control line
         (subject, reply subject) ends right before its header block (`FrameRun`).
 
-        A message that does not come as a frame (one without headers, or a frame the fast parser does
+        A message that does not come as a frame (one without headers or reply subject, or a frame the fast parser does
         not take) goes to ``on_msg`` as a [`Msg`][] when given, else to ``cb`` as a run of one
         (header block and payload only: no control line before it).
 

@@ -47,7 +47,8 @@ class FrameRun:
     (``ClientSideParser.frame_sids``): one event, no object per message. ``buf`` holds the frames;
     ``offsets`` is flat, three per frame: where its header block starts, where its payload starts
     (= header end) and where the payload ends, all indexes into ``buf``: a list, or a numpy int64
-    array when the parser's ``frame_scan`` found the run. Each frame's control line is in ``buf`` too,
+    array when the parser's ``frame_scan`` found the run. A MSG frame with a reply subject (a consumer's
+    delivery without headers) is a frame with an empty header block. Each frame's control line is in ``buf`` too,
     ending (CRLF) right before its header block: a reader that needs subjects or reply subjects (a
     consumer's deliveries) finds frame *i*'s line after frame *i-1*'s payload and CRLF, and the first
     frame's after the last LF before it."""

@@ -10,7 +10,8 @@ first frame's control line and picks one of two finders:
 - the frames all start with the first one's ``HMSG <subject> <sid> `` (no reply subject: direct get
   replies to one inbox): every position where that prefix could start (its first byte, then the whole
   prefix compared there);
-- otherwise (a reply subject, a consumer's deliveries of many subjects): every ``HMSG `` where a frame
+- otherwise (a reply subject, a consumer's deliveries of many subjects; or ``MSG <subject> <sid> <reply>
+  <total>``, a consumer's deliveries without headers, header size 0): every ``HMSG `` (``MSG ``) where a frame
   of the run can start (the run's start, or right after a CRLF: where a payload ends) and, per
   candidate, its line's CR and space positions (``searchsorted`` into each byte's positions): four or
   five single-space-separated tokens, no tab or LF, the sid token equal to the first's (the LF and
@@ -55,7 +56,11 @@ def hmsg_run(buf: bytes, first: tuple[int, int, int], line: bytes) -> tuple[np.n
     then every complete frame right after it for the same sid; None for a line not in that form (the
     parser's walk takes the run)."""
     parts = line.split(b" ")
-    if parts[0] != b"HMSG" or not 5 <= len(parts) <= 6 or not all(parts):
+    if not all(parts):
+        return None
+    if parts[0] == b"MSG" and len(parts) == 5:  # a consumer's delivery without headers
+        return _any_run(buf, first, parts[2], msg=True)
+    if parts[0] != b"HMSG" or not 5 <= len(parts) <= 6:
         return None
     if len(parts) == 5:
         return _prefix_run(buf, first, b" ".join(parts[:3]) + b" ")
@@ -149,7 +154,7 @@ def _chain(
 
 
 _HMSG = np.frombuffer(b"HMSG ", np.uint8)
-_FIVE = np.arange(5)
+_MSG = np.frombuffer(b"MSG ", np.uint8)
 
 
 def _after(positions: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,10 +174,15 @@ def _checked_numbers(a: np.ndarray, stop: np.ndarray, width: np.ndarray) -> tupl
     return (window @ _POW10F).astype(np.int64), np.asarray((window < 10).all(axis=1))
 
 
-def _any_run(buf: bytes, first: tuple[int, int, int], sid: bytes) -> tuple[np.ndarray, int, bool]:
+def _any_run(
+    buf: bytes, first: tuple[int, int, int], sid: bytes, msg: bool = False
+) -> tuple[np.ndarray, int, bool]:
     """The run of frames for ``sid`` whose control lines are ``HMSG <subject> <sid> [<reply>] <hdr>
     <total>`` with any subject and reply (what ``parser._HMSG_LINE`` matches: single spaces, no tab,
-    CR or LF in a token, 1-10 digits per size)."""
+    CR or LF in a token, 1-10 digits per size); with ``msg``, ``MSG <subject> <sid> [<reply>] <total>``
+    (a consumer's deliveries without headers: header size 0)."""
+    word = _MSG if msg else _HMSG
+    fields = 3 if msg else 4  # spaces in a line without a reply subject
     pos = first[2] + 2
     a = np.frombuffer(buf, np.uint8)
     size = len(a)
@@ -187,9 +197,9 @@ def _any_run(buf: bytes, first: tuple[int, int, int], sid: bytes) -> tuple[np.nd
     crlf = crlf[crlf + 1 < size]
     cand: np.ndarray = np.concatenate((np.array([pos], np.int64), crlf + 2))
     cand = cand[cand < size - 5]
-    cand = cand[a[cand] == 72]
+    cand = cand[a[cand] == word[0]]
     if len(cand):
-        cand = cand[(a[cand[:, None] + _FIVE] == _HMSG).all(axis=1)]
+        cand = cand[(a[cand[:, None] + np.arange(len(word))] == word).all(axis=1)]
     if not len(cand) or cand[0] != pos:
         return np.array(first, np.int64), pos, False
     line_end, ok = _after(cr, cand)
@@ -207,31 +217,32 @@ def _any_run(buf: bytes, first: tuple[int, int, int], sid: bytes) -> tuple[np.nd
     sp = np.flatnonzero(region == 32) + pos
     k = np.searchsorted(sp, cand)
     spaces = np.searchsorted(sp, line_end) - k  # in the line
-    ok &= (spaces == 4) | (spaces == 5)
-    spaces = np.where(ok, spaces, 4)
+    # A MSG without a reply subject is no frame of the run (the parser makes it a Msg).
+    ok &= (spaces == fields + 1) if msg else ((spaces == fields) | (spaces == fields + 1))
+    spaces = np.where(ok, spaces, fields)
     last_sp = len(sp) - 1
 
     def space(j: np.ndarray | int) -> np.ndarray:
         return sp[np.minimum(k + j, last_sp)]
 
     s0, s1, s2, s3 = space(0), space(1), space(2), space(3)
-    ok &= (s0 == cand + 4) & (s1 > s0 + 1) & (s2 - s1 - 1 == len(sid))  # "HMSG ", a subject, the sid
+    # "HMSG " ("MSG "), a subject, the sid
+    ok &= (s0 == cand + len(word) - 1) & (s1 > s0 + 1) & (s2 - s1 - 1 == len(sid))
     sid_arr = np.frombuffer(sid, np.uint8)
     ok &= (a[np.minimum(s1[:, None] + 1 + np.arange(len(sid)), size - 1)] == sid_arr).all(axis=1)
-    ok &= (spaces == 4) | (s3 > s2 + 1)  # a reply subject of one byte or more
-    before_hdr = np.where(spaces == 5, s3, s2)
+    ok &= (spaces == fields) | (s3 > s2 + 1)  # a reply subject of one byte or more
     before_total = space(spaces - 1)
-    hdr_width = before_total - before_hdr - 1
     total_width = line_end - before_total - 1
-    ok &= (
-        (hdr_width >= 1)
-        & (hdr_width <= MAX_SIZE_DIGITS)
-        & (total_width >= 1)
-        & (total_width <= MAX_SIZE_DIGITS)
-    )
-    hdr, hdr_ok = _checked_numbers(a, before_total, np.where(ok, hdr_width, 1))
+    ok &= (total_width >= 1) & (total_width <= MAX_SIZE_DIGITS)
+    if msg:
+        hdr = np.zeros(len(cand), np.int64)
+    else:
+        hdr_width = before_total - np.where(spaces == 5, s3, s2) - 1
+        ok &= (hdr_width >= 1) & (hdr_width <= MAX_SIZE_DIGITS)
+        hdr, hdr_ok = _checked_numbers(a, before_total, np.where(ok, hdr_width, 1))
+        ok &= hdr_ok
     total, total_ok = _checked_numbers(a, line_end, np.where(ok, total_width, 1))
-    ok &= hdr_ok & total_ok
+    ok &= total_ok
     head = line_end + 2
     end = head + total
     ok &= (hdr <= total) & (end + 2 <= size)

@@ -55,8 +55,8 @@ def _parse_size(token: bytes) -> int:
 # None)``, for a subclass that takes plain tuples: see ``ServerSideParser.pub_tuples``); HTUPLE is
 # an HPUB's ``(subject, reply, header size)``, the tuple ``(subject, reply, hdr, payload)`` once the
 # body is split. With ``pub_runs`` a complete TUPLE or HTUPLE frame starts a :class:`PubRun`.
-# FRAMES: an HMSG for a sid in ``ClientSideParser.frame_sids``; ``x`` is ``(sid, header size, line)``
-# and the frame starts a :class:`FrameRun`. MSGS: a reply-less MSG for a sid in
+# FRAMES: an HMSG, or a MSG with a reply subject, for a sid in ``ClientSideParser.frame_sids``; ``x`` is
+# ``(sid, header size, line)`` (0 for a MSG) and the frame starts a :class:`FrameRun`. MSGS: a reply-less MSG for a sid in
 # ``ClientSideParser.msg_run_sids``; ``x`` is ``(sid, subject)`` and the frame starts a :class:`MsgRun`.
 COMPLETE, MAKE, TUPLE, FRAMES, HTUPLE, MSGS = 0, 1, 2, 3, 4, 5
 FastLine = tuple[int, Any, int]
@@ -607,7 +607,8 @@ FrameScan = Callable[[bytes, tuple[int, int, int], bytes], tuple[Any, int, bool]
 class ClientSideParser(_FrameParser):
     """Parses the server→client ops: INFO MSG HMSG PING PONG +OK -ERR.
 
-    ``frame_sids``: subscriptions read raw. Their HMSG frames come as `FrameRun` events,
+    ``frame_sids``: subscriptions read raw. Their HMSG frames, and MSG frames with a reply subject (a
+    consumer's deliveries of messages without headers: an empty header block), come as `FrameRun` events,
     every complete frame in a row for the same sid in one event (offsets into the received bytes,
     no object per message), for a reader that takes thousands of replies per request (batched
     direct get). Set by the client; any other frame ends a run and is parsed as usual.
@@ -639,7 +640,10 @@ class ClientSideParser(_FrameParser):
                 size = _fast_size(args[-1])
                 if size >= 0 and sid.isdigit():
                     if n == 5:
-                        return COMPLETE, (args[1].decode(), int(sid), args[3].decode(), 0), size
+                        isid = int(sid)
+                        if isid in self.frame_sids:  # a consumer's delivery without headers
+                            return FRAMES, (isid, 0, line), size
+                        return COMPLETE, (args[1].decode(), isid, args[3].decode(), 0), size
                     isid = int(sid)
                     if isid in self.msg_run_sids:
                         return MSGS, (isid, args[1]), size

@@ -123,10 +123,11 @@ class ConsumerFrames:
 
 def _line_fields(lines: pa.BinaryArray) -> tuple[pa.BinaryArray, pa.Int64Array, pa.Int64Array] | None:
     """Per frame, from its control line ``HMSG <subject> <sid> <reply> <hdr> <total>`` (``lines``, one
-    row each): the subject, and from the reply subject ``$JS.ACK.<stream>.<consumer>.<delivered>.
+    row each; ``MSG <subject> <sid> <reply> <total>`` for a delivery without headers): the subject, and
+    from the reply subject ``$JS.ACK.<stream>.<consumer>.<delivered>.
     <sseq>.<cseq>.<ts>.<pending>`` the stream sequence and the store time (ns), cast by Arrow — found
     with numpy over the positions of the spaces and dots in the lines' one data buffer. None when a
-    line has not five spaces, a reply subject not eight dots, or ``sseq``/``ts`` does not cast to
+    line has not five spaces (four for a MSG), a reply subject not eight dots, or ``sseq``/``ts`` does not cast to
     int64 (the row-by-row parse takes the batch)."""
     n = len(lines)
     offs = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset : lines.offset + n + 1].astype(np.int64)
@@ -135,7 +136,8 @@ def _line_fields(lines: pa.BinaryArray) -> tuple[pa.BinaryArray, pa.Int64Array, 
     ls, le = offs[:-1], offs[1:]
     sp = np.flatnonzero(a == 32)
     k = np.searchsorted(sp, ls)
-    if ((np.searchsorted(sp, le) - k) != 5).any():
+    fields = np.where(a[np.minimum(ls, len(a) - 1)] == 72, 5, 4)  # HMSG: a header size; MSG: none
+    if ((np.searchsorted(sp, le) - k) != fields).any():
         return None
     reply_lo, reply_hi = sp[k + 2] + 1, sp[k + 3]
     dots = np.flatnonzero(a == 46)

@@ -16,9 +16,10 @@ needs no per-message request.
 
 The deliveries come as raw frames (``Client.subscribe_frames`` with the parser's array run finder
 `hmsg_run`: every frame of a received chunk in one call, as
-offset arrays, no step per frame) and are kept as received (`consumer_frames.ConsumerFrames`,
+offset arrays, no step per frame; a message without headers is a ``MSG`` frame with an empty header
+block) and are kept as received (`consumer_frames.ConsumerFrames`,
 which builds a batch's columns with array operations); per chunk the reader reads only the last
-message's ack subject. A message without headers comes as a [`Msg`][] and joins the same batch.
+message's ack subject. A message the parser hands over as a [`Msg`][] joins the same batch.
 Where the read filters subjects itself (overlapping filters, or several on a server that takes one)
 every message comes as a [`Msg`][]. The next pull request goes out while the current one still
 has up to a batch to deliver, so the server sends while the reader builds and Spark consumes.
@@ -237,12 +238,14 @@ class RangeReader:
         if cur.done:
             return
         j = n - 1
+        # HMSG <subject> <sid> <reply> <hdr> <total>, or MSG <subject> <sid> <reply> <total>
         parts = buf[int(ls[j]) : int(h[j]) - 2].split(b" ")
-        tokens = parts[3].split(b".") if len(parts) == 6 else []
+        reply = parts[3] if len(parts) == (6 if parts[0] == b"HMSG" else 5) else b""
+        tokens = reply.split(b".")
         if len(tokens) == 9:
             seq, pending = int(tokens[5]), int(tokens[8])
         else:
-            meta = parse_ack_reply(parts[3].decode() if len(parts) == 6 else "")
+            meta = parse_ack_reply(reply.decode())
             seq, pending = meta.stream_seq, meta.num_pending
         cur.cols.add(buf, ls, h, s, e)  # rows past the end are dropped when the batch is built
         cur.cursor = min(seq, cur.last)
