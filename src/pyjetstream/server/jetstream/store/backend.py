@@ -97,15 +97,17 @@ class PayloadBackend(ABC):
         return out
 
     @abstractmethod
-    def remove(self, seq: int, loc: int, erase: bool) -> None:
-        """Message ``seq`` is being removed (``erase``: overwrite its bytes)."""
+    def remove(self, seq: int, loc: int, erase: bool, lazy: bool = False) -> None:
+        """Message ``seq`` is being removed (``erase``: overwrite its bytes). ``lazy``: a
+        ``max_msgs_per_subject`` trim, which the store enforces again when it opens, so its
+        record of the removal need not reach the OS before the call returns."""
 
-    def remove_many(self, seqs: list[int], locs: list[int]) -> None:
+    def remove_many(self, seqs: list[int], locs: list[int], lazy: bool = False) -> None:
         """Messages ``seqs`` (ascending) are being removed at once (a subject purge): `remove`
         each, unless a backend does better."""
         remove = self.remove
         for seq, loc in zip(seqs, locs, strict=True):
-            remove(seq, loc, False)
+            remove(seq, loc, False, lazy)
 
     @abstractmethod
     def remove_range(self, lo: int, hi: int) -> None:
@@ -224,14 +226,14 @@ class MemoryPayloads(PayloadBackend):
                 append((names[sid], seq, tss[k], hdr, data))  # type: ignore[arg-type]
         return out
 
-    def remove(self, seq: int, loc: int, erase: bool) -> None:
+    def remove(self, seq: int, loc: int, erase: bool, lazy: bool = False) -> None:
         # Erase: nothing else references the bytes once dropped (Python bytes are immutable,
         # so there is no buffer to scribble over as memstore.go does).
         self.payloads[seq - self.base] = None
         if not seq & 0xFFF:  # now and then, not on every removal
             self._trim()
 
-    def remove_many(self, seqs: list[int], locs: list[int]) -> None:
+    def remove_many(self, seqs: list[int], locs: list[int], lazy: bool = False) -> None:
         payloads, base = self.payloads, self.base
         for seq in seqs:
             payloads[seq - base] = None

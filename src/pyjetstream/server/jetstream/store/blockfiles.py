@@ -5,7 +5,12 @@ Format in ``_records``. Every record a message lives in is addressed by the inde
 
 Deletes. Removing the first message (limits, expiry, compact, workqueue acks in order) writes
 one FLOOR record to the active block per commit; interior removals write a tombstone into the
-block that owns the message; erase overwrites the record in place. Sealed blocks whose
+block that owns the message; erase overwrites the record in place. A tombstone of a
+``max_msgs_per_subject`` trim in a sealed block (``lazy``) waits in memory until
+`LAZY_TOMB_BYTES` of them are pending or the next flush: the store trims each subject again when
+it opens (nats-server writes none for a removal via limits, ``removeMsgFromBlock``, and
+re-applies ``enforceMsgPerSubjectLimit`` at start), so a crash that loses them loses nothing, and
+a KV-shaped put does not pay a second write (to another file) and a maintenance pass each. Sealed blocks whose
 messages are all gone are unlinked, and sealed blocks that are mostly dead are rewritten with
 only their live records (atomic rename).
 
@@ -48,6 +53,9 @@ from .blockindex import MAX_OPEN_FDS, BlockIndexes, _Block
 
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
 READ_AHEAD = 256 * 1024
+# Lazy tombstones (``max_msgs_per_subject`` trims in sealed blocks) pending at most this much
+# before the next commit writes them.
+LAZY_TOMB_BYTES = 64 * 1024
 # What a read out of order takes (a page: the record and maybe its neighbours).
 SMALL_READ = 4096
 
@@ -132,6 +140,7 @@ class BlockFiles(BlockIndexes):
         (first, so an index never outlives its block and reports its messages lost) and file."""
         self._tombs.pop(blk, None)
         self._maint.discard(blk)
+        self._maint_later.discard(blk)
         self._stale_idx.discard(blk)
         self.fsync_pending.discard(blk)
         self._open_fds.pop(blk, None)
@@ -282,7 +291,7 @@ class BlockFiles(BlockIndexes):
         act.live_bytes += end - start
         return array("q", tss), array("Q", [o << 32 | n for o, n in zip(offs, plens, strict=False)])
 
-    def _append_to(self, blk: _Block, rec: bytes) -> None:
+    def _append_to(self, blk: _Block, rec: bytes, lazy: bool = False) -> None:
         if blk is self.blocks[-1]:
             self._mirror += rec
         else:
@@ -292,6 +301,9 @@ class BlockFiles(BlockIndexes):
                 self._tombs[blk] = bytearray(rec)
             else:
                 buf += rec
+            self._lazy_bytes += len(rec)
+            if not lazy or self._lazy_bytes >= LAZY_TOMB_BYTES:
+                self._tombs_due = True
         blk.size += len(rec)
 
     def flush_writes(self) -> None:
@@ -313,12 +325,19 @@ class BlockFiles(BlockIndexes):
                 _pwrite_all(fd, mv[act.written : act.size], act.written)
             act.written = act.size
             self.fsync_pending.add(act)
+            self.writes += 1
         if self._tombs:
+            self.writes += len(self._tombs)
             for blk, buf in self._tombs.items():
                 _pwrite_all(self._fd(blk), buf, blk.written)
                 blk.written += len(buf)
                 self.fsync_pending.add(blk)
             self._tombs.clear()
+        self._tombs_due = False
+        self._lazy_bytes = 0
+        if self._maint_later:
+            self._maint |= self._maint_later
+            self._maint_later.clear()
 
     def fsync_all(self) -> None:
         for blk in self.fsync_pending:
@@ -338,7 +357,7 @@ class BlockFiles(BlockIndexes):
 
     def commit(self) -> None:
         act = self.blocks[-1]
-        if not (self._floor_dirty or self._tombs or self._maint or self._sync_always):
+        if not (self._floor_dirty or self._tombs_due or self._maint or self._sync_always):
             # Fast path of a plain append: one pwrite of the new bytes.
             if act.written < act.size:
                 pending = self._mirror[act.written :]
@@ -348,6 +367,7 @@ class BlockFiles(BlockIndexes):
                     _pwrite_all(fd, pending[n:], act.written + n)
                 act.written = act.size
                 self.fsync_pending.add(act)
+                self.writes += 1
             index = self.index
             self._good = (index.last_seq, index.last_ts, len(self.blocks), act.written)
             return
@@ -418,6 +438,7 @@ class BlockFiles(BlockIndexes):
     def _maintain(self) -> None:
         """Unlink sealed blocks with no message left; rewrite mostly-dead ones."""
         maint, self._maint = self._maint, set()
+        self.maint_passes += 1
         compact_min = self._compact_min
         for blk in sorted(maint, key=lambda b: b.index):
             dead = blk.size - BLOCK_HDR_LEN - blk.live_bytes
@@ -473,7 +494,7 @@ class BlockFiles(BlockIndexes):
     # ------------------------------------------------------------------------------------
     # Removal
     # ------------------------------------------------------------------------------------
-    def remove(self, seq: int, loc: int, erase: bool) -> None:
+    def remove(self, seq: int, loc: int, erase: bool, lazy: bool = False) -> None:
         blk = self._block_for(seq)
         plen = loc & _LEN_MASK
         blk.live_msgs -= 1
@@ -481,11 +502,11 @@ class BlockFiles(BlockIndexes):
         if erase:
             self._erase_record(blk, loc >> 32, plen, seq)
         elif seq != self.index.first_seq:
-            self._append_to(blk, tombstone(seq, 1, 0))
+            self._append_to(blk, tombstone(seq, 1, 0), lazy)
         if blk is not self.blocks[-1]:
-            self._maint.add(blk)
+            (self._maint_later if lazy else self._maint).add(blk)
 
-    def remove_many(self, seqs: list[int], locs: list[int]) -> None:
+    def remove_many(self, seqs: list[int], locs: list[int], lazy: bool = False) -> None:
         """`remove` of many messages at once (a subject purge): per block their live counts in
         one go and one tombstone per run of neighbours, not one per message."""
         blocks, firsts = self.blocks, self._firsts
@@ -508,10 +529,10 @@ class BlockFiles(BlockIndexes):
                 if start == first_seq:  # (as remove: the first message needs none, the floor moves)
                     start, num = start + 1, num - 1
                 if num:
-                    self._append_to(blk, tombstone(start, num, 0))
+                    self._append_to(blk, tombstone(start, num, 0), lazy)
                 a = b
             if blk is not blocks[-1]:
-                self._maint.add(blk)
+                (self._maint_later if lazy else self._maint).add(blk)
             k = j
 
     def _erase_record(self, blk: _Block, off: int, plen: int, seq: int) -> None:
@@ -577,6 +598,9 @@ class BlockFiles(BlockIndexes):
         old = list(self.blocks)
         self._tombs.clear()
         self._maint.clear()
+        self._maint_later.clear()
+        self._tombs_due = False
+        self._lazy_bytes = 0
         self._stale_idx.clear()
         self._floor_dirty = False
         self._ra = None

@@ -168,6 +168,10 @@ class BlockIndexes(PayloadBackend):
         self._mirror = bytearray()  # full content of the active block
         self._tombs: dict[_Block, bytearray] = {}
         self._maint: set[_Block] = set()
+        #: Sealed blocks a lazy tombstone went into: looked at for maintenance once it is written.
+        self._maint_later: set[_Block] = set()
+        self._tombs_due = False  # pending tombstones the next commit must write
+        self._lazy_bytes = 0  # bytes of sealed-block tombstones pending
         self.fsync_pending: set[_Block] = set()
         self.dir_dirty = False
         self._floor_dirty = False
@@ -189,6 +193,8 @@ class BlockIndexes(PayloadBackend):
         self._missing_seqs: list[int] = []
         self._missing_bytes = 0
         self.blocks_read = 0  # blocks whose file recovery read (a counter for the complexity tests)
+        self.writes = 0  # block files written to (one per file per flush; a complexity-test counter)
+        self.maint_passes = 0  # `_maintain` passes (a complexity-test counter)
         # Where the slot arrays lie in each block's index file (checked once per file: `peek_slot`).
         self._idx_layouts: dict[int, _IdxLayout | None] = {}
         # The size of each block as the stream state on disk lists it (see `drop_state`), and how

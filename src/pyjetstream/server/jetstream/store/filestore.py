@@ -66,7 +66,7 @@ from .base import (
 from .blockfiles import BlockFiles
 from .blockindex import STATE_FILE
 from .consumer_store import FileConsumerStore
-from .indexed import IndexedStore
+from .indexed import IndexedStore, enforce_subject_limits
 from .seqindex import SeqIndex
 from .seqstate import StateView
 
@@ -161,6 +161,7 @@ class FileStore(IndexedStore):
             self.sync()
         if cfg.max_age > 0:
             self.expire_msgs()
+        enforce_subject_limits(self)  # (trims whose lazy tombstones a crash lost)
         self._enforce_limits(0)
         blocks.commit()
         blocks.mark_good()

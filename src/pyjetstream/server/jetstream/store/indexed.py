@@ -248,18 +248,18 @@ class IndexedStore(MessageStore):
             if over:
                 gone = seqbulk.trimmed(self._index, seq, subjects, over, maxp)
                 gone.sort()
-                self._remove_trimmed(gone)
+                self._remove_trimmed(gone, lazy=True)
         if cfg.discard == DISCARD_OLD:
             self._trim_to_limits()
 
-    def _remove_trimmed(self, gone: list[tuple[int, int]], keep_last: bool = True) -> None:
+    def _remove_trimmed(self, gone: list[tuple[int, int]], keep_last: bool = True, lazy: bool = False) -> None:
         """Remove the live messages ``(seq, sid)`` (ascending) that a limit trims (each subject's
         last stays: ``keep_last``) or that expired, together (the backend's `remove_many`,
         `seqbulk.remove_seqs`), each told to ``on_removed`` as `_remove_at` tells it: consumers
         count them out, no recount (not a bulk removal)."""
         index = self._index
         seqs = [seq for seq, _ in gone]
-        self._backend.remove_many(seqs, seqbulk.locs_of(index, seqs))
+        self._backend.remove_many(seqs, seqbulk.locs_of(index, seqs), lazy)
         first = seqs[0] == index.first_seq
         hook = self.on_removed
         names = [index.subjects.names[sid] or "" for _, sid in gone] if hook is not None else []
@@ -318,7 +318,7 @@ class IndexedStore(MessageStore):
         if maxp > 0 and sid:
             table = self._index.subjects
             while table.msgs[sid] > maxp:
-                self._remove_at(table.first[sid], False)
+                self._remove_at(table.first[sid], False, lazy=True)
         if cfg.discard == DISCARD_OLD:
             self._trim_to_limits()
 
@@ -418,13 +418,13 @@ class IndexedStore(MessageStore):
             self._commit()
         return removed
 
-    def _remove_at(self, seq: int, erase: bool) -> bool:
+    def _remove_at(self, seq: int, erase: bool, lazy: bool = False) -> bool:
         index = self._index
         p = index.at(seq)
         if p is None:
             return False
         k = seq - p.first
-        self._backend.remove(seq, p.locs[k], erase)
+        self._backend.remove(seq, p.locs[k], erase, lazy)
         first = seq == index.first_seq
         hook = self.on_removed
         subject = index.subjects.names[p.sids[k]] or "" if hook is not None else ""
@@ -844,10 +844,7 @@ class IndexedStore(MessageStore):
         self._backend.config_changed(self._cfg)
         maxp = cfg.max_msgs_per_subject
         if maxp > 0 and (old.max_msgs_per_subject <= 0 or maxp < old.max_msgs_per_subject):
-            table = self._index.subjects
-            for sid in [sid for sid in table.ids.values() if table.msgs[sid] > maxp]:
-                while table.msgs[sid] > maxp:
-                    self._remove_at(table.first[sid], False)
+            enforce_subject_limits(self)
         # Lowered max_msgs / max_bytes apply to what is stored only with discard old (nats-server
         # 2.11+ enforceMsgLimit / enforceBytesLimit; 2.9 trimmed whatever the policy).
         if cfg.discard == DISCARD_OLD:
@@ -905,3 +902,16 @@ def _drop_damaged(store: IndexedStore) -> None:
     store._commit()
     if found and store.on_damage is not None:
         store.on_damage(sorted(found), nbytes)
+
+
+def enforce_subject_limits(store: IndexedStore) -> None:
+    """Every subject of ``store`` down to ``max_msgs_per_subject`` (a lowered limit; an open,
+    which re-applies the trims whose lazy tombstones a crash lost: nats-server
+    ``enforceMsgPerSubjectLimit``)."""
+    maxp = store._cfg.max_msgs_per_subject
+    if maxp <= 0:
+        return
+    table = store._index.subjects
+    for sid in [sid for sid in table.ids.values() if table.msgs[sid] > maxp]:
+        while table.msgs[sid] > maxp:
+            store._remove_at(table.first[sid], False)

@@ -1,0 +1,73 @@
+"""Publishes under ``max_msgs_per_subject: 1`` (a KV bucket: each put replaces its key's last
+message) at two sizes of state (issue 24, dimension 1). With few keys the replaced message is in
+the active block; with ten times more it is in a sealed block, whose tombstone was a second file
+write and a maintenance pass per put. The counters (`BlockIndexes.writes`, ``maint_passes``)
+must not grow: a trim's tombstone in a sealed block waits (``LAZY_TOMB_BYTES``) and the store
+trims each subject again when it opens, as nats-server does (no tombstone for a removal via
+limits; ``enforceMsgPerSubjectLimit`` at start). No timing."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig
+
+from .conftest import crash
+
+BLOCK = 256 * 1024
+PUTS = 3_000
+
+
+def open_kv(d: Path) -> FileStore:
+    return FileStore(FileStoreConfig(str(d), block_size=BLOCK), StoreConfig(max_msgs_per_subject=1))
+
+
+def _fill(s: FileStore, keys: int) -> None:
+    for i in range(keys):
+        s.store_msg(f"kv.{i}", b"", b"v0")
+
+
+def _put_steps(d: Path, keys: int) -> tuple[float, int]:
+    """File writes and maintenance passes per put of a random existing key, and the blocks."""
+    s = open_kv(d)
+    _fill(s, keys)
+    b = s._backend
+    rng = random.Random(keys)
+    writes, passes = b.writes, b.maint_passes  # type: ignore[attr-defined]
+    for _ in range(PUTS):
+        s.store_msg(f"kv.{rng.randrange(keys)}", b"", b"v1")
+    steps = (b.writes - writes + b.maint_passes - passes) / PUTS  # type: ignore[attr-defined]
+    nblocks = len(b.blocks)  # type: ignore[attr-defined]
+    assert s.state().msgs == keys
+    s.stop()
+    return steps, nblocks
+
+
+def test_kv_put_steps_do_not_grow_with_keys(tmp_path: Path) -> None:
+    small, small_blocks = _put_steps(tmp_path / "a", 1_000)
+    large, large_blocks = _put_steps(tmp_path / "b", 10_000)
+    assert small_blocks == 1 < large_blocks  # (the large one replaces messages of sealed blocks)
+    assert large <= 1.5 * small and large < 1.2, (small, large)
+
+
+def test_trims_lost_in_a_crash_are_applied_again_at_open(tmp_path: Path) -> None:
+    """A crash loses the pending tombstones of trims in sealed blocks: the open trims again, so
+    each key still has only its newest value (and every put acknowledged before the crash)."""
+    d = tmp_path / "kv"
+    s = open_kv(d)
+    _fill(s, 10_000)
+    for i in range(0, 1_000, 3):
+        s.store_msg(f"kv.{i}", b"", b"v1")
+    assert s._backend._tombs  # type: ignore[attr-defined]  # (some are pending: the test's point)
+    last = s.state().last_seq
+    crash(s)
+    s2 = open_kv(d)
+    st = s2.state()
+    assert (st.msgs, st.last_seq) == (10_000, last)
+    for i in range(1_000):
+        assert s2.load_last_msg(f"kv.{i}").data == (b"v1" if i % 3 == 0 else b"v0")
+    s2.stop()
+    s3 = open_kv(d)  # (and the trims made at open were kept)
+    assert s3.state().msgs == 10_000
+    s3.stop()
