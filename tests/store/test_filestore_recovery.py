@@ -447,3 +447,25 @@ def test_many_blocks_random_reads(tmp_path: Path) -> None:
     assert s2.state().msgs == 1000
     assert s2.load_msg(1000).data == b"00999"
     s2.stop()
+
+
+def test_a_crash_after_truncate_to_zero_recovers_an_empty_store(tmp_path: Path) -> None:
+    """truncate(0) replaces every block; the stream state a stop wrote before it names the old
+    ones. A crash before the next sync must not read it: it brought back first 1 / last 0 where an
+    empty store is 0 / 0 (test_store_properties[file-s2] found it)."""
+    fcfg = FileStoreConfig(str(tmp_path), block_size=1024, compact_min_bytes=128)
+    store = FileStore(fcfg, StoreConfig())
+    for _ in range(3):
+        store.store_msg("a", b"", b"", ts=1_000)
+    store.stop()  # writes msgs/index.db
+    store = FileStore(fcfg, StoreConfig())
+    store.store_msg("a", b"", b"", ts=1_001)
+    store.truncate(0)
+    crash(store)
+    store = FileStore(fcfg, StoreConfig())
+    try:
+        state = store.state()
+        assert (state.msgs, state.first_seq, state.last_seq) == (0, 0, 0)
+        assert store.store_msg("a", b"", b"x", ts=1_002)[0] == 1
+    finally:
+        store.stop()
