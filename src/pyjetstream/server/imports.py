@@ -30,6 +30,7 @@ import secrets
 import string
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -311,28 +312,25 @@ def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> No
     server = importer.server
     state = _forwarding
 
-    def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
-        outer = state.__dict__.get("at")
-        if outer == (exporter, subject):
-            return  # another import's message, routed in our exporter under this very subject
-        local = link.local(subject)
-        state.at = (importer, local)
-        try:
-            server.route(local, reply, hdr, payload, None, None, importer)
-        finally:
-            state.at = outer
-
-    def reroute(subject: str, show: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
-        # a consumer's delivery: routed on by its deliver subject, shown under the stream's subject
+    def carry(subject: str, send: Callable[[str], object]) -> None:
+        # The one rule of all three ways in: stop another import's message routed in our exporter
+        # under this very subject; mark where this one is routed while ``send`` routes it.
         outer = state.__dict__.get("at")
         if outer == (exporter, subject):
             return
         local = link.local(subject)
         state.at = (importer, local)
         try:
-            server.route(local, reply, hdr, payload, None, show, importer)
+            send(local)
         finally:
             state.at = outer
+
+    def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        carry(subject, lambda local: server.route(local, reply, hdr, payload, None, None, importer))
+
+    def reroute(subject: str, show: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        # a consumer's delivery: routed on by its deliver subject, shown under the stream's subject
+        carry(subject, lambda local: server.route(local, reply, hdr, payload, None, show, importer))
 
     export = (importer.name, imp.allow_trace)
 
@@ -340,15 +338,7 @@ def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> No
         trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
     ) -> None:
         # An ``se`` event per receiver in the importer; traced further only with allow_trace.
-        outer = state.__dict__.get("at")
-        if outer == (exporter, subject):
-            return
-        local = link.local(subject)
-        state.at = (importer, local)
-        try:
-            msgtrace.route(trace, local, reply, hdr, payload, None, importer, export)
-        finally:
-            state.at = outer
+        carry(subject, lambda local: msgtrace.route(trace, local, reply, hdr, payload, None, importer, export))
 
     sub = exporter.subscribe_internal(imp.subject, forward, traced=forward_traced)
     sub.reroute = reroute
