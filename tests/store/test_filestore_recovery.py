@@ -469,3 +469,55 @@ def test_a_crash_after_truncate_to_zero_recovers_an_empty_store(tmp_path: Path) 
         assert store.store_msg("a", b"", b"x", ts=1_002)[0] == 1
     finally:
         store.stop()
+
+
+def test_a_crash_after_deleting_the_newest_value_does_not_bring_back_a_trimmed_one(tmp_path: Path) -> None:
+    """A ``max_msgs_per_subject`` trim's tombstone in a sealed block may wait in memory (the
+    store trims again when it opens), but not past a removal that takes away the newer value
+    that trim was for: deleting a key's newest value and crashing brought back the value it had
+    trimmed (test_store_properties[file] found it in CI)."""
+    fcfg = FileStoreConfig(str(tmp_path), block_size=1024, compact_min_bytes=128)
+    cfg = StoreConfig(max_msgs_per_subject=1)
+    store = FileStore(fcfg, cfg)
+    store.store_msg("z", b"", b"first", ts=1_000)
+    store.store_msg("a", b"", b"old", ts=1_000)
+    store.store_msg("c", b"", b"x" * 900, ts=1_000)
+    store.store_msg("d", b"", b"x", ts=1_000)  # in a new block: the one holding "old" is sealed
+    newest, _ = store.store_msg("a", b"", b"new", ts=1_000)  # trims "old": its tombstone waits
+    assert store.remove_msg(newest)
+    crash(store)
+    store = FileStore(fcfg, cfg)
+    try:
+        assert store.subjects_totals() == {"z": 1, "c": 1, "d": 1}
+        assert store.state().msgs == 3
+    finally:
+        store.stop()
+
+
+def test_a_floor_in_a_block_the_state_vouches_for_applies_to_a_block_scanned_again(tmp_path: Path) -> None:
+    """The floor record (max_msgs moved the first sequence) sits in the last block, which the
+    stream state vouches for after a stop; a tombstone written later into an earlier sealed
+    block, rewritten with only its live records, makes recovery scan that block again. Its
+    records below the floor must stay gone: the first came back as a live message
+    (test_store_properties[file-s2] found it; the steps are the ones it shrank to)."""
+    fcfg = FileStoreConfig(str(tmp_path), block_size=1024, compact_min_bytes=128)
+    cfg = StoreConfig(max_msgs=7)
+    store = FileStore(fcfg, cfg)
+    store.skip_msg()
+    for body in [b""] * 4 + [b"b"] * 5 + [b""] * 4 + [b"y" * 40] * 2:
+        store.store_msg("a", b"", body, ts=1_000)
+    store.skip_msg()
+    for body in [b"y" * 40, b"y" * 40, b""]:
+        store.store_msg("a", b"", body, ts=1_000)
+    store.stop()  # writes the stream state; block 1 was rewritten with its live records
+    store = FileStore(fcfg, cfg)
+    before = store.state(deleted_details=True)
+    assert (before.first_seq, before.last_seq, before.deleted) == (13, 20, [17])
+    assert store.remove_msg(14)
+    crash(store)
+    store = FileStore(fcfg, cfg)
+    try:
+        state = store.state(deleted_details=True)
+        assert (state.first_seq, state.last_seq, state.msgs, state.deleted) == (13, 20, 6, [14, 17])
+    finally:
+        store.stop()

@@ -494,7 +494,18 @@ class BlockFiles(BlockIndexes):
     # ------------------------------------------------------------------------------------
     # Removal
     # ------------------------------------------------------------------------------------
+    def _lazy_tombs_due(self) -> None:
+        """Pending lazy tombstones must reach the OS with the next commit: a removal other than a
+        per-subject trim, or a config change, may take away what lets the store re-apply their
+        trims when it opens (the newer messages of their subject, or the limit itself). Without
+        this, deleting a key's newest value and crashing brought back the value it had trimmed
+        (tests/store/test_store_properties.py found it)."""
+        if self._tombs:
+            self._tombs_due = True
+
     def remove(self, seq: int, loc: int, erase: bool, lazy: bool = False) -> None:
+        if not lazy:
+            self._lazy_tombs_due()
         blk = self._block_for(seq)
         plen = loc & _LEN_MASK
         blk.live_msgs -= 1
@@ -509,6 +520,8 @@ class BlockFiles(BlockIndexes):
     def remove_many(self, seqs: list[int], locs: list[int], lazy: bool = False) -> None:
         """`remove` of many messages at once (a subject purge): per block their live counts in
         one go and one tombstone per run of neighbours, not one per message."""
+        if not lazy:
+            self._lazy_tombs_due()
         blocks, firsts = self.blocks, self._firsts
         first_seq = self.index.first_seq
         n = len(seqs)
@@ -554,6 +567,7 @@ class BlockFiles(BlockIndexes):
             self._ra = None
 
     def remove_range(self, lo: int, hi: int) -> None:
+        self._lazy_tombs_due()
         index = self.index
         active = self.blocks[-1]
         blocks, firsts = self.blocks, self._firsts
@@ -641,6 +655,7 @@ class BlockFiles(BlockIndexes):
         self._floor_dirty = True
 
     def config_changed(self, cfg: StoreConfig) -> None:
+        self._lazy_tombs_due()
         self._compress = cfg.compression == COMPRESSION_S2
 
     # ------------------------------------------------------------------------------------

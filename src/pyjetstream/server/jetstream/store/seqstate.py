@@ -75,7 +75,7 @@ class StateView:
     """A decoded state: its counters, subject table columns and pages (evicted, but for the open
     page's slots)."""
 
-    __slots__ = ("counters", "first", "last", "msgs", "names", "open", "pages")
+    __slots__ = ("counters", "first", "floor", "last", "msgs", "names", "open", "pages")
 
     def __init__(
         self, header: dict[str, Any], arrays: dict[str, array[int]], names: list[str | None]
@@ -83,6 +83,10 @@ class StateView:
         """Raises KeyError, ValueError or TypeError when the parts do not fit together."""
         self.counters = {k: int(header[k]) for k in _COUNTERS}
         self.open = bool(header["open"])
+        # The newest floor when the state was written: a block that holds a floor record may be
+        # one the state vouches for (not read again), while an earlier block is scanned again.
+        floor = header.get("floor") or (0, 0)
+        self.floor = (int(floor[0]), int(floor[1]))
         self.names = names
         self.msgs, self.first, self.last = arrays["s_msgs"], arrays["s_first"], arrays["s_last"]
         if not len(self.msgs) == len(self.first) == len(self.last) == len(names):
@@ -209,7 +213,9 @@ class _Recovery:
         self.fresh: dict[Page, dict[int, tuple[int, int, int]]] = {}
         self.stale: list[Page] = []  # the state's pages of blocks read again
         self.gone: list[Page] = []  # the state's pages of blocks no longer there
-        self.max_seq = self.max_ts = self.hdr_last = self.floor = self.floor_ts = 0
+        self.max_seq = self.max_ts = self.hdr_last = 0
+        # Floors only rise (a purge or reset drops the state), so the state's is a lower bound.
+        self.floor, self.floor_ts = state.floor if state is not None else (0, 0)
         self.deletes: list[tuple[int, int, int]] = []
         self.last_kept = False
         self.last_lo = 0  # the last block's first sequence
