@@ -154,6 +154,60 @@ def test_pub_runs_are_the_same_frames(chosen: list[tuple[bytes, Pub]], cuts: lis
     assert _expand_runs(_feed_in(parser, data, cuts)) == expected
 
 
+def _large_frames() -> tuple[bytes, list[tuple[str, str, bytes | None, bytes]]]:
+    """Publishes of 0 B to 64 KiB (and one past a 256 KiB read), with and without headers."""
+    hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
+    wanted: list[tuple[str, str, bytes | None, bytes]] = []
+    for i, size in enumerate([16384, 1, 65536, 0, 16384, 300_000, 4000, 16]):
+        payload = bytes([65 + i % 26]) * size
+        wanted.append((f"s.{i}", "r" if i % 3 == 0 else "", hdr if i % 2 else None, payload))
+    data = b"".join(
+        b"PUB %b %b%d\r\n%b\r\n" % (s.encode(), (r + " ").encode() if r else b"", len(p), p)
+        if h is None
+        else b"HPUB %b %b%d %d\r\n%b%b\r\n" % (s.encode(), (r + " ").encode() if r else b"", len(h), len(h) + len(p), h, p)
+        for s, r, h, p in wanted
+    )
+    return data, wanted
+
+
+def test_large_payloads_split_across_reads_at_every_size_boundary() -> None:
+    """Payloads up to past a read's size arrive split anywhere: a payload completed from the head of
+    the next read (and one spanning several reads, joined once) gives the frames an unsplit feed
+    gives; nothing is left buffered. Reads of every size around the frames' own sizes, and a cut at
+    every byte around each frame boundary."""
+    data, wanted = _large_frames()
+    for read in [1000, 4095, 4096, 16384, 16411, 65535, 65536, 65537, 262144]:
+        for runs in (False, True):
+            parser = NatsServerParser()
+            parser.pub_runs = runs
+            events: list[object] = []
+            for at in range(0, len(data), read):
+                events += parser.feed(data[at : at + read])
+            assert _expand_runs(events) == wanted, (read, runs)
+            assert parser.buffered == 0
+    ends: list[int] = []
+    at = 0
+    for _s, _r, h, p in wanted:  # each frame's line end, payload start and end, and frame end
+        line = data.index(b"\n", at) + 1
+        at = line + (len(h) if h is not None else 0) + len(p) + 2
+        ends += [line, at - 2, at]
+    for edge in ends:
+        for cut in range(max(edge - 3, 0), min(edge + 3, len(data))):
+            parser = NatsServerParser()
+            parser.pub_runs = True
+            got = parser.feed(data[:cut]) + parser.feed(data[cut : cut + 70000]) + parser.feed(data[cut + 70000 :])
+            assert _expand_runs(got) == wanted, cut
+
+
+def test_a_split_payload_not_followed_by_crlf_is_a_violation() -> None:
+    parser = NatsServerParser()
+    assert parser.feed(b"PUB a 10\r\n01234") == []
+    assert parser.feed(b"567") == []
+    events = parser.feed(b"89XYPUB b 0\r\n\r\n")
+    assert len(events) == 1 and events[0].err == "Unknown Protocol Operation"
+    assert parser.feed(b"PUB c 0\r\n\r\n") == [] and parser.buffered == 0
+
+
 def _run(*frames: tuple[str, str, bytes | None, bytes]) -> PubRun:
     return PubRun([f[0] for f in frames], [f[1] for f in frames], [f[2] for f in frames], [f[3] for f in frames])
 

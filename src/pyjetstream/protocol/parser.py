@@ -87,6 +87,10 @@ class _FrameParser:
         # Unconsumed bytes from earlier feeds. ``bytes`` (not bytearray): slicing a payload out of
         # it is then a single copy.
         self._rest = b""
+        # Later reads of an awaited payload that several reads have not completed yet (after
+        # ``_rest``), and their size: joined once, when the frame is complete (see `feed`).
+        self._more: list[bytes] = []
+        self._more_size = 0
         self._broken = False
         # When not None: makes the event of the op waiting for its payload of ``_need`` bytes
         # (without CRLF).
@@ -99,12 +103,45 @@ class _FrameParser:
         self._lines: dict[bytes, FastLine] | None = None
 
     def feed(self, data: bytes) -> list[Any]:
+        """The events of the frames completed by ``data``; what is left of it is kept for the next feed.
+
+        A frame split across reads is completed without copying the whole read: a payload whose
+        first bytes came earlier is joined with just the head of ``data`` that completes it, and the
+        rest of ``data`` is parsed where it lies (nats-server keeps such a message's bytes in its
+        ``msgBuf`` the same way); only a control line split across reads — a few bytes — is
+        prepended to the read. Large payloads make every read end mid-frame: joining the
+        remainder with the whole next read copied every byte once more."""
         if self._broken:
             return []
-        buf = self._rest + data if self._rest else bytes(data)
+        buf = bytes(data)
         events: list[Any] = []
-        append = events.append
         pos = 0
+        rest = self._rest
+        if rest:
+            if self._awaiting is None:  # a control line split across reads (it has no LF yet)
+                buf = rest + buf
+            else:
+                missing = self._need + 2 - len(rest) - self._more_size
+                if len(buf) < missing:  # the payload continues in later reads: joined when complete
+                    self._more.append(buf)
+                    self._more_size += len(buf)
+                    return events
+                head = rest + buf[:missing] if not self._more else b"".join([rest, *self._more, buf[:missing]])
+                self._more = []
+                self._more_size = 0
+                self._scan(head, 0, events)  # the awaited frame's event, or its violation
+                if self._broken:
+                    self._rest = b""
+                    return events
+                pos = missing
+        pos = self._scan(buf, pos, events)
+        self._rest = b"" if self._broken else buf[pos:]
+        return events
+
+    def _scan(self, buf: bytes, pos: int, events: list[Any]) -> int:
+        """Append the events of the complete frames in ``buf`` from ``pos`` on; returns where the
+        first incomplete one starts (the state machine: exempt from the function size limit)."""
+        append = events.append
         size = len(buf)
         find = buf.find
         max_line = self.max_control_line
@@ -192,8 +229,7 @@ class _FrameParser:
                     if event.hpub is not None:  # an oversized HPUB: the header block read so far
                         event.head = buf[pos : pos + event.hpub[1]]
                     break
-        self._rest = b"" if self._broken else buf[pos:]
-        return events
+        return pos
 
     def _pub_run(
         self, buf: bytes, start: int, end: int, kind: int, x: tuple[Any, ...], append: Callable[[Any], None]
@@ -307,7 +343,7 @@ class _FrameParser:
     @property
     def buffered(self) -> int:
         """Bytes received but not yet turned into events."""
-        return len(self._rest)
+        return len(self._rest) + self._more_size
 
 
 def _awaiting_maker(kind: int, x: Any, complete: Callable[[Any, bytes], Any]) -> Callable[[bytes], Any]:
