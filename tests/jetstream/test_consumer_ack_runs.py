@@ -221,6 +221,9 @@ async def test_ack_run_keeps_its_place_among_the_other_ops_of_a_read(server_kind
         def write(self, data: bytes) -> None:
             self.out += data
 
+        def writelines(self, parts: list[bytes]) -> None:
+            self.out += b"".join(parts)
+
         def get_write_buffer_size(self) -> int:
             return 0
 

@@ -81,6 +81,9 @@ class Transport:
                 self.paused = True
                 self.protocol.pause_writing()
 
+    def writelines(self, parts: list[bytes]) -> None:
+        self.write(b"".join(parts))
+
     def drain(self) -> None:
         """The socket took everything buffered."""
         self.buffered = 0

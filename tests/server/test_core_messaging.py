@@ -259,6 +259,32 @@ async def test_large_payload_with_headers(core_server: Target) -> None:
         await nc.close()
 
 
+def test_mixed_payload_sizes_in_one_burst_arrive_byte_for_byte(core_server: Target) -> None:
+    """Publishes of 0 B to 64 KiB, with and without headers and replies, sent in one burst: the
+    subscriber receives exactly their frames, in order (a read ends inside a large payload; the
+    server writes large frames as parts and small ones joined)."""
+    hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
+    sizes = [16, 100, 1000, 4000, 16384, 65536, 0, 65536, 16384, 3, 200_000] * 3
+    burst = bytearray()
+    want = bytearray()
+    for i, size in enumerate(sizes):
+        payload = bytes([48 + i % 10]) * size
+        reply = b"r.%d " % i if i % 4 == 0 else b""
+        if i % 3 == 0:
+            burst += b"HPUB mix %b%d %d\r\n%b%b\r\n" % (reply, len(hdr), len(hdr) + size, hdr, payload)
+            want += b"HMSG mix 1 %b%d %d\r\n%b%b\r\n" % (reply, len(hdr), len(hdr) + size, hdr, payload)
+        else:
+            burst += b"PUB mix %b%d\r\n%b\r\n" % (reply, size, payload)
+            want += b"MSG mix 1 %b%d\r\n%b\r\n" % (reply, size, payload)
+    with RawClient.connected(core_server.port) as sub, RawClient.connected(core_server.port) as pub:
+        sub.send(b"SUB mix 1\r\nPING\r\n")
+        assert sub.read_until(b"PONG\r\n").endswith(b"PONG\r\n")
+        pub.send(bytes(burst) + b"PING\r\n")
+        assert pub.read_until(b"PONG\r\n").endswith(b"PONG\r\n")
+        sub.send(b"PING\r\n")
+        assert sub.read_until(b"PONG\r\n", timeout=30) == bytes(want) + b"PONG\r\n"
+
+
 def test_payload_one_byte_over_limit_closes(core_server: Target) -> None:
     with RawClient.connected(core_server.port, QUIET_CONNECT) as client:
         out, closed = client.exchange(b"PUB big 1048577\r\n")

@@ -291,6 +291,9 @@ class _FakeTransport:
         if self.stuck:
             self.buffered += len(data)
 
+    def writelines(self, parts: list[bytes]) -> None:
+        self.write(b"".join(parts))
+
     def get_write_buffer_size(self) -> int:
         return self.buffered
 
