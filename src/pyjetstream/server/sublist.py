@@ -107,10 +107,17 @@ class Sublist:
         # Public so the router's hot path can do ``cache.get(subject)`` without a method call.
         self.cache: dict[str, MatchResult] = {}
         # The cached subjects by first and second token ("" for a one-token subject): a wildcard
-        # change looks at those its literal first tokens select only. A bucket is a dict of str to
-        # None, not a set: CPython leaves such a dict out of its cyclic collector (a set is always
-        # in it), so a cache miss leaves no object behind for every full collection to walk.
-        self._firsts: dict[str, dict[str, dict[str, None]]] = {}
+        # change looks at those its literal first tokens select only. Built by the first wildcard
+        # change that needs it (`_index_cache`), kept up to date by the misses after it, dropped
+        # when the cache is cut (`_evict`): a run of misses with no subscription change between
+        # them — a publisher cycling over more subjects than the cache holds — does none of this
+        # bookkeeping, and each cached subject is indexed at most twice (it outlives one cut). A
+        # bucket is a dict of str to None, not a set: CPython leaves such a dict out of its cyclic
+        # collector (a set is always in it), so a miss leaves no object behind for every full
+        # collection to walk.
+        self._firsts: dict[str, dict[str, dict[str, None]]] | None = None
+        # The nodes a miss collects (`_collect`), one list reused: a miss allocates no list.
+        self._nodes: list[_Node] = []
         self._indexes: list[PrefixIndex] = []
         # Each distinct match result once (see ``match``); dropped as a whole when it is large.
         self._results: dict[MatchResult, MatchResult] = {}
@@ -120,6 +127,7 @@ class Sublist:
         self.matches = 0
         self.cache_misses = 0
         self.scanned = 0  # cached subjects a wildcard change looked at (the complexity tests read it)
+        self.indexed = 0  # cached subjects put in the first-token index (`_firsts`; the tests read it)
         self.results_made = 0  # match results built (kept by the cache: see ``match``)
 
     # ------------------------------------------------------------------ changes
@@ -217,7 +225,7 @@ class Sublist:
             return
         subject = sub.subject
         if sub.literal:
-            if cache.pop(subject, None) is not None:
+            if cache.pop(subject, None) is not None and self._firsts is not None:
                 first, second = _first_tokens(subject)
                 self._firsts[first][second].pop(subject, None)
             return
@@ -226,11 +234,14 @@ class Sublist:
         if first == PWC or first == FWC:
             if len(cache) > CACHE_SCAN_MAX:
                 cache.clear()
-                self._firsts.clear()
+                self._firsts = None
                 return
             self._drop_matching(subject, [dict.fromkeys(cache)])
             return
-        buckets = self._firsts.get(first)
+        firsts = self._firsts
+        if firsts is None:
+            firsts = self._index_cache()
+        buckets = firsts.get(first)
         if not buckets:
             return
         second = tokens[1]  # (a wildcard subject with a literal first token has a second one)
@@ -251,10 +262,29 @@ class Sublist:
             else:
                 self.scanned += len(bucket)
                 gone = [k for k in bucket if subject_matches(subject, k)]
+            firsts = self._firsts
             for key in gone:
                 del cache[key]
-                first, second = _first_tokens(key)
-                self._firsts[first][second].pop(key, None)
+                if firsts is not None:
+                    first, second = _first_tokens(key)
+                    firsts[first][second].pop(key, None)
+
+    def _index_cache(self) -> dict[str, dict[str, dict[str, None]]]:
+        """Index the cached subjects by their first two tokens (see ``_firsts``)."""
+        firsts: dict[str, dict[str, dict[str, None]]] = {}
+        for key in self.cache:
+            _index(firsts, key)
+        self.indexed += len(self.cache)
+        self._firsts = firsts
+        return firsts
+
+    def _evict(self) -> None:
+        """Drop the older half of the cache (nats-server drops entries at random past
+        ``slCacheMax``), and the first-token index with it (see ``_firsts``)."""
+        cache = self.cache
+        for key in list(cache)[: CACHE_MAX // 2]:
+            del cache[key]
+        self._firsts = None
 
     # ------------------------------------------------------------------ lookups
 
@@ -272,40 +302,29 @@ class Sublist:
         if result is not None:
             return result
         self.cache_misses += 1
-        tokens = subject.split(SEP)
-        if "" in tokens:
+        if not subject or subject[0] == SEP or subject[-1] == SEP or _EMPTY_TOKEN in subject:
             # nats-server: a subject with an empty token matches nothing (and is not cached).
             return EMPTY_RESULT
-        nodes: list[_Node] = []
-        _collect(self._root, tokens, 0, nodes)
+        nodes = self._nodes
+        _collect(self._root, subject, 0, nodes)
         if len(nodes) == 1:
-            result = _node_result(nodes[0])
+            node = nodes[0]
+            result = _node_result(node)
             if result is None:
                 self.results_made += 1
-                result = nodes[0].result = _result(nodes[0].psubs, nodes[0].qsubs)
+                result = node.result = _result(node.psubs, node.qsubs)
         elif nodes:
             result = self._shared_result(nodes)
         else:
             result = EMPTY_RESULT
+        nodes.clear()
         cache = self.cache
-        firsts = self._firsts
         if len(cache) >= CACHE_MAX:
-            for key in list(cache)[: CACHE_MAX // 2]:
-                del cache[key]
-            firsts.clear()
-            for key in cache:
-                first, second = _first_tokens(key)
-                firsts.setdefault(first, {}).setdefault(second, {})[key] = None
+            self._evict()
         cache[subject] = result
-        buckets = firsts.get(tokens[0])
-        if buckets is None:
-            buckets = firsts[tokens[0]] = {}
-        second = tokens[1] if len(tokens) > 1 else ""
-        bucket = buckets.get(second)
-        if bucket is None:
-            buckets[second] = {subject: None}
-        else:
-            bucket[subject] = None
+        if self._firsts is not None:
+            self.indexed += 1
+            _index(self._firsts, subject)
         return result
 
     def _shared_result(self, nodes: list[_Node]) -> MatchResult:
@@ -436,6 +455,20 @@ def _result(psubs: list[Indexed], qgroups: dict[str, list[Indexed]]) -> Any:
     return (tuple(psubs), tuple(tuple(members) for members in qgroups.values()))
 
 
+def _index(firsts: dict[str, dict[str, dict[str, None]]], subject: str) -> None:
+    """Put a cached subject in its first-token bucket (see ``Sublist._firsts``)."""
+    first, second = _first_tokens(subject)
+    buckets = firsts.get(first)
+    if buckets is None:
+        firsts[first] = {second: {subject: None}}
+        return
+    bucket = buckets.get(second)
+    if bucket is None:
+        buckets[second] = {subject: None}
+    else:
+        bucket[subject] = None
+
+
 def _first_tokens(subject: str) -> tuple[str, str]:
     """A subject's first and second token ("" when it has one token)."""
     dot = subject.find(SEP)
@@ -466,22 +499,29 @@ def _add_node(node: _Node, psubs: list[Indexed], qgroups: dict[str, list[Indexed
                 group.extend(members)
 
 
-def _collect(node: _Node, tokens: list[str], i: int, nodes: list[_Node]) -> None:
-    """The nodes with subscriptions that match ``tokens[i:]`` from ``node``, in nats-server's
-    ``matchLevel`` order (``>`` then ``*`` then the literal at each level)."""
-    n = len(tokens)
+def _collect(node: _Node, subject: str, pos: int, nodes: list[_Node]) -> None:
+    """The nodes with subscriptions that match the tokens of ``subject`` from ``pos`` on, from
+    ``node``, in nats-server's ``matchLevel`` order (``>`` then ``*`` then the literal at each
+    level). Walks the subject by its dots (no token list: the caller has refused empty tokens)."""
+    n = len(subject)
     while True:
-        if i == n:
+        if pos > n:
             if node.psubs or node.qsubs:
                 nodes.append(node)
             return
         fwc = node.fwc
         if fwc is not None and (fwc.psubs or fwc.qsubs):
             nodes.append(fwc)
+        dot = subject.find(SEP, pos)
+        if dot < 0:
+            dot = n
         if node.pwc is not None:
-            _collect(node.pwc, tokens, i + 1, nodes)
-        nxt = node.literal.get(tokens[i])
+            _collect(node.pwc, subject, dot + 1, nodes)
+        literal = node.literal
+        if not literal:
+            return
+        nxt = literal.get(subject[pos:dot])
         if nxt is None:
             return
         node = nxt
-        i += 1
+        pos = dot + 1
