@@ -126,10 +126,17 @@ class _FrameParser:
                     self._more.append(buf)
                     self._more_size += len(buf)
                     return events
-                head = rest + buf[:missing] if not self._more else b"".join([rest, *self._more, buf[:missing]])
+                view = memoryview(buf)
+                if missing >= 2 and buf[missing - 2] == 13 and buf[missing - 1] == 10:
+                    # The payload, joined in one copy (its CR LF checked where it lies).
+                    event = self._awaiting(b"".join([rest, *self._more, view[: missing - 2]]))
+                    self._awaiting = None
+                    if event is not None:
+                        events.append(event)
+                else:  # the CR LF split too, or missing: the general loop checks and reports it
+                    self._scan(b"".join([rest, *self._more, view[:missing]]), 0, events)
                 self._more = []
                 self._more_size = 0
-                self._scan(head, 0, events)  # the awaited frame's event, or its violation
                 if self._broken:
                     self._rest = b""
                     return events
