@@ -154,3 +154,50 @@ async def _rollup_visits(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
 
 async def test_a_roll_up_looks_only_at_the_consumers_of_its_subject(monkeypatch: pytest.MonkeyPatch) -> None:
     assert await _rollup_visits(monkeypatch, 5) == await _rollup_visits(monkeypatch, 50) == 0
+
+
+async def _schedule_publish_reads(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, float]:
+    """Per schedule publish into a stream holding ``n`` schedules: how often its header block is
+    split for its schedule headers, how many subjects its roll-up's purge looks up, and how many
+    messages it removes — new schedules, then each of them replaced."""
+    from pyjetstream.server.jetstream import schedules as schedules_module
+    from pyjetstream.server.jetstream.store._index import SubjectTable
+    from pyjetstream.server.jetstream.store.indexed import IndexedStore
+
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("SC", ["sc.>"], storage="file", allow_msg_schedules=True, allow_rollup_hdrs=True)
+            await _publish(nc, [f"sc.s.{i}" for i in range(n)], [_schedule(f"sc.t.{i}") for i in range(n)])
+            with (
+                count_calls(monkeypatch, SubjectTable, "matching") as looked,
+                count_calls(monkeypatch, IndexedStore, "_remove_at") as removed,
+                count_calls(monkeypatch, schedules_module, "schedule_headers") as split,
+            ):
+                await _publish(nc, [f"sc.n.{i}" for i in range(20)], [_schedule(f"sc.u.{i}") for i in range(20)])
+                new = {"split": split["schedule_headers"] / 20, "looked": looked["matching"] / 20}
+                new["removed"] = removed["_remove_at"] / 20
+                looked.clear(), removed.clear(), split.clear()
+                await _publish(nc, [f"sc.s.{i}" for i in range(20)], [_schedule(f"sc.v.{i}") for i in range(20)])
+                again = {"split": split["schedule_headers"] / 20, "looked": looked["matching"] / 20}
+                again["removed"] = removed["_remove_at"] / 20
+            return {**{f"new {k}": v for k, v in new.items()}, **{f"replaced {k}": v for k, v in again.items()}}
+        finally:
+            await nc.close()
+
+
+async def test_a_schedule_publish_reads_its_headers_once_and_purges_by_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 dim 8: a schedule's headers are split once per publish (its checks hand them to the
+    store hook), and the roll-up that replaces the subject's previous schedule is one subject
+    lookup and one removal, however many schedules the stream holds."""
+    small = await _schedule_publish_reads(monkeypatch, 100)
+    large = await _schedule_publish_reads(monkeypatch, 2000)
+    assert small == large, (small, large)
+    assert small == {
+        "new split": 1,
+        "new looked": 1,
+        "new removed": 0,
+        "replaced split": 1,
+        "replaced looked": 1,
+        "replaced removed": 1,
+    }, small

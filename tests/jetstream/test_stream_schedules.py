@@ -258,3 +258,29 @@ async def test_plain_publishes_in_one_read_end_the_schedule_on_their_subject(raw
 
     subjects = await wait_for(fired)
     assert subjects is not None and "s.out" not in subjects, subjects
+
+
+async def test_schedule_headers_are_read_as_getheader_finds_them(raw: RawNats) -> None:
+    """The schedule headers of a block are read once (``schedule_headers``): as nats-server's
+    ``getHeader`` finds each — the first line of exactly that name — so a header whose name only
+    begins like one is not it, and a repeated one counts once, its first value."""
+    await create(raw)
+    when = rfc3339(datetime.now(UTC) + timedelta(seconds=1))
+    hdr = headers(
+        ("Nats-Schedule-Targets", "s.wrong"),
+        ("Nats-Schedule", f"@at {when}"),
+        ("Nats-Schedule-Target", "s.out"),
+        ("Nats-Schedule-Target", "s.other"),
+    )
+    ack = await pub(raw, "s.sched", b"payload", hdr)
+    assert ack.get("seq") == 1, ack
+    # Without a target of the right name the schedule is refused (10190), whatever is like it.
+    refused = await pub(raw, "s.sched2", b"", headers(("Nats-Schedule-Targets", "s.out"), ("Nats-Schedule", f"@at {when}")))
+    assert refused.get("error", {}).get("err_code") == 10190, refused
+
+    async def fired() -> dict[str, int] | None:
+        info = await api(raw, "STREAM.INFO.S", {"subjects_filter": ">"})
+        subjects: dict[str, int] = info["state"].get("subjects") or {}
+        return subjects if "s.out" in subjects and "s.sched" not in subjects else None
+
+    assert await wait_for(fired) == {"s.out": 1}

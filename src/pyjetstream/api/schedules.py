@@ -44,6 +44,26 @@ _BOUNDS: list[tuple[int, int, dict[str, int] | None]] = [
 ]
 
 
+#: Every schedule header's name begins with it: ``Nats-Schedule``, ``Nats-Schedule-*``, ``Nats-Scheduler``.
+SCHEDULE_HEADER_PREFIX = b"Nats-Schedule"
+
+
+def schedule_headers(hdr: bytes) -> dict[bytes, bytes]:
+    """A header block's ``Nats-Schedule*`` and ``Nats-Scheduler`` headers by name, each as
+    nats-server's ``getHeader``/``sliceHeader`` finds it (the first line of that name, its value
+    trimmed of spaces and tabs; absent: not in the dict, empty: ``b""``).
+
+    One split of the block: a schedule publish's checks, its store hook and its firing read up
+    to eight of these headers, which were eight searches of the block each time."""
+    found: dict[bytes, bytes] = {}
+    for line in hdr.split(b"\r\n")[1:]:  # (the first line is the status line)
+        if line.startswith(SCHEDULE_HEADER_PREFIX):
+            name, colon, value = line.partition(b":")
+            if colon and name not in found:
+                found[name] = value.strip(b" \t")
+    return found
+
+
 class Schedule:
     """When a schedule fires next: ``at`` (unix ns) in zone ``zone``; ``repeat`` for all but @at."""
 
@@ -83,8 +103,7 @@ def next_run(pattern: str, zone: tzinfo | None, ts: int, now: int) -> Schedule |
     if not pattern:
         return Schedule(0, False, UTC)
     if pattern.startswith("@at "):
-        at = _at_ns(pattern[4:])
-        return None if zone is not None or at is None else Schedule(at, False, UTC)
+        return None if zone is not None else _at_schedule(pattern[4:])
     if pattern.startswith("@every "):
         every = _every_ns(pattern[7:])
         if zone is not None or every is None:
@@ -108,12 +127,13 @@ def next_run(pattern: str, zone: tzinfo | None, ts: int, now: int) -> Schedule |
 
 
 @lru_cache(maxsize=1024)
-def _at_ns(text: str) -> int | None:
-    """An ``@at`` time (None: invalid). Cached: schedules are published and fire again and again
-    with the few patterns an application uses, and the stream reads a schedule's pattern when it
-    is published, stored and fired."""
+def _at_schedule(text: str) -> Schedule | None:
+    """An ``@at`` time's one run (None: invalid). Cached (a `Schedule` is not changed once
+    made): schedules are published and fire again and again with the few patterns an
+    application uses, and the stream reads a schedule's pattern when it is published, stored and
+    fired."""
     try:
-        return parse_time(text)
+        return Schedule(parse_time(text), False, UTC)
     except ValueError:
         return None
 

@@ -384,7 +384,7 @@ def _check_headers(
     elif override:
         raise Refused(E.JSStreamExpectedLastSeqPerSubjectInvalid())
     if hdr and _HDR_SCHEDULE_ANY in hdr:
-        hdr, schedule_error = check_publish(stream, subject, hdr)
+        hdr, schedule_error, _ = check_publish(stream, subject, hdr)
         if schedule_error is not None:
             raise Refused(schedule_error)
 

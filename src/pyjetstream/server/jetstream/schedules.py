@@ -14,19 +14,17 @@ last message of every subject.
 
 from __future__ import annotations
 
-import functools
 import heapq
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import errors as E
 from pyjetstream.api.models_common import ApiError
-from pyjetstream.api.schedules import Schedule, load_location, next_run
+from pyjetstream.api.schedules import Schedule, load_location, next_run, schedule_headers
 from pyjetstream.api.timefmt import parse_time
 from pyjetstream.api.ttl import parse_message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header
-from pyjetstream.protocol.subjects import compile_filter, is_valid_publish_subject
+from pyjetstream.protocol.subjects import is_valid_publish_subject
 from pyjetstream.server.jetstream.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -52,32 +50,32 @@ MIN_FIRE_NS = 250_000_000  # nats-server never fires its schedule timer sooner t
 NS_PER_S = 1_000_000_000
 
 
-def _raw(hdr: bytes, name: bytes) -> bytes | None:
-    """A header's value as nats-server's ``sliceHeader`` sees it: None when absent, b"" when empty."""
-    key = b"\r\n" + name + b":"
-    at = hdr.find(key)
-    if at < 0:
-        return None
-    return get_header(hdr, name) or b""
+#: A block's schedule headers by name (`schedule_headers`: one pass over the block).
+Found = dict[bytes, bytes]
 
 
-def schedule_of(hdr: bytes, ts: int, now: int | None = None) -> Schedule | ApiError | None:
-    """When the schedule in ``hdr`` fires next after ``ts`` (nats-server ``nextMessageSchedule``):
-    None when there is none, the error when the pattern or time zone is invalid."""
-    zone_raw = _raw(hdr, HDR_TIME_ZONE)
+def _text(found: Found, name: bytes) -> str:
+    return found.get(name, b"").decode(errors="replace")
+
+
+def schedule_of(found: Found, ts: int, now: int | None = None) -> Schedule | ApiError | None:
+    """When the schedule of a block (its `schedule_headers`) fires next after ``ts``
+    (nats-server ``nextMessageSchedule``): None when there is none, the error when the pattern
+    or time zone is invalid."""
+    zone_raw = found.get(HDR_TIME_ZONE)
     try:
-        zone = load_location(None if zone_raw is None else zone_raw.decode())
+        zone = None if zone_raw is None else load_location(zone_raw.decode())
     except (ValueError, UnicodeDecodeError):
         return E.JSMessageSchedulesTimeZoneInvalidErr()
-    pattern = get_header(hdr, HDR_SCHEDULE) or b""
+    pattern = found.get(HDR_SCHEDULE, b"")
     sched = next_run(pattern.decode(errors="replace"), zone, ts, time.time_ns() if now is None else now)
     if sched is None:
         return E.JSMessageSchedulesPatternInvalidErr()
     return sched if sched.at else None
 
 
-def _ttl_ok(hdr: bytes) -> tuple[str, bool]:
-    raw = get_header(hdr, HDR_TTL)
+def _ttl_ok(found: Found) -> tuple[str, bool]:
+    raw = found.get(HDR_TTL)
     if not raw:
         return "", True
     try:
@@ -87,74 +85,87 @@ def _ttl_ok(hdr: bytes) -> tuple[str, bool]:
     return raw.decode(), True
 
 
-def check_publish(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, ApiError | None]:
-    """The schedule checks of a published (not sourced) message, in nats-server's order; the
-    headers to store (a schedule gets ``Nats-Rollup: sub``) or the error."""
-    cfg = stream.cfg
-    allowed = cfg.allow_msg_schedules
-    sched = schedule_of(hdr, time.time_ns())
-    if isinstance(sched, ApiError):
-        return hdr, sched if allowed else E.JSMessageSchedulesDisabledErr()
-    if sched is not None:
-        if not allowed:
-            return hdr, E.JSMessageSchedulesDisabledErr()
-        ttl, ok = _ttl_ok(hdr)
-        if not ok:
-            return hdr, E.JSMessageSchedulesTTLInvalidErr()
-        rollup = _raw(hdr, HDR_ROLLUP)
-        if rollup and rollup != b"sub":
-            return hdr, E.JSMessageSchedulesRollupInvalidErr()
-        if ttl and not cfg.allow_msg_ttl:
-            return hdr, E.JSMessageTTLDisabledErr()
-        target = (get_header(hdr, HDR_TARGET) or b"").decode(errors="replace")
-        if not target or not is_valid_publish_subject(target) or target == subject:
-            return hdr, E.JSMessageSchedulesTargetInvalidErr()
-        source = (get_header(hdr, HDR_SOURCE) or b"").decode(errors="replace")
-        if source and (source in (target, subject) or not is_valid_publish_subject(source)):
-            return hdr, E.JSMessageSchedulesSourceInvalidErr()
-        if not _in_subjects(cfg.subjects, target):
-            return hdr, E.JSMessageSchedulesTargetInvalidErr()
-        if source and not _in_subjects(cfg.subjects, source):
-            return hdr, E.JSMessageSchedulesSourceInvalidErr()
-        own_rollup = _raw(hdr, b"Nats-Rollup")
+def check_publish(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, ApiError | None, Found]:
+    """The schedule checks of a published (not sourced) message, in nats-server's order
+    (``processJetStreamMsg``); the headers to store (a schedule gets ``Nats-Rollup: sub``) or
+    the error, and the block's schedule headers (read once: `MsgSchedules.on_stored` takes them)."""
+    found = schedule_headers(hdr)
+    checked = _check_schedule(stream, subject, found)
+    if isinstance(checked, ApiError):
+        return hdr, checked, found
+    if checked:  # a schedule: stored with a subject roll-up
+        own_rollup = get_header(hdr, b"Nats-Rollup")
         if not own_rollup:
             hdr = append_headers(hdr, [("Nats-Rollup", "sub")])
         elif own_rollup != b"sub":
-            return hdr, E.JSMessageSchedulesRollupInvalidErr()
-    next_value = _raw(hdr, HDR_NEXT)
-    if next_value:
-        # Clients may only use Nats-Schedule-Next to purge a schedule, naming it in Nats-Scheduler.
-        if next_value != NEXT_PURGE:
-            return hdr, E.JSMessageSchedulesSchedulerInvalidErr()
-        scheduler = (_raw(hdr, HDR_SCHEDULER) or b"").decode(errors="replace")
-        if not scheduler or scheduler == subject or not is_valid_publish_subject(scheduler):
-            return hdr, E.JSMessageSchedulesSchedulerInvalidErr()
-        if not allowed:
-            return hdr, E.JSMessageSchedulesDisabledErr()
-        try:
-            last = stream.store.load_last_msg(scheduler)
-        except StoreError:
-            last = None
-        if last is not None and _raw(last.hdr or b"", HDR_SCHEDULE) is None:
-            return hdr, E.JSMessageSchedulesSchedulerInvalidErr()
-    elif _raw(hdr, HDR_SCHEDULER):
-        return hdr, E.JSMessageSchedulesSchedulerInvalidErr()
-    return hdr, None
+            return hdr, E.JSMessageSchedulesRollupInvalidErr(), found
+    return hdr, _check_next(stream, subject, found), found
 
 
-def _in_subjects(subjects: list[str], subject: str) -> bool:
+def _check_schedule(stream: Stream, subject: str, found: Found) -> ApiError | bool:
+    """The schedule of a block (nats-server ``getMessageSchedule``: also the time zone of a
+    block without a pattern), its TTL, roll-up, target and source; True: a valid schedule,
+    False: none."""
+    cfg = stream.cfg
+    allowed = cfg.allow_msg_schedules
+    sched = schedule_of(found, time.time_ns())
+    if isinstance(sched, ApiError):
+        return sched if allowed else E.JSMessageSchedulesDisabledErr()
+    if sched is None:
+        return False
+    if not allowed:
+        return E.JSMessageSchedulesDisabledErr()
+    ttl, ok = _ttl_ok(found)
+    if not ok:
+        return E.JSMessageSchedulesTTLInvalidErr()
+    rollup = found.get(HDR_ROLLUP)
+    if rollup and rollup != b"sub":
+        return E.JSMessageSchedulesRollupInvalidErr()
+    if ttl and not cfg.allow_msg_ttl:
+        return E.JSMessageTTLDisabledErr()
+    target = _text(found, HDR_TARGET)
+    if not target or not is_valid_publish_subject(target) or target == subject:
+        return E.JSMessageSchedulesTargetInvalidErr()
+    source = _text(found, HDR_SOURCE)
+    if source and (source in (target, subject) or not is_valid_publish_subject(source)):
+        return E.JSMessageSchedulesSourceInvalidErr()
+    if not _in_subjects(stream, target):
+        return E.JSMessageSchedulesTargetInvalidErr()
+    if source and not _in_subjects(stream, source):
+        return E.JSMessageSchedulesSourceInvalidErr()
+    return True
+
+
+def _check_next(stream: Stream, subject: str, found: Found) -> ApiError | None:
+    """``Nats-Schedule-Next``: clients may only use it to purge a schedule, naming it in
+    ``Nats-Scheduler``."""
+    next_value = found.get(HDR_NEXT)
+    if not next_value:
+        return E.JSMessageSchedulesSchedulerInvalidErr() if found.get(HDR_SCHEDULER) else None
+    if next_value != NEXT_PURGE:
+        return E.JSMessageSchedulesSchedulerInvalidErr()
+    scheduler = _text(found, HDR_SCHEDULER)
+    if not scheduler or scheduler == subject or not is_valid_publish_subject(scheduler):
+        return E.JSMessageSchedulesSchedulerInvalidErr()
+    if not stream.cfg.allow_msg_schedules:
+        return E.JSMessageSchedulesDisabledErr()
+    try:
+        last = stream.store.load_last_msg(scheduler)
+    except StoreError:
+        last = None
+    if last is not None and get_header(last.hdr or b"", HDR_SCHEDULE) is None:
+        return E.JSMessageSchedulesSchedulerInvalidErr()
+    return None
+
+
+def _in_subjects(stream: Stream, subject: str) -> bool:
     """Whether a valid publish subject is one of the stream's (nats-server asks
-    ``SubjectsCollide``, which for a literal subject is a match of it: a compiled filter)."""
-    for match in _matchers(tuple(subjects)):
+    ``SubjectsCollide``, which for a literal subject is a match of it: the stream's subjects
+    compiled once per config, ``StreamIngest.subject_filters``)."""
+    for match in stream.ingest.subject_filters:
         if match(subject):
             return True
     return False
-
-
-@functools.lru_cache(maxsize=64)
-def _matchers(subjects: tuple[str, ...]) -> tuple[Callable[[str], bool], ...]:
-    """The compiled filters of a stream's subjects (once per subject list, not per check)."""
-    return tuple(compile_filter(s) for s in subjects)
 
 
 def _strip(hdr: bytes) -> bytes:
@@ -194,49 +205,50 @@ class MsgSchedules:
             except StoreError:
                 continue
             if msg.hdr and SCHEDULE_LINE in msg.hdr:
-                sched = schedule_of(msg.hdr, msg.ts, now)
+                sched = schedule_of(schedule_headers(msg.hdr), msg.ts, now)
                 if isinstance(sched, Schedule):
                     self.entries[subject] = (msg.seq, sched.at)
         self._heap = [(at, subject) for subject, (_, at) in self.entries.items()]
         heapq.heapify(self._heap)
         self._reset_timer()
 
-    def on_stored(self, seq: int, subject: str, hdr: bytes, ts: int) -> None:
-        """A message was stored (the store hook of nats-server's ``storeRawMsg``)."""
-        sched = schedule_of(hdr, ts) if hdr and SCHEDULE_LINE in hdr else None
+    def on_stored(self, seq: int, subject: str, hdr: bytes, ts: int, found: Found | None = None) -> str:
+        """A message was stored (the store hook of nats-server's ``storeRawMsg``); ``found``: its
+        schedule headers, when the publish checks have read them. Returns the schedule that a
+        stored ``Nats-Schedule-Next: purge`` message ends, for the stream to purge ("": none)."""
+        if found is None:
+            found = schedule_headers(hdr) if hdr and HDR_SCHEDULE in hdr else {}
+        sched = schedule_of(found, ts) if HDR_SCHEDULE in found else None
         if isinstance(sched, Schedule):
             self._set(subject, seq, sched.at)
             self.inflight.discard(subject)
             if self._timer is None or sched.at < self._deadline:  # (else the timer stays as it is)
                 self._reset_timer()
-        elif not (hdr and get_header(hdr, HDR_SCHEDULER)):
+        elif not found.get(HDR_SCHEDULER):
             self.remove(subject)
-        if hdr and HDR_NEXT in hdr:
-            value = get_header(hdr, HDR_NEXT)
-            scheduler = (get_header(hdr, HDR_SCHEDULER) or b"").decode(errors="replace")
-            if value and value != NEXT_PURGE and scheduler in self.entries:
-                try:
-                    at = parse_time(value.decode())
-                except (ValueError, UnicodeDecodeError):
-                    return
-                self._set(scheduler, self.entries[scheduler][0], at)
-                self.inflight.discard(scheduler)
-                self._reset_timer()
+        value = found.get(HDR_NEXT)
+        if not value:
+            return ""
+        scheduler = _text(found, HDR_SCHEDULER)
+        if value == NEXT_PURGE:
+            if scheduler:
+                self.remove(scheduler)
+            return scheduler
+        if scheduler in self.entries:
+            try:
+                at = parse_time(value.decode())
+            except (ValueError, UnicodeDecodeError):
+                return ""
+            self._set(scheduler, self.entries[scheduler][0], at)
+            self.inflight.discard(scheduler)
+            self._reset_timer()
+        return ""
 
     def stored_plain(self, subjects: list[str]) -> None:
         """`on_stored` for a run's stretch: messages without a ``Nats-Schedule*`` or
         ``Nats-Scheduler`` header, each of which ends the schedule on its subject."""
         for subject in subjects:
             self.remove(subject)
-
-    def purge_target(self, hdr: bytes) -> str:
-        """The schedule a stored ``Nats-Schedule-Next: purge`` message ends ("" when none)."""
-        if get_header(hdr, HDR_NEXT) != NEXT_PURGE:
-            return ""
-        scheduler = (get_header(hdr, HDR_SCHEDULER) or b"").decode(errors="replace")
-        if scheduler:
-            self.remove(scheduler)
-        return scheduler
 
     def _set(self, subject: str, seq: int, at: int) -> None:
         """The schedule on ``subject`` (its message ``seq``) runs next at ``at``."""
@@ -325,14 +337,15 @@ class MsgSchedules:
                 self.remove(subject)
                 continue
             hdr = msg.hdr or b""
-            sched = schedule_of(hdr, at, now)
-            target = (get_header(hdr, HDR_TARGET) or b"").decode(errors="replace")
-            ttl, ttl_ok = _ttl_ok(hdr)
+            found = schedule_headers(hdr)
+            sched = schedule_of(found, at, now) if HDR_SCHEDULE in found else None
+            target = _text(found, HDR_TARGET)
+            ttl, ttl_ok = _ttl_ok(found)
             if not isinstance(sched, Schedule) or not ttl_ok or not target:
                 self.remove(subject)
                 continue
-            rollup = (get_header(hdr, HDR_ROLLUP) or b"").decode(errors="replace")
-            source = (get_header(hdr, HDR_SOURCE) or b"").decode(errors="replace")
+            rollup = _text(found, HDR_ROLLUP)
+            source = _text(found, HDR_SOURCE)
             body_hdr, body = hdr, msg.data
             if source:
                 try:

@@ -32,6 +32,7 @@ from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.msgtrace import MSG_TRACE_DEST, MSG_TRACE_DEST_DISABLED
 from pyjetstream.api.ttl import message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header, set_header
+from pyjetstream.protocol.subjects import compile_filter
 from pyjetstream.server.jetstream import counters
 from pyjetstream.server.jetstream.dedupe import msg_id_of
 from pyjetstream.server.jetstream.ingest import IngestLimits, too_many_requests
@@ -49,7 +50,7 @@ from pyjetstream.server.jetstream.ingest_rules import (
     wrong_stream,
 )
 from pyjetstream.server.jetstream.ingest_run import Run
-from pyjetstream.server.jetstream.schedules import check_publish
+from pyjetstream.server.jetstream.schedules import Found, check_publish
 from pyjetstream.server.jetstream.store.base import (
     ErrMaxBytes,
     ErrMaxMsgs,
@@ -99,8 +100,9 @@ class _Answered:
         self.answer = answer
 
 
-#: What the header checks pass on: the block to store, message id, TTL, counter increment, roll-up.
-_Checked = tuple[bytes, str, int | None, int | None, bytes]
+#: What the header checks pass on: the block to store, message id, TTL, counter increment, roll-up,
+#: and the block's schedule headers when the schedule checks read them (`schedules.check_publish`).
+_Checked = tuple[bytes, str, int | None, int | None, bytes, Found | None]
 
 
 class StreamIngest:
@@ -148,6 +150,8 @@ class StreamIngest:
         # subject delete marker TTL may raise it (commit's floor: `_before_store`).
         self.stretch_lines = ID_TTL_HEADERS if cfg.allow_msg_ttl else ID_HEADERS
         self.ttl_floor = cfg.subject_delete_marker_ttl // NS_PER_S if cfg.max_msgs_per_subject != 1 else 0
+        #: The stream's subjects as compiled filters (a schedule's target and source must be one).
+        self.subject_filters = tuple(compile_filter(s) for s in cfg.subjects)
         self.ack_prefix = pub_ack_prefix(cfg.name, stream.engine.domain)
         self.name_b = cfg.name.encode()
 
@@ -251,9 +255,9 @@ class StreamIngest:
             checked = self._check_headers(subject, hdr, payload, can_respond)
             if isinstance(checked, _Answered):
                 return checked.answer
-            hdr, msg_id, ttl, incr, rollup = checked
+            hdr, msg_id, ttl, incr, rollup, found = checked
         else:
-            hdr, msg_id, ttl, incr, rollup = b"", "", 0, None, b""
+            hdr, msg_id, ttl, incr, rollup, found = b"", "", 0, None, b"", None
         total = 0
         if cfg.allow_msg_counter:
             if incr is None:
@@ -264,7 +268,7 @@ class StreamIngest:
             hdr, payload, total = counted
         if len(hdr) + len(payload) > self.max_size:
             return self._refuse(E.JSStreamMessageExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT)
-        seq = self.commit(subject, hdr, payload, msg_id, rollup, ttl=ttl)
+        seq = self.commit(subject, hdr, payload, msg_id, rollup, ttl=ttl, found=found)
         if not can_respond or seq == 0:  # 0: a trace-only message (not stored)
             return None
         if type(seq) is not int:
@@ -284,6 +288,7 @@ class StreamIngest:
         ttl: int | None = 0
         incr: int | None = None
         rollup = b""
+        found: Found | None = None
         if full:
             hdr = remove_header(hdr, HDR_REQUEST_INFO)
             if counters.HDR_INCR in hdr:
@@ -302,7 +307,7 @@ class StreamIngest:
             if refused is not None:
                 return refused
             if HDR_SCHEDULE_ANY in hdr:
-                hdr, schedule_error = check_publish(stream, subject, hdr)
+                hdr, schedule_error, found = check_publish(stream, subject, hdr)
                 if schedule_error is not None:
                     return _Answered(self._refuse(schedule_error, can_respond))
             if HDR_STREAM_SOURCE in hdr and get_header(hdr, HDR_STREAM_SOURCE):  # only sourcing may stamp it (2.15)
@@ -322,7 +327,7 @@ class StreamIngest:
         # (max_msg_size is checked first, in process, as nats-server does.)
         if len(hdr) > MAX_HEADER_SIZE and len(hdr) + len(payload) <= self.max_size:
             return _Answered(self._refuse(E.JSStreamHeaderExceedsMaximumErr(), can_respond, MAX_PAYLOAD_TEXT))
-        return hdr, msg_id, ttl, incr, rollup
+        return hdr, msg_id, ttl, incr, rollup, found
 
     def _check_expected(self, subject: str, hdr: bytes, can_respond: bool) -> _Answered | None:
         """``Nats-Expected-Last-Subject-Sequence`` (2.12+: on the subject or filter named by
@@ -401,10 +406,12 @@ class StreamIngest:
         rollup: bytes = b"",
         ts: int | None = None,
         ttl: int | None = 0,
+        found: Found | None = None,
     ) -> int | ApiError:
         """Interest, account limits, store, then what follows a store; the sequence or the error
         (0: a trace-only message, checked but not stored). ``ttl`` is the message's ``Nats-TTL``
-        in seconds (None: invalid, refused with 10165). The steps only a TTL, a roll-up, a trace or
+        in seconds (None: invalid, refused with 10165); ``found``: its schedule headers, when the
+        checks have read them (else the schedules read them, where the stream has schedules). The steps only a TTL, a roll-up, a trace or
         a config beyond ``simple`` can need are looked at only when one of them is there."""
         stream = self.stream
         cfg = stream.cfg
@@ -431,8 +438,7 @@ class StreamIngest:
             return self.store_error(exc)
         engine.note_write(cfg.storage, len(hdr) + len(payload) + len(subject))
         schedules = stream.schedules
-        if more and schedules is not None:
-            schedules.on_stored(seq, subject, hdr, ts)
+        ended = schedules.on_stored(seq, subject, hdr, ts, found) if more and schedules is not None else ""
         if msg_id:
             self.dedupe.record(msg_id, seq, ts)
         else:
@@ -440,10 +446,8 @@ class StreamIngest:
         if more:
             if rollup:
                 stream.purge(subject=subject if rollup == b"sub" else "", keep=1)
-            if schedules is not None and HDR_SCHEDULE_ANY in hdr:
-                ended = schedules.purge_target(hdr)
-                if ended:
-                    stream.purge(subject=ended)
+            if ended:  # a Nats-Schedule-Next: purge message ends its schedule
+                stream.purge(subject=ended)
             if republish_to is not None:
                 stream.republish_msg(republish_to, subject, seq, ts, last_on_subject, hdr, payload)
         if stored_ttl or cfg.max_age:

@@ -495,7 +495,8 @@ class IndexedStore(MessageStore):
         matched = list(table.matching(subject))
         if not matched:
             return 0
-        total = sum(table.msgs[sid] for sid in matched)
+        # (one subject: a roll-up's, a schedule's — most often its only message, nothing to purge)
+        total = table.msgs[matched[0]] if len(matched) == 1 else sum(table.msgs[sid] for sid in matched)
         maxp = total
         if keep > 0:
             if keep >= total:
