@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_spark_read.py [--rows 200000] [--size 100] [--rounds 3]
                                                [--targets embedded,nats-server] [--partitions 1,2]
-                                               [--spark] [--batch-size N]
+                                               [--spark] [--columns DDL] [--batch-size N]
 
 For each target (a server subprocess started as the tests do) the stream is filled once by the
 Spark sink's task code (``write_partition``, async, derived ``Nats-Msg-Id``: every row carries
@@ -15,7 +15,8 @@ count, best of ``--rounds``, per row:
 - with ``--spark``: the ``bench_spark.py`` aggregate query on a local SparkSession (2 cores), its
   wall time, the server's CPU and the CPU of the Spark JVM and its Python workers
   (``/proc/<pid>/stat`` of the JVM and every process under it), and the fixed cost of a query (the
-  same query over one row, ``endSequence=1``).
+  same query over one row, ``endSequence=1``); with ``--columns``, the same query with that user schema
+  too (only those columns built and handed to Spark), interleaved with the full schema's.
 
 CPU time is what to compare on a shared machine (wall time moves with the load).
 """
@@ -154,11 +155,20 @@ def in_process(
 
 
 def spark_query(
-    spark: Any, url: str, pid: int, rows: int, parts: int, extra: dict[str, str], end: int = 0
+    spark: Any,
+    url: str,
+    pid: int,
+    rows: int,
+    parts: int,
+    extra: dict[str, str],
+    end: int = 0,
+    columns: str = "",
 ) -> tuple[float, float, float]:
     from pyspark.sql import functions as F
 
     reader = spark.read.format("jetstream").option("servers", url).option("stream", STREAM)
+    if columns:
+        reader = reader.schema(columns)
     reader = reader.option("partitions", parts)
     for key, value in extra.items():
         reader = reader.option(key, value)
@@ -186,6 +196,11 @@ def main() -> None:
     parser.add_argument("--partitions", default="1,2")
     parser.add_argument("--options", default="", help="read options, e.g. batchSize=8192,directGet=false")
     parser.add_argument("--spark", action="store_true", help="also the Spark query")
+    parser.add_argument(
+        "--columns",
+        default="",
+        help="also the Spark query with this user schema (DDL), e.g. 'subject string, timestamp timestamp, data binary'",
+    )
     parser.add_argument("--no-inprocess", action="store_true")
     args = parser.parse_args()
     n = args.rows
@@ -220,14 +235,22 @@ def main() -> None:
                         )
                 if spark is not None:
                     spark_query(spark, url, pid, n, 2, extra)  # warm up
+                    schemas = ["", args.columns] if args.columns else [""]
                     for parts in parts_list:
-                        rs = [spark_query(spark, url, pid, n, parts, extra) for _ in range(args.rounds)]
-                        c, s, w = (min(r[i] for r in rs) / n * 1e6 for i in range(3))
-                        print(
-                            f"{kind:12} {f'Spark, {parts} part.':22} {c:10.2f} {s:11.2f} {w:8.2f}"
-                            f"   ({1e6 / w:,.0f} rows/s; JVM+workers CPU in 'reader CPU')",
-                            flush=True,
-                        )
+                        runs: dict[str, list[tuple[float, float, float]]] = {c: [] for c in schemas}
+                        for _ in range(args.rounds):  # full and pruned schema interleaved
+                            for columns in schemas:
+                                runs[columns].append(
+                                    spark_query(spark, url, pid, n, parts, extra, columns=columns)
+                                )
+                        for columns, rs in runs.items():
+                            c, s, w = (min(r[i] for r in rs) / n * 1e6 for i in range(3))
+                            how = f"Spark, {parts} part.{', columns' if columns else ''}"
+                            print(
+                                f"{kind:12} {how:22} {c:10.2f} {s:11.2f} {w:8.2f}"
+                                f"   ({1e6 / w:,.0f} rows/s; JVM+workers CPU in 'reader CPU')",
+                                flush=True,
+                            )
                     rs = [spark_query(spark, url, pid, n, 1, extra, end=1) for _ in range(args.rounds)]
                     c, s, w = (min(r[i] for r in rs) for i in range(3))
                     print(f"{kind:12} {'Spark, 1 row (fixed)':22} {c:10.3f} {s:11.3f} {w:8.3f}", flush=True)

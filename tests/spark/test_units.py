@@ -340,6 +340,7 @@ def test_reply_frames_build_the_columns_of_the_replies() -> None:
     header layout) and through the row-by-row parse (any other layout), and rows past the range's
     end are dropped."""
     import numpy as np
+    import pyarrow as pa
 
     from pyjetstream.spark.arrow_batch import arrow_schema
     from pyjetstream.spark.direct_reader import DIRECT_GET_HEADERS
@@ -390,6 +391,10 @@ def test_reply_frames_build_the_columns_of_the_replies() -> None:
             ]
             assert got == expected, (reorder, last)
             assert all(r["stream"] == "S" for r in rows)
+            pruned = pa.schema([schema.field(name) for name in ("sequence", "data")])
+            frames = ReplyFrames("S", pruned, DIRECT_GET_HEADERS, last)
+            frames.add(buf, h, s, e)
+            assert frames.to_batch().to_pylist() == [{"sequence": r[1], "data": r[3]} for r in expected]
 
 
 def test_consumer_frames_build_the_columns_of_the_deliveries() -> None:
@@ -398,6 +403,7 @@ def test_consumer_frames_build_the_columns_of_the_deliveries() -> None:
     and through the row-by-row parse (the ack subject's long form); rows past the range's end are
     dropped, and an empty header block stays an empty map."""
     import numpy as np
+    import pyarrow as pa
 
     from pyjetstream.spark.arrow_batch import MessageColumns, arrow_schema
     from pyjetstream.spark.consumer_frames import ConsumerFrames, line_starts
@@ -440,13 +446,19 @@ def test_consumer_frames_build_the_columns_of_the_deliveries() -> None:
                     buf += b"\r\n"
                     if seq <= last:
                         old.append(f"s.{seq}", seq, seq * 1000 + 17, block or None, data)
-                frames = ConsumerFrames("S", schema, last)
                 ha, sa, ea = np.array(h), np.array(s), np.array(e)
                 ls = line_starts(buf, ha, ea)
                 assert buf[ls[0] : ls[0] + 5] == b"HMSG " and buf[ls[1] : ls[1] + 5] == b"HMSG "
-                frames.add(buf, ls[:1], ha[:1], sa[:1], ea[:1])
-                frames.add_msg("s.4", ack(4, long).decode(), None, b"payload 4")
-                frames.add(buf, ls[1:], ha[1:], sa[1:], ea[1:])
+                # A user's schema (some columns, another order) gets those columns of the same rows.
+                pruned = pa.schema([schema.field(name) for name in ("data", "timestamp", "subject")])
+                for sch in (pruned, schema):
+                    frames = ConsumerFrames("S", sch, last)
+                    frames.add(buf, ls[:1], ha[:1], sa[:1], ea[:1])
+                    frames.add_msg("s.4", ack(4, long).decode(), None, b"payload 4")
+                    frames.add(buf, ls[1:], ha[1:], sa[1:], ea[1:])
+                    if sch is pruned:
+                        pruned_batch = frames.to_batch()
+                assert pruned_batch == frames.to_batch().select(pruned.names)
                 expected = MessageColumns("S", schema)
                 for i, seq in enumerate(old.sequence):
                     expected.append(old.subject[i], seq, old.timestamp[i], old.headers[i], old.data[i])

@@ -21,6 +21,7 @@ __all__ = [
     "header_ranges_array",
     "join_chunks",
     "record_batch",
+    "wants_headers",
 ]
 
 
@@ -75,21 +76,37 @@ def record_batch(
     subjects: pa.Array,
     seqs: pa.Array,
     ts_ns: pa.Array,
-    headers: pa.Array | list[bytes | list[Any] | None],
+    headers: pa.Array | list[bytes | list[Any] | None] | None,
     data: list[bytes] | pa.BinaryArray,
 ) -> pa.RecordBatch:
     """The batch of ``schema`` from its columns: store times in ns, headers as a column or raw blocks
-    (parsed here), payloads as bytes or one binary array (decoded as the ``data`` column's type)."""
+    (parsed here; None when ``schema`` has no ``headers`` column, see `wants_headers`), payloads as bytes
+    or one binary array (decoded as the ``data`` column's type). ``schema`` may be a user's: any of
+    the message columns, in any order (`schema.check_columns`), and only those are built."""
     n = len(seqs)
-    columns = [
-        pa.array([stream] * n, pa.string()) if n else pa.array([], pa.string()),
-        subjects,
-        seqs,
-        pc.divide(ts_ns, 1000).cast(schema.field("timestamp").type),  # ns -> µs (integer division)
-        headers if isinstance(headers, pa.Array) else _headers_array(headers, schema.field("headers").type),
-        _data_array(data, schema.field("data").type),
-    ]
+    columns = []
+    for field in schema:
+        name = field.name
+        if name == "stream":
+            columns.append(pa.array([stream] * n, pa.string()) if n else pa.array([], pa.string()))
+        elif name == "subject":
+            columns.append(subjects.cast(field.type))
+        elif name == "sequence":
+            columns.append(seqs.cast(field.type))
+        elif name == "timestamp":
+            columns.append(pc.divide(ts_ns, 1000).cast(field.type))  # ns -> µs (integer division)
+        elif name == "headers":
+            assert headers is not None
+            columns.append(headers if isinstance(headers, pa.Array) else _headers_array(headers, field.type))
+        else:
+            columns.append(_data_array(data, field.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def wants_headers(schema: pa.Schema) -> bool:
+    """Whether ``schema`` has a ``headers`` column: a user's schema without one spares the worker the
+    header blocks' parse and Spark's JVM the conversion of a map column per row."""
+    return schema.get_field_index("headers") >= 0
 
 
 _ASCII_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() removes

@@ -30,6 +30,7 @@ from pyjetstream.spark.arrow_batch import (
     header_ranges_array,
     join_chunks,
     record_batch,
+    wants_headers,
 )
 
 __all__ = ["ConsumerFrames", "line_starts"]
@@ -99,6 +100,11 @@ class ConsumerFrames:
             h, s, e = h[keep], s[keep], e[keep]
             subjects, seqs, stamps = subjects.filter(mask), seqs.filter(mask), stamps.filter(mask)
         subjects = subjects.cast(pa.string())
+        headers = self._headers(buf, h, s) if wants_headers(self.schema) else None
+        return record_batch(self.stream, self.schema, subjects, seqs, stamps, headers, byte_ranges(buf, s, e))
+
+    def _headers(self, buf: bytes, h: np.ndarray, s: np.ndarray) -> pa.Array:
+        """The ``headers`` column from each frame's header block (``h``..``s``; none when equal)."""
         typ = self.schema.field("headers").type
         size = s - h
         if (size == len(_HEAD) + 2).any():  # a header block with no line: an empty map, as a parse gives
@@ -113,7 +119,7 @@ class ConsumerFrames:
                 headers = header_lines_array(own, typ, _NO_DROP)
         else:
             headers = pa.nulls(len(h), typ)
-        return record_batch(self.stream, self.schema, subjects, seqs, stamps, headers, byte_ranges(buf, s, e))
+        return headers
 
     def _joined(self) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """All chunks as one buffer and its offsets, control lines included."""

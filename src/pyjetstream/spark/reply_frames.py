@@ -26,7 +26,13 @@ import pyarrow as pa
 
 from pyjetstream.api.headers import DIRECT_BATCH_TAIL, SEQUENCE, SUBJECT, TIME_STAMP
 from pyjetstream.protocol import parse_headers
-from pyjetstream.spark.arrow_batch import byte_ranges, header_lines_array, join_chunks, record_batch
+from pyjetstream.spark.arrow_batch import (
+    byte_ranges,
+    header_lines_array,
+    join_chunks,
+    record_batch,
+    wants_headers,
+)
 
 __all__ = ["ReplyFrames"]
 
@@ -69,12 +75,14 @@ class ReplyFrames:
             keep = int(np.searchsorted(seq, self.last, side="right"))
             h, s, e, own_end = h[:keep], s[:keep], e[:keep], own_end[:keep]
             subjects, seqs, stamps = subjects[:keep], seqs[:keep], stamps[:keep]
-        typ = self.schema.field("headers").type
-        own = own_end > h + len(_HEAD)
-        if own.any():
-            headers = header_lines_array(byte_ranges(buf, h + len(_HEAD), own_end), typ, self.drop)
-        else:
-            headers = pa.nulls(len(h), typ)
+        headers = None
+        if wants_headers(self.schema):
+            typ = self.schema.field("headers").type
+            own = own_end > h + len(_HEAD)
+            if own.any():
+                headers = header_lines_array(byte_ranges(buf, h + len(_HEAD), own_end), typ, self.drop)
+            else:
+                headers = pa.nulls(len(h), typ)
         return record_batch(self.stream, self.schema, subjects, seqs, stamps, headers, byte_ranges(buf, s, e))
 
     def _joined(self) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
@@ -171,6 +179,6 @@ def _parsed_batch(
         pa.array(subjects, pa.string()),
         pa.array(seqs, pa.int64()),
         ts,
-        pa.array(headers, schema.field("headers").type),
+        headers,
         pa.array(data, pa.binary()),
     )

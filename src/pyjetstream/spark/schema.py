@@ -4,7 +4,8 @@ Columns: ``stream``, ``subject``, ``sequence``, ``timestamp`` (store time, UTC, 
 ``headers`` (``map<string, array<string>>``; null when the message had no headers) and
 ``data`` (binary; a UTF-8 string with ``decode=utf8``; a struct of ``dataSchema`` with
 ``decode=json``, null when the payload is not a JSON object of that shape). A schema
-given with ``.schema(...)`` decides the decoding by the type of its ``data`` column.
+given with ``.schema(...)`` decides the decoding by the type of its ``data`` column, and may name
+only some of the columns, in any order: the reader builds only those (`check_columns`).
 
 Spark types only: the Arrow side (`arrow_batch`) is imported where batches are built, so
 planning on the driver does not load pyarrow.
@@ -27,7 +28,7 @@ from pyspark.sql.types import (
 from pyjetstream.spark.ddl import parse_struct
 from pyjetstream.spark.options import JetStreamOptions
 
-__all__ = ["data_type", "message_schema"]
+__all__ = ["check_columns", "data_type", "message_schema"]
 
 BASE_FIELDS = ("stream", "subject", "sequence", "timestamp", "headers")
 
@@ -52,3 +53,22 @@ def message_schema(opts: JetStreamOptions) -> StructType:
             StructField("data", data_type(opts), nullable=True),
         ]
     )
+
+
+COLUMNS = (*BASE_FIELDS, "data")
+
+
+def check_columns(schema: StructType) -> None:
+    """A user's schema names message columns only, each once. Python data sources get no column
+    pruning from Spark, so a schema without ``headers`` (or other unneeded columns) is how a query
+    avoids paying for them: the worker does not parse the header blocks and Spark's JVM converts no
+    map column per row."""
+    from pyjetstream.spark.errors import JetStreamSparkError
+
+    names = [f.name for f in schema.fields]
+    unknown = [n for n in names if n not in COLUMNS]
+    if unknown or len(set(names)) != len(names) or not names:
+        raise JetStreamSparkError(
+            f"a jetstream read's schema takes columns among {', '.join(COLUMNS)}, each at most once;"
+            f" got {', '.join(names) or 'none'}"
+        )

@@ -43,7 +43,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from pyjetstream.spark.options import parse_options
-from pyjetstream.spark.schema import message_schema
+from pyjetstream.spark.schema import check_columns, message_schema
 
 __all__ = ["JetStreamDataSource"]
 
@@ -77,6 +77,7 @@ class JetStreamDataSource(DataSource):
 
             return KeyValueBatchReader(self.opts, schema)
 
+        check_columns(schema)
         return JetStreamBatchReader(self.opts, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -87,11 +88,13 @@ class JetStreamDataSource(DataSource):
             )
         from pyjetstream.spark.stream_reader import JetStreamStreamReader
 
+        check_columns(schema)
         return JetStreamStreamReader(self.opts, schema)
 
     def simpleStreamReader(self, schema: StructType) -> SimpleDataSourceStreamReader:
         from pyjetstream.spark.driver_stream_reader import JetStreamDriverStreamReader
 
+        check_columns(schema)
         return JetStreamDriverStreamReader(self.opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
