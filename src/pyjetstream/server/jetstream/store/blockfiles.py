@@ -50,6 +50,7 @@ from ._records import (
 )
 from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, MsgTuple, StoreConfig
 from .blockindex import MAX_OPEN_FDS, BlockIndexes, _Block
+from .run_reader import read_records
 
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
 READ_AHEAD = 256 * 1024
@@ -66,7 +67,9 @@ _crc32 = zlib.crc32
 _time_ns = time.time_ns
 _LEN_MASK = 0xFFFFFFFF
 _NOT_PLAIN = FLAG_ERASED | FLAG_COMPRESSED  # records read_run leaves to read()
-_NO_SLOTS: array[int] = array("Q")
+#: `read_run`'s record layout (`run_reader.read_records`): the record header's unpack, its
+#: length, the CRC's length, the CRC residue, the flags left to `read`, the locator's length mask.
+RUN_LAYOUT = (_unpack_rec, REC_HDR_LEN, CRC_LEN, CRC_RESIDUE, _NOT_PLAIN, _LEN_MASK)
 
 
 class BlockFiles(BlockIndexes):
@@ -685,80 +688,58 @@ class BlockFiles(BlockIndexes):
         return rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
 
     def read_run(self, seqs: list[int]) -> list[MsgTuple]:
-        """`PayloadBackend.read_run` in one loop (a consumer's read-ahead): the active
-        block's mirror, the record checks and each page's columns bound once, each message's tuple
-        built where its record is read, and a sealed block's read-ahead window (`_read_sealed`)
-        sliced here while the records are in it. A record that is compressed or fails a check goes
-        through `read` (which decompresses it, or raises its error).
+        """`PayloadBackend.read_run` in one loop (a consumer's read-ahead; `run_reader`, compiled):
+        each page's columns bound once, each record unpacked and sliced in a read-ahead window of
+        its block (`window`, `mirror_window`), each message's tuple built where its record is read.
+        A record that is compressed or fails a check goes through `read` (`read_checked`: it
+        decompresses it, or notes it damaged).
 
         The CRC is checked only for records of blocks found on disk: a block this process started
         (``_Block.ours``) holds only records it wrote, as nats-server's ``writeMsgRecordLocked``
         marks its own records hash-checked (``cbit``) and ``cacheLookupEx`` checks the others.
         The length, sequence and kind are still checked; ``trust_own`` off checks every CRC."""
-        index = self.index
-        names = index.subjects.names
+        return read_records(self, seqs, RUN_LAYOUT, _crc32)
+
+    def active_first(self) -> int:
+        """The first sequence of the active block (`read_run`)."""
+        return self._firsts[-1]
+
+    def mirror_window(self, off: int, plen: int, last: int) -> bytes:
+        """`read_run`'s window of the active block: a copy of its mirror from the record at ``off``
+        to the end of the run's ``last`` message (the active block's page is loaded), at least the
+        record, at most `READ_AHEAD` past it — what the run reads there, so a pull of one message
+        copies one record."""
+        end = off + plen
+        p = self.index.page(last)
+        if p is not None and 0 <= last - p.first < p.n:
+            loc = p.locs[last - p.first]
+            end = max(end, min((loc >> 32) + (loc & _LEN_MASK), off + READ_AHEAD))
+        with memoryview(self._mirror) as mv:
+            return mv[off:end].tobytes()
+
+    def window(self, seq: int, off: int, plen: int) -> tuple[int, int, int, bytes, bool] | None:
+        """`read_run`'s window of the sealed block holding ``seq``, whose record is at ``off``:
+        (the block's first sequence, the next block's, the window's offset and bytes, whether the
+        block is ours — its CRCs trusted), read ahead by `_read_sealed`; None when the record is
+        cut short (noted in ``damaged``)."""
         firsts = self._firsts
-        active = firsts[-1]
-        mirror = self._mirror
-        own = self.trust_own
-        act_ours = own and self.blocks[-1].ours
-        ours = ra_ours = False
-        unpack, crc, read = _unpack_rec, _crc32, self.read
-        len_mask, not_plain, residue = _LEN_MASK, _NOT_PLAIN, CRC_RESIDUE
-        hdr_len, crc_end = REC_HDR_LEN, -CRC_LEN
-        # The read-ahead window last filled: its block's sequences [ra_lo, ra_hi), its bytes
-        # [ra_off, ra_end) of that block.
-        ra_lo = ra_hi = ra_off = ra_end = 0
-        ra_data = b""
-        out: list[MsgTuple] = []
-        append = out.append
-        lo = hi = 0
-        sids = tss = locs = _NO_SLOTS
-        for seq in seqs:
-            if not lo <= seq < hi:
-                p = index.page(seq)
-                if p is None:
-                    continue
-                lo, hi, sids, tss, locs = p.first, p.first + p.n, p.sids, p.tss, p.locs
-            i = seq - lo
-            sid = sids[i]
-            if not sid:
-                continue
-            loc = locs[i]
-            off = loc >> 32
-            plen = loc & len_mask
-            if seq >= active:
-                rec = bytes(mirror[off : off + plen])
-                ours = act_ours
-            elif ra_lo <= seq < ra_hi and ra_off <= off and off + plen <= ra_end:
-                rec = ra_data[off - ra_off : off - ra_off + plen]
-                ours = ra_ours
-            else:
-                j = bisect.bisect_right(firsts, seq) - 1
-                try:
-                    rec = self._read_sealed(self.blocks[j], off, plen)
-                except ErrCorruptRecord:  # (cut short since it was indexed)
-                    self.damaged.append((seq, plen))
-                    continue
-                _blk, ra_off, ra_data = self._ra  # type: ignore[misc]  # _read_sealed set it
-                ra_end = ra_off + len(ra_data)
-                ra_lo, ra_hi = firsts[j], firsts[j + 1]
-                ours = ra_ours = own and self.blocks[j].ours
-            total, kind, rseq, _ts, slen, hlen = unpack(rec, 0)
-            subject: str = names[sid]  # type: ignore[assignment]  # a live message's subject is named
-            if total != plen or rseq != seq or kind & not_plain or (not ours and crc(rec) != residue):
-                try:
-                    hdr, data = read(seq, loc)
-                except ErrCorruptRecord:
-                    continue  # (`read` noted it in ``damaged``: the store drops it, lists it lost)
-                append((subject, seq, tss[i], hdr, data))
-                continue
-            body_at = hdr_len + slen
-            if hlen:
-                append((subject, seq, tss[i], rec[body_at : body_at + hlen], rec[body_at + hlen : crc_end]))
-            else:
-                append((subject, seq, tss[i], b"", rec[body_at:crc_end]))
-        return out
+        j = bisect.bisect_right(firsts, seq) - 1
+        blk = self.blocks[j]
+        try:
+            self._read_sealed(blk, off, plen)
+        except ErrCorruptRecord:
+            self.damaged.append((seq, plen))
+            return None
+        _blk, ra_off, ra_data = self._ra  # type: ignore[misc]  # _read_sealed set it
+        return firsts[j], firsts[j + 1], ra_off, ra_data, self.trust_own and blk.ours
+
+    def read_checked(self, seq: int, loc: int) -> tuple[bytes, bytes] | None:
+        """`read`, None for a damaged record (`read` noted it in ``damaged``: the store drops it
+        and lists it lost)."""
+        try:
+            return self.read(seq, loc)
+        except ErrCorruptRecord:
+            return None
 
     def _read_sealed(self, blk: _Block, off: int, plen: int) -> bytes:
         ra = self._ra
