@@ -115,7 +115,7 @@ def _check_schedule(stream: Stream, subject: str, found: Found) -> ApiError | bo
         return False
     if not allowed:
         return E.JSMessageSchedulesDisabledErr()
-    ttl, ok = _ttl_ok(found)
+    ttl, ok = _ttl_ok(found) if HDR_TTL in found else ("", True)
     if not ok:
         return E.JSMessageSchedulesTTLInvalidErr()
     rollup = found.get(HDR_ROLLUP)
@@ -310,16 +310,17 @@ class MsgSchedules:
         # a read's publishes are: one commit, not one per message.
         self.stream.writes.hold_for_read()
         try:
-            for target, hdr, payload in self._due(time.time_ns()):
-                self.stream.ingest.store_internal(target, hdr, payload)
+            for target, hdr, payload, found in self._due(time.time_ns()):
+                self.stream.ingest.store_internal(target, hdr, payload, found)
         finally:
             self._running = False
         self._reset_timer()
 
-    def _due(self, now: int) -> list[tuple[str, bytes, bytes]]:
-        """The messages the due schedules produce, by schedule sequence (``getScheduledMessages``)."""
+    def _due(self, now: int) -> list[tuple[str, bytes, bytes, Found]]:
+        """The messages the due schedules produce, by schedule sequence (``getScheduledMessages``),
+        each with its schedule headers (the two it is given: what it carries over has none)."""
         store = self.stream.store
-        out: list[tuple[int, str, bytes, bytes]] = []
+        out: list[tuple[int, str, bytes, bytes, Found]] = []
         heap = self._heap
         held: list[tuple[int, str]] = []  # due but still being produced: looked at again next time
         while heap and heap[0][0] <= now:
@@ -354,15 +355,16 @@ class MsgSchedules:
                 except StoreError:
                     pass  # no message on the source: the schedule's own content
             produced = _strip(body_hdr) if body_hdr else b"NATS/1.0\r\n\r\n"
-            extra = [("Nats-Scheduler", subject)]
-            extra.append(("Nats-Schedule-Next", sched.next_header() if sched.repeat else "purge"))
+            next_run = sched.next_header() if sched.repeat else "purge"
+            extra = [("Nats-Scheduler", subject), ("Nats-Schedule-Next", next_run)]
             if ttl:
                 extra.append(("Nats-TTL", ttl))
             if rollup:
                 extra.append(("Nats-Rollup", rollup))
-            out.append((seq, target, append_headers(produced, extra), body))
+            found = {HDR_SCHEDULER: subject.encode(), HDR_NEXT: next_run.encode()}
+            out.append((seq, target, append_headers(produced, extra), body, found))
             self.inflight.add(subject)
         for item in held:
             heapq.heappush(heap, item)
         out.sort(key=lambda item: item[0])
-        return [(target, hdr, body) for _, target, hdr, body in out]
+        return [(target, hdr, body, found) for _, target, hdr, body, found in out]

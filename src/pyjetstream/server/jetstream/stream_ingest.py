@@ -544,12 +544,13 @@ class StreamIngest:
         result = self.commit(subject, hdr, payload, msg_id, rollup, ts or None, ttl)
         return None if type(result) is int else result  # type: ignore[return-value]
 
-    def store_internal(self, subject: str, hdr: bytes, payload: bytes) -> int | ApiError:
+    def store_internal(self, subject: str, hdr: bytes, payload: bytes, found: Found | None = None) -> int | ApiError:
         """Store a message the server itself produces (a subject delete marker, a scheduled
-        message): nats-server's ``processJetStreamMsg`` with ``sourced`` set, so the publisher's
-        checks are skipped; its roll-up and TTL headers apply."""
+        message — with its schedule headers, ``found``): nats-server's ``processJetStreamMsg``
+        with ``sourced`` set, so the publisher's checks are skipped; its roll-up and TTL headers
+        apply."""
         stream = self.stream
         cfg = stream.cfg
         if stream.closed or cfg.sealed:
             return E.JSStreamSealedErr()
-        return self.commit(subject, hdr, payload, "", rollup_taken(cfg, hdr), ttl=message_ttl(hdr))
+        return self.commit(subject, hdr, payload, "", rollup_taken(cfg, hdr), ttl=message_ttl(hdr), found=found)
