@@ -1,19 +1,27 @@
-"""Issue 24, dimension 5: with many acks pending on one consumer, an ack, a floor move, an AckAll
-and an ack-wait expiry cost the same as with few (embedded server, steps counted, not timed).
+"""Issue 24, dimension 5: with many acks pending on one consumer, an ack, a floor move, an AckAll,
+an ack-wait expiry and a NAK's redelivery cost the same as with few (embedded server, steps counted,
+not timed).
 
 nats-server's ack-wait timer walks every pending ack each time it fires (``checkPending``); the
 embedded server's ``PendingIndex`` keeps the pending acks in floor order and deadline order, so the
 timer pops what is due and a floor move walks forward once. ``PendingIndex.steps`` counts the
-entries they look at.
+entries they look at. Redeliveries go out in runs, as first deliveries do: one store read and one
+index entry per run, not per message (the store's and the index's methods counted).
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
+import pytest
 from tests.jetstream.consumer_helpers import Msg, RawClient, wait_for
-from tests.jetstream.scale_steps import embedded
+from tests.jetstream.scale_steps import count_calls, embedded
+
+from pyjetstream.server.jetstream.acks import AckProcessor
+from pyjetstream.server.jetstream.pending_index import PendingIndex
+from pyjetstream.server.jetstream.store.indexed import IndexedStore
 
 SMALL, LARGE = 400, 4000
 BLOCK = 80  # acks in blocks: the block's tail first, then its head (a floor move over > 64 acked)
@@ -136,3 +144,51 @@ async def test_restamped_acks_do_not_pile_up_in_the_heap() -> None:
             assert len(consumer.state.index._heap) <= 2 * 50 + 65
         finally:
             await nc.close()
+
+
+async def _nak_steps(monkeypatch: pytest.MonkeyPatch, n: int, **cfg: Any) -> dict[str, float]:
+    """NAK all ``n`` pending acks (in a shuffled order), take them again: what each redelivery
+    cost in store reads, timer operations (the pending timer armed, a deadline pushed one by one)
+    and index steps."""
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            consumer, msgs = await _pending(nc, server, n, ack_wait=60_000_000_000, **cfg)
+            random.Random(n).shuffle(msgs)
+            index = consumer.state.index
+            before = index.steps
+            with (
+                count_calls(monkeypatch, IndexedStore, "load_msg", "load_msgs") as reads,
+                count_calls(monkeypatch, AckProcessor, "arm") as timers,
+                count_calls(monkeypatch, PendingIndex, "stamped", "redelivered") as stamps,
+            ):
+                for m in msgs:
+                    nc.publish(m.reply, b"-NAK")
+                sub = nc.subscribe("_P.again")
+                nc.pull("P", "C", "_P.again", {"batch": n, "expires": 30_000_000_000})
+                again = await sub.collect(n, timeout=30)
+            # In the order they were NAKed, each counted as a second delivery, the ack floor kept.
+            assert [m.stream_seq for m in again] == [m.stream_seq for m in msgs]
+            assert {m.num_delivered for m in again} == {2}
+            assert len(consumer.state.pending) == n
+            return {
+                "reads": (reads["load_msg"] + reads["load_msgs"]) / n,
+                "timers": (timers["arm"] + stamps["stamped"]) / n,
+                "index": (stamps["redelivered"] + index.steps - before) / n,
+            }
+        finally:
+            await nc.close()
+
+
+@pytest.mark.parametrize("backoff", [False, True])
+async def test_a_nak_redelivery_is_read_and_stamped_per_run(monkeypatch: pytest.MonkeyPatch, backoff: bool) -> None:
+    """A redelivery is read with others (``load_msgs`` per run, not ``load_msg`` per message)
+    and goes into the index as a run (one timeline entry; with ``backoff``, where each message
+    has its own deadline, one heap push each) at any number pending."""
+    cfg = {"backoff": [60_000_000_000, 120_000_000_000], "max_deliver": 5} if backoff else {}
+    small = await _nak_steps(monkeypatch, SMALL, **cfg)
+    large = await _nak_steps(monkeypatch, LARGE, **cfg)
+    for key in small:
+        assert large[key] <= small[key] * 1.1 + 0.01, (key, small, large)
+    assert small["reads"] <= 0.05 and large["reads"] <= 0.05, (small, large)
+    assert small["timers"] == large["timers"] == (1.0 if backoff else 0.0), (small, large)

@@ -1,8 +1,9 @@
 """Ack processing, redelivery timing and the ack-related advisories (nats-server ``consumer.go``).
 
-`AckProcessor` is the consumer's ack subscriber (``processAck`` and friends) and its
+`AckProcessor` is the consumer's ack subscriber (``processAck`` and friends), its
 pending timer (``checkPending``), which queues deliveries whose ack wait (or ``backoff`` step)
-has passed for redelivery. It applies every ack to the consumer's
+has passed for redelivery, and what a delivery pass takes off that queue (``redeliveries``: the
+count, ``max_deliver``, the read). It applies every ack to the consumer's
 `DeliveryState` and publishes the
 NAK / TERMINATED / MAX_DELIVERIES advisories and the sampled ack metrics.
 
@@ -20,7 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import subjects as S
-from pyjetstream.api.ack import ACK, AckKind, parse_ack_payload
+from pyjetstream.api.ack import ACK, NAK, AckKind, parse_ack_payload
 from pyjetstream.api.advisories import (
     ConsumerAckMetric,
     ConsumerDeliveryExceededAdvisory,
@@ -36,6 +37,7 @@ from pyjetstream.server.jetstream.consumer_config import sample_frequency
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.host import Connection
+    from pyjetstream.server.jetstream.store.base import MsgTuple
 
 __all__ = ["ACK_WAIT_DELAY", "AckProcessor"]
 
@@ -60,6 +62,7 @@ class AckProcessor:
         "_naked",
         "_plain",
         "_prefix_len",
+        "_ptmr_end",
         "_several",
         "consumer",
         "ptmr",
@@ -70,6 +73,7 @@ class AckProcessor:
         self.consumer = consumer
         self.state = consumer.state
         self.ptmr: asyncio.TimerHandle | None = None
+        self._ptmr_end = 0.0  # when ``ptmr`` fires (the loop's clock)
         self._prefix_len = len(consumer.ack_prefix)
         self._naked = S.advisory_msg_naked(consumer.stream.name, consumer.name)
         self.configure()
@@ -173,8 +177,9 @@ class AckProcessor:
         subject's tail is five digit tokens (one regex over them all, the tokens split in one
         pass), a reply-less ``+ACK`` is applied here as `on_ack` applies it and what the run
         defers to its end has no effect before the loop's next turn (persisting the state, the
-        last-activity time, the delivery kick for ``max_ack_pending``, the inactivity timer);
-        anything else goes to `on_ack`. Stops once ``client`` is closed (a slow consumer cut
+        last-activity time, the delivery kick for ``max_ack_pending``, the inactivity timer), and
+        a reply-less ``-NAK`` goes to `nak` with the tokens already read; anything else goes to
+        `on_ack`. Stops once ``client`` is closed (a slow consumer cut
         by an advisory), after which its connection processes nothing."""
         consumer = self.consumer
         n = len(payloads)
@@ -197,7 +202,13 @@ class AckProcessor:
         for i in range(n):
             if consumer.closed:
                 return
-            if payloads[i] == ACK and not replies[i]:
+            payload = payloads[i]
+            if payload == NAK and not replies[i]:
+                self.nak(sseqs[i], dseqs[i], int(tokens[5 * i]), None)
+                if client is not None and client.closed:
+                    break
+                continue
+            if payload == ACK and not replies[i]:
                 sseq = sseqs[i]
                 if sseq >= st.sseq and not ahead:
                     pass  # beyond what was delivered: ignored (see on_ack)
@@ -312,7 +323,28 @@ class AckProcessor:
         """(Re)start the pending timer."""
         if self.ptmr is not None:
             self.ptmr.cancel()
-        self.ptmr = self.consumer.loop.call_later(max(delay, 0.0), self.check_pending)
+        loop = self.consumer.loop
+        delay = max(delay, 0.0)
+        self._ptmr_end = loop.time() + delay
+        self.ptmr = loop.call_later(delay, self.check_pending)
+
+    def redelivered(self, ts: int, seqs: list[int]) -> None:
+        """A run of redeliveries went out at ``ts`` (``trackPending`` for each): their ack waits
+        start over (``DeliveryState.redelivered``) and the pending timer fires no later than
+        the shortest of them — a ``backoff`` step may be shorter than what it is set for."""
+        st = self.state
+        st.redelivered(ts, seqs)
+        if self.consumer.cfg.ack_policy == AckPolicy.FLOW_CONTROL:
+            return
+        index = st.index
+        if index.backoff:
+            rdc = st.rdc
+            wait = min(index.wait_for(rdc.get(seq, 0)) for seq in seqs)
+        else:
+            wait = index.wait
+        delay = wait / 1e9 + ACK_WAIT_DELAY
+        if self.ptmr is None or self._ptmr_end > self.consumer.loop.time() + delay:
+            self.arm(delay)
 
     def arm_if_idle(self) -> None:
         """A delivery is now pending: make sure the timer runs (flow-control acks: no ack wait)."""
@@ -333,6 +365,43 @@ class AckProcessor:
             self.arm(self.ack_wait_s(nxt))
         if dropped:
             consumer.dirty()
+
+    def redeliveries(self, n: int) -> tuple[list[MsgTuple], list[int]]:
+        """``getNextMsg``'s redelivery branch for a run: up to ``n`` messages from the head of
+        the redelivery queue and their delivery counts, in queue order (empty: the queue is).
+
+        Each is counted (``incDeliveryCount``); one past ``max_deliver`` does not go out
+        (`max_deliveries_exceeded`), nor one gone from the stream (``DeliveryState.drop``); the
+        rest are read in one store call (``load_msgs``, in stream order: a run of them costs one
+        call, not a ``LoadMsg`` each). A pass puts back what it did not send
+        (``DeliveryState.unget_redeliveries``)."""
+        st = self.state
+        maxdc = self.consumer.cfg.max_deliver
+        load = self.consumer.stream.store.load_msgs
+        while st.rdq:
+            seqs, dcs = st.next_redeliveries(n)
+            if maxdc > 0 and max(dcs) > maxdc:
+                keep = [i for i, dc in enumerate(dcs) if dc <= maxdc]
+                for i, dc in enumerate(dcs):
+                    if dc > maxdc:
+                        self.max_deliveries_exceeded(seqs[i], dc)
+                seqs, dcs = [seqs[i] for i in keep], [dcs[i] for i in keep]
+            ordered = sorted(seqs)
+            msgs = load(ordered)
+            if len(msgs) != len(seqs) or ordered != seqs:
+                found = {m[1]: m for m in msgs}
+                msgs, kept = [], []
+                for seq, dc in zip(seqs, dcs, strict=True):
+                    m = found.get(seq)
+                    if m is None:
+                        st.drop(seq)  # gone from the stream (limits, delete): nothing to redeliver
+                        continue
+                    msgs.append(m)
+                    kept.append(dc)
+                dcs = kept
+            if msgs:
+                return msgs, dcs
+        return [], []
 
     def max_deliveries_exceeded(self, seq: int, dc: int) -> None:
         """A redelivery would pass ``max_deliver``: stop tracking it, advise once."""

@@ -22,7 +22,9 @@ their owners' methods per message; everything else goes through the owning compo
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pyjetstream.api.enums import AckPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy
@@ -33,7 +35,7 @@ from pyjetstream.server.jetstream.delivery_pass import (
     DeliveryPass,
 )
 from pyjetstream.server.jetstream.pending_index import run_seqs, seqs_of
-from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotFound, MsgTuple, StoredMsg
+from pyjetstream.server.jetstream.store.base import MsgTuple
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
@@ -45,6 +47,8 @@ __all__ = ["DeliveryLoop", "DeliveryPass"]
 # may pass the byte cap): reading further than a pass delivers would be wasted.
 READ_AHEAD = 128
 READ_AHEAD_BYTES = 1 << 20
+# The delivery counts of a run of first deliveries (``_deliver_msgs`` zips a run with its counts).
+_FIRSTS = itertools.repeat(1)
 
 
 class DeliveryLoop:
@@ -62,6 +66,8 @@ class DeliveryLoop:
         self.looked = 0
         self._undo: tuple[int, int, int] = (0, 0, 0)  # (source, seq, previous sseq) of the last fetch
         self._lss_taken: list[int] = []  # the last-per-subject run being delivered (``_lss_settle``)
+        self._rd_taken: list[int] = []  # the redelivery run being delivered (``_rd_settle``)
+        self._sent = 0  # how many of the last run ``_deliver_msgs`` sent (the rest were not taken)
         # replay original: until the stream's last sequence at the start, the original gaps
         self._replay = consumer.cfg.replay_policy == ReplayPolicy.ORIGINAL
         self._replay_lseq = 0
@@ -92,8 +98,8 @@ class DeliveryLoop:
         """One delivery pass: one turn of nats-server's ``loopAndGatherMsgs``, handing out what
         can go now, then waiting for a kick.
 
-        The pass goes in runs: ``_gather`` gets the next messages (``getNextMsg``: a redelivery
-        or a last-per-subject message alone, mostly new messages read ahead in a run), and one of
+        The pass goes in runs: ``_gather`` gets the next messages (``getNextMsg``: the due
+        redeliveries, a last-per-subject start set, new messages read ahead, each in runs), and one of
         two loops delivers them (``deliverMsg`` for each): ``DeliveryPass.frame_run`` when nothing needs a look
         per message (new messages framed straight into the receiver's connection), else
         ``_deliver_msgs``. Calls are per run, never per message: the loops keep what they use in
@@ -114,15 +120,17 @@ class DeliveryLoop:
         p = self.new_pass()
         try:
             while p.budget > 0 and self._can_send(p):
-                run, dc, ahead = self._gather(p)
+                run, dcs, ahead = self._gather(p)
                 if not run:
                     break
                 if p.frames_only and ahead and p.conn is not None:
                     go_on = p.frame_run(self, run)
                 else:
-                    go_on = self._deliver_msgs(p, run, dc, ahead)
+                    go_on = self._deliver_msgs(p, run, dcs, ahead)
                 if self._lss_taken:
                     self._lss_settle()
+                if self._rd_taken:
+                    self._rd_settle()
                 if not go_on:
                     break
         finally:
@@ -152,36 +160,39 @@ class DeliveryLoop:
         interest = not track and c.retention != RetentionPolicy.LIMITS
         return DeliveryPass(c, self.passes, self._replay, self._runs, track, interest, priority)
 
-    def _gather(self, p: DeliveryPass) -> tuple[list[MsgTuple], int, bool]:
-        """The next messages to deliver: ``getNextMsg`` for a run, as ``(messages, delivery
-        count, ahead)``; empty when nothing can go now (``p.stop`` says why).
+    def _gather(self, p: DeliveryPass) -> tuple[list[MsgTuple], Iterable[int], bool]:
+        """The next messages to deliver: ``getNextMsg`` for a run, as ``(messages, their delivery
+        counts, ahead)``; empty when nothing can go now (``p.stop`` says why).
 
-        A redelivery and anything past ``max_ack_pending`` go through ``_next_msg``, one at a time
-        (it moves the next sequence itself); a ``last_per_subject`` start set is read in runs
-        (``_lss_run``). Otherwise new messages are read ahead (``ahead``: the next sequence follows each as it goes out), under
-        one filter or several (``load_next_msgs_multi``: one walk), in a run of as many as the pass, the ``max_ack_pending`` room
-        and the waiting pull requests can take — one where each must be looked at before the next
-        is read (no receiver to frame onto yet, AckNone on an interest stream, replay, runs off).
+        Redeliveries come first, taken off the queue as a run (``AckProcessor.redeliveries``:
+        counted, ``max_deliver`` applied, read in one store call; `_rd_settle` puts back what
+        did not go). At ``max_ack_pending`` no new message goes; a ``last_per_subject`` start set
+        is read in runs (``_lss_run``). Otherwise new messages are
+        read ahead (``ahead``: the next sequence follows each as it goes out), under one filter or
+        several (``load_next_msgs_multi``: one walk). A run holds as many as the pass, the
+        ``max_ack_pending`` room (new messages) and the waiting pull requests can take — one where
+        each must be looked at before the next is read (no receiver to frame onto yet, AckNone on
+        an interest stream, replay, runs off).
         """
         c = self.consumer
         st = c.state
         maxp = p.maxp
-        if st.rdq or (maxp > 0 and len(st.pending) >= maxp):
-            msg, dc, p.stop = self._next_msg()
-            return ([] if msg is None else [msg]), dc, False
-        if p.rsub is None or p.ack_none_interest or p.replay or not p.runs:
-            want = 1
-        else:
-            budget = p.budget
-            want = budget if budget < READ_AHEAD else READ_AHEAD
-            if maxp > 0 and maxp - len(st.pending) < want:
-                want = maxp - len(st.pending)
-            if not p.push:
-                want = max(min(want, c.pull.waiting.total), 1)
+        one = p.rsub is None or p.ack_none_interest or p.replay or not p.runs
+        if st.rdq:
+            want = 1 if one else self._want(p, 0)
+            rd, dcs = c.acks.redeliveries(want)
+            if rd:
+                self._undo = (0, 0, 0)  # (the whole run is put back by ``_rd_settle``)
+                self._rd_taken = [m[1] for m in rd]
+                return rd, dcs, False
+        if maxp > 0 and len(st.pending) >= maxp:
+            p.stop = STOP_MAX_PENDING
+            return [], _FIRSTS, False
+        want = 1 if one else self._want(p, maxp - len(st.pending) if maxp > 0 else 0)
         if st.lss:
             lss_run = self._lss_run(want)
             if lss_run:
-                return lss_run, 1, True
+                return lss_run, _FIRSTS, True
         if p.single is not None:
             run = c.stream.store.load_next_msgs(p.single, st.sseq, want, READ_AHEAD_BYTES)
         else:
@@ -189,7 +200,26 @@ class DeliveryLoop:
         if not run:
             self._at_eof()
             p.stop = STOP_EOF
-        return run, 1, True
+        return run, _FIRSTS, True
+
+    def _want(self, p: DeliveryPass, room: int) -> int:
+        """How many messages a run may hold: the pass's budget, at most ``READ_AHEAD``, at most
+        ``room`` (> 0: what ``max_ack_pending`` leaves), at most what the waiting pull requests
+        ask for (at least one)."""
+        budget = p.budget
+        want = budget if budget < READ_AHEAD else READ_AHEAD
+        if 0 < room < want:
+            want = room
+        if not p.push:
+            want = max(min(want, self.consumer.pull.waiting.total), 1)
+        return want
+
+    def _rd_settle(self) -> None:
+        """After a redelivery run: what did not go out (the run cut short, a message put back)
+        returns to the head of the redelivery queue, in order, uncounted."""
+        taken, self._rd_taken = self._rd_taken, []
+        if self._sent < len(taken):
+            self.consumer.state.unget_redeliveries(taken[self._sent :])
 
     def _lss_run(self, want: int) -> list[MsgTuple]:
         """The next messages of a ``last_per_subject`` start (``o.lss``), up to ``want`` read in
@@ -248,18 +278,19 @@ class DeliveryLoop:
         general way. False: no request is left."""
         if k != i:
             self.framed(p, run, i, k, npc)
-        return more and self._deliver_msgs(p, run[k:], 1, True)
+        return more and self._deliver_msgs(p, run[k:], _FIRSTS, True)
 
-    def _deliver_msgs(self, p: DeliveryPass, run: list[MsgTuple], dc: int, ahead: bool) -> bool:
+    def _deliver_msgs(self, p: DeliveryPass, run: list[MsgTuple], dcs: Iterable[int], ahead: bool) -> bool:
         """``deliverMsg`` for each message of a run, every rule looked at per message: the
-        replay delay (`_replay_waits`), the ack reply (``dc``: a redelivery's count),
+        replay delay (`_replay_waits`), the ack reply (``dcs``: each one's delivery count),
         headers-only, the rate limit (`_rate_waits`) or the pull request that takes it
         (`_request_for`), the delivery (``DeliveryPass.send``), the pending entry or AckNone floor
         (and an interest stream's ack), flow control, a batch completed by its byte limit, a
         message nobody took.
 
-        Anything that may publish drops the rest of a read-ahead run, read again after it. False:
-        the pass ends here (no interest, flow-control room or request; a rate or replay delay)."""
+        Anything that may publish drops the rest of a run, read again after it (``_sent``: how
+        many went out; a redelivery run's rest is put back by `_rd_settle`). False: the pass ends
+        here (no interest, flow-control room or request; a rate or replay delay)."""
         c = self.consumer
         st, ps, pull = c.state, c.push, c.pull
         waiting = pull.waiting
@@ -267,9 +298,10 @@ class DeliveryLoop:
         headers_only, sized, ack_adj = c.cfg.headers_only, not p.push or p.push_size, p.ack_adj
         delivered = prev = 0
         firsts: list[int] = []  # the first deliveries' stream sequences (one index entry per run)
+        again: list[int] = []  # the redeliveries' (one index entry per run)
         send = p.send
         try:
-            for subject, seq, ts, hdr, payload in run:
+            for (subject, seq, ts, hdr, payload), dc in zip(run, dcs, strict=False):  # (_FIRSTS: endless)
                 if ahead:
                     prev = st.sseq
                     st.sseq = seq + 1
@@ -306,7 +338,7 @@ class DeliveryLoop:
                     st.pending[seq] = (dseq, now)  # (an internal subscriber may have acked meanwhile)
                     firsts.append(seq)
                 else:
-                    st.redelivered(seq, now)
+                    again.append(seq)
                 if push:
                     if ps.maxpb and ps.after_delivery(size):  # a flow-control request went out
                         cut = True
@@ -321,16 +353,19 @@ class DeliveryLoop:
                 if (not ps.active or (ps.maxpb and ps.pbytes > ps.maxpb)) if push else not waiting._q:
                     return False
         finally:
+            self._sent = delivered
             if delivered:
-                self._delivered(p, delivered, firsts)
+                self._delivered(p, delivered, firsts, again)
         return True
 
-    def _delivered(self, p: DeliveryPass, n: int, firsts: list[int]) -> None:
-        """`_deliver_msgs` delivered ``n`` messages (``firsts``: the first deliveries among them):
-        the pending acks' index, the ack timer, the pass's counters."""
+    def _delivered(self, p: DeliveryPass, n: int, firsts: list[int], again: list[int]) -> None:
+        """`_deliver_msgs` delivered ``n`` messages (``firsts``: the first deliveries among them,
+        ``again`` the redeliveries): the pending acks' index, the ack timer, the pass's counters."""
         c = self.consumer
         if firsts:
             c.state.delivered(p.now, seqs_of(firsts))
+        if again:
+            c.acks.redelivered(p.now, again)
         if p.track and c.acks.ptmr is None:
             c.acks.arm_if_idle()
         p.delivered += n
@@ -408,65 +443,6 @@ class DeliveryLoop:
         if not p.push:
             c.pull.expire_due(eos=p.stop != STOP_MAX_PENDING)
 
-    def _next_msg(self) -> tuple[StoredMsg | None, int, int]:
-        """The next message to deliver and its delivery count (``getNextMsg``).
-
-        Returns ``(msg, dc, stop_reason)``; ``msg`` is None when nothing can go now.
-        Redeliveries come first, then the last-per-subject list, then new messages.
-        """
-        c = self.consumer
-        store = c.stream.store
-        st = c.state
-        while st.rdq:
-            nxt = st.next_redelivery()
-            assert nxt is not None
-            seq, dc = nxt
-            maxdc = c.cfg.max_deliver
-            if 0 < maxdc < dc:
-                c.acks.max_deliveries_exceeded(seq, dc)
-                continue
-            try:
-                msg = store.load_msg(seq)
-            except (ErrStoreMsgNotFound, ErrStoreEOF):
-                # Gone from the stream (limits, delete): nothing left to redeliver.
-                st.drop(seq)
-                continue
-            self._undo = (1, seq, 0)
-            return msg, dc, STOP_IDLE
-        maxp = c.cfg.max_ack_pending
-        if maxp > 0 and len(st.pending) >= maxp:
-            return None, 0, STOP_MAX_PENDING
-        prev = st.sseq
-        if st.lss:
-            seq = st.lss.popleft()
-            if not st.lss:
-                st.sseq = st.lss_resume
-            try:
-                msg = store.load_msg(seq)
-            except (ErrStoreMsgNotFound, ErrStoreEOF):
-                return self._next_msg()
-            if seq >= st.sseq:
-                st.sseq = seq + 1
-            self._undo = (2, seq, prev)
-            return msg, 1, STOP_IDLE
-        single = c.filter.single
-        try:
-            if single is not None:
-                msg, seq = store.load_next_msg(single, st.sseq)
-            else:
-                msg, seq = self._load_next_multi()
-        except ErrStoreEOF:
-            self._at_eof()
-            return None, 0, STOP_EOF
-        st.sseq = seq + 1
-        self._undo = (3, seq, prev)
-        return msg, 1, STOP_IDLE
-
-    def _load_next_multi(self) -> tuple[StoredMsg, int]:
-        """The first message at/after sseq matching any of several filters (one walk)."""
-        c = self.consumer
-        return c.stream.store.load_next_msg_multi(c.filter.filters, c.state.sseq)
-
     def _at_eof(self) -> None:
         """Nothing matches after sseq: the consumer has looked at the whole stream. nats-server's
         ``getNextMsg`` moves its position past the end on ``ErrStoreEOF`` (the store answers the
@@ -490,15 +466,9 @@ class DeliveryLoop:
     def _unget(self) -> None:
         """Put the last fetched message back (no destination, or a replay/rate delay)."""
         c = self.consumer
-        source, seq, prev = self._undo
-        st = c.state
-        if source == 1:
-            st.unget_redelivery(seq)
-        elif source == 2:
-            st.lss.appendleft(seq)
-            st.sseq = prev
-        elif source == 3:
-            st.sseq = prev
+        source, _seq, prev = self._undo
+        if source == 3:  # (a read-ahead message: the next sequence goes back; a redelivery run
+            c.state.sseq = prev  # is put back whole by ``_rd_settle``)
         self._undo = (0, 0, 0)
 
     def _unget_counted(self, dc: int) -> None:

@@ -213,26 +213,33 @@ class DeliveryState:
             return True
         return False
 
-    def next_redelivery(self) -> tuple[int, int] | None:
-        """Take the head of the redelivery queue and count the redelivery (``getNextMsg``):
-        (stream seq, delivery count)."""
-        rdq = self.rdq
-        if not rdq:
-            return None
-        seq = rdq.popitem(last=False)[0]
-        dc = self.rdc.get(seq, 0) + 2
-        self.rdc[seq] = dc - 1
-        return seq, dc
+    def next_redeliveries(self, n: int) -> tuple[list[int], list[int]]:
+        """Take up to ``n`` heads of the redelivery queue, each counted (``getNextMsg``'s
+        ``incDeliveryCount``, for a run): (stream sequences, delivery counts), in queue order."""
+        rdq, rdc = self.rdq, self.rdc
+        take = rdq.popitem
+        seqs: list[int] = []
+        dcs: list[int] = []
+        for _ in range(n if n < len(rdq) else len(rdq)):
+            seq = take(last=False)[0]
+            again = rdc[seq] = rdc.get(seq, 0) + 1
+            seqs.append(seq)
+            dcs.append(again + 1)
+        return seqs, dcs
 
-    def unget_redelivery(self, seq: int) -> None:
-        """Put a redelivery back at the head of the queue and uncount it."""
-        n = self.rdc.get(seq, 0) - 1
-        if n > 0:
-            self.rdc[seq] = n
-        else:
-            self.rdc.pop(seq, None)
-        self.rdq[seq] = None
-        self.rdq.move_to_end(seq, last=False)
+    def unget_redeliveries(self, seqs: Sequence[int]) -> None:
+        """Put redeliveries that did not go out back at the head of the queue, in their order,
+        and uncount them; one no longer pending (acked meanwhile) is only uncounted."""
+        rdq, rdc, pending = self.rdq, self.rdc, self.pending
+        for seq in reversed(seqs):
+            n = rdc.get(seq, 0) - 1
+            if n > 0:
+                rdc[seq] = n
+            else:
+                rdc.pop(seq, None)
+            if seq in pending:
+                rdq[seq] = None
+                rdq.move_to_end(seq, last=False)
 
     def redeliver_all(self, now_ns: int) -> None:
         """Queue every pending message for redelivery now (a new deliver subject)."""
@@ -259,14 +266,19 @@ class DeliveryState:
         entries): into the index, once per run."""
         self.index.delivered(ts, seqs, self)
 
-    def redelivered(self, seq: int, ts: int) -> None:
-        """``seq`` went out again at ``ts``: its ack wait starts over; its pending entry keeps the
-        first delivery's sequence (nats-server ``trackPending``), which the ack floor follows."""
-        p = self.pending.get(seq)
-        if p is None:
-            return  # (acked while it went out: an internal subscriber)
-        self.pending[seq] = (p[0], ts)
-        self.index.stamped(seq, ts, self.rdc.get(seq, 0), self.pending)
+    def redelivered(self, ts: int, seqs: list[int]) -> None:
+        """A run of redeliveries went out at ``ts``: their ack waits start over (into the index
+        once per run); each pending entry keeps the first delivery's sequence (nats-server
+        ``trackPending``), which the ack floor follows."""
+        pending = self.pending
+        again: list[int] = []
+        for seq in seqs:
+            p = pending.get(seq)
+            if p is not None:  # (else acked while it went out: an internal subscriber)
+                pending[seq] = (p[0], ts)
+                again.append(seq)
+        if again:
+            self.index.redelivered(ts, again, self.rdc, pending)
 
     def expired(self, now: int, first_seq: int) -> tuple[list[int], int, bool]:
         """``checkPending``: queue every delivery whose ack wait (or backoff step) has passed, as
@@ -301,12 +313,13 @@ class DeliveryState:
             expired = sorted(set(expired))
             for seq in expired:
                 rdq[seq] = None
-            # Re-stamp so they keep their relative order but count as delivered "now".
+            # Re-stamp so they keep their relative order but count as delivered "now" (what
+            # ``checkPending`` persists). Not into the index: a queued redelivery leaves the
+            # queue by going out (stamped then, as a run), by a stamp (``nak_later``) or retired.
             off = now - pending[expired[0]][1]
             for seq in expired:
                 pd, ts = pending[seq]
                 pending[seq] = (pd, ts + off)
-                index.stamped(seq, ts + off, rdc.get(seq, 0), pending)
         if not pending:
             rdq.clear()
             index.clear()

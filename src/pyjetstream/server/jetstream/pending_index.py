@@ -17,13 +17,16 @@ here whose message is no longer pending, or was stamped again since, is skipped 
   timestamp, so they are recorded per pass run — ``(time, sequences)``, a ``range`` when the run's
   sequences follow each other, else an ``array`` — in one deque for the timer (popped when their
   ack wait has passed) and one for the floor (walked by a cursor that only moves forward);
-- a delivery stamped again (a redelivery, ``+WPI``, ``-NAK`` with a delay, an expiry) goes into a
-  heap by deadline.
+- a run of redeliveries shares its pass's timestamp too: without ``backoff`` (every delivery then
+  waits the same ack wait) it is one more timeline entry, a ``list`` of its sequences in the order
+  they went out; with ``backoff`` each goes into the heap, by its own deadline;
+- a delivery stamped again on its own (``+WPI``, ``-NAK`` with a delay) goes into a heap by deadline.
 
-So an ack, a NAK, a floor move and each expiry cost O(1) amortized or O(log n), whatever the number
-pending. Both deques are cleared when nothing is pending and rebuilt from the dict when they hold
-more runs than there are pending acks (a floor held back by one message, a long ack wait), which
-bounds their memory by the pending acks.
+So an ack, a NAK, a redelivery, a floor move and each expiry cost O(1) amortized or O(log n),
+whatever the number pending. Both deques are cleared when nothing is pending and rebuilt from the
+dict when they hold more runs than there are pending acks (a floor held back by one message, a long
+ack wait), or more redeliveries than twice the pending acks (the same messages NAKed again and again
+within one ack wait), which bounds their memory by the pending acks.
 
 ``steps`` counts the entries looked at (the step counter the complexity tests read).
 """
@@ -67,7 +70,7 @@ _SEQ = operator.itemgetter(1)
 class PendingIndex:
     """The pending acks of one consumer in delivery order (floor) and deadline order (timer)."""
 
-    __slots__ = ("_heap", "_order", "_pos", "_timeline", "backoff", "steps", "wait")
+    __slots__ = ("_again", "_heap", "_order", "_pos", "_timeline", "backoff", "steps", "wait")
 
     def __init__(self, wait: int, backoff: list[int]) -> None:
         self.wait = wait  # the ack wait (ns)
@@ -76,6 +79,7 @@ class PendingIndex:
         self._order: deque[Sequence[int]] = deque()  # first deliveries, ascending
         self._pos = 0  # the floor cursor: index into ``_order[0]``
         self._heap: list[tuple[int, int, int]] = []  # (deadline, delivery time, seq)
+        self._again = 0  # the sequences of the redelivery runs (``list`` entries) in ``_timeline``
         self.steps = 0
 
     def wait_for(self, dc: int) -> int:
@@ -104,6 +108,18 @@ class PendingIndex:
             self._compact_heap(pending)
         heapq.heappush(self._heap, (ts + self.wait_for(dc), ts, seq))
 
+    def redelivered(self, ts: int, seqs: list[int], rdc: dict[int, int], pending: Pending) -> None:
+        """A run of redeliveries at ``ts`` (each now pending with that time): one timeline entry
+        when every delivery waits the ack wait, else each into the heap by its backoff step."""
+        if self.backoff:
+            for seq in seqs:
+                self.stamped(seq, ts, rdc.get(seq, 0), pending)
+            return
+        self._timeline.append((ts, seqs))
+        again = self._again = self._again + len(seqs)
+        if again > 2 * len(pending) + 64 or len(self._timeline) > len(pending) + 64:
+            self.rebuild(pending, rdc)
+
     def rebuild(self, pending: Pending, rdc: dict[int, int]) -> None:
         """Start over from the dict: every pending ack into the heap, the floor order from its
         keys (a restart, a change of ack wait or backoff, or runs piling up)."""
@@ -113,12 +129,14 @@ class PendingIndex:
         heapq.heapify(heap)
         self._heap = heap
         self._timeline.clear()
+        self._again = 0
         self._order = deque([array("q", sorted(pending))]) if pending else deque()
         self._pos = 0
 
     def clear(self) -> None:
         """Nothing is pending."""
         self._timeline.clear()
+        self._again = 0
         self._order.clear()
         self._pos = 0
         self._heap = []
@@ -134,6 +152,8 @@ class PendingIndex:
         while timeline and timeline[0][0] + first_wait <= now:
             ts, seqs = timeline.popleft()
             self.steps += len(seqs)
+            if type(seqs) is list:  # a redelivery run
+                self._again -= len(seqs)
             for seq in seqs:
                 p = pending.get(seq)
                 if p is not None and p[1] == ts:
