@@ -71,6 +71,11 @@ async def test_tls_client(tls_server: Target, cert: tuple[str, str]) -> None:
         await nc.publish("secure", b"payload" * 1000, headers={"A": "b"})
         msg = await sub.next_msg(timeout=10)
         assert msg.data == b"payload" * 1000 and msg.headers == {"A": "b"}
+        sizes = [16, 65536, 16384, 100, 200_000]  # large frames are written as parts: TLS takes them too
+        for size in sizes:
+            await nc.publish("secure", b"%d" % (size % 10) * size)
+        for size in sizes:
+            assert (await sub.next_msg(timeout=10)).data == b"%d" % (size % 10) * size
     finally:
         await nc.close()
 
