@@ -145,9 +145,24 @@ def fill_for_reads(spark: Any, url: str, rows: int, size: int) -> None:
     df.write.format("jetstream").mode("append").option("servers", url).option("stream", SRC).save()
 
 
-def bench_reads(spark: Any, url: str, rows: int, rounds: int) -> dict[str, float]:
+def _timed_agg(df: Any, rows: int) -> float:
+    """rows/s of the reads' aggregate over ``df`` (subject, timestamp and the payload lengths)."""
     from pyspark.sql import functions as F
 
+    agg = df.agg(F.count("*").alias("n"), F.sum(F.length("data")), F.max("timestamp"), F.count("subject"))
+    start = time.perf_counter()
+    n = agg.collect()[0].n
+    assert n == rows, f"read {n} rows of {rows}"
+    return rows / (time.perf_counter() - start)
+
+
+def bench_reads(
+    spark: Any, url: str, rows: int, rounds: int, parquet: Path | None = None
+) -> dict[str, float]:
+    """Every read plan, best of ``rounds``. With ``parquet`` (the files `bench_parquet` wrote), each
+    round reads Parquet's files (as many as partitions) right before the source, and the best of
+    those is the row's limit (``<name> / Parquet``): the two share the minutes, so the ratio holds
+    on a machine whose load moves."""
     out = {}
     plans = (
         (1, False, ""),
@@ -158,32 +173,24 @@ def bench_reads(spark: Any, url: str, rows: int, rounds: int) -> dict[str, float
         (2, False, QUERY_COLUMNS),
     )
     for partitions, direct, columns in plans:
-
-        def read(p: int = partitions, direct_get: bool = direct, schema: str = columns) -> float:
-            reader = spark.read.format("jetstream")
-            if schema:
-                reader = reader.schema(schema)
-            df = (
-                reader.option("servers", url)
-                .option("stream", SRC)
-                .option("partitions", p)
-                .option("directGet", str(direct_get).lower())
-                .load()
-            )
-            agg = df.agg(
-                F.count("*").alias("n"), F.sum(F.length("data")), F.max("timestamp"), F.count("subject")
-            )
-            start = time.perf_counter()
-            n = agg.collect()[0].n
-            assert n == rows, f"read {n} rows of {rows}"
-            return rows / (time.perf_counter() - start)
-
+        reader = spark.read.format("jetstream")
+        if columns:
+            reader = reader.schema(columns)
+        reader = reader.option("servers", url).option("stream", SRC).option("partitions", partitions)
+        reader = reader.option("directGet", str(direct).lower())
+        ours, limit = 0.0, 0.0
+        for _ in range(rounds):
+            if parquet is not None:
+                limit = max(limit, _timed_agg(spark.read.parquet(f"{parquet}-{partitions}"), rows))
+            ours = max(ours, _timed_agg(reader.load(), rows))
         name = f"batch read, {partitions} partition{'s' if partitions > 1 else ''}"
         if direct:
             name += " (direct get)"
         if columns:
             name += COLUMNS_LABEL
-        out[name] = best(rounds, read)
+        out[name] = ours
+        if parquet is not None:
+            out[name + PARQUET_LIMIT] = limit
     return out
 
 
@@ -191,6 +198,7 @@ def bench_reads(spark: Any, url: str, rows: int, rounds: int) -> dict[str, float
 # prunes no column of a Python data source; see docs/spark.md "Schema").
 QUERY_COLUMNS = "subject string, timestamp timestamp, data binary"
 COLUMNS_LABEL = ", 3 columns"
+PARQUET_LIMIT = " / Parquet"  # a read's own limit: Parquet read in the same rounds
 
 
 STREAM_READ = "streaming read (AvailableNow, noop sink)"
@@ -442,13 +450,13 @@ def main() -> None:
                 warm_up(spark, target.url, tmp, writes_only)
                 if args.only == "reads":
                     fill_for_reads(spark, target.url, args.rows, args.size)
-                    print(f"[{kind}] batch reads ...", flush=True)
-                    results[kind] = bench_reads(spark, target.url, args.rows, args.rounds)
                     if "parquet" not in results:
                         print("[parquet] write and reads ...", flush=True)
                         results["parquet"] = bench_parquet(
                             spark, target.url, args.rows, args.size, args.rounds, tmp
                         )
+                    print(f"[{kind}] batch reads (Parquet's in the same rounds) ...", flush=True)
+                    results[kind] = bench_reads(spark, target.url, args.rows, args.rounds, tmp / "parquet")
                     continue
                 print(f"[{kind}] writes ...", flush=True)
                 r = bench_writes(spark, target.url, args.rows, args.size, args.rounds)
@@ -463,16 +471,16 @@ def main() -> None:
                         f"[{kind}] {r} / Parquet write {results['parquet']['Parquet write']:,.0f}", flush=True
                     )
                     continue
-                print(f"[{kind}] batch reads ...", flush=True)
-                r.update(bench_reads(spark, target.url, args.rows, args.rounds))
-                print(f"[{kind}] streaming read ...", flush=True)
-                r[STREAM_READ] = bench_stream_read(spark, target.url, args.rows, args.rounds, tmp)
-                r[STREAM_READ_10] = bench_stream_read(spark, target.url, args.rows, args.rounds, tmp, 10)
                 if "Parquet read, 1 file" not in results.get("parquet", {}):
                     print("[parquet] write and reads ...", flush=True)
                     results["parquet"] = bench_parquet(
                         spark, target.url, args.rows, args.size, args.rounds, tmp
                     )
+                print(f"[{kind}] batch reads (Parquet's in the same rounds) ...", flush=True)
+                r.update(bench_reads(spark, target.url, args.rows, args.rounds, tmp / "parquet"))
+                print(f"[{kind}] streaming read ...", flush=True)
+                r[STREAM_READ] = bench_stream_read(spark, target.url, args.rows, args.rounds, tmp)
+                r[STREAM_READ_10] = bench_stream_read(spark, target.url, args.rows, args.rounds, tmp, 10)
                 r.update(bench_latencies(spark, target.url, tmp, kind))
                 results[kind] = r
             finally:
@@ -522,8 +530,22 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         line = f"{name:<42}"
         for t in targets:
             value = results[t][name]
-            line += f"{value:>14,.0f} {value / limit:>7.2f}"
+            line += f"{value:>14,.0f} {value / results[t].get(name + PARQUET_LIMIT, limit):>7.2f}"
         print(line)
+    for name in limits:  # each read's limit: Parquet's read in the same rounds
+        if all(name + PARQUET_LIMIT in results[t] for t in targets):
+            line = f"{'  Parquet, rounds of ' + name.removeprefix('batch read, '):<42}"
+            line += "".join(f"{results[t][name + PARQUET_LIMIT]:>14,.0f} {'':>7}" for t in targets)
+            print(line)
+    line = f"{'best batch read / Parquet (same rounds)':<42}"
+    for t in targets:
+        ratios = [
+            v / results[t][k + PARQUET_LIMIT]
+            for k, v in results[t].items()
+            if k + PARQUET_LIMIT in results[t]
+        ]
+        line += f"{'':>14} {max(ratios, default=0.0):>7.2f}"
+    print(line)
     for name, value in pq.items():
         print(f"{name + ' (the limit)':<42}{value:>14,.0f}")
     if args.only != "all":
