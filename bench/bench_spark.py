@@ -534,7 +534,7 @@ def report(results: dict[str, dict[str, Any]], targets: list[str], args: argpars
         print(line)
     for name in limits:  # each read's limit: Parquet's read in the same rounds
         if all(name + PARQUET_LIMIT in results[t] for t in targets):
-            line = f"{'  Parquet, rounds of ' + name.removeprefix('batch read, '):<42}"
+            line = f"{'  Parquet for ' + name.removeprefix('batch read, '):<42}"
             line += "".join(f"{results[t][name + PARQUET_LIMIT]:>14,.0f} {'':>7}" for t in targets)
             print(line)
     line = f"{'best batch read / Parquet (same rounds)':<42}"
