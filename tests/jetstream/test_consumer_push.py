@@ -157,10 +157,14 @@ async def test_idle_heartbeats(client: RawClient) -> None:
     assert (await sub.next(1)).status == "100"
 
 
-async def test_flow_control(client: RawClient) -> None:
+@pytest.mark.parametrize(("size", "count"), [(8000, 400), (300, 6500)])
+async def test_flow_control(client: RawClient, size: int, count: int) -> None:
+    """Where the first request goes out and where delivery stalls, by the bytes counted in the
+    window (the deliver subject, ack reply, headers and payload of each message); payloads large
+    and small (a delivery pass frames these two ways)."""
     await client.add_stream("S", ["s.>"])
-    payload = b"x" * 8000
-    for _ in range(400):
+    payload = b"x" * size
+    for _ in range(count):
         client.publish("s.a", payload)
     await client.flush()
     sub = client.subscribe("d.f")
@@ -169,11 +173,13 @@ async def test_flow_control(client: RawClient) -> None:
     )
     delivered = 0
     events: list[tuple[int, str]] = []
+    counted = [0]  # the window's count after each delivery
     unanswered = ""
-    while delivered < 400:
+    while delivered < count:
         msg = await sub.next(3)
         if not msg.status:
             delivered += 1
+            counted.append(counted[-1] + len("d.f") + len(msg.reply) + len(msg.data))
             continue
         events.append((delivered, msg.description))
         if msg.description == "FlowControl Request":
@@ -190,8 +196,11 @@ async def test_flow_control(client: RawClient) -> None:
             client.publish(unanswered, b"")
     # The window starts at 2 MiB: the first request goes out past 1 MiB, delivery stalls at 2 MiB.
     first_request, stalled_beat = events[0], events[1]
-    assert first_request == (131, "FlowControl Request")
-    assert stalled_beat == (261, "Idle Heartbeat")
+    past = [next(i for i, n in enumerate(counted) if n > limit) for limit in (1 << 20, 2 << 20)]
+    assert first_request == (past[0], "FlowControl Request")
+    assert stalled_beat == (past[1], "Idle Heartbeat")
+    if size == 8000:
+        assert past == [131, 261]
 
 
 async def test_rate_limit(client: RawClient) -> None:

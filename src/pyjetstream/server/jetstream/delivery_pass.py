@@ -22,12 +22,15 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
     from pyjetstream.server.jetstream.host import Receiver, Sink
+    from pyjetstream.server.jetstream.push_delivery import PushDelivery
     from pyjetstream.server.jetstream.store.base import MsgTuple
 
 __all__ = ["DELIVER_BATCH", "STOP_EOF", "STOP_IDLE", "STOP_MAX_PENDING", "DeliveryPass"]
 
 # Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
 DELIVER_BATCH = 512
+# A payload up to this size goes into its frame's control line's bytes (one part, not three).
+_INLINE = 512
 # Why a delivery pass stopped.
 STOP_IDLE, STOP_EOF, STOP_MAX_PENDING = 0, 1, 2
 # ``DeliveryPass.send``'s answers: (delivered, the rest of a read-ahead run is to be read again).
@@ -51,6 +54,7 @@ class DeliveryPass:
         "current_pass",
         "delivered",
         "dest",
+        "fc_room",
         "frames_only",
         "groups",
         "hpfx",
@@ -60,6 +64,7 @@ class DeliveryPass:
         "mpfx",
         "msub",
         "now",
+        "pbytes",
         "pinned",
         "prefix",
         "prefix1",
@@ -129,6 +134,7 @@ class DeliveryPass:
         self.conn: Sink | None = None
         self.room = 0
         self.acc = self.acc_msgs = self.acc_bytes = 0
+        self.fc_room = self.pbytes = 0  # flow control's counting in a run (`counted`)
         self.msub = self.hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
         self.mpfx = self.hpfx = b""
         if push:
@@ -184,6 +190,8 @@ class DeliveryPass:
         pull = not p.push
         # flow control: each message counted in the window as ``_deliver_msgs`` counts it
         fc, ps, dlen, alen = p.push_size, c.push, len(p.dest) - p.ack_adj, 0
+        if fc:
+            p.fc_room, p.pbytes = ps.fc_room(), ps.pbytes
         waiting = c.pull.waiting
         q, take_head, dest, current_pass = waiting._q, waiting.take_head, p.dest, p.current_pass
         for subject, seq, ts, hdr, payload in run:
@@ -204,16 +212,12 @@ class DeliveryPass:
             else:
                 if subject is not msub:
                     msub, mpfx = subject, msg_prefix(subject.encode(), sid_b)
-                # append_msg's frame, with the control line and the ack reply in one format
                 size = len(payload)
-                line = b"%b%b%d.%d.%d.%d %d\r\n" % (mpfx, prefix1, seq, dseq, ts, npc if npc > 0 else 0, size)
-                out.append(line)
-                out.append(payload)
-                out.append(CRLF)
-                acc += len(line) + size + 2
+                llen = _frame_msg(out, mpfx, prefix1, seq, dseq, ts, npc if npc > 0 else 0, payload)
+                acc += llen + size + 2
                 acc_bytes += size
                 if fc:  # (the ack reply's length: the line without its prefix and " <size>\r\n")
-                    alen = len(line) - len(mpfx) - len(b" %d\r\n" % size)
+                    alen = llen - len(mpfx) - 3 - len(str(size))
             if pending is not None:
                 pending[seq] = (dseq, now)
             dseq += 1
@@ -225,12 +229,28 @@ class DeliveryPass:
                 first, acc, acc_bytes, room = dseq, 0, 0, p.room
                 out = conn.out  # (the early write took the list: a new one takes what follows)
             # a flow-control request went out (the rest is read again), the window is full, a cut
-            if (fc and (ps.after_delivery(dlen + alen + len(hdr) + len(payload)) or ps.pbytes > ps.maxpb)) or not alive:
+            if (fc and p.counted(ps, dlen + alen + len(hdr) + len(payload))) or not alive:
                 break
         p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
+        if fc:
+            ps.pbytes = p.pbytes
         if dseq != first:
             loop.framed(p, run, first - start, dseq - start, npc)
         return not pull or bool(q)
+
+    def counted(self, ps: PushDelivery, size: int) -> bool:
+        """Flow control for a message of ``size`` bytes framed by `frame_run`: counted in the pass
+        while nothing else is due (``fc_room``, from ``PushDelivery.fc_room``: the window's
+        ``pbytes`` written back at the run's end), else ``PushDelivery.after_delivery`` — True
+        when a request went out or the window is full (the run stops there)."""
+        if size <= self.fc_room:
+            self.fc_room -= size
+            self.pbytes += size
+            return False
+        ps.pbytes = self.pbytes
+        stop = ps.after_delivery(size) or ps.pbytes > ps.maxpb
+        self.fc_room, self.pbytes = ps.fc_room(), ps.pbytes
+        return stop
 
     def send(self, subject: str, ack: bytes, hdr: bytes, payload: bytes) -> tuple[bool, bool]:
         """Deliver one message (``hdr`` b"": none) to ``dest`` (``deliverMsg``'s last step): framed
@@ -280,6 +300,21 @@ class DeliveryPass:
         if self.conn is not None and self.acc:
             self.conn.count(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)
         self.acc = self.acc_msgs = self.acc_bytes = 0
+
+
+def _frame_msg(out: list[bytes], mpfx: bytes, prefix1: bytes, seq: int, dseq: int, ts: int, npc: int, payload: bytes) -> int:
+    """``append_msg``'s frame of a first delivery, the control line and its ack reply in one format
+    (a small payload in it too: one part for the write's join, not three); the control line's length."""
+    size = len(payload)
+    if size <= _INLINE:
+        frame = b"%b%b%d.%d.%d.%d %d\r\n%b\r\n" % (mpfx, prefix1, seq, dseq, ts, npc, size, payload)
+        out.append(frame)
+        return len(frame) - size - 2
+    line = b"%b%b%d.%d.%d.%d %d\r\n" % (mpfx, prefix1, seq, dseq, ts, npc, size)
+    out.append(line)
+    out.append(payload)
+    out.append(CRLF)
+    return len(line)
 
 
 def _head_taking(q: Any, dest: str, current_pass: int) -> Any:

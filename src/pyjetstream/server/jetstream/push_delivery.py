@@ -247,6 +247,19 @@ class PushDelivery:
             self.fcsz += size
         return False
 
+    def fc_room(self) -> int:
+        """The bytes `after_delivery` may count from here with nothing else due — no request to
+        send (``pbytes`` stays at most half the window, or at most ``fcsz`` + the window less one
+        while one is out) and the window not passed —, so that a delivery pass counts them in
+        ``pbytes`` itself and calls `after_delivery` only for the message that passes them
+        (``DeliveryPass.frame_run``). -1 with flow-control acks: every delivery looks at the
+        pending count (`_acks_need_response`)."""
+        if self.consumer.cfg.ack_policy == AckPolicy.FLOW_CONTROL:
+            return -1
+        if not self.fcid:
+            return self.maxpb // 2 - self.pbytes
+        return min(self.maxpb, self.fcsz + self.maxpb - 1) - self.pbytes
+
     def _acks_need_response(self) -> bool:
         consumer = self.consumer
         cfg = consumer.cfg
