@@ -46,6 +46,8 @@ SCHEDULE_LINE = b"\r\n" + HDR_SCHEDULE + b":"
 #: The headers a produced message does not carry over (``removeHeaderIfPrefixPresent``).
 _NOT_CARRIED = (b"Nats-Schedule", b"Nats-Expected-", b"Nats-Msg-Id:", b"Nats-TTL:", b"Nats-Rollup:")
 NEXT_PURGE = b"purge"
+#: The roll-up a schedule is stored with (nats-server ``genHeader(hdr, JSMsgRollup, "sub")``), and the block's end.
+ROLLUP_SUB_LINE = b"Nats-Rollup: sub\r\n\r\n"
 MIN_FIRE_NS = 250_000_000  # nats-server never fires its schedule timer sooner than this
 NS_PER_S = 1_000_000_000
 
@@ -96,7 +98,7 @@ def check_publish(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, ApiE
     if checked:  # a schedule: stored with a subject roll-up
         own_rollup = get_header(hdr, b"Nats-Rollup")
         if not own_rollup:
-            hdr = append_headers(hdr, [("Nats-Rollup", "sub")])
+            hdr = hdr[:-2] + ROLLUP_SUB_LINE  # (append_headers' result, without its general join)
         elif own_rollup != b"sub":
             return hdr, E.JSMessageSchedulesRollupInvalidErr(), found
     return hdr, _check_next(stream, subject, found), found
