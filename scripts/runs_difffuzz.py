@@ -3,8 +3,8 @@ more examples (the suite runs a few dozen).
 
     .venv/bin/python scripts/runs_difffuzz.py [--examples 3000] [--seed N]
 
-Hypothesis shrinks a difference to a small reproducer and prints it (and keeps it in its example
-database, so that the suite's test tries it first next time). Exit status 1 on a difference.
+Hypothesis shrinks a difference to a small reproducer and prints it (turn it into a regression
+test: the suite draws the same examples every run, tests/conftest.py). Exit status 1 on a difference.
 """
 
 from __future__ import annotations
