@@ -64,6 +64,24 @@ def schedule_headers(hdr: bytes) -> dict[bytes, bytes]:
     return found
 
 
+#: The roll-up a schedule is stored with (nats-server ``genHeader(hdr, JSMsgRollup, "sub")``) and the
+#: block's end: ``block[:-2] + ROLLUP_SUB_LINE`` appends it.
+ROLLUP_SUB_LINE = b"Nats-Rollup: sub\r\n\r\n"
+
+
+def produced_block(carried: bytes, scheduler: str, next_run: str, ttl: str, rollup: str) -> bytes:
+    """The header block of a message a schedule produces: the headers it carries over
+    (``carried``, a block), then ``Nats-Scheduler``, ``Nats-Schedule-Next`` and, when the schedule
+    has them, ``Nats-TTL`` and ``Nats-Rollup`` (nats-server ``getScheduledMessages``'s
+    ``genHeader`` calls, in that order)."""
+    lines = f"Nats-Scheduler: {scheduler}\r\nNats-Schedule-Next: {next_run}\r\n"
+    if ttl:
+        lines += f"Nats-TTL: {ttl}\r\n"
+    if rollup:
+        lines += f"Nats-Rollup: {rollup}\r\n"
+    return carried[:-2] + lines.encode() + b"\r\n"
+
+
 class Schedule:
     """When a schedule fires next: ``at`` (unix ns) in zone ``zone``; ``repeat`` for all but @at."""
 

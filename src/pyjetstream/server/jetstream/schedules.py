@@ -20,10 +20,17 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api import errors as E
 from pyjetstream.api.models_common import ApiError
-from pyjetstream.api.schedules import Schedule, load_location, next_run, schedule_headers
+from pyjetstream.api.schedules import (
+    ROLLUP_SUB_LINE,
+    Schedule,
+    load_location,
+    next_run,
+    produced_block,
+    schedule_headers,
+)
 from pyjetstream.api.timefmt import parse_time
 from pyjetstream.api.ttl import parse_message_ttl
-from pyjetstream.protocol.headers import append_headers, get_header
+from pyjetstream.protocol.headers import get_header
 from pyjetstream.protocol.subjects import is_valid_publish_subject
 from pyjetstream.server.jetstream.store.base import StoreError
 
@@ -46,8 +53,6 @@ SCHEDULE_LINE = b"\r\n" + HDR_SCHEDULE + b":"
 #: The headers a produced message does not carry over (``removeHeaderIfPrefixPresent``).
 _NOT_CARRIED = (b"Nats-Schedule", b"Nats-Expected-", b"Nats-Msg-Id:", b"Nats-TTL:", b"Nats-Rollup:")
 NEXT_PURGE = b"purge"
-#: The roll-up a schedule is stored with (nats-server ``genHeader(hdr, JSMsgRollup, "sub")``), and the block's end.
-ROLLUP_SUB_LINE = b"Nats-Rollup: sub\r\n\r\n"
 MIN_FIRE_NS = 250_000_000  # nats-server never fires its schedule timer sooner than this
 NS_PER_S = 1_000_000_000
 
@@ -98,7 +103,7 @@ def check_publish(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, ApiE
     if checked:  # a schedule: stored with a subject roll-up
         own_rollup = get_header(hdr, b"Nats-Rollup")
         if not own_rollup:
-            hdr = hdr[:-2] + ROLLUP_SUB_LINE  # (append_headers' result, without its general join)
+            hdr = hdr[:-2] + ROLLUP_SUB_LINE
         elif own_rollup != b"sub":
             return hdr, E.JSMessageSchedulesRollupInvalidErr(), found
     return hdr, _check_next(stream, subject, found), found
@@ -357,14 +362,9 @@ class MsgSchedules:
                 except StoreError:
                     pass  # no message on the source: the schedule's own content
             produced = _strip(body_hdr) if body_hdr else b"NATS/1.0\r\n\r\n"
-            next_run = sched.next_header() if sched.repeat else "purge"
-            extra = [("Nats-Scheduler", subject), ("Nats-Schedule-Next", next_run)]
-            if ttl:
-                extra.append(("Nats-TTL", ttl))
-            if rollup:
-                extra.append(("Nats-Rollup", rollup))
-            found = {HDR_SCHEDULER: subject.encode(), HDR_NEXT: next_run.encode()}
-            out.append((seq, target, append_headers(produced, extra), body, found))
+            following = sched.next_header() if sched.repeat else "purge"
+            found = {HDR_SCHEDULER: subject.encode(), HDR_NEXT: following.encode()}
+            out.append((seq, target, produced_block(produced, subject, following, ttl, rollup), body, found))
             self.inflight.add(subject)
         for item in held:
             heapq.heappush(heap, item)
