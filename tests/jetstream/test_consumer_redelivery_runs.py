@@ -73,6 +73,23 @@ async def test_naked_messages_come_back_in_the_order_they_were_naked(client: Raw
     assert [(m.data, m.num_delivered) for m in third] == [(m.data, 3) for m in again[:3]]
 
 
+async def test_each_nak_of_a_run_has_its_advisory(client: RawClient) -> None:
+    """NAKs sent together (one read, one run of acks for the embedded server): an advisory each."""
+    advisories = client.subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.S.C")
+    await _stream(client, 20)
+    await client.add_consumer("S", "C", ack_wait=60_000 * MS)
+    msgs = await _fetch(client, 20)
+    await client.flush()
+    for m in msgs:
+        client.publish(m.reply, b"-NAK")
+    await client.flush()
+    events = [(await advisories.next(10)).json() for _ in range(20)]
+    assert sorted((e["stream_seq"], e["consumer_seq"], e["deliveries"]) for e in events) == [
+        (s, s, 1) for s in range(1, 21)
+    ]
+    assert {(e["stream"], e["consumer"]) for e in events} == {("S", "C")}
+
+
 async def test_a_pull_batch_takes_the_head_of_the_redeliveries(client: RawClient) -> None:
     """Twenty NAKed, pulled five at a time: each batch takes the next five in line; those not
     taken yet are not counted as redelivered (``num_redelivered``); new messages wait for them."""

@@ -178,7 +178,8 @@ class AckProcessor:
         pass), a reply-less ``+ACK`` is applied here as `on_ack` applies it and what the run
         defers to its end has no effect before the loop's next turn (persisting the state, the
         last-activity time, the delivery kick for ``max_ack_pending``, the inactivity timer), and
-        a reply-less ``-NAK`` goes to `nak` with the tokens already read; anything else goes to
+        a reply-less ``-NAK`` goes to `nak` with the tokens already read (whether anyone listens
+        for its advisory asked once per run: nothing in a run subscribes); anything else goes to
         `on_ack`. Stops once ``client`` is closed (a slow consumer cut
         by an advisory), after which its connection processes nothing."""
         consumer = self.consumer
@@ -196,6 +197,7 @@ class AckProcessor:
         ahead = self._ahead
         maxp = self._maxp
         acked = kick = False
+        advise: bool | None = None  # (asked at the run's first NAK)
         tokens = tails.replace("\n", ".").split(".")  # five per ack: dc, sseq, dseq, ts, pending
         sseqs = list(map(int, tokens[1::5]))
         dseqs = list(map(int, tokens[2::5]))
@@ -204,7 +206,9 @@ class AckProcessor:
                 return
             payload = payloads[i]
             if payload == NAK and not replies[i]:
-                self.nak(sseqs[i], dseqs[i], int(tokens[5 * i]), None)
+                if advise is None:
+                    advise = consumer.server.has_interest(self._naked)
+                self.nak(sseqs[i], dseqs[i], int(tokens[5 * i]), None, advise)
                 if client is not None and client.closed:
                     break
                 continue
@@ -263,13 +267,16 @@ class AckProcessor:
         if need_signal:
             consumer.kick()
 
-    def nak(self, sseq: int, dseq: int, dc: int, delay_ns: int | None) -> None:
-        """``processNak``: redeliver now, or after the requested delay."""
+    def nak(self, sseq: int, dseq: int, dc: int, delay_ns: int | None, advise: bool | None = None) -> None:
+        """``processNak``: redeliver now, or after the requested delay. ``advise``: whether the
+        NAK advisory has a listener (None: ask)."""
         consumer = self.consumer
         st = self.state
         if st.nak(sseq, dseq) is None:
             return
-        if consumer.server.has_interest(self._naked):  # (the event built only for a listener)
+        if advise is None:
+            advise = consumer.server.has_interest(self._naked)
+        if advise:  # (the event built only for a listener)
             self._advisory(
                 self._naked,
                 ConsumerDeliveryNakAdvisory(
