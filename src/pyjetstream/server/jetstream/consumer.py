@@ -145,7 +145,8 @@ class Consumer:
                     self.acks.arm(min(0.5, self.acks.ack_wait_s(0)))
         else:
             self._select_starting_seq()
-            self.dirty()
+            if not self._start_reselected():
+                self.writer.write_start()
         self._stream_num_pending()
         self.delivery.start()
         server = self.server
@@ -269,6 +270,15 @@ class Consumer:
         self.kick()
 
     # --- starting position -------------------------------------------------------------------
+
+    def _start_reselected(self) -> bool:
+        """Whether a restart that finds no stored state selects the same start again: deliver all or
+        from a sequence (what is gone from the stream by then is gone either way). Then a new
+        consumer's state is written at its first change, not at its create: one file less per
+        create than nats-server, which writes it at once (``SetStarting``). Deliver new, last or
+        by time would start elsewhere after a crash: theirs is written at once, as nats-server's."""
+        cfg = self.cfg
+        return cfg.opt_start_seq != 0 or cfg.deliver_policy == DeliverPolicy.ALL
 
     def _select_starting_seq(self) -> None:
         """``selectStartingSeqNo``."""

@@ -110,6 +110,13 @@ class StateWriter:
             return None
         return self.store.state()
 
+    def write_start(self) -> None:
+        """A new consumer's start, written before its create is answered (nats-server's
+        ``SetStarting`` in ``selectStartingSeqNo``): for a start a restart would not select again
+        (deliver new, last, by time), which a crash before a timed write would have moved."""
+        if self.store is not None:
+            self._write(self.consumer.state.snapshot())
+
     def write_meta(self) -> None:
         """The definition changed (an update): rewrite ``meta.inf``."""
         consumer = self.consumer

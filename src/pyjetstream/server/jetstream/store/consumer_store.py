@@ -325,6 +325,18 @@ def decode_consumer_state_gen(buf: bytes) -> tuple[ConsumerState, int]:
     return state, gen[0] if gen else 1
 
 
+def _make_dir(directory: str) -> bool:
+    """Create a consumer's directory; whether it is new. One ``mkdir`` for a new consumer (as
+    nats-server's ``MkdirAll`` in ``ConsumerStore``), the parents only for a stream's first."""
+    try:
+        os.mkdir(directory)
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        os.makedirs(directory, exist_ok=True)
+    return True
+
+
 class FileConsumerStore(_ConsumerStateMachine):
     """Consumer state persisted under ``<stream dir>/obs/<name>/`` (meta.inf, meta.sum, and the
     state in two slots, ``o.dat`` and ``o.dat.b``).
@@ -358,8 +370,7 @@ class FileConsumerStore(_ConsumerStateMachine):
         super().__init__(name, ack_policy, max_deliver)
         self.directory = directory
         self._sync_always = sync_always
-        created = not os.path.isdir(directory)
-        os.makedirs(directory, exist_ok=True)
+        created = _make_dir(directory)
         if created and sync_always:
             fsync_dir(os.path.dirname(directory))
         self._has_state = False
@@ -375,7 +386,8 @@ class FileConsumerStore(_ConsumerStateMachine):
         self._gen = 0  # the generation of the last state written (or read)
         self._slot_sizes = [0, 0]  # bytes in each slot file
         self._written: set[str] = set()  # slot files written since the last interval sync
-        self._load()
+        if not created:  # (a new directory has no state to read)
+            self._load()
 
     def _load(self) -> None:
         """Take the newest slot that decodes; ``state_error`` only when a slot exists and none
