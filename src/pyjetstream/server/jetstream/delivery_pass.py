@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
     from pyjetstream.server.jetstream.host import Receiver, Sink
+    from pyjetstream.server.jetstream.pull_delivery import WaitingRequest, WaitQueue
     from pyjetstream.server.jetstream.push_delivery import PushDelivery
     from pyjetstream.server.jetstream.store.base import MsgTuple
 
@@ -57,8 +58,10 @@ class DeliveryPass:
         "fc_room",
         "frames_only",
         "groups",
+        "held",
         "hpfx",
         "hsub",
+        "left",
         "lone_receiver",
         "maxp",
         "mpfx",
@@ -80,6 +83,7 @@ class DeliveryPass:
         "single",
         "statuses",
         "stop",
+        "taken",
         "track",
     )
 
@@ -135,6 +139,8 @@ class DeliveryPass:
         self.room = 0
         self.acc = self.acc_msgs = self.acc_bytes = 0
         self.fc_room = self.pbytes = 0  # flow control's counting in a run (`counted`)
+        self.held: WaitingRequest | None = None  # a lone pull request taking a run's messages (`take`)
+        self.taken = self.left = 0
         self.msub = self.hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
         self.mpfx = self.hpfx = b""
         if push:
@@ -193,14 +199,11 @@ class DeliveryPass:
         if fc:
             p.fc_room, p.pbytes = ps.fc_room(), ps.pbytes
         waiting = c.pull.waiting
-        q, take_head, dest, current_pass = waiting._q, waiting.take_head, p.dest, p.current_pass
+        q = waiting._q
         for subject, seq, ts, hdr, payload in run:
-            if pull:
-                wr = _head_taking(q, dest, current_pass)
-                if wr is None:
-                    p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
-                    return loop.frame_rest(p, run, first - start, dseq - start, npc, bool(q))
-                take_head(wr)
+            if pull and not p.take(waiting, q):
+                p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
+                return loop.frame_rest(p, run, first - start, dseq - start, npc, bool(q))
             npc -= 1
             if hdr and headers:
                 if subject is not hsub:
@@ -234,9 +237,39 @@ class DeliveryPass:
         p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
         if fc:
             ps.pbytes = p.pbytes
+        if pull:
+            p.settle(waiting)
         if dseq != first:
             loop.framed(p, run, first - start, dseq - start, npc)
         return not pull or bool(q)
+
+    def take(self, waiting: WaitQueue, q: Any) -> bool:
+        """`frame_run`'s next message goes to the head pull request, when
+        ``PullDelivery.next_waiting`` would take it as is (`_head_taking`; False: it would not).
+        The only request of the queue (``q``) takes its messages in a row: they are counted here
+        (``held``, ``taken``, ``left``) and accounted in one ``WaitQueue.take_head`` (`settle`),
+        the request's expiry still looked at per message; else each one is accounted as taken."""
+        wr = self.held
+        if wr is not None:
+            if self.left > 0 and not (wr.expires and time.monotonic() >= wr.expires):
+                self.left -= 1
+                self.taken += 1
+                return True
+            self.settle(waiting)
+        wr = _head_taking(q, self.dest, self.current_pass)
+        if wr is None:
+            return False
+        if len(q) == 1 and wr.n > 1:
+            self.held, self.taken, self.left = wr, 1, wr.n - 1
+        else:
+            waiting.take_head(wr)
+        return True
+
+    def settle(self, waiting: WaitQueue) -> None:
+        """Account the messages `take` counted to the held request (``WaitQueue.take_head``)."""
+        if self.held is not None:
+            waiting.take_head(self.held, self.taken)
+            self.held, self.taken, self.left = None, 0, 0
 
     def counted(self, ps: PushDelivery, size: int) -> bool:
         """Flow control for a message of ``size`` bytes framed by `frame_run`: counted in the pass

@@ -228,15 +228,17 @@ class WaitQueue:
                 self._insert_sorted(wr)
         return wr
 
-    def take_head(self, wr: WaitingRequest) -> None:
+    def take_head(self, wr: WaitingRequest, k: int = 1) -> None:
         """Account one delivery to ``wr``, the head request (nats-server ``popAndRequeue``): it
         leaves the queue when it wants no more, else goes to the back. The one place a delivery
         is counted to a request (`pop`, ``PullDelivery.next_waiting``, the delivery
         loop's runs). A request with heartbeats gets its next one an interval after this
-        delivery (``nextWaiting`` resets ``wr.hbt``)."""
-        wr.delivered += 1
-        wr.n -= 1
-        self.total -= 1
+        delivery (``nextWaiting`` resets ``wr.hbt``). ``k`` deliveries at once (at most
+        ``wr.n``) where ``wr`` is the only request, so that it is the head for each of them
+        (``DeliveryPass.frame_run``'s run to a lone request)."""
+        wr.delivered += k
+        wr.n -= k
+        self.total -= k
         q = self._q
         if wr.n <= 0:
             q.popleft()
