@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api.enums import AckPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy
 from pyjetstream.server.jetstream.delivery_pass import (
+    DELIVER_BATCH,
     STOP_EOF,
     STOP_IDLE,
     STOP_MAX_PENDING,
@@ -44,8 +45,10 @@ if TYPE_CHECKING:
 __all__ = ["DeliveryLoop", "DeliveryPass"]
 
 # A pass reads new messages ahead in runs of at most this many messages / bytes (the last one
-# may pass the byte cap): reading further than a pass delivers would be wasted.
-READ_AHEAD = 128
+# may pass the byte cap): reading further than a pass delivers would be wasted. A pass's whole
+# budget (``DELIVER_BATCH``) in one run: each run costs a store walk, a read and the pass's
+# calls per run (runs of 128: ~0.03 µs more per delivered message, push on ``pc.>`` in process).
+READ_AHEAD = DELIVER_BATCH
 READ_AHEAD_BYTES = 1 << 20
 # The delivery counts of a run of first deliveries (``_deliver_msgs`` zips a run with its counts).
 _FIRSTS = itertools.repeat(1)
