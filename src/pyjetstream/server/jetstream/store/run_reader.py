@@ -41,7 +41,8 @@ def read_records(
     index = files.index
     names: list[str] = index.subjects.names
     active: int = files.active_first()
-    last = seqs[-1] if seqs else 0
+    n = len(seqs)
+    last = seqs[n - 1] if n else 0
     act_ours: bool = files.trust_own and files.blocks[-1].ours
     # The window last filled: its block's sequences [ra_lo, ra_hi), its bytes [ra_off, ra_end).
     ra_lo = ra_hi = ra_off = ra_end = 0
@@ -53,7 +54,8 @@ def read_records(
     tss: Any = None
     locs: Any = None
     seq: int
-    for seq in seqs:
+    for k in range(n):
+        seq = seqs[k]
         if not lo <= seq < hi:
             p = index.page(seq)
             if p is None:
@@ -70,7 +72,9 @@ def read_records(
         plen = loc & len_mask
         if not (ra_lo <= seq < ra_hi and ra_off <= off and off + plen <= ra_end):
             if seq >= active:
-                ra_data = files.mirror_window(off, plen, last)
+                # (to the run's last record there; where the run's sequences are sparse — fewer
+                # than a quarter of those it spans, as a redelivery run's —, this record alone)
+                ra_data = files.mirror_window(off, plen, seq if last - seq >= 4 * (n - k) else last)
                 ra_lo, ra_hi, ra_off, ra_ours = active, _NO_END, off, act_ours
             else:
                 window = files.window(seq, off, plen)
