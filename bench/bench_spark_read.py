@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_spark_read.py [--rows 200000] [--size 100] [--rounds 3]
                                                [--targets embedded,nats-server] [--partitions 1,2]
-                                               [--spark] [--columns DDL] [--batch-size N]
+                                               [--spark] [--columns DDL] [--parquet]
 
 For each target (a server subprocess started as the tests do) the stream is filled once by the
 Spark sink's task code (``write_partition``, async, derived ``Nats-Msg-Id``: every row carries
@@ -16,7 +16,9 @@ count, best of ``--rounds``, per row:
   wall time, the server's CPU and the CPU of the Spark JVM and its Python workers
   (``/proc/<pid>/stat`` of the JVM and every process under it), and the fixed cost of a query (the
   same query over one row, ``endSequence=1``); with ``--columns``, the same query with that user schema
-  too (only those columns built and handed to Spark), interleaved with the full schema's.
+  too (only those columns built and handed to Spark), interleaved with the full schema's; with
+  ``--parquet``, the same query over Parquet files of the same rows (as many as partitions) in the same
+  rounds: the ratio that holds on a loaded machine.
 
 CPU time is what to compare on a shared machine (wall time moves with the load).
 """
@@ -185,6 +187,22 @@ def spark_query(
     return tree_cpu(jvm) - j0, proc_cpu(pid) - s0, wall
 
 
+PARQUET = "parquet"
+
+
+def parquet_query(spark: Any, path: str, rows: int) -> tuple[float, float, float]:
+    """The same aggregate over Parquet files of the same rows: (Spark's CPU, 0, wall)."""
+    from pyspark.sql import functions as F
+
+    agg = spark.read.parquet(path).agg(
+        F.count("*").alias("n"), F.sum(F.length("data")), F.max("timestamp"), F.count("subject")
+    )
+    jvm = spark.sparkContext._gateway.proc.pid
+    j0, w0 = tree_cpu(jvm), time.perf_counter()
+    assert agg.collect()[0].n == rows
+    return tree_cpu(jvm) - j0, 0.0, time.perf_counter() - w0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -196,6 +214,11 @@ def main() -> None:
     parser.add_argument("--partitions", default="1,2")
     parser.add_argument("--options", default="", help="read options, e.g. batchSize=8192,directGet=false")
     parser.add_argument("--spark", action="store_true", help="also the Spark query")
+    parser.add_argument(
+        "--parquet",
+        action="store_true",
+        help="also the query over Parquet files of the same rows, interleaved",
+    )
     parser.add_argument(
         "--columns",
         default="",
@@ -236,16 +259,30 @@ def main() -> None:
                 if spark is not None:
                     spark_query(spark, url, pid, n, 2, extra)  # warm up
                     schemas = ["", args.columns] if args.columns else [""]
+                    parquet = ""
+                    if args.parquet:
+                        parquet = f"{tmp}/{kind}.parquet"  # the same rows, as many files as partitions
+                        for parts in parts_list:
+                            src = (
+                                spark.read.format("jetstream").option("servers", url).option("stream", STREAM)
+                            )
+                            src.load().repartition(parts).write.parquet(f"{parquet}-{parts}")
+                        schemas.insert(0, PARQUET)
                     for parts in parts_list:
                         runs: dict[str, list[tuple[float, float, float]]] = {c: [] for c in schemas}
-                        for _ in range(args.rounds):  # full and pruned schema interleaved
+                        for _ in range(args.rounds):  # Parquet, full and pruned schema interleaved
                             for columns in schemas:
+                                if columns == PARQUET:
+                                    runs[columns].append(parquet_query(spark, f"{parquet}-{parts}", n))
+                                    continue
                                 runs[columns].append(
                                     spark_query(spark, url, pid, n, parts, extra, columns=columns)
                                 )
                         for columns, rs in runs.items():
                             c, s, w = (min(r[i] for r in rs) / n * 1e6 for i in range(3))
                             how = f"Spark, {parts} part.{', columns' if columns else ''}"
+                            if columns == PARQUET:
+                                how = f"Parquet, {parts} file{'s' if parts > 1 else ''}"
                             print(
                                 f"{kind:12} {how:22} {c:10.2f} {s:11.2f} {w:8.2f}"
                                 f"   ({1e6 / w:,.0f} rows/s; JVM+workers CPU in 'reader CPU')",
