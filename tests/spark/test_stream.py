@@ -65,6 +65,13 @@ def test_triggers_read_limit_and_resume(
     rows, progress = run_available(source(spark, url, stream_name, maxMessagesPerTrigger=300), checkpoint)
     assert sorted(r.sequence for r in rows) == list(range(1001, 1051))
     assert json.loads(progress[0]["sources"][0]["startOffset"]) == {"stream": stream_name, "seq": 1000}
+    # A user schema of some columns (the driver's reader here): only those, from where the query stopped.
+    jsutil.publish(url, [(f"{stream_name}.y", b"%d" % i) for i in range(20)])
+    reader = spark.readStream.format("jetstream").schema("data binary, sequence long")
+    df = reader.option("servers", url).option("stream", stream_name).option("driverReads", "true").load()
+    rows, _ = run_available(df, checkpoint)
+    assert [tuple(r.asDict()) for r in rows[:1]] == [("data", "sequence")]
+    assert sorted((r.sequence, bytes(r.data)) for r in rows) == [(1051 + i, b"%d" % i) for i in range(20)]
 
 
 def test_live_stream_with_filter_and_start_sequence(
