@@ -62,6 +62,7 @@ __all__ = [
     "TTL",
     "UP_TO_SEQUENCE",
     "Status",
+    "header_block",
     "header_lines",
     "heartbeat_block",
     "no_responders_block",
@@ -70,6 +71,7 @@ __all__ = [
     "publish_block",
     "publish_block_frame",
     "status_block",
+    "status_prefix",
 ]
 
 # Publishing into a stream.
@@ -206,6 +208,20 @@ def publish_block(msg_id: str = "", expected_stream: str = "") -> bytes | None:
     if expected_stream:
         return f"NATS/1.0\r\n{EXPECTED_STREAM}: {expected_stream}\r\n\r\n".encode()
     return None
+
+
+def header_block(headers: Iterable[tuple[str, str | int]]) -> bytes:
+    """A plain header block, ``NATS/1.0\\r\\nName: value\\r\\n…\\r\\n``, in the order given (the
+    bytes ``protocol.encode_headers`` makes of the same pairs): what the server attaches to the
+    requests and replies it makes itself (a sourcing consumer's create, a flow-control answer,
+    a consumer create's ``Nats-Stream-Identity``, a trace's ``Content-Encoding``)."""
+    return ("NATS/1.0\r\n" + "".join(f"{name}: {value}\r\n" for name, value in headers) + "\r\n").encode()
+
+
+def status_prefix(code: int) -> bytes:
+    """How a status message with this code begins (``NATS/1.0 100 ``): what a reader that only
+    needs the code matches (a sourcing consumer telling heartbeats and flow control from data)."""
+    return b"NATS/1.0 %d " % code
 
 
 def status_block(status: tuple[int, str], headers: Iterable[tuple[str, str | int]] = ()) -> bytes:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import cramjam
 
 from pyjetstream.api import codec
+from pyjetstream.api.headers import header_block
 from pyjetstream.api.msgtrace import (
     MSG_TRACE_DEST,
     MSG_TRACE_DEST_DISABLED,
@@ -335,7 +336,7 @@ class MsgTrace:
                 body = gzip.compress(body)
             elif self.encoding == "snappy":  # what nats-server's s2 writer in Snappy mode makes
                 body = bytes(cramjam.snappy.compress(body))
-            hdr = b"NATS/1.0\r\nContent-Encoding: %b\r\n\r\n" % self.encoding.encode()
+            hdr = header_block((("Content-Encoding", self.encoding),))
         self.account.publish_internal(self.dest, body, hdr=hdr)
 
 

@@ -15,7 +15,7 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.constants import JS_API_LIST_LIMIT, JS_API_NAMES_LIMIT
 from pyjetstream.api.enums import AckPolicy, RetentionPolicy
 from pyjetstream.api.errors import JetStreamApiError
-from pyjetstream.api.headers import STREAM_IDENTITY
+from pyjetstream.api.headers import STREAM_IDENTITY, header_block
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_consumer import ConsumerConfig, ConsumerInfo, CreateConsumerRequest
 from pyjetstream.api.requests import (
@@ -121,7 +121,7 @@ def consumer_create(
         consumer.send_pause_advisory()  # (published after this reply, as nats-server does)
     created = ConsumerCreateResponse.from_payload(shown(consumer.info()))
     if identity:
-        return created, b"NATS/1.0\r\n%s: %s\r\n\r\n" % (_STREAM_IDENTITY_B, identity.encode())
+        return created, header_block(((STREAM_IDENTITY, identity),))
     return created
 
 

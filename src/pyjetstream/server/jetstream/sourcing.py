@@ -91,7 +91,6 @@ WARN_EVERY = 60.0  # the same storing error is logged once a minute (nats-server
 
 HDR_STREAM_SOURCE = H.STREAM_SOURCE.encode()
 HDR_STREAM_IDENTITY = H.STREAM_IDENTITY.encode()  # 2.15
-HDR_REQUIRED_API_LEVEL = H.REQUIRED_API_LEVEL.encode()
 STREAM_IDENTITY_MISMATCH = E.JSConsumerStreamIdentityMismatchF.err_code
 REQUIRED_API_LEVEL_ERR = E.JSRequiredApiLevelErr.err_code
 INVALID_JSON_ERR = E.JSInvalidJSONErr.err_code
@@ -99,7 +98,7 @@ HDR_LAST_CONSUMER = H.LAST_CONSUMER.encode()
 HDR_LAST_STREAM = H.LAST_STREAM.encode()
 HDR_CONSUMER_STALLED = H.CONSUMER_STALLED.encode()
 _EXPECTED_PREFIX = b"\r\nNats-Expected-"
-_CONTROL_PREFIX = b"NATS/1.0 100 "
+_CONTROL_PREFIX = H.status_prefix(H.Status.IDLE_HEARTBEAT[0])  # heartbeats and flow control
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _SEQ_MISMATCH = E.JSStreamSequenceNotMatchErr().err_code
 
@@ -403,14 +402,9 @@ class _Feed:
             self._timeout = self.loop.call_later(CREATE_TIMEOUT, self._on_create_timeout)
         hdr = None
         if level >= 5:
-            hdr = b"NATS/1.0\r\n%s: %d\r\n%s: %s\r\n\r\n" % (
-                HDR_REQUIRED_API_LEVEL,
-                level,
-                HDR_STREAM_IDENTITY,
-                self.ident.encode(),
-            )
+            hdr = H.header_block(((H.REQUIRED_API_LEVEL, level), (H.STREAM_IDENTITY, self.ident)))
         elif level:
-            hdr = b"NATS/1.0\r\n%s: %d\r\n\r\n" % (HDR_REQUIRED_API_LEVEL, level)
+            hdr = H.header_block(((H.REQUIRED_API_LEVEL, level),))
         self.server.publish_internal(subject, request, reply=self._reply_subject, hdr=hdr)
 
     def _downgrade(self, error: ApiError) -> bool:
@@ -461,11 +455,7 @@ class _Feed:
         self._timeout = self.loop.call_later(DURABLE_RESET_TIMEOUT, self._on_create_timeout)
         hdr = None
         if self.kind == "S":  # a source asks for API level 5 and the origin's identity
-            hdr = b"NATS/1.0\r\n%s: 5\r\n%s: %s\r\n\r\n" % (
-                HDR_REQUIRED_API_LEVEL,
-                HDR_STREAM_IDENTITY,
-                self.ident.encode(),
-            )
+            hdr = H.header_block(((H.REQUIRED_API_LEVEL, 5), (H.STREAM_IDENTITY, self.ident)))
         self.server.publish_internal(subject, b"", reply=self._reply_subject, hdr=hdr)
 
     def _api(self, subject: str) -> str:
@@ -621,12 +611,7 @@ class _Feed:
         (``Nats-Last-Consumer`` / ``Nats-Last-Stream``); an ADR-60 ``flow_control`` consumer
         acks up to that stream sequence, so only what this stream stored leaves the origin.
         Messages are stored as they are processed, so anything taken by now is in the store."""
-        hdr = b"NATS/1.0\r\n%s: %d\r\n%s: %d\r\n\r\n" % (
-            HDR_LAST_CONSUMER,
-            self.dseq,
-            HDR_LAST_STREAM,
-            self.sseq,
-        )
+        hdr = H.header_block(((H.LAST_CONSUMER, self.dseq), (H.LAST_STREAM, self.sseq)))
         self.server.publish_internal(reply, b"", hdr=hdr)
 
     def _process(self, subject: str, hdr: bytes | None, payload: bytes, d: Delivery) -> None:
