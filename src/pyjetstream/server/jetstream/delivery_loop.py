@@ -67,7 +67,9 @@ class DeliveryLoop:
         #: The stream sequence past the end of the stream when a pass last found nothing more
         #: (``getNextMsg`` at EOF); the heartbeats' position when beyond the next sequence.
         self.looked = 0
-        self._undo: tuple[int, int, int] = (0, 0, 0)  # (source, seq, previous sseq) of the last fetch
+        # The next sequence before the last read-ahead message was taken (None: nothing to put back;
+        # a redelivery run is put back whole by ``_rd_settle``).
+        self._undo: int | None = None
         self._lss_taken: list[int] = []  # the last-per-subject run being delivered (``_lss_settle``)
         self._rd_taken: list[int] = []  # the redelivery run being delivered (``_rd_settle``)
         self._sent = 0  # how many of the last run ``_deliver_msgs`` sent (the rest were not taken)
@@ -185,7 +187,7 @@ class DeliveryLoop:
             want = 1 if one else self._want(p, 0)
             rd, dcs = c.acks.redeliveries(want)
             if rd:
-                self._undo = (0, 0, 0)  # (the whole run is put back by ``_rd_settle``)
+                self._undo = None  # (the whole run is put back by ``_rd_settle``)
                 self._rd_taken = [m[1] for m in rd]
                 return rd, dcs, False
         if maxp > 0 and len(st.pending) >= maxp:
@@ -308,7 +310,7 @@ class DeliveryLoop:
                 if ahead:
                     prev = st.sseq
                     st.sseq = seq + 1
-                if replay and self._replay_waits(p, seq, ts, prev, ahead):
+                if replay and self._replay_waits(p, ts, prev, ahead):
                     return False
                 dseq = st.dseq
                 if dc == 1:
@@ -323,12 +325,12 @@ class DeliveryLoop:
                 size = len(p.dest if push else subject) + len(ack) - ack_adj + len(hdr) + len(payload) if sized else 0
                 wr, drop = None, False
                 if push:
-                    if ps.rate is not None and self._rate_waits(p, size, seq, prev, dc, ahead):
+                    if ps.rate is not None and self._rate_waits(p, size, prev, dc, ahead):
                         return False
                 else:
                     wr = pull.next_waiting(size, p.current_pass, p.groups, p.prioritized)
                     if wr is None or wr.reply != p.dest or p.pinned or pull.statuses != p.statuses:
-                        wr, hdr, drop = self._request_for(p, wr, hdr, seq, prev, dc, ahead)
+                        wr, hdr, drop = self._request_for(p, wr, hdr, prev, dc, ahead)
                         if wr is None:
                             return False
                 st.dseq = dseq + 1
@@ -374,29 +376,29 @@ class DeliveryLoop:
         p.delivered += n
         p.budget -= n
 
-    def _replay_waits(self, p: DeliveryPass, seq: int, ts: int, prev: int, ahead: bool) -> bool:
+    def _replay_waits(self, p: DeliveryPass, ts: int, prev: int, ahead: bool) -> bool:
         """``replay_policy: original``: the message stored at ``ts`` waits its original gap (it
         is put back and the pass ends)."""
         if ahead:
-            self._undo = (3, seq, prev)
+            self._undo = prev
         if self._replay_delay(ts):
             p.budget = 0
             return True
         return False
 
-    def _rate_waits(self, p: DeliveryPass, size: int, seq: int, prev: int, dc: int, ahead: bool) -> bool:
+    def _rate_waits(self, p: DeliveryPass, size: int, prev: int, dc: int, ahead: bool) -> bool:
         """``rate_limit_bps``: the message of ``size`` bytes must wait (it is put back and the pass
         ends; it resumes after the wait)."""
         if not self.consumer.push.rate_delay(size):
             return False
         if ahead:
-            self._undo = (3, seq, prev)
+            self._undo = prev
         self._unget_counted(dc)
         p.budget = 0
         return True
 
     def _request_for(
-        self, p: DeliveryPass, wr: WaitingRequest | None, hdr: bytes, seq: int, prev: int, dc: int, ahead: bool
+        self, p: DeliveryPass, wr: WaitingRequest | None, hdr: bytes, prev: int, dc: int, ahead: bool
     ) -> tuple[WaitingRequest | None, bytes, bool]:
         """What follows ``nextWaiting`` for a pull consumer's message when it is not the common
         case: with a request ``wr``, the pass's receiver moved to its reply subject and a pinned
@@ -408,7 +410,7 @@ class DeliveryLoop:
         p.statuses = pull.statuses
         if wr is None:
             if ahead:
-                self._undo = (3, seq, prev)
+                self._undo = prev
             self._unget_counted(dc)
             p.stop = STOP_IDLE
             return None, hdr, drop
@@ -468,11 +470,9 @@ class DeliveryLoop:
 
     def _unget(self) -> None:
         """Put the last fetched message back (no destination, or a replay/rate delay)."""
-        c = self.consumer
-        source, _seq, prev = self._undo
-        if source == 3:  # (a read-ahead message: the next sequence goes back; a redelivery run
-            c.state.sseq = prev  # is put back whole by ``_rd_settle``)
-        self._undo = (0, 0, 0)
+        if self._undo is not None:  # (a read-ahead message: the next sequence goes back)
+            self.consumer.state.sseq = self._undo
+            self._undo = None
 
     def _unget_counted(self, dc: int) -> None:
         """`_unget` a message whose num pending was counted down (a first delivery)."""
