@@ -491,23 +491,27 @@ async def test_deliveries_wait_for_the_importers_interest(start_server: StartSer
         assert info.num_pending == 0 and info.delivered.consumer_seq == 20
 
 
+CHAIN = {
+    "A": {"users": [{"user": "a", "password": "pwd"}], "exports": [{"stream": "_d_"}]},
+    "M": {
+        "users": [{"user": "m", "password": "pwd"}],
+        "imports": [{"stream": {"account": "A", "subject": "_d_"}, "to": "mid"}],
+        "exports": [{"stream": "mid"}],
+    },
+    "B": {
+        "users": [{"user": "b", "password": "pwd"}],
+        "imports": [{"stream": {"account": "M", "subject": "mid"}, "to": "foo"}],
+    },
+}
+
+
 async def test_a_chained_import_does_not_bind_the_consumer(start_server: StartServer) -> None:
     """``M`` imports ``_d_`` as ``mid`` and re-exports it; ``B`` imports ``mid`` as ``foo``. nats-server
     makes shadow subscriptions of subscriptions, not of other shadows: ``B``'s subscription to
     ``foo`` does not bind the push consumer (nor does the chain of imports alone), and what the
     consumer delivers once an ``M`` client subscribes to ``mid`` reaches that client, not ``B``."""
-    accounts = {
-        "A": {"jetstream": "enabled", "users": [{"user": "a", "password": "pwd"}], "exports": [{"stream": "_d_"}]},
-        "M": {
-            "users": [{"user": "m", "password": "pwd"}],
-            "imports": [{"stream": {"account": "A", "subject": "_d_"}, "to": "mid"}],
-            "exports": [{"stream": "mid"}],
-        },
-        "B": {
-            "users": [{"user": "b", "password": "pwd"}],
-            "imports": [{"stream": {"account": "M", "subject": "mid"}, "to": "foo"}],
-        },
-    }
+    accounts = json.loads(json.dumps(CHAIN))
+    accounts["A"]["jetstream"] = "enabled"
     target = start_server(accounts=accounts)
     async with _connect(target, "a", "pwd") as a, _connect(target, "b", "pwd") as b, _connect(target, "m", "pwd") as m:
         js = a.jetstream()
@@ -527,20 +531,6 @@ async def test_a_chained_import_does_not_bind_the_consumer(start_server: StartSe
         assert (await js.consumer_info("TEST", "dlc")).push_bound
         await b.flush()
         assert into_b.msgs == []
-
-
-CHAIN = {
-    "A": {"users": [{"user": "a", "password": "pwd"}], "exports": [{"stream": "_d_"}]},
-    "M": {
-        "users": [{"user": "m", "password": "pwd"}],
-        "imports": [{"stream": {"account": "A", "subject": "_d_"}, "to": "mid"}],
-        "exports": [{"stream": "mid"}],
-    },
-    "B": {
-        "users": [{"user": "b", "password": "pwd"}],
-        "imports": [{"stream": {"account": "M", "subject": "mid"}, "to": "foo"}],
-    },
-}
 
 
 async def test_a_stream_import_is_not_carried_on_by_a_reexport(start_server: StartServer) -> None:
