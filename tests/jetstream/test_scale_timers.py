@@ -2,7 +2,8 @@
 with many of them as with few (embedded server, steps counted, not timed).
 
 - A new schedule and a run look at the schedules' heap (``MsgSchedules.steps``), not every
-  schedule (nats-server keeps them in a timing wheel).
+  schedule (nats-server keeps them in a timing wheel); a read's new schedules and a firing's
+  messages are stored in one pass each, none through the per-message path.
 - A TTL expiry tells only the consumers with something below the new first message, not every
   consumer of the stream.
 - The duplicate window's timer fires at most every 50 ms (nats-server ``purgeMsgIds``), however
@@ -21,6 +22,7 @@ from tests.jetstream.scale_steps import count_calls, embedded
 
 from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
+from pyjetstream.server.jetstream.stream_ingest import StreamIngest
 
 
 async def _publish(nc: RawClient, subjects: list[str], hdrs: list[bytes]) -> None:
@@ -38,7 +40,12 @@ def _schedule(target: str, pattern: str = "@every 1h") -> bytes:
     return headers(("Nats-Schedule", pattern), ("Nats-Schedule-Target", target))
 
 
-async def _schedule_steps(n: int) -> tuple[float, float]:
+#: What a new schedule and a firing call on the per-message paths (none: a read's schedules and a
+#: firing's messages are stored in one pass each, ``Run._schedules``, `store_internal_run`).
+PER_MESSAGE = ("process", "store_internal", "commit")
+
+
+async def _schedule_steps(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[float, float, dict[str, int]]:
     async with embedded() as server:
         nc = await RawClient.connect(server.client_url)
         try:
@@ -46,7 +53,8 @@ async def _schedule_steps(n: int) -> tuple[float, float]:
             await _publish(nc, [f"sc.s.{i}" for i in range(n)], [_schedule(f"sc.t.{i}") for i in range(n)])
             schedules: Any = server.jetstream.streams["SC"].schedules
             before = schedules.steps
-            await _publish(nc, [f"sc.n.{i}" for i in range(20)], [_schedule(f"sc.u.{i}") for i in range(20)])
+            with count_calls(monkeypatch, StreamIngest, *PER_MESSAGE) as calls:
+                await _publish(nc, [f"sc.n.{i}" for i in range(20)], [_schedule(f"sc.u.{i}") for i in range(20)])
             per_publish = (schedules.steps - before) / 20
             at = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=1)
             pattern = "@at " + at.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -57,17 +65,20 @@ async def _schedule_steps(n: int) -> tuple[float, float]:
                 info = await nc.api("$JS.API.STREAM.INFO.SC", {"subjects_filter": "sc.ft.>"})
                 return len(info["state"].get("subjects") or {}) == 20
 
-            await wait_for(fired, timeout=20)
-            return per_publish, (schedules.steps - before) / 20
+            with count_calls(monkeypatch, StreamIngest, *PER_MESSAGE) as fire_calls:
+                await wait_for(fired, timeout=20)
+            calls.update({f"fire {name}": count for name, count in fire_calls.items()})
+            return per_publish, (schedules.steps - before) / 20, dict(calls)
         finally:
             await nc.close()
 
 
-async def test_schedules_cost_per_publish_and_run_does_not_grow() -> None:
-    small = await _schedule_steps(100)
-    large = await _schedule_steps(1000)
+async def test_schedules_cost_per_publish_and_run_does_not_grow(monkeypatch: pytest.MonkeyPatch) -> None:
+    small = await _schedule_steps(100, monkeypatch)
+    large = await _schedule_steps(1000, monkeypatch)
     assert small[0] == large[0] == 0, (small, large)  # a new schedule: pushed, nothing looked at
     assert small[1] <= 2 and large[1] <= 2, (small, large)  # a run: its own heap entries
+    assert small[2] == large[2] == {}, (small, large)  # no schedule or fired message one by one
 
 
 async def _expiry_visits(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, int]:

@@ -38,6 +38,7 @@ from pyjetstream.server.jetstream.ingest_rules import (
     batched,
     wrong_stream,
 )
+from pyjetstream.server.jetstream.schedules import SCHEDULE_LINE, Found, stretch_schedule
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream_ingest import StreamIngest
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 _ID_LINE = ID_HEADERS[0]
 _SCHEDULE_ANY = b"Nats-Schedule"  # also the start of Nats-Schedule-*, Nats-Scheduler
 _TTL_LINE = ID_TTL_HEADERS[-1]
+#: A stretch of schedules: their blocks as stored (with the roll-up) and their schedule headers.
+Scheduled = tuple[list[bytes], list[Found]]
 
 
 class Run:
@@ -118,17 +121,19 @@ class Run:
         n = self.n
         while k < n and not stream.closed:
             hdr = hdrs[k]
-            if (
-                ingest.stretches
-                and ingest.trace is None
-                and not batched(replies[k], hdr)
-                and not (hdr and _SCHEDULE_ANY in hdr)  # (a schedule's: no stretch takes it)
-            ):
-                end, ids, ttls = self._stretch(k)
-                if end > k:
-                    self._store_stretch(k, end, ids, ttls)
-                    k = end
-                    continue
+            if ingest.stretches and ingest.trace is None and not batched(replies[k], hdr):
+                if not (hdr and _SCHEDULE_ANY in hdr):
+                    end, ids, ttls = self._stretch(k)
+                    if end > k:
+                        self._store_stretch(k, end, ids, ttls)
+                        k = end
+                        continue
+                elif ingest.schedule_stretches:
+                    end, scheduled = self._schedules(k)
+                    if end > k:
+                        self._commit_stretch(k, end, None, None, scheduled)
+                        k = end
+                        continue
             self.one(k)
             k += 1
 
@@ -207,6 +212,35 @@ class Run:
         ids = ids_of(raws)
         return k + len(ids), ids, ttls[: len(ids)] if any(ttls) else None
 
+    def _schedules(self, k: int) -> tuple[int, Scheduled]:
+        """How far from ``k`` the messages are schedules a stretch stores
+        (`schedules.stretch_schedule`: valid, with no ``Nats-`` header but the schedule's own),
+        each on a subject of its own in the stretch and within the size limits once its block
+        has the roll-up; their blocks as stored and their schedule headers."""
+        stream = self.ingest.stream
+        subjects, hdrs, payloads = self.subjects, self.hdrs, self.payloads
+        blocks: list[bytes] = []
+        founds: list[Found] = []
+        seen: set[str] = set()
+        i = k
+        while i < self.n:
+            hdr, subject = hdrs[i], subjects[i]
+            if hdr is None or SCHEDULE_LINE not in hdr or subject in seen:
+                break
+            if not self.within_limits and not self._within_limits(i):
+                break
+            taken = stretch_schedule(stream, subject, hdr)
+            if taken is None:
+                break
+            block = taken[0]
+            if len(block) > MAX_HEADER_SIZE or len(block) + len(payloads[i]) > self.max_size:
+                break  # (the roll-up took it over a limit: process refuses it)
+            blocks.append(block)
+            founds.append(taken[1])
+            seen.add(subject)
+            i += 1
+        return i, (blocks, founds)
+
     def _within_limits(self, i: int) -> bool:
         """Whether message ``i`` is within the size limits (the ingest queue's, the stream's
         max_msg_size, the header block's) and not a fast batch's."""
@@ -259,13 +293,16 @@ class Run:
             self.ingest.writes.respond_all(answers[:])
             answers.clear()
 
-    def _commit_stretch(self, lo: int, hi: int, ids: list[str] | None, ttls: list[int] | None) -> None:
+    def _commit_stretch(
+        self, lo: int, hi: int, ids: list[str] | None, ttls: list[int] | None, scheduled: Scheduled | None = None
+    ) -> None:
         """`StreamIngest.commit` for each message ``lo`` to ``hi`` (none a duplicate; ``ids``:
-        their message ids, ``None``: none has one; ``ttls``: their TTLs, ``None``: none), with its PubAck, in one pass when nothing can
-        refuse or trim one of them (the account's room: ``room_for_run``; the store's limits:
-        ``run_fits``), else one by one. A write that fails stops the pass: the message it failed
-        for is answered with the error (the earlier ones' PubAcks become it too:
-        ``WriteBatch.store_failed``) and the rest go one by one."""
+        their message ids, ``None``: none has one; ``ttls``: their TTLs, ``None``: none;
+        ``scheduled``: a stretch of schedules, their blocks as stored and schedule headers), with
+        its PubAck, in one pass when nothing can refuse or trim one of them (the account's room:
+        ``room_for_run``; the store's limits: ``run_fits``), else one by one. A write that fails
+        stops the pass: the message it failed for is answered with the error (the earlier ones'
+        PubAcks become it too: ``WriteBatch.store_failed``) and the rest go one by one."""
         ingest = self.ingest
         stream = ingest.stream
         store = stream.store
@@ -275,6 +312,9 @@ class Run:
         subs, blocks, datas, sizes = self._slice(lo, hi)
         # What commit's checks count, summed: each record_size(len(subject), len(hdr), len(payload)).
         base = store.record_size(0, 0, 0)
+        if scheduled is not None:
+            blocks = scheduled[0]
+            sizes = sum(map(len, subs)) + sum(map(len, blocks)) + sum(map(len, datas))
         with_hdr = n - blocks.count(b"") if self.nones < self.n else 0
         records = n * base + with_hdr * (store.record_size(0, 1, 0) - base - 1) + sizes
         largest = max(map(add, map(len, blocks), map(len, datas))) if stream.cfg.max_msg_size > 0 else 0
@@ -286,21 +326,10 @@ class Run:
         done = len(tss)
         if done:
             if done < n:
-                sizes = sum(map(len, subs[:done])) + sum(map(len, blocks[:done])) + sum(map(len, datas[:done]))
+                subs = subs[:done]
+                sizes = sum(map(len, subs)) + sum(map(len, blocks[:done])) + sum(map(len, datas[:done]))
             engine.note_writes(storage, done, sizes)
-            schedules = stream.schedules
-            if schedules is not None and schedules.entries:
-                schedules.stored_plain(subs[:done] if done < n else subs)
-            if ids is not None:
-                ingest.dedupe.record_run(ids, first, tss)
-            else:
-                ingest.dedupe.last = ""
-            if ttls is not None:
-                self._watch_ttls(tss, ttls)
-            if stream.cfg.max_age:
-                stream.watch_expiry(0, 0)
-            if stream.consumers:
-                ingest.writes.signal_run(first, subs[:done] if done < n else subs)
+            self._after_store(first, subs, tss, ids, ttls, scheduled)
             if not stream.cfg.no_ack:
                 self._ack_stretch(self.replies[lo : lo + done], first)
         if error is not None:
@@ -310,6 +339,42 @@ class Run:
                 ingest.writes.respond(self.replies[failed], ingest.error(result))
             for k in range(failed + 1, hi):
                 self.one(k)
+
+    def _after_store(
+        self,
+        first: int,
+        subs: list[str],
+        tss: Sequence[int],
+        ids: list[str] | None,
+        ttls: list[int] | None,
+        scheduled: Scheduled | None,
+    ) -> None:
+        """What `StreamIngest.commit` does after each store, for the stored messages of a
+        stretch (``subs``, from ``first`` on): the schedules' store hook (a schedule's next run;
+        a plain message ends the schedule on its subject) and a schedule's roll-up, the ids
+        recorded, the TTLs' and max_age's timer, the consumers told."""
+        ingest = self.ingest
+        stream = ingest.stream
+        schedules = stream.schedules
+        if scheduled is not None and schedules is not None:
+            blocks, founds = scheduled
+            on_stored = schedules.on_stored
+            for i, subject in enumerate(subs):
+                on_stored(first + i, subject, blocks[i], tss[i], founds[i])
+            for subject in subs:  # (each subject once in the stretch: its roll-up keeps it)
+                stream.purge(subject=subject, keep=1)
+        elif schedules is not None and schedules.entries:
+            schedules.stored_plain(subs)
+        if ids is not None:
+            ingest.dedupe.record_run(ids, first, tss)
+        else:
+            ingest.dedupe.last = ""
+        if ttls is not None:
+            self._watch_ttls(tss, ttls)
+        if stream.cfg.max_age:
+            stream.watch_expiry(0, 0)
+        if stream.consumers:
+            ingest.writes.signal_run(first, subs)
 
     def _watch_ttls(self, tss: Sequence[int], ttls: list[int]) -> None:
         """`Stream.watch_expiry` for the stored message whose TTL ends first: the timer each

@@ -109,6 +109,28 @@ def check_publish(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, ApiE
     return hdr, _check_next(stream, subject, found), found
 
 
+#: The headers a run's stretch takes in a schedule's block (`stretch_schedule`): the schedule's own.
+_STRETCH_HEADERS = frozenset((HDR_SCHEDULE, HDR_TARGET, HDR_SOURCE, HDR_TTL, HDR_ROLLUP, HDR_TIME_ZONE))
+#: Every header line nats-server's checks may read starts so (``getHeader`` is case-sensitive).
+_NATS_LINE = b"\r\nNats-"
+
+
+def stretch_schedule(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, Found] | None:
+    """A published block that a run's stretch may store as a valid schedule (``ingest_run.py``):
+    its only ``Nats-`` headers are the schedule's own (pattern, target, source, TTL, roll-up,
+    time zone — so no check of `StreamIngest.process` but the schedule's can refuse it, and
+    there is no message id, TTL or roll-up of its own) and `check_publish` would pass it. Returns
+    the block as stored (with ``Nats-Rollup: sub``, as `check_publish` gives it) and its schedule
+    headers, or None: `StreamIngest.process` takes it (an error, a duplicate header, any other
+    ``Nats-`` header)."""
+    found = schedule_headers(hdr)
+    if hdr.count(_NATS_LINE) != len(found) or not found.keys() <= _STRETCH_HEADERS:
+        return None
+    if _check_schedule(stream, subject, found) is not True:
+        return None
+    return hdr[:-2] + ROLLUP_SUB_LINE, found
+
+
 def _check_schedule(stream: Stream, subject: str, found: Found) -> ApiError | bool:
     """The schedule of a block (nats-server ``getMessageSchedule``: also the time zone of a
     block without a pattern), its TTL, roll-up, target and source; True: a valid schedule,
@@ -317,8 +339,7 @@ class MsgSchedules:
         # a read's publishes are: one commit, not one per message.
         self.stream.writes.hold_for_read()
         try:
-            for target, hdr, payload, found in self._due(time.time_ns()):
-                self.stream.ingest.store_internal(target, hdr, payload, found)
+            self.stream.ingest.store_internal_run(self._due(time.time_ns()))
         finally:
             self._running = False
         self._reset_timer()

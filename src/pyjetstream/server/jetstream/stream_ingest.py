@@ -19,6 +19,7 @@ preconditions or a PubAck.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import errors as E
@@ -50,7 +51,7 @@ from pyjetstream.server.jetstream.ingest_rules import (
     wrong_stream,
 )
 from pyjetstream.server.jetstream.ingest_run import Run
-from pyjetstream.server.jetstream.schedules import Found, check_publish
+from pyjetstream.server.jetstream.schedules import HDR_SCHEDULER, Found, check_publish
 from pyjetstream.server.jetstream.store.base import (
     ErrMaxBytes,
     ErrMaxMsgs,
@@ -144,6 +145,12 @@ class StreamIngest:
         # without a schedule header a schedule needs only that it ends one on its subject
         # (``MsgSchedules.on_stored``), which the stretch does for all its subjects at once.
         self.stretches = plain
+        # Schedules themselves too, where their roll-up is taken (``Run._schedules``), and a
+        # firing's messages (`store_internal_run`); off with the server's ``runs`` (then each
+        # goes through `process` / `store_internal`).
+        self.schedule_stretches = (
+            plain and stream.schedules is not None and stream.server.options.runs and rollup_refused(cfg, b"sub") is None
+        )
         self.memory = cfg.storage == StorageType.MEMORY
         self.max_size = max_size(cfg)
         # A run's stretch takes a valid Nats-TTL where the stream allows TTLs, unless a
@@ -554,3 +561,70 @@ class StreamIngest:
         if stream.closed or cfg.sealed:
             return E.JSStreamSealedErr()
         return self.commit(subject, hdr, payload, "", rollup_taken(cfg, hdr), ttl=message_ttl(hdr), found=found)
+
+    def store_internal_run(self, produced: list[tuple[str, bytes, bytes, Found]]) -> None:
+        """`store_internal` for each message of ``produced`` in turn (a firing's, with their
+        schedule headers: `MsgSchedules._run`), stored in one pass (``store_run``) when nothing
+        but the store and the schedules' hook applies to them — a config a run's stretch takes,
+        no roll-up or TTL, room for all (``room_for_run``, ``run_fits``) and no
+        target one of the schedules they end (whose purge would take it) — else one by one.
+        Then, as after each store: the hook, the purge of the schedule a message ends, the
+        consumers told."""
+        stream = self.stream
+        store = stream.store
+        subs = [target for target, _, _, _ in produced]
+        hdrs = [hdr for _, hdr, _, _ in produced]
+        datas = [data for _, _, data, _ in produced]
+        records = sum(map(store.record_size, map(len, subs), map(len, hdrs), map(len, datas)))
+        largest = max(map(len, hdrs)) + max(map(len, datas)) if produced else 0
+        if (
+            not produced
+            or not self._internal_run_ok(subs, hdrs, produced)
+            or not stream.engine.room_for_run(stream.cfg.storage, len(subs), records)
+            or not store.run_fits(subs, largest, records)
+        ):
+            for target, hdr, payload, found in produced:
+                self.store_internal(target, hdr, payload, found)
+            return
+        first, tss, error = store.store_run(subs, hdrs, datas, None)
+        done = len(tss)
+        if done:
+            stream.engine.note_writes(
+                stream.cfg.storage,
+                done,
+                sum(map(len, subs[:done])) + sum(map(len, hdrs[:done])) + sum(map(len, datas[:done])),
+            )
+            self._after_internal_run(first, produced[:done], tss)
+        for target, hdr, payload, found in produced[done + 1 :] if error is not None else ():
+            self.store_internal(target, hdr, payload, found)
+
+    def _internal_run_ok(
+        self, subs: list[str], hdrs: list[bytes], produced: list[tuple[str, bytes, bytes, Found]]
+    ) -> bool:
+        """Whether `store_internal_run` may store ``produced`` in one pass (see there)."""
+        if not self.schedule_stretches or self.trace is not None or self.stream.closed:
+            return False
+        blocks = b"".join(hdrs)
+        if b"Nats-TTL:" in blocks or b"Nats-Rollup:" in blocks:
+            return False
+        ended = {found.get(HDR_SCHEDULER, b"").decode(errors="replace") for _, _, _, found in produced}
+        return ended.isdisjoint(subs)
+
+    def _after_internal_run(
+        self, first: int, produced: list[tuple[str, bytes, bytes, Found]], tss: Sequence[int]
+    ) -> None:
+        """`commit`'s steps after each store, for the messages of `store_internal_run` stored
+        from ``first`` on."""
+        stream = self.stream
+        schedules = stream.schedules
+        if schedules is not None:
+            on_stored = schedules.on_stored
+            for i, (target, hdr, _, found) in enumerate(produced):
+                ended = on_stored(first + i, target, hdr, tss[i], found)
+                if ended:  # a Nats-Schedule-Next: purge message ends its schedule
+                    stream.purge(subject=ended)
+        self.dedupe.last = ""
+        if stream.cfg.max_age:
+            stream.watch_expiry(0, 0)
+        if stream.consumers:
+            self.writes.signal_run(first, [target for target, _, _, _ in produced])
