@@ -245,3 +245,36 @@ def test_random_reads_peek_at_evicted_pages_without_loading_them(tmp_path: Path)
         return index(s).loads - before
 
     assert at_sizes(tmp_path, gets) == [0, 0]
+
+
+def test_repeated_gets_of_an_evicted_page_read_its_index_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A get of the first message of a subject (``next_by_subj`` from 1) finds it in the first
+    block, evicted at both sizes: its slots come from a window of the block's index file read
+    once (``BlockIndexes.peek_slot``), not from three reads of the file per get — the reads per
+    get do not grow with the messages and stay well under one."""
+    import os
+
+    def reads_per_get(s: FileStore, n: int) -> float:
+        backend = s._backend
+        s.load_msg(n)  # (the last block's page: the first block's is evicted)
+        assert not index(s).pages[0].loaded
+        s.load_next_msg("m.0", 1)
+        calls = 0
+        pread = os.pread
+
+        def counting(fd: int, size: int, off: int) -> bytes:
+            nonlocal calls
+            calls += 1
+            return pread(fd, size, off)
+
+        monkeypatch.setattr(os, "pread", counting)
+        windows = backend.peek_reads
+        for i in range(200):
+            msg = s.load_next_msg(f"m.{i % 20}", 1)[0]
+            assert (msg.seq, msg.data) == (i % 20 + 1, b"payload-%06d" % (i % 20))
+        monkeypatch.setattr(os, "pread", pread)
+        assert backend.peek_reads == windows and not index(s).pages[0].loaded
+        return calls / 200
+
+    small, large = at_sizes(tmp_path, reads_per_get)
+    assert large <= small + 0.05 and large < 0.5, (small, large)
