@@ -118,6 +118,7 @@ def fire_case(n: int, *more: tuple[str, str]) -> list:
 
 FIRE_CASES: dict[str, list] = {
     "plain": fire_case(10),
+    "many": fire_case(100),  # (more than the store removes one by one)
     "with-headers-carried": fire_case(6, ("X-Kept", "yes")),
     "with-ttl": fire_case(4, ("Nats-Schedule-TTL", "5m")),
 }

@@ -203,7 +203,7 @@ def check_equal(store: MessageStore, model: Model, data: st.DataObject) -> None:
 
 OPS = st.sampled_from(
     ["store"] * 12
-    + ["remove", "remove", "erase", "skip", "purge", "purge_ex", "purge_ex", "compact", "truncate", "expire"]
+    + ["remove", "remove", "erase", "skip", "purge", "purge_ex", "purge_ex", "purge_subjects", "compact", "truncate", "expire"]
     + ["reopen", "crash", "batch", "limits"]
 )
 LIMITS = [{}, {"max_msgs": 7}, {"max_msgs_per_subject": 2}, {"max_msgs": 5, "max_msgs_per_subject": 1}]
@@ -262,6 +262,9 @@ def run_ops(kind: str, data: st.DataObject) -> None:
                 seq = data.draw(st.sampled_from([0, 0, 1, max(1, model.last // 2), model.last + 3]))
                 keep = data.draw(st.sampled_from([0, 0, 1, 3]))
                 assert store.purge_ex(subject, seq, keep) == model.purge_ex(subject, seq, keep)
+            elif op == "purge_subjects":  # (a firing's ended schedules)
+                subjects = data.draw(st.lists(st.sampled_from(SUBJECTS), max_size=3))
+                assert store.purge_subjects(subjects) == sum(model.purge_ex(s, 0, 0) for s in set(subjects))
             elif op == "compact":
                 seq = data.draw(st.integers(0, model.last + 3))
                 assert store.compact(seq) == model.compact(seq)

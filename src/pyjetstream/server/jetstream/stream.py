@@ -367,6 +367,19 @@ class Stream:
         self.engine.usage_dropped()  # (a purge only frees: the cached usage is an upper bound)
         return purged
 
+    def purge_subjects(self, subjects: list[str]) -> int:
+        """`purge` of each of the literal ``subjects`` (a firing's ended schedules: nats-server
+        ``processJetStreamMsgWithRollup`` purges each), the store's removals done together."""
+        purged = self.store.purge_subjects(subjects)
+        if purged:
+            for subject in subjects:
+                for consumer in list(self.csl.match(subject)):
+                    filters = filters_of(consumer.cfg)
+                    if filters and all(is_subset(f, subject) for f in filters):
+                        consumer.on_stream_purged(self._first_after_purge(subject))
+            self.engine.usage_dropped()
+        return purged
+
     def _first_after_purge(self, subject: str) -> int:
         """Where a purge leaves a consumer: the subject's first message left (``subject``:
         a subject purge), else the stream's."""

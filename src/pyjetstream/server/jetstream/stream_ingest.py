@@ -568,8 +568,8 @@ class StreamIngest:
         but the store and the schedules' hook applies to them — a config a run's stretch takes,
         no roll-up or TTL, room for all (``room_for_run``, ``run_fits``) and no
         target one of the schedules they end (whose purge would take it) — else one by one.
-        Then, as after each store: the hook, the purge of the schedule a message ends, the
-        consumers told."""
+        Then, as after each store: the hook, the purge of the schedules the messages end (their
+        removals together: `Stream.purge_subjects`), the consumers told."""
         stream = self.stream
         store = stream.store
         subs = [target for target, _, _, _ in produced]
@@ -619,10 +619,9 @@ class StreamIngest:
         schedules = stream.schedules
         if schedules is not None:
             on_stored = schedules.on_stored
-            for i, (target, hdr, _, found) in enumerate(produced):
-                ended = on_stored(first + i, target, hdr, tss[i], found)
-                if ended:  # a Nats-Schedule-Next: purge message ends its schedule
-                    stream.purge(subject=ended)
+            ended = [on_stored(first + i, target, hdr, tss[i], found) for i, (target, hdr, _, found) in enumerate(produced)]
+            if any(ended):  # a Nats-Schedule-Next: purge message ends its schedule
+                stream.purge_subjects([subject for subject in ended if subject])
         self.dedupe.last = ""
         if stream.cfg.max_age:
             stream.watch_expiry(0, 0)

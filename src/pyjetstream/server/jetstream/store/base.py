@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -404,6 +404,10 @@ class MessageStore(ABC):
     def purge_ex(self, subject: str = "", seq: int = 0, keep: int = 0) -> int:
         """nats-server PurgeEx: by subject filter, up to (not including) ``seq``, keeping the
         newest ``keep``. Without a subject: seq > 1 ⇒ compact(seq); keep ⇒ keep the last N."""
+
+    def purge_subjects(self, subjects: Collection[str]) -> int:
+        """`purge_ex` of each of the literal ``subjects`` (a store may remove them together)."""
+        return sum(self.purge_ex(subject) for subject in set(subjects))
 
     @abstractmethod
     def compact(self, seq: int) -> int:

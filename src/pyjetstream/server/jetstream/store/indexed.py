@@ -17,7 +17,7 @@ import functools
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
 
@@ -402,21 +402,16 @@ class IndexedStore(MessageStore):
     # ------------------------------------------------------------------------------------
     # Removal
     # ------------------------------------------------------------------------------------
-    def remove_msg(self, seq: int) -> bool:
+    def remove_msg(self, seq: int, erase: bool = False) -> bool:
         if self._closed:
             raise ErrStoreClosed()
-        removed = self._remove_at(seq, False)
+        removed = self._remove_at(seq, erase)
         if removed:
             self._commit()
         return removed
 
     def erase_msg(self, seq: int) -> bool:
-        if self._closed:
-            raise ErrStoreClosed()
-        removed = self._remove_at(seq, True)
-        if removed:
-            self._commit()
-        return removed
+        return self.remove_msg(seq, True)
 
     def _remove_at(self, seq: int, erase: bool, lazy: bool = False) -> bool:
         index = self._index
@@ -513,6 +508,13 @@ class IndexedStore(MessageStore):
         if seqs:
             self._remove_seqs(seqs)
             self._commit()
+        return len(seqs)
+
+    def purge_subjects(self, subjects: Collection[str]) -> int:
+        """`purge_ex` of each literal subject, all removed at once (`seqbulk.of_subjects`)."""
+        seqs = seqbulk.of_subjects(self._index, subjects)
+        self._remove_seqs(seqs)
+        self._commit()  # (nothing to write when nothing was removed)
         return len(seqs)
 
     def _remove_seqs(self, seqs: list[int]) -> None:

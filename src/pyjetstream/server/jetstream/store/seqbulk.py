@@ -20,7 +20,7 @@ from ._index import find_value, zero_fill
 from .pages import Page
 from .seqindex import DELS_MAX, SeqIndex
 
-__all__ = ["locs_of", "oldest_of", "remove_seqs", "trimmed"]
+__all__ = ["locs_of", "of_subjects", "oldest_of", "remove_seqs", "trimmed"]
 
 
 def oldest_of(index: SeqIndex, sids: Collection[int], n: int, limit: int) -> list[int]:
@@ -58,6 +58,25 @@ _FEW = 8
 # A page's wanted messages are picked by a pass over its slots when at least one slot in this many
 # holds one, else found one by one (each a search of the slots).
 _DENSE = 32
+
+
+def of_subjects(index: SeqIndex, subjects: Collection[str]) -> list[int]:
+    """Every message on the literal ``subjects``, ascending (`IndexedStore.purge_subjects`): a
+    subject's only message is its first (no page looked at), the others' by `oldest_of`."""
+    table = index.subjects
+    ids, msgs, first = table.ids, table.msgs, table.first
+    seqs: list[int] = []
+    more: list[int] = []
+    for subject in set(subjects):
+        sid = ids.get(subject, 0)
+        if sid and msgs[sid] == 1:
+            seqs.append(first[sid])
+        elif sid and msgs[sid]:
+            more.append(sid)
+    if more:
+        seqs.extend(oldest_of(index, more, sum(msgs[sid] for sid in more), index.last_seq))
+    seqs.sort()
+    return seqs
 
 
 def _page_of(index: SeqIndex, p: Page, have: list[tuple[int, int]], lo: int, hi: int) -> Iterable[int]:
