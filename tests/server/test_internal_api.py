@@ -372,5 +372,5 @@ async def test_pending_bytes_limit_cuts_consumer() -> None:
 
 def test_subscription_prefix_cache() -> None:
     sub = Subscription("a.b", "7")
-    assert sub.msg_prefix == b"MSG a.b 7 " and sub.hmsg_prefix == b"HMSG a.b 7 "
+    assert sub.msg_start() == b"MSG a.b 7 " and sub.hmsg_start() == b"HMSG a.b 7 "
     assert Subscription("a.*", "1").msg_prefix == b""

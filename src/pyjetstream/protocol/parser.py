@@ -182,7 +182,8 @@ class _FrameParser:
             if repeat:
                 hit = self._last_hit
             elif line_end - pos <= max_line:
-                hit = lines.get(line) if lines is not None else None
+                # (the shared lines are PUB / HPUB lines: a SUB line is not looked up)
+                hit = lines.get(line) if lines is not None and buf[pos] != 83 else None
                 if hit is None or hit[2] > self.max_payload:
                     try:
                         hit = fast_line(line)
@@ -272,7 +273,8 @@ class _FrameParser:
             if line == self._last_line:
                 hit = self._last_hit
             elif line_end - pos <= max_line:
-                hit = lines.get(line) if lines is not None else None
+                # (the shared lines are PUB / HPUB lines: a SUB line is not looked up)
+                hit = lines.get(line) if lines is not None and buf[pos] != 83 else None
                 if hit is None or hit[2] > self.max_payload:
                     try:
                         hit = fast_line(line)
@@ -501,6 +503,9 @@ class ServerSideParser(_FrameParser):
 
     def _control_line(self, line: bytes) -> ClientOp | None:
         args = line.split()
+        if line.startswith(b"SUB ") and len(args) == 3 and len(line) <= self.max_control_line:
+            # The op a client sends most after PUB (a subscriber's start-up: thousands in a row).
+            return Sub(args[1].decode(), "", args[2].decode())
         if not args:
             # nats-server tolerates empty lines between ops.
             return None

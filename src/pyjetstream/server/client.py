@@ -727,7 +727,7 @@ class ClientConnection(asyncio.Protocol):
             self.log(logging.ERROR, "maximum subscriptions exceeded")
             self.enqueue(ERR_MAX_SUBS)
             return
-        sub = Subscription(ev.subject, sid, ev.queue, client=self)
+        sub = Subscription(ev.subject, sid, ev.queue, self)
         try:
             self.account.add_subscription(sub)
         except SublistError:

@@ -273,20 +273,23 @@ class FrameSink:
                     self._shown_sub = sub
                     self._shown = shown
             elif not sub.literal:  # a wildcard subscription: its recent subjects' line starts kept
-                cached = sub.prefixes.get(subject)
+                prefixes = sub.prefixes
+                if prefixes is None:
+                    prefixes = sub.prefixes = {}
+                cached = prefixes.get(subject)
                 if cached is None:
-                    if len(sub.prefixes) >= _PREFIXES_KEPT:
-                        sub.prefixes.clear()
-                    cached = sub.prefixes[subject] = msg_prefix(subject.encode(), sub.sid_b)
+                    if len(prefixes) >= _PREFIXES_KEPT:
+                        prefixes.clear()
+                    cached = prefixes[subject] = msg_prefix(subject.encode(), sub.sid_b)
                 prefix = cached
             elif reply:
-                prefix = sub.msg_prefix
+                prefix = sub.msg_prefix or sub.msg_start()
             else:
                 size = len(payload)
                 if size == sub.msg_line_size:
                     line = sub.msg_line
                 else:
-                    line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix, size)
+                    line = sub.msg_line = b"%b%d\r\n" % (sub.msg_prefix or sub.msg_start(), size)
                     sub.msg_line_size = size
                 out.append(line)
                 out.append(payload)
@@ -296,7 +299,7 @@ class FrameSink:
         if shown or not sub.literal:
             prefix = hmsg_prefix((shown or subject).encode(), sub.sid_b)
         else:
-            prefix = sub.hmsg_prefix
+            prefix = sub.hmsg_prefix or sub.hmsg_start()
         return append_hmsg(out, prefix, reply.encode(), hdr, payload)
 
     def deliver(

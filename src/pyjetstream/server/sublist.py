@@ -69,21 +69,25 @@ MatchResult: TypeAlias = "tuple[Any, ...]"
 EMPTY_RESULT: MatchResult = ((), ())
 
 
-# The empty plain-subscription list all nodes share until they hold one (never appended to).
+# The empty plain-subscription list, child table and queue-group table all nodes share until they
+# hold one (never written to): a node on the way to others' has no subscriptions, a leaf has no
+# children, and each distinct object, even an empty one, is one more for every collection of
+# CPython's cyclic collector to visit while the node lives.
 _NO_SUBS: list[Indexed] = []
+_NO_CHILDREN: dict[str, _Node] = {}
+_NO_QUEUES: dict[str, list[Indexed]] = {}
 
 
 class _Node:
     __slots__ = ("fwc", "literal", "psubs", "pwc", "qsubs", "result")
 
     def __init__(self) -> None:
-        self.literal: dict[str, _Node] = {}
+        # ``_NO_CHILDREN``, ``_NO_SUBS``, ``_NO_QUEUES`` until the node has one (see ``_NO_SUBS``).
+        self.literal: dict[str, _Node] = _NO_CHILDREN
         self.pwc: _Node | None = None
         self.fwc: _Node | None = None
-        # ``_NO_SUBS`` until a plain subscription lands here: a node on the way to others' has none,
-        # and every list is one more object for each of Python's full collections to walk.
         self.psubs: list[Indexed] = _NO_SUBS
-        self.qsubs: dict[str, list[Indexed]] = {}
+        self.qsubs: dict[str, list[Indexed]] = _NO_QUEUES
         # The match result of a subject whose receivers are this node's alone, made at its first
         # such match and kept while the node's subscriptions stay (see ``Sublist.match``).
         self.result: MatchResult | None = None
@@ -147,11 +151,16 @@ class Sublist:
                     node.fwc = _Node()
                 node = node.fwc
             else:
-                nxt = node.literal.get(token)
+                literal = node.literal
+                nxt = literal.get(token)
                 if nxt is None:
-                    nxt = node.literal[token] = _Node()
+                    if literal is _NO_CHILDREN:
+                        literal = node.literal = {}
+                    nxt = literal[token] = _Node()
                 node = nxt
         if sub.queue:
+            if node.qsubs is _NO_QUEUES:
+                node.qsubs = {}
             node.qsubs.setdefault(sub.queue, []).append(sub)
         elif node.psubs is _NO_SUBS:
             node.psubs = [sub]
@@ -387,7 +396,7 @@ class PrefixIndex:
     subscriptions; ``overlaps`` counts the other subscriptions that could match a subject of the
     family (the index answers only while there are none)."""
 
-    __slots__ = ("entries", "head", "key_tokens", "overlaps", "pattern", "wildcard")
+    __slots__ = ("entries", "head", "key_tokens", "lead", "overlaps", "pattern", "tested", "wildcard")
 
     def __init__(self, head: str, key_tokens: int, wildcard: str) -> None:
         self.head = head
@@ -395,6 +404,10 @@ class PrefixIndex:
         self.wildcard = wildcard
         # Every subject of the family, as a subscription subject (for the overlap test).
         self.pattern = head + "*." * key_tokens + wildcard
+        # The head's first token and its dot: a subscription whose first token is another literal
+        # cannot match a subject of the family (`note`'s quick answer, before the overlap test).
+        self.lead = head[: head.find(SEP) + 1]
+        self.tested = 0  # subscriptions given the overlap test (the complexity tests read it)
         self.entries: dict[str, MatchResult] = {}
         self.overlaps = 0
 
@@ -420,6 +433,9 @@ class PrefixIndex:
     def note(self, sub: Indexed, added: bool) -> None:
         """Keep the index in step with an insert (``added``) or a remove of ``sub``."""
         subject = sub.subject
+        if not subject.startswith(self.lead) and not (subject and (subject[0] == PWC or subject[0] == FWC)):
+            return  # another literal first token (nats-server's tokensCanMatch: no overlap)
+        self.tested += 1
         if not subjects_overlap(subject, self.pattern):
             return  # cannot match a subject of the family
         head = self.head

@@ -23,8 +23,9 @@ class Subscription:
     """One subscription: a client's (``client`` and its ``sink`` set) or the server's own.
 
     ``msg_prefix``/``hmsg_prefix`` hold ``b"MSG <subject> <sid> "``/``b"HMSG …"`` for literal
-    subscriptions, whose delivered subject is always their own; ``prefixes`` the MSG line starts
-    of a wildcard subscription's recent subjects. ``run``, ``traced`` and ``account`` are an
+    subscriptions, whose delivered subject is always their own (b"" until the first delivery that
+    needs one: `msg_start` / `hmsg_start`); ``prefixes`` the MSG line starts of a wildcard
+    subscription's recent subjects. ``run``, ``traced`` and ``account`` are an
     internal subscription's (`InternalSub`).
     """
 
@@ -54,18 +55,33 @@ class Subscription:
         self.delivered = 0
         self.closed = False
         self.literal = not has_wildcard(subject)
-        # A literal subscription is only ever delivered its own subject: pre-encode the MSG line start.
-        if self.literal:
-            self.msg_prefix = msg_prefix(subject.encode(), self.sid_b)
-            self.hmsg_prefix = hmsg_prefix(subject.encode(), self.sid_b)
-        else:
-            self.msg_prefix = self.hmsg_prefix = b""
+        # A literal subscription is only ever delivered its own subject: its MSG / HMSG line starts,
+        # encoded at its first delivery of each kind (`FrameSink.frame`). Not here: of 100,000
+        # subscriptions most may never receive, and each object made here is one more for every
+        # collection of CPython's cyclic collector to visit while the subscription lives.
+        self.msg_prefix = b""
+        self.hmsg_prefix = b""
         # The whole ``MSG <subject> <sid> <size>\r\n`` line of the last size delivered without a
         # reply (a publisher usually repeats one size).
         self.msg_line = b""
         self.msg_line_size = -1
-        # A wildcard subscription's MSG line starts by subject (`FrameSink.frame`), bounded.
-        self.prefixes: dict[str, bytes] = {}
+        # A wildcard subscription's MSG line starts by subject (`FrameSink.frame`), bounded; made
+        # at its first delivery.
+        self.prefixes: dict[str, bytes] | None = None
+
+    def msg_start(self) -> bytes:
+        """``msg_prefix``, encoded at its first use (a literal subscription)."""
+        prefix = self.msg_prefix
+        if not prefix:
+            prefix = self.msg_prefix = msg_prefix(self.subject.encode(), self.sid_b)
+        return prefix
+
+    def hmsg_start(self) -> bytes:
+        """``hmsg_prefix``, encoded at its first use (a literal subscription)."""
+        prefix = self.hmsg_prefix
+        if not prefix:
+            prefix = self.hmsg_prefix = hmsg_prefix(self.subject.encode(), self.sid_b)
+        return prefix
 
     def __repr__(self) -> str:
         queue = f" queue={self.queue!r}" if self.queue else ""
