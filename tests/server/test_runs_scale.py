@@ -1,0 +1,42 @@
+"""A read's publishes to many subscriptions of one connection (issue 24, dimension 7: bench_scale's
+"publish, 100 subjects"): each message is a segment of its own (another receiver), and the read's
+output passes the connection's early-write limit (``FrameSink.limit``). The segment whose last
+message may pass it is checked there (`Router`'s ``end_segment``: the connection writes early), so
+the messages after it are routed against fresh room — not each one bisected against the spent
+room until the read ends. Counted, not timed: the tight segments per early write (each frame's
+bound overestimates it, so the room is found in a few halvings: ~log2 of the limit over a frame)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.server.runs_world import World
+
+PAYLOAD = b"0123456789abcdef"
+
+
+async def _routed(n: int, runs: bool) -> tuple[int, int, bytes]:
+    world = World(runs=runs)
+    await world.start()
+    try:
+        sub, pub = world.connect(), world.connect()
+        world.feed(sub, b"".join(b"SUB s.%d %d\r\n" % (i, i) for i in range(100)))
+        await world.settle()
+        world.clear()
+        router = world.server.router  # type: ignore[union-attr]
+        before = router.tight_segments
+        world.feed(pub, b"".join(b"PUB s.%d 16\r\n%b\r\n" % (i % 100, PAYLOAD) for i in range(n)))
+        await world.settle()
+        writes = len(world.clients[sub].transport.writes)
+        return router.tight_segments - before, writes, world.output(sub)
+    finally:
+        await world.stop()
+
+
+def test_a_read_to_many_subscriptions_checks_the_room_once_per_early_write() -> None:
+    for n in (20_000, 60_000):  # ~0.6 and ~1.9 MB of MSG frames: 2 and 7 early writes of 256 KiB
+        tight, writes, out = asyncio.run(_routed(n, True))
+        assert writes >= n * 30 // (256 * 1024), (n, writes)
+        assert tight <= 16 * writes, (n, tight, writes)  # (every message after the first write: thousands)
+        alone = asyncio.run(_routed(n, False))
+        assert out == alone[2] and writes == alone[1], n  # the same bytes and writes, message by message
