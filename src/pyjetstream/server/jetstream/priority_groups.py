@@ -40,6 +40,8 @@ _NUID_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # ``423`` for a request whose pin id is not (or no longer) the current one, once it is picked.
 _WRONG_PIN = (423, "Nats-Wrong-Pin-Id")
 
+_NONE = PriorityPolicy.NONE  # (an enum member looked up once, not per request)
+
 
 def new_pin_id() -> str:
     """A fresh pin id, 22 base-62 characters like nats-server's ``nuid.Next()``."""
@@ -75,6 +77,8 @@ class PriorityGroups:
     def check_request(self, req: PullRequest) -> bytes | None:
         """The status refusing a (JSON) pull request, or None (``processNextMsgRequest``)."""
         policy = self.policy
+        if policy == _NONE and not (req.min_pending or req.min_ack_pending or req.id) and 0 <= req.priority <= 9:
+            return None  # (every pull request of a consumer without a priority policy: the checks below, at once)
         if (req.min_pending or req.min_ack_pending) and policy != PriorityPolicy.OVERFLOW:
             return _bad_request("Not a Overflow Priority consumer")
         if req.id and policy != PriorityPolicy.PINNED_CLIENT:

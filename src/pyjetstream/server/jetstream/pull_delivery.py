@@ -45,6 +45,29 @@ CONSUMER_DELETED = status_block(Status.CONSUMER_DELETED)
 REQUIRED_API_LEVEL = status_block(Status.REQUIRED_API_LEVEL)
 
 
+# The pull request bodies decoded last (`_decoded`), at most `_DECODED_MAX`.
+_DECODED: dict[bytes, tuple[PullRequest, bool]] = {}
+_DECODED_MAX = 256
+_PRIORITIZED = PriorityPolicy.PRIORITIZED  # (an enum member looked up once, not per request)
+
+
+def _decoded(body: bytes) -> tuple[PullRequest, bool]:
+    """A pull request's body decoded (`decode_pull_request`, which raises `PullRequestError`),
+    and whether it is a JSON object (only those carry priority group fields).
+
+    Why a cache: a client asks with the same body again and again (the same batch and expiry
+    from every ``fetch``), and its decoding was a sixth of what queueing a waiting request cost.
+    The requests it returns are shared, so they are only read (`WaitingRequest` copies what
+    it keeps); a bad body is decoded (and refused) each time."""
+    got = _DECODED.get(body)
+    if got is None:
+        got = (decode_pull_request(body), body.lstrip()[:1] == b"{")
+        if len(_DECODED) >= _DECODED_MAX:
+            _DECODED.clear()
+        _DECODED[body] = got
+    return got
+
+
 class WaitingRequest:
     """One pull request waiting for messages (``waitingRequest``)."""
 
@@ -403,7 +426,7 @@ class PullDelivery:
             self.send_status(reply, PUSH_BASED)
             return
         try:
-            req = decode_pull_request(body)
+            req, is_json = _decoded(body)
         except PullRequestError as exc:
             self.send_status(reply, status_block(Status.bad_request(str(exc))))
             return
@@ -417,7 +440,7 @@ class PullDelivery:
             self.send_status(reply, status_block(Status.max_request_max_bytes(cfg.max_bytes)))
             return
         # Only a JSON request carries priority group fields (nats-server checks them then).
-        group_req: PullRequest | None = req if body.lstrip()[:1] == b"{" else None
+        group_req: PullRequest | None = req if is_json else None
         if group_req is not None:
             refused = self.priority.check_request(group_req)
             if refused is not None:
@@ -443,7 +466,7 @@ class PullDelivery:
         expires = now + req.expires / 1e9 if req.expires else 0.0
         batch, max_bytes, no_wait, hb = req.batch, req.max_bytes, req.no_wait, req.idle_heartbeat
         wr = WaitingRequest(reply, batch, max_bytes, expires, no_wait, hb / 1e9, group_req)
-        prioritized = cfg.priority_policy == PriorityPolicy.PRIORITIZED
+        prioritized = cfg.priority_policy == _PRIORITIZED
         added = waiting.add_prioritized(wr) if prioritized else waiting.add(wr)
         if not added:
             # With heartbeats a client waits for them instead of re-requesting in a hot loop.
