@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyjetstream.api.jwt import public_key_bytes
-from pyjetstream.server.jwt_auth import OperatorTrust
 from pyjetstream.server.options import Permissions, ServerOptions, User, is_bcrypt_hash
 from pyjetstream.server.tls import cert_identities, dn_pairs, subject_pairs
 
@@ -114,6 +113,8 @@ class Authenticator:
         #: Operator mode: the trusted operators and the resolver's account JWTs.
         self.trust: Any = None
         if options.operator_jwts:
+            # Deferred: start-up imports only what the options use (operator mode).
+            from pyjetstream.server.jwt_auth import OperatorTrust
 
             self.trust = OperatorTrust(options)
         # INFO carries a nonce (to be signed) only when someone can authenticate with an nkey.

@@ -32,7 +32,6 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pyjetstream.api.timefmt import format_go_duration, format_time
 from pyjetstream.protocol.subjects import is_valid_literal_subject, subject_matches, subjects_overlap
-from pyjetstream.server.dashboard import Dashboard
 from pyjetstream.server.monitor_accounts import accountz, accstatz
 from pyjetstream.server.monitor_topology import RawResponse, go_bool, topology_handlers
 from pyjetstream.server.version import SERVER_VERSION
@@ -615,6 +614,8 @@ class MonitorServer:
         self.server = server
         self._listener: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        from pyjetstream.server.dashboard import Dashboard  # Deferred: only a monitoring port serves it.
+
         self.dashboard = Dashboard(server, self._write)  # "/" and "/dashboard/..." (its own package)
         handlers = server.monitor_handlers
         handlers.setdefault("/varz", self._sync(_varz))

@@ -57,8 +57,8 @@ import asyncio
 import collections
 import json
 import os
-import platform
 import ssl
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -71,13 +71,9 @@ from pyjetstream.server.client import ClientConnection, ClosedReason
 from pyjetstream.server.ids import new_server_id
 from pyjetstream.server.imports import link_imports
 from pyjetstream.server.jetstream import monitoring
-from pyjetstream.server.jwt_auth import ClaimsUpdates, OperatorTrust, account_config
-from pyjetstream.server.lame_duck import lame_duck_mode
 from pyjetstream.server.log import get_logger
-from pyjetstream.server.monitor import MonitorServer, closed_record, jsz_disabled
 from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
-from pyjetstream.server.reload import reload_options
 from pyjetstream.server.router import Router
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import InternalSub, Subscription
@@ -262,6 +258,8 @@ class Server:
                 self._add_account(config.name, config)
         trust = self.authenticator.trust
         if trust is not None:  # operator mode: the accounts the resolver knows, by public key
+            # Deferred: start-up imports only what the options use (operator mode's JWT claims).
+            from pyjetstream.server.jwt_auth import account_config
 
             for pub in list(trust.accounts):
                 claims = trust.account_claims(pub)
@@ -282,6 +280,8 @@ class Server:
     def account_claims_updated(self, pub: str, claims: dict[str, Any]) -> None:
         """A newer account JWT arrived (``CLAIMS.UPDATE``): apply its limits, start its JetStream,
         and close the connections of users it revokes (nats-server ``updateAccountClaims``)."""
+        # Deferred: start-up imports only what the options use (operator mode's JWT claims).
+        from pyjetstream.server.jwt_auth import OperatorTrust, account_config
 
         config = account_config(pub, claims)
         account = self.accounts.get(pub)
@@ -355,6 +355,9 @@ class Server:
             log.warning("%s", warning)
         try:
             if opts.monitor_bind_port is not None:
+                # Deferred: start-up imports only what the options use (the monitoring port).
+                from pyjetstream.server.monitor import MonitorServer
+
                 self._monitor = MonitorServer(self)
                 self.http_port = await self._monitor.start(opts.monitor_host, opts.monitor_bind_port)
                 log.info("Starting http monitor on %s:%d", opts.monitor_host, self.http_port)
@@ -364,6 +367,8 @@ class Server:
                 await self.start_jetstream()
             link_imports(self.accounts)
             if self.authenticator.trust is not None and self.system_account is not None:
+                from pyjetstream.server.jwt_auth import ClaimsUpdates  # Deferred: operator mode only.
+
                 ClaimsUpdates(self, self.system_account).subscribe()
             if self.system_account is not None:  # $SYS.REQ.* (nats server list/report/request)
                 self.system_imports = SystemImports(self, self.system_account)
@@ -526,6 +531,8 @@ class Server:
         if disable:
 
             async def jsz_off(query: dict[str, str]) -> dict[str, Any]:
+                from pyjetstream.server.monitor import jsz_disabled  # Deferred: start-up imports.
+
                 return jsz_disabled(self, query)
 
             self.monitor_handlers["/jsz"] = jsz_off  # nats-server answers /jsz without JetStream too
@@ -534,12 +541,17 @@ class Server:
     async def reload(self, options: ServerOptions) -> None:
         """Run with ``options`` from now on, as far as a running server can (nats-server
         ``ReloadOptions``: `pyjetstream.server.reload`); `ReloadError` when it cannot, nothing changed."""
+        # Deferred: start-up imports only what the options use (a reload is a signal away).
+        from pyjetstream.server.reload import reload_options
+
         async with self._reload_lock:
             await reload_options(self, options)
 
     async def lame_duck_mode(self) -> None:
         """Stop accepting clients, tell them, close them over ``lame_duck_duration``, then shut down
         (nats-server ``lameDuckMode``: `pyjetstream.server.lame_duck`)."""
+        from pyjetstream.server.lame_duck import lame_duck_mode  # Deferred: start-up imports.
+
         await lame_duck_mode(self)
 
     async def _stop_services(self) -> None:
@@ -616,6 +628,8 @@ class Server:
             self._closed_out_msgs += conn.out_msgs
             self._closed_out_bytes += conn.out_bytes
             conn.account.connection_gone(conn)
+            from pyjetstream.server.monitor import closed_record  # Deferred: start-up imports.
+
             self.closed_clients.append(closed_record(conn))
 
     def message_totals(self) -> tuple[int, int, int, int]:
@@ -637,7 +651,7 @@ class Server:
             "server_name": self.server_name,
             "version": SERVER_VERSION,
             "proto": 1,
-            "go": f"python{platform.python_version()}",
+            "go": f"python{sys.version.split()[0]}",  # (platform.python_version(): its import costs)
             "host": opts.host,
             "port": self.port,
             "headers": not opts.no_header_support,

@@ -81,16 +81,24 @@ class SystemRequests:
         self.server = server
         self.system = system
         self._tasks: set[asyncio.Task[None]] = set()
+        self._handlers_built = False
+
+    def _handlers(self) -> dict[str, Any]:
+        """``server.monitor_handlers``, the HTTP endpoints' handlers (monitor.py builds them,
+        without their listener) at the first request that needs one: a server start imports
+        only what its options use, and the monitoring code is not used until asked."""
+        if not self._handlers_built:
+            from pyjetstream.server.monitor import MonitorServer  # Deferred: see above.
+
+            MonitorServer(self.server)  # fills server.monitor_handlers (setdefault); starts nothing
+            self._handlers_built = True
+        return self.server.monitor_handlers
 
     def subscribe(self) -> None:
         """Answer from now on, as nats-server's ``initEventTracking`` does: the server's requests
         (for users of the system account), the account-scoped ones (which every account reaches
         through its system imports, `pyjetstream.server.sys_imports`), user info and the
         subscriber count."""
-        # Deferred: the HTTP endpoints' handlers, without their listener (monitor.py builds them).
-        from pyjetstream.server.monitor import MonitorServer
-
-        MonitorServer(self.server)  # fills server.monitor_handlers (setdefault); starts nothing
         system = self.system
         for subject in ("$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.PING.*", f"$SYS.REQ.SERVER.{self.server.server_id}.*"):
             system.subscribe_internal(subject, self.on_request)
@@ -226,7 +234,7 @@ class SystemRequests:
         # Deferred: only monitoring requests need these.
         from pyjetstream.server.monitor import SKIPPED, JSONResponse, MonitorError
 
-        handler = self.server.monitor_handlers[_PATHS[kind]]
+        handler = self._handlers()[_PATHS[kind]]
         try:
             data = await handler(_query(kind, options))
         except MonitorError as exc:
@@ -239,7 +247,7 @@ class SystemRequests:
 
     async def _statsz(self) -> dict[str, Any]:
         """nats-server ``ServerStats`` from what ``/varz`` says."""
-        varz = await self.server.monitor_handlers["/varz"]({})
+        varz = await self._handlers()["/varz"]({})
         stats = {
             "start": varz["start"], "mem": varz["mem"], "cores": varz["cores"], "cpu": varz["cpu"],
             "connections": varz["connections"], "total_connections": varz["total_connections"],

@@ -33,7 +33,7 @@ def _api(server: Server, query: dict[str, str], subject: str, body: dict[str, An
     if engine is None or not hasattr(engine, "router"):
         raise ViewError(404, f"JetStream is not enabled for account {account.name!r}")
     match = match_api_subject(subject)
-    handler = engine.router.handlers.get(match.endpoint) if match is not None else None
+    handler = engine.router.handler(match.endpoint) if match is not None else None
     if match is None or handler is None:
         raise ViewError(400, "not an API request")
     engine.api_total += 1

@@ -8,13 +8,14 @@ with Go's HTML escaping (``<`` ``>`` ``&`` as ``\\u003c`` …) and counts API to
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.headers import no_responders_block
 from pyjetstream.api.responses import ApiResponse
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch, match_api_subject
-from pyjetstream.server.jetstream import api_account, api_cluster, api_consumer, api_stream, snapshot
+from pyjetstream.server.jetstream import api_account, api_cluster, api_stream
 from pyjetstream.server.jetstream.api_common import encode_response
 from pyjetstream.server.jetstream.api_level import level_refusal
 
@@ -38,14 +39,31 @@ _SELF_SERVED = ("$JS.API.DIRECT.GET.", "$JS.API.CONSUMER.MSG.NEXT.")
 _CONSUMER_OWN = (ApiEndpoint.CONSUMER_MSG_NEXT,)
 
 
-def _handlers() -> dict[ApiEndpoint, Handler]:
+# Handler modules imported at the first request one of their endpoints gets, so that a server
+# start imports only what it uses (the consumer machinery is a third of the package; snapshots
+# bring the S2 codec): their endpoints, which tests/jetstream/test_api_router.py checks against
+# each module's HANDLERS.
+LAZY_HANDLERS: dict[str, tuple[ApiEndpoint, ...]] = {
+    "pyjetstream.server.jetstream.api_consumer": (
+        ApiEndpoint.CONSUMER_CREATE,
+        ApiEndpoint.CONSUMER_DURABLE_CREATE,
+        ApiEndpoint.CONSUMER_INFO,
+        ApiEndpoint.CONSUMER_DELETE,
+        ApiEndpoint.CONSUMER_NAMES,
+        ApiEndpoint.CONSUMER_LIST,
+        ApiEndpoint.CONSUMER_PAUSE,
+        ApiEndpoint.CONSUMER_UNPIN,
+    ),
+    "pyjetstream.server.jetstream.snapshot": (ApiEndpoint.STREAM_SNAPSHOT, ApiEndpoint.STREAM_RESTORE),
+}
+_LAZY_MODULE = {endpoint: module for module, endpoints in LAZY_HANDLERS.items() for endpoint in endpoints}
 
+
+def _handlers() -> dict[ApiEndpoint, Handler]:
     table: dict[ApiEndpoint, Handler] = {}
     table.update(api_account.HANDLERS)
     table.update(api_stream.HANDLERS)
-    table.update(snapshot.HANDLERS)
     table.update(api_cluster.HANDLERS)
-    table.update(api_consumer.HANDLERS)
     return table
 
 
@@ -54,6 +72,14 @@ class ApiRouter:
         self.engine = engine
         self.handlers = _handlers()
         self._subs: list[Any] = []
+
+    def handler(self, endpoint: ApiEndpoint) -> Handler | None:
+        """The handler of ``endpoint`` (its module imported at its first request: `LAZY_HANDLERS`)."""
+        handler = self.handlers.get(endpoint)
+        if handler is None and endpoint in _LAZY_MODULE:
+            self.handlers.update(importlib.import_module(_LAZY_MODULE[endpoint]).HANDLERS)
+            handler = self.handlers.get(endpoint)
+        return handler
 
     def subscribe(self) -> None:
         server = self.engine.server
@@ -103,7 +129,7 @@ class ApiRouter:
                 if client.no_responders:
                     self.engine.server.publish_internal(reply, b"", hdr=no_responders_block(subject))
             return
-        handler = self.handlers.get(match.endpoint)  # (none for CONSUMER.RESET: consumers answer it)
+        handler = self.handler(match.endpoint)  # (none for CONSUMER.RESET: consumers answer it)
         if handler is None:
             return
         # Every handler of nats-server refuses a Nats-Required-Api-Level above its own (10185),

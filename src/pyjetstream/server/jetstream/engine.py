@@ -30,7 +30,6 @@ from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jetstream.api_router import ApiRouter
-from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
 from pyjetstream.server.jetstream.store._fileutil import read_meta_file, remove_deleted_trees
 from pyjetstream.server.jetstream.store.base import ErrCorruptRecord, MessageStore
 from pyjetstream.server.jetstream.store.filestore import (
@@ -494,7 +493,11 @@ class JetStreamEngine:
             stream = Stream(self, cfg, store, created)
             self.streams[cfg.name] = stream
             stream.start()
-            recover_consumers(stream)
+            if stream.store.consumer_names():
+                # Deferred: start-up imports the consumer machinery only for a stream that has some.
+                from pyjetstream.server.jetstream.consumer_recovery import recover_consumers
+
+                recover_consumers(stream)
             state = store.fast_state()
             self.server.logger.info(
                 "  Restored %d messages for stream '%s > %s'", state.msgs, self.account_name, cfg.name

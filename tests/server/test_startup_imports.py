@@ -1,0 +1,108 @@
+"""What ``pyjetstream serve`` imports to start (issue 24: a restart's fixed CPU is mostly the
+interpreter and the package starting — nats-server's whole restart costs 10-50 ms of CPU).
+
+A server started with default options — a configuration file, JetStream on, a stream to recover,
+as the test targets and bench_scale start it — must not import what those options do not use: the
+monitoring endpoints and dashboard (a monitoring port), JWT and operator mode, TLS-only and
+reload/lame-duck code, the consumer machinery (a stream with consumers, a consumer request),
+snapshots, the KV/object-store layouts. Counted in modules, not in time: a module imported at
+start-up costs its import on every start.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.server.rawclient import RawClient
+
+SERVE = [sys.executable, "-m", "pyjetstream", "serve"]
+
+# The script run in the new process: the server started by `pyjetstream serve`'s own main,
+# then the modules loaded once it is ready printed as JSON, and the server stopped.
+SCRIPT = """
+import json, sys
+from pyjetstream.cli import serve
+from pyjetstream.server import server as srv
+
+started = srv.Server.start
+
+async def start(self):
+    await started(self)
+    print(json.dumps(sorted(sys.modules)), flush=True)
+    self.loop.create_task(self.shutdown())
+
+srv.Server.start = start
+sys.exit(serve.main(sys.argv[1:]))
+"""
+
+# Imported only when the options or the requests use them.
+NOT_AT_START = (
+    "pyjetstream.server.monitor",
+    "pyjetstream.server.dashboard",
+    "pyjetstream.server.jwt_auth",
+    "pyjetstream.server.reload",
+    "pyjetstream.server.lame_duck",
+    "pyjetstream.server.websocket",
+    "pyjetstream.server.jetstream.api_consumer",
+    "pyjetstream.server.jetstream.consumer",
+    "pyjetstream.server.jetstream.consumer_recovery",
+    "pyjetstream.server.jetstream.delivery_loop",
+    "pyjetstream.server.jetstream.snapshot",
+    "pyjetstream.server.jetstream.s2",
+    "pyjetstream.api.kv",
+    "pyjetstream.api.objstore",
+    "pyjetstream.api.snapshot",
+    "pyjetstream.client",
+)
+# The package's modules a default start imports (133 when this test was written, 164 before):
+# a bound, so that a new eager import of a whole subsystem shows here.
+MAX_PACKAGE_MODULES = 140
+
+
+def _create_stream(conf: Path, tmp_path: Path) -> None:
+    ports_dir = tmp_path / "ports"
+    ports_dir.mkdir()
+    proc = subprocess.Popen(
+        [*SERVE, "-c", str(conf), "-a", "127.0.0.1", "--ports_file_dir", str(ports_dir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not list(ports_dir.glob("*.ports")):
+            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        ports = json.loads(next(ports_dir.glob("*.ports")).read_text())
+        body = b'{"name":"S","subjects":["s.>"],"storage":"file"}'
+        with RawClient(int(ports["nats"][0].rsplit(":", 1)[1])) as client:
+            client.send(b'CONNECT {"verbose":false}\r\nSUB _R 1\r\n')
+            client.send(b"PUB $JS.API.STREAM.CREATE.S _R %d\r\n%s\r\nPUB s.1 2\r\nhi\r\n" % (len(body), body))
+            client.send(b"PUB $JS.API.STREAM.INFO.S _R 0\r\n\r\n")
+            client.read_until(b'"messages":1')
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+
+
+def test_a_default_start_imports_only_what_it_uses(tmp_path: Path) -> None:
+    conf = tmp_path / "server.conf"
+    conf.write_text(f'port: -1\njetstream {{\n  store_dir: "{tmp_path / "store"}"\n}}\n')
+    _create_stream(conf, tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, "-c", str(conf), "-a", "127.0.0.1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "Restored 1 messages for stream '$G > S'" in out.stderr, out.stderr
+    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "pyjetstream.server.jetstream.stream" in modules  # (the stream was recovered)
+    eager = sorted(m for m in modules if m in NOT_AT_START or m.startswith(tuple(n + "." for n in NOT_AT_START)))
+    assert not eager, eager
+    package = [m for m in modules if m.startswith("pyjetstream")]
+    assert len(package) <= MAX_PACKAGE_MODULES, len(package)
