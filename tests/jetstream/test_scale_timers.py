@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -169,12 +170,22 @@ async def test_a_roll_up_looks_only_at_the_consumers_of_its_subject(monkeypatch:
 
 async def _schedule_publish_reads(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, float]:
     """Per schedule publish into a stream holding ``n`` schedules: how often its header block is
-    split for its schedule headers, how many subjects its roll-up's purge looks up, and how many
-    messages it removes — new schedules, then each of them replaced."""
+    split for its schedule headers, how many subjects its roll-up's purge looks up (a purge's
+    ``matching``, a stretch's ``seqbulk.of_subjects``), and how many messages it removes — new
+    schedules, then each of them replaced."""
     from pyjetstream.server.jetstream import schedules as schedules_module
+    from pyjetstream.server.jetstream.store import seqbulk
     from pyjetstream.server.jetstream.store._index import SubjectTable
     from pyjetstream.server.jetstream.store.indexed import IndexedStore
 
+    of_subjects = seqbulk.of_subjects
+    stretched: Counter[str] = Counter()
+
+    def counted(index: Any, subjects: Any, keep: int = 0) -> list[int]:  # (a lookup per subject)
+        stretched["matching"] += len(subjects)
+        return of_subjects(index, subjects, keep)
+
+    monkeypatch.setattr(seqbulk, "of_subjects", counted)
     async with embedded() as server:
         nc = await RawClient.connect(server.client_url)
         try:
@@ -185,11 +196,14 @@ async def _schedule_publish_reads(monkeypatch: pytest.MonkeyPatch, n: int) -> di
                 count_calls(monkeypatch, IndexedStore, "_remove_at") as removed,
                 count_calls(monkeypatch, schedules_module, "schedule_headers") as split,
             ):
+                stretched.clear()
                 await _publish(nc, [f"sc.n.{i}" for i in range(20)], [_schedule(f"sc.u.{i}") for i in range(20)])
+                looked.update(stretched)
                 new = {"split": split["schedule_headers"] / 20, "looked": looked["matching"] / 20}
                 new["removed"] = removed["_remove_at"] / 20
-                looked.clear(), removed.clear(), split.clear()
+                looked.clear(), removed.clear(), split.clear(), stretched.clear()
                 await _publish(nc, [f"sc.s.{i}" for i in range(20)], [_schedule(f"sc.v.{i}") for i in range(20)])
+                looked.update(stretched)
                 again = {"split": split["schedule_headers"] / 20, "looked": looked["matching"] / 20}
                 again["removed"] = removed["_remove_at"] / 20
             return {**{f"new {k}": v for k, v in new.items()}, **{f"replaced {k}": v for k, v in again.items()}}

@@ -264,7 +264,8 @@ def run_ops(kind: str, data: st.DataObject) -> None:
                 assert store.purge_ex(subject, seq, keep) == model.purge_ex(subject, seq, keep)
             elif op == "purge_subjects":  # (a firing's ended schedules)
                 subjects = data.draw(st.lists(st.sampled_from(SUBJECTS), max_size=3))
-                assert store.purge_subjects(subjects) == sum(model.purge_ex(s, 0, 0) for s in set(subjects))
+                keep = data.draw(st.sampled_from([0, 0, 1, 2]))  # (1: a stretch of schedules' roll-ups)
+                assert store.purge_subjects(subjects, keep) == sum(model.purge_ex(s, 0, keep) for s in set(subjects))
             elif op == "compact":
                 seq = data.draw(st.integers(0, model.last + 3))
                 assert store.compact(seq) == model.compact(seq)

@@ -361,8 +361,7 @@ class Run:
             on_stored = schedules.on_stored
             for i, subject in enumerate(subs):
                 on_stored(first + i, subject, blocks[i], tss[i], founds[i])
-            for subject in subs:  # (each subject once in the stretch: its roll-up keeps it)
-                stream.purge(subject=subject, keep=1)
+            stream.purge_subjects(subs, keep=1)  # (each subject once in the stretch: its roll-up keeps it)
         elif schedules is not None and schedules.entries:
             schedules.stored_plain(subs)
         if ids is not None:

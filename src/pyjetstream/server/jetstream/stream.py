@@ -367,10 +367,11 @@ class Stream:
         self.engine.usage_dropped()  # (a purge only frees: the cached usage is an upper bound)
         return purged
 
-    def purge_subjects(self, subjects: list[str]) -> int:
-        """`purge` of each of the literal ``subjects`` (a firing's ended schedules: nats-server
+    def purge_subjects(self, subjects: list[str], keep: int = 0) -> int:
+        """`purge` of each of the literal ``subjects`` (keeping its newest ``keep``: a stretch of
+        schedules' roll-ups; a firing's ended schedules: nats-server
         ``processJetStreamMsgWithRollup`` purges each), the store's removals done together."""
-        purged = self.store.purge_subjects(subjects)
+        purged = self.store.purge_subjects(subjects, keep)
         if purged:
             for subject in subjects:
                 for consumer in list(self.csl.match(subject)):

@@ -405,9 +405,10 @@ class MessageStore(ABC):
         """nats-server PurgeEx: by subject filter, up to (not including) ``seq``, keeping the
         newest ``keep``. Without a subject: seq > 1 ⇒ compact(seq); keep ⇒ keep the last N."""
 
-    def purge_subjects(self, subjects: Collection[str]) -> int:
-        """`purge_ex` of each of the literal ``subjects`` (a store may remove them together)."""
-        return sum(self.purge_ex(subject) for subject in set(subjects))
+    def purge_subjects(self, subjects: Collection[str], keep: int = 0) -> int:
+        """`purge_ex` of each of the literal ``subjects``, keeping its newest ``keep`` (a store
+        may remove them all together)."""
+        return sum(self.purge_ex(subject, 0, keep) for subject in set(subjects))
 
     @abstractmethod
     def compact(self, seq: int) -> int:

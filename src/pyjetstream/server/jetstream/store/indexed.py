@@ -510,9 +510,9 @@ class IndexedStore(MessageStore):
             self._commit()
         return len(seqs)
 
-    def purge_subjects(self, subjects: Collection[str]) -> int:
+    def purge_subjects(self, subjects: Collection[str], keep: int = 0) -> int:
         """`purge_ex` of each literal subject, all removed at once (`seqbulk.of_subjects`)."""
-        seqs = seqbulk.of_subjects(self._index, subjects)
+        seqs = seqbulk.of_subjects(self._index, subjects, keep)
         self._remove_seqs(seqs)
         self._commit()  # (nothing to write when nothing was removed)
         return len(seqs)

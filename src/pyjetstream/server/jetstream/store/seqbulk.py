@@ -60,21 +60,20 @@ _FEW = 8
 _DENSE = 32
 
 
-def of_subjects(index: SeqIndex, subjects: Collection[str]) -> list[int]:
-    """Every message on the literal ``subjects``, ascending (`IndexedStore.purge_subjects`): a
-    subject's only message is its first (no page looked at), the others' by `oldest_of`."""
+def of_subjects(index: SeqIndex, subjects: Collection[str], keep: int = 0) -> list[int]:
+    """The messages on each of the literal ``subjects`` but its newest ``keep``, ascending
+    (`IndexedStore.purge_subjects`): one to go is the subject's first (no page looked at), more
+    are found by `oldest_of`; a subject with no more than ``keep`` has none to give."""
     table = index.subjects
     ids, msgs, first = table.ids, table.msgs, table.first
     seqs: list[int] = []
-    more: list[int] = []
     for subject in set(subjects):
         sid = ids.get(subject, 0)
-        if sid and msgs[sid] == 1:
+        count = msgs[sid] - keep if sid else 0
+        if count == 1:  # (its oldest)
             seqs.append(first[sid])
-        elif sid and msgs[sid]:
-            more.append(sid)
-    if more:
-        seqs.extend(oldest_of(index, more, sum(msgs[sid] for sid in more), index.last_seq))
+        elif count > 0:
+            seqs.extend(oldest_of(index, (sid,), count, index.last_seq))
     seqs.sort()
     return seqs
 
