@@ -357,10 +357,7 @@ class Run:
         stream = ingest.stream
         schedules = stream.schedules
         if scheduled is not None and schedules is not None:
-            blocks, founds = scheduled
-            on_stored = schedules.on_stored
-            for i, subject in enumerate(subs):
-                on_stored(first + i, subject, blocks[i], tss[i], founds[i])
+            schedules.stored_schedules(first, subs, tss, scheduled[1])
             stream.purge_subjects(subs, keep=1)  # (each subject once in the stretch: its roll-up keeps it)
         elif schedules is not None and schedules.entries:
             schedules.stored_plain(subs)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import errors as E
@@ -272,6 +273,24 @@ class MsgSchedules:
             self.inflight.discard(scheduler)
             self._reset_timer()
         return ""
+
+    def stored_schedules(self, first: int, subjects: list[str], tss: Sequence[int], founds: list[Found]) -> None:
+        """`on_stored` for a run's stretch of schedules stored from ``first`` on (each valid, with
+        no ``Nats-Schedule-Next`` or ``Nats-Scheduler``: `stretch_schedule`), the timer looked at
+        once, for the earliest of their next runs."""
+        earliest = 0
+        discard = self.inflight.discard
+        for i, subject in enumerate(subjects):
+            sched = schedule_of(founds[i], tss[i])
+            if isinstance(sched, Schedule):
+                self._set(subject, first + i, sched.at)
+                discard(subject)
+                if not earliest or sched.at < earliest:
+                    earliest = sched.at
+            else:  # (not met: the stretch checked it)
+                self.remove(subject)
+        if earliest and (self._timer is None or earliest < self._deadline):
+            self._reset_timer()
 
     def stored_plain(self, subjects: list[str]) -> None:
         """`on_stored` for a run's stretch: messages without a ``Nats-Schedule*`` or
