@@ -212,17 +212,15 @@ async def _schedule_publish_reads(monkeypatch: pytest.MonkeyPatch, n: int) -> di
 
 
 async def test_a_schedule_publish_reads_its_headers_once_and_purges_by_subject(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 24 dim 8: a schedule's headers are split once per publish (its checks hand them to the
-    store hook), and the roll-up that replaces the subject's previous schedule is one subject
+    """Issue 24 dim 8: a schedule's headers are split at most once per publish (its checks hand
+    them to the store hook), and the roll-up that replaces the subject's previous schedule is one subject
     lookup and one removal, however many schedules the stream holds."""
     small = await _schedule_publish_reads(monkeypatch, 100)
     large = await _schedule_publish_reads(monkeypatch, 2000)
-    assert small == large, (small, large)
-    assert small == {
-        "new split": 1,
-        "new looked": 1,
-        "new removed": 0,
-        "replaced split": 1,
-        "replaced looked": 1,
-        "replaced removed": 1,
-    }, small
+    # At most one split: a read's schedules of one shape are compared around their target
+    # (`schedules.same_schedule`), only the first of each read (or of a shape) is split.
+    splits = [v for k, v in [*small.items(), *large.items()] if k.endswith("split")]
+    assert all(0 < v <= 1 for v in splits), (small, large)
+    rest = {k: v for k, v in small.items() if not k.endswith("split")}
+    assert rest == {k: v for k, v in large.items() if not k.endswith("split")}, (small, large)
+    assert rest == {"new looked": 1, "new removed": 0, "replaced looked": 1, "replaced removed": 1}, small

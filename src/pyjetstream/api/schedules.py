@@ -51,7 +51,8 @@ SCHEDULE_HEADER_PREFIX = b"Nats-Schedule"
 def schedule_headers(hdr: bytes) -> dict[bytes, bytes]:
     """A header block's ``Nats-Schedule*`` and ``Nats-Scheduler`` headers by name, each as
     nats-server's ``getHeader``/``sliceHeader`` finds it (the first line of that name, its value
-    trimmed of spaces and tabs; absent: not in the dict, empty: ``b""``).
+    without the spaces before it — a tab or a space after it stays, so ``"s.t\t"`` is not a valid
+    target there either; absent: not in the dict, empty: ``b""``).
 
     One split of the block: a schedule publish's checks, its store hook and its firing read up
     to eight of these headers, which were eight searches of the block each time."""
@@ -60,7 +61,7 @@ def schedule_headers(hdr: bytes) -> dict[bytes, bytes]:
         if line.startswith(SCHEDULE_HEADER_PREFIX):
             name, colon, value = line.partition(b":")
             if colon and name not in found:
-                found[name] = value.strip(b" \t")
+                found[name] = value.lstrip(b" ")
     return found
 
 

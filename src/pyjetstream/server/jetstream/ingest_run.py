@@ -38,7 +38,14 @@ from pyjetstream.server.jetstream.ingest_rules import (
     batched,
     wrong_stream,
 )
-from pyjetstream.server.jetstream.schedules import SCHEDULE_LINE, Found, stretch_schedule
+from pyjetstream.server.jetstream.schedules import (
+    SCHEDULE_LINE,
+    Found,
+    Shape,
+    same_schedule,
+    schedule_shape,
+    stretch_schedule,
+)
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream_ingest import StreamIngest
@@ -222,6 +229,7 @@ class Run:
         blocks: list[bytes] = []
         founds: list[Found] = []
         seen: set[str] = set()
+        shape: Shape | None = None  # (the last block parsed, around its target)
         i = k
         while i < self.n:
             hdr, subject = hdrs[i], subjects[i]
@@ -229,9 +237,14 @@ class Run:
                 break
             if not self.within_limits and not self._within_limits(i):
                 break
-            taken = stretch_schedule(stream, subject, hdr)
+            taken = None
+            if shape is not None and hdr.startswith(shape[0]) and hdr.endswith(shape[1]):
+                taken = same_schedule(stream, subject, hdr, shape)
             if taken is None:
-                break
+                taken = stretch_schedule(stream, subject, hdr)
+                if taken is None:
+                    break
+                shape = schedule_shape(hdr, taken[1])
             block = taken[0]
             if len(block) > MAX_HEADER_SIZE or len(block) + len(payloads[i]) > self.max_size:
                 break  # (the roll-up took it over a limit: process refuses it)

@@ -132,6 +132,38 @@ def stretch_schedule(stream: Stream, subject: str, hdr: bytes) -> tuple[bytes, F
     return hdr[:-2] + ROLLUP_SUB_LINE, found
 
 
+#: Where a schedule block's target value starts (`schedule_shape`).
+_TARGET_LINE = b"\r\n" + HDR_TARGET + b":"
+#: A block `stretch_schedule` took, around its target's value: ``(head, tail, its headers)``.
+Shape = tuple[bytes, bytes, Found]
+
+
+def schedule_shape(hdr: bytes, found: Found) -> Shape | None:
+    """A block `stretch_schedule` took, cut around its target's value, so that the next blocks of
+    a run that differ from it only there (a publisher's schedules: one target each) are taken by
+    `same_schedule` without being parsed and checked again."""
+    start = hdr.find(_TARGET_LINE)
+    end = hdr.find(b"\r\n", start + len(_TARGET_LINE)) if start >= 0 else -1
+    if end < 0:
+        return None
+    return hdr[: start + len(_TARGET_LINE)], hdr[end:], found
+
+
+def same_schedule(stream: Stream, subject: str, hdr: bytes, shape: Shape) -> tuple[bytes, Found] | None:
+    """`stretch_schedule` of a block that is ``shape``'s but for its target's value (it starts
+    with the head, ends with the tail and the value between is one line): its headers are the
+    shape's with that target, and of the checks only the target's and source's can differ (the
+    pattern, time zone, TTL and roll-up are the same bytes; the subject is checked again)."""
+    head, tail, found = shape
+    value = hdr[len(head) : len(hdr) - len(tail)]
+    if len(hdr) < len(head) + len(tail) or b"\r" in value or b"\n" in value:
+        return None
+    found = {**found, HDR_TARGET: value.lstrip(b" ")}  # (as `schedule_headers` reads it)
+    if _check_target(stream, subject, found) is not True:
+        return None
+    return hdr[:-2] + ROLLUP_SUB_LINE, found
+
+
 def _check_schedule(stream: Stream, subject: str, found: Found) -> ApiError | bool:
     """The schedule of a block (nats-server ``getMessageSchedule``: also the time zone of a
     block without a pattern), its TTL, roll-up, target and source; True: a valid schedule,
@@ -153,6 +185,11 @@ def _check_schedule(stream: Stream, subject: str, found: Found) -> ApiError | bo
         return E.JSMessageSchedulesRollupInvalidErr()
     if ttl and not cfg.allow_msg_ttl:
         return E.JSMessageTTLDisabledErr()
+    return _check_target(stream, subject, found)
+
+
+def _check_target(stream: Stream, subject: str, found: Found) -> ApiError | bool:
+    """`_check_schedule`'s checks of a valid schedule's target and source (True: they pass)."""
     target = _text(found, HDR_TARGET)
     if not target or not is_valid_publish_subject(target) or target == subject:
         return E.JSMessageSchedulesTargetInvalidErr()
