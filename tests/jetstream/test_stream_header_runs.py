@@ -71,6 +71,14 @@ CASES: dict[str, list] = {
         pipelined(*rows("S", 20, 5)),
         info("S"),
     ],
+    "all-duplicates": [  # (a read of nothing but duplicates inside the window: answered together)
+        create("S", **DW),
+        pipelined(*rows("S", 10)),
+        pipelined(*rows("S", 10)),
+        pipelined(*rows("S", 4, 2), *rows("S", 4, 2)),
+        pipelined(*rows("S", 6), same_reply=True),
+        info("S"),
+    ],
     "wrong-expected-stream-mid-run": [
         create("S", **DW),
         pipelined(*rows("S", 4), row("S", "s.1", "x", "id-w", expect="OTHER"), *rows("S", 4, 4)),

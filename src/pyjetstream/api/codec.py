@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 import msgspec
@@ -315,6 +316,13 @@ def pub_acks(prefix: bytes, first: int, count: int) -> list[bytes]:
     # One text format for the whole run (the prefix is JSON: no raw newline in it), then split.
     template = prefix.decode().replace("%", "%%") + "%d}\n"
     return (template * count % tuple(range(first, first + count))).encode().split(b"\n")[:-1]
+
+
+def duplicate_pub_acks(prefix: bytes, seqs: Sequence[int]) -> list[bytes]:
+    """`finish_pub_ack` of each of ``seqs`` as a duplicate's (a run of duplicates, in order), in
+    one text format as `pub_acks`."""
+    template = prefix.decode().replace("%", "%%") + '%d,"duplicate": true}\n'
+    return (template * len(seqs) % tuple(seqs)).encode().split(b"\n")[:-1]
 
 
 def finish_batch_pub_ack(prefix: bytes, seq: int, batch_id: str, count: int, duplicate: bool = False) -> bytes:

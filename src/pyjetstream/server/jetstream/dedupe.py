@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from itertools import compress, repeat
+from operator import is_not
 from typing import TYPE_CHECKING
 
 from pyjetstream.protocol.headers import get_header
@@ -104,7 +106,13 @@ class DedupeWindow:
         ``ts > now - window``), then, when an id comes more than once, its later comings that
         the window does not answer (``(i, 0)``)."""
         self.expire()  # (what is left is inside the window)
-        found = [(i, seq) for i, seq in enumerate(map(self._ids.get, msg_ids)) if seq is not None]
+        seqs = list(map(self._ids.get, msg_ids))
+        found: list[tuple[int, int]]
+        if None not in seqs:  # (all of them: a publisher's retries)
+            found = list(enumerate(seqs))  # type: ignore[arg-type]  # (no None in it)
+        else:
+            inside = list(map(is_not, seqs, repeat(None)))
+            found = list(zip(compress(range(len(seqs)), inside), compress(seqs, inside), strict=True))  # type: ignore[arg-type]
         if not repeats:
             return found
         n = len(msg_ids)

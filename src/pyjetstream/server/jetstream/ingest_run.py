@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from operator import add
 from typing import TYPE_CHECKING
 
-from pyjetstream.api.codec import finish_pub_ack, pub_acks
+from pyjetstream.api.codec import duplicate_pub_acks, finish_pub_ack, pub_acks
 from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX
 from pyjetstream.api.headers import only_these_nats_headers
 from pyjetstream.api.ttl import NS_PER_S, message_ttl
@@ -276,10 +276,15 @@ class Run:
         ingest = self.ingest
         with_ids = ids.count("") < len(ids)
         dups = ingest.dedupe.duplicates(ids) if with_ids else []
+        replies, prefix, acks = self.replies, ingest.ack_prefix, not ingest.stream.cfg.no_ack
+        if dups and len(dups) == hi - lo and all(seq for _, seq in dups):
+            if acks:  # every one a duplicate inside the window: only their answers, together
+                found = zip(replies[lo:hi], duplicate_pub_acks(prefix, [seq for _, seq in dups]), strict=True)
+                ingest.writes.respond_all([(reply, ack) for reply, ack in found if reply])
+            return
         start = lo
         answers: list[tuple[str, bytes]] = []
         answer = answers.append
-        replies, prefix, acks = self.replies, ingest.ack_prefix, not ingest.stream.cfg.no_ack
         for i, seq in [*dups, (hi - lo, 0)]:
             at = lo + i
             if at > start:
