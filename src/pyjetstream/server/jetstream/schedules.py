@@ -23,6 +23,7 @@ from pyjetstream.api import errors as E
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.schedules import (
     ROLLUP_SUB_LINE,
+    SCHEDULE_HEADER_PREFIX,
     Schedule,
     load_location,
     next_run,
@@ -235,6 +236,22 @@ def _in_subjects(stream: Stream, subject: str) -> bool:
     return False
 
 
+def _read(hdr: bytes) -> tuple[Found, bytes]:
+    """A schedule's block read once for its firing: its schedule headers (as
+    `schedule_headers` reads them) and what of it a produced message carries (`_strip`)."""
+    lines = hdr.split(b"\r\n")
+    found: Found = {}
+    kept = [lines[0]]
+    for line in lines[1:]:
+        if not line.startswith(_NOT_CARRIED):
+            kept.append(line)
+        elif line.startswith(SCHEDULE_HEADER_PREFIX):
+            name, colon, value = line.partition(b":")
+            if colon and name not in found:
+                found[name] = value.lstrip(b" ")
+    return found, b"\r\n".join(kept)
+
+
 def _strip(hdr: bytes) -> bytes:
     """Drop the headers a produced message must not carry (``removeHeaderIfPrefixPresent``)."""
     lines = hdr.split(b"\r\n")
@@ -402,48 +419,58 @@ class MsgSchedules:
 
     def _due(self, now: int) -> list[tuple[str, bytes, bytes, Found]]:
         """The messages the due schedules produce, by schedule sequence (``getScheduledMessages``),
-        each with its schedule headers (the two it is given: what it carries over has none)."""
-        store = self.stream.store
-        out: list[tuple[int, str, bytes, bytes, Found]] = []
+        each with its schedule headers (the two it is given: what it carries over has none); the
+        schedules read together (``load_msgs``)."""
         heap = self._heap
+        due: list[tuple[int, int, str]] = []  # (schedule sequence, run, subject)
+        taken: set[str] = set()
         held: list[tuple[int, str]] = []  # due but still being produced: looked at again next time
         while heap and heap[0][0] <= now:
             at, subject = heapq.heappop(heap)
             self.steps += 1
             if not self._current(at, subject):
                 continue
-            if subject in self.inflight:
+            if subject in self.inflight or subject in taken:
                 held.append((at, subject))
                 continue
-            seq = self.entries[subject][0]
-            try:
-                msg = store.load_msg(seq)
-            except StoreError:
-                self.remove(subject)
-                continue
-            hdr = msg.hdr or b""
-            found = schedule_headers(hdr)
-            sched = schedule_of(found, at, now) if HDR_SCHEDULE in found else None
-            target = _text(found, HDR_TARGET)
-            ttl, ttl_ok = _ttl_ok(found)
-            if not isinstance(sched, Schedule) or not ttl_ok or not target:
-                self.remove(subject)
-                continue
-            rollup = _text(found, HDR_ROLLUP)
-            source = _text(found, HDR_SOURCE)
-            body_hdr, body = hdr, msg.data
-            if source:
-                try:
-                    src = store.load_last_msg(source)
-                    body_hdr, body = src.hdr or b"", src.data
-                except StoreError:
-                    pass  # no message on the source: the schedule's own content
-            produced = _strip(body_hdr) if body_hdr else b"NATS/1.0\r\n\r\n"
-            following = sched.next_header() if sched.repeat else "purge"
-            found = {HDR_SCHEDULER: subject.encode(), HDR_NEXT: following.encode()}
-            out.append((seq, target, produced_block(produced, subject, following, ttl, rollup), body, found))
-            self.inflight.add(subject)
+            taken.add(subject)
+            due.append((self.entries[subject][0], at, subject))
         for item in held:
             heapq.heappush(heap, item)
-        out.sort(key=lambda item: item[0])
-        return [(target, hdr, body, found) for _, target, hdr, body, found in out]
+        if not due:
+            return []
+        due.sort()
+        msgs = {msg[1]: msg for msg in self.stream.store.load_msgs([seq for seq, _, _ in due])}
+        out: list[tuple[str, bytes, bytes, Found]] = []
+        for seq, at, subject in due:
+            msg = msgs.get(seq)
+            produced = self._produced(subject, at, now, msg[3] or b"", msg[4]) if msg is not None else None
+            if produced is None:
+                self.remove(subject)
+                continue
+            out.append(produced)
+            self.inflight.add(subject)
+        return out
+
+    def _produced(
+        self, subject: str, at: int, now: int, hdr: bytes, data: bytes
+    ) -> tuple[str, bytes, bytes, Found] | None:
+        """What the schedule on ``subject`` (its block and body) produces when it runs at ``at``:
+        the target, block, body and the block's schedule headers; None when it is no longer a
+        valid schedule (it is dropped)."""
+        found, carried = _read(hdr)
+        sched = schedule_of(found, at, now) if HDR_SCHEDULE in found else None
+        target = _text(found, HDR_TARGET)
+        ttl, ttl_ok = _ttl_ok(found)
+        if not isinstance(sched, Schedule) or not ttl_ok or not target:
+            return None
+        source = _text(found, HDR_SOURCE)
+        if source:
+            try:
+                src = self.stream.store.load_last_msg(source)
+                carried, data = _strip(src.hdr) if src.hdr else b"", src.data
+            except StoreError:
+                pass  # no message on the source: the schedule's own content
+        following = sched.next_header() if sched.repeat else "purge"
+        block = produced_block(carried or b"NATS/1.0\r\n\r\n", subject, following, ttl, _text(found, HDR_ROLLUP))
+        return target, block, data, {HDR_SCHEDULER: subject.encode(), HDR_NEXT: following.encode()}
