@@ -278,3 +278,32 @@ def test_repeated_gets_of_an_evicted_page_read_its_index_once(tmp_path: Path, mo
 
     small, large = at_sizes(tmp_path, reads_per_get)
     assert large <= small + 0.05 and large < 0.5, (small, large)
+
+
+def test_reopening_after_interior_deletes_loads_no_page(tmp_path: Path) -> None:
+    """A clean restart of a stream whose blocks lost their middle (1M interior deletes in the
+    gaps benchmark) takes its first sequence from the stream state and checks it with one slot
+    of the first block's image (`seqstate._first_live`): no page is loaded at either size, where
+    the walk to the first live slot loaded the first block's whole page."""
+
+    def reopened(s: FileStore, n: int) -> float:
+        for i in range(20):
+            s.store_msg("m.edge", b"", b"edge-%02d" % i)
+        assert s.purge_ex("m.0") > 0  # (the middle: every message of m.0 among the first n)
+        d = Path(s._fcfg.directory)
+        want = s.state()
+        s.stop()
+        again = open_fs(d)
+        try:
+            got = again.state()
+            assert (got.msgs, got.first_seq, got.last_seq, got.first_ts) == (
+                want.msgs,
+                want.first_seq,
+                want.last_seq,
+                want.first_ts,
+            )
+            return index(again).loads
+        finally:
+            again.stop()
+
+    assert at_sizes(tmp_path, reopened) == [0, 0]

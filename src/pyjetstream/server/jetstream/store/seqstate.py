@@ -332,6 +332,26 @@ class _Recovery:
         return seen
 
 
+def _first_live(index: SeqIndex, state: StateView | None, fresh: Iterable[Page]) -> tuple[int, int]:
+    """The first live sequence and its timestamp (0, 0: none): the state's first sequence when
+    it is still live and every page below it is the state's own (no block there was read again:
+    a block scanned after a crash can hold records below the floor, which the floor removes once
+    the first live one is found) — every sequence below it was gone when the state was written
+    — read as one slot (`SeqIndex.slot` peeks at an evicted page); else the pages walked
+    (`_next_live`).
+
+    Why: after a stream's first block lost most of its messages (1M interior deletes), finding
+    its first live slot by walking loaded that block's whole page, a ~5 MB index file read and
+    decoded at every restart (nats-server takes its first sequence from the state, ``index.db``)."""
+    first = int(state.counters.get("first_seq", 0)) if state is not None else 0
+    if first > 0 and all(p.first >= first for p in fresh):
+        slot = index.slot(first)
+        if slot is not None:
+            return first, slot[1]
+    j = index._next_live(0)
+    return (j, index.ts_of(j)) if j else (0, 0)
+
+
 def recover(index: SeqIndex, blocks: Iterable[Block], state: StateView | None) -> list[Page]:
     """Build the index from a backend's blocks in sequence order and the state (None: from the
     blocks alone). A block read again becomes a page as it is (no per-message work: per subject
@@ -361,7 +381,7 @@ def recover(index: SeqIndex, blocks: Iterable[Block], state: StateView | None) -
     index.msgs = sum(p.msgs for p in index.pages)
     index.bytes = sum(p.bytes for p in index.pages)
     _open_tail(index, rec.last_lo, max(rec.max_ts, rec.floor_ts))
-    j = index._next_live(0) if index.msgs else 0
+    j, ts = _first_live(index, state, rec.fresh) if index.msgs else (0, 0)
     if not j:
         never = last_seq == 0 and floor == 0 and (state is None or state.counters["first_seq"] == 0)
         index.first_seq = 0 if never else last_seq + 1  # (never written: 0, as nats-server)
@@ -369,7 +389,7 @@ def recover(index: SeqIndex, blocks: Iterable[Block], state: StateView | None) -
         index.clear_slots()
         return rec.gone
     index.first_seq = j
-    index.first_ts = index.ts_of(j)
+    index.first_ts = ts
     for seq, num, _ts in rec.deletes:
         for dseq in range(seq, seq + num):
             page = index.at(dseq)
