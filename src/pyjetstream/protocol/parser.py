@@ -37,9 +37,9 @@ from pyjetstream.protocol.events import (
 )
 from pyjetstream.protocol.limits import MAX_CONTROL_LINE, MAX_PAYLOAD, MAX_SIZE_DIGITS
 
-ERR_UNKNOWN_OP = "Unknown Protocol Operation"
-ERR_MAX_PAYLOAD = "Maximum Payload Violation"
-ERR_MAX_CONTROL_LINE = "maximum control line exceeded"
+ERR_UNKNOWN_OP: Final = "Unknown Protocol Operation"
+ERR_MAX_PAYLOAD: Final = "Maximum Payload Violation"
+ERR_MAX_CONTROL_LINE: Final = "maximum control line exceeded"
 
 
 def _parse_size(token: bytes) -> int:
@@ -58,7 +58,12 @@ def _parse_size(token: bytes) -> int:
 # FRAMES: an HMSG, or a MSG with a reply subject, for a sid in ``ClientSideParser.frame_sids``; ``x`` is
 # ``(sid, header size, line)`` (0 for a MSG) and the frame starts a :class:`FrameRun`. MSGS: a reply-less MSG for a sid in
 # ``ClientSideParser.msg_run_sids``; ``x`` is ``(sid, subject)`` and the frame starts a :class:`MsgRun`.
-COMPLETE, MAKE, TUPLE, FRAMES, HTUPLE, MSGS = 0, 1, 2, 3, 4, 5
+COMPLETE: Final = 0
+MAKE: Final = 1
+TUPLE: Final = 2
+FRAMES: Final = 3
+HTUPLE: Final = 4
+MSGS: Final = 5
 FastLine = tuple[int, Any, int]
 
 # Reply-less PUB/HPUB control lines a server-side parser has parsed, with their parse, shared by
@@ -599,7 +604,7 @@ class ServerSideParser(_FrameParser):
 
 
 _OPS_WITH_ARGS = (b"PUB", b"SUB", b"UNSUB", b"HPUB")
-_BLANKS = b" \t"
+_BLANKS: Final = b" \t"
 
 
 class NatsServerParser(ServerSideParser):

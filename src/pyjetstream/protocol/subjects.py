@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Final
 
 __all__ = [
     "FWC",
@@ -42,11 +43,13 @@ __all__ = [
     "subjects_overlap",
     "token_at",
     "tokenize",
+    "valid_subject_tokens",
 ]
 
-SEP = "."
-PWC = "*"  # partial wildcard: exactly one token
-FWC = ">"  # full wildcard: one or more trailing tokens
+# Final: the compiled modules use them as constants, not as globals looked up at each use.
+SEP: Final = "."
+PWC: Final = "*"  # partial wildcard: exactly one token
+FWC: Final = ">"  # full wildcard: one or more trailing tokens
 
 # nats-server IsValidSubject rejects these inside tokens (" \t\n\r\f").
 _WHITESPACE = frozenset(" \t\n\r\f")
@@ -75,14 +78,20 @@ def _has_whitespace(text: str) -> bool:
 
 def is_valid_subject(subject: str) -> bool:
     """A subject or filter: non-empty tokens, ``>`` only last, no whitespace (``IsValidSubject``)."""
+    return valid_subject_tokens(subject) is not None
+
+
+def valid_subject_tokens(subject: str) -> list[str] | None:
+    """The tokens of a valid subject or filter (`is_valid_subject`), None for an invalid one: one
+    split for a caller that walks the tokens after checking them (the sublist's insert)."""
     if not subject or _has_whitespace(subject):
-        return False
+        return None
     tokens = subject.split(SEP)
     last = len(tokens) - 1
     for i, token in enumerate(tokens):
         if not token or (token == FWC and i != last):
-            return False
-    return True
+            return None
+    return tokens
 
 
 def is_valid_literal_subject(subject: str) -> bool:
@@ -105,10 +114,20 @@ def is_valid_queue_name(queue: str) -> bool:
 
 
 def has_wildcard(subject: str) -> bool:
-    """Whether any token is exactly ``*`` or ``>``."""
-    if PWC not in subject and FWC not in subject:
-        return False
-    return any(token == PWC or token == FWC for token in subject.split(SEP))
+    """Whether any token is exactly ``*`` or ``>`` (found where they stand: no token list for
+    every subscription's subject)."""
+    return _is_token(subject, PWC) or _is_token(subject, FWC)
+
+
+def _is_token(subject: str, wildcard: str) -> bool:
+    """Whether some token of ``subject`` is exactly ``wildcard`` (one character)."""
+    end = len(subject) - 1
+    pos = subject.find(wildcard)
+    while pos >= 0:
+        if (pos == 0 or subject[pos - 1] == SEP) and (pos == end or subject[pos + 1] == SEP):
+            return True
+        pos = subject.find(wildcard, pos + 1)
+    return False
 
 
 def subject_matches(filter: str, subject: str) -> bool:

@@ -26,6 +26,7 @@ Wire shapes (nats-server ``client.go`` ``msgHeader`` / nats.go ``publish``):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 __all__ = [
     "CRLF",
@@ -40,7 +41,7 @@ __all__ = [
     "pub_line",
 ]
 
-CRLF = b"\r\n"
+CRLF: Final = b"\r\n"  # (Final: a constant in compiled code, not a global lookup)
 
 
 def msg_prefix(subject: bytes, sid: bytes) -> bytes:

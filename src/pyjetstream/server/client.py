@@ -500,6 +500,9 @@ class ClientConnection(asyncio.Protocol):
 
     def _process_other(self, ev: Any, cls: type) -> bool:
         """SUB, UNSUB, PING, PONG and protocol violations; False when processing must stop."""
+        if cls is Sub and not self.trace and (self.connected or not self.auth_required):
+            self._process_sub(ev)  # (a subscriber's start-up: thousands in a row)
+            return True
         trace = self.trace
         if cls is ProtocolViolation:
             self._protocol_violation(ev)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pyjetstream.protocol.headers import encode_headers, may_be_traced
 
@@ -42,7 +42,7 @@ __all__ = ["Router"]
 #: What a frame's control line and CR LFs add, at most, to its subject, reply, sid, header block and
 #: payload (``HMSG`` and five separators, two ten-digit sizes, two CR LFs): a run's deliveries are
 #: counted against a connection's pending limit with this bound.
-FRAME_SLACK = 40
+FRAME_SLACK: Final = 40
 
 
 class Router:

@@ -34,9 +34,16 @@ lookup on its ``<head><k tokens>.`` prefix.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
-from pyjetstream.protocol.subjects import FWC, PWC, SEP, is_valid_subject, subject_matches, subjects_overlap
+from pyjetstream.protocol.subjects import (
+    FWC,
+    PWC,
+    SEP,
+    subject_matches,
+    subjects_overlap,
+    valid_subject_tokens,
+)
 
 
 class Indexed(Protocol):
@@ -52,9 +59,9 @@ class Indexed(Protocol):
 __all__ = ["EMPTY_RESULT", "MatchResult", "PrefixIndex", "Sublist", "SublistError"]
 
 # Cached results kept at most; beyond this the oldest half is dropped (nats-server slCacheMax 1024).
-CACHE_MAX = 4096
+CACHE_MAX: Final = 4096
 # A wildcard insert/remove scans at most this many cached subjects, else clears the cache.
-CACHE_SCAN_MAX = 512
+CACHE_SCAN_MAX: Final = 512
 
 
 class SublistError(ValueError):
@@ -66,16 +73,16 @@ class SublistError(ValueError):
 # keeps a fixed-length tuple unboxed and boxes a new one at every return, and the router tells
 # receiver sets apart by the result object's identity (the one a subject's lookups always give).
 MatchResult: TypeAlias = "tuple[Any, ...]"
-EMPTY_RESULT: MatchResult = ((), ())
+EMPTY_RESULT: Final[MatchResult] = ((), ())
 
 
 # The empty plain-subscription list, child table and queue-group table all nodes share until they
 # hold one (never written to): a node on the way to others' has no subscriptions, a leaf has no
 # children, and each distinct object, even an empty one, is one more for every collection of
 # CPython's cyclic collector to visit while the node lives.
-_NO_SUBS: list[Indexed] = []
-_NO_CHILDREN: dict[str, _Node] = {}
-_NO_QUEUES: dict[str, list[Indexed]] = {}
+_NO_SUBS: Final[list[Indexed]] = []
+_NO_CHILDREN: Final[dict[str, _Node]] = {}
+_NO_QUEUES: Final[dict[str, list[Indexed]]] = {}
 
 
 class _Node:
@@ -123,6 +130,7 @@ class Sublist:
         # The nodes a miss collects (`_collect`), one list reused: a miss allocates no list.
         self._nodes: list[_Node] = []
         self._indexes: list[PrefixIndex] = []
+        self._leads: tuple[str, ...] = ()  # each index's head's first token and dot (`_may_index`)
         # Each distinct match result once (see ``match``); dropped as a whole when it is large.
         self._results: dict[MatchResult, MatchResult] = {}
         self.count = 0
@@ -138,10 +146,11 @@ class Sublist:
 
     def insert(self, sub: Indexed) -> None:
         subject = sub.subject
-        if not is_valid_subject(subject):
+        tokens = valid_subject_tokens(subject)
+        if tokens is None:
             raise SublistError("Invalid Subject")
         node = self._root
-        for token in subject.split(SEP):
+        for token in tokens:
             if token == PWC:
                 if node.pwc is None:
                     node.pwc = _Node()
@@ -170,8 +179,9 @@ class Sublist:
         self.count += 1
         self.inserts += 1
         self._invalidate(sub)
-        for index in self._indexes:
-            index.note(sub, True)
+        if self._may_index(subject):
+            for index in self._indexes:
+                index.note(sub, True)
 
     def remove(self, sub: Indexed) -> bool:
         """Remove ``sub``; False when it was not in the index."""
@@ -198,10 +208,19 @@ class Sublist:
         self.removes += 1
         self._prune(path, node)
         self._invalidate(sub)
-        for index in self._indexes:
-            index.note(sub, False)
+        if self._may_index(sub.subject):
+            for index in self._indexes:
+                index.note(sub, False)
         if self._results:
             self._results.clear()  # (no removed subscription kept alive by it)
+        return True
+
+    def _may_index(self, subject: str) -> bool:
+        """Whether a prefix index may have to note a subscription to ``subject``: its first token
+        is a wildcard or some index's head's first token (`PrefixIndex.note`'s quick answer,
+        once for them all)."""
+        if not subject.startswith(self._leads):
+            return subject[0] == PWC or subject[0] == FWC  # (a valid subject is not empty)
         return True
 
     def index_prefix(self, head: str, key_tokens: int, wildcard: str) -> None:
@@ -213,6 +232,7 @@ class Sublist:
         for sub in self.all_subscriptions():
             index.note(sub, True)
         self._indexes.append(index)
+        self._leads = (*self._leads, index.lead)
 
     def _prune(self, path: list[tuple[_Node, str]], leaf: _Node) -> None:
         """Drop nodes left empty, so churn of unique subjects (inboxes) does not grow the trie."""
@@ -458,7 +478,7 @@ class PrefixIndex:
             self.entries.pop(prefix, None)
 
 
-_EMPTY_TOKEN = SEP + SEP
+_EMPTY_TOKEN: Final = SEP + SEP
 
 
 def _node_result(node: _Node) -> Any:
