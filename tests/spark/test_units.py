@@ -469,3 +469,40 @@ def test_consumer_frames_build_the_columns_of_the_deliveries() -> None:
                 assert [r["sequence"] for r in got] == [q for q in (3, 4, 7, 8) if q <= last]
                 if empty_block and last == 8:
                     assert got[-1]["headers"] == []
+
+
+# --- the worker heap freeze --------------------------------------------------------------------
+
+
+def test_worker_heap_is_frozen_only_in_a_reused_worker_and_again_only_after_new_imports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`freeze_worker_heap` freezes in a reused Spark worker (``SPARK_REUSE_WORKER``), once, and
+    again only when modules were imported since; never outside one or when switched off."""
+    import gc
+    import sys
+    import types
+
+    from pyjetstream.spark import worker_heap
+
+    def frozen_after_call() -> bool:
+        gc.unfreeze()
+        worker_heap.freeze_worker_heap()
+        return gc.get_freeze_count() > 0
+
+    monkeypatch.setattr(worker_heap, "_modules_frozen", 0)
+    try:
+        monkeypatch.delenv("SPARK_REUSE_WORKER", raising=False)
+        assert not frozen_after_call()  # a driver or test process
+        monkeypatch.setattr(worker_heap, "_modules_frozen", 0)
+        monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
+        monkeypatch.setenv(worker_heap.FREEZE_ENV, "0")
+        assert not frozen_after_call()  # switched off
+        monkeypatch.setattr(worker_heap, "_modules_frozen", 0)
+        monkeypatch.delenv(worker_heap.FREEZE_ENV)
+        assert frozen_after_call()  # a reused worker's first call
+        assert not frozen_after_call()  # nothing imported since
+        monkeypatch.setitem(sys.modules, "_pyjetstream_test_new_module", types.ModuleType("m"))
+        assert frozen_after_call()  # a task that imported more
+    finally:
+        gc.unfreeze()

@@ -4,17 +4,21 @@ Spark calls ``read``/``write`` synchronously in a Python worker process and cons
 produces an iterator, so each task owns an event loop that it runs step by step
 (`TaskLoop`): between two steps the loop is idle and the task is free to hand an
 Arrow batch to Spark. No thread is involved, so there is no GIL ping-pong on the hot path.
+
+The first `TaskLoop` of a reused Spark Python worker also freezes the worker's heap
+(`worker_heap.freeze_worker_heap`: see there why).
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from pyjetstream.client import Client, connect
 from pyjetstream.spark.options import ConnectOptions
+from pyjetstream.spark.worker_heap import freeze_worker_heap
 
 __all__ = ["TaskLoop", "connect_kwargs", "open_client", "ssl_context"]
 
@@ -69,7 +73,9 @@ class TaskLoop:
     """A private event loop run one coroutine at a time (``run``), closed with ``close``."""
 
     def __init__(self) -> None:
-        self._loop = _new_loop()
+        factory = _loop_factory()
+        freeze_worker_heap()  # before this task's own objects exist
+        self._loop = factory()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._loop.run_until_complete(coro)
@@ -95,9 +101,9 @@ class TaskLoop:
         self.close()
 
 
-def _new_loop() -> asyncio.AbstractEventLoop:
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
     try:
         import uvloop
     except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
+        return asyncio.new_event_loop
+    return uvloop.new_event_loop

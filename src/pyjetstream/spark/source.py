@@ -44,6 +44,7 @@ from pyspark.sql.types import StructType
 
 from pyjetstream.spark.options import parse_options
 from pyjetstream.spark.schema import check_columns, message_schema
+from pyjetstream.spark.worker_heap import freeze_worker_heap
 
 __all__ = ["JetStreamDataSource"]
 
@@ -52,6 +53,7 @@ class JetStreamDataSource(DataSource):
     """``format("jetstream")``: read a stream (batch or streaming) or write messages to one."""
 
     def __init__(self, options: dict[str, str]) -> None:
+        freeze_worker_heap()  # a planner worker's first call (see worker_heap)
         super().__init__(options)
         self.opts = parse_options(options)
 
