@@ -1,8 +1,10 @@
 """``spark.read.format("jetstream")``: a batch read of a sequence range, split into partitions.
 
-Planning (driver): the stream must exist (checked when the reader is created), pushed
-filters and the ``start*``/``end*`` options narrow the range, which is then split evenly by
-sequence into ``partitions`` ranges. Each task reads exactly its range (`partition`).
+Planning (driver): pushed filters and the ``start*``/``end*`` options narrow the range, which
+`partitions` resolves against the stream's state (one connection: a missing stream fails the
+query there, with its name) and splits evenly by sequence into ``partitions`` ranges. Creating
+the reader asks the server nothing: Spark creates it once more for the filter pushdown, in another
+planner process, and a connection each time cost a planner ~2-5 ms per query. Each task reads exactly its range (`partition`).
 The range is fixed at planning time: messages published while the query runs are not read.
 
 Spark 4.3 caveat (a Spark bug, not ours to fix from Python): Spark keeps the last planned
@@ -24,7 +26,7 @@ from pyspark.sql.types import StructType
 from pyjetstream.spark.filters import push_filters
 from pyjetstream.spark.options import JetStreamOptions
 from pyjetstream.spark.partitioning import SeqRange, default_partition_count, split_range
-from pyjetstream.spark.planning import bounds_from_options, require_stream, resolve_range, stream_state
+from pyjetstream.spark.planning import bounds_from_options, require_stream, resolve_range
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -39,7 +41,6 @@ class JetStreamBatchReader(DataSourceReader):
         self.schema = schema  # the Arrow schema is derived on the executors (no pyarrow here)
         self.bounds = bounds_from_options(opts)
         self.bounds.subjects = opts.filter_subjects or None
-        stream_state(opts)  # a missing stream fails the query now, with its name in the message
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         if not self.opts.pushdown:
