@@ -250,15 +250,16 @@ def test_random_reads_peek_at_evicted_pages_without_loading_them(tmp_path: Path)
 def test_repeated_gets_of_an_evicted_page_read_its_index_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A get of the first message of a subject (``next_by_subj`` from 1) finds it in the first
     block, evicted at both sizes: its slots come from a window of the block's index file read
-    once (``BlockIndexes.peek_slot``), not from three reads of the file per get — the reads per
-    get do not grow with the messages and stay well under one."""
+    once it is asked a second time (``BlockIndexes.peek_slot``), not from three reads of the file
+    per get — the reads per get do not grow with the messages and stay well under one."""
     import os
 
     def reads_per_get(s: FileStore, n: int) -> float:
         backend = s._backend
         s.load_msg(n)  # (the last block's page: the first block's is evicted)
         assert not index(s).pages[0].loaded
-        s.load_next_msg("m.0", 1)
+        s.load_next_msg("m.0", 1)  # (a window asked once: its one slot read)
+        s.load_next_msg("m.0", 1)  # (asked again: the window read and kept)
         calls = 0
         pread = os.pread
 
