@@ -76,9 +76,9 @@ FastLine = tuple[int, Any, int]
 # Bounded: lines of at most LINE_CACHE_LEN bytes, each table emptied when it holds LINE_CACHE_SIZE.
 LINE_CACHE_SIZE: Final = 4096
 LINE_CACHE_LEN: Final = 256
-_PUB_LINES: dict[bytes, FastLine] = {}
-_TUPLE_LINES: dict[bytes, FastLine] = {}
-_SEEN: set[int] = set()
+_PUB_LINES: Final[dict[bytes, FastLine]] = {}
+_TUPLE_LINES: Final[dict[bytes, FastLine]] = {}
+_SEEN: Final[set[int]] = set()
 
 
 class _FrameParser:
@@ -157,7 +157,6 @@ class _FrameParser:
         size = len(buf)
         find = buf.find
         max_line = self.max_control_line
-        fast_line = self._fast_line
         complete = self._complete
         lines = self._lines
         while pos < size:
@@ -166,18 +165,18 @@ class _FrameParser:
                 if end + 2 > size:
                     break
                 if buf[end] != 13 or buf[end + 1] != 10:
-                    append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
+                    events.append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                     break
                 event = self._awaiting(buf[pos:end])
                 self._awaiting = None
                 pos = end + 2
                 if event is not None:
-                    append(event)
+                    events.append(event)
                 continue
             nl = find(b"\n", pos)
             if nl < 0:
                 if size - pos > max_line and self._limits_line(buf, pos):
-                    append(self._violation(ERR_MAX_CONTROL_LINE))
+                    events.append(self._violation(ERR_MAX_CONTROL_LINE))
                 break
             line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
             line = buf[pos:line_end]
@@ -191,7 +190,7 @@ class _FrameParser:
                 hit = lines.get(line) if lines is not None and buf[pos] != 83 else None
                 if hit is None or hit[2] > self.max_payload:
                     try:
-                        hit = fast_line(line)
+                        hit = self._fast_line(line)  # (a native call when compiled: not through a bound method)
                     except UnicodeDecodeError:  # the full parse below closes the connection
                         hit = None
             else:
@@ -202,17 +201,17 @@ class _FrameParser:
                 end = start + need
                 if end + 2 <= size:
                     if buf[end] != 13 or buf[end + 1] != 10:
-                        append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
+                        events.append(self._violation(ERR_UNKNOWN_OP, "payload not followed by CRLF"))
                         break
                     if kind == TUPLE or kind == HTUPLE:
                         if self.pub_runs:  # more publishes may follow: one PubRun for them all
                             pos = self._pub_run(buf, start, end, kind, x, append)
                             continue
                         if kind == TUPLE:
-                            append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
+                            events.append(x + (buf[start:end],))  # noqa: RUF005  (2x faster than unpacking)
                         else:
                             mid = start + x[2]
-                            append((x[0], x[1], buf[start:mid], buf[mid:end]))
+                            events.append((x[0], x[1], buf[start:mid], buf[mid:end]))
                     elif kind == FRAMES:
                         pos = self._frame_run(buf, start, end, x, append)
                         continue
@@ -220,9 +219,9 @@ class _FrameParser:
                         pos = self._msg_run(buf, start, end, x, append)
                         continue
                     elif kind == COMPLETE:
-                        append(complete(x, buf[start:end]))
+                        events.append(complete(x, buf[start:end]))
                     else:
-                        append(x(buf[start:end]))
+                        events.append(x(buf[start:end]))
                     pos = end + 2
                 else:
                     self._awaiting = _awaiting_maker(kind, x, complete)
@@ -237,7 +236,7 @@ class _FrameParser:
                 # connection (nats-server, which keeps subjects as bytes, accepts it).
                 event = self._violation(None, "control line is not UTF-8")
             if event is not None:
-                append(event)
+                events.append(event)
                 if isinstance(event, ProtocolViolation):
                     if event.hpub is not None:  # an oversized HPUB: the header block read so far
                         event.head = buf[pos : pos + event.hpub[1]]
@@ -267,7 +266,6 @@ class _FrameParser:
         size = len(buf)
         find = buf.find
         max_line = self.max_control_line
-        fast_line = self._fast_line
         lines = self._lines
         while pos < size:
             nl = find(b"\n", pos)
@@ -282,7 +280,7 @@ class _FrameParser:
                 hit = lines.get(line) if lines is not None and buf[pos] != 83 else None
                 if hit is None or hit[2] > self.max_payload:
                     try:
-                        hit = fast_line(line)
+                        hit = self._fast_line(line)
                     except UnicodeDecodeError:
                         break
             else:

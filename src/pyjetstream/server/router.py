@@ -372,7 +372,9 @@ class _Run:
                     self.bytes = len(payloads[i]) + len(subject) + len(replies[i]) + (0 if hdr is None else len(hdr))
                     i += 1
                     continue
-            if not traced and not psubs and self.queue_plan(qsubs):
+            # A queue segment when the next message may join it (its subject repeats): a lone
+            # message's members are picked as `Router.route` picks them, without the plan's tables.
+            if not traced and not psubs and i + 1 < n and subjects[i + 1] == subject and self.queue_plan(qsubs):
                 segment = result  # a queue segment starts: its members picked message by message
                 self.hits -= 1  # (message i is looked up again)
                 continue

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pyjetstream.protocol.writers import CRLF, append_hmsg, append_msg, hmsg_prefix, msg_prefix
 
@@ -41,13 +41,13 @@ if TYPE_CHECKING:
 __all__ = ["FrameSink"]
 
 # How many of a wildcard subscription's subjects keep their MSG line start (`FrameSink.frame`).
-_PREFIXES_KEPT = 512
+_PREFIXES_KEPT: Final = 512
 # Why a slow consumer is cut (nats-server ``ClosedState``; ``client.ClosedReason`` has them all).
 SLOW_CONSUMER_PENDING = "Slow Consumer (Pending Bytes)"
 SLOW_CONSUMER_DEADLINE = "Slow Consumer (Write Deadline)"
 # The mean size of a buffered part from which `FrameSink.flush` hands the parts to one ``writev``
 # instead of joining them (16 KiB payloads: 3 parts of ~5.5 KiB a message; 16 B ones: ~15 B).
-_WRITEV_PART = 1024
+_WRITEV_PART: Final = 1024
 
 
 class FrameSink:
