@@ -11,6 +11,15 @@ once). Per operation: the wall time and the server's CPU (user + system from ``/
 per size the server's resident memory (VmRSS) after the build and at the end. An operation still
 running after ``--budget`` seconds is cut and its figure, from what it did, marked ``≥``.
 
+The two servers take turns going first: at each size the one that did not build first at the last
+size builds first, and each round of an operation starts with the other one, so neither always
+inherits what the other left (freed inodes, dirty pages, warm caches). A size whose servers created
+and removed many files (over 1,000: a size's consumer directories) is followed by ``os.sync()`` and a
+wait of ``--fs-settle`` seconds (65) before the next size starts: on ext4 without a journal (this
+machine's) an inode deleted less than 60 s ago is not reused, and creating files right after tens of
+thousands were removed costs the creator system time skipping them (``recently_deleted`` in
+``fs/ext4/ialloc.c``), the first server to build paying the most.
+
 The growth column is the CPU per operation at the largest size over the smallest. Flagged:
 ``GROWS`` where ours grows more than 1.5× while nats-server's stays within 1.5×, and ``CPU>2x`` where
 our CPU per operation at the largest size is more than twice nats-server's (issue #24's targets).
@@ -60,9 +69,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import random
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -1500,13 +1512,62 @@ def better(old: Figure | str | None, new: Figure | str) -> Figure | str:
     )
 
 
-def run_size(dim: Dimension, size: Any, args: argparse.Namespace, rounds: int) -> dict[str, Any]:
+#: When the last size's stores were removed (monotonic seconds) and how many files they held.
+_removed: tuple[float, int] = (0.0, 0)
+#: Files removed at once past which the next size waits for the file system (see `fs_settle`).
+MANY_FILES = 1000
+
+
+def fs_settle(seconds: float) -> None:
+    """Before a size's servers start: write back what the file system holds dirty and, when the last
+    size removed many files, wait until ``seconds`` have passed since.
+
+    Why: this machine's ext4 has no journal, and without one ext4 does not reuse an inode deleted less
+    than 60 s ago (300 s more while its inode table block is dirty: ``recently_deleted`` in
+    ``fs/ext4/ialloc.c``). Each file created just after tens of thousands were removed — the previous
+    size's consumer directories — first skips over them, in system time billed to the creating server,
+    and the server that builds first pays the most. Both targets build on a file system whose deletes
+    are at least ``seconds`` old and written back."""
+    os.sync()
+    when, files = _removed
+    if files >= MANY_FILES and seconds > 0:
+        wait = when + seconds - time.monotonic()
+        if wait > 0:
+            progress(
+                f"waiting {wait:.0f} s: {files:,} files removed (ext4 reuses no inode deleted < 60 s ago)"
+            )
+            time.sleep(wait)
+
+
+def _forget(root: Path) -> None:
+    """Remove a size's stores now and note when and how many files (for `fs_settle`)."""
+    global _removed
+    files = sum(1 for _ in root.rglob("*"))
+    shutil.rmtree(root, ignore_errors=True)
+    os.sync()
+    _removed = (time.monotonic(), files)
+
+
+def turns(kinds: Iterable[str], turn: int) -> list[str]:
+    """The targets in the order they take turn ``turn``: each goes first every other turn (a size's
+    build, an operation's round), so neither always inherits what the other left (freed inodes,
+    dirty pages, a warm or cold cache)."""
+    order = list(kinds)
+    return order[turn % len(order) :] + order[: turn % len(order)]
+
+
+def run_size(
+    dim: Dimension, size: Any, args: argparse.Namespace, rounds: int, index: int = 0
+) -> dict[str, Any]:
     scale = 0.1 if args.quick else 1.0
     out: dict[str, Any] = {"ops": {}, "rss": {}, "extra": {}}
-    with servers() as targets:
+    fs_settle(args.fs_settle)
+    root = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    with servers(workdir=root) as targets:
         ctxs = {kind: Ctx(kind, t, size, scale, args.budget, args.min_time) for kind, t in targets.items()}
         try:
-            for kind, ctx in ctxs.items():
+            for kind in turns(ctxs, index):
+                ctx = ctxs[kind]
                 rss0 = server_rss_mib(ctx.target)
                 t0 = time.perf_counter()
                 try:
@@ -1525,8 +1586,9 @@ def run_size(dim: Dimension, size: Any, args: argparse.Namespace, rounds: int) -
                 )
             for op in dim.ops:
                 entry = out["ops"].setdefault(op.key, {"op": op, "figs": {}})
-                for _ in range(1 if op.once else rounds):
-                    for kind, ctx in ctxs.items():
+                for r in range(1 if op.once else rounds):
+                    for kind in turns(ctxs, index + r):
+                        ctx = ctxs[kind]
                         prev = entry["figs"].get(kind)
                         if isinstance(prev, Figure) and prev.partial:
                             continue  # cut once: not again
@@ -1545,6 +1607,9 @@ def run_size(dim: Dimension, size: Any, args: argparse.Namespace, rounds: int) -
         finally:
             for ctx in ctxs.values():
                 ctx.close()
+            for target in targets.values():
+                target.stop()
+            _forget(root)
     return out
 
 
@@ -1779,6 +1844,12 @@ def main() -> None:
     parser.add_argument(
         "--messages-50m", action="store_true", help="messages at 500k / 5M / 50M (see the doc)"
     )
+    parser.add_argument(
+        "--fs-settle",
+        type=float,
+        default=65.0,
+        help="seconds a size waits after the last one removed over 1,000 files (0: no wait)",
+    )
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--md", metavar="PATH", help="also write the tables as Markdown")
     parser.add_argument(
@@ -1807,7 +1878,7 @@ def main() -> None:
     done: list[tuple[Dimension, list[Any], list[dict[str, Any]]]] = []
     for dim in chosen:
         sizes_run = dim.quick_sizes if args.quick else dim.sizes
-        results = [run_size(dim, size, args, rounds) for size in sizes_run]
+        results = [run_size(dim, size, args, rounds, i) for i, size in enumerate(sizes_run)]
         done.append((dim, sizes_run, results))
         print_dimension(dim, sizes_run, results)
         sys.stdout.flush()
