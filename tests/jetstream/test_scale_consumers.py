@@ -9,6 +9,7 @@ each operation calls into at two sizes.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -17,9 +18,11 @@ from tests.jetstream.scale_steps import count_calls, embedded
 
 from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.consumer_index import ConsumerIndex
+from pyjetstream.server.jetstream.delivery_state import DeliveryState
+from pyjetstream.server.jetstream.subject_filter import SubjectFilter
 
 SMALL, LARGE = 8, 80
-VISITS = ("signal_new", "needs_ack", "matches_subject", "on_stream_purged")
+VISITS = ("signal_new", "signal_matched", "needs_ack", "matches_subject", "on_stream_purged")
 
 
 async def _stream_with_consumers(nc: RawClient, retention: str, n: int) -> None:
@@ -46,11 +49,65 @@ async def _publish_steps(monkeypatch: pytest.MonkeyPatch, retention: str, n: int
 
 
 @pytest.mark.parametrize("retention", ["interest", "workqueue", "limits"])
-async def test_publish_visits_only_the_matching_consumers(monkeypatch: pytest.MonkeyPatch, retention: str) -> None:
+async def test_publish_visits_only_the_matching_consumers(
+    monkeypatch: pytest.MonkeyPatch, retention: str
+) -> None:
     small = await _publish_steps(monkeypatch, retention, SMALL)
     large = await _publish_steps(monkeypatch, retention, LARGE)
     assert small == large, (small, large)
-    assert small.get("signal_new") == 20  # one consumer takes s.1; nobody takes the other subject
+    assert small.get("signal_matched") == 20  # one consumer takes s.1; nobody takes the other subject
+
+
+async def _many_consumers(nc: RawClient, n: int) -> None:
+    """A work-queue stream with ``n`` consumers filtered to ``w.<i>``, their creates pipelined."""
+    await nc.add_stream("W", ["w.>"], retention="workqueue", storage="memory", max_consumers=n + 1)
+    inbox = nc.new_inbox()
+    sub = nc.subscribe(inbox)
+    for i in range(n):
+        body = {
+            "stream_name": "W",
+            "config": {"durable_name": f"c{i}", "ack_policy": "explicit", "filter_subject": f"w.{i}"},
+        }
+        nc.publish(f"$JS.API.CONSUMER.CREATE.W.c{i}", json.dumps(body).encode(), inbox)
+    answers = await sub.collect(n, timeout=120)
+    sub.unsubscribe()
+    assert not [a for a in answers if "error" in a.json()], answers[0].json()
+
+
+async def _work_queue_publish_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, int]:
+    """What 100 publishes over 100 consumers' subjects (spread over all ``n`` of them) touch."""
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await _many_consumers(nc, n)
+            with (
+                count_calls(monkeypatch, Consumer, *VISITS) as calls,
+                count_calls(monkeypatch, SubjectFilter, "matches") as filters,
+                count_calls(monkeypatch, DeliveryState, "needs") as states,
+            ):
+                for i in range(100):
+                    await nc.publish_many(f"w.{i * (n // 100)}", 1)
+            info = await nc.stream_info("W")
+            assert info["state"]["messages"] == 100, info
+            return {
+                **calls,
+                **{f"filter.{k}": v for k, v in filters.items()},
+                **{f"state.{k}": v for k, v in states.items()},
+            }
+        finally:
+            await nc.close()
+
+
+async def test_work_queue_publish_touches_one_consumer_at_100_and_1000(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A publish into a work-queue stream signals the one consumer its subject reaches, without
+    asking its filter again (the consumer index matched it) or its delivery state (nobody waits):
+    the same calls with 100 and 1,000 consumers (issue 24 dim 2, ``publish, work-queue stream``;
+    10,000 would take minutes to create: each create on a work-queue stream checks the others' filters)."""
+    small = await _work_queue_publish_steps(monkeypatch, 100)
+    large = await _work_queue_publish_steps(monkeypatch, 1000)
+    assert small == large == {"signal_matched": 100}, (small, large)
 
 
 async def _ack_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[dict[str, int], Any]:
@@ -95,10 +152,16 @@ async def test_listing_sorts_once_per_change(monkeypatch: pytest.MonkeyPatch) ->
         try:
             await _stream_with_consumers(nc, "limits", LARGE)
             with count_calls(monkeypatch, ConsumerIndex, "_sort_names") as calls:
-                pages = [await nc.api("$JS.API.CONSUMER.LIST.S", {"offset": off}) for off in range(0, LARGE, 20)]
-                names = [await nc.api("$JS.API.CONSUMER.NAMES.S", {"offset": off}) for off in range(0, LARGE, 20)]
+                pages = [
+                    await nc.api("$JS.API.CONSUMER.LIST.S", {"offset": off}) for off in range(0, LARGE, 20)
+                ]
+                names = [
+                    await nc.api("$JS.API.CONSUMER.NAMES.S", {"offset": off}) for off in range(0, LARGE, 20)
+                ]
             assert calls["_sort_names"] <= 1
-            assert [c["name"] for c in pages[1]["consumers"][:2]] == sorted(f"c{i}" for i in range(LARGE))[20:22]
+            assert [c["name"] for c in pages[1]["consumers"][:2]] == sorted(f"c{i}" for i in range(LARGE))[
+                20:22
+            ]
             assert names[-1]["consumers"][0] == sorted(f"c{i}" for i in range(LARGE))[LARGE - 20]
             assert pages[0]["total"] == names[0]["total"] == LARGE
         finally:

@@ -254,6 +254,24 @@ class Consumer:
         if receiving and not self.delivery.scheduled:
             self.kick()
 
+    def signal_matched(self, seq: int) -> None:
+        """`signal_new` for a stored message ``seq`` (> 0) whose subject the stream's consumer
+        index already matched to this consumer's filters (``signalConsumers``' ``csl.Match``, then
+        ``processStreamSignal``): the filter is not asked again, and the delivery state only when
+        someone waits for a message. With 10,000 consumers each publish lands on a consumer whose
+        objects are out of the CPU's caches: every object not touched is a cache miss saved."""
+        if self.closed:
+            return
+        if seq > self.npf:
+            self.npc += 1
+        if self.cfg.deliver_subject:
+            if not self.push.active:
+                return
+        elif not self.pull.waiting:
+            return
+        if seq >= self.state.sseq and not self.delivery.scheduled:
+            self.kick()
+
     def needs_ack(self, seq: int, subject: str) -> bool:
         """Interest retention: does this consumer still need ``seq``? (``needAck``)."""
         if not self.filter.match_all and not self.filter.matches(subject):

@@ -251,7 +251,7 @@ class Stream:
     def signal_consumers(self, seq: int, subject: str) -> None:
         """``signalConsumers``: the consumers whose filter takes ``subject`` (``csl.Match``)."""
         for consumer in self.csl.match(subject):
-            consumer.signal_new(seq, subject)
+            consumer.signal_matched(seq)
 
     def signal_stored(self, signals: list[tuple[int, str]]) -> None:
         """`signal_consumers` for stored messages (``(seq, subject)`` each; ``WriteBatch``:
@@ -264,7 +264,7 @@ class Stream:
                 last, consumers = subject, match(subject)
             for consumer in consumers:
                 try:
-                    consumer.signal_new(seq, subject)
+                    consumer.signal_matched(seq)
                 except Exception:  # one consumer's failure must not starve the others
                     self.server.logger.exception("consumer '%s' failed on new messages", consumer.name)
 
