@@ -29,6 +29,7 @@ import time
 import zlib
 from array import array
 from itertools import accumulate
+from typing import Any
 
 from . import _compress
 from ._fileutil import fsync_dir, write_file
@@ -49,6 +50,7 @@ from ._records import (
     tombstone,
 )
 from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, MsgTuple, StoreConfig
+from .blockcache import BlockCache
 from .blockindex import MAX_OPEN_FDS, BlockIndexes, _Block
 from .run_reader import read_records
 
@@ -79,6 +81,11 @@ class BlockFiles(BlockIndexes):
     # headers] + payload + hash(8) — what nats-server reports as stream bytes.
     size_base = 22 + 8
     size_hdr = 4
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        #: Sealed blocks read whole for reads out of order (`_read_sealed`), bounded in bytes.
+        self._whole = BlockCache()
+        super().__init__(*args, **kwargs)
 
     def _new_active_block(self, first_seq: int) -> _Block:
         index = self._next_index
@@ -154,8 +161,7 @@ class BlockFiles(BlockIndexes):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(blk.path)
         self.dir_dirty = True
-        if self._ra is not None and self._ra[0] is blk:
-            self._ra = None
+        self._forget_reads(blk)
         if self._floor_block is blk:
             self._floor_block = None
 
@@ -414,7 +420,7 @@ class BlockFiles(BlockIndexes):
             self._mirror = bytearray(os.pread(self._fd(act), written, 0))
         except OSError:
             self._mirror = self._mirror[:written]
-        self._ra = None
+        self._forget_reads(None)
         return last_seq, last_ts
 
     def recount(self) -> None:
@@ -487,8 +493,7 @@ class BlockFiles(BlockIndexes):
         blk.size = blk.written = len(new)
         blk.live_msgs = live_msgs
         blk.live_bytes = live_bytes
-        if self._ra is not None and self._ra[0] is blk:
-            self._ra = None
+        self._forget_reads(blk)
         if blk is not self.blocks[-1]:
             with contextlib.suppress(OSError):
                 self._write_index(blk, new)
@@ -566,8 +571,7 @@ class BlockFiles(BlockIndexes):
         self.drop_state()  # nor its size nor its tail changes: the state could not notice
         _pwrite_all(self._fd(blk), rec, off)
         self.fsync_pending.add(blk)
-        if self._ra is not None and self._ra[0] is blk:
-            self._ra = None
+        self._forget_reads(blk)
 
     def remove_range(self, lo: int, hi: int) -> None:
         self._lazy_tombs_due()
@@ -620,7 +624,7 @@ class BlockFiles(BlockIndexes):
         self._lazy_bytes = 0
         self._stale_idx.clear()
         self._floor_dirty = False
-        self._ra = None
+        self._forget_reads(None)
         self.blocks, self._firsts = [], []
         nb = self._new_active_block(first_seq)
         self._floor_block = None
@@ -650,7 +654,7 @@ class BlockFiles(BlockIndexes):
         self._stale_idx.discard(keep)
         self._drop_index_file(keep.index)
         keep.ttls = {k: v for k, v in keep.ttls.items() if k <= seq}
-        self._ra = None
+        self._forget_reads(None)
         self._open_fds.pop(keep, None)
         self._mirror = bytearray(os.pread(self._fd(keep), keep.written, 0))
         self._mirror = self._rewrite_block(keep, upto=seq)
@@ -748,14 +752,41 @@ class BlockFiles(BlockIndexes):
             if start >= 0 and start + plen <= len(ra[2]):
                 return ra[2][start : start + plen]
         # Read ahead where a reader walks forward (its record starts in the last window: it ran
-        # past its end); a record read out of order (a NAK's redelivery, a get) takes a page.
+        # past its end); a record read out of order (a NAK's redelivery, a get) takes a page,
+        # or the whole block once it took many (`BlockCache`).
         forward = ra is not None and ra[0] is blk and ra[1] <= off <= ra[1] + len(ra[2])
+        if not forward:
+            whole = self._whole_block(blk)
+            if whole is not None and off + plen <= len(whole):
+                self._ra = (blk, 0, whole)
+                return whole[off : off + plen]
         want = max(plen, min(READ_AHEAD if forward else SMALL_READ, blk.written - off))
         data = os.pread(self._fd(blk), want, off)
         if len(data) < plen:
             raise ErrCorruptRecord(f"short read in block {blk.index}")
         self._ra = (blk, off, data)
         return data[:plen]
+
+    def _whole_block(self, blk: _Block) -> bytes | None:
+        """The sealed block's bytes from the `BlockCache`, read whole when it has taken enough
+        reads out of order; None otherwise."""
+        cache = self._whole
+        data = cache.get(blk)
+        if data is None and cache.wants(blk, blk.written):
+            data = os.pread(self._fd(blk), blk.written, 0)
+            cache.put(blk, data)
+        return data
+
+    def _forget_reads(self, blk: _Block | None) -> None:
+        """A block's bytes changed or it left (None: any block's): drop its read-ahead window
+        and its cached copy."""
+        if blk is None:
+            self._ra = None
+            self._whole.clear()
+            return
+        if self._ra is not None and self._ra[0] is blk:
+            self._ra = None
+        self._whole.drop(blk)
 
 
 @functools.lru_cache(maxsize=64)
