@@ -556,6 +556,8 @@ class _Run:
         if self.slots:
             self.end_queue()
             return hi
+        if len(plan) == 2 and self.add_range(plan[0], plan[1], lo, hi):
+            return hi
         pending = self.pending
         count = hi - lo
         tight = False
@@ -601,6 +603,32 @@ class _Run:
                 return lo + cut
             start = cut
         return hi
+
+    def add_range(self, sink: FrameSink, sub: Any, lo: int, hi: int) -> bool:
+        """`add_ranges` for a segment that reaches one connection, when its room takes the whole
+        segment — the room looked up once (a publisher cycling over one connection's
+        subscriptions makes a segment of each message). False, nothing done: the caller checks
+        the segment part by part."""
+        count = hi - lo
+        bound = self.bytes + count * (len(sub.sid_b) + FRAME_SLACK)
+        items = self.pending.get(sink)
+        if items is None:
+            room = sink.limit - sink.size
+            if bound > room:
+                return False
+            self.pending[sink] = [room - bound, sub, lo, hi]
+        elif bound > items[0]:
+            return False
+        else:
+            items[0] -= bound
+            if len(items) > 1 and items[-3] is sub and items[-1] == lo:
+                items[-1] = hi  # (the range before, for the same subscription, goes on)
+            else:
+                items.append(sub)
+                items.append(lo)
+                items.append(hi)
+        sub.delivered += count
+        return True
 
     def add_ranges(self, plan: list[Any], lo: int, hi: int, bound: int) -> None:
         """Messages ``lo`` to ``hi`` (frames bound ``bound`` bytes without the sids and the
