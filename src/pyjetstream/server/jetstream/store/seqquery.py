@@ -44,6 +44,15 @@ def _ts_last(p: Page) -> int:
     return p.tss[-1] if p.loaded and p.n else p.ts_last
 
 
+def _holds_none(p: Page, matched: set[int]) -> bool:
+    """Whether page ``p`` holds none of the subjects ``matched``, by its counts. The open page's
+    dict is compared from the smaller side (``dict.keys().isdisjoint`` walks the smaller of the
+    two; ``set.isdisjoint`` of a dict walks the whole dict — the active block's page, with a
+    subject per schedule or key, on every read of a consumer with a wildcard filter)."""
+    sub = p.sub
+    return sub.keys().isdisjoint(matched) if sub is not None else matched.isdisjoint(p.sub_ids)
+
+
 class SeqQueries:
     """Queries over the index's pages (mixed into `SeqIndex`, which owns the fields below and
     keeps them; ``_use``, ``_pi``, ``_subj_next``, ``_subj_prev``, ``_subject_from`` and ``page``
@@ -90,7 +99,7 @@ class SeqQueries:
             p = pages[i]
             i += 1
             self.visits += 1
-            if not p.msgs or (matched is not None and matched.isdisjoint(p.sub if p.sub is not None else p.sub_ids)):
+            if not p.msgs or (matched is not None and _holds_none(p, matched)):
                 continue
             self._use(p)
             yield p
@@ -103,7 +112,7 @@ class SeqQueries:
             p = pages[i]
             i -= 1
             self.visits += 1
-            if not p.msgs or (matched is not None and matched.isdisjoint(p.sub if p.sub is not None else p.sub_ids)):
+            if not p.msgs or (matched is not None and _holds_none(p, matched)):
                 continue
             self._use(p)
             yield p
