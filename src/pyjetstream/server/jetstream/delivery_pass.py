@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
     from pyjetstream.server.jetstream.host import Receiver, Sink
-    from pyjetstream.server.jetstream.pull_delivery import WaitingRequest, WaitQueue
+    from pyjetstream.server.jetstream.pull_delivery import WaitQueue
     from pyjetstream.server.jetstream.push_delivery import PushDelivery
     from pyjetstream.server.jetstream.store.base import MsgTuple
 
@@ -36,6 +36,10 @@ _INLINE = 512
 STOP_IDLE, STOP_EOF, STOP_MAX_PENDING = 0, 1, 2
 # ``DeliveryPass.send``'s answers: (delivered, the rest of a read-ahead run is to be read again).
 _SENT, _SENT_CUT, _NOT_SENT = (True, False), (True, True), (False, True)
+# The longest wait queue whose requests take a run's messages in turn without a look each (a
+# longer one: the head request's, one at a time; looking at every request per run would cost
+# what nats-server's walk over them does).
+_QUEUE_HELD = 8
 
 
 class DeliveryPass:
@@ -139,7 +143,7 @@ class DeliveryPass:
         self.room = 0
         self.acc = self.acc_msgs = self.acc_bytes = 0
         self.fc_room = self.pbytes = 0  # flow control's counting in a run (`counted`)
-        self.held: WaitingRequest | None = None  # a lone pull request taking a run's messages (`take`)
+        self.held = False  # the pull requests take a run's messages in turn (`take`)
         self.taken = self.left = 0
         self.msub = self.hsub = ""  # the stream subjects of the cached MSG / HMSG prefixes
         self.mpfx = self.hpfx = b""
@@ -244,32 +248,32 @@ class DeliveryPass:
         return not pull or bool(q)
 
     def take(self, waiting: WaitQueue, q: Any) -> bool:
-        """`frame_run`'s next message goes to the head pull request, when
-        ``PullDelivery.next_waiting`` would take it as is (`_head_taking`; False: it would not).
-        The only request of the queue (``q``) takes its messages in a row: they are counted here
-        (``held``, ``taken``, ``left``) and accounted in one ``WaitQueue.take_head`` (`settle`),
-        the request's expiry still looked at per message; else each one is accounted as taken."""
-        wr = self.held
-        if wr is not None:
-            if self.left > 0 and not (wr.expires and time.monotonic() >= wr.expires):
-                self.left -= 1
-                self.taken += 1
-                return True
-            self.settle(waiting)
-        wr = _head_taking(q, self.dest, self.current_pass)
-        if wr is None:
+        """`frame_run`'s next message goes to the pull requests of the queue (``q``), when
+        ``PullDelivery.next_waiting`` would take it as is (`_queue_taking`; False: it would not).
+        When every request in the queue would, they take the run's messages in turn
+        (``popAndRequeue``'s round robin) without a look each: they are counted here (``held``:
+        how many the queue takes, ``taken``, ``left``) and accounted in one
+        ``WaitQueue.take_run`` (`settle`) at the end of the run, as a push consumer's run is;
+        else each one is accounted as taken by the head request (``WaitQueue.take_head``)."""
+        if self.left > 0:
+            self.left -= 1
+            self.taken += 1
+            return True
+        self.settle(waiting)
+        held = _queue_taking(q, self.dest, self.current_pass)
+        if held == 0:
             return False
-        if len(q) == 1 and wr.n > 1:
-            self.held, self.taken, self.left = wr, 1, wr.n - 1
+        if held > 1:
+            self.held, self.taken, self.left = True, 1, held - 1
         else:
-            waiting.take_head(wr)
+            waiting.take_head(q[0])
         return True
 
     def settle(self, waiting: WaitQueue) -> None:
-        """Account the messages `take` counted to the held request (``WaitQueue.take_head``)."""
-        if self.held is not None:
-            waiting.take_head(self.held, self.taken)
-            self.held, self.taken, self.left = None, 0, 0
+        """Account the messages `take` counted to the queue's requests (``WaitQueue.take_run``)."""
+        if self.held:
+            waiting.take_run(self.taken)
+            self.held, self.taken, self.left = False, 0, 0
 
     def counted(self, ps: PushDelivery, size: int) -> bool:
         """Flow control for a message of ``size`` bytes framed by `frame_run`: counted in the pass
@@ -350,17 +354,28 @@ def _frame_msg(out: list[bytes], mpfx: bytes, prefix1: bytes, seq: int, dseq: in
     return len(line)
 
 
-def _head_taking(q: Any, dest: str, current_pass: int) -> Any:
-    """The head pull request of the wait queue ``q`` when ``PullDelivery.next_waiting``'s common
-    case would take it as is — its reply is the pass's receiver, its interest was seen this pass,
-    no byte limit, not expired — else None (``frame_run`` then hands the run to the general loop)."""
-    wr = q[0] if q else None
-    if (
-        wr is None
-        or wr.reply != dest
-        or wr.checked != current_pass
-        or wr.max_bytes > 0
-        or (wr.expires and time.monotonic() >= wr.expires)
-    ):
-        return None
-    return wr
+def _queue_taking(q: Any, dest: str, current_pass: int) -> int:
+    """How many messages the pull requests of the wait queue ``q`` take in a row as
+    ``PullDelivery.next_waiting``'s common case would take each: 0 when the head request would
+    not be taken as is, 1 when only it would, else (every request of a short queue would) what
+    they all still want. A request is taken as is when it is still waiting, its reply is the
+    pass's receiver, it has no byte limit and has not expired. Its interest need not be looked
+    up: the pass's receiver is a live subscription on that very reply subject (``frame_run``
+    frames onto its connection), so it is marked seen this pass, as ``next_waiting`` would.
+
+    Why once per run, not per message: a run's frames reach the connection together when it
+    ends, so a request whose expiry falls inside the run (microseconds) is one the run had
+    framed for before it expired; the clock is read once here."""
+    if not q:
+        return 0
+    now = time.monotonic()
+    wanted = 0
+    i = 0
+    for wr in q:
+        stale = wr.gone or wr.reply != dest or wr.max_bytes > 0 or (wr.expires and now >= wr.expires)
+        if i == _QUEUE_HELD or stale:
+            return 1 if i > 0 else 0  # (the head alone, or not even it)
+        wr.checked = current_pass
+        wanted += wr.n
+        i += 1
+    return wanted

@@ -272,6 +272,43 @@ class WaitQueue:
             q.popleft()
             q.append(wr)
 
+    def take_run(self, k: int) -> None:
+        """Account ``k`` deliveries to the requests of the queue in turn, as ``k`` calls of
+        `take_head` would (nats-server's ``popAndRequeue`` round robin: the head takes one and
+        goes to the back while it wants more), where every request of the queue took its
+        messages as is (``DeliveryPass.take``, at most ``k`` of what they all want): whole
+        rounds first (each request still wanting one), then the first requests of a last,
+        partial round, which go to the back. Steps per request, not per message."""
+        q = self._q
+        if len(q) == 1:
+            self.take_head(q[0], k)
+            return
+        reqs = [wr for wr in q if not wr.gone]
+        gone = [wr for wr in q if wr.gone]  # (left from inside the queue meanwhile: dropped at the head)
+        given = [0] * len(reqs)
+        live = list(range(len(reqs)))
+        left = k
+        while live and left >= len(live):  # whole rounds, up to the first request to be done
+            rounds = min(min(reqs[i].n - given[i] for i in live), left // len(live))
+            for i in live:
+                given[i] += rounds
+            left -= rounds * len(live)
+            live = [i for i in live if reqs[i].n > given[i]]
+        for i in live[:left]:  # a partial round: these go to the back
+            given[i] += 1
+        order = live[left:] + live[:left]
+        self.steps += len(reqs)
+        now = time.monotonic()
+        for wr, n in zip(reqs, given, strict=True):
+            wr.delivered += n
+            wr.n -= n
+            if n and wr.hb:
+                wr.hbt = now + wr.hb
+        self.total -= k
+        q.clear()
+        q.extend(reqs[i] for i in order if reqs[i].n > 0)
+        q.extend(gone)
+
     def remove_head(self) -> None:
         """The head request leaves (a status ended it, or nobody listens any more)."""
         wr = self._q.popleft()

@@ -1,0 +1,70 @@
+"""A pull consumer's run of deliveries costs what a push consumer's does (issue 30): with two requests
+of a batch in flight on one reply subject (Spark's batch read, bench_shapes' ``pull_wild``), every
+message of a run is framed by ``DeliveryPass.frame_run`` and the requests take them in turn with one
+``WaitQueue.take_run`` per run — not each one handed to the general per-message loop
+(``DeliveryLoop._deliver_msgs``) because the second request had not been looked at this pass.
+Counted, not timed; the bytes are those of the message-by-message server (``runs`` off)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.server.runs_world import World, frame, request
+
+from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
+
+N = 6_000
+BATCH = 500
+
+
+async def _pulled(runs: bool, monkeypatch: Any) -> tuple[bytes, int, int]:
+    """Every message pulled with two requests of ``BATCH`` in flight (a third asked for whenever one
+    is done); the output, the messages handed to ``_deliver_msgs``, the delivery passes."""
+    general = 0
+    deliver_msgs = DeliveryLoop._deliver_msgs
+
+    def counted(self: DeliveryLoop, p: Any, run: Any, dcs: Any, ahead: bool) -> bool:
+        nonlocal general
+        general += len(run)
+        return deliver_msgs(self, p, run, dcs, ahead)
+
+    monkeypatch.setattr(DeliveryLoop, "_deliver_msgs", counted)
+    world = World(runs=runs)
+    await world.start()
+    try:
+        c = world.connect()
+        world.feed(c, b"SUB _INBOX.pull 1\r\n")
+        world.feed(c, request("$JS.API.STREAM.CREATE.S", "_INBOX.setup", {"name": "S", "subjects": ["pc.>"]}))
+        cfg = {"durable_name": "P", "ack_policy": "none", "filter_subject": "pc.*.x"}
+        world.feed(c, request("$JS.API.CONSUMER.CREATE.S.P", "_INBOX.setup", {"stream_name": "S", "config": cfg}))
+        hdr = b"NATS/1.0\r\nNats-Msg-Id: %d\r\n\r\n"
+        world.feed(c, b"".join(frame(f"pc.{i % 50}.{'xy'[i % 2]}", "", hdr % i, b"p" * 100) for i in range(2 * N)))
+        await world.settle()
+        world.clear()
+        assert world.server is not None and world.server.jetstream is not None
+        consumer = world.server.jetstream.streams["S"].consumers["P"]
+        passes = consumer.delivery.passes
+        asked = 0
+        for _ in range(200):
+            while asked < N and asked - (consumer.state.dseq - 1) <= BATCH:  # (a batch or less to come)
+                world.feed(c, request("$JS.API.CONSUMER.MSG.NEXT.S.P", "_INBOX.pull", {"batch": BATCH}))
+                asked += BATCH
+            await world.settle()
+            if consumer.state.dseq - 1 >= N:
+                break
+        assert consumer.state.dseq - 1 == N
+        return world.output(c), general, consumer.delivery.passes - passes
+    finally:
+        await world.stop()
+
+
+def test_two_pull_requests_in_flight_take_a_run_without_a_look_per_message(monkeypatch: Any) -> None:
+    out, general, passes = asyncio.run(_pulled(True, monkeypatch))
+    assert out.count(b"HMSG pc.") == N
+    # The first message of a pass goes the general way (it finds the receiver), the rest are framed:
+    # one per pass, not per message (each message was, before).
+    assert general <= passes + 2, (general, passes)
+    alone, general_alone, _ = asyncio.run(_pulled(False, monkeypatch))
+    assert general_alone == N
+    assert out == alone
