@@ -48,6 +48,7 @@ REQUIRED_API_LEVEL = status_block(Status.REQUIRED_API_LEVEL)
 # The pull request bodies decoded last (`_decoded`), at most `_DECODED_MAX`.
 _DECODED: dict[bytes, tuple[PullRequest, bool]] = {}
 _DECODED_MAX = 256
+_DECODED_BODY_MAX = 512  # bytes: a request's JSON is ~40-200
 _PRIORITIZED = PriorityPolicy.PRIORITIZED  # (an enum member looked up once, not per request)
 
 
@@ -62,9 +63,10 @@ def _decoded(body: bytes) -> tuple[PullRequest, bool]:
     got = _DECODED.get(body)
     if got is None:
         got = (decode_pull_request(body), body.lstrip()[:1] == b"{")
-        if len(_DECODED) >= _DECODED_MAX:
-            _DECODED.clear()
-        _DECODED[body] = got
+        if len(body) <= _DECODED_BODY_MAX:  # (a large body, valid but padded, is not kept)
+            if len(_DECODED) >= _DECODED_MAX:
+                _DECODED.clear()
+            _DECODED[body] = got
     return got
 
 
