@@ -38,7 +38,7 @@ async def _steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[float, float]
             for i in range(n):
                 nc.publish("$JS.API.CONSUMER.MSG.NEXT.W.C", _pull_body(60), f"_W.{i}")
             await nc.flush()
-            await wait_for(lambda: _is(len(consumer.pull.waiting) == n))
+            await wait_for(lambda: _is(len(consumer.pull.waiting) == n), timeout=60)
             waiting = consumer.pull.waiting
             before = waiting.steps
             with count_calls(monkeypatch, PullDelivery, "process_waiting") as walks:
@@ -51,14 +51,15 @@ async def _steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[float, float]
             await _add(nc, "E", n)  # (after what was published to C)
             expiring: Any = server.jetstream.streams["W"].consumers["E"]
             esub = nc.subscribe("_E.*")
-            for i in range(n):
-                nc.publish("$JS.API.CONSUMER.MSG.NEXT.W.E", _pull_body(0.3 + i / n * 0.3), f"_E.{i}")
-            await nc.flush()
-            await wait_for(lambda: _is(len(expiring.pull.waiting) == n))
             ewaiting = expiring.pull.waiting
+            # Counted from before the first request: on a loaded machine the first ones may expire
+            # before the last ones are queued, so "all waiting" is not a state to wait for.
             before = ewaiting.steps
             with count_calls(monkeypatch, PullDelivery, "process_waiting") as walks:
-                timeouts = await esub.collect(n, timeout=20)
+                for i in range(n):
+                    nc.publish("$JS.API.CONSUMER.MSG.NEXT.W.E", _pull_body(0.3 + i / n * 0.3), f"_E.{i}")
+                await nc.flush()
+                timeouts = await esub.collect(n, timeout=60)
             assert {m.status for m in timeouts} == {"408"}
             assert walks["process_waiting"] == 0
             assert not ewaiting
