@@ -55,7 +55,7 @@ from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
 from pyjetstream.server.jetstream.delivery_state import DeliveryState
 from pyjetstream.server.jetstream.pull_delivery import PullDelivery
 from pyjetstream.server.jetstream.push_delivery import PushDelivery
-from pyjetstream.server.jetstream.store.base import ConsumerState, ConsumerStoreBase
+from pyjetstream.server.jetstream.store.base import ConsumerState, ConsumerStoreBase, ErrStoreMsgNotFound
 from pyjetstream.server.jetstream.subject_filter import SubjectFilter
 
 if TYPE_CHECKING:
@@ -278,14 +278,24 @@ class Consumer:
             return False
         return self.state.needs(seq, self.cfg.ack_policy == AckPolicy.EXPLICIT)
 
-    def on_stream_purged(self, first_seq: int) -> None:
-        """Messages below ``first_seq`` are gone (purge, expiry): skip them (``purge``)."""
+    def on_stream_purged(self, first_seq: int, wider: bool = False, reset: bool = False) -> None:
+        """Messages below ``first_seq`` are gone (purge, expiry): skip them (``purge``); ``wider``
+        (a purge of subjects inside this consumer's filter): also drop the pending acks of the
+        messages it removed; ``reset``: a stream purge (see `DeliveryState.purge`)."""
         if self.closed:
             return
-        self.state.purge(first_seq, time.time_ns())
+        removed = self._msg_removed if wider else None
+        self.state.purge(first_seq, time.time_ns(), removed, reset)
         self.dirty()
         self.check_removed()
         self.kick()
+
+    def _msg_removed(self, seq: int) -> bool:
+        try:
+            self.stream.store.subject_for_seq(seq)
+        except ErrStoreMsgNotFound:
+            return True
+        return False
 
     # --- starting position -------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ they run once per message; the loops tell `DeliveryState.delivered` once per run
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyjetstream.server.jetstream.pending_index import PendingIndex
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
@@ -328,14 +328,24 @@ class DeliveryState:
 
     # --- stream changes -------------------------------------------------------------------------
 
-    def purge(self, first_seq: int, now_ns: int) -> None:
-        """Messages below ``first_seq`` are gone (purge, expiry): skip them (``purge``); a
-        pending one counts as acked (``updateAcks``: it is ack activity)."""
+    def purge(
+        self, first_seq: int, now_ns: int, removed: Callable[[int], bool] | None = None, reset: bool = False
+    ) -> None:
+        """Messages below ``first_seq`` are gone (purge, expiry): skip them (nats-server's consumer
+        ``purge``); a pending one counts as acked (``updateAcks``: it is ack activity).
+
+        ``removed`` (a purge of subjects inside the consumer's wider filter, ``isWider``): a pending
+        ack above the new floor whose message the store no longer has is dropped too — like
+        nats-server, only when the floor moved. ``reset`` (a stream purge): with nothing left
+        pending, the floors are what was delivered, as nats-server's ``purge`` leaves them."""
         if self.sseq < first_seq:
             self.sseq = first_seq
         if self.asflr < first_seq:
             self.asflr = first_seq - 1
             gone = self.index.take_upto(self.asflr, self.pending)
+            if removed is not None:
+                floor = self.asflr
+                gone += [seq for seq in self.pending if seq > floor and removed(seq)]
             for seq in gone:
                 self.lat = now_ns
                 dseq = self.pending[seq][0]
@@ -345,6 +355,8 @@ class DeliveryState:
                         self.dseq = self.adflr
             self._retire(gone)
         if not self.pending:
+            if reset:
+                self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             self.rdc.clear()
             self.rdq.clear()
         if self.lss:

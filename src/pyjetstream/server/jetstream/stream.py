@@ -356,16 +356,24 @@ class Stream:
                 return 0
         else:
             purged = self.store.purge()
-        first = 0  # (looked up once a consumer is to be told)
         literal = bool(subject) and not has_wildcard(subject)
-        for consumer in list(self.csl.match(subject) if literal else self.consumers.values()):
-            # nats-server: a subject purge moves only consumers whose filter lies inside it.
+        self._tell_purged(list(self.csl.match(subject) if literal else self.consumers.values()), subject)
+        self.engine.usage_dropped()  # (a purge only frees: the cached usage is an upper bound)
+        return purged
+
+    def _tell_purged(self, consumers: list[Consumer], subject: str) -> None:
+        """nats-server ``purgeLocked``: a purge moves the consumers whose filters lie inside the
+        purged subject (all of them for a whole purge) past what it removed; a consumer whose
+        filter is wider than the subject (no filter: widest) drops the pending acks of the
+        messages it removed (``isWider``); the others are not touched."""
+        first = 0  # (looked up once a consumer is to be told)
+        for consumer in consumers:
             filters = filters_of(consumer.cfg)
             if not subject or (filters and all(is_subset(f, subject) for f in filters)):
                 first = first or self._first_after_purge(subject)
-                consumer.on_stream_purged(first)
-        self.engine.usage_dropped()  # (a purge only frees: the cached usage is an upper bound)
-        return purged
+                consumer.on_stream_purged(first, reset=True)
+            elif not filters or any(is_subset(subject, f) for f in filters):
+                consumer.on_stream_purged(self.store.fast_state().first_seq, wider=True, reset=True)
 
     def purge_subjects(self, subjects: list[str], keep: int = 0) -> int:
         """`purge` of each of the literal ``subjects`` (keeping its newest ``keep``: a stretch of
@@ -374,20 +382,17 @@ class Stream:
         purged = self.store.purge_subjects(subjects, keep)
         if purged:
             for subject in subjects:
-                for consumer in list(self.csl.match(subject)):
-                    filters = filters_of(consumer.cfg)
-                    if filters and all(is_subset(f, subject) for f in filters):
-                        consumer.on_stream_purged(self._first_after_purge(subject))
+                self._tell_purged(list(self.csl.match(subject)), subject)
             self.engine.usage_dropped()
         return purged
 
     def _first_after_purge(self, subject: str) -> int:
         """Where a purge leaves a consumer: the subject's first message left (``subject``:
         a subject purge), else the stream's."""
-        first = self.store.fast_state().first_seq
-        if subject:
-            first = self.store.filtered_state(first, subject).first or first
-        return first
+        state = self.store.fast_state()
+        if subject:  # (nothing left on the subject: past the stream's last, as nats-server)
+            return self.store.filtered_state(state.first_seq, subject).first or state.last_seq + 1
+        return state.first_seq
 
     def delete_msg(self, seq: int, erase: bool) -> bool:
         removed = self.store.erase_msg(seq) if erase else self.store.remove_msg(seq)
