@@ -8,11 +8,13 @@ Counted, not timed; the bytes are those of the message-by-message server (``runs
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 from tests.server.runs_world import World, frame, request
 
 from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
+from pyjetstream.server.jetstream.pull_delivery import WaitingRequest, WaitQueue
 
 N = 6_000
 BATCH = 500
@@ -68,3 +70,21 @@ def test_two_pull_requests_in_flight_take_a_run_without_a_look_per_message(monke
     alone, general_alone, _ = asyncio.run(_pulled(False, monkeypatch))
     assert general_alone == N
     assert out == alone
+
+
+def test_take_run_accounts_as_take_head_per_message() -> None:
+    """``WaitQueue.take_run(k)`` leaves the queue as ``k`` calls of ``take_head`` do (nats-server's
+    ``popAndRequeue`` round robin): each request's counts, the order, the running total."""
+    rnd = random.Random(30)
+    for _ in range(500):
+        ns = [rnd.randint(1, 7) for _ in range(rnd.randint(1, 6))]
+        k = rnd.randint(1, sum(ns))
+        one, run = WaitQueue(100), WaitQueue(100)
+        for i, n in enumerate(ns):
+            one.add(WaitingRequest(f"r{i}", n, 0, 0.0, False, 0.0))
+            run.add(WaitingRequest(f"r{i}", n, 0, 0.0, False, 0.0))
+        for _ in range(k):
+            one.take_head(one._q[0])
+        run.take_run(k)
+        assert [(w.reply, w.n, w.delivered) for w in one._q] == [(w.reply, w.n, w.delivered) for w in run._q], (ns, k)
+        assert one.total == run.total

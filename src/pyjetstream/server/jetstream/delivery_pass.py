@@ -369,13 +369,16 @@ def _queue_taking(q: Any, dest: str, current_pass: int) -> int:
     if not q:
         return 0
     now = time.monotonic()
+    long = len(q) > _QUEUE_HELD  # (the head alone, as one request, looked at per message)
     wanted = 0
     i = 0
     for wr in q:
         stale = wr.gone or wr.reply != dest or wr.max_bytes > 0 or (wr.expires and now >= wr.expires)
-        if i == _QUEUE_HELD or stale:
+        if stale:
             return 1 if i > 0 else 0  # (the head alone, or not even it)
         wr.checked = current_pass
+        if long:
+            return 1
         wanted += wr.n
         i += 1
     return wanted
