@@ -269,12 +269,12 @@ def test_repeated_gets_of_an_evicted_page_read_its_index_once(tmp_path: Path, mo
             return pread(fd, size, off)
 
         monkeypatch.setattr(os, "pread", counting)
-        windows = backend.peek_reads
+        windows = backend.peeks.reads
         for i in range(200):
             msg = s.load_next_msg(f"m.{i % 20}", 1)[0]
             assert (msg.seq, msg.data) == (i % 20 + 1, b"payload-%06d" % (i % 20))
         monkeypatch.setattr(os, "pread", pread)
-        assert backend.peek_reads == windows and not index(s).pages[0].loaded
+        assert backend.peeks.reads == windows and not index(s).pages[0].loaded
         return calls / 200
 
     small, large = at_sizes(tmp_path, reads_per_get)

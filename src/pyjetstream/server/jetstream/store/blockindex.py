@@ -28,11 +28,9 @@ import contextlib
 import itertools
 import mmap
 import os
-import struct
 import zlib
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import cramjam
@@ -63,6 +61,7 @@ from ._records import (
 )
 from .backend import PayloadBackend
 from .base import ErrCorruptRecord, LostData
+from .idx_peek import IndexPeeks
 from .pages import Page
 from .seqindex import Arrays, SeqIndex
 from .seqrecover import BlockSlots
@@ -195,13 +194,7 @@ class BlockIndexes(PayloadBackend):
         self.blocks_read = 0  # blocks whose file recovery read (a counter for the complexity tests)
         self.writes = 0  # block files written to (one per file per flush; a complexity-test counter)
         self.maint_passes = 0  # `_maintain` passes (a complexity-test counter)
-        # Where the slot arrays lie in each block's index file (checked once per file: `peek_slot`).
-        self._idx_layouts: dict[int, _IdxLayout | None] = {}
-        # Windows of those arrays already read (`peek_slot`), least recently used first:
-        # block index << 40 | window -> (sids, tss, locs).
-        self._peek_windows: dict[int, tuple[array[int], array[int], array[int]]] = {}
-        self._peek_seen: set[int] = set()  # windows asked once (the next ask reads one)
-        self.peek_reads = 0  # index-file windows read by `peek_slot` (a complexity-test counter)
+        self.peeks = IndexPeeks()  # slots of evicted pages read from the index files (`peek_slot`)
         # The size of each block as the stream state on disk lists it (see `drop_state`), and how
         # many times a state was found out of date since (`FileStore` writes it again then).
         self._state_sizes: dict[int, int] = {}
@@ -624,7 +617,7 @@ class BlockIndexes(PayloadBackend):
         return os.path.join(self.msgs_dir, f"{index}.idx")
 
     def _drop_index_file(self, index: int) -> None:
-        self._forget_layout(index)
+        self.peeks.forget(index)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._idx_path(index))
 
@@ -672,7 +665,7 @@ class BlockIndexes(PayloadBackend):
             self.drop_state()
         write_file(path + ".tmp", _snapshot.encode(header, arrays, names), fsync=False)
         os.replace(path + ".tmp", path)
-        self._forget_layout(blk.index)
+        self.peeks.forget(blk.index)
         self._stale_idx.discard(blk)
         index.mark_image(blk.first_seq, end)
 
@@ -759,120 +752,13 @@ class BlockIndexes(PayloadBackend):
         return sids, cols[1], sizes, locs, slots.nxt[: page.n]
 
     def peek_slot(self, page: Page, k: int) -> tuple[int, int, int] | None:
-        """Slot ``k`` of an evicted page as its image holds it (``SeqIndex.peeker``): three small
-        reads of its block's index file (whose layout is read, and its checksum checked, once per
-        file) the first time a window of `PEEK_WINDOW` slots around it is asked; the second time,
-        that window is read whole and kept (the last `PEEK_WINDOWS`). None when that file cannot be
-        used (the page is loaded then, as `load_page` does).
-
-        Why the windows: the same few slots of an evicted page are often asked again and again
-        (the first message of each subject — a get ``next_by_subj`` from 1 — lies in the first
-        block), and reading them from the file each time cost an open, three reads and a close
-        per get (~10 µs); nats-server keeps a block's cache after a read (``loadMsgsWithLock``)
-        until it expires. Why not at the first time: a random read seldom comes back to its
-        window, and reading 10 KiB for one slot cost it ~4 µs more."""
+        """Slot ``k`` of an evicted page as its image holds it (``SeqIndex.peeker``), read from
+        its block's index file by `IndexPeeks` (None when that file cannot be used: the page is
+        loaded then, as `load_page` does)."""
         blk = self._page_block(page)
         if blk is None:
             return None
-        j = page.first - blk.first_seq + k
-        w = j // PEEK_WINDOW
-        key = blk.index << 40 | w  # (an int: cheaper to hash than a pair)
-        cols = self._peek_windows.pop(key, None)
-        if cols is None:
-            if key not in self._peek_seen:
-                if len(self._peek_seen) >= PEEK_SEEN:
-                    self._peek_seen.clear()
-                self._peek_seen.add(key)
-                return self._read_slot(blk, j)
-            cols = self._read_window(blk, w * PEEK_WINDOW, PEEK_WINDOW)
-            if cols is None:
-                return None
-            if len(self._peek_windows) >= PEEK_WINDOWS:
-                del self._peek_windows[next(iter(self._peek_windows))]
-        self._peek_windows[key] = cols  # (most recently used last)
-        i = j - w * PEEK_WINDOW
-        sids, tss, locs = cols
-        if i >= len(sids):
-            return None
-        sid = sids[i]
-        return (sid, tss[i], locs[i]) if sid else (0, 0, 0)
-
-    def _layout(self, blk: _Block) -> _IdxLayout | None:
-        if blk.index in self._idx_layouts:
-            return self._idx_layouts[blk.index]
-        lay = self._idx_layouts[blk.index] = self._read_layout(blk)
-        return lay
-
-    def _read_slot(self, blk: _Block, j: int) -> tuple[int, int, int] | None:
-        """Slot ``j`` of a block's index file, three small reads (None: the file cannot be used)."""
-        lay = self._layout(blk)
-        if lay is None or j >= lay.n:
-            return None
-        try:
-            fd = os.open(self._idx_path(blk.index), os.O_RDONLY)
-        except OSError:
-            return None
-        try:
-            sid = _U32.unpack(os.pread(fd, 4, lay.sids + 4 * j))[0]
-            ts = _I64.unpack(os.pread(fd, 8, lay.tss + 8 * j))[0] if sid else 0
-            loc = _U64.unpack(os.pread(fd, 8, lay.locs + 8 * j))[0] if sid else 0
-        except (OSError, struct.error):
-            return None
-        finally:
-            os.close(fd)
-        return sid, ts, loc
-
-    def _read_window(self, blk: _Block, lo: int, size: int) -> tuple[array[int], array[int], array[int]] | None:
-        """Slots [lo, lo + size) of a block's index file (fewer at its end), None when the file
-        cannot be used."""
-        lay = self._layout(blk)
-        if lay is None or lo >= lay.n:
-            return None
-        n = min(size, lay.n - lo)
-        try:
-            fd = os.open(self._idx_path(blk.index), os.O_RDONLY)
-        except OSError:
-            return None
-        try:
-            sids, tss, locs = array("I"), array("q"), array("Q")
-            sids.frombytes(os.pread(fd, 4 * n, lay.sids + 4 * lo))
-            tss.frombytes(os.pread(fd, 8 * n, lay.tss + 8 * lo))
-            locs.frombytes(os.pread(fd, 8 * n, lay.locs + 8 * lo))
-        except (OSError, ValueError):
-            return None
-        finally:
-            os.close(fd)
-        if not len(sids) == len(tss) == len(locs) == n:
-            return None
-        self.peek_reads += 1
-        return sids, tss, locs
-
-    def _forget_layout(self, index: int) -> None:
-        """Block ``index``'s index file was written again or removed: what was read of it goes."""
-        self._idx_layouts.pop(index, None)
-        for key in [key for key in self._peek_windows if key >> 40 == index]:
-            del self._peek_windows[key]
-        self._peek_seen = {key for key in self._peek_seen if key >> 40 != index}
-
-    def _read_layout(self, blk: _Block) -> _IdxLayout | None:
-        try:
-            with open(self._idx_path(blk.index), "rb") as f:
-                got = _snapshot.layout(f.read())
-        except OSError:
-            return None
-        if got is None:
-            return None
-        header, where = got
-        try:
-            if int(header["first"]) != blk.first_seq:
-                return None
-            cols = [where[key] for key in ("sids", "tss", "locs")]
-        except (KeyError, ValueError, TypeError):
-            return None
-        if [c[0] for c in cols] != ["I", "q", "Q"]:
-            return None
-        n = min(cols[0][2] // 4, cols[1][2] // 8, cols[2][2] // 8)
-        return _IdxLayout(n, cols[0][1], cols[1][1], cols[2][1])
+        return self.peeks.slot(blk.index, self._idx_path(blk.index), blk.first_seq, page.first - blk.first_seq + k)
 
     def save_page(self, page: Page) -> bool:
         """Write a page's image, its block's index (``SeqIndex.saver``: before it is evicted)."""
@@ -969,27 +855,6 @@ class BlockIndexes(PayloadBackend):
         self.state_drops += 1
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(self.msgs_dir, STATE_FILE))
-
-
-@dataclass(slots=True, frozen=True)
-class _IdxLayout:
-    """Where a block index file's slot arrays lie: slots, and the byte offsets of sids, tss, locs."""
-
-    n: int
-    sids: int
-    tss: int
-    locs: int
-
-
-# The arrays are written as they are in memory (native order, ``_snapshot``).
-# `peek_slot`'s windows: slots per window (4 + 8 + 8 bytes each), windows kept (~160 KiB), and how
-# many windows asked once are remembered.
-PEEK_WINDOW = 128
-PEEK_WINDOWS = 64
-PEEK_SEEN = 4096
-_U32 = struct.Struct("=I")
-_I64 = struct.Struct("=q")
-_U64 = struct.Struct("=Q")
 
 
 def _no_ttl(buf: Bytes, at: int, hlen: int, kind: int, end: int, seq: int) -> None:
