@@ -12,6 +12,7 @@ a bad destination is refused with its exact text.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Callable
@@ -42,24 +43,25 @@ def _dest_error(token: str, err: str) -> TransformError:
     return TransformError(f"{err} in {token}" if token else err)
 
 
+@functools.cache
 def _function(name: str) -> re.Pattern[str]:
+    # Compiled on first use, not at import: most servers start with no mapping to parse (issue 24).
     # nats-server's ``{{\s*[wW]ildcard\s*\((.*)\)\s*}}`` style: the first letter of each word in
     # either case, unanchored.
     pattern = "".join(f"[{c.lower()}{c.upper()}]" if c.isupper() or i == 0 else c for i, c in enumerate(name))
     return re.compile(r"\{\{\s*" + pattern + r"\s*\((.*)\)\s*\}\}")
 
 
-_WILDCARD = _function("wildcard")
-_PARTITION = _function("partition")
-_TWO_INT_FUNCTIONS = [_function(n) for n in ("splitFromLeft", "splitFromRight", "sliceFromLeft", "sliceFromRight",
-                                             "right", "left")]
-_SPLIT = _function("split")
-_RANDOM = _function("random")
+_WILDCARD = "wildcard"
+_PARTITION = "partition"
+_TWO_INT_FUNCTIONS = ("splitFromLeft", "splitFromRight", "sliceFromLeft", "sliceFromRight", "right", "left")
+_SPLIT = "split"
+_RANDOM = "random"
 
 
-def _args(pattern: re.Pattern[str], token: str) -> list[str] | None:
+def _args(function: str, token: str) -> list[str] | None:
     """nats-server's ``getMappingFunctionArgs``."""
-    m = pattern.search(token)
+    m = _function(function).search(token)
     return _ARG_SPLIT.split(m.group(1)) if m else None
 
 
@@ -102,9 +104,9 @@ def _placeholders(token: str) -> tuple[str, list[int], int, str]:
         if n > _INT32_MAX:
             raise _dest_error(token, ERR_INVALID_ARG)
         return "partition", [_atoi(a, token) for a in args[1:]], n, ""
-    for name, pattern in zip(("splitfromleft", "splitfromright", "slicefromleft", "slicefromright", "right", "left"),
-                             _TWO_INT_FUNCTIONS, strict=True):
-        args = _args(pattern, token)
+    for function in _TWO_INT_FUNCTIONS:
+        name = function.lower()
+        args = _args(function, token)
         if args is not None:
             _two_args(args, token)
             i = _atoi(args[0], token)
@@ -305,7 +307,7 @@ def validate_mapping(src: str, dest: str) -> SubjectTransform | None:
         if not tok or after_fwc:
             raise _dest_error(tok, ERR_INVALID_TRANSFORM)
         if len(tok) > 4 and tok.startswith("{{") and tok.endswith("}}"):
-            if not any(f.search(tok) for f in _FUNCTIONS):
+            if not any(_function(f).search(tok) for f in _FUNCTIONS):
                 raise _dest_error(tok, ERR_UNKNOWN_FUNCTION)
             continue
         if tok == ">":

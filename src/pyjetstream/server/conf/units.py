@@ -22,8 +22,10 @@ _DURATION_UNITS = {
     "m": 60.0,
     "h": 3600.0,
 }
-_DURATION_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
-_STORAGE_SIZE = re.compile(r"\s*(-?[0-9]+)\s*([KMGT])(?:i?B)?\s*", re.IGNORECASE)
+# Compiled on first use (re's cache), not at import: a server whose config has neither does not pay
+# for them at start (issue 24).
+_DURATION_PART = r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)"
+_STORAGE_SIZE = r"(?i)\s*(-?[0-9]+)\s*([KMGT])(?:i?B)?\s*"
 
 
 def parse_duration(text: str) -> float:
@@ -42,7 +44,7 @@ def parse_duration(text: str) -> float:
         raise ValueError(f'time: invalid duration "{text}"')
     total = 0.0
     while s:
-        m = _DURATION_PART.match(s)
+        m = re.match(_DURATION_PART, s)
         assert m is not None
         whole, frac, unit = m.group(1), m.group(2), m.group(3)
         if not whole and not frac:
@@ -64,7 +66,7 @@ def parse_storage_size(text: str) -> int:
     """
     if text == "":
         return 0
-    m = _STORAGE_SIZE.fullmatch(text)
+    m = re.fullmatch(_STORAGE_SIZE, text)
     if not m:
         raise ValueError(text)
     return int(m.group(1)) << (10 * ("KMGT".index(m.group(2).upper()) + 1))

@@ -28,8 +28,6 @@ from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
 from pyjetstream.api.ttl import marker_ttl
 from pyjetstream.protocol.headers import get_header
 from pyjetstream.protocol.subjects import has_wildcard, is_subset, subjects_overlap
-from pyjetstream.server.jetstream.batch_atomic import AtomicBatches, recover_partial_batch
-from pyjetstream.server.jetstream.batch_fast import FastBatches
 from pyjetstream.server.jetstream.consumer_config import filters_of
 from pyjetstream.server.jetstream.consumer_index import ConsumerIndex
 from pyjetstream.server.jetstream.dedupe import StreamDedupe
@@ -47,6 +45,8 @@ from pyjetstream.server.jetstream.stream_ingest import StreamIngest
 from pyjetstream.server.jetstream.write_batch import WriteBatch
 
 if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.batch_atomic import AtomicBatches
+    from pyjetstream.server.jetstream.batch_fast import FastBatches
     from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.engine import JetStreamEngine
 
@@ -103,8 +103,10 @@ class Stream:
         self.schedules: MsgSchedules | None = None  # with allow_msg_schedules (schedules.py)
         self.dedupe = StreamDedupe(store, cfg.duplicate_window, self.server.loop.call_later)
         self.writes = WriteBatch(self)
-        self.atomic = AtomicBatches(self)
-        self.fast = FastBatches(self)
+        # The batch machinery is made on a stream's first batch (`atomic`, `fast`): a restart or a
+        # stream without batches does not import it (issue 24, tests/server/test_startup_imports.py).
+        self._atomic: AtomicBatches | None = None
+        self._fast: FastBatches | None = None
         self.ingest = StreamIngest(self)
         self.sourcing = StreamSourcing(self)
 
@@ -114,12 +116,31 @@ class Stream:
     def name(self) -> str:
         return self.cfg.name
 
+    @property
+    def atomic(self) -> AtomicBatches:
+        if self._atomic is None:
+            from pyjetstream.server.jetstream.batch_atomic import AtomicBatches
+
+            self._atomic = AtomicBatches(self)
+        return self._atomic
+
+    @property
+    def fast(self) -> FastBatches:
+        if self._fast is None:
+            from pyjetstream.server.jetstream.batch_fast import FastBatches
+
+            self._fast = FastBatches(self)
+        return self._fast
+
     def start(self) -> None:
         self._subscribe_inbound()
         # ``mirror_direct`` answers for the origin's name, once caught up (sourcing.py), not ours.
         if self.cfg.allow_direct:
             self._subscribe_direct()
-        recover_partial_batch(self)
+        if self.cfg.allow_atomic:
+            from pyjetstream.server.jetstream.batch_atomic import recover_partial_batch
+
+            recover_partial_batch(self)
         self._schedule_expiry()
         self.sourcing.start()
         if self.cfg.allow_msg_schedules:
@@ -171,12 +192,18 @@ class Stream:
             timer.cancel()
         self._timers.clear()
         self.dedupe.stop()
-        self.atomic.clear()
-        self.fast.clear()
+        self._clear_batches(atomic=True, fast=True)
         if delete:
             self.store.delete()
         else:
             self.store.stop()
+
+    def _clear_batches(self, *, atomic: bool, fast: bool) -> None:
+        """Drop the open batches of the kinds given (of those made: see `atomic`, `fast`)."""
+        if atomic and self._atomic is not None:
+            self._atomic.clear()
+        if fast and self._fast is not None:
+            self._fast.clear()
 
     def update(self, cfg: StreamConfig) -> None:
         """Apply an already validated config."""
@@ -191,10 +218,7 @@ class Stream:
             else:
                 self._unsubscribe(self._direct_subs)
         self.dedupe.configure(cfg.duplicate_window)
-        if not cfg.allow_atomic:
-            self.atomic.clear()
-        if not cfg.allow_batched:
-            self.fast.clear()
+        self._clear_batches(atomic=not cfg.allow_atomic, fast=not cfg.allow_batched)
         self.ingest.configure()
         self.store.update_config(store_config_for(cfg))
         self.persist_meta()
