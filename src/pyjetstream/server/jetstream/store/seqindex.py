@@ -441,8 +441,12 @@ class SeqIndex(SeqQueries):
         k = 0
         for subject in subjects:
             sid = ids.get(subject, 0)
-            if not sid:
-                sid = table.intern(subject)
+            if not sid:  # a new subject: its table entry starts at this message
+                sid = sids[k] = table.intern(subject, s)
+                sub[sid] = 1
+                s += 1
+                k += 1
+                continue
             sids[k] = sid
             sub[sid] = sub.get(sid, 0) + 1
             smsgs = tmsgs[sid]

@@ -1,0 +1,54 @@
+"""A publish on a new subject (issue 24, dimension 1: bench_scale's "build" row over 100k
+subjects): the subject tree is built when a wildcard lookup first asks, not per new subject, and
+kept up to date from then on — counted in ``SubjectTable.tree_inserts``, no timing."""
+
+from __future__ import annotations
+
+from pyjetstream.server.jetstream.store import MemoryStore, StoreConfig
+from pyjetstream.server.jetstream.store._index import SubjectTable
+from pyjetstream.server.jetstream.store.indexed import IndexedStore
+
+
+def _table(store: IndexedStore) -> SubjectTable:
+    return store._index.subjects
+
+
+def _publish(store: MemoryStore, names: list[str]) -> None:
+    store.store_run(names, [b""] * len(names), [b"x"] * len(names))
+
+
+def test_new_subjects_insert_nothing_until_a_wildcard_asks() -> None:
+    store = MemoryStore(StoreConfig())
+    _publish(store, [f"k.{i % 10}.{i}" for i in range(5_000)])
+    store.store_msg("k.1.single", b"", b"x")
+    table = _table(store)
+    assert table.tree_inserts == 0 and not table.tree_live
+    assert store.subjects_state("k.3.*").keys() == {f"k.3.{i}" for i in range(3, 5_000, 10)}
+    assert table.tree_inserts == 5_001  # one build: each live subject once
+    _publish(store, [f"k.{i % 10}.{i}" for i in range(5_000, 6_000)])
+    assert table.tree_inserts == 6_001  # built: each new subject is inserted as it comes
+    assert len(store.subjects_state("k.3.*")) == 600
+
+
+def test_a_subject_gone_before_the_build_is_not_in_the_tree() -> None:
+    store = MemoryStore(StoreConfig(max_msgs_per_subject=1))
+    _publish(store, ["a.1", "a.2", "b.1"])
+    store.purge_ex("a.1")  # released before any wildcard lookup
+    _publish(store, ["a.3", "a.2"])
+    assert store.subjects_state("a.*").keys() == {"a.2", "a.3"}
+    table = _table(store)
+    assert table.tree_inserts == 3
+    store.purge_ex("a.3")  # released after the build: taken out of the tree
+    _publish(store, ["a.4"])
+    assert {k: v.msgs for k, v in store.subjects_state("a.>").items()} == {"a.2": 1, "a.4": 1}
+
+
+def test_new_subject_entry_starts_at_its_message() -> None:
+    store = MemoryStore(StoreConfig())
+    _publish(store, ["x.1", "x.2", "x.1", "x.3"])
+    state = store.subjects_state(">")
+    assert {k: (v.msgs, v.first, v.last) for k, v in state.items()} == {
+        "x.1": (2, 1, 3),
+        "x.2": (1, 2, 2),
+        "x.3": (1, 4, 4),
+    }
