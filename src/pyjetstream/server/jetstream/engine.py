@@ -38,7 +38,6 @@ from pyjetstream.server.jetstream.store.filestore import (
     FileStore,
     FileStoreConfig,
 )
-from pyjetstream.server.jetstream.store.memstore import MemoryStore
 from pyjetstream.server.jetstream.stream import (
     Stream,
     decode_stream_meta,
@@ -425,6 +424,8 @@ class JetStreamEngine:
 
     def new_store(self, cfg: StreamConfig) -> MessageStore:
         if cfg.storage == StorageType.MEMORY:
+            from pyjetstream.server.jetstream.store.memstore import MemoryStore  # (not at start-up)
+
             return MemoryStore(store_config_for(cfg))
         store = FileStore(self._file_config(self.streams_dir / cfg.name, cfg), store_config_for(cfg))
         store.on_damage = functools.partial(self._log_lost, cfg.name, "a damaged record read")

@@ -14,6 +14,9 @@ Plain synchronous, single-threaded classes (no asyncio). How the stream layer dr
 See ``base`` for the contract and ``filestore`` for the on-disk format and guarantees.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .base import (
     ACK_ALL,
     ACK_EXPLICIT,
@@ -47,9 +50,24 @@ from .base import (
     StoreError,
     StreamState,
 )
-from .consumer_store import FileConsumerStore, MemoryConsumerStore
 from .filestore import SYNC_ALWAYS, SYNC_INTERVAL, FileStore, FileStoreConfig
-from .memstore import MemoryStore
+
+if TYPE_CHECKING:
+    from .consumer_store import FileConsumerStore, MemoryConsumerStore
+    from .memstore import MemoryStore
+
+# Imported on first use (PEP 562): a server restarting file streams without consumers does not
+# load the consumer stores or the memory store (issue 24, tests/server/test_startup_imports.py).
+_LAZY = {"FileConsumerStore": "consumer_store", "MemoryConsumerStore": "consumer_store", "MemoryStore": "memstore"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "ACK_ALL",

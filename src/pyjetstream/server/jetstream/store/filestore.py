@@ -41,7 +41,7 @@ import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.ttl import NS_PER_S
 
@@ -65,10 +65,12 @@ from .base import (
 )
 from .blockfiles import BlockFiles
 from .blockindex import STATE_FILE
-from .consumer_store import FileConsumerStore
 from .indexed import IndexedStore, enforce_subject_limits
 from .seqindex import SeqIndex
 from .seqstate import StateView
+
+if TYPE_CHECKING:
+    from .consumer_store import FileConsumerStore
 
 SYNC_INTERVAL = "interval"
 SYNC_ALWAYS = "always"
@@ -272,6 +274,8 @@ class FileStore(IndexedStore):
             raise StoreError(f"invalid consumer name {name!r}")
         cs = self._consumers.get(name)
         if cs is None or cs.closed:
+            from .consumer_store import FileConsumerStore  # (the first consumer: not at start-up)
+
             cs = FileConsumerStore(
                 os.path.join(self._obs_dir, name), name, self._sync_always, ack_policy, max_deliver
             )
