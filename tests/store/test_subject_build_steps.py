@@ -1,12 +1,17 @@
 """A publish on a new subject (issue 24, dimension 1: bench_scale's "build" row over 100k
 subjects): the subject tree is built when a wildcard lookup first asks, not per new subject, and
-kept up to date from then on — counted in ``SubjectTable.tree_inserts``, no timing."""
+kept up to date from then on — counted in ``SubjectTable.tree_inserts``, no timing; an insert
+under a prefix the tree has seen goes straight to its dict (``SubjectTree.walks``)."""
 
 from __future__ import annotations
 
+import random
+
+from pyjetstream.protocol.subjects import subject_matches
 from pyjetstream.server.jetstream.store import MemoryStore, StoreConfig
 from pyjetstream.server.jetstream.store._index import SubjectTable
 from pyjetstream.server.jetstream.store.indexed import IndexedStore
+from pyjetstream.server.jetstream.store.subject_tree import SubjectTree
 
 
 def _table(store: IndexedStore) -> SubjectTable:
@@ -52,3 +57,33 @@ def test_new_subject_entry_starts_at_its_message() -> None:
         "x.2": (1, 2, 2),
         "x.3": (1, 4, 4),
     }
+
+
+def test_inserts_under_a_known_prefix_do_not_walk() -> None:
+    tree = SubjectTree()
+    for i in range(3_000):
+        tree.insert(f"k.{i % 10}.{i}", i + 1)
+    assert tree.walks == 10  # one walk per prefix, whatever the number of subjects
+    assert sorted(tree.match("k.3.*")) == [i + 1 for i in range(3, 3_000, 10)]
+
+
+def test_tree_against_a_set_under_inserts_and_removes() -> None:
+    """Random inserts and removes (prefixes pruned and made again, subjects at inner nodes):
+    every filter's match is what a set of the live subjects says."""
+    rng = random.Random(7)
+    tokens = ["a", "b", "c"]
+    names = sorted({".".join(rng.choice(tokens) for _ in range(rng.randint(1, 4))) for _ in range(200)})
+    tree, live = SubjectTree(), dict[str, int]()
+    filters = ["a.*", "*.b", "a.>", "*.*.c", "b.a.c.a", "a", ">"]
+    for step in range(3_000):
+        name = rng.choice(names)
+        if name in live:
+            tree.remove(name)
+            del live[name]
+        else:
+            live[name] = step + 1
+            tree.insert(name, step + 1)
+        if step % 50 == 0:
+            for f in filters:
+                want = sorted(sid for n, sid in live.items() if subject_matches(f, n))
+                assert sorted(tree.match(f)) == want, (step, f)

@@ -11,6 +11,11 @@ Cost of `SubjectTree.match`: the entries its walk visits — for a literal token
 for ``*`` every entry of that node, for ``>`` everything below. So ``a.b.>`` over 100k subjects
 of which 10 start with ``a.b`` visits about 10 entries; ``*.x`` visits every first token, as
 nats-server's walk does. ``steps`` counts the entries visited (the complexity tests read it).
+
+Cost of `SubjectTree.insert`: a lookup of the subject's prefix (all but its last token) in
+``_heads`` and one dict store — the walk of its tokens only for a prefix not seen before
+(``walks`` counts those): a publish on a new subject under ``orders.eu.`` does not walk
+``orders`` and ``eu`` again.
 """
 
 from __future__ import annotations
@@ -30,22 +35,45 @@ class _Node:
 
 _Entry = int | _Node
 
+#: Prefixes `SubjectTree.insert` remembers at most.
+_HEADS_MAX = 4096
+
 
 class SubjectTree:
     """Subject → id, walked by filter (see the module docstring)."""
 
-    __slots__ = ("_root", "steps")
+    __slots__ = ("_heads", "_root", "steps", "walks")
 
     def __init__(self) -> None:
         self._root: dict[str, _Entry] = {}
+        # Where the subjects under a prefix go: ``a.b`` → the dict below ``a.b`` (all but the
+        # last token), so an insert under a prefix seen before is one lookup, not a walk of its
+        # tokens. Emptied when a node goes (`remove`'s prune), the one change that orphans a dict,
+        # and when it holds `_HEADS_MAX` (a prefix per subject would double the tree's memory).
+        self._heads: dict[str, dict[str, _Entry]] = {}
         self.steps = 0  # entries visited by match() (a counter for the complexity tests)
+        self.walks = 0  # inserts that walked their tokens (the step tests read it)
 
     def insert(self, subject: str, sid: int) -> None:
         """Add a subject (not in the tree) with its id."""
+        head, dot, last = subject.rpartition(".")
+        d = self._heads.get(head) if dot else self._root
+        if d is None:
+            heads = self._heads
+            if len(heads) >= _HEADS_MAX:
+                heads.clear()
+            d = heads[head] = self._walk_to(head)
+        e = d.get(last)
+        if e is None or isinstance(e, int):
+            d[last] = sid
+        else:
+            e.sid = sid
+
+    def _walk_to(self, head: str) -> dict[str, _Entry]:
+        """The dict below the tokens of ``head``, nodes made on the way."""
+        self.walks += 1
         d = self._root
-        toks = subject.split(".")
-        last = toks.pop()
-        for tok in toks:
+        for tok in head.split("."):
             e = d.get(tok)
             if e is None:
                 n = _Node(0)
@@ -57,11 +85,7 @@ class SubjectTree:
                 d = n.kids
             else:
                 d = e.kids
-        e = d.get(last)
-        if e is None or isinstance(e, int):
-            d[last] = sid
-        else:
-            e.sid = sid
+        return d
 
     def remove(self, subject: str) -> None:
         """Forget a subject (in the tree); nodes left with nothing are pruned."""
@@ -80,12 +104,14 @@ class SubjectTree:
         elif e.kids:
             e.sid = 0
         else:
+            self._heads.clear()
             del d[last]
         for d, tok in reversed(path):
             n = d[tok]
             assert isinstance(n, _Node)
             if n.kids:
                 break
+            self._heads.clear()  # (n's dict is orphaned: no insert may go there)
             if n.sid:
                 d[tok] = n.sid  # nothing below any more: back to a plain entry
                 break
@@ -93,6 +119,7 @@ class SubjectTree:
 
     def clear(self) -> None:
         self._root = {}
+        self._heads = {}
 
     def match(self, filter_subject: str) -> list[int]:
         """Ids of the subjects a filter matches (a valid filter; a literal one is a lookup)."""
