@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
+import importlib
 import json
+import pkgutil
 import types
 import typing
 from typing import Any
@@ -18,6 +20,10 @@ from pyjetstream.api.timefmt import ZERO_TIME, NanoTime
 
 
 def _all_models() -> list[type[WireStruct]]:
+    # Every module of the package first: ``pyjetstream.api`` loads its names on first use, so a model
+    # whose module nothing imported yet would not be a subclass to find.
+    for info in pkgutil.iter_modules(api.__path__, api.__name__ + "."):
+        importlib.import_module(info.name)
     seen: list[type[WireStruct]] = []
     todo = [WireStruct]
     while todo:
