@@ -390,14 +390,15 @@ class Stream:
         purged subject (all of them for a whole purge) past what it removed; a consumer whose
         filter is wider than the subject (no filter: widest) drops the pending acks of the
         messages it removed (``isWider``); the others are not touched."""
-        first = 0  # (looked up once a consumer is to be told)
+        first = stream_first = 0  # (each looked up once, when a consumer is to be told)
         for consumer in consumers:
             filters = filters_of(consumer.cfg)
             if not subject or (filters and all(is_subset(f, subject) for f in filters)):
                 first = first or self._first_after_purge(subject)
                 consumer.on_stream_purged(first, reset=True)
             elif not filters or any(is_subset(subject, f) for f in filters):
-                consumer.on_stream_purged(self.store.fast_state().first_seq, wider=True, reset=True)
+                stream_first = stream_first or self.store.fast_state().first_seq
+                consumer.on_stream_purged(stream_first, wider=True, reset=True)
 
     def purge_subjects(self, subjects: list[str], keep: int = 0) -> int:
         """`purge` of each of the literal ``subjects`` (keeping its newest ``keep``: a stretch of
