@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from pyjetstream.cli import generated_code
 from pyjetstream.cli.serve_args import ServeArgsExit, parse_serve_args, reload_serve_args
 from pyjetstream.server.log import configure_logging, reopen_log_file
 from pyjetstream.server.options import ServerOptions
@@ -181,7 +182,11 @@ async def serve(options: ServerOptions, argv: Sequence[str] = ()) -> int:
         server.logger.critical("Error listening on port: %s:%d, %s", options.host, options.port, exc)
         return 1
     signals.started()
-    await server.wait_closed()
+    generated_code.save()  # (what this start compiled, for the next one; again at the end for later imports)
+    try:
+        await server.wait_closed()
+    finally:
+        generated_code.save()
     return 0
 
 

@@ -1,0 +1,145 @@
+"""The methods ``@dataclass`` generates, compiled once and kept across starts (``pyjetstream serve``).
+
+Why: a ``@dataclass`` writes the source of its ``__init__``, ``__repr__``, ``__eq__``… as text and
+compiles it (``exec`` of a string, ``dataclasses._create_fn``) each time the class is created, so
+every process start parses and compiles it again: the ~55 dataclasses a server start defines
+(``ServerOptions`` alone has 74 fields) took ~20 ms of CPU, 18% of the instructions of a whole
+start (callgrind, CPython 3.11 built without PGO). A ``.pyc`` file does not help, since the source
+is made at run time. This is what the ``.pyc`` does for that text: `GeneratedCode` stands in for
+``exec`` inside the ``dataclasses`` module (a module global shadows the builtin), looks the source
+text up among the code objects compiled by earlier starts and compiles only a text it has not seen;
+`save` writes them back (``marshal``, as a ``.pyc``) when there were new ones.
+
+The key is the whole source text, so a hit is the very code ``compile`` would make of it (same
+text, same ``<string>`` file name): an edited class, another Python or another ``dataclasses``
+makes another text and misses. The file sits in ``__pycache__`` beside this module (or under
+``sys.pycache_prefix``), is tagged with the interpreter's bytecode magic number, and is written,
+like ``.pyc`` files, unless ``sys.dont_write_bytecode`` (``PYTHONDONTWRITEBYTECODE``); a missing,
+unreadable or foreign file is a cache miss, a file that cannot be written is left as it is. Only
+the ``serve`` command installs it: the process is the server's alone (as `serve.tune_gc`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib.util
+import marshal
+import os
+import sys
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+__all__ = ["ENV", "MAX_ENTRIES", "GeneratedCode", "active", "default_path", "install", "save"]
+
+# ``PYJETSTREAM_CODE_CACHE=off`` in the environment: ``serve`` compiles every generated method again.
+ENV = "PYJETSTREAM_CODE_CACHE"
+
+# A file holding more texts than this keeps, when it is written, only those this process used (old
+# versions of edited classes would otherwise pile up).
+MAX_ENTRIES = 2048
+# What the file starts with: the interpreter's bytecode magic number and this format's own tag.
+_HEADER = importlib.util.MAGIC_NUMBER + b"pjs-generated-code-1\n"
+
+
+def default_path() -> Path | None:
+    """Where the cache of this interpreter lives: ``__pycache__`` beside this module (``sys.pycache_prefix``
+    honoured, as for ``.pyc`` files), or None where the interpreter keeps no bytecode cache."""
+    try:
+        pyc = importlib.util.cache_from_source(__file__)
+    except (NotImplementedError, ValueError):  # (sys.implementation.cache_tag is None)
+        return None
+    return Path(pyc).with_name(f"dataclass-methods.{sys.implementation.cache_tag}.marshal")
+
+
+class GeneratedCode:
+    """``exec`` for the ``dataclasses`` module, with the code of the source texts it was given kept in
+    ``path`` (see the module's docstring). ``hits`` and ``compiled`` count the texts found and compiled."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.codes: dict[str, CodeType] = self._load()
+        self.used: set[str] = set()
+        self.hits = 0
+        self.compiled = 0
+        self._saved = 0  # `compiled` when the file was last written
+
+    def _load(self) -> dict[str, CodeType]:
+        if self.path is None:
+            return {}
+        try:
+            data = self.path.read_bytes()
+            if not data.startswith(_HEADER):
+                return {}
+            codes = marshal.loads(data[len(_HEADER) :])
+        except (OSError, ValueError, EOFError, TypeError):
+            return {}
+        if not isinstance(codes, dict):
+            return {}
+        return {k: v for k, v in codes.items() if isinstance(k, str) and isinstance(v, CodeType)}
+
+    def exec(self, source: Any, globals: Any = None, locals: Any = None, /, **kwargs: Any) -> None:
+        """``builtins.exec``, a source text's code taken from the cache (compiled on a miss)."""
+        if isinstance(source, str):
+            code = self.codes.get(source)
+            if code is None:
+                code = self.codes[source] = compile(source, "<string>", "exec")
+                self.compiled += 1
+            else:
+                self.hits += 1
+            self.used.add(source)
+            source = code
+        builtins.exec(source, globals, locals, **kwargs)
+
+    def install(self) -> None:
+        """Make the ``dataclasses`` module's ``exec`` this one (until `uninstall`)."""
+        import dataclasses
+
+        setattr(dataclasses, "exec", self.exec)  # noqa: B010 (a module global shadowing the builtin)
+
+    @staticmethod
+    def uninstall() -> None:
+        import dataclasses
+
+        vars(dataclasses).pop("exec", None)
+
+    def save(self) -> bool:
+        """Write the cache when texts were compiled since it was read or last written (not under
+        ``sys.dont_write_bytecode``); returns whether it wrote. Written to a temporary file and
+        renamed over, so that a server starting beside this one reads the old file or the new one."""
+        if self.path is None or self.compiled == self._saved or sys.dont_write_bytecode:
+            return False
+        codes = self.codes
+        if len(codes) > MAX_ENTRIES:
+            codes = {k: v for k, v in codes.items() if k in self.used}
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(_HEADER + marshal.dumps(codes))
+            os.replace(tmp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            return False
+        self._saved = self.compiled
+        return True
+
+
+#: The cache `install` put in place (the ``serve`` command's), else None.
+active: GeneratedCode | None = None
+
+
+def install() -> GeneratedCode | None:
+    """Put the cache in place for this process (``serve``, before it imports the server), unless
+    `ENV` is ``off``; returns it."""
+    global active
+    if active is None and os.environ.get(ENV, "") != "off":
+        active = GeneratedCode(default_path())
+        active.install()
+    return active
+
+
+def save() -> bool:
+    """Write the installed cache if it compiled new texts (see `GeneratedCode.save`)."""
+    return active is not None and active.save()

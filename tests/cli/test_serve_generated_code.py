@@ -1,0 +1,165 @@
+"""``pyjetstream serve`` keeps the methods ``@dataclass`` generates compiled across starts
+(`pyjetstream.cli.generated_code`): a second start compiles none of them, and a class made from
+the cache is the class ``dataclasses`` makes. Counted in texts compiled, not in time."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyjetstream.cli import generated_code
+from pyjetstream.cli.generated_code import GeneratedCode
+
+CLASSES = """
+from dataclasses import dataclass, field
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    x: int
+    y: int = 2
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+@dataclass(order=True)
+class Named:
+    name: str
+    size: int = 0
+"""
+
+
+@pytest.fixture
+def uninstalled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # (PYTHONDONTWRITEBYTECODE may be set)
+    yield
+    GeneratedCode.uninstall()
+
+
+def _define(cache: GeneratedCode | None) -> dict[str, Any]:
+    """CLASSES made in a new module, with ``cache`` installed (None: dataclasses' own exec)."""
+    module = types.ModuleType("generated_code_classes")
+    sys.modules[module.__name__] = module  # (dataclasses looks the class's module up)
+    if cache is not None:
+        cache.install()
+    try:
+        exec(CLASSES, module.__dict__)
+        return module.__dict__
+    finally:
+        GeneratedCode.uninstall()
+        del sys.modules[module.__name__]
+
+
+def test_a_second_process_compiles_nothing_and_gets_the_same_classes(tmp_path: Path, uninstalled: None) -> None:
+    path = tmp_path / "cache.marshal"
+    first = GeneratedCode(path)
+    made = _define(first)
+    assert first.compiled > 0 and first.hits == 0
+    assert first.save() and not first.save()  # (nothing new the second time)
+
+    second = GeneratedCode(path)
+    again = _define(second)
+    assert second.compiled == 0 and second.hits == first.compiled
+    plain = _define(None)
+    for ns in (made, again, plain):
+        point, named = ns["Point"], ns["Named"]
+        assert repr(point(1)) == "Point(x=1, y=2, tags=())"
+        assert point(1, 3) == point(1, 3) and hash(point(1, 3)) == hash(point(1, 3))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            point(1).x = 5
+        assert named("a") < named("b", 1)
+        assert [f.name for f in dataclasses.fields(point)] == ["x", "y", "tags"]
+
+
+def test_a_foreign_or_broken_file_is_a_miss(tmp_path: Path, uninstalled: None) -> None:
+    path = tmp_path / "cache.marshal"
+    for content in (b"", b"garbage", importlib.util.MAGIC_NUMBER + b"pjs-generated-code-1\n" + b"\x00\x01"):
+        path.write_bytes(content)
+        cache = GeneratedCode(path)
+        assert cache.codes == {}
+        assert "Point" in _define(cache) and cache.compiled > 0
+
+
+def test_not_written_without_bytecode_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uninstalled: None
+) -> None:
+    path = tmp_path / "cache.marshal"
+    cache = GeneratedCode(path)
+    _define(cache)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert not cache.save() and not path.exists()
+
+
+def test_the_file_keeps_only_used_texts_past_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uninstalled: None
+) -> None:
+    path = tmp_path / "cache.marshal"
+    monkeypatch.setattr(generated_code, "MAX_ENTRIES", 1)
+    cache = GeneratedCode(path)
+    cache.codes["def old(): pass"] = compile("def old(): pass", "<string>", "exec")
+    _define(cache)
+    assert cache.save()
+    assert "def old(): pass" not in GeneratedCode(path).codes
+
+
+# `pyjetstream serve` through the command's own dispatcher (which installs the cache before the
+# server is imported), stopped with SIGTERM once it wrote its ports file; at exit it prints what the
+# cache did: the texts found and those compiled.
+SCRIPT = """
+import atexit, json, os, signal, sys, threading, time
+from pathlib import Path
+from pyjetstream.cli import generated_code, main
+
+def report():
+    cache = generated_code.active
+    print(json.dumps(None if cache is None else [cache.hits, cache.compiled]), flush=True)
+
+def stop_when_ready(ports):
+    deadline = time.monotonic() + 60
+    while not list(ports.glob("*.ports")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+atexit.register(report)
+ports = Path(sys.argv[1])
+threading.Thread(target=stop_when_ready, args=(ports,), daemon=True).start()
+sys.exit(main.main(["serve", "--ports_file_dir", str(ports), *sys.argv[2:]]))
+"""
+
+
+def _serve(tmp_path: Path, env: dict[str, str]) -> list[int] | None:
+    conf = tmp_path / "server.conf"
+    conf.write_text(f'port: -1\njetstream {{\n  store_dir: "{tmp_path / "store"}"\n}}\n')
+    ports = tmp_path / "ports"
+    ports.mkdir(exist_ok=True)
+    for old in ports.glob("*.ports"):
+        old.unlink()
+    prefix = tmp_path / "pycache"  # (this test's cache only: the package's __pycache__ is left alone)
+    out = subprocess.run(
+        [sys.executable, "-X", f"pycache_prefix={prefix}", "-c", SCRIPT, str(ports), "-c", str(conf), "-a", "127.0.0.1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    )
+    result: list[int] | None = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_second_start_compiles_no_generated_method(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", generated_code.ENV)}
+    first = _serve(tmp_path, env)
+    assert first is not None
+    hits, compiled = first
+    assert compiled > 40, first  # (each of the start's dataclasses compiles several methods)
+    second = _serve(tmp_path, env)
+    assert second == [hits + compiled, 0], (first, second)
+    assert _serve(tmp_path, {**env, generated_code.ENV: "off"}) is None
