@@ -65,3 +65,47 @@ async def test_subject_purge_moves_the_consumers_it_concerns(client: RawClient) 
         "AB": (2, 0, 1, 5, 6),
         "B": (2, 0, 0, 0, 4),
     }
+
+
+async def test_a_second_purge_reports_the_consumer_stores_floor(client: RawClient) -> None:
+    """nats-server reports the consumer store's ack floor (``infoWithSnapAndReply``), and a purge
+    tells the store twice: each dropped ack (``UpdateAcks``: a first delivery one above the
+    store's floor lifts it; one at or below is ignored) and then the consumer's own state
+    (``writeStoreState``), refused as old when the consumer's floor is below the store's. After
+    the first purge a wider consumer's floor is (delivery 6, stream 1): the second purge's
+    dropped delivery 7 lifts the store's floor to stream 7, above acks still pending, and the
+    consumer's state (floor 1) is refused. Acks then move that floor as the store's do.
+    (A third purge, of s.b, leaves some wider consumers untouched on nats-server in some runs
+    and not in others: not asserted.)"""
+    await client.add_stream("S", ["s.>"])
+    for subject in ("s.a", "s.b", "s.a", "s.b", "s.c", "s.a"):
+        await client.publish_js(subject, subject.encode())
+    delivered = {}
+    for name, spec in CONSUMERS.items():
+        await client.add_consumer("S", name, **spec)
+        delivered[name] = await drain(client, name)
+    await client.api("$JS.API.STREAM.PURGE.S", {"filter": "s.a"})
+    for subject in ("s.a", "s.b", "s.c"):  # 7, 8, 9
+        await client.publish_js(subject, subject.encode())
+    for name in CONSUMERS:
+        delivered[name] += await drain(client, name)
+    resp = await client.api("$JS.API.STREAM.PURGE.S", {"filter": "s.a"})
+    assert resp["purged"] == 1, resp
+    views = {name: _view(await client.consumer_info("S", name)) for name in CONSUMERS}
+    # (acks pending, pending, ack floor stream / consumer sequence, delivered stream sequence)
+    assert views == {
+        # the store's floor at 7, above the pending acks of 2, 4 and 5
+        "ALL": (5, 0, 7, 7, 9),
+        "WIDE": (5, 0, 7, 7, 9),
+        "STAR": (5, 0, 7, 7, 9),
+        "A": (0, 0, 9, 4, 9),
+        "AB": (3, 0, 7, 6, 8),
+        "B": (3, 0, 0, 0, 8),
+    }
+    # ALL's acks: 8 lifts both floors to below 9; 2, at or below the store's floor, changes
+    # neither; 9 lifts them past the pending acks of 4 and 5
+    expected = {8: (4, 0, 8, 8, 9), 2: (3, 0, 8, 8, 9), 9: (2, 0, 9, 9, 9)}
+    for seq, view in expected.items():
+        msg = next(m for m in delivered["ALL"] if m.stream_seq == seq)
+        await client.request(msg.reply, b"+ACK")
+        assert _view(await client.consumer_info("S", "ALL")) == view, seq

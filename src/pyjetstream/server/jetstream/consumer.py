@@ -285,7 +285,8 @@ class Consumer:
         if self.closed:
             return
         removed = self._msg_removed if wider else None
-        self.state.purge(first_seq, time.time_ns(), removed, reset)
+        ack_all = self.cfg.ack_policy in (AckPolicy.ALL, AckPolicy.FLOW_CONTROL)
+        self.state.purge(first_seq, time.time_ns(), removed, reset, ack_all, self.delivery.looked)
         self.dirty()
         self.check_removed()
         self.kick()
@@ -580,6 +581,7 @@ class Consumer:
             self.pull.process_waiting(eos=False)
             num_waiting = len(self.pull.waiting)
         st = self.state
+        adflr, asflr = st.floor()  # (the store's, as nats-server reports)
         pause_remaining = self.paused_for()
         return ConsumerInfo(
             stream_name=self.stream.name,
@@ -592,8 +594,8 @@ class Consumer:
                 last_active=NanoTime(st.ldt) if st.ldt else None,
             ),
             ack_floor=SequenceInfo(
-                consumer_seq=st.adflr,
-                stream_seq=st.asflr,
+                consumer_seq=adflr,
+                stream_seq=asflr,
                 last_active=NanoTime(st.lat) if st.lat else None,
             ),
             num_ack_pending=len(st.pending),

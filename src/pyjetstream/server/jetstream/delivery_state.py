@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 
 from pyjetstream.server.jetstream.pending_index import PendingIndex
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
+from pyjetstream.server.jetstream.stored_acks import StoredAcks
 
 __all__ = ["DeliveryState"]
 
@@ -53,6 +54,7 @@ class DeliveryState:
         "rdc",
         "rdq",
         "sseq",
+        "stored",
     )
 
     def __init__(self) -> None:
@@ -69,6 +71,9 @@ class DeliveryState:
         self.lat = 0
         self._pending_dels = 0
         self.index = PendingIndex(30_000_000_000, [])
+        # The store's floor and pending acks while a purge left them apart from these (None:
+        # the store holds what these hold); reported and persisted in their place.
+        self.stored: StoredAcks | None = None
 
     def set_waits(self, ack_wait: int, backoff: list[int]) -> None:
         """The consumer's ack wait and backoff (ns): the deadlines of the pending acks."""
@@ -95,15 +100,38 @@ class DeliveryState:
         self.pending = {seq: st.pending[seq] for seq in sorted(st.pending)}
         self.rdc = {seq: n for seq, n in st.redelivered.items() if seq > self.asflr}
         self.index.rebuild(self.pending, self.rdc)
+        self.stored = None
 
     def snapshot(self) -> ConsumerState:
-        """A copy to persist (``writeState``)."""
+        """A copy to persist (``writeState``): the floor as reported (`floor`) and the pending
+        acks above it. An ack floor can pass pending acks (a purge's, then an ack one above its
+        delivery sequence: ``moveAckFloor`` and the store's ``UpdateAcks`` both jump); nats-server's
+        file then keeps them below its floor, which our consumer store refuses as its ``Update``
+        does, so they are not written (a restart does not deliver them again)."""
+        adflr, asflr = self.floor()
+        pending, rdc = self.pending, self.rdc
+        stale = self.stored.stale if self.stored is not None else None
+        # (the index's oldest pending ack is the lowest: first deliveries go in stream order)
+        if stale or (pending and self.index.next_pending(0, pending) <= asflr):
+            pending = {s: p for s, p in pending.items() if s > asflr}
+            if stale:
+                pending.update((s, (d, 0)) for s, d in stale.items() if s > asflr)
+                pending = dict(sorted(pending.items()))
+            rdc = {s: n for s, n in rdc.items() if s > asflr}
         return ConsumerState(
             SequencePair(self.dseq - 1, self.sseq - 1),
-            SequencePair(self.adflr, self.asflr),
-            dict(self.pending),
-            dict(self.rdc),
+            SequencePair(adflr, asflr),
+            dict(pending),
+            dict(rdc),
         )
+
+    def floor(self) -> tuple[int, int]:
+        """The ack floor (delivery, stream sequence) as reported: the store's
+        (``infoWithSnapAndReply`` reads ``o.store``'s state)."""
+        stored = self.stored
+        if stored is None:
+            return self.adflr, self.asflr
+        return stored.adflr, stored.asflr
 
     def reset_to(self, sseq: int) -> None:
         """⟨2.14+⟩ ``CONSUMER.RESET`` (``resetLocalStartingSeq``): forget everything delivered and
@@ -117,6 +145,7 @@ class DeliveryState:
         self.sseq, self.dseq = sseq, 1
         self.adflr, self.asflr = 0, sseq - 1
         self.ldt = self.lat = 0
+        self.stored = None
 
     # --- acks -----------------------------------------------------------------------------------
 
@@ -126,6 +155,8 @@ class DeliveryState:
         The ack floor moves up to just below the oldest message still pending (``processAckMsg``).
         """
         pending = self.pending
+        if self.stored is not None:
+            self._store_ack(sseq, dseq)
         p = pending.pop(sseq, None)
         if p is not None:
             dseq = p[0]
@@ -153,10 +184,26 @@ class DeliveryState:
         first (None: the ack was at or below the floor and changed nothing)."""
         if dseq <= self.adflr or sseq <= self.asflr:
             return None
+        if self.stored is not None:
+            self._store_ack(sseq, dseq)
         self.adflr, self.asflr = dseq, sseq
         retired = self.index.take_upto(sseq, self.pending)
         self._retire(retired)
         return retired
+
+    def _store_ack(self, sseq: int, dseq: int) -> None:
+        """The store's ``UpdateAcks`` while it differs from these (`StoredAcks`)."""
+        assert self.stored is not None
+        pending = self.pending
+        self.stored.update_acks(
+            dseq,
+            sseq,
+            pending.get(sseq),
+            len(pending),
+            (self.dseq - 1, self.sseq - 1),
+            lambda s: self.index.next_pending(s, pending),
+            lambda s: pending[s][0],
+        )
 
     def _retire(self, seqs: list[int]) -> None:
         """These pending acks are done (AckAll, a purge): no more redeliveries of them."""
@@ -329,7 +376,13 @@ class DeliveryState:
     # --- stream changes -------------------------------------------------------------------------
 
     def purge(
-        self, first_seq: int, now_ns: int, removed: Callable[[int], bool] | None = None, reset: bool = False
+        self,
+        first_seq: int,
+        now_ns: int,
+        removed: Callable[[int], bool] | None = None,
+        reset: bool = False,
+        ack_all: bool = False,
+        looked: int = 0,
     ) -> None:
         """Messages below ``first_seq`` are gone (purge, expiry): skip them (nats-server's consumer
         ``purge``); a pending one counts as acked (``updateAcks``: it is ack activity).
@@ -337,7 +390,18 @@ class DeliveryState:
         ``removed`` (a purge of subjects inside the consumer's wider filter, ``isWider``): a pending
         ack above the new floor whose message the store no longer has is dropped too — like
         nats-server, only when the floor moved. ``reset`` (a stream purge): with nothing left
-        pending, the floors are what was delivered, as nats-server's ``purge`` leaves them."""
+        pending, the floors are what was delivered, as nats-server's ``purge`` leaves them, and
+        the store is told as nats-server's is (`StoredAcks`: each dropped ack, then the state,
+        which it refuses when its own floor is higher; ``ack_all``: AckAll or flow control).
+        ``looked``: where a search past the end left nats-server's ``o.sseq`` (the delivery
+        loop's ``looked``), which such a write makes the delivered sequence."""
+        delivered = (self.dseq - 1, self.sseq - 1)
+        stored = self.stored
+        if reset:
+            if stored is None:
+                stored = StoredAcks(self.adflr, self.asflr, ack_all)
+            kept_sseq = self.sseq
+            self.sseq = max(self.sseq, looked)
         if self.sseq < first_seq:
             self.sseq = first_seq
         if self.asflr < first_seq:
@@ -346,6 +410,8 @@ class DeliveryState:
             if removed is not None:
                 floor = self.asflr
                 gone += [seq for seq in self.pending if seq > floor and removed(seq)]
+            if reset and gone and stored is not None:
+                stored.purge_acks(gone, self.pending, delivered)
             for seq in gone:
                 self.lat = now_ns
                 dseq = self.pending[seq][0]
@@ -359,6 +425,12 @@ class DeliveryState:
                 self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             self.rdc.clear()
             self.rdq.clear()
+        if reset:  # writeStoreState: refused as an old update below the store's floor
+            if stored is not None and self.asflr < stored.asflr:
+                self.stored = stored
+                self.sseq = max(kept_sseq, first_seq)  # (the store's delivered is reported)
+            else:
+                self.stored = None
         if self.lss:
             self.lss = deque(s for s in self.lss if s >= first_seq)
             if not self.lss:
