@@ -236,6 +236,7 @@ class BlockIndexes(PayloadBackend):
                 os.close(blk.fd)
                 blk.fd = None
         self._open_fds.clear()
+        self.peeks.close()
 
     def _block_for(self, seq: int) -> _Block:
         return self.blocks[bisect.bisect_right(self._firsts, seq) - 1]
