@@ -132,3 +132,32 @@ def test_a_changed_block_is_not_read_from_its_old_copy(tmp_path: Path, change: s
             assert s.load_msg(seq).data == b"payload-%06d" % (seq - 1)
     finally:
         s.stop()
+
+
+def test_gets_over_a_few_more_blocks_than_it_holds_do_not_thrash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gets spread evenly over a few more sealed blocks than the cache holds (1M messages: 6
+    blocks of 8 MiB, 4 kept) each take more than one read in eight: every block asks to be read
+    whole, and each load evicted a block that had not yet paid for its own (an 8 MiB read every
+    ~230 gets, 29-39 µs a get). A kept block is let go only once it took a hit per
+    `PAYBACK_BYTES` of it (or went unread for a while): the loads stay a few per payback's worth
+    of hits."""
+    from pyjetstream.server.jetstream.store import blockcache
+
+    monkeypatch.setattr(blockcache, "PAYBACK_BYTES", 512)  # 128 hits for a 64 KiB block
+    s = filled(tmp_path, 10_000)
+    try:
+        c = cache(s)
+        c.limit = 3 * BLOCK
+        b = backend(s)
+        assert len(b._firsts) - 1 >= 5
+        rng = random.Random(5)
+        for _ in range(12_000):
+            seq = rng.randrange(1, b._firsts[-1])
+            assert s.load_msg(seq).data == b"payload-%06d" % (seq - 1)
+        assert c.bytes <= c.limit
+        assert c.hits > 4_000 and c.refused > 0
+        assert c.loads <= 3 + c.hits // 128, (c.loads, c.hits)
+    finally:
+        s.stop()

@@ -19,6 +19,31 @@ from .base import ErrCorruptRecord
 Buffer: TypeAlias = "bytes | bytearray | memoryview | array[int]"
 
 
+# Sealed-block descriptors (and, apart, block index files) a store keeps open at most: set at
+# the first ask from the process's open-file limit (`open_fds_max`).
+_OPEN_FDS_MAX = 0
+
+
+def open_fds_max() -> int:
+    """How many sealed blocks' files (and as many index files) a store keeps open: a 32nd of the
+    process's soft ``RLIMIT_NOFILE``, from 32 to 512. A random get in a block whose file is not
+    open pays an open and a close (~1.5 µs each under load): with 32, gets over 10M messages
+    (62 blocks) paid them for one get in two, ~3 µs of their ~9 in process. nats-server (Go raises
+    the soft limit to the hard one at start) opens a block's file when it loads the block."""
+    global _OPEN_FDS_MAX
+    if not _OPEN_FDS_MAX:
+        try:
+            import resource
+
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        except (ImportError, OSError, ValueError):
+            soft = 1024
+        if soft < 0:  # RLIM_INFINITY
+            soft = 1 << 20
+        _OPEN_FDS_MAX = max(32, min(512, soft // 32))
+    return _OPEN_FDS_MAX
+
+
 def fsync_dir(path: str) -> None:
     """Make a directory's entries (creates, renames, unlinks) durable."""
     fd = os.open(path, os.O_RDONLY)

@@ -74,6 +74,12 @@ class PayloadBackend(ABC):
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
         """``(headers, payload)`` of a live message."""
 
+    def read_msg(self, seq: int, loc: int) -> tuple[str, int, bytes, bytes]:
+        """``(subject, timestamp, headers, payload)`` of a live message whose subject id and
+        timestamp the index did not read (`SeqIndex.slot` with ``names`` False: only a backend
+        whose payloads hold them gives it a peeker that answers so)."""
+        raise NotImplementedError
+
     def read_run(self, seqs: list[int]) -> list[MsgTuple]:
         """The messages at ``seqs`` (ascending; those that are not there are left out), in order,
         as `MsgTuple` (a consumer's read-ahead: ``IndexedStore.load_next_msgs``); a backend may

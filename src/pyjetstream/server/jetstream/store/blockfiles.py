@@ -32,7 +32,7 @@ from itertools import accumulate
 from typing import Any
 
 from . import _compress
-from ._fileutil import fsync_dir, write_file
+from ._fileutil import fsync_dir, open_fds_max, write_file
 from ._records import (
     BLOCK_HDR_LEN,
     CRC_LEN,
@@ -51,7 +51,7 @@ from ._records import (
 )
 from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, MsgTuple, StoreConfig
 from .blockcache import BlockCache
-from .blockindex import MAX_OPEN_FDS, BlockIndexes, _Block
+from .blockindex import BlockIndexes, _Block
 from .run_reader import read_records
 
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
@@ -133,7 +133,7 @@ class BlockFiles(BlockIndexes):
         self._new_active_block(next_seq)
         # The sealed block now takes part in the sealed-fd LRU.
         self._open_fds[old] = None
-        if len(self._open_fds) > MAX_OPEN_FDS:
+        if len(self._open_fds) > open_fds_max():
             self._close_fd(next(iter(self._open_fds)))
         self._maint.add(old)
 
@@ -669,6 +669,26 @@ class BlockFiles(BlockIndexes):
     # Reading
     # ------------------------------------------------------------------------------------
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
+        rec, kind, _ts, slen, hlen = self._record(seq, loc)
+        body_at = REC_HDR_LEN + slen
+        if kind & FLAG_COMPRESSED:
+            body = _compress.decompress(rec[body_at:-CRC_LEN])
+            return body[:hlen], body[hlen:]
+        return rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
+
+    def read_msg(self, seq: int, loc: int) -> tuple[str, int, bytes, bytes]:
+        """`PayloadBackend.read_msg`: the record holds the subject and the timestamp."""
+        rec, kind, ts, slen, hlen = self._record(seq, loc)
+        body_at = REC_HDR_LEN + slen
+        subject = rec[REC_HDR_LEN:body_at].decode()
+        if kind & FLAG_COMPRESSED:
+            body = _compress.decompress(rec[body_at:-CRC_LEN])
+            return subject, ts, body[:hlen], body[hlen:]
+        return subject, ts, rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
+
+    def _record(self, seq: int, loc: int) -> tuple[bytes, int, int, int, int]:
+        """The checked record of live message ``seq`` at ``loc``: (its bytes, kind, timestamp,
+        subject length, header length)."""
         off = loc >> 32
         plen = loc & _LEN_MASK
         if seq >= self._firsts[-1]:
@@ -679,17 +699,13 @@ class BlockFiles(BlockIndexes):
             except ErrCorruptRecord:
                 self.damaged.append((seq, plen))
                 raise
-        total, kind, rseq, _ts, slen, hlen = _unpack_rec(rec, 0) if len(rec) == plen else (0, 0, 0, 0, 0, 0)
+        total, kind, rseq, ts, slen, hlen = _unpack_rec(rec, 0) if len(rec) == plen else (0, 0, 0, 0, 0, 0)
         if total != plen or rseq != seq or kind & FLAG_ERASED or _crc32(rec) != CRC_RESIDUE:
             # Damaged since it was indexed (a flip in a block the stream state vouched for):
             # the store drops it and lists it lost (`IndexedStore._drop_damaged`).
             self.damaged.append((seq, plen))
             raise ErrCorruptRecord(f"record for sequence {seq} is damaged")
-        body_at = REC_HDR_LEN + slen
-        if kind & FLAG_COMPRESSED:
-            body = _compress.decompress(rec[body_at:-CRC_LEN])
-            return body[:hlen], body[hlen:]
-        return rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
+        return rec, kind, ts, slen, hlen
 
     def read_run(self, seqs: list[int]) -> list[MsgTuple]:
         """`PayloadBackend.read_run` in one loop (a consumer's read-ahead; `run_reader`, compiled):

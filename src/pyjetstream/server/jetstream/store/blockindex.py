@@ -40,7 +40,7 @@ from pyjetstream.protocol.headers import get_header
 
 from . import _compress, _snapshot
 from ._damage import ScanDamage, in_flight, repair_header
-from ._fileutil import write_file
+from ._fileutil import open_fds_max, write_file
 from ._index import zeros
 from ._records import (
     BLOCK_HDR_LEN,
@@ -65,9 +65,6 @@ from .idx_peek import IndexPeeks
 from .pages import Page
 from .seqindex import Arrays, SeqIndex
 from .seqrecover import BlockSlots
-
-# Keep at most this many sealed-block descriptors open (the active block's is always open).
-MAX_OPEN_FDS = 32
 
 _crc32 = zlib.crc32
 _LEN_MASK = 0xFFFFFFFF
@@ -194,7 +191,7 @@ class BlockIndexes(PayloadBackend):
         self.blocks_read = 0  # blocks whose file recovery read (a counter for the complexity tests)
         self.writes = 0  # block files written to (one per file per flush; a complexity-test counter)
         self.maint_passes = 0  # `_maintain` passes (a complexity-test counter)
-        self.peeks = IndexPeeks()  # slots of evicted pages read from the index files (`peek_slot`)
+        self.peeks = IndexPeeks(self._idx_path)  # slots of evicted pages read from the index files (`peek_slot`)
         # The size of each block as the stream state on disk lists it (see `drop_state`), and how
         # many times a state was found out of date since (`FileStore` writes it again then).
         self._state_sizes: dict[int, int] = {}
@@ -216,7 +213,7 @@ class BlockIndexes(PayloadBackend):
             fd = blk.fd = os.open(blk.path, os.O_RDWR)
             if self.blocks and blk is not self.blocks[-1]:
                 self._open_fds[blk] = None
-                if len(self._open_fds) > MAX_OPEN_FDS:
+                if len(self._open_fds) > open_fds_max():  # (the active block's is always open)
                     old = next(iter(self._open_fds))
                     self._close_fd(old)
         elif blk in self._open_fds:
@@ -752,14 +749,21 @@ class BlockIndexes(PayloadBackend):
                 sids[k] = sizes[k] = locs[k] = 0
         return sids, cols[1], sizes, locs, slots.nxt[: page.n]
 
-    def peek_slot(self, page: Page, k: int) -> tuple[int, int, int] | None:
+    def peek_slot(self, page: Page, k: int, loc_only: bool = False) -> tuple[int, int, int] | None:
         """Slot ``k`` of an evicted page as its image holds it (``SeqIndex.peeker``), read from
         its block's index file by `IndexPeeks` (None when that file cannot be used: the page is
-        loaded then, as `load_page` does)."""
+        loaded then, as `load_page` does). ``loc_only`` is taken only where the image has a
+        message in each of the page's slots (its live ones and those removed since, ``dels``,
+        are all of them): the locator alone then says the slot is live."""
         blk = self._page_block(page)
         if blk is None:
             return None
-        return self.peeks.slot(blk.index, self._idx_path(blk.index), blk.first_seq, page.first - blk.first_seq + k)
+        return self.peeks.slot(
+            blk.index,
+            blk.first_seq,
+            page.first - blk.first_seq + k,
+            loc_only and page.msgs + len(page.dels) == page.n,
+        )
 
     def save_page(self, page: Page) -> bool:
         """Write a page's image, its block's index (``SeqIndex.saver``: before it is evicted)."""

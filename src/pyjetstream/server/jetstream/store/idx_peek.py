@@ -3,14 +3,19 @@
 A sealed block's page that was evicted from memory is asked for one slot at a time by some reads
 (`SeqIndex.peeker`): a get ``next_by_subj`` from 1 looks at the first message of a subject, which
 lies in the first block. `IndexPeeks` answers from the block's index file: three small reads the
-first time a window of `PEEK_WINDOW` slots around the slot is asked; the second time, that window
-is read whole and kept (the last `PEEK_WINDOWS`). nats-server keeps a block's cache after a read
-(``loadMsgsWithLock``) until it expires; reading the slot from the file each time cost an open,
-three reads and a close per get (~10 µs). Why not the whole window at the first time: a random
-read seldom comes back to its window, and reading 10 KiB for one slot cost it ~4 µs more.
+first time a window of `PEEK_WINDOW` slots around the slot is asked — one, the locator, for a get
+by sequence where the image has a message in every slot (`SeqIndex.slot` with ``names`` False: the
+record holds the subject and timestamp) —; the second time among the last `PEEK_SEEN` windows asked,
+that window is read whole and kept (the last `PEEK_WINDOWS`). nats-server keeps a block's cache after
+a read (``loadMsgsWithLock``) until it expires; reading the slot from the file each time cost an
+open, three reads and a close per get (~10 µs). Why not the whole window at the first time: a random
+read seldom comes back to its window, and reading 10 KiB for one slot cost it ~4 µs more; and why
+only the last 256 windows asked: random gets over 1M messages (7,800 windows) came back to a window
+seen among 4,096 for half of them, and read it whole for a window kept one time in a hundred.
 
 The file's layout (where its arrays lie; its checksum checked by ``_snapshot.layout``) is read
-once per file, and the file is kept open (the last `PEEK_FDS`, as the block files keep theirs):
+once per file, and the file is kept open (the last ``_fileutil.open_fds_max()``, as many as the
+block files keep of theirs):
 an open and a close per get were ~1.3 µs of a random get's ~7 µs here. `IndexPeeks.forget` drops
 what was read of a file that was written again or removed, and closes it.
 """
@@ -20,21 +25,21 @@ from __future__ import annotations
 import os
 import struct
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from . import _snapshot
+from ._fileutil import open_fds_max
 
-__all__ = ["PEEK_FDS", "PEEK_SEEN", "PEEK_WINDOW", "PEEK_WINDOWS", "IndexPeeks"]
+__all__ = ["PEEK_SEEN", "PEEK_WINDOW", "PEEK_WINDOWS", "IndexPeeks"]
 
 # The arrays are written as they are in memory (native order, ``_snapshot``).
 # Windows: slots per window (4 + 8 + 8 bytes each), windows kept (~160 KiB), and how many windows
 # asked once are remembered.
 PEEK_WINDOW = 128
 PEEK_WINDOWS = 64
-PEEK_SEEN = 4096
-#: Index files kept open at most.
-PEEK_FDS = 32
+PEEK_SEEN = 256
 _U32 = struct.Struct("=I")
 _I64 = struct.Struct("=q")
 _U64 = struct.Struct("=Q")
@@ -56,36 +61,43 @@ class _IdxLayout:
 class IndexPeeks:
     """What was read of the block index files for single slots (owned by `BlockIndexes`)."""
 
-    __slots__ = ("_fds", "_layouts", "_seen", "_windows", "reads")
+    __slots__ = ("_fds", "_layouts", "_path_of", "_seen", "_windows", "reads")
 
-    def __init__(self) -> None:
+    def __init__(self, path_of: Callable[[int], str]) -> None:
+        self._path_of = path_of  # a block's index file (by block index)
         # Where the slot arrays lie in each block's index file (read once per file).
         self._layouts: dict[int, _IdxLayout | None] = {}
         # Windows of those arrays already read, least recently used first:
         # block index << 40 | window -> (sids, tss, locs).
         self._windows: dict[int, _Cols] = {}
-        self._seen: set[int] = set()  # windows asked once (the next ask reads one)
+        # Windows asked once lately (the next ask reads one), least recently asked first.
+        self._seen: dict[int, None] = {}
         self._fds: dict[int, int] = {}  # open index files by block index, least recently used first
         self.reads = 0  # windows read (a complexity-test counter)
 
-    def slot(self, index: int, path: str, first_seq: int, j: int) -> tuple[int, int, int] | None:
-        """Slot ``j`` of block ``index`` (its index file at ``path``, its first sequence
-        ``first_seq``): ``(sid, ts, loc)``, ``(0, 0, 0)`` for a slot without a message, None when
-        the file cannot be used."""
+    def slot(self, index: int, first_seq: int, j: int, loc_only: bool = False) -> tuple[int, int, int] | None:
+        """Slot ``j`` of block ``index`` (its first sequence ``first_seq``): ``(sid, ts, loc)``,
+        ``(0, 0, 0)`` for a slot without a message, None when the file cannot be used.
+        ``loc_only`` (the caller knows every slot of the image holds a message, and reads the
+        subject and timestamp from the record): a slot not in a window kept is ``(-1, 0, loc)``,
+        one read of the file instead of three."""
         w = j // PEEK_WINDOW
         key = index << 40 | w  # (an int: cheaper to hash than a pair)
         cols = self._windows.pop(key, None)
         if cols is None:
-            lay = self._layout(index, path, first_seq)
+            lay = self._layouts[index] if index in self._layouts else self._layout(index, first_seq)
             if lay is None:
                 return None
-            if key not in self._seen:
-                if len(self._seen) >= PEEK_SEEN:
-                    self._seen.clear()
-                self._seen.add(key)
-                fd = self._fd(index, path)
-                return None if fd is None else _read_slot(lay, fd, j)
-            fd = self._fd(index, path)
+            seen = self._seen
+            if seen.pop(key, 0) is not None:  # (asked once lately: None)
+                seen[key] = None
+                if len(seen) > PEEK_SEEN:
+                    del seen[next(iter(seen))]
+                fd = self._fd(index)
+                if fd is None:
+                    return None
+                return _read_loc(lay, fd, j) if loc_only else _read_slot(lay, fd, j)
+            fd = self._fd(index)
             cols = None if fd is None else _read_window(lay, fd, w * PEEK_WINDOW, PEEK_WINDOW)
             if cols is None:
                 return None
@@ -109,7 +121,7 @@ class IndexPeeks:
             os.close(fd)
         for key in [key for key in self._windows if key >> 40 == index]:
             del self._windows[key]
-        self._seen = {key for key in self._seen if key >> 40 != index}
+        self._seen = {key: None for key in self._seen if key >> 40 != index}
 
     def close(self) -> None:
         """Close every index file kept open (the store stops or closes its files)."""
@@ -117,24 +129,22 @@ class IndexPeeks:
         for fd in fds.values():
             os.close(fd)
 
-    def _fd(self, index: int, path: str) -> int | None:
+    def _fd(self, index: int) -> int | None:
         """Block ``index``'s index file, open (None: it cannot be opened)."""
         fds = self._fds
         fd = fds.pop(index, None)
         if fd is None:
             try:
-                fd = os.open(path, os.O_RDONLY)
+                fd = os.open(self._path_of(index), os.O_RDONLY)
             except OSError:
                 return None
-            if len(fds) >= PEEK_FDS:
+            if len(fds) >= open_fds_max():
                 os.close(fds.pop(next(iter(fds))))
         fds[index] = fd  # (most recently used last)
         return fd
 
-    def _layout(self, index: int, path: str, first_seq: int) -> _IdxLayout | None:
-        if index in self._layouts:
-            return self._layouts[index]
-        lay = self._layouts[index] = _read_layout(path, first_seq)
+    def _layout(self, index: int, first_seq: int) -> _IdxLayout | None:
+        lay = self._layouts[index] = _read_layout(self._path_of(index), first_seq)
         return lay
 
 
@@ -149,6 +159,18 @@ def _read_slot(lay: _IdxLayout, fd: int, j: int) -> tuple[int, int, int] | None:
     except (OSError, struct.error):
         return None
     return sid, ts, loc
+
+
+def _read_loc(lay: _IdxLayout, fd: int, j: int) -> tuple[int, int, int] | None:
+    """Slot ``j``'s locator alone, as ``(-1, 0, loc)``; ``(0, 0, 0)`` when it is 0 (no message
+    there: a removal zeroes the locator with the subject id)."""
+    if j >= lay.n:
+        return None
+    try:
+        loc: int = _U64.unpack(os.pread(fd, 8, lay.locs + 8 * j))[0]
+    except (OSError, struct.error):
+        return None
+    return (-1, 0, loc) if loc else (0, 0, 0)
 
 
 def _read_window(lay: _IdxLayout, fd: int, lo: int, size: int) -> _Cols | None:

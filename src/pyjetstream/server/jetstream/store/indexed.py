@@ -684,13 +684,16 @@ class IndexedStore(MessageStore):
         if self._closed:
             raise ErrStoreClosed()
         index = self._index
-        got = index.slot(seq)
+        got = index.slot(seq, False)
         if got is None:
             if seq > index.last_seq:
                 raise ErrStoreEOF()
             raise ErrStoreMsgNotFound()
         sid, ts, loc = got
         try:
+            if sid < 0:  # (a slot of an evicted page: its locator alone was read)
+                subject, ts, hdr, data = self._backend.read_msg(seq, loc)
+                return StoredMsg(subject, seq, ts, hdr, data)
             hdr, data = self._read_payload(seq, loc)
         except ErrCorruptRecord:
             _drop_damaged(self)

@@ -53,8 +53,9 @@ Loader = Callable[[Page], Arrays]
 #: The backend's writer of a page's image (True when written: ``image`` set, ``dels`` cleared).
 Saver = Callable[[Page], bool]
 #: The backend's reader of one slot of an evicted page, ``(sid, ts, loc)`` as its image holds it,
-#: or None when it cannot tell (the page is loaded instead).
-Peeker = Callable[[Page, int], "tuple[int, int, int] | None"]
+#: or None when it cannot tell (the page is loaded instead); with its third argument True it may
+#: answer ``(-1, 0, loc)`` for a live message whose subject id and timestamp it did not read.
+Peeker = Callable[[Page, int, bool], "tuple[int, int, int] | None"]
 
 
 class SeqIndex(SeqQueries):
@@ -154,11 +155,13 @@ class SeqIndex(SeqQueries):
     def live(self, seq: int) -> bool:
         return self.at(seq) is not None
 
-    def slot(self, seq: int) -> tuple[int, int, int] | None:
+    def slot(self, seq: int, names: bool = True) -> tuple[int, int, int] | None:
         """``(sid, ts, loc)`` of the live message at ``seq``, or None. An evicted page is not
         loaded for it: the backend reads the one slot from the page's image (its removals since
         are in ``dels``) — a random read costs a few small reads, not a page (nats-server reads
-        a message of a block it has not cached without keeping the block's cache either)."""
+        a message of a block it has not cached without keeping the block's cache either).
+        ``names`` False (a get by sequence, which reads the subject and timestamp from the
+        record): such a slot may be ``(-1, 0, loc)``, its locator alone read."""
         p = self.hot
         if not p.first <= seq < p.first + p.n:
             found = self._covering(seq)
@@ -167,7 +170,7 @@ class SeqIndex(SeqQueries):
             if not found.loaded and self.peeker is not None:
                 if seq < self.first_seq or seq in found.dels:
                     return None
-                got = self.peeker(found, seq - found.first)
+                got = self.peeker(found, seq - found.first, not names)
                 if got is not None:
                     self.peeks += 1
                     return got if got[0] else None
