@@ -689,30 +689,17 @@ class IndexedStore(MessageStore):
             if seq > index.last_seq:
                 raise ErrStoreEOF()
             raise ErrStoreMsgNotFound()
-        sid, ts, loc = got
-        try:
-            if sid < 0:  # (a slot of an evicted page: its locator alone was read)
-                subject, ts, hdr, data = self._backend.read_msg(seq, loc)
-                return StoredMsg(subject, seq, ts, hdr, data)
-            hdr, data = self._read_payload(seq, loc)
-        except ErrCorruptRecord:
-            _drop_damaged(self)
-            raise ErrStoreMsgNotFound() from None
-        return StoredMsg(index.subjects.names[sid], seq, ts, hdr, data)  # type: ignore[arg-type]
+        msg = _msg_in(self, seq, got)
+        if msg is None:
+            raise ErrStoreMsgNotFound()
+        return msg
 
     def _msg_at(self, seq: int) -> StoredMsg | None:
         """The live message at ``seq``; None when its record turned out damaged (it is dropped
         and listed lost then: the caller looks for the next one)."""
-        index = self._index
-        got = index.slot(seq)
+        got = self._index.slot(seq)
         assert got is not None
-        sid, ts, loc = got
-        try:
-            hdr, data = self._read_payload(seq, loc)
-        except ErrCorruptRecord:
-            _drop_damaged(self)
-            return None
-        return StoredMsg(index.subjects.names[sid], seq, ts, hdr, data)  # type: ignore[arg-type]
+        return _msg_in(self, seq, got)
 
     def load_next_msg(self, filter_subject: str, start_seq: int) -> tuple[StoredMsg, int]:
         if self._closed:
@@ -888,6 +875,22 @@ def _checked(store: IndexedStore, out: list[MsgTuple]) -> list[MsgTuple]:
     if store._backend.damaged:
         _drop_damaged(store)
     return out
+
+
+def _msg_in(store: IndexedStore, seq: int, slot: tuple[int, int, int]) -> StoredMsg | None:
+    """The message at ``seq`` read by its slot (`load_msg`, `IndexedStore._msg_at`; a sid of -1:
+    an evicted page's locator alone was read, the record gives the subject and timestamp); None
+    when its record turned out damaged (dropped and listed lost)."""
+    sid, ts, loc = slot
+    try:
+        if sid < 0:
+            subject, ts, hdr, data = store._backend.read_msg(seq, loc)
+            return StoredMsg(subject, seq, ts, hdr, data)
+        hdr, data = store._read_payload(seq, loc)
+    except ErrCorruptRecord:
+        _drop_damaged(store)
+        return None
+    return StoredMsg(store._index.subjects.names[sid], seq, ts, hdr, data)  # type: ignore[arg-type]
 
 
 def _drop_damaged(store: IndexedStore) -> None:
