@@ -25,14 +25,11 @@ The embedded server is a single node (no routes, gateways or leaf nodes), so the
 
 from __future__ import annotations
 
-import gzip
 import logging
 import random
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-import cramjam
 
 from pyjetstream.api import codec
 from pyjetstream.api.headers import header_block
@@ -332,9 +329,14 @@ class MsgTrace:
         body = codec.encode(self.event)
         hdr = None
         if self.encoding:
+            # Deferred (both): start-up imports only what is used; a compressed trace is rare.
             if self.encoding == "gzip":
+                import gzip
+
                 body = gzip.compress(body)
             elif self.encoding == "snappy":  # what nats-server's s2 writer in Snappy mode makes
+                import cramjam
+
                 body = bytes(cramjam.snappy.compress(body))
             hdr = header_block((("Content-Encoding", self.encoding),))
         self.account.publish_internal(self.dest, body, hdr=hdr)

@@ -17,7 +17,6 @@ import hmac
 import os
 import re
 import ssl
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +79,14 @@ class OptionsError(ValueError):
 
 # --------------------------------------------------------------------------- auth
 
+
+
+def default_store_dir() -> str:
+    """Where JetStream keeps its files when ``store_dir`` is not set: ``<temp dir>/nats``, as
+    nats-server's ``filepath.Join(os.TempDir(), JetStreamStoreDir)``."""
+    import tempfile  # Deferred: a start with a store_dir does not load tempfile (nor shutil, random).
+
+    return os.path.join(tempfile.gettempdir(), "nats")
 
 @dataclass(kw_only=True)
 class SubjectPermission:
@@ -512,8 +519,7 @@ class ServerOptions:
     @property
     def jetstream_dir(self) -> str:
         """Directory holding JetStream data: ``<store_dir or <tmp>/nats>/jetstream``."""
-        base = self.store_dir or os.path.join(tempfile.gettempdir(), "nats")
-        return os.path.join(base, "jetstream")
+        return os.path.join(self.store_dir or default_store_dir(), "jetstream")
 
     @property
     def auth_required(self) -> bool:

@@ -13,12 +13,11 @@ accounts share.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import functools
 import os
-import shutil
 import stat
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +43,7 @@ from pyjetstream.server.jetstream.stream import (
     encode_stream_meta,
     store_config_for,
 )
-from pyjetstream.server.options import DEFAULT_MAX_CONSUMERS, AccountJetStreamLimits
+from pyjetstream.server.options import DEFAULT_MAX_CONSUMERS, AccountJetStreamLimits, default_store_dir
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.api_router import ApiRouter
@@ -85,7 +84,7 @@ class JetStreamEngine:
         self.strict: bool = getattr(opts, "jetstream_strict", True)
         #: The header block of the API request being handled (set by the router around a handler).
         self.request_hdr: bytes | None = None
-        base = getattr(opts, "store_dir", "") or os.path.join(tempfile.gettempdir(), "nats")
+        base = getattr(opts, "store_dir", "") or default_store_dir()
         self.store_dir = Path(base) / "jetstream"
         self.streams_dir = self.store_dir / self.account_name / "streams"
         self.sync_always: bool = bool(getattr(opts, "sync_always", False))
@@ -118,9 +117,9 @@ class JetStreamEngine:
 
     def _default_storage(self) -> int:
         try:
-            path = self.store_dir if self.store_dir.exists() else Path(tempfile.gettempdir())
-            free = shutil.disk_usage(path).free
-            return int(free * DEFAULT_STORAGE_FRACTION)
+            path = self.store_dir if self.store_dir.exists() else Path(default_store_dir()).parent
+            st = os.statvfs(path)  # (shutil.disk_usage's free: shutil, bz2 and lzma are not loaded at start)
+            return int(st.f_bavail * st.f_frsize * DEFAULT_STORAGE_FRACTION)
         except OSError:
             return FALLBACK_MAX_STORAGE
 
@@ -539,11 +538,15 @@ def check_store_dir(store_dir: Path) -> str:
         st = None
     if st is None or not stat.S_ISDIR(st.st_mode):
         return "storage directory is not a directory"
+    # os.CreateTemp(storeDir, "_test_"), closed and removed (a name of its own, as CreateTemp's;
+    # not tempfile, which would load shutil, bz2, lzma and random at every start).
+    test = os.path.join(store_dir, f"_test_{os.urandom(8).hex()}")
     try:
-        with tempfile.TemporaryFile(dir=store_dir, prefix="_test_"):
-            pass
+        os.close(os.open(test, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     except OSError:
         return "storage directory is not writable"
+    with contextlib.suppress(OSError):
+        os.remove(test)
     return ""
 
 

@@ -8,19 +8,37 @@ storage detail invisible to clients; records that would not shrink are stored pl
 
 from __future__ import annotations
 
-import cramjam
+from typing import Any
 
 # Below this many bytes of headers + payload compression rarely pays for its CPU time.
 MIN_COMPRESS = 64
+
+_snappy: Any = None  # cramjam.snappy, once a compressed record is written or read
+
+
+def snappy() -> Any:
+    """cramjam's Snappy codec, imported on first use: a server whose streams are not compressed
+    never loads cramjam (a restart's CPU is mostly imports; tests/server/test_startup_imports.py)."""
+    global _snappy
+    if _snappy is None:
+        import cramjam  # Deferred: start-up imports only what the streams use.
+
+        _snappy = cramjam.snappy
+    return _snappy
 
 
 def compress(data: bytes) -> bytes | None:
     """The compressed form, or None when it would not be smaller."""
     if len(data) < MIN_COMPRESS:
         return None
-    out = bytes(cramjam.snappy.compress_raw(data))
+    out = bytes((_snappy or snappy()).compress_raw(data))
     return out if len(out) < len(data) else None
 
 
+def decompressed_len(data: bytes | memoryview) -> int:
+    """The length a compressed record's body decompresses to (read from its preamble)."""
+    return int((_snappy or snappy()).decompress_raw_len(data))
+
+
 def decompress(data: bytes | memoryview) -> bytes:
-    return bytes(cramjam.snappy.decompress_raw(data))
+    return bytes((_snappy or snappy()).decompress_raw(data))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import shutil
 import sys
 import threading
 import zlib
@@ -192,12 +191,20 @@ def remove_tree_later(path: str) -> None:
     except FileNotFoundError:
         return
     except OSError:
-        shutil.rmtree(path, ignore_errors=True)
+        _rmtree(path)
         aside = ""
     with contextlib.suppress(OSError):
         fsync_dir(parent or ".")
     if aside:
-        threading.Thread(target=shutil.rmtree, args=(aside, True), name="remove-tree", daemon=True).start()
+        threading.Thread(target=_rmtree, args=(aside,), name="remove-tree", daemon=True).start()
+
+
+def _rmtree(path: str) -> None:
+    """``shutil.rmtree``, errors ignored; shutil imported on the first removal (it loads bz2 and
+    lzma: a start that removes nothing does not pay for them)."""
+    import shutil  # Deferred: start-up imports only what is used.
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_deleted_trees(directory: str) -> None:
@@ -206,5 +213,5 @@ def remove_deleted_trees(directory: str) -> None:
         for entry in os.scandir(directory):
             if entry.name.startswith(".") and ".deleted." in entry.name and entry.is_dir():
                 threading.Thread(
-                    target=shutil.rmtree, args=(entry.path, True), name="remove-tree", daemon=True
+                    target=_rmtree, args=(entry.path,), name="remove-tree", daemon=True
                 ).start()

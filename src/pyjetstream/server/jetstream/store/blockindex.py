@@ -33,8 +33,6 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
-import cramjam
-
 from pyjetstream.api.ttl import parse_message_ttl
 from pyjetstream.protocol.headers import get_header
 
@@ -517,7 +515,7 @@ class BlockIndexes(PayloadBackend):
         last_idx: list[int] = [-1] * known.next
         size_base, size_hdr, note_ttl = self.size_base, self.size_hdr, self._note_ttl if recover else _no_ttl
         ends: list[ScanEnd] = []
-        damage, decompressed_len = self._damage if recover else ScanDamage(), cramjam.snappy.decompress_raw_len
+        damage = self._damage if recover else ScanDamage()
         # The per-record loop of a crash restart: everything it touches is a local.
         sids_append, tss_append, sizes_append = sids.append, tss.append, sizes.append
         locs_append, nxt_append, own_get = locs.append, nxt.append, own.get
@@ -540,7 +538,7 @@ class BlockIndexes(PayloadBackend):
                     continue
                 at = off + hdr_len
                 if kind & compressed:
-                    dlen = decompressed_len(buf[at + slen : off + total - CRC_LEN]) - hlen
+                    dlen = _compress.decompressed_len(buf[at + slen : off + total - CRC_LEN]) - hlen
                 else:
                     dlen = total - overhead - slen - hlen
                 subj = buf[at : at + slen]
