@@ -1,7 +1,8 @@
 """A subject purge of many messages removes them at once (``IndexedStore._remove_seqs``: the index's
-``remove_seqs``, the backend's ``remove_many``); with the switch off (``_BULK_MIN``) each goes one by
-one. Both must leave the same store: state, subjects, every message, pending counts, and the same
-after a restart of a file store."""
+``remove_seqs``, the backend's ``remove_many``, sealed pages of nothing else whole: ``remove_pages``);
+with the switches off (``_BULK_MIN``, ``WHOLE_PAGES``) each goes one by one. Both must leave the
+same store: state, subjects, every message, pending counts, and the same after a restart of a file
+store."""
 
 from __future__ import annotations
 
@@ -47,8 +48,10 @@ def test_bulk_purge_equals_one_by_one(
         if subject == ">":
             continue  # (a purge of everything is the store's own bulk path either way)
         monkeypatch.setattr(indexed_mod, "_BULK_MIN", 64)
+        monkeypatch.setattr(indexed_mod, "WHOLE_PAGES", True)
         got = bulk.purge_ex(subject, seq, keep)
         monkeypatch.setattr(indexed_mod, "_BULK_MIN", 1 << 62)
+        monkeypatch.setattr(indexed_mod, "WHOLE_PAGES", False)
         assert single.purge_ex(subject, seq, keep) == got, (subject, seq, keep)
         assert picture(bulk) == picture(single), (subject, seq, keep)
         for i in range(20):

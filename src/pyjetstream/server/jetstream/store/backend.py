@@ -116,6 +116,11 @@ class PayloadBackend(ABC):
             remove(seq, loc, False, lazy)
 
     @abstractmethod
+    def remove_pages(self, spans: list[tuple[int, int]]) -> None:
+        """Every live message of each ``[lo, hi)`` is being removed, each span a whole sealed page
+        of the index (ascending; a purge's pages of nothing else, not the first of them)."""
+
+    @abstractmethod
     def remove_range(self, lo: int, hi: int) -> None:
         """The live messages of sequences [lo, hi) are being removed (``lo`` is the first)."""
 
@@ -243,6 +248,14 @@ class MemoryPayloads(PayloadBackend):
         payloads, base = self.payloads, self.base
         for seq in seqs:
             payloads[seq - base] = None
+        self._trim()
+
+    def remove_pages(self, spans: list[tuple[int, int]]) -> None:
+        payloads, base = self.payloads, self.base
+        for lo, hi in spans:
+            a, b = max(lo - base, 0), min(hi - base, len(payloads))
+            if b > a:
+                payloads[a:b] = [None] * (b - a)
         self._trim()
 
     def remove_range(self, lo: int, hi: int) -> None:

@@ -556,6 +556,20 @@ class BlockFiles(BlockIndexes):
                 (self._maint_later if lazy else self._maint).add(blk)
             k = j
 
+    def remove_pages(self, spans: list[tuple[int, int]]) -> None:
+        """Sealed blocks (the index's pages are the blocks) whose every live message goes: no
+        tombstone, the block is unlinked by the commit's maintenance (nats-server's ``purgeEx``
+        removes a block it empties, dropping the tombstones it would have written for it) — a
+        purge's cost per block, not per message."""
+        self._lazy_tombs_due()
+        blocks, firsts = self.blocks, self._firsts
+        for lo, hi in spans:
+            bi = bisect.bisect_right(firsts, lo) - 1
+            blk = blocks[bi]
+            assert blk is not blocks[-1] and hi <= firsts[bi + 1], "a sealed block's page"
+            blk.live_msgs = blk.live_bytes = 0
+            self._maint.add(blk)
+
     def _erase_record(self, blk: _Block, off: int, plen: int, seq: int) -> None:
         rec = erased_record(seq, plen)
         if blk is self.blocks[-1]:

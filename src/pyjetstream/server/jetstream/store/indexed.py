@@ -48,6 +48,7 @@ from .base import (
     StoreError,
     StreamState,
 )
+from .pages import Page
 from .seqindex import SeqIndex
 from .ttls import MessageTTLs
 
@@ -55,6 +56,9 @@ from .ttls import MessageTTLs
 _BULK_MIN = 64
 # A run that the discard-old limits trim is stored whole and trimmed after (False: one by one).
 TRIM_RUNS = True
+# A purge drops a sealed page (a file store's block) whose every live message goes whole,
+# by its counts, without loading or listing its slots (False: each message listed and removed).
+WHOLE_PAGES = True
 _time_ns = time.time_ns
 
 #: ``expire(seq, subject, last)``: a message's age or TTL is up; ``last`` says it is the only
@@ -500,37 +504,46 @@ class IndexedStore(MessageStore):
         limit = seq - 1 if seq > 0 else index.last_seq
         # Oldest first across the matching subjects (matters when keeping the newest N); one is
         # the oldest of their firsts (a fired schedule's, a marker's roll-up: no page looked at).
+        whole: list[Page] = []
         if maxp == 1:
             oldest = min(table.first[sid] for sid in matched)
             seqs = [oldest] if oldest <= limit else []
         else:
-            seqs = seqbulk.oldest_of(index, matched, maxp, limit)
-        if seqs:
-            self._remove_seqs(seqs)
+            seqs = seqbulk.oldest_of(index, matched, maxp, limit, whole if WHOLE_PAGES else None)
+        gone = len(seqs) + sum(p.msgs for p in whole)
+        if gone:
+            self._remove_seqs(seqs, whole)
             self._commit()
-        return len(seqs)
+        return gone
 
     def purge_subjects(self, subjects: Collection[str], keep: int = 0) -> int:
         """`purge_ex` of each literal subject, all removed at once (`seqbulk.of_subjects`)."""
-        seqs = seqbulk.of_subjects(self._index, subjects, keep)
-        self._remove_seqs(seqs)
+        whole: list[Page] = []
+        seqs = seqbulk.of_subjects(self._index, subjects, keep, whole if WHOLE_PAGES else None)
+        self._remove_seqs(seqs, whole)
         self._commit()  # (nothing to write when nothing was removed)
-        return len(seqs)
+        return len(seqs) + sum(p.msgs for p in whole)
 
-    def _remove_seqs(self, seqs: list[int]) -> None:
-        """Remove the messages at ``seqs`` (ascending, live): a few one by one (each told to
-        `on_removed`), many at once — the backend's `remove_many`, `seqbulk.remove_seqs` — counted
-        as a bulk removal (consumers recount: nats-server's ``md < -1``)."""
-        if len(seqs) <= _BULK_MIN:
+    def _remove_seqs(self, seqs: list[int], whole: list[Page] | None = None) -> None:
+        """Remove the messages at ``seqs`` (ascending, live) and every live one of the sealed
+        pages ``whole`` (a purge's pages of nothing else: `seqbulk.oldest_of`): a few one by one
+        (each told to `on_removed`), many at once — the backend's `remove_many` and
+        `remove_pages` (a file store's blocks go whole, unread, as nats-server's ``purgeEx``
+        removes a block it empties), `seqbulk.remove_seqs` — counted as a bulk removal
+        (consumers recount: nats-server's ``md < -1``)."""
+        if not whole and len(seqs) <= _BULK_MIN:
             for seq in seqs:
                 self._remove_at(seq, False)
             return
         index = self._index
-        self._backend.remove_many(seqs, seqbulk.locs_of(index, seqs))
-        first = seqs[0] == index.first_seq
-        seqbulk.remove_seqs(index, seqs)
+        head = index.first_seq
+        if seqs:
+            self._backend.remove_many(seqs, seqbulk.locs_of(index, seqs))
+        if whole:
+            self._backend.remove_pages([(p.first, p.end) for p in whole])
+        seqbulk.remove_seqs(index, seqs, whole=whole or ())
         self.bulk_removals += 1
-        if first and self._first_changed is not None:
+        if index.first_seq != head and self._first_changed is not None:
             self._first_changed()
 
     def truncate(self, seq: int) -> None:

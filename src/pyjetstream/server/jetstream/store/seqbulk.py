@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import compress
 
 from ._index import find_value, zero_fill
@@ -23,9 +23,14 @@ from .seqindex import DELS_MAX, SeqIndex
 __all__ = ["locs_of", "of_subjects", "oldest_of", "remove_seqs", "trimmed"]
 
 
-def oldest_of(index: SeqIndex, sids: Collection[int], n: int, limit: int) -> list[int]:
+def oldest_of(
+    index: SeqIndex, sids: Collection[int], n: int, limit: int, whole: list[Page] | None = None
+) -> list[int]:
     """The oldest ``n`` messages at or below ``limit`` on the subjects ``sids``, ascending: page
-    by page from the oldest of their firsts (`_page_of`), stopping once ``n`` are found."""
+    by page from the oldest of their firsts (`_page_of`), stopping once ``n`` are found.
+    ``whole``: a sealed page whose live messages all go (its subject counts say so) is put
+    there instead of listing its sequences — it is dropped whole, neither loaded nor looked
+    at (`remove_seqs`); the sequences returned and the pages together are the oldest ``n``."""
     table = index.subjects
     first, last = table.first, table.last
     want = set(sids)
@@ -35,7 +40,8 @@ def oldest_of(index: SeqIndex, sids: Collection[int], n: int, limit: int) -> lis
     pages = index.pages
     i = index._pi(lo)
     few = len(want) <= _FEW
-    while i < len(pages) and len(out) < n:
+    taken = 0  # (messages of the pages put in ``whole``)
+    while i < len(pages) and len(out) + taken < n:
         p = pages[i]
         i += 1
         if p.first > hi:
@@ -45,12 +51,29 @@ def oldest_of(index: SeqIndex, sids: Collection[int], n: int, limit: int) -> lis
             have = [(sid, c) for sid in want if (c := p.count(sid))]
         else:
             have = [(sid, c) for sid, c in p.subjects() if sid in want]
-        if have:
-            index._use(p)
-            out.extend(_page_of(index, p, have, lo, hi))
+        if not have:
+            continue
+        if whole is not None and _all_of(index, p, have, hi, n - len(out) - taken):
+            whole.append(p)
+            taken += p.msgs
+            continue
+        index._use(p)
+        out.extend(_page_of(index, p, have, lo, hi))
     index.steps += len(want)
-    del out[n:]
+    del out[n - taken :]
     return out
+
+
+def _all_of(index: SeqIndex, p: Page, have: list[tuple[int, int]], hi: int, room: int) -> bool:
+    """Whether every live message of page ``p`` goes (``have``: its live counts of the wanted
+    subjects): the page holds nothing else, none past ``hi``, no more than ``room``, and it
+    is sealed (the tail is the active block, which is not dropped)."""
+    return (
+        p is not index.tail
+        and p.end - 1 <= hi
+        and p.msgs <= room
+        and sum(c for _, c in have) == p.msgs
+    )
 
 
 # A purge of at most this many subjects asks each page for each; of more, each page for its own.
@@ -60,10 +83,13 @@ _FEW = 8
 _DENSE = 32
 
 
-def of_subjects(index: SeqIndex, subjects: Collection[str], keep: int = 0) -> list[int]:
+def of_subjects(
+    index: SeqIndex, subjects: Collection[str], keep: int = 0, whole: list[Page] | None = None
+) -> list[int]:
     """The messages on each of the literal ``subjects`` but its newest ``keep``, ascending
     (`IndexedStore.purge_subjects`): one to go is the subject's first (no page looked at), more
-    are found by `oldest_of`; a subject with no more than ``keep`` has none to give."""
+    are found by `oldest_of` (``whole``: as there; pages of different subjects are distinct);
+    a subject with no more than ``keep`` has none to give."""
     table = index.subjects
     ids, msgs, first = table.ids, table.msgs, table.first
     seqs: list[int] = []
@@ -73,9 +99,15 @@ def of_subjects(index: SeqIndex, subjects: Collection[str], keep: int = 0) -> li
         if count == 1:  # (its oldest)
             seqs.append(first[sid])
         elif count > 0:
-            seqs.extend(oldest_of(index, (sid,), count, index.last_seq))
+            seqs.extend(oldest_of(index, (sid,), count, index.last_seq, whole))
     seqs.sort()
+    if whole:
+        whole.sort(key=_first_of)
     return seqs
+
+
+def _first_of(p: Page) -> int:
+    return p.first
 
 
 def _page_of(index: SeqIndex, p: Page, have: list[tuple[int, int]], lo: int, hi: int) -> Iterable[int]:
@@ -185,22 +217,34 @@ def _by_page(index: SeqIndex, seqs: list[int]) -> Iterator[tuple[Page, int, int]
         a = b
 
 
-def remove_seqs(index: SeqIndex, seqs: list[int], keep_last: bool = False) -> None:
+def remove_seqs(index: SeqIndex, seqs: list[int], keep_last: bool = False, whole: Sequence[Page] = ()) -> None:
     """Remove the live messages at ``seqs`` (ascending) at once (see the module docstring).
     ``keep_last``: each subject's last message stays (a limit's trim), so a subject left with
-    one message has it as its first too."""
+    one message has it as its first too. ``whole``: sealed pages (ascending, none holding one
+    of ``seqs``) whose every live message goes too — dropped whole by their resident counts,
+    one step each, their slots neither loaded nor looked at (as `SeqIndex.remove_prefix`)."""
     lost: Counter[int] = Counter()
     nbytes = 0
+    gone = len(seqs)
+    head = index.first_seq
+    moved = bool(seqs) and seqs[0] == head
     emptied: list[Page] = []
     for p, a, b in _by_page(index, seqs):
         index.visits += 1
         nbytes += _cut(index, p, seqs[a:b], lost)
         if not p.msgs and p is not index.tail:
             emptied.append(p)
+    for p in whole:
+        index.visits += 1
+        lost.update(dict(p.subjects()))
+        nbytes += p.bytes
+        gone += p.msgs
+        moved = moved or p.first <= head < p.end
+        emptied.append(p)
     for p in emptied:
         index._drop_page(p)
-    index.steps += len(seqs)
-    index.msgs -= len(seqs)
+    index.steps += len(seqs) + len(whole)
+    index.msgs -= gone
     index.bytes -= nbytes
     table = index.subjects
     live = index.live
@@ -217,8 +261,8 @@ def remove_seqs(index: SeqIndex, seqs: list[int], keep_last: bool = False) -> No
             table.first[sid] = index._subj_next(table.first[sid], sid)
         if not live(table.last[sid]):
             table.last[sid] = index._subj_prev(table.last[sid], sid)
-    if seqs[0] == index.first_seq:
-        index._advance_first_from(seqs[0] + 1)
+    if moved:
+        index._advance_first_from(head + 1)
 
 
 def _cut(index: SeqIndex, p: Page, seqs: list[int], lost: Counter[int]) -> int:
