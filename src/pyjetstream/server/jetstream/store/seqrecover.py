@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
+from itertools import compress
 from typing import TYPE_CHECKING
 
 from ._index import find_value, rfind_value, zeros
@@ -84,16 +85,26 @@ class BlockSlots:
 
 
 def _subject_spans(sids: array[int]) -> list[tuple[int, int, int, int]]:
-    """``(sid, messages, first slot, last slot)`` of every subject id in ``sids`` (0 = none),
-    with C-speed passes only (a Counter, and dicts whose last write per key wins)."""
-    counts = Counter(sids)
-    counts.pop(0, None)
-    if not counts:
-        return []
-    n = len(sids)
-    last_at = dict(zip(sids, range(n), strict=True))
-    first_at = dict(zip(reversed(sids), range(n - 1, -1, -1), strict=True))
-    return [(sid, c, first_at[sid], last_at[sid]) for sid, c in counts.items()]
+    """``(sid, messages, first slot, last slot)`` of every subject id in ``sids`` (0 = none)."""
+    return list(zip(*_subject_columns(sids), strict=True))
+
+
+def _subject_columns(sids: array[int]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """`_subject_spans` as four columns — ids, messages, first and last slot —, with C-speed
+    passes over the live slots only (``compress``, a Counter, dicts whose last write per key
+    wins): a block rewritten or sealed with a few live messages of many subjects costs a pass
+    over its slots in C, not a Python step per slot or per subject. When each subject is there
+    once (a KV bucket's, a ``max_msgs_per_subject: 1`` stream's block) the live slots are the
+    columns themselves."""
+    pos = list(compress(range(len(sids)), sids))
+    live = list(compress(sids, sids))
+    if len(set(live)) == len(live):
+        return live, [1] * len(live), pos, pos
+    counts = Counter(live)
+    ids = list(counts)
+    last_at = dict(zip(live, pos, strict=True))
+    first_at = dict(zip(reversed(live), reversed(pos), strict=True))
+    return ids, list(counts.values()), list(map(first_at.__getitem__, ids)), list(map(last_at.__getitem__, ids))
 
 
 def block_slots(index: SeqIndex, first: int, end: int) -> BlockSlots:
@@ -144,18 +155,23 @@ def _block_subjects(index: SeqIndex, b: BlockSlots, seg: array[int], off: int) -
         # Few subjects, all ids < 256: a 4-byte little-endian id can then only match at an
         # item boundary, so bytes.count/find (C) count and locate each subject exactly.
         raw = seg.tobytes()
-        spans = []
+        ids, msgs, firsts, lasts = [], [], [], []
         for sid in table.ids.values():
             c = raw.count(sid.to_bytes(4, "little"))
             if c:
-                spans.append((sid, c, find_value(seg, sid, 0, len(seg)), rfind_value(seg, sid, 0, len(seg))))
+                ids.append(sid)
+                msgs.append(c)
+                firsts.append(find_value(seg, sid, 0, len(seg)))
+                lasts.append(rfind_value(seg, sid, 0, len(seg)))
     else:
-        spans = _subject_spans(seg)
-    for sid, c, i, j in spans:
-        name = table.names[sid]
-        assert name is not None
-        b.ids.append(sid)
-        b.names.append(name)
-        b.s_msgs.append(c)
-        b.s_first.append(off + i)
-        b.s_last.append(off + j)
+        ids, msgs, firsts, lasts = _subject_columns(seg)
+    names = list(map(table.names.__getitem__, ids))
+    assert None not in names
+    b.ids.fromlist(ids)
+    b.names.extend(names)  # type: ignore[arg-type]
+    b.s_msgs.fromlist(msgs)
+    b.s_first.fromlist(list(map(off.__add__, firsts)))
+    if lasts is firsts:  # (each subject once: its first is its last)
+        b.s_last.extend(b.s_first)
+    else:
+        b.s_last.fromlist(list(map(off.__add__, lasts)))
