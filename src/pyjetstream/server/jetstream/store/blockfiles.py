@@ -128,8 +128,11 @@ class BlockFiles(BlockIndexes):
         if self._sync_always and old.fd is not None:
             os.fsync(old.fd)
             self.fsync_pending.discard(old)
-        with contextlib.suppress(OSError):  # without it, a crash scans this block: slower, not wrong
-            self._write_index(old, self._mirror)
+        if self._compacts(old):
+            self._stale_idx.add(old)  # (the commit's maintenance rewrites it: its index then)
+        else:
+            with contextlib.suppress(OSError):  # without it, a crash scans this block: slower, not wrong
+                self._write_index(old, self._mirror)
         self._new_active_block(next_seq)
         # The sealed block now takes part in the sealed-fd LRU.
         self._open_fds[old] = None
@@ -448,10 +451,8 @@ class BlockFiles(BlockIndexes):
         """Unlink sealed blocks with no message left; rewrite mostly-dead ones."""
         maint, self._maint = self._maint, set()
         self.maint_passes += 1
-        compact_min = self._compact_min
         for blk in sorted(maint, key=lambda b: b.index):
-            dead = blk.size - BLOCK_HDR_LEN - blk.live_bytes
-            if blk.live_msgs and (dead < compact_min or dead < blk.live_bytes):
+            if blk.live_msgs and not self._compacts(blk):
                 continue  # the common case, decided without looking the block up
             if blk is self.blocks[-1] or blk not in self.blocks:
                 continue
@@ -460,6 +461,12 @@ class BlockFiles(BlockIndexes):
             else:
                 self._rewrite_block(blk)
         self.flush_writes()
+
+    def _compacts(self, blk: _Block) -> bool:
+        """Whether maintenance rewrites ``blk``: at least ``compact_min`` dead bytes, no fewer
+        than live ones (nats-server's ``shouldCompactInline``)."""
+        dead = blk.size - BLOCK_HDR_LEN - blk.live_bytes
+        return dead >= self._compact_min and dead >= blk.live_bytes
 
     def _rewrite_block(self, blk: _Block, upto: int | None = None) -> bytearray:
         """Rewrite a block with only its live records (those <= upto if given)."""
@@ -495,6 +502,8 @@ class BlockFiles(BlockIndexes):
         blk.live_bytes = live_bytes
         self._forget_reads(blk)
         if blk is not self.blocks[-1]:
+            # (its gaps are explained by no tombstone: only its index tells a damaged record's
+            # neighbours that were live from those removed — tests/store/test_damage_matrix.py)
             with contextlib.suppress(OSError):
                 self._write_index(blk, new)
         return new
