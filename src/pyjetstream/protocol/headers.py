@@ -139,7 +139,10 @@ def _parse_status_line(rest: bytes) -> tuple[int, str]:
 
 
 def get_header(raw: bytes | bytearray, name: bytes) -> bytes | None:
-    """Fast lookup as nats-server's ``getHeader``: case-sensitive key at a line start, then ``:``.
+    """Fast lookup as nats-server's ``getHeader``/``sliceHeader``: the first line starting with
+    the case-sensitive name and ``:``; its value with leading spaces skipped and everything else
+    up to the CRLF kept — a trailing space or a tab is part of the value, so ``Nats-Msg-Id: a ``
+    is another id than ``a`` and ``Nats-Expected-Last-Sequence: 5 `` is no number.
 
     Used on the server's hot path so that JetStream headers are found without a full parse.
     """
@@ -151,7 +154,7 @@ def get_header(raw: bytes | bytearray, name: bytes) -> bytes | None:
     end = raw.find(CRLF, start)
     if end < 0:
         return None
-    return bytes(raw[start:end]).strip(b" \t")
+    return bytes(raw[start:end]).lstrip(b" ")
 
 
 def remove_header(raw: bytes, name: bytes) -> bytes:

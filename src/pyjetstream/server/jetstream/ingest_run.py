@@ -468,9 +468,9 @@ def ids_of(raws: list[bytes]) -> list[str]:
         joined = b"\n".join(raws)
         if not raws:
             return []
-    if b" " not in joined and b"\t" not in joined:
+    if b" " not in joined:
         return msg_id_of(joined).split("\n")
-    return [msg_id_of(raw.strip(b" \t")) for raw in raws]
+    return [msg_id_of(raw.lstrip(b" ")) for raw in raws]
 
 
 __all__ = ["Run", "block_shape", "ids_of"]
