@@ -15,7 +15,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_TIMEOUT = 5.0
+#: How long a message that comes (an API answer, a PubAck, a delivery) may take: usually
+#: milliseconds, but 5 s was seen passing on a loaded 2-core machine (an API answer in
+#: test_consumer_differential's max_consumers_wq, load 10-13). Only a failing wait pays it.
+DEFAULT_TIMEOUT = 15.0
 
 
 @dataclass
