@@ -246,6 +246,18 @@ async def test_actions_and_multiple_filters(client: RawClient, v210: bool) -> No
     assert (
         error_code(await client.api(API + "CREATE.S.X", create_body(filter_subjects=["s.a", "s.*"]))) == 10138
     )
+    # Which error comes first when several apply: the first filter (in order) that is invalid or a
+    # subset of another (a plain duplicate, or a plain filter inside a later wildcard).
+    for filters, code in (
+        (["s.a", "s.b", "s.a"], 10138),
+        (["s.a.b", "s.c", "s.*.b"], 10138),
+        (["s.*", "s.>"], 10138),
+        (["s.a", "s.a", "s..x"], 10138),
+        (["s..x", "s.a", "s.a"], 10052),
+        (["s.*.c", "s.a.*"], None),
+    ):
+        answer = await client.api(API + "CREATE.S.F", create_body(filter_subjects=filters))
+        assert error_code(answer) == code, filters
     both = create_body(filter_subject="s.a", filter_subjects=["s.b"])
     assert error_code(await client.api(API + "CREATE.S.X", both)) == 10136
     in_subject = create_body(filter_subjects=["s.a", "s.b"])

@@ -15,6 +15,8 @@ from pyjetstream.api.headers import Status, heartbeat_block, pending_status_bloc
 from pyjetstream.api.models_consumer import ConsumerConfig
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.api.timefmt import NanoTime
+from pyjetstream.protocol.subjects import is_subset, is_valid_subject
+from pyjetstream.server.jetstream import consumer_config
 from pyjetstream.server.jetstream.consumer_config import (
     apply_defaults,
     check_config,
@@ -119,6 +121,47 @@ def test_ephemerals_get_an_inactive_threshold() -> None:
 )
 def test_config_checks(cfg: ConsumerConfig, code: int | None) -> None:
     assert err_code(cfg) == code
+
+
+def _filters_naive(filters: list[str]) -> int | None:
+    """nats-server's ``checkConsumerCfg`` filter loop as written: every pair compared."""
+    for i, outer in enumerate(filters):
+        if not is_valid_subject(outer):
+            return 10052
+        if any(i != j and is_subset(outer, inner) for j, inner in enumerate(filters)):
+            return 10138
+    return None
+
+
+_TOKENS = st.sampled_from(["a", "b", "*", ">", "", "a*", "b>", "*x", " "])
+_FILTER = st.lists(_TOKENS, min_size=1, max_size=3).map(".".join).filter(bool)
+
+
+@given(st.lists(_FILTER, min_size=2, max_size=8))
+def test_filter_checks_agree_with_every_pair(filters: list[str]) -> None:
+    """`_check_filters` compares only the pairs that can collide; its answers are the all-pairs loop's."""
+    assert err_code(ConsumerConfig(filter_subjects=filters)) == _filters_naive(filters)
+
+
+def test_plain_filters_are_not_compared_pairwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step count (issue 24): 1,000 filters without wildcards cost no subset test at all, and a few
+    wildcard ones cost one per filter each, not one per pair (nats-server's loop: 999,000)."""
+    calls = 0
+
+    def counting(sub: str, of: str) -> bool:
+        nonlocal calls
+        calls += 1
+        return is_subset(sub, of)
+
+    monkeypatch.setattr(consumer_config, "is_subset", counting)
+    plain = [f"s.{i}" for i in range(1000)]
+    assert err_code(ConsumerConfig(filter_subjects=plain)) is None
+    assert calls == 0
+    assert err_code(ConsumerConfig(filter_subjects=[*plain, "s.1"])) == 10138
+    wild = [f"w.{i}.*" for i in range(10)]
+    calls = 0
+    assert err_code(ConsumerConfig(filter_subjects=plain + wild)) is None
+    assert calls == len(plain + wild) * len(wild) - len(wild)
 
 
 def test_pull_ack_none_refused_on_workqueue() -> None:
