@@ -177,6 +177,21 @@ def release_free_memory() -> None:
         _malloc_trim(0)
 
 
+def remove_file(path: str, aside: str | None = None) -> None:
+    """Unlink ``path``, or with ``aside`` rename it into that directory (for `remove_tree_later`);
+    a file already gone is no error, and a rename that fails falls back to the unlink."""
+    if aside is not None:
+        try:
+            os.rename(path, os.path.join(aside, os.path.basename(path)))
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            pass
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
 def remove_tree_later(path: str) -> None:
     """Remove a directory tree without waiting for it (nats-server ``fileStore.Delete``: the
     directory is renamed aside, then removed in the background): the tree is renamed at once to
@@ -196,7 +211,12 @@ def remove_tree_later(path: str) -> None:
     with contextlib.suppress(OSError):
         fsync_dir(parent or ".")
     if aside:
-        threading.Thread(target=_rmtree, args=(aside,), name="remove-tree", daemon=True).start()
+        remove_in_background(aside)
+
+
+def remove_in_background(path: str) -> None:
+    """Remove a tree already renamed aside (a hidden ``….deleted.<random>`` name) in a thread."""
+    threading.Thread(target=_rmtree, args=(path,), name="remove-tree", daemon=True).start()
 
 
 def _rmtree(path: str) -> None:
@@ -212,6 +232,4 @@ def remove_deleted_trees(directory: str) -> None:
     with contextlib.suppress(OSError):
         for entry in os.scandir(directory):
             if entry.name.startswith(".") and ".deleted." in entry.name and entry.is_dir():
-                threading.Thread(
-                    target=_rmtree, args=(entry.path,), name="remove-tree", daemon=True
-                ).start()
+                remove_in_background(entry.path)

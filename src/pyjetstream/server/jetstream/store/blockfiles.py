@@ -32,7 +32,7 @@ from itertools import accumulate
 from typing import Any
 
 from . import _compress
-from ._fileutil import fsync_dir, open_fds_max, write_file
+from ._fileutil import fsync_dir, open_fds_max, remove_file, remove_in_background, write_file
 from ._records import (
     BLOCK_HDR_LEN,
     CRC_LEN,
@@ -61,6 +61,8 @@ READ_AHEAD = 256 * 1024
 LAZY_TOMB_BYTES = 64 * 1024
 # What a read out of order takes (a page: the record and maybe its neighbours).
 SMALL_READ = 4096
+#: A purge whose old blocks hold this many bytes renames them aside for a thread to remove.
+REMOVE_LATER_BYTES = 32 << 20
 
 _unpack_rec = REC_HDR.unpack_from
 _pack_rec = REC_HDR.pack
@@ -148,9 +150,22 @@ class BlockFiles(BlockIndexes):
         del self._firsts[i]
         self._forget_block_file(blk)
 
-    def _forget_block_file(self, blk: _Block) -> None:
+    def _aside_dir(self) -> str | None:
+        """A new hidden ``.msgs.deleted.<random>`` directory beside the blocks' (the store's
+        open removes one a crash left), or None if it cannot be made."""
+        path = os.path.join(os.path.dirname(self.msgs_dir), f".msgs.deleted.{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path)
+        except OSError:
+            return None
+        return path
+
+    def _forget_block_file(self, blk: _Block, aside: str | None = None) -> None:
         """Drop a block that has left the block list: pending writes, descriptor, its index
-        (first, so an index never outlives its block and reports its messages lost) and file."""
+        (first, so an index never outlives its block and reports its messages lost) and file.
+        With ``aside`` the files are renamed into that directory instead of unlinked, for a thread
+        to remove (nats-server's ``purge`` renames its msgs directory and removes it out of band):
+        unlinking gigabytes frees their extents in the caller, seconds of a held event loop."""
         self._tombs.pop(blk, None)
         self._maint.discard(blk)
         self._maint_later.discard(blk)
@@ -160,9 +175,8 @@ class BlockFiles(BlockIndexes):
         if blk.fd is not None:
             os.close(blk.fd)
             blk.fd = None
-        self._drop_index_file(blk.index)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(blk.path)
+        self._drop_index_file(blk.index, aside)
+        remove_file(blk.path, aside)
         self.dir_dirty = True
         self._forget_reads(blk)
         if self._floor_block is blk:
@@ -659,8 +673,11 @@ class BlockFiles(BlockIndexes):
         self.flush_writes()
         if self._sync_always:
             self.fsync_all()
+        aside = self._aside_dir() if sum(blk.size for blk in old) >= REMOVE_LATER_BYTES else None
         for blk in old:
-            self._forget_block_file(blk)
+            self._forget_block_file(blk, aside)
+        if aside is not None:
+            remove_in_background(aside)
         # The stream state names the old blocks: a crash before the next sync must not read it
         # (after a reset it brought back first 1 / last 0 for an empty store: test_store_properties).
         self.drop_state()

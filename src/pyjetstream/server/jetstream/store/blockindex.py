@@ -38,7 +38,7 @@ from pyjetstream.protocol.headers import get_header
 
 from . import _compress, _snapshot
 from ._damage import ScanDamage, in_flight, repair_header
-from ._fileutil import open_fds_max, write_file
+from ._fileutil import open_fds_max, remove_file, write_file
 from ._index import zeros
 from ._records import (
     BLOCK_HDR_LEN,
@@ -612,10 +612,9 @@ class BlockIndexes(PayloadBackend):
     def _idx_path(self, index: int) -> str:
         return os.path.join(self.msgs_dir, f"{index}.idx")
 
-    def _drop_index_file(self, index: int) -> None:
+    def _drop_index_file(self, index: int, aside: str | None = None) -> None:
         self.peeks.forget(index)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._idx_path(index))
+        remove_file(self._idx_path(index), aside)
 
     def _write_index(self, blk: _Block, content: bytes | bytearray) -> None:
         """Save a sealed block's slots beside it (``content`` = the block file's bytes), so a

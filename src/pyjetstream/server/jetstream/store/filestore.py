@@ -51,6 +51,7 @@ from ._fileutil import (
     fsync_paths,
     read_meta_file,
     release_free_memory,
+    remove_deleted_trees,
     remove_tree_later,
     write_file,
     write_meta_file,
@@ -148,6 +149,7 @@ class FileStore(IndexedStore):
         self.found_lost: LostData | None = None
 
         os.makedirs(self._msgs_dir, exist_ok=True)
+        remove_deleted_trees(self._dir)  # (old blocks a purge renamed aside, if a stop cut it short)
         existed = self._recover()
         blocks.open_active()
         found = self.found_lost
