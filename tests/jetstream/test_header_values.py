@@ -197,3 +197,26 @@ async def test_counter_increment_forms(client: RawClient) -> None:
         "bare": ("seq", 1), "space": ("seq", 1), "spaces": ("seq", 1),
         "trailing": bad, "tab": bad, "trailing_tab": bad,
     }  # fmt: skip
+
+
+async def test_expected_stream_and_ttl_in_one_read(client: RawClient) -> None:
+    """A read's stretch of publishes (the server's run path) reads ``Nats-Expected-Stream`` and
+    ``Nats-TTL`` as the one-by-one path does."""
+    await client.add_stream("S", ["s.>"], allow_msg_ttl=True)
+    lines = [
+        ("Nats-Expected-Stream: S", ("seq", 1)),
+        ("Nats-Expected-Stream: S ", err(10060, "expected stream does not match")),
+        ("Nats-Expected-Stream:\tS", err(10060, "expected stream does not match")),
+        ("Nats-TTL:  5s", ("seq", 2)),
+        ("Nats-TTL: 5s ", BAD_TTL),
+        ("Nats-TTL: 5\t", BAD_TTL),
+        ("Nats-Expected-Stream:  S", ("seq", 3)),
+    ]
+    inbox = client.new_inbox()
+    sub = client.subscribe(inbox + ".*")
+    for i, (line, _) in enumerate(lines):
+        client.publish("s.a", b"x", f"{inbox}.{i}", block(f"Nats-Msg-Id: m{i}", line))
+    acks = await sub.collect(len(lines))
+    sub.unsubscribe()
+    acks.sort(key=lambda m: int(m.subject.rsplit(".", 1)[1]))
+    assert [outcome(json.loads(m.data)) for m in acks] == [want for _, want in lines]
