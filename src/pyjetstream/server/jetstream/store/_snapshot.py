@@ -10,10 +10,11 @@ a later crash can never pair it with blocks that changed since.
 from __future__ import annotations
 
 import json
+import os
 import struct
 import zlib
 from array import array
-from typing import Any
+from typing import Any, TypeAlias
 
 from ._fileutil import Buffer
 
@@ -48,7 +49,12 @@ def encode(header: dict[str, Any], arrays: dict[str, array[int]], names: list[st
     return parts
 
 
-def layout(buf: bytes) -> tuple[dict[str, Any], dict[str, tuple[str, int, int]]] | None:
+Layout: TypeAlias = "tuple[dict[str, Any], dict[str, tuple[str, int, int]]]"
+# Bytes of a snapshot file read at a time by `file_layout`.
+_CHUNK = 256 * 1024
+
+
+def layout(buf: bytes) -> Layout | None:
     """The header and where each array lies (typecode, byte offset, byte length) in a valid
     snapshot's bytes, without decoding the arrays (to read single items of them later); None
     when the bytes are not a valid snapshot."""
@@ -57,18 +63,54 @@ def layout(buf: bytes) -> tuple[dict[str, Any], dict[str, tuple[str, int, int]]]
     if zlib.crc32(memoryview(buf)[:-4]) != int.from_bytes(buf[-4:], "little"):
         return None
     (hlen,) = _LEN.unpack_from(buf, 4)
+    return _where(buf[8 : 8 + hlen], len(buf))
+
+
+def file_layout(path: str) -> Layout | None:
+    """`layout` of a snapshot file, read in chunks into one buffer and checked as they come: a
+    block index (~5 MB for 8 MiB of small messages) read whole to find where its arrays lie cost
+    ~3 ms of CPU, most of it a fresh buffer's pages; so read, ~1.3 ms. Raises OSError."""
+    buf = bytearray(_CHUNK)
+    mv = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        body = size - 4
+        if body < 8:
+            return None
+        got = f.readinto(mv[: min(_CHUNK, body)])
+        if got < 8 or buf[:4] != MAGIC:
+            return None
+        (hlen,) = _LEN.unpack_from(buf, 4)
+        if 8 + hlen > got:  # (a header longer than a chunk: not a block index's)
+            return None
+        head = bytes(mv[8 : 8 + hlen])
+        crc = zlib.crc32(mv[:got])
+        pos = got
+        while pos < body:
+            got = f.readinto(mv[: min(_CHUNK, body - pos)])
+            if not got:
+                return None
+            crc = zlib.crc32(mv[:got], crc)
+            pos += got
+        if crc != int.from_bytes(f.read(4), "little"):
+            return None
+    return _where(head, size)
+
+
+def _where(head: bytes, size: int) -> Layout | None:
+    """The header and the arrays' places from a snapshot's JSON header (``size``: the file's)."""
     try:
-        meta = json.loads(buf[8 : 8 + hlen])
+        meta = json.loads(head)
     except ValueError:
         return None
     if meta.get("version") != VERSION:
         return None
-    off = 8 + hlen
+    off = 8 + len(head)
     where: dict[str, tuple[str, int, int]] = {}
     for key, (code, n) in meta["arrays"].items():
         where[key] = (code, off, n)
         off += n
-    return (meta["header"], where) if off == len(buf) - 4 else None
+    return (meta["header"], where) if off == size - 4 else None
 
 
 def decode(buf: bytes) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]] | None:
