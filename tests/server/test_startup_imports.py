@@ -61,6 +61,7 @@ NOT_AT_START = (
     "pyjetstream.api.kv",
     "pyjetstream.api.objstore",
     "pyjetstream.api.snapshot",
+    "pyjetstream.api.advisories",  # (the first advisory: server.jetstream.advisories)
     "pyjetstream.client",
     "encodings.idna",  # (create_server resolving a literal address: `server._bound_socket`)
     # The standard library's, loaded by what a default start does not do: tempfile (a store_dir

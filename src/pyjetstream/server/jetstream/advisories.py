@@ -1,6 +1,8 @@
 """Publishing JetStream advisories (``$JS.EVENT.ADVISORY.…``) into the account.
 
-Advisories are cheap when nobody listens: the router finds no subscription and drops them.
+Advisories are cheap when nobody listens: the router finds no subscription and drops them. Their
+models (``pyjetstream.api.advisories``, 23 msgspec Structs) are imported at the first advisory, not
+at start (a restart's CPU is mostly imports; tests/server/test_startup_imports.py).
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ import time
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import subjects as S
-from pyjetstream.api.advisories import ConsumerActionAdvisory, StreamActionAdvisory, TypedEvent
 from pyjetstream.api.enums import AdvisoryAction
 from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.server.jetstream.api_common import encode_response
 
 if TYPE_CHECKING:
+    from pyjetstream.api.advisories import TypedEvent
     from pyjetstream.server.jetstream.engine import JetStreamEngine
 
 _STREAM_SUBJECTS = {
@@ -44,6 +46,8 @@ def publish(engine: JetStreamEngine, subject: str, event: TypedEvent) -> None:
 
 
 def stream_action(engine: JetStreamEngine, stream: str, action: str) -> None:
+    from pyjetstream.api.advisories import StreamActionAdvisory  # Deferred: see the module's docstring.
+
     publish(
         engine,
         _STREAM_SUBJECTS[action](stream),
@@ -52,6 +56,8 @@ def stream_action(engine: JetStreamEngine, stream: str, action: str) -> None:
 
 
 def consumer_action(engine: JetStreamEngine, stream: str, consumer: str, action: str) -> None:
+    from pyjetstream.api.advisories import ConsumerActionAdvisory  # Deferred: see the module's docstring.
+
     publish(
         engine,
         _CONSUMER_SUBJECTS[action](stream, consumer),

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api import errors as E
 from pyjetstream.api import subjects as S
-from pyjetstream.api.advisories import StreamWriteErrorAdvisory
 from pyjetstream.api.codec import encode_pub_ack_error
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.models_common import ApiError
@@ -165,6 +164,9 @@ class WriteBatch:
                 stream.server.logger.error(
                     "JetStream stream '%s > %s' critical write error: %s", engine.account_name, stream.name, werr
                 )
+                # Deferred: the advisory models (23 msgspec Structs) are not made at start.
+                from pyjetstream.api.advisories import StreamWriteErrorAdvisory
+
                 advisories.publish(
                     engine,
                     S.advisory_stream_write_error(stream.name),
