@@ -11,7 +11,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig
+from pyjetstream.server.jetstream.store.blockfiles import BlockFiles
 
 from .conftest import crash
 
@@ -71,3 +74,32 @@ def test_trims_lost_in_a_crash_are_applied_again_at_open(tmp_path: Path) -> None
     s3 = open_kv(d)  # (and the trims made at open were kept)
     assert s3.state().msgs == 10_000
     s3.stop()
+
+
+def test_a_block_sealed_due_for_its_rewrite_writes_one_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Puts over few keys: each block is mostly dead when sealed, rewritten by the same commit's
+    maintenance (``BlockFiles._compacts``), which writes its index: the roll writes none (each
+    sealed block wrote two before, the first thrown away at once)."""
+    s = FileStore(
+        FileStoreConfig(str(tmp_path / "kv"), block_size=16 * 1024, compact_min_bytes=1024),
+        StoreConfig(max_msgs_per_subject=1),
+    )
+    _fill(s, 20)
+    b = s._backend
+    at_rolls: list[int] = []
+    roll = BlockFiles._roll
+
+    def counted(self: BlockFiles, next_seq: int) -> None:
+        before = self.index_writes
+        roll(self, next_seq)
+        at_rolls.append(self.index_writes - before)
+
+    monkeypatch.setattr(BlockFiles, "_roll", counted)
+    rng = random.Random(3)
+    for _ in range(PUTS):
+        s.store_msg(f"kv.{rng.randrange(20)}", b"", b"v1")
+    assert len(at_rolls) > 5 and not any(at_rolls)
+    assert b.index_writes >= len(at_rolls)  # type: ignore[attr-defined]  # (each written by its rewrite)
+    s.stop()

@@ -189,6 +189,7 @@ class BlockIndexes(PayloadBackend):
         self.blocks_read = 0  # blocks whose file recovery read (a counter for the complexity tests)
         self.writes = 0  # block files written to (one per file per flush; a complexity-test counter)
         self.maint_passes = 0  # `_maintain` passes (a complexity-test counter)
+        self.index_writes = 0  # block indexes written (`_write_index`; a complexity-test counter)
         self.peeks = IndexPeeks(self._idx_path)  # slots of evicted pages read from the index files (`peek_slot`)
         # The size of each block as the stream state on disk lists it (see `drop_state`), and how
         # many times a state was found out of date since (`FileStore` writes it again then).
@@ -622,6 +623,7 @@ class BlockIndexes(PayloadBackend):
         per-block index the same way). Written whole and renamed into place; not fsynced: the
         CRC check at load catches an index that did not reach the disk."""
         index = self.index
+        self.index_writes += 1
         end = self._block_end(blk)
         slots = index.block_slots(blk.first_seq, end)
         # The block's own TTLs (ascending: appended in order), not all the store's: O(block);
