@@ -50,12 +50,14 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True, frozen=True)
 class _IdxLayout:
-    """Where a block index file's slot arrays lie: slots, and the byte offsets of sids, tss, locs."""
+    """Where a block index file's slot arrays lie: slots, and the byte offsets of sids, tss, locs;
+    whether the file's checksum was verified."""
 
     n: int
     sids: int
     tss: int
     locs: int
+    checked: bool
 
 
 class IndexPeeks:
@@ -93,10 +95,16 @@ class IndexPeeks:
                 seen[key] = None
                 if len(seen) > PEEK_SEEN:
                     del seen[next(iter(seen))]
-                fd = self._fd(index)
+                if not (loc_only or lay.checked):
+                    lay = self._check(index, first_seq)
+                fd = None if lay is None else self._fd(index)
                 if fd is None:
                     return None
-                return _read_loc(lay, fd, j) if loc_only else _read_slot(lay, fd, j)
+                return _read_loc(lay, fd, j) if loc_only else _read_slot(lay, fd, j)  # type: ignore[arg-type]
+            if not lay.checked:
+                lay = self._check(index, first_seq)
+                if lay is None:
+                    return None
             fd = self._fd(index)
             cols = None if fd is None else _read_window(lay, fd, w * PEEK_WINDOW, PEEK_WINDOW)
             if cols is None:
@@ -144,7 +152,14 @@ class IndexPeeks:
         return fd
 
     def _layout(self, index: int, first_seq: int) -> _IdxLayout | None:
-        lay = self._layouts[index] = _read_layout(self._path_of(index), first_seq)
+        """The file's layout from its header alone (its checksum verified by `_check` before a
+        subject id or a timestamp is read: a locator is checked by the record it points at)."""
+        lay = self._layouts[index] = _read_layout(self._path_of(index), first_seq, False)
+        return lay
+
+    def _check(self, index: int, first_seq: int) -> _IdxLayout | None:
+        """The file's layout with its checksum verified (None: it fails; the file is not used)."""
+        lay = self._layouts[index] = _read_layout(self._path_of(index), first_seq, True)
         return lay
 
 
@@ -190,9 +205,9 @@ def _read_window(lay: _IdxLayout, fd: int, lo: int, size: int) -> _Cols | None:
     return sids, tss, locs
 
 
-def _read_layout(path: str, first_seq: int) -> _IdxLayout | None:
+def _read_layout(path: str, first_seq: int, check: bool) -> _IdxLayout | None:
     try:
-        got = _snapshot.file_layout(path)
+        got = _snapshot.file_layout(path, check)
     except OSError:
         return None
     if got is None:
@@ -207,4 +222,4 @@ def _read_layout(path: str, first_seq: int) -> _IdxLayout | None:
     if [c[0] for c in cols] != ["I", "q", "Q"]:
         return None
     n = min(cols[0][2] // 4, cols[1][2] // 8, cols[2][2] // 8)
-    return _IdxLayout(n, cols[0][1], cols[1][1], cols[2][1])
+    return _IdxLayout(n, cols[0][1], cols[1][1], cols[2][1], check)

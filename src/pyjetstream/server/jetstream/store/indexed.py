@@ -897,7 +897,15 @@ def _msg_in(store: IndexedStore, seq: int, slot: tuple[int, int, int]) -> Stored
     sid, ts, loc = slot
     try:
         if sid < 0:
-            subject, ts, hdr, data = store._backend.read_msg(seq, loc)
+            try:
+                subject, ts, hdr, data = store._backend.read_msg(seq, loc)
+            except ErrCorruptRecord:
+                # The locator came from an index file whose checksum was not verified: the slot
+                # again by its subject id verifies the file (a damaged one is not used, the page
+                # is loaded from its block), and a record still failing is the record's fault.
+                store._backend.damaged.pop()
+                again = store._index.slot(seq)
+                return None if again is None else _msg_in(store, seq, again)
             return StoredMsg(subject, seq, ts, hdr, data)
         hdr, data = store._read_payload(seq, loc)
     except ErrCorruptRecord:
