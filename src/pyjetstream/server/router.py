@@ -213,7 +213,10 @@ class Router:
         one (no queue group, no internal subscriber, no second match): what `route` would hand to
         `FrameSink.deliver`. A consumer's delivery pass looks its destination up once and frames
         each message straight onto that connection; a receiver closed meanwhile sends it back
-        through `route`. The match is not counted here (the deliveries count themselves)."""
+        through `route`. The match is not counted here (the deliveries count themselves). An
+        internal subscription that ``takes_deliveries`` (a mirror's or source's feed) is such a
+        receiver too: the pass reads its messages in runs and calls its callback for each, as
+        `route` would."""
         sl = account.sublist
         result = sl.cache.get(subject)
         if result is None:
@@ -223,7 +226,7 @@ class Router:
         if qsubs or len(psubs) != 1:
             return None
         sub = psubs[0]
-        return sub if sub.client is not None and not sub.closed else None
+        return sub if (sub.client is not None or sub.takes_deliveries) and not sub.closed else None
 
 
 class _Bound:

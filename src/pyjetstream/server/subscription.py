@@ -51,6 +51,10 @@ class Subscription:
         #: another (a consumer's delivery): it takes both (see ``Router.route``).
         self.reroute: Any = None
         self.account: Any = None
+        #: An internal subscription a consumer's delivery pass may hand its deliveries to itself,
+        #: a run at a time, instead of routing each (`Router.lone_receiver`): set by a mirror's or
+        #: source's feed, whose callback acts on the delivering consumer only by closing this.
+        self.takes_deliveries = False
         self.max_msgs = 0
         self.delivered = 0
         self.closed = False

@@ -294,7 +294,9 @@ class DeliveryPass:
         onto the receiver's connection when the pass may (``FrameSink.deliver``'s framing, none of
         its per-message checks applying, accounted for with the others), else handed to the
         receiver's ``deliver`` (an internal subscriber, a connection that checks each message),
-        else routed (``publish_internal``: no one receiver, or it went away). Returns (delivered,
+        else routed (``publish_internal``: no one receiver, or it went away). An internal receiver
+        (``takes_deliveries``: a mirror's or source's feed) gets its callback called, as `route` calls
+        it with the stream's subject shown. Returns (delivered,
         cut): cut when the rest of a read-ahead run is to be read again (routed, receiver cut)."""
         conn, rsub = self.conn, self.rsub
         if rsub is None or rsub.closed:
@@ -302,7 +304,12 @@ class DeliveryPass:
             ok = self.publish_internal(self.dest, payload, ack.decode(), hdr or None, subject)
             return _SENT_CUT if ok else _NOT_SENT
         if conn is None:
-            ok = rsub.client.deliver(rsub, self.dest, ack.decode(), hdr or None, payload, None, subject)
+            client = rsub.client
+            if client is None:  # an internal subscription that takes deliveries (a mirror's feed)
+                rsub.delivered += 1
+                rsub.callback(subject, ack.decode(), hdr or None, payload, None)
+                return _SENT_CUT if rsub.closed else _SENT
+            ok = client.deliver(rsub, self.dest, ack.decode(), hdr or None, payload, None, subject)
             return (_SENT_CUT if rsub.closed else _SENT) if ok else _NOT_SENT
         if hdr and conn.headers:
             if subject is not self.hsub:

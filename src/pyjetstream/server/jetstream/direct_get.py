@@ -27,6 +27,7 @@ from pyjetstream.server.jetstream.api_level import required_level_refused
 from pyjetstream.server.jetstream.store.base import StoreError
 
 if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.host import Receiver
     from pyjetstream.server.jetstream.store.base import StoredMsg
     from pyjetstream.server.jetstream.stream import Stream
 
@@ -202,7 +203,7 @@ class DirectGet:
         # each reply framed straight onto that connection (as a consumer's delivery pass does); a
         # receiver that went away meanwhile is closed, which sends the rest the routed way.
         server = self.stream.server
-        rsub = server.lone_receiver(reply) if is_batch else None
+        rsub = _client_receiver(server.lone_receiver(reply)) if is_batch else None
         direct = 0
         i = 0
         while i < batch:
@@ -236,7 +237,7 @@ class DirectGet:
                     hdr = self._stream_headers(msg, None)
             last_seq = msg.seq
             if rsub is not None and not rsub.closed:
-                rsub.client.deliver(rsub, reply, "", hdr, msg.data, None)
+                rsub.client.deliver(rsub, reply, "", hdr, msg.data, None)  # type: ignore[union-attr]
                 direct += 1
             else:
                 self._send(reply, hdr, msg.data)
@@ -290,7 +291,7 @@ class DirectGet:
         except (StoreError, OSError):
             return -1, 0
         server = self.stream.server
-        rsub = server.lone_receiver(reply)
+        rsub = _client_receiver(server.lone_receiver(reply))
         pending = len(seqs)
         last_seq = sent = sent_bytes = direct = k = 0
         for seq in seqs:
@@ -303,7 +304,7 @@ class DirectGet:
             k += 1
             headers = self._reply_headers(hdr, subject, seq, ts, pending, last_seq)
             if rsub is not None and not rsub.closed:
-                rsub.client.deliver(rsub, reply, "", headers, data, None)
+                rsub.client.deliver(rsub, reply, "", headers, data, None)  # type: ignore[union-attr]
                 direct += 1
             else:
                 self._send(reply, headers, data)
@@ -327,3 +328,9 @@ def multi_last_seqs(stream: Stream, filters: list[str], max_seq: int) -> list[in
     if len(seqs) > MAX_MULTI_RESULTS:
         raise TooManyResults
     return seqs
+
+
+def _client_receiver(rsub: Receiver | None) -> Receiver | None:
+    """A client's subscription: a reply subject that reaches an internal one (a mirror's feed
+    ``takes_deliveries``) is routed."""
+    return rsub if rsub is not None and rsub.client is not None else None

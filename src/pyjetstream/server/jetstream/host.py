@@ -78,15 +78,18 @@ class Sink(Protocol):
 
 
 class Receiver(Protocol):
-    """A client subscription a delivery reaches (``subscription.Subscription``)."""
+    """A client subscription a delivery reaches (``subscription.Subscription``), or an internal one
+    that ``takes_deliveries`` (its ``client`` None: ``callback`` takes each)."""
 
     subject: str
     queue: str
     sid_b: bytes
     closed: bool
+    delivered: int
+    callback: Any
 
     @property
-    def client(self) -> Connection: ...
+    def client(self) -> Connection | None: ...
 
     @property
     def sink(self) -> Sink | None: ...
@@ -97,6 +100,7 @@ class InternalSubscription(Protocol):
 
     subject: str
     closed: bool
+    takes_deliveries: bool
 
     def unsubscribe(self) -> None: ...
 

@@ -63,6 +63,7 @@ from pyjetstream.server.jetstream.store.base import ErrStoreEOF, ErrStoreMsgNotF
 from pyjetstream.server.subject_transform import SubjectTransform, TransformError
 
 if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.host import InternalSubscription
     from pyjetstream.server.jetstream.stream import Stream
 
 __all__ = [
@@ -367,7 +368,7 @@ class _Feed:
             config.filter_subject = self.cfg.filter_subject or filters[0]
         elif filters:
             config.filter_subjects = filters
-        self._deliver_sub = self.server.subscribe_internal(deliver, self._on_delivery)
+        self._deliver_sub = self._take_deliveries(deliver)
         self._request = config
         self._send_create(self.API_LEVEL)
 
@@ -554,7 +555,7 @@ class _Feed:
         self._established(response.name, delivered)
         self.last = time.monotonic()
         if durable is not None:
-            self._deliver_sub = self.server.subscribe_internal(durable.deliver_subject, self._on_delivery)
+            self._deliver_sub = self._take_deliveries(durable.deliver_subject)
         early, self._early = self._early, []
         for args in early:
             self._on_delivery(*args, None)
@@ -573,7 +574,24 @@ class _Feed:
 
     # --- deliveries --------------------------------------------------------------------------
 
+    def _take_deliveries(self, deliver: str) -> InternalSubscription:
+        """Subscribe to the consumer's deliveries. The consumer's delivery pass hands them to us
+        itself, a run read at a time (``takes_deliveries``: `Router.lone_receiver`), rather than
+        routing each: a mirror catching up 1M messages cost 14 µs of CPU per message, 3.8x
+        nats-server's, a third of it reading and routing one message at a time. Nothing here acts
+        on that consumer but by closing this subscription (`_cancel`), which ends the pass's run.
+        ``ServerOptions.runs`` off: each delivery is routed, one at a time."""
+        sub = self.server.subscribe_internal(deliver, self._on_delivery)
+        sub.takes_deliveries = bool(getattr(self.server.options, "runs", True))
+        return sub
+
     def _on_delivery(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+        try:
+            self._delivery(subject, reply, hdr, payload)
+        except Exception:  # as `Router.route` logs a failing internal callback (the pass calls us)
+            self.server.logger.exception("JetStream %s of '%s' failed on a delivery", self.role, self.stream.name)
+
+    def _delivery(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         if self.closed:
             return
         if self.sip:  # delivered before the create reply arrived: hold until it does

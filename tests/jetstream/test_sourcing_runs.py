@@ -1,0 +1,92 @@
+"""A mirror's and a source's feed take their consumer's deliveries a run at a time (``takes_deliveries``:
+the delivery pass reads the origin in runs and calls the feed for each message, never routing one):
+counted in store reads (steps, not time), and the copies equal to those of the one-at-a-time, routed
+path (``ServerOptions.runs`` off). Embedded only and in-process (the counters are the server's own);
+mirrors and sources are behaviour-tested against both targets in test_stream_sourcing.py."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import tempfile
+from typing import Any
+
+import nats
+from nats.js.api import StreamConfig, StreamSource
+
+from pyjetstream.server.server import Server
+
+MSGS = 3_000
+STAMP = re.compile(rb"(Nats-Stream-Source: [^\r]*) \S+\r\n")
+
+
+async def catch_up(runs: bool) -> tuple[int, list[Any], list[Any]]:
+    """Store reads of the origin while a mirror and a source catch up ``MSGS`` messages (some with
+    headers, some deleted), and what each copied."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1", runs=runs)
+        await server.start()
+        nc = await nats.connect(server.client_url)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="SRC", subjects=["src.>"])
+            for i in range(MSGS):
+                await nc.publish(f"src.{i % 7}", str(i).encode(), headers={"K": str(i)} if i % 3 else None)
+            await nc.flush()
+            deadline = asyncio.get_running_loop().time() + 60
+            while (await js.stream_info("SRC")).state.last_seq < MSGS:
+                assert asyncio.get_running_loop().time() < deadline, "the origin was not filled"
+                await asyncio.sleep(0.02)
+            for seq in range(100, 200, 10):
+                await js.delete_msg("SRC", seq)
+            store = server.jetstream_engines()[0].streams["SRC"].store
+            reads = 0
+            real = store.load_next_msgs
+
+            def counting(*args: Any, **kw: Any) -> Any:
+                nonlocal reads
+                reads += 1
+                return real(*args, **kw)
+
+            store.load_next_msgs = counting
+            await js.add_stream(StreamConfig(name="MIR", mirror=StreamSource(name="SRC")))
+            await js.add_stream(StreamConfig(name="AGG", sources=[StreamSource(name="SRC")]))
+            for name in ("MIR", "AGG"):
+                deadline = asyncio.get_running_loop().time() + 60
+                while (await js.stream_info(name)).state.messages < MSGS - 10:
+                    assert asyncio.get_running_loop().time() < deadline, f"{name} did not catch up"
+                    await asyncio.sleep(0.05)
+            engine = server.jetstream_engines()[0]
+            copies = []
+            for name in ("MIR", "AGG"):
+                target = engine.streams[name].store
+                state = target.fast_state()
+                msgs = []
+                for seq in range(state.first_seq, state.last_seq + 1):
+                    try:
+                        m = target.load_msg(seq)
+                    except Exception:
+                        continue
+                    msgs.append((m.seq, m.subject, m.hdr, m.data))
+                copies.append(msgs)
+            return reads, copies[0], copies[1]
+        finally:
+            await nc.close()
+            await server.shutdown()
+
+
+def unstamped(msgs: list[Any]) -> list[Any]:
+    """A source's copies without their sequences and the origin's identity (each server its own)."""
+    return [(subject, STAMP.sub(rb"\1", hdr or b""), data) for _, subject, hdr, data in msgs]
+
+
+async def test_feeds_read_their_origin_in_runs() -> None:
+    reads_runs, mirror_runs, sourced_runs = await catch_up(runs=True)
+    reads_one, mirror_one, sourced_one = await catch_up(runs=False)
+    assert len(mirror_runs) == len(sourced_runs) == MSGS - 10
+    assert mirror_runs == mirror_one
+    assert unstamped(sourced_runs) == unstamped(sourced_one)
+    # Two feeds, each a few runs of up to DELIVER_BATCH messages (flow control may cut one short),
+    # against one read per message copied the routed way.
+    assert reads_one >= 2 * (MSGS - 10)
+    assert reads_runs <= 2 * (MSGS // 100) + 40, reads_runs
