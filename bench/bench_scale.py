@@ -69,6 +69,10 @@ Dimensions (``--dim``; sizes in the normal run):
   schedules): publishes with a TTL, with new and with duplicate message ids, plain and of new
   schedules; 5,000 TTL expiries and 2,000 schedules firing with that state in place.
 
+More dimensions — ``streams``, ``sources``, ``watchers``, ``filters``, ``objects``, ``ephemerals``,
+``queue``: shapes users run that the ones above do not name — are in ``bench/scale_more.py`` (its
+doc says what each measures), run and printed the same way.
+
 ``--quick`` divides sizes and operation counts by ten and runs one round (a smoke run). Took an hour in
 full on 2 cores at load 7-21; not part of the test suite nor of ``run_all.sh``.
 """
@@ -1509,7 +1513,10 @@ def dimensions(args: argparse.Namespace) -> list[Dimension]:
     for dim in dims:
         for op in dim.ops:
             op.repeat = op.key in REPEATED.get(dim.key, set())
-    return dims
+    # (here, not at the top: scale_more builds on this module)
+    from scale_more import more_dimensions
+
+    return dims + more_dimensions()
 
 
 # ---------------------------------------------------------------------------------------------- driver
@@ -2032,4 +2039,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    sys.modules.setdefault("bench_scale", sys.modules["__main__"])  # one module for scale_more's dimensions
     main()

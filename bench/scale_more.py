@@ -1,0 +1,417 @@
+"""More of bench_scale.py's dimensions: shapes users run that its first eight do not name.
+
+    .venv/bin/python bench/bench_scale.py [its options] --dim streams,sources,watchers,...
+
+Same driver, same table (``bench_scale.py``'s ``run_size``/``print_dimension``): each dimension at
+three sizes ten times apart, both servers fresh side by side, server CPU from ``/proc`` (a run of
+every dimension, without ``--dim``, runs these too).
+
+- ``streams`` (100 / 1k / 10k streams, one subject each): ``STREAM.NAMES`` and ``STREAM.LIST`` paging
+  (per stream listed), ``$JS.API.INFO``, publishes spread over all of them, a restart (until
+  ``$JS.API.INFO`` counts every stream; the new process's CPU, per stream);
+- ``sources`` (10k / 100k / 1M messages): a mirror catching up, and a stream sourcing 10 streams
+  catching up (per message copied);
+- ``watchers`` (10 / 100 / 1k KV watchers — push consumers, ``last_per_subject``, each on its own
+  literal deliver subject, all read by one connection; without flow control, whose requests the raw
+  reader could miss when many consumers share the connection — one stalled watcher stalls the op)
+  on one bucket): one put fanned out to all (per put);
+- ``filters`` (10 / 100 / 1k ``filter_subjects`` on one consumer, over a stream of 100k messages on
+  1,000 subjects): create + delete (per consumer), a push consumer's delivery (per delivered message);
+- ``objects`` (1 / 10 / 100 MiB objects, chunks of 128 KiB): put and get (per MiB);
+- ``ephemerals`` (100 / 1k / 10k ephemeral consumers): their inactivity clean-up (per consumer), an
+  ordered consumer created and deleted with them in place;
+- ``queue`` (10 / 100 / 1k members of one queue group on one subject): a publish (per message).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_scale as bs
+from bench_scale import (
+    P16,
+    SECOND,
+    Ctx,
+    Deliveries,
+    Dimension,
+    Op,
+    batched_requests,
+    consume_push,
+    create_stream,
+    pubs,
+    timed_build,
+)
+from rawnats import pub_frame, publish_window, server_cpu
+
+# ---- streams
+
+
+def build_streams(ctx: Ctx) -> None:
+    n = ctx.size
+
+    def create() -> int:
+        calls = [
+            (f"$JS.API.STREAM.CREATE.ST{i}", {"name": f"ST{i}", "subjects": [f"st.{i}"], "storage": "file"})
+            for i in range(n)
+        ]
+        batched_requests(ctx, calls, "stream create")
+        return n
+
+    timed_build(ctx, "create", "stream create", "stream", create)
+
+
+def _page(ctx: Ctx, what: str, key: str) -> int:
+    listed = 0
+    while listed < ctx.n(2000):
+        offset = 0
+        while offset < ctx.size:
+            page = ctx.api.api(f"STREAM.{what}", {"offset": offset})
+            got = len(page[key] or [])
+            listed, offset = listed + got, offset + got
+            if not got:
+                break
+    return listed
+
+
+def _account_info(ctx: Ctx) -> int:
+    k = ctx.n(200)
+    for _ in range(k):
+        ctx.api.api("INFO")
+    return k
+
+
+def _pub_spread(ctx: Ctx) -> int:
+    k, n = ctx.n(20_000), ctx.size
+    return ctx.publish(pubs(f"st.{i % n}" for i in range(k)), k)
+
+
+def _restart_streams(ctx: Ctx) -> int:
+    ctx.close()
+    ctx.target.stop()
+    ctx.target.start()
+    while True:
+        try:
+            ctx.connect()
+            info = ctx.api.api("INFO", timeout=max(ctx.left(), 1.0), check=False)
+            if info.get("streams") == ctx.size:
+                break
+        except (OSError, TimeoutError):
+            pass
+        ctx.api.close()
+        ctx.pub.close()
+        if not ctx.left():
+            raise bs.Partial(0)
+        time.sleep(0.02)
+    ctx.restart_cpu = server_cpu(ctx.target)
+    return int(ctx.size)
+
+
+def ops_streams() -> list[Op]:
+    return [
+        Op("names", "STREAM.NAMES paging", "stream listed", lambda c: _page(c, "NAMES", "streams")),
+        Op("list", "STREAM.LIST paging", "stream listed", lambda c: _page(c, "LIST", "streams")),
+        Op("info", "$JS.API.INFO (account info)", "request", _account_info),
+        Op("pub_spread", "publish spread over all streams", "publish", _pub_spread),
+        Op("restart", "restart after a clean stop", "stream", _restart_streams, once=True, restart=True),
+    ]
+
+
+# ---- sources
+
+
+def build_sources(ctx: Ctx) -> None:
+    m = ctx.size
+    create_stream(ctx, "SRC", subjects=["src.>"])
+    ctx.publish(pubs(f"src.{i % 100}" for i in range(m)), m)
+    for j in range(10):
+        create_stream(ctx, f"SRC{j}", subjects=[f"s10.{j}.>"])
+        ctx.publish(pubs(f"s10.{j}.{i % 100}" for i in range(m // 10)), m // 10)
+
+
+def _catch_up(ctx: Ctx, name: str, config: dict[str, Any]) -> int:
+    create_stream(ctx, name, **config)
+    m = ctx.size
+    while ctx.stream_state(name)["messages"] < m:
+        if not ctx.left():
+            raise bs.Partial(ctx.stream_state(name)["messages"])
+        time.sleep(0.05)
+    return int(m)
+
+
+def _delete(name: str) -> Any:
+    return lambda c: c.api.api(f"STREAM.DELETE.{name}", check=False)
+
+
+def ops_sources() -> list[Op]:
+    sources = {"sources": [{"name": f"SRC{j}"} for j in range(10)]}
+    return [
+        Op(
+            "mirror",
+            "a mirror catching up",
+            "message",
+            lambda c: _catch_up(c, "MIR", {"mirror": {"name": "SRC"}}),
+            cleanup=_delete("MIR"),
+        ),
+        Op(
+            "sources10",
+            "sourcing 10 streams, catching up",
+            "message",
+            lambda c: _catch_up(c, "AGG", sources),
+            cleanup=_delete("AGG"),
+        ),
+    ]
+
+
+# ---- KV watchers
+
+
+def build_watchers(ctx: Ctx) -> None:
+    n = ctx.size
+    create_stream(
+        ctx,
+        "KV_W",
+        subjects=["$KV.W.>"],
+        max_msgs_per_subject=1,
+        allow_direct=True,
+        allow_rollup_hdrs=True,
+        deny_delete=True,
+        discard="new",
+    )
+    ctx.publish(pubs(f"$KV.W.k{i}" for i in range(100)), 100)
+    dlv = Deliveries(ctx)
+    # one literal subscription each: a wildcard one does not bind a push consumer (nats-server either)
+    dlv.conn.send(b"".join(f"SUB _W.{i} {i}\r\n".encode() for i in range(n)))
+    dlv.conn.flush()
+    ctx.state["dlv"] = dlv
+
+    def create() -> int:
+        calls = [
+            (
+                f"$JS.API.CONSUMER.CREATE.KV_W.w{i}",
+                {
+                    "stream_name": "KV_W",
+                    "config": {
+                        "name": f"w{i}",
+                        "deliver_subject": f"_W.{i}",
+                        "filter_subject": "$KV.W.>",
+                        "deliver_policy": "last_per_subject",
+                        "ack_policy": "none",
+                        "mem_storage": True,
+                        "max_deliver": 1,
+                        "inactive_threshold": 600 * SECOND,
+                    },
+                },
+            )
+            for i in range(n)
+        ]
+        batched_requests(ctx, calls, "watcher create")
+        ctx.wait(lambda: dlv.conn.deliveries, 100 * n)
+        return n
+
+    timed_build(ctx, "create", "watcher create (+ its 100 keys)", "watcher", create)
+
+
+def _put_fanout(ctx: Ctx) -> int:
+    k, n = ctx.n(200), ctx.size
+    dlv = ctx.state["dlv"]
+    base = dlv.conn.deliveries
+    # new keys: a put replacing one not yet delivered (max_msgs_per_subject 1) is rightly skipped
+    tag = ctx.uid("p")
+    ctx.publish(pubs(f"$KV.W.{tag}.{i}" for i in range(k)), k)
+    ctx.wait(lambda: dlv.conn.deliveries - base, k * n)
+    return k
+
+
+def ops_watchers() -> list[Op]:
+    return [Op("put", "a put fanned out to every watcher", "put", _put_fanout)]
+
+
+# ---- filter_subjects
+
+
+def build_filters(ctx: Ctx) -> None:
+    m = ctx.n(100_000)
+    create_stream(ctx, "F", subjects=["f.>"])
+    ctx.publish(pubs(f"f.{i % 1000}" for i in range(m)), m)
+    ctx.state["m"] = m
+
+
+def _filters(ctx: Ctx) -> list[str]:
+    k = ctx.size
+    return [f"f.{j * (1000 // k)}" for j in range(k)]
+
+
+def _create_delete(ctx: Ctx) -> int:
+    k = ctx.n(100)
+    for i in range(k):
+        name = f"cf{i}"
+        cfg = {"name": name, "ack_policy": "explicit", "filter_subjects": _filters(ctx)}
+        ctx.api.api(f"CONSUMER.CREATE.F.{name}", {"stream_name": "F", "config": cfg})
+        ctx.api.api(f"CONSUMER.DELETE.F.{name}")
+    return k
+
+
+def _deliver(ctx: Ctx) -> int:
+    want = ctx.state["m"] * ctx.size // 1000
+    return consume_push(ctx, "F", {"filter_subjects": _filters(ctx)}, want)
+
+
+def ops_filters() -> list[Op]:
+    return [
+        Op("create", "consumer create + delete", "consumer", _create_delete),
+        Op("push", "push consumer delivering the matches", "message", _deliver),
+    ]
+
+
+# ---- object store
+
+CHUNK = 128 * 1024
+
+
+def build_objects(ctx: Ctx) -> None:
+    create_stream(
+        ctx, "OBJ_O", subjects=["$O.O.C.>", "$O.O.M.>"], allow_rollup_hdrs=True, allow_direct=True, discard="new"
+    )
+
+
+def _put_object(ctx: Ctx) -> int:
+    mib = ctx.size
+    chunk = b"o" * CHUNK
+    uid = ctx.uid("obj")
+    ctx.state["obj"] = uid
+    count = mib * (1 << 20) // CHUNK
+    frames = (pub_frame(f"$O.O.C.{uid}", chunk, "_PA.1") for _ in range(count))
+    publish_window(ctx.pub, frames, count, window=32, timeout=max(ctx.left(), 1.0), chunk=8)
+    meta = json.dumps({"name": uid, "bucket": "O", "nuid": uid, "size": mib << 20, "chunks": count}).encode()
+    ctx.publish(iter([pub_frame(f"$O.O.M.{uid}", meta, "_PA.1")]), 1)
+    ctx.state["chunks"] = count
+    return int(mib)
+
+
+def _get_object(ctx: Ctx) -> int:
+    cfg = {
+        "filter_subject": f"$O.O.C.{ctx.state['obj']}",
+        "flow_control": True,
+        "idle_heartbeat": 5 * SECOND,
+        "mem_storage": True,
+        "max_deliver": 1,
+    }
+    consume_push(ctx, "OBJ_O", cfg, ctx.state["chunks"])
+    return int(ctx.size)
+
+
+def ops_objects() -> list[Op]:
+    return [
+        Op("put", "object put (128 KiB chunks)", "MiB", _put_object, once=True),
+        Op("get", "object get (ordered push consumer)", "MiB", _get_object),
+    ]
+
+
+# ---- ephemeral consumers
+
+
+def build_ephemerals(ctx: Ctx) -> None:
+    create_stream(ctx, "E", subjects=["e.>"], max_consumers=3 * ctx.size + 1000)
+    ctx.publish(pubs(f"e.{i % 10}" for i in range(1000)), 1000)
+    timed_build(ctx, "create", "ephemeral create", "consumer", lambda: _make_ephemerals(ctx, 3600))
+
+
+def _make_ephemerals(ctx: Ctx, threshold: int = 3) -> int:
+    config = {"ack_policy": "explicit", "inactive_threshold": threshold * SECOND}
+    calls = [("$JS.API.CONSUMER.CREATE.E", {"stream_name": "E", "config": config})] * ctx.size
+    batched_requests(ctx, calls, "ephemeral create")
+    return int(ctx.size)
+
+
+def _cleaned(ctx: Ctx) -> int:
+    while ctx.api.api("STREAM.INFO.E")["state"]["consumer_count"] > ctx.size:
+        if not ctx.left():
+            raise bs.Partial(0)
+        time.sleep(0.1)
+    return int(ctx.size)
+
+
+def _ordered(ctx: Ctx) -> int:
+    k = ctx.n(200)
+    for _ in range(k):
+        consume_push(
+            ctx,
+            "E",
+            {"filter_subject": "e.3", "flow_control": True, "idle_heartbeat": 5 * SECOND, "mem_storage": True},
+            100,
+        )
+    return k
+
+
+def ops_ephemerals() -> list[Op]:
+    return [
+        Op("ordered", "ordered consumer create + 100 msgs + delete", "consumer", _ordered),
+        Op(
+            "cleanup",
+            "inactivity clean-up (1 s threshold)",
+            "consumer",
+            _cleaned,
+            prepare=lambda c: _make_ephemerals(c) and None,
+            wall=False,
+        ),
+    ]
+
+
+# ---- queue group
+
+
+def build_queue(ctx: Ctx) -> None:
+    n = ctx.size
+    members = ctx.conn()
+    members.send(b"".join(f"SUB qq g {i}\r\n".encode() for i in range(n)))
+    members.flush()
+    ctx.state["members"] = members
+
+
+def _queue_pub(ctx: Ctx) -> int:
+    k = ctx.n(500_000) // 1000 * 1000
+    members = ctx.state["members"]
+    pub = ctx.state.setdefault("qpub", ctx.conn())
+    chunk = pub_frame("qq", P16) * 1000
+    base = members.msgs
+    for _ in range(k // 1000):
+        pub.send(chunk)
+    return ctx.wait(lambda: members.msgs - base, k)
+
+
+def ops_queue() -> list[Op]:
+    return [Op("pub", "publish to the queue group", "message", _queue_pub)]
+
+
+def more_dimensions() -> list[Dimension]:
+    dims = [
+        Dimension("streams", "streams in an account", [100, 1000, 10_000], [10, 100, 1000], build_streams, ops_streams()),
+        Dimension(
+            "sources",
+            "messages a mirror / sources catch up",
+            [10_000, 100_000, 1_000_000],
+            [1000, 10_000, 100_000],
+            build_sources,
+            ops_sources(),
+        ),
+        Dimension("watchers", "KV watchers on one bucket", [10, 100, 1000], [10, 100, 100], build_watchers, ops_watchers()),
+        Dimension("filters", "filter_subjects of one consumer", [10, 100, 1000], [10, 100, 1000], build_filters, ops_filters()),
+        Dimension("objects", "object size (MiB)", [1, 10, 100], [1, 10, 10], build_objects, ops_objects()),
+        Dimension(
+            "ephemerals", "ephemeral consumers", [100, 1000, 10_000], [10, 100, 1000], build_ephemerals, ops_ephemerals()
+        ),
+        Dimension("queue", "queue group members", [10, 100, 1000], [10, 100, 1000], build_queue, ops_queue()),
+    ]
+    repeat = {"names", "list", "info"}
+    for dim in dims:
+        for op in dim.ops:
+            op.repeat = op.key in repeat
+    return dims
+
+
