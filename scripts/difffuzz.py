@@ -620,20 +620,30 @@ def _encode(body: Any) -> bytes:
 class Runner:
     """Runs a case on one server and returns its normalised observations."""
 
-    def __init__(self, conn: Conn) -> None:
+    def __init__(self, conn: Conn, store: Path | None = None) -> None:
         self.conn = conn
+        self.store = store
         self.ephemerals: dict[str, str] = {}
         self.last_delivered: Msg | None = None
 
     def reset(self) -> None:
-        """An empty account: every stream deleted (consumers go with them)."""
+        """An empty account: every stream deleted (consumers go with them), and their directories
+        gone from ``store``: nats-server removes a deleted stream's renamed ``.<name>`` directory
+        in a goroutine, and a create of that name before the removal ends recovers its blocks (a
+        "new" stream holding the last case's messages: a difference that is nats-server's race,
+        as tests/jetstream/differential.py ``reset`` says)."""
         for _ in range(3):
             got = self.conn.request("$JS.API.STREAM.NAMES", b"")
             names = (json.loads(got[0].data).get("streams") or []) if got else []
             if not names:
-                return
+                break
             for name in names:
                 self.conn.request(f"$JS.API.STREAM.DELETE.{name}", b"")
+        deadline = time.monotonic() + 30
+        while self.store is not None and _being_removed(self.store) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if self.store is not None:
+            _remove_failed_deletes(self.store)
 
     def run(self, steps: list[dict[str, Any]]) -> list[Any]:
         self.ephemerals = {}
@@ -737,6 +747,27 @@ class Runner:
         return out
 
 
+def _remove_failed_deletes(store: Path) -> None:
+    """A stream directory left without its ``meta.inf`` after every stream was deleted: nats-server
+    2.15.1 answers the delete of a stream named with 255 characters with success, but its
+    ``filestore.Delete`` removes the meta file and then cannot rename the directory (``.<name>`` is
+    256 characters: ENAMETOOLONG), so the blocks stay and a later create of that name recovers
+    them. Removed here so no case starts with another's messages (the difference itself is in
+    ``KNOWN``)."""
+    for streams in [*store.glob("jetstream/*/streams"), *store.glob("*/streams")]:
+        for stream_dir in list(streams.iterdir()) if streams.is_dir() else []:
+            if stream_dir.is_dir() and not stream_dir.name.startswith(".") and not (stream_dir / "meta.inf").exists():
+                shutil.rmtree(stream_dir, ignore_errors=True)
+
+
+def _being_removed(store: Path) -> bool:
+    """A deleted stream's directory still being removed (``streams/.<name>``)."""
+    try:
+        return any(store.glob("jetstream/*/streams/.*")) or any(store.glob("*/streams/.*"))
+    except FileNotFoundError:  # (a directory the glob walks went away under it: look again)
+        return True
+
+
 # --- comparing, shrinking, reporting -------------------------------------------------------------
 
 
@@ -817,6 +848,14 @@ def _err(x: Any) -> dict[str, Any]:
 
 
 KNOWN: list[Known] = [
+    Known(
+        "a stream named with 255 characters, deleted and created again: nats-server's delete answers success "
+        "but leaves the messages on disk (its directory cannot be renamed to the 256-character .<name>), and "
+        "the new stream recovers them; ours starts empty",
+        lambda s, a, b: len(s["subject"].rsplit(".", 1)[1]) == 255
+        and ".STREAM." in s["subject"]
+        and a["state"]["messages"] == 0 < b["state"]["messages"],
+    ),
     Known(
         "num_replicas > 1: same code 10074, our description also points at NATS clusters",
         lambda s, a, b: _err(a).get("err_code") == _err(b).get("err_code") == 10074,
@@ -935,7 +974,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for s in servers:
             s.start()
-        pair = Pair(Runner(Conn(servers[0].port)), Runner(Conn(servers[1].port)))
+        ours, theirs = servers
+        pair = Pair(Runner(Conn(ours.port), ours.workdir / "store"), Runner(Conn(theirs.port), theirs.workdir / "store"))
         rng = random.Random(args.seed)
         while time.monotonic() < stop_at and len(found) < args.max_diffs and not (0 < args.cases <= cases):
             case_seed = rng.randrange(1 << 30)
