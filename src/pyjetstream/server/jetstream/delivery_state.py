@@ -396,10 +396,8 @@ class DeliveryState:
         ``looked``: where a search past the end left nats-server's ``o.sseq`` (the delivery
         loop's ``looked``), which such a write makes the delivered sequence."""
         delivered = (self.dseq - 1, self.sseq - 1)
-        stored = self.stored
+        stored, floor = self.stored, (self.adflr, self.asflr)
         if reset:
-            if stored is None:
-                stored = StoredAcks(self.adflr, self.asflr, ack_all)
             kept_sseq = self.sseq
             self.sseq = max(self.sseq, looked)
         if self.sseq < first_seq:
@@ -408,9 +406,11 @@ class DeliveryState:
             self.asflr = first_seq - 1
             gone = self.index.take_upto(self.asflr, self.pending)
             if removed is not None:
-                floor = self.asflr
-                gone += [seq for seq in self.pending if seq > floor and removed(seq)]
-            if reset and gone and stored is not None:
+                above = self.asflr
+                gone += [seq for seq in self.pending if seq > above and removed(seq)]
+            if reset and gone:  # (none dropped: the store's floor is at most the new one)
+                if stored is None:
+                    stored = StoredAcks(floor[0], floor[1], ack_all)
                 stored.purge_acks(gone, self.pending, delivered)
             for seq in gone:
                 self.lat = now_ns
