@@ -33,7 +33,6 @@ from pyjetstream.server.jetstream.consumer_index import ConsumerIndex
 from pyjetstream.server.jetstream.dedupe import StreamDedupe
 from pyjetstream.server.jetstream.direct_get import DirectGet
 from pyjetstream.server.jetstream.schedules import MsgSchedules
-from pyjetstream.server.jetstream.sourcing import StreamSourcing
 from pyjetstream.server.jetstream.store.base import (
     ErrStoreEOF,
     ErrStoreMsgNotFound,
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.batch_fast import FastBatches
     from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.engine import JetStreamEngine
+    from pyjetstream.server.jetstream.sourcing import StreamSourcing
 
 HDR_MARKER_REASON = b"Nats-Marker-Reason"
 HDR_KV_OPERATION = b"KV-Operation"
@@ -68,6 +68,14 @@ def _marker(ttl: int) -> bytes:
         b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: %s\r\nNats-Rollup: sub\r\n\r\n"
         % marker_ttl(ttl).encode()
     )
+
+
+def _new_sourcing(stream: Stream) -> StreamSourcing:
+    """The stream's mirror or sources (``sourcing.py``, imported here: a start whose streams have
+    neither does not load it, issue 24)."""
+    from pyjetstream.server.jetstream.sourcing import StreamSourcing
+
+    return StreamSourcing(stream)
 
 
 def store_config_for(cfg: StreamConfig) -> StoreConfig:
@@ -108,7 +116,11 @@ class Stream:
         self._atomic: AtomicBatches | None = None
         self._fast: FastBatches | None = None
         self.ingest = StreamIngest(self)
-        self.sourcing = StreamSourcing(self)
+        # A mirror's or sources' feeds (sourcing.py), made when the config has them: a stream
+        # without them (a restart of one) does not import that module (issue 24).
+        self.sourcing: StreamSourcing | None = None
+        if cfg.mirror is not None or cfg.sources:
+            self.sourcing = _new_sourcing(self)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -142,7 +154,8 @@ class Stream:
 
             recover_partial_batch(self)
         self._schedule_expiry()
-        self.sourcing.start()
+        if self.sourcing is not None:
+            self.sourcing.start()
         if self.cfg.allow_msg_schedules:
             self.schedules = MsgSchedules(self)
             self.schedules.rebuild()
@@ -179,7 +192,8 @@ class Stream:
             return
         self.writes.end()
         self.closed = True
-        self.sourcing.stop(delete=delete)
+        if self.sourcing is not None:
+            self.sourcing.stop(delete=delete)
         if self.schedules is not None:
             self.schedules.stop()
         for consumer in list(self.consumers.values()):
@@ -223,7 +237,10 @@ class Stream:
         self.store.update_config(store_config_for(cfg))
         self.persist_meta()
         self._schedule_expiry()
-        self.sourcing.update(old, cfg)
+        if self.sourcing is None and cfg.sources:  # (a mirror cannot be added)
+            self.sourcing = _new_sourcing(self)
+        if self.sourcing is not None:
+            self.sourcing.update(old, cfg)
         if cfg.allow_msg_schedules and self.schedules is None:
             self.schedules = MsgSchedules(self)
             self.schedules.rebuild()
@@ -454,8 +471,8 @@ class Stream:
             created=NanoTime(self.created),
             state=self.state(subjects_filter, deleted_details),
             domain=self.engine.domain,
-            mirror=self.sourcing.mirror_info(),
-            sources=self.sourcing.sources_info(),
+            mirror=self.sourcing.mirror_info() if self.sourcing is not None else None,
+            sources=self.sourcing.sources_info() if self.sourcing is not None else [],
             ts=NanoTime(time.time_ns()),
         )
 

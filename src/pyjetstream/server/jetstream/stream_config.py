@@ -21,7 +21,6 @@ from pyjetstream.protocol.subjects import (
     is_valid_subject,
     subjects_overlap,
 )
-from pyjetstream.server.jetstream.sourcing import consumer_index_name, index_name
 from pyjetstream.server.subject_transform import SubjectTransform, TransformError, validate_mapping
 
 NS = 1_000_000_000
@@ -312,6 +311,11 @@ def _check_mirror(
 def _check_sources(cfg: StreamConfig, streams: StreamLookup, found: _Origins) -> None:
     """Each source's checks: its name, no duplicate, filters and transforms, its consumer, and
     its origin when it is one of ours."""
+    if not cfg.sources:
+        return
+    # Deferred: a start with no mirror or source does not import sourcing.py (issue 24).
+    from pyjetstream.server.jetstream.sourcing import consumer_index_name, index_name
+
     inames: set[str] = set()
     cnames: set[str] = set()
     for src in cfg.sources:
