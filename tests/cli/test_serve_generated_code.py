@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import types
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,33 @@ def test_a_second_process_compiles_nothing_and_gets_the_same_classes(tmp_path: P
             point(1).x = 5
         assert named("a") < named("b", 1)
         assert [f.name for f in dataclasses.fields(point)] == ["x", "y", "tags"]
+
+
+def _forward_refs(cache: GeneratedCode) -> list[Any]:
+    """Resolve string annotations as msgspec does (``typing.ForwardRef``), with ``cache`` installed."""
+    cache.install()
+    try:
+        refs = [typing.ForwardRef("list[int]"), typing.ForwardRef("dict[str, Path] | None")]
+        return [typing._eval_type(ref, {"Path": Path}, None) for ref in refs]  # type: ignore[attr-defined]
+    finally:
+        GeneratedCode.uninstall()
+
+
+def test_forward_references_are_compiled_once(tmp_path: Path, uninstalled: None) -> None:
+    path = tmp_path / "cache.marshal"
+    first = GeneratedCode(path)
+    resolved = _forward_refs(first)
+    assert first.compiled == 2 and first.hits == 0 and first.save()
+    second = GeneratedCode(path)
+    assert _forward_refs(second) == resolved == [list[int], dict[str, Path] | None]
+    assert second.compiled == 0 and second.hits == 2
+    assert "compile" not in vars(typing)  # (uninstalled: the builtin again)
+    second.install()
+    try:
+        with pytest.raises(SyntaxError):  # (as without the cache)
+            typing.ForwardRef("not valid(")
+    finally:
+        GeneratedCode.uninstall()
 
 
 def test_a_foreign_or_broken_file_is_a_miss(tmp_path: Path, uninstalled: None) -> None:

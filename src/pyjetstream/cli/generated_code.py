@@ -12,7 +12,8 @@ text up among the code objects compiled by earlier starts and compiles only a te
 
 The key is the whole source text, so a hit is the very code ``compile`` would make of it (same
 text, same ``<string>`` file name): an edited class, another Python or another ``dataclasses``
-makes another text and misses. The file sits in ``__pycache__`` beside this module (or under
+makes another text and misses. The ``typing`` module's ``compile`` is stood in for the same way:
+``ForwardRef`` compiles each string annotation msgspec resolves (`GeneratedCode.compile`). The file sits in ``__pycache__`` beside this module (or under
 ``sys.pycache_prefix``), is tagged with the interpreter's bytecode magic number, and is written,
 like ``.pyc`` files, unless ``sys.dont_write_bytecode`` (``PYTHONDONTWRITEBYTECODE``); a missing,
 unreadable or foreign file is a cache miss, a file that cannot be written is left as it is. Only
@@ -41,6 +42,8 @@ ENV = "PYJETSTREAM_CODE_CACHE"
 MAX_ENTRIES = 2048
 # What the file starts with: the interpreter's bytecode magic number and this format's own tag.
 _HEADER = importlib.util.MAGIC_NUMBER + b"pjs-generated-code-1\n"
+# The key of an ``eval`` text's code (`GeneratedCode.compile`) is the text after this prefix.
+_EVAL = "\0eval\0"
 
 
 def default_path() -> Path | None:
@@ -92,17 +95,41 @@ class GeneratedCode:
             source = code
         builtins.exec(source, globals, locals, **kwargs)
 
+    def compile(self, source: Any, filename: Any, mode: str, *args: Any, **kwargs: Any) -> Any:
+        """``builtins.compile`` for the ``typing`` module, an ``eval`` text's code taken from the cache.
+
+        Why: ``typing.ForwardRef`` compiles its text when it is made, and msgspec makes one for
+        each string annotation of a Struct it builds a decoder or encoder for (``from __future__
+        import annotations`` makes every annotation a string): 87 texts at a start. Kept beside
+        the dataclass texts under `_EVAL` + the text (no ``exec`` text starts with a NUL)."""
+        if args or kwargs or mode != "eval" or filename != "<string>" or not isinstance(source, str):
+            return builtins.compile(source, filename, mode, *args, **kwargs)
+        key = _EVAL + source
+        code = self.codes.get(key)
+        if code is None:
+            code = self.codes[key] = builtins.compile(source, filename, mode)
+            self.compiled += 1
+        else:
+            self.hits += 1
+        self.used.add(key)
+        return code
+
     def install(self) -> None:
-        """Make the ``dataclasses`` module's ``exec`` this one (until `uninstall`)."""
+        """Make the ``dataclasses`` module's ``exec`` and the ``typing`` module's ``compile`` this
+        one's (until `uninstall`)."""
         import dataclasses
+        import typing
 
         setattr(dataclasses, "exec", self.exec)  # noqa: B010 (a module global shadowing the builtin)
+        setattr(typing, "compile", self.compile)  # noqa: B010 (the same, for ForwardRef)
 
     @staticmethod
     def uninstall() -> None:
         import dataclasses
+        import typing
 
         vars(dataclasses).pop("exec", None)
+        vars(typing).pop("compile", None)
 
     def save(self) -> bool:
         """Write the cache when texts were compiled since it was read or last written (not under
