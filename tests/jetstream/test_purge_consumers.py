@@ -6,6 +6,8 @@ a consumer whose filters include one inside the purged subject is moved past wha
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,6 +31,16 @@ async def client(server: Target) -> AsyncIterator[RawClient]:
     c = await RawClient.connect(server.url)
     yield c
     await c.close()
+
+
+async def told(client: RawClient, name: str, count: int, timeout: float = 15.0) -> None:
+    """Until consumer ``name`` counts ``count`` messages pending: nats-server sends the PubAck
+    before it tells its consumers (``signalConsumersLoop``), and a ``no_wait`` pull of one not
+    yet told answers 404 where there are messages."""
+    deadline = time.monotonic() + timeout
+    while (await client.consumer_info("S", name))["num_pending"] != count:
+        assert time.monotonic() < deadline, (name, count)
+        await asyncio.sleep(0.02)
 
 
 def _view(info: dict[str, Any]) -> tuple[int, int, int, int, int]:
@@ -87,7 +99,9 @@ async def test_a_second_purge_reports_the_consumer_stores_floor(client: RawClien
     await client.api("$JS.API.STREAM.PURGE.S", {"filter": "s.a"})
     for subject in ("s.a", "s.b", "s.c"):  # 7, 8, 9
         await client.publish_js(subject, subject.encode())
+    new = {"ALL": 3, "WIDE": 3, "STAR": 3, "A": 1, "AB": 2, "B": 1}
     for name in CONSUMERS:
+        await told(client, name, new[name])
         delivered[name] += await drain(client, name)
     resp = await client.api("$JS.API.STREAM.PURGE.S", {"filter": "s.a"})
     assert resp["purged"] == 1, resp
