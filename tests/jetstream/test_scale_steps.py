@@ -1,7 +1,8 @@
 """Complexity guards on the embedded server (issue 24, dimension 1): what a KV watch, ``keys()``,
 a wildcard-filtered push consumer and a watched bucket's updates cost the stream's index, counted
 in steps (``SeqIndex.steps``: slots scanned and subjects visited; ``SubjectTree.steps``: tree
-entries visited) at two sizes of state — ten times the keys or subjects — never in time.
+entries visited) at two sizes of state — ten times the keys or subjects — never in time; and the
+subject comparisons of a stream create's overlap check beside 100 and 1,000 streams.
 
 Embedded only and in-process (the counters are the server's own); the same operations are
 behaviour-tested against both targets elsewhere (tests/client_js KV, tests/jetstream consumers).
@@ -17,6 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import nats
+import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from pyjetstream.server.server import Server
@@ -193,3 +195,42 @@ async def test_requests_and_pull_steps_do_not_grow_with_subjects() -> None:
     small, large = [await request_steps(n) for n in SIZES]
     for what, a, b in zip(("info", "multi_last", "pull"), small, large, strict=True):
         assert b <= 1.5 * a + 2, (what, small, large)
+
+
+async def overlap_tests(streams: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+    """Subject comparisons (``subjects_overlap``) of one stream create beside ``streams`` streams:
+    with a plain subject, and with a wildcard one (nats-server's loop over every stream)."""
+    from pyjetstream.server.jetstream import api_stream
+
+    calls = 0
+    real = api_stream.subjects_overlap
+
+    def counting(a: str, b: str) -> bool:
+        nonlocal calls
+        calls += 1
+        return real(a, b)
+
+    async with embedded() as (_server, nc):
+        for i in range(streams):
+            body = json.dumps({"name": f"S{i}", "subjects": [f"s.{i}"], "storage": "memory"}).encode()
+            assert b'"error"' not in (await nc.request(f"$JS.API.STREAM.CREATE.S{i}", body, timeout=30)).data
+        monkeypatch.setattr(api_stream, "subjects_overlap", counting)
+        counts = []
+        for name, subject in (("P", "p.1"), ("W", "w.*")):
+            calls = 0
+            body = json.dumps({"name": name, "subjects": [subject], "storage": "memory"}).encode()
+            assert b'"error"' not in (await nc.request(f"$JS.API.STREAM.CREATE.{name}", body, timeout=30)).data
+            counts.append(calls)
+        monkeypatch.undo()
+        return counts[0], counts[1]
+
+
+async def test_stream_create_with_plain_subjects_does_not_compare_every_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream create's overlap check: a plain subject is matched in the sublist (no comparison
+    with the others), only a wildcard subject is compared with every stream."""
+    plain_small, wild_small = await overlap_tests(100, monkeypatch)
+    plain_large, wild_large = await overlap_tests(1000, monkeypatch)
+    assert plain_small == plain_large == 0
+    assert (wild_small, wild_large) == (100 + 1, 1000 + 1)  # (every stream, P too)

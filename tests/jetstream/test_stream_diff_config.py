@@ -94,6 +94,23 @@ CASES: dict[str, list] = {
         create("F", subjects=["bar.>"]),
     ],
     "create-overlap-with-default-subject": [create("X"), create("Y", subjects=["X"])],
+    # A subject without wildcards is checked against the streams capturing it (the sublist), not
+    # every stream: wildcard and literal owners, a deleted or updated stream's old subject, a
+    # subscriber that is no stream, the stream itself on an update.
+    "create-overlap-plain-subjects": [
+        create("A", subjects=["p.*.x", "q.>"]),
+        create("B", subjects=["p.1.x"]),
+        create("C", subjects=["q.1.2"]),
+        create("D", subjects=["p.1.y", "r.1"]),
+        create("E", subjects=["r.1"]),
+        req("STREAM.DELETE.D"),
+        create("E", subjects=["r.1"]),
+        update("A", subjects=["p.*.x"]),
+        create("F", subjects=["q.1.2"]),
+        update("F", subjects=["q.1.2", "q.1.3"]),
+        create("G", subjects=["_INBOX.x", "q.1.3"]),
+        create("H", subjects=["_INBOX.y"]),
+    ],
     "create-name-255-bytes": [create("y" * 255)],
     "create-negative-per-subject-limits": [
         create("P", max_msgs_per_subject=-5, max_msg_size=-3, max_consumers=-10)

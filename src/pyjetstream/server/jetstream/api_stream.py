@@ -94,6 +94,9 @@ def _create_response(stream: Stream) -> ApiResponse:
     return StreamCreateResponse.from_payload(info, did_create=True)
 
 
+_WILD_CHARS = frozenset("*>")  # a subject holding neither has no wildcard token (see _check_overlap)
+
+
 def _lookup_config(engine: JetStreamEngine) -> StreamLookup:
     def lookup(name: str) -> StreamConfig | None:
         stream = engine.streams.get(name)
@@ -103,11 +106,39 @@ def _lookup_config(engine: JetStreamEngine) -> StreamLookup:
 
 
 def _check_overlap(engine: JetStreamEngine, cfg: StreamConfig) -> None:
+    """nats-server's ``subjectsOverlap``: no subject of another stream may collide with one of ours (10065).
+
+    nats-server compares with every subject of every stream: O(streams), cheap in Go (its create
+    stays at ~2 ms of CPU from 100 to 10,000 streams), 5 ms a create here at 10,000 (7.5 ms in all,
+    3.4x nats-server's). A subject without wildcards collides exactly with the stream subjects that
+    match it, and every stream subscribes to its subjects in the account's sublist
+    (`Stream._subscribe_inbound`): one match of the subject there finds them (`_capturing`). Only a
+    config with a wildcard subject is compared with every stream."""
+    if all(not _WILD_CHARS.intersection(subject) for subject in cfg.subjects):
+        for subject in cfg.subjects:
+            if any(name != cfg.name for name in _capturing(engine, subject)):
+                raise JetStreamApiError(E.JSStreamSubjectOverlapErr())
+        return
     for other in engine.streams.values():
         if other.name == cfg.name:
             continue
         if any(subjects_overlap(a, b) for a in cfg.subjects for b in other.cfg.subjects):
             raise JetStreamApiError(E.JSStreamSubjectOverlapErr())
+
+
+def _capturing(engine: JetStreamEngine, subject: str) -> list[str]:
+    """The streams of ``engine`` that capture ``subject`` (no wildcards): those whose inbound
+    subscription (its callback their ingest's ``on_msg``) the account's sublist matches it to."""
+    names = []
+    for sub in engine.server.sublist.match(subject)[0]:
+        owner = getattr(getattr(sub.callback, "__self__", None), "stream", None)
+        name = getattr(owner, "name", None)
+        stream = engine.streams.get(name) if isinstance(name, str) else None
+        if stream is None or id(stream) != id(owner):  # (id: an identity test mypy does not narrow on)
+            continue
+        if sub.callback == stream.ingest.on_msg:
+            names.append(stream.name)
+    return names
 
 
 def _config(req: StreamConfigRequest) -> StreamConfig:
