@@ -103,3 +103,37 @@ def test_a_block_sealed_due_for_its_rewrite_writes_one_index(
     assert len(at_rolls) > 5 and not any(at_rolls)
     assert b.index_writes >= len(at_rolls)  # type: ignore[attr-defined]  # (each written by its rewrite)
     s.stop()
+
+
+def _run_put_index_steps(d: Path, keys: int) -> tuple[float, float, int, int]:
+    """Slot steps and pages visited per put, pages loaded and blocks, for puts of random existing
+    keys in runs of 64 (a read's publishes: `IndexedStore.store_run`, its trims together)."""
+    s = open_kv(d)
+    names = [f"kv.{i}" for i in range(keys)]
+    for i in range(0, keys, 64):
+        with s.batch():
+            s.store_run(names[i : i + 64], [b""] * len(names[i : i + 64]), [b"v0"] * len(names[i : i + 64]))
+    index, rng = s._index, random.Random(keys)
+    steps, visits, loads = index.steps, index.visits, index.loads
+    runs = PUTS // 64
+    for _ in range(runs):
+        run = [f"kv.{rng.randrange(keys)}" for _ in range(64)]
+        with s.batch():
+            assert s.run_fits(run, 2, 0)
+            s.store_run(run, [b""] * 64, [b"v1"] * 64)
+    out = ((index.steps - steps) / (64 * runs), (index.visits - visits) / (64 * runs), index.loads - loads)
+    nblocks = len(s._backend.blocks)
+    assert s.state().msgs == keys
+    s.stop()
+    return *out, nblocks
+
+
+def test_a_trim_s_index_steps_do_not_grow_with_keys(tmp_path: Path) -> None:
+    """The index work of a put's trim (`seqbulk.trimmed`, `remove_seqs`) is one slot step, at
+    most one page visited and none loaded, whether the replaced message is in the active block
+    (1,000 keys) or in one of several sealed ones (30,000)."""
+    small = _run_put_index_steps(tmp_path / "a", 1_000)
+    large = _run_put_index_steps(tmp_path / "b", 30_000)
+    assert small[3] == 1 < large[3]
+    for steps, visits, loads, _ in (small, large):
+        assert steps <= 1.0 and visits <= 1.0 and loads == 0, (small, large)
