@@ -5,9 +5,9 @@ the cache is the class ``dataclasses`` makes. Counted in texts compiled, not in 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -106,9 +106,39 @@ def test_forward_references_are_compiled_once(tmp_path: Path, uninstalled: None)
         GeneratedCode.uninstall()
 
 
+PATTERNS = [(r"(?P<name>[a-z]+)-(\d+)?", re.IGNORECASE), (r"^\s*#.*$", re.MULTILINE), (rb"(a)|(?P<b>b+)", 0)]
+
+
+def _compile_patterns(cache: GeneratedCode) -> list[re.Pattern[Any]]:
+    cache.install()
+    try:
+        re.purge()  # (the re module's own cache would answer first)
+        return [re.compile(p, f) for p, f in PATTERNS]
+    finally:
+        GeneratedCode.uninstall()
+        re.purge()
+
+
+def test_regular_expressions_are_compiled_once(tmp_path: Path, uninstalled: None) -> None:
+    path = tmp_path / "cache.marshal"
+    first = GeneratedCode(path)
+    made = _compile_patterns(first)
+    assert first.patterns_compiled == 3 and first.pattern_hits == 0 and first.save()
+    second = GeneratedCode(path)
+    again = _compile_patterns(second)
+    assert second.patterns_compiled == 0 and second.pattern_hits == 3
+    plain = [re.compile(p, f) for p, f in PATTERNS]  # (uninstalled: the re module's own compiler)
+    for a, b, c in zip(made, again, plain, strict=True):
+        assert a == b == c
+        assert (a.groups, a.groupindex, a.flags) == (b.groups, b.groupindex, b.flags) == (c.groups, c.groupindex, c.flags)
+    assert again[0].fullmatch("AB-12").groupdict() == {"name": "AB"}  # type: ignore[union-attr]
+    assert again[1].findall("x\n  # one\n#two") == ["  # one", "#two"]
+    assert again[2].fullmatch(b"bb").group("b") == b"bb"  # type: ignore[union-attr]
+
+
 def test_a_foreign_or_broken_file_is_a_miss(tmp_path: Path, uninstalled: None) -> None:
     path = tmp_path / "cache.marshal"
-    for content in (b"", b"garbage", importlib.util.MAGIC_NUMBER + b"pjs-generated-code-1\n" + b"\x00\x01"):
+    for content in (b"", b"garbage", generated_code._HEADER + b"\x00\x01"):
         path.write_bytes(content)
         cache = GeneratedCode(path)
         assert cache.codes == {}

@@ -13,7 +13,9 @@ text up among the code objects compiled by earlier starts and compiles only a te
 The key is the whole source text, so a hit is the very code ``compile`` would make of it (same
 text, same ``<string>`` file name): an edited class, another Python or another ``dataclasses``
 makes another text and misses. The ``typing`` module's ``compile`` is stood in for the same way:
-``ForwardRef`` compiles each string annotation msgspec resolves (`GeneratedCode.compile`). The file sits in ``__pycache__`` beside this module (or under
+``ForwardRef`` compiles each string annotation msgspec resolves (`GeneratedCode.compile`). So is the
+``re`` module's compiler (`GeneratedCode.compile_pattern`): a pattern's parse and compilation to the
+engine's code run in Python, ~43 patterns at a start (most of them the standard library's). The file sits in ``__pycache__`` beside this module (or under
 ``sys.pycache_prefix``), is tagged with the interpreter's bytecode magic number, and is written,
 like ``.pyc`` files, unless ``sys.dont_write_bytecode`` (``PYTHONDONTWRITEBYTECODE``); a missing,
 unreadable or foreign file is a cache miss, a file that cannot be written is left as it is. Only
@@ -22,11 +24,14 @@ the ``serve`` command installs it: the process is the server's alone (as `serve.
 
 from __future__ import annotations
 
+import _sre
 import builtins
 import contextlib
 import importlib.util
 import marshal
 import os
+import re._compiler
+import re._parser
 import sys
 from pathlib import Path
 from types import CodeType
@@ -40,8 +45,9 @@ ENV = "PYJETSTREAM_CODE_CACHE"
 # A file holding more texts than this keeps, when it is written, only those this process used (old
 # versions of edited classes would otherwise pile up).
 MAX_ENTRIES = 2048
-# What the file starts with: the interpreter's bytecode magic number and this format's own tag.
-_HEADER = importlib.util.MAGIC_NUMBER + b"pjs-generated-code-1\n"
+# What the file starts with: the interpreter's bytecode magic number, this format's own tag and the
+# regular expression engine's (its compiled code's format).
+_HEADER = importlib.util.MAGIC_NUMBER + b"pjs-generated-code-2 sre %d\n" % _sre.MAGIC
 # The key of an ``eval`` text's code (`GeneratedCode.compile`) is the text after this prefix.
 _EVAL = "\0eval\0"
 
@@ -56,31 +62,46 @@ def default_path() -> Path | None:
     return Path(pyc).with_name(f"dataclass-methods.{sys.implementation.cache_tag}.marshal")
 
 
+# A regular expression's key (its pattern and flags) and what ``_sre.compile`` takes besides the
+# pattern: flags, code, the number of groups, the group index and the index's inverse.
+PatternKey = tuple[str | bytes, int]
+Compiled = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
+_re_compile = re._compiler.compile  # (the one `uninstall` puts back)
+
+
 class GeneratedCode:
     """``exec`` for the ``dataclasses`` module, with the code of the source texts it was given kept in
-    ``path`` (see the module's docstring). ``hits`` and ``compiled`` count the texts found and compiled."""
+    ``path`` (see the module's docstring). ``hits`` and ``compiled`` count the texts found and compiled;
+    ``patterns`` holds the regular expressions `compile_pattern` compiled, counted apart."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.codes: dict[str, CodeType] = self._load()
+        self.codes: dict[str, CodeType] = {}
+        self.patterns: dict[PatternKey, Compiled] = {}
+        self._load()
         self.used: set[str] = set()
-        self.hits = 0
-        self.compiled = 0
-        self._saved = 0  # `compiled` when the file was last written
+        self.used_patterns: set[PatternKey] = set()
+        self.hits = self.compiled = 0
+        self.pattern_hits = self.patterns_compiled = 0
+        self._saved = (0, 0)  # `compiled`, `patterns_compiled` when the file was last written
 
-    def _load(self) -> dict[str, CodeType]:
+    def _load(self) -> None:
         if self.path is None:
-            return {}
+            return
         try:
             data = self.path.read_bytes()
             if not data.startswith(_HEADER):
-                return {}
-            codes = marshal.loads(data[len(_HEADER) :])
+                return
+            content = marshal.loads(data[len(_HEADER) :])
         except (OSError, ValueError, EOFError, TypeError):
-            return {}
-        if not isinstance(codes, dict):
-            return {}
-        return {k: v for k, v in codes.items() if isinstance(k, str) and isinstance(v, CodeType)}
+            return
+        if not (isinstance(content, tuple) and len(content) == 2):
+            return
+        codes, patterns = content
+        if isinstance(codes, dict):
+            self.codes = {k: v for k, v in codes.items() if isinstance(k, str) and isinstance(v, CodeType)}
+        if isinstance(patterns, dict):
+            self.patterns = {k: v for k, v in patterns.items() if isinstance(v, tuple) and len(v) == 5}
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None, /, **kwargs: Any) -> None:
         """``builtins.exec``, a source text's code taken from the cache (compiled on a miss)."""
@@ -114,14 +135,43 @@ class GeneratedCode:
         self.used.add(key)
         return code
 
+    def compile_pattern(self, p: Any, flags: int = 0) -> re.Pattern[Any]:
+        """``re._compiler.compile``, a pattern's compiled code taken from the cache (the ``re``
+        module's own cache lives only as long as the process).
+
+        Why: the ``re`` module parses and compiles a pattern in Python; a start compiled ~43 (the
+        standard library's — ``decimal``, ``logging``, ``string``, ``json``, ``platform`` — and
+        ours at module level), ~3 ms of CPU. What ``_sre.compile`` is given is kept: the code a
+        parse of the same pattern and flags makes (the engine's format is in the file's header)."""
+        if not isinstance(p, (str, bytes)) or flags & re.DEBUG:
+            return _re_compile(p, flags)
+        key = (p, int(flags))
+        found = self.patterns.get(key)
+        if found is None:
+            parsed = re._parser.parse(p, flags)
+            code = [int(op) for op in re._compiler._code(parsed, flags)]  # (opcodes are int subclasses)
+            groupindex = dict(parsed.state.groupdict)
+            indexgroup: list[str | None] = [None] * parsed.state.groups
+            for name, i in groupindex.items():
+                indexgroup[i] = name
+            found = self.patterns[key] = (
+                int(flags | parsed.state.flags), code, parsed.state.groups - 1, groupindex, tuple(indexgroup)
+            )
+            self.patterns_compiled += 1
+        else:
+            self.pattern_hits += 1
+        self.used_patterns.add(key)
+        return _sre.compile(p, found[0], found[1], found[2], found[3], found[4])
+
     def install(self) -> None:
-        """Make the ``dataclasses`` module's ``exec`` and the ``typing`` module's ``compile`` this
-        one's (until `uninstall`)."""
+        """Make the ``dataclasses`` module's ``exec``, the ``typing`` module's ``compile`` and the
+        ``re`` module's compiler this one's (until `uninstall`)."""
         import dataclasses
         import typing
 
         setattr(dataclasses, "exec", self.exec)  # noqa: B010 (a module global shadowing the builtin)
         setattr(typing, "compile", self.compile)  # noqa: B010 (the same, for ForwardRef)
+        re._compiler.compile = self.compile_pattern
 
     @staticmethod
     def uninstall() -> None:
@@ -130,26 +180,30 @@ class GeneratedCode:
 
         vars(dataclasses).pop("exec", None)
         vars(typing).pop("compile", None)
+        re._compiler.compile = _re_compile
 
     def save(self) -> bool:
         """Write the cache when texts were compiled since it was read or last written (not under
         ``sys.dont_write_bytecode``); returns whether it wrote. Written to a temporary file and
         renamed over, so that a server starting beside this one reads the old file or the new one."""
-        if self.path is None or self.compiled == self._saved or sys.dont_write_bytecode:
+        now = (self.compiled, self.patterns_compiled)
+        if self.path is None or now == self._saved or sys.dont_write_bytecode:
             return False
-        codes = self.codes
+        codes, patterns = self.codes, self.patterns
         if len(codes) > MAX_ENTRIES:
             codes = {k: v for k, v in codes.items() if k in self.used}
+        if len(patterns) > MAX_ENTRIES:
+            patterns = {k: v for k, v in patterns.items() if k in self.used_patterns}
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(_HEADER + marshal.dumps(codes))
+            tmp.write_bytes(_HEADER + marshal.dumps((codes, patterns)))
             os.replace(tmp, self.path)
-        except OSError:
+        except (OSError, ValueError):  # (ValueError: an unmarshallable value, not written)
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
             return False
-        self._saved = self.compiled
+        self._saved = now
         return True
 
 
