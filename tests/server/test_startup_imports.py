@@ -126,3 +126,26 @@ def test_a_default_start_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert not eager, eager
     package = [m for m in modules if m.startswith("pyjetstream")]
     assert len(package) <= MAX_PACKAGE_MODULES, len(package)
+
+
+def test_dataclasses_have_their_own_docstring() -> None:
+    """``@dataclass`` gives a class without a docstring one made from ``inspect.signature(cls)``,
+    ~0.1 ms per class at every start (13 of a start's 55 dataclasses had none). Counted in classes:
+    the server's, the API's, the protocol's and ``serve``'s."""
+    import dataclasses
+    import importlib
+    import inspect
+    import pkgutil
+
+    import pyjetstream
+
+    undocumented = []
+    for info in pkgutil.walk_packages(pyjetstream.__path__, "pyjetstream."):
+        if not info.name.startswith(("pyjetstream.server", "pyjetstream.api", "pyjetstream.protocol", "pyjetstream.cli.serve")):
+            continue
+        module = importlib.import_module(info.name)
+        for cls in vars(module).values():
+            if inspect.isclass(cls) and dataclasses.is_dataclass(cls) and cls.__module__ == info.name:
+                if (cls.__doc__ or "").startswith(cls.__name__ + "("):
+                    undocumented.append(f"{info.name}.{cls.__qualname__}")
+    assert not undocumented, undocumented

@@ -30,6 +30,8 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ErrorDef:
+    """One errors.json entry (see the module's docstring); calling it builds the `ApiError`."""
+
     constant: str
     code: int
     err_code: int

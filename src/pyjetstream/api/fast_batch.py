@@ -44,6 +44,8 @@ class InvalidFastBatch(ValueError):
 
 @dataclass(slots=True)
 class FastBatchReply:
+    """A fast-ingest batch publish's reply subject, parsed (ADR-50 ``$FI`` grammar, see the module's docstring)."""
+
     id: str
     seq: int
     flow: int

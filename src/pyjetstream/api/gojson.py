@@ -348,6 +348,8 @@ def go_quote(text: str) -> str:
 
 @dataclass(frozen=True)
 class _Field:
+    """One field of a model as the Go-JSON checks see it: its JSON key, annotation and Go type name."""
+
     name: str  # JSON key
     kind: Any  # annotation
     go_type: str

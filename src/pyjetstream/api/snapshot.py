@@ -44,6 +44,8 @@ class ArchiveError(ValueError):
 
 @dataclass(slots=True)
 class ArchiveEntry:
+    """One entry of a v2 snapshot archive: name, a message's timestamp and sequence, header/payload sizes, bytes."""
+
     name: str
     timestamp: int
     sequence: int

@@ -229,6 +229,8 @@ class SignalRequested(ServeArgsExit):
 
 @dataclass(frozen=True)
 class _Flag:
+    """A ``serve`` flag as nats-server's flag set knows it: the option it sets and its kind."""
+
     name: str  # canonical name (what the flag sets)
     kind: str  # "bool", "int" or "string"
 

@@ -73,6 +73,8 @@ def verify_nkey_signature(public_key: str, nonce: str, signature: str) -> bool:
 
 @dataclass(slots=True)
 class AuthDecision:
+    """The outcome of authenticating one CONNECT (nats-server ``checkAuthentication``): who, in which account."""
+
     ok: bool
     user: str = ""
     #: The account the identity belongs to ("" for the global account).

@@ -467,6 +467,8 @@ def _link_service(
 
 @dataclass
 class _ImportInfo:
+    """An account's import, kept for the monitoring endpoints (``/accountz``)."""
+
     config: AccountImport
     account: str
 
@@ -483,6 +485,8 @@ class _ImportInfo:
 
 @dataclass
 class _ExportInfo:
+    """An account's export, kept for the monitoring endpoints (``/accountz``)."""
+
     config: AccountExport
 
     def monitor_info(self) -> dict[str, Any]:

@@ -58,12 +58,16 @@ class MappingError(ValueError):
 
 @dataclass(slots=True)
 class _Dest:
+    """One weighted destination of a subject mapping."""
+
     transform: SubjectTransform | None  # None: the empty destination (nothing to map to)
     weight: int  # cumulative, after `_weigh`
 
 
 @dataclass(slots=True)
 class _Mapping:
+    """One source subject's mapping: its destinations, overall and per cluster."""
+
     src: str
     wildcard: bool
     dests: list[_Dest]

@@ -106,6 +106,8 @@ class ResponsePermission:
 
 @dataclass(kw_only=True)
 class Permissions:
+    """A user's publish, subscribe and response permissions (nats-server ``Permissions``)."""
+
     publish: SubjectPermission | None = None
     subscribe: SubjectPermission | None = None
     response: ResponsePermission | None = None

@@ -198,6 +198,8 @@ _TWO_INT: dict[str, Callable[[str, int], str]] = {
 
 @dataclass(slots=True)
 class SubjectTransform:
+    """A compiled subject transform (nats-server ``subjectTransform``): source tokens and destination parts."""
+
     src: str
     dest: str
     _src_tokens: list[str]

@@ -50,6 +50,8 @@ _SINGLETON = AccountExport(kind="service", subject="$SYS.REQ.USER.*.INFO")
 
 @dataclass(frozen=True)
 class _Import:
+    """One system-account service an account imports (nats-server ``addSystemAccountExports``' imports)."""
+
     local: str  # what the account's clients publish to
     remote: str  # the system account's subject
     share: bool  # the requester's details go along (USER.INFO)

@@ -82,6 +82,8 @@ _Staged = tuple[str, bytes, bytes]
 
 @dataclass
 class _Batch:
+    """One open atomic batch: its staged messages, last batch sequence and idle timer."""
+
     lseq: int = 0
     msgs: list[_Staged] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
@@ -90,6 +92,8 @@ class _Batch:
 
 @dataclass
 class _Inflight:
+    """A subject's messages and bytes the batch stages (nats-server ``batchStagedDiff``'s ``inflight``)."""
+
     ops: int = 0
     bytes: int = 0
 
@@ -105,6 +109,8 @@ class StagedDiff:
 
 @dataclass
 class Checked:
+    """A batched message once its checks passed, with what they found (id, roll-up, TTL, increment)."""
+
     subject: str
     hdr: bytes
     payload: bytes

@@ -73,6 +73,8 @@ _APPEND = f".{OP_APPEND}"
 
 @dataclass
 class _Fast:
+    """One open fast-ingest batch: its gap mode, flow-ack cadence and the sequences taken and stored."""
+
     gap_ok: bool
     max_ack_messages: int
     ack_messages: int = 1

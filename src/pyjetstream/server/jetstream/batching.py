@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class BatchLimits:
+    """The ``batch {}`` limits a server applies to atomic and fast batches."""
+
     max_msgs: int
     max_inflight_per_stream: int
     max_inflight_total: int

@@ -497,6 +497,8 @@ class MessageStore(ABC):
 
 @dataclass(slots=True)
 class SequencePair:
+    """A consumer sequence and the stream sequence it delivered (nats-server ``SequencePair``)."""
+
     consumer_seq: int = 0
     stream_seq: int = 0
 
