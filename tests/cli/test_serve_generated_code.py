@@ -4,6 +4,7 @@ the cache is the class ``dataclasses`` makes. Counted in texts compiled, not in 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -136,6 +137,25 @@ def test_regular_expressions_are_compiled_once(tmp_path: Path, uninstalled: None
     assert again[2].fullmatch(b"bb").group("b") == b"bb"  # type: ignore[union-attr]
 
 
+def test_generated_methods_and_named_tuples_are_the_plain_ones(tmp_path: Path, uninstalled: None) -> None:
+    """Compiled here, a text does not take this module's ``from __future__ import annotations``:
+    ``__init__``'s annotations are the objects, as dataclasses' own ``exec`` makes them."""
+    path = tmp_path / "cache.marshal"
+    for _ in range(2):  # (compiled, then from the file)
+        cache = GeneratedCode(path)
+        made = _define(cache)
+        cache.install()
+        try:
+            pair = collections.namedtuple("pair", "a b")
+        finally:
+            GeneratedCode.uninstall()
+        assert cache.save() or cache.compiled == 0
+        plain = _define(None)
+        assert made["Point"].__init__.__annotations__ == plain["Point"].__init__.__annotations__
+        assert pair(1, b=2) == (1, 2) and pair._fields == ("a", "b")
+    assert cache.compiled == 0 and cache.hits > 0
+
+
 def test_a_foreign_or_broken_file_is_a_miss(tmp_path: Path, uninstalled: None) -> None:
     path = tmp_path / "cache.marshal"
     for content in (b"", b"garbage", generated_code._HEADER + b"\x00\x01"):
@@ -219,5 +239,8 @@ def test_a_second_start_compiles_no_generated_method(tmp_path: Path) -> None:
     hits, compiled = first
     assert compiled > 40, first  # (each of the start's dataclasses compiles several methods)
     second = _serve(tmp_path, env)
-    assert second == [hits + compiled, 0], (first, second)
+    # (nothing compiled; found at most what the first start used: a first start into a new store
+    # directory evaluates a little more, shutil's named tuple)
+    assert second is not None and second[1] == 0, (first, second)
+    assert hits + compiled - 5 <= second[0] <= hits + compiled, (first, second)
     assert _serve(tmp_path, {**env, generated_code.ENV: "off"}) is None

@@ -13,10 +13,12 @@ text up among the code objects compiled by earlier starts and compiles only a te
 The key is the whole source text, so a hit is the very code ``compile`` would make of it (same
 text, same ``<string>`` file name): an edited class, another Python or another ``dataclasses``
 makes another text and misses. The ``typing`` module's ``compile`` is stood in for the same way:
-``ForwardRef`` compiles each string annotation msgspec resolves (`GeneratedCode.compile`). So is the
-``re`` module's compiler (`GeneratedCode.compile_pattern`): a pattern's parse and compilation to the
-engine's code run in Python, ~43 patterns at a start (most of them the standard library's). The file sits in ``__pycache__`` beside this module (or under
-``sys.pycache_prefix``), is tagged with the interpreter's bytecode magic number, and is written,
+``ForwardRef`` compiles each string annotation msgspec resolves (`GeneratedCode.compile`), and the
+``collections`` module's ``eval`` (``namedtuple``'s ``__new__``). Texts are compiled without this
+module's ``__future__`` flags (``dont_inherit``), as the stood-in ``exec``/``eval``/``compile`` do.
+So is the ``re`` module's compiler (`GeneratedCode.compile_pattern`): a pattern's parse and
+compilation to the engine's code run in Python, ~43 patterns at a start (most of them the standard
+library's). The file sits in ``__pycache__`` beside this module (or under ``sys.pycache_prefix``), is tagged with the interpreter's bytecode magic number, and is written,
 like ``.pyc`` files, unless ``sys.dont_write_bytecode`` (``PYTHONDONTWRITEBYTECODE``); a missing,
 unreadable or foreign file is a cache miss, a file that cannot be written is left as it is. Only
 the ``serve`` command installs it: the process is the server's alone (as `serve.tune_gc`).
@@ -47,7 +49,7 @@ ENV = "PYJETSTREAM_CODE_CACHE"
 MAX_ENTRIES = 2048
 # What the file starts with: the interpreter's bytecode magic number, this format's own tag and the
 # regular expression engine's (its compiled code's format).
-_HEADER = importlib.util.MAGIC_NUMBER + b"pjs-generated-code-2 sre %d\n" % _sre.MAGIC
+_HEADER = importlib.util.MAGIC_NUMBER + b"pjs-generated-code-3 sre %d\n" % _sre.MAGIC
 # The key of an ``eval`` text's code (`GeneratedCode.compile`) is the text after this prefix.
 _EVAL = "\0eval\0"
 
@@ -108,7 +110,7 @@ class GeneratedCode:
         if isinstance(source, str):
             code = self.codes.get(source)
             if code is None:
-                code = self.codes[source] = compile(source, "<string>", "exec")
+                code = self.codes[source] = compile(source, "<string>", "exec", dont_inherit=True)
                 self.compiled += 1
             else:
                 self.hits += 1
@@ -125,10 +127,20 @@ class GeneratedCode:
         the dataclass texts under `_EVAL` + the text (no ``exec`` text starts with a NUL)."""
         if args or kwargs or mode != "eval" or filename != "<string>" or not isinstance(source, str):
             return builtins.compile(source, filename, mode, *args, **kwargs)
+        return self._eval_code(source)
+
+    def eval(self, source: Any, globals: Any = None, locals: Any = None, /) -> Any:
+        """``builtins.eval`` for the ``collections`` module: ``namedtuple`` evaluates the text of
+        each class's ``__new__`` (12 at a start); its code is kept as ``typing``'s texts are."""
+        if isinstance(source, str):
+            source = self._eval_code(source.lstrip(" \t"))  # (as eval strips a text)
+        return builtins.eval(source, globals, locals)
+
+    def _eval_code(self, source: str) -> CodeType:
         key = _EVAL + source
         code = self.codes.get(key)
         if code is None:
-            code = self.codes[key] = builtins.compile(source, filename, mode)
+            code = self.codes[key] = builtins.compile(source, "<string>", "eval", dont_inherit=True)
             self.compiled += 1
         else:
             self.hits += 1
@@ -164,22 +176,26 @@ class GeneratedCode:
         return _sre.compile(p, found[0], found[1], found[2], found[3], found[4])
 
     def install(self) -> None:
-        """Make the ``dataclasses`` module's ``exec``, the ``typing`` module's ``compile`` and the
-        ``re`` module's compiler this one's (until `uninstall`)."""
+        """Make the ``dataclasses`` module's ``exec``, the ``typing`` module's ``compile``, the
+        ``collections`` module's ``eval`` and the ``re`` module's compiler this one's (until `uninstall`)."""
+        import collections
         import dataclasses
         import typing
 
         setattr(dataclasses, "exec", self.exec)  # noqa: B010 (a module global shadowing the builtin)
         setattr(typing, "compile", self.compile)  # noqa: B010 (the same, for ForwardRef)
+        setattr(collections, "eval", self.eval)  # noqa: B010 (the same, for namedtuple)
         re._compiler.compile = self.compile_pattern
 
     @staticmethod
     def uninstall() -> None:
+        import collections
         import dataclasses
         import typing
 
         vars(dataclasses).pop("exec", None)
         vars(typing).pop("compile", None)
+        vars(collections).pop("eval", None)
         re._compiler.compile = _re_compile
 
     def save(self) -> bool:
