@@ -20,7 +20,9 @@ every dimension, without ``--dim``, runs these too).
 - ``objects`` (1 / 10 / 100 MiB objects, chunks of 128 KiB): put and get (per MiB);
 - ``ephemerals`` (100 / 1k / 10k ephemeral consumers): their inactivity clean-up (per consumer), an
   ordered consumer created and deleted with them in place;
-- ``queue`` (10 / 100 / 1k members of one queue group on one subject): a publish (per message).
+- ``queue`` (10 / 100 / 1k members of one queue group on one subject): a publish (per message), the
+  members each on its own connection, and all on one connection (where the router picks per message:
+  a run's queue segment needs one member per connection).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from bench_scale import (
     pubs,
     timed_build,
 )
-from rawnats import pub_frame, publish_window, server_cpu
+from rawnats import ManyConns, pub_frame, publish_window, server_cpu
 
 # ---- streams
 
@@ -367,18 +369,24 @@ def ops_ephemerals() -> list[Op]:
 
 
 def build_queue(ctx: Ctx) -> None:
+    """The members: each on its own connection (``many``, read by one thread), and all on one (``one``)."""
     n = ctx.size
-    members = ctx.conn()
-    members.send(b"".join(f"SUB qq g {i}\r\n".encode() for i in range(n)))
-    members.flush()
-    ctx.state["members"] = members
+    many = ManyConns(ctx.port, n)
+    ctx.conns.append(many)
+    for i in range(n):
+        many.send(i, b"SUB qm g 1\r\n")
+    many.flush()
+    one = ctx.conn()
+    one.send(b"".join(f"SUB qo g {i}\r\n".encode() for i in range(n)))
+    one.flush()
+    ctx.state["members"] = {"qm": many, "qo": one}
 
 
-def _queue_pub(ctx: Ctx) -> int:
+def _queue_pub(ctx: Ctx, subject: str) -> int:
     k = ctx.n(500_000) // 1000 * 1000
-    members = ctx.state["members"]
+    members = ctx.state["members"][subject]
     pub = ctx.state.setdefault("qpub", ctx.conn())
-    chunk = pub_frame("qq", P16) * 1000
+    chunk = pub_frame(subject, P16) * 1000
     base = members.msgs
     for _ in range(k // 1000):
         pub.send(chunk)
@@ -386,7 +394,10 @@ def _queue_pub(ctx: Ctx) -> int:
 
 
 def ops_queue() -> list[Op]:
-    return [Op("pub", "publish to the queue group", "message", _queue_pub)]
+    return [
+        Op("pub", "publish to the group (a connection each)", "message", lambda c: _queue_pub(c, "qm")),
+        Op("pub_one", "publish to the group (all on one connection)", "message", lambda c: _queue_pub(c, "qo")),
+    ]
 
 
 def more_dimensions() -> list[Dimension]:
