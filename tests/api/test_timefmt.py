@@ -210,3 +210,20 @@ def test_duration_helpers() -> None:
     assert timedelta_to_ns(timedelta(minutes=2, microseconds=3)) == 120_000_003_000
     assert ns_to_timedelta(120_000_003_999) == timedelta(minutes=2, microseconds=3)
     assert ns_to_timedelta(-1_500) == timedelta(microseconds=-1)
+
+
+def test_format_time_of_many_seconds_past_its_cache() -> None:
+    """`format_time` keeps the date and clock of recent whole seconds (a bounded dict, started
+    again when full): times of the same second with other fractions, and more distinct seconds
+    than it keeps, format as without it."""
+    from pyjetstream.api import timefmt
+    from pyjetstream.api.timefmt import NS_PER_S
+
+    base = 1_795_906_397 * NS_PER_S
+    for k in range(timefmt._SECONDS_MAX + 100):
+        ns = base + k * 7 * NS_PER_S + (k * 1_000_003) % NS_PER_S
+        want = datetime.fromtimestamp(ns // NS_PER_S, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        frac = f".{ns % NS_PER_S:09d}".rstrip("0").rstrip(".")
+        assert format_time(ns) == want + frac + "Z"
+        assert format_time(ns - ns % NS_PER_S) == want + "Z"
+    assert len(timefmt._SECONDS) <= timefmt._SECONDS_MAX

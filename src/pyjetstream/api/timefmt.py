@@ -128,9 +128,29 @@ def parse_time(text: str) -> int:
     return seconds * NS_PER_S + ns
 
 
+# The date and clock of whole seconds formatted lately (at most `_SECONDS_MAX`, then started
+# again): a stream's messages cluster in time, and a get, a stream's info or a consumer's
+# deliveries format times of the same seconds over and over. A hit costs ~0.4 µs, the whole
+# formatting ~1.3 (a `STREAM.MSG.GET` spent ~6% of its server CPU here).
+_SECONDS: dict[int, str] = {}
+_SECONDS_MAX = 4096
+
+
 def format_time(ns: int) -> str:
     """Unix nanoseconds → RFC3339Nano UTC with trailing fractional zeros trimmed."""
     seconds, frac = divmod(ns, NS_PER_S)
+    base = _SECONDS.get(seconds)
+    if base is None:
+        base = _date_clock(seconds, ns)
+        if len(_SECONDS) >= _SECONDS_MAX:
+            _SECONDS.clear()
+        _SECONDS[seconds] = base
+    if frac:
+        return f"{base}.{frac:09d}".rstrip("0") + "Z"
+    return base + "Z"
+
+
+def _date_clock(seconds: int, ns: int) -> str:
     days, secs = divmod(seconds, _SECONDS_PER_DAY)
     ordinal = days + _EPOCH_ORDINAL
     if not 1 <= ordinal <= 3652059:  # date.max.toordinal()
@@ -138,10 +158,7 @@ def format_time(ns: int) -> str:
     d = date.fromordinal(ordinal)
     hh, rem = divmod(secs, 3600)
     mm, ss = divmod(rem, 60)
-    base = f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{hh:02d}:{mm:02d}:{ss:02d}"
-    if frac:
-        return f"{base}.{frac:09d}".rstrip("0") + "Z"
-    return base + "Z"
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{hh:02d}:{mm:02d}:{ss:02d}"
 
 
 # --- durations ---------------------------------------------------------------------------
