@@ -87,8 +87,9 @@ async def test_a_second_purge_reports_the_consumer_stores_floor(client: RawClien
     the first purge a wider consumer's floor is (delivery 6, stream 1): the second purge's
     dropped delivery 7 lifts the store's floor to stream 7, above acks still pending, and the
     consumer's state (floor 1) is refused. Acks then move that floor as the store's do.
-    (A third purge, of s.b, leaves some wider consumers untouched on nats-server in some runs
-    and not in others: not asserted.)"""
+    (A third purge, of s.b, leaves the multi-filter consumer AB untouched on nats-server in
+    about one run in five under load, even with its consumers told of every message first, and
+    purges it in the others — (0, 0, 9, 7, 9), ours: not asserted.)"""
     await client.add_stream("S", ["s.>"])
     for subject in ("s.a", "s.b", "s.a", "s.b", "s.c", "s.a"):
         await client.publish_js(subject, subject.encode())
