@@ -24,7 +24,7 @@ from pyjetstream.server.log import configure_logging, reopen_log_file
 from pyjetstream.server.options import ServerOptions
 from pyjetstream.server.thread import new_event_loop
 
-__all__ = ["main", "serve", "tune_gc"]
+__all__ = ["main", "raise_open_files", "serve", "tune_gc"]
 
 
 # The signals serve acts on, with the names Go's os.Signal prints in nats-server's "Trapped" line.
@@ -109,6 +109,28 @@ def tune_malloc() -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP)) and bool(mallopt(M_TRIM_THRESHOLD, MALLOC_TRIM))
 
 
+def raise_open_files() -> bool:
+    """Raise the soft open-file limit to the hard one (``pyjetstream serve`` only), as Go's runtime
+    does at every start since Go 1.19 (``os/rlimit.go``), so nats-server can hold as many
+    connections, block files and consumer files as the hard limit allows. Many systems start
+    processes with a soft limit of 1,024 (or 256) and a hard one of hundreds of thousands: a
+    thousand clients, or a store keeping its blocks open (`_fileutil.open_fds_max`), would
+    otherwise meet ``EMFILE`` where nats-server does not. The event loop polls with epoll, not
+    select, so no descriptor limit of ``select`` applies. Returns whether it raised it."""
+    try:
+        import resource  # Deferred: CLI start-up speed (loaded only when this command runs).
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == hard or (hard != resource.RLIM_INFINITY and 0 <= hard < soft):
+            return False
+        if hard == resource.RLIM_INFINITY and sys.platform == "darwin":
+            hard = 10_240  # OPEN_MAX: macOS refuses more for RLIMIT_NOFILE (Go caps it the same)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, OSError, ValueError):
+        return False
+    return True
+
+
 class _Signals:
     """What each signal does to the running server (nats-server ``handleSignal``)."""
 
@@ -176,6 +198,7 @@ async def serve(options: ServerOptions, argv: Sequence[str] = ()) -> int:
     tune_gc()
     gc.enable()  # (the command paused it while it imported the server: `pyjetstream.cli.main`)
     tune_malloc()
+    raise_open_files()
     try:
         await server.start()
     except OSError as exc:

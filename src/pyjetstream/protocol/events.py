@@ -13,6 +13,8 @@ from typing import Any
 
 @dataclass(slots=True)
 class Connect:
+    """CONNECT: the client's options, as its JSON object."""
+
     options: dict[str, Any]
 
 
@@ -72,6 +74,8 @@ class MsgRun:
 
 @dataclass(slots=True)
 class Sub:
+    """SUB: ``queue`` is ``""`` outside a queue group."""
+
     subject: str
     queue: str
     sid: str
@@ -79,12 +83,16 @@ class Sub:
 
 @dataclass(slots=True)
 class Unsub:
+    """UNSUB, at once or after ``max_msgs`` more messages."""
+
     sid: str
     max_msgs: int  # 0 means unsubscribe now
 
 
 @dataclass(slots=True)
 class Info:
+    """INFO: the server's JSON object."""
+
     info: dict[str, Any]
 
 
