@@ -700,13 +700,15 @@ def _fetch_ack_all(ctx: Ctx) -> int:
     return k
 
 
-def _list(ctx: Ctx, what: str, key: str) -> int:
+def list_pages(ctx: Ctx, api: str, key: str) -> int:
+    """Page through ``$JS.API.<api>`` (a NAMES or LIST request) from offset 0 to the end, again
+    until ~2,000 items were listed; returns how many were."""
     listed = 0
     while listed < ctx.n(2000):
         offset = 0
         while offset < ctx.size:
-            page = ctx.api.api(f"CONSUMER.{what}.IN", {"offset": offset})
-            got = len(page[key])
+            page = ctx.api.api(api, {"offset": offset})
+            got = len(page[key] or [])
             listed, offset = listed + got, offset + got
             if not got:
                 break
@@ -790,8 +792,8 @@ def ops_consumers() -> list[Op]:
                 )
             ),
         ),
-        Op("list", "CONSUMER.LIST pages", "consumer listed", lambda c: _list(c, "LIST", "consumers")),
-        Op("names", "CONSUMER.NAMES pages", "name listed", lambda c: _list(c, "NAMES", "consumers")),
+        Op("list", "CONSUMER.LIST pages", "consumer listed", lambda c: list_pages(c, "CONSUMER.LIST.IN", "consumers")),
+        Op("names", "CONSUMER.NAMES pages", "name listed", lambda c: list_pages(c, "CONSUMER.NAMES.IN", "consumers")),
         Op("create", "create a durable consumer", "consumer", _create_more, cleanup=_delete_more),
         # Last but one: nats-server's can run past the budget at 10k consumers (its acks go on
         # after the cut and would be billed to the operations after it).

@@ -46,6 +46,7 @@ from bench_scale import (
     batched_requests,
     consume_push,
     create_stream,
+    list_pages,
     pubs,
     timed_build,
 )
@@ -66,19 +67,6 @@ def build_streams(ctx: Ctx) -> None:
         return n
 
     timed_build(ctx, "create", "stream create", "stream", create)
-
-
-def _page(ctx: Ctx, what: str, key: str) -> int:
-    listed = 0
-    while listed < ctx.n(2000):
-        offset = 0
-        while offset < ctx.size:
-            page = ctx.api.api(f"STREAM.{what}", {"offset": offset})
-            got = len(page[key] or [])
-            listed, offset = listed + got, offset + got
-            if not got:
-                break
-    return listed
 
 
 def _account_info(ctx: Ctx) -> int:
@@ -116,8 +104,8 @@ def _restart_streams(ctx: Ctx) -> int:
 
 def ops_streams() -> list[Op]:
     return [
-        Op("names", "STREAM.NAMES paging", "stream listed", lambda c: _page(c, "NAMES", "streams")),
-        Op("list", "STREAM.LIST paging", "stream listed", lambda c: _page(c, "LIST", "streams")),
+        Op("names", "STREAM.NAMES paging", "stream listed", lambda c: list_pages(c, "STREAM.NAMES", "streams")),
+        Op("list", "STREAM.LIST paging", "stream listed", lambda c: list_pages(c, "STREAM.LIST", "streams")),
         Op("info", "$JS.API.INFO (account info)", "request", _account_info),
         Op("pub_spread", "publish spread over all streams", "publish", _pub_spread),
         Op("restart", "restart after a clean stop", "stream", _restart_streams, once=True, restart=True),
@@ -351,6 +339,10 @@ def _ordered(ctx: Ctx) -> int:
     return k
 
 
+def _prepare_ephemerals(ctx: Ctx) -> None:
+    _make_ephemerals(ctx)
+
+
 def ops_ephemerals() -> list[Op]:
     return [
         Op("ordered", "ordered consumer create + 100 msgs + delete", "consumer", _ordered),
@@ -359,7 +351,7 @@ def ops_ephemerals() -> list[Op]:
             "inactivity clean-up (1 s threshold)",
             "consumer",
             _cleaned,
-            prepare=lambda c: _make_ephemerals(c) and None,
+            prepare=_prepare_ephemerals,
             wall=False,
         ),
     ]
