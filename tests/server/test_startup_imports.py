@@ -63,6 +63,8 @@ NOT_AT_START = (
     "pyjetstream.api.objstore",
     "pyjetstream.api.snapshot",
     "pyjetstream.api.advisories",  # (the first advisory: server.jetstream.advisories)
+    "pyjetstream.api.msgtrace",  # (the first traced message: server.msgtrace)
+    "pyjetstream.server.jetstream.direct_get",  # (a stream allowing direct gets)
     "pyjetstream.client",
     "encodings.idna",  # (create_server resolving a literal address: `server._bound_socket`)
     # The standard library's, loaded by what a default start does not do: tempfile (a store_dir
@@ -79,8 +81,9 @@ NOT_AT_START = (
 # once the atomic/fast batch machinery was made on a stream's first batch, 130 with the consumer
 # and memory stores imported on first use; 129 with the advisory models imported at the first
 # advisory, 130 once store.idx_peek came; 129 with sourcing.py imported for a stream with a mirror or
-# sources): a bound, so that a new eager import of a whole subsystem shows here.
-MAX_PACKAGE_MODULES = 129
+# sources; 127 with the trace models at the first traced message and direct_get.py for a stream
+# allowing direct gets): a bound, so that a new eager import of a whole subsystem shows here.
+MAX_PACKAGE_MODULES = 127
 
 
 def _create_stream(conf: Path, tmp_path: Path) -> None:

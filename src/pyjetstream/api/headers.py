@@ -35,6 +35,11 @@ __all__ = [
     "MARKER_REASON",
     "MSG_ID",
     "MSG_SIZE",
+    "MSG_TRACE_DEST",
+    "MSG_TRACE_DEST_DISABLED",
+    "MSG_TRACE_HOP",
+    "MSG_TRACE_ONLY",
+    "MSG_TRACE_ORIGIN_ACCOUNT",
     "NATS_PREFIX",
     "NUM_PENDING",
     "PENDING_BYTES",
@@ -95,6 +100,17 @@ BATCH_SEQUENCE = "Nats-Batch-Sequence"
 BATCH_COMMIT = "Nats-Batch-Commit"
 BATCH_COMMIT_ALL = "1"
 BATCH_COMMIT_EOB = "eob"
+
+# ⟨2.11+⟩ message tracing (``msgtrace.py`` has the events): the destination subject, the hop, the
+# origin account and trace-only. Here, not there: a server reads them on every traced publish but
+# makes the event models only for a traced message (issue 24: start-up imports).
+MSG_TRACE_DEST = "Nats-Trace-Dest"
+MSG_TRACE_HOP = "Nats-Trace-Hop"
+MSG_TRACE_ORIGIN_ACCOUNT = "Nats-Trace-Origin-Account"
+MSG_TRACE_ONLY = "Nats-Trace-Only"
+#: The ``Nats-Trace-Dest`` value that turns tracing off (nats-server ``MsgTraceDestDisabled``, not
+#: a valid subject): what a stored traced message carries, so that its deliveries are not traced.
+MSG_TRACE_DEST_DISABLED = "trace disabled"
 
 # ⟨2.12+⟩ counters (ADR-49): "+N" / "-N" on an empty body; sourced counters carry their origins.
 INCR = "Nats-Incr"

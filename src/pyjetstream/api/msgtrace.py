@@ -15,6 +15,13 @@ from __future__ import annotations
 import msgspec
 
 from ._wire import WireStruct, always, always_new
+from .headers import (
+    MSG_TRACE_DEST,
+    MSG_TRACE_DEST_DISABLED,
+    MSG_TRACE_HOP,
+    MSG_TRACE_ONLY,
+    MSG_TRACE_ORIGIN_ACCOUNT,
+)
 from .timefmt import ZERO_TIME, NanoTime
 
 __all__ = [
@@ -36,13 +43,7 @@ __all__ = [
     "TraceServerInfo",
 ]
 
-MSG_TRACE_DEST = "Nats-Trace-Dest"
-MSG_TRACE_HOP = "Nats-Trace-Hop"
-MSG_TRACE_ORIGIN_ACCOUNT = "Nats-Trace-Origin-Account"
-MSG_TRACE_ONLY = "Nats-Trace-Only"
-#: The ``Nats-Trace-Dest`` value that turns tracing off (nats-server ``MsgTraceDestDisabled``, not
-#: a valid subject): what a stored traced message carries, so that its deliveries are not traced.
-MSG_TRACE_DEST_DISABLED = "trace disabled"
+# (The header names are `pyjetstream.api.headers`', re-exported.)
 TRACE_PARENT = "traceparent"
 
 

@@ -32,21 +32,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api import codec
-from pyjetstream.api.headers import header_block
-from pyjetstream.api.msgtrace import (
+from pyjetstream.api.headers import (
     MSG_TRACE_DEST,
     MSG_TRACE_DEST_DISABLED,
     MSG_TRACE_ONLY,
     MSG_TRACE_ORIGIN_ACCOUNT,
-    MsgTraceEgress,
-    MsgTraceEvent,
-    MsgTraceIngress,
-    MsgTraceJetStream,
-    MsgTraceRequest,
-    MsgTraceServiceImport,
-    MsgTraceStreamExport,
-    MsgTraceSubjectMapping,
-    TraceServerInfo,
+    header_block,
 )
 from pyjetstream.api.timefmt import NanoTime
 from pyjetstream.api.versioning import SERVER_VERSION
@@ -54,6 +45,7 @@ from pyjetstream.protocol.headers import MIN_TRACED_HDR, TRACE_PARENT, has_trace
 from pyjetstream.protocol.subjects import is_valid_publish_subject
 
 if TYPE_CHECKING:
+    from pyjetstream.api.msgtrace import MsgTraceIngress, MsgTraceJetStream
     from pyjetstream.server.accounts import Account
     from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.server import Server
@@ -211,6 +203,10 @@ def start(
     if perms is not None and perms.restricts_publish and not perms.can_publish(dest):
         conn.publish_violation(dest)
         return True, None
+    # Deferred (here and in MsgTrace): the event models are made for a traced message only, not
+    # at start-up (issue 24, tests/server/test_startup_imports.py).
+    from pyjetstream.api.msgtrace import MsgTraceIngress
+
     trace = MsgTrace(conn.server, account, dest, trace_only, headers, size)
     encoding = headers.get("Accept-Encoding")
     if encoding:
@@ -248,6 +244,8 @@ class MsgTrace:
     def __init__(
         self, server: Server, account: Account, dest: str, only: bool, headers: dict[str, list[str]], size: int
     ) -> None:
+        from pyjetstream.api.msgtrace import MsgTraceEvent, MsgTraceRequest
+
         self.server = server
         self.account = account
         self.dest = dest
@@ -267,6 +265,8 @@ class MsgTrace:
     def egress(self, conn: ClientConnection, sub: Subscription, error: str = "") -> None:
         """One ``eg`` event (nats-server ``addEgressEvent``): ``acc`` only when the receiver's
         account is not the publisher's (across a service import or a stream export)."""
+        from pyjetstream.api.msgtrace import MsgTraceEgress
+
         acc = conn.account.name
         self.event.events.append(
             MsgTraceEgress(
@@ -283,16 +283,24 @@ class MsgTrace:
 
     def subject_mapping(self, to: str) -> None:
         """The account mapped the subject to ``to`` (nats-server ``addSubjectMappingEvent``)."""
+        from pyjetstream.api.msgtrace import MsgTraceSubjectMapping
+
         self.event.events.append(MsgTraceSubjectMapping(ts=NanoTime.now(), to=to))
 
     def stream_export(self, account: str, to: str) -> None:
+        from pyjetstream.api.msgtrace import MsgTraceStreamExport
+
         self.event.events.append(MsgTraceStreamExport(ts=NanoTime.now(), acc=account, to=to))
 
     def service_import(self, account: str, from_: str, to: str) -> None:
+        from pyjetstream.api.msgtrace import MsgTraceServiceImport
+
         self.event.events.append(MsgTraceServiceImport(ts=NanoTime.now(), acc=account, from_=from_, to=to))
 
     def jetstream(self, stream: str) -> None:
         """The message reached a stream (nats-server ``addJetStreamEvent``)."""
+        from pyjetstream.api.msgtrace import MsgTraceJetStream
+
         self.js = MsgTraceJetStream(ts=NanoTime.now(), stream=stream)
         self.event.events.append(self.js)
 
@@ -312,6 +320,8 @@ class MsgTrace:
     def send(self) -> None:
         """Publish the event to the destination in the publisher's account (nats-server
         ``sendEvent`` → ``sendInternalAccountSysMsg``: the ServerInfo is stamped as it goes out)."""
+        from pyjetstream.api.msgtrace import TraceServerInfo
+
         server = self.server
         server.event_seq += 1
         jetstream = server.jetstream_enabled

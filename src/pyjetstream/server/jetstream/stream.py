@@ -31,7 +31,6 @@ from pyjetstream.protocol.subjects import has_wildcard, is_subset, subjects_over
 from pyjetstream.server.jetstream.consumer_config import filters_of
 from pyjetstream.server.jetstream.consumer_index import ConsumerIndex
 from pyjetstream.server.jetstream.dedupe import StreamDedupe
-from pyjetstream.server.jetstream.direct_get import DirectGet
 from pyjetstream.server.jetstream.schedules import MsgSchedules
 from pyjetstream.server.jetstream.store.base import (
     ErrStoreEOF,
@@ -173,6 +172,8 @@ class Stream:
             )
 
     def _subscribe_direct(self) -> None:
+        # Deferred: a start whose streams do not allow direct gets does not import it (issue 24).
+        from pyjetstream.server.jetstream.direct_get import DirectGet
 
         direct = DirectGet(self)
         prefix = f"$JS.API.DIRECT.GET.{self.name}"

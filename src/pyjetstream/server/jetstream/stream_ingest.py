@@ -30,7 +30,6 @@ from pyjetstream.api.enums import RetentionPolicy, StorageType
 from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX, is_fast_batch_reply
 from pyjetstream.api.gojson import go_quote
 from pyjetstream.api.models_common import ApiError
-from pyjetstream.api.msgtrace import MSG_TRACE_DEST, MSG_TRACE_DEST_DISABLED
 from pyjetstream.api.ttl import message_ttl
 from pyjetstream.protocol.headers import append_headers, get_header, remove_header, set_header
 from pyjetstream.protocol.subjects import compile_filter
@@ -77,8 +76,8 @@ HDR_REQUEST_INFO = H.REQUEST_INFO.encode()
 HDR_TTL = H.TTL.encode()
 HDR_BATCH_ID = H.BATCH_ID.encode()
 HDR_SCHEDULE_ANY = H.SCHEDULE.encode()  # also the start of Nats-Schedule-*, Nats-Scheduler
-HDR_TRACE_DEST = MSG_TRACE_DEST.encode()
-TRACE_DISABLED = MSG_TRACE_DEST_DISABLED.encode()
+HDR_TRACE_DEST = H.MSG_TRACE_DEST.encode()
+TRACE_DISABLED = H.MSG_TRACE_DEST_DISABLED.encode()
 NS_PER_S = 1_000_000_000
 #: How nats-server words a traced message refused for its size (``ErrMaxPayload``).
 MAX_PAYLOAD_TEXT = "maximum payload exceeded"
