@@ -21,8 +21,8 @@ every dimension, without ``--dim``, runs these too).
 - ``ephemerals`` (100 / 1k / 10k ephemeral consumers): their inactivity clean-up (per consumer), an
   ordered consumer created and deleted with them in place;
 - ``queue`` (10 / 100 / 1k members of one queue group on one subject): a publish (per message), the
-  members each on its own connection, and all on one connection (where the router picks per message:
-  a run's queue segment needs one member per connection).
+  members each on its own connection, and all on one connection (a run's queue segment either way:
+  the members of one connection keep their frames in message order).
 """
 
 from __future__ import annotations

@@ -4,7 +4,11 @@ output passes the connection's early-write limit (``FrameSink.limit``). The segm
 message may pass it is checked there (`Router`'s ``end_segment``: the connection writes early), so
 the messages after it are routed against fresh room — not each one bisected against the spent
 room until the read ends. Counted, not timed: the tight segments per early write (each frame's
-bound overestimates it, so the room is found in a few halvings: ~log2 of the limit over a frame)."""
+bound overestimates it, so the room is found in a few halvings: ~log2 of the limit over a frame).
+
+And a read's publishes to a queue group whose members share one connection (bench_scale's
+``--dim queue``, "all members on one connection"): a queue segment like any other group's, no
+message routed alone (``Router.lone_msgs``), the members still picked per message."""
 
 from __future__ import annotations
 
@@ -40,3 +44,30 @@ def test_a_read_to_many_subscriptions_checks_the_room_once_per_early_write() -> 
         assert tight <= 16 * writes, (n, tight, writes)  # (every message after the first write: thousands)
         alone = asyncio.run(_routed(n, False))
         assert out == alone[2] and writes == alone[1], n  # the same bytes and writes, message by message
+
+
+async def _queued(members: int, n: int, runs: bool) -> tuple[int, int, bytes]:
+    world = World(runs=runs)  # (queue_seed 7: the same picks on and off)
+    await world.start()
+    try:
+        sub, pub = world.connect(), world.connect()
+        world.feed(sub, b"".join(b"SUB q g %d\r\n" % i for i in range(members)))
+        await world.settle()
+        world.clear()
+        router = world.server.router  # type: ignore[union-attr]
+        before = router.lone_msgs
+        world.feed(pub, b"PUB q 16\r\n%b\r\n" % PAYLOAD * n)
+        await world.settle()
+        return router.lone_msgs - before, len(world.clients[sub].transport.writes), world.output(sub)
+    finally:
+        await world.stop()
+
+
+def test_a_queue_group_on_one_connection_is_routed_as_a_segment() -> None:
+    for members in (10, 1_000):
+        lone, writes, out = asyncio.run(_queued(members, 5_000, True))
+        assert lone <= writes + 1, (members, lone, writes)  # (was 5,000: every message alone)
+        sids = {line.split(b" ")[2] for line in out.split(b"\r\n") if line.startswith(b"MSG ")}
+        assert len(sids) > members // 2, (members, len(sids))  # picked per message, not a member per run
+        alone = asyncio.run(_queued(members, 5_000, False))
+        assert out == alone[2] and writes == alone[1], members

@@ -58,6 +58,9 @@ class Router:
         #: Segments delivered part by part against a connection's room (`_Run.end_segment`'s
         #: bisection; the complexity tests read it).
         self.tight_segments = 0
+        #: Messages of a run routed one by one (`_Run.route_one`, `_Run.traced`; the complexity
+        #: tests read it: a queue segment's messages are not).
+        self.lone_msgs = 0
 
     # ------------------------------------------------------------------ one message
 
@@ -244,17 +247,32 @@ class _Bound:
 
 
 class _Slot:
-    """A queue group member in a queue segment (`_Run.queue_plan`): its connection, the room left
-    there, and the messages picked for it."""
+    """A connection in a queue segment (`_Run.queue_plan`): the room left there, and its members'
+    picks in message order — ``runs`` is ``[sub, -1, picks, sub, -1, picks ...]`` (a
+    `FrameSink.frame_items` item per run of picks for one member), ``last`` the member of the last
+    run. Members of one connection (of one group or of several) share its slot, so their frames
+    leave in the order per-message routing gives them, whichever member each message picks."""
 
-    __slots__ = ("extra", "picks", "room", "sink", "sub")
+    __slots__ = ("last", "picks", "room", "runs", "sink")
 
-    def __init__(self, sink: Any, sub: Any, room: int) -> None:
+    def __init__(self, sink: Any, room: int) -> None:
         self.sink = sink
-        self.sub = sub
         self.room = room
-        self.extra = len(sub.sid_b) + FRAME_SLACK  # a frame's bound beyond the message's own bytes
+        self.runs: list[Any] = []
+        self.last: Any = None
         self.picks: list[int] = []
+
+
+class _Member:
+    """A queue group member in a queue segment: its subscription, its connection's `_Slot`, and
+    what a frame of it adds to the message's own bytes (its sid and the slack)."""
+
+    __slots__ = ("extra", "slot", "sub")
+
+    def __init__(self, sub: Any, slot: _Slot) -> None:
+        self.sub = sub
+        self.slot = slot
+        self.extra = len(sub.sid_b) + FRAME_SLACK
 
 
 class _Run:
@@ -264,10 +282,14 @@ class _Run:
     (the sublist shares one result object between subjects with the same receivers) reach the same
     subscriptions, so what `Router.route` + `FrameSink.deliver` decide per delivery is decided
     once for the segment (`plan`) and each connection is given the segment as one range. A
-    segment whose deliveries need a decision per message (an internal subscription, a queue
-    group, an auto-unsubscribe, deliver permissions, a stall) goes message by message
-    (`route_one`); an internal subscription that alone takes a segment's messages gets them as one
-    stretch (`run_stretch`)."""
+    segment reaching only queue groups is a *queue segment* (`queue_plan`): each message's members
+    are picked as it comes, with `Router.pick_queue_members`' draws, and kept per connection in
+    message order (several members of one connection included: a run of frames with varying sids
+    is still one call, in the order per-message routing frames them). A segment whose deliveries
+    need a decision per message (an internal subscription among several receivers, an
+    auto-unsubscribe, deliver permissions, a stall) goes message by message (`route_one`); an
+    internal subscription that alone takes a segment's messages gets them as one stretch
+    (`run_stretch`)."""
 
     __slots__ = (
         "bytes",
@@ -312,8 +334,8 @@ class _Run:
         self.bytes = 0  # the current segment's frame bound, less each subscription's sid
         self.traced_too = client is not None and bool(client.account.trace_dest)
         #: A queue segment's groups (`queue_plan`): ``[n, table, n, table ...]``, ``table[k]`` the
-        #: `_Slot` a pick starting at member ``k`` takes (None: no member can take the message),
-        #: and its slots (empty: no queue segment).
+        #: `_Member` a pick starting at member ``k`` takes (None: no member can take the message),
+        #: and its connections' `_Slot` (empty: no queue segment).
         self.groups: list[Any] = []
         self.slots: list[_Slot] = []
         self.rand: Any = None
@@ -381,6 +403,7 @@ class _Run:
                 segment = result  # a queue segment starts: its members picked message by message
                 self.hits -= 1  # (message i is looked up again)
                 continue
+            self.router.lone_msgs += 1
             if traced:
                 self.traced(i)
             else:
@@ -416,18 +439,18 @@ class _Run:
     def queue_plan(self, qsubs: tuple[tuple[Subscription, ...], ...]) -> bool:
         """Set up a queue segment for messages whose lookup gave only ``qsubs``: for each group, which
         member a pick starting at each member ends on (`Router.pick_queue_members` skips a closed
-        member and the producer's own without echo, going round from a random start). False when a
-        delivery needs a decision per message (as `plan`: an internal member, auto-unsubscribe,
-        deliver permissions, a stall; or two members on one connection, or no member at all: the
-        no-responders answer)."""
+        member and the producer's own without echo, going round from a random start), and one
+        `_Slot` per connection, shared by its members. False when a delivery needs a decision per
+        message (as `plan`: an internal member, auto-unsubscribe, deliver permissions, a stall; or
+        no member at all: the no-responders answer)."""
         client = self.client
         pending = self.pending
         groups: list[Any] = []
         slots: list[_Slot] = []
-        sinks: set[Any] = set()
+        by_sink: dict[Any, _Slot] = {}
         for group in qsubs:
             n = len(group)
-            members: list[_Slot | None] = []
+            members: list[_Member | None] = []
             for sub in group:
                 conn = sub.client
                 if sub.closed or (
@@ -436,17 +459,18 @@ class _Run:
                     members.append(None)
                     continue
                 sink = sub.sink
-                if sink is None or sub.max_msgs or sink.deliver_filter is not None or sink in sinks:
+                if sink is None or sub.max_msgs or sink.deliver_filter is not None:
                     return False
-                if sink.write_paused and client is not None and client.may_stall(sink.conn):
-                    return False
-                sinks.add(sink)
-                items = pending.get(sink)
-                slot = _Slot(sink, sub, items[0] if items is not None else sink.limit - sink.size)
-                members.append(slot)
-                slots.append(slot)
-            table: list[_Slot | None] = [None] * n
-            taker: _Slot | None = None
+                slot = by_sink.get(sink)
+                if slot is None:
+                    if sink.write_paused and client is not None and client.may_stall(sink.conn):
+                        return False
+                    items = pending.get(sink)
+                    slot = by_sink[sink] = _Slot(sink, items[0] if items is not None else sink.limit - sink.size)
+                    slots.append(slot)
+                members.append(_Member(sub, slot))
+            table: list[_Member | None] = [None] * n
+            taker: _Member | None = None
             for k in range(2 * n - 1, -1, -1):  # the first member that can take it, from k on, round
                 member = members[k % n]
                 if member is not None:
@@ -465,8 +489,10 @@ class _Run:
 
     def pick(self, i: int) -> bool:
         """Message ``i`` of a queue segment to one member per group, picked as
-        `Router.pick_queue_members` picks (the same draws). True when a member's connection may
-        pass its pending limit with it: an event, so the segment ends there (`end_queue`)."""
+        `Router.pick_queue_members` picks (the same draws), added to its connection's picks in
+        the order per-message routing frames them (message by message, group by group). True
+        when a connection may pass its pending limit with it: an event, so the segment ends there
+        (`end_queue`)."""
         hdr = self.hdrs[i]
         size = len(self.payloads[i]) + len(self.subjects[i]) + len(self.replies[i]) + (0 if hdr is None else len(hdr))
         groups = self.groups
@@ -478,9 +504,17 @@ class _Run:
             table = groups[k + 1]
             if table is None:
                 continue
-            slot: _Slot = table[start]
-            slot.picks.append(i)
-            slot.room -= size + slot.extra
+            member: _Member = table[start]
+            slot = member.slot
+            sub = member.sub
+            sub.delivered += 1
+            if slot.last is sub:
+                slot.picks.append(i)
+            else:  # another member of this connection: a run of its own
+                slot.last = sub
+                picks = slot.picks = [i]
+                slot.runs += (sub, -1, picks)
+            slot.room -= size + member.extra
             if slot.room < 0:
                 cut = True
                 if slot.sink not in self.events:
@@ -490,23 +524,20 @@ class _Run:
         return cut
 
     def end_queue(self) -> None:
-        """A queue segment ends: each member's picks to its connection (one item), and what was
-        collected framed when a pick may pass a pending limit (`frame_pending`)."""
+        """A queue segment ends: each connection's runs of picks to it, and what was collected
+        framed when a pick may pass a pending limit (`frame_pending`)."""
         pending = self.pending
         for slot in self.slots:
-            picks = slot.picks
-            if not picks:
+            runs = slot.runs
+            if not runs:
                 continue
             sink = slot.sink
-            slot.sub.delivered += len(picks)
             items = pending.get(sink)
             if items is None:
                 items = pending[sink] = [slot.room]
             else:
                 items[0] = slot.room
-            items.append(slot.sub)
-            items.append(-1)
-            items.append(picks)
+            items += runs
         self.slots = []
         self.groups = []
         if self.events:
