@@ -157,6 +157,12 @@ class GeneratedCode:
         parse of the same pattern and flags makes (the engine's format is in the file's header)."""
         if not isinstance(p, (str, bytes)) or flags & re.DEBUG:
             return _re_compile(p, flags)
+        try:
+            return self._cached_pattern(p, flags)
+        except (AttributeError, TypeError, ValueError):  # another Python's internals: the plain way
+            return _re_compile(p, flags)
+
+    def _cached_pattern(self, p: str | bytes, flags: int) -> re.Pattern[Any]:
         key = (p, int(flags))
         found = self.patterns.get(key)
         if found is None:
