@@ -230,6 +230,16 @@ CASES: dict[str, list] = {
         info("S"),
     ],
     "update-not-found": [update("NOPE")],
+    # an explicit empty tags list keeps the placement (shown as {}), on an update as on a create
+    # (found by scripts/difffuzz.py, seed 6161)
+    "update-placement-empty-tags": [
+        create("U"),
+        update("U", placement={"cluster": "", "tags": []}),
+        info("U"),
+        update("U", placement={"tags": []}),
+        update("U", placement={"cluster": ""}),
+        info("U"),
+    ],
     "update-check-order": [
         req("STREAM.UPDATE.S", {"name": "T", "max_age": 1}),
         update("NOPE", max_age=1),

@@ -207,14 +207,17 @@ def stream_update(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
     response = StreamUpdateResponse()
     try:
         req = decode_request(payload, StreamConfigRequest, engine.strict)
-        cfg = check_stream_config(_config(req), _lookup_config(engine), req.pedantic, engine.max_bytes_limits)
-        if match.stream != cfg.name:
+        checked = check_stream_config(_config(req), _lookup_config(engine), req.pedantic, engine.max_bytes_limits)
+        if match.stream != checked.name:
             raise JetStreamApiError(E.JSStreamMismatchErr())
         stream = _lookup(engine, match.stream)
         # configUpdateCheck checks the checked config once more: what the first pass turned on
         # (allow_msg_ttl for subject_delete_marker_ttl) meets the rules it breaks (a counter
-        # stream cannot use message TTLs).
-        cfg = check_stream_config(cfg, _lookup_config(engine), req.pedantic, engine.max_bytes_limits)
+        # stream cannot use message TTLs). A placement the first pass kept stays: its explicit
+        # empty tags (stored as None, shown as {}) are no empty placement to Go's second pass.
+        cfg = check_stream_config(checked, _lookup_config(engine), req.pedantic, engine.max_bytes_limits)
+        if cfg.placement is None and checked.placement is not None:
+            cfg = msgspec.structs.replace(cfg, placement=checked.placement)
         if cfg.num_replicas > 1:
             raise JetStreamApiError(E.JSStreamReplicasNotSupportedErr())
         cfg = check_stream_update(stream.cfg, cfg)
