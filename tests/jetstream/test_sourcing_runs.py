@@ -1,7 +1,8 @@
 """A mirror's and a source's feed take their consumer's deliveries a run at a time (``takes_deliveries``:
-the delivery pass reads the origin in runs and calls the feed for each message, never routing one):
-counted in store reads (steps, not time), and the copies equal to those of the one-at-a-time, routed
-path (``ServerOptions.runs`` off). Embedded only and in-process (the counters are the server's own);
+the delivery pass reads the origin in runs and calls the feed for each message, never routing one) and
+store each run's copies in one pass (``StreamIngest.process_sourced_run``: one ``store_run`` per run):
+counted in store reads and store calls (steps, not time), and the copies equal to those of the
+one-at-a-time, routed path (``ServerOptions.runs`` off), timestamps included. Embedded only and in-process (the counters are the server's own);
 mirrors and sources are behaviour-tested against both targets in test_stream_sourcing.py."""
 
 from __future__ import annotations
@@ -14,15 +15,42 @@ from typing import Any
 import nats
 from nats.js.api import StreamConfig, StreamSource
 
+from pyjetstream.server.jetstream.store.indexed import IndexedStore
 from pyjetstream.server.server import Server
 
 MSGS = 3_000
 STAMP = re.compile(rb"(Nats-Stream-Source: [^\r]*) \S+\r\n")
 
 
-async def catch_up(runs: bool) -> tuple[int, list[Any], list[Any]]:
+class StoreCalls:
+    """``store_msg`` and ``store_run`` calls (and the messages a run stored) per store."""
+
+    def __init__(self, monkeypatch: Any) -> None:
+        self.calls: dict[int, list[int]] = {}
+        real_msg, real_run = IndexedStore.store_msg, IndexedStore.store_run
+
+        def store_msg(store: IndexedStore, *args: Any, **kw: Any) -> Any:
+            self.calls.setdefault(id(store), [0, 0, 0])[0] += 1
+            return real_msg(store, *args, **kw)
+
+        def store_run(store: IndexedStore, *args: Any, **kw: Any) -> Any:
+            out = real_run(store, *args, **kw)
+            counts = self.calls.setdefault(id(store), [0, 0, 0])
+            counts[1] += 1
+            counts[2] += len(out[1])
+            return out
+
+        monkeypatch.setattr(IndexedStore, "store_msg", store_msg)
+        monkeypatch.setattr(IndexedStore, "store_run", store_run)
+
+    def of(self, store: object) -> list[int]:
+        """``[store_msg calls, store_run calls, messages stored by store_run]``."""
+        return self.calls.get(id(store), [0, 0, 0])
+
+
+async def catch_up(runs: bool, calls: StoreCalls | None = None) -> tuple[int, list[Any], list[Any], list[Any]]:
     """Store reads of the origin while a mirror and a source catch up ``MSGS`` messages (some with
-    headers, some deleted), and what each copied."""
+    headers, some deleted), what each copied, and (with ``calls``) each copy's store calls."""
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1", runs=runs)
         await server.start()
@@ -57,6 +85,7 @@ async def catch_up(runs: bool) -> tuple[int, list[Any], list[Any]]:
                     assert asyncio.get_running_loop().time() < deadline, f"{name} did not catch up"
                     await asyncio.sleep(0.05)
             engine = server.jetstream_engines()[0]
+            stored = [calls.of(engine.streams[name].store) if calls is not None else [] for name in ("MIR", "AGG")]
             copies = []
             for name in ("MIR", "AGG"):
                 target = engine.streams[name].store
@@ -67,9 +96,12 @@ async def catch_up(runs: bool) -> tuple[int, list[Any], list[Any]]:
                         m = target.load_msg(seq)
                     except Exception:
                         continue
-                    msgs.append((m.seq, m.subject, m.hdr, m.data))
+                    msgs.append((m.seq, m.subject, m.hdr, m.data, m.ts))
                 copies.append(msgs)
-            return reads, copies[0], copies[1]
+            origin = engine.streams["SRC"].store
+            # A mirror's copy keeps the origin's timestamp (stored with it, a run at a time or not).
+            assert [m[4] for m in copies[0]] == [origin.load_msg(m[0]).ts for m in copies[0]]
+            return reads, copies[0], copies[1], stored
         finally:
             await nc.close()
             await server.shutdown()
@@ -77,15 +109,27 @@ async def catch_up(runs: bool) -> tuple[int, list[Any], list[Any]]:
 
 def unstamped(msgs: list[Any]) -> list[Any]:
     """A source's copies without their sequences and the origin's identity (each server its own)."""
-    return [(subject, STAMP.sub(rb"\1", hdr or b""), data) for _, subject, hdr, data in msgs]
+    return [(subject, STAMP.sub(rb"\1", hdr or b""), data) for _, subject, hdr, data, _ in msgs]
 
 
-async def test_feeds_read_their_origin_in_runs() -> None:
-    reads_runs, mirror_runs, sourced_runs = await catch_up(runs=True)
-    reads_one, mirror_one, sourced_one = await catch_up(runs=False)
+def origin_times(msgs: list[Any]) -> list[Any]:
+    """A mirror's copies as the origin's: sequence and timestamp its own (each run fills its own
+    origin, so the two runs' timestamps differ: compared against the origin, not each other)."""
+    return [(seq, subject, hdr, data) for seq, subject, hdr, data, _ in msgs]
+
+
+async def test_feeds_read_their_origin_in_runs(monkeypatch: Any) -> None:
+    calls = StoreCalls(monkeypatch)
+    reads_runs, mirror_runs, sourced_runs, stored = await catch_up(runs=True, calls=calls)
+    reads_one, mirror_one, sourced_one, _ = await catch_up(runs=False)
     assert len(mirror_runs) == len(sourced_runs) == MSGS - 10
-    assert mirror_runs == mirror_one
+    assert origin_times(mirror_runs) == origin_times(mirror_one)
     assert unstamped(sourced_runs) == unstamped(sourced_one)
+    # Store calls: each run of copies one store_run (up to DELIVER_BATCH copies, fewer where flow
+    # control or a deleted origin message cuts it), next to none of the one store_msg per copy.
+    for (msg_calls, run_calls, in_runs), copied in zip(stored, (mirror_runs, sourced_runs), strict=True):
+        assert in_runs + msg_calls == len(copied), (msg_calls, run_calls, in_runs)
+        assert msg_calls <= 40 and run_calls <= MSGS // 100 + 40, (msg_calls, run_calls, in_runs)
     # Two feeds, each a few runs of up to DELIVER_BATCH messages (flow control may cut one short),
     # against one read per message copied the routed way.
     assert reads_one >= 2 * (MSGS - 10)

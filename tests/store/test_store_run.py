@@ -237,3 +237,35 @@ def test_a_write_failing_mid_run_stops_where_one_by_one_does(
         assert s.store_msg("a", b"", b"after")[0] == 2
         s.stop()
     assert 0 < stopped["run"] == stopped["one"] < len(payloads)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_run_with_given_timestamps_keeps_them(make_store: StoreFactory, shape: str) -> None:
+    """A mirror's copies keep the origin's timestamps (``store_run``'s ``stamps``,
+    ``StreamIngest.process_sourced_run``): as `store_msg` with ``ts``, over sealed blocks too."""
+    one, run = make_store(), make_store()
+    subjects, hdrs, payloads = _rows(shape, 300)
+    stamps = [1_700_000_000_000_000_000 + 7 * k for k in range(300)]
+    with one.batch():
+        for subject, hdr, p, ts in zip(subjects, hdrs, payloads, stamps, strict=True):
+            one.store_msg(subject, hdr, p, ts)
+    with run.batch():
+        first, tss, error = run.store_run(subjects, hdrs, payloads, None, stamps)
+    assert (first, list(tss), error) == (1, stamps, None)
+    assert _picture(run) == _picture(one)
+    assert [run.load_msg(seq).ts for seq in range(1, 301)] == stamps
+
+
+def test_given_timestamps_survive_a_restart(tmp_path: Path) -> None:
+    fcfg = FileStoreConfig(str(tmp_path / "s"), block_size=1024, compact_min_bytes=1 << 30)
+    s = FileStore(fcfg, StoreConfig())
+    subjects, hdrs, payloads = _rows("headers", 120)
+    stamps = [1_000 + k for k in range(120)]
+    with s.batch():
+        s.store_run(subjects, hdrs, payloads, None, stamps)
+    crash(s)
+    s2 = FileStore(fcfg, StoreConfig())
+    try:
+        assert [s2.load_msg(seq).ts for seq in range(1, 121)] == stamps
+    finally:
+        s2.stop()

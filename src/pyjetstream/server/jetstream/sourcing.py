@@ -287,6 +287,9 @@ class _Feed:
         self._request: ConsumerConfig | None = None  # the consumer create being asked for
         self._level = 0  # the API level it asks for (0: a plain consumer, for older origins)
         self._early: list[tuple[str, str, bytes | None, bytes]] = []
+        #: Deliveries of the pass's run not processed yet (``ServerOptions.runs``: `_flush`).
+        self._pending: list[tuple[str, bytes | None, bytes, Delivery]] = []
+        self._runs = bool(getattr(stream.server.options, "runs", True))
         self._timeout: TimerHandle | None = None
         self._retry: Handle | None = None
         self._health: TimerHandle | None = None
@@ -303,6 +306,7 @@ class _Feed:
     def stop(self) -> None:
         if self.closed:
             return
+        self._flush()
         self.closed = True
         self._cancel()
         for handle in (self._retry, self._health):
@@ -313,6 +317,7 @@ class _Feed:
     def _cancel(self) -> None:
         """Drop the current consumer (nats-server ``cancelSourceInfo``): it is no longer read, so
         the origin removes it after its inactivity threshold."""
+        self._flush()  # what was delivered before is taken first, as one by one
         for sub in (self._deliver_sub, self._reply_sub):
             if sub is not None:
                 sub.unsubscribe()
@@ -582,7 +587,7 @@ class _Feed:
         on that consumer but by closing this subscription (`_cancel`), which ends the pass's run.
         ``ServerOptions.runs`` off: each delivery is routed, one at a time."""
         sub = self.server.subscribe_internal(deliver, self._on_delivery)
-        sub.takes_deliveries = bool(getattr(self.server.options, "runs", True))
+        sub.takes_deliveries = self._runs
         return sub
 
     def _on_delivery(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
@@ -598,6 +603,7 @@ class _Feed:
             self._early.append((subject, reply, hdr, payload))
             return
         if not payload and hdr and hdr.startswith(_CONTROL_PREFIX):
+            self._flush()
             self._on_control(reply, hdr)
             return
         d = parse_ack_reply(reply)
@@ -607,7 +613,67 @@ class _Feed:
         if d.delivered > 1:
             return
         # ``subject`` is the message's own (the consumer's shown subject, not our deliver subject).
-        self._process(subject, hdr, payload, d)
+        if not self._runs:
+            self._process(subject, hdr, payload, d)
+            return
+        if not self._pending:
+            self.server.after_read(self._flush)
+        self._pending.append((subject, hdr, payload, d))
+
+    def _flush(self) -> None:
+        """Process the deliveries held since the pass's run began (``ServerOptions.runs``), in
+        order: each stretch of them that would take `_process`'s plain way (`_plain_end`) stored
+        in one pass (`_process_run`: ``StreamIngest.process_sourced_run``), every other delivery —
+        or a stretch the stream does not take so — through `_process`, as if processed as it
+        came; the rest skipped once the consumer was dropped for one (`_restart`), as `_delivery`
+        skips what comes from a consumer no longer read. Whatever acts on the feed's positions or
+        the store (a control message, a restart, a stop, the info) flushes first."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        n = len(pending)
+        at = 0
+        while at < n:
+            if self.closed or pending[at][3].consumer != self.cname:
+                return
+            end = self._plain_end(pending, at)
+            if end - at > 1 and self._process_run(pending[at:end]):
+                at = end
+                continue
+            for subject, hdr, payload, d in pending[at : max(end, at + 1)]:
+                if self.closed or d.consumer != self.cname:
+                    return
+                self._process(subject, hdr, payload, d)
+            at = max(end, at + 1)
+
+    def _plain_end(self, pending: list[tuple[str, bytes | None, bytes, Delivery]], at: int) -> int:
+        """Where the stretch of ``pending`` from ``at`` on that `_process` would each take the
+        plain way (nothing skipped, nothing missed) ends (``at``: the first is not so)."""
+        raise NotImplementedError
+
+    def _process_run(self, pending: list[tuple[str, bytes | None, bytes, Delivery]]) -> bool:
+        """Take ``pending`` (a `_plain_end` stretch) in one store pass (False: the stream does not
+        take them so; nothing done)."""
+        raise NotImplementedError
+
+    def _run_taken(
+        self, pending: list[tuple[str, bytes | None, bytes, Delivery]], taken: tuple[int, ApiError | None]
+    ) -> None:
+        """The positions after `_process_run` stored the first ``taken[0]`` copies: those of the
+        last stored; a write that failed for the next is warned about and the consumer recreated
+        from there, as `_process` does for one copy."""
+        done, error = taken
+        if done:
+            d = pending[done - 1][3]
+            self.sseq, self.dseq = d.sseq, d.dseq
+            if self.REPORTS_SEQ:  # a source's highest origin sequence stored (a mirror's is its own)
+                self.taken = max(self.taken, d.sseq)
+        last = pending[done][3] if error is not None else pending[-1][3]
+        self.lag = last.pending - 1 if last.pending else 0
+        if error is not None:
+            self._warn(error)
+            self._restart()
 
     def _on_control(self, reply: str, hdr: bytes) -> None:
         if not self.cname:
@@ -655,6 +721,7 @@ class _Feed:
 
     def info(self) -> StreamSourceInfo:
         """``sourceInfo``: ``active`` is the time since the last contact, -1 if there was none."""
+        self._flush()
         ext = self.cfg.external
         return StreamSourceInfo(
             name=self.name,
@@ -762,6 +829,32 @@ class MirrorFeed(_Feed):
         _, self.sseq, self.dseq = previous
         self._restart()
 
+    def _plain_end(self, pending: list[tuple[str, bytes | None, bytes, Delivery]], at: int) -> int:
+        """Each the next origin sequence (``processInboundMirrorMsg``'s plain case)."""
+        want = self.sseq + 1
+        end = at
+        while end < len(pending) and pending[end][3].sseq == want:
+            end += 1
+            want += 1
+        return end
+
+    def _process_run(self, pending: list[tuple[str, bytes | None, bytes, Delivery]]) -> bool:
+        """`_process` for each of ``pending`` in one store pass, the origin's sequences and
+        timestamps kept."""
+        seqs = [d.sseq for _, _, _, d in pending]
+        subjects = [self._transform(subject) for subject, _, _, _ in pending]
+        hdrs = [hdr or b"" for _, hdr, _, _ in pending]
+        payloads = [payload for _, _, payload, _ in pending]
+        stamps = [d.ts for _, _, _, d in pending]
+        taken = self.stream.ingest.process_sourced_run(subjects, hdrs, payloads, seqs, stamps)
+        if taken is None:
+            return False
+        self._run_taken(pending, taken)
+        last = pending[min(taken[0], len(pending) - 1)][3]
+        if self.stream.cfg.mirror_direct and not self._direct_subs and last.pending < CAUGHT_UP:
+            self._subscribe_direct()
+        return True
+
     # --- mirror direct -----------------------------------------------------------------------
 
     def _subscribe_direct(self) -> None:
@@ -849,6 +942,35 @@ class SourceFeed(_Feed):
             self._restart()
         elif d.sseq > self.taken:
             self.taken = d.sseq
+
+    def _plain_end(self, pending: list[tuple[str, bytes | None, bytes, Delivery]], at: int) -> int:
+        """Each the next delivery, of an origin sequence not taken yet
+        (``processInboundSourceMsg``'s plain case)."""
+        sseq, dseq = self.sseq, self.dseq
+        end = at
+        while end < len(pending):
+            d = pending[end][3]
+            if d.sseq <= sseq or d.dseq != dseq + 1:
+                break
+            sseq, dseq = d.sseq, d.dseq
+            end += 1
+        return end
+
+    def _process_run(self, pending: list[tuple[str, bytes | None, bytes, Delivery]]) -> bool:
+        """`_process` for each of ``pending`` in one store pass, each copy stamped with its
+        origin as `_process` stamps it."""
+        name, iname, ident = HDR_STREAM_SOURCE.decode(), self.iname, self.ident
+        hdrs = [
+            append_headers(_strip_for_source(hdr) if hdr else None, [(name, source_header(iname, d.sseq, subject, ident))])
+            for subject, hdr, _, d in pending
+        ]
+        subjects = [self._transform(subject) for subject, _, _, _ in pending]
+        payloads = [payload for _, _, payload, _ in pending]
+        taken = self.stream.ingest.process_sourced_run(subjects, hdrs, payloads)
+        if taken is None:
+            return False
+        self._run_taken(pending, taken)
+        return True
 
 
 # --- a stream's feeds -------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from operator import add
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import errors as E
@@ -79,6 +80,9 @@ HDR_SCHEDULE_ANY = H.SCHEDULE.encode()  # also the start of Nats-Schedule-*, Nat
 HDR_TRACE_DEST = H.MSG_TRACE_DEST.encode()
 TRACE_DISABLED = H.MSG_TRACE_DEST_DISABLED.encode()
 NS_PER_S = 1_000_000_000
+#: Header names a copy's `commit` acts on (the duplicate window, a roll-up, a TTL): a run of copies
+#: holding any (case-sensitive, as ``get_header`` reads them) goes one by one.
+SOURCED_ONE_BY_ONE = (b"Nats-Msg-Id", b"Nats-Rollup", b"Nats-TTL")
 #: How nats-server words a traced message refused for its size (``ErrMaxPayload``).
 MAX_PAYLOAD_TEXT = "maximum payload exceeded"
 
@@ -549,6 +553,65 @@ class StreamIngest:
         self.writes.hold_for_read()
         result = self.commit(subject, hdr, payload, msg_id, rollup, ts or None, ttl)
         return None if type(result) is int else result  # type: ignore[return-value]
+
+    def process_sourced_run(
+        self,
+        subjects: list[str],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        seqs: list[int] | None = None,
+        stamps: list[int] | None = None,
+    ) -> tuple[int, ApiError | None] | None:
+        """`process_sourced` for each copy of a feed's run in turn (``sourcing.py``: a mirror's
+        ``seqs`` and ``stamps`` are the origin's, None for a source's), stored in one pass
+        (``store_run``) where `commit` would do nothing for any of them but store it and tell the
+        consumers: a config a run's stretch takes and nothing but the store's hook, no trace, no
+        copy with a message id (the duplicate window), a roll-up or a TTL, none too large, a
+        mirror's sequences next in line, room for all (``room_for_run``, ``run_fits``). Returns
+        None when that is not so (the feed gives them to `process_sourced` one by one), else
+        ``(copies stored, the error that kept the next one out)`` — a write that failed, as
+        `commit` answers it; the rest were not looked at (the feed starts over from there)."""
+        if not self._sourced_run_ok(subjects, hdrs, payloads, seqs):
+            return None
+        stream = self.stream
+        store = stream.store
+        storage = stream.cfg.storage
+        n = len(subjects)
+        records = sum(map(store.record_size, map(len, subjects), map(len, hdrs), map(len, payloads)))
+        largest = max(map(add, map(len, hdrs), map(len, payloads)))
+        self.writes.hold_for_read()  # as `process_sourced` holds before each commit
+        if not stream.engine.room_for_run(storage, n, records) or not store.run_fits(subjects, largest, records):
+            return None
+        first, tss, error = store.store_run(subjects, hdrs, payloads, None, stamps)
+        done = len(tss)
+        if done:
+            subs = subjects[:done]
+            size = sum(map(len, subs)) + sum(map(len, hdrs[:done])) + sum(map(len, payloads[:done]))
+            stream.engine.note_writes(storage, done, size)
+            self.dedupe.last = ""
+            if stream.cfg.max_age:
+                stream.watch_expiry(0, 0)
+            if stream.consumers:
+                self.writes.signal_run(first, subs)
+        return done, None if error is None else self.store_error(error)
+
+    def _sourced_run_ok(
+        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes], seqs: list[int] | None
+    ) -> bool:
+        """Whether `process_sourced_run` may store the copies in one pass (see there)."""
+        stream = self.stream
+        if len(subjects) < 2 or not self.simple or self.trace is not None or stream.closed:
+            return False
+        if seqs is not None:
+            start = stream.store.fast_state().last_seq + 1
+            if seqs != list(range(start, start + len(seqs))):
+                return False
+        blocks = b"".join(hdrs)
+        if blocks and (
+            any(name in blocks for name in SOURCED_ONE_BY_ONE) or max(map(len, hdrs)) > MAX_HEADER_SIZE
+        ):
+            return False
+        return max(map(add, map(len, hdrs), map(len, payloads))) <= self.max_size
 
     def store_internal(self, subject: str, hdr: bytes, payload: bytes, found: Found | None = None) -> int | ApiError:
         """Store a message the server itself produces (a subject delete marker, a scheduled

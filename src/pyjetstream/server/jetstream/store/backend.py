@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from array import array
+from collections.abc import Sequence
 
 from .base import MsgTuple, StoreConfig
 from .seqindex import SeqIndex
@@ -56,15 +57,20 @@ class PayloadBackend(ABC):
         return tss, locs
 
     def append_hrun(
-        self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
+        self,
+        seq: int,
+        subjects: list[bytes],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        stamps: Sequence[int] | None = None,
     ) -> tuple[array[int], array[int]]:
         """`append_run` for messages with a subject and a header block each
         (``IndexedStore.store_run``: a read's publishes on several subjects or with headers);
-        the same contract."""
+        the same contract. ``stamps``: their timestamps (a mirror's copies), None: now."""
         tss = array("q")
         locs = array("Q")
-        for subject, hdr, payload in zip(subjects, hdrs, payloads, strict=True):
-            ts = time.time_ns()
+        for k, (subject, hdr, payload) in enumerate(zip(subjects, hdrs, payloads, strict=True)):
+            ts = stamps[k] if stamps is not None else time.time_ns()
             locs.append(self.append(seq, ts, subject, hdr, payload))
             tss.append(ts)
             seq += 1
@@ -202,10 +208,15 @@ class MemoryPayloads(PayloadBackend):
         return tss, array("Q", bytes(8 * len(payloads)))
 
     def append_hrun(
-        self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
+        self,
+        seq: int,
+        subjects: list[bytes],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        stamps: Sequence[int] | None = None,
     ) -> tuple[array[int], array[int]]:
         time_ns = time.time_ns
-        tss = array("q", [time_ns() for _ in payloads])
+        tss = array("q", stamps if stamps is not None else [time_ns() for _ in payloads])
         self.payloads.extend(
             [
                 (h if type(h) is bytes else bytes(h), p if type(p) is bytes else bytes(p))

@@ -231,16 +231,23 @@ class MessageStore(ABC):
         return False
 
     def store_run(
-        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes], ttls: list[int] | None = None
+        self,
+        subjects: list[str],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        ttls: list[int] | None = None,
+        stamps: Sequence[int] | None = None,
     ) -> tuple[int, Sequence[int], StoreError | None]:
-        """`store_msg` ``(subjects[i], hdrs[i], payloads[i], ttl=ttls[i])`` for each in turn
-        (``b""``: no header block; ``ttls`` None: no TTLs), stamped now (after `run_fits`);
+        """`store_msg` ``(subjects[i], hdrs[i], payloads[i], ts=stamps[i], ttl=ttls[i])`` for each
+        in turn (``b""``: no header block; ``ttls`` None: no TTLs; ``stamps`` None: stamped now —
+        a mirror's copies keep the origin's) after `run_fits`;
         ``(first sequence, the timestamps of those stored, the error that stopped the rest)``."""
         first = 0
         tss: list[int] = []
         for i, (subject, hdr, payload) in enumerate(zip(subjects, hdrs, payloads, strict=True)):
             try:
-                seq, ts = self.store_msg(subject, hdr, payload, ttl=ttls[i] if ttls is not None else 0)
+                ts_i = stamps[i] if stamps is not None else None
+                seq, ts = self.store_msg(subject, hdr, payload, ts_i, ttls[i] if ttls is not None else 0)
             except StoreError as error:
                 return first, tss, error
             first = first or seq

@@ -28,6 +28,7 @@ import struct
 import time
 import zlib
 from array import array
+from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -254,14 +255,19 @@ class BlockFiles(BlockIndexes):
         return self._close_run(parts, offs, plens, tss)
 
     def append_hrun(
-        self, seq: int, subjects: list[bytes], hdrs: list[bytes], payloads: list[bytes]
+        self,
+        seq: int,
+        subjects: list[bytes],
+        hdrs: list[bytes],
+        payloads: list[bytes],
+        stamps: Sequence[int] | None = None,
     ) -> tuple[array[int], array[int]]:
         """`append` for messages with a subject and a header block each (a read's Spark
         rows), the records framed in one loop and joined into the active block's mirror at once;
         stops before a record that would need the next block, as `append_run`. A compressed
         store takes `append` per message. (TTLs are the store's to tell: `note_ttl`.)"""
         if self._compress:
-            return super().append_hrun(seq, subjects, hdrs, payloads)
+            return super().append_hrun(seq, subjects, hdrs, payloads, stamps)
         plens, offs = self._fit_run(
             seq,
             [
@@ -271,7 +277,7 @@ class BlockFiles(BlockIndexes):
         )
         m = len(plens)
         time_ns = _time_ns
-        tss = [time_ns() for _ in plens]
+        tss = list(stamps[:m]) if stamps is not None else [time_ns() for _ in plens]
         pack = _pack_rec
         crc32 = _crc32
         pack_crc = _pack_crc

@@ -188,38 +188,39 @@ class IndexedStore(MessageStore):
         return TRIM_RUNS and not (cfg.max_msgs_per_subject > 0 and cfg.max_bytes > 0)
 
     def store_run(
-        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes], ttls: list[int] | None = None
+        self, subjects: list[str], hdrs: list[bytes], payloads: list[bytes], ttls: list[int] | None = None,
+        stamps: Sequence[int] | None = None,
     ) -> tuple[int, Sequence[int], StoreError | None]:
-        """`store_msg` ``(subjects[i], hdrs[i], payloads[i], ttl=ttls[i])`` for each in turn
-        (``b""``: no header block; ``ttls`` None: no TTLs; stamped now) in one pass — a read's
+        """`store_msg` ``(subjects[i], hdrs[i], payloads[i], stamps[i], ttls[i])`` for each in turn
+        (``b""``: no header block; ``ttls`` None: no TTLs; ``stamps`` None: now) in one pass — a read's
         publishes: the backend frames them in one loop and the index takes them with array extends (header-less messages on one
         subject, a pipelining publisher's: ``append_run`` and ``SeqIndex.append_run``; else
         ``append_hrun`` and ``SeqIndex.append_many``). Only after `run_fits` said yes, so
         nothing is refused for the limits; what discard-old limits remove goes after the run
         (`_trim_run`; a write that fails mid-run leaves the older messages one by one would have
-        trimmed before it). Returns ``(first sequence, the timestamps of those
-        stored, the error that stopped the rest)``, the error being what `store_msg` would
-        have raised for the message after the stored ones (a write that failed takes every
-        message of the batch back, as there)."""
+        trimmed before it). Returns ``(first sequence, the timestamps of those stored, the error
+        that stopped the rest)``, the error being what `store_msg` would have raised for the
+        message after the stored ones (a write that failed takes every message of the batch back)."""
         n = len(payloads)
-        one = subjects.count(subjects[0]) == n and not any(hdrs)
+        one = stamps is None and subjects.count(subjects[0]) == n and not any(hdrs)
         sbs = [subjects[0].encode()] if one else [s.encode() for s in subjects]
         first = seq = self._index.last_seq + 1
-        stamps = array("q")
+        stamped = array("q")
         done = 0
         while done < n:
             try:
                 if one:
                     tss, locs = self._backend.append_run(seq, sbs[0], payloads[done:] if done else payloads)
                 else:
-                    tss, locs = self._backend.append_hrun(seq, sbs[done:], hdrs[done:], payloads[done:])
+                    given = stamps and stamps[done:]  # a mirror's copies: the origin's (None: now)
+                    tss, locs = self._backend.append_hrun(seq, sbs[done:], hdrs[done:], payloads[done:], given)
             except OSError as exc:  # e.g. a new block file could not be created
                 try:
                     self._write_failed(exc)
                 except StoreError as error:
-                    return first, stamps, error
+                    return first, stamped, error
             except StoreError as error:
-                return first, stamps, error
+                return first, stamped, error
             hi = done + len(tss)
             if one:
                 base = self._size_base + len(sbs[0])
@@ -230,12 +231,12 @@ class IndexedStore(MessageStore):
                 self._index.append_many(seq, subjects[done:hi], tss, sizes, locs)
             if ttls is not None:
                 self._track_run_ttls(seq, tss, ttls[done:hi])
-            stamps.extend(tss)
+            stamped.extend(tss)
             seq += hi - done
             done = hi
         if self._limits_active:
             self._trim_run(first, subjects)
-        return first, stamps, None
+        return first, stamped, None
 
     def _trim_run(self, seq: int, subjects: list[str]) -> None:
         """The limits `_enforce_limits` applies after each message, applied once after a run
