@@ -265,13 +265,17 @@ def test_queue_groups_in_long_runs() -> None:
     message with the same draws), members on every client — the one with a deliver filter, the one
     whose socket takes little (early writes, stalls, the slow-consumer cut mid-segment), two groups
     on one subject, a plain subscriber beside a group, several members of a group on one client
-    and members of both groups on one client (their frames in message order, varying sids) — the
-    same bytes with runs on and off."""
-    many = tuple(Pub(s, "", None, p) for s, p in [("q.1", b"a" * 20), ("q.2", b"b" * 60000)] * 12)
+    and members of both groups on one client (their frames in message order, varying sids), a
+    member that unsubscribes after 1 (picked mid-segment: that message routed alone) — the same
+    bytes with runs on and off."""
+    many = tuple(Pub("q.1", "", None, b"c" * 20) for _ in range(30))  # long segments of one subject
+    many += tuple(Pub("q.2", "", None, b"d" * 6000) for _ in range(12))
+    many += tuple(Pub(s, "", None, p) for s, p in [("q.1", b"a" * 20), ("q.2", b"b" * 60000)] * 12)
     subs = [(1, ("q.*", "g"), 0), (2, ("q.*", "g"), 0), (3, ("q.*", "g"), 0), (0, ("q.1", "g"), 0)]
     two_on_one = [(2, ("q.*", "g"), 0), (3, ("q.*", "g"), 0), (3, ("q.1", "g"), 0)]
     both_groups = [(2, ("q.*", "h"), 0), (3, ("q.*", "h"), 0)]
-    for extra in ([], both_groups, [(1, ("q.1", ""), 0)], two_on_one, two_on_one + both_groups):
+    unsub = [(3, ("q.*", "g"), 1), (0, ("q.*", "h"), 0)]  # auto-unsubscribe mid-segment; the producer's own
+    for extra in ([], both_groups, [(1, ("q.1", ""), 0)], two_on_one, two_on_one + both_groups, unsub):
         traffic = [Step(0, many + many[::-1], cuts, drain) for cuts, drain in [((), False), ((77, 5000), True)] * 3]
         with stalls_by_count():
             asyncio.run(_run(subs + extra, traffic, writes=True))

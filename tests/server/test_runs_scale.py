@@ -8,7 +8,8 @@ bound overestimates it, so the room is found in a few halvings: ~log2 of the lim
 
 And a read's publishes to a queue group whose members share one connection (bench_scale's
 ``--dim queue``, "all members on one connection"): a queue segment like any other group's, no
-message routed alone (``Router.lone_msgs``), the members still picked per message."""
+message routed alone (``Router.lone_msgs``), the members still picked per message, and only the
+picked members looked at (``Router.members_looked_at``: not the whole group per read)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,30 @@ def test_a_read_to_many_subscriptions_checks_the_room_once_per_early_write() -> 
         assert tight <= 16 * writes, (n, tight, writes)  # (every message after the first write: thousands)
         alone = asyncio.run(_routed(n, False))
         assert out == alone[2] and writes == alone[1], n  # the same bytes and writes, message by message
+
+
+async def _looked_at(members: int, reads: int, per: int) -> int:
+    world = World(runs=True)
+    await world.start()
+    try:
+        sub, pub = world.connect(), world.connect()
+        world.feed(sub, b"".join(b"SUB q g %d\r\n" % i for i in range(members)))
+        await world.settle()
+        router = world.server.router  # type: ignore[union-attr]
+        before = router.members_looked_at
+        for _ in range(reads):
+            world.feed(pub, b"PUB q 16\r\n%b\r\n" % PAYLOAD * per)
+            await world.settle()
+            world.clear()
+        return router.members_looked_at - before
+    finally:
+        await world.stop()
+
+
+def test_a_queue_segment_looks_at_the_members_it_picks() -> None:
+    for members in (10, 1_000):
+        looked = asyncio.run(_looked_at(members, 20, 50))
+        assert looked <= 20 * min(members, 50), (members, looked)  # (was 20 * members: all, per read)
 
 
 async def _queued(members: int, n: int, runs: bool) -> tuple[int, int, bytes]:

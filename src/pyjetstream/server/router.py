@@ -61,6 +61,9 @@ class Router:
         #: Messages of a run routed one by one (`_Run.route_one`, `_Run.traced`; the complexity
         #: tests read it: a queue segment's messages are not).
         self.lone_msgs = 0
+        #: Queue group members a queue segment's picks looked at (`_Run.resolve`; the complexity
+        #: tests read it: the picked ones, not every member of the group per read).
+        self.members_looked_at = 0
 
     # ------------------------------------------------------------------ one message
 
@@ -264,15 +267,21 @@ class _Slot:
 
 
 class _Member:
-    """A queue group member in a queue segment: its subscription, its connection's `_Slot`, and
-    what a frame of it adds to the message's own bytes (its sid and the slack)."""
+    """A queue group member a queue segment's pick lands on (`_Run.resolve`): its subscription
+    (None: no member can take the message), its connection's `_Slot` (None: its deliveries need a
+    decision per message, `_Run.route_one`), and what a frame of it adds to the message's own
+    bytes (its sid and the slack)."""
 
     __slots__ = ("extra", "slot", "sub")
 
-    def __init__(self, sub: Any, slot: _Slot) -> None:
+    def __init__(self, sub: Any, slot: _Slot | None) -> None:
         self.sub = sub
         self.slot = slot
-        self.extra = len(sub.sid_b) + FRAME_SLACK
+        self.extra = 0 if sub is None else len(sub.sid_b) + FRAME_SLACK
+
+
+#: A pick that no member of its group can take (each closed, or the producer's own without echo).
+_NOBODY: Final = _Member(None, None)
 
 
 class _Run:
@@ -292,6 +301,7 @@ class _Run:
     (`run_stretch`)."""
 
     __slots__ = (
+        "by_sink",
         "bytes",
         "client",
         "events",
@@ -300,6 +310,7 @@ class _Run:
         "hits",
         "payloads",
         "pending",
+        "picked",
         "rand",
         "replies",
         "router",
@@ -333,11 +344,14 @@ class _Run:
         self.hits = 0  # lookups the match cache answered (added to the sublist's count)
         self.bytes = 0  # the current segment's frame bound, less each subscription's sid
         self.traced_too = client is not None and bool(client.account.trace_dest)
-        #: A queue segment's groups (`queue_plan`): ``[n, table, n, table ...]``, ``table[k]`` the
-        #: `_Member` a pick starting at member ``k`` takes (None: no member can take the message),
-        #: and its connections' `_Slot` (empty: no queue segment).
+        #: A queue segment's groups (`queue_plan`): ``[n, table, group, ...]``, ``table[k]``
+        #: the `_Member` a pick starting at member ``k`` lands on (None: not looked at yet; empty:
+        #: no queue segment), its connections' `_Slot` in order and by sink, and the members of
+        #: the message being picked.
         self.groups: list[Any] = []
         self.slots: list[_Slot] = []
+        self.by_sink: dict[Any, _Slot] = {}
+        self.picked: list[_Member] = []
         self.rand: Any = None
 
     def route(self, sl: Any) -> int:
@@ -366,7 +380,7 @@ class _Run:
                 hdr = hdrs[i]
                 traced = hdr is not None and client is not None and self.may_be_traced(hdr)
                 if result is segment and not traced:  # the same receivers as the message before
-                    if self.slots:  # a queue segment: this message's members picked
+                    if self.groups:  # a queue segment: this message's members picked
                         i += 1
                         if self.pick(i - 1):  # the segment was cut after it (see `pick`)
                             segment = None
@@ -399,7 +413,8 @@ class _Run:
                     continue
             # A queue segment when the next message may join it (its subject repeats): a lone
             # message's members are picked as `Router.route` picks them, without the plan's tables.
-            if not traced and not psubs and i + 1 < n and subjects[i + 1] == subject and self.queue_plan(qsubs):
+            if qsubs and not traced and not psubs and i + 1 < n and subjects[i + 1] == subject:
+                self.queue_plan(qsubs)
                 segment = result  # a queue segment starts: its members picked message by message
                 self.hits -= 1  # (message i is looked up again)
                 continue
@@ -436,76 +451,113 @@ class _Run:
         client = self.client
         return client is not None and (client.closed or client.stalled)
 
-    def queue_plan(self, qsubs: tuple[tuple[Subscription, ...], ...]) -> bool:
-        """Set up a queue segment for messages whose lookup gave only ``qsubs``: for each group, which
-        member a pick starting at each member ends on (`Router.pick_queue_members` skips a closed
-        member and the producer's own without echo, going round from a random start), and one
-        `_Slot` per connection, shared by its members. False when a delivery needs a decision per
-        message (as `plan`: an internal member, auto-unsubscribe, deliver permissions, a stall; or
-        no member at all: the no-responders answer)."""
-        client = self.client
-        pending = self.pending
+    def queue_plan(self, qsubs: tuple[tuple[Subscription, ...], ...]) -> None:
+        """Set up a queue segment for messages whose lookup gave only ``qsubs``: per group, a table
+        of the member a pick starting at each member lands on, filled as picks land (`resolve`),
+        and a connection's `_Slot` made when its first member is picked — nothing looked at per
+        member here, so a read to a group of 1,000 costs what one to a group of 10 does
+        (nats-server's ``processMsgResults`` picks per message)."""
         groups: list[Any] = []
-        slots: list[_Slot] = []
-        by_sink: dict[Any, _Slot] = {}
         for group in qsubs:
             n = len(group)
-            members: list[_Member | None] = []
-            for sub in group:
-                conn = sub.client
-                if sub.closed or (
-                    conn is not None and (conn.closed or (client is not None and conn is client and not client.echo))
-                ):
-                    members.append(None)
-                    continue
-                sink = sub.sink
-                if sink is None or sub.max_msgs or sink.deliver_filter is not None:
-                    return False
-                slot = by_sink.get(sink)
-                if slot is None:
-                    if sink.write_paused and client is not None and client.may_stall(sink.conn):
-                        return False
-                    items = pending.get(sink)
-                    slot = by_sink[sink] = _Slot(sink, items[0] if items is not None else sink.limit - sink.size)
-                    slots.append(slot)
-                members.append(_Member(sub, slot))
-            table: list[_Member | None] = [None] * n
-            taker: _Member | None = None
-            for k in range(2 * n - 1, -1, -1):  # the first member that can take it, from k on, round
-                member = members[k % n]
-                if member is not None:
-                    taker = member
-                if k < n:
-                    table[k] = taker
             groups.append(n)
-            groups.append(table if taker is not None else None)
-        if not slots:
-            return False
+            groups.append([None] * n)
+            groups.append(group)
         self.groups = groups
-        self.slots = slots
+        self.slots = []
+        self.by_sink = {}
         if self.rand is None:
             self.rand = self.router.rng.random
-        return True
+
+    def resolve(self, group: tuple[Subscription, ...], table: list[_Member | None], start: int) -> _Member:
+        """The member a pick starting at ``start`` lands on: `Router.pick_queue_members`' walk (a
+        closed member and the producer's own without echo skipped, going round), kept in
+        ``table`` for every start the walk passed (each group's walks cost its size at most)."""
+        client = self.client
+        n = len(group)
+        member = _NOBODY
+        end = n
+        for j in range(n):
+            k = (start + j) % n
+            known = table[k]
+            if known is not None:
+                member = known
+                end = j
+                break
+            sub = group[k]
+            conn = sub.client
+            if sub.closed or (
+                conn is not None and (conn.closed or (client is not None and conn is client and not client.echo))
+            ):
+                continue
+            member = self.member(sub)
+            end = j + 1
+            break
+        for j in range(end):
+            table[(start + j) % n] = member
+        self.router.members_looked_at += end
+        return member
+
+    def member(self, sub: Subscription) -> _Member:
+        """A picked member as the segment keeps it: with its connection's `_Slot` (made with the
+        room left there when its first member is picked), or without one when its delivery needs
+        a decision per message (as `plan`: an internal member, auto-unsubscribe, deliver
+        permissions, a stall)."""
+        sink = sub.sink
+        if sink is None or sub.max_msgs or sink.deliver_filter is not None:
+            return _Member(sub, None)
+        slot = self.by_sink.get(sink)
+        if slot is None:
+            client = self.client
+            if sink.write_paused and client is not None and client.may_stall(sink.conn):
+                return _Member(sub, None)
+            items = self.pending.get(sink)
+            slot = self.by_sink[sink] = _Slot(sink, items[0] if items is not None else sink.limit - sink.size)
+            self.slots.append(slot)
+        return _Member(sub, slot)
 
     def pick(self, i: int) -> bool:
         """Message ``i`` of a queue segment to one member per group, picked as
         `Router.pick_queue_members` picks (the same draws), added to its connection's picks in
         the order per-message routing frames them (message by message, group by group). True
-        when a connection may pass its pending limit with it: an event, so the segment ends there
-        (`end_queue`)."""
-        hdr = self.hdrs[i]
-        size = len(self.payloads[i]) + len(self.subjects[i]) + len(self.replies[i]) + (0 if hdr is None else len(hdr))
+        when the segment ends with it: a connection may pass its pending limit with it (an event,
+        `end_queue`), or a member it picked needs a decision per message, or nobody takes it and the
+        publisher wants a no-responders answer (the segment ends before it and it is routed alone,
+        `route_one`, with these picks)."""
         groups = self.groups
         rand = self.rand
-        cut = False
-        for k in range(0, len(groups), 2):
+        picked = self.picked
+        picked.clear()
+        alone = False
+        for k in range(0, len(groups), 3):
             n: int = groups[k]
             start = int(rand() * n) if n > 1 else 0
-            table = groups[k + 1]
-            if table is None:
+            table: list[_Member | None] = groups[k + 1]
+            member = table[start]
+            if member is None:
+                member = self.resolve(groups[k + 2], table, start)
+            if member.sub is None:
                 continue
-            member: _Member = table[start]
+            if member.slot is None:
+                alone = True
+            picked.append(member)
+        if not picked:
+            client = self.client
+            if not (self.replies[i] and client is not None and client.no_responders):
+                return False  # (nobody takes it, and nobody is told)
+        if alone or not picked:
+            self.end_queue()
+            self.router.lone_msgs += 1
+            self.route_one(i, tuple(m.sub for m in picked))
+            if self.events:
+                self.frame_pending()
+            return True
+        hdr = self.hdrs[i]
+        size = len(self.payloads[i]) + len(self.subjects[i]) + len(self.replies[i]) + (0 if hdr is None else len(hdr))
+        cut = False
+        for member in picked:
             slot = member.slot
+            assert slot is not None
             sub = member.sub
             sub.delivered += 1
             if slot.last is sub:
@@ -540,6 +592,7 @@ class _Run:
             items += runs
         self.slots = []
         self.groups = []
+        self.by_sink = {}
         if self.events:
             self.frame_pending()
 
@@ -587,7 +640,7 @@ class _Run:
         if stretch is not None:
             self.run_stretch(stretch, lo, hi)
             return hi
-        if self.slots:
+        if self.groups:
             self.end_queue()
             return hi
         if len(plan) == 2 and self.add_range(plan[0], plan[1], lo, hi):
