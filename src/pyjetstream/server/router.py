@@ -58,8 +58,8 @@ class Router:
         #: Segments delivered part by part against a connection's room (`_Run.end_segment`'s
         #: bisection; the complexity tests read it).
         self.tight_segments = 0
-        #: Messages of a run routed one by one (`_Run.route_one`, `_Run.traced`; the complexity
-        #: tests read it: a queue segment's messages are not).
+        #: Messages of a run routed one by one (`_Run.route_one`; the complexity tests read it: a
+        #: queue segment's messages are not).
         self.lone_msgs = 0
         #: Queue group members a queue segment's picks looked at (`_Run.resolve`; the complexity
         #: tests read it: the picked ones, not every member of the group per read).
@@ -418,7 +418,6 @@ class _Run:
                 segment = result  # a queue segment starts: its members picked message by message
                 self.hits -= 1  # (message i is looked up again)
                 continue
-            self.router.lone_msgs += 1
             if traced:
                 self.traced(i)
             else:
@@ -547,7 +546,6 @@ class _Run:
                 return False  # (nobody takes it, and nobody is told)
         if alone or not picked:
             self.end_queue()
-            self.router.lone_msgs += 1
             self.route_one(i, tuple(m.sub for m in picked))
             if self.events:
                 self.frame_pending()
@@ -771,6 +769,7 @@ class _Run:
         no-responders answer in their place. What `Router.route` + `FrameSink.deliver` decide per
         delivery is decided here (no echo, deliver permissions, the delivered count and
         auto-unsubscribe); the framing is the connection's (`FrameSink.frame_items`)."""
+        self.router.lone_msgs += 1
         subject = self.subjects[i]
         reply = self.replies[i]
         hdr = self.hdrs[i]
