@@ -306,6 +306,8 @@ class _Feed:
     def stop(self) -> None:
         if self.closed:
             return
+        if self.stream.closed:  # deleted: what it held goes with it
+            self._pending = []
         self._flush()
         self.closed = True
         self._cancel()
