@@ -33,7 +33,7 @@ from itertools import accumulate
 from typing import Any
 
 from . import _compress
-from ._fileutil import fsync_dir, open_fds_max, remove_file, remove_in_background, write_file
+from ._fileutil import fsync_dir, remove_file, remove_in_background, write_file
 from ._records import (
     BLOCK_HDR_LEN,
     CRC_LEN,
@@ -137,10 +137,7 @@ class BlockFiles(BlockIndexes):
             with contextlib.suppress(OSError):  # without it, a crash scans this block: slower, not wrong
                 self._write_index(old, self._mirror)
         self._new_active_block(next_seq)
-        # The sealed block now takes part in the sealed-fd LRU.
-        self._open_fds[old] = None
-        if len(self._open_fds) > open_fds_max():
-            self._close_fd(next(iter(self._open_fds)))
+        self._keep_open(old)  # (the sealed block now takes part in the sealed-fd LRU)
         self._maint.add(old)
 
     def _unlink_block(self, blk: _Block) -> None:

@@ -211,13 +211,17 @@ class BlockIndexes(PayloadBackend):
         if fd is None:
             fd = blk.fd = os.open(blk.path, os.O_RDWR)
             if self.blocks and blk is not self.blocks[-1]:
-                self._open_fds[blk] = None
-                if len(self._open_fds) > open_fds_max():  # (the active block's is always open)
-                    old = next(iter(self._open_fds))
-                    self._close_fd(old)
+                self._keep_open(blk)
         elif blk in self._open_fds:
             self._open_fds[blk] = self._open_fds.pop(blk)  # LRU touch
         return fd
+
+    def _keep_open(self, blk: _Block) -> None:
+        """Put sealed ``blk``'s open descriptor last in the LRU of those kept open (the active
+        block's is always open, outside it), closing the least recently used past `open_fds_max`."""
+        self._open_fds[blk] = None
+        if len(self._open_fds) > open_fds_max():
+            self._close_fd(next(iter(self._open_fds)))
 
     def _close_fd(self, blk: _Block) -> None:
         self._open_fds.pop(blk, None)
