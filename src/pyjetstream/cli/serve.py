@@ -121,7 +121,7 @@ def raise_open_files() -> bool:
         import resource  # Deferred: CLI start-up speed (loaded only when this command runs).
 
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft == hard or (hard != resource.RLIM_INFINITY and 0 <= hard < soft):
+        if soft == hard:
             return False
         if hard == resource.RLIM_INFINITY and sys.platform == "darwin":
             hard = 10_240  # OPEN_MAX: macOS refuses more for RLIMIT_NOFILE (Go caps it the same)
