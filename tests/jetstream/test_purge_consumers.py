@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from tests.jetstream.consumer_helpers import RawClient
+from tests.jetstream.consumer_helpers import Msg, RawClient
 from tests.jetstream.test_consumer_policies import drain
 from tests.support.targets import Target
 
@@ -53,14 +53,21 @@ def _view(info: dict[str, Any]) -> tuple[int, int, int, int, int]:
     )
 
 
-async def test_subject_purge_moves_the_consumers_it_concerns(client: RawClient) -> None:
+async def _delivered_all(client: RawClient) -> dict[str, list[Msg]]:
+    """Stream S with s.a, s.b, s.a, s.b, s.c, s.a (1-6) and every consumer of `CONSUMERS`, each
+    having had its messages delivered (not acked): what each was delivered."""
     await client.add_stream("S", ["s.>"])
     for subject in ("s.a", "s.b", "s.a", "s.b", "s.c", "s.a"):
         await client.publish_js(subject, subject.encode())
-    delivered = {}
+    delivered: dict[str, list[Msg]] = {}
     for name, spec in CONSUMERS.items():
         await client.add_consumer("S", name, **spec)
         delivered[name] = await drain(client, name)
+    return delivered
+
+
+async def test_subject_purge_moves_the_consumers_it_concerns(client: RawClient) -> None:
+    await _delivered_all(client)
     resp = await client.api("$JS.API.STREAM.PURGE.S", {"filter": "s.a"})
     assert resp["purged"] == 3, resp
     views = {name: _view(await client.consumer_info("S", name)) for name in CONSUMERS}
@@ -90,13 +97,7 @@ async def test_a_second_purge_reports_the_consumer_stores_floor(client: RawClien
     (A third purge, of s.b, leaves the multi-filter consumer AB untouched on nats-server in
     about one run in five under load, even with its consumers told of every message first, and
     purges it in the others — (0, 0, 9, 7, 9), ours: not asserted.)"""
-    await client.add_stream("S", ["s.>"])
-    for subject in ("s.a", "s.b", "s.a", "s.b", "s.c", "s.a"):
-        await client.publish_js(subject, subject.encode())
-    delivered = {}
-    for name, spec in CONSUMERS.items():
-        await client.add_consumer("S", name, **spec)
-        delivered[name] = await drain(client, name)
+    delivered = await _delivered_all(client)
     await client.api("$JS.API.STREAM.PURGE.S", {"filter": "s.a"})
     for subject in ("s.a", "s.b", "s.c"):  # 7, 8, 9
         await client.publish_js(subject, subject.encode())

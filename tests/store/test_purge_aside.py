@@ -11,18 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.store.test_block_cache import BLOCK, filled
 
 from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig, blockfiles
-
-BLOCK = 64 * 1024
-
-
-def filled(d: Path, n: int) -> FileStore:
-    s = FileStore(FileStoreConfig(str(d), block_size=BLOCK), StoreConfig())
-    with s.batch():
-        for i in range(n):
-            s.store_msg(f"m.{i % 20}", b"", b"payload-%06d" % i)
-    return s
 
 
 def aside_dirs(d: Path) -> list[Path]:
