@@ -188,3 +188,15 @@ def test_a_live_view_runs_only_while_it_is_open(dash: Dash) -> None:
     while dashboard.live and time.monotonic() < deadline:
         time.sleep(0.05)
     assert dashboard.live == 0
+
+
+@pytest.mark.parametrize("ts", [1795914000123456789, 1795914000999999999, 1795914000000000001, 1795914000000000000])
+def test_a_shown_time_finds_its_own_message(ts: int) -> None:
+    """The page's ``time`` query reads back the time a message is shown with to the nanosecond: a
+    float's seconds (``datetime.timestamp``) were off by up to ~240 ns, so the time of message 1
+    could find message 2 (test_message_pages_by_sequence_time_and_filter failed so in a full run)."""
+    from pyjetstream.api.timefmt import format_time
+    from pyjetstream.server.dashboard.views import _parse_time
+
+    assert _parse_time(format_time(ts)) == ts
+    assert _parse_time("2026-11-29T01:00:00+01:00") == 1795910400 * 1_000_000_000  # (offsets as before)

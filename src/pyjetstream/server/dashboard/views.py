@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.codec import to_builtins
-from pyjetstream.api.timefmt import format_time
+from pyjetstream.api.timefmt import format_time, parse_time
 from pyjetstream.protocol.headers import HeaderError, parse_headers
 from pyjetstream.protocol.subjects import is_valid_subject
 from pyjetstream.server.jetstream.store.base import ErrStoreMsgNotFound
@@ -295,6 +295,10 @@ def _parse_time(text: str) -> int:
     """RFC 3339 (``2026-11-28T13:00:00Z``) or Unix seconds, as nanoseconds."""
     try:
         return int(float(text) * 1_000_000_000)
+    except ValueError:
+        pass
+    try:
+        return parse_time(text)  # (exact to the nanosecond, as the page shows a message's time)
     except ValueError:
         pass
     try:
