@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,3 +138,45 @@ def test_a_trim_s_index_steps_do_not_grow_with_keys(tmp_path: Path) -> None:
     assert small[3] == 1 < large[3]
     for steps, visits, loads, _ in (small, large):
         assert steps <= 1.0 and visits <= 1.0 and loads == 0, (small, large)
+
+
+
+def _index_writes(d: Path, keys: int) -> tuple[int, int, int, int]:
+    """(index writes at rolls, index writes, block rewrites, blocks sealed) over puts of random
+    existing keys: each block is sealed with some of its messages replaced already."""
+    s = FileStore(
+        FileStoreConfig(str(d), block_size=64 * 1024, compact_min_bytes=4 * 1024),
+        StoreConfig(max_msgs_per_subject=1),
+    )
+    _fill(s, keys)
+    b: Any = s._backend
+    counts = {"roll": 0, "rewrite": 0}
+    roll, rewrite = b._roll, b._rewrite_block
+
+    def rolled(next_seq: int) -> None:
+        before = b.index_writes
+        roll(next_seq)
+        counts["roll"] += b.index_writes - before
+
+    def rewritten(blk: Any, upto: int | None = None) -> bytearray:
+        counts["rewrite"] += 1
+        return rewrite(blk, upto)
+
+    b._roll, b._rewrite_block = rolled, rewritten
+    writes, nblocks = b.index_writes, b._next_index
+    rng = random.Random(keys)
+    for _ in range(PUTS * 3):
+        s.store_msg(f"kv.{rng.randrange(keys)}", b"", b"v1")
+    s.stop()
+    return counts["roll"], b.index_writes - writes, counts["rewrite"], b._next_index - nblocks
+
+
+@pytest.mark.parametrize("keys", [3_000, 6_000])
+def test_a_block_that_lost_messages_writes_its_index_once(tmp_path: Path, keys: int) -> None:
+    """A block sealed after some of its keys were put again writes no index at the roll
+    (`BlockFiles._roll`): the rewrite that compacts it (or the next sync, or the stop) writes
+    it — once; it was written at the seal and again at the rewrite."""
+    at_rolls, writes, rewrites, sealed = _index_writes(tmp_path / "kv", keys)
+    assert sealed > 5 and rewrites > 5, (at_rolls, writes, rewrites, sealed)
+    blocks = len(list((tmp_path / "kv" / "msgs").glob("*.blk")))
+    assert at_rolls == 0 and writes <= rewrites + blocks, (at_rolls, writes, rewrites, sealed)

@@ -125,14 +125,22 @@ class BlockFiles(BlockIndexes):
                 self._mirror = bytearray(f.read())
 
     def _roll(self, next_seq: int) -> None:
-        """Seal the active block and start a new one whose first sequence is next_seq."""
+        """Seal the active block and start a new one whose first sequence is next_seq.
+
+        A block that lost messages before its seal (a KV bucket's, whose keys the next puts
+        replace; a work queue's, acked) writes no index here: it joins the stale ones, written by
+        the next sync (`refresh_indexes`), before its page is evicted, at a stop — or by the
+        rewrite that compacts it, which such a block often meets first, and then writes one index,
+        not two (none when it empties). Until then a crash scans it: slower, not wrong (nats-server
+        writes no per-block index at a seal, and scans the blocks its last ``index.db`` did not
+        cover). A block sealed whole writes its index now, so a crash scans only the active block."""
         self.flush_writes()
         old = self.blocks[-1]
         if self._sync_always and old.fd is not None:
             os.fsync(old.fd)
             self.fsync_pending.discard(old)
-        if self._compacts(old):
-            self._stale_idx.add(old)  # (the commit's maintenance rewrites it: its index then)
+        if old.live_msgs < next_seq - old.first_seq:  # (some of its sequences hold none)
+            self._stale_idx.add(old)
         else:
             with contextlib.suppress(OSError):  # without it, a crash scans this block: slower, not wrong
                 self._write_index(old, self._mirror)
