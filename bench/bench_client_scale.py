@@ -22,6 +22,9 @@ Dimensions (the item each cost is divided by):
 - spark (10k/100k/1M messages): the Spark source's partition read (``read_range``, no Spark) of the
   whole stream per row, of the last 1,000 sequences per call (a streaming micro-batch's task), and
   the streaming reader's driver-side planning per trigger (``latestOffset`` + ``partitions``);
+- sparkstream (10k/100k/1M messages): a real local SparkSession's streaming query over the last
+  5,000 sequences, 1,000 a micro-batch: Spark's time per micro-batch (its Python workers plan and
+  read; this process's CPU is only its py4j calls);
 - sparkkv (1k/10k/100k keys): the Spark source's KV table read (``option("bucket")``) per row, and
   the time until its first Arrow batch.
 """
@@ -486,6 +489,60 @@ async def dim_sparkkv(run: Run, size: int, js: JetStream, nc: Any) -> None:
     await js.delete_key_value(b)
 
 
+_SPARK: list[Any] = []
+
+
+def _spark_session() -> Any:
+    if not _SPARK:
+        from pyjetstream.spark import local_session
+
+        _SPARK.append(local_session("bench-client-scale", cores=2, fast_start=False, log_level="ERROR"))
+    return _SPARK[0]
+
+
+def _spark_stream(url: str, stream: str, size: int, checkpoint: str) -> tuple[int, float]:
+    """A streaming query (Trigger.AvailableNow, the default plan: a task per micro-batch) over the
+    stream's last 5,000 sequences, 1,000 a micro-batch: the micro-batches and their summed
+    ``triggerExecution`` time (s), as Spark reports it."""
+    spark = _spark_session()
+    df = (
+        spark.readStream.format("jetstream")
+        .option("servers", url)
+        .option("stream", stream)
+        .option("startSequence", str(size - 4999))
+        .option("maxMessagesPerTrigger", "1000")
+        .load()
+    )
+    query = (
+        df.writeStream.format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(600)
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    return len(progress), sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
+
+
+async def dim_sparkstream(run: Run, size: int, js: JetStream, nc: Any) -> None:
+    name = f"SS{size}"
+    await msg_stream(js, name, size)
+    with tempfile.TemporaryDirectory() as tmp:
+        await asyncio.to_thread(_spark_stream, run.url, name, size, f"{tmp}/warm")  # session, imports
+        cpu0 = time.process_time()
+        batches, wall = await asyncio.to_thread(_spark_stream, run.url, name, size, f"{tmp}/run")
+        cpu = time.process_time() - cpu0
+    run.rows.append(
+        Row("sparkstream", "micro-batch of 1,000 (Spark's trigger time)", size, "ours", batches, wall, cpu)
+    )
+    print(
+        f"  sparkstream {size:>8} {batches} micro-batches {wall / max(batches, 1) * 1e3:8.1f} ms each, "
+        f"py4j CPU {cpu / max(batches, 1) * 1e3:8.1f} ms each",
+        flush=True,
+    )
+    await js.delete_stream(name)
+
+
 DIMS: dict[str, tuple[Callable[..., Awaitable[None]], tuple[int, ...]]] = {
     "kv": (dim_kv, (1000, 10000, 100000)),
     "objects": (dim_objects, (100, 1000, 10000)),
@@ -496,6 +553,7 @@ DIMS: dict[str, tuple[Callable[..., Awaitable[None]], tuple[int, ...]]] = {
     "ordered": (dim_ordered, (10000, 100000, 1000000)),
     "spark": (dim_spark, (10000, 100000, 1000000)),
     "sparkkv": (dim_sparkkv, (1000, 10000, 100000)),
+    "sparkstream": (dim_sparkstream, (10000, 100000, 1000000)),
 }
 
 
@@ -528,6 +586,8 @@ async def run_all(url: str, dims: list[str], scale: float) -> list[Row]:
             fn, sizes = DIMS[dim]
             for size in sizes:
                 await fn(run, max(10, int(size * scale)), js, nc_theirs)
+        if _SPARK:
+            _SPARK.pop().stop()
     finally:
         await nc_theirs.close()
         await nc_ours.close()
