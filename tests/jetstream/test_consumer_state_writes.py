@@ -15,7 +15,12 @@ from typing import Any
 import pytest
 
 from pyjetstream.server.jetstream import consumer_persistence as cp
-from pyjetstream.server.jetstream.store.base import ConsumerState
+from pyjetstream.server.jetstream.store.base import SequencePair
+from pyjetstream.server.jetstream.store.consumer_store import PackedState, pack_consumer_state
+
+
+def _empty() -> PackedState:
+    return pack_consumer_state(SequencePair(), SequencePair(), {}, {})
 
 
 class _Clock:
@@ -43,22 +48,22 @@ class _Store:
     def __init__(self, clock: _Clock, write: float) -> None:
         self.clock, self.write, self.written = clock, write, 0
 
-    def adopt(self, state: ConsumerState) -> None:
+    def adopt_packed(self, state: PackedState) -> None:
         self.clock.now += self.write
         self.written += 1
 
 
 def _writer(clock: _Clock, snapshot: float, write: float) -> tuple[cp.StateWriter, _Loop, _Store]:
-    def snap() -> ConsumerState:
+    def snap() -> PackedState:
         clock.now += snapshot
-        return ConsumerState()
+        return _empty()
 
     loop = _Loop()
     consumer = SimpleNamespace(
         closed=False,
         loop=loop,
         engine=SimpleNamespace(sync_always=False),  # a small state: written in place, no thread
-        state=SimpleNamespace(snapshot=snap),
+        state=SimpleNamespace(packed=snap),
     )
     store = _Store(clock, write)
     return cp.StateWriter(consumer, store), loop, store  # type: ignore[arg-type]
@@ -75,7 +80,7 @@ def test_next_write_waits_for_the_whole_cost_of_the_last(
     writer.dirty()
     assert loop.delays == [cp.STATE_FLUSH_DELAY]  # nothing written yet: the usual delay
     writer._flush_handle = None
-    writer._write(writer.consumer.state.snapshot(), snapshot)  # (what _flush hands the thread)
+    writer._write(writer.consumer.state.packed(), snapshot)  # (what _flush hands the thread)
     assert store.written == 1
     writer.dirty()
     expected = min(max(cp.STATE_FLUSH_DELAY, cp.STATE_WRITE_SHARE * (snapshot + write)), cp.STATE_FLUSH_MAX)
@@ -111,7 +116,7 @@ async def test_ack_replies_wait_for_one_write_after_the_writer_threads() -> None
         closed=False,
         loop=asyncio.get_running_loop(),
         engine=SimpleNamespace(sync_always=False),
-        state=SimpleNamespace(snapshot=ConsumerState),
+        state=SimpleNamespace(packed=_empty),
         server=SimpleNamespace(publish_internal=lambda reply, payload: sent.append(reply)),
     )
     store = _Store(clock, 0.0)

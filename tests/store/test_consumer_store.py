@@ -230,3 +230,20 @@ def test_a_shorter_state_is_read_past_the_older_bytes_behind_it(tmp_path: Path) 
         cs.update_acks(seq, seq)
     assert FileConsumerStore(str(d), "w").state() == cs.state()
     assert cs.state().pending == {}
+
+
+def test_a_version_2_state_file_still_opens(tmp_path: Path) -> None:
+    """Slots written before the maps were packed (header version 2: the maps as columns of 8-byte
+    integers) open, and the next write (version 3) goes to the other slot."""
+    d = tmp_path / "obs" / "w"
+    d.mkdir(parents=True)
+    header = struct.pack("<4sB3xQQQQQQQ", b"PJSC", 2, 2, 20, 4, 40, 2, 1, 5)
+    body = header + struct.pack("<2Q2Q2q1Q1Q", 30, 40, 3, 4, 99, -1, 30, 2)
+    (d / "o.dat").write_bytes(body + zlib.crc32(body).to_bytes(4, "little"))
+    cs = FileConsumerStore(str(d), "w")
+    st = cs.state()
+    assert st.ack_floor == SequencePair(2, 20) and st.delivered == SequencePair(4, 40)
+    assert st.pending == {30: (3, 99), 40: (4, -1)} and st.redelivered == {30: 2}
+    cs.update_acks(4, 40)
+    assert _slot_generations(d) == {"o.dat": 5, "o.dat.b": 6}
+    assert FileConsumerStore(str(d), "w").state().pending == {30: (3, 99)}

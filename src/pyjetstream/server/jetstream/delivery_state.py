@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 
 from pyjetstream.server.jetstream.pending_index import PendingIndex
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
+from pyjetstream.server.jetstream.store.consumer_store import PackedState, pack_consumer_state
 from pyjetstream.server.jetstream.stored_acks import StoredAcks
 
 __all__ = ["DeliveryState"]
@@ -104,8 +105,21 @@ class DeliveryState:
 
     def snapshot(self) -> ConsumerState:
         """A copy to persist (``writeState``): the floor as reported (`floor`) and the pending
-        acks above it. An ack floor can pass pending acks (a purge's, then an ack one above its
-        delivery sequence: ``moveAckFloor`` and the store's ``UpdateAcks`` both jump); nats-server's
+        acks above it (`_persisted`)."""
+        floor, pending, rdc = self._persisted()
+        return ConsumerState(SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor), dict(pending), dict(rdc))
+
+    def packed(self) -> PackedState:
+        """`snapshot`, packed for the consumer's store (what `StateWriter` writes): the maps
+        encoded in one C call each (`pack_consumer_state`), not copied first."""
+        floor, pending, rdc = self._persisted()
+        return pack_consumer_state(SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor), pending, rdc)
+
+    def _persisted(self) -> tuple[tuple[int, int], dict[int, tuple[int, int]], dict[int, int]]:
+        """What is persisted: the floor as reported (`floor`) and the pending acks above it —
+        the live maps when every one is (the caller copies or packs them before they change).
+        An ack floor can pass pending acks (a purge's, then an ack one above its delivery
+        sequence: ``moveAckFloor`` and the store's ``UpdateAcks`` both jump); nats-server's
         file then keeps them below its floor, which our consumer store refuses as its ``Update``
         does, so they are not written (a restart does not deliver them again)."""
         adflr, asflr = self.floor()
@@ -118,12 +132,7 @@ class DeliveryState:
                 pending.update((s, (d, 0)) for s, d in stale.items() if s > asflr)
                 pending = dict(sorted(pending.items()))
             rdc = {s: n for s, n in rdc.items() if s > asflr}
-        return ConsumerState(
-            SequencePair(self.dseq - 1, self.sseq - 1),
-            SequencePair(adflr, asflr),
-            dict(pending),
-            dict(rdc),
-        )
+        return (adflr, asflr), pending, rdc
 
     def floor(self) -> tuple[int, int]:
         """The ack floor (delivery, stream sequence) as reported: the store's

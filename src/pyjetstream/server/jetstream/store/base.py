@@ -12,7 +12,10 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from .consumer_store import PackedState
 
 # ---------------------------------------------------------------------------------------------
 # Errors. Texts are nats-server's (store.go ⟨2.9.10⟩): the stream layer sends them verbatim in
@@ -605,6 +608,11 @@ class ConsumerStoreBase(ABC):
         """`update` with a state nobody else holds or changes (the consumer's own snapshot):
         a store may take it as it is instead of copying it."""
         self.update(state)
+
+    def adopt_packed(self, packed: PackedState) -> None:
+        """`adopt` for a consumer's state packed for writing (``consumer_store.PackedState``): a
+        file store writes its bytes as they are; this default unpacks it."""
+        self.adopt(packed.unpack())
 
     def stream_delete(self) -> None:
         """Close without writing or removing anything: the stream's store is being deleted whole,
