@@ -119,8 +119,14 @@ def append_record(
 
 
 def tombstone(seq: int, num: int, ts: int) -> bytes:
+    """A DELETE record for ``[seq, seq + num)``. One sequence (a trim's, every put of a KV-shaped
+    stream) is its header and the header's CRC (the empty subject and body leave it as it is),
+    packed at once: `append_record`'s general way was ~1.2 µs a tombstone."""
+    if num == 1:
+        head = _pack_rec(REC_OVERHEAD, KIND_DELETE, seq, ts, 0, 0)
+        return head + _crc32(head).to_bytes(4, "little")
     out = bytearray()
-    append_record(out, KIND_DELETE, seq, ts, b"", 0, b"" if num == 1 else _U64.pack(num))
+    append_record(out, KIND_DELETE, seq, ts, b"", 0, _U64.pack(num))
     return bytes(out)
 
 

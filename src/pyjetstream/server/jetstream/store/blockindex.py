@@ -77,7 +77,9 @@ class _Block:
     """One block file. ``size`` counts bytes appended (written or pending), ``written`` those
     handed to the OS; ``live_*`` count the records still holding a message."""
 
-    __slots__ = ("fd", "first_seq", "index", "live_bytes", "live_msgs", "ours", "path", "size", "ttls", "written")
+    __slots__ = (
+        "fd", "first_seq", "index", "live_bytes", "live_msgs", "ours", "path", "size", "trim_bytes", "ttls", "written"
+    )
 
     def __init__(self, index: int, first_seq: int, path: str, size: int) -> None:
         self.index = index
@@ -87,6 +89,9 @@ class _Block:
         self.written = size
         self.live_msgs = 0
         self.live_bytes = 0
+        #: Bytes of the tombstones of ``max_msgs_per_subject`` trims appended to it since it was
+        #: written whole: not dead bytes to `BlockFiles._compacts` (nats-server writes none).
+        self.trim_bytes = 0
         self.fd: int | None = None
         #: ``{seq: ttl}`` of its messages stored with a ``Nats-TTL`` (for its index), ascending.
         self.ttls: dict[int, int] = {}
