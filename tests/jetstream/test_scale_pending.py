@@ -192,3 +192,29 @@ async def test_a_nak_redelivery_is_read_and_stamped_per_run(monkeypatch: pytest.
         assert large[key] <= small[key] * 1.1 + 0.01, (key, small, large)
     assert small["reads"] <= 0.05 and large["reads"] <= 0.05, (small, large)
     assert small["timers"] == large["timers"] == (1.0 if backoff else 0.0), (small, large)
+
+
+async def test_a_deleted_consumer_drops_its_pending_acks_at_once() -> None:
+    """A consumer and its parts refer to each other: once deleted it waits for the cycle
+    collector, which ``pyjetstream serve`` runs seldom. Its pending acks, redelivery counts and
+    index must not wait with it (they are what grows with the state): held here as a cycle
+    would hold it, the deleted consumer tracks nothing."""
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            consumer, msgs = await _pending(nc, server, SMALL, ack_wait=60_000_000_000)
+            for m in msgs[::4]:
+                nc.publish(m.reply, b"-NAK")
+            await nc.flush()
+
+            async def queued() -> bool:
+                return len(consumer.state.rdq) == SMALL // 4
+
+            await wait_for(queued, timeout=30)
+            resp = await nc.api("$JS.API.CONSUMER.DELETE.P.C", {})
+            assert resp.get("success") is True, resp
+            st = consumer.state
+            assert consumer.closed and not st.pending and not st.rdc and not st.rdq
+            assert st.index.next_deadline() == 0
+        finally:
+            await nc.close()

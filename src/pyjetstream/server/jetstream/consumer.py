@@ -198,6 +198,7 @@ class Consumer:
         self.writer.close(delete, stream_deleted)
         if delete:
             self.stream.remove_consumer(self.name)
+            self.state.release()
 
     def delete(self) -> None:
         """Delete with the advisory (API delete, inactivity)."""
