@@ -24,6 +24,9 @@ from collections import Counter
 
 __all__ = ["Page"]
 
+#: Lookups in a sealed page's subject counts that took the bisection (`Page._at`; tests count).
+BISECTS = 0
+
 
 class Page:
     """One page of the index (see the module docstring)."""
@@ -82,9 +85,8 @@ class Page:
         sub = self.sub
         if sub is not None:
             return sub.get(sid, 0)
-        ids = self.sub_ids
-        i = bisect_left(ids, sid)
-        return self.sub_cnt[i] if i < len(ids) and ids[i] == sid else 0
+        i = self._at(sid)
+        return self.sub_cnt[i] if i >= 0 else 0
 
     def drop(self, sid: int, c: int) -> None:
         """``c`` messages on ``sid`` left the page."""
@@ -96,8 +98,28 @@ class Page:
             else:
                 del sub[sid]
             return
-        i = bisect_left(self.sub_ids, sid)
-        self.sub_cnt[i] -= c
+        self.sub_cnt[self._at(sid)] -= c
+
+    def _at(self, sid: int) -> int:
+        """Where ``sid`` is in the sealed page's ``sub_ids`` (-1: not there): guessed first from
+        the ids' spread, which is exact where they are consecutive — a block of a KV bucket's
+        first puts, of subjects first seen in it —, else looked up by halves. A bisection of an
+        array makes an int of each probe: ~0.57 µs in 100,000 ids, where the guess is ~0.19 (a
+        put under ``max_msgs_per_subject`` drops its subject's count in the page it trims)."""
+        ids = self.sub_ids
+        last = len(ids) - 1
+        if last > 0:
+            lo = ids[0]
+            off = sid - lo
+            span = ids[last] - lo
+            if 0 <= off <= span:
+                g = off * last // span
+                if ids[g] == sid:
+                    return g
+        global BISECTS
+        BISECTS += 1
+        i = bisect_left(ids, sid)
+        return i if i <= last and ids[i] == sid else -1
 
     def subjects(self) -> list[tuple[int, int]]:
         """``(sid, live count)`` of every subject with a message in the page."""
