@@ -245,3 +245,39 @@ def test_a_trim_in_a_sealed_block_of_consecutive_subjects_takes_no_bisection(tmp
     small = _bisects_per_put(tmp_path / "a", 1_000)
     large = _bisects_per_put(tmp_path / "b", 30_000)
     assert small <= 0.1 and large <= 0.1, (small, large)
+
+
+class _CountingIds(dict[str, int]):
+    """A subject table's ``ids`` that counts its lookups."""
+
+    lookups = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.lookups += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> int:
+        self.lookups += 1
+        return super().__getitem__(key)
+
+
+@pytest.mark.parametrize("keys", [1_000, 30_000])
+def test_a_put_and_its_trim_look_the_subject_up_once(tmp_path: Path, keys: int) -> None:
+    """A run of puts looks each subject up in the subject table once, as the index takes it
+    (`SeqIndex.append_many`); the run's trim (`IndexedStore._trim_run`, `seqbulk.trimmed`)
+    works from the subject ids it returned — it looked each up twice more (3 a put)."""
+    s = open_kv(tmp_path / "kv")
+    names = [f"kv.{i}" for i in range(keys)]
+    for i in range(0, keys, 64):
+        with s.batch():
+            s.store_run(names[i : i + 64], [b""] * len(names[i : i + 64]), [b"v0"] * len(names[i : i + 64]))
+    table = s._index.subjects
+    table.ids = counting = _CountingIds(table.ids)
+    rng = random.Random(keys)
+    runs = PUTS // 64
+    for _ in range(runs):
+        with s.batch():
+            s.store_run([f"kv.{rng.randrange(keys)}" for _ in range(64)], [b""] * 64, [b"v1"] * 64)
+    assert s.state().msgs == keys
+    assert counting.lookups / (64 * runs) <= 1.0, counting.lookups / (64 * runs)
+    s.stop()

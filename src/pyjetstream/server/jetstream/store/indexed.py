@@ -206,6 +206,7 @@ class IndexedStore(MessageStore):
         sbs = [subjects[0].encode()] if one else [s.encode() for s in subjects]
         first = seq = self._index.last_seq + 1
         stamped = array("q")
+        sids = array("I")
         done = 0
         while done < n:
             try:
@@ -225,33 +226,33 @@ class IndexedStore(MessageStore):
             if one:
                 base = self._size_base + len(sbs[0])
                 sizes = array("I", [base + len(p) for p in payloads[done:hi]])
-                self._append_index_run(seq, subjects[0], tss, sizes, locs)
+                sids.extend(array("I", [self._append_index_run(seq, subjects[0], tss, sizes, locs)]) * (hi - done))
             else:
                 sizes = self._run_sizes(sbs[done:hi], hdrs[done:hi], payloads[done:hi])
-                self._index.append_many(seq, subjects[done:hi], tss, sizes, locs)
+                sids.extend(self._index.append_many(seq, subjects[done:hi], tss, sizes, locs))
             if ttls is not None:
                 self._track_run_ttls(seq, tss, ttls[done:hi])
             stamped.extend(tss)
             seq += hi - done
             done = hi
         if self._limits_active:
-            self._trim_run(first, subjects)
+            self._trim_run(first, sids)
         return first, stamped, None
 
-    def _trim_run(self, seq: int, subjects: list[str]) -> None:
+    def _trim_run(self, seq: int, sids: array[int]) -> None:
         """The limits `_enforce_limits` applies after each message, applied once after a run
-        stored from ``seq`` on (`trims_after_run`): each subject of the run down to
+        stored from ``seq`` on (`trims_after_run`; ``sids``: its subject ids, as the index took
+        them — no subject looked up again): each subject of the run down to
         ``max_msgs_per_subject`` (its oldest go, all removed together: `_remove_trimmed`), then
         the stream's oldest while ``max_msgs``/``max_bytes`` are passed."""
         cfg = self._cfg
         maxp = cfg.max_msgs_per_subject
         if maxp > 0:
-            table = self._index.subjects
-            ids, msgs = table.ids, table.msgs
-            counts = Counter(subjects)
-            over = [(s, c) for s, c in counts.items() if msgs[ids[s]] > maxp]
+            msgs = self._index.subjects.msgs
+            counts = Counter(sids)
+            over = [(sid, c) for sid, c in counts.items() if msgs[sid] > maxp]
             if over:
-                gone = seqbulk.trimmed(self._index, seq, subjects, over, maxp)
+                gone = seqbulk.trimmed(self._index, seq, sids, over, maxp)
                 gone.sort()
                 self._remove_trimmed(gone, lazy=True)
         if cfg.discard == DISCARD_OLD:

@@ -160,19 +160,18 @@ def _next_here(p: Page, sid: int, j: int, b: int) -> int:
 
 
 def trimmed(
-    index: SeqIndex, seq: int, subjects: list[str], over: list[tuple[str, int]], maxp: int
+    index: SeqIndex, seq: int, sids: Sequence[int], over: list[tuple[int, int]], maxp: int
 ) -> list[tuple[int, int]]:
     """``(seq, sid)`` of what the per-subject limit removes after a run stored from ``seq`` on
-    (`IndexedStore._trim_run`): of each subject in ``over`` (with its count in the run) the
-    oldest beyond the newest ``maxp`` — those stored before (its first and the links on), then
-    the run's own (their positions in the run, looked up only when the run alone passes the
-    limit)."""
+    (`IndexedStore._trim_run`; ``sids``: the run's subject ids): of each subject id in ``over``
+    (with its count in the run) the oldest beyond the newest ``maxp`` — those stored before (its
+    first and the links on), then the run's own (their positions in the run, looked up only when
+    the run alone passes the limit)."""
     table = index.subjects
-    ids, msgs, first = table.ids, table.msgs, table.first
+    msgs, first = table.msgs, table.first
     gone: list[tuple[int, int]] = []
-    inside: dict[str, int] = {}
-    for subject, c in over:
-        sid = ids[subject]
+    inside: dict[int, int] = {}
+    for sid, c in over:
         extra = msgs[sid] - maxp
         before = min(extra, msgs[sid] - c)
         if before:
@@ -182,13 +181,13 @@ def trimmed(
                 s = index._subj_next(s, sid)
                 gone.append((s, sid))
         if extra > before:
-            inside[subject] = extra - before
+            inside[sid] = extra - before
     if inside:
-        for k, subject in enumerate(subjects):
-            left = inside.get(subject)
+        for k, sid in enumerate(sids):
+            left = inside.get(sid)
             if left:
-                gone.append((seq + k, ids[subject]))
-                inside[subject] = left - 1
+                gone.append((seq + k, sid))
+                inside[sid] = left - 1
     return gone
 
 

@@ -419,17 +419,17 @@ class SeqIndex(SeqQueries):
 
     def append_many(
         self, seq: int, subjects: list[str], tss: array[int], sizes: array[int], locs: array[int]
-    ) -> None:
+    ) -> array[int]:
         """`append` of ``len(tss)`` (≥ 1) messages, ``subjects[i]`` each, sequences ``seq``
         (= last_seq + 1) onwards, with array extends and one loop over the subjects' chains
         instead of a call and five appends per message: a read's publishes on several subjects
-        (``IndexedStore.store_run``)."""
+        (``IndexedStore.store_run``). Returns their subject ids (the run's trim reads them)."""
         n = len(tss)
         p, room = self._room(seq)
         if n > room:
-            self.append_many(seq, subjects[:room], tss[:room], sizes[:room], locs[:room])
-            self.append_many(seq + room, subjects[room:], tss[room:], sizes[room:], locs[room:])
-            return
+            out = self.append_many(seq, subjects[:room], tss[:room], sizes[:room], locs[:room])
+            out.extend(self.append_many(seq + room, subjects[room:], tss[room:], sizes[room:], locs[room:]))
+            return out
         table = self.subjects
         ids = table.ids
         tmsgs = table.msgs
@@ -479,6 +479,7 @@ class SeqIndex(SeqQueries):
         self.bytes += nbytes
         self.last_seq = s - 1
         self.last_ts = tss[-1]
+        return sids
 
     def skip(self, seq: int, num: int, ts: int) -> None:
         """Sequences [seq, seq + num) were consumed without a message."""
