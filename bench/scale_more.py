@@ -22,12 +22,22 @@ every dimension, without ``--dim``, runs these too).
   ordered consumer created and deleted with them in place;
 - ``queue`` (10 / 100 / 1k members of one queue group on one subject): a publish (per message), the
   members each on its own connection, and all on one connection (a run's queue segment either way:
-  the members of one connection keep their frames in message order).
+  the members of one connection keep their frames in message order);
+- ``subjects2`` (1k / 10k / 100k subjects, one message each): ``STREAM.INFO`` with
+  ``subjects_filter: ">"`` paged by ``offset`` (per subject listed), a direct get ``batch: 100`` of
+  ``next_by_subj: "w.>"`` (per message), publishes with ``Nats-Expected-Last-Subject-Sequence`` and
+  into a stream with ``republish`` (per publish), purge by subject with ``keep: 1`` (per purge);
+- ``deletes`` (10k / 100k / 1M messages on 1,000 subjects): ``STREAM.MSG.DELETE`` of random
+  sequences, ``no_erase`` and secure erase (per delete), a ``by_start_time`` consumer created at the
+  middle of the stream and deleted (per consumer);
+- ``pauses`` (100 / 1k / 10k durable pull consumers on one stream): ``CONSUMER.PAUSE`` of one and its
+  resume (per request).
 """
 
 from __future__ import annotations
 
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -50,7 +60,7 @@ from bench_scale import (
     pubs,
     timed_build,
 )
-from rawnats import ManyConns, pub_frame, publish_window, server_cpu
+from rawnats import ManyConns, header_block, pub_frame, publish_window, server_cpu
 
 # ---- streams
 
@@ -392,6 +402,200 @@ def ops_queue() -> list[Op]:
     ]
 
 
+# ---- subjects, more shapes (explore3)
+
+
+def build_subjects2(ctx: Ctx) -> None:
+    """Stream ``W``: one message on each of ``n`` subjects ``w.<j>``, then one more on each of the
+    first 1,000 (the purges with ``keep``); stream ``R`` republishes ``r.>`` to ``rp.>``."""
+    n = ctx.size
+    extra = min(n, 1000)
+    create_stream(ctx, "W", subjects=["w.>"], allow_direct=True)
+    ctx.publish(pubs(f"w.{j}" for j in range(n)), n)
+    ctx.publish(pubs(f"w.{j}" for j in range(extra)), extra)
+    ctx.state["last"] = {j: (n + 1 + j if j < extra else j + 1) for j in range(n)}
+    create_stream(ctx, "R", subjects=["r.>"], republish={"src": "r.>", "dest": "rp.>"})
+    ctx.publish(pubs(f"r.{j}" for j in range(n)), n)
+
+
+def _info_all(ctx: Ctx) -> int:
+    """STREAM.INFO ``subjects_filter: ">"``, paged with ``offset`` until every subject was listed."""
+    listed = 0
+    while listed < max(ctx.size, ctx.n(20_000)):
+        offset = 0
+        while offset < ctx.size:
+            info = ctx.api.api("STREAM.INFO.W", {"subjects_filter": ">", "offset": offset})
+            got = len(info["state"].get("subjects") or {})
+            if not got:
+                raise RuntimeError(f"STREAM.INFO paging stopped at {offset}: {str(info)[:200]}")
+            listed, offset = listed + got, offset + got
+    return listed
+
+
+def _direct_batch(ctx: Ctx) -> int:
+    """Direct get ``batch: 100`` of ``next_by_subj: "w.>"`` from a random sequence (per message)."""
+    k = ctx.n(500)
+    conn = ctx.state.get("dbconn")
+    if conn is None:
+        conn = ctx.state["dbconn"] = ctx.conn()
+        conn.sub("_DB.*", 1)
+        conn.flush()
+    top = ctx.size + min(ctx.size, 1000) - 100
+    frames = [
+        pub_frame(
+            "$JS.API.DIRECT.GET.W",
+            json.dumps({"seq": random.randrange(1, top), "batch": 100, "next_by_subj": "w.>"}).encode(),
+            f"_DB.{i}",
+        )
+        for i in range(k)
+    ]
+    base = conn.deliveries
+    for i in range(0, k, 20):
+        conn.send(b"".join(frames[i : i + 20]))
+        ctx.wait(lambda: conn.deliveries - base, 100 * min(i + 20, k))
+    return 100 * k
+
+
+def _pub_expect_subject(ctx: Ctx) -> int:
+    """Publishes with ``Nats-Expected-Last-Subject-Sequence`` right for a random subject."""
+    k, last = ctx.n(20_000), ctx.state["last"]
+    seq = ctx.stream_state("W")["last_seq"]
+    frames = []
+    for _ in range(k):
+        j = random.randrange(ctx.size)
+        head = header_block(Nats_Expected_Last_Subject_Sequence=str(last[j]))
+        seq += 1
+        last[j] = seq
+        frames.append(pub_frame(f"w.{j}", P16, "_PA.1", head))
+    return ctx.publish(iter(frames), k)
+
+
+def _purge_keep(ctx: Ctx) -> int:
+    """STREAM.PURGE ``{"filter": "w.<j>", "keep": 1}`` of the first 1,000 subjects (two messages each)."""
+    k = min(ctx.size, 1000)
+    answers = ctx.requests([("$JS.API.STREAM.PURGE.W", {"filter": f"w.{j}", "keep": 1}) for j in range(k)])
+    if any(not a.get("success") for a in answers):
+        raise RuntimeError(f"purge keep: {answers[0]}")
+    return k
+
+
+def ops_subjects2() -> list[Op]:
+    return [
+        Op("info_all", 'STREAM.INFO subjects_filter ">" (paged)', "subject listed", _info_all),
+        Op("direct_batch", 'direct get batch 100, next_by_subj "w.>"', "message", _direct_batch),
+        Op("expect_subj", "publish, Nats-Expected-Last-Subject-Sequence", "publish", _pub_expect_subject),
+        Op(
+            "republish",
+            "publish, stream with republish",
+            "publish",
+            lambda c: c.publish(
+                pubs(f"r.{random.randrange(c.size)}" for _ in range(c.n(20_000))), c.n(20_000)
+            ),
+        ),
+        Op("purge_keep", "purge by subject, keep 1", "purge", _purge_keep, once=True),
+    ]
+
+
+# ---- message deletes and start by time (explore3)
+
+
+def build_deletes(ctx: Ctx) -> None:
+    m = ctx.size
+    create_stream(ctx, "D", subjects=["d.>"])
+    ctx.publish(pubs(f"d.{i % 1000}" for i in range(m // 2)), m // 2)
+    time.sleep(0.01)
+    ctx.state["mid"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{time.time_ns() % 10**9:09d}Z"
+    time.sleep(0.01)
+    ctx.publish(pubs(f"d.{i % 1000}" for i in range(m // 2, m)), m - m // 2)
+    seqs = random.sample(range(1, m + 1), min(4000, m // 2))
+    ctx.state["del"] = seqs
+
+
+def _msg_delete(ctx: Ctx, erase: bool) -> int:
+    half = len(ctx.state["del"]) // 2
+    seqs = ctx.state["del"][half:] if erase else ctx.state["del"][:half]
+    calls = [("$JS.API.STREAM.MSG.DELETE.D", {"seq": s, "no_erase": not erase}) for s in seqs]
+    answers = ctx.requests(calls)
+    if any(not a.get("success") for a in answers):
+        raise RuntimeError(f"msg delete: {answers[0]}")
+    return len(seqs)
+
+
+def _by_start_time(ctx: Ctx) -> int:
+    k = ctx.n(100)
+    for _ in range(k):
+        name = ctx.uid("t")
+        cfg = {"name": name, "deliver_policy": "by_start_time", "opt_start_time": ctx.state["mid"]}
+        ctx.api.api(f"CONSUMER.CREATE.D.{name}", {"stream_name": "D", "config": cfg})
+        ctx.api.api(f"CONSUMER.DELETE.D.{name}")
+    return k
+
+
+def ops_deletes() -> list[Op]:
+    return [
+        Op(
+            "by_start_time",
+            "consumer create (by_start_time, the middle) + delete",
+            "consumer",
+            _by_start_time,
+        ),
+        Op(
+            "msg_delete",
+            "STREAM.MSG.DELETE random seq (no_erase)",
+            "delete",
+            lambda c: _msg_delete(c, False),
+            once=True,
+        ),
+        Op(
+            "msg_erase",
+            "STREAM.MSG.DELETE random seq (secure erase)",
+            "delete",
+            lambda c: _msg_delete(c, True),
+            once=True,
+        ),
+    ]
+
+
+# ---- paused consumers (explore3)
+
+
+def build_pauses(ctx: Ctx) -> None:
+    n = ctx.size
+    create_stream(ctx, "PZ", subjects=["pz.>"], max_consumers=n + 1000)
+    ctx.publish(pubs(f"pz.{i % 10}" for i in range(1000)), 1000)
+    calls = [
+        (
+            f"$JS.API.CONSUMER.CREATE.PZ.p{i}",
+            {"stream_name": "PZ", "config": {"durable_name": f"p{i}", "ack_policy": "explicit"}},
+        )
+        for i in range(n)
+    ]
+    timed_build(
+        ctx,
+        "create",
+        "durable pull consumer create",
+        "consumer",
+        lambda: (batched_requests(ctx, calls, "create"), n)[1],
+    )
+
+
+def _pause_resume(ctx: Ctx) -> int:
+    k = ctx.n(1000)
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    names = [f"p{random.randrange(ctx.size)}" for _ in range(k)]
+    answers = ctx.requests([(f"$JS.API.CONSUMER.PAUSE.PZ.{c}", {"pause_until": until}) for c in names])
+    answers += ctx.requests([(f"$JS.API.CONSUMER.PAUSE.PZ.{c}", {}) for c in names])
+    if any("error" in a for a in answers):
+        bad = next(i for i, a in enumerate(answers) if "error" in a)
+        raise RuntimeError(f"pause {bad} {names[bad % k]}: {answers[bad]}")
+    return 2 * k
+
+
+def ops_pauses() -> list[Op]:
+    return [Op("pause", "CONSUMER.PAUSE / resume of one", "request", _pause_resume)]
+
+
+
 def more_dimensions() -> list[Dimension]:
     dims = [
         Dimension("streams", "streams in an account", [100, 1000, 10_000], [10, 100, 1000], build_streams, ops_streams()),
@@ -410,6 +614,23 @@ def more_dimensions() -> list[Dimension]:
             "ephemerals", "ephemeral consumers", [100, 1000, 10_000], [10, 100, 1000], build_ephemerals, ops_ephemerals()
         ),
         Dimension("queue", "queue group members", [10, 100, 1000], [10, 100, 1000], build_queue, ops_queue()),
+        Dimension(
+            "subjects2",
+            "subjects (more shapes)",
+            [1000, 10_000, 100_000],
+            [100, 1000, 10_000],
+            build_subjects2,
+            ops_subjects2(),
+        ),
+        Dimension(
+            "deletes",
+            "messages (deletes, start time)",
+            [10_000, 100_000, 1_000_000],
+            [1000, 10_000, 100_000],
+            build_deletes,
+            ops_deletes(),
+        ),
+        Dimension("pauses", "consumers (pause)", [100, 1000, 10_000], [10, 100, 1000], build_pauses, ops_pauses()),
     ]
     repeat = {"names", "list", "info"}
     for dim in dims:
