@@ -363,6 +363,41 @@ def test_a_random_get_reads_its_locator_and_its_record(tmp_path: Path, monkeypat
     assert 1.5 < small <= 2.0 and 1.5 < large <= 2.0, (small, large)
 
 
+def test_random_gets_never_verify_an_index_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gets by sequence coming back to a window of an evicted page's slots read that window's
+    locators (one small read) and keep them, without verifying the block's index file whole
+    first: a locator is checked by the record it points at. Before, the second ask of a window
+    read the window whole, which needs the file's checksum — ~5 MB read and CRCed per block of
+    8 MiB, which random gets over 10M messages paid every few hundred gets. Counted at both
+    sizes: no file checked, and the reads of the index files stay under one per get."""
+    from pyjetstream.server.jetstream.store import _snapshot
+
+    checks = 0
+    layout = _snapshot.file_layout
+
+    def counting(path: str, check: bool = True) -> object:
+        nonlocal checks
+        checks += check
+        return layout(path, check)
+
+    monkeypatch.setattr(_snapshot, "file_layout", counting)
+
+    def per_get(s: FileStore, n: int) -> float:
+        b = s._backend
+        s.load_msg(n)  # (the last block's page: the others evicted)
+        rng = random.Random(3)
+        seqs = [rng.randint(1, b._firsts[-1] - 1) for _ in range(2_000)]
+        before, reads = checks, b.peeks.reads
+        for seq in seqs:
+            msg = s.load_msg(seq)
+            assert (msg.seq, msg.subject, msg.data) == (seq, f"m.{(seq - 1) % 20}", b"payload-%06d" % (seq - 1))
+        assert checks == before and index(s).loads == 0
+        return (b.peeks.reads - reads) / len(seqs)
+
+    small, large = at_sizes(tmp_path, per_get)
+    assert small < 0.5 and large < 0.5, (small, large)
+
+
 def test_a_get_in_an_image_with_holes_reads_the_subject_id(tmp_path: Path) -> None:
     """An evicted page whose image was written after removals (a hole in it is not in ``dels``)
     answers a get from the slot's subject id, as before: the removed stay not found, the others

@@ -6,7 +6,8 @@ lies in the first block. `IndexPeeks` answers from the block's index file: three
 first time a window of `PEEK_WINDOW` slots around the slot is asked — one, the locator, for a get
 by sequence where the image has a message in every slot (`SeqIndex.slot` with ``names`` False: the
 record holds the subject and timestamp) —; the second time among the last `PEEK_SEEN` windows asked,
-that window is read whole and kept (the last `PEEK_WINDOWS`). nats-server keeps a block's cache after
+that window is read whole and kept (the last `PEEK_WINDOWS`): for a get by sequence its locators
+alone, one read, without verifying the file's checksum (`IndexPeeks._loc`). nats-server keeps a block's cache after
 a read (``loadMsgsWithLock``) until it expires; reading the slot from the file each time cost an
 open, three reads and a close per get (~10 µs). Why not the whole window at the first time: a random
 read seldom comes back to its window, and reading 10 KiB for one slot cost it ~4 µs more; and why
@@ -63,7 +64,7 @@ class _IdxLayout:
 class IndexPeeks:
     """What was read of the block index files for single slots (owned by `BlockIndexes`)."""
 
-    __slots__ = ("_fds", "_layouts", "_path_of", "_seen", "_windows", "reads")
+    __slots__ = ("_fds", "_layouts", "_locs", "_path_of", "_seen", "_windows", "reads")
 
     def __init__(self, path_of: Callable[[int], str]) -> None:
         self._path_of = path_of  # a block's index file (by block index)
@@ -72,6 +73,8 @@ class IndexPeeks:
         # Windows of those arrays already read, least recently used first:
         # block index << 40 | window -> (sids, tss, locs).
         self._windows: dict[int, _Cols] = {}
+        # Windows of locators alone (gets by sequence, `_loc`), keyed and kept as ``_windows``.
+        self._locs: dict[int, array[int]] = {}
         # Windows asked once lately (the next ask reads one), least recently asked first.
         self._seen: dict[int, None] = {}
         self._fds: dict[int, int] = {}  # open index files by block index, least recently used first
@@ -87,6 +90,8 @@ class IndexPeeks:
         key = index << 40 | w  # (an int: cheaper to hash than a pair)
         cols = self._windows.pop(key, None)
         if cols is None:
+            if loc_only:
+                return self._loc(index, first_seq, j, key)
             lay = self._layouts[index] if index in self._layouts else self._layout(index, first_seq)
             if lay is None:
                 return None
@@ -95,12 +100,11 @@ class IndexPeeks:
                 seen[key] = None
                 if len(seen) > PEEK_SEEN:
                     del seen[next(iter(seen))]
-                if not (loc_only or lay.checked):
-                    lay = self._check(index, first_seq)
+                lay = lay if lay.checked else self._check(index, first_seq)
                 fd = None if lay is None else self._fd(index)
                 if fd is None:
                     return None
-                return _read_loc(lay, fd, j) if loc_only else _read_slot(lay, fd, j)  # type: ignore[arg-type]
+                return _read_slot(lay, fd, j)  # type: ignore[arg-type]
             if not lay.checked:
                 lay = self._check(index, first_seq)
                 if lay is None:
@@ -120,6 +124,37 @@ class IndexPeeks:
         sid = sids[i]
         return (sid, tss[i], locs[i]) if sid else (0, 0, 0)
 
+    def _loc(self, index: int, first_seq: int, j: int, key: int) -> tuple[int, int, int] | None:
+        """`slot` with ``loc_only`` for a slot whose window is not kept whole: ``(-1, 0, loc)``
+        from a window of locators kept (read when its window is asked a second time among the
+        last `PEEK_SEEN`) or the one locator read. The file's checksum is not verified for it —
+        a locator is checked by the record it points at — where reading the window whole would
+        verify the whole file first (~5 MB read and CRCed per block: random gets over 10M
+        messages came back to a window often enough to check a file every few hundred gets)."""
+        lay = self._layouts[index] if index in self._layouts else self._layout(index, first_seq)
+        if lay is None or j >= lay.n:
+            return None
+        locs = self._locs.pop(key, None)
+        if locs is None:
+            fd = self._fd(index)
+            if fd is None:
+                return None
+            seen = self._seen
+            if seen.pop(key, 0) is not None:  # (asked once lately: None)
+                seen[key] = None
+                if len(seen) > PEEK_SEEN:
+                    del seen[next(iter(seen))]
+                return _read_loc(lay, fd, j)
+            locs = _read_locs(lay, fd, j - j % PEEK_WINDOW, PEEK_WINDOW)
+            if locs is None:
+                return None
+            self.reads += 1
+            if len(self._locs) >= PEEK_WINDOWS:
+                del self._locs[next(iter(self._locs))]
+        self._locs[key] = locs  # (most recently used last)
+        loc = locs[j % PEEK_WINDOW]
+        return (-1, 0, loc) if loc else (0, 0, 0)
+
     def forget(self, index: int) -> None:
         """Block ``index``'s index file was written again or removed: what was read of it goes
         (and it is closed)."""
@@ -127,8 +162,9 @@ class IndexPeeks:
         fd = self._fds.pop(index, None)
         if fd is not None:
             os.close(fd)
-        for key in [key for key in self._windows if key >> 40 == index]:
-            del self._windows[key]
+        for kept in (self._windows, self._locs):
+            for key in [key for key in kept if key >> 40 == index]:
+                del kept[key]
         self._seen = {key: None for key in self._seen if key >> 40 != index}
 
     def close(self) -> None:
@@ -186,6 +222,17 @@ def _read_loc(lay: _IdxLayout, fd: int, j: int) -> tuple[int, int, int] | None:
     except (OSError, struct.error):
         return None
     return (-1, 0, loc) if loc else (0, 0, 0)
+
+
+def _read_locs(lay: _IdxLayout, fd: int, lo: int, size: int) -> array[int] | None:
+    """The locators of slots [lo, lo + size) of an open index file (fewer at its end), None when
+    it cannot be used."""
+    n = min(size, lay.n - lo)
+    try:
+        locs = array("Q", os.pread(fd, 8 * n, lay.locs + 8 * lo))
+    except (OSError, ValueError):
+        return None
+    return locs if len(locs) == n else None
 
 
 def _read_window(lay: _IdxLayout, fd: int, lo: int, size: int) -> _Cols | None:
