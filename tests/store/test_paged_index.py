@@ -9,6 +9,7 @@ as it was."""
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 
@@ -310,57 +311,128 @@ def test_reopening_after_interior_deletes_loads_no_page(tmp_path: Path) -> None:
     assert at_sizes(tmp_path, reopened) == [0, 0]
 
 
-def test_a_random_get_reads_its_locator_and_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A get by sequence in an evicted page whose image holds a message in every slot reads the
-    slot's locator from the block's index file and the record from the block (the subject and
-    timestamp are in the record): at most two ``pread`` per get and no file opened once each file
-    was opened, at both sizes (~27 and ~270 blocks, the files kept open: a 1024 open-file limit
-    keeps 32), no page loaded. Before: three reads of the index file, an open and a close of it
-    per get, and a block file opened again for one get in two beyond 32 blocks. (The windows read
-    whole when asked again are off: with ~75 messages a block, these stores have a window a
-    block, which 500 gets come back to; a store of 8 MiB blocks has ~1,300 a block.)"""
+def _preads_per_get(monkeypatch: pytest.MonkeyPatch, s: FileStore, seed: int = 7) -> float:
+    """``pread`` calls per random get by sequence in the sealed blocks of ``s`` (each block's
+    index file opened and its layout read first), checking the answers; no file opened and no
+    page loaded meanwhile."""
     import os
 
+    b = s._backend
+    s.load_msg(b._firsts[-1])  # (the last block's page: the others evicted)
+    for first in b._firsts[:-1]:  # each file opened (and its index's layout read) once
+        s.load_msg(first)
+    calls = {"pread": 0, "open": 0}
+    pread, open_ = os.pread, os.open
+
+    def counting_pread(fd: int, size: int, off: int) -> bytes:
+        calls["pread"] += 1
+        return pread(fd, size, off)
+
+    def counting_open(*args: object, **kw: object) -> int:
+        calls["open"] += 1
+        return open_(*args, **kw)  # type: ignore[arg-type]
+
+    rng = random.Random(seed)
+    seqs = [rng.randint(1, b._firsts[-1] - 1) for _ in range(500)]
+    before, loads = index(s).peeks, index(s).loads
+    monkeypatch.setattr(os, "pread", counting_pread)
+    monkeypatch.setattr(os, "open", counting_open)
+    try:
+        got = [s.load_msg(seq) for seq in seqs]
+    finally:
+        monkeypatch.setattr(os, "pread", pread)
+        monkeypatch.setattr(os, "open", open_)
+    for seq, msg in zip(seqs, got, strict=True):
+        assert (msg.seq, msg.subject, msg.data) == (seq, f"m.{(seq - 1) % 20}", b"payload-%06d" % (seq - 1))
+        assert msg.ts > 0
+    assert index(s).peeks - before > 400 and index(s).loads == loads
+    assert calls["open"] == 0
+    return calls["pread"] / len(seqs)
+
+
+def test_a_random_get_reads_its_locator_and_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A get by sequence in an evicted page whose image holds a message in every slot, its
+    block's spans not known, reads the slot's locator from the block's index file and the
+    record from the block (the subject and timestamp are in the record): at most two ``pread``
+    per get and no file opened once each file was opened, at both sizes (~27 and ~270 blocks,
+    the files kept open: a 1024 open-file limit keeps 32), no page loaded. Before: three reads
+    of the index file, an open and a close of it per get, and a block file opened again for one
+    get in two beyond 32 blocks. (The windows read whole when asked again are off: with ~75
+    messages a block, these stores have a window a block, which 500 gets come back to; a store
+    of 8 MiB blocks has ~1,300 a block.)"""
     from pyjetstream.server.jetstream.store import _fileutil, idx_peek
 
     monkeypatch.setattr(_fileutil, "_OPEN_FDS_MAX", 512)
     monkeypatch.setattr(idx_peek, "PEEK_SEEN", 0)
-
-    def per_get(s: FileStore, n: int) -> float:
-        b = s._backend
-        s.load_msg(n)  # (the last block's page: the others evicted)
-        for first in b._firsts[:-1]:  # each file opened (and its index's layout read) once
-            s.load_msg(first)
-        calls = {"pread": 0, "open": 0}
-        pread, open_ = os.pread, os.open
-
-        def counting_pread(fd: int, size: int, off: int) -> bytes:
-            calls["pread"] += 1
-            return pread(fd, size, off)
-
-        def counting_open(*args: object, **kw: object) -> int:
-            calls["open"] += 1
-            return open_(*args, **kw)  # type: ignore[arg-type]
-
-        rng = random.Random(7)
-        seqs = [rng.randint(1, b._firsts[-1] - 1) for _ in range(500)]
-        before, loads = index(s).peeks, index(s).loads
-        monkeypatch.setattr(os, "pread", counting_pread)
-        monkeypatch.setattr(os, "open", counting_open)
-        try:
-            got = [s.load_msg(seq) for seq in seqs]
-        finally:
-            monkeypatch.setattr(os, "pread", pread)
-            monkeypatch.setattr(os, "open", open_)
-        for seq, msg in zip(seqs, got, strict=True):
-            assert (msg.seq, msg.subject, msg.data) == (seq, f"m.{(seq - 1) % 20}", b"payload-%06d" % (seq - 1))
-            assert msg.ts > 0
-        assert index(s).peeks - before > 400 and index(s).loads == loads
-        assert calls["open"] == 0
-        return calls["pread"] / len(seqs)
-
-    small, large = at_sizes(tmp_path, per_get)
+    monkeypatch.setattr(idx_peek, "SPANS_AFTER", 1 << 30)
+    monkeypatch.setattr(idx_peek.IndexPeeks, "note_locs", lambda self, index, locs: None)
+    small, large = at_sizes(tmp_path, lambda s, n: _preads_per_get(monkeypatch, s))
     assert 1.5 < small <= 2.0 and 1.5 < large <= 2.0, (small, large)
+
+
+def test_a_random_get_reads_its_span_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A get by sequence in a sealed block whose spans are known (the offsets of every 64th
+    record, kept when the block's index is written, `IndexPeeks.note_locs`) reads the bytes
+    between the two that hold its record and finds the record there by its sequence: one
+    ``pread`` per get at both sizes instead of a locator read and a record read (some gets land
+    in the last read's bytes: none then)."""
+    from pyjetstream.server.jetstream.store import _fileutil
+
+    monkeypatch.setattr(_fileutil, "_OPEN_FDS_MAX", 512)
+    small, large = at_sizes(tmp_path, lambda s, n: _preads_per_get(monkeypatch, s))
+    assert 0.5 < small <= 1.0 and 0.5 < large <= 1.0, (small, large)
+
+
+def test_spans_are_read_from_the_index_after_a_reopen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a reopen no block's spans are known: its gets read locators until the block was
+    asked `SPANS_AFTER` times, then its spans are read from its index file (one pass over its
+    locator column) and its gets read one span each — the same spans the write kept."""
+    from pyjetstream.server.jetstream.store import _fileutil, idx_peek
+
+    monkeypatch.setattr(_fileutil, "_OPEN_FDS_MAX", 512)
+    monkeypatch.setattr(idx_peek, "SPANS_AFTER", 4)
+    monkeypatch.setattr(idx_peek, "_SPAN_CHUNK", 8 * idx_peek.SPAN)  # (several chunks a block)
+    s = filled(tmp_path / "s", 20_000)
+    kept = dict(s._backend.peeks._spans)
+    s.stop()
+    again = open_fs(tmp_path / "s")
+    try:
+        peeks = again._backend.peeks
+        assert not peeks._spans
+        rng = random.Random(11)
+        last = again._backend._firsts[-1]
+        for seq in [rng.randint(1, last - 1) for _ in range(3_000)]:
+            msg = again.load_msg(seq)
+            assert (msg.seq, msg.data) == (seq, b"payload-%06d" % (seq - 1))
+        assert peeks._spans and all(peeks._spans[i] == kept[i] for i in peeks._spans)
+        assert _preads_per_get(monkeypatch, again, 8) <= 1.0
+    finally:
+        again.stop()
+
+
+def test_a_get_passes_over_payloads_that_look_like_its_record(tmp_path: Path) -> None:
+    """The record of a span is found by its sequence's 8 bytes: payloads holding the bytes of
+    the next messages' sequences (and a record header's worth around them) are passed over by
+    the record's kind, length and CRC checks; a span whose offsets are wrong (not found in it)
+    falls back to the slot's locator. Every get answers its message."""
+    s = open_fs(tmp_path / "s")
+    n = 3_000
+    with s.batch():
+        for i in range(1, n + 1):
+            fake = bytes(5) + (i + 1).to_bytes(8, "little") + bytes(20)
+            s.store_msg(f"m.{i % 20}", b"", fake + b"payload-%06d" % i)
+    try:
+        s.load_msg(n)
+        peeks = s._backend.peeks
+        assert peeks._spans
+        index_, spans = next(iter(peeks._spans.items()))
+        peeks._spans[index_] = array("I", [x + 40 if x else 0 for x in spans])  # (all wrong)
+        for seq in range(1, s._backend._firsts[-1]):
+            msg = s.load_msg(seq)
+            assert (msg.seq, msg.subject, msg.data[33:]) == (seq, f"m.{seq % 20}", b"payload-%06d" % seq)
+        assert not s._backend.damaged and s.state().msgs == n
+    finally:
+        s.stop()
 
 
 def test_random_gets_never_verify_an_index_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,10 +80,11 @@ class PayloadBackend(ABC):
     def read(self, seq: int, loc: int) -> tuple[bytes, bytes]:
         """``(headers, payload)`` of a live message."""
 
-    def read_msg(self, seq: int, loc: int) -> tuple[str, int, bytes, bytes]:
+    def read_msg(self, seq: int, loc: int, spanned: bool = False) -> tuple[str, int, bytes, bytes]:
         """``(subject, timestamp, headers, payload)`` of a live message whose subject id and
         timestamp the index did not read (`SeqIndex.slot` with ``names`` False: only a backend
-        whose payloads hold them gives it a peeker that answers so)."""
+        whose payloads hold them gives it a peeker that answers so). ``spanned``: ``loc`` is a
+        span of the payloads that holds the message's among others (``idx_peek.SPANNED``)."""
         raise NotImplementedError
 
     def read_run(self, seqs: list[int]) -> list[MsgTuple]:

@@ -40,6 +40,7 @@ from ._records import (
     CRC_RESIDUE,
     FLAG_COMPRESSED,
     FLAG_ERASED,
+    KIND_MASK,
     KIND_MSG,
     MAX_RECORD,
     REC_HDR,
@@ -72,6 +73,8 @@ _crc32 = zlib.crc32
 _time_ns = time.time_ns
 _LEN_MASK = 0xFFFFFFFF
 _NOT_PLAIN = FLAG_ERASED | FLAG_COMPRESSED  # records read_run leaves to read()
+_NOT_MSG = KIND_MASK | FLAG_ERASED  # a record that is not a message's (`_spanned`)
+_SEQ_AT = 5  # where a record's sequence lies in its header (after its length and kind)
 #: `read_run`'s record layout (`run_reader.read_records`): the record header's unpack, its
 #: length, the CRC's length, the CRC residue, the flags left to `read`, the locator's length mask.
 RUN_LAYOUT = (_unpack_rec, REC_HDR_LEN, CRC_LEN, CRC_RESIDUE, _NOT_PLAIN, _LEN_MASK)
@@ -733,9 +736,9 @@ class BlockFiles(BlockIndexes):
             return body[:hlen], body[hlen:]
         return rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
 
-    def read_msg(self, seq: int, loc: int) -> tuple[str, int, bytes, bytes]:
+    def read_msg(self, seq: int, loc: int, spanned: bool = False) -> tuple[str, int, bytes, bytes]:
         """`PayloadBackend.read_msg`: the record holds the subject and the timestamp."""
-        rec, kind, ts, slen, hlen = self._record(seq, loc)
+        rec, kind, ts, slen, hlen = self._spanned(seq, loc) if spanned else self._record(seq, loc)
         body_at = REC_HDR_LEN + slen
         subject = rec[REC_HDR_LEN:body_at].decode()
         if kind & FLAG_COMPRESSED:
@@ -763,6 +766,35 @@ class BlockFiles(BlockIndexes):
             self.damaged.append((seq, plen))
             raise ErrCorruptRecord(f"record for sequence {seq} is damaged")
         return rec, kind, ts, slen, hlen
+
+    def _spanned(self, seq: int, span: int) -> tuple[bytes, int, int, int, int]:
+        """`_record` for a record known only to lie in ``span`` of its sealed block (``offset <<
+        32 | length``, `IndexPeeks._loc`): the span read (as `_read_sealed` reads a record) and
+        the record found in it by its sequence at C speed — the 8 bytes at its header's
+        `_SEQ_AT`, then its kind, length and CRC checked, so bytes of a payload that look like
+        it are passed over. Not found there (the span does not describe the block): the slot's
+        locator is read from the block's index file and the record read by it."""
+        blk = self._block_for(seq)
+        try:
+            data = self._read_sealed(blk, span >> 32, span & _LEN_MASK)
+        except ErrCorruptRecord:
+            data = b""
+        key, size = seq.to_bytes(8, "little"), len(data)
+        at = data.find(key, _SEQ_AT)
+        while at >= 0:
+            start = at - _SEQ_AT
+            if start + REC_HDR_LEN <= size:
+                total, kind, _rseq, ts, slen, hlen = _unpack_rec(data, start)
+                if not kind & _NOT_MSG and REC_OVERHEAD <= total <= size - start:
+                    rec = data[start : start + total]
+                    if _crc32(rec) == CRC_RESIDUE:
+                        return rec, kind, ts, slen, hlen
+            at = data.find(key, at + 1)
+        loc = self.peeks.locator(blk.index, blk.first_seq, seq - blk.first_seq)
+        if not loc:
+            self.damaged.append((seq, 0))  # (`_msg_in` reads the slot again, the file verified)
+            raise ErrCorruptRecord(f"no record for sequence {seq} in its span")
+        return self._record(seq, loc)
 
     def read_run(self, seqs: list[int]) -> list[MsgTuple]:
         """`PayloadBackend.read_run` in one loop (a consumer's read-ahead; `run_reader`, compiled):

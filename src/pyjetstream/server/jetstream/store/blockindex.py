@@ -672,6 +672,7 @@ class BlockIndexes(PayloadBackend):
         write_file(path + ".tmp", _snapshot.encode(header, arrays, names), fsync=False)
         os.replace(path + ".tmp", path)
         self.peeks.forget(blk.index)
+        self.peeks.note_locs(blk.index, slots.locs)
         self._stale_idx.discard(blk)
         index.mark_image(blk.first_seq, end)
 

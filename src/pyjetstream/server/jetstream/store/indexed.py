@@ -48,6 +48,7 @@ from .base import (
     StoreError,
     StreamState,
 )
+from .idx_peek import SPANNED
 from .pages import Page
 from .seqindex import SeqIndex
 from .ttls import MessageTTLs
@@ -894,13 +895,14 @@ def _checked(store: IndexedStore, out: list[MsgTuple]) -> list[MsgTuple]:
 
 def _msg_in(store: IndexedStore, seq: int, slot: tuple[int, int, int]) -> StoredMsg | None:
     """The message at ``seq`` read by its slot (`load_msg`, `IndexedStore._msg_at`; a sid of -1:
-    an evicted page's locator alone was read, the record gives the subject and timestamp); None
+    an evicted page's locator alone was read, the record gives the subject and timestamp; -2,
+    ``SPANNED``: the record is found in the span of its block ``loc`` names); None
     when its record turned out damaged (dropped and listed lost)."""
     sid, ts, loc = slot
     try:
         if sid < 0:
             try:
-                subject, ts, hdr, data = store._backend.read_msg(seq, loc)
+                subject, ts, hdr, data = store._backend.read_msg(seq, loc, sid == SPANNED)
             except ErrCorruptRecord:
                 # The locator came from an index file whose checksum was not verified: the slot
                 # again by its subject id verifies the file (a damaged one is not used, the page
