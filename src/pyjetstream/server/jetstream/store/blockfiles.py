@@ -54,6 +54,7 @@ from ._records import (
 from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, MsgTuple, StoreConfig
 from .blockcache import BlockCache
 from .blockindex import BlockIndexes, _Block
+from .idx_peek import SPAN
 from .run_reader import read_records
 
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
@@ -770,17 +771,22 @@ class BlockFiles(BlockIndexes):
     def _spanned(self, seq: int, span: int) -> tuple[bytes, int, int, int, int]:
         """`_record` for a record known only to lie in ``span`` of its sealed block (``offset <<
         32 | length``, `IndexPeeks._loc`): the span read (as `_read_sealed` reads a record) and
-        the record found in it by its sequence at C speed — the 8 bytes at its header's
-        `_SEQ_AT`, then its kind, length and CRC checked, so bytes of a payload that look like
-        it are passed over. Not found there (the span does not describe the block): the slot's
-        locator is read from the block's index file and the record read by it."""
+        the record found in it by its sequence — the 8 bytes at its header's `_SEQ_AT`, then its
+        kind, length and CRC checked, so bytes of a payload that look like it are passed over.
+        Looked for first where it lies if the span's records are the same size (they often are:
+        one look), then from the span's start at C speed (``find``: ~1.4 µs over 3 KiB of
+        records whose headers hold sequences alike). Not found there (the span does not describe
+        the block): the slot's locator is read from the block's index file and the record read
+        by it."""
         blk = self._block_for(seq)
+        plen = span & _LEN_MASK
         try:
-            data = self._read_sealed(blk, span >> 32, span & _LEN_MASK)
+            data = self._read_sealed(blk, span >> 32, plen)
         except ErrCorruptRecord:
             data = b""
         key, size = seq.to_bytes(8, "little"), len(data)
-        at = data.find(key, _SEQ_AT)
+        guess = plen * ((seq - blk.first_seq) % SPAN) // SPAN + _SEQ_AT
+        at = guess if data.startswith(key, guess) else data.find(key, _SEQ_AT)
         while at >= 0:
             start = at - _SEQ_AT
             if start + REC_HDR_LEN <= size:
@@ -789,7 +795,8 @@ class BlockFiles(BlockIndexes):
                     rec = data[start : start + total]
                     if _crc32(rec) == CRC_RESIDUE:
                         return rec, kind, ts, slen, hlen
-            at = data.find(key, at + 1)
+            at = data.find(key, _SEQ_AT if at == guess else at + 1)
+            guess = -1  # (the look where it lies failed: the span from its start)
         loc = self.peeks.locator(blk.index, blk.first_seq, seq - blk.first_seq)
         if not loc:
             self.damaged.append((seq, 0))  # (`_msg_in` reads the slot again, the file verified)
