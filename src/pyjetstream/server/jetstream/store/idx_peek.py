@@ -102,6 +102,10 @@ class IndexPeeks:
         ``loc_only`` (the caller knows every slot of the image holds a message, and reads the
         subject and timestamp from the record): a slot not in a window kept is ``(-1, 0, loc)``,
         one read of the file instead of three, or its span ``(SPANNED, 0, span)`` (`_loc`)."""
+        if loc_only:
+            got = self._span(index, j)
+            if got:
+                return (SPANNED, 0, got)
         w = j // PEEK_WINDOW
         key = index << 40 | w  # (an int: cheaper to hash than a pair)
         cols = self._windows.pop(key, None)
@@ -152,11 +156,8 @@ class IndexPeeks:
         verified for it — a locator is checked by the record it points at — where reading the
         window whole would verify the whole file first (~5 MB read and CRCed per block: random
         gets over 10M messages came back to a window often enough to check a file every few
-        hundred gets). ``spans`` False: the locator (a span where the record was not found)."""
-        if spans:
-            got = self._span(index, j)
-            if got:
-                return (SPANNED, 0, got)
+        hundred gets). ``spans`` False: the locator (a span where the record was not found).
+        (`slot` looked for the span first.)"""
         lay = self._layouts[index] if index in self._layouts else self._layout(index, first_seq)
         if lay is None or j >= lay.n:
             return None
