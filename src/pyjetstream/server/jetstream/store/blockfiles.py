@@ -40,7 +40,6 @@ from ._records import (
     CRC_RESIDUE,
     FLAG_COMPRESSED,
     FLAG_ERASED,
-    KIND_MASK,
     KIND_MSG,
     MAX_RECORD,
     REC_HDR,
@@ -48,6 +47,7 @@ from ._records import (
     REC_OVERHEAD,
     encode_block_header,
     erased_record,
+    find_record,
     floor_record,
     tombstone,
 )
@@ -74,8 +74,6 @@ _crc32 = zlib.crc32
 _time_ns = time.time_ns
 _LEN_MASK = 0xFFFFFFFF
 _NOT_PLAIN = FLAG_ERASED | FLAG_COMPRESSED  # records read_run leaves to read()
-_NOT_MSG = KIND_MASK | FLAG_ERASED  # a record that is not a message's (`_spanned`)
-_SEQ_AT = 5  # where a record's sequence lies in its header (after its length and kind)
 #: `read_run`'s record layout (`run_reader.read_records`): the record header's unpack, its
 #: length, the CRC's length, the CRC residue, the flags left to `read`, the locator's length mask.
 RUN_LAYOUT = (_unpack_rec, REC_HDR_LEN, CRC_LEN, CRC_RESIDUE, _NOT_PLAIN, _LEN_MASK)
@@ -769,35 +767,16 @@ class BlockFiles(BlockIndexes):
         return rec, kind, ts, slen, hlen
 
     def _spanned(self, seq: int, span: int) -> tuple[bytes, int, int, int, int]:
-        """`_record` for a record known only to lie in ``span`` of its sealed block (``offset <<
-        32 | length``, `IndexPeeks._loc`): the span read (as `_read_sealed` reads a record) and
-        the record found in it by its sequence — the 8 bytes at its header's `_SEQ_AT`, then its
-        kind, length and CRC checked, so bytes of a payload that look like it are passed over.
-        Looked for first where it lies if the span's records are the same size (they often are:
-        one look), then from the span's start at C speed (``find``: ~1.4 µs over 3 KiB of
-        records whose headers hold sequences alike). Not found there (the span does not describe
-        the block): the slot's locator is read from the block's index file and the record read
-        by it."""
+        """`_record` of a record in ``span`` of its sealed block (``offset << 32 | length``,
+        `IndexPeeks._loc`), read as `_read_sealed` reads one and found by `find_record`; not
+        there (the span does not describe the block): by the slot's locator, read from the index."""
         blk = self._block_for(seq)
-        plen = span & _LEN_MASK
-        try:
-            data = self._read_sealed(blk, span >> 32, plen)
-        except ErrCorruptRecord:
-            data = b""
-        key, size = seq.to_bytes(8, "little"), len(data)
-        guess = plen * ((seq - blk.first_seq) % SPAN) // SPAN + _SEQ_AT
-        at = guess if data.startswith(key, guess) else data.find(key, _SEQ_AT)
-        while at >= 0:
-            start = at - _SEQ_AT
-            if start + REC_HDR_LEN <= size:
-                total, kind, _rseq, ts, slen, hlen = _unpack_rec(data, start)
-                if not kind & _NOT_MSG and REC_OVERHEAD <= total <= size - start:
-                    rec = data[start : start + total]
-                    if _crc32(rec) == CRC_RESIDUE:
-                        return rec, kind, ts, slen, hlen
-            at = data.find(key, _SEQ_AT if at == guess else at + 1)
-            guess = -1  # (the look where it lies failed: the span from its start)
-        loc = self.peeks.locator(blk.index, blk.first_seq, seq - blk.first_seq)
+        plen, j = span & _LEN_MASK, seq - blk.first_seq
+        with contextlib.suppress(ErrCorruptRecord):
+            got = find_record(self._read_sealed(blk, span >> 32, plen), seq, plen * (j % SPAN) // SPAN)
+            if got is not None:
+                return got
+        loc = self.peeks.locator(blk.index, blk.first_seq, j)
         if not loc:
             self.damaged.append((seq, 0))  # (`_msg_in` reads the slot again, the file verified)
             raise ErrCorruptRecord(f"no record for sequence {seq} in its span")
