@@ -768,12 +768,12 @@ class BlockFiles(BlockIndexes):
 
     def _spanned(self, seq: int, span: int) -> tuple[bytes, int, int, int, int]:
         """`_record` of a record in ``span`` of its sealed block (``offset << 32 | length``,
-        `IndexPeeks._loc`), read as `_read_sealed` reads one and found by `find_record`; not
-        there (the span does not describe the block): by the slot's locator, read from the index."""
+        `IndexPeeks._loc`), read as `_read_sealed` reads one (the span alone) and found by
+        `find_record`; not there (the span does not describe the block): by its slot's locator."""
         blk = self._block_for(seq)
         plen, j = span & _LEN_MASK, seq - blk.first_seq
         with contextlib.suppress(ErrCorruptRecord):
-            got = find_record(self._read_sealed(blk, span >> 32, plen), seq, plen * (j % SPAN) // SPAN)
+            got = find_record(self._read_sealed(blk, span >> 32, plen, 0), seq, plen * (j % SPAN) // SPAN)
             if got is not None:
                 return got
         loc = self.peeks.locator(blk.index, blk.first_seq, j)
@@ -836,7 +836,7 @@ class BlockFiles(BlockIndexes):
         except ErrCorruptRecord:
             return None
 
-    def _read_sealed(self, blk: _Block, off: int, plen: int) -> bytes:
+    def _read_sealed(self, blk: _Block, off: int, plen: int, small: int = SMALL_READ) -> bytes:
         ra = self._ra
         if ra is not None and ra[0] is blk:
             start = off - ra[1]
@@ -851,7 +851,7 @@ class BlockFiles(BlockIndexes):
             if whole is not None and off + plen <= len(whole):
                 self._ra = (blk, 0, whole)
                 return whole[off : off + plen]
-        want = max(plen, min(READ_AHEAD if forward else SMALL_READ, blk.written - off))
+        want = max(plen, min(READ_AHEAD if forward else small, blk.written - off))
         data = os.pread(self._fd(blk), want, off)
         if len(data) < plen:
             raise ErrCorruptRecord(f"short read in block {blk.index}")
