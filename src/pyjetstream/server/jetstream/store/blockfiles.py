@@ -737,7 +737,7 @@ class BlockFiles(BlockIndexes):
 
     def read_msg(self, seq: int, loc: int, spanned: bool = False) -> tuple[str, int, bytes, bytes]:
         """`PayloadBackend.read_msg`: the record holds the subject and the timestamp."""
-        rec, kind, ts, slen, hlen = self._spanned(seq, loc) if spanned else self._record(seq, loc)
+        rec, kind, ts, slen, hlen = _spanned(self, seq, loc) if spanned else self._record(seq, loc)
         body_at = REC_HDR_LEN + slen
         subject = rec[REC_HDR_LEN:body_at].decode()
         if kind & FLAG_COMPRESSED:
@@ -765,22 +765,6 @@ class BlockFiles(BlockIndexes):
             self.damaged.append((seq, plen))
             raise ErrCorruptRecord(f"record for sequence {seq} is damaged")
         return rec, kind, ts, slen, hlen
-
-    def _spanned(self, seq: int, span: int) -> tuple[bytes, int, int, int, int]:
-        """`_record` of a record in ``span`` of its sealed block (``offset << 32 | length``,
-        `IndexPeeks._loc`), read as `_read_sealed` reads one (the span alone) and found by
-        `find_record`; not there (the span does not describe the block): by its slot's locator."""
-        blk = self._block_for(seq)
-        plen, j = span & _LEN_MASK, seq - blk.first_seq
-        with contextlib.suppress(ErrCorruptRecord):
-            got = find_record(self._read_sealed(blk, span >> 32, plen, 0), seq, plen * (j % SPAN) // SPAN)
-            if got is not None:
-                return got
-        loc = self.peeks.locator(blk.index, blk.first_seq, j)
-        if not loc:
-            self.damaged.append((seq, 0))  # (`_msg_in` reads the slot again, the file verified)
-            raise ErrCorruptRecord(f"no record for sequence {seq} in its span")
-        return self._record(seq, loc)
 
     def read_run(self, seqs: list[int]) -> list[MsgTuple]:
         """`PayloadBackend.read_run` in one loop (a consumer's read-ahead; `run_reader`, compiled):
@@ -904,3 +888,23 @@ def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> N
         n = _io.pwrite(fd, view, offset)
         offset += n
         view = view[n:]
+
+
+def _spanned(files: BlockFiles, seq: int, span: int) -> tuple[bytes, int, int, int, int]:
+    """`BlockFiles._record` of a record in ``span`` of its sealed block (``offset << 32 |
+    length``, `IndexPeeks._loc`), read as `BlockFiles._read_sealed` reads one (the span alone)
+    and found by `find_record`; not there (the span does not describe the block): by its slot's
+    locator, read from the block's index file."""
+    blk = files._block_for(seq)
+    plen, j = span & _LEN_MASK, seq - blk.first_seq
+    try:
+        got = find_record(files._read_sealed(blk, span >> 32, plen, 0), seq, plen * (j % SPAN) // SPAN)
+    except ErrCorruptRecord:
+        got = None
+    if got is not None:
+        return got
+    loc = files.peeks.locator(blk.index, blk.first_seq, j)
+    if not loc:
+        files.damaged.append((seq, 0))  # (`_msg_in` reads the slot again, the file verified)
+        raise ErrCorruptRecord(f"no record for sequence {seq} in its span")
+    return files._record(seq, loc)
