@@ -20,10 +20,13 @@ from pyjetstream.server.jetstream.store import (
     MemoryConsumerStore,
     SequencePair,
 )
+from pyjetstream.server.jetstream.store.consumer_journal import PackedChanges, pack_consumer_changes
 from pyjetstream.server.jetstream.store.consumer_store import (
+    PackedState,
     decode_consumer_state,
     decode_consumer_state_gen,
     encode_consumer_state,
+    pack_consumer_state,
 )
 
 Factory = Callable[..., ConsumerStoreBase]
@@ -247,3 +250,91 @@ def test_a_version_2_state_file_still_opens(tmp_path: Path) -> None:
     cs.update_acks(4, 40)
     assert _slot_generations(d) == {"o.dat": 5, "o.dat.b": 6}
     assert FileConsumerStore(str(d), "w").state().pending == {30: (3, 99)}
+
+
+def _packed(delivered: int, floor: int, pending: dict[int, tuple[int, int]], red: dict[int, int]) -> PackedState:
+    return pack_consumer_state(SequencePair(delivered, delivered), SequencePair(floor, floor), pending, red)
+
+
+def _changes(
+    delivered: int, floor: int, seqs: list[int], pending: dict[int, tuple[int, int]], red: dict[int, int]
+) -> PackedChanges:
+    return pack_consumer_changes(SequencePair(delivered, delivered), SequencePair(floor, floor), seqs, pending, red)
+
+
+def test_changes_are_journaled_and_replayed(tmp_path: Path) -> None:
+    """A consumer's changes since its whole state go to the journal (``o.jnl``), one record a
+    write; a restart applies them to the newest slot, in order."""
+    d = tmp_path / "obs" / "w"
+    cs = FileConsumerStore(str(d), "w")
+    pending = {s: (s, 100 + s) for s in range(1, 11)}
+    cs.adopt_packed(_packed(10, 0, pending, {}))
+    del pending[1], pending[5]  # acked; 11 delivered; 3 redelivered
+    pending[11] = (11, 211)
+    pending[3] = (3, 300)
+    red = {3: 1}
+    cs.adopt_changes(_changes(11, 1, [1, 5, 11, 3], pending, red))
+    del pending[2]
+    cs.adopt_changes(_changes(11, 2, [2], pending, red))
+    expected = ConsumerState(SequencePair(11, 11), SequencePair(2, 2), dict(pending), dict(red))
+    assert cs.state() == expected
+    assert (d / "o.jnl").stat().st_size > 0 and _slot_generations(d) == {"o.dat": 1}
+    assert FileConsumerStore(str(d), "w").state() == expected
+
+
+def test_a_torn_journal_record_leaves_the_ones_before(tmp_path: Path) -> None:
+    d = tmp_path / "obs" / "w"
+    cs = FileConsumerStore(str(d), "w")
+    pending = {s: (s, s) for s in range(1, 6)}
+    cs.adopt_packed(_packed(5, 0, pending, {}))
+    del pending[2]
+    cs.adopt_changes(_changes(5, 0, [2], pending, {}))
+    first = cs.state()
+    size = (d / "o.jnl").stat().st_size
+    del pending[1]
+    cs.adopt_changes(_changes(5, 2, [1], pending, {}))
+    journal = (d / "o.jnl").read_bytes()
+    (d / "o.jnl").write_bytes(journal[: size + (len(journal) - size) // 2])
+    cs2 = FileConsumerStore(str(d), "w")
+    assert cs2.state() == first
+    # The next record goes where the torn one was, and follows.
+    cs2.adopt_changes(_changes(5, 2, [1], pending, {}))
+    assert FileConsumerStore(str(d), "w").state() == cs.state()
+
+
+def test_a_whole_state_write_ends_the_journal(tmp_path: Path) -> None:
+    """After a slot is written the journal's records (of the slot before) are never applied: cut,
+    or, when a crash came before the cut, of another generation."""
+    d = tmp_path / "obs" / "w"
+    cs = FileConsumerStore(str(d), "w")
+    pending = {s: (s, s) for s in range(1, 6)}
+    cs.adopt_packed(_packed(5, 0, pending, {}))
+    del pending[3]
+    cs.adopt_changes(_changes(5, 0, [3], pending, {}))
+    journal = (d / "o.jnl").read_bytes()
+    later = {s: (s, s) for s in range(3, 9)}
+    cs.adopt_packed(_packed(8, 2, later, {}))
+    assert (d / "o.jnl").stat().st_size == 0
+    (d / "o.jnl").write_bytes(journal)  # as if the cut had not happened
+    assert FileConsumerStore(str(d), "w").state() == ConsumerState(SequencePair(8, 8), SequencePair(2, 2), later, {})
+
+
+def test_changes_are_refused_without_a_journal_following_the_state(tmp_path: Path) -> None:
+    """Before a whole state (a new store) or after a write failed, changes would follow a state
+    the files do not hold: refused (the consumer writes its whole state)."""
+    d = tmp_path / "obs" / "w"
+    cs = FileConsumerStore(str(d), "w")
+    with pytest.raises(ErrBadConsumerState):
+        cs.adopt_changes(_changes(1, 0, [1], {1: (1, 1)}, {}))
+    cs.adopt_packed(_packed(1, 0, {1: (1, 1)}, {}))
+    (d / "o.jnl").mkdir()  # the next append fails
+    with pytest.raises(OSError):
+        cs.adopt_changes(_changes(2, 0, [2], {1: (1, 1), 2: (2, 2)}, {}))
+    with pytest.raises(ErrBadConsumerState):
+        cs.adopt_changes(_changes(3, 0, [3], {1: (1, 1), 2: (2, 2), 3: (3, 3)}, {}))
+    (d / "o.jnl").rmdir()
+    cs.adopt_packed(_packed(3, 0, {1: (1, 1), 2: (2, 2), 3: (3, 3)}, {}))
+    cs.adopt_changes(_changes(3, 1, [1], {2: (2, 2), 3: (3, 3)}, {}))
+    assert FileConsumerStore(str(d), "w").state().pending == {2: (2, 2), 3: (3, 3)}
+    with pytest.raises(ErrBadConsumerState):
+        MemoryConsumerStore("m").adopt_changes(_changes(1, 0, [1], {1: (1, 1)}, {}))

@@ -5,9 +5,12 @@ The consumer's memory (its `DeliveryState`) is
 the truth; the store gets a snapshot shortly after changes (coalescing many acks into one write),
 like nats-server's consumer file store, which writes its state from a background flusher. The
 snapshot is packed in the loop (`DeliveryState.packed`: the maps encoded in one C call each, ~2 ms
-for 100,000 pending acks, nothing copied); the write (a header, a crc, one ``pwrite`` into a state
-slot) happens in the event loop for a small state (``STATE_INLINE_MAX``), else — a large state, or
-any write with ``sync: always`` (its fsync) — in one writer thread.
+for 100,000 pending acks, nothing copied) — from ``JOURNAL_MIN`` pending acks, while fewer entries
+changed since the last write than are pending, only those, which the store appends to its journal
+(``store/consumer_journal.py``); the write (a header, a crc, one ``pwrite`` into a state slot or
+at the journal's end) happens in the event loop for a small state or set of changes
+(``STATE_INLINE_MAX``), else — or any write with ``sync: always`` (its fsync) — in one writer
+thread.
 
 Durability, as nats-server's: its ``flushLoop`` encodes the whole state (``encodeConsumerState``:
 every pending ack) and writes it at most every 100 ms, fsynced only with ``sync: always``; so a
@@ -49,6 +52,7 @@ from pyjetstream.server.jetstream.store.base import (
     ConsumerStoreBase,
     StoreError,
 )
+from pyjetstream.server.jetstream.store.consumer_journal import PackedChanges
 from pyjetstream.server.jetstream.store.consumer_store import PackedState
 
 if TYPE_CHECKING:
@@ -221,7 +225,8 @@ class StateWriter:
         started = time.thread_time()
         state = consumer.state.packed()
         snap_cost = time.thread_time() - started
-        if consumer.closed or (state.npend <= STATE_INLINE_MAX and not consumer.engine.sync_always):
+        small = state.nchg if isinstance(state, PackedChanges) else state.npend
+        if consumer.closed or (small <= STATE_INLINE_MAX and not consumer.engine.sync_always):
             self._write(state, snap_cost)
         else:
             # Encoding a large state, or an fsync, takes milliseconds: keep it off the event loop.
@@ -242,15 +247,19 @@ class StateWriter:
             with contextlib.suppress(Exception):
                 pending.result(timeout=10)
 
-    def _write(self, state: PackedState, snap_cost: float = 0.0) -> bool:
+    def _write(self, state: PackedState | PackedChanges, snap_cost: float = 0.0) -> bool:
         """Runs in the state writer thread (or in the loop); only this touches the store then.
         The write's whole cost (``snap_cost``: its snapshot's) is known only once it is done: the
         next write waits for it (`dirty`), not for a part of it. False: the store refused it."""
         assert self.store is not None
         started = time.thread_time()
         try:
-            self.store.adopt_packed(state)
+            if isinstance(state, PackedChanges):
+                self.store.adopt_changes(state)
+            else:
+                self.store.adopt_packed(state)
         except (StoreError, OSError) as exc:
+            self.consumer.state.changed = None  # (the next write is the whole state)
             self._log_failure("write", exc)
             return False
         finally:

@@ -15,6 +15,8 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 - ``lss`` / ``lss_resume``: ``deliver_policy: last_per_subject``: the sequences still to send, and
   where to continue after them.
 - ``ldt`` / ``lat``: the last delivery / ack (Unix ns) reported in ConsumerInfo.
+- ``changed``: the sequences whose pending entry or redelivery count changed since the state was
+  last written (from ``JOURNAL_MIN`` pending acks): what `packed` writes instead of the whole state.
 
 Every change of these goes through a method here (ack, nak, progress, redeliver, purge, ...),
 except the few field updates of the delivery loop's run loops (``delivery_loop.py``: the next
@@ -29,6 +31,7 @@ from collections.abc import Callable, Sequence
 
 from pyjetstream.server.jetstream.pending_index import PendingIndex
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
+from pyjetstream.server.jetstream.store.consumer_journal import PackedChanges, pack_consumer_changes
 from pyjetstream.server.jetstream.store.consumer_store import PackedState, pack_consumer_state
 from pyjetstream.server.jetstream.stored_acks import StoredAcks
 
@@ -36,15 +39,25 @@ __all__ = ["DeliveryState"]
 
 # The pending dict is rebuilt once this many deletions have accumulated in it (see ``_deleted``).
 _REBUILD_AFTER = 4096
+# A state with at least this many pending acks is written as its changes since the last write
+# (`packed`) while ``JOURNAL_WEIGHT`` times those and the changes written since the last whole
+# state are fewer than its pending acks: a change costs about three entries of a whole write (a
+# look-up at random in the maps each, where a whole write walks them in order; 0.40 against 0.13
+# µs at 100,000 pending). Below it, the whole state (as cheap). A value above any state turns
+# the journal off.
+JOURNAL_MIN = 4096
+JOURNAL_WEIGHT = 3
 
 
 class DeliveryState:
     """Sequences, ack floors, pending acks and redeliveries of one consumer."""
 
     __slots__ = (
+        "_journaled",
         "_pending_dels",
         "adflr",
         "asflr",
+        "changed",
         "dseq",
         "index",
         "lat",
@@ -75,6 +88,11 @@ class DeliveryState:
         # The store's floor and pending acks while a purge left them apart from these (None:
         # the store holds what these hold); reported and persisted in their place.
         self.stored: StoredAcks | None = None
+        # The sequences whose pending entry or redelivery count changed since the last write
+        # (None: not kept, the next write is the whole state), and how many were written as
+        # changes since the last whole state.
+        self.changed: list[int] | None = None
+        self._journaled = 0
 
     def set_waits(self, ack_wait: int, backoff: list[int]) -> None:
         """The consumer's ack wait and backoff (ns): the deadlines of the pending acks."""
@@ -102,6 +120,7 @@ class DeliveryState:
         self.rdc = {seq: n for seq, n in st.redelivered.items() if seq > self.asflr}
         self.index.rebuild(self.pending, self.rdc)
         self.stored = None
+        self.changed = None
 
     def snapshot(self) -> ConsumerState:
         """A copy to persist (``writeState``): the floor as reported (`floor`) and the pending
@@ -109,11 +128,24 @@ class DeliveryState:
         floor, pending, rdc = self._persisted()
         return ConsumerState(SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor), dict(pending), dict(rdc))
 
-    def packed(self) -> PackedState:
+    def packed(self) -> PackedState | PackedChanges:
         """`snapshot`, packed for the consumer's store (what `StateWriter` writes): the maps
-        encoded in one C call each (`pack_consumer_state`), not copied first."""
+        encoded in one C call each (`pack_consumer_state`), not copied first — or, while few
+        entries changed since the last write (``JOURNAL_WEIGHT`` times them and those written
+        as changes since the last whole state fewer than are pending; from ``JOURNAL_MIN``
+        pending acks), just those (`pack_consumer_changes`: the store appends them to its
+        journal). Both C passes, no Python per entry; the changes cost what changed, not what
+        is pending, and a whole write comes at most once per pending acks' worth of changes."""
         floor, pending, rdc = self._persisted()
-        return pack_consumer_state(SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor), pending, rdc)
+        delivered, ack_floor = SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor)
+        changed, n = self.changed, len(pending)
+        if changed is not None and pending is self.pending and self._journaled + JOURNAL_WEIGHT * len(changed) < n:
+            self._journaled += JOURNAL_WEIGHT * len(changed)
+            self.changed = []
+            return pack_consumer_changes(delivered, ack_floor, changed, pending, rdc)
+        self.changed = [] if n >= JOURNAL_MIN and self.stored is None else None
+        self._journaled = 0
+        return pack_consumer_state(delivered, ack_floor, pending, rdc)
 
     def _persisted(self) -> tuple[tuple[int, int], dict[int, tuple[int, int]], dict[int, int]]:
         """What is persisted: the floor as reported (`floor`) and the pending acks above it —
@@ -155,6 +187,7 @@ class DeliveryState:
         self.adflr, self.asflr = 0, sseq - 1
         self.ldt = self.lat = 0
         self.stored = None
+        self.changed = None
 
     def release(self) -> None:
         """The consumer is deleted: drop its pending acks, redelivery counts and queues now. Why:
@@ -168,6 +201,7 @@ class DeliveryState:
         self._pending_dels = 0
         self.index.clear()
         self.stored = None
+        self.changed = None
 
     # --- acks -----------------------------------------------------------------------------------
 
@@ -199,6 +233,9 @@ class DeliveryState:
             self.rdc.pop(sseq, None)
         if self.rdq:
             self.rdq.pop(sseq, None)
+        changed = self.changed
+        if changed is not None:
+            changed.append(sseq)
         return p
 
     def ack_all(self, sseq: int, dseq: int) -> list[int] | None:
@@ -234,6 +271,8 @@ class DeliveryState:
             del pending[s]
             rdc.pop(s, None)
             rdq.pop(s, None)
+        if self.changed is not None:
+            self.changed.extend(seqs)
         self._deleted(len(seqs))
         if not pending:
             self.index.clear()
@@ -256,6 +295,8 @@ class DeliveryState:
         self.rdq.pop(sseq, None)
         self.pending[sseq] = (p[0], delivered_ns)
         self.index.stamped(sseq, delivered_ns, self.rdc.get(sseq, 0), self.pending)
+        if self.changed is not None:
+            self.changed.append(sseq)
 
     def progress(self, sseq: int, now_ns: int) -> bool:
         """``+WPI``: restart the ack wait of ``sseq``; False if it is not pending."""
@@ -264,6 +305,8 @@ class DeliveryState:
             return False
         self.pending[sseq] = (p[0], now_ns)
         self.index.stamped(sseq, now_ns, self.rdc.get(sseq, 0), self.pending)
+        if self.changed is not None:
+            self.changed.append(sseq)
         return True
 
     # --- redelivery -----------------------------------------------------------------------------
@@ -294,6 +337,8 @@ class DeliveryState:
             again = rdc[seq] = rdc.get(seq, 0) + 1
             seqs.append(seq)
             dcs.append(again + 1)
+        if self.changed is not None:
+            self.changed.extend(seqs)
         return seqs, dcs
 
     def unget_redeliveries(self, seqs: Sequence[int]) -> None:
@@ -309,6 +354,8 @@ class DeliveryState:
             if seq in pending:
                 rdq[seq] = None
                 rdq.move_to_end(seq, last=False)
+        if self.changed is not None:
+            self.changed.extend(seqs)
 
     def redeliver_all(self, now_ns: int) -> None:
         """Queue every pending message for redelivery now (a new deliver subject)."""
@@ -317,15 +364,20 @@ class DeliveryState:
             pd, _ = self.pending[seq]
             self.pending[seq] = (pd, now_ns)
         self.index.rebuild(self.pending, self.rdc)
+        self.changed = None
 
     def stop_tracking(self, seq: int) -> None:
         """``max_deliver`` reached: no more redeliveries of ``seq``."""
         self.pending.pop(seq, None)
+        if self.changed is not None:
+            self.changed.append(seq)
 
     def drop(self, seq: int) -> None:
         """A pending message disappeared from the stream: stop tracking it."""
         p = self.pending.pop(seq, None)
         self.rdc.pop(seq, None)
+        if self.changed is not None:
+            self.changed.append(seq)
         if p is not None and not self.pending:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             self.index.clear()
@@ -348,6 +400,8 @@ class DeliveryState:
                 again.append(seq)
         if again:
             self.index.redelivered(ts, again, self.rdc, pending)
+            if self.changed is not None:
+                self.changed.extend(again)
 
     def expired(self, now: int, first_seq: int) -> tuple[list[int], int, bool]:
         """``checkPending``: queue every delivery whose ack wait (or backoff step) has passed, as
@@ -371,6 +425,8 @@ class DeliveryState:
                 rdc.pop(seq, None)
                 rdq.pop(seq, None)
                 dropped = True
+                if self.changed is not None:
+                    self.changed.append(seq)
                 if seq > self.asflr:
                     self.asflr = seq
                 if p[0] > self.adflr:
@@ -389,6 +445,8 @@ class DeliveryState:
             for seq in expired:
                 pd, ts = pending[seq]
                 pending[seq] = (pd, ts + off)
+            if self.changed is not None:
+                self.changed.extend(expired)
         if not pending:
             rdq.clear()
             index.clear()
@@ -419,6 +477,7 @@ class DeliveryState:
         loop's ``looked``), which such a write makes the delivered sequence."""
         delivered = (self.dseq - 1, self.sseq - 1)
         stored, floor = self.stored, (self.adflr, self.asflr)
+        self.changed = None  # (the next write is the whole state)
         if reset:
             kept_sseq = self.sseq
             self.sseq = max(self.sseq, looked)

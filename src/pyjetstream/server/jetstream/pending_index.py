@@ -92,7 +92,11 @@ class PendingIndex:
     # --- recording ------------------------------------------------------------------------------
 
     def delivered(self, ts: int, seqs: Sequence[int], state: DeliveryState) -> None:
-        """A run of first deliveries at ``ts`` (ascending stream sequences) of ``state``."""
+        """A run of first deliveries at ``ts`` (ascending stream sequences) of ``state`` (their
+        pending entries are new: changed since its last write)."""
+        changed = state.changed
+        if changed is not None:
+            changed.extend(seqs)
         timeline = self._timeline
         timeline.append((ts, seqs))
         order = self._order

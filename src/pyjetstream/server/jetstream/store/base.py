@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from .consumer_journal import PackedChanges
     from .consumer_store import PackedState
 
 # ---------------------------------------------------------------------------------------------
@@ -613,6 +614,12 @@ class ConsumerStoreBase(ABC):
         """`adopt` for a consumer's state packed for writing (``consumer_store.PackedState``): a
         file store writes its bytes as they are; this default unpacks it."""
         self.adopt(packed.unpack())
+
+    def adopt_changes(self, changes: PackedChanges) -> None:
+        """The changes of a consumer's state since the last one it handed over
+        (``consumer_journal.PackedChanges``), for a store that journals them; this one does not:
+        refused, the consumer writes its whole state instead."""
+        raise ErrBadConsumerState("no journal follows the consumer state")
 
     def stream_delete(self) -> None:
         """Close without writing or removing anything: the stream's store is being deleted whole,

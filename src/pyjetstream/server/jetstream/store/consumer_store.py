@@ -36,6 +36,7 @@ from .base import (
     ErrStoreMsgNotFound,
     SequencePair,
 )
+from .consumer_journal import JOURNAL_FILE, PackedChanges, encode_changes, replay
 
 _STATE_MAGIC = b"PJSC"
 _STATE_VERSION = 3
@@ -95,8 +96,11 @@ class _ConsumerStateMachine(ConsumerStoreBase):
         self._max_deliver = max_deliver
         self._state = ConsumerState()
         # The state as a consumer handed it over (`adopt_packed`), its maps not decoded (None:
-        # ``_state`` is the state).
+        # ``_state`` is the state), and the changes handed over since (`adopt_changes`: the
+        # state is the two together; ``_unwritten``: those not in the journal yet).
         self._packed: PackedState | None = None
+        self._changes: list[PackedChanges] = []
+        self._unwritten: list[PackedChanges] = []
         self._batch_depth = 0
         self._dirty = False
         self.closed = False
@@ -132,17 +136,28 @@ class _ConsumerStateMachine(ConsumerStoreBase):
     # --- state -------------------------------------------------------------------------
     @property
     def _st(self) -> ConsumerState:
-        """The state, its maps decoded first if they arrived packed (what an update changes)."""
+        """The state, its maps decoded first if they arrived packed and its changes applied
+        (what an update changes: the next write is then the whole state)."""
         packed = self._packed
-        if packed is not None:
-            self._state = packed.unpack()
-            self._packed = None
+        if packed is not None or self._changes:
+            st = packed.unpack() if packed is not None else self._state
+            for changes in self._changes:
+                changes.apply(st)
+            self._st = st
         return self._state
 
     @_st.setter
     def _st(self, state: ConsumerState) -> None:
         self._state = state
         self._packed = None
+        self._changes = []
+        self._unwritten = []
+
+    def _sequences(self) -> tuple[SequencePair, SequencePair]:
+        """The state's delivered and ack floor, without decoding its maps."""
+        last: PackedState | PackedChanges | ConsumerState
+        last = self._changes[-1] if self._changes else self._packed or self._state
+        return last.delivered, last.ack_floor
 
     def state(self) -> ConsumerState:
         return self._st.copy()
@@ -185,9 +200,25 @@ class _ConsumerStateMachine(ConsumerStoreBase):
         leaves out any at or below its floor when it packs, and delivers below ``sseq``)."""
         self._check()
         self._check_sequences(packed.delivered, packed.ack_floor)
-        self._state = ConsumerState(packed.delivered, packed.ack_floor)
+        self._st = ConsumerState()
         self._packed = packed
         self._changed()
+
+    def adopt_changes(self, changes: PackedChanges) -> None:
+        """The changes of a consumer's state since the last one it handed over (its
+        `DeliveryState.packed` when few changed): kept on top of it, and appended to the
+        journal. Refused where there is no journal following the state (a memory store, or
+        a write that failed since the last whole state): the consumer writes its whole state."""
+        self._check()
+        if not self._journal_ok():
+            raise ErrBadConsumerState("no journal follows the consumer state")
+        self._check_sequences(changes.delivered, changes.ack_floor)
+        self._changes.append(changes)
+        self._unwritten.append(changes)
+        self._changed()
+
+    def _journal_ok(self) -> bool:
+        return False
 
     def _check_sequences(
         self, delivered: SequencePair, ack_floor: SequencePair, pending: dict[int, tuple[int, int]] | None = None
@@ -203,8 +234,8 @@ class _ConsumerStateMachine(ConsumerStoreBase):
             for seq in pending:
                 if seq <= ack_floor.stream_seq or seq > delivered.stream_seq:
                     raise ErrBadConsumerState(f"bad pending entry, sequence [{seq}] out of range")
-        cur = self._state  # (its sequences are right even while its maps are packed)
-        if delivered.consumer_seq < cur.delivered.consumer_seq or ack_floor.stream_seq < cur.ack_floor.stream_seq:
+        cur_delivered, cur_floor = self._sequences()
+        if delivered.consumer_seq < cur_delivered.consumer_seq or ack_floor.stream_seq < cur_floor.stream_seq:
             raise ErrBadConsumerState("old update ignored")
 
     def update_delivered(self, dseq: int, sseq: int, dc: int, ts: int) -> None:
@@ -454,6 +485,11 @@ class FileConsumerStore(_ConsumerStateMachine):
         self._gen = 0  # the generation of the last state written (or read)
         self._slot_sizes = [0, 0]  # bytes in each slot file
         self._written: set[str] = set()  # slot files written since the last interval sync
+        # The journal (`consumer_journal`): records after slot generation ``_gen`` and the bytes
+        # they take; not to be appended to (``_jok`` False) after a write failed or before the
+        # first whole state is written or read.
+        self._jindex = self._jsize = 0
+        self._jok = False
         if not created:  # (a new directory has no state to read)
             self._load()
 
@@ -482,44 +518,97 @@ class FileConsumerStore(_ConsumerStateMachine):
         if best is None:
             self.state_error = error
             return
-        self._gen, self._st = best
+        self._gen, state = best
+        try:
+            with open(os.path.join(self.directory, JOURNAL_FILE), "rb") as f:
+                self._jindex, self._jsize = replay(f.read(), self._gen, state)
+        except FileNotFoundError:
+            pass
+        except OSError:  # (unreadable: the slot alone, as after a crash before the appends)
+            self._jsize = -1  # (the next whole write cuts the journal)
+        self._st = state
+        self._jok = self._jsize >= 0
         self._has_state = True
+
+    def _journal_ok(self) -> bool:
+        return self._jok
 
     def has_state(self) -> bool:
         return self._has_state
 
     def _persist(self) -> None:
-        """Write the state over the older slot: one ``pwrite`` (and ``fdatasync`` with
-        ``sync: always``); the slot is cut only when it has grown far past the record."""
-        gen = self._gen + 1
-        packed = self._packed
-        data = encode_packed(packed, gen) if packed is not None else encode_consumer_state(self._state, gen)
-        slot = 1 - gen % 2
-        name = self.SLOT_FILES[slot]
-        path = os.path.join(self.directory, name)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        """Append the changes handed over since the last write to the journal, or write the
+        whole state; after a failure only a whole state is written (until one succeeds)."""
+        ok, self._jok = self._jok, False
+        if ok and self._unwritten:
+            self._append_changes()
+        else:
+            self._write_slot()
+        self._jok = True
+
+    def _append_changes(self) -> None:
+        """One ``pwrite`` of the records at the journal's end (and ``fdatasync`` with
+        ``sync: always``)."""
+        records = []
+        for changes in self._unwritten:
+            self._jindex += 1
+            records.append(encode_changes(changes, self._gen, self._jindex))
+        data = b"".join(records)
+        created = self._jsize == 0
+        self._pwrite(JOURNAL_FILE, data, self._jsize)
+        self._jsize += len(data)
+        self._unwritten = []
+        self._written_file(JOURNAL_FILE, created)
+
+    def _pwrite(self, name: str, data: bytes, at: int, size: int = -1) -> None:
+        """Write ``data`` at ``at`` in file ``name`` (fdatasync'd with ``sync: always``); cut
+        the file to ``size`` after (-1: leave its length)."""
+        fd = os.open(os.path.join(self.directory, name), os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             view = memoryview(data)
             off = 0
             while off < len(data):
-                off += os.pwrite(fd, view[off:], off)
-            size = max(self._slot_sizes[slot], len(data))
-            if size > len(data) + _SLOT_SLACK:
-                os.ftruncate(fd, len(data))
-                size = len(data)
+                off += os.pwrite(fd, view[off:], at + off)
+            if size >= 0:
+                os.ftruncate(fd, size)
             if self._sync_always:
                 os.fdatasync(fd)
         finally:
             os.close(fd)
-        created = self._slot_sizes[slot] == 0
-        self._slot_sizes[slot] = size
-        self._gen = gen
+
+    def _written_file(self, name: str, created: bool) -> None:
+        """``name`` was written: its directory entry fsynced now when new (``sync: always``),
+        else both for the next interval sync."""
         if self._sync_always:
             if created:
                 fsync_dir(self.directory)
         else:
             self._written.add(name)
             self._unsynced = True
+
+    def _write_slot(self) -> None:
+        """Write the whole state over the older slot: one ``pwrite`` (and ``fdatasync`` with
+        ``sync: always``); the slot is cut only when it has grown far past the record. The
+        journal is cut after: its records followed the slot before (a torn write of this one
+        leaves that one and them)."""
+        gen = self._gen + 1
+        packed = self._packed if not self._changes else None
+        data = encode_packed(packed, gen) if packed is not None else encode_consumer_state(self._st, gen)
+        slot = 1 - gen % 2
+        name = self.SLOT_FILES[slot]
+        size = max(self._slot_sizes[slot], len(data))
+        cut = size > len(data) + _SLOT_SLACK
+        if cut:
+            size = len(data)
+        self._pwrite(name, data, 0, size if cut else -1)
+        created = self._slot_sizes[slot] == 0
+        self._slot_sizes[slot] = size
+        self._gen = gen
+        self._written_file(name, created)
+        if self._jsize:  # (not fsynced: a record of an older generation is never applied)
+            with contextlib.suppress(FileNotFoundError):
+                os.truncate(os.path.join(self.directory, JOURNAL_FILE), 0)
+        self._jindex = self._jsize = 0
 
     def needs_sync(self) -> bool:
         """Whether something written is not fsynced yet (the stream's sync timer asks)."""
