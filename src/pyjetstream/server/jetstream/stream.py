@@ -99,6 +99,8 @@ class Stream:
         self.cfg = cfg
         self.store = store
         self.created = created
+        #: ``(seq, subject)`` of the expired messages whose markers the expiry pass writes.
+        self._marked: list[tuple[int, str]] = []
         self.consumers: dict[str, Any] = {}
         #: The consumers by filter subject: who a stored message, an interest check or an ack reaches.
         self.csl = ConsumerIndex()
@@ -517,7 +519,11 @@ class Stream:
             # The markers of one expiry are written (and shown to consumers) together, as a
             # read's publishes are: one commit, not one per marker.
             self.writes.hold_for_read()
-        if self.store.expire_msgs(expire=handler):
+            self._marked = []
+        removed = self.store.expire_msgs(expire=handler)
+        if self._marked:
+            removed += self._write_markers()
+        if removed:
             self.engine.account_usage_changed()
             # Only a consumer with something below the new first message has anything to drop
             # (the store told the others of each removal, or of a bulk one, already).
@@ -528,20 +534,34 @@ class Stream:
                     consumer.on_stream_purged(first)
         self._schedule_expiry()
 
-    def _expire_with_marker(self, seq: int, subject: str, last: bool) -> None:
+    def _expire_with_marker(self, seq: int, subject: str, last: bool) -> bool:
         """An expired message that is the last on its subject leaves a subject delete marker
         (ADR-43, nats-server ``handleRemovalOrSdm``): a new message with ``Nats-Marker-Reason:
-        MaxAge``, the configured marker TTL, and a subject roll-up that removes the expired one.
+        MaxAge``, the configured marker TTL, and a subject roll-up that removes the expired one —
+        taken here (True: the store leaves it), written with the pass's others (`_write_markers`).
         A marker that expires in turn is only removed."""
         if not last:
-            return
+            return False
         try:
             hdr = self.store.load_msg(seq).hdr
         except StoreError:
-            return
+            return False
         if hdr and is_subject_delete_marker(hdr):
-            return
-        self.ingest.store_internal(subject, _marker(self.cfg.subject_delete_marker_ttl // NS_PER_S), b"")
+            return False
+        self._marked.append((seq, subject))
+        return True
+
+    def _write_markers(self) -> int:
+        """The markers of the expiry pass's messages `_expire_with_marker` took, written together
+        (`StreamIngest.store_markers`), each rolling its expired message up; one whose marker
+        could not be written is removed as its expiry (as before a marker of its own). Returns
+        how many expired messages went."""
+        marked, self._marked = self._marked, []
+        ttl = self.cfg.subject_delete_marker_ttl // NS_PER_S
+        self.ingest.store_markers([subject for _, subject in marked], _marker(ttl), ttl)
+        for seq, _ in marked:
+            self.store.remove_msg(seq)  # (False: its roll-up took it)
+        return len(marked)
 
 
 class StreamMeta(msgspec.Struct):

@@ -660,6 +660,42 @@ class StreamIngest:
         for target, hdr, payload, found in produced[done + 1 :] if error is not None else ():
             self.store_internal(target, hdr, payload, found)
 
+    def store_markers(self, subjects: list[str], hdr: bytes, ttl: int) -> None:
+        """`store_internal` of a subject delete marker (header block ``hdr``, TTL ``ttl``) on each
+        of ``subjects`` — one expiry pass's (`Stream._write_markers`) —, in one pass where nothing
+        but the store, the roll-ups and the consumers' signal applies to them: a config a run's
+        stretch takes (``simple``), no trace, room for all (``room_for_run``, ``run_fits``) — one
+        ``store_run`` with their TTLs, their subjects' roll-ups purged together
+        (`Stream.purge_subjects`, as a firing's ended schedules) — else one by one. nats-server's
+        ``handleRemovalOrSdm`` hands each marker to ``processJetStreamMsg``."""
+        stream = self.stream
+        store = stream.store
+        n = len(subjects)
+        records = sum(store.record_size(len(subject), len(hdr), 0) for subject in subjects)
+        if (
+            not self.simple
+            or self.trace is not None
+            or stream.closed
+            or not stream.engine.room_for_run(stream.cfg.storage, n, records)
+            or not store.run_fits(subjects, len(hdr), records)
+        ):
+            for subject in subjects:
+                self.store_internal(subject, hdr, b"")
+            return
+        first, tss, error = store.store_run(subjects, [hdr] * n, [b""] * n, [ttl] * n)
+        done = len(tss)
+        if done:
+            stored = subjects[:done]
+            stream.engine.note_writes(stream.cfg.storage, done, sum(map(len, stored)) + done * len(hdr))
+            if rollup_taken(stream.cfg, hdr) == b"sub":
+                stream.purge_subjects(stored, keep=1)
+            self.dedupe.last = ""
+            stream.watch_expiry(tss[0], ttl)
+            if stream.consumers:
+                self.writes.signal_run(first, stored)
+        for subject in subjects[done + 1 :] if error is not None else ():
+            self.store_internal(subject, hdr, b"")
+
     def _internal_run_ok(
         self, subs: list[str], hdrs: list[bytes], produced: list[tuple[str, bytes, bytes, Found]]
     ) -> bool:

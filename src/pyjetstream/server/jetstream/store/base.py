@@ -431,9 +431,12 @@ class MessageStore(ABC):
         ``seq`` is not a stored message."""
 
     @abstractmethod
-    def expire_msgs(self, now: int | None = None, expire: Callable[[int, str, bool], None] | None = None) -> int:
+    def expire_msgs(
+        self, now: int | None = None, expire: Callable[[int, str, bool], bool | None] | None = None
+    ) -> int:
         """Remove messages older than max_age, or past their TTL, at ``now`` (unix ns); return
-        how many. ``expire(seq, subject, last)`` sees each one first (subject delete markers)."""
+        how many. ``expire(seq, subject, last)`` sees each one first (subject delete markers);
+        one it answers True for is left to it (its marker's roll-up removes it)."""
 
     @abstractmethod
     def next_expiry(self) -> int | None:

@@ -65,7 +65,7 @@ _time_ns = time.time_ns
 #: ``expire(seq, subject, last)``: a message's age or TTL is up; ``last`` says it is the only
 #: message left on its subject. The stream writes a subject delete marker (which rolls the
 #: message up) or removes it; the store removes it afterwards if it is still there.
-ExpireHandler = Callable[[int, str, bool], None]
+ExpireHandler = Callable[[int, str, bool], bool | None]
 
 
 class IndexedStore(MessageStore):
@@ -242,12 +242,11 @@ class IndexedStore(MessageStore):
 
     def _trim_run(self, seq: int, sids: array[int]) -> None:
         """The limits `_enforce_limits` applies after each message, applied once after a run
-        stored from ``seq`` on (`trims_after_run`; ``sids``: its subject ids, as the index took
-        them — no subject looked up again): each subject of the run down to
-        ``max_msgs_per_subject`` (its oldest go, all removed together: `_remove_trimmed`), then
-        the stream's oldest while ``max_msgs``/``max_bytes`` are passed."""
-        cfg = self._cfg
-        maxp = cfg.max_msgs_per_subject
+        stored from ``seq`` on (`trims_after_run`; ``sids``: its subject ids as the index took
+        them): each subject of the run down to ``max_msgs_per_subject`` (its oldest go, all
+        removed together: `_remove_trimmed`), then the stream's oldest while ``max_msgs`` /
+        ``max_bytes`` are passed."""
+        maxp = self._cfg.max_msgs_per_subject
         if maxp > 0:
             msgs = self._index.subjects.msgs
             counts = Counter(sids)
@@ -256,7 +255,7 @@ class IndexedStore(MessageStore):
                 gone = seqbulk.trimmed(self._index, seq, sids, over, maxp)
                 gone.sort()
                 self._remove_trimmed(gone, lazy=True)
-        if cfg.discard == DISCARD_OLD:
+        if self._cfg.discard == DISCARD_OLD:
             self._trim_to_limits()
 
     def _remove_trimmed(self, gone: list[tuple[int, int]], keep_last: bool = True, lazy: bool = False) -> None:
@@ -589,7 +588,8 @@ class IndexedStore(MessageStore):
         """Remove what max_age or a TTL expired at ``now`` (nats-server ``expireMsgs``).
 
         Messages whose TTL is "never" are kept whatever their age. With ``expire`` each
-        expired message goes through it, oldest first (subject delete markers).
+        expired message goes through it, oldest first (subject delete markers); one it answers
+        True for stays, its TTL forgotten: the caller's marker rolls it up.
         """
         if self._closed:
             raise ErrStoreClosed()
@@ -646,8 +646,7 @@ class IndexedStore(MessageStore):
             if expire is not None:
                 table = index.subjects
                 sid = p.sids[seq - p.first]
-                expire(seq, table.names[sid] or "", table.msgs[sid] == 1)
-                if not index.live(seq):
+                if expire(seq, table.names[sid] or "", table.msgs[sid] == 1) or not index.live(seq):
                     self._ttl.forget(seq)
                     continue
             self._remove_at(seq, False)
