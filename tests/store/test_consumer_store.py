@@ -257,9 +257,16 @@ def _packed(delivered: int, floor: int, pending: dict[int, tuple[int, int]], red
 
 
 def _changes(
-    delivered: int, floor: int, seqs: list[int], pending: dict[int, tuple[int, int]], red: dict[int, int]
+    delivered: int,
+    floor: int,
+    seqs: list[int],
+    pending: dict[int, tuple[int, int]],
+    red: dict[int, int],
+    gone: list[int] | None = None,
 ) -> PackedChanges:
-    return pack_consumer_changes(SequencePair(delivered, delivered), SequencePair(floor, floor), seqs, pending, red)
+    return pack_consumer_changes(
+        SequencePair(delivered, delivered), SequencePair(floor, floor), seqs, gone or [], pending, red
+    )
 
 
 def test_changes_are_journaled_and_replayed(tmp_path: Path) -> None:
@@ -269,14 +276,15 @@ def test_changes_are_journaled_and_replayed(tmp_path: Path) -> None:
     cs = FileConsumerStore(str(d), "w")
     pending = {s: (s, 100 + s) for s in range(1, 11)}
     cs.adopt_packed(_packed(10, 0, pending, {}))
-    del pending[1], pending[5]  # acked; 11 delivered; 3 redelivered
+    del pending[1], pending[5]  # acked; 11 and 12 delivered (12 acked ahead, then delivered); 3 redelivered
     pending[11] = (11, 211)
+    pending[12] = (12, 212)
     pending[3] = (3, 300)
     red = {3: 1}
-    cs.adopt_changes(_changes(11, 1, [1, 5, 11, 3], pending, red))
+    cs.adopt_changes(_changes(12, 1, [11, 12, 3], pending, red, gone=[1, 5, 12]))
     del pending[2]
-    cs.adopt_changes(_changes(11, 2, [2], pending, red))
-    expected = ConsumerState(SequencePair(11, 11), SequencePair(2, 2), dict(pending), dict(red))
+    cs.adopt_changes(_changes(12, 2, [], pending, red, gone=[2]))
+    expected = ConsumerState(SequencePair(12, 12), SequencePair(2, 2), dict(pending), dict(red))
     assert cs.state() == expected
     assert (d / "o.jnl").stat().st_size > 0 and _slot_generations(d) == {"o.dat": 1}
     assert FileConsumerStore(str(d), "w").state() == expected

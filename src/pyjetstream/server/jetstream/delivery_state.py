@@ -15,8 +15,9 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 - ``lss`` / ``lss_resume``: ``deliver_policy: last_per_subject``: the sequences still to send, and
   where to continue after them.
 - ``ldt`` / ``lat``: the last delivery / ack (Unix ns) reported in ConsumerInfo.
-- ``changed``: the sequences whose pending entry or redelivery count changed since the state was
-  last written (from ``JOURNAL_MIN`` pending acks): what `packed` writes instead of the whole state.
+- ``changed`` / ``gone``: the sequences whose pending entry or redelivery count changed since the
+  state was last written, and those retired for good (acked, dropped: no look-up needed), from
+  ``JOURNAL_MIN`` pending acks: what `packed` writes instead of the whole state.
 
 Every change of these goes through a method here (ack, nak, progress, redeliver, purge, ...),
 except the few field updates of the delivery loop's run loops (``delivery_loop.py``: the next
@@ -40,13 +41,12 @@ __all__ = ["DeliveryState"]
 # The pending dict is rebuilt once this many deletions have accumulated in it (see ``_deleted``).
 _REBUILD_AFTER = 4096
 # A state with at least this many pending acks is written as its changes since the last write
-# (`packed`) while ``JOURNAL_WEIGHT`` times those and the changes written since the last whole
-# state are fewer than its pending acks: a change costs about three entries of a whole write (a
-# look-up at random in the maps each, where a whole write walks them in order; 0.40 against 0.13
-# µs at 100,000 pending). Below it, the whole state (as cheap). A value above any state turns
-# the journal off.
+# (`packed`) while they and the changes written since the last whole state cost less than a whole
+# write: a changed sequence ``JOURNAL_WEIGHT`` entries of it (a look-up at random in the maps,
+# where a whole write walks them in order), one gone for good a quarter (written as it is). Below
+# it, the whole state (as cheap). A value above any state turns the journal off.
 JOURNAL_MIN = 4096
-JOURNAL_WEIGHT = 3
+JOURNAL_WEIGHT = 2
 
 
 class DeliveryState:
@@ -59,6 +59,7 @@ class DeliveryState:
         "asflr",
         "changed",
         "dseq",
+        "gone",
         "index",
         "lat",
         "ldt",
@@ -92,6 +93,7 @@ class DeliveryState:
         # (None: not kept, the next write is the whole state), and how many were written as
         # changes since the last whole state.
         self.changed: list[int] | None = None
+        self.gone: list[int] = []  # (kept while ``changed`` is)
         self._journaled = 0
 
     def set_waits(self, ack_wait: int, backoff: list[int]) -> None:
@@ -130,19 +132,22 @@ class DeliveryState:
 
     def packed(self) -> PackedState | PackedChanges:
         """`snapshot`, packed for the consumer's store (what `StateWriter` writes): the maps
-        encoded in one C call each (`pack_consumer_state`), not copied first — or, while few
-        entries changed since the last write (``JOURNAL_WEIGHT`` times them and those written
-        as changes since the last whole state fewer than are pending; from ``JOURNAL_MIN``
-        pending acks), just those (`pack_consumer_changes`: the store appends them to its
-        journal). Both C passes, no Python per entry; the changes cost what changed, not what
-        is pending, and a whole write comes at most once per pending acks' worth of changes."""
+        encoded in one C call each (`pack_consumer_state`), not copied first — or, from
+        ``JOURNAL_MIN`` pending acks, while what changed since the last write (with what was
+        written as changes since the last whole state, ``JOURNAL_WEIGHT``) costs less than a
+        whole write, just that (`pack_consumer_changes`: the store appends it to its journal).
+        Both C passes, no Python per entry; changes cost what changed, not what is pending,
+        and a whole write comes at most once per a whole write's worth of changes."""
         floor, pending, rdc = self._persisted()
         delivered, ack_floor = SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor)
-        changed, n = self.changed, len(pending)
-        if changed is not None and pending is self.pending and self._journaled + JOURNAL_WEIGHT * len(changed) < n:
-            self._journaled += JOURNAL_WEIGHT * len(changed)
-            self.changed = []
-            return pack_consumer_changes(delivered, ack_floor, changed, pending, rdc)
+        changed, gone, n = self.changed, self.gone, len(pending)
+        self.gone = []
+        if changed is not None and pending is self.pending:
+            cost = self._journaled + JOURNAL_WEIGHT * len(changed) + len(gone) // 4
+            if cost < n:
+                self._journaled = cost
+                self.changed = []
+                return pack_consumer_changes(delivered, ack_floor, changed, gone, pending, rdc)
         self.changed = [] if n >= JOURNAL_MIN and self.stored is None else None
         self._journaled = 0
         return pack_consumer_state(delivered, ack_floor, pending, rdc)
@@ -233,9 +238,8 @@ class DeliveryState:
             self.rdc.pop(sseq, None)
         if self.rdq:
             self.rdq.pop(sseq, None)
-        changed = self.changed
-        if changed is not None:
-            changed.append(sseq)
+        if self.changed is not None:
+            self.gone.append(sseq)
         return p
 
     def ack_all(self, sseq: int, dseq: int) -> list[int] | None:
@@ -272,7 +276,7 @@ class DeliveryState:
             rdc.pop(s, None)
             rdq.pop(s, None)
         if self.changed is not None:
-            self.changed.extend(seqs)
+            self.gone.extend(seqs)
         self._deleted(len(seqs))
         if not pending:
             self.index.clear()
@@ -377,7 +381,7 @@ class DeliveryState:
         p = self.pending.pop(seq, None)
         self.rdc.pop(seq, None)
         if self.changed is not None:
-            self.changed.append(seq)
+            self.gone.append(seq)
         if p is not None and not self.pending:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             self.index.clear()
@@ -426,7 +430,7 @@ class DeliveryState:
                 rdq.pop(seq, None)
                 dropped = True
                 if self.changed is not None:
-                    self.changed.append(seq)
+                    self.gone.append(seq)
                 if seq > self.asflr:
                     self.asflr = seq
                 if p[0] > self.adflr:

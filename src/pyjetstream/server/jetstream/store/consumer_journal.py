@@ -31,12 +31,14 @@ __all__ = ["JOURNAL_FILE", "PackedChanges", "encode_changes", "pack_consumer_cha
 
 JOURNAL_FILE = "o.jnl"
 _MAGIC = b"PJSJ"
-_VERSION = 1
+_VERSION = 2
 # magic, version, pad, base generation, index, ack floor (consumer, stream), delivered (consumer,
 # stream), #changes, body length
 _HDR = struct.Struct("<4sB3xQQQQQQQQ")
 _ENCODER = msgspec.msgpack.Encoder()
-_DECODER = msgspec.msgpack.Decoder(tuple[list[int], list[tuple[int, int] | None], list[int | None]])
+_DECODER = msgspec.msgpack.Decoder(
+    tuple[list[int], list[int], list[tuple[int, int] | None], list[int | None] | None]
+)
 
 
 @dataclass(slots=True)
@@ -50,11 +52,14 @@ class PackedChanges:
     body: bytes
 
     def apply(self, st: ConsumerState) -> None:
-        """Bring ``st`` (the state these changes follow) up to date: an entry that is None is
-        gone (acked, dropped), any other replaces what was there."""
-        seqs, entries, counts = _DECODER.decode(self.body)
+        """Bring ``st`` (the state these changes follow) up to date: the sequences gone leave
+        both maps, then each changed one takes its entry and count as written (None: none)."""
+        gone, seqs, entries, counts = _DECODER.decode(self.body)
         pending, redelivered = st.pending, st.redelivered
-        for seq, entry, count in zip(seqs, entries, counts, strict=True):
+        for seq in gone:
+            pending.pop(seq, None)
+            redelivered.pop(seq, None)
+        for seq, entry, count in zip(seqs, entries, counts or [None] * len(seqs), strict=True):
             if entry is None:
                 pending.pop(seq, None)
             else:
@@ -71,14 +76,18 @@ def pack_consumer_changes(
     delivered: SequencePair,
     ack_floor: SequencePair,
     seqs: list[int],
+    gone: list[int],
     pending: dict[int, tuple[int, int]],
     redelivered: dict[int, int],
 ) -> PackedChanges:
-    """The entries of ``seqs`` as the maps hold them now, in one msgpack call: C passes (``map``
-    of the maps' ``get``), no Python per entry. A sequence listed twice is written twice, the
-    same entry each time (applying it again changes nothing)."""
-    body = _ENCODER.encode((seqs, list(map(pending.get, seqs)), list(map(redelivered.get, seqs))))
-    return PackedChanges(delivered, ack_floor, len(seqs), body)
+    """The sequences ``gone`` for good (acked, dropped: written as they are, nothing looked up)
+    and the entries of ``seqs`` as the maps hold them now (applied after: one gone and then
+    delivered — an ack run ahead — is looked up), in one msgpack call: C passes (``map`` of the
+    maps' ``get``), no Python per entry. A sequence listed twice is written twice, the same
+    entry each time (applying it again changes nothing)."""
+    counts = list(map(redelivered.get, seqs)) if redelivered else None
+    body = _ENCODER.encode((gone, seqs, list(map(pending.get, seqs)), counts))
+    return PackedChanges(delivered, ack_floor, len(seqs) + len(gone), body)
 
 
 def encode_changes(c: PackedChanges, base: int, index: int) -> bytes:
