@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
 
-from . import seqbulk
+from . import remove_one, seqbulk
 from ._fileutil import map_large_buffers
 from .backend import PayloadBackend
 from .base import (
@@ -411,7 +411,7 @@ class IndexedStore(MessageStore):
     def remove_msg(self, seq: int, erase: bool = False) -> bool:
         if self._closed:
             raise ErrStoreClosed()
-        removed = self._remove_at(seq, erase)
+        removed = remove_one.remove_evicted(self, seq, erase, self._remove_at)
         if removed:
             self._commit()
         return removed

@@ -1,0 +1,88 @@
+"""One message removed from an evicted index page without loading the page (`remove_evicted`).
+
+Why: a random ``STREAM.MSG.DELETE`` over 1M file-stored messages loaded the page it fell in each
+time — the block's whole index file read, checked and decoded (~10-20 ms of CPU) — and the page
+cache keeps a few pages, so nearly every delete did. nats-server's ``removeMsg``
+(``fileStore.removeMsg`` → ``mb.loadMsgsWithLock``, ``mb.slotInfo``) reads the one message. Here
+the slot is peeked from the index file (`SeqIndex.slot`, as a get by sequence does), its size
+comes from the record (read as a get reads it), and the removal joins the page's ``dels``, which
+are applied when its arrays are loaded again (`SeqIndex._load`) — what `SeqIndex.remove` does,
+less the arrays.
+
+Not taken (`IndexedStore._remove_at` then): a secure erase (it rewrites the
+block, whose index is dropped: the page is loaded anyway), a message that is its subject's first
+or last or the stream's first (the next or previous one is looked up in the page), a page with
+`DELS_MAX` removals pending, a page the peek loaded after all, a damaged record, and a sequence that holds no message is answered
+from the peek alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .base import ErrCorruptRecord
+from .pages import Page
+from .seqindex import DELS_MAX, SeqIndex
+
+if TYPE_CHECKING:
+    from .indexed import IndexedStore
+
+__all__ = ["evicted_page", "remove_evicted"]
+
+
+def evicted_page(index: SeqIndex, seq: int) -> Page | None:
+    """The evicted page covering ``seq`` when its slots can be peeked, else None."""
+    p = index.hot
+    if p.first <= seq < p.first + p.n or index.peeker is None:
+        return None
+    found = index._covering(seq)
+    if found is None or found.loaded or len(found.dels) >= DELS_MAX:
+        return None
+    return found
+
+
+def remove_evicted(store: IndexedStore, seq: int, erase: bool, other: Callable[[int, bool], bool]) -> bool:
+    """`IndexedStore.remove_msg`'s removal: here when ``seq`` lies in an evicted page, else by
+    ``other`` (`IndexedStore._remove_at`; see the module docstring). Whether it was removed."""
+    index = store._index
+    p = None if erase else evicted_page(index, seq)
+    if p is None or seq == index.first_seq:
+        return other(seq, erase)
+    got = index.slot(seq)
+    if got is None:
+        return False  # (no message there: nothing to load the page for)
+    sid, _ts, loc = got
+    table = index.subjects
+    if p.loaded or seq in (table.first[sid], table.last[sid]):
+        return other(seq, erase)
+    try:
+        hdr, data = store._read_payload(seq, loc)
+    except ErrCorruptRecord:
+        from .indexed import _drop_damaged  # (the damaged record is dropped as a get drops it)
+
+        _drop_damaged(store)
+        return other(seq, erase)
+    if p.loaded:
+        return other(seq, erase)
+    subject = table.names[sid] or ""
+    size = store.record_size(len(subject.encode()), len(hdr), len(data))
+    store._backend.remove(seq, loc, False)
+    _drop(index, p, seq, sid, size)
+    if store.on_removed is not None:
+        store.on_removed(seq, subject)
+    return True
+
+
+def _drop(index: SeqIndex, p: Page, seq: int, sid: int, size: int) -> None:
+    """`SeqIndex.remove` of slot ``seq`` of the evicted page ``p``, its arrays left on disk (the
+    message is neither its subject's first or last nor the stream's first)."""
+    p.msgs -= 1
+    p.bytes -= size
+    p.drop(sid, 1)
+    p.dels.append(seq)
+    index.msgs -= 1
+    index.bytes -= size
+    index.subjects.msgs[sid] -= 1
+    if not p.msgs and p is not index.tail:
+        index._drop_page(p)
