@@ -519,10 +519,13 @@ class Stream:
             # The markers of one expiry are written (and shown to consumers) together, as a
             # read's publishes are: one commit, not one per marker.
             self.writes.hold_for_read()
-            self._marked = []
-        removed = self.store.expire_msgs(expire=handler)
-        if self._marked:
-            removed += self._write_markers()
+        self._marked = []
+        removed = 0
+        try:
+            removed = self.store.expire_msgs(expire=handler)
+        finally:  # (what the handler took has no TTL left: its marker now, whatever stopped the pass)
+            if self._marked:
+                removed += self._write_markers()
         if removed:
             self.engine.account_usage_changed()
             # Only a consumer with something below the new first message has anything to drop
