@@ -263,9 +263,10 @@ def _changes(
     pending: dict[int, tuple[int, int]],
     red: dict[int, int],
     gone: list[int] | None = None,
+    firsts: list[int] | None = None,
 ) -> PackedChanges:
     return pack_consumer_changes(
-        SequencePair(delivered, delivered), SequencePair(floor, floor), seqs, gone or [], pending, red
+        SequencePair(delivered, delivered), SequencePair(floor, floor), seqs, gone or [], pending, red, firsts
     )
 
 
@@ -281,7 +282,7 @@ def test_changes_are_journaled_and_replayed(tmp_path: Path) -> None:
     pending[12] = (12, 212)
     pending[3] = (3, 300)
     red = {3: 1}
-    cs.adopt_changes(_changes(12, 1, [11, 12, 3], pending, red, gone=[1, 5, 12]))
+    cs.adopt_changes(_changes(12, 1, [3], pending, red, gone=[1, 5, 12], firsts=[11, 12]))
     del pending[2]
     cs.adopt_changes(_changes(12, 2, [], pending, red, gone=[2]))
     expected = ConsumerState(SequencePair(12, 12), SequencePair(2, 2), dict(pending), dict(red))

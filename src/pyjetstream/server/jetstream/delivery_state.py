@@ -15,9 +15,10 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 - ``lss`` / ``lss_resume``: ``deliver_policy: last_per_subject``: the sequences still to send, and
   where to continue after them.
 - ``ldt`` / ``lat``: the last delivery / ack (Unix ns) reported in ConsumerInfo.
-- ``changed`` / ``gone``: the sequences whose pending entry or redelivery count changed since the
-  state was last written, and those retired for good (acked, dropped: no look-up needed), from
-  ``JOURNAL_MIN`` pending acks: what `packed` writes instead of the whole state.
+- ``changed`` / ``gone`` / ``fresh``: the sequences whose pending entry or redelivery count changed
+  since the state was last written, those retired for good (acked, dropped: no look-up needed) and
+  the runs of first deliveries (no redelivery count to look up), from ``JOURNAL_MIN`` pending acks:
+  what `packed` writes instead of the whole state.
 
 Every change of these goes through a method here (ack, nak, progress, redeliver, purge, ...),
 except the few field updates of the delivery loop's run loops (``delivery_loop.py``: the next
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
+from itertools import chain
 
 from pyjetstream.server.jetstream.pending_index import PendingIndex
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
@@ -43,10 +45,11 @@ _REBUILD_AFTER = 4096
 # A state with at least this many pending acks is written as its changes since the last write
 # (`packed`) while they and the changes written since the last whole state cost less than a whole
 # write: a changed sequence ``JOURNAL_WEIGHT`` entries of it (a look-up at random in the maps,
-# where a whole write walks them in order), one gone for good a quarter (written as it is). Below
-# it, the whole state (as cheap). A value above any state turns the journal off.
+# where a whole write walks them in order), a first delivery half of one (a look-up of what was
+# just written), one gone for good a quarter (written as it is). Below it, the whole state (as
+# cheap). A value above any state turns the journal off.
 JOURNAL_MIN = 4096
-JOURNAL_WEIGHT = 2
+JOURNAL_WEIGHT = 3
 
 
 class DeliveryState:
@@ -59,6 +62,7 @@ class DeliveryState:
         "asflr",
         "changed",
         "dseq",
+        "fresh",
         "gone",
         "index",
         "lat",
@@ -94,6 +98,7 @@ class DeliveryState:
         # changes since the last whole state.
         self.changed: list[int] | None = None
         self.gone: list[int] = []  # (kept while ``changed`` is)
+        self.fresh: list[Sequence[int]] = []  # (kept while ``changed`` is: `PendingIndex.delivered`)
         self._journaled = 0
 
     def set_waits(self, ack_wait: int, backoff: list[int]) -> None:
@@ -140,14 +145,15 @@ class DeliveryState:
         and a whole write comes at most once per a whole write's worth of changes."""
         floor, pending, rdc = self._persisted()
         delivered, ack_floor = SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor)
-        changed, gone, n = self.changed, self.gone, len(pending)
-        self.gone = []
+        changed, gone, fresh, n = self.changed, self.gone, self.fresh, len(pending)
+        self.gone, self.fresh = [], []
         if changed is not None and pending is self.pending:
-            cost = self._journaled + JOURNAL_WEIGHT * len(changed) + len(gone) // 4
+            firsts = list(chain.from_iterable(fresh))
+            cost = self._journaled + JOURNAL_WEIGHT * len(changed) + len(firsts) // 2 + len(gone) // 4
             if cost < n:
                 self._journaled = cost
                 self.changed = []
-                return pack_consumer_changes(delivered, ack_floor, changed, gone, pending, rdc)
+                return pack_consumer_changes(delivered, ack_floor, changed, gone, pending, rdc, firsts)
         self.changed = [] if n >= JOURNAL_MIN and self.stored is None else None
         self._journaled = 0
         return pack_consumer_state(delivered, ack_floor, pending, rdc)

@@ -94,9 +94,8 @@ class PendingIndex:
     def delivered(self, ts: int, seqs: Sequence[int], state: DeliveryState) -> None:
         """A run of first deliveries at ``ts`` (ascending stream sequences) of ``state`` (their
         pending entries are new: changed since its last write)."""
-        changed = state.changed
-        if changed is not None:
-            changed.extend(seqs)
+        if state.changed is not None:
+            state.fresh.append(seqs)
         timeline = self._timeline
         timeline.append((ts, seqs))
         order = self._order

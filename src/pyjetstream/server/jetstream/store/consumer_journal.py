@@ -31,13 +31,15 @@ __all__ = ["JOURNAL_FILE", "PackedChanges", "encode_changes", "pack_consumer_cha
 
 JOURNAL_FILE = "o.jnl"
 _MAGIC = b"PJSJ"
-_VERSION = 2
+_VERSION = 3
 # magic, version, pad, base generation, index, ack floor (consumer, stream), delivered (consumer,
 # stream), #changes, body length
 _HDR = struct.Struct("<4sB3xQQQQQQQQ")
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(
-    tuple[list[int], list[int], list[tuple[int, int] | None], list[int | None] | None]
+    tuple[
+        list[int], list[int], list[tuple[int, int] | None], list[int | None] | None, list[int], list[tuple[int, int] | None]
+    ]
 )
 
 
@@ -53,12 +55,18 @@ class PackedChanges:
 
     def apply(self, st: ConsumerState) -> None:
         """Bring ``st`` (the state these changes follow) up to date: the sequences gone leave
-        both maps, then each changed one takes its entry and count as written (None: none)."""
-        gone, seqs, entries, counts = _DECODER.decode(self.body)
+        both maps, then each changed one takes its entry and count as written (None: none), and
+        each first delivery its entry (it has no count)."""
+        gone, seqs, entries, counts, firsts, first_entries = _DECODER.decode(self.body)
         pending, redelivered = st.pending, st.redelivered
         for seq in gone:
             pending.pop(seq, None)
             redelivered.pop(seq, None)
+        for seq, entry in zip(firsts, first_entries, strict=True):
+            if entry is None:
+                pending.pop(seq, None)
+            else:
+                pending[seq] = entry
         for seq, entry, count in zip(seqs, entries, counts or [None] * len(seqs), strict=True):
             if entry is None:
                 pending.pop(seq, None)
@@ -79,15 +87,19 @@ def pack_consumer_changes(
     gone: list[int],
     pending: dict[int, tuple[int, int]],
     redelivered: dict[int, int],
+    firsts: list[int] | None = None,
 ) -> PackedChanges:
-    """The sequences ``gone`` for good (acked, dropped: written as they are, nothing looked up)
-    and the entries of ``seqs`` as the maps hold them now (applied after: one gone and then
-    delivered — an ack run ahead — is looked up), in one msgpack call: C passes (``map`` of the
-    maps' ``get``), no Python per entry. A sequence listed twice is written twice, the same
-    entry each time (applying it again changes nothing)."""
+    """The sequences ``gone`` for good (acked, dropped: written as they are, nothing looked up),
+    the entries of ``seqs`` as the maps hold them now and those of the first deliveries
+    ``firsts`` as ``pending`` holds them (no redelivery count yet: a count set since is in
+    ``seqs``), applied after ``gone`` (one gone and then delivered — an ack run ahead — is
+    looked up), in one msgpack call: C passes (``map`` of the maps' ``get``), no Python per
+    entry. A sequence listed twice is written twice, the same entry each time (applying it
+    again changes nothing)."""
+    firsts = firsts or []
     counts = list(map(redelivered.get, seqs)) if redelivered else None
-    body = _ENCODER.encode((gone, seqs, list(map(pending.get, seqs)), counts))
-    return PackedChanges(delivered, ack_floor, len(seqs) + len(gone), body)
+    body = _ENCODER.encode((gone, seqs, list(map(pending.get, seqs)), counts, firsts, list(map(pending.get, firsts))))
+    return PackedChanges(delivered, ack_floor, len(seqs) + len(gone) + len(firsts), body)
 
 
 def encode_changes(c: PackedChanges, base: int, index: int) -> bytes:
