@@ -524,3 +524,60 @@ def test_a_damaged_block_index_is_not_peeked_at(tmp_path: Path) -> None:
         assert again.state().msgs == 2_000 and not again._backend.damaged
     finally:
         again.stop()
+
+
+def test_a_get_looks_up_pending_removals_in_constant_steps(tmp_path: Path) -> None:
+    """A get by sequence of an evicted page first asks whether the sequence was removed since the
+    page's image (``Page.dels``, up to `DELS_MAX` removals wait there: random deletes of evicted
+    pages add to it without loading the page). Counted as the removals looked at per get: a few
+    at 100 and at 4,000 waiting (a scan of the list looked at all of them for each get), and the
+    removed stay not found."""
+    from pyjetstream.server.jetstream.store import ErrStoreMsgNotFound
+
+    class Counted(list[int]):
+        looked = 0
+
+        def __contains__(self, item: object) -> bool:
+            Counted.looked += len(self)
+            return super().__contains__(item)
+
+        def __getitem__(self, key):  # type: ignore[no-untyped-def]
+            got = super().__getitem__(key)
+            Counted.looked += len(got) if isinstance(key, slice) else 1
+            return got
+
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            for item in super().__iter__():
+                Counted.looked += 1
+                yield item
+
+    def per_get(s: FileStore, n: int) -> float:
+        p = index(s).pages[0]
+        assert not p.loaded and not p.dels
+        rng = random.Random(n)
+        gone = set(rng.sample(range(p.first + 1, p.first + p.n - 1), n // 5))
+        p.dels = Counted(sorted(gone))  # (as removals since its image would leave them)
+        live = [seq for seq in range(p.first, p.first + p.n) if seq not in gone]
+        Counted.looked = 0
+        asked = [rng.choice(live) for _ in range(400)] + sorted(gone)[:100]
+        for seq in asked:
+            if seq in gone:
+                with pytest.raises(ErrStoreMsgNotFound):
+                    s.load_msg(seq)
+            else:
+                assert s.load_msg(seq).seq == seq
+        return Counted.looked / len(asked)
+
+    out = []
+    for n in (500, 20_000):
+        s = FileStore(FileStoreConfig(str(tmp_path / f"s{n}"), block_size=1 << 20, cache_slots=200), StoreConfig())
+        try:
+            with s.batch():
+                for i in range(3 * 30_000):
+                    s.store_msg(f"m.{i % 20}", b"", b"payload-%06d" % i)
+            s.load_msg(3 * 30_000)
+            out.append(per_get(s, n))
+        finally:
+            s.stop()
+    small, large = out
+    assert small <= 32 and large <= 32, (small, large)

@@ -168,7 +168,7 @@ class SeqIndex(SeqQueries):
             if found is None:
                 return None
             if not found.loaded and self.peeker is not None:
-                if seq < self.first_seq or seq in found.dels:
+                if seq < self.first_seq or _removed(found.dels, seq):
                     return None
                 got = self.peeker(found, seq - found.first, not names)
                 if got is not None:
@@ -854,3 +854,29 @@ class SeqIndex(SeqQueries):
 
 
 _NO_PAGE = Page(0)  # covers nothing: `SeqIndex.hot` when no page was found yet
+
+#: Removals since a page's image (``Page.dels``, up to `DELS_MAX`) are looked up by a scan up to
+#: this many, past it in a set kept for the list (`_removed`), the last `_DELS_SETS_MAX` lists.
+DELS_SCAN = 32
+_DELS_SETS_MAX = 16
+_dels_sets: dict[int, tuple[list[int], list[int], set[int]]] = {}  # id -> (the list, [its length seen], set)
+
+
+def _removed(dels: list[int], seq: int) -> bool:
+    """Whether ``seq`` is in ``dels`` (a page's removals since its image: a get by sequence of an
+    evicted page asks before peeking at it). A scan of 4,096 cost ~20 µs a get; the set kept for
+    the list grows with it (``dels`` only grows in place: a page gets a new list when its
+    removals are applied), so a get costs O(1) amortized however many removals wait."""
+    if len(dels) <= DELS_SCAN:
+        return seq in dels
+    got = _dels_sets.pop(id(dels), None)
+    if got is None or got[1][0] > len(dels):
+        if got is None and len(_dels_sets) >= _DELS_SETS_MAX:
+            del _dels_sets[next(iter(_dels_sets))]
+        got = (dels, [0], set())  # (the list held: its id is not reused while kept)
+    seen = got[1]
+    if seen[0] < len(dels):
+        got[2].update(dels[seen[0] :])
+        seen[0] = len(dels)
+    _dels_sets[id(dels)] = got
+    return seq in got[2]
