@@ -1,6 +1,7 @@
 """A removal of one message in an evicted index page does not load the page (issue 24: a random
 ``STREAM.MSG.DELETE`` over 1M file-stored messages loaded its page each time, ~20 ms; nats-server's
-``removeMsg`` reads the one message). Counted, not timed: the index's page loads
+``removeMsg`` reads the one message; a secure erase also dropped the block's index, to be written
+again). Counted, not timed: the index's page loads
 (``SeqIndex.loads``) per removal at two sizes of stream; and the same removals with every page
 resident leave the same state, before and after a restart (clean and after a crash)."""
 
@@ -50,6 +51,23 @@ def test_random_removals_do_not_load_pages(tmp_path: Path) -> None:
     assert small <= 0.05 and large <= 0.05, (small, large)
 
 
+def test_random_secure_erases_do_not_load_or_write_pages(tmp_path: Path) -> None:
+    """A secure erase keeps the block's index (a tombstone makes a restart scan the block): it
+    neither loads the page nor writes the block's index again at the page's eviction."""
+    per: list[tuple[float, float]] = []
+    for msgs in (10_000, 100_000):
+        store = _open(tmp_path / f"e{msgs}", cache_slots=1000)
+        try:
+            _fill(store, msgs)
+            seqs = _removals(msgs, 300)
+            loads, writes = store._index.loads, store._backend.index_writes
+            assert all(store.remove_msg(s, True) for s in seqs)
+            per.append(((store._index.loads - loads) / 300, (store._backend.index_writes - writes) / 300))
+        finally:
+            store.stop()
+    assert all(loads <= 0.05 and writes <= 0.05 for loads, writes in per), per
+
+
 def _state(store: FileStore) -> tuple[object, ...]:
     st = store.state()
     msgs = [store.load_msg(s) for s in range(st.first_seq, st.last_seq + 1) if store._index.live(s)]
@@ -71,8 +89,8 @@ def test_evicted_removals_equal_resident_ones(tmp_path: Path) -> None:
     evicted = _open(tmp_path / "e", cache_slots=1000)
     _fill(resident, msgs)
     _fill(evicted, msgs)
-    for s in seqs:
-        assert resident.remove_msg(s) == evicted.remove_msg(s) is True
+    for i, s in enumerate(seqs):  # every third a secure erase
+        assert resident.remove_msg(s, i % 3 == 0) == evicted.remove_msg(s, i % 3 == 0) is True
     want = _state(resident)
     resident.stop()
     assert _state(evicted) == want
@@ -81,8 +99,8 @@ def test_evicted_removals_equal_resident_ones(tmp_path: Path) -> None:
     assert _state(again) == want
     more = _removals(msgs * 3, 500)
     more = [s for s in more if s < msgs and again._index.live(s)][:200]
-    for s in more:
-        assert again.remove_msg(s)
+    for i, s in enumerate(more):
+        assert again.remove_msg(s, i % 2 == 0)
     want = _state(again)
     again.abandon()  # kill -9: nothing flushed or snapshotted
     crashed = _open(tmp_path / "e", cache_slots=1000)

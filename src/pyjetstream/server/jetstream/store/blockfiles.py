@@ -618,9 +618,16 @@ class BlockFiles(BlockIndexes):
             self._mirror[off : off + plen] = rec
             if off >= blk.written:
                 return  # still pending: the overwrite happens in memory
-        if blk is not self.blocks[-1]:
+        if blk is not self.blocks[-1] and seq != self.index.first_seq:
             # A record replaced by another valid one of its length leaves the file's CRC as it was
-            # (CRC-32 is linear): the index, which would still list the message, must go.
+            # (CRC-32 is linear): the block's index, which still lists the message, would match it
+            # at a restart. A tombstone, handed to the OS before the overwrite, changes the block's
+            # size (the restart scans it); in process the page's ``dels`` say it, so its image
+            # stays and an evicted page is not loaded (dropping the index cost a load and a new
+            # index at its eviction, ~18 ms a secure delete over 1M messages).
+            self._append_to(blk, tombstone(seq, 1, 0))
+            self.flush_writes()
+        elif blk is not self.blocks[-1]:
             self._stale_idx.add(blk)
             self._drop_index_file(blk.index)
             self.index.lost_image(seq)

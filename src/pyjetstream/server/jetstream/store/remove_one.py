@@ -9,11 +9,11 @@ comes from the record (read as a get reads it), and the removal joins the page's
 are applied when its arrays are loaded again (`SeqIndex._load`) — what `SeqIndex.remove` does,
 less the arrays.
 
-Not taken (`IndexedStore._remove_at` then): a secure erase (it rewrites the
-block, whose index is dropped: the page is loaded anyway), a message that is its subject's first
-or last or the stream's first (the next or previous one is looked up in the page), a page with
-`DELS_MAX` removals pending, a page the peek loaded after all, a damaged record, and a sequence that holds no message is answered
-from the peek alone.
+A secure erase too: the record is overwritten and a tombstone written (`BlockFiles._erase_record`),
+the block's index kept. Not taken (`IndexedStore._remove_at` then): a message that is its subject's
+first or last or the stream's first (the next or previous one is looked up in the page), a page
+with `DELS_MAX` removals pending, a page the peek loaded after all, a damaged record. A sequence
+that holds no message is answered from the peek alone.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def remove_evicted(store: IndexedStore, seq: int, erase: bool, other: Callable[[
     """`IndexedStore.remove_msg`'s removal: here when ``seq`` lies in an evicted page, else by
     ``other`` (`IndexedStore._remove_at`; see the module docstring). Whether it was removed."""
     index = store._index
-    p = None if erase else evicted_page(index, seq)
+    p = evicted_page(index, seq)
     if p is None or seq == index.first_seq:
         return other(seq, erase)
     got = index.slot(seq)
@@ -67,8 +67,11 @@ def remove_evicted(store: IndexedStore, seq: int, erase: bool, other: Callable[[
         return other(seq, erase)
     subject = table.names[sid] or ""
     size = store.record_size(len(subject.encode()), len(hdr), len(data))
-    store._backend.remove(seq, loc, False)
-    _drop(index, p, seq, sid, size)
+    store._backend.remove(seq, loc, erase)
+    if p.loaded:  # (the backend loaded it after all)
+        index.remove(p, seq - p.first)
+    else:
+        _drop(index, p, seq, sid, size)
     if store.on_removed is not None:
         store.on_removed(seq, subject)
     return True
