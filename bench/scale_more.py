@@ -31,7 +31,9 @@ every dimension, without ``--dim``, runs these too).
   sequences, ``no_erase`` and secure erase (per delete), a ``by_start_time`` consumer created at the
   middle of the stream and deleted (per consumer);
 - ``pauses`` (100 / 1k / 10k durable pull consumers on one stream): ``CONSUMER.PAUSE`` of one and its
-  resume (per request).
+  resume (per request);
+- ``interest`` (10k / 100k / 1M messages in an interest stream with 100 durable pull consumers): one of
+  them fetches and acks (per ack; the 99 others keep every message).
 """
 
 from __future__ import annotations
@@ -596,6 +598,51 @@ def ops_pauses() -> list[Op]:
 
 
 
+# ---- an interest stream's acks as its messages grow (explore3)
+
+
+def build_interest(ctx: Ctx) -> None:
+    """Stream ``IA`` (interest retention) with 100 durable pull consumers, then ``m`` messages."""
+    m = ctx.size
+    create_stream(ctx, "IA", subjects=["ia.>"], retention="interest")
+    calls = [
+        (
+            f"$JS.API.CONSUMER.CREATE.IA.c{i}",
+            {"stream_name": "IA", "config": {"durable_name": f"c{i}", "ack_policy": "explicit"}},
+        )
+        for i in range(100)
+    ]
+    batched_requests(ctx, calls, "create")
+    ctx.publish(pubs(f"ia.{i % 100}" for i in range(m)), m, window=5000)
+    ctx.state["acked"] = 0
+
+
+def _ack_one_of_100(ctx: Ctx) -> int:
+    """Consumer ``c0`` fetches the next 5,000 and acks each (99 others still to ack them): per ack,
+    until its ack floor passed them."""
+    k = min(ctx.n(5000), ctx.size - ctx.state["acked"])
+    dlv = ctx.state.get("dlv")
+    if dlv is None:
+        dlv = ctx.state["dlv"] = Deliveries(ctx, auto_ack=True)
+        dlv.conn.sub("_IA.*", 1)
+        dlv.conn.flush()
+    body = json.dumps({"batch": k, "no_wait": True}).encode()
+    base = dlv.acked
+    dlv.conn.send(pub_frame("$JS.API.CONSUMER.MSG.NEXT.IA.c0", body, "_IA.1"))
+    ctx.wait(lambda: dlv.acked - base, k)
+    ctx.state["acked"] += k
+    want = ctx.state["acked"]
+    while ctx.api.api("CONSUMER.INFO.IA.c0")["ack_floor"]["stream_seq"] < want:
+        if not ctx.left():
+            raise bs.Partial(0)
+        time.sleep(0.01)
+    return k
+
+
+def ops_interest() -> list[Op]:
+    return [Op("ack_one", "ack by one of 100 consumers (fetch + ack)", "acked msg", _ack_one_of_100)]
+
+
 def more_dimensions() -> list[Dimension]:
     dims = [
         Dimension("streams", "streams in an account", [100, 1000, 10_000], [10, 100, 1000], build_streams, ops_streams()),
@@ -631,6 +678,14 @@ def more_dimensions() -> list[Dimension]:
             ops_deletes(),
         ),
         Dimension("pauses", "consumers (pause)", [100, 1000, 10_000], [10, 100, 1000], build_pauses, ops_pauses()),
+        Dimension(
+            "interest",
+            "messages in an interest stream (100 consumers)",
+            [10_000, 100_000, 1_000_000],
+            [1000, 10_000, 100_000],
+            build_interest,
+            ops_interest(),
+        ),
     ]
     repeat = {"names", "list", "info"}
     for dim in dims:
