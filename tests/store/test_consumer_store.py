@@ -266,7 +266,7 @@ def _changes(
     firsts: list[int] | None = None,
 ) -> PackedChanges:
     return pack_consumer_changes(
-        SequencePair(delivered, delivered), SequencePair(floor, floor), seqs, gone or [], pending, red, firsts
+        SequencePair(delivered, delivered), SequencePair(floor, floor), seqs, gone or [], pending, red, firsts or ()
     )
 
 

@@ -28,6 +28,7 @@ they run once per message; the loops tell `DeliveryState.delivered` once per run
 
 from __future__ import annotations
 
+from array import array
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from itertools import chain
@@ -96,8 +97,10 @@ class DeliveryState:
         # The sequences whose pending entry or redelivery count changed since the last write
         # (None: not kept, the next write is the whole state), and how many were written as
         # changes since the last whole state.
-        self.changed: list[int] | None = None
-        self.gone: list[int] = []  # (kept while ``changed`` is)
+        # Arrays: they copy each sequence, where a list would keep its int alive until the write
+        # (an ack's sequence, parsed from its subject, is freed at once and its memory reused).
+        self.changed: array[int] | None = None
+        self.gone = array("Q")  # (kept while ``changed`` is)
         self.fresh: list[Sequence[int]] = []  # (kept while ``changed`` is: `PendingIndex.delivered`)
         self._journaled = 0
 
@@ -146,15 +149,15 @@ class DeliveryState:
         floor, pending, rdc = self._persisted()
         delivered, ack_floor = SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor)
         changed, gone, fresh, n = self.changed, self.gone, self.fresh, len(pending)
-        self.gone, self.fresh = [], []
+        self.gone, self.fresh = array("Q"), []
         if changed is not None and pending is self.pending:
-            firsts = list(chain.from_iterable(fresh))
+            firsts = array("Q", chain.from_iterable(fresh))
             cost = self._journaled + JOURNAL_WEIGHT * len(changed) + len(firsts) // 2 + len(gone) // 4
             if cost < n:
                 self._journaled = cost
-                self.changed = []
+                self.changed = array("Q")
                 return pack_consumer_changes(delivered, ack_floor, changed, gone, pending, rdc, firsts)
-        self.changed = [] if n >= JOURNAL_MIN and self.stored is None else None
+        self.changed = array("Q") if n >= JOURNAL_MIN and self.stored is None else None
         self._journaled = 0
         return pack_consumer_state(delivered, ack_floor, pending, rdc)
 

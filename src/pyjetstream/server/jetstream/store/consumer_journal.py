@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import struct
 import zlib
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -31,16 +33,22 @@ __all__ = ["JOURNAL_FILE", "PackedChanges", "encode_changes", "pack_consumer_cha
 
 JOURNAL_FILE = "o.jnl"
 _MAGIC = b"PJSJ"
-_VERSION = 3
+_VERSION = 4
 # magic, version, pad, base generation, index, ack floor (consumer, stream), delivered (consumer,
 # stream), #changes, body length
 _HDR = struct.Struct("<4sB3xQQQQQQQQ")
 _ENCODER = msgspec.msgpack.Encoder()
+# (gone, changed sequences, their entries, their counts, first deliveries, their entries): the
+# sequences as arrays of int64 (bytes)
 _DECODER = msgspec.msgpack.Decoder(
-    tuple[
-        list[int], list[int], list[tuple[int, int] | None], list[int | None] | None, list[int], list[tuple[int, int] | None]
-    ]
+    tuple[bytes, bytes, list[tuple[int, int] | None], list[int | None] | None, bytes, list[tuple[int, int] | None]]
 )
+
+
+def _seqs(data: bytes) -> array[int]:
+    a = array("Q")
+    a.frombytes(data)
+    return a
 
 
 @dataclass(slots=True)
@@ -57,7 +65,8 @@ class PackedChanges:
         """Bring ``st`` (the state these changes follow) up to date: the sequences gone leave
         both maps, then each changed one takes its entry and count as written (None: none), and
         each first delivery its entry (it has no count)."""
-        gone, seqs, entries, counts, firsts, first_entries = _DECODER.decode(self.body)
+        gone_b, seqs_b, entries, counts, firsts_b, first_entries = _DECODER.decode(self.body)
+        gone, seqs, firsts = _seqs(gone_b), _seqs(seqs_b), _seqs(firsts_b)
         pending, redelivered = st.pending, st.redelivered
         for seq in gone:
             pending.pop(seq, None)
@@ -83,11 +92,11 @@ class PackedChanges:
 def pack_consumer_changes(
     delivered: SequencePair,
     ack_floor: SequencePair,
-    seqs: list[int],
-    gone: list[int],
+    seqs: Sequence[int],
+    gone: Sequence[int],
     pending: dict[int, tuple[int, int]],
     redelivered: dict[int, int],
-    firsts: list[int] | None = None,
+    firsts: Sequence[int] = (),
 ) -> PackedChanges:
     """The sequences ``gone`` for good (acked, dropped: written as they are, nothing looked up),
     the entries of ``seqs`` as the maps hold them now and those of the first deliveries
@@ -96,10 +105,23 @@ def pack_consumer_changes(
     looked up), in one msgpack call: C passes (``map`` of the maps' ``get``), no Python per
     entry. A sequence listed twice is written twice, the same entry each time (applying it
     again changes nothing)."""
-    firsts = firsts or []
     counts = list(map(redelivered.get, seqs)) if redelivered else None
-    body = _ENCODER.encode((gone, seqs, list(map(pending.get, seqs)), counts, firsts, list(map(pending.get, firsts))))
+    body = _ENCODER.encode(
+        (
+            _bytes(gone),
+            _bytes(seqs),
+            list(map(pending.get, seqs)),
+            counts,
+            _bytes(firsts),
+            list(map(pending.get, firsts)),
+        )
+    )
     return PackedChanges(delivered, ack_floor, len(seqs) + len(gone) + len(firsts), body)
+
+
+def _bytes(seqs: Sequence[int]) -> bytes:
+    """Sequences as int64 bytes (an array's own, else copied into one)."""
+    return (seqs if isinstance(seqs, array) else array("Q", seqs)).tobytes()
 
 
 def encode_changes(c: PackedChanges, base: int, index: int) -> bytes:
