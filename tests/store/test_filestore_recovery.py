@@ -471,6 +471,31 @@ def test_a_crash_after_truncate_to_zero_recovers_an_empty_store(tmp_path: Path) 
         store.stop()
 
 
+@pytest.mark.parametrize("keep", [1, 3])
+def test_a_crash_after_a_truncate_does_not_bring_back_its_last_sequence(tmp_path: Path, keep: int) -> None:
+    """A truncate to ``keep`` after a stop that wrote the stream state (its last sequence a skip
+    past ``keep``): a crash before the next sync brought the old last sequence back (keep + 1)
+    from that state. nats-server's ``fileStore.Truncate`` removes the state file; so does ours
+    (`BlockIndexes.drop_state`). test_store_properties[file-s2] found it."""
+    fcfg = FileStoreConfig(str(tmp_path), block_size=1024, compact_min_bytes=128)
+    store = FileStore(fcfg, StoreConfig())
+    for _ in range(keep):
+        store.store_msg("a", b"", b"", ts=1_000)
+    store.skip_msg()
+    store.stop()  # writes msgs/index.db: last sequence keep + 1
+    store = FileStore(fcfg, StoreConfig())
+    store.store_msg("a", b"", b"", ts=1_001)
+    store.truncate(keep)
+    crash(store)
+    store = FileStore(fcfg, StoreConfig())
+    try:
+        state = store.state()
+        assert (state.msgs, state.first_seq, state.last_seq) == (keep, 1, keep)
+        assert store.store_msg("a", b"", b"x", ts=1_002)[0] == keep + 1
+    finally:
+        store.stop()
+
+
 def test_a_crash_after_deleting_the_newest_value_does_not_bring_back_a_trimmed_one(tmp_path: Path) -> None:
     """A ``max_msgs_per_subject`` trim's tombstone in a sealed block may wait in memory (the
     store trims again when it opens), but not past a removal that takes away the newer value

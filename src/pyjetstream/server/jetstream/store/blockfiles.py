@@ -726,6 +726,7 @@ class BlockFiles(BlockIndexes):
         self._mirror = self._rewrite_block(keep, upto=seq)
         self._maint.discard(keep)
         self._floor_dirty = True
+        self.drop_state()  # (it names sequences past ``seq``: a crash must not take them back)
 
     def config_changed(self, cfg: StoreConfig) -> None:
         self._lazy_tombs_due()
