@@ -509,7 +509,7 @@ def build_deletes(ctx: Ctx) -> None:
     ctx.state["mid"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{time.time_ns() % 10**9:09d}Z"
     time.sleep(0.01)
     ctx.publish(pubs(f"d.{i % 1000}" for i in range(m // 2, m)), m - m // 2)
-    seqs = random.sample(range(1, m + 1), min(4000, m // 2))
+    seqs = random.sample(range(1, m + 1), min(20_000, m // 2))
     ctx.state["del"] = seqs
 
 
@@ -618,9 +618,9 @@ def build_interest(ctx: Ctx) -> None:
 
 
 def _ack_one_of_100(ctx: Ctx) -> int:
-    """Consumer ``c0`` fetches the next 5,000 and acks each (99 others still to ack them): per ack,
+    """Consumer ``c0`` fetches the next 50,000 and acks each (99 others still to ack them): per ack,
     until its ack floor passed them."""
-    k = min(ctx.n(5000), ctx.size - ctx.state["acked"])
+    k = min(ctx.n(50_000), ctx.size - ctx.state["acked"])
     dlv = ctx.state.get("dlv")
     if dlv is None:
         dlv = ctx.state["dlv"] = Deliveries(ctx, auto_ack=True)
