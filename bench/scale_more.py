@@ -26,12 +26,15 @@ every dimension, without ``--dim``, runs these too).
 - ``subjects2`` (1k / 10k / 100k subjects, one message each): ``STREAM.INFO`` with
   ``subjects_filter: ">"`` paged by ``offset`` (per subject listed), a direct get ``batch: 100`` of
   ``next_by_subj: "w.>"`` (per message), publishes with ``Nats-Expected-Last-Subject-Sequence`` and
-  into a stream with ``republish`` (per publish), purge by subject with ``keep: 1`` (per purge);
+  into a stream with ``republish`` or a ``subject_transform`` (per publish), purge by subject with ``keep: 1`` (per purge);
 - ``deletes`` (10k / 100k / 1M messages on 1,000 subjects): ``STREAM.MSG.DELETE`` of random
   sequences, ``no_erase`` and secure erase (per delete), a ``by_start_time`` consumer created at the
   middle of the stream and deleted (per consumer);
 - ``pauses`` (100 / 1k / 10k durable pull consumers on one stream): ``CONSUMER.PAUSE`` of one and its
   resume (per request);
+- ``kvhist`` (1k / 10k / 100k keys of 3 revisions each, and 100 keys of 64, in a bucket with history 64):
+  ``keys()`` (per key), the history of a 64-revision key (per call), a get of a key's first revision
+  (per get);
 - ``interest`` (10k / 100k / 1M messages in an interest stream with 100 durable pull consumers): one of
   them fetches and acks (per ack; the 99 others keep every message).
 """
@@ -418,6 +421,8 @@ def build_subjects2(ctx: Ctx) -> None:
     ctx.state["last"] = {j: (n + 1 + j if j < extra else j + 1) for j in range(n)}
     create_stream(ctx, "R", subjects=["r.>"], republish={"src": "r.>", "dest": "rp.>"})
     ctx.publish(pubs(f"r.{j}" for j in range(n)), n)
+    create_stream(ctx, "T", subjects=["t.>"], subject_transform={"src": "t.*", "dest": "tx.{{wildcard(1)}}"})
+    ctx.publish(pubs(f"t.{j}" for j in range(n)), n)
 
 
 def _info_all(ctx: Ctx) -> int:
@@ -493,6 +498,12 @@ def ops_subjects2() -> list[Op]:
             lambda c: c.publish(
                 pubs(f"r.{random.randrange(c.size)}" for _ in range(c.n(20_000))), c.n(20_000)
             ),
+        ),
+        Op(
+            "transform",
+            "publish, stream with subject_transform",
+            "publish",
+            lambda c: c.publish(pubs(f"t.{random.randrange(c.size)}" for _ in range(c.n(20_000))), c.n(20_000)),
         ),
         Op("purge_keep", "purge by subject, keep 1", "purge", _purge_keep, once=True),
     ]
@@ -643,6 +654,75 @@ def ops_interest() -> list[Op]:
     return [Op("ack_one", "ack by one of 100 consumers (fetch + ack)", "acked msg", _ack_one_of_100)]
 
 
+# ---- a KV bucket with history 64 (explore3)
+
+
+def build_kvhist(ctx: Ctx) -> None:
+    """Bucket ``H`` (history 64): ``n`` keys of 3 revisions each, and 100 keys of 64."""
+    n = ctx.size
+    create_stream(
+        ctx,
+        "KV_H",
+        subjects=["$KV.H.>"],
+        max_msgs_per_subject=64,
+        allow_direct=True,
+        allow_rollup_hdrs=True,
+        deny_delete=True,
+        discard="new",
+    )
+    for _ in range(3):
+        ctx.publish(pubs(f"$KV.H.k{j}" for j in range(n)), n, window=5000)
+    ctx.publish(pubs(f"$KV.H.h{j % 100}" for j in range(6400)), 6400)
+    ctx.state["last"] = ctx.stream_state("KV_H")["last_seq"]
+
+
+def _kv_keys64(ctx: Ctx) -> int:
+    cfg = {
+        "filter_subject": "$KV.H.>",
+        "deliver_policy": "last_per_subject",
+        "flow_control": True,
+        "idle_heartbeat": 5 * SECOND,
+        "mem_storage": True,
+        "headers_only": True,
+        "max_deliver": 1,
+    }
+    return consume_push(ctx, "KV_H", cfg, ctx.size + 100)
+
+
+def _history64(ctx: Ctx) -> int:
+    calls = ctx.n(100)
+    for i in range(calls):
+        consume_push(ctx, "KV_H", {"filter_subject": f"$KV.H.h{i % 100}", "deliver_policy": "all"}, 64)
+    return calls
+
+
+def _get_old_revision(ctx: Ctx) -> int:
+    """A direct get of a random key's first revision (by sequence: ``kv.get(key, revision)``)."""
+    k, n = ctx.n(5000), ctx.size
+    conn = ctx.state.get("hconn")
+    if conn is None:
+        conn = ctx.state["hconn"] = ctx.conn()
+        conn.sub("_KH.*", 1)
+        conn.flush()
+    frames = [
+        pub_frame("$JS.API.DIRECT.GET.KV_H", json.dumps({"seq": random.randrange(1, n + 1)}).encode(), f"_KH.{i}")
+        for i in range(k)
+    ]
+    base = conn.deliveries
+    for i in range(0, k, 100):
+        conn.send(b"".join(frames[i : i + 100]))
+        ctx.wait(lambda: conn.deliveries - base, min(i + 100, k))
+    return k
+
+
+def ops_kvhist() -> list[Op]:
+    return [
+        Op("keys", "KV keys() (headers only, 3 revisions a key)", "key", _kv_keys64),
+        Op("history", "KV history of a key (64 revisions)", "call", _history64),
+        Op("get_rev", "KV get of a key's first revision (direct get seq)", "get", _get_old_revision),
+    ]
+
+
 def more_dimensions() -> list[Dimension]:
     dims = [
         Dimension("streams", "streams in an account", [100, 1000, 10_000], [10, 100, 1000], build_streams, ops_streams()),
@@ -678,6 +758,9 @@ def more_dimensions() -> list[Dimension]:
             ops_deletes(),
         ),
         Dimension("pauses", "consumers (pause)", [100, 1000, 10_000], [10, 100, 1000], build_pauses, ops_pauses()),
+        Dimension(
+            "kvhist", "keys of a KV bucket with history 64", [1000, 10_000, 100_000], [100, 1000, 10_000], build_kvhist, ops_kvhist()
+        ),
         Dimension(
             "interest",
             "messages in an interest stream (100 consumers)",
