@@ -119,3 +119,53 @@ async def test_memory_stream_acks_are_answered_at_once(tmp_path: Path) -> None:
         await nc.close()
     finally:
         target.stop()
+
+
+@pytest.mark.parametrize("sync", ["", "always"])
+async def test_journaled_acks_confirmed_before_kill_9_are_kept(tmp_path: Path, sync: str) -> None:
+    """From 4,096 pending acks a write is the changes since the last one, appended to the
+    consumer's journal (``o.jnl``): acks confirmed that way survive ``kill -9`` as well, read back
+    from the newest slot and the journal after it."""
+    settings = {"jetstream_settings": {"sync_interval": sync}} if sync else {}
+    target = make_target(EMBEDDED, tmp_path / "srv", **settings)
+    n = 5000
+    try:
+        nc = await connect(target.url)
+        js = await nats.connect(target.url)
+        jsc = js.jetstream(timeout=TIMEOUT)
+        await jsc.add_stream(name="S", subjects=["s"])
+        for i in range(n):
+            nc.publish_nowait("s", b"%d" % i)
+        await nc.flush()
+        for _ in range(200):
+            if (await jsc.stream_info("S")).state.messages == n:
+                break
+            await asyncio.sleep(0.05)
+        await jsc.add_consumer("S", durable_name="C", ack_policy="explicit", ack_wait=600, max_ack_pending=-1)
+        psub = await jsc.pull_subscribe_bind("C", stream="S")
+        msgs: list[Any] = []
+        while len(msgs) < n:
+            msgs += await psub.fetch(n - len(msgs), timeout=TIMEOUT)
+
+        def delivered_written() -> int:  # (the whole state written by a timed write: the journal follows it)
+            slots = target.store_dir.rglob("streams/S/obs/C/o.dat*")
+            return max((decode_consumer_state_gen(p.read_bytes())[0].delivered.stream_seq for p in slots), default=0)
+
+        for _ in range(400):
+            if delivered_written() == n:
+                break
+            await asyncio.sleep(0.05)
+        acked = msgs[1::50]
+        for m in acked:
+            await m.ack_sync(timeout=TIMEOUT)
+        journal = next(target.store_dir.rglob("streams/S/obs/C/o.jnl"))
+        assert journal.stat().st_size > 0
+        target.kill()
+        await nc.close()
+        await js.close()
+        target.start()
+        info = await _consumer_info(target.url, "S", "C")
+        assert info.num_ack_pending == n - len(acked)
+        assert info.delivered.stream_seq == n
+    finally:
+        target.stop()
