@@ -698,7 +698,7 @@ def _history64(ctx: Ctx) -> int:
 
 def _get_old_revision(ctx: Ctx) -> int:
     """A direct get of a random key's first revision (by sequence: ``kv.get(key, revision)``)."""
-    k, n = ctx.n(5000), ctx.size
+    k, n = ctx.n(20_000), ctx.size
     conn = ctx.state.get("hconn")
     if conn is None:
         conn = ctx.state["hconn"] = ctx.conn()
