@@ -191,20 +191,13 @@ class DeliveryState:
     def reset_to(self, sseq: int) -> None:
         """⟨2.14+⟩ ``CONSUMER.RESET`` (``resetLocalStartingSeq``): forget everything delivered and
         start over at ``sseq``, delivery sequences from 1."""
-        self.pending = {}
-        self.rdc = {}
-        self.rdq = OrderedDict()
-        self.lss = deque()
-        self._pending_dels = 0
-        self.index.clear()
+        self.release()
         self.sseq, self.dseq = sseq, 1
         self.adflr, self.asflr = 0, sseq - 1
         self.ldt = self.lat = 0
-        self.stored = None
-        self.changed = None
 
     def release(self) -> None:
-        """The consumer is deleted: drop its pending acks, redelivery counts and queues now. Why:
+        """The consumer is deleted (or reset): drop its pending acks, redelivery counts and queues now. Why:
         a consumer and its parts refer to each other, so the deleted one is freed only by the
         cycle collector, which ``pyjetstream serve`` runs seldom (``tune_gc``); its 100,000
         pending acks (~30 MiB) would be held until then. Reference counting frees these at once."""
