@@ -21,11 +21,13 @@ from pyjetstream.protocol.headers import get_header
 from pyjetstream.server.jetstream.dedupe import msg_id_of
 
 __all__ = [
+    "EXPECT_LAST_SUBJ_HEADERS",
     "ID_HEADERS",
     "ID_TTL_HEADERS",
     "MAX_HEADER_SIZE",
     "NATS_PREFIX",
     "batched",
+    "expected_seq",
     "max_size",
     "msg_id_in",
     "only_id_headers",
@@ -44,6 +46,18 @@ NATS_PREFIX = H.NATS_PREFIX
 ID_HEADERS = H.header_lines(H.MSG_ID, H.EXPECTED_STREAM)
 #: What a run's stretch may take where the stream allows TTLs: `ID_HEADERS` and ``Nats-TTL``.
 ID_TTL_HEADERS = (*ID_HEADERS, *H.header_lines(H.TTL))
+
+#: A block a run's expectation stretch may take has this as its only ``Nats-`` header
+#: (`ingest_run.Run._expected`): the check of a KV create or update.
+EXPECT_LAST_SUBJ_HEADERS = H.header_lines(H.EXPECTED_LAST_SUBJECT_SEQUENCE)
+
+
+def expected_seq(value: bytes | None) -> int | None:
+    """An expected-sequence header: None when absent or empty; a value that is not a number is
+    nats-server's ``parseInt64`` -1, which never equals a sequence (so the check fails)."""
+    if not value:
+        return None
+    return int(value) if value.isdigit() else -1
 
 
 def batched(reply: str, hdr: bytes | None) -> bool:

@@ -27,15 +27,18 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api.codec import duplicate_pub_acks, finish_pub_ack, pub_acks
 from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX
-from pyjetstream.api.headers import only_these_nats_headers
+from pyjetstream.api.headers import EXPECTED_LAST_SUBJECT_SEQUENCE, only_these_nats_headers
 from pyjetstream.api.ttl import NS_PER_S, message_ttl
+from pyjetstream.protocol.headers import get_header
 from pyjetstream.server.jetstream.dedupe import msg_id_of
 from pyjetstream.server.jetstream.ingest_rules import (
+    EXPECT_LAST_SUBJ_HEADERS,
     ID_HEADERS,
     ID_TTL_HEADERS,
     MAX_HEADER_SIZE,
     NATS_PREFIX,
     batched,
+    expected_seq,
     wrong_stream,
 )
 from pyjetstream.server.jetstream.schedules import (
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream_ingest import StreamIngest
 
 _ID_LINE = ID_HEADERS[0]
+_EXPECT_LINE = EXPECT_LAST_SUBJ_HEADERS[0]
+HDR_EXPECT_LAST_SUBJ = EXPECTED_LAST_SUBJECT_SEQUENCE.encode()
 _SCHEDULE_ANY = b"Nats-Schedule"  # also the start of Nats-Schedule-*, Nats-Scheduler
 _TTL_LINE = ID_TTL_HEADERS[-1]
 #: A stretch of schedules: their blocks as stored (with the roll-up) and their schedule headers.
@@ -135,6 +140,12 @@ class Run:
                         self._store_stretch(k, end, ids, ttls)
                         k = end
                         continue
+                    if hdr and ingest.expect_stretches and _EXPECT_LINE in hdr:
+                        end = self._expected(k)
+                        if end > k:
+                            self._commit_stretch(k, end, None, None)
+                            k = end
+                            continue
                 elif ingest.schedule_stretches:
                     end, scheduled = self._schedules(k)
                     if end > k:
@@ -218,6 +229,41 @@ class Run:
             i += 1
         ids = ids_of(raws)
         return k + len(ids), ids, ttls[: len(ids)] if any(ttls) else None
+
+    def _expected(self, k: int) -> int:
+        """How far from ``k`` the messages are ones every check of `StreamIngest.process`
+        passes for, where a ``Nats-Expected-Last-Subject-Sequence`` is the only ``Nats-`` header
+        to check (what a KV ``create`` / ``update`` sends; no message id, so none is a duplicate
+        and each gets the next sequence): its value equals the last sequence on the message's
+        subject as the stretch stands — the index's (`MessageStore.last_seq_on`) or, for a
+        subject an earlier message of the stretch is on, that one's sequence. Nothing but the
+        per-subject limit may remove a message mid-stretch (``expect_stretches``), and that one
+        keeps a subject's newest. The stretch ends before a mismatch: `StreamIngest.process`
+        answers it (10071, nats-server ``processJetStreamMsg``'s ``LoadLastMsg`` check)."""
+        store = self.ingest.stream.store
+        subjects, hdrs = self.subjects, self.hdrs
+        seq = store.fast_state().last_seq  # (the sequence the last one of the stretch got)
+        lasts: dict[str, int] = {}
+        i = k
+        while i < self.n:
+            hdr, subject = hdrs[i], subjects[i]
+            if hdr is not None and NATS_PREFIX in hdr:
+                if not only_these_nats_headers(hdr, EXPECT_LAST_SUBJ_HEADERS):
+                    break
+                want = expected_seq(get_header(hdr, HDR_EXPECT_LAST_SUBJ))
+                if want is None:
+                    break  # (no expectation: process looks at the other headers)
+                last = lasts.get(subject)
+                if last is None:
+                    last = store.last_seq_on(subject)
+                if want != last:
+                    break
+            if not self.within_limits and not self._within_limits(i):
+                break
+            seq += 1
+            lasts[subject] = seq
+            i += 1
+        return i
 
     def _schedules(self, k: int) -> tuple[int, Scheduled]:
         """How far from ``k`` the messages are schedules a stretch stores

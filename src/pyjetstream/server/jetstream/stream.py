@@ -261,10 +261,9 @@ class Stream:
     # --- what ingest asks of the stream ------------------------------------------------------
 
     def last_seq_on_subject(self, subject: str) -> int:
-        try:
-            return self.store.load_last_msg(subject).seq
-        except (ErrStoreMsgNotFound, ErrStoreEOF):
-            return 0
+        """The last sequence on a subject or filter, 0: none (``MessageStore.last_seq_on``: from
+        the index, the message is not read)."""
+        return self.store.last_seq_on(subject)
 
     def has_interest_for(self, subject: str) -> bool:
         """Interest retention: does some consumer's filter take ``subject`` (``csl.HasInterest``)."""

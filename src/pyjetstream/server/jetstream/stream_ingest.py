@@ -42,6 +42,7 @@ from pyjetstream.server.jetstream.ingest_rules import (
     ID_TTL_HEADERS,
     MAX_HEADER_SIZE,
     batched,
+    expected_seq,
     max_size,
     msg_id_in,
     only_id_headers,
@@ -85,14 +86,6 @@ NS_PER_S = 1_000_000_000
 SOURCED_ONE_BY_ONE = (b"Nats-Msg-Id", b"Nats-Rollup", b"Nats-TTL")
 #: How nats-server words a traced message refused for its size (``ErrMaxPayload``).
 MAX_PAYLOAD_TEXT = "maximum payload exceeded"
-
-
-def _parse_uint(value: bytes | None) -> int | None:
-    """An expected-sequence header: None when absent or empty; a value that is not a number is
-    nats-server's ``parseInt64`` -1, which never equals a sequence (so the check fails)."""
-    if not value:
-        return None
-    return int(value) if value.isdigit() else -1
 
 
 class _Answered:
@@ -148,6 +141,9 @@ class StreamIngest:
         # without a schedule header a schedule needs only that it ends one on its subject
         # (``MsgSchedules.on_stored``), which the stretch does for all its subjects at once.
         self.stretches = plain
+        # And stretches of Nats-Expected-Last-Subject-Sequence (KV create / update: `Run._expected`)
+        # where no limit but the per-subject one can remove a subject's last message mid-stretch.
+        self.expect_stretches = plain and cfg.max_msgs <= 0 and cfg.max_bytes <= 0
         # Schedules themselves too, where their roll-up is taken (``Run._schedules``), and a
         # firing's messages (`store_internal_run`); off with the server's ``runs`` (then each
         # goes through `process` / `store_internal`).
@@ -345,7 +341,7 @@ class StreamIngest:
         if EXPECTED_LAST_LINE not in hdr:
             return None
         stream = self.stream
-        want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
+        want = expected_seq(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
         if want is not None:
             on = get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ)
             last = stream.last_seq_on_subject(on.decode(errors="replace") if on else subject)
@@ -354,7 +350,7 @@ class StreamIngest:
                 return _Answered(self._refuse(E.JSStreamWrongLastSequenceErrF(seq=last), can_respond, text))
         elif get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ):
             return _Answered(self._refuse(E.JSStreamExpectedLastSeqPerSubjectInvalid(), can_respond))
-        want = _parse_uint(get_header(hdr, HDR_EXPECTED_LAST_SEQ))
+        want = expected_seq(get_header(hdr, HDR_EXPECTED_LAST_SEQ))
         if want is not None:
             last = stream.store.fast_state().last_seq
             if last != want:

@@ -342,6 +342,20 @@ class MessageStore(ABC):
     def load_last_msg(self, subject: str) -> StoredMsg:
         """Last message on a subject (wildcards allowed; ``""``/``">"`` = stream's last)."""
 
+    def last_seq_on(self, subject: str) -> int:
+        """The sequence of the last message on a subject or filter (`load_last_msg`'s, 0: none),
+        for a check that needs only the sequence (``Nats-Expected-Last-Subject-Sequence``,
+        republish's ``Nats-Last-Sequence``). This general form reads the message; a store with
+        a per-subject index answers from it (`IndexedStore.last_seq_on`: `load_last_msg` reads
+        and checks the whole record only to give its sequence, ~12% of a KV update's CPU). There
+        a damaged record not yet read still counts, as it does in the stream's state
+        (``STREAM.INFO``, the last sequence ``Nats-Expected-Last-Sequence`` checks) until a
+        read finds it and drops it (nats-server's ``LoadLastMsg`` reads the record)."""
+        try:
+            return self.load_last_msg(subject).seq
+        except (ErrStoreMsgNotFound, ErrStoreEOF):
+            return 0
+
     @abstractmethod
     def load_prev_msg(self, start_seq: int, filter_subject: str = ">") -> StoredMsg:
         """Last message with seq <= start_seq matching the filter; ErrStoreMsgNotFound if none."""

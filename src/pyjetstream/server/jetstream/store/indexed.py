@@ -76,7 +76,7 @@ class IndexedStore(MessageStore):
     def __init__(self, cfg: StoreConfig, index: SeqIndex, backend: PayloadBackend) -> None:
         map_large_buffers()  # the index arrays grow by reallocation
         self._cfg = dataclasses.replace(cfg)
-        self._limits_active = self._has_limits(cfg)
+        self._limits_active = _has_limits(cfg)
         self._discard_new = cfg.discard == DISCARD_NEW
         self._closed = False
         self._batch_depth = 0
@@ -98,12 +98,6 @@ class IndexedStore(MessageStore):
         )
         self._note_ttl = backend.note_ttl if type(backend).note_ttl is not PayloadBackend.note_ttl else None
         self._ttl = MessageTTLs()  # per-message TTLs (nats-server's timed hash wheel)
-
-    @staticmethod
-    def _has_limits(cfg: StoreConfig) -> bool:
-        return cfg.max_msgs_per_subject > 0 or (
-            cfg.discard == DISCARD_OLD and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
-        )
 
     def record_size(self, subject_len: int, hdr_len: int, data_len: int) -> int:
         if hdr_len:
@@ -162,7 +156,7 @@ class IndexedStore(MessageStore):
         cfg = self._cfg
         if 0 < cfg.max_msg_size < largest:
             return False
-        if self._discard_new or (self._limits_active and not self.trims_after_run()):
+        if _refuses_new(self._cfg) or (self._limits_active and not self.trims_after_run()):
             index = self._index
             count = len(subjects)
             if 0 < cfg.max_msgs < index.msgs + count or 0 < cfg.max_bytes < index.bytes + total:
@@ -773,6 +767,12 @@ class IndexedStore(MessageStore):
             raise ErrStoreMsgNotFound()
         return got[0]
 
+    def last_seq_on(self, subject: str) -> int:
+        """`MessageStore.last_seq_on` from the index (nats-server's per-subject state), unread."""
+        if self._closed:
+            raise ErrStoreClosed()
+        return self._index.last_match(subject)
+
     def load_prev_msg(self, start_seq: int, filter_subject: str = ">") -> StoredMsg:
         if self._closed:
             raise ErrStoreClosed()
@@ -847,7 +847,7 @@ class IndexedStore(MessageStore):
             raise ErrStoreClosed()
         old = self._cfg
         self._cfg = dataclasses.replace(cfg)
-        self._limits_active = self._has_limits(cfg)
+        self._limits_active = _has_limits(cfg)
         self._discard_new = cfg.discard == DISCARD_NEW
         self._backend.config_changed(self._cfg)
         maxp = cfg.max_msgs_per_subject
@@ -868,6 +868,21 @@ class IndexedStore(MessageStore):
     # Used by tests and the file store's recovery checks.
     def _matches(self, filter_subject: str, subject: str) -> bool:
         return compile_filter(filter_subject)(subject)
+
+
+def _has_limits(cfg: StoreConfig) -> bool:
+    """Whether a limit may remove messages after a store (`IndexedStore._enforce_limits`)."""
+    return cfg.max_msgs_per_subject > 0 or (cfg.discard == DISCARD_OLD and (cfg.max_msgs > 0 or cfg.max_bytes > 0))
+
+
+def _refuses_new(cfg: StoreConfig) -> bool:
+    """Whether discard-new limits may refuse a message (`IndexedStore._check_discard_new`):
+    ``max_msgs``, ``max_bytes``, or a per-subject limit with ``discard_new_per_subject``. A KV
+    bucket's stream (discard new, ``max_msgs_per_subject`` alone) refuses none: its per-subject
+    limit trims the oldest, as under discard old (`IndexedStore._trim_run`)."""
+    return cfg.discard == DISCARD_NEW and (
+        cfg.max_msgs > 0 or cfg.max_bytes > 0 or (cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0)
+    )
 
 
 def _intact(

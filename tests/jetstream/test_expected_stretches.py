@@ -1,0 +1,241 @@
+"""A run's stretch takes publishes whose only ``Nats-`` header to check is
+``Nats-Expected-Last-Subject-Sequence`` (what a KV ``create`` / ``update`` sends:
+``ingest_run.Run._expected``), each checked against its subject's last sequence as the stretch
+stands; a mismatch goes through ``StreamIngest.process`` (10071 "wrong last sequence: N").
+
+Differential: the same pipelined traffic (mixed subjects, a subject repeated within one read,
+right and wrong expectations, with and without ``…-Subject`` naming a literal subject or a
+filter, other headers, message ids) and concurrent KV creates / updates from our client into
+the embedded server with runs on, with runs off (``PYJETSTREAM_RUNS=0``: each publish through
+``process`` alone) and into nats-server 2.15.1: every PubAck and every stored message the same.
+Then steps, not time: a read of KV updates is one ``store_run`` and reads no message."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.targets import EMBEDDED, NATS_SERVER, make_target
+
+from pyjetstream.client import connect
+from pyjetstream.client.jetstream import KeyValueConfig, errors, jetstream
+from pyjetstream.server.jetstream.store.indexed import IndexedStore
+from pyjetstream.server.jetstream.stream_ingest import StreamIngest
+from pyjetstream.server.server import Server
+
+SUBJECTS = ["e.k0", "e.k1", "e.k2", "e.k3", "e.x.1"]
+EXPECT = "Nats-Expected-Last-Subject-Sequence"
+
+
+def _hdr(*pairs: tuple[str, str]) -> bytes:
+    return ("NATS/1.0\r\n" + "".join(f"{k}: {v}\r\n" for k, v in pairs) + "\r\n").encode()
+
+
+class Model:
+    """What the stream should hold, to make most expectations right (the servers are compared
+    with each other, not with this)."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.last: dict[str, int] = {}
+
+    def last_on(self, on: str) -> int:
+        if on == "e.*":
+            return max((v for k, v in self.last.items() if k.count(".") == 1), default=0)
+        return self.last.get(on, 0)
+
+    def message(self, rng: random.Random, n: int) -> tuple[str, bytes | None]:
+        subject = rng.choice(SUBJECTS)
+        kind = rng.randrange(10)
+        ok = True
+        hdr: bytes | None = None
+        if kind == 0:
+            hdr = None
+        elif kind == 1:
+            hdr = _hdr(("Foo", "bar"))
+        elif kind == 2:
+            hdr = _hdr(("Nats-Msg-Id", f"id{n}"))
+        elif kind in (3, 4, 5):  # right
+            hdr = _hdr(("Foo", "x"), (EXPECT, str(self.last_on(subject))))
+        elif kind == 6:  # wrong
+            hdr, ok = _hdr((EXPECT, str(self.last_on(subject) + rng.choice((1, 2, 7))))), False
+        elif kind == 7:  # not a number
+            hdr, ok = _hdr((EXPECT, "abc")), False
+        else:  # on another subject or a filter, right or wrong
+            on = rng.choice(["e.*", "e.k0", "e.none"])
+            want = self.last_on(on) + (0 if kind == 8 else 1)
+            hdr, ok = _hdr((EXPECT, str(want)), (EXPECT + "-Subject", on)), kind == 8
+        if ok:
+            self.seq += 1
+            self.last[subject] = self.seq
+        return subject, hdr
+
+
+def traffic(seed: int, rounds: int, per_round: int) -> list[list[tuple[str, bytes | None]]]:
+    rng = random.Random(seed)
+    model = Model()
+    return [[model.message(rng, r * per_round + i) for i in range(per_round)] for r in range(rounds)]
+
+
+async def _read_msgs(reader: asyncio.StreamReader, count: int) -> dict[str, Any]:
+    """``count`` replies (MSG / HMSG) by reply subject, their payloads as JSON."""
+    out: dict[str, Any] = {}
+    while len(out) < count:
+        line = (await asyncio.wait_for(reader.readline(), 20)).decode().split()
+        if line[0] == "PING":
+            continue
+        if line[0] not in ("MSG", "HMSG"):
+            continue
+        body = await reader.readexactly(int(line[-1]) + 2)
+        hlen = int(line[-2]) if line[0] == "HMSG" else 0
+        out[line[1]] = json.loads(body[hlen:-2])
+    return out
+
+
+async def run_traffic(url: str, rounds: list[list[tuple[str, bytes | None]]]) -> list[Any]:
+    host, port = url.removeprefix("nats://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        await reader.readline()  # INFO
+        connect_opts = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True, "protocol": 1}
+        writer.write(f"CONNECT {json.dumps(connect_opts)}\r\nSUB r.> 1\r\n".encode())
+        cfg = {"name": "E", "subjects": ["e.>"], "duplicate_window": 60_000_000_000}
+        writer.write(f"PUB $JS.API.STREAM.CREATE.E r.create {len(json.dumps(cfg))}\r\n{json.dumps(cfg)}\r\n".encode())
+        assert "error" not in (await _read_msgs(reader, 1))["r.create"]
+        answers: list[Any] = []
+        n = 0
+        for msgs in rounds:  # each round one write: the server reads it together
+            data = bytearray()
+            for subject, hdr in msgs:
+                payload = f"p{n}".encode()
+                if hdr is None:
+                    data += f"PUB {subject} r.{n} {len(payload)}\r\n".encode() + payload + b"\r\n"
+                else:
+                    data += f"HPUB {subject} r.{n} {len(hdr)} {len(hdr) + len(payload)}\r\n".encode()
+                    data += hdr + payload + b"\r\n"
+                n += 1
+            writer.write(bytes(data))
+            got = await _read_msgs(reader, len(msgs))
+            answers += [got[f"r.{i}"] for i in range(n - len(msgs), n)]
+        return [answers, await _contents(reader, writer, "E")]
+    finally:
+        writer.close()
+
+
+async def _contents(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stream: str) -> list[Any]:
+    """The stream's messages (subject, sequence, headers, data) by ``STREAM.MSG.GET``."""
+    out = []
+    seq = 1
+    while True:
+        body = json.dumps({"seq": seq})
+        writer.write(f"PUB $JS.API.STREAM.MSG.GET.{stream} r.get{seq} {len(body)}\r\n{body}\r\n".encode())
+        got = (await _read_msgs(reader, 1))[f"r.get{seq}"]
+        if "error" in got:
+            return out
+        m = got["message"]
+        out.append((m["subject"], m["seq"], base64.b64decode(m.get("hdrs", "")), base64.b64decode(m.get("data", ""))))
+        seq += 1
+
+
+async def kv_traffic(url: str) -> list[Any]:
+    """Concurrent KV creates and updates (right and wrong revisions, one key several times in
+    one read) from our client; the results and the bucket's messages."""
+    nc = await connect(url)
+    try:
+        js = jetstream(nc)
+        kv = await js.create_key_value(KeyValueConfig(bucket="B", history=3))
+
+        async def attempt(coro: Any) -> Any:
+            try:
+                return await coro
+            except errors.KeyExists as exc:
+                return ("exists", exc.err_code, exc.description)
+
+        results: list[Any] = []
+        results += await asyncio.gather(*(attempt(kv.create(f"k{i % 5}", b"c")) for i in range(8)))
+        for _ in range(4):
+            revs = [await kv.get(f"k{i}") for i in range(5)]
+            ops = [kv.update(f"k{i % 5}", b"u", revs[i % 5].revision + (i // 5)) for i in range(12)]
+            results += await asyncio.gather(*(attempt(op) for op in ops))
+        await kv.delete("k1")
+        results += await asyncio.gather(attempt(kv.create("k1", b"again")), attempt(kv.create("k1", b"twice")))
+        reader, writer = await asyncio.open_connection(*url.removeprefix("nats://").split(":"))
+        try:
+            await reader.readline()
+            writer.write(b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1}\r\nSUB r.> 1\r\n')
+            contents = await _contents(reader, writer, "KV_B")
+        finally:
+            writer.close()
+        return [results, contents]
+    finally:
+        await nc.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_expectation_stretches_equal_one_by_one_and_nats_server(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rounds = traffic(seed, rounds=6, per_round=40)
+    seen = {}
+    for name, kind, runs in (("on", EMBEDDED, "1"), ("off", EMBEDDED, "0"), ("nats", NATS_SERVER, "1")):
+        monkeypatch.setenv("PYJETSTREAM_RUNS", runs)
+        target = make_target(kind, tmp_path / name)
+        try:
+            seen[name] = asyncio.run(_both(target.url, rounds))
+        finally:
+            target.stop()
+    assert seen["on"] == seen["off"]
+    assert seen["on"] == seen["nats"]
+    answers = seen["on"][0][0]
+    assert any(a.get("error", {}).get("err_code") == 10071 for a in answers)
+    assert sum("seq" in a for a in answers) > len(answers) // 2
+
+
+async def _both(url: str, rounds: list[list[tuple[str, bytes | None]]]) -> list[Any]:
+    return [await run_traffic(url, rounds), await kv_traffic(url)]
+
+
+def test_a_read_of_kv_updates_is_one_store_run_and_reads_no_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps: 200 KV updates (right revisions) in one read, at two sizes of the bucket — one
+    ``store_run`` for the lot, no ``process``, no message read (``load_last_msg``)."""
+    counts = {"run": 0, "process": 0, "load_last": 0}
+    real_run, real_process, real_last = IndexedStore.store_run, StreamIngest.process, IndexedStore.load_last_msg
+
+    def count(key: str, real: Any) -> Any:
+        def counted(*args: Any, **kw: Any) -> Any:
+            counts[key] += 1
+            return real(*args, **kw)
+
+        return counted
+
+    monkeypatch.setattr(IndexedStore, "store_run", count("run", real_run))
+    monkeypatch.setattr(StreamIngest, "process", count("process", real_process))
+    monkeypatch.setattr(IndexedStore, "load_last_msg", count("load_last", real_last))
+
+    async def run() -> list[dict[str, int]]:
+        with tempfile.TemporaryDirectory() as tmp:
+            server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1")
+            await server.start()
+            nc = await connect(server.client_url)
+            try:
+                kv = await jetstream(nc).create_key_value(KeyValueConfig(bucket="B"))
+                out = []
+                for size in (200, 2_000):
+                    revs = await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(size)))
+                    counts.update(run=0, process=0, load_last=0)
+                    await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in range(200)))
+                    out.append(dict(counts))
+                return out
+            finally:
+                await nc.close()
+                await server.shutdown()
+
+    small, large = asyncio.run(run())
+    assert small == large, (small, large)
+    assert small["load_last"] == 0 and small["process"] <= 2 and small["run"] <= 3, small
