@@ -436,6 +436,64 @@ def test_a_get_passes_over_payloads_that_look_like_its_record(tmp_path: Path) ->
         s.stop()
 
 
+def test_a_span_found_in_place_answers_as_a_span_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`blockfiles.SPAN_IN_PLACE` (the fast path: a get finds its record in the block's bytes
+    where the `BlockCache` keeps them, no copy of the span) answers every get as the span read
+    alone does (the switch off): records of subjects of 3 to 7 characters and payloads of
+    several sizes (the record not where same-sized records would put it), payloads holding the
+    next message's sequence bytes, random and in-order gets, some messages removed; each record
+    found in its span (no locator read). With the switch on most gets are answered from the
+    kept blocks without a read of the block."""
+    from pyjetstream.server.jetstream.store import blockfiles, idx_peek
+
+    fallbacks = 0
+    locator = idx_peek.IndexPeeks.locator
+
+    def counting(self: idx_peek.IndexPeeks, index: int, first_seq: int, j: int) -> int | None:
+        nonlocal fallbacks
+        fallbacks += 1
+        return locator(self, index, first_seq, j)
+
+    monkeypatch.setattr(idx_peek.IndexPeeks, "locator", counting)
+    s = open_fs(tmp_path / "s")
+    n = 6_000
+    with s.batch():
+        for i in range(1, n + 1):
+            fake = bytes(5) + (i + 1).to_bytes(8, "little")
+            s.store_msg(f"m.{i % 20 * 731}", b"", fake + b"p%06d" % i + bytes(i % 11 * 5))
+    for seq in range(7, n, 97):
+        s.remove_msg(seq)
+    try:
+        b = s._backend
+        b._whole.load_after = 2  # (blocks kept whole after two reads out of order)
+        s.load_msg(n)
+        assert b.peeks._spans
+        rng = random.Random(5)
+        seqs = [rng.randint(1, b._firsts[-1] - 1) for _ in range(3_000)] + list(range(1, 400))
+        answers = {}
+        for in_place in (False, True, False):
+            monkeypatch.setattr(blockfiles, "SPAN_IN_PLACE", in_place)
+            b._forget_reads(None)
+            hits = b._whole.hits
+            got = []
+            for seq in seqs:
+                try:
+                    msg = s.load_msg(seq)
+                except Exception as exc:  # (the same failure both ways)
+                    got.append(type(exc).__name__)
+                    continue
+                got.append((msg.seq, msg.subject, msg.ts, msg.hdr, msg.data))
+            answers.setdefault(in_place, got)
+            assert answers[in_place] == got
+            assert (b._whole.hits - hits > len(seqs) // 2) == in_place
+        assert answers[True] == answers[False]
+        assert fallbacks == 0  # (every record found in its span, both ways)
+        assert sum(isinstance(a, str) for a in answers[True]) == sum(seq % 97 == 7 for seq in seqs)
+        assert not b.damaged and s.state().msgs == n - len(range(7, n, 97))
+    finally:
+        s.stop()
+
+
 def test_random_gets_never_verify_an_index_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Gets by sequence coming back to a window of an evicted page's slots read that window's
     locators (one small read) and keep them, without verifying the block's index file whole

@@ -57,6 +57,9 @@ from .blockindex import BlockIndexes, _Block
 from .idx_peek import SPAN
 from .run_reader import read_records
 
+#: `_spanned` asks the `BlockCache` for the block's bytes kept whole (False: it reads the span;
+#: a test reads the same messages both ways).
+SPAN_IN_PLACE = True
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
 READ_AHEAD = 256 * 1024
 # Lazy tombstones (``max_msgs_per_subject`` trims in sealed blocks) pending at most this much
@@ -900,15 +903,30 @@ def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> N
 
 def _spanned(files: BlockFiles, seq: int, span: int) -> tuple[bytes, int, int, int, int]:
     """`BlockFiles._record` of a record in ``span`` of its sealed block (``offset << 32 |
-    length``, `IndexPeeks._loc`), read as `BlockFiles._read_sealed` reads one (the span alone)
-    and found by `find_record`; not there (the span does not describe the block): by its slot's
-    locator, read from the block's index file."""
-    blk = files._block_for(seq)
-    plen, j = span & _LEN_MASK, seq - blk.first_seq
-    try:
-        got = find_record(files._read_sealed(blk, span >> 32, plen, 0), seq, plen * (j % SPAN) // SPAN)
-    except ErrCorruptRecord:
-        got = None
+    length``, `IndexPeeks._loc`), found by `find_record` where the block's bytes lie already —
+    kept whole by the `BlockCache` (`SPAN_IN_PLACE`) or in the read-ahead window — else in the
+    span read alone, as `BlockFiles._read_sealed` reads one out of order (``small`` 0); not there
+    (the span does not describe the block): by its slot's locator, read from the block's index
+    file. `_read_sealed`'s steps are done here, in one function, without copying the span: a
+    random get over 1M-10M messages spent ~3 µs between the page lookup and the record, against
+    ~1.5 for a message of a page in memory (its record sliced out of the block's kept bytes)."""
+    blk = files.blocks[bisect.bisect_right(files._firsts, seq) - 1]
+    off, plen, j = span >> 32, span & _LEN_MASK, seq - blk.first_seq
+    ra = files._ra
+    if ra is not None and ra[0] is blk and ra[1] <= off and off + plen <= ra[1] + len(ra[2]):
+        data, base = ra[2], ra[1]
+    else:
+        whole = files._whole_block(blk) if SPAN_IN_PLACE else None
+        if whole is not None and off + plen <= len(whole):
+            files._ra = (blk, 0, whole)
+            data, base = whole, 0
+        else:
+            data, base = os.pread(files._fd(blk), plen, off), off
+            files._ra = (blk, off, data)
+    lo = off - base
+    got = None
+    if lo + plen <= len(data):
+        got = find_record(data, seq, lo + plen * (j % SPAN) // SPAN, lo, lo + plen)
     if got is not None:
         return got
     loc = files.peeks.locator(blk.index, blk.first_seq, j)

@@ -102,10 +102,13 @@ class IndexPeeks:
         ``loc_only`` (the caller knows every slot of the image holds a message, and reads the
         subject and timestamp from the record): a slot not in a window kept is ``(-1, 0, loc)``,
         one read of the file instead of three, or its span ``(SPANNED, 0, span)`` (`_loc`)."""
-        if loc_only:
-            got = self._span(index, j)
-            if got:
-                return (SPANNED, 0, got)
+        if loc_only:  # (`_span` inline: the step of every random get over an evicted page)
+            spans = self._spans.get(index)
+            g = j // SPAN + 1
+            if spans is not None and g < len(spans):
+                a, b = spans[g - 1], spans[g]
+                if 0 < a < b <= a + SPAN_MAX:
+                    return (SPANNED, 0, a << 32 | (b - a))
         w = j // PEEK_WINDOW
         key = index << 40 | w  # (an int: cheaper to hash than a pair)
         cols = self._windows.pop(key, None)

@@ -168,7 +168,7 @@ class SeqIndex(SeqQueries):
             if found is None:
                 return None
             if not found.loaded and self.peeker is not None:
-                if seq < self.first_seq or _removed(found.dels, seq):
+                if seq < self.first_seq or (found.dels and _removed(found.dels, seq)):
                     return None
                 got = self.peeker(found, seq - found.first, not names)
                 if got is not None:
