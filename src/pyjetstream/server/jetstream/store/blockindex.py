@@ -764,9 +764,11 @@ class BlockIndexes(PayloadBackend):
         loaded then, as `load_page` does). ``loc_only`` is taken only where the image has a
         message in each of the page's slots (its live ones and those removed since, ``dels``,
         are all of them): the locator alone then says the slot is live."""
-        blk = self._page_block(page)
-        if blk is None:
+        firsts = self._firsts  # (`_page_block` inline: a step of every random get of an evicted page)
+        i = bisect.bisect_right(firsts, page.first) - 1
+        if i < 0 or (i + 1 < len(firsts) and page.first + page.n > firsts[i + 1]):
             return None
+        blk = self.blocks[i]
         return self.peeks.slot(
             blk.index,
             blk.first_seq,
