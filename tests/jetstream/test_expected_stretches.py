@@ -16,6 +16,7 @@ import asyncio
 import base64
 import json
 import random
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -83,32 +84,44 @@ def traffic(seed: int, rounds: int, per_round: int) -> list[list[tuple[str, byte
     return [[model.message(rng, r * per_round + i) for i in range(per_round)] for r in range(rounds)]
 
 
-async def _read_msgs(reader: asyncio.StreamReader, count: int) -> dict[str, Any]:
-    """``count`` replies (MSG / HMSG) by reply subject, their payloads as JSON."""
+STAMP = re.compile(rb"Nats-Time-Stamp: [^\r]*\r\n")
+
+
+async def _read_msgs(reader: asyncio.StreamReader, count: int, events: list[Any] | None = None) -> dict[str, Any]:
+    """``count`` replies (MSG / HMSG on ``r.*``) by reply subject, their payloads as JSON; any
+    other message (a republished copy, its time stamp taken out) and each reply's subject go to
+    ``events`` in the order they came."""
     out: dict[str, Any] = {}
     while len(out) < count:
         line = (await asyncio.wait_for(reader.readline(), 20)).decode().split()
-        if line[0] == "PING":
-            continue
         if line[0] not in ("MSG", "HMSG"):
             continue
         body = await reader.readexactly(int(line[-1]) + 2)
         hlen = int(line[-2]) if line[0] == "HMSG" else 0
+        if not line[1].startswith("r."):
+            if events is not None:
+                events.append((line[1], STAMP.sub(b"", body[:hlen]), body[hlen:-2]))
+            continue
         out[line[1]] = json.loads(body[hlen:-2])
+        if events is not None:
+            events.append(line[1])
     return out
 
 
-async def run_traffic(url: str, rounds: list[list[tuple[str, bytes | None]]]) -> list[Any]:
+async def run_traffic(url: str, rounds: list[list[tuple[str, bytes | None]]], republish: bool) -> list[Any]:
     host, port = url.removeprefix("nats://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     try:
         await reader.readline()  # INFO
         connect_opts = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True, "protocol": 1}
-        writer.write(f"CONNECT {json.dumps(connect_opts)}\r\nSUB r.> 1\r\n".encode())
-        cfg = {"name": "E", "subjects": ["e.>"], "duplicate_window": 60_000_000_000}
+        writer.write(f"CONNECT {json.dumps(connect_opts)}\r\nSUB r.> 1\r\nSUB rp.> 2\r\n".encode())
+        cfg: dict[str, Any] = {"name": "E", "subjects": ["e.>"], "duplicate_window": 60_000_000_000}
+        if republish:  # (e.x.1 is not republished)
+            cfg["republish"] = {"src": "e.*", "dest": "rp.{{wildcard(1)}}"}
         writer.write(f"PUB $JS.API.STREAM.CREATE.E r.create {len(json.dumps(cfg))}\r\n{json.dumps(cfg)}\r\n".encode())
         assert "error" not in (await _read_msgs(reader, 1))["r.create"]
         answers: list[Any] = []
+        events: list[Any] = []
         n = 0
         for msgs in rounds:  # each round one write: the server reads it together
             data = bytearray()
@@ -121,9 +134,13 @@ async def run_traffic(url: str, rounds: list[list[tuple[str, bytes | None]]]) ->
                     data += hdr + payload + b"\r\n"
                 n += 1
             writer.write(bytes(data))
-            got = await _read_msgs(reader, len(msgs))
+            got = await _read_msgs(reader, len(msgs), events)
             answers += [got[f"r.{i}"] for i in range(n - len(msgs), n)]
-        return [answers, await _contents(reader, writer, "E")]
+        subjects = [subject for msgs in rounds for subject, _ in msgs]
+        copies = sum(1 for a, subject in zip(answers, subjects, strict=True) if "error" not in a and subject.count(".") == 1)
+        while republish and sum(isinstance(e, tuple) for e in events) < copies:  # the last copies
+            await _read_msgs(reader, 1, events)
+        return [answers, await _contents(reader, writer, "E"), events]
     finally:
         writer.close()
 
@@ -177,28 +194,34 @@ async def kv_traffic(url: str) -> list[Any]:
         await nc.close()
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize(("seed", "republish"), [(1, False), (2, False), (3, True), (4, True)])
 def test_expectation_stretches_equal_one_by_one_and_nats_server(
-    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    seed: int, republish: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """``republish``: stream E republishes ``e.*`` to ``rp.*`` (a run's stretch republishes its
+    stored messages, `Run._republish`), the copies received on the publishing connection."""
     rounds = traffic(seed, rounds=6, per_round=40)
     seen = {}
     for name, kind, runs in (("on", EMBEDDED, "1"), ("off", EMBEDDED, "0"), ("nats", NATS_SERVER, "1")):
         monkeypatch.setenv("PYJETSTREAM_RUNS", runs)
         target = make_target(kind, tmp_path / name)
         try:
-            seen[name] = asyncio.run(_both(target.url, rounds))
+            seen[name] = asyncio.run(_both(target.url, rounds, republish))
         finally:
             target.stop()
-    assert seen["on"] == seen["off"]
-    assert seen["on"] == seen["nats"]
-    answers = seen["on"][0][0]
+    assert seen["on"] == seen["off"]  # (every PubAck and copy in the same order)
+    (answers, contents, events), kv = seen["on"]
+    (nats_answers, nats_contents, nats_events), nats_kv = seen["nats"]
+    assert (answers, contents, kv) == (nats_answers, nats_contents, nats_kv)
+    copies = [e for e in events if isinstance(e, tuple)]
+    assert copies == [e for e in nats_events if isinstance(e, tuple)]
+    assert len(copies) > 50 if republish else not copies
     assert any(a.get("error", {}).get("err_code") == 10071 for a in answers)
-    assert sum("seq" in a for a in answers) > len(answers) // 2
+    assert sum("error" not in a for a in answers) > len(answers) // 2
 
 
-async def _both(url: str, rounds: list[list[tuple[str, bytes | None]]]) -> list[Any]:
-    return [await run_traffic(url, rounds), await kv_traffic(url)]
+async def _both(url: str, rounds: list[list[tuple[str, bytes | None]]], republish: bool) -> list[Any]:
+    return [await run_traffic(url, rounds, republish), await kv_traffic(url)]
 
 
 def test_a_read_of_kv_updates_is_one_store_run_and_reads_no_message(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,8 @@ one by one (nats-server has no such path: ``processInboundJetStreamMsg`` runs pe
 
 The run looks for stretches of messages that every check of `StreamIngest.process` passes for
 without a lookup beyond the duplicate window: the stream's config leaves nothing else to check
-(``StreamIngest.stretches``: not sealed, no transform, counters, interest retention or republish;
+(``StreamIngest.stretches``: not sealed, no transform, counters or interest retention, republish only
+in a file stream without max_msgs / max_bytes — `Run._republish`;
 in a schedules stream a stretch ends the schedules on its subjects), and each message is within the size limits, not a batch's, and has no header block
 or one whose only ``Nats-`` headers are ``Nats-Msg-Id``, this stream as ``Nats-Expected-Stream``
 and, where the stream allows TTLs, a valid ``Nats-TTL`` (one the markers' TTL does not raise)
@@ -382,10 +383,16 @@ class Run:
         with_hdr = n - blocks.count(b"") if self.nones < self.n else 0
         records = n * base + with_hdr * (store.record_size(0, 1, 0) - base - 1) + sizes
         largest = max(map(add, map(len, blocks), map(len, datas))) if stream.cfg.max_msg_size > 0 else 0
-        if not engine.room_for_run(storage, n, records) or not store.run_fits(subs, largest, records):
+        republish = ingest.republish is not None
+        if (
+            (republish and not ingest.writes.holding)
+            or not engine.room_for_run(storage, n, records)
+            or not store.run_fits(subs, largest, records)
+        ):
             for k in range(lo, hi):
                 self.one(k)
             return
+        lasts = self._lasts(subs) if republish else None
         first, tss, error = store.store_run(subs, blocks, datas, ttls)
         done = len(tss)
         if done:
@@ -394,6 +401,8 @@ class Run:
                 sizes = sum(map(len, subs)) + sum(map(len, blocks[:done])) + sum(map(len, datas[:done]))
             engine.note_writes(storage, done, sizes)
             self._after_store(first, subs, tss, ids, ttls, scheduled)
+            if lasts is not None:
+                self._republish(first, subs, blocks, datas, tss, lasts)
             if not stream.cfg.no_ack:
                 self._ack_stretch(self.replies[lo : lo + done], first)
         if error is not None:
@@ -435,6 +444,35 @@ class Run:
             stream.watch_expiry(0, 0)
         if stream.consumers:
             ingest.writes.signal_run(first, subs)
+
+    def _lasts(self, subs: list[str]) -> list[int]:
+        """Before a stretch is stored: the last sequence on each message's subject before it —
+        the index's (`MessageStore.last_seq_on`) or an earlier message's of the stretch (the
+        stretch is stored from the stream's last sequence + 1 on)."""
+        store = self.ingest.stream.store
+        seq = store.fast_state().last_seq
+        seen: dict[str, int] = {}
+        out = []
+        for subject in subs:
+            last = seen.get(subject)
+            out.append(store.last_seq_on(subject) if last is None else last)
+            seq += 1
+            seen[subject] = seq
+        return out
+
+    def _republish(
+        self, first: int, subs: list[str], blocks: list[bytes], datas: list[bytes], tss: Sequence[int], lasts: list[int]
+    ) -> None:
+        """`StreamIngest.commit`'s republish for each stored message of a stretch (nats-server
+        ``processJetStreamMsg``'s republish after the store), in order. Only while the writes
+        are held (`_commit_stretch`): then one by one too sends every copy at once and the
+        PubAcks and the consumers' signals when the writes are committed, as the stretch does."""
+        stream = self.ingest.stream
+        match = self.ingest.republish.match_and_apply  # type: ignore[union-attr]  # (the caller checked)
+        for i, subject in enumerate(subs):
+            dest = match(subject)
+            if dest is not None:
+                stream.republish_msg(dest, subject, first + i, tss[i], lasts[i], blocks[i] or None, datas[i])
 
     def _watch_ttls(self, tss: Sequence[int], ttls: list[int]) -> None:
         """`Stream.watch_expiry` for the stored message whose TTL ends first: the timer each

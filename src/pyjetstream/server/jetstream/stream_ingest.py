@@ -140,10 +140,18 @@ class StreamIngest:
         # A run's stretches (``ingest_run.py``) go through a schedules stream too: of a message
         # without a schedule header a schedule needs only that it ends one on its subject
         # (``MsgSchedules.on_stored``), which the stretch does for all its subjects at once.
-        self.stretches = plain
-        # And stretches of Nats-Expected-Last-Subject-Sequence (KV create / update: `Run._expected`)
-        # where no limit but the per-subject one can remove a subject's last message mid-stretch.
-        self.expect_stretches = plain and cfg.max_msgs <= 0 and cfg.max_bytes <= 0
+        # Where no limit but the per-subject one can remove a subject's last message mid-stretch
+        # (it keeps the newest), a stretch knows each subject's last sequence as it stands: it
+        # may take Nats-Expected-Last-Subject-Sequence (KV create / update: `Run._expected`) and
+        # republish (`Run._republish`: each copy's Nats-Last-Sequence).
+        lasts_known = cfg.max_msgs <= 0 and cfg.max_bytes <= 0
+        self.stretches = plain or (
+            lasts_known
+            and self.republish is not None
+            and cfg.storage == StorageType.FILE  # (where the run holds the writes: `Run._republish`)
+            and not (cfg.sealed or self.transform is not None or cfg.allow_msg_counter or self.interest)
+        )
+        self.expect_stretches = self.stretches and lasts_known
         # Schedules themselves too, where their roll-up is taken (``Run._schedules``), and a
         # firing's messages (`store_internal_run`); off with the server's ``runs`` (then each
         # goes through `process` / `store_internal`).
