@@ -35,6 +35,8 @@ import zlib
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from .run_reader import find_in_span
+
 BLOCK_MAGIC = b"PJSB"
 BLOCK_VERSION = 1
 BLOCK_HDR = struct.Struct("<4sB3xQ")
@@ -257,7 +259,9 @@ def first_msg_seq(buf: bytes | mmap.mmap, off: int, n: int) -> int | None:
 
 _NOT_MSG = KIND_MASK | FLAG_ERASED  # a record that is not a message's (`find_record`)
 _SEQ_AT = 5  # where a record's sequence lies in its header (after its length and kind)
-_NEAR = 256  # bytes either side of its guess `find_record` looks for a record first
+_NEAR = 256  # bytes before its guess `find_record` looks for a record from
+#: `find_record`'s constants (`run_reader.find_in_span`, compiled).
+SPAN_LAYOUT = (REC_HDR.unpack_from, REC_HDR_LEN, REC_OVERHEAD, _NOT_MSG, CRC_RESIDUE, _SEQ_AT, _NEAR)
 
 
 def find_record(
@@ -272,22 +276,6 @@ def find_record(
     bytes before ``guess`` (where it lies if the records are the same size; records of subjects
     a character or two longer or shorter drift from it: a look at the guess alone missed for
     ~60% of random gets over subjects ``m.0`` .. ``m.999``, and the scan from the span's start
-    then cost ~1 µs over 3 KiB of headers whose sequences are alike), then before that."""
-    key = seq.to_bytes(8, "little")
-    if hi < 0:
-        hi = len(data)
-    first = lo + _SEQ_AT
-    start = max(first, guess + _SEQ_AT - _NEAR)
-    # (The second range ends where a key starting before the first range's start ends.)
-    for a, b in ((start, hi), (first, start + 7)) if start > first else ((first, hi),):
-        at = data.find(key, a, b)
-        while at >= 0:
-            rec_at = at - _SEQ_AT
-            if rec_at + REC_HDR_LEN <= hi:
-                total, kind, _seq, ts, slen, hlen = REC_HDR.unpack_from(data, rec_at)
-                if not kind & _NOT_MSG and REC_OVERHEAD <= total <= hi - rec_at:
-                    rec = data[rec_at : rec_at + total]
-                    if _crc32(rec) == CRC_RESIDUE:
-                        return rec, kind, ts, slen, hlen
-            at = data.find(key, at + 1, b)
-    return None
+    then cost ~1 µs over 3 KiB of headers whose sequences are alike), then before that.
+    The search is `run_reader.find_in_span` (compiled with the read-ahead loop)."""
+    return find_in_span(data, seq, guess, lo, len(data) if hi < 0 else hi, SPAN_LAYOUT, _crc32)

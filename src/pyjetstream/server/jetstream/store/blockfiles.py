@@ -45,9 +45,9 @@ from ._records import (
     REC_HDR,
     REC_HDR_LEN,
     REC_OVERHEAD,
+    SPAN_LAYOUT,
     encode_block_header,
     erased_record,
-    find_record,
     floor_record,
     tombstone,
 )
@@ -55,7 +55,7 @@ from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, MsgTuple, St
 from .blockcache import BlockCache
 from .blockindex import BlockIndexes, _Block
 from .idx_peek import SPAN
-from .run_reader import read_records
+from .run_reader import find_in_span, read_records
 
 #: `_spanned` asks the `BlockCache` for the block's bytes kept whole (False: it reads the span;
 #: a test reads the same messages both ways).
@@ -926,7 +926,7 @@ def _spanned(files: BlockFiles, seq: int, span: int) -> tuple[bytes, int, int, i
     lo = off - base
     got = None
     if lo + plen <= len(data):
-        got = find_record(data, seq, lo + plen * (j % SPAN) // SPAN, lo, lo + plen)
+        got = find_in_span(data, seq, lo + plen * (j % SPAN) // SPAN, lo, lo + plen, SPAN_LAYOUT, _crc32)
     if got is not None:
         return got
     loc = files.peeks.locator(blk.index, blk.first_seq, j)

@@ -11,7 +11,9 @@ flag, the CRC of a block not written by this process) or is compressed goes to
 ``BlockFiles.read_checked`` (which decompresses it or notes it damaged).
 
 The record layout comes in as ``BlockFiles.RUN_LAYOUT`` (``_records`` is its one place), and the
-module imports only the standard library (the compiled group is closed).
+module imports only the standard library (the compiled group is closed). `find_in_span` (a
+random get's search for its record in a span of its block, ``_records.find_record``) is here to be
+compiled too: ~1.2 µs of a ~5 µs random get over 10M messages in pure Python, ~0.85 compiled.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["read_records"]
+__all__ = ["find_in_span", "read_records"]
 
 #: The active block's window covers every sequence from its first record on.
 _NO_END = 1 << 62
@@ -98,3 +100,39 @@ def read_records(
         else:
             out.append((subject, seq, tss[i], b"", ra_data[body_at:end]))
     return out
+
+
+def find_in_span(
+    data: bytes,
+    seq: int,
+    guess: int,
+    lo: int,
+    hi: int,
+    layout: tuple[Callable[[bytes, int], tuple[int, int, int, int, int, int]], int, int, int, int, int, int],
+    crc32: Callable[[bytes], int],
+) -> tuple[bytes, int, int, int, int] | None:
+    """``_records.find_record`` (its docstring says why it looks where it does): the checked
+    message record of ``seq`` in ``data[lo:hi]``, looked for from ``near`` bytes before
+    ``guess`` to ``hi``, then before that. ``layout``: (the record header's ``unpack_from``, its
+    length, the smallest record's length, the kinds and flags of records that are not a
+    message's, the CRC residue, where the sequence lies in the header, ``near``)."""
+    unpack, hdr_len, overhead, not_msg, residue, seq_at, near = layout
+    key = seq.to_bytes(8, "little")
+    first = lo + seq_at
+    start = max(first, guess + seq_at - near)
+    a, b = start, hi
+    while True:
+        at = data.find(key, a, b)
+        while at >= 0:
+            rec_at = at - seq_at
+            if rec_at + hdr_len <= hi:
+                total, kind, _seq, ts, slen, hlen = unpack(data, rec_at)
+                if not kind & not_msg and overhead <= total <= hi - rec_at:
+                    rec = data[rec_at : rec_at + total]
+                    if crc32(rec) == residue:
+                        return rec, kind, ts, slen, hlen
+            at = data.find(key, at + 1, b)
+        if a == first:
+            return None
+        # (Before the first range: up to where a key starting before its start ends.)
+        a, b = first, start + len(key) - 1
