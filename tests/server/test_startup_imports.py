@@ -82,8 +82,10 @@ NOT_AT_START = (
 # and memory stores imported on first use; 129 with the advisory models imported at the first
 # advisory, 130 once store.idx_peek came; 129 with sourcing.py imported for a stream with a mirror or
 # sources; 127 with the trace models at the first traced message and direct_get.py for a stream
-# allowing direct gets): a bound, so that a new eager import of a whole subsystem shows here.
-MAX_PACKAGE_MODULES = 127
+# allowing direct gets; 128 with store.remove_one, a file store's removal of one message, which every
+# STREAM.MSG.DELETE and work-queue ack takes): a bound, so that a new eager import of a whole subsystem
+# shows here.
+MAX_PACKAGE_MODULES = 128
 
 
 def _create_stream(conf: Path, tmp_path: Path) -> None:
