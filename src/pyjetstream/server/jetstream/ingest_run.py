@@ -4,8 +4,8 @@ one by one (nats-server has no such path: ``processInboundJetStreamMsg`` runs pe
 
 The run looks for stretches of messages that every check of `StreamIngest.process` passes for
 without a lookup beyond the duplicate window: the stream's config leaves nothing else to check
-(``StreamIngest.stretches``: not sealed, no transform, counters or interest retention, republish only
-in a file stream without max_msgs / max_bytes — `Run._republish`;
+(``StreamIngest.stretches``: not sealed, no counters or interest retention, republish only
+in a file stream without max_msgs / max_bytes — `Run._republish` —, an input transform applied per message;
 in a schedules stream a stretch ends the schedules on its subjects), and each message is within the size limits, not a batch's, and has no header block
 or one whose only ``Nats-`` headers are ``Nats-Msg-Id``, this stream as ``Nats-Expected-Stream``
 and, where the stream allows TTLs, a valid ``Nats-TTL`` (one the markers' TTL does not raise)
@@ -242,12 +242,16 @@ class Run:
         keeps a subject's newest. The stretch ends before a mismatch: `StreamIngest.process`
         answers it (10071, nats-server ``processJetStreamMsg``'s ``LoadLastMsg`` check)."""
         store = self.ingest.stream.store
-        subjects, hdrs = self.subjects, self.hdrs
+        hdrs = self.hdrs
+        subjects = self.subjects
+        transformed = self.ingest.transformed if self.ingest.transform is not None else None
         seq = store.fast_state().last_seq  # (the sequence the last one of the stretch got)
         lasts: dict[str, int] = {}
         i = k
         while i < self.n:
             hdr, subject = hdrs[i], subjects[i]
+            if transformed is not None:
+                subject = transformed(subject)
             if hdr is not None and NATS_PREFIX in hdr:
                 if not only_these_nats_headers(hdr, EXPECT_LAST_SUBJ_HEADERS):
                     break
@@ -495,9 +499,13 @@ class Run:
             ingest.writes.respond_all(list(zip(replies, acks, strict=True)))
 
     def _slice(self, lo: int, hi: int) -> tuple[list[str], list[bytes], list[bytes], int]:
-        """Messages ``lo`` to ``hi``: subjects, header blocks (``b""``: none), payloads, and the
-        sum of their lengths."""
-        if lo == 0 and hi == self.n:
+        """Messages ``lo`` to ``hi``: subjects (transformed by the stream's input transform, as
+        `StreamIngest.process` takes them), header blocks (``b""``: none), payloads, and the sum
+        of their lengths."""
+        if self.ingest.transform is not None:
+            subjects, payloads = list(map(self.ingest.transformed, self.subjects[lo:hi])), self.payloads[lo:hi]
+            size = -1
+        elif lo == 0 and hi == self.n:
             subjects, payloads = self.subjects, self.payloads
             size = self.subject_bytes + self.payload_bytes + self.hdr_bytes
         else:

@@ -144,12 +144,12 @@ class StreamIngest:
         # (it keeps the newest), a stretch knows each subject's last sequence as it stands: it
         # may take Nats-Expected-Last-Subject-Sequence (KV create / update: `Run._expected`) and
         # republish (`Run._republish`: each copy's Nats-Last-Sequence).
+        # An input transform too: a stretch takes each message under its transformed subject
+        # (`Run._slice`, as `process` checks and stores it).
         lasts_known = cfg.max_msgs <= 0 and cfg.max_bytes <= 0
-        self.stretches = plain or (
-            lasts_known
-            and self.republish is not None
-            and cfg.storage == StorageType.FILE  # (where the run holds the writes: `Run._republish`)
-            and not (cfg.sealed or self.transform is not None or cfg.allow_msg_counter or self.interest)
+        self.stretches = not (cfg.sealed or cfg.allow_msg_counter or self.interest) and (
+            self.republish is None
+            or (lasts_known and cfg.storage == StorageType.FILE)  # (the run holds the writes: `Run._republish`)
         )
         self.expect_stretches = self.stretches and lasts_known
         # Schedules themselves too, where their roll-up is taken (``Run._schedules``), and a
