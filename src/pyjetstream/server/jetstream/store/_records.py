@@ -35,8 +35,6 @@ import zlib
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .run_reader import find_in_span
-
 BLOCK_MAGIC = b"PJSB"
 BLOCK_VERSION = 1
 BLOCK_HDR = struct.Struct("<4sB3xQ")
@@ -257,25 +255,9 @@ def first_msg_seq(buf: bytes | mmap.mmap, off: int, n: int) -> int | None:
     return None
 
 
-_NOT_MSG = KIND_MASK | FLAG_ERASED  # a record that is not a message's (`find_record`)
+_NOT_MSG = KIND_MASK | FLAG_ERASED  # a record that is not a message's
 _SEQ_AT = 5  # where a record's sequence lies in its header (after its length and kind)
-_NEAR = 256  # bytes before its guess `find_record` looks for a record from
-#: `find_record`'s constants (`run_reader.find_in_span`, compiled).
+_NEAR = 256  # bytes before its guess a span's search looks for a record from
+#: The record layout's constants a span's search takes (`run_reader.find_in_span`, compiled:
+#: it imports only the standard library, so the layout comes in as this, as ``BlockFiles.RUN_LAYOUT`` does).
 SPAN_LAYOUT = (REC_HDR.unpack_from, REC_HDR_LEN, REC_OVERHEAD, _NOT_MSG, CRC_RESIDUE, _SEQ_AT, _NEAR)
-
-
-def find_record(
-    data: bytes, seq: int, guess: int, lo: int = 0, hi: int = -1
-) -> tuple[bytes, int, int, int, int] | None:
-    """The checked record of message ``seq`` among the records in ``data`` (a span of a block,
-    `BlockFiles._spanned`; ``data[lo:hi]`` when ``hi`` is not -1, the block's bytes kept whole:
-    no copy of the span): ``(its bytes, kind, timestamp, subject length, header length)``,
-    None when not there (``guess`` is an offset in ``data``). Found by its sequence — the 8
-    bytes at its header's `_SEQ_AT`, then its kind, length and CRC checked, so bytes of a
-    payload that look like it are passed over — looked for at C speed (``find``) from `_NEAR`
-    bytes before ``guess`` (where it lies if the records are the same size; records of subjects
-    a character or two longer or shorter drift from it: a look at the guess alone missed for
-    ~60% of random gets over subjects ``m.0`` .. ``m.999``, and the scan from the span's start
-    then cost ~1 µs over 3 KiB of headers whose sequences are alike), then before that.
-    The search is `run_reader.find_in_span` (compiled with the read-ahead loop)."""
-    return find_in_span(data, seq, guess, lo, len(data) if hi < 0 else hi, SPAN_LAYOUT, _crc32)

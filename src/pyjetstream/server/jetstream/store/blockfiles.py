@@ -903,7 +903,7 @@ def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> N
 
 def _spanned(files: BlockFiles, seq: int, span: int) -> tuple[bytes, int, int, int, int]:
     """`BlockFiles._record` of a record in ``span`` of its sealed block (``offset << 32 |
-    length``, `IndexPeeks._loc`), found by `find_record` where the block's bytes lie already —
+    length``, `IndexPeeks._loc`), found by `find_in_span` where the block's bytes lie already —
     kept whole by the `BlockCache` (`SPAN_IN_PLACE`) or in the read-ahead window — else in the
     span read alone, as `BlockFiles._read_sealed` reads one out of order (``small`` 0); not there
     (the span does not describe the block): by its slot's locator, read from the block's index

@@ -12,7 +12,7 @@ flag, the CRC of a block not written by this process) or is compressed goes to
 
 The record layout comes in as ``BlockFiles.RUN_LAYOUT`` (``_records`` is its one place), and the
 module imports only the standard library (the compiled group is closed). `find_in_span` (a
-random get's search for its record in a span of its block, ``_records.find_record``) is here to be
+random get's search for its record in a span of its block, ``BlockFiles._spanned``) is here to be
 compiled too: ~1.2 µs of a ~5 µs random get over 10M messages in pure Python, ~0.85 compiled.
 """
 
@@ -111,11 +111,18 @@ def find_in_span(
     layout: tuple[Callable[[bytes, int], tuple[int, int, int, int, int, int]], int, int, int, int, int, int],
     crc32: Callable[[bytes], int],
 ) -> tuple[bytes, int, int, int, int] | None:
-    """``_records.find_record`` (its docstring says why it looks where it does): the checked
-    message record of ``seq`` in ``data[lo:hi]``, looked for from ``near`` bytes before
-    ``guess`` to ``hi``, then before that. ``layout``: (the record header's ``unpack_from``, its
-    length, the smallest record's length, the kinds and flags of records that are not a
-    message's, the CRC residue, where the sequence lies in the header, ``near``)."""
+    """The checked message record of ``seq`` in ``data[lo:hi]`` (a span of a block, or the
+    block's bytes kept whole: no copy of the span), ``(its bytes, kind, timestamp, subject
+    length, header length)``, None when not there. Found by its sequence — the 8 bytes at the
+    header's ``seq_at``, then its kind, length and CRC checked, so bytes of a payload that look
+    like it are passed over — looked for at C speed (``find``) from ``near`` bytes before
+    ``guess`` (where it lies if the records are the same size; records of subjects a character
+    or two longer or shorter drift from it: a look at the guess alone missed for ~60% of random
+    gets over subjects ``m.0`` .. ``m.999``, and a scan from the span's start then cost ~1 µs
+    over 3 KiB of headers whose sequences are alike) to ``hi``, then before that. ``layout``
+    (``_records.SPAN_LAYOUT``): (the record header's ``unpack_from``, its length, the smallest
+    record's length, the kinds and flags of records that are not a message's, the CRC residue,
+    where the sequence lies in the header, ``near``)."""
     unpack, hdr_len, overhead, not_msg, residue, seq_at, near = layout
     key = seq.to_bytes(8, "little")
     first = lo + seq_at
