@@ -118,11 +118,7 @@ class IndexPeeks:
             lay = self._layouts[index] if index in self._layouts else self._layout(index, first_seq)
             if lay is None:
                 return None
-            seen = self._seen
-            if seen.pop(key, 0) is not None:  # (asked once lately: None)
-                seen[key] = None
-                if len(seen) > PEEK_SEEN:
-                    del seen[next(iter(seen))]
+            if self._first_ask(key):
                 lay = lay if lay.checked else self._check(index, first_seq)
                 fd = None if lay is None else self._fd(index)
                 if fd is None:
@@ -175,11 +171,7 @@ class IndexPeeks:
             fd = self._fd(index)
             if fd is None:
                 return None
-            seen = self._seen
-            if seen.pop(key, 0) is not None:  # (asked once lately: None)
-                seen[key] = None
-                if len(seen) > PEEK_SEEN:
-                    del seen[next(iter(seen))]
+            if self._first_ask(key):
                 return _read_loc(lay, fd, j)
             locs = _read_locs(lay, fd, j - j % PEEK_WINDOW, PEEK_WINDOW)
             if locs is None:
@@ -190,6 +182,18 @@ class IndexPeeks:
         self._locs[key] = locs  # (most recently used last)
         loc = locs[j % PEEK_WINDOW]
         return (-1, 0, loc) if loc else (0, 0, 0)
+
+    def _first_ask(self, key: int) -> bool:
+        """Whether window ``key`` was not asked for among the last `PEEK_SEEN` windows asked
+        (then it is noted, the least recently asked forgotten past them: the caller reads the one
+        slot); False: asked once lately, the caller reads the window whole and keeps it."""
+        seen = self._seen
+        if seen.pop(key, 0) is None:  # (asked once lately: None)
+            return False
+        seen[key] = None
+        if len(seen) > PEEK_SEEN:
+            del seen[next(iter(seen))]
+        return True
 
     def locator(self, index: int, first_seq: int, j: int) -> int | None:
         """Slot ``j``'s locator read from block ``index``'s file (0: no message there; None:
@@ -232,7 +236,7 @@ class IndexPeeks:
             locs = view[:size].cast("Q")
             out.extend([loc >> 32 for loc in locs[::SPAN]])
             last = locs[-1]
-        out.append((last >> 32) + (last & 0xFFFFFFFF) if last else 0)
+        out.append(_record_end(last))
         self._spans[index] = out
         self._asks.pop(index, None)
         return True
@@ -323,9 +327,13 @@ def _spans_of(locs: array[int]) -> array[int]:
     """The record offsets of every `SPAN`-th slot of a block and the end of its last record
     (0 where a slot holds no message: a span next to it is not used)."""
     out = array("I", [loc >> 32 for loc in locs[::SPAN]])
-    last = locs[-1] if locs else 0
-    out.append((last >> 32) + (last & 0xFFFFFFFF) if last else 0)
+    out.append(_record_end(locs[-1] if locs else 0))
     return out
+
+
+def _record_end(loc: int) -> int:
+    """Where the record a locator (``offset << 32 | length``) names ends (0: no record)."""
+    return (loc >> 32) + (loc & 0xFFFFFFFF) if loc else 0
 
 
 def _read_window(lay: _IdxLayout, fd: int, lo: int, size: int) -> _Cols | None:
