@@ -10,7 +10,9 @@ keeps its consumers in a subject sublist and matches the message's subject. So d
 without one); the consumers filtered to a literal subject and those taking everything are also kept
 in dicts, which answer alone while no other wildcard filter exists; else the consumers a subject
 reaches are cached per subject as one tuple, in the order they were added, until a consumer comes,
-goes or changes its filters.
+goes or changes its filters. A change marks the dicts' tuple of its subject stale (`_STALE`), to be
+built again by the next `match` that asks for it: building it at every change made creating n
+consumers on one filter (or none) cost n² steps (``copied`` counts the consumers copied into them).
 
 It also keeps what listing and limits ask of all consumers at once: the count of public ones
 (not direct, nats-server ``numPublicConsumers``), of limitable ones (neither direct nor sourcing,
@@ -37,6 +39,8 @@ __all__ = ["ConsumerIndex"]
 #: Subjects whose consumers are cached at most (beyond it the cache starts over).
 CACHE_MAX = 4096
 _NO_CONSUMERS: tuple[Consumer, ...] = ()
+#: A direct lookup's tuple, to be built again from its entries (truthy: it has some; never iterated).
+_STALE: tuple[Consumer, ...] = (None,)  # type: ignore[assignment]
 
 
 class _Entry:
@@ -71,6 +75,7 @@ class ConsumerIndex:
         "_names",
         "_sl",
         "_wild",
+        "copied",
         "direct",
         "limitable",
         "visited",
@@ -80,15 +85,17 @@ class ConsumerIndex:
         self._sl = Sublist()
         self._entries: dict[str, list[_Entry]] = {}  # consumer name -> its entries
         self._cache: dict[str, tuple[Consumer, ...]] = {}
-        self._lit_entries: dict[str, list[_Entry]] = {}  # literal filter -> its entries
+        # (entries as dict keys, in the order they were added: one is removed in one step)
+        self._lit_entries: dict[str, dict[_Entry, None]] = {}  # literal filter -> its entries
         self._lit: dict[str, tuple[Consumer, ...]] = {}  # literal filter -> its consumers, in order
-        self._all_entries: list[_Entry] = []  # filter ``>`` (or none)
+        self._all_entries: dict[_Entry, None] = {}  # filter ``>`` (or none)
         self._all: tuple[Consumer, ...] = _NO_CONSUMERS
         self._wild = 0  # entries with another wildcard filter (then the sublist answers)
         self._names: list[str] | None = None  # public names, sorted (None: to sort again)
         self._added = 0
         self.direct = 0  # direct consumers (a mirror's or a source's, on its origin)
         self.limitable = 0  # neither direct nor sourcing
+        self.copied = 0  # consumers copied into the direct lookups' tuples (a step count)
         self.visited = 0
 
     def add(self, consumer: Consumer) -> None:
@@ -133,27 +140,39 @@ class ConsumerIndex:
         self._cache.clear()
 
     def _place(self, entry: _Entry, added: bool) -> None:
-        """Keep the direct lookups (literal filters, ``>``) in step with an entry."""
+        """Keep the direct lookups (literal filters, ``>``) in step with an entry: the lookup's
+        tuple is marked stale, not built (see the module doc)."""
         subject = entry.subject
         if entry.literal:
-            entries = self._lit_entries.setdefault(subject, [])
+            entries = self._lit_entries.setdefault(subject, {})
             if added:
-                entries.append(entry)
+                entries[entry] = None
             else:
-                entries.remove(entry)
+                del entries[entry]
             if entries:
-                self._lit[subject] = tuple(e.consumer for e in entries)
+                self._lit[subject] = _STALE
             else:
                 del self._lit_entries[subject]
                 del self._lit[subject]
         elif subject == FWC:
             if added:
-                self._all_entries.append(entry)
+                self._all_entries[entry] = None
             else:
-                self._all_entries.remove(entry)
-            self._all = tuple(e.consumer for e in self._all_entries)
+                del self._all_entries[entry]
+            self._all = _STALE if self._all_entries else _NO_CONSUMERS
         else:
             self._wild += 1 if added else -1
+
+    def _built_all(self) -> tuple[Consumer, ...]:
+        self.copied += len(self._all_entries)
+        found = self._all = tuple(e.consumer for e in self._all_entries)
+        return found
+
+    def _built_lit(self, subject: str) -> tuple[Consumer, ...]:
+        entries = self._lit_entries[subject]
+        self.copied += len(entries)
+        found = self._lit[subject] = tuple(e.consumer for e in entries)
+        return found
 
     def clear(self) -> None:
         """The stream stopped: no consumers."""
@@ -174,8 +193,12 @@ class ConsumerIndex:
             found = self._lit.get(subject)
             if found is None:
                 found = self._all
+                if found is _STALE:
+                    found = self._built_all()
             elif self._all:
                 found = self._cache.get(subject) or self._lookup(subject)
+            elif found is _STALE:
+                found = self._built_lit(subject)
         else:
             found = self._cache.get(subject)
             if found is None:
