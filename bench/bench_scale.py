@@ -277,6 +277,16 @@ class Ctx:
     def restart(self, kill: bool, stream: str, messages: int) -> None:
         """Stop (or ``kill -9``) and start again; ready when ``stream`` reports ``messages``. The new
         process's CPU until then is kept in ``restart_cpu``."""
+
+        def ready() -> bool:
+            info = self.api.api(f"STREAM.INFO.{stream}", timeout=max(self.left(), 1.0), check=False)
+            return bool(info.get("state", {}).get("messages") == messages)
+
+        self.restart_until(kill, ready)
+
+    def restart_until(self, kill: bool, ready: Callable[[], bool]) -> None:
+        """Stop (or ``kill -9``) and start again; ready when ``ready()`` (asked on fresh connections)
+        says so. The new process's CPU until then is kept in ``restart_cpu``."""
         self.close()
         if kill:
             self.target.kill()
@@ -286,8 +296,7 @@ class Ctx:
         while True:
             try:
                 self.connect()
-                info = self.api.api(f"STREAM.INFO.{stream}", timeout=max(self.left(), 1.0), check=False)
-                if info.get("state", {}).get("messages") == messages:
+                if ready():
                     break
             except (OSError, TimeoutError):
                 pass

@@ -37,6 +37,15 @@ every dimension, without ``--dim``, runs these too).
   (per get);
 - ``interest`` (10k / 100k / 1M messages in an interest stream with 100 durable pull consumers): one of
   them fetches and acks (per ack; the 99 others keep every message).
+- restarts beyond messages (``messages`` and ``gaps`` restart a stream of messages): a clean stop and a
+  ``kill -9``, each until the new process answers for all of the state, per unit of it (the new
+  process's CPU until then; resident memory after): ``rconsumers`` (100 / 1k / 10k durable pull
+  consumers on one stream, a tenth of them with 10 pending acks; ready when ``STREAM.INFO`` counts
+  them and ``CONSUMER.INFO`` gives the last one's pending), ``rkeys`` (1k / 10k / 100k keys of a KV
+  bucket, one revision each; ready when ``STREAM.INFO`` counts the messages and subjects and the last
+  key's get answers), ``rstreams`` (10 / 100 / 1k file streams of 10 messages each; ready when
+  ``$JS.API.INFO`` counts them and the last one's ``STREAM.INFO`` its messages), ``racks`` (1k / 10k /
+  100k pending acks of one consumer; ready when ``CONSUMER.INFO`` gives them all).
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +75,7 @@ from bench_scale import (
     pubs,
     timed_build,
 )
-from rawnats import ManyConns, header_block, pub_frame, publish_window, server_cpu
+from rawnats import ManyConns, header_block, pub_frame, publish_window, server_rss_mib
 
 # ---- streams
 
@@ -97,23 +107,7 @@ def _pub_spread(ctx: Ctx) -> int:
 
 
 def _restart_streams(ctx: Ctx) -> int:
-    ctx.close()
-    ctx.target.stop()
-    ctx.target.start()
-    while True:
-        try:
-            ctx.connect()
-            info = ctx.api.api("INFO", timeout=max(ctx.left(), 1.0), check=False)
-            if info.get("streams") == ctx.size:
-                break
-        except (OSError, TimeoutError):
-            pass
-        ctx.api.close()
-        ctx.pub.close()
-        if not ctx.left():
-            raise bs.Partial(0)
-        time.sleep(0.02)
-    ctx.restart_cpu = server_cpu(ctx.target)
+    ctx.restart_until(False, lambda: _answers(ctx, "INFO", {"streams": ctx.size}))
     return int(ctx.size)
 
 
@@ -723,6 +717,162 @@ def ops_kvhist() -> list[Op]:
     ]
 
 
+# ---- restarts (restart): what one restart costs as the state grows, beyond messages
+
+
+def _answers(ctx: Ctx, api: str, want: dict[str, Any], body: dict[str, Any] | None = None) -> bool:
+    """Whether ``$JS.API.<api>`` answers with each of ``want``'s dotted fields at its value."""
+    info = ctx.api.api(api, body, timeout=max(ctx.left(), 1.0), check=False)
+    for path, value in want.items():
+        got: Any = info
+        for part in path.split("."):
+            got = got.get(part) if isinstance(got, dict) else None
+        if got != value:
+            return False
+    return True
+
+
+def _restart_ops(ready: Callable[[Ctx], bool], per: str) -> list[Op]:
+    """A clean restart and a ``kill -9`` one, each until ``ready`` (per unit of the dimension's state),
+    with the resident memory after."""
+
+    def run(kill: bool) -> Callable[[Ctx], int]:
+        def restart(ctx: Ctx) -> int:
+            ctx.restart_until(kill, lambda: ready(ctx))
+            ctx.state["rss_restart"] = server_rss_mib(ctx.target)
+            return int(ctx.size)
+
+        return restart
+
+    return [
+        Op("restart", "restart after a clean stop", per, run(False), once=True, restart=True),
+        Op("restart_kill", "restart after kill -9", per, run(True), once=True, restart=True),
+    ]
+
+
+def _fetch(ctx: Ctx, stream: str, names: list[str], batch: int) -> None:
+    """Each of ``names`` (durable pull consumers) fetches ``batch`` messages, left unacknowledged."""
+    conn = ctx.conn()
+    conn.sub("_RF.*", 1)
+    conn.flush()
+    body = json.dumps({"batch": batch, "no_wait": True}).encode()
+    for i in range(0, len(names), 100):
+        nexts = (pub_frame(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{c}", body, "_RF.1") for c in names[i : i + 100])
+        conn.send(b"".join(nexts))
+        ctx.wait(lambda: conn.deliveries, batch * min(i + 100, len(names)))
+    conn.close()
+
+
+def build_rconsumers(ctx: Ctx) -> None:
+    """Stream ``RC`` (1,000 messages) with ``n`` durable pull consumers; every tenth has 10 pending acks."""
+    n = ctx.size
+    create_stream(ctx, "RC", subjects=["rc.>"], max_consumers=n + 1000)
+    ctx.publish(pubs(f"rc.{i % 10}" for i in range(1000)), 1000)
+    config = {"ack_policy": "explicit", "ack_wait": 3600 * SECOND}
+    calls = [
+        (f"$JS.API.CONSUMER.CREATE.RC.c{i}", {"stream_name": "RC", "config": {"durable_name": f"c{i}", **config}})
+        for i in range(n)
+    ]
+    batched_requests(ctx, calls, "create")
+    _fetch(ctx, "RC", [f"c{i}" for i in range(0, n, 10)], 10)
+
+
+def _rconsumers_ready(ctx: Ctx) -> bool:
+    last = (ctx.size - 1) // 10 * 10
+    return (
+        _answers(ctx, "STREAM.INFO.RC", {"state.consumer_count": ctx.size})
+        and _answers(ctx, f"CONSUMER.INFO.RC.c{last}", {"num_ack_pending": 10})
+        and _answers(ctx, f"CONSUMER.INFO.RC.c{ctx.size - 1}", {"delivered.stream_seq": 0})
+    )
+
+
+def build_rkeys(ctx: Ctx) -> None:
+    """Bucket ``R``: ``n`` keys of one revision each."""
+    n = ctx.size
+    create_stream(
+        ctx,
+        "KV_R",
+        subjects=["$KV.R.>"],
+        max_msgs_per_subject=1,
+        allow_direct=True,
+        allow_rollup_hdrs=True,
+        deny_delete=True,
+        discard="new",
+    )
+    ctx.publish(pubs(f"$KV.R.k{j}" for j in range(n)), n, window=5000)
+
+
+def _rkeys_ready(ctx: Ctx) -> bool:
+    n = ctx.size
+    return _answers(ctx, "STREAM.INFO.KV_R", {"state.messages": n, "state.num_subjects": n}) and _answers(
+        ctx, "STREAM.MSG.GET.KV_R", {"message.seq": n}, {"last_by_subj": f"$KV.R.k{n - 1}"}
+    )
+
+
+def build_rstreams(ctx: Ctx) -> None:
+    """``n`` file streams of 10 messages each."""
+    n = ctx.size
+    calls = [
+        (f"$JS.API.STREAM.CREATE.RS{i}", {"name": f"RS{i}", "subjects": [f"rs.{i}"], "storage": "file"})
+        for i in range(n)
+    ]
+    batched_requests(ctx, calls, "stream create")
+    ctx.publish(pubs(f"rs.{i % n}" for i in range(10 * n)), 10 * n, window=5000)
+
+
+def _rstreams_ready(ctx: Ctx) -> bool:
+    return _answers(ctx, "INFO", {"streams": ctx.size}) and _answers(
+        ctx, f"STREAM.INFO.RS{ctx.size - 1}", {"state.messages": 10}
+    )
+
+
+def build_racks(ctx: Ctx) -> None:
+    """Stream ``RA``, one durable pull consumer with ``p`` pending acks."""
+    p = ctx.size
+    create_stream(ctx, "RA", subjects=["ra.>"])
+    ctx.publish(pubs(f"ra.{i % 10}" for i in range(p + 1000)), p + 1000, window=5000)
+    config = {"durable_name": "A", "ack_policy": "explicit", "ack_wait": 3600 * SECOND, "max_ack_pending": p}
+    ctx.api.api("CONSUMER.CREATE.RA.A", {"stream_name": "RA", "config": config})
+    _fetch(ctx, "RA", ["A"], p)
+
+
+def more_restart_dimensions() -> list[Dimension]:
+    return [
+        Dimension(
+            "rconsumers",
+            "restart: durable consumers on one stream (a tenth with 10 pending acks)",
+            [100, 1000, 10_000],
+            [10, 100, 1000],
+            build_rconsumers,
+            _restart_ops(_rconsumers_ready, "consumer"),
+        ),
+        Dimension(
+            "rkeys",
+            "restart: keys of a KV bucket (one revision each)",
+            [1000, 10_000, 100_000],
+            [100, 1000, 10_000],
+            build_rkeys,
+            _restart_ops(_rkeys_ready, "key"),
+        ),
+        Dimension(
+            "rstreams",
+            "restart: file streams (10 messages each)",
+            [10, 100, 1000],
+            [10, 100, 100],
+            build_rstreams,
+            _restart_ops(_rstreams_ready, "stream"),
+        ),
+        Dimension(
+            "racks",
+            "restart: pending acks of one consumer",
+            [1000, 10_000, 100_000],
+            [100, 1000, 10_000],
+            build_racks,
+            _restart_ops(lambda c: _answers(c, "CONSUMER.INFO.RA.A", {"num_ack_pending": c.size}), "pending ack"),
+        ),
+    ]
+
+
 def more_dimensions() -> list[Dimension]:
     dims = [
         Dimension("streams", "streams in an account", [100, 1000, 10_000], [10, 100, 1000], build_streams, ops_streams()),
@@ -774,6 +924,6 @@ def more_dimensions() -> list[Dimension]:
     for dim in dims:
         for op in dim.ops:
             op.repeat = op.key in repeat
-    return dims
+    return dims + more_restart_dimensions()
 
 
