@@ -87,6 +87,11 @@ class PayloadBackend(ABC):
         span of the payloads that holds the message's among others (``idx_peek.SPANNED``)."""
         raise NotImplementedError
 
+    def read_located(self, seq: int, span: int) -> tuple[str, int, bytes, bytes, int]:
+        """`read_msg` of a message in ``span`` for its removal, and its real locator: where its
+        record was found, never a guess (a secure erase overwrites those bytes)."""
+        raise NotImplementedError
+
     def read_run(self, seqs: list[int]) -> list[MsgTuple]:
         """The messages at ``seqs`` (ascending; those that are not there are left out), in order,
         as `MsgTuple` (a consumer's read-ahead: ``IndexedStore.load_next_msgs``); a backend may

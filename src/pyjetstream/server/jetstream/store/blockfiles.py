@@ -748,13 +748,17 @@ class BlockFiles(BlockIndexes):
 
     def read_msg(self, seq: int, loc: int, spanned: bool = False) -> tuple[str, int, bytes, bytes]:
         """`PayloadBackend.read_msg`: the record holds the subject and the timestamp."""
-        rec, kind, ts, slen, hlen = _spanned(self, seq, loc) if spanned else self._record(seq, loc)
-        body_at = REC_HDR_LEN + slen
-        subject = rec[REC_HDR_LEN:body_at].decode()
-        if kind & FLAG_COMPRESSED:
-            body = _compress.decompress(rec[body_at:-CRC_LEN])
-            return subject, ts, body[:hlen], body[hlen:]
-        return subject, ts, rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
+        if spanned:
+            rec, kind, ts, slen, hlen, _off = _spanned(self, seq, loc)
+        else:
+            rec, kind, ts, slen, hlen = self._record(seq, loc)
+        return _msg_of(rec, kind, ts, slen, hlen)
+
+    def read_located(self, seq: int, span: int) -> tuple[str, int, bytes, bytes, int]:
+        """`PayloadBackend.read_located`: where the span's search found the record (the records
+        from the span's start lead there: `find_in_span`), else at the slot's locator."""
+        rec, kind, ts, slen, hlen, off = _spanned(self, seq, span)
+        return (*_msg_of(rec, kind, ts, slen, hlen), off << 32 | len(rec))
 
     def _record(self, seq: int, loc: int) -> tuple[bytes, int, int, int, int]:
         """The checked record of live message ``seq`` at ``loc``: (its bytes, kind, timestamp,
@@ -901,7 +905,17 @@ def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> N
         view = view[n:]
 
 
-def _spanned(files: BlockFiles, seq: int, span: int) -> tuple[bytes, int, int, int, int]:
+def _msg_of(rec: bytes, kind: int, ts: int, slen: int, hlen: int) -> tuple[str, int, bytes, bytes]:
+    """``(subject, timestamp, headers, payload)`` of a checked message record."""
+    body_at = REC_HDR_LEN + slen
+    subject = rec[REC_HDR_LEN:body_at].decode()
+    if kind & FLAG_COMPRESSED:
+        body = _compress.decompress(rec[body_at:-CRC_LEN])
+        return subject, ts, body[:hlen], body[hlen:]
+    return subject, ts, rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
+
+
+def _spanned(files: BlockFiles, seq: int, span: int) -> tuple[bytes, int, int, int, int, int]:
     """`BlockFiles._record` of a record in ``span`` of its sealed block (``offset << 32 |
     length``, `IndexPeeks._loc`), found by `find_in_span` where the block's bytes lie already —
     kept whole by the `BlockCache` (`SPAN_IN_PLACE`) or in the read-ahead window — else in the
@@ -909,7 +923,9 @@ def _spanned(files: BlockFiles, seq: int, span: int) -> tuple[bytes, int, int, i
     (the span does not describe the block): by its slot's locator, read from the block's index
     file. `_read_sealed`'s steps are done here, in one function, without copying the span: a
     random get over 1M-10M messages spent ~3 µs between the page lookup and the record, against
-    ~1.5 for a message of a page in memory (its record sliced out of the block's kept bytes)."""
+    ~1.5 for a message of a page in memory (its record sliced out of the block's kept bytes).
+    Also the record's offset in the block: where it was found, the records from the span's
+    start leading to it (`find_in_span`), or the slot's locator."""
     blk = files.blocks[bisect.bisect_right(files._firsts, seq) - 1]
     off, plen, j = span >> 32, span & _LEN_MASK, seq - blk.first_seq
     ra = files._ra
@@ -926,11 +942,13 @@ def _spanned(files: BlockFiles, seq: int, span: int) -> tuple[bytes, int, int, i
     lo = off - base
     got = None
     if lo + plen <= len(data):
-        got = find_in_span(data, seq, lo + plen * (j % SPAN) // SPAN, lo, lo + plen, SPAN_LAYOUT, _crc32)
+        guess = lo + plen * (j % SPAN) // SPAN
+        got = find_in_span(data, seq, guess, lo, lo + plen, SPAN_LAYOUT, _crc32)
     if got is not None:
-        return got
+        rec, kind, ts, slen, hlen, at = got
+        return rec, kind, ts, slen, hlen, base + at
     loc = files.peeks.locator(blk.index, blk.first_seq, j)
     if not loc:
         files.damaged.append((seq, 0))  # (`_msg_in` reads the slot again, the file verified)
         raise ErrCorruptRecord(f"no record for sequence {seq} in its span")
-    return files._record(seq, loc)
+    return (*files._record(seq, loc), loc >> 32)

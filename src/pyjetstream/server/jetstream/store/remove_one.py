@@ -22,13 +22,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .base import ErrCorruptRecord
+from .idx_peek import SPANNED
 from .pages import Page
 from .seqindex import DELS_MAX, SeqIndex
 
 if TYPE_CHECKING:
     from .indexed import IndexedStore
 
-__all__ = ["evicted_page", "remove_evicted"]
+__all__ = ["BY_SPAN", "evicted_page", "remove_evicted"]
 
 
 def evicted_page(index: SeqIndex, seq: int) -> Page | None:
@@ -42,6 +43,14 @@ def evicted_page(index: SeqIndex, seq: int) -> Page | None:
     return found
 
 
+#: A removal in an evicted page finds its record as a random get does, in its block's span
+#: (`PayloadBackend.read_located`: one read of the block, or none where the block cache holds
+#: it), the subject id from the record's subject; False: the slot is read with its subject id
+#: from the block's index file (three small reads, the file's checksum verified once), then the
+#: record. The differential tests turn it off.
+BY_SPAN = True
+
+
 def remove_evicted(store: IndexedStore, seq: int, erase: bool, other: Callable[[int, bool], bool]) -> bool:
     """`IndexedStore.remove_msg`'s removal: here when ``seq`` lies in an evicted page, else by
     ``other`` (`IndexedStore._remove_at`; see the module docstring). Whether it was removed."""
@@ -49,24 +58,22 @@ def remove_evicted(store: IndexedStore, seq: int, erase: bool, other: Callable[[
     p = evicted_page(index, seq)
     if p is None or seq == index.first_seq:
         return other(seq, erase)
-    got = index.slot(seq)
+    got = index.slot(seq, not BY_SPAN)
     if got is None:
         return False  # (no message there: nothing to load the page for)
-    sid, _ts, loc = got
+    read = _by_record(store, seq, got) if got[0] < 0 and not p.loaded else None
+    if read is None:
+        if got[0] < 0 and not p.loaded:
+            got = index.slot(seq)  # (the record was not found so: the slot by its subject id)
+            if got is None:
+                return False
+        read = _by_slot(store, seq, got, p)
+        if read is None:
+            return other(seq, erase)
+    sid, loc, subject, size = read
     table = index.subjects
     if p.loaded or seq in (table.first[sid], table.last[sid]):
         return other(seq, erase)
-    try:
-        hdr, data = store._read_payload(seq, loc)
-    except ErrCorruptRecord:
-        from .indexed import _drop_damaged  # (the damaged record is dropped as a get drops it)
-
-        _drop_damaged(store)
-        return other(seq, erase)
-    if p.loaded:
-        return other(seq, erase)
-    subject = table.names[sid] or ""
-    size = store.record_size(len(subject.encode()), len(hdr), len(data))
     store._backend.remove(seq, loc, erase)
     if p.loaded:  # (the backend loaded it after all)
         index.remove(p, seq - p.first)
@@ -75,6 +82,45 @@ def remove_evicted(store: IndexedStore, seq: int, erase: bool, other: Callable[[
     if store.on_removed is not None:
         store.on_removed(seq, subject)
     return True
+
+
+def _by_record(store: IndexedStore, seq: int, got: tuple[int, int, int]) -> tuple[int, int, str, int] | None:
+    """``(sid, loc, subject, size)`` of the message at ``seq`` from its record alone: ``got`` is
+    its slot's span (``SPANNED``) or its locator (-1) without a subject id (`SeqIndex.slot` with
+    ``names`` False). The locator is where the record was found (`read_located`), never the
+    span. None: the record is not so found or fails a check (the caller reads the slot named)."""
+    sid, _ts, loc = got
+    backend = store._backend
+    try:
+        if sid == SPANNED:
+            subject, _ts, hdr, data, loc = backend.read_located(seq, loc)
+        else:
+            subject, _ts, hdr, data = backend.read_msg(seq, loc)
+    except ErrCorruptRecord:
+        backend.damaged.pop()  # (the slot read named verifies the index file: see `_msg_in`)
+        return None
+    sid = store._index.subjects.ids.get(subject, 0)
+    if not sid:
+        return None
+    return sid, loc, subject, store.record_size(len(subject.encode()), len(hdr), len(data))
+
+
+def _by_slot(store: IndexedStore, seq: int, got: tuple[int, int, int], p: Page) -> tuple[int, int, str, int] | None:
+    """``(sid, loc, subject, size)`` of the message at ``seq`` from its named slot ``got`` and
+    its record; None: the page was loaded meanwhile, or the record is damaged (dropped as a get
+    drops it)."""
+    sid, _ts, loc = got
+    if p.loaded:
+        return None
+    try:
+        hdr, data = store._read_payload(seq, loc)
+    except ErrCorruptRecord:
+        from .indexed import _drop_damaged  # (the damaged record is dropped as a get drops it)
+
+        _drop_damaged(store)
+        return None
+    subject = store._index.subjects.names[sid] or ""
+    return sid, loc, subject, store.record_size(len(subject.encode()), len(hdr), len(data))
 
 
 def _drop(index: SeqIndex, p: Page, seq: int, sid: int, size: int) -> None:

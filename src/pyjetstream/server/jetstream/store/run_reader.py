@@ -110,10 +110,10 @@ def find_in_span(
     hi: int,
     layout: tuple[Callable[[bytes, int], tuple[int, int, int, int, int, int]], int, int, int, int, int, int],
     crc32: Callable[[bytes], int],
-) -> tuple[bytes, int, int, int, int] | None:
+) -> tuple[bytes, int, int, int, int, int] | None:
     """The checked message record of ``seq`` in ``data[lo:hi]`` (a span of a block, or the
     block's bytes kept whole: no copy of the span), ``(its bytes, kind, timestamp, subject
-    length, header length)``, None when not there. Found by its sequence — the 8 bytes at the
+    length, header length, its offset in data)``, None when not there. Found by its sequence — the 8 bytes at the
     header's ``seq_at``, then its kind, length and CRC checked, so bytes of a payload that look
     like it are passed over — looked for at C speed (``find``) from ``near`` bytes before
     ``guess`` (where it lies if the records are the same size; records of subjects a character
@@ -122,7 +122,12 @@ def find_in_span(
     over 3 KiB of headers whose sequences are alike) to ``hi``, then before that. ``layout``
     (``_records.SPAN_LAYOUT``): (the record header's ``unpack_from``, its length, the smallest
     record's length, the kinds and flags of records that are not a message's, the CRC residue,
-    where the sequence lies in the header, ``near``)."""
+    where the sequence lies in the header, ``near``).
+
+    A record is taken only where the records from ``lo`` — a record's start, the span's — lead
+    to it (`_lands`): a payload can hold a whole valid record of another sequence, CRC and all,
+    and the search met such a copy before the real record (a get answered the copy's bytes; a
+    removal, which erases the record where it is found, would overwrite the other message)."""
     unpack, hdr_len, overhead, not_msg, residue, seq_at, near = layout
     key = seq.to_bytes(8, "little")
     first = lo + seq_at
@@ -136,10 +141,23 @@ def find_in_span(
                 total, kind, _seq, ts, slen, hlen = unpack(data, rec_at)
                 if not kind & not_msg and overhead <= total <= hi - rec_at:
                     rec = data[rec_at : rec_at + total]
-                    if crc32(rec) == residue:
-                        return rec, kind, ts, slen, hlen
+                    if crc32(rec) == residue and _lands(data, lo, rec_at, overhead):
+                        return rec, kind, ts, slen, hlen, rec_at
             at = data.find(key, at + 1, b)
         if a == first:
             return None
         # (Before the first range: up to where a key starting before its start ends.)
         a, b = first, start + len(key) - 1
+
+
+def _lands(data: bytes, at: int, end: int, overhead: int) -> bool:
+    """Whether the records from ``at`` (a record's start) lead to ``end``: each one's length is
+    its first 4 bytes (little-endian; none shorter than ``overhead``). Over a span of 64 records
+    ~0.2 µs compiled (nats-server's ``indexCacheBuf`` walks a block's records so to know where
+    each one starts)."""
+    while at < end:
+        total = data[at] | data[at + 1] << 8 | data[at + 2] << 16 | data[at + 3] << 24
+        if total < overhead:
+            return False
+        at += total
+    return at == end
