@@ -372,6 +372,19 @@ def encode_packed(p: PackedState, generation: int = 0) -> bytes:
     return b"".join((header, p.body, crc.to_bytes(4, "little")))
 
 
+def slot_generation(buf: bytes) -> int:
+    """The generation a state slot's header names (-1: no header to read; 1: version 1), without
+    checking or decoding the rest (`decode_consumer_state_gen` does)."""
+    if len(buf) < _STATE_HDR_V2.size or buf[:4] != _STATE_MAGIC:
+        return -1
+    version = buf[4]
+    if version == 1:
+        return 1
+    if version not in (2, _STATE_VERSION):
+        return -1
+    return int.from_bytes(buf[_STATE_HDR_V1.size : _STATE_HDR_V2.size], "little")
+
+
 def decode_consumer_state(buf: bytes) -> ConsumerState:
     return decode_consumer_state_gen(buf)[0]
 
@@ -422,6 +435,16 @@ def decode_consumer_state_gen(buf: bytes) -> tuple[ConsumerState, int]:
         dict(zip(rs, rc, strict=True)),
     )
     return state, gen
+
+
+def _slots_error(failed: dict[int, tuple[bool, str]]) -> str | None:
+    """Why no slot could be used: the last unreadable slot's error, else the first's that did not
+    decode (in slot order)."""
+    error: str | None = None
+    for i in sorted(failed):
+        unreadable, why = failed[i]
+        error = why if unreadable else error or why
+    return error
 
 
 def _make_dir(directory: str) -> bool:
@@ -490,14 +513,18 @@ class FileConsumerStore(_ConsumerStateMachine):
         # first whole state is written or read.
         self._jindex = self._jsize = 0
         self._jok = False
+        self.decoded = 0  # state slots decoded (a step count: one per restart, two after a torn write)
         if not created:  # (a new directory has no state to read)
             self._load()
 
     def _load(self) -> None:
         """Take the newest slot that decodes; ``state_error`` only when a slot exists and none
-        does (a bad slot beside a good one is a torn write, not damage)."""
-        best: tuple[int, ConsumerState] | None = None
-        error: str | None = None
+        does (a bad slot beside a good one is a torn write, not damage). The slots are decoded
+        newest first by the generation their headers name (`slot_generation`), and the older
+        one only when the newer does not decode: both hold a whole state, and decoding both
+        doubled a restart's cost of a consumer with many pending acks (~20 ms each at 100,000)."""
+        failed: dict[int, tuple[bool, str]] = {}  # slot -> (unreadable, why)
+        slots: list[tuple[int, int, bytes]] = []  # (generation named, slot, bytes)
         for i, name in enumerate(self.SLOT_FILES):
             try:
                 with open(os.path.join(self.directory, name), "rb") as f:
@@ -505,18 +532,22 @@ class FileConsumerStore(_ConsumerStateMachine):
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                error = f"consumer state file is unreadable: {exc.strerror or exc}"
+                failed[i] = (True, f"consumer state file is unreadable: {exc.strerror or exc}")
                 continue
             self._slot_sizes[i] = len(buf)
+            slots.append((slot_generation(buf), i, buf))
+        best: tuple[int, ConsumerState] | None = None
+        for _named, i, buf in sorted(slots, key=lambda s: (-s[0], s[1])):
+            self.decoded += 1
             try:
                 state, gen = decode_consumer_state_gen(buf)
             except ErrBadConsumerState as exc:
-                error = error or str(exc)
+                failed[i] = (False, str(exc))
                 continue
-            if best is None or gen > best[0]:
-                best = (gen, state)
+            best = (gen, state)
+            break
         if best is None:
-            self.state_error = error
+            self.state_error = _slots_error(failed)
             return
         self._gen, state = best
         try:
