@@ -8,8 +8,11 @@ a Python loop per slot is ~50x slower.
 
 from __future__ import annotations
 
+import operator
 import re
 from array import array
+from itertools import compress, repeat
+from typing import cast
 
 from pyjetstream.protocol.subjects import Matcher, compile_filter, has_wildcard, is_match_all
 
@@ -101,8 +104,10 @@ class SubjectTable:
         per-subject columns."""
         self.names = names
         self.msgs, self.first, self.last = msgs, first, last
-        self.ids = {name: sid for sid, name in enumerate(names) if name is not None}
-        self.free = [sid for sid, name in enumerate(names) if name is None and sid]
+        self.ids = ids_of(names)
+        # (the free ids: every None but id 0's; in C passes, a restart's 100,000 subjects)
+        nones = compress(range(len(names)), map(operator.is_, names, repeat(None)))
+        self.free = [sid for sid in nones if sid] if len(self.ids) + 1 < len(names) else []
         self.tree = SubjectTree()
         self.tree_live = False
         self._cache = {}
@@ -247,6 +252,14 @@ _PATTERNS_MAX = 4096
 #: Slots a value without a compiled search is looked for in with byte searches (about what a
 #: compile costs) before one is compiled for it.
 _NEAR = 16384
+
+
+def ids_of(names: list[str | None]) -> dict[str, int]:
+    """Each subject's id in a table's names (``names[sid]``; None: a free id), in sid order, made
+    in C passes (a dict comprehension over a restart's 100,000 subjects took ~15 ms)."""
+    ids = dict(zip(names, range(len(names)), strict=True))
+    ids.pop(None, None)
+    return cast("dict[str, int]", ids)
 
 
 def find_value(arr: array[int], value: int, lo: int, hi: int) -> int:

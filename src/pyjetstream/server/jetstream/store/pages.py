@@ -125,6 +125,8 @@ class Page:
         """``(sid, live count)`` of every subject with a message in the page."""
         if self.sub is not None:
             return list(self.sub.items())
+        if not self.sub_cnt.count(0):  # (C passes: a restart's page of 100,000 subjects)
+            return list(zip(self.sub_ids, self.sub_cnt, strict=True))
         return [(sid, c) for sid, c in zip(self.sub_ids, self.sub_cnt, strict=True) if c]
 
     def seal(self) -> None:
@@ -140,7 +142,10 @@ class Page:
     def unseal(self) -> None:
         """Appends again (the page's block is active again)."""
         if self.sub is None:
-            self.sub = dict(self.subjects())
+            if self.sub_cnt.count(0):
+                self.sub = dict(self.subjects())
+            else:
+                self.sub = dict(zip(self.sub_ids, self.sub_cnt, strict=True))
             self.sub_ids = self.sub_cnt = _EMPTY_I
 
     def set_counts(self, counts: dict[int, int] | Counter[int]) -> None:
