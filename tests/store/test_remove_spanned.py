@@ -168,3 +168,37 @@ def test_an_erase_passes_over_a_payload_holding_its_record(tmp_path: Path) -> No
         assert store.state().msgs == len(kept) and not store.state().lost
     finally:
         store.stop()
+
+
+def test_a_sealed_removal_flushes_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A removal from a sealed block hands its tombstone to the OS in one flush of pending writes
+    per removal (the commit's; the maintenance pass after it flushed again, with nothing pending,
+    when it rewrote and unlinked nothing) and one more for a secure erase (its tombstone must
+    reach the OS before the overwrite): at 20k and 200k messages, resident and evicted pages."""
+    from pyjetstream.server.jetstream.store.blockfiles import BlockFiles
+
+    calls = [0]
+    flush = BlockFiles.flush_writes
+
+    def counting(self: BlockFiles) -> None:
+        calls[0] += 1
+        flush(self)
+
+    for msgs in (20_000, 200_000):
+        store = _open(tmp_path / f"s{msgs}", cache_slots=8_000)
+        try:
+            _fill(store, msgs)
+            index = store._index
+            seqs = _evicted(store, msgs, 100)
+            resident = [s for s in random.Random(2).sample(range(2, msgs), 12_000) if index._covering(s).loaded]
+            resident = [s for s in resident if index._covering(s) is not index.tail][:100]
+            assert len(seqs) == len(resident) == 100
+            monkeypatch.setattr(BlockFiles, "flush_writes", counting)
+            for erase, want in ((False, 1), (True, 2)):
+                for group in (seqs[:50], resident[:50]) if not erase else (seqs[50:], resident[50:]):
+                    calls[0] = 0
+                    assert all(store.remove_msg(s, erase) for s in group)
+                    assert calls[0] == want * len(group), (msgs, erase, calls[0])
+            monkeypatch.setattr(BlockFiles, "flush_writes", flush)
+        finally:
+            store.stop()

@@ -483,7 +483,8 @@ class BlockFiles(BlockIndexes):
         """Unlink sealed blocks with no message left; rewrite mostly-dead ones."""
         maint, self._maint = self._maint, set()
         self.maint_passes += 1
-        for blk in sorted(maint, key=lambda b: b.index):
+        changed = False
+        for blk in sorted(maint, key=lambda b: b.index) if len(maint) > 1 else maint:
             if blk.live_msgs and not self._compacts(blk):
                 continue  # the common case, decided without looking the block up
             if blk is self.blocks[-1] or blk not in self.blocks:
@@ -492,7 +493,9 @@ class BlockFiles(BlockIndexes):
                 self._unlink_block(blk)
             else:
                 self._rewrite_block(blk)
-        self.flush_writes()
+            changed = True
+        if changed:  # (a removal's commit has just flushed: nothing pending when none changed)
+            self.flush_writes()
 
     def _compacts(self, blk: _Block) -> bool:
         """Whether maintenance rewrites ``blk``: at least ``compact_min`` dead bytes, no fewer
@@ -898,7 +901,13 @@ _io = _FileIO()
 
 
 def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> None:
-    view = memoryview(data)
+    """Write all of ``data`` at ``offset``: one call where the OS takes it whole (a tombstone, an
+    erased record: no view of it made, ~0.2 us of a removal's commit), else the rest in a loop."""
+    n = _io.pwrite(fd, data, offset) if data else 0
+    if n == len(data):
+        return
+    view = memoryview(data)[n:]
+    offset += n
     while view:
         n = _io.pwrite(fd, view, offset)
         offset += n
