@@ -2,8 +2,9 @@
 beyond messages: ``bench_scale.py --dim rkeys``). After a clean stop the stream state vouches for
 every block, and the subjects are taken from it once: the maps of subjects to ids a block read
 again needs (the scan's, the recovery's) are not made, the subject table's is made once. After a
-crash the active block is scanned: those maps are made, once each, of the state's subjects. Both
-at two sizes: the counts are per subject, not per square."""
+crash the active block is scanned: those maps are made, once each, of the state's subjects, and
+when that block is the stream's only one its subjects' firsts and lasts are the ones it holds.
+Both at two sizes: the counts are per subject, not per square."""
 
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     wrap(blockindex._SubjectIds, "_take_in", lambda _self, names: sum(n is not None for n in names))
     wrap(_index, "ids_of", len)  # (the subject table's)
     wrap(seqstate, "ids_of", len, "recovery_ids")  # (the recovery's, for blocks read again)
+    # (a subject's first or last asked of its pages: not when every page was read again)
+    wrap(seqstate._Recovery, "_first", lambda *_: 1, "first_asked")
+    wrap(seqstate._Recovery, "_last", lambda *_: 1, "last_asked")
     yield counts
 
 
@@ -81,3 +85,6 @@ def test_a_restart_takes_each_subject_in_once(tmp_path: Path, monkeypatch: pytes
         # stop, once each after a crash.
         assert counts["_take_in"] == (0 if clean else keys), (keys, counts)
         assert counts["recovery_ids"] == (0 if clean else keys + 1), (keys, counts)
+        # The one block was read again after the crash: its subjects' firsts and lasts are the
+        # ones it holds, none asked of the pages (each cost ~4 µs).
+        assert counts["first_asked"] == counts["last_asked"] == 0, (keys, counts)

@@ -275,6 +275,9 @@ class _Recovery:
     def count_subjects(self) -> None:
         """Each subject's live count, first and last: the state's, less what the pages read again
         replaced or that are gone, plus what those pages hold (all of it when there is no state)."""
+        if self.state is None or len(self.fresh) == len(self.pages):
+            self._count_read_again()
+            return
         subjects = self.subjects
         msgs = subjects.msgs
         affected: set[int] = set()
@@ -292,15 +295,30 @@ class _Recovery:
             for sid, (_, f, la) in spans.items():
                 seen_first.setdefault(sid, f)
                 seen_last[sid] = la
-        if self.state is None:
-            for sid in affected:
-                subjects.first[sid], subjects.last[sid] = seen_first[sid], seen_last[sid]
-            return
         firsts = [p.first for p in self.pages]
         for sid in affected:
             if msgs[sid] > 0:
                 subjects.first[sid] = self._first(sid, subjects.first[sid], seen_first, firsts)
                 subjects.last[sid] = self._last(sid, subjects.last[sid], seen_last.get(sid, 0), firsts)
+
+    def _count_read_again(self) -> None:
+        """`count_subjects` when every page was read again (no state; or a crash restart of a
+        stream of one block, the active one): no page of the state's is left to hold a subject's
+        first or last message, so they are the ones those pages saw — set in passes over them, not
+        asked of each subject's pages (~4 µs a subject: a KV bucket's 100,000 keys after ``kill -9``)."""
+        subjects = self.subjects
+        msgs, first, last = subjects.msgs, subjects.first, subjects.last
+        for p in self.stale + self.gone:
+            for sid, c in p.subjects():
+                msgs[sid] -= c
+        read = list(self.fresh.values())
+        for spans in read:  # (in page order: the last page's lasts stay)
+            for sid, (c, _f, la) in spans.items():
+                msgs[sid] += c
+                last[sid] = la
+        for spans in reversed(read):  # (the first page's firsts stay)
+            for sid, (_c, f, _la) in spans.items():
+                first[sid] = f
 
     def _kept_at(self, seq: int, sid: int, firsts: list[int]) -> int:
         """The position of the page holding ``seq``, or -1; -2 when that page is the state's (not
