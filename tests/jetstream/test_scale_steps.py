@@ -234,3 +234,40 @@ async def test_stream_create_with_plain_subjects_does_not_compare_every_stream(
     plain_large, wild_large = await overlap_tests(1000, monkeypatch)
     assert plain_small == plain_large == 0
     assert (wild_small, wild_large) == (100 + 1, 1000 + 1)  # (every stream, P too)
+
+
+async def _pages(nc: Any, subject: str, key: str, name: Callable[[Any], str]) -> list[str]:
+    """Every page of a listing, each asked from where the last one ended."""
+    got: list[str] = []
+    while True:
+        page = json.loads((await nc.request(subject, json.dumps({"offset": len(got)}).encode(), timeout=30)).data)
+        got += [name(item) for item in page[key] or []]
+        if len(got) >= page["total"]:
+            return got
+
+
+async def listing_sorts(streams: int) -> tuple[int, list[str], list[str]]:
+    """Sorts of the account's streams while every ``STREAM.NAMES`` and ``STREAM.LIST`` page of
+    ``streams`` streams is asked (twice over), and the names the pages gave."""
+    async with embedded() as (server, nc):
+        for i in range(streams):
+            body = json.dumps({"name": f"S{i}", "subjects": [f"s.{i}"], "storage": "memory"}).encode()
+            assert b'"error"' not in (await nc.request(f"$JS.API.STREAM.CREATE.S{i}", body, timeout=30)).data
+        engine = server.jetstream
+        before = engine.streams_sorted
+        names: list[str] = []
+        listed: list[str] = []
+        for _ in range(2):
+            names = await _pages(nc, "$JS.API.STREAM.NAMES", "streams", lambda n: n)
+            listed = await _pages(nc, "$JS.API.STREAM.LIST", "streams", lambda info: info["config"]["name"])
+        return engine.streams_sorted - before, names, listed
+
+
+async def test_stream_listing_sorts_once_per_change() -> None:
+    """A ``STREAM.NAMES`` / ``LIST`` page costs its own size: the streams are sorted once per
+    change of streams, not per page (the streams row ``STREAM.LIST paging`` grew 2.26x from 1,000
+    to 10,000 streams, nats-server 1.49x: each page sorted them all)."""
+    for streams in (300, 3000):  # (pages of 256 and 1,024: 2 and 12 LIST pages)
+        sorts, names, listed = await listing_sorts(streams)
+        assert sorts == 1, (streams, sorts)
+        assert names == listed == sorted(f"S{i}" for i in range(streams))

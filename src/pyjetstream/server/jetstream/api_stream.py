@@ -301,7 +301,7 @@ def stream_delete(engine: JetStreamEngine, match: ApiMatch, payload: bytes, repl
 
 
 def _filtered(engine: JetStreamEngine, filter_subject: str) -> list[Stream]:
-    streams = sorted(engine.streams.values(), key=lambda s: s.name)
+    streams = engine.streams_by_name()
     if filter_subject:
         streams = [s for s in streams if s.matches(filter_subject)]
     return streams

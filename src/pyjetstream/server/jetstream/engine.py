@@ -92,6 +92,8 @@ class JetStreamEngine:
         self.max_memory = self._limit(getattr(opts, "max_memory_store", -1), self._default_memory())
         self.max_storage = self._limit(getattr(opts, "max_file_store", -1), self._default_storage())
         self.streams: dict[str, Stream] = {}
+        self._by_name: list[Stream] | None = None  # the streams sorted by name (None: to sort again)
+        self.streams_sorted = 0  # sorts of them (a step count)
         self.restoring: set[str] = set()  # names of streams a STREAM.RESTORE is uploading
         self.api_total = 0
         self.api_errors = 0
@@ -389,6 +391,7 @@ class JetStreamEngine:
         for stream in list(self.streams.values()):
             stream.stop()
         self.streams.clear()
+        self._by_name = None
 
     def _schedule_sync(self) -> None:
         if self.sync_always:
@@ -462,12 +465,24 @@ class JetStreamEngine:
         store.write_meta(encode_stream_meta(cfg, created))
         stream = Stream(self, cfg, store, created)
         self.streams[cfg.name] = stream
+        self._by_name = None
         stream.start()
         self.account_usage_changed()
         return stream
 
+    def streams_by_name(self) -> list[Stream]:
+        """The streams sorted by name, what a ``STREAM.NAMES`` / ``LIST`` page slices: sorted once
+        per change of streams, not per page (nats-server's ``jsStreamNamesRequest`` sorts them
+        for every request: paging through 10,000 streams sorted them 40 times)."""
+        by_name = self._by_name
+        if by_name is None:
+            self.streams_sorted += 1
+            by_name = self._by_name = sorted(self.streams.values(), key=_name_of)
+        return by_name
+
     def delete_stream(self, name: str) -> None:
         stream = self.streams.pop(name)
+        self._by_name = None
         stream.stop(delete=True)
         self.account_usage_changed()
 
@@ -492,6 +507,7 @@ class JetStreamEngine:
                 continue
             stream = Stream(self, cfg, store, created)
             self.streams[cfg.name] = stream
+            self._by_name = None
             stream.start()
             if stream.store.consumer_names():
                 # Deferred: start-up imports the consumer machinery only for a stream that has some.
@@ -580,3 +596,7 @@ def _seq_ranges(seqs: list[int], most: int = 8) -> str:
             runs.append([q, q])
     text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:most])
     return text + (f" and {len(runs) - most} more ranges" if len(runs) > most else "")
+
+
+def _name_of(stream: Stream) -> str:
+    return stream.name
