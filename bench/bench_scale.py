@@ -930,8 +930,9 @@ def build_gaps(ctx: Ctx) -> None:
     )
 
 
-def _restart_gaps(ctx: Ctx) -> int:
-    ctx.restart(False, "G", 2000)
+def _restart_gaps(ctx: Ctx, kill: bool = False) -> int:
+    ctx.restart(kill, "G", 2000)
+    ctx.state["rss_restart"] = server_rss_mib(ctx.target)
     return 1
 
 
@@ -978,6 +979,14 @@ def ops_gaps() -> list[Op]:
             "restart after a clean stop",
             "restart",
             _restart_gaps,
+            once=True,
+            restart=True,
+        ),
+        Op(
+            "restart_kill",
+            "restart after kill -9",
+            "restart",
+            lambda c: _restart_gaps(c, True),
             once=True,
             restart=True,
         ),
