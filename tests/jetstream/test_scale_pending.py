@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 from typing import Any
 
 import pytest
@@ -218,3 +219,44 @@ async def test_a_deleted_consumer_drops_its_pending_acks_at_once() -> None:
             assert st.index.next_deadline() == 0
         finally:
             await nc.close()
+
+
+async def _random_ack_costs(n: int) -> tuple[float, float, int]:
+    """``n`` pending, then three waves of ``n // 2`` acks at random, each followed by ``n // 2``
+    new deliveries: (slots the pending acks moved or cut per ack, bytes they hold per pending
+    ack at the end, entries held outside the columns)."""
+    async with embedded() as server:
+        nc = await RawClient.connect(server.client_url)
+        try:
+            consumer, msgs = await _pending(nc, server, n, ack_wait=60_000_000_000)
+            for i in range(3 * (n // 2)):
+                nc.publish("p.x", b"more %d" % i)
+            pending = consumer.state.pending
+            rnd = random.Random(n)
+            for wave in range(3):
+                for m in rnd.sample(msgs, n // 2):
+                    msgs.remove(m)
+                    nc.publish(m.reply, b"+ACK")
+                sub = nc.subscribe(f"_P.w{wave}")
+                nc.pull("P", "C", f"_P.w{wave}", {"batch": n // 2, "expires": 30_000_000_000})
+                msgs += await sub.collect(n // 2, timeout=30)
+                sub.unsubscribe()
+            assert len(consumer.state.pending) == n and consumer.state.pending is pending
+            held = sys.getsizeof(pending.dseq) + sys.getsizeof(pending.ts) + sys.getsizeof(pending.old)
+            held += sum(sys.getsizeof(e) + sys.getsizeof(e[0]) + sys.getsizeof(s) for s, e in pending.old.items())
+            return pending.steps / (3 * (n // 2)), held / n, len(pending.old)
+        finally:
+            await nc.close()
+
+
+async def test_random_acks_keep_the_pending_acks_flat() -> None:
+    """Acks at random among many pending while new ones are delivered (what the ``acks``
+    benchmark does): the pending acks are columns indexed by sequence (`PendingArray`), no
+    object per entry, so their memory per pending ack and the slots moved or cut per ack stay
+    the same at ten times the pending acks (the dict of tuples before held ~150 bytes each,
+    in three objects, and its random ``pop`` walked ever more memory)."""
+    small = await _random_ack_costs(SMALL)
+    large = await _random_ack_costs(LARGE)
+    assert small[0] <= 3 and large[0] <= 3, (small, large)
+    assert small[1] <= 64 and large[1] <= 64, (small, large)
+    assert large[2] <= LARGE // 2, (small, large)

@@ -126,7 +126,7 @@ class AckProcessor:
                 skip_reply = True
             elif self._plain:  # ``ack`` for AckExplicit on a limits stream, without sampling
                 st = self.state
-                was = len(st.pending)
+                was = st.pending.n
                 p = st.ack(sseq, dseq)
                 consumer.writer.dirty()
                 st.lat = time.time_ns()
@@ -217,7 +217,7 @@ class AckProcessor:
                 if sseq >= st.sseq and not ahead:
                     pass  # beyond what was delivered: ignored (see on_ack)
                 elif plain:  # ``ack`` for AckExplicit on a limits stream, without sampling
-                    was = len(st.pending)
+                    was = st.pending.n
                     if st.ack(sseq, dseqs[i]) is not None and was >= maxp > 0:
                         kick = True
                     acked = True
@@ -242,13 +242,13 @@ class AckProcessor:
         maxp = self._maxp
         retired: list[int] | None = None
         if self._explicit:
-            was = len(st.pending)
+            was = st.pending.n
             p = st.ack(sseq, dseq)
             if p is not None and sample and consumer.sfreq:
                 self._sample_ack(sseq, dseq, dc, p)
             need_signal = p is not None and maxp > 0 and was >= maxp
         elif self._several:
-            need_signal = maxp > 0 and len(st.pending) >= maxp
+            need_signal = maxp > 0 and st.pending.n >= maxp
             retired = st.ack_all(sseq, dseq)
             if retired is None:
                 return

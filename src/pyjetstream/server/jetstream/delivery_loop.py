@@ -190,10 +190,10 @@ class DeliveryLoop:
                 self._undo = None  # (the whole run is put back by ``_rd_settle``)
                 self._rd_taken = [m[1] for m in rd]
                 return rd, dcs, False
-        if maxp > 0 and len(st.pending) >= maxp:
+        if maxp > 0 and st.pending.n >= maxp:
             p.stop = STOP_MAX_PENDING
             return [], _FIRSTS, False
-        want = 1 if one else self._want(p, maxp - len(st.pending) if maxp > 0 else 0)
+        want = 1 if one else self._want(p, maxp - st.pending.n if maxp > 0 else 0)
         if st.lss:
             lss_run = self._lss_run(want)
             if lss_run:
@@ -258,7 +258,8 @@ class DeliveryLoop:
 
     def framed(self, p: DeliveryPass, run: list[MsgTuple], i: int, j: int, npc: int) -> None:
         """``DeliveryPass.frame_run`` framed ``run[i:j]``: the state's next sequences and num pending, the
-        pending acks' index or the AckNone floor, the ack timer, the pass's counters."""
+        pending acks (the run's at once) and their index or the AckNone floor, the ack timer, the
+        pass's counters."""
         c = self.consumer
         st = c.state
         n = j - i
@@ -270,7 +271,9 @@ class DeliveryLoop:
             st.delivered_none(seq, dseq - 1)
         else:
             first = run[i][1]  # (``run_seqs`` inlined: a range when the sequences follow each other)
-            st.index.delivered(p.now, range(first, seq + 1) if seq - first == n - 1 else run_seqs(run, i, j), st)
+            seqs = range(first, seq + 1) if seq - first == n - 1 else run_seqs(run, i, j)
+            st.pending.add_run(seqs, dseq - n, p.now)
+            st.index.delivered(p.now, seqs, st)
             if c.acks.ptmr is None:
                 c.acks.arm_if_idle()
         p.acc_msgs += n

@@ -171,9 +171,9 @@ class DeliveryPass:
         """``DeliveryLoop._deliver_msgs`` for a run of new messages where none of its per-message
         rules but flow control applies (``frames_only``: no rate limit, headers-only, replay,
         interest-stream AckNone or priority groups; off with ``ServerOptions.runs``): per message
-        the ack reply, the frame into the receiver's connection, the pending entry and the
-        flow-control window; the next sequence, the counters, the index or AckNone floor once per
-        run (``loop.framed``). Frames past the receiver's room are accounted for there (`early`:
+        the ack reply, the frame into the receiver's connection and the flow-control window; the
+        next sequence, the counters, the pending entries (`PendingArray.add_run`), the index or
+        AckNone floor once per run (``loop.framed``). Frames past the receiver's room are accounted for there (`early`:
         the early write, maybe a slow-consumer cut; the rest of the run is then read again).
 
         A pull consumer's message goes to the head request when ``PullDelivery.next_waiting``
@@ -191,9 +191,8 @@ class DeliveryPass:
         hdr: bytes
         payload: bytes
         headers: bool = conn.headers
-        msub, mpfx, hsub, hpfx, prefix1, now = p.msub, p.mpfx, p.hsub, p.hpfx, p.prefix1, p.now
+        msub, mpfx, hsub, hpfx, prefix1 = p.msub, p.mpfx, p.hsub, p.hpfx, p.prefix1
         acc, acc_bytes, room = p.acc, p.acc_bytes, p.room
-        pending: dict[int, tuple[int, int]] | None = c.state.pending if p.track else None
         dseq: int = c.state.dseq
         first = start = dseq
         npc: int = c.npc
@@ -225,8 +224,6 @@ class DeliveryPass:
                 acc_bytes += size
                 if fc:  # (the ack reply's length: the line without its prefix and " <size>\r\n")
                     alen = llen - len(mpfx) - 3 - len(str(size))
-            if pending is not None:
-                pending[seq] = (dseq, now)
             dseq += 1
             alive = True
             if acc > room:  # where deliver would write early (and maybe cut the receiver)

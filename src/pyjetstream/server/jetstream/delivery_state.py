@@ -6,7 +6,8 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 - ``sseq``: the next stream sequence to consider; ``dseq``: the next delivery (consumer) sequence.
 - ``adflr`` / ``asflr``: the ack floor (delivery / stream sequence): everything at or below is done.
 - ``pending``: delivered but not acked, stream seq → (delivery seq of the first delivery,
-  delivery time ns), in delivery order; ``index``
+  delivery time ns), in delivery order (a `PendingArray`: columns indexed by sequence, no
+  object per entry); ``index``
   (`PendingIndex`) keeps it in the order of the
   floor and of the ack-wait deadlines, so neither an ack nor the ack-wait timer walks it.
 - ``rdc``: redelivery counts (stream seq → times redelivered); ``rdq``: the redelivery queue (an
@@ -22,27 +23,31 @@ lock; ``ConsumerState`` in ``store.go`` is what it persists). The names are nats
 
 Every change of these goes through a method here (ack, nak, progress, redeliver, purge, ...),
 except the few field updates of the delivery loop's run loops (``delivery_loop.py``: the next
-sequence, the delivery sequence and the new ``pending`` entry), which stay inline there because
-they run once per message; the loops tell `DeliveryState.delivered` once per run.
+sequence, the delivery sequence and the new ``pending`` entries, a run's at once:
+`PendingArray.add_run`), which stay inline there because they run once per message or run; the
+loops tell `DeliveryState.delivered` once per run.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 
 from pyjetstream.server.jetstream.pending_index import PendingIndex
+from pyjetstream.server.jetstream.pending_map import PendingArray
 from pyjetstream.server.jetstream.store.base import ConsumerState, SequencePair
 from pyjetstream.server.jetstream.store.consumer_journal import PackedChanges, pack_consumer_changes
-from pyjetstream.server.jetstream.store.consumer_store import PackedState, pack_consumer_state
+from pyjetstream.server.jetstream.store.consumer_store import (
+    PackedState,
+    pack_consumer_columns,
+    pack_consumer_state,
+)
 from pyjetstream.server.jetstream.stored_acks import StoredAcks
 
 __all__ = ["DeliveryState"]
 
-# The pending dict is rebuilt once this many deletions have accumulated in it (see ``_deleted``).
-_REBUILD_AFTER = 4096
 # A state with at least this many pending acks is written as its changes since the last write
 # (`packed`) while they and the changes written since the last whole state cost less than a whole
 # write: a changed sequence ``JOURNAL_WEIGHT`` entries of it (a look-up at random in the maps,
@@ -58,7 +63,6 @@ class DeliveryState:
 
     __slots__ = (
         "_journaled",
-        "_pending_dels",
         "adflr",
         "asflr",
         "changed",
@@ -82,14 +86,13 @@ class DeliveryState:
         self.dseq = 1
         self.adflr = 0
         self.asflr = 0
-        self.pending: dict[int, tuple[int, int]] = {}
+        self.pending = PendingArray()
         self.rdc: dict[int, int] = {}
         self.rdq: OrderedDict[int, None] = OrderedDict()
         self.lss: deque[int] = deque()  # (taken from the left, one at a time)
         self.lss_resume = 0
         self.ldt = 0
         self.lat = 0
-        self._pending_dels = 0
         self.index = PendingIndex(30_000_000_000, [])
         # The store's floor and pending acks while a purge left them apart from these (None:
         # the store holds what these hold); reported and persisted in their place.
@@ -126,7 +129,7 @@ class DeliveryState:
         self.dseq = st.delivered.consumer_seq + 1
         self.adflr = st.ack_floor.consumer_seq
         self.asflr = st.ack_floor.stream_seq
-        self.pending = {seq: st.pending[seq] for seq in sorted(st.pending)}
+        self.pending = PendingArray(st.pending)
         self.rdc = {seq: n for seq, n in st.redelivered.items() if seq > self.asflr}
         self.index.rebuild(self.pending, self.rdc)
         self.stored = None
@@ -136,11 +139,13 @@ class DeliveryState:
         """A copy to persist (``writeState``): the floor as reported (`floor`) and the pending
         acks above it (`_persisted`)."""
         floor, pending, rdc = self._persisted()
-        return ConsumerState(SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor), dict(pending), dict(rdc))
+        entries = pending.to_dict() if isinstance(pending, PendingArray) else dict(pending)
+        return ConsumerState(SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor), entries, dict(rdc))
 
     def packed(self) -> PackedState | PackedChanges:
-        """`snapshot`, packed for the consumer's store (what `StateWriter` writes): the maps
-        encoded in one C call each (`pack_consumer_state`), not copied first — or, from
+        """`snapshot`, packed for the consumer's store (what `StateWriter` writes): the pending
+        acks' columns and the redelivery counts encoded in one C call (`pack_consumer_columns`),
+        not copied first — or, from
         ``JOURNAL_MIN`` pending acks, while what changed since the last write (with what was
         written as changes since the last whole state, ``JOURNAL_WEIGHT``) costs less than a
         whole write, just that (`pack_consumer_changes`: the store appends it to its journal).
@@ -159,9 +164,11 @@ class DeliveryState:
                 return pack_consumer_changes(delivered, ack_floor, changed, gone, pending, rdc, firsts)
         self.changed = array("Q") if n >= JOURNAL_MIN and self.stored is None else None
         self._journaled = 0
-        return pack_consumer_state(delivered, ack_floor, pending, rdc)
+        if isinstance(pending, PendingArray):
+            return pack_consumer_columns(delivered, ack_floor, pending.columns(), n, rdc)
+        return pack_consumer_state(delivered, ack_floor, dict(pending), rdc)
 
-    def _persisted(self) -> tuple[tuple[int, int], dict[int, tuple[int, int]], dict[int, int]]:
+    def _persisted(self) -> tuple[tuple[int, int], Mapping[int, tuple[int, int]], dict[int, int]]:
         """What is persisted: the floor as reported (`floor`) and the pending acks above it —
         the live maps when every one is (the caller copies or packs them before they change).
         An ack floor can pass pending acks (a purge's, then an ack one above its delivery
@@ -169,14 +176,16 @@ class DeliveryState:
         file then keeps them below its floor, which our consumer store refuses as its ``Update``
         does, so they are not written (a restart does not deliver them again)."""
         adflr, asflr = self.floor()
-        pending, rdc = self.pending, self.rdc
+        pending: Mapping[int, tuple[int, int]] = self.pending
+        rdc = self.rdc
         stale = self.stored.stale if self.stored is not None else None
         # (the index's oldest pending ack is the lowest: first deliveries go in stream order)
         if stale or (pending and self.index.next_pending(0, pending) <= asflr):
-            pending = {s: p for s, p in pending.items() if s > asflr}
+            kept = {s: p for s, p in self.pending.entries() if s > asflr}
             if stale:
-                pending.update((s, (d, 0)) for s, d in stale.items() if s > asflr)
-                pending = dict(sorted(pending.items()))
+                kept.update((s, (d, 0)) for s, d in stale.items() if s > asflr)
+                kept = dict(sorted(kept.items()))
+            pending = kept
             rdc = {s: n for s, n in rdc.items() if s > asflr}
         return (adflr, asflr), pending, rdc
 
@@ -201,11 +210,10 @@ class DeliveryState:
         a consumer and its parts refer to each other, so the deleted one is freed only by the
         cycle collector, which ``pyjetstream serve`` runs seldom (``tune_gc``); its 100,000
         pending acks (~30 MiB) would be held until then. Reference counting frees these at once."""
-        self.pending = {}
+        self.pending = PendingArray()
         self.rdc = {}
         self.rdq = OrderedDict()
         self.lss = deque()
-        self._pending_dels = 0
         self.index.clear()
         self.stored = None
         self.changed = None
@@ -220,13 +228,19 @@ class DeliveryState:
         pending = self.pending
         if self.stored is not None:
             self._store_ack(sseq, dseq)
-        p = pending.pop(sseq, None)
+        # (`PendingArray.take` inlined for a slot of its columns: the common case, once per ack)
+        i, cols = sseq - pending.base, pending.dseq
+        if 0 <= i < len(cols) and cols[i]:
+            p: tuple[int, int] | None = (cols[i] - 1, pending.ts[i])
+            cols[i] = 0
+            pending.n -= 1
+            if not pending.n:
+                pending.clear()
+        else:
+            p = pending.take(sseq) if pending.old else None
         if p is not None:
             dseq = p[0]
-            dels = self._pending_dels = self._pending_dels + 1
-            if dels > _REBUILD_AFTER and dels > 2 * len(pending):
-                self._deleted(0)
-        if not pending:
+        if not pending.n:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             self.index.clear()
         elif dseq == self.adflr + 1:
@@ -279,7 +293,6 @@ class DeliveryState:
             rdq.pop(s, None)
         if self.changed is not None:
             self.gone.extend(seqs)
-        self._deleted(len(seqs))
         if not pending:
             self.index.clear()
 
@@ -292,7 +305,12 @@ class DeliveryState:
         """The pending entry a NAK applies to (None: not pending, or outside the delivered range)."""
         if dseq <= self.adflr or dseq > self.dseq:
             return None
-        return self.pending.get(sseq)
+        pending = self.pending  # (`PendingArray.get` inlined for a slot of its columns)
+        i, cols = sseq - pending.base, pending.dseq
+        if 0 <= i < len(cols):
+            d = cols[i]
+            return (d - 1, pending.ts[i]) if d else None
+        return pending.old.get(sseq)
 
     def nak_later(self, sseq: int, delivered_ns: int) -> None:
         """``-NAK <delay>``: take it off the redelivery queue and restamp its delivery time so
@@ -398,12 +416,7 @@ class DeliveryState:
         once per run); each pending entry keeps the first delivery's sequence (nats-server
         ``trackPending``), which the ack floor follows."""
         pending = self.pending
-        again: list[int] = []
-        for seq in seqs:
-            p = pending.get(seq)
-            if p is not None:  # (else acked while it went out: an internal subscriber)
-                pending[seq] = (p[0], ts)
-                again.append(seq)
+        again = pending.restamp(seqs, ts)  # (one not pending was acked while it went out: an internal subscriber)
         if again:
             self.index.redelivered(ts, again, self.rdc, pending)
             if self.changed is not None:
@@ -530,16 +543,3 @@ class DeliveryState:
         if explicit and seq < self.sseq:
             return seq in self.pending
         return True
-
-    # --- helpers --------------------------------------------------------------------------------
-
-    def _deleted(self, n: int = 1) -> None:
-        """Rebuild the pending dict once deletions dominate it.
-
-        A dict keeps deleted slots until it is resized, and iterating it walks them: acking
-        thousands of messages in order would make every scan of ``pending`` slower and slower.
-        """
-        self._pending_dels += n
-        if self._pending_dels > _REBUILD_AFTER and self._pending_dels > 2 * len(self.pending):
-            self.pending = dict(self.pending)
-            self._pending_dels = 0

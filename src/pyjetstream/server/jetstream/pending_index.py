@@ -1,6 +1,7 @@
 """The order of a consumer's pending acks, by stream sequence and by deadline.
 
-A consumer's pending acks are a dict (stream seq → (delivery seq, delivery time)): that is what
+A consumer's pending acks are a map (stream seq → (delivery seq, delivery time), a
+`PendingArray`): that is what
 acks, NAKs and the persisted state need. Two questions need an order as well, and answering them
 by walking the dict makes their cost grow with the number of pending acks — nats-server's
 ``checkPending`` walks every pending ack each time its timer fires, and its ``moveAckFloor`` walks
@@ -37,15 +38,17 @@ import heapq
 import operator
 from array import array
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from pyjetstream.server.jetstream.pending_map import PendingArray
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.delivery_state import DeliveryState
 
 __all__ = ["PendingIndex", "run_seqs", "seqs_of"]
 
-Pending = dict[int, tuple[int, int]]
+Pending = Mapping[int, tuple[int, int]]  # (a `PendingArray`; a dict in tests)
 
 
 def run_seqs(run: Sequence[tuple[Any, ...]], i: int, j: int) -> Sequence[int]:
@@ -128,7 +131,8 @@ class PendingIndex:
         keys (a restart, a change of ack wait or backoff, or runs piling up)."""
         self.steps += len(pending)
         wait_for = self.wait_for
-        heap = [(ts + wait_for(rdc.get(seq, 0)), ts, seq) for seq, (_, ts) in pending.items()]
+        entries = pending.entries() if isinstance(pending, PendingArray) else pending.items()
+        heap = [(ts + wait_for(rdc.get(seq, 0)), ts, seq) for seq, (_, ts) in entries]
         heapq.heapify(heap)
         self._heap = heap
         self._timeline.clear()

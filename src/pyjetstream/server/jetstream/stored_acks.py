@@ -23,7 +23,7 @@ acks at or below it are not written: see `DeliveryState.snapshot`)."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 __all__ = ["StoredAcks"]
 
@@ -86,7 +86,7 @@ class StoredAcks:
     def purge_acks(
         self,
         gone: Iterable[int],
-        pending: dict[int, tuple[int, int]],
+        pending: Mapping[int, tuple[int, int]],
         delivered: tuple[int, int],
     ) -> None:
         """A purge's ``updateAcks`` for each pending ack it drops (``gone``, all in ``pending``),

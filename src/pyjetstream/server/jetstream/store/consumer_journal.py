@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 import zlib
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -94,7 +94,7 @@ def pack_consumer_changes(
     ack_floor: SequencePair,
     seqs: Sequence[int],
     gone: Sequence[int],
-    pending: dict[int, tuple[int, int]],
+    pending: Mapping[int, tuple[int, int]],
     redelivered: dict[int, int],
     firsts: Sequence[int] = (),
 ) -> PackedChanges:

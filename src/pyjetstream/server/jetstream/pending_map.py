@@ -1,0 +1,262 @@
+"""A consumer's pending acks as arrays indexed by stream sequence, not a dict of tuples.
+
+nats-server keeps ``o.pending`` as a Go map of sequence → ``*Pending``; a Python dict of
+sequence → (delivery seq, time) tuples costs three heap objects per pending ack (the tuple, its
+delivery-sequence int, the key), and with 100,000 pending a random ack's ``pop`` and a delivery's
+insert each touch several cache lines in ~15 MB (issue 24, dimension 5: the ack + next delivery
+grew 1.7–2× from 1,000 to 100,000 pending, mostly that memory traffic).
+
+First deliveries come in ascending stream sequence, mostly without gaps, so `PendingArray`
+keeps two ``array("q")`` columns — the first delivery's sequence (+1, 0: not pending) and the
+delivery time — where slot ``i`` is stream sequence ``base + i``. An ack clears one slot, a
+delivery run extends both columns in one C call; nothing is allocated per entry. What the
+columns cannot hold densely goes to a small dict, ``old`` (every key below ``base``):
+
+- a run that starts far past the end (a filtered consumer's sparse matches) moves the live
+  slots there and starts the columns over at the run;
+- once the columns are less than half live (old stragglers held while newer ones are acked),
+  the sparse prefix moves there and is cut off.
+
+So the columns hold at most about twice their live slots plus 1,024, each slot is moved or cut
+once (amortized O(1) per delivery) and every operation is O(1) whatever the number pending.
+It is a ``MutableMapping`` with the dict's order (ascending sequence, which is delivery order:
+what `DeliveryState` relied on), so general code reads it as it read the dict; the hot paths
+(`DeliveryState.ack`, the delivery loop's runs) use `take`, `add_run` and ``n``.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from itertools import chain, compress
+
+from pyjetstream.server.jetstream.store.consumer_store import column_entries
+
+__all__ = ["PendingArray"]
+
+Entry = tuple[int, int]
+
+# A run starting more than this many slots (and more than the columns' length) past the end
+# starts the columns over (see the module docstring); the slack in the density rule too.
+SLACK = 1024
+
+
+class PendingArray(MutableMapping[int, Entry]):
+    """Stream sequence → (delivery sequence of the first delivery, delivery time ns)."""
+
+    __slots__ = ("_lo", "base", "dseq", "n", "old", "steps", "ts")
+
+    def __init__(self, entries: Mapping[int, Entry] | None = None) -> None:
+        self.base = 0  # the stream sequence of slot 0
+        self.dseq = array("q")  # the delivery sequence + 1 (0: not pending)
+        self.ts = array("q")  # the delivery time
+        self.old: dict[int, Entry] = {}  # entries below ``base``, ascending
+        self.n = 0  # live entries, columns and ``old``
+        self._lo = 0  # no live slot below this one
+        self.steps = 0  # slots moved or cut (the step counter of the complexity tests)
+        if entries:
+            for seq in sorted(entries):
+                self[seq] = entries[seq]
+
+    # --- the mapping ----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __contains__(self, seq: object) -> bool:
+        if type(seq) is not int:
+            return False
+        i = seq - self.base
+        if 0 <= i < len(self.dseq):
+            return self.dseq[i] != 0
+        return seq in self.old
+
+    def __getitem__(self, seq: int) -> Entry:
+        i = seq - self.base
+        if 0 <= i < len(self.dseq):
+            d = self.dseq[i]
+            if d:
+                return d - 1, self.ts[i]
+            raise KeyError(seq)
+        return self.old[seq]
+
+    def get(self, seq: int, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
+        i = seq - self.base
+        if 0 <= i < len(self.dseq):
+            d = self.dseq[i]
+            return (d - 1, self.ts[i]) if d else default
+        return self.old.get(seq, default)
+
+    def __setitem__(self, seq: int, entry: Entry) -> None:
+        i = seq - self.base
+        dseq = self.dseq
+        if 0 <= i < len(dseq):
+            if not dseq[i]:
+                self.n += 1
+                if i < self._lo:
+                    self._lo = i
+            dseq[i], self.ts[i] = entry[0] + 1, entry[1]
+        elif i >= len(dseq) or not self.n:
+            self._append(seq, entry[0], entry[1])
+        else:  # below the columns: kept in ``old`` (a dict keeps its order: rebuilt sorted)
+            old = self.old
+            if seq not in old:
+                self.n += 1
+                if old and seq < next(reversed(old)):
+                    old[seq] = entry
+                    self.old = dict(sorted(old.items()))
+                    return
+            old[seq] = entry
+
+    def __delitem__(self, seq: int) -> None:
+        if self.take(seq) is None:
+            raise KeyError(seq)
+
+    def pop(self, seq: int, *default: Entry | None) -> Entry | None:  # type: ignore[override]
+        p = self.take(seq)
+        if p is None:
+            if default:
+                return default[0]
+            raise KeyError(seq)
+        return p
+
+    def take(self, seq: int) -> Entry | None:
+        """Remove ``seq``: its entry, None if it was not pending (``pop(seq, None)``)."""
+        i = seq - self.base
+        dseq = self.dseq
+        if 0 <= i < len(dseq):
+            d = dseq[i]
+            if not d:
+                return None
+            dseq[i] = 0
+            p = d - 1, self.ts[i]
+            n = self.n = self.n - 1
+            if not n:
+                self.clear()
+            return p
+        old = self.old
+        if seq not in old:
+            return None
+        entry = old.pop(seq)
+        self.n -= 1
+        if not self.n:
+            self.clear()
+        return entry
+
+    def __iter__(self) -> Iterator[int]:
+        return chain(list(self.old), compress(range(self.base, self.base + len(self.dseq)), self.dseq))
+
+    def entries(self) -> Iterator[tuple[int, Entry]]:
+        """``items()`` without a look-up per key: (seq, entry), ascending; C iterators only, no
+        Python step per entry."""
+        return chain(list(self.old.items()), column_entries(self.base, self.dseq, self.ts))
+
+    def columns(self) -> tuple[int, array[int], array[int], dict[int, Entry]]:
+        """What the whole state write packs as it is (`pack_consumer_columns`): the first
+        sequence, the columns, the entries below."""
+        return self.base, self.dseq, self.ts, self.old
+
+    def to_dict(self) -> dict[int, Entry]:
+        """The entries as a dict, ascending (what the whole state write packs)."""
+        return dict(self.entries())
+
+    def clear(self) -> None:
+        self.base = 0
+        self.dseq = array("q")
+        self.ts = array("q")
+        self.old = {}
+        self.n = self._lo = 0
+
+    def first(self) -> int:
+        """The lowest pending sequence (0: none)."""
+        if self.old:
+            return next(iter(self.old))
+        i = self._first_slot()
+        return self.base + i if i < len(self.dseq) else 0
+
+    def _first_slot(self) -> int:
+        """The columns' first live slot (their length: none); the cursor moves past what it
+        walked, once."""
+        dseq, i = self.dseq, self._lo
+        while i < len(dseq) and not dseq[i]:
+            i += 1
+        self.steps += i - self._lo
+        self._lo = i
+        return i
+
+    def restamp(self, seqs: Iterable[int], ts: int) -> list[int]:
+        """Redeliveries ``seqs`` went out at ``ts``: those still pending get that time (their
+        first delivery's sequence kept); returns them, in order."""
+        base, dseq, times = self.base, self.dseq, self.ts
+        end = len(dseq)
+        again: list[int] = []
+        for seq in seqs:
+            i = seq - base
+            if 0 <= i < end:
+                if dseq[i]:
+                    times[i] = ts
+                    again.append(seq)
+            elif seq in self.old:
+                self.old[seq] = (self.old[seq][0], ts)
+                again.append(seq)
+        return again
+
+    # --- first deliveries -----------------------------------------------------------------------
+
+    def add_run(self, seqs: Iterable[int], dseq: int, ts: int) -> None:
+        """First deliveries ``seqs`` (ascending, above every pending sequence) at ``ts``, their
+        delivery sequences ``dseq``, ``dseq + 1``, ...: a ``range`` adjoining the columns'
+        end goes in with one C call per column."""
+        if type(seqs) is range and seqs.step == 1 and self.n and seqs.start == self.base + len(self.dseq):
+            k = len(seqs)
+            self.dseq.extend(range(dseq + 1, dseq + 1 + k))
+            self.ts.extend(array("q", (ts,)) * k)
+            self.n += k
+            if len(self.dseq) > 2 * (self.n - len(self.old)) + SLACK:
+                self._shed()
+            return
+        for seq in seqs:
+            self[seq] = (dseq, ts)
+            dseq += 1
+
+    def _append(self, seq: int, d: int, ts: int) -> None:
+        """A new entry at or past the columns' end (or the first one)."""
+        dseq = self.dseq
+        gap = seq - self.base - len(dseq)
+        if not self.n:
+            self.clear()
+            self.base, dseq = seq, self.dseq
+        elif gap > SLACK and gap > len(dseq):
+            self._move_old(len(dseq))
+            self.base, dseq = seq, self.dseq
+        elif gap:
+            zeros = array("q", bytes(8 * gap))
+            dseq.extend(zeros)
+            self.ts.extend(zeros)
+        dseq.append(d + 1)
+        self.ts.append(ts)
+        self.n += 1
+        if len(dseq) > 2 * (self.n - len(self.old)) + SLACK:
+            self._shed()
+
+    def _shed(self) -> None:
+        """The columns are less than half live: move the sparse prefix's live slots to ``old``
+        until the rest is at least about half live, and cut the prefix off."""
+        dseq = self.dseq
+        end, live, cut = len(dseq), self.n - len(self.old), self._first_slot()
+        while cut < end and end - cut > 2 * live + SLACK // 2:
+            if dseq[cut]:
+                live -= 1
+            cut += 1
+        self._move_old(cut)
+
+    def _move_old(self, cut: int) -> None:
+        """Move the live slots below ``cut`` to ``old`` and drop those slots."""
+        dseq, ts, base, old = self.dseq, self.ts, self.base, self.old
+        self.steps += cut
+        for i in compress(range(cut), dseq[:cut]):
+            old[base + i] = (dseq[i] - 1, ts[i])
+        del dseq[:cut]
+        del ts[:cut]
+        self.base = base + cut
+        self._lo = 0

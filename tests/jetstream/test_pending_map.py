@@ -1,0 +1,97 @@
+"""`PendingArray` (a consumer's pending acks as sequence-indexed columns) against the dict of
+tuples it replaced: the same answers for every operation `DeliveryState` uses, in random
+sequences of first deliveries (dense, with small and large gaps), acks, re-stamps and look-ups;
+and its columns stay bounded by about twice the live entries (what is sparse moves to its dict)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pyjetstream.server.jetstream.pending_map import SLACK, PendingArray
+
+
+def _same(pa: PendingArray, model: dict[int, tuple[int, int]]) -> None:
+    assert len(pa) == len(model) == pa.n
+    assert list(pa) == sorted(model)
+    assert list(pa.entries()) == sorted(model.items())
+    assert pa.to_dict() == model
+    assert bool(pa) == bool(model)
+    assert pa.first() == (min(model) if model else 0)
+    assert len(pa.dseq) <= 2 * (len(model) - len(pa.old)) + SLACK + 1
+    assert all(k < pa.base for k in pa.old)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_pending_array_answers_as_the_dict(seed: int) -> None:
+    rnd = random.Random(seed)
+    pa, model = PendingArray(), {}
+    nxt, dseq, now = rnd.randrange(1, 1000), 1, 1
+    for step in range(2500):
+        r = rnd.random()
+        if r < 0.35:  # a run of first deliveries (a range, or with gaps)
+            k = rnd.choice((1, 3, 40, 300))
+            gap = rnd.choice((0, 0, 0, 1, 7, 3000))
+            if rnd.random() < 0.5:
+                seqs: range | list[int] = range(nxt + gap, nxt + gap + k)
+            else:
+                seqs = sorted(rnd.sample(range(nxt + gap, nxt + gap + 3 * k), k))
+            pa.add_run(seqs, dseq, now)
+            for s in seqs:
+                model[s] = (dseq, now)
+                dseq += 1
+            nxt = seqs[-1] + 1
+        elif r < 0.75 and model:  # ack one at random (or something not pending)
+            s = rnd.choice(list(model)) if rnd.random() < 0.9 else rnd.randrange(0, nxt + 10)
+            assert pa.take(s) == model.pop(s, None)
+        elif r < 0.85 and model:  # a re-stamp (redelivery, progress)
+            s = rnd.choice(list(model))
+            pa[s] = (model[s][0], now)
+            model[s] = (model[s][0], now)
+        elif r < 0.9:  # the mapping methods
+            s = rnd.randrange(0, nxt + 10)
+            assert pa.get(s) == model.get(s)
+            assert (s in pa) == (s in model)
+            if s in model:
+                assert pa[s] == model[s]
+                assert pa.pop(s) == model.pop(s)
+            else:
+                with pytest.raises(KeyError):
+                    pa[s]
+                assert pa.pop(s, None) is None
+        elif r < 0.91:
+            for s in list(model)[: rnd.randrange(1, 50)]:  # AckAll-like: the oldest
+                del pa[s]
+                del model[s]
+        now += 1
+        if step % 97 == 0:
+            _same(pa, model)
+    _same(pa, model)
+
+
+def test_columns_stay_dense_when_old_ones_linger() -> None:
+    """One old entry never acked while 100,000 newer ones come and go: the columns hold what is
+    live (the straggler moves to the dict), and the slots moved or cut stay under two per
+    delivery."""
+    pa = PendingArray()
+    pa.add_run(range(1, 11), 1, 0)
+    for seq in range(2, 11):
+        pa.take(seq)
+    for seq in range(11, 100_011, 10):
+        pa.add_run(range(seq, seq + 10), seq, 0)
+        for s in range(seq, seq + 10):
+            pa.take(s) if s % 100 else None
+    assert 1 in pa and len(pa) == 1 + 1000
+    assert len(pa.dseq) <= 2 * (len(pa) - len(pa.old)) + SLACK + 1
+    assert pa.steps < 2 * 100_000
+
+
+def test_sparse_first_deliveries_go_to_the_dict() -> None:
+    """A filtered consumer's matches far apart: no columns of zeros between them."""
+    pa = PendingArray()
+    for i in range(1, 2001):
+        pa.add_run(range(i * 1_000_000, i * 1_000_000 + 1), i, 0)
+    assert len(pa) == 2000
+    assert len(pa.dseq) <= SLACK + 1
+    assert list(pa) == [i * 1_000_000 for i in range(1, 2001)]
