@@ -1,0 +1,100 @@
+"""Issue 24, a restart beyond messages (``bench_scale.py --dim rconsumers``): what the embedded
+server does per durable consumer when it starts again, counted, not timed, at two sizes.
+
+With 10,000 consumers a restart cost 361 µs of CPU a consumer against nats-server's 192, growing
+1.7× from 1,000: each consumer recovered made the tuple of the stream's unfiltered consumers
+again (O(n²)). Per consumer a restart now opens the same files (its definition and checksum,
+its state slots and journal), decodes one state slot and builds no lookup tuple (they are made
+at the first message that asks), whatever the number of consumers.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from tests.jetstream.consumer_helpers import RawClient
+
+from pyjetstream.server.jetstream.store.consumer_store import FileConsumerStore
+from pyjetstream.server.server import Server
+
+SMALL, LARGE = 10, 100
+
+
+def _server(store_dir: str) -> Server:
+    return Server(port=-1, jetstream=True, store_dir=store_dir, host="127.0.0.1")
+
+
+@contextmanager
+def _opens(monkeypatch: pytest.MonkeyPatch, root: str) -> Iterator[collections.Counter[str]]:
+    """Count the files opened under ``root`` (``open`` and ``os.open``)."""
+    counts: collections.Counter[str] = collections.Counter()
+    with monkeypatch.context() as m:
+        for owner, name in ((builtins, "open"), (os, "open")):
+            original = getattr(owner, name)
+
+            def wrapper(*args: Any, __original: Any = original, **kw: Any) -> Any:
+                if args and str(args[0]).startswith(root):
+                    counts["opened"] += 1
+                return __original(*args, **kw)
+
+            m.setattr(owner, name, wrapper)
+        yield counts
+
+
+async def _restart_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, float]:
+    """What a restart of a file stream with ``n`` durable consumers did (a fifth of them with 2
+    pending acks): the files opened, and per consumer the state slots decoded and the consumers
+    copied into the stream's lookup tuples."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server = _server(tmp)
+        await server.start()
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("S", ["s.>"], storage="file", max_consumers=-1)
+            await nc.publish_many("s.0", 3)
+            for i in range(n):
+                resp = await nc.add_consumer("S", f"c{i}", durable_name=f"c{i}")
+                assert "error" not in resp, resp
+                if i % 5 == 0:
+                    inbox = nc.subscribe(nc.new_inbox())
+                    nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.S.c{i}", b'{"batch": 2}', inbox.subject)
+                    await inbox.collect(2)
+                    inbox.unsubscribe()
+        finally:
+            await nc.close()
+        await server.shutdown()
+        server = _server(tmp)
+        with _opens(monkeypatch, tmp) as opens:
+            await server.start()
+        try:
+            stream = server.jetstream.streams["S"]
+            consumers = list(stream.consumers.values())
+            assert len(consumers) == n
+            assert stream.consumers["c0"].state.pending and not stream.consumers["c1"].state.pending
+            stores = [c.writer.store for c in consumers]
+            decoded = sum(s.decoded for s in stores if isinstance(s, FileConsumerStore))
+            return {
+                "files opened": opens["opened"],
+                "slots decoded": decoded / n,
+                "consumers copied": stream.csl.copied / n,
+            }
+        finally:
+            await server.shutdown()
+
+
+async def test_a_restart_does_the_same_work_per_consumer(monkeypatch: pytest.MonkeyPatch) -> None:
+    small = await _restart_steps(monkeypatch, SMALL)
+    large = await _restart_steps(monkeypatch, LARGE)
+    assert large["slots decoded"] == small["slots decoded"] == 1, (small, large)
+    assert large["consumers copied"] == small["consumers copied"] == 0, (small, large)
+    # Files opened per consumer more (the stream's own are the same at both sizes): its definition
+    # and checksum, its state slot(s) and journal.
+    per_consumer = (large["files opened"] - small["files opened"]) / (LARGE - SMALL)
+    assert per_consumer <= 5, (small, large)
