@@ -107,7 +107,7 @@ class SubjectTable:
         self.ids = ids_of(names)
         # (the free ids: every None but id 0's; in C passes, a restart's 100,000 subjects)
         nones = compress(range(len(names)), map(operator.is_, names, repeat(None)))
-        self.free = [sid for sid in nones if sid] if len(self.ids) + 1 < len(names) else []
+        self.free = [sid for sid in nones if sid] if names and names.count(None) > (names[0] is None) else []
         self.tree = SubjectTree()
         self.tree_live = False
         self._cache = {}
