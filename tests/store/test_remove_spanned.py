@@ -202,3 +202,25 @@ def test_a_sealed_removal_flushes_once(tmp_path: Path, monkeypatch: pytest.Monke
             monkeypatch.setattr(BlockFiles, "flush_writes", flush)
         finally:
             store.stop()
+
+
+@pytest.mark.parametrize("load", [False, True])
+def test_removals_read_no_block_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, load: bool) -> None:
+    """Random removals from evicted pages read their spans, not their blocks whole into the block
+    cache (`blockfiles.REMOVALS_LOAD_BLOCKS`, off): no block loaded at 20k and 200k messages,
+    however many removals a block takes. On, a block taking more than the cache's ``load_after``
+    reads out of order is read whole, as for gets."""
+    from pyjetstream.server.jetstream.store import blockfiles
+
+    monkeypatch.setattr(blockfiles, "REMOVALS_LOAD_BLOCKS", load)
+    for msgs in (20_000, 200_000):
+        store = _open(tmp_path / f"s{msgs}")
+        try:
+            _fill(store, msgs)
+            cache = store._backend._whole
+            cache.load_after = 4  # (blocks of ~800 messages: a few removals each)
+            seqs = _evicted(store, msgs, 400)
+            assert all(store.remove_msg(s) for s in seqs)
+            assert (cache.loads > 0) if load else (cache.loads == 0), (msgs, cache.loads)
+        finally:
+            store.stop()
