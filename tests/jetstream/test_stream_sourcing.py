@@ -760,6 +760,11 @@ def test_ack_reply_parsing() -> None:
     assert d is not None and (d.consumer, d.delivered, d.sseq) == ("cons", 2, 12)
     assert parse_ack_reply("_INBOX.x") is None
     assert parse_ack_reply("$JS.ACK.O.c.1.x.3.4.5") is None
+    d = parse_ack_reply("$JS.ACK.hub.ACCHASH.ORDERS.cons.2.12.3.17.5")  # 2.10 form without the token
+    assert d == ("cons", 2, 12, 3, 17, 5)
+    assert parse_ack_reply("$JS.ACK.ORDERS.cons.1.12.3.17.4.x") is None  # 10 tokens
+    assert parse_ack_reply("$JS.NAK.ORDERS.cons.1.12.3.17.4") is None
+    assert parse_ack_reply("$JS.ACK.hub.ACCHASH.ORDERS.cons.2.12.x.17.0.rnd") is None
 
 
 def test_config_round_trips_through_the_stream_meta() -> None:

@@ -205,19 +205,30 @@ class Delivery(NamedTuple):
 
 def parse_ack_reply(reply: str) -> Delivery | None:
     """``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>`` (2.9), or the 2.10 form
-    with ``<domain>.<account hash>`` after ``ACK`` (and a random token at the end)."""
+    with ``<domain>.<account hash>`` after ``ACK`` (and a random token at the end). Once per
+    message a mirror or source takes: the numbers converted one by one (a list of them, sliced and
+    unpacked, was a tenth of a mirror's catching up, ~0.5 µs a message)."""
     tokens = reply.split(".")
     n = len(tokens)
-    if n < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+    if n == 9:
+        b = 3
+    elif n == 11 or n == 12:
+        b = 5
+    else:
         return None
-    base = 3 if n == 9 else 5 if n in (11, 12) else 0
-    if not base:
+    if tokens[0] != "$JS" or tokens[1] != "ACK":
         return None
     try:
-        nums = [int(t) for t in tokens[base + 1 : base + 6]]
+        return Delivery(
+            tokens[b],
+            int(tokens[b + 1]),
+            int(tokens[b + 2]),
+            int(tokens[b + 3]),
+            int(tokens[b + 4]),
+            int(tokens[b + 5]),
+        )
     except ValueError:
         return None
-    return Delivery(tokens[base], *nums)
 
 
 def _strip_for_source(hdr: bytes) -> bytes:
