@@ -204,6 +204,27 @@ def test_a_restart_decodes_only_the_newest_slot(tmp_path: Path, pending: int) ->
     assert cs2.state() == cs.state() and len(cs2.state().pending) == pending - 1
 
 
+@pytest.mark.parametrize("newer", ["o.dat", "o.dat.b"])
+def test_the_newer_slot_of_an_older_version_is_the_state(tmp_path: Path, newer: str) -> None:
+    """Slots written by an earlier version (3: the pending acks as a map) name their generation
+    where later ones do: the newer is decoded first, whichever file holds it (a store written
+    before an upgrade)."""
+    d = tmp_path / "obs" / "w"
+    d.mkdir(parents=True)
+    older = "o.dat.b" if newer == "o.dat" else "o.dat"
+    old_state = ConsumerState(SequencePair(1, 1), SequencePair(0, 0), {1: (1, 10)}, {})
+    new_state = ConsumerState(SequencePair(2, 2), SequencePair(1, 1), {2: (2, 20)}, {})
+    for name, state, gen in ((older, old_state, 4), (newer, new_state, 5)):
+        rec = bytearray(encode_consumer_state(state, gen))
+        rec[4] = 3  # (version 3: the same header, the body a map)
+        end = len(rec) - 4
+        rec[end:] = zlib.crc32(rec[:end]).to_bytes(4, "little")
+        (d / name).write_bytes(bytes(rec))
+    cs = FileConsumerStore(str(d), "w")
+    assert cs.state_error is None and cs.decoded == 1
+    assert cs.state() == new_state
+
+
 @pytest.mark.parametrize("cut", [0.3, 0.9])
 def test_a_torn_state_write_leaves_the_one_before(tmp_path: Path, cut: float) -> None:
     """A write cut short (``kill -9`` between pages, a power cut) fails its crc: the other slot,

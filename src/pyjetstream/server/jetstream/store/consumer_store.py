@@ -419,13 +419,14 @@ def encode_packed(p: PackedState, generation: int = 0) -> bytes:
 
 def slot_generation(buf: bytes) -> int:
     """The generation a state slot's header names (-1: no header to read; 1: version 1), without
-    checking or decoding the rest (`decode_consumer_state_gen` does)."""
+    checking or decoding the rest (`decode_consumer_state_gen` does). Every version from 2 on
+    keeps it in the same place (version 3 appends the body's length; 4 has 3's header)."""
     if len(buf) < _STATE_HDR_V2.size or buf[:4] != _STATE_MAGIC:
         return -1
     version = buf[4]
     if version == 1:
         return 1
-    if version not in (2, _STATE_VERSION):
+    if not 2 <= version <= _STATE_VERSION:
         return -1
     return int.from_bytes(buf[_STATE_HDR_V1.size : _STATE_HDR_V2.size], "little")
 
