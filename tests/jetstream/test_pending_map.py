@@ -21,6 +21,16 @@ def _same(pa: PendingArray, model: dict[int, tuple[int, int]]) -> None:
     assert pa.first() == (min(model) if model else 0)
     assert len(pa.dseq) <= 2 * (len(model) - len(pa.old)) + SLACK + 1
     assert all(k < pa.base for k in pa.old)
+    if model:
+        lo, hi = min(model), max(model) + 2
+        for r in (range(lo, hi), range(max(pa.base, lo), hi), range(pa.base + 1, pa.base + 40)):
+            assert pa.run_values(r) == [model.get(s) for s in r]
+        assert pa.run_values([lo, hi, lo + 3]) == [model.get(s) for s in (lo, hi, lo + 3)]
+        for r in (range(lo, hi), range(max(pa.base, lo), hi), [lo, lo + 2, hi]):
+            want = [k for k, s in enumerate(r) if s in model]
+            for i in (0, 1, len(r) // 2):
+                assert pa.live_from(r, i) == next((k for k in want if k >= i), len(r))
+                assert pa.live_of(r, i, len(r) - 1) == [r[k] for k in want if i <= k < len(r) - 1]
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -161,7 +161,8 @@ class DeliveryState:
             if cost < n:
                 self._journaled = cost
                 self.changed = array("Q")
-                return pack_consumer_changes(delivered, ack_floor, changed, gone, pending, rdc, firsts)
+                values = list(chain.from_iterable(map(self.pending.run_values, fresh)))
+                return pack_consumer_changes(delivered, ack_floor, changed, gone, pending, rdc, firsts, values)
         self.changed = array("Q") if n >= JOURNAL_MIN and self.stored is None else None
         self._journaled = 0
         if isinstance(pending, PendingArray):
@@ -180,7 +181,7 @@ class DeliveryState:
         rdc = self.rdc
         stale = self.stored.stale if self.stored is not None else None
         # (the index's oldest pending ack is the lowest: first deliveries go in stream order)
-        if stale or (pending and self.index.next_pending(0, pending) <= asflr):
+        if stale or (pending and self.index.next_pending(0, self.pending) <= asflr):
             kept = {s: p for s, p in self.pending.entries() if s > asflr}
             if stale:
                 kept.update((s, (d, 0)) for s, d in stale.items() if s > asflr)
@@ -245,7 +246,7 @@ class DeliveryState:
             self.index.clear()
         elif dseq == self.adflr + 1:
             self.adflr, self.asflr = dseq, sseq
-            nxt = sseq + 1 if sseq + 1 in pending else self.index.next_pending(sseq, pending)
+            nxt = sseq + 1 if 0 <= i + 1 < len(cols) and cols[i + 1] else self.index.next_pending(sseq, pending)
             if nxt:
                 pd = self.pending[nxt][0]
                 if pd > 0:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import heapq
 import operator
 from array import array
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -193,17 +194,17 @@ class PendingIndex:
 
     # --- the floor ------------------------------------------------------------------------------
 
-    def next_pending(self, after: int, pending: Pending) -> int:
+    def next_pending(self, after: int, pending: PendingArray) -> int:
         """The oldest pending ack above stream sequence ``after`` (0: none). The cursor moves
-        past what is not pending any more, once; it stops at the oldest pending ack (which, when
-        the floor's message was just acked, is the answer)."""
+        past what is not pending any more, once (`PendingArray.live_from`: a run's acked slots
+        skipped in C); it stops at the oldest pending ack (which, when the floor's message was
+        just acked, is the answer)."""
         order = self._order
         i = self._pos
         while order:
             seqs = order[0]
             n = len(seqs)
-            while i < n and seqs[i] not in pending:
-                i += 1
+            i = pending.live_from(seqs, i)
             self.steps += i - self._pos + 1
             if i < n:
                 break
@@ -221,24 +222,22 @@ class PendingIndex:
             j = 0
         return 0
 
-    def take_upto(self, seq: int, pending: Pending) -> list[int]:
+    def take_upto(self, seq: int, pending: PendingArray) -> list[int]:
         """The pending acks at or below ``seq`` (AckAll, a purge), oldest first; the cursor stops
-        at the first one above."""
+        at the first one above (a run's part found by bisection, its pending ones picked in C:
+        `PendingArray.live_of`)."""
         out: list[int] = []
         order = self._order
         i = self._pos
         while order:
             seqs = order[0]
             n = len(seqs)
-            while i < n:
-                s = seqs[i]
-                if s > seq:
-                    self._pos = i
-                    return out
-                self.steps += 1
-                if s in pending:
-                    out.append(s)
-                i += 1
+            k = n if seqs[n - 1] <= seq else bisect_right(seqs, seq, i)
+            self.steps += k - i
+            out += pending.live_of(seqs, i, k)
+            if k < n:
+                self._pos = k
+                return out
             order.popleft()
             i = 0
         self._pos = 0

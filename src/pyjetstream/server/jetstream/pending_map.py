@@ -26,9 +26,10 @@ what `DeliveryState` relied on), so general code reads it as it read the dict; t
 
 from __future__ import annotations
 
+import operator
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
-from itertools import chain, compress
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from itertools import chain, compress, repeat
 
 from pyjetstream.server.jetstream.store.consumer_store import column_entries
 
@@ -153,8 +154,11 @@ class PendingArray(MutableMapping[int, Entry]):
 
     def columns(self) -> tuple[int, array[int], array[int], dict[int, Entry]]:
         """What the whole state write packs as it is (`pack_consumer_columns`): the first
-        sequence, the columns, the entries below."""
-        return self.base, self.dseq, self.ts, self.old
+        sequence, the columns from the first live slot, the entries below."""
+        lo = self._first_slot()
+        if not lo:
+            return self.base, self.dseq, self.ts, self.old
+        return self.base + lo, self.dseq[lo:], self.ts[lo:], self.old
 
     def to_dict(self) -> dict[int, Entry]:
         """The entries as a dict, ascending (what the whole state write packs)."""
@@ -177,9 +181,7 @@ class PendingArray(MutableMapping[int, Entry]):
     def _first_slot(self) -> int:
         """The columns' first live slot (their length: none); the cursor moves past what it
         walked, once."""
-        dseq, i = self.dseq, self._lo
-        while i < len(dseq) and not dseq[i]:
-            i += 1
+        i = self._next_live(self._lo, len(self.dseq))
         self.steps += i - self._lo
         self._lo = i
         return i
@@ -200,6 +202,57 @@ class PendingArray(MutableMapping[int, Entry]):
                 self.old[seq] = (self.old[seq][0], ts)
                 again.append(seq)
         return again
+
+    def live_from(self, seqs: Sequence[int], i: int) -> int:
+        """The index of the first pending sequence of ``seqs[i:]`` (ascending; ``len(seqs)``:
+        none). A ``range`` inside the columns is searched a chunk at a time in C (the floor
+        cursor's walk over what was acked: no Python step per acked slot)."""
+        n = len(seqs)
+        base, dseq = self.base, self.dseq
+        if i < n and type(seqs) is range and seqs.step == 1 and seqs.start >= base and seqs.stop <= base + len(dseq):
+            off = seqs.start - base
+            return self._next_live(off + i, off + n) - off
+        while i < n and seqs[i] not in self:
+            i += 1
+        return i
+
+    def live_of(self, seqs: Sequence[int], i: int, j: int) -> list[int]:
+        """The pending sequences of ``seqs[i:j]`` (ascending), in order; a ``range`` inside the
+        columns in C."""
+        base, dseq = self.base, self.dseq
+        if i >= j:
+            return []
+        if type(seqs) is range and seqs.step == 1 and seqs.start >= base and seqs.stop <= base + len(dseq):
+            a, b = seqs.start - base + i, seqs.start - base + j
+            return list(compress(range(base + a, base + b), dseq[a:b]))
+        return [s for s in seqs[i:j] if s in self]
+
+    def _next_live(self, a: int, b: int) -> int:
+        """The first live slot of the columns in ``[a, b)`` (``b``: none)."""
+        dseq = self.dseq
+        if a < b and dseq[a]:
+            return a
+        while a < b:
+            chunk = dseq[a : min(a + 256, b)]
+            k = next(compress(range(len(chunk)), chunk), -1)
+            if k >= 0:
+                return a + k
+            a += len(chunk)
+        return b
+
+    def run_values(self, seqs: Sequence[int]) -> list[Entry | None]:
+        """The entries of ``seqs`` (None: not pending), as ``list(map(self.get, seqs))``; a
+        ``range`` inside the columns (a run of first deliveries) is read from slices of them,
+        C calls but for the slots acked since."""
+        base, dseq = self.base, self.dseq
+        if type(seqs) is not range or seqs.step != 1 or seqs.start < base or seqs.stop > base + len(dseq):
+            return list(map(self.get, seqs))
+        i, j = seqs.start - base, seqs.stop - base
+        live = dseq[i:j]
+        values: list[Entry | None] = list(zip(map(operator.sub, live, repeat(1)), self.ts[i:j], strict=True))
+        for k in compress(range(j - i), map(operator.not_, live)):
+            values[k] = None
+        return values
 
     # --- first deliveries -----------------------------------------------------------------------
 
@@ -244,10 +297,10 @@ class PendingArray(MutableMapping[int, Entry]):
         until the rest is at least about half live, and cut the prefix off."""
         dseq = self.dseq
         end, live, cut = len(dseq), self.n - len(self.old), self._first_slot()
-        while cut < end and end - cut > 2 * live + SLACK // 2:
-            if dseq[cut]:
-                live -= 1
-            cut += 1
+        while cut < end and end - cut > 2 * live + SLACK // 2:  # (a chunk at a time: C counts)
+            step = min(max((end - cut - 2 * live) // 2, 1), 256, end - cut)
+            live -= step - dseq[cut : cut + step].count(0)
+            cut += step
         self._move_old(cut)
 
     def _move_old(self, cut: int) -> None:

@@ -97,13 +97,14 @@ def pack_consumer_changes(
     pending: Mapping[int, tuple[int, int]],
     redelivered: dict[int, int],
     firsts: Sequence[int] = (),
+    first_values: list[tuple[int, int] | None] | None = None,
 ) -> PackedChanges:
     """The sequences ``gone`` for good (acked, dropped: written as they are, nothing looked up),
     the entries of ``seqs`` as the maps hold them now and those of the first deliveries
     ``firsts`` as ``pending`` holds them (no redelivery count yet: a count set since is in
     ``seqs``), applied after ``gone`` (one gone and then delivered — an ack run ahead — is
-    looked up), in one msgpack call: C passes (``map`` of the maps' ``get``), no Python per
-    entry. A sequence listed twice is written twice, the same entry each time (applying it
+    looked up; ``first_values``: their entries already looked up), in one msgpack call: C
+    passes (``map`` of the maps' ``get``), no Python per entry. A sequence listed twice is written twice, the same entry each time (applying it
     again changes nothing)."""
     counts = list(map(redelivered.get, seqs)) if redelivered else None
     body = _ENCODER.encode(
@@ -113,7 +114,7 @@ def pack_consumer_changes(
             list(map(pending.get, seqs)),
             counts,
             _bytes(firsts),
-            list(map(pending.get, firsts)),
+            list(map(pending.get, firsts)) if first_values is None else first_values,
         )
     )
     return PackedChanges(delivered, ack_floor, len(seqs) + len(gone) + len(firsts), body)
