@@ -230,18 +230,19 @@ class DeliveryState:
         if self.stored is not None:
             self._store_ack(sseq, dseq)
         # (`PendingArray.take` inlined for a slot of its columns: the common case, once per ack)
-        i, cols = sseq - pending.base, pending.dseq
-        if 0 <= i < len(cols) and cols[i]:
-            p: tuple[int, int] | None = (cols[i] - 1, pending.ts[i])
+        i = sseq - pending.base
+        cols = pending.dseq
+        if 0 <= i < len(cols) and (d := cols[i]):
             cols[i] = 0
             pending.n -= 1
-            if not pending.n:
-                pending.clear()
+            dseq = d - 1
+            p: tuple[int, int] | None = (dseq, pending.ts[i])
         else:
             p = pending.take(sseq) if pending.old else None
-        if p is not None:
-            dseq = p[0]
+            if p is not None:
+                dseq = p[0]
         if not pending.n:
+            pending.clear()
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             self.index.clear()
         elif dseq == self.adflr + 1:

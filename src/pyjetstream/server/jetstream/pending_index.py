@@ -104,7 +104,7 @@ class PendingIndex:
         timeline.append((ts, seqs))
         order = self._order
         order.append(seqs)
-        limit = len(state.pending) + 64
+        limit = state.pending.n + 64
         if len(timeline) > limit or len(order) > limit:
             self.rebuild(state.pending, state.rdc)
 
