@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from pyjetstream.server.jetstream import pending_map
 from pyjetstream.server.jetstream.pending_map import SLACK, PendingArray
 
 
@@ -105,3 +106,54 @@ def test_sparse_first_deliveries_go_to_the_dict() -> None:
     assert len(pa) == 2000
     assert len(pa.dseq) <= SLACK + 1
     assert list(pa) == [i * 1_000_000 for i in range(1, 2001)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_restore_fills_as_deliveries_would(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restore's entries (`PendingArray(entries)`) made in C passes (``BULK_FILL``: dense
+    columns, with gaps or none) hold and answer as those made one entry at a time, then and after
+    the same deliveries, acks and re-stamps."""
+    rnd = random.Random(seed)
+    start = rnd.randrange(1, 10_000)
+    shape = seed % 4
+    if shape == 0:  # one run, no gap
+        keys = list(range(start, start + 2000))
+    elif shape == 1:  # acked here and there
+        keys = sorted(rnd.sample(range(start, start + 3000), 2000))
+    elif shape == 2:  # an old straggler far below the rest (sparse: one by one)
+        keys = [start, *range(start + 6000, start + 8000)]
+    else:  # a few
+        keys = sorted(rnd.sample(range(start, start + 30), 7))
+    entries = {k: (i + 1, 1000 + rnd.randrange(50)) for i, k in enumerate(keys)}
+    made = []
+    for bulk in (True, False):
+        monkeypatch.setattr(pending_map, "BULK_FILL", bulk)
+        made.append(PendingArray(dict(entries)))
+    model = dict(entries)
+    for pa in made:
+        _same(pa, model)
+    nxt, dseq = keys[-1] + 1, len(keys) + 1
+    for step in range(400):
+        r = rnd.random()
+        if r < 0.3:
+            seqs = range(nxt + rnd.choice((0, 0, 5)), nxt + rnd.choice((0, 0, 5)) + rnd.choice((1, 20)))
+            for pa in made:
+                pa.add_run(seqs, dseq, step)
+            for s in seqs:
+                model[s] = (dseq, step)
+                dseq += 1
+            nxt = max(nxt, seqs.stop)
+        elif r < 0.8 and model:
+            s = rnd.choice(list(model))
+            want = model.pop(s)
+            assert [pa.take(s) for pa in made] == [want, want]
+        elif model:
+            s = rnd.choice(list(model))
+            model[s] = (model[s][0], step)
+            for pa in made:
+                pa[s] = model[s]
+        if step % 200 == 0:
+            for pa in made:
+                _same(pa, model)
+    for pa in made:
+        _same(pa, model)

@@ -40,6 +40,10 @@ Entry = tuple[int, int]
 # A run starting more than this many slots (and more than the columns' length) past the end
 # starts the columns over (see the module docstring); the slack in the density rule too.
 SLACK = 1024
+# Whether a restore fills the columns in C passes (`PendingArray._fill`) where they come out dense,
+# rather than one entry at a time: the switch of that fast path (tests/jetstream/test_pending_map.py
+# proves both equal).
+BULK_FILL = True
 
 
 class PendingArray(MutableMapping[int, Entry]):
@@ -56,8 +60,34 @@ class PendingArray(MutableMapping[int, Entry]):
         self._lo = 0  # no live slot below this one
         self.steps = 0  # slots moved or cut (the step counter of the complexity tests)
         if entries:
-            for seq in sorted(entries):
+            self._fill(entries)
+
+    def _fill(self, entries: Mapping[int, Entry]) -> None:
+        """The entries of a restore (``DeliveryState.restore``: the stored state). Where the
+        columns come out dense enough to need no dict (the span from the first to the last at
+        most twice the entries, plus ``SLACK``), they are made in C passes — one entry at a
+        time, 100,000 pending acks took ~50 ms of a restart (~0.5 µs each, nats-server's whole
+        restart ~0.4 µs a pending ack); else one by one as they would have been delivered."""
+        keys = sorted(entries)
+        base, n = keys[0], len(keys)
+        span = keys[-1] - base + 1
+        if not BULK_FILL or span > 2 * n + SLACK:
+            for seq in keys:
                 self[seq] = entries[seq]
+            return
+        values = list(map(entries.__getitem__, keys))
+        dseqs = map(operator.add, map(operator.itemgetter(0), values), repeat(1))
+        times = map(operator.itemgetter(1), values)
+        if span == n:  # (no gap: the columns are the values as they are)
+            self.dseq, self.ts = array("q", dseqs), array("q", times)
+        else:  # (gaps: zero slots, then the entries' over them)
+            slots = dict.fromkeys(range(base, base + span), 0)
+            slots.update(zip(keys, dseqs, strict=True))
+            self.dseq = array("q", slots.values())
+            slots = dict.fromkeys(slots, 0)
+            slots.update(zip(keys, times, strict=True))
+            self.ts = array("q", slots.values())
+        self.base, self.n = base, n
 
     # --- the mapping ----------------------------------------------------------------------------
 
