@@ -65,9 +65,10 @@ class PendingArray(MutableMapping[int, Entry]):
     def _fill(self, entries: Mapping[int, Entry]) -> None:
         """The entries of a restore (``DeliveryState.restore``: the stored state). Where the
         columns come out dense enough to need no dict (the span from the first to the last at
-        most twice the entries, plus ``SLACK``), they are made in C passes — one entry at a
-        time, 100,000 pending acks took ~50 ms of a restart (~0.5 µs each, nats-server's whole
-        restart ~0.4 µs a pending ack); else one by one as they would have been delivered."""
+        most twice the entries, plus ``SLACK``), they are made at once — in C passes without a
+        gap, else written into zeroed columns in one plain loop; one ``__setitem__`` each,
+        100,000 pending acks took ~40-50 ms of a restart (nats-server's whole restart is ~0.4 µs
+        a pending ack) —; else one by one as they would have been delivered."""
         keys = sorted(entries)
         base, n = keys[0], len(keys)
         span = keys[-1] - base + 1
@@ -80,13 +81,12 @@ class PendingArray(MutableMapping[int, Entry]):
         times = map(operator.itemgetter(1), values)
         if span == n:  # (no gap: the columns are the values as they are)
             self.dseq, self.ts = array("q", dseqs), array("q", times)
-        else:  # (gaps: zero slots, then the entries' over them)
-            slots = dict.fromkeys(range(base, base + span), 0)
-            slots.update(zip(keys, dseqs, strict=True))
-            self.dseq = array("q", slots.values())
-            slots = dict.fromkeys(slots, 0)
-            slots.update(zip(keys, times, strict=True))
-            self.ts = array("q", slots.values())
+        else:  # (gaps: zero slots, the entries written over them)
+            dseq, ts = array("q", bytes(8 * span)), array("q", bytes(8 * span))
+            for i, d, t in zip(map(operator.sub, keys, repeat(base)), dseqs, times, strict=True):
+                dseq[i] = d
+                ts[i] = t
+            self.dseq, self.ts = dseq, ts
         self.base, self.n = base, n
 
     # --- the mapping ----------------------------------------------------------------------------
