@@ -34,15 +34,17 @@ def _same(pa: PendingArray, model: dict[int, tuple[int, int]]) -> None:
                 assert pa.live_of(r, i, len(r) - 1) == [r[k] for k in want if i <= k < len(r) - 1]
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_pending_array_answers_as_the_dict(seed: int) -> None:
+@pytest.mark.parametrize("seed", range(6))
+def test_pending_array_answers_as_the_dict(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    if seed % 2:  # (a small slack: the columns shed their sparse prefix often)
+        monkeypatch.setattr(pending_map, "SLACK", 16)
     rnd = random.Random(seed)
     pa, model = PendingArray(), {}
     nxt, dseq, now = rnd.randrange(1, 1000), 1, 1
-    for step in range(2500):
+    for step in range(1500):
         r = rnd.random()
         if r < 0.35:  # a run of first deliveries (a range, or with gaps)
-            k = rnd.choice((1, 3, 40, 300))
+            k = rnd.choice((1, 3, 40, 120))
             gap = rnd.choice((0, 0, 0, 1, 7, 3000))
             if rnd.random() < 0.5:
                 seqs: range | list[int] = range(nxt + gap, nxt + gap + k)
@@ -76,7 +78,7 @@ def test_pending_array_answers_as_the_dict(seed: int) -> None:
                 del pa[s]
                 del model[s]
         now += 1
-        if step % 97 == 0:
+        if step % 151 == 0:
             _same(pa, model)
     _same(pa, model)
 
