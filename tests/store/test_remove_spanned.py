@@ -3,9 +3,10 @@ block's span (the bytes between the offsets of every 64th record, `IndexPeeks.no
 removes it where it was found (issue 24: a random ``STREAM.MSG.DELETE`` over 1M messages peeked
 the slot with its subject id from the block's index file, three small reads, then read the
 record; nats-server's ``removeMsg`` reads the one message of the block it loads). Counted, not
-timed: reads of index files and of block files per removal at two sizes; the switch
-`remove_one.BY_SPAN` off gives the same stored state, after a restart and after a crash; a
-payload holding a whole valid record of the removed sequence is not what an erase overwrites."""
+timed: reads of index files and of block files per removal at two sizes; the switches
+`remove_one.BY_SPAN` and `remove_one.PEEK_IN_PAGE` off give the same stored state, after a
+restart and after a crash; a payload holding a whole valid record of the removed sequence is
+not what an erase overwrites."""
 
 from __future__ import annotations
 
@@ -95,9 +96,11 @@ def test_a_removal_reads_its_span_and_no_index_file(
         assert all(idx >= 1.0 for idx, _blk in per), per
 
 
-def test_span_removals_equal_slot_removals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same removals (every third a secure erase) with `remove_one.BY_SPAN` on and off leave
-    the same stored state: at once, after a restart, and after more removals and a crash."""
+@pytest.mark.parametrize("switch", ["BY_SPAN", "PEEK_IN_PAGE"])
+def test_span_removals_equal_slot_removals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str) -> None:
+    """The same removals (every third a secure erase) with `remove_one.BY_SPAN` (or
+    `remove_one.PEEK_IN_PAGE`) on and off leave the same stored state: at once, after a restart,
+    and after more removals and a crash."""
     msgs = 20_000
     seqs = [*random.Random(5).sample(range(2, msgs), 2000), 1]
     stores = {on: _open(tmp_path / str(on)) for on in (True, False)}
@@ -107,7 +110,7 @@ def test_span_removals_equal_slot_removals(tmp_path: Path, monkeypatch: pytest.M
     def remove(seq: int, erase: bool) -> None:
         got = []
         for on, store in stores.items():
-            monkeypatch.setattr(remove_one, "BY_SPAN", on)
+            monkeypatch.setattr(remove_one, switch, on)
             got.append(store.remove_msg(seq, erase))
         assert got[0] == got[1]
 

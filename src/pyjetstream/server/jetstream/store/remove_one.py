@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 from .base import ErrCorruptRecord
 from .idx_peek import SPANNED
 from .pages import Page
-from .seqindex import DELS_MAX, SeqIndex
+from .seqindex import DELS_MAX, SeqIndex, _removed
 
 if TYPE_CHECKING:
     from .indexed import IndexedStore
 
-__all__ = ["BY_SPAN", "evicted_page", "remove_evicted"]
+__all__ = ["BY_SPAN", "PEEK_IN_PAGE", "evicted_page", "remove_evicted"]
 
 
 def evicted_page(index: SeqIndex, seq: int) -> Page | None:
@@ -50,6 +50,24 @@ def evicted_page(index: SeqIndex, seq: int) -> Page | None:
 #: record. The differential tests turn it off.
 BY_SPAN = True
 
+#: The slot is peeked in the evicted page `evicted_page` found (`peek_in`), not looked up again
+#: by sequence (`SeqIndex.slot`: the hot page's range, the page's bisection, the loaded check
+#: again). False: by `SeqIndex.slot`; the differential tests turn it off.
+PEEK_IN_PAGE = True
+
+
+def peek_in(index: SeqIndex, p: Page, seq: int) -> tuple[int, int, int] | None:
+    """`SeqIndex.slot` of ``seq`` (``names`` False when `BY_SPAN`) in ``p``, the evicted page
+    covering it (`evicted_page`): its removals since the image first, then its image's slot;
+    where the page's index file cannot be used, `SeqIndex.slot` (which loads the page)."""
+    if seq < index.first_seq or (p.dels and _removed(p.dels, seq)):
+        return None
+    got = index.peeker(p, seq - p.first, BY_SPAN)  # type: ignore[misc]
+    if got is None:
+        return index.slot(seq, not BY_SPAN)
+    index.peeks += 1
+    return got if got[0] else None
+
 
 def remove_evicted(store: IndexedStore, seq: int, erase: bool, other: Callable[[int, bool], bool]) -> bool:
     """`IndexedStore.remove_msg`'s removal: here when ``seq`` lies in an evicted page, else by
@@ -58,7 +76,7 @@ def remove_evicted(store: IndexedStore, seq: int, erase: bool, other: Callable[[
     p = evicted_page(index, seq)
     if p is None or seq == index.first_seq:
         return other(seq, erase)
-    got = index.slot(seq, not BY_SPAN)
+    got = peek_in(index, p, seq) if PEEK_IN_PAGE else index.slot(seq, not BY_SPAN)
     if got is None:
         return False  # (no message there: nothing to load the page for)
     read = _by_record(store, seq, got) if got[0] < 0 and not p.loaded else None
