@@ -242,7 +242,6 @@ class DeliveryState:
             if p is not None:
                 dseq = p[0]
         if not pending.n:
-            pending.clear()
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             self.index.clear()
         elif dseq == self.adflr + 1:

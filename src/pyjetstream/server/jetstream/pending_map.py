@@ -160,19 +160,13 @@ class PendingArray(MutableMapping[int, Entry]):
             if not d:
                 return None
             dseq[i] = 0
-            p = d - 1, self.ts[i]
-            n = self.n = self.n - 1
-            if not n:
-                self.clear()
-            return p
+            self.n -= 1  # (emptied: the zero slots stay until the next run, `add_run`)
+            return d - 1, self.ts[i]
         old = self.old
         if seq not in old:
             return None
-        entry = old.pop(seq)
         self.n -= 1
-        if not self.n:
-            self.clear()
-        return entry
+        return old.pop(seq)
 
     def __iter__(self) -> Iterator[int]:
         return chain(list(self.old), compress(range(self.base, self.base + len(self.dseq)), self.dseq))
@@ -193,6 +187,15 @@ class PendingArray(MutableMapping[int, Entry]):
     def to_dict(self) -> dict[int, Entry]:
         """The entries as a dict, ascending (what the whole state write packs)."""
         return dict(self.entries())
+
+    def reset(self) -> None:
+        """Nothing is pending any more: the columns emptied in place (no new objects: a consumer
+        whose acks keep up empties them at every ack)."""
+        del self.dseq[:]
+        del self.ts[:]
+        if self.old:
+            self.old = {}
+        self.n = self._lo = 0
 
     def clear(self) -> None:
         self.base = 0
@@ -290,28 +293,55 @@ class PendingArray(MutableMapping[int, Entry]):
         """First deliveries ``seqs`` (ascending, above every pending sequence) at ``ts``, their
         delivery sequences ``dseq``, ``dseq + 1``, ...: a ``range`` adjoining the columns'
         end goes in with one C call per column."""
-        if type(seqs) is range and seqs.step == 1 and self.n and seqs.start == self.base + len(self.dseq):
-            k = len(seqs)
-            self.dseq.extend(range(dseq + 1, dseq + 1 + k))
-            self.ts.extend(array("q", (ts,)) * k)
-            self.n += k
-            if len(self.dseq) > 2 * (self.n - len(self.old)) + SLACK:
+        cols = self.dseq
+        if type(seqs) is range and seqs.start == self.base + len(cols) and seqs.step == 1:
+            k = len(seqs)  # (with nothing pending too: the columns go on after their zero slots)
+            if k == 1:
+                cols.append(dseq + 1)
+                self.ts.append(ts)
+            else:
+                cols.extend(range(dseq + 1, dseq + 1 + k))
+                self.ts.extend(array("q", (ts,)) * k)
+            n = self.n = self.n + k
+            if len(cols) > 2 * (n - len(self.old)) + SLACK:
                 self._shed()
             return
-        for seq in seqs:
-            self[seq] = (dseq, ts)
-            dseq += 1
+        if not isinstance(seqs, Sequence) or len(seqs) < 2 or seqs[-1] - seqs[0] + 1 <= 2 * len(seqs):
+            for seq in seqs:
+                self[seq] = (dseq, ts)
+                dseq += 1
+            return
+        # A sparse run (a filtered consumer's matches far apart): into ``old`` in one C call,
+        # the columns (moved there first) starting after it.
+        if not self.n:
+            self.reset()
+        elif self.dseq:
+            self._move_old(len(self.dseq))
+        if seqs[0] < self.base:  # (below what is pending: one by one, kept in order)
+            for seq in seqs:
+                self[seq] = (dseq, ts)
+                dseq += 1
+            return
+        k = len(seqs)
+        self.old.update(zip(seqs, zip(range(dseq, dseq + k), repeat(ts)), strict=False))
+        self.n += k
+        self.base = seqs[-1] + 1
 
     def _append(self, seq: int, d: int, ts: int) -> None:
         """A new entry at or past the columns' end (or the first one)."""
         dseq = self.dseq
         gap = seq - self.base - len(dseq)
-        if not self.n:
-            self.clear()
-            self.base, dseq = seq, self.dseq
-        elif gap > SLACK and gap > len(dseq):
-            self._move_old(len(dseq))
-            self.base, dseq = seq, self.dseq
+        if not self.n and gap:  # (nothing pending: the columns start over, else go on)
+            self.reset()
+            self.base, gap = seq, 0
+        if gap > 1 and (not dseq or (gap > SLACK and gap > len(dseq))):
+            # sparse (no columns, or far past them): into ``old``, the columns starting after it
+            if dseq:
+                self._move_old(len(dseq))
+            self.old[seq] = (d, ts)
+            self.n += 1
+            self.base = seq + 1
+            return
         elif gap:
             zeros = array("q", bytes(8 * gap))
             dseq.extend(zeros)
@@ -331,6 +361,8 @@ class PendingArray(MutableMapping[int, Entry]):
             step = min(max((end - cut - 2 * live) // 2, 1), 256, end - cut)
             live -= step - dseq[cut : cut + step].count(0)
             cut += step
+        if 8 * live < end - cut:  # (what is left is sparse too: a filtered consumer's far apart
+            cut = end  # matches; they go to ``old`` and so do the next ones, `_append`)
         self._move_old(cut)
 
     def _move_old(self, cut: int) -> None:
