@@ -25,9 +25,9 @@ SUBJECTS = 10
 RUN = 500
 
 
-def _open(path: Path, cache_slots: int = 1000) -> FileStore:
+def _open(path: Path, cache_slots: int = 1000, compression: str = "none") -> FileStore:
     fcfg = FileStoreConfig(str(path), block_size=32 * 1024, cache_slots=cache_slots)
-    return FileStore(fcfg, StoreConfig(name="S"))
+    return FileStore(fcfg, StoreConfig(name="S", compression=compression))  # type: ignore[arg-type]
 
 
 def _fill(store: FileStore, msgs: int) -> None:
@@ -96,16 +96,24 @@ def test_a_removal_reads_its_span_and_no_index_file(
         assert all(idx >= 1.0 for idx, _blk in per), per
 
 
-@pytest.mark.parametrize("switch", ["BY_SPAN", "PEEK_IN_PAGE"])
-def test_span_removals_equal_slot_removals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str) -> None:
+@pytest.mark.parametrize(("switch", "compression"), [("BY_SPAN", "none"), ("BY_SPAN", "s2"), ("PEEK_IN_PAGE", "none")])
+def test_span_removals_equal_slot_removals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str, compression: str
+) -> None:
     """The same removals (every third a secure erase) with `remove_one.BY_SPAN` (or
     `remove_one.PEEK_IN_PAGE`) on and off leave the same stored state: at once, after a restart,
-    and after more removals and a crash."""
+    and after more removals and a crash. Compressed records too: a removal by span counts the
+    payload's length decompressed (`BlockFiles.read_located`), as a read of it does."""
     msgs = 20_000
     seqs = [*random.Random(5).sample(range(2, msgs), 2000), 1]
-    stores = {on: _open(tmp_path / str(on)) for on in (True, False)}
+    stores = {on: _open(tmp_path / str(on), compression=compression) for on in (True, False)}
     for store in stores.values():
-        _fill(store, msgs)
+        if compression == "none":
+            _fill(store, msgs)
+        else:  # (one by one: a compressed store's run across a block's end is not indexed whole)
+            for i in range(msgs):
+                hdr = b"NATS/1.0\r\nA: b\r\n\r\n" if i % 3 == 0 else b""
+                store.store_msg(f"d.{i % RUN % SUBJECTS}", hdr, b"x" * (i % 7 + 1), ts=i + 1)
 
     def remove(seq: int, erase: bool) -> None:
         got = []
@@ -123,7 +131,7 @@ def test_span_removals_equal_slot_removals(tmp_path: Path, monkeypatch: pytest.M
     assert first == second
     for on, store in stores.items():
         store.stop()
-        stores[on] = _open(tmp_path / str(on))
+        stores[on] = _open(tmp_path / str(on), compression=compression)
     assert pictures() == [first, first]
     for i, seq in enumerate(random.Random(6).sample(range(2, msgs), 600)):
         remove(seq, i % 2 == 0)
@@ -131,7 +139,7 @@ def test_span_removals_equal_slot_removals(tmp_path: Path, monkeypatch: pytest.M
     assert want[0] == want[1]
     for on, store in stores.items():
         crash(store)
-        stores[on] = _open(tmp_path / str(on))
+        stores[on] = _open(tmp_path / str(on), compression=compression)
     try:
         assert pictures() == want
     finally:

@@ -87,9 +87,11 @@ class PayloadBackend(ABC):
         span of the payloads that holds the message's among others (``idx_peek.SPANNED``)."""
         raise NotImplementedError
 
-    def read_located(self, seq: int, span: int) -> tuple[str, int, bytes, bytes, int]:
-        """`read_msg` of a message in ``span`` for its removal, and its real locator: where its
-        record was found, never a guess (a secure erase overwrites those bytes)."""
+    def read_located(self, seq: int, span: int) -> tuple[str, int, int, int, int]:
+        """What the removal of a message in ``span`` needs of it: ``(subject, subject length in
+        bytes, header length, payload length, locator)`` — its real locator, where its record was
+        found, never a guess (a secure erase overwrites those bytes); the lengths give its
+        `IndexedStore.record_size`, so the header and payload are not copied out."""
         raise NotImplementedError
 
     def read_run(self, seqs: list[int]) -> list[MsgTuple]:

@@ -764,11 +764,18 @@ class BlockFiles(BlockIndexes):
             rec, kind, ts, slen, hlen = self._record(seq, loc)
         return _msg_of(rec, kind, ts, slen, hlen)
 
-    def read_located(self, seq: int, span: int) -> tuple[str, int, bytes, bytes, int]:
+    def read_located(self, seq: int, span: int) -> tuple[str, int, int, int, int]:
         """`PayloadBackend.read_located`: where the span's search found the record (the records
-        from the span's start lead there: `find_in_span`), else at the slot's locator."""
-        rec, kind, ts, slen, hlen, off = _spanned(self, seq, span, REMOVALS_LOAD_BLOCKS)
-        return (*_msg_of(rec, kind, ts, slen, hlen), off << 32 | len(rec))
+        from the span's start lead there: `find_in_span`), else at the slot's locator. The
+        lengths from the record's header, its header block and payload not copied out (a
+        compressed one is decompressed for its payload's length)."""
+        rec, kind, _ts, slen, hlen, off = _spanned(self, seq, span, REMOVALS_LOAD_BLOCKS)
+        body_at = REC_HDR_LEN + slen
+        if kind & FLAG_COMPRESSED:
+            dlen = len(_compress.decompress(rec[body_at:-CRC_LEN])) - hlen
+        else:
+            dlen = len(rec) - CRC_LEN - body_at - hlen
+        return rec[REC_HDR_LEN:body_at].decode(), slen, hlen, dlen, off << 32 | len(rec)
 
     def _record(self, seq: int, loc: int) -> tuple[bytes, int, int, int, int]:
         """The checked record of live message ``seq`` at ``loc``: (its bytes, kind, timestamp,

@@ -111,16 +111,17 @@ def _by_record(store: IndexedStore, seq: int, got: tuple[int, int, int]) -> tupl
     backend = store._backend
     try:
         if sid == SPANNED:
-            subject, _ts, hdr, data, loc = backend.read_located(seq, loc)
+            subject, slen, hlen, dlen, loc = backend.read_located(seq, loc)
         else:
             subject, _ts, hdr, data = backend.read_msg(seq, loc)
+            slen, hlen, dlen = len(subject.encode()), len(hdr), len(data)
     except ErrCorruptRecord:
         backend.damaged.pop()  # (the slot read named verifies the index file: see `_msg_in`)
         return None
     sid = store._index.subjects.ids.get(subject, 0)
     if not sid:
         return None
-    return sid, loc, subject, store.record_size(len(subject.encode()), len(hdr), len(data))
+    return sid, loc, subject, store.record_size(slen, hlen, dlen)
 
 
 def _by_slot(store: IndexedStore, seq: int, got: tuple[int, int, int], p: Page) -> tuple[int, int, str, int] | None:
