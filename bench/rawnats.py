@@ -37,6 +37,7 @@ from tests.support.targets import EMBEDDED, NATS_SERVER, Target, make_target
 __all__ = ["EMBEDDED", "NATS_SERVER", "Frame", "RawConn", "Target"]  # and the functions below
 KINDS = (EMBEDDED, NATS_SERVER)
 CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\n'
+HANDSHAKE_TIMEOUT = 60.0  # seconds for INFO and the PONG of a new connection
 _TAIL = 9  # the longest counted pattern ("NATS/1.0 "): one split across two reads is counted once
 
 
@@ -67,7 +68,9 @@ class RawConn:
         self.on_count = on_count  # count mode: called with the number of new MSG/HMSG frames of a read
         #                           (after the counters include them)
         self.on_data = on_data  # count mode: called with each read (after counting it)
-        self.sock = socket.create_connection(("127.0.0.1", port))
+        # The handshake times out (TimeoutError: the operation's figure becomes an error) rather than
+        # waiting forever: a connect + close at 1,000 connections once got INFO but never a PONG.
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=HANDSHAKE_TIMEOUT)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         buf = b""
         while b"\r\n" not in buf:
@@ -75,6 +78,7 @@ class RawConn:
         self.sock.sendall(CONNECT + b"PING\r\n")
         while b"PONG\r\n" not in buf:
             buf += self._recv()
+        self.sock.settimeout(None)
         self.msgs = 0  # MSG frames
         self.hmsgs = 0  # HMSG frames
         self.pongs = 0
@@ -364,13 +368,14 @@ class ManyConns:
     def __init__(self, port: int, k: int) -> None:
         self.socks: list[socket.socket] = []
         for _ in range(k):
-            sock = socket.create_connection(("127.0.0.1", port))
+            sock = socket.create_connection(("127.0.0.1", port), timeout=HANDSHAKE_TIMEOUT)
             buf = b""
             while b"\r\n" not in buf:
                 buf += sock.recv(4096)
             sock.sendall(CONNECT + b"PING\r\n")
             while b"PONG\r\n" not in buf:
                 buf += sock.recv(4096)
+            sock.settimeout(None)
             self.socks.append(sock)
         self.msgs = 0
         self.pongs = 0
