@@ -248,7 +248,8 @@ class DeliveryState:
             self.adflr, self.asflr = dseq, sseq
             nxt = sseq + 1 if 0 <= i + 1 < len(cols) and cols[i + 1] else self.index.next_pending(sseq, pending)
             if nxt:
-                pd = self.pending[nxt][0]
+                j = nxt - pending.base  # (its first delivery's sequence, from the columns when there)
+                pd = cols[j] - 1 if 0 <= j < len(cols) else pending[nxt][0]
                 if pd > 0:
                     self.adflr, self.asflr = pd - 1, nxt - 1
         if self.rdc:

@@ -289,7 +289,7 @@ class PendingArray(MutableMapping[int, Entry]):
 
     # --- first deliveries -----------------------------------------------------------------------
 
-    def add_run(self, seqs: Iterable[int], dseq: int, ts: int) -> None:
+    def add_run(self, seqs: Sequence[int], dseq: int, ts: int) -> None:
         """First deliveries ``seqs`` (ascending, above every pending sequence) at ``ts``, their
         delivery sequences ``dseq``, ``dseq + 1``, ...: a ``range`` adjoining the columns'
         end goes in with one C call per column."""
@@ -306,9 +306,10 @@ class PendingArray(MutableMapping[int, Entry]):
             if len(cols) > 2 * (n - len(self.old)) + SLACK:
                 self._shed()
             return
-        if not isinstance(seqs, Sequence) or len(seqs) < 2 or seqs[-1] - seqs[0] + 1 <= 2 * len(seqs):
+        if len(seqs) < 2 or seqs[-1] - seqs[0] + 1 <= 2 * len(seqs):
+            append = self._append  # (each past the columns' end: first deliveries)
             for seq in seqs:
-                self[seq] = (dseq, ts)
+                append(seq, dseq, ts)
                 dseq += 1
             return
         # A sparse run (a filtered consumer's matches far apart): into ``old`` in one C call,
