@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 HDR_MARKER_REASON = b"Nats-Marker-Reason"
 HDR_KV_OPERATION = b"KV-Operation"
 NS_PER_S = 1_000_000_000
+#: A removed consumer's interest check looks only at what that consumer still needed (above its
+#: ack floor, not acked); off: at every message of the stream (see `Stream.remove_consumer`).
+INTEREST_CHECK_FROM_FLOOR = True
 
 
 def is_subject_delete_marker(hdr: bytes) -> bool:
@@ -104,6 +107,7 @@ class Stream:
         self.consumers: dict[str, Any] = {}
         #: The consumers by filter subject: who a stored message, an interest check or an ack reaches.
         self.csl = ConsumerIndex()
+        self.interest_checked = 0  # messages an interest check looked at (a step count)
         self.closed = False
         self._subs: list[Any] = []
         self._direct_subs: list[Any] = []
@@ -328,13 +332,19 @@ class Stream:
         self.store.on_removed = self._removed
 
     def remove_consumer(self, name: str) -> None:
+        """A consumer left: on an interest stream, what it alone still needed goes. A stored message
+        is one some consumer needs (none needed: not stored, or removed at its last ack), so only
+        the messages above the leaving consumer's ack floor that it had not acked can have lost
+        their last taker; they are the ones looked at (`INTEREST_CHECK_FROM_FLOOR`), not the whole
+        stream — a caught-up consumer's delete looked at 200,000 messages, ~480 ms of CPU
+        (nats-server's ``checkInterestState`` walks each consumer's range since its last check)."""
         consumer = self.consumers.pop(name, None)
         if consumer is not None:
             self.csl.remove(consumer)
         if not self.consumers:
             self.store.on_removed = None
         if self.cfg.retention != RetentionPolicy.LIMITS:
-            self.check_interest_state()
+            self.check_interest_state(consumer if INTEREST_CHECK_FROM_FLOOR else None)
 
     def consumer_filters_changed(self, consumer: Consumer) -> None:
         """An update changed a consumer's filters (``swapSigSubs``)."""
@@ -359,8 +369,10 @@ class Stream:
         if self.store.remove_msg(seq):
             self.engine.usage_dropped()
 
-    def check_interest_state(self) -> None:
-        """After consumers went away: drop messages no remaining consumer needs (interest/workqueue)."""
+    def check_interest_state(self, gone: Consumer | None = None) -> None:
+        """After consumers went away (``gone``: the one that did, whose needs bound the walk): drop
+        messages no remaining consumer needs (interest/workqueue); ``interest_checked`` counts the
+        messages looked at."""
         if self.cfg.retention == RetentionPolicy.LIMITS or self.closed:
             return
         state = self.store.fast_state()
@@ -372,13 +384,17 @@ class Stream:
             return
         if self.cfg.retention == RetentionPolicy.WORKQUEUE:
             return
-        seq = state.first_seq
+        seq = state.first_seq if gone is None else max(state.first_seq, gone.state.asflr + 1)
         removed = False
         while seq <= state.last_seq:
             try:
                 msg, seq = self.store.load_next_msg(">", seq)
             except ErrStoreEOF:
                 break
+            self.interest_checked += 1
+            if gone is not None and not gone.needs_ack(seq, msg.subject):
+                seq += 1  # (not one it needed: another consumer does)
+                continue
             if not any(c.needs_ack(seq, msg.subject) for c in self.csl.match(msg.subject)):
                 removed = self.store.remove_msg(seq) or removed
             seq += 1
