@@ -242,7 +242,8 @@ class BlockFiles(BlockIndexes):
         next block (unless it is the first: the block is sealed then, as `append` does,
         while the index is whole)."""
         if self._compress:
-            return super().append_run(seq, subject, payloads)
+            n = len(payloads)
+            return _append_compressed(self, seq, [subject] * n, [b""] * n, payloads, None)
         base = REC_OVERHEAD + len(subject)
         plens, offs = self._fit_run(seq, [base + len(p) for p in payloads])
         m = len(plens)
@@ -284,7 +285,7 @@ class BlockFiles(BlockIndexes):
         stops before a record that would need the next block, as `append_run`. A compressed
         store takes `append` per message. (TTLs are the store's to tell: `note_ttl`.)"""
         if self._compress:
-            return super().append_hrun(seq, subjects, hdrs, payloads, stamps)
+            return _append_compressed(self, seq, subjects, hdrs, payloads, stamps)
         plens, offs = self._fit_run(
             seq,
             [
@@ -769,13 +770,7 @@ class BlockFiles(BlockIndexes):
         from the span's start lead there: `find_in_span`), else at the slot's locator. The
         lengths from the record's header, its header block and payload not copied out (a
         compressed one is decompressed for its payload's length)."""
-        rec, kind, _ts, slen, hlen, off = _spanned(self, seq, span, REMOVALS_LOAD_BLOCKS)
-        body_at = REC_HDR_LEN + slen
-        if kind & FLAG_COMPRESSED:
-            dlen = len(_compress.decompress(rec[body_at:-CRC_LEN])) - hlen
-        else:
-            dlen = len(rec) - CRC_LEN - body_at - hlen
-        return rec[REC_HDR_LEN:body_at].decode(), slen, hlen, dlen, off << 32 | len(rec)
+        return _located(self, seq, span)
 
     def _record(self, seq: int, loc: int) -> tuple[bytes, int, int, int, int]:
         """The checked record of live message ``seq`` at ``loc``: (its bytes, kind, timestamp,
@@ -936,6 +931,45 @@ def _msg_of(rec: bytes, kind: int, ts: int, slen: int, hlen: int) -> tuple[str, 
         body = _compress.decompress(rec[body_at:-CRC_LEN])
         return subject, ts, body[:hlen], body[hlen:]
     return subject, ts, rec[body_at : body_at + hlen], rec[body_at + hlen : -CRC_LEN]
+
+
+def _append_compressed(
+    files: BlockFiles,
+    seq: int,
+    subjects: list[bytes],
+    hdrs: list[bytes],
+    payloads: list[bytes],
+    stamps: Sequence[int] | None,
+) -> tuple[array[int], array[int]]:
+    """`append` of each message of a run in a compressed store, stopping before one whose
+    record might need the next block (unless it is the first), as `_fit_run` stops a plain
+    run: the store indexes those taken before a block is sealed. The base class's loop let
+    `append` seal the block in the middle of a run, and the index put the run's messages
+    after the seal in the page of the block before — out of every block's range, a page
+    that could not be loaded again. A record is never longer than its message uncompressed
+    (`_compress.compress` keeps it plain unless it shrinks): that length decides."""
+    tss = array("q")
+    locs = array("Q")
+    limit = files._block_size
+    blocks = files.blocks
+    for k, (subject, hdr, payload) in enumerate(zip(subjects, hdrs, payloads, strict=True)):
+        if k and blocks[-1].size + REC_OVERHEAD + len(subject) + len(hdr) + len(payload) > limit:
+            break
+        ts = stamps[k] if stamps is not None else _time_ns()
+        locs.append(files.append(seq + k, ts, subject, hdr, payload))
+        tss.append(ts)
+    return tss, locs
+
+
+def _located(files: BlockFiles, seq: int, span: int) -> tuple[str, int, int, int, int]:
+    """`BlockFiles.read_located`'s answer from the record `_spanned` finds."""
+    rec, kind, _ts, slen, hlen, off = _spanned(files, seq, span, REMOVALS_LOAD_BLOCKS)
+    body_at = REC_HDR_LEN + slen
+    if kind & FLAG_COMPRESSED:
+        dlen = len(_compress.decompress(rec[body_at:-CRC_LEN])) - hlen
+    else:
+        dlen = len(rec) - CRC_LEN - body_at - hlen
+    return rec[REC_HDR_LEN:body_at].decode(), slen, hlen, dlen, off << 32 | len(rec)
 
 
 def _spanned(files: BlockFiles, seq: int, span: int, load: bool = True) -> tuple[bytes, int, int, int, int, int]:
