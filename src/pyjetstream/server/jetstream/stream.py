@@ -384,8 +384,15 @@ class Stream:
             return
         if self.cfg.retention == RetentionPolicy.WORKQUEUE:
             return
-        seq = state.first_seq if gone is None else max(state.first_seq, gone.state.asflr + 1)
         removed = False
+        if gone is not None:
+            # Below every remaining consumer's ack floor nobody needs a message: compacted at
+            # once (nats-server ``checkInterestState``'s ``Compact``), not removed one by one.
+            floor = min(c.state.asflr for c in self.consumers.values())
+            if floor >= state.first_seq:
+                removed = self.store.compact(floor + 1) > 0
+                state = self.store.fast_state()
+        seq = state.first_seq if gone is None else max(state.first_seq, gone.state.asflr + 1)
         while seq <= state.last_seq:
             try:
                 msg, seq = self.store.load_next_msg(">", seq)
