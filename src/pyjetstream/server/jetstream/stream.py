@@ -388,7 +388,8 @@ class Stream:
         if gone is not None:
             # Below every remaining consumer's ack floor nobody needs a message: compacted at
             # once (nats-server ``checkInterestState``'s ``Compact``), not removed one by one.
-            floor = min(c.state.asflr for c in self.consumers.values())
+            # (not past the last message: a floor beyond it would move first_seq further)
+            floor = min(min(c.state.asflr for c in self.consumers.values()), state.last_seq)
             if floor >= state.first_seq:
                 removed = self.store.compact(floor + 1) > 0
                 state = self.store.fast_state()
