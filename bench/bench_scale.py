@@ -274,16 +274,6 @@ class Ctx:
 
     # -------------------------------------------------------------------- restarts
 
-    def restart(self, kill: bool, stream: str, messages: int) -> None:
-        """Stop (or ``kill -9``) and start again; ready when ``stream`` reports ``messages``. The new
-        process's CPU until then is kept in ``restart_cpu``."""
-
-        def ready() -> bool:
-            info = self.api.api(f"STREAM.INFO.{stream}", timeout=max(self.left(), 1.0), check=False)
-            return bool(info.get("state", {}).get("messages") == messages)
-
-        self.restart_until(kill, ready)
-
     def restart_until(self, kill: bool, ready: Callable[[], bool]) -> None:
         """Stop (or ``kill -9``) and start again; ready when ``ready()`` (asked on fresh connections)
         says so. The new process's CPU until then is kept in ``restart_cpu``."""
@@ -847,10 +837,30 @@ def _gets(ctx: Ctx, body: Callable[[], dict[str, Any]], count: int = 10_000) -> 
     return k
 
 
-def _restart(ctx: Ctx, kill: bool) -> int:
-    ctx.restart(kill, "M", ctx.size)
-    ctx.state["rss_restart"] = server_rss_mib(ctx.target)
-    return 1
+def holds(ctx: Ctx, stream: str, messages: int) -> bool:
+    """``stream`` reports ``messages`` (a restart's readiness)."""
+    info = ctx.api.api(f"STREAM.INFO.{stream}", timeout=max(ctx.left(), 1.0), check=False)
+    return bool(info.get("state", {}).get("messages") == messages)
+
+
+def restart_ops(
+    ready: Callable[[Ctx], bool], per: str, units: Callable[[Ctx], int] = lambda c: int(c.size)
+) -> list[Op]:
+    """A clean restart and a ``kill -9`` one, each until ``ready``, counted in ``units`` of ``per``
+    (the dimension's state, or one restart), with the resident memory after."""
+
+    def run(kill: bool) -> Callable[[Ctx], int]:
+        def restart(ctx: Ctx) -> int:
+            ctx.restart_until(kill, lambda: ready(ctx))
+            ctx.state["rss_restart"] = server_rss_mib(ctx.target)
+            return units(ctx)
+
+        return restart
+
+    return [
+        Op("restart", "restart after a clean stop", per, run(False), once=True, restart=True),
+        Op("restart_kill", "restart after kill -9", per, run(True), once=True, restart=True),
+    ]
 
 
 def _compact(ctx: Ctx) -> int:
@@ -891,22 +901,7 @@ def ops_messages() -> list[Op]:
             "request",
             lambda c: len(c.requests([("$JS.API.STREAM.INFO.M", {})] * c.n(500))),
         ),
-        Op(
-            "restart",
-            "restart after a clean stop",
-            "restart",
-            lambda c: _restart(c, False),
-            once=True,
-            restart=True,
-        ),
-        Op(
-            "restart_kill",
-            "restart after kill -9",
-            "restart",
-            lambda c: _restart(c, True),
-            once=True,
-            restart=True,
-        ),
+        *restart_ops(lambda c: holds(c, "M", c.size), "restart", lambda c: 1),
         Op("compact", "compact: purge up to the middle", "removed msg", _compact, once=True),
         Op("purge", "purge the rest", "removed msg", _purge, once=True),
     ]
@@ -928,12 +923,6 @@ def build_gaps(ctx: Ctx) -> None:
         "removed msg",
         lambda: int(ctx.api.api("STREAM.PURGE.G", {"filter": "g.mid"}, timeout=3600)["purged"]),
     )
-
-
-def _restart_gaps(ctx: Ctx, kill: bool = False) -> int:
-    ctx.restart(kill, "G", 2000)
-    ctx.state["rss_restart"] = server_rss_mib(ctx.target)
-    return 1
 
 
 def ops_gaps() -> list[Op]:
@@ -974,22 +963,7 @@ def ops_gaps() -> list[Op]:
                 )
             ),
         ),
-        Op(
-            "restart",
-            "restart after a clean stop",
-            "restart",
-            _restart_gaps,
-            once=True,
-            restart=True,
-        ),
-        Op(
-            "restart_kill",
-            "restart after kill -9",
-            "restart",
-            lambda c: _restart_gaps(c, True),
-            once=True,
-            restart=True,
-        ),
+        *restart_ops(lambda c: holds(c, "G", 2000), "restart", lambda c: 1),
     ]
 
 

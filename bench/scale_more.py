@@ -54,7 +54,6 @@ import json
 import random
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +74,7 @@ from bench_scale import (
     pubs,
     timed_build,
 )
-from rawnats import ManyConns, header_block, pub_frame, publish_window, server_rss_mib
+from rawnats import ManyConns, header_block, pub_frame, publish_window
 
 # ---- streams
 
@@ -732,24 +731,6 @@ def _answers(ctx: Ctx, api: str, want: dict[str, Any], body: dict[str, Any] | No
     return True
 
 
-def _restart_ops(ready: Callable[[Ctx], bool], per: str) -> list[Op]:
-    """A clean restart and a ``kill -9`` one, each until ``ready`` (per unit of the dimension's state),
-    with the resident memory after."""
-
-    def run(kill: bool) -> Callable[[Ctx], int]:
-        def restart(ctx: Ctx) -> int:
-            ctx.restart_until(kill, lambda: ready(ctx))
-            ctx.state["rss_restart"] = server_rss_mib(ctx.target)
-            return int(ctx.size)
-
-        return restart
-
-    return [
-        Op("restart", "restart after a clean stop", per, run(False), once=True, restart=True),
-        Op("restart_kill", "restart after kill -9", per, run(True), once=True, restart=True),
-    ]
-
-
 def _fetch(ctx: Ctx, stream: str, names: list[str], batch: int) -> None:
     """Each of ``names`` (durable pull consumers) fetches ``batch`` messages, left unacknowledged."""
     conn = ctx.conn()
@@ -844,7 +825,7 @@ def more_restart_dimensions() -> list[Dimension]:
             [100, 1000, 10_000],
             [10, 100, 1000],
             build_rconsumers,
-            _restart_ops(_rconsumers_ready, "consumer"),
+            bs.restart_ops(_rconsumers_ready, "consumer"),
         ),
         Dimension(
             "rkeys",
@@ -852,7 +833,7 @@ def more_restart_dimensions() -> list[Dimension]:
             [1000, 10_000, 100_000],
             [100, 1000, 10_000],
             build_rkeys,
-            _restart_ops(_rkeys_ready, "key"),
+            bs.restart_ops(_rkeys_ready, "key"),
         ),
         Dimension(
             "rstreams",
@@ -860,7 +841,7 @@ def more_restart_dimensions() -> list[Dimension]:
             [10, 100, 1000],
             [10, 100, 100],
             build_rstreams,
-            _restart_ops(_rstreams_ready, "stream"),
+            bs.restart_ops(_rstreams_ready, "stream"),
         ),
         Dimension(
             "racks",
@@ -868,7 +849,7 @@ def more_restart_dimensions() -> list[Dimension]:
             [1000, 10_000, 100_000],
             [100, 1000, 10_000],
             build_racks,
-            _restart_ops(lambda c: _answers(c, "CONSUMER.INFO.RA.A", {"num_ack_pending": c.size}), "pending ack"),
+            bs.restart_ops(lambda c: _answers(c, "CONSUMER.INFO.RA.A", {"num_ack_pending": c.size}), "pending ack"),
         ),
     ]
 
