@@ -10,7 +10,8 @@ from array import array
 
 import pytest
 
-from pyjetstream.server.jetstream import pending_map
+from pyjetstream.server.jetstream import pending_index, pending_map
+from pyjetstream.server.jetstream.pending_index import PendingIndex
 from pyjetstream.server.jetstream.pending_map import SLACK, PendingArray
 
 
@@ -179,3 +180,29 @@ def test_a_filtered_consumers_matches_cost_no_zero_slots(gap: int) -> None:
             seq = seqs[-1] + gap
         assert list(pa) == live
         assert pa.steps <= 2 * 4000 and len(pa.dseq) <= SLACK, (run, pa.steps, len(pa.dseq))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_rebuild_from_the_columns_orders_as_one_by_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`PendingIndex.rebuild` from the columns in C passes (``COLUMN_REBUILD``: every deadline
+    the delivery time + one wait) makes the same heap and floor order as one entry at a time, with
+    and without an old straggler below the columns, acks here and there, a backoff with nothing
+    redelivered, and (one by one either way) a backoff with redelivery counts."""
+    rnd = random.Random(seed)
+    start = rnd.randrange(1, 10_000)
+    keys = sorted(rnd.sample(range(start + 6000, start + 9000), 2000))
+    if seed % 2:
+        keys = [start, start + 3, *keys]  # (old stragglers: kept in the dict below the columns)
+    pa = PendingArray({k: (i + 1, 1000 + rnd.randrange(50)) for i, k in enumerate(keys)})
+    for k in rnd.sample(keys, 300):
+        pa.take(k)
+    backoff = [5, 50, 500] if seed % 4 >= 2 else []
+    rdc = {k: rnd.randrange(1, 4) for k in rnd.sample(list(pa), 20)} if seed % 8 >= 4 else {}
+    built = []
+    for fast in (True, False):
+        monkeypatch.setattr(pending_index, "COLUMN_REBUILD", fast)
+        index = PendingIndex(30, list(backoff))
+        index.rebuild(pa, rdc)
+        built.append((index._heap, [list(run) for run in index._order], index.steps))
+    assert built[0] == built[1]
+    assert built[0][1] == [list(pa)]

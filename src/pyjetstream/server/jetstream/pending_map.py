@@ -36,6 +36,7 @@ from pyjetstream.server.jetstream.store.consumer_store import column_entries
 __all__ = ["PendingArray"]
 
 Entry = tuple[int, int]
+_TIME = operator.itemgetter(1)
 
 # A run starting more than this many slots (and more than the columns' length) past the end
 # starts the columns over (see the module docstring); the slack in the density rule too.
@@ -175,6 +176,14 @@ class PendingArray(MutableMapping[int, Entry]):
         """``items()`` without a look-up per key: (seq, entry), ascending; C iterators only, no
         Python step per entry."""
         return chain(list(self.old.items()), column_entries(self.base, self.dseq, self.ts))
+
+    def live(self) -> tuple[array[int], array[int]]:
+        """The pending sequences, ascending, and their delivery times: C passes over the columns
+        (what `PendingIndex.rebuild` orders)."""
+        dseq, old = self.dseq, self.old
+        seqs = array("q", chain(old, compress(range(self.base, self.base + len(dseq)), dseq)))
+        times = array("q", chain(map(_TIME, old.values()), compress(self.ts, dseq)))
+        return seqs, times
 
     def columns(self) -> tuple[int, array[int], array[int], dict[int, Entry]]:
         """What the whole state write packs as it is (`pack_consumer_columns`): the first
