@@ -7,12 +7,24 @@ from __future__ import annotations
 
 import random
 from array import array
+from pathlib import Path
 
 import pytest
 
 from pyjetstream.server.jetstream import pending_index, pending_map
+from pyjetstream.server.jetstream.delivery_state import DeliveryState
 from pyjetstream.server.jetstream.pending_index import PendingIndex
 from pyjetstream.server.jetstream.pending_map import SLACK, PendingArray
+from pyjetstream.server.jetstream.store import consumer_store
+from pyjetstream.server.jetstream.store.base import SequencePair
+from pyjetstream.server.jetstream.store.consumer_journal import pack_consumer_changes
+from pyjetstream.server.jetstream.store.consumer_store import (
+    FileConsumerStore,
+    StoredPending,
+    decode_consumer_state,
+    encode_consumer_state,
+    pack_consumer_columns,
+)
 
 
 def _same(pa: PendingArray, model: dict[int, tuple[int, int]]) -> None:
@@ -206,3 +218,81 @@ def test_a_rebuild_from_the_columns_orders_as_one_by_one(seed: int, monkeypatch:
         built.append((index._heap, [list(run) for run in index._order], index.steps))
     assert built[0] == built[1]
     assert built[0][1] == [list(pa)]
+
+
+def _restored(tmp: Path, pa: PendingArray, rdc: dict[int, int], journal: bool) -> DeliveryState:
+    """``pa`` written as a state slot (its columns, o.dat version 4; with ``journal`` a change
+    appended after it), read back by a new store and restored as a restart does."""
+    floor, top = SequencePair(1, pa.first() - 1 if pa else 0), max([*pa, 1])
+    delivered = SequencePair(10**6, top)
+    cs = FileConsumerStore(str(tmp), "c")
+    cs.adopt_packed(pack_consumer_columns(delivered, floor, pa.columns(), pa.n, rdc))
+    cs.flush()
+    if journal:  # (a replay writes the pending map: the stored columns become a dict)
+        last = next(reversed(list(pa)))
+        gone = array("Q", [next(iter(pa))])
+        changes = pack_consumer_changes(delivered, floor, array("Q", [last]), gone, {last: (7, 7)}, {}, array("Q"))
+        cs.adopt_changes(changes)
+        cs.flush()
+    cs.stop()
+    st = FileConsumerStore(str(tmp), "c").state()
+    ds = DeliveryState()
+    ds.restore(st.copy())
+    return ds
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_restore_from_the_stored_columns_equals_one_through_a_dict(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart's pending acks taken from the stored columns as they are (``COLUMN_RESTORE``,
+    `StoredPending` adopted by ``PendingArray``) restore the same `DeliveryState` — entries, count,
+    columns' answers, heap and floor order — as through a dict of tuples; with old stragglers
+    below the columns, acked slots, redelivery counts, and a journal replayed after the slot."""
+    rnd = random.Random(seed)
+    start = rnd.randrange(1, 10_000)
+    keys = sorted(rnd.sample(range(start + 6000, start + 9000), 2000))
+    if seed % 2:
+        keys = [start, start + 3, *keys]
+    pa = PendingArray()
+    for i, k in enumerate(keys):
+        pa[k] = (i + 1, 1000 + rnd.randrange(50))
+    for k in rnd.sample(keys, 300):
+        pa.take(k)
+    rdc = {k: rnd.randrange(1, 4) for k in rnd.sample(list(pa), 20)} if seed % 4 >= 2 else {}
+    journal = seed % 8 >= 4
+    got = []
+    for i, fast in enumerate((True, False)):
+        monkeypatch.setattr(consumer_store, "COLUMN_RESTORE", fast)
+        ds = _restored(tmp_path / str(i), pa, rdc, journal)
+        got.append((list(ds.pending.entries()), ds.pending.n, ds.rdc, ds.index._heap, [list(r) for r in ds.index._order]))
+        _same(ds.pending, dict(ds.pending.entries()))
+    assert got[0] == got[1]
+    if not journal:
+        assert got[0][0] == list(pa.entries())
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_restore_makes_no_entry_per_pending_ack(fast: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step count: a restart's restore from the stored columns makes no Python entry (no tuple of
+    a dict) per pending ack, at 1,000 and 10,000 pending, after a clean stop and with a journal
+    replayed after the slot; the stored state itself stays columns, and as columns is written
+    again. (With the switch off nothing is a `StoredPending`: the slot decodes to a dict.)"""
+    monkeypatch.setattr(consumer_store, "COLUMN_RESTORE", fast)
+    for n in (1_000, 10_000):
+        pa = PendingArray()
+        pa.add_run(range(100, 100 + n), 1, 5)
+        for k in range(100, 100 + n, 3):
+            pa.take(k)
+        before = StoredPending.materialized
+        ds = _restored(tmp_path / str(n), pa, {}, False)
+        assert list(ds.pending.entries()) == list(pa.entries())
+        assert StoredPending.materialized - before == 0
+        st = FileConsumerStore(str(tmp_path / str(n)), "c").state()
+        assert isinstance(st.pending, StoredPending) is fast
+        assert st.pending == pa.to_dict() and decode_consumer_state(encode_consumer_state(st)) == st
+        assert StoredPending.materialized - before == 0
+        # After a crash: a journal replayed on top (its writes kept beside the columns).
+        journaled = _restored(tmp_path / f"j{n}", pa, {}, True)
+        assert journaled.pending.n == pa.n - 1
+        assert StoredPending.materialized - before == 0

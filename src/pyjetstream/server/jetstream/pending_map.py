@@ -31,7 +31,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import chain, compress, repeat
 
-from pyjetstream.server.jetstream.store.consumer_store import column_entries
+from pyjetstream.server.jetstream.store.consumer_store import StoredPending, column_entries
 
 __all__ = ["PendingArray"]
 
@@ -69,7 +69,22 @@ class PendingArray(MutableMapping[int, Entry]):
         most twice the entries, plus ``SLACK``), they are made at once — in C passes without a
         gap, else written into zeroed columns in one plain loop; one ``__setitem__`` each,
         100,000 pending acks took ~40-50 ms of a restart (nats-server's whole restart is ~0.4 µs
-        a pending ack) —; else one by one as they would have been delivered."""
+        a pending ack) —; else one by one as they would have been delivered. A state slot's
+        stored columns (`StoredPending`, the fast path of ``consumer_store.COLUMN_RESTORE``) are
+        taken as they are: a copy of each column, no entry looked at, then the writes made on
+        them since (a journal's replay) one by one."""
+        stored = entries.stored() if isinstance(entries, StoredPending) else None
+        if stored is not None:
+            base, dseq, ts, old, writes = stored
+            self.base, self.dseq, self.ts, self.old = base, dseq[:], ts[:], dict(old)
+            self.n = len(old) + len(dseq) - dseq.count(0)
+            for seq in sorted(writes):  # (a journal replayed after the slot: what changed since)
+                entry = writes[seq]
+                if entry is None:
+                    self.take(seq)
+                else:
+                    self[seq] = entry
+            return
         keys = sorted(entries)
         base, n = keys[0], len(keys)
         span = keys[-1] - base + 1

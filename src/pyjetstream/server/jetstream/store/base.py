@@ -9,8 +9,9 @@ layer calls them from its event loop and owns any timers (expiry, fsync interval
 from __future__ import annotations
 
 import contextlib
+import copy
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -541,14 +542,17 @@ class ConsumerState:
 
     delivered: SequencePair = field(default_factory=SequencePair)
     ack_floor: SequencePair = field(default_factory=SequencePair)
-    pending: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # A dict, or a restored slot's columns (``consumer_store.StoredPending``, a dict once written).
+    pending: MutableMapping[int, tuple[int, int]] = field(default_factory=dict)
     redelivered: dict[int, int] = field(default_factory=dict)
 
     def copy(self) -> ConsumerState:
+        """A copy; stored columns are shared (`StoredPending.__copy__`: never written in place)."""
+        pending = self.pending
         return ConsumerState(
             SequencePair(self.delivered.consumer_seq, self.delivered.stream_seq),
             SequencePair(self.ack_floor.consumer_seq, self.ack_floor.stream_seq),
-            dict(self.pending),
+            dict(pending) if isinstance(pending, dict) else copy.copy(pending),
             dict(self.redelivered),
         )
 
