@@ -296,3 +296,49 @@ def test_a_restore_makes_no_entry_per_pending_ack(fast: bool, tmp_path: Path, mo
         journaled = _restored(tmp_path / f"j{n}", pa, {}, True)
         assert journaled.pending.n == pa.n - 1
         assert StoredPending.materialized - before == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_rebuild_into_time_runs_is_due_as_the_heap(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild whose delivery times never go down along the sequences puts them back as
+    timeline runs (``TIME_RUNS``), not a heap tuple each: the same acks come due at each moment
+    with the same next deadline, before and after acks, re-stamps and redeliveries (those of the
+    runs ahead of the heap's, as the runs of a consumer that was not restarted); times that go
+    down (a redelivery out of order) or too many runs keep the heap."""
+    rnd = random.Random(seed)
+    pa = PendingArray()
+    nxt, ts, dseq = rnd.randrange(1, 1000), 1000, 1
+    for _ in range(40):
+        k = rnd.choice((1, 50, 200))
+        pa.add_run(range(nxt, nxt + k), dseq, ts)
+        nxt, dseq, ts = nxt + k + rnd.choice((0, 0, 3)), dseq + k, ts + rnd.choice((0, 10, 25))
+    for k in rnd.sample(list(pa), len(pa) // 5):
+        pa.take(k)
+    if seed % 3 == 1:  # (a redelivery out of order: the heap)
+        pa[next(iter(pa))] = (1, ts + 5)
+    if seed % 3 == 2:  # (every pending ack its own time: too many runs, the heap)
+        for i, k in enumerate(list(pa)):
+            pa[k] = (i + 1, 1000 + i)
+    wait = 100
+    backoff = [wait, 500] if seed % 2 else []
+    plain = PendingArray(pa.to_dict())
+    got = []
+    for fast in (True, False):
+        monkeypatch.setattr(pending_index, "TIME_RUNS", fast)
+        mine = PendingArray(pa.to_dict())
+        index = PendingIndex(wait, list(backoff))
+        index.rebuild(mine, {})
+        assert bool(index._timeline) == (fast and seed % 3 == 0)
+        seen = [index.next_deadline()]
+        r = random.Random(seed)
+        for now in range(1000, ts + 3 * wait, 7):
+            if r.random() < 0.3 and mine:
+                mine.take(r.choice(list(mine)))
+            found = sorted(index.due(now, mine))
+            for k in found[: len(found) // 2]:  # (half redelivered: stamped again)
+                mine.restamp([k], now)
+                index.stamped(k, now, 1, mine)
+            seen += [found, index.next_deadline()]
+        got.append((seen, mine.to_dict()))
+    assert got[0] == got[1]
+    assert plain.to_dict() == pa.to_dict()
