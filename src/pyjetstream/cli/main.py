@@ -53,12 +53,17 @@ def _usage() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["serve"]:
+        # No global option before the verb, so `split_globals` would find none: a server's start
+        # (every restart) skips loading the CLI's option table and error reporting (issue 24).
+        return _run(words[0], [], words[1:])
     # Deferred: CLI start-up speed (loaded only when this command runs).
     from pyjetstream.cli.errors import UsageError, report
     from pyjetstream.cli.global_flags import split_globals
 
     try:
-        flags, args = split_globals(list(sys.argv[1:] if argv is None else argv))
+        flags, args = split_globals(words)
     except UsageError as exc:
         return report(exc)
     if not args or args[0] in ("-h", "--help", "help"):
@@ -78,14 +83,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report(UsageError(f"unknown command {args[0]!r} (run 'pyjetstream --help' for the list)"))
     if flags and args[0] == "serve":
         return report(UsageError(f"serve takes nats-server's flags, not the client option {flags[0]!r}"))
+    return _run(args[0], flags, args[1:])
+
+
+def _run(command: str, flags: list[str], rest: list[str]) -> int:
+    """Import ``command``'s module and run its ``main`` with ``flags`` and ``rest``."""
+    entry = SUBCOMMANDS[command]
     # ``serve`` imports some 350 modules: CPython's collector, left on, ran ~70 collections over
     # their objects while they were imported (~7 ms of a ~100 ms start), all of which live as
     # long as the process; it is paused until `serve.serve` has tuned it, just before the
     # server starts (and again on when serve returns early).
-    paused = args[0] == "serve" and gc.isenabled()
+    paused = command == "serve" and gc.isenabled()
     if paused:
         gc.disable()
-    if args[0] == "serve":
+    if command == "serve":
         # The dataclasses' generated methods compiled by earlier starts (``generated_code``: ~20 ms
         # of a start compiled them again each time); written back once the server is up.
         from pyjetstream.cli import generated_code  # Deferred: only serve uses it.
@@ -93,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         generated_code.install()
     try:
         module = importlib.import_module(entry[0])
-        return int(module.main([*flags, *args[1:]]) or 0)
+        return int(module.main([*flags, *rest]) or 0)
     finally:
         if paused:
             gc.enable()

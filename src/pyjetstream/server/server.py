@@ -71,7 +71,6 @@ from pyjetstream.server.auth import Authenticator, new_nonce
 from pyjetstream.server.client import ClientConnection, ClosedReason
 from pyjetstream.server.ids import new_server_id
 from pyjetstream.server.imports import link_imports
-from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.log import get_logger
 from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
@@ -455,6 +454,9 @@ class Server:
         if self.jetstream_engines():
 
             async def jsz(query: dict[str, str]) -> dict[str, Any]:
+                # Deferred: start-up imports only what it uses (a monitoring request).
+                from pyjetstream.server.jetstream import monitoring
+
                 return monitoring.jsz_server(self, query)
 
             self.monitor_handlers["/jsz"] = jsz

@@ -27,7 +27,6 @@ from pyjetstream.api.enums import PersistMode, StorageType
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_stream import StreamConfig
-from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.jetstream.api_router import ApiRouter
 from pyjetstream.server.jetstream.store._fileutil import read_meta_file, remove_deleted_trees
 from pyjetstream.server.jetstream.store.base import ErrCorruptRecord, MessageStore
@@ -526,9 +525,13 @@ class JetStreamEngine:
     # --- monitoring hooks (the core server's /varz and /healthz call these) --------------------
 
     def varz(self) -> dict[str, Any]:
+        from pyjetstream.server.jetstream import monitoring  # Deferred: not imported at start.
+
         return monitoring.varz(self)
 
     def healthz(self, query: dict[str, str]) -> str | None:
+        from pyjetstream.server.jetstream import monitoring  # Deferred: not imported at start.
+
         return monitoring.healthz(self, query)
 
     def num_consumers(self) -> int:
