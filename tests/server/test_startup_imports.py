@@ -67,6 +67,8 @@ NOT_AT_START = (
     "pyjetstream.api.msgtrace",  # (the first traced message: server.msgtrace)
     "pyjetstream.server.jetstream.monitoring",  # (/jsz, /varz, /healthz)
     "pyjetstream.server.jetstream.api_cluster",  # (a clustered-only request: api_router.LAZY_HANDLERS)
+    "pyjetstream.server.jetstream.api_account",  # (the first $JS.API.INFO)
+    "pyjetstream.api.ack",  # (the first consumer: servers test reply subjects with api.constants.ACK_PREFIX)
     "pyjetstream.server.jetstream.direct_get",  # (a stream allowing direct gets)
     "pyjetstream.client",
     "pyjetstream.cli.errors",  # (the CLI's option table and error reports: `cli.main` runs serve without them)
@@ -90,9 +92,10 @@ NOT_AT_START = (
 # allowing direct gets; 128 with store.remove_one, a file store's removal of one message, which every
 # STREAM.MSG.DELETE and work-queue ack takes; 129 counting cli.main once the test started the server as
 # `python -m pyjetstream serve` does, 127 with the clustered-only API handlers and the JetStream
-# monitoring endpoints imported at their first request): a bound, so that a new eager import of a
+# monitoring endpoints imported at their first request; 125 with the account info handler likewise and
+# the ack models at the first consumer): a bound, so that a new eager import of a
 # whole subsystem shows here.
-MAX_PACKAGE_MODULES = 127
+MAX_PACKAGE_MODULES = 125
 
 
 def _create_stream(conf: Path, tmp_path: Path) -> None:

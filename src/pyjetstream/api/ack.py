@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
+from .constants import ACK_PREFIX
 from .timefmt import NanoTime, parse_go_duration
 
 __all__ = [
@@ -43,8 +44,6 @@ __all__ = [
     "parse_ack_reply",
     "term_payload",
 ]
-
-ACK_PREFIX = "$JS.ACK."
 
 ACK = b"+ACK"
 ACK_OK = b"+OK"  # deprecated synonym of +ACK; an empty payload acks too

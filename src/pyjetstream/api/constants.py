@@ -26,6 +26,11 @@ MIN_IDLE_HEARTBEAT_NS = 100 * NS_PER_MS  # "consumer idle heartbeat needs to be 
 MIN_MAX_REQUEST_EXPIRES_NS = 1 * NS_PER_MS  # "consumer max request expires needs to be >= 1ms"
 EPHEMERAL_NAME_LEN = 8  # server-generated ephemeral consumer names
 
+# --- subjects ---------------------------------------------------------------------------------
+# The ack reply subjects' prefix (`pyjetstream.api.ack` re-exports it): here, so that a server's start
+# finds it without loading the ack models (the subscription index and imports only test the prefix).
+ACK_PREFIX = "$JS.ACK."
+
 # --- API limits -------------------------------------------------------------------------------
 JS_API_NAMES_LIMIT = 1024  # STREAM.NAMES / CONSUMER.NAMES page size
 JS_API_LIST_LIMIT = 256  # STREAM.LIST / CONSUMER.LIST page size

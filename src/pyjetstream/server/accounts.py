@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.api.ack import ACK_PREFIX
+from pyjetstream.api.constants import ACK_PREFIX
 from pyjetstream.api.subjects import domain_mappings
 from pyjetstream.protocol.headers import may_be_traced
 from pyjetstream.protocol.subjects import FWC, PWC, is_subset

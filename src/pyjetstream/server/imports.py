@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.api.ack import ACK_PREFIX
+from pyjetstream.api.constants import ACK_PREFIX
 from pyjetstream.api.timefmt import format_time
 from pyjetstream.protocol.headers import set_header
 from pyjetstream.protocol.subjects import has_wildcard, is_subset

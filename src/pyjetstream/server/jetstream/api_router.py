@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pyjetstream.api.headers import no_responders_block
 from pyjetstream.api.responses import ApiResponse
 from pyjetstream.api.subjects import ApiEndpoint, ApiMatch, match_api_subject
-from pyjetstream.server.jetstream import api_account, api_stream
+from pyjetstream.server.jetstream import api_stream
 from pyjetstream.server.jetstream.api_common import encode_response
 from pyjetstream.server.jetstream.api_level import level_refusal
 
@@ -55,6 +55,7 @@ LAZY_HANDLERS: dict[str, tuple[ApiEndpoint, ...]] = {
         ApiEndpoint.CONSUMER_UNPIN,
     ),
     "pyjetstream.server.jetstream.snapshot": (ApiEndpoint.STREAM_SNAPSHOT, ApiEndpoint.STREAM_RESTORE),
+    "pyjetstream.server.jetstream.api_account": (ApiEndpoint.INFO,),
     # (clustered-only requests, all refused by a single server)
     "pyjetstream.server.jetstream.api_cluster": (
         ApiEndpoint.STREAM_LEADER_STEPDOWN,
@@ -69,7 +70,6 @@ _LAZY_MODULE = {endpoint: module for module, endpoints in LAZY_HANDLERS.items() 
 
 def _handlers() -> dict[ApiEndpoint, Handler]:
     table: dict[ApiEndpoint, Handler] = {}
-    table.update(api_account.HANDLERS)
     table.update(api_stream.HANDLERS)
     return table
 
