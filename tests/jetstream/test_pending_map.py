@@ -342,3 +342,28 @@ def test_a_rebuild_into_time_runs_is_due_as_the_heap(seed: int, monkeypatch: pyt
         got.append((seen, mine.to_dict()))
     assert got[0] == got[1]
     assert plain.to_dict() == pa.to_dict()
+
+
+@pytest.mark.parametrize("shape", ["whole", "acked", "old"])
+def test_live_as_a_range_equals_the_arrays(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`PendingArray.live` of columns with no acked slot and nothing below them is a ``range``
+    and the times' copy (``RANGE_LIVE``): the same sequences and times as the arrays, and a
+    rebuild from it the same floor order and due runs."""
+    pa = PendingArray()
+    pa.add_run(range(10, 1010), 1, 100)
+    pa.add_run(range(1010, 2010), 1001, 200)
+    if shape == "acked":
+        pa.take(500)
+    elif shape == "old":
+        pa[3] = (9999, 50)
+    got = []
+    for fast in (True, False):
+        monkeypatch.setattr(pending_map, "RANGE_LIVE", fast)
+        seqs, times = pa.live()
+        assert type(seqs) is (range if fast and shape == "whole" else array)
+        index = PendingIndex(30, [])
+        index.rebuild(pa, {})
+        runs = [(ts, list(s)) for ts, s in index._timeline]
+        got.append((list(seqs), list(times), [list(r) for r in index._order], runs, index._heap))
+    assert got[0] == got[1]
+    assert got[0][0] == list(pa)

@@ -151,7 +151,7 @@ class PendingIndex:
                 heap = list(zip(map(operator.add, times, repeat(self.wait_for(0))), times, seqs, strict=True))
             else:
                 heap = []
-            order: array[int] = seqs
+            order: Sequence[int] = seqs
         else:
             wait_for = self.wait_for
             entries = pending.entries() if isinstance(pending, PendingArray) else pending.items()
@@ -267,7 +267,7 @@ class PendingIndex:
         return out
 
 
-def _time_runs(seqs: array[int], times: array[int]) -> deque[tuple[int, Sequence[int]]] | None:
+def _time_runs(seqs: Sequence[int], times: array[int]) -> deque[tuple[int, Sequence[int]]] | None:
     """A rebuild's timeline runs, ``(time, sequences)`` as first deliveries record them, when the
     delivery times never go down along the sequences (first deliveries, nothing redelivered out of
     order) and share a time in runs (a pass's, at most one run per 8 pending acks): due in the

@@ -45,6 +45,9 @@ SLACK = 1024
 # rather than one entry at a time: the switch of that fast path (tests/jetstream/test_pending_map.py
 # proves both equal).
 BULK_FILL = True
+# Whether `PendingArray.live` answers columns with no acked slot and nothing below them as a
+# ``range`` and a copy of the times (the switch of that fast path; test_pending_map.py proves both equal).
+RANGE_LIVE = True
 
 
 class PendingArray(MutableMapping[int, Entry]):
@@ -192,10 +195,14 @@ class PendingArray(MutableMapping[int, Entry]):
         Python step per entry."""
         return chain(list(self.old.items()), column_entries(self.base, self.dseq, self.ts))
 
-    def live(self) -> tuple[array[int], array[int]]:
+    def live(self) -> tuple[Sequence[int], array[int]]:
         """The pending sequences, ascending, and their delivery times: C passes over the columns
-        (what `PendingIndex.rebuild` orders)."""
+        (what `PendingIndex.rebuild` orders); columns with no slot acked and nothing below them
+        (a restart after deliveries nobody acked yet) are a ``range`` and a copy of the times
+        (~10 ms less at 100,000 than an array made from an iterator)."""
         dseq, old = self.dseq, self.old
+        if RANGE_LIVE and not old and self.n == len(dseq):
+            return range(self.base, self.base + len(dseq)), self.ts[:]
         seqs = array("q", chain(old, compress(range(self.base, self.base + len(dseq)), dseq)))
         times = array("q", chain(map(_TIME, old.values()), compress(self.ts, dseq)))
         return seqs, times
