@@ -394,6 +394,22 @@ def create_stream(ctx: Ctx, name: str, **config: Any) -> None:
     ctx.api.api(f"STREAM.CREATE.{name}", {"name": name, "storage": "file", **config})
 
 
+def create_kv_bucket(ctx: Ctx, bucket: str, history: int, **config: Any) -> None:
+    """A KV bucket's stream ``KV_<bucket>`` as nats.go's ``CreateKeyValue`` makes it (``history``
+    revisions a key), with ``config`` added."""
+    create_stream(
+        ctx,
+        f"KV_{bucket}",
+        subjects=[f"$KV.{bucket}.>"],
+        max_msgs_per_subject=history,
+        allow_direct=True,
+        allow_rollup_hdrs=True,
+        deny_delete=True,
+        discard="new",
+        **config,
+    )
+
+
 def pubs(
     subjects: Iterable[str], headers: Callable[[int], bytes] | None = None, payload: bytes = P16
 ) -> Iterable[bytes]:
@@ -470,17 +486,7 @@ def build_subjects(ctx: Ctx) -> None:
         "publish",
         lambda: ctx.publish(pubs(subject_of(j % n) for j in range(m)), m),
     )
-    create_stream(
-        ctx,
-        "KV_B",
-        subjects=["$KV.B.>"],
-        max_msgs_per_subject=5,
-        allow_direct=True,
-        allow_rollup_hdrs=True,
-        deny_delete=True,
-        discard="new",
-        duplicate_window=120 * SECOND,
-    )
+    create_kv_bucket(ctx, "B", 5, duplicate_window=120 * SECOND)
     timed_build(
         ctx,
         "kv_put",

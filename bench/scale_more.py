@@ -69,6 +69,7 @@ from bench_scale import (
     Op,
     batched_requests,
     consume_push,
+    create_kv_bucket,
     create_stream,
     list_pages,
     pubs,
@@ -171,16 +172,7 @@ def ops_sources() -> list[Op]:
 
 def build_watchers(ctx: Ctx) -> None:
     n = ctx.size
-    create_stream(
-        ctx,
-        "KV_W",
-        subjects=["$KV.W.>"],
-        max_msgs_per_subject=1,
-        allow_direct=True,
-        allow_rollup_hdrs=True,
-        deny_delete=True,
-        discard="new",
-    )
+    create_kv_bucket(ctx, "W", 1)
     ctx.publish(pubs(f"$KV.W.k{i}" for i in range(100)), 100)
     dlv = Deliveries(ctx)
     # one literal subscription each: a wildcard one does not bind a push consumer (nats-server either)
@@ -653,16 +645,7 @@ def ops_interest() -> list[Op]:
 def build_kvhist(ctx: Ctx) -> None:
     """Bucket ``H`` (history 64): ``n`` keys of 3 revisions each, and 100 keys of 64."""
     n = ctx.size
-    create_stream(
-        ctx,
-        "KV_H",
-        subjects=["$KV.H.>"],
-        max_msgs_per_subject=64,
-        allow_direct=True,
-        allow_rollup_hdrs=True,
-        deny_delete=True,
-        discard="new",
-    )
+    create_kv_bucket(ctx, "H", 64)
     for _ in range(3):
         ctx.publish(pubs(f"$KV.H.k{j}" for j in range(n)), n, window=5000)
     ctx.publish(pubs(f"$KV.H.h{j % 100}" for j in range(6400)), 6400)
@@ -770,16 +753,7 @@ def _rconsumers_ready(ctx: Ctx) -> bool:
 def build_rkeys(ctx: Ctx) -> None:
     """Bucket ``R``: ``n`` keys of one revision each."""
     n = ctx.size
-    create_stream(
-        ctx,
-        "KV_R",
-        subjects=["$KV.R.>"],
-        max_msgs_per_subject=1,
-        allow_direct=True,
-        allow_rollup_hdrs=True,
-        deny_delete=True,
-        discard="new",
-    )
+    create_kv_bucket(ctx, "R", 1)
     ctx.publish(pubs(f"$KV.R.k{j}" for j in range(n)), n, window=5000)
 
 
