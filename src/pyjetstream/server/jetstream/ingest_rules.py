@@ -27,6 +27,7 @@ __all__ = [
     "MAX_HEADER_SIZE",
     "NATS_PREFIX",
     "batched",
+    "expected_last_subject_seq",
     "expected_seq",
     "max_size",
     "msg_id_in",
@@ -50,6 +51,7 @@ ID_TTL_HEADERS = (*ID_HEADERS, *H.header_lines(H.TTL))
 #: A block a run's expectation stretch may take has this as its only ``Nats-`` header
 #: (`ingest_run.Run._expected`): the check of a KV create or update.
 EXPECT_LAST_SUBJ_HEADERS = H.header_lines(H.EXPECTED_LAST_SUBJECT_SEQUENCE)
+HDR_EXPECTED_LAST_SUBJ_SEQ = H.EXPECTED_LAST_SUBJECT_SEQUENCE.encode()
 
 
 def expected_seq(value: bytes | None) -> int | None:
@@ -58,6 +60,13 @@ def expected_seq(value: bytes | None) -> int | None:
     if not value:
         return None
     return int(value) if value.isdigit() else -1
+
+
+def expected_last_subject_seq(hdr: bytes) -> int | None:
+    """A block's ``Nats-Expected-Last-Subject-Sequence`` (`expected_seq`): what both the
+    per-message check (`StreamIngest.process`) and a run's stretch (`Run._expected`) compare
+    with the subject's last sequence."""
+    return expected_seq(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
 
 
 def batched(reply: str, hdr: bytes | None) -> bool:

@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api.codec import duplicate_pub_acks, finish_pub_ack, pub_acks
 from pyjetstream.api.fast_batch import FAST_BATCH_SUFFIX
-from pyjetstream.api.headers import EXPECTED_LAST_SUBJECT_SEQUENCE, only_these_nats_headers
+from pyjetstream.api.headers import only_these_nats_headers
 from pyjetstream.api.ttl import NS_PER_S, message_ttl
-from pyjetstream.protocol.headers import get_header
 from pyjetstream.server.jetstream.dedupe import msg_id_of
 from pyjetstream.server.jetstream.ingest_rules import (
     EXPECT_LAST_SUBJ_HEADERS,
@@ -39,7 +38,7 @@ from pyjetstream.server.jetstream.ingest_rules import (
     MAX_HEADER_SIZE,
     NATS_PREFIX,
     batched,
-    expected_seq,
+    expected_last_subject_seq,
     wrong_stream,
 )
 from pyjetstream.server.jetstream.schedules import (
@@ -56,7 +55,6 @@ if TYPE_CHECKING:
 
 _ID_LINE = ID_HEADERS[0]
 _EXPECT_LINE = EXPECT_LAST_SUBJ_HEADERS[0]
-HDR_EXPECT_LAST_SUBJ = EXPECTED_LAST_SUBJECT_SEQUENCE.encode()
 _SCHEDULE_ANY = b"Nats-Schedule"  # also the start of Nats-Schedule-*, Nats-Scheduler
 _TTL_LINE = ID_TTL_HEADERS[-1]
 #: A stretch of schedules: their blocks as stored (with the roll-up) and their schedule headers.
@@ -255,7 +253,7 @@ class Run:
             if hdr is not None and NATS_PREFIX in hdr:
                 if not only_these_nats_headers(hdr, EXPECT_LAST_SUBJ_HEADERS):
                     break
-                want = expected_seq(get_header(hdr, HDR_EXPECT_LAST_SUBJ))
+                want = expected_last_subject_seq(hdr)
                 if want is None:
                     break  # (no expectation: process looks at the other headers)
                 last = lasts.get(subject)

@@ -42,6 +42,7 @@ from pyjetstream.server.jetstream.ingest_rules import (
     ID_TTL_HEADERS,
     MAX_HEADER_SIZE,
     batched,
+    expected_last_subject_seq,
     expected_seq,
     max_size,
     msg_id_in,
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.stream import Stream
 
 HDR_EXPECTED_LAST_SEQ = H.EXPECTED_LAST_SEQUENCE.encode()
-HDR_EXPECTED_LAST_SUBJ_SEQ = H.EXPECTED_LAST_SUBJECT_SEQUENCE.encode()
 HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ = H.EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT.encode()
 HDR_EXPECTED_LAST_MSG_ID = H.EXPECTED_LAST_MSG_ID.encode()
 #: The line start every ``Nats-Expected-Last-*`` header has (``get_header`` is case-sensitive):
@@ -349,7 +349,7 @@ class StreamIngest:
         if EXPECTED_LAST_LINE not in hdr:
             return None
         stream = self.stream
-        want = expected_seq(get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ))
+        want = expected_last_subject_seq(hdr)
         if want is not None:
             on = get_header(hdr, HDR_EXPECTED_LAST_SUBJ_SEQ_SUBJ)
             last = stream.last_seq_on_subject(on.decode(errors="replace") if on else subject)
