@@ -30,6 +30,7 @@ import operator
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import chain, compress, repeat
+from typing import TypeGuard
 
 from pyjetstream.server.jetstream.store.consumer_store import StoredPending, column_entries
 
@@ -272,9 +273,8 @@ class PendingArray(MutableMapping[int, Entry]):
         none). A ``range`` inside the columns is searched a chunk at a time in C (the floor
         cursor's walk over what was acked: no Python step per acked slot)."""
         n = len(seqs)
-        base, dseq = self.base, self.dseq
-        if i < n and type(seqs) is range and seqs.step == 1 and seqs.start >= base and seqs.stop <= base + len(dseq):
-            off = seqs.start - base
+        if i < n and self._spans(seqs):
+            off = seqs.start - self.base
             return self._next_live(off + i, off + n) - off
         while i < n and seqs[i] not in self:
             i += 1
@@ -283,13 +283,22 @@ class PendingArray(MutableMapping[int, Entry]):
     def live_of(self, seqs: Sequence[int], i: int, j: int) -> list[int]:
         """The pending sequences of ``seqs[i:j]`` (ascending), in order; a ``range`` inside the
         columns in C."""
-        base, dseq = self.base, self.dseq
         if i >= j:
             return []
-        if type(seqs) is range and seqs.step == 1 and seqs.start >= base and seqs.stop <= base + len(dseq):
+        if self._spans(seqs):
+            base = self.base
             a, b = seqs.start - base + i, seqs.start - base + j
-            return list(compress(range(base + a, base + b), dseq[a:b]))
+            return list(compress(range(base + a, base + b), self.dseq[a:b]))
         return [s for s in seqs[i:j] if s in self]
+
+    def _spans(self, seqs: Sequence[int]) -> TypeGuard[range]:
+        """Whether ``seqs`` is a ``range`` of step 1 inside the columns (read from slices of them)."""
+        return (
+            type(seqs) is range
+            and seqs.step == 1
+            and seqs.start >= self.base
+            and seqs.stop <= self.base + len(self.dseq)
+        )
 
     def _next_live(self, a: int, b: int) -> int:
         """The first live slot of the columns in ``[a, b)`` (``b``: none)."""
@@ -308,9 +317,9 @@ class PendingArray(MutableMapping[int, Entry]):
         """The entries of ``seqs`` (None: not pending), as ``list(map(self.get, seqs))``; a
         ``range`` inside the columns (a run of first deliveries) is read from slices of them,
         C calls but for the slots acked since."""
-        base, dseq = self.base, self.dseq
-        if type(seqs) is not range or seqs.step != 1 or seqs.start < base or seqs.stop > base + len(dseq):
+        if not self._spans(seqs):
             return list(map(self.get, seqs))
+        base, dseq = self.base, self.dseq
         i, j = seqs.start - base, seqs.stop - base
         live = dseq[i:j]
         values: list[Entry | None] = list(zip(map(operator.sub, live, repeat(1)), self.ts[i:j], strict=True))
