@@ -18,6 +18,7 @@ from itertools import accumulate, chain, pairwise
 from typing import Any, TypeAlias
 
 from ._fileutil import Buffer
+from ._index import positions
 
 MAGIC = b"PJSI"
 VERSION = 3  # 2: one locator array in the index instead of offsets and lengths; 3: the floor
@@ -169,14 +170,11 @@ def _ascii_names(lens: array[int], joined: bytes) -> list[str | None] | None:
     text = joined.decode()
     if len(text) != len(joined) or (lens and min(lens) < -1):
         return None
-    free: list[int] = []
+    free = positions(lens, -1)
     sizes = lens
-    if lens.count(-1):
+    if free:
         sizes = array("q", lens)
-        at = -1
-        for _ in range(lens.count(-1)):
-            at = lens.index(-1, at + 1)
-            free.append(at)
+        for at in free:
             sizes[at] = 0
     ends = accumulate(sizes)
     names: list[str | None] = [text[a:b] for a, b in pairwise(chain((0,), ends))]

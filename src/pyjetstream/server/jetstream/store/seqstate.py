@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ._index import SubjectTable, find_value, ids_of, rfind_value
+from ._index import SubjectTable, find_value, ids_of, positions, rfind_value
 from .pages import Page
 from .seqrecover import BlockSlots
 
@@ -182,12 +182,7 @@ def _without_messages(msgs: list[int]) -> list[int]:
     for the zeros, not by a Python pass over a restart's 100,000 subjects."""
     if msgs and min(msgs) < 0:
         return [sid for sid, m in enumerate(msgs) if m <= 0]
-    found: list[int] = []
-    at = -1
-    for _ in range(msgs.count(0)):
-        at = msgs.index(0, at + 1)
-        found.append(at)
-    return found
+    return positions(msgs, 0)
 
 
 def _fresh_page(b: BlockSlots, subjects: _Subjects) -> tuple[Page, dict[int, tuple[int, int, int]]]:
