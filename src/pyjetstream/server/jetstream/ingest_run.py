@@ -51,6 +51,7 @@ from pyjetstream.server.jetstream.schedules import (
 )
 
 if TYPE_CHECKING:
+    from pyjetstream.server.jetstream.store.base import MessageStore
     from pyjetstream.server.jetstream.stream_ingest import StreamIngest
 
 _ID_LINE = ID_HEADERS[0]
@@ -239,12 +240,10 @@ class Run:
         per-subject limit may remove a message mid-stretch (``expect_stretches``), and that one
         keeps a subject's newest. The stretch ends before a mismatch: `StreamIngest.process`
         answers it (10071, nats-server ``processJetStreamMsg``'s ``LoadLastMsg`` check)."""
-        store = self.ingest.stream.store
         hdrs = self.hdrs
         subjects = self.subjects
         transformed = self.ingest.transformed if self.ingest.transform is not None else None
-        seq = store.fast_state().last_seq  # (the sequence the last one of the stretch got)
-        lasts: dict[str, int] = {}
+        lasts = _Lasts(self.ingest.stream.store)
         i = k
         while i < self.n:
             hdr, subject = hdrs[i], subjects[i]
@@ -256,15 +255,11 @@ class Run:
                 want = expected_last_subject_seq(hdr)
                 if want is None:
                     break  # (no expectation: process looks at the other headers)
-                last = lasts.get(subject)
-                if last is None:
-                    last = store.last_seq_on(subject)
-                if want != last:
+                if want != lasts.before(subject):
                     break
             if not self.within_limits and not self._within_limits(i):
                 break
-            seq += 1
-            lasts[subject] = seq
+            lasts.add(subject)
             i += 1
         return i
 
@@ -451,15 +446,11 @@ class Run:
         """Before a stretch is stored: the last sequence on each message's subject before it —
         the index's (`MessageStore.last_seq_on`) or an earlier message's of the stretch (the
         stretch is stored from the stream's last sequence + 1 on)."""
-        store = self.ingest.stream.store
-        seq = store.fast_state().last_seq
-        seen: dict[str, int] = {}
+        lasts = _Lasts(self.ingest.stream.store)
         out = []
         for subject in subs:
-            last = seen.get(subject)
-            out.append(store.last_seq_on(subject) if last is None else last)
-            seq += 1
-            seen[subject] = seq
+            out.append(lasts.before(subject))
+            lasts.add(subject)
         return out
 
     def _republish(
@@ -518,6 +509,30 @@ class Run:
         if size < 0:
             size = sum(map(len, subjects)) + sum(map(len, blocks)) + sum(map(len, payloads))
         return subjects, blocks, payloads, size
+
+
+class _Lasts:
+    """Each subject's last sequence as a stretch stands, the stretch stored from the stream's last
+    sequence + 1 on: an earlier message's of the stretch, else the index's
+    (`MessageStore.last_seq_on`, the message not read) — what `Run._expected` checks and
+    `Run._lasts` hands the republished copies."""
+
+    __slots__ = ("_seen", "_seq", "_store")
+
+    def __init__(self, store: MessageStore) -> None:
+        self._store = store
+        self._seq = store.fast_state().last_seq  # (the sequence the last one of the stretch got)
+        self._seen: dict[str, int] = {}
+
+    def before(self, subject: str) -> int:
+        """The last sequence on ``subject`` before the next message of the stretch (0: none)."""
+        last = self._seen.get(subject)
+        return self._store.last_seq_on(subject) if last is None else last
+
+    def add(self, subject: str) -> None:
+        """The next message of the stretch is on ``subject``."""
+        self._seq += 1
+        self._seen[subject] = self._seq
 
 
 def block_shape(
