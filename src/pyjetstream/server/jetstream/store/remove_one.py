@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from .base import ErrCorruptRecord
 from .idx_peek import SPANNED
 from .pages import Page
-from .seqindex import DELS_MAX, NOT_PEEKED, SeqIndex
+from .seqindex import DELS_MAX, NOT_PEEKED, SeqIndex, peek
 
 if TYPE_CHECKING:
     from .indexed import IndexedStore
@@ -65,9 +65,9 @@ PEEK_IN_PAGE = True
 
 def peek_in(index: SeqIndex, p: Page, seq: int) -> tuple[int, int, int] | None:
     """`SeqIndex.slot` of ``seq`` (``names`` False when `BY_SPAN`) in ``p``, the evicted page
-    covering it (`evicted_page`): `SeqIndex.peek`; where the page's index file cannot be used,
+    covering it (`evicted_page`): `seqindex.peek`; where the page's index file cannot be used,
     `SeqIndex.slot` (which loads the page)."""
-    got = index.peek(p, seq, not BY_SPAN)
+    got = peek(index, p, seq, not BY_SPAN)
     return index.slot(seq, not BY_SPAN) if got is NOT_PEEKED else got
 
 
