@@ -507,9 +507,11 @@ def build_subjects(ctx: Ctx) -> None:
     ctx.publish(pubs(f"tm.p.{i}" for i in range(n)), n)
 
 
-def _kv_watch(ctx: Ctx, headers_only: bool) -> int:
+def kv_watch(ctx: Ctx, bucket: str, keys: int, headers_only: bool) -> int:
+    """A watch of every key of ``bucket`` as nats.go's ``WatchAll`` / ``Keys`` (``headers_only``)
+    makes it: an ordered push consumer on the last message per subject, until ``keys`` came."""
     cfg = {
-        "filter_subject": "$KV.B.>",
+        "filter_subject": f"$KV.{bucket}.>",
         "deliver_policy": "last_per_subject",
         "flow_control": True,
         "idle_heartbeat": 5 * SECOND,
@@ -517,14 +519,23 @@ def _kv_watch(ctx: Ctx, headers_only: bool) -> int:
         "headers_only": headers_only,
         "max_deliver": 1,
     }
-    return consume_push(ctx, "KV_B", cfg, ctx.state["keys"])
+    return consume_push(ctx, f"KV_{bucket}", cfg, keys)
+
+
+def kv_history(ctx: Ctx, bucket: str, calls: int, revisions: int) -> int:
+    """``calls`` histories of keys ``h0`` .. ``h99`` of ``bucket``, ``revisions`` each."""
+    for i in range(calls):
+        cfg = {"filter_subject": f"$KV.{bucket}.h{i % 100}", "deliver_policy": "all"}
+        consume_push(ctx, f"KV_{bucket}", cfg, revisions)
+    return calls
+
+
+def _kv_watch(ctx: Ctx, headers_only: bool) -> int:
+    return kv_watch(ctx, "B", ctx.state["keys"], headers_only)
 
 
 def _history(ctx: Ctx) -> int:
-    calls = ctx.n(200)
-    for i in range(calls):
-        consume_push(ctx, "KV_B", {"filter_subject": f"$KV.B.h{i % 100}", "deliver_policy": "all"}, 5)
-    return calls
+    return kv_history(ctx, "B", ctx.n(200), 5)
 
 
 def _info_wild(ctx: Ctx) -> int:

@@ -653,23 +653,11 @@ def build_kvhist(ctx: Ctx) -> None:
 
 
 def _kv_keys64(ctx: Ctx) -> int:
-    cfg = {
-        "filter_subject": "$KV.H.>",
-        "deliver_policy": "last_per_subject",
-        "flow_control": True,
-        "idle_heartbeat": 5 * SECOND,
-        "mem_storage": True,
-        "headers_only": True,
-        "max_deliver": 1,
-    }
-    return consume_push(ctx, "KV_H", cfg, ctx.size + 100)
+    return bs.kv_watch(ctx, "H", ctx.size + 100, True)
 
 
 def _history64(ctx: Ctx) -> int:
-    calls = ctx.n(100)
-    for i in range(calls):
-        consume_push(ctx, "KV_H", {"filter_subject": f"$KV.H.h{i % 100}", "deliver_policy": "all"}, 64)
-    return calls
+    return bs.kv_history(ctx, "H", ctx.n(100), 64)
 
 
 def _get_old_revision(ctx: Ctx) -> int:
