@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from .base import ErrCorruptRecord
 from .idx_peek import SPANNED
 from .pages import Page
-from .seqindex import DELS_MAX, NOT_PEEKED, SeqIndex, peek
+from .seqindex import DELS_MAX, SeqIndex, _removed
 
 if TYPE_CHECKING:
     from .indexed import IndexedStore
@@ -65,10 +65,15 @@ PEEK_IN_PAGE = True
 
 def peek_in(index: SeqIndex, p: Page, seq: int) -> tuple[int, int, int] | None:
     """`SeqIndex.slot` of ``seq`` (``names`` False when `BY_SPAN`) in ``p``, the evicted page
-    covering it (`evicted_page`): `seqindex.peek`; where the page's index file cannot be used,
-    `SeqIndex.slot` (which loads the page)."""
-    got = peek(index, p, seq, not BY_SPAN)
-    return index.slot(seq, not BY_SPAN) if got is NOT_PEEKED else got
+    covering it (`evicted_page`): its removals since the image first, then its image's slot;
+    where the page's index file cannot be used, `SeqIndex.slot` (which loads the page)."""
+    if seq < index.first_seq or (p.dels and _removed(p.dels, seq)):
+        return None
+    got = index.peeker(p, seq - p.first, BY_SPAN)  # type: ignore[misc]
+    if got is None:
+        return index.slot(seq, not BY_SPAN)
+    index.peeks += 1
+    return got if got[0] else None
 
 
 def remove_evicted(store: IndexedStore, seq: int, erase: bool, other: Callable[[int, bool], bool]) -> bool:

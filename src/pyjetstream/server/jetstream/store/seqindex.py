@@ -167,10 +167,13 @@ class SeqIndex(SeqQueries):
             found = self._covering(seq)
             if found is None:
                 return None
-            if not found.loaded:
-                got = peek(self, found, seq, names)
-                if got is not NOT_PEEKED:
-                    return got
+            if not found.loaded and self.peeker is not None:
+                if seq < self.first_seq or (found.dels and _removed(found.dels, seq)):
+                    return None
+                got = self.peeker(found, seq - found.first, not names)
+                if got is not None:
+                    self.peeks += 1
+                    return got if got[0] else None
             self._use(found)  # (what page() would do, without finding the page again)
             self.hot = p = found
         k = seq - p.first
@@ -851,25 +854,6 @@ class SeqIndex(SeqQueries):
 
 
 _NO_PAGE = Page(0)  # covers nothing: `SeqIndex.hot` when no page was found yet
-
-#: `peek`'s answer where a page's image cannot be read (the page is loaded instead).
-NOT_PEEKED: tuple[int, int, int] = (0, 0, -1)
-
-
-def peek(index: SeqIndex, p: Page, seq: int, names: bool = True) -> tuple[int, int, int] | None:
-    """`SeqIndex.slot` of ``seq`` in ``p``, an evicted page covering it, from the page's image
-    without loading it: its removals since the image first, then the slot ``index.peeker`` reads.
-    `NOT_PEEKED` where the image cannot answer (no peeker, or its index file unusable: the
-    caller loads the page)."""
-    if index.peeker is None:
-        return NOT_PEEKED
-    if seq < index.first_seq or (p.dels and _removed(p.dels, seq)):
-        return None
-    got = index.peeker(p, seq - p.first, not names)
-    if got is None:
-        return NOT_PEEKED
-    index.peeks += 1
-    return got if got[0] else None
 
 #: Removals since a page's image (``Page.dels``, up to `DELS_MAX`) are looked up by a scan up to
 #: this many, past it in a set kept for the list (`_removed`), the last `_DELS_SETS_MAX` lists.
