@@ -54,7 +54,7 @@ class _Store:
 
 
 def _writer(clock: _Clock, snapshot: float, write: float) -> tuple[cp.StateWriter, _Loop, _Store]:
-    def snap() -> PackedState:
+    def snap(whole: bool = False) -> PackedState:  # (DeliveryState.packed)
         clock.now += snapshot
         return _empty()
 

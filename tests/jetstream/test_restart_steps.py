@@ -10,6 +10,7 @@ at the first message that asks), whatever the number of consumers.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import collections
 import os
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from tests.jetstream.consumer_helpers import RawClient
 
+from pyjetstream.server.jetstream import consumer_persistence, delivery_state
 from pyjetstream.server.jetstream.store.consumer_store import FileConsumerStore
 from pyjetstream.server.server import Server
 
@@ -99,3 +101,70 @@ async def test_a_restart_does_the_same_work_per_consumer(monkeypatch: pytest.Mon
     # and checksum, its state slot(s) and journal.
     per_consumer = (large["files opened"] - small["files opened"]) / (LARGE - SMALL)
     assert per_consumer <= 5, (small, large)
+
+
+async def _stop_after_changes(monkeypatch: pytest.MonkeyPatch, n: int, whole: bool) -> dict[str, Any]:
+    """A consumer of ``n`` pending acks delivered in four passes (its state written whole once,
+    then as journal changes: ``JOURNAL_MIN`` lowered), a few acked, stopped gracefully and
+    started again: the journal records the restart applied, and whether it restored the state
+    the consumer had at the stop (``STOP_WRITES_WHOLE``: ``whole``)."""
+    monkeypatch.setattr(delivery_state, "JOURNAL_MIN", 8)
+    monkeypatch.setattr(consumer_persistence, "STOP_WRITES_WHOLE", whole)
+    with tempfile.TemporaryDirectory() as tmp:
+        server = _server(tmp)
+        await server.start()
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("S", ["s.>"], storage="file")
+            await nc.publish_many("s.0", n)
+            resp = await nc.add_consumer("S", "C", durable_name="C", ack_policy="explicit", ack_wait=3_600 * 10**9)
+            assert "error" not in resp, resp
+            inbox = nc.subscribe(nc.new_inbox())
+            for k in range(4):
+                nc.pull("S", "C", inbox.subject, {"batch": n // 4})
+                msgs = await inbox.collect(n // 4)
+                if k == 1:
+                    for m in msgs[::7]:
+                        nc.publish(m.reply, b"+ACK")
+                await nc.flush()
+                await asyncio.sleep(0.3)  # (each pass's write: the first whole, the others changes)
+            consumer = server.jetstream.streams["S"].consumers["C"]
+            store = consumer.writer.store
+            assert isinstance(store, FileConsumerStore) and store._jindex > 0  # (the journal is in play)
+            before = _delivery(consumer)
+        finally:
+            await nc.close()
+        await server.shutdown()
+        server = _server(tmp)
+        await server.start()
+        try:
+            consumer = server.jetstream.streams["S"].consumers["C"]
+            store = consumer.writer.store
+            assert isinstance(store, FileConsumerStore)
+            return {"replayed": store._jindex, "same": _delivery(consumer) == before, "pending": before["pending"]}
+        finally:
+            await server.shutdown()
+
+
+def _delivery(consumer: Any) -> dict[str, Any]:
+    st = consumer.state
+    return {
+        "pending": st.pending.to_dict(),
+        "floor": (st.adflr, st.asflr),
+        "next": (st.dseq, st.sseq),
+        "rdc": dict(st.rdc),
+    }
+
+
+@pytest.mark.parametrize("n", [64, 640])
+async def test_a_graceful_stop_leaves_no_journal_to_replay(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """A graceful stop writes the whole state (nats-server's ``consumerFileStore.Stop``), so the
+    next start decodes one slot and applies no journal record, at either size (it replayed every
+    change since the last whole write: a racks restart's 100,000 first deliveries); off, the
+    records are replayed; both restore the state the consumer stopped with."""
+    on = await _stop_after_changes(monkeypatch, n, True)
+    off = await _stop_after_changes(monkeypatch, n, False)
+    assert on["replayed"] == 0, on
+    assert off["replayed"] > 0, off
+    assert on["same"] and off["same"]
+    assert len(on["pending"]) == len(off["pending"]) == n - len(range(0, n // 4, 7))

@@ -69,6 +69,13 @@ STATE_FLUSH_MAX = 1.0
 # pwrite): handing it to the writer thread cost more than that on a busy machine, where the thread
 # waits for the GIL and a core — and its wait is time the state on disk lags behind (issue #27).
 STATE_INLINE_MAX = 2048
+# A graceful stop writes the whole state (a state slot), not the changes since the last write
+# (the journal), as nats-server's ``consumerFileStore.Stop`` writes ``encodeState``: the next start
+# decodes that slot alone. With the journal left behind a restart replayed every record of it (a
+# consumer that delivered 100,000 messages since its last whole write: ~100,000 entries put one by
+# one on top of the slot's columns). Off: the last write as any other (the differential test,
+# tests/jetstream/test_restart_steps.py, proves the same state restored either way).
+STOP_WRITES_WHOLE = True
 
 
 class ConsumerMeta(msgspec.Struct):
@@ -211,9 +218,9 @@ class StateWriter:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(self._commit)
 
-    def _flush(self) -> None:
+    def _flush(self, whole: bool = False) -> None:
         """Snapshot the state and write it: in the loop when small (and not fsynced), else in
-        the writer thread."""
+        the writer thread; ``whole``: the whole state, not its changes (`DeliveryState.packed`)."""
         self._flush_handle = None
         if self.store is None or self._commit_due:  # a commit is about to write it all
             return
@@ -223,7 +230,7 @@ class StateWriter:
             return
         consumer = self.consumer
         started = time.thread_time()
-        state = consumer.state.packed()
+        state = consumer.state.packed(whole)
         snap_cost = time.thread_time() - started
         small = state.nchg if isinstance(state, PackedChanges) else state.npend
         if consumer.closed or (small <= STATE_INLINE_MAX and not consumer.engine.sync_always):
@@ -286,7 +293,7 @@ class StateWriter:
         replies, self._replies = self._replies, []
         self._commit_due = False
         if not delete:
-            self._flush()
+            self._flush(whole=STOP_WRITES_WHOLE)
             publish = self.consumer.server.publish_internal
             for reply in replies:  # the final write holds their acks
                 publish(reply, b"")

@@ -142,7 +142,7 @@ class DeliveryState:
         entries = pending.to_dict() if isinstance(pending, PendingArray) else dict(pending)
         return ConsumerState(SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor), entries, dict(rdc))
 
-    def packed(self) -> PackedState | PackedChanges:
+    def packed(self, whole: bool = False) -> PackedState | PackedChanges:
         """`snapshot`, packed for the consumer's store (what `StateWriter` writes): the pending
         acks' columns and the redelivery counts encoded in one C call (`pack_consumer_columns`),
         not copied first — or, from
@@ -150,12 +150,13 @@ class DeliveryState:
         written as changes since the last whole state, ``JOURNAL_WEIGHT``) costs less than a
         whole write, just that (`pack_consumer_changes`: the store appends it to its journal).
         Both C passes, no Python per entry; changes cost what changed, not what is pending,
-        and a whole write comes at most once per a whole write's worth of changes."""
+        and a whole write comes at most once per a whole write's worth of changes. ``whole``:
+        the whole state in any case (a graceful stop's last write, `StateWriter.close`)."""
         floor, pending, rdc = self._persisted()
         delivered, ack_floor = SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor)
         changed, gone, fresh, n = self.changed, self.gone, self.fresh, len(pending)
         self.gone, self.fresh = array("Q"), []
-        if changed is not None and pending is self.pending:
+        if changed is not None and pending is self.pending and not whole:
             firsts = array("Q", chain.from_iterable(fresh))
             cost = self._journaled + JOURNAL_WEIGHT * len(changed) + len(firsts) // 2 + len(gone) // 4
             if cost < n:
