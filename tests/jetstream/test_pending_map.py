@@ -5,8 +5,12 @@ and its columns stay bounded by about twice the live entries (what is sparse mov
 
 from __future__ import annotations
 
+import operator
 import random
 from array import array
+from collections import deque
+from collections.abc import Sequence
+from itertools import compress, islice, pairwise
 from pathlib import Path
 
 import pytest
@@ -342,6 +346,43 @@ def test_a_rebuild_into_time_runs_is_due_as_the_heap(seed: int, monkeypatch: pyt
         got.append((seen, mine.to_dict()))
     assert got[0] == got[1]
     assert plain.to_dict() == pa.to_dict()
+
+
+def _time_runs_by_neighbours(seqs: Sequence[int], times: array[int]) -> deque[tuple[int, Sequence[int]]] | None:
+    """`pending_index._time_runs` as 5dbd50e wrote it: a pass comparing every neighbour."""
+    n = len(times)
+    if not n or not all(map(operator.le, times, islice(times, 1, None))):
+        return None if n else deque()
+    cuts = list(compress(range(1, n), map(operator.ne, times, islice(times, 1, None))))
+    if len(cuts) > n // 8:
+        return None
+    return deque((times[a], seqs[a:b]) for a, b in pairwise([0, *cuts, n]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_time_runs_by_search_equal_the_pass_over_neighbours(seed: int) -> None:
+    """`_time_runs` finds each run's end by a binary search and checks it (its times equal, as
+    bytes, and above the run before) rather than comparing every neighbour: the same runs, or
+    None, for times in order with few or many runs, out of order (a time going down anywhere,
+    a run's time again after a lower one) and at the edges (empty, one, all equal)."""
+    rnd = random.Random(seed)
+    n = rnd.choice((0, 1, 2, 7, 8, 9, 64, 200, 1000))
+    runs = rnd.choice((1, 2, n // 8 or 1, n // 8 + 1, n // 8 + 2, n or 1))
+    times = array("q", sorted(rnd.randrange(10**18, 10**18 + runs) for _ in range(n)))
+    shape = seed % 4
+    if shape == 1 and n > 1:  # (one time going down)
+        i = rnd.randrange(1, n)
+        times[i] = times[i - 1] - rnd.choice((1, 10**6))
+    elif shape == 2 and n > 2:  # (a run's time again after a lower one)
+        i = rnd.randrange(2, n)
+        times[i - 1], times[i] = times[i - 1] - 1, times[0]
+    elif shape == 3 and n > 1:  # (two neighbours swapped)
+        i = rnd.randrange(1, n)
+        times[i - 1], times[i] = times[i], times[i - 1]
+    seqs = range(100, 100 + n) if seed % 2 else array("q", range(3, 3 + 2 * n, 2))
+    want = _time_runs_by_neighbours(seqs, times)
+    got = pending_index._time_runs(seqs, times)
+    assert got == want, (n, runs, shape)
 
 
 @pytest.mark.parametrize("shape", ["whole", "acked", "old"])

@@ -40,7 +40,7 @@ from array import array
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Mapping, Sequence
-from itertools import compress, islice, pairwise, repeat
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.server.jetstream.pending_map import PendingArray
@@ -273,11 +273,28 @@ def _time_runs(seqs: Sequence[int], times: array[int]) -> deque[tuple[int, Seque
     order) and share a time in runs (a pass's, at most one run per 8 pending acks): due in the
     order the heap would give them, without a tuple per pending ack (a restart with 100,000
     pending: ~15 ms less of ``checkPending``'s setup, nats-server's ``readStoredState``). None:
-    the heap. C passes over the columns; one Python step per run."""
+    the heap.
+
+    One Python step per run, none per pending ack: each run's end is found by a binary search
+    (``bisect_right``, as if the times were sorted), then checked — its times all equal to its
+    first, compared as bytes in place (one ``memcmp``), and its time above the run before — so
+    runs that cover the columns prove them sorted; times out of order fail a check (None). A
+    pass comparing every neighbour made a Python int of each time twice: ~15 ms at 100,000."""
     n = len(times)
-    if not n or not all(map(operator.le, times, islice(times, 1, None))):
-        return None if n else deque()
-    cuts = list(compress(range(1, n), map(operator.ne, times, islice(times, 1, None))))
-    if len(cuts) > n // 8:
-        return None
-    return deque((times[a], seqs[a:b]) for a, b in pairwise([0, *cuts, n]))
+    if not n:
+        return deque()
+    raw, width = times.tobytes(), times.itemsize
+    runs: deque[tuple[int, Sequence[int]]] = deque()
+    most = n // 8 + 1  # (a cut per 8 pending acks at most)
+    a, before = 0, None
+    while a < n:
+        t = times[a]
+        if before is not None and t <= before:
+            return None  # (out of order: the heap)
+        b = bisect_right(times, t, a)  # (> a: times[a] is t)
+        at = a * width
+        if len(runs) == most or not raw.startswith(raw[at : at + width] * (b - a), at):
+            return None
+        runs.append((t, seqs[a:b]))
+        a, before = b, t
+    return runs
