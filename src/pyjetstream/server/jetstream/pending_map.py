@@ -30,7 +30,7 @@ import operator
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import chain, compress, repeat
-from typing import TypeGuard
+from typing import TypeGuard, cast
 
 from pyjetstream.server.jetstream.store.consumer_store import StoredPending, column_entries
 
@@ -81,7 +81,7 @@ class PendingArray(MutableMapping[int, Entry]):
         if stored is not None:
             base, dseq, ts, old, writes = stored
             self.base, self.dseq, self.ts, self.old = base, dseq[:], ts[:], dict(old)
-            self.n = len(old) + len(dseq) - dseq.count(0)
+            self.n = cast(StoredPending, entries).stored_n  # (counted when the slot was decoded)
             for seq in sorted(writes):  # (a journal replayed after the slot: what changed since)
                 entry = writes[seq]
                 if entry is None:
