@@ -82,11 +82,16 @@ def to_ns(value: Duration) -> int:
     raise TypeError(f"a duration is seconds (int or float) or a timedelta, not {type(value).__name__} {value!r}")
 
 
+#: (a tuple: ``int | float`` would build a union object at each call, and `seconds` runs at each
+#: ``next()`` of a message iterator)
+_NUMBERS = (int, float)
+
+
 def seconds(value: Duration) -> float:
     """A duration as a plain ``float`` of seconds (for waits and timeouts on this side)."""
     if isinstance(value, timedelta):
         return value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, _NUMBERS):
         raise TypeError(f"a duration is seconds (int or float) or a timedelta, not {type(value).__name__} {value!r}")
     return float(value)
 
