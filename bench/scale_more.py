@@ -36,7 +36,9 @@ every dimension, without ``--dim``, runs these too).
   ``keys()`` (per key), the history of a 64-revision key (per call), a get of a key's first revision
   (per get);
 - ``interest`` (10k / 100k / 1M messages in an interest stream with 100 durable pull consumers): one of
-  them fetches and acks (per ack; the 99 others keep every message).
+  them fetches and acks (per ack; the 99 others keep every message), ``CONSUMER.RESET`` of one that
+  took nothing back to its ack floor (per request), a durable that took nothing created and deleted
+  beside them (per consumer; nothing loses its last taker either way).
 - restarts beyond messages (``messages`` and ``gaps`` restart a stream of messages): a clean stop and a
   ``kill -9``, each until the new process answers for all of the state, per unit of it (the new
   process's CPU until then; resident memory after): ``rconsumers`` (100 / 1k / 10k durable pull
@@ -635,8 +637,36 @@ def _ack_one_of_100(ctx: Ctx) -> int:
     return k
 
 
+def _reset_lagging(ctx: Ctx) -> int:
+    """``CONSUMER.RESET`` of ``c1`` (nothing taken yet, as the 98 others) back to its ack floor, one
+    request at a time (per request): nothing loses interest, the stream keeps every message."""
+    k = ctx.n(200)
+    for _ in range(k):
+        reply = ctx.api.api("CONSUMER.RESET.IA.c1", timeout=max(ctx.left(), 1.0))
+        if "error" in reply:
+            raise RuntimeError(f"reset: {reply['error']}")
+    return k
+
+
+def _delete_lagging(ctx: Ctx) -> int:
+    """A durable consumer that took nothing created and deleted beside the 100 (99 of them
+    lagging too: each message still has takers), per consumer."""
+    k = ctx.n(100)
+    cfg = {"durable_name": "lag", "ack_policy": "explicit"}
+    for _ in range(k):
+        ctx.api.api("CONSUMER.CREATE.IA.lag", {"stream_name": "IA", "config": cfg})
+        reply = ctx.api.api("CONSUMER.DELETE.IA.lag", timeout=max(ctx.left(), 1.0))
+        if not reply.get("success"):
+            raise RuntimeError(f"delete: {reply}")
+    return k
+
+
 def ops_interest() -> list[Op]:
-    return [Op("ack_one", "ack by one of 100 consumers (fetch + ack)", "acked msg", _ack_one_of_100)]
+    return [
+        Op("ack_one", "ack by one of 100 consumers (fetch + ack)", "acked msg", _ack_one_of_100),
+        Op("reset", "CONSUMER.RESET of a lagging consumer to its ack floor", "request", _reset_lagging),
+        Op("lag_delete", "create + delete of a lagging consumer (others lag)", "consumer", _delete_lagging),
+    ]
 
 
 # ---- a KV bucket with history 64 (explore3)

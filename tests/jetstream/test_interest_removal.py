@@ -13,6 +13,7 @@ import pytest
 from tests.jetstream.consumer_helpers import RawClient, wait_for
 from tests.jetstream.scale_steps import embedded
 
+from pyjetstream.server.jetstream import interest_check
 from pyjetstream.server.jetstream import stream as stream_module
 
 FILTERS: dict[str, dict[str, Any]] = {
@@ -116,8 +117,13 @@ async def _delete_checks(n: int) -> tuple[int, int]:
             await nc.close()
 
 
-async def test_a_caught_up_consumer_leaves_without_a_walk() -> None:
+async def test_a_caught_up_consumer_leaves_without_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
     """The delete of a consumer that acked everything looks at no message at 50 and at 500; one
-    that acked nothing looks at each message it still needed (the whole walk's count)."""
+    that acked nothing looks at none either, "other" (unfiltered, nothing taken) needing them all
+    (`interest_check.BOUND_BY_COVERING`); without that bound at each message it still needed (the
+    whole walk's count)."""
+    assert await _delete_checks(50) == (0, 0)
+    assert await _delete_checks(500) == (0, 0)
+    monkeypatch.setattr(interest_check, "BOUND_BY_COVERING", False)
     assert await _delete_checks(50) == (0, 50)
     assert await _delete_checks(500) == (0, 500)

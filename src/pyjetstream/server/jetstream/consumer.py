@@ -65,6 +65,9 @@ if TYPE_CHECKING:
 __all__ = ["Consumer"]
 
 _STREAM_IDENTITY = H.STREAM_IDENTITY.encode()  # ⟨2.15⟩ echoed on a reset that asks for it
+#: A reset on an interest stream looks only at what it skipped (its old ack floor up to its new
+#: start: `Stream.check_interest_skipped`), as nats-server; off: at every message of the stream.
+RESET_CHECKS_SKIPPED = True
 # nats-server adds up to a second of jitter to the inactivity threshold of pull consumers.
 _JITTER_MIN, _JITTER_MAX = 0.1, 1.0
 
@@ -456,12 +459,16 @@ class Consumer:
         else:
             raise JetStreamApiError(E.JSConsumerInvalidResetErr(err="not allowed"))
         seq = max(seq, 1)
+        skipped = self.state.asflr + 1  # (what it had not acked below the new start: no longer needed)
         self.state.reset_to(seq)
         self.delivery.looked = 0  # the heartbeats' position follows the reset
         self.writer.reset(seq - 1)
         if self.retention == RetentionPolicy.INTEREST:
             # What this consumer skipped may now be needed by nobody (checkStateForInterestStream).
-            self.stream.check_interest_state()
+            if RESET_CHECKS_SKIPPED:
+                self.stream.check_interest_skipped(self, skipped, seq - 1)
+            else:
+                self.stream.check_interest_state()
         self._stream_num_pending()
         self.dirty()
         self.kick()

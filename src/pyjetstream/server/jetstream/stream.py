@@ -28,6 +28,7 @@ from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
 from pyjetstream.api.ttl import marker_ttl
 from pyjetstream.protocol.headers import get_header
 from pyjetstream.protocol.subjects import has_wildcard, is_subset, subjects_overlap
+from pyjetstream.server.jetstream import interest_check
 from pyjetstream.server.jetstream.consumer_config import filters_of
 from pyjetstream.server.jetstream.consumer_index import ConsumerIndex
 from pyjetstream.server.jetstream.dedupe import StreamDedupe
@@ -370,44 +371,55 @@ class Stream:
             self.engine.usage_dropped()
 
     def check_interest_state(self, gone: Consumer | None = None) -> None:
-        """After consumers went away (``gone``: the one that did, whose needs bound the walk): drop
-        messages no remaining consumer needs (interest/workqueue); ``interest_checked`` counts the
-        messages looked at."""
+        """After consumers went away (``gone``: the one that did, whose needs bound the walk:
+        `interest_check.lost_interest`): drop messages no remaining consumer needs
+        (interest/workqueue); without ``gone`` every message is looked at. ``interest_checked``
+        counts the messages looked at."""
+        if not self._interest_walk():
+            return
+        if gone is not None:
+            removed = interest_check.lost_interest(self, gone, gone.state.asflr + 1, 1 << 63, gone.needs_ack)
+        else:
+            removed = self._whole_interest_walk()
+        if removed:
+            self.engine.account_usage_changed()
+
+    def check_interest_skipped(self, consumer: Consumer, lo: int, hi: int) -> None:
+        """A ``CONSUMER.RESET`` moved ``consumer`` past ``lo``..``hi`` (its old ack floor up to
+        its new start): of those, drop what nobody needs now (nats-server
+        ``checkStateForInterestStream`` after ``resetStartingSeq``: the consumer's skipped range,
+        not the stream)."""
+        if self._interest_walk() and interest_check.lost_interest(self, consumer, lo, hi, None):
+            self.engine.account_usage_changed()
+
+    def _interest_walk(self) -> bool:
+        """Whether an interest check has messages to look at; an interest stream left without
+        consumers is purged here."""
         if self.cfg.retention == RetentionPolicy.LIMITS or self.closed:
-            return
-        state = self.store.fast_state()
-        if not state.msgs:
-            return
+            return False
+        if not self.store.fast_state().msgs:
+            return False
         if not self.consumers and self.cfg.retention == RetentionPolicy.INTEREST:
             self.store.purge()
             self.engine.account_usage_changed()
-            return
-        if self.cfg.retention == RetentionPolicy.WORKQUEUE:
-            return
+            return False
+        return self.cfg.retention != RetentionPolicy.WORKQUEUE
+
+    def _whole_interest_walk(self) -> bool:
+        """Every message looked at, each removed when no consumer needs it."""
+        state = self.store.fast_state()
         removed = False
-        if gone is not None:
-            # Below every remaining consumer's ack floor nobody needs a message: compacted at
-            # once (nats-server ``checkInterestState``'s ``Compact``), not removed one by one.
-            # (not past the last message: a floor beyond it would move first_seq further)
-            floor = min(min(c.state.asflr for c in self.consumers.values()), state.last_seq)
-            if floor >= state.first_seq:
-                removed = self.store.compact(floor + 1) > 0
-                state = self.store.fast_state()
-        seq = state.first_seq if gone is None else max(state.first_seq, gone.state.asflr + 1)
+        seq = state.first_seq
         while seq <= state.last_seq:
             try:
                 msg, seq = self.store.load_next_msg(">", seq)
             except ErrStoreEOF:
                 break
             self.interest_checked += 1
-            if gone is not None and not gone.needs_ack(seq, msg.subject):
-                seq += 1  # (not one it needed: another consumer does)
-                continue
             if not any(c.needs_ack(seq, msg.subject) for c in self.csl.match(msg.subject)):
                 removed = self.store.remove_msg(seq) or removed
             seq += 1
-        if removed:
-            self.engine.account_usage_changed()
+        return removed
 
     # --- purge, get, delete ------------------------------------------------------------------
 
