@@ -227,3 +227,65 @@ def test_format_time_of_many_seconds_past_its_cache() -> None:
         assert format_time(ns) == want + frac + "Z"
         assert format_time(ns - ns % NS_PER_S) == want + "Z"
     assert len(timefmt._SECONDS) <= timefmt._SECONDS_MAX
+
+
+def _parse_or_error(text: str) -> int | str:
+    try:
+        return parse_time(text)
+    except ValueError:
+        return "ValueError"
+
+
+_TIME_TAILS = ["Z", "z", ".5Z", ".000000001Z", ".1234567891234Z", ".Z", ".12a4Z", "X5Z", ".١٢Z", ".²Z", "+00:00", "-01:30"]
+
+
+@given(
+    st.sampled_from(["2024-02-29T23:59:59", "2023-02-29T00:00:00", "1970-01-01T00:00:00", "9999-12-31T23:59:59"]),
+    st.lists(st.sampled_from(_TIME_TAILS) | st.text(alphabet="0123456789.Zz:+-a٣", max_size=12), min_size=1, max_size=8),
+)
+def test_parse_time_with_seconds_seen_is_the_whole_parse(head: str, tails: list[str]) -> None:
+    """`timefmt.SECONDS_SEEN` (a time whose whole seconds were parsed lately reads only its
+    fraction) answers every string, well formed or not, as the whole parse does: each tail is
+    parsed after the same seconds were seen, with the switch on and off."""
+    import pyjetstream.api.timefmt as timefmt
+
+    texts = [head + tail for tail in tails]
+    try:
+        timefmt.SECONDS_SEEN = False
+        whole = [_parse_or_error(t) for t in texts]
+        timefmt.SECONDS_SEEN = True
+        timefmt._PARSED.clear()
+        _parse_or_error(head + "Z")
+        seen = [_parse_or_error(t) for t in texts]
+    finally:
+        timefmt.SECONDS_SEEN = True
+    assert seen == whole
+
+
+def test_parse_time_of_seconds_seen_reads_the_fraction_alone() -> None:
+    """A second time of the same whole seconds is not matched against the pattern again
+    (counted: the pattern's matches), and many distinct seconds keep the table bounded."""
+    import pyjetstream.api.timefmt as timefmt
+
+    timefmt._PARSED.clear()
+    calls = 0
+    real = timefmt._RFC3339
+
+    class Counting:
+        def match(self, text: str) -> re.Match[str] | None:
+            nonlocal calls
+            calls += 1
+            return real.match(text)
+
+    timefmt._RFC3339 = Counting()  # type: ignore[assignment]
+    try:
+        first = parse_time("2026-11-29T08:00:01.25Z")
+        assert calls == 1
+        assert parse_time("2026-11-29T08:00:01.000000750Z") - first == 750 - 250_000_000
+        assert parse_time("2026-11-29T08:00:01Z") == first - 250_000_000
+        assert calls == 1
+        for s in range(timefmt._SECONDS_MAX + 10):
+            parse_time(format_time(s * 1_000_000_000))
+        assert len(timefmt._PARSED) <= timefmt._SECONDS_MAX
+    finally:
+        timefmt._RFC3339 = real
