@@ -10,8 +10,9 @@ stale and gets a fresh index on the next sync or stop; a compacted block gets on
 
 Recovery. `BlockIndexes.load` gives ``SeqIndex.rebuild`` one ``BlockSlots`` per block: read
 from its index when that matches the block byte for byte (size, CRC, first sequence), else
-scanned — after ``kill -9`` only the active block, plus any changed since its index was
-written. A scan checks every record's checksum, steps over damaged bytes to the next valid
+scanned — after ``kill -9`` only the active block (and of it only the records after those the
+stream state saw, when it vouches for them: `BlockIndexes.replay_tail`), plus any changed since
+its index was written. A scan checks every record's checksum, steps over damaged bytes to the next valid
 record (``_records.resync``) and cuts the file only where no valid record follows; a damaged
 block header is written again (``_damage.repair_header``). What was dropped is reported by
 `BlockIndexes.lost`, sequence by sequence (``_damage.ScanDamage``) — except a record cut short at
@@ -62,7 +63,7 @@ from .base import ErrCorruptRecord, LostData
 from .idx_peek import IndexPeeks
 from .pages import Page
 from .seqindex import Arrays, SeqIndex
-from .seqrecover import BlockSlots
+from .seqrecover import BlockSlots, append_slots
 
 _crc32 = zlib.crc32
 _LEN_MASK = 0xFFFFFFFF
@@ -71,6 +72,11 @@ _TTL_KEY = b"\r\nNats-TTL:"
 STATE_FILE = "index.db"
 # A block's bytes while loading: read into memory, or mapped.
 Bytes = bytes | mmap.mmap
+# Whether a restart after ``kill -9`` reads only the active block's records written after the
+# stream state (`BlockIndexes._vouched_head`, `replay_tail`), its page the state's, rather than the
+# whole block: the switch of that fast path (tests/store/test_restart_steps.py proves both recover
+# the same store at every point of a crash).
+TAIL_REPLAY = True
 
 
 class _Block:
@@ -208,6 +214,10 @@ class BlockIndexes(PayloadBackend):
         self._missing_seqs: list[int] = []
         self._missing_bytes = 0
         self.blocks_read = 0  # blocks whose file recovery read (a counter for the complexity tests)
+        self.slots_scanned = 0  # slots block scans made (a counter for the complexity tests)
+        # The active block's records after what the stream state vouched for (`replay_tail`): the
+        # block, the offset they start at.
+        self._tail: tuple[_Block, int] | None = None
         self.writes = 0  # block files written to (one per file per flush; a complexity-test counter)
         self.maint_passes = 0  # `_maintain` passes (a complexity-test counter)
         self.index_writes = 0  # block indexes written (`_write_index`; a complexity-test counter)
@@ -329,6 +339,49 @@ class BlockIndexes(PayloadBackend):
             self._stale_idx.add(blk)  # written again at the next sync (the last block's is not kept)
         return blk
 
+    def _vouched_head(self, row: list[Any], path: str) -> _Block | None:
+        """The active block a state's row describes, grown since (appends after the state was
+        written, then ``kill -9``), when the bytes the state saw are still as it saw them (the CRC
+        of their tail; the block is only appended to — a change in place or a cut back drops the
+        state, ``drop_state``): the state's page holds their slots, so only the records after
+        them are read (`replay_tail`), not the whole block (~2 µs a record). nats-server's
+        ``recoverFullState`` rebuilds the last block whole when its last checksum differs.
+        None: the whole block is read (``TAIL_REPLAY`` off, or the bytes differ)."""
+        if not TAIL_REPLAY:
+            return None
+        index, first_seq, size, live_msgs, live_bytes, tail, _last, _ts, _stale = row
+        blk = _Block(index, first_seq, path, size)
+        try:
+            grown = os.path.getsize(path)
+            if grown <= size or self._tail_crc(blk) != tail:
+                return None
+        except OSError:
+            return None
+        blk.size = blk.written = grown
+        blk.live_msgs, blk.live_bytes = live_msgs, live_bytes  # (`account` counts them again)
+        self._tail = (blk, size)
+        return blk
+
+    def replay_tail(self) -> None:
+        """After the index is recovered from the state: the active block's records the state did
+        not see (`_vouched_head`), scanned from where it stopped and put into the index as the
+        writes that made them did (`seqrecover.append_slots`: messages appended, tombstones
+        applied, a floor's prefix removed); a torn tail is cut as a scan of the whole block cuts
+        it. Costs the records written since the state, not the block's."""
+        found, self._tail = self._tail, None
+        if found is None:
+            return
+        blk, at = found
+        index = self.index
+        with _mapped(blk.path) as buf:
+            slots, max_seq, end = self._scan_block(blk, buf, index.last_seq, index.last_ts, _SubjectIds(), True, at)
+            self._scan_end(blk, buf, True, max_seq, end)
+        self._damage.keep_dead_if_damaged(blk)
+        append_slots(index, slots)
+        if slots.floor > self._floor[0]:
+            self._floor = (slots.floor, slots.floor_ts)
+            self._floor_block = blk
+
     # ------------------------------------------------------------------------------------
     # Recovery
     # ------------------------------------------------------------------------------------
@@ -383,6 +436,8 @@ class BlockIndexes(PayloadBackend):
             path = os.path.join(self.msgs_dir, name)
             row = rows.get(index)
             blk = self._vouched(row, path) if row is not None else None
+            if blk is None and row is not None and index == last_index and state is not None and state["open"]:
+                blk = self._vouched_head(row, path)  # (grown since: the rest is `replay_tail`'s)
             if blk is not None:
                 self.blocks.append(blk)
                 self._firsts.append(blk.first_seq)
@@ -525,13 +580,12 @@ class BlockIndexes(PayloadBackend):
         self._drop_index_file(index)
 
     def _scan_block(
-        self, blk: _Block, buf: Bytes, max_seq: int, prev_ts: int, known: _SubjectIds, recover: bool = True
+        self, blk: _Block, buf: Bytes, max_seq: int, prev_ts: int, known: _SubjectIds, recover: bool = True,
+        at: int = BLOCK_HDR_LEN,
     ) -> tuple[BlockSlots, int, ScanEnd]:
-        """Scan one block's records into its slots (sequences above ``max_seq`` only); also the
-        highest sequence seen and where the scan stopped (for `_scan_end`). A subject gets the id
-        ``known`` has for it (the blocks before numbered it), or the next one, so the index adopts
-        the block's ids as they are. ``recover`` False: a page read again while running (nothing
-        counted lost, no TTL or damage noted)."""
+        """A block's records from offset ``at`` as its slots (sequences above ``max_seq``), the last
+        sequence seen, where the scan stopped (`_scan_end`). A subject gets ``known``'s id for it, or
+        the next, which the index adopts. ``recover`` False: a page read again while running."""
         first = blk.first_seq
         slots = BlockSlots(max(first, max_seq + 1))
         start, cur_ts = slots.first, prev_ts
@@ -547,7 +601,7 @@ class BlockIndexes(PayloadBackend):
         locs_append, nxt_append, own_get = locs.append, nxt.append, own.get
         kind_mask, kind_msg, erased, compressed = KIND_MASK, KIND_MSG, FLAG_ERASED, FLAG_COMPRESSED
         hdr_len, overhead, nslots = REC_HDR_LEN, REC_OVERHEAD, 0
-        for off, total, kind, seq, ts, slen, hlen in scan_records(buf, BLOCK_HDR_LEN, ends):
+        for off, total, kind, seq, ts, slen, hlen in scan_records(buf, at, ends):
             k = kind & kind_mask
             if k == kind_msg:
                 if seq <= max_seq or seq < start:
@@ -603,6 +657,7 @@ class BlockIndexes(PayloadBackend):
             elif kind == DAMAGED:  # bytes [off, off + total) stepped over
                 damage.gap(blk, first - 1, max_seq, buf, off + total)
         slots.summarize()
+        self.slots_scanned += len(sids)
         return slots, max_seq, ends[0]
 
     def _scan_end(self, blk: _Block, buf: Bytes, is_last: bool, max_seq: int, end: ScanEnd) -> None:

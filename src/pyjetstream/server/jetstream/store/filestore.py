@@ -362,6 +362,7 @@ class FileStore(IndexedStore):
             return False
         header, view = got if got is not None else (None, None)
         gone = self._index.recover(blocks.load(files, header, view.names if view else None), view)
+        blocks.replay_tail()  # (the active block's records after the state's, after kill -9)
         blocks.account()
         found = blocks.lost(gone)
         self.found_lost = found

@@ -16,7 +16,7 @@ from .seqquery import _PER_SUBJECT_MAX
 if TYPE_CHECKING:
     from .seqindex import SeqIndex
 
-__all__ = ["BlockSlots", "block_slots"]
+__all__ = ["BlockSlots", "append_slots", "block_slots"]
 
 
 class BlockSlots:
@@ -105,6 +105,33 @@ def _subject_columns(sids: array[int]) -> tuple[list[int], list[int], list[int],
     last_at = dict(zip(live, pos, strict=True))
     first_at = dict(zip(reversed(live), reversed(pos), strict=True))
     return ids, list(counts.values()), list(map(first_at.__getitem__, ids)), list(map(last_at.__getitem__, ids))
+
+
+def append_slots(index: SeqIndex, b: BlockSlots) -> None:
+    """Slots read after the index was recovered — the active block's records the stream state did
+    not see (``BlockIndexes.replay_tail``), from ``last_seq + 1`` on — put into the index as the
+    writes that made them did: each message appended (`SeqIndex.append`), a slot without one
+    skipped, then the tombstones of earlier sequences and the newest floor applied as
+    ``seqstate.recover`` applies a block's read again. One step a record read, none a message
+    the state vouched for."""
+    names = dict(zip(b.ids, b.names, strict=True))
+    seq = b.first
+    for sid, ts, size, loc in zip(b.sids, b.tss, b.sizes, b.locs, strict=True):
+        if sid:
+            index.append(seq, names[sid], ts, size, loc)
+        else:
+            index.skip(seq, 1, ts)
+        seq += 1
+    for first, num, _ts in b.deletes:
+        for dseq in range(first, first + num):
+            page = index.at(dseq)
+            if page is not None:
+                index.remove(page, dseq - page.first)
+    floor = b.floor
+    if floor > index.last_seq + 1:  # (a floor past the last message: the sequences below are used)
+        index.skip(index.last_seq + 1, floor - 1 - index.last_seq, b.floor_ts)
+    if floor > index.first_seq and index.msgs:
+        index.remove_prefix(floor)
 
 
 def block_slots(index: SeqIndex, first: int, end: int) -> BlockSlots:
