@@ -72,10 +72,6 @@ def local_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        # A Python worker's (a streaming source runner's among them) connection back to the JVM
-        # gives up after Spark's default 15 s: on a loaded machine (two cores, load 15-25) the
-        # streaming tests failed with CANNOT_OPEN_SOCKET "timed out" and passed alone.
-        .config("spark.python.authenticate.socketTimeout", "120s")
     )
     java_options = f"-Dlog4j2.configurationFile=file:{_log_config(log_level)}"
     if fast_start:
