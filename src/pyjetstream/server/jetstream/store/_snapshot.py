@@ -10,6 +10,7 @@ a later crash can never pair it with blocks that changed since.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import struct
 import zlib
@@ -69,7 +70,7 @@ _CHUNK = 256 * 1024
 _HEAD = 4096
 
 
-def layout(buf: bytes) -> Layout | None:
+def layout(buf: bytes | mmap.mmap) -> Layout | None:
     """The header and where each array lies (typecode, byte offset, byte length) in a valid
     snapshot's bytes, without decoding the arrays (to read single items of them later); None
     when the bytes are not a valid snapshot."""
@@ -133,7 +134,7 @@ def _where(head: bytes, size: int) -> Layout | None:
     return (meta["header"], where) if off == size - 4 else None
 
 
-def decode(buf: bytes) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]] | None:
+def decode(buf: bytes | mmap.mmap) -> tuple[dict[str, Any], dict[str, array[int]], list[str | None]] | None:
     """Inverse of `encode`; None when the bytes are not a valid snapshot."""
     found = layout(buf)
     if found is None:

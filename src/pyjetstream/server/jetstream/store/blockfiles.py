@@ -133,8 +133,7 @@ class BlockFiles(BlockIndexes):
             self._stale_idx.discard(active)
             self._drop_index_file(active.index)  # it is written to again from here on
             self._fd(active)
-            with open(active.path, "rb") as f:
-                self._mirror = bytearray(f.read())
+            self._mirror = _read_whole(active.path)
 
     def _roll(self, next_seq: int) -> None:
         """Seal the active block and start a new one whose first sequence is next_seq.
@@ -907,6 +906,24 @@ class _FileIO:
 
 
 _io = _FileIO()
+
+
+def _read_whole(path: str) -> bytearray:
+    """A file's bytes read straight into one buffer (the active block's mirror at a start):
+    ``bytearray(f.read())`` made two buffers of the block's size and copied one into the other
+    (~1.5 ms of a restart's CPU for a 5 MB block)."""
+    with open(path, "rb", buffering=0) as f:
+        buf = bytearray(os.fstat(f.fileno()).st_size)
+        view = memoryview(buf)
+        got = 0
+        while got < len(buf):
+            n = f.readinto(view[got:])
+            if not n:  # (shorter than its size said: cut to what was read)
+                del view
+                del buf[got:]
+                return buf
+            got += n
+    return buf
 
 
 def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> None:

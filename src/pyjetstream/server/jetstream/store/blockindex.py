@@ -373,7 +373,7 @@ class BlockIndexes(PayloadBackend):
             return
         blk, at = found
         index = self.index
-        with _mapped(blk.path) as buf:
+        with mapped(blk.path) as buf:
             slots, max_seq, end = self._scan_block(blk, buf, index.last_seq, index.last_ts, _SubjectIds(), True, at)
             self._scan_end(blk, buf, True, max_seq, end)
         self._damage.keep_dead_if_damaged(blk)
@@ -446,7 +446,7 @@ class BlockIndexes(PayloadBackend):
                 max_seq, max_ts = max(max_seq, row[6]), max(max_ts, row[7])  # type: ignore[index]
                 item: tuple[int, int, BlockSlots | None] = (blk.first_seq, ends.get(index, 1 << 63), None)
             else:
-                with _mapped(path) as buf:
+                with mapped(path) as buf:
                     slots, scanned = self._load_block(
                         index, path, buf, index == last_index, max_seq, max_ts, known, row[1] if row else 0
                     )
@@ -816,7 +816,7 @@ class BlockIndexes(PayloadBackend):
         known = _SubjectIds()
         known.seed(self.index.subjects.names)
         limit = known.next
-        with _mapped(blk.path) as buf:
+        with mapped(blk.path) as buf:
             slots = self._scan_block(blk, buf, page.first - 1, 0, known, recover=False)[0]
         n = len(slots.sids)
         if n < page.n:
@@ -977,10 +977,10 @@ def _scan_delete(
 
 
 @contextlib.contextmanager
-def _mapped(path: str) -> Iterator[Bytes]:
-    """A block file's bytes, mapped rather than read: loading reads each block once (CRC or
-    scan) and keeps nothing of it, so nothing is copied into the heap (where a freed 8 MiB
-    buffer stays in the process's resident memory)."""
+def mapped(path: str) -> Iterator[Bytes]:
+    """A block file's bytes (or the stream state's), mapped rather than read: loading reads each
+    block once (CRC or scan) and keeps nothing of it, so nothing is copied into the heap (where a
+    freed 8 MiB buffer stays in the process's resident memory)."""
     with open(path, "rb") as f:
         if not os.fstat(f.fileno()).st_size:
             yield b""

@@ -65,7 +65,7 @@ from .base import (
     StoreError,
 )
 from .blockfiles import BlockFiles
-from .blockindex import STATE_FILE
+from .blockindex import STATE_FILE, mapped
 from .indexed import IndexedStore, enforce_subject_limits
 from .seqindex import SeqIndex
 from .seqstate import StateView
@@ -340,8 +340,8 @@ class FileStore(IndexedStore):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(self._msgs_dir, OLD_SNAPSHOT))
         try:
-            with open(path, "rb") as f:
-                decoded = _snapshot.decode(f.read())
+            with mapped(path) as buf:  # (not read: the arrays are copied out of the file's pages once)
+                decoded = _snapshot.decode(buf)
             if decoded is not None:
                 header, arrays, names = decoded
                 return header, StateView(header, arrays, names)
