@@ -35,6 +35,9 @@ every dimension, without ``--dim``, runs these too).
 - ``kvhist`` (1k / 10k / 100k keys of 3 revisions each, and 100 keys of 64, in a bucket with history 64):
   ``keys()`` (per key), the history of a 64-revision key (per call), a get of a key's first revision
   (per get);
+- ``buckets`` (100 / 1k / 10k KV buckets in one account, file, history 1): a bucket's create (a
+  timed build, per bucket), one more created and deleted beside them (per bucket), ``STREAM.UPDATE``
+  of one (per request), puts spread over all of them (per put);
 - ``interest`` (10k / 100k / 1M messages in an interest stream with 100 durable pull consumers): one of
   them fetches and acks (per ack; the 99 others keep every message), ``CONSUMER.RESET`` of one that
   took nothing back to its ack floor (per request), a durable that took nothing created and deleted
@@ -641,8 +644,10 @@ def _reset_lagging(ctx: Ctx) -> int:
     """``CONSUMER.RESET`` of ``c1`` (nothing taken yet, as the 98 others) back to its ack floor, one
     request at a time (per request): nothing loses interest, the stream keeps every message."""
     k = ctx.n(200)
-    for _ in range(k):
-        reply = ctx.api.api("CONSUMER.RESET.IA.c1", timeout=max(ctx.left(), 1.0))
+    for i in range(k):
+        if not ctx.left():
+            raise bs.Partial(i)
+        reply = ctx.api.api("CONSUMER.RESET.IA.c1", timeout=ctx.left() + 60)
         if "error" in reply:
             raise RuntimeError(f"reset: {reply['error']}")
     return k
@@ -653,9 +658,11 @@ def _delete_lagging(ctx: Ctx) -> int:
     lagging too: each message still has takers), per consumer."""
     k = ctx.n(100)
     cfg = {"durable_name": "lag", "ack_policy": "explicit"}
-    for _ in range(k):
+    for i in range(k):
+        if not ctx.left():
+            raise bs.Partial(i)
         ctx.api.api("CONSUMER.CREATE.IA.lag", {"stream_name": "IA", "config": cfg})
-        reply = ctx.api.api("CONSUMER.DELETE.IA.lag", timeout=max(ctx.left(), 1.0))
+        reply = ctx.api.api("CONSUMER.DELETE.IA.lag", timeout=ctx.left() + 60)
         if not reply.get("success"):
             raise RuntimeError(f"delete: {reply}")
     return k
@@ -714,6 +721,67 @@ def ops_kvhist() -> list[Op]:
         Op("keys", "KV keys() (headers only, 3 revisions a key)", "key", _kv_keys64),
         Op("history", "KV history of a key (64 revisions)", "call", _history64),
         Op("get_rev", "KV get of a key's first revision (direct get seq)", "get", _get_old_revision),
+    ]
+
+
+# ---- KV buckets in one account (explore4)
+
+
+def _bucket_config(name: str) -> dict[str, Any]:
+    """``KV_<name>`` as nats.go's ``CreateKeyValue`` makes it (history 1)."""
+    return {
+        "name": f"KV_{name}",
+        "subjects": [f"$KV.{name}.>"],
+        "max_msgs_per_subject": 1,
+        "allow_direct": True,
+        "allow_rollup_hdrs": True,
+        "deny_delete": True,
+        "discard": "new",
+        "storage": "file",
+    }
+
+
+def build_buckets(ctx: Ctx) -> None:
+    """``n`` KV buckets ``b<i>`` (file), created in batches (a timed build: per bucket)."""
+    n = ctx.size
+
+    def create() -> int:
+        calls = [(f"$JS.API.STREAM.CREATE.KV_b{i}", _bucket_config(f"b{i}")) for i in range(n)]
+        batched_requests(ctx, calls, "bucket create")
+        return n
+
+    timed_build(ctx, "create", "KV bucket create", "bucket", create)
+
+
+def _bucket_create_delete(ctx: Ctx) -> int:
+    """One more bucket created and deleted beside them (per bucket)."""
+    k = ctx.n(50)
+    for _ in range(k):
+        ctx.api.api("STREAM.CREATE.KV_extra", _bucket_config("extra"))
+        ctx.api.api("STREAM.DELETE.KV_extra")
+    return k
+
+
+def _bucket_update(ctx: Ctx) -> int:
+    """``STREAM.UPDATE`` of a random bucket (its description changed), per request."""
+    k, n = ctx.n(100), ctx.size
+    for i in range(k):
+        cfg = _bucket_config(f"b{random.randrange(n)}") | {"description": f"d{i}"}
+        ctx.api.api(f"STREAM.UPDATE.{cfg['name']}", cfg)
+    return k
+
+
+def _bucket_put_spread(ctx: Ctx) -> int:
+    """KV puts (``$KV.b<i>.k``) spread over every bucket, per put."""
+    k, n = ctx.n(20_000), ctx.size
+    return ctx.publish(pubs(f"$KV.b{i % n}.k" for i in range(k)), k)
+
+
+def ops_buckets() -> list[Op]:
+    return [
+        Op("create_delete", "create + delete of one more bucket", "bucket", _bucket_create_delete),
+        Op("update", "STREAM.UPDATE of a bucket", "request", _bucket_update),
+        Op("put_spread", "KV put spread over all buckets", "put", _bucket_put_spread),
     ]
 
 
@@ -891,6 +959,9 @@ def more_dimensions() -> list[Dimension]:
             [1000, 10_000, 100_000],
             build_interest,
             ops_interest(),
+        ),
+        Dimension(
+            "buckets", "KV buckets in one account", [100, 1000, 10_000], [10, 100, 1000], build_buckets, ops_buckets()
         ),
     ]
     repeat = {"names", "list", "info"}

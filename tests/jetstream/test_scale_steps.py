@@ -228,9 +228,16 @@ async def overlap_tests(streams: int, monkeypatch: pytest.MonkeyPatch) -> tuple[
 async def test_stream_create_with_plain_subjects_does_not_compare_every_stream(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A stream create's overlap check: a plain subject is matched in the sublist (no comparison
-    with the others), only a wildcard subject is compared with every stream."""
+    """A stream create's overlap check compares no subject with the others' beside 100 or 1,000
+    streams, plain or wildcard (`stream_index.StreamIndex`: none can collide). Without the index
+    a plain subject is matched in the sublist (no comparison with the others), and only a
+    wildcard subject is compared with every stream."""
+    from pyjetstream.server.jetstream import stream_index
+
+    assert await overlap_tests(100, monkeypatch) == await overlap_tests(1000, monkeypatch) == (0, 0)
+    monkeypatch.setattr(stream_index, "INDEXED", False)
     plain_small, wild_small = await overlap_tests(100, monkeypatch)
+    monkeypatch.setattr(stream_index, "INDEXED", False)  # (overlap_tests undoes the patches)
     plain_large, wild_large = await overlap_tests(1000, monkeypatch)
     assert plain_small == plain_large == 0
     assert (wild_small, wild_large) == (100 + 1, 1000 + 1)  # (every stream, P too)

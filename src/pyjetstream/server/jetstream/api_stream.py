@@ -40,7 +40,7 @@ from pyjetstream.api.versioning import (
     with_required_level,
 )
 from pyjetstream.protocol.subjects import subjects_overlap
-from pyjetstream.server.jetstream import advisories
+from pyjetstream.server.jetstream import advisories, stream_index
 from pyjetstream.server.jetstream.api_common import (
     decode_json_value,
     decode_request,
@@ -113,7 +113,18 @@ def _check_overlap(engine: JetStreamEngine, cfg: StreamConfig) -> None:
     3.4x nats-server's). A subject without wildcards collides exactly with the stream subjects that
     match it, and every stream subscribes to its subjects in the account's sublist
     (`Stream._subscribe_inbound`): one match of the subject there finds them (`_capturing`). Only a
-    config with a wildcard subject is compared with every stream."""
+    config with a wildcard subject is compared with every stream. With `stream_index.INDEXED` the
+    streams compared are those the account's subject trie says may collide
+    (`StreamIndex.candidates`), for any subject: a KV bucket (``$KV.<b>.>``) beside 3,000 took
+    14 ms of CPU, 4.5 µs a stream, in this loop and the reservations'."""
+    if stream_index.INDEXED:
+        names = set().union(*map(engine.stream_index.candidates, cfg.subjects))
+        names.discard(cfg.name)
+        for name in names:
+            other = engine.streams[name]
+            if any(subjects_overlap(a, b) for a in cfg.subjects for b in other.cfg.subjects):
+                raise JetStreamApiError(E.JSStreamSubjectOverlapErr())
+        return
     if all(not _WILD_CHARS.intersection(subject) for subject in cfg.subjects):
         for subject in cfg.subjects:
             if any(name != cfg.name for name in _capturing(engine, subject)):

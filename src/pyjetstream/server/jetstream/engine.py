@@ -27,6 +27,7 @@ from pyjetstream.api.enums import PersistMode, StorageType
 from pyjetstream.api.errors import JetStreamApiError
 from pyjetstream.api.models_common import ApiError
 from pyjetstream.api.models_stream import StreamConfig
+from pyjetstream.server.jetstream import stream_index
 from pyjetstream.server.jetstream.api_router import ApiRouter
 from pyjetstream.server.jetstream.store._fileutil import read_meta_file, remove_deleted_trees
 from pyjetstream.server.jetstream.store.base import ErrCorruptRecord, MessageStore
@@ -42,6 +43,7 @@ from pyjetstream.server.jetstream.stream import (
     encode_stream_meta,
     store_config_for,
 )
+from pyjetstream.server.jetstream.stream_index import StreamIndex
 from pyjetstream.server.options import DEFAULT_MAX_CONSUMERS, AccountJetStreamLimits, default_store_dir
 
 if TYPE_CHECKING:
@@ -91,6 +93,8 @@ class JetStreamEngine:
         self.max_memory = self._limit(getattr(opts, "max_memory_store", -1), self._default_memory())
         self.max_storage = self._limit(getattr(opts, "max_file_store", -1), self._default_storage())
         self.streams: dict[str, Stream] = {}
+        #: The streams by subject and reserved bytes (kept with ``streams``: add, update, delete).
+        self.stream_index = StreamIndex()
         self._by_name: list[Stream] | None = None  # the streams sorted by name (None: to sort again)
         self.streams_sorted = 0  # sorts of them (a step count)
         self.restoring: set[str] = set()  # names of streams a STREAM.RESTORE is uploading
@@ -338,13 +342,7 @@ class JetStreamEngine:
         # accountReservation: plain limits count every replica, a tier's limits are per replica.
         account_add = add * cfg.num_replicas if cfg.num_replicas > 1 and not tiered else add
         limits = self.configured_limits.select(cfg.num_replicas) or self.limits
-        same_tier = self._same_tier(cfg.num_replicas)
-        reserved = server_reserved = 0
-        for s in self.streams.values():
-            if s.cfg.storage == cfg.storage and s.cfg.max_bytes > 0:
-                server_reserved += s.cfg.max_bytes
-                if (old is None or s.cfg.name != old.name) and same_tier:
-                    reserved += s.cfg.max_bytes
+        reserved, server_reserved = self._reserved(cfg.storage, old, self._same_tier(cfg.num_replicas))
         if not server_keeps_old:
             server_reserved = reserved
         if cfg.storage == StorageType.MEMORY:
@@ -356,6 +354,24 @@ class JetStreamEngine:
             if 0 <= limit < reserved + account_add or server_reserved + add > self.max_storage:
                 return E.JSStorageResourcesExceededErr()
         return None
+
+    def _reserved(self, storage: StorageType, old: StreamConfig | None, same_tier: bool) -> tuple[int, int]:
+        """The bytes the streams of ``storage`` reserve: for the account's limit (without the
+        stream named as ``old``; none outside the tier) and for the server's. Running sums
+        (`StreamIndex.reserved`), not a pass over every stream (`stream_index.INDEXED`)."""
+        if stream_index.INDEXED:
+            total = self.stream_index.reserved(storage)
+            own = self.streams.get(old.name) if old is not None else None
+            if own is not None and own.cfg.storage == storage and own.cfg.max_bytes > 0:
+                return (total - own.cfg.max_bytes if same_tier else 0), total
+            return (total if same_tier else 0), total
+        reserved = server_reserved = 0
+        for s in self.streams.values():
+            if s.cfg.storage == storage and s.cfg.max_bytes > 0:
+                server_reserved += s.cfg.max_bytes
+                if (old is None or s.cfg.name != old.name) and same_tier:
+                    reserved += s.cfg.max_bytes
+        return reserved, server_reserved
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -390,6 +406,7 @@ class JetStreamEngine:
         for stream in list(self.streams.values()):
             stream.stop()
         self.streams.clear()
+        self.stream_index = StreamIndex()
         self._by_name = None
 
     def _schedule_sync(self) -> None:
@@ -464,6 +481,7 @@ class JetStreamEngine:
         store.write_meta(encode_stream_meta(cfg, created))
         stream = Stream(self, cfg, store, created)
         self.streams[cfg.name] = stream
+        self.stream_index.add(cfg.name, cfg)
         self._by_name = None
         stream.start()
         self.account_usage_changed()
@@ -481,6 +499,7 @@ class JetStreamEngine:
 
     def delete_stream(self, name: str) -> None:
         stream = self.streams.pop(name)
+        self.stream_index.remove(name, stream.cfg)
         self._by_name = None
         stream.stop(delete=True)
         self.account_usage_changed()
@@ -506,6 +525,7 @@ class JetStreamEngine:
                 continue
             stream = Stream(self, cfg, store, created)
             self.streams[cfg.name] = stream
+            self.stream_index.add(cfg.name, cfg)
             self._by_name = None
             stream.start()
             if stream.store.consumer_names():

@@ -231,6 +231,7 @@ class Stream:
         """Apply an already validated config."""
         old = self.cfg
         self.cfg = cfg
+        self.engine.stream_index.replace(self.name, old, cfg)
         if old.subjects != cfg.subjects:
             self._unsubscribe(self._subs)
             self._subscribe_inbound()
