@@ -38,6 +38,11 @@ every dimension, without ``--dim``, runs these too).
 - ``buckets`` (100 / 1k / 10k KV buckets in one account, file, history 1): a bucket's create (a
   timed build, per bucket), one more created and deleted beside them (per bucket), ``STREAM.UPDATE``
   of one (per request), puts spread over all of them (per put);
+- ``expiry`` (100 / 1k / 10k durable consumers, each on its own subject, on a stream with ``max_age``
+  1 s): 5,000 publishes over about a second and their expiry (per message);
+- ``objstore`` (1k / 10k / 100k small objects in one object store, a chunk and an info message
+  each): ``list()`` (per object), an object's info (a direct get, per request), an object's chunks
+  read by an ordered consumer (per object);
 - ``interest`` (10k / 100k / 1M messages in an interest stream with 100 durable pull consumers): one of
   them fetches and acks (per ack; the 99 others keep every message), ``CONSUMER.RESET`` of one that
   took nothing back to its ack floor (per request), a durable that took nothing created and deleted
@@ -785,6 +790,105 @@ def ops_buckets() -> list[Op]:
     ]
 
 
+# ---- objects of one object store (explore4)
+
+
+def build_objstore(ctx: Ctx) -> None:
+    """Object store ``O`` (stream ``OBJ_O`` as nats.go makes it) with ``n`` small objects: each a
+    chunk on ``$O.O.C.<id>`` and its info on ``$O.O.M.<name>``, as a put writes them."""
+    n = ctx.size
+    create_stream(
+        ctx,
+        "OBJ_O",
+        subjects=["$O.O.C.>", "$O.O.M.>"],
+        allow_direct=True,
+        allow_rollup_hdrs=True,
+        discard="new",
+    )
+    rollup = header_block(Nats_Rollup="sub")
+    frames = (
+        pub_frame(f"$O.O.C.c{i // 2}", P16, "_PA.1")
+        if i % 2 == 0
+        else pub_frame(f"$O.O.M.o{i // 2}", b'{"name":"o%d","chunks":1}' % (i // 2), "_PA.1", rollup)
+        for i in range(2 * n)
+    )
+    ctx.publish(frames, 2 * n, window=5000)
+
+
+def _obj_list(ctx: Ctx) -> int:
+    """``list()``: an ordered push consumer on ``$O.O.M.>``, the last message of each, per object."""
+    cfg = {"filter_subject": "$O.O.M.>", "deliver_policy": "last_per_subject", "flow_control": True}
+    return consume_push(ctx, "OBJ_O", cfg | {"idle_heartbeat": 5 * SECOND, "mem_storage": True}, ctx.size)
+
+
+def _obj_info(ctx: Ctx) -> int:
+    """``info(name)``: a direct get of a random object's last info message, per request."""
+    k, n = ctx.n(5000), ctx.size
+    conn = ctx.state.get("oconn")
+    if conn is None:
+        conn = ctx.state["oconn"] = ctx.conn()
+        conn.sub("_OI.*", 1)
+        conn.flush()
+    body = [json.dumps({"last_by_subj": f"$O.O.M.o{random.randrange(n)}"}).encode() for _ in range(k)]
+    base = conn.deliveries
+    for i in range(0, k, 100):
+        conn.send(b"".join(pub_frame("$JS.API.DIRECT.GET.OBJ_O", b, f"_OI.{i}") for b in body[i : i + 100]))
+        ctx.wait(lambda: conn.deliveries - base, min(i + 100, k))
+    return k
+
+
+def _obj_get(ctx: Ctx) -> int:
+    """``get(name)``'s read of a random object's chunks: an ordered push consumer on its chunk
+    subject, per object."""
+    k, n = ctx.n(100), ctx.size
+    for _ in range(k):
+        cfg = {"filter_subject": f"$O.O.C.c{random.randrange(n)}", "flow_control": True}
+        consume_push(ctx, "OBJ_O", cfg | {"idle_heartbeat": 5 * SECOND, "mem_storage": True}, 1)
+    return k
+
+
+def ops_objstore() -> list[Op]:
+    return [
+        Op("list", "object store list() (last info per object)", "object", _obj_list),
+        Op("info", "object info (direct get last_by_subj)", "request", _obj_info),
+        Op("get", "object get (ordered consumer on its chunks)", "object", _obj_get),
+    ]
+
+
+# ---- max_age expiry beside many consumers (explore4)
+
+
+def build_expiry(ctx: Ctx) -> None:
+    """Stream ``EX`` (file, ``max_age`` 1 s) with ``n`` durable pull consumers, each filtered to
+    its own subject ``ex.<i>``, created in batches."""
+    n = ctx.size
+    create_stream(ctx, "EX", subjects=["ex.>"], max_age=SECOND)
+    calls = [
+        (
+            f"$JS.API.CONSUMER.CREATE.EX.c{i}",
+            {"stream_name": "EX", "config": {"durable_name": f"c{i}", "ack_policy": "explicit", "filter_subject": f"ex.{i}"}},
+        )
+        for i in range(n)
+    ]
+    batched_requests(ctx, calls, "create")
+
+
+def _publish_expire(ctx: Ctx) -> int:
+    """5,000 publishes over ~1 s (50 batches of 100, 20 ms apart, spread over the consumers'
+    subjects), then until max_age has removed them all: per message published and expired."""
+    k, n = ctx.n(5000), ctx.size
+    base = ctx.stream_state("EX")["last_seq"]
+    for i in range(0, k, 100):
+        ctx.publish(pubs(f"ex.{(base + j) % n}" for j in range(i, min(i + 100, k))), min(100, k - i))
+        time.sleep(0.02)
+    ctx.wait_messages("EX", 0, poll=0.1)
+    return k
+
+
+def ops_expiry() -> list[Op]:
+    return [Op("expire", "publish at ~5k/s into max_age 1 s, all expired", "message", _publish_expire, wall=False)]
+
+
 # ---- restarts (restart): what one restart costs as the state grows, beyond messages
 
 
@@ -962,6 +1066,22 @@ def more_dimensions() -> list[Dimension]:
         ),
         Dimension(
             "buckets", "KV buckets in one account", [100, 1000, 10_000], [10, 100, 1000], build_buckets, ops_buckets()
+        ),
+        Dimension(
+            "expiry",
+            "consumers on a max_age stream",
+            [100, 1000, 10_000],
+            [10, 100, 1000],
+            build_expiry,
+            ops_expiry(),
+        ),
+        Dimension(
+            "objstore",
+            "objects in one object store",
+            [1000, 10_000, 100_000],
+            [100, 1000, 10_000],
+            build_objstore,
+            ops_objstore(),
         ),
     ]
     repeat = {"names", "list", "info"}
