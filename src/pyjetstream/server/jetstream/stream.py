@@ -56,6 +56,11 @@ NS_PER_S = 1_000_000_000
 #: A removed consumer's interest check looks only at what that consumer still needed (above its
 #: ack floor, not acked); off: at every message of the stream (see `Stream.remove_consumer`).
 INTEREST_CHECK_FROM_FLOOR = True
+#: Expiry passes at most every 250 ms (nats-server ``resetAgeChk``'s floor).
+EXPIRY_MIN_INTERVAL_NS = 250_000_000
+#: An expiry pass tells only the consumers with pending acks below the new first message; off:
+#: also those behind it with none (each then moved, written and recounted at every pass).
+EXPIRY_SKIPS_IDLE = True
 
 
 def is_subject_delete_marker(hdr: bytes) -> bool:
@@ -114,6 +119,7 @@ class Stream:
         self._direct_subs: list[Any] = []
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._expiry_at: int | None = None  # unix ns the expiry timer is set for
+        self._expired_at = 0  # unix ns the last expiry pass started
         self.schedules: MsgSchedules | None = None  # with allow_msg_schedules (schedules.py)
         self.dedupe = StreamDedupe(store, cfg.duplicate_window, self.server.loop.call_later)
         self.writes = WriteBatch(self)
@@ -541,13 +547,20 @@ class Stream:
             self._schedule_expiry()
 
     def _schedule_expiry(self) -> None:
-        """Wake up when the next message reaches max_age or its TTL."""
-        self._expiry_at = self.store.next_expiry()
-        self._schedule("expiry", self._expiry_at, self._expire)
+        """Wake up when the next message reaches max_age or its TTL, but not sooner than
+        `EXPIRY_MIN_INTERVAL_NS` after the last pass (nats-server ``resetAgeChk``: "make sure we
+        aren't firing too often": a steady publisher into a ``max_age`` stream woke a pass per
+        message, each with its own commit and its look at the consumers)."""
+        at = self.store.next_expiry()
+        if at is not None:
+            at = max(at, self._expired_at + EXPIRY_MIN_INTERVAL_NS)
+        self._expiry_at = at
+        self._schedule("expiry", at, self._expire)
 
     def _expire(self) -> None:
         self._timers.pop("expiry", None)
         self._expiry_at = None
+        self._expired_at = time.time_ns()
         if self.closed:
             return
         handler = self._expire_with_marker if self.cfg.subject_delete_marker_ttl > 0 else None
@@ -564,12 +577,14 @@ class Stream:
                 removed += self._write_markers()
         if removed:
             self.engine.account_usage_changed()
-            # Only a consumer with something below the new first message has anything to drop
-            # (the store told the others of each removal, or of a bulk one, already).
+            # Only a consumer with pending acks below the new first message has anything to drop
+            # (the store told the others of each removal, or of a bulk one, already). One that
+            # is behind with none keeps its position, as nats-server's (whose ``checkAckFloor``
+            # drops such pending acks within a minute): its next read skips what is gone.
             first = self.store.fast_state().first_seq
             for consumer in list(self.consumers.values()):
                 st = consumer.state
-                if st.asflr < first - 1 or st.sseq < first:
+                if st.asflr < first - 1 and (st.pending or not EXPIRY_SKIPS_IDLE):
                     consumer.on_stream_purged(first)
         self._schedule_expiry()
 
