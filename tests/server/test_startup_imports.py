@@ -98,7 +98,7 @@ NOT_AT_START = (
 MAX_PACKAGE_MODULES = 125
 
 
-def _create_stream(conf: Path, tmp_path: Path) -> None:
+def _create_stream(conf: Path, tmp_path: Path, consumer: bool = False) -> None:
     ports_dir = tmp_path / "ports"
     ports_dir.mkdir()
     proc = subprocess.Popen(
@@ -118,6 +118,10 @@ def _create_stream(conf: Path, tmp_path: Path) -> None:
             client.send(b"PUB $JS.API.STREAM.CREATE.S _R %d\r\n%s\r\nPUB s.1 2\r\nhi\r\n" % (len(body), body))
             client.send(b"PUB $JS.API.STREAM.INFO.S _R 0\r\n\r\n")
             client.read_until(b'"messages":1')
+            if consumer:
+                body = b'{"stream_name":"S","config":{"durable_name":"C","ack_policy":"explicit"}}'
+                client.send(b"PUB $JS.API.CONSUMER.CREATE.S.C _R %d\r\n%s\r\n" % (len(body), body))
+                client.read_until(b'"durable_name":"C"')
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
@@ -141,6 +145,24 @@ def test_a_default_start_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert not eager, eager
     package = [m for m in modules if m.startswith("pyjetstream")]
     assert len(package) <= MAX_PACKAGE_MODULES, len(package)
+
+
+def test_a_start_recovering_a_consumer_imports_no_file_tree_tools(tmp_path: Path) -> None:
+    """A start with a durable consumer to recover imports the consumer machinery (its store
+    among it), but not what only a consumer's delete uses: shutil, and with it bz2 and lzma."""
+    conf = tmp_path / "server.conf"
+    conf.write_text(f'port: -1\njetstream {{\n  store_dir: "{tmp_path / "store"}"\n}}\n')
+    _create_stream(conf, tmp_path, consumer=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, "-c", str(conf), "-a", "127.0.0.1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "pyjetstream.server.jetstream.store.consumer_store" in modules  # (the consumer was recovered)
+    assert not modules & {"shutil", "bz2", "lzma", "tempfile"}, sorted(modules & {"shutil", "bz2", "lzma", "tempfile"})
 
 
 def test_dataclasses_have_their_own_docstring() -> None:
