@@ -862,7 +862,7 @@ def build_expiry(ctx: Ctx) -> None:
     """Stream ``EX`` (file, ``max_age`` 1 s) with ``n`` durable pull consumers, each filtered to
     its own subject ``ex.<i>``, created in batches."""
     n = ctx.size
-    create_stream(ctx, "EX", subjects=["ex.>"], max_age=SECOND)
+    create_stream(ctx, "EX", subjects=["ex.>"], max_age=SECOND, max_consumers=n + 100)
     calls = [
         (
             f"$JS.API.CONSUMER.CREATE.EX.c{i}",
