@@ -185,8 +185,13 @@ def test_a_sealed_removal_flushes_once(tmp_path: Path, monkeypatch: pytest.Monke
     """A removal from a sealed block hands its tombstone to the OS in one flush of pending writes
     per removal (the commit's; the maintenance pass after it flushed again, with nothing pending,
     when it rewrote and unlinked nothing) and one more for a secure erase (its tombstone must
-    reach the OS before the overwrite): at 20k and 200k messages, resident and evicted pages."""
+    reach the OS before the overwrite): at 20k and 200k messages, resident and evicted pages.
+    (Tombstones into their own sealed blocks, as an erase's: into the active block a removal
+    takes the commit's one write, `tests/store/test_tombstones_last_block.py`.)"""
+    from pyjetstream.server.jetstream.store import blockfiles
     from pyjetstream.server.jetstream.store.blockfiles import BlockFiles
+
+    monkeypatch.setattr(blockfiles, "TOMBSTONES_IN_LAST_BLOCK", False)
 
     calls = [0]
     flush = BlockFiles.flush_writes

@@ -14,9 +14,12 @@ plus flags:
   the body is one Snappy block of headers + payload (see ``_compress``).
   With ``ERASED`` the record was overwritten in place with random bytes (secure delete).
 * ``DELETE``  a tombstone for ``seq`` (body empty) or for ``[seq, seq + n)`` (body = n u64).
-  Tombstones live in the block that owns the sequence, so a block is self-contained and can
-  be dropped or rewritten without touching others; a skipped sequence is a tombstone in the
-  block that was active when it was skipped.
+  A removal's tombstone goes into the block that is active when it is removed, as
+  nats-server's does (a per-subject trim's and a secure erase's into the block that owns the
+  sequence); a block's tombstones for earlier blocks' sequences (its "priors") are kept by its
+  compaction and keep it from being unlinked while an earlier block still holds the record
+  (``blockfiles``, ``compaction``); a skipped sequence is a tombstone in the block that was
+  active when it was skipped.
 * ``FLOOR``   every sequence below ``seq`` is gone (purge, compact, expiry, limits, removal of
   the first message). Always written to the active block; the newest floor wins.
 

@@ -5,7 +5,13 @@ Format in ``_records``. Every record a message lives in is addressed by the inde
 
 Deletes. Removing the first message (limits, expiry, compact, workqueue acks in order) writes
 one FLOOR record to the active block per commit; interior removals write a tombstone into the
-block that owns the message; erase overwrites the record in place. A tombstone of a
+active block, wherever the message lies (nats-server's ``removeMsgFromBlock`` →
+``lmb.writeTombstone``: the removal joins the commit's one write, the sealed block's file is not
+touched; `TOMBSTONES_IN_LAST_BLOCK`) — a block's tombstones for earlier blocks' sequences are its
+``priors``, listed in its index and the stream state, applied by a restart to the blocks read
+again, and kept by a compaction or instead of an unlink while a page still covers their sequence
+(``numPriorTombs``); erase overwrites the record in place (and writes its tombstone into its own
+block, which a restart then scans). A tombstone of a
 ``max_msgs_per_subject`` trim in a sealed block (``lazy``) waits in memory until
 `LAZY_TOMB_BYTES` of them are pending or the next flush: the store trims each subject again when
 it opens (nats-server writes none for a removal via limits, ``removeMsgFromBlock``, and
@@ -32,8 +38,8 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
-from . import _compress
-from ._fileutil import fsync_dir, remove_file, remove_in_background, write_file
+from . import _compress, compaction, prior_tombs
+from ._fileutil import fsync_dir, remove_file, remove_in_background
 from ._records import (
     BLOCK_HDR_LEN,
     CRC_LEN,
@@ -67,6 +73,12 @@ SPAN_IN_PLACE = True
 #: read and its search in cache), and a secure erase drops it right away; 10,000 random deletes
 #: over 1M messages read three blocks whole (1.1-1.3 us of CPU a delete in process, load 4).
 REMOVALS_LOAD_BLOCKS = False
+#: A removal in a sealed block writes its tombstone into the active block, as nats-server's
+#: ``removeMsgFromBlock`` writes it into its last block (``lmb.writeTombstone``): one write per
+#: removal's commit wherever the message lies, the sealed block's file and index untouched. False:
+#: into the sealed block itself (a second file written, a restart after a crash scans it); a
+#: per-subject trim's (lazy) and a secure erase's always go there. The differential tests turn it off.
+TOMBSTONES_IN_LAST_BLOCK = True
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
 READ_AHEAD = 256 * 1024
 # Lazy tombstones (``max_msgs_per_subject`` trims in sealed blocks) pending at most this much
@@ -408,7 +420,7 @@ class BlockFiles(BlockIndexes):
 
     def commit(self) -> None:
         act = self.blocks[-1]
-        if not (self._floor_dirty or self._tombs_due or self._maint or self._sync_always):
+        if not (self._floor_dirty or self._tombs_due or self._maint or self._sync_always or self._active_full):
             # Fast path of a plain append: one pwrite of the new bytes.
             if act.written < act.size:
                 pending = self._mirror[act.written :]
@@ -420,29 +432,35 @@ class BlockFiles(BlockIndexes):
                 self.fsync_pending.add(act)
                 self.writes += 1
             index = self.index
-            self._good = (index.last_seq, index.last_ts, len(self.blocks), act.written)
+            self._good = (index.last_seq, index.last_ts, len(self.blocks), act.written, len(act.priors))
             return
         self.flush_writes()
+        if self._active_full:
+            self._seal_full()
         if self._maint:
             self._maintain()
         if self._sync_always:
             self.fsync_all()
         index = self.index
-        self._good = (index.last_seq, index.last_ts, len(self.blocks), self.blocks[-1].written)
+        act = self.blocks[-1]
+        self._good = (index.last_seq, index.last_ts, len(self.blocks), act.written, len(act.priors))
 
     def mark_good(self) -> None:
         """What is written now is the point a failed commit goes back to."""
         index = self.index
-        self._good = (index.last_seq, index.last_ts, len(self.blocks), self.blocks[-1].written)
+        act = self.blocks[-1]
+        self._good = (index.last_seq, index.last_ts, len(self.blocks), act.written, len(act.priors))
 
     def rollback(self) -> tuple[int, int] | None:
         """Take back the appends since the last good commit: blocks started since are removed,
         the active block is cut back to its good size (a partly written record included), and
-        its pending bytes are dropped. Tombstones and floors stay pending: they are retried."""
-        last_seq, last_ts, nblocks, written = self._good
+        its pending bytes are dropped. Tombstones and floors stay pending: they are retried (the
+        active block's tombstones for earlier blocks' sequences appended again)."""
+        last_seq, last_ts, nblocks, written, npriors = self._good
         if not nblocks:
             return None
         doomed = self.blocks[nblocks:]
+        cut = prior_tombs.cut_since(self.blocks, nblocks, npriors)
         del self.blocks[nblocks:], self._firsts[nblocks:]
         for blk in doomed:
             if self._floor_block is blk:
@@ -463,6 +481,10 @@ class BlockFiles(BlockIndexes):
         except OSError:
             self._mirror = self._mirror[:written]
         self._forget_reads(None)
+        del act.priors[npriors:]
+        act.prior_bytes = prior_tombs.nbytes(act.priors)
+        for i in range(0, len(cut), 2):
+            self._tomb(self._block_for(cut[i]), cut[i], cut[i + 1], False)
         return last_seq, last_ts
 
     def recount(self) -> None:
@@ -487,72 +509,17 @@ class BlockFiles(BlockIndexes):
             self.dir_dirty = False
 
     def _maintain(self) -> None:
-        """Unlink sealed blocks with no message left; rewrite mostly-dead ones."""
-        maint, self._maint = self._maint, set()
-        self.maint_passes += 1
-        changed = False
-        for blk in sorted(maint, key=lambda b: b.index) if len(maint) > 1 else maint:
-            if blk.live_msgs and not self._compacts(blk):
-                continue  # the common case, decided without looking the block up
-            if blk is self.blocks[-1] or blk not in self.blocks:
-                continue
-            if blk.live_msgs == 0:
-                self._unlink_block(blk)
-            else:
-                self._rewrite_block(blk)
-            changed = True
-        if changed:  # (a removal's commit has just flushed: nothing pending when none changed)
-            self.flush_writes()
+        """Unlink sealed blocks with no message left; rewrite mostly-dead ones (`compaction`)."""
+        compaction.maintain(self)
 
     def _compacts(self, blk: _Block) -> bool:
-        """Whether maintenance rewrites ``blk``: at least ``compact_min`` dead bytes, no fewer
-        than live ones (nats-server's ``shouldCompactInline``). The tombstones of per-subject
-        trims are not counted: nats-server writes none (``removeMsgFromBlock`` via limits), and
-        counted they had a KV-shaped block rewritten when 39% of its live messages were
-        replaced, not half — 1.56 records copied per put, not 1."""
-        dead = blk.size - BLOCK_HDR_LEN - blk.live_bytes - blk.trim_bytes
-        return dead >= self._compact_min and dead >= blk.live_bytes
+        """Whether maintenance rewrites ``blk`` (`compaction.compacts`)."""
+        return compaction.compacts(self, blk)
 
-    def _rewrite_block(self, blk: _Block, upto: int | None = None) -> bytearray:
-        """Rewrite a block with only its live records (those <= upto if given)."""
-        if self._floor_block is blk:
-            self._persist_floor_in_active()
-        self.flush_writes()
-        fd = self._fd(blk)
-        old = os.pread(fd, blk.written, 0) if blk is not self.blocks[-1] else bytes(self._mirror)
-        new = bytearray(encode_block_header(blk.first_seq))
-        end = self._block_end(blk)
-        if upto is not None:
-            end = min(end, upto + 1)
-        page = self.index.page_in(blk.first_seq, end)
-        live_msgs = live_bytes = 0
-        if page is not None:
-            page.image = False  # its locators change: an older image no longer describes it
-            sids, locs = page.sids, page.locs
-            for i in range(max(blk.first_seq - page.first, 0), min(end - page.first, page.n)):
-                if sids[i]:
-                    loc = locs[i]
-                    off, plen = loc >> 32, loc & _LEN_MASK
-                    locs[i] = len(new) << 32 | plen
-                    new += old[off : off + plen]
-                    live_msgs += 1
-                    live_bytes += plen
-        tmp = blk.path + ".tmp"
-        write_file(tmp, new, fsync=True)
-        self._close_fd(blk)
-        os.replace(tmp, blk.path)
-        fsync_dir(self.msgs_dir)
-        blk.size = blk.written = len(new)
-        blk.trim_bytes = 0
-        blk.live_msgs = live_msgs
-        blk.live_bytes = live_bytes
-        self._forget_reads(blk)
-        if blk is not self.blocks[-1]:
-            # (its gaps are explained by no tombstone: only its index tells a damaged record's
-            # neighbours that were live from those removed — tests/store/test_damage_matrix.py)
-            with contextlib.suppress(OSError):
-                self._write_index(blk, new)
-        return new
+    def _rewrite_block(self, blk: _Block, upto: int | None = None, moved: Sequence[int] = ()) -> bytearray:
+        """Rewrite a block with only its live records (those <= upto if given) and its tombstones
+        for earlier blocks' sequences still needed (`compaction.rewrite`)."""
+        return compaction.rewrite(self, blk, upto, moved)
 
     # ------------------------------------------------------------------------------------
     # Removal
@@ -567,18 +534,59 @@ class BlockFiles(BlockIndexes):
             self._tombs_due = True
 
     def remove(self, seq: int, loc: int, erase: bool, lazy: bool = False) -> None:
-        if not lazy:
-            self._lazy_tombs_due()
-        blk = self._block_for(seq)
+        if not lazy and self._tombs:
+            self._tombs_due = True  # (`_lazy_tombs_due`)
+        blk = self.blocks[bisect.bisect_right(self._firsts, seq) - 1]
         plen = loc & _LEN_MASK
         blk.live_msgs -= 1
         blk.live_bytes -= plen
         if erase:
             self._erase_record(blk, loc >> 32, plen, seq)
         elif seq != self.index.first_seq:
-            self._append_to(blk, tombstone(seq, 1, 0), lazy)
-        if blk is not self.blocks[-1]:
+            self._tomb(blk, seq, 1, lazy)
+        if blk is not self.blocks[-1] and (lazy or erase or self._maintains(blk)):
             (self._maint_later if lazy else self._maint).add(blk)
+
+    def _maintains(self, blk: _Block) -> bool:
+        """Whether `_maintain` would unlink or rewrite a sealed block a removal left (else the
+        commit takes its fast path)."""
+        if not TOMBSTONES_IN_LAST_BLOCK or not blk.live_msgs:
+            return True
+        dead = blk.size - BLOCK_HDR_LEN - blk.live_bytes - blk.trim_bytes - blk.prior_bytes
+        return dead >= self._compact_min and dead >= blk.live_bytes  # (`_compacts`)
+
+    def _tomb(self, blk: _Block, seq: int, num: int, lazy: bool) -> None:
+        """The tombstone of ``[seq, seq + num)``, messages of ``blk``: into the active block (one of
+        its ``priors`` when ``blk`` is sealed), but for a per-subject trim's (lazy: it waits, and
+        the store trims again when it opens); past the block size the commit seals it."""
+        act = self.blocks[-1]
+        rec = tombstone(seq, num, 0)
+        if blk is act or lazy or not TOMBSTONES_IN_LAST_BLOCK:
+            self._append_to(blk, rec, lazy)
+            return
+        if act.size + len(rec) > self._block_size:
+            self._active_full = True
+        self._mirror += rec
+        act.size += len(rec)
+        act.priors.append(seq)
+        act.priors.append(num)
+        act.prior_bytes += len(rec)
+
+    def _seal_full(self) -> None:
+        """Tombstones took the active block past the block size: the commit seals it, as a
+        tombstone that does not fit does in nats-server (``checkLastBlock``), or compacts it when
+        it holds no sequence yet. (Not in the removal: a roll loads a page for the block's index,
+        which may evict the one the removal is changing.)"""
+        self._active_full = False
+        act = self.blocks[-1]
+        nxt = self.index.last_seq + 1
+        if act.size <= self._block_size:
+            return
+        if nxt > act.first_seq:
+            self._roll(nxt)
+        elif self._compacts(act):
+            self.drop_state()  # (a restart must not take the state's bytes of it as they were)
+            self._mirror = self._rewrite_block(act)
 
     def remove_many(self, seqs: list[int], locs: list[int], lazy: bool = False) -> None:
         """`remove` of many messages at once (a subject purge): per block their live counts in
@@ -605,9 +613,9 @@ class BlockFiles(BlockIndexes):
                 if start == first_seq:  # (as remove: the first message needs none, the floor moves)
                     start, num = start + 1, num - 1
                 if num:
-                    self._append_to(blk, tombstone(start, num, 0), lazy)
+                    self._tomb(blk, start, num, lazy)
                 a = b
-            if blk is not blocks[-1]:
+            if blk is not blocks[-1] and (lazy or self._maintains(blk)):
                 (self._maint_later if lazy else self._maint).add(blk)
             k = j
 
@@ -726,17 +734,21 @@ class BlockFiles(BlockIndexes):
         self.flush_writes()
         keep = self._block_for(seq)
         doomed = self.blocks[self.blocks.index(keep) + 1 :]
-        for blk in reversed(doomed):
-            del self.blocks[-1], self._firsts[-1]
-            self._forget_block_file(blk)
-        # ``keep`` becomes the active block: rewrite it with the live records up to seq.
+        # (their tombstones for sequences before ``keep`` are still needed: nats-server's
+        # ``Truncate`` writes them again; those for ``keep``'s own go with its rewrite)
+        moved = prior_tombs.moved_before(doomed, keep.first_seq)
+        del self.blocks[len(self.blocks) - len(doomed) :], self._firsts[len(self._firsts) - len(doomed) :]
+        # ``keep`` becomes the active block: rewrite it with the live records up to seq (before
+        # the later blocks' files go: a crash between keeps their tombstones somewhere).
         self._stale_idx.discard(keep)
         self._drop_index_file(keep.index)
         keep.ttls = {k: v for k, v in keep.ttls.items() if k <= seq}
         self._forget_reads(None)
         self._open_fds.pop(keep, None)
         self._mirror = bytearray(os.pread(self._fd(keep), keep.written, 0))
-        self._mirror = self._rewrite_block(keep, upto=seq)
+        self._mirror = self._rewrite_block(keep, upto=seq, moved=moved)
+        for blk in reversed(doomed):
+            self._forget_block_file(blk)
         self._maint.discard(keep)
         self._floor_dirty = True
         self.drop_state()  # (it names sequences past ``seq``: a crash must not take them back)

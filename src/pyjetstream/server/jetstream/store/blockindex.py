@@ -5,7 +5,8 @@ index, and recovery (nats-server ``msgBlock``'s index and ``rebuildState``). `Bl
 Block indexes. When a block is sealed (the active block rolls over) its slots — what
 ``SeqIndex`` keeps per sequence, per subject spans, TTLs, the newest floor — are written beside
 it as ``<n>.idx`` with the block's size and the CRC of its whole content (nats-server keeps a
-per-block index the same way). A sealed block changed later (a tombstone, an erase) is marked
+per-block index the same way) — and its tombstones for earlier blocks' sequences, which the stream
+state also lists for the blocks it vouches for. A sealed block changed later (a trim's tombstone, an erase) is marked
 stale and gets a fresh index on the next sync or stop; a compacted block gets one at once.
 
 Recovery. `BlockIndexes.load` gives ``SeqIndex.rebuild`` one ``BlockSlots`` per block: read
@@ -37,7 +38,7 @@ from typing import Any
 from pyjetstream.api.ttl import parse_message_ttl
 from pyjetstream.protocol.headers import get_header
 
-from . import _compress, _snapshot
+from . import _compress, _snapshot, prior_tombs
 from ._damage import ScanDamage, in_flight, repair_header
 from ._fileutil import open_fds_max, remove_file, write_file
 from ._index import zeros
@@ -84,7 +85,8 @@ class _Block:
     handed to the OS; ``live_*`` count the records still holding a message."""
 
     __slots__ = (
-        "fd", "first_seq", "index", "live_bytes", "live_msgs", "ours", "path", "size", "trim_bytes", "ttls", "written"
+        "fd", "first_seq", "index", "live_bytes", "live_msgs", "ours", "path", "prior_bytes", "priors", "size",
+        "trim_bytes", "ttls", "written",
     )
 
     def __init__(self, index: int, first_seq: int, path: str, size: int) -> None:
@@ -98,6 +100,13 @@ class _Block:
         #: Bytes of the tombstones of ``max_msgs_per_subject`` trims appended to it since it was
         #: written whole: not dead bytes to `BlockFiles._compacts` (nats-server writes none).
         self.trim_bytes = 0
+        #: ``seq, num`` pairs of the tombstones in it for earlier blocks' sequences (a removal in a
+        #: sealed block writes its tombstone into the active block, nats-server's
+        #: ``removeMsgFromBlock`` → ``lmb.writeTombstone``), and their bytes: not dead to
+        #: `BlockFiles._compacts` while an earlier block may still hold the record
+        #: (``numPriorTombs``).
+        self.priors: array[int] = array("Q")
+        self.prior_bytes = 0
         self.fd: int | None = None
         #: ``{seq: ttl}`` of its messages stored with a ``Nats-TTL`` (for its index), ascending.
         self.ttls: dict[int, int] = {}
@@ -192,6 +201,7 @@ class BlockIndexes(PayloadBackend):
         #: Sealed blocks a lazy tombstone went into: looked at for maintenance once it is written.
         self._maint_later: set[_Block] = set()
         self._tombs_due = False  # pending tombstones the next commit must write
+        self._active_full = False  # tombstones took the active block past the block size
         self._lazy_bytes = 0  # bytes of sealed-block tombstones pending
         self.fsync_pending: set[_Block] = set()
         self.dir_dirty = False
@@ -203,6 +213,8 @@ class BlockIndexes(PayloadBackend):
         self._lost_bytes = 0
         self._lost_seqs: list[int] = []
         self._damage = ScanDamage()  # the sequences damaged or cut blocks no longer hold
+        #: The priors of the blocks the stream state vouched for at `load`, as ``(seq, num, ts)``.
+        self.kept_deletes: list[tuple[int, int, int]] = []
         #: ``{seq: ttl}`` of the messages the scan found with a valid ``Nats-TTL`` header.
         self.found_ttls: dict[int, int] = {}
         #: TTL entries looked at by block index writes (the complexity tests count them).
@@ -228,8 +240,8 @@ class BlockIndexes(PayloadBackend):
         self.state_drops = 0
         self._open = False  # `BlockFiles.open_active` ran: blocks are written to from then on
         index._rebuilding = True  # (no page is saved before that either)
-        # Where the last good commit left things: (last_seq, last_ts, blocks, active block size).
-        self._good: tuple[int, int, int, int] = (0, 0, 0, 0)
+        # Where the last good commit left things: (last_seq, last_ts, blocks, active block size, its priors).
+        self._good: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
 
     # ------------------------------------------------------------------------------------
     # Blocks and descriptors
@@ -301,6 +313,8 @@ class BlockIndexes(PayloadBackend):
             "floor_block": self._floor_block.index if self._floor_block is not None else None,
             "floor": list(self._floor),
             "blocks": [[*self._row(b), b in self._stale_idx] for b in self.blocks],
+            # (a block the state vouches for is not read: its tombstones for earlier blocks' here)
+            "priors": [[b.index, *b.priors] for b in self.blocks if b.priors],
         }
 
     def _row(self, blk: _Block) -> list[int]:
@@ -377,6 +391,7 @@ class BlockIndexes(PayloadBackend):
             slots, max_seq, end = self._scan_block(blk, buf, index.last_seq, index.last_ts, _SubjectIds(), True, at)
             self._scan_end(blk, buf, True, max_seq, end)
         self._damage.keep_dead_if_damaged(blk)
+        prior_tombs.from_tail(blk, slots.deletes)
         append_slots(index, slots)
         if slots.floor > self._floor[0]:
             self._floor = (slots.floor, slots.floor_ts)
@@ -425,6 +440,7 @@ class BlockIndexes(PayloadBackend):
         # Where each block ended when the state was written (the next block's first sequence).
         ends = {a[0]: b[1] for a, b in itertools.pairwise(listed)}
         floor, floor_ts = state["floor"] if state is not None else (0, 0)
+        priors = {row[0]: row[1:] for row in state.get("priors") or []} if state is not None else {}
         floor_from_index = False
         max_seq = max_ts = 0
         last_index = files[-1][0] if files else -1
@@ -444,6 +460,8 @@ class BlockIndexes(PayloadBackend):
                 if state is not None and index == state["floor_block"]:
                     self._floor_block = blk
                 max_seq, max_ts = max(max_seq, row[6]), max(max_ts, row[7])  # type: ignore[index]
+                if index in priors:
+                    prior_tombs.found(self, blk, priors[index], False, True)
                 item: tuple[int, int, BlockSlots | None] = (blk.first_seq, ends.get(index, 1 << 63), None)
             else:
                 with mapped(path) as buf:
@@ -462,6 +480,8 @@ class BlockIndexes(PayloadBackend):
                     max_seq = slots.first + len(slots.sids) - 1
                     max_ts = slots.tss[-1]
                 blk = self.blocks[-1]
+                if slots.deletes:  # (its priors)
+                    prior_tombs.found(self, blk, [x for s, n, _t in slots.deletes for x in (s, n)], scanned)
                 blk.live_msgs = sum(slots.s_msgs)
                 blk.live_bytes = sum(slots.locs) & _LEN_MASK
                 item = (blk.first_seq, 1 << 63, slots)
@@ -544,6 +564,8 @@ class BlockIndexes(PayloadBackend):
             slots.names = [n or "" for n in names]
             slots.floor, slots.floor_ts = int(header["floor"]), int(header["floor_ts"])
             slots.image = True
+            if "x_seqs" in arrays:  # (its tombstones for earlier blocks' sequences)
+                slots.deletes = [(seq, num, 0) for seq, num in zip(arrays["x_seqs"], arrays["x_nums"], strict=True)]
             n = len(slots.sids)
             if any(len(a) != n for a in (slots.tss, slots.sizes, slots.locs, slots.nxt)):
                 return None
@@ -733,6 +755,8 @@ class BlockIndexes(PayloadBackend):
             "s_last": slots.s_last,
             "ttl_seqs": array("Q", live),
             "ttl_vals": array("q", map(ttl_of.__getitem__, live)),
+            "x_seqs": blk.priors[0::2],
+            "x_nums": blk.priors[1::2],
         }
         names: list[str | None] = list(slots.names)
         path = self._idx_path(blk.index)
@@ -827,6 +851,7 @@ class BlockIndexes(PayloadBackend):
         for k in range(page.n):
             if sids[k] and (sids[k] >= limit or k < floor):
                 sids[k] = sizes[k] = locs[k] = 0
+        prior_tombs.unnamed(self.blocks, blk, page.first, sids, sizes, locs)  # (later blocks' tombstones for it)
         return sids, cols[1], sizes, locs, slots.nxt[: page.n]
 
     def peek_slot(self, page: Page, k: int, loc_only: bool = False) -> tuple[int, int, int] | None:

@@ -28,7 +28,8 @@ Recovery. A clean stop, and each sync that follows a change, writes the stream s
 (``index.db``, nats-server's ``writeFullState``): the index's resident part and the block list,
 each block with its size and tail CRC. A start loads it and vouches for every block whose file is
 still as the state saw it — O(blocks + subjects), no block read — and reads the others (after
-``kill -9``, the active block and any a tombstone went into since): from the block's saved index
+``kill -9``, the active block — which took every removal's tombstone — and any block a trim's
+tombstone or an erase changed since): from the block's saved index
 when it matches the block byte for byte, else from a scan; the index fixes what they change.
 Without a state (or with one that cannot be read) every block is read. What was dropped is
 reported in ``StreamState.lost``.
@@ -361,7 +362,8 @@ class FileStore(IndexedStore):
         if not files:
             return False
         header, view = got if got is not None else (None, None)
-        gone = self._index.recover(blocks.load(files, header, view.names if view else None), view)
+        gone = self._index.recover(blocks.load(files, header, view.names if view else None), view, blocks.kept_deletes)
+        blocks.kept_deletes = []
         blocks.replay_tail()  # (the active block's records after the state's, after kill -9)
         blocks.account()
         found = blocks.lost(gone)

@@ -838,11 +838,16 @@ class SeqIndex(SeqQueries):
     # ------------------------------------------------------------------------------------
     # Recovery (seqstate.py, seqrecover.py)
     # ------------------------------------------------------------------------------------
-    def recover(self, blocks: Iterable[seqstate.Block], state: seqstate.StateView | None) -> list[Page]:
+    def recover(
+        self,
+        blocks: Iterable[seqstate.Block],
+        state: seqstate.StateView | None,
+        kept: list[tuple[int, int, int]] | None = None,
+    ) -> list[Page]:
         """Build the index from a backend's blocks, in sequence order, and the stream state a stop
-        or sync left (None: from the blocks alone); returns the state's pages of blocks that are
-        gone (`seqstate.recover`)."""
-        return seqstate.recover(self, blocks, state)
+        or sync left (None: from the blocks alone; ``kept``: the deletes in blocks it vouched
+        for); returns the state's pages of blocks that are gone (`seqstate.recover`)."""
+        return seqstate.recover(self, blocks, state, kept)
 
     def block_slots(self, first: int, end: int) -> BlockSlots:
         """The slots of sequences [first, end) as a `BlockSlots` (a block's saved index)."""

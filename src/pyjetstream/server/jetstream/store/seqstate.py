@@ -11,7 +11,10 @@ other pages, which their blocks' index files hold. Loading it costs O(blocks + s
 state saw it: the state's page is used, not loaded) or read again (`BlockSlots`: a block changed
 or added since, or every block when there is no state), and fixes what the blocks read again
 change: the subjects' counts, and the first/last of a subject whose first or last was in such a
-block. After ``kill -9`` that is the active block, and any block a tombstone went into since.
+block. After ``kill -9`` that is the active block (every removal's tombstone is there), and any
+block a per-subject trim's tombstone or an erase changed since; the tombstones of a block read
+again (or listed by the state for one it vouches for) for earlier blocks' sequences are applied
+to the pages they name.
 """
 
 from __future__ import annotations
@@ -383,14 +386,18 @@ def _first_live(index: SeqIndex, state: StateView | None, fresh: Iterable[Page])
     return (j, index.ts_of(j)) if j else (0, 0)
 
 
-def recover(index: SeqIndex, blocks: Iterable[Block], state: StateView | None) -> list[Page]:
+def recover(
+    index: SeqIndex, blocks: Iterable[Block], state: StateView | None, kept: list[tuple[int, int, int]] | None = None
+) -> list[Page]:
     """Build the index from a backend's blocks in sequence order and the state (None: from the
     blocks alone). A block read again becomes a page as it is (no per-message work: per subject
     and block); its subject ids are adopted when they do not clash (the usual case: they were
     the running index's ids when its index was written), else renumbered. Deletes of earlier
     blocks' sequences and the newest floor are applied last. A store nothing was ever written to
     reports first_seq 0, as nats-server does. Pages beyond the cache are evicted as they come.
-    Returns the state's pages of blocks that are gone."""
+    ``kept``: the deletes of earlier blocks' sequences in blocks the state vouched for (filled
+    while ``blocks`` is taken), applied to the pages read again alone: the state's own pages
+    were written after them. Returns the state's pages of blocks that are gone."""
     rec = _Recovery(index, state)
     rec.take(blocks)  # (while a store recovers, no page is saved: SeqIndex._rebuilding)
     # A page with no message left is not kept (its block goes at the next maintenance), but for
@@ -421,14 +428,37 @@ def recover(index: SeqIndex, blocks: Iterable[Block], state: StateView | None) -
         return rec.gone
     index.first_seq = j
     index.first_ts = ts
-    for seq, num, _ts in rec.deletes:
-        for dseq in range(seq, seq + num):
-            page = index.at(dseq)
-            if page is not None:
-                index.remove(page, dseq - page.first)
+    fresh = list(rec.fresh)
+    _apply_deletes(index, rec.deletes + [d for d in kept or () if _in_pages(fresh, d[0])])
     if floor > index.first_seq and index.msgs:
         index.remove_prefix(floor)  # everything below the floor is gone
     return rec.gone
+
+
+def _apply_deletes(index: SeqIndex, deletes: list[tuple[int, int, int]]) -> None:
+    """Remove the messages tombstones of later blocks name (an evicted page is not loaded for a
+    removal its ``dels`` already hold: one the state saw)."""
+    dels: dict[Page, set[int]] = {}
+    for seq, num, _ts in deletes:
+        for dseq in range(seq, seq + num):
+            p = index._covering(dseq)
+            if p is None:
+                continue
+            if not p.loaded and p.dels:
+                got = dels.get(p)
+                if got is None:
+                    got = dels[p] = set(p.dels)
+                if dseq in got:
+                    continue
+            page = index.at(dseq)
+            if page is not None:
+                index.remove(page, dseq - page.first)
+
+
+def _in_pages(pages: list[Page], seq: int) -> bool:
+    """Whether ``seq`` lies in one of ``pages`` (in sequence order)."""
+    i = bisect_right(pages, seq, key=lambda p: p.first) - 1
+    return i >= 0 and seq < pages[i].first + pages[i].n
 
 
 def _open_tail(index: SeqIndex, last_lo: int, ts: int) -> None:
