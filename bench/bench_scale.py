@@ -39,6 +39,7 @@ Dimensions (``--dim``; sizes in the normal run):
   consumers filtered on ``k.>`` (all) and ``k.3.*`` (a tenth), a pull consumer on ``k.3.*``, an ordered
   consumer (flow control, heartbeats) on ``k.>``; a KV bucket's watch-all and ``keys()`` (last per
   subject, headers only for keys), ``history`` of a key, ``purge_deletes``' purge of a deleted key;
+  puts of new keys into a bucket kept at its size (``max_msgs``: each put's oldest key goes);
   ``STREAM.INFO`` with ``subjects_filter`` ``k.*.<j>`` (10 subjects), a direct ``multi_last`` get of
   ``k.*.<j>``; publishes onto existing subjects of a ``max_msgs_per_subject: 1`` stream; TTL expiry of
   5,000 messages without and with subject delete markers;
@@ -487,13 +488,23 @@ def build_subjects(ctx: Ctx) -> None:
         lambda: ctx.publish(pubs(subject_of(j % n) for j in range(m)), m),
     )
     create_kv_bucket(ctx, "B", 5, duplicate_window=120 * SECOND)
-    timed_build(
+    ctx.publish(pubs(f"$KV.B.k{i}" for i in range(n)), n)
+    # Bucket N stays at n keys while each put adds a new one (its oldest key goes: max_msgs, discard
+    # old), so its put of a new key is measured with enough puts at every size (the build's n puts
+    # were a tick or two at 1,000 keys, and the growth of that row the wall time's).
+    create_stream(
         ctx,
-        "kv_put",
-        "KV put of a new key",
-        "put",
-        lambda: ctx.publish(pubs(f"$KV.B.k{i}" for i in range(n)), n),
+        "KV_N",
+        subjects=["$KV.N.>"],
+        max_msgs_per_subject=1,
+        max_msgs=n,
+        discard="old",
+        allow_direct=True,
+        allow_rollup_hdrs=True,
+        deny_delete=True,
+        duplicate_window=120 * SECOND,
     )
+    ctx.publish(pubs(f"$KV.N.k{i}" for i in range(n)), n)
     history = [f"$KV.B.h{i}" for i in range(100)] * 5
     deleted = [f"$KV.B.d{i}" for i in range(100)]
     ctx.publish(pubs(history + deleted), 600)
@@ -536,6 +547,13 @@ def _kv_watch(ctx: Ctx, headers_only: bool) -> int:
 
 def _history(ctx: Ctx) -> int:
     return kv_history(ctx, "B", ctx.n(200), 5)
+
+
+def _kv_put_new(ctx: Ctx) -> int:
+    """Puts of new keys into bucket ``N``, which keeps its ``n`` keys (the oldest goes with each):
+    50,000 puts, ~150 ms of CPU, at every size."""
+    k, tag = ctx.n(50_000), ctx.uid("p")
+    return ctx.publish(pubs(f"$KV.N.{tag}.{i}" for i in range(k)), k)
 
 
 def _info_wild(ctx: Ctx) -> int:
@@ -625,6 +643,7 @@ def ops_subjects() -> list[Op]:
                 c.state["m"],
             ),
         ),
+        Op("kv_put_new", "KV put of a new key (the oldest goes: max_msgs)", "put", _kv_put_new),
         Op("kv_watch", "KV watch-all (last per subject)", "key", lambda c: _kv_watch(c, False)),
         Op("kv_keys", "KV keys() (headers only)", "key", lambda c: _kv_watch(c, True)),
         Op("kv_history", "KV history of a key (5 revisions)", "call", _history),
@@ -1387,6 +1406,11 @@ def _pub_schedule(c: Ctx) -> int:
     return _publish(c, lambda j: f"sc.s2.{t}.{j}", headers, c.n(5000))
 
 
+#: Publishes of an operation that adds no timer, id or schedule: 200,000, ~60 clock ticks at 3 µs
+#: (50,000 were ~15, and each of session 10's runs flagged a different one of these rows).
+PLAIN_PUBS = 200_000
+
+
 def ops_timers() -> list[Op]:
     publish = _publish
     return [
@@ -1400,7 +1424,7 @@ def ops_timers() -> list[Op]:
             "pub_plain_ttl",
             "publish without a TTL (TTL stream)",
             "publish",
-            lambda c: publish(c, lambda j: f"tt.p.{j % 1000}", None, c.n(50_000)),
+            lambda c: publish(c, lambda j: f"tt.p.{j % 1000}", None, c.n(PLAIN_PUBS)),
         ),
         Op(
             "pub_id_new",
@@ -1416,14 +1440,14 @@ def ops_timers() -> list[Op]:
                 c,
                 lambda j: f"dd.{j % 1000}",
                 lambda j: header_block(Nats_Msg_Id=f"id-{random.randrange(c.size)}"),
-                c.n(50_000),
+                c.n(PLAIN_PUBS),
             ),
         ),
         Op(
             "pub_plain_sched",
             "publish, plain (schedules stream)",
             "publish",
-            lambda c: publish(c, lambda j: f"sc.p.{j % 1000}", None, c.n(50_000)),
+            lambda c: publish(c, lambda j: f"sc.p.{j % 1000}", None, c.n(PLAIN_PUBS)),
         ),
         Op(
             "pub_schedule",
