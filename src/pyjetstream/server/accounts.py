@@ -259,6 +259,9 @@ class Account:
     def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:
         self.server.publish_replies(replies, self)
 
+    def publish_run(self, subjects: list[str], hdrs: list[bytes | None], payloads: list[bytes]) -> None:
+        self.server.publish_run(subjects, hdrs, payloads, self)
+
     def after_read(self, callback: Callable[[], None]) -> None:
         self.server.after_read(callback)
 

@@ -799,6 +799,17 @@ class Server:
         payloads = [r[1] for r in replies]
         self.route_msgs(subjects, [""] * n, [None] * n, payloads, None, account)
 
+    def publish_run(
+        self, subjects: list[str], hdrs: list[bytes | None], payloads: list[bytes], account: Account | None = None
+    ) -> None:
+        """`publish_internal` of each message (no reply), in order (a stream's republished copies of
+        a stretch): routed together (`Router.route_msgs`), as one by one."""
+        n = len(subjects)
+        if n == 1:
+            self.route(subjects[0], "", hdrs[0], payloads[0], None, None, account)
+            return
+        self.route_msgs(subjects, [""] * n, hdrs, payloads, None, account)
+
     def lone_receiver(self, subject: str, account: Account | None = None) -> Subscription | None:
         """`Router.lone_receiver`: the one client subscription a server publish would reach."""
         return self.router.lone_receiver(subject, account or self.global_account)

@@ -264,7 +264,9 @@ class SubjectTransform:
         return lambda ts: fn(ts[i], n)
 
     def matches(self, subject: str) -> bool:
-        tokens = subject.split(".")
+        return self._matches_tokens(subject.split("."))
+
+    def _matches_tokens(self, tokens: list[str]) -> bool:
         stoks = self._src_tokens
         if stoks[-1] == ">":
             if len(tokens) < len(stoks):
@@ -290,7 +292,9 @@ class SubjectTransform:
         return ".".join(out)
 
     def match_and_apply(self, subject: str) -> str | None:
-        return self.apply(subject) if self.matches(subject) else None
+        """``subject`` transformed when ``src`` takes it, else None (the subject split once)."""
+        tokens = subject.split(".")
+        return self.apply_tokens(tokens) if self._matches_tokens(tokens) else None
 
 
 _FUNCTIONS = (_PARTITION, _WILDCARD, *_TWO_INT_FUNCTIONS, _SPLIT, _RANDOM)

@@ -460,12 +460,9 @@ class Run:
         ``processJetStreamMsg``'s republish after the store), in order. Only while the writes
         are held (`_commit_stretch`): then one by one too sends every copy at once and the
         PubAcks and the consumers' signals when the writes are committed, as the stretch does."""
-        stream = self.ingest.stream
-        match = self.ingest.republish.match_and_apply  # type: ignore[union-attr]  # (the caller checked)
-        for i, subject in enumerate(subs):
-            dest = match(subject)
-            if dest is not None:
-                stream.republish_msg(dest, subject, first + i, tss[i], lasts[i], blocks[i] or None, datas[i])
+        republisher = self.ingest.republisher
+        assert republisher is not None  # (the caller checked)
+        republisher.stretch(first, subs, blocks, datas, tss, lasts)
 
     def _watch_ttls(self, tss: Sequence[int], ttls: list[int]) -> None:
         """`Stream.watch_expiry` for the stored message whose TTL ends first: the timer each

@@ -5,7 +5,8 @@ nats-server's order, for one message and for a read's run of them; mirrors' and 
 messages the server produces), the writes it holds until they reached the OS (``write_batch.py``),
 its message ids (``dedupe.py``), atomic and fast batches, sourcing, direct gets and schedules each
 live in their own module. What is here: the lifecycle and config updates, the consumers, purge,
-removal and expiry (with the subject delete markers of ADR-43), republish, and the stream's info.
+removal and expiry (with the subject delete markers of ADR-43), and the stream's info (republish is
+``republish.py``'s).
 """
 
 from __future__ import annotations
@@ -280,26 +281,6 @@ class Stream:
     def has_interest_for(self, subject: str) -> bool:
         """Interest retention: does some consumer's filter take ``subject`` (``csl.HasInterest``)."""
         return self.csl.has_interest(subject)
-
-    def republish_msg(
-        self, dest: str, subject: str, seq: int, ts: int, last: int, hdr: bytes | None, payload: bytes
-    ) -> None:
-        """At-most-once copy to the republish destination with nats-server 2.10's headers
-        (``Nats-Time-Stamp`` is 2.10's addition; 2.9 sends the other four)."""
-        rp = self.cfg.republish
-        assert rp is not None
-        lines = [
-            f"Nats-Stream: {self.name}",
-            f"Nats-Subject: {subject}",
-            f"Nats-Sequence: {seq}",
-            f"Nats-Time-Stamp: {format_time(ts)}",
-            f"Nats-Last-Sequence: {last}",
-        ]
-        if rp.headers_only:
-            lines.append(f"Nats-Msg-Size: {len(payload)}")
-        base = hdr if hdr else b"NATS/1.0\r\n\r\n"
-        new_hdr = base[:-2] + "".join(line + "\r\n" for line in lines).encode() + b"\r\n"
-        self.server.publish_internal(dest, b"" if rp.headers_only else payload, hdr=new_hdr)
 
     # --- consumers ---------------------------------------------------------------------------
 

@@ -65,6 +65,7 @@ from pyjetstream.server.subject_transform import SubjectTransform
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.host import Trace
+    from pyjetstream.server.jetstream.republish import Republisher
     from pyjetstream.server.jetstream.stream import Stream
 
 HDR_EXPECTED_LAST_SEQ = H.EXPECTED_LAST_SEQUENCE.encode()
@@ -128,6 +129,12 @@ class StreamIngest:
         rp = cfg.republish
         # nats-server: no destination means no republish transform (NewSubjectTransform returns nil).
         self.republish = SubjectTransform.compile(rp.src or ">", rp.dest) if rp and rp.dest else None
+        self.republisher: Republisher | None = None
+        if self.republish is not None:
+            # Deferred: a start whose streams do not republish does not import it (issue 24).
+            from pyjetstream.server.jetstream.republish import Republisher
+
+            self.republisher = Republisher(stream, self.republish)
         self.interest = cfg.retention == RetentionPolicy.INTEREST
         plain = not (
             cfg.sealed
@@ -462,8 +469,8 @@ class StreamIngest:
                 stream.purge(subject=subject if rollup == b"sub" else "", keep=1)
             if ended:  # a Nats-Schedule-Next: purge message ends its schedule
                 stream.purge(subject=ended)
-            if republish_to is not None:
-                stream.republish_msg(republish_to, subject, seq, ts, last_on_subject, hdr, payload)
+            if republish_to is not None and self.republisher is not None:
+                self.republisher.one(republish_to, subject, seq, ts, last_on_subject, hdr, payload)
         if stored_ttl or cfg.max_age:
             stream.watch_expiry(ts, stored_ttl)
         if stream.consumers:
