@@ -61,9 +61,13 @@ class Router:
         #: Messages of a run routed one by one (`_Run.route_one`; the complexity tests read it: a
         #: queue segment's messages are not).
         self.lone_msgs = 0
-        #: Queue group members a queue segment's picks looked at (`_Run.resolve`; the complexity
-        #: tests read it: the picked ones, not every member of the group per read).
+        #: Queue group members a queue segment's picks looked at (`_Run.slot_of`; the complexity
+        #: tests read it: one per pick whatever the group's size, more only past members that cannot
+        #: take the message).
         self.members_looked_at = 0
+        #: Queue segments started (`_Run.queue_plan`): each one's number stamps the connections
+        #: its picks land on (`FrameSink.queue_stamp`).
+        self.queue_segments = 0
 
     # ------------------------------------------------------------------ one message
 
@@ -266,22 +270,8 @@ class _Slot:
         self.picks: list[int] = []
 
 
-class _Member:
-    """A queue group member a queue segment's pick lands on (`_Run.resolve`): its subscription
-    (None: no member can take the message), its connection's `_Slot` (None: its deliveries need a
-    decision per message, `_Run.route_one`), and what a frame of it adds to the message's own
-    bytes (its sid and the slack)."""
-
-    __slots__ = ("extra", "slot", "sub")
-
-    def __init__(self, sub: Any, slot: _Slot | None) -> None:
-        self.sub = sub
-        self.slot = slot
-        self.extra = 0 if sub is None else len(sub.sid_b) + FRAME_SLACK
-
-
-#: A pick that no member of its group can take (each closed, or the producer's own without echo).
-_NOBODY: Final = _Member(None, None)
+#: A member a pick cannot land on (closed, or the producer's own without echo): the pick walks on.
+_SKIP: Final = _Slot(None, 0)
 
 
 class _Run:
@@ -301,7 +291,6 @@ class _Run:
     (`run_stretch`)."""
 
     __slots__ = (
-        "by_sink",
         "bytes",
         "client",
         "events",
@@ -315,6 +304,7 @@ class _Run:
         "replies",
         "router",
         "slots",
+        "stamp",
         "subjects",
         "traced_too",
     )
@@ -344,14 +334,15 @@ class _Run:
         self.hits = 0  # lookups the match cache answered (added to the sublist's count)
         self.bytes = 0  # the current segment's frame bound, less each subscription's sid
         self.traced_too = client is not None and bool(client.account.trace_dest)
-        #: A queue segment's groups (`queue_plan`): ``[n, table, group, ...]``, ``table[k]``
-        #: the `_Member` a pick starting at member ``k`` lands on (None: not looked at yet; empty:
-        #: no queue segment), its connections' `_Slot` in order and by sink, and the members of
-        #: the message being picked.
+        #: A queue segment's groups (`queue_plan`): ``[n, group, table, ...]`` (empty: no queue
+        #: segment), ``table`` made by the first pick that meets a member who cannot take the
+        #: message (`walk`); its number (`Router.queue_segments`), its connections' `_Slot` in
+        #: order, and the members picked for the message being picked with their slots
+        #: (``[sub, slot, ...]``).
         self.groups: list[Any] = []
+        self.stamp = 0
         self.slots: list[_Slot] = []
-        self.by_sink: dict[Any, _Slot] = {}
-        self.picked: list[_Member] = []
+        self.picked: list[Any] = []
         self.rand: Any = None
 
     def route(self, sl: Any) -> int:
@@ -451,69 +442,82 @@ class _Run:
         return client is not None and (client.closed or client.stalled)
 
     def queue_plan(self, qsubs: tuple[tuple[Subscription, ...], ...]) -> None:
-        """Set up a queue segment for messages whose lookup gave only ``qsubs``: per group, a table
-        of the member a pick starting at each member lands on, filled as picks land (`resolve`),
-        and a connection's `_Slot` made when its first member is picked — nothing looked at per
-        member here, so a read to a group of 1,000 costs what one to a group of 10 does
-        (nats-server's ``processMsgResults`` picks per message)."""
+        """Set up a queue segment for messages whose lookup gave only ``qsubs``: nothing looked at
+        per member here, and each pick looks at the member it lands on (`slot_of`), as
+        nats-server's ``processMsgResults`` does per message — so a message to a group of 1,000
+        costs what one to a group of 10 does, and a read's picks to 1,000 members make no more
+        objects than to 10."""
         groups: list[Any] = []
         for group in qsubs:
-            n = len(group)
-            groups.append(n)
-            groups.append([None] * n)
+            groups.append(len(group))
             groups.append(group)
+            groups.append(None)
         self.groups = groups
         self.slots = []
-        self.by_sink = {}
+        router = self.router
+        router.queue_segments += 1
+        self.stamp = router.queue_segments
         if self.rand is None:
-            self.rand = self.router.rng.random
+            self.rand = router.rng.random
 
-    def resolve(self, group: tuple[Subscription, ...], table: list[_Member | None], start: int) -> _Member:
-        """The member a pick starting at ``start`` lands on: `Router.pick_queue_members`' walk (a
-        closed member and the producer's own without echo skipped, going round), kept in
-        ``table`` for every start the walk passed (each group's walks cost its size at most)."""
+    def slot_of(self, sub: Subscription) -> _Slot | None:
+        """Where a pick that lands on ``sub`` goes: its connection's `_Slot` in this segment (made
+        with the room left there when the segment first picks a member of it: nats-server's
+        per-client ``pcd`` entry), None when its delivery needs a decision per message (as
+        `plan`: an internal member, auto-unsubscribe, deliver permissions, a stall), or `_SKIP`
+        when it cannot take the message (closed, or the producer's own without echo:
+        `Router.pick_queue_members` walks past it)."""
+        self.router.members_looked_at += 1
         client = self.client
+        conn = sub.client
+        if sub.closed or (
+            conn is not None and (conn.closed or (client is not None and conn is client and not client.echo))
+        ):
+            return _SKIP
+        sink = sub.sink
+        if sink is None or sub.max_msgs:
+            return None
+        if sink.queue_stamp == self.stamp:
+            return sink.queue_slot
+        sink.queue_stamp = self.stamp
+        slot: _Slot | None = None
+        if sink.deliver_filter is None and not (sink.write_paused and client is not None and client.may_stall(sink.conn)):
+            items = self.pending.get(sink)
+            slot = _Slot(sink, items[0] if items is not None else sink.limit - sink.size)
+            self.slots.append(slot)
+        sink.queue_slot = slot
+        return slot
+
+    def walk(self, k: int, start: int) -> tuple[Any, _Slot | None]:
+        """The member of group ``k`` (its index in `groups`) a pick starting at ``start`` lands on
+        when that one cannot take the message, and its slot (`slot_of`; (None, `_SKIP`): nobody
+        can): `Router.pick_queue_members`' walk on from it, going round. Kept in the group's table
+        for every start the walk passed, so the walks of a segment cost the group's size at most."""
+        groups = self.groups
+        group: tuple[Subscription, ...] = groups[k + 1]
         n = len(group)
-        member = _NOBODY
+        table: list[Any] | None = groups[k + 2]
+        if table is None:
+            table = groups[k + 2] = [None] * n
+        landed: Any = None
         end = n
-        for j in range(n):
-            k = (start + j) % n
-            known = table[k]
+        for j in range(1, n):
+            idx = (start + j) % n
+            known = table[idx]
             if known is not None:
-                member = known
+                landed = known
                 end = j
                 break
-            sub = group[k]
-            conn = sub.client
-            if sub.closed or (
-                conn is not None and (conn.closed or (client is not None and conn is client and not client.echo))
-            ):
-                continue
-            member = self.member(sub)
-            end = j + 1
-            break
+            sub = group[idx]
+            if self.slot_of(sub) is not _SKIP:
+                landed = sub
+                end = j + 1
+                break
         for j in range(end):
-            table[(start + j) % n] = member
-        self.router.members_looked_at += end
-        return member
-
-    def member(self, sub: Subscription) -> _Member:
-        """A picked member as the segment keeps it: with its connection's `_Slot` (made with the
-        room left there when its first member is picked), or without one when its delivery needs
-        a decision per message (as `plan`: an internal member, auto-unsubscribe, deliver
-        permissions, a stall)."""
-        sink = sub.sink
-        if sink is None or sub.max_msgs or sink.deliver_filter is not None:
-            return _Member(sub, None)
-        slot = self.by_sink.get(sink)
-        if slot is None:
-            client = self.client
-            if sink.write_paused and client is not None and client.may_stall(sink.conn):
-                return _Member(sub, None)
-            items = self.pending.get(sink)
-            slot = self.by_sink[sink] = _Slot(sink, items[0] if items is not None else sink.limit - sink.size)
-            self.slots.append(slot)
-        return _Member(sub, slot)
+            table[(start + j) % n] = landed if landed is not None else False
+        if landed is None or landed is False:
+            return None, _SKIP
+        return landed, self.slot_of(landed)
 
     def pick(self, i: int) -> bool:
         """Message ``i`` of a queue segment to one member per group, picked as
@@ -531,44 +535,45 @@ class _Run:
         for k in range(0, len(groups), 3):
             n: int = groups[k]
             start = int(rand() * n) if n > 1 else 0
-            table: list[_Member | None] = groups[k + 1]
-            member = table[start]
-            if member is None:
-                member = self.resolve(groups[k + 2], table, start)
-            if member.sub is None:
-                continue
-            if member.slot is None:
+            group: tuple[Subscription, ...] = groups[k + 1]
+            sub: Any = group[start]
+            slot = self.slot_of(sub)
+            if slot is _SKIP:
+                sub, slot = self.walk(k, start)
+                if slot is _SKIP:
+                    continue
+            if slot is None:
                 alone = True
-            picked.append(member)
+            picked.append(sub)
+            picked.append(slot)
         if not picked:
             client = self.client
             if not (self.replies[i] and client is not None and client.no_responders):
                 return False  # (nobody takes it, and nobody is told)
         if alone or not picked:
             self.end_queue()
-            self.route_one(i, tuple(m.sub for m in picked))
+            self.route_one(i, tuple(picked[0::2]))
             if self.events:
                 self.frame_pending()
             return True
         hdr = self.hdrs[i]
         size = len(self.payloads[i]) + len(self.subjects[i]) + len(self.replies[i]) + (0 if hdr is None else len(hdr))
         cut = False
-        for member in picked:
-            slot = member.slot
-            assert slot is not None
-            sub = member.sub
-            sub.delivered += 1
-            if slot.last is sub:
-                slot.picks.append(i)
+        for j in range(0, len(picked), 2):
+            member: Subscription = picked[j]
+            into: _Slot = picked[j + 1]
+            member.delivered += 1
+            if into.last is member:
+                into.picks.append(i)
             else:  # another member of this connection: a run of its own
-                slot.last = sub
-                picks = slot.picks = [i]
-                slot.runs += (sub, -1, picks)
-            slot.room -= size + member.extra
-            if slot.room < 0:
+                into.last = member
+                picks = into.picks = [i]
+                into.runs += (member, -1, picks)
+            into.room -= size + len(member.sid_b) + FRAME_SLACK
+            if into.room < 0:
                 cut = True
-                if slot.sink not in self.events:
-                    self.events.append(slot.sink)
+                if into.sink not in self.events:
+                    self.events.append(into.sink)
         if cut:
             self.end_queue()
         return cut
@@ -578,10 +583,11 @@ class _Run:
         framed when a pick may pass a pending limit (`frame_pending`)."""
         pending = self.pending
         for slot in self.slots:
+            sink = slot.sink
+            sink.queue_slot = None  # (its picks are handed over below)
             runs = slot.runs
             if not runs:
                 continue
-            sink = slot.sink
             items = pending.get(sink)
             if items is None:
                 items = pending[sink] = [slot.room]
@@ -590,7 +596,6 @@ class _Run:
             items += runs
         self.slots = []
         self.groups = []
-        self.by_sink = {}
         if self.events:
             self.frame_pending()
 

@@ -73,6 +73,8 @@ class FrameSink:
         "max_pending",
         "msgs",
         "out",
+        "queue_slot",
+        "queue_stamp",
         "server",
         "size",
         "trace",
@@ -110,6 +112,12 @@ class FrameSink:
         self._shown_sub: Any = None
         self._shown = ""
         self._shown_prefix = b""
+        # The router's, for a queue segment (`router._Run.slot_of`): the segment that last picked a
+        # member on this connection (its number) and the connection's `_Slot` there (None: its
+        # deliveries are decided per message) — nats-server's per-client ``pcd`` entry, a field
+        # read instead of a lookup per pick.
+        self.queue_stamp = 0
+        self.queue_slot: Any = None
 
     # ------------------------------------------------------------------ accounting
 
