@@ -36,8 +36,9 @@ every dimension, without ``--dim``, runs these too).
   ``keys()`` (per key), the history of a 64-revision key (per call), a get of a key's first revision
   (per get);
 - ``buckets`` (100 / 1k / 10k KV buckets in one account, file, history 1): a bucket's create (a
-  timed build, per bucket), one more created and deleted beside them (per bucket), ``STREAM.UPDATE``
-  of one (per request), puts spread over all of them (per put);
+  timed build, per bucket), one more created and deleted beside them (per bucket), ``STREAM.NAMES``
+  with a bucket's key subject (the stream of a subject, per request), ``STREAM.UPDATE`` of one (per
+  request), puts spread over all of them (per put);
 - ``expiry`` (100 / 1k / 10k durable consumers, each on its own subject, on a stream with ``max_age``
   1 s): 5,000 publishes over about a second and their expiry (per message);
 - ``objstore`` (1k / 10k / 100k small objects in one object store, a chunk and an info message
@@ -789,9 +790,21 @@ def _bucket_put_spread(ctx: Ctx) -> int:
     return ctx.publish(pubs(f"$KV.b{i % n}.k" for i in range(k)), k)
 
 
+def _bucket_by_subject(ctx: Ctx) -> int:
+    """``STREAM.NAMES`` with a random bucket's key subject (a client's look-up of the stream of a
+    subject: nats.go ``StreamNameBySubject``), per request."""
+    k, n = ctx.n(200), ctx.size
+    for _ in range(k):
+        reply = ctx.api.api("STREAM.NAMES", {"subject": f"$KV.b{random.randrange(n)}.k"})
+        if reply.get("total") != 1:
+            raise RuntimeError(f"names: {reply}")
+    return k
+
+
 def ops_buckets() -> list[Op]:
     return [
         Op("create_delete", "create + delete of one more bucket", "bucket", _bucket_create_delete),
+        Op("by_subject", "STREAM.NAMES of a bucket's key subject", "request", _bucket_by_subject),
         Op("update", "STREAM.UPDATE of a bucket", "request", _bucket_update),
         Op("put_spread", "KV put spread over all buckets", "put", _bucket_put_spread),
     ]

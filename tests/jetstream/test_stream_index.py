@@ -4,8 +4,8 @@ sums). The trie's candidates are a superset of the streams whose subjects collid
 (`subjects_overlap`, nats-server's ``SubjectsCollide``) for random subjects with every kind of token,
 and stay right through adds, updates and removes; on the embedded server the same random creates,
 updates and deletes get the same answers with `stream_index.INDEXED` on and off; and a KV bucket's
-create beside 100 and beside 1,000 buckets visits the same number of streams and trie nodes and
-compares subjects with none (counted, never timed)."""
+create beside 100 and beside 1,000 buckets, and the look-up of a bucket's stream by subject
+(``STREAM.NAMES``), visit no stream and compare no other's subjects (counted, never timed)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pyjetstream.api.enums import StorageType
 from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.protocol.subjects import subjects_overlap
 from pyjetstream.server.jetstream import api_stream, stream_index
+from pyjetstream.server.jetstream import stream as stream_module
 from pyjetstream.server.jetstream.stream_index import StreamIndex
 
 TOKENS = ["a", "b", "c", "*", ">", "*x", ">y", "", "$KV"]
@@ -90,6 +91,10 @@ async def _answers(seed: int) -> list[Any]:
                 roll = rng.random()
                 if roll < 0.2:
                     reply = await nc.api(f"$JS.API.STREAM.DELETE.{name}")
+                elif roll < 0.35:  # (a look-up of the streams of a subject)
+                    reply = await nc.api("$JS.API.STREAM.NAMES", {"subject": _valid_subject(rng)})
+                    out.append((step, reply.get("streams"), reply.get("total")))
+                    continue
                 else:
                     subjects = sorted({_valid_subject(rng) for _ in range(rng.randint(1, 2))})
                     cfg = {
@@ -110,7 +115,7 @@ async def _answers(seed: int) -> list[Any]:
 @pytest.mark.parametrize("seed", range(6))
 async def test_the_index_answers_as_every_stream_visited(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     indexed = await _answers(seed)
-    assert any(code == 10065 for _, code in indexed)  # (subjects overlap: the case exercised)
+    assert any(entry[1] == 10065 for entry in indexed)  # (subjects overlap: the case exercised)
     monkeypatch.setattr(stream_index, "INDEXED", False)
     assert await _answers(seed) == indexed
 
@@ -132,8 +137,9 @@ class _CountingStreams(dict[str, Any]):
         return _Values(self)
 
 
-async def _bucket_create_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[int, int, int]:
-    """(streams visited, subjects compared, trie nodes visited) by one KV bucket's create beside ``n``."""
+async def _bucket_create_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[int, int, int, int, int]:
+    """(streams visited, subjects compared, trie nodes visited) by one KV bucket's create beside
+    ``n``, then (streams visited, subjects compared) by a ``STREAM.NAMES`` of one bucket's subject."""
     compared = 0
     real = api_stream.subjects_overlap
 
@@ -154,15 +160,22 @@ async def _bucket_create_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple
             for i in range(n):
                 assert "error" not in await nc.api(f"$JS.API.STREAM.CREATE.KV_b{i}", bucket(i))
             monkeypatch.setattr(api_stream, "subjects_overlap", counting)
+            monkeypatch.setattr(stream_module, "subjects_overlap", counting)  # (Stream.matches)
             _CountingStreams.visits, index = 0, engine.stream_index
             nodes = index.visited
             assert "error" not in await nc.api(f"$JS.API.STREAM.CREATE.KV_b{n}", bucket(n))
-            return _CountingStreams.visits, compared, index.visited - nodes
+            create = (_CountingStreams.visits, compared, index.visited - nodes)
+            _CountingStreams.visits, compared = 0, 0
+            names = await nc.api("$JS.API.STREAM.NAMES", {"subject": "$KV.b7.k"})
+            assert (names["streams"], names["total"]) == (["KV_b7"], 1)
+            return (*create, _CountingStreams.visits, compared)
         finally:
             await nc.close()
 
 
 async def test_a_bucket_create_visits_no_other_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside 100 and 1,000 buckets: a bucket's create visits no stream and compares no subject;
+    the look-up of a bucket's stream by subject compares one."""
     small = await _bucket_create_steps(monkeypatch, 100)
     assert small == await _bucket_create_steps(monkeypatch, 1000)
-    assert small[1] == 0
+    assert (small[0], small[1], small[3], small[4]) == (0, 0, 0, 1)
