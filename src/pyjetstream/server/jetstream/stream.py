@@ -29,7 +29,6 @@ from pyjetstream.api.timefmt import ZERO_TIME, NanoTime, format_time, parse_time
 from pyjetstream.api.ttl import marker_ttl
 from pyjetstream.protocol.headers import get_header
 from pyjetstream.protocol.subjects import has_wildcard, is_subset, subjects_overlap
-from pyjetstream.server.jetstream import interest_check
 from pyjetstream.server.jetstream.consumer_config import filters_of
 from pyjetstream.server.jetstream.consumer_index import ConsumerIndex
 from pyjetstream.server.jetstream.dedupe import StreamDedupe
@@ -365,6 +364,8 @@ class Stream:
         counts the messages looked at."""
         if not self._interest_walk():
             return
+        from pyjetstream.server.jetstream import interest_check  # (at the first walk: a start needs none)
+
         if gone is not None:
             removed = interest_check.lost_interest(self, gone, gone.state.asflr + 1, 1 << 63, gone.needs_ack)
         else:
@@ -377,6 +378,8 @@ class Stream:
         its new start): of those, drop what nobody needs now (nats-server
         ``checkStateForInterestStream`` after ``resetStartingSeq``: the consumer's skipped range,
         not the stream)."""
+        from pyjetstream.server.jetstream import interest_check
+
         if self._interest_walk() and interest_check.lost_interest(self, consumer, lo, hi, None):
             self.engine.account_usage_changed()
 
