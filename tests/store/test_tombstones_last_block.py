@@ -287,3 +287,22 @@ def test_a_vouched_blocks_tombstones_reach_a_block_read_again(tmp_path: Path) ->
         assert _picture(again) == before
     finally:
         again.stop()
+
+
+def test_the_state_lists_priors_as_arrays() -> None:
+    """The stream state carries each block's priors as two arrays (not its JSON header), read back
+    by block number; a header that listed them (43a1200's states) is read too."""
+    from array import array
+
+    from pyjetstream.server.jetstream.store import prior_tombs
+    from pyjetstream.server.jetstream.store.blockindex import _Block
+
+    blocks = [_Block(i, 100 * i, f"{i}.blk", 0) for i in (1, 2, 3)]
+    blocks[1].priors = array("Q", [5, 1, 7, 3])
+    blocks[2].priors = array("Q", [150, 1])
+    arrays = prior_tombs.state_arrays(blocks)
+    assert list(arrays["x_blocks"]) == [2, 2, 3, 1]
+    assert prior_tombs.state_rows(arrays) == {2: [5, 1, 7, 3], 3: [150, 1]}
+    assert prior_tombs.state_rows({}, [[4, 9, 1]]) == {4: [9, 1]}
+    with pytest.raises(ValueError):
+        prior_tombs.state_rows({"x_blocks": array("Q", [2, 3]), "x_pairs": array("Q", [5, 1])})

@@ -313,8 +313,6 @@ class BlockIndexes(PayloadBackend):
             "floor_block": self._floor_block.index if self._floor_block is not None else None,
             "floor": list(self._floor),
             "blocks": [[*self._row(b), b in self._stale_idx] for b in self.blocks],
-            # (a block the state vouches for is not read: its tombstones for earlier blocks' here)
-            "priors": [[b.index, *b.priors] for b in self.blocks if b.priors],
         }
 
     def _row(self, blk: _Block) -> list[int]:
@@ -440,7 +438,7 @@ class BlockIndexes(PayloadBackend):
         # Where each block ended when the state was written (the next block's first sequence).
         ends = {a[0]: b[1] for a, b in itertools.pairwise(listed)}
         floor, floor_ts = state["floor"] if state is not None else (0, 0)
-        priors = {row[0]: row[1:] for row in state.get("priors") or []} if state is not None else {}
+        priors = state.get("priors") or {} if state is not None else {}  # (`prior_tombs.state_rows`)
         floor_from_index = False
         max_seq = max_ts = 0
         last_index = files[-1][0] if files else -1

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api.ttl import NS_PER_S
 
-from . import _snapshot
+from . import _snapshot, prior_tombs
 from ._fileutil import (
     fsync_dir,
     fsync_paths,
@@ -322,6 +322,7 @@ class FileStore(IndexedStore):
         the block list, what earlier starts lost, and the TTLs."""
         self._backend.save_images()
         header, arrays, names = self._index.state()
+        arrays.update(prior_tombs.state_arrays(self._backend.blocks))  # (a block vouched for is not read)
         expires = {seq: at for at, seq in self._ttl.heap}
         header.update(
             self._backend.state(),
@@ -345,6 +346,7 @@ class FileStore(IndexedStore):
                 decoded = _snapshot.decode(buf)
             if decoded is not None:
                 header, arrays, names = decoded
+                header["priors"] = prior_tombs.state_rows(arrays, header.get("priors"))  # (for `load`)
                 return header, StateView(header, arrays, names)
         except FileNotFoundError:
             return None

@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from .blockindex import BlockIndexes, _Block
     from .seqindex import SeqIndex
 
-__all__ = ["cut_since", "forget_in", "found", "from_tail", "moved_before", "nbytes", "prune", "unnamed"]
+__all__ = [
+    "cut_since", "forget_in", "found", "from_tail", "moved_before", "nbytes", "prune", "state_arrays", "state_rows",
+    "unnamed",
+]
 
 
 def tomb_len(num: int) -> int:
@@ -113,6 +116,33 @@ def moved_before(doomed: list[_Block], first: int) -> list[int]:
         for i in range(0, len(pairs), 2):
             if pairs[i] < first:
                 out += (pairs[i], pairs[i + 1])
+    return out
+
+
+def state_arrays(blocks: list[_Block]) -> dict[str, array[int]]:
+    """The priors of every block for the stream state, as two arrays (not its JSON header: one
+    removal in a sealed block is one pair): ``x_blocks`` (block number, pairs) per block that has
+    any, ``x_pairs`` theirs in that order."""
+    heads, pairs = array("Q"), array("Q")
+    for b in blocks:
+        if b.priors:
+            heads.extend((b.index, len(b.priors) // 2))
+            pairs.extend(b.priors)
+    return {"x_blocks": heads, "x_pairs": pairs}
+
+
+def state_rows(arrays: dict[str, array[int]], listed: list[list[int]] | None = None) -> dict[int, list[int]]:
+    """`state_arrays` read back: each block's priors by its number (ValueError: they do not fit).
+    ``listed``: a state's header's ``priors`` (43a1200 wrote them there: ``[block, *pairs]``)."""
+    heads, pairs = arrays.get("x_blocks", array("Q")), arrays.get("x_pairs", array("Q"))
+    out: dict[int, list[int]] = {row[0]: row[1:] for row in listed or ()}
+    at = 0
+    for i in range(0, len(heads) - 1, 2):
+        n = 2 * heads[i + 1]
+        out[heads[i]] = pairs[at : at + n].tolist()
+        at += n
+    if at != len(pairs) or len(heads) % 2:
+        raise ValueError("priors")
     return out
 
 
