@@ -9,8 +9,8 @@ every dimension, without ``--dim``, runs these too).
 - ``streams`` (100 / 1k / 10k streams, one subject each): ``STREAM.NAMES`` and ``STREAM.LIST`` paging
   (per stream listed), ``$JS.API.INFO``, publishes spread over all of them, a restart (until
   ``$JS.API.INFO`` counts every stream; the new process's CPU, per stream);
-- ``sources`` (10k / 100k / 1M messages): a mirror catching up, and a stream sourcing 10 streams
-  catching up (per message copied);
+- ``sources`` (10k / 100k / 1M messages): a mirror catching up, a stream sourcing 10 streams
+  catching up, and a stream sourcing one through a subject transform (per message copied);
 - ``watchers`` (10 / 100 / 1k KV watchers — push consumers, ``last_per_subject``, each on its own
   literal deliver subject, all read by one connection; without flow control, whose requests the raw
   reader could miss when many consumers share the connection — one stalled watcher stalls the op)
@@ -160,6 +160,8 @@ def _delete(name: str) -> Any:
 
 def ops_sources() -> list[Op]:
     sources = {"sources": [{"name": f"SRC{j}"} for j in range(10)]}
+    transform = {"src": "src.*", "dest": "tx.{{wildcard(1)}}"}
+    transformed = {"sources": [{"name": "SRC", "subject_transforms": [transform]}]}
     return [
         Op(
             "mirror",
@@ -174,6 +176,13 @@ def ops_sources() -> list[Op]:
             "message",
             lambda c: _catch_up(c, "AGG", sources),
             cleanup=_delete("AGG"),
+        ),
+        Op(
+            "transform",
+            "a source with a subject transform, catching up",
+            "message",
+            lambda c: _catch_up(c, "STX", transformed),
+            cleanup=_delete("STX"),
         ),
     ]
 
