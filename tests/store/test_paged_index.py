@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig
+from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig, _snapshot
 from pyjetstream.server.jetstream.store.seqindex import DELS_MAX, SeqIndex
 
 from .conftest import crash, observed_state
@@ -571,7 +571,9 @@ def test_a_damaged_block_index_is_not_peeked_at(tmp_path: Path) -> None:
     s.stop()
     idx = tmp_path / "s" / "msgs" / "2.idx"
     raw = bytearray(idx.read_bytes())
-    raw[len(raw) // 2] ^= 0xFF  # (the first slot's locator: sids, tss, sizes come before)
+    found = _snapshot.file_layout(str(idx))
+    assert found is not None
+    raw[found[1]["locs"][1] + 2] ^= 0xFF  # (the first slot's locator: its record's length)
     idx.write_bytes(bytes(raw))
     again = open_fs(tmp_path / "s")
     try:
