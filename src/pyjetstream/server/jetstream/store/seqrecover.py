@@ -122,7 +122,7 @@ def append_slots(index: SeqIndex, b: BlockSlots) -> None:
         else:
             index.skip(seq, 1, ts)
         seq += 1
-    for first, num, _ts in b.deletes:
+    for first, num, _ts in sorted(b.deletes):  # (in order: each page loaded once, `seqstate`)
         for dseq in range(first, first + num):
             page = index.at(dseq)
             if page is not None:

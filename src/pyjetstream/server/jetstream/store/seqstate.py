@@ -437,9 +437,11 @@ def recover(
 
 def _apply_deletes(index: SeqIndex, deletes: list[tuple[int, int, int]]) -> None:
     """Remove the messages tombstones of later blocks name (an evicted page is not loaded for a
-    removal its ``dels`` already hold: one the state saw)."""
+    removal its ``dels`` already hold: one the state saw), in sequence order: each page they
+    fall in is loaded once (in the order written, 10,000 random removals over 1M messages loaded
+    a page each: ~4,800 loads, 30-50 s of a restart after ``kill -9``)."""
     dels: dict[Page, set[int]] = {}
-    for seq, num, _ts in deletes:
+    for seq, num, _ts in sorted(deletes):
         for dseq in range(seq, seq + num):
             p = index._covering(dseq)
             if p is None:
