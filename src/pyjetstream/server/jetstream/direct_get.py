@@ -22,7 +22,7 @@ from pyjetstream.api import codec
 from pyjetstream.api import headers as H
 from pyjetstream.api.headers import Status, status_block
 from pyjetstream.api.models_msg import MsgGetRequest
-from pyjetstream.api.timefmt import NS_PER_S, format_time
+from pyjetstream.api.timefmt import format_time
 from pyjetstream.server.jetstream.api_level import required_level_refused
 from pyjetstream.server.jetstream.store.base import StoreError
 
@@ -71,8 +71,6 @@ class DirectGet:
     def __init__(self, stream: Stream) -> None:
         self.stream = stream
         self._stream_line = f"{H.STREAM}: {stream.name}\r\n".encode()
-        self._ts_second = -1  # the second of the last time stamp formatted, and its text
-        self._ts_base = ""
 
     def _send(self, reply: str, hdr: bytes | None, data: bytes = b"") -> None:
         self.stream.server.publish_internal(reply, data, hdr=hdr)
@@ -150,19 +148,8 @@ class DirectGet:
             self._stream_line,
             msg.subject.encode(),
             msg.seq,
-            self._time_stamp(msg.ts).encode(),
+            format_time(msg.ts).encode(),
         )
-
-    def _time_stamp(self, ns: int) -> str:
-        """`format_time`, the date and time of day formatted once per second (a batch's
-        messages were mostly stored in the same few seconds)."""
-        second, frac = divmod(ns, NS_PER_S)
-        if second != self._ts_second:
-            self._ts_base = format_time(second * NS_PER_S)[:-1]
-            self._ts_second = second
-        if frac:
-            return f"{self._ts_base}.{frac:09d}".rstrip("0") + "Z"
-        return self._ts_base + "Z"
 
     def _batch_headers(self, msg: StoredMsg, pending: int, last_seq: int) -> bytes:
         """`_stream_headers` of a batch reply (the same bytes: nats-server's ``dgb`` lines
@@ -179,7 +166,7 @@ class DirectGet:
             self._stream_line,
             subject.encode(),
             seq,
-            self._time_stamp(ts).encode(),
+            format_time(ts).encode(),
             pending,
             last_seq,
         )
