@@ -23,7 +23,8 @@ every dimension, without ``--dim``, runs these too).
 - ``queue`` (10 / 100 / 1k members of one queue group on one subject): a publish (per message), the
   members each on its own connection, and all on one connection (a run's queue segment either way:
   the members of one connection keep their frames in message order);
-- ``subjects2`` (1k / 10k / 100k subjects, one message each): ``STREAM.INFO`` with
+- ``subjects2`` (1k / 10k / 100k subjects, one message each): a direct get ``multi_last`` of 10
+  subjects with ``up_to_seq`` (per request), ``STREAM.INFO`` with
   ``subjects_filter: ">"`` paged by ``offset`` (per subject listed), a direct get ``batch: 100`` of
   ``next_by_subj: "w.>"`` (per message), publishes with ``Nats-Expected-Last-Subject-Sequence`` and
   into a stream with ``republish`` or a ``subject_transform`` (per publish), purge by subject with ``keep: 1`` (per purge);
@@ -468,6 +469,26 @@ def _direct_batch(ctx: Ctx) -> int:
     return 100 * k
 
 
+def _multi_last_upto(ctx: Ctx) -> int:
+    """Direct get ``multi_last`` of 10 random subjects among the first 1,000 (two messages each)
+    with ``up_to_seq`` at the end of the first pass: each subject's earlier message (per request)."""
+    k, n = ctx.n(2000), ctx.size
+    conn = ctx.state.get("mlconn")
+    if conn is None:
+        conn = ctx.state["mlconn"] = ctx.conn()
+        conn.sub("_ML.*", 1)
+        conn.flush()
+    bodies = [
+        json.dumps({"multi_last": [f"w.{j}" for j in random.sample(range(min(n, 1000)), 10)], "up_to_seq": n})
+        for _ in range(k)
+    ]
+    base = conn.deliveries
+    for i in range(0, k, 20):
+        conn.send(b"".join(pub_frame("$JS.API.DIRECT.GET.W", b.encode(), f"_ML.{i}") for b in bodies[i : i + 20]))
+        ctx.wait(lambda: conn.deliveries - base, 10 * min(i + 20, k))
+    return k
+
+
 def _pub_expect_subject(ctx: Ctx) -> int:
     """Publishes with ``Nats-Expected-Last-Subject-Sequence`` right for a random subject."""
     k, last = ctx.n(SUBJECT_PUBS), ctx.state["last"]
@@ -498,6 +519,7 @@ SUBJECT_PUBS = 100_000
 
 def ops_subjects2() -> list[Op]:
     return [
+        Op("multi_last_upto", "direct get multi_last 10 subj. with up_to_seq", "request", _multi_last_upto),
         Op("info_all", 'STREAM.INFO subjects_filter ">" (paged)', "subject listed", _info_all),
         Op("direct_batch", 'direct get batch 100, next_by_subj "w.>"', "message", _direct_batch),
         Op("expect_subj", "publish, Nats-Expected-Last-Subject-Sequence", "publish", _pub_expect_subject),
