@@ -93,10 +93,11 @@ NOT_AT_START = (
 # STREAM.MSG.DELETE and work-queue ack takes; 129 counting cli.main once the test started the server as
 # `python -m pyjetstream serve` does, 127 with the clustered-only API handlers and the JetStream
 # monitoring endpoints imported at their first request; 125 with the account info handler likewise and
-# the ack models at the first consumer; 127 with a start's stream index, stream_index.py, and a file
+# the ack models at the first consumer; 128 with a start's stream index, stream_index.py, and a file
 # store's record of the tombstones it keeps for earlier blocks, store.prior_tombs and store.compaction,
 # both used by every recovery): a bound, so that a new eager import of a whole subsystem shows here.
-MAX_PACKAGE_MODULES = 127
+# Counted as CI runs it, with the compiled modules (their group module is one more than pure Python).
+MAX_PACKAGE_MODULES = 128
 
 
 def _create_stream(conf: Path, tmp_path: Path, consumer: bool = False) -> None:
