@@ -129,10 +129,8 @@ def _create_stream(conf: Path, tmp_path: Path, consumer: bool = False) -> None:
         assert proc.wait(timeout=30) == 0
 
 
-def test_a_default_start_imports_only_what_it_uses(tmp_path: Path) -> None:
-    conf = tmp_path / "server.conf"
-    conf.write_text(f'port: -1\njetstream {{\n  store_dir: "{tmp_path / "store"}"\n}}\n')
-    _create_stream(conf, tmp_path)
+def _start_modules(conf: Path) -> tuple[str, set[str]]:
+    """A start on ``conf`` (SCRIPT): its log and the modules it imported."""
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT, "-c", str(conf), "-a", "127.0.0.1"],
         capture_output=True,
@@ -140,8 +138,15 @@ def test_a_default_start_imports_only_what_it_uses(tmp_path: Path) -> None:
         timeout=60,
         check=True,
     )
-    assert "Restored 1 messages for stream '$G > S'" in out.stderr, out.stderr
-    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    return out.stderr, set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_a_default_start_imports_only_what_it_uses(tmp_path: Path) -> None:
+    conf = tmp_path / "server.conf"
+    conf.write_text(f'port: -1\njetstream {{\n  store_dir: "{tmp_path / "store"}"\n}}\n')
+    _create_stream(conf, tmp_path)
+    stderr, modules = _start_modules(conf)
+    assert "Restored 1 messages for stream '$G > S'" in stderr, stderr
     assert "pyjetstream.server.jetstream.stream" in modules  # (the stream was recovered)
     eager = sorted(m for m in modules if m in NOT_AT_START or m.startswith(tuple(n + "." for n in NOT_AT_START)))
     assert not eager, eager
@@ -155,14 +160,7 @@ def test_a_start_recovering_a_consumer_imports_no_file_tree_tools(tmp_path: Path
     conf = tmp_path / "server.conf"
     conf.write_text(f'port: -1\njetstream {{\n  store_dir: "{tmp_path / "store"}"\n}}\n')
     _create_stream(conf, tmp_path, consumer=True)
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, "-c", str(conf), "-a", "127.0.0.1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    _, modules = _start_modules(conf)
     assert "pyjetstream.server.jetstream.store.consumer_store" in modules  # (the consumer was recovered)
     assert not modules & {"shutil", "bz2", "lzma", "tempfile"}, sorted(modules & {"shutil", "bz2", "lzma", "tempfile"})
 

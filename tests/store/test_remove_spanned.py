@@ -51,6 +51,13 @@ def _evicted(store: FileStore, msgs: int, k: int) -> list[int]:
     return out[:k]
 
 
+def _resident(store: FileStore, msgs: int, k: int) -> list[int]:
+    """``k`` random sequences of sealed pages in memory (loaded, not the active block's)."""
+    index = store._index
+    seqs = [s for s in random.Random(2).sample(range(2, msgs), 12_000) if index._covering(s).loaded]
+    return [s for s in seqs if index._covering(s) is not index.tail][:k]
+
+
 def _reads_per_removal(monkeypatch: pytest.MonkeyPatch, store: FileStore, seqs: list[int]) -> tuple[float, float]:
     """``pread`` calls per removal into index files (``.idx``) and into block files."""
     counts = {"idx": 0, "blk": 0}
@@ -204,10 +211,8 @@ def test_a_sealed_removal_flushes_once(tmp_path: Path, monkeypatch: pytest.Monke
         store = _open(tmp_path / f"s{msgs}", cache_slots=8_000)
         try:
             _fill(store, msgs)
-            index = store._index
             seqs = _evicted(store, msgs, 100)
-            resident = [s for s in random.Random(2).sample(range(2, msgs), 12_000) if index._covering(s).loaded]
-            resident = [s for s in resident if index._covering(s) is not index.tail][:100]
+            resident = _resident(store, msgs, 100)
             assert len(seqs) == len(resident) == 100
             monkeypatch.setattr(BlockFiles, "flush_writes", counting)
             for erase, want in ((False, 1), (True, 2)):

@@ -29,7 +29,7 @@ from pyjetstream.server.jetstream.store import (
 )
 
 from .conftest import crash, observed_state
-from .test_remove_spanned import _evicted, _fill, _open
+from .test_remove_spanned import _evicted, _fill, _open, _resident
 
 
 def _picture(store: FileStore) -> tuple[object, ...]:
@@ -83,10 +83,8 @@ def test_a_removal_writes_the_active_block_alone(tmp_path: Path, monkeypatch: py
         store = _open(tmp_path / f"s{msgs}", cache_slots=8_000)
         try:
             _fill(store, msgs)
-            index = store._index
             evicted = _evicted(store, msgs, 100)
-            resident = [s for s in random.Random(2).sample(range(2, msgs), 12_000) if index._covering(s).loaded]
-            resident = [s for s in resident if index._covering(s) is not index.tail][:100]
+            resident = _resident(store, msgs, 100)
             assert len(evicted) == len(resident) == 100
             _fresh_active(store)
             active = os.path.basename(store._backend.blocks[-1].path)
