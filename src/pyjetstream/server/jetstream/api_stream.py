@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -117,23 +118,18 @@ def _check_overlap(engine: JetStreamEngine, cfg: StreamConfig) -> None:
     streams compared are those the account's subject trie says may collide
     (`StreamIndex.candidates`), for any subject: a KV bucket (``$KV.<b>.>``) beside 3,000 took
     14 ms of CPU, 4.5 µs a stream, in this loop and the reservations'."""
+    others: Iterable[Stream]
     if stream_index.INDEXED:
-        names = set().union(*map(engine.stream_index.candidates, cfg.subjects))
-        names.discard(cfg.name)
-        for name in names:
-            other = engine.streams[name]
-            if any(subjects_overlap(a, b) for a in cfg.subjects for b in other.cfg.subjects):
-                raise JetStreamApiError(E.JSStreamSubjectOverlapErr())
-        return
-    if all(not _WILD_CHARS.intersection(subject) for subject in cfg.subjects):
+        others = [engine.streams[name] for name in set().union(*map(engine.stream_index.candidates, cfg.subjects))]
+    elif all(not _WILD_CHARS.intersection(subject) for subject in cfg.subjects):
         for subject in cfg.subjects:
             if any(name != cfg.name for name in _capturing(engine, subject)):
                 raise JetStreamApiError(E.JSStreamSubjectOverlapErr())
         return
-    for other in engine.streams.values():
-        if other.name == cfg.name:
-            continue
-        if any(subjects_overlap(a, b) for a in cfg.subjects for b in other.cfg.subjects):
+    else:
+        others = engine.streams.values()
+    for other in others:
+        if other.name != cfg.name and any(subjects_overlap(a, b) for a in cfg.subjects for b in other.cfg.subjects):
             raise JetStreamApiError(E.JSStreamSubjectOverlapErr())
 
 
