@@ -20,6 +20,7 @@ from typing import Any
 import nats
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
+from tests.support.counting import count_calls
 
 from pyjetstream.server.server import Server
 
@@ -202,25 +203,17 @@ async def overlap_tests(streams: int, monkeypatch: pytest.MonkeyPatch) -> tuple[
     with a plain subject, and with a wildcard one (nats-server's loop over every stream)."""
     from pyjetstream.server.jetstream import api_stream
 
-    calls = 0
-    real = api_stream.subjects_overlap
-
-    def counting(a: str, b: str) -> bool:
-        nonlocal calls
-        calls += 1
-        return real(a, b)
-
     async with embedded() as (_server, nc):
         for i in range(streams):
             body = json.dumps({"name": f"S{i}", "subjects": [f"s.{i}"], "storage": "memory"}).encode()
             assert b'"error"' not in (await nc.request(f"$JS.API.STREAM.CREATE.S{i}", body, timeout=30)).data
-        monkeypatch.setattr(api_stream, "subjects_overlap", counting)
+        calls = count_calls(monkeypatch, "subjects_overlap", api_stream)
         counts = []
         for name, subject in (("P", "p.1"), ("W", "w.*")):
-            calls = 0
+            calls.reset()
             body = json.dumps({"name": name, "subjects": [subject], "storage": "memory"}).encode()
             assert b'"error"' not in (await nc.request(f"$JS.API.STREAM.CREATE.{name}", body, timeout=30)).data
-            counts.append(calls)
+            counts.append(calls.n)
         monkeypatch.undo()
         return counts[0], counts[1]
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from tests.jetstream.consumer_helpers import RawClient
 from tests.jetstream.scale_steps import embedded
+from tests.support.counting import count_calls
 
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.models_stream import StreamConfig
@@ -140,14 +141,6 @@ class _CountingStreams(dict[str, Any]):
 async def _bucket_create_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[int, int, int, int, int]:
     """(streams visited, subjects compared, trie nodes visited) by one KV bucket's create beside
     ``n``, then (streams visited, subjects compared) by a ``STREAM.NAMES`` of one bucket's subject."""
-    compared = 0
-    real = api_stream.subjects_overlap
-
-    def counting(a: str, b: str) -> bool:
-        nonlocal compared
-        compared += 1
-        return real(a, b)
-
     async with embedded() as server:
         engine = server.jetstream
         engine.streams = _CountingStreams(engine.streams)
@@ -159,16 +152,16 @@ async def _bucket_create_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple
 
             for i in range(n):
                 assert "error" not in await nc.api(f"$JS.API.STREAM.CREATE.KV_b{i}", bucket(i))
-            monkeypatch.setattr(api_stream, "subjects_overlap", counting)
-            monkeypatch.setattr(stream_module, "subjects_overlap", counting)  # (Stream.matches)
+            compared = count_calls(monkeypatch, "subjects_overlap", api_stream, stream_module)  # (Stream.matches)
             _CountingStreams.visits, index = 0, engine.stream_index
             nodes = index.visited
             assert "error" not in await nc.api(f"$JS.API.STREAM.CREATE.KV_b{n}", bucket(n))
-            create = (_CountingStreams.visits, compared, index.visited - nodes)
-            _CountingStreams.visits, compared = 0, 0
+            create = (_CountingStreams.visits, compared.n, index.visited - nodes)
+            _CountingStreams.visits = 0
+            compared.reset()
             names = await nc.api("$JS.API.STREAM.NAMES", {"subject": "$KV.b7.k"})
             assert (names["streams"], names["total"]) == (["KV_b7"], 1)
-            return (*create, _CountingStreams.visits, compared)
+            return (*create, _CountingStreams.visits, compared.n)
         finally:
             await nc.close()
 
