@@ -19,6 +19,10 @@ Dimensions (the item each cost is divided by):
 - acks (1k/10k/100k pending): receive that many without acking, then ack them all, per message;
 - fetch (batches of 1k/10k/100k): one fetch of the batch, per message;
 - ordered (10k/100k/1M messages): an ordered consumer reading the stream, per message;
+- subs (1k/10k/100k subscriptions on the client's connection, a tenth of them wildcards): 20,000
+  messages published and received on one of them, per message (the client's dispatch by sid);
+- requests (10/100/1k requests in flight at once): 20,000 requests answered by a responder on the
+  same client, per request (the muxed inbox's table of waiting requests);
 - spark (10k/100k/1M messages): the Spark source's partition read (``read_range``, no Spark) of the
   whole stream per row, of the last 1,000 sequences per call (a streaming micro-batch's task), and
   the streaming reader's driver-side planning per trigger (``latestOffset`` + ``partitions``);
@@ -543,6 +547,70 @@ async def dim_sparkstream(run: Run, size: int, js: JetStream, nc: Any) -> None:
     await js.delete_stream(name)
 
 
+# --- subs, requests -----------------------------------------------------------------------------------
+
+CORE_MSGS = 20_000
+
+
+async def dim_subs(run: Run, size: int, js: JetStream, nc: Any) -> None:
+    """``size`` subscriptions on each client's connection; one of them receives ``CORE_MSGS``."""
+    for client, conn in (("ours", js.conn), ("nats-py", nc)):
+        await _subs_of(run, size, client, conn)
+
+
+async def _subs_of(run: Run, size: int, client: str, conn: Any) -> None:
+    held: list[Any] = []
+    for i in range(size - 1):
+        held.append(await conn.subscribe(f"u{size}.{i}.*" if i % 10 == 0 else f"u{size}.{i}.x"))
+    done, got = asyncio.Event(), 0
+
+    async def on_msg(_msg: Any) -> None:
+        nonlocal got
+        got += 1
+        if got == CORE_MSGS:
+            done.set()
+
+    subject = f"t{size}.{client}"
+    target = await conn.subscribe(subject, cb=on_msg)
+    await conn.flush()
+    await conn.flush()
+
+    async def publish_all() -> int:
+        for _ in range(CORE_MSGS):
+            await conn.publish(subject, PAYLOAD)
+        await asyncio.wait_for(done.wait(), 120)
+        return CORE_MSGS
+
+    await run.measure("subs", "publish + receive, one of N subs", size, client, publish_all)
+    for sub in (target, *held):
+        await sub.unsubscribe()
+    await conn.flush()
+
+
+async def dim_requests(run: Run, size: int, js: JetStream, nc: Any) -> None:
+    """``CORE_MSGS`` requests, ``size`` of them in flight at once, answered on the same client."""
+    for client, conn in (("ours", js.conn), ("nats-py", nc)):
+        subject = f"rq{size}.{client}"
+
+        async def answer(msg: Any) -> None:
+            await msg.respond(b"ok")
+
+        responder = await conn.subscribe(subject, cb=answer)
+        await conn.flush()
+        await conn.flush()
+
+        async def requests(conn: Any = conn, subject: str = subject) -> int:
+            async def one_lane(k: int) -> None:
+                for _ in range(k):
+                    await conn.request(subject, PAYLOAD, timeout=60)
+
+            await asyncio.gather(*(one_lane(CORE_MSGS // size) for _ in range(size)))
+            return CORE_MSGS // size * size
+
+        await run.measure("requests", "request + answer, N in flight", size, client, requests)
+        await responder.unsubscribe()
+
+
 DIMS: dict[str, tuple[Callable[..., Awaitable[None]], tuple[int, ...]]] = {
     "kv": (dim_kv, (1000, 10000, 100000)),
     "objects": (dim_objects, (100, 1000, 10000)),
@@ -551,6 +619,8 @@ DIMS: dict[str, tuple[Callable[..., Awaitable[None]], tuple[int, ...]]] = {
     "acks": (dim_acks, (1000, 10000, 100000)),
     "fetch": (dim_fetch, (1000, 10000, 100000)),
     "ordered": (dim_ordered, (10000, 100000, 1000000)),
+    "subs": (dim_subs, (1000, 10000, 100000)),
+    "requests": (dim_requests, (10, 100, 1000)),
     "spark": (dim_spark, (10000, 100000, 1000000)),
     "sparkkv": (dim_sparkkv, (1000, 10000, 100000)),
     "sparkstream": (dim_sparkstream, (10000, 100000, 1000000)),
