@@ -8,7 +8,8 @@ right and wrong expectations, with and without ``…-Subject`` naming a literal 
 filter, other headers, message ids) and concurrent KV creates / updates from our client into
 the embedded server with runs on, with runs off (``PYJETSTREAM_RUNS=0``: each publish through
 ``process`` alone) and into nats-server 2.15.1: every PubAck and every stored message the same.
-Then steps, not time: a read of KV updates is one ``store_run`` and reads no message."""
+Then steps, not time: a read of KV updates is one ``store_run`` and reads no message, and the
+expectations look up each subject once in the index, at 500 keys as at 10,000."""
 
 from __future__ import annotations
 
@@ -26,7 +27,10 @@ from tests.support.targets import EMBEDDED, NATS_SERVER, make_target
 
 from pyjetstream.client import connect
 from pyjetstream.client.jetstream import KeyValueConfig, errors, jetstream
+from pyjetstream.server.jetstream.store.blockfiles import BlockFiles
+from pyjetstream.server.jetstream.store.filestore import FileStore
 from pyjetstream.server.jetstream.store.indexed import IndexedStore
+from pyjetstream.server.jetstream.store.seqquery import SeqQueries
 from pyjetstream.server.jetstream.stream_ingest import StreamIngest
 from pyjetstream.server.server import Server
 
@@ -274,3 +278,55 @@ def test_a_read_of_kv_updates_is_one_store_run_and_reads_no_message(monkeypatch:
     small, large = asyncio.run(run())
     assert small == large, (small, large)
     assert small["load_last"] == 0 and small["process"] <= 2 and small["run"] <= 3, small
+
+
+def test_an_expected_subject_sequence_reads_only_the_index_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps at two sizes of a file-stored bucket (500 and 10,000 keys): 200 KV updates of distinct
+    keys in flight together look up each key's last sequence once in the per-subject index
+    (`SeqQueries.last_match`, a dict and an array read: nats-server's ``LoadLastMsg`` from its
+    per-subject state) and load no page of the sequence index, no block and no message, however
+    many subjects the stream holds (issue 24: the publish's growth from 1k to 100k subjects is the
+    memory's, not steps)."""
+    counts = {"lookup": 0, "load_last": 0}
+    real_lookup, real_last = SeqQueries.last_match, IndexedStore.load_last_msg
+
+    def count(key: str, real: Any) -> Any:
+        def counted(*args: Any, **kw: Any) -> Any:
+            counts[key] += 1
+            return real(*args, **kw)
+
+        return counted
+
+    monkeypatch.setattr(SeqQueries, "last_match", count("lookup", real_lookup))
+    monkeypatch.setattr(IndexedStore, "load_last_msg", count("load_last", real_last))
+    rng = random.Random(24)
+
+    async def run() -> list[dict[str, int]]:
+        with tempfile.TemporaryDirectory() as tmp:
+            server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1")
+            await server.start()
+            nc = await connect(server.client_url)
+            try:
+                kv = await jetstream(nc).create_key_value(KeyValueConfig(bucket="B"))
+                store = server.jetstream.streams["KV_B"].store
+                assert isinstance(store, FileStore) and isinstance(store._backend, BlockFiles)
+                out, revs = [], []
+                for size in (500, 10_000):
+                    for lo in range(len(revs), size, 1_000):
+                        hi = min(size, lo + 1_000)
+                        revs += await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(lo, hi)))
+                    keys = rng.sample(range(size), 200)
+                    pages, blocks = store._index.loads, store._backend._whole.loads
+                    counts.update(lookup=0, load_last=0)
+                    done = await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in keys))
+                    for i, rev in zip(keys, done, strict=True):
+                        revs[i] = rev
+                    pages, blocks = store._index.loads - pages, store._backend._whole.loads - blocks
+                    out.append({**counts, "pages": pages, "blocks": blocks})
+                return out
+            finally:
+                await nc.close()
+                await server.shutdown()
+
+    small, large = asyncio.run(run())
+    assert small == large == {"lookup": 200, "load_last": 0, "pages": 0, "blocks": 0}, (small, large)
