@@ -71,8 +71,10 @@ Dimensions (``--dim``; sizes in the normal run):
   schedules; 5,000 TTL expiries and 2,000 schedules firing with that state in place.
 
 More dimensions — ``streams``, ``sources``, ``watchers``, ``filters``, ``objects``, ``ephemerals``,
-``queue``: shapes users run that the ones above do not name — are in ``bench/scale_more.py`` (its
-doc says what each measures), run and printed the same way.
+``queue``, ``subjects2``, ``deletes``, ``pauses``, ``kvhist``, ``interest``, ``buckets``, ``expiry``,
+``monitor``, ``jsz``, ``objstore`` and the restarts ``rconsumers``, ``rkeys``, ``rstreams``, ``racks``:
+shapes users run that the ones above do not name — are in ``bench/scale_more.py`` (its doc says what
+each measures), run and printed the same way.
 
 ``--quick`` divides sizes and operation counts by ten and runs one round (a smoke run). Took an hour in
 full on 2 cores at load 7-21; not part of the test suite nor of ``run_all.sh``.
@@ -466,6 +468,7 @@ class Dimension:
     build: Callable[[Ctx], None]
     ops: list[Op] = field(default_factory=list)
     size_label: Callable[[Any], str] = lambda s: f"{s:,}"
+    settings: dict[str, Any] = field(default_factory=dict)  # both servers' config beyond the defaults
 
 
 # ---- 1. subjects and keys
@@ -1764,7 +1767,7 @@ def run_size(
     out: dict[str, Any] = {"ops": {}, "rss": {}, "extra": {}}
     fs_settle(args.fs_settle)
     root = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    with servers(workdir=root) as targets:
+    with servers(workdir=root, **dim.settings) as targets:
         ctxs = {kind: Ctx(kind, t, size, scale, args.budget, args.min_time) for kind, t in targets.items()}
         try:
             build_both(dim, ctxs, index, out)

@@ -48,7 +48,14 @@ every dimension, without ``--dim``, runs these too).
 - ``interest`` (10k / 100k / 1M messages in an interest stream with 100 durable pull consumers): one of
   them fetches and acks (per ack; the 99 others keep every message), ``CONSUMER.RESET`` of one that
   took nothing back to its ack floor (per request), a durable that took nothing created and deleted
-  beside them (per consumer; nothing loses its last taker either way).
+  beside them (per consumer; nothing loses its last taker either way);
+- ``monitor`` (10 / 100 / 1k connections, each with 100 subscriptions — 1k / 10k / 100k — and a few
+  messages; both servers with a monitoring port, asked on one kept-alive HTTP connection): ``/varz``,
+  ``/connz`` ``limit=10`` at the last page, sorted by ``msgs_to``, with ``subs=1``, all of it (per
+  connection listed), ``/subsz`` and a middle page of ``/subsz?subs=1`` (per request);
+- ``jsz`` (100 / 1k / 10k durable pull consumers, 100 a stream: 1 / 10 / 100 file streams of 10
+  messages): ``/jsz``, ``/jsz?streams=1`` (per stream listed), ``/jsz?consumers=1`` with and without
+  ``config=1`` (per consumer listed), ``$JS.API.INFO`` (per request).
 - restarts beyond messages (``messages`` and ``gaps`` restart a stream of messages): a clean stop and a
   ``kill -9``, each until the new process answers for all of the state, per unit of it (the new
   process's CPU until then; resident memory after): ``rconsumers`` (100 / 1k / 10k durable pull
@@ -62,10 +69,12 @@ every dimension, without ``--dim``, runs these too).
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -940,6 +949,91 @@ def ops_expiry() -> list[Op]:
     return [Op("expire", "publish at ~5k/s into max_age 1 s, all expired", "message", _publish_expire, wall=False)]
 
 
+# ---- monitoring at scale (explore5): /connz, /subsz, /varz, /jsz as connections, subscriptions,
+#      streams and consumers grow
+
+
+def _http(ctx: Ctx, path: str) -> bytes:
+    """A GET of the monitoring port on one kept-alive connection (the server's work, not a connect)."""
+    conn = ctx.state.get("http")
+    if conn is None:
+        conn = ctx.state["http"] = http.client.HTTPConnection("127.0.0.1", ctx.target.http_port, timeout=120)
+        ctx.conns.append(conn)  # closed with the context
+    conn.request("GET", path)
+    answer = conn.getresponse()
+    body = answer.read()
+    if answer.status != 200:
+        raise RuntimeError(f"GET {path}: {answer.status} {body[:200]!r}")
+    return body
+
+
+def _gets(path: Callable[[Ctx], str], count: int, per: Callable[[Ctx], int] = lambda c: 1) -> Callable[[Ctx], int]:
+    """An op: ``count`` GETs of ``path(ctx)``, counted ``per(ctx)`` each (per item listed, or per request)."""
+
+    def run(ctx: Ctx) -> int:
+        k = ctx.n(count)
+        for _ in range(k):
+            _http(ctx, path(ctx))
+        return k * per(ctx)
+
+    return run
+
+
+def build_monitor(ctx: Ctx) -> None:
+    """``n`` connections (one reader), each with 100 subscriptions ``m.<i>.<j>`` and ``i % 7``
+    messages sent to its own first one (so that the message counts differ)."""
+    n = ctx.size
+    many = ManyConns(ctx.port, n)
+    ctx.conns.append(many)
+    for i in range(n):
+        subs = b"".join(f"SUB m.{i}.{j} {j}\r\n".encode() for j in range(100))
+        many.send(i, subs + pub_frame(f"m.{i}.0", P16) * (i % 7))
+    many.flush()
+
+
+def ops_monitor() -> list[Op]:
+    last = lambda c: f"/connz?offset={c.size - 10}&limit=10"  # noqa: E731
+    return [
+        Op("varz", "/varz", "request", _gets(lambda c: "/varz", 100)),
+        Op("connz_end", "/connz limit 10, the last page", "request", _gets(last, 50)),
+        Op("connz_sorted", "/connz sort=msgs_to limit 10", "request", _gets(lambda c: "/connz?sort=msgs_to&limit=10", 50)),
+        Op("connz_subs", "/connz subs=1 limit 10", "request", _gets(lambda c: "/connz?subs=1&limit=10", 50)),
+        Op("connz_all", "/connz (every connection)", "connection listed", _gets(lambda c: "/connz", 10, lambda c: c.size)),
+        Op("subsz", "/subsz", "request", _gets(lambda c: "/subsz", 100)),
+        Op("subsz_page", "/subsz subs=1 limit 100, a middle page", "request",
+           _gets(lambda c: f"/subsz?subs=1&offset={c.size * 50}&limit=100", 10)),
+    ]  # fmt: skip
+
+
+def build_jsz(ctx: Ctx) -> None:
+    """``n`` durable pull consumers, 100 a stream (``n / 100`` file streams of 10 messages each)."""
+    n, streams = ctx.size, max(ctx.size // 100, 1)
+    ctx.state["streams"] = streams
+    for s in range(streams):
+        create_stream(ctx, f"JZ{s}", subjects=[f"jz.{s}.>"])
+    ctx.publish(pubs(f"jz.{i % streams}.{i}" for i in range(10 * streams)), 10 * streams)
+    calls = [
+        (
+            f"$JS.API.CONSUMER.CREATE.JZ{i % streams}.c{i}",
+            {"stream_name": f"JZ{i % streams}", "config": {"durable_name": f"c{i}", "ack_policy": "explicit"}},
+        )
+        for i in range(n)
+    ]
+    batched_requests(ctx, calls, "consumer create")
+
+
+def ops_jsz() -> list[Op]:
+    streams = lambda c: c.state["streams"]  # noqa: E731
+    return [
+        Op("jsz", "/jsz", "request", _gets(lambda c: "/jsz", 100)),
+        Op("jsz_streams", "/jsz streams=1", "stream listed", _gets(lambda c: "/jsz?streams=1", 20, streams)),
+        Op("jsz_consumers", "/jsz consumers=1", "consumer listed", _gets(lambda c: "/jsz?consumers=1", 3, lambda c: c.size)),
+        Op("jsz_config", "/jsz consumers=1&config=1", "consumer listed",
+           _gets(lambda c: "/jsz?consumers=1&config=1", 3, lambda c: c.size)),
+        Op("js_info", "$JS.API.INFO (account info)", "request", _account_info),
+    ]  # fmt: skip
+
+
 # ---- restarts (restart): what one restart costs as the state grows, beyond messages
 
 
@@ -1127,6 +1221,24 @@ def more_dimensions() -> list[Dimension]:
             ops_expiry(),
         ),
         Dimension(
+            "monitor",
+            "connections, 100 subscriptions each (monitoring)",
+            [10, 100, 1000],
+            [10, 100, 100],
+            build_monitor,
+            ops_monitor(),
+            settings={"http_port": -1},
+        ),
+        Dimension(
+            "jsz",
+            "durable consumers, 100 a stream (/jsz)",
+            [100, 1000, 10_000],
+            [100, 100, 1000],
+            build_jsz,
+            ops_jsz(),
+            settings={"http_port": -1},
+        ),
+        Dimension(
             "objstore",
             "objects in one object store",
             [1000, 10_000, 100_000],
@@ -1135,10 +1247,10 @@ def more_dimensions() -> list[Dimension]:
             ops_objstore(),
         ),
     ]
-    repeat = {"names", "list", "info"}
+    repeat = {"names", "list", "info", "js_info"}
     for dim in dims:
         for op in dim.ops:
-            op.repeat = op.key in repeat
+            op.repeat = op.key in repeat or dim.key in ("monitor", "jsz")
     return dims + more_restart_dimensions()
 
 

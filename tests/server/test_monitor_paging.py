@@ -1,0 +1,185 @@
+"""Monitoring at scale: a page costs the page, and an indented body is the bytes ``json.dumps`` makes.
+
+``/connz`` sorts every connection by the one value asked for and describes only the page's (nats-server
+describes them all before it sorts), ``/subsz?subs=1`` details only the page's subscriptions: counted
+here at two sizes of the state, on the embedded server in process. `monitor.indented_json` (switch
+`monitor.FORMAT_INDENT`) gives every endpoint's body the bytes of ``json.dumps(indent=2)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+
+from pyjetstream import Server
+from pyjetstream.server import monitor
+
+CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"name":"pager"}\r\nPING\r\n'
+
+
+async def _connections(port: int, count: int, subs: int) -> list[asyncio.StreamWriter]:
+    """``count`` raw connections, the i-th with ``subs`` subscriptions and ``i % 7`` messages sent to itself."""
+    writers = []
+    for i in range(count):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        await reader.readuntil(b"\r\n")  # INFO
+        frames = [f"SUB p.{i}.{j} {j}\r\n".encode() for j in range(subs)]
+        frames += [f"PUB p.{i}.0 2\r\nhi\r\n".encode()] * (i % 7)
+        writer.write(CONNECT + b"".join(frames) + b"PING\r\n")
+        await reader.readuntil(b"PONG\r\n")
+        writers.append(writer)
+    return writers
+
+
+@pytest.fixture
+async def monitored(tmp_path: Path) -> AsyncIterator[Server]:
+    async with Server(port=-1, http_port=-1, jetstream=True, store_dir=str(tmp_path)) as server:
+        yield server
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Count the calls of ``monitor.<name>`` (the handlers call it by its module name)."""
+    calls = [0]
+    real = getattr(monitor, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(monitor, name, counted)
+    return calls
+
+
+async def _get(server: Server, path: str, query: dict[str, str]) -> Any:
+    return await server.monitor_handlers[path](query)
+
+
+@pytest.mark.parametrize("sort", ["cid", "msgs_from", "subs", "idle", "rtt"])
+async def test_a_connz_page_describes_only_its_connections(
+    monitored: Server, monkeypatch: pytest.MonkeyPatch, sort: str
+) -> None:
+    described = _counting(monkeypatch, "connection_info")
+    counts = []
+    writers: list[asyncio.StreamWriter] = []
+    for size in (20, 200):
+        writers += await _connections(monitored.port, size - len(writers), 3)
+        described[0] = 0
+        page = await _get(monitored, "/connz", {"sort": sort, "offset": "7", "limit": "5", "subs": "1"})
+        assert page["total"] == size and page["num_connections"] == 5
+        counts.append(described[0])
+    assert counts == [5, 5]  # every connection's before: 20 and 200
+    for writer in writers:
+        writer.close()
+
+
+async def test_connz_pages_make_the_whole_listing(monitored: Server) -> None:
+    """Pages of three, open and closed connections, each sort: the listing of one page of all."""
+    writers = await _connections(monitored.port, 12, 2)
+    for writer in writers[:4]:
+        writer.close()
+    await asyncio.sleep(0.2)
+    assert len(monitored.closed_clients) >= 4
+    for sort in ("cid", "start", "subs", "msgs_from", "bytes_from", "last", "uptime", "reason", "stop"):
+        state = "closed" if sort in ("reason", "stop") else "any"
+        whole = await _get(monitored, "/connz", {"sort": sort, "state": state, "limit": "100"})
+        cids = [c["cid"] for c in whole["connections"]]
+        paged: list[int] = []
+        for offset in range(0, len(cids), 3):
+            page = await _get(
+                monitored, "/connz", {"sort": sort, "state": state, "offset": str(offset), "limit": "3"}
+            )
+            paged += [c["cid"] for c in page["connections"]]
+        assert paged == cids, sort
+    one = await _get(monitored, "/connz", {"cid": str(whole["connections"][0]["cid"]), "state": "any"})
+    assert [c["cid"] for c in one["connections"]] == cids[:1]
+    for writer in writers[4:]:
+        writer.close()
+
+
+async def test_a_subsz_page_details_only_its_subscriptions(
+    monitored: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    detailed = _counting(monkeypatch, "_sub_detail")
+    counts = []
+    writers: list[asyncio.StreamWriter] = []
+    for size in (10, 100):
+        writers += await _connections(monitored.port, size - len(writers), 20)
+        detailed[0] = 0
+        page = await _get(monitored, "/subsz", {"subs": "1", "offset": "50", "limit": "5"})
+        assert page["total"] >= size * 20 and len(page["subscriptions_list"]) == 5
+        counts.append(detailed[0])
+    assert counts == [5, 5]  # every subscription's before: ~200 and ~2,000
+    everything = await _get(monitored, "/subsz", {"subs": "1", "limit": "100000"})
+    offset_50 = await _get(monitored, "/subsz", {"subs": "1", "offset": "50", "limit": "5"})
+    assert offset_50["subscriptions_list"] == everything["subscriptions_list"][50:55]
+    for writer in writers:
+        writer.close()
+
+
+EDGES: list[Any] = [
+    [0.0, -0.0, 1.0, 1e16, 1e-5, 1e-7, 0.1, 1.7976931348623157e308, 5e-324, 123456.789e10],
+    {"a": [], "b": {}, "c": [[], {}], "d": None, "e": True, "f": False, "g": 18446744073709551615},
+    {"s": '\x00\x01\x1f\x7f\u2028é"\\/\b\f\n\r\t<>& : , [ ] { }', "é": "ü", "n": -(2**63), "big": 2**70},
+    {2: "int key", 1.5: "float key", True: "bool key", None: "None key"},
+    {"nan": math.nan, "inf": [math.inf, -math.inf]},  # not JSON: json.dumps' words, the slow way
+    (1, (2, 3)),
+]
+
+
+@pytest.mark.parametrize("body", EDGES)
+def test_indented_json_is_json_dumps(body: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = monitor.indented_json(body)
+    monkeypatch.setattr(monitor, "FORMAT_INDENT", False)
+    assert fast == monitor.indented_json(body) == json.dumps(body, indent=2, ensure_ascii=False).encode()
+
+
+PATHS: list[tuple[str, dict[str, str]]] = [
+    ("/varz", {}),
+    ("/connz", {"subs": "detail", "auth": "1", "state": "any"}),
+    ("/connz", {"subs": "1", "sort": "msgs_to"}),
+    ("/subsz", {"subs": "1"}),
+    ("/accountz", {"acc": "$G"}),
+    ("/jsz", {"accounts": "1", "streams": "1", "consumers": "1", "config": "1"}),
+    ("/healthz", {}),
+]
+
+
+async def test_every_endpoint_body_is_the_same_with_the_switch_off(
+    monitored: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The differential: each endpoint's answer (JetStream state, open and closed connections) encoded
+    with `FORMAT_INDENT` on and off."""
+    writers = await _connections(monitored.port, 6, 3)
+    writers[0].close()
+    nc = await nats.connect(monitored.client_url)
+    for name in ("ONE", "TWO"):
+        config = {"name": name, "subjects": [f"{name}.>"], "description": "é \u2028 <&>"}
+        assert (
+            b'"error"'
+            not in (await nc.request(f"$JS.API.STREAM.CREATE.{name}", json.dumps(config).encode())).data
+        )
+        await nc.publish(f"{name}.x", b"1")
+        for i in range(3):
+            body = {"stream_name": name, "config": {"durable_name": f"c{i}", "ack_policy": "explicit"}}
+            reply = await nc.request(f"$JS.API.CONSUMER.CREATE.{name}.c{i}", json.dumps(body).encode())
+            assert b'"error"' not in reply.data
+    await nc.flush()
+    await asyncio.sleep(0.1)
+    for path, query in PATHS:
+        answer = await _get(monitored, path, query)
+        body = answer.body if isinstance(answer, monitor.JSONResponse) else answer
+        fast = monitor.indented_json(body)
+        with monkeypatch.context() as off:
+            off.setattr(monitor, "FORMAT_INDENT", False)
+            assert monitor.indented_json(body) == fast, path
+        assert json.loads(fast) == json.loads(json.dumps(body)), path
+    await nc.close()
+    for writer in writers[1:]:
+        writer.close()
