@@ -41,7 +41,7 @@ def test_the_compiled_group_is_closed() -> None:
     """Its modules import only each other and the standard library, so the sources' hashes in the
     manifest cover everything compiled into the group (nothing else can go stale under it)."""
     for module in _compiled.MODULES:
-        for name in _imports(_compiled.source_path(PACKAGE, module)):
+        for name in _imports(Path(_compiled.source_path(PACKAGE, module))):
             if name.startswith("pyjetstream"):
                 assert name in _compiled.MODULES, f"{module} imports {name}, which is not compiled with it"
             else:
@@ -54,9 +54,9 @@ def _fake_build(root: Path, sources: dict[str, str] | None = None, suffix: str =
     package = root / "pyjetstream"
     build = package / _compiled.BUILD_DIR
     for module in _compiled.MODULES:
-        target = _compiled.source_path(package, module)
+        target = Path(_compiled.source_path(package, module))
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(_compiled.source_path(PACKAGE, module).read_bytes())
+        target.write_bytes(Path(_compiled.source_path(PACKAGE, module)).read_bytes())
         ext = build / (module.replace(".", "/") + SUFFIX)
         ext.parent.mkdir(parents=True, exist_ok=True)
         ext.write_bytes(b"")
@@ -76,7 +76,7 @@ def test_a_build_matching_the_source_is_used(tmp_path: Path) -> None:
 
 def test_an_edited_source_makes_the_whole_build_unused(tmp_path: Path) -> None:
     package = _fake_build(tmp_path)
-    parser = _compiled.source_path(package, "pyjetstream.protocol.parser")
+    parser = Path(_compiled.source_path(package, "pyjetstream.protocol.parser"))
     parser.write_text(parser.read_text() + "\n# edited\n")
     files, why = _compiled.check(package)
     assert files is None

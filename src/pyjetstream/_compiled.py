@@ -31,8 +31,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pathlib import Path
     from types import ModuleType
+
+    #: A path given to these functions (what they return is text: ``os.path``, not ``pathlib``,
+    #: which nothing else a server's start imports, see `decide`).
+    PathArg = str | os.PathLike[str]
 
 __all__ = ["BUILD_DIR", "MANIFEST", "MODULES", "active", "check", "decide", "install", "load_group", "source_digest", "status"]
 
@@ -69,28 +72,30 @@ active = False
 _pending: str | None = None
 
 
-def source_path(package_dir: Path, module: str) -> Path:
+def source_path(package_dir: PathArg, module: str) -> str:
     """The source file of ``module`` (``pyjetstream.x.y`` → ``<package_dir>/x/y.py``)."""
     parts = module.split(".")[1:]
-    return package_dir.joinpath(*parts[:-1], parts[-1] + ".py")
+    return os.path.join(package_dir, *parts[:-1], parts[-1] + ".py")
 
 
-def source_digest(path: Path) -> str:
+def source_digest(path: PathArg) -> str:
     import hashlib  # deferred: only the first import of a compiled module needs it (CLI start-up)
 
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
-def check(package_dir: Path) -> tuple[dict[str, Path] | None, str]:
+def check(package_dir: PathArg) -> tuple[dict[str, str] | None, str]:
     """The extension file of every compiled module (and of the group library), or None and why not.
 
     A build is used only when it is complete, was made for this interpreter (its extension
     suffix) and every module's source is byte-for-byte the one it was compiled from."""
     import json  # deferred with the rest of the check (CLI start-up)
 
-    build = package_dir / BUILD_DIR
+    build = os.path.join(package_dir, BUILD_DIR)
     try:
-        manifest = json.loads((build / MANIFEST).read_text())
+        with open(os.path.join(build, MANIFEST), encoding="utf-8") as f:
+            manifest = json.loads(f.read())
     except FileNotFoundError:
         return None, "pure Python: no compiled build (scripts/build_compiled.py makes one)"
     except (OSError, ValueError) as exc:
@@ -101,7 +106,7 @@ def check(package_dir: Path) -> tuple[dict[str, Path] | None, str]:
     sources: dict[str, str] = manifest.get("sources", {})
     if set(sources) != set(MODULES):
         return None, "pure Python: the build compiled other modules than this source lists"
-    files: dict[str, Path] = {}
+    files: dict[str, str] = {}
     for module in MODULES:
         try:
             digest = source_digest(source_path(package_dir, module))
@@ -109,9 +114,9 @@ def check(package_dir: Path) -> tuple[dict[str, Path] | None, str]:
             return None, f"pure Python: {module} has no source"
         if digest != sources[module]:
             return None, f"pure Python: {module} changed since it was compiled (run scripts/build_compiled.py)"
-        files[module] = build / (module.replace(".", "/") + suffix)
-    files[GROUP_MODULE] = build / (GROUP_MODULE + suffix)
-    missing = [str(path) for path in files.values() if not path.is_file()]
+        files[module] = os.path.join(build, *module.split(".")[:-1], module.rsplit(".", 1)[-1] + suffix)
+    files[GROUP_MODULE] = os.path.join(build, GROUP_MODULE + suffix)
+    missing = [path for path in files.values() if not os.path.isfile(path)]
     if missing:
         return None, f"pure Python: the build lacks {', '.join(missing)}"
     return files, f"compiled: {len(MODULES)} modules from {build}"
@@ -136,7 +141,7 @@ class _Finder:
 
 
 _NAMES = frozenset((*MODULES, GROUP_MODULE))
-_files: dict[str, Path] | None = None
+_files: dict[str, str] | None = None
 
 
 def install(package_dir: str | None = None) -> bool:
@@ -153,15 +158,13 @@ def install(package_dir: str | None = None) -> bool:
     return True
 
 
-def decide() -> dict[str, Path] | None:
+def decide() -> dict[str, str] | None:
     """Check the build once (`check`, `load_group`) and set `status` and
     `active`; the extension files to load, or None for pure Python."""
     global status, active, _pending, _files
     if _pending is None:
         return _files
-    from pathlib import Path  # deferred with the check (CLI start-up)
-
-    package_dir, _pending = Path(_pending), None
+    package_dir, _pending = _pending, None
     files, status = check(package_dir)
     if files is not None:
         already = [name for name in MODULES if name in sys.modules]
@@ -176,7 +179,7 @@ def decide() -> dict[str, Path] | None:
     return files
 
 
-def load_group(files: dict[str, Path]) -> str | None:
+def load_group(files: dict[str, str]) -> str | None:
     """Load the group's shared library (every compiled module imports it first); the error when
     it does not load — a damaged or foreign file then leaves pure Python in use instead of
     breaking ``import pyjetstream``."""

@@ -10,6 +10,7 @@ each operation calls into at two sizes.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -237,12 +238,12 @@ async def test_stream_delete_leaves_consumer_files_to_the_stream(monkeypatch: py
             assert dict(calls) == {"stream_delete": SMALL}
             # Renamed aside at once (the name is free again), removed in the background.
             streams_dir = server.jetstream.streams_dir
-            assert not (streams_dir / "F").exists()
+            assert "F" not in os.listdir(streams_dir)
             await nc.add_stream("F", ["f.>"])
             assert (await nc.stream_info("F"))["state"]["messages"] == 0
 
             async def removed() -> bool:
-                return [p.name for p in streams_dir.iterdir()] == ["F"]
+                return os.listdir(streams_dir) == ["F"]
 
             await wait_for(removed, timeout=20)
         finally:
@@ -263,13 +264,13 @@ async def test_a_deleted_stream_left_by_a_crash_is_removed_at_start(tmp_path: An
         await nc.publish_many("k.x", 3)
         await nc.close()
         streams_dir = server.jetstream.streams_dir
-    shutil.copytree(streams_dir / "K", streams_dir / ".K.deleted.0123abcd")
-    shutil.rmtree(streams_dir / "K")
+    shutil.copytree(os.path.join(streams_dir, "K"), os.path.join(streams_dir, ".K.deleted.0123abcd"))
+    shutil.rmtree(os.path.join(streams_dir, "K"))
     async with Server(port=-1, jetstream=True, store_dir=store_dir, host="127.0.0.1") as server:
         assert "K" not in server.jetstream.streams
 
         async def removed() -> bool:
-            return not list(streams_dir.iterdir())
+            return not os.listdir(streams_dir)
 
         await wait_for(removed, timeout=20)
 

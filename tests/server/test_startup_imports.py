@@ -76,8 +76,12 @@ NOT_AT_START = (
     "encodings.idna",  # (create_server resolving a literal address: `server._bound_socket`)
     # The standard library's, loaded by what a default start does not do: tempfile (a store_dir
     # not set), shutil and with it bz2 and lzma (a tree removed), gzip and cramjam (a compressed
-    # message trace, an s2-compressed stream).
+    # message trace, an s2-compressed stream). pathlib and with it urllib.parse and ipaddress: the
+    # server's paths are text (~4% of the instructions of an empty server's start, callgrind).
     "tempfile",
+    "pathlib",
+    "urllib.parse",
+    "ipaddress",
     "shutil",
     "bz2",
     "lzma",
@@ -98,6 +102,13 @@ NOT_AT_START = (
 # both used by every recovery): a bound, so that a new eager import of a whole subsystem shows here.
 # Counted as CI runs it, with the compiled modules (their group module is one more than pure Python).
 MAX_PACKAGE_MODULES = 128
+# The other modules (the standard library's, msgspec's, uvloop's; built-in ones counted too) an
+# empty server's first start imports, `-js -sd <new dir>`: 206 before session 12 took pathlib (and
+# urllib.parse, ipaddress, fnmatch, ntpath) and, at a first start, tempfile (and shutil, bz2,
+# lzma) off the start (~5% of its instructions, callgrind). Most of the rest is what asyncio,
+# uvloop and msgspec import themselves (~65% of a start's instructions): a bound, so that a new
+# eager import of a library shows here.
+MAX_OTHER_MODULES = 193
 
 
 def _create_stream(conf: Path, tmp_path: Path, consumer: bool = False) -> None:
@@ -129,10 +140,11 @@ def _create_stream(conf: Path, tmp_path: Path, consumer: bool = False) -> None:
         assert proc.wait(timeout=30) == 0
 
 
-def _start_modules(conf: Path) -> tuple[str, set[str]]:
-    """A start on ``conf`` (SCRIPT): its log and the modules it imported."""
+def _start_modules(conf: Path | None = None, *args: str) -> tuple[str, set[str]]:
+    """A start on ``conf`` or ``args`` (SCRIPT): its log and the modules it imported."""
+    args = ("-c", str(conf), *args) if conf is not None else args
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, "-c", str(conf), "-a", "127.0.0.1"],
+        [sys.executable, "-c", SCRIPT, *args, "-a", "127.0.0.1"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -148,10 +160,29 @@ def test_a_default_start_imports_only_what_it_uses(tmp_path: Path) -> None:
     stderr, modules = _start_modules(conf)
     assert "Restored 1 messages for stream '$G > S'" in stderr, stderr
     assert "pyjetstream.server.jetstream.stream" in modules  # (the stream was recovered)
-    eager = sorted(m for m in modules if m in NOT_AT_START or m.startswith(tuple(n + "." for n in NOT_AT_START)))
-    assert not eager, eager
+    assert not _eager(modules), _eager(modules)
     package = [m for m in modules if m.startswith("pyjetstream")]
     assert len(package) <= MAX_PACKAGE_MODULES, len(package)
+
+
+def _eager(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m in NOT_AT_START or m.startswith(tuple(n + "." for n in NOT_AT_START)))
+
+
+def test_an_empty_servers_first_start_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """``serve -js -sd <dir>`` on a directory not made yet (the server makes it, as nats-server's
+    ``diskAvailable`` and ``enableJetStream`` do): no temporary directory asked for on the way (the
+    free space is the nearest directory's), nor any module of `NOT_AT_START`; the other modules
+    bounded by `MAX_OTHER_MODULES`."""
+    store = tmp_path / "new" / "store"
+    stderr, modules = _start_modules(None, "-p", "-1", "-js", "-sd", str(store))
+    assert "JetStream started" in stderr, stderr
+    assert (store / "jetstream" / "$G" / "streams").is_dir()
+    assert not _eager(modules), _eager(modules)
+    package = [m for m in modules if m.startswith("pyjetstream")]
+    assert len(package) <= MAX_PACKAGE_MODULES, len(package)
+    other = [m for m in modules if not m.startswith("pyjetstream") and m != "__main__"]
+    assert len(other) <= MAX_OTHER_MODULES, len(other)
 
 
 def test_a_start_recovering_a_consumer_imports_no_file_tree_tools(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ import functools
 import os
 import stat
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyjetstream.api import errors as E
@@ -86,8 +85,10 @@ class JetStreamEngine:
         #: The header block of the API request being handled (set by the router around a handler).
         self.request_hdr: bytes | None = None
         base = getattr(opts, "store_dir", "") or default_store_dir()
-        self.store_dir = Path(base) / "jetstream"
-        self.streams_dir = self.store_dir / self.account_name / "streams"
+        # Paths as text (``os.path``): no module a start imports needs ``pathlib`` (with its
+        # ``urllib.parse`` and ``ipaddress``, ~4% of the instructions of an empty server's start).
+        self.store_dir: str = os.path.join(base, "jetstream")
+        self.streams_dir: str = os.path.join(self.store_dir, self.account_name, "streams")
         self.sync_always: bool = bool(getattr(opts, "sync_always", False))
         self.sync_interval: float = float(getattr(opts, "sync_interval", 0) or DEFAULT_SYNC_INTERVAL)
         self.max_memory = self._limit(getattr(opts, "max_memory_store", -1), self._default_memory())
@@ -121,9 +122,12 @@ class JetStreamEngine:
         return int(total * DEFAULT_MEMORY_FRACTION) if total else FALLBACK_MAX_MEMORY
 
     def _default_storage(self) -> int:
+        """Three quarters of the space free where the store is (nats-server ``diskAvailable``,
+        which makes the directory first and asks ``statfs`` of it: the nearest directory there on
+        its way stands for it, the one it is made in; not the temporary directory, whose module,
+        ``tempfile``, would load ``shutil``, ``bz2``, ``lzma`` and ``random`` at a first start)."""
         try:
-            path = self.store_dir if self.store_dir.exists() else Path(default_store_dir()).parent
-            st = os.statvfs(path)  # (shutil.disk_usage's free: shutil, bz2 and lzma are not loaded at start)
+            st = os.statvfs(_nearest_dir(self.store_dir))  # (shutil.disk_usage's free, as above)
             return int(st.f_bavail * st.f_frsize * DEFAULT_STORAGE_FRACTION)
         except OSError:
             return FALLBACK_MAX_STORAGE
@@ -379,7 +383,7 @@ class JetStreamEngine:
         problem = check_store_dir(self.store_dir)
         if problem:  # nats-server's Start() logs it fatal: "Can't start JetStream: ..."
             raise JetStreamStartError(f"Can't start JetStream: {problem}")
-        self.streams_dir.mkdir(parents=True, exist_ok=True)
+        os.makedirs(self.streams_dir, exist_ok=True)
         self._recover()
         self.router.subscribe()
         self._schedule_sync()
@@ -445,7 +449,7 @@ class JetStreamEngine:
             from pyjetstream.server.jetstream.store.memstore import MemoryStore  # (not at start-up)
 
             return MemoryStore(store_config_for(cfg))
-        store = FileStore(self._file_config(self.streams_dir / cfg.name, cfg), store_config_for(cfg))
+        store = FileStore(self._file_config(os.path.join(self.streams_dir, cfg.name), cfg), store_config_for(cfg))
         store.on_damage = functools.partial(self._log_lost, cfg.name, "a damaged record read")
         return store
 
@@ -462,13 +466,13 @@ class JetStreamEngine:
             why,
         )
 
-    def _file_config(self, directory: Path, cfg: StreamConfig) -> FileStoreConfig:
+    def _file_config(self, directory: str, cfg: StreamConfig) -> FileStoreConfig:
         """The server's ``sync_interval`` / ``sync: always``, except that a ``persist_mode:
         async`` stream never fsyncs per write (nats-server ``addStreamWithAssignment`` turns
         ``SyncAlways`` off for it): its acks come before its data is on disk."""
         always = self.sync_always and cfg.persist_mode != PersistMode.ASYNC
         return FileStoreConfig(
-            directory=str(directory),
+            directory=directory,
             sync=SYNC_ALWAYS if always else SYNC_INTERVAL,
             sync_interval=self.sync_interval,
         )
@@ -505,12 +509,13 @@ class JetStreamEngine:
         self.account_usage_changed()
 
     def _recover(self) -> None:
-        remove_deleted_trees(str(self.streams_dir))  # (deleted streams a stop cut short)
-        for directory in sorted(self.streams_dir.iterdir()):
-            if not directory.is_dir() or directory.name.startswith("."):
+        remove_deleted_trees(self.streams_dir)  # (deleted streams a stop cut short)
+        for name in sorted(os.listdir(self.streams_dir)):
+            directory = os.path.join(self.streams_dir, name)
+            if name.startswith(".") or not os.path.isdir(directory):
                 continue
             try:
-                meta = read_meta_file(str(directory))
+                meta = read_meta_file(directory)
                 if meta is None:
                     continue
             except ErrCorruptRecord as exc:  # (nats-server: a warning, and the stream is not served)
@@ -562,7 +567,7 @@ class JetStreamStartError(RuntimeError):
     """JetStream cannot start (its store directory cannot be made): nats-server logs it fatal and exits."""
 
 
-def check_store_dir(store_dir: Path) -> str:
+def check_store_dir(store_dir: str | os.PathLike[str]) -> str:
     """Make the store directory, or say why not in nats-server's words (``enableJetStream``: a
     missing directory is made with ``os.MkdirAll``; one there must be a directory, and writable)."""
     try:
@@ -589,18 +594,32 @@ def check_store_dir(store_dir: Path) -> str:
     return ""
 
 
-def mkdir_all(path: Path) -> None:
+def mkdir_all(path: str | os.PathLike[str]) -> None:
     """Go's ``os.MkdirAll``: make the missing directories from the top down, so a failure names the
     first directory that could not be made (``mkdir /proc/x``), as nats-server's message does."""
-    if path.is_dir():
+    if os.path.isdir(path):
         return
-    if path.parent != path:
-        mkdir_all(path.parent)
+    parent = os.path.dirname(path)
+    if parent and parent != os.fspath(path):
+        mkdir_all(parent)
     try:
-        path.mkdir()
+        os.mkdir(path)
     except FileExistsError:
-        if not path.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
+        if not os.path.isdir(path):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), os.fspath(path)) from None
+
+
+def _nearest_dir(path: str) -> str:
+    """``path`` or the nearest directory above it that is there (``.`` for a relative path none of
+    whose directories is)."""
+    while not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if not parent:
+            return "."
+        if parent == path:
+            break
+        path = parent
+    return path
 
 
 def go_path_error(op: str, exc: OSError) -> str:
