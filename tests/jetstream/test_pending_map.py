@@ -280,26 +280,28 @@ def test_a_restore_from_the_stored_columns_equals_one_through_a_dict(
 def test_a_restore_makes_no_entry_per_pending_ack(fast: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Step count: a restart's restore from the stored columns makes no Python entry (no tuple of
     a dict) per pending ack, at 1,000 and 10,000 pending, after a clean stop and with a journal
-    replayed after the slot; the stored state itself stays columns, and as columns is written
-    again. (With the switch off nothing is a `StoredPending`: the slot decodes to a dict.)"""
+    replayed after the slot, nor looks at each column slot to count them (the slot's header keeps
+    the count, `StoredPending.counted`); the stored state itself stays columns, and as columns is
+    written again. (With the switch off nothing is a `StoredPending`: the slot decodes to a dict.)"""
     monkeypatch.setattr(consumer_store, "COLUMN_RESTORE", fast)
     for n in (1_000, 10_000):
         pa = PendingArray()
         pa.add_run(range(100, 100 + n), 1, 5)
         for k in range(100, 100 + n, 3):
             pa.take(k)
-        before = StoredPending.materialized
+        before, counted = StoredPending.materialized, StoredPending.counted
         ds = _restored(tmp_path / str(n), pa, {}, False)
-        assert list(ds.pending.entries()) == list(pa.entries())
+        assert list(ds.pending.entries()) == list(pa.entries()) and ds.pending.n == pa.n
         assert StoredPending.materialized - before == 0
         st = FileConsumerStore(str(tmp_path / str(n)), "c").state()
         assert isinstance(st.pending, StoredPending) is fast
         assert st.pending == pa.to_dict() and decode_consumer_state(encode_consumer_state(st)) == st
-        assert StoredPending.materialized - before == 0
+        assert len(st.pending) == pa.n
+        assert StoredPending.materialized - before == 0 and StoredPending.counted - counted == 0
         # After a crash: a journal replayed on top (its writes kept beside the columns).
         journaled = _restored(tmp_path / f"j{n}", pa, {}, True)
         assert journaled.pending.n == pa.n - 1
-        assert StoredPending.materialized - before == 0
+        assert StoredPending.materialized - before == 0 and StoredPending.counted - counted == 0
 
 
 @pytest.mark.parametrize("seed", range(6))
