@@ -1,9 +1,12 @@
-"""Monitoring at scale: a page costs the page, and an indented body is the bytes ``json.dumps`` makes.
+"""Monitoring at scale: a page costs the page, ``/varz`` walks no connection, and an indented body is
+the bytes ``json.dumps`` makes.
 
 ``/connz`` sorts every connection by the one value asked for and describes only the page's (nats-server
-describes them all before it sorts), ``/subsz?subs=1`` details only the page's subscriptions: counted
-here at two sizes of the state, on the embedded server in process. `monitor.indented_json` (switch
-`monitor.FORMAT_INDENT`) gives every endpoint's body the bytes of ``json.dumps(indent=2)``.
+describes them all before it sorts), ``/subsz?subs=1`` details only the page's subscriptions, ``/varz``
+reads the server's message totals (`sink.Totals`, counted as each connection counts its own) instead of
+summing the connections': counted here at two sizes of the state, on the embedded server in process.
+`monitor.indented_json` (switch `monitor.FORMAT_INDENT`) gives every endpoint's body the bytes of
+``json.dumps(indent=2)``.
 """
 
 from __future__ import annotations
@@ -183,3 +186,93 @@ async def test_every_endpoint_body_is_the_same_with_the_switch_off(
     await nc.close()
     for writer in writers[1:]:
         writer.close()
+
+
+class _CountingClients(dict[int, Any]):
+    """``Server.clients`` counting the walks over it (what a request that sums the connections makes)."""
+
+    walks = 0
+
+    def values(self) -> Any:
+        type(self).walks += 1
+        return super().values()
+
+    def items(self) -> Any:
+        type(self).walks += 1
+        return super().items()
+
+    def __iter__(self) -> Any:
+        type(self).walks += 1
+        return super().__iter__()
+
+
+async def test_varz_totals_walk_no_connection(monitored: Server) -> None:
+    """``/varz``'s message totals are the server's `Traffic`, kept as each connection counts: a
+    request walks none of the connections (it walked them all, ~0.7 µs each)."""
+    monitored.clients = _CountingClients(monitored.clients)
+    writers: list[asyncio.StreamWriter] = []
+    walks = []
+    for size in (10, 100):
+        writers += await _connections(monitored.port, size - len(writers), 2)
+        _CountingClients.walks = 0
+        varz = await _get(monitored, "/varz", {})
+        assert varz["connections"] == size
+        walks.append(_CountingClients.walks)
+    assert walks == [0, 0]
+    for writer in writers:
+        writer.close()
+
+
+async def _talk(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, frames: bytes) -> None:
+    writer.write(frames + b"PING\r\n")
+    await reader.readuntil(b"PONG\r\n")
+
+
+async def test_varz_totals_count_every_message_of_open_and_closed_connections(monitored: Server) -> None:
+    """The totals against what was sent: connection i subscribes to ``t.i`` and ``all``, publishes to
+    ``t.<i+1>`` one at a time (each its own read: a lone publish's delivery) and as runs (a read's
+    publishes routed as one run), and to ``all``; half of them close, the rest publish again."""
+    n = 8
+    conns = []
+    for i in range(n):
+        reader, writer = await asyncio.open_connection("127.0.0.1", monitored.port)
+        await reader.readuntil(b"\r\n")
+        await _talk(reader, writer, CONNECT + f"SUB t.{i} 1\r\nSUB all 2\r\n".encode())
+        conns.append((reader, writer))
+    sent_msgs = sent_bytes = delivered = delivered_bytes = 0
+
+    async def publish(i: int, subject: str, payload: bytes, one_by_one: bool, receivers: int) -> None:
+        nonlocal sent_msgs, sent_bytes, delivered, delivered_bytes
+        frame = f"PUB {subject} {len(payload)}\r\n".encode() + payload + b"\r\n"
+        if one_by_one:
+            await _talk(*conns[i], frame)
+        else:
+            await _talk(*conns[i], frame * 5)
+        count = 1 if one_by_one else 5
+        sent_msgs, sent_bytes = sent_msgs + count, sent_bytes + count * len(payload)
+        delivered, delivered_bytes = (
+            delivered + count * receivers,
+            delivered_bytes + count * receivers * len(payload),
+        )
+
+    async def round_of(alive: list[int]) -> None:
+        for i in alive:
+            target = (i + 1) % n
+            await publish(i, f"t.{target}", b"x" * (i + 1), True, 1 if target in alive else 0)
+            await publish(i, f"t.{target}", b"yy", False, 1 if target in alive else 0)
+            await publish(i, "all", b"z" * 3, i % 2 == 0, len(alive))
+
+    await round_of(list(range(n)))
+    for i in range(0, n, 2):
+        conns[i][1].close()
+    await asyncio.sleep(0.2)
+    alive = list(range(1, n, 2))
+    await round_of(alive)
+    for i in alive:  # every delivery written and read back before the totals are read
+        await _talk(*conns[i], b"")
+    totals = monitored.message_totals()
+    assert totals == (sent_msgs, sent_bytes, delivered, delivered_bytes)
+    varz = await _get(monitored, "/varz", {})
+    assert (varz["in_msgs"], varz["in_bytes"], varz["out_msgs"], varz["out_bytes"]) == totals
+    for i in alive:
+        conns[i][1].close()

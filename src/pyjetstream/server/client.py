@@ -27,6 +27,7 @@ import random
 import socket
 import time
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from pyjetstream.protocol.events import Connect, Ping, ProtocolViolation, Pub, PubRun, Sub, Unsub
@@ -205,6 +206,7 @@ class ClientConnection(asyncio.Protocol):
         sink = self.sink = FrameSink(self, server, opts.max_pending, early_flush)
         sink.trace = server.trace
         self.deliver = sink.deliver
+        self.took = sink.took  # a read's publishes counted (in_msgs, in_bytes and the server's totals)
         self.flush_out = sink.flush
         self.overflow = sink.overflow
         self._loop = server.loop
@@ -222,8 +224,6 @@ class ClientConnection(asyncio.Protocol):
         self._stall_started = 0.0
         self.stalls = 0  # times producers were stalled by this consumer (nats-server ``c.stalls``)
         # --- stats (nats-server counts message bytes: headers + payload)
-        self.in_msgs = 0
-        self.in_bytes = 0
         self.start_wall_ns = time.time_ns()
         self.start = time.monotonic()
         self.last_activity = self.start
@@ -252,6 +252,10 @@ class ClientConnection(asyncio.Protocol):
     def deliver_filter(self) -> ConnectionPermissions | None:
         """Set when messages delivered here must pass ``perms.deliver_allowed``."""
         return self.sink.deliver_filter
+
+    # What the connection published: counted on its sink (`FrameSink.took`).
+    in_msgs = property(attrgetter("sink.in_msgs"))
+    in_bytes = property(attrgetter("sink.in_bytes"))
 
     @property
     def out_msgs(self) -> int:
@@ -449,8 +453,7 @@ class ClientConnection(asyncio.Protocol):
                 if not self._process_other(ev, cls):
                     return
         finally:
-            self.in_msgs += n_msgs
-            self.in_bytes += n_bytes
+            self.took(n_msgs, n_bytes)
 
     def _slow_pub(self, ev: Pub, trace: msgtrace.MsgTrace | None = None) -> str | None:
         """PUB checks off the fast path: the subject to route, None when the message must not be

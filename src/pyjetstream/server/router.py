@@ -764,8 +764,7 @@ class _Run:
         hdr: Any = self.hdrs[i]
         if not publisher.traced_pub(self.subjects[i], self.replies[i], hdr, self.payloads[i], False):
             # not processed (as on the per-message path, which does not count it)
-            publisher.in_msgs -= 1
-            publisher.in_bytes -= len(hdr) + len(self.payloads[i])
+            publisher.took(-1, -(len(hdr) + len(self.payloads[i])))
 
     def route_one(self, i: int, psubs: tuple[Subscription, ...]) -> None:
         """Message ``i`` to its receivers ``psubs`` (queue members picked): each connection's

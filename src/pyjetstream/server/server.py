@@ -75,6 +75,7 @@ from pyjetstream.server.log import get_logger
 from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
 from pyjetstream.server.router import Router
+from pyjetstream.server.sink import Totals
 from pyjetstream.server.sublist import Sublist
 from pyjetstream.server.subscription import InternalSub, Subscription
 from pyjetstream.server.sys_imports import SystemImports
@@ -146,11 +147,9 @@ class Server:
         self.start_wall_ns = time.time_ns()
         self.config_load_time_ns = self.start_wall_ns
         self.total_connections = 0
-        # Message counts of connections that are gone; live ones count on the connection.
-        self._closed_in_msgs = 0
-        self._closed_in_bytes = 0
-        self._closed_out_msgs = 0
-        self._closed_out_bytes = 0
+        # The client connections' message totals, gone ones' included, counted as each connection
+        # counts its own (a read's publishes; each sink's deliveries): /varz reads them in place.
+        self.totals = Totals()
         self.slow_consumers = 0
         self.stale_connections = 0  # ping timeouts (varz stale_connections)
         self.stalled_clients = 0  # producer stalls by a full consumer (varz stalled_clients)
@@ -625,25 +624,16 @@ class Server:
 
     def unregister_client(self, conn: ClientConnection) -> None:
         if self.clients.pop(conn.cid, None) is not None:
-            self._closed_in_msgs += conn.in_msgs
-            self._closed_in_bytes += conn.in_bytes
-            self._closed_out_msgs += conn.out_msgs
-            self._closed_out_bytes += conn.out_bytes
             conn.account.connection_gone(conn)
             from pyjetstream.server.monitor import closed_record  # Deferred: start-up imports.
 
             self.closed_clients.append(closed_record(conn))
 
     def message_totals(self) -> tuple[int, int, int, int]:
-        """Server-wide ``(in_msgs, in_bytes, out_msgs, out_bytes)`` of client connections."""
-        in_msgs, in_bytes = self._closed_in_msgs, self._closed_in_bytes
-        out_msgs, out_bytes = self._closed_out_msgs, self._closed_out_bytes
-        for conn in self.clients.values():
-            in_msgs += conn.in_msgs
-            in_bytes += conn.in_bytes
-            out_msgs += conn.out_msgs
-            out_bytes += conn.out_bytes
-        return in_msgs, in_bytes, out_msgs, out_bytes
+        """Server-wide ``(in_msgs, in_bytes, out_msgs, out_bytes)`` of client connections, the gone
+        ones' included: kept as they count (`sink.Totals`), not summed over the connections."""
+        t = self.totals
+        return t.in_msgs, t.in_bytes, t.out_msgs, t.out_bytes
 
     def _build_info(self) -> None:
         """The INFO every client is sent (its start; per client: `info_for`)."""
