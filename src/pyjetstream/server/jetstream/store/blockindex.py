@@ -195,7 +195,9 @@ class BlockIndexes(PayloadBackend):
         self.trust_own = True
         self.blocks: list[_Block] = []
         self._firsts: list[int] = []
-        self._mirror = bytearray()  # full content of the active block
+        # Full content of the active block; None after a restart until something needs it
+        # (`BlockFiles.active_bytes`).
+        self._mirror: bytearray | None = bytearray()
         self._tombs: dict[_Block, bytearray] = {}
         self._maint: set[_Block] = set()
         #: Sealed blocks a lazy tombstone went into: looked at for maintenance once it is written.

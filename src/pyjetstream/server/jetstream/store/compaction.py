@@ -79,7 +79,7 @@ def rewrite(files: BlockFiles, blk: _Block, upto: int | None = None, moved: Sequ
         files._persist_floor_in_active()
     files.flush_writes()
     fd = files._fd(blk)
-    old = os.pread(fd, blk.written, 0) if blk is not files.blocks[-1] else bytes(files._mirror)
+    old = os.pread(fd, blk.written, 0) if blk is not files.blocks[-1] else bytes(files.active_bytes())
     new = bytearray(encode_block_header(blk.first_seq))
     end = files._block_end(blk)
     if upto is not None:
