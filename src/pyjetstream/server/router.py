@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
     from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.sink import FrameSink
+    from pyjetstream.server.sublist import Sublist
     from pyjetstream.server.subscription import Subscription
 
 __all__ = ["Router"]
@@ -300,6 +301,7 @@ class _Run:
         "payloads",
         "pending",
         "picked",
+        "producer",
         "rand",
         "replies",
         "router",
@@ -324,6 +326,9 @@ class _Run:
         self.hdrs = hdrs
         self.payloads = payloads
         self.client = client
+        #: The publisher's sink (read once: a connection's sink is made with it and never changes;
+        #: a compiled read of ``client.sink`` is a generic attribute look-up per segment).
+        self.producer: FrameSink | None = client.sink if client is not None else None
         #: Each receiving connection's deliveries so far: ``[room, sub, lo, hi, sub, lo, hi ...]``
         #: (messages ``lo`` to ``hi`` for ``sub``; ``sub`` None: ``lo`` is a frame of bytes; ``lo`` -1:
         #: ``hi`` lists the messages picked for a queue group member), the
@@ -345,15 +350,15 @@ class _Run:
         self.picked: list[Any] = []
         self.rand: Any = None
 
-    def route(self, sl: Any) -> int:
-        """Route every message in turn (see `Router.route_msgs` and the class docstring)."""
+    def route(self, sl: Sublist) -> int:
+        """Route every message in turn (see `Router.route_msgs` and the class docstring); ``sl`` is
+        typed, so that compiled its match cache is read as a dict, not by a generic method call."""
         subjects = self.subjects
         replies = self.replies
         hdrs = self.hdrs
         payloads = self.payloads
         client = self.client
         cache = sl.cache
-        match = sl.match
         segment: Any = None  # the lookup result of messages lo..i-1, when they form a segment
         plan: list[Any] = []  # its deliveries: sink, sub, sink, sub ...
         stretch: Any = None  # or the internal subscription that alone takes them
@@ -363,9 +368,9 @@ class _Run:
         while True:
             if i < n:
                 subject = subjects[i]
-                result = cache.get(subject)
+                result: Any = cache.get(subject)  # (psubs, qsubs)
                 if result is None:
-                    result = match(subject)
+                    result = sl.match(subject)
                 else:
                     self.hits += 1
                 hdr = hdrs[i]
@@ -437,9 +442,11 @@ class _Run:
         return taker
 
     def halted(self) -> bool:
-        """Whether the publisher closed or was stalled (the caller holds the rest of the run)."""
-        client = self.client
-        return client is not None and (client.closed or client.stalled)
+        """Whether the publisher closed or was stalled (the caller holds the rest of the run).
+        Closed is read from its sink, whose ``closed`` `ClientConnection.close` sets with its own:
+        a native read, where the connection's is a generic attribute look-up per segment."""
+        producer, client = self.producer, self.client
+        return producer is not None and client is not None and (producer.closed or client.stalled)
 
     def queue_plan(self, qsubs: tuple[tuple[Subscription, ...], ...]) -> None:
         """Set up a queue segment for messages whose lookup gave only ``qsubs``: nothing looked at
@@ -612,7 +619,7 @@ class _Run:
         publisher wants no-responders answers)."""
         plan.clear()
         client = self.client
-        producer = client.sink if client is not None else None
+        producer = self.producer
         for sub in psubs:
             if sub.closed:
                 continue
@@ -694,7 +701,7 @@ class _Run:
             start = cut
         return hi
 
-    def add_range(self, sink: FrameSink, sub: Any, lo: int, hi: int) -> bool:
+    def add_range(self, sink: FrameSink, sub: Subscription, lo: int, hi: int) -> bool:
         """`add_ranges` for a segment that reaches one connection, when its room takes the whole
         segment — the room looked up once (a publisher cycling over one connection's
         subscriptions makes a segment of each message). False, nothing done: the caller checks
@@ -778,7 +785,7 @@ class _Run:
         reply = self.replies[i]
         hdr = self.hdrs[i]
         client = self.client
-        producer = client.sink if client is not None else None
+        producer = self.producer
         delivered = False
         bound = -1
         for sub in psubs:
