@@ -45,7 +45,8 @@ Dimensions (``--dim``; sizes in the normal run):
   5,000 messages without and with subject delete markers;
 - ``consumers`` (10 / 100 / 1k; ``--consumers-10k``: 100 / 1k / 10k), each filtered to its own subject:
   publishes into an interest and a work-queue stream, fetch + ack until the interest stream is empty
-  (ack floor movement), ``STREAM.INFO``, ``CONSUMER.INFO``, ``CONSUMER.LIST`` / ``NAMES`` paging (per
+  (ack floor movement), ``STREAM.INFO``, ``CONSUMER.INFO``, ``STREAM.UPDATE`` of a stream with them all
+  (a description change), ``CONSUMER.LIST`` / ``NAMES`` paging (per
   consumer listed), creating consumers, deleting a stream with them all (per consumer);
 - ``messages`` (100k / 1M / 10M file-stored, 16 B over 1,000 subjects; ``--messages-50m``: 500k / 5M /
   50M): resident memory per stored message, the fill, gets by sequence / last by subject / first by
@@ -800,6 +801,21 @@ def _delete_more(ctx: Ctx) -> None:
     ctx.requests([(f"$JS.API.CONSUMER.DELETE.IN.{name}", {}) for name in ctx.state["more"]])
 
 
+def _update_stream(ctx: Ctx) -> int:
+    """``STREAM.UPDATE`` of stream ``DL`` (its consumers in place), its description changed each time."""
+    room = ctx.size + 1000
+    k = ctx.n(200)
+    calls = [
+        ("$JS.API.STREAM.UPDATE.DL", {"name": "DL", "subjects": ["dl.>"], "storage": "file", "max_consumers": room,
+                                      "description": f"update {i}"})
+        for i in range(k)
+    ]  # fmt: skip
+    answers = ctx.requests(calls, window=1)
+    if any("error" in a for a in answers):
+        raise RuntimeError(f"stream update: {next(a for a in answers if 'error' in a)}")
+    return k
+
+
 def ops_consumers() -> list[Op]:
     return [
         Op(
@@ -832,6 +848,7 @@ def ops_consumers() -> list[Op]:
                 )
             ),
         ),
+        Op("stream_update", "STREAM.UPDATE of their stream (description)", "request", _update_stream),
         Op("list", "CONSUMER.LIST pages", "consumer listed", lambda c: list_pages(c, "CONSUMER.LIST.IN", "consumers")),
         Op("names", "CONSUMER.NAMES pages", "name listed", lambda c: list_pages(c, "CONSUMER.NAMES.IN", "consumers")),
         Op("create", "create a durable consumer", "consumer", _create_more, cleanup=_delete_more),
@@ -1498,7 +1515,7 @@ REPEATED = {
         "info_wild",
         "multi_last",
     },
-    "consumers": {"stream_info", "consumer_info", "list", "names"},
+    "consumers": {"stream_info", "consumer_info", "stream_update", "list", "names"},
     "messages": {"get_seq", "get_last", "get_first", "info"},
     "gaps": {"info", "push_across", "pull_across", "next_after", "get_deleted"},
     "conns": {"connect", "sub_unsub"},

@@ -61,6 +61,11 @@ EXPIRY_MIN_INTERVAL_NS = 250_000_000
 #: An expiry pass tells only the consumers with pending acks below the new first message; off:
 #: also those behind it with none (each then moved, written and recounted at every pass).
 EXPIRY_SKIPS_IDLE = True
+#: A config update tells every consumer to recount and look again only when it changed what the
+#: stream holds (a lowered limit removed messages) or its retention (nats-server's update touches the
+#: consumers for a retention change alone); off: after every update (each consumer's pending recounted:
+#: a description change beside 10,000 consumers took ~7 ms, growing with them).
+UPDATE_SIGNALS_CHANGES_ONLY = True
 
 
 def is_subject_delete_marker(hdr: bytes) -> bool:
@@ -234,8 +239,10 @@ class Stream:
             self._fast.clear()
 
     def update(self, cfg: StreamConfig) -> None:
-        """Apply an already validated config."""
+        """Apply an already validated config (`UPDATE_SIGNALS_CHANGES_ONLY`: the consumers are told
+        when it changed the stream's messages or retention)."""
         old = self.cfg
+        held = self._held()
         self.cfg = cfg
         self.engine.stream_index.replace(self.name, old, cfg)
         if old.subjects != cfg.subjects:
@@ -260,7 +267,13 @@ class Stream:
             self.schedules = MsgSchedules(self)
             self.schedules.rebuild()
             self.ingest.configure()
-        self._signal_all_consumers()
+        if not UPDATE_SIGNALS_CHANGES_ONLY or old.retention != cfg.retention or self._held() != held:
+            self._signal_all_consumers()
+
+    def _held(self) -> tuple[int, int, int, int]:
+        """What the stream holds, as far as its consumers' positions and counts go."""
+        state = self.store.fast_state()
+        return state.msgs, state.first_seq, state.last_seq, state.num_deleted
 
     @property
     def identity(self) -> str:
