@@ -18,10 +18,7 @@ if TYPE_CHECKING:
 def account_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply: str) -> AccountInfoResponse:
     memory, storage = engine.usage()
     # nats-server reservedStorage: the max_bytes the account's streams reserve, per storage.
-    reserved = {StorageType.MEMORY: 0, StorageType.FILE: 0}
-    for stream in engine.streams.values():
-        if stream.cfg.max_bytes > 0:
-            reserved[stream.cfg.storage] += stream.cfg.max_bytes
+    reserved = {storage: engine.reserved(storage) for storage in (StorageType.MEMORY, StorageType.FILE)}
     response = AccountInfoResponse(
         memory=memory,
         storage=storage,

@@ -359,6 +359,11 @@ class JetStreamEngine:
                 return E.JSStorageResourcesExceededErr()
         return None
 
+    def reserved(self, storage: StorageType) -> int:
+        """The bytes the account's streams of ``storage`` reserve (nats-server's ``reservedStorage``:
+        ``$JS.API.INFO``, ``/jsz``), from the running sums as the limits checks take them."""
+        return self._reserved(storage, None, True)[0]
+
     def _reserved(self, storage: StorageType, old: StreamConfig | None, same_tier: bool) -> tuple[int, int]:
         """The bytes the streams of ``storage`` reserve: for the account's limit (without the
         stream named as ``old``; none outside the tier) and for the server's. Running sums

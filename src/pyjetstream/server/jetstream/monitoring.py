@@ -67,9 +67,8 @@ def _stats(engines: list[JetStreamEngine]) -> dict[str, Any]:
         used = engine.usage()
         memory += used[0]
         storage += used[1]
-        for stream in engine.streams.values():
-            if stream.cfg.max_bytes > 0:
-                reserved[stream.cfg.storage] += stream.cfg.max_bytes
+        for kind in reserved:
+            reserved[kind] += engine.reserved(kind)  # (running sums: no pass over the streams)
     return {
         "memory": memory,
         "storage": storage,
@@ -123,9 +122,13 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str])
         "limits": _limits(first),
         "streams": len(streams),
         "consumers": sum(e.num_consumers() for e in engines),
-        "messages": sum(s.store.fast_state().msgs for s in streams),
-        "bytes": sum(s.store.fast_state().bytes for s in streams),
+        "messages": 0,
+        "bytes": 0,
     }
+    for stream in streams:  # (each stream's state made once: nats-server's loop over them)
+        state = stream.store.fast_state()
+        out["messages"] += state.msgs
+        out["bytes"] += state.bytes
     want_streams = _truthy(query, "streams") or _truthy(query, "consumers")
     if _truthy(query, "accounts") or want_streams or query.get("acc"):
         details = []
@@ -154,15 +157,14 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str])
 
 
 def _stream_detail(engine: JetStreamEngine, stream: Any, query: dict[str, str]) -> dict[str, Any]:
-    info = stream.info()
     detail: dict[str, Any] = {
         "name": stream.name,
         "created": format_time(stream.created),
         "cluster": {"leader": engine.server.server_id},
     }
     if _truthy(query, "config"):
-        detail["config"] = to_builtins(info.config)
-    detail["state"] = to_builtins(info.state)
+        detail["config"] = to_builtins(stream.cfg)
+    detail["state"] = to_builtins(stream.state())  # (its config and state alone: not a whole StreamInfo)
     if _truthy(query, "consumers"):
         consumers = []
         for consumer in sorted(stream.consumers.values(), key=lambda c: c.name):
