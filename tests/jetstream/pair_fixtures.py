@@ -39,6 +39,15 @@ def limits_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     yield from _pair(tmp_path_factory.mktemp("limits"), jetstream_settings=LIMITS)
 
 
+@pytest.fixture
+def fresh_limits_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Target]]:
+    """``limits_pair`` started anew for one test: for cases whose answers hang on the server-wide
+    reservations, which no reset between cases can vouch for on nats-server (the CI run of
+    2026-11-29 11:29Z saw nats-server, after other cases on the same pair, accept a stream its
+    reservations should have refused; alone, in any order by hand, it refuses it)."""
+    yield from _pair(tmp_path_factory.mktemp("limits"), jetstream_settings=LIMITS)
+
+
 @pytest.fixture(scope="module")
 def domain_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Target]]:
     """Both targets with ``jetstream { domain: hub }``."""

@@ -23,7 +23,7 @@ from tests.jetstream.differential import (
 
 target_pair = pair_fixtures.target_pair
 domain_pair = pair_fixtures.domain_pair
-limits_pair = pair_fixtures.limits_pair
+fresh_limits_pair = pair_fixtures.fresh_limits_pair
 
 NS = 1_000_000_000
 
@@ -510,10 +510,10 @@ async def test_stream_data_matches_nats_server(name: str, target_pair: dict) -> 
 
 
 @pytest.mark.parametrize("name", sorted(LIMIT_CASES))
-async def test_limits_match_nats_server(name: str, limits_pair: dict) -> None:
+async def test_limits_match_nats_server(name: str, fresh_limits_pair: dict) -> None:
     steps = LIMIT_CASES[name]
-    theirs = await run_case(limits_pair["nats-server"], steps)
-    ours = await run_case(limits_pair["embedded"], steps)
+    theirs = await run_case(fresh_limits_pair["nats-server"], steps)
+    ours = await run_case(fresh_limits_pair["embedded"], steps)
     assert ours == theirs, first_difference(ours, theirs)
 
 
