@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.jetstream.differential import api_request
+from tests.jetstream.differential import api_request, reset
 from tests.jetstream.rawnats import RawNats, headers
 from tests.support.targets import EMBEDDED, KINDS, NATS_SERVER, Target, make_target
 
@@ -39,17 +39,12 @@ async def _api(c: RawNats, subject: str, body: Any = b"") -> Any:
     return (await c.request("$JS.API." + subject, data, timeout=10)).json()
 
 
-async def _reset(c: RawNats) -> None:
-    for name in (await _api(c, "STREAM.NAMES")).get("streams") or []:
-        await _api(c, f"STREAM.DELETE.{name}")
-
-
 async def _seed(target: Target, storage: str = "file") -> None:
     """Stream S: 20 messages (one with headers), seq 4 deleted, the last two deleted (a tail gap);
     consumer C acked up to 5 with 6..8 delivered and unacked (8 delivered twice)."""
     c = await RawNats.connect(target.url)
     try:
-        await _reset(c)
+        await reset(c, target)  # (until nats-server's deleted directories are gone: else a create recovers them)
         cfg = {"name": "S", "subjects": ["s.>"], "storage": storage, "allow_direct": True}
         # (through `api_request`: nats-server can refuse a create right after the delete, 10049)
         created = await api_request(c, "$JS.API.STREAM.CREATE.S", json.dumps(cfg).encode(), target)
@@ -162,7 +157,7 @@ async def _snapshot_protocol(target: Target) -> list[Any]:
     c = await RawNats.connect(target.url)
     seen: list[Any] = []
     try:
-        await _reset(c)
+        await reset(c, target)
         body = json.dumps({"name": "P", "subjects": ["p.>"]}).encode()
         created = (await api_request(c, "$JS.API.STREAM.CREATE.P", body, target)).json()
         assert "error" not in created, created
