@@ -292,17 +292,22 @@ class _FrameParser:
             stop = begin + need
             if stop + 2 > size or buf[stop] != 13 or buf[stop + 1] != 10:
                 break
+            # (its parse typed: compiled, its items are read natively, not by generic subscripts)
             if k == TUPLE:
+                pub: tuple[str, str, None] = y
                 hdrs.append(None)
                 payloads.append(buf[begin:stop])
+                subjects.append(pub[0])
+                replies.append(pub[1])
             elif k == HTUPLE:
-                mid = begin + y[2]
+                hpub: tuple[str, str, int] = y
+                mid = begin + hpub[2]
                 hdrs.append(buf[begin:mid])
                 payloads.append(buf[mid:stop])
+                subjects.append(hpub[0])
+                replies.append(hpub[1])
             else:
                 break
-            subjects.append(y[0])
-            replies.append(y[1])
             pos = stop + 2
         if len(payloads) == 1:
             append((subjects[0], replies[0], hdrs[0], payloads[0]))
