@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.counting import count_calls
 from tests.support.targets import EMBEDDED, NATS_SERVER, make_target
 
 from pyjetstream.client import connect
@@ -243,19 +244,11 @@ async def _both(
 def test_a_read_of_kv_updates_is_one_store_run_and_reads_no_message(monkeypatch: pytest.MonkeyPatch) -> None:
     """Steps: 200 KV updates (right revisions) in one read, at two sizes of the bucket — one
     ``store_run`` for the lot, no ``process``, no message read (``load_last_msg``)."""
-    counts = {"run": 0, "process": 0, "load_last": 0}
-    real_run, real_process, real_last = IndexedStore.store_run, StreamIngest.process, IndexedStore.load_last_msg
-
-    def count(key: str, real: Any) -> Any:
-        def counted(*args: Any, **kw: Any) -> Any:
-            counts[key] += 1
-            return real(*args, **kw)
-
-        return counted
-
-    monkeypatch.setattr(IndexedStore, "store_run", count("run", real_run))
-    monkeypatch.setattr(StreamIngest, "process", count("process", real_process))
-    monkeypatch.setattr(IndexedStore, "load_last_msg", count("load_last", real_last))
+    calls = {
+        "run": count_calls(monkeypatch, "store_run", IndexedStore),
+        "process": count_calls(monkeypatch, "process", StreamIngest),
+        "load_last": count_calls(monkeypatch, "load_last_msg", IndexedStore),
+    }
 
     async def run() -> list[dict[str, int]]:
         with tempfile.TemporaryDirectory() as tmp:
@@ -267,9 +260,10 @@ def test_a_read_of_kv_updates_is_one_store_run_and_reads_no_message(monkeypatch:
                 out = []
                 for size in (200, 2_000):
                     revs = await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(size)))
-                    counts.update(run=0, process=0, load_last=0)
+                    for c in calls.values():
+                        c.reset()
                     await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in range(200)))
-                    out.append(dict(counts))
+                    out.append({key: c.n for key, c in calls.items()})
                 return out
             finally:
                 await nc.close()
@@ -287,18 +281,10 @@ def test_an_expected_subject_sequence_reads_only_the_index_at_any_size(monkeypat
     per-subject state) and load no page of the sequence index, no block and no message, however
     many subjects the stream holds (issue 24: the publish's growth from 1k to 100k subjects is the
     memory's, not steps)."""
-    counts = {"lookup": 0, "load_last": 0}
-    real_lookup, real_last = SeqQueries.last_match, IndexedStore.load_last_msg
-
-    def count(key: str, real: Any) -> Any:
-        def counted(*args: Any, **kw: Any) -> Any:
-            counts[key] += 1
-            return real(*args, **kw)
-
-        return counted
-
-    monkeypatch.setattr(SeqQueries, "last_match", count("lookup", real_lookup))
-    monkeypatch.setattr(IndexedStore, "load_last_msg", count("load_last", real_last))
+    calls = {
+        "lookup": count_calls(monkeypatch, "last_match", SeqQueries),
+        "load_last": count_calls(monkeypatch, "load_last_msg", IndexedStore),
+    }
     rng = random.Random(24)
 
     async def run() -> list[dict[str, int]]:
@@ -317,12 +303,13 @@ def test_an_expected_subject_sequence_reads_only_the_index_at_any_size(monkeypat
                         revs += await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(lo, hi)))
                     keys = rng.sample(range(size), 200)
                     pages, blocks = store._index.loads, store._backend._whole.loads
-                    counts.update(lookup=0, load_last=0)
+                    for c in calls.values():
+                        c.reset()
                     done = await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in keys))
                     for i, rev in zip(keys, done, strict=True):
                         revs[i] = rev
                     pages, blocks = store._index.loads - pages, store._backend._whole.loads - blocks
-                    out.append({**counts, "pages": pages, "blocks": blocks})
+                    out.append({**{key: c.n for key, c in calls.items()}, "pages": pages, "blocks": blocks})
                 return out
             finally:
                 await nc.close()

@@ -7,7 +7,6 @@ wrapper is one place so that each guard states only what it counts and where."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -23,16 +22,17 @@ class Calls:
         self.n = 0
 
 
-def count_calls(monkeypatch: pytest.MonkeyPatch, name: str, *modules: ModuleType) -> Calls:
-    """Patch ``name`` in each of ``modules`` (all bound to one function: the first module's) with a
-    counting wrapper; ``monkeypatch.undo()`` or the test's end restores them."""
-    real: Callable[..., Any] = getattr(modules[0], name)
+def count_calls(monkeypatch: pytest.MonkeyPatch, name: str, *owners: object) -> Calls:
+    """Patch ``name`` in each of ``owners`` — modules that bound one function by that name (the
+    first one's), or a class whose method it is — with a counting wrapper; ``monkeypatch.undo()`` or
+    the test's end restores them."""
+    real: Callable[..., Any] = getattr(owners[0], name)
     calls = Calls()
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.n += 1
         return real(*args, **kwargs)
 
-    for module in modules:
-        monkeypatch.setattr(module, name, counting)
+    for owner in owners:
+        monkeypatch.setattr(owner, name, counting)
     return calls
