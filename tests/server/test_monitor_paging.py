@@ -133,6 +133,10 @@ EDGES: list[Any] = [
     {2: "int key", 1.5: "float key", True: "bool key", None: "None key"},
     {"nan": math.nan, "inf": [math.inf, -math.inf]},  # not JSON: json.dumps' words, the slow way
     (1, (2, 3)),
+    # msgspec's compact floats differ from repr here (no exponent below 1e-4, none with "+"): json's way.
+    {"x": 0.00005, "y": [-2.5e-05, 1e21], "z": {"w": -0.00001}},
+    -0.00001,
+    {"looks like a float": "0.00001 1e5 null", "q": [None, 1.25]},
 ]
 
 
