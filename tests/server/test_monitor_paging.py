@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -280,3 +281,18 @@ async def test_varz_totals_count_every_message_of_open_and_closed_connections(mo
     assert (varz["in_msgs"], varz["in_bytes"], varz["out_msgs"], varz["out_bytes"]) == totals
     for i in alive:
         conns[i][1].close()
+
+
+def test_varz_reads_its_memory_from_one_held_descriptor() -> None:
+    """``/proc/self/statm`` is opened once (then read with pread), and again only in a forked child."""
+    first = monitor._rss_bytes()
+    fd = monitor._STATM[0]
+    assert first > 0 and monitor._rss_bytes() > 0
+    assert monitor._STATM[0] == fd
+
+
+def test_the_date_header_is_the_current_seconds() -> None:
+    before = time.strftime("Date: %a, %d %b %Y %H:%M:%S GMT\r\n", time.gmtime())
+    stamp = monitor._http_date()
+    after = time.strftime("Date: %a, %d %b %Y %H:%M:%S GMT\r\n", time.gmtime())
+    assert stamp in (before, after)

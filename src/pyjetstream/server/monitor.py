@@ -163,24 +163,28 @@ def _decode_subs(query: dict[str, str]) -> str:
 
 
 def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False) -> dict[str, Any]:
-    """One ``/connz`` connection (``ConnInfo``), as of now (or of its close)."""
+    """One ``/connz`` connection (``ConnInfo``), as of now (or of its close): its fields in one
+    dict display, what is omitted when empty added after (a ``/connz`` of every connection is this
+    once a connection, ~4 µs of nats-server's CPU)."""
+    start, last = conn.start, conn.last_activity
     end_mono = conn.stop or time.monotonic()
+    wall = conn.start_wall_ns
     info: dict[str, Any] = {
         "cid": conn.cid,
         "kind": "Client",
         "type": "websocket" if conn.websocket else "nats",  # nats-server clientTypeStringMap
         "ip": conn.ip,
         "port": conn.port,
-        "start": _time(conn.start_wall_ns),
-        "last_activity": _time(_mono_to_wall_ns(conn, conn.last_activity)),
+        "start": format_time(wall),
+        "last_activity": format_time(wall + int((last - start) * 1_000_000_000)),  # _mono_to_wall_ns
     }
     if conn.stop_wall_ns:
-        info["stop"] = _time(conn.stop_wall_ns)
+        info["stop"] = format_time(conn.stop_wall_ns)
         info["reason"] = conn.close_reason
-    info["rtt"] = format_go_duration(_ns(_rtt(conn)))
-    info["uptime"] = uptime_string(max(0.0, end_mono - conn.start))
-    info["idle"] = uptime_string(max(0.0, end_mono - conn.last_activity))
-    info["pending_bytes"] = conn.pending_bytes()
+    info["rtt"] = format_go_duration(int((conn.rtt or max(0.0, last - start)) * 1_000_000_000))  # _rtt
+    info["uptime"] = uptime_string(end_mono - start if end_mono > start else 0.0)
+    info["idle"] = uptime_string(end_mono - last if end_mono > last else 0.0)
+    info["pending_bytes"] = conn.sink.pending()
     info["in_msgs"] = conn.in_msgs
     info["out_msgs"] = conn.out_msgs
     info["in_bytes"] = conn.in_bytes
@@ -194,10 +198,11 @@ def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False) 
         info["lang"] = conn.lang
     if conn.version:
         info["version"] = conn.version
-    if auth and conn.user:
-        info["authorized_user"] = conn.user
-    if auth and conn.account.name != "$G":  # nats-server: the account under auth, unless the global one
-        info["account"] = conn.account.name
+    if auth:
+        if conn.user:
+            info["authorized_user"] = conn.user
+        if conn.account.name != "$G":  # nats-server: the account under auth, unless the global one
+            info["account"] = conn.account.name
     if subs and conn.subs:
         if subs == "detail":
             info["subscriptions_list_detail"] = [_sub_detail(s, conn.cid) for s in conn.subs.values()]
@@ -392,19 +397,30 @@ def _cpu_percent() -> float:
     return round(pct, 2)
 
 
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm", encoding="ascii") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
+# /proc/self/statm held open and read with pread (~1 µs) rather than opened at each /varz (~10 µs):
+# [descriptor, the pid it was opened by] — a forked child opens its own.
+_STATM = [-1, 0]
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
+
+def _rss_bytes() -> int:
+    """The resident set, nats-server's ``pse.ProcUsage`` memory (``/proc/self/statm``'s second field)."""
+    try:
+        if _STATM[1] != os.getpid():
+            _STATM[0], _STATM[1] = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC), os.getpid()
+        return int(os.pread(_STATM[0], 128, 0).split()[1]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError, AttributeError):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+# nats-server's runtime.NumCPU(), read once as Go reads it at start (os.cpu_count() costs ~3 µs).
+_CORES = os.cpu_count() or 1
 
 
 def _varz(server: Server, query: dict[str, str]) -> dict[str, Any]:
     opts = server.options
     now = time.time_ns()
-    cores = os.cpu_count() or 1
+    cores = _CORES
     in_msgs, in_bytes, out_msgs, out_bytes = server.message_totals()
     varz: dict[str, Any] = {
         "server_id": server.server_id,
@@ -800,20 +816,31 @@ class MonitorServer:
     ) -> None:
         """One response; ``head_only`` (a HEAD request): the headers a GET would have, never a body
         (else the body would be read as the next response). A 307 to HEAD has no length, as Go's."""
-        reason = _REASONS.get(status, "Error")
-        stamp = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())
-        headers = [
-            f"HTTP/1.1 {status} {reason}",
-            *(["Access-Control-Allow-Origin: *"] if cors else []),  # nats-server's ResponseHandler
-            *([f"Content-Type: {content_type}"] if content_type else []),
-            *extra,
-            f"Date: {stamp}",
-        ]
+        head = f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+        if cors:
+            head += "Access-Control-Allow-Origin: *\r\n"  # nats-server's ResponseHandler
+        if content_type:
+            head += f"Content-Type: {content_type}\r\n"
+        for line in extra:
+            head += line + "\r\n"
+        head += _http_date()
         if not (head_only and status == 307):
-            headers.append(f"Content-Length: {len(body)}")
+            head += f"Content-Length: {len(body)}\r\n"
         if not keep_alive:
-            headers.append("Connection: close")
-        writer.write(("\r\n".join(headers) + "\r\n\r\n").encode() + (b"" if head_only else body))
+            head += "Connection: close\r\n"
+        writer.write((head + "\r\n").encode() + (b"" if head_only else body))
+
+
+# The Date header of the current second, made once a second (strftime and gmtime cost ~4 µs a response).
+_DATE: list[Any] = [-1, ""]
+
+
+def _http_date() -> str:
+    """``Date: <RFC 1123 GMT>\\r\\n`` as Go's net/http writes it, for the current second."""
+    now = int(time.time())
+    if now != _DATE[0]:
+        _DATE[0], _DATE[1] = now, time.strftime("Date: %a, %d %b %Y %H:%M:%S GMT\r\n", time.gmtime(now))
+    return str(_DATE[1])
 
 
 def indented_json(body: Any) -> bytes:
