@@ -296,3 +296,19 @@ def test_the_date_header_is_the_current_seconds() -> None:
     stamp = monitor._http_date()
     after = time.strftime("Date: %a, %d %b %Y %H:%M:%S GMT\r\n", time.gmtime())
     assert stamp in (before, after)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (0.9, "0s"), (62, "1m2s"), (10_862, "3h1m2s"), (172_805, "2d0h0m5s"), (34_560_003, "1y35d0h0m3s")],
+)
+def test_uptime_strings_are_nats_servers_and_the_cache_is_bounded(
+    seconds: float, text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nats-server's ``myUptime``; the strings of whole seconds are kept, at most `_UPTIMES_MAX`."""
+    monkeypatch.setattr(monitor, "_UPTIMES_MAX", 3)
+    monkeypatch.setattr(monitor, "_UPTIMES", {})
+    assert monitor.uptime_string(seconds) == monitor.uptime_string(seconds) == text
+    for extra in range(5):
+        monitor.uptime_string(1000 + extra)
+    assert len(monitor._UPTIMES) <= 3

@@ -110,9 +110,24 @@ def _mono_to_wall_ns(conn: ClientConnection, mono: float) -> int:
     return conn.start_wall_ns + int((mono - conn.start) * 1_000_000_000)
 
 
+# The uptime strings of whole seconds made lately (a /connz of every connection makes two a
+# connection, mostly of the same few seconds); at most `_UPTIMES_MAX`, then started again.
+_UPTIMES: dict[int, str] = {}
+_UPTIMES_MAX = 4096
+
+
 def uptime_string(seconds: float) -> str:
     """nats-server's ``myUptime``: ``5s``, ``1m2s``, ``3h1m2s``, ``2d3h1m2s``, ``1y2d3h1m2s``."""
     secs = int(seconds)
+    text = _UPTIMES.get(secs)
+    if text is None:
+        if len(_UPTIMES) >= _UPTIMES_MAX:
+            _UPTIMES.clear()
+        text = _UPTIMES[secs] = _uptime_text(secs)
+    return text
+
+
+def _uptime_text(secs: int) -> str:
     mins, hrs, days = secs // 60, secs // 3600, secs // 86400
     years = days // 365
     if years:
