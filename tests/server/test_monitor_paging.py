@@ -312,3 +312,28 @@ def test_uptime_strings_are_nats_servers_and_the_cache_is_bounded(
     for extra in range(5):
         monitor.uptime_string(1000 + extra)
     assert len(monitor._UPTIMES) <= 3
+
+
+async def test_jsz_makes_no_stream_state_for_its_totals(monitored: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``/jsz``'s ``messages`` and ``bytes``, and the account's usage (``memory``, ``storage``), are the
+    stores' `totals()`, not a ``fast_state()`` a stream."""
+    from pyjetstream.server.jetstream.store.indexed import IndexedStore
+
+    nc = await nats.connect(monitored.client_url)
+    for i in range(3):
+        config = {"name": f"T{i}", "subjects": [f"t{i}.>"]}
+        await nc.request(f"$JS.API.STREAM.CREATE.T{i}", json.dumps(config).encode())
+        for _ in range(i + 1):
+            await nc.request(f"t{i}.x", b"hello")
+    states = [0]
+    real = IndexedStore.fast_state
+
+    def counted(self: IndexedStore) -> Any:
+        states[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(IndexedStore, "fast_state", counted)
+    body = await _get(monitored, "/jsz", {})
+    assert states[0] == 0
+    assert (body["streams"], body["messages"]) == (3, 6) and body["bytes"] > 0 and body["storage"] > 0
+    await nc.close()

@@ -571,3 +571,19 @@ def test_accepts_buffer_views(make_store: StoreFactory) -> None:
     msg = s.load_msg(1)
     assert (msg.hdr, msg.data) == (b"NATS/1.0\r\n\r\n", b"p" * 300)
     assert type(msg.hdr) is bytes and type(msg.data) is bytes
+
+
+def test_totals_are_the_states_messages_and_bytes(make_store: StoreFactory) -> None:
+    """``totals()`` (what ``/jsz`` sums over the streams) is ``fast_state()``'s two fields, through
+    stores, removals, a purge and a limit's trim."""
+    s = make_store(max_msgs=50)
+    seen = [s.totals()]
+    assert seen[0] == (0, 0)
+    fill(s, [f"t.{i % 7}" for i in range(80)], b"payload")
+    s.remove_msg(40)
+    seen.append(s.totals())
+    st = s.fast_state()
+    assert seen[-1] == (st.msgs, st.bytes) == (49, st.bytes) and st.bytes > 0
+    s.purge_ex("t.3", 0, 0)
+    st = s.fast_state()
+    assert s.totals() == (st.msgs, st.bytes)

@@ -140,7 +140,7 @@ class JetStreamEngine:
         if self._usage_cache is None:
             memory = storage = 0
             for stream in self.streams.values():
-                used = stream.store.fast_state().bytes
+                used = stream.store.totals()[1]
                 if stream.cfg.storage == StorageType.MEMORY:
                     memory += used
                 else:

@@ -466,6 +466,12 @@ class MessageStore(ABC):
     def fast_state(self) -> StreamState:
         """State without the deleted list (cheap)."""
 
+    def totals(self) -> tuple[int, int]:
+        """The messages and bytes held: what ``/jsz`` sums over every stream (nats-server's ``Jsz``
+        loop reads its streams' ``State()``), without a `StreamState` made for two of its fields."""
+        state = self.fast_state()
+        return state.msgs, state.bytes
+
     @abstractmethod
     def update_config(self, cfg: StoreConfig) -> None:
         """Apply new limits (enforcing them on what is stored now)."""

@@ -812,14 +812,10 @@ class IndexedStore(MessageStore):
     def filtered_state(self, start_seq: int, filter_subject: str = ">") -> SimpleState:
         return self._index.filtered(start_seq, filter_subject, False)
 
-    # ------------------------------------------------------------------------------------
-    # State and config
-    # ------------------------------------------------------------------------------------
+    # --- State and config ---------------------------------------------------------------
     def fast_state(self) -> StreamState:
         index = self._index
-        lost = None
-        if self._lost is not None:
-            lost = LostData(list(self._lost.msgs), self._lost.bytes)
+        lost = None if self._lost is None else LostData(list(self._lost.msgs), self._lost.bytes)
         return StreamState(
             msgs=index.msgs,
             bytes=index.bytes,
@@ -831,6 +827,9 @@ class IndexedStore(MessageStore):
             num_deleted=index.num_deleted(),
             lost=lost,
         )
+
+    def totals(self) -> tuple[int, int]:
+        return self._index.msgs, self._index.bytes
 
     def state(self, deleted_details: bool = False) -> StreamState:
         st = self.fast_state()
