@@ -19,6 +19,8 @@ import json
 import random
 import re
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from tests.support.counting import count_calls
 from tests.support.targets import EMBEDDED, NATS_SERVER, make_target
 
 from pyjetstream.client import connect
-from pyjetstream.client.jetstream import KeyValueConfig, errors, jetstream
+from pyjetstream.client.jetstream import KeyValue, KeyValueConfig, errors, jetstream
 from pyjetstream.server.jetstream.store.blockfiles import BlockFiles
 from pyjetstream.server.jetstream.store.filestore import FileStore
 from pyjetstream.server.jetstream.store.indexed import IndexedStore
@@ -241,6 +243,20 @@ async def _both(
     return [await run_traffic(url, rounds, republish, transform), await kv_traffic(url)]
 
 
+@asynccontextmanager
+async def _bucket() -> AsyncIterator[tuple[Server, KeyValue]]:
+    """An embedded server storing in a temporary directory, and a KV bucket ``B`` on it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1")
+        await server.start()
+        nc = await connect(server.client_url)
+        try:
+            yield server, await jetstream(nc).create_key_value(KeyValueConfig(bucket="B"))
+        finally:
+            await nc.close()
+            await server.shutdown()
+
+
 def test_a_read_of_kv_updates_is_one_store_run_and_reads_no_message(monkeypatch: pytest.MonkeyPatch) -> None:
     """Steps: 200 KV updates (right revisions) in one read, at two sizes of the bucket — one
     ``store_run`` for the lot, no ``process``, no message read (``load_last_msg``)."""
@@ -251,23 +267,15 @@ def test_a_read_of_kv_updates_is_one_store_run_and_reads_no_message(monkeypatch:
     }
 
     async def run() -> list[dict[str, int]]:
-        with tempfile.TemporaryDirectory() as tmp:
-            server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1")
-            await server.start()
-            nc = await connect(server.client_url)
-            try:
-                kv = await jetstream(nc).create_key_value(KeyValueConfig(bucket="B"))
-                out = []
-                for size in (200, 2_000):
-                    revs = await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(size)))
-                    for c in calls.values():
-                        c.reset()
-                    await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in range(200)))
-                    out.append({key: c.n for key, c in calls.items()})
-                return out
-            finally:
-                await nc.close()
-                await server.shutdown()
+        async with _bucket() as (_server, kv):
+            out = []
+            for size in (200, 2_000):
+                revs = await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(size)))
+                for c in calls.values():
+                    c.reset()
+                await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in range(200)))
+                out.append({key: c.n for key, c in calls.items()})
+            return out
 
     small, large = asyncio.run(run())
     assert small == large, (small, large)
@@ -288,32 +296,24 @@ def test_an_expected_subject_sequence_reads_only_the_index_at_any_size(monkeypat
     rng = random.Random(24)
 
     async def run() -> list[dict[str, int]]:
-        with tempfile.TemporaryDirectory() as tmp:
-            server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1")
-            await server.start()
-            nc = await connect(server.client_url)
-            try:
-                kv = await jetstream(nc).create_key_value(KeyValueConfig(bucket="B"))
-                store = server.jetstream.streams["KV_B"].store
-                assert isinstance(store, FileStore) and isinstance(store._backend, BlockFiles)
-                out, revs = [], []
-                for size in (500, 10_000):
-                    for lo in range(len(revs), size, 1_000):
-                        hi = min(size, lo + 1_000)
-                        revs += await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(lo, hi)))
-                    keys = rng.sample(range(size), 200)
-                    pages, blocks = store._index.loads, store._backend._whole.loads
-                    for c in calls.values():
-                        c.reset()
-                    done = await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in keys))
-                    for i, rev in zip(keys, done, strict=True):
-                        revs[i] = rev
-                    pages, blocks = store._index.loads - pages, store._backend._whole.loads - blocks
-                    out.append({**{key: c.n for key, c in calls.items()}, "pages": pages, "blocks": blocks})
-                return out
-            finally:
-                await nc.close()
-                await server.shutdown()
+        async with _bucket() as (server, kv):
+            store = server.jetstream.streams["KV_B"].store
+            assert isinstance(store, FileStore) and isinstance(store._backend, BlockFiles)
+            out, revs = [], []
+            for size in (500, 10_000):
+                for lo in range(len(revs), size, 1_000):
+                    hi = min(size, lo + 1_000)
+                    revs += await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(lo, hi)))
+                keys = rng.sample(range(size), 200)
+                pages, blocks = store._index.loads, store._backend._whole.loads
+                for c in calls.values():
+                    c.reset()
+                done = await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in keys))
+                for i, rev in zip(keys, done, strict=True):
+                    revs[i] = rev
+                pages, blocks = store._index.loads - pages, store._backend._whole.loads - blocks
+                out.append({**{key: c.n for key, c in calls.items()}, "pages": pages, "blocks": blocks})
+            return out
 
     small, large = asyncio.run(run())
     assert small == large == {"lookup": 200, "load_last": 0, "pages": 0, "blocks": 0}, (small, large)
