@@ -34,17 +34,18 @@ async def embedded(**options: Any) -> AsyncIterator[Server]:
 
 
 @contextlib.contextmanager
-def count_calls(monkeypatch: pytest.MonkeyPatch, cls: type, *names: str) -> Iterator[collections.Counter[str]]:
-    """Count the calls of ``cls``'s methods ``names`` (any instance) while the block runs."""
+def count_calls(monkeypatch: pytest.MonkeyPatch, owner: object, *names: str) -> Iterator[collections.Counter[str]]:
+    """Count the calls of ``owner``'s ``names`` while the block runs: a class's methods (any
+    instance), or a module's functions as the code of that module calls them by name."""
     counts: collections.Counter[str] = collections.Counter()
     with monkeypatch.context() as m:
         for name in names:
-            original = getattr(cls, name)
+            original = getattr(owner, name)
 
             def wrapper(*args: Any, __name: str = name, __original: Any = original, **kwargs: Any) -> Any:
                 counts[__name] += 1
                 return __original(*args, **kwargs)
 
             functools.update_wrapper(wrapper, original)
-            m.setattr(cls, name, wrapper)
+            m.setattr(owner, name, wrapper)
         yield counts

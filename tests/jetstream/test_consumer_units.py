@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.support.counting import count_calls
+from tests.jetstream.scale_steps import count_calls
 
 from pyjetstream.api.codec import PullRequestError, decode_pull_request
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy, PriorityPolicy, RetentionPolicy
@@ -147,15 +147,15 @@ def test_filter_checks_agree_with_every_pair(filters: list[str]) -> None:
 def test_plain_filters_are_not_compared_pairwise(monkeypatch: pytest.MonkeyPatch) -> None:
     """Step count (issue 24): 1,000 filters without wildcards cost no subset test at all, and a few
     wildcard ones cost one per filter each, not one per pair (nats-server's loop: 999,000)."""
-    calls = count_calls(monkeypatch, "is_subset", consumer_config)
     plain = [f"s.{i}" for i in range(1000)]
-    assert err_code(ConsumerConfig(filter_subjects=plain)) is None
-    assert calls.n == 0
-    assert err_code(ConsumerConfig(filter_subjects=[*plain, "s.1"])) == 10138
     wild = [f"w.{i}.*" for i in range(10)]
-    calls.reset()
-    assert err_code(ConsumerConfig(filter_subjects=plain + wild)) is None
-    assert calls.n == len(plain + wild) * len(wild) - len(wild)
+    with count_calls(monkeypatch, consumer_config, "is_subset") as calls:
+        assert err_code(ConsumerConfig(filter_subjects=plain)) is None
+        assert calls["is_subset"] == 0
+        assert err_code(ConsumerConfig(filter_subjects=[*plain, "s.1"])) == 10138
+        calls.clear()
+        assert err_code(ConsumerConfig(filter_subjects=plain + wild)) is None
+        assert calls["is_subset"] == len(plain + wild) * len(wild) - len(wild)
 
 
 def test_pull_ack_none_refused_on_workqueue() -> None:

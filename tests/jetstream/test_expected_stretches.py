@@ -18,14 +18,13 @@ import base64
 import json
 import random
 import re
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.counting import count_calls
+from tests.jetstream.scale_steps import count_calls, embedded
 from tests.support.targets import EMBEDDED, NATS_SERVER, make_target
 
 from pyjetstream.client import connect
@@ -245,39 +244,35 @@ async def _both(
 
 @asynccontextmanager
 async def _bucket() -> AsyncIterator[tuple[Server, KeyValue]]:
-    """An embedded server storing in a temporary directory, and a KV bucket ``B`` on it."""
-    with tempfile.TemporaryDirectory() as tmp:
-        server = Server(port=-1, jetstream=True, store_dir=tmp, host="127.0.0.1")
-        await server.start()
+    """An embedded server (`embedded`) and a KV bucket ``B`` on it."""
+    async with embedded() as server:
         nc = await connect(server.client_url)
         try:
             yield server, await jetstream(nc).create_key_value(KeyValueConfig(bucket="B"))
         finally:
             await nc.close()
-            await server.shutdown()
 
 
 def test_a_read_of_kv_updates_is_one_store_run_and_reads_no_message(monkeypatch: pytest.MonkeyPatch) -> None:
     """Steps: 200 KV updates (right revisions) in one read, at two sizes of the bucket — one
     ``store_run`` for the lot, no ``process``, no message read (``load_last_msg``)."""
-    calls = {
-        "run": count_calls(monkeypatch, "store_run", IndexedStore),
-        "process": count_calls(monkeypatch, "process", StreamIngest),
-        "load_last": count_calls(monkeypatch, "load_last_msg", IndexedStore),
-    }
 
     async def run() -> list[dict[str, int]]:
         async with _bucket() as (_server, kv):
             out = []
             for size in (200, 2_000):
                 revs = await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(size)))
-                for c in calls.values():
-                    c.reset()
+                store.clear()
+                ingest.clear()
                 await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in range(200)))
-                out.append({key: c.n for key, c in calls.items()})
+                out.append({"run": store["store_run"], "process": ingest["process"], "load_last": store["load_last_msg"]})
             return out
 
-    small, large = asyncio.run(run())
+    with (
+        count_calls(monkeypatch, IndexedStore, "store_run", "load_last_msg") as store,
+        count_calls(monkeypatch, StreamIngest, "process") as ingest,
+    ):
+        small, large = asyncio.run(run())
     assert small == large, (small, large)
     assert small["load_last"] == 0 and small["process"] <= 2 and small["run"] <= 3, small
 
@@ -289,10 +284,6 @@ def test_an_expected_subject_sequence_reads_only_the_index_at_any_size(monkeypat
     per-subject state) and load no page of the sequence index, no block and no message, however
     many subjects the stream holds (issue 24: the publish's growth from 1k to 100k subjects is the
     memory's, not steps)."""
-    calls = {
-        "lookup": count_calls(monkeypatch, "last_match", SeqQueries),
-        "load_last": count_calls(monkeypatch, "load_last_msg", IndexedStore),
-    }
     rng = random.Random(24)
 
     async def run() -> list[dict[str, int]]:
@@ -306,14 +297,19 @@ def test_an_expected_subject_sequence_reads_only_the_index_at_any_size(monkeypat
                     revs += await asyncio.gather(*(kv.put(f"k{i}", b"v") for i in range(lo, hi)))
                 keys = rng.sample(range(size), 200)
                 pages, blocks = store._index.loads, store._backend._whole.loads
-                for c in calls.values():
-                    c.reset()
+                lookups.clear()
+                loads.clear()
                 done = await asyncio.gather(*(kv.update(f"k{i}", b"u", revs[i]) for i in keys))
                 for i, rev in zip(keys, done, strict=True):
                     revs[i] = rev
                 pages, blocks = store._index.loads - pages, store._backend._whole.loads - blocks
-                out.append({**{key: c.n for key, c in calls.items()}, "pages": pages, "blocks": blocks})
+                counted = {"lookup": lookups["last_match"], "load_last": loads["load_last_msg"]}
+                out.append({**counted, "pages": pages, "blocks": blocks})
             return out
 
-    small, large = asyncio.run(run())
+    with (
+        count_calls(monkeypatch, SeqQueries, "last_match") as lookups,
+        count_calls(monkeypatch, IndexedStore, "load_last_msg") as loads,
+    ):
+        small, large = asyncio.run(run())
     assert small == large == {"lookup": 200, "load_last": 0, "pages": 0, "blocks": 0}, (small, large)

@@ -20,7 +20,7 @@ from typing import Any
 import nats
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
-from tests.support.counting import count_calls
+from tests.jetstream.scale_steps import count_calls
 
 from pyjetstream.server.server import Server
 
@@ -207,13 +207,13 @@ async def overlap_tests(streams: int, monkeypatch: pytest.MonkeyPatch) -> tuple[
         for i in range(streams):
             body = json.dumps({"name": f"S{i}", "subjects": [f"s.{i}"], "storage": "memory"}).encode()
             assert b'"error"' not in (await nc.request(f"$JS.API.STREAM.CREATE.S{i}", body, timeout=30)).data
-        calls = count_calls(monkeypatch, "subjects_overlap", api_stream)
         counts = []
-        for name, subject in (("P", "p.1"), ("W", "w.*")):
-            calls.reset()
-            body = json.dumps({"name": name, "subjects": [subject], "storage": "memory"}).encode()
-            assert b'"error"' not in (await nc.request(f"$JS.API.STREAM.CREATE.{name}", body, timeout=30)).data
-            counts.append(calls.n)
+        with count_calls(monkeypatch, api_stream, "subjects_overlap") as calls:
+            for name, subject in (("P", "p.1"), ("W", "w.*")):
+                calls.clear()
+                body = json.dumps({"name": name, "subjects": [subject], "storage": "memory"}).encode()
+                assert b'"error"' not in (await nc.request(f"$JS.API.STREAM.CREATE.{name}", body, timeout=30)).data
+                counts.append(calls["subjects_overlap"])
         monkeypatch.undo()
         return counts[0], counts[1]
 

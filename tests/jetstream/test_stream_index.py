@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 from tests.jetstream.consumer_helpers import RawClient
-from tests.jetstream.scale_steps import embedded
-from tests.support.counting import count_calls
+from tests.jetstream.scale_steps import count_calls, embedded
 
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.models_stream import StreamConfig
@@ -152,16 +151,22 @@ async def _bucket_create_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple
 
             for i in range(n):
                 assert "error" not in await nc.api(f"$JS.API.STREAM.CREATE.KV_b{i}", bucket(i))
-            compared = count_calls(monkeypatch, "subjects_overlap", api_stream, stream_module)  # (Stream.matches)
-            _CountingStreams.visits, index = 0, engine.stream_index
-            nodes = index.visited
-            assert "error" not in await nc.api(f"$JS.API.STREAM.CREATE.KV_b{n}", bucket(n))
-            create = (_CountingStreams.visits, compared.n, index.visited - nodes)
-            _CountingStreams.visits = 0
-            compared.reset()
-            names = await nc.api("$JS.API.STREAM.NAMES", {"subject": "$KV.b7.k"})
-            assert (names["streams"], names["total"]) == (["KV_b7"], 1)
-            return (*create, _CountingStreams.visits, compared.n)
+            with (
+                count_calls(monkeypatch, api_stream, "subjects_overlap") as in_api,
+                count_calls(monkeypatch, stream_module, "subjects_overlap") as in_stream,  # (Stream.matches)
+            ):
+                _CountingStreams.visits, index = 0, engine.stream_index
+                nodes = index.visited
+                assert "error" not in await nc.api(f"$JS.API.STREAM.CREATE.KV_b{n}", bucket(n))
+                compared = in_api["subjects_overlap"] + in_stream["subjects_overlap"]
+                create = (_CountingStreams.visits, compared, index.visited - nodes)
+                _CountingStreams.visits = 0
+                in_api.clear()
+                in_stream.clear()
+                names = await nc.api("$JS.API.STREAM.NAMES", {"subject": "$KV.b7.k"})
+                assert (names["streams"], names["total"]) == (["KV_b7"], 1)
+                compared = in_api["subjects_overlap"] + in_stream["subjects_overlap"]
+                return (*create, _CountingStreams.visits, compared)
         finally:
             await nc.close()
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import nats
 import pytest
+from tests.jetstream.scale_steps import count_calls
 
 from pyjetstream import Server
 from pyjetstream.server import monitor
@@ -48,19 +49,6 @@ async def monitored(tmp_path: Path) -> AsyncIterator[Server]:
         yield server
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    """Count the calls of ``monitor.<name>`` (the handlers call it by its module name)."""
-    calls = [0]
-    real = getattr(monitor, name)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls[0] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(monitor, name, counted)
-    return calls
-
-
 async def _get(server: Server, path: str, query: dict[str, str]) -> Any:
     return await server.monitor_handlers[path](query)
 
@@ -69,15 +57,15 @@ async def _get(server: Server, path: str, query: dict[str, str]) -> Any:
 async def test_a_connz_page_describes_only_its_connections(
     monitored: Server, monkeypatch: pytest.MonkeyPatch, sort: str
 ) -> None:
-    described = _counting(monkeypatch, "connection_info")
     counts = []
     writers: list[asyncio.StreamWriter] = []
-    for size in (20, 200):
-        writers += await _connections(monitored.port, size - len(writers), 3)
-        described[0] = 0
-        page = await _get(monitored, "/connz", {"sort": sort, "offset": "7", "limit": "5", "subs": "1"})
-        assert page["total"] == size and page["num_connections"] == 5
-        counts.append(described[0])
+    with count_calls(monkeypatch, monitor, "connection_info") as described:  # (called by its module name)
+        for size in (20, 200):
+            writers += await _connections(monitored.port, size - len(writers), 3)
+            described.clear()
+            page = await _get(monitored, "/connz", {"sort": sort, "offset": "7", "limit": "5", "subs": "1"})
+            assert page["total"] == size and page["num_connections"] == 5
+            counts.append(described["connection_info"])
     assert counts == [5, 5]  # every connection's before: 20 and 200
     for writer in writers:
         writer.close()
@@ -110,15 +98,15 @@ async def test_connz_pages_make_the_whole_listing(monitored: Server) -> None:
 async def test_a_subsz_page_details_only_its_subscriptions(
     monitored: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    detailed = _counting(monkeypatch, "_sub_detail")
     counts = []
     writers: list[asyncio.StreamWriter] = []
-    for size in (10, 100):
-        writers += await _connections(monitored.port, size - len(writers), 20)
-        detailed[0] = 0
-        page = await _get(monitored, "/subsz", {"subs": "1", "offset": "50", "limit": "5"})
-        assert page["total"] >= size * 20 and len(page["subscriptions_list"]) == 5
-        counts.append(detailed[0])
+    with count_calls(monkeypatch, monitor, "_sub_detail") as detailed:
+        for size in (10, 100):
+            writers += await _connections(monitored.port, size - len(writers), 20)
+            detailed.clear()
+            page = await _get(monitored, "/subsz", {"subs": "1", "offset": "50", "limit": "5"})
+            assert page["total"] >= size * 20 and len(page["subscriptions_list"]) == 5
+            counts.append(detailed["_sub_detail"])
     assert counts == [5, 5]  # every subscription's before: ~200 and ~2,000
     everything = await _get(monitored, "/subsz", {"subs": "1", "limit": "100000"})
     offset_50 = await _get(monitored, "/subsz", {"subs": "1", "offset": "50", "limit": "5"})
@@ -325,15 +313,8 @@ async def test_jsz_makes_no_stream_state_for_its_totals(monitored: Server, monke
         await nc.request(f"$JS.API.STREAM.CREATE.T{i}", json.dumps(config).encode())
         for _ in range(i + 1):
             await nc.request(f"t{i}.x", b"hello")
-    states = [0]
-    real = IndexedStore.fast_state
-
-    def counted(self: IndexedStore) -> Any:
-        states[0] += 1
-        return real(self)
-
-    monkeypatch.setattr(IndexedStore, "fast_state", counted)
-    body = await _get(monitored, "/jsz", {})
-    assert states[0] == 0
+    with count_calls(monkeypatch, IndexedStore, "fast_state") as states:
+        body = await _get(monitored, "/jsz", {})
+    assert states["fast_state"] == 0
     assert (body["streams"], body["messages"]) == (3, 6) and body["bytes"] > 0 and body["storage"] > 0
     await nc.close()
