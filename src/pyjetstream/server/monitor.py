@@ -183,23 +183,22 @@ def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False) 
     once a connection, ~4 µs of nats-server's CPU)."""
     start, last = conn.start, conn.last_activity
     end_mono = conn.stop or time.monotonic()
-    wall = conn.start_wall_ns
     info: dict[str, Any] = {
         "cid": conn.cid,
         "kind": "Client",
         "type": "websocket" if conn.websocket else "nats",  # nats-server clientTypeStringMap
         "ip": conn.ip,
         "port": conn.port,
-        "start": format_time(wall),
-        "last_activity": format_time(wall + int((last - start) * 1_000_000_000)),  # _mono_to_wall_ns
+        "start": format_time(conn.start_wall_ns),
+        "last_activity": format_time(_mono_to_wall_ns(conn, last)),
     }
     if conn.stop_wall_ns:
         info["stop"] = format_time(conn.stop_wall_ns)
         info["reason"] = conn.close_reason
-    info["rtt"] = format_go_duration(int((conn.rtt or max(0.0, last - start)) * 1_000_000_000))  # _rtt
+    info["rtt"] = format_go_duration(_ns(_rtt(conn)))
     info["uptime"] = uptime_string(end_mono - start if end_mono > start else 0.0)
     info["idle"] = uptime_string(end_mono - last if end_mono > last else 0.0)
-    info["pending_bytes"] = conn.sink.pending()
+    info["pending_bytes"] = conn.pending_bytes()
     info["in_msgs"] = conn.in_msgs
     info["out_msgs"] = conn.out_msgs
     info["in_bytes"] = conn.in_bytes
@@ -869,11 +868,12 @@ def indented_json(body: Any) -> bytes:
     refuses, is encoded compact by ``json``'s C encoder (`_maybe_not_repr`). A body that is not JSON (``NaN``) goes the
     slow way, as does every body with `FORMAT_INDENT` off."""
     if FORMAT_INDENT:
+        compact: bytes | None
         try:
             compact = msgspec.json.encode(body)
         except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
-            compact = b"null"
-        if _maybe_not_repr(compact):
+            compact = None  # (json's encoder says what it thinks of it)
+        if compact is None or _maybe_not_repr(compact):
             compact = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         try:
             return msgspec.json.format(compact, indent=2)
