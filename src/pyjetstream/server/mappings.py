@@ -14,6 +14,17 @@ of its own cluster's name, else the unscoped ones.
 The server applies an account's mappings to every publish of a client before anything else looks
 at the subject (permissions, routing, JetStream): see ``ClientConnection._process``. An account
 without mappings pays one boolean test per read (`Account.mapped`).
+
+Finding a subject's mapping: nats-server walks its mappings in order and takes the first that
+matches (a literal source equal to the subject, a wildcard one by ``isSubsetMatch``) — O(mappings)
+a publish, ~20-30 ns each in Go; in Python ~0.3 µs each, so a publish beside 1,000 wildcard
+mappings cost 346 µs of CPU against nats-server's 30.5 (the ``mappings`` scale dimension). Here the
+literal sources sit in a dict and the wildcard ones in a token trie (`_WildTrie`), each with its
+position: the first match is the lowest position among those the trie's walk reaches — the
+subject's own token and ``*`` at each level, and ``>`` — O(tokens), whatever the number of
+mappings. `INDEXED` off: the wildcard sources tried in order, as nats-server does (the
+differential test proves both find the same). A subject's deterministic result is cached besides.
+Adding a mapping is O(1) (the configuration's 10,000 were O(n²) when each add rebuilt the index).
 """
 
 from __future__ import annotations
@@ -33,7 +44,10 @@ from pyjetstream.server.subject_transform import (
     validate_mapping,
 )
 
-__all__ = ["MappingError", "Mappings", "cluster_name"]
+__all__ = ["INDEXED", "MappingError", "Mappings", "cluster_name"]
+
+#: The wildcard sources found through their token trie (`_WildTrie`); off: tried in order.
+INDEXED = True
 
 
 def cluster_name(options: Any) -> str:
@@ -132,6 +146,60 @@ def _matches(tokens: list[str], stoks: list[str]) -> bool:
     return len(tokens) == len(stoks)
 
 
+class _TrieNode:
+    __slots__ = ("children", "entry")
+
+    def __init__(self) -> None:
+        self.children: dict[str, _TrieNode] = {}
+        self.entry: tuple[int, _Mapping] | None = None  # the mapping whose source ends here
+
+
+class _WildTrie:
+    """The wildcard sources by token, each with its position: `first` is the lowest position among
+    the sources that `_matches` a subject, found by following, at each level, the subject's token,
+    ``*`` and ``>`` (which matches when a token is left for it)."""
+
+    def __init__(self) -> None:
+        self.root = _TrieNode()
+        self.visited = 0  # trie nodes lookups went through (a step count for the tests)
+
+    def add(self, tokens: list[str], entry: tuple[int, _Mapping]) -> None:
+        node = self.root
+        for token in tokens:
+            child = node.children.get(token)
+            if child is None:
+                child = node.children[token] = _TrieNode()
+            node = child
+        node.entry = entry
+
+    def first(self, tokens: list[str], end: int) -> tuple[int, _Mapping] | None:
+        """The matching source of the lowest position below ``end``, if any."""
+        best: tuple[int, _Mapping] | None = None
+        level = [self.root]
+        last = len(tokens) - 1
+        for i, token in enumerate(tokens):
+            below: list[_TrieNode] = []
+            for node in level:
+                self.visited += 1
+                children = node.children
+                for key in (token, "*") if token != "*" else ("*",):
+                    child = children.get(key)
+                    if child is not None:
+                        below.append(child)
+                rest = children.get(">")
+                if rest is not None and rest.entry is not None and (best is None or rest.entry[0] < best[0]):
+                    best = rest.entry  # (`_matches`: ">" takes the tokens left, at least this one)
+            level = below
+            if not level:
+                break
+            if i == last:
+                for node in level:
+                    entry = node.entry
+                    if entry is not None and (best is None or entry[0] < best[0]):
+                        best = entry
+        return best if best is not None and best[0] < end else None
+
+
 class Mappings:
     """One account's mappings, in the order they were added (the first that matches is used)."""
 
@@ -139,15 +207,33 @@ class Mappings:
         #: The server's cluster name: picks cluster-scoped destinations (nats-server ``cachedClusterName``).
         self.cluster = cluster
         self._entries: list[_Mapping] = []
-        # The same, indexed: literal sources by subject, the wildcard ones in order (with positions).
+        self._position: dict[str, int] = {}  # source -> its place in ``_entries``
+        # The same, indexed: literal sources by subject, the wildcard ones in order and in a trie
+        # (each with its position).
         self._literal: dict[str, tuple[int, _Mapping]] = {}
         self._wild: list[tuple[int, _Mapping]] = []
+        self._trie = _WildTrie()
         self._cache: dict[str, _Resolved] = {}
 
-    def _reindex(self) -> None:
-        self._literal = {m.src: (i, m) for i, m in enumerate(self._entries) if not m.wildcard}
-        self._wild = [(i, m) for i, m in enumerate(self._entries) if m.wildcard]
+    def _index(self, i: int, m: _Mapping, new: bool) -> None:
+        """Mapping ``m`` at position ``i`` in the indexes: the last one (``new``), or in place of
+        its source's."""
+        if not m.wildcard:
+            self._literal[m.src] = (i, m)
+        else:
+            wild = self._wild
+            if new:
+                wild.append((i, m))
+            else:
+                wild[next(k for k, (j, _) in enumerate(wild) if j == i)] = (i, m)
+            self._trie.add(m.src_tokens, (i, m))
         self._cache.clear()
+
+    def _reindex(self) -> None:
+        self._position = {m.src: i for i, m in enumerate(self._entries)}
+        self._literal, self._wild, self._trie = {}, [], _WildTrie()
+        for i, m in enumerate(self._entries):
+            self._index(i, m, True)
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -162,21 +248,22 @@ class Mappings:
     def add(self, src: str, dests: list[MapDest]) -> None:
         """Add or replace the mapping of ``src`` (raises `MappingError`)."""
         m = _mapping(src, dests)
-        for i, old in enumerate(self._entries):
-            if old.src == src:
-                self._entries[i] = m
-                break
-        else:
+        i = self._position.get(src)
+        if i is None:
+            self._position[src] = len(self._entries)
             self._entries.append(m)
-        self._reindex()
+            self._index(len(self._entries) - 1, m, True)
+        else:
+            self._entries[i] = m  # (replaced in place: it keeps its turn)
+            self._index(i, m, False)
 
     def remove(self, src: str) -> bool:
-        for i, old in enumerate(self._entries):
-            if old.src == src:
-                del self._entries[i]
-                self._reindex()
-                return True
-        return False
+        i = self._position.get(src)
+        if i is None:
+            return False
+        del self._entries[i]
+        self._reindex()  # (the positions after it move: rare, O(mappings) as nats-server's)
+        return True
 
     def monitor_info(self) -> dict[str, list[dict[str, Any]]]:
         """``/accountz``'s ``mappings`` (nats-server ``accountInfo``): each source's destinations
@@ -209,11 +296,16 @@ class Mappings:
         if end == 0 and literal is not None:
             return literal[1], []
         tokens = subject.split(".")
-        for i, m in self._wild:
-            if i >= end:
-                break
-            if _matches(tokens, m.src_tokens):
-                return m, tokens
+        if INDEXED:
+            first = self._trie.first(tokens, end)
+            if first is not None:
+                return first[1], tokens
+        else:
+            for i, m in self._wild:
+                if i >= end:
+                    break
+                if _matches(tokens, m.src_tokens):
+                    return m, tokens
         return (literal[1], tokens) if literal is not None else None
 
     def select(self, subject: str) -> str | None:

@@ -1,0 +1,118 @@
+"""Subject mappings at scale (issue 24, bench_scale's ``--dim mappings``): a publish finds its
+mapping in steps that do not grow with the number of mappings, and loading them is linear.
+
+nats-server walks its mappings in order for every publish (``selectMappedSubject``): ~15 µs of CPU a
+publish beside 1,000 wildcard mappings, ours ~740 before the trie (`mappings._WildTrie`). Counted,
+not timed: the trie nodes a publish visits (`_WildTrie.visited`) and the sources tried one by one
+(`mappings._matches`, none while `mappings.INDEXED`), on an embedded server with 100 and with
+10,000 wildcard mappings. The differential test proves the trie finds the mapping the ordered walk
+finds (`INDEXED` off), over random sources and subjects."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+
+import nats
+import pytest
+from tests.jetstream.scale_steps import count_calls, embedded
+
+from pyjetstream.server import mappings as mappings_module
+from pyjetstream.server.mappings import MappingError, Mappings
+from pyjetstream.server.options import MapDest
+
+PUBLISHES = 200
+
+
+def _config(n: int) -> dict[str, list[MapDest]]:
+    return {f"mp.{i}.*": [MapDest(subject=f"mq.{i}.{{{{wildcard(1)}}}}")] for i in range(n)}
+
+
+async def _publish_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[int, int]:
+    """Trie nodes visited and sources tried one by one, per publish to the last of ``n`` mappings
+    (each a new subject: no cached result)."""
+    async with embedded(mappings=_config(n)) as server:
+        nc = await nats.connect(f"nats://127.0.0.1:{server.port}")
+        try:
+            got: list[str] = []
+            done = asyncio.Event()
+
+            async def on_msg(msg: nats.aio.msg.Msg) -> None:
+                got.append(msg.subject)
+                if len(got) == PUBLISHES:
+                    done.set()
+
+            await nc.subscribe("mq.>", cb=on_msg)
+            await nc.flush()
+            trie = server.global_account.mappings._trie
+            before = trie.visited
+            with count_calls(monkeypatch, mappings_module, "_matches") as tried:
+                for j in range(PUBLISHES):
+                    await nc.publish(f"mp.{n - 1}.x{j}", b"")
+                await asyncio.wait_for(done.wait(), 30)
+            assert sorted(got) == sorted(f"mq.{n - 1}.x{j}" for j in range(PUBLISHES))
+            return (trie.visited - before) // PUBLISHES, tried["_matches"]
+        finally:
+            await nc.close()
+
+
+async def test_a_publish_finds_its_mapping_in_steps_that_do_not_grow(monkeypatch: pytest.MonkeyPatch) -> None:
+    (small, _), (large, _) = await _publish_steps(monkeypatch, 100), await _publish_steps(monkeypatch, 10_000)
+    assert small == large and small <= 3, (small, large)  # (the root, mp, mp.<i>: O(tokens))
+    monkeypatch.setattr(mappings_module, "INDEXED", False)
+    # Off: each publish tries every source before the last one, as nats-server does.
+    with count_calls(monkeypatch, mappings_module, "_matches") as tried:
+        m = Mappings()
+        for src, dests in _config(1000).items():
+            m.add(src, dests)
+        assert m.select("mp.999.x") == "mq.999.x"
+    assert tried["_matches"] == 1000
+
+
+async def test_no_source_is_tried_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in (100, 10_000):
+        _, tried = await _publish_steps(monkeypatch, n)
+        assert tried == 0, (n, tried)
+
+
+def test_loading_mappings_is_linear(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each mapping is indexed once as it is added (10,000 were 10,000 rebuilds of the index: O(n²));
+    a replaced one keeps its place, a removal rebuilds."""
+    for n in (100, 10_000):
+        with count_calls(monkeypatch, Mappings, "_index", "_reindex") as calls:
+            m = Mappings()
+            for src, dests in _config(n).items():
+                m.add(src, dests)
+        assert calls == {"_index": n}, (n, calls)
+    m.add("mp.0.*", [MapDest(subject="again.$1")])
+    assert m.sources[0] == "mp.0.*" and m.select("mp.0.k") == "again.k" and len(m) == 10_000
+
+
+_TOKENS = ["a", "b", "c", "*", ">"]
+
+
+def _random_subject(rng: random.Random, wild: bool) -> str:
+    tokens = [rng.choice(_TOKENS[:3] if not wild else _TOKENS[:4]) for _ in range(rng.randint(1, 4))]
+    if wild and rng.random() < 0.3:
+        tokens[-1] = ">"
+    return ".".join(tokens)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_trie_finds_what_the_ordered_walk_finds(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    rng = random.Random(seed)
+    m = Mappings()
+    for i in range(rng.randint(1, 40)):
+        src = _random_subject(rng, wild=rng.random() < 0.8)
+        with contextlib.suppress(MappingError):  # (a destination its source cannot fill)
+            m.add(src, [MapDest(subject=f"d{i}.>" if src.endswith(">") else f"d{i}")])
+        if rng.random() < 0.1 and len(m) > 1:
+            m.remove(rng.choice(m.sources))
+    subjects = [_random_subject(rng, wild=False) for _ in range(200)] + ["a.*", "a.>", "*", ">", "a..b", ""]
+    for subject in subjects:
+        monkeypatch.setattr(mappings_module, "INDEXED", True)
+        on = m._find(subject)
+        monkeypatch.setattr(mappings_module, "INDEXED", False)
+        off = m._find(subject)
+        assert on == off, (seed, subject, m.sources)
