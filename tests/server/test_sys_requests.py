@@ -174,3 +174,16 @@ async def test_user_info_names_the_user_and_its_permissions(target: Target) -> N
     (statz,) = await _ask(_sys(target), "$SYS.REQ.ACCOUNT.APP.STATZ", {"include_unused": True})
     assert [a["acc"] for a in statz["data"]["account_statz"]] == ["APP"]
     assert await _ask(_sys(target), "$SYS.REQ.ACCOUNT.APP.STATZ") == []  # nobody connected there: no answer
+
+
+async def test_the_statistics_kind_is_statsz_and_idz_is_bare(target: Target) -> None:
+    """``PING.STATSZ`` is the bare PING's statistics; ``PING.STATZ`` (the account kind's name) has no
+    responders, as a kind nobody answers; ``IDZ`` is the bare ServerID, not a ServerAPIResponse."""
+    (stats,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING.STATSZ")
+    assert list(stats) == ["server", "statsz"] and "connections" in stats["statsz"]
+    (direct,) = await _ask(_sys(target), f"$SYS.REQ.SERVER.{stats['server']['id']}.STATSZ")
+    assert list(direct) == ["server", "statsz"]
+    for kind in ("STATZ", "NOPE", "KICK"):
+        assert await _ask(_sys(target), f"$SYS.REQ.SERVER.PING.{kind}") == [{"status": 503}], kind
+    (idz,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING.IDZ")
+    assert idz == {"name": "N1", "host": "127.0.0.1", "id": stats["server"]["id"]}

@@ -29,7 +29,7 @@ _JSZ = {"account": "string", "accounts": "bool", "streams": "bool", "consumer": 
         "leader_only": "bool", "offset": "int", "limit": "int", "raft": "bool", "stream_leader_only": "bool"}  # fmt: skip
 #: KIND of ``$SYS.REQ.SERVER.PING[.KIND]`` → (its options struct, its fields' Go types).
 SERVER_KINDS: dict[str, tuple[str, dict[str, str]]] = {
-    "STATZ": ("StatszEventOptions", {}),
+    "STATSZ": ("StatszEventOptions", {}),
     "VARZ": ("VarzEventOptions", {}),
     "CONNZ": ("ConnzEventOptions", _CONNZ),
     "SUBSZ": ("SubszEventOptions", _SUBSZ),

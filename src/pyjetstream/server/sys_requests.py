@@ -65,6 +65,11 @@ _CONNZ_STATES = {0: "open", 1: "closed", 2: "all"}
 _JS_ENABLED, _BINARY_SNAPSHOT, _ACCOUNT_NRG = 1, 2, 4
 
 
+#: The kinds ``$SYS.REQ.SERVER.PING.<KIND>`` / ``$SYS.REQ.SERVER.<id>.<KIND>`` answer here (nats-server's
+#: ``monSrvc`` but ``PROFILEZ``): ``STATSZ`` the statistics, as the bare PING; ``IDZ`` the server's id.
+_SERVER_KINDS = ("STATSZ", "IDZ", *_PATHS)
+
+
 class _Skip(Exception):
     """nats-server ``errSkipZreq``: this server has nothing to say (no answer at all)."""
 
@@ -100,8 +105,12 @@ class SystemRequests:
         through its system imports, `pyjetstream.server.sys_imports`), user info and the
         subscriber count."""
         system = self.system
-        for subject in ("$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.PING.*", f"$SYS.REQ.SERVER.{self.server.server_id}.*"):
-            system.subscribe_internal(subject, self.on_request)
+        system.subscribe_internal("$SYS.REQ.SERVER.PING", self.on_request)
+        # One subscription per kind answered, as nats-server's ``monSrvc``: another kind has no
+        # responders (a 503 to the requester, not a wait for an answer that never comes).
+        for kind in _SERVER_KINDS:
+            system.subscribe_internal(f"$SYS.REQ.SERVER.PING.{kind}", self.on_request)
+        system.subscribe_internal(f"$SYS.REQ.SERVER.{self.server.server_id}.*", self.on_request)
         for kind in _ACCOUNT_KINDS:
             system.subscribe_internal(f"$SYS.REQ.ACCOUNT.*.{kind}", self.on_account_request)
         system.subscribe_internal("$SYS.REQ.ACCOUNT.PING.STATZ", self.on_account_request)
@@ -116,8 +125,13 @@ class SystemRequests:
     def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if not reply:
             return
-        kind = "STATZ" if subject == "$SYS.REQ.SERVER.PING" else subject.rsplit(".", 1)[-1]
-        if kind not in _PATHS and kind not in ("STATZ", "IDZ"):
+        kind = "STATSZ" if subject == "$SYS.REQ.SERVER.PING" else subject.rsplit(".", 1)[-1]
+        if kind not in _SERVER_KINDS:
+            return
+        if kind == "IDZ":  # nats-server ``idzReq``: the bare ServerID, no options, no filters
+            server = self.server
+            idz = {"name": server.server_name, "host": server.options.host, "id": server.server_id}
+            self.system.publish_internal(reply, json.dumps(idz, separators=(",", ":")).encode())
             return
         types = (SERVER_KINDS, kind)
         self._spawn(self._z(reply, payload, lambda options: self._server_kind(kind, options), types))
@@ -161,11 +175,8 @@ class SystemRequests:
         self._respond(reply, body)
 
     async def _server_kind(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
-        if kind == "STATZ":
+        if kind == "STATSZ":
             return {"statsz": await self._statsz()}
-        if kind == "IDZ":
-            server = self.server
-            return {"data": {"name": server.server_name, "host": server.options.host, "id": server.server_id}}
         return await self._endpoint(kind, options)
 
     async def _account_kind(self, subject: str, name: str, kind: str, options: dict[str, Any]) -> dict[str, Any]:
