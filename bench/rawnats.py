@@ -62,6 +62,8 @@ class RawConn:
         on_frames: Callable[[RawConn, list[Frame]], None] | None = None,
         on_count: Callable[[RawConn, int], None] | None = None,
         on_data: Callable[[RawConn, bytes], None] | None = None,
+        user: str = "",
+        password: str = "",
     ) -> None:
         self.mode = mode  # "count", "walk" or "frames"
         self.on_frames = on_frames
@@ -75,7 +77,11 @@ class RawConn:
         buf = b""
         while b"\r\n" not in buf:
             buf += self._recv()
-        self.sock.sendall(CONNECT + b"PING\r\n")
+        connect = CONNECT
+        if user:  # a configured account's user (bench dims with accounts: no_auth_user is another)
+            auth = json.dumps({"user": user, "pass": password})[1:-1].encode()
+            connect = CONNECT.replace(b'"protocol":1', b'"protocol":1,' + auth)
+        self.sock.sendall(connect + b"PING\r\n")
         while b"PONG\r\n" not in buf:
             buf += self._recv()
         self.sock.settimeout(None)

@@ -55,7 +55,22 @@ every dimension, without ``--dim``, runs these too).
   connection listed), ``/subsz`` and a middle page of ``/subsz?subs=1`` (per request);
 - ``jsz`` (100 / 1k / 10k durable pull consumers, 100 a stream: 1 / 10 / 100 file streams of 10
   messages): ``/jsz``, ``/jsz?streams=1`` (per stream listed), ``/jsz?consumers=1`` with and without
-  ``config=1`` (per consumer listed), ``$JS.API.INFO`` (per request).
+  ``config=1`` (per consumer listed), ``$JS.API.INFO`` (per request);
+- ``mappings`` (100 / 1k / 10k wildcard subject mappings ``mp.<i>.*`` -> ``mq.<i>.{{wildcard(1)}}``, the
+  configuration's ``mappings``; session 13): a publish mapped by the last one (new subjects each, and
+  100 subjects over and over: a cached result), by the first one, and one no mapping matches (per
+  publish), a restart until the last mapping maps (per mapping);
+- ``imports`` (account ``IMP`` importing 100 / 1k / 10k literal stream subjects ``s.<i>`` and as many
+  services ``svc.<i>`` from ``EXP``; session 13): SUB + UNSUB in the importer of one import's subject
+  (per pair), a publish in the exporter through one stream import (per message), a request through one
+  service import (per request), a restart until the last service import answers (per import);
+- ``sysreq`` (as ``monitor``: 10 / 100 / 1k connections with 100 subscriptions each, in account ``APP``; a
+  system account ``SYS``; session 13): ``$SYS.REQ.SERVER.PING.<kind>`` for ``STATSZ``, ``VARZ``,
+  ``CONNZ`` (per connection listed), ``SUBSZ``, ``JSZ``, ``HEALTHZ`` (per request), one in flight;
+- ``kvops`` (1k / 10k / 100k keys ``k.<i % 10>.<i // 10>`` of a KV bucket, 100 of them deleted; session
+  13): ``keys()`` filtered on ``k.3.*`` (a tenth; per key listed) and on ``k.*.<j>`` (10 keys; per
+  call), ``purge_deletes(older_than)`` of young markers — a watch of every key and a purge keeping each
+  marker, as nats.go's ``PurgeDeletes`` (per key of the bucket).
 - restarts beyond messages (``messages`` and ``gaps`` restart a stream of messages): a clean stop and a
   ``kill -9``, each until the new process answers for all of the state, per unit of it (the new
   process's CPU until then; resident memory after): ``rconsumers`` (100 / 1k / 10k durable pull
@@ -70,11 +85,12 @@ every dimension, without ``--dim``, runs these too).
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +110,10 @@ from bench_scale import (
     create_stream,
     list_pages,
     pubs,
+    subject_of,
     timed_build,
 )
-from rawnats import ManyConns, header_block, pub_frame, publish_window
+from rawnats import ManyConns, RawConn, header_block, pub_frame, publish_window, wait_for
 
 # ---- streams
 
@@ -1034,6 +1051,235 @@ def ops_jsz() -> list[Op]:
     ]  # fmt: skip
 
 
+# ---- session 13 (explore6): mappings, imports, the system account's requests, KV filters
+
+
+def _core_sends(ctx: Ctx, receiver: Any, frames: Iterable[bytes], k: int, window: int = 5000) -> int:
+    """``k`` core publishes (no reply) on one connection, at most ``window`` not yet received by
+    ``receiver`` (a count-mode connection): until it received them all."""
+    pub = ctx.state.get("core_pub")
+    if pub is None:
+        pub = ctx.state["core_pub"] = ctx.conn()
+    base, sent, it = receiver.msgs, 0, iter(frames)
+    while sent < k:
+        take = min(1000, k - sent)
+        if sent + take - (receiver.msgs - base) > window:
+            ctx.wait(lambda: receiver.msgs - base, sent + take - window)
+        pub.send(b"".join(itertools.islice(it, take)))
+        sent += take
+    return ctx.wait(lambda: receiver.msgs - base, k)
+
+
+def _mapping_settings(n: int) -> dict[str, Any]:
+    """``n`` wildcard mappings ``mp.<i>.*`` -> ``mq.<i>.{{wildcard(1)}}`` (the config's ``mappings``)."""
+    return {"mappings": {f'"mp.{i}.*"': f"mq.{i}.{{{{wildcard(1)}}}}" for i in range(n)}}
+
+
+def build_mappings(ctx: Ctx) -> None:
+    sub = ctx.conn()
+    sub.sub("mq.>", 1)
+    sub.sub("un.>", 2)
+    sub.flush()
+    ctx.state["sub"] = sub
+
+
+def _pub_mapped(subject: Callable[[Ctx, int], str], count: int) -> Callable[[Ctx], int]:
+    def run(ctx: Ctx) -> int:
+        k, tag = ctx.n(count), ctx.uid("t")
+        return _core_sends(ctx, ctx.state["sub"], (pub_frame(subject(ctx, j).format(tag=tag), P16) for j in range(k)), k)
+
+    return run
+
+
+def _mapped_ready(ctx: Ctx) -> bool:
+    """The restarted server maps: a publish to the last mapping's source arrives at its destination."""
+    conn = ctx.conn()
+    conn.sub(f"mq.{ctx.size - 1}.ready", 1)
+    conn.flush()
+    conn.pub(f"mp.{ctx.size - 1}.ready", P16)
+    return wait_for(lambda: conn.msgs > 0, 5.0)
+
+
+def ops_mappings() -> list[Op]:
+    return [
+        Op("pub_last", "publish mapped by the last mapping (new subjects)", "publish",
+           _pub_mapped(lambda c, j: f"mp.{c.size - 1}.{{tag}}{j}", 20_000)),
+        Op("pub_last_hot", "publish mapped by the last mapping (100 subjects)", "publish",
+           _pub_mapped(lambda c, j: f"mp.{c.size - 1}.h{j % 100}", 20_000)),
+        Op("pub_first", "publish mapped by the first mapping (new subjects)", "publish",
+           _pub_mapped(lambda c, j: f"mp.0.{{tag}}{j}", 20_000)),
+        Op("pub_unmapped", "publish no mapping matches (new subjects)", "publish",
+           _pub_mapped(lambda c, j: f"un.{{tag}}{j}", 20_000)),
+        Op("restart", "restart (until the last mapping maps)", "mapping",
+           lambda c: (c.restart_until(False, lambda: _mapped_ready(c)), c.size)[1], once=True, restart=True),
+    ]  # fmt: skip
+
+
+def _import_settings(n: int) -> dict[str, Any]:
+    """Account ``IMP`` (no_auth_user) imports ``n`` literal stream subjects ``s.<i>`` and ``n``
+    services ``svc.<i>`` from ``EXP``, which exports ``s.>`` and ``svc.>``."""
+    imports = [{"stream": {"account": "EXP", "subject": f"s.{i}"}} for i in range(n)]
+    imports += [{"service": {"account": "EXP", "subject": f"svc.{i}"}} for i in range(n)]
+    return {
+        "accounts": {
+            "EXP": {"users": [{"user": "exp", "password": "exp"}], "exports": [{"stream": "s.>"}, {"service": "svc.>"}]},
+            "IMP": {"users": [{"user": "imp", "password": "imp"}], "imports": imports, "jetstream": "enabled"},
+        },
+        "no_auth_user": "imp",
+    }
+
+
+def build_imports(ctx: Ctx) -> None:
+    """In ``IMP``: a subscriber on ``s.>``; in ``EXP``: a publisher and a responder on ``svc.>``."""
+    sub = ctx.conn()
+    sub.sub("s.>", 1)
+    sub.flush()
+    exp = ctx.conn(user="exp", password="exp")
+    responder = ctx.conn(mode="frames", user="exp", password="exp", on_frames=_respond)
+    responder.sub("svc.>", 1)
+    responder.flush()
+    ctx.state.update(sub=sub, exp=exp, core_pub=exp)
+
+
+def _respond(conn: RawConn, frames: list[Any]) -> None:
+    conn.send(b"".join(pub_frame(f.reply, b"ok") for f in frames if f.reply))
+
+
+def _import_sub_unsub(ctx: Ctx) -> int:
+    """SUB + UNSUB in the importer of a subject inside one import (its shadow comes and goes)."""
+    k, n = ctx.n(2000), ctx.size
+    conn = ctx.state.setdefault("subber", ctx.conn())
+    conn.send(b"".join(f"SUB s.{random.randrange(n)} x{j}\r\nUNSUB x{j}\r\n".encode() for j in range(k)))
+    conn.flush()
+    return k
+
+
+def _import_requests(ctx: Ctx) -> int:
+    k, n = ctx.n(5000), ctx.size
+    answers = ctx.api.requests([(f"svc.{random.randrange(n)}", b"q") for _ in range(k)], timeout=max(ctx.left(), 1.0), window=100)
+    if any(a.payload != b"ok" for a in answers):
+        raise RuntimeError("service import: a request not answered ok")
+    return k
+
+
+def _imports_ready(ctx: Ctx) -> bool:
+    frame = ctx.api.request(f"svc.{ctx.size - 1}", b"q", timeout=5.0)
+    return frame.payload == b"ok"
+
+
+def ops_imports() -> list[Op]:
+    return [
+        Op("sub_unsub", "SUB + UNSUB in the importer (one import's subject)", "pair", _import_sub_unsub),
+        Op("pub_stream", "publish in the exporter through one stream import", "message",
+           _pub_mapped(lambda c, j: f"s.{random.randrange(c.size)}", 20_000)),
+        Op("request", "request through one service import", "request", _import_requests),
+        Op("restart", "restart (until the last service import answers)", "import",
+           lambda c: (_restart_imports(c), c.size)[1], once=True, restart=True),
+    ]  # fmt: skip
+
+
+def _restart_imports(ctx: Ctx) -> None:
+    ctx.restart_until(False, lambda: _respond_again(ctx) and _imports_ready(ctx))
+
+
+def _respond_again(ctx: Ctx) -> bool:
+    """After a restart the exporter's responder connects again."""
+    if ctx.state.get("responder_up") is not ctx.target.process:
+        responder = ctx.conn(mode="frames", user="exp", password="exp", on_frames=_respond)
+        responder.sub("svc.>", 1)
+        responder.flush()
+        ctx.state["responder_up"] = ctx.target.process
+    return True
+
+
+#: The system account's requests (nats-server ``$SYS.REQ.SERVER.PING.<kind>``), asked by a user of it.
+SYS_ACCOUNTS = {
+    "accounts": {
+        "SYS": {"users": [{"user": "sys", "password": "sys"}]},
+        "APP": {"users": [{"user": "app", "password": "app"}], "jetstream": "enabled"},
+    },
+    "system_account": "SYS",
+    "no_auth_user": "app",
+}
+
+
+def _sys_requests(kind: str, count: int, per: Callable[[Ctx], int] = lambda c: 1) -> Callable[[Ctx], int]:
+    def run(ctx: Ctx) -> int:
+        k = ctx.n(count)
+        conn = ctx.state.get("sys")
+        if conn is None:
+            conn = ctx.state["sys"] = ctx.conn(mode="frames", user="sys", password="sys")
+        answers = conn.requests([(f"$SYS.REQ.SERVER.PING.{kind}", b"")] * k, timeout=max(ctx.left(), 1.0), window=1)
+        if any(b'"error"' in a.payload[:200] for a in answers):
+            raise RuntimeError(f"{kind}: {answers[0].payload[:200]!r}")
+        return k * per(ctx)
+
+    return run
+
+
+def build_sysreq(ctx: Ctx) -> None:
+    """As ``monitor``: ``n`` connections (of account APP) with 100 subscriptions each, a few messages."""
+    build_monitor(ctx)
+    create_stream(ctx, "SQ", subjects=["sq.>"])
+    ctx.publish(pubs(f"sq.{i}" for i in range(100)), 100)
+
+
+def ops_sysreq() -> list[Op]:
+    return [
+        Op("statsz", "$SYS.REQ.SERVER.PING.STATSZ", "request", _sys_requests("STATSZ", 200)),
+        Op("varz", "$SYS.REQ.SERVER.PING.VARZ", "request", _sys_requests("VARZ", 200)),
+        Op("connz", "$SYS.REQ.SERVER.PING.CONNZ (every connection)", "connection listed",
+           _sys_requests("CONNZ", 10, lambda c: c.size + 3)),
+        Op("subsz", "$SYS.REQ.SERVER.PING.SUBSZ", "request", _sys_requests("SUBSZ", 100)),
+        Op("jsz", "$SYS.REQ.SERVER.PING.JSZ", "request", _sys_requests("JSZ", 200)),
+        Op("healthz", "$SYS.REQ.SERVER.PING.HEALTHZ", "request", _sys_requests("HEALTHZ", 200)),
+    ]  # fmt: skip
+
+
+def build_kvops(ctx: Ctx) -> None:
+    """Bucket ``B`` (history 1): ``n`` keys ``k.<i % 10>.<i // 10>``, then 100 of them deleted (a delete
+    marker each, as ``kv.delete``)."""
+    n = ctx.size
+    create_kv_bucket(ctx, "B", 1)
+    ctx.publish(pubs(f"$KV.B.{subject_of(i)}" for i in range(n)), n)
+    deleted = [f"$KV.B.{subject_of(i)}" for i in range(0, n, n // 100)]
+    ctx.publish(pubs(deleted, lambda i: header_block(KV_Operation="DEL"), b""), len(deleted))
+    ctx.state["deleted"] = deleted
+
+
+def _keys_filtered(filter_: Callable[[Ctx], str], expected: Callable[[Ctx], int], count: int) -> Callable[[Ctx], int]:
+    """``keys(filters=[...])`` as nats.go's ``ListKeysFiltered`` makes it: an ordered push consumer,
+    last per subject, headers only, on the filter (the deleted keys' markers come too)."""
+
+    def run(ctx: Ctx) -> int:
+        for _ in range(count):
+            bs.kv_watch_filtered(ctx, "B", filter_(ctx), expected(ctx), headers_only=True)
+        return count * expected(ctx)
+
+    return run
+
+
+def _purge_deletes(ctx: Ctx) -> int:
+    """``purge_deletes(older_than=30 min)`` of young markers: a watch of every key, then a purge
+    of each marker keeping it (``keep: 1``), as nats.go's ``PurgeDeletes``; per key of the bucket."""
+    bs.kv_watch_filtered(ctx, "B", "$KV.B.>", ctx.size, headers_only=False)
+    deleted = ctx.state["deleted"]
+    answers = ctx.requests([("$JS.API.STREAM.PURGE.KV_B", {"filter": s, "keep": 1}) for s in deleted])
+    if any("error" in a for a in answers):
+        raise RuntimeError(f"purge: {answers[0]}")
+    return int(ctx.size)
+
+
+def ops_kvops() -> list[Op]:
+    return [
+        Op("keys_tenth", "keys() filtered k.3.* (a tenth)", "key listed",
+           _keys_filtered(lambda c: "$KV.B.k.3.*", lambda c: c.size // 10, 1)),
+        Op("keys_ten", "keys() filtered k.*.<j> (10 keys)", "request",
+           _keys_filtered(lambda c: f"$KV.B.k.*.{random.randrange(c.size // 10)}", lambda c: 10, 20)),
+        Op("purge_deletes", "purge_deletes(older_than): watch + 100 purges keep 1", "key", _purge_deletes),
+    ]  # fmt: skip
+
+
 # ---- restarts (restart): what one restart costs as the state grows, beyond messages
 
 
@@ -1163,6 +1409,19 @@ def more_restart_dimensions() -> list[Dimension]:
     ]
 
 
+def explore6_dimensions() -> list[Dimension]:
+    return [
+        Dimension("mappings", "subject mappings (wildcard)", [100, 1000, 10_000], [10, 100, 1000], build_mappings,
+                  ops_mappings(), sized_settings=_mapping_settings),
+        Dimension("imports", "stream + service imports of one account", [100, 1000, 10_000], [10, 100, 1000],
+                  build_imports, ops_imports(), sized_settings=_import_settings),
+        Dimension("sysreq", "connections, 100 subscriptions each ($SYS requests)", [10, 100, 1000], [10, 100, 100],
+                  build_sysreq, ops_sysreq(), settings=SYS_ACCOUNTS),
+        Dimension("kvops", "keys of a KV bucket (filters, purge_deletes)", [1000, 10_000, 100_000],
+                  [1000, 10_000, 10_000], build_kvops, ops_kvops()),
+    ]  # fmt: skip
+
+
 def more_dimensions() -> list[Dimension]:
     dims = [
         Dimension("streams", "streams in an account", [100, 1000, 10_000], [10, 100, 1000], build_streams, ops_streams()),
@@ -1247,6 +1506,7 @@ def more_dimensions() -> list[Dimension]:
             ops_objstore(),
         ),
     ]
+    dims += explore6_dimensions()
     repeat = {"names", "list", "info", "js_info"}
     for dim in dims:
         for op in dim.ops:
