@@ -136,6 +136,15 @@ def test_indented_json_is_json_dumps(body: Any, monkeypatch: pytest.MonkeyPatch)
     assert fast == monitor.indented_json(body) == json.dumps(body, indent=2, ensure_ascii=False).encode()
 
 
+@pytest.mark.parametrize("body", [*EDGES, {"ascii": "".join(map(chr, range(128))), "rtt": "986.522µs", "astral": "😀\U0010ffff"}])
+def test_compact_json_is_json_dumps(body: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The system account's compact answers: msgspec's bytes where they are json.dumps' (ASCII, DEL
+    escaped, floats as repr), json's elsewhere — the same bytes with `COMPACT_MSGSPEC` off."""
+    fast = monitor.compact_json(body)
+    monkeypatch.setattr(monitor, "COMPACT_MSGSPEC", False)
+    assert fast == monitor.compact_json(body) == json.dumps(body, separators=(",", ":")).encode()
+
+
 PATHS: list[tuple[str, dict[str, str]]] = [
     ("/varz", {}),
     ("/connz", {"subs": "detail", "auth": "1", "state": "any"}),

@@ -292,7 +292,9 @@ class SystemRequests:
         return not domain or domain == server.options.jetstream_domain
 
     def _respond(self, reply: str, body: dict[str, Any], account: Account | None = None) -> None:
-        out = json.dumps({"server": server_info(self.server), **body}, separators=(",", ":")).encode()
+        from pyjetstream.server.monitor import compact_json  # Deferred: see `_handlers`.
+
+        out = compact_json({"server": server_info(self.server), **body})
         (account or self.system).publish_internal(reply, out)
 
 
