@@ -1,5 +1,6 @@
-"""A consumer's read-ahead (`BlockFiles.read_run`) skips the CRC of records this process wrote
-(`_Block.ours`, nats-server's ``cbit``): the same messages come back as with every CRC checked
+"""A consumer's read-ahead (`BlockFiles.read_run`) and a read of one message (`load_msg`:
+`BlockFiles._record`) skip the CRC of records this process wrote (`_Block.ours`, nats-server's
+``cbit``): the same messages come back as with every CRC checked
 (``FileStoreConfig.trust_own_records`` off), the CRC is computed only for blocks found on disk.
 A damaged record in a block found on disk is still dropped and listed lost: test_damage_matrix
 reads through the run path too."""
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig, blockfiles
-from pyjetstream.server.jetstream.store.base import MsgTuple
+from pyjetstream.server.jetstream.store.base import MsgTuple, StoredMsg, StoreError
 
 HDR = b"NATS/1.0\r\nX-K: %d\r\n\r\n"
 TS0 = 1_800_000_000 * 10**9  # (timestamps given: the two stores' reads compare whole tuples)
@@ -33,14 +34,22 @@ def write(s: FileStore, rnd: random.Random, n: int) -> None:
         s.remove_msg(rnd.randrange(1, s.state().last_seq + 1))
 
 
-def every_read(s: FileStore) -> list[list[MsgTuple]]:
+def every_read(s: FileStore) -> list[list[MsgTuple] | list[StoredMsg | None]]:
     last = s.state().last_seq
     return [
         s.load_next_msgs(">", 1, last, 1 << 30),
         s.load_next_msgs("t.*.x", 3, 50, 1 << 30),
         s.load_next_msgs_multi(["t.1.y", "t.4.>"], 1, last, 4000),
         s.load_msgs(range(1, last + 1, 3)),
+        [get(s, seq) for seq in range(1, last + 2)],
     ]
+
+
+def get(s: FileStore, seq: int) -> StoredMsg | None:
+    try:
+        return s.load_msg(seq)
+    except StoreError:
+        return None
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -95,4 +104,33 @@ def test_only_blocks_found_on_disk_are_checked(tmp_path: Path, monkeypatch: pyte
     s._backend.trust_own = False
     calls[0] = 0
     assert len(s.load_next_msgs(">", old_last + 1, last, 1 << 30)) == new and calls[0] == new
+    s.stop()
+
+
+def test_a_get_checks_only_blocks_found_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step count for `load_msg` (a direct or STREAM.MSG get): one CRC per record read from a
+    block found on disk, none for records this process wrote; with the switch off, one each."""
+    rnd = random.Random(11)
+    d = tmp_path / "s"
+    s = open_fs(d, True)
+    write(s, rnd, 200)
+    s.stop()
+    s = open_fs(d, True)
+    write(s, rnd, 200)
+    mine = next(b.first_seq for b in s._backend.blocks if b.ours)
+    calls = [0]
+    real = blockfiles._crc32
+
+    def counting(b: bytes) -> int:
+        calls[0] += 1
+        return real(b)
+
+    monkeypatch.setattr(blockfiles, "_crc32", counting)
+    got = [m for m in (get(s, seq) for seq in range(1, s.state().last_seq + 1)) if m is not None]
+    found = sum(1 for m in got if m.seq < mine)
+    assert len(got) - found > 100 and found > 50
+    assert calls[0] == found
+    s._backend.trust_own = False
+    calls[0] = 0
+    assert [get(s, m.seq) for m in got] == got and calls[0] == len(got)
     s.stop()

@@ -95,22 +95,21 @@ class ApiRouter:
         self._subs.append(server.subscribe_internal(API_SUBSCRIPTION, self.on_request))
 
     def _no_responders_unless_served(self, subject: str, reply: str, client: Any) -> None:
-        """A DIRECT.GET / MSG.NEXT request no stream or consumer subscribes to: no-responders."""
-        if client is None or not getattr(client, "no_responders", False):
-            return
-        # Every pull request passes here (``$JS.API.>`` matches it too): plain loops that stop at
-        # the first other live subscriber, no generator or set per request (~1 µs of the ~4.5 a
-        # waiting request cost).
+        """A DIRECT.GET / MSG.NEXT request no stream or consumer subscribes to: no-responders.
+        Called only for a requester that asked for them (``client.no_responders``)."""
+        # Every pull request and direct get passes here (``$JS.API.>`` matches them too): plain
+        # loops that stop at the first other live subscriber, no generator or set per request
+        # (~1 µs of the ~4.5 a waiting request cost).
         account = self.engine.server
         psubs, qsubs = account.sublist.match(subject)
+        for group in qsubs:  # (first: a stream's direct gets are a queue group)
+            for sub in group:
+                if not sub.closed:
+                    return
         mine = self._subs
         for sub in psubs:
             if not sub.closed and sub not in mine:
                 return
-        for group in qsubs:
-            for sub in group:
-                if not sub.closed:
-                    return
         account.server.no_responders(client, reply, subject)
 
     def shutdown(self) -> None:
@@ -122,7 +121,8 @@ class ApiRouter:
         if not reply:
             return
         if subject.startswith(_SELF_SERVED):
-            self._no_responders_unless_served(subject, reply, client)
+            if client is not None and getattr(client, "no_responders", False):
+                self._no_responders_unless_served(subject, reply, client)
             return
         match = match_api_subject(subject)
         if match is None:

@@ -73,12 +73,12 @@ class DirectGet:
         self._stream_line = f"{H.STREAM}: {stream.name}\r\n".encode()
 
     def _send(self, reply: str, hdr: bytes | None, data: bytes = b"") -> None:
-        self.stream.server.publish_internal(reply, data, hdr=hdr)
+        self.stream.server.publish_internal(reply, data, "", hdr)
 
     def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if not reply:
             return
-        if required_level_refused(hdr):
+        if hdr is not None and required_level_refused(hdr):
             return self._send(reply, REQUIRED_API_LEVEL)
         if not payload:
             return self._send(reply, EMPTY_REQUEST)
@@ -105,7 +105,7 @@ class DirectGet:
     ) -> None:
         if not reply:
             return
-        if required_level_refused(hdr):
+        if hdr is not None and required_level_refused(hdr):
             return self._send(reply, REQUIRED_API_LEVEL)
         req = MsgGetRequest()
         if payload:
@@ -184,7 +184,7 @@ class DirectGet:
             pending, valid_through = store.num_pending(seq, filt or ">")
         else:
             batch = 1
-        max_bytes = self._max_bytes(req)
+        max_bytes = self._max_bytes(req) if is_batch else 0  # (one message: no byte budget)
         sent_bytes = last_seq = 0
         # A batch's replies go to one inbox: its one receiving subscription is looked up once and
         # each reply framed straight onto that connection (as a consumer's delivery pass does); a
@@ -227,7 +227,7 @@ class DirectGet:
                 rsub.client.deliver(rsub, reply, "", hdr, msg.data, None)  # type: ignore[union-attr]
                 direct += 1
             else:
-                self._send(reply, hdr, msg.data)
+                server.publish_internal(reply, msg.data, "", hdr)
             sent_bytes += len(msg.subject) + len(msg.hdr or b"") + len(msg.data)
             i += 1
             if sent_bytes >= max_bytes:

@@ -808,20 +808,21 @@ class BlockFiles(_ActiveBlock, BlockIndexes):
         return _located(self, seq, span)
 
     def _record(self, seq: int, loc: int) -> tuple[bytes, int, int, int, int]:
-        """The checked record of live message ``seq`` at ``loc``: (its bytes, kind, timestamp,
-        subject length, header length)."""
+        """The checked record of live ``seq`` at ``loc``: bytes, kind, timestamp, subject and header length."""
         off = loc >> 32
         plen = loc & _LEN_MASK
         if seq >= self._firsts[-1]:
+            blk = self.blocks[-1]
             rec = bytes(self.active_bytes()[off : off + plen])
         else:
             try:
-                rec = self._read_sealed(self._block_for(seq), off, plen)
+                rec = self._read_sealed(blk := self._block_for(seq), off, plen)
             except ErrCorruptRecord:
                 self.damaged.append((seq, plen))
                 raise
         total, kind, rseq, ts, slen, hlen = _unpack_rec(rec, 0) if len(rec) == plen else (0, 0, 0, 0, 0, 0)
-        if total != plen or rseq != seq or kind & FLAG_ERASED or _crc32(rec) != CRC_RESIDUE:
+        crc_ok = (blk.ours and self.trust_own) or _crc32(rec) == CRC_RESIDUE  # (ours: `read_run`'s rule)
+        if total != plen or rseq != seq or kind & FLAG_ERASED or not crc_ok:
             # Damaged since it was indexed (a flip in a block the stream state vouched for):
             # the store drops it and lists it lost (`IndexedStore._drop_damaged`).
             self.damaged.append((seq, plen))
