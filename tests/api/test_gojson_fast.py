@@ -1,6 +1,6 @@
-"""`gojson.decode_go`'s fast path (`_decode_simple`, msgspec in C for a flat object of plain
-fields) gives what the Python scanner and checker give — the same model or the same Go error —
-and declines every body it cannot answer alike."""
+"""`gojson.decode_go`'s fast path (`_decode_simple`, msgspec in C for an object of plain fields,
+enums, times and nested objects of the same) gives what the Python scanner and checker give — the
+same model or the same Go error — and declines every body it cannot answer alike."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pyjetstream.api import gojson
+from pyjetstream.api.models_consumer import CreateConsumerRequest
 from pyjetstream.api.models_msg import MsgGetRequest
 from pyjetstream.api.requests import StreamInfoRequest, StreamPurgeRequest
 
@@ -53,6 +54,43 @@ BODIES = [
     b'{"deleted_details":true,"subjects_filter":">","offset":10}',
 ]
 
+# A consumer create's body: a nested config of plain fields, enums and times.
+CONSUMER_BODIES = [
+    b'{"stream_name":"D","config":{"name":"c","deliver_policy":"by_start_time","opt_start_time":"2026-11-29T14:00:00.5Z"}}',
+    b'{"stream_name":"D","config":{"durable_name":"c","ack_policy":"explicit","ack_wait":30000000000,"max_deliver":-1}}',
+    b'{"stream_name":"D","config":{"name":"c","deliver_policy":"all","ack_policy":"none","replay_policy":"original"}}',
+    b'{"stream_name":"D","config":{"name":"c","deliver_policy":"last_per_subject","filter_subject":"a.>"},"action":"create"}',
+    b'{"stream_name":"D","config":{"name":"c","deliver_policy":"by_start_sequence","opt_start_seq":5}}',
+    b'{"stream_name":"D","config":{"name":"c","opt_start_seq":0,"description":"a-b"}}',
+    b'{"stream_name":"D","config":{"name":"c","opt_start_seq":-0}}',
+    b'{"stream_name":"D","config":{"name":"c","opt_start_seq":-1}}',
+    b'{"stream_name":"D","config":{"name":"c","rate_limit_bps":18446744073709551616}}',
+    b'{"stream_name":"D","config":{"name":"c","deliver_policy":"sometimes"}}',
+    b'{"stream_name":"D","config":{"name":"c","deliver_policy":"ALL"}}',
+    b'{"stream_name":"D","config":{"name":"c","deliver_policy":null}}',
+    b'{"stream_name":"D","config":{"name":"c","deliver_policy":1}}',
+    b'{"stream_name":"D","config":{"name":"c","ack_policy":"explicit","priority_policy":"pinned_client"}}',
+    b'{"stream_name":"D","config":{"name":"c","opt_start_time":"yesterday"}}',
+    b'{"stream_name":"D","config":{"name":"c","opt_start_time":"2026-13-01T00:00:00Z"}}',
+    b'{"stream_name":"D","config":{"name":"c","opt_start_time":5}}',
+    b'{"stream_name":"D","config":{"name":"c","opt_start_time":null}}',
+    b'{"stream_name":"D","config":{"name":"c","pause_until":"2030-01-01T00:00:00+02:00"}}',
+    b'{"stream_name":"D","config":{"name":"c","unknown":1}}',
+    b'{"stream_name":"D","config":{"Name":"c"}}',
+    b'{"stream_name":"D","config":{"name":"c","filter_subjects":["a","b"]}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":{"k":"v"}}}',
+    b'{"stream_name":"D","config":{"name":"c","backoff":[1000000000]}}',
+    b'{"stream_name":"D","config":{"name":"c","headers_only":"yes"}}',
+    b'{"stream_name":"D","config":null}',
+    b'{"stream_name":"D","config":[]}',
+    b'{"stream_name":"D","config":"c"}',
+    b'{"stream_name":"D","config":{"name":"c"},"config":{"durable_name":"d"}}',
+    b'{"stream_name":"D","config":{"name":"c"}} {"config":{"durable_name":"d"}}',
+    b'{"stream_name":"D","config":{"name":"c","deliver_policy":"all"},"action":"bogus"}',
+    b'{"stream_name":"D","config":{"name":"caf\\u00e9"}}',
+    b'{"stream_name":"D","pedantic":true,"config":{"name":"c","inactive_threshold":5000000000}}',
+]
+
 
 def _outcome(body: bytes, cls: type, strict: bool, fast: bool) -> Any:
     try:
@@ -66,6 +104,24 @@ def _outcome(body: bytes, cls: type, strict: bool, fast: bool) -> Any:
 def test_fast_path_equals_the_checker(cls: type, strict: bool) -> None:
     for body in BODIES:
         assert _outcome(body, cls, strict, True) == _outcome(body, cls, strict, False), body
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_fast_path_equals_the_checker_for_nested_configs(strict: bool) -> None:
+    for body in CONSUMER_BODIES + BODIES:
+        assert _outcome(body, CreateConsumerRequest, strict, True) == _outcome(
+            body, CreateConsumerRequest, strict, False
+        ), body
+
+
+def test_fast_path_takes_a_consumer_create() -> None:
+    """A consumer create (a nested config with enums and a time) is the fast path's, as is a body
+    with a case-folded key or a bad enum the checker's."""
+    taken = CONSUMER_BODIES[:5]
+    for body in taken:
+        assert gojson._decode_simple(body, CreateConsumerRequest) is not None, body
+    for body in (CONSUMER_BODIES[9], CONSUMER_BODIES[11], CONSUMER_BODIES[20], CONSUMER_BODIES[25]):
+        assert gojson._decode_simple(body, CreateConsumerRequest) is None, body
 
 
 def test_fast_path_takes_the_common_bodies() -> None:

@@ -603,29 +603,42 @@ def decode_go(data: bytes, cls: type[T], strict: bool = True, fast: bool = True)
         raise GoJsonError(str(exc)) from None
 
 
+# What `_decode_simple` checks a field's value as: a plain value (str, bool, an int in its Go
+# range), an enum's wire string, a time's text, a nested struct's object.
+_PLAIN, _ENUM, _TIME, _STRUCT = range(4)
+
+
 @functools.cache
-def _simple_fields(cls: type) -> dict[str, tuple[type, int, int]]:
-    """JSON key → (Python type, lowest, highest) of ``cls``'s fields whose value the checker takes
-    as is: strings, booleans and integers (with their Go type's range); not enums, times, lists,
-    maps or structs."""
-    out: dict[str, tuple[type, int, int]] = {}
+def _simple_fields(cls: type) -> dict[str, tuple[Any, int, int, int]]:
+    """JSON key → (Python type, lowest, highest, what it is) of ``cls``'s fields whose value the
+    checker takes as is: strings, booleans and integers (with their Go type's range), enums (a
+    member's string), times (their text, parsed by the conversion) and nested structs (the same
+    rules, field by field); not lists, maps or anything else."""
+    out: dict[str, tuple[Any, int, int, int]] = {}
     for name, field in _struct_fields(cls).items():
         kind = _strip_optional(field.kind)
         if kind is str or kind is bool:
-            out[name] = (kind, 0, 0)
+            out[name] = (kind, 0, 0, _PLAIN)
         elif kind is int:
             low, high = _INT_RANGES.get(field.go_type, _INT_RANGES["int64"])
-            out[name] = (int, low, high)
+            out[name] = (int, low, high, _PLAIN)
+        elif _enum_safe(kind):
+            out[name] = (kind, 0, 0, _ENUM)
+        elif isinstance(kind, type) and issubclass(kind, NanoTime):
+            out[name] = (kind, 0, 0, _TIME)
+        elif isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+            out[name] = (kind, 0, 0, _STRUCT)
     return out
 
 
 def _decode_simple(data: bytes, cls: type[T]) -> T | None:
     """`decode_go`'s result for a body that is one JSON object whose every key is exactly a
-    field of `_simple_fields` with a value of its type and range, decoded by msgspec in C; None
-    for anything else (the scanner and checker decide: Go's errors, case-folded keys, nulls,
-    several values, escapes, a negative zero). Such a body is what the checker would build its
-    dict from, value for value (duplicate keys: the last, as both do), so the model is the same.
-    The Python scanner cost ~15 µs of a ~30 µs STREAM.MSG.GET."""
+    field of `_simple_fields` with a value of its type and range (`_simple_object`), decoded by
+    msgspec in C; None for anything else (the scanner and checker decide: Go's errors,
+    case-folded keys, nulls, several values, escapes, a negative zero). Such a body is what the
+    checker would build its dict from, value for value (duplicate keys: the last, as both do),
+    so the model is the same. The Python scanner cost ~15 µs of a ~30 µs STREAM.MSG.GET, and
+    ~40% of the instructions of a consumer create's request (its nested config)."""
     from . import codec
 
     if b"\\u" in data:  # (a lone surrogate: json and msgspec may differ; rare)
@@ -634,22 +647,43 @@ def _decode_simple(data: bytes, cls: type[T]) -> T | None:
         obj = msgspec.json.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError):  # (invalid UTF-8: Go reads U+FFFD)
         return None
-    if type(obj) is not dict:
+    if type(obj) is not dict or not _simple_object(obj, cls, b"-" in data):
         return None
-    fields = _simple_fields(cls)  # type: ignore[arg-type]  # (a class is hashable)
-    for key, value in obj.items():
-        spec = fields.get(key)
-        if spec is None:
-            return None
-        kind, low, high = spec
-        if type(value) is not kind:
-            return None
-        if type(value) is int and (not low <= value <= high or (value == 0 and low == 0 and b"-" in data)):
-            return None  # (out of range; "-0", which Go's ParseUint refuses)
     try:
         return codec.convert(obj, cls)
     except (msgspec.ValidationError, ValueError):
         return None
+
+
+def _simple_object(obj: dict[str, Any], cls: type, minus: bool) -> bool:
+    """Every key of ``obj`` exactly a simple field of ``cls`` with a value the checker takes as
+    is (`_Checker.value`: an enum the enum accepts — its members and the aliases its
+    ``_missing_`` takes —, a time as text, a nested object by the same rules). ``minus``: the
+    body has a ``-`` somewhere (a ``-0`` may hide in it, which Go's ParseUint refuses)."""
+    fields = _simple_fields(cls)
+    for key, value in obj.items():
+        spec = fields.get(key)
+        if spec is None:
+            return False
+        kind, low, high, what = spec
+        if what == _PLAIN:
+            if type(value) is not kind:
+                return False
+            if type(value) is int and (not low <= value <= high or (value == 0 and low == 0 and minus)):
+                return False  # (out of range; "-0")
+        elif what == _ENUM:
+            if type(value) is not str:
+                return False
+            try:
+                kind(value)
+            except ValueError:
+                return False
+        elif what == _TIME:
+            if type(value) is not str:
+                return False
+        elif type(value) is not dict or not _simple_object(value, kind, minus):
+            return False
+    return True
 
 
 def _decode_one(checker: _Checker, span: bytes, cls: type, merged: dict[str, Any]) -> None:
