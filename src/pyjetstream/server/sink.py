@@ -183,12 +183,18 @@ class FrameSink:
         all) were appended to `out` by a sender that frames itself (see `takes_frames`): counted
         as `deliver` counts, checked as `queued` checks."""
         sub.delivered += msgs
+        self.sent(msgs, data)
+        self.queued(size, None)
+
+    def sent(self, msgs: int, data: int) -> None:
+        """``msgs`` messages of ``data`` header and payload bytes delivered: counted on the
+        connection (``/connz`` out_msgs/out_bytes) and in the server's `Totals` (``/varz``) — the
+        one place both are kept, for `deliver`, `count` and `frame_items`."""
         self.msgs += msgs
         self.bytes += data
         totals = self.totals
         totals.out_msgs += msgs
         totals.out_bytes += data
-        self.queued(size, None)
 
     def took(self, msgs: int, data: int) -> None:
         """A read's publishes: ``msgs`` messages of ``data`` header and payload bytes, counted on the
@@ -371,11 +377,7 @@ class FrameSink:
         size = len(payload) if hdr is None or not self.headers else len(hdr) + len(payload)
         if self.trace:
             self.conn.trace_msg(sub, shown or subject, reply, hdr, size)
-        self.msgs += 1
-        self.bytes += size
-        totals = self.totals
-        totals.out_msgs += 1
-        totals.out_bytes += size
+        self.sent(1, size)
         self.queued(n, producer)
         return True
 
@@ -430,11 +432,7 @@ class FrameSink:
                 data += plen
                 if trace:
                     self.conn.trace_msg(sub, subjects[i], replies[i], hdr, plen)
-        self.msgs += msgs
-        self.bytes += data
-        totals = self.totals
-        totals.out_msgs += msgs
-        totals.out_bytes += data
+        self.sent(msgs, data)
         self.size += size
         if not self.dirty:
             self.schedule()
