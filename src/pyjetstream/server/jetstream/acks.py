@@ -22,19 +22,13 @@ from typing import TYPE_CHECKING
 
 from pyjetstream.api import subjects as S
 from pyjetstream.api.ack import ACK, NAK, AckKind, parse_ack_payload
-from pyjetstream.api.advisories import (
-    ConsumerAckMetric,
-    ConsumerDeliveryExceededAdvisory,
-    ConsumerDeliveryNakAdvisory,
-    ConsumerDeliveryTerminatedAdvisory,
-    TypedEvent,
-)
 from pyjetstream.api.enums import AckPolicy, RetentionPolicy
 from pyjetstream.api.headers import no_responders_block
 from pyjetstream.server.jetstream import advisories
 from pyjetstream.server.jetstream.consumer_config import sample_frequency
 
 if TYPE_CHECKING:
+    from pyjetstream.api.advisories import TypedEvent
     from pyjetstream.server.jetstream.consumer import Consumer
     from pyjetstream.server.jetstream.host import Connection
     from pyjetstream.server.jetstream.store.base import MsgTuple
@@ -277,6 +271,8 @@ class AckProcessor:
         if advise is None:
             advise = consumer.server.has_interest(self._naked)
         if advise:  # (the event built only for a listener)
+            from pyjetstream.api.advisories import ConsumerDeliveryNakAdvisory  # Deferred: see advisories.py.
+
             self._advisory(
                 self._naked,
                 ConsumerDeliveryNakAdvisory(
@@ -303,6 +299,9 @@ class AckProcessor:
         consumer = self.consumer
         if acked:
             self.ack(sseq, dseq, dc, False)
+        # Deferred: see advisories.py.
+        from pyjetstream.api.advisories import ConsumerDeliveryTerminatedAdvisory
+
         self._advisory(
             S.advisory_msg_terminated(consumer.stream.name, consumer.name),
             ConsumerDeliveryTerminatedAdvisory(
@@ -414,6 +413,9 @@ class AckProcessor:
         """A redelivery would pass ``max_deliver``: stop tracking it, advise once."""
         consumer = self.consumer
         if dc == consumer.cfg.max_deliver + 1:
+            # Deferred: see advisories.py.
+            from pyjetstream.api.advisories import ConsumerDeliveryExceededAdvisory
+
             self._advisory(
                 S.advisory_max_deliveries(consumer.stream.name, consumer.name),
                 ConsumerDeliveryExceededAdvisory(
@@ -437,6 +439,8 @@ class AckProcessor:
         subject = S.metric_consumer_ack(consumer.stream.name, consumer.name)
         if not consumer.server.has_interest(subject):
             return
+        from pyjetstream.api.advisories import ConsumerAckMetric  # Deferred: see advisories.py.
+
         self._advisory(
             subject,
             ConsumerAckMetric(

@@ -36,7 +36,6 @@ from pyjetstream.api import errors as E
 from pyjetstream.api import headers as H
 from pyjetstream.api import subjects as S
 from pyjetstream.api.ack import ack_prefix
-from pyjetstream.api.advisories import ConsumerPauseAdvisory
 from pyjetstream.api.codec import encode, go_json_error, loads_go
 from pyjetstream.api.enums import AckPolicy, DeliverPolicy, RetentionPolicy
 from pyjetstream.api.errors import JetStreamApiError
@@ -510,6 +509,8 @@ class Consumer:
 
     def send_pause_advisory(self) -> None:
         """``sendPauseAdvisoryLocked``: ``$JS.EVENT.ADVISORY.CONSUMER.PAUSE.<S>.<C>``."""
+        from pyjetstream.api.advisories import ConsumerPauseAdvisory  # Deferred: see advisories.py.
+
         until = self.cfg.pause_until
         advisories.publish(
             self.engine,

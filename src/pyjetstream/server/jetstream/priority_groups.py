@@ -23,7 +23,6 @@ import time
 from typing import TYPE_CHECKING
 
 from pyjetstream.api import subjects as S
-from pyjetstream.api.advisories import ConsumerGroupPinnedAdvisory, ConsumerGroupUnpinnedAdvisory
 from pyjetstream.api.enums import PriorityPolicy
 from pyjetstream.api.headers import PIN_ID, Status, pending_status_block, status_block
 from pyjetstream.api.models_consumer import PriorityGroupState, PullRequest
@@ -146,6 +145,8 @@ class PriorityGroups:
         wr.pin_id = self.pin_id
         self._arm(wr.group)
         consumer = self.consumer
+        from pyjetstream.api.advisories import ConsumerGroupPinnedAdvisory  # Deferred: see advisories.py.
+
         advisories.publish(
             consumer.engine,
             S.advisory_consumer_pinned(consumer.stream.name, consumer.name),
@@ -192,6 +193,8 @@ class PriorityGroups:
 
     def _unpinned(self, group: str, reason: str) -> None:
         consumer = self.consumer
+        from pyjetstream.api.advisories import ConsumerGroupUnpinnedAdvisory  # Deferred: see advisories.py.
+
         advisories.publish(
             consumer.engine,
             S.advisory_consumer_unpinned(consumer.stream.name, consumer.name),
