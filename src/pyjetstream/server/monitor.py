@@ -37,6 +37,7 @@ from pyjetstream.api.timefmt import format_go_duration, format_time
 from pyjetstream.protocol.subjects import is_valid_literal_subject, subject_matches, subjects_overlap
 from pyjetstream.server.monitor_accounts import accountz, accstatz
 from pyjetstream.server.monitor_topology import RawResponse, go_bool, topology_handlers
+from pyjetstream.server.sublist import merged_stats
 from pyjetstream.server.version import SERVER_VERSION
 
 if TYPE_CHECKING:
@@ -531,31 +532,6 @@ def _version() -> str:
 def _go() -> str:
 
     return f"python{platform.python_version()}"
-
-
-def merged_stats(sublists: list[Any]) -> dict[str, Any]:
-    """nats-server ``SublistStats.add`` over several accounts' sublists (``/subsz``, ``/varz``)."""
-    subs = cache = inserts = removes = matches = hits = max_fanout = total_fanout = 0
-    for sl in sublists:
-        fanouts = [len(p) + len(q) for p, q in sl.cache.values()]
-        subs += sl.count
-        cache += len(sl.cache)
-        inserts += sl.inserts
-        removes += sl.removes
-        matches += sl.matches
-        hits += sl.matches - sl.cache_misses
-        max_fanout = max([max_fanout, *fanouts])
-        total_fanout += sum(fanouts)
-    return {
-        "num_subscriptions": subs,
-        "num_cache": cache,
-        "num_inserts": inserts,
-        "num_removes": removes,
-        "num_matches": matches,
-        "cache_hit_rate": (hits / matches) if matches else 0,
-        "max_fanout": max_fanout,
-        "avg_fanout": (total_fanout / cache) if total_fanout else 0,
-    }
 
 
 def _subsz(server: Server, query: dict[str, str]) -> dict[str, Any]:

@@ -30,6 +30,15 @@ server: the sublist knows no subject grammar but its own) does for such a family
 does for repeated subjects: while every subscription that could match a subject of the family is of
 the indexed form ``<head><k literal tokens>.<wildcard>``, such a subject is matched by one dict
 lookup on its ``<head><k tokens>.`` prefix.
+
+``/subsz`` and ``/accountz`` report the cached results' fanouts (their sum for the average, and the
+maximum). nats-server's ``Stats`` walks its cache for them, at most 1,024 entries; ours holds up to
+4,096, so the sublist keeps them as the cache changes instead (`Sublist.fanouts`): the sum, the
+largest fanout and how many cached results have it, each added or dropped result counted once (a
+few integer operations on a miss; the cache-hit path, which only reads the cache, does none of it;
+an eviction counts the half it keeps afresh, one look per result, amortized over the misses that
+filled it). Only when the last result of the largest fanout leaves is the maximum unknown (an upper
+bound): the next statistics walk the cache once to find it — what nats-server does at every request.
 """
 
 from __future__ import annotations
@@ -56,12 +65,15 @@ class Indexed(Protocol):
     queue: str
     literal: bool
 
-__all__ = ["EMPTY_RESULT", "MatchResult", "PrefixIndex", "Sublist", "SublistError"]
+__all__ = ["EMPTY_RESULT", "MatchResult", "PrefixIndex", "Sublist", "SublistError", "merged_stats"]
 
 # Cached results kept at most; beyond this the oldest half is dropped (nats-server slCacheMax 1024).
 CACHE_MAX: Final = 4096
 # A wildcard insert/remove scans at most this many cached subjects, else clears the cache.
 CACHE_SCAN_MAX: Final = 512
+#: Whether the statistics (`merged_stats`) read the fanouts kept as the cache changes
+#: (`Sublist.fanouts`) or walk the cache for them as nats-server's ``Stats`` does (`Sublist.walk_fanouts`).
+RUNNING_FANOUTS = True
 
 
 class SublistError(ValueError):
@@ -141,6 +153,14 @@ class Sublist:
         self.scanned = 0  # cached subjects a wildcard change looked at (the complexity tests read it)
         self.indexed = 0  # cached subjects put in the first-token index (`_firsts`; the tests read it)
         self.results_made = 0  # match results built (kept by the cache: see ``match``)
+        # The cached results' fanouts (subscriptions plus queue groups, nats-server's
+        # ``len(psubs) + len(qsubs)``), changed only where ``cache`` is (see the module docstring):
+        # their sum; a fanout no cached result exceeds, and how many cached results have it — it
+        # is the maximum unless that count fell to 0 (then `fanouts` walks the cache for it).
+        self.fanout_sum = 0
+        self.fanout_top = 0
+        self.at_top = 0
+        self.fanout_walks = 0  # walks of the cache `fanouts` made (the complexity tests read it)
 
     # ------------------------------------------------------------------ changes
 
@@ -254,16 +274,18 @@ class Sublist:
             return
         subject = sub.subject
         if sub.literal:
-            if cache.pop(subject, None) is not None and self._firsts is not None:
-                first, second = _first_tokens(subject)
-                self._firsts[first][second].pop(subject, None)
+            gone = cache.pop(subject, None)
+            if gone is not None:
+                self._uncount(gone)
+                if self._firsts is not None:
+                    first, second = _first_tokens(subject)
+                    self._firsts[first][second].pop(subject, None)
             return
         tokens = subject.split(SEP)
         first = tokens[0]
         if first == PWC or first == FWC:
             if len(cache) > CACHE_SCAN_MAX:
-                cache.clear()
-                self._firsts = None
+                self._clear_cache()
                 return
             self._drop_matching(subject, [dict.fromkeys(cache)])
             return
@@ -293,6 +315,7 @@ class Sublist:
                 gone = [k for k in bucket if subject_matches(subject, k)]
             firsts = self._firsts
             for key in gone:
+                self._uncount(cache[key])
                 del cache[key]
                 if firsts is not None:
                     first, second = _first_tokens(key)
@@ -314,6 +337,66 @@ class Sublist:
         for key in list(cache)[: CACHE_MAX // 2]:
             del cache[key]
         self._firsts = None
+        self._recount()
+
+    def _clear_cache(self) -> None:
+        """Drop every cached result (and the first-token index, and their fanouts)."""
+        self.cache.clear()
+        self._firsts = None
+        self.fanout_sum = self.fanout_top = self.at_top = 0
+
+    def _count(self, result: MatchResult) -> None:
+        """Count a result put in the cache in the fanouts (see ``fanout_sum``)."""
+        fanout = _fanout(result)
+        self.fanout_sum += fanout
+        if fanout > self.fanout_top:
+            self.fanout_top = fanout
+            self.at_top = 1
+        elif fanout == self.fanout_top:
+            self.at_top += 1
+
+    def _uncount(self, result: MatchResult) -> None:
+        """Take a result dropped from the cache out of the fanouts (see ``fanout_sum``)."""
+        fanout = _fanout(result)
+        self.fanout_sum -= fanout
+        if fanout == self.fanout_top:
+            self.at_top -= 1
+
+    def fanouts(self) -> tuple[int, int]:
+        """The cached results' fanouts: their sum and maximum (0 for an empty cache), as kept by
+        the cache's changes; the cache is walked only when the last result of the largest fanout
+        has left since the last walk (see the module docstring)."""
+        if not self.at_top and self.fanout_top:
+            self.fanout_walks += 1
+            self._recount()
+        return self.fanout_sum, self.fanout_top
+
+    def _recount(self) -> None:
+        """Count the cached results' fanouts afresh (after `_evict`: one look at each result
+        left costs less than taking each one dropped out, and leaves the maximum exact)."""
+        total = top = at_top = 0
+        for result in self.cache.values():
+            fanout = _fanout(result)
+            total += fanout
+            if fanout > top:
+                top = fanout
+                at_top = 1
+            elif fanout == top:
+                at_top += 1
+        self.fanout_sum = total
+        self.fanout_top = top
+        self.at_top = at_top
+
+    def walk_fanouts(self) -> tuple[int, int]:
+        """`fanouts` found by walking the cache, as nats-server's ``Stats`` does (the figures
+        ``RUNNING_FANOUTS`` off reports, and what the tests check the kept ones against)."""
+        total = top = 0
+        for psubs, qsubs in self.cache.values():
+            fanout = len(psubs) + len(qsubs)
+            total += fanout
+            if fanout > top:
+                top = fanout
+        return total, top
 
     # ------------------------------------------------------------------ lookups
 
@@ -351,6 +434,7 @@ class Sublist:
         if len(cache) >= CACHE_MAX:
             self._evict()
         cache[subject] = result
+        self._count(result)
         if self._firsts is not None:
             self.indexed += 1
             _index(self._firsts, subject)
@@ -395,19 +479,35 @@ class Sublist:
         return out
 
     def stats(self) -> dict[str, Any]:
-        """The numbers nats-server reports in ``/subsz``."""
-        fanouts = [len(p) + len(q) for p, q in self.cache.values()]
-        hits = self.matches - self.cache_misses
-        return {
-            "num_subscriptions": self.count,
-            "num_cache": len(self.cache),
-            "num_inserts": self.inserts,
-            "num_removes": self.removes,
-            "num_matches": self.matches,
-            "cache_hit_rate": (hits / self.matches) if self.matches else 0,
-            "max_fanout": max(fanouts) if fanouts else 0,
-            "avg_fanout": (sum(fanouts) / len(fanouts)) if fanouts else 0,
-        }
+        """The numbers nats-server reports in ``/accountz``'s ``sublist_stats`` (``Sublist.Stats``)."""
+        return merged_stats([self])
+
+
+def merged_stats(sublists: list[Sublist]) -> dict[str, Any]:
+    """nats-server ``Sublist.Stats`` added up over several accounts' sublists (``SublistStats.add``):
+    what ``/subsz`` reports, and ``/accountz`` of one account."""
+    subs = cache = inserts = removes = matches = hits = max_fanout = total_fanout = 0
+    for sl in sublists:
+        total, top = sl.fanouts() if RUNNING_FANOUTS else sl.walk_fanouts()
+        subs += sl.count
+        cache += len(sl.cache)
+        inserts += sl.inserts
+        removes += sl.removes
+        matches += sl.matches
+        hits += sl.matches - sl.cache_misses
+        if top > max_fanout:
+            max_fanout = top
+        total_fanout += total
+    return {
+        "num_subscriptions": subs,
+        "num_cache": cache,
+        "num_inserts": inserts,
+        "num_removes": removes,
+        "num_matches": matches,
+        "cache_hit_rate": (hits / matches) if matches else 0,
+        "max_fanout": max_fanout,
+        "avg_fanout": (total_fanout / cache) if total_fanout else 0,
+    }
 
 
 class PrefixIndex:
@@ -489,6 +589,14 @@ def _node_result(node: _Node) -> Any:
 def _result(psubs: list[Indexed], qgroups: dict[str, list[Indexed]]) -> Any:
     """A match result (typed as any object: compiled, a tuple stays one object, see ``MatchResult``)."""
     return (tuple(psubs), tuple(tuple(members) for members in qgroups.values()))
+
+
+def _fanout(result: MatchResult) -> int:
+    """A match result's fanout: its plain subscriptions and queue groups (nats-server's
+    ``len(r.psubs) + len(r.qsubs)``). Typed tuples: compiled, each ``len`` reads the tuple's size."""
+    psubs: tuple[Any, ...] = result[0]
+    qsubs: tuple[Any, ...] = result[1]
+    return len(psubs) + len(qsubs)
 
 
 def _index(firsts: dict[str, dict[str, dict[str, None]]], subject: str) -> None:
