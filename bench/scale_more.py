@@ -70,7 +70,14 @@ every dimension, without ``--dim``, runs these too).
 - ``kvops`` (1k / 10k / 100k keys ``k.<i % 10>.<i // 10>`` of a KV bucket, 100 of them deleted; session
   13): ``keys()`` filtered on ``k.3.*`` (a tenth; per key listed) and on ``k.*.<j>`` (10 keys; per
   call), ``purge_deletes(older_than)`` of young markers — a watch of every key and a purge keeping each
-  marker, as nats.go's ``PurgeDeletes`` (per key of the bucket).
+  marker, as nats.go's ``PurgeDeletes`` (per key of the bucket);
+- ``nsources`` (a stream ``AGG`` sourcing 10 / 100 / 1k streams of 10 messages each; session 13): its
+  catch-up (a timed build, per source), publishes into origins picked at random until ``AGG`` holds them
+  (per message), ``STREAM.INFO`` of ``AGG`` (per request; it lists every source);
+- ``dgroup`` (a push consumer with ``deliver_group`` and 10 / 100 / 1k members, each on its own connection;
+  session 13): a publish delivered to one member (per message);
+- ``kvbuckets`` (10 / 100 / 1k KV buckets, each watched — a push consumer, last per subject, flow control —
+  on one connection; session 13): a put of a new key into one of them, until its watcher saw it (per put).
 - restarts beyond messages (``messages`` and ``gaps`` restart a stream of messages): a clean stop and a
   ``kill -9``, each until the new process answers for all of the state, per unit of it (the new
   process's CPU until then; resident memory after): ``rconsumers`` (100 / 1k / 10k durable pull
@@ -1226,13 +1233,13 @@ def build_sysreq(ctx: Ctx) -> None:
 
 def ops_sysreq() -> list[Op]:
     return [
-        Op("statsz", "$SYS.REQ.SERVER.PING.STATSZ", "request", _sys_requests("STATSZ", 200)),
-        Op("varz", "$SYS.REQ.SERVER.PING.VARZ", "request", _sys_requests("VARZ", 200)),
+        Op("statsz", "$SYS.REQ.SERVER.PING.STATSZ", "request", _sys_requests("STATSZ", 1000)),
+        Op("varz", "$SYS.REQ.SERVER.PING.VARZ", "request", _sys_requests("VARZ", 1000)),
         Op("connz", "$SYS.REQ.SERVER.PING.CONNZ (every connection)", "connection listed",
-           _sys_requests("CONNZ", 10, lambda c: c.size + 3)),
-        Op("subsz", "$SYS.REQ.SERVER.PING.SUBSZ", "request", _sys_requests("SUBSZ", 100)),
-        Op("jsz", "$SYS.REQ.SERVER.PING.JSZ", "request", _sys_requests("JSZ", 200)),
-        Op("healthz", "$SYS.REQ.SERVER.PING.HEALTHZ", "request", _sys_requests("HEALTHZ", 200)),
+           _sys_requests("CONNZ", 30, lambda c: c.size + 3)),
+        Op("subsz", "$SYS.REQ.SERVER.PING.SUBSZ", "request", _sys_requests("SUBSZ", 300)),
+        Op("jsz", "$SYS.REQ.SERVER.PING.JSZ", "request", _sys_requests("JSZ", 1000)),
+        Op("healthz", "$SYS.REQ.SERVER.PING.HEALTHZ", "request", _sys_requests("HEALTHZ", 1000)),
     ]  # fmt: skip
 
 
@@ -1278,6 +1285,107 @@ def ops_kvops() -> list[Op]:
            _keys_filtered(lambda c: f"$KV.B.k.*.{random.randrange(c.size // 10)}", lambda c: 10, 20)),
         Op("purge_deletes", "purge_deletes(older_than): watch + 100 purges keep 1", "key", _purge_deletes),
     ]  # fmt: skip
+
+
+def build_nsources(ctx: Ctx) -> None:
+    """``n`` origin streams ``O<i>`` (``o.<i>.>``), 10 messages each, and ``AGG`` sourcing all of them
+    (a timed build: the aggregate's catch-up, per source)."""
+    n = ctx.size
+    calls = [(f"$JS.API.STREAM.CREATE.O{i}", {"name": f"O{i}", "subjects": [f"o.{i}.>"], "storage": "file"}) for i in range(n)]
+    batched_requests(ctx, calls, "origin create")
+    ctx.publish(pubs(f"o.{i % n}.{i}" for i in range(10 * n)), 10 * n)
+
+    def catch_up() -> int:
+        create_stream(ctx, "AGG", sources=[{"name": f"O{i}"} for i in range(n)])
+        ctx.deadline = time.monotonic() + 600
+        while ctx.stream_state("AGG")["messages"] < 10 * n:
+            if not ctx.left():
+                raise RuntimeError("AGG did not catch up")
+            time.sleep(0.05)
+        return n
+
+    timed_build(ctx, "catch_up", "a stream sourcing them all, catching up", "source", catch_up)
+
+
+def _pub_sourced(ctx: Ctx) -> int:
+    """Publishes into origins picked at random, until the aggregate holds them all (per message; the
+    aggregate's ``STREAM.INFO``, which lists every source, asked every 0.25 s: a few ms each at 1,000)."""
+    k, n = ctx.n(20_000), ctx.size
+    before = ctx.stream_state("AGG")["messages"]
+    ctx.publish(pubs(f"o.{random.randrange(n)}.p" for _ in range(k)), k)
+    while ctx.stream_state("AGG")["messages"] < before + k:
+        if not ctx.left():
+            raise bs.Partial(ctx.stream_state("AGG")["messages"] - before)
+        time.sleep(0.25)
+    return k
+
+
+def ops_nsources() -> list[Op]:
+    return [
+        Op("pub_sourced", "publish into one origin, until sourced", "message", _pub_sourced),
+        Op("info", "STREAM.INFO of the aggregate", "request",
+           lambda c: len(c.requests([("$JS.API.STREAM.INFO.AGG", {})] * c.n(200)))),
+    ]  # fmt: skip
+
+
+def build_dgroup(ctx: Ctx) -> None:
+    """A push consumer delivering to queue group ``g`` on ``_DG.1`` (``deliver_group``) with ``n``
+    members, each on its own connection (``many``), over stream ``DG``."""
+    n = ctx.size
+    create_stream(ctx, "DG", subjects=["dg.>"])
+    many = ManyConns(ctx.port, n)
+    ctx.conns.append(many)
+    for i in range(n):
+        many.send(i, b"SUB _DG.1 g 1\r\n")
+    many.flush()
+    ctx.state["members"] = many
+    cfg = {"durable_name": "D", "deliver_subject": "_DG.1", "deliver_group": "g", "ack_policy": "none"}
+    ctx.api.api("CONSUMER.CREATE.DG.D", {"stream_name": "DG", "config": cfg})
+
+
+def _dgroup_pub(ctx: Ctx) -> int:
+    k = ctx.n(20_000)
+    members = ctx.state["members"]
+    base = members.msgs
+    ctx.publish(pubs("dg.x" for _ in range(k)), k)
+    return ctx.wait(lambda: members.msgs - base, k)
+
+
+def ops_dgroup() -> list[Op]:
+    return [Op("pub", "publish, delivered to one member of the group", "message", _dgroup_pub)]
+
+
+def build_kvbuckets(ctx: Ctx) -> None:
+    """``n`` KV buckets ``B<i>`` (file, history 1), each watched (a push consumer, last per subject,
+    as ``watch``) on one connection."""
+    n = ctx.size
+    calls = [(f"$JS.API.STREAM.CREATE.KV_B{i}", {**_bucket_config(f"B{i}")}) for i in range(n)]
+    batched_requests(ctx, calls, "bucket create")
+    dlv = Deliveries(ctx)
+    dlv.conn.send(b"".join(f"SUB _KW.{i} {i}\r\n".encode() for i in range(n)))
+    dlv.conn.flush()
+    ctx.state["dlv"] = dlv
+    calls = [
+        (f"$JS.API.CONSUMER.CREATE.KV_B{i}.w", {"stream_name": f"KV_B{i}", "config": {
+            "name": "w", "deliver_subject": f"_KW.{i}", "filter_subject": f"$KV.B{i}.>",
+            "deliver_policy": "last_per_subject", "ack_policy": "none", "mem_storage": True, "max_deliver": 1,
+            "flow_control": True, "idle_heartbeat": 5 * SECOND, "inactive_threshold": 600 * SECOND}})
+        for i in range(n)
+    ]  # fmt: skip
+    batched_requests(ctx, calls, "watcher create")
+
+
+def _kvbuckets_put(ctx: Ctx) -> int:
+    k, n, tag = ctx.n(5000), ctx.size, ctx.uid("k")
+    dlv = ctx.state["dlv"]
+    base = dlv.conn.deliveries
+    # (new keys: a key put again before its watcher saw it would be seen once, as the last of it)
+    ctx.publish(pubs(f"$KV.B{random.randrange(n)}.{tag}.{j}" for j in range(k)), k)
+    return ctx.wait(lambda: dlv.conn.deliveries - base, k)
+
+
+def ops_kvbuckets() -> list[Op]:
+    return [Op("put", "a put into one bucket, seen by its watcher", "put", _kvbuckets_put)]
 
 
 # ---- restarts (restart): what one restart costs as the state grows, beyond messages
@@ -1419,6 +1527,12 @@ def explore6_dimensions() -> list[Dimension]:
                   build_sysreq, ops_sysreq(), settings=SYS_ACCOUNTS),
         Dimension("kvops", "keys of a KV bucket (filters, purge_deletes)", [1000, 10_000, 100_000],
                   [1000, 10_000, 10_000], build_kvops, ops_kvops()),
+        Dimension("nsources", "streams one stream sources", [10, 100, 1000], [10, 100, 100], build_nsources,
+                  ops_nsources()),
+        Dimension("dgroup", "members of a push consumer's deliver group", [10, 100, 1000], [10, 100, 100],
+                  build_dgroup, ops_dgroup()),
+        Dimension("kvbuckets", "KV buckets, each watched, on one connection", [10, 100, 1000], [10, 100, 100],
+                  build_kvbuckets, ops_kvbuckets()),
     ]  # fmt: skip
 
 
@@ -1510,7 +1624,7 @@ def more_dimensions() -> list[Dimension]:
     repeat = {"names", "list", "info", "js_info"}
     for dim in dims:
         for op in dim.ops:
-            op.repeat = op.key in repeat or dim.key in ("monitor", "jsz")
+            op.repeat = op.key in repeat or dim.key in ("monitor", "jsz", "sysreq", "kvops")
     return dims + more_restart_dimensions()
 
 
