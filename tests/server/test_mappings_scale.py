@@ -116,3 +116,23 @@ def test_the_trie_finds_what_the_ordered_walk_finds(monkeypatch: pytest.MonkeyPa
         monkeypatch.setattr(mappings_module, "INDEXED", False)
         off = m._find(subject)
         assert on == off, (seed, subject, m.sources)
+
+
+def test_a_transform_is_compiled_once_for_the_check_and_the_account(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The configuration's check of the mappings and the account's mappings built from it compile each
+    transform once (`subject_transform.CACHE_VALIDATED`); off, twice. Either way the same mappings."""
+    from pyjetstream.server import subject_transform
+
+    config = {f"once.{i}.*": [MapDest(subject=f"dest.{i}.{{{{wildcard(1)}}}}")] for i in range(1000)}
+    selected: dict[bool, list[str | None]] = {}
+    for cached in (True, False):
+        monkeypatch.setattr(subject_transform, "CACHE_VALIDATED", cached)
+        subject_transform._validated.cache_clear()
+        with count_calls(monkeypatch, subject_transform.SubjectTransform, "compile") as compiled:
+            for _ in range(2):
+                m = Mappings()
+                for src, dests in config.items():
+                    m.add(src, dests)
+        assert compiled["compile"] == (1000 if cached else 2000), (cached, compiled)
+        selected[cached] = [m.select(f"once.{i}.k") for i in range(0, 1000, 7)]
+    assert selected[True] == selected[False] == [f"dest.{i}.k" for i in range(0, 1000, 7)]

