@@ -73,7 +73,9 @@ every dimension, without ``--dim``, runs these too).
   marker, as nats.go's ``PurgeDeletes`` (per key of the bucket);
 - ``nsources`` (a stream ``AGG`` sourcing 10 / 100 / 1k streams of 10 messages each; session 13): its
   catch-up (a timed build, per source), publishes into origins picked at random until ``AGG`` holds them
-  (per message), ``STREAM.INFO`` of ``AGG`` (per request; it lists every source);
+  (per message), ``STREAM.INFO`` of ``AGG`` (per request; it lists every source), ``STREAM.NAMES`` and
+  ``STREAM.LIST`` with a subject of one origin, ``STREAM.MSG.GET`` of ``AGG`` from 1 with ``next_by_subj``
+  a wildcard of the last origin's messages only (per request);
 - ``dgroup`` (a push consumer with ``deliver_group`` and 10 / 100 / 1k members, each on its own connection;
   session 13): a publish delivered to one member (per message);
 - ``kvbuckets`` (10 / 100 / 1k KV buckets, each watched — a push consumer, last per subject, flow control —
@@ -1320,11 +1322,40 @@ def _pub_sourced(ctx: Ctx) -> int:
     return k
 
 
+def _names_filtered(api: str, key: str) -> Callable[[Ctx], int]:
+    """``STREAM.NAMES`` / ``STREAM.LIST`` with a subject naming one of the origins (per request)."""
+
+    def run(ctx: Ctx) -> int:
+        k, n = ctx.n(500), ctx.size
+        answers = ctx.requests([(f"$JS.API.{api}", {"subject": f"o.{random.randrange(n)}.x"}) for _ in range(k)])
+        if any(len(a.get(key) or []) != 1 for a in answers):
+            raise RuntimeError(f"{api} subject: not one stream: {str(answers[0])[:200]}")
+        return k
+
+    return run
+
+
+def _get_next_by_subj(ctx: Ctx) -> int:
+    """``STREAM.MSG.GET`` of the aggregate from sequence 1, ``next_by_subj`` a wildcard that only the
+    last origin's messages match (per request)."""
+    k, n = ctx.n(500), ctx.size
+    body = {"seq": 1, "next_by_subj": f"o.{n - 1}.*"}
+    answers = ctx.requests([("$JS.API.STREAM.MSG.GET.AGG", body)] * k)
+    if any("message" not in a for a in answers):
+        raise RuntimeError(f"next_by_subj: {str(answers[0])[:200]}")
+    return k
+
+
 def ops_nsources() -> list[Op]:
     return [
         Op("pub_sourced", "publish into one origin, until sourced", "message", _pub_sourced),
         Op("info", "STREAM.INFO of the aggregate", "request",
            lambda c: len(c.requests([("$JS.API.STREAM.INFO.AGG", {})] * c.n(200)))),
+        Op("names_subject", "STREAM.NAMES subject o.<i>.x (one of the streams)", "request",
+           _names_filtered("STREAM.NAMES", "streams")),
+        Op("list_subject", "STREAM.LIST subject o.<i>.x (one of the streams)", "request",
+           _names_filtered("STREAM.LIST", "streams")),
+        Op("next_by_subj", "MSG.GET of the aggregate, next_by_subj o.<last>.* from 1", "request", _get_next_by_subj),
     ]  # fmt: skip
 
 
@@ -1625,6 +1656,7 @@ def more_dimensions() -> list[Dimension]:
     for dim in dims:
         for op in dim.ops:
             op.repeat = op.key in repeat or dim.key in ("monitor", "jsz", "sysreq", "kvops")
+            op.repeat = op.repeat or (dim.key == "nsources" and op.key != "pub_sourced")
     return dims + more_restart_dimensions()
 
 

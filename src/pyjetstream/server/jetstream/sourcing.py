@@ -182,12 +182,43 @@ def stable_hash(stream: Stream) -> str:
     return api_hash(key)
 
 
+#: The names a stream sources more than once, for the last ``sources`` list asked about
+#: (`_sourced_twice`); off: each name counted over the list at each call.
+COUNT_ONCE = True
+_last_counted: tuple[list[StreamSource], int, frozenset[str]] | None = None
+names_counted = 0  # sources walked to count their names (a step count for the tests)
+
+
+def _sourced_twice(sources: list[StreamSource]) -> frozenset[str]:
+    """The origins ``sources`` names more than once. Why kept: each feed of a stream asks for its
+    consumer's name with the stream's whole list (at its start, its create and its delete), and
+    counting the list for each made a stream sourcing n streams cost O(n²) — ~3 million steps at
+    1,000 sources. A config's ``sources`` list is not changed once made (a new config is a new list)."""
+    global _last_counted, names_counted
+    last = _last_counted
+    if last is not None and last[0] is sources and last[1] == len(sources):
+        return last[2]
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for other in sources:
+        (twice if other.name in seen else seen).add(other.name)
+    names_counted += len(sources)
+    _last_counted = (sources, len(sources), frozenset(twice))
+    return _last_counted[2]
+
+
 def source_consumer_name(stream: Stream, src: StreamSource, sources: list[StreamSource]) -> str:
     """``createSourcingConsumerHash``: the origin consumer of one of ``stream``'s ``sources``
     is named by the stream alone; when the origin is sourced more than once, each name takes in
     its source's index name."""
+    global names_counted
     key = stable_hash(stream)
-    if sum(1 for other in sources if other.name == src.name) > 1:
+    if COUNT_ONCE:
+        shared = src.name in _sourced_twice(sources)
+    else:
+        names_counted += len(sources)
+        shared = sum(1 for other in sources if other.name == src.name) > 1
+    if shared:
         key = f"{key} {index_name(src)}"
     return f"JS_SRC_{api_hash(key)}"
 
