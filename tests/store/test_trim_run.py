@@ -2,7 +2,9 @@
 after (`_trim_run`) it leaves exactly what ``store_msg`` one by one leaves — the messages, the
 subject table, the state, the removals each told to ``on_removed``, what a restart finds — over
 random runs under ``max_msgs_per_subject``, ``max_msgs``, ``max_bytes`` and their combinations,
-on every store kind. ``TRIM_RUNS = False`` is the switch (then ``run_fits`` says no)."""
+on every store kind. ``TRIM_RUNS = False`` is the switch (then ``run_fits`` says no). The oldest
+messages a run pushes past ``max_msgs`` / ``max_bytes`` go together (`seqbulk.over_limits`, one
+`_remove_trimmed`); ``TRIM_TOGETHER = False`` removes them one by one, the same."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pyjetstream.server.jetstream.store import (
     FileStoreConfig,
     MessageStore,
     StoreConfig,
+    indexed,
 )
 
 from .conftest import StoreFactory, crash, observed_state
@@ -92,10 +95,52 @@ def test_a_trimmed_run_leaves_what_one_by_one_leaves(make_store: StoreFactory, l
     assert _picture(run) == _picture(one)
 
 
+@pytest.mark.parametrize("limits", LIMITS[2:5], ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
+def test_trimmed_together_equals_one_by_one(
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch, limits: dict[str, int]
+) -> None:
+    """``TRIM_TOGETHER`` on and off, over runs with messages removed between them: the same
+    picture, the same removals told to ``on_removed`` in the same order. Step count: on, a
+    run's trim of several messages calls no `_remove_at` (one `_remove_trimmed`); off, one each."""
+    rng = random.Random(repr(limits) + "together")
+    stores = {True: make_store(**limits), False: make_store(**limits)}
+    removed: dict[bool, list[tuple[int, str]]] = {True: [], False: []}
+    singles: dict[bool, int] = {True: 0, False: 0}
+    for key, s in stores.items():
+        s.on_removed = lambda seq, subject, key=key: removed[key].append((seq, subject))  # type: ignore[misc]
+        real = s._remove_at  # type: ignore[attr-defined]
+
+        def counting(seq: int, erase: bool, lazy: bool = False, key: bool = key, real=real) -> bool:  # type: ignore[no-untyped-def]
+            singles[key] += 1
+            return bool(real(seq, erase, lazy))
+
+        s._remove_at = counting  # type: ignore[attr-defined]
+    big_trims = 0
+    for subjects, hdrs, payloads in _runs(rng, 40):
+        before = {key: singles[key] for key in stores}
+        gone = {}
+        for key, s in stores.items():
+            monkeypatch.setattr(indexed, "TRIM_TOGETHER", key)
+            n = len(removed[key])
+            with s.batch():
+                s.store_run(subjects, hdrs, payloads)
+            gone[key] = len(removed[key]) - n
+        assert _picture(stores[True]) == _picture(stores[False])
+        assert removed[True] == removed[False]
+        if gone[True] > 1:
+            big_trims += 1
+            assert singles[True] == before[True] and singles[False] - before[False] == gone[False]
+        victim = rng.randrange(stores[True].state().first_seq, stores[True].state().last_seq + 1)
+        for s in stores.values():
+            s.remove_msg(victim)
+    assert big_trims > 5
+
+
 @pytest.mark.parametrize("how", ["clean", "kill -9"])
 @pytest.mark.parametrize("block_size", [1024, 1 << 20])
-def test_a_trimmed_run_survives_a_restart(tmp_path: Path, how: str, block_size: int) -> None:
-    cfg = StoreConfig(max_msgs_per_subject=1, max_msgs=50)
+@pytest.mark.parametrize("limits", [{"max_msgs_per_subject": 1, "max_msgs": 50}, {"max_bytes": 3000}])
+def test_a_trimmed_run_survives_a_restart(tmp_path: Path, how: str, block_size: int, limits: dict[str, int]) -> None:
+    cfg = StoreConfig(**limits)  # type: ignore[arg-type]
     fcfg = FileStoreConfig(str(tmp_path / "s"), block_size=block_size, compact_min_bytes=256)
     s = FileStore(fcfg, cfg)
     rng = random.Random(7)
@@ -108,7 +153,7 @@ def test_a_trimmed_run_survives_a_restart(tmp_path: Path, how: str, block_size: 
         s.stop()
     else:
         crash(s)
-    s2 = FileStore(fcfg, StoreConfig(max_msgs_per_subject=1, max_msgs=50))
+    s2 = FileStore(fcfg, StoreConfig(**limits))  # type: ignore[arg-type]
     try:
         assert observed_state(s2, "s.1") == before
         assert s2.state().lost is None

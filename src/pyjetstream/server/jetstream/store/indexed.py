@@ -55,6 +55,9 @@ from .ttls import MessageTTLs
 
 # A removal of more messages than this at once (a subject purge) is one bulk removal.
 _BULK_MIN = 64
+#: The oldest messages a run's publishes push past max_msgs / max_bytes are removed together
+#: (`IndexedStore._remove_trimmed`, each told to ``on_removed``); off: one `_remove_at` each.
+TRIM_TOGETHER = True
 # A run that the discard-old limits trim is stored whole and trimmed after (False: one by one).
 TRIM_RUNS = True
 # A purge drops a sealed page (a file store's block) whose every live message goes whole,
@@ -239,7 +242,7 @@ class IndexedStore(MessageStore):
         stored from ``seq`` on (`trims_after_run`; ``sids``: its subject ids as the index took
         them): each subject of the run down to ``max_msgs_per_subject`` (its oldest go, all
         removed together: `_remove_trimmed`), then the stream's oldest while ``max_msgs`` /
-        ``max_bytes`` are passed."""
+        ``max_bytes`` are passed (together too: `seqbulk.over_limits`, switch `TRIM_TOGETHER`)."""
         maxp = self._cfg.max_msgs_per_subject
         if maxp > 0:
             msgs = self._index.subjects.msgs
@@ -250,6 +253,9 @@ class IndexedStore(MessageStore):
                 gone.sort()
                 self._remove_trimmed(gone, lazy=True)
         if self._cfg.discard == DISCARD_OLD:
+            gone = seqbulk.over_limits(self._index, self._cfg.max_msgs, self._cfg.max_bytes) if TRIM_TOGETHER else []
+            if len(gone) > 1:  # (together: the loop then finds the limits held)
+                self._remove_trimmed(gone, keep_last=False)
             self._trim_to_limits()
 
     def _remove_trimmed(self, gone: list[tuple[int, int]], keep_last: bool = True, lazy: bool = False) -> None:
@@ -324,14 +330,9 @@ class IndexedStore(MessageStore):
 
     def _trim_to_limits(self) -> None:
         """Drop the oldest messages until max_msgs and max_bytes hold."""
-        cfg = self._cfg
-        index = self._index
-        if cfg.max_msgs > 0:
-            while index.msgs > cfg.max_msgs:
-                self._remove_at(index.first_seq, False)
-        if cfg.max_bytes > 0:
-            while index.bytes > cfg.max_bytes and index.msgs:
-                self._remove_at(index.first_seq, False)
+        cfg, index = self._cfg, self._index
+        while 0 < cfg.max_msgs < index.msgs or (0 < cfg.max_bytes < index.bytes and index.msgs):
+            self._remove_at(index.first_seq, False)
 
     def skip_msg(self) -> int:
         if self._closed:

@@ -20,7 +20,7 @@ from ._index import find_value, zero_fill
 from .pages import Page
 from .seqindex import DELS_MAX, SeqIndex
 
-__all__ = ["locs_of", "of_subjects", "oldest_of", "remove_seqs", "trimmed"]
+__all__ = ["locs_of", "of_subjects", "oldest_of", "over_limits", "remove_seqs", "trimmed"]
 
 
 def oldest_of(
@@ -61,6 +61,40 @@ def oldest_of(
         out.extend(_page_of(index, p, have, lo, hi))
     index.steps += len(want)
     del out[n - taken :]
+    return out
+
+
+def over_limits(index: SeqIndex, max_msgs: int, max_bytes: int) -> list[tuple[int, int]]:
+    """The oldest live messages ``(seq, sid)``, ascending, whose removal makes ``max_msgs`` and
+    ``max_bytes`` (0: no limit) hold — what nats-server's ``enforceMsgLimit`` and
+    ``enforceBytesLimit`` remove, the first message at a time, until they do: found page by
+    page from the stream's first, each page's slots read in turn (a run's trim removes them
+    together: `IndexedStore._remove_trimmed`)."""
+    over = index.msgs - max_msgs if max_msgs > 0 else 0
+    excess = index.bytes - max_bytes if max_bytes > 0 else 0
+    out: list[tuple[int, int]] = []
+    if over <= 0 and excess <= 0:
+        return out
+    left = index.msgs
+    pages = index.pages
+    i = index._pi(index.first_seq)
+    while i < len(pages) and (over > 0 or excess > 0) and left:
+        p = pages[i]
+        i += 1
+        if not p.msgs:
+            continue
+        index.visits += 1
+        index._use(p)
+        sids, sizes, first = p.sids, p.sizes, p.first
+        for k in range(max(index.first_seq - first, 0), p.n):
+            sid = sids[k]
+            if sid:
+                out.append((first + k, sid))
+                over -= 1
+                excess -= sizes[k]
+                left -= 1
+                if (over <= 0 and excess <= 0) or not left:
+                    break
     return out
 
 
