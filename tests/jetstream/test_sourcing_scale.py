@@ -19,6 +19,8 @@ from pyjetstream.api.models_stream import StreamSource
 from pyjetstream.server.jetstream import sourcing
 from pyjetstream.server.jetstream.sourcing import source_consumer_name
 
+TIMEOUT = 30.0  # (a loaded machine: nats-py's default request timeout is 0.5 s)
+
 
 async def _names_walked(n: int) -> int:
     """Source names walked while a stream sourcing ``n`` streams is created and catches up."""
@@ -26,14 +28,14 @@ async def _names_walked(n: int) -> int:
         nc = await nats.connect(f"nats://127.0.0.1:{server.port}")
         try:
             for i in range(n):
-                cfg = {"name": f"O{i}", "subjects": [f"o.{i}.>"]}
-                await nc.request(f"$JS.API.STREAM.CREATE.O{i}", json.dumps(cfg).encode())
-                await nc.request(f"o.{i}.x", b"1")
+                cfg = {"name": f"O{i}", "subjects": [f"o.{i}.>"], "storage": "memory"}
+                await nc.request(f"$JS.API.STREAM.CREATE.O{i}", json.dumps(cfg).encode(), timeout=TIMEOUT)
+                await nc.request(f"o.{i}.x", b"1", timeout=TIMEOUT)
             before = sourcing.names_counted
-            agg = {"name": "AGG", "sources": [{"name": f"O{i}"} for i in range(n)]}
-            await nc.request("$JS.API.STREAM.CREATE.AGG", json.dumps(agg).encode(), timeout=30)
+            agg = {"name": "AGG", "sources": [{"name": f"O{i}"} for i in range(n)], "storage": "memory"}
+            await nc.request("$JS.API.STREAM.CREATE.AGG", json.dumps(agg).encode(), timeout=TIMEOUT)
             for _ in range(300):
-                info = json.loads((await nc.request("$JS.API.STREAM.INFO.AGG", b"")).data)
+                info = json.loads((await nc.request("$JS.API.STREAM.INFO.AGG", b"", timeout=TIMEOUT)).data)
                 if info["state"]["messages"] == n:
                     break
                 await nc.flush()
