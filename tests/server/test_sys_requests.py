@@ -187,3 +187,39 @@ async def test_the_statistics_kind_is_statsz_and_idz_is_bare(target: Target) -> 
         assert await _ask(_sys(target), f"$SYS.REQ.SERVER.PING.{kind}") == [{"status": 503}], kind
     (idz,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING.IDZ")
     assert idz == {"name": "N1", "host": "127.0.0.1", "id": stats["server"]["id"]}
+
+
+async def test_every_server_kind_is_answered(target: Target) -> None:
+    """``EXPVARZ`` and ``IPQUEUESZ`` were answered with nothing (their bodies, which Go formats its
+    own way, could not be sent); ``RAFTZ`` of a server with no Raft group is an empty map, not a 500;
+    ``PROFILEZ`` gets nats-server's errors; ``HEALTHZ`` carries the ``status_code`` its HTTP form
+    drops; ``VARZ`` says ``auth_required`` as INFO does."""
+
+    async def data(kind: str, body: Any = None) -> Any:
+        (answer,) = await _ask(_sys(target), f"$SYS.REQ.SERVER.PING.{kind}", body)
+        assert list(answer) == ["server", "data"], (kind, answer)
+        return answer["data"]
+
+    expvarz = await data("EXPVARZ")
+    assert list(expvarz) == ["memstats", "cmdline"] and isinstance(expvarz["cmdline"], list)
+    assert {"Alloc", "HeapAlloc", "NumGC", "BySize"} <= set(expvarz["memstats"])
+    assert isinstance(await data("IPQUEUESZ"), dict)
+    assert all(q["pending"] == 0 for q in (await data("IPQUEUESZ", {"all": True, "filter": "zzz"})).values())
+    assert await data("RAFTZ") == {}
+    assert await data("PROFILEZ") == {"profile": None, "error": "Profile name not specified"}
+    assert await data("PROFILEZ", {"name": "nope"}) == {"profile": None, "error": 'Profile "nope" not found'}
+    assert await data("PROFILEZ", {"name": "cpu"}) == {
+        "profile": None,
+        "error": "Duration 0s should be between 0s and 15s",
+    }
+    assert await data("PROFILEZ", {"name": "cpu", "duration": 20_000_000_000}) == {
+        "profile": None,
+        "error": "Duration 20s should be between 0s and 15s",
+    }
+    assert await data("HEALTHZ") == {"status": "ok", "status_code": 200}
+    assert (await data("VARZ"))["auth_required"] is True
+    (bad,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING.PROFILEZ", raw=b'{"duration": "1s"}')
+    assert bad["error"] == {
+        "code": 400,
+        "description": "json: cannot unmarshal string into Go struct field ProfilezEventOptions.duration of type time.Duration",
+    }

@@ -448,6 +448,7 @@ def _varz(server: Server, query: dict[str, str]) -> dict[str, Any]:
         "go": _go(),
         "host": opts.host,
         "port": server.port,
+        **{k: v for k, v in server.security_flags().items() if k != "tls_available"},
         "max_connections": opts.max_connections,
         "ping_interval": _ns(opts.ping_interval),
         "ping_max": opts.ping_max,

@@ -647,16 +647,8 @@ class Server:
             "host": opts.host,
             "port": self.port,
             "headers": not opts.no_header_support,
+            **self.security_flags(),
         }
-        if self.authenticator.info_auth_required:
-            info["auth_required"] = True
-        if self.ssl_context is not None:
-            if opts.allow_non_tls:
-                info["tls_available"] = True
-            else:
-                info["tls_required"] = True
-            if opts.tls is not None and opts.tls.verify:
-                info["tls_verify"] = True
         info["max_payload"] = opts.max_payload
         if self.jetstream is not None:
             info["jetstream"] = True
@@ -664,6 +656,20 @@ class Server:
         self._info_prefix = ("INFO " + text[:-1] + ',"client_id":').encode()
 
     rebuild_info = _build_info  # after a reload
+
+    def security_flags(self) -> dict[str, bool]:
+        """What INFO says of authentication and TLS (``auth_required``, ``tls_available`` or
+        ``tls_required``, ``tls_verify``), each only when true; ``/varz`` copies them from it as
+        nats-server's ``updateVarzConfigReloadableFields`` copies ``info``'s (but ``tls_available``)."""
+        opts = self.options
+        flags: dict[str, bool] = {}
+        if self.authenticator.info_auth_required:
+            flags["auth_required"] = True
+        if self.ssl_context is not None:
+            flags["tls_available" if opts.allow_non_tls else "tls_required"] = True
+            if opts.tls is not None and opts.tls.verify:
+                flags["tls_verify"] = True
+        return flags
 
     def async_info(self, conn: ClientConnection, ldm: bool = False) -> bytes:
         """An INFO to a connected client (nats-server ``generateClientInfoJSON``): no nonce;

@@ -45,6 +45,7 @@ SERVER_KINDS: dict[str, tuple[str, dict[str, str]]] = {
     "IPQUEUESZ": ("IpqueueszEventOptions", {"all": "bool", "filter": "string"}),
     "RAFTZ": ("RaftzEventOptions", {"account": "string", "group": "string"}),
     "EXPVARZ": ("ExpvarzEventOptions", {}),
+    "PROFILEZ": ("ProfilezEventOptions", {"name": "string", "debug": "int", "duration": "time.Duration"}),
 }  # fmt: skip
 #: KIND of ``$SYS.REQ.ACCOUNT.<acc>.KIND`` (nats-server ``monAccSrvc``'s structs).
 ACCOUNT_KINDS: dict[str, tuple[str, dict[str, str]]] = {
@@ -55,7 +56,8 @@ ACCOUNT_KINDS: dict[str, tuple[str, dict[str, str]]] = {
     "STATZ": ("AccountStatzEventOptions", {"accounts": "[]string", "include_unused": "bool"}),
     "INFO": ("AccInfoEventOptions", {}),
 }
-_INT_RANGE = {"int": (-(2**63), 2**63), "server.ConnState": (-(2**63), 2**63), "uint64": (0, 2**64)}
+_INT_RANGE = {"int": (-(2**63), 2**63), "server.ConnState": (-(2**63), 2**63), "uint64": (0, 2**64),
+              "time.Duration": (-(2**63), 2**63)}
 
 
 class _Number:

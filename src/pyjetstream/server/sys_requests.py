@@ -26,7 +26,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from pyjetstream.api.timefmt import format_time
+from pyjetstream.api.timefmt import format_go_duration, format_time
 from pyjetstream.protocol.headers import get_header
 from pyjetstream.protocol.subjects import is_subset, is_valid_literal_subject, subject_matches
 from pyjetstream.server.msgtrace import DEFAULT_FEATURE_FLAGS
@@ -66,8 +66,11 @@ _JS_ENABLED, _BINARY_SNAPSHOT, _ACCOUNT_NRG = 1, 2, 4
 
 
 #: The kinds ``$SYS.REQ.SERVER.PING.<KIND>`` / ``$SYS.REQ.SERVER.<id>.<KIND>`` answer here (nats-server's
-#: ``monSrvc`` but ``PROFILEZ``): ``STATSZ`` the statistics, as the bare PING; ``IDZ`` the server's id.
-_SERVER_KINDS = ("STATSZ", "IDZ", *_PATHS)
+#: ``monSrvc``): ``STATSZ`` the statistics, as the bare PING; ``IDZ`` the server's id; ``PROFILEZ``
+#: nats-server's answers for what it cannot profile (`_profilez`).
+_SERVER_KINDS = ("STATSZ", "IDZ", "PROFILEZ", *_PATHS)
+#: Go's runtime profiles (``pprof.Lookup``): a name among them is one nats-server would write.
+_GO_PROFILES = frozenset({"goroutine", "threadcreate", "heap", "allocs", "block", "mutex"})
 
 
 class _Skip(Exception):
@@ -177,6 +180,8 @@ class SystemRequests:
     async def _server_kind(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         if kind == "STATSZ":
             return {"statsz": await self._statsz()}
+        if kind == "PROFILEZ":
+            return {"data": _profilez(options)}
         return await self._endpoint(kind, options)
 
     async def _account_kind(self, subject: str, name: str, kind: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -251,9 +256,21 @@ class SystemRequests:
         except MonitorError as exc:
             if exc.text.startswith(SKIPPED):  # nats-server zReq: errSkipZreq is no answer
                 raise _Skip from None
+            if kind == "RAFTZ" and exc.status == 404:  # nats-server Raftz: no group, an empty map
+                return {"data": {}}
             return {"error": {"code": 500, "description": exc.text.strip()}}
+        status = 200
         if isinstance(data, JSONResponse):
-            data = data.body
+            status, data = data.status, data.body
+        elif not isinstance(data, dict):  # a body Go formats its own way (/ipqueuesz, /debug/vars)
+            data = json.loads(data.body)
+            if kind == "EXPVARZ":  # nats-server ExpvarzStatus: the two expvars, in its order
+                data = {"memstats": data["memstats"], "cmdline": data["cmdline"]}
+        if kind == "HEALTHZ":  # nats-server HealthStatus.StatusCode: dropped over HTTP only
+            data = {**data, "status_code": status}
+            data["error"] = data.pop("error") if "error" in data else None
+            if data["error"] is None:
+                del data["error"]
         return {"data": data}
 
     async def _statsz(self) -> dict[str, Any]:
@@ -333,6 +350,22 @@ def _public_permissions(perms: Permissions) -> dict[str, Any]:
     if perms.response is not None:
         out["responses"] = {"max": perms.response.max_msgs, "ttl": int(perms.response.expires * 1e9)}
     return out
+
+
+def _profilez(options: dict[str, Any]) -> dict[str, Any]:
+    """nats-server ``profilez`` (``ProfilezStatus``): Go's runtime profiles, which a Python server
+    has none of — nats-server's errors for a missing name, a CPU duration out of range and an
+    unknown profile, and for a profile it would write, the error of a profile that could not be."""
+    name = str(options.get("name") or "")
+    if not name:
+        return {"profile": None, "error": "Profile name not specified"}
+    if name == "cpu":
+        ns = int(options.get("duration") or 0)
+        if ns <= 0 or ns > 15_000_000_000:
+            return {"profile": None, "error": f"Duration {format_go_duration(ns)} should be between 0s and 15s"}
+    elif name not in _GO_PROFILES:
+        return {"profile": None, "error": f"Profile {json.dumps(name)} not found"}
+    return {"profile": None, "error": f"Profile {json.dumps(name)} error: no Go runtime profiles in pyjetstream"}
 
 
 def _query(kind: str, options: dict[str, Any]) -> dict[str, str]:
