@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from pyjetstream.api.timefmt import format_go_duration
+
 __all__ = ["CheckResult", "PerfData", "go_duration"]
 
 _CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
@@ -142,25 +144,7 @@ def _go_float(value: float) -> str:
 
 
 def go_duration(seconds: float) -> str:
-    """A duration as Go's ``time.Duration.String()`` writes it: ``1.234567ms``, ``12.5s``, ``1m30s``."""
-    ns = round(seconds * 1e9)
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns < 1_000_000_000:
-        for unit, size in (("ns", 1), ("µs", 1_000), ("ms", 1_000_000)):
-            if ns < size * 1000:
-                whole, frac = divmod(ns, size)
-                digits = len(str(size)) - 1
-                tail = f".{frac:0{digits}d}".rstrip("0").rstrip(".") if digits else ""
-                return f"{sign}{whole}{tail}{unit}"
-    hours, rest = divmod(ns, 3_600_000_000_000)
-    minutes, rest = divmod(rest, 60_000_000_000)
-    secs, frac = divmod(rest, 1_000_000_000)
-    text = f"{secs}" + (f".{frac:09d}".rstrip("0") if frac else "") + "s"
-    if hours:
-        return f"{sign}{hours}h{minutes}m{text}"
-    if minutes:
-        return f"{sign}{minutes}m{text}"
-    return sign + text
+    """A duration as Go's ``time.Duration.String()`` writes it: ``1.234567ms``, ``12.5s``, ``1m30s``
+    (`pyjetstream.api.timefmt.format_go_duration` of the nanoseconds)."""
+    return format_go_duration(round(seconds * 1e9))
+
