@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shlex
 import sys
 import tempfile
 
@@ -32,6 +34,85 @@ def _log_config(level: str) -> str:
     path = os.path.join(tempfile.gettempdir(), f"pyjetstream-log4j2-{level.lower()}.properties")
     with open(path, "w") as f:
         f.write(_LOG4J2.format(level=level.lower()))
+    return path
+
+
+#: Local Python workers import the pyspark installed beside this interpreter (its cached bytecode)
+#: instead of the copy in ``pyspark.zip`` that Spark puts first on their ``PYTHONPATH`` (off: the zip).
+INSTALLED_PYSPARK_FOR_WORKERS = True
+
+# Spark starts a fresh Python process for every data source planning step and streaming source
+# (``PythonWorkerFactory.createSimpleWorker``) and gives it 10 s, fixed, to connect back. Its
+# ``PYTHONPATH`` begins with ``$SPARK_HOME/python/lib/pyspark.zip`` and the py4j zip; a zip holds no
+# bytecode and Python caches none for it, so each start compiles every pyspark module it imports:
+# 1.1-1.5 s of CPU against 0.3-0.45 s from the installed package (load 3-6). At load 14 on two cores that start took
+# longer than 10 s ("Python worker failed to connect back"). This launcher drops exactly those two
+# zips, which are the installed package's own files, and runs this interpreter.
+_LAUNCHER = """#!/bin/sh
+# Written by pyjetstream.spark.session: this interpreter, without Spark's zipped copy of the
+# installed pyspark on PYTHONPATH (the same files, compiled at every start).
+set -f
+kept=
+IFS=:
+for entry in $PYTHONPATH; do
+  case "$entry" in
+    {zips}) ;;
+    *) kept="${{kept:+$kept:}}$entry" ;;
+  esac
+done
+unset IFS
+PYTHONPATH=$kept
+export PYTHONPATH
+exec {python} "$@"
+"""
+
+
+def _spark_zips() -> list[str]:
+    """The zips Spark puts on a worker's path (``PythonUtils.sparkPythonPath``: ``$SPARK_HOME/python/lib``),
+    under each spelling of ``SPARK_HOME`` that is this interpreter's installed pyspark package."""
+    import pyspark
+    from pyspark.find_spark_home import _find_spark_home
+
+    package = os.path.realpath(os.path.dirname(pyspark.__file__))
+    try:
+        found = _find_spark_home()  # (what pyspark's gateway gives the JVM as SPARK_HOME)
+    except SystemExit:  # (no Spark home it recognises: it printed why)
+        found = ""
+    homes = {os.environ.get("SPARK_HOME", ""), found, os.path.dirname(os.path.abspath(pyspark.__file__))}
+    lib = os.path.join(package, "python", "lib")
+    try:
+        names = sorted(
+            n for n in os.listdir(lib) if n == "pyspark.zip" or (n.startswith("py4j-") and n.endswith(".zip"))
+        )
+    except OSError:
+        return []
+    spellings = sorted(h for h in homes | {package} if h and os.path.realpath(h) == package)
+    return [os.path.join(home, "python", "lib", name) for home in spellings for name in names]
+
+
+def worker_python() -> str:
+    """The executable local Python workers run: this interpreter, through a launcher without the
+    zips when pyspark is installed with them (see ``_LAUNCHER``)."""
+    zips = _spark_zips() if INSTALLED_PYSPARK_FOR_WORKERS else []
+    if not zips:
+        return sys.executable
+    text = _LAUNCHER.format(zips="|".join(shlex.quote(z) for z in zips), python=shlex.quote(sys.executable))
+    tag = hashlib.sha256(text.encode()).hexdigest()[:16]  # one file per interpreter and pyspark layout
+    path = os.path.join(tempfile.gettempdir(), f"pyjetstream-python-{os.getuid()}-{tag}")
+    try:
+        with open(path) as f:  # (ours and unchanged: a shared temporary directory)
+            if os.fstat(f.fileno()).st_uid == os.getuid() and f.read() == text:
+                return path
+    except OSError:
+        pass
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)  # (atomic: another session may be writing the same file)
+    except OSError:
+        return sys.executable
     return path
 
 
@@ -85,6 +166,8 @@ def local_session(
         builder = builder.config(
             "spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem"
         ).config("spark.hadoop.fs.AbstractFileSystem.file.impl", "org.apache.hadoop.fs.local.RawLocalFs")
+        if os.environ["PYSPARK_PYTHON"] == sys.executable:
+            builder = builder.config("spark.pyspark.python", worker_python())
     else:
         builder = builder.config("spark.pyspark.python", sys.executable).config("spark.task.maxFailures", "4")
         if os.environ.get("PYTHONPATH"):
