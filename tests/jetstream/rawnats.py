@@ -229,6 +229,13 @@ class RawNats:
     async def next_msg(self, timeout: float = 5.0) -> RawMsg:
         return await asyncio.wait_for(self._queue.get(), timeout)
 
+    def received(self) -> list[RawMsg]:
+        """The messages of the subscriptions that have arrived and not been taken, taken now (in order)."""
+        out = []
+        while not self._queue.empty():
+            out.append(self._queue.get_nowait())
+        return out
+
 
 def headers(*pairs: tuple[str, str]) -> bytes:
     """A NATS/1.0 header block."""
