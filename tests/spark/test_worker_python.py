@@ -64,4 +64,4 @@ def test_the_local_session_runs_workers_through_it(spark: object) -> None:
     from pyspark.sql import SparkSession
 
     assert isinstance(spark, SparkSession)
-    assert spark.sparkContext.getConf().get("spark.pyspark.python") == session.worker_python()
+    assert spark.sparkContext.pythonExec == session.worker_python()  # (what UDF and data source workers run)

@@ -116,6 +116,15 @@ def worker_python() -> str:
     return path
 
 
+_chosen_python: str | None = None  # what local_session last set PYSPARK_PYTHON to
+
+
+def _choose_python(executable: str) -> str:
+    global _chosen_python
+    _chosen_python = executable
+    return executable
+
+
 def local_session(
     app_name: str = "pyjetstream",
     *,
@@ -138,11 +147,15 @@ def local_session(
     (a cluster whose machines have pyjetstream installed elsewhere sets ``spark.pyspark.python``
     in ``extra_conf``).
     """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if master is None:
         master = f"local[{cores}]" if max_task_failures <= 1 else f"local[{cores},{max_task_failures}]"
+    # (pyspark's SparkContext reads PYSPARK_PYTHON for the workers of UDFs and data sources)
+    if os.environ.get("PYSPARK_PYTHON") in (None, sys.executable, _chosen_python):
+        os.environ["PYSPARK_PYTHON"] = _choose_python(
+            worker_python() if master.startswith("local") else sys.executable
+        )
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -166,8 +179,6 @@ def local_session(
         builder = builder.config(
             "spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem"
         ).config("spark.hadoop.fs.AbstractFileSystem.file.impl", "org.apache.hadoop.fs.local.RawLocalFs")
-        if os.environ["PYSPARK_PYTHON"] == sys.executable:
-            builder = builder.config("spark.pyspark.python", worker_python())
     else:
         builder = builder.config("spark.pyspark.python", sys.executable).config("spark.task.maxFailures", "4")
         if os.environ.get("PYTHONPATH"):
