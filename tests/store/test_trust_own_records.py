@@ -11,6 +11,7 @@ import random
 from pathlib import Path
 
 import pytest
+from tests.jetstream.scale_steps import count_calls
 
 from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig, blockfiles
 from pyjetstream.server.jetstream.store.base import MsgTuple, StoredMsg, StoreError
@@ -88,22 +89,15 @@ def test_only_blocks_found_on_disk_are_checked(tmp_path: Path, monkeypatch: pyte
     # on disk took the first writes after the open, and is checked).
     mine = next(b.first_seq for b in s._backend.blocks if b.ours)
     found = len(s.load_msgs(range(old_last + 1, mine)))
-    calls = [0]
-    real = blockfiles._crc32
-
-    def counting(b: bytes) -> int:
-        calls[0] += 1
-        return real(b)
-
-    monkeypatch.setattr(blockfiles, "_crc32", counting)
-    new = len(s.load_next_msgs(">", old_last + 1, last, 1 << 30))
-    assert new > 100 and calls[0] == found
-    calls[0] = 0
-    everything = s.load_next_msgs(">", 1, last, 1 << 30)
-    assert calls[0] == sum(1 for m in everything if m[1] < mine) > 100
-    s._backend.trust_own = False
-    calls[0] = 0
-    assert len(s.load_next_msgs(">", old_last + 1, last, 1 << 30)) == new and calls[0] == new
+    with count_calls(monkeypatch, blockfiles, "_crc32") as calls:
+        new = len(s.load_next_msgs(">", old_last + 1, last, 1 << 30))
+        assert new > 100 and calls["_crc32"] == found
+        calls.clear()
+        everything = s.load_next_msgs(">", 1, last, 1 << 30)
+        assert calls["_crc32"] == sum(1 for m in everything if m[1] < mine) > 100
+        s._backend.trust_own = False
+        calls.clear()
+        assert len(s.load_next_msgs(">", old_last + 1, last, 1 << 30)) == new and calls["_crc32"] == new
     s.stop()
 
 
@@ -118,19 +112,12 @@ def test_a_get_checks_only_blocks_found_on_disk(tmp_path: Path, monkeypatch: pyt
     s = open_fs(d, True)
     write(s, rnd, 200)
     mine = next(b.first_seq for b in s._backend.blocks if b.ours)
-    calls = [0]
-    real = blockfiles._crc32
-
-    def counting(b: bytes) -> int:
-        calls[0] += 1
-        return real(b)
-
-    monkeypatch.setattr(blockfiles, "_crc32", counting)
-    got = [m for m in (get(s, seq) for seq in range(1, s.state().last_seq + 1)) if m is not None]
-    found = sum(1 for m in got if m.seq < mine)
-    assert len(got) - found > 100 and found > 50
-    assert calls[0] == found
-    s._backend.trust_own = False
-    calls[0] = 0
-    assert [get(s, m.seq) for m in got] == got and calls[0] == len(got)
+    with count_calls(monkeypatch, blockfiles, "_crc32") as calls:
+        got = [m for m in (get(s, seq) for seq in range(1, s.state().last_seq + 1)) if m is not None]
+        found = sum(1 for m in got if m.seq < mine)
+        assert len(got) - found > 100 and found > 50
+        assert calls["_crc32"] == found
+        s._backend.trust_own = False
+        calls.clear()
+        assert [get(s, m.seq) for m in got] == got and calls["_crc32"] == len(got)
     s.stop()
