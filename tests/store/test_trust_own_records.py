@@ -46,6 +46,21 @@ def every_read(s: FileStore) -> list[list[MsgTuple] | list[StoredMsg | None]]:
     ]
 
 
+def reopened_with_writes(tmp_path: Path, seed: int) -> tuple[FileStore, int]:
+    """A trusting store with 200 messages written, stopped and reopened, then 200 more written: the
+    first in blocks found on disk, the last in blocks this process wrote; and its last sequence at
+    the reopen."""
+    rnd = random.Random(seed)
+    d = tmp_path / "s"
+    s = open_fs(d, True)
+    write(s, rnd, 200)
+    s.stop()
+    s = open_fs(d, True)
+    old_last = s.state().last_seq
+    write(s, rnd, 200)
+    return s, old_last
+
+
 def get(s: FileStore, seq: int) -> StoredMsg | None:
     try:
         return s.load_msg(seq)
@@ -76,14 +91,7 @@ def test_trusted_reads_equal_checked_reads(tmp_path: Path, seed: int) -> None:
 def test_only_blocks_found_on_disk_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Step count: the CRC is computed once per record of the blocks found on disk, never for
     records written since the open; with the switch off, for every record."""
-    rnd = random.Random(7)
-    d = tmp_path / "s"
-    s = open_fs(d, True)
-    write(s, rnd, 200)
-    s.stop()
-    s = open_fs(d, True)
-    old_last = s.state().last_seq
-    write(s, rnd, 200)
+    s, old_last = reopened_with_writes(tmp_path, 7)
     last = s.state().last_seq
     # The records this process wrote: from the first block it started (the active block found
     # on disk took the first writes after the open, and is checked).
@@ -104,13 +112,7 @@ def test_only_blocks_found_on_disk_are_checked(tmp_path: Path, monkeypatch: pyte
 def test_a_get_checks_only_blocks_found_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Step count for `load_msg` (a direct or STREAM.MSG get): one CRC per record read from a
     block found on disk, none for records this process wrote; with the switch off, one each."""
-    rnd = random.Random(11)
-    d = tmp_path / "s"
-    s = open_fs(d, True)
-    write(s, rnd, 200)
-    s.stop()
-    s = open_fs(d, True)
-    write(s, rnd, 200)
+    s, _ = reopened_with_writes(tmp_path, 11)
     mine = next(b.first_seq for b in s._backend.blocks if b.ours)
     with count_calls(monkeypatch, blockfiles, "_crc32") as calls:
         got = [m for m in (get(s, seq) for seq in range(1, s.state().last_seq + 1)) if m is not None]
