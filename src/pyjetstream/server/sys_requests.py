@@ -266,11 +266,8 @@ class SystemRequests:
             data = json.loads(data.body)
             if kind == "EXPVARZ":  # nats-server ExpvarzStatus: the two expvars, in its order
                 data = {"memstats": data["memstats"], "cmdline": data["cmdline"]}
-        if kind == "HEALTHZ":  # nats-server HealthStatus.StatusCode: dropped over HTTP only
-            data = {**data, "status_code": status}
-            data["error"] = data.pop("error") if "error" in data else None
-            if data["error"] is None:
-                del data["error"]
+        if kind == "HEALTHZ":  # nats-server HealthStatus.StatusCode, after status: dropped over HTTP only
+            data = {"status": data["status"], "status_code": status, **data}
         return {"data": data}
 
     async def _statsz(self) -> dict[str, Any]:
