@@ -32,7 +32,7 @@ async def _reservations(indexed: bool, monkeypatch: pytest.MonkeyPatch) -> list[
 
         async def look() -> None:
             info = await _api(nc, "INFO", {})
-            jsz = await server.monitor_handlers["/jsz"]({"accounts": "1"})
+            jsz = server.monitor_handlers["/jsz"]({"accounts": "1"})
             detail = jsz["account_details"][0]
             seen.append((info["reserved_memory"], info["reserved_storage"], jsz["reserved_memory"],
                          jsz["reserved_storage"], detail["reserved_memory"], detail["reserved_storage"]))  # fmt: skip

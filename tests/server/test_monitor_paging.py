@@ -50,7 +50,7 @@ async def monitored(tmp_path: Path) -> AsyncIterator[Server]:
 
 
 async def _get(server: Server, path: str, query: dict[str, str]) -> Any:
-    return await server.monitor_handlers[path](query)
+    return server.monitor_handlers[path](query)
 
 
 @pytest.mark.parametrize("sort", ["cid", "msgs_from", "subs", "idle", "rtt"])

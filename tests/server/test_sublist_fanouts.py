@@ -155,11 +155,11 @@ async def test_subsz_visits_no_cache_entry(monitored: Server, monkeypatch: pytes
         cache = account.sublist.cache = _CountingCache(account.sublist.cache)
         assert len(cache) >= size
         _CountingCache.read = 0
-        kept = await subsz({})
+        kept = subsz({})
         visited.append(_CountingCache.read)
         assert kept["max_fanout"] == 2 and kept["num_cache"] == len(cache)
         monkeypatch.setattr(sublist, "RUNNING_FANOUTS", False)
-        walked = await subsz({})
+        walked = subsz({})
         monkeypatch.setattr(sublist, "RUNNING_FANOUTS", True)
         assert _CountingCache.read >= len(cache)  # (the counter sees a walk)
         assert {**walked, "now": ""} == {**kept, "now": ""}

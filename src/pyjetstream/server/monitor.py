@@ -12,9 +12,11 @@ nats-server: any method (HEAD answered without a body), endpoints matched exactl
 ``/`` and ``/dashboard/…`` are the dashboard's (`pyjetstream.server.dashboard`) for the peers it
 serves; the rest, and ``/`` for any other peer, answer as nats-server's.
 
-Endpoints are looked up in ``server.monitor_handlers`` (path → ``async handler(query) -> dict``),
-so the JetStream engine adds ``/jsz`` with ``server.monitor_handlers["/jsz"] = handler``. A
-handler raises `MonitorError` for an HTTP error with a plain-text body.
+Endpoints are looked up in ``server.monitor_handlers`` (path → ``handler(query) -> dict``, a plain
+function: every answer is made at once, so the system account's requests are answered in the read
+that brought them, `pyjetstream.server.sys_requests`), so the JetStream engine adds ``/jsz`` with
+``server.monitor_handlers["/jsz"] = handler``. A handler raises `MonitorError` for an HTTP error with
+a plain-text body.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import posixpath
 import re
 import resource
 import time
+from functools import partial
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
@@ -50,6 +53,7 @@ __all__ = [
     "MonitorServer",
     "closed_record",
     "connection_info",
+    "statsz",
     "uptime_string",
 ]
 
@@ -493,7 +497,7 @@ def _varz(server: Server, query: dict[str, str]) -> dict[str, Any]:
         "slow_consumers": server.slow_consumers,
         "stale_connections": server.stale_connections,
         "stalled_clients": server.stalled_clients,
-        "subscriptions": sum(a.sublist.count for a in server.accounts.values()),
+        "subscriptions": _subscriptions(server),
         "http_req_stats": dict(server.http_req_stats),
         "config_load_time": _time(server.config_load_time_ns),
         "config_digest": opts.config_digest,
@@ -506,6 +510,34 @@ def _varz(server: Server, query: dict[str, str]) -> dict[str, Any]:
     # No disk I/O semaphore (nats-server's dios) exists here, so nothing ever waits on one.
     varz["disk_io_wait_stats"] = {"waiters": 0, "waits": 0, "wait_time": 0, "max_wait_time": 0}
     return varz
+
+
+def statsz(server: Server) -> dict[str, Any]:
+    """nats-server ``ServerStats`` (``$SYS.REQ.SERVER.PING[.STATSZ]``): what `_varz` says of the same
+    things, read from the same places, without building the rest of ``/varz`` (its ~60 fields of
+    configuration: a STATSZ cost ~2x nats-server's CPU when it was made from a whole ``/varz``).
+    Every connection is a client, so the ``*_clients`` counts are the totals (as in ``/varz``)."""
+    in_msgs, in_bytes, out_msgs, out_bytes = server.message_totals()
+    stats: dict[str, Any] = {
+        "start": _time(server.start_wall_ns), "mem": _rss_bytes(), "cores": _CORES, "cpu": _cpu_percent(),
+        "connections": len(server.clients), "total_connections": server.total_connections,
+        "active_accounts": sum(1 for a in server.accounts.values() if getattr(a, "num_clients", 0)) or 1,
+        "subscriptions": _subscriptions(server),
+        "sent": {"msgs": out_msgs, "bytes": out_bytes}, "sent_to_clients": {"msgs": out_msgs, "bytes": out_bytes},
+        "received": {"msgs": in_msgs, "bytes": in_bytes},
+        "received_from_clients": {"msgs": in_msgs, "bytes": in_bytes},
+        "slow_consumers": server.slow_consumers, "active_servers": 1,
+    }  # fmt: skip
+    js = _jetstream_varz(server)
+    if js.get("config"):
+        stats["jetstream"] = {k: js[k] for k in ("config", "stats", "limits") if k in js}
+    stats["gomaxprocs"] = _CORES  # (as /varz: Go's GOMAXPROCS is its NumCPU)
+    return stats
+
+
+def _subscriptions(server: Server) -> int:
+    """Every account's subscriptions (each `Sublist` keeps its count): ``/varz`` and STATSZ."""
+    return sum(a.sublist.count for a in server.accounts.values())
 
 
 def _per_kind(clients: int) -> dict[str, int]:
@@ -658,24 +690,16 @@ class MonitorServer:
 
         self.dashboard = Dashboard(server, self._write)  # "/" and "/dashboard/..." (its own package)
         handlers = server.monitor_handlers
-        handlers.setdefault("/varz", self._sync(_varz))
-        handlers.setdefault("/connz", self._sync(_connz))
-        handlers.setdefault("/subsz", self._sync(_subsz))
+        handlers.setdefault("/varz", partial(_varz, server))
+        handlers.setdefault("/connz", partial(_connz, server))
+        handlers.setdefault("/subsz", partial(_subsz, server))
         handlers.setdefault("/subscriptionsz", handlers["/subsz"])
-        handlers.setdefault("/healthz", self._sync(_healthz))
-        handlers.setdefault("/accountz", self._sync(accountz))
-        handlers.setdefault("/accstatz", self._sync(accstatz))
-        handlers.setdefault("/jsz", self._sync(jsz_disabled))  # the engine's when JetStream runs
+        handlers.setdefault("/healthz", partial(_healthz, server))
+        handlers.setdefault("/accountz", partial(accountz, server))
+        handlers.setdefault("/accstatz", partial(accstatz, server))
+        handlers.setdefault("/jsz", partial(jsz_disabled, server))  # the engine's when JetStream runs
         for path, fn in topology_handlers().items():
-            handlers.setdefault(path, self._sync(fn))
-
-    def _sync(self, fn: Any) -> Any:
-        server = self.server
-
-        async def handler(query: dict[str, str]) -> Any:
-            return fn(server, query)
-
-        return handler
+            handlers.setdefault(path, partial(fn, server))
 
     async def start(self, host: str, port: int) -> int:
         self._listener = await asyncio.start_server(self._serve, host or None, port, reuse_address=True)
@@ -762,7 +786,7 @@ class MonitorServer:
             self._count(path)
         status = 200
         try:
-            result = await handler(query)
+            result = handler(query)
         except MonitorError as exc:
             if not counted_first and not exc.decoding:
                 self._count(path)

@@ -37,9 +37,6 @@ class RawResponse:
 def go_bool(query: dict[str, str], key: str) -> bool:
     """Go's ``decodeBool``: ``strconv.ParseBool`` of the parameter (absent: false); anything else is
     a 400 with Go's words."""
-    # Deferred: monitor imports this module for its handlers.
-    from pyjetstream.server.monitor import MonitorError
-
     text = query.get(key, "")
     if text == "":
         return False
@@ -47,6 +44,9 @@ def go_bool(query: dict[str, str], key: str) -> bool:
         return True
     if text in ("0", "f", "F", "FALSE", "false", "False"):
         return False
+    # Deferred: monitor imports this module for its handlers (and a bad value is rare: no import per call).
+    from pyjetstream.server.monitor import MonitorError
+
     raise MonitorError(
         400, f"Error decoding boolean for '{key}': strconv.ParseBool: parsing \"{text}\": invalid syntax", decoding=True
     )

@@ -33,8 +33,8 @@ called on the server's event loop):
     returns a function that unregisters it.
 
 Also exposed: ``options``, ``server_id``, ``server_name``, ``loop``, ``logger``, ``clients``
-(cid → ClientConnection, each with in/out msgs/bytes), ``monitor_handlers`` (path → async
-``handler(query: dict[str, str]) -> dict``; add ``/jsz`` there), ``jetstream`` (the engine or
+(cid → ClientConnection, each with in/out msgs/bytes), ``monitor_handlers`` (path →
+``handler(query: dict[str, str]) -> dict``, a plain function; add ``/jsz`` there), ``jetstream`` (the engine or
 ``None``) and ``jetstream_enabled``.
 
 When ``options.jetstream`` is set, `start` runs ``JetStreamEngine(self).start()`` from
@@ -452,7 +452,7 @@ class Server:
                 account.answer_jetstream_disabled()
         if self.jetstream_engines():
 
-            async def jsz(query: dict[str, str]) -> dict[str, Any]:
+            def jsz(query: dict[str, str]) -> dict[str, Any]:
                 # Deferred: start-up imports only what it uses (a monitoring request).
                 from pyjetstream.server.jetstream import monitoring
 
@@ -531,7 +531,7 @@ class Server:
                 account.stop_disabled_api()
         if disable:
 
-            async def jsz_off(query: dict[str, str]) -> dict[str, Any]:
+            def jsz_off(query: dict[str, str]) -> dict[str, Any]:
                 from pyjetstream.server.monitor import jsz_disabled  # Deferred: start-up imports.
 
                 return jsz_disabled(self, query)

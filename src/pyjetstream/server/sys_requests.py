@@ -7,7 +7,11 @@
 Each answer is the HTTP endpoint's (the same ``server.monitor_handlers`` that serve ``/varz`` …,
 the request's ``*Options`` JSON turned into that endpoint's query), wrapped as nats-server's
 ``ServerAPIResponse``: ``{"server": ServerInfo, "data": …}`` or ``{"server": …, "error": {code,
-description}}``; the statistics answer is ``{"server": …, "statsz": ServerStats}``. A request whose
+description}}``; the statistics answer is ``{"server": …, "statsz": ServerStats}``. A request is
+answered in the callback that received it — the requester's read, whose end writes the answer —
+since every endpoint answers at once (`ANSWER_IN_READ`); the ``ServerInfo`` header's JSON is made
+once for what it says of the server and only its ``seq`` and ``time`` written per answer
+(`_InfoHeader`, as nats-server's ``internalSendLoop`` fills the fields it read once). A request whose
 ``EventFilterOptions`` (``server_name``, ``cluster``, ``host``, ``tags``, ``domain``; substring unless
 ``exact_match``) do not select this server gets no answer. Only users of the system account can
 send them directly.
@@ -40,6 +44,11 @@ if TYPE_CHECKING:
     from pyjetstream.server.server import Server
 
 __all__ = ["SystemRequests", "server_info"]
+
+#: Answer a request in the callback that received it (the requester's read): every endpoint's
+#: handler answers at once. Off: in a later turn of the event loop (as a task per request did
+#: until session 14, ~15 µs of a request's ~70); the same answers (tests/server/test_sys_requests.py).
+ANSWER_IN_READ = True
 
 # KIND → the monitoring path whose handler answers it.
 _PATHS = {
@@ -88,19 +97,24 @@ class SystemRequests:
     def __init__(self, server: Server, system: Account) -> None:
         self.server = server
         self.system = system
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._handlers_built = False
+        self._monitor: Any = None  # pyjetstream.server.monitor, once a request needs it
+        self._header = _InfoHeader()
 
     def _handlers(self) -> dict[str, Any]:
         """``server.monitor_handlers``, the HTTP endpoints' handlers (monitor.py builds them,
         without their listener) at the first request that needs one: a server start imports
         only what its options use, and the monitoring code is not used until asked."""
-        if not self._handlers_built:
-            from pyjetstream.server.monitor import MonitorServer  # Deferred: see above.
-
-            MonitorServer(self.server)  # fills server.monitor_handlers (setdefault); starts nothing
-            self._handlers_built = True
+        self._monitoring()
         return self.server.monitor_handlers
+
+    def _monitoring(self) -> Any:
+        """The monitor module, imported (and its handlers registered) at the first request."""
+        if self._monitor is None:
+            from pyjetstream.server import monitor  # Deferred: see `_handlers`.
+
+            monitor.MonitorServer(self.server)  # fills server.monitor_handlers (setdefault); starts nothing
+            self._monitor = monitor
+        return self._monitor
 
     def subscribe(self) -> None:
         """Answer from now on, as nats-server's ``initEventTracking`` does: the server's requests
@@ -120,10 +134,12 @@ class SystemRequests:
         system.subscribe_internal("$SYS.REQ.USER.*.INFO", self.on_user_info)
         system.subscribe_internal("$SYS.DEBUG.SUBSCRIBERS", self.on_debug_subscribers)
 
-    def _spawn(self, work: Any) -> None:
-        task = asyncio.get_running_loop().create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _answer(self, reply: str, payload: bytes, answer: Any, types: tuple[dict[str, Any], str]) -> None:
+        """`_z` now, in the requester's read (`ANSWER_IN_READ`), else in a later turn of the loop."""
+        if ANSWER_IN_READ:
+            self._z(reply, payload, answer, types)
+        else:
+            asyncio.get_running_loop().call_soon(self._z, reply, payload, answer, types)
 
     def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         if not reply:
@@ -136,8 +152,7 @@ class SystemRequests:
             idz = {"name": server.server_name, "host": server.options.host, "id": server.server_id}
             self.system.publish_internal(reply, json.dumps(idz, separators=(",", ":")).encode())
             return
-        types = (SERVER_KINDS, kind)
-        self._spawn(self._z(reply, payload, lambda options: self._server_kind(kind, options), types))
+        self._answer(reply, payload, lambda options: self._server_kind(kind, options), (SERVER_KINDS, kind))
 
     def on_account_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         """``$SYS.REQ.ACCOUNT.<acc>.<KIND>`` (and ``$SYS.REQ.ACCOUNT.PING.STATZ``: every account)."""
@@ -148,9 +163,9 @@ class SystemRequests:
             return
         name, kind = tokens[3], tokens[4]
         types = (ACCOUNT_KINDS, kind)
-        self._spawn(self._z(reply, payload, lambda options: self._account_kind(subject, name, kind, options), types))
+        self._answer(reply, payload, lambda options: self._account_kind(subject, name, kind, options), types)
 
-    async def _z(self, reply: str, payload: bytes, answer: Any, types: tuple[dict[str, Any], str]) -> None:
+    def _z(self, reply: str, payload: bytes, answer: Any, types: tuple[dict[str, Any], str]) -> None:
         """nats-server ``zReq``: the request's options (a 400 when they do not decode into the kind's
         struct: `pyjetstream.server.sys_options`), the server filters, then the answer (``data``), a
         500 with the reason, or nothing (`_Skip`). Every request is answered (or skipped on purpose)."""
@@ -169,7 +184,7 @@ class SystemRequests:
             if not self._selected(options):
                 return
         try:
-            body = await answer(options)
+            body = answer(options)
         except _Skip:
             return
         except Exception as exc:  # a bug here must not leave the requester waiting
@@ -177,14 +192,14 @@ class SystemRequests:
             body = {"error": {"code": 500, "description": str(exc)}}
         self._respond(reply, body)
 
-    async def _server_kind(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    def _server_kind(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         if kind == "STATSZ":
-            return {"statsz": await self._statsz()}
+            return {"statsz": self._monitoring().statsz(self.server)}
         if kind == "PROFILEZ":
             return {"data": _profilez(options)}
-        return await self._endpoint(kind, options)
+        return self._endpoint(kind, options)
 
-    async def _account_kind(self, subject: str, name: str, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    def _account_kind(self, subject: str, name: str, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         """nats-server ``monAccSrvc`` (and the ``ACCOUNT.PING.STATZ`` handler): the kind for one account."""
         # Deferred: the account monitoring helpers are only needed here.
         from pyjetstream.server.monitor_accounts import account_detail, account_stats
@@ -207,7 +222,7 @@ class SystemRequests:
             return {"data": account_detail(self.server, account)}
         if kind == "SUBSZ":
             options = {**options, "subscriptions": True}
-        return await self._endpoint(kind, {**options, "acc": name, "account": name})
+        return self._endpoint(kind, {**options, "acc": name, "account": name})
 
     def on_user_info(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         """nats-server ``userInfoReq``: who asked (the ``Nats-Request-Info`` its system import added)."""
@@ -246,21 +261,19 @@ class SystemRequests:
                 count += 1
         self.system.publish_internal(reply, str(count).encode())
 
-    async def _endpoint(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
-        # Deferred: only monitoring requests need these.
-        from pyjetstream.server.monitor import SKIPPED, JSONResponse, MonitorError
-
-        handler = self._handlers()[_PATHS[kind]]
+    def _endpoint(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        monitor = self._monitoring()
+        handler = self.server.monitor_handlers[_PATHS[kind]]
         try:
-            data = await handler(_query(kind, options))
-        except MonitorError as exc:
-            if exc.text.startswith(SKIPPED):  # nats-server zReq: errSkipZreq is no answer
+            data = handler(_query(kind, options))
+        except monitor.MonitorError as exc:
+            if exc.text.startswith(monitor.SKIPPED):  # nats-server zReq: errSkipZreq is no answer
                 raise _Skip from None
             if kind == "RAFTZ" and exc.status == 404:  # nats-server Raftz: no group, an empty map
                 return {"data": {}}
             return {"error": {"code": 500, "description": exc.text.strip()}}
         status = 200
-        if isinstance(data, JSONResponse):
+        if isinstance(data, monitor.JSONResponse):
             status, data = data.status, data.body
         elif not isinstance(data, dict):  # a body Go formats its own way (/ipqueuesz, /debug/vars)
             data = json.loads(data.body)
@@ -269,26 +282,6 @@ class SystemRequests:
         if kind == "HEALTHZ":  # nats-server HealthStatus.StatusCode, after status: dropped over HTTP only
             data = {"status": data["status"], "status_code": status, **data}
         return {"data": data}
-
-    async def _statsz(self) -> dict[str, Any]:
-        """nats-server ``ServerStats`` from what ``/varz`` says."""
-        varz = await self._handlers()["/varz"]({})
-        stats = {
-            "start": varz["start"], "mem": varz["mem"], "cores": varz["cores"], "cpu": varz["cpu"],
-            "connections": varz["connections"], "total_connections": varz["total_connections"],
-            "active_accounts": sum(1 for a in self.server.accounts.values() if getattr(a, "num_clients", 0)) or 1,
-            "subscriptions": varz["subscriptions"],
-            "sent": {"msgs": varz["out_msgs"], "bytes": varz["out_bytes"]},
-            "sent_to_clients": {"msgs": varz.get("out_client_msgs", 0), "bytes": varz.get("out_client_bytes", 0)},
-            "received": {"msgs": varz["in_msgs"], "bytes": varz["in_bytes"]},
-            "received_from_clients": {"msgs": varz.get("in_client_msgs", 0), "bytes": varz.get("in_client_bytes", 0)},
-            "slow_consumers": varz["slow_consumers"], "active_servers": 1,
-        }  # fmt: skip
-        js = varz.get("jetstream") or {}
-        if js.get("config"):
-            stats["jetstream"] = {k: js[k] for k in ("config", "stats", "limits") if k in js}
-        stats["gomaxprocs"] = varz.get("gomaxprocs", varz["cores"])
-        return stats
 
     def _selected(self, options: dict[str, Any]) -> bool:
         """nats-server ``filterRequest``: does this server answer?"""
@@ -306,16 +299,45 @@ class SystemRequests:
         return not domain or domain == server.options.jetstream_domain
 
     def _respond(self, reply: str, body: dict[str, Any], account: Account | None = None) -> None:
-        from pyjetstream.server.monitor import compact_json  # Deferred: see `_handlers`.
-
-        out = compact_json({"server": server_info(self.server), **body})
+        """``{"server": ServerInfo, **body}`` (``ServerAPIResponse``) to ``reply``: the header from
+        `_InfoHeader`, the body encoded by ``monitor.compact_json`` — the bytes of the whole encoded
+        at once (a dict's JSON is its members' JSON joined)."""
+        compact_json = self._monitoring().compact_json
+        server = self.server
+        server.event_seq += 1
+        head = self._header.prefix(server, compact_json)
+        rest = compact_json(body)
+        tail = b"}" if rest == b"{}" else b"}," + rest[1:]
+        out = b"%s%d,\"time\":\"%s\"%s" % (head, server.event_seq, format_time(time.time_ns()).encode(), tail)
         (account or self.system).publish_internal(reply, out)
 
 
-def server_info(server: Server) -> dict[str, Any]:
-    """nats-server's ``ServerInfo`` of a system message (its send loop fills it): name, host, id,
-    version, tags, feature flags, JetStream and capability flags, the event's sequence and time."""
-    server.event_seq += 1
+class _InfoHeader:
+    """The JSON of a system message's ``{"server": ServerInfo`` up to its ``seq``, made once for what
+    it says of the server (`_server_fields`) and again only when that changes (a reload): nats-server's
+    ``internalSendLoop`` reads them once and writes each message's ``seq`` and ``time``. ``made``:
+    how many times it was made (tests count it)."""
+
+    def __init__(self) -> None:
+        self.key: tuple[Any, ...] | None = None
+        self.head = b""
+        self.made = 0
+
+    def prefix(self, server: Server, encode: Any) -> bytes:
+        options = server.options
+        key = (server.server_name, options.host, server.server_id, options.jetstream_domain,
+               tuple(options.server_tags), server.jetstream_enabled)  # fmt: skip
+        if key != self.key:
+            fields = encode({"server": {**_server_fields(server), "seq": 0}})
+            self.head = fields[: fields.rindex(b"0")]  # '{"server":{…,"seq":'
+            self.key = key
+            self.made += 1
+        return self.head
+
+
+def _server_fields(server: Server) -> dict[str, Any]:
+    """nats-server's ``ServerInfo`` but its ``seq`` and ``time``: name, host, id, domain, version, tags,
+    feature flags, JetStream and capability flags."""
     info: dict[str, Any] = {"name": server.server_name, "host": server.options.host, "id": server.server_id}
     if server.options.jetstream_domain:
         info["domain"] = server.options.jetstream_domain
@@ -323,9 +345,15 @@ def server_info(server: Server) -> dict[str, Any]:
     # feature_flags: nats-server 2.14+ stamps its merged flags on every ServerInfo (as message traces).
     info.update({"ver": SERVER_VERSION, **({"tags": tags} if tags else {}), "feature_flags": dict(DEFAULT_FEATURE_FLAGS)})
     flags = (_JS_ENABLED | _BINARY_SNAPSHOT | _ACCOUNT_NRG) if server.jetstream_enabled else 0  # nats-server: 0 without
-    info.update({"jetstream": server.jetstream_enabled, "flags": flags, "seq": server.event_seq,
-                 "time": format_time(time.time_ns())})  # fmt: skip
+    info.update({"jetstream": server.jetstream_enabled, "flags": flags})
     return info
+
+
+def server_info(server: Server) -> dict[str, Any]:
+    """nats-server's ``ServerInfo`` of a system message (its send loop fills it): name, host, id,
+    version, tags, feature flags, JetStream and capability flags, the event's sequence and time."""
+    server.event_seq += 1
+    return {**_server_fields(server), "seq": server.event_seq, "time": format_time(time.time_ns())}
 
 
 def _request_info(hdr: bytes | None) -> dict[str, Any] | None:

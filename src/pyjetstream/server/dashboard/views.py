@@ -112,7 +112,7 @@ def stream_of(account: Account, name: str) -> Any:
 
 async def overview(server: Server, query: dict[str, str]) -> dict[str, Any]:
     """The server (``/varz``'s fields), its accounts, the chosen account's JetStream usage and limits."""
-    varz = await server.monitor_handlers["/varz"]({})
+    varz = server.monitor_handlers["/varz"]({})
     keep = ("server_id", "server_name", "version", "host", "port", "http_port", "start", "uptime", "mem", "cpu",
             "connections", "total_connections", "subscriptions", "slow_consumers", "in_msgs", "out_msgs",
             "in_bytes", "out_bytes", "max_payload", "max_connections")  # fmt: skip
@@ -314,7 +314,7 @@ async def connections(server: Server, query: dict[str, str]) -> dict[str, Any]:
     account = pick_account(server, query)
     connz = {"acc": account.name, "subs": "detail", "offset": str(query_int(query, "offset", 0)),
              "limit": str(_limit(query, 100))}  # fmt: skip
-    result: dict[str, Any] = await server.monitor_handlers["/connz"](connz)
+    result: dict[str, Any] = server.monitor_handlers["/connz"](connz)
     return result
 
 
