@@ -79,7 +79,13 @@ every dimension, without ``--dim``, runs these too).
 - ``dgroup`` (a push consumer with ``deliver_group`` and 10 / 100 / 1k members, each on its own connection;
   session 13): a publish delivered to one member (per message);
 - ``kvbuckets`` (10 / 100 / 1k KV buckets, each watched — a push consumer, last per subject, flow control —
-  on one connection; session 13): a put of a new key into one of them, until its watcher saw it (per put).
+  on one connection; session 13): a put of a new key into one of them, until its watcher saw it (per put);
+- ``ordered`` (10k / 100k / 1M file-stored messages on 1,000 subjects ``o.<a>.<b>``, after 10 on
+  ``q.<i>``; session 14): an ordered push consumer's reset as nats.go makes it — a fresh inbox, an
+  ephemeral consumer from a sequence near the end, unfiltered (the last 100) and filtered on one
+  subject, ``o.*.3`` and ``o.99.*`` (from 1,000 back: 1, 100, 10 to send at every size), until they
+  all arrived, then deleted (per reset) — and one from the middle on subjects quiet since the start
+  (``q.3``, ``q.*``: nothing to send), its ``CONSUMER.INFO``, deleted (per consumer).
 - restarts beyond messages (``messages`` and ``gaps`` restart a stream of messages): a clean stop and a
   ``kill -9``, each until the new process answers for all of the state, per unit of it (the new
   process's CPU until then; resident memory after): ``rconsumers`` (100 / 1k / 10k durable pull
@@ -1422,6 +1428,107 @@ def ops_kvbuckets() -> list[Op]:
 # ---- restarts (restart): what one restart costs as the state grows, beyond messages
 
 
+# ---- ordered consumer resets (session 14, flags5)
+
+
+def build_ordered(ctx: Ctx) -> None:
+    """Stream ``OR``: 10 messages on subjects ``q.<i>`` (quiet since), then ``m`` on 1,000 subjects
+    ``o.<i % 1000 // 10>.<i % 10>``, file-stored."""
+    m = ctx.size
+    create_stream(ctx, "OR", subjects=["o.>", "q.>"])
+    ctx.publish(pubs(f"q.{i}" for i in range(10)), 10)
+    ctx.publish(pubs(f"o.{i % 1000 // 10}.{i % 10}" for i in range(m)), m, window=5000)
+    ctx.state["last"] = m + 10
+
+
+def _ordered_reset(filter_subject: str, back: int, expected: int) -> Callable[[Ctx], int]:
+    """An ordered push consumer's reset as nats.go's ``resetOrderedConsumer`` makes it: a fresh
+    inbox, a new ephemeral consumer from the stream sequence after the last one seen (here ``back``
+    messages before the end: the same ``expected`` messages to send at every size), until they all
+    arrived, then deleted and the inbox dropped (per reset)."""
+
+    def run(ctx: Ctx) -> int:
+        k = ctx.n(100)
+        conn = ctx.state.get("oconn")
+        if conn is None:
+            conn = ctx.state["oconn"] = ctx.conn()
+        for _ in range(k):
+            name = ctx.uid("r")
+            conn.sub(f"_ORD.{name}", name)
+            conn.flush()
+            cfg = {
+                "name": name,
+                "deliver_subject": f"_ORD.{name}",
+                "filter_subject": filter_subject,
+                "deliver_policy": "by_start_sequence",
+                "opt_start_seq": ctx.state["last"] - back + 1,
+                "ack_policy": "none",
+                "max_deliver": 1,
+                "flow_control": True,
+                "idle_heartbeat": 5 * SECOND,
+                "mem_storage": True,
+                "num_replicas": 1,
+                "inactive_threshold": 5 * SECOND,
+            }
+            until = conn.deliveries + expected
+            ctx.api.api(f"CONSUMER.CREATE.OR.{name}", {"stream_name": "OR", "config": cfg})
+            ctx.wait(lambda: conn.deliveries, until)
+            ctx.api.api(f"CONSUMER.DELETE.OR.{name}")
+            conn.send(f"UNSUB {name}\r\n".encode())
+        return k
+
+    return run
+
+
+def _quiet_reset(filter_subject: str) -> Callable[[Ctx], int]:
+    """A reset from the middle of the stream of an ordered consumer whose subjects had no message
+    since the start (a watch of quiet keys): nothing to send; created, its info (no pending), deleted."""
+
+    def run(ctx: Ctx) -> int:
+        k = ctx.n(100)
+        for _ in range(k):
+            name = ctx.uid("q")
+            cfg = {
+                "name": name,
+                "deliver_subject": f"_ORQ.{name}",
+                "filter_subject": filter_subject,
+                "deliver_policy": "by_start_sequence",
+                "opt_start_seq": ctx.state["last"] // 2,
+                "ack_policy": "none",
+                "max_deliver": 1,
+                "flow_control": True,
+                "idle_heartbeat": 5 * SECOND,
+                "mem_storage": True,
+                "num_replicas": 1,
+                "inactive_threshold": 5 * SECOND,
+            }
+            ctx.api.api(f"CONSUMER.CREATE.OR.{name}", {"stream_name": "OR", "config": cfg})
+            info = ctx.api.api(f"CONSUMER.INFO.OR.{name}")
+            if info["num_pending"]:
+                raise RuntimeError(f"quiet reset: {info}")
+            ctx.api.api(f"CONSUMER.DELETE.OR.{name}")
+        return k
+
+    return run
+
+
+def ops_ordered() -> list[Op]:
+    return [
+        Op("reset_all", "ordered consumer reset (no filter, the last 100) + delete", "reset",
+           _ordered_reset(">", 100, 100)),
+        Op("reset_lit", "ordered consumer reset (one subject, from 1,000 back: 1) + delete", "reset",
+           _ordered_reset("o.7.3", 1000, 1)),
+        Op("reset_wild", "ordered consumer reset (o.*.3, from 1,000 back: 100) + delete", "reset",
+           _ordered_reset("o.*.3", 1000, 100)),
+        Op("reset_rare", "ordered consumer reset (o.99.*, from 1,000 back: 10) + delete", "reset",
+           _ordered_reset("o.99.*", 1000, 10)),
+        Op("quiet_lit", "consumer from the middle on a quiet subject (q.3) + info + delete", "consumer",
+           _quiet_reset("q.3")),
+        Op("quiet_wild", "consumer from the middle on quiet subjects (q.*) + info + delete", "consumer",
+           _quiet_reset("q.*")),
+    ]  # fmt: skip
+
+
 def _answers(ctx: Ctx, api: str, want: dict[str, Any], body: dict[str, Any] | None = None) -> bool:
     """Whether ``$JS.API.<api>`` answers with each of ``want``'s dotted fields at its value."""
     info = ctx.api.api(api, body, timeout=max(ctx.left(), 1.0), check=False)
@@ -1564,6 +1671,8 @@ def explore6_dimensions() -> list[Dimension]:
                   build_dgroup, ops_dgroup()),
         Dimension("kvbuckets", "KV buckets, each watched, on one connection", [10, 100, 1000], [10, 100, 100],
                   build_kvbuckets, ops_kvbuckets()),
+        Dimension("ordered", "messages of a stream (ordered consumer resets)", [10_000, 100_000, 1_000_000],
+                  [1000, 10_000, 100_000], build_ordered, ops_ordered()),
     ]  # fmt: skip
 
 
