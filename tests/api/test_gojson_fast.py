@@ -89,6 +89,26 @@ CONSUMER_BODIES = [
     b'{"stream_name":"D","config":{"name":"c","deliver_policy":"all"},"action":"bogus"}',
     b'{"stream_name":"D","config":{"name":"caf\\u00e9"}}',
     b'{"stream_name":"D","pedantic":true,"config":{"name":"c","inactive_threshold":5000000000}}',
+    # lists of strings and maps of strings (a source's consumer create names its stream in metadata)
+    b'{"stream_name":"D","config":{"name":"c","filter_subjects":[]}}',
+    b'{"stream_name":"D","config":{"name":"c","filter_subjects":["a",null]}}',
+    b'{"stream_name":"D","config":{"name":"c","filter_subjects":["a",1]}}',
+    b'{"stream_name":"D","config":{"name":"c","filter_subjects":"a"}}',
+    b'{"stream_name":"D","config":{"name":"c","filter_subjects":null}}',
+    b'{"stream_name":"D","config":{"name":"c","filter_subjects":[["a"]]}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":{}}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":{"k":null,"j":"v"}}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":{"k":1}}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":{"k":{"a":"b"}}}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":{"K":"v","k":"w","k":"x"}}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":["k"]}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":null}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":{"caf\u00e9":"v"}}}',
+    b'{"stream_name":"D","config":{"name":"c","metadata":{"k":"-0"},"opt_start_seq":0}}',
+    b'{"stream_name":"O1","config":{"deliver_policy":"all","ack_policy":"none","ack_wait":79200000000000,'
+    b'"max_deliver":1,"filter_subject":"o.>","idle_heartbeat":1000000000,"flow_control":true,"direct":true,'
+    b'"inactive_threshold":10000000000,"metadata":{"_nats.src.stream":"AGG","_nats.src.acc":"$G"},'
+    b'"name":"JS_SRC_abcdefgh","sourcing":true}}',
 ]
 
 
@@ -115,9 +135,10 @@ def test_fast_path_equals_the_checker_for_nested_configs(strict: bool) -> None:
 
 
 def test_fast_path_takes_a_consumer_create() -> None:
-    """A consumer create (a nested config with enums and a time) is the fast path's, as is a body
-    with a case-folded key or a bad enum the checker's."""
-    taken = CONSUMER_BODIES[:5]
+    """A consumer create (a nested config with enums and a time, filter subjects, metadata: a
+    source's consumer create) is the fast path's, as is a body with a case-folded key or a bad
+    enum the checker's."""
+    taken = [*CONSUMER_BODIES[:5], CONSUMER_BODIES[21], CONSUMER_BODIES[22], CONSUMER_BODIES[-1]]
     for body in taken:
         assert gojson._decode_simple(body, CreateConsumerRequest) is not None, body
     for body in (CONSUMER_BODIES[9], CONSUMER_BODIES[11], CONSUMER_BODIES[20], CONSUMER_BODIES[25]):
@@ -128,5 +149,7 @@ def test_fast_path_takes_the_common_bodies() -> None:
     assert gojson._decode_simple(b'{"seq":1,"next_by_subj":"m.1"}', MsgGetRequest) == MsgGetRequest(
         seq=1, next_by_subj="m.1"
     )
-    for declined in (b'{"Seq":1}', b'{"seq":-0}', b'{"seq":null}', b'{"multi_last":["a"]}', b"{} {}"):
+    # (a list of strings is taken since session 14; one with anything else in it is not)
+    assert gojson._decode_simple(b'{"multi_last":["a"]}', MsgGetRequest) == MsgGetRequest(multi_last=["a"])
+    for declined in (b'{"Seq":1}', b'{"seq":-0}', b'{"seq":null}', b'{"multi_last":["a",null]}', b"{} {}"):
         assert gojson._decode_simple(declined, MsgGetRequest) is None
