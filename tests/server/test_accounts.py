@@ -438,6 +438,93 @@ async def test_stream_import_with_prefix_and_mapping(sharing: Target) -> None:
         assert into_x.msgs == []  # X imports nothing
 
 
+async def test_stream_import_to_wildcard_subscriptions(sharing: Target) -> None:
+    """An importer's subscription inside an import, holding one, or overlapping one (nats-server
+    ``addShadowSubscriptions``' cases): each receives a message once, under its own subject; a
+    literal and a wildcard subscription of one connection each get it."""
+    async with _connect(sharing, "e") as e, _connect(sharing, "i") as i:
+        inboxes = {s: _Inbox() for s in ("fromE.ev.a", "fromE.ev.*", "*.ev.a", "fromE.>", "here.k", "*.*")}
+        for subject, inbox in inboxes.items():
+            await i.subscribe(subject, cb=inbox.handle)
+        await subscriptions_live(i)
+        await e.publish("ev.a", b"1")
+        await e.publish("mapped.k", b"2")
+        await e.publish("ev.b.c", b"3")
+        await e.flush()
+        expect = {
+            "fromE.ev.a": ["fromE.ev.a"],
+            "fromE.ev.*": ["fromE.ev.a"],
+            "*.ev.a": ["fromE.ev.a"],
+            "fromE.>": ["fromE.ev.a", "fromE.ev.b.c"],
+            "here.k": ["here.k"],
+            "*.*": ["here.k"],
+        }
+        for subject, subjects in expect.items():
+            await inboxes[subject].wait(len(subjects))
+        await asyncio.sleep(SHORT)
+        assert {s: [m.subject for m in inbox.msgs] for s, inbox in inboxes.items()} == expect
+
+
+async def test_stream_import_queue_group_joins_the_exporters(sharing: Target) -> None:
+    """An importer's queue subscription is shadowed in the exporter under its group's name
+    (nats-server ``addShadowSub`` copies the queue): it joins the exporter's group of that name
+    on that subject, so each message goes to one member of either account."""
+    async with _connect(sharing, "e") as e, _connect(sharing, "i") as i:
+        in_e, in_i = _Inbox(), _Inbox()
+        for _ in range(3):
+            await e.subscribe("ev.q", queue="g", cb=in_e.handle)
+            await i.subscribe("fromE.ev.q", queue="g", cb=in_i.handle)
+        await subscriptions_live(e, i)
+        for k in range(60):
+            await e.publish("ev.q", b"%d" % k)
+        await e.flush()
+        await asyncio.sleep(SHORT)
+        assert len(in_e.msgs) + len(in_i.msgs) == 60, (len(in_e.msgs), len(in_i.msgs))
+        assert in_e.msgs and in_i.msgs
+
+
+async def test_a_request_into_an_import_nobody_takes_has_no_responders(sharing: Target) -> None:
+    """A stream import without a subscription in its importer is no interest in the exporter: a
+    request there gets no-responders (nats-server: no shadow subscription), then an answer once
+    the importer subscribes."""
+    async with _connect(sharing, "e") as e, _connect(sharing, "i") as i:
+        assert await _no_answer(e, "ev.nobody") == "no-responders"
+
+        async def answer(msg: Any) -> None:
+            await i.publish(msg.reply, b"from I")
+
+        await i.subscribe("fromE.ev.*", cb=answer)
+        await subscriptions_live(i)
+        # (the reply subject is the exporter's: the answer reaches E only if I could publish it there)
+        with pytest.raises(nats.errors.TimeoutError):
+            await e.request("ev.nobody", b"q", timeout=SHORT)
+
+
+async def test_a_service_imports_subscription_has_no_shadow(start_server: StartServer) -> None:
+    """An account importing both a service and a stream over the same subjects: its service
+    import's own subscription is not shadowed in the exporter (nats-server ``sub.si``), so what the
+    exporter publishes there comes to the importer's client once and never back to the exporter."""
+    accounts = {
+        "E": {"users": [{"user": "e", "password": "e"}], "exports": [{"stream": "svc.>"}, {"service": "svc.>"}]},
+        "I": {
+            "users": [{"user": "i", "password": "i"}],
+            "imports": [{"stream": {"account": "E", "subject": "svc.>"}}, {"service": {"account": "E", "subject": "svc.x"}}],
+        },
+    }
+    target = start_server(jetstream=False, accounts=accounts)
+    async with _connect(target, "e") as e, _connect(target, "i") as i:
+        in_e, in_i = _Inbox(), _Inbox()
+        await e.subscribe("svc.x", cb=in_e.handle)
+        await i.subscribe("svc.>", cb=in_i.handle)
+        await subscriptions_live(e, i)
+        await e.publish("svc.x", b"1")
+        await e.flush()
+        await in_e.wait(1)
+        await in_i.wait(1)
+        await asyncio.sleep(SHORT)
+        assert [m.data for m in in_e.msgs] == [b"1"] and [m.data for m in in_i.msgs] == [b"1"]
+
+
 async def test_service_import_request_reply(sharing: Target) -> None:
     async with _connect(sharing, "e") as e, _connect(sharing, "i") as i:
         seen: list[tuple[str, str]] = []

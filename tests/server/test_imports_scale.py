@@ -4,20 +4,19 @@ account is told to the stream imports whose subjects hold it, not to every one
 with n stream and n service imports is linear (each service import's subscription in the importer
 was told to every stream import: O(n²), 8 s at 1,000 + 1,000).
 
-Counted, not timed, on an embedded server in this process: the imports told of a change
-(`_ImportInterest.told`) and their `_StreamLink.changed` calls. The differential test proves the
-exporter hears of the same shadows (``Account.shadow_interest``) with the index on and off."""
+Counted, not timed, on an embedded server in this process: the imports looked at for a change
+(`_ImportInterest.told`) and the shadows made (`_ImportInterest.made`). The differential test proves
+the exporter gets the same shadows with the index on and off."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import tempfile
-from collections.abc import Callable
 from typing import Any
 
 import nats
 import pytest
-from tests.jetstream.scale_steps import count_calls
 
 from pyjetstream.server import imports as imports_module
 from pyjetstream.server.conf.mapping import config_to_options
@@ -27,7 +26,7 @@ from pyjetstream.server.server import Server
 def _options(n: int, prefix: bool = False) -> Any:
     """Account IMP imports stream ``s.<i>`` (``prefix``: under ``p<i % 3>``) and service ``svc.<i>``
     from EXP, n of each."""
-    streams = [{"stream": {"account": "EXP", "subject": f"s.{i}", **({"prefix": f"p{i % 3}"} if prefix else {})}}
+    streams = [{"stream": {"account": "EXP", "subject": f"s.{i}"}, **({"prefix": f"p{i % 3}"} if prefix else {})}
                for i in range(n)]  # fmt: skip
     services = [{"service": {"account": "EXP", "subject": f"svc.{i}"}} for i in range(n)]
     return config_to_options({
@@ -48,40 +47,39 @@ async def _start(n: int, **kw: Any) -> tuple[Server, str]:
     return server, f"nats://127.0.0.1:{server.port}"
 
 
-async def _sub_unsub_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[int, int, int]:
-    """Imports told and `_StreamLink.changed` calls per SUB + UNSUB in the importer (of a subject of
-    one import), and those calls during the start."""
-    with count_calls(monkeypatch, imports_module._StreamLink, "changed") as at_start:
-        server, url = await _start(n)
+async def _sub_unsub_steps(n: int) -> tuple[int, int, int]:
+    """Imports looked at and shadows made per SUB + UNSUB in the importer (of a subject of one
+    import), and the shadows made during the start."""
+    server, url = await _start(n)
     try:
         interest = imports_module._ImportInterest.of(server.accounts["IMP"])
+        at_start = interest.made
         nc = await nats.connect(url)
         try:
-            told = interest.told
-            with count_calls(monkeypatch, imports_module._StreamLink, "changed") as calls:
-                for _ in range(50):
-                    sub = await nc.subscribe(f"s.{random.randrange(n)}")
-                    await sub.unsubscribe()
-                await nc.flush()
-            return (interest.told - told) // 50, calls["changed"] // 50, at_start["changed"]
+            told, made = interest.told, interest.made
+            for _ in range(50):
+                sub = await nc.subscribe(f"s.{random.randrange(n)}")
+                await sub.unsubscribe()
+            await nc.flush()
+            return (interest.told - told) // 50, (interest.made - made) // 50, at_start
         finally:
             await nc.close()
     finally:
         await server.shutdown()
 
 
-async def test_a_subscription_is_told_to_the_imports_that_hold_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    small, large = await _sub_unsub_steps(monkeypatch, 100), await _sub_unsub_steps(monkeypatch, 10_000)
-    assert small[:2] == large[:2] == (2, 2), (small, large)  # its one import, at SUB and at UNSUB
-    # A start: each service import's subscription in the importer (literal, ``svc.<i>``) falls in no
-    # stream import's subjects, and the system imports' fall in none either.
+async def test_a_subscription_is_told_to_the_imports_that_hold_it() -> None:
+    small, large = await _sub_unsub_steps(100), await _sub_unsub_steps(10_000)
+    assert small[:2] == large[:2] == (1, 1), (small, large)  # its one import, one shadow (gone at UNSUB)
+    # A start: each service import's subscription in the importer is none of a stream import's (nor
+    # in one's subjects), and the system imports' fall in none either.
     assert small[2] == large[2] == 0, (small, large)
 
 
 async def test_off_every_import_is_told(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(imports_module, "INDEXED", False)
-    told, calls, _ = await _sub_unsub_steps(monkeypatch, 100)
-    assert told == calls == 200  # (the old way: each stream import at each change)
+    told, made, _ = await _sub_unsub_steps(100)
+    assert (told, made) == (100, 1)  # (the old way: each stream import at each SUB)
 
 
 async def _shadows(monkeypatch: pytest.MonkeyPatch, indexed: bool, subjects: list[str]) -> list[tuple[str, str, bool]]:
@@ -89,13 +87,12 @@ async def _shadows(monkeypatch: pytest.MonkeyPatch, indexed: bool, subjects: lis
     server, url = await _start(30, prefix=True)
     heard: list[tuple[str, str, bool]] = []
     exporter = server.accounts["EXP"]
-    original: Callable[..., Any] = exporter.shadow_interest
 
-    def shadow_interest(shadow: Any, added: bool) -> None:
-        heard.append((shadow.subject, shadow.queue, added))
-        original(shadow, added)
+    def changed(sub: Any, added: bool) -> None:
+        if sub.origin is not None:
+            heard.append((sub.subject, sub.queue, added))
 
-    monkeypatch.setattr(exporter, "shadow_interest", shadow_interest)
+    exporter.on_interest_change(changed)
     try:
         nc = await nats.connect(url)
         try:
@@ -111,10 +108,116 @@ async def _shadows(monkeypatch: pytest.MonkeyPatch, indexed: bool, subjects: lis
 
 
 @pytest.mark.parametrize("seed", range(3))
-async def test_the_exporter_hears_of_the_same_shadows_on_and_off(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+async def test_the_exporter_has_the_same_shadows_on_and_off(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     rng = random.Random(seed)
     # The imports' own subjects (under the right prefix or another), others of theirs, wildcards.
-    heads = ["s", "p0.s", "p1.s", "p2.s", "x", "p0", "s.1"]
+    heads = ["s", "p0.s", "p1.s", "p2.s", "x", "p0", "s.1", "*", "p1.*"]
     subjects = [f"{rng.choice(heads)}.{rng.choice([*map(str, range(35)), '*', '>', 'y'])}" for _ in range(150)]
     on, off = await _shadows(monkeypatch, True, subjects), await _shadows(monkeypatch, False, subjects)
     assert sorted(on) == sorted(off) and on, (len(on), len(off))
+
+
+async def _publish_steps(n: int, prefix: bool) -> tuple[float, float, int]:
+    """Sublist matches (every account's) and misses per message an exporter's client publishes
+    through one of ``n`` stream imports to an importer's ``*.s.>`` / ``s.>`` subscription (its
+    shadows), and the messages received."""
+    server, url = await _start(n, prefix=prefix)
+    try:
+        got: list[str] = []
+        imp = await nats.connect(url)
+        exp = await nats.connect(url, user="exp", password="exp")
+        try:
+
+            async def take(msg: Any) -> None:
+                got.append(msg.subject)
+
+            await imp.subscribe("*.s.>" if prefix else "s.>", cb=take)
+            await imp.flush()
+            sublists = [account.sublist for account in server.accounts.values()]
+            matches, misses = sum(sl.matches for sl in sublists), sum(sl.cache_misses for sl in sublists)
+            k = 200
+            for _ in range(k):
+                await exp.publish(f"s.{random.randrange(n)}", b"x")
+            await exp.flush()
+            for _ in range(200):
+                if len(got) == k:
+                    break
+                await asyncio.sleep(0.01)
+            matches = sum(sl.matches for sl in sublists) - matches
+            misses = sum(sl.cache_misses for sl in sublists) - misses
+            return matches / k, misses / k, len(got)
+        finally:
+            await imp.close()
+            await exp.close()
+    finally:
+        await server.shutdown()
+
+
+@pytest.mark.parametrize("prefix", [False, True])
+async def test_a_publish_through_a_stream_import_is_one_match(prefix: bool) -> None:
+    """nats-server's shadow subscriptions (`subscription.Shadow`): a message published in the
+    exporter reaches the importer's subscription through the exporter's one match, beside 100 or
+    10,000 imports (a forwarder routed it again in the importer: two matches, two misses)."""
+    small, large = await _publish_steps(100, prefix), await _publish_steps(10_000, prefix)
+    assert small[0] == large[0] == 1.0, (small, large)
+    assert small[1] <= large[1] <= 1.0, (small, large)  # (at most one miss: 10,000 subjects pass the cache)
+    assert small[2] == large[2] == 200
+
+
+async def _received(copies: bool, seed: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple[str, str, bytes, Any]]]:
+    """What each importer subscription receives of an exporter's random publishes (with replies and
+    headers, in runs), with shadows as copies (``COPIES``) or not."""
+    monkeypatch.setattr(imports_module, "COPIES", copies)
+    streams = [
+        {"stream": {"account": "EXP", "subject": "s.1"}},
+        {"stream": {"account": "EXP", "subject": "s.2"}, "to": "t.2"},
+        {"stream": {"account": "EXP", "subject": "s.3.*"}},
+        {"stream": {"account": "EXP", "subject": "s.4"}, "prefix": "p"},
+    ]
+    opts = config_to_options({
+        "accounts": {
+            "EXP": {"users": [{"user": "exp", "password": "exp"}], "exports": [{"stream": "s.>"}]},
+            "IMP": {"users": [{"user": "imp", "password": "imp"}], "imports": streams},
+        },
+        "no_auth_user": "imp",
+    })  # fmt: skip
+    opts.host, opts.port, opts.store_dir = "127.0.0.1", -1, tempfile.mkdtemp()
+    server = Server(opts)
+    await server.start()
+    got: dict[str, list[tuple[str, str, bytes, Any]]] = {}
+    try:
+        imp = await nats.connect(f"nats://127.0.0.1:{server.port}")
+        exp = await nats.connect(f"nats://127.0.0.1:{server.port}", user="exp", password="exp")
+        try:
+            for subject in ("s.1", "s.>", "*.*", "t.2", "s.3.*", "p.s.4", ">", "s.1"):
+                inbox = got.setdefault(f"{subject}#{len(got)}", [])
+
+                async def take(msg: Any, inbox: list[Any] = inbox) -> None:
+                    inbox.append((msg.subject, msg.reply, msg.data, msg.headers))
+
+                await imp.subscribe(subject, cb=take)
+            await imp.flush()
+            rng = random.Random(seed)
+            for j in range(300):
+                subject = rng.choice(["s.1", "s.2", "s.3.a", "s.3.b", "s.4", "s.5"])
+                reply = rng.choice(["", "r.x"])
+                headers = {"k": str(j)} if rng.random() < 0.3 else None
+                await exp.publish(subject, b"%d" % j, reply=reply, headers=headers)
+                if rng.random() < 0.05:
+                    await exp.flush()
+            await exp.flush()
+            await imp.flush()
+            await asyncio.sleep(0.2)
+        finally:
+            await imp.close()
+            await exp.close()
+    finally:
+        await server.shutdown()
+    return got
+
+
+@pytest.mark.parametrize("seed", range(2))
+async def test_shadows_as_copies_or_not_deliver_the_same(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    on, off = await _received(True, seed, monkeypatch), await _received(False, seed, monkeypatch)
+    assert on == off
+    assert all(on.values()) and sum(map(len, on.values())) > 300, {k: len(v) for k, v in on.items()}

@@ -74,9 +74,6 @@ class Account:
         #: Exports and imports (``pyjetstream.server.imports``), wired by the server at start.
         self.exports: list[Any] = []
         self.imports: list[Any] = []
-        #: A stream import's forwarding subscription here -> whether its importer subscribes to
-        #: exactly a subject of ours (nats-server's shadow subscriptions; `deliver_interest`).
-        self.shadows: dict[Subscription, Callable[[str, str], bool]] = {}
         #: Its service exports' response routing (``imports.ServiceExport``), when it has any.
         self.responses: Any = None
         #: ``msg_trace { dest, sampling }``: where a sampled ``traceparent`` is traced to.
@@ -203,24 +200,15 @@ class Account:
             except Exception:
                 self.server.logger.exception("interest-change callback failed")
 
-    def shadow_interest(self, shadow: Any, added: bool) -> None:
-        """An importing account's subscription, seen here under our subject (`imports._StreamLink`)."""
-        if self._interest_callbacks:
-            self._notify_interest(shadow, added)
-
     def deliver_interest(self, subject: str, queue: str = "") -> bool:
         """A subscription on exactly ``subject`` (in ``queue``, if one), an importing account's
         through a stream import included: what binds a push consumer (nats-server registers the
         deliver subject's interest notification in the account's sublist, shadow subscriptions
-        included)."""
+        included: they are in our sublist under our subject, `subscription.Shadow`)."""
         psubs, qsubs = self.sublist.match(subject)
-        shadows = self.shadows  # (a stream import's forwarder is no interest by itself)
         if not queue:
-            if any(s.subject == subject and s not in shadows for s in psubs):
-                return True
-        elif any(s.subject == subject and s.queue == queue for members in qsubs for s in members):
-            return True
-        return bool(shadows) and any(s in shadows and shadows[s](subject, queue) for s in psubs)
+            return any(s.subject == subject for s in psubs)
+        return any(s.subject == subject and s.queue == queue for members in qsubs for s in members)
 
     def reply_interest(self, reply: str) -> bool:
         """Whether anyone listens on a pull request's ``reply``: a service import's ``_R_`` reply is
@@ -253,8 +241,11 @@ class Account:
         queue: str = "",
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
+        no_shadows: bool = False,
     ) -> InternalSub:
-        return self.server.subscribe_internal(subject, callback, queue, account=self, traced=traced, run=run)
+        return self.server.subscribe_internal(
+            subject, callback, queue, account=self, traced=traced, run=run, no_shadows=no_shadows
+        )
 
     def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:
         self.server.publish_replies(replies, self)

@@ -2,9 +2,11 @@
 ``AddServiceImport``, response service imports).
 
 - A **stream import** brings what the exporting account publishes on ``subject`` into the importing
-  account, under the same subject, ``to`` (wildcards mapped in order) or ``prefix.subject``. It is an
-  internal subscription in the exporter that routes each message again in the importer — to its
-  subscriptions, not on through another stream import of what the importer re-exports.
+  account, under the same subject, ``to`` (wildcards mapped in order) or ``prefix.subject``. Each
+  subscription of the importer inside it has a *shadow* in the exporter's sublist (nats-server's
+  shadow subscriptions, `_ImportInterest`): a publish there reaches it in the one match that
+  finds the exporter's own receivers — not on through another stream import of what the
+  importer re-exports (no shadow is made of a shadow).
 - A **service import** lets clients of the importer send requests to the exporter: an internal
   subscription in the importer on the local subject (``to``, else the exported subject) routes the
   request in the exporter under the exported subject. A reply subject is replaced by a fresh
@@ -17,10 +19,10 @@
 JetStream across accounts rides on both (nats.js's ``jetstreamExportServerConf``: ``$JS.API.>``
 imported under a prefix, the deliveries back through a stream import of the inbox prefix): a
 consumer's delivery is routed on its deliver (or pull reply) subject and shown under the stream's
-subject, so the forwarders take both (``Subscription.reroute``) and route on by the first; a pull
-request's ``_R_`` reply stays mapped while a streamed export's responses keep coming; a push
-consumer in the exporter is bound by an importer's subscription on exactly its deliver subject
-(nats-server's shadow subscriptions: `_StreamLink`).
+subject, so a service import's forwarder and a mapped shadow take both (``Subscription.reroute``)
+and route on by the first; a pull request's ``_R_`` reply stays mapped while a streamed export's
+responses keep coming; a push consumer in the exporter is bound by an importer's subscription on
+exactly its deliver subject (its shadow there).
 """
 
 from __future__ import annotations
@@ -28,9 +30,7 @@ from __future__ import annotations
 import json
 import secrets
 import string
-import threading
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ from pyjetstream.server import msgtrace
 from pyjetstream.server.msgtrace import DEST_HDR_B
 from pyjetstream.server.options import AccountExport, AccountImport
 from pyjetstream.server.sublist import Sublist, SublistError
+from pyjetstream.server.subscription import Shadow
 
 if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
@@ -143,7 +144,7 @@ class ServiceExport:
         return f"{REPLY_PREFIX}.{self.tag}."
 
     def start(self) -> None:
-        self.sub = self.account.subscribe_internal(f"{REPLY_PREFIX}.{self.tag}.>", self.on_response)
+        self.sub = self.account.subscribe_internal(f"{REPLY_PREFIX}.{self.tag}.>", self.on_response, no_shadows=True)
         self.sub.reroute = self.on_shown_response
 
     def new_reply(self, importer: Account, reply: str, export: AccountExport) -> str:
@@ -271,6 +272,7 @@ def _find_export(exporter: Account, imp: AccountImport) -> AccountExport | None:
 def link_imports(accounts: dict[str, Account]) -> None:
     """Wire every configured import (the config has checked that each one is authorized)."""
     services: dict[str, ServiceExport] = {}
+    interests: list[_ImportInterest] = []
     for importer in accounts.values():
         config = importer.config
         if config is None:
@@ -284,110 +286,68 @@ def link_imports(accounts: dict[str, Account]) -> None:
                 continue
             importer.imports.append(_ImportInfo(imp, exporter.name))
             if imp.kind == "stream":
-                _link_stream(importer, exporter, imp)
+                interests.append(_link_stream(importer, exporter, imp))
             else:
                 service = services.get(exporter.name)
                 if service is None:
                     service = services[exporter.name] = exporter.responses = ServiceExport(exporter)
                     service.start()
                 _link_service(importer, exporter, imp, export, service)
+    for interest in interests:
+        interest.arm()
     for account in accounts.values():
         if account.config is not None:
             account.exports = [_ExportInfo(e) for e in account.config.exports]
 
 
-#: The account and subject a stream import is routing a message on in its importer, while it does
-#: (`_link_stream`): another import's forwarder there called with that subject is reached by that
-#: message, and stops it.
-_forwarding = threading.local()
-
-
-def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> None:
-    """The exporter's forwarding subscription. A message it routes in the importer reaches that
-    account's subscriptions but goes no further through the importer's own stream exports: nats-server
-    delivers stream imports through shadow subscriptions, made of a client's (or internal)
-    subscription only — never of another shadow (``addShadowSub``) — so ``A -> M -> B`` brings
-    nothing A publishes to B (checked on 2.15.1; what M itself publishes does reach B, and so does
-    what a consumer of M's delivers on, even while that message is being routed)."""
-    link = _StreamLink(importer, imp)
-    server = importer.server
-    state = _forwarding
-
-    def carry(subject: str, send: Callable[[str], object]) -> None:
-        # The one rule of all three ways in: stop another import's message routed in our exporter
-        # under this very subject; mark where this one is routed while ``send`` routes it.
-        outer = state.__dict__.get("at")
-        if outer == (exporter, subject):
-            return
-        local = link.local(subject)
-        state.at = (importer, local)
-        try:
-            send(local)
-        finally:
-            state.at = outer
-
-    def forward(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
-        carry(subject, lambda local: server.route(local, reply, hdr, payload, None, None, importer))
-
-    def reroute(subject: str, show: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
-        # a consumer's delivery: routed on by its deliver subject, shown under the stream's subject
-        carry(subject, lambda local: server.route(local, reply, hdr, payload, None, show, importer))
-
-    export = (importer.name, imp.allow_trace)
-
-    def forward_traced(
-        trace: MsgTrace, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any
-    ) -> None:
-        # An ``se`` event per receiver in the importer; traced further only with allow_trace.
-        carry(subject, lambda local: msgtrace.route(trace, local, reply, hdr, payload, None, importer, export))
-
-    sub = exporter.subscribe_internal(imp.subject, forward, traced=forward_traced)
-    sub.reroute = reroute
-    exporter.shadows[sub] = link.interest
-    _ImportInterest.of(importer).add(link, exporter)
+def _link_stream(importer: Account, exporter: Account, imp: AccountImport) -> _ImportInterest:
+    """A stream import: the importer's subscriptions inside it get shadows in the exporter
+    (`_ImportInterest`, armed by `link_imports` once every import is there)."""
+    interest = _ImportInterest.of(importer)
+    interest.add(_StreamLink(importer, exporter, imp))
+    return interest
 
 
 #: An importer's subscription changes reach only the stream imports whose subjects it falls in
 #: (`_ImportInterest`); off: every stream import of the importer looks at each change.
 INDEXED = True
-
-
-class _LinkEntry:
-    """A stream import as the importer's `_ImportInterest` sublist indexes it: its subjects there."""
-
-    __slots__ = ("exporter", "link", "literal", "queue", "subject")
-
-    def __init__(self, link: _StreamLink, exporter: Account) -> None:
-        self.link, self.exporter, self.queue = link, exporter, ""
-        imp = link.imp
-        self.subject = f"{imp.prefix}.{imp.subject}" if imp.prefix else imp.to or imp.subject
-        self.literal = not has_wildcard(self.subject)
+#: A shadow of an import that keeps the subject is its subscription's copy, delivered to by the
+#: router as that subscription (in runs); off: every shadow delivers through `_StreamLink.deliver`,
+#: a message at a time, as a mapped one does (the general path; the differential test compares).
+COPIES = True
 
 
 class _ImportInterest:
-    """An importing account's subscription changes, told to the stream imports they fall in (each
-    then tells its exporter of the shadow: `_StreamLink.changed`).
+    """An importing account's subscriptions, shadowed in the exporters of the stream imports they
+    fall in (nats-server ``addShadowSubscriptions`` / ``addShadowSub``; the shadows go with the
+    subscription, ``unsubscribe``'s ``sub.shadow``).
 
-    Why: nats-server's ``addShadowSubscriptions`` walks all of the account's stream imports for
-    each new subscription (~50 ns each in Go); here each import had its own interest listener, and
-    each listener cost ~10 µs a change — a SUB + UNSUB beside 1,000 stream imports 2.9 ms (nats-server
-    ~0.2), and a start with 1,000 stream and 1,000 service imports 8 s, every service import's own
-    subscription in the importer told to every stream import (O(imports²)). Now one listener per
-    importer matches the changed subscription's subject against the imports' subjects there (a
-    `Sublist`, whose match of a literal subject is O(tokens)): only an import whose subjects hold it
-    can have a shadow of it (`_StreamLink.remote` says which exactly, as before). A wildcard
-    subscription makes no shadow (`_StreamLink.changed`). ``told`` counts the imports told (a step
-    count for the tests)."""
+    A publish in an exporter then finds the importers' receivers in its one match (`Shadow`), where
+    an import used to be an internal subscription in the exporter routing each message again in
+    the importer: a second match, and a callback per message outside the router's runs. Shadows
+    are made of the importer's own subscriptions (a client's or internal), never of a shadow nor
+    of a service import's subscription: a chain ``A -> M -> B`` brings B nothing A publishes
+    (checked on 2.15.1), what M publishes — and what a consumer of M's delivers — reaches B.
+
+    nats-server walks all of the account's stream imports for each new subscription; here a
+    literal subscription's imports are found by one match of its subject in a `Sublist` of the
+    imports' subjects, a wildcard one's among the imports whose first token its first token
+    matches (nats-server's walk when it is itself a wildcard). ``told`` counts the imports looked
+    at, ``made`` the shadows made (step counts for the tests)."""
 
     _of: weakref.WeakKeyDictionary[Account, _ImportInterest] = weakref.WeakKeyDictionary()
 
     def __init__(self, importer: Account) -> None:
         self.importer = importer
-        self.entries: list[_LinkEntry] = []
+        self.entries: list[_StreamLink] = []
         self.sublist = Sublist()
-        self.unindexed: list[_LinkEntry] = []  # (subjects the sublist refuses: told of every change)
+        self.unindexed: list[_StreamLink] = []  # (subjects the sublist refuses: told of every change)
+        self.by_first: dict[str, list[_StreamLink]] = {}  # imports by their subject's first token
+        self.wild_first: list[_StreamLink] = []  # imports whose subject starts with a wildcard
+        self.shadows: dict[Any, list[Shadow]] = {}  # an importer's subscription -> its shadows
+        self.armed = False
         self.told = 0
-        importer.on_interest_change(self.changed)
+        self.made = 0
 
     @classmethod
     def of(cls, importer: Account) -> _ImportInterest:
@@ -396,47 +356,101 @@ class _ImportInterest:
             found = cls._of[importer] = cls(importer)
         return found
 
-    def add(self, link: _StreamLink, exporter: Account) -> None:
-        entry = _LinkEntry(link, exporter)
-        self.entries.append(entry)
+    def add(self, link: _StreamLink) -> None:
+        self.entries.append(link)
         try:
-            self.sublist.insert(entry)
+            self.sublist.insert(link)
         except SublistError:
-            self.unindexed.append(entry)
+            self.unindexed.append(link)
+        first = link.subject.split(".", 1)[0]
+        if first in ("*", ">"):
+            self.wild_first.append(link)
+        else:
+            self.by_first.setdefault(first, []).append(link)
+
+    def arm(self) -> None:
+        """Shadow the subscriptions the importer has already (its JetStream's, made before the
+        imports are linked), then each one as it comes."""
+        if self.armed:
+            return
+        self.armed = True
+        for sub in self.importer.sublist.all_subscriptions():
+            self.changed(sub, True)
+        self.importer.on_interest_change(self.changed)
+
+    def candidates(self, subject: str, literal: bool) -> list[_StreamLink]:
+        """The imports a subscription to ``subject`` may fall in (see the class docstring)."""
+        if not INDEXED:
+            return self.entries
+        if literal:
+            return [*self.sublist.match(subject)[0], *self.unindexed]
+        first = subject.split(".", 1)[0]
+        if first in ("*", ">"):
+            return self.entries
+        return [*self.by_first.get(first, ()), *self.wild_first]
 
     def changed(self, sub: Any, added: bool) -> None:
-        if not sub.literal or isinstance(sub, _Shadow) or sub in self.importer.shadows:  # (see _StreamLink)
+        if not added:
+            shadows = self.shadows.pop(sub, None)
+            if shadows:
+                for shadow in shadows:
+                    shadow.link.exporter.remove_subscription(shadow)
             return
-        if INDEXED:
-            entries = [*self.sublist.match(sub.subject)[0], *self.unindexed]
+        if sub.origin is not None or sub.no_shadows or sub in self.shadows:
+            return
+        links = self.candidates(sub.subject, sub.literal)
+        self.told += len(links)
+        made: list[Shadow] = []
+        for link in links:
+            subject = link.shadow_subject(sub.subject)
+            if subject is None:
+                continue
+            shadow = link.shadow(sub, subject)
+            try:
+                link.exporter.add_subscription(shadow)
+            except SublistError:
+                continue
+            made.append(shadow)
+        if made:
+            self.made += len(made)
+            self.shadows[sub] = made
+
+
+def _intersection(a: str, b: str) -> str | None:
+    """The subject both wildcard subjects ``a`` and ``b`` match (token by token: a literal over a
+    wildcard, ``*`` over ``>``), None when they share none (nats-server ``addShadowSubscriptions``'
+    overlap subject)."""
+    at, bt = a.split("."), b.split(".")
+    out: list[str] = []
+    for i, tok in enumerate(at):
+        if i >= len(bt):
+            return None
+        other = bt[i]
+        if tok == ">":
+            return ".".join(out + bt[i:])
+        if other == ">":
+            return ".".join(out + at[i:])
+        if tok == "*":
+            out.append(other)
+        elif other == "*" or other == tok:
+            out.append(tok)
         else:
-            entries = self.entries
-        self.told += len(entries)
-        for entry in entries:
-            entry.link.changed(entry.exporter, sub, added)
+            return None
+    return ".".join(out) if len(at) == len(bt) else None
 
 
-@dataclass
-class _Shadow:
-    """What the exporter's interest listeners see of an importer's subscription (nats-server's
-    shadow subscription: the importer's subscription under the exporter's subject)."""
-
-    subject: str
-    queue: str
-    client: Any = None
-    literal: bool = True
-
-
-@dataclass
 class _StreamLink:
-    """A stream import's subject mapping both ways, and the interest it carries back: nats-server
-    adds a *shadow subscription* in the exporter for each importer subscription inside the import
-    (``addShadowSubscription``), so a push consumer there is bound when an importer's client
-    subscribes to exactly its deliver subject. Here the one forwarding subscription routes the
-    messages; the interest checks and listeners ask the importer (`interest`, `changed`)."""
+    """A stream import: its subject in the importer (``subject``: ``prefix.subject``, ``to``, or
+    the exported subject; `Sublist`-indexed by `_ImportInterest`) and the mapping both ways."""
 
-    importer: Account
-    imp: AccountImport
+    __slots__ = ("exporter", "imp", "importer", "literal", "mapped", "queue", "subject")
+
+    def __init__(self, importer: Account, exporter: Account, imp: AccountImport) -> None:
+        self.importer, self.exporter, self.imp, self.queue = importer, exporter, imp, ""
+        self.subject = f"{imp.prefix}.{imp.subject}" if imp.prefix else imp.to or imp.subject
+        self.literal = not has_wildcard(self.subject)
+        #: Whether a message is delivered in the importer under another subject than published.
+        self.mapped = self.subject != imp.subject
 
     def local(self, subject: str) -> str:
         """The exporter's ``subject`` as the importer sees it (``prefix``, ``to``)."""
@@ -445,42 +459,66 @@ class _StreamLink:
             return f"{imp.prefix}.{subject}"
         return map_subject(subject, imp.subject, imp.to) if imp.to else subject
 
-    def remote(self, local: str) -> str | None:
-        """The exporter's subject of the importer's literal ``local``, None when outside the import."""
+    def remote(self, local: str) -> str:
+        """The exporter's subject of ``local``, a subject (or wildcard) inside the import's."""
         imp = self.imp
         if imp.prefix:
-            head = imp.prefix + "."
-            if not local.startswith(head):
-                return None
-            subject = local[len(head) :]
-        elif imp.to:
-            if not is_subset(local, imp.to):
-                return None
-            subject = map_subject(local, imp.to, imp.subject)
-        else:
-            subject = local
-        return subject if is_subset(subject, imp.subject) else None
+            return local[len(imp.prefix) + 1 :]
+        return map_subject(local, imp.to, imp.subject) if imp.to else local
 
-    def interest(self, subject: str, queue: str) -> bool:
-        """The importer has a subscription on exactly ``subject`` mapped (in ``queue``, if any).
-        Another stream import's forwarder there is none, and the chain is not followed: nats-server
-        makes a shadow subscription of a client's subscription only (``addShadowSub`` makes none of
-        its own), so an account that imports what the importer re-exports does not bind."""
-        local = self.local(subject)
-        importer = self.importer
-        psubs, qsubs = importer.sublist.match(local)
-        if not queue:
-            shadows = importer.shadows
-            return any(s.subject == local and s not in shadows for s in psubs)
-        return any(s.subject == local and s.queue == queue for group in qsubs for s in group)
+    def shadow_subject(self, subject: str) -> str | None:
+        """The subject of the shadow of an importer's subscription to ``subject``, None when the
+        import brings it nothing (nats-server ``addShadowSubscriptions``' four cases: the import's
+        subject, a subscription inside it — mapped back —, one holding it — the exported subject —,
+        one overlapping it — their overlap mapped back)."""
+        own = self.subject
+        if subject == own:
+            return self.imp.subject
+        if is_subset(subject, own):
+            return self.remote(subject)
+        if not has_wildcard(subject):
+            return None
+        if is_subset(own, subject):
+            return self.imp.subject
+        overlap = _intersection(subject, own)
+        return None if overlap is None else self.remote(overlap)
 
-    def changed(self, exporter: Account, sub: Any, added: bool) -> None:
-        """An importer's subscription came or went: the exporter's listeners hear of its shadow."""
-        if not sub.literal or isinstance(sub, _Shadow) or sub in self.importer.shadows:  # (see interest)
+    def shadow(self, origin: Any, subject: str) -> Shadow:
+        """``origin``'s shadow on the exporter's ``subject``; a mapped one delivers through
+        `deliver` (see `Shadow`)."""
+        mapped = self.mapped or not COPIES
+        shadow = Shadow(origin, subject, self, mapped)
+        if mapped:
+
+            def callback(subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+                self.deliver(shadow, subject, None, reply, hdr, payload, client)
+
+            def reroute(subject: str, show: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
+                # a consumer's delivery: routed by its deliver subject, shown under the stream's
+                self.deliver(shadow, subject, show, reply, hdr, payload, client)
+
+            shadow.callback = callback
+            shadow.reroute = reroute
+        return shadow
+
+    def deliver(
+        self, shadow: Shadow, subject: str, show: str | None, reply: str, hdr: bytes | None, payload: bytes, client: Any
+    ) -> None:
+        """A message to a mapped shadow: to its subscription under the importer's subject
+        (nats-server ``processMsgResults``: ``sub.im.tr.TransformSubject``)."""
+        origin = shadow.origin
+        if origin.closed:
             return
-        subject = self.remote(sub.subject)
-        if subject is not None:
-            exporter.shadow_interest(_Shadow(subject, sub.queue), added)
+        local = self.local(subject)
+        sink = origin.sink
+        if sink is not None:
+            sink.deliver(origin, local, reply, hdr, payload, client, show)
+            return
+        router = self.importer.server.router
+        if show is None:
+            router._callback(origin, local, reply, hdr, payload, client)
+        else:
+            router._shown(origin, local, show, reply, hdr, payload, client)
 
 
 def _link_service(
@@ -532,7 +570,7 @@ def _link_service(
         if not delivered and reply and client is not None and client.no_responders:
             server.no_responders(client, reply, subject)
 
-    importer.subscribe_internal(local_subject, forward, traced=forward_traced)
+    importer.subscribe_internal(local_subject, forward, traced=forward_traced, no_shadows=True)
 
 
 @dataclass

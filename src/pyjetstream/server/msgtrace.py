@@ -405,15 +405,14 @@ def route(
     payload: bytes,
     client: ClientConnection | None,
     account: Account,
-    export: tuple[str, bool] | None = None,
 ) -> bool:
     """``Server.route`` for a traced message: every matching subscription, queue members picked
     as usual, each delivery recorded (nats-server ``processMsgResults`` with ``c.pa.trace``).
 
-    ``export`` is ``(importing account, allow_trace)`` when this routes what a stream import
-    brought into that account: each receiver first gets an ``se`` event (nats-server's shadow
-    subscriptions), and without ``allow_trace`` the message goes on untraced — or, trace-only,
-    nowhere. Returns whether anyone received it (a trace-only message counts as received)."""
+    A stream import's shadow (`subscription.Shadow`) first gets an ``se`` event and delivers to
+    its importer's subscription under the importer's subject; without the import's
+    ``allow_trace`` the message goes on untraced — or, trace-only, nowhere. Returns whether anyone
+    received it (a trace-only message counts as received)."""
     server = trace.server
     psubs, qsubs = account.sublist.match(subject)
     receivers = list(psubs)
@@ -424,14 +423,19 @@ def route(
         if sub.closed and sub.client is None:
             continue
         traced = True
-        if export is not None:
-            trace.stream_export(export[0], subject)
-            traced = export[1]
+        to = subject
+        origin = sub.origin
+        if origin is not None:
+            link = sub.link
+            to = link.local(subject)
+            trace.stream_export(link.importer.name, to)
+            traced = link.imp.allow_trace
             if not traced and trace.only:
                 delivered = True
                 continue
-        if _deliver(trace, sub, subject, reply, hdr, payload, client, traced):
+            sub = origin
+        if _deliver(trace, sub, to, reply, hdr, payload, client, traced):
             delivered = True
-    if not delivered and reply and client is not None and client.no_responders and export is None:
+    if not delivered and reply and client is not None and client.no_responders:
         server.no_responders(client, reply, subject)
     return delivered

@@ -713,12 +713,15 @@ class Server:
         account: Account | None = None,
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
+        no_shadows: bool = False,
     ) -> InternalSub:
         """An internal subscription in ``account`` (default: the global account); ``traced``
-        takes traced messages, ``run`` a read's messages in one call (see `InternalSub`)."""
+        takes traced messages, ``run`` a read's messages in one call (see `InternalSub`);
+        ``no_shadows``: a service import's, of which no stream import makes a shadow."""
         self._isid += 1
         acc = account or self.global_account
         sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run)
+        sub.no_shadows = no_shadows
         acc.add_subscription(sub)
         return sub
 

@@ -16,7 +16,7 @@ from pyjetstream.protocol.writers import hmsg_prefix, msg_prefix
 if TYPE_CHECKING:
     from pyjetstream.server.sink import FrameSink
 
-__all__ = ["InternalSub", "Subscription"]
+__all__ = ["InternalSub", "Shadow", "Subscription"]
 
 
 class Subscription:
@@ -55,6 +55,11 @@ class Subscription:
         #: a run at a time, instead of routing each (`Router.lone_receiver`): set by a mirror's or
         #: source's feed, whose callback acts on the delivering consumer only by closing this.
         self.takes_deliveries = False
+        #: A shadow's (`Shadow`): the importing account's subscription it delivers to.
+        self.origin: Any = None
+        #: A service import's own subscription (and a service export's response subscription):
+        #: no stream import makes a shadow of it (nats-server's ``sub.si``).
+        self.no_shadows = False
         self.max_msgs = 0
         self.delivered = 0
         self.closed = False
@@ -120,3 +125,33 @@ class InternalSub(Subscription):
         if not self.closed:
             self.closed = True
             self.account.remove_subscription(self)
+
+
+class Shadow(Subscription):
+    """An importing account's subscription as a stream import puts it in the exporter's sublist
+    (nats-server ``addShadowSub``: a copy of the subscription under the exporter's subject, its
+    ``im`` the import): a publish in the exporter finds the importer's receivers in its one match.
+
+    When the import delivers under the subject published (no ``prefix``, no ``to`` that differs),
+    the shadow is the subscription's copy — its connection, sink and sid, or its callbacks — and
+    the router delivers to it as to any subscription (in runs too). Else (``mapped``) it looks like
+    an internal subscription whose ``callback`` / ``reroute`` (set by ``imports``) deliver to
+    ``origin`` under the importer's subject: a message at a time. Its ``max_msgs`` stays 0, as the
+    copy's in nats-server (an auto-unsubscribe counts what the subscription's own subject brings)."""
+
+    def __init__(self, origin: Subscription, subject: str, link: Any, mapped: bool) -> None:
+        super().__init__(subject, origin.sid, origin.queue, client=None if mapped else origin.client)
+        self.origin = origin
+        #: The stream import (``imports._StreamLink``): its importer and subject mapping.
+        self.link: Any = link
+        self.mapped = mapped
+        self.account = origin.account
+        if not mapped:
+            self.callback = origin.callback
+            self.run = origin.run
+            self.traced = origin.traced
+            self.reroute = origin.reroute
+            self.takes_deliveries = origin.takes_deliveries
+
+    def __repr__(self) -> str:
+        return f"<Shadow {self.subject!r} of {self.origin!r}>"

@@ -96,7 +96,9 @@ class SystemImports:
             return
         imports = _imports_of(account, self.system)
         self._imports[account.name] = imports
-        self._subs[account.name] = [account.subscribe_internal(imp.local, self._forward(account, imp)) for imp in imports]
+        self._subs[account.name] = [
+            account.subscribe_internal(imp.local, self._forward(account, imp), no_shadows=True) for imp in imports
+        ]
 
     def unregister(self, account: Account) -> None:
         self._imports.pop(account.name, None)
