@@ -512,6 +512,55 @@ async def test_restart_resumes_without_duplicates_or_gaps(server: Target) -> Non
         await c.close()
 
 
+def _bytes_of(server: Target, stream: str) -> int:
+    """What ``stream``'s first message block holds (both servers' file layout)."""
+    try:
+        return (server.store_dir / "jetstream" / "$G" / "streams" / stream / "msgs" / "1.blk").stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+async def test_kill_9_while_many_sources_catch_up_neither_loses_nor_duplicates(server: Target) -> None:
+    """A stream sourcing 30 origins, killed (``kill -9``) as soon as its first copies are written,
+    holds every message once after the restart, each origin's in its order: the restart finds each
+    source's position in copies that many feeds stored in one pass (``sourcing.SHARED_FLUSH``: ours
+    writes the 12,000 of this catch-up in one write, nats-server a few hundred at a time)."""
+    n, each = 30, 400
+    c = await RawClient.connect(server.url)
+    try:
+        for i in range(n):
+            await create(c, f"O{i}", subjects=[f"o.{i}.>"])
+        for j in range(each):
+            for i in range(n):
+                c.publish(f"o.{i}.{j}", f"{i}.{j}".encode())
+        await c.flush()
+        for i in range(n):
+            await wait_messages(c, f"O{i}", each)
+        await create(c, "AGG", sources=[{"name": f"O{i}"} for i in range(n)])
+
+
+        async def written() -> bool:
+            return _bytes_of(server, "AGG") > 0
+
+        await wait_for(written, SYNC_TIMEOUT, 0.001)  # (killed once it wrote the first of them)
+        server.kill()
+    finally:
+        await c.close()
+    server.start()
+    c = await RawClient.connect(server.url)
+    try:
+        await wait_messages(c, "AGG", n * each)
+        inbox = c.new_inbox()
+        sub = c.subscribe(inbox)
+        assert "error" not in await c.add_consumer("AGG", "all", deliver_subject=inbox, ack_policy="none")
+        copies: dict[str, list[str]] = {}
+        for m in await sub.collect(n * each):
+            copies.setdefault((m.header("Nats-Stream-Source") or "").split(" ")[0], []).append(m.data.decode())
+        assert copies == {f"O{i}": [f"{i}.{j}" for j in range(each)] for i in range(n)}
+    finally:
+        await c.close()
+
+
 # --- ours only: 2.10 features and the fixes of later nats-server releases ---------------------
 
 
