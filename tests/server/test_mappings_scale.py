@@ -13,14 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from pathlib import Path
 
 import nats
 import pytest
 from tests.jetstream.scale_steps import count_calls, embedded
 
 from pyjetstream.server import mappings as mappings_module
+from pyjetstream.server.conf import load_config
 from pyjetstream.server.mappings import MappingError, Mappings
-from pyjetstream.server.options import MapDest
+from pyjetstream.server.options import MapDest, ServerOptions
+from pyjetstream.server.server import Server
 
 PUBLISHES = 200
 
@@ -125,6 +128,7 @@ def test_a_transform_is_compiled_once_for_the_check_and_the_account(monkeypatch:
 
     config = {f"once.{i}.*": [MapDest(subject=f"dest.{i}.{{{{wildcard(1)}}}}")] for i in range(1000)}
     selected: dict[bool, list[str | None]] = {}
+    monkeypatch.setattr(mappings_module, "CACHE_BUILT", False)  # (each add builds: the transforms alone counted)
     for cached in (True, False):
         monkeypatch.setattr(subject_transform, "CACHE_VALIDATED", cached)
         subject_transform._validated.cache_clear()
@@ -136,3 +140,37 @@ def test_a_transform_is_compiled_once_for_the_check_and_the_account(monkeypatch:
         assert compiled["compile"] == (1000 if cached else 2000), (cached, compiled)
         selected[cached] = [m.select(f"once.{i}.k") for i in range(0, 1000, 7)]
     assert selected[True] == selected[False] == [f"dest.{i}.k" for i in range(0, 1000, 7)]
+
+
+def _start_builds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, n: int) -> tuple[int, Server, ServerOptions]:
+    """The mappings built while ``n`` configured mappings are loaded from a file (the configuration's
+    check) and an embedded server is made from the options (the global account's own, from a copy
+    of them) — a start's work before it listens."""
+    conf = tmp_path / f"m{n}.conf"
+    lines = (f'  "mp.{i}.*": "mq.{i}.{{{{wildcard(1)}}}}"' for i in range(n))
+    conf.write_text("port: -1\nmappings: {\n" + "\n".join(lines) + "\n}\n")
+    mappings_module._built.cache_clear()
+    with count_calls(monkeypatch, mappings_module, "_build") as built:
+        options = load_config(str(conf), validate=False)
+        server = Server(options)
+    return built["_build"], server, options
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_start_builds_each_configured_mapping_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cached: bool
+) -> None:
+    """A start with ``n`` configured mappings builds each once (`mappings.CACHE_BUILT`: the account
+    takes what the configuration's check built; off, each is built twice), at 100 and at 2,000
+    mappings, and the server's copy of the options shares their destinations (`MapDest` is
+    immutable: copying 10,000 was ~15 µs a mapping of a start). Both ways the same mappings."""
+    monkeypatch.setattr(mappings_module, "CACHE_BUILT", cached)
+    for n in (100, 2000):
+        builds, server, options = _start_builds(monkeypatch, tmp_path, n)
+        assert builds == (n if cached else 2 * n), (n, cached, builds)
+        copied = server.options.mappings
+        assert copied is not options.mappings and list(copied) == list(options.mappings)
+        assert all(copied[src][0] is dests[0] for src, dests in options.mappings.items())
+        mapped = server.global_account.mappings
+        assert [mapped.select(f"mp.{i}.k") for i in (0, n // 2, n - 1)] == [f"mq.{i}.k" for i in (0, n // 2, n - 1)]
+        assert mapped.select("mp.x.y.z") is None

@@ -234,14 +234,21 @@ class AccountImport:
     share: bool = False
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class MapDest:
     """One destination of a subject mapping (nats-server ``MapDest``): the subject a publish is
-    mapped to, its weight (percent, 0-100) and the cluster it is scoped to ("" = any)."""
+    mapped to, its weight (percent, 0-100) and the cluster it is scoped to ("" = any).
+
+    Immutable, so a copy of the options shares it (`__deepcopy__`: deep-copying 10,000 mappings'
+    destinations was ~15 µs a mapping of a start) and a built mapping is found by it
+    (`pyjetstream.server.mappings.CACHE_BUILT`)."""
 
     subject: str
     weight: int = 100
     cluster: str = ""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MapDest:
+        return self
 
 
 #: Subject mappings as configured: source subject -> its destinations, in the order written.

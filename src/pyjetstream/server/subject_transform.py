@@ -224,10 +224,13 @@ class SubjectTransform:
         wildcard_index = [i for i, t in enumerate(stoks) if t == "*"]
         has_wildcards = bool(wildcard_index) or stoks[-1] == ">"
         parts: list[_Part | str] = []
+        deterministic = True  # no ``{{random()}}`` among the tokens
         for tok in dtoks:
             name, indexes, n, text = _placeholders(tok)
             if tok == ">":
                 break
+            if name == "random":
+                deterministic = False
             if not name:
                 parts.append(tok)
                 continue
@@ -242,7 +245,6 @@ class SubjectTransform:
             else:
                 raise _dest_error(tok, ERR_INDEX_OUT_OF_RANGE)
             parts.append(cls._part(name, indexes, n, text))
-        deterministic = not any(_placeholders(t)[0] == "random" for t in dtoks)
         return cls(src, dest, stoks, parts, dtoks[-1] == ">", deterministic)
 
     @staticmethod

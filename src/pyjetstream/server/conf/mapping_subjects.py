@@ -1,6 +1,6 @@
 """``mappings`` (``maps``), top-level (the global account's) and in an account: nats-server's
 ``parseAccountMappings`` / ``parseAccountMapDest``, each mapping checked as it is added
-(`pyjetstream.server.mappings.Mappings.add`), every error with nats-server's text and place."""
+(`pyjetstream.server.mappings.check`), every error with nats-server's text and place."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pyjetstream.protocol.subjects import is_valid_subject
 from pyjetstream.server.conf.converters import go_type, go_value
 from pyjetstream.server.conf.nodes import Node
-from pyjetstream.server.mappings import MappingError, Mappings
+from pyjetstream.server.mappings import MappingError, check
 from pyjetstream.server.options import MapDest
 from pyjetstream.server.options import Mappings as MappingsConfig
 
@@ -62,29 +62,28 @@ def _dest(mapper: BlockMapper, node: Node) -> MapDest | None:
     if not isinstance(node.value, dict):
         mapper.error(node, "Expected an entry for the mapping destination")
         return None
-    dest = MapDest(subject="", weight=0)
-    weighted = False
+    subject, cluster = "", ""
+    weight: int | None = None
     for key, item in node.value.items():
         name = key.lower()
         if name in ("dest", "destination"):
-            dest.subject = _string(item)
+            subject = _string(item)
         elif name == "weight":
             weight = _weight(mapper, item)
             if weight is None:
                 return None
-            dest.weight, weighted = weight, True
         elif name == "cluster":
-            dest.cluster = _string(item)
+            cluster = _string(item)
         else:
             mapper.error(item, f'Unknown field "{key}" for mapping destination')
             return None
-    if not weighted:
-        mapper.error(node, f'Missing weight for mapping destination "{dest.subject}"')
+    if weight is None:
+        mapper.error(node, f'Missing weight for mapping destination "{subject}"')
         return None
-    return dest
+    return MapDest(subject=subject, weight=weight, cluster=cluster)
 
 
-def _entry(mapper: BlockMapper, check: Mappings, out: MappingsConfig, subject: str, node: Node) -> None:
+def _entry(mapper: BlockMapper, out: MappingsConfig, subject: str, node: Node) -> None:
     """One ``subject: destination(s)`` of the block, added if nats-server adds it."""
     value = node.value
     if isinstance(value, str):
@@ -97,7 +96,7 @@ def _entry(mapper: BlockMapper, check: Mappings, out: MappingsConfig, subject: s
         if not isinstance(value, list) and not dests:
             return
     try:
-        check.add(subject, dests)
+        check(subject, dests)
     except MappingError as exc:
         mapper.error(node, f"Error adding mapping for {what} : {exc}")
         return
@@ -110,13 +109,12 @@ def parse_mappings(mapper: BlockMapper, node: Node) -> MappingsConfig:
     if not isinstance(node.value, dict):
         mapper.error(node, str(_Panic(node, "map[string]interface {}")))
         return out
-    check = Mappings()
     try:
         for subject, item in node.value.items():
             if not is_valid_subject(subject):
                 mapper.error(node, f'Subject "{subject}" is not a valid subject')
                 continue
-            _entry(mapper, check, out, subject, item)
+            _entry(mapper, out, subject, item)
     except _Panic as exc:
         mapper.error(exc.node, str(exc))
     return out
