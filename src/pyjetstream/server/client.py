@@ -229,6 +229,9 @@ class ClientConnection(asyncio.Protocol):
         self.last_activity = self.start
         self.stop_wall_ns = 0  # set when the connection ends
         self.stop = 0.0
+        # The /connz fields that never change (cid, kind, type, ip, port, start), made by
+        # `pyjetstream.server.monitor.connection_info` when it first describes the connection.
+        self.connz_head: dict[str, Any] | None = None
         # --- ping / timers
         self.pings_out = 0
         self.rtt = 0.0
@@ -253,17 +256,11 @@ class ClientConnection(asyncio.Protocol):
         """Set when messages delivered here must pass ``perms.deliver_allowed``."""
         return self.sink.deliver_filter
 
-    # What the connection published: counted on its sink (`FrameSink.took`).
+    # What the connection published and was sent: counted on its sink (`FrameSink.took`, ``msgs``).
     in_msgs = property(attrgetter("sink.in_msgs"))
     in_bytes = property(attrgetter("sink.in_bytes"))
-
-    @property
-    def out_msgs(self) -> int:
-        return self.sink.msgs
-
-    @property
-    def out_bytes(self) -> int:
-        return self.sink.bytes
+    out_msgs = property(attrgetter("sink.msgs"))
+    out_bytes = property(attrgetter("sink.bytes"))
 
     # ----------------------------------------------------------------- identity
 

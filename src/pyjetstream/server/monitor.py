@@ -185,32 +185,42 @@ def _decode_subs(query: dict[str, str]) -> str:
 # ----------------------------------------------------------------------------- /connz
 
 
-def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False) -> dict[str, Any]:
-    """One ``/connz`` connection (``ConnInfo``), as of now (or of its close): its fields in one
-    dict display, what is omitted when empty added after (a ``/connz`` of every connection is this
-    once a connection, ~4 µs of nats-server's CPU)."""
+def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False, now: float = 0.0) -> dict[str, Any]:
+    """One ``/connz`` connection (``ConnInfo``), as of ``now`` (``time.monotonic()``; 0: read here)
+    or of its close: the fields that never change copied from the connection's ``connz_head`` (made
+    at its first description), the rest set in nats-server's order, what is omitted when empty only
+    when set; its texts of times and durations kept by value (`_WALLS`, `_RTTS`, `_UPTIMES`: an idle
+    connection's are the same at each ``/connz``). A ``/connz`` of every connection is this once a
+    connection (~3-6 µs of nats-server's CPU a connection)."""
     start, last = conn.start, conn.last_activity
-    end_mono = conn.stop or time.monotonic()
-    info: dict[str, Any] = {
-        "cid": conn.cid,
-        "kind": "Client",
-        "type": "websocket" if conn.websocket else "nats",  # nats-server clientTypeStringMap
-        "ip": conn.ip,
-        "port": conn.port,
-        "start": format_time(conn.start_wall_ns),
-        "last_activity": format_time(_mono_to_wall_ns(conn, last)),
-    }
+    end_mono = conn.stop or now or time.monotonic()
+    head = conn.connz_head
+    if head is None:
+        head = conn.connz_head = {
+            "cid": conn.cid,
+            "kind": "Client",
+            "type": "websocket" if conn.websocket else "nats",  # nats-server clientTypeStringMap
+            "ip": conn.ip,
+            "port": conn.port,
+            "start": format_time(conn.start_wall_ns),
+        }
+    info = head.copy()
+    wall = _mono_to_wall_ns(conn, last)
+    info["last_activity"] = _WALLS.get(wall) or _wall_text(wall)
     if conn.stop_wall_ns:
         info["stop"] = format_time(conn.stop_wall_ns)
         info["reason"] = conn.close_reason
-    info["rtt"] = format_go_duration(_ns(_rtt(conn)))
-    info["uptime"] = uptime_string(end_mono - start if end_mono > start else 0.0)
-    info["idle"] = uptime_string(end_mono - last if end_mono > last else 0.0)
-    info["pending_bytes"] = conn.pending_bytes()
-    info["in_msgs"] = conn.in_msgs
-    info["out_msgs"] = conn.out_msgs
-    info["in_bytes"] = conn.in_bytes
-    info["out_bytes"] = conn.out_bytes
+    rtt = _ns(_rtt(conn))
+    info["rtt"] = _RTTS.get(rtt) or _rtt_text(rtt)
+    up, idle = end_mono - start, end_mono - last
+    info["uptime"] = _UPTIMES.get(int(up)) or uptime_string(up if up > 0 else 0.0)
+    info["idle"] = _UPTIMES.get(int(idle)) or uptime_string(idle if idle > 0 else 0.0)
+    sink = conn.sink  # (its counts read in place: the connection's properties are the same reads)
+    info["pending_bytes"] = sink.pending()
+    info["in_msgs"] = sink.in_msgs
+    info["out_msgs"] = sink.msgs
+    info["in_bytes"] = sink.in_bytes
+    info["out_bytes"] = sink.bytes
     if conn.stalls:
         info["stalls"] = conn.stalls  # producers stalled by this consumer (omit-empty)
     info["subscriptions"] = len(conn.subs)
@@ -274,6 +284,38 @@ def _rtt(conn: ClientConnection) -> float:
     """The measured RTT; until a server PING was answered, nats-server shows the time from
     connecting to the client's last activity."""
     return conn.rtt or max(0.0, conn.last_activity - conn.start)
+
+
+# The RTT texts made lately, by nanoseconds (a connection's RTT changes only at a PONG, and Go's
+# Duration.String() of it costs ~1.5 µs here: a /connz of every connection wrote one a connection);
+# at most `_RTTS_MAX`, then started again.
+_RTTS: dict[int, str] = {}
+_RTTS_MAX = 8192
+
+
+# The RFC 3339 texts of last activities made lately, by wall nanoseconds (an idle connection's is
+# the same at each /connz); at most `_RTTS_MAX`, then started again.
+_WALLS: dict[int, str] = {}
+
+
+def _wall_text(ns: int) -> str:
+    """``format_time(ns)``, kept in `_WALLS`."""
+    text = _WALLS.get(ns)
+    if text is None:
+        if len(_WALLS) >= _RTTS_MAX:
+            _WALLS.clear()
+        text = _WALLS[ns] = format_time(ns)
+    return text
+
+
+def _rtt_text(ns: int) -> str:
+    """`_rtt` in nanoseconds as ``ConnInfo.RTT`` writes it (Go's ``Duration.String()``), kept in `_RTTS`."""
+    text = _RTTS.get(ns)
+    if text is None:
+        if len(_RTTS) >= _RTTS_MAX:
+            _RTTS.clear()
+        text = _RTTS[ns] = format_go_duration(ns)
+    return text
 
 
 # The sort options that are a connection's attribute (nats-server's Sort* types).
@@ -385,14 +427,14 @@ def _connz(server: Server, query: dict[str, str]) -> dict[str, Any]:
     if not rows:
         return {**empty, "total": total}
     rows.sort(key=itemgetter(0), reverse=_SORTS[sort])
-    page = [_described(item, subs, auth) for _, item in rows[o["offset"] : o["offset"] + empty["limit"]]]
+    page = [_described(item, subs, auth, now) for _, item in rows[o["offset"] : o["offset"] + empty["limit"]]]
     return {**empty, "num_connections": len(page), "total": total, "connections": page}
 
 
-def _described(item: ClientConnection | dict[str, Any], subs: str, auth: bool) -> dict[str, Any]:
-    """A page's ``ConnInfo``: an open connection's as of now, a closed one's record with only what was asked."""
+def _described(item: ClientConnection | dict[str, Any], subs: str, auth: bool, now: float) -> dict[str, Any]:
+    """A page's ``ConnInfo``: an open connection's as of ``now``, a closed one's record with only what was asked."""
     if not isinstance(item, dict):
-        return connection_info(item, subs, auth)
+        return connection_info(item, subs, auth, now)
     info = dict(item)
     if subs != "1":
         info.pop("subscriptions_list", None)
@@ -890,8 +932,8 @@ def compact_json(body: Any) -> bytes:
     """``json.dumps(body, separators=(",", ":")).encode()`` — ASCII, as json writes by default — made
     by ``msgspec.json.encode`` where the bytes are the same: `indented_json`'s rule (`_maybe_not_repr`),
     with DEL and what is not ASCII (msgspec writes them raw; only inside strings) escaped as json
-    escapes them (`_json_escape`: ``\\u00b5`` — every ``rtt`` in µs —, a surrogate pair above
-    U+FFFF). The system account's answers (``sys_requests``): a ``$SYS.REQ.SERVER.PING.CONNZ`` of
+    escapes them: µ (every ``rtt`` in µs) by one ``bytes.replace``, the rest by `_json_escape`
+    (``\\u00b5``, a surrogate pair above U+FFFF). The system account's answers (``sys_requests``): a ``$SYS.REQ.SERVER.PING.CONNZ`` of
     1,000 connections spent ~14 ms of its ~22 in json's C encoder, ~2 in msgspec's.
     `COMPACT_MSGSPEC` off: json always."""
     if COMPACT_MSGSPEC:
@@ -900,6 +942,8 @@ def compact_json(body: Any) -> bytes:
         except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
             compact = b""  # (json's encoder says what it thinks of it)
         if compact and not _maybe_not_repr(compact):
+            if not compact.isascii():  # µ first (every rtt under a millisecond): one replace, not a match each
+                compact = compact.replace(_MICRO, _MICRO_ESCAPED)
             if compact.isascii() and b"\x7f" not in compact:
                 return compact
             return _NOT_ASCII_OR_DEL.sub(_json_escape, compact.decode()).encode()
@@ -907,6 +951,7 @@ def compact_json(body: Any) -> bytes:
 
 
 _NOT_ASCII_OR_DEL = re.compile("[^\x00-\x7e]")
+_MICRO, _MICRO_ESCAPED = "\u00b5".encode(), b"\\u00b5"  # (json's ensure_ascii escape of µ)
 
 
 def _json_escape(match: re.Match[str]) -> str:
