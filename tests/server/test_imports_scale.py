@@ -221,3 +221,45 @@ async def test_shadows_as_copies_or_not_deliver_the_same(monkeypatch: pytest.Mon
     on, off = await _received(True, seed, monkeypatch), await _received(False, seed, monkeypatch)
     assert on == off
     assert all(on.values()) and sum(map(len, on.values())) > 300, {k: len(v) for k, v in on.items()}
+
+
+async def _request_steps(n: int) -> tuple[float, float]:
+    """Sublist matches and cache misses (every account's) per request an importer's client makes
+    through one of ``n`` service imports (50 of them, each already asked once) to a responder on
+    ``svc.>`` in the exporter: its response comes back on a fresh ``_R_.<tag>.<id>``."""
+    server, url = await _start(n)
+    try:
+        imp = await nats.connect(url)
+        exp = await nats.connect(url, user="exp", password="exp")
+        try:
+
+            async def respond(msg: Any) -> None:
+                await msg.respond(b"ok")
+
+            await exp.subscribe("svc.>", cb=respond)
+            await exp.flush()
+            asked = [f"svc.{i * n // 50}" for i in range(50)]
+            for subject in asked:
+                assert (await imp.request(subject, b"q", timeout=5)).data == b"ok"
+            sublists = [account.sublist for account in server.accounts.values()]
+            matches, misses = sum(sl.matches for sl in sublists), sum(sl.cache_misses for sl in sublists)
+            k = 200
+            for j in range(k):
+                assert (await imp.request(asked[j % 50], b"q", timeout=5)).data == b"ok"
+            matches = sum(sl.matches for sl in sublists) - matches
+            misses = sum(sl.cache_misses for sl in sublists) - misses
+            return matches / k, misses / k
+        finally:
+            await imp.close()
+            await exp.close()
+    finally:
+        await server.shutdown()
+
+
+async def test_a_request_through_a_service_import_misses_no_cache() -> None:
+    """A request through a service import: its subject in the importer, its subject in the
+    exporter, the response's ``_R_`` reply there (`accounts.PREFIX_INDEXES`: one dict lookup, no
+    cache miss) and the requester's reply — four matches and no cache miss at 100 and at 10,000
+    imports (the fresh ``_R_`` reply was a miss a request, evicting the cache's subjects)."""
+    small, large = await _request_steps(100), await _request_steps(10_000)
+    assert small == large == (4.0, 0.0), (small, large)

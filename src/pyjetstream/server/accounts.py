@@ -47,8 +47,10 @@ GLOBAL_ACCOUNT = "$G"
 SYSTEM_ACCOUNT = "$SYS"
 #: The subjects unique per message that the sublist matches by prefix (``Sublist.index_prefix``):
 #: a request's reply to a requester's ``_INBOX.<id>.*`` (nats.go, nats.py, our client), a JetStream
-#: ack to a consumer's ``$JS.ACK.<stream>.<consumer>.>``.
-PREFIX_INDEXES = (("_INBOX.", 1, PWC), (ACK_PREFIX, 2, FWC))
+#: ack to a consumer's ``$JS.ACK.<stream>.<consumer>.>``, a response to a request through a service
+#: import to its exporter's ``_R_.<tag>.>`` (``imports.ServiceExport``: one fresh reply a request, each
+#: a cache miss that evicted what the cache held).
+PREFIX_INDEXES = (("_INBOX.", 1, PWC), (ACK_PREFIX, 2, FWC), ("_R_.", 1, FWC))
 
 
 class Account:
