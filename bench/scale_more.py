@@ -85,7 +85,11 @@ every dimension, without ``--dim``, runs these too).
   ephemeral consumer from a sequence near the end, unfiltered (the last 100) and filtered on one
   subject, ``o.*.3`` and ``o.99.*`` (from 1,000 back: 1, 100, 10 to send at every size), until they
   all arrived, then deleted (per reset) — and one from the middle on subjects quiet since the start
-  (``q.3``, ``q.*``: nothing to send), its ``CONSUMER.INFO``, deleted (per consumer).
+  (``q.3``, ``q.*``: nothing to send), its ``CONSUMER.INFO``, deleted (per consumer);
+- ``republish`` (1k / 10k / 100k subjects; session 14): publishes onto random existing subjects of a
+  stream republishing them into a stream that keeps one message a subject (``max_msgs_per_subject:
+  1``: each copy replaces its subject's last), until every copy is stored; of a stream republishing
+  to no stream; straight into a stream keeping one a subject (per publish).
 - restarts beyond messages (``messages`` and ``gaps`` restart a stream of messages): a clean stop and a
   ``kill -9``, each until the new process answers for all of the state, per unit of it (the new
   process's CPU until then; resident memory after): ``rconsumers`` (100 / 1k / 10k durable pull
@@ -1529,6 +1533,51 @@ def ops_ordered() -> list[Op]:
     ]  # fmt: skip
 
 
+
+# ---- a republish into a stream that keeps one message a subject (session 14, flags5)
+
+
+def build_republish(ctx: Ctx) -> None:
+    """Stream ``RA`` republishes ``ra.>`` to ``rb.>``, which stream ``RB`` keeps one message a
+    subject of (``max_msgs_per_subject: 1``); ``RC`` republishes ``rc.>`` to ``rd.>`` (no stream);
+    ``RK`` keeps one a subject of ``rk.>``. ``n`` subjects published once into each."""
+    n = ctx.size
+    create_stream(ctx, "RA", subjects=["ra.>"], republish={"src": "ra.>", "dest": "rb.>"})
+    create_stream(ctx, "RB", subjects=["rb.>"], max_msgs_per_subject=1)
+    create_stream(ctx, "RC", subjects=["rc.>"], republish={"src": "rc.>", "dest": "rd.>"})
+    create_stream(ctx, "RK", subjects=["rk.>"], max_msgs_per_subject=1)
+    for prefix in ("ra", "rc", "rk"):
+        ctx.publish(pubs(f"{prefix}.{j}" for j in range(n)), n)
+    ctx.state["copies"] = n
+
+
+def _pub_random(prefix: str, copies: bool = False) -> Callable[[Ctx], int]:
+    """Publishes onto random existing subjects ``<prefix>.<j>`` (per publish); ``copies``: until
+    ``RB`` stored each one's copy (the per-subject limit keeping it at ``n`` messages)."""
+
+    def run(ctx: Ctx) -> int:
+        k = ctx.n(SUBJECT_PUBS // 2)
+        done = ctx.publish(pubs(f"{prefix}.{random.randrange(ctx.size)}" for _ in range(k)), k)
+        if copies:
+            ctx.state["copies"] += k
+            want = ctx.state["copies"]
+            while ctx.stream_state("RB")["last_seq"] < want:  # (a few polls: a copy is at most once)
+                if not ctx.left():
+                    raise bs.Partial(k)
+                time.sleep(0.005)
+        return done
+
+    return run
+
+
+def ops_republish() -> list[Op]:
+    return [
+        Op("rep_limit", "publish, republished into a max_msgs_per_subject 1 stream", "publish",
+           _pub_random("ra", copies=True)),
+        Op("rep_plain", "publish, republished to no stream", "publish", _pub_random("rc")),
+        Op("limit", "publish into a max_msgs_per_subject 1 stream", "publish", _pub_random("rk")),
+    ]  # fmt: skip
+
 def _answers(ctx: Ctx, api: str, want: dict[str, Any], body: dict[str, Any] | None = None) -> bool:
     """Whether ``$JS.API.<api>`` answers with each of ``want``'s dotted fields at its value."""
     info = ctx.api.api(api, body, timeout=max(ctx.left(), 1.0), check=False)
@@ -1673,6 +1722,8 @@ def explore6_dimensions() -> list[Dimension]:
                   build_kvbuckets, ops_kvbuckets()),
         Dimension("ordered", "messages of a stream (ordered consumer resets)", [10_000, 100_000, 1_000_000],
                   [1000, 10_000, 100_000], build_ordered, ops_ordered()),
+        Dimension("republish", "subjects republished into a stream keeping one a subject", [1000, 10_000, 100_000],
+                  [100, 1000, 10_000], build_republish, ops_republish()),
     ]  # fmt: skip
 
 

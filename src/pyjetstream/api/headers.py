@@ -293,4 +293,6 @@ def only_these_nats_headers(hdr: bytes, lines: tuple[bytes, ...]) -> bool:
     for line in lines:
         if line in hdr:
             count -= 1
-    return count == 0
+            if not count:  # (each line holds one ``Nats-`` where no other line can match: none left)
+                return True
+    return False

@@ -24,11 +24,14 @@ __all__ = [
     "EXPECT_LAST_SUBJ_HEADERS",
     "ID_HEADERS",
     "ID_TTL_HEADERS",
+    "INERT_HEADERS",
+    "INERT_IN_STRETCH",
     "MAX_HEADER_SIZE",
     "NATS_PREFIX",
     "batched",
     "expected_last_subject_seq",
     "expected_seq",
+    "inert_too",
     "max_size",
     "msg_id_in",
     "only_id_headers",
@@ -47,6 +50,21 @@ NATS_PREFIX = H.NATS_PREFIX
 ID_HEADERS = H.header_lines(H.MSG_ID, H.EXPECTED_STREAM)
 #: What a run's stretch may take where the stream allows TTLs: `ID_HEADERS` and ``Nats-TTL``.
 ID_TTL_HEADERS = (*ID_HEADERS, *H.header_lines(H.TTL))
+#: Headers that say where a message came from and that neither `StreamIngest.process` nor
+#: nats-server's ``processJetStreamMsg`` reads: what a republished copy (``Nats-Last-Sequence``,
+#: ``Nats-Msg-Size`` when headers only), a direct get's answer or a message copied from one carries.
+#: A run's stretch takes a block holding them besides its own (`inert_too`), as ``process`` would
+#: store it unchanged.
+INERT_HEADERS = H.header_lines(H.STREAM, H.SUBJECT, H.SEQUENCE, H.TIME_STAMP, H.LAST_SEQUENCE, H.MSG_SIZE)
+#: False: a block with an `INERT_HEADERS` header ends a run's stretch (each such message then goes
+#: through `StreamIngest.process`); the differential test proves both store and answer alike.
+INERT_IN_STRETCH = True
+
+
+def inert_too(lines: tuple[bytes, ...]) -> tuple[bytes, ...]:
+    """A stretch's header lines (`ID_HEADERS`, `ID_TTL_HEADERS`) with `INERT_HEADERS`, unless
+    `INERT_IN_STRETCH` is off."""
+    return (*lines, *INERT_HEADERS) if INERT_IN_STRETCH else lines
 
 #: A block a run's expectation stretch may take has this as its only ``Nats-`` header
 #: (`ingest_run.Run._expected`): the check of a KV create or update.

@@ -7,8 +7,9 @@ without a lookup beyond the duplicate window: the stream's config leaves nothing
 (``StreamIngest.stretches``: not sealed, no counters or interest retention, republish only
 in a file stream without max_msgs / max_bytes — `Run._republish` —, an input transform applied per message;
 in a schedules stream a stretch ends the schedules on its subjects), and each message is within the size limits, not a batch's, and has no header block
-or one whose only ``Nats-`` headers are ``Nats-Msg-Id``, this stream as ``Nats-Expected-Stream``
-and, where the stream allows TTLs, a valid ``Nats-TTL`` (one the markers' TTL does not raise)
+or one whose only ``Nats-`` headers are ``Nats-Msg-Id``, this stream as ``Nats-Expected-Stream``,
+where the stream allows TTLs a valid ``Nats-TTL`` (one the markers' TTL does not raise), and the
+headers no check reads (``ingest_rules.INERT_HEADERS``: a republished copy's, a direct get's answer's)
 — recognised generically: a block without any ``Nats-`` header at once, another parsed once and
 the next ones compared with it around the id. Each stretch is cut before each duplicate and its
 pieces are stored in one pass (``MessageStore.store_run`` with their TTLs, after ``run_fits`` and
@@ -536,8 +537,9 @@ def block_shape(
     hdr: bytes, name: bytes, lines: tuple[bytes, ...] = ID_HEADERS, floor: int = 0
 ) -> tuple[bytes, bytes, bytes, bytes, int] | None:
     """A header block a stretch may take — its only ``Nats-`` headers a message id, this stream
-    (``name``) as the expected one and, where ``lines`` has it (the stream allows TTLs), a valid
-    ``Nats-TTL`` that the markers' ``floor`` does not raise — as ``(block, head, tail, id, ttl)``:
+    (``name``) as the expected one, where ``lines`` has it (the stream allows TTLs) a valid
+    ``Nats-TTL`` that the markers' ``floor`` does not raise, and the inert headers ``lines`` holds
+    (`StreamIngest.stretch_lines`) — as ``(block, head, tail, id, ttl)``:
     ``block`` itself when it has no id (the next blocks equal to it are the same case), else
     ``head + id + tail`` with the id's raw value; ``None`` for any other block
     (`StreamIngest.process` takes it)."""

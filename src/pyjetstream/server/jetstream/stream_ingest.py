@@ -44,6 +44,7 @@ from pyjetstream.server.jetstream.ingest_rules import (
     batched,
     expected_last_subject_seq,
     expected_seq,
+    inert_too,
     max_size,
     msg_id_in,
     only_id_headers,
@@ -168,8 +169,9 @@ class StreamIngest:
         self.memory = cfg.storage == StorageType.MEMORY
         self.max_size = max_size(cfg)
         # A run's stretch takes a valid Nats-TTL where the stream allows TTLs, unless a
-        # subject delete marker TTL may raise it (commit's floor: `_before_store`).
-        self.stretch_lines = ID_TTL_HEADERS if cfg.allow_msg_ttl else ID_HEADERS
+        # subject delete marker TTL may raise it (commit's floor: `_before_store`), and the
+        # headers nothing here reads (a republished copy's: `inert_too`).
+        self.stretch_lines = inert_too(ID_TTL_HEADERS if cfg.allow_msg_ttl else ID_HEADERS)
         self.ttl_floor = cfg.subject_delete_marker_ttl // NS_PER_S if cfg.max_msgs_per_subject != 1 else 0
         #: The stream's subjects as compiled filters (a schedule's target and source must be one).
         self.subject_filters = tuple(compile_filter(s) for s in cfg.subjects)
