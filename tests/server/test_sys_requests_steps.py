@@ -191,3 +191,21 @@ async def test_the_server_header_is_made_once() -> None:
         assert answer is not None
         info = json.loads(answer)["server"]
         assert header.made == 2 and info["tags"] == ["blue"] and list(info)[-2:] == ["seq", "time"]
+
+
+async def test_the_varz_configuration_is_made_once() -> None:
+    """``/varz``'s configuration fields are made at the first request and again only when the
+    configuration may have changed (a reload's options and load time); the runtime ones each time."""
+    async with _server(3) as (server, asker):
+        varz = server.monitor_handlers["/varz"]
+        first = await asker.answer("VARZ")
+        for _ in range(20):
+            await asker.answer("VARZ")
+        assert varz.made == 1  # type: ignore[attr-defined]
+        server.config_load_time_ns += 1_000_000_000  # (as a reload sets it)
+        last = await asker.answer("VARZ")
+        assert first is not None and last is not None and varz.made == 2  # type: ignore[attr-defined]
+        before, after = json.loads(first)["data"], json.loads(last)["data"]
+        assert after["config_load_time"] != before["config_load_time"]
+        assert list(after) == list(before)
+        assert {**_steady(after), "config_load_time": ""} == {**_steady(before), "config_load_time": ""}
