@@ -125,12 +125,14 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str])
         "messages": 0,
         "bytes": 0,
     }
+    messages = size = 0
     for stream in streams:  # (each stream's two totals read once: nats-server's loop over them)
-        msgs, size = stream.store.totals()
-        out["messages"] += msgs
-        out["bytes"] += size
-    want_streams = _truthy(query, "streams") or _truthy(query, "consumers")
-    if _truthy(query, "accounts") or want_streams or query.get("acc"):
+        msgs, used = stream.store.totals()
+        messages += msgs
+        size += used
+    out["messages"], out["bytes"] = messages, size
+    want_streams = bool(query) and (_truthy(query, "streams") or _truthy(query, "consumers"))
+    if query and (_truthy(query, "accounts") or want_streams or query.get("acc")):
         details = []
         for engine in engines:
             name = engine.account_name
