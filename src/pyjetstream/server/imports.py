@@ -33,7 +33,7 @@ import secrets
 import string
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyjetstream.api.constants import ACK_PREFIX
 from pyjetstream.api.timefmt import format_time
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
     from pyjetstream.server.msgtrace import MsgTrace
     from pyjetstream.server.server import Server
+
+_Made = TypeVar("_Made", bound="_PerImporter")
 
 __all__ = ["CLIENT_INFO_HDR", "ServiceExport", "client_info", "link_imports", "map_subject"]
 
@@ -218,25 +220,37 @@ class ServiceExport:
             entry.ts = self.account.loop.time()
 
 
-class _Reverse:
+class _PerImporter:
+    """What an importing account has one of, made at its first use (`of`) and gone with the
+    account: the one rule of `_Reverse` and `_ImportInterest` (each subclass its own table)."""
+
+    _of: weakref.WeakKeyDictionary[Account, Any]
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls._of = weakref.WeakKeyDictionary()
+
+    def __init__(self, importer: Account) -> None:
+        self.importer = importer
+
+    @classmethod
+    def of(cls: type[_Made], importer: Account) -> _Made:
+        found = cls._of.get(importer)
+        if found is None:
+            found = cls._of[importer] = cls(importer)
+        return found
+
+
+class _Reverse(_PerImporter):
     """An importing account's replies waiting for responses (nats-server's reverse response map,
     ``addReverseRespMapEntry``): when its last subscription that could take a reply goes, the
     response imports for that reply go too (``checkForReverseEntry``) — a pull request whose
     requester left stops being a response import in the exporter at once, not at the threshold."""
 
-    _of: weakref.WeakKeyDictionary[Account, _Reverse] = weakref.WeakKeyDictionary()
-
     def __init__(self, importer: Account) -> None:
         self.importer = importer
         self.entries: dict[str, list[tuple[ServiceExport, str]]] = {}
         importer.on_interest_change(self.changed)
-
-    @classmethod
-    def of(cls, importer: Account) -> _Reverse:
-        found = cls._of.get(importer)
-        if found is None:
-            found = cls._of[importer] = cls(importer)
-        return found
 
     def add(self, reply: str, service: ServiceExport, mapped: str) -> None:
         self.entries.setdefault(reply, []).append((service, mapped))
@@ -323,7 +337,7 @@ INDEXED = True
 COPIES = True
 
 
-class _ImportInterest:
+class _ImportInterest(_PerImporter):
     """An importing account's subscriptions, shadowed in the exporters of the stream imports they
     fall in (nats-server ``addShadowSubscriptions`` / ``addShadowSub``; the shadows go with the
     subscription, ``unsubscribe``'s ``sub.shadow``).
@@ -341,8 +355,6 @@ class _ImportInterest:
     matches (nats-server's walk when it is itself a wildcard). ``told`` counts the imports looked
     at, ``made`` the shadows made (step counts for the tests)."""
 
-    _of: weakref.WeakKeyDictionary[Account, _ImportInterest] = weakref.WeakKeyDictionary()
-
     def __init__(self, importer: Account) -> None:
         self.importer = importer
         self.entries: list[_StreamLink] = []
@@ -354,13 +366,6 @@ class _ImportInterest:
         self.armed = False
         self.told = 0
         self.made = 0
-
-    @classmethod
-    def of(cls, importer: Account) -> _ImportInterest:
-        found = cls._of.get(importer)
-        if found is None:
-            found = cls._of[importer] = cls(importer)
-        return found
 
     def add(self, link: _StreamLink) -> None:
         self.entries.append(link)
