@@ -396,7 +396,7 @@ def _profilez(options: dict[str, Any]) -> dict[str, Any]:
 def _query(kind: str, options: dict[str, Any]) -> dict[str, str]:
     """A request's options as the endpoint's query (nats-server decodes both into the same *Options)."""
     query: dict[str, str] = {}
-    for key, param in _QUERY.get(kind, {}).items():
+    for key, param in _QUERY.get(kind, {}).items() if options else ():  # (none: nothing to carry)
         value = options.get(key)
         if value in (None, "", False, 0) and not (key == "details" and value is False):
             continue
