@@ -10,7 +10,10 @@ in this process:
   per message (``StreamSourcing.flush_soon``: the feeds holding deliveries flushed together; counted in
   the aggregate's ``process_sourced`` / ``process_sourced_run`` calls), and the copies are those each feed
   flushing alone makes (``sourcing.SHARED_FLUSH`` off), with copies that must go one by one (a message id)
-  and a full aggregate (``discard: new``) among them."""
+  and a full aggregate (``discard: new``) among them;
+- each such message is one delivery pass of its origin's consumer and one store read, not two: a pass
+  whose next sequence is past the stream's last finds the end unread (``delivery_loop.EOF_UNREAD``; off:
+  a second read that finds nothing); consumers' deliveries and info are the same with it off."""
 
 from __future__ import annotations
 
@@ -25,9 +28,11 @@ import pytest
 from tests.jetstream.scale_steps import count_calls, embedded
 
 from pyjetstream.api.models_stream import StreamSource
-from pyjetstream.server.jetstream import sourcing
+from pyjetstream.server.jetstream import delivery_loop, sourcing
+from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
 from pyjetstream.server.jetstream.sourcing import source_consumer_name
 from pyjetstream.server.jetstream.store.base import ErrMaxMsgs
+from pyjetstream.server.jetstream.store.indexed import IndexedStore
 from pyjetstream.server.jetstream.stream_ingest import StreamIngest
 from pyjetstream.server.server import Server
 
@@ -230,3 +235,71 @@ async def test_a_write_failing_among_feeds_stored_together_loses_and_duplicates_
             assert held == {str(i): [b"1", b"%d" % i] for i in range(n)}
         finally:
             await nc.close()
+
+
+async def _origin_steps(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+    """Delivery passes and store reads (``load_next_msgs`` / ``_multi``) while one message into each of
+    ``n`` origins, written at once, is sourced by ``AGG``."""
+    async with embedded() as server:
+        nc = await nats.connect(f"nats://127.0.0.1:{server.port}")
+        try:
+            await _aggregate(server, nc, n)
+            with count_calls(monkeypatch, DeliveryLoop, "run") as passes, count_calls(
+                monkeypatch, IndexedStore, "load_next_msgs", "load_next_msgs_multi"
+            ) as reads:
+                await _publish_in_one_write(server, [_pub(f"o.{i}.x", b"x") for i in range(n)])
+                await _until(nc, 2 * n)
+                return passes["run"], reads["load_next_msgs"] + reads["load_next_msgs_multi"]
+        finally:
+            await nc.close()
+
+
+async def test_a_sourced_message_is_one_pass_and_one_read_of_its_origin(monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in (20, 200):
+        passes, reads = await _origin_steps(n, monkeypatch)
+        assert passes <= n + 2 and reads <= n + 2, (n, passes, reads)  # (a message: a pass, a read)
+    monkeypatch.setattr(delivery_loop, "EOF_UNREAD", False)
+    passes, reads = await _origin_steps(20, monkeypatch)
+    assert reads >= 2 * 20, (passes, reads)  # (off: the message, then a read that finds nothing)
+
+
+def _acked(reply: str) -> list[str]:
+    """An ack reply's delivery count, stream and consumer sequences and pending count (not its time)."""
+    tokens = reply.split(".")
+    return tokens[4:7] + tokens[8:]
+
+
+async def _consumers_seen() -> list[Any]:
+    """What a filtered push consumer and a pull consumer delivered, and their info, while messages come
+    one at a time onto the stream's subjects (the filtered one's pass ends before the stream does)."""
+    async with embedded() as server:
+        nc = await nats.connect(f"nats://127.0.0.1:{server.port}")
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="S", subjects=["s.>"])
+            got: list[Any] = []
+            sub = await nc.subscribe("push.a")
+            await _request(nc, "$JS.API.CONSUMER.CREATE.S.P", {"stream_name": "S", "config": {
+                "name": "P", "deliver_subject": "push.a", "filter_subject": "s.a", "ack_policy": "none"}})  # fmt: skip
+            pull = await js.pull_subscribe("s.>", "Q", stream="S")
+            for i in range(12):
+                await js.publish("s.a" if i % 3 else "s.b", b"%d" % i)
+                if i % 3:
+                    m = await sub.next_msg(timeout=TIMEOUT)
+                    got.append((m.subject, m.data, _acked(m.reply)))
+                for m in await pull.fetch(1, timeout=TIMEOUT):
+                    got.append((m.subject, m.data, _acked(m.reply)))
+                    await m.ack()
+            for name in ("P", "Q"):
+                info = await _request(nc, f"$JS.API.CONSUMER.INFO.S.{name}")
+                seqs = {k: {s: info[k][s] for s in ("consumer_seq", "stream_seq")} for k in ("delivered", "ack_floor")}
+                got.append((seqs, info["num_pending"], info["num_ack_pending"]))
+            return got
+        finally:
+            await nc.close()
+
+
+async def test_the_end_found_unread_delivers_as_the_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    on = await _consumers_seen()
+    monkeypatch.setattr(delivery_loop, "EOF_UNREAD", False)
+    assert on == await _consumers_seen()

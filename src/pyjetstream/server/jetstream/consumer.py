@@ -387,10 +387,10 @@ class Consumer:
 
     def check_num_pending_on_eof(self) -> None:
         """A delivery pass found nothing after sseq: num pending is 0 once sseq is past the end."""
-        state = self.stream.store.fast_state()
-        if self.state.sseq > state.last_seq and self.npc != 0:
+        last = self.stream.store.last_seq()
+        if self.state.sseq > last and self.npc != 0:
             self.npc = 0
-            self.npf = state.last_seq
+            self.npf = last
 
     def num_pending(self) -> int:
         self.check_removed()

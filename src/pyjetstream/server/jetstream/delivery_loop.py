@@ -52,6 +52,11 @@ READ_AHEAD = DELIVER_BATCH
 READ_AHEAD_BYTES = 1 << 20
 # The delivery counts of a run of first deliveries (``_deliver_msgs`` zips a run with its counts).
 _FIRSTS = itertools.repeat(1)
+#: A pass whose next sequence is past the stream's last finds the end without a store read
+#: (`DeliveryLoop._gather`): a pass that delivered the one new message (a source's origin consumer
+#: when a publish is spread over many origins: each message a pass of its own) read the store twice,
+#: the message and then nothing. Off: the read that finds nothing.
+EOF_UNREAD = True
 
 
 class DeliveryLoop:
@@ -198,7 +203,9 @@ class DeliveryLoop:
             lss_run = self._lss_run(want)
             if lss_run:
                 return lss_run, _FIRSTS, True
-        if p.single is not None:
+        if EOF_UNREAD and st.sseq > c.stream.store.last_seq():
+            run = []  # (what the store's read answers there)
+        elif p.single is not None:
             run = c.stream.store.load_next_msgs(p.single, st.sseq, want, READ_AHEAD_BYTES)
         else:
             run = c.stream.store.load_next_msgs_multi(c.filter.filters, st.sseq, want, READ_AHEAD_BYTES)
@@ -460,7 +467,7 @@ class DeliveryLoop:
         consumer goes on from there, so the position is kept apart (``looked``). A pass only
         gets here with somewhere to deliver (a bound push consumer, a waiting pull request), as
         nats-server's loop calls ``getNextMsg``."""
-        last = self.consumer.stream.store.fast_state().last_seq
+        last = self.consumer.stream.store.last_seq()
         if last >= self.consumer.state.sseq:
             self.looked = last + 1
 

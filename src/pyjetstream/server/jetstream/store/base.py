@@ -472,6 +472,11 @@ class MessageStore(ABC):
         state = self.fast_state()
         return state.msgs, state.bytes
 
+    def last_seq(self) -> int:
+        """The last sequence (`fast_state`'s ``last_seq``) without a `StreamState` made for it: a
+        delivery pass asks at the end of the stream whether anything follows (`DeliveryLoop`)."""
+        return self.fast_state().last_seq
+
     @abstractmethod
     def update_config(self, cfg: StoreConfig) -> None:
         """Apply new limits (enforcing them on what is stored now)."""

@@ -832,6 +832,9 @@ class IndexedStore(MessageStore):
     def totals(self) -> tuple[int, int]:
         return self._index.msgs, self._index.bytes
 
+    def last_seq(self) -> int:
+        return self._index.last_seq
+
     def state(self, deleted_details: bool = False) -> StreamState:
         st = self.fast_state()
         if deleted_details:
