@@ -229,9 +229,9 @@ class ClientConnection(asyncio.Protocol):
         self.last_activity = self.start
         self.stop_wall_ns = 0  # set when the connection ends
         self.stop = 0.0
-        # The /connz fields that never change (cid, kind, type, ip, port, start), made by
-        # `pyjetstream.server.monitor.connection_info` when it first describes the connection.
-        self.connz_head: dict[str, Any] | None = None
+        # What `pyjetstream.server.monitor.connection_info` keeps of it between /connz requests
+        # (its fields that never change, the texts of its last activity and RTT): made at the first.
+        self.connz_kept: Any = None
         # --- ping / timers
         self.pings_out = 0
         self.rtt = 0.0

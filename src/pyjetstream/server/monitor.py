@@ -63,6 +63,13 @@ FORMAT_INDENT = True
 # The system account's compact answers made by msgspec where the bytes are json.dumps' (`compact_json`);
 # off: json.dumps (tests/server/test_monitor_paging.py).
 COMPACT_MSGSPEC = True
+# The endpoints whose bodies hold no float and no None — integers, strings, booleans, lists and
+# dicts of them — so their compact JSON skips `_maybe_not_repr` (`compact_json`'s ``floats``): a
+# ConnInfo's fields are (tests/server/test_sys_requests_steps.py walks every /connz shape). The scan
+# was ~18% of a $SYS.REQ.SERVER.PING.CONNZ of 1,000 connections (py-spy): four passes over ~300 KB.
+FLOATLESS = frozenset({"/connz"})
+# Off: every body scanned (`compact_json`).
+SKIP_FLOAT_SCAN = True
 DEFAULT_CONNZ_LIMIT = 1024
 DEFAULT_SUBSZ_LIMIT = 1024
 _MAX_REQUEST_HEAD = 64 * 1024
@@ -187,31 +194,27 @@ def _decode_subs(query: dict[str, str]) -> str:
 
 def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False, now: float = 0.0) -> dict[str, Any]:
     """One ``/connz`` connection (``ConnInfo``), as of ``now`` (``time.monotonic()``; 0: read here)
-    or of its close: the fields that never change copied from the connection's ``connz_head`` (made
-    at its first description), the rest set in nats-server's order, what is omitted when empty only
-    when set; its texts of times and durations kept by value (`_WALLS`, `_RTTS`, `_UPTIMES`: an idle
-    connection's are the same at each ``/connz``). A ``/connz`` of every connection is this once a
-    connection (~3-6 µs of nats-server's CPU a connection)."""
+    or of its close: the fields that never change copied from what the connection keeps for it
+    (`_Kept`), the rest set in nats-server's order, what is omitted when empty only when set; the
+    texts of its last activity and RTT made again only when they changed (an idle connection's are
+    the same at each ``/connz``). A ``/connz`` of every connection is this once a connection
+    (~3-6 µs of nats-server's CPU a connection)."""
     start, last = conn.start, conn.last_activity
     end_mono = conn.stop or now or time.monotonic()
-    head = conn.connz_head
-    if head is None:
-        head = conn.connz_head = {
-            "cid": conn.cid,
-            "kind": "Client",
-            "type": "websocket" if conn.websocket else "nats",  # nats-server clientTypeStringMap
-            "ip": conn.ip,
-            "port": conn.port,
-            "start": format_time(conn.start_wall_ns),
-        }
-    info = head.copy()
-    wall = _mono_to_wall_ns(conn, last)
-    info["last_activity"] = _WALLS.get(wall) or _wall_text(wall)
+    kept = conn.connz_kept
+    if kept is None:
+        kept = conn.connz_kept = _Kept(conn)
+    info = kept.head.copy()
+    if last != kept.last:
+        kept.last, kept.last_text = last, format_time(_mono_to_wall_ns(conn, last))
+    info["last_activity"] = kept.last_text
     if conn.stop_wall_ns:
         info["stop"] = format_time(conn.stop_wall_ns)
         info["reason"] = conn.close_reason
-    rtt = _ns(_rtt(conn))
-    info["rtt"] = _RTTS.get(rtt) or _rtt_text(rtt)
+    rtt = _rtt(conn)
+    if rtt != kept.rtt:
+        kept.rtt, kept.rtt_text = rtt, format_go_duration(_ns(rtt))
+    info["rtt"] = kept.rtt_text
     up, idle = end_mono - start, end_mono - last
     info["uptime"] = _UPTIMES.get(int(up)) or uptime_string(up if up > 0 else 0.0)
     info["idle"] = _UPTIMES.get(int(idle)) or uptime_string(idle if idle > 0 else 0.0)
@@ -241,6 +244,26 @@ def connection_info(conn: ClientConnection, subs: str = "", auth: bool = False, 
         else:
             info["subscriptions_list"] = [s.subject for s in conn.subs.values()]
     return info
+
+
+class _Kept:
+    """What a connection keeps for `connection_info` (``ClientConnection.connz_kept``): its ``ConnInfo``
+    fields that never change (cid, kind, type, ip, port, start), and its last activity and RTT with
+    their texts (Go's ``Duration.String()`` of an RTT cost ~1.5 µs a connection)."""
+
+    __slots__ = ("head", "last", "last_text", "rtt", "rtt_text")
+
+    def __init__(self, conn: ClientConnection) -> None:
+        self.head: dict[str, Any] = {
+            "cid": conn.cid,
+            "kind": "Client",
+            "type": "websocket" if conn.websocket else "nats",  # nats-server clientTypeStringMap
+            "ip": conn.ip,
+            "port": conn.port,
+            "start": format_time(conn.start_wall_ns),
+        }
+        self.last, self.last_text = -1.0, ""
+        self.rtt, self.rtt_text = -1.0, ""
 
 
 def _sub_detail(sub: Any, cid: int, account: bool = False) -> dict[str, Any]:
@@ -284,38 +307,6 @@ def _rtt(conn: ClientConnection) -> float:
     """The measured RTT; until a server PING was answered, nats-server shows the time from
     connecting to the client's last activity."""
     return conn.rtt or max(0.0, conn.last_activity - conn.start)
-
-
-# The RTT texts made lately, by nanoseconds (a connection's RTT changes only at a PONG, and Go's
-# Duration.String() of it costs ~1.5 µs here: a /connz of every connection wrote one a connection);
-# at most `_RTTS_MAX`, then started again.
-_RTTS: dict[int, str] = {}
-_RTTS_MAX = 8192
-
-
-# The RFC 3339 texts of last activities made lately, by wall nanoseconds (an idle connection's is
-# the same at each /connz); at most `_RTTS_MAX`, then started again.
-_WALLS: dict[int, str] = {}
-
-
-def _wall_text(ns: int) -> str:
-    """``format_time(ns)``, kept in `_WALLS`."""
-    text = _WALLS.get(ns)
-    if text is None:
-        if len(_WALLS) >= _RTTS_MAX:
-            _WALLS.clear()
-        text = _WALLS[ns] = format_time(ns)
-    return text
-
-
-def _rtt_text(ns: int) -> str:
-    """`_rtt` in nanoseconds as ``ConnInfo.RTT`` writes it (Go's ``Duration.String()``), kept in `_RTTS`."""
-    text = _RTTS.get(ns)
-    if text is None:
-        if len(_RTTS) >= _RTTS_MAX:
-            _RTTS.clear()
-        text = _RTTS[ns] = format_go_duration(ns)
-    return text
 
 
 # The sort options that are a connection's attribute (nats-server's Sort* types).
@@ -949,20 +940,22 @@ def indented_json(body: Any) -> bytes:
     return json.dumps(body, indent=2, ensure_ascii=False).encode()
 
 
-def compact_json(body: Any) -> bytes:
+def compact_json(body: Any, floats: bool = True) -> bytes:
     """``json.dumps(body, separators=(",", ":")).encode()`` — ASCII, as json writes by default — made
     by ``msgspec.json.encode`` where the bytes are the same: `indented_json`'s rule (`_maybe_not_repr`),
     with DEL and what is not ASCII (msgspec writes them raw; only inside strings) escaped as json
     escapes them: µ (every ``rtt`` in µs) by one ``bytes.replace``, the rest by `_json_escape`
     (``\\u00b5``, a surrogate pair above U+FFFF). The system account's answers (``sys_requests``): a ``$SYS.REQ.SERVER.PING.CONNZ`` of
-    1,000 connections spent ~14 ms of its ~22 in json's C encoder, ~2 in msgspec's.
+    1,000 connections spent ~14 ms of its ~22 in json's C encoder, ~2 in msgspec's. ``floats``
+    False: the caller knows the body holds no float and no None (`FLOATLESS`), so msgspec's text is
+    json's without `_maybe_not_repr`'s four passes over it (with `SKIP_FLOAT_SCAN`).
     `COMPACT_MSGSPEC` off: json always."""
     if COMPACT_MSGSPEC:
         try:
             compact = msgspec.json.encode(body)
         except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
             compact = b""  # (json's encoder says what it thinks of it)
-        if compact and not _maybe_not_repr(compact):
+        if compact and not ((floats or not SKIP_FLOAT_SCAN) and _maybe_not_repr(compact)):
             if not compact.isascii():  # µ first (every rtt under a millisecond): one replace, not a match each
                 compact = compact.replace(_MICRO, _MICRO_ESCAPED)
             if compact.isascii() and b"\x7f" not in compact:

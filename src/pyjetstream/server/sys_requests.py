@@ -190,7 +190,7 @@ class SystemRequests:
         except Exception as exc:  # a bug here must not leave the requester waiting
             self.server.logger.exception("system request failed")
             body = {"error": {"code": 500, "description": str(exc)}}
-        self._respond(reply, body)
+        self._respond(reply, body, floats=_PATHS.get(types[1]) not in self._monitoring().FLOATLESS)
 
     def _server_kind(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         if kind == "STATSZ":
@@ -298,15 +298,16 @@ class SystemRequests:
         domain = options.get("domain") or ""
         return not domain or domain == server.options.jetstream_domain
 
-    def _respond(self, reply: str, body: dict[str, Any], account: Account | None = None) -> None:
+    def _respond(self, reply: str, body: dict[str, Any], account: Account | None = None, floats: bool = True) -> None:
         """``{"server": ServerInfo, **body}`` (``ServerAPIResponse``) to ``reply``: the header from
-        `_InfoHeader`, the body encoded by ``monitor.compact_json`` — the bytes of the whole encoded
-        at once (a dict's JSON is its members' JSON joined)."""
+        `_InfoHeader`, the body encoded by ``monitor.compact_json`` (``floats``: False when the body
+        cannot hold one, ``monitor.FLOATLESS``) — the bytes of the whole encoded at once (a dict's
+        JSON is its members' JSON joined)."""
         compact_json = self._monitoring().compact_json
         server = self.server
         server.event_seq += 1
         head = self._header.prefix(server, compact_json)
-        rest = compact_json(body)
+        rest = compact_json(body, floats)
         tail = b"}" if rest == b"{}" else b"}," + rest[1:]
         out = b"%s%d,\"time\":\"%s\"%s" % (head, server.event_seq, format_time(time.time_ns()).encode(), tail)
         (account or self.system).publish_internal(reply, out)
