@@ -11,6 +11,7 @@ the exporter gets the same shadows with the index on and off."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import tempfile
 from typing import Any
@@ -263,3 +264,59 @@ async def test_a_request_through_a_service_import_misses_no_cache() -> None:
     imports (the fresh ``_R_`` reply was a miss a request, evicting the cache's subjects)."""
     small, large = await _request_steps(100), await _request_steps(10_000)
     assert small == large == (4.0, 0.0), (small, large)
+
+
+async def _request_infos(kept: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
+    """The ``Nats-Request-Info`` an exporter gets of requests through a shared and a plain service
+    import, with and without headers, before and after the requester's RTT changes."""
+    monkeypatch.setattr(imports_module, "INFO_KEPT", kept)
+    opts = config_to_options({
+        "server_name": "srv",
+        "accounts": {
+            "EXP": {"users": [{"user": "exp", "password": "exp"}], "exports": [{"service": "svc.>"}, {"service": "other.>"}]},
+            "IMP": {"users": [{"user": "imp", "password": "imp"}], "imports": [
+                {"service": {"account": "EXP", "subject": "svc.>"}, "share": True},
+                {"service": {"account": "EXP", "subject": "other.>"}},
+            ]},
+        },
+    })  # fmt: skip
+    opts.host, opts.port, opts.store_dir = "127.0.0.1", -1, tempfile.mkdtemp()
+    server = Server(opts)
+    await server.start()
+    seen: list[tuple[str, Any]] = []
+    try:
+        url = f"nats://127.0.0.1:{server.port}"
+        exp = await nats.connect(url, user="exp", password="exp")
+        imp = await nats.connect(url, user="imp", password="imp", name="asker")
+        try:
+
+            async def respond(msg: Any) -> None:
+                info = json.loads((msg.headers or {})["Nats-Request-Info"])
+                info.pop("start", None)
+                seen.append((msg.subject, info))
+                await msg.respond(b"ok")
+
+            await exp.subscribe("svc.>", cb=respond)
+            await exp.subscribe("other.>", cb=respond)
+            await exp.flush()
+            conn = next(c for c in server.clients.values() if c.name == "asker")
+            for rtt in (0.0, 0.0, 0.000123, 0.000123, 0.0005):
+                conn.rtt = rtt
+                for subject in ("svc.a", "other.a"):
+                    await imp.request(subject, b"q", timeout=5)
+                    await imp.request(subject, b"q", timeout=5, headers={"k": "v"})
+        finally:
+            await imp.close()
+            await exp.close()
+    finally:
+        await server.shutdown()
+    return seen
+
+
+async def test_request_infos_kept_or_not_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`imports.INFO_KEPT`: a connection's ``Nats-Request-Info`` kept (made again when its RTT
+    changes) or made at every request, the same headers reach the exporter."""
+    on, off = await _request_infos(True, monkeypatch), await _request_infos(False, monkeypatch)
+    assert on == off and len(on) == 20
+    assert {info.get("rtt") for _, info in on} == {None, 123000, 500000}
+    assert {info["acc"] for _, info in on} == {"IMP"} and "name" in on[0][1] and "name" not in on[2][1]
