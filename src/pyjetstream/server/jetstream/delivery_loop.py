@@ -34,6 +34,7 @@ from pyjetstream.server.jetstream.delivery_pass import (
     STOP_IDLE,
     STOP_MAX_PENDING,
     DeliveryPass,
+    headers_only,
 )
 from pyjetstream.server.jetstream.pending_index import run_seqs, seqs_of
 from pyjetstream.server.jetstream.store.base import MsgTuple
@@ -310,7 +311,7 @@ class DeliveryLoop:
         st, ps, pull = c.state, c.push, c.pull
         waiting = pull.waiting
         push, track, replay, now = p.push, p.track, p.replay, p.now
-        headers_only, sized, ack_adj = c.cfg.headers_only, not p.push or p.push_size, p.ack_adj
+        only, sized, ack_adj = c.cfg.headers_only, not p.push or p.push_size, p.ack_adj
         delivered = prev = 0
         firsts: list[int] = []  # the first deliveries' stream sequences (one index entry per run)
         again: list[int] = []  # the redeliveries' (one index entry per run)
@@ -329,8 +330,8 @@ class DeliveryLoop:
                 else:
                     npc = c.npc
                     ack = b"%b%d.%d.%d.%d.%d" % (p.prefix, dc, seq, dseq, ts, npc if npc > 0 else 0)
-                if headers_only:
-                    hdr, payload = _headers_only(hdr, len(payload)), b""
+                if only:
+                    hdr, payload = headers_only(hdr, len(payload)), b""
                 # (flow control, rate limits and max_bytes count the ack subject as a str)
                 size = len(p.dest if push else subject) + len(ack) - ack_adj + len(hdr) + len(payload) if sized else 0
                 wr, drop = None, False
@@ -516,9 +517,3 @@ class DeliveryLoop:
             c.push.update_interest(c.push.has_interest())
         elif c.state.redeliver_if_pending(seq):
             self.kick()
-
-
-def _headers_only(hdr: bytes, size: int) -> bytes:
-    """Drop the payload, add ``Nats-Msg-Size`` (``convertToHeadersOnly``)."""
-    base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
-    return base + b"Nats-Msg-Size: %d\r\n\r\n" % size

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.push_delivery import PushDelivery
     from pyjetstream.server.jetstream.store.base import MsgTuple
 
-__all__ = ["DELIVER_BATCH", "STOP_EOF", "STOP_IDLE", "STOP_MAX_PENDING", "DeliveryPass"]
+__all__ = ["DELIVER_BATCH", "FRAME_HEADERS_ONLY", "STOP_EOF", "STOP_IDLE", "STOP_MAX_PENDING", "DeliveryPass", "headers_only"]
 
 # Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
 DELIVER_BATCH = 512
@@ -40,6 +40,10 @@ _SENT, _SENT_CUT, _NOT_SENT = (True, False), (True, True), (False, True)
 # longer one: the head request's, one at a time; looking at every request per run would cost
 # what nats-server's walk over them does).
 _QUEUE_HELD = 8
+#: A headers-only consumer's new messages framed by `DeliveryPass.frame_run` like any other's,
+#: each turned into its headers-only form there (`headers_only`); False: each goes through
+#: ``DeliveryLoop._deliver_msgs`` (the differential test shows both send the same frames).
+FRAME_HEADERS_ONLY = True
 
 
 class DeliveryPass:
@@ -62,6 +66,7 @@ class DeliveryPass:
         "fc_room",
         "frames_only",
         "groups",
+        "headers_only",
         "held",
         "hpfx",
         "hsub",
@@ -128,10 +133,11 @@ class DeliveryPass:
         self.routed = 0  # deliveries routed (the others went straight to the one receiver)
         self.stop = STOP_IDLE
         self.runs = runs
+        self.headers_only: bool = cfg.headers_only
         self.frames_only = (
             runs
             and (ps.rate is None if push else self.groups is None)
-            and not cfg.headers_only
+            and (FRAME_HEADERS_ONLY or not cfg.headers_only)
             and not self.replay
             and not self.ack_none_interest
         )
@@ -169,9 +175,10 @@ class DeliveryPass:
 
     def frame_run(self, loop: DeliveryLoop, run: list[MsgTuple]) -> bool:
         """``DeliveryLoop._deliver_msgs`` for a run of new messages where none of its per-message
-        rules but flow control applies (``frames_only``: no rate limit, headers-only, replay,
+        rules but flow control and headers-only apply (``frames_only``: no rate limit, replay,
         interest-stream AckNone or priority groups; off with ``ServerOptions.runs``): per message
-        the ack reply, the frame into the receiver's connection and the flow-control window; the
+        its headers-only form (`headers_only`, for such a consumer), the ack reply, the frame into
+        the receiver's connection and the flow-control window; the
         next sequence, the counters, the pending entries (`PendingArray.add_run`), the index or
         AckNone floor once per run (``loop.framed``). Frames past the receiver's room are accounted for there (`early`:
         the early write, maybe a slow-consumer cut; the rest of the run is then read again).
@@ -203,11 +210,14 @@ class DeliveryPass:
             p.fc_room, p.pbytes = ps.fc_room(), ps.pbytes
         waiting = c.pull.waiting
         q = waiting._q
+        only: bool = p.headers_only
         for subject, seq, ts, hdr, payload in run:
             if pull and not p.take(waiting, q):
                 p.msub, p.mpfx, p.hsub, p.hpfx, p.acc, p.acc_bytes = msub, mpfx, hsub, hpfx, acc, acc_bytes
                 return loop.frame_rest(p, run, first - start, dseq - start, npc, bool(q))
             npc -= 1
+            if only:
+                hdr, payload = headers_only(hdr, len(payload)), b""
             if hdr and headers:
                 if subject is not hsub:
                     hsub, hpfx = subject, hmsg_prefix(subject.encode(), sid_b)
@@ -341,6 +351,13 @@ class DeliveryPass:
         if self.conn is not None and self.acc:
             self.conn.count(self.rsub, self.acc_msgs, self.acc_bytes, self.acc)
         self.acc = self.acc_msgs = self.acc_bytes = 0
+
+
+def headers_only(hdr: bytes, size: int) -> bytes:
+    """A message's headers-only form: its header block with ``Nats-Msg-Size`` added (the payload
+    is dropped: nats-server ``convertToHeadersOnly``)."""
+    base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
+    return base + b"Nats-Msg-Size: %d\r\n\r\n" % size
 
 
 def _frame_msg(out: list[bytes], mpfx: bytes, prefix1: bytes, seq: int, dseq: int, ts: int, npc: int, payload: bytes) -> int:
