@@ -11,6 +11,7 @@ the exporter gets the same shadows with the index on and off."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import tempfile
@@ -19,8 +20,10 @@ from typing import Any
 import nats
 import pytest
 
+from pyjetstream.protocol.subjects import subject_matches
 from pyjetstream.server import imports as imports_module
 from pyjetstream.server.conf.mapping import config_to_options
+from pyjetstream.server.options import AccountImport
 from pyjetstream.server.server import Server
 
 
@@ -320,3 +323,42 @@ async def test_request_infos_kept_or_not_are_the_same(monkeypatch: pytest.Monkey
     assert on == off and len(on) == 20
     assert {info.get("rtt") for _, info in on} == {None, 123000, 500000}
     assert {info["acc"] for _, info in on} == {"IMP"} and "name" in on[0][1] and "name" not in on[2][1]
+
+
+def test_the_overlap_of_two_subjects_matches_what_both_match() -> None:
+    """`imports._intersection` (a wildcard subscription overlapping an import: its shadow's subject)
+    matches exactly the subjects both match, for every pair of subjects of up to three tokens over
+    ``a b * >`` (None: none)."""
+    patterns = [".".join(c) for n in (1, 2, 3) for c in itertools.product("ab*>", repeat=n) if ">" not in c[:-1]]
+    universe = [".".join(c) for n in (1, 2, 3, 4) for c in itertools.product("ac", repeat=n)]
+    for a in patterns:
+        for b in patterns:
+            meet = imports_module._intersection(a, b)
+            for subject in universe:
+                both = subject_matches(a, subject) and subject_matches(b, subject)
+                assert both == (meet is not None and subject_matches(meet, subject)), (a, b, meet, subject)
+
+
+@pytest.mark.parametrize(
+    ("imp", "shadows"),
+    [
+        (
+            AccountImport(kind="stream", account="EXP", subject="s.*", to="t.*"),
+            {"t.*": "s.*", "t.x": "s.x", ">": "s.*", "*.x": "s.x", "t.>": "s.*", "u.x": None, "t.x.y": None},
+        ),
+        (
+            AccountImport(kind="stream", account="EXP", subject="s.>", prefix="p"),
+            {"p.s.>": "s.>", "p.s.1": "s.1", "p.>": "s.>", "*.s.1": "s.1", "*.*.1": "s.1", "p.t.1": None, "s.1": None},
+        ),
+        (
+            AccountImport(kind="stream", account="EXP", subject="s.1"),
+            {"s.1": "s.1", "s.*": "s.1", ">": "s.1", "*.1": "s.1", "s.2": None, "s.1.x": None},
+        ),
+    ],
+)
+def test_a_shadows_subject(imp: AccountImport, shadows: dict[str, str | None]) -> None:
+    """nats-server ``addShadowSubscriptions``' four cases: the import's own subject, a subscription
+    inside it (mapped back), one holding it (the exported subject), one overlapping it (the
+    overlap mapped back); else no shadow."""
+    link = imports_module._StreamLink(Any, Any, imp)  # type: ignore[arg-type]
+    assert {subject: link.shadow_subject(subject) for subject in shadows} == shadows
