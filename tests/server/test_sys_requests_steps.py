@@ -227,7 +227,7 @@ def _floats_or_nones(value: Any, where: str = "") -> list[str]:
 async def test_a_connz_holds_no_float() -> None:
     """Every ``/connz`` shape — open and closed connections, subscriptions listed and detailed, with
     their users and accounts, a page, each sort — is integers, strings and booleans: what lets its
-    compact JSON skip the float scan (`monitor.FLOATLESS`, `SKIP_FLOAT_SCAN`)."""
+    JSON, compact ($SYS) and indented (HTTP), skip the float scan (`monitor.FLOATLESS`, `SKIP_FLOAT_SCAN`)."""
     async with _server(6) as (server, asker):
         assert "/connz" in asker.requests._monitoring().FLOATLESS
         writer = next(iter(server.clients.values())).transport
@@ -240,8 +240,10 @@ async def test_a_connz_holds_no_float() -> None:
         connz = server.monitor_handlers["/connz"]
         queries = [{}, {"subs": "1"}, {"subs": "detail", "auth": "1", "state": "all"}, {"state": "closed", "subs": "detail"},
                    {"limit": "2", "offset": "1"}, *({"sort": sort, "state": "any"} for sort in ("rtt", "idle", "uptime", "msgs_to"))]  # fmt: skip
-        compact_json = asker.requests._monitoring().compact_json
+        monitor = asker.requests._monitoring()
         for query in queries:
             body = connz(query)
             assert body["connections"] and _floats_or_nones(body) == [], (query, _floats_or_nones(body))
-            assert compact_json(body, floats=False) == json.dumps(body, separators=(",", ":")).encode(), query
+            assert monitor.compact_json(body, floats=False) == json.dumps(body, separators=(",", ":")).encode(), query
+            indented = json.dumps(body, indent=2, ensure_ascii=False).encode()  # (HTTP's)
+            assert monitor.indented_json(body, floats=False) == indented, query

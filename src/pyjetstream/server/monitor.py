@@ -860,7 +860,7 @@ class MonitorServer:
         if path == "/healthz":
             body = json.dumps(result, separators=(",", ":")).encode()
         else:
-            body = indented_json(result)
+            body = indented_json(result, path not in FLOATLESS)
         callback = query.get("callback")
         if callback:  # nats-server supports JSONP
             body = callback.encode() + b"(" + body + b")"
@@ -915,7 +915,7 @@ def _http_date() -> str:
     return str(_DATE[1])
 
 
-def indented_json(body: Any) -> bytes:
+def indented_json(body: Any, floats: bool = True) -> bytes:
     """``json.dumps(body, indent=2, ensure_ascii=False)``, made by ``msgspec.json.encode`` (compact)
     and ``msgspec.json.format`` (the indentation): with ``indent`` set, ``json`` encodes in Python, ~5
     times slower — a ``/jsz?consumers=1`` of 10,000 consumers (5.7 MB) took ~0.4 s of it — and even
@@ -923,15 +923,16 @@ def indented_json(body: Any) -> bytes:
     writes every string and integer as ``json`` does and a float as ``repr`` does except where it
     uses no exponent below 1e-4 (``0.00001``) or writes one without ``+`` (``1e16``), and NaN as
     ``null``; a body whose compact text could hold one of those (`_NOT_REPR`), or that msgspec
-    refuses, is encoded compact by ``json``'s C encoder (`_maybe_not_repr`). A body that is not JSON (``NaN``) goes the
-    slow way, as does every body with `FORMAT_INDENT` off."""
+    refuses, is encoded compact by ``json``'s C encoder (`_maybe_not_repr`; not scanned with ``floats``
+    False: `compact_json`'s rule). A body that is not JSON (``NaN``) goes the slow way, as does every
+    body with `FORMAT_INDENT` off."""
     if FORMAT_INDENT:
         compact: bytes | None
         try:
             compact = msgspec.json.encode(body)
         except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
             compact = None  # (json's encoder says what it thinks of it)
-        if compact is None or _maybe_not_repr(compact):
+        if compact is None or ((floats or not SKIP_FLOAT_SCAN) and _maybe_not_repr(compact)):
             compact = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         try:
             return msgspec.json.format(compact, indent=2)
