@@ -1,5 +1,5 @@
 """A Spark standalone cluster on loopback: one master and two workers, started with the ``spark-class``
-launcher pyspark ships (``org.apache.spark.deploy.master.Master`` / ``...worker.Worker``), random ports.
+launcher pyspark ships (``org.apache.spark.deploy.master.Master`` / ``...worker.Worker``), ports the JVMs choose.
 
 Each worker offers one core and 1 GB, so a job's executors are two JVMs apart from the driver's.
 """
@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from tests.support.cluster import free_ports
 
 START_TIMEOUT = 90.0
 
@@ -65,17 +65,39 @@ class SparkCluster:
             return 0
         return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
+    def _bound_ports(self) -> tuple[int, int] | None:
+        """The master's RPC and web UI ports, once its log says both are bound."""
+        log = self.workdir / "master.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        rpc = re.search(r"service 'sparkMaster' on port (\d+)", text)
+        ui = re.search(r"service 'MasterUI' on port (\d+)", text)
+        return (int(rpc.group(1)), int(ui.group(1))) if rpc and ui else None
+
+    def _wait(self, ready: Callable[[], bool], deadline: float) -> None:
+        while not ready():
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                logs = "\n".join(
+                    f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in self.workdir.glob("*.log")
+                )
+                self.stop()
+                raise RuntimeError(f"the Spark cluster did not start\n{logs}")
+            time.sleep(0.5)
+
     def start(self, workers: int = 2) -> SparkCluster:
+        """Every port is chosen by the JVM that binds it (port 0) and read back from the master's
+        log: a port picked free here and bound seconds later by a JVM starting under load was
+        taken meanwhile by another test's server (the master's UI answered with a NATS INFO)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(2 + workers)
-        self.master_port, self.master_ui_port = ports[0], ports[1]
+        deadline = time.monotonic() + START_TIMEOUT
         self._launch(
             "master",
             "org.apache.spark.deploy.master.Master",
             "--host", "127.0.0.1",
-            "--port", str(self.master_port),
-            "--webui-port", str(self.master_ui_port),
+            "--port", "0",
+            "--webui-port", "0",
         )  # fmt: skip
+        self._wait(lambda: self._bound_ports() is not None, deadline)
+        self.master_port, self.master_ui_port = self._bound_ports() or (0, 0)
         for i in range(workers):
             self._launch(
                 f"worker{i + 1}",
@@ -84,18 +106,10 @@ class SparkCluster:
                 "--host", "127.0.0.1",
                 "--cores", "1",
                 "--memory", "1g",
-                "--webui-port", str(ports[2 + i]),
+                "--webui-port", "0",
                 "--work-dir", str(self.workdir / f"work{i + 1}"),
             )  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT
-        while self.alive_workers() < workers:
-            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
-                logs = "\n".join(
-                    f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in self.workdir.glob("*.log")
-                )
-                self.stop()
-                raise RuntimeError(f"the Spark cluster did not start\n{logs}")
-            time.sleep(0.5)
+        self._wait(lambda: self.alive_workers() >= workers, deadline)
         return self
 
     def stop(self) -> None:
