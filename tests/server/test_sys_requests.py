@@ -4,6 +4,7 @@ server whose system account nobody can use."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -187,6 +188,37 @@ async def test_the_statistics_kind_is_statsz_and_idz_is_bare(target: Target) -> 
         assert await _ask(_sys(target), f"$SYS.REQ.SERVER.PING.{kind}") == [{"status": 503}], kind
     (idz,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING.IDZ")
     assert idz == {"name": "N1", "host": "127.0.0.1", "id": stats["server"]["id"]}
+
+
+async def test_statsz_counts_the_accounts_with_a_client(start_server: Callable[..., Target]) -> None:
+    """``active_accounts``: the system account (its internal client) and each account with a connection,
+    however many; an account's JetStream alone does not make it active, and one whose last client
+    leaves is no longer counted (nats-server ``registerWithAccount`` / ``removeClient``)."""
+    users = {"B": {"users": [{"user": "b", "password": "b"}, {"user": "b2", "password": "b2"}]}, "C": {}}
+    target = start_server(**{**ACCOUNTS, "accounts": {**ACCOUNTS["accounts"], **users}})
+
+    async def active() -> int:
+        (stats,) = await _ask(_sys(target), "$SYS.REQ.SERVER.PING.STATSZ")
+        return int(stats["statsz"]["active_accounts"])
+
+    async def becomes(n: int) -> None:
+        for _ in range(100):  # a close is seen by the server a moment after the client's
+            if await active() == n:
+                return
+            await asyncio.sleep(0.05)
+        assert await active() == n
+
+    assert await active() == 1  # SYS; APP has JetStream and no client
+    app = await connect(target.url.replace("nats://", "nats://app:app@"))
+    b1 = await connect(target.url.replace("nats://", "nats://b:b@"))
+    b2 = await connect(target.url.replace("nats://", "nats://b2:b2@"))
+    assert await active() == 3
+    await b1.close()
+    assert await active() == 3  # b2 is still in B
+    await b2.close()
+    await becomes(2)
+    await app.close()
+    await becomes(1)
 
 
 async def test_every_server_kind_is_answered(target: Target) -> None:

@@ -602,7 +602,7 @@ class ClientConnection(asyncio.Protocol):
 
     def _authenticated(self, decision: AuthDecision) -> None:
         self.user = decision.user
-        self.account = self.server.lookup_account(decision.account)
+        self.account = self.server.join_account(self, decision.account)
         if decision.identity is not None:
             self._apply_identity(decision.identity)
             return

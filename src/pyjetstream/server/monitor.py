@@ -575,7 +575,7 @@ def statsz(server: Server) -> dict[str, Any]:
     stats: dict[str, Any] = {
         "start": _time(server.start_wall_ns), "mem": _rss_bytes(), "cores": _CORES, "cpu": _cpu_percent(),
         "connections": len(server.clients), "total_connections": server.total_connections,
-        "active_accounts": sum(1 for a in server.accounts.values() if getattr(a, "num_clients", 0)) or 1,
+        "active_accounts": _active_accounts(server),
         "subscriptions": _subscriptions(server),
         "sent": {"msgs": out_msgs, "bytes": out_bytes}, "sent_to_clients": {"msgs": out_msgs, "bytes": out_bytes},
         "received": {"msgs": in_msgs, "bytes": in_bytes},
@@ -587,6 +587,13 @@ def statsz(server: Server) -> dict[str, Any]:
         stats["jetstream"] = {k: js[k] for k in ("config", "stats", "limits") if k in js}
     stats["gomaxprocs"] = _CORES  # (as /varz: Go's GOMAXPROCS is its NumCPU)
     return stats
+
+
+def _active_accounts(server: Server) -> int:
+    """Accounts with a client (nats-server ``activeAccounts``): the system account always, as its
+    internal client makes it one there; an account's JetStream client does not count."""
+    sys_account = server.system_account
+    return server.active_accounts + (1 if sys_account is not None and not sys_account.clients else 0)
 
 
 def _subscriptions(server: Server) -> int:
