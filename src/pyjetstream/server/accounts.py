@@ -78,6 +78,9 @@ class Account:
         #: Exports and imports (``pyjetstream.server.imports``), wired by the server at start.
         self.exports: list[Any] = []
         self.imports: list[Any] = []
+        #: What the imports keep of it as an importer, by class (``imports._PerImporter``: its
+        #: stream imports' shadows, its requesters' replies awaiting responses).
+        self.import_state: dict[type, Any] = {}
         #: Its service exports' response routing (``imports.ServiceExport``), when it has any.
         self.responses: Any = None
         #: ``msg_trace { dest, sampling }``: where a sampled ``traceparent`` is traced to.

@@ -235,6 +235,9 @@ class ClientConnection(asyncio.Protocol):
         # --- ping / timers
         self.pings_out = 0
         self.rtt = 0.0
+        #: Its ``Nats-Request-Info`` values through service imports, with the RTT each names
+        #: (`imports._with_request_info`); None until its first such request.
+        self.request_infos: dict[bool, tuple[float, bytes]] | None = None
         self._ping_sent_at = 0.0
         self._last_in = self.start
         self._ping_timer: asyncio.TimerHandle | None = None

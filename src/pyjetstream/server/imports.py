@@ -31,7 +31,6 @@ import json
 import random
 import secrets
 import string
-import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -121,9 +120,9 @@ def _with_request_info(server: Server, hdr: bytes | None, client: Any, share: bo
     if client is None:
         return hdr
     if INFO_KEPT:
-        kept = _infos.get(client)
+        kept = client.request_infos
         if kept is None:
-            kept = _infos[client] = {}
+            kept = client.request_infos = {}
         known = kept.get(share)
         rtt = client.rtt
         if known is not None and known[0] == rtt:
@@ -142,11 +141,11 @@ def _request_info(server: Server, client: Any, share: bool) -> bytes:
     return json.dumps(client_info(server, client, share, server_info=False), separators=(",", ":")).encode()
 
 
-#: A connection's ``Nats-Request-Info`` values (by ``share``), each with the RTT it names: all it says
-#: is fixed at CONNECT but the RTT, so it is made again only when that changed (nats-server marshals it
-#: at every request; ~2.5 µs a request here). Off: made at every request (the differential test).
+#: A connection's ``Nats-Request-Info`` values (``ClientConnection.request_infos``, by ``share``), each
+#: with the RTT it names: all it says is fixed at CONNECT but the RTT, so it is made again only when
+#: that changed (nats-server marshals it at every request; ~2.5 µs a request here). Off: made at every
+#: request (the differential test).
 INFO_KEPT = True
-_infos: weakref.WeakKeyDictionary[Any, dict[bool, tuple[float, bytes]]] = weakref.WeakKeyDictionary()
 #: The header block of a request without headers, by its info value (bounded: values are few — one or
 #: two a connection —, and a new RTT makes a new one).
 _blocks: dict[bytes, bytes] = {}
@@ -258,23 +257,18 @@ class ServiceExport:
 
 
 class _PerImporter:
-    """What an importing account has one of, made at its first use (`of`) and gone with the
-    account: the one rule of `_Reverse` and `_ImportInterest` (each subclass its own table)."""
-
-    _of: weakref.WeakKeyDictionary[Account, Any]
-
-    def __init_subclass__(cls) -> None:
-        super().__init_subclass__()
-        cls._of = weakref.WeakKeyDictionary()
+    """What an importing account has one of, made at its first use (`of`): kept by the account
+    (``Account.import_state``, by class), the one rule of `_Reverse` and `_ImportInterest`."""
 
     def __init__(self, importer: Account) -> None:
         self.importer = importer
 
     @classmethod
     def of(cls: type[_Made], importer: Account) -> _Made:
-        found = cls._of.get(importer)
+        state = importer.import_state
+        found = state.get(cls)
         if found is None:
-            found = cls._of[importer] = cls(importer)
+            found = state[cls] = cls(importer)
         return found
 
 
