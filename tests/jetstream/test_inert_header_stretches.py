@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from tests.jetstream.scale_steps import count_calls, embedded
+from tests.server.runs_world import frame
 from tests.support.targets import NATS_SERVER, make_target
 
 from pyjetstream.server.jetstream import ingest_rules
@@ -142,11 +143,7 @@ async def run_traffic(url: str, reads: list[list[tuple[str, bytes | None]]]) -> 
             data = bytearray()
             for subject, hdr in msgs:
                 payload = f"p{n}".encode()
-                if hdr is None:
-                    data += f"PUB {subject} r.{n} {len(payload)}\r\n".encode() + payload + b"\r\n"
-                else:
-                    data += f"HPUB {subject} r.{n} {len(hdr)} {len(hdr) + len(payload)}\r\n".encode()
-                    data += hdr + payload + b"\r\n"
+                data += frame(subject, f"r.{n}", hdr, payload)
                 n += 1
             writer.write(bytes(data))
             got = await _replies(reader, len(msgs))
