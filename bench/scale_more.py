@@ -1445,6 +1445,24 @@ def build_ordered(ctx: Ctx) -> None:
     ctx.state["last"] = m + 10
 
 
+def _ordered_config(name: str, deliver: str, filter_subject: str, start: int) -> dict[str, Any]:
+    """The consumer config nats.go's ordered consumer asks for, from stream sequence ``start``."""
+    return {
+        "name": name,
+        "deliver_subject": deliver,
+        "filter_subject": filter_subject,
+        "deliver_policy": "by_start_sequence",
+        "opt_start_seq": start,
+        "ack_policy": "none",
+        "max_deliver": 1,
+        "flow_control": True,
+        "idle_heartbeat": 5 * SECOND,
+        "mem_storage": True,
+        "num_replicas": 1,
+        "inactive_threshold": 5 * SECOND,
+    }
+
+
 def _ordered_reset(filter_subject: str, back: int, expected: int) -> Callable[[Ctx], int]:
     """An ordered push consumer's reset as nats.go's ``resetOrderedConsumer`` makes it: a fresh
     inbox, a new ephemeral consumer from the stream sequence after the last one seen (here ``back``
@@ -1460,20 +1478,7 @@ def _ordered_reset(filter_subject: str, back: int, expected: int) -> Callable[[C
             name = ctx.uid("r")
             conn.sub(f"_ORD.{name}", name)
             conn.flush()
-            cfg = {
-                "name": name,
-                "deliver_subject": f"_ORD.{name}",
-                "filter_subject": filter_subject,
-                "deliver_policy": "by_start_sequence",
-                "opt_start_seq": ctx.state["last"] - back + 1,
-                "ack_policy": "none",
-                "max_deliver": 1,
-                "flow_control": True,
-                "idle_heartbeat": 5 * SECOND,
-                "mem_storage": True,
-                "num_replicas": 1,
-                "inactive_threshold": 5 * SECOND,
-            }
+            cfg = _ordered_config(name, f"_ORD.{name}", filter_subject, ctx.state["last"] - back + 1)
             until = conn.deliveries + expected
             ctx.api.api(f"CONSUMER.CREATE.OR.{name}", {"stream_name": "OR", "config": cfg})
             ctx.wait(lambda: conn.deliveries, until)
@@ -1492,20 +1497,7 @@ def _quiet_reset(filter_subject: str) -> Callable[[Ctx], int]:
         k = ctx.n(100)
         for _ in range(k):
             name = ctx.uid("q")
-            cfg = {
-                "name": name,
-                "deliver_subject": f"_ORQ.{name}",
-                "filter_subject": filter_subject,
-                "deliver_policy": "by_start_sequence",
-                "opt_start_seq": ctx.state["last"] // 2,
-                "ack_policy": "none",
-                "max_deliver": 1,
-                "flow_control": True,
-                "idle_heartbeat": 5 * SECOND,
-                "mem_storage": True,
-                "num_replicas": 1,
-                "inactive_threshold": 5 * SECOND,
-            }
+            cfg = _ordered_config(name, f"_ORQ.{name}", filter_subject, ctx.state["last"] // 2)
             ctx.api.api(f"CONSUMER.CREATE.OR.{name}", {"stream_name": "OR", "config": cfg})
             info = ctx.api.api(f"CONSUMER.INFO.OR.{name}")
             if info["num_pending"]:
