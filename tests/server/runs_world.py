@@ -28,6 +28,7 @@ from typing import Any
 
 from pyjetstream.server import client as client_module
 from pyjetstream.server.client import ClientConnection
+from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
 from pyjetstream.server.server import Server
 
 CONNECT = (
@@ -265,6 +266,27 @@ class World:
             (c.conn.closed, c.conn.close_reason, *(now - then for now, then in zip(stats, old, strict=True)))
             for c, stats, old in zip(self.clients, self._stats(), base, strict=True)
         ]
+
+
+@dataclass
+class GeneralDeliveries:
+    """How many messages the delivery loop handed to its general, one-by-one path (`count_general`)."""
+
+    n: int = 0
+
+
+def count_general(monkeypatch: Any) -> GeneralDeliveries:
+    """Count, for the rest of the test, the messages each pass hands to `DeliveryLoop._deliver_msgs`
+    (the general path a framed run does not take)."""
+    counted = GeneralDeliveries()
+    deliver_msgs = DeliveryLoop._deliver_msgs
+
+    def counting(self: DeliveryLoop, p: Any, run: Any, dcs: Any, ahead: bool) -> bool:
+        counted.n += len(run)
+        return deliver_msgs(self, p, run, dcs, ahead)
+
+    monkeypatch.setattr(DeliveryLoop, "_deliver_msgs", counting)
+    return counted
 
 
 def frame(subject: str, reply: str, hdr: bytes | None, payload: bytes) -> bytes:

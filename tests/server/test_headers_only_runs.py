@@ -16,10 +16,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from tests.server.runs_world import World, frame, request
+from tests.server.runs_world import World, count_general, frame, request
 
 from pyjetstream.server.jetstream import delivery_pass
-from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
 
 CONSUMERS = {
     "FC": {"deliver_subject": "_D.fc", "flow_control": True, "idle_heartbeat": 5_000_000_000},
@@ -42,15 +41,7 @@ async def _delivered(on: bool, n: int, monkeypatch: Any) -> tuple[list[bytes], i
     """Each receiving connection's bytes, the messages handed to ``_deliver_msgs`` and those
     delivered in all."""
     monkeypatch.setattr(delivery_pass, "FRAME_HEADERS_ONLY", on)
-    general = 0
-    deliver_msgs = DeliveryLoop._deliver_msgs
-
-    def counted(self: DeliveryLoop, p: Any, run: Any, dcs: Any, ahead: bool) -> bool:
-        nonlocal general
-        general += len(run)
-        return deliver_msgs(self, p, run, dcs, ahead)
-
-    monkeypatch.setattr(DeliveryLoop, "_deliver_msgs", counted)
+    general = count_general(monkeypatch)
     world = World(runs=True)
     await world.start()
     try:
@@ -73,7 +64,7 @@ async def _delivered(on: bool, n: int, monkeypatch: Any) -> tuple[list[bytes], i
         assert world.server is not None and world.server.jetstream is not None
         consumers = world.server.jetstream.streams["S"].consumers
         delivered = sum(c.state.dseq - 1 for c in consumers.values())
-        return [world.output(push), world.output(pull)], general, delivered
+        return [world.output(push), world.output(pull)], general.n, delivered
     finally:
         await world.stop()
 

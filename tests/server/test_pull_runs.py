@@ -11,9 +11,8 @@ import asyncio
 import random
 from typing import Any
 
-from tests.server.runs_world import World, frame, request
+from tests.server.runs_world import World, count_general, frame, request
 
-from pyjetstream.server.jetstream.delivery_loop import DeliveryLoop
 from pyjetstream.server.jetstream.pull_delivery import WaitingRequest, WaitQueue
 
 N = 6_000
@@ -23,15 +22,7 @@ BATCH = 500
 async def _pulled(runs: bool, monkeypatch: Any) -> tuple[bytes, int, int]:
     """Every message pulled with two requests of ``BATCH`` in flight (a third asked for whenever one
     is done); the output, the messages handed to ``_deliver_msgs``, the delivery passes."""
-    general = 0
-    deliver_msgs = DeliveryLoop._deliver_msgs
-
-    def counted(self: DeliveryLoop, p: Any, run: Any, dcs: Any, ahead: bool) -> bool:
-        nonlocal general
-        general += len(run)
-        return deliver_msgs(self, p, run, dcs, ahead)
-
-    monkeypatch.setattr(DeliveryLoop, "_deliver_msgs", counted)
+    general = count_general(monkeypatch)
     world = World(runs=runs)
     await world.start()
     try:
@@ -56,7 +47,7 @@ async def _pulled(runs: bool, monkeypatch: Any) -> tuple[bytes, int, int]:
             if consumer.state.dseq - 1 >= N:
                 break
         assert consumer.state.dseq - 1 == N
-        return world.output(c), general, consumer.delivery.passes - passes
+        return world.output(c), general.n, consumer.delivery.passes - passes
     finally:
         await world.stop()
 
