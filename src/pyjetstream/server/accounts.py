@@ -70,7 +70,7 @@ class Account:
         #: What its connections that are gone received and were sent (``/accstatz``, nats-server's
         #: account stats): in_msgs, in_bytes, out_msgs, out_bytes.
         self.closed_totals = [0, 0, 0, 0]
-        #: Its authenticated connections (nats-server ``Account.clients``), kept by `Server.join_account`.
+        #: Its connected clients (nats-server ``Account.clients``), kept by `Server.join_account`.
         self.clients: set[Any] = set()
         self.slow_consumers = 0
         self.updated_ns = time.time_ns()

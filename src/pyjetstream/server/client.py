@@ -605,7 +605,7 @@ class ClientConnection(asyncio.Protocol):
 
     def _authenticated(self, decision: AuthDecision) -> None:
         self.user = decision.user
-        self.account = self.server.join_account(self, decision.account)
+        self.account = self.server.lookup_account(decision.account)
         if decision.identity is not None:
             self._apply_identity(decision.identity)
             return
@@ -631,9 +631,7 @@ class ClientConnection(asyncio.Protocol):
             delay = max(0.0, identity.expires - time.time())
             self._expiry_timer = self.server.loop.call_later(delay, self._jwt_expired)
         if limits is not None and limits.max_connections >= 0:
-            others = sum(
-                1 for c in self.server.clients.values() if c is not self and c.account is self.account and c.connected
-            )
+            others = len(self.account.clients)  # (connected ones: `Server.join_account`)
             if others >= limits.max_connections:
                 self.log(logging.ERROR, "maximum account active connections exceeded")
                 self.send_err_and_close(ERR_MAX_ACCOUNT_CONNECTIONS, ClosedReason.MAX_CONNECTIONS)
@@ -687,6 +685,7 @@ class ClientConnection(asyncio.Protocol):
             return
         if not self.connected:
             self._set_first_ping_timer()
+            self.server.join_account(self)
         self.connected = True
         perms = self.perms
         self.checked_pubs = self.verbose or self.pedantic or (perms is not None and perms.restricts_publish)

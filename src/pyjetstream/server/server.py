@@ -137,7 +137,7 @@ class Server:
         if opts.mappings:  # the top-level ``mappings``: the global account's
             self.global_account.set_mappings(opts.mappings)
         self.system_account: Account | None = None
-        #: Accounts with an authenticated connection (`join_account`): STATSZ's ``active_accounts``.
+        #: Accounts with a connected client (`join_account`): STATSZ's ``active_accounts``.
         self.active_accounts = 0
         self._configure_accounts()
         self.clients: dict[int, ClientConnection] = {}
@@ -626,21 +626,22 @@ class Server:
         self.total_connections += 1
         return True
 
-    def join_account(self, conn: ClientConnection, name: str) -> Account:
-        """An authenticated connection's account, which counts it (nats-server ``registerWithAccount``:
-        an account with a client is active, `active_accounts` kept as it changes, not counted per STATSZ)."""
-        account = self.lookup_account(name)
+    def join_account(self, conn: ClientConnection) -> None:
+        """A connection connected (its CONNECT taken) is one of its account's clients (nats-server
+        ``registerWithAccount``): an account with a client is active, `active_accounts` kept as that
+        changes (STATSZ reads it), and an account's connections are found without a walk of all."""
+        account = conn.account
         if not account.clients:
             self.active_accounts += 1
         account.clients.add(conn)
-        return account
 
     def unregister_client(self, conn: ClientConnection) -> None:
+        account = conn.account
+        if conn in account.clients:
+            account.clients.discard(conn)
+            if not account.clients:
+                self.active_accounts -= 1
         if self.clients.pop(conn.cid, None) is not None:
-            account = conn.account
-            if conn in account.clients:
-                account.clients.discard(conn)
-                self.active_accounts -= 0 if account.clients else 1
             account.connection_gone(conn)
             from pyjetstream.server.monitor import closed_record  # Deferred: start-up imports.
 
