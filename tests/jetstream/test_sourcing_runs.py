@@ -8,6 +8,7 @@ mirrors and sources are behaviour-tested against both targets in test_stream_sou
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import tempfile
 from typing import Any
@@ -134,3 +135,78 @@ async def test_feeds_read_their_origin_in_runs(monkeypatch: Any) -> None:
     # against one read per message copied the routed way.
     assert reads_one >= 2 * (MSGS - 10)
     assert reads_runs <= 2 * (MSGS // 100) + 40, reads_runs
+
+
+#: A mirror in INTERNAL of PUBLIC's stream S: the consumer API and the deliveries imported (the
+#: shape of test_cross_account_js's MIRROR_CONF, less its filter-subject exports).
+CROSS_ACCOUNT = {
+    "accounts": {
+        "PUBLIC": {
+            "jetstream": "enabled",
+            "users": [{"user": "public", "password": "pwd"}],
+            "exports": [
+                {"service": "$JS.API.CONSUMER.CREATE.>", "response_type": "stream", "accounts": ["INTERNAL"]},
+                {"service": "$JS.FC.>"},
+                {"stream": "shared.public.>", "accounts": ["INTERNAL"]},
+            ],
+        },
+        "INTERNAL": {
+            "jetstream": "enabled",
+            "users": [{"user": "internal", "password": "pwd"}],
+            "imports": [
+                {"service": {"account": "PUBLIC", "subject": "$JS.API.CONSUMER.CREATE.>"},
+                 "to": "JS.PUBLIC.CONSUMER.CREATE.>"},
+                {"service": {"account": "PUBLIC", "subject": "$JS.FC.>"}, "to": "$JS.FC.>"},
+                {"stream": {"account": "PUBLIC", "subject": "shared.public.>"}, "to": "shared.public.>"},
+            ],
+        },
+    },
+}  # fmt: skip
+
+
+async def test_a_mirror_across_accounts_reads_its_origin_in_runs(monkeypatch: Any) -> None:
+    """The mirror's deliver subscription reaches the origin's account as a stream import's shadow
+    (`subscription.Shadow`), made as the subscription is added: it takes the deliveries in runs, as
+    in one account, because ``takes_deliveries`` is set before that (``subscribe_internal``)."""
+    from pyjetstream.server.conf.mapping import config_to_options
+
+    calls = StoreCalls(monkeypatch)
+    opts = config_to_options(CROSS_ACCOUNT)
+    opts.host, opts.port, opts.store_dir, opts.jetstream = "127.0.0.1", -1, tempfile.mkdtemp(), True
+    server = Server(opts)
+    await server.start()
+    pub = await nats.connect(server.client_url, user="public", password="pwd")
+    internal = await nats.connect(server.client_url, user="internal", password="pwd")
+    try:
+        await pub.jetstream().add_stream(name="S", subjects=["public.>"])
+        for i in range(MSGS):
+            await pub.publish(f"public.{i % 7}", str(i).encode())
+        await pub.flush()
+        public, private = server.accounts["PUBLIC"].jetstream, server.accounts["INTERNAL"].jetstream
+        origin = public.streams["S"].store
+        deadline = asyncio.get_running_loop().time() + 60
+        while origin.fast_state().msgs < MSGS:
+            assert asyncio.get_running_loop().time() < deadline, "the origin was not filled"
+            await asyncio.sleep(0.02)
+        reads = 0
+        real = origin.load_next_msgs
+
+        def counting(*args: Any, **kw: Any) -> Any:
+            nonlocal reads
+            reads += 1
+            return real(*args, **kw)
+
+        origin.load_next_msgs = counting
+        mirror = {"name": "S", "external": {"api": "JS.PUBLIC", "deliver": "shared.public"}}
+        reply = await internal.request("$JS.API.STREAM.CREATE.M", json.dumps({"name": "M", "mirror": mirror}).encode())
+        assert json.loads(reply.data).get("config", {}).get("name") == "M", reply.data
+        while private.streams["M"].store.fast_state().msgs < MSGS:
+            assert asyncio.get_running_loop().time() < deadline + 60, "the mirror did not catch up"
+            await asyncio.sleep(0.05)
+        msg_calls, run_calls, in_runs = calls.of(private.streams["M"].store)
+        assert in_runs + msg_calls == MSGS and msg_calls <= 40, (msg_calls, run_calls, in_runs)
+        assert reads <= MSGS // 100 + 40, reads
+    finally:
+        await pub.close()
+        await internal.close()
+        await server.shutdown()

@@ -249,9 +249,17 @@ class Account:
         traced: TracedCallback | None = None,
         run: RunCallback | None = None,
         no_shadows: bool = False,
+        takes_deliveries: bool = False,
     ) -> InternalSub:
         return self.server.subscribe_internal(
-            subject, callback, queue, account=self, traced=traced, run=run, no_shadows=no_shadows
+            subject,
+            callback,
+            queue,
+            account=self,
+            traced=traced,
+            run=run,
+            no_shadows=no_shadows,
+            takes_deliveries=takes_deliveries,
         )
 
     def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:

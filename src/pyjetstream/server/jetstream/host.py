@@ -152,6 +152,8 @@ class Host(Protocol):
         queue: str = "",
         traced: Callable[..., None] | None = None,
         run: Callable[..., None] | None = None,
+        *,
+        takes_deliveries: bool = False,
     ) -> InternalSubscription: ...
 
     def publish_internal(

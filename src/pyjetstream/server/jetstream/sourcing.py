@@ -630,9 +630,7 @@ class _Feed:
         nats-server's, a third of it reading and routing one message at a time. Nothing here acts
         on that consumer but by closing this subscription (`_cancel`), which ends the pass's run.
         ``ServerOptions.runs`` off: each delivery is routed, one at a time."""
-        sub = self.server.subscribe_internal(deliver, self._on_delivery)
-        sub.takes_deliveries = self._runs
-        return sub
+        return self.server.subscribe_internal(deliver, self._on_delivery, takes_deliveries=self._runs)
 
     def _on_delivery(self, subject: str, reply: str, hdr: bytes | None, payload: bytes, client: Any) -> None:
         try:
