@@ -374,3 +374,28 @@ def test_subscription_prefix_cache() -> None:
     sub = Subscription("a.b", "7")
     assert sub.msg_start() == b"MSG a.b 7 " and sub.hmsg_start() == b"HMSG a.b 7 "
     assert Subscription("a.*", "1").msg_prefix == b""
+
+
+async def test_push_consumers_share_one_interest_listener_per_engine(tmp_path: Any) -> None:
+    """An account's push consumers are told of SUB/UNSUB on their deliver subjects by one listener
+    (`push_delivery.DeliverInterest`, owned by the account's JetStream engine), however many there
+    are, and a stopped engine takes it away: no listener is left behind by JetStream turned off."""
+    async with Server(jetstream=True, store_dir=str(tmp_path)) as srv:
+        account = srv.global_account
+        before = len(account._interest_callbacks)
+        nc = await nats.connect(srv.client_url)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="S", subjects=["s.>"])
+            for i in range(5):
+                await js.add_consumer("S", durable_name=f"P{i}", deliver_subject=f"d.{i}")
+            assert len(account._interest_callbacks) == before + 1
+            engine = account.jetstream
+            assert sorted(engine.deliver_interest.by_subject) == [f"d.{i}" for i in range(5)]
+            sub = await nc.subscribe("d.3")
+            await js.publish("s.x", b"1")
+            assert (await sub.next_msg(timeout=10)).data == b"1"
+            await srv.stop_jetstream()
+            assert len(account._interest_callbacks) == before
+        finally:
+            await nc.close()

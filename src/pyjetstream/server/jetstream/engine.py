@@ -110,6 +110,9 @@ class JetStreamEngine:
             getattr(server, "server", None), "accounts", None
         )
         self.started = False
+        #: The push consumers' deliver-subject interest watch (`push_delivery.DeliverInterest`),
+        #: made at the first push consumer.
+        self.deliver_interest: Any = None
 
     # --- limits ------------------------------------------------------------------------------
 
@@ -417,6 +420,9 @@ class JetStreamEngine:
         self.streams.clear()
         self.stream_index = StreamIndex()
         self._by_name = None
+        if self.deliver_interest is not None:
+            self.deliver_interest.close()
+            self.deliver_interest = None
 
     def _schedule_sync(self) -> None:
         if self.sync_always:

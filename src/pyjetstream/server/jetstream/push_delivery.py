@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import weakref
 from typing import TYPE_CHECKING
 
 from pyjetstream.api.constants import FLOW_CONTROL_INITIAL_WINDOW, FLOW_CONTROL_MAX_WINDOW
@@ -43,22 +42,28 @@ DEFAULT_MAX_PAYLOAD = 1024 * 1024
 class DeliverInterest:
     """Routes subscription changes to the push consumers delivering to that exact subject.
 
-    One per server: a single ``on_interest_change`` listener and a dict lookup per change,
-    instead of every consumer inspecting every SUB/UNSUB.
+    One per account's JetStream (``JetStreamEngine.deliver_interest``, made by `of` at its first
+    push consumer, closed when the engine stops): a single ``on_interest_change`` listener and a
+    dict lookup per change, instead of every consumer inspecting every SUB/UNSUB.
     """
-
-    _registries: weakref.WeakKeyDictionary[Host, DeliverInterest] = weakref.WeakKeyDictionary()
 
     def __init__(self, server: Host) -> None:
         self.by_subject: dict[str, set[PushDelivery]] = {}
         self._remove = server.on_interest_change(self._changed)
 
-    @classmethod
-    def of(cls, server: Host) -> DeliverInterest:
-        reg = cls._registries.get(server)
+    @staticmethod
+    def of(consumer: Consumer) -> DeliverInterest:
+        """The consumer's engine's (made now if it has none)."""
+        engine = consumer.engine
+        reg: DeliverInterest | None = engine.deliver_interest
         if reg is None:
-            reg = cls._registries[server] = cls(server)
+            reg = engine.deliver_interest = DeliverInterest(consumer.server)
         return reg
+
+    def close(self) -> None:
+        """Stop listening (the engine stopped)."""
+        self._remove()
+        self.by_subject.clear()
 
     def add(self, subject: str, consumer: PushDelivery) -> None:
         self.by_subject.setdefault(subject, set()).add(consumer)
@@ -134,7 +139,7 @@ class PushDelivery:
     def start(self) -> None:
         consumer = self.consumer
         cfg = consumer.cfg
-        DeliverInterest.of(consumer.server).add(self.dsubj, self)
+        DeliverInterest.of(consumer).add(self.dsubj, self)
         if cfg.flow_control:
             self.pblimit = FLOW_CONTROL_MAX_WINDOW
             self.maxpb = FLOW_CONTROL_INITIAL_WINDOW
@@ -152,7 +157,7 @@ class PushDelivery:
 
     def stop(self) -> None:
         if self.consumer.cfg.deliver_subject:
-            DeliverInterest.of(self.consumer.server).discard(self.dsubj, self)
+            DeliverInterest.of(self.consumer).discard(self.dsubj, self)
         if self._fc_sub is not None:
             self._fc_sub.unsubscribe()
             self._fc_sub = None
@@ -190,7 +195,7 @@ class PushDelivery:
         if consumer.state.pending:
             consumer.state.redeliver_all(time.time_ns())
             consumer.acks.arm(consumer.cfg.ack_wait / 1e9)
-        registry = DeliverInterest.of(consumer.server)
+        registry = DeliverInterest.of(consumer)
         registry.discard(self.dsubj, self)
         self.dsubj = subject
         registry.add(subject, self)
