@@ -17,7 +17,6 @@ import asyncio
 import base64
 import json
 import random
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 from tests.jetstream.scale_steps import count_calls, embedded
-from tests.server.runs_world import frame
+from tests.server.runs_world import frame, read_replies
 from tests.support.targets import EMBEDDED, NATS_SERVER, make_target
 
 from pyjetstream.client import connect
@@ -91,30 +90,6 @@ def traffic(seed: int, rounds: int, per_round: int) -> list[list[tuple[str, byte
     return [[model.message(rng, r * per_round + i) for i in range(per_round)] for r in range(rounds)]
 
 
-STAMP = re.compile(rb"Nats-Time-Stamp: [^\r]*\r\n")
-
-
-async def _read_msgs(reader: asyncio.StreamReader, count: int, events: list[Any] | None = None) -> dict[str, Any]:
-    """``count`` replies (MSG / HMSG on ``r.*``) by reply subject, their payloads as JSON; any
-    other message (a republished copy, its time stamp taken out) and each reply's subject go to
-    ``events`` in the order they came."""
-    out: dict[str, Any] = {}
-    while len(out) < count:
-        line = (await asyncio.wait_for(reader.readline(), 20)).decode().split()
-        if line[0] not in ("MSG", "HMSG"):
-            continue
-        body = await reader.readexactly(int(line[-1]) + 2)
-        hlen = int(line[-2]) if line[0] == "HMSG" else 0
-        if not line[1].startswith("r."):
-            if events is not None:
-                events.append((line[1], STAMP.sub(b"", body[:hlen]), body[hlen:-2]))
-            continue
-        out[line[1]] = json.loads(body[hlen:-2])
-        if events is not None:
-            events.append(line[1])
-    return out
-
-
 async def run_traffic(
     url: str, rounds: list[list[tuple[str, bytes | None]]], republish: bool, transform: bool = False
 ) -> list[Any]:
@@ -130,7 +105,7 @@ async def run_traffic(
         if transform:  # (e.k0 stored as e.t0, the rest as they are)
             cfg["subject_transform"] = {"src": "e.k0", "dest": "e.t0"}
         writer.write(f"PUB $JS.API.STREAM.CREATE.E r.create {len(json.dumps(cfg))}\r\n{json.dumps(cfg)}\r\n".encode())
-        assert "error" not in (await _read_msgs(reader, 1))["r.create"]
+        assert "error" not in (await read_replies(reader, 1))["r.create"]
         answers: list[Any] = []
         events: list[Any] = []
         n = 0
@@ -141,12 +116,12 @@ async def run_traffic(
                 data += frame(subject, f"r.{n}", hdr, payload)
                 n += 1
             writer.write(bytes(data))
-            got = await _read_msgs(reader, len(msgs), events)
+            got = await read_replies(reader, len(msgs), events)
             answers += [got[f"r.{i}"] for i in range(n - len(msgs), n)]
         subjects = [subject for msgs in rounds for subject, _ in msgs]
         copies = sum(1 for a, subject in zip(answers, subjects, strict=True) if "error" not in a and subject.count(".") == 1)
         while republish and sum(isinstance(e, tuple) for e in events) < copies:  # the last copies
-            await _read_msgs(reader, 1, events)
+            await read_replies(reader, 1, events)
         return [answers, await _contents(reader, writer, "E"), events]
     finally:
         writer.close()
@@ -159,7 +134,7 @@ async def _contents(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
     while True:
         body = json.dumps({"seq": seq})
         writer.write(f"PUB $JS.API.STREAM.MSG.GET.{stream} r.get{seq} {len(body)}\r\n{body}\r\n".encode())
-        got = (await _read_msgs(reader, 1))[f"r.get{seq}"]
+        got = (await read_replies(reader, 1))[f"r.get{seq}"]
         if "error" in got:
             return out
         m = got["message"]

@@ -19,20 +19,18 @@ import asyncio
 import base64
 import json
 import random
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.jetstream.scale_steps import count_calls, embedded
-from tests.server.runs_world import frame
+from tests.server.runs_world import STAMP, frame, read_replies
 from tests.support.targets import NATS_SERVER, make_target
 
 from pyjetstream.server.jetstream import ingest_rules
 from pyjetstream.server.jetstream.store.indexed import IndexedStore
 from pyjetstream.server.jetstream.stream_ingest import StreamIngest
 
-STAMP = re.compile(rb"Nats-Time-Stamp: [^\r]*\r\n")
 STREAMS = [
     {"name": "A", "subjects": ["a.>"], "republish": {"src": "a.*", "dest": "b.{{wildcard(1)}}"}},
     {"name": "B", "subjects": ["b.>"], "max_msgs_per_subject": 1},
@@ -93,23 +91,10 @@ def traffic(seed: int, reads: int, per_read: int) -> list[list[tuple[str, bytes 
     return out
 
 
-async def _replies(reader: asyncio.StreamReader, count: int) -> dict[str, Any]:
-    """``count`` replies (on ``r.*``) by reply subject, their payloads as JSON."""
-    out: dict[str, Any] = {}
-    while len(out) < count:
-        line = (await asyncio.wait_for(reader.readline(), 20)).decode().split()
-        if line[0] not in ("MSG", "HMSG"):
-            continue
-        body = await reader.readexactly(int(line[-1]) + 2)
-        hlen = int(line[-2]) if line[0] == "HMSG" else 0
-        out[line[1]] = json.loads(body[hlen:-2])
-    return out
-
-
 async def _request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, subject: str, body: Any) -> Any:
     data = json.dumps(body)
     writer.write(f"PUB {subject} r.req {len(data)}\r\n{data}\r\n".encode())
-    return (await _replies(reader, 1))["r.req"]
+    return (await read_replies(reader, 1))["r.req"]
 
 
 async def _contents(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stream: str) -> list[Any]:
@@ -146,7 +131,7 @@ async def run_traffic(url: str, reads: list[list[tuple[str, bytes | None]]]) -> 
                 data += frame(subject, f"r.{n}", hdr, payload)
                 n += 1
             writer.write(bytes(data))
-            got = await _replies(reader, len(msgs))
+            got = await read_replies(reader, len(msgs))
             answers += [got[f"r.{i}"] for i in range(n - len(msgs), n)]
         copies = sum(1 for msgs in reads for subject, _ in msgs if subject.startswith("a."))
         for _ in range(200):  # (the copies are at most once: wait until B has them all)
@@ -215,7 +200,7 @@ def test_a_read_republished_into_a_limited_stream_takes_no_process_at_either_siz
                 store.clear()
                 rng = random.Random(size)
                 writer.write(b"".join(b"PUB a.%d r.%d 1\r\nx\r\n" % (rng.randrange(size), i) for i in range(200)))
-                await _replies(reader, 200)
+                await read_replies(reader, 200)
                 sent += 200
                 await _wait_copies(reader, writer, sent)
                 out.append({"process": ingest["process"], "store_msg": store["store_msg"]})

@@ -299,3 +299,28 @@ def frame(subject: str, reply: str, hdr: bytes | None, payload: bytes) -> bytes:
 
 def request(subject: str, reply: str, body: dict[str, Any]) -> bytes:
     return frame(subject, reply, None, json.dumps(body).encode())
+
+
+#: A header block's ``Nats-Time-Stamp`` line (each server stamps its own time).
+STAMP = re.compile(rb"Nats-Time-Stamp: [^\r]*\r\n")
+
+
+async def read_replies(reader: asyncio.StreamReader, count: int, events: list[Any] | None = None) -> dict[str, Any]:
+    """``count`` replies (MSG / HMSG on ``r.*``, read off a raw connection) by reply subject, their
+    payloads as JSON; any other message (a republished copy, its ``Nats-Time-Stamp`` taken out) and
+    each reply's subject go to ``events`` in the order they came."""
+    out: dict[str, Any] = {}
+    while len(out) < count:
+        line = (await asyncio.wait_for(reader.readline(), 20)).decode().split()
+        if line[0] not in ("MSG", "HMSG"):
+            continue
+        body = await reader.readexactly(int(line[-1]) + 2)
+        hlen = int(line[-2]) if line[0] == "HMSG" else 0
+        if not line[1].startswith("r."):
+            if events is not None:
+                events.append((line[1], STAMP.sub(b"", body[:hlen]), body[hlen:-2]))
+            continue
+        out[line[1]] = json.loads(body[hlen:-2])
+        if events is not None:
+            events.append(line[1])
+    return out
