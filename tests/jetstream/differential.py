@@ -326,21 +326,27 @@ def _label(step: Step) -> str:
 
 
 async def reset(client: RawNats, target: Target | None = None) -> None:
-    """Delete every stream so each case starts from an empty account, then wait until the
-    deleted streams' directories are gone from ``target``'s store. nats-server 2.15 renames a
+    """Delete every stream so each case starts from an empty account, waiting, before and after,
+    until no deleted stream's directory is left in ``target``'s store. nats-server 2.15 renames a
     deleted stream's directory to ``.<name>`` and removes it in a goroutine (filestore.go
     ``Delete``); a second delete of the same name before that removal ends cannot rename (the
     dot-directory is still there), leaves the blocks in place, and the next create of that name
-    recovers them (a "new" stream with the last case's messages, seen under load)."""
+    recovers them (a "new" stream with the last case's messages, seen under load). The wait
+    before covers a delete made since the last reset (a restore's, a test's own); delete, create,
+    delete at once recovered the first stream's messages in 23-48 of 200 tries at load 16."""
     names = (await client.request("$JS.API.STREAM.NAMES", b"", timeout=10)).json().get("streams") or []
+    if target is not None:
+        await removals_done(target)
     for name in names:
         await client.request(f"$JS.API.STREAM.DELETE.{name}", b"", timeout=10)
     if target is not None:
-        await _removals_done(target.store_dir)
+        await removals_done(target)
 
 
-async def _removals_done(store: Path, timeout: float = 30.0) -> None:
-    """Until no ``streams/.<name>`` directory (a deletion still being removed) is left."""
+async def removals_done(target: Target, timeout: float = 30.0) -> None:
+    """Until no ``streams/.<name>`` directory (a deletion still being removed) is left in
+    ``target``'s store: before a delete of a name deleted a moment ago (see `reset`)."""
+    store = target.store_dir
     deadline = asyncio.get_running_loop().time() + timeout
     while _being_removed(store):
         if asyncio.get_running_loop().time() > deadline:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from tests.jetstream import pair_fixtures
-from tests.jetstream.differential import api_request, first_difference, pipelined, pub, req, run_case
+from tests.jetstream.differential import api_request, first_difference, pipelined, pub, req, reset, run_case
 from tests.jetstream.rawnats import RawMsg, RawNats, headers
 from tests.support.targets import Target
 
@@ -277,8 +277,7 @@ async def _split_run(target: Target, cut: int) -> list[Any]:
     first five are answered (so the server reads them apart); then the answers and the state."""
     c = await RawNats.connect(target.url)
     try:
-        for name in (await c.request("$JS.API.STREAM.NAMES", b"", timeout=10)).json().get("streams") or []:
-            await c.request(f"$JS.API.STREAM.DELETE.{name}", b"", timeout=10)
+        await reset(c, target)  # (else the delete below may not remove the last run's blocks)
         body = json.dumps({"name": "S", "subjects": ["s.>"], **DW}).encode()
         await api_request(c, "$JS.API.STREAM.CREATE.S", body, target)
         loop = asyncio.get_running_loop()

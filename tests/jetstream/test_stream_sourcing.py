@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from tests.jetstream import pair_fixtures
 from tests.jetstream.consumer_helpers import RawClient, headers, wait_for
-from tests.jetstream.differential import first_difference, req, run_case
+from tests.jetstream.differential import first_difference, removals_done, req, run_case
 from tests.support.targets import EMBEDDED, KINDS, NATS_SERVER, Target, make_target
 
 from pyjetstream.api.models_common import ExternalStream, SubjectTransformConfig
@@ -52,18 +52,22 @@ SYNC_TIMEOUT = 30.0  # generous: 2 cores, heavily loaded; a missing origin is re
 async def pair_clients(target_pair: dict[str, Target]) -> AsyncIterator[dict[str, RawClient]]:
     """A client per target of the module's pair, on an account without streams."""
     clients = {kind: await RawClient.connect(target.url) for kind, target in target_pair.items()}
-    for c in clients.values():
-        await _delete_all(c)
+    for kind, c in clients.items():
+        await _delete_all(c, target_pair[kind])
     yield clients
-    for c in clients.values():
-        await _delete_all(c)
+    for kind, c in clients.items():
+        await _delete_all(c, target_pair[kind])
         await c.close()
 
 
-async def _delete_all(c: RawClient) -> None:
+async def _delete_all(c: RawClient, target: Target) -> None:
+    """Every stream deleted, with nats-server's removals of deleted directories done before and
+    after (`differential.reset`: else a delete of a name deleted a moment ago leaves its blocks)."""
     names = (await c.api("$JS.API.STREAM.NAMES")).get("streams") or []
+    await removals_done(target)
     for name in names:
         await c.api(f"$JS.API.STREAM.DELETE.{name}")
+    await removals_done(target)
 
 
 async def create(c: RawClient, name: str, **cfg: Any) -> dict[str, Any]:
