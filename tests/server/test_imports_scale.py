@@ -19,6 +19,7 @@ from typing import Any
 
 import nats
 import pytest
+from tests.support.natspy import subscriptions_live
 
 from pyjetstream.protocol.subjects import subject_matches
 from pyjetstream.server import imports as imports_module
@@ -136,7 +137,7 @@ async def _publish_steps(n: int, prefix: bool) -> tuple[float, float, int]:
                 got.append(msg.subject)
 
             await imp.subscribe("*.s.>" if prefix else "s.>", cb=take)
-            await imp.flush()
+            await subscriptions_live(imp)  # (the exporter's client publishes next)
             sublists = [account.sublist for account in server.accounts.values()]
             matches, misses = sum(sl.matches for sl in sublists), sum(sl.cache_misses for sl in sublists)
             k = 200
@@ -200,7 +201,7 @@ async def _received(copies: bool, seed: int, monkeypatch: pytest.MonkeyPatch) ->
                     inbox.append((msg.subject, msg.reply, msg.data, msg.headers))
 
                 await imp.subscribe(subject, cb=take)
-            await imp.flush()
+            await subscriptions_live(imp)  # (the exporter's client publishes next)
             rng = random.Random(seed)
             for j in range(300):
                 subject = rng.choice(["s.1", "s.2", "s.3.a", "s.3.b", "s.4", "s.5"])
@@ -241,7 +242,7 @@ async def _request_steps(n: int) -> tuple[float, float]:
                 await msg.respond(b"ok")
 
             await exp.subscribe("svc.>", cb=respond)
-            await exp.flush()
+            await subscriptions_live(exp)  # (the importer's client asks next)
             asked = [f"svc.{i * n // 50}" for i in range(50)]
             for subject in asked:
                 assert (await imp.request(subject, b"q", timeout=5)).data == b"ok"
