@@ -64,13 +64,17 @@ def _varz(target: Target) -> dict:
 def test_slow_consumer_is_cut_and_others_are_not(start_server: StartServer) -> None:
     # Both servers stall the producer only a few milliseconds per read while a consumer is behind,
     # so the cut comes from max_pending or the write deadline (nats-server's blocked write usually
-    # hits it first). Both leave room for the fast reader, a thread of a process on a loaded machine.
+    # hits it first). The publisher sends the next piece only once the fast reader (a thread of a
+    # process on a loaded machine) has all but WINDOW of what was sent: a reader that keeps up is
+    # one that is never further behind, however the machine schedules it. (The 12 MB sent at once
+    # outran a reader paused 0.1 s: both servers then cut it at max_pending, flaky under load.)
     target = start_server(
         jetstream=False, max_pending=1024 * 1024, max_payload=64 * 1024, write_deadline="1s", http_port=-1
     )
     payload = b"x" * 8192
-    count = 1500  # 12 MB: far beyond max_pending plus what the kernel buffers
+    count, piece = 1500, 16  # 12 MB in 131 kB pieces: far beyond max_pending plus what the kernel buffers
     frame = b"MSG data 1 8192\r\n" + payload + b"\r\n"
+    window = len(frame) * piece  # 131 kB, an eighth of max_pending
 
     # A consumer that never reads, with a tiny receive window.
     slow = RawClient(target.port, rcvbuf=4096)
@@ -82,30 +86,47 @@ def test_slow_consumer_is_cut_and_others_are_not(start_server: StartServer) -> N
     out, _ = fast.exchange(b"SUB data 1\r\n")
     assert out == b"PONG\r\n"
     received = bytearray()
-    fast_done = threading.Event()
+    progress = threading.Condition()
 
     def read_fast() -> None:
         expected = len(frame) * count
-        while len(received) < expected:
+        fast.sock.settimeout(60)  # (the last read's deadline was left on the socket)
+        # (The server's first PING may come between two messages, or after the last.)
+        while len(received) < expected or not received.endswith((frame, b"\r\nPING\r\n")):
             try:
                 data = fast.sock.recv(1 << 20)
             except OSError:
                 break
             if not data:
                 break
-            received.extend(data)
-        fast_done.set()
+            with progress:
+                received.extend(data)
+                progress.notify_all()
+        with progress:
+            progress.notify_all()
 
     reader = threading.Thread(target=read_fast, daemon=True)
     reader.start()
 
-    pub = RawClient.connected(target.port)
-    pub.send((b"PUB data 8192\r\n" + payload + b"\r\n") * count)
-    out, closed = pub.exchange(b"")
-    assert (out, closed) == (b"PONG\r\n", False)  # the publisher is not affected
+    def has_read(size: int) -> None:
+        with progress:
+            done = progress.wait_for(lambda: len(received) >= size or not reader.is_alive(), timeout=60)
+        assert done and reader.is_alive(), f"the fast reader stopped at {len(received)} bytes"
 
-    assert fast_done.wait(30)
-    assert bytes(received) == frame * count  # every message, in order, for the fast consumer
+    pub = RawClient.connected(target.port)
+    for sent in range(0, count, piece):
+        has_read(len(frame) * sent - window)
+        pub.send((b"PUB data 8192\r\n" + payload + b"\r\n") * min(piece, count - sent))
+    out, closed = pub.exchange(b"", timeout=30)
+    # The publisher is not affected (the server's first PING comes 2 s after CONNECT: on a loaded
+    # machine it may come before the PONG).
+    assert (out.replace(b"PING\r\n", b""), closed) == (b"PONG\r\n", False)
+
+    reader.join(60)
+    assert not reader.is_alive()
+    # Every message, in order, for the fast consumer (and the server's first PING, 2 s after
+    # CONNECT, when it took longer than that).
+    assert bytes(received).replace(b"PING\r\n", b"", 1) == frame * count
 
     # The slow consumer was disconnected: reading it drains what was in flight, then ends.
     rest = slow.read_until_closed(timeout=30)
