@@ -77,7 +77,7 @@ Dimensions (``--dim``; sizes in the normal run):
 More dimensions — ``streams``, ``sources``, ``watchers``, ``filters``, ``objects``, ``ephemerals``,
 ``queue``, ``subjects2``, ``deletes``, ``pauses``, ``kvhist``, ``interest``, ``buckets``, ``expiry``,
 ``monitor``, ``jsz``, ``objstore``, ``mappings``, ``imports``, ``sysreq``, ``kvops``, ``nsources``,
-``dgroup``, ``kvbuckets``, ``ordered``, ``republish`` and the restarts ``rconsumers``, ``rkeys``, ``rstreams``, ``racks``:
+``dgroup``, ``kvbuckets``, ``ordered``, ``republish``, ``accounts`` and the restarts ``rconsumers``, ``rkeys``, ``rstreams``, ``racks``:
 shapes users run that the ones above do not name — are in ``bench/scale_more.py`` (its doc says what
 each measures), run and printed the same way.
 

@@ -512,7 +512,10 @@ def server_cpu(target: Target) -> float:
 
 
 def server_rss_mib(target: Target) -> float:
-    """The server process's resident memory (VmRSS) in MiB."""
+    """The server process's resident memory (VmRSS) in MiB (0 when it is not running: a restart
+    that failed, whose error the operation's figure gives)."""
+    if target.process is None:
+        return 0.0
     for line in Path(f"/proc/{target.process.pid}/status").read_text().splitlines():  # type: ignore[union-attr]
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024

@@ -90,6 +90,12 @@ every dimension, without ``--dim``, runs these too).
   stream republishing them into a stream that keeps one message a subject (``max_msgs_per_subject:
   1``: each copy replaces its subject's last), until every copy is stored; of a stream republishing
   to no stream; straight into a stream keeping one a subject (per publish).
+- ``accounts`` (100 / 1k / 10k config-file accounts, each with a user and JetStream, a system account
+  ``SYS``; session 15): CONNECT + PING + close as the last account's user (per connection), a publish
+  in one account to its subscriber, into its stream (pipelined, and one at a time: per publish), its
+  ``$JS.API.INFO``, a stream created and deleted in it (per pair), ``$SYS.REQ.SERVER.PING.STATSZ`` and
+  ``$SYS.REQ.ACCOUNT.<last>.CONNZ`` (per request), a restart until the last account's user stores a
+  message (per account).
 - restarts beyond messages (``messages`` and ``gaps`` restart a stream of messages): a clean stop and a
   ``kill -9``, each until the new process answers for all of the state, per unit of it (the new
   process's CPU until then; resident memory after): ``rconsumers`` (100 / 1k / 10k durable pull
@@ -114,6 +120,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import tests.support.targets as bs_targets
 
 import bench_scale as bs
 from bench_scale import (
@@ -1570,6 +1578,101 @@ def ops_republish() -> list[Op]:
         Op("limit", "publish into a max_msgs_per_subject 1 stream", "publish", _pub_random("rk")),
     ]  # fmt: skip
 
+# ---- session 15 (accounts8): many accounts on one server
+
+# A server of 10,000 accounts (JetStream in each) starts in ~6 s of CPU, and in 20 s or more of
+# wall at a load of 10-16 (a store directory made for each account): wait for it as long.
+bs_targets.START_TIMEOUT = max(bs_targets.START_TIMEOUT, 120.0)
+
+
+def _account_settings(n: int) -> dict[str, Any]:
+    """``n`` config-file accounts ``A<i>``, each with a user ``u<i>`` (password ``p<i>``) and JetStream
+    enabled, a system account ``SYS`` (user ``sys``); connections without credentials are the last
+    account's user (``no_auth_user``), so that the driver's own connections work in ``A<n-1>``."""
+    accounts: dict[str, Any] = {"SYS": {"users": [{"user": "sys", "password": "sys"}]}}
+    for i in range(n):
+        accounts[f"A{i}"] = {"users": [{"user": f"u{i}", "password": f"p{i}"}], "jetstream": "enabled"}
+    return {"accounts": accounts, "system_account": "SYS", "no_auth_user": f"u{n - 1}"}
+
+
+def build_accounts(ctx: Ctx) -> None:
+    """In the last account: stream ``AS`` on ``as.>`` (the restart's readiness), a subscriber on ``ap.>``."""
+    create_stream(ctx, "AS", subjects=["as.>"])
+    sub = ctx.conn()
+    sub.sub("ap.>", 1)
+    sub.flush()
+    ctx.state["sub"] = sub
+
+
+def _connect_last(ctx: Ctx) -> int:
+    """CONNECT with the last account's user and password, PING / PONG, close (per connection)."""
+    k, last = ctx.n(300), ctx.size - 1
+    for _ in range(k):
+        RawConn(ctx.port, user=f"u{last}", password=f"p{last}").close()
+    return k
+
+
+def _stream_requests(ctx: Ctx) -> int:
+    """Publishes into the last account's stream, each waiting for its PubAck (a lone publisher's
+    limit checks: one each, none shared by a run)."""
+    k = ctx.n(2000)
+    answers = ctx.api.requests([(f"as.{j % 100}", P16) for j in range(k)], timeout=max(ctx.left(), 1.0), window=1)
+    if any(b'"seq"' not in a.payload for a in answers):
+        raise RuntimeError(f"publish into AS: {answers[0].payload[:200]!r}")
+    return k
+
+
+def _stream_create_delete(ctx: Ctx) -> int:
+    """A stream created and deleted in the last account (per pair)."""
+    k = ctx.n(100)
+    for _ in range(k):
+        ctx.api.api("STREAM.CREATE.AX", {"name": "AX", "subjects": ["ax.>"], "storage": "file"})
+        ctx.api.api("STREAM.DELETE.AX")
+    return k
+
+
+def _sys_request(subject: Callable[[Ctx], str], count: int) -> Callable[[Ctx], int]:
+    """``count`` requests of the system account's user, one in flight (per request)."""
+
+    def run(ctx: Ctx) -> int:
+        k = ctx.n(count)
+        conn = ctx.state.get("sys")
+        if conn is None:
+            conn = ctx.state["sys"] = ctx.conn(mode="frames", user="sys", password="sys")
+        answers = conn.requests([(subject(ctx), b"")] * k, timeout=max(ctx.left(), 1.0), window=1)
+        if any(b'"error"' in a.payload[:200] or not a.payload for a in answers):
+            raise RuntimeError(f"{subject(ctx)}: {answers[0].payload[:200]!r}")
+        return k
+
+    return run
+
+
+def _stored_in_last(ctx: Ctx) -> bool:
+    """A user of the last account publishes into its stream and gets the PubAck."""
+    conn = ctx.conn(mode="frames", user=f"u{ctx.size - 1}", password=f"p{ctx.size - 1}")
+    frame = conn.request("as.ready", b"x", timeout=5.0)
+    return b'"stream":"AS"' in frame.payload
+
+
+def ops_accounts() -> list[Op]:
+    return [
+        Op("connect", "connect + auth + close (a user of the last account)", "connection", _connect_last),
+        Op("pub", "publish in one account (its subscriber)", "publish",
+           _pub_mapped(lambda c, j: f"ap.{{tag}}{j % 100}", 20_000)),
+        Op("js_pub", "publish into a stream of one account", "publish",
+           lambda c: c.publish(pubs(f"as.{j % 100}" for j in range(c.n(20_000))), c.n(20_000))),
+        Op("js_req", "publish into a stream of one account, one at a time", "publish", _stream_requests),
+        Op("js_info", "$JS.API.INFO in one account", "request", _account_info),
+        Op("stream_cd", "stream create + delete in one account", "pair", _stream_create_delete),
+        Op("statsz", "$SYS.REQ.SERVER.PING.STATSZ", "request",
+           _sys_request(lambda c: "$SYS.REQ.SERVER.PING.STATSZ", 1000)),
+        Op("acc_connz", "$SYS.REQ.ACCOUNT.<last>.CONNZ", "request",
+           _sys_request(lambda c: f"$SYS.REQ.ACCOUNT.A{c.size - 1}.CONNZ", 1000)),
+        Op("restart", "restart (until the last account's user stores a message)", "account",
+           lambda c: (c.restart_until(False, lambda: _stored_in_last(c)), c.size)[1], once=True, restart=True),
+    ]  # fmt: skip
+
+
 def _answers(ctx: Ctx, api: str, want: dict[str, Any], body: dict[str, Any] | None = None) -> bool:
     """Whether ``$JS.API.<api>`` answers with each of ``want``'s dotted fields at its value."""
     info = ctx.api.api(api, body, timeout=max(ctx.left(), 1.0), check=False)
@@ -1716,6 +1819,8 @@ def explore6_dimensions() -> list[Dimension]:
                   [1000, 10_000, 100_000], build_ordered, ops_ordered()),
         Dimension("republish", "subjects republished into a stream keeping one a subject", [1000, 10_000, 100_000],
                   [100, 1000, 10_000], build_republish, ops_republish()),
+        Dimension("accounts", "config-file accounts, a user and JetStream each", [100, 1000, 10_000],
+                  [10, 100, 1000], build_accounts, ops_accounts(), sized_settings=_account_settings),
     ]  # fmt: skip
 
 
@@ -1808,6 +1913,7 @@ def more_dimensions() -> list[Dimension]:
     for dim in dims:
         for op in dim.ops:
             op.repeat = op.key in repeat or dim.key in ("monitor", "jsz", "sysreq", "kvops")
+            op.repeat = op.repeat or (dim.key == "accounts" and op.key != "restart")
             op.repeat = op.repeat or (dim.key == "nsources" and op.key != "pub_sourced")
     return dims + more_restart_dimensions()
 

@@ -261,6 +261,15 @@ class _FakeEngine:
     def signal_pull_consumers(self) -> None:
         """Server.shutdown tells an engine's waiting pull requests first (92090d8): none here."""
 
+    # The server's JetStream (`engine.ServerJetStream`) keeps its engines by account, their usage summed.
+    account_name = "$G"
+
+    def cached_usage(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def usage_is_estimate(self) -> bool:
+        return False
+
 
 async def test_jetstream_engine_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
     import pyjetstream.server.accounts

@@ -318,6 +318,7 @@ class Account:
         engine = JetStreamEngine(self)
         await engine.start()
         self.jetstream = engine
+        self.server.js.add(engine)
         domain = getattr(engine, "domain", "")  # (an engine stand-in may have none)
         if domain:  # nats-server enableAllJetStreamServiceImportsAndMappings
             self._add_domain_mappings(domain)

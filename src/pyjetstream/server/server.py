@@ -72,6 +72,7 @@ from pyjetstream.server.auth import Authenticator, new_nonce
 from pyjetstream.server.client import ClientConnection, ClosedReason
 from pyjetstream.server.ids import new_server_id
 from pyjetstream.server.imports import link_imports
+from pyjetstream.server.jetstream.engine import ServerJetStream
 from pyjetstream.server.log import get_logger
 from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions
@@ -131,6 +132,7 @@ class Server:
         self.authenticator = Authenticator(opts)
         #: Accounts by name: ``$G`` (users without an account), ``$SYS`` and the configured ones.
         self.accounts: dict[str, Account] = {}
+        self.js = ServerJetStream()  # the JetStream accounts' engines, their usage summed (``s.js``)
         #: The system imports of every account (``sys_imports``), set up by start().
         self.system_imports: SystemImports | None = None
         self.global_account = self._add_account(GLOBAL_ACCOUNT)
@@ -177,8 +179,7 @@ class Server:
         self._done: asyncio.Event | None = None
         self._draining: set[ClientConnection] = set()
         self._drained = asyncio.Event()
-        self.port = 0
-        self.http_port = 0
+        self.port = self.http_port = 0
         #: The TLS context for client connections (from options.tls), set by start().
         self.ssl_context: ssl.SSLContext | None = None
         #: While a client's read is processed (:meth:`begin_read`): the connections given output
@@ -228,16 +229,15 @@ class Server:
         account's that has one; ``None`` when JetStream is off."""
         if self.global_account.jetstream is not None:
             return self.global_account.jetstream
-        engines = self.jetstream_engines()
-        return engines[0] if engines else None
+        return self.js.first()
 
     @property
     def jetstream_enabled(self) -> bool:
         return self.jetstream is not None
 
     def jetstream_engines(self) -> list[Any]:
-        """Every account's engine, in account order."""
-        return [a.jetstream for a in self.accounts.values() if a.jetstream is not None]
+        """Every account's engine, in the order they started (account order)."""
+        return list(self.js.engines.values())
 
     # ------------------------------------------------------------------- accounts
 
@@ -530,7 +530,8 @@ class Server:
         self.logger.info("Initiating JetStream Shutdown...")
         for account in self.accounts.values():
             await account.stop_jetstream()
-            if disable:
+            if disable and account.jetstream is not None:
+                self.js.remove(account.jetstream)
                 account.jetstream = None
                 account.stop_disabled_api()
         if disable:

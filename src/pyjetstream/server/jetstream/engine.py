@@ -56,6 +56,9 @@ DEFAULT_STORAGE_FRACTION = 0.75
 FALLBACK_MAX_MEMORY = 256 * 1024 * 1024
 FALLBACK_MAX_STORAGE = 1024**4
 DEFAULT_SYNC_INTERVAL = 120.0
+#: `ServerJetStream` keeps the server's usage as running sums; False: each read walks every
+#: account's engine (the general path; the differential test proves the same answers either way).
+TOTALS = True
 # Most a store adds to subject + headers + payload for one message (file store: 30 + 4 with headers).
 RECORD_OVERHEAD_BOUND = 34
 
@@ -105,10 +108,9 @@ class JetStreamEngine:
         self._sync_timer: asyncio.TimerHandle | None = None
         self._usage_cache: tuple[int, int] | None = None
         self._usage_estimated = False
-        # The server's accounts (by name; each has .jetstream), for the server-wide limits.
-        self._server_accounts: dict[str, Any] | None = getattr(
-            getattr(server, "server", None), "accounts", None
-        )
+        #: The server's JetStream (`ServerJetStream`: every account's engine and their
+        #: usage summed) once this engine is one of them; ``None``: an engine alone.
+        self.totals: ServerJetStream | None = None
         self.started = False
         #: The push consumers' deliver-subject interest watch (`push_delivery.DeliverInterest`),
         #: made at the first push consumer.
@@ -140,7 +142,8 @@ class JetStreamEngine:
         that is cheap on the publish path, see `note_write`)."""
         if exact and self._usage_estimated:
             self.account_usage_changed()
-        if self._usage_cache is None:
+        cached = self._usage_cache
+        if cached is None:
             memory = storage = 0
             for stream in self.streams.values():
                 used = stream.store.totals()[1]
@@ -148,20 +151,33 @@ class JetStreamEngine:
                     memory += used
                 else:
                     storage += used
-            self._usage_cache = (memory, storage)
+            cached = self._usage_cache = (memory, storage)
+            if self.totals is not None:
+                self.totals.changed(self, None, cached, False)
+        return cached
+
+    def cached_usage(self) -> tuple[int, int] | None:
+        """The usage as last counted (an upper bound when `usage_is_estimate`), ``None`` if not known."""
         return self._usage_cache
 
+    def usage_is_estimate(self) -> bool:
+        return self._usage_estimated
+
     def account_usage_changed(self) -> None:
-        self._usage_cache = None
+        old, self._usage_cache = self._usage_cache, None
         self._usage_estimated = False
+        if self.totals is not None and old is not None:
+            self.totals.changed(self, old, None, False)
 
     def usage_dropped(self) -> None:
         """A message was removed (an ack on an interest or work-queue stream): the cached usage
         is still an upper bound, so it stays, marked as an estimate (counted exactly only where
         a limit check on it fails, as after `note_write`), instead of every stream's state being
         summed again on the next publish (nats-server keeps the account's usage by deltas)."""
-        if self._usage_cache is not None:
+        if self._usage_cache is not None and not self._usage_estimated:
             self._usage_estimated = True
+            if self.totals is not None:
+                self.totals.changed(self, self._usage_cache, self._usage_cache, True)
 
     def note_write(self, storage: StorageType, size: int) -> None:
         """A message of about ``size`` bytes was stored: keep the cached usage as an upper bound
@@ -172,9 +188,13 @@ class JetStreamEngine:
             size += RECORD_OVERHEAD_BOUND
             if storage == StorageType.MEMORY:
                 self._usage_cache = (cached[0] + size, cached[1])
+                index = 0
             else:
                 self._usage_cache = (cached[0], cached[1] + size)
+                index = 1
             self._usage_estimated = True
+            if self.totals is not None:
+                self.totals.grew(self, index, size)
 
     def note_writes(self, storage: StorageType, count: int, size: int) -> None:
         """`note_write` for ``count`` messages of ``size`` bytes (subject and payload)
@@ -218,14 +238,8 @@ class JetStreamEngine:
             else:
                 own, limit, index, server_limit = cached[1], self.limits.max_store, 1, self.max_storage
             if limit < 0 or own + record <= limit:
-                total = own
-                accounts = self._server_accounts
-                if accounts is not None:
-                    for account in accounts.values():
-                        engine = account.jetstream
-                        if engine is not None and engine is not self:
-                            total += engine.usage(False)[index]
-                if total <= server_limit:
+                totals = self.totals
+                if (own if totals is None else own + totals.others(self, index, False)) <= server_limit:
                     return None
         error = self._over_limits(storage, record, exact=False)
         if error is not None and self._usage_estimated:  # the estimate may be high: count exactly
@@ -246,19 +260,11 @@ class JetStreamEngine:
         return None
 
     def _server_usage(self, index: int, own: int, exact: bool) -> int:
-        """What all accounts store of one kind (0 memory, 1 file); the server limits are shared.
-
-        On every publish: one pass over the server's accounts, no list or generator built
-        (nats-server keeps server-wide totals; the per-account figures here are cached)."""
-        accounts = self._server_accounts
-        if accounts is None:
-            return own
-        total = own
-        for account in accounts.values():
-            engine = account.jetstream
-            if engine is not None and engine is not self:
-                total += engine.usage(exact)[index]
-        return total
+        """What all accounts store of one kind (0 memory, 1 file); the server limits are shared:
+        ``own`` and the other engines' (`ServerJetStream.others`: running sums, as nats-server's
+        ``js.memUsed`` / ``js.storeUsed``, not a pass over every account)."""
+        totals = self.totals
+        return own if totals is None else own + totals.others(self, index, exact)
 
     def set_limits(self, limits: AccountJetStreamLimits) -> None:
         """Take the account's (new) limits; without an R1 tier nothing can be stored (nothing
@@ -653,3 +659,126 @@ def _seq_ranges(seqs: list[int], most: int = 8) -> str:
 
 def _name_of(stream: Stream) -> str:
     return stream.name
+
+
+class ServerJetStream:
+    """The JetStream accounts of one server and what they store together.
+
+    nats-server keeps one ``jetStream`` per server (``s.js``): the JetStream accounts
+    (``js.accounts``) and the server-wide usage (``js.memUsed`` / ``js.storeUsed``), each account's
+    delta added as it stores or removes (``jsAccount.updateUsage``), so that the server-wide limit
+    check of a publish (``jsAccount.limitsExceeded`` -> ``js.limitsExceeded``) and the question "is
+    JetStream on" (``JetStreamEnabled``) cost the same beside 10 and 10,000 accounts.
+
+    Ours asked every account instead: `Server.jetstream` built the list of every account's engine
+    when the global account had none (each CONNECT's INFO, each ``$SYS`` answer), and a publish's
+    check of ``max_memory_store`` / ``max_file_store`` summed every other account's usage
+    (`JetStreamEngine.check_account_limits`): 10,000 steps a publish beside 10,000 accounts. This
+    holds the engines (added when an account's JetStream starts, removed when it is disabled) and
+    the sum of their cached usage (`JetStreamEngine.usage`), told of each change of an engine's
+    cache. An engine whose usage is not known (its cache dropped: a stream created, deleted,
+    expired) is counted at the next read, once; one whose cache is an upper bound (written since it
+    was counted) is counted again only by an exact read (a limit exceeded, ``/varz``), as the walk
+    did. The sum is then what the walk (`TOTALS` off) finds, at the cost of the engines that changed
+    since the last read, not of all of them.
+    """
+
+    def __init__(self) -> None:
+        #: The engines by account name, in the order their JetStream started.
+        self.engines: dict[str, JetStreamEngine] = {}
+        #: Memory and file bytes: the sum of every engine's cached usage (none counted as 0).
+        self.used = [0, 0]
+        self._unknown: set[JetStreamEngine] = set()  # no cached usage: counted at the next read
+        self._estimated: set[JetStreamEngine] = set()  # an upper bound: counted at an exact read
+        #: Engines whose usage a read counted or looked at (a step count: a test's).
+        self.counted = 0
+
+    def first(self) -> JetStreamEngine | None:
+        """An engine for server-wide questions (the one started first), ``None`` when there is none."""
+        for engine in self.engines.values():
+            return engine
+        return None
+
+    # ------------------------------------------------------------------ membership
+
+    def add(self, engine: JetStreamEngine) -> None:
+        """An account's JetStream started: its usage counts from now on."""
+        self.engines[engine.account_name] = engine
+        engine.totals = self
+        self.changed(engine, None, engine.cached_usage(), engine.usage_is_estimate())
+
+    def remove(self, engine: JetStreamEngine) -> None:
+        """An account's JetStream was disabled: its usage no longer counts."""
+        if self.engines.get(engine.account_name) is not engine:
+            return
+        del self.engines[engine.account_name]
+        self.changed(engine, engine.cached_usage(), None, False)
+        self._unknown.discard(engine)
+        engine.totals = None
+
+    # ------------------------------------------------------------------ an engine's cache
+
+    def changed(
+        self, engine: JetStreamEngine, old: tuple[int, int] | None, new: tuple[int, int] | None, estimated: bool
+    ) -> None:
+        """``engine``'s cached usage went from ``old`` to ``new`` (``None``: not known)."""
+        used = self.used
+        if old is not None:
+            used[0] -= old[0]
+            used[1] -= old[1]
+        if new is None:
+            self._unknown.add(engine)
+            self._estimated.discard(engine)
+            return
+        self._unknown.discard(engine)
+        used[0] += new[0]
+        used[1] += new[1]
+        if estimated:
+            self._estimated.add(engine)
+        else:
+            self._estimated.discard(engine)
+
+    def grew(self, engine: JetStreamEngine, index: int, size: int) -> None:
+        """A write: ``engine``'s cached usage of one kind (0 memory, 1 file) grew by ``size``, an
+        upper bound from now on (`JetStreamEngine.note_write`)."""
+        self.used[index] += size
+        self._estimated.add(engine)
+
+    # ------------------------------------------------------------------ reads
+
+    def others(self, engine: JetStreamEngine, index: int, exact: bool) -> int:
+        """What every engine but ``engine`` uses of one kind (0 memory, 1 file): the sum of their
+        ``usage(exact)``, as the walk of `TOTALS` off finds it."""
+        if not TOTALS:
+            total = 0
+            for other in self.engines.values():
+                if other is not engine:
+                    self.counted += 1
+                    total += other.usage(exact)[index]
+            return total
+        self._settle(exact)
+        own = engine.cached_usage() if engine.totals is self else None
+        return self.used[index] - (own[index] if own is not None else 0)
+
+    def total(self) -> tuple[int, int]:
+        """Memory and file bytes of every engine, counted exactly (``/varz``, STATSZ, ``/jsz``)."""
+        if not TOTALS:
+            memory = storage = 0
+            for engine in self.engines.values():
+                self.counted += 1
+                used = engine.usage()
+                memory += used[0]
+                storage += used[1]
+            return memory, storage
+        self._settle(True)
+        return self.used[0], self.used[1]
+
+    def _settle(self, exact: bool) -> None:
+        """Count the engines whose usage is not known (and, ``exact``, those with an estimate)."""
+        for engine in list(self._unknown):
+            self.counted += 1
+            engine.usage(False)
+        if exact:
+            for engine in list(self._estimated):
+                self.counted += 1
+                engine.usage(True)

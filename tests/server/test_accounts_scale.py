@@ -1,0 +1,229 @@
+"""Many accounts on one server (issue 24, bench_scale's ``--dim accounts``): what a CONNECT, a
+publish into a stream or a ``$SYS`` request costs does not grow with the accounts configured.
+
+`engine.ServerJetStream` holds the JetStream accounts' engines and their usage summed (nats-server's
+``s.js``: ``js.accounts``, ``js.memUsed`` / ``js.storeUsed``): `Server.jetstream` no longer builds the
+list of every account's engine (each CONNECT's INFO, each ``$SYS`` answer's header), and a publish's
+check of the server-wide ``max_file_store`` / ``max_memory_store`` no longer sums every other
+account's usage. Counted, not timed, on an embedded server in this process: the lines of the
+server's Python run for an operation beside 100 and 1,000 accounts, and the engines a publish's
+limit check counts (`ServerJetStream.counted`). The differential test proves the same answers
+with the running sums on and off (`engine_module.TOTALS`), near the server's limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+import pyjetstream.server as server_package
+from pyjetstream.server.conf.mapping import config_to_options
+from pyjetstream.server.jetstream import engine as engine_module
+from pyjetstream.server.server import Server
+
+SERVER_CODE = str(Path(server_package.__file__).parent)
+
+
+def _config(n: int) -> dict[str, Any]:
+    """``n`` accounts ``A<i>`` with a user ``u<i>`` (password ``p<i>``) and JetStream each, and a
+    system account ``SYS``; no credentials: the last account's user."""
+    accounts: dict[str, Any] = {"SYS": {"users": [{"user": "sys", "password": "sys"}]}}
+    for i in range(n):
+        accounts[f"A{i}"] = {"users": [{"user": f"u{i}", "password": f"p{i}"}], "jetstream": "enabled"}
+    return {"accounts": accounts, "system_account": "SYS", "no_auth_user": f"u{n - 1}"}
+
+
+@asynccontextmanager
+async def _server(n: int, **jetstream: Any) -> AsyncIterator[Server]:
+    with tempfile.TemporaryDirectory() as tmp:
+        opts = config_to_options({**_config(n), "jetstream": {"store_dir": tmp, **jetstream}})
+        opts.host, opts.port = "127.0.0.1", -1
+        server = Server(opts)
+        await server.start()
+        try:
+            yield server
+        finally:
+            await server.shutdown()
+
+
+class _Conn:
+    """A raw client connection in this event loop: requests answered on ``_R.<n>``."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.asked = 0
+
+    @classmethod
+    async def open(cls, port: int, user: str = "", password: str = "") -> _Conn:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        await reader.readline()
+        auth = f',"user":"{user}","pass":"{password}"' if user else ""
+        writer.write(f'CONNECT {{"verbose":false,"protocol":1{auth}}}\r\nSUB _R.* 1\r\nPING\r\n'.encode())
+        await reader.readuntil(b"PONG\r\n")
+        return cls(reader, writer)
+
+    async def request(self, subject: str, payload: bytes = b"") -> bytes:
+        self.asked += 1
+        self.writer.write(f"PUB {subject} _R.{self.asked} {len(payload)}\r\n".encode() + payload + b"\r\n")
+        head = await self.reader.readuntil(b"\r\n")
+        assert head.startswith(b"MSG "), head
+        body = await self.reader.readexactly(int(head.split()[-1]) + 2)
+        return body[:-2]
+
+    async def api(self, subject: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        answer: dict[str, Any] = json.loads(await self.request(f"$JS.API.{subject}", json.dumps(body or {}).encode()))
+        return answer
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def _server_lines(op: Callable[[], Awaitable[Any]]) -> int:
+    """The lines of the server's own Python (``pyjetstream/server``) run while ``op`` runs."""
+    lines = 0
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal lines
+        if event == "line":
+            lines += 1
+        return local
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename.startswith(SERVER_CODE) else None
+
+    sys.settrace(trace)
+    try:
+        await op()
+    finally:
+        sys.settrace(None)
+    return lines
+
+
+async def _steps(n: int) -> dict[str, int]:
+    """The server's lines for a CONNECT + PING + close of the last account's user, a publish into
+    its stream (with the PubAck), its ``$JS.API.INFO`` and the system account's ``CONNZ`` of it."""
+    async with _server(n) as server:
+        app = await _Conn.open(server.port)
+        assert "error" not in await app.api("STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        sys_conn = await _Conn.open(server.port, "sys", "sys")
+
+        async def connect() -> None:
+            conn = await _Conn.open(server.port, f"u{n - 1}", f"p{n - 1}")
+            conn.close()
+            for _ in range(5):  # (its close handled)
+                await asyncio.sleep(0)
+
+        async def publish() -> None:
+            assert b'"seq"' in await app.request("s.1", b"hello")
+
+        async def js_info() -> None:
+            assert "error" not in await app.api("INFO")
+
+        async def connz() -> None:
+            assert b"\"connections\"" in await sys_conn.request(f"$SYS.REQ.ACCOUNT.A{n - 1}.CONNZ")
+
+        ops = {"connect": connect, "publish": publish, "js_info": js_info, "connz": connz}
+        for op in ops.values():  # (the first of each imports and caches what it needs)
+            await op()
+        # The fewest of three (a clock cache — a formatted second — may miss once).
+        steps = {name: min([await _server_lines(op) for _ in range(3)]) for name, op in ops.items()}
+        app.close()
+        sys_conn.close()
+        return steps
+
+
+async def test_an_operations_steps_do_not_grow_with_the_accounts() -> None:
+    small, large = await _steps(100), await _steps(1000)
+    for op in small:
+        assert large[op] <= small[op] + 10, (op, small, large)
+
+
+async def _engines_counted(n: int, publishes: int) -> int:
+    """The engines the limit checks of ``publishes`` publishes (one at a time, each acknowledged)
+    counted, after a first one."""
+    async with _server(n) as server:
+        app = await _Conn.open(server.port)
+        assert "error" not in await app.api("STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        await app.request("s.0", b"first")
+        before = server.js.counted
+        for i in range(publishes):
+            assert b'"seq"' in await app.request(f"s.{i}", b"x" * 10)
+        app.close()
+        return server.js.counted - before
+
+
+async def test_a_publish_does_not_count_the_other_accounts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A publish's server-wide limit check reads the running sums: no engine counted beside 100
+    or 1,000 accounts; the walk (`TOTALS` off) counts every other account's engine each time."""
+    assert await _engines_counted(100, 20) == await _engines_counted(1000, 20) == 0
+    monkeypatch.setattr(engine_module, "TOTALS", False)
+    assert await _engines_counted(100, 5) == 5 * 99
+
+
+# ---- the running sums answer as the walk
+
+
+async def _limits_run(seed: int) -> list[Any]:
+    """Three accounts near the server's limits (``max_file_store`` 9,000, ``max_memory_store``
+    6,000 bytes): a seeded run of publishes (one at a time and pipelined), message deletes,
+    purges, stream deletes and creates, acknowledgements of an interest stream in each; each
+    answer (stored, or the error code), and the server's usage after each step as ``/varz``
+    would count it and as the walk counts it."""
+    rng = random.Random(seed)
+    out: list[Any] = []
+    async with _server(3, max_file_store=9_000, max_memory_store=6_000) as server:
+        conns = [await _Conn.open(server.port, f"u{i}", f"p{i}") for i in range(3)]
+        for conn in conns:
+            for name, storage in (("F", "file"), ("M", "memory")):
+                assert "error" not in await conn.api(f"STREAM.CREATE.{name}", {"name": name, "subjects": [f"{name.lower()}.>"], "storage": storage})
+        for step in range(120):
+            conn, roll = rng.choice(conns), rng.random()
+            kind = rng.choice("fm")
+            if roll < 0.55:
+                answer = json.loads(await conn.request(f"{kind}.{step}", b"x" * rng.randrange(100, 1500)))
+                out.append(answer.get("error", {}).get("err_code") or answer.get("seq"))
+            elif roll < 0.7:  # a pipelined burst: one run of the stream's ingest
+                k = rng.randrange(2, 8)
+                first = conn.asked + 1
+                conn.writer.write(b"".join(f"PUB {kind}.{step} _R.{first + j} 300\r\n".encode() + b"y" * 300 + b"\r\n" for j in range(k)))
+                conn.asked += k
+                for _ in range(k):
+                    head = await conn.reader.readuntil(b"\r\n")
+                    out.append(json.loads((await conn.reader.readexactly(int(head.split()[-1]) + 2))[:-2]).get("seq"))
+            elif roll < 0.82:
+                info = await conn.api(f"STREAM.INFO.{kind.upper()}")
+                first, last = info["state"]["first_seq"], info["state"]["last_seq"]
+                if last >= first and info["state"]["messages"]:
+                    seq = rng.randint(first, last)
+                    out.append((await conn.api(f"STREAM.MSG.DELETE.{kind.upper()}", {"seq": seq})).get("success"))
+            elif roll < 0.9:
+                out.append((await conn.api(f"STREAM.PURGE.{kind.upper()}", {"keep": rng.randrange(3)})).get("purged"))
+            else:
+                name = kind.upper()
+                out.append((await conn.api(f"STREAM.DELETE.{name}")).get("success"))
+                cfg = {"name": name, "subjects": [f"{kind}.>"], "storage": "file" if kind == "f" else "memory"}
+                out.append("error" in await conn.api(f"STREAM.CREATE.{name}", cfg))
+            walked = [sum(e.usage()[i] for e in server.jetstream_engines()) for i in (0, 1)]
+            out.append((server.js.total(), tuple(walked)))
+        for conn in conns:
+            conn.close()
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+async def test_the_running_sums_answer_as_the_walk(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    summed = await _limits_run(seed)
+    assert any(isinstance(a, int) and a in (10023, 10047) for a in summed), summed  # (the limits reached)
+    assert all(entry[0] == entry[1] for entry in summed if isinstance(entry, tuple)), summed
+    monkeypatch.setattr(engine_module, "TOTALS", False)
+    assert await _limits_run(seed) == summed
