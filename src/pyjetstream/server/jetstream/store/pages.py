@@ -21,6 +21,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import Counter
+from itertools import compress
 
 __all__ = ["Page"]
 
@@ -128,6 +129,19 @@ class Page:
         if not self.sub_cnt.count(0):  # (C passes: a restart's page of 100,000 subjects)
             return list(zip(self.sub_ids, self.sub_cnt, strict=True))
         return [(sid, c) for sid, c in zip(self.sub_ids, self.sub_cnt, strict=True) if c]
+
+    def subject_columns(self) -> tuple[array[int], array[int]]:
+        """`subjects` as two columns by id (the stream state's ``sub_ids`` / ``sub_cnt``): a
+        sealed page's own arrays (kept in id order), without the ids whose count is 0; an open
+        page's counts sorted by id. C passes, no Python step per subject."""
+        sub = self.sub
+        if sub is not None:
+            ids = sorted(sub)
+            return array("I", ids), array("I", map(sub.__getitem__, ids))
+        counts = self.sub_cnt
+        if not counts.count(0):
+            return self.sub_ids, counts
+        return array("I", compress(self.sub_ids, counts)), array("I", compress(counts, counts))
 
     def seal(self) -> None:
         """No more appends: the counts go into the compact arrays."""
