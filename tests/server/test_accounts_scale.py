@@ -27,8 +27,10 @@ from typing import Any
 import pytest
 
 import pyjetstream.server as server_package
+from pyjetstream.server import monitor
 from pyjetstream.server.conf.mapping import config_to_options
 from pyjetstream.server.jetstream import engine as engine_module
+from pyjetstream.server.jetstream import monitoring
 from pyjetstream.server.server import Server
 
 SERVER_CODE = str(Path(server_package.__file__).parent)
@@ -111,7 +113,9 @@ async def _server_lines(op: Callable[[], Awaitable[Any]]) -> int:
 
 async def _steps(n: int) -> dict[str, int]:
     """The server's lines for a CONNECT + PING + close of the last account's user, a publish into
-    its stream (with the PubAck), its ``$JS.API.INFO`` and the system account's ``CONNZ`` of it."""
+    its stream (with the PubAck), its ``$JS.API.INFO``, the system account's ``CONNZ`` of it and
+    its ``STATSZ`` of the server (the subscriptions, JetStream's usage, reservations and API counts
+    of every account: `Server.subscriptions`, `ServerJetStream.stats`)."""
     async with _server(n) as server:
         app = await _Conn.open(server.port)
         assert "error" not in await app.api("STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
@@ -132,7 +136,10 @@ async def _steps(n: int) -> dict[str, int]:
         async def connz() -> None:
             assert b"\"connections\"" in await sys_conn.request(f"$SYS.REQ.ACCOUNT.A{n - 1}.CONNZ")
 
-        ops = {"connect": connect, "publish": publish, "js_info": js_info, "connz": connz}
+        async def statsz() -> None:
+            assert b'"statsz"' in await sys_conn.request("$SYS.REQ.SERVER.PING.STATSZ")
+
+        ops = {"connect": connect, "publish": publish, "js_info": js_info, "connz": connz, "statsz": statsz}
         for op in ops.values():  # (the first of each imports and caches what it needs)
             await op()
         # The fewest of three (a clock cache — a formatted second — may miss once).
@@ -208,13 +215,23 @@ async def _limits_run(seed: int) -> list[Any]:
                     out.append((await conn.api(f"STREAM.MSG.DELETE.{kind.upper()}", {"seq": seq})).get("success"))
             elif roll < 0.9:
                 out.append((await conn.api(f"STREAM.PURGE.{kind.upper()}", {"keep": rng.randrange(3)})).get("purged"))
-            else:
+            elif roll < 0.95:  # re-created, or updated, with a reservation (or none); an error or two
                 name = kind.upper()
-                out.append((await conn.api(f"STREAM.DELETE.{name}")).get("success"))
-                cfg = {"name": name, "subjects": [f"{kind}.>"], "storage": "file" if kind == "f" else "memory"}
-                out.append("error" in await conn.api(f"STREAM.CREATE.{name}", cfg))
-            walked = [sum(e.usage()[i] for e in server.jetstream_engines()) for i in (0, 1)]
+                cfg = {"name": name, "subjects": [f"{kind}.>"], "storage": "file" if kind == "f" else "memory",
+                       "max_bytes": rng.choice([-1, 1000, 2500])}  # fmt: skip
+                if rng.random() < 0.5:
+                    out.append((await conn.api(f"STREAM.DELETE.{name}")).get("success"))
+                    out.append((await conn.api(f"STREAM.CREATE.{name}", cfg)).get("error", {}).get("err_code"))
+                else:
+                    out.append((await conn.api(f"STREAM.UPDATE.{name}", cfg)).get("error", {}).get("err_code"))
+            else:
+                out.append((await conn.api("STREAM.INFO.NONE")).get("error", {}).get("err_code"))
+            engines = server.jetstream_engines()
+            walked = [sum(e.usage()[i] for e in engines) for i in (0, 1)]
             out.append((server.js.total(), tuple(walked)))
+            # /varz's and STATSZ's JetStream stats: the running sums', and the walk's (`monitoring._stats`).
+            stats = monitoring.varz(engines[0])["stats"]
+            out.append((stats, monitoring._stats(engines)))
         for conn in conns:
             conn.close()
     return out
@@ -225,5 +242,44 @@ async def test_the_running_sums_answer_as_the_walk(monkeypatch: pytest.MonkeyPat
     summed = await _limits_run(seed)
     assert any(isinstance(a, int) and a in (10023, 10047) for a in summed), summed  # (the limits reached)
     assert all(entry[0] == entry[1] for entry in summed if isinstance(entry, tuple)), summed
+    reserved = [entry[0]["reserved_memory"] + entry[0]["reserved_storage"] for entry in summed
+                if isinstance(entry, tuple) and isinstance(entry[0], dict)]  # fmt: skip
+    assert max(reserved) > 0 and 10059 in summed, summed  # (reservations come and go; an API error)
     monkeypatch.setattr(engine_module, "TOTALS", False)
     assert await _limits_run(seed) == summed
+
+
+async def test_the_subscription_count_is_every_sublists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Server.subscriptions` (STATSZ's and ``/varz``'s ``subscriptions``) is the sum of every
+    account's sublist count (`monitor.SUBSCRIPTIONS_COUNTED` off) as clients of several accounts
+    subscribe, unsubscribe and go, and JetStream consumers come and go."""
+    rng = random.Random(7)
+    async with _server(4) as server:
+        conns = [await _Conn.open(server.port, f"u{i % 4}", f"p{i % 4}") for i in range(6)]
+        assert "error" not in await conns[0].api("STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        seen = []
+        for step in range(80):
+            conn, roll = rng.choice(conns), rng.random()
+            if roll < 0.5:
+                conn.writer.write(f"SUB x.{step} q{step % 3} {1000 + step}\r\nSUB y.* {2000 + step}\r\n".encode())
+            elif roll < 0.8:
+                conn.writer.write(f"UNSUB {1000 + rng.randrange(step + 1)}\r\n".encode())
+            elif roll < 0.9:
+                cfg = {"durable_name": f"D{step}", "deliver_subject": f"dl.{step}", "ack_policy": "explicit"}
+                await conns[0].api(f"CONSUMER.CREATE.S.D{step}", cfg)
+            elif len(conns) > 2:
+                conns.remove(conn)
+                conn.close()
+                conns.append(await _Conn.open(server.port, f"u{step % 4}", f"p{step % 4}"))
+            await conns[0].request("$JS.API.INFO")  # (the server has read what was sent before)
+            for _ in range(3):
+                await asyncio.sleep(0)
+            counted = monitor._subscriptions(server)
+            monkeypatch.setattr(monitor, "SUBSCRIPTIONS_COUNTED", False)
+            summed = monitor._subscriptions(server)
+            monkeypatch.setattr(monitor, "SUBSCRIPTIONS_COUNTED", True)
+            assert counted == summed, (step, counted, summed)
+            seen.append(counted)
+        assert len(set(seen)) > 10, seen
+        for conn in conns:
+            conn.close()

@@ -13,6 +13,7 @@ from tests.server.rawclient import RawClient
 
 from pyjetstream import Server, ServerThread
 from pyjetstream.server.client import ClientConnection
+from pyjetstream.server.jetstream.stream_index import StreamIndex
 from pyjetstream.server.options import OptionsError
 from pyjetstream.server.subscription import Subscription
 
@@ -249,6 +250,8 @@ class _FakeEngine:
         self.server = account  # an engine talks to its account, which knows the server
         assert account.name == "$G"
         self.started = False
+        self.stream_index = StreamIndex()  # (what ServerJetStream sums of it: reservations, API counts)
+        self.api_total = self.api_errors = 0
 
     async def start(self) -> None:
         self.started = True

@@ -192,13 +192,16 @@ class Account:
     def add_subscription(self, sub: Subscription) -> None:
         """Index a subscription (raises SublistError for an invalid subject)."""
         self.sublist.insert(sub)
+        self.server.subscriptions += 1
         if self._interest_callbacks:
             self._notify_interest(sub, True)
 
     def remove_subscription(self, sub: Subscription) -> None:
         sub.closed = True
-        if self.sublist.remove(sub) and self._interest_callbacks:
-            self._notify_interest(sub, False)
+        if self.sublist.remove(sub):
+            self.server.subscriptions -= 1
+            if self._interest_callbacks:
+                self._notify_interest(sub, False)
 
     def _notify_interest(self, sub: Subscription, added: bool) -> None:
         for callback in list(self._interest_callbacks):

@@ -155,6 +155,7 @@ class Server:
         # The client connections' message totals, gone ones' included, counted as each connection
         # counts its own (a read's publishes; each sink's deliveries): /varz reads them in place.
         self.totals = Totals()
+        self.subscriptions = 0  # in every account's sublist (`Account.add_subscription`): /varz, STATSZ
         self.slow_consumers = 0
         self.stale_connections = 0  # ping timeouts (varz stale_connections)
         self.stalled_clients = 0  # producer stalls by a full consumer (varz stalled_clients)
@@ -162,8 +163,7 @@ class Server:
         self.event_seq = 0
         self.http_req_stats: dict[str, int] = {}
         # --- internals
-        self._cid = 0
-        self._isid = 0
+        self._cid = self._isid = 0
         self._listener: asyncio.Server | None = None
         self._ws_listener: asyncio.Server | None = None
         self.ws_port = 0

@@ -36,15 +36,14 @@ def _api(server: Server, query: dict[str, str], subject: str, body: dict[str, An
     handler = engine.router.handler(match.endpoint) if match is not None else None
     if match is None or handler is None:
         raise ViewError(400, "not an API request")
-    engine.api_total += 1
     payload = json.dumps(body).encode() if body is not None else b""
     response = handler(engine, match, payload, "")
     if isinstance(response, tuple):
         response = response[0]
+    engine.api_answered(response is not None and response.error is not None)  # (as the router counts)
     if response is None:
         raise ViewError(500, "no answer")
     if response.error is not None:
-        engine.api_errors += 1
         raise ViewError(400, f"{response.error.description} ({response.error.err_code})")
     out: dict[str, Any] = to_builtins(response)
     return out

@@ -143,8 +143,7 @@ class ApiRouter:
         # most before anything else: checked here for all, so none can forget it.
         refused = level_refusal(match.endpoint, hdr, payload, self.engine.strict)
         if refused is not None:
-            self.engine.api_total += 1
-            self.engine.api_errors += 1
+            self.engine.api_answered(True)
             self.engine.server.publish_internal(reply, encode_response(refused))
             return
         # The request's header block, for the few handlers that read one (Nats-Stream-Identity);
@@ -154,19 +153,17 @@ class ApiRouter:
             response = handler(self.engine, match, payload, reply)
         except Exception:
             self.engine.server.logger.exception("JetStream API handler for %s failed", subject)
-            self.engine.api_total += 1
-            self.engine.api_errors += 1
+            self.engine.api_answered(True)
             return
         finally:
             self.engine.request_hdr = None
         # Counted once answered, as nats-server's trackAPI in sendAPIResponse: the account INFO
         # a request gets does not count that request yet.
-        self.engine.api_total += 1
         if response is None:
+            self.engine.api_answered(False)
             return
         reply_hdr = None
         if isinstance(response, tuple):  # (response, header block): an answer with headers
             response, reply_hdr = response
-        if response.error is not None:
-            self.engine.api_errors += 1
+        self.engine.api_answered(response.error is not None)
         self.engine.server.publish_internal(reply, encode_response(response), hdr=reply_hdr)

@@ -156,6 +156,14 @@ class JetStreamEngine:
                 self.totals.changed(self, None, cached, False)
         return cached
 
+    def api_answered(self, error: bool) -> None:
+        """An API request answered (``error``: with an error), counted for the account and the
+        server (nats-server ``trackAPI`` / ``trackAPIErr``: ``jsa.apiTotal`` and ``js.apiTotal``)."""
+        self.api_total += 1
+        self.api_errors += error
+        if self.totals is not None:
+            self.totals.api_answered(error)
+
     def cached_usage(self) -> tuple[int, int] | None:
         """The usage as last counted (an upper bound when `usage_is_estimate`), ``None`` if not known."""
         return self._usage_cache
@@ -424,7 +432,7 @@ class JetStreamEngine:
         for stream in list(self.streams.values()):
             stream.stop()
         self.streams.clear()
-        self.stream_index = StreamIndex()
+        self.stream_index = self.stream_index.emptied()
         self._by_name = None
         if self.deliver_interest is not None:
             self.deliver_interest.close()
@@ -688,6 +696,11 @@ class ServerJetStream:
         self.engines: dict[str, JetStreamEngine] = {}
         #: Memory and file bytes: the sum of every engine's cached usage (none counted as 0).
         self.used = [0, 0]
+        #: Memory and file bytes the engines' streams reserve (their `StreamIndex` keeps it).
+        self.reserved = [0, 0]
+        #: API requests answered, and with an error, by every engine (`JetStreamEngine.api_answered`).
+        self.api_total = 0
+        self.api_errors = 0
         self._unknown: set[JetStreamEngine] = set()  # no cached usage: counted at the next read
         self._estimated: set[JetStreamEngine] = set()  # an upper bound: counted at an exact read
         #: Engines whose usage a read counted or looked at (a step count: a test's).
@@ -706,6 +719,7 @@ class ServerJetStream:
         self.engines[engine.account_name] = engine
         engine.totals = self
         self.changed(engine, None, engine.cached_usage(), engine.usage_is_estimate())
+        self._count_in(engine, 1)
 
     def remove(self, engine: JetStreamEngine) -> None:
         """An account's JetStream was disabled: its usage no longer counts."""
@@ -714,7 +728,21 @@ class ServerJetStream:
         del self.engines[engine.account_name]
         self.changed(engine, engine.cached_usage(), None, False)
         self._unknown.discard(engine)
+        self._count_in(engine, -1)
         engine.totals = None
+
+    def _count_in(self, engine: JetStreamEngine, sign: int) -> None:
+        """Add (``sign`` 1) or take out (-1) the engine's reservations and API counts."""
+        index = engine.stream_index
+        self.reserved[0] += sign * index.reserved(StorageType.MEMORY)
+        self.reserved[1] += sign * index.reserved(StorageType.FILE)
+        index.server_reserved = self.reserved if sign > 0 else None
+        self.api_total += sign * engine.api_total
+        self.api_errors += sign * engine.api_errors
+
+    def api_answered(self, error: bool) -> None:
+        self.api_total += 1
+        self.api_errors += error
 
     # ------------------------------------------------------------------ an engine's cache
 
@@ -772,6 +800,13 @@ class ServerJetStream:
             return memory, storage
         self._settle(True)
         return self.used[0], self.used[1]
+
+    def stats(self) -> tuple[int, int, int, int, int, int]:
+        """Memory and file used (exactly), reserved, API requests and errors, over every engine,
+        from the running sums: nats-server's ``js.usageStats`` (``/varz``, STATSZ; the walk of
+        `TOTALS` off is `monitoring._stats`)."""
+        memory, storage = self.total()
+        return memory, storage, self.reserved[0], self.reserved[1], self.api_total, self.api_errors
 
     def _settle(self, exact: bool) -> None:
         """Count the engines whose usage is not known (and, ``exact``, those with an estimate)."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pyjetstream.api.codec import to_builtins
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.timefmt import format_time
+from pyjetstream.server.jetstream import engine as engine_module
 from pyjetstream.server.version import JS_API_LEVEL
 
 if TYPE_CHECKING:
@@ -73,26 +74,35 @@ def _stats(engines: list[JetStreamEngine]) -> dict[str, Any]:
         reserved_storage += engine.reserved(_FILE)
         total += engine.api_total
         errors += engine.api_errors
+    return _stats_dict(memory, storage, reserved_memory, reserved_storage, total, errors, len(engines))
+
+
+def _stats_dict(
+    memory: int, storage: int, reserved_memory: int, reserved_storage: int, total: int, errors: int, accounts: int
+) -> dict[str, Any]:
     return {
         "memory": memory,
         "storage": storage,
         "reserved_memory": reserved_memory,
         "reserved_storage": reserved_storage,
-        "accounts": len(engines),
+        "accounts": accounts,
         "ha_assets": 0,
         "api": {"level": JS_API_LEVEL, "total": total, "errors": errors},
     }
 
 
 def varz(engine: JetStreamEngine) -> dict[str, Any]:
-    engines = _all_engines(engine)
-    return {"config": _config(engine), "stats": _stats(engines), "limits": _limits(engine)}
-
-
-def _all_engines(engine: JetStreamEngine) -> list[JetStreamEngine]:
-    """Every account's engine, found through the account's server (just this one otherwise)."""
-    server = getattr(engine.server, "server", None)
-    return server.jetstream_engines() if server is not None else [engine]
+    """``/varz``'s and STATSZ's ``jetstream``: the stats of every account's engine (the server's
+    running sums, `ServerJetStream.stats`: nats-server's ``js.usageStats``; with `TOTALS` off, or
+    an engine alone, each engine's read in turn)."""
+    totals = engine.totals
+    if totals is None:
+        stats = _stats([engine])
+    elif engine_module.TOTALS:
+        stats = _stats_dict(*totals.stats(), len(totals.engines))
+    else:
+        stats = _stats(list(totals.engines.values()))
+    return {"config": _config(engine), "stats": stats, "limits": _limits(engine)}
 
 
 def _truthy(query: dict[str, str], key: str) -> bool:

@@ -56,6 +56,9 @@ class StreamIndex:
     def __init__(self) -> None:
         self._root = _Node()
         self._reserved: Counter[StorageType] = Counter()
+        #: The server's reservations (memory, file: `engine.ServerJetStream.reserved`), kept with
+        #: this index's own while its engine is one of the server's.
+        self.server_reserved: list[int] | None = None
         self.visited = 0  # trie nodes a lookup went through (a step count for tests)
 
     # --- keeping it -----------------------------------------------------------------------
@@ -73,7 +76,7 @@ class StreamIndex:
                 node = child
                 node.below[name] += 1
         if cfg.max_bytes > 0:
-            self._reserved[cfg.storage] += cfg.max_bytes
+            self._reserve(cfg.storage, cfg.max_bytes)
 
     def remove(self, name: str, cfg: StreamConfig) -> None:
         for subject in set(cfg.subjects or ()):
@@ -90,7 +93,22 @@ class StreamIndex:
                 if not node.below[name]:
                     del node.below[name]
         if cfg.max_bytes > 0:
-            self._reserved[cfg.storage] -= cfg.max_bytes
+            self._reserve(cfg.storage, -cfg.max_bytes)
+
+    def _reserve(self, storage: StorageType, delta: int) -> None:
+        self._reserved[storage] += delta
+        if self.server_reserved is not None:
+            self.server_reserved[0 if storage == StorageType.MEMORY else 1] += delta
+
+    def emptied(self) -> StreamIndex:
+        """A new empty index in this one's place (its engine stopped): the server's reservations
+        lose this one's."""
+        fresh = StreamIndex()
+        shared = fresh.server_reserved = self.server_reserved
+        if shared is not None:
+            shared[0] -= self._reserved[StorageType.MEMORY]
+            shared[1] -= self._reserved[StorageType.FILE]
+        return fresh
 
     def replace(self, name: str, old: StreamConfig, new: StreamConfig) -> None:
         """A stream's config changed (an update)."""
