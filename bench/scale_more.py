@@ -18,7 +18,8 @@ every dimension, without ``--dim``, runs these too).
 - ``filters`` (10 / 100 / 1k ``filter_subjects`` on one consumer, over a stream of 100k messages on
   1,000 subjects): create + delete (per consumer), a push consumer's delivery (per delivered message);
 - ``objects`` (1 / 10 / 100 MiB objects, chunks of 128 KiB): put and get (per MiB);
-- ``ephemerals`` (100 / 1k / 10k ephemeral consumers): their inactivity clean-up (per consumer), an
+- ``ephemerals`` (100 / 1k / 10k ephemeral consumers): the inactivity clean-up of as many push
+  ephemerals once the connection subscribed to their deliver subjects closes (per consumer), an
   ordered consumer created and deleted with them in place;
 - ``queue`` (10 / 100 / 1k members of one queue group on one subject): a publish (per message), the
   members each on its own connection, and all on one connection (a run's queue segment either way:
@@ -386,7 +387,7 @@ def build_ephemerals(ctx: Ctx) -> None:
     timed_build(ctx, "create", "ephemeral create", "consumer", lambda: _make_ephemerals(ctx, 3600))
 
 
-def _make_ephemerals(ctx: Ctx, threshold: int = 3) -> int:
+def _make_ephemerals(ctx: Ctx, threshold: int) -> int:
     config = {"ack_policy": "explicit", "inactive_threshold": threshold * SECOND}
     calls = [("$JS.API.CONSUMER.CREATE.E", {"stream_name": "E", "config": config})] * ctx.size
     batched_requests(ctx, calls, "ephemeral create")
@@ -394,6 +395,9 @@ def _make_ephemerals(ctx: Ctx, threshold: int = 3) -> int:
 
 
 def _cleaned(ctx: Ctx) -> int:
+    """The interest goes (`_prepare_ephemerals`' connection closes): every consumer's delete timer
+    starts now, so every clean-up falls in the timed window."""
+    ctx.state.pop("interest").close()
     while ctx.api.api("STREAM.INFO.E")["state"]["consumer_count"] > ctx.size:
         if not ctx.left():
             raise bs.Partial(0)
@@ -414,7 +418,22 @@ def _ordered(ctx: Ctx) -> int:
 
 
 def _prepare_ephemerals(ctx: Ctx) -> None:
-    _make_ephemerals(ctx)
+    """``ctx.size`` ephemeral push consumers, each delivering to a subject a connection subscribes
+    to, from new messages (none come). While that interest lasts no inactivity timer runs (nats-server
+    ``updateDeliveryInterest``), so however long the creates take none is deleted before `_cleaned`
+    takes the interest away. (Pull ephemerals' timers ran from their creates: at 10,000, under load,
+    a server could delete them all before the window opened and measure nothing.)"""
+    n = ctx.size
+    interest = RawConn(ctx.port)  # not in ctx.conns: `_cleaned` closes it
+    interest.send(b"".join(f"SUB ed.{i} {i}\r\n".encode() for i in range(n)))
+    interest.flush()
+    ctx.state["interest"] = interest
+    base = {"ack_policy": "explicit", "deliver_policy": "new", "inactive_threshold": 3 * SECOND}
+    calls = [
+        ("$JS.API.CONSUMER.CREATE.E", {"stream_name": "E", "config": {**base, "deliver_subject": f"ed.{i}"}})
+        for i in range(n)
+    ]
+    batched_requests(ctx, calls, "ephemeral create")
 
 
 def ops_ephemerals() -> list[Op]:
@@ -422,7 +441,7 @@ def ops_ephemerals() -> list[Op]:
         Op("ordered", "ordered consumer create + 100 msgs + delete", "consumer", _ordered),
         Op(
             "cleanup",
-            "inactivity clean-up (1 s threshold)",
+            "inactivity clean-up once their interest goes (3 s)",
             "consumer",
             _cleaned,
             prepare=_prepare_ephemerals,
