@@ -40,6 +40,7 @@ async def _pending(nc: RawClient, server: Any, n: int, **cfg: Any) -> tuple[Any,
     nc.pull("P", "C", "_P.x", {"batch": n, "expires": 30_000_000_000})
     msgs = await sub.collect(n, timeout=30)
     consumer = server.jetstream.streams["P"].consumers["C"]
+    assert {m.num_delivered for m in msgs} == {1}, "the ack wait passed before the first deliveries were made"
     assert len(consumer.state.pending) == n
     return consumer, msgs
 
@@ -100,10 +101,14 @@ async def test_ack_all_walks_only_what_it_acks() -> None:
 
 
 async def _expiry_steps(n: int) -> tuple[float, int]:
+    """Half the ``n`` deliveries acked, the other half redelivered once each when the ack wait
+    passes. The wait must outlast the first pull's ``n`` deliveries (~0.2 s for 4,000 at load 7):
+    1 s did not in a run at load 11-14 (the first redeliveries took room in that pull: 3,584 of
+    4,000 pending)."""
     async with embedded() as server:
         nc = await RawClient.connect(server.client_url)
         try:
-            consumer, msgs = await _pending(nc, server, n, ack_wait=1_000_000_000)
+            consumer, msgs = await _pending(nc, server, n, ack_wait=3_000_000_000)
             index = consumer.state.index
             before = index.steps
             # Half are acked before their ack wait passes; the rest come back once each.
