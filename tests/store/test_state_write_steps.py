@@ -3,7 +3,8 @@
 columns in C passes: its Python steps do not grow with the subjects (counted with
 ``sys.settrace``, no timing). It wrote 100,000 subjects' state one name and one pair at a time,
 ~0.1 s at every sync, landing on whichever operation ran then (bench_scale's rows at the line).
-On and off (`_snapshot.FAST_FREE_NAMES`, `seqstate.COLUMNS`) write the same bytes."""
+On and off (`_snapshot.FAST_FREE_NAMES`, `seqstate.COLUMNS`) write the same bytes. Its TTLs: three
+columns (`filestore.TTL_COLUMNS`), where a JSON row was made for each."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from pyjetstream.server.jetstream.store import FileStore, FileStoreConfig, StoreConfig, _snapshot, seqstate
+from pyjetstream.server.jetstream.store import (
+    FileStore,
+    FileStoreConfig,
+    StoreConfig,
+    _snapshot,
+    filestore,
+    seqstate,
+)
 
 
 def _store(d: Path, subjects: int, block_size: int = 1 << 23) -> FileStore:
@@ -89,4 +97,58 @@ def test_the_state_written_is_the_same_on_and_off(tmp_path: Path, switches: Any,
     s.stop()  # (a clean stop writes the state, which the next open reads)
     again = FileStore(FileStoreConfig(str(tmp_path / "s"), block_size=block_size), StoreConfig())
     assert again.state() == state and again.subjects_state(">") == subjects
+    again.stop()
+
+
+def _ttl_store(d: Path, n: int) -> FileStore:
+    """``n`` messages with a TTL (one in ten "never"), a tenth of them removed since."""
+    s = FileStore(FileStoreConfig(str(d)), StoreConfig())
+    for i in range(n):
+        s.store_msg(f"t.{i}", b"", b"x", ts=10 * 10**9 + i, ttl=-1 if i % 10 == 3 else 60 + i % 7)
+    for seq in range(1, n, 10):
+        s.remove_msg(seq)
+    return s
+
+
+def test_a_state_write_of_1k_and_20k_ttls_takes_the_same_steps(
+    tmp_path: Path, switches: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The TTLs go into the state as three columns (`MessageTTLs.columns`, C passes), where a JSON
+    row was made for each (``filestore.TTL_COLUMNS`` off)."""
+    switches(True)
+    counted = []
+    for n in (1_000, 20_000):
+        s = _ttl_store(tmp_path / str(n), n)
+        s._write_state(fsync=False)
+        counted.append(_steps(lambda s=s: s._write_state(fsync=False)))
+        s.stop()
+    assert counted[1] <= counted[0] + 20, counted
+    monkeypatch.setattr(filestore, "TTL_COLUMNS", False)
+    s = _ttl_store(tmp_path / "off", 1_000)
+    assert _steps(lambda: s._write_state(fsync=False)) > counted[0] + 1_000
+    s.stop()
+
+
+@pytest.mark.parametrize(("write_columns", "crash"), [(True, False), (False, False), (True, True)])
+def test_ttls_read_back_from_the_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write_columns: bool, crash: bool
+) -> None:
+    """The TTLs a restart finds are the ones the store held, from a state with the columns or
+    with an older state's JSON rows; after a crash, from the last state written and the
+    records after it."""
+    s = _ttl_store(tmp_path, 500)
+    with monkeypatch.context() as m:
+        m.setattr(filestore, "TTL_COLUMNS", write_columns)
+        if crash:
+            s.sync_later()()  # (the state as a sync writes it; then one more message, and kill -9)
+            s.store_msg("t.late", b"NATS/1.0\r\nNats-TTL: 5\r\n\r\n", b"x", ts=20 * 10**9, ttl=5)
+        before = (s.msg_ttls(), sorted(s._ttl.heap), s._ttl.nevers)
+        if crash:
+            s.abandon()
+        else:
+            s.stop()
+    again = FileStore(FileStoreConfig(str(tmp_path)), StoreConfig())
+    live = set(before[0])
+    assert (again.msg_ttls(), sorted(e for e in again._ttl.heap if e[1] in live), again._ttl.nevers) == (
+        before[0], sorted(e for e in before[1] if e[1] in live), before[2])
     again.stop()

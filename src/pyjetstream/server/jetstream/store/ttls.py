@@ -11,7 +11,10 @@ means and tells this object to forget.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterable
+from itertools import repeat
+from operator import itemgetter
 
 from pyjetstream.api.ttl import NS_PER_S
 
@@ -77,6 +80,22 @@ class MessageTTLs:
     def of_live(self, live: Callable[[int], bool]) -> dict[int, int]:
         """``{seq: ttl}`` of the messages still stored, ascending (what a restart must restore)."""
         return {seq: ttl for seq, ttl in sorted(self.by_seq.items()) if live(seq)}
+
+    def columns(self) -> tuple[array[int], array[int], array[int]]:
+        """Every TTL as three columns — sequence, TTL (seconds, -1: never), expiry (Unix ns; 0:
+        none) —, made in C passes (the stream state's; nats-server encodes its wheel, ``thw``)."""
+        heap = self.heap
+        expires = dict(zip(map(itemgetter(1), heap), map(itemgetter(0), heap), strict=True))
+        seqs = array("Q", self.by_seq)
+        return seqs, array("q", self.by_seq.values()), array("q", map(expires.get, seqs, repeat(0)))
+
+    def restore(self, rows: Iterable[tuple[int, int, int]]) -> None:
+        """Track ``(sequence, TTL, expiry)`` rows (`columns`' or an older state's JSON rows)."""
+        for seq, ttl, expires in rows:
+            if ttl > 0:
+                self.track(int(seq), int(expires) - int(ttl) * NS_PER_S, int(ttl))
+            elif ttl:
+                self.track(int(seq), 0, int(ttl))
 
     def compact(self, live: Callable[[int], bool], msgs: int) -> None:
         """Drop what removed messages left, once it outnumbers the stored messages."""
