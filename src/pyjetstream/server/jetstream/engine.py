@@ -809,11 +809,18 @@ class ServerJetStream:
         return memory, storage, self.reserved[0], self.reserved[1], self.api_total, self.api_errors
 
     def _settle(self, exact: bool) -> None:
-        """Count the engines whose usage is not known (and, ``exact``, those with an estimate)."""
-        for engine in list(self._unknown):
-            self.counted += 1
-            engine.usage(False)
-        if exact:
-            for engine in list(self._estimated):
+        """Count the engines whose usage is not known (and, ``exact``, those with an estimate).
+
+        Each set is swapped for a new one before it is walked, not emptied in place: a set keeps
+        its table when emptied, and a walk of it visits every slot, so once 10,000 engines had
+        been unknown (a start) each later read walked 10,000 empty slots."""
+        if self._unknown:
+            unknown, self._unknown = self._unknown, set()
+            for engine in unknown:
+                self.counted += 1
+                engine.usage(False)
+        if exact and self._estimated:
+            estimated, self._estimated = self._estimated, set()
+            for engine in estimated:
                 self.counted += 1
                 engine.usage(True)
