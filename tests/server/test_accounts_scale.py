@@ -113,8 +113,8 @@ async def _server_lines(op: Callable[[], Awaitable[Any]]) -> int:
 
 async def _steps(n: int) -> dict[str, int]:
     """The server's lines for a CONNECT + PING + close of the last account's user, a publish into
-    its stream (with the PubAck), its ``$JS.API.INFO``, the system account's ``CONNZ`` of it and
-    its ``STATSZ`` of the server (the subscriptions, JetStream's usage, reservations and API counts
+    its stream (with the PubAck), its ``$JS.API.INFO``, the system account's ``CONNZ`` and ``SUBSZ``
+    of it (the account looked up, not found in a pass over all) and its ``STATSZ`` of the server (the subscriptions, JetStream's usage, reservations and API counts
     of every account: `Server.subscriptions`, `ServerJetStream.stats`)."""
     async with _server(n) as server:
         app = await _Conn.open(server.port)
@@ -139,7 +139,11 @@ async def _steps(n: int) -> dict[str, int]:
         async def statsz() -> None:
             assert b'"statsz"' in await sys_conn.request("$SYS.REQ.SERVER.PING.STATSZ")
 
-        ops = {"connect": connect, "publish": publish, "js_info": js_info, "connz": connz, "statsz": statsz}
+        async def subsz() -> None:
+            assert b'"subscriptions_list"' in await sys_conn.request(f"$SYS.REQ.ACCOUNT.A{n - 1}.SUBSZ")
+
+        ops = {"connect": connect, "publish": publish, "js_info": js_info, "connz": connz, "statsz": statsz,
+               "subsz": subsz}  # fmt: skip
         for op in ops.values():  # (the first of each imports and caches what it needs)
             await op()
         # The fewest of three (a clock cache — a formatted second — may miss once).

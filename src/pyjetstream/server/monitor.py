@@ -647,7 +647,11 @@ def _subsz(server: Server, query: dict[str, str]) -> dict[str, Any]:
     if test and not is_valid_literal_subject(test):
         raise MonitorError(400, f"invalid test subject, must be valid publish subject: {test}")
     acc = query.get("acc", "")
-    accounts = [a for a in server.accounts.values() if not acc or a.name == acc]
+    if acc:  # (one account by name, as nats-server's lookupAccount: not a pass over all of them)
+        one = server.accounts.get(acc)
+        accounts = [one] if one is not None else []
+    else:
+        accounts = list(server.accounts.values())
     out: dict[str, Any] = {"server_id": server.server_id, "now": _time(time.time_ns())}
     out.update(merged_stats([a.sublist for a in accounts]))
     out.update({"total": 0, "offset": offset, "limit": limit})
