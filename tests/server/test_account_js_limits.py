@@ -234,3 +234,45 @@ def test_server_consumer_limits(tmp_path: Path) -> None:
     theirs = got[NATS_SERVER]
     assert theirs[1] == {"max_ack_pending": 50, "max_batch": 10}
     assert theirs[2]["err_code"] == 10121 and theirs[3]["err_code"] == 10125
+
+
+#: Two accounts sharing the server's ``max_file_store`` / ``max_memory_store`` of 10,000 bytes.
+TWO_ACCOUNTS = {
+    "accounts": {
+        "A": {"users": [{"user": "a", "password": "a"}], "jetstream": "enabled"},
+        "B": {"users": [{"user": "b", "password": "b"}], "jetstream": "enabled"},
+    },
+    "jetstream_settings": {"max_file_store": 10_000, "max_memory_store": 10_000},
+}
+
+
+async def _shared_reservations_case(target: Target) -> list[Any]:
+    """Streams' ``max_bytes`` reserved in two accounts: a create or update that would take every
+    account's reservations together past the server's limit is refused (10047 file, 10028 memory)."""
+    a = await nats.connect(target.url, user="a", password="a", allow_reconnect=False)
+    b = await nats.connect(target.url, user="b", password="b", allow_reconnect=False)
+    out: list[Any] = []
+    try:
+        for st in ("file", "memory"):
+            for nc, name, max_bytes in ((a, "A", 6000), (b, "B", 6000), (b, "C", 3000)):
+                cfg = {"name": f"{name}{st}", "subjects": [f"{name}.{st}"], "storage": st, "max_bytes": max_bytes}
+                out.append(_shape(await _api(nc, f"STREAM.CREATE.{name}{st}", cfg), "max_bytes"))
+            cfg = {"name": f"C{st}", "subjects": [f"C.{st}"], "storage": st, "max_bytes": 5000}
+            out.append(_shape(await _api(b, f"STREAM.UPDATE.C{st}", cfg), "max_bytes"))
+            out.append(_shape(await _api(a, f"STREAM.DELETE.A{st}")))
+            cfg = {"name": f"B{st}", "subjects": [f"B.{st}"], "storage": st, "max_bytes": 6000}
+            out.append(_shape(await _api(b, f"STREAM.CREATE.B{st}", cfg), "max_bytes"))
+        return out
+    finally:
+        await a.close()
+        await b.close()
+
+
+def test_the_server_limits_are_shared_by_the_accounts(tmp_path: Path) -> None:
+    """nats-server checks a stream's ``max_bytes`` against every account's reservations
+    (``checkBytesLimits``: ``js.storeReserved``); ours counted the account's own only (B's 6,000
+    beside A's 6,000 was taken)."""
+    got = _both(tmp_path, _shared_reservations_case, **TWO_ACCOUNTS)
+    assert got[EMBEDDED] == got[NATS_SERVER]
+    codes = [entry.get("err_code") for entry in got[NATS_SERVER] if isinstance(entry, dict)]
+    assert codes.count(10047) == 2 and codes.count(10028) == 2, got[NATS_SERVER]

@@ -349,7 +349,8 @@ class JetStreamEngine:
         unchecked: bool = False,
         server_keeps_old: bool = False,
     ) -> ApiError | None:
-        """A stream's max_bytes must fit next to the other streams' (nats-server checkBytesLimits).
+        """A stream's max_bytes must fit next to the other streams' (nats-server checkBytesLimits):
+        the account's for its limit; for the server's, every account's (``js.storeReserved``).
 
         Streams reserve their max_bytes; an unlimited stream counts as 1 byte, so once the
         reservations fill the server limit no further stream can be created. ``old``: the stream
@@ -366,6 +367,8 @@ class JetStreamEngine:
         reserved, server_reserved = self._reserved(cfg.storage, old, self._same_tier(cfg.num_replicas))
         if not server_keeps_old:
             server_reserved = reserved
+        if self.totals is not None:  # the server's limit is shared: js.memReserved / js.storeReserved
+            server_reserved += self.totals.others_reserved(self, cfg.storage)
         if cfg.storage == StorageType.MEMORY:
             limit = limits.max_memory
             if 0 <= limit < reserved + account_add or server_reserved + add > self.max_memory:
@@ -743,6 +746,20 @@ class ServerJetStream:
     def api_answered(self, error: bool) -> None:
         self.api_total += 1
         self.api_errors += error
+
+    def others_reserved(self, engine: JetStreamEngine, storage: StorageType) -> int:
+        """What the streams of ``storage`` of every engine but ``engine`` reserve (their
+        ``max_bytes``), for a stream create's check of the server's limit (nats-server
+        ``checkBytesLimits``: ``js.storeReserved``, every account's)."""
+        if TOTALS:
+            own = engine.stream_index.reserved(storage) if engine.totals is self else 0
+            return self.reserved[0 if storage == StorageType.MEMORY else 1] - own
+        total = 0
+        for other in self.engines.values():
+            if other is not engine:
+                self.counted += 1
+                total += other.reserved(storage)
+        return total
 
     # ------------------------------------------------------------------ an engine's cache
 
