@@ -27,10 +27,12 @@ from typing import Any
 import pytest
 
 import pyjetstream.server as server_package
+from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.server import monitor
 from pyjetstream.server.conf.mapping import config_to_options
 from pyjetstream.server.jetstream import engine as engine_module
 from pyjetstream.server.jetstream import monitoring
+from pyjetstream.server.jetstream.stream_index import StreamIndex
 from pyjetstream.server.server import Server
 
 SERVER_CODE = str(Path(server_package.__file__).parent)
@@ -290,3 +292,30 @@ async def test_the_subscription_count_is_every_sublists(monkeypatch: pytest.Monk
         assert len(set(seen)) > 10, seen
         for conn in conns:
             conn.close()
+
+
+class _Engine:
+    """An engine as `ServerJetStream` sees one: a name, a cached usage, reservations, API counts."""
+
+    def __init__(self, name: str, used: tuple[int, int], reserved: int) -> None:
+        self.account_name, self._used, self.totals = name, used, None
+        self.stream_index = StreamIndex()
+        self.stream_index.add("S", StreamConfig(name="S", subjects=[name], max_bytes=reserved))
+        self.api_total, self.api_errors = 3, 1
+
+    def cached_usage(self) -> tuple[int, int]:
+        return self._used
+
+    def usage_is_estimate(self) -> bool:
+        return False
+
+
+def test_an_engine_replaced_no_longer_counts() -> None:
+    """An account's engine added again (a second start of its JetStream) takes the first one's place
+    in the sums: usage, reservations, API counts."""
+    js = engine_module.ServerJetStream()
+    first, other, again = _Engine("A", (10, 20), 100), _Engine("B", (1, 2), 5), _Engine("A", (30, 40), 7)
+    for engine in (first, other, again):
+        js.add(engine)  # type: ignore[arg-type]
+    assert js.engines == {"A": again, "B": other} and first.totals is None
+    assert js.stats() == (31, 42, 0, 12, 6, 2)

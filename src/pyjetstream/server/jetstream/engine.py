@@ -718,7 +718,11 @@ class ServerJetStream:
     # ------------------------------------------------------------------ membership
 
     def add(self, engine: JetStreamEngine) -> None:
-        """An account's JetStream started: its usage counts from now on."""
+        """An account's JetStream started: its usage counts from now on (an engine it replaces no
+        longer does)."""
+        replaced = self.engines.get(engine.account_name)
+        if replaced is not None and replaced is not engine:
+            self.remove(replaced)
         self.engines[engine.account_name] = engine
         engine.totals = self
         self.changed(engine, None, engine.cached_usage(), engine.usage_is_estimate())
