@@ -95,9 +95,9 @@ def encode(obj: Any, *, go_escape: bool = True) -> bytes:
     out = _encoder.encode(obj)
     if go_escape:
         for raw, esc in _GO_ESCAPES:
-            if raw in out:
+            if out.find(raw) >= 0:
                 out = out.replace(raw, esc)
-        if b"\xe2\x80" in out:
+        if out.find(b"\xe2\x80") >= 0:
             for raw, esc in _LINE_SEPS:
                 out = out.replace(raw, esc)
     return out

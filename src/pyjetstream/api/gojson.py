@@ -651,13 +651,13 @@ def _decode_simple(data: bytes, cls: type[T]) -> T | None:
     stream sourcing 1,000 streams catching up."""
     from . import codec
 
-    if b"\\u" in data:  # (a lone surrogate: json and msgspec may differ; rare)
+    if data.find(b"\\u") >= 0:  # (a lone surrogate: json and msgspec may differ; rare)
         return None
     try:
         obj = msgspec.json.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError):  # (invalid UTF-8: Go reads U+FFFD)
         return None
-    if type(obj) is not dict or not _simple_object(obj, cls, b"-" in data):
+    if type(obj) is not dict or not _simple_object(obj, cls, data.find(b"-") >= 0):
         return None
     try:
         return codec.convert(obj, cls)

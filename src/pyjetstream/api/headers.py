@@ -291,7 +291,7 @@ def only_these_nats_headers(hdr: bytes, lines: tuple[bytes, ...]) -> bool:
     if not count:
         return True
     for line in lines:
-        if line in hdr:
+        if hdr.find(line) >= 0:
             count -= 1
             if not count:  # (each line holds one ``Nats-`` where no other line can match: none left)
                 return True

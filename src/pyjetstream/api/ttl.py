@@ -50,7 +50,7 @@ def message_ttl(hdr: bytes) -> int | None:
     """The ``Nats-TTL`` of an encoded header block in seconds (0: none, `NEVER`); None when
     invalid (nats-server ``getMessageTTL``). The stream's publish path and the atomic batch's
     checks both read it here."""
-    if _TTL_HEADER not in hdr:
+    if hdr.find(_TTL_HEADER) < 0:
         return 0
     raw = get_header(hdr, _TTL_HEADER)
     if not raw:

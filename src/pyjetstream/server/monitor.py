@@ -977,7 +977,7 @@ def compact_json(body: Any, floats: bool = True) -> bytes:
         if compact and not ((floats or not SKIP_FLOAT_SCAN) and _maybe_not_repr(compact)):
             if not compact.isascii():  # µ first (every rtt under a millisecond): one replace, not a match each
                 compact = compact.replace(_MICRO, _MICRO_ESCAPED)
-            if compact.isascii() and b"\x7f" not in compact:
+            if compact.isascii() and compact.find(b"\x7f") < 0:
                 return compact
             return _NOT_ASCII_OR_DEL.sub(_json_escape, compact.decode()).encode()
     return json.dumps(body, separators=(",", ":")).encode()
@@ -1013,7 +1013,7 @@ def _maybe_not_repr(compact: bytes) -> bool:
     mantissa that starts a value (`_float_at`): a hex digest (``/varz``'s ``config_digest`` holds
     one in ~9 of 10 servers) no longer sends a body the json way; ``null`` and ``0.0000`` inside a
     string still do (they only cost)."""
-    if b"null" in compact or b"0.0000" in compact:
+    if compact.find(b"null") >= 0 or compact.find(b"0.0000") >= 0:
         return True
     digits = compact.translate(_DIGITS_AS_0)
     at = digits.find(b"0e")

@@ -341,7 +341,7 @@ def _check_headers(
     rollup = b""
     ttl: int | None = 0
     incr: int | None = None
-    if hdr and counters.HDR_INCR in hdr:
+    if hdr and hdr.find(counters.HDR_INCR) >= 0:
         incr, incr_error = counters.check_incr(hdr, payload, cfg.allow_msg_counter)
         if incr_error is not None:
             raise Refused(incr_error)
@@ -389,7 +389,7 @@ def _check_headers(
             diff.expected_per_subject[seq_subject] = last
     elif override:
         raise Refused(E.JSStreamExpectedLastSeqPerSubjectInvalid())
-    if hdr and _HDR_SCHEDULE_ANY in hdr:
+    if hdr and hdr.find(_HDR_SCHEDULE_ANY) >= 0:
         hdr, schedule_error, _ = check_publish(stream, subject, hdr)
         if schedule_error is not None:
             raise Refused(schedule_error)

@@ -91,7 +91,7 @@ def batched(reply: str, hdr: bytes | None) -> bool:
     """Whether a publish may be part of a fast batch (its reply) or an atomic one (its headers):
     the batch takes it, never a stretch of a run nor a write of its own
     (`StreamIngest.process` looks closer)."""
-    return reply.endswith(FAST_BATCH_SUFFIX) or (hdr is not None and HDR_BATCH_ID in hdr)
+    return reply.endswith(FAST_BATCH_SUFFIX) or (hdr is not None and hdr.find(HDR_BATCH_ID) >= 0)
 
 
 #: ``only_id_headers(hdr)``: whether a block's only ``Nats-`` headers are a message id and an

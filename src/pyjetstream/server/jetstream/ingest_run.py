@@ -105,7 +105,7 @@ class Run:
         blocks = b"".join(filter(None, hdrs)) if self.nones < self.n else b""
         self.hdr_bytes = len(blocks)
         #: No header block has a ``Nats-`` header (none to check: the common case of other headers).
-        self.no_nats = NATS_PREFIX not in blocks
+        self.no_nats = blocks.find(NATS_PREFIX) < 0
         self.max_size = ingest.max_size
         joined = "\n".join(replies)
         self.within_limits = FAST_BATCH_SUFFIX + "\n" not in joined + "\n" and self._sizes_within(len(joined))
@@ -135,13 +135,13 @@ class Run:
         while k < n and not stream.closed:
             hdr = hdrs[k]
             if ingest.stretches and ingest.trace is None and not batched(replies[k], hdr):
-                if not (hdr and _SCHEDULE_ANY in hdr):
+                if not (hdr and hdr.find(_SCHEDULE_ANY) >= 0):
                     end, ids, ttls = self._stretch(k)
                     if end > k:
                         self._store_stretch(k, end, ids, ttls)
                         k = end
                         continue
-                    if hdr and ingest.expect_stretches and _EXPECT_LINE in hdr:
+                    if hdr and ingest.expect_stretches and hdr.find(_EXPECT_LINE) >= 0:
                         end = self._expected(k)
                         if end > k:
                             self._commit_stretch(k, end, None, None)
@@ -213,7 +213,7 @@ class Run:
             elif lh and hdr.startswith(head) and hdr.endswith(tail) and len(hdr) >= lh + lt:
                 add_raw(hdr[lh : len(hdr) - lt])
                 add_ttl(ttl)
-            elif NATS_PREFIX not in hdr:  # no header with anything to check
+            elif hdr.find(NATS_PREFIX) < 0:  # no header with anything to check
                 add_raw(b"")
                 add_ttl(0)
             else:
@@ -250,7 +250,7 @@ class Run:
             hdr, subject = hdrs[i], subjects[i]
             if transformed is not None:
                 subject = transformed(subject)
-            if hdr is not None and NATS_PREFIX in hdr:
+            if hdr is not None and hdr.find(NATS_PREFIX) >= 0:
                 if not only_these_nats_headers(hdr, EXPECT_LAST_SUBJ_HEADERS):
                     break
                 want = expected_last_subject_seq(hdr)
@@ -278,7 +278,7 @@ class Run:
         i = k
         while i < self.n:
             hdr, subject = hdrs[i], subjects[i]
-            if hdr is None or SCHEDULE_LINE not in hdr or subject in seen:
+            if hdr is None or hdr.find(SCHEDULE_LINE) < 0 or subject in seen:
                 break
             if not self.within_limits and not self._within_limits(i):
                 break
@@ -545,7 +545,7 @@ def block_shape(
     (`StreamIngest.process` takes it)."""
     if not only_these_nats_headers(hdr, lines) or wrong_stream(hdr, name):
         return None
-    ttl = message_ttl(hdr) if _TTL_LINE in hdr else 0
+    ttl = message_ttl(hdr) if hdr.find(_TTL_LINE) >= 0 else 0
     if ttl is None or 0 < ttl < floor:
         return None  # invalid (refused after the account limits), or raised to the floor
     at = hdr.find(_ID_LINE)
@@ -564,15 +564,15 @@ def ids_of(raws: list[bytes]) -> list[str]:
     without ``Nats-`` (a value compared around, not parsed, could hide another line: the stretch
     ends before it). One join, check and decode for the lot in the common case."""
     joined = b"\n".join(raws)
-    if b"\r" in joined or NATS_PREFIX in joined or joined.count(b"\n") != len(raws) - 1:
+    if joined.find(b"\r") >= 0 or joined.find(NATS_PREFIX) >= 0 or joined.count(b"\n") != len(raws) - 1:
         for i, raw in enumerate(raws):
-            if b"\r" in raw or b"\n" in raw or NATS_PREFIX in raw:
+            if raw.find(b"\r") >= 0 or raw.find(b"\n") >= 0 or raw.find(NATS_PREFIX) >= 0:
                 raws = raws[:i]
                 break
         joined = b"\n".join(raws)
         if not raws:
             return []
-    if b" " not in joined:
+    if joined.find(b" ") < 0:
         return msg_id_of(joined).split("\n")
     return [msg_id_of(raw.lstrip(b" ")) for raw in raws]
 

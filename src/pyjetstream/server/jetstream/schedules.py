@@ -157,7 +157,7 @@ def same_schedule(stream: Stream, subject: str, hdr: bytes, shape: Shape) -> tup
     pattern, time zone, TTL and roll-up are the same bytes; the subject is checked again)."""
     head, tail, found = shape
     value = hdr[len(head) : len(hdr) - len(tail)]
-    if len(hdr) < len(head) + len(tail) or b"\r" in value or b"\n" in value:
+    if len(hdr) < len(head) + len(tail) or value.find(b"\r") >= 0 or value.find(b"\n") >= 0:
         return None
     found = {**found, HDR_TARGET: value.lstrip(b" ")}  # (as `schedule_headers` reads it)
     if _check_target(stream, subject, found) is not True:
@@ -288,7 +288,7 @@ class MsgSchedules:
                 msg = store.load_last_msg(subject)
             except StoreError:
                 continue
-            if msg.hdr and SCHEDULE_LINE in msg.hdr:
+            if msg.hdr and msg.hdr.find(SCHEDULE_LINE) >= 0:
                 sched = schedule_of(schedule_headers(msg.hdr), msg.ts, now)
                 if isinstance(sched, Schedule):
                     self.entries[subject] = (msg.seq, sched.at)
@@ -301,7 +301,7 @@ class MsgSchedules:
         schedule headers, when the publish checks have read them. Returns the schedule that a
         stored ``Nats-Schedule-Next: purge`` message ends, for the stream to purge ("": none)."""
         if found is None:
-            found = schedule_headers(hdr) if hdr and HDR_SCHEDULE in hdr else {}
+            found = schedule_headers(hdr) if hdr and hdr.find(HDR_SCHEDULE) >= 0 else {}
         sched = schedule_of(found, ts) if HDR_SCHEDULE in found else None
         if isinstance(sched, Schedule):
             self._set(subject, seq, sched.at)

@@ -259,7 +259,7 @@ class StreamIngest:
         if reply and reply.endswith(FAST_BATCH_SUFFIX) and is_fast_batch_reply(reply):  # batch_fast.py
             stream.fast.process(subject, reply, hdr, payload)
             return None
-        if hdr and HDR_BATCH_ID in hdr:
+        if hdr and hdr.find(HDR_BATCH_ID) >= 0:
             batch_id = get_header(hdr, HDR_BATCH_ID)
             if batch_id:  # an atomic batch (batch_atomic.py) stages and checks on its own
                 return stream.atomic.process(batch_id.decode(), subject, reply, hdr, payload)
@@ -314,7 +314,7 @@ class StreamIngest:
         found: Found | None = None
         if full:
             hdr = remove_header(hdr, HDR_REQUEST_INFO)
-            if counters.HDR_INCR in hdr:
+            if hdr.find(counters.HDR_INCR) >= 0:
                 incr, incr_error = counters.check_incr(hdr, payload, cfg.allow_msg_counter)
                 if incr_error is not None:
                     return _Answered(self._refuse(incr_error, can_respond))
@@ -329,11 +329,11 @@ class StreamIngest:
             refused = self._check_expected(subject, hdr, can_respond)
             if refused is not None:
                 return refused
-            if HDR_SCHEDULE_ANY in hdr:
+            if hdr.find(HDR_SCHEDULE_ANY) >= 0:
                 hdr, schedule_error, found = check_publish(stream, subject, hdr)
                 if schedule_error is not None:
                     return _Answered(self._refuse(schedule_error, can_respond))
-            if HDR_STREAM_SOURCE in hdr and get_header(hdr, HDR_STREAM_SOURCE):  # only sourcing may stamp it (2.15)
+            if hdr.find(HDR_STREAM_SOURCE) >= 0 and get_header(hdr, HDR_STREAM_SOURCE):  # only sourcing may stamp it (2.15)
                 return _Answered(self._refuse(E.JSMessageSourceHdrNotAllowedErr(), can_respond))
         msg_id = msg_id_in(hdr)
         if msg_id:
@@ -355,7 +355,7 @@ class StreamIngest:
     def _check_expected(self, subject: str, hdr: bytes, can_respond: bool) -> _Answered | None:
         """``Nats-Expected-Last-Subject-Sequence`` (2.12+: on the subject or filter named by
         ``…-Subject``) and ``Nats-Expected-Last-Sequence``."""
-        if EXPECTED_LAST_LINE not in hdr:
+        if hdr.find(EXPECTED_LAST_LINE) < 0:
             return None
         stream = self.stream
         want = expected_last_subject_seq(hdr)
@@ -377,7 +377,7 @@ class StreamIngest:
 
     def _check_last_id_and_rollup(self, hdr: bytes, can_respond: bool) -> bytes | _Answered:
         """``Nats-Expected-Last-Msg-Id``, then ``Nats-Rollup`` (its value, lower-cased)."""
-        want_id = get_header(hdr, HDR_EXPECTED_LAST_MSG_ID) if EXPECTED_LAST_LINE in hdr else None
+        want_id = get_header(hdr, HDR_EXPECTED_LAST_MSG_ID) if hdr.find(EXPECTED_LAST_LINE) >= 0 else None
         if want_id:
             last_id = self.dedupe.last_id()
             want = msg_id_of(want_id)
@@ -716,7 +716,7 @@ class StreamIngest:
         if not self.schedule_stretches or self.trace is not None or self.stream.closed:
             return False
         blocks = b"".join(hdrs)
-        if b"Nats-TTL:" in blocks or b"Nats-Rollup:" in blocks:
+        if blocks.find(b"Nats-TTL:") >= 0 or blocks.find(b"Nats-Rollup:") >= 0:
             return False
         ended = {found.get(HDR_SCHEDULER, b"").decode(errors="replace") for _, _, _, found in produced}
         return ended.isdisjoint(subs)

@@ -1020,7 +1020,7 @@ def mapped(path: str) -> Iterator[Bytes]:
 
 def _ttl_of(hdr: bytes) -> int:
     """The TTL of a header block carrying a valid ``Nats-TTL`` (0: none)."""
-    if _TTL_KEY not in hdr:
+    if hdr.find(_TTL_KEY) < 0:
         return 0
     raw = get_header(hdr, b"Nats-TTL")
     if raw:
