@@ -59,3 +59,20 @@ def test_a_status_prefix_begins_its_status_blocks() -> None:
     assert heartbeat_block(1, 2).startswith(status_prefix(Status.IDLE_HEARTBEAT[0]))
     assert status_block(Status.FLOW_CONTROL).startswith(status_prefix(100))
     assert not status_block(Status.NO_MESSAGES).startswith(status_prefix(100))
+
+
+@pytest.mark.parametrize("seqs", [(0, 0), (1, 2), (4, 9), (2**63 - 1, 2**64 - 1), (17, 0)])
+@pytest.mark.parametrize("stalled", ["", "$JS.FC.S.C.abcd"])
+def test_heartbeat_block_formatted_in_one_step_is_status_blocks(
+    monkeypatch: pytest.MonkeyPatch, seqs: tuple[int, int], stalled: str
+) -> None:
+    """`heartbeat_block`'s one-step format (``FAST_HEARTBEAT``) makes `status_block`'s bytes."""
+    from pyjetstream.api import headers
+
+    fast = heartbeat_block(*seqs, stalled)
+    monkeypatch.setattr(headers, "FAST_HEARTBEAT", False)
+    assert fast == heartbeat_block(*seqs, stalled)
+    extra = [(headers.LAST_CONSUMER, seqs[0]), (headers.LAST_STREAM, seqs[1])]
+    if stalled:
+        extra.append((headers.CONSUMER_STALLED, stalled))
+    assert fast == status_block(Status.IDLE_HEARTBEAT, extra)

@@ -258,11 +258,20 @@ def pending_status_block(status: tuple[int, str], msgs: int, nbytes: int) -> byt
 
 def heartbeat_block(last_consumer_seq: int, last_stream_seq: int, stalled: str = "") -> bytes:
     """``100 Idle Heartbeat`` with the last delivered consumer/stream sequences and, while flow
-    control is stalled, the flow-control reply subject (``Nats-Consumer-Stalled``)."""
+    control is stalled, the flow-control reply subject (``Nats-Consumer-Stalled``). Without a
+    stall, `status_block`'s bytes for it formatted in one step (`FAST_HEARTBEAT`): a push
+    consumer sends one each idle interval, 1,000 a second for a stream sourcing 1,000 streams."""
+    if FAST_HEARTBEAT and not stalled and type(last_consumer_seq) is int and type(last_stream_seq) is int:
+        return _HEARTBEAT % (last_consumer_seq, last_stream_seq)
     extra: list[tuple[str, str | int]] = [(LAST_CONSUMER, last_consumer_seq), (LAST_STREAM, last_stream_seq)]
     if stalled:
         extra.append((CONSUMER_STALLED, stalled))
     return status_block(Status.IDLE_HEARTBEAT, extra)
+
+
+#: `heartbeat_block` without a stall formats `_HEARTBEAT` (off: `status_block` each time; the same bytes).
+FAST_HEARTBEAT = True
+_HEARTBEAT = status_block(Status.IDLE_HEARTBEAT, ((LAST_CONSUMER, "%d"), (LAST_STREAM, "%d")))
 
 
 def no_responders_block(subject: str) -> bytes:
