@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -319,3 +320,19 @@ def test_an_engine_replaced_no_longer_counts() -> None:
         js.add(engine)  # type: ignore[arg-type]
     assert js.engines == {"A": again, "B": other} and first.totals is None
     assert js.stats() == (31, 42, 0, 12, 6, 2)
+
+
+@pytest.mark.parametrize("accounts", [10, 100])
+async def test_a_start_checks_the_store_directory_once(monkeypatch: pytest.MonkeyPatch, accounts: int) -> None:
+    """nats-server makes its test file in the store directory once (``enableJetStream``), not once an
+    account; each account's directory is still made."""
+    checks: list[str] = []
+    check = engine_module.check_store_dir
+    monkeypatch.setattr(engine_module, "check_store_dir", lambda d: checks.append(str(d)) or check(d))
+    async with _server(accounts) as server:
+        assert len(checks) == 1 and len(server.js.engines) == accounts
+        assert _all_made([e.streams_dir for e in server.js.engines.values()])
+
+
+def _all_made(directories: list[str]) -> bool:
+    return all(os.path.isdir(d) for d in directories)

@@ -405,9 +405,16 @@ class JetStreamEngine:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        problem = check_store_dir(self.store_dir)
-        if problem:  # nats-server's Start() logs it fatal: "Can't start JetStream: ..."
-            raise JetStreamStartError(f"Can't start JetStream: {problem}")
+        # The store directory is checked once a server (nats-server's enableJetStream: a test file
+        # made and removed), not once an account: 10,000 accounts made 10,000 test files at a start.
+        # Each account's own directory is still made below (enableJetStream of the account: MkdirAll).
+        js = getattr(getattr(self.server, "server", None), "js", None)
+        if js is None or self.store_dir not in js.checked_dirs:
+            problem = check_store_dir(self.store_dir)
+            if problem:  # nats-server's Start() logs it fatal: "Can't start JetStream: ..."
+                raise JetStreamStartError(f"Can't start JetStream: {problem}")
+            if js is not None:
+                js.checked_dirs.add(self.store_dir)
         os.makedirs(self.streams_dir, exist_ok=True)
         self._recover()
         self.router.subscribe()
@@ -708,6 +715,8 @@ class ServerJetStream:
         self._estimated: set[JetStreamEngine] = set()  # an upper bound: counted at an exact read
         #: Engines whose usage a read counted or looked at (a step count: a test's).
         self.counted = 0
+        #: The store directories checked (`check_store_dir`): once a server, as nats-server.
+        self.checked_dirs: set[str] = set()
 
     def first(self) -> JetStreamEngine | None:
         """An engine for server-wide questions (the one started first), ``None`` when there is none."""
