@@ -231,3 +231,37 @@ def test_dataclasses_have_their_own_docstring() -> None:
                 if (cls.__doc__ or "").startswith(cls.__name__ + "("):
                     undocumented.append(f"{info.name}.{cls.__qualname__}")
     assert not undocumented, undocumented
+
+
+# The modules whose dataclasses a start makes: options.py's (public: a user's code builds them, and a
+# reload reads them with ``dataclasses.fields`` and ``replace``, `reload_diff`) and the protocol's
+# events (compiled by mypyc into native classes). Every other value type a start defines is a
+# msgspec Struct or a plain class: a ``@dataclass`` costs ~0.7M instructions to make at every start
+# even with its methods' code cached (`cli.generated_code`), a Struct ~0.13M (callgrind, five
+# fields); 33 of them went from a start recovering a consumer, 488.0M -> 476.7M instructions for the
+# restart of 100,000 pending acks.
+DATACLASS_MODULES = ("pyjetstream.server.options", "pyjetstream.protocol.events")
+# Those modules' dataclasses (16 options, 11 events).
+MAX_START_DATACLASSES = 27
+
+
+def test_a_start_makes_no_dataclass_but_the_options_and_the_events(tmp_path: Path) -> None:
+    """Counted in classes: the dataclasses defined by the package's modules a start recovering a
+    stream and a durable consumer imports (a configuration file, as the benchmarks start it)."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    conf = tmp_path / "server.conf"
+    conf.write_text(f'port: -1\njetstream {{\n  store_dir: "{tmp_path / "store"}"\n}}\n')
+    _create_stream(conf, tmp_path, consumer=True)
+    _, modules = _start_modules(conf)
+    assert "pyjetstream.server.jetstream.store.consumer_store" in modules  # (the consumer was recovered)
+    made: dict[str, list[str]] = {}
+    for name in sorted(m for m in modules if m.startswith("pyjetstream")):
+        for cls in vars(importlib.import_module(name)).values():
+            if inspect.isclass(cls) and dataclasses.is_dataclass(cls) and cls.__module__ == name:
+                made.setdefault(name, []).append(cls.__qualname__)
+    others = {name: classes for name, classes in made.items() if name not in DATACLASS_MODULES}
+    assert not others, others
+    assert sum(len(classes) for classes in made.values()) <= MAX_START_DATACLASSES, made

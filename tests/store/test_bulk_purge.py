@@ -6,11 +6,11 @@ store."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from pyjetstream.server.jetstream.store import FileStore, MessageStore, StoreConfig, seqbulk
 from pyjetstream.server.jetstream.store import indexed as indexed_mod
@@ -22,7 +22,7 @@ PURGES = [("a.1", 0, 0), ("a.*", 0, 5), ("b.>", 700, 0), (">", 0, 0), ("c", 0, 1
 
 
 def picture(store: MessageStore) -> tuple[object, ...]:
-    st = dataclasses.replace(store.state(deleted_details=True), first_ts=0, last_ts=0)  # (two clocks)
+    st = replace(store.state(deleted_details=True), first_ts=0, last_ts=0)  # (two clocks)
     msgs = [m[1] for m in store.load_next_msgs(">", 1, 1 << 30, 1 << 62)]
     pending = [store.num_pending(s, f)[0] for f in (">", "a.>", "b.*", "c") for s in (1, 300, 900)]
     return st, store.subjects_state(">"), msgs, pending

@@ -15,7 +15,6 @@ one of the payloads below to that subject (nats-server consumer.go ``processAck`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
@@ -193,8 +192,7 @@ class AckKind(Enum):
     TERM = "term"
 
 
-@dataclass(frozen=True, slots=True)
-class AckAction:
+class AckAction(msgspec.Struct, frozen=True):
     """A parsed ack payload.
 
     ``delay_ns`` is the NAK delay (``None`` = redeliver now; an unparsable argument is a plain

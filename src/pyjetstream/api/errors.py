@@ -14,8 +14,9 @@ Clients key off ``err_code`` (e.g. 10071/10164 for KV "key exists"); nats.py map
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from .models_common import ApiError
 
@@ -28,8 +29,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorDef:
+class ErrorDef(Struct, frozen=True):
     """One errors.json entry (see the module's docstring); calling it builds the `ApiError`."""
 
     constant: str

@@ -12,7 +12,7 @@ a PubAck with ``"batch"`` and ``"count"``. Mirrors nats-server ``getFastBatch`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from ._wire import WireStruct, always
 from .models_common import ApiError
@@ -42,8 +42,7 @@ class InvalidFastBatch(ValueError):
     """A ``…$FI`` reply subject that does not follow the grammar (error 10206)."""
 
 
-@dataclass(slots=True)
-class FastBatchReply:
+class FastBatchReply(Struct):
     """A fast-ingest batch publish's reply subject, parsed (ADR-50 ``$FI`` grammar, see the module's docstring)."""
 
     id: str

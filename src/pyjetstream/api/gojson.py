@@ -25,7 +25,6 @@ import functools
 import re
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
@@ -346,8 +345,7 @@ def go_quote(text: str) -> str:
 
 
 
-@dataclass(frozen=True)
-class _Field:
+class _Field(msgspec.Struct, frozen=True):
     """One field of a model as the Go-JSON checks see it: its JSON key, annotation and Go type name."""
 
     name: str  # JSON key

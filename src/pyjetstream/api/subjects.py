@@ -9,7 +9,6 @@ name tokens, with the same token-count rules as nats-server's subscriptions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
 import msgspec
@@ -101,8 +100,7 @@ def domain_mappings(domain: str) -> dict[str, str]:
     return {f"$JS.{domain}.API.{suffix}": dest for suffix, dest in _DOMAIN_MAPPED.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class JSApi:
+class JSApi(msgspec.Struct, frozen=True):
     """Subject builder for one API prefix (default ``$JS.API``)."""
 
     prefix: str = JS_API_PREFIX

@@ -24,8 +24,9 @@ import hashlib
 import hmac
 import os
 import secrets
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from pyjetstream.api.jwt import public_key_bytes
 from pyjetstream.server.options import Permissions, ServerOptions, User, is_bcrypt_hash
@@ -71,8 +72,7 @@ def verify_nkey_signature(public_key: str, nonce: str, signature: str) -> bool:
     return True
 
 
-@dataclass(slots=True)
-class AuthDecision:
+class AuthDecision(Struct):
     """The outcome of authenticating one CONNECT (nats-server ``checkAuthentication``): who, in which account."""
 
     ok: bool
@@ -83,8 +83,7 @@ class AuthDecision:
     identity: Any = None
 
 
-@dataclass(slots=True)
-class PendingCheck:
+class PendingCheck(Struct):
     """A bcrypt comparison still to run; ``run()`` is blocking (call it off the event loop)."""
 
     authenticator: Authenticator

@@ -31,8 +31,9 @@ import json
 import random
 import secrets
 import string
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from msgspec import Struct, field
 
 from pyjetstream.api.constants import ACK_PREFIX
 from pyjetstream.api.timefmt import format_time
@@ -160,8 +161,7 @@ def _info_block(info: bytes) -> bytes:
     return block
 
 
-@dataclass
-class _Pending:
+class _Pending(Struct):
     """A requester's reply waiting for the exporter's response(s) (nats-server's response
     service import): ``ts`` when it was made or last delivered a streamed response."""
 
@@ -173,8 +173,7 @@ class _Pending:
     timer: Any = None
 
 
-@dataclass
-class ServiceExport:
+class ServiceExport(Struct):
     """An exporter's response routing: the ``_R_.<tag>.>`` subscription and pending replies."""
 
     account: Account
@@ -615,8 +614,7 @@ def _link_service(
     importer.subscribe_internal(local_subject, forward, traced=forward_traced, no_shadows=True)
 
 
-@dataclass
-class _ImportInfo:
+class _ImportInfo(Struct):
     """An account's import, kept for the monitoring endpoints (``/accountz``)."""
 
     config: AccountImport
@@ -633,8 +631,7 @@ class _ImportInfo:
         return info
 
 
-@dataclass
-class _ExportInfo:
+class _ExportInfo(Struct):
     """An account's export, kept for the monitoring endpoints (``/accountz``)."""
 
     config: AccountExport

@@ -32,8 +32,9 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from pyjetstream.protocol.subjects import is_valid_subject
 from pyjetstream.server.options import MapDest
@@ -72,16 +73,14 @@ class MappingError(ValueError):
     """A mapping nats-server refuses; the text is its error's."""
 
 
-@dataclass(slots=True)
-class _Dest:
+class _Dest(Struct):
     """One weighted destination of a subject mapping."""
 
     transform: SubjectTransform | None  # None: the empty destination (nothing to map to)
     weight: int  # cumulative, after `_weigh`
 
 
-@dataclass(slots=True)
-class _Mapping:
+class _Mapping(Struct):
     """One source subject's mapping: its destinations, overall and per cluster."""
 
     src: str

@@ -16,7 +16,8 @@ import functools
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 _ARG_SPLIT = re.compile(r",\s*")  # commaSeparatorRegEx
 _ATOI = re.compile(r"^[+-]?[0-9]+$")  # Go's strconv.Atoi (after the caller's Trim of spaces)
@@ -196,8 +197,7 @@ _TWO_INT: dict[str, Callable[[str, int], str]] = {
 }
 
 
-@dataclass(slots=True)
-class SubjectTransform:
+class SubjectTransform(Struct):
     """A compiled subject transform (nats-server ``subjectTransform``): source tokens and destination parts."""
 
     src: str

@@ -20,8 +20,9 @@ its own API (the same one subscription), and ``/accountz`` lists it as nats-serv
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from pyjetstream.protocol.headers import set_header
 from pyjetstream.server.imports import CLIENT_INFO_HDR, ServiceExport, client_info
@@ -48,8 +49,7 @@ _STREAMED = AccountExport(kind="service", subject="$SYS.REQ.ACCOUNT.*", response
 _SINGLETON = AccountExport(kind="service", subject="$SYS.REQ.USER.*.INFO")
 
 
-@dataclass(frozen=True)
-class _Import:
+class _Import(Struct, frozen=True):
     """One system-account service an account imports (nats-server ``addSystemAccountExports``' imports)."""
 
     local: str  # what the account's clients publish to

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 
-@dataclass(frozen=True)
-class ConfigIssue:
+class ConfigIssue(Struct, frozen=True):
     """One problem (or warning) found in a configuration, with where it is."""
 
     message: str

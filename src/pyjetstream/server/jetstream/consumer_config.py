@@ -12,7 +12,6 @@ import hashlib
 import re
 import secrets
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -51,8 +50,7 @@ GROUP_NAME = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
 
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerCaps:
+class ConsumerCaps(msgspec.Struct, frozen=True):
     """The limits a consumer's config meets besides its stream's: the server's ``jetstream {
     limits { max_ack_pending, max_request_batch } }`` (nats-server ``JSLimitOpts``) and the
     account's ``max_ack_pending`` (``JetStreamAccountLimits``); only a limit > 0 limits."""

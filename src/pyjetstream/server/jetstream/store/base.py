@@ -12,8 +12,9 @@ import contextlib
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, MutableMapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
+
+from msgspec import Struct, field
 
 if TYPE_CHECKING:
     from .consumer_journal import PackedChanges
@@ -123,16 +124,14 @@ class SimpleState(NamedTuple):
     last: int = 0
 
 
-@dataclass(slots=True)
-class LostData:
+class LostData(Struct):
     """Messages found damaged during recovery (``StreamState.lost`` on the wire)."""
 
     msgs: list[int] = field(default_factory=list)
     bytes: int = 0
 
 
-@dataclass(slots=True)
-class StreamState:
+class StreamState(Struct):
     """A stream's state as reported in StreamInfo.state (consumer_count is the caller's)."""
 
     msgs: int = 0
@@ -154,8 +153,7 @@ COMPRESSION_NONE = "none"
 COMPRESSION_S2 = "s2"
 
 
-@dataclass(slots=True)
-class StoreConfig:
+class StoreConfig(Struct):
     """The stream limits a store enforces. -1 (or 0 for max_age) means unlimited, as on the wire.
 
     ``first_seq`` only applies when a store is created empty; ``compression`` is honoured by the
@@ -535,16 +533,14 @@ class MessageStore(ABC):
 # Consumer state ------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class SequencePair:
+class SequencePair(Struct):
     """A consumer sequence and the stream sequence it delivered (nats-server ``SequencePair``)."""
 
     consumer_seq: int = 0
     stream_seq: int = 0
 
 
-@dataclass(slots=True)
-class ConsumerState:
+class ConsumerState(Struct):
     """A consumer's durable state (nats-server ``ConsumerState``).
 
     ``pending`` maps stream seq -> (consumer seq of the delivery, delivery ts in unix ns);

@@ -23,7 +23,6 @@ import struct
 import zlib
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import msgspec
 
@@ -51,8 +50,7 @@ def _seqs(data: bytes) -> array[int]:
     return a
 
 
-@dataclass(slots=True)
-class PackedChanges:
+class PackedChanges(msgspec.Struct):
     """A consumer's changes since its last write, ready to append: the floors, and the entries
     of the sequences that changed (``body``, `pack_consumer_changes`)."""
 

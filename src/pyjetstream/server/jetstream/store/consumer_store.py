@@ -20,7 +20,6 @@ import struct
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass
 from itertools import chain, compress, repeat
 
 import msgspec
@@ -204,8 +203,7 @@ def _pending_map(
     return dict(chain(old.items(), column_entries(base, dseq, ts)))
 
 
-@dataclass(slots=True)
-class PackedState:
+class PackedState(msgspec.Struct):
     """A consumer state ready to write: its sequences, and its pending and redelivered maps
     already encoded (``body``, `pack_consumer_state`)."""
 

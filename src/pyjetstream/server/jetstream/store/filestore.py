@@ -38,11 +38,12 @@ reported in ``StreamState.lost``.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from . import _snapshot, prior_tombs
 from ._fileutil import (
@@ -97,8 +98,7 @@ FILE_PAGE = 1 << 62
 CACHE_SLOTS = 1 << 19
 
 
-@dataclass(slots=True)
-class FileStoreConfig:
+class FileStoreConfig(Struct):
     """Storage options of a file store (the limits are in `StoreConfig`)."""
 
     directory: str
@@ -128,7 +128,7 @@ class FileStore(IndexedStore):
 
     def __init__(self, fcfg: FileStoreConfig, cfg: StoreConfig | None = None) -> None:
         cfg = cfg or StoreConfig(name=os.path.basename(os.fspath(fcfg.directory)))
-        self._fcfg = dataclasses.replace(fcfg, directory=os.fspath(fcfg.directory))
+        self._fcfg = replace(fcfg, directory=os.fspath(fcfg.directory))
         self._dir = self._fcfg.directory
         self._msgs_dir = os.path.join(self._dir, MSGS_DIR)
         self._obs_dir = os.path.join(self._dir, OBS_DIR)
@@ -179,7 +179,7 @@ class FileStore(IndexedStore):
 
     @property
     def file_config(self) -> FileStoreConfig:
-        return dataclasses.replace(self._fcfg)
+        return replace(self._fcfg)
 
     # ------------------------------------------------------------------------------------
     # Lifecycle

@@ -27,8 +27,9 @@ import os
 import struct
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
+
+from msgspec import Struct
 
 from . import _snapshot
 from ._fileutil import open_fds_max
@@ -61,8 +62,7 @@ if TYPE_CHECKING:
     _Cols: TypeAlias = tuple[array[int], array[int], array[int]]
 
 
-@dataclass(slots=True, frozen=True)
-class _IdxLayout:
+class _IdxLayout(Struct, frozen=True):
     """Where a block index file's slot arrays lie: slots, and the byte offsets of sids, tss, locs;
     whether the file's checksum was verified."""
 

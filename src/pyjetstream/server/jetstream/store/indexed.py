@@ -11,13 +11,14 @@ first, while the index still shows what is being removed, then updates the index
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import functools
 import time
 from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
+
+from msgspec.structs import replace as _replace
 
 from pyjetstream.protocol.subjects import compile_filter, is_match_all
 
@@ -78,7 +79,7 @@ class IndexedStore(MessageStore):
 
     def __init__(self, cfg: StoreConfig, index: SeqIndex, backend: PayloadBackend) -> None:
         map_large_buffers()  # the index arrays grow by reallocation
-        self._cfg = dataclasses.replace(cfg)
+        self._cfg = _replace(cfg)
         self._limits_active = _has_limits(cfg)
         self._discard_new = cfg.discard == DISCARD_NEW
         self._closed = False
@@ -843,13 +844,13 @@ class IndexedStore(MessageStore):
 
     @property
     def config(self) -> StoreConfig:
-        return dataclasses.replace(self._cfg)
+        return _replace(self._cfg)
 
     def update_config(self, cfg: StoreConfig) -> None:
         if self._closed:
             raise ErrStoreClosed()
         old = self._cfg
-        self._cfg = dataclasses.replace(cfg)
+        self._cfg = _replace(cfg)
         self._limits_active = _has_limits(cfg)
         self._discard_new = cfg.discard == DISCARD_NEW
         self._backend.config_changed(self._cfg)
