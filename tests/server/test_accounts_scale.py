@@ -80,10 +80,17 @@ class _Conn:
     async def request(self, subject: str, payload: bytes = b"") -> bytes:
         self.asked += 1
         self.writer.write(f"PUB {subject} _R.{self.asked} {len(payload)}\r\n".encode() + payload + b"\r\n")
-        head = await self.reader.readuntil(b"\r\n")
-        assert head.startswith(b"MSG "), head
+        head = await self.head()
         body = await self.reader.readexactly(int(head.split()[-1]) + 2)
         return body[:-2]
+
+    async def head(self) -> bytes:
+        """The next MSG line, the server's PINGs answered on the way (its first comes 2 s after
+        CONNECT: a run on a loaded machine can take longer than that)."""
+        while (head := await self.reader.readuntil(b"\r\n")) == b"PING\r\n":
+            self.writer.write(b"PONG\r\n")
+        assert head.startswith(b"MSG "), head
+        return head
 
     async def api(self, subject: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         answer: dict[str, Any] = json.loads(await self.request(f"$JS.API.{subject}", json.dumps(body or {}).encode()))
@@ -215,7 +222,7 @@ async def _limits_run(seed: int) -> list[Any]:
                 conn.writer.write(b"".join(f"PUB {kind}.{step} _R.{first + j} 300\r\n".encode() + b"y" * 300 + b"\r\n" for j in range(k)))
                 conn.asked += k
                 for _ in range(k):
-                    head = await conn.reader.readuntil(b"\r\n")
+                    head = await conn.head()
                     out.append(json.loads((await conn.reader.readexactly(int(head.split()[-1]) + 2))[:-2]).get("seq"))
             elif roll < 0.82:
                 info = await conn.api(f"STREAM.INFO.{kind.upper()}")
