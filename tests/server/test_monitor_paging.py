@@ -72,9 +72,12 @@ async def test_a_connz_page_describes_only_its_connections(
 
 
 async def test_connz_pages_make_the_whole_listing(monitored: Server) -> None:
-    """Pages of three, open and closed connections, each sort: the listing of one page of all."""
+    """Pages of three, open and closed connections, each sort: the listing of one page of all. The
+    last four made are closed: a closed connection's uptime stops, an open one's grows, and one
+    made earlier than a closed one is always up longer (with the first four closed, an open one
+    made later could pass a closed one between two pages)."""
     writers = await _connections(monitored.port, 12, 2)
-    for writer in writers[:4]:
+    for writer in writers[8:]:
         writer.close()
     deadline = asyncio.get_running_loop().time() + 10
     while len(monitored.closed_clients) < 4:  # (each close is seen on a later turn of the loop)
@@ -93,7 +96,7 @@ async def test_connz_pages_make_the_whole_listing(monitored: Server) -> None:
         assert paged == cids, sort
     one = await _get(monitored, "/connz", {"cid": str(whole["connections"][0]["cid"]), "state": "any"})
     assert [c["cid"] for c in one["connections"]] == cids[:1]
-    for writer in writers[4:]:
+    for writer in writers[:8]:
         writer.close()
 
 
@@ -272,9 +275,13 @@ async def test_varz_totals_count_every_message_of_open_and_closed_connections(mo
             await publish(i, "all", b"z" * 3, i % 2 == 0, len(alive))
 
     await round_of(list(range(n)))
+    closed = len(monitored.closed_clients)
     for i in range(0, n, 2):
         conns[i][1].close()
-    await asyncio.sleep(0.2)
+    deadline = asyncio.get_running_loop().time() + 10
+    while len(monitored.closed_clients) < closed + n // 2:  # (else a publish may still reach one)
+        assert asyncio.get_running_loop().time() < deadline, len(monitored.closed_clients)
+        await asyncio.sleep(0.01)
     alive = list(range(1, n, 2))
     await round_of(alive)
     for i in alive:  # every delivery written and read back before the totals are read
