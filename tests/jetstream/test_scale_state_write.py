@@ -15,13 +15,12 @@ write is the consumer's (the switch, ``JOURNAL_MIN``, proven not to change what 
 from __future__ import annotations
 
 import random
-import sys
-from types import FrameType
 from typing import Any
 
 import pytest
 from tests.jetstream.consumer_helpers import RawClient, wait_for
 from tests.jetstream.scale_steps import embedded
+from tests.support.steps import counting
 
 from pyjetstream.server.jetstream import consumer_persistence, delivery_state
 from pyjetstream.server.jetstream.consumer import Consumer
@@ -47,20 +46,10 @@ async def _fetch(nc: RawClient, server: Any, n: int, inbox: str) -> Any:
 
 def _write(consumer: Consumer) -> tuple[PackedState | PackedChanges, int]:
     """One state write, as the writer makes it: what it wrote and its Python steps."""
-    steps = 0
-
-    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal steps
-        steps += 1
-        return tracer
-
-    sys.settrace(tracer)
-    try:
+    with counting() as steps:
         packed = consumer.state.packed()
         assert consumer.writer._write(packed)
-    finally:
-        sys.settrace(None)
-    return packed, steps
+    return packed, steps.count
 
 
 def _read_back(consumer: Consumer) -> None:

@@ -22,10 +22,10 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
+from tests.support.steps import counting
 
 import pyjetstream.server as server_package
 from pyjetstream.api.models_stream import StreamConfig
@@ -102,23 +102,9 @@ class _Conn:
 
 async def _server_lines(op: Callable[[], Awaitable[Any]]) -> int:
     """The lines of the server's own Python (``pyjetstream/server``) run while ``op`` runs."""
-    lines = 0
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal lines
-        if event == "line":
-            lines += 1
-        return local
-
-    def trace(frame: FrameType, event: str, arg: Any) -> Any:
-        return local if frame.f_code.co_filename.startswith(SERVER_CODE) else None
-
-    sys.settrace(trace)
-    try:
+    with counting(lines_only=True, where=lambda frame: frame.f_code.co_filename.startswith(SERVER_CODE)) as lines:
         await op()
-    finally:
-        sys.settrace(None)
-    return lines
+    return lines.count
 
 
 async def _steps(n: int) -> dict[str, int]:

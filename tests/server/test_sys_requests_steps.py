@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from types import FrameType
 from typing import Any
 
 import pytest
+from tests.support.steps import counting
 
 from pyjetstream.server import sys_requests
 from pyjetstream.server.conf.mapping import config_to_options
@@ -99,25 +98,11 @@ def _lines_run(asker: _Asker, kind: str) -> int:
     """The lines of Python run to answer one request of ``kind`` (``sys.settrace``'s line events),
     but those of the float scan of the encoded answer, which depend on its bytes (a digit then an
     ``e`` in the random server id or store directory), not on the state's size."""
-    lines = 0
     monitor = asker.requests._monitoring()
     unseen = {monitor._maybe_not_repr.__code__, monitor._float_at.__code__}
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal lines
-        if event == "line":
-            lines += 1
-        return local
-
-    def trace(frame: FrameType, event: str, arg: Any) -> Any:
-        return None if frame.f_code in unseen else local
-
-    sys.settrace(trace)
-    try:
+    with counting(lines_only=True, where=lambda frame: frame.f_code not in unseen) as lines:
         asker.ask(kind)
-    finally:
-        sys.settrace(None)
-    return lines
+    return lines.count
 
 
 async def _steps(connections: int) -> dict[str, int]:

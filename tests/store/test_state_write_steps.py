@@ -8,13 +8,12 @@ columns (`filestore.TTL_COLUMNS`), where a JSON row was made for each."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
+from tests.support.steps import steps_of
 
 from pyjetstream.server.jetstream.store import (
     FileStore,
@@ -37,22 +36,6 @@ def _store(d: Path, subjects: int, block_size: int = 1 << 23) -> FileStore:
     return s
 
 
-def _steps(fn: Any) -> int:
-    steps = 0
-
-    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal steps
-        steps += 1
-        return tracer
-
-    sys.settrace(tracer)
-    try:
-        fn()
-    finally:
-        sys.settrace(None)
-    return steps
-
-
 @pytest.fixture
 def switches(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     def set_to(on: bool) -> None:
@@ -69,14 +52,14 @@ def test_a_state_write_takes_the_same_steps_at_1k_and_20k_subjects(tmp_path: Pat
         s = _store(tmp_path / str(n), n)
         assert None in s._index.subjects.names[1:]  # (free ids: the table's names hold None)
         s._write_state(fsync=False)  # (the first write gives every sealed page its image)
-        counted.append(_steps(lambda s=s: s._write_state(fsync=False)))
+        counted.append(steps_of(lambda s=s: s._write_state(fsync=False)))
         s.stop()
     small, large = counted
     assert large <= small + 20, counted
     switches(False)  # (what it was: steps per subject)
     s = _store(tmp_path / "off", 1_000)
     s._write_state(fsync=False)
-    assert _steps(lambda: s._write_state(fsync=False)) > small + 1_000
+    assert steps_of(lambda: s._write_state(fsync=False)) > small + 1_000
     s.stop()
 
 
@@ -120,12 +103,12 @@ def test_a_state_write_of_1k_and_20k_ttls_takes_the_same_steps(
     for n in (1_000, 20_000):
         s = _ttl_store(tmp_path / str(n), n)
         s._write_state(fsync=False)
-        counted.append(_steps(lambda s=s: s._write_state(fsync=False)))
+        counted.append(steps_of(lambda s=s: s._write_state(fsync=False)))
         s.stop()
     assert counted[1] <= counted[0] + 20, counted
     monkeypatch.setattr(filestore, "TTL_COLUMNS", False)
     s = _ttl_store(tmp_path / "off", 1_000)
-    assert _steps(lambda: s._write_state(fsync=False)) > counted[0] + 1_000
+    assert steps_of(lambda: s._write_state(fsync=False)) > counted[0] + 1_000
     s.stop()
 
 
