@@ -49,6 +49,19 @@ class StoreCalls:
         return self.calls.get(id(store), [0, 0, 0])
 
 
+def count_reads(store: Any) -> list[int]:
+    """The store's ``load_next_msgs`` calls from now on (the one item of the list returned)."""
+    reads = [0]
+    real = store.load_next_msgs
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        reads[0] += 1
+        return real(*args, **kw)
+
+    store.load_next_msgs = counting
+    return reads
+
+
 async def catch_up(runs: bool, calls: StoreCalls | None = None) -> tuple[int, list[Any], list[Any], list[Any]]:
     """Store reads of the origin while a mirror and a source catch up ``MSGS`` messages (some with
     headers, some deleted), what each copied, and (with ``calls``) each copy's store calls."""
@@ -68,16 +81,7 @@ async def catch_up(runs: bool, calls: StoreCalls | None = None) -> tuple[int, li
                 await asyncio.sleep(0.02)
             for seq in range(100, 200, 10):
                 await js.delete_msg("SRC", seq)
-            store = server.jetstream_engines()[0].streams["SRC"].store
-            reads = 0
-            real = store.load_next_msgs
-
-            def counting(*args: Any, **kw: Any) -> Any:
-                nonlocal reads
-                reads += 1
-                return real(*args, **kw)
-
-            store.load_next_msgs = counting
+            reads = count_reads(server.jetstream_engines()[0].streams["SRC"].store)
             await js.add_stream(StreamConfig(name="MIR", mirror=StreamSource(name="SRC")))
             await js.add_stream(StreamConfig(name="AGG", sources=[StreamSource(name="SRC")]))
             for name in ("MIR", "AGG"):
@@ -102,7 +106,7 @@ async def catch_up(runs: bool, calls: StoreCalls | None = None) -> tuple[int, li
             origin = engine.streams["SRC"].store
             # A mirror's copy keeps the origin's timestamp (stored with it, a run at a time or not).
             assert [m[4] for m in copies[0]] == [origin.load_msg(m[0]).ts for m in copies[0]]
-            return reads, copies[0], copies[1], stored
+            return reads[0], copies[0], copies[1], stored
         finally:
             await nc.close()
             await server.shutdown()
@@ -188,15 +192,7 @@ async def test_a_mirror_across_accounts_reads_its_origin_in_runs(monkeypatch: An
         while origin.fast_state().msgs < MSGS:
             assert asyncio.get_running_loop().time() < deadline, "the origin was not filled"
             await asyncio.sleep(0.02)
-        reads = 0
-        real = origin.load_next_msgs
-
-        def counting(*args: Any, **kw: Any) -> Any:
-            nonlocal reads
-            reads += 1
-            return real(*args, **kw)
-
-        origin.load_next_msgs = counting
+        reads = count_reads(origin)
         mirror = {"name": "S", "external": {"api": "JS.PUBLIC", "deliver": "shared.public"}}
         reply = await internal.request("$JS.API.STREAM.CREATE.M", json.dumps({"name": "M", "mirror": mirror}).encode())
         assert json.loads(reply.data).get("config", {}).get("name") == "M", reply.data
@@ -205,7 +201,7 @@ async def test_a_mirror_across_accounts_reads_its_origin_in_runs(monkeypatch: An
             await asyncio.sleep(0.05)
         msg_calls, run_calls, in_runs = calls.of(private.streams["M"].store)
         assert in_runs + msg_calls == MSGS and msg_calls <= 40, (msg_calls, run_calls, in_runs)
-        assert reads <= MSGS // 100 + 40, reads
+        assert reads[0] <= MSGS // 100 + 40, reads
     finally:
         await pub.close()
         await internal.close()
