@@ -1,14 +1,14 @@
 """Many accounts on one server (issue 24, bench_scale's ``--dim accounts``): what a CONNECT, a
 publish into a stream or a ``$SYS`` request costs does not grow with the accounts configured.
 
-`engine.ServerJetStream` holds the JetStream accounts' engines and their usage summed (nats-server's
+`server_jetstream.ServerJetStream` holds the JetStream accounts' engines and their usage summed (nats-server's
 ``s.js``: ``js.accounts``, ``js.memUsed`` / ``js.storeUsed``): `Server.jetstream` no longer builds the
 list of every account's engine (each CONNECT's INFO, each ``$SYS`` answer's header), and a publish's
 check of the server-wide ``max_file_store`` / ``max_memory_store`` no longer sums every other
 account's usage. Counted, not timed, on an embedded server in this process: the lines of the
 server's Python run for an operation beside 100 and 1,000 accounts, and the engines a publish's
 limit check counts (`ServerJetStream.counted`). The differential test proves the same answers
-with the running sums on and off (`engine_module.TOTALS`), near the server's limits.
+with the running sums on and off (`server_jetstream.TOTALS`), near the server's limits.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pyjetstream.api.models_stream import StreamConfig
 from pyjetstream.server import monitor
 from pyjetstream.server.conf.mapping import config_to_options
 from pyjetstream.server.jetstream import engine as engine_module
-from pyjetstream.server.jetstream import monitoring
+from pyjetstream.server.jetstream import monitoring, server_jetstream
 from pyjetstream.server.jetstream.stream_index import StreamIndex
 from pyjetstream.server.server import Server
 
@@ -176,7 +176,7 @@ async def test_a_publish_does_not_count_the_other_accounts(monkeypatch: pytest.M
     or 1,000 accounts; the walk (`TOTALS` off) counts every other account's engine each time."""
     small, large = await _engines_counted(100, 20), await _engines_counted(1000, 20)
     assert small == large and small[0] == 0, (small, large)  # (all 1,000 engines unknown at the start)
-    monkeypatch.setattr(engine_module, "TOTALS", False)
+    monkeypatch.setattr(server_jetstream, "TOTALS", False)
     assert (await _engines_counted(100, 5))[0] == 5 * 99
 
 
@@ -248,7 +248,7 @@ async def test_the_running_sums_answer_as_the_walk(monkeypatch: pytest.MonkeyPat
     reserved = [entry[0]["reserved_memory"] + entry[0]["reserved_storage"] for entry in summed
                 if isinstance(entry, tuple) and isinstance(entry[0], dict)]  # fmt: skip
     assert max(reserved) > 0 and 10059 in summed, summed  # (reservations come and go; an API error)
-    monkeypatch.setattr(engine_module, "TOTALS", False)
+    monkeypatch.setattr(server_jetstream, "TOTALS", False)
     assert await _limits_run(seed) == summed
 
 
@@ -307,7 +307,7 @@ class _Engine:
 def test_an_engine_replaced_no_longer_counts() -> None:
     """An account's engine added again (a second start of its JetStream) takes the first one's place
     in the sums: usage, reservations, API counts."""
-    js = engine_module.ServerJetStream()
+    js = server_jetstream.ServerJetStream()
     first, other, again = _Engine("A", (10, 20), 100), _Engine("B", (1, 2), 5), _Engine("A", (30, 40), 7)
     for engine in (first, other, again):
         js.add(engine)  # type: ignore[arg-type]

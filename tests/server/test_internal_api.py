@@ -264,7 +264,7 @@ class _FakeEngine:
     def signal_pull_consumers(self) -> None:
         """Server.shutdown tells an engine's waiting pull requests first (92090d8): none here."""
 
-    # The server's JetStream (`engine.ServerJetStream`) keeps its engines by account, their usage summed.
+    # The server's JetStream (`server_jetstream.ServerJetStream`) keeps its engines by account, their usage summed.
     account_name = "$G"
 
     def cached_usage(self) -> tuple[int, int]:

@@ -72,7 +72,7 @@ from pyjetstream.server.auth import Authenticator, new_nonce
 from pyjetstream.server.client import ClientConnection, ClosedReason
 from pyjetstream.server.ids import new_server_id
 from pyjetstream.server.imports import link_imports
-from pyjetstream.server.jetstream.engine import ServerJetStream
+from pyjetstream.server.jetstream.server_jetstream import ServerJetStream
 from pyjetstream.server.log import get_logger
 from pyjetstream.server.msgtrace import TracedCallback
 from pyjetstream.server.options import RANDOM_PORT, AccountJetStreamLimits, ServerOptions

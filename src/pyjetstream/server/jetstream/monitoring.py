@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pyjetstream.api.codec import to_builtins
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.timefmt import format_time
-from pyjetstream.server.jetstream import engine as engine_module
+from pyjetstream.server.jetstream import server_jetstream
 from pyjetstream.server.version import JS_API_LEVEL
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def varz(engine: JetStreamEngine) -> dict[str, Any]:
     totals = engine.totals
     if totals is None:
         stats = _stats([engine])
-    elif engine_module.TOTALS:
+    elif server_jetstream.TOTALS:
         stats = _stats_dict(*totals.stats(), len(totals.engines))
     else:
         stats = _stats(list(totals.engines.values()))

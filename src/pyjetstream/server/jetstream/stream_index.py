@@ -56,7 +56,7 @@ class StreamIndex:
     def __init__(self) -> None:
         self._root = _Node()
         self._reserved: Counter[StorageType] = Counter()
-        #: The server's reservations (memory, file: `engine.ServerJetStream.reserved`), kept with
+        #: The server's reservations (memory, file: `server_jetstream.ServerJetStream.reserved`), kept with
         #: this index's own while its engine is one of the server's.
         self.server_reserved: list[int] | None = None
         self.visited = 0  # trie nodes a lookup went through (a step count for tests)
