@@ -156,8 +156,9 @@ class PushDelivery:
             self._hb_timer = consumer.loop.call_later(cfg.idle_heartbeat / 1e9, self._heartbeat)
 
     def stop(self) -> None:
-        if self.consumer.cfg.deliver_subject:
-            DeliverInterest.of(self.consumer).discard(self.dsubj, self)
+        registry = self.consumer.engine.deliver_interest  # (none made to be told of a stop)
+        if registry is not None and self.consumer.cfg.deliver_subject:
+            registry.discard(self.dsubj, self)
         if self._fc_sub is not None:
             self._fc_sub.unsubscribe()
             self._fc_sub = None
