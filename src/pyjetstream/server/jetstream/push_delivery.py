@@ -27,6 +27,7 @@ from pyjetstream.api.enums import AckPolicy
 from pyjetstream.api.headers import LAST_CONSUMER, LAST_STREAM, Status, heartbeat_block, status_block
 from pyjetstream.api.subjects import flow_control_subject, flow_control_subscription
 from pyjetstream.protocol.headers import get_header
+from pyjetstream.server.jetstream import delivery_loop
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
@@ -228,7 +229,9 @@ class PushDelivery:
                     self._send_flow_control()
                 # nats-server's loop goes round after a heartbeat: a filtered consumer that
                 # finds nothing moves past the end of the stream (the next heartbeat says so).
-                consumer.kick()
+                # A pass that would find nothing and change nothing is not run.
+                if not (delivery_loop.REST_UNPASSED and consumer.delivery.at_rest()):
+                    consumer.kick()
             self.last_delivery = now
             due = now + interval
         self._hb_timer = consumer.loop.call_later(max(due - now, 0.001), self._heartbeat)

@@ -24,8 +24,9 @@ the pending count, which is all the tracking needs:
   limits and de-duplication) with ``Nats-Stream-Source: <index name> <origin seq>`` added; after a
   restart each source's position is found by scanning back for the latest such header.
 
-A gap in delivery sequences, a heartbeat announcing deliveries we did not get, or 3 heartbeats of
-silence make the feed recreate its consumer from the last origin sequence it stored + 1. Creation
+A gap in delivery sequences, a heartbeat announcing deliveries we did not get, or 10 s of silence
+(the stream's one health check of all its feeds, every 10 s) make the feed recreate its consumer from
+the last origin sequence it stored + 1. Creation
 is retried at most every 2 s (``sourceConsumerRetryThreshold``) while the origin is missing, so an
 origin created (or re-created) later is picked up.
 
@@ -78,8 +79,10 @@ __all__ = [
 ]
 
 NS = 1_000_000_000
-HEALTH_CHECK_INTERVAL = 1.0  # sourceHealthCheckInterval: also the consumer's idle heartbeat
-STALLED_AFTER = 3 * HEALTH_CHECK_INTERVAL  # silence that makes a feed recreate its consumer
+HEARTBEAT = 1.0  # sourceHealthHB: the origin consumer's idle heartbeat
+HEALTH_CHECK_INTERVAL = 10.0  # sourceHealthCheckInterval: how often a stream checks all its feeds
+STALLED_AFTER = HEALTH_CHECK_INTERVAL  # silence that makes a feed recreate its consumer
+DELETE_REPLY_WAIT = 1.0  # how long a consumer delete's reply is waited for
 RETRY_THRESHOLD = 2.0  # sourceConsumerRetryThreshold: least time between two consumer requests
 CREATE_TIMEOUT = 5.0  # no reply to CONSUMER.CREATE after this: try again
 INACTIVE_THRESHOLD_NS = 10 * NS  # what 2.15 asks for: an ephemeral origin consumer left unread goes
@@ -334,16 +337,15 @@ class _Feed:
         self._runs = bool(getattr(stream.server.options, "runs", True))
         self._timeout: TimerHandle | None = None
         self._retry: Handle | None = None
-        self._health: TimerHandle | None = None
         self._warned: tuple[str, float] = ("", 0.0)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
         """Request the consumer on the next loop turn (after the API reply that created us, and
-        once every recovered stream is up) and start the health check."""
+        once every recovered stream is up); its health is checked with the stream's other feeds
+        (`StreamSourcing._check_health`)."""
         self._retry = self.loop.call_soon(self._setup)
-        self._health = self.loop.call_later(HEALTH_CHECK_INTERVAL, self._check_health)
 
     def stop(self) -> None:
         if self.closed:
@@ -353,10 +355,9 @@ class _Feed:
         self._flush()
         self.closed = True
         self._cancel()
-        for handle in (self._retry, self._health):
-            if handle is not None:
-                handle.cancel()
-        self._retry = self._health = None
+        if self._retry is not None:
+            self._retry.cancel()
+        self._retry = None
 
     def _cancel(self) -> None:
         """Drop the current consumer (nats-server ``cancelSourceInfo``): it is no longer read, so
@@ -387,9 +388,10 @@ class _Feed:
         delay = wait + random.uniform(0.01, 0.06) if wait > 0 else 0.0
         self._retry = self.loop.call_later(delay, self._setup)
 
-    def _check_health(self) -> None:
-        self._health = self.loop.call_later(HEALTH_CHECK_INTERVAL, self._check_health)
-        if self.cname and not self.sip and time.monotonic() - self.last > STALLED_AFTER:
+    def check_health(self, now: float) -> None:
+        """A consumer established and silent for longer than `STALLED_AFTER` (no delivery, no
+        heartbeat) is recreated."""
+        if self.cname and not self.sip and now - self.last > STALLED_AFTER:
             self._restart()
 
     # --- the consumer request ----------------------------------------------------------------
@@ -488,7 +490,7 @@ class _Feed:
         reply = f"$JSC.R.{_token()}"
         subs: list[Any] = []
         subs.append(self.server.subscribe_internal(reply, lambda *_: subs[0].unsubscribe()))
-        self.loop.call_later(HEALTH_CHECK_INTERVAL, subs[0].unsubscribe)  # no answer: give up
+        self.loop.call_later(DELETE_REPLY_WAIT, subs[0].unsubscribe)  # no answer: give up
         self.server.publish_internal(subject, b"", reply=reply)
 
     def _setup_durable(self, durable: StreamConsumerSource) -> None:
@@ -526,7 +528,7 @@ class _Feed:
             ack_policy=AckPolicy.NONE,
             ack_wait=ACK_WAIT_NS,
             max_deliver=1,
-            idle_heartbeat=int(HEALTH_CHECK_INTERVAL * NS),
+            idle_heartbeat=int(HEARTBEAT * NS),
             flow_control=True,
             direct=True,
             inactive_threshold=INACTIVE_THRESHOLD_NS,
@@ -1055,6 +1057,7 @@ class SourceFeed(_Feed):
 #: which stores every feed's plain stretch in one store pass; off: each feed flushes (and stores) alone.
 SHARED_FLUSH = True
 shared_flushes = 0  # `StreamSourcing._flush_sources` calls (a step count for the tests)
+health_checks = 0  # `StreamSourcing._check_health` calls (a step count for the tests)
 
 
 class StreamSourcing:
@@ -1065,6 +1068,27 @@ class StreamSourcing:
         self.mirror: MirrorFeed | None = None
         self.sources: dict[str, SourceFeed] = {}
         self._waiting: list[SourceFeed] = []  # feeds holding deliveries, in the order of their first
+        self._health: TimerHandle | None = None  # the next health check of every feed
+
+    def _arm_health(self) -> None:
+        """Start the health check's ticker, once the stream has a feed."""
+        if self._health is None and (self.mirror is not None or self.sources):
+            self._health = self.stream.server.loop.call_later(HEALTH_CHECK_INTERVAL, self._check_health)
+
+    def _check_health(self) -> None:
+        """Every `HEALTH_CHECK_INTERVAL`, one look at each feed (`_Feed.check_health`): those silent
+        for `STALLED_AFTER` recreate their consumer. Why one ticker for the stream: nats-server 2.15's
+        ``processAllSourceMsgs`` (and ``processMirrorMsgs``) checks all of a stream's sources on one
+        10 s ticker; a timer of each feed each second was 1,000 timer callbacks a second at 1,000
+        sources, each a push and a pop of the event loop's heap (its entries compared in Python)."""
+        global health_checks
+        self._health = None
+        self._arm_health()
+        health_checks += 1
+        now = time.monotonic()
+        feeds: list[_Feed] = [self.mirror] if self.mirror is not None else list(self.sources.values())
+        for feed in feeds:
+            feed.check_health(now)
 
     def flush_soon(self, feed: SourceFeed) -> None:
         """``feed`` holds deliveries: all such feeds are flushed together when the read (or loop
@@ -1143,6 +1167,7 @@ class StreamSourcing:
             self._find_positions(feeds, after_restart=True)
             for feed in feeds:
                 feed.start()
+        self._arm_health()
 
     def stop(self, delete: bool = False) -> None:
         """Stop every feed; when the stream is deleted, also ask each origin to delete the
@@ -1158,6 +1183,9 @@ class StreamSourcing:
             feed.stop()
         self.sources.clear()
         self._waiting = []  # (each flushed its own as it stopped)
+        if self._health is not None:
+            self._health.cancel()
+            self._health = None
 
     def update(self, old: StreamConfig, new: StreamConfig) -> None:
         """Sources added are started, removed ones stopped. The mirror itself cannot change, but
@@ -1197,6 +1225,7 @@ class StreamSourcing:
             self._find_positions(added, after_restart=False)
             for feed in added:
                 feed.start()
+            self._arm_health()
 
     def _find_positions(self, feeds: list[SourceFeed], after_restart: bool) -> None:
         """``startingSequenceForSources``: scan back for each source's latest copied message."""
