@@ -139,6 +139,7 @@ class Consumer:
         if stored is not None:
             self.state.restore(stored)
             if self.state.pending:
+                self.stream.note_pending(self)
                 if self.cfg.ack_policy == AckPolicy.FLOW_CONTROL:
                     # No ack wait: what was not acknowledged before the restart goes out again.
                     self.state.redeliver_all(time.time_ns())

@@ -467,6 +467,8 @@ class DeliveryLoop:
             if c.dthresh and not p.push:
                 c.pull.waiting.last = ps.last_delivery
             c.dirty()
+            if st.pending:
+                c.stream.note_pending(c)
         if p.budget <= 0:
             if self._delay_handle is None:
                 self.kick()  # more may be waiting: continue after other work had a turn
