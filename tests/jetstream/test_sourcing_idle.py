@@ -9,7 +9,9 @@ on an embedded server in this process. An idle source costs one heartbeat a seco
   stretch with it on, one a heartbeat off, and the heartbeats, deliveries and consumer infos of push
   consumers (filtered, unfiltered, with acks) are the same either way;
 - the Python steps of one heartbeat (sent, routed and taken by the feed) are the same at 10 and 60
-  sources.
+  sources, and so are the server's Python steps of an idle stretch per heartbeat sent in it (health
+  checks included; the event loop's own code left out: asyncio's heap of timers compares them in Python,
+  uvloop's, which a served process runs, in C).
 """
 
 from __future__ import annotations
@@ -108,6 +110,31 @@ async def test_an_idle_source_holds_no_timer_and_its_heartbeat_runs_no_pass(monk
     monkeypatch.setattr(delivery_loop, "REST_UNPASSED", False)
     _, heartbeats, runs, _ = await _idle_counts(10, monkeypatch)
     assert runs >= heartbeats - 1, (heartbeats, runs)  # (off: a pass after each heartbeat)
+
+
+async def _idle_steps(n: int, monkeypatch: pytest.MonkeyPatch) -> float:
+    """The server's Python steps (the package's frames) over an idle stretch of ``2 n`` heartbeats at ``n``
+    sources, per heartbeat, with a health check every 0.5 s."""
+    monkeypatch.setattr(sourcing, "HEALTH_CHECK_INTERVAL", 0.5)
+    async with embedded() as server:
+        nc = await nats.connect(f"nats://127.0.0.1:{server.port}")
+        try:
+            await _aggregate(nc, n)
+            await asyncio.sleep(0.2)
+            with count_calls(monkeypatch, PushDelivery, "send_idle_heartbeat") as hbs:
+                with counting(where=lambda frame: "/pyjetstream/server/" in frame.f_code.co_filename) as steps:
+                    for _ in range(200):
+                        if hbs["send_idle_heartbeat"] >= 2 * n:
+                            break
+                        await asyncio.sleep(0.05)
+                return steps.count / hbs["send_idle_heartbeat"]
+        finally:
+            await nc.close()
+
+
+async def test_the_steps_of_an_idle_stretch_per_heartbeat_do_not_grow(monkeypatch: pytest.MonkeyPatch) -> None:
+    small, large = await _idle_steps(10, monkeypatch), await _idle_steps(60, monkeypatch)
+    assert large <= 1.1 * small, (small, large)
 
 
 async def test_a_stalled_feed_is_recreated_by_the_streams_health_check(monkeypatch: pytest.MonkeyPatch) -> None:
