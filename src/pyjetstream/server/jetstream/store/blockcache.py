@@ -30,6 +30,7 @@ store's tests read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["EPOCH", "LIMIT", "LOAD_AFTER", "PAYBACK_BYTES", "BlockCache"]
@@ -63,22 +64,28 @@ class BlockCache:
         self.refused = 0  # loads refused to keep blocks that had not paid for theirs yet
 
     def get(self, blk: Any) -> bytes | None:
-        """The block's bytes when it is kept (now the most recently used)."""
-        self._clock += 1
-        entry = self._blocks.pop(blk, None)
-        if entry is None:
-            return None
-        self._blocks[blk] = entry
-        entry[1] += 1
-        entry[2] = self._clock
-        self.hits += 1
-        return entry[0]  # type: ignore[no-any-return]
+        """The block's bytes when it is kept (now the most recently used), nothing counted on a
+        miss (a removal's look, which never loads a block)."""
+        return self.fetch(blk, 0, None)
 
-    def wants(self, blk: Any, size: int) -> bool:
-        """Count a read out of order in ``blk`` (``size`` bytes written); True when it should now
-        be read whole and `put` here."""
-        if size > self.limit // 2:
-            return False
+    def fetch(self, blk: Any, size: int, load: Callable[[Any], bytes] | None) -> bytes | None:
+        """The block's bytes when it is kept (now the most recently used); on a miss, given
+        ``load`` (reads the block's ``size`` bytes written), the read out of order is counted and
+        the block read whole and kept when it has now taken `load_after` of the last `EPOCH`
+        (None otherwise). One call where the hit, the count and the load were three: a step of
+        every get out of order of a sealed block — over 10M messages (62 blocks, none taking
+        enough reads to be loaded) most random gets."""
+        self._clock += 1
+        blocks = self._blocks
+        entry = blocks.pop(blk, None)
+        if entry is not None:
+            blocks[blk] = entry
+            entry[1] += 1
+            entry[2] = self._clock
+            self.hits += 1
+            return entry[0]  # type: ignore[no-any-return]
+        if load is None or size > self.limit // 2:
+            return None
         misses = self._misses
         self._seen += 1
         if self._seen > EPOCH:
@@ -87,12 +94,14 @@ class BlockCache:
         n = misses.get(blk, 0) + 1
         if n < self.load_after:
             misses[blk] = n
-            return False
+            return None
         misses.pop(blk, None)
         if self.bytes + size > self.limit and not self._evictable(size):
             self.refused += 1
-            return False
-        return True
+            return None
+        data = load(blk)
+        self.put(blk, data)
+        return data
 
     def _evictable(self, size: int) -> bool:
         """Whether the blocks that would make room for ``size`` bytes have each paid for their

@@ -894,7 +894,7 @@ class BlockFiles(_ActiveBlock, BlockIndexes):
         # or the whole block once it took many (`BlockCache`).
         forward = ra is not None and ra[0] is blk and ra[1] <= off <= ra[1] + len(ra[2])
         if not forward:
-            whole = self._whole_block(blk)
+            whole = self._whole.fetch(blk, blk.written, self._read_whole)
             if whole is not None and off + plen <= len(whole):
                 self._ra = (blk, 0, whole)
                 return whole[off : off + plen]
@@ -905,15 +905,9 @@ class BlockFiles(_ActiveBlock, BlockIndexes):
         self._ra = (blk, off, data)
         return data[:plen]
 
-    def _whole_block(self, blk: _Block) -> bytes | None:
-        """The sealed block's bytes from the `BlockCache`, read whole when it has taken enough
-        reads out of order; None otherwise."""
-        cache = self._whole
-        data = cache.get(blk)
-        if data is None and cache.wants(blk, blk.written):
-            data = os.pread(self._fd(blk), blk.written, 0)
-            cache.put(blk, data)
-        return data
+    def _read_whole(self, blk: _Block) -> bytes:
+        """A sealed block's bytes written, read whole (for the `BlockCache`)."""
+        return os.pread(self._fd(blk), blk.written, 0)
 
     def _forget_reads(self, blk: _Block | None) -> None:
         """A block's bytes changed or it left (None: any block's): drop its read-ahead window
@@ -1044,7 +1038,7 @@ def _spanned(files: BlockFiles, seq: int, span: int, load: bool = True) -> tuple
     if ra is not None and ra[0] is blk and ra[1] <= off and off + plen <= ra[1] + len(ra[2]):
         data, base = ra[2], ra[1]
     else:
-        whole = (files._whole_block(blk) if load else files._whole.get(blk)) if SPAN_IN_PLACE else None
+        whole = files._whole.fetch(blk, blk.written, files._read_whole if load else None) if SPAN_IN_PLACE else None
         if whole is not None and off + plen <= len(whole):
             files._ra = (blk, 0, whole)
             data, base = whole, 0
