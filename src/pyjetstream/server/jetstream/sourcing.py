@@ -102,6 +102,7 @@ HDR_LAST_CONSUMER = H.LAST_CONSUMER.encode()
 HDR_LAST_STREAM = H.LAST_STREAM.encode()
 HDR_CONSUMER_STALLED = H.CONSUMER_STALLED.encode()
 _EXPECTED_PREFIX = b"\r\nNats-Expected-"
+_NATS_LINE = b"NATS/1.0\r\n"
 _CONTROL_PREFIX = H.status_prefix(H.Status.IDLE_HEARTBEAT[0])  # heartbeats and flow control
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _SEQ_MISMATCH = E.JSStreamSequenceNotMatchErr().err_code
@@ -253,16 +254,15 @@ def parse_ack_reply(reply: str) -> Delivery | None:
     if tokens[0] != "$JS" or tokens[1] != "ACK":
         return None
     try:
-        return Delivery(
-            tokens[b],
-            int(tokens[b + 1]),
-            int(tokens[b + 2]),
-            int(tokens[b + 3]),
-            int(tokens[b + 4]),
-            int(tokens[b + 5]),
+        return _new(
+            Delivery,
+            (tokens[b], int(tokens[b + 1]), int(tokens[b + 2]), int(tokens[b + 3]), int(tokens[b + 4]), int(tokens[b + 5])),
         )
     except ValueError:
         return None
+
+
+_new = tuple.__new__  # (a `Delivery` made without the NamedTuple's ``__new__``, a Python call: ~0.35 -> 0.17 µs)
 
 
 def _strip_for_source(hdr: bytes) -> bytes:
@@ -890,7 +890,10 @@ class MirrorFeed(_Feed):
         """`_process` for each of ``pending`` in one store pass, the origin's sequences and
         timestamps kept."""
         seqs = [d.sseq for _, _, _, d in pending]
-        subjects = [self._transform(subject) for subject, _, _, _ in pending]
+        if self._transforms:
+            subjects = [self._transform(subject) for subject, _, _, _ in pending]
+        else:
+            subjects = [subject for subject, _, _, _ in pending]
         hdrs = [hdr or b"" for _, hdr, _, _ in pending]
         payloads = [payload for _, _, payload, _ in pending]
         stamps = [d.ts for _, _, _, d in pending]
@@ -935,6 +938,7 @@ class SourceFeed(_Feed):
         super().__init__(stream, cfg)
         self.start_ts = 0  # after a restart: this stream's last message time (see _start_position)
         self.sourcing = sourcing  # the stream's sources, whose flush takes this feed's runs (SHARED_FLUSH)
+        self._stamp: tuple[str, bytes, bytes, bytes] = ("", b"", b"", b"")  # (`_stamp_parts`)
 
     def _flush_soon(self) -> None:
         if SHARED_FLUSH and self.sourcing is not None:
@@ -957,13 +961,40 @@ class SourceFeed(_Feed):
     def copies(self, pending: list[tuple[str, bytes | None, bytes, Delivery]]) -> tuple[list[str], list[bytes], list[bytes]]:
         """Subjects, header blocks and payloads of ``pending``'s copies: each stamped with its
         origin (``Nats-Stream-Source``) as `_process` stamps it, under the transformed subject."""
-        name, iname, ident = HDR_STREAM_SOURCE.decode(), self.iname, self.ident
-        hdrs = [
-            append_headers(_strip_for_source(hdr) if hdr else None, [(name, source_header(iname, d.sseq, subject, ident))])
-            for subject, hdr, _, d in pending
-        ]
-        subjects = [self._transform(subject) for subject, _, _, _ in pending]
+        if FAST_STAMP:
+            head, mid, tail = self._stamp_parts()
+            hdrs = [
+                (_strip_for_source(hdr)[:-2] if hdr else _NATS_LINE) + b"%b%d%b%b%b" % (head, d.sseq, mid, subject.encode(), tail)
+                if subject
+                else self.stamped(hdr, subject, d.sseq)
+                for subject, hdr, _, d in pending
+            ]
+        else:
+            hdrs = [self.stamped(hdr, subject, d.sseq) for subject, hdr, _, d in pending]
+        if self._transforms:
+            subjects = [self._transform(subject) for subject, _, _, _ in pending]
+        else:
+            subjects = [subject for subject, _, _, _ in pending]
         return subjects, hdrs, [payload for _, _, payload, _ in pending]
+
+    def stamped(self, hdr: bytes | None, subject: str, seq: int) -> bytes:
+        """The header block of the copy of origin sequence ``seq``: ``hdr`` without the origin's
+        own ``Nats-Stream-Source`` and the publisher's expectations (`_strip_for_source`), with
+        ours appended (`source_header`)."""
+        stamp = (HDR_STREAM_SOURCE.decode(), source_header(self.iname, seq, subject, self.ident))
+        return append_headers(_strip_for_source(hdr) if hdr else None, [stamp])
+
+    def _stamp_parts(self) -> tuple[bytes, bytes, bytes]:
+        """`stamped`'s line as three parts around the sequence and the subject (`FAST_STAMP`), made
+        again when the origin's identity changed: ``Nats-Stream-Source: <name> `` ·seq· `` <filter>
+        <dest> `` ·subject· ``[ <identity>]`` and the block's end."""
+        parts = self._stamp
+        if parts[0] != self.ident or not parts[1]:
+            name, _, rest = self.iname.partition(" ")
+            ident = self.ident
+            tail = f" {ident}\r\n\r\n" if ident else "\r\n\r\n"
+            parts = self._stamp = (ident, f"{H.STREAM_SOURCE}: {name} ".encode(), f" {rest} ".encode(), tail.encode())
+        return parts[1], parts[2], parts[3]
 
     def put_back(self, pending: list[tuple[str, bytes | None, bytes, Delivery]]) -> None:
         """Give back what `take_plain` took (not stored) and flush it the feed's own way."""
@@ -1016,9 +1047,7 @@ class SourceFeed(_Feed):
         else:
             return
         self.lag = d.pending - 1 if d.pending else 0
-        stamp = (HDR_STREAM_SOURCE.decode(), source_header(self.iname, d.sseq, subject, self.ident))
-        new_hdr = append_headers(_strip_for_source(hdr) if hdr else None, [stamp])
-        error = self.stream.ingest.process_sourced(self._transform(subject), new_hdr, payload)
+        error = self.stream.ingest.process_sourced(self._transform(subject), self.stamped(hdr, subject, d.sseq), payload)
         if error is not None:
             self._warn(error)
             self.sseq, self.dseq = previous
@@ -1052,6 +1081,11 @@ class SourceFeed(_Feed):
 
 # --- a stream's feeds -------------------------------------------------------------------------
 
+
+#: A run of copies is stamped by formatting each one's ``Nats-Stream-Source`` line from parts made once
+#: (`SourceFeed._stamp_parts`), not by `source_header` and `append_headers` (its text, a list, a tuple and
+#: an encode each): ~1.2 µs a copy of a catch-up; off: `SourceFeed.stamped` for each.
+FAST_STAMP = True
 
 #: The sources' feeds of a stream hold their deliveries for one flush of them all (`StreamSourcing.flush_soon`),
 #: which stores every feed's plain stretch in one store pass; off: each feed flushes (and stores) alone.
