@@ -846,16 +846,16 @@ class BlockFiles(_ActiveBlock, BlockIndexes):
         """The first sequence of the active block (`read_run`)."""
         return self._firsts[-1]
 
-    def mirror_window(self, off: int, plen: int, last: int) -> bytes:
+    def mirror_window(self, off: int, plen: int, last: int, limit: int = READ_AHEAD) -> bytes:
         """`read_run`'s window of the active block: a copy of its mirror from the record at ``off``
         to the end of the run's ``last`` message (the active block's page is loaded), at least the
-        record, at most `READ_AHEAD` past it — what the run reads there, so a pull of one message
-        copies one record."""
+        record, at most ``limit`` past it (a sparse run's: ``run_reader.SPARSE_REACH``) — what the
+        run reads there, so a pull of one message copies one record."""
         end = off + plen
         p = self.index.page(last)
         if p is not None and 0 <= last - p.first < p.n:
             loc = p.locs[last - p.first]
-            end = max(end, min((loc >> 32) + (loc & _LEN_MASK), off + READ_AHEAD))
+            end = max(end, min((loc >> 32) + (loc & _LEN_MASK), off + limit))
         with memoryview(self.active_bytes()) as mv:
             return mv[off:end].tobytes()
 

@@ -28,6 +28,14 @@ __all__ = ["find_in_span", "read_records"]
 #: The active block's window covers every sequence from its first record on.
 _NO_END = 1 << 62
 
+#: A sparse run's window of the active block (fewer than a quarter of the sequences it spans: a
+#: wildcard consumer's tenth, a redelivery run) reaches from the record to the last of the run's
+#: next records lying within about this many bytes of it (judged by the record's length), where it
+#: was the record alone: a consumer on a tenth of the subjects paid a ``mirror_window`` call per
+#: message (~1.2 µs of a ~2.5 µs read), now one per ~4 KiB. Records farther apart are still copied
+#: one by one (a redelivery run's: no span between them). 0 turns it off (the record alone).
+SPARSE_REACH = 4096
+
 
 def read_records(
     files: Any,
@@ -75,8 +83,13 @@ def read_records(
         if not (ra_lo <= seq < ra_hi and ra_off <= off and off + plen <= ra_end):
             if seq >= active:
                 # (to the run's last record there; where the run's sequences are sparse — fewer
-                # than a quarter of those it spans, as a redelivery run's —, this record alone)
-                ra_data = files.mirror_window(off, plen, seq if last - seq >= 4 * (n - k) else last)
+                # than a quarter of those it spans, as a redelivery run's —, to the last of its
+                # next ones within `SPARSE_REACH` bytes: `_within_reach`)
+                if last - seq < 4 * (n - k):
+                    ra_data = files.mirror_window(off, plen, last)
+                else:
+                    to = _within_reach(seqs, k, n, SPARSE_REACH // plen)
+                    ra_data = files.mirror_window(off, plen, to, SPARSE_REACH)
                 ra_lo, ra_hi, ra_off, ra_ours = active, _NO_END, off, act_ours
             else:
                 window = files.window(seq, off, plen)
@@ -100,6 +113,16 @@ def read_records(
         else:
             out.append((subject, seq, tss[i], b"", ra_data[body_at:end]))
     return out
+
+
+def _within_reach(seqs: list[int], k: int, n: int, reach: int) -> int:
+    """The last of ``seqs[k:n]`` at most ``reach`` sequences past ``seqs[k]`` (``seqs[k]`` itself
+    when none is): where a sparse run's window of the active block ends."""
+    limit = seqs[k] + reach
+    j = k + 1
+    while j < n and seqs[j] <= limit:
+        j += 1
+    return seqs[j - 1]
 
 
 def find_in_span(
