@@ -42,7 +42,8 @@ from pyjetstream.server.jetstream.sourcing import (
 target_pair = pair_fixtures.target_pair
 
 NS = 1_000_000_000
-SYNC_TIMEOUT = 30.0  # generous: 2 cores, heavily loaded; a missing origin is retried every ~2 s
+SYNC_TIMEOUT = 60.0  # generous: 2 loaded cores; a missing origin is retried every ~2 s, and a feed whose
+# origin was deleted notices at the stream's 10 s health check (nats-server: 12-25 s in these tests)
 
 
 # --- helpers ----------------------------------------------------------------------------------
