@@ -44,7 +44,7 @@ import random
 import secrets
 import time
 from asyncio import Handle, TimerHandle
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
 import msgspec
 
@@ -103,6 +103,7 @@ HDR_LAST_STREAM = H.LAST_STREAM.encode()
 HDR_CONSUMER_STALLED = H.CONSUMER_STALLED.encode()
 _EXPECTED_PREFIX = b"\r\nNats-Expected-"
 _NATS_LINE = b"NATS/1.0\r\n"
+_SEQ_MARK, _SUBJECT_MARK = "\x00seq\x00", "\x00subject\x00"  # (`SourceFeed._stamp_parts`: no name holds a NUL)
 _CONTROL_PREFIX = H.status_prefix(H.Status.IDLE_HEARTBEAT[0])  # heartbeats and flow control
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _SEQ_MISMATCH = E.JSStreamSequenceNotMatchErr().err_code
@@ -990,10 +991,12 @@ class SourceFeed(_Feed):
         <dest> `` ·subject· ``[ <identity>]`` and the block's end."""
         parts = self._stamp
         if parts[0] != self.ident or not parts[1]:
-            name, _, rest = self.iname.partition(" ")
-            ident = self.ident
-            tail = f" {ident}\r\n\r\n" if ident else "\r\n\r\n"
-            parts = self._stamp = (ident, f"{H.STREAM_SOURCE}: {name} ".encode(), f" {rest} ".encode(), tail.encode())
+            # Cut from the general path's own block (`stamped`, marks for the sequence and the
+            # subject): the line's layout lives in `source_header` and `append_headers` alone.
+            block = self.stamped(None, _SUBJECT_MARK, cast(int, _SEQ_MARK)).removeprefix(_NATS_LINE)
+            head, _, rest = block.partition(_SEQ_MARK.encode())
+            mid, _, tail = rest.partition(_SUBJECT_MARK.encode())
+            parts = self._stamp = (self.ident, head, mid, tail)
         return parts[1], parts[2], parts[3]
 
     def put_back(self, pending: list[tuple[str, bytes | None, bytes, Delivery]]) -> None:
