@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from pyjetstream.protocol.subjects import Matcher, compile_filter, has_wildcard, is_match_all
 
+from .filter_index import FilterIndex
 from .subject_tree import SubjectTree
 
 # Cached filter matches (wildcard filters and sets of filters): at most this many entries, and
 # about this many subject ids over all of them (the oldest go first).
 _MATCH_CACHE_MAX = 64
 _MATCH_CACHE_SIDS = 1 << 20
+#: A new or removed subject finds the cached filter matches it concerns in a trie of their
+#: filters (`FilterIndex`: its tokens walked), not by testing every cached filter (up to 64 entries
+#: of any number of filters each). Off: every cached match tested
+#: (`tests/store/test_filter_index.py` proves both keep the same matches).
+INDEXED_FILTERS = True
 
 
 class FilterMatch:
@@ -71,6 +77,8 @@ class SubjectTable:
     __slots__ = (
         "_cache",
         "_cached_sids",
+        "_filters",
+        "_whole",
         "first",
         "free",
         "ids",
@@ -94,6 +102,8 @@ class SubjectTable:
         self.tree_inserts = 0
         self._cache: dict[tuple[str, ...], FilterMatch] = {}
         self._cached_sids = 0
+        self._filters = FilterIndex()  # the cached matches' filters (`INDEXED_FILTERS`)
+        self._whole: set[tuple[str, ...]] = set()  # the cached matches of every subject (sids None)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -110,6 +120,8 @@ class SubjectTable:
         self.tree_live = False
         self._cache = {}
         self._cached_sids = 0
+        self._filters = FilterIndex()
+        self._whole = set()
 
     def intern(self, subject: str, seq: int = 0) -> int:
         """Id for a subject not in the table yet: msgs/first/last start at 0, or at its first
@@ -136,6 +148,11 @@ class SubjectTable:
         return sid
 
     def _cache_add(self, subject: str, sid: int) -> None:
+        """A new subject joins the cached matches whose filters match it; a match of every subject
+        that it does not join goes (built again when next asked)."""
+        if INDEXED_FILTERS:
+            self._cache_add_indexed(subject, sid)
+            return
         n = len(self.ids)
         for key, fm in list(self._cache.items()):
             sids = fm.sids
@@ -147,7 +164,34 @@ class SubjectTable:
                         self._cached_sids -= len(sids)
                         fm.sids = None
             elif sids is None:
-                del self._cache[key]  # no longer every subject: built again when next asked
+                self._uncache(key)  # no longer every subject: built again when next asked
+
+    def _cache_add_indexed(self, subject: str, sid: int) -> None:
+        """`_cache_add` for the cached matches the subject's tokens lead to (`FilterIndex`)."""
+        n = len(self.ids)
+        cache = self._cache
+        hit = self._filters.match(subject)
+        for key in hit:
+            fm = cache[key]
+            sids = fm.sids
+            if sids is not None:
+                sids.add(sid)
+                self._cached_sids += 1
+                if len(sids) == n:
+                    self._cached_sids -= len(sids)
+                    fm.sids = None
+                    self._whole.add(key)
+        for key in [key for key in self._whole if key not in hit]:
+            self._uncache(key)
+
+    def _uncache(self, key: tuple[str, ...]) -> None:
+        """A cached match goes (its ids no longer counted, its filters out of the index)."""
+        fm = self._cache.pop(key)
+        if fm.sids is not None:
+            self._cached_sids -= len(fm.sids)
+        self._whole.discard(key)
+        for f in key:
+            self._filters.discard(f, key)
 
     def release(self, sid: int) -> None:
         """Forget a subject whose last message is gone."""
@@ -163,7 +207,13 @@ class SubjectTable:
         self.free.append(sid)
         if self._cache:
             n = len(self.ids)
-            for fm in self._cache.values():
+            # (indexed: the matches of the subject alone; one that did not match it stays a set
+            # of ids even when it now holds every subject, until built again)
+            cache = self._cache
+            fms: Iterable[FilterMatch] = (
+                [cache[key] for key in self._filters.match(name)] if INDEXED_FILTERS else cache.values()
+            )
+            for fm in fms:
                 sids = fm.sids
                 if sids is not None:
                     if sid in sids:
@@ -172,6 +222,7 @@ class SubjectTable:
                     if len(sids) == n:  # (the one subject it did not match may have gone)
                         self._cached_sids -= n
                         fm.sids = None
+                        self._whole.add(fm.filters)
 
     def clear(self) -> None:
         inserts = self.tree_inserts
@@ -229,10 +280,13 @@ class SubjectTable:
         fm = FilterMatch(filters, None if whole else found)
         size = 0 if whole else len(found)
         while cache and (len(cache) >= _MATCH_CACHE_MAX or self._cached_sids + size > _MATCH_CACHE_SIDS):
-            old = cache.pop(next(iter(cache)))
-            self._cached_sids -= len(old.sids) if old.sids is not None else 0
+            self._uncache(next(iter(cache)))
         cache[filters] = fm
         self._cached_sids += size
+        if whole:
+            self._whole.add(filters)
+        for f in filters:
+            self._filters.add(f, filters)
         return fm
 
     def live_items(self) -> list[tuple[str, int]]:
