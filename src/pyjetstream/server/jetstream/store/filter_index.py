@@ -1,5 +1,5 @@
 """The filters of a subject table's cached filter matches as a token trie, so that a subject
-stored for the first time (or gone) finds the cached matches it belongs to by a walk over its
+stored for the first time finds the cached matches it belongs to by a walk over its
 tokens, not a test against every cached filter (nats-server ``Sublist.Match``: a subject against
 the filters of its subscriptions).
 
