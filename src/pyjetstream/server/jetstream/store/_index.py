@@ -155,15 +155,9 @@ class SubjectTable:
             return
         n = len(self.ids)
         for key, fm in list(self._cache.items()):
-            sids = fm.sids
             if fm.matches(subject):
-                if sids is not None:
-                    sids.add(sid)
-                    self._cached_sids += 1
-                    if len(sids) == n:
-                        self._cached_sids -= len(sids)
-                        fm.sids = None
-            elif sids is None:
+                self._join(key, fm, sid, n)
+            elif fm.sids is None:
                 self._uncache(key)  # no longer every subject: built again when next asked
 
     def _cache_add_indexed(self, subject: str, sid: int) -> None:
@@ -172,17 +166,21 @@ class SubjectTable:
         cache = self._cache
         hit = self._filters.match(subject)
         for key in hit:
-            fm = cache[key]
-            sids = fm.sids
-            if sids is not None:
-                sids.add(sid)
-                self._cached_sids += 1
-                if len(sids) == n:
-                    self._cached_sids -= len(sids)
-                    fm.sids = None
-                    self._whole.add(key)
+            self._join(key, cache[key], sid, n)
         for key in [key for key in self._whole if key not in hit]:
             self._uncache(key)
+
+    def _join(self, key: tuple[str, ...], fm: FilterMatch, sid: int, n: int) -> None:
+        """New subject ``sid`` joins a cached match whose filters match it (one of ``n`` subjects
+        now): a match that comes to hold every subject keeps no ids (`_whole`)."""
+        sids = fm.sids
+        if sids is not None:
+            sids.add(sid)
+            self._cached_sids += 1
+            if len(sids) == n:
+                self._cached_sids -= n
+                fm.sids = None
+                self._whole.add(key)
 
     def _uncache(self, key: tuple[str, ...]) -> None:
         """A cached match goes (its ids no longer counted, its filters out of the index)."""
