@@ -1217,7 +1217,7 @@ def ops_imports() -> list[Op]:
     return [
         Op("sub_unsub", "SUB + UNSUB in the importer (one import's subject)", "pair", _import_sub_unsub),
         Op("pub_stream", "publish in the exporter through one stream import", "message",
-           _pub_mapped(lambda c, j: f"s.{random.randrange(c.size)}", 20_000)),
+           _pub_mapped(lambda c, j: f"s.{random.randrange(c.size)}", 100_000)),
         Op("request", "request through one service import", "request", _import_requests),
         Op("restart", "restart (until the last service import answers)", "import",
            lambda c: (_restart_imports(c), c.size)[1], once=True, restart=True),
