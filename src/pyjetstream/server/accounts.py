@@ -290,6 +290,9 @@ class Account:
     def lone_receiver(self, subject: str) -> Subscription | None:
         return self.server.lone_receiver(subject, self)
 
+    def client_receivers(self, subject: str) -> tuple[Subscription, ...]:
+        return self.server.client_receivers(subject, self)
+
     def count_matches(self, n: int) -> None:
         self.sublist.matches += n
 

@@ -239,6 +239,27 @@ class Router:
         sub = psubs[0]
         return sub if (sub.client is not None or sub.takes_deliveries) and not sub.closed else None
 
+    def client_receivers(self, subject: str, account: Account) -> tuple[Subscription, ...]:
+        """The client subscriptions a server publish to ``subject`` reaches when it reaches two or
+        more and nothing else (no queue group, no internal subscription, none closed): those
+        `route` hands the message to in turn, each through its `FrameSink.deliver`; else none. A
+        consumer's delivery pass whose destination has no `lone_receiver` looks them up once and
+        hands each message to each itself, its messages read in runs — routed, each message
+        would be read alone, since a route may reach an internal subscriber whose callback changes
+        the stream. The match is not counted here (the deliveries count themselves)."""
+        sl = account.sublist
+        result = sl.cache.get(subject)
+        if result is None:
+            result = sl.match(subject)
+            sl.matches -= 1
+        psubs, qsubs = result
+        if qsubs or len(psubs) < 2:
+            return ()
+        for sub in psubs:
+            if sub.client is None or sub.closed:
+                return ()
+        return psubs
+
 
 class _Bound:
     """``acc[k] + k * extra``: the bound of the first ``k`` frames of a segment, each ``extra``

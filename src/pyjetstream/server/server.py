@@ -836,8 +836,14 @@ class Server:
         """`Router.lone_receiver`: the one client subscription a server publish would reach."""
         return self.router.lone_receiver(subject, account or self.global_account)
 
+    def client_receivers(self, subject: str, account: Account | None = None) -> tuple[Subscription, ...]:
+        """`Router.client_receivers`: the client subscriptions (two or more, nothing else) a server
+        publish would reach."""
+        return self.router.client_receivers(subject, account or self.global_account)
+
     def count_matches(self, n: int) -> None:
-        """``n`` deliveries went to a `lone_receiver` without `route` (its statistics)."""
+        """``n`` deliveries went to a `lone_receiver` (or `client_receivers`) without `route` (its
+        statistics)."""
         self.global_account.sublist.matches += n
 
     def has_interest(self, subject: str, clients_only: bool = False) -> bool:

@@ -208,7 +208,7 @@ class DeliveryLoop:
         c = self.consumer
         st = c.state
         maxp = p.maxp
-        one = p.rsub is None or p.ack_none_interest or p.replay or not p.runs
+        one = (p.rsub is None and not p.rsubs) or p.ack_none_interest or p.replay or not p.runs
         if st.rdq:
             want = 1 if one else self._want(p, 0)
             rd, dcs = c.acks.redeliveries(want)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.push_delivery import PushDelivery
     from pyjetstream.server.jetstream.store.base import MsgTuple
 
-__all__ = ["DELIVER_BATCH", "FRAME_HEADERS_ONLY", "STOP_EOF", "STOP_IDLE", "STOP_MAX_PENDING", "DeliveryPass", "headers_only"]
+__all__ = ["DELIVER_BATCH", "FAN_OUT", "FRAME_HEADERS_ONLY", "STOP_EOF", "STOP_IDLE", "STOP_MAX_PENDING", "DeliveryPass", "headers_only"]
 
 # Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
 DELIVER_BATCH = 512
@@ -44,6 +44,11 @@ _QUEUE_HELD = 8
 #: each turned into its headers-only form there (`headers_only`); False: each goes through
 #: ``DeliveryLoop._deliver_msgs`` (the differential test shows both send the same frames).
 FRAME_HEADERS_ONLY = True
+#: A destination several client subscriptions (and nothing else) receive gets each message handed
+#: to each of them by the pass (`DeliveryPass.fan_out`, the receivers looked up once), the
+#: messages read in runs; False: each message routed alone (``publish_internal``), read one at a
+#: time (the differential test shows both send the same frames).
+FAN_OUT = True
 
 
 class DeliveryPass:
@@ -59,6 +64,7 @@ class DeliveryPass:
         "ack_adj",
         "ack_none_interest",
         "budget",
+        "client_receivers",
         "conn",
         "current_pass",
         "delivered",
@@ -88,6 +94,7 @@ class DeliveryPass:
         "room",
         "routed",
         "rsub",
+        "rsubs",
         "runs",
         "single",
         "statuses",
@@ -142,9 +149,11 @@ class DeliveryPass:
             and not self.ack_none_interest
         )
         self.lone_receiver = consumer.server.lone_receiver
+        self.client_receivers = consumer.server.client_receivers
         self.publish_internal = consumer.server.publish_internal
         self.dest = ""
         self.rsub: Receiver | None = None
+        self.rsubs: tuple[Receiver, ...] = ()  # several receivers, when there is no lone one
         self.conn: Sink | None = None
         self.room = 0
         self.acc = self.acc_msgs = self.acc_bytes = 0
@@ -164,10 +173,13 @@ class DeliveryPass:
         routed way. Its connection, when the pass may frame onto it itself
         (``FrameSink.takes_frames``), takes frames into its sink's ``out`` in order, accounted for
         in one ``FrameSink.count`` call (`account`) whenever they pass ``room`` (where
-        ``deliver`` would write early), when the receiver changes and at the end of the pass."""
+        ``deliver`` would write early), when the receiver changes and at the end of the pass.
+        Without a lone receiver, the client subscriptions when only they (two or more) receive
+        ``dest`` (``Server.client_receivers``, `fan_out`)."""
         self.account()
         self.dest = dest
         rsub = self.rsub = self.lone_receiver(dest)
+        self.rsubs = self.client_receivers(dest) if rsub is None and FAN_OUT else ()
         sink = rsub.sink if rsub is not None else None
         conn = self.conn = sink if sink is not None and sink.takes_frames(rsub) else None
         self.room = conn.room() if conn is not None else 0
@@ -304,8 +316,11 @@ class DeliveryPass:
         else routed (``publish_internal``: no one receiver, or it went away). An internal receiver
         (``takes_deliveries``: a mirror's or source's feed) gets its callback called, as `route` calls
         it with the stream's subject shown. Returns (delivered,
-        cut): cut when the rest of a read-ahead run is to be read again (routed, receiver cut)."""
+        cut): cut when the rest of a read-ahead run is to be read again (routed, receiver cut).
+        Several client receivers (``rsubs``) get it from `fan_out`."""
         conn, rsub = self.conn, self.rsub
+        if rsub is None and self.rsubs:
+            return self.fan_out(subject, ack, hdr, payload)
         if rsub is None or rsub.closed:
             self.routed += 1
             ok = self.publish_internal(self.dest, payload, ack.decode(), hdr or None, subject)
@@ -332,6 +347,30 @@ class DeliveryPass:
         if self.acc > self.room and not self.early():
             return _SENT_CUT
         return _SENT
+
+    def fan_out(self, subject: str, ack: bytes, hdr: bytes, payload: bytes) -> tuple[bool, bool]:
+        """`send` to several client receivers (``rsubs``): each one's ``FrameSink.deliver``, in the
+        sublist's order, as `Router.route` hands a server publish to each (nats-server
+        ``processMsgResults``). A receiver closed meanwhile (a slow consumer cut, an
+        auto-unsubscribe) is skipped, as `route` skips it, and has the receivers looked up again
+        (`receiver`: those left, a lone one, or none and each message routed) and the rest of the
+        run read again. As `send`'s other ways, a message no one took (no echo, deliver
+        permissions) has the rest of the run read again too."""
+        reply = ack.decode()
+        block = hdr or None
+        dest = self.dest
+        ok = cut = False
+        for rsub in self.rsubs:
+            if rsub.closed:
+                cut = True
+                continue
+            if rsub.client.deliver(rsub, dest, reply, block, payload, None, subject):  # type: ignore[union-attr]
+                ok = True
+            if rsub.closed:
+                cut = True
+        if cut:
+            self.receiver(dest)
+        return ok, cut or not ok
 
     def early(self) -> bool:
         """The frames passed ``room``: account for them now (where ``FrameSink.deliver`` would
