@@ -2,8 +2,8 @@
 mapping in steps that do not grow with the number of mappings, and loading them is linear.
 
 nats-server walks its mappings in order for every publish (``selectMappedSubject``): ~15 µs of CPU a
-publish beside 1,000 wildcard mappings, ours ~740 before the trie (`mappings._WildTrie`). Counted,
-not timed: the trie nodes a publish visits (`_WildTrie.visited`) and the sources tried one by one
+publish beside 1,000 wildcard mappings, ours ~740 before the trie (`Mappings._trie`). Counted,
+not timed: the trie nodes a publish looks into (`GenericSublist.steps`) and the sources tried one by one
 (`mappings._matches`, none while `mappings.INDEXED`), on an embedded server with 100 and with
 10,000 wildcard mappings. The differential test proves the trie finds the mapping the ordered walk
 finds (`INDEXED` off), over random sources and subjects."""
@@ -49,13 +49,13 @@ async def _publish_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[int, 
             await nc.subscribe("mq.>", cb=on_msg)
             await nc.flush()
             trie = server.global_account.mappings._trie
-            before = trie.visited
+            before = trie.steps
             with count_calls(monkeypatch, mappings_module, "_matches") as tried:
                 for j in range(PUBLISHES):
                     await nc.publish(f"mp.{n - 1}.x{j}", b"")
                 await asyncio.wait_for(done.wait(), 30)
             assert sorted(got) == sorted(f"mq.{n - 1}.x{j}" for j in range(PUBLISHES))
-            return (trie.visited - before) // PUBLISHES, tried["_matches"]
+            return (trie.steps - before) // PUBLISHES, tried["_matches"]
         finally:
             await nc.close()
 

@@ -19,11 +19,12 @@ Finding a subject's mapping: nats-server walks its mappings in order and takes t
 matches (a literal source equal to the subject, a wildcard one by ``isSubsetMatch``) — O(mappings)
 a publish, ~20-30 ns each in Go; in Python ~0.3 µs each, so a publish beside 1,000 wildcard
 mappings cost 346 µs of CPU against nats-server's 30.5 (the ``mappings`` scale dimension). Here the
-literal sources sit in a dict and the wildcard ones in a token trie (`_WildTrie`), each with its
-position: the first match is the lowest position among those the trie's walk reaches — the
-subject's own token and ``*`` at each level, and ``>`` — O(tokens), whatever the number of
-mappings. `INDEXED` off: the wildcard sources tried in order, as nats-server does (the
-differential test proves both find the same). A subject's deterministic result is cached besides.
+literal sources sit in a dict and the wildcard ones in a token trie by their positions (a
+`GenericSublist`): the first match is the lowest position among those the trie's walk reaches —
+the subject's own token and ``*`` at each level, and ``>`` — O(tokens), whatever the number of
+mappings. `INDEXED` off, or a subject with an empty token (which ``isSubsetMatch`` matches and the
+trie does not): the wildcard sources tried in order, as nats-server does (the differential test
+proves both find the same). A subject's deterministic result is cached besides.
 Adding a mapping is O(1) (the configuration's 10,000 were O(n²) when each add rebuilt the index).
 """
 
@@ -36,6 +37,7 @@ from typing import Any
 
 from msgspec import Struct
 
+from pyjetstream.protocol.gsl import GenericSublist
 from pyjetstream.protocol.subjects import is_valid_subject
 from pyjetstream.server.options import MapDest
 from pyjetstream.server.options import Mappings as MappingsConfig
@@ -49,7 +51,7 @@ from pyjetstream.server.subject_transform import (
 
 __all__ = ["CACHE_BUILT", "INDEXED", "MappingError", "Mappings", "check", "cluster_name"]
 
-#: The wildcard sources found through their token trie (`_WildTrie`); off: tried in order.
+#: The wildcard sources found through their token trie (`Mappings._trie`); off: tried in order.
 INDEXED = True
 
 
@@ -174,60 +176,6 @@ def _matches(tokens: list[str], stoks: list[str]) -> bool:
     return len(tokens) == len(stoks)
 
 
-class _TrieNode:
-    __slots__ = ("children", "entry")
-
-    def __init__(self) -> None:
-        self.children: dict[str, _TrieNode] = {}
-        self.entry: tuple[int, _Mapping] | None = None  # the mapping whose source ends here
-
-
-class _WildTrie:
-    """The wildcard sources by token, each with its position: `first` is the lowest position among
-    the sources that `_matches` a subject, found by following, at each level, the subject's token,
-    ``*`` and ``>`` (which matches when a token is left for it)."""
-
-    def __init__(self) -> None:
-        self.root = _TrieNode()
-        self.visited = 0  # trie nodes lookups went through (a step count for the tests)
-
-    def add(self, tokens: list[str], entry: tuple[int, _Mapping]) -> None:
-        node = self.root
-        for token in tokens:
-            child = node.children.get(token)
-            if child is None:
-                child = node.children[token] = _TrieNode()
-            node = child
-        node.entry = entry
-
-    def first(self, tokens: list[str], end: int) -> tuple[int, _Mapping] | None:
-        """The matching source of the lowest position below ``end``, if any."""
-        best: tuple[int, _Mapping] | None = None
-        level = [self.root]
-        last = len(tokens) - 1
-        for i, token in enumerate(tokens):
-            below: list[_TrieNode] = []
-            for node in level:
-                self.visited += 1
-                children = node.children
-                for key in (token, "*") if token != "*" else ("*",):
-                    child = children.get(key)
-                    if child is not None:
-                        below.append(child)
-                rest = children.get(">")
-                if rest is not None and rest.entry is not None and (best is None or rest.entry[0] < best[0]):
-                    best = rest.entry  # (`_matches`: ">" takes the tokens left, at least this one)
-            level = below
-            if not level:
-                break
-            if i == last:
-                for node in level:
-                    entry = node.entry
-                    if entry is not None and (best is None or entry[0] < best[0]):
-                        best = entry
-        return best if best is not None and best[0] < end else None
-
-
 class Mappings:
     """One account's mappings, in the order they were added (the first that matches is used)."""
 
@@ -236,11 +184,11 @@ class Mappings:
         self.cluster = cluster
         self._entries: list[_Mapping] = []
         self._position: dict[str, int] = {}  # source -> its place in ``_entries``
-        # The same, indexed: literal sources by subject, the wildcard ones in order and in a trie
-        # (each with its position).
+        # The same, indexed: literal sources by subject, the wildcard ones in order and their
+        # positions in a trie by source.
         self._literal: dict[str, tuple[int, _Mapping]] = {}
         self._wild: list[tuple[int, _Mapping]] = []
-        self._trie = _WildTrie()
+        self._trie: GenericSublist[int] = GenericSublist()
         self._cache: dict[str, _Resolved] = {}
 
     def _index(self, i: int, m: _Mapping, new: bool) -> None:
@@ -254,12 +202,12 @@ class Mappings:
                 wild.append((i, m))
             else:
                 wild[next(k for k, (j, _) in enumerate(wild) if j == i)] = (i, m)
-            self._trie.add(m.src_tokens, (i, m))
+            self._trie.insert(m.src, i)
         self._cache.clear()
 
     def _reindex(self) -> None:
         self._position = {m.src: i for i, m in enumerate(self._entries)}
-        self._literal, self._wild, self._trie = {}, [], _WildTrie()
+        self._literal, self._wild, self._trie = {}, [], GenericSublist()
         for i, m in enumerate(self._entries):
             self._index(i, m, True)
 
@@ -324,10 +272,11 @@ class Mappings:
         if end == 0 and literal is not None:
             return literal[1], []
         tokens = subject.split(".")
-        if INDEXED:
-            first = self._trie.first(tokens, end)
-            if first is not None:
-                return first[1], tokens
+        if INDEXED and "" not in tokens:
+            found = self._trie.match(subject)
+            first = min(found) if found else end
+            if first < end:
+                return self._entries[first], tokens
         else:
             for i, m in self._wild:
                 if i >= end:

@@ -13,9 +13,9 @@ from array import array
 from collections.abc import Sequence
 from typing import Any, cast
 
+from pyjetstream.protocol.gsl import GenericSublist
 from pyjetstream.protocol.subjects import Matcher, compile_filter, has_wildcard, is_match_all
 
-from .filter_index import FilterIndex
 from .subject_tree import SubjectTree
 
 # Cached filter matches (wildcard filters and sets of filters): at most this many entries, and
@@ -23,7 +23,8 @@ from .subject_tree import SubjectTree
 _MATCH_CACHE_MAX = 64
 _MATCH_CACHE_SIDS = 1 << 20
 #: A new subject finds the cached filter matches it joins in a trie of their filters
-#: (`FilterIndex`: its tokens walked), not by testing every cached filter (up to 64 entries of any
+#: (a `GenericSublist` of the filters, each holding the keys of the matches it is in: its tokens
+#: walked), not by testing every cached filter (up to 64 entries of any
 #: number of filters each). Off: every cached filter tested (`tests/store/test_filter_index.py`
 #: proves both keep the same matches).
 INDEXED_FILTERS = True
@@ -102,7 +103,8 @@ class SubjectTable:
         self.tree_inserts = 0
         self._cache: dict[tuple[str, ...], FilterMatch] = {}
         self._cached_sids = 0
-        self._filters = FilterIndex()  # the cached matches' filters (`INDEXED_FILTERS`)
+        # The cached matches' filters, each holding the keys of the matches it is in (`INDEXED_FILTERS`).
+        self._filters: GenericSublist[tuple[str, ...]] = GenericSublist()
         self._whole: set[tuple[str, ...]] = set()  # the cached matches of every subject (sids None)
 
     def __len__(self) -> int:
@@ -120,7 +122,7 @@ class SubjectTable:
         self.tree_live = False
         self._cache = {}
         self._cached_sids = 0
-        self._filters = FilterIndex()
+        self._filters = GenericSublist()
         self._whole = set()
 
     def intern(self, subject: str, seq: int = 0) -> int:
@@ -161,20 +163,22 @@ class SubjectTable:
                 self._uncache(key)  # no longer every subject: built again when next asked
 
     def _cache_add_indexed(self, subject: str, sid: int) -> None:
-        """`_cache_add` for the cached matches the subject's tokens lead to (`FilterIndex`)."""
+        """`_cache_add` for the cached matches the subject's tokens lead to (`_filters`)."""
         n = len(self.ids)
         cache = self._cache
         hit = self._filters.match(subject)
         for key in hit:
             self._join(key, cache[key], sid, n)
-        for key in [key for key in self._whole if key not in hit]:
-            self._uncache(key)
+        if self._whole:
+            held = set(hit)
+            for key in [key for key in self._whole if key not in held]:
+                self._uncache(key)
 
     def _join(self, key: tuple[str, ...], fm: FilterMatch, sid: int, n: int) -> None:
         """New subject ``sid`` joins a cached match whose filters match it (one of ``n`` subjects
         now): a match that comes to hold every subject keeps no ids (`_whole`)."""
         sids = fm.sids
-        if sids is not None:
+        if sids is not None and sid not in sids:  # (a key's filters may overlap: met twice)
             sids.add(sid)
             self._cached_sids += 1
             if len(sids) == n:
@@ -189,7 +193,7 @@ class SubjectTable:
             self._cached_sids -= len(fm.sids)
         self._whole.discard(key)
         for f in key:
-            self._filters.discard(f, key)
+            self._filters.remove(f, key)
 
     def release(self, sid: int) -> None:
         """Forget a subject whose last message is gone."""
@@ -280,7 +284,7 @@ class SubjectTable:
         if whole:
             self._whole.add(filters)
         for f in filters:
-            self._filters.add(f, filters)
+            self._filters.insert(f, filters)
         return fm
 
     def live_items(self) -> list[tuple[str, int]]:
