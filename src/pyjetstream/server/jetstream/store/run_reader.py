@@ -175,12 +175,16 @@ def find_in_span(
 
 def _lands(data: bytes, at: int, end: int, overhead: int) -> bool:
     """Whether the records from ``at`` (a record's start) lead to ``end``: each one's length is
-    its first 4 bytes (little-endian; none shorter than ``overhead``). Over a span of 64 records
-    ~0.2 µs compiled (nats-server's ``indexCacheBuf`` walks a block's records so to know where
-    each one starts)."""
+    its first 4 bytes (little-endian; none shorter than ``overhead``), the two high ones joined
+    only when not zero (a record of 64 KiB or more): compiled, each byte taken and each shift is
+    a tagged-integer operation, and a random get over 10M messages walked ~32 records of its span
+    in ~4,500 instructions with all four joined, ~2,600 so (callgrind). nats-server's
+    ``indexCacheBuf`` walks a block's records so to know where each one starts."""
     while at < end:
-        total = data[at] | data[at + 1] << 8 | data[at + 2] << 16 | data[at + 3] << 24
-        if total < overhead:
+        total = data[at] | data[at + 1] << 8
+        if data[at + 2] or data[at + 3]:
+            total |= data[at + 2] << 16 | data[at + 3] << 24
+        elif total < overhead:
             return False
         at += total
     return at == end
