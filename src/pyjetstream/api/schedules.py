@@ -75,12 +75,19 @@ def produced_block(carried: bytes, scheduler: str, next_run: str, ttl: str, roll
     (``carried``, a block), then ``Nats-Scheduler``, ``Nats-Schedule-Next`` and, when the schedule
     has them, ``Nats-TTL`` and ``Nats-Rollup`` (nats-server ``getScheduledMessages``'s
     ``genHeader`` calls, in that order)."""
-    lines = f"Nats-Scheduler: {scheduler}\r\nNats-Schedule-Next: {next_run}\r\n"
+    head, tail = produced_parts(carried, next_run, ttl, rollup)
+    return head + scheduler.encode() + tail
+
+
+def produced_parts(carried: bytes, next_run: str, ttl: str, rollup: str) -> tuple[bytes, bytes]:
+    """`produced_block` but for the scheduler's name, which goes between the two parts: the same
+    for the schedules of a firing whose blocks differ only in their target."""
+    lines = f"\r\nNats-Schedule-Next: {next_run}\r\n"
     if ttl:
         lines += f"Nats-TTL: {ttl}\r\n"
     if rollup:
         lines += f"Nats-Rollup: {rollup}\r\n"
-    return carried[:-2] + lines.encode() + b"\r\n"
+    return carried[:-2] + b"Nats-Scheduler: ", lines.encode() + b"\r\n"
 
 
 class Schedule:

@@ -28,6 +28,7 @@ from pyjetstream.api.schedules import (
     load_location,
     next_run,
     produced_block,
+    produced_parts,
     schedule_headers,
 )
 from pyjetstream.api.timefmt import parse_time
@@ -57,6 +58,11 @@ _NOT_CARRIED = (b"Nats-Schedule", b"Nats-Expected-", b"Nats-Msg-Id:", b"Nats-TTL
 NEXT_PURGE = b"purge"
 MIN_FIRE_NS = 250_000_000  # nats-server never fires its schedule timer sooner than this
 NS_PER_S = 1_000_000_000
+#: The schedules of a firing whose blocks differ only in their target's value (a publisher's
+#: schedules, one target each) share what the rest of the block makes of them (`_Shapes`): one
+#: block of each shape read and checked, not each; False: each read alone (`MsgSchedules._produced`;
+#: the differential test compares the two).
+SHAPES = True
 
 
 #: A block's schedule headers by name (`schedule_headers`: one pass over the block).
@@ -442,10 +448,16 @@ class MsgSchedules:
         due.sort()
         msgs = {msg[1]: msg for msg in self.stream.store.load_msgs([seq for seq, _, _ in due])}
         out: list[tuple[str, bytes, bytes, Found]] = []
+        shapes = _Shapes(now) if SHAPES else None
         for seq, at, subject in due:
             msg = msgs.get(seq)
-            produced = self._produced(subject, at, now, msg[3] or b"", msg[4]) if msg is not None else None
-            if produced is None:
+            produced: tuple[str, bytes, bytes, Found] | bool | None = None
+            if msg is not None:
+                hdr = msg[3] or b""
+                produced = shapes.produced(subject, at, hdr, msg[4]) if shapes is not None else False
+                if isinstance(produced, bool):  # (False: not taken by shape)
+                    produced = self._produced(subject, at, now, hdr, msg[4])
+            if produced is None or isinstance(produced, bool):
                 self.remove(subject)
                 continue
             out.append(produced)
@@ -459,11 +471,11 @@ class MsgSchedules:
         the target, block, body and the block's schedule headers; None when it is no longer a
         valid schedule (it is dropped)."""
         found, carried = _read(hdr)
-        sched = schedule_of(found, at, now) if HDR_SCHEDULE in found else None
         target = _text(found, HDR_TARGET)
-        ttl, ttl_ok = _ttl_ok(found)
-        if not isinstance(sched, Schedule) or not ttl_ok or not target:
+        made = _made(found, at, now)
+        if made is None or not target:
             return None
+        following, ttl, rollup = made
         source = _text(found, HDR_SOURCE)
         if source:
             try:
@@ -471,6 +483,71 @@ class MsgSchedules:
                 carried, data = _strip(src.hdr) if src.hdr else b"", src.data
             except StoreError:
                 pass  # no message on the source: the schedule's own content
-        following = sched.next_header() if sched.repeat else "purge"
-        block = produced_block(carried or b"NATS/1.0\r\n\r\n", subject, following, ttl, _text(found, HDR_ROLLUP))
+        block = produced_block(carried or _EMPTY_BLOCK, subject, following, ttl, rollup)
         return target, block, data, {HDR_SCHEDULER: subject.encode(), HDR_NEXT: following.encode()}
+
+
+_EMPTY_BLOCK = b"NATS/1.0\r\n\r\n"
+
+
+def _made(found: Found, at: int, now: int) -> tuple[str, str, str] | None:
+    """What a schedule's headers (but its target and source) make of what it produces when it runs
+    at ``at``: ``Nats-Schedule-Next`` (its next run, or purge), the TTL and the roll-up; None when
+    it is no longer a valid schedule."""
+    sched = schedule_of(found, at, now) if HDR_SCHEDULE in found else None
+    ttl, ttl_ok = _ttl_ok(found)
+    if not isinstance(sched, Schedule) or not ttl_ok:
+        return None
+    return sched.next_header() if sched.repeat else "purge", ttl, _text(found, HDR_ROLLUP)
+
+
+#: What a shape makes (`_Shapes`): the produced block's two parts around the scheduler's name and
+#: the ``Nats-Schedule-Next`` value; None: not a valid schedule; False: not taken by shape.
+_Shape = tuple[bytes, bytes, bytes] | bool | None
+
+
+class _Shapes:
+    """The blocks of one firing's schedules by shape — a block cut around its target's value
+    (``Nats-Schedule-Target``'s first line, as `schedule_shape` cuts a run's) and the time it runs
+    at —, each shape's block read and checked once (`_read`, `_made`): the next ones of that shape
+    differ from it only in the target, the one thing `MsgSchedules._produced` reads of a block
+    that they do not share (with the schedule's own subject, which is not in the block). A block
+    with a ``Nats-Schedule-Source`` is not taken (its content comes from another message)."""
+
+    __slots__ = ("known", "now")
+
+    def __init__(self, now: int) -> None:
+        self.now = now
+        self.known: dict[tuple[bytes, bytes, int], _Shape] = {}
+
+    def produced(self, subject: str, at: int, hdr: bytes, data: bytes) -> tuple[str, bytes, bytes, Found] | bool | None:
+        """`MsgSchedules._produced` of a block taken by shape; False: not taken (no target line,
+        a source), `_produced` then reads it."""
+        start = hdr.find(_TARGET_LINE)
+        if start < 0:
+            return False
+        start += len(_TARGET_LINE)
+        end = hdr.find(b"\r\n", start)
+        if end < 0:
+            return False
+        key = (hdr[:start], hdr[end:], at)
+        known = self.known
+        shape = known[key] if key in known else known.setdefault(key, self._shape(hdr, at))
+        if shape is None or isinstance(shape, bool):
+            return shape
+        target = hdr[start:end].lstrip(b" ")
+        if not target:
+            return None
+        head, tail, following = shape
+        return target.decode(errors="replace"), head + subject.encode() + tail, data, {HDR_SCHEDULER: subject.encode(), HDR_NEXT: following}
+
+    def _shape(self, hdr: bytes, at: int) -> _Shape:
+        found, carried = _read(hdr)
+        if found.get(HDR_SOURCE):
+            return False
+        made = _made(found, at, self.now)
+        if made is None:
+            return None
+        following, ttl, rollup = made
+        head, tail = produced_parts(carried or _EMPTY_BLOCK, following, ttl, rollup)
+        return head, tail, following.encode()
