@@ -253,6 +253,7 @@ class Account:
         run: RunCallback | None = None,
         no_shadows: bool = False,
         takes_deliveries: bool = False,
+        takes_runs: Any = None,
     ) -> InternalSub:
         return self.server.subscribe_internal(
             subject,
@@ -263,6 +264,7 @@ class Account:
             run=run,
             no_shadows=no_shadows,
             takes_deliveries=takes_deliveries,
+            takes_runs=takes_runs,
         )
 
     def publish_replies(self, replies: list[tuple[str, bytes]]) -> None:

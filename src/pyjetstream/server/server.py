@@ -734,17 +734,19 @@ class Server:
         run: RunCallback | None = None,
         no_shadows: bool = False,
         takes_deliveries: bool = False,
+        takes_runs: Any = None,
     ) -> InternalSub:
         """An internal subscription in ``account`` (default: the global account); ``traced``
         takes traced messages, ``run`` a read's messages in one call (see `InternalSub`);
         ``no_shadows``: a service import's, of which no stream import makes a shadow;
-        ``takes_deliveries``: see `Subscription`. Both are set before the subscription is added,
+        ``takes_deliveries`` and ``takes_runs``: see `Subscription`. Both are set before the subscription is added,
         so a stream import's shadow of it (made as it is added) copies what it is."""
         self._isid += 1
         acc = account or self.global_account
         sub = InternalSub(acc, subject, str(self._isid), queue, callback, traced, run)
         sub.no_shadows = no_shadows
         sub.takes_deliveries = takes_deliveries
+        sub.takes_runs = takes_runs
         acc.add_subscription(sub)
         return sub
 

@@ -55,6 +55,10 @@ class Subscription:
         #: a run at a time, instead of routing each (`Router.lone_receiver`): set by a mirror's or
         #: source's feed, whose callback acts on the delivering consumer only by closing this.
         self.takes_deliveries = False
+        #: Such a subscription's taker of a pass's run of new messages in one call, with their
+        #: numbers (``takes_runs(consumer, msgs, dseq, npc)``: `DeliveryPass.hand_run`), instead of
+        #: its callback with an ack reply for each; None: one by one.
+        self.takes_runs: Any = None
         #: A shadow's (`Shadow`): the importing account's subscription it delivers to.
         self.origin: Any = None
         #: A service import's own subscription (and a service export's response subscription):
@@ -152,6 +156,7 @@ class Shadow(Subscription):
             self.traced = origin.traced
             self.reroute = origin.reroute
             self.takes_deliveries = origin.takes_deliveries
+            self.takes_runs = origin.takes_runs
 
     def __repr__(self) -> str:
         return f"<Shadow {self.subject!r} of {self.origin!r}>"

@@ -132,8 +132,8 @@ class DeliveryLoop:
         The pass goes in runs: ``_gather`` gets the next messages (``getNextMsg``: the due
         redeliveries, a last-per-subject start set, new messages read ahead, each in runs), and one of
         two loops delivers them (``deliverMsg`` for each): ``DeliveryPass.frame_run`` when nothing needs a look
-        per message (new messages framed straight into the receiver's connection), else
-        ``_deliver_msgs``. Calls are per run, never per message: the loops keep what they use in
+        per message (new messages framed straight into the receiver's connection; ``hand_run`` handed to an
+        internal receiver that takes runs, a mirror's or source's feed), else ``_deliver_msgs``. Calls are per run, never per message: the loops keep what they use in
         locals (a `DeliveryPass` carries it from run to run) and write the state's fields (next
         sequence, delivery sequence, pending entries) themselves. ``_end_pass`` does what follows.
         """
@@ -156,6 +156,8 @@ class DeliveryLoop:
                     break
                 if p.frames_only and ahead and p.conn is not None:
                     go_on = p.frame_run(self, run)
+                elif p.frames_only and ahead and p.taker is not None and p.push and not p.headers_only:
+                    go_on = p.hand_run(self, run)
                 else:
                     go_on = self._deliver_msgs(p, run, dcs, ahead)
                 if self._lss_taken:

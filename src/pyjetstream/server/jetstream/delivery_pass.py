@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from pyjetstream.server.jetstream.push_delivery import PushDelivery
     from pyjetstream.server.jetstream.store.base import MsgTuple
 
-__all__ = ["DELIVER_BATCH", "FAN_OUT", "FRAME_HEADERS_ONLY", "STOP_EOF", "STOP_IDLE", "STOP_MAX_PENDING", "DeliveryPass", "headers_only"]
+__all__ = [
+    "DELIVER_BATCH", "FAN_OUT", "FRAME_HEADERS_ONLY", "HAND_RUNS", "STOP_EOF", "STOP_IDLE", "STOP_MAX_PENDING",
+    "DeliveryPass", "headers_only",
+]
 
 # Messages handed out per loop pass before yielding (lets sockets drain and acks come in).
 DELIVER_BATCH = 512
@@ -49,6 +52,11 @@ FRAME_HEADERS_ONLY = True
 #: messages read in runs; False: each message routed alone (``publish_internal``), read one at a
 #: time (the differential test shows both send the same frames).
 FAN_OUT = True
+#: A run of new messages to an internal receiver that takes runs (``Subscription.takes_runs``: a
+#: mirror's or source's feed) is handed to it in one call with its numbers (`DeliveryPass.hand_run`),
+#: where ``DeliveryLoop._deliver_msgs`` formatted each one's ack reply for its callback, which parsed
+#: it back; False: one by one (the differential test shows the feeds store the same either way).
+HAND_RUNS = True
 
 
 class DeliveryPass:
@@ -100,6 +108,7 @@ class DeliveryPass:
         "statuses",
         "stop",
         "taken",
+        "taker",
         "track",
     )
 
@@ -155,6 +164,7 @@ class DeliveryPass:
         self.rsub: Receiver | None = None
         self.rsubs: tuple[Receiver, ...] = ()  # several receivers, when there is no lone one
         self.conn: Sink | None = None
+        self.taker: Any = None
         self.room = 0
         self.acc = self.acc_msgs = self.acc_bytes = 0
         self.fc_room = self.pbytes = 0  # flow control's counting in a run (`counted`)
@@ -183,6 +193,8 @@ class DeliveryPass:
         sink = rsub.sink if rsub is not None else None
         conn = self.conn = sink if sink is not None and sink.takes_frames(rsub) else None
         self.room = conn.room() if conn is not None else 0
+        # (an internal receiver's taker of runs: `hand_run`)
+        self.taker = rsub.takes_runs if HAND_RUNS and rsub is not None and rsub.client is None else None
         self.msub = self.hsub = ""
 
     def frame_run(self, loop: DeliveryLoop, run: list[MsgTuple]) -> bool:
@@ -265,6 +277,65 @@ class DeliveryPass:
         if dseq != first:
             loop.framed(p, run, first - start, dseq - start, npc)
         return not pull or bool(q)
+
+    def hand_run(self, loop: DeliveryLoop, run: list[MsgTuple]) -> bool:
+        """``DeliveryLoop._deliver_msgs`` for a push consumer's run of new messages to an internal
+        receiver that takes runs (``taker``, a mirror's or source's feed: ``frames_only``, no
+        headers-only): handed to it in calls of many — ``taker(consumer, msgs, dseq, npc)``, message
+        *i* delivered as ``dseq + i`` with ``max(npc - i - 1, 0)`` pending, what its ack reply would
+        say — with the state's sequences, counters and pending entries moved as for those framed
+        (``loop.framed``). Flow control counts each message as ``_deliver_msgs`` does (its ack
+        reply's length included); the message that passes the window's free room is handed with
+        those before it first, then ``PushDelivery.after_delivery`` looks at it, as it looks after
+        that message's delivery (a request out or the window full: the rest of the run is read
+        again). A receiver closed meanwhile gets no more (the rest goes the routed way)."""
+        c, p = loop.consumer, self
+        rsub = p.rsub
+        assert rsub is not None
+        taker = p.taker
+        name: str = c.name
+        prefix1: bytes = p.prefix1
+        seq: int
+        ts: int
+        hdr: bytes
+        payload: bytes
+        dseq: int = c.state.dseq
+        npc: int = c.npc
+        start = dseq - 1  # (the last one handed)
+        fc, ps, dlen = p.push_size, c.push, len(p.dest) - p.ack_adj
+        room, pbytes = (ps.fc_room(), ps.pbytes) if fc else (0, 0)
+        i = 0
+        n = len(run)
+        while i < n:
+            _, seq, ts, hdr, payload = run[i]
+            npc -= 1
+            i += 1
+            dseq += 1
+            if not fc:
+                continue
+            ack = b"%b%d.%d.%d.%d" % (prefix1, seq, dseq - 1, ts, npc if npc > 0 else 0)
+            size = dlen + len(ack) + len(hdr) + len(payload)
+            if size <= room:
+                room -= size
+                pbytes += size
+                continue
+            k = dseq - 1 - start  # (this one and those before it since the last handed)
+            taker(name, run[i - k : i], start + 1, npc + k)
+            rsub.delivered += k
+            loop.framed(p, run, i - k, i, npc)
+            start = dseq - 1
+            ps.pbytes = pbytes
+            if ps.after_delivery(size) or ps.pbytes > ps.maxpb or rsub.closed:
+                return True
+            room, pbytes = ps.fc_room(), ps.pbytes
+        k = dseq - 1 - start
+        if k:
+            taker(name, run[n - k :], start + 1, npc + k)
+            rsub.delivered += k
+            loop.framed(p, run, n - k, n, npc)
+            if fc:
+                ps.pbytes = pbytes
+        return True
 
     def take(self, waiting: WaitQueue, q: Any) -> bool:
         """`frame_run`'s next message goes to the pull requests of the queue (``q``), when

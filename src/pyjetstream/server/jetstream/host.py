@@ -87,6 +87,7 @@ class Receiver(Protocol):
     closed: bool
     delivered: int
     callback: Any
+    takes_runs: Any
 
     @property
     def client(self) -> Connection | None: ...
@@ -154,6 +155,7 @@ class Host(Protocol):
         run: Callable[..., None] | None = None,
         *,
         takes_deliveries: bool = False,
+        takes_runs: Callable[..., None] | None = None,
     ) -> InternalSubscription: ...
 
     def publish_internal(
