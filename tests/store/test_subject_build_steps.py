@@ -6,9 +6,12 @@ under a prefix the tree has seen goes straight to its dict (``SubjectTree.walks`
 from __future__ import annotations
 
 import random
+from typing import Any
+
+import pytest
 
 from pyjetstream.protocol.subjects import subject_matches
-from pyjetstream.server.jetstream.store import MemoryStore, StoreConfig
+from pyjetstream.server.jetstream.store import MemoryStore, StoreConfig, subject_tree
 from pyjetstream.server.jetstream.store._index import SubjectTable
 from pyjetstream.server.jetstream.store.indexed import IndexedStore
 from pyjetstream.server.jetstream.store.subject_tree import SubjectTree
@@ -87,3 +90,45 @@ def test_tree_against_a_set_under_inserts_and_removes() -> None:
             for f in filters:
                 want = sorted(sid for n, sid in live.items() if subject_matches(f, n))
                 assert sorted(tree.match(f)) == want, (step, f)
+
+
+def _shape(d: dict[str, Any]) -> Any:
+    """A tree's dicts as plain values (entries: an id, or the node's id and what lies below)."""
+    return {tok: e if isinstance(e, int) else (e.sid, _shape(e.kids)) for tok, e in d.items()}
+
+
+@pytest.mark.parametrize("head_remove", [True, False])
+def test_removes_under_a_known_prefix_leave_the_tree_a_walk_leaves(
+    head_remove: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``subject_tree.HEAD_REMOVE``: a remove under a prefix `insert` remembers (nothing below the
+    subject, others beside it) deletes its entry there without a walk. The same random inserts and
+    removes (subjects at inner nodes, prefixes pruned and made again) leave the same tree and the
+    same matches on and off, and on, a remove beside others under a known prefix walks nothing."""
+    rng = random.Random(11)
+    tokens = ["a", "b", "c"]
+    names = sorted({".".join(rng.choice(tokens) for _ in range(rng.randint(1, 4))) for _ in range(200)})
+    ops = [rng.choice(names) for _ in range(4_000)]
+
+    def replay(on: bool) -> tuple[Any, list[list[int]]]:
+        monkeypatch.setattr(subject_tree, "HEAD_REMOVE", on)
+        tree, live = SubjectTree(), set[str]()
+        for step, name in enumerate(ops):
+            if name in live:
+                tree.remove(name)
+                live.discard(name)
+            else:
+                tree.insert(name, step + 1)
+                live.add(name)
+        return _shape(tree._root), [sorted(tree.match(f)) for f in ("a.*", "*.b", "a.>", "*.*.c", ">")]
+
+    assert replay(head_remove) == replay(not head_remove)
+    monkeypatch.setattr(subject_tree, "HEAD_REMOVE", head_remove)
+    tree = SubjectTree()
+    for i in range(2_000):
+        tree.insert(f"k.{i % 10}.{i}", i + 1)
+    walks = tree.walks
+    for i in range(1_000):
+        tree.remove(f"k.{i % 10}.{i}")
+    assert sorted(tree.match("k.3.*")) == [i + 1 for i in range(1_003, 2_000, 10)]
+    assert tree.walks - walks == (0 if head_remove else 1_000)

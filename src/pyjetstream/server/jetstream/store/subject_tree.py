@@ -15,7 +15,8 @@ nats-server's walk does. ``steps`` counts the entries visited (the complexity te
 Cost of `SubjectTree.insert`: a lookup of the subject's prefix (all but its last token) in
 ``_heads`` and one dict store — the walk of its tokens only for a prefix not seen before
 (``walks`` counts those): a publish on a new subject under ``orders.eu.`` does not walk
-``orders`` and ``eu`` again.
+``orders`` and ``eu`` again. `SubjectTree.remove` of such a subject, where others stay beside
+it, is that lookup and one dict delete too (``HEAD_REMOVE``); else it walks and prunes.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ _Entry = int | _Node
 
 #: Prefixes `SubjectTree.insert` remembers at most.
 _HEADS_MAX = 4096
+#: `SubjectTree.remove` of a subject whose prefix's dict `insert` remembers, with nothing below it
+#: and others beside it (nothing to prune), deletes its entry there without a walk; False: every
+#: remove walks its tokens (the differential test compares the trees).
+HEAD_REMOVE = True
 
 
 class SubjectTree:
@@ -52,7 +57,7 @@ class SubjectTree:
         # and when it holds `_HEADS_MAX` (a prefix per subject would double the tree's memory).
         self._heads: dict[str, dict[str, _Entry]] = {}
         self.steps = 0  # entries visited by match() (a counter for the complexity tests)
-        self.walks = 0  # inserts that walked their tokens (the step tests read it)
+        self.walks = 0  # inserts and removes that walked their tokens (the step tests read it)
 
     def insert(self, subject: str, sid: int) -> None:
         """Add a subject (not in the tree) with its id."""
@@ -88,7 +93,17 @@ class SubjectTree:
         return d
 
     def remove(self, subject: str) -> None:
-        """Forget a subject (in the tree); nodes left with nothing are pruned."""
+        """Forget a subject (in the tree); nodes left with nothing are pruned. A subject removed
+        from under a remembered prefix (``_heads``) with nothing below it and another entry beside
+        it leaves no node empty: its entry goes, nothing else changes (``HEAD_REMOVE``)."""
+        if HEAD_REMOVE:
+            head, dot, last = subject.rpartition(".")
+            if dot:
+                d = self._heads.get(head)
+                if d is not None and len(d) > 1 and isinstance(d.get(last), int):
+                    del d[last]
+                    return
+        self.walks += 1
         path: list[tuple[dict[str, _Entry], str]] = []
         d = self._root
         toks = subject.split(".")
