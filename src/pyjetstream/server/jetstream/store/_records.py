@@ -260,7 +260,6 @@ def first_msg_seq(buf: bytes | mmap.mmap, off: int, n: int) -> int | None:
 
 _NOT_MSG = KIND_MASK | FLAG_ERASED  # a record that is not a message's
 _SEQ_AT = 5  # where a record's sequence lies in its header (after its length and kind)
-_NEAR = 256  # bytes before its guess a span's search looks for a record from
 #: The record layout's constants a span's search takes (`run_reader.find_in_span`, compiled:
 #: it imports only the standard library, so the layout comes in as this, as ``BlockFiles.RUN_LAYOUT`` does).
-SPAN_LAYOUT = (REC_HDR.unpack_from, REC_HDR_LEN, REC_OVERHEAD, _NOT_MSG, CRC_RESIDUE, _SEQ_AT, _NEAR)
+SPAN_LAYOUT = (REC_HDR.unpack_from, REC_HDR_LEN, REC_OVERHEAD, _NOT_MSG, CRC_RESIDUE, _SEQ_AT)

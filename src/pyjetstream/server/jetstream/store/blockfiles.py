@@ -60,7 +60,6 @@ from ._records import (
 from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, MsgTuple, StoreConfig
 from .blockcache import BlockCache
 from .blockindex import BlockIndexes, _Block
-from .idx_peek import SPAN
 from .run_reader import find_in_span, read_records
 
 #: `_spanned` asks the `BlockCache` for the block's bytes kept whole (False: it reads the span;
@@ -1048,8 +1047,7 @@ def _spanned(files: BlockFiles, seq: int, span: int, load: bool = True) -> tuple
     lo = off - base
     got = None
     if lo + plen <= len(data):
-        guess = lo + plen * (j % SPAN) // SPAN
-        got = find_in_span(data, seq, guess, lo, lo + plen, SPAN_LAYOUT, _crc32)
+        got = find_in_span(data, seq, lo, lo + plen, SPAN_LAYOUT, _crc32)
     if got is not None:
         rec, kind, ts, slen, hlen, at = got
         return rec, kind, ts, slen, hlen, base + at
