@@ -47,6 +47,7 @@ MODULES = (
     "pyjetstream.protocol.writers",
     "pyjetstream.protocol.headers",
     "pyjetstream.protocol.subjects",
+    "pyjetstream.protocol.gsl",
     "pyjetstream.server.sublist",
     "pyjetstream.server.subscription",
     "pyjetstream.server.sink",

@@ -125,30 +125,40 @@ class GenericSublist(Generic[T]):
         """The values held under a filter that takes ``subject``, once per filter: level by level
         (``>`` filters ending at a level before those going deeper), each node's in the order
         they were inserted. The walk keeps the sets that hold them: a ``>`` tail where it is,
-        ``*`` and the literal token onwards — a level of one node, the common case while no ``*``
-        branched the walk, without the inner loop."""
+        ``*`` and the literal token onwards — one node at a time (no list of them) until a
+        ``*`` and the literal token both go on (`_branched`)."""
         tokens = subject.split(SEP)
         if "" in tokens:
             return []  # (nats-server: a subject with an empty token matches nothing)
         found: list[dict[T, None]] = []
-        level = [self._root]
-        steps = 0
-        for token in tokens:
-            steps += len(level)
-            if len(level) == 1:
-                node = level[0]
-                if node.tail:
-                    found.append(node.tail)
-                nxt = node.kids.get(token)
-                pwc = node.pwc
-                if pwc is not None:
-                    level = [pwc] if nxt is None else [pwc, nxt]
-                elif nxt is not None:
-                    level = [nxt]
-                else:
-                    self.steps += steps
-                    return _values(found)
-                continue
+        node = self._root
+        n = len(tokens)
+        i = 0
+        while i < n:
+            if node.tail:
+                found.append(node.tail)
+            nxt = node.kids.get(tokens[i])
+            pwc = node.pwc
+            i += 1
+            if pwc is not None:
+                if nxt is not None:
+                    self.steps += i
+                    return self._branched([pwc, nxt], tokens, i, found)
+                node = pwc
+            elif nxt is not None:
+                node = nxt
+            else:
+                self.steps += i
+                return _values(found)
+        self.steps += n
+        if node.values:
+            found.append(node.values)
+        return _values(found)
+
+    def _branched(self, level: list[_Node[T]], tokens: list[str], i: int, found: list[dict[T, None]]) -> list[T]:
+        """`match` on from ``tokens[i]`` at a level of several nodes."""
+        for token in tokens[i:]:
+            self.steps += len(level)
             below: list[_Node[T]] = []
             for node in level:
                 if node.tail:
@@ -160,10 +170,8 @@ class GenericSublist(Generic[T]):
                 if nxt is not None:
                     below.append(nxt)
             if not below:
-                self.steps += steps
                 return _values(found)
             level = below
-        self.steps += steps
         for node in level:
             if node.values:
                 found.append(node.values)

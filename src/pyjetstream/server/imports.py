@@ -37,12 +37,13 @@ from msgspec import Struct, field
 
 from pyjetstream.api.constants import ACK_PREFIX
 from pyjetstream.api.timefmt import format_time
+from pyjetstream.protocol.gsl import GenericSublist, InvalidSubject
 from pyjetstream.protocol.headers import set_header
 from pyjetstream.protocol.subjects import has_wildcard, is_subset
 from pyjetstream.server import msgtrace
 from pyjetstream.server.msgtrace import DEST_HDR_B
 from pyjetstream.server.options import AccountExport, AccountImport
-from pyjetstream.server.sublist import Sublist, SublistError
+from pyjetstream.server.sublist import SublistError
 from pyjetstream.server.subscription import Shadow
 
 if TYPE_CHECKING:
@@ -380,7 +381,7 @@ class _ImportInterest(_PerImporter):
     (checked on 2.15.1), what M publishes — and what a consumer of M's delivers — reaches B.
 
     nats-server walks all of the account's stream imports for each new subscription; here a
-    literal subscription's imports are found by one match of its subject in a `Sublist` of the
+    literal subscription's imports are found by one match of its subject in a `GenericSublist` of the
     imports' subjects, a wildcard one's among the imports whose first token its first token
     matches (nats-server's walk when it is itself a wildcard). ``told`` counts the imports looked
     at, ``made`` the shadows made (step counts for the tests)."""
@@ -388,7 +389,7 @@ class _ImportInterest(_PerImporter):
     def __init__(self, importer: Account) -> None:
         self.importer = importer
         self.entries: list[_StreamLink] = []
-        self.sublist = Sublist()
+        self.sublist: GenericSublist[_StreamLink] = GenericSublist()
         self.unindexed: list[_StreamLink] = []  # (subjects the sublist refuses: told of every change)
         self.by_first: dict[str, list[_StreamLink]] = {}  # imports by their subject's first token
         self.wild_first: list[_StreamLink] = []  # imports whose subject starts with a wildcard
@@ -400,8 +401,8 @@ class _ImportInterest(_PerImporter):
     def add(self, link: _StreamLink) -> None:
         self.entries.append(link)
         try:
-            self.sublist.insert(link)
-        except SublistError:
+            self.sublist.insert(link.subject, link)
+        except InvalidSubject:
             self.unindexed.append(link)
         first = link.subject.split(".", 1)[0]
         if first in ("*", ">"):
@@ -424,7 +425,7 @@ class _ImportInterest(_PerImporter):
         if not INDEXED:
             return self.entries
         if literal:
-            return [*self.sublist.match(subject)[0], *self.unindexed]
+            return [*self.sublist.match(subject), *self.unindexed]
         first = subject.split(".", 1)[0]
         if first in ("*", ">"):
             return self.entries
@@ -482,14 +483,13 @@ def _intersection(a: str, b: str) -> str | None:
 
 class _StreamLink:
     """A stream import: its subject in the importer (``subject``: ``prefix.subject``, ``to``, or
-    the exported subject; `Sublist`-indexed by `_ImportInterest`) and the mapping both ways."""
+    the exported subject; indexed by `_ImportInterest`) and the mapping both ways."""
 
-    __slots__ = ("exporter", "imp", "importer", "literal", "mapped", "queue", "subject")
+    __slots__ = ("exporter", "imp", "importer", "mapped", "subject")
 
     def __init__(self, importer: Account, exporter: Account, imp: AccountImport) -> None:
-        self.importer, self.exporter, self.imp, self.queue = importer, exporter, imp, ""
+        self.importer, self.exporter, self.imp = importer, exporter, imp
         self.subject = f"{imp.prefix}.{imp.subject}" if imp.prefix else imp.to or imp.subject
-        self.literal = not has_wildcard(self.subject)
         #: Whether a message is delivered in the importer under another subject than published.
         self.mapped = self.subject != imp.subject
 

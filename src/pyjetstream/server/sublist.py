@@ -57,9 +57,8 @@ from pyjetstream.protocol.subjects import (
 
 class Indexed(Protocol):
     """What the sublist reads of what it indexes: a subject, a queue group and whether the subject
-    is literal; it hands the objects back. The server's ``subscription.Subscription`` and a
-    consumer index's entries (``jetstream/consumer_index.py``) are indexed alike (a protocol:
-    compiled, the sublist checks no class)."""
+    is literal; it hands the objects back. The server's ``subscription.Subscription`` and its
+    shadows are indexed alike (a protocol: compiled, the sublist checks no class)."""
 
     subject: str
     queue: str

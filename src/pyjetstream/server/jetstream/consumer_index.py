@@ -6,8 +6,8 @@ wake their delivery), an interest stream must know whether any consumer wants a 
 an ack on an interest stream must ask the consumers that could still need the message. Asking
 every consumer makes each of those cost time in proportion to the number of consumers; nats-server
 keeps its consumers in a subject sublist and matches the message's subject. So does this index: a
-`Sublist` holds one entry per filter (``>`` for a consumer
-without one); the consumers filtered to a literal subject and those taking everything are also kept
+`GenericSublist` (nats-server's ``gsl``, as its ``csl`` is a ``Sublist`` without cache use) holds one
+entry per filter (``>`` for a consumer without one); the consumers filtered to a literal subject and those taking everything are also kept
 in dicts, which answer alone while no other wildcard filter exists; else the consumers a subject
 reaches are cached per subject as one tuple, in the order they were added, until a consumer comes,
 goes or changes its filters. A change marks the dicts' tuple of its subject stale (`_STALE`), to be
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyjetstream.protocol.gsl import GenericSublist
 from pyjetstream.protocol.subjects import FWC, has_wildcard
 from pyjetstream.server.jetstream.consumer_config import filters_of
-from pyjetstream.server.sublist import Sublist
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.consumer import Consumer
@@ -44,13 +44,12 @@ _STALE: tuple[Consumer, ...] = (None,)  # type: ignore[assignment]
 
 
 class _Entry:
-    """One filter of one consumer, as the sublist indexes it (the attributes it reads)."""
+    """One filter of one consumer (held by identity under its filter in the sublist)."""
 
-    __slots__ = ("consumer", "literal", "order", "queue", "subject")
+    __slots__ = ("consumer", "literal", "order", "subject")
 
     def __init__(self, subject: str, consumer: Consumer, order: int) -> None:
         self.subject = subject
-        self.queue = ""
         self.literal = not has_wildcard(subject)
         self.consumer = consumer
         self.order = order
@@ -82,7 +81,7 @@ class ConsumerIndex:
     )
 
     def __init__(self) -> None:
-        self._sl = Sublist()
+        self._sl: GenericSublist[_Entry] = GenericSublist()
         self._entries: dict[str, list[_Entry]] = {}  # consumer name -> its entries
         self._cache: dict[str, tuple[Consumer, ...]] = {}
         # (entries as dict keys, in the order they were added: one is removed in one step)
@@ -128,14 +127,14 @@ class ConsumerIndex:
         self._added += 1
         entries = [_Entry(f, consumer, self._added) for f in filters_of(consumer.cfg) or [">"]]
         for entry in entries:
-            self._sl.insert(entry)
+            self._sl.insert(entry.subject, entry)
             self._place(entry, True)
         self._entries[consumer.name] = entries
         self._cache.clear()
 
     def _drop(self, name: str) -> None:
         for entry in self._entries.pop(name, ()):
-            self._sl.remove(entry)
+            self._sl.remove(entry.subject, entry)
             self._place(entry, False)
         self._cache.clear()
 
@@ -176,7 +175,7 @@ class ConsumerIndex:
 
     def clear(self) -> None:
         """The stream stopped: no consumers."""
-        self._sl = Sublist()
+        self._sl = GenericSublist()
         self._entries.clear()
         self._cache.clear()
         self._lit_entries.clear()
@@ -207,7 +206,7 @@ class ConsumerIndex:
         return found
 
     def _lookup(self, subject: str) -> tuple[Consumer, ...]:
-        entries = self._sl.match(subject)[0]
+        entries = self._sl.match(subject)
         if not entries:
             found = _NO_CONSUMERS
         else:
