@@ -6,10 +6,10 @@ Why a second trie beside the server's ``Sublist``: that one routes messages — 
 groups, shared results, prefix indexes, statistics — and lives in the server, which the stores
 may not import. Everything else that asks "which of these filters take this subject" wants none
 of that: a store's cached filter matches (which a new subject joins), an account's wildcard
-mapping sources, a stream's consumers by filter, an importer's stream imports. nats-server keeps
-the same split (``sublist.go`` for routing; ``gsl`` for a consumer's filters, the JetStream API's
-info subjects, MQTT permissions), and so does this: one trie of filters, at the bottom layer, for
-all of them.
+mapping sources, a stream's consumers by filter, a consumer's several filters, an importer's
+stream imports. nats-server keeps the same split (``sublist.go`` for routing; ``gsl`` for a
+consumer's filters, the JetStream API's info subjects, MQTT permissions), and so does this: one
+trie of filters, at the bottom layer, for all of them.
 
 The rules are nats-server's: a filter's token ``*`` takes any one token, a last ``>`` one or more;
 a subject token ``*`` or ``>`` (a subscription's subject matched as nats-server matches one) is
