@@ -11,30 +11,18 @@ import random
 import pytest
 from tests.jetstream.consumer_helpers import RawClient
 from tests.jetstream.scale_steps import count_calls, embedded
+from tests.support.random_subjects import random_filter, random_subject
 
 from pyjetstream.server.jetstream import subject_filter
 from pyjetstream.server.jetstream.subject_filter import SubjectFilter
-
-TOKENS = ["a", "b", "c", "dd"]
-
-
-def _subject(rng: random.Random) -> str:
-    return ".".join(rng.choice(TOKENS) for _ in range(rng.randint(1, 4)))
-
-
-def _filter(rng: random.Random) -> str:
-    tokens = [rng.choice([*TOKENS, "*", "*"]) for _ in range(rng.randint(1, 4))]
-    if rng.random() < 0.3:
-        tokens[-1] = ">"
-    return ".".join(tokens)
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_the_trie_answers_as_each_filter_tested(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(20):
-        filters = sorted({_filter(rng) for _ in range(rng.randint(2, 12))} - {">"})
-        subjects = [_subject(rng) for _ in range(100)]
+        filters = sorted({random_filter(rng) for _ in range(rng.randint(2, 12))} - {">"})
+        subjects = [random_subject(rng) for _ in range(100)]
         monkeypatch.setattr(subject_filter, "INDEXED", True)
         on = SubjectFilter(filters)
         assert on._trie is not None or len(filters) < 2

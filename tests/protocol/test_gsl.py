@@ -8,31 +8,16 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.support.random_subjects import random_filter, random_subject
 
 from pyjetstream.protocol.gsl import GenericSublist, InvalidSubject
 from pyjetstream.protocol.subjects import subject_matches
-
-TOKENS = ["a", "b", "c", "dd"]
-
-
-def _subject(rng: random.Random, wild: float = 0.0) -> str:
-    tokens = [rng.choice(TOKENS) for _ in range(rng.randint(1, 4))]
-    if rng.random() < wild:
-        tokens[rng.randrange(len(tokens))] = rng.choice(["*", ">"])
-    return ".".join(tokens)
-
-
-def _filter(rng: random.Random) -> str:
-    tokens = [rng.choice([*TOKENS, "*", "*"]) for _ in range(rng.randint(1, 4))]
-    if rng.random() < 0.3:
-        tokens[-1] = ">"
-    return ".".join(tokens)
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_matches_as_subject_matches(seed: int) -> None:
     rng = random.Random(seed)
-    filters = sorted({_filter(rng) for _ in range(300)})
+    filters = sorted({random_filter(rng) for _ in range(300)})
     sl: GenericSublist[tuple[str, int]] = GenericSublist()
     held: set[tuple[str, int]] = set()
     for i, f in enumerate(filters):
@@ -45,7 +30,7 @@ def test_matches_as_subject_matches(seed: int) -> None:
         held.discard((f, 0))
     assert len(sl) == len(held)
     for _ in range(2000):
-        subject = _subject(rng, wild=0.2)
+        subject = random_subject(rng, wild=0.2)
         got = sl.match(subject)
         want = {v for v in held if subject_matches(v[0], subject)}
         assert sorted(got) == sorted(want), subject

@@ -15,24 +15,11 @@ from typing import Any
 import pytest
 from tests.jetstream.consumer_helpers import RawClient
 from tests.jetstream.scale_steps import count_calls, embedded
+from tests.support.random_subjects import random_filter, random_subject
 
 from pyjetstream.protocol.subjects import compile_filter
 from pyjetstream.server.jetstream.store import _index
 from pyjetstream.server.jetstream.store._index import FilterMatch, SubjectTable
-
-TOKENS = ["a", "b", "c", "dd"]
-
-
-def _subject(rng: random.Random) -> str:
-    return ".".join(rng.choice(TOKENS) for _ in range(rng.randint(1, 4)))
-
-
-def _filter(rng: random.Random) -> str:
-    tokens = [rng.choice([*TOKENS, "*", "*"]) for _ in range(rng.randint(1, 4))]
-    if rng.random() < 0.3:
-        tokens[-1] = ">"
-    return ".".join(tokens)
-
 
 _matcher = functools.lru_cache(maxsize=None)(compile_filter)
 
@@ -51,13 +38,13 @@ def _run(seed: int) -> tuple[list[set[str]], list[dict[tuple[str, ...], set[str]
     subjects each ask was answered with and what the cache held after each step."""
     rng = random.Random(seed)
     table = SubjectTable()
-    asked = [tuple(sorted({_filter(rng) for _ in range(rng.randint(1, 3))})) for _ in range(80)]
+    asked = [tuple(sorted({random_filter(rng) for _ in range(rng.randint(1, 3))})) for _ in range(80)]
     answers: list[set[str]] = []
     held: list[dict[tuple[str, ...], set[str]]] = []
     for step in range(800):
         r = rng.random()
         if r < 0.5:
-            subject = _subject(rng)
+            subject = random_subject(rng)
             if subject not in table.ids:
                 table.intern(subject, 1)
         elif r < 0.75 and table.ids:
