@@ -295,6 +295,18 @@ async def told(client: RawClient, stream: str, consumer: str, num_pending: int, 
         await asyncio.sleep(0.02)
 
 
+async def publish_acked(nc: RawClient, subjects: list[str], hdrs: list[bytes], timeout: float = 30) -> None:
+    """Pipelined publishes with replies, one a subject and header block; waits for every PubAck and
+    asserts none is an error."""
+    inbox = nc.new_inbox()
+    sub = nc.subscribe(inbox + ".*")
+    for i, (subject, hdr) in enumerate(zip(subjects, hdrs, strict=True)):
+        nc.publish(subject, b"x", f"{inbox}.{i}", hdr)
+    acks = await sub.collect(len(subjects), timeout=timeout)
+    assert all("error" not in m.json() for m in acks), [m.json() for m in acks if "error" in m.json()]
+    sub.unsubscribe()
+
+
 def headers(*pairs: tuple[str, str]) -> bytes:
     return b"NATS/1.0\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in pairs) + b"\r\n"
 

@@ -9,6 +9,7 @@ test (:func:`count_calls`) or read from the counters the structures keep themsel
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import functools
@@ -49,3 +50,21 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, owner: object, *names: str) -> 
             functools.update_wrapper(wrapper, original)
             m.setattr(owner, name, wrapper)
         yield counts
+
+
+def pub_frame(subject: str, payload: bytes, hdr: bytes = b"") -> bytes:
+    """A PUB frame (HPUB with ``hdr``), no reply."""
+    if not hdr:
+        return b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(payload), payload)
+    return b"HPUB %s %d %d\r\n%s%s\r\n" % (subject.encode(), len(hdr), len(hdr) + len(payload), hdr, payload)
+
+
+async def publish_in_one_write(server: Server, frames: list[bytes]) -> None:
+    """``frames`` (PUBs, no reply) written at once on a raw connection: one client read, or a few."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    await reader.readline()  # INFO
+    writer.write(b'CONNECT {"verbose":false,"headers":true}\r\n' + b"".join(frames) + b"PING\r\n")
+    await writer.drain()
+    while not (await reader.readline()).startswith(b"PONG"):
+        pass
+    writer.close()

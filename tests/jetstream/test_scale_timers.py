@@ -18,23 +18,12 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from tests.jetstream.consumer_helpers import RawClient, headers, wait_for
+from tests.jetstream.consumer_helpers import RawClient, headers, publish_acked, wait_for
 from tests.jetstream.scale_steps import count_calls, embedded
 
 from pyjetstream.server.jetstream.consumer import Consumer
 from pyjetstream.server.jetstream.dedupe import DedupeWindow
 from pyjetstream.server.jetstream.stream_ingest import StreamIngest
-
-
-async def _publish(nc: RawClient, subjects: list[str], hdrs: list[bytes]) -> None:
-    """Pipelined publishes with replies; waits for every PubAck."""
-    inbox = nc.new_inbox()
-    sub = nc.subscribe(inbox + ".*")
-    for i, (subject, hdr) in enumerate(zip(subjects, hdrs, strict=True)):
-        nc.publish(subject, b"x", f"{inbox}.{i}", hdr)
-    acks = await sub.collect(len(subjects), timeout=30)
-    assert all("error" not in m.json() for m in acks), [m.json() for m in acks if "error" in m.json()]
-    sub.unsubscribe()
 
 
 def _schedule(target: str, pattern: str = "@every 1h") -> bytes:
@@ -51,15 +40,15 @@ async def _schedule_steps(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[floa
         nc = await RawClient.connect(server.client_url)
         try:
             await nc.add_stream("SC", ["sc.>"], storage="memory", allow_msg_schedules=True, allow_rollup_hdrs=True)
-            await _publish(nc, [f"sc.s.{i}" for i in range(n)], [_schedule(f"sc.t.{i}") for i in range(n)])
+            await publish_acked(nc, [f"sc.s.{i}" for i in range(n)], [_schedule(f"sc.t.{i}") for i in range(n)])
             schedules: Any = server.jetstream.streams["SC"].schedules
             before = schedules.steps
             with count_calls(monkeypatch, StreamIngest, *PER_MESSAGE) as calls:
-                await _publish(nc, [f"sc.n.{i}" for i in range(20)], [_schedule(f"sc.u.{i}") for i in range(20)])
+                await publish_acked(nc, [f"sc.n.{i}" for i in range(20)], [_schedule(f"sc.u.{i}") for i in range(20)])
             per_publish = (schedules.steps - before) / 20
             at = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=1)
             pattern = "@at " + at.strftime("%Y-%m-%dT%H:%M:%SZ")
-            await _publish(nc, [f"sc.f.{i}" for i in range(20)], [_schedule(f"sc.ft.{i}", pattern) for i in range(20)])
+            await publish_acked(nc, [f"sc.f.{i}" for i in range(20)], [_schedule(f"sc.ft.{i}", pattern) for i in range(20)])
             before = schedules.steps
 
             async def fired() -> bool:
@@ -87,7 +76,7 @@ async def _expiry_visits(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, i
         nc = await RawClient.connect(server.client_url)
         try:
             await nc.add_stream("T", ["t.>"], storage="memory", allow_msg_ttl=True)
-            await _publish(nc, [f"t.{i}" for i in range(30)], [headers(("Nats-TTL", "1s"))] * 30)
+            await publish_acked(nc, [f"t.{i}" for i in range(30)], [headers(("Nats-TTL", "1s"))] * 30)
             for i in range(n):  # caught up: nothing of theirs expires
                 resp = await nc.add_consumer("T", f"c{i}", durable_name=f"c{i}", deliver_policy="new")
                 assert "error" not in resp, resp
@@ -114,7 +103,7 @@ async def _dedupe_fires(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
             with count_calls(monkeypatch, DedupeWindow, "expire") as calls:
                 for chunk in range(0, n, n // 10):  # ids arriving over ~0.2 s
                     ids = range(chunk, chunk + n // 10)
-                    await _publish(nc, ["d.x"] * len(ids), [headers(("Nats-Msg-Id", f"id{i}")) for i in ids])
+                    await publish_acked(nc, ["d.x"] * len(ids), [headers(("Nats-Msg-Id", f"id{i}")) for i in ids])
                     await asyncio.sleep(0.02)
                 window: Any = server.jetstream.streams["D"].dedupe
                 await wait_for(lambda: _is(len(window) == 0), timeout=20)
@@ -157,7 +146,7 @@ async def _rollup_visits(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
             monkeypatch.setattr(stream_module, "filters_of", counting)
             # new schedules, then each replaced (its roll-up removes the one before)
             for _ in range(2):
-                await _publish(nc, [f"sc.s.{i}" for i in range(10)], [_schedule(f"sc.t.{i}") for i in range(10)])
+                await publish_acked(nc, [f"sc.s.{i}" for i in range(10)], [_schedule(f"sc.t.{i}") for i in range(10)])
             monkeypatch.setattr(stream_module, "filters_of", original)
             return looked
         finally:
@@ -190,19 +179,19 @@ async def _schedule_publish_reads(monkeypatch: pytest.MonkeyPatch, n: int) -> di
         nc = await RawClient.connect(server.client_url)
         try:
             await nc.add_stream("SC", ["sc.>"], storage="file", allow_msg_schedules=True, allow_rollup_hdrs=True)
-            await _publish(nc, [f"sc.s.{i}" for i in range(n)], [_schedule(f"sc.t.{i}") for i in range(n)])
+            await publish_acked(nc, [f"sc.s.{i}" for i in range(n)], [_schedule(f"sc.t.{i}") for i in range(n)])
             with (
                 count_calls(monkeypatch, SubjectTable, "matching") as looked,
                 count_calls(monkeypatch, IndexedStore, "_remove_at") as removed,
                 count_calls(monkeypatch, schedules_module, "schedule_headers") as split,
             ):
                 stretched.clear()
-                await _publish(nc, [f"sc.n.{i}" for i in range(20)], [_schedule(f"sc.u.{i}") for i in range(20)])
+                await publish_acked(nc, [f"sc.n.{i}" for i in range(20)], [_schedule(f"sc.u.{i}") for i in range(20)])
                 looked.update(stretched)
                 new = {"split": split["schedule_headers"] / 20, "looked": looked["matching"] / 20}
                 new["removed"] = removed["_remove_at"] / 20
                 looked.clear(), removed.clear(), split.clear(), stretched.clear()
-                await _publish(nc, [f"sc.s.{i}" for i in range(20)], [_schedule(f"sc.v.{i}") for i in range(20)])
+                await publish_acked(nc, [f"sc.s.{i}" for i in range(20)], [_schedule(f"sc.v.{i}") for i in range(20)])
                 looked.update(stretched)
                 again = {"split": split["schedule_headers"] / 20, "looked": looked["matching"] / 20}
                 again["removed"] = removed["_remove_at"] / 20

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from tests.jetstream.consumer_helpers import RawClient, headers, wait_for
+from tests.jetstream.consumer_helpers import RawClient, headers, publish_acked, wait_for
 from tests.jetstream.scale_steps import embedded
 from tests.support.steps import counting
 
@@ -123,16 +123,6 @@ def test_schedules_of_one_shape_produce_what_each_read_alone_does(n: int, monkey
     assert on[3] <= 30, on[3]
 
 
-async def _publish(nc: RawClient, subjects: list[str], hdrs: list[bytes]) -> None:
-    inbox = nc.new_inbox()
-    sub = nc.subscribe(inbox + ".*")
-    for i, (subject, hdr) in enumerate(zip(subjects, hdrs, strict=True)):
-        nc.publish(subject, b"x", f"{inbox}.{i}", hdr)
-    acks = await sub.collect(len(subjects), timeout=60)
-    assert all("error" not in m.json() for m in acks), [m.json() for m in acks if "error" in m.json()]
-    sub.unsubscribe()
-
-
 def _schedule(target: str, pattern: str) -> bytes:
     return headers(("Nats-Schedule", pattern), ("Nats-Schedule-Target", target))
 
@@ -145,7 +135,7 @@ async def _firing_steps(pending: int, k: int) -> list[float]:
         try:
             await nc.add_stream("SC", ["sc.>"], allow_msg_schedules=True)
             far = "@at 2099-01-01T00:00:00Z"
-            await _publish(nc, [f"sc.s.{i}" for i in range(pending)], [_schedule(f"sc.t.{i}", far) for i in range(pending)])
+            await publish_acked(nc, [f"sc.s.{i}" for i in range(pending)], [_schedule(f"sc.t.{i}", far) for i in range(pending)], timeout=60)
             sch: Any = server.jetstream.streams["SC"].schedules
             run, steps = sch._run, []
 
@@ -163,7 +153,7 @@ async def _firing_steps(pending: int, k: int) -> list[float]:
                 at = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=1)
                 pattern = "@at " + at.strftime("%Y-%m-%dT%H:%M:%SZ")
                 steps.clear()  # (the firing may come before the last PubAck)
-                await _publish(nc, [f"sc.{tag}.s.{j}" for j in range(k)], [_schedule(f"sc.{tag}.t.{j}", pattern) for j in range(k)])
+                await publish_acked(nc, [f"sc.{tag}.s.{j}" for j in range(k)], [_schedule(f"sc.{tag}.t.{j}", pattern) for j in range(k)], timeout=60)
                 assert len(await dlv.collect(k, timeout=30)) == k
                 await wait_for(lambda: _true(len(sch.entries) == pending), timeout=10)
                 per_fired.append(sum(steps) / k)

@@ -22,7 +22,7 @@ from typing import Any
 
 import nats
 import pytest
-from tests.jetstream.scale_steps import count_calls, embedded
+from tests.jetstream.scale_steps import count_calls, embedded, pub_frame, publish_in_one_write
 from tests.support.steps import counting
 
 from pyjetstream.server.jetstream import delivery_pass, sourcing
@@ -137,20 +137,6 @@ async def test_handed_runs_copy_what_one_by_one_copies(monkeypatch: pytest.Monke
     assert parsed["parse_ack_reply"] >= 3 * 394, parsed  # (off: one a message a feed took)
 
 
-def _pub(subject: str, payload: bytes) -> bytes:
-    return b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(payload), payload)
-
-
-async def _publish_in_one_write(server: Server, frames: list[bytes]) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-    await reader.readline()  # INFO
-    writer.write(b'CONNECT {"verbose":false,"headers":true}\r\n' + b"".join(frames) + b"PING\r\n")
-    await writer.drain()
-    while not (await reader.readline()).startswith(b"PONG"):
-        pass
-    writer.close()
-
-
 async def _steps(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[float, int]:
     """The server's Python steps per message and its origins' index walks while one message into each of
     ``n`` origins, written at once, is sourced by ``AGG`` (waited for in the store, not by STREAM.INFO)."""
@@ -164,10 +150,10 @@ async def _steps(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[float, int]:
             await _request(nc, "$JS.API.STREAM.CREATE.AGG", agg)
             await _wait(server, {"AGG": n})
             await asyncio.sleep(0.2)
-            frames = [_pub(f"o.{i}.x", b"x") for i in range(n)]
+            frames = [pub_frame(f"o.{i}.x", b"x") for i in range(n)]
             with count_calls(monkeypatch, SeqIndex, "next_slots") as walks:
                 with counting(where=lambda frame: "/pyjetstream/server/" in frame.f_code.co_filename) as steps:
-                    await _publish_in_one_write(server, frames)
+                    await publish_in_one_write(server, frames)
                     await _wait(server, {"AGG": 2 * n})
             return steps.count / n, walks["next_slots"]
         finally:

@@ -25,7 +25,7 @@ from typing import Any
 
 import nats
 import pytest
-from tests.jetstream.scale_steps import count_calls, embedded
+from tests.jetstream.scale_steps import count_calls, embedded, pub_frame, publish_in_one_write
 
 from pyjetstream.api.models_stream import StreamSource
 from pyjetstream.server.jetstream import delivery_loop, sourcing
@@ -108,23 +108,6 @@ async def _until(nc: Any, msgs: int) -> dict[str, Any]:
     raise AssertionError(f"AGG holds {info['state']['messages']} of {msgs}")
 
 
-async def _publish_in_one_write(server: Server, frames: list[bytes]) -> None:
-    """``frames`` (PUBs, no reply) written at once on a raw connection: one client read, or a few."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-    await reader.readline()  # INFO
-    writer.write(b'CONNECT {"verbose":false,"headers":true}\r\n' + b"".join(frames) + b"PING\r\n")
-    await writer.drain()
-    while not (await reader.readline()).startswith(b"PONG"):
-        pass
-    writer.close()
-
-
-def _pub(subject: str, payload: bytes, hdr: bytes = b"") -> bytes:
-    if not hdr:
-        return b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(payload), payload)
-    return b"HPUB %s %d %d\r\n%s%s\r\n" % (subject.encode(), len(hdr), len(hdr) + len(payload), hdr, payload)
-
-
 async def _store_passes(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     """The aggregate's store passes (``process_sourced`` + ``process_sourced_run`` calls) while one message
     into each of ``n`` origins, written at once, is sourced; and the client reads the server made meanwhile."""
@@ -134,7 +117,7 @@ async def _store_passes(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, i
             await _aggregate(server, nc, n)
             with count_calls(monkeypatch, StreamIngest, "process_sourced", "process_sourced_run") as calls:
                 reads = server.reads
-                await _publish_in_one_write(server, [_pub(f"o.{i}.x", b"x") for i in range(n)])
+                await publish_in_one_write(server, [pub_frame(f"o.{i}.x", b"x") for i in range(n)])
                 await _until(nc, 2 * n)
                 return calls["process_sourced"] + calls["process_sourced_run"], server.reads - reads
         finally:
@@ -170,8 +153,8 @@ async def _sourced(n: int, ids: bool, **agg: Any) -> tuple[dict[str, list[Any]],
                     hdr = b"NATS/1.0\r\nK: %d\r\n\r\n" % i
                 elif ids and i % 11 == 3:
                     hdr = b"NATS/1.0\r\nNats-Msg-Id: m%d\r\n\r\n" % i
-                frames.append(_pub(f"o.{i * 7 % n}.{i}", b"%d" % i, hdr))
-            await _publish_in_one_write(server, frames)
+                frames.append(pub_frame(f"o.{i * 7 % n}.{i}", b"%d" % i, hdr))
+            await publish_in_one_write(server, frames)
             want = agg.get("max_msgs", 5 * n)
             info = await _until(nc, want)
             await asyncio.sleep(0.3)  # (nothing more comes)
@@ -222,7 +205,7 @@ async def test_a_write_failing_among_feeds_stored_together_loses_and_duplicates_
                 return first, tss, ErrMaxMsgs("maximum messages exceeded")
 
             store.store_run = store_run
-            await _publish_in_one_write(server, [_pub(f"o.{i}.x", b"%d" % i) for i in range(n)])
+            await publish_in_one_write(server, [pub_frame(f"o.{i}.x", b"%d" % i) for i in range(n)])
             await _until(nc, 2 * n)
             await asyncio.sleep(0.3)
             assert failed, "no run of many feeds' copies was stored"
@@ -247,7 +230,7 @@ async def _origin_steps(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, i
             with count_calls(monkeypatch, DeliveryLoop, "run") as passes, count_calls(
                 monkeypatch, IndexedStore, "load_next_msgs", "load_next_msgs_multi"
             ) as reads:
-                await _publish_in_one_write(server, [_pub(f"o.{i}.x", b"x") for i in range(n)])
+                await publish_in_one_write(server, [pub_frame(f"o.{i}.x", b"x") for i in range(n)])
                 await _until(nc, 2 * n)
                 return passes["run"], reads["load_next_msgs"] + reads["load_next_msgs_multi"]
         finally:

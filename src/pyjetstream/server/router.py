@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pyjetstream.server.accounts import Account
     from pyjetstream.server.client import ClientConnection
     from pyjetstream.server.sink import FrameSink
-    from pyjetstream.server.sublist import Sublist
+    from pyjetstream.server.sublist import MatchResult, Sublist
     from pyjetstream.server.subscription import Subscription
 
 __all__ = ["Router"]
@@ -228,12 +228,7 @@ class Router:
         internal subscription that ``takes_deliveries`` (a mirror's or source's feed) is such a
         receiver too: the pass reads its messages in runs and calls its callback for each, as
         `route` would."""
-        sl = account.sublist
-        result = sl.cache.get(subject)
-        if result is None:
-            result = sl.match(subject)
-            sl.matches -= 1
-        psubs, qsubs = result
+        psubs, qsubs = _uncounted_match(subject, account)
         if qsubs or len(psubs) != 1:
             return None
         sub = psubs[0]
@@ -247,18 +242,25 @@ class Router:
         hands each message to each itself, its messages read in runs — routed, each message
         would be read alone, since a route may reach an internal subscriber whose callback changes
         the stream. The match is not counted here (the deliveries count themselves)."""
-        sl = account.sublist
-        result = sl.cache.get(subject)
-        if result is None:
-            result = sl.match(subject)
-            sl.matches -= 1
-        psubs, qsubs = result
+        psubs, qsubs = _uncounted_match(subject, account)
         if qsubs or len(psubs) < 2:
             return ()
         for sub in psubs:
             if sub.client is None or sub.closed:
                 return ()
         return psubs
+
+
+def _uncounted_match(subject: str, account: Account) -> MatchResult:
+    """``account``'s match of ``subject``, left out of its sublist's match count: a delivery pass's
+    look at its destination (`Router.lone_receiver`, `Router.client_receivers`), whose deliveries
+    count themselves."""
+    sl = account.sublist
+    result = sl.cache.get(subject)
+    if result is None:
+        result = sl.match(subject)
+        sl.matches -= 1
+    return result
 
 
 class _Bound:
