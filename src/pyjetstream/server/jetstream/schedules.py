@@ -149,11 +149,22 @@ def schedule_shape(hdr: bytes, found: Found) -> Shape | None:
     """A block `stretch_schedule` took, cut around its target's value, so that the next blocks of
     a run that differ from it only there (a publisher's schedules: one target each) are taken by
     `same_schedule` without being parsed and checked again."""
-    start = hdr.find(_TARGET_LINE)
-    end = hdr.find(b"\r\n", start + len(_TARGET_LINE)) if start >= 0 else -1
-    if end < 0:
+    cut = _target_cut(hdr)
+    if cut is None:
         return None
-    return hdr[: start + len(_TARGET_LINE)], hdr[end:], found
+    start, end = cut
+    return hdr[:start], hdr[end:], found
+
+
+def _target_cut(hdr: bytes) -> tuple[int, int] | None:
+    """Where the value of a block's first ``Nats-Schedule-Target`` line lies (after its colon, up to
+    its line's end), None without one: where `schedule_shape` and a firing's `_Shapes` cut a block."""
+    start = hdr.find(_TARGET_LINE)
+    if start < 0:
+        return None
+    start += len(_TARGET_LINE)
+    end = hdr.find(b"\r\n", start)
+    return (start, end) if end >= 0 else None
 
 
 def same_schedule(stream: Stream, subject: str, hdr: bytes, shape: Shape) -> tuple[bytes, Found] | None:
@@ -523,13 +534,10 @@ class _Shapes:
     def produced(self, subject: str, at: int, hdr: bytes, data: bytes) -> tuple[str, bytes, bytes, Found] | bool | None:
         """`MsgSchedules._produced` of a block taken by shape; False: not taken (no target line,
         a source), `_produced` then reads it."""
-        start = hdr.find(_TARGET_LINE)
-        if start < 0:
+        cut = _target_cut(hdr)
+        if cut is None:
             return False
-        start += len(_TARGET_LINE)
-        end = hdr.find(b"\r\n", start)
-        if end < 0:
-            return False
+        start, end = cut
         key = (hdr[:start], hdr[end:], at)
         known = self.known
         shape = known[key] if key in known else known.setdefault(key, self._shape(hdr, at))
