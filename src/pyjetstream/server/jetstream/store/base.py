@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, MutableMapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -114,6 +115,11 @@ class StoredMsg(NamedTuple):
 #: (:meth:`MessageStore.load_next_msgs`) holds — a tuple display is one step where building a
 #: ``NamedTuple`` is two calls per message. A ``StoredMsg`` is one too.
 MsgTuple = tuple[str, int, int, bytes, bytes]
+
+#: A `StoredMsg` of its fields' tuple, ``stored_msg((subject, seq, ts, hdr, data))``: the tuple's
+#: own constructor (C) where ``StoredMsg(...)`` runs the NamedTuple's ``__new__``, a Python frame
+#: on every get by sequence (the same object: a `StoredMsg` is a tuple of its class).
+stored_msg: Callable[[MsgTuple], StoredMsg] = functools.partial(tuple.__new__, StoredMsg)
 
 
 class SimpleState(NamedTuple):

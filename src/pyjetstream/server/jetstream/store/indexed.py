@@ -48,6 +48,7 @@ from .base import (
     StoredMsg,
     StoreError,
     StreamState,
+    stored_msg,
 )
 from .idx_peek import SPANNED
 from .pages import Page
@@ -970,12 +971,12 @@ def _msg_in(store: IndexedStore, seq: int, slot: tuple[int, int, int]) -> Stored
                 store._backend.damaged.pop()
                 again = store._index.slot(seq)
                 return None if again is None else _msg_in(store, seq, again)
-            return StoredMsg(subject, seq, ts, hdr, data)
+            return stored_msg((subject, seq, ts, hdr, data))
         hdr, data = store._read_payload(seq, loc)
     except ErrCorruptRecord:
         _drop_damaged(store)
         return None
-    return StoredMsg(store._index.subjects.names[sid], seq, ts, hdr, data)  # type: ignore[arg-type]
+    return stored_msg((store._index.subjects.names[sid], seq, ts, hdr, data))  # type: ignore[arg-type]
 
 
 def _drop_damaged(store: IndexedStore) -> None:

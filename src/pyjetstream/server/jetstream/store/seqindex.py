@@ -124,11 +124,11 @@ class SeqIndex(SeqQueries):
         return i if seq < p.first + p.n else i + 1
 
     def _covering(self, seq: int) -> Page | None:
-        """The page whose range holds ``seq``, loaded or not (None: no page's does)."""
+        """The page whose range holds ``seq``, loaded or not (None: no page's does): the one place
+        that says so (`slot`, a step of every random get of an evicted page, calls it as `page` and
+        the removals do)."""
         i = bisect_right(self.firsts, seq) - 1
-        if i < 0:
-            return None
-        p = self.pages[i]
+        p = self.pages[i] if i >= 0 else _NO_PAGE
         return p if seq < p.first + p.n else None
 
     def page(self, seq: int) -> Page | None:
@@ -164,9 +164,8 @@ class SeqIndex(SeqQueries):
         record): such a slot may be ``(-1, 0, loc)``, its locator alone read."""
         p = self.hot
         if not p.first <= seq < p.first + p.n:
-            i = bisect_right(self.firsts, seq) - 1  # (`_covering` inline: a step of every random get)
-            found = self.pages[i] if i >= 0 else _NO_PAGE
-            if seq >= found.first + found.n:
+            found = self._covering(seq)
+            if found is None:
                 return None
             if not found.loaded and self.peeker is not None:
                 if seq < self.first_seq or (found.dels and _removed(found.dels, seq)):
