@@ -4,8 +4,9 @@ one by one (nats-server has no such path: ``processInboundJetStreamMsg`` runs pe
 
 The run looks for stretches of messages that every check of `StreamIngest.process` passes for
 without a lookup beyond the duplicate window: the stream's config leaves nothing else to check
-(``StreamIngest.stretches``: not sealed, no counters or interest retention, republish only
-in a file stream without max_msgs / max_bytes — `Run._republish` —, an input transform applied per message;
+(``StreamIngest.stretches``: not sealed, no counters, republish only
+in a file stream without max_msgs / max_bytes — `Run._republish` —, an input transform applied per message,
+interest retention with each stretch cut before a message no consumer wants — `Run._wanted` —;
 in a schedules stream a stretch ends the schedules on its subjects), and each message is within the size limits, not a batch's, and has no header block
 or one whose only ``Nats-`` headers are ``Nats-Msg-Id``, this stream as ``Nats-Expected-Stream``,
 where the stream allows TTLs a valid ``Nats-TTL`` (one the markers' TTL does not raise), and the
@@ -193,10 +194,13 @@ class Run:
         for without a lookup (see the module docstring), their message ids (``""``: none) and,
         where the stream allows TTLs and one has a ``Nats-TTL``, their TTLs (0: none)."""
         n = self.n
+        ingest = self.ingest
         if self.within_limits and self.no_nats:  # no header with anything to check, within the limits
+            if ingest.interest:
+                n = self._wanted(k, n)
             return n, [""] * (n - k), None
         hdrs = self.hdrs
-        ingest = self.ingest
+        wanted = self._wanted if ingest.interest else None
         name, lines, floor = ingest.name_b, ingest.stretch_lines, ingest.ttl_floor
         raws: list[bytes] = []
         add_raw = raws.append
@@ -206,6 +210,8 @@ class Run:
         lh = lt = ttl = 0  # (ttl: the TTL of the blocks of that shape)
         i = k
         while i < n:
+            if wanted is not None and wanted(i, i + 1) == i:
+                break  # (no consumer wants it: process skips it)
             hdr = hdrs[i]
             if hdr is None or hdr == block:
                 add_raw(b"")
@@ -231,6 +237,27 @@ class Run:
         ids = ids_of(raws)
         return k + len(ids), ids, ttls[: len(ids)] if any(ttls) else None
 
+    def _wanted(self, k: int, end: int) -> int:
+        """Interest retention: how far from ``k`` (up to ``end``) some consumer wants each message
+        (`Stream.has_interest_for` of its subject as stored: `StreamIngest.commit`'s interest
+        check, nats-server ``processJetStreamMsg``'s); a stretch ends before one no consumer
+        wants, which `StreamIngest.process` skips (its sequence used up). One lookup in the
+        consumers' index a change of subject: the consumers cannot change within a run."""
+        ingest = self.ingest
+        has = ingest.stream.has_interest_for
+        transformed = ingest.transformed if ingest.transform is not None else None
+        subjects = self.subjects
+        last = ""
+        i = k
+        while i < end:
+            subject = subjects[i]
+            if subject != last:
+                if not has(transformed(subject) if transformed is not None else subject):
+                    return i
+                last = subject
+            i += 1
+        return end
+
     def _expected(self, k: int) -> int:
         """How far from ``k`` the messages are ones every check of `StreamIngest.process`
         passes for, where a ``Nats-Expected-Last-Subject-Sequence`` is the only ``Nats-`` header
@@ -245,11 +272,14 @@ class Run:
         subjects = self.subjects
         transformed = self.ingest.transformed if self.ingest.transform is not None else None
         lasts = _Lasts(self.ingest.stream.store)
+        wanted = self.ingest.stream.has_interest_for if self.ingest.interest else None
         i = k
         while i < self.n:
             hdr, subject = hdrs[i], subjects[i]
             if transformed is not None:
                 subject = transformed(subject)
+            if wanted is not None and not wanted(subject):
+                break  # (no consumer wants it: process skips it, `_wanted`)
             if hdr is not None and hdr.find(NATS_PREFIX) >= 0:
                 if not only_these_nats_headers(hdr, EXPECT_LAST_SUBJ_HEADERS):
                     break

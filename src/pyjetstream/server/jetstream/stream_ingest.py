@@ -88,6 +88,12 @@ NS_PER_S = 1_000_000_000
 SOURCED_ONE_BY_ONE = (b"Nats-Msg-Id", b"Nats-Rollup", b"Nats-TTL")
 #: How nats-server words a traced message refused for its size (``ErrMaxPayload``).
 MAX_PAYLOAD_TEXT = "maximum payload exceeded"
+#: An interest stream's run takes stretches too, each cut before a message no consumer wants
+#: (`Run._wanted`: `commit`'s interest check, one consumer-index lookup a message); that message
+#: goes through `process`, which skips it. Off: every publish into an interest stream goes through
+#: `process` alone (half the work-queue stream's rate with the same consumers: issue 24's
+#: ``--dim consumers``, 2.3× nats-server's CPU a publish).
+INTEREST_STRETCHES = True
 
 
 class _Answered:
@@ -121,8 +127,10 @@ class StreamIngest:
     def configure(self) -> None:
         """What the config decides once (not per message): the transforms, and whether the run
         path may take a stretch (``stretches``: of nats-server's checks only the size, expected
-        stream, duplicate and limit checks can apply — not sealed, no input transform, counters
-        or republish, and messages not kept by interest; ``simple``: that and no schedules)."""
+        stream, duplicate, interest and limit checks can apply — not sealed, no counters, republish
+        only where a run holds the writes, interest retention with ``INTEREST_STRETCHES``, each
+        stretch cut before a message no consumer wants; ``simple``: none of these, nor an input
+        transform or schedules)."""
         stream = self.stream
         cfg = stream.cfg
         st = cfg.subject_transform
@@ -155,7 +163,7 @@ class StreamIngest:
         # An input transform too: a stretch takes each message under its transformed subject
         # (`Run._slice`, as `process` checks and stores it).
         lasts_known = cfg.max_msgs <= 0 and cfg.max_bytes <= 0
-        self.stretches = not (cfg.sealed or cfg.allow_msg_counter or self.interest) and (
+        self.stretches = not (cfg.sealed or cfg.allow_msg_counter or (self.interest and not INTEREST_STRETCHES)) and (
             self.republish is None
             or (lasts_known and cfg.storage == StorageType.FILE)  # (the run holds the writes: `Run._republish`)
         )
