@@ -125,3 +125,59 @@ async def test_default_max_consumers_applies_when_nothing_else_limits(start_serv
     assert (await _get(target, "/jsz"))["limits"] == {"default_max_consumers": 2}
     assert (await _get(target, "/varz"))["jetstream"]["limits"] == {"default_max_consumers": 2}
     await nc.close()
+
+
+async def test_jsz_lists_the_public_consumers(start_server) -> None:
+    """A mirror's consumer on its origin (a direct one) is neither listed nor counted by ``/jsz``
+    (nats-server's ``getPublicConsumers``, its streams' states' consumer counts), and the stream
+    state's ``consumer_count`` leaves it out too."""
+    target = start_server(http_port=-1)
+    nc = await nats.connect(target.url)
+    js = nc.jetstream()
+    await js.add_stream(name="ORIGIN", subjects=["o.>"])
+    await js.publish("o.a", b"x")
+    await js.add_consumer("ORIGIN", durable_name="D", ack_policy="explicit")
+    await js.add_stream(name="MIRROR", mirror={"name": "ORIGIN"})
+    for _ in range(100):  # (the mirror's consumer is made once it runs)
+        if (await js.stream_info("MIRROR")).state.messages == 1:
+            break
+        await asyncio.sleep(0.05)
+    jsz = await _get(target, "/jsz?consumers=1")
+    listed = {s["name"]: s for s in jsz["account_details"][0]["stream_detail"]}
+    assert [c["name"] for c in listed["ORIGIN"]["consumer_detail"]] == ["D"]
+    assert listed["ORIGIN"]["state"]["consumer_count"] == 1
+    assert jsz["consumers"] == 1
+    await nc.close()
+
+
+async def test_jsz_parameters_decode_as_nats_servers(tmp_path) -> None:
+    """``/jsz``'s parameters decoded as ``HandleJsz`` decodes them, once a request: Go's
+    ``strconv.ParseBool`` values (``t``, ``TRUE``, ``0`` …), a 400 in Go's words for the first it
+    cannot decode (``yes``, ``on``: not booleans to Go), in its order."""
+    import urllib.error
+
+    from tests.support.targets import make_target
+
+    queries = ["streams=t&consumers=TRUE&config=0", "streams=yes", "accounts=on", "consumers=x&streams=y",
+               "direct-consumers=2", "config=1&offset=1.5", "limit=x", "raft=2", "stream-leader-only=x",
+               "leader-only=x"]  # fmt: skip
+    answers = []
+    for kind in ("embedded", "nats-server"):
+        target = make_target(kind, tmp_path / kind, http_port=-1)
+        try:
+            nc = await nats.connect(target.url)
+            await nc.jetstream().add_stream(name="S", subjects=["s.>"])
+            await nc.close()
+            answer = []
+            for query in queries:
+                try:
+                    doc = await _get(target, f"/jsz?{query}")
+                    details = doc["account_details"][0]["stream_detail"][0]
+                    answer.append((200, sorted(details)))
+                except urllib.error.HTTPError as exc:
+                    answer.append((exc.code, exc.read().decode()))
+        finally:
+            target.stop()
+        answers.append(answer)
+    assert answers[0] == answers[1]
+    assert answers[0][1] == (400, "Error decoding boolean for 'streams': strconv.ParseBool: parsing \"yes\": invalid syntax")

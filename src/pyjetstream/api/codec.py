@@ -28,7 +28,7 @@ from .models_common import ApiError
 from .models_consumer import PullRequest
 from .models_msg import PubAckResponse
 from .responses import ApiResponse
-from .timefmt import ZERO_TIME, NanoTime
+from .timefmt import ZERO_TIME, NanoTime, format_time
 
 __all__ = [
     "DecodeError",
@@ -61,7 +61,7 @@ is a subclass). The server answers both with 10025 ``invalid JSON``, as Go's Unm
 
 def _enc_hook(obj: Any) -> Any:
     if isinstance(obj, NanoTime):
-        return obj.isoformat()
+        return format_time(obj)  # (`NanoTime.isoformat`, without its frame: two a stream's state)
     if isinstance(obj, Seconds):  # the Python API's durations: integer ns on the wire
         return obj.ns
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")

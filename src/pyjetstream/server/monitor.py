@@ -31,7 +31,7 @@ import resource
 import time
 from functools import partial
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
@@ -67,7 +67,10 @@ COMPACT_MSGSPEC = True
 # dicts of them — so their compact JSON skips `_maybe_not_repr` (`compact_json`'s ``floats``): a
 # ConnInfo's fields are (tests/server/test_sys_requests_steps.py walks every /connz shape). The scan
 # was ~18% of a $SYS.REQ.SERVER.PING.CONNZ of 1,000 connections (py-spy): four passes over ~300 KB.
-FLOATLESS = frozenset({"/connz"})
+# /jsz: its own integers and strings and the API models' builtins, whose types hold no float
+# (tests/jetstream/test_jsz_listing.py walks them and every /jsz shape); the scan was ~2 µs of each
+# stream's ~10 in a /jsz?streams=1, more of a consumer's with its config.
+FLOATLESS = frozenset({"/connz", "/jsz"})
 # Off: every body scanned (`compact_json`).
 SKIP_FLOAT_SCAN = True
 # The server's subscriptions read from its running count (`Server.subscriptions`); off: every
@@ -685,18 +688,49 @@ def _healthz(server: Server, query: dict[str, str]) -> dict[str, Any] | JSONResp
 SKIPPED = "filtered response"
 
 
-def jsz_disabled(server: Server, query: dict[str, str]) -> dict[str, Any]:
-    """``/jsz`` of a server without JetStream (nats-server ``HandleJsz`` → ``Jsz``): the parameters
-    decoded as there, then ``disabled`` with zero statistics; ``leader-only`` is filtered out (a
-    400 over HTTP, no answer to a $SYS request), as there is no JetStream leader."""
-    for key in ("accounts", "streams", "consumers", "config"):
-        go_bool(query, key)
+class JszOptions(NamedTuple):
+    """nats-server's ``JSzOptions`` as `jsz_options` decodes them: what a ``/jsz`` answer reads of its
+    parameters, decoded once a request (not at each stream and consumer listed)."""
+
+    account: str  # ``acc``
+    accounts: bool
+    streams: bool  # (``consumers`` lists the streams too: ``Jsz``'s default)
+    consumers: bool
+    config: bool
+    leader_only: bool
+
+
+def jsz_options(query: dict[str, str]) -> JszOptions:
+    """``HandleJsz``'s decoding, in its order: the first parameter Go cannot decode is the 400, in its
+    words (`go_bool`: ``strconv.ParseBool``, `_query_int`); those this server has no use for
+    (``direct-consumers``, ``offset``, ``limit``, ``raft``, ``stream-leader-only``) are decoded for
+    that alone."""
+    accounts = go_bool(query, "accounts")
+    streams = go_bool(query, "streams")
+    consumers = go_bool(query, "consumers")
+    go_bool(query, "direct-consumers")
+    config = go_bool(query, "config")
     _query_int(query, "offset", 0)
     _query_int(query, "limit", 0)
     leader_only = go_bool(query, "leader-only")
     for key in ("raft", "stream-leader-only"):
         go_bool(query, key)
-    if leader_only:
+    return JszOptions(query.get("acc", ""), accounts, streams or consumers, consumers, config, leader_only)
+
+
+def jsz_enabled(server: Server, query: dict[str, str]) -> dict[str, Any]:
+    """``/jsz`` of a server with JetStream: its parameters decoded (`jsz_options`), then the engine's
+    answer over every JetStream account (`pyjetstream.server.jetstream.monitoring.jsz`)."""
+    from pyjetstream.server.jetstream import monitoring  # Deferred: JetStream's, imported at the first /jsz.
+
+    return monitoring.jsz(server.jetstream_engines(), jsz_options(query))
+
+
+def jsz_disabled(server: Server, query: dict[str, str]) -> dict[str, Any]:
+    """``/jsz`` of a server without JetStream (nats-server ``HandleJsz`` → ``Jsz``): the parameters
+    decoded as there, then ``disabled`` with zero statistics; ``leader-only`` is filtered out (a
+    400 over HTTP, no answer to a $SYS request), as there is no JetStream leader."""
+    if jsz_options(query).leader_only:
         raise MonitorError(400, f"{SKIPPED}: not leader")
     return {
         "memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0, "accounts": 0, "ha_assets": 0,

@@ -458,9 +458,9 @@ class Server:
             def jsz(query: dict[str, str]) -> dict[str, Any]:
                 # Deferred: start-up imports only what it uses (a monitoring request); then found in
                 # sys.modules (a `from` import of it costs ~1 µs a request).
-                name = "pyjetstream.server.jetstream.monitoring"
-                monitoring: Any = sys.modules.get(name) or importlib.import_module(name)
-                return monitoring.jsz_server(self, query)
+                name = "pyjetstream.server.monitor"
+                monitor: Any = sys.modules.get(name) or importlib.import_module(name)
+                return monitor.jsz_enabled(self, query)
 
             self.monitor_handlers["/jsz"] = jsz
 

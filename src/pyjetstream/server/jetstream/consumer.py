@@ -401,12 +401,13 @@ class Consumer:
         """``checkNumPending``: the running count for info, never more than the stream could hold
         from sseq on."""
         self.check_removed()
-        state = self.stream.store.fast_state()
+        store = self.stream.store  # (its last sequence and count: no `StreamState` made for two fields)
+        last = store.last_seq()
         sseq = self.state.sseq
-        if sseq > state.last_seq:
+        if sseq > last:
             self.npc = 0
         elif self.npc > 0:
-            self.npc = min(self.npc, state.msgs, state.last_seq - sseq + 1)
+            self.npc = min(self.npc, store.totals()[0], last - sseq + 1)
         return self.num_pending()
 
     # --- reset ⟨2.14+⟩ ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ models are encoded with the shared codec so times and omitted fields look the sa
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyjetstream.api.codec import to_builtins
 from pyjetstream.api.enums import StorageType
@@ -17,6 +17,7 @@ from pyjetstream.server.version import JS_API_LEVEL
 
 if TYPE_CHECKING:
     from pyjetstream.server.jetstream.engine import JetStreamEngine
+    from pyjetstream.server.jetstream.stream import Stream
 
 GLOBAL_ACCOUNT = "$G"
 _MEMORY, _FILE = StorageType.MEMORY, StorageType.FILE  # (an enum member's lookup costs ~0.2 µs)
@@ -105,20 +106,29 @@ def varz(engine: JetStreamEngine) -> dict[str, Any]:
     return {"config": _config(engine), "stats": stats, "limits": _limits(engine)}
 
 
-def _truthy(query: dict[str, str], key: str) -> bool:
-    return query.get(key, "").lower() in ("1", "true", "yes", "on")
+class Listing(Protocol):
+    """What a ``/jsz`` answer reads of its parameters, decoded once a request by the server
+    (`pyjetstream.server.monitor.jsz_options`: nats-server's ``JSzOptions``), not read again at each
+    stream and consumer listed."""
 
-
-def jsz_server(server: Any, query: dict[str, str]) -> dict[str, Any]:
-    """``/jsz`` over every JetStream account of the server."""
-    return jsz(server.jetstream_engines(), query)
+    @property
+    def account(self) -> str: ...
+    @property
+    def accounts(self) -> bool: ...
+    @property
+    def streams(self) -> bool: ...
+    @property
+    def consumers(self) -> bool: ...
+    @property
+    def config(self) -> bool: ...
 
 
 def _reserved(limit: int) -> int:
     return limit if limit >= 0 else UNRESERVED
 
 
-def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str]) -> dict[str, Any]:
+def jsz(engines: JetStreamEngine | list[JetStreamEngine], options: Listing) -> dict[str, Any]:
+    """nats-server ``Jsz``: the server's totals, then each account's ``accountDetail`` asked for."""
     if not isinstance(engines, list):
         engines = [engines]
     first = engines[0]
@@ -131,7 +141,7 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str])
         "config": _config(first),
         "limits": _limits(first),
         "streams": len(streams),
-        "consumers": sum(e.num_consumers() for e in engines),
+        "consumers": sum(s.csl.public for s in streams),  # (its streams' states' counts: not the direct ones)
         "messages": 0,
         "bytes": 0,
     }
@@ -141,50 +151,53 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], query: dict[str, str])
         messages += msgs
         size += used
     out["messages"], out["bytes"] = messages, size
-    want_streams = bool(query) and (_truthy(query, "streams") or _truthy(query, "consumers"))
-    if query and (_truthy(query, "accounts") or want_streams or query.get("acc")):
-        details = []
-        for engine in engines:
-            name = engine.account_name
-            if query.get("acc") not in (None, "", name):
-                continue
-            detail: dict[str, Any] = {
-                "name": name,
-                "id": name,
-                **_stats([engine]),
-                "reserved_memory": _reserved(engine.limits.max_memory),
-                "reserved_storage": _reserved(engine.limits.max_store),
-                "accounts": 0,
-            }
-            detail["api"]["level"] = 0  # nats-server: no level per account
-            if want_streams:
-                detail["stream_detail"] = [
-                    _stream_detail(engine, s, query) for s in sorted(engine.streams.values(), key=lambda s: s.name)
-                ]
-            details.append(detail)
+    if options.accounts or options.streams or options.account:
+        details = [_account_detail(e, options) for e in engines if options.account in ("", e.account_name)]
         if details:
             out["account_details"] = details
     out["total"] = len(engines)  # JetStream-enabled accounts
     return out
 
 
-def _stream_detail(engine: JetStreamEngine, stream: Any, query: dict[str, str]) -> dict[str, Any]:
+def _account_detail(engine: JetStreamEngine, options: Listing) -> dict[str, Any]:
+    """nats-server ``accountDetail``: the account's stats and, with ``streams``, each stream's detail
+    in the order of their names (`JetStreamEngine.streams_by_name`, sorted once per change)."""
+    name = engine.account_name
     detail: dict[str, Any] = {
-        "name": stream.name,
-        "created": format_time(stream.created),
-        "cluster": {"leader": engine.server.server_id},
+        "name": name,
+        "id": name,
+        **_stats([engine]),
+        "reserved_memory": _reserved(engine.limits.max_memory),
+        "reserved_storage": _reserved(engine.limits.max_store),
+        "accounts": 0,
     }
-    if _truthy(query, "config"):
+    detail["api"]["level"] = 0  # nats-server: no level per account
+    if options.streams:
+        leader = engine.server.server_id
+        detail["stream_detail"] = [_stream_detail(s, leader, options) for s in engine.streams_by_name()]
+    return detail
+
+
+def _stream_detail(stream: Stream, leader: str, options: Listing) -> dict[str, Any]:
+    """nats-server ``StreamDetail``: the stream's name, creation time (formatted once,
+    `Stream.created_text`), config if asked, state and, with ``consumers``, the info of each public
+    consumer (``getPublicConsumers``: not a mirror's or a source's on its origin) in the order of
+    their names (`ConsumerIndex.public_names`, sorted once per change), without its config unless
+    asked (nats-server clears it)."""
+    detail: dict[str, Any] = {"name": stream.name, "created": stream.created_text, "cluster": {"leader": leader}}
+    if options.config:
         detail["config"] = to_builtins(stream.cfg)
     detail["state"] = to_builtins(stream.state())  # (its config and state alone: not a whole StreamInfo)
-    if _truthy(query, "consumers"):
-        consumers = []
-        for consumer in sorted(stream.consumers.values(), key=lambda c: c.name):
-            cinfo = to_builtins(consumer.info())
-            if not _truthy(query, "config"):
-                cinfo.pop("config", None)
-            consumers.append(cinfo)
-        detail["consumer_detail"] = consumers
+    if options.consumers:
+        consumers = stream.consumers
+        listed = []
+        for name in stream.csl.public_names():
+            info = to_builtins(consumers[name].info())
+            if not options.config:
+                del info["config"]
+            listed.append(info)
+        if listed:  # (Go's omitempty: a stream without consumers has none)
+            detail["consumer_detail"] = listed
     return detail
 
 
