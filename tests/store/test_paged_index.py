@@ -651,24 +651,14 @@ def test_a_random_get_in_a_span_runs_the_same_python_at_both_sizes(tmp_path: Pat
     get over 10M messages, 62 blocks: a miss of every cache, one span read) runs the same lines of
     Python at both sizes (~27 and ~270 blocks: finding the page and the block are C bisections),
     asks the `BlockCache` at most once (`BlockCache.fetch`: the hit, the count of the read out of
-    order and the load were three calls). With the compiled build (`run_reader.find_in_span`
-    raises no trace events) ~104 trace events a get over 10M messages (108 before `SeqIndex.slot`
-    took `_covering` inline, 116 before `BlockCache.fetch`), against 48 for a get in the active
-    block (its bytes in memory)."""
+    order and the load were three calls; its clock counts the asks). With the compiled build
+    (`run_reader.find_in_span` and `BlockCache` raise no trace events) ~90 trace events a get over
+    10M messages (104 with `BlockCache` interpreted, 108 before `SeqIndex.slot` took `_covering`
+    inline, 116 before `BlockCache.fetch`), against 48 for a get in the active block (its bytes in
+    memory)."""
     from tests.support.steps import counting
 
-    from pyjetstream.server.jetstream.store import blockcache
-
-    fetches = 0
-    fetch = blockcache.BlockCache.fetch
-
-    def counted(self: blockcache.BlockCache, *args: object) -> bytes | None:
-        nonlocal fetches
-        fetches += 1
-        return fetch(self, *args)  # type: ignore[arg-type]
-
     def per_get(s: FileStore, n: int) -> float:
-        nonlocal fetches
         b = s._backend
         s.load_msg(n)  # (the last block's page: the others evicted)
         rng = random.Random(9)
@@ -678,19 +668,14 @@ def test_a_random_get_in_a_span_runs_the_same_python_at_both_sizes(tmp_path: Pat
             s.load_msg(seq)
         b._forget_reads(None)
         assert b.peeks._spans and b._whole.load_after > 1
-        peeks, fetches = index(s).peeks, 0
-        blockcache.BlockCache.fetch = counted  # type: ignore[method-assign]
-        try:
-            with counting() as steps:
-                got = [s.load_msg(seq) for seq in seqs]
-        finally:
-            blockcache.BlockCache.fetch = fetch  # type: ignore[method-assign]
+        peeks, asks = index(s).peeks, b._whole._clock
+        with counting() as steps:
+            got = [s.load_msg(seq) for seq in seqs]
         for seq, msg in zip(seqs, got, strict=True):
             assert (msg.seq, msg.subject, msg.data) == (seq, f"m.{(seq - 1) % 20}", b"payload-%06d" % (seq - 1))
         assert index(s).peeks - peeks == len(seqs) and index(s).loads == 0
-        assert fetches <= len(seqs)
-        # (the wrapper's own call, line and return events taken out)
-        return (steps.count - 4 * fetches) / len(seqs)
+        assert b._whole._clock - asks <= len(seqs)
+        return steps.count / len(seqs)
 
     small, large = at_sizes(tmp_path, per_get)
     assert abs(large - small) < 0.03 * small, (small, large)

@@ -26,6 +26,12 @@ cache at all. nats-server keeps a loaded block until it has not been read for 10
 
 ``loads`` counts the blocks read whole and ``hits`` the reads served here: the counters the
 store's tests read.
+
+Compiled with mypyc (``pyjetstream._compiled``; the module imports only the standard library):
+`BlockCache.fetch` is asked by every read out of order of a sealed block, so by nearly every random
+get over 10M messages, where none of the 62 blocks takes enough reads to be loaded — its count of
+the read cost ~1,500 callgrind instructions of such a get interpreted (41.0k → 39.5k a get in
+process, ~13 of its ~103 trace events).
 """
 
 from __future__ import annotations
