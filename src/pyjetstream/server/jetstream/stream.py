@@ -121,6 +121,8 @@ class Stream:
         self.store = store
         self.created = created
         self._created_text: str | None = None  # (`created_text`)
+        #: The state a ``/jsz`` last showed and its builtins (`monitoring.shown_state`, which owns it).
+        self.shown_state: tuple[StreamState, dict[str, Any]] | None = None
         #: ``(seq, subject)`` of the expired messages whose markers the expiry pass writes.
         self._marked: list[tuple[int, str]] = []
         self.consumers: dict[str, Any] = {}
