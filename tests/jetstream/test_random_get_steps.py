@@ -9,8 +9,9 @@ bytes, no index page loaded (the slot's span comes from the block's spans in mem
 arrays stay evicted) and no block read whole; and the same Python in the store's modules at both
 sizes (`run_reader.find_in_span` walks the span's records from its start: its steps depend on the
 record's place in its span, not on the stream): ~780 bytes read (a span of 16 records; ~2,650 of 64),
-~104 trace events in the store's modules a get with the compiled build (~166 pure; 99 and 275 with
-spans of 64 records and `_covering` inlined in `SeqIndex.slot`), at both sizes."""
+~90 trace events in the store's modules a get with the compiled build, `BlockCache` among it (~166
+pure; 99 and 275 with spans of 64 records, `_covering` inlined in `SeqIndex.slot` and `BlockCache`
+interpreted), at both sizes."""
 
 from __future__ import annotations
 
