@@ -3,15 +3,13 @@
 does not grow with the stored messages — counted, not timed, on an embedded server, at ~27 and
 ~270 sealed blocks (4 KiB blocks, two or three blocks' slots kept in memory).
 
-Per ``STREAM.MSG.GET``: one ``pread`` of a block file (the span of 16 records holding the record,
+Per ``STREAM.MSG.GET``: one ``pread`` of a block file (the span of 64 records holding the record,
 `IndexPeeks`; nats-server's ``msgForSeq`` reads the block it has not cached), at most a span's
 bytes, no index page loaded (the slot's span comes from the block's spans in memory, the page's
 arrays stay evicted) and no block read whole; and the same Python in the store's modules at both
 sizes (`run_reader.find_in_span` walks the span's records from its start: its steps depend on the
-record's place in its span, not on the stream): ~780 bytes read (a span of 16 records; ~2,650 of 64),
-~90 trace events in the store's modules a get with the compiled build, `BlockCache` among it (~166
-pure; 99 and 275 with spans of 64 records, `_covering` inlined in `SeqIndex.slot` and `BlockCache`
-interpreted), at both sizes."""
+record's place in its span, not on the stream): ~2,650 bytes read (a span of 64 records; ~780 with
+spans of 16, which cost 4x the resident offsets: `idx_peek.SPAN`), at both sizes."""
 
 from __future__ import annotations
 

@@ -371,7 +371,7 @@ def test_a_random_get_reads_its_locator_and_its_record(tmp_path: Path, monkeypat
 
 
 def test_a_random_get_reads_its_span_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A get by sequence in a sealed block whose spans are known (the offsets of every 16th
+    """A get by sequence in a sealed block whose spans are known (the offsets of every 64th
     record, kept when the block's index is written, `IndexPeeks.note_locs`) reads the bytes
     between the two that hold its record and finds the record there by its sequence: one
     ``pread`` per get at both sizes instead of a locator read and a record read (some gets land

@@ -1,5 +1,5 @@
 """A removal in an evicted index page finds its record as a random get does — in its sealed
-block's span (the bytes between the offsets of every 16th record, `IndexPeeks.note_locs`) — and
+block's span (the bytes between the offsets of every 64th record, `IndexPeeks.note_locs`) — and
 removes it where it was found (issue 24: a random ``STREAM.MSG.DELETE`` over 1M messages peeked
 the slot with its subject id from the block's index file, three small reads, then read the
 record; nats-server's ``removeMsg`` reads the one message of the block it loads). Counted, not

@@ -1,5 +1,5 @@
 """`run_reader.find_in_span` — a random get's search for its record in a span of its sealed block
-(the bytes between the offsets of every 16th record, `IndexPeeks`) — walks the records from the
+(the bytes between the offsets of every 64th record, `IndexPeeks`) — walks the records from the
 span's start by their lengths to the one holding the sequence, and takes it only where that walk
 leads: a payload can hold a whole valid record of another sequence, CRC and all. Its answer equals
 an independent reading (every record start from the span's, by four-byte lengths, with

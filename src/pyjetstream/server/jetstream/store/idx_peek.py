@@ -43,15 +43,17 @@ PEEK_WINDOW = 128
 PEEK_WINDOWS = 64
 PEEK_SEEN = 256
 # Spans (`IndexPeeks._loc`): one record offset kept per this many slots of a sealed block
-# (4 bytes per 16 messages: 0.25 B a message, ~2.5 MiB at 10M messages); a span read at most this
+# (4 bytes per 64 messages: 0.06 B a message, ~3 MiB at 50M messages); a span read at most this
 # long (longer: the locator is read instead); the locator reads of a block after which its spans
 # are read from its index file (a block whose index this process wrote has them from the write;
-# reading them costs what ~250 gets save). Why 16: a random get reads its span and walks its
-# records from the span's start to its own (`run_reader.find_in_span`) — 64 records a span (16 B
-# messages: ~3.3 KB read, ~32 records walked) cost ~2,000 callgrind instructions a get more than
-# 16 (~0.8 KB, ~8 walked: 42.3k against 40.2k a get over 10M messages, in process), and took the
-# locator's two reads instead from records of 256 B on (1 KiB at 16).
-SPAN = 16
+# reading them costs what ~250 gets save). Why 64 and not 16: a random get reads its span and
+# walks its records from the span's start to its own (`run_reader.find_in_span`); spans of 16
+# records (~0.8 KB read and ~8 records walked a get with 16 B messages, against ~3.3 KB and ~32)
+# cost ~2,000 fewer callgrind instructions a get over 10M messages (40.2k against 42.3k, in
+# process: 5%) and take records up to 1 KiB in one read (256 B at 64), but their offsets are
+# resident for every block a process wrote or got from often: 0.25 B a stored message, ~12.5 MiB
+# at 50M, where resident memory is to stay near nats-server's, flat (session 18, 49a7d5d tried it).
+SPAN = 64
 SPAN_MAX = 16 * 1024
 SPANS_AFTER = 64
 _SPAN_CHUNK = 1024 * 8 * SPAN  # bytes of locators read at a time (a whole number of spans)
