@@ -181,3 +181,16 @@ async def test_jsz_parameters_decode_as_nats_servers(tmp_path) -> None:
         answers.append(answer)
     assert answers[0] == answers[1]
     assert answers[0][1] == (400, "Error decoding boolean for 'streams': strconv.ParseBool: parsing \"yes\": invalid syntax")
+
+
+async def test_jsz_names_the_leader_by_the_server_name(start_server) -> None:
+    """A stream's ``cluster.leader`` in ``/jsz`` is the server's name (nats-server's ``clusterInfo`` of a
+    stream without a group: ``s.Name()``), as in its ``STREAM.INFO``; the server's id only when unnamed."""
+    target = start_server(http_port=-1, server_name="N1")
+    nc = await nats.connect(target.url)
+    await nc.jetstream().add_stream(name="S", subjects=["s.>"])
+    jsz = await _get(target, "/jsz?streams=1")
+    assert jsz["account_details"][0]["stream_detail"][0]["cluster"]["leader"] == "N1" != jsz["server_id"]
+    info = json.loads((await nc.request("$JS.API.STREAM.INFO.S", b"")).data)
+    assert info["cluster"]["leader"] == "N1"
+    await nc.close()

@@ -177,7 +177,7 @@ def _account_detail(engine: JetStreamEngine, options: Listing) -> dict[str, Any]
     }
     detail["api"]["level"] = 0  # nats-server: no level per account
     if options.streams:
-        leader = engine.server.server_id
+        leader = engine.server.server.server_name  # (nats-server's clusterInfo of a stream alone: Leader s.Name())
         detail["stream_detail"] = [_stream_detail(s, leader, options) for s in engine.streams_by_name()]
     return detail
 
