@@ -179,11 +179,14 @@ async def _publish_in_one_read(port: int, frames: list[bytes]) -> None:
     writer.close()
 
 
-async def _read_into_interest_stream(consumers: int, counters: list[collections.Counter[str]]) -> int:
-    """1,000 plain publishes in one read into interest stream I: ``i.1`` … ``i.9`` each have a
-    consumer, ``i.none`` (every tenth) none; ``consumers - 9`` more consumers on ``o.<j>``
-    (nothing published there). Returns how many messages it holds."""
-    frames = [pub_frame(f"i.{j % 10}" if j % 10 else "i.none", b"x") for j in range(1_000)]
+async def _read_into_interest_stream(
+    consumers: int, counters: list[collections.Counter[str]], frames: list[bytes] | None = None
+) -> int:
+    """1,000 plain publishes in one read into interest stream I (or ``frames``): ``i.1`` … ``i.9``
+    each have a consumer, ``i.none`` (every tenth) none; ``consumers - 9`` more consumers on
+    ``o.<j>`` (nothing published there). Returns how many messages it holds."""
+    if frames is None:
+        frames = [pub_frame(f"i.{j % 10}" if j % 10 else "i.none", b"x") for j in range(1_000)]
     async with embedded() as server:
         nc = await nats.connect(f"nats://127.0.0.1:{server.port}")
         try:
@@ -225,3 +228,28 @@ def test_a_read_into_an_interest_stream_is_stored_in_stretches_at_any_consumer_c
     assert small["msgs"] == 900 and small["process"] <= 101 and small["store_run"] <= 101, small
     assert small["has_interest_for"] <= 1_000 + 2 * 100 + 1, small
     assert off["msgs"] == 900 and off["process"] == 1_000 and "store_run" not in off, off
+
+
+def test_a_headered_read_looks_up_interest_once_a_change_of_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps: 1,000 publishes each with its own ``Nats-Msg-Id`` (the stretch's per-message path
+    over header blocks), ten in a row on each subject, a tenth of the blocks on ``i.none``: one lookup in the consumers'
+    index a change of subject (``Run._wanted``'s answer serves every stretch up to the message no
+    consumer wants), with 10 consumers as with 1,000; the stretches and ``process`` calls as for
+    plain publishes."""
+    frames = [
+        pub_frame(f"i.{j // 10 % 10}" if j // 10 % 10 else "i.none", b"x", b"NATS/1.0\r\nNats-Msg-Id: m%d\r\n\r\n" % j)
+        for j in range(1_000)
+    ]
+    got = []
+    for consumers in (10, 1_000):
+        with (
+            count_calls(monkeypatch, StreamIngest, "process") as process,
+            count_calls(monkeypatch, IndexedStore, "store_run") as runs,
+            count_calls(monkeypatch, Stream, "has_interest_for") as lookups,
+        ):
+            msgs = asyncio.run(_read_into_interest_stream(consumers, [process, runs, lookups], frames))
+            got.append({"msgs": msgs, **process, **runs, **lookups})
+    small, large = got
+    assert small == large, (small, large)
+    assert small["msgs"] == 900 and small["process"] <= 101 and small["store_run"] <= 91, small
+    assert small["has_interest_for"] <= 100 + 2 * 100 + 1, small  # (1,000 before the memo)

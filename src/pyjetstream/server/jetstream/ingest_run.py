@@ -83,6 +83,8 @@ class Run:
         "replies",
         "subject_bytes",
         "subjects",
+        "want_from",
+        "want_to",
         "within_limits",
     )
 
@@ -110,6 +112,8 @@ class Run:
         self.max_size = ingest.max_size
         joined = "\n".join(replies)
         self.within_limits = FAST_BATCH_SUFFIX + "\n" not in joined + "\n" and self._sizes_within(len(joined))
+        #: `_wanted`'s last answer: every message from ``want_from`` to ``want_to`` is wanted.
+        self.want_from = self.want_to = -1
 
     def _sizes_within(self, reply_bytes: int) -> bool:
         """Whether every message is within the ingest queue's, the stream's and the header
@@ -195,12 +199,11 @@ class Run:
         where the stream allows TTLs and one has a ``Nats-TTL``, their TTLs (0: none)."""
         n = self.n
         ingest = self.ingest
+        if ingest.interest:
+            n = self._wanted(k)
         if self.within_limits and self.no_nats:  # no header with anything to check, within the limits
-            if ingest.interest:
-                n = self._wanted(k, n)
             return n, [""] * (n - k), None
         hdrs = self.hdrs
-        wanted = self._wanted if ingest.interest else None
         name, lines, floor = ingest.name_b, ingest.stretch_lines, ingest.ttl_floor
         raws: list[bytes] = []
         add_raw = raws.append
@@ -210,8 +213,6 @@ class Run:
         lh = lt = ttl = 0  # (ttl: the TTL of the blocks of that shape)
         i = k
         while i < n:
-            if wanted is not None and wanted(i, i + 1) == i:
-                break  # (no consumer wants it: process skips it)
             hdr = hdrs[i]
             if hdr is None or hdr == block:
                 add_raw(b"")
@@ -237,26 +238,32 @@ class Run:
         ids = ids_of(raws)
         return k + len(ids), ids, ttls[: len(ids)] if any(ttls) else None
 
-    def _wanted(self, k: int, end: int) -> int:
-        """Interest retention: how far from ``k`` (up to ``end``) some consumer wants each message
-        (`Stream.has_interest_for` of its subject as stored: `StreamIngest.commit`'s interest
-        check, nats-server ``processJetStreamMsg``'s); a stretch ends before one no consumer
-        wants, which `StreamIngest.process` skips (its sequence used up). One lookup in the
-        consumers' index a change of subject: the consumers cannot change within a run."""
+    def _wanted(self, k: int) -> int:
+        """Interest retention: the first message from ``k`` that no consumer wants, or the run's
+        end (`Stream.has_interest_for` of its subject as stored: `StreamIngest.commit`'s interest
+        check, nats-server ``processJetStreamMsg``'s); a stretch ends before it, and
+        `StreamIngest.process` skips it (its sequence used up). One lookup in the consumers'
+        index a change of subject, and each message looked at once a run: the consumers cannot
+        change within a run, so the answer holds for every later ``k`` up to it (``want_to``)
+        and serves the stretches that a header or a limit cut short, and `_expected`."""
+        if self.want_from <= k <= self.want_to:
+            return self.want_to
         ingest = self.ingest
         has = ingest.stream.has_interest_for
         transformed = ingest.transformed if ingest.transform is not None else None
         subjects = self.subjects
+        end = self.n
         last = ""
         i = k
         while i < end:
             subject = subjects[i]
             if subject != last:
                 if not has(transformed(subject) if transformed is not None else subject):
-                    return i
+                    break
                 last = subject
             i += 1
-        return end
+        self.want_from, self.want_to = k, i
+        return i
 
     def _expected(self, k: int) -> int:
         """How far from ``k`` the messages are ones every check of `StreamIngest.process`
@@ -272,14 +279,12 @@ class Run:
         subjects = self.subjects
         transformed = self.ingest.transformed if self.ingest.transform is not None else None
         lasts = _Lasts(self.ingest.stream.store)
-        wanted = self.ingest.stream.has_interest_for if self.ingest.interest else None
+        end = self._wanted(k) if self.ingest.interest else self.n  # (process skips the one at `end`)
         i = k
-        while i < self.n:
+        while i < end:
             hdr, subject = hdrs[i], subjects[i]
             if transformed is not None:
                 subject = transformed(subject)
-            if wanted is not None and not wanted(subject):
-                break  # (no consumer wants it: process skips it, `_wanted`)
             if hdr is not None and hdr.find(NATS_PREFIX) >= 0:
                 if not only_these_nats_headers(hdr, EXPECT_LAST_SUBJ_HEADERS):
                     break

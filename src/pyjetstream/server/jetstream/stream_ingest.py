@@ -89,7 +89,7 @@ SOURCED_ONE_BY_ONE = (b"Nats-Msg-Id", b"Nats-Rollup", b"Nats-TTL")
 #: How nats-server words a traced message refused for its size (``ErrMaxPayload``).
 MAX_PAYLOAD_TEXT = "maximum payload exceeded"
 #: An interest stream's run takes stretches too, each cut before a message no consumer wants
-#: (`Run._wanted`: `commit`'s interest check, one consumer-index lookup a message); that message
+#: (`Run._wanted`: `commit`'s interest check, one consumer-index lookup a change of subject); that message
 #: goes through `process`, which skips it. Off: every publish into an interest stream goes through
 #: `process` alone (half the work-queue stream's rate with the same consumers: issue 24's
 #: ``--dim consumers``, 2.3× nats-server's CPU a publish).
