@@ -194,3 +194,64 @@ async def test_jsz_names_the_leader_by_the_server_name(start_server) -> None:
     info = json.loads((await nc.request("$JS.API.STREAM.INFO.S", b"")).data)
     assert info["cluster"]["leader"] == "N1"
     await nc.close()
+
+
+#: Three JetStream accounts whose names are out of order (each user's name is its account's).
+_JS_ACCOUNTS = {
+    name: {"jetstream": "enabled", "users": [{"user": name.lower(), "password": "p"}]} for name in ("C", "A", "B")
+}
+_JSZ_PAGES = ["accounts=1", "accounts=1&offset=1", "accounts=1&limit=2", "accounts=1&offset=1&limit=1",
+              "accounts=1&offset=5", "accounts=1&offset=-3&limit=1", "streams=1&limit=1", "acc=B&streams=1",
+              "acc=NONE&streams=1", "acc=NONE&accounts=1&limit=2", "acc=B&accounts=1", "streams=1&acc=C&raft=1",
+              "raft=1", "consumers=1&acc=C&stream-leader-only=1", "consumers=1&acc=C&direct-consumers=1"]  # fmt: skip
+
+
+def _listed(doc: dict[str, Any]) -> Any:
+    """What a ``/jsz`` answer lists: the totals it has, each account's streams, each stream's
+    consumers (public and direct), mirror and raft fields, by name."""
+    keys = [k for k in ("total", "streams", "streams_leader", "consumers", "consumers_leader") if k in doc]
+    accounts = []
+    for detail in doc.get("account_details", []):
+        streams = []
+        for s in detail.get("stream_detail", []):
+            names = {k: [c["name"] for c in s[k]] for k in ("consumer_detail", "direct_consumer_detail") if k in s}
+            if "direct_consumer_detail" in names:  # (named at random: JS_MIRROR_<random>)
+                names["direct_consumer_detail"] = [n[:10] for n in names["direct_consumer_detail"]]
+            mirror = s["mirror"]["name"] if "mirror" in s else None
+            raft = [k for k in s if "raft" in k]
+            streams.append((s["name"], names, mirror, raft))
+        accounts.append((detail["name"], sorted(streams)))
+    return {k: doc[k] for k in keys}, accounts
+
+
+async def test_jsz_pages_accounts_and_lists_as_nats_server(tmp_path) -> None:
+    """``/jsz`` over several JetStream accounts, as nats-server's ``Jsz``: the accounts listed sorted
+    by name from ``offset``, at most ``limit`` (1024 by default); ``acc`` one account when it has
+    JetStream, else the page with ``accounts``; ``raft`` adds ``streams_leader`` / ``consumers_leader``;
+    ``direct-consumers`` lists a mirror's consumer on its origin; a mirror's detail names its origin."""
+    from tests.support.targets import make_target
+
+    answers = []
+    for kind in ("embedded", "nats-server"):
+        target = make_target(kind, tmp_path / kind, http_port=-1, accounts=_JS_ACCOUNTS)
+        try:
+            for name in ("C", "A", "B"):
+                nc = await nats.connect(target.url, user=name.lower(), password="p")
+                js = nc.jetstream()
+                await js.add_stream(name=f"S{name}", subjects=[f"s{name}.>"])
+                await js.publish(f"s{name}.a", b"x")
+                await js.add_consumer(f"S{name}", durable_name="D", ack_policy="explicit")
+                if name == "C":
+                    await js.add_stream(name="M", mirror={"name": "SC"})
+                    for _ in range(200):  # (the mirror's consumer on SC is made once it runs)
+                        if (await js.stream_info("M")).state.messages == 1:
+                            break
+                        await asyncio.sleep(0.05)
+                await nc.close()
+            answers.append([_listed(await _get(target, f"/jsz?{query}")) for query in _JSZ_PAGES])
+        finally:
+            target.stop()
+    for query, ours, theirs in zip(_JSZ_PAGES, *answers, strict=True):
+        assert ours == theirs, query
+    assert [name for name, _ in answers[0][1][1]] == ["B", "C"]  # (offset 1 of A, B, C)
+    assert ("SC", {"consumer_detail": ["D"], "direct_consumer_detail": ["JS_MIRROR_"]}, None, []) in answers[0][-1][1][0][1]

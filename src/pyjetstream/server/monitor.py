@@ -693,29 +693,37 @@ class JszOptions(NamedTuple):
     parameters, decoded once a request (not at each stream and consumer listed)."""
 
     account: str  # ``acc``
-    accounts: bool
-    streams: bool  # (``consumers`` lists the streams too: ``Jsz``'s default)
+    accounts: bool  # (``streams`` without ``acc`` lists the accounts too: ``Jsz``'s default)
+    streams: bool  # (``consumers`` lists the streams too)
     consumers: bool
     config: bool
     leader_only: bool
+    direct_consumers: bool = False  # (with ``consumers``: a mirror's or a source's, on its origin)
+    offset: int = 0  # the accounts listed: sorted by name, from ``offset``
+    limit: int = 1024  # (at most; 0 asks for ``Jsz``'s default, 1024; below 0, all, unsorted)
+    raft: bool = False
+    stream_leader_only: bool = False  # (one server leads every stream it has: nothing left out)
 
 
 def jsz_options(query: dict[str, str]) -> JszOptions:
-    """``HandleJsz``'s decoding, in its order: the first parameter Go cannot decode is the 400, in its
-    words (`go_bool`: ``strconv.ParseBool``, `_query_int`); those this server has no use for
-    (``direct-consumers``, ``offset``, ``limit``, ``raft``, ``stream-leader-only``) are decoded for
-    that alone."""
+    """``HandleJsz``'s decoding, in its order (the first parameter Go cannot decode is the 400, in its
+    words: `go_bool`, ``strconv.ParseBool``; `_query_int`), then ``Jsz``'s defaults."""
     accounts = go_bool(query, "accounts")
     streams = go_bool(query, "streams")
     consumers = go_bool(query, "consumers")
-    go_bool(query, "direct-consumers")
+    direct = go_bool(query, "direct-consumers")
     config = go_bool(query, "config")
-    _query_int(query, "offset", 0)
-    _query_int(query, "limit", 0)
+    offset = _query_int(query, "offset", 0)
+    limit = _query_int(query, "limit", 0)
     leader_only = go_bool(query, "leader-only")
-    for key in ("raft", "stream-leader-only"):
-        go_bool(query, key)
-    return JszOptions(query.get("acc", ""), accounts, streams or consumers, consumers, config, leader_only)
+    raft = go_bool(query, "raft")
+    stream_leader_only = go_bool(query, "stream-leader-only")
+    account = query.get("acc", "")
+    streams = streams or consumers
+    return JszOptions(
+        account, accounts or (streams and not account), streams, consumers, config, leader_only, direct,
+        max(offset, 0), limit or 1024, raft, stream_leader_only,
+    )  # fmt: skip
 
 
 def jsz_enabled(server: Server, query: dict[str, str]) -> dict[str, Any]:

@@ -125,6 +125,14 @@ class Listing(Protocol):
     def consumers(self) -> bool: ...
     @property
     def config(self) -> bool: ...
+    @property
+    def direct_consumers(self) -> bool: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def raft(self) -> bool: ...
 
 
 def _reserved(limit: int) -> int:
@@ -149,18 +157,49 @@ def jsz(engines: JetStreamEngine | list[JetStreamEngine], options: Listing) -> d
         "messages": 0,
         "bytes": 0,
     }
+    if options.raft:  # (Go's omitempty; a stream or consumer without a group leads itself)
+        out = _with_leaders(out)
     messages = size = 0
     for stream in streams:  # (each stream's two totals read once: nats-server's loop over them)
         msgs, used = stream.store.totals()
         messages += msgs
         size += used
     out["messages"], out["bytes"] = messages, size
-    if options.accounts or options.streams or options.account:
-        details = [_account_detail(e, options) for e in engines if options.account in ("", e.account_name)]
-        if details:
-            out["account_details"] = details
+    details = [_account_detail(e, options) for e in _listed(engines, options)]
+    if details:
+        out["account_details"] = details
     out["total"] = len(engines)  # JetStream-enabled accounts
     return out
+
+
+def _with_leaders(out: dict[str, Any]) -> dict[str, Any]:
+    """``JSInfo`` with ``raft``: ``streams_leader`` after ``streams``, ``consumers_leader`` after
+    ``consumers`` — on one server, every stream and public consumer (none has a Raft group)."""
+    shown: dict[str, Any] = {}
+    for key, value in out.items():
+        shown[key] = value
+        if key in ("streams", "consumers") and value:
+            shown[key + "_leader"] = value
+    return shown
+
+
+def _listed(engines: list[JetStreamEngine], options: Listing) -> list[JetStreamEngine]:
+    """The accounts ``Jsz`` details: the one ``acc`` names if it has JetStream, else with
+    ``accounts`` a page of them sorted by name (``offset``, ``limit``; a limit below 0: all)."""
+    if options.account:
+        named = [e for e in engines if e.account_name == options.account]
+        if named:
+            return named[:1]
+    if not options.accounts:
+        return []
+    if options.limit < 0:
+        return engines
+    ordered = sorted(engines, key=_account_name)
+    return ordered[options.offset : options.offset + options.limit]
+
+
+def _account_name(engine: JetStreamEngine) -> str:
+    return engine.account_name
 
 
 def _account_detail(engine: JetStreamEngine, options: Listing) -> dict[str, Any]:
@@ -193,16 +232,33 @@ def _stream_detail(stream: Stream, leader: str, options: Listing) -> dict[str, A
         detail["config"] = to_builtins(stream.cfg)
     detail["state"] = shown_state(stream)  # (its config and state alone: not a whole StreamInfo)
     if options.consumers:
-        consumers = stream.consumers
-        listed = []
-        for name in stream.csl.public_names():
-            info = to_builtins(consumers[name].info())
-            if not options.config:
-                del info["config"]
-            listed.append(info)
+        listed = _consumer_details(stream, stream.csl.public_names(), options)
         if listed:  # (Go's omitempty: a stream without consumers has none)
             detail["consumer_detail"] = listed
+        if options.direct_consumers:
+            direct = sorted(n for n, c in stream.consumers.items() if c.cfg.direct)
+            listed = _consumer_details(stream, direct, options)
+            if listed:
+                detail["direct_consumer_detail"] = listed
+    if stream.sourcing is not None:  # (nats-server's ``mirrorInfo``, ``sourcesInfo``)
+        mirror, sources = stream.sourcing.mirror_info(), stream.sourcing.sources_info()
+        if mirror is not None:
+            detail["mirror"] = to_builtins(mirror)
+        if sources:
+            detail["sources"] = to_builtins(sources)
     return detail
+
+
+def _consumer_details(stream: Stream, names: list[str], options: Listing) -> list[dict[str, Any]]:
+    """Each named consumer's info, without its config unless asked (nats-server clears it)."""
+    consumers = stream.consumers
+    listed = []
+    for name in names:
+        info = to_builtins(consumers[name].info())
+        if not options.config:
+            del info["config"]
+        listed.append(info)
+    return listed
 
 
 def shown_state(stream: Stream) -> dict[str, Any]:
