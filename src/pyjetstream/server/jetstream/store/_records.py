@@ -36,6 +36,7 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator
+from itertools import chain, repeat
 from typing import NamedTuple
 
 BLOCK_MAGIC = b"PJSB"
@@ -87,6 +88,7 @@ def _candidates(top: int) -> re.Pattern[bytes]:
 DAMAGED = -1
 _pack_rec = REC_HDR.pack
 _crc32 = zlib.crc32
+_pack_crc = struct.Struct("<I").pack  # (a CRC's 4 bytes, as ``int.to_bytes(4, "little")``)
 
 
 def encode_block_header(first_seq: int) -> bytes:
@@ -131,6 +133,15 @@ def tombstone(seq: int, num: int, ts: int) -> bytes:
     out = bytearray()
     append_record(out, KIND_DELETE, seq, ts, b"", 0, _U64.pack(num))
     return bytes(out)
+
+
+def tombstones(seqs: list[int]) -> bytes:
+    """`tombstone` ``(seq, 1, 0)`` of each of ``seqs``, joined: the same bytes, made in C-speed
+    passes (the headers packed by ``map``, their CRCs by ``map``) — a run of per-subject trims
+    (every put of a KV-shaped stream removes one message) without two Python calls per record."""
+    heads = list(map(_pack_rec, repeat(REC_OVERHEAD), repeat(KIND_DELETE), seqs, repeat(0), repeat(0), repeat(0)))
+    crcs = map(_pack_crc, map(_crc32, heads))
+    return b"".join(chain.from_iterable(zip(heads, crcs, strict=True)))
 
 
 def floor_record(seq: int, ts: int) -> bytes:

@@ -35,7 +35,7 @@ import time
 import zlib
 from array import array
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import accumulate, compress, pairwise
 from typing import Any
 
 from . import _compress, compaction, prior_tombs
@@ -56,6 +56,7 @@ from ._records import (
     erased_record,
     floor_record,
     tombstone,
+    tombstones,
 )
 from .base import COMPRESSION_S2, ErrCorruptRecord, ErrMsgTooLarge, MsgTuple, StoreConfig
 from .blockcache import BlockCache
@@ -78,6 +79,11 @@ REMOVALS_LOAD_BLOCKS = False
 #: into the sealed block itself (a second file written, a restart after a crash scans it); a
 #: per-subject trim's (lazy) and a secure erase's always go there. The differential tests turn it off.
 TOMBSTONES_IN_LAST_BLOCK = True
+#: `BlockFiles.remove_many`'s tombstones that go into one block (the active one's, a per-subject
+#: trim's) are made together and appended in one call (`_tombs_of`; issue 24: ~1 µs of a put into a
+#: ``max_msgs_per_subject: 1`` stream was its trim's tombstone, three Python calls). Off: one
+#: `_tomb` per run of neighbours. The same bytes either way.
+TOMBS_TOGETHER = True
 # Sequential reads of sealed blocks go through a read-ahead window of this size.
 READ_AHEAD = 256 * 1024
 # Lazy tombstones (``max_msgs_per_subject`` trims in sealed blocks) pending at most this much
@@ -627,20 +633,58 @@ class BlockFiles(_ActiveBlock, BlockIndexes):
             j = bisect.bisect_left(seqs, end, k)
             blk.live_msgs -= j - k
             blk.live_bytes -= sum(locs[k:j]) & _LEN_MASK  # (the lengths' sum: see remove_range)
-            a = k
-            while a < j:
-                b = j if seqs[j - 1] - seqs[a] == j - 1 - a else a + 1  # (the rest all neighbours)
-                while b < j and seqs[b] == seqs[b - 1] + 1:
-                    b += 1
-                start, num = seqs[a], b - a
-                if start == first_seq:  # (as remove: the first message needs none, the floor moves)
-                    start, num = start + 1, num - 1
-                if num:
-                    self._tomb(blk, start, num, lazy)
-                a = b
+            if TOMBS_TOGETHER and (blk is blocks[-1] or lazy or not TOMBSTONES_IN_LAST_BLOCK):
+                self._tombs_of(blk, seqs[k:j], first_seq, lazy)
+            else:
+                self._tomb_runs(blk, seqs, k, j, first_seq, lazy)
             if blk is not blocks[-1] and (lazy or self._maintains(blk)):
                 (self._maint_later if lazy else self._maint).add(blk)
             k = j
+
+    def _tomb_runs(self, blk: _Block, seqs: list[int], a: int, j: int, first_seq: int, lazy: bool) -> None:
+        """`_tomb` of each run of neighbours among ``seqs[a:j]`` (messages of ``blk``), the
+        stream's first message left out (as `remove`: the floor moves past it)."""
+        while a < j:
+            b = j if seqs[j - 1] - seqs[a] == j - 1 - a else a + 1  # (the rest all neighbours)
+            while b < j and seqs[b] == seqs[b - 1] + 1:
+                b += 1
+            start, num = seqs[a], b - a
+            if start == first_seq:  # (as remove: the first message needs none, the floor moves)
+                start, num = start + 1, num - 1
+            if num:
+                self._tomb(blk, start, num, lazy)
+            a = b
+
+    def _tombs_of(self, blk: _Block, seqs: list[int], first_seq: int, lazy: bool) -> None:
+        """`_tomb_runs` where every tombstone goes into ``blk`` itself (the active block, or a
+        per-subject trim's): the same records, in the same order, appended in one `_append_to`
+        — those of single messages between runs of neighbours made together by
+        `_records.tombstones` (a run of trims over many subjects: no neighbours at all), so a
+        removed message costs no Python call of its own."""
+        if seqs[0] == first_seq:  # (as remove: the first message needs none, the floor moves)
+            seqs = seqs[1:]
+            if not seqs:
+                return
+        n = len(seqs)
+        if seqs[-1] - seqs[0] == n - 1:  # all neighbours: one record
+            self._append_to(blk, tombstone(seqs[0], n, 0), lazy)
+            return
+        # Where each run of neighbours starts: after a sequence not followed by the next one.
+        cuts = [0, *compress(range(1, n), map(int.__ne__, seqs[1:], map((1).__add__, seqs))), n]
+        if len(cuts) == n + 1:  # no neighbours
+            self._append_to(blk, tombstones(seqs), lazy)
+            return
+        parts: list[bytes] = []
+        single = 0  # where the current stretch of single messages starts
+        for a, b in pairwise(cuts):
+            if b - a > 1:
+                if single < a:
+                    parts.append(tombstones(seqs[single:a]))
+                parts.append(tombstone(seqs[a], b - a, 0))
+                single = b
+        if single < n:
+            parts.append(tombstones(seqs[single:]))
+        self._append_to(blk, b"".join(parts), lazy)
 
     def remove_pages(self, spans: list[tuple[int, int]]) -> None:
         """Sealed blocks (the index's pages are the blocks) whose every live message goes: no
