@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Sequence
+from itertools import compress
 from typing import TYPE_CHECKING
 
 from . import prior_tombs
@@ -89,14 +90,14 @@ def rewrite(files: BlockFiles, blk: _Block, upto: int | None = None, moved: Sequ
     if page is not None:
         page.image = False  # its locators change: an older image no longer describes it
         sids, locs = page.sids, page.locs
-        for i in range(max(blk.first_seq - page.first, 0), min(end - page.first, page.n)):
-            if sids[i]:
-                loc = locs[i]
-                off, plen = loc >> 32, loc & _LEN_MASK
-                locs[i] = len(new) << 32 | plen
-                new += old[off : off + plen]
-                live_msgs += 1
-                live_bytes += plen
+        lo, hi = max(blk.first_seq - page.first, 0), min(end - page.first, page.n)
+        for i in compress(range(lo, hi), sids[lo:hi]):  # (the live slots: the dead skipped in C)
+            loc = locs[i]
+            off, plen = loc >> 32, loc & _LEN_MASK
+            locs[i] = len(new) << 32 | plen
+            new += old[off : off + plen]
+            live_msgs += 1
+            live_bytes += plen
     prior_tombs.prune(files.index, blk)
     blk.priors.extend(moved)
     pairs = blk.priors
