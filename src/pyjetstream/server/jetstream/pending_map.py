@@ -49,6 +49,11 @@ BULK_FILL = True
 # Whether `PendingArray.live` answers columns with no acked slot and nothing below them as a
 # ``range`` and a copy of the times (the switch of that fast path; test_pending_map.py proves both equal).
 RANGE_LIVE = True
+# Whether a restore's writes replayed on the stored columns (a journal's, after a crash) that are
+# all first deliveries in one stretch past the columns' end extend them in C passes
+# (`PendingArray._extend_writes`) rather than one ``__setitem__`` each: the switch of that fast
+# path (tests/store/test_journal_replay.py proves both restore the same state).
+BULK_WRITES = True
 
 
 class PendingArray(MutableMapping[int, Entry]):
@@ -82,6 +87,8 @@ class PendingArray(MutableMapping[int, Entry]):
             base, dseq, ts, old, writes = stored
             self.base, self.dseq, self.ts, self.old = base, dseq[:], ts[:], dict(old)
             self.n = cast(StoredPending, entries).stored_n  # (counted when the slot was decoded)
+            if BULK_WRITES and writes and self._extend_writes(writes):
+                return
             for seq in sorted(writes):  # (a journal replayed after the slot: what changed since)
                 entry = writes[seq]
                 if entry is None:
@@ -108,6 +115,38 @@ class PendingArray(MutableMapping[int, Entry]):
                 ts[i] = t
             self.dseq, self.ts = dseq, ts
         self.base, self.n = base, n
+
+    def _extend_writes(self, writes: Mapping[int, Entry | None]) -> bool:
+        """`_fill`'s writes (seq → entry, None: gone) when they are first deliveries only, one
+        stretch of consecutive sequences at or past the columns' end: what `_append` would make
+        of each in turn (the columns started over at the first when nothing is pending, a gap
+        before it zero slots), made by one ``extend`` per column, as `add_run` does — a crash
+        after a burst of deliveries leaves one such write per pending ack, ~10 trace events
+        each one by one. False, nothing changed, for any other shape (replayed one by one)."""
+        if None in writes.values():
+            return False
+        keys = sorted(writes)
+        k, first = len(keys), keys[0]
+        gap = first - self.base - len(self.dseq)
+        if keys[-1] - first + 1 != k or gap < 0:
+            return False
+        if not self.n and gap:
+            self.reset()
+            self.base, gap = first, 0
+        elif gap > 1 and (not self.dseq or (gap > SLACK and gap > len(self.dseq))):
+            return False  # (sparse: into ``old``, `_append`'s own way)
+        dseq, ts = self.dseq, self.ts
+        if gap:
+            zeros = array("q", bytes(8 * gap))
+            dseq.extend(zeros)
+            ts.extend(zeros)
+        values = cast(list[Entry], list(map(writes.__getitem__, keys)))  # (no None: checked above)
+        dseq.extend(map(operator.add, map(operator.itemgetter(0), values), repeat(1)))
+        ts.extend(map(_TIME, values))
+        self.n += k
+        if len(dseq) > 2 * (self.n - len(self.old)) + SLACK:
+            self._shed()
+        return True
 
     # --- the mapping ----------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import os
 import struct
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import chain, compress, repeat
 
 import msgspec
@@ -180,6 +180,24 @@ class StoredPending(MutableMapping[int, tuple[int, int]]):
             raise KeyError(seq)
         self.n -= 1
         self._w[seq] = None
+
+    def add_new(self, seqs: Sequence[int], entries: Sequence[tuple[int, int]]) -> bool:
+        """``self[seq] = entry`` for each pair, in C passes, when none of ``seqs`` is here yet:
+        all past the stored columns (so neither in them nor in the entries below them) and none
+        written since (a journal's first deliveries, `consumer_journal.PackedChanges.apply`).
+        False, nothing done, otherwise (the caller sets them one by one)."""
+        if len(seqs) != len(entries):
+            return False
+        if self._d is not None:
+            self._d.update(zip(seqs, entries, strict=True))
+            return True
+        w = self._w
+        if not seqs or min(seqs) < self.base + len(self.dseq) or not w.keys().isdisjoint(seqs):
+            return False
+        before = len(w)
+        w.update(zip(seqs, entries, strict=True))
+        self.n += len(w) - before  # (a sequence listed twice counts once, as one by one)
+        return True
 
 
 def _pending_map(
