@@ -312,12 +312,11 @@ def _cut(index: SeqIndex, p: Page, seqs: list[int], lost: Counter[int]) -> int:
         zero_fill(sids, a, z)
         zero_fill(sizes, a, z)
         zero_fill(locs, a, z)
-    else:
-        b = 0
-        for seq in seqs:
-            k = seq - f
-            counts[sids[k]] += 1
-            b += sizes[k]
+    else:  # (counted and summed in C: a Counter's Python ``__missing__`` ran for each new subject)
+        ks = [seq - f for seq in seqs]
+        counts.update(map(sids.__getitem__, ks))
+        b = sum(map(sizes.__getitem__, ks))
+        for k in ks:
             sids[k] = sizes[k] = locs[k] = 0
     if p.image:
         if len(p.dels) + c > DELS_MAX:
@@ -327,7 +326,7 @@ def _cut(index: SeqIndex, p: Page, seqs: list[int], lost: Counter[int]) -> int:
             p.dels.extend(seqs)
     for sid, m in counts.items():
         p.drop(sid, m)
-        lost[sid] += m
+    lost.update(counts)  # (into an empty Counter: a dict's update, in C)
     p.msgs -= c
     p.bytes -= b
     return b
