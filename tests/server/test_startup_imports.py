@@ -71,6 +71,10 @@ NOT_AT_START = (
     "pyjetstream.api.ack",  # (the first consumer: servers test reply subjects with api.constants.ACK_PREFIX)
     "pyjetstream.server.jetstream.direct_get",  # (a stream allowing direct gets)
     "pyjetstream.client",
+    "pyjetstream.spark",  # (the Spark source and sink, with pyspark: a Spark job's, never a server's)
+    "pyjetstream.pipeline",
+    "pyjetstream.testing",  # (the pytest plugin's helpers: a test process's)
+    "pyjetstream.cli.bench_cmds",  # (`pyjetstream bench`, and the client it drives)
     "pyjetstream.cli.errors",  # (the CLI's option table and error reports: `cli.main` runs serve without them)
     "pyjetstream.cli.global_flags",
     "encodings.idna",  # (create_server resolving a literal address: `server._bound_socket`)
