@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import operator
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import chain, compress, repeat
 from typing import TypeGuard, cast
@@ -50,9 +51,9 @@ BULK_FILL = True
 # ``range`` and a copy of the times (the switch of that fast path; test_pending_map.py proves both equal).
 RANGE_LIVE = True
 # Whether a restore's writes replayed on the stored columns (a journal's, after a crash) that are
-# all first deliveries in one stretch past the columns' end extend them in C passes
-# (`PendingArray._extend_writes`) rather than one ``__setitem__`` each: the switch of that fast
-# path (tests/store/test_journal_replay.py proves both restore the same state).
+# acks of one stretch and first deliveries of one stretch past the columns' end go in by C passes
+# (`PendingArray._extend_writes`) rather than one ``take`` or ``__setitem__`` each: the switch of
+# that fast path (tests/store/test_journal_replay.py proves both restore the same state).
 BULK_WRITES = True
 
 
@@ -117,36 +118,63 @@ class PendingArray(MutableMapping[int, Entry]):
         self.base, self.n = base, n
 
     def _extend_writes(self, writes: Mapping[int, Entry | None]) -> bool:
-        """`_fill`'s writes (seq → entry, None: gone) when they are first deliveries only, one
-        stretch of consecutive sequences at or past the columns' end: what `_append` would make
-        of each in turn (the columns started over at the first when nothing is pending, a gap
-        before it zero slots), made by one ``extend`` per column, as `add_run` does — a crash
-        after a burst of deliveries leaves one such write per pending ack, ~10 trace events
-        each one by one. False, nothing changed, for any other shape (replayed one by one)."""
-        if None in writes.values():
+        """`_fill`'s writes (seq → entry, None: gone) in C passes when they are acks of every live
+        slot between the first and the last of them, from the columns' base on (None), and first deliveries
+        of one stretch at or past the columns' end above them (entries), either or both: the
+        acked slots zeroed by one slice assignment (as ``take`` zeroes each), then what `_append`
+        would make of each first delivery in turn (the columns started over when nothing is
+        pending, a gap before them zero slots) by one ``extend`` per column, as `add_run` does.
+        A crash after a burst of deliveries or of acks leaves one such write per pending ack,
+        ~10 trace events each one by one. False, nothing changed, for any other shape (replayed
+        one by one, ascending)."""
+        gone = sorted(compress(writes, map(operator.is_, writes.values(), repeat(None))))  # (acked)
+        keys = sorted(compress(writes, map(operator.is_not, writes.values(), repeat(None))))
+        if gone and keys and gone[-1] > keys[0]:
             return False
-        keys = sorted(writes)
-        k, first = len(keys), keys[0]
-        gap = first - self.base - len(self.dseq)
-        if keys[-1] - first + 1 != k or gap < 0:
-            return False
+        dseq = self.dseq
+        live, a, b = 0, 0, 0
+        if gone:  # (the live slots from the first to the last of them within the columns: all gone)
+            lo, end = gone[0], self.base + len(dseq)
+            if lo < self.base:
+                return False
+            a, b = lo - self.base, min(gone[-1] + 1, end) - self.base
+            if a < b:
+                if list(compress(range(lo, lo + b - a), dseq[a:b])) != gone[: bisect_left(gone, end)]:
+                    return False
+                live = b - a - dseq[a:b].count(0)
+        n = self.n - live
+        if keys:
+            k, first = len(keys), keys[0]
+            gap = first - self.base - len(dseq)
+            if keys[-1] - first + 1 != k or gap < 0:
+                return False
+            if (n or not gap) and gap > 1 and (not dseq or (gap > SLACK and gap > len(dseq))):
+                return False  # (sparse: into ``old``, `_append`'s own way)
+        if live:
+            dseq[a:b] = array("q", bytes(8 * (b - a)))
+            self.n = n
+        if keys:
+            self._extend(keys, writes)
+        return True
+
+    def _extend(self, keys: list[int], writes: Mapping[int, Entry | None]) -> None:
+        """`_extend_writes`' first deliveries, checked there: one stretch at or past the end."""
+        dseq, first = self.dseq, keys[0]
+        gap = first - self.base - len(dseq)
         if not self.n and gap:
             self.reset()
             self.base, gap = first, 0
-        elif gap > 1 and (not self.dseq or (gap > SLACK and gap > len(self.dseq))):
-            return False  # (sparse: into ``old``, `_append`'s own way)
         dseq, ts = self.dseq, self.ts
         if gap:
             zeros = array("q", bytes(8 * gap))
             dseq.extend(zeros)
             ts.extend(zeros)
-        values = cast(list[Entry], list(map(writes.__getitem__, keys)))  # (no None: checked above)
+        values = cast(list[Entry], list(map(writes.__getitem__, keys)))  # (no None: checked there)
         dseq.extend(map(operator.add, map(operator.itemgetter(0), values), repeat(1)))
         ts.extend(map(_TIME, values))
-        self.n += k
+        self.n += len(keys)
         if len(dseq) > 2 * (self.n - len(self.old)) + SLACK:
             self._shed()
-        return True
 
     # --- the mapping ----------------------------------------------------------------------------
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 import struct
 import zlib
 from array import array
+from collections import deque
 from collections.abc import Mapping, MutableMapping, Sequence
+from itertools import repeat
 
 import msgspec
 
@@ -41,6 +43,10 @@ _HDR = struct.Struct("<4sB3xQQQQQQQQ")
 # ``update``) rather than one ``__setitem__`` each: the switch of that fast path
 # (tests/store/test_journal_replay.py proves both restore the same state).
 BULK_FIRSTS = True
+# Whether a replayed record's sequences gone for good leave the maps in C passes where they can (a
+# dict's ``pop`` mapped over them; one stretch of the stored columns: `StoredPending.drop_run`)
+# rather than two ``pop`` calls each: the switch of that fast path (test_journal_replay.py too).
+BULK_GONE = True
 _ENCODER = msgspec.msgpack.Encoder()
 # (gone, changed sequences, their entries, their counts, first deliveries, their entries): the
 # sequences as arrays of int64 (bytes)
@@ -71,9 +77,10 @@ class PackedChanges(msgspec.Struct):
         gone_b, seqs_b, entries, counts, firsts_b, first_entries = _DECODER.decode(self.body)
         gone, seqs, firsts = _seqs(gone_b), _seqs(seqs_b), _seqs(firsts_b)
         pending, redelivered = st.pending, st.redelivered
-        for seq in gone:
-            pending.pop(seq, None)
-            redelivered.pop(seq, None)
+        if not (BULK_GONE and _drop_gone(pending, redelivered, gone)):
+            for seq in gone:
+                pending.pop(seq, None)
+                redelivered.pop(seq, None)
         if not (BULK_FIRSTS and _add_firsts(pending, firsts, first_entries)):
             for seq, entry in zip(firsts, first_entries, strict=True):
                 if entry is None:
@@ -91,6 +98,27 @@ class PackedChanges(msgspec.Struct):
                 redelivered[seq] = count
         st.delivered = SequencePair(self.delivered.consumer_seq, self.delivered.stream_seq)
         st.ack_floor = SequencePair(self.ack_floor.consumer_seq, self.ack_floor.stream_seq)
+
+
+def _drop_gone(pending: MutableMapping[int, tuple[int, int]], redelivered: dict[int, int], gone: array[int]) -> bool:
+    """`PackedChanges.apply`'s sequences gone for good in C passes: ``pop(seq, None)`` mapped over
+    them for a dict, `StoredPending.drop_run` for a slot's stored columns when it can (a crash
+    while acks flow leaves up to one such entry per pending ack in the journal). False, nothing
+    done, for the caller's one by one (the same end state)."""
+    if not gone:
+        return True
+    if type(pending) is dict:
+        deque(map(pending.pop, gone, repeat(None)), maxlen=0)
+    else:
+        drop_run = getattr(pending, "drop_run", None)
+        if drop_run is None or not drop_run(gone):
+            return False
+    if type(redelivered) is dict:
+        deque(map(redelivered.pop, gone, repeat(None)), maxlen=0)
+    else:
+        for seq in gone:
+            redelivered.pop(seq, None)
+    return True
 
 
 def _add_firsts(pending: MutableMapping[int, tuple[int, int]], seqs: array[int], entries: list[tuple[int, int] | None]) -> bool:

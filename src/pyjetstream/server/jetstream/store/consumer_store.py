@@ -181,6 +181,25 @@ class StoredPending(MutableMapping[int, tuple[int, int]]):
         self.n -= 1
         self._w[seq] = None
 
+    def drop_run(self, seqs: Sequence[int]) -> bool:
+        """``self.pop(seq, None)`` for each of ``seqs``, in C passes, when they are one stretch of
+        consecutive sequences (in any order) that nothing was written to since and no entry below
+        the stored columns is in (a journal's acks in order): the columns' live slots there are
+        the ones gone, each marked so in the writes. False, nothing done, otherwise (one by one)."""
+        if self._d is not None or not seqs:
+            return False
+        lo, hi, w, old = min(seqs), max(seqs), self._w, self.old
+        if hi - lo + 1 != len(seqs) or len(set(seqs)) != len(seqs):
+            return False
+        if (old and next(reversed(old)) >= lo) or not w.keys().isdisjoint(range(lo, hi + 1)):
+            return False  # (below the columns only what is not pending: `old` ascends, all below)
+        a, b = max(lo - self.base, 0), min(hi - self.base + 1, len(self.dseq))
+        if a < b:
+            live = list(compress(range(self.base + a, self.base + b), self.dseq[a:b]))
+            w.update(zip(live, repeat(None)))
+            self.n -= len(live)
+        return True
+
     def add_new(self, seqs: Sequence[int], entries: Sequence[tuple[int, int]]) -> bool:
         """``self[seq] = entry`` for each pair, in C passes, when none of ``seqs`` is here yet:
         all past the stored columns (so neither in them nor in the entries below them) and none
