@@ -304,3 +304,15 @@ def test_models_are_independent_instances() -> None:
 def test_to_builtins_for_display() -> None:
     out = codec.to_builtins(api.StreamState(first_ts=NanoTime(0)))
     assert out["first_ts"] == "1970-01-01T00:00:00Z"
+
+
+def test_presorted_map_is_written_as_the_deterministic_encoder_writes_it() -> None:
+    """`codec.presorted` (STREAM.INFO's subjects page, in name order already) gives the bytes of
+    the map sorted by the encoder: Go's order, Go's escaping (``<`` ``>`` ``&``, U+2028/9)."""
+    subjects = {"b.<x>": 1, "a.&": 2, "é.1": 3, "a.\u2028": 4, 'q."\\': 5, "Z": 6, "a.b": 7, "a": 8}
+    assert list(subjects) != sorted(subjects)
+    wanted = codec.encode(api.StreamState(messages=1, subjects=subjects))
+    page = {k: subjects[k] for k in sorted(subjects)}
+    got = codec.encode(api.StreamState(messages=1, subjects=typing.cast("dict[str, int]", codec.presorted(page))))
+    assert got == wanted
+    assert json.loads(got)["subjects"] == subjects

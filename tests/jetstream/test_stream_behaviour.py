@@ -250,6 +250,49 @@ async def test_subjects_filter_pages(raw: RawNats) -> None:
     assert info["total"] == 30 and len(info["state"]["subjects"]) == 30
     info = await api(raw, "STREAM.INFO.K", {"subjects_filter": "k.*", "offset": 25})
     assert info["offset"] == 25 and info["total"] == 30
+    assert list(info["state"]["subjects"].items()) == [(f"k.{i:02d}", 1) for i in range(25, 30)]
+
+
+async def test_subjects_filter_listing_asked_again(raw: RawNats) -> None:
+    """The same listing asked three times (ours keeps its order from the second on), then after
+    a subject came and after one went: every answer whole, its subjects in Go's map order (sorted
+    by ``json.Marshal``), its paging fields as nats-server's."""
+    await api(raw, "STREAM.CREATE.L", {"name": "L", "subjects": ["l.>"], "storage": "memory"})
+    names = [f"l.{i}" for i in (7, 30, 1, 200, 12, 3)]
+    for i, name in enumerate(names):
+        for _ in range(i + 1):
+            raw.publish(name, b"v")
+    await raw.flush()
+    expected = {name: i + 1 for i, name in enumerate(names)}
+
+    async def listing(offset: int = 0) -> dict[str, Any]:
+        for _ in range(200):
+            info = await api(raw, "STREAM.INFO.L", {"subjects_filter": "l.*", "offset": offset})
+            if info["state"]["messages"] == sum(expected.values()):
+                return info
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"not all stored: {info}")
+
+    for _ in range(3):
+        info = await listing()
+        assert (info["total"], info["offset"], info["limit"]) == (6, 0, 100_000)
+        assert list(info["state"]["subjects"].items()) == sorted(expected.items())
+    raw.publish("l.05", b"v")
+    await raw.flush()
+    expected["l.05"] = 1
+    info = await listing()
+    assert list(info["state"]["subjects"].items()) == sorted(expected.items())
+    info = await listing(4)
+    assert (info["total"], info["offset"]) == (7, 4)
+    assert list(info["state"]["subjects"].items()) == sorted(expected.items())[4:]
+    assert (await api(raw, "STREAM.PURGE.L", {"filter": "l.200"}))["success"]
+    del expected["l.200"]
+    for _ in range(2):
+        info = await listing()
+        assert info["total"] == 6 and list(info["state"]["subjects"].items()) == sorted(expected.items())
+    info = await listing(9)  # past the end: the offset as asked, no subjects
+    assert (info["total"], info["offset"], info["limit"]) == (6, 9, 100_000)
+    assert "subjects" not in info["state"]
 
 
 # --- secure delete --------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ __all__ = [
     "finish_pub_ack",
     "go_json_error",
     "loads_go",
+    "presorted",
     "pub_ack_prefix",
     "pub_acks",
     "raise_for_error",
@@ -101,6 +102,18 @@ def encode(obj: Any, *, go_escape: bool = True) -> bytes:
             for raw, esc in _LINE_SEPS:
                 out = out.replace(raw, esc)
     return out
+
+
+#: Writes maps in their own order (`presorted`).
+_as_is = msgspec.json.Encoder()
+
+
+def presorted(mapping: dict[str, int]) -> msgspec.Raw:
+    """A map whose keys are already in Go's order (sorted), written as is, for a model's map field:
+    `encode`'s deterministic encoder would sort it again, ~0.2 µs a key at 100,000 keys scattered
+    in memory (STREAM.INFO's ``subjects_filter`` page, which the store gives in name order). `encode`
+    then escapes it as the rest (``<`` ``>`` ``&``, U+2028 U+2029)."""
+    return msgspec.Raw(_as_is.encode(mapping))
 
 
 def to_builtins(obj: Any) -> Any:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
+from pyjetstream.api import codec
 from pyjetstream.api import errors as E
 from pyjetstream.api.enums import StorageType
 from pyjetstream.api.errors import JetStreamApiError
@@ -274,19 +275,17 @@ def stream_info(engine: JetStreamEngine, match: ApiMatch, payload: bytes, reply:
         req = decode_request(payload, StreamInfoRequest, engine.strict) if has_json_body(payload) else StreamInfoRequest()
     except JetStreamApiError as exc:
         return _error(response, exc)
-    info: StreamInfo = _shown(stream.info(req.subjects_filter, req.deleted_details))
+    info: StreamInfo = _shown(stream.info("", req.deleted_details))
     # A single server is its streams' leader (nats-server ``clusterInfo`` without a Raft group).
     info.cluster = ClusterInfo(leader=engine.server.server.server_name)
     total = offset = limit = 0
-    if req.subjects_filter and info.state.subjects:
-        # nats-server fills the paging fields only when some subject matched.
-        subjects = info.state.subjects
-        total = len(subjects)
-        offset = max(req.offset, 0)  # reported as asked, even past the end
-        limit = SUBJECTS_LIMIT
-        if offset or total > limit:
-            keys = sorted(subjects)[offset : offset + limit]
-            info.state.subjects = {k: subjects[k] for k in keys}
+    if req.subjects_filter:
+        asked = max(req.offset, 0)
+        matched, page, in_order = stream.store.subjects_sorted_page(req.subjects_filter, asked, SUBJECTS_LIMIT)
+        if matched:  # nats-server fills the paging fields only when some subject matched
+            total, offset, limit = matched, asked, SUBJECTS_LIMIT  # (the offset as asked, even past the end)
+            # A page in name order is written as is, not sorted again (`codec.presorted`).
+            info.state.subjects = cast("dict[str, int]", codec.presorted(page)) if in_order and page else page
     return StreamInfoResponse.from_payload(info, total=total, offset=offset, limit=limit)
 
 

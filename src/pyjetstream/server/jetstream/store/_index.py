@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from pyjetstream.protocol.gsl import GenericSublist
@@ -28,6 +28,13 @@ _MATCH_CACHE_SIDS = 1 << 20
 #: number of filters each). Off: every cached filter tested (`tests/store/test_filter_index.py`
 #: proves both keep the same matches).
 INDEXED_FILTERS = True
+#: `SubjectTable.name_order` keeps the last filter's matching ids sorted by name while no subject
+#: comes or goes (``changes``), so the pages of STREAM.INFO's ``subjects_filter`` after the first,
+#: and the same listing asked again, cost their page, not a sort of every matching subject (nats-server
+#: sorts them all for every page: ``jsStreamInfoRequest``, and its ``json.Marshal`` sorts the map).
+#: Off: sorted again at every call (`tests/store/test_subjects_page_steps.py` proves both give the same
+#: pages).
+SORTED_MEMO = True
 
 
 class FilterMatch:
@@ -72,20 +79,26 @@ class SubjectTable:
 
     Invariants: ``ids[names[sid]] == sid`` for every live id; ``free`` lists the ids whose name is
     None; the tree, once ``tree_live``, holds exactly the live subjects (before: nothing); every
-    cached `FilterMatch` holds exactly the live ids its filters match (None: all of them).
+    cached `FilterMatch` holds exactly the live ids its filters match (None: all of them);
+    ``changes`` grows with every subject interned or released, and ``_order`` (`name_order`'s memo)
+    was made at its current value or is not used.
     """
 
     __slots__ = (
+        "_asked",
         "_cache",
         "_cached_sids",
         "_filters",
+        "_order",
         "_whole",
+        "changes",
         "first",
         "free",
         "ids",
         "last",
         "msgs",
         "names",
+        "order_sorts",
         "tree",
         "tree_inserts",
         "tree_live",
@@ -106,6 +119,10 @@ class SubjectTable:
         # The cached matches' filters, each holding the keys of the matches it is in (`INDEXED_FILTERS`).
         self._filters: GenericSublist[tuple[str, ...]] = GenericSublist()
         self._whole: set[tuple[str, ...]] = set()  # the cached matches of every subject (sids None)
+        self.changes = 0  # subjects interned or released (`name_order`'s memo is valid while unchanged)
+        self._order: tuple[str, int, array[int]] | None = None  # (filter, changes, ids by name)
+        self._asked: tuple[str, int] | None = None  # (filter, changes) of the last `name_order` not sorted
+        self.order_sorts = 0  # ids `name_order` sorted (the step tests read it)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -124,6 +141,8 @@ class SubjectTable:
         self._cached_sids = 0
         self._filters = GenericSublist()
         self._whole = set()
+        self.changes += 1
+        self._order = self._asked = None
 
     def intern(self, subject: str, seq: int = 0) -> int:
         """Id for a subject not in the table yet: msgs/first/last start at 0, or at its first
@@ -142,6 +161,7 @@ class SubjectTable:
             self.first.append(seq)
             self.last.append(seq)
         self.ids[subject] = sid
+        self.changes += 1
         if self.tree_live:
             self.tree.insert(subject, sid)
             self.tree_inserts += 1
@@ -200,6 +220,7 @@ class SubjectTable:
         name = self.names[sid]
         assert name is not None
         del self.ids[name]
+        self.changes += 1
         if self.tree_live:
             self.tree.remove(name)
         self.names[sid] = None
@@ -223,9 +244,9 @@ class SubjectTable:
                         self._whole.add(fm.filters)
 
     def clear(self) -> None:
-        inserts = self.tree_inserts
+        inserts, sorts, changes = self.tree_inserts, self.order_sorts, self.changes
         self.__init__()  # type: ignore[misc]
-        self.tree_inserts = inserts
+        self.tree_inserts, self.order_sorts, self.changes = inserts, sorts, changes + 1
 
     def _live_tree(self) -> SubjectTree:
         """The tree, built now from the live subjects if no wildcard lookup asked before."""
@@ -256,6 +277,28 @@ class SubjectTable:
         if fm is None:
             return self._live_tree().match(filter_subject)
         return list(self.ids.values()) if fm.sids is None else fm.sids
+
+    def name_order(self, filter_subject: str, now: bool) -> array[int] | None:
+        """The ids of the subjects matching a filter, sorted by name: the order of Go's
+        ``json.Marshal`` of a map, in which nats-server pages STREAM.INFO's ``subjects_filter``.
+        Kept for that filter until a subject comes or goes (`SORTED_MEMO`; one filter, the last
+        one sorted, 4 bytes a matching subject): the next page, or the same listing asked again,
+        is a slice. Sorted ``now``, or when asked twice with no subject changed in between; else
+        None (once): a one-page listing of subjects that keep changing sorts as it is written
+        (msgspec's sort in C), cheaper than a sort here when the names lie scattered in memory
+        (``order_sorts`` counts the ids sorted here)."""
+        memo = self._order
+        if memo is not None and memo[0] == filter_subject and memo[1] == self.changes:
+            return memo[2]
+        if not now and (not SORTED_MEMO or self._asked != (filter_subject, self.changes)):
+            self._asked = (filter_subject, self.changes)
+            return None
+        sids = list(self.matching(filter_subject))
+        self.order_sorts += len(sids)
+        sids.sort(key=cast(Callable[[int], str], self.names.__getitem__))  # (live ids: never None)
+        order = array("I", sids)
+        self._order = (filter_subject, self.changes, order) if SORTED_MEMO else None
+        return order
 
     def match(self, filters: tuple[str, ...]) -> FilterMatch:
         """The cached `FilterMatch` of a set of filters (none of them ``>``), built by

@@ -382,6 +382,14 @@ class MessageStore(ABC):
     def subjects_totals(self, filter_subject: str = ">") -> dict[str, int]:
         """``{subject: message count}`` for every stored subject matching the filter."""
 
+    def subjects_sorted_page(self, filter_subject: str, offset: int, limit: int) -> tuple[int, dict[str, int], bool]:
+        """How many subjects match the filter, the `subjects_totals` of those from ``offset`` in
+        name order (``limit`` at most), and whether that dict is in name order: STREAM.INFO's
+        ``subjects_filter`` page (nats-server ``jsStreamInfoRequest``). This default sorts them
+        all; an indexed store keeps the order while its subjects stay the same."""
+        totals = self.subjects_totals(filter_subject)
+        return len(totals), {k: totals[k] for k in sorted(totals)[offset : offset + limit]}, True
+
     def subjects_page(self, filter_subject: str, after: int, limit: int) -> list[tuple[int, str, SimpleState]]:
         """A page of `subjects_state`: up to ``limit`` ``(id, subject, state)`` with ids above
         ``after`` (the cursor of the next page). This default numbers the subjects in name order

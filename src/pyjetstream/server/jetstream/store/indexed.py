@@ -808,6 +808,9 @@ class IndexedStore(MessageStore):
     def subjects_page(self, filter_subject: str, after: int, limit: int) -> list[tuple[int, str, SimpleState]]:
         return self._index.subjects_page(filter_subject, after, limit)
 
+    def subjects_sorted_page(self, filter_subject: str, offset: int, limit: int) -> tuple[int, dict[str, int], bool]:
+        return self._index.subjects_sorted_page(filter_subject, offset, limit)
+
     def multi_last_seqs(self, filters: Sequence[str], max_seq: int) -> list[int]:
         return self._index.multi_last_seqs(tuple(filters), max_seq)
 

@@ -539,6 +539,28 @@ class SeqQueries:
         self.steps += len(matched)
         return {names[sid]: table.msgs[sid] for sid in matched}  # type: ignore[misc]
 
+    def subjects_sorted_page(
+        self, filter_subject: str, offset: int, limit: int
+    ) -> tuple[int, dict[str, int], bool]:
+        """How many subjects match the filter, ``{subject: messages}`` of those from ``offset`` in
+        name order (``limit`` at most), and whether that dict is in name order: STREAM.INFO's
+        ``subjects_filter`` page (nats-server ``jsStreamInfoRequest`` over ``SubjectsTotals``).
+        From `SubjectTable.name_order` (a page costs its size, ``steps``, once the order is kept);
+        a first one-page listing is every match in id order, for the encoder to sort."""
+        table = self.subjects
+        names, msgs = table.names, table.msgs
+        order = table.name_order(filter_subject, offset > 0)
+        if order is None:
+            matched = table.matching(filter_subject)
+            if len(matched) <= limit:
+                self.steps += len(matched)
+                return len(matched), {names[sid]: msgs[sid] for sid in matched}, False  # type: ignore[misc]
+            order = table.name_order(filter_subject, True)
+            assert order is not None
+        page = order[offset : offset + limit]
+        self.steps += len(page)
+        return len(order), {names[sid]: msgs[sid] for sid in page}, True  # type: ignore[misc]
+
     def filtered(self, sseq: int, filt: str, last_per_subject: bool) -> SimpleState:
         if sseq < self.first_seq:
             sseq = self.first_seq
