@@ -44,6 +44,15 @@ _NONE, _ALL, _FEW, _SET = range(4)
 #: block: up to ~130,000 slots at 1M messages, loaded if evicted). Off: always by the slots
 #: (`tests/jetstream/test_start_pending_steps.py` proves both equal).
 FULL_PAGES = True
+#: The last message of a subject below a sequence (a ``multi_last`` or last-by-subject get with
+#: ``up_to_seq``, a `prev_match`) is found by following the subject's links from its first message
+#: when it has few messages (`_last_below`), not by scanning the slots back from the sequence: a
+#: direct get of 10 subjects' earlier messages scanned ~100,000 slots each at 100,000 subjects
+#: (scale_more ``subjects2``: 88 -> 1,626 us a request from 1,000 subjects). Off: always the scan
+#: (`tests/store/test_last_below_steps.py` proves both equal).
+PREV_BY_LINKS = True
+#: Slots the backward scan (C) passes in about the time of one step along a subject's links.
+_SLOTS_PER_HOP = 256
 
 
 def _ts_last(p: Page) -> int:
@@ -147,6 +156,25 @@ class SeqQueries:
     # ------------------------------------------------------------------------------------
     # Queries (sequences; 0 when there is none)
     # ------------------------------------------------------------------------------------
+    def _last_below(self, seq: int, sid: int) -> int:
+        """The last live sequence below ``seq`` on subject ``sid``, or 0 (nats-server
+        ``LoadPrevMsg`` / ``MultiLastSeqs`` with a ``maxSeq``). A subject with few messages from its
+        first (live) one to ``seq``, against the slots between (`_SLOTS_PER_HOP`), is walked along
+        its links, a step each (`PREV_BY_LINKS`); else `_subj_prev` scans back from ``seq``."""
+        table = self.subjects
+        s = table.first[sid]
+        if not PREV_BY_LINKS or not s or s >= seq or table.msgs[sid] * _SLOTS_PER_HOP >= seq - s:
+            return self._subj_prev(seq, sid)
+        p = self.page(s)
+        if p is None or p.sids[s - p.first] != sid:
+            return self._subj_prev(seq, sid)
+        while True:
+            self.steps += 1
+            n = self._subj_next(s, sid)
+            if not n or n >= seq:
+                return s
+            s = n
+
     def subject_of(self, seq: int) -> str:
         """The subject of the live message at ``seq``."""
         p = self.page(seq)
@@ -393,7 +421,7 @@ class SeqQueries:
                 if table.last[sid] <= start_seq:
                     return table.last[sid]
                 if table.first[sid] <= start_seq:
-                    return self._subj_prev(start_seq + 1, sid)
+                    return self._last_below(start_seq + 1, sid)
             return 0
         matched = table.matching(filter_subject)
         if not isinstance(matched, set):
@@ -526,7 +554,7 @@ class SeqQueries:
             if last <= max_seq:
                 out.append(last)
             elif tfirst[sid] <= max_seq:
-                s = self._subj_prev(max_seq + 1, sid)
+                s = self._last_below(max_seq + 1, sid)
                 if s:
                     out.append(s)
         out.sort()
