@@ -54,6 +54,7 @@ MODULES = (
     "pyjetstream.server.router",
     "pyjetstream.server.jetstream.delivery_pass",
     "pyjetstream.server.jetstream.store.run_reader",
+    "pyjetstream.server.jetstream.store.scan_run",
     "pyjetstream.server.jetstream.store.blockcache",
 )
 #: The mypyc shared library's module name (``mypycify(group_name=...)``): the group's code lives in

@@ -84,6 +84,8 @@ def _candidates(top: int) -> re.Pattern[bytes]:
     )
 
 
+#: The key of a header that carries a message's TTL (after a line's end: never the first line).
+TTL_KEY = b"\r\nNats-TTL:"
 # The kind `scan_records` yields for a run of damaged bytes it stepped over.
 DAMAGED = -1
 _pack_rec = REC_HDR.pack
@@ -216,6 +218,26 @@ def resync(buf: bytes | mmap.mmap, off: int, n: int) -> int:
         at += 1
 
 
+def next_record(
+    buf: bytes | mmap.mmap, mv: memoryview, off: int, n: int, skipped: list[tuple[int, int]]
+) -> tuple[int, int, int, int, int, int, int] | None:
+    """The valid record at ``off`` as `Rec` fields, or the damaged bytes from ``off`` to the next
+    valid record (`resync`) as ``(offset, length, DAMAGED, 0, 0, 0, 0)``, also appended to
+    ``skipped``; None where no valid record follows (the end, or a torn tail: the block is cut
+    at ``off``). ``mv``: a memoryview of ``buf``. One step of `scan_records`, which a block scan
+    takes where its plain run (``scan_run.plain_run``) stops."""
+    if n - off < REC_OVERHEAD:
+        return None
+    total, kind, seq, ts, slen, hlen = REC_HDR.unpack_from(buf, off)
+    if total < REC_OVERHEAD or total > MAX_RECORD or off + total > n or _crc32(mv[off : off + total]) != CRC_RESIDUE:
+        nxt = resync(buf, off, n)
+        if nxt >= n:
+            return None
+        skipped.append((off, nxt - off))
+        return off, nxt - off, DAMAGED, 0, 0, 0, 0
+    return off, total, kind, seq, ts, slen, hlen  # a plain tuple: ~2x cheaper than Rec
+
+
 def scan_records(
     buf: bytes | mmap.mmap, start: int, end_info: list[ScanEnd]
 ) -> Iterator[tuple[int, int, int, int, int, int, int]]:
@@ -230,27 +252,10 @@ def scan_records(
     n = len(buf)
     off = start
     skipped: list[tuple[int, int]] = []
-    unpack = REC_HDR.unpack_from
     mv = memoryview(buf)
-    while off < n:
-        if n - off < REC_OVERHEAD:
-            break
-        total, kind, seq, ts, slen, hlen = unpack(buf, off)
-        if (
-            total < REC_OVERHEAD
-            or total > MAX_RECORD
-            or off + total > n
-            or _crc32(mv[off : off + total]) != CRC_RESIDUE
-        ):
-            nxt = resync(buf, off, n)
-            if nxt >= n:
-                break
-            skipped.append((off, nxt - off))
-            yield off, nxt - off, DAMAGED, 0, 0, 0, 0
-            off = nxt
-            continue
-        yield off, total, kind, seq, ts, slen, hlen  # a plain tuple: ~2x cheaper than Rec
-        off += total
+    while (rec := next_record(buf, mv, off, n, skipped)) is not None:
+        yield rec
+        off = rec[0] + rec[1]
     end_info.append(ScanEnd(off, skipped))
 
 
@@ -274,3 +279,7 @@ _SEQ_AT = 5  # where a record's sequence lies in its header (after its length an
 #: The record layout's constants a span's search takes (`run_reader.find_in_span`, compiled:
 #: it imports only the standard library, so the layout comes in as this, as ``BlockFiles.RUN_LAYOUT`` does).
 SPAN_LAYOUT = (REC_HDR.unpack_from, REC_HDR_LEN, REC_OVERHEAD, _NOT_MSG, CRC_RESIDUE, _SEQ_AT)
+#: What a block scan's run of plain messages takes (`scan_run.plain_run`, compiled, as above; it
+#: reads `REC_HDR`'s fields itself): the record header's length, a record's overhead, the CRC
+#: residue, the largest record, the key of a header that carries a TTL (``Nats-TTL``).
+SCAN_LAYOUT = (REC_HDR_LEN, REC_OVERHEAD, CRC_RESIDUE, MAX_RECORD, TTL_KEY)

@@ -35,6 +35,7 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
+from pyjetstream import _compiled
 from pyjetstream.api.ttl import parse_message_ttl
 from pyjetstream.protocol.headers import get_header
 
@@ -54,21 +55,23 @@ from ._records import (
     KIND_MSG,
     REC_HDR_LEN,
     REC_OVERHEAD,
+    SCAN_LAYOUT,
+    TTL_KEY,
     ScanEnd,
     decode_block_header,
     delete_count,
-    scan_records,
+    next_record,
 )
 from .backend import PayloadBackend
 from .base import ErrCorruptRecord, LostData
 from .idx_peek import IndexPeeks
 from .pages import Page
+from .scan_run import plain_run
 from .seqindex import Arrays, SeqIndex
 from .seqrecover import BlockSlots, append_slots
 
 _crc32 = zlib.crc32
 _LEN_MASK = 0xFFFFFFFF
-_TTL_KEY = b"\r\nNats-TTL:"
 # The stream state (``FileStore``): the index's resident part and the block list.
 STATE_FILE = "index.db"
 # A block's bytes while loading: read into memory, or mapped.
@@ -78,6 +81,13 @@ Bytes = bytes | mmap.mmap
 # whole block: the switch of that fast path (tests/store/test_restart_steps.py proves both recover
 # the same store at every point of a crash).
 TAIL_REPLAY = True
+# Whether a block scan takes its runs of plain message records in `scan_run.plain_run` (compiled),
+# each such record one step of a loop without a Python object, rather than one `_BlockScan.record`
+# each (~1.4 µs a record): the switch of that fast path (tests/store/test_scan_runs.py proves both
+# recover the same store from every block the damage and crash tests make). None: where the compiled
+# modules are in use (``_compiled.active``) — in pure Python the run's byte-by-byte reads cost more
+# than ``struct``'s (~2.9 against ~1.8 µs a record).
+PLAIN_RUNS: bool | None = None
 
 
 class _Block:
@@ -607,80 +617,28 @@ class BlockIndexes(PayloadBackend):
     ) -> tuple[BlockSlots, int, ScanEnd]:
         """A block's records from offset ``at`` as its slots (sequences above ``max_seq``), the last
         sequence seen, where the scan stopped (`_scan_end`). A subject gets ``known``'s id for it, or
-        the next, which the index adopts. ``recover`` False: a page read again while running."""
-        first = blk.first_seq
-        slots = BlockSlots(max(first, max_seq + 1))
-        start, cur_ts = slots.first, prev_ts
-        sids, tss, sizes, locs, nxt = slots.sids, slots.tss, slots.sizes, slots.locs, slots.nxt
-        names, ids = slots.names, slots.ids
-        own: dict[bytes, int] = {}  # this block's subjects, by the ids ``known`` gives them
-        last_idx: list[int] = [-1] * known.next
-        size_base, size_hdr, note_ttl = self.size_base, self.size_hdr, self._note_ttl if recover else _no_ttl
-        ends: list[ScanEnd] = []
-        damage = self._damage if recover else ScanDamage()
-        # The per-record loop of a crash restart: everything it touches is a local.
-        sids_append, tss_append, sizes_append = sids.append, tss.append, sizes.append
-        locs_append, nxt_append, own_get = locs.append, nxt.append, own.get
-        kind_mask, kind_msg, erased, compressed = KIND_MASK, KIND_MSG, FLAG_ERASED, FLAG_COMPRESSED
-        hdr_len, overhead, nslots = REC_HDR_LEN, REC_OVERHEAD, 0
-        for off, total, kind, seq, ts, slen, hlen in scan_records(buf, at, ends):
-            k = kind & kind_mask
-            if k == kind_msg:
-                if seq <= max_seq or seq < start:
-                    if recover:
-                        self._lost_bytes += total  # out of order: cannot be placed
-                    continue
-                max_seq = seq
-                idx = seq - start
-                if idx != nslots:
-                    _extend_dead(slots, idx - nslots, cur_ts)
-                nslots = idx + 1
-                if kind & erased:
-                    _extend_dead(slots, 1, cur_ts)
-                    continue
-                at = off + hdr_len
-                if kind & compressed:
-                    dlen = _compress.decompressed_len(buf[at + slen : off + total - CRC_LEN]) - hlen
-                else:
-                    dlen = total - overhead - slen - hlen
-                subj = buf[at : at + slen]
-                sid = own_get(subj)
-                if sid is None:
-                    sid = own[subj] = known.id_for(subj)
-                    ids.append(sid)
-                    names.append(subj.decode())
-                    if sid >= len(last_idx):
-                        last_idx.extend([-1] * (sid + 1 - len(last_idx)))
-                sids_append(sid)
-                tss_append(ts)
-                if hlen:
-                    sizes_append(size_base + slen + dlen + size_hdr + hlen)
-                    note_ttl(buf, at + slen, hlen, kind, off + total, seq)
-                else:
-                    sizes_append(size_base + slen + dlen)
-                locs_append(off << 32 | total)
-                nxt_append(0)
-                li = last_idx[sid]
-                if li >= 0:
-                    nxt[li] = seq
-                last_idx[sid] = idx
-                cur_ts = ts
-            elif k == KIND_DELETE:
-                end_seq = _scan_delete(slots, buf, off, total, seq, ts, damage.tombed)
-                if end_seq > max_seq:
-                    gap = end_seq - start + 1 - nslots
-                    if gap > 0:
-                        _extend_dead(slots, gap, ts)
-                        nslots += gap
-                    max_seq = end_seq
-                    cur_ts = ts
-            elif k == KIND_FLOOR and seq > slots.floor:
-                slots.floor, slots.floor_ts = seq, ts
-            elif kind == DAMAGED:  # bytes [off, off + total) stepped over
-                damage.gap(blk, first - 1, max_seq, buf, off + total)
+        the next, which the index adopts. ``recover`` False: a page read again while running.
+
+        Runs of plain messages are taken by `scan_run.plain_run` (compiled; ``PLAIN_RUNS``), every
+        other record — and, with the switch off, every record — by `_BlockScan.record`."""
+        scan = _BlockScan(self, blk, buf, max_seq, prev_ts, known, recover)
+        st, cols, own, last_idx = scan.st, scan.cols, scan.own, scan.last_idx
+        skipped: list[tuple[int, int]] = []
+        n = len(buf)
+        runs = _compiled.active if PLAIN_RUNS is None else PLAIN_RUNS
+        with memoryview(buf) as mv:
+            while True:
+                if runs:
+                    at = plain_run(buf, at, st, cols, own, last_idx, SCAN_LAYOUT, _crc32)
+                rec = next_record(buf, mv, at, n, skipped)
+                if rec is None:
+                    break
+                at = rec[0] + rec[1]
+                scan.record(rec)
+        slots = scan.slots
         slots.summarize()
-        self.slots_scanned += len(sids)
-        return slots, max_seq, ends[0]
+        self.slots_scanned += len(slots.sids)
+        return slots, st[_MAX_SEQ], ScanEnd(at, skipped)
 
     def _scan_end(self, blk: _Block, buf: Bytes, is_last: bool, max_seq: int, end: ScanEnd) -> None:
         """What a block's scan stepped over or cut: the bytes counted lost (a torn tail of the last
@@ -969,6 +927,98 @@ class BlockIndexes(PayloadBackend):
             os.unlink(os.path.join(self.msgs_dir, STATE_FILE))
 
 
+# `_BlockScan.st`'s fields (`scan_run.plain_run` reads and updates them too).
+_START, _NSLOTS, _MAX_SEQ, _CUR_TS = 0, 1, 2, 3
+
+
+class _BlockScan:
+    """One block scan's state (``BlockIndexes._scan_block``): its slots, the block's subjects by id
+    (``own``), each id's last slot (``last_idx``, for the ``nxt`` links), and in ``st`` — shared with
+    `scan_run.plain_run` — ``[start, nslots, max_seq, cur_ts, size_base, size_hdr]``."""
+
+    __slots__ = ("blk", "buf", "cols", "damage", "known", "last_idx", "note_ttl", "own", "recover", "slots", "st", "store")
+
+    def __init__(
+        self, store: BlockIndexes, blk: _Block, buf: Bytes, max_seq: int, prev_ts: int, known: _SubjectIds,
+        recover: bool,
+    ) -> None:
+        self.store, self.blk, self.buf, self.known, self.recover = store, blk, buf, known, recover
+        slots = self.slots = BlockSlots(max(blk.first_seq, max_seq + 1))
+        self.cols = (slots.sids, slots.tss, slots.sizes, slots.locs, slots.nxt)
+        self.st = [slots.first, 0, max_seq, prev_ts, store.size_base, store.size_hdr]
+        self.own: dict[bytes, int] = {}  # this block's subjects, by the ids ``known`` gives them
+        self.last_idx: list[int] = [-1] * known.next
+        self.note_ttl = store._note_ttl if recover else _no_ttl
+        self.damage = store._damage if recover else ScanDamage()
+
+    def record(self, rec: tuple[int, int, int, int, int, int, int]) -> None:
+        """One record (or run of damaged bytes, ``DAMAGED``) into the slots."""
+        off, total, kind, seq, ts, _slen, _hlen = rec
+        k = kind & KIND_MASK
+        st, slots = self.st, self.slots
+        if kind == DAMAGED:  # bytes [off, off + total) stepped over
+            self.damage.gap(self.blk, self.blk.first_seq - 1, st[_MAX_SEQ], self.buf, off + total)
+        elif k == KIND_MSG:
+            self._message(rec)
+        elif k == KIND_DELETE:
+            end_seq = _scan_delete(slots, self.buf, off, total, seq, ts, self.damage.tombed)
+            if end_seq > st[_MAX_SEQ]:
+                gap = end_seq - st[_START] + 1 - st[_NSLOTS]
+                if gap > 0:
+                    _extend_dead(slots, gap, ts)
+                    st[_NSLOTS] += gap
+                st[_MAX_SEQ] = end_seq
+                st[_CUR_TS] = ts
+        elif k == KIND_FLOOR and seq > slots.floor:
+            slots.floor, slots.floor_ts = seq, ts
+
+    def _message(self, rec: tuple[int, int, int, int, int, int, int]) -> None:
+        off, total, kind, seq, ts, slen, hlen = rec
+        st, slots, buf = self.st, self.slots, self.buf
+        start = st[_START]
+        if seq <= st[_MAX_SEQ] or seq < start:
+            if self.recover:
+                self.store._lost_bytes += total  # out of order: cannot be placed
+            return
+        st[_MAX_SEQ] = seq
+        idx = seq - start
+        if idx != st[_NSLOTS]:
+            _extend_dead(slots, idx - st[_NSLOTS], st[_CUR_TS])
+        st[_NSLOTS] = idx + 1
+        if kind & FLAG_ERASED:
+            _extend_dead(slots, 1, st[_CUR_TS])
+            return
+        at = off + REC_HDR_LEN
+        if kind & FLAG_COMPRESSED:
+            dlen = _compress.decompressed_len(buf[at + slen : off + total - CRC_LEN]) - hlen
+        else:
+            dlen = total - REC_OVERHEAD - slen - hlen
+        subj = buf[at : at + slen]
+        sid = self.own.get(subj)
+        if sid is None:
+            sid = self.own[subj] = self.known.id_for(subj)
+            slots.ids.append(sid)
+            slots.names.append(subj.decode())
+            last_idx = self.last_idx
+            if sid >= len(last_idx):
+                last_idx.extend([-1] * (sid + 1 - len(last_idx)))
+        slots.sids.append(sid)
+        slots.tss.append(ts)
+        size_base = st[4] + slen + dlen
+        if hlen:
+            slots.sizes.append(size_base + st[5] + hlen)
+            self.note_ttl(buf, at + slen, hlen, kind, off + total, seq)
+        else:
+            slots.sizes.append(size_base)
+        slots.locs.append(off << 32 | total)
+        slots.nxt.append(0)
+        li = self.last_idx[sid]
+        if li >= 0:
+            slots.nxt[li] = seq
+        self.last_idx[sid] = idx
+        st[_CUR_TS] = ts
+
+
 def _no_ttl(buf: Bytes, at: int, hlen: int, kind: int, end: int, seq: int) -> None:
     """`BlockIndexes._note_ttl` of a scan that is not a recovery's: nothing to note."""
 
@@ -1020,7 +1070,7 @@ def mapped(path: str) -> Iterator[Bytes]:
 
 def _ttl_of(hdr: bytes) -> int:
     """The TTL of a header block carrying a valid ``Nats-TTL`` (0: none)."""
-    if hdr.find(_TTL_KEY) < 0:
+    if hdr.find(TTL_KEY) < 0:
         return 0
     raw = get_header(hdr, b"Nats-TTL")
     if raw:
