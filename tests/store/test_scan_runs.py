@@ -1,16 +1,15 @@
 """A block scan's runs of plain messages (``blockindex.PLAIN_RUNS``, ``scan_run.plain_run``, issue
 24): a crash restart before the stream state was ever written scans its blocks, and the records
-that are a plain message of the next sequence and a subject the block has already met are taken
-in one loop without a Python step each (compiled; the switch's default takes the runs only there,
+that are a plain message of the next sequence are taken in one loop without a Python step each (compiled; the switch's default takes the runs only there,
 the tests set it on and off in both passes), every other record by the general loop.
 
 Proved two ways: the same store is recovered with the switch on and off from random crashed
 stores — several blocks, headers with and without ``Nats-TTL``, compression, removals, skips,
 purges, compacts, erases, their block indexes and stream state deleted so that every block is
 scanned, then bytes flipped, a tail cut or a torn write appended — (the existing crash and damage
-tests run with the switch on); and by counting: the Python calls and returns of a crash restart's
-scan, outside the run itself, do not grow with the records scanned (one general step a subject met
-per block, none a message), at 2,000 and 20,000 records."""
+tests run with the switch on); and by counting: the Python calls of a crash restart's scan, outside
+the run itself, do not grow with the records scanned (one a subject new to the block, none a
+message), at 2,000 and 20,000 records."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ import itertools
 import random
 import shutil
 import sys
+import zlib
 from collections import Counter
 from pathlib import Path
 from types import FrameType
@@ -153,27 +153,38 @@ def test_plain_runs_recover_the_store_the_general_loop_does(
 
 
 def test_a_run_takes_odd_records_as_the_general_loop_does() -> None:
-    """`scan_run.plain_run` stops at each record it does not take (a new subject, a TTL, a
-    sequence out of order, a kind with a flag), leaving it to the general loop, and reads a
-    header's signed timestamp and 64-bit fields as ``struct`` does."""
+    """`scan_run.plain_run` asks for a subject new to the block its id, stops at a record it does
+    not take (here a TTL), leaving it to the general loop, and reads a header's signed timestamp
+    and 64-bit fields as ``struct`` does."""
     from array import array
 
     from pyjetstream.server.jetstream.store._records import BLOCK_HDR_LEN, SCAN_LAYOUT, append_record
 
     out = bytearray(BLOCK_HDR_LEN)
     append_record(out, 0, 1, -5, b"a", 0, b"1")
-    append_record(out, 0, 2, 1 << 62, b"a", 3, b"h\r\n2")
+    append_record(out, 0, 2, 1 << 62, b"bb", 3, b"h\r\n2")  # (a subject new to the block)
+    append_record(out, 0, 3, 7, b"a", 0, b"3")
     stop = len(out)
-    append_record(out, 0, 3, 7, b"b", 0, b"3")  # (a subject the block has not met)
+    append_record(out, 0, 4, 8, b"a", len(TTL_HDR % 5), TTL_HDR % 5 + b"4")  # (a TTL: the general loop's)
     buf = bytes(out)
     cols: tuple[Any, ...] = (array("I"), array("q"), array("I"), array("Q"), array("Q"))
     state = [1, 0, 0, 0, 30, 12]
-    at = scan_run.plain_run(buf, BLOCK_HDR_LEN, state, cols, {b"a": 1}, [-1, -1], SCAN_LAYOUT, __import__("zlib").crc32)
-    assert at == stop
-    assert state[1:4] == [2, 2, 1 << 62]
+    own = {b"a": 1}
+    last_idx = [-1, -1]
+    met: list[bytes] = []
+
+    def new_subject(subj: bytes) -> int:
+        met.append(subj)
+        own[subj] = len(last_idx)
+        last_idx.append(-1)
+        return own[subj]
+
+    at = scan_run.plain_run(buf, BLOCK_HDR_LEN, state, cols, own, last_idx, new_subject, SCAN_LAYOUT, zlib.crc32)
+    assert at == stop and met == [b"bb"]
+    assert state[1:4] == [3, 3, 7]
     sids, tss, sizes, locs, nxt = cols
-    assert list(sids) == [1, 1] and list(tss) == [-5, 1 << 62]
-    assert list(sizes) == [30 + 1 + 1, 30 + 1 + 1 + 12 + 3] and list(nxt) == [2, 0]
+    assert list(sids) == [1, 2, 1] and list(tss) == [-5, 1 << 62, 7]
+    assert list(sizes) == [30 + 1 + 1, 30 + 2 + 1 + 12 + 3, 30 + 1 + 1] and list(nxt) == [3, 0, 0]
     assert locs[0] >> 32 == BLOCK_HDR_LEN and locs[1] >> 32 == BLOCK_HDR_LEN + (locs[0] & 0xFFFFFFFF)
 
 
@@ -198,7 +209,14 @@ def _scan_steps(d: Path, records: int, monkeypatch: pytest.MonkeyPatch) -> Count
         counts["general"] += 1
         record(self, rec)
 
+    subject_id = blockindex._BlockScan.subject_id
+
+    def counted_id(self: blockindex._BlockScan, subj: bytes) -> int:
+        counts["new_subject"] += 1
+        return subject_id(self, subj)
+
     monkeypatch.setattr(blockindex._BlockScan, "record", counted)
+    monkeypatch.setattr(blockindex._BlockScan, "subject_id", counted_id)
     monkeypatch.setattr(blockindex, "PLAIN_RUNS", True)  # (also in the suite's pure-Python pass)
     sys.setprofile(profile)
     try:
@@ -212,12 +230,13 @@ def _scan_steps(d: Path, records: int, monkeypatch: pytest.MonkeyPatch) -> Count
 
 
 def test_a_crash_scan_takes_no_python_step_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The general loop runs once a subject met (100), never a message; all the restart's Python
-    calls outside the run stay the same at ten times the records (they were ~37 trace events a
-    record before the runs)."""
+    """The general loop never runs (every record is a plain message), a subject is given its id
+    once (100); all the restart's Python calls outside the run stay the same at ten times the
+    records (they were ~37 trace events a record before the runs)."""
     small = _scan_steps(tmp_path / "a", 2_000, monkeypatch)
     large = _scan_steps(tmp_path / "b", 20_000, monkeypatch)
-    assert small["general"] == large["general"] == 100, (small, large)
+    assert small["general"] == large["general"] == 0, (small, large)
+    assert small["new_subject"] == large["new_subject"] == 100, (small, large)
     for event in ("call", "c_call"):
         assert large[event] < small[event] * 1.1 + 50, (event, small, large)
     assert large["call"] + large["c_call"] < 20_000 * 0.2, large

@@ -629,7 +629,7 @@ class BlockIndexes(PayloadBackend):
         with memoryview(buf) as mv:
             while True:
                 if runs:
-                    at = plain_run(buf, at, st, cols, own, last_idx, SCAN_LAYOUT, _crc32)
+                    at = plain_run(buf, at, st, cols, own, last_idx, scan.subject_id, SCAN_LAYOUT, _crc32)
                 rec = next_record(buf, mv, at, n, skipped)
                 if rec is None:
                     break
@@ -972,6 +972,18 @@ class _BlockScan:
         elif k == KIND_FLOOR and seq > slots.floor:
             slots.floor, slots.floor_ts = seq, ts
 
+    def subject_id(self, subj: bytes) -> int:
+        """The id of a subject the block meets for the first time (``known``'s, or the next), listed
+        among the block's subjects (`scan_run.plain_run` asks it too)."""
+        slots = self.slots
+        sid = self.own[subj] = self.known.id_for(subj)
+        slots.ids.append(sid)
+        slots.names.append(subj.decode())
+        last_idx = self.last_idx
+        if sid >= len(last_idx):
+            last_idx.extend([-1] * (sid + 1 - len(last_idx)))
+        return sid
+
     def _message(self, rec: tuple[int, int, int, int, int, int, int]) -> None:
         off, total, kind, seq, ts, slen, hlen = rec
         st, slots, buf = self.st, self.slots, self.buf
@@ -996,12 +1008,7 @@ class _BlockScan:
         subj = buf[at : at + slen]
         sid = self.own.get(subj)
         if sid is None:
-            sid = self.own[subj] = self.known.id_for(subj)
-            slots.ids.append(sid)
-            slots.names.append(subj.decode())
-            last_idx = self.last_idx
-            if sid >= len(last_idx):
-                last_idx.extend([-1] * (sid + 1 - len(last_idx)))
+            sid = self.subject_id(subj)
         slots.sids.append(sid)
         slots.tss.append(ts)
         size_base = st[4] + slen + dlen

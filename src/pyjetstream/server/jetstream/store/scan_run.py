@@ -6,10 +6,10 @@ generator's tuple, the checks, five column appends, the subject's id).
 
 `plain_run` is that loop's message case and nothing else: from ``off`` on it takes the records that
 are a whole, checked message of the next sequence (kind ``MSG`` with no flag, the CRC residue right,
-the sequence the next slot's), whose subject the block already has an id for and whose headers (if
-any) hold no ``Nats-TTL`` — exactly what the general loop does with such a record, without its
+the sequence the next slot's), whose headers (if any) hold no ``Nats-TTL`` (a subject the block
+meets for the first time gets its id as the general loop gives it) — exactly what the general loop does with such a record, without its
 Python steps — and stops at the first record that is anything else (damaged, a tombstone, a floor,
-erased, compressed, a gap, a new subject, a TTL, the end), which the general loop then takes. Its
+erased, compressed, a gap, a TTL, the end), which the general loop then takes. Its
 slots go to lists first and join the block's columns once a run (an array's ``extend`` from a list
 is one C pass). nats-server's ``rebuildStateLocked`` walks a block's records the same way.
 
@@ -55,6 +55,7 @@ def plain_run(
     cols: tuple[Any, Any, Any, Any, Any],
     own: dict[bytes, int],
     last_idx: list[int],
+    new_subject: Callable[[bytes], int],
     layout: Layout,
     crc32: Callable[[bytes], int],
 ) -> int:
@@ -62,7 +63,8 @@ def plain_run(
     the columns ``cols`` (the block's ``sids, tss, sizes, locs, nxt`` arrays); return the offset of
     the first record not taken. ``state`` is ``[start, nslots, max_seq, cur_ts, size_base,
     size_hdr]`` of the general loop, its middle three updated; ``own`` the block's subjects' ids;
-    ``last_idx`` each id's last slot (-1: none yet), updated. A record header's fields
+    ``last_idx`` each id's last slot (-1: none yet), updated; ``new_subject`` gives a subject the
+    block meets for the first time its id (``_BlockScan.subject_id``: adds it to both). A record header's fields
     (``_records.REC_HDR``: ``<IBQqHI``) are read from the window byte by byte."""
     hdr_len, overhead, residue, max_record, ttl_key = layout
     sids, tss, sizes, locs, nxt = cols
@@ -111,9 +113,10 @@ def plain_run(
         if slen + hlen > total - least:
             break  # (fields past the record's end: the general loop reads them as they lie)
         subj_at: i64 = r + head
-        sid = own.get(data[subj_at : subj_at + slen])
+        subj = data[subj_at : subj_at + slen]
+        sid = own.get(subj)
         if sid is None:
-            break
+            sid = new_subject(subj)
         dlen: i64 = total - least - slen - hlen
         if hlen:
             hdr_at: i64 = subj_at + slen
