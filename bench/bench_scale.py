@@ -54,7 +54,9 @@ Dimensions (``--dim``; sizes in the normal run):
 - ``messages`` (100k / 1M / 10M file-stored, 16 B over 1,000 subjects; ``--messages-50m``: 500k / 5M /
   50M): resident memory per stored message, the fill, gets by sequence / last by subject / first by
   subject, ``STREAM.INFO``, restart after a clean stop and after ``kill -9`` (until ``STREAM.INFO``
-  answers with every message; the new process's CPU), compaction (purge up to the middle) and purge
+  answers with every message; the new process's CPU), restart after ``kill -9`` with 100k messages
+  published since the stream state was written (per such message: read from the blocks, `UNSYNCED`),
+  compaction (purge up to the middle) and purge
   (per removed message, until its blocks are off the disk: both servers remove them out of band). The 50 M run needs ~4 GiB of disk for the embedded server and ~2.5 GiB for
   nats-server, ~2 GiB of memory for the embedded server's index plus page cache, and about an hour
   (the embedded server fills ~45k msgs/s under load, nats-server ~170k): see bench/README.md;
@@ -963,6 +965,30 @@ def files_removed(ctx: Ctx, before: float) -> None:
         time.sleep(0.01)
 
 
+#: Messages published just before a ``kill -9`` (`restart_unsynced`): the stream state (our
+#: ``index.db``, nats-server's) is written at a stop or a sync (every ``sync_interval``, 2 min by
+#: default on both, a new process's timer just started), so a crash restart reads them from the
+#: blocks — ours the active block's records after its sealed blocks' indexes (``scan_run``),
+#: nats-server's ``recoverFullState`` the blocks written after its ``index.db``.
+UNSYNCED = 100_000
+
+
+def _publish_unsynced(ctx: Ctx) -> None:
+    """A clean restart (the state written, on both servers: each of the row's restarts reads the
+    same messages since it, not those of the restarts before too), then the messages."""
+    total = ctx.state.get("m_total", ctx.size)
+    ctx.restart_until(False, lambda: holds(ctx, "M", total))
+    k = ctx.n(UNSYNCED)
+    ctx.publish(pubs(f"m.{i % 1000}" for i in range(k)), k, window=5000)
+    ctx.state["unsynced"] = k
+    ctx.state["m_total"] = total + k
+
+
+def _restart_unsynced(ctx: Ctx) -> int:
+    ctx.restart_until(True, lambda: holds(ctx, "M", ctx.state["m_total"]))
+    return int(ctx.state["unsynced"])
+
+
 def ops_messages() -> list[Op]:
     return [
         Op(
@@ -990,6 +1016,15 @@ def ops_messages() -> list[Op]:
             lambda c: len(c.requests([("$JS.API.STREAM.INFO.M", {})] * c.n(500))),
         ),
         *restart_ops(lambda c: holds(c, "M", c.size), "restart", lambda c: 1),
+        Op(
+            "restart_unsynced",
+            "restart after kill -9, 100k msgs published since the state",
+            "msg since",
+            _restart_unsynced,
+            prepare=_publish_unsynced,
+            once=True,
+            restart=True,
+        ),
         Op("compact", "compact: purge up to the middle", "removed msg", _compact, once=True),
         Op("purge", "purge the rest", "removed msg", _purge, once=True),
     ]
