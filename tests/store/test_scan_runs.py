@@ -35,6 +35,7 @@ from pyjetstream.server.jetstream.store import (
     blockindex,
     indexed,
     scan_run,
+    seqrecover,
 )
 
 from .conftest import crash
@@ -63,9 +64,9 @@ def _observe(s: FileStore) -> dict[str, Any]:
     }
 
 
-def _fill(s: FileStore, rnd: random.Random, n: int, subjects: int) -> None:
+def _fill(s: FileStore, rnd: random.Random, n: int, subjects: int, erase: bool = True) -> None:
     """``n`` random writes: stores (some with headers, some with a TTL), removals, skips, a
-    subject's purge, a compact, an erase."""
+    subject's purge, a compact, an erase (``erase``: which drops the stream state)."""
     for _ in range(n):
         st = s.fast_state()
         op = rnd.random()
@@ -83,7 +84,7 @@ def _fill(s: FileStore, rnd: random.Random, n: int, subjects: int) -> None:
             s.skip_msgs(st.last_seq + 1, rnd.randrange(1, 4))
         elif op < 0.96:
             s.purge_ex(f"s.{rnd.randrange(subjects)}")
-        elif op < 0.98:
+        elif op < 0.98 or not erase:
             s.compact(rnd.randrange(st.first_seq, st.last_seq + 2))
         else:
             s.erase_msg(rnd.randrange(st.first_seq, st.last_seq + 1))
@@ -240,3 +241,43 @@ def test_a_crash_scan_takes_no_python_step_a_message(tmp_path: Path, monkeypatch
     for event in ("call", "c_call"):
         assert large[event] < small[event] * 1.1 + 50, (event, small, large)
     assert large["call"] + large["c_call"] < 20_000 * 0.2, large
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_tail_replayed_in_runs_recovers_as_one_append_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Writes after the stream state, then ``kill -9`` (a torn write appended for some seeds): the
+    records after the state put into the index by runs (``seqrecover.BULK_TAIL``) recover the same
+    store as one ``SeqIndex.append`` a message, and take the same next message."""
+    rnd = random.Random(seed)
+    block_size = 1 << 20  # (the writes after the state stay in its last block: they are replayed)
+    d = tmp_path / "s"
+    s = _open(d, block_size, COMPRESSION_NONE)
+    _fill(s, rnd, rnd.randrange(100, 600), 30)
+    if seed % 2:
+        s.stop()
+        s = _open(d, block_size, COMPRESSION_NONE)
+    else:
+        s.sync()
+    _fill(s, rnd, rnd.randrange(1, 400), rnd.choice((5, 60)), erase=False)
+    crash(s)
+    if seed % 3 == 2:
+        blocks = sorted((d / "msgs").glob("*.blk"), key=lambda p: int(p.stem))
+        with blocks[-1].open("ab") as f:
+            f.write(b"\x50\x00\x00\x00\x00" + bytes(rnd.randrange(30)))
+    seen = []
+    for bulk in (True, False):
+        monkeypatch.setattr(seqrecover, "BULK_TAIL", bulk)
+        clock = itertools.count(4 * 10**18)
+        monkeypatch.setattr(indexed.time, "time_ns", lambda c=clock: next(c))
+        copy = tmp_path / f"b{bulk}"
+        shutil.copytree(d, copy)
+        s = _open(copy, block_size, COMPRESSION_NONE)
+        before = _observe(s)
+        seq = s.store_msg("s.new", b"", b"after", ts=5 * 10**18)[0]
+        s.stop()
+        s = _open(copy, block_size, COMPRESSION_NONE)
+        seen.append((before, seq, _observe(s)))
+        s.stop()
+    assert seen[0] == seen[1]
