@@ -11,36 +11,13 @@ selects the same start (tests/reliability covers the crash).
 
 from __future__ import annotations
 
-import collections
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import pytest
 from tests.jetstream.consumer_helpers import RawClient
 from tests.jetstream.scale_steps import embedded
+from tests.support.fs_calls import fs_calls
 
 SMALL, LARGE = 10, 200
 FS_CALLS = ("open", "mkdir", "makedirs", "replace", "rename", "pwrite", "write", "stat", "fsync", "fdatasync")
-
-
-@contextmanager
-def _fs_calls(monkeypatch: pytest.MonkeyPatch, root: str) -> Iterator[collections.Counter[str]]:
-    """Count the ``os`` file-system calls on paths under ``root`` (and every call by descriptor)."""
-    counts: collections.Counter[str] = collections.Counter()
-    with monkeypatch.context() as m:
-        for name in FS_CALLS:
-            original = getattr(os, name)
-
-            def wrapper(*args: Any, __name: str = name, __original: Any = original, **kw: Any) -> Any:
-                target = args[0] if args else None
-                if isinstance(target, int) or str(target).startswith(root):
-                    counts[__name] += 1
-                return __original(*args, **kw)
-
-            m.setattr(os, name, wrapper)
-        yield counts
 
 
 async def _create_calls(monkeypatch: pytest.MonkeyPatch, n: int, deliver: str) -> dict[str, int]:
@@ -54,7 +31,7 @@ async def _create_calls(monkeypatch: pytest.MonkeyPatch, n: int, deliver: str) -
                 resp = await nc.add_consumer("S", f"c{i}", durable_name=f"c{i}", filter_subject=f"s.{i}")
                 assert "error" not in resp, resp
             root = str(server.jetstream.store_dir)
-            with _fs_calls(monkeypatch, root) as calls:
+            with fs_calls(monkeypatch, root, FS_CALLS) as calls:
                 for i in range(5):
                     resp = await nc.add_consumer("S", f"new{i}", durable_name=f"new{i}", deliver_policy=deliver)
                     assert "error" not in resp, resp

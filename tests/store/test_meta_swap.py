@@ -13,17 +13,13 @@ calls and the inodes are counted, not timed.
 
 from __future__ import annotations
 
-import collections
-import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.jetstream.consumer_helpers import RawClient
 from tests.jetstream.scale_steps import count_calls, embedded
+from tests.support.fs_calls import fs_calls
 
 from pyjetstream.server.jetstream.store import _fileutil
 from pyjetstream.server.jetstream.store._fileutil import read_meta_file, write_meta_file
@@ -31,24 +27,6 @@ from pyjetstream.server.jetstream.store._fileutil import read_meta_file, write_m
 SMALL, LARGE = 10, 200
 FS_CALLS = ("open", "mkdir", "replace", "rename", "unlink", "remove", "write", "stat", "fsync")
 swaps_here = pytest.mark.skipif(_fileutil._renameat2 is None, reason="no renameat2 (not Linux glibc)")
-
-
-@contextmanager
-def _fs_calls(monkeypatch: pytest.MonkeyPatch, root: str) -> Iterator[collections.Counter[str]]:
-    """Count the ``os`` file-system calls on paths under ``root`` (and every call by descriptor)."""
-    counts: collections.Counter[str] = collections.Counter()
-    with monkeypatch.context() as m:
-        for name in FS_CALLS:
-            original = getattr(os, name)
-
-            def wrapper(*args: Any, __name: str = name, __original: Any = original, **kw: Any) -> Any:
-                target = args[0] if args else None
-                if isinstance(target, int) or str(target).startswith(root):
-                    counts[__name] += 1
-                return __original(*args, **kw)
-
-            m.setattr(os, name, wrapper)
-        yield counts
 
 
 def _inodes(directory: Path) -> set[int]:
@@ -72,7 +50,7 @@ async def _pause_resume_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[
                     assert "error" not in await nc.api(f"$JS.API.CONSUMER.PAUSE.PZ.{name}", body)
             obs = Path(server.jetstream.streams_dir) / "PZ" / "obs"
             before = {name: _inodes(obs / name) for name in picked}
-            with _fs_calls(monkeypatch, str(server.jetstream.store_dir)) as calls:
+            with fs_calls(monkeypatch, str(server.jetstream.store_dir, FS_CALLS)) as calls:
                 with count_calls(monkeypatch, _fileutil, "swap_into") as swaps:
                     for name in picked:
                         for body in ({"pause_until": until}, {}):
