@@ -35,7 +35,7 @@ REPLY_WAIT = 5.0
 
 @dataclass
 class Step:
-    """One action. ``kind``: req | pub | pipelined | direct | sleep | wait_msgs | sub | next | flush."""
+    """One action. ``kind``: req | pub | pipelined | direct | sleep | wait_msgs | wait_pending | sub | next | flush."""
 
     kind: str
     subject: str = ""
@@ -73,6 +73,13 @@ def pipelined(*pubs: Step, same_reply: bool = False) -> Step:
     pipelining publisher), each with its own reply subject (or all on one, ``same_reply``);
     observed: every answer, in the order of the publishes ("no reply" where none came)."""
     return Step("pipelined", body=list(pubs), reply=not same_reply)
+
+
+def wait_pending(stream: str, consumer: str, pending: int) -> Step:
+    """Wait (up to 10 s) until the consumer's ``num_pending`` is ``pending``; observed: the last seen.
+    nats-server counts a stored message into a consumer's pending in the consumer's own goroutine,
+    after the PubAck: a ``CONSUMER.INFO`` right after the publishes can see fewer under load."""
+    return Step("wait_pending", f"{stream}.{consumer}", pending)
 
 
 def direct(subject: str, body: Any = b"") -> Step:
@@ -287,6 +294,14 @@ class Runner:
                 got = info.get("state", {}).get("messages")
                 if got == step.body or time.monotonic() > deadline:
                     return {"messages": got}
+                await asyncio.sleep(0.02)
+        if step.kind == "wait_pending":
+            deadline = time.monotonic() + 10
+            while True:
+                info = (await c.request(f"$JS.API.CONSUMER.INFO.{step.subject}", b"", timeout=10)).json()
+                got = info.get("num_pending")
+                if got == step.body or time.monotonic() > deadline:
+                    return {"num_pending": got}
                 await asyncio.sleep(0.02)
         if step.kind in ("restart", "kill"):
             assert self.target is not None

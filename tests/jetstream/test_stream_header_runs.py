@@ -17,7 +17,16 @@ from typing import Any
 
 import pytest
 from tests.jetstream import pair_fixtures
-from tests.jetstream.differential import api_request, first_difference, pipelined, pub, req, reset, run_case
+from tests.jetstream.differential import (
+    api_request,
+    first_difference,
+    pipelined,
+    pub,
+    req,
+    reset,
+    run_case,
+    wait_pending,
+)
 from tests.jetstream.rawnats import RawMsg, RawNats, headers
 from tests.support.targets import Target
 
@@ -178,6 +187,7 @@ CASES: dict[str, list] = {
             {"stream_name": "S", "config": {"durable_name": "C", "filter_subject": "s.1"}},
         ),
         pipelined(*rows("S", 10)),
+        wait_pending("S", "C", 3),  # (s.1 holds 3 of the 10)
         req("CONSUMER.INFO.S.C", mask=("ts", "created")),
         info("S"),
     ],

@@ -50,7 +50,7 @@ async def _pause_resume_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[
                     assert "error" not in await nc.api(f"$JS.API.CONSUMER.PAUSE.PZ.{name}", body)
             obs = Path(server.jetstream.streams_dir) / "PZ" / "obs"
             before = {name: _inodes(obs / name) for name in picked}
-            with fs_calls(monkeypatch, str(server.jetstream.store_dir, FS_CALLS)) as calls:
+            with fs_calls(monkeypatch, str(server.jetstream.store_dir), FS_CALLS) as calls:
                 with count_calls(monkeypatch, _fileutil, "swap_into") as swaps:
                     for name in picked:
                         for body in ({"pause_until": until}, {}):

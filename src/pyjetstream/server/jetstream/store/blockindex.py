@@ -66,7 +66,6 @@ from .backend import PayloadBackend
 from .base import ErrCorruptRecord, LostData
 from .idx_peek import IndexPeeks
 from .pages import Page
-from .scan_run import plain_run
 from .seqindex import Arrays, SeqIndex
 from .seqrecover import BlockSlots, append_slots
 
@@ -626,6 +625,10 @@ class BlockIndexes(PayloadBackend):
         skipped: list[tuple[int, int]] = []
         n = len(buf)
         runs = _compiled.active if PLAIN_RUNS is None else PLAIN_RUNS
+        if runs:
+            # Deferred: only a block scan (a crash restart, an index that cannot be read) runs it, and
+            # a start that scans no block imports it not (tests/server/test_startup_imports.py).
+            from .scan_run import plain_run
         with memoryview(buf) as mv:
             while True:
                 if runs:
