@@ -53,7 +53,7 @@ class _Store:
         self.written += 1
 
 
-def _writer(clock: _Clock, snapshot: float, write: float) -> tuple[cp.StateWriter, _Loop, _Store]:
+def _writer(clock: _Clock, snapshot: float, write: float, npend: int = 0) -> tuple[cp.StateWriter, _Loop, _Store]:
     def snap(whole: bool = False) -> PackedState:  # (DeliveryState.packed)
         clock.now += snapshot
         return _empty()
@@ -63,7 +63,7 @@ def _writer(clock: _Clock, snapshot: float, write: float) -> tuple[cp.StateWrite
         closed=False,
         loop=loop,
         engine=SimpleNamespace(sync_always=False),  # a small state: written in place, no thread
-        state=SimpleNamespace(packed=snap),
+        state=SimpleNamespace(packed=snap, pending=SimpleNamespace(n=npend)),
     )
     store = _Store(clock, write)
     return cp.StateWriter(consumer, store), loop, store  # type: ignore[arg-type]
@@ -88,15 +88,40 @@ def test_next_write_waits_for_the_whole_cost_of_the_last(
 
 
 def test_a_small_state_is_written_every_flush_delay(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As nats-server's flushLoop (at most every 100 ms): a cheap write keeps that pace."""
+    """As nats-server's flushLoop (at most every 100 ms): a cheap write keeps that pace — a
+    state of at most STATE_INLINE_MAX pending acks is not even timed (no clock read)."""
     clock = _Clock()
-    monkeypatch.setattr(cp.time, "thread_time", clock)
-    writer, loop, store = _writer(clock, 0.0001, 0.0005)
+    reads: list[float] = []
+
+    def thread_time() -> float:
+        reads.append(clock())
+        return clock()
+
+    monkeypatch.setattr(cp.time, "thread_time", thread_time)
+    writer, loop, store = _writer(clock, 0.0001, 0.0005, npend=cp.STATE_INLINE_MAX)
     writer._flush()  # a small state: snapshot and write in place
-    assert store.written == 1
-    writer.consumer.engine.sync_always = False
+    assert store.written == 1 and reads == []
     writer.dirty()
     assert loop.delays[-1] == cp.STATE_FLUSH_DELAY
+
+
+def test_a_large_state_write_is_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past STATE_INLINE_MAX pending acks the snapshot and the write are timed, and the next
+    write waits ten times what they took."""
+    clock = _Clock()
+    monkeypatch.setattr(cp.time, "thread_time", clock)
+    writer, loop, store = _writer(clock, 0.004, 0.006, npend=cp.STATE_INLINE_MAX + 1)
+    monkeypatch.setattr(cp, "_state_writer", lambda: SimpleNamespace(submit=_run_now))
+    writer._flush()  # (handed to the writer thread: here run at once)
+    assert store.written == 1
+    writer.dirty()
+    assert loop.delays[-1] == pytest.approx(cp.STATE_WRITE_SHARE * 0.01)
+
+
+def _run_now(fn: Any, *args: Any) -> concurrent.futures.Future[Any]:
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    done.set_result(fn(*args))
+    return done
 
 
 async def _until(cond: Any, timeout: float = 10.0) -> None:
@@ -116,7 +141,7 @@ async def test_ack_replies_wait_for_one_write_after_the_writer_threads() -> None
         closed=False,
         loop=asyncio.get_running_loop(),
         engine=SimpleNamespace(sync_always=False),
-        state=SimpleNamespace(packed=_empty),
+        state=SimpleNamespace(packed=lambda whole=False: _empty(), pending=SimpleNamespace(n=0)),
         server=SimpleNamespace(publish_internal=lambda reply, payload: sent.append(reply)),
     )
     store = _Store(clock, 0.0)

@@ -30,7 +30,8 @@ only once the state holding it is written — to the OS, as a stored message is,
 ``updateAcks`` sends the reply at once and its ``flushLoop`` writes up to 100 ms later).
 `StateWriter.confirm` holds the reply; the replies of every ack handled in one loop turn share
 one write at the start of the next (group commit: ``call_soon`` runs after the turn's reads),
-and that write replaces the pending timed one.
+and that write replaces the pending timed one. The state files stay open between the writes
+made in the loop (`_fileutil.HotFiles`), and a small state's write is not timed (`_snapshot`).
 """
 
 from __future__ import annotations
@@ -186,9 +187,7 @@ class StateWriter:
         if self._flush_handle is not None:  # this write covers every change so far
             self._flush_handle.cancel()
             self._flush_handle = None
-        started = time.thread_time()
-        state = self.consumer.state.packed()
-        snap_cost = time.thread_time() - started
+        state, snap_cost = self._snapshot()
         if self.consumer.engine.sync_always:
             # An fsync takes milliseconds of waiting: in the writer thread, while the loop reads
             # on and the next acks gather for the next commit (which waits for this one).
@@ -229,15 +228,26 @@ class StateWriter:
             self.dirty()  # one write at a time: try again after this one
             return
         consumer = self.consumer
-        started = time.thread_time()
-        state = consumer.state.packed(whole)
-        snap_cost = time.thread_time() - started
+        state, snap_cost = self._snapshot(whole)
         small = state.nchg if isinstance(state, PackedChanges) else state.npend
         if consumer.closed or (small <= STATE_INLINE_MAX and not consumer.engine.sync_always):
             self._write(state, snap_cost)
         else:
             # Encoding a large state, or an fsync, takes milliseconds: keep it off the event loop.
             self._write_future = _state_writer().submit(self._write, state, snap_cost)
+
+    def _snapshot(self, whole: bool = False) -> tuple[PackedState | PackedChanges, float]:
+        """The state packed for the store (`DeliveryState.packed`), and the CPU time that took —
+        -1 for a state of at most ``STATE_INLINE_MAX`` pending acks: packed and written in
+        ~0.1 ms, its cost could never hold the next write back (only one of over a tenth of
+        ``STATE_FLUSH_DELAY`` does, `dirty`), so neither is timed (two clock reads each, ~3 µs
+        of a confirmed ack's ~40)."""
+        st = self.consumer.state
+        if st.pending.n <= STATE_INLINE_MAX:
+            return st.packed(whole), -1.0
+        started = time.thread_time()
+        state = st.packed(whole)
+        return state, time.thread_time() - started
 
     def _settle(self) -> ConsumerStoreBase | None:
         """Before a reset or a close: no timed write pending, the writer thread's last write
@@ -257,9 +267,10 @@ class StateWriter:
     def _write(self, state: PackedState | PackedChanges, snap_cost: float = 0.0) -> bool:
         """Runs in the state writer thread (or in the loop); only this touches the store then.
         The write's whole cost (``snap_cost``: its snapshot's) is known only once it is done: the
-        next write waits for it (`dirty`), not for a part of it. False: the store refused it."""
+        next write waits for it (`dirty`), not for a part of it (-1: a small state's, not timed:
+        `_snapshot`). False: the store refused it."""
         assert self.store is not None
-        started = time.thread_time()
+        started = time.thread_time() if snap_cost >= 0 else -1.0
         try:
             if isinstance(state, PackedChanges):
                 self.store.adopt_changes(state)
@@ -270,7 +281,7 @@ class StateWriter:
             self._log_failure("write", exc)
             return False
         finally:
-            self._cost = snap_cost + time.thread_time() - started
+            self._cost = snap_cost + time.thread_time() - started if started >= 0 else 0.0
         return True
 
     def _log_failure(self, action: str, exc: Exception) -> None:

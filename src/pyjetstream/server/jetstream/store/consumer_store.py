@@ -24,7 +24,7 @@ from itertools import chain, compress, repeat
 
 import msgspec
 
-from ._fileutil import fsync_dir, fsync_paths, read_meta_file, write_meta_file
+from ._fileutil import HOT_FILES, fsync_dir, fsync_paths, read_meta_file, write_meta_file
 from .base import (
     ACK_ALL,
     ACK_EXPLICIT,
@@ -689,6 +689,7 @@ class FileConsumerStore(_ConsumerStateMachine):
     STATE_FILE = "o.dat"
     persistent = True
     SLOT_FILES = ("o.dat", "o.dat.b")  # odd generations, even ones (a version-1 o.dat is 1)
+    WRITTEN_FILES = (*SLOT_FILES, JOURNAL_FILE)  # what `_pwrite` writes
 
     def __init__(
         self,
@@ -701,6 +702,7 @@ class FileConsumerStore(_ConsumerStateMachine):
         super().__init__(name, ack_policy, max_deliver)
         self.directory = directory
         self._sync_always = sync_always
+        self._paths = {name: os.path.join(directory, name) for name in self.WRITTEN_FILES}
         created = _make_dir(directory)
         if created and sync_always:
             fsync_dir(os.path.dirname(directory))
@@ -802,19 +804,26 @@ class FileConsumerStore(_ConsumerStateMachine):
 
     def _pwrite(self, name: str, data: bytes, at: int, size: int = -1) -> None:
         """Write ``data`` at ``at`` in file ``name`` (fdatasync'd with ``sync: always``); cut
-        the file to ``size`` after (-1: leave its length)."""
-        fd = os.open(os.path.join(self.directory, name), os.O_WRONLY | os.O_CREAT, 0o644)
+        the file to ``size`` after (-1: leave its length). The file stays open for the next
+        write when written in the event loop (`_fileutil.HotFiles`)."""
+        fd, kept = HOT_FILES.fd(self, name, self._paths[name])
         try:
-            view = memoryview(data)
-            off = 0
-            while off < len(data):
-                off += os.pwrite(fd, view[off:], at + off)
+            off = os.pwrite(fd, data, at)
+            if off < len(data):
+                view = memoryview(data)
+                while off < len(data):
+                    off += os.pwrite(fd, view[off:], at + off)
             if size >= 0:
                 os.ftruncate(fd, size)
             if self._sync_always:
                 os.fdatasync(fd)
+        except BaseException:
+            if kept:
+                HOT_FILES.drop(self, (name,))
+            raise
         finally:
-            os.close(fd)
+            if not kept:
+                os.close(fd)
 
     def _written_file(self, name: str, created: bool) -> None:
         """``name`` was written: its directory entry fsynced now when new (``sync: always``),
@@ -894,11 +903,17 @@ class FileConsumerStore(_ConsumerStateMachine):
             return
         self.flush()
         self.closed = True
+        HOT_FILES.drop(self, self.WRITTEN_FILES)
+
+    def stream_delete(self) -> None:
+        super().stream_delete()
+        HOT_FILES.drop(self, self.WRITTEN_FILES)
 
     def delete(self) -> None:
         """Remove the consumer's files (nats-server ``removeAllWithRetry``, its directory's entry
         fsynced only with ``sync: always``)."""
         self.closed = True
+        HOT_FILES.drop(self, self.WRITTEN_FILES)
         # Deferred: shutil imports bz2 and lzma (~1.5 ms of every start that recovers a consumer).
         import shutil
 

@@ -1,0 +1,178 @@
+"""A consumer's state files stay open between the writes its event loop makes
+(``_fileutil.HotFiles``): a confirmed ack (issue #27) writes the state before its reply, and
+opening the slot by its path cost a quarter of that write. Step counts, not time: the opens of
+the state files do not grow with the confirmed acks; the descriptors kept are bounded and closed
+when their consumer stops or goes; and on = off (``KEEP_HOT_FILES_OPEN``): the same state after
+a restart, a consumer created again under the same name never written through its old files."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.jetstream.consumer_helpers import RawClient
+from tests.support.fs_calls import fs_calls
+
+from pyjetstream.server.jetstream.store import _fileutil
+from pyjetstream.server.server import Server
+
+STATE_FILES = ("o.dat", "o.dat.b", "o.jnl")
+
+
+def _server(store_dir: str) -> Server:
+    return Server(port=-1, jetstream=True, store_dir=store_dir, host="127.0.0.1")
+
+
+def _open_state_files(root: str) -> int:
+    """This process's descriptors open on a consumer state file under ``root``."""
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(root) and os.path.basename(target.removesuffix(" (deleted)")) in STATE_FILES:
+            n += 1
+    return n
+
+
+async def _confirmed_acks(nc: RawClient, stream: str, consumer: str, n: int) -> None:
+    """Fetch one, ack it with a reply, await the confirmation: ``n`` times (the serial shape)."""
+    msgs, confirms = nc.subscribe(nc.new_inbox()), nc.subscribe(nc.new_inbox())
+    for _ in range(n):
+        nc.pull(stream, consumer, msgs.subject, {"batch": 1})
+        msg = await msgs.next()
+        nc.publish(_reply_of(msg), b"+ACK", confirms.subject)
+        await confirms.next()
+    msgs.unsubscribe()
+    confirms.unsubscribe()
+
+
+def _reply_of(msg: Any) -> str:
+    reply: str = msg.reply
+    assert reply.startswith("$JS.ACK."), reply
+    return reply
+
+
+async def _acked_state(store: str, n: int, consumers: int = 1) -> list[dict[str, Any]]:
+    """Publish ``n`` messages, confirm-ack each through ``consumers`` durables in turn, restart;
+    the consumers' states as the restarted server reads them."""
+    server = _server(store)
+    await server.start()
+    nc = await RawClient.connect(server.client_url)
+    try:
+        await nc.add_stream("S", ["s.>"], storage="file")
+        await nc.publish_many("s.x", n)
+        for c in range(consumers):
+            resp = await nc.add_consumer("S", f"c{c}", durable_name=f"c{c}")
+            assert "error" not in resp, resp
+        for c in range(consumers):
+            await _confirmed_acks(nc, "S", f"c{c}", n)
+    finally:
+        await nc.close()
+    await server.shutdown()
+    server = _server(store)
+    await server.start()
+    nc = await RawClient.connect(server.client_url)
+    try:
+        infos = [await nc.consumer_info("S", f"c{c}") for c in range(consumers)]
+    finally:
+        await nc.close()
+        await server.shutdown()
+    return [{k: i[k] for k in ("delivered", "ack_floor", "num_ack_pending", "num_pending")} for i in infos]
+
+
+async def _state_file_opens(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
+    """The opens of state files while one consumer takes ``n`` confirmed acks."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server = _server(tmp)
+        await server.start()
+        nc = await RawClient.connect(server.client_url)
+        try:
+            await nc.add_stream("S", ["s.>"], storage="file")
+            await nc.publish_many("s.x", n)
+            await nc.add_consumer("S", "c", durable_name="c")
+            with fs_calls(monkeypatch, tmp, ["open"]) as calls:
+                await _confirmed_acks(nc, "S", "c", n)
+            return calls["open"]
+        finally:
+            await nc.close()
+            await server.shutdown()
+
+
+async def test_confirmed_acks_open_the_state_files_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """10 or 100 confirmed acks: each written before its reply, the two slots opened once each
+    (switched off: an open per write, growing with the acks)."""
+    small, large = await _state_file_opens(monkeypatch, 10), await _state_file_opens(monkeypatch, 100)
+    assert small == large <= 2, (small, large)
+    monkeypatch.setattr(_fileutil, "KEEP_HOT_FILES_OPEN", False)
+    off_small, off_large = await _state_file_opens(monkeypatch, 10), await _state_file_opens(monkeypatch, 100)
+    assert off_small >= 10 and off_large >= 100, (off_small, off_large)
+
+
+@pytest.mark.parametrize("keep", [True, False])
+async def test_kept_open_or_not_the_state_restored_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: bool
+) -> None:
+    """The differential: the states a restart reads after confirmed acks through 6 consumers
+    (with at most 4 descriptors kept, so some are closed and opened again) are what they
+    were acked to, with the switch on or off."""
+    monkeypatch.setattr(_fileutil, "KEEP_HOT_FILES_OPEN", keep)
+    monkeypatch.setattr(_fileutil, "HOT_FILES_MAX", 4)
+    states = await _acked_state(str(tmp_path), 5, consumers=6)
+    for st in states:
+        assert st["ack_floor"]["stream_seq"] == 5 and st["delivered"]["stream_seq"] == 5, st
+        assert st["num_ack_pending"] == 0 and st["num_pending"] == 0, st
+    assert _open_state_files(str(tmp_path)) == 0
+
+
+async def test_descriptors_are_bounded_and_closed_with_their_consumers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At most HOT_FILES_MAX kept however many consumers write; none left once the consumers
+    are deleted, or their stream, or the server stops; a consumer deleted and created again
+    under its name starts from nothing (its old files, kept open, are never written again)."""
+    monkeypatch.setattr(_fileutil, "HOT_FILES_MAX", 4)
+    root = str(tmp_path)
+    server = _server(root)
+    await server.start()
+    nc = await RawClient.connect(server.client_url)
+    try:
+        await nc.add_stream("S", ["s.>"], storage="file")
+        await nc.add_stream("T", ["t.>"], storage="file")
+        await nc.publish_many("s.x", 3)
+        await nc.publish_many("t.x", 3)
+        for c in range(6):
+            await nc.add_consumer("S", f"c{c}", durable_name=f"c{c}")
+            await _confirmed_acks(nc, "S", f"c{c}", 2)
+        assert 1 <= _open_state_files(root) <= 4
+        for c in range(6):
+            resp = await nc.api(f"$JS.API.CONSUMER.DELETE.S.c{c}")
+            assert resp.get("success"), resp
+        assert _open_state_files(root) == 0
+        await nc.add_consumer("S", "c0", durable_name="c0")
+        info = await nc.consumer_info("S", "c0")
+        assert info["ack_floor"]["stream_seq"] == 0 and info["num_pending"] == 3, info
+        await _confirmed_acks(nc, "S", "c0", 1)
+        await nc.add_consumer("T", "d", durable_name="d")
+        await _confirmed_acks(nc, "T", "d", 1)
+        assert _open_state_files(root) == 2
+        resp = await nc.api("$JS.API.STREAM.DELETE.T")
+        assert resp.get("success"), resp
+        assert _open_state_files(root) == 1
+    finally:
+        await nc.close()
+        await server.shutdown()
+    assert _open_state_files(root) == 0
+    server = _server(root)
+    await server.start()
+    nc = await RawClient.connect(server.client_url)
+    try:
+        info = await nc.consumer_info("S", "c0")
+        assert info["ack_floor"]["stream_seq"] == 1 and info["num_pending"] == 2, info
+    finally:
+        await nc.close()
+        await server.shutdown()
