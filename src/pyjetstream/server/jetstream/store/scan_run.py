@@ -60,14 +60,13 @@ def plain_run(
     crc32: Callable[[bytes], int],
 ) -> int:
     """Take the plain message records of ``buf`` (a block's bytes, or its map) from ``off`` on into
-    the columns ``cols`` (the block's ``sids, tss, sizes, locs, nxt`` arrays); return the offset of
-    the first record not taken. ``state`` is ``[start, nslots, max_seq, cur_ts, size_base,
-    size_hdr]`` of the general loop, its middle three updated; ``own`` the block's subjects' ids;
-    ``last_idx`` each id's last slot (-1: none yet), updated; ``new_subject`` gives a subject the
-    block meets for the first time its id (``_BlockScan.subject_id``: adds it to both). A record header's fields
-    (``_records.REC_HDR``: ``<IBQqHI``) are read from the window byte by byte."""
+    the columns ``cols`` (the block's ``sids, tss, sizes, locs, nxt``); return the offset of the
+    first record not taken. ``state``: the general loop's ``[start, nslots, max_seq, cur_ts,
+    size_base, size_hdr]``, its middle three updated; ``own``: the block's subjects' ids;
+    ``last_idx``: each id's last slot (-1: none yet), updated; ``new_subject``: the id of a subject
+    met first (``_BlockScan.subject_id``). Header fields (``<IBQqHI``) are read byte by byte."""
     hdr_len, overhead, residue, max_record, ttl_key = layout
-    sids, tss, sizes, locs, nxt = cols
+    nxt = cols[4]
     n: i64 = len(buf)
     start: int = state[0]
     base: i64 = state[1]
@@ -81,52 +80,36 @@ def plain_run(
     data = b""
     lo: i64 = 0  # the window is data = buf[lo:end]
     end: i64 = 0
-    new_sids: list[int] = []
-    new_tss: list[int] = []
-    new_sizes: list[int] = []
-    new_locs: list[int] = []
-    new_nxt: list[int] = []
+    new: tuple[list[int], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
+    new_sids, new_tss, new_sizes, new_locs, new_nxt = new
     count: i64 = 0
     while n - at >= least:
         if at + least > end:
-            lo = at
-            data = buf[lo : min(n, lo + WINDOW)]
+            lo, data = at, buf[at : min(n, at + WINDOW)]
             end = lo + len(data)
         r: i64 = at - lo
         total: i64 = data[r] | data[r + 1] << 8 | data[r + 2] << 16 | data[r + 3] << 24
         if data[r + 4] or total < least or total > max_record or at + total > n:
             break  # (not a plain message — kind MSG is 0, and no flag —, or no whole record)
         if at + total > end:  # (the window ends inside it: a new one from here)
-            lo = at
-            data = buf[lo : min(n, lo + max(WINDOW, total))]
+            lo, data, r = at, buf[at : min(n, at + max(WINDOW, total))], 0
             end = lo + len(data)
-            r = 0
         seq: int = data[r + 5] | data[r + 6] << 8 | data[r + 7] << 16 | data[r + 8] << 24
         if data[r + 9] or data[r + 10] or data[r + 11] or data[r + 12]:
             seq = _u64(data, r + 5)  # (a sequence of 2**32 or more)
-        if seq != max_seq + 1 or seq - start != base + count:
-            break  # (not the next slot's)
-        if crc32(data[r : r + total]) != residue:
-            break
+        if seq != max_seq + 1 or seq - start != base + count or crc32(data[r : r + total]) != residue:
+            break  # (not the next slot's, or damaged)
         slen: i64 = data[r + 21] | data[r + 22] << 8
         hlen: i64 = data[r + 23] | data[r + 24] << 8 | data[r + 25] << 16 | data[r + 26] << 24
-        if slen + hlen > total - least:
-            break  # (fields past the record's end: the general loop reads them as they lie)
         subj_at: i64 = r + head
+        if slen + hlen > total - least or (hlen and data.find(ttl_key, subj_at + slen, subj_at + slen + hlen) >= 0):
+            break  # (fields past the record's end, which the general loop reads as they lie; a TTL)
         subj = data[subj_at : subj_at + slen]
         sid = own.get(subj)
         if sid is None:
             sid = new_subject(subj)
-        dlen: i64 = total - least - slen - hlen
-        if hlen:
-            hdr_at: i64 = subj_at + slen
-            if data.find(ttl_key, hdr_at, hdr_at + hlen) >= 0:
-                break
-            new_sizes.append(size_base + slen + dlen + size_hdr + hlen)
-        else:
-            new_sizes.append(size_base + slen + dlen)
+        new_sizes.append(size_base + total - least - hlen + (size_hdr + hlen if hlen else 0))
         ts: int = _i64(data, r + 13)
-        idx: i64 = base + count
         new_sids.append(sid)
         new_tss.append(ts)
         new_locs.append(int(at) << 32 | int(total))  # (an int: an offset of 2 GiB or more)
@@ -136,21 +119,24 @@ def plain_run(
             new_nxt[li - base] = seq
         elif li >= 0:
             nxt[li] = seq
-        last_idx[sid] = idx
-        max_seq = seq
-        cur_ts = ts
+        last_idx[sid] = base + count
+        max_seq, cur_ts = seq, ts
         count += 1
         at += total
     if count:
-        _extend_u32(sids, new_sids)
-        _extend_i64(tss, new_tss)
-        _extend_u32(sizes, new_sizes)
-        _extend_u64(locs, new_locs)
-        _extend_u64(nxt, new_nxt)
-        state[1] = base + count
-        state[2] = max_seq
-        state[3] = cur_ts
+        _join(cols, new)
+        state[1], state[2], state[3] = base + count, max_seq, cur_ts
     return at
+
+
+def _join(cols: tuple[Any, Any, Any, Any, Any], new: tuple[list[int], list[int], list[int], list[int], list[int]]) -> None:
+    """A run's slots (lists) onto the block's columns (arrays), each in C passes."""
+    sids, tss, sizes, locs, nxt = cols
+    _extend_u32(sids, new[0])
+    _extend_i64(tss, new[1])
+    _extend_u32(sizes, new[2])
+    _extend_u64(locs, new[3])
+    _extend_u64(nxt, new[4])
 
 
 def _u64_bytes(values: list[int]) -> memoryview:
