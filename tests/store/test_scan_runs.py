@@ -19,6 +19,7 @@ import shutil
 import sys
 import zlib
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -204,11 +205,12 @@ def _scan_steps(d: Path, records: int, monkeypatch: pytest.MonkeyPatch) -> Count
         if event in ("call", "c_call") and frame.f_globals.get("__name__") != skip:
             counts[event] += 1
 
-    record = blockindex._BlockScan.record
+    take = blockindex._BlockScan.take
 
-    def counted(self: blockindex._BlockScan, rec: tuple[int, int, int, int, int, int, int]) -> None:
-        counts["general"] += 1
-        record(self, rec)
+    def counted(self: blockindex._BlockScan, recs: Iterable[tuple[int, int, int, int, int, int, int]]) -> None:
+        taken = list(recs)
+        counts["general"] += len(taken)
+        take(self, taken)
 
     subject_id = blockindex._BlockScan.subject_id
 
@@ -216,7 +218,7 @@ def _scan_steps(d: Path, records: int, monkeypatch: pytest.MonkeyPatch) -> Count
         counts["new_subject"] += 1
         return subject_id(self, subj)
 
-    monkeypatch.setattr(blockindex._BlockScan, "record", counted)
+    monkeypatch.setattr(blockindex._BlockScan, "take", counted)
     monkeypatch.setattr(blockindex._BlockScan, "subject_id", counted_id)
     monkeypatch.setattr(blockindex, "PLAIN_RUNS", True)  # (also in the suite's pure-Python pass)
     sys.setprofile(profile)
