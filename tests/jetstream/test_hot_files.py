@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,21 @@ from pyjetstream.server.server import Server
 STATE_FILES = ("o.dat", "o.dat.b", "o.jnl")
 
 
-def _server(store_dir: str) -> Server:
-    return Server(port=-1, jetstream=True, store_dir=store_dir, host="127.0.0.1")
+@asynccontextmanager
+async def _running(store_dir: str, messages: int = 0) -> AsyncIterator[RawClient]:
+    """A server on ``store_dir`` and a client of it (with stream S of ``messages`` new messages
+    on ``s.x`` when ``messages``); both stopped after."""
+    server = Server(port=-1, jetstream=True, store_dir=store_dir, host="127.0.0.1")
+    await server.start()
+    nc = await RawClient.connect(server.client_url)
+    try:
+        if messages:
+            await nc.add_stream("S", ["s.>"], storage="file")
+            await nc.publish_many("s.x", messages)
+        yield nc
+    finally:
+        await nc.close()
+        await server.shutdown()
 
 
 def _open_state_files(root: str) -> int:
@@ -60,47 +75,25 @@ def _reply_of(msg: Any) -> str:
 async def _acked_state(store: str, n: int, consumers: int = 1) -> list[dict[str, Any]]:
     """Publish ``n`` messages, confirm-ack each through ``consumers`` durables in turn, restart;
     the consumers' states as the restarted server reads them."""
-    server = _server(store)
-    await server.start()
-    nc = await RawClient.connect(server.client_url)
-    try:
-        await nc.add_stream("S", ["s.>"], storage="file")
-        await nc.publish_many("s.x", n)
+    async with _running(store, n) as nc:
         for c in range(consumers):
             resp = await nc.add_consumer("S", f"c{c}", durable_name=f"c{c}")
             assert "error" not in resp, resp
         for c in range(consumers):
             await _confirmed_acks(nc, "S", f"c{c}", n)
-    finally:
-        await nc.close()
-    await server.shutdown()
-    server = _server(store)
-    await server.start()
-    nc = await RawClient.connect(server.client_url)
-    try:
+    async with _running(store) as nc:
         infos = [await nc.consumer_info("S", f"c{c}") for c in range(consumers)]
-    finally:
-        await nc.close()
-        await server.shutdown()
     return [{k: i[k] for k in ("delivered", "ack_floor", "num_ack_pending", "num_pending")} for i in infos]
 
 
 async def _state_file_opens(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
     """The opens of state files while one consumer takes ``n`` confirmed acks."""
     with tempfile.TemporaryDirectory() as tmp:
-        server = _server(tmp)
-        await server.start()
-        nc = await RawClient.connect(server.client_url)
-        try:
-            await nc.add_stream("S", ["s.>"], storage="file")
-            await nc.publish_many("s.x", n)
+        async with _running(tmp, n) as nc:
             await nc.add_consumer("S", "c", durable_name="c")
             with fs_calls(monkeypatch, tmp, ["open"]) as calls:
                 await _confirmed_acks(nc, "S", "c", n)
             return calls["open"]
-        finally:
-            await nc.close()
-            await server.shutdown()
 
 
 async def test_confirmed_acks_open_the_state_files_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -137,13 +130,8 @@ async def test_descriptors_are_bounded_and_closed_with_their_consumers(
     under its name starts from nothing (its old files, kept open, are never written again)."""
     monkeypatch.setattr(_fileutil, "HOT_FILES_MAX", 4)
     root = str(tmp_path)
-    server = _server(root)
-    await server.start()
-    nc = await RawClient.connect(server.client_url)
-    try:
-        await nc.add_stream("S", ["s.>"], storage="file")
+    async with _running(root, 3) as nc:
         await nc.add_stream("T", ["t.>"], storage="file")
-        await nc.publish_many("s.x", 3)
         await nc.publish_many("t.x", 3)
         for c in range(6):
             await nc.add_consumer("S", f"c{c}", durable_name=f"c{c}")
@@ -163,16 +151,7 @@ async def test_descriptors_are_bounded_and_closed_with_their_consumers(
         resp = await nc.api("$JS.API.STREAM.DELETE.T")
         assert resp.get("success"), resp
         assert _open_state_files(root) == 1
-    finally:
-        await nc.close()
-        await server.shutdown()
     assert _open_state_files(root) == 0
-    server = _server(root)
-    await server.start()
-    nc = await RawClient.connect(server.client_url)
-    try:
+    async with _running(root) as nc:
         info = await nc.consumer_info("S", "c0")
         assert info["ack_floor"]["stream_seq"] == 1 and info["num_pending"] == 2, info
-    finally:
-        await nc.close()
-        await server.shutdown()
