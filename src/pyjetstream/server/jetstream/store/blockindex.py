@@ -622,19 +622,16 @@ class BlockIndexes(PayloadBackend):
         Runs of plain messages are taken by `scan_run.plain_run` (compiled; ``PLAIN_RUNS``), every
         other record — and, with the switch off, every record — by `_BlockScan.take`."""
         scan = _BlockScan(self, blk, buf, max_seq, prev_ts, known, recover)
-        st, cols, own = scan.st, scan.cols, scan.own
-        skipped: list[tuple[int, int]] = []
-        n = len(buf)
-        runs = _compiled.active if PLAIN_RUNS is None else PLAIN_RUNS
-        if not runs:
-            ends: list[ScanEnd] = []
+        ends: list[ScanEnd] = []
+        if not (_compiled.active if PLAIN_RUNS is None else PLAIN_RUNS):
             scan.take(scan_records(buf, at, ends))
-            at, skipped = ends[0]
         else:
             # Deferred: only a block scan (a crash restart, an index that cannot be read) runs it, and
             # a start that scans no block imports it not (tests/server/test_startup_imports.py).
             from .scan_run import plain_run
 
+            st, cols, own, n = scan.st, scan.cols, scan.own, len(buf)
+            skipped: list[tuple[int, int]] = []
             with memoryview(buf) as mv:
                 while True:
                     at = plain_run(buf, at, st, cols, own, scan.last_idx, scan.subject_id, SCAN_LAYOUT, _crc32)
@@ -643,10 +640,11 @@ class BlockIndexes(PayloadBackend):
                         break
                     at = rec[0] + rec[1]
                     scan.take((rec,))
+            ends.append(ScanEnd(at, skipped))
         slots = scan.slots
         slots.summarize()
         self.slots_scanned += len(slots.sids)
-        return slots, st[_MAX_SEQ], ScanEnd(at, skipped)
+        return slots, scan.st[_MAX_SEQ], ends[0]
 
     def _scan_end(self, blk: _Block, buf: Bytes, is_last: bool, max_seq: int, end: ScanEnd) -> None:
         """What a block's scan stepped over or cut: the bytes counted lost (a torn tail of the last
