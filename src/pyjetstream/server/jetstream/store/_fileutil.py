@@ -197,8 +197,25 @@ def swap_into(tmp: str, path: str) -> None:
     os.replace(tmp, path)
 
 
-def write_meta_file(directory: str, data: bytes, name: str = "meta", fsync: bool = True) -> None:
+#: Whether `write_meta_file` writes a new directory's first definition in place (the checksum first,
+#: then the data: nothing to keep, so no temporary file and no rename). Off, it goes through the
+#: temporary files as every rewrite does; what `read_meta_file` reads, after a crash anywhere, is the
+#: same either way (tests/store/test_meta_fresh.py).
+DIRECT_FRESH_META = True
+
+
+def write_meta_file(
+    directory: str, data: bytes, name: str = "meta", fsync: bool = True, fresh: bool = False
+) -> None:
     """Write ``<name>.inf`` (the bytes) and ``<name>.sum`` (their checksum), crash-safely.
+
+    ``fresh``: the caller made ``directory`` and wrote no definition in it yet. Then the two files
+    are written where they go, the checksum first (`DIRECT_FRESH_META`), as nats-server's
+    ``writeConsumerMeta`` writes a consumer's (``writeFileWithOptionalSync``, no rename): a crash
+    between them leaves a checksum and no data, which `read_meta_file` reads as no definition at all
+    (a consumer's directory without one is dropped at recovery: its create was never answered).
+    Creating 10,000 consumers this way makes four file-system calls fewer each (two renames and the
+    two exchanges that fail without a target), whose system time grows with the directory.
 
     Both temp files are written (and, with ``fsync``, fsynced) before either is put in place; the
     data file goes first, so after a crash between the two the pending ``.sum.tmp`` still vouches
@@ -210,6 +227,12 @@ def write_meta_file(directory: str, data: bytes, name: str = "meta", fsync: bool
     """
     inf = os.path.join(directory, name + ".inf")
     sumf = os.path.join(directory, name + ".sum")
+    if fresh and DIRECT_FRESH_META:
+        write_file(sumf, _sum(data), fsync)
+        write_file(inf, data, fsync)
+        if fsync:
+            fsync_dir(directory)
+        return
     write_file(sumf + ".tmp", _sum(data), fsync)
     write_file(inf + ".tmp", data, fsync)
     swap_into(inf + ".tmp", inf)

@@ -712,6 +712,7 @@ class FileConsumerStore(_ConsumerStateMachine):
         # in its parent, the definition files.
         self._new_dir = created and not sync_always
         self._meta_unsynced = False
+        self._fresh_meta = created  # (no definition written in the directory yet)
         # Why the state file could not be used (corrupt, unknown format, unreadable): the
         # consumer then starts without it, as nats-server's readStoredState ignores the error,
         # so it redelivers rather than loses (issue #15); the caller logs this.
@@ -892,7 +893,8 @@ class FileConsumerStore(_ConsumerStateMachine):
 
     def write_meta(self, data: bytes) -> None:
         self._check()
-        write_meta_file(self.directory, data, fsync=self._sync_always)
+        write_meta_file(self.directory, data, fsync=self._sync_always, fresh=self._fresh_meta)
+        self._fresh_meta = False
         self._meta_unsynced = not self._sync_always
 
     def read_meta(self) -> bytes | None:
