@@ -18,6 +18,7 @@ their counts on both servers (`SeqQueries._pages_up`, nats-server's blocks).
 from __future__ import annotations
 
 import random
+import tempfile
 from array import array
 from typing import Any
 
@@ -27,6 +28,8 @@ from tests.jetstream.scale_steps import embedded, pub_frame, publish_in_one_writ
 from tests.support.steps import counting
 
 from pyjetstream.server.jetstream.store import _index
+from pyjetstream.server.jetstream.store.base import StoreConfig
+from pyjetstream.server.jetstream.store.filestore import FileStore, FileStoreConfig
 
 STORE_DIR = "/jetstream/store/"
 
@@ -104,3 +107,63 @@ def test_the_scans_answer_as_the_stripped_ones_and_as_a_walk(monkeypatch: pytest
                 assert got == want, (on, n, lo, hi, got, want)
             a.append(0)  # (no buffer left exported by a scan)
             a.pop()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_find_value_answers_the_same_with_the_dead_runs_stepped_over(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """`_index.SKIP_DEAD_RUNS` on = off = a walk, for values that are there, that are not, and 0
+    (a dead slot, which a recovery looks for: never stepped over)."""
+    rng = random.Random(seed)
+    for a in _arrays(rng):
+        n = len(a)
+        for _ in range(12):
+            lo = rng.randrange(n + 1)
+            hi = rng.randrange(lo, n + 1)
+            present = [v for v in a[lo:hi] if v][:1]
+            for value in {0, 7, *present}:
+                want = next((i for i in range(lo, hi) if a[i] == value), -1)
+                for on in (True, False):
+                    monkeypatch.setattr(_index, "SKIP_DEAD_RUNS", on)
+                    assert _index.find_value(a, value, lo, hi) == want, (on, n, lo, hi, value)
+            a.append(0)
+            a.pop()
+
+
+def _next_after_gap(gap: int, block_size: int) -> tuple[int, int, int]:
+    """A file store of 1,000 ``g.edge``, ``gap`` ``g.mid`` purged, 1,000 ``g.edge`` in blocks of
+    ``block_size``: the next ``g.edge`` from the gap's start (a ``next_by_subj`` get, twice), the
+    slots `find_value` handed its searches for the second, and the store's pages."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = FileStore(FileStoreConfig(tmp, block_size=block_size), StoreConfig(name="G"))
+        try:
+            for subject, n in (("g.edge", 1000), ("g.mid", gap), ("g.edge", 1000)):
+                for _ in range(n):
+                    store.store_msg(subject, b"", b"x" * 16)
+            assert store.purge_ex("g.mid") == gap
+            first = store.load_next_msg("g.edge", 1001)[1]
+            before = _index.searched
+            assert store.load_next_msg("g.edge", 1001)[1] == first
+            return first, _index.searched - before, len(store._index.pages)
+        finally:
+            store.stop()
+
+
+def test_a_get_after_a_gap_does_not_search_the_dead_run_that_starts_a_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next ``g.edge`` after 1M purged ``g.mid`` lies in a block that starts with ~33,000 of
+    their dead slots (the gap's tail): each get searched them (``--dim gaps``, ~40 µs a get at 1M,
+    3 µs at 100k, where the gap ended inside the first block). Now the search starts after them;
+    with the switch off it goes over them. (Small blocks here: the gap's tail starts a block at
+    both sizes.)"""
+    block = 64 * 1024  # (~1,600 slots of these messages a block: the gap's tail starts the last one)
+    small = _next_after_gap(20_000, block)
+    large = _next_after_gap(200_000, block)
+    assert small[0] == 21_001 and large[0] == 201_001, (small, large)
+    assert small[2] > 2 and large[2] > 2  # (the gap spans blocks: the case counted)
+    # Only the live slots after the run, in the block that holds them (where that block's edge
+    # falls depends on the gap): none of the dead ones.
+    assert max(small[1], large[1]) <= 1_000, (small, large)
+    monkeypatch.setattr(_index, "SKIP_DEAD_RUNS", False)
+    off = _next_after_gap(200_000, block)
+    assert off[0] == 201_001 and off[1] > large[1], (off, large)
