@@ -113,8 +113,8 @@ def test_the_scans_answer_as_the_stripped_ones_and_as_a_walk(monkeypatch: pytest
 def test_find_value_answers_the_same_with_the_dead_runs_stepped_over(
     monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
-    """`_index.SKIP_DEAD_RUNS` on = off = a walk, for values that are there, that are not, and 0
-    (a dead slot, which a recovery looks for: never stepped over)."""
+    """`_index.SKIP_DEAD_RUNS` on = off = a walk, `find_value` and `rfind_value`, for values that
+    are there, that are not, and 0 (a dead slot, which a recovery looks for: never stepped over)."""
     rng = random.Random(seed)
     for a in _arrays(rng):
         n = len(a)
@@ -122,11 +122,13 @@ def test_find_value_answers_the_same_with_the_dead_runs_stepped_over(
             lo = rng.randrange(n + 1)
             hi = rng.randrange(lo, n + 1)
             present = [v for v in a[lo:hi] if v][:1]
-            for value in {0, 7, *present}:
+            for value in {0, 7, *present, *[v for v in a[lo:hi] if v][-1:]}:
                 want = next((i for i in range(lo, hi) if a[i] == value), -1)
+                last = next((i for i in range(hi - 1, lo - 1, -1) if a[i] == value), -1)
                 for on in (True, False):
                     monkeypatch.setattr(_index, "SKIP_DEAD_RUNS", on)
                     assert _index.find_value(a, value, lo, hi) == want, (on, n, lo, hi, value)
+                    assert _index.rfind_value(a, value, lo, hi) == last, (on, n, lo, hi, value)
             a.append(0)
             a.pop()
 
