@@ -347,9 +347,9 @@ _PATTERNS_MAX = 4096
 _NEAR = 16384
 #: Whether `find_value` (`rfind_value`) steps over a run of dead (zero) slots where its search starts
 #: with `next_nonzero` (`prev_nonzero`, ~0.2 ns a slot) rather than letting the search go over it
-#: (~1.2 ns a slot): the
-#: next message on a subject after 1M interior deletes searched the ~33,000 dead slots that began
-#: the next block at every get, ~40 µs (``--dim gaps``, ``next_by_subj``). Off, the same index.
+#: (~1.2 ns a slot): the next message on a subject after 1M interior deletes searched the ~33,000
+#: dead slots that began the next block at every get, ~40 µs (``--dim gaps``, ``next_by_subj``).
+#: Off, the same answers.
 SKIP_DEAD_RUNS = True
 #: Slots `find_value` handed to its searches, past any dead run it stepped over (a counter for
 #: tests/store/test_zero_runs.py).
