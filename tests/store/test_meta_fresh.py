@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from tests.jetstream.consumer_helpers import RawClient
 from tests.jetstream.test_scale_consumer_create import _create_calls
+from tests.support.fs_calls import dies_after
 
 from pyjetstream import Server
 from pyjetstream.server.jetstream.store import _fileutil
@@ -31,20 +32,6 @@ async def test_with_the_switch_off_a_create_goes_through_temporary_files(
     assert calls == {"mkdir": 1, "open": 2, "write": 2, "replace": 2, "state writes due": 0}, calls
 
 
-def _crash_at_write(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
-    """The process dies after ``writes`` whole files of a definition's write."""
-    original = _fileutil.write_file
-    done = [0]
-
-    def dying(path: str, data: bytes, fsync: bool) -> None:
-        if done[0] == writes:
-            raise SystemExit("crash")
-        done[0] += 1
-        original(path, data, fsync)
-
-    monkeypatch.setattr(_fileutil, "write_file", dying)
-
-
 @pytest.mark.parametrize("direct", [True, False])
 @pytest.mark.parametrize("crash_after", [None, 0, 1])
 def test_a_first_write_reads_back_as_through_temporary_files(
@@ -56,7 +43,7 @@ def test_a_first_write_reads_back_as_through_temporary_files(
     monkeypatch.setattr(_fileutil, "DIRECT_FRESH_META", direct)
     with monkeypatch.context() as m:
         if crash_after is not None:
-            _crash_at_write(m, crash_after)
+            dies_after(m, _fileutil, "write_file", crash_after)  # (after that many whole files)
         try:
             write_meta_file(str(tmp_path), b'{"v":1}', fsync=False, fresh=True)
         except SystemExit:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from tests.jetstream.consumer_helpers import RawClient
 from tests.jetstream.scale_steps import count_calls, embedded
-from tests.support.fs_calls import fs_calls
+from tests.support.fs_calls import dies_after, fs_calls
 
 from pyjetstream.server.jetstream.store import _fileutil
 from pyjetstream.server.jetstream.store._fileutil import read_meta_file, write_meta_file
@@ -81,20 +81,6 @@ async def test_with_the_switch_off_each_rewrite_renames(monkeypatch: pytest.Monk
     assert calls == {"open": 2, "write": 2, "replace": 2, "swap_into": 2}, calls
 
 
-def _crash_after(monkeypatch: pytest.MonkeyPatch, swaps: int) -> None:
-    """The process dies after ``swaps`` of a write's two swaps (the files stay as they are then)."""
-    original = _fileutil.swap_into
-    done = [0]
-
-    def dying(tmp: str, path: str) -> None:
-        if done[0] == swaps:
-            raise SystemExit("crash")
-        done[0] += 1
-        original(tmp, path)
-
-    monkeypatch.setattr(_fileutil, "swap_into", dying)
-
-
 @pytest.mark.parametrize("exchange", [True, False])
 @pytest.mark.parametrize("crash_after", [None, 0, 1])
 def test_a_write_reads_back_as_with_the_rename(
@@ -107,7 +93,7 @@ def test_a_write_reads_back_as_with_the_rename(
     for i, data in enumerate([b'{"v":1}', b'{"v":22}', b'{"v":333}', b'{"v":4}']):
         with monkeypatch.context() as m:
             if i == 3 and crash_after is not None:
-                _crash_after(m, crash_after)
+                dies_after(m, _fileutil, "swap_into", crash_after)  # (after that many swaps)
             try:
                 write_meta_file(str(tmp_path), data, fsync=i % 2 == 0)
             except SystemExit:

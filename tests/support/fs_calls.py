@@ -27,3 +27,18 @@ def fs_calls(monkeypatch: pytest.MonkeyPatch, root: str, names: Sequence[str]) -
 
             m.setattr(os, name, wrapper)
         yield counts
+
+
+def dies_after(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, calls: int) -> None:
+    """The process "dies" (``SystemExit``) at the call after ``calls`` whole calls of ``owner``'s
+    function ``name``: what a crash at that point leaves on disk, the calls before it done."""
+    original = getattr(owner, name)
+    done = [0]
+
+    def dying(*args: Any, **kw: Any) -> Any:
+        if done[0] == calls:
+            raise SystemExit("crash")
+        done[0] += 1
+        return original(*args, **kw)
+
+    monkeypatch.setattr(owner, name, dying)
