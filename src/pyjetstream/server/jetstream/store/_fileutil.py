@@ -230,13 +230,11 @@ def write_meta_file(
     if fresh and DIRECT_FRESH_META:
         write_file(sumf, _sum(data), fsync)
         write_file(inf, data, fsync)
-        if fsync:
-            fsync_dir(directory)
-        return
-    write_file(sumf + ".tmp", _sum(data), fsync)
-    write_file(inf + ".tmp", data, fsync)
-    swap_into(inf + ".tmp", inf)
-    swap_into(sumf + ".tmp", sumf)
+    else:
+        write_file(sumf + ".tmp", _sum(data), fsync)
+        write_file(inf + ".tmp", data, fsync)
+        swap_into(inf + ".tmp", inf)
+        swap_into(sumf + ".tmp", sumf)
     if fsync:
         fsync_dir(directory)
 
