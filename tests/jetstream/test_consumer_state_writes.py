@@ -157,3 +157,49 @@ async def test_ack_replies_wait_for_one_write_after_the_writer_threads() -> None
     threading.Thread(target=under_way.set_result, args=(True,)).start()
     await _until(lambda: sent == ["r1", "r2"])
     assert store.written == 1
+
+
+class _TurnLoop(_Loop):
+    """Keeps the timed write's callback and runs a commit's ``call_soon`` when asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timers: list[Any] = []
+        self.soon: list[Any] = []
+
+    def call_later(self, delay: float, callback: Any) -> Any:
+        self.timers.append(callback)
+        return super().call_later(delay, callback)
+
+    def call_soon(self, callback: Any) -> None:
+        self.soon.append(callback)
+
+    def run_soon(self) -> None:
+        soon, self.soon = self.soon, []
+        for callback in soon:
+            callback()
+
+
+def test_serial_confirmed_acks_keep_one_timed_write() -> None:
+    """A commit (the write a confirmed ack waits for) leaves the timed write set rather than
+    cancelling it — the next delivery set a new one, a timer made and dropped per serial ack —
+    and that timer writes only what changed after the commit's snapshot."""
+    clock = _Clock()
+    sent: list[str] = []
+    writer, _, store = _writer(clock, 0.0, 0.0)
+    loop = _TurnLoop()
+    writer.consumer.loop = loop
+    writer.consumer.server = SimpleNamespace(publish_internal=lambda reply, payload: sent.append(reply))
+    writer.durable = True
+    for i in range(50):
+        writer.dirty()  # (a delivery)
+        writer.confirm(f"r{i}")  # (an ack with a reply)
+        loop.run_soon()  # (the commit's turn)
+    assert sent == [f"r{i}" for i in range(50)] and store.written == 50
+    assert len(loop.timers) == 1  # one timed write set, kept across the 50 commits
+    loop.timers[-1]()  # it comes due: nothing changed since the last commit
+    assert store.written == 50
+    writer.dirty()  # a change after it: a new timed write, which writes it
+    assert len(loop.timers) == 2
+    loop.timers[-1]()
+    assert store.written == 51

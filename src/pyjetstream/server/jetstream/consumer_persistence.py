@@ -30,8 +30,9 @@ only once the state holding it is written — to the OS, as a stored message is,
 ``updateAcks`` sends the reply at once and its ``flushLoop`` writes up to 100 ms later).
 `StateWriter.confirm` holds the reply; the replies of every ack handled in one loop turn share
 one write at the start of the next (group commit: ``call_soon`` runs after the turn's reads),
-and that write replaces the pending timed one. The state files stay open between the writes
-made in the loop (`_fileutil.HotFiles`), and a small state's write is not timed (`_snapshot`).
+and the timed write, left set, then writes only what changed after it (`_timed_flush`: serial
+acks made and cancelled a timer each). The state files stay open between the writes made in
+the loop (`_fileutil.HotFiles`), and a small state's write is not timed (`_snapshot`).
 """
 
 from __future__ import annotations
@@ -105,7 +106,17 @@ def _state_writer() -> concurrent.futures.ThreadPoolExecutor:
 class StateWriter:
     """Writes a consumer's state to its store shortly after changes, and reads it back."""
 
-    __slots__ = ("_commit_due", "_cost", "_flush_handle", "_replies", "_write_future", "consumer", "durable", "store")
+    __slots__ = (
+        "_commit_due",
+        "_cost",
+        "_flush_handle",
+        "_replies",
+        "_unwritten",
+        "_write_future",
+        "consumer",
+        "durable",
+        "store",
+    )
 
     def __init__(self, consumer: Consumer, store: ConsumerStoreBase | None) -> None:
         self.consumer = consumer
@@ -117,6 +128,7 @@ class StateWriter:
         self._write_future: concurrent.futures.Future[bool] | None = None
         self._replies: list[str] = []  # ack replies waiting for the next commit
         self._commit_due = False  # a commit is scheduled (next loop turn, or after the writer thread)
+        self._unwritten = False  # the state changed since the last write's snapshot (`dirty`)
 
     def stored_state(self) -> ConsumerState | None:
         """What the store holds from before a restart (None: a new consumer)."""
@@ -155,9 +167,10 @@ class StateWriter:
         answered for (an ack with a reply) is written at once by `confirm`, the rest (plain acks,
         deliveries) a crash turns into redeliveries."""
         consumer = self.consumer
+        self._unwritten = True
         if self._flush_handle is None and self.store is not None and not consumer.closed:
             delay = min(max(STATE_FLUSH_DELAY, STATE_WRITE_SHARE * self._cost), STATE_FLUSH_MAX)
-            self._flush_handle = consumer.loop.call_later(delay, self._flush)
+            self._flush_handle = consumer.loop.call_later(delay, self._timed_flush)
 
     def confirm(self, reply: str) -> None:
         """Send the reply to an ack (or any message on the ack subject) once the consumer's state
@@ -184,9 +197,10 @@ class StateWriter:
         replies, self._replies = self._replies, []
         if not replies or self.store is None:
             return
-        if self._flush_handle is not None:  # this write covers every change so far
-            self._flush_handle.cancel()
-            self._flush_handle = None
+        # This write covers every change so far; the timed write stays set (cancelled here and
+        # set again by the next delivery, it was a timer made and dropped per serial ack) and
+        # writes only what changes after this snapshot (`_timed_flush`).
+        self._unwritten = False
         state, snap_cost = self._snapshot()
         if self.consumer.engine.sync_always:
             # An fsync takes milliseconds of waiting: in the writer thread, while the loop reads
@@ -217,10 +231,19 @@ class StateWriter:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(self._commit)
 
+    def _timed_flush(self) -> None:
+        """The timed write (`dirty`): skipped when a commit has written every change since it
+        was set (`_commit` leaves the timer set)."""
+        self._flush_handle = None
+        if self._unwritten:
+            self._flush()
+
     def _flush(self, whole: bool = False) -> None:
         """Snapshot the state and write it: in the loop when small (and not fsynced), else in
         the writer thread; ``whole``: the whole state, not its changes (`DeliveryState.packed`)."""
-        self._flush_handle = None
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
         if self.store is None or self._commit_due:  # a commit is about to write it all
             return
         pending = self._write_future
@@ -228,6 +251,7 @@ class StateWriter:
             self.dirty()  # one write at a time: try again after this one
             return
         consumer = self.consumer
+        self._unwritten = False
         state, snap_cost = self._snapshot(whole)
         small = state.nchg if isinstance(state, PackedChanges) else state.npend
         if consumer.closed or (small <= STATE_INLINE_MAX and not consumer.engine.sync_always):
