@@ -240,10 +240,8 @@ class StateWriter:
 
     def _flush(self, whole: bool = False) -> None:
         """Snapshot the state and write it: in the loop when small (and not fsynced), else in
-        the writer thread; ``whole``: the whole state, not its changes (`DeliveryState.packed`)."""
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
+        the writer thread; ``whole``: the whole state, not its changes (`DeliveryState.packed`).
+        No timed write is set when it runs (`_timed_flush` cleared its own; `close` cancels it)."""
         if self.store is None or self._commit_due:  # a commit is about to write it all
             return
         pending = self._write_future
