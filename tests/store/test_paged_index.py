@@ -311,6 +311,77 @@ def test_reopening_after_interior_deletes_loads_no_page(tmp_path: Path) -> None:
     assert at_sizes(tmp_path, reopened) == [0, 0]
 
 
+def _counting_checks(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts the block index files verified whole (``_snapshot.file_layout`` with ``check``)."""
+    counts = {"checked": 0}
+    layout = _snapshot.file_layout
+
+    def counting(path: str, check: bool = True) -> object:
+        counts["checked"] += check
+        return layout(path, check)
+
+    monkeypatch.setattr(_snapshot, "file_layout", counting)
+    return counts
+
+
+def _gap_store(d: Path, n: int) -> tuple[FileStore, int]:
+    """``n`` messages of ``m.0`` between 20 edges, the middle purged, stopped; the first live
+    sequence's block has an evicted page whose image holds the purged holes."""
+    s = open_fs(d)
+    with s.batch():
+        for i in range(n):
+            s.store_msg("m.0" if 0 < i < n - 1 else "m.edge", b"", b"x")
+        for i in range(20):
+            s.store_msg("m.edge", b"", b"edge-%02d" % i)
+    assert s.purge_ex("m.0") == n - 2
+    s.stop()
+    return s, n
+
+
+def test_a_restart_over_interior_deletes_verifies_no_index_file_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first live slot a clean restart peeks at (`seqstate._first_live`) is checked by the
+    record it points at (`BlockIndexes._vouch_slot`), not by verifying its block's index file
+    whole: that read and CRCed the whole file (~5 MB for a block that lost 1M sequences, the
+    gaps benchmark's restart), growing with the deleted sequences. Counted at both sizes: no file
+    verified and no page loaded by the restart, and the state as it was."""
+    counts = _counting_checks(monkeypatch)
+    for n in (2_000, 20_000):
+        d = tmp_path / f"g{n}"
+        _gap_store(d, n)
+        before = counts["checked"]
+        again = open_fs(d)
+        try:
+            st = again.state()
+            assert (st.msgs, st.first_seq, st.last_seq) == (22, 1, n + 20)
+            assert counts["checked"] == before and index(again).loads == 0, n
+            assert again.load_msg(1).data == b"x"
+        finally:
+            again.stop()
+
+
+def test_a_restart_with_a_damaged_first_slot_verifies_its_file(tmp_path: Path) -> None:
+    """A first slot whose record does not vouch for it (its timestamp flipped in the block's index
+    file) has the file verified whole, found damaged and not used: the restart walks the block
+    itself, and the first sequence and its timestamp are the stored ones."""
+    s, n = _gap_store(tmp_path / "s", 4_000)
+    want = s.state()
+    idx = tmp_path / "s" / "msgs" / "1.idx"
+    raw = bytearray(idx.read_bytes())
+    found = _snapshot.file_layout(str(idx))
+    assert found is not None
+    raw[found[1]["tss"][1] + 1] ^= 0xFF  # (the first slot's timestamp)
+    idx.write_bytes(bytes(raw))
+    again = open_fs(tmp_path / "s")
+    try:
+        st = again.state()
+        assert (st.msgs, st.first_seq, st.first_ts, st.last_seq) == (want.msgs, 1, want.first_ts, n + 20)
+        assert again.load_msg(1).data == b"x" and not again._backend.damaged
+    finally:
+        again.stop()
+
+
 def _preads_per_get(monkeypatch: pytest.MonkeyPatch, s: FileStore, seed: int = 7) -> float:
     """``pread`` calls per random get by sequence in the sealed blocks of ``s`` (each block's
     index file opened and its layout read first), checking the answers; no file opened and no

@@ -245,7 +245,8 @@ class BlockIndexes(PayloadBackend):
         self.writes = 0  # block files written to (one per file per flush; a complexity-test counter)
         self.maint_passes = 0  # `_maintain` passes (a complexity-test counter)
         self.index_writes = 0  # block indexes written (`_write_index`; a complexity-test counter)
-        self.peeks = IndexPeeks(self._idx_path)  # slots of evicted pages read from the index files (`peek_slot`)
+        # Slots of evicted pages read from the index files (`peek_slot`), checked by their records.
+        self.peeks = IndexPeeks(self._idx_path, self._vouch_slot)
         # The size of each block as the stream state on disk lists it (see `drop_state`), and how
         # many times a state was found out of date since (`FileStore` writes it again then).
         self._state_sizes: dict[int, int] = {}
@@ -835,6 +836,21 @@ class BlockIndexes(PayloadBackend):
             page.first - blk.first_seq + k,
             loc_only and page.msgs + len(page.dels) == page.n,
         )
+
+    def _vouch_slot(self, seq: int, slot: tuple[int, int, int]) -> bool:
+        """Whether the record at a slot's locator is the live message at ``seq`` with the slot's
+        subject and timestamp (`IndexPeeks`: a slot read from an index file whose checksum was
+        not verified). A record that fails is not listed damaged here: the file is verified
+        whole next, and a load of the page reads the block itself."""
+        sid, ts, loc = slot
+        damaged = len(self.damaged)
+        try:
+            subject, rts, _hdr, _data = self.read_msg(seq, loc)
+        except (ErrCorruptRecord, OSError, ValueError):
+            del self.damaged[damaged:]
+            return False
+        names = self.index.subjects.names
+        return rts == ts and 0 < sid < len(names) and names[sid] == subject
 
     def save_page(self, page: Page) -> bool:
         """Write a page's image, its block's index (``SeqIndex.saver``: before it is evicted)."""
