@@ -14,7 +14,8 @@ read seldom comes back to its window, and reading 10 KiB for one slot cost it ~4
 only the last 256 windows asked: random gets over 1M messages (7,800 windows) came back to a window
 seen among 4,096 for half of them, and read it whole for a window kept one time in a hundred.
 
-The file's layout (where its arrays lie; its checksum checked by ``_snapshot.file_layout``) is read
+The file's layout (where its arrays lie; its checksum checked by ``_snapshot.file_layout`` before a
+window is read whole, or a single slot that its record does not vouch for, `IndexPeeks._one_slot`) is read
 once per file, and the file is kept open (the last ``_fileutil.open_fds_max()``, as many as the
 block files keep of theirs):
 an open and a close per get were ~1.3 µs of a random get's ~7 µs here. `IndexPeeks.forget` drops
