@@ -110,3 +110,25 @@ async def test_no_responders_for_missing_consumers_and_ack_none(server: Target) 
         assert ok.status == "" and ok.data == b""
     finally:
         await client.close()
+
+
+async def test_no_responders_once_a_served_pull_consumer_is_gone(server: Target) -> None:
+    """A pull request to a consumer answered many times over, then deleted, gets no-responders
+    at once (the API router remembers the last subscriptions it found serving a subject: a
+    deletion makes them others), and again a message once the consumer is back."""
+    client = await RawClient.connect(server.url)
+    try:
+        await client.add_stream("S", ["s.>"])
+        await client.publish_many("s.a", 5)
+        subject = API + "MSG.NEXT.S.P"
+        for _ in range(2):
+            await client.add_consumer("S", "P", ack_policy="none")
+            for i in range(3):
+                msg = await client.request(subject, b'{"batch":1,"expires":1000000000}', timeout=3)
+                assert msg.status == "" and msg.data, (i, msg.status)
+            resp = await client.api(API + "DELETE.S.P", {})
+            assert resp.get("success") is True
+            gone = await client.request(subject, b'{"batch":1,"expires":1000000000}', timeout=3)
+            assert gone.status == "503" and gone.header("Nats-Subject") == subject
+    finally:
+        await client.close()

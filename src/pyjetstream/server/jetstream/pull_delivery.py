@@ -50,6 +50,7 @@ _DECODED: dict[bytes, tuple[PullRequest, bool]] = {}
 _DECODED_MAX = 256
 _DECODED_BODY_MAX = 512  # bytes: a request's JSON is ~40-200
 _PRIORITIZED = PriorityPolicy.PRIORITIZED  # (an enum member looked up once, not per request)
+_heappush = heapq.heappush
 
 
 def _decoded(body: bytes) -> tuple[PullRequest, bool]:
@@ -102,8 +103,10 @@ class WaitingRequest:
         no_wait: bool,
         hb: float,
         req: PullRequest | None = None,
+        now: float = 0.0,
     ) -> None:
-        now = time.monotonic()
+        if not now:  # (`PullDelivery.process_request` passes the time it read)
+            now = time.monotonic()
         self.reply = reply
         self.n = batch  # messages still wanted
         self.delivered = 0
@@ -117,12 +120,17 @@ class WaitingRequest:
         self.checked = -1  # the delivery pass that last saw interest in ``reply``
         self.gone = False  # left the queue from inside it (``WaitQueue.kill``) or from its head
         # ⟨2.11+⟩ priority groups (see priority_groups.py)
-        self.group = req.group if req is not None else ""
-        self.min_pending = req.min_pending if req is not None else 0
-        self.min_ack_pending = req.min_ack_pending if req is not None else 0
-        self.pin_id = req.id if req is not None else ""
-        # ``prioritized``: lower goes first; a request without one sorts last (Go's MaxInt32)
-        self.priority = req.priority if req is not None else 2**31 - 1
+        if req is None:
+            self.group = self.pin_id = ""
+            self.min_pending = self.min_ack_pending = 0
+            # ``prioritized``: lower goes first; a request without one sorts last (Go's MaxInt32)
+            self.priority = 2**31 - 1
+        else:
+            self.group = req.group
+            self.min_pending = req.min_pending
+            self.min_ack_pending = req.min_ack_pending
+            self.pin_id = req.id
+            self.priority = req.priority
 
     def timeout_status(self) -> bytes:
         return pending_status_block(Status.REQUEST_TIMEOUT, self.n, self.max_bytes)
@@ -193,19 +201,19 @@ class WaitQueue:
         """A request joined: its deadlines into the heaps (rebuilt when mostly stale)."""
         self.last = wr.received
         self.total += wr.n
-        self._n += 1
-        live = len(self._q) - self.dead
+        n = self._n = self._n + 1
+        stale = 2 * (len(self._q) - self.dead) + 64  # (a list longer than this is rebuilt)
         if wr.expires:
-            if len(self._exp) > 2 * live + 64:
+            if len(self._exp) > stale:
                 self._exp = self._rebuilt(self._exp)
-            heapq.heappush(self._exp, (wr.expires, self._n, wr))
+            _heappush(self._exp, (wr.expires, n, wr))
         if wr.hbt:
-            if len(self._hbs) > 2 * live + 64:
+            if len(self._hbs) > stale:
                 self._hbs = self._rebuilt(self._hbs)
-            wr.hbn = self._n
-            heapq.heappush(self._hbs, (wr.hbt, self._n, wr))
+            wr.hbn = n
+            _heappush(self._hbs, (wr.hbt, n, wr))
         if wr.no_wait:
-            if len(self._no_wait) > 2 * live + 64:
+            if len(self._no_wait) > stale:
                 self._no_wait = [w for w in self._no_wait if not w.gone and w.n > 0]
             self._no_wait.append(wr)
 
@@ -446,7 +454,8 @@ class PullDelivery:
         if self.consumer.cfg.deliver_subject:
             self.send_status(reply, PUSH_BASED)
             return
-        if required_level_refused(hdr):  # processNextMsgReq: after the push check, before parsing
+        # processNextMsgReq: after the push check, before parsing (most requests carry no header)
+        if hdr and required_level_refused(hdr):
             self.send_status(reply, REQUIRED_API_LEVEL)
             return
         self.process_request(reply, payload)
@@ -486,14 +495,16 @@ class PullDelivery:
                 self.send_status(reply, refused)
                 return
         waiting = self.waiting
-        if waiting.is_full() and time.monotonic() - self._lwqic > 1.0:
+        now = time.monotonic()  # (one clock read a request: the walks below read their own)
+        if waiting.is_full() and now - self._lwqic > 1.0:
             # Try to make room: requests whose requester went away leave. At most once a
             # second, as nats-server (each walk looks at every request).
             self.process_waiting(eos=False)
+            now = time.monotonic()
         if req.no_wait:
             msgs_pending = consumer.num_pending() + len(consumer.state.rdq)
             if msgs_pending == 0 and not req.expires:
-                waiting.last = time.monotonic()
+                waiting.last = now
                 self.send_status(reply, NO_MESSAGES)
                 return
             # (the walk only ever finds fewer wanted than the running count: no walk when that fits)
@@ -501,12 +512,13 @@ class PullDelivery:
                 waiting.last = time.monotonic()
                 self.send_status(reply, REQUESTS_PENDING)
                 return
-        now = time.monotonic()
         expires = now + req.expires / 1e9 if req.expires else 0.0
-        batch, max_bytes, no_wait, hb = req.batch, req.max_bytes, req.no_wait, req.idle_heartbeat
-        wr = WaitingRequest(reply, batch, max_bytes, expires, no_wait, hb / 1e9, group_req)
-        prioritized = cfg.priority_policy == _PRIORITIZED
-        added = waiting.add_prioritized(wr) if prioritized else waiting.add(wr)
+        hb = req.idle_heartbeat
+        wr = WaitingRequest(reply, req.batch, req.max_bytes, expires, req.no_wait, hb / 1e9, group_req, now)
+        if cfg.priority_policy == _PRIORITIZED:
+            added = waiting.add_prioritized(wr)
+        else:
+            added = waiting.add(wr)
         if not added:
             # With heartbeats a client waits for them instead of re-requesting in a hot loop.
             if not hb:
