@@ -324,6 +324,15 @@ def _counting_checks(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return counts
 
 
+def _flip(idx: Path, column: str, byte: int) -> None:
+    """Damage a block index file: one byte of the first slot's entry in ``column`` flipped."""
+    raw = bytearray(idx.read_bytes())
+    found = _snapshot.file_layout(str(idx))
+    assert found is not None
+    raw[found[1][column][1] + byte] ^= 0xFF
+    idx.write_bytes(bytes(raw))
+
+
 def _gap_store(d: Path, n: int) -> tuple[FileStore, int]:
     """``n`` messages of ``m.0`` between 20 edges, the middle purged, stopped; the first live
     sequence's block has an evicted page whose image holds the purged holes."""
@@ -367,12 +376,7 @@ def test_a_restart_with_a_damaged_first_slot_verifies_its_file(tmp_path: Path) -
     itself, and the first sequence and its timestamp are the stored ones."""
     s, n = _gap_store(tmp_path / "s", 4_000)
     want = s.state()
-    idx = tmp_path / "s" / "msgs" / "1.idx"
-    raw = bytearray(idx.read_bytes())
-    found = _snapshot.file_layout(str(idx))
-    assert found is not None
-    raw[found[1]["tss"][1] + 1] ^= 0xFF  # (the first slot's timestamp)
-    idx.write_bytes(bytes(raw))
+    _flip(tmp_path / "s" / "msgs" / "1.idx", "tss", 1)  # (the first slot's timestamp)
     again = open_fs(tmp_path / "s")
     try:
         st = again.state()
@@ -640,12 +644,7 @@ def test_a_damaged_block_index_is_not_peeked_at(tmp_path: Path) -> None:
     messages and none is lost."""
     s = filled(tmp_path / "s", 2_000)
     s.stop()
-    idx = tmp_path / "s" / "msgs" / "2.idx"
-    raw = bytearray(idx.read_bytes())
-    found = _snapshot.file_layout(str(idx))
-    assert found is not None
-    raw[found[1]["locs"][1] + 2] ^= 0xFF  # (the first slot's locator: its record's length)
-    idx.write_bytes(bytes(raw))
+    _flip(tmp_path / "s" / "msgs" / "2.idx", "locs", 2)  # (the first slot's locator: its record's length)
     again = open_fs(tmp_path / "s")
     try:
         again.load_msg(2_000)
