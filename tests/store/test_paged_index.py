@@ -576,28 +576,18 @@ def test_random_gets_never_verify_an_index_file_whole(tmp_path: Path, monkeypatc
     read the window whole, which needs the file's checksum — ~5 MB read and CRCed per block of
     8 MiB, which random gets over 10M messages paid every few hundred gets. Counted at both
     sizes: no file checked, and the reads of the index files stay under one per get."""
-    from pyjetstream.server.jetstream.store import _snapshot
-
-    checks = 0
-    layout = _snapshot.file_layout
-
-    def counting(path: str, check: bool = True) -> object:
-        nonlocal checks
-        checks += check
-        return layout(path, check)
-
-    monkeypatch.setattr(_snapshot, "file_layout", counting)
+    counts = _counting_checks(monkeypatch)
 
     def per_get(s: FileStore, n: int) -> float:
         b = s._backend
         s.load_msg(n)  # (the last block's page: the others evicted)
         rng = random.Random(3)
         seqs = [rng.randint(1, b._firsts[-1] - 1) for _ in range(2_000)]
-        before, reads = checks, b.peeks.reads
+        before, reads = counts["checked"], b.peeks.reads
         for seq in seqs:
             msg = s.load_msg(seq)
             assert (msg.seq, msg.subject, msg.data) == (seq, f"m.{(seq - 1) % 20}", b"payload-%06d" % (seq - 1))
-        assert checks == before and index(s).loads == 0
+        assert counts["checked"] == before and index(s).loads == 0
         return (b.peeks.reads - reads) / len(seqs)
 
     small, large = at_sizes(tmp_path, per_get)
