@@ -201,6 +201,18 @@ def test_an_empty_servers_first_start_imports_only_what_it_uses(tmp_path: Path) 
     assert len(other) <= MAX_OTHER_MODULES, len(other)
 
 
+def test_a_start_with_a_monitoring_port_imports_no_dashboard(tmp_path: Path) -> None:
+    """``-m`` starts the monitoring listener, not the dashboard: its package (views, the KV and
+    object-store layouts, ``importlib.resources``, ``tempfile``) is imported at the first request
+    for one of its paths, and the listener binds a literal address without the IDNA codec (the
+    two were ~5% of the instructions of such a start, callgrind)."""
+    stderr, modules = _start_modules(None, "-p", "-1", "-m", "-1", "-js", "-sd", str(tmp_path / "store"))
+    assert "Starting http monitor" in stderr, stderr
+    assert "pyjetstream.server.monitor" in modules
+    late = ("pyjetstream.server.dashboard", "encodings.idna", "importlib.resources", "tempfile", "pyjetstream.api.kv")
+    assert not [m for m in modules if m in late or m.startswith(tuple(n + "." for n in late))]
+
+
 def test_a_start_recovering_a_consumer_imports_no_file_tree_tools(tmp_path: Path) -> None:
     """A start with a durable consumer to recover imports the consumer machinery (its store
     among it), but not what only a consumer's delete uses: shutil, and with it bz2 and lzma; nor

@@ -45,6 +45,7 @@ from pyjetstream.server.version import SERVER_VERSION
 
 if TYPE_CHECKING:
     from pyjetstream.server.client import ClientConnection
+    from pyjetstream.server.dashboard import Dashboard
     from pyjetstream.server.server import Server
 
 __all__ = [
@@ -793,6 +794,11 @@ class _Request:
 
 
 
+def dashboard_path(path: str) -> bool:
+    """Whether ``path`` (under ``http_base_path``) is the dashboard's: ``/`` and ``/dashboard/…``."""
+    return path == "/" or path.startswith("/dashboard/")
+
+
 class MonitorServer:
     """The monitoring listener; ``server.monitor_handlers`` decides what each path returns."""
 
@@ -800,9 +806,7 @@ class MonitorServer:
         self.server = server
         self._listener: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        from pyjetstream.server.dashboard import Dashboard  # Deferred: only a monitoring port serves it.
-
-        self.dashboard = Dashboard(server, self._write)  # "/" and "/dashboard/..." (its own package)
+        self._dashboard: Dashboard | None = None  # made at its first path (`dashboard`)
         handlers = server.monitor_handlers
         handlers.setdefault("/varz", _Varz(server))
         handlers.setdefault("/connz", partial(_connz, server))
@@ -815,8 +819,24 @@ class MonitorServer:
         for path, fn in topology_handlers().items():
             handlers.setdefault(path, partial(fn, server))
 
+    @property
+    def dashboard(self) -> Dashboard:
+        """The dashboard, made when one of its paths is first asked for: its package (the page's
+        views, the KV and object-store layouts, ``importlib.resources``) was a twelfth of the
+        instructions of a start with a monitoring port, and most of those never serve a page."""
+        if self._dashboard is None:
+            from pyjetstream.server.dashboard import Dashboard  # Deferred: see the docstring.
+
+            self._dashboard = Dashboard(self.server, self._write)
+        return self._dashboard
+
     async def start(self, host: str, port: int) -> int:
-        self._listener = await asyncio.start_server(self._serve, host or None, port, reuse_address=True)
+        # A literal address bound as the client listener binds it (no IDNA codec imported to resolve it).
+        from pyjetstream.server.server import bound_socket
+
+        bound = bound_socket(host, port)
+        where: dict[str, Any] = {"sock": bound} if bound else {"host": host or None, "port": port, "reuse_address": True}
+        self._listener = await asyncio.start_server(self._serve, **where)
         return self._listener.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
@@ -879,7 +899,7 @@ class MonitorServer:
         for key, value in parse_qsl(raw_query, keep_blank_values=True):
             query.setdefault(key, value)  # Go's Query().Get: the first value
         handler = self.server.monitor_handlers.get(path) if path is not None else None
-        if path is not None and self.dashboard.owns(path):
+        if path is not None and dashboard_path(path):
             served = await self.dashboard.answer(request.method, path, query, request.headers, writer, keep_alive)
             if served is not None:
                 if path == "/":

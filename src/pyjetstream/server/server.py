@@ -90,6 +90,7 @@ __all__ = [
     "InternalSub",
     "RunCallback",
     "Server",
+    "bound_socket",
 ]
 
 #: nats-server keeps this many closed connections for ``/connz?state=closed``.
@@ -381,7 +382,7 @@ class Server:
                 # handshake_first: TLS from the first byte, done by the event loop before the
                 # connection is handed over (no ClientHello can reach the NATS parser).
                 tls_first = {"ssl": self.ssl_context, "ssl_handshake_timeout": opts.tls.timeout}
-            bound = _bound_socket(opts.host, opts.bind_port)
+            bound = bound_socket(opts.host, opts.bind_port)
             where: dict[str, Any] = (
                 {"sock": bound} if bound else {"host": opts.host or None, "port": opts.bind_port, "reuse_address": True}
             )
@@ -855,10 +856,10 @@ class Server:
         return self.global_account.interest_count(subject, clients_only)
 
 
-def _bound_socket(host: str, port: int) -> socket.socket | None:
-    """The client listener's socket bound to ``host`` when it is a literal IP address (None for
-    a name or no host: the event loop resolves those), as ``create_server`` binds it (address
-    reuse; an IPv6 socket only IPv6).
+def bound_socket(host: str, port: int) -> socket.socket | None:
+    """A listener's socket (the clients', the monitoring port's) bound to ``host`` when it is a literal
+    IP address (None for a name or no host: the event loop resolves those), as ``create_server``
+    binds it (address reuse; an IPv6 socket only IPv6).
 
     Why: ``create_server`` resolves even a literal address with ``host.encode("idna")``, which
     imports the IDNA codec with ``unicodedata`` and ``stringprep`` (~5 ms of a ~100 ms start)."""

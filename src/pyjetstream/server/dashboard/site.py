@@ -91,10 +91,6 @@ class Dashboard:
         self._files: dict[str, bytes] = {}
         self.live = 0  # open event streams (what a bench checks is 0 when nobody looks)
 
-    @staticmethod
-    def owns(path: str) -> bool:
-        return path == "/" or path.startswith("/dashboard/")
-
     def _serves(self, peer: str, headers: dict[str, str]) -> bool:
         if self.server.options.dashboard_remote:
             return True
