@@ -156,6 +156,37 @@ def test_generated_methods_and_named_tuples_are_the_plain_ones(tmp_path: Path, u
     assert cache.compiled == 0 and cache.hits > 0
 
 
+def test_entries_are_unmarshalled_at_their_first_hit(tmp_path: Path, uninstalled: None) -> None:
+    """A read file's entries stay marshalled bytes until hit: a start unmarshals only the texts and
+    patterns it uses; a later write keeps the others as they were, and a damaged entry is a miss."""
+    path = tmp_path / "cache.marshal"
+    first = GeneratedCode(path)
+    _define(first)
+    _forward_refs(first)
+    _compile_patterns(first)
+    assert first.save()
+
+    second = GeneratedCode(path)
+    assert second.codes and all(isinstance(v, bytes) for v in second.codes.values())
+    assert len(second.patterns) == 3 and all(isinstance(v, bytes) for v in second.patterns.values())
+    _forward_refs(second)
+    assert second.hits == 2 and second.compiled == 0
+    hit = {k for k, v in second.codes.items() if not isinstance(v, bytes)}
+    assert hit == {k for k in second.codes if k.startswith(generated_code._EVAL)}  # (only the forward references)
+    assert not any(isinstance(v, tuple) for v in second.patterns.values())
+    second.codes[next(iter(set(second.codes) - hit))] = b"\x00 not marshalled"  # (a damaged entry)
+    made = _define(second)
+    assert second.compiled == 1 and repr(made["Point"](1)) == "Point(x=1, y=2, tags=())"
+    assert second.save()
+
+    third = GeneratedCode(path)
+    assert set(third.codes) == set(second.codes) and len(third.patterns) == 3
+    _define(third)
+    _forward_refs(third)
+    assert _compile_patterns(third) == _compile_patterns(GeneratedCode(None))
+    assert third.compiled == 0 and third.patterns_compiled == 0 and third.pattern_hits == 3
+
+
 def test_a_foreign_or_broken_file_is_a_miss(tmp_path: Path, uninstalled: None) -> None:
     path = tmp_path / "cache.marshal"
     for content in (b"", b"garbage", generated_code._HEADER + b"\x00\x01"):
