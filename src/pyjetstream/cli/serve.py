@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pyjetstream.cli import generated_code
+from pyjetstream.cli import generated_code, module_paths
 from pyjetstream.cli.serve_args import ServeArgsExit, parse_serve_args, reload_serve_args
 from pyjetstream.server.log import configure_logging, reopen_log_file
 from pyjetstream.server.options import ServerOptions
@@ -216,10 +216,12 @@ async def serve(options: ServerOptions, argv: Sequence[str] = ()) -> int:
         return 1
     signals.started()
     generated_code.save()  # (what this start compiled, for the next one; again at the end for later imports)
+    module_paths.save()  # (where this start found its modules)
     try:
         await server.wait_closed()
     finally:
         generated_code.save()
+        module_paths.save()
     return 0
 
 
