@@ -35,6 +35,7 @@ import os
 import re._compiler
 import re._parser
 import sys
+from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
@@ -117,33 +118,13 @@ class GeneratedCode:
     def _code(self, key: str) -> CodeType | None:
         """The code kept for ``key``, unmarshalled at its first hit; None for none (or an entry
         that is not a code object: a miss, compiled again)."""
-        code = self.codes.get(key)
-        if isinstance(code, bytes):
-            try:
-                loaded = marshal.loads(code)
-            except (ValueError, EOFError, TypeError):
-                loaded = None
-            code = loaded if isinstance(loaded, CodeType) else None
-            if code is None:
-                del self.codes[key]
-            else:
-                self.codes[key] = code
-        return code
+        code = _first_hit(self.codes, key, lambda v: isinstance(v, CodeType))
+        return code if isinstance(code, CodeType) else None
 
     def _pattern(self, key: PatternKey) -> Compiled | None:
         """What `_cached_pattern` kept for ``key``, unmarshalled at its first hit (as `_code`)."""
-        found = self.patterns.get(key)
-        if isinstance(found, bytes):
-            try:
-                loaded = marshal.loads(found)
-            except (ValueError, EOFError, TypeError):
-                loaded = None
-            found = loaded if isinstance(loaded, tuple) and len(loaded) == 5 else None
-            if found is None:
-                del self.patterns[key]
-            else:
-                self.patterns[key] = found
-        return found
+        found = _first_hit(self.patterns, key, lambda v: isinstance(v, tuple) and len(v) == 5)
+        return found if isinstance(found, tuple) else None
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None, /, **kwargs: Any) -> None:
         """``builtins.exec``, a source text's code taken from the cache (compiled on a miss)."""
@@ -269,6 +250,23 @@ class GeneratedCode:
             return False
         self._saved = now
         return True
+
+
+def _first_hit(table: dict[Any, Any], key: Any, valid: Callable[[Any], bool]) -> Any:
+    """``table[key]``, unmarshalled in place at its first hit (the file's entries are read as their
+    bytes); None for none, or for an entry that does not load as ``valid`` wants (dropped: a miss)."""
+    found = table.get(key)
+    if isinstance(found, bytes):
+        try:
+            loaded = marshal.loads(found)
+        except (ValueError, EOFError, TypeError):
+            loaded = None
+        found = loaded if valid(loaded) else None
+        if found is None:
+            del table[key]
+        else:
+            table[key] = found
+    return found
 
 
 def _marshalled(value: Any) -> bytes:
