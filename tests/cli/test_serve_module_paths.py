@@ -83,6 +83,9 @@ def test_a_second_start_finds_its_modules_in_the_same_files(
     assert sys.meta_path.index(finder) == sys.meta_path.index(importlib.machinery.PathFinder) - 1
     assert _import_all() == plain and finder.hits == len(NAMES)
     assert importlib.import_module("mp_pkg").__path__ == [str(tree[1] / "mp_pkg")]
+    module_paths.done()  # (the start is over: later imports are the path finder's, not asked of it)
+    assert finder not in sys.meta_path and _import_all() == plain and finder.hits == len(NAMES)
+    sys.meta_path.insert(sys.meta_path.index(importlib.machinery.PathFinder), finder)
     importlib.invalidate_caches()  # (files may have come: the path finder answers again)
     assert finder.table == {} and _import_all() == plain and finder.hits == len(NAMES)
 

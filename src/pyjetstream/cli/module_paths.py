@@ -21,6 +21,11 @@ changed while the start looked in it, and a change made within the same clock ti
 time cannot hide): else nothing is written. A file edited in place keeps its path, and its ``.pyc``
 is checked against it by the loader as ever.
 
+The finder serves the start it was checked for: `done` takes it off ``sys.meta_path`` once the server is
+up, so that what a running server imports later (its consumer machinery at a first consumer, say) is
+looked for by ``PathFinder`` among the directories as they are then (a package may be upgraded under a
+running server).
+
 The table (`save`) is what the start imported through the path finder, merged with the file's
 (a start with other options imports other modules), written in the ``__pycache__`` that holds the
 generated-code cache (`default_path`), atomically, unless ``sys.dont_write_bytecode``.
@@ -42,7 +47,7 @@ from importlib.util import MAGIC_NUMBER, spec_from_file_location
 from types import ModuleType
 from typing import Any
 
-__all__ = ["ENV", "MAX_ENTRIES", "RACY", "CachedPathFinder", "active", "default_path", "install", "record", "save"]
+__all__ = ["ENV", "MAX_ENTRIES", "RACY", "CachedPathFinder", "active", "default_path", "done", "install", "record", "save"]
 
 # ``PYJETSTREAM_MODULE_PATHS=off`` in the environment: every module is looked for by ``PathFinder``.
 ENV = "PYJETSTREAM_MODULE_PATHS"
@@ -154,6 +159,12 @@ def install(path: str | None = None) -> CachedPathFinder | None:
         active = CachedPathFinder(_loaded)
         sys.meta_path.insert(sys.meta_path.index(PathFinder), active)
     return active
+
+
+def done() -> None:
+    """The start is over: take the finder off ``sys.meta_path`` (`active` stays, for its counts)."""
+    if active is not None and active in sys.meta_path:
+        sys.meta_path.remove(active)
 
 
 def record(modules: dict[str, Any]) -> dict[str, Entry]:

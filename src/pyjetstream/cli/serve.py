@@ -217,6 +217,7 @@ async def serve(options: ServerOptions, argv: Sequence[str] = ()) -> int:
     signals.started()
     generated_code.save()  # (what this start compiled, for the next one; again at the end for later imports)
     module_paths.save()  # (where this start found its modules)
+    module_paths.done()  # (later imports look in the directories as they are then)
     try:
         await server.wait_closed()
     finally:
