@@ -77,7 +77,7 @@ NOT_AT_START = (
     "pyjetstream.cli.bench_cmds",  # (`pyjetstream bench`, and the client it drives)
     "pyjetstream.cli.errors",  # (the CLI's option table and error reports: `cli.main` runs serve without them)
     "pyjetstream.cli.global_flags",
-    "encodings.idna",  # (create_server resolving a literal address: `server._bound_socket`)
+    "encodings.idna",  # (create_server resolving a literal address: `server.listen_at`)
     # The standard library's, loaded by what a default start does not do: tempfile (a store_dir
     # not set), shutil and with it bz2 and lzma (a tree removed), gzip and cramjam (a compressed
     # message trace, an s2-compressed stream). pathlib and with it urllib.parse and ipaddress: the

@@ -832,11 +832,9 @@ class MonitorServer:
 
     async def start(self, host: str, port: int) -> int:
         # A literal address bound as the client listener binds it (no IDNA codec imported to resolve it).
-        from pyjetstream.server.server import bound_socket
+        from pyjetstream.server.server import listen_at
 
-        bound = bound_socket(host, port)
-        where: dict[str, Any] = {"sock": bound} if bound else {"host": host or None, "port": port, "reuse_address": True}
-        self._listener = await asyncio.start_server(self._serve, **where)
+        self._listener = await asyncio.start_server(self._serve, **listen_at(host, port))
         return self._listener.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:

@@ -90,7 +90,7 @@ __all__ = [
     "InternalSub",
     "RunCallback",
     "Server",
-    "bound_socket",
+    "listen_at",
 ]
 
 #: nats-server keeps this many closed connections for ``/connz?state=closed``.
@@ -382,12 +382,8 @@ class Server:
                 # handshake_first: TLS from the first byte, done by the event loop before the
                 # connection is handed over (no ClientHello can reach the NATS parser).
                 tls_first = {"ssl": self.ssl_context, "ssl_handshake_timeout": opts.tls.timeout}
-            bound = bound_socket(opts.host, opts.bind_port)
-            where: dict[str, Any] = (
-                {"sock": bound} if bound else {"host": opts.host or None, "port": opts.bind_port, "reuse_address": True}
-            )
             self._listener = await self.loop.create_server(
-                lambda: ClientConnection(self), backlog=1024, **where, **tls_first
+                lambda: ClientConnection(self), backlog=1024, **listen_at(opts.host, opts.bind_port), **tls_first
             )
         except BaseException:
             await self._stop_services()
@@ -856,10 +852,18 @@ class Server:
         return self.global_account.interest_count(subject, clients_only)
 
 
-def bound_socket(host: str, port: int) -> socket.socket | None:
-    """A listener's socket (the clients', the monitoring port's) bound to ``host`` when it is a literal
-    IP address (None for a name or no host: the event loop resolves those), as ``create_server``
-    binds it (address reuse; an IPv6 socket only IPv6).
+def listen_at(host: str, port: int) -> dict[str, Any]:
+    """Where a listener (the clients', the monitoring port's) listens, as ``create_server``'s keyword
+    arguments: a socket already bound to a literal address (`_bound_socket`), else ``host`` (None for
+    every address) and ``port`` for the event loop to resolve, with address reuse."""
+    bound = _bound_socket(host, port)
+    return {"sock": bound} if bound else {"host": host or None, "port": port, "reuse_address": True}
+
+
+def _bound_socket(host: str, port: int) -> socket.socket | None:
+    """A listener's socket bound to ``host`` when it is a literal IP address (None for a name or no
+    host: the event loop resolves those), as ``create_server`` binds it (address reuse; an IPv6
+    socket only IPv6).
 
     Why: ``create_server`` resolves even a literal address with ``host.encode("idna")``, which
     imports the IDNA codec with ``unicodedata`` and ``stringprep`` (~5 ms of a ~100 ms start)."""
