@@ -72,6 +72,12 @@ def _mtime(path: str) -> int:
         return _MISSING
 
 
+def _searched(entry: Entry) -> str:
+    """The directory the path finder found ``entry`` in (a package's: the one holding its directory)."""
+    _kind, file, package = entry
+    return os.path.dirname(os.path.dirname(file) if package else file)
+
+
 def _key() -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """What a table is valid for: the interpreter, ``sys.path`` and the extension suffixes."""
     return sys.version, tuple(sys.path), tuple(EXTENSION_SUFFIXES)
@@ -91,9 +97,8 @@ class CachedPathFinder:
         if entry is None:
             return None
         kind, file, package = entry
-        where = os.path.dirname(os.path.dirname(file) if package else file)
         # (A submodule's package must be where it was: its __path__ holds the directory searched.)
-        if (path is None) != ("." not in fullname) or (path is not None and where not in path):
+        if (path is None) != ("." not in fullname) or (path is not None and _searched(entry) not in path):
             return None
         loader: Any = _SourceFileLoader(fullname, file) if kind == _SOURCE else ExtensionFileLoader(fullname, file)
         locations = [os.path.dirname(file)] if package else None
@@ -172,16 +177,10 @@ def record(modules: dict[str, Any]) -> dict[str, Entry]:
     file in a directory of ``sys.path`` (a top-level name) or of its package's ``__path__`` (a
     submodule) that a ``FileFinder`` searches."""
     entries: dict[str, Entry] = {}
-    finders = sys.path_importer_cache
     for name, module in list(modules.items()):
-        spec = getattr(module, "__spec__", None)
-        entry = _entry(name, spec, modules)
-        if entry is None:
-            continue
-        searched = os.path.dirname(os.path.dirname(entry[1]) if entry[2] else entry[1])
-        if not isinstance(finders.get(searched), FileFinder):
-            continue
-        entries[name] = entry
+        entry = _entry(name, getattr(module, "__spec__", None), modules)
+        if entry is not None:
+            entries[name] = entry
     return entries
 
 
@@ -190,8 +189,8 @@ def _directories(table: dict[str, Entry]) -> dict[str, int] | None:
     searched); None when one was modified later than `RACY` seconds before the start (or a
     directory searched is gone)."""
     dirs = {entry: _mtime(entry) for entry in sys.path}
-    for _kind, file, package in table.values():
-        searched = os.path.dirname(os.path.dirname(file) if package else file)
+    for entry in table.values():
+        searched = _searched(entry)
         if dirs.setdefault(searched, _mtime(searched)) == _MISSING:
             return None
     since = _started or time.time_ns()
@@ -214,7 +213,8 @@ def _entry(name: str, spec: ModuleSpec | None, modules: dict[str, Any]) -> Entry
     file = spec.origin
     if package and [os.path.dirname(file)] != list(spec.submodule_search_locations or ()):
         return None
-    searched = os.path.dirname(os.path.dirname(file) if package else file)
+    entry = (kind, file, package)
+    searched = _searched(entry)
     parent = name.rpartition(".")[0]
     if parent:
         within = getattr(modules.get(parent), "__path__", None)
@@ -222,7 +222,8 @@ def _entry(name: str, spec: ModuleSpec | None, modules: dict[str, Any]) -> Entry
             return None
     elif searched not in sys.path:
         return None
-    return kind, file, package
+    # (found by a FileFinder there, not by another path hook)
+    return entry if isinstance(sys.path_importer_cache.get(searched), FileFinder) else None
 
 
 def save() -> bool:
