@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import _sre
 import builtins
-import contextlib
 import importlib.util
 import marshal
 import os
@@ -38,6 +37,8 @@ import sys
 from collections.abc import Callable
 from types import CodeType
 from typing import Any
+
+from pyjetstream.cli.module_paths import cache_file, write_file
 
 __all__ = ["ENV", "MAX_ENTRIES", "GeneratedCode", "active", "default_path", "install", "save"]
 
@@ -60,11 +61,7 @@ def default_path() -> str | None:
 
     A path as text, read and written with ``os`` functions: ``pathlib`` (with ``urllib.parse`` and
     ``ipaddress``, ~4% of a start's instructions) is imported by nothing else a start runs."""
-    try:
-        pyc = importlib.util.cache_from_source(__file__)
-    except (NotImplementedError, ValueError):  # (sys.implementation.cache_tag is None)
-        return None
-    return os.path.join(os.path.dirname(pyc), f"dataclass-methods.{sys.implementation.cache_tag}.marshal")
+    return cache_file("dataclass-methods")
 
 
 # A regular expression's key (its pattern and flags) and what ``_sre.compile`` takes besides the
@@ -237,16 +234,12 @@ class GeneratedCode:
             codes = {k: v for k, v in codes.items() if k in self.used}
         if len(patterns) > MAX_ENTRIES:
             patterns = {k: v for k, v in patterns.items() if k in self.used_patterns}
-        tmp = f"{os.fspath(self.path)}.{os.getpid()}.tmp"
         try:
-            os.makedirs(os.path.dirname(tmp) or ".", exist_ok=True)
             kept = ({k: _marshalled(v) for k, v in codes.items()}, {k: _marshalled(v) for k, v in patterns.items()})
-            with open(tmp, "wb") as f:
-                f.write(_HEADER + marshal.dumps(kept))
-            os.replace(tmp, self.path)
-        except (OSError, ValueError):  # (ValueError: an unmarshallable value, not written)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            data = _HEADER + marshal.dumps(kept)
+        except ValueError:  # (an unmarshallable value: not written)
+            return False
+        if not write_file(os.fspath(self.path), data):
             return False
         self._saved = now
         return True

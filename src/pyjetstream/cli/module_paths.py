@@ -47,7 +47,20 @@ from importlib.util import MAGIC_NUMBER, spec_from_file_location
 from types import ModuleType
 from typing import Any
 
-__all__ = ["ENV", "MAX_ENTRIES", "RACY", "CachedPathFinder", "active", "default_path", "done", "install", "record", "save"]
+__all__ = [
+    "ENV",
+    "MAX_ENTRIES",
+    "RACY",
+    "CachedPathFinder",
+    "active",
+    "cache_file",
+    "default_path",
+    "done",
+    "install",
+    "record",
+    "save",
+    "write_file",
+]
 
 # ``PYJETSTREAM_MODULE_PATHS=off`` in the environment: every module is looked for by ``PathFinder``.
 ENV = "PYJETSTREAM_MODULE_PATHS"
@@ -119,15 +132,37 @@ _started = 0
 
 
 def default_path() -> str | None:
-    """In ``__pycache__`` beside this module (``sys.pycache_prefix`` honoured, as for ``.pyc``
-    files, and the generated-code cache's), or None where the interpreter keeps no bytecode."""
+    """Where the table lives (`cache_file`)."""
+    return cache_file("module-paths")
+
+
+def cache_file(stem: str) -> str | None:
+    """The file ``stem`` a ``serve`` start keeps for the next (this table, the generated-code cache):
+    in ``__pycache__`` beside this module (``sys.pycache_prefix`` honoured, as for ``.pyc`` files),
+    tagged with the interpreter's cache tag; None where the interpreter keeps no bytecode."""
     from importlib.util import cache_from_source
 
     try:
         pyc = cache_from_source(__file__)
     except (NotImplementedError, ValueError):  # (sys.implementation.cache_tag is None)
         return None
-    return os.path.join(os.path.dirname(pyc), f"module-paths.{sys.implementation.cache_tag}.marshal")
+    return os.path.join(os.path.dirname(pyc), f"{stem}.{sys.implementation.cache_tag}.marshal")
+
+
+def write_file(path: str, data: bytes) -> bool:
+    """Write ``data`` to a temporary file renamed over ``path``, so that a server starting beside
+    this one reads the old file or the new one; False when it cannot be written (left as it was)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(tmp) or ".", exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+    return True
 
 
 def _read(path: str) -> dict[str, Entry]:
@@ -242,14 +277,4 @@ def save() -> bool:
     dirs = _directories(table)
     if dirs is None:
         return False
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(tmp) or ".", exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(_HEADER + marshal.dumps((_key(), dirs, table)))
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        return False
-    return True
+    return write_file(path, _HEADER + marshal.dumps((_key(), dirs, table)))
