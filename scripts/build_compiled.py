@@ -78,7 +78,7 @@ def build(package: Path) -> str:
             shutil.copy2(src / rel, staging / rel)
         group = _compiled.GROUP_MODULE + suffix
         shutil.copy2(src / group, staging / group)
-        manifest = {"suffix": suffix, "python": sys.version.split()[0], "sources": sources}
+        manifest = {"suffix": suffix, "python": sys.version.split()[0], "sources": sources, "stats": _stats(package, sources)}
         (staging / _compiled.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         final = package / _compiled.BUILD_DIR
         old = package / (_compiled.BUILD_DIR + ".old")
@@ -88,6 +88,34 @@ def build(package: Path) -> str:
         staging.rename(final)
         shutil.rmtree(old, ignore_errors=True)
         return f"compiled {len(_compiled.MODULES)} modules in {time.monotonic() - started:.0f} s into {final}"
+
+
+def _stats(package: Path, sources: dict[str, str]) -> dict[str, list[int]]:
+    """The size and modification time of each package source that is the compiled one (hashes to
+    its digest), for `_compiled.check` to accept without hashing. Not for a source modified in the
+    last 2 s: a second change within the file system's timestamp tick could keep both (git's "racy"
+    files), so such a source is hashed at every start instead."""
+    stats: dict[str, list[int]] = {}
+    recent = time.time_ns() - 2_000_000_000
+    for module, digest in sources.items():
+        path = _compiled.source_path(package, module)
+        stat = _compiled.source_stat(path)
+        if stat[1] < recent and _compiled.source_digest(path) == digest and _compiled.source_stat(path) == stat:
+            stats[module] = stat
+    return stats
+
+
+def _refresh_stats(package: Path) -> None:
+    """Record again the sources' sizes and times in an up-to-date build's manifest (a checkout
+    that rewrote a file with the same content, a build made before the manifest had them)."""
+    path = package / _compiled.BUILD_DIR / _compiled.MANIFEST
+    manifest = json.loads(path.read_text())
+    stats = _stats(package, manifest["sources"])
+    if manifest.get("stats") != stats:
+        manifest["stats"] = stats
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+        tmp.replace(path)
 
 
 def main() -> int:
@@ -100,6 +128,7 @@ def main() -> int:
         print(why)
         return 0 if files is not None else 1
     if files is not None and not args.force:
+        _refresh_stats(PACKAGE)
         print(f"build_compiled: up to date ({why})")
         return 0
     try:

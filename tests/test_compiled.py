@@ -83,6 +83,71 @@ def test_an_edited_source_makes_the_whole_build_unused(tmp_path: Path) -> None:
     assert "pyjetstream.protocol.parser changed since it was compiled" in why
 
 
+def _with_stats(package: Path) -> dict[str, list[int]]:
+    """Record every source's size and time in the fake build's manifest, as the build does."""
+    path = package / _compiled.BUILD_DIR / _compiled.MANIFEST
+    manifest = json.loads(path.read_text())
+    manifest["stats"] = {m: _compiled.source_stat(_compiled.source_path(package, m)) for m in _compiled.MODULES}
+    path.write_text(json.dumps(manifest))
+    stats: dict[str, list[int]] = manifest["stats"]
+    return stats
+
+
+def _hashed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The sources `check` hashes from now on."""
+    hashed: list[str] = []
+    digest = _compiled.source_digest
+
+    def counting(path: str | os.PathLike[str]) -> str:
+        hashed.append(str(path))
+        return digest(path)
+
+    monkeypatch.setattr(_compiled, "source_digest", counting)
+    return hashed
+
+
+def test_a_source_with_the_builds_size_and_time_is_not_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build records each source's size and modification time: a start then stats the sources
+    instead of hashing them (no ``hashlib`` at a server's start); one whose time changed is hashed,
+    and used when its content is the compiled one."""
+    package = _fake_build(tmp_path)
+    _with_stats(package)
+    hashed = _hashed(monkeypatch)
+    files, why = _compiled.check(package)
+    assert files is not None, why
+    assert hashed == []
+    parser = Path(_compiled.source_path(package, "pyjetstream.protocol.parser"))
+    os.utime(parser, ns=(parser.stat().st_atime_ns, parser.stat().st_mtime_ns + 10**9))  # touched, same content
+    files, why = _compiled.check(package)
+    assert files is not None, why
+    assert hashed == [str(parser)]
+    parser.write_text(parser.read_text() + "\n# edited\n")
+    files, why = _compiled.check(package)
+    assert files is None and "pyjetstream.protocol.parser changed since it was compiled" in why
+
+
+def test_the_build_records_no_time_for_a_source_changed_in_the_last_two_seconds(tmp_path: Path) -> None:
+    """A source written just now could change again within the file system's timestamp tick with the
+    same size (git's racy files): the build leaves its time out, so every start hashes it."""
+    sys.path.insert(0, str(PACKAGE.parent.parent / "scripts"))
+    try:
+        import build_compiled
+    finally:
+        sys.path.pop(0)
+    package = _fake_build(tmp_path)
+    sources = json.loads((package / _compiled.BUILD_DIR / _compiled.MANIFEST).read_text())["sources"]
+    old = {m: Path(_compiled.source_path(package, m)) for m in _compiled.MODULES}
+    for path in old.values():
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns - 10 * 10**9))
+    parser = old["pyjetstream.protocol.parser"]
+    parser.touch()
+    layout = Path(_compiled.source_path(package, "pyjetstream.protocol.events"))
+    layout.write_text(layout.read_text() + "\n# not the compiled one\n")
+    os.utime(layout, ns=(layout.stat().st_atime_ns, layout.stat().st_mtime_ns - 10 * 10**9))
+    stats = build_compiled._stats(package, sources)
+    assert set(stats) == set(_compiled.MODULES) - {"pyjetstream.protocol.parser", "pyjetstream.protocol.events"}
+
+
 def test_a_build_for_another_interpreter_or_module_list_is_unused(tmp_path: Path) -> None:
     files, why = _compiled.check(_fake_build(tmp_path / "a", suffix=".cpython-399-x86_64-linux-gnu.so"))
     assert files is None and "this interpreter loads" in why

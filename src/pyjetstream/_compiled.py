@@ -11,7 +11,8 @@ SHA-256 of every source it compiled.
 At ``import pyjetstream`` `install` puts a finder first on ``sys.meta_path`` for exactly those
 names; the first import of one of them reads the manifest (`decide`: nothing is read or hashed
 before, so ``pyjetstream --help`` pays nothing). Only when the interpreter matches the build and
-every listed source hashes as it did when compiled (all or nothing: compiled modules call each other
+every listed source hashes as it did when compiled (or has the size and modification time the build
+recorded for it: `_source_is`) (all or nothing: compiled modules call each other
 natively, so one stale module would leave its compiled callers with its old code) does the finder
 load those names from ``.compiled/``; else the ordinary ``.py`` files are imported, and
 `status` says why. ``PYJETSTREAM_PURE=1`` in the
@@ -37,7 +38,19 @@ if TYPE_CHECKING:
     #: which nothing else a server's start imports, see `decide`).
     PathArg = str | os.PathLike[str]
 
-__all__ = ["BUILD_DIR", "MANIFEST", "MODULES", "active", "check", "decide", "install", "load_group", "source_digest", "status"]
+__all__ = [
+    "BUILD_DIR",
+    "MANIFEST",
+    "MODULES",
+    "active",
+    "check",
+    "decide",
+    "install",
+    "load_group",
+    "source_digest",
+    "source_stat",
+    "status",
+]
 
 #: The compiled modules (dotted names; their sources are ``<name>.py`` under the package root).
 MODULES = (
@@ -88,6 +101,23 @@ def source_digest(path: PathArg) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def source_stat(path: PathArg) -> list[int]:
+    """What `check` compares before hashing: the source's size and modification time (ns)."""
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _source_is(path: PathArg, digest: str, stat: list[int] | None) -> bool:
+    """Whether the source at ``path`` is the one that hashed to ``digest``: at once when it has the
+    size and modification time the build saw it with (``stat``, recorded only for a file whose
+    content hashed to ``digest`` then: the rule CPython trusts a ``.pyc`` by), else by hashing it.
+    The hash costs a start ~0.4 ms and loads OpenSSL's digests (``hashlib``), ~1.3% of its
+    instructions."""
+    if stat is not None and source_stat(path) == stat:
+        return True
+    return source_digest(path) == digest
+
+
 def check(package_dir: PathArg) -> tuple[dict[str, str] | None, str]:
     """The extension file of every compiled module (and of the group library), or None and why not.
 
@@ -109,13 +139,14 @@ def check(package_dir: PathArg) -> tuple[dict[str, str] | None, str]:
     sources: dict[str, str] = manifest.get("sources", {})
     if set(sources) != set(MODULES):
         return None, "pure Python: the build compiled other modules than this source lists"
+    stats: dict[str, list[int]] = manifest.get("stats", {})
     files: dict[str, str] = {}
     for module in MODULES:
         try:
-            digest = source_digest(source_path(package_dir, module))
+            same = _source_is(source_path(package_dir, module), sources[module], stats.get(module))
         except OSError:
             return None, f"pure Python: {module} has no source"
-        if digest != sources[module]:
+        if not same:
             return None, f"pure Python: {module} changed since it was compiled (run scripts/build_compiled.py)"
         files[module] = os.path.join(build, *module.split(".")[:-1], module.rsplit(".", 1)[-1] + suffix)
     files[GROUP_MODULE] = os.path.join(build, GROUP_MODULE + suffix)

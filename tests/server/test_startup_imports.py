@@ -27,6 +27,7 @@ SERVE = [sys.executable, "-m", "pyjetstream", "serve"]
 SCRIPT = """
 import json, sys
 from pyjetstream.cli import main
+main.import_msgspec()  # (as `main` does before it imports the server, which this script imports first)
 from pyjetstream.server import server as srv
 
 started = srv.Server.start
@@ -91,6 +92,14 @@ NOT_AT_START = (
     "lzma",
     "gzip",
     "cramjam",
+    # OpenSSL's digests (``hashlib``, and ``hmac`` and ``secrets``, which import it): a start's one
+    # digest, the configuration file's, is CPython's built-in SHA-256 (`pyjetstream._hashes`), the
+    # compiled build's sources are checked by size and time (`_compiled._source_is`). msgspec's
+    # ``typing_extensions`` (`cli.main.import_msgspec`).
+    "hashlib",
+    "hmac",
+    "secrets",
+    "typing_extensions",
 )
 # The package's modules a default start imports (133 when this test was written, 164 before; 132
 # once the atomic/fast batch machinery was made on a stream's first batch, 130 with the consumer
@@ -110,7 +119,8 @@ NOT_AT_START = (
 # filters (`store.filter_index.FilterIndex`, a trie beside the subject tree's); session 17 the same
 # count, that trie being `protocol.gsl` (the generic one the mappings use too). Session 24: 131,
 # `cli.module_paths` (where the last start found its modules: ~4% of a start's instructions less).
-MAX_PACKAGE_MODULES = 131
+# Session 25: 132, `_hashes` (CPython's built-in SHA-256 instead of ``hashlib``: 1.3% less).
+MAX_PACKAGE_MODULES = 132
 # The other modules (the standard library's, msgspec's, uvloop's; built-in ones counted too) an
 # empty server's first start imports, `-js -sd <new dir>`: 206 before session 12 took pathlib (and
 # urllib.parse, ipaddress, fnmatch, ntpath) and, at a first start, tempfile (and shutil, bz2,
@@ -120,12 +130,12 @@ MAX_PACKAGE_MODULES = 131
 MAX_OTHER_MODULES = 193
 # The package's modules that start imports: `MAX_PACKAGE_MODULES` less the configuration package's
 # 16 (scanner, parser, the mappings of every block), imported only to read a configuration file.
-MAX_FLAGS_START_MODULES = 115
+MAX_FLAGS_START_MODULES = 116
 # The package's modules a start recovering a durable consumer imports (a configuration file, a stream
 # and the consumer machinery): 146 in session 13, 145 with the advisories' models imported at the
 # first advisory; 147 in session 16 (`store.filter_index`, `protocol.gsl` since session 17); 148 with
-# `cli.module_paths` (session 24).
-MAX_CONSUMER_START_MODULES = 148
+# `cli.module_paths` (session 24); 149 with `_hashes` (session 25).
+MAX_CONSUMER_START_MODULES = 149
 
 
 def _create_stream(conf: Path, tmp_path: Path, consumer: bool = False) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -120,6 +119,8 @@ def encode(
     body["version"] = 2
     claims["nats"] = body
     without_jti = {k: v for k, v in claims.items() if k != "jti"}
+    import hashlib  # deferred: only signing a JWT needs it (a server's start imports no hashlib)
+
     digest = hashlib.new("sha512_256", json.dumps(without_jti, separators=(",", ":")).encode()).digest()
     claims["jti"] = base64.b32encode(digest).rstrip(b"=").decode()
     head = _b64(json.dumps(_HEADER, separators=(",", ":")).encode())

@@ -8,8 +8,9 @@ buckets use the same bucket rule (ADR-20).
 
 from __future__ import annotations
 
-import hashlib
 import re
+
+from pyjetstream._hashes import sha256
 
 from .constants import JS_MAX_NAME_LEN
 from .timefmt import format_time
@@ -80,5 +81,5 @@ _HASH_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 def stream_identity(created_ns: int) -> str:
     """⟨2.15+⟩ A stream's identity (``Nats-Stream-Identity``): nats-server's ``getHash`` (8 base-62
     digits of a SHA-256) of its creation time in RFC3339Nano, so a recreated stream has another."""
-    digest = hashlib.sha256(format_time(created_ns).encode()).digest()
+    digest = sha256(format_time(created_ns).encode()).digest()
     return "".join(_HASH_DIGITS[b % 62] for b in digest[:8])

@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import os
-import secrets
 from typing import Any
 
 from msgspec import Struct
 
 from pyjetstream.api.jwt import public_key_bytes
-from pyjetstream.server.options import Permissions, ServerOptions, User, is_bcrypt_hash
+from pyjetstream.server.options import Permissions, ServerOptions, User, is_bcrypt_hash, password_matches
 from pyjetstream.server.tls import cert_identities, dn_pairs, subject_pairs
 
 __all__ = ["AuthDecision", "Authenticator", "PendingCheck", "new_nonce", "verify_nkey_signature"]
@@ -40,7 +37,7 @@ _PREFIX_BYTE_USER = 20 << 3  # nkeys: public user keys start with "U"
 
 
 def new_nonce() -> str:
-    return base64.urlsafe_b64encode(secrets.token_bytes(_NONCE_BYTES)).rstrip(b"=").decode()
+    return base64.urlsafe_b64encode(os.urandom(_NONCE_BYTES)).rstrip(b"=").decode()
 
 
 def _b64decode(text: str) -> bytes:
@@ -210,9 +207,12 @@ class Authenticator:
             if self._digest(stored, given) in self._verified:
                 return AuthDecision(True, user, account)
             return PendingCheck(self, stored, given, user, account)
-        return AuthDecision(hmac.compare_digest(stored.encode(), given.encode()), user, account)
+        return AuthDecision(password_matches(stored, given), user, account)
 
     def _digest(self, stored: str, given: str) -> bytes:
+        import hashlib  # deferred with hmac: only bcrypt hashes are remembered
+        import hmac
+
         return hmac.new(self._cache_key, f"{stored}\0{given}".encode(), hashlib.sha256).digest()
 
     def verify_bcrypt(self, stored: str, given: str) -> bool:

@@ -28,8 +28,8 @@ exactly its deliver subject (its shadow there).
 from __future__ import annotations
 
 import json
+import os
 import random
-import secrets
 import string
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -64,7 +64,7 @@ _RESPONSE_TYPE_NAMES = {"singleton": "Singleton", "stream": "Streamed", "chunked
 
 #: The reply tokens' randomness: nats-server draws them from ``fastrand`` (``newServiceReply``), not
 #: from the system's cryptographic source, whose six calls a request were a tenth of its CPU here.
-_RANDOM = random.Random(secrets.randbits(64))
+_RANDOM = random.Random(int.from_bytes(os.urandom(8), "big"))
 
 
 def _token(n: int) -> str:

@@ -13,7 +13,6 @@ with the 2.10 JetStream sync policy (``sync_interval: 2m`` / ``"always"``).
 from __future__ import annotations
 
 import copy
-import hmac
 import os
 import re
 import ssl
@@ -159,6 +158,8 @@ def password_matches(stored: str, given: str) -> bool:
             return bcrypt.checkpw(given.encode(), stored.encode())
         except ValueError:
             return False
+    import hmac  # deferred: only a password check needs it (a server's start imports no hashlib)
+
     return hmac.compare_digest(stored.encode(), given.encode())
 
 

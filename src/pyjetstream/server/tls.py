@@ -12,12 +12,13 @@ of nats-server's TLS options, ``verify_and_map`` and ``pinned_certs``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import socket
 import ssl
 from typing import Any
+
+from pyjetstream._hashes import sha256
 
 __all__ = ["cert_identities", "check_peer_certificate", "dn_pairs", "spki_sha256", "start_tls", "subject_pairs"]
 
@@ -109,7 +110,7 @@ def spki_sha256(der_cert: bytes) -> str:
         if index == 0 and tag != 0xA0:  # no explicit version: serialNumber comes first
             index = 1
         if index == 6:
-            return hashlib.sha256(der_cert[pos:end]).hexdigest()
+            return sha256(der_cert[pos:end]).hexdigest()
         pos = end
         index += 1
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
+from pyjetstream._hashes import sha256
 from pyjetstream.server.conf.converters import (
     Invalid,
     as_bool,
@@ -294,4 +294,4 @@ def config_digest(config: Mapping[str, Any]) -> str:
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     for char in "<>&\u2028\u2029":
         text = text.replace(char, f"\\u{ord(char):04x}")
-    return "sha256:" + hashlib.sha256((text + "\n").encode()).hexdigest()
+    return "sha256:" + sha256((text + "\n").encode()).hexdigest()

@@ -7,7 +7,7 @@ at start (a restart's CPU is mostly imports; tests/server/test_startup_imports.p
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ _CONSUMER_SUBJECTS = {"create": S.advisory_consumer_created, "delete": S.advisor
 
 
 def new_event_id() -> str:
-    return secrets.token_hex(11)
+    return os.urandom(11).hex()
 
 
 def publish(engine: JetStreamEngine, subject: str, event: TypedEvent) -> None:

@@ -8,14 +8,14 @@ nats-server 2.15.1's (priority groups, ADR-60 flow-control acks and consumer lim
 
 from __future__ import annotations
 
-import hashlib
+import os
 import re
-import secrets
 from collections import Counter
 from typing import TYPE_CHECKING
 
 import msgspec
 
+from pyjetstream._hashes import sha256
 from pyjetstream.api import errors as E
 from pyjetstream.api.constants import (
     DEFAULT_ACK_WAIT_NS,
@@ -83,7 +83,7 @@ _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 def new_ephemeral_name() -> str:
     """A server-generated consumer name (``createConsumerName``: 8 base-62 characters)."""
-    digest = hashlib.sha256(secrets.token_bytes(16)).digest()
+    digest = sha256(os.urandom(16)).digest()
     return "".join(_DIGITS[b % 62] for b in digest[:EPHEMERAL_NAME_LEN])
 
 
