@@ -11,8 +11,8 @@ SHA-256 of every source it compiled.
 At ``import pyjetstream`` `install` puts a finder first on ``sys.meta_path`` for exactly those
 names; the first import of one of them reads the manifest (`decide`: nothing is read or hashed
 before, so ``pyjetstream --help`` pays nothing). Only when the interpreter matches the build and
-every listed source hashes as it did when compiled (or has the size and modification time the build
-recorded for it: `_source_is`) (all or nothing: compiled modules call each other
+every listed source is the one compiled — it hashes as it did, or has the size and modification time the
+build recorded for it (`_source_is`) — (all or nothing: compiled modules call each other
 natively, so one stale module would leave its compiled callers with its old code) does the finder
 load those names from ``.compiled/``; else the ordinary ``.py`` files are imported, and
 `status` says why. ``PYJETSTREAM_PURE=1`` in the

@@ -238,6 +238,9 @@ def test_a_start_recovering_a_consumer_imports_no_file_tree_tools(tmp_path: Path
     assert "pyjetstream.server.jetstream.store.consumer_store" in modules  # (the consumer was recovered)
     assert not modules & {"shutil", "bz2", "lzma", "tempfile"}, sorted(modules & {"shutil", "bz2", "lzma", "tempfile"})
     assert "pyjetstream.api.advisories" not in modules
+    assert not modules & {"hashlib", "hmac", "secrets", "typing_extensions"}, sorted(
+        modules & {"hashlib", "hmac", "secrets", "typing_extensions"}
+    )
     package = [m for m in modules if m.startswith("pyjetstream")]
     assert len(package) <= MAX_CONSUMER_START_MODULES, len(package)
 

@@ -18,7 +18,7 @@ Like nats-server, the pin lives in memory only: after a restart the next request
 from __future__ import annotations
 
 import asyncio
-import secrets
+import random
 import time
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["PriorityGroups", "new_pin_id"]
 
 _NUID_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#: The system's cryptographic source (what ``secrets.choice`` draws from; ``secrets`` imports ``hmac`` and
+#: with it OpenSSL's digests, which a server's start does not load).
+_SYSTEM_RANDOM = random.SystemRandom()
 # ``423`` for a request whose pin id is not (or no longer) the current one, once it is picked.
 _WRONG_PIN = (423, "Nats-Wrong-Pin-Id")
 
@@ -44,7 +47,7 @@ _NONE = PriorityPolicy.NONE  # (an enum member looked up once, not per request)
 
 def new_pin_id() -> str:
     """A fresh pin id, 22 base-62 characters like nats-server's ``nuid.Next()``."""
-    return "".join(secrets.choice(_NUID_DIGITS) for _ in range(22))
+    return "".join(_SYSTEM_RANDOM.choice(_NUID_DIGITS) for _ in range(22))
 
 
 def _bad_request(reason: str) -> bytes:

@@ -39,15 +39,14 @@ lets one origin be sourced several times with different filters. 2.9's two-field
 
 from __future__ import annotations
 
-import hashlib
 import random
-import secrets
 import time
 from asyncio import Handle, TimerHandle
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
 import msgspec
 
+from pyjetstream._hashes import sha256
 from pyjetstream.api import errors as E
 from pyjetstream.api import headers as H
 from pyjetstream.api.codec import decode_response, encode
@@ -107,6 +106,7 @@ _NATS_LINE = b"NATS/1.0\r\n"
 _SEQ_MARK, _SUBJECT_MARK = "\x00seq\x00", "\x00subject\x00"  # (`SourceFeed._stamp_parts`: no name holds a NUL)
 _CONTROL_PREFIX = H.status_prefix(H.Status.IDLE_HEARTBEAT[0])  # heartbeats and flow control
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_SYSTEM_RANDOM = random.SystemRandom()  # (``secrets.choice``'s source, without ``secrets``' import of OpenSSL's digests)
 _SEQ_MISMATCH = E.JSStreamSequenceNotMatchErr().err_code
 
 
@@ -115,13 +115,13 @@ _SEQ_MISMATCH = E.JSStreamSequenceNotMatchErr().err_code
 
 def api_hash(value: str) -> str:
     """nats-server ``getHash``: 8 base-62 characters of the SHA-256 of ``value``."""
-    digest = hashlib.sha256(value.encode()).digest()
+    digest = sha256(value.encode()).digest()
     return "".join(_DIGITS[b % 62] for b in digest[:8])
 
 
 def _token() -> str:
     """8 random base-62 characters (the ``$JS.M.<id>`` / ``$JSC.R.<id>`` / consumer name suffix)."""
-    return "".join(secrets.choice(_DIGITS) for _ in range(8))
+    return "".join(_SYSTEM_RANDOM.choice(_DIGITS) for _ in range(8))
 
 
 def index_name(src: StreamSource) -> str:
