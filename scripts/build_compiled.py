@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "pyjetstream"
@@ -79,7 +80,7 @@ def build(package: Path) -> str:
         group = _compiled.GROUP_MODULE + suffix
         shutil.copy2(src / group, staging / group)
         manifest = {"suffix": suffix, "python": sys.version.split()[0], "sources": sources, "stats": _stats(package, sources)}
-        (staging / _compiled.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        _write_manifest(staging / _compiled.MANIFEST, manifest)
         final = package / _compiled.BUILD_DIR
         old = package / (_compiled.BUILD_DIR + ".old")
         shutil.rmtree(old, ignore_errors=True)
@@ -113,9 +114,15 @@ def _refresh_stats(package: Path) -> None:
     stats = _stats(package, manifest["sources"])
     if manifest.get("stats") != stats:
         manifest["stats"] = stats
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-        tmp.replace(path)
+        _write_manifest(path, manifest)
+
+
+def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Write a build's manifest (a temporary file renamed over ``path``: a start reads the old one
+    or the new one)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    tmp.replace(path)
 
 
 def main() -> int:

@@ -84,14 +84,12 @@ def test_an_edited_source_makes_the_whole_build_unused(tmp_path: Path) -> None:
     assert "pyjetstream.protocol.parser changed since it was compiled" in why
 
 
-def _with_stats(package: Path) -> dict[str, list[int]]:
+def _with_stats(package: Path) -> None:
     """Record every source's size and time in the fake build's manifest, as the build does."""
     path = package / _compiled.BUILD_DIR / _compiled.MANIFEST
     manifest = json.loads(path.read_text())
     manifest["stats"] = {m: _compiled.source_stat(_compiled.source_path(package, m)) for m in _compiled.MODULES}
     path.write_text(json.dumps(manifest))
-    stats: dict[str, list[int]] = manifest["stats"]
-    return stats
 
 
 def _hashed(monkeypatch: pytest.MonkeyPatch) -> list[str]:

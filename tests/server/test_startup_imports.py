@@ -41,6 +41,11 @@ srv.Server.start = start
 sys.exit(main.main(["serve", *sys.argv[1:]]))
 """
 
+# Imported by no start, whatever it recovers: OpenSSL's digests (``hashlib``, and ``hmac`` and
+# ``secrets``, which import it) — a start's one digest, the configuration file's, is CPython's
+# built-in SHA-256 (`pyjetstream._hashes`), the compiled build's sources are checked by size and time
+# (`_compiled._source_is`) — and msgspec's ``typing_extensions`` (`cli.main.import_msgspec`).
+NO_START_LIBRARIES = ("hashlib", "hmac", "secrets", "typing_extensions")
 # Imported only when the options or the requests use them.
 NOT_AT_START = (
     "pyjetstream.server.monitor",
@@ -92,14 +97,7 @@ NOT_AT_START = (
     "lzma",
     "gzip",
     "cramjam",
-    # OpenSSL's digests (``hashlib``, and ``hmac`` and ``secrets``, which import it): a start's one
-    # digest, the configuration file's, is CPython's built-in SHA-256 (`pyjetstream._hashes`), the
-    # compiled build's sources are checked by size and time (`_compiled._source_is`). msgspec's
-    # ``typing_extensions`` (`cli.main.import_msgspec`).
-    "hashlib",
-    "hmac",
-    "secrets",
-    "typing_extensions",
+    *NO_START_LIBRARIES,
 )
 # The package's modules a default start imports (133 when this test was written, 164 before; 132
 # once the atomic/fast batch machinery was made on a stream's first batch, 130 with the consumer
@@ -238,9 +236,7 @@ def test_a_start_recovering_a_consumer_imports_no_file_tree_tools(tmp_path: Path
     assert "pyjetstream.server.jetstream.store.consumer_store" in modules  # (the consumer was recovered)
     assert not modules & {"shutil", "bz2", "lzma", "tempfile"}, sorted(modules & {"shutil", "bz2", "lzma", "tempfile"})
     assert "pyjetstream.api.advisories" not in modules
-    assert not modules & {"hashlib", "hmac", "secrets", "typing_extensions"}, sorted(
-        modules & {"hashlib", "hmac", "secrets", "typing_extensions"}
-    )
+    assert not modules & set(NO_START_LIBRARIES), sorted(modules & set(NO_START_LIBRARIES))
     package = [m for m in modules if m.startswith("pyjetstream")]
     assert len(package) <= MAX_CONSUMER_START_MODULES, len(package)
 
