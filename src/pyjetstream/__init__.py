@@ -11,14 +11,20 @@ Names are loaded on first use, so ``import pyjetstream`` (and the CLI's start-up
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from pyjetstream import _compiled
+
+# ``typing.TYPE_CHECKING`` without importing ``typing`` here: its import (msgspec and asyncio make it
+# anyway, later) set off CPython's first collections of every server start, before the command
+# pauses the collector (`pyjetstream.cli.main._run`). Type checkers read the name as True.
+TYPE_CHECKING = False
 
 # The compiled hot modules, when a build from this very source is there (else pure Python).
 _compiled.install()
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from pyjetstream.client import Client, Msg, NatsError, Subscription, connect
     from pyjetstream.client.jetstream import (
         AckPolicy,

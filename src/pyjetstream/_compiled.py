@@ -29,7 +29,8 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # (typing's own, not imported: see pyjetstream/__init__.py)
 
 if TYPE_CHECKING:
     from types import ModuleType
