@@ -1,6 +1,6 @@
 """Options of the embedded server, with nats-server's defaults.
 
-One dataclass, [`ServerOptions`][], is what the server runs on. It is filled
+One struct, [`ServerOptions`][], is what the server runs on. It is filled
 programmatically, from a NATS configuration file (`pyjetstream.server.conf`)
 or from nats-server-compatible command-line flags
 (`pyjetstream.cli.serve_args`). Field names follow the configuration-file
@@ -16,8 +16,10 @@ import copy
 import os
 import re
 import ssl
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
+from msgspec import field
 
 from pyjetstream.api.jwt import public_key_bytes
 from pyjetstream.protocol.subjects import is_valid_subject
@@ -87,24 +89,21 @@ def default_store_dir() -> str:
 
     return os.path.join(tempfile.gettempdir(), "nats")
 
-@dataclass(kw_only=True)
-class SubjectPermission:
+class SubjectPermission(msgspec.Struct, kw_only=True):
     """Allow/deny subject lists; ``None`` means "not restricted by this list"."""
 
     allow: list[str] | None = None
     deny: list[str] | None = None
 
 
-@dataclass(kw_only=True)
-class ResponsePermission:
+class ResponsePermission(msgspec.Struct, kw_only=True):
     """``allow_responses``: may publish to reply subjects of requests received."""
 
     max_msgs: int = DEFAULT_ALLOW_RESPONSE_MAX_MSGS  # negative = unlimited
     expires: float = DEFAULT_ALLOW_RESPONSE_EXPIRATION  # seconds; negative = never
 
 
-@dataclass(kw_only=True)
-class Permissions:
+class Permissions(msgspec.Struct, kw_only=True):
     """A user's publish, subscribe and response permissions (nats-server ``Permissions``)."""
 
     publish: SubjectPermission | None = None
@@ -112,8 +111,7 @@ class Permissions:
     response: ResponsePermission | None = None
 
 
-@dataclass(kw_only=True)
-class User:
+class User(msgspec.Struct, kw_only=True):
     """A user/password identity. ``password`` may be a bcrypt hash (``$2a$...``)."""
 
     username: str
@@ -128,8 +126,7 @@ class User:
         return password_matches(self.password, given)
 
 
-@dataclass(kw_only=True)
-class NkeyUser:
+class NkeyUser(msgspec.Struct, kw_only=True):
     """An NKey identity (public user key ``U...``); authenticated by nonce signature."""
 
     nkey: str
@@ -166,8 +163,7 @@ def password_matches(stored: str, given: str) -> bool:
 # ---------------------------------------------------------------------- accounts
 
 
-@dataclass(kw_only=True)
-class AccountJetStreamLimits:
+class AccountJetStreamLimits(msgspec.Struct, kw_only=True):
     """Per-account JetStream limits (``accounts { A { jetstream { ... } } }``); -1 = unlimited."""
 
     max_memory: int = -1
@@ -191,8 +187,7 @@ class AccountJetStreamLimits:
         return self.tiers.get(f"R{max(1, replicas)}")
 
 
-@dataclass(kw_only=True)
-class AccountLimits:
+class AccountLimits(msgspec.Struct, kw_only=True):
     """Per-account connection limits (``limits {}``); 0 = server default, -1 = unlimited."""
 
     max_connections: int = 0
@@ -201,8 +196,7 @@ class AccountLimits:
     max_leafnodes: int = 0
 
 
-@dataclass(kw_only=True)
-class AccountExport:
+class AccountExport(msgspec.Struct, kw_only=True):
     """One entry of an account's ``exports``: a stream or a service subject others may import."""
 
     kind: str  # "stream" | "service"
@@ -217,8 +211,7 @@ class AccountExport:
     allow_trace: bool = False
 
 
-@dataclass(kw_only=True)
-class AccountImport:
+class AccountImport(msgspec.Struct, kw_only=True):
     """One entry of an account's ``imports``: ``subject`` of ``account`` seen here as ``to``."""
 
     kind: str  # "stream" | "service"
@@ -235,8 +228,7 @@ class AccountImport:
     share: bool = False
 
 
-@dataclass(kw_only=True, frozen=True)
-class MapDest:
+class MapDest(msgspec.Struct, kw_only=True, frozen=True):
     """One destination of a subject mapping (nats-server ``MapDest``): the subject a publish is
     mapped to, its weight (percent, 0-100) and the cluster it is scoped to ("" = any).
 
@@ -256,8 +248,7 @@ class MapDest:
 Mappings = dict[str, list[MapDest]]
 
 
-@dataclass(kw_only=True)
-class Account:
+class Account(msgspec.Struct, kw_only=True):
     """An account from the ``accounts {}`` block; its users are also in ServerOptions.users."""
 
     name: str
@@ -283,8 +274,7 @@ class Account:
 # --------------------------------------------------------------------------- TLS
 
 
-@dataclass(kw_only=True)
-class TLSOptions:
+class TLSOptions(msgspec.Struct, kw_only=True):
     """The ``tls {}`` block (or ``--tls*`` flags): TLS on the client port."""
 
     cert_file: str = ""
@@ -317,8 +307,7 @@ class TLSOptions:
         return ctx
 
 
-@dataclass(kw_only=True)
-class WebSocketOptions:
+class WebSocketOptions(msgspec.Struct, kw_only=True):
     """The ``websocket {}`` block (nats-server ``WebsocketOpts``): a listener for browser and Node
     clients (nats.ws, nats.js's WebSocket transport) speaking NATS inside WebSocket frames."""
 
@@ -340,8 +329,7 @@ class WebSocketOptions:
 DEFAULT_MAX_CONSUMERS = 1000
 
 
-@dataclass(kw_only=True)
-class JetStreamLimits:
+class JetStreamLimits(msgspec.Struct, kw_only=True):
     """Server-wide JetStream limits (2.10 ``jetstream { limits {} }``); 0 = not limited."""
 
     max_ack_pending: int = 0
@@ -365,8 +353,7 @@ class JetStreamLimits:
 # ------------------------------------------------------------------ the options
 
 
-@dataclass(kw_only=True)
-class ServerOptions:
+class ServerOptions(msgspec.Struct, kw_only=True):
     """Everything the embedded server runs with. Defaults are nats-server's."""
 
     # Where these options came from (``-c``); "" when built in code.

@@ -12,10 +12,11 @@ exports, limits, JetStream): such a change is refused with a line that says so.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from pyjetstream.api.timefmt import format_go_duration
 
@@ -51,8 +52,8 @@ def go_value(value: Any) -> str:
         return str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, list | tuple):
         return "[" + " ".join(go_value(v) for v in value) + "]"
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return "{" + " ".join(go_value(getattr(value, f.name)) for f in dataclasses.fields(value)) + "}"
+    if isinstance(value, msgspec.Struct):  # (a block of the options: `options.TLSOptions`, ...)
+        return "{" + " ".join(go_value(getattr(value, name)) for name in value.__struct_fields__) + "}"
     return str(value)
 
 
@@ -166,8 +167,8 @@ def _accounts_or_users(name: str, old: ServerOptions, new: ServerOptions) -> lis
     if name == "users":
         return [Change("users", "Reloaded: authorization users", frozenset({"auth"}))]
     # Users and mappings are reloaded (nats-server configureAccounts: shallowCopy takes the mappings).
-    before = {a.name: dataclasses.replace(a, users=[], nkeys=[], mappings={}) for a in old.accounts}
-    after = {a.name: dataclasses.replace(a, users=[], nkeys=[], mappings={}) for a in new.accounts}
+    before = {a.name: msgspec.structs.replace(a, users=[], nkeys=[], mappings={}) for a in old.accounts}
+    after = {a.name: msgspec.structs.replace(a, users=[], nkeys=[], mappings={}) for a in new.accounts}
     if before != after:
         changed = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
         raise ReloadError(
