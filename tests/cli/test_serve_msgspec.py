@@ -64,3 +64,45 @@ def test_the_switch_leaves_msgspecs_import_as_it_is() -> None:
 
     env = {**os.environ, "PYJETSTREAM_TYPING_EXTENSIONS": "on"}
     assert _run(HIDDEN, env)["typing_extensions"] is True
+
+
+# After `import_msgspec`: msgspec.inspect stands deferred, then each way of reaching it works and
+# loads it once, after which the real module is in sys.modules and on the package.
+DEFERRED = HIDDEN + """
+import sys
+import msgspec
+from pyjetstream.cli.main import DeferredModule
+said = [isinstance(sys.modules["msgspec.inspect"], DeferredModule), isinstance(msgspec.inspect, DeferredModule)]
+import msgspec.inspect as mi
+from msgspec import inspect as mi2
+said.append(repr(mi.type_info(int)))
+said.append(repr(mi2.type_info(str)))
+said.append(type(sys.modules["msgspec.inspect"]).__name__ + " " + type(msgspec.inspect).__name__)
+said.append(msgspec.inspect.IntType is mi.IntType)
+print(repr(said))
+"""
+
+
+def test_msgspec_inspect_is_loaded_at_its_first_use() -> None:
+    out = subprocess.run([sys.executable, "-c", DEFERRED], capture_output=True, text=True, check=True)
+    said = out.stdout.strip().splitlines()[-1]
+    assert said == repr(
+        [
+            True,
+            True,
+            "IntType(gt=None, ge=None, lt=None, le=None, multiple_of=None)",
+            "StrType(min_length=None, max_length=None, pattern=None)",
+            "module module",
+            True,
+        ]
+    ), said
+
+
+def test_a_deferred_module_answers_its_dunder_names_without_loading() -> None:
+    from pyjetstream.cli.main import DeferredModule
+
+    stub = DeferredModule("pyjetstream_no_such_module")
+    assert not hasattr(stub, "__file__") and not hasattr(stub, "__path__")
+    assert stub.__spec__ is not None and stub.__spec__.name == "pyjetstream_no_such_module"
+    with pytest.raises(ModuleNotFoundError):
+        stub.anything  # noqa: B018  # (the first use imports it: there is none)

@@ -34,7 +34,8 @@ started = srv.Server.start
 
 async def start(self):
     await started(self)
-    print(json.dumps(sorted(sys.modules)), flush=True)
+    loaded = (n for n, m in sys.modules.items() if not isinstance(m, main.DeferredModule))
+    print(json.dumps(sorted(loaded)), flush=True)
     self.loop.create_task(self.shutdown())
 
 srv.Server.start = start
@@ -44,8 +45,9 @@ sys.exit(main.main(["serve", *sys.argv[1:]]))
 # Imported by no start, whatever it recovers: OpenSSL's digests (``hashlib``, and ``hmac`` and
 # ``secrets``, which import it) — a start's one digest, the configuration file's, is CPython's
 # built-in SHA-256 (`pyjetstream._hashes`), the compiled build's sources are checked by size and time
-# (`_compiled._source_is`) — and msgspec's ``typing_extensions`` (`cli.main.import_msgspec`).
-NO_START_LIBRARIES = ("hashlib", "hmac", "secrets", "typing_extensions")
+# (`_compiled._source_is`) — and msgspec's ``typing_extensions`` and ``msgspec.inspect``
+# (`cli.main.import_msgspec`; the latter stands deferred in ``sys.modules``, not loaded).
+NO_START_LIBRARIES = ("hashlib", "hmac", "secrets", "typing_extensions", "msgspec.inspect")
 # Imported only when the options or the requests use them.
 NOT_AT_START = (
     "pyjetstream.server.monitor",
