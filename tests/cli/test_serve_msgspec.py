@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,9 +67,12 @@ def test_the_switch_leaves_msgspecs_import_as_it_is() -> None:
     assert _run(HIDDEN, env)["typing_extensions"] is True
 
 
-# After `import_msgspec`: msgspec.inspect stands deferred, then each way of reaching it works and
+# After `defer_modules`: msgspec.inspect stands deferred, then each way of reaching it works and
 # loads it once, after which the real module is in sys.modules and on the package.
-DEFERRED = HIDDEN + """
+DEFERRED = """
+from pyjetstream.cli.main import defer_modules, import_msgspec
+deferred = defer_modules()
+import_msgspec()
 import sys
 import msgspec
 from pyjetstream.cli.main import DeferredModule
@@ -98,11 +102,56 @@ def test_msgspec_inspect_is_loaded_at_its_first_use() -> None:
     ), said
 
 
-def test_a_deferred_module_answers_its_dunder_names_without_loading() -> None:
+# The standard library's deferred modules at their first uses: a traceback's source line
+# (linecache, tokenize), a function's source (inspect: tokenize, token), the locale, a dedent.
+STDLIB = """
+import sys
+from pyjetstream.cli.main import DEFERRED_MODULES, DeferredModule, defer_modules
+deferred = defer_modules()
+import asyncio, inspect, subprocess, traceback  # (what imports them at a server's start)
+waiting = sorted(n for n in DEFERRED_MODULES if isinstance(sys.modules.get(n), DeferredModule))
+def failing():
+    raise ValueError("boom")
+try:
+    failing()
+except ValueError:
+    text = traceback.format_exc()
+import locale, textwrap
+said = [
+    deferred == list(DEFERRED_MODULES),
+    waiting == sorted(DEFERRED_MODULES),
+    'raise ValueError("boom")' in text,
+    inspect.getsource(failing).splitlines()[0],
+    isinstance(locale.getlocale(), tuple),
+    textwrap.dedent("  a\\n  b"),
+    sorted(n for n in DEFERRED_MODULES if n != "msgspec.inspect" and isinstance(sys.modules[n], DeferredModule)),
+]
+print(repr(said))
+"""
+
+
+def test_the_standard_librarys_deferred_modules_work_at_their_first_use(tmp_path: Path) -> None:
+    script = tmp_path / "first_use.py"  # (a file: the traceback and inspect read its lines)
+    script.write_text(STDLIB)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    said = out.stdout.strip().splitlines()[-1]
+    assert said == repr([True, True, True, "def failing():", True, "a\nb", []]), said
+
+
+def test_the_switch_defers_no_module() -> None:
+    import os
+
+    code = "from pyjetstream.cli.main import defer_modules\nprint(defer_modules())"
+    env = {**os.environ, "PYJETSTREAM_DEFER": "off"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_deferred_module_answers_a_modules_optional_names_without_loading() -> None:
     from pyjetstream.cli.main import DeferredModule
 
     stub = DeferredModule("pyjetstream_no_such_module")
     assert not hasattr(stub, "__file__") and not hasattr(stub, "__path__")
     assert stub.__spec__ is not None and stub.__spec__.name == "pyjetstream_no_such_module"
     with pytest.raises(ModuleNotFoundError):
-        stub.anything  # noqa: B018  # (the first use imports it: there is none)
+        stub.__all__  # noqa: B018  # (``from ... import *`` asks for it: that loads, and there is none)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from tests.server.rawclient import RawClient
 
+from pyjetstream.cli import main
+
 SERVE = [sys.executable, "-m", "pyjetstream", "serve"]
 
 # The script run in the new process: the server started as `python -m pyjetstream serve` starts it
@@ -27,7 +29,8 @@ SERVE = [sys.executable, "-m", "pyjetstream", "serve"]
 SCRIPT = """
 import json, sys
 from pyjetstream.cli import main
-main.import_msgspec()  # (as `main` does before it imports the server, which this script imports first)
+main.defer_modules()  # (as `main` does before it imports the server, which this script imports first)
+main.import_msgspec()
 from pyjetstream.server import server as srv
 
 started = srv.Server.start
@@ -45,9 +48,9 @@ sys.exit(main.main(["serve", *sys.argv[1:]]))
 # Imported by no start, whatever it recovers: OpenSSL's digests (``hashlib``, and ``hmac`` and
 # ``secrets``, which import it) — a start's one digest, the configuration file's, is CPython's
 # built-in SHA-256 (`pyjetstream._hashes`), the compiled build's sources are checked by size and time
-# (`_compiled._source_is`) — and msgspec's ``typing_extensions`` and ``msgspec.inspect``
-# (`cli.main.import_msgspec`; the latter stands deferred in ``sys.modules``, not loaded).
-NO_START_LIBRARIES = ("hashlib", "hmac", "secrets", "typing_extensions", "msgspec.inspect")
+# (`_compiled._source_is`) — msgspec's ``typing_extensions`` (`cli.main.import_msgspec`), and the
+# modules `cli.main.defer_modules` leaves deferred in ``sys.modules``, not loaded.
+NO_START_LIBRARIES = ("hashlib", "hmac", "secrets", "typing_extensions", *main.DEFERRED_MODULES)
 # Imported only when the options or the requests use them.
 NOT_AT_START = (
     "pyjetstream.server.monitor",

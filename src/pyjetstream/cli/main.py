@@ -90,44 +90,60 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def import_msgspec() -> None:
-    """Import msgspec with ``typing_extensions`` out of sight, which is visible again afterwards,
-    and its ``msgspec.inspect`` submodule deferred to its first use (`DeferredModule`) (``serve``:
-    the process is the server's alone).
+    """Import msgspec with ``typing_extensions`` out of sight, which is visible again afterwards
+    (``serve``: the process is the server's alone).
 
     Why: msgspec imports ``typing_extensions`` when it is installed (many tools depend on it; this
     package does not) only to read annotations written with its forms (its ``Required``,
     ``NotRequired``, ``get_type_hints``); without it msgspec reads ``typing``'s, the package's models
     use nothing else (tests/cli/test_serve_msgspec.py: every API model's JSON schema is the same
     either way). Its import is ~11 M instructions, 2.4% of a server's start to its first answer
-    (callgrind). ``msgspec.inspect`` (type introspection: ~40 classes, 5.2M instructions, 1.3%) is
-    imported by msgspec's package and used by no server: the CLI's ``stream add`` questions and a
-    JSON schema (``msgspec.json.schema``) load it when they first ask it something.
-    ``PYJETSTREAM_TYPING_EXTENSIONS=on`` leaves msgspec's import as it is."""
+    (callgrind). ``PYJETSTREAM_TYPING_EXTENSIONS=on`` leaves msgspec's import as it is."""
     if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
         return
     if os.environ.get("PYJETSTREAM_TYPING_EXTENSIONS", "") == "on":
         return
     sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # its import raises ImportError
-    sys.modules["msgspec.inspect"] = DeferredModule("msgspec.inspect")
     try:
         import msgspec  # noqa: F401
     finally:
         del sys.modules["typing_extensions"]
 
 
+#: Modules a server's start imports and no start uses (their first use, if any, comes later):
+#: msgspec's package imports ``msgspec.inspect`` (type introspection, ~40 classes: 5.2M
+#: instructions), asyncio's ``subprocess`` imports ``locale`` (2.8M), ``inspect`` (which asyncio
+#: and uvloop use) imports ``linecache``, ``tokenize`` and ``token`` (4.3M: source lines, for a
+#: traceback), msgspec's JSON schema ``textwrap`` (0.7M); ~3% of a start (callgrind).
+DEFERRED_MODULES = ("msgspec.inspect", "linecache", "tokenize", "token", "locale", "textwrap")
+
+
+def defer_modules(names: Sequence[str] = DEFERRED_MODULES) -> list[str]:
+    """Put a `DeferredModule` in ``sys.modules`` for each of ``names`` not imported yet (``serve``,
+    before it imports the server: the process is the server's alone); returns those deferred.
+    ``PYJETSTREAM_DEFER=off`` defers none."""
+    if os.environ.get("PYJETSTREAM_DEFER", "") == "off":
+        return []
+    deferred = [name for name in names if name not in sys.modules]
+    for name in deferred:
+        sys.modules[name] = DeferredModule(name)
+    return deferred
+
+
 class DeferredModule(types.ModuleType):
     """A module imported at its first use: stands in ``sys.modules`` for ``name`` (an import finds
     it there, loaded), and the first look-up of an attribute it lacks imports the real module, puts
     it in its place (in ``sys.modules`` and as its package's attribute) and copies its names, so
-    a reference to this one kept by an importer finds them too. Its dunder names (``__file__``,
-    ``__path__`` ...) are a module's without them: asking for those loads nothing."""
+    a reference to this one kept by an importer finds them too (``from name import *`` asks for
+    ``__all__``: it loads too). The dunder names a module may lack (`_ABSENT`: ``__file__``,
+    ``__path__`` ..., which ``inspect.getmodule`` and the like read from every module) load nothing."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.__spec__ = importlib.machinery.ModuleSpec(name, None)
 
     def __getattr__(self, attr: str) -> object:
-        if attr.startswith("__") and attr.endswith("__"):
+        if attr in _ABSENT:
             raise AttributeError(attr)
         name = self.__name__
         if sys.modules.get(name) is self:
@@ -138,6 +154,10 @@ class DeferredModule(types.ModuleType):
             setattr(sys.modules[package], child, real)
         self.__dict__.update(vars(real))
         return getattr(real, attr)
+
+
+# What a `DeferredModule` answers without loading: names a module may have or not.
+_ABSENT = frozenset({"__file__", "__path__", "__loader__", "__package__", "__cached__"})
 
 
 def _run(command: str, flags: list[str], rest: list[str]) -> int:
@@ -153,11 +173,13 @@ def _run(command: str, flags: list[str], rest: list[str]) -> int:
     if command == "serve":
         # Where earlier starts found their modules (``module_paths``: ~7% of a start looked for
         # them), and the dataclasses' generated methods they compiled (``generated_code``: ~20 ms
-        # of a start compiled them again each time); both written back once the server is up.
+        # of a start compiled them again each time); both written back once the server is up. The
+        # modules it would import and not use wait for their first use (`defer_modules`).
         from pyjetstream.cli import generated_code, module_paths  # Deferred: only serve uses them.
 
         module_paths.install()
         generated_code.install()
+        defer_modules()
         import_msgspec()
     try:
         module = importlib.import_module(entry[0])
