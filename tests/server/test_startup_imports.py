@@ -291,7 +291,7 @@ DATACLASS_MODULES = ("pyjetstream.protocol.events",)
 MAX_START_DATACLASSES = 11
 
 
-def test_a_start_makes_no_dataclass_but_the_options_and_the_events(tmp_path: Path) -> None:
+def test_a_start_makes_no_dataclass_but_the_events(tmp_path: Path) -> None:
     """Counted in classes: the dataclasses defined by the package's modules a start recovering a
     stream and a durable consumer imports (a configuration file, as the benchmarks start it)."""
     import dataclasses

@@ -89,6 +89,7 @@ def default_store_dir() -> str:
 
     return os.path.join(tempfile.gettempdir(), "nats")
 
+
 class SubjectPermission(msgspec.Struct, kw_only=True):
     """Allow/deny subject lists; ``None`` means "not restricted by this list"."""
 
