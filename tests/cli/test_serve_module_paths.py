@@ -184,3 +184,24 @@ def test_a_server_start_imports_the_same_files_with_the_table_as_without(tmp_pat
     assert off_hits is None
     assert hits is not None and hits > 100, hits
     assert cached == plain and len(plain) > 250, (len(cached), len(plain))
+
+
+def test_a_save_stats_each_directory_once(
+    tree: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saving the table asks each directory's time once, not once per module found in it (a start
+    imports ~100 modules from a handful of directories)."""
+    table = tmp_path / "paths.marshal"
+    module_paths.install(str(table))
+    _import_all()
+    asked: list[str] = []
+    real = module_paths._mtime
+
+    def counted(path: str) -> int:
+        asked.append(path)
+        return real(path)
+
+    monkeypatch.setattr(module_paths, "_mtime", counted)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert module_paths.save() and table.exists()
+    assert asked and len(asked) == len(set(asked))

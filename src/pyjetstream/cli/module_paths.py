@@ -223,10 +223,13 @@ def _directories(table: dict[str, Entry]) -> dict[str, int] | None:
     """The times of the directories ``table`` depends on (every ``sys.path`` entry, every directory
     searched); None when one was modified later than `RACY` seconds before the start (or a
     directory searched is gone)."""
-    dirs = {entry: _mtime(entry) for entry in sys.path}
+    dirs = {entry: _mtime(entry) for entry in dict.fromkeys(sys.path)}
     for entry in table.values():
         searched = _searched(entry)
-        if dirs.setdefault(searched, _mtime(searched)) == _MISSING:
+        mtime = dirs.get(searched)
+        if mtime is None:  # (each directory stat'ed once, however many modules it holds)
+            mtime = dirs[searched] = _mtime(searched)
+        if mtime == _MISSING:
             return None
     since = _started or time.time_ns()
     if any(since - mtime < RACY * 1e9 for mtime in dirs.values() if mtime != _MISSING):
