@@ -503,7 +503,11 @@ async def test_kill_9_in_flight_neither_loses_nor_duplicates(server: Target) -> 
     try:
         await wait_count(c, "A", total)
         assert [int(data) for _, data, _ in await stored(c, "A")] == list(range(total))
-        await wait_for(lambda: _drained(c, server.kind), SYNC_TIMEOUT, 0.2)
+        try:
+            await wait_for(lambda: _drained(c, server.kind), SYNC_TIMEOUT, 0.2)
+        except AssertionError:  # (say what was left, should it happen again)
+            w, c1 = await state(c, "W"), await c.api("$JS.API.CONSUMER.INFO.W.c1")
+            raise AssertionError(f"W did not drain: W {w}; c1 {c1}") from None
     finally:
         await c.close()
 
