@@ -55,11 +55,65 @@ async def _pulled(runs: bool, monkeypatch: Any) -> tuple[bytes, int, int]:
 def test_two_pull_requests_in_flight_take_a_run_without_a_look_per_message(monkeypatch: Any) -> None:
     out, general, passes = asyncio.run(_pulled(True, monkeypatch))
     assert out.count(b"HMSG pc.") == N
-    # The first message of a pass goes the general way (it finds the receiver), the rest are framed:
-    # one per pass, not per message (each message was, before).
-    assert general <= passes + 2, (general, passes)
+    # A pass starts at the head request's receiver: every message is framed, the first of a pass
+    # too (it went the general way, alone, before the run was read; each message did before that).
+    assert general == 0, (general, passes)
     alone, general_alone, _ = asyncio.run(_pulled(False, monkeypatch))
     assert general_alone == N
+    assert out == alone
+
+
+async def _fetched_one_by_one(runs: bool, monkeypatch: Any) -> tuple[bytes, int, int, int]:
+    """``FETCHES`` fetches of one message each, one at a time, each acked (a worker's loop): the output,
+    the messages handed to ``_deliver_msgs``, the store reads and the delivery passes."""
+    general = count_general(monkeypatch)
+    world = World(runs=runs)
+    await world.start()
+    try:
+        c = world.connect()
+        world.feed(c, b"SUB _INBOX.pull 1\r\n")
+        world.feed(c, request("$JS.API.STREAM.CREATE.S", "_INBOX.setup", {"name": "S", "subjects": ["w.>"]}))
+        cfg = {"durable_name": "W", "ack_policy": "explicit"}
+        world.feed(c, request("$JS.API.CONSUMER.CREATE.S.W", "_INBOX.setup", {"stream_name": "S", "config": cfg}))
+        world.feed(c, b"".join(frame(f"w.{i % 3}", "", None, b"j%d" % i) for i in range(FETCHES)))
+        await world.settle()
+        world.clear()
+        assert world.server is not None and world.server.jetstream is not None
+        consumer = world.server.jetstream.streams["S"].consumers["W"]
+        store = consumer.stream.store
+        reads, passes = 0, consumer.delivery.passes
+        load_next_msgs = store.load_next_msgs
+
+        def counting(*args: Any) -> Any:
+            nonlocal reads
+            reads += 1
+            return load_next_msgs(*args)
+
+        store.load_next_msgs = counting  # type: ignore[method-assign]
+        for _ in range(FETCHES):
+            world.feed(c, request("$JS.API.CONSUMER.MSG.NEXT.S.W", "_INBOX.pull", {"batch": 1}))
+            await world.settle()
+            out = world.output(c)
+            ack = out[out.rindex(b"$JS.ACK.") :].split(b" ", 1)[0].decode()
+            world.feed(c, frame(ack, "", None, b""))
+            await world.settle()
+        assert consumer.state.dseq - 1 == FETCHES and consumer.state.floor()[1] == FETCHES
+        return world.output(c), general.n, reads, consumer.delivery.passes - passes
+    finally:
+        await world.stop()
+
+
+FETCHES = 300
+
+
+def test_a_fetch_of_one_reads_and_frames_its_message_once(monkeypatch: Any) -> None:
+    """A fetch of one message is one store read in one pass, framed (``frame_run``), not handed to
+    the general loop; the output is the message-by-message server's."""
+    out, general, reads, passes = asyncio.run(_fetched_one_by_one(True, monkeypatch))
+    assert out.count(b"MSG w.") == FETCHES
+    assert general == 0 and reads == passes == FETCHES, (general, reads, passes)
+    alone, general_alone, _, _ = asyncio.run(_fetched_one_by_one(False, monkeypatch))
+    assert general_alone == FETCHES
     assert out == alone
 
 

@@ -191,7 +191,15 @@ class DeliveryLoop:
             policy == PriorityPolicy.PRIORITIZED,
         )
         interest = not track and c.retention != RetentionPolicy.LIMITS
-        return DeliveryPass(c, self.passes, self._replay, self._runs, track, interest, priority)
+        p = DeliveryPass(c, self.passes, self._replay, self._runs, track, interest, priority)
+        q = c.pull.waiting._q
+        if q and p.groups is None and p.runs:
+            # A pull pass starts at the head request's reply, where `_request_for` would move it for the
+            # first message: that message is then read with the rest of the run and framed with them
+            # (``frame_run``), not read alone and handed to the general loop before the run is read
+            # (a fetch of one message went that way every time: ~10 µs more per fetch).
+            p.receiver(q[0].reply)
+        return p
 
     def _gather(self, p: DeliveryPass) -> tuple[list[MsgTuple], Iterable[int], bool]:
         """The next messages to deliver: ``getNextMsg`` for a run, as ``(messages, their delivery
