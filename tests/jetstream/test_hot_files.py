@@ -88,19 +88,38 @@ async def _acked_state(store: str, n: int, consumers: int = 1) -> list[dict[str,
 
 async def _state_file_opens(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
     """The opens of state files while one consumer takes ``n`` confirmed acks."""
+    return (await _state_file_steps(monkeypatch, n))[0]
+
+
+async def _state_file_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[int, int]:
+    """The opens of state files while one consumer takes ``n`` confirmed acks, and the times
+    `HotFiles.fd` asked whether its thread runs an event loop (a ``getpid`` system call each)."""
+    asked = 0
+    running_loop = _fileutil.asyncio._get_running_loop
+
+    def counted() -> Any:
+        nonlocal asked
+        asked += 1
+        return running_loop()
+
     with tempfile.TemporaryDirectory() as tmp:
         async with _running(tmp, n) as nc:
             await nc.add_consumer("S", "c", durable_name="c")
             with fs_calls(monkeypatch, tmp, ["open"]) as calls:
+                monkeypatch.setattr(_fileutil.asyncio, "_get_running_loop", counted)
                 await _confirmed_acks(nc, "S", "c", n)
-            return calls["open"]
+                monkeypatch.setattr(_fileutil.asyncio, "_get_running_loop", running_loop)
+            return calls["open"], asked
 
 
 async def test_confirmed_acks_open_the_state_files_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """10 or 100 confirmed acks: each written before its reply, the two slots opened once each
     (switched off: an open per write, growing with the acks)."""
-    small, large = await _state_file_opens(monkeypatch, 10), await _state_file_opens(monkeypatch, 100)
+    (small, asked_small), (large, asked_large) = await _state_file_steps(monkeypatch, 10), await _state_file_steps(
+        monkeypatch, 100
+    )
     assert small == large <= 2, (small, large)
+    assert asked_small == asked_large == small, (asked_small, asked_large)  # (asked at an open, not per write)
     monkeypatch.setattr(_fileutil, "KEEP_HOT_FILES_OPEN", False)
     off_small, off_large = await _state_file_opens(monkeypatch, 10), await _state_file_opens(monkeypatch, 100)
     assert off_small >= 10 and off_large >= 100, (off_small, off_large)

@@ -72,13 +72,13 @@ class HotFiles(threading.local):
     def fd(self, owner: object, name: str, path: str) -> tuple[int, bool]:
         """A descriptor open for writing on ``path`` (created if missing), and whether it is
         kept (else the caller closes it)."""
-        if not KEEP_HOT_FILES_OPEN or asyncio._get_running_loop() is None:
-            return os.open(path, os.O_WRONLY | os.O_CREAT, 0o644), False
         fds, key = self.fds, (owner, name)
         fd = fds.get(key)
-        if fd is not None:
-            fds.move_to_end(key)
+        if fd is not None:  # (kept by this thread while it ran its loop: asked first, as
+            fds.move_to_end(key)  # ``_get_running_loop`` costs a ``getpid`` system call each time)
             return fd, True
+        if not KEEP_HOT_FILES_OPEN or asyncio._get_running_loop() is None:
+            return os.open(path, os.O_WRONLY | os.O_CREAT, 0o644), False
         fd = fds[key] = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
         if len(fds) > HOT_FILES_MAX:
             os.close(fds.popitem(last=False)[1])
