@@ -155,7 +155,10 @@ class DeliveryState:
         floor, pending, rdc = self._persisted()
         delivered, ack_floor = SequencePair(self.dseq - 1, self.sseq - 1), SequencePair(*floor)
         changed, gone, fresh, n = self.changed, self.gone, self.fresh, len(pending)
-        self.gone, self.fresh = array("Q"), []
+        if gone:  # (new ones only when used: a serial consumer's every confirmed ack packs)
+            self.gone = array("Q")
+        if fresh:
+            self.fresh = []
         if changed is not None and pending is self.pending and not whole:
             firsts = array("Q", chain.from_iterable(fresh))
             cost = self._journaled + JOURNAL_WEIGHT * len(changed) + len(firsts) // 2 + len(gone) // 4

@@ -290,6 +290,11 @@ def pack_consumer_columns(
     return PackedState(delivered, ack_floor, npend, len(redelivered), body)
 
 
+#: What a state machine holds as its decoded state while its state is packed (`adopt_packed`):
+#: never changed nor handed out (``_st`` decodes the packed state into a new one first).
+_NO_STATE = ConsumerState()
+
+
 class _ConsumerStateMachine(ConsumerStoreBase):
     def __init__(self, name: str, ack_policy: str = ACK_EXPLICIT, max_deliver: int = -1) -> None:
         self.name = name
@@ -401,8 +406,14 @@ class _ConsumerStateMachine(ConsumerStoreBase):
         leaves out any at or below its floor when it packs, and delivers below ``sseq``)."""
         self._check()
         self._check_sequences(packed.delivered, packed.ack_floor)
-        self._st = ConsumerState()
+        # (``_st`` as set to an empty state, without making one: ``_packed`` is the state now,
+        # and the getter makes a new one from it before anything is changed)
+        self._state = _NO_STATE
         self._packed = packed
+        if self._changes:
+            self._changes = []
+        if self._unwritten:
+            self._unwritten = []
         self._changed()
 
     def adopt_changes(self, changes: PackedChanges) -> None:
