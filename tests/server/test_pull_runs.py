@@ -19,6 +19,17 @@ N = 6_000
 BATCH = 500
 
 
+def _consumer(world: World, subjects: list[str], cfg: dict[str, Any]) -> Any:
+    """A client subscribed to ``_INBOX.pull``, after it made stream S on ``subjects`` and the durable
+    ``cfg`` on it."""
+    c = world.connect()
+    world.feed(c, b"SUB _INBOX.pull 1\r\n")
+    world.feed(c, request("$JS.API.STREAM.CREATE.S", "_INBOX.setup", {"name": "S", "subjects": subjects}))
+    create = request(f"$JS.API.CONSUMER.CREATE.S.{cfg['durable_name']}", "_INBOX.setup", {"stream_name": "S", "config": cfg})
+    world.feed(c, create)
+    return c
+
+
 async def _pulled(runs: bool, monkeypatch: Any) -> tuple[bytes, int, int]:
     """Every message pulled with two requests of ``BATCH`` in flight (a third asked for whenever one
     is done); the output, the messages handed to ``_deliver_msgs``, the delivery passes."""
@@ -26,11 +37,7 @@ async def _pulled(runs: bool, monkeypatch: Any) -> tuple[bytes, int, int]:
     world = World(runs=runs)
     await world.start()
     try:
-        c = world.connect()
-        world.feed(c, b"SUB _INBOX.pull 1\r\n")
-        world.feed(c, request("$JS.API.STREAM.CREATE.S", "_INBOX.setup", {"name": "S", "subjects": ["pc.>"]}))
-        cfg = {"durable_name": "P", "ack_policy": "none", "filter_subject": "pc.*.x"}
-        world.feed(c, request("$JS.API.CONSUMER.CREATE.S.P", "_INBOX.setup", {"stream_name": "S", "config": cfg}))
+        c = _consumer(world, ["pc.>"], {"durable_name": "P", "ack_policy": "none", "filter_subject": "pc.*.x"})
         hdr = b"NATS/1.0\r\nNats-Msg-Id: %d\r\n\r\n"
         world.feed(c, b"".join(frame(f"pc.{i % 50}.{'xy'[i % 2]}", "", hdr % i, b"p" * 100) for i in range(2 * N)))
         await world.settle()
@@ -70,11 +77,7 @@ async def _fetched_one_by_one(runs: bool, monkeypatch: Any) -> tuple[bytes, int,
     world = World(runs=runs)
     await world.start()
     try:
-        c = world.connect()
-        world.feed(c, b"SUB _INBOX.pull 1\r\n")
-        world.feed(c, request("$JS.API.STREAM.CREATE.S", "_INBOX.setup", {"name": "S", "subjects": ["w.>"]}))
-        cfg = {"durable_name": "W", "ack_policy": "explicit"}
-        world.feed(c, request("$JS.API.CONSUMER.CREATE.S.W", "_INBOX.setup", {"stream_name": "S", "config": cfg}))
+        c = _consumer(world, ["w.>"], {"durable_name": "W", "ack_policy": "explicit"})
         world.feed(c, b"".join(frame(f"w.{i % 3}", "", None, b"j%d" % i) for i in range(FETCHES)))
         await world.settle()
         world.clear()
