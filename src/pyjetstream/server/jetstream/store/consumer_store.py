@@ -356,8 +356,10 @@ class _ConsumerStateMachine(ConsumerStoreBase):
     def _st(self, state: ConsumerState) -> None:
         self._state = state
         self._packed = None
-        self._changes = []
-        self._unwritten = []
+        if self._changes:  # (new lists only when used: a consumer's every state write comes here)
+            self._changes = []
+        if self._unwritten:
+            self._unwritten = []
 
     def _sequences(self) -> tuple[SequencePair, SequencePair]:
         """The state's delivered and ack floor, without decoding its maps."""
@@ -406,14 +408,8 @@ class _ConsumerStateMachine(ConsumerStoreBase):
         leaves out any at or below its floor when it packs, and delivers below ``sseq``)."""
         self._check()
         self._check_sequences(packed.delivered, packed.ack_floor)
-        # (``_st`` as set to an empty state, without making one: ``_packed`` is the state now,
-        # and the getter makes a new one from it before anything is changed)
-        self._state = _NO_STATE
+        self._st = _NO_STATE  # (no state made per write: ``_packed`` is the state from here on)
         self._packed = packed
-        if self._changes:
-            self._changes = []
-        if self._unwritten:
-            self._unwritten = []
         self._changed()
 
     def adopt_changes(self, changes: PackedChanges) -> None:
