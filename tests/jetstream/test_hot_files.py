@@ -115,9 +115,8 @@ async def _state_file_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[in
 async def test_confirmed_acks_open_the_state_files_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """10 or 100 confirmed acks: each written before its reply, the two slots opened once each
     (switched off: an open per write, growing with the acks)."""
-    (small, asked_small), (large, asked_large) = await _state_file_steps(monkeypatch, 10), await _state_file_steps(
-        monkeypatch, 100
-    )
+    small, asked_small = await _state_file_steps(monkeypatch, 10)
+    large, asked_large = await _state_file_steps(monkeypatch, 100)
     assert small == large <= 2, (small, large)
     assert asked_small == asked_large == small, (asked_small, asked_large)  # (asked at an open, not per write)
     monkeypatch.setattr(_fileutil, "KEEP_HOT_FILES_OPEN", False)

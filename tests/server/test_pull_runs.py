@@ -17,6 +17,7 @@ from pyjetstream.server.jetstream.pull_delivery import WaitingRequest, WaitQueue
 
 N = 6_000
 BATCH = 500
+FETCHES = 300
 
 
 def _consumer(world: World, subjects: list[str], cfg: dict[str, Any]) -> Any:
@@ -104,9 +105,6 @@ async def _fetched_one_by_one(runs: bool, monkeypatch: Any) -> tuple[bytes, int,
         return world.output(c), general.n, reads, consumer.delivery.passes - passes
     finally:
         await world.stop()
-
-
-FETCHES = 300
 
 
 def test_a_fetch_of_one_reads_and_frames_its_message_once(monkeypatch: Any) -> None:
